@@ -1,0 +1,81 @@
+//! The registry of diagnostic codes: stable identifiers, default severity, a title and the
+//! long explanation printed by `venusc explain` (one Markdown file per code in `codes/`).
+
+use std::fmt;
+
+macro_rules! codes {
+    ($($name:ident $sev:ident $title:literal;)*) => {
+        /// A stable diagnostic code (`E0301`). Once released a code keeps its meaning.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code { $($name,)* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$name,)*];
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$name => stringify!($name),)* }
+            }
+            pub fn severity(self) -> super::Severity {
+                match self { $(Code::$name => super::Severity::$sev,)* }
+            }
+            /// A short title for listings.
+            pub fn title(self) -> &'static str {
+                match self { $(Code::$name => $title,)* }
+            }
+            /// The Markdown explanation with a wrong and a right example.
+            pub fn explanation(self) -> &'static str {
+                match self { $(Code::$name => include_str!(concat!("codes/", stringify!($name), ".md")),)* }
+            }
+        }
+    };
+}
+
+codes! {
+    E0001 Error "unexpected token or malformed input";
+    E0002 Error "unclosed block or list";
+    E0003 Error "malformed number or quantity";
+    E0101 Error "unknown key for this block kind";
+    E0102 Error "duplicate key in a block";
+    E0103 Error "missing required key";
+    E0104 Error "unknown reference";
+    E0105 Error "inheritance cycle";
+    E0106 Error "duplicate definition of a name in one file";
+    E0107 Error "`use` of a file that cannot be read or parsed";
+    E0108 Error "no scenario to run, or several and none chosen";
+    E0201 Error "wrong dimension or kind of value";
+    E0202 Error "value out of range";
+    E0203 Error "wrong number of arguments for a key";
+    E0204 Error "unknown enum word";
+    E0301 Error "parallel sizes do not match the cluster's GPU count";
+    E0302 Error "layers not divisible across pipeline stages";
+    E0303 Error "attention heads not divisible by tp";
+    E0304 Error "kv_groups neither a multiple nor a divisor of tp";
+    E0305 Error "global_batch not divisible by micro_batch x dp";
+    E0306 Error "interleaved schedule: bad microbatch count";
+    E0307 Error "vpp > 1 needs pp > 2, or pp = 2 with overlap_p2p";
+    E0308 Error "seq not divisible for context or sequence parallelism";
+    E0309 Error "expert parallelism does not fit the model";
+    E0310 Error "optimizer flags out of order";
+    E0311 Error "schedule and plan disagree";
+    E0401 Error "a pipeline stage does not fit in GPU memory";
+    E0501 Error "an `expect` check fails";
+    W0001 Warning "a tp, cp or ep group spans a slower, outer dim";
+    W0002 Warning "bandwidth written in bits";
+    W0003 Warning "pipeline bubble above 25% of the iteration";
+    W0004 Warning "definition never used";
+    W0005 Warning "stage memory above 90% of GPU memory";
+    W0006 Warning "`sp` with tp = 1 has no effect";
+}
+
+impl Code {
+    /// Parses `E0301` (case-insensitive, optional leading `E`/`W` required).
+    pub fn parse(text: &str) -> Option<Code> {
+        let up = text.trim().to_ascii_uppercase();
+        Code::ALL.iter().copied().find(|c| c.as_str() == up)
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,173 @@
+//! Diagnostics as plain data.
+//!
+//! Every stage reports problems as [`Diagnostic`] values; nothing below the CLI renders or
+//! prints them. Rendering (human, JSON, GitHub) lives in [`render`] and is called at the edge.
+//! Invariants: a diagnostic has exactly one primary label; codes are stable once released
+//! (see `DIAGNOSTICS.md` in the spec); `help` is computed from the input, never generic.
+
+use std::fmt;
+
+pub mod code;
+
+pub use code::Code;
+
+/// Index of a source file in the driver's file table (user files and stdlib alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub u32);
+
+/// A byte range in one source file. `u32` keeps spans small; files over 4 GiB are rejected
+/// before parsing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start: start as u32, end: end as u32 }
+    }
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+    pub fn is_empty(self) -> bool {
+        self.start >= self.end
+    }
+}
+
+/// A span in a specific file: what a label points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Loc {
+    pub file: FileId,
+    pub span: Span,
+}
+
+impl Loc {
+    pub fn new(file: FileId, span: Span) -> Loc {
+        Loc { file, span }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Label {
+    pub loc: Loc,
+    pub message: String,
+}
+
+impl Label {
+    pub fn new(loc: Loc, message: impl Into<String>) -> Label {
+        Label { loc, message: message.into() }
+    }
+}
+
+/// One problem found in the input.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    /// One line, lowercase, no trailing period, names in backticks.
+    pub message: String,
+    /// Where the problem is.
+    pub primary: Label,
+    /// Where the other factors were declared.
+    pub secondary: Vec<Label>,
+    /// One computed, actionable fix.
+    pub help: Option<String>,
+    /// Extra facts (e.g. a memory breakdown).
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's default severity.
+    pub fn new(code: Code, message: impl Into<String>, loc: Loc, label: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            primary: Label::new(loc, label),
+            secondary: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+        }
+    }
+    pub fn with_secondary(mut self, loc: Loc, message: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label::new(loc, message));
+        self
+    }
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+    pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The candidate closest to `word` by edit distance, if close enough to be a plausible typo
+/// (at most a third of the word's length, and at least 1 edit allowed).
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|&(d, _)| d <= limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggest_finds_kv_groups_for_a_typo() {
+        assert_eq!(suggest("kv_gropus", ["hidden", "kv_groups", "heads"]), Some("kv_groups"));
+        assert_eq!(suggest("zzzz", ["hidden", "heads"]), None);
+    }
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("tp", "pp"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("swiglu", "swiglu"), 0);
+    }
+}

@@ -1,0 +1,1 @@
+//! Resolution: names, `use`, the stdlib prelude and inheritance.

@@ -1,0 +1,1 @@
+//! Schedule IR: Megatron-LM's per-pipeline-rank op order.

@@ -1,0 +1,1 @@
+//! Trace IR: per-rank node DAG the engine runs.

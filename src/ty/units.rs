@@ -1,0 +1,153 @@
+//! Physical units as newtypes. Values cross module borders only in these types, never as a
+//! bare `f64`, so a bandwidth cannot be passed where a time is expected.
+
+use std::fmt;
+use std::ops::{Add, Div, Mul};
+
+/// A byte count. Integral: memory and message sizes are whole bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Bytes(pub u64);
+
+/// A duration in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct Seconds(pub f64);
+
+/// Bytes per second.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct BytesPerSec(pub f64);
+
+/// Floating-point operations per second.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct FlopsPerSec(pub f64);
+
+/// A count of floating-point operations.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct Flops(pub f64);
+
+/// A fraction in [0, 1].
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct Ratio(pub f64);
+
+impl Bytes {
+    pub const KIB: u64 = 1 << 10;
+    pub const MIB: u64 = 1 << 20;
+    pub const GIB: u64 = 1 << 30;
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64
+    }
+    pub fn gib(self) -> f64 {
+        self.0 as f64 / Bytes::GIB as f64
+    }
+}
+
+impl Add for Bytes {
+    type Output = Bytes;
+    fn add(self, o: Bytes) -> Bytes {
+        Bytes(self.0.saturating_add(o.0))
+    }
+}
+
+impl Seconds {
+    pub fn ms(self) -> f64 {
+        self.0 * 1e3
+    }
+    pub fn from_ns(ns: f64) -> Seconds {
+        Seconds(ns * 1e-9)
+    }
+}
+
+impl Add for Seconds {
+    type Output = Seconds;
+    fn add(self, o: Seconds) -> Seconds {
+        Seconds(self.0 + o.0)
+    }
+}
+
+/// Time to move `bytes` at `bw`.
+impl Div<BytesPerSec> for Bytes {
+    type Output = Seconds;
+    fn div(self, bw: BytesPerSec) -> Seconds {
+        Seconds(self.0 as f64 / bw.0)
+    }
+}
+
+/// Time to compute `flops` at `rate`.
+impl Div<FlopsPerSec> for Flops {
+    type Output = Seconds;
+    fn div(self, rate: FlopsPerSec) -> Seconds {
+        Seconds(self.0 / rate.0)
+    }
+}
+
+impl Mul<Ratio> for FlopsPerSec {
+    type Output = FlopsPerSec;
+    fn mul(self, r: Ratio) -> FlopsPerSec {
+        FlopsPerSec(self.0 * r.0)
+    }
+}
+
+impl Mul<Ratio> for BytesPerSec {
+    type Output = BytesPerSec;
+    fn mul(self, r: Ratio) -> BytesPerSec {
+        BytesPerSec(self.0 * r.0)
+    }
+}
+
+impl fmt::Display for Bytes {
+    /// Binary units, as GPU memory is quoted: `80 GiB`, `1.50 MiB`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 as f64;
+        let (v, u) = if b >= (1u64 << 40) as f64 {
+            (b / (1u64 << 40) as f64, "TiB")
+        } else if b >= Bytes::GIB as f64 {
+            (b / Bytes::GIB as f64, "GiB")
+        } else if b >= Bytes::MIB as f64 {
+            (b / Bytes::MIB as f64, "MiB")
+        } else if b >= Bytes::KIB as f64 {
+            (b / Bytes::KIB as f64, "KiB")
+        } else {
+            return write!(f, "{} B", self.0);
+        };
+        write!(f, "{v:.2} {u}")
+    }
+}
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        if s >= 1.0 {
+            write!(f, "{s:.3} s")
+        } else if s >= 1e-3 {
+            write!(f, "{:.3} ms", s * 1e3)
+        } else if s >= 1e-6 {
+            write!(f, "{:.3} us", s * 1e6)
+        } else {
+            write!(f, "{:.0} ns", s * 1e9)
+        }
+    }
+}
+
+impl fmt::Display for BytesPerSec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}GB/s", trim(self.0 / 1e9))
+    }
+}
+
+impl fmt::Display for FlopsPerSec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}TFLOP/s", trim(self.0 / 1e12))
+    }
+}
+
+impl fmt::Display for Ratio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", trim(self.0 * 100.0))
+    }
+}
+
+/// Up to three decimals, trailing zeros removed: `450`, `0.125`, `55.5`.
+pub fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
