@@ -8,6 +8,7 @@
 use std::fmt;
 
 pub mod code;
+pub mod render;
 
 pub use code::Code;
 
