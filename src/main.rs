@@ -1,1 +1,7 @@
-fn main() {}
+//! The `venusc` binary: parse the command line and hand over to [`cli::run`].
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
+}
