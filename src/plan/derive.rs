@@ -56,9 +56,10 @@ impl StageSplit {
     // starts after c full virtual rounds (L / vpp layers each), then the chunks of earlier stages.
     pub fn first_layer(&self, stage: u64, chunk: u64) -> u64 {
         let v = self.vpp.max(1);
-        let total = self.first.saturating_add(self.last).saturating_add(
-            self.middle.saturating_mul(self.pp.saturating_sub(2)),
-        );
+        let total = self
+            .first
+            .saturating_add(self.last)
+            .saturating_add(self.middle.saturating_mul(self.pp.saturating_sub(2)));
         let total = if self.pp == 1 { self.first } else { total };
         let before = if stage == 0 {
             0
@@ -126,7 +127,13 @@ pub fn split_layers(
         if layers % pp != 0 || per % vpp != 0 {
             return Err(SplitError::Even { layers, pp, vpp });
         }
-        return Ok(StageSplit { pp, vpp, first: per, middle: per, last: per });
+        return Ok(StageSplit {
+            pp,
+            vpp,
+            first: per,
+            middle: per,
+            last: per,
+        });
     }
     // megatron/core/transformer/transformer_config.py:2300-2370 (L13-L17)
     if pp == 1 && first.is_some() && last.is_some() {
@@ -136,7 +143,11 @@ pub fn split_layers(
         if let Some(n) = n {
             // transformer_config.py:2313,2332 (L14)
             if n % vpp != 0 {
-                return Err(SplitError::EndNotDivisible { first: is_first, n, vpp });
+                return Err(SplitError::EndNotDivisible {
+                    first: is_first,
+                    n,
+                    vpp,
+                });
             }
         }
     }
@@ -148,25 +159,44 @@ pub fn split_layers(
     let stages = pp - u64::from(first.is_some()) - u64::from(last.is_some());
     // transformer_config.py:2343 (L15)
     if (rest > 0) != (stages > 0) {
-        return Err(SplitError::MiddleMismatch { layers: rest, stages });
+        return Err(SplitError::MiddleMismatch {
+            layers: rest,
+            stages,
+        });
     }
     let middle = if stages == 0 {
         0
     } else {
         // transformer_config.py:2351 (L16)
         if rest % stages != 0 {
-            return Err(SplitError::MiddleNotDivisible { layers: rest, stages });
+            return Err(SplitError::MiddleNotDivisible {
+                layers: rest,
+                stages,
+            });
         }
         let per = rest / stages;
         // transformer_config.py:2365 (L17)
         if per % vpp != 0 {
-            return Err(SplitError::MiddleChunks { per_stage: per, vpp });
+            return Err(SplitError::MiddleChunks {
+                per_stage: per,
+                vpp,
+            });
         }
         per
     };
     let first_n = first.unwrap_or(middle);
-    let last_n = if pp == 1 { first_n } else { last.unwrap_or(middle) };
-    Ok(StageSplit { pp, vpp, first: first_n, middle, last: last_n })
+    let last_n = if pp == 1 {
+        first_n
+    } else {
+        last.unwrap_or(middle)
+    };
+    Ok(StageSplit {
+        pp,
+        vpp,
+        first: first_n,
+        middle,
+        last: last_n,
+    })
 }
 
 /// Parameters of one decoder layer (unsharded counts).
@@ -207,7 +237,9 @@ pub fn layer_params(m: &Model) -> LayerParams {
     let h = m.hidden.value;
     let q = mul(&[m.heads.value, m.head_dim()]);
     let kv = mul(&[m.kv_groups(), m.head_dim()]);
-    let attention = mul(&[h, q]).saturating_mul(2).saturating_add(mul(&[2, h, kv]));
+    let attention = mul(&[h, q])
+        .saturating_mul(2)
+        .saturating_add(mul(&[2, h, kv]));
     let shared = if m.is_moe() && m.shared_expert_ffn() > 0 {
         mlp_params(h, m.shared_expert_ffn(), m.swiglu())
     } else {
@@ -215,11 +247,21 @@ pub fn layer_params(m: &Model) -> LayerParams {
     };
     let (mlp, experts, router) = if m.is_moe() {
         let e = m.experts();
-        (shared, mlp_params(h, m.moe_ffn(), m.swiglu()).saturating_mul(e), h.saturating_mul(e))
+        (
+            shared,
+            mlp_params(h, m.moe_ffn(), m.swiglu()).saturating_mul(e),
+            h.saturating_mul(e),
+        )
     } else {
         (mlp_params(h, m.ffn(), m.swiglu()), 0, 0)
     };
-    LayerParams { attention, mlp, experts, router, norms: mul(&[2, 2, h]) }
+    LayerParams {
+        attention,
+        mlp,
+        experts,
+        router,
+        norms: mul(&[2, 2, h]),
+    }
 }
 
 /// Whole-model parameter counts (unsharded).
@@ -251,7 +293,13 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
         .saturating_add(per_layer.total().saturating_mul(m.layers.value))
         .saturating_add(final_norm)
         .saturating_add(if untied { embedding } else { 0 });
-    ParamCounts { per_layer, embedding, output, final_norm, total }
+    ParamCounts {
+        per_layer,
+        embedding,
+        output,
+        final_norm,
+        total,
+    }
 }
 
 /// Analytic pipeline bubble as a fraction of the iteration: (pp − 1) / (m·vpp + pp − 1).
@@ -309,16 +357,36 @@ mod tests {
         let s = split_layers(32, 4, 2, None, None).unwrap();
         assert_eq!((s.layers(0), s.layers(1), s.layers(3)), (8, 8, 8));
         assert_eq!(s.chunk_layers(2), 4);
-        assert_eq!(split_layers(32, 3, 1, None, None), Err(SplitError::Even { layers: 32, pp: 3, vpp: 1 }));
-        assert_eq!(split_layers(32, 8, 8, None, None), Err(SplitError::Even { layers: 32, pp: 8, vpp: 8 }));
+        assert_eq!(
+            split_layers(32, 3, 1, None, None),
+            Err(SplitError::Even {
+                layers: 32,
+                pp: 3,
+                vpp: 1
+            })
+        );
+        assert_eq!(
+            split_layers(32, 8, 8, None, None),
+            Err(SplitError::Even {
+                layers: 32,
+                pp: 8,
+                vpp: 8
+            })
+        );
     }
 
     #[test]
     fn uneven_split_gives_the_rest_to_middle_stages() {
         // 30 layers, pp 4: first 6, last 6, middle 18 over 2 stages = 9.
         let s = split_layers(30, 4, 1, Some(6), Some(6)).unwrap();
-        assert_eq!((s.layers(0), s.layers(1), s.layers(2), s.layers(3)), (6, 9, 9, 6));
-        assert_eq!(s.describe(), "first 6, 9 on each of 2 middle stages, last 6");
+        assert_eq!(
+            (s.layers(0), s.layers(1), s.layers(2), s.layers(3)),
+            (6, 9, 9, 6)
+        );
+        assert_eq!(
+            s.describe(),
+            "first 6, 9 on each of 2 middle stages, last 6"
+        );
         // Only the last stage written: 31 layers, pp 4, last 1 -> 10 on each of stages 0..2.
         let s = split_layers(31, 4, 1, None, Some(1)).unwrap();
         assert_eq!((s.layers(0), s.layers(2), s.layers(3)), (10, 10, 1));
@@ -328,30 +396,61 @@ mod tests {
     fn uneven_split_reports_the_megatron_rule_it_breaks() {
         assert_eq!(
             split_layers(32, 4, 2, Some(3), None),
-            Err(SplitError::EndNotDivisible { first: true, n: 3, vpp: 2 })
+            Err(SplitError::EndNotDivisible {
+                first: true,
+                n: 3,
+                vpp: 2
+            })
         );
         assert_eq!(
             split_layers(32, 4, 1, Some(5), Some(6)),
-            Err(SplitError::MiddleNotDivisible { layers: 21, stages: 2 })
+            Err(SplitError::MiddleNotDivisible {
+                layers: 21,
+                stages: 2
+            })
         );
         assert_eq!(
             split_layers(32, 2, 1, Some(10), Some(10)),
-            Err(SplitError::MiddleMismatch { layers: 12, stages: 0 })
+            Err(SplitError::MiddleMismatch {
+                layers: 12,
+                stages: 0
+            })
         );
         assert_eq!(
             split_layers(30, 4, 2, Some(4), Some(4)),
-            Err(SplitError::MiddleChunks { per_stage: 11, vpp: 2 })
+            Err(SplitError::MiddleChunks {
+                per_stage: 11,
+                vpp: 2
+            })
         );
         assert_eq!(
             split_layers(32, 4, 3, Some(3), Some(3)),
-            Err(SplitError::MiddleChunks { per_stage: 13, vpp: 3 })
+            Err(SplitError::MiddleChunks {
+                per_stage: 13,
+                vpp: 3
+            })
         );
         assert_eq!(
             split_layers(30, 4, 3, Some(3), Some(3)),
-            Ok(StageSplit { pp: 4, vpp: 3, first: 3, middle: 12, last: 3 })
+            Ok(StageSplit {
+                pp: 4,
+                vpp: 3,
+                first: 3,
+                middle: 12,
+                last: 3
+            })
         );
-        assert_eq!(split_layers(8, 4, 1, Some(5), Some(5)), Err(SplitError::EndsExceed { ends: 10, layers: 8 }));
-        assert_eq!(split_layers(8, 1, 1, Some(4), Some(4)), Err(SplitError::EndsNeedTwoStages));
+        assert_eq!(
+            split_layers(8, 4, 1, Some(5), Some(5)),
+            Err(SplitError::EndsExceed {
+                ends: 10,
+                layers: 8
+            })
+        );
+        assert_eq!(
+            split_layers(8, 1, 1, Some(4), Some(4)),
+            Err(SplitError::EndsNeedTwoStages)
+        );
     }
 
     #[test]
@@ -359,13 +458,32 @@ mod tests {
         // pp 2, vpp 2, 8 layers: rank0·c0 = 0-1, rank1·c0 = 2-3, rank0·c1 = 4-5, rank1·c1 = 6-7.
         let s = split_layers(8, 2, 2, None, None).unwrap();
         assert_eq!(
-            [s.first_layer(0, 0), s.first_layer(1, 0), s.first_layer(0, 1), s.first_layer(1, 1)],
+            [
+                s.first_layer(0, 0),
+                s.first_layer(1, 0),
+                s.first_layer(0, 1),
+                s.first_layer(1, 1)
+            ],
             [0, 2, 4, 6]
         );
         // Uneven, pp 3, vpp 2: first 2, middle 8, last 2 -> chunk 0: 0, 1, 5; chunk 1: 6, 7, 11.
         let s = split_layers(12, 3, 2, Some(2), Some(2)).unwrap();
-        assert_eq!([s.first_layer(0, 0), s.first_layer(1, 0), s.first_layer(2, 0)], [0, 1, 5]);
-        assert_eq!([s.first_layer(0, 1), s.first_layer(1, 1), s.first_layer(2, 1)], [6, 7, 11]);
+        assert_eq!(
+            [
+                s.first_layer(0, 0),
+                s.first_layer(1, 0),
+                s.first_layer(2, 0)
+            ],
+            [0, 1, 5]
+        );
+        assert_eq!(
+            [
+                s.first_layer(0, 1),
+                s.first_layer(1, 1),
+                s.first_layer(2, 1)
+            ],
+            [6, 7, 11]
+        );
     }
 
     #[test]

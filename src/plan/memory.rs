@@ -95,26 +95,31 @@ fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
     // GeLU: activation input and output, 2 bytes each per element of ffn (Korthikanti's 16sbh
     // for ffn = 4h). SwiGLU: gate+up output (2·ffn) and the product (ffn).
     let elems: u128 = if swiglu { 3 } else { 2 };
-    2 * elems * ffn as u128
+    (2 * elems).saturating_mul(ffn as u128)
+}
+
+/// Saturating product of `u128` factors (user numbers can make any product absurd).
+fn prod(xs: &[u128]) -> u128 {
+    xs.iter().fold(1u128, |a, &x| a.saturating_mul(x))
 }
 
 /// Stored activation bytes of one layer for one microbatch, without recompute working sets.
 // Korthikanti et al. 2022 §4, Table 2 (published-runs.md §3.4).
 pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
-    let tokens = a.seq as u128 * a.micro_batch as u128;
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let h = m.hidden.value as u128;
     let tp = a.tp.max(1) as u128;
     let tsp = if a.sp { tp } else { 1 };
     if a.recompute == Recompute::Full {
         // Only the layer input is kept (sequence-sharded with sp).
-        return 2 * h * tokens / tsp;
+        return prod(&[2, h, tokens]) / tsp;
     }
     let hd = m.head_dim() as u128;
-    let q = m.heads.value as u128 * hd;
-    let kv = m.kv_groups() as u128 * hd;
+    let q = prod(&[m.heads.value as u128, hd]);
+    let kv = prod(&[m.kv_groups() as u128, hd]);
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
     // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h.
-    let replicated = 10 * h;
+    let replicated = prod(&[10, h]);
     // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
     // the MLP inner activations.
     let mlp_inner = if m.is_moe() {
@@ -126,20 +131,23 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
     } else {
         inner_bytes_per_token(m.ffn(), m.swiglu())
     };
-    let tp_split = 4 * q + 4 * kv + mlp_inner;
-    let mut bytes = tokens * replicated / tsp + tokens * tp_split / tp;
+    let tp_split = prod(&[4, q])
+        .saturating_add(prod(&[4, kv]))
+        .saturating_add(mlp_inner);
+    let mut bytes =
+        (prod(&[tokens, replicated]) / tsp).saturating_add(prod(&[tokens, tp_split]) / tp);
     if m.is_moe() {
         // Each token reaches topk experts: the dispatched input (2h, gathered over etp) and the
         // expert's inner activations (split by etp), per rank tokens / tp with sp.
         let topk = m.topk() as u128;
         let etp = a.etp.max(1) as u128;
-        let per = 2 * h * etp + inner_bytes_per_token(m.moe_ffn(), m.swiglu());
-        bytes += tokens * topk * per / tsp;
+        let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
+        bytes = bytes.saturating_add(prod(&[tokens, topk, per]) / tsp);
     }
     if a.recompute == Recompute::None {
         // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
         // split over tp by heads: 5·a·s²·b / t.
-        bytes += 5 * m.heads.value as u128 * a.seq as u128 * tokens / tp;
+        bytes = bytes.saturating_add(prod(&[5, m.heads.value as u128, a.seq as u128, tokens]) / tp);
     }
     bytes
 }
@@ -147,19 +155,20 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
 /// Input-embedding activations of one microbatch (first stage, chunk 0): token ids (8·s·b) and
 /// the embedding dropout mask (s·b·h). // theoretical_memory_usage.py:308-379 (8sbp + sbhp)
 pub fn embedding_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
-    let tokens = a.seq as u128 * a.micro_batch as u128;
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let tsp = if a.sp { a.tp.max(1) as u128 } else { 1 };
-    8 * tokens + tokens * m.hidden.value as u128 / tsp
+    prod(&[8, tokens]).saturating_add(prod(&[tokens, m.hidden.value as u128]) / tsp)
 }
 
 /// Output activations of one microbatch (last stage, last chunk): final norm and output-layer
 /// inputs (4·s·b·h) and the fp32 logits kept by the vocab-parallel cross entropy (4·s·b·V/t).
 // theoretical_memory_usage.py: s·b·h·4·(1 + V_pad/h) / tp with sp.
 pub fn output_activation_bytes(m: &Model, a: &ActivationShape, padded_vocab: u64) -> u128 {
-    let tokens = a.seq as u128 * a.micro_batch as u128;
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let tp = a.tp.max(1) as u128;
     let tsp = if a.sp { tp } else { 1 };
-    4 * tokens * m.hidden.value as u128 / tsp + 4 * tokens * padded_vocab as u128 / tp
+    (prod(&[4, tokens, m.hidden.value as u128]) / tsp)
+        .saturating_add(prod(&[4, tokens, padded_vocab as u128]) / tp)
 }
 
 /// Microbatches in flight at a stage's peak: (all chunks, chunk 0, last chunk).
@@ -184,7 +193,11 @@ pub fn in_flight(plan: &MemoryPlan, stage: u64) -> (u64, u64, u64) {
                 .saturating_mul(2)
                 .saturating_add((v - 1).saturating_mul(pp));
             let k = warmup.saturating_add(1).min(total);
-            (k, chunk_entries(m, pp, v, k, 0), chunk_entries(m, pp, v, k, v - 1))
+            (
+                k,
+                chunk_entries(m, pp, v, k, 0),
+                chunk_entries(m, pp, v, k, v - 1),
+            )
         }
     }
 }
@@ -217,7 +230,9 @@ fn bytes(v: u128) -> Bytes {
 
 /// The peak memory of every pipeline stage.
 pub fn stage_memory(model: &Model, plan: &MemoryPlan) -> Vec<StageMemory> {
-    (0..plan.pp.max(1)).map(|r| one_stage(model, plan, r)).collect()
+    (0..plan.pp.max(1))
+        .map(|r| one_stage(model, plan, r))
+        .collect()
 }
 
 /// The peak memory of one pipeline stage.
@@ -231,26 +246,30 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let first = stage == 0;
     let last = stage + 1 == pp;
 
-    let mut dense = ceil_div((per.attention as u128 + per.mlp as u128) * layers, tp);
-    let mut replicated = (per.norms as u128 + per.router as u128) * layers;
+    let mut dense = ceil_div(prod(&[per.attention as u128 + per.mlp as u128, layers]), tp);
+    let mut replicated = prod(&[per.norms as u128 + per.router as u128, layers]);
     if first {
-        dense += ceil_div(counts.embedding as u128, tp);
+        dense = dense.saturating_add(ceil_div(counts.embedding as u128, tp));
     }
     if last {
-        dense += ceil_div(counts.output as u128, tp);
-        replicated += counts.final_norm as u128;
+        dense = dense.saturating_add(ceil_div(counts.output as u128, tp));
+        replicated = replicated.saturating_add(counts.final_norm as u128);
     }
-    let expert_shards = plan.etp.max(1) as u128 * plan.ep.max(1) as u128;
-    let expert = ceil_div(per.experts as u128 * layers, expert_shards);
-    let local = dense + replicated;
+    let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
+    let expert = ceil_div(prod(&[per.experts as u128, layers]), expert_shards);
+    let local = dense.saturating_add(replicated);
+    let all = local.saturating_add(expert);
 
-    let weights = WEIGHT_BYTES * (local + expert);
-    let gradients = GRAD_BYTES * (local + expert);
+    let weights = prod(&[WEIGHT_BYTES, all]);
+    let gradients = prod(&[GRAD_BYTES, all]);
     let optimizer = if plan.distributed_optimizer {
-        let dp_cp = plan.dp.max(1) as u128 * plan.cp.max(1) as u128;
-        ceil_div(OPTIMIZER_BYTES * local, dp_cp) + ceil_div(OPTIMIZER_BYTES * expert, plan.expert_dp.max(1) as u128)
+        let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
+        ceil_div(prod(&[OPTIMIZER_BYTES, local]), dp_cp).saturating_add(ceil_div(
+            prod(&[OPTIMIZER_BYTES, expert]),
+            plan.expert_dp.max(1) as u128,
+        ))
     } else {
-        OPTIMIZER_BYTES * (local + expert)
+        prod(&[OPTIMIZER_BYTES, all])
     };
 
     let shape = ActivationShape {
@@ -263,19 +282,35 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     };
     let (units, first_units, last_units) = in_flight(plan, stage);
     let chunk_layers = plan.split.chunk_layers(stage) as u128;
-    let mut activations = units as u128 * chunk_layers * layer_activation_bytes(model, &shape);
+    let mut activations = prod(&[
+        units as u128,
+        chunk_layers,
+        layer_activation_bytes(model, &shape),
+    ]);
     if plan.recompute == Recompute::Full && layers > 0 {
-        let working = ActivationShape { recompute: Recompute::None, ..shape };
-        activations += layer_activation_bytes(model, &working);
+        let working = ActivationShape {
+            recompute: Recompute::None,
+            ..shape
+        };
+        activations = activations.saturating_add(layer_activation_bytes(model, &working));
     }
     if first {
-        activations += first_units as u128 * embedding_activation_bytes(model, &shape);
+        activations = activations.saturating_add(prod(&[
+            first_units as u128,
+            embedding_activation_bytes(model, &shape),
+        ]));
     }
     if last {
-        activations += last_units as u128 * output_activation_bytes(model, &shape, vocab);
+        activations = activations.saturating_add(prod(&[
+            last_units as u128,
+            output_activation_bytes(model, &shape, vocab),
+        ]));
     }
 
-    let peak = weights + gradients + optimizer + activations;
+    let peak = weights
+        .saturating_add(gradients)
+        .saturating_add(optimizer)
+        .saturating_add(activations);
     StageMemory {
         stage,
         layers: plan.split.layers(stage),
@@ -292,10 +327,12 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
 
 /// The stage with the highest peak (the first one on ties).
 pub fn worst(stages: &[StageMemory]) -> Option<&StageMemory> {
-    stages.iter().fold(None, |best: Option<&StageMemory>, s| match best {
-        Some(b) if b.peak >= s.peak => Some(b),
-        _ => Some(s),
-    })
+    stages
+        .iter()
+        .fold(None, |best: Option<&StageMemory>, s| match best {
+            Some(b) if b.peak >= s.peak => Some(b),
+            _ => Some(s),
+        })
 }
 
 /// `93.4 GiB`, `80 GiB`: one decimal, trailing `.0` dropped.
@@ -312,7 +349,14 @@ mod tests {
     use crate::plan::testutil::model;
 
     fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> ActivationShape {
-        ActivationShape { seq, micro_batch: b, tp, etp: tp, sp, recompute }
+        ActivationShape {
+            seq,
+            micro_batch: b,
+            tp,
+            etp: tp,
+            sp,
+            recompute,
+        }
     }
 
     /// A GPT-style layer: MHA, GeLU, ffn = 4h, so Korthikanti's constants hold exactly.
@@ -325,7 +369,10 @@ mod tests {
         // s·b·h·(34 + 5·a·s/h) with s = 2048, b = 1, h = 1024, a = 16: 5as/h = 160.
         let m = gpt(1024, 16, 2, 1000, 2048);
         let sbh = 2048u128 * 1024;
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::None)), sbh * (34 + 160));
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::None)),
+            sbh * (34 + 160)
+        );
     }
 
     #[test]
@@ -334,16 +381,34 @@ mod tests {
         let sbh = 2048u128 * 1024;
         let t = 8u128;
         // TP baseline: sbh·(10 + 24/t + 5as/(ht)) = sbh·(10 + 3 + 20).
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 8, false, Recompute::None)), sbh * (10 + 24 / t + 160 / t));
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 8, false, Recompute::None)),
+            sbh * (10 + 24 / t + 160 / t)
+        );
         // TP + SP: sbh·(34/t + 5as/(ht)): 34/8 is not whole, compare sbh·34/8 exactly.
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 8, true, Recompute::None)), sbh * 34 / t + sbh * 160 / t);
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 8, true, Recompute::None)),
+            sbh * 34 / t + sbh * 160 / t
+        );
         // TP + selective: sbh·(10 + 24/t).
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 8, false, Recompute::Selective)), sbh * 13);
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 8, false, Recompute::Selective)),
+            sbh * 13
+        );
         // TP + SP + selective: sbh·34/t.
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 8, true, Recompute::Selective)), sbh * 34 / t);
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 8, true, Recompute::Selective)),
+            sbh * 34 / t
+        );
         // Full recompute: the layer input, 2·sbh (sequence-sharded with sp).
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 8, false, Recompute::Full)), 2 * sbh);
-        assert_eq!(layer_activation_bytes(&m, &shape(2048, 1, 8, true, Recompute::Full)), 2 * sbh / t);
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 8, false, Recompute::Full)),
+            2 * sbh
+        );
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(2048, 1, 8, true, Recompute::Full)),
+            2 * sbh / t
+        );
     }
 
     #[test]
@@ -355,7 +420,10 @@ mod tests {
         m.swiglu = Some(crate::ty::Spanned::new(true, Default::default()));
         let tokens = 16u128 * 2;
         let expect = tokens * (10 * 64 + 4 * 64 + 4 * 32 + 6 * 128) + 5 * 4 * 16 * tokens;
-        assert_eq!(layer_activation_bytes(&m, &shape(16, 2, 1, false, Recompute::None)), expect);
+        assert_eq!(
+            layer_activation_bytes(&m, &shape(16, 2, 1, false, Recompute::None)),
+            expect
+        );
     }
 
     fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) -> MemoryPlan {
@@ -439,8 +507,14 @@ mod tests {
         let out = output_activation_bytes(&m, &sh, 128);
         assert_eq!(emb, 8 * 16 + 16 * 64);
         assert_eq!(out, 4 * 16 * 64 + 4 * 16 * 128);
-        assert_eq!(one_stage(&m, &p, 0).activations, Bytes((2 * 2 * layer + 2 * emb) as u64));
-        assert_eq!(one_stage(&m, &p, 1).activations, Bytes((2 * layer + out) as u64));
+        assert_eq!(
+            one_stage(&m, &p, 0).activations,
+            Bytes((2 * 2 * layer + 2 * emb) as u64)
+        );
+        assert_eq!(
+            one_stage(&m, &p, 1).activations,
+            Bytes((2 * layer + out) as u64)
+        );
     }
 
     /// GPT-3 175B (96 layers, h 12288, 96 heads, s 2048, V 51200) at tp 8, pp 8, b 1, the
@@ -463,14 +537,22 @@ mod tests {
         let layers_part = 34 * sbh * 96 / 8;
         let emb = 8 * (8 * 2048 + sbh / 8);
         assert_eq!(s.activations, Bytes((layers_part + emb) as u64));
-        assert!((s.activations.0 as f64 / 1e9 - 10.3).abs() < 0.1, "{}", s.activations.0);
+        assert!(
+            (s.activations.0 as f64 / 1e9 - 10.3).abs() < 0.1,
+            "{}",
+            s.activations.0
+        );
         p.sp = false;
         p.recompute = Recompute::None;
         let s = one_stage(&m, &p, 0);
         // 23·sbh per layer (10 + 24/8 + 5·96·2048/(12288·8)), × 96, plus the embedding.
         let emb = 8 * (8 * 2048 + sbh);
         assert_eq!(s.activations, Bytes((23 * sbh * 96 + emb) as u64));
-        assert!((s.activations.0 as f64 / 1e9 - 55.8).abs() < 0.1, "{}", s.activations.0);
+        assert!(
+            (s.activations.0 as f64 / 1e9 - 55.8).abs() < 0.1,
+            "{}",
+            s.activations.0
+        );
         let h = 12288u64;
         // LayerNorms are replicated, not split by tp.
         assert_eq!(s.params, (12 * 12 * h * h + 51200 * h) / 8 + 12 * 4 * h);

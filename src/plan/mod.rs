@@ -94,12 +94,18 @@ impl Scenario {
     /// Unsharded parameters of a stage: its layers, the embedding on stage 0, the output layer
     /// and final norm on the last stage.
     pub fn stage_params(&self, stage: u64) -> u64 {
-        let mut n = self.params.per_layer.total().saturating_mul(self.stage_layers(stage));
+        let mut n = self
+            .params
+            .per_layer
+            .total()
+            .saturating_mul(self.stage_layers(stage));
         if stage == 0 {
             n = n.saturating_add(self.params.embedding);
         }
         if stage + 1 == self.pp {
-            n = n.saturating_add(self.params.output).saturating_add(self.params.final_norm);
+            n = n
+                .saturating_add(self.params.output)
+                .saturating_add(self.params.final_norm);
         }
         n
     }
@@ -145,11 +151,25 @@ pub fn memory_table(sc: &Scenario) -> String {
         sc.tp,
         sc.pp,
         sc.dp,
-        if sc.vpp > 1 { format!(" vpp {}", sc.vpp) } else { String::new() },
+        if sc.vpp > 1 {
+            format!(" vpp {}", sc.vpp)
+        } else {
+            String::new()
+        },
         gpu.name,
         cap.gib()
     );
-    let header = ["stage", "layers", "weights", "gradients", "optimizer", "activations", "in flight", "peak", "of gpu"];
+    let header = [
+        "stage",
+        "layers",
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "in flight",
+        "peak",
+        "of gpu",
+    ];
     let rows: Vec<[String; 9]> = sc
         .memory
         .iter()
@@ -168,13 +188,25 @@ pub fn memory_table(sc: &Scenario) -> String {
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())
-        .map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let line = |cells: &[String]| {
         cells
             .iter()
             .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
             .collect::<Vec<_>>()
             .join("  ")
     };
@@ -183,6 +215,9 @@ pub fn memory_table(sc: &Scenario) -> String {
     for r in &rows {
         let _ = writeln!(out, "{}", line(r).trim_end());
     }
-    let _ = writeln!(out, "(GiB per GPU; in flight = microbatches whose activations are held at the peak)");
+    let _ = writeln!(
+        out,
+        "(GiB per GPU; in flight = microbatches whose activations are held at the peak)"
+    );
     out
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::diag::{FileId, Loc, Span};
 use crate::ty::{
-    Bytes, BytesPerSec, Cluster, Dim, Expect, FlopsPerSec, Gpu, Model, Plan, ScenarioDef, Seconds, Spanned,
-    Topology,
+    Bytes, BytesPerSec, Cluster, Dim, Expect, FlopsPerSec, Gpu, Model, Plan, ScenarioDef, Seconds,
+    Spanned, Topology,
 };
 
 static NEXT: AtomicU32 = AtomicU32::new(1);
@@ -14,7 +14,13 @@ static NEXT: AtomicU32 = AtomicU32::new(1);
 /// A fresh location, distinct from every other one handed out.
 pub fn loc() -> Loc {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    Loc::new(FileId(0), Span { start: n * 10, end: n * 10 + 5 })
+    Loc::new(
+        FileId(0),
+        Span {
+            start: n * 10,
+            end: n * 10 + 5,
+        },
+    )
 }
 
 pub fn sp<T>(v: T) -> Spanned<T> {
@@ -121,7 +127,14 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
 }
 
 pub fn def(model: Model, cluster: Cluster, plan: Plan) -> ScenarioDef {
-    ScenarioDef { name: "s".into(), loc: loc(), model, cluster, plan, expect: Expect::default() }
+    ScenarioDef {
+        name: "s".into(),
+        loc: loc(),
+        model,
+        cluster,
+        plan,
+        expect: Expect::default(),
+    }
 }
 
 /// The language reference example: llama on 2 × 8 GPUs of 80 GiB, pp 8 vpp 2 dp 2,

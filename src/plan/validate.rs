@@ -147,7 +147,10 @@ impl<'a> Validator<'a> {
     /// Secondary labels on each cluster dim's size.
     fn dim_labels(&self, mut d: Diagnostic) -> Diagnostic {
         for dim in &self.def.cluster.dims {
-            d = d.with_secondary(dim.size.loc, format!("{} GPUs in dim `{}`", dim.size.value, dim.name.value));
+            d = d.with_secondary(
+                dim.size.loc,
+                format!("{} GPUs in dim `{}`", dim.size.value, dim.name.value),
+            );
         }
         d
     }
@@ -241,7 +244,10 @@ impl<'a> Validator<'a> {
             return true;
         }
         let c = &self.def.cluster;
-        let product: u128 = c.dims.iter().fold(1u128, |a, d| a.saturating_mul(d.size.value as u128));
+        let product: u128 = c
+            .dims
+            .iter()
+            .fold(1u128, |a, d| a.saturating_mul(d.size.value as u128));
         let loc = c.dims.last().map_or(c.loc, |d| d.size.loc);
         let mut d = Diagnostic::new(
             Code::E0202,
@@ -249,9 +255,14 @@ impl<'a> Validator<'a> {
             loc,
             "makes the GPU count too large",
         )
-        .with_help(format!("use dims whose sizes multiply to at most {MAX_WORLD}"));
+        .with_help(format!(
+            "use dims whose sizes multiply to at most {MAX_WORLD}"
+        ));
         for dim in c.dims.iter().rev().skip(1) {
-            d = d.with_secondary(dim.size.loc, format!("{} GPUs in dim `{}`", dim.size.value, dim.name.value));
+            d = d.with_secondary(
+                dim.size.loc,
+                format!("{} GPUs in dim `{}`", dim.size.value, dim.name.value),
+            );
         }
         self.push(d);
         false
@@ -262,7 +273,14 @@ impl<'a> Validator<'a> {
     /// Whether tp, pp and cp can be split this way (the layer split and the heads allow it).
     fn pp_ok(&self, pp: u64) -> bool {
         let p = &self.def.plan;
-        split_layers(self.layers, pp, self.vpp, p.first_stage_layers.as_ref().map(|s| s.value), p.last_stage_layers.as_ref().map(|s| s.value)).is_ok()
+        split_layers(
+            self.layers,
+            pp,
+            self.vpp,
+            p.first_stage_layers.as_ref().map(|s| s.value),
+            p.last_stage_layers.as_ref().map(|s| s.value),
+        )
+        .is_ok()
     }
 
     fn tp_ok(&self, tp: u64) -> bool {
@@ -276,12 +294,16 @@ impl<'a> Validator<'a> {
     fn check_world(&mut self) -> Option<u64> {
         let p = &self.def.plan;
         let (tp, pp, cp, world) = (self.tp, self.pp, self.cp, self.world);
-        let model = tp as u128 * pp as u128 * cp as u128;
+        let model = (tp as u128)
+            .saturating_mul(pp as u128)
+            .saturating_mul(cp as u128);
         let written_dp = p.dp.as_ref().map(|s| s.value);
         let ok_dp = match written_dp {
-            Some(dp) if model.saturating_mul(dp as u128) == world as u128 => Some(dp),
+            Some(dp) if dp > 0 && model.saturating_mul(dp as u128) == world as u128 => Some(dp),
             Some(_) => None,
-            None if model > 0 && world as u128 % model == 0 => Some((world as u128 / model) as u64),
+            None if model > 0 && world > 0 && world as u128 % model == 0 => {
+                Some((world as u128 / model) as u64)
+            }
             None => None,
         };
         if ok_dp.is_some() {
@@ -301,7 +323,10 @@ impl<'a> Validator<'a> {
             Some(dp) => {
                 let need = model.saturating_mul(dp as u128);
                 (
-                    format!("plan needs {need} GPUs ({}) but cluster has {world}", self.factors(tp, pp, cp, Some(dp))),
+                    format!(
+                        "plan needs {need} GPUs ({}) but cluster has {world}",
+                        self.factors(tp, pp, cp, Some(dp))
+                    ),
                     format!("{} = {need}", names(true)),
                 )
             }
@@ -336,7 +361,10 @@ impl<'a> Validator<'a> {
         let (tp, pp, cp, world) = (self.tp, self.pp, self.cp, self.world);
         let mut options: Vec<String> = Vec::new();
         let describe = |key: &str, v: u64, tp: u64, pp: u64, cp: u64, dp: u64| {
-            format!("`{key} {v}` ({} = {world})", self.factors(tp, pp, cp, Some(dp)))
+            format!(
+                "`{key} {v}` ({} = {world})",
+                self.factors(tp, pp, cp, Some(dp))
+            )
         };
         let model = tp.saturating_mul(pp).saturating_mul(cp);
         match written_dp {
@@ -359,14 +387,18 @@ impl<'a> Validator<'a> {
             None => {
                 let rest = tp.saturating_mul(cp);
                 if rest > 0 && world % rest == 0 {
-                    let pps = divisors(world / rest).into_iter().filter(|&x| self.pp_ok(x));
+                    let pps = divisors(world / rest)
+                        .into_iter()
+                        .filter(|&x| self.pp_ok(x));
                     for pp2 in nearest(pps, pp, 2) {
                         options.push(describe("pp", pp2, tp, pp2, cp, world / (rest * pp2)));
                     }
                 }
                 let rest = pp.saturating_mul(cp);
                 if rest > 0 && world % rest == 0 {
-                    let tps = divisors(world / rest).into_iter().filter(|&x| self.tp_ok(x));
+                    let tps = divisors(world / rest)
+                        .into_iter()
+                        .filter(|&x| self.tp_ok(x));
                     if let Some(&tp2) = nearest(tps, tp, 1).first() {
                         options.push(describe("tp", tp2, tp2, pp, cp, world / (rest * tp2)));
                     }
@@ -467,14 +499,22 @@ impl<'a> Validator<'a> {
         let mut options = Vec::new();
         let rest = self.tp.saturating_mul(self.cp);
         let world_fits = |x: u64| rest > 0 && self.world % rest.saturating_mul(x).max(1) == 0;
-        let pps = divisors(l / vpp).into_iter().filter(|&x| l % (x.saturating_mul(vpp)) == 0 && world_fits(x));
+        let pps = divisors(l / vpp)
+            .into_iter()
+            .filter(|&x| l % (x.saturating_mul(vpp)) == 0 && world_fits(x));
         for pp2 in nearest(pps, pp, 2) {
             options.push(format!("`pp {pp2}` ({} layers per stage)", l / pp2));
         }
         if pp > 0 && l % pp == 0 {
-            let vpps = divisors(l / pp).into_iter().filter(|&v| (v == 1 || pp > 1) && v <= vpp.max(2) * 2);
+            let vpps = divisors(l / pp)
+                .into_iter()
+                .filter(|&v| (v == 1 || pp > 1) && v <= vpp.max(2) * 2);
             if let Some(&v2) = nearest(vpps, vpp, 1).first() {
-                options.push(if v2 == 1 { "no `vpp`".to_string() } else { format!("`vpp {v2}`") });
+                options.push(if v2 == 1 {
+                    "no `vpp`".to_string()
+                } else {
+                    format!("`vpp {v2}`")
+                });
             }
         }
         if options.is_empty() {
@@ -491,7 +531,9 @@ impl<'a> Validator<'a> {
             return "remove `first_stage_layers` and `last_stage_layers`: with pp 1 all layers are on one stage".to_string();
         }
         let mut options = Vec::new();
-        let search = |cur: u64, make: &dyn Fn(u64) -> Result<StageSplit, SplitError>| -> Option<(u64, StageSplit)> {
+        let search = |cur: u64,
+                      make: &dyn Fn(u64) -> Result<StageSplit, SplitError>|
+         -> Option<(u64, StageSplit)> {
             let limit = l.min(4096);
             (1..=limit).find_map(|dist| {
                 [cur.checked_sub(dist), cur.checked_add(dist)]
@@ -503,16 +545,23 @@ impl<'a> Validator<'a> {
         };
         if let Some(f) = first {
             if let Some((c, s)) = search(f, &|c| split_layers(l, pp, vpp, Some(c), last)) {
-                options.push(format!("`first_stage_layers {c}` (layers: {})", s.describe()));
+                options.push(format!(
+                    "`first_stage_layers {c}` (layers: {})",
+                    s.describe()
+                ));
             }
         }
         if let Some(la) = last {
             if let Some((c, s)) = search(la, &|c| split_layers(l, pp, vpp, first, Some(c))) {
-                options.push(format!("`last_stage_layers {c}` (layers: {})", s.describe()));
+                options.push(format!(
+                    "`last_stage_layers {c}` (layers: {})",
+                    s.describe()
+                ));
             }
         }
         if options.is_empty() {
-            "remove `first_stage_layers` and `last_stage_layers` to split the layers evenly".to_string()
+            "remove `first_stage_layers` and `last_stage_layers` to split the layers evenly"
+                .to_string()
         } else {
             format!("use {}", join_or(&options))
         }
@@ -523,8 +572,13 @@ impl<'a> Validator<'a> {
     fn tp_options(&self, pred: impl Fn(u64) -> bool) -> Vec<String> {
         let rest = self.pp.saturating_mul(self.cp);
         let fits = |t: u64| rest > 0 && self.world % rest.saturating_mul(t).max(1) == 0;
-        let cands = divisors(self.world).into_iter().filter(|&t| pred(t) && fits(t));
-        nearest(cands, self.tp, 2).into_iter().map(|t| format!("`tp {t}`")).collect()
+        let cands = divisors(self.world)
+            .into_iter()
+            .filter(|&t| pred(t) && fits(t));
+        nearest(cands, self.tp, 2)
+            .into_iter()
+            .map(|t| format!("`tp {t}`"))
+            .collect()
     }
 
     // megatron/core/transformer/transformer_config.py:1448 (H01)
@@ -546,7 +600,11 @@ impl<'a> Validator<'a> {
         d = d.with_help(if options.is_empty() {
             format!("use a tp that divides {heads}")
         } else {
-            format!("use {} (divides {heads} heads and fits {} GPUs)", join_or(&options), self.world)
+            format!(
+                "use {} (divides {heads} heads and fits {} GPUs)",
+                join_or(&options),
+                self.world
+            )
         });
         self.push(d);
     }
@@ -606,8 +664,10 @@ impl<'a> Validator<'a> {
                 ))
             }
         }
-        let options: Vec<String> =
-            neighbour_multiples(gb, step).into_iter().map(|g| format!("`global_batch {g}`")).collect();
+        let options: Vec<String> = neighbour_multiples(gb, step)
+            .into_iter()
+            .map(|g| format!("`global_batch {g}`"))
+            .collect();
         self.push(d.with_help(format!("use {}", join_or(&options))));
         None
     }
@@ -634,8 +694,16 @@ impl<'a> Validator<'a> {
         } else {
             format!("interleaved schedule needs a microbatch count that is a multiple of pp {pp}, found {m}")
         };
-        let mut d = Diagnostic::new(Code::E0306, message, p.global_batch.loc, format!("{m} microbatches"))
-            .with_secondary(p.micro_batch.loc, format!("micro_batch {}", self.micro_batch));
+        let mut d = Diagnostic::new(
+            Code::E0306,
+            message,
+            p.global_batch.loc,
+            format!("{m} microbatches"),
+        )
+        .with_secondary(
+            p.micro_batch.loc,
+            format!("micro_batch {}", self.micro_batch),
+        );
         for (name, o) in [("dp", &p.dp), ("pp", &p.pp), ("vpp", &p.vpp)] {
             if let Some(s) = o {
                 d = d.with_secondary(s.loc, format!("{name} {}", s.value));
@@ -644,9 +712,17 @@ impl<'a> Validator<'a> {
         let step = self.micro_batch.saturating_mul(dp).saturating_mul(pp);
         let options: Vec<String> = neighbour_multiples(self.global_batch, step)
             .into_iter()
-            .map(|g| format!("`global_batch {g}` ({} microbatches)", g / (self.micro_batch * dp).max(1)))
+            .map(|g| {
+                format!(
+                    "`global_batch {g}` ({} microbatches)",
+                    g / self.micro_batch.saturating_mul(dp).max(1)
+                )
+            })
             .collect();
-        d = d.with_note(format!("m = global_batch / (micro_batch × dp) = {} / ({} × {dp})", self.global_batch, self.micro_batch));
+        d = d.with_note(format!(
+            "m = global_batch / (micro_batch × dp) = {} / ({} × {dp})",
+            self.global_batch, self.micro_batch
+        ));
         self.push(d.with_help(format!("use {}", join_or(&options))));
     }
 
@@ -680,7 +756,9 @@ impl<'a> Validator<'a> {
                 vpp.loc,
                 "interleaving over 2 stages",
             )
-            .with_note("without overlap, batched p2p would put two sends to the same peer in one batch");
+            .with_note(
+                "without overlap, batched p2p would put two sends to the same peer in one batch",
+            );
             if let Some(s) = &p.pp {
                 d = d.with_secondary(s.loc, "pp 2");
             }
@@ -698,7 +776,9 @@ impl<'a> Validator<'a> {
         if cp > 1 && seq % cp.saturating_mul(2) != 0 {
             let primary = loc_of(&p.cp).unwrap_or(p.loc);
             let cps: Vec<String> = nearest(
-                divisors(seq / 2).into_iter().filter(|&c| c > 1 && seq % (2 * c) == 0 && self.world % c == 0),
+                divisors(seq / 2)
+                    .into_iter()
+                    .filter(|&c| c > 1 && seq % (2 * c) == 0 && self.world % c == 0),
                 cp,
                 2,
             )
@@ -706,12 +786,23 @@ impl<'a> Validator<'a> {
             .map(|c| format!("`cp {c}`"))
             .collect();
             let mut options = cps;
-            options.extend(neighbour_multiples(seq, cp.saturating_mul(2)).into_iter().take(2).map(|s| format!("`seq {s}`")));
+            options.extend(
+                neighbour_multiples(seq, cp.saturating_mul(2))
+                    .into_iter()
+                    .take(2)
+                    .map(|s| format!("`seq {s}`")),
+            );
             let d = Diagnostic::new(
                 Code::E0308,
-                format!("`seq` {seq} is not a multiple of 2 × cp {cp} = {}", cp.saturating_mul(2)),
+                format!(
+                    "`seq` {seq} is not a multiple of 2 × cp {cp} = {}",
+                    cp.saturating_mul(2)
+                ),
                 primary,
-                format!("cp {cp} splits the sequence into {} chunks", cp.saturating_mul(2)),
+                format!(
+                    "cp {cp} splits the sequence into {} chunks",
+                    cp.saturating_mul(2)
+                ),
             )
             .with_secondary(seq_loc, format!("seq {seq}"))
             .with_help(format!("use {}", join_or(&options)));
@@ -723,11 +814,21 @@ impl<'a> Validator<'a> {
         if on(&p.sp) && tp > 1 && seq % cp.saturating_mul(tp) != 0 {
             let sp_loc = loc_of(&p.sp).unwrap_or(p.loc);
             let step = cp.saturating_mul(tp);
-            let step = if cp > 1 { lcm(step, cp.saturating_mul(2)) } else { step };
-            let mut options: Vec<String> =
-                neighbour_multiples(seq, step).into_iter().map(|s| format!("`seq {s}`")).collect();
+            let step = if cp > 1 {
+                lcm(step, cp.saturating_mul(2))
+            } else {
+                step
+            };
+            let mut options: Vec<String> = neighbour_multiples(seq, step)
+                .into_iter()
+                .map(|s| format!("`seq {s}`"))
+                .collect();
             options.push("no `sp`".to_string());
-            let local = if cp > 1 { format!("seq {seq} / cp {cp}") } else { format!("seq {seq}") };
+            let local = if cp > 1 {
+                format!("seq {seq} / cp {cp}")
+            } else {
+                format!("seq {seq}")
+            };
             let mut d = Diagnostic::new(
                 Code::E0308,
                 format!("with `sp`, {local} is not divisible by tp {tp}"),
@@ -757,7 +858,10 @@ impl<'a> Validator<'a> {
                 // megatron/training/arguments.py:1656 (E01)
                 let d = Diagnostic::new(
                     Code::E0309,
-                    format!("`ep` {ep} needs a mixture-of-experts model but `{}` is dense", m.name),
+                    format!(
+                        "`ep` {ep} needs a mixture-of-experts model but `{}` is dense",
+                        m.name
+                    ),
                     ep_loc,
                     "expert parallelism",
                 )
@@ -767,7 +871,13 @@ impl<'a> Validator<'a> {
             }
             Some(e) if e.value % ep != 0 => {
                 // megatron/training/arguments.py:1658 (E02)
-                let eps = nearest(divisors(e.value).into_iter().filter(|&x| self.world % x == 0), ep, 2);
+                let eps = nearest(
+                    divisors(e.value)
+                        .into_iter()
+                        .filter(|&x| self.world % x == 0),
+                    ep,
+                    2,
+                );
                 let options: Vec<String> = eps.into_iter().map(|x| format!("`ep {x}`")).collect();
                 let d = Diagnostic::new(
                     Code::E0309,
@@ -786,7 +896,10 @@ impl<'a> Validator<'a> {
             let primary = loc_of(&p.tp).unwrap_or(p.loc);
             let mut d = Diagnostic::new(
                 Code::E0309,
-                format!("mixture-of-experts model `{}` with tp {tp} needs `sp`", m.name),
+                format!(
+                    "mixture-of-experts model `{}` with tp {tp} needs `sp`",
+                    m.name
+                ),
                 primary,
                 format!("tp {tp}"),
             )
@@ -797,18 +910,25 @@ impl<'a> Validator<'a> {
             self.push(d);
         }
         // megatron/core/parallel_state.py:883 (W02): etp = tp (arguments.py:587-588)
-        let group = (tp as u128) * (ep as u128) * (self.pp as u128);
+        let group = (tp as u128)
+            .saturating_mul(ep as u128)
+            .saturating_mul(self.pp as u128);
         if ep > 1 && group > 0 && self.world as u128 % group != 0 {
             let eps = nearest(
-                (1..=ep.saturating_mul(2).min(self.world))
-                    .filter(|&x| self.world as u128 % (tp as u128 * x as u128 * self.pp as u128) == 0 && m.experts() % x == 0),
+                (1..=ep.saturating_mul(2).min(self.world)).filter(|&x| {
+                    self.world % tp.saturating_mul(x).saturating_mul(self.pp).max(1) == 0
+                        && m.experts() % x == 0
+                }),
                 ep,
                 2,
             );
             let options: Vec<String> = eps.into_iter().map(|x| format!("`ep {x}`")).collect();
             let mut d = Diagnostic::new(
                 Code::E0309,
-                format!("cluster has {} GPUs, not a multiple of etp {tp} × ep {ep} × pp {} = {group}", self.world, self.pp),
+                format!(
+                    "cluster has {} GPUs, not a multiple of etp {tp} × ep {ep} × pp {} = {group}",
+                    self.world, self.pp
+                ),
                 ep_loc,
                 format!("ep {ep}"),
             );
@@ -870,7 +990,9 @@ impl<'a> Validator<'a> {
                         dpg,
                         "delays an overlapped all-gather",
                     )
-                    .with_help("add `overlap_param_gather` to the plan, or remove `delay_param_gather`"),
+                    .with_help(
+                        "add `overlap_param_gather` to the plan, or remove `delay_param_gather`",
+                    ),
                 );
             }
         }
@@ -883,13 +1005,17 @@ impl<'a> Validator<'a> {
                         dgr,
                         "delays an overlapped reduction",
                     )
-                    .with_help("add `overlap_grad_reduce` to the plan, or remove `delay_grad_reduce`"),
+                    .with_help(
+                        "add `overlap_grad_reduce` to the plan, or remove `delay_grad_reduce`",
+                    ),
                 );
             }
         }
         for d in out {
             let d = match &p.distributed_optimizer {
-                Some(s) if d.message.contains("distributed_optimizer") => d.with_secondary(s.loc, "distributed_optimizer off"),
+                Some(s) if d.message.contains("distributed_optimizer") => {
+                    d.with_secondary(s.loc, "distributed_optimizer off")
+                }
                 _ => d,
             };
             self.push(d);
@@ -903,33 +1029,38 @@ impl<'a> Validator<'a> {
         let Some(s) = &p.schedule else { return };
         let (pp, vpp) = (self.pp, self.vpp);
         let word = s.value.word();
-        let issue: Option<(String, String, Option<(Loc, String)>)> = match s.value {
+        // (message, help, secondary label)
+        type Issue = (String, String, Option<(Loc, String)>);
+        let issue: Option<Issue> = match s.value {
             ScheduleKind::Interleaved | ScheduleKind::Gpipe if pp == 1 => Some((
                 format!("`schedule {word}` needs pipeline parallelism but pp is 1"),
                 format!("remove `schedule {word}`, or set pp above 1"),
                 loc_of(&p.pp).map(|l| (l, "pp 1".to_string())),
             )),
             ScheduleKind::Interleaved if vpp == 1 => {
-                let v = (2..=self.layers.min(64)).find(|&v| self.layers % pp.saturating_mul(v) == 0);
+                let v =
+                    (2..=self.layers.min(64)).find(|&v| self.layers % pp.saturating_mul(v) == 0);
                 let help = match v {
                     Some(v) => format!("add `vpp {v}`, or remove `schedule interleaved`"),
                     None => "remove `schedule interleaved`".to_string(),
                 };
                 Some((
-                    "`schedule interleaved` needs more than one model chunk per stage (vpp > 1)".to_string(),
+                    "`schedule interleaved` needs more than one model chunk per stage (vpp > 1)"
+                        .to_string(),
                     help,
                     loc_of(&p.vpp).map(|l| (l, "vpp 1".to_string())),
                 ))
             }
             ScheduleKind::Gpipe | ScheduleKind::OneFOneB if vpp > 1 => Some((
                 format!("`schedule {word}` cannot run vpp {vpp} model chunks per stage"),
-                format!("use `schedule interleaved` or remove `vpp`"),
+                "use `schedule interleaved` or remove `vpp`".to_string(),
                 loc_of(&p.vpp).map(|l| (l, format!("vpp {vpp}"))),
             )),
             _ => None,
         };
         if let Some((message, help, secondary)) = issue {
-            let mut d = Diagnostic::new(Code::E0311, message, s.loc, format!("schedule {word}")).with_help(help);
+            let mut d = Diagnostic::new(Code::E0311, message, s.loc, format!("schedule {word}"))
+                .with_help(help);
             if let Some((l, m)) = secondary {
                 d = d.with_secondary(l, m);
             }
@@ -954,7 +1085,12 @@ impl<'a> Validator<'a> {
 
     /// Product of the sizes of the dims before `k`.
     fn inner_gpus(&self, k: usize) -> u64 {
-        self.def.cluster.dims.iter().take(k).fold(1u64, |a, d| a.saturating_mul(d.size.value))
+        self.def
+            .cluster
+            .dims
+            .iter()
+            .take(k)
+            .fold(1u64, |a, d| a.saturating_mul(d.size.value))
     }
 
     // Rank order tp-cp-ep-dp-pp (megatron/core/parallel_state.py:601-624, 465-557): tp groups are
@@ -963,7 +1099,11 @@ impl<'a> Validator<'a> {
     fn check_group_spans(&mut self) {
         let p = &self.def.plan;
         let (tp, cp, ep) = (self.tp, self.cp, self.ep);
-        let groups: [(&str, u64, u64, &Opt<u64>); 3] = [("tp", tp, tp, &p.tp), ("cp", cp, tp.saturating_mul(cp), &p.cp), ("ep", ep, tp.saturating_mul(ep), &p.ep)];
+        let groups: [(&str, u64, u64, &Opt<u64>); 3] = [
+            ("tp", tp, tp, &p.tp),
+            ("cp", cp, tp.saturating_mul(cp), &p.cp),
+            ("ep", ep, tp.saturating_mul(ep), &p.ep),
+        ];
         for (name, size, span, item) in groups {
             if size <= 1 {
                 continue;
@@ -973,16 +1113,25 @@ impl<'a> Validator<'a> {
                 continue;
             }
             let dims = &self.def.cluster.dims;
-            let (Some(outer), Some(inner)) = (dims.get(k), dims.first()) else { continue };
+            let (Some(outer), Some(inner)) = (dims.get(k), dims.first()) else {
+                continue;
+            };
             let fit = self.inner_gpus(k);
             let primary = loc_of(item).unwrap_or(p.loc);
             let message = if name == "tp" {
-                format!("tp group of {span} GPUs spans the slower dim `{}`", outer.name.value)
+                format!(
+                    "tp group of {span} GPUs spans the slower dim `{}`",
+                    outer.name.value
+                )
             } else {
                 format!("{name} group (tp {tp} × {name} {size} = {span} consecutive GPUs) spans the slower dim `{}`", outer.name.value)
             };
             let best = (1..=size).rev().find(|&x| {
-                let s = if name == "tp" { x } else { tp.saturating_mul(x) };
+                let s = if name == "tp" {
+                    x
+                } else {
+                    tp.saturating_mul(x)
+                };
                 fit % s.max(1) == 0
                     && match name {
                         "tp" => self.tp_ok(x),
@@ -990,17 +1139,30 @@ impl<'a> Validator<'a> {
                         _ => self.seq % x.saturating_mul(2) == 0 || x == 1,
                     }
             });
-            let inner_names: Vec<String> = dims.iter().take(k).map(|d| format!("`{}`", d.name.value)).collect();
+            let inner_names: Vec<String> = dims
+                .iter()
+                .take(k)
+                .map(|d| format!("`{}`", d.name.value))
+                .collect();
             let help = match best {
                 Some(x) if x > 1 || name != "tp" => format!(
                     "use `{name} {x}` to keep each {name} group inside {} ({fit} GPUs)",
                     join_and(&inner_names)
                 ),
-                _ => format!("keep {name} groups inside {} ({fit} GPUs)", join_and(&inner_names)),
+                _ => format!(
+                    "keep {name} groups inside {} ({fit} GPUs)",
+                    join_and(&inner_names)
+                ),
             };
             let mut d = Diagnostic::new(Code::W0001, message, primary, format!("{name} {size}"))
-                .with_secondary(outer.size.loc, format!("crosses dim `{}`", outer.name.value))
-                .with_secondary(inner.size.loc, format!("{} GPUs in dim `{}`", inner.size.value, inner.name.value))
+                .with_secondary(
+                    outer.size.loc,
+                    format!("crosses dim `{}`", outer.name.value),
+                )
+                .with_secondary(
+                    inner.size.loc,
+                    format!("{} GPUs in dim `{}`", inner.size.value, inner.name.value),
+                )
                 .with_help(help);
             if name != "tp" {
                 if let Some(s) = &p.tp {
@@ -1027,7 +1189,11 @@ impl<'a> Validator<'a> {
         // (pp − 1) / (m·v + pp − 1) ≤ 1/4  ⇔  m·v ≥ 3·(pp − 1).
         let need = |v: u64| -> u64 {
             let m = (3 * (pp - 1)).div_ceil(v.max(1));
-            if v > 1 { m.div_ceil(pp) * pp } else { m }
+            if v > 1 {
+                m.div_ceil(pp) * pp
+            } else {
+                m
+            }
         };
         let mut options = Vec::new();
         let m_need = need(if interleaved { vpp } else { 1 });
@@ -1043,26 +1209,51 @@ impl<'a> Validator<'a> {
         });
         if let Some(b) = mb {
             let m2 = per_replica / b;
-            options.push(format!("lower `micro_batch` to {b} ({m2} microbatches, bubble {})", pct(bubble_fraction(pp, m2, vpp))));
+            options.push(format!(
+                "lower `micro_batch` to {b} ({m2} microbatches, bubble {})",
+                pct(bubble_fraction(pp, m2, vpp))
+            ));
         }
         let vpp_ok = pp >= 3 || on(&p.overlap_p2p);
-        if vpp_ok && m >= pp && m % pp == 0 && p.first_stage_layers.is_none() && p.last_stage_layers.is_none() {
-            let v = (vpp + 1..=(self.layers / pp).min(64))
-                .find(|&v| self.layers % (pp * v) == 0 && bubble_fraction(pp, m, v) <= BUBBLE_LIMIT);
+        if vpp_ok
+            && m >= pp
+            && m % pp == 0
+            && p.first_stage_layers.is_none()
+            && p.last_stage_layers.is_none()
+        {
+            let v = (vpp + 1..=(self.layers / pp).min(64)).find(|&v| {
+                self.layers % (pp * v) == 0 && bubble_fraction(pp, m, v) <= BUBBLE_LIMIT
+            });
             if let Some(v) = v {
-                options.push(format!("use `vpp {v}` (bubble {})", pct(bubble_fraction(pp, m, v))));
+                options.push(format!(
+                    "use `vpp {v}` (bubble {})",
+                    pct(bubble_fraction(pp, m, v))
+                ));
             }
         }
         let primary = loc_of(&p.pp).unwrap_or(p.loc);
         let mut d = Diagnostic::new(
             Code::W0003,
-            format!("pipeline bubble is {} of the iteration (pp {pp}, {m} microbatches)", pct(bubble)),
+            format!(
+                "pipeline bubble is {} of the iteration (pp {pp}, {m} microbatches)",
+                pct(bubble)
+            ),
             primary,
             format!("{pp} stages"),
         )
-        .with_secondary(p.global_batch.loc, format!("{m} microbatches per iteration"))
-        .with_secondary(p.micro_batch.loc, format!("micro_batch {}", self.micro_batch))
-        .with_note(format!("bubble = (pp − 1) / (m·vpp + pp − 1) = {} / ({m}·{vpp} + {})", pp - 1, pp - 1));
+        .with_secondary(
+            p.global_batch.loc,
+            format!("{m} microbatches per iteration"),
+        )
+        .with_secondary(
+            p.micro_batch.loc,
+            format!("micro_batch {}", self.micro_batch),
+        )
+        .with_note(format!(
+            "bubble = (pp − 1) / (m·vpp + pp − 1) = {} / ({m}·{vpp} + {})",
+            pp - 1,
+            pp - 1
+        ));
         if let Some(s) = &p.vpp {
             d = d.with_secondary(s.loc, format!("vpp {}", s.value));
         }
@@ -1074,13 +1265,20 @@ impl<'a> Validator<'a> {
     // megatron/training/arguments.py:1434-1439 (P01): sp is silently disabled when tp = 1.
     fn check_sp_without_tp(&mut self) {
         let p = &self.def.plan;
-        let Some(s) = p.sp.as_ref().filter(|s| s.value) else { return };
+        let Some(s) = p.sp.as_ref().filter(|s| s.value) else {
+            return;
+        };
         if self.tp > 1 {
             return;
         }
-        let mut d = Diagnostic::new(Code::W0006, "`sp` has no effect with tp 1", s.loc, "sequence parallelism")
-            .with_note("Megatron-LM turns sequence parallelism off when tp = 1")
-            .with_help("remove `sp`, or use tp above 1");
+        let mut d = Diagnostic::new(
+            Code::W0006,
+            "`sp` has no effect with tp 1",
+            s.loc,
+            "sequence parallelism",
+        )
+        .with_note("Megatron-LM turns sequence parallelism off when tp = 1")
+        .with_help("remove `sp`, or use tp above 1");
         if let Some(t) = &p.tp {
             d = d.with_secondary(t.loc, "tp 1");
         }
@@ -1090,7 +1288,9 @@ impl<'a> Validator<'a> {
     // ---------------------------------------------------------------- E0401, W0005
 
     fn check_memory(&mut self, sc: &Scenario) {
-        let Some(w) = worst(&sc.memory).copied() else { return };
+        let Some(w) = worst(&sc.memory).copied() else {
+            return;
+        };
         let cap = sc.cluster.gpu.memory.value;
         let gpu = &sc.cluster.gpu;
         let over = w.peak > cap;
@@ -1102,7 +1302,13 @@ impl<'a> Validator<'a> {
         let (code, message, target) = if over {
             (
                 Code::E0401,
-                format!("pipeline stage {} needs {} but `{}` has {}", w.stage, gib(w.peak), gpu.name, gib(cap)),
+                format!(
+                    "pipeline stage {} needs {} but `{}` has {}",
+                    w.stage,
+                    gib(w.peak),
+                    gpu.name,
+                    gib(cap)
+                ),
                 cap,
             )
         } else {
@@ -1119,8 +1325,13 @@ impl<'a> Validator<'a> {
                 warn_at,
             )
         };
-        let mut d = Diagnostic::new(code, message, p.loc, format!("stage {} needs {}", w.stage, gib(w.peak)))
-            .with_secondary(gpu.memory.loc, format!("`{}` has {}", gpu.name, gib(cap)));
+        let mut d = Diagnostic::new(
+            code,
+            message,
+            p.loc,
+            format!("stage {} needs {}", w.stage, gib(w.peak)),
+        )
+        .with_secondary(gpu.memory.loc, format!("`{}` has {}", gpu.name, gib(cap)));
         for (name, o) in [("tp", &p.tp), ("pp", &p.pp), ("dp", &p.dp)] {
             if let Some(s) = o {
                 d = d.with_secondary(s.loc, format!("{name} {}", s.value));
@@ -1140,7 +1351,10 @@ impl<'a> Validator<'a> {
                 w.params.saturating_add(w.expert_params)
             ))
             .with_note(format!("gradients {} (fp32)", gib(w.gradients)))
-            .with_note(format!("optimizer state {} (fp32 master weights and Adam moments{shards})", gib(w.optimizer)))
+            .with_note(format!(
+                "optimizer state {} (fp32 master weights and Adam moments{shards})",
+                gib(w.optimizer)
+            ))
             .with_note(format!(
                 "activations {} ({} layers, {} microbatches in flight, recompute {})",
                 gib(w.activations),
@@ -1149,7 +1363,10 @@ impl<'a> Validator<'a> {
                 sc.recompute.word()
             ));
         if others > 1 {
-            d = d.with_note(format!("{others} of {} stages are over the limit", sc.memory.len()));
+            d = d.with_note(format!(
+                "{others} of {} stages are over the limit",
+                sc.memory.len()
+            ));
         }
         d = d.with_help(memory_help(self, sc, target));
         self.push(d);
@@ -1158,7 +1375,11 @@ impl<'a> Validator<'a> {
 
 fn lcm(a: u64, b: u64) -> u64 {
     fn gcd(a: u64, b: u64) -> u64 {
-        if b == 0 { a } else { gcd(b, a % b) }
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
     }
     let g = gcd(a, b).max(1);
     (a / g).saturating_mul(b)
@@ -1169,12 +1390,16 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
     if pp <= 1 {
         return None;
     }
-    Some(written.unwrap_or(if vpp > 1 { ScheduleKind::Interleaved } else { ScheduleKind::OneFOneB }))
+    Some(written.unwrap_or(if vpp > 1 {
+        ScheduleKind::Interleaved
+    } else {
+        ScheduleKind::OneFOneB
+    }))
 }
 
-/// One candidate change for E0401/W0005: a description and the changed memory plan (None when
-/// it does not apply to this plan).
-type Change = (String, Option<MemoryPlan>);
+/// One candidate change for E0401/W0005: how to apply it alone (`add \`sp\``), its item
+/// (`\`sp\``) for a combination, and the changed memory plan (None when it does not apply).
+type Change = (String, String, Option<MemoryPlan>);
 
 fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     let p = &sc.plan;
@@ -1182,19 +1407,35 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     let seq_ok = |tp: u64| sc.model.seq.value % sc.cp.saturating_mul(tp).max(1) == 0;
     out.push((
         "add `sp`".into(),
-        (base.tp > 1 && !base.sp && seq_ok(base.tp)).then(|| MemoryPlan { sp: true, ..base.clone() }),
+        "`sp`".into(),
+        (base.tp > 1 && !base.sp && seq_ok(base.tp)).then(|| MemoryPlan {
+            sp: true,
+            ..base.clone()
+        }),
     ));
     out.push((
         "add `distributed_optimizer`".into(),
-        (!base.distributed_optimizer).then(|| MemoryPlan { distributed_optimizer: true, ..base.clone() }),
+        "`distributed_optimizer`".into(),
+        (!base.distributed_optimizer).then(|| MemoryPlan {
+            distributed_optimizer: true,
+            ..base.clone()
+        }),
     ));
     out.push((
         "use `recompute selective`".into(),
-        (base.recompute == Recompute::None).then(|| MemoryPlan { recompute: Recompute::Selective, ..base.clone() }),
+        "`recompute selective`".into(),
+        (base.recompute == Recompute::None).then(|| MemoryPlan {
+            recompute: Recompute::Selective,
+            ..base.clone()
+        }),
     ));
     out.push((
         "use `recompute full`".into(),
-        (base.recompute != Recompute::Full).then(|| MemoryPlan { recompute: Recompute::Full, ..base.clone() }),
+        "`recompute full`".into(),
+        (base.recompute != Recompute::Full).then(|| MemoryPlan {
+            recompute: Recompute::Full,
+            ..base.clone()
+        }),
     ));
     // Doubling tp within the innermost dim (a node), dp halving to keep the world.
     let tp2 = base.tp.saturating_mul(2);
@@ -1206,9 +1447,16 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
         && (!base.sp || seq_ok(tp2))
         && (!sc.model.is_moe() || base.sp)
         && sc.world % tp2.saturating_mul(base.ep).saturating_mul(base.pp).max(1) == 0;
-    let dp_note = |dp: u64| if p.dp.is_some() { format!(" and `dp {dp}`") } else { String::new() };
+    let dp_note = |dp: u64| {
+        if p.dp.is_some() {
+            format!(" and `dp {dp}`")
+        } else {
+            String::new()
+        }
+    };
     out.push((
         format!("use `tp {tp2}`{}", dp_note(base.dp / 2)),
+        format!("`tp {tp2}`"),
         tp_fits.then(|| MemoryPlan {
             tp: tp2,
             etp: tp2,
@@ -1229,6 +1477,7 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
         && sc.world % base.tp.saturating_mul(base.ep).saturating_mul(pp2).max(1) == 0;
     out.push((
         format!("use `pp {pp2}`{}", dp_note(base.dp / 2)),
+        format!("`pp {pp2}`"),
         match (pp_fits, split) {
             (true, Some(split)) => Some(MemoryPlan {
                 pp: pp2,
@@ -1274,6 +1523,15 @@ fn compose(acc: &MemoryPlan, base: &MemoryPlan, change: &MemoryPlan, world: u64)
     out
 }
 
+/// ` with \`dp N\`` when a combination changed dp and the plan wrote it.
+fn dp_change(sc: &Scenario, plan: &MemoryPlan) -> String {
+    if sc.plan.dp.is_some() && plan.dp != sc.dp {
+        format!(" with `dp {}`", plan.dp)
+    } else {
+        String::new()
+    }
+}
+
 fn peak_of(sc: &Scenario, plan: &MemoryPlan) -> Bytes {
     let stages: Vec<StageMemory> = stage_memory(&sc.model, plan);
     worst(&stages).map_or(Bytes(0), |s| s.peak)
@@ -1286,37 +1544,54 @@ fn memory_help(v: &Validator<'_>, sc: &Scenario, target: Bytes) -> String {
     let base = sc.memory_plan();
     let all = changes(v, sc, &base);
     let cap = sc.cluster.gpu.memory.value;
-    for (desc, plan) in &all {
+    for (desc, _, plan) in &all {
         if let Some(plan) = plan {
             let peak = peak_of(sc, plan);
             if peak <= target {
-                return format!("{desc}: the largest stage then needs {} of {}", gib(peak), gib(cap));
+                return format!(
+                    "{desc}: the largest stage then needs {} of {}",
+                    gib(peak),
+                    gib(cap)
+                );
             }
         }
     }
     let mut acc = base.clone();
     let mut applied: Vec<String> = Vec::new();
     let mut peak = peak_of(sc, &acc);
-    for (desc, plan) in &all {
+    for (_, item, plan) in &all {
         let Some(plan) = plan else { continue };
         // Full recompute replaces selective: keep only the stronger one in the description.
         if plan.recompute == Recompute::Full && plan.recompute != base.recompute {
             applied.retain(|d| !d.contains("recompute"));
         }
         acc = compose(&acc, &base, plan, sc.world);
-        applied.push(desc.clone());
+        applied.push(item.clone());
         peak = peak_of(sc, &acc);
         if peak <= target {
-            return format!("{} together: the largest stage then needs {} of {}", join_and(&applied), gib(peak), gib(cap));
+            return format!(
+                "combine {}{}: the largest stage then needs {} of {}",
+                join_and(&applied),
+                dp_change(sc, &acc),
+                gib(peak),
+                gib(cap)
+            );
         }
     }
     if applied.is_empty() {
-        format!("use GPUs with more than {} of memory, or more GPUs", gib(peak))
+        format!(
+            "use GPUs with more than {} of memory, or more GPUs",
+            gib(peak)
+        )
     } else {
         format!(
-            "even with {} the largest stage needs {}; use more GPUs or GPUs with more memory",
+            "even with {}{} the largest stage needs {}; use more GPUs or GPUs with more memory",
             join_and(&applied),
+            dp_change(sc, &acc),
             gib(peak)
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
