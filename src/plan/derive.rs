@@ -64,7 +64,7 @@ impl StageSplit {
         let before = if stage == 0 {
             0
         } else {
-            self.first / v + (stage - 1).saturating_mul(self.middle / v)
+            (self.first / v).saturating_add((stage - 1).saturating_mul(self.middle / v))
         };
         chunk.saturating_mul(total / v).saturating_add(before)
     }

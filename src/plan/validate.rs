@@ -508,7 +508,7 @@ impl<'a> Validator<'a> {
         if pp > 0 && l % pp == 0 {
             let vpps = divisors(l / pp)
                 .into_iter()
-                .filter(|&v| (v == 1 || pp > 1) && v <= vpp.max(2) * 2);
+                .filter(|&v| (v == 1 || pp > 1) && v <= vpp.max(2).saturating_mul(2));
             if let Some(&v2) = nearest(vpps, vpp, 1).first() {
                 options.push(if v2 == 1 {
                     "no `vpp`".to_string()
@@ -1126,7 +1126,8 @@ impl<'a> Validator<'a> {
             } else {
                 format!("{name} group (tp {tp} × {name} {size} = {span} consecutive GPUs) spans the slower dim `{}`", outer.name.value)
             };
-            let best = (1..=size).rev().find(|&x| {
+            // tp·x must divide `fit`, so x ≤ fit bounds the search.
+            let best = (1..=size.min(fit)).rev().find(|&x| {
                 let s = if name == "tp" {
                     x
                 } else {
@@ -1203,9 +1204,11 @@ impl<'a> Validator<'a> {
             pct(bubble_fraction(pp, m_need, vpp))
         ));
         let per_replica = self.global_batch / dp.max(1);
-        let mb = (1..self.micro_batch).rev().find(|&b| {
+        // The largest smaller micro_batch that divides the per-replica batch into enough
+        // microbatches (divisors, so the search is bounded whatever the numbers).
+        let mb = divisors(per_replica).into_iter().rev().find(|&b| {
             let m2 = per_replica / b;
-            per_replica % b == 0 && m2 >= m_need && (!interleaved || m2 % pp == 0)
+            b < self.micro_batch && m2 >= m_need && (!interleaved || m2 % pp == 0)
         });
         if let Some(b) = mb {
             let m2 = per_replica / b;

@@ -845,6 +845,37 @@ fn absurd_numbers_give_diagnostics_not_panics() {
 }
 
 #[test]
+fn huge_ep_and_micro_batch_do_not_hang_the_suggestions() {
+    // ep is outside tp × pp × cp × dp, so a valid world does not bound it.
+    let mut m = moe();
+    set(&mut m.experts, u64::MAX);
+    let mut d = with_model(m, u64::MAX / 2, u64::MAX / 2 + 1);
+    set(&mut d.plan.ep, u64::MAX);
+    set(&mut d.plan.pp, 4);
+    let (s, ds) = validate(&d);
+    assert!(s.is_none());
+    assert!(ds.iter().any(|d| d.code == Code::E0309), "{ds:#?}");
+}
+
+#[test]
+fn w0001_expert_group_crossing_nodes() {
+    let mut d = with_model(moe(), 1, 64);
+    set(&mut d.plan.ep, 16);
+    set(&mut d.model.experts, 16);
+    let (_, ds) = validate(&d);
+    let w = only(&ds, Code::W0001);
+    assert_eq!(
+        w.message,
+        "ep group (tp 1 × ep 16 = 16 consecutive GPUs) spans the slower dim `ib`"
+    );
+    assert_eq!(w.primary.loc, loc(&d.plan.ep));
+    assert_eq!(
+        w.help.as_deref(),
+        Some("use `ep 8` to keep each ep group inside `nvlink` (8 GPUs)")
+    );
+}
+
+#[test]
 fn every_error_is_reported_in_check_order() {
     let mut m = gpt_small();
     set(&mut m.kv_groups, 5);
