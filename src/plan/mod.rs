@@ -1,4 +1,223 @@
 //! Plan: typed scenario → validated [`Scenario`] (E03xx, E04xx, W0001, W0003, W0005, W0006),
 //! with derived values, rank layout ([`layout`]) and the memory model ([`memory`]).
+//!
+//! Input: a [`ScenarioDef`] from `ty`. Output: [`validate`] returns the [`Scenario`] (the
+//! definition plus every value Megatron-LM derives from its arguments: dp, expert dp, the
+//! resolved schedule, the microbatch count, effective `sp`, the layer split, the padded
+//! vocabulary, parameter counts and the memory per stage) and the diagnostics.
+//! Invariant: a `Scenario` exists only for a plan with no error, so later stages may rely on
+//! tp × pp × cp × dp = world, exact divisions and a valid layer split.
 
+pub mod derive;
 pub mod layout;
+pub mod memory;
+mod validate;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+use std::fmt::Write as _;
+
+use crate::diag::Loc;
+use crate::ty::{Cluster, Expect, Model, Plan, Recompute, ScheduleKind};
+
+pub use derive::{ParamCounts, StageSplit};
+pub use memory::{MemoryPlan, StageMemory};
+pub use validate::{resolved_schedule, validate, MAX_WORLD};
+
+/// The optimizer and overlap flags, as Megatron applies them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Flags {
+    pub distributed_optimizer: bool,
+    pub overlap_grad_reduce: bool,
+    pub overlap_param_gather: bool,
+    pub delay_grad_reduce: bool,
+    pub delay_param_gather: bool,
+    /// Effective: Megatron clears it without interleaving (arguments.py:1010-1017).
+    pub overlap_p2p: bool,
+}
+
+/// A validated scenario with its derived values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub loc: Loc,
+    pub model: Model,
+    pub cluster: Cluster,
+    pub plan: Plan,
+    pub expect: Expect,
+    /// GPUs in the cluster (= tp × pp × cp × dp).
+    pub world: u64,
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub ep: u64,
+    /// Expert tensor parallelism: Megatron's default, = tp (arguments.py:587-588).
+    pub etp: u64,
+    pub dp: u64,
+    /// world / (etp × ep × pp) (megatron/core/parallel_state.py:876-884).
+    pub expert_dp: u64,
+    pub vpp: u64,
+    /// None: no pipelining (pp = 1); else 1F1B, GPipe or interleaved.
+    pub schedule: Option<ScheduleKind>,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    /// global_batch / (micro_batch × dp).
+    pub microbatches: u64,
+    /// Effective sequence parallelism (off when tp = 1).
+    pub sp: bool,
+    pub recompute: Recompute,
+    pub flags: Flags,
+    pub split: StageSplit,
+    pub padded_vocab: u64,
+    pub params: ParamCounts,
+    /// Peak memory per pipeline stage, stage 0 first.
+    pub memory: Vec<StageMemory>,
+}
+
+impl Scenario {
+    /// Decoder layers on a pipeline stage (all its model chunks).
+    pub fn stage_layers(&self, stage: u64) -> u64 {
+        self.split.layers(stage)
+    }
+
+    /// Decoder layers in one model chunk of a stage.
+    pub fn chunk_layers(&self, stage: u64) -> u64 {
+        self.split.chunk_layers(stage)
+    }
+
+    /// Global index of the first decoder layer of `(stage, chunk)`.
+    pub fn first_layer(&self, stage: u64, chunk: u64) -> u64 {
+        self.split.first_layer(stage, chunk)
+    }
+
+    /// Unsharded parameters of a stage: its layers, the embedding on stage 0, the output layer
+    /// and final norm on the last stage.
+    pub fn stage_params(&self, stage: u64) -> u64 {
+        let mut n = self
+            .params
+            .per_layer
+            .total()
+            .saturating_mul(self.stage_layers(stage));
+        if stage == 0 {
+            n = n.saturating_add(self.params.embedding);
+        }
+        if stage + 1 == self.pp {
+            n = n
+                .saturating_add(self.params.output)
+                .saturating_add(self.params.final_norm);
+        }
+        n
+    }
+
+    /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).
+    pub fn bubble_fraction(&self) -> f64 {
+        derive::bubble_fraction(self.pp, self.microbatches, self.vpp)
+    }
+
+    /// The numbers the memory model reads.
+    pub fn memory_plan(&self) -> MemoryPlan {
+        MemoryPlan {
+            tp: self.tp,
+            pp: self.pp,
+            cp: self.cp,
+            ep: self.ep,
+            etp: self.etp,
+            dp: self.dp,
+            expert_dp: self.expert_dp,
+            vpp: self.vpp,
+            microbatches: self.microbatches,
+            micro_batch: self.micro_batch,
+            sp: self.sp,
+            recompute: self.recompute,
+            distributed_optimizer: self.flags.distributed_optimizer,
+            schedule: self.schedule,
+            split: self.split,
+        }
+    }
+}
+
+/// The human memory table for `venusc check --memory`: per stage, per GPU, in GiB.
+pub fn memory_table(sc: &Scenario) -> String {
+    let gpu = &sc.cluster.gpu;
+    let cap = gpu.memory.value;
+    let g = |b: crate::ty::Bytes| format!("{:.2}", b.gib());
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "memory per GPU of `{}` (model `{}`, tp {} pp {} dp {}{}), `{}` has {:.2} GiB",
+        sc.name,
+        sc.model.name,
+        sc.tp,
+        sc.pp,
+        sc.dp,
+        if sc.vpp > 1 {
+            format!(" vpp {}", sc.vpp)
+        } else {
+            String::new()
+        },
+        gpu.name,
+        cap.gib()
+    );
+    let header = [
+        "stage",
+        "layers",
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "in flight",
+        "peak",
+        "of gpu",
+    ];
+    let rows: Vec<[String; 9]> = sc
+        .memory
+        .iter()
+        .map(|s| {
+            [
+                s.stage.to_string(),
+                s.layers.to_string(),
+                g(s.weights),
+                g(s.gradients),
+                g(s.optimizer),
+                g(s.activations),
+                s.in_flight.to_string(),
+                g(s.peak),
+                format!("{:.0}%", s.peak.0 as f64 / cap.0.max(1) as f64 * 100.0),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let head: Vec<String> = header.iter().map(|s| s.to_string()).collect();
+    let _ = writeln!(out, "{}", line(&head).trim_end());
+    for r in &rows {
+        let _ = writeln!(out, "{}", line(r).trim_end());
+    }
+    let _ = writeln!(
+        out,
+        "(GiB per GPU; in flight = microbatches whose activations are held at the peak)"
+    );
+    out
+}
