@@ -120,7 +120,7 @@ impl<'a> Emitter<'a> {
                 Port::RecvNext,
             ],
             // p2p_communication.py `_p2p_ops`: even/odd pp ranks order differently
-            Issue::Individual if self.r % 2 == 0 => [
+            Issue::Individual if self.r.is_multiple_of(2) => [
                 Port::SendNext,
                 Port::RecvPrev,
                 Port::SendPrev,

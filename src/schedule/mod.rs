@@ -27,7 +27,7 @@ mod sim;
 mod tests;
 
 pub use picture::picture;
-pub use sim::{simulate, Deadlock, OpCost, RankTimeline, Semantics, Slot, Timeline};
+pub use sim::{makespan, simulate, Deadlock, OpCost, RankTimeline, Semantics, Slot, Timeline};
 
 use crate::ty::ScheduleKind;
 use std::fmt;
@@ -144,8 +144,8 @@ impl PipelineShape {
                 return Err(ShapeError::Zero(name));
             }
         }
-        let ops = u64::from(self.microbatches) * u64::from(self.vpp);
-        if ops > MAX_VIRTUAL_MICROBATCHES || self.pp > MAX_PP {
+        let stage_steps = u64::from(self.microbatches) * u64::from(self.vpp) * u64::from(self.pp);
+        if stage_steps > MAX_STAGE_STEPS {
             return Err(ShapeError::TooLarge);
         }
         match self.kind {
@@ -182,9 +182,9 @@ impl PipelineShape {
     }
 }
 
-/// Bounds that keep the IR in memory (each rank holds O(m·V) ops).
-const MAX_VIRTUAL_MICROBATCHES: u64 = 1 << 22;
-const MAX_PP: u32 = 1 << 12;
+/// Bound on pp·m·V that keeps the IR in memory (a few ops of 20 bytes per step; pp 16,
+/// m 128, V 4 is 8,192).
+const MAX_STAGE_STEPS: u64 = 1 << 21;
 
 /// Why a [`PipelineShape`] has no schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,9 +9,10 @@ use std::fmt::Write as _;
 const RESET: &str = "\x1b[0m";
 const IDLE_COLOR: &str = "\x1b[2m";
 
-/// Draws `ir` `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`F3.1` with chunks)
-/// and `.` for idle; `color` drops the letter and paints forwards blue/cyan and backwards
-/// green/yellow (even/odd chunk) with ANSI escapes.
+/// Draws `ir` at most `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`F3.1` with
+/// chunks; `f3`/`b3` for an odd chunk when the box is too narrow for the chunk) and `.` for
+/// idle; `color` drops the letter and paints forwards blue/cyan and backwards green/yellow
+/// (even/odd chunk) with ANSI escapes.
 pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> String {
     let width = width.max(1);
     let timeline = match simulate(ir, cost, Semantics::Eager) {
@@ -39,15 +40,28 @@ pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> Stri
     out
 }
 
-/// Which slot (index into `slots`) covers each column, and where each slot's box starts.
+/// Which slot (index into `slots`) covers each column. With room for at least one column
+/// per tick the scale is a whole number of columns per tick, so equal ops draw equally wide
+/// (the row may then be narrower than `width`); otherwise time is scaled proportionally.
 fn place(slots: &[Slot], makespan: u64, width: usize) -> Vec<Option<usize>> {
-    let mut cells = vec![None; width];
     if makespan == 0 {
-        return cells;
+        return Vec::new();
     }
-    let column = |t: u64| ((u128::from(t) * width as u128) / u128::from(makespan)) as usize;
+    let width = width as u128;
+    let span = u128::from(makespan);
+    let column = |t: u64| -> usize {
+        let t = u128::from(t);
+        let c = if width >= span {
+            t * (width / span)
+        } else {
+            t * width / span
+        };
+        c as usize
+    };
+    let columns = column(makespan);
+    let mut cells = vec![None; columns];
     for (i, s) in slots.iter().enumerate() {
-        let (c0, c1) = (column(s.start).min(width), column(s.end).min(width));
+        let (c0, c1) = (column(s.start).min(columns), column(s.end).min(columns));
         if c1 > c0 {
             for cell in &mut cells[c0..c1] {
                 *cell = Some(i);
@@ -64,17 +78,14 @@ fn render_row(slots: &[Slot], cells: &[Option<usize>], chunks: bool, color: bool
     let mut out = String::new();
     let mut c = 0;
     while c < cells.len() {
-        let Some(i) = cells[c] else {
-            if color {
-                let _ = write!(out, "{IDLE_COLOR}.{RESET}");
-            } else {
-                out.push('.');
+        let run = cells[c..].iter().take_while(|&&x| x == cells[c]).count();
+        match cells[c] {
+            Some(i) => out.push_str(&render_box(&slots[i].op, run, chunks, color)),
+            None if color => {
+                let _ = write!(out, "{IDLE_COLOR}{}{RESET}", ".".repeat(run));
             }
-            c += 1;
-            continue;
-        };
-        let run = cells[c..].iter().take_while(|&&x| x == Some(i)).count();
-        out.push_str(&render_box(&slots[i].op, run, chunks, color));
+            None => out.push_str(&".".repeat(run)),
+        }
         c += run;
     }
     out
@@ -88,6 +99,12 @@ fn render_box(op: &Op, len: usize, chunks: bool, color: bool) -> String {
         _ => return " ".repeat(len),
     };
     let letter = if forward { "F" } else { "B" };
+    // Too narrow for `F5.1`: odd chunks fall back to a lowercase letter (`f5`).
+    let short_letter = if chunks && m.chunk % 2 == 1 {
+        letter.to_lowercase()
+    } else {
+        letter.to_string()
+    };
     let full = if chunks {
         format!("{}.{}", m.mb, m.chunk)
     } else {
@@ -99,8 +116,8 @@ fn render_box(op: &Op, len: usize, chunks: bool, color: bool) -> String {
     } else {
         [
             format!("{letter}{full}"),
-            format!("{letter}{short}"),
-            letter.to_string(),
+            format!("{short_letter}{short}"),
+            short_letter,
         ]
     };
     let label = candidates

@@ -161,6 +161,11 @@ pub fn simulate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<T
     Ok(Timeline { makespan, ranks })
 }
 
+/// The makespan with zero communication cost (dataflow semantics), in ticks of `cost`.
+pub fn makespan(ir: &ScheduleIr, cost: OpCost) -> Result<u64, Deadlock> {
+    simulate(ir, cost, Semantics::Eager).map(|t| t.makespan)
+}
+
 /// Completion time of transfer `seq` on `port` of rank `r`, if it is determined yet.
 fn completion(
     states: &[RankState],

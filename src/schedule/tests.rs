@@ -418,7 +418,7 @@ fn invalid_shapes_are_rejected() {
         ShapeError::Zero("microbatches")
     );
     assert_eq!(
-        ScheduleIr::build(shape(Kind::Interleaved, 8, 4, u32::MAX)).unwrap_err(),
+        ScheduleIr::build(shape(Kind::Interleaved, 8, 4, 1 << 17)).unwrap_err(),
         ShapeError::TooLarge
     );
     // N = 3 with m = 5 and pp = 2: remainder 2 ≥ pp is allowed.
@@ -459,16 +459,14 @@ fn kind_selection_follows_megatron() {
 // Closed-form makespans (zero communication, equal stage times).
 
 fn makespan(ir: &ScheduleIr, f: u64, b: u64) -> u64 {
-    simulate(
+    super::makespan(
         ir,
         OpCost {
             forward: f,
             backward: b,
         },
-        Semantics::Eager,
     )
     .unwrap()
-    .makespan
 }
 
 #[test]
@@ -717,12 +715,12 @@ proptest! {
 
     #[test]
     fn interleaved_makespan_is_mv_plus_p_minus_1_chunk_times(
-        pp in 2u32..=8, v in 2u32..=4, groups in 1u32..=4, tf in 1u64..=3,
+        s in interleaved_shape(), tf in 1u64..=3,
     ) {
-        // Chunk forward t_f/v = tf, backward t_b/v = 2·tf (t_b = 2·t_f).
-        let m = pp * groups;
-        let ir = build(shape(Kind::Interleaved, pp, v, m));
-        let expect = u64::from(m * v + pp - 1) * (tf + 2 * tf);
+        // Chunk forward t_f/v = tf, backward t_b/v = 2·tf (t_b = 2·t_f); holds for every
+        // valid N and remainder, batched or overlapped.
+        let ir = build(s);
+        let expect = u64::from(s.microbatches * s.vpp + s.pp - 1) * (tf + 2 * tf);
         prop_assert_eq!(makespan(&ir, tf, 2 * tf), expect);
     }
 }
@@ -756,6 +754,12 @@ fn picture_labels_chunks_when_interleaved() {
         "pp0 |F0.0F1.0F0.1F1.1........F2.0B0.1====F3.0B1.1====F2.1B0.0====F3.1B1.0====\
          B2.1====....B3.1====B2.0====B3.0====|"
     );
+    // At 2 columns per tick a forward has no room for its chunk: odd chunks go lowercase.
+    let narrow = picture(&ir, OpCost::default(), 2 * 27 + 1, false);
+    assert_eq!(
+        narrow.lines().next().unwrap(),
+        "pp0 |F0F1f0f1....F2B0.1F3B1.1f2B0.0f3B1.0B2.1..B3.1B2.0B3.0|"
+    );
 }
 
 #[test]
@@ -772,7 +776,70 @@ fn build_time_llama3_405b_shape() {
         let ir = build(s);
         let elapsed = start.elapsed();
         let ops: usize = ir.ranks().iter().map(Vec::len).sum();
-        println!("pp 16 vpp {vpp} m 128: {ops} ops in {elapsed:?}");
+        let start = std::time::Instant::now();
+        let t = simulate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap();
+        let sim = start.elapsed();
+        println!(
+            "pp 16 vpp {vpp} m 128: {ops} ops built in {elapsed:?}, simulated in {sim:?}, \
+             bubble {:.2}%",
+            100.0 * t.bubble_fraction()
+        );
         assert!(elapsed.as_millis() < 50, "{elapsed:?}");
     }
+}
+
+#[test]
+fn describe_rank_lists_calls_and_hooks() {
+    let ir = build(shape(Kind::OneFOneB, 2, 1, 1));
+    assert_eq!(
+        describe_rank(&ir, 1),
+        "disable_grad_sync\n\
+         recv_forward rp→c0\n\
+         F0\n\
+         enable_grad_sync\n\
+         B0\n\
+         send_backward sp(0,0)\n\
+         finalize_model_grads\n\
+         embedding_grad_all_reduce\n\
+         optimizer_step\n"
+    );
+}
+
+#[test]
+fn rendezvous_simulation_reports_a_deadlock() {
+    // Both ranks first send forward with a blocking call, then receive: with rendezvous
+    // sends neither send can complete; with eager sends both proceed.
+    let send = |port| {
+        [
+            Op::Call(Call {
+                kind: CallKind::SendForward,
+                issue: Issue::Batched,
+                blocking: true,
+                xfers: 1,
+            }),
+            Op::Xfer(Xfer {
+                port,
+                mb: 0,
+                chunk: 0,
+                seq: 0,
+            }),
+        ]
+    };
+    let rank: Vec<Op> = send(Port::SendNext)
+        .into_iter()
+        .chain(send(Port::RecvPrev))
+        .collect();
+    let ir = ScheduleIr {
+        shape: shape(Kind::OneFOneB, 2, 1, 1),
+        ranks: vec![rank.clone(), rank],
+    };
+    let err = simulate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap_err();
+    assert_eq!(err.blocked.len(), 2);
+    assert_eq!((err.blocked[0].0, err.blocked[0].1), (0, 0));
+    assert_eq!(
+        simulate(&ir, OpCost::default(), Semantics::Eager)
+            .unwrap()
+            .makespan,
+        0
+    );
 }
