@@ -454,8 +454,11 @@ struct Handles {
 
 /// megatron/core/pipeline_parallel/schedules.py:1019–2112
 /// `forward_backward_pipelining_with_interleaving` (current main: tunable schedule table with
-/// N = `microbatch_group_size_per_vp_stage`). [older] Before Nov 2024 the chunk of step k was
-/// `(k % (pp·V)) / pp`, which equals this table with N = pp, and the warmup count used pp for N.
+/// N = `microbatch_group_size_per_vp_stage`). [older] Before Nov 2024 (commit 4295be1a6c) the
+/// chunk of step k was `(k % (pp·V)) / pp`, which equals this table with N = pp and needs
+/// m % pp == 0; up to core_v0.9 the warmup was `2·(pp−r−1) + (V−1)·pp` and every step was
+/// warmup whenever m == pp (core_v0.5.0 schedules.py:503–518). With N = pp (the default) this
+/// builder reproduces those versions, except for the m == pp all-warmup rule.
 fn interleaved(e: &mut Emitter, t: &Table) {
     let (pp, r, v, m) = (e.shape.pp, e.r, e.shape.vpp, e.shape.microbatches);
     let overlap = e.shape.overlap_p2p_effective();

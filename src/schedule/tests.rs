@@ -843,3 +843,10 @@ fn rendezvous_simulation_reports_a_deadlock() {
         0
     );
 }
+
+#[test]
+fn ops_are_small_and_copy() {
+    fn copy<T: Copy>() {}
+    copy::<Op>();
+    assert_eq!(std::mem::size_of::<Op>(), 20);
+}
