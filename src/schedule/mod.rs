@@ -182,7 +182,7 @@ impl PipelineShape {
     }
 }
 
-/// Bound on pp·m·V that keeps the IR in memory (a few ops of 20 bytes per step; pp 16,
+/// Bound on pp·m·V that keeps the IR in memory (a few ops of 16 bytes per step; pp 16,
 /// m 128, V 4 is 8,192).
 const MAX_STAGE_STEPS: u64 = 1 << 21;
 

@@ -848,5 +848,5 @@ fn rendezvous_simulation_reports_a_deadlock() {
 fn ops_are_small_and_copy() {
     fn copy<T: Copy>() {}
     copy::<Op>();
-    assert_eq!(std::mem::size_of::<Op>(), 20);
+    assert_eq!(std::mem::size_of::<Op>(), 16);
 }
