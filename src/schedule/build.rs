@@ -1,0 +1,749 @@
+//! Builders: one function per Megatron schedule, each a transcription of its Python loop
+//! (megatron/core/pipeline_parallel/schedules.py) into ops for one pipeline rank.
+
+use super::{Call, CallKind, Issue, Kind, Micro, Op, PipelineShape, Port, Xfer};
+use std::collections::VecDeque;
+
+pub(super) fn rank_ops(shape: &PipelineShape, r: u32) -> Vec<Op> {
+    let mut e = Emitter::new(shape, r);
+    match shape.kind {
+        Kind::NoPipelining => no_pipelining(&mut e),
+        Kind::Gpipe => gpipe(&mut e),
+        Kind::OneFOneB => one_f_one_b(&mut e),
+        Kind::Interleaved => interleaved(&mut e, &Table::new(shape)),
+    }
+    e.finalize();
+    e.ops
+}
+
+/// The transfers one `_communicate` call may carry; receives name the local chunk they feed.
+#[derive(Default, Clone, Copy)]
+struct Parts {
+    send_next: Option<Micro>,
+    recv_prev: Option<u32>,
+    send_prev: Option<Micro>,
+    recv_next: Option<u32>,
+}
+
+/// Sequence numbers a call posted, per port.
+#[derive(Default, Clone, Copy)]
+struct Posted {
+    send_next: Option<u32>,
+    recv_prev: Option<u32>,
+    send_prev: Option<u32>,
+}
+
+/// Appends ops for one rank and keeps the per-port sequence numbers, the per-chunk receive
+/// counters (the j-th tensor received for a chunk feeds its microbatch j, since every chunk
+/// runs its microbatches in increasing order) and the grad-sync state.
+struct Emitter<'a> {
+    shape: &'a PipelineShape,
+    r: u32,
+    ops: Vec<Op>,
+    seq: [u32; 4],
+    inputs_received: Vec<u32>,
+    grads_received: Vec<u32>,
+    /// `no_sync` is not active (Megatron starts with grad sync enabled, then disables it).
+    grad_sync_on: bool,
+    /// Chunks whose grad sync has been launched (interleaved `synchronized_model_chunks`).
+    synced: Vec<bool>,
+}
+
+impl<'a> Emitter<'a> {
+    fn new(shape: &'a PipelineShape, r: u32) -> Emitter<'a> {
+        let v = shape.vpp as usize;
+        Emitter {
+            shape,
+            r,
+            ops: Vec::with_capacity(
+                (shape.microbatches as usize)
+                    .saturating_mul(v)
+                    .saturating_mul(8),
+            ),
+            seq: [0; 4],
+            inputs_received: vec![0; v],
+            grads_received: vec![0; v],
+            grad_sync_on: true,
+            synced: vec![false; v],
+        }
+    }
+
+    fn first_stage(&self) -> bool {
+        self.r == 0
+    }
+
+    fn last_stage(&self) -> bool {
+        self.r + 1 == self.shape.pp
+    }
+
+    fn disable_grad_sync(&mut self) {
+        if self.grad_sync_on {
+            self.ops.push(Op::DisableGradSync);
+            self.grad_sync_on = false;
+        }
+    }
+
+    fn enable_grad_sync(&mut self) {
+        if !self.grad_sync_on {
+            self.ops.push(Op::EnableGradSync);
+            self.grad_sync_on = true;
+        }
+    }
+
+    /// Without `param_sync_func`, `--overlap-param-gather` gathers a chunk's params from its
+    /// first forward pre-hook (distributed_data_parallel.py:517–551).
+    fn forward(&mut self, m: Micro) {
+        if self.shape.overlap_param_gather && !self.shape.param_sync_func() && m.mb == 0 {
+            self.ops.push(Op::ParamSync { chunk: m.chunk });
+        }
+        self.ops.push(Op::Forward(m));
+    }
+
+    fn backward(&mut self, m: Micro) {
+        self.ops.push(Op::Backward(m));
+    }
+
+    fn next_seq(&mut self, port: Port) -> u32 {
+        let s = self.seq[port.index()];
+        self.seq[port.index()] += 1;
+        s
+    }
+
+    /// Emits one P2P call with its transfers in the order Megatron issues them.
+    fn call(&mut self, kind: CallKind, issue: Issue, blocking: bool, parts: Parts) -> Posted {
+        let order: [Port; 4] = match issue {
+            // p2p_communication.py `_batched_p2p_ops`
+            Issue::Batched => [
+                Port::SendPrev,
+                Port::RecvPrev,
+                Port::SendNext,
+                Port::RecvNext,
+            ],
+            // p2p_communication.py `_p2p_ops`: even/odd pp ranks order differently
+            Issue::Individual if self.r.is_multiple_of(2) => [
+                Port::SendNext,
+                Port::RecvPrev,
+                Port::SendPrev,
+                Port::RecvNext,
+            ],
+            Issue::Individual => [
+                Port::RecvPrev,
+                Port::SendNext,
+                Port::RecvNext,
+                Port::SendPrev,
+            ],
+        };
+        let header = self.ops.len();
+        self.ops.push(Op::Call(Call {
+            kind,
+            issue,
+            blocking,
+            xfers: 0,
+        }));
+        let mut posted = Posted::default();
+        let mut n = 0u8;
+        for port in order {
+            let micro = match port {
+                Port::SendNext => parts.send_next,
+                Port::SendPrev => parts.send_prev,
+                Port::RecvPrev => parts.recv_prev.map(|chunk| Micro {
+                    mb: bump(&mut self.inputs_received, chunk),
+                    chunk,
+                }),
+                Port::RecvNext => parts.recv_next.map(|chunk| Micro {
+                    mb: bump(&mut self.grads_received, chunk),
+                    chunk,
+                }),
+            };
+            let Some(m) = micro else { continue };
+            let seq = self.next_seq(port);
+            match port {
+                Port::SendNext => posted.send_next = Some(seq),
+                Port::RecvPrev => posted.recv_prev = Some(seq),
+                Port::SendPrev => posted.send_prev = Some(seq),
+                Port::RecvNext => {}
+            }
+            self.ops.push(Op::Xfer(Xfer {
+                port,
+                mb: m.mb,
+                chunk: m.chunk,
+                seq,
+            }));
+            n += 1;
+        }
+        if let Op::Call(c) = &mut self.ops[header] {
+            c.xfers = n;
+        }
+        posted
+    }
+
+    /// The last receive-next sequence number posted (for async handles).
+    fn last_recv_next(&self) -> u32 {
+        self.seq[Port::RecvNext.index()].saturating_sub(1)
+    }
+
+    /// `finalize_model_grads` (finalize_model_grads.py:560–715), then the optimizer step.
+    fn finalize(&mut self) {
+        self.ops.push(Op::FinalizeGrads);
+        // finalize_model_grads.py:164–259: only with tied embeddings on a multi-stage pipeline,
+        // on the members of the embedding group (first and last stage).
+        if self.shape.tied_embeddings
+            && self.shape.pp > 1
+            && (self.first_stage() || self.last_stage())
+        {
+            self.ops.push(Op::EmbeddingGradAllReduce);
+        }
+        self.ops.push(Op::OptimizerStep);
+    }
+}
+
+fn bump(counters: &mut [u32], chunk: u32) -> u32 {
+    match counters.get_mut(chunk as usize) {
+        Some(c) => {
+            *c += 1;
+            *c - 1
+        }
+        None => 0,
+    }
+}
+
+fn mb0(mb: u32) -> Micro {
+    Micro { mb, chunk: 0 }
+}
+
+/// megatron/core/pipeline_parallel/schedules.py:723–891 `forward_backward_no_pipelining`:
+/// m−1 forward/backward pairs inside `no_sync`, the last pair outside it.
+fn no_pipelining(e: &mut Emitter) {
+    let m = e.shape.microbatches;
+    e.disable_grad_sync();
+    for i in 0..m - 1 {
+        e.forward(mb0(i));
+        e.backward(mb0(i));
+    }
+    e.enable_grad_sync();
+    e.forward(mb0(m - 1));
+    e.backward(mb0(m - 1));
+}
+
+/// Whether grad sync is enabled before the last backward: always without `grad_sync_func`,
+/// else only on the first stage, the others sync in the bubble at the end
+/// (schedules.py:2440–2480).
+fn enables_before_last_backward(e: &Emitter) -> bool {
+    !e.shape.grad_sync_func() || e.first_stage()
+}
+
+/// Grad sync still off at the end: enable it and call `grad_sync_func` (schedules.py:2484–2488).
+fn launch_remaining_grad_sync(e: &mut Emitter) {
+    if !e.grad_sync_on {
+        e.enable_grad_sync();
+        if e.shape.grad_sync_func() {
+            e.ops.push(Op::GradSync { chunk: 0 });
+        }
+    }
+}
+
+fn recv_forward(e: &mut Emitter) {
+    if !e.first_stage() {
+        e.call(
+            CallKind::RecvForward,
+            Issue::Batched,
+            true,
+            Parts {
+                recv_prev: Some(0),
+                ..Parts::default()
+            },
+        );
+    }
+}
+
+fn send_forward(e: &mut Emitter, mb: u32) {
+    if !e.last_stage() {
+        e.call(
+            CallKind::SendForward,
+            Issue::Batched,
+            true,
+            Parts {
+                send_next: Some(mb0(mb)),
+                ..Parts::default()
+            },
+        );
+    }
+}
+
+fn recv_backward(e: &mut Emitter) {
+    if !e.last_stage() {
+        e.call(
+            CallKind::RecvBackward,
+            Issue::Batched,
+            true,
+            Parts {
+                recv_next: Some(0),
+                ..Parts::default()
+            },
+        );
+    }
+}
+
+fn send_backward(e: &mut Emitter, mb: u32) {
+    if !e.first_stage() {
+        e.call(
+            CallKind::SendBackward,
+            Issue::Batched,
+            true,
+            Parts {
+                send_prev: Some(mb0(mb)),
+                ..Parts::default()
+            },
+        );
+    }
+}
+
+/// megatron/core/pipeline_parallel/schedules.py:2147–2509
+/// `forward_backward_pipelining_without_interleaving`. First/last-stage calls that Megatron
+/// skips (`is_pp_first_stage`/`is_pp_last_stage` checks) emit nothing.
+fn one_f_one_b(e: &mut Emitter) {
+    let (pp, r, m) = (e.shape.pp, e.r, e.shape.microbatches);
+    // schedules.py:2277-2279
+    let warmup = (pp - r - 1).min(m);
+    let remaining = m - warmup;
+    e.disable_grad_sync();
+    for i in 0..warmup {
+        recv_forward(e);
+        e.forward(mb0(i));
+        send_forward(e, i);
+    }
+    if remaining > 0 {
+        recv_forward(e);
+    }
+    for i in 0..remaining {
+        let last = i + 1 == remaining;
+        let fwd = warmup + i;
+        e.forward(mb0(fwd));
+        if !e.last_stage() {
+            e.call(
+                CallKind::SendForwardRecvBackward,
+                Issue::Batched,
+                true,
+                Parts {
+                    send_next: Some(mb0(fwd)),
+                    recv_next: Some(0),
+                    ..Parts::default()
+                },
+            );
+        }
+        if warmup == 0 && last && enables_before_last_backward(e) {
+            e.enable_grad_sync();
+        }
+        e.backward(mb0(i));
+        if last {
+            send_backward(e, i);
+        } else if !e.first_stage() {
+            e.call(
+                CallKind::SendBackwardRecvForward,
+                Issue::Batched,
+                true,
+                Parts {
+                    send_prev: Some(mb0(i)),
+                    recv_prev: Some(0),
+                    ..Parts::default()
+                },
+            );
+        }
+    }
+    for i in 0..warmup {
+        if i + 1 == warmup && enables_before_last_backward(e) {
+            e.enable_grad_sync();
+        }
+        recv_backward(e);
+        e.backward(mb0(remaining + i));
+        send_backward(e, remaining + i);
+    }
+    launch_remaining_grad_sync(e);
+}
+
+/// GPipe (not in Megatron): every forward, then every backward, with Megatron's blocking
+/// calls and FIFO activation queues (so backwards run in microbatch order), grad-sync
+/// handling as in 1F1B.
+fn gpipe(e: &mut Emitter) {
+    let m = e.shape.microbatches;
+    e.disable_grad_sync();
+    for i in 0..m {
+        recv_forward(e);
+        e.forward(mb0(i));
+        send_forward(e, i);
+    }
+    for i in 0..m {
+        if i + 1 == m && enables_before_last_backward(e) {
+            e.enable_grad_sync();
+        }
+        recv_backward(e);
+        e.backward(mb0(i));
+        send_backward(e, i);
+    }
+    launch_remaining_grad_sync(e);
+}
+
+/// `get_schedule_table` (schedules.py:989–1016): for each group of N microbatches, every chunk
+/// runs the group's microbatches before the next chunk starts.
+pub(super) struct Table {
+    mb: Vec<u32>,
+    chunk: Vec<u32>,
+    v: u32,
+}
+
+impl Table {
+    pub(super) fn new(shape: &PipelineShape) -> Table {
+        let (m, v, n) = (
+            shape.microbatches,
+            shape.vpp,
+            shape.microbatch_group_size.max(1),
+        );
+        let total = (m as usize) * (v as usize);
+        let mut table = Table {
+            mb: Vec::with_capacity(total),
+            chunk: Vec::with_capacity(total),
+            v,
+        };
+        let mut start = 0;
+        while start < m {
+            let end = start.saturating_add(n).min(m);
+            for c in 0..v {
+                for mb in start..end {
+                    table.mb.push(mb);
+                    table.chunk.push(c);
+                }
+            }
+            start = end;
+        }
+        table
+    }
+
+    fn len(&self) -> u32 {
+        self.mb.len() as u32
+    }
+
+    /// `get_model_chunk_id` (schedules.py:1244–1249): reversed for backward.
+    fn chunk_of(&self, k: u32, forward: bool) -> u32 {
+        let c = self.chunk[(k % self.len()) as usize];
+        if forward {
+            c
+        } else {
+            self.v - 1 - c
+        }
+    }
+
+    fn mb_of(&self, k: u32) -> u32 {
+        self.mb[k as usize]
+    }
+
+    fn micro(&self, k: u32, forward: bool) -> Micro {
+        Micro {
+            mb: self.mb_of(k),
+            chunk: self.chunk_of(k, forward),
+        }
+    }
+}
+
+/// State of the async handles of the overlap path (schedules.py:1586–1600).
+#[derive(Default)]
+struct Handles {
+    recv_prev: VecDeque<u32>,
+    recv_next: VecDeque<u32>,
+    send_prev: Option<u32>,
+}
+
+/// megatron/core/pipeline_parallel/schedules.py:1019–2112
+/// `forward_backward_pipelining_with_interleaving` (current main: tunable schedule table with
+/// N = `microbatch_group_size_per_vp_stage`). [older] Before Nov 2024 (commit 4295be1a6c) the
+/// chunk of step k was `(k % (pp·V)) / pp`, which equals this table with N = pp and needs
+/// m % pp == 0; up to core_v0.9 the warmup was `2·(pp−r−1) + (V−1)·pp` and every step was
+/// warmup whenever m == pp (core_v0.5.0 schedules.py:503–518). With N = pp (the default) this
+/// builder reproduces those versions, except for the m == pp all-warmup rule.
+fn interleaved(e: &mut Emitter, t: &Table) {
+    let (pp, r, v, m) = (e.shape.pp, e.r, e.shape.vpp, e.shape.microbatches);
+    let overlap = e.shape.overlap_p2p_effective();
+    let issue = if overlap {
+        Issue::Individual
+    } else {
+        Issue::Batched
+    };
+    let total = t.len();
+    // get_pp_rank_microbatches (schedules.py:929–986)
+    let mut warmup = 2 * (pp - r - 1) + (v - 1) * e.shape.microbatch_group_size;
+    let all_warmup = warmup >= total;
+    if all_warmup {
+        warmup = total;
+    }
+    let remaining = total - warmup;
+    let last_stage = e.last_stage();
+    let first_stage = e.first_stage();
+
+    // `recv_tensor_from_previous_stage` (schedules.py:1285–1332): does the exchange after
+    // step k receive, and for which local chunk?
+    let rtfps = |k: u32, forward: bool| -> Option<u32> {
+        let leading = if forward { first_stage } else { last_stage };
+        if !leading {
+            return Some(t.chunk_of(k + 1, forward));
+        }
+        let last_chunk = if forward { v - 1 } else { 0 };
+        let (mut recv, next) = if k < pp - 1 {
+            (false, t.chunk_of(k + 1, forward))
+        } else {
+            (true, t.chunk_of(k - (pp - 1), forward))
+        };
+        if next == last_chunk {
+            recv = false;
+        }
+        let next = if forward {
+            next + 1
+        } else {
+            next.wrapping_sub(1)
+        };
+        recv.then_some(next)
+    };
+    // Outputs of the last chunk on the last stage (the loss) and input grads of chunk 0 on the
+    // first stage are not sent.
+    let output = |k: u32| {
+        let mc = t.micro(k, true);
+        (!(mc.chunk == v - 1 && last_stage)).then_some(mc)
+    };
+    let input_grad = |k: u32| {
+        let mc = t.micro(k, false);
+        (!(mc.chunk == 0 && first_stage)).then_some(mc)
+    };
+    let grad_sync_func = e.shape.grad_sync_func();
+    let param_sync_func = e.shape.param_sync_func();
+
+    let forward_step = |e: &mut Emitter, k: u32| {
+        // forward_step_helper_preprocess (schedules.py:1334–1351)
+        if param_sync_func {
+            let ps = k + r;
+            if ps < total && t.mb_of(ps) == 0 {
+                let chunk = t.chunk_of(ps, true) + 1;
+                if 1 < chunk && chunk < v {
+                    e.ops.push(Op::ParamSync { chunk });
+                }
+            }
+        }
+        e.forward(t.micro(k, true));
+    };
+    let backward_step = |e: &mut Emitter, k: u32| {
+        let mc = t.micro(k, false);
+        // backward_step_helper_preprocess (schedules.py:1422–1428)
+        if !grad_sync_func && mc.mb == m - 1 {
+            e.enable_grad_sync();
+            e.synced[mc.chunk as usize] = true;
+        }
+        e.backward(mc);
+        // backward_step_helper_postprocess (schedules.py:1438–1456)
+        if grad_sync_func && k >= r && t.mb_of(k - r) == m - 1 {
+            let chunk = t.chunk_of(k - r, false);
+            e.enable_grad_sync();
+            e.ops.push(Op::GradSync { chunk });
+            e.synced[chunk as usize] = true;
+        }
+        e.disable_grad_sync();
+    };
+
+    e.disable_grad_sync();
+    if param_sync_func {
+        // schedules.py:1218–1221: the first two chunks are synced up front.
+        e.ops.push(Op::ParamSync { chunk: 0 });
+        e.ops.push(Op::ParamSync { chunk: 1 });
+    }
+    if !first_stage {
+        e.call(
+            CallKind::RecvForward,
+            issue,
+            true,
+            Parts {
+                recv_prev: Some(0),
+                ..Parts::default()
+            },
+        );
+    }
+    let mut h = Handles::default();
+
+    for k in 0..warmup {
+        forward_step(e, k);
+        let recv_prev = if k + 1 == total { None } else { rtfps(k, true) };
+        let pre_receive_grad = k + 1 == warmup && !all_warmup;
+        let first_grad = (!last_stage).then_some(v - 1);
+        if pre_receive_grad && !overlap {
+            // Last warmup step also pre-receives the first gradient.
+            e.call(
+                CallKind::SendForwardBackwardRecvForwardBackward,
+                issue,
+                true,
+                Parts {
+                    send_next: output(k),
+                    recv_prev,
+                    recv_next: first_grad,
+                    ..Parts::default()
+                },
+            );
+        } else {
+            e.call(
+                CallKind::SendForwardRecvForward,
+                issue,
+                true,
+                Parts {
+                    send_next: output(k),
+                    recv_prev,
+                    ..Parts::default()
+                },
+            );
+        }
+        if pre_receive_grad && overlap {
+            // schedules.py:1697–1728: async pre-post of the first gradient receive.
+            e.call(
+                CallKind::SendBackwardRecvBackward,
+                issue,
+                false,
+                Parts {
+                    recv_next: first_grad,
+                    ..Parts::default()
+                },
+            );
+            if first_grad.is_some() {
+                h.recv_next.push_back(e.last_recv_next());
+            }
+        }
+    }
+
+    for k in 0..remaining {
+        let (fk, bk) = (warmup + k, k);
+        let last = k + 1 == remaining;
+        let recv_prev = if last { None } else { rtfps(fk, true) };
+        let recv_next = rtfps(bk, false);
+        if overlap {
+            // schedules.py:1731–1891: separate async forward and backward exchanges.
+            if !(t.chunk_of(fk, true) == 0 && first_stage) {
+                if let Some(seq) = h.recv_prev.pop_front() {
+                    e.ops.push(Op::Wait {
+                        port: Port::RecvPrev,
+                        seq,
+                    });
+                }
+            }
+            forward_step(e, fk);
+            let posted = e.call(
+                CallKind::SendForwardRecvForward,
+                issue,
+                false,
+                Parts {
+                    send_next: output(fk),
+                    recv_prev,
+                    ..Parts::default()
+                },
+            );
+            // Training runs with deallocate_pipeline_outputs, so the send is waited on at once.
+            if let Some(seq) = posted.send_next {
+                e.ops.push(Op::Wait {
+                    port: Port::SendNext,
+                    seq,
+                });
+            }
+            if let Some(seq) = posted.recv_prev {
+                h.recv_prev.push_back(seq);
+            }
+            if !(t.chunk_of(bk, false) == v - 1 && last_stage) {
+                if let Some(seq) = h.recv_next.pop_front() {
+                    e.ops.push(Op::Wait {
+                        port: Port::RecvNext,
+                        seq,
+                    });
+                }
+            }
+            backward_step(e, bk);
+            let posted = e.call(
+                CallKind::SendBackwardRecvBackward,
+                issue,
+                false,
+                Parts {
+                    send_prev: input_grad(bk),
+                    recv_next,
+                    ..Parts::default()
+                },
+            );
+            if let Some(seq) = h.send_prev.take() {
+                e.ops.push(Op::Wait {
+                    port: Port::SendPrev,
+                    seq,
+                });
+            }
+            h.send_prev = posted.send_prev;
+            if recv_next.is_some() {
+                h.recv_next.push_back(e.last_recv_next());
+            }
+        } else {
+            forward_step(e, fk);
+            backward_step(e, bk);
+            e.call(
+                CallKind::SendForwardBackwardRecvForwardBackward,
+                issue,
+                true,
+                Parts {
+                    send_next: output(fk),
+                    recv_prev,
+                    send_prev: input_grad(bk),
+                    recv_next,
+                },
+            );
+        }
+    }
+
+    if all_warmup && !last_stage {
+        e.call(
+            CallKind::RecvBackward,
+            issue,
+            true,
+            Parts {
+                recv_next: Some(v - 1),
+                ..Parts::default()
+            },
+        );
+    }
+    for k in remaining..total {
+        if overlap && !(t.chunk_of(k, false) == v - 1 && last_stage) && k != 0 {
+            if let Some(seq) = h.recv_next.pop_front() {
+                e.ops.push(Op::Wait {
+                    port: Port::RecvNext,
+                    seq,
+                });
+            }
+        }
+        backward_step(e, k);
+        let recv_next = if k + 1 == total {
+            None
+        } else {
+            rtfps(k, false)
+        };
+        e.call(
+            CallKind::SendBackwardRecvBackward,
+            issue,
+            true,
+            Parts {
+                send_prev: input_grad(k),
+                recv_next,
+                ..Parts::default()
+            },
+        );
+    }
+    if let Some(seq) = h.send_prev.take() {
+        e.ops.push(Op::Wait {
+            port: Port::SendPrev,
+            seq,
+        });
+    }
+    // schedules.py:2068–2075: launch any remaining grad reductions.
+    e.enable_grad_sync();
+    if grad_sync_func {
+        for chunk in 0..v {
+            if !e.synced[chunk as usize] {
+                e.ops.push(Op::GradSync { chunk });
+                e.synced[chunk as usize] = true;
+            }
+        }
+    }
+}
