@@ -1,0 +1,90 @@
+//! UI tests: every `tests/ui/**/*.venus` file is checked; the set of (line, code) pairs must
+//! equal the inline expectations, and the rendered output must equal its insta snapshot.
+//!
+//! An expectation is a comment on the line the diagnostic's primary label starts on:
+//! `# error[E0301]` or `# warning[W0002]` (several may share a line). A file with no
+//! expectation must check clean.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use venusc::diag::render::{self, SourceFiles};
+use venusc::diag::Severity;
+
+fn ui_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            ui_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "venus") {
+            out.push(p);
+        }
+    }
+}
+
+/// (line, "error[E0301]") pairs written in the file's comments.
+fn expectations(text: &str) -> BTreeSet<(usize, String)> {
+    let mut set = BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(hash) = line.find('#') else { continue };
+        let comment = &line[hash..];
+        for sev in ["error", "warning"] {
+            let mut rest = comment;
+            while let Some(at) = rest.find(&format!("{sev}[")) {
+                let after = &rest[at + sev.len() + 1..];
+                if let Some(close) = after.find(']') {
+                    set.insert((i + 1, format!("{sev}[{}]", &after[..close])));
+                }
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    set
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| e.to_string())
+}
+
+#[test]
+fn ui_files_report_exactly_their_inline_expectations() {
+    let mut files = Vec::new();
+    ui_files(Path::new("tests/ui"), &mut files);
+    assert!(files.len() >= 30, "expected the UI suite, found {} files", files.len());
+    let mut failures = Vec::new();
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let mut session = venusc::Session::new();
+        let root = session.load(path, &bytes, &mut read);
+        let result = session.check(root);
+        let sources: SourceFiles = session.source_files();
+        let actual: BTreeSet<(usize, String)> = result
+            .diagnostics
+            .iter()
+            .filter(|d| d.primary.loc.file == root)
+            .map(|d| {
+                let (line, _) = sources.line_col(root, d.primary.loc.span.start);
+                let sev = if d.severity == Severity::Error { "error" } else { "warning" };
+                (line, format!("{sev}[{}]", d.code))
+            })
+            .collect();
+        let expected = expectations(&text);
+        if actual != expected {
+            failures.push(format!(
+                "{}:\n  expected {:?}\n  actual   {:?}\n{}",
+                path.display(),
+                expected,
+                actual,
+                render::human(&result.diagnostics, &sources, false)
+            ));
+        }
+        let rendered = render::human(&result.diagnostics, &sources, false);
+        let name = path.strip_prefix("tests/ui").unwrap().with_extension("").display().to_string().replace('/', "__");
+        insta::with_settings!({ snapshot_path => "../ui/snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+            insta::assert_snapshot!(name, rendered);
+        });
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
