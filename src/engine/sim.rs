@@ -79,6 +79,8 @@ pub(super) struct Sim<'a> {
     offset: Vec<u32>,
     sim_of: Vec<u32>,
     node_rank: Vec<u32>,
+    /// Copy of every node's kind, by global index (one load in the hot loop).
+    kinds: Vec<NodeKind>,
     deps_left: Vec<u32>,
     out_start: Vec<u32>,
     out: Vec<u32>,
@@ -160,12 +162,14 @@ impl<'a> Sim<'a> {
         }
         let nstreams = nstreams as usize;
         let mut node_rank = Vec::with_capacity(total);
+        let mut kinds = Vec::with_capacity(total);
         let mut stream_of = Vec::with_capacity(total);
         let mut stream_start = vec![0u32; nstreams + 1];
         for (i, r) in ranks.iter().enumerate() {
             for n in r.nodes() {
                 let s = stream_base[i] + n.stream.0 as u32;
                 node_rank.push(i as u32);
+                kinds.push(n.kind);
                 stream_of.push(s);
                 stream_start[s as usize + 1] += 1;
             }
@@ -220,6 +224,7 @@ impl<'a> Sim<'a> {
             offset,
             sim_of,
             node_rank,
+            kinds,
             deps_left,
             out_start,
             out,
@@ -275,11 +280,12 @@ impl<'a> Sim<'a> {
         }
     }
 
+    #[inline]
     fn kind(&self, g: u32) -> NodeKind {
-        let ri = self.node_rank[g as usize] as usize;
-        self.trace.ranks()[ri].nodes()[(g - self.offset[ri]) as usize].kind
+        self.kinds[g as usize]
     }
 
+    #[inline]
     fn rank_of(&self, g: u32) -> u32 {
         self.trace.ranks()[self.node_rank[g as usize] as usize].rank()
     }
@@ -470,14 +476,15 @@ impl<'a> Sim<'a> {
         }
         self.busy[si] = true;
         self.start[g as usize] = self.now;
-        match self.kind(g) {
+        let kind = self.kind(g);
+        match kind {
             NodeKind::Compute { duration } | NodeKind::Delay { duration } => {
                 self.push(self.now.saturating_add(duration.0), Ev::NodeDone(g));
             }
             NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
                 let p = self.partner[g as usize];
                 let me = self.rank_of(g);
-                let is_send = matches!(self.kind(g), NodeKind::Send { .. });
+                let is_send = matches!(kind, NodeKind::Send { .. });
                 let (src, dst) = if is_send { (me, peer) } else { (peer, me) };
                 if p == MIRROR {
                     let (send, recv) = if is_send { (g, NONE) } else { (NONE, g) };
@@ -632,7 +639,7 @@ impl<'a> Sim<'a> {
     fn begin_flow(&mut self, id: u32) {
         let op = &self.ops[id as usize];
         let ph = op.phases[op.phase];
-        if ph.volume <= 0.0 {
+        if ph.volume.is_nan() || ph.volume <= 0.0 {
             self.end_phase(id);
             return;
         }
@@ -703,6 +710,8 @@ impl<'a> Sim<'a> {
         if op.rate == rate {
             return;
         }
+        // Fair shares are positive for positive capacities; guard against rounding to zero.
+        let rate = rate.max(f64::MIN_POSITIVE);
         if op.rate > 0.0 {
             let moved = op.rate * (now - op.last) as f64 / PS_PER_S;
             op.remaining = (op.remaining - moved).max(0.0);

@@ -584,3 +584,104 @@ fn symmetric_run_equals_full_run_on_representatives() {
     // 6 microbatches, 4 stages, tp all-reduces: the costs are real, so more than compute.
     assert!(sym.makespan() > Ps(9 * 90 * US));
 }
+
+#[test]
+fn group_that_is_not_a_grid_runs_flat_on_its_outer_dim() {
+    let n = net(vec![
+        dim(4, Topology::Ring, 100.0, 1.0),
+        dim(2, Topology::Ring, 25.0, 4.0),
+    ]);
+    // {0, 5} differ on both dims but are not a 2 × 2 grid: one flat ring of 2 on dim 1,
+    // 2α + S/B = 8 + 40 us for 1 MB (like an embedding group of first and last stage).
+    let shape = n.group_shape(&[0, 5]);
+    assert!(!shape.grid);
+    let t = collective_run(&n, &[0, 5], CollectiveKind::AllReduce, 1_000_000);
+    assert_eq!(t.makespan(), Ps(48 * US));
+}
+
+#[test]
+fn ring_exchange_with_mirrored_peers_equals_the_full_ring() {
+    let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 2.0)]);
+    let build = |simulated: &[u32]| {
+        let mut b = TraceBuilder::new(4);
+        b.set_classes(vec![0; 4]);
+        for &r in simulated {
+            // Every rank sends to the next and receives from the previous (a CP-style ring).
+            push(&mut b, r, send((r + 1) % 4, 1_000_000, 0), 1);
+            push(&mut b, r, recv((r + 3) % 4, 1_000_000, 0), 2);
+        }
+        b.finish().unwrap()
+    };
+    let full = simulate(&build(&[0, 1, 2, 3]), &n, &Options::default()).unwrap();
+    let sym = simulate(&build(&[0]), &n, &Options::default()).unwrap();
+    // α + S/B: each rank's egress and ingress carry one flow.
+    assert_eq!(full.makespan(), Ps(12 * US));
+    assert_eq!(sym.ends(0), full.ends(0));
+    assert_eq!(sym.starts(0), full.starts(0));
+}
+
+#[test]
+fn network_from_cluster_keeps_dims_innermost_first() {
+    use crate::diag::{FileId, Loc, Span};
+    use crate::ty::{Cluster, Dim, FlopsPerSec, Gpu, Spanned};
+    let loc = Loc::new(FileId(0), Span::default());
+    fn sp<T>(v: T) -> Spanned<T> {
+        Spanned::new(v, Loc::new(FileId(0), Span::default()))
+    }
+    let dim = |name: &str, topology, size, gbps: f64, lat: f64| Dim {
+        name: sp(name.to_string()),
+        topology: sp(topology),
+        size: sp(size),
+        bandwidth: sp(BytesPerSec(gbps * 1e9)),
+        latency: sp(Seconds(lat)),
+        loc,
+    };
+    let gpu = Gpu {
+        name: "h100".into(),
+        loc,
+        peak: sp(FlopsPerSec(989e12)),
+        memory: sp(Bytes(80 << 30)),
+        mem_bw: sp(BytesPerSec(3.35e12)),
+        fp8_peak: None,
+    };
+    let cluster = Cluster {
+        name: None,
+        loc,
+        gpu,
+        gpu_loc: loc,
+        dims: vec![
+            dim("nvlink", Topology::FullyConnected, 8, 450.0, 0.0),
+            dim("ib", Topology::Switch, 4, 50.0, 5e-6),
+        ],
+    };
+    let n = Network::from_cluster(&cluster).unwrap();
+    assert_eq!(n.world(), 32);
+    assert_eq!((n.coord(13, 0), n.coord(13, 1)), (5, 1));
+    assert_eq!(n.dim_between(3, 5), Some(0));
+    assert_eq!(n.dim_between(3, 11), Some(1));
+    assert_eq!(n.dim_between(7, 7), None);
+    assert_eq!(n.dims()[1].bandwidth, BytesPerSec(50e9));
+}
+
+#[test]
+fn invalid_network_dims_are_rejected() {
+    assert_eq!(Network::new(vec![]), Err(NetworkError::NoDims));
+    assert_eq!(
+        Network::new(vec![dim(0, Topology::Ring, 1.0, 0.0)]),
+        Err(NetworkError::ZeroSize { dim: 0 })
+    );
+    assert_eq!(
+        Network::new(vec![
+            dim(2, Topology::Ring, 1.0, 0.0),
+            dim(2, Topology::Ring, 0.0, 0.0)
+        ]),
+        Err(NetworkError::BadBandwidth { dim: 1 })
+    );
+    assert_eq!(
+        Network::new(vec![
+            dim(65536, Topology::Ring, 1.0, 0.0),
+            dim(65536, Topology::Ring, 1.0, 0.0)
+        ]),
+        Err(NetworkError::TooLarge)
+    );
+}
