@@ -582,6 +582,25 @@ fn definition_without_block_reports_expected_open_bracket() {
 }
 
 #[test]
+fn keyword_on_the_next_line_is_not_taken_as_a_name() {
+    let text = "plan\nmodel m < hidden 1 >";
+    let d = only(text);
+    assert_eq!(
+        d.message,
+        "expected `<` to open the `plan` block, found `model`"
+    );
+    assert_eq!(d.help.as_deref(), Some("write `plan < ... >`"));
+    let parsed = p(text);
+    assert_eq!(defs(&parsed).len(), 1);
+    assert_eq!(defs(&parsed)[0].name.as_ref().unwrap().text, "m");
+    // On the same line a keyword is a (strange but valid) name.
+    assert_eq!(
+        defs(&p("model plan < >"))[0].name.as_ref().unwrap().text,
+        "plan"
+    );
+}
+
+#[test]
 fn base_name_missing_after_colon() {
     let text = "model m : < hidden 1 >";
     let d = only(text);
