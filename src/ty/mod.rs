@@ -6,7 +6,9 @@
 //! Invariant: every value keeps the [`Loc`] of the item that wrote it (in the base's file when
 //! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
 
+pub mod check;
 pub mod units;
+pub mod value;
 
 use crate::diag::Loc;
 pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
@@ -150,7 +152,9 @@ pub struct Cluster {
 impl Cluster {
     /// Product of the dim sizes (saturating: an absurd product is caught by validation).
     pub fn world_size(&self) -> u64 {
-        self.dims.iter().fold(1u64, |acc, d| acc.saturating_mul(d.size.value))
+        self.dims
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.size.value))
     }
 }
 
