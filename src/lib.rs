@@ -7,10 +7,10 @@
 //! is the only place that does I/O. See `ARCHITECTURE.md`.
 
 pub mod diag;
+pub mod syntax;
+pub mod ty;
 pub mod engine;
 pub mod plan;
 pub mod resolve;
 pub mod schedule;
-pub mod syntax;
 pub mod trace;
-pub mod ty;

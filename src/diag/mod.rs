@@ -25,17 +25,11 @@ pub struct Span {
 
 impl Span {
     pub fn new(start: usize, end: usize) -> Span {
-        Span {
-            start: start as u32,
-            end: end as u32,
-        }
+        Span { start: start as u32, end: end as u32 }
     }
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
     }
     pub fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
@@ -81,10 +75,7 @@ pub struct Label {
 
 impl Label {
     pub fn new(loc: Loc, message: impl Into<String>) -> Label {
-        Label {
-            loc,
-            message: message.into(),
-        }
+        Label { loc, message: message.into() }
     }
 }
 
@@ -107,12 +98,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic with the code's default severity.
-    pub fn new(
-        code: Code,
-        message: impl Into<String>,
-        loc: Loc,
-        label: impl Into<String>,
-    ) -> Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>, loc: Loc, label: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             severity: code.severity(),
@@ -174,10 +160,7 @@ mod tests {
 
     #[test]
     fn suggest_finds_kv_groups_for_a_typo() {
-        assert_eq!(
-            suggest("kv_gropus", ["hidden", "kv_groups", "heads"]),
-            Some("kv_groups")
-        );
+        assert_eq!(suggest("kv_gropus", ["hidden", "kv_groups", "heads"]), Some("kv_groups"));
         assert_eq!(suggest("zzzz", ["hidden", "heads"]), None);
     }
 

@@ -48,13 +48,7 @@ pub enum DefKind {
 }
 
 impl DefKind {
-    pub const ALL: [DefKind; 5] = [
-        DefKind::Model,
-        DefKind::Gpu,
-        DefKind::Cluster,
-        DefKind::Plan,
-        DefKind::Scenario,
-    ];
+    pub const ALL: [DefKind; 5] = [DefKind::Model, DefKind::Gpu, DefKind::Cluster, DefKind::Plan, DefKind::Scenario];
     pub fn keyword(self) -> &'static str {
         match self {
             DefKind::Model => "model",
@@ -116,11 +110,7 @@ pub enum ValueKind {
     Number(Number),
     /// A number with a unit written directly after it: `450GB/s`, `80GiB`, `55%`.
     /// The unit is kept as written; `ty` interprets it.
-    Quantity {
-        number: Number,
-        unit: String,
-        unit_span: Span,
-    },
+    Quantity { number: Number, unit: String, unit_span: Span },
     /// A bare name: a reference (`h100_sxm`), an enum word (`ring`), a flag word.
     Name(String),
     /// `"..."` with escapes resolved.

@@ -64,20 +64,9 @@ impl ArgType {
             ArgType::Rate => "compute rate (e.g. 989TFLOP/s)".into(),
             ArgType::RateOrTflops => "compute rate (e.g. 400TFLOP/s)".into(),
             ArgType::Ratio => "ratio (e.g. 55% or 0.55)".into(),
-            ArgType::Ref(k) => format!(
-                "{} name or inline `{} < ... >` block",
-                k.keyword(),
-                k.keyword()
-            ),
+            ArgType::Ref(k) => format!("{} name or inline `{} < ... >` block", k.keyword(), k.keyword()),
             ArgType::NewName => "name".into(),
-            ArgType::Enum(words) => format!(
-                "one of {}",
-                words
-                    .iter()
-                    .map(|w| format!("`{w}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            ArgType::Enum(words) => format!("one of {}", words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")),
             ArgType::Nested(b) => format!("`{} < ... >` block", b.name()),
         }
     }
@@ -121,37 +110,13 @@ impl KeySig {
 }
 
 const fn key(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
-    KeySig {
-        key,
-        args,
-        optional: 0,
-        required: false,
-        repeatable: false,
-        allow_zero: false,
-        doc,
-    }
+    KeySig { key, args, optional: 0, required: false, repeatable: false, allow_zero: false, doc }
 }
 const fn req(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
-    KeySig {
-        key,
-        args,
-        optional: 0,
-        required: true,
-        repeatable: false,
-        allow_zero: false,
-        doc,
-    }
+    KeySig { key, args, optional: 0, required: true, repeatable: false, allow_zero: false, doc }
 }
 const fn flag(key: &'static str, doc: &'static str) -> KeySig {
-    KeySig {
-        key,
-        args: &[],
-        optional: 0,
-        required: false,
-        repeatable: false,
-        allow_zero: false,
-        doc,
-    }
+    KeySig { key, args: &[], optional: 0, required: false, repeatable: false, allow_zero: false, doc }
 }
 
 use ArgType::*;
@@ -160,54 +125,24 @@ pub const MODEL_KEYS: &[KeySig] = &[
     req("hidden", &[Count], "hidden size (model dimension)"),
     req("layers", &[Count], "number of transformer layers"),
     req("heads", &[Count], "attention heads"),
-    req(
-        "vocab",
-        &[Count],
-        "vocabulary size (padded to a multiple of 128 x tp, as Megatron)",
-    ),
+    req("vocab", &[Count], "vocabulary size (padded to a multiple of 128 x tp, as Megatron)"),
     req("seq", &[Count], "sequence length in tokens"),
     key("ffn", &[Count], "MLP hidden size; default 4 x hidden"),
-    key(
-        "kv_groups",
-        &[Count],
-        "query groups for grouped-query attention; default = heads",
-    ),
-    key(
-        "head_dim",
-        &[Count],
-        "size of one attention head; default hidden / heads",
-    ),
-    flag(
-        "swiglu",
-        "gated SwiGLU MLP (three FFN matrices instead of two)",
-    ),
-    flag(
-        "untied_embeddings",
-        "separate input embedding and output layer (Megatron ties them by default)",
-    ),
-    key(
-        "experts",
-        &[Count],
-        "number of MoE experts per layer; unset: dense model",
-    ),
+    key("kv_groups", &[Count], "query groups for grouped-query attention; default = heads"),
+    key("head_dim", &[Count], "size of one attention head; default hidden / heads"),
+    flag("swiglu", "gated SwiGLU MLP (three FFN matrices instead of two)"),
+    flag("untied_embeddings", "separate input embedding and output layer (Megatron ties them by default)"),
+    key("experts", &[Count], "number of MoE experts per layer; unset: dense model"),
     key("topk", &[Count], "experts each token is routed to"),
     key("moe_ffn", &[Count], "FFN size of one expert; default = ffn"),
-    key(
-        "shared_expert_ffn",
-        &[Count],
-        "FFN size of the shared expert; unset: none",
-    ),
+    key("shared_expert_ffn", &[Count], "FFN size of the shared expert; unset: none"),
 ];
 
 pub const GPU_KEYS: &[KeySig] = &[
     req("peak", &[Rate], "dense BF16 tensor-core peak"),
     req("memory", &[Bytes], "HBM capacity"),
     req("mem_bw", &[Bandwidth], "HBM bandwidth"),
-    key(
-        "fp8_peak",
-        &[Rate],
-        "dense FP8 tensor-core peak; default 2 x peak",
-    ),
+    key("fp8_peak", &[Rate], "dense FP8 tensor-core peak; default 2 x peak"),
 ];
 
 pub const CLUSTER_KEYS: &[KeySig] = &[
@@ -229,149 +164,46 @@ pub const PLAN_KEYS: &[KeySig] = &[
     key("pp", &[Count], "pipeline-parallel size; default 1"),
     key("cp", &[Count], "context-parallel size; default 1"),
     key("ep", &[Count], "expert-parallel size; default 1"),
-    key(
-        "vpp",
-        &[Count],
-        "model chunks per pipeline rank (interleaving); default 1",
-    ),
-    key(
-        "first_stage_layers",
-        &[Count],
-        "layers on the first pipeline stage (uneven pipeline)",
-    ),
-    key(
-        "last_stage_layers",
-        &[Count],
-        "layers on the last pipeline stage (uneven pipeline)",
-    ),
-    key(
-        "dp",
-        &[Count],
-        "data-parallel size; default world / (tp x pp x cp)",
-    ),
+    key("vpp", &[Count], "model chunks per pipeline rank (interleaving); default 1"),
+    key("first_stage_layers", &[Count], "layers on the first pipeline stage (uneven pipeline)"),
+    key("last_stage_layers", &[Count], "layers on the last pipeline stage (uneven pipeline)"),
+    key("dp", &[Count], "data-parallel size; default world / (tp x pp x cp)"),
     req("micro_batch", &[Count], "sequences per microbatch"),
     req("global_batch", &[Count], "sequences per iteration"),
-    key(
-        "schedule",
-        &[Enum(SCHEDULES)],
-        "pipeline schedule; default 1f1b, or interleaved when vpp > 1",
-    ),
+    key("schedule", &[Enum(SCHEDULES)], "pipeline schedule; default 1f1b, or interleaved when vpp > 1"),
     flag("sp", "sequence parallelism (needs tp > 1)"),
-    key(
-        "recompute",
-        &[Enum(RECOMPUTE)],
-        "activation recomputation; default none",
-    ),
-    flag(
-        "distributed_optimizer",
-        "shard optimizer state over data-parallel ranks",
-    ),
-    flag(
-        "overlap_grad_reduce",
-        "overlap gradient reduction with backward",
-    ),
-    flag(
-        "overlap_param_gather",
-        "overlap parameter all-gather with forward",
-    ),
-    flag(
-        "delay_grad_reduce",
-        "delay gradient reduction to the end of the pipeline flush",
-    ),
-    flag(
-        "delay_param_gather",
-        "delay parameter all-gather until the first forward",
-    ),
+    key("recompute", &[Enum(RECOMPUTE)], "activation recomputation; default none"),
+    flag("distributed_optimizer", "shard optimizer state over data-parallel ranks"),
+    flag("overlap_grad_reduce", "overlap gradient reduction with backward"),
+    flag("overlap_param_gather", "overlap parameter all-gather with forward"),
+    flag("delay_grad_reduce", "delay gradient reduction to the end of the pipeline flush"),
+    flag("delay_param_gather", "delay parameter all-gather until the first forward"),
     flag("overlap_p2p", "overlap pipeline send/receive with compute"),
-    key(
-        "bucket_size",
-        &[Bytes],
-        "gradient bucket size; default Megatron's",
-    ),
-    key(
-        "mfu",
-        &[Ratio],
-        "VenusSim-compatible compute: every node takes FLOPs / (peak x mfu)",
-    ),
-    key(
-        "measured",
-        &[Nested(BlockKind::Measured)],
-        "measured forward+backward time per microbatch per stage",
-    ),
-    key(
-        "precision",
-        &[Enum(PRECISIONS)],
-        "GEMM precision; default bf16",
-    ),
-    key(
-        "iterations",
-        &[Count],
-        "training iterations to simulate; default 1",
-    ),
+    key("bucket_size", &[Bytes], "gradient bucket size; default Megatron's"),
+    key("mfu", &[Ratio], "VenusSim-compatible compute: every node takes FLOPs / (peak x mfu)"),
+    key("measured", &[Nested(BlockKind::Measured)], "measured forward+backward time per microbatch per stage"),
+    key("precision", &[Enum(PRECISIONS)], "GEMM precision; default bf16"),
+    key("iterations", &[Count], "training iterations to simulate; default 1"),
 ];
 
 pub const SCENARIO_KEYS: &[KeySig] = &[
-    req(
-        "model",
-        &[Ref(super::ast::DefKind::Model)],
-        "the model to train",
-    ),
-    req(
-        "cluster",
-        &[Ref(super::ast::DefKind::Cluster)],
-        "the cluster to train on",
-    ),
-    req(
-        "plan",
-        &[Ref(super::ast::DefKind::Plan)],
-        "the parallel plan",
-    ),
-    key(
-        "expect",
-        &[Nested(BlockKind::Expect)],
-        "bounds that turn predictions into checks",
-    ),
+    req("model", &[Ref(super::ast::DefKind::Model)], "the model to train"),
+    req("cluster", &[Ref(super::ast::DefKind::Cluster)], "the cluster to train on"),
+    req("plan", &[Ref(super::ast::DefKind::Plan)], "the parallel plan"),
+    key("expect", &[Nested(BlockKind::Expect)], "bounds that turn predictions into checks"),
 ];
 
 pub const MEASURED_KEYS: &[KeySig] = &[
-    req(
-        "first",
-        &[Time],
-        "forward+backward of one microbatch on the first stage",
-    ),
-    req(
-        "middle",
-        &[Time],
-        "forward+backward of one microbatch on a middle stage",
-    ),
-    req(
-        "last",
-        &[Time],
-        "forward+backward of one microbatch on the last stage",
-    ),
+    req("first", &[Time], "forward+backward of one microbatch on the first stage"),
+    req("middle", &[Time], "forward+backward of one microbatch on a middle stage"),
+    req("last", &[Time], "forward+backward of one microbatch on the last stage"),
 ];
 
 pub const EXPECT_KEYS: &[KeySig] = &[
-    key(
-        "iteration_time_max",
-        &[Time],
-        "fail when the predicted iteration time is above this",
-    ),
-    key(
-        "tflops_min",
-        &[RateOrTflops],
-        "fail when predicted TFLOP/s per GPU is below this",
-    ),
-    key(
-        "memory_max",
-        &[Bytes],
-        "fail when the peak stage memory is above this",
-    ),
-    key(
-        "mfu_min",
-        &[Ratio],
-        "fail when the predicted MFU is below this",
-    ),
+    key("iteration_time_max", &[Time], "fail when the predicted iteration time is above this"),
+    key("tflops_min", &[RateOrTflops], "fail when predicted TFLOP/s per GPU is below this"),
+    key("memory_max", &[Bytes], "fail when the peak stage memory is above this"),
+    key("mfu_min", &[Ratio], "fail when the predicted MFU is below this"),
 ];
 
 /// Every key of a block kind.

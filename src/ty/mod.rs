@@ -152,9 +152,7 @@ pub struct Cluster {
 impl Cluster {
     /// Product of the dim sizes (saturating: an absurd product is caught by validation).
     pub fn world_size(&self) -> u64 {
-        self.dims
-            .iter()
-            .fold(1u64, |acc, d| acc.saturating_mul(d.size.value))
+        self.dims.iter().fold(1u64, |acc, d| acc.saturating_mul(d.size.value))
     }
 }
 
