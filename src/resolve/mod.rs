@@ -611,18 +611,13 @@ impl<'a> Resolver<'a> {
     }
 }
 
-/// Sorts by file, position and code, and drops exact duplicates (an item inherited by two
-/// definitions is checked twice but reported once).
+/// Sorts by file, position and code, and keeps one diagnostic per (position, code, message):
+/// an item inherited by two definitions is checked twice but reported once, and a problem the
+/// parser already reported (an unknown unit) is not reported again by `ty`. The sort is stable,
+/// so the first reporter's version (with its labels and help) is the one kept.
 pub fn sort_diagnostics(d: &mut Vec<Diagnostic>) {
-    d.sort_by(|a, b| {
-        (a.primary.loc, a.code, &a.message, a.severity).cmp(&(
-            b.primary.loc,
-            b.code,
-            &b.message,
-            b.severity,
-        ))
-    });
-    d.dedup();
+    d.sort_by(|a, b| (a.primary.loc, a.code, &a.message).cmp(&(b.primary.loc, b.code, &b.message)));
+    d.dedup_by(|b, a| (a.primary.loc, a.code, &a.message) == (b.primary.loc, b.code, &b.message));
 }
 
 /// The outcome of a lookup.

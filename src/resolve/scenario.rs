@@ -53,6 +53,22 @@ impl Resolver<'_> {
         }
     }
 
+    /// The name and location of each scenario of the root (explicit or implicit).
+    pub fn scenario_names(&self) -> Vec<(String, Loc)> {
+        if let Some(ScenarioSource::Implicit { name, loc, .. }) = self.implicit_scenario() {
+            return vec![(name, loc)];
+        }
+        self.root_defs(DefKind::Scenario)
+            .iter()
+            .map(|d| {
+                (
+                    d.name.clone().unwrap_or_else(|| "scenario".into()),
+                    d.name_loc,
+                )
+            })
+            .collect()
+    }
+
     /// The root's scenarios in source order; E0108 when there is none.
     pub fn scenarios(&self) -> Vec<ScenarioSource> {
         let explicit = self.root_defs(DefKind::Scenario);

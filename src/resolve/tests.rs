@@ -276,11 +276,11 @@ fn nodes_grows_the_outermost_stdlib_dim() {
 
 #[test]
 fn a_child_key_replaces_the_base_key_and_keeps_the_rest() {
-    let out = check(&format!(
+    let out = check(
         "plan base < tp 2 pp 4 micro_batch 1 global_batch 64 distributed_optimizer >\n\
          plan p : base < pp 2 sp >\n\
-         scenario s < model llama2_7b cluster dgx_h100 plan p >\n"
-    ));
+         scenario s < model llama2_7b cluster dgx_h100 plan p >\n",
+    );
     assert_eq!(out.lines(), Vec::<String>::new());
     let p = &out.scenarios[0].plan;
     assert_eq!((p.tp(), p.pp(), p.sp()), (2, 2, true));

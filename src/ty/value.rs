@@ -4,6 +4,9 @@
 //! the diagnostic (E0201, E0202, E0204) that says why not; W0002 rides along a bandwidth in
 //! bits. All arithmetic on user numbers is checked: nothing here can overflow or panic.
 
+// A diagnostic is the error value on purpose: it is the cold path and is reported as is.
+#![allow(clippy::result_large_err)]
+
 use crate::diag::{suggest, Code, Diagnostic, Loc};
 use crate::syntax::ast::{Number, Value, ValueKind};
 use crate::syntax::schema::{self, ArgType};
@@ -415,7 +418,7 @@ fn count(n: Number, cx: &ValueCtx) -> Result<u64, Diagnostic> {
             ),
             "too large",
         )),
-        Number::Float(f) if f.fract() == 0.0 && f >= 1.0 && f < 9.007_199_254_740_992e15 => {
+        Number::Float(f) if f.fract() == 0.0 && (1.0..9.007_199_254_740_992e15).contains(&f) => {
             Ok(f as u64)
         }
         Number::Float(f) => {
