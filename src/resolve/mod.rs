@@ -551,7 +551,12 @@ impl<'a> Resolver<'a> {
     }
 
     /// W0004 for every named user definition (not a scenario) that nothing references.
+    /// Nothing is reported when the root has no scenario: E0108 already says what to add, and
+    /// every definition would otherwise warn. A duplicate (E0106) is not warned about either.
     pub fn report_unused(&self) {
+        if self.scenario_names().is_empty() {
+            return;
+        }
         let referenced: BTreeSet<DefId> =
             self.references.borrow().iter().map(|r| r.target).collect();
         let mut implicit = BTreeSet::new();
@@ -576,7 +581,12 @@ impl<'a> Resolver<'a> {
                 continue;
             };
             for e in &index.defs {
+                let duplicate = e
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| index.by_name.get(&(e.kind, n.clone())) != Some(&e.id));
                 if e.kind == DefKind::Scenario
+                    || duplicate
                     || referenced.contains(&e.id)
                     || implicit.contains(&e.id)
                 {

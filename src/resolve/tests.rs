@@ -354,6 +354,14 @@ fn duplicate_definition_in_one_file_labels_both() {
     assert_eq!(out.line_col(d.primary.loc), (2, 7));
     assert_eq!(out.line_col(d.secondary[0].loc), (1, 7));
     assert_eq!(d.secondary[0].message, "first defined here");
+    // The ignored second definition is not also "never used".
+    assert_eq!(
+        out.lines(),
+        [
+            "W0004 0:1:7 model `m` is never used",
+            "E0106 0:2:7 model `m` is defined twice in this file"
+        ]
+    );
 }
 
 #[test]
@@ -435,6 +443,8 @@ fn no_scenario_explains_what_is_missing_and_shows_a_block_to_add() {
     assert_eq!(out.line_col(d.primary.loc), (2, 7));
     assert_eq!(d.primary.message, "model 2 of 2");
     assert_eq!(d.help.as_deref(), Some("add a scenario naming the run, e.g. `scenario main < model a cluster c plan < micro_batch 1 global_batch 64 > >`"));
+    // No W0004 on top: E0108 already explains the file.
+    assert_eq!(out.diags.len(), 1);
     assert!(out.scenarios.is_empty());
 }
 
