@@ -722,3 +722,30 @@ fn an_error_in_a_shared_definition_is_reported_once() {
     );
     assert!(out.scenarios.is_empty());
 }
+
+#[test]
+fn a_number_where_a_reference_or_a_new_name_is_expected() {
+    let out = check("scenario s < model llama2_7b cluster < gpu 8 dim 9 fc 8 1GB/s > plan < micro_batch 1 global_batch 8 > >\n");
+    assert_eq!(
+        out.lines(),
+        [
+            "E0201 0:1:44 expected gpu name or inline `gpu < ... >` block, found number 8",
+            "E0201 0:1:50 expected name, found number 9",
+        ]
+    );
+}
+
+#[test]
+fn zero_physical_quantities_are_out_of_range_but_zero_latency_is_not() {
+    let out = check(
+        "scenario s < model llama2_7b cluster < gpu < peak 0TFLOP/s memory 0GB mem_bw 0GB/s > dim a fc 8 1GB/s 0ns > plan < micro_batch 1 global_batch 8 > >\n",
+    );
+    assert_eq!(
+        out.lines(),
+        [
+            "E0202 0:1:51 `0TFLOP/s` must be greater than zero",
+            "E0202 0:1:67 `0GB` must be greater than zero",
+            "E0202 0:1:78 `0GB/s` must be greater than zero",
+        ]
+    );
+}
