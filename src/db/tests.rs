@@ -308,3 +308,24 @@ fn selecting_a_scenario_by_name_or_the_only_one() {
         Ok("s".to_string())
     );
 }
+
+#[test]
+fn an_unknown_unit_is_reported_once_by_the_parser_not_again_by_ty() {
+    let mut db = Database::new();
+    let root = db.set_file(
+        Path::new("main.venus"),
+        b"scenario s < model llama2_7b cluster < gpu < peak 1PFLOP/s memory 80gib mem_bw 1TB/s > dim a fc 1 1GB/s > plan < micro_batch 1 global_batch 1 > >\n",
+    );
+    let p = db.program(root);
+    assert_eq!(
+        codes(&p),
+        [(Code::E0003, "unknown unit `gib`".into(), root.0)]
+    );
+    assert_eq!(
+        p.diagnostics[0].primary.loc.span,
+        crate::diag::Span::new(68, 71)
+    );
+    // The parser's version (with its help) is the one kept.
+    assert_eq!(p.diagnostics[0].primary.message, "unknown unit");
+    assert!(p.scenarios.is_empty());
+}
