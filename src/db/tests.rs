@@ -329,3 +329,33 @@ fn an_unknown_unit_is_reported_once_by_the_parser_not_again_by_ty() {
     assert_eq!(p.diagnostics[0].primary.message, "unknown unit");
     assert!(p.scenarios.is_empty());
 }
+
+#[test]
+fn every_stdlib_definition_type_checks() {
+    let mut db = Database::new();
+    let root = db.set_file(Path::new("probe.venus"), MAIN.as_bytes());
+    let defs = db.program(root).definitions.clone();
+    let mut text = String::new();
+    let plan = "plan < micro_batch 1 global_batch 8 >";
+    for (i, d) in defs.iter().filter(|d| d.stdlib).enumerate() {
+        let name = d.name.as_deref().unwrap_or_default();
+        let (model, cluster) = match d.kind {
+            DefKind::Model => (name.to_string(), "dgx_h100".to_string()),
+            DefKind::Cluster => ("llama2_7b".to_string(), name.to_string()),
+            DefKind::Gpu => (
+                "llama2_7b".to_string(),
+                format!("< gpu {name} dim x fc 1 1GB/s >"),
+            ),
+            _ => continue,
+        };
+        text += &format!("scenario s{i} < model {model} cluster {cluster} {plan} >\n");
+    }
+    db.set_file(Path::new("probe.venus"), text.as_bytes());
+    let p = db.program(root);
+    assert_eq!(codes(&p), vec![]);
+    let kinds = |k: DefKind| defs.iter().filter(|d| d.stdlib && d.kind == k).count();
+    assert_eq!(
+        p.scenarios.len(),
+        kinds(DefKind::Model) + kinds(DefKind::Cluster) + kinds(DefKind::Gpu)
+    );
+}
