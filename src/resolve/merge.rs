@@ -6,6 +6,7 @@
 //! block are all kept, so that `ty` reports E0102 on them. Chains are followed with a loop;
 //! a cycle is E0105 with a label on every link.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{DefId, Resolver};
@@ -86,37 +87,57 @@ fn dim_name(item: &ast::Item) -> Option<&str> {
     }
 }
 
-/// Applies one block's items on top of the inherited ones.
-fn apply(items: &mut Vec<MergedItem>, file: FileId, origin: Origin, block: &ast::Block) {
-    for item in &block.items {
-        let new = MergedItem {
-            file,
-            item: item.clone(),
-            origin,
-        };
-        // Only inherited items can be replaced: repeats within this block are kept for E0102.
-        let same = |m: &MergedItem| {
-            m.origin != origin
-                && m.item.key.text == item.key.text
-                && (item.key.text != "dim"
-                    || (dim_name(&m.item).is_some() && dim_name(&m.item) == dim_name(item)))
-        };
-        match items.iter().position(same) {
-            Some(i) => {
-                items[i] = new;
-                // A key written twice in the base is replaced as a whole.
-                let mut j = i + 1;
-                while j < items.len() {
-                    if same(&items[j]) {
-                        items.remove(j);
-                    } else {
-                        j += 1;
+/// What replaces an item: the same key (and the same NAME, for `dim`).
+type ReplaceKey<'b> = (&'b str, Option<&'b str>);
+
+fn replace_key(item: &ast::Item) -> ReplaceKey<'_> {
+    (item.key.text.as_str(), dim_name(item))
+}
+
+/// Merges the blocks of a chain, root base first, in one pass: linear in the total number of
+/// items however long the chain and the blocks.
+fn merge_blocks<'b>(blocks: &[(FileId, Origin, &'b ast::Block)]) -> Vec<MergedItem> {
+    let mut out: Vec<Option<MergedItem>> = Vec::new();
+    // Positions in `out` of the items a later block would replace, by key.
+    let mut replaceable: HashMap<ReplaceKey<'b>, Vec<usize>> = HashMap::new();
+    for &(file, origin, block) in blocks {
+        // Items of this block become replaceable only by later blocks: a key repeated within
+        // this block is kept twice, for E0102.
+        let mut written: Vec<(ReplaceKey<'b>, usize)> = Vec::new();
+        for item in &block.items {
+            let key = replace_key(item);
+            let new = Some(MergedItem {
+                file,
+                item: item.clone(),
+                origin,
+            });
+            // A `dim` without a NAME replaces nothing.
+            let unnamed_dim = item.key.text == "dim" && key.1.is_none();
+            match replaceable.remove(&key).filter(|_| !unnamed_dim) {
+                Some(positions) => {
+                    // A key written twice in the base is replaced as a whole, in place of
+                    // the first.
+                    let mut new = new;
+                    for &p in &positions {
+                        if let Some(slot) = out.get_mut(p) {
+                            *slot = new.take();
+                        }
+                    }
+                    if let Some(&first) = positions.first() {
+                        written.push((key, first));
                     }
                 }
+                None => {
+                    written.push((key, out.len()));
+                    out.push(new);
+                }
             }
-            None => items.push(new),
+        }
+        for (key, p) in written {
+            replaceable.entry(key).or_default().push(p);
         }
     }
+    out.into_iter().flatten().collect()
 }
 
 impl Resolver<'_> {
@@ -134,22 +155,25 @@ impl Resolver<'_> {
     fn merge_chain(&self, id: DefId) -> Option<MergedDef> {
         let def = self.def(id)?;
         let mut chain = vec![id];
+        let mut in_chain = std::collections::HashSet::from([id]);
         let mut cur = id;
         loop {
             let d = self.def(cur)?;
             let Some(base) = &d.base else { break };
             let next = self.lookup_base(cur, d, base)?;
-            if let Some(pos) = chain.iter().position(|&c| c == next) {
+            if !in_chain.insert(next) {
+                let pos = chain.iter().position(|&c| c == next).unwrap_or(0);
                 self.report_cycle(&chain[pos..]);
                 return None;
             }
             chain.push(next);
             cur = next;
         }
-        let mut items = Vec::new();
+        let mut blocks = Vec::with_capacity(chain.len());
         for &d in chain.iter().rev() {
-            apply(&mut items, d.file, Origin::Def(d), &self.def(d)?.body);
+            blocks.push((d.file, Origin::Def(d), &self.def(d)?.body));
         }
+        let items = merge_blocks(&blocks);
         let entry = self.entry(id)?;
         Some(MergedDef {
             kind: def.kind,

@@ -99,11 +99,7 @@ impl FileIndex {
                     if let Some(name) = &entry.name {
                         let key = (def.kind, name.clone());
                         if let Some(first) = index.by_name.get(&key) {
-                            let first_loc = index
-                                .defs
-                                .iter()
-                                .find(|d| d.id == *first)
-                                .map_or(name_loc, |d| d.name_loc);
+                            let first_loc = index.get(*first).map_or(name_loc, |d| d.name_loc);
                             let kw = def.kind.keyword();
                             index.diagnostics.push(
                                 Diagnostic::new(Code::E0106, format!("{kw} `{name}` is defined twice in this file"), name_loc, format!("second {kw} `{name}`"))
@@ -122,7 +118,11 @@ impl FileIndex {
     }
 
     pub fn get(&self, id: DefId) -> Option<&DefEntry> {
-        self.defs.iter().find(|d| d.id == id)
+        // `defs` is in source order, so sorted by id.
+        self.defs
+            .binary_search_by_key(&id, |d| d.id)
+            .ok()
+            .and_then(|i| self.defs.get(i))
     }
 }
 

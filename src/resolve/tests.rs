@@ -747,3 +747,26 @@ fn zero_physical_quantities_are_out_of_range_but_zero_latency_is_not() {
         ]
     );
 }
+
+#[test]
+fn long_blocks_and_long_inheritance_chains_resolve_in_linear_time() {
+    let start = std::time::Instant::now();
+    let mut text = String::from("cluster c0 : dgx_h100 <");
+    for i in 0..5_000 {
+        text += &format!(" dim d{i} fc 1 1GB/s");
+    }
+    text += " >\n";
+    for i in 1..1_000 {
+        text += &format!("cluster c{i} : c{} < nodes {} >\n", i - 1, i % 7 + 1);
+    }
+    text += "scenario s < model llama2_7b cluster c999 plan < micro_batch 1 global_batch 8 > >\n";
+    let out = check(&text);
+    assert_eq!(out.lines(), Vec::<String>::new());
+    let c = &out.scenarios[0].cluster;
+    assert_eq!(c.dims.len(), 5_002);
+    assert_eq!(
+        c.dims.last().map(|d| (d.name.value.as_str(), d.size.value)),
+        Some(("d4999", 999 % 7 + 1))
+    );
+    assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
+}
