@@ -218,6 +218,7 @@ pub struct Resolver<'a> {
     diagnostics: RefCell<Vec<Diagnostic>>,
     references: RefCell<BTreeSet<Reference>>,
     merged: RefCell<HashMap<DefId, Option<Arc<MergedDef>>>>,
+    unknown_helps: RefCell<HashMap<(FileId, DefKind, String), String>>,
 }
 
 impl<'a> Resolver<'a> {
@@ -248,6 +249,7 @@ impl<'a> Resolver<'a> {
             diagnostics: RefCell::new(diagnostics),
             references: RefCell::new(BTreeSet::new()),
             merged: RefCell::new(HashMap::new()),
+            unknown_helps: RefCell::new(HashMap::new()),
         };
         for f in user {
             resolver.report_uses(f);
@@ -458,31 +460,44 @@ impl<'a> Resolver<'a> {
 
     fn unknown_reference(&self, at: Loc, kind: DefKind, name: &str) -> Diagnostic {
         let kw = kind.keyword();
-        let names = self.names_in_scope(at.file, kind);
         let d = Diagnostic::new(
             Code::E0104,
             format!("unknown {kw} `{name}`"),
             at,
             format!("no {kw} named `{name}` in scope"),
         );
+        // The help depends only on the file, kind and name: computed once for a name that is
+        // wrong many times (each costs an edit distance per name in scope).
+        let key = (at.file, kind, name.to_string());
+        if let Some(help) = self.unknown_helps.borrow().get(&key) {
+            return d.with_help(help.clone());
+        }
+        let help = self.unknown_help(at.file, kind, name);
+        self.unknown_helps.borrow_mut().insert(key, help.clone());
+        d.with_help(help)
+    }
+
+    fn unknown_help(&self, file: FileId, kind: DefKind, name: &str) -> String {
+        let kw = kind.keyword();
+        let names = self.names_in_scope(file, kind);
         if let Some(s) = suggest(name, names.iter().map(String::as_str)) {
-            return d.with_help(format!("did you mean `{s}`?"));
+            return format!("did you mean `{s}`?");
         }
         let other = DefKind::ALL
             .into_iter()
-            .find(|&k| k != kind && matches!(self.find(at.file, k, name, false), Lookup::Found(_)));
+            .find(|&k| k != kind && matches!(self.find(file, k, name, false), Lookup::Found(_)));
         if let Some(k) = other {
-            return d.with_help(format!("`{name}` is a {}, not a {kw}", k.keyword()));
+            return format!("`{name}` is a {}, not a {kw}", k.keyword());
         }
         let some: Vec<String> = names.iter().take(6).map(|n| format!("`{n}`")).collect();
         if some.is_empty() {
-            d.with_help(format!("define it: `{kw} {name} < ... >`"))
+            format!("define it: `{kw} {name} < ... >`")
         } else {
-            d.with_help(format!(
+            format!(
                 "define `{kw} {name} < ... >`, or use one of {}{}",
                 some.join(", "),
                 if names.len() > 6 { ", ..." } else { "" }
-            ))
+            )
         }
     }
 
