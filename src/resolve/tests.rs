@@ -555,15 +555,24 @@ fn wrong_dimension_names_both_dimensions() {
 
 #[test]
 fn a_name_where_a_count_is_expected_and_a_number_where_a_name_is_expected() {
-    // The parser does not let a count take a name, so `two` starts an item of its own.
+    // The parser does not let a count take a name, so `two` starts an item of its own; the
+    // checker reports it as the count it stands in for.
     let out = check("scenario s < model llama2_7b cluster < gpu h100_sxm dim a 8 8 1GB/s > plan < tp two micro_batch 1 global_batch 8 > >\n");
     assert_eq!(
         out.lines(),
         [
             "E0201 0:1:59 expected one of `fc`, `ring`, `switch`, found number 8",
-            "E0203 0:1:78 `tp` takes 1 argument, found 0",
-            "E0101 0:1:81 unknown key `two` in inline plan"
+            "E0201 0:1:81 expected count (e.g. 8), found name `two`",
         ]
+    );
+    assert_eq!(out.diags[1].primary.message, "`tp` takes a count");
+    // With nothing to stand in for the argument, it is missing.
+    let out = check(
+        "scenario s < model llama2_7b cluster dgx_h100 plan < micro_batch 1 global_batch > >\n",
+    );
+    assert_eq!(
+        out.lines(),
+        ["E0203 0:1:68 `global_batch` takes 1 argument, found 0"]
     );
     // A number after a flag is not a flag word.
     let out = check("scenario s < model llama2_7b cluster dgx_h100 plan < sp 1 micro_batch 1 global_batch 8 > >\n");

@@ -523,7 +523,11 @@ impl<'r, 'a> Checker<'r, 'a> {
         };
         let mut seen: HashMap<&'static str, Loc> = HashMap::new();
         let mut dims: HashMap<String, Loc> = HashMap::new();
-        for m in items {
+        let mut skip_next = false;
+        for (i, m) in items.iter().enumerate() {
+            if std::mem::take(&mut skip_next) {
+                continue;
+            }
             let key_loc = Loc::new(m.file, m.item.key.span);
             let Some(sig) = schema::lookup(kind, &m.item.key.text) else {
                 self.res
@@ -547,6 +551,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                     continue;
                 }
                 seen.insert(sig.key, key_loc);
+            }
+            if let Some(d) = self.name_as_missing_argument(kind, sig, m, items.get(i + 1)) {
+                self.res.report(d);
+                fields.ok = false;
+                skip_next = true;
+                continue;
             }
             match self.item(sig, m) {
                 Some(item) => {
@@ -586,6 +596,39 @@ impl<'r, 'a> Checker<'r, 'a> {
             }
         }
         fields
+    }
+
+    /// `tp two`: the parser lets only name-typed slots take a name, so `two` became an item of
+    /// its own and `tp` lacks its argument. Reported as the wrong kind of value (E0201) on the
+    /// name, rather than as a missing argument plus an unknown key.
+    fn name_as_missing_argument(
+        &self,
+        kind: BlockKind,
+        sig: &KeySig,
+        m: &MergedItem,
+        next: Option<&MergedItem>,
+    ) -> Option<Diagnostic> {
+        let next = next?;
+        let ty = *sig.args.get(m.item.args.len())?;
+        if m.item.args.len() >= sig.min_args()
+            || next.file != m.file
+            || next.origin != m.origin
+            || !next.item.args.is_empty()
+            || schema::lookup(kind, &next.item.key.text).is_some()
+        {
+            return None;
+        }
+        let value = crate::syntax::ast::Value {
+            kind: ValueKind::Name(next.item.key.text.clone()),
+            span: next.item.key.span,
+        };
+        let loc = Loc::new(next.file, next.item.key.span);
+        let cx = ValueCtx {
+            loc,
+            text: self.text(loc),
+            key: sig.key,
+        };
+        value::typed(ty, &value, &cx).err()
     }
 
     /// One item: arity, then each argument. `None` after reporting an error.
