@@ -609,6 +609,9 @@ impl<'r, 'a> Checker<'r, 'a> {
         next: Option<&MergedItem>,
     ) -> Option<Diagnostic> {
         let next = next?;
+        if sig.is_flag() {
+            return self.word_as_flag_value(kind, sig, m, next);
+        }
         let ty = *sig.args.get(m.item.args.len())?;
         if m.item.args.len() >= sig.min_args()
             || next.file != m.file
@@ -629,6 +632,45 @@ impl<'r, 'a> Checker<'r, 'a> {
             key: sig.key,
         };
         value::typed(ty, &value, &cx).err()
+    }
+
+    /// `sp yes`: a word after a flag that looks like a flag value but is not `on` / `off`
+    /// (which the parser would have taken) is E0204 on the word, not an unknown key.
+    fn word_as_flag_value(
+        &self,
+        kind: BlockKind,
+        sig: &KeySig,
+        m: &MergedItem,
+        next: &MergedItem,
+    ) -> Option<Diagnostic> {
+        const LOOKALIKES: &[&str] = &["yes", "no", "true", "false", "enabled", "disabled"];
+        let word = next.item.key.text.as_str();
+        let looks_like_flag_value = LOOKALIKES.contains(&word)
+            || suggest(word, schema::FLAG_WORDS.iter().copied()).is_some()
+            || schema::FLAG_WORDS
+                .iter()
+                .any(|w| w.eq_ignore_ascii_case(word));
+        if !m.item.args.is_empty()
+            || next.file != m.file
+            || next.origin != m.origin
+            || !next.item.args.is_empty()
+            || schema::lookup(kind, word).is_some()
+            || !looks_like_flag_value
+        {
+            return None;
+        }
+        let loc = Loc::new(next.file, next.item.key.span);
+        let cx = ValueCtx {
+            loc,
+            text: self.text(loc),
+            key: sig.key,
+        };
+        enum_word(word, schema::FLAG_WORDS, &cx).err().map(|d| {
+            d.with_help(format!(
+                "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
+                sig.key
+            ))
+        })
     }
 
     /// One item: arity, then each argument. `None` after reporting an error.
