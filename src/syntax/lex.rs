@@ -171,31 +171,29 @@ impl<'t> Lexer<'t> {
                 Rule::comment => self.push(TokenKind::Comment, span, None),
                 Rule::name => self.name(span),
                 Rule::numeric => {
-                    let mut number = span;
-                    let mut unit = None;
-                    let mut spaced = false;
-                    for inner in pair.into_inner() {
-                        let s = inner.as_span();
-                        let s = Span::new(start + s.start(), start + s.end());
-                        match inner.as_rule() {
-                            Rule::number => number = s,
-                            Rule::unit => unit = Some(s),
-                            Rule::known_unit => {
-                                unit = Some(s);
-                                spaced = true;
-                            }
-                            _ => {}
-                        }
-                    }
-                    self.numeric(span, number, unit, spaced);
+                    let number_end = pair
+                        .into_inner()
+                        .next()
+                        .map_or(span.end as usize, |n| start + n.as_span().end());
+                    let number = Span::new(span.start as usize, number_end);
+                    let rest = self.slice(Span::new(number_end, span.end as usize));
+                    let unit_start = span.end as usize - rest.trim_start().len();
+                    let unit = (unit_start < span.end as usize)
+                        .then(|| Span::new(unit_start, span.end as usize));
+                    self.numeric(span, number, unit, unit_start > number_end);
                 }
                 Rule::string => self.string(span),
-                Rule::lt => self.push(TokenKind::Lt, span, None),
-                Rule::gt => self.push(TokenKind::Gt, span, None),
-                Rule::lbracket => self.push(TokenKind::LBracket, span, None),
-                Rule::rbracket => self.push(TokenKind::RBracket, span, None),
-                Rule::colon => self.push(TokenKind::Colon, span, None),
-                Rule::semi => self.push(TokenKind::Semi, span, None),
+                Rule::punct => {
+                    let kind = match self.slice(span) {
+                        "<" => TokenKind::Lt,
+                        ">" => TokenKind::Gt,
+                        "[" => TokenKind::LBracket,
+                        "]" => TokenKind::RBracket,
+                        ":" => TokenKind::Colon,
+                        _ => TokenKind::Semi,
+                    };
+                    self.push(kind, span, None);
+                }
                 Rule::error => self.stray(span),
                 _ => {}
             }

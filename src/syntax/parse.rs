@@ -339,8 +339,13 @@ impl<'t> Builder<'t> {
         let kw = self.bump()?;
         let keyword = kind.keyword();
         let mut name = None;
-        if self.peek_kind() == Some(TokenKind::Name) {
-            name = self.bump().map(|t| self.ident(t));
+        if let Some(tok) = self.peek().filter(|t| t.kind == TokenKind::Name) {
+            // A keyword on the next line starts the next definition (`plan` left without its
+            // block), so it is not taken as this definition's name.
+            if !(TOP_WORDS.contains(&self.slice(tok.span)) && self.newline_before(tok)) {
+                self.bump();
+                name = Some(self.ident(tok));
+            }
         }
         let needs_name = matches!(kind, DefKind::Model | DefKind::Gpu | DefKind::Scenario);
         let header_ok = matches!(self.peek_kind(), Some(TokenKind::Lt | TokenKind::Colon));
@@ -585,6 +590,11 @@ impl<'t> Builder<'t> {
     /// block: it starts the next item instead of filling a name slot, so a key written
     /// without its argument (`gpu` on a line of its own) does not swallow the next key.
     fn starts_next_item(&self, ctx: Ctx, tok: Token) -> bool {
+        self.newline_before(tok) && ctx.lookup(self.slice(tok.span)).is_some()
+    }
+
+    /// True when a line break separates `tok` (the next token) from the previous token.
+    fn newline_before(&self, tok: Token) -> bool {
         let Some(prev) = self.pos.checked_sub(1).and_then(|p| self.toks.get(p)) else {
             return false;
         };
@@ -592,7 +602,7 @@ impl<'t> Builder<'t> {
             .text
             .get(prev.span.end as usize..tok.span.start as usize)
             .unwrap_or("");
-        gap.contains('\n') && ctx.lookup(self.slice(tok.span)).is_some()
+        gap.contains('\n')
     }
 
     /// One value, with its first token next (any value kind, names included). `slot` is the
