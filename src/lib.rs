@@ -12,6 +12,8 @@ pub mod engine;
 pub mod plan;
 pub mod resolve;
 pub mod schedule;
+pub mod session;
 pub mod syntax;
 pub mod trace;
 pub mod ty;
+pub use session::Session;
