@@ -41,6 +41,10 @@ enum Format {
 enum Command {
     /// Parse, type-check and validate `.venus` files (fast, for CI).
     Check(CheckArgs),
+    /// Draw the pipeline schedule: each pipeline rank's ops on a time axis.
+    Schedule(ScheduleArgs),
+    /// Lower a scenario and write what it compiles to (`--emit KIND`).
+    Compile(CompileArgs),
     /// Print the long explanation of a diagnostic code, with a wrong and a right example.
     Explain {
         /// A code such as `E0301`; without one, lists every code.
@@ -63,12 +67,50 @@ struct CheckArgs {
     memory: bool,
 }
 
+/// Selects one scenario of one file.
+#[derive(clap::Args)]
+struct ScenarioArgs {
+    /// The `.venus` file.
+    file: PathBuf,
+    /// The scenario to use when the file has several.
+    #[arg(long)]
+    scenario: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct ScheduleArgs {
+    #[command(flatten)]
+    input: ScenarioArgs,
+    /// Width of the picture in columns.
+    #[arg(long, default_value_t = 160)]
+    width: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// Megatron's per-pipeline-rank op order, one line per rank.
+    Schedule,
+    /// Rank layout and process groups as JSON.
+    Groups,
+}
+
+#[derive(clap::Args)]
+struct CompileArgs {
+    #[command(flatten)]
+    input: ScenarioArgs,
+    /// What to write.
+    #[arg(long, value_enum)]
+    emit: Emit,
+}
+
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let color = use_color(cli.color);
     match cli.command {
         Command::Check(args) => check(&args, color),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Schedule(args) => schedule(&args, color),
+        Command::Compile(args) => compile(&args, color),
     }
 }
 
@@ -201,3 +243,64 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| e.to_string())
 }
 
+
+/// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
+/// returns the exit code to use.
+fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<venusc::plan::Scenario, ExitCode> {
+    let bytes = std::fs::read(&args.file).map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
+    let mut session = venusc::Session::new();
+    let root = session.load(&args.file, &bytes, &mut read_file);
+    let checked = session.check(root);
+    let mut diagnostics = checked.diagnostics.clone();
+    let selected = checked.select(args.scenario.as_deref());
+    if let Err(Some(d)) = &selected {
+        diagnostics.push(d.clone());
+    }
+    if !diagnostics.is_empty() {
+        let files = session.source_files();
+        eprint!("{}", render::human(&diagnostics, &files, color));
+    }
+    match selected {
+        Ok(sc) if !checked.has_errors() => Ok(sc.clone()),
+        _ => Err(ExitCode::from(1)),
+    }
+}
+
+fn schedule_ir(sc: &venusc::plan::Scenario) -> Result<venusc::schedule::ScheduleIr, ExitCode> {
+    venusc::schedule::ScheduleIr::build(venusc::schedule::PipelineShape::for_scenario(sc))
+        .map_err(|e| usage_error(format!("cannot build the schedule of `{}`: {e}", sc.name)))
+}
+
+fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
+    let sc = match load_scenario(&args.input, color) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    let ir = match schedule_ir(&sc) {
+        Ok(ir) => ir,
+        Err(code) => return code,
+    };
+    // Relative times as in the Megatron papers: a backward takes twice a forward.
+    let cost = venusc::schedule::OpCost { forward: 1, backward: 2 };
+    let paint = color && std::io::stdout().is_terminal();
+    print!("{}", venusc::schedule::picture(&ir, cost, args.width, paint));
+    ExitCode::SUCCESS
+}
+
+fn compile(args: &CompileArgs, color: bool) -> ExitCode {
+    let sc = match load_scenario(&args.input, color) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    match args.emit {
+        Emit::Schedule => match schedule_ir(&sc) {
+            Ok(ir) => print!("{}", venusc::schedule::emit_text(&ir)),
+            Err(code) => return code,
+        },
+        Emit::Groups => match venusc::plan::layout::Layout::for_scenario(&sc) {
+            Ok(layout) => println!("{}", serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()),
+            Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
+        },
+    }
+    ExitCode::SUCCESS
+}
