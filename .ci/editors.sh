@@ -24,7 +24,7 @@ section() {
 }
 
 section "editors: install tree-sitter-cli $TREE_SITTER_VERSION"
-if tree-sitter --version 2>/dev/null | grep -qx "tree-sitter $TREE_SITTER_VERSION"; then
+if tree-sitter --version 2>/dev/null | grep -x "tree-sitter $TREE_SITTER_VERSION" >/dev/null; then
   echo "tree-sitter $TREE_SITTER_VERSION already installed"
 else
   t0=$SECONDS
@@ -34,7 +34,7 @@ fi
 tree-sitter --version
 
 section "editors: install vim (for the syntax tests)"
-if command -v vim >/dev/null && vim --version | grep -q '+syntax'; then
+if command -v vim >/dev/null && vim --version | grep '+syntax' >/dev/null; then
   echo "vim already installed"
 else
   export DEBIAN_FRONTEND=noninteractive
