@@ -9,6 +9,7 @@
 pub mod diag;
 pub mod engine;
 pub mod plan;
+pub mod report;
 pub mod resolve;
 pub mod schedule;
 pub mod syntax;
