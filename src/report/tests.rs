@@ -729,3 +729,41 @@ fn micros_are_exact_decimals_of_picoseconds() {
 fn perfetto_micros(ps: u64) -> String {
     perfetto::micros(ps)
 }
+
+#[test]
+fn symmetric_simulation_reports_the_same_figures_as_all_ranks() {
+    let sc = scenario(&small(8, 2, 4, 8));
+    let shape = |symmetric| Pipeline {
+        stages: 4,
+        tp: 2,
+        microbatches: 8,
+        layers: 2,
+        forward: Ps(1000 * US),
+        backward: Ps(2000 * US),
+        p2p_bytes: Bytes(1_000_000),
+        tp_bytes: Bytes(2_000_000),
+        symmetric,
+    };
+    let report = |symmetric| {
+        let trace = shape(symmetric).build().unwrap();
+        let tl = run(&sc, &trace);
+        Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0))
+    };
+    let (all, sym) = (report(false), report(true));
+    assert_eq!(all.engine.simulated_ranks, 8);
+    assert_eq!(sym.engine.simulated_ranks, 4);
+    assert_eq!(all.iteration_time, sym.iteration_time);
+    assert_eq!(all.phases, sym.phases);
+    assert_eq!(all.exposed, sym.exposed);
+    assert_eq!(all.bubble_fraction, sym.bubble_fraction);
+    // Each stage waits for its tensor-parallel all-reduces: 2 layers × 2 segments × 2 passes
+    // × 8 microbatches = 64 all-reduces of 2 MB, each 2·(1/2)·2 MB / 100 GB/s = 20 us.
+    assert_mm(phase(&all, Category::TpComm), mm(64.0 * 20.0, 64.0 * 20.0));
+    // The last all-reduce of a pass overlaps the next pass's first compute when that compute
+    // waits for no receive, so less than all of it is exposed.
+    let exposed = exposed_of(&all, CommKind::Tp);
+    assert!(
+        exposed.min.0 > 0.0 && exposed.max.0 < 64.0 * 20e-6,
+        "{exposed:?}"
+    );
+}
