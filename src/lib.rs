@@ -7,6 +7,7 @@
 //! is the only place that does I/O. See `ARCHITECTURE.md`.
 
 pub mod diag;
+pub mod emit;
 pub mod engine;
 pub mod plan;
 pub mod resolve;
