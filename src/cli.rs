@@ -28,7 +28,6 @@ enum ColorChoice {
     Never,
 }
 
-
 #[derive(Subcommand)]
 enum Command {
     /// Print the long explanation of a diagnostic code, with a wrong and a right example.
@@ -50,7 +49,10 @@ fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal(),
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
+        }
     }
 }
 
@@ -74,11 +76,13 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let hint = venusc::diag::suggest(&text.to_ascii_uppercase(), Code::ALL.iter().map(|c| c.as_str()))
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
+            let hint = venusc::diag::suggest(
+                &text.to_ascii_uppercase(),
+                Code::ALL.iter().map(|c| c.as_str()),
+            )
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
             usage_error(format!("unknown diagnostic code `{text}`{hint}"))
         }
     }
 }
-
