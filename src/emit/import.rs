@@ -818,13 +818,15 @@ fn network_dims(
             "FullyConnected" => Topology::FullyConnected,
             "Ring" => Topology::Ring,
             "Switch" => Topology::Switch,
-            other => return Err(err(
-                file,
-                format!(
+            other => {
+                return Err(err(
+                    file,
+                    format!(
                     "line {}: unknown topology `{other}` (expected FullyConnected, Ring or Switch)",
                     topo.line
                 ),
-            )),
+                ))
+            }
         };
         let size = npus.items[i]
             .parse::<u64>()

@@ -23,6 +23,7 @@ use std::io::{self, Write};
 pub use astra::write_astra_sim;
 pub use import::{import_venussim, ImportError, Imported};
 pub use venussim::{venussim_warnings, write_venussim};
+pub use vtrace::{write_simplified_trace, write_template_trace};
 
 /// Where writers put their files. `rel_path` is relative to the output directory and uses
 /// `/` (`sim-config/system.json`); the sink creates parent directories as needed.
