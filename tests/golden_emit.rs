@@ -173,3 +173,14 @@ fn astra_sim_emit_of_demo_matches_golden_files() {
     assert!(groups.contains("\"9\": [0, 2, 4, 6, 8, 10, 12, 14]"));
     assert!(groups.contains("\"12\": [1, 15]"));
 }
+
+#[test]
+fn template_trace_of_demo_matches_golden_files() {
+    let sc = demo_scenario(Some(2));
+    let mut sink = MemSink::new();
+    let w = emit::write_template_trace(&sc, &mut sink).unwrap();
+    assert!(w.is_empty(), "{w:?}");
+    check_golden("template-trace", &sink.files);
+    let t0 = sink.text("demo~template~.0.et").unwrap();
+    assert!(t0.starts_with("1272\n") || t0.lines().next().is_some());
+}

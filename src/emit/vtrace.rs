@@ -42,7 +42,7 @@ use crate::cost::venussim::{
 };
 use crate::plan::layout::{Coords, Layout};
 use crate::plan::Scenario;
-use crate::schedule::{Kind, Op, PipelineShape, Port, ScheduleIr};
+use crate::schedule::{CallKind, Kind, Op, PipelineShape, Port, ScheduleIr};
 
 /// The root node's name (VenusSim's Chakra heritage).
 pub const ROOT_NAME: &str = "[pytorch|profiler|execution_graph|thread]";
@@ -154,6 +154,9 @@ impl Common {
         })
     }
 }
+
+/// An asynchronous p2p call: the node it branches from and its send/recv nodes.
+type Pending = (Option<u32>, Vec<(String, Attrs)>);
 
 /// How p2p peers are written: absolute ranks, or template-relative (0 self, 1 next, −1 prev).
 #[derive(Clone, Copy, Debug)]
@@ -354,6 +357,13 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// Merges the waited calls of a handle slot (schedules.py `wait_for_overlap`).
+    fn flush(&mut self, slot: &mut Vec<Pending>) {
+        for (ctrl, parts) in std::mem::take(slot) {
+            self.branch(ctrl, parts);
+        }
+    }
+
     fn run(mut self) -> Vec<VNode> {
         self.push(
             ROOT_NAME.to_string(),
@@ -372,13 +382,18 @@ impl<'a> Gen<'a> {
             }
             // Recorded reduce-scatters: (ctrl node, chunk).
             let mut rs_handles: Vec<(Option<u32>, u32)> = Vec::new();
-            // Pending async p2p calls: ctrl node and their (port, seq, node) parts.
-            let mut pending: Vec<(Option<u32>, Vec<(Port, u32, String, Attrs)>)> = Vec::new();
+            // Asynchronous p2p calls of the overlapped interleaved schedule, VenusSim's two
+            // handle slots (schedules.py `fwd_wait_handles`, `bwd_wait_handles`): the ctrl
+            // node and the nodes of each call, merged before the next forward (backward).
+            let mut fwd_slot: Vec<Pending> = Vec::new();
+            let mut bwd_slot: Vec<Pending> = Vec::new();
+            let overlap = c.shape.overlap_p2p_effective();
             let (mut fk, mut bk) = (0u32, 0u32);
             let mut i = 0;
             while i < ops.len() {
                 match ops[i] {
                     Op::Forward(m) => {
+                        self.flush(&mut fwd_slot);
                         if c.shape.overlap_param_gather && m.mb == 0 {
                             if let Some((ctrl, ch)) = pending_ag {
                                 if ch == m.chunk {
@@ -395,6 +410,7 @@ impl<'a> Gen<'a> {
                         fk += 1;
                     }
                     Op::Backward(m) => {
+                        self.flush(&mut bwd_slot);
                         self.compute(false, bk, m.chunk);
                         bk += 1;
                         if c.shape.overlap_grad_reduce
@@ -421,41 +437,29 @@ impl<'a> Gen<'a> {
                             })
                             .collect();
                         parts.sort_by_key(|(p, _)| parity_rank(*p, self.stage));
-                        let made: Vec<(Port, u32, String, Attrs)> = parts
-                            .into_iter()
-                            .map(|(p, s)| {
-                                let (name, attrs) = self.p2p(p);
-                                (p, s, name, attrs)
-                            })
-                            .collect();
-                        if call.blocking {
-                            for (_, _, name, attrs) in made {
+                        let made: Vec<(String, Attrs)> =
+                            parts.into_iter().map(|(p, _)| self.p2p(p)).collect();
+                        // VenusSim runs the warmup's send_forward_recv_forward with
+                        // overlap_p2p_comm too; the cooldown's calls are synchronous.
+                        let forward_call = call.kind == CallKind::SendForwardRecvForward;
+                        let asynchronous = !call.blocking || (overlap && forward_call);
+                        if !asynchronous {
+                            for (name, attrs) in made {
                                 self.push(name, attrs, None);
                             }
                         } else if !made.is_empty() {
-                            pending.push((self.last(), made));
+                            let slot = if forward_call {
+                                &mut fwd_slot
+                            } else {
+                                &mut bwd_slot
+                            };
+                            slot.push((self.last(), made));
                         }
                         i += n;
                     }
-                    Op::Wait { port, seq } => {
-                        if let Some(pos) = pending
-                            .iter()
-                            .position(|(_, v)| v.iter().any(|(p, s, _, _)| *p == port && *s == seq))
-                        {
-                            let (ctrl, parts) = pending.remove(pos);
-                            self.branch(
-                                ctrl,
-                                parts.into_iter().map(|(_, _, n, a)| (n, a)).collect(),
-                            );
-                        }
-                    }
                     Op::FinalizeGrads => {
-                        for (ctrl, parts) in std::mem::take(&mut pending) {
-                            self.branch(
-                                ctrl,
-                                parts.into_iter().map(|(_, _, n, a)| (n, a)).collect(),
-                            );
-                        }
+                        self.flush(&mut fwd_slot);
+                        self.flush(&mut bwd_slot);
                         if c.shape.overlap_grad_reduce {
                             let mut done = vec![false; c.vpp as usize];
                             for (ctrl, ch) in std::mem::take(&mut rs_handles) {
@@ -502,15 +506,15 @@ impl<'a> Gen<'a> {
                         }
                     }
                     Op::Xfer(_)
+                    | Op::Wait { .. }
                     | Op::DisableGradSync
                     | Op::EnableGradSync
                     | Op::ParamSync { .. } => {}
                 }
                 i += 1;
             }
-            for (ctrl, parts) in pending {
-                self.branch(ctrl, parts.into_iter().map(|(_, _, n, a)| (n, a)).collect());
-            }
+            self.flush(&mut fwd_slot);
+            self.flush(&mut bwd_slot);
         }
         self.nodes
     }
