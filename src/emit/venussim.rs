@@ -32,7 +32,7 @@ pub fn topology_name(t: Topology) -> &'static str {
 fn workers(sc: &Scenario) -> u64 {
     let inner = sc.cluster.dims.first().map_or(1, |d| d.size.value.max(1));
     let n = (sc.world / inner).max(1);
-    if sc.global_batch % n == 0 {
+    if sc.global_batch.is_multiple_of(n) {
         n
     } else {
         1
@@ -179,7 +179,7 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
                 sc.pp
             ));
         }
-        if sc.microbatches % sc.pp.max(1) != 0 {
+        if !sc.microbatches.is_multiple_of(sc.pp.max(1)) {
             w.push(format!(
                 "VenusSim's interleaved schedule needs the microbatch count ({}) divisible by pp {}",
                 sc.microbatches, sc.pp

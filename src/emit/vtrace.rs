@@ -535,7 +535,7 @@ fn parity_rank(p: Port, stage: u32) -> u8 {
         Port::RecvNext,
         Port::SendPrev,
     ];
-    let order = if stage % 2 == 0 { even } else { odd };
+    let order = if stage.is_multiple_of(2) { even } else { odd };
     order.iter().position(|&q| q == p).unwrap_or(0) as u8
 }
 
