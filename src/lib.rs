@@ -6,8 +6,10 @@
 //! order). `diag` holds diagnostics as data; `db` ties the stages into salsa queries; `cli`
 //! is the only place that does I/O. See `ARCHITECTURE.md`.
 
+pub mod cost;
 pub mod db;
 pub mod diag;
+pub mod emit;
 pub mod engine;
 pub mod plan;
 pub mod report;
