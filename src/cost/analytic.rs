@@ -1,0 +1,399 @@
+//! The simulator's own compute model (used when the plan sets neither `mfu` nor `measured`).
+//!
+//! Input: a [`Scenario`] and a [`Calibration`]. Output: per-layer forward and backward times of
+//! the attention and MLP blocks, embedding and output-layer extras, and the optimizer step.
+//!
+//! Per layer and microbatch, on one rank (tokens `T = s/cp · b`):
+//! - GEMMs at `peak × gemm efficiency(shape)` (fp8 peak with `precision fp8`): QKV
+//!   `2·T·h·(q + 2·kv)/tp` (grouped-query attention: `kv = kv_groups · head_dim`), output
+//!   projection `2·T·q·h/tp`, MLP up (+ gate with SwiGLU) and down `2·T·h·ffn·(3 or 2)/tp`; on a
+//!   MoE layer the router `2·T·h·E` and the expert GEMMs over `T·topk` token copies
+//!   `2·T·topk·h·moe_ffn·(3 or 2)/etp` (each EP rank gets `T·topk` pairs on average), plus a
+//!   shared expert like a dense MLP;
+//! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`) at its
+//!   own efficiency; backward ×[`Calibration::attention_backward`] (flash recomputes the scores);
+//! - memory-bound work at `mem_bw × memory efficiency`: two norms, two residual adds and two
+//!   dropouts over `h` per token (on `T/tp` tokens with `sp`), rotary embedding on q and k and
+//!   the activation function on `ffn/tp`; backward ×[`Calibration::memory_backward`];
+//! - GEMM backward = 2 × forward (input and weight gradients);
+//! - recompute adds the recomputed forward to the backward: `selective` the attention core,
+//!   `full` the whole layer;
+//! - TP and CP divide the work as above; `sp` changes only the memory-bound token count.
+//!
+//! The embedding (stage 0, chunk 0) is a memory-bound lookup; the output layer (last stage,
+//! last chunk) is the logits GEMM `2·T·h·V/tp`, the final norm, and a memory-bound fp32 cross
+//! entropy over the logits. The optimizer step streams [`Calibration::optimizer_bytes_per_param`]
+//! per local parameter (the rank's shard with the distributed optimizer) at HBM bandwidth.
+//!
+//! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
+
+use super::{ChunkCost, ComputeModel, Pass};
+use crate::plan::Scenario;
+use crate::ty::{BytesPerSec, FlopsPerSec, Precision, Recompute, Seconds};
+
+/// Every constant of the analytic model. First-cut values; a later calibration fits them to
+/// published runs per GPU (`Calibration::for_gpu`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Fraction of peak a large GEMM reaches (cuBLAS on H100 bf16: 0.7–0.8).
+    pub gemm_efficiency: f64,
+    /// Smallest GEMM dimension at which `gemm_efficiency` is reached; below it efficiency
+    /// falls linearly (tile quantisation and wave effects dominate small GEMMs).
+    pub gemm_knee: f64,
+    /// Lower bound of the GEMM efficiency, as a fraction of `gemm_efficiency`.
+    pub gemm_floor: f64,
+    /// Fraction of (bf16) peak of causal flash attention forward (FlashAttention-2/3: 0.4–0.6).
+    pub attention_efficiency: f64,
+    /// Flash attention backward / forward FLOPs (dQ, dK, dV plus the recomputed scores).
+    pub attention_backward: f64,
+    /// Fraction of HBM bandwidth reached by elementwise kernels.
+    pub memory_efficiency: f64,
+    /// Memory-bound backward / forward traffic.
+    pub memory_backward: f64,
+    /// Bytes moved per parameter by an Adam step with mixed precision: read fp32 param, grad,
+    /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
+    /// gradient unscale / norm passes.
+    pub optimizer_bytes_per_param: f64,
+}
+
+impl Default for Calibration {
+    fn default() -> Calibration {
+        Calibration {
+            gemm_efficiency: 0.75,
+            gemm_knee: 1024.0,
+            gemm_floor: 0.1,
+            attention_efficiency: 0.5,
+            attention_backward: 2.5,
+            memory_efficiency: 0.8,
+            memory_backward: 2.0,
+            optimizer_bytes_per_param: 34.0,
+        }
+    }
+}
+
+impl Calibration {
+    /// The calibration for a GPU by its stdlib name. Every GPU shares the first-cut values
+    /// until the calibration against published runs lands.
+    pub fn for_gpu(_name: &str) -> Calibration {
+        Calibration::default()
+    }
+
+    /// Efficiency of a GEMM whose smallest dimension is `min_dim`.
+    pub fn gemm(&self, min_dim: f64) -> f64 {
+        let scale = (min_dim / self.gemm_knee).clamp(self.gemm_floor, 1.0);
+        self.gemm_efficiency * scale
+    }
+}
+
+/// Bytes per activation element (bf16).
+const ACT_BYTES: f64 = 2.0;
+
+/// The per-layer, per-microbatch work of one rank, in seconds per block and pass.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+struct Blocks {
+    attention_f: f64,
+    attention_b: f64,
+    mlp_f: f64,
+    mlp_b: f64,
+}
+
+/// The analytic model, with every per-layer figure computed once.
+#[derive(Clone, Debug)]
+pub struct AnalyticModel {
+    cal: Calibration,
+    blocks: Blocks,
+    embedding: (f64, f64),
+    output: (f64, f64),
+    /// Optimizer step per stage, stage 0 first.
+    optimizer: Vec<f64>,
+    split: crate::plan::StageSplit,
+    pp: u64,
+    vpp: u64,
+}
+
+impl AnalyticModel {
+    pub fn new(sc: &Scenario, cal: Calibration) -> AnalyticModel {
+        let w = Work::new(sc, cal);
+        AnalyticModel {
+            cal,
+            blocks: w.blocks(),
+            embedding: w.embedding(),
+            output: w.output(),
+            optimizer: (0..sc.pp.min(1 << 20))
+                .map(|s| w.optimizer_step(s))
+                .collect(),
+            split: sc.split,
+            pp: sc.pp,
+            vpp: sc.vpp.max(1),
+        }
+    }
+
+    pub fn calibration(&self) -> &Calibration {
+        &self.cal
+    }
+}
+
+impl ComputeModel for AnalyticModel {
+    fn chunk(&self, stage: u64, chunk: u64, pass: Pass) -> ChunkCost {
+        let fwd = pass == Pass::Forward;
+        let pick = |(f, b): (f64, f64)| Seconds(if fwd { f } else { b });
+        let pre = if stage == 0 && chunk == 0 {
+            pick(self.embedding)
+        } else {
+            Seconds(0.0)
+        };
+        let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
+            pick(self.output)
+        } else {
+            Seconds(0.0)
+        };
+        let b = &self.blocks;
+        let (attention, mlp) = if fwd {
+            (b.attention_f, b.mlp_f)
+        } else {
+            (b.attention_b, b.mlp_b)
+        };
+        ChunkCost::from_pieces(
+            pre,
+            self.split.chunk_layers(stage),
+            Seconds(attention),
+            Seconds(mlp),
+            post,
+        )
+    }
+
+    fn optimizer_step(&self, stage: u64) -> Seconds {
+        Seconds(self.optimizer.get(stage as usize).copied().unwrap_or(0.0))
+    }
+
+    fn name(&self) -> &'static str {
+        "analytic"
+    }
+}
+
+/// The scenario's numbers as `f64`, and the rates.
+struct Work {
+    cal: Calibration,
+    gemm_peak: FlopsPerSec,
+    bf16_peak: FlopsPerSec,
+    mem_bw: BytesPerSec,
+    /// Tokens per rank per microbatch (`s/cp · b`).
+    t: f64,
+    /// Tokens of the memory-bound, sequence-parallel regions (`T/tp` with `sp`).
+    t_sp: f64,
+    s: f64,
+    b: f64,
+    h: f64,
+    q: f64,
+    kv: f64,
+    ffn: f64,
+    swiglu: bool,
+    tp: f64,
+    etp: f64,
+    ep: f64,
+    cp: f64,
+    moe: Option<Moe>,
+    vocab: f64,
+    recompute: Recompute,
+    sc_stage_params: Vec<(f64, f64)>,
+    dp: f64,
+    expert_dp: f64,
+    distributed_optimizer: bool,
+}
+
+struct Moe {
+    experts: f64,
+    topk: f64,
+    ffn: f64,
+    shared_ffn: f64,
+}
+
+impl Work {
+    fn new(sc: &Scenario, cal: Calibration) -> Work {
+        let m = &sc.model;
+        let gpu = &sc.cluster.gpu;
+        let f = |v: u64| v as f64;
+        let tp = f(sc.tp.max(1));
+        let cp = f(sc.cp.max(1));
+        let t = f(m.seq.value) / cp * f(sc.micro_batch);
+        let moe = m.is_moe().then(|| Moe {
+            experts: f(m.experts().max(1)),
+            topk: f(m.topk().max(1)),
+            ffn: f(m.moe_ffn()),
+            shared_ffn: f(m.shared_expert_ffn()),
+        });
+        let per_layer = sc.params.per_layer;
+        let expert_per_layer = f(per_layer.experts);
+        let dense_per_layer = f(per_layer.total()) - expert_per_layer;
+        let sc_stage_params = (0..sc.pp.min(1 << 20))
+            .map(|s| {
+                let layers = f(sc.stage_layers(s));
+                let extras = f(sc.stage_params(s)) - f(per_layer.total()) * layers;
+                (dense_per_layer * layers + extras, expert_per_layer * layers)
+            })
+            .collect();
+        Work {
+            cal,
+            gemm_peak: match sc.plan.precision() {
+                Precision::Fp8 => gpu.fp8_peak(),
+                Precision::Bf16 => gpu.peak.value,
+            },
+            bf16_peak: gpu.peak.value,
+            mem_bw: gpu.mem_bw.value,
+            t,
+            t_sp: if sc.sp { t / tp } else { t },
+            s: f(m.seq.value),
+            b: f(sc.micro_batch),
+            h: f(m.hidden.value),
+            q: f(m.heads.value) * f(m.head_dim()),
+            kv: f(m.kv_groups()) * f(m.head_dim()),
+            ffn: f(m.ffn()),
+            swiglu: m.swiglu(),
+            tp,
+            etp: f(sc.etp.max(1)),
+            ep: f(sc.ep.max(1)),
+            cp,
+            moe,
+            vocab: f(sc.padded_vocab),
+            recompute: sc.recompute,
+            sc_stage_params,
+            dp: f(sc.dp.max(1)),
+            expert_dp: f(sc.expert_dp.max(1)),
+            distributed_optimizer: sc.flags.distributed_optimizer,
+        }
+    }
+
+    /// Seconds of one GEMM `[m × k] · [k × n]` (`2·m·n·k` FLOPs).
+    fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        if flops <= 0.0 {
+            return 0.0;
+        }
+        let eff = self.cal.gemm(m.min(n).min(k));
+        flops / (self.gemm_peak.0 * eff)
+    }
+
+    /// Seconds to stream `bytes` through HBM.
+    fn memory(&self, bytes: f64) -> f64 {
+        bytes.max(0.0) / (self.mem_bw.0 * self.cal.memory_efficiency)
+    }
+
+    /// Causal flash attention forward of one layer, seconds.
+    fn attention_core(&self) -> f64 {
+        let flops = 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp;
+        flops / (self.bf16_peak.0 * self.cal.attention_efficiency)
+    }
+
+    fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
+        let up = if self.swiglu { 2.0 * ffn } else { ffn };
+        self.gemm(tokens, up / split, self.h) + self.gemm(tokens, self.h, ffn / split)
+    }
+
+    fn blocks(&self) -> Blocks {
+        let (t, h, tp) = (self.t, self.h, self.tp);
+        // Attention block: QKV, core, projection; norm + residual + dropout over h.
+        let attn_gemm =
+            self.gemm(t, (self.q + 2.0 * self.kv) / tp, h) + self.gemm(t, h, self.q / tp);
+        let core = self.attention_core();
+        // Bytes per token of norm (read h, write h), residual add (read 2h, write h) and
+        // dropout (read h, write h, a 1-byte mask): 7.5h elements of 2 bytes.
+        let ew_bytes = 15.0 * h;
+        // Rotary embedding reads and writes q and k.
+        let rotary = t * 2.0 * (self.q + self.kv) / tp * ACT_BYTES;
+        let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
+        // MLP block: GEMMs, activation; norm + residual + dropout over h.
+        // Activation-function elements (the MLP inner size per token, over all experts).
+        let (mlp_gemm, act_elems) = match &self.moe {
+            None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp),
+            Some(moe) => {
+                let router = self.gemm(t, moe.experts, h);
+                let pairs = t * moe.topk;
+                // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
+                let rows = pairs * self.ep / moe.experts;
+                let local_experts = (moe.experts / self.ep).max(1.0);
+                let experts = local_experts * self.mlp_gemms(rows, moe.ffn, self.etp);
+                let shared = if moe.shared_ffn > 0.0 {
+                    self.mlp_gemms(t, moe.shared_ffn, tp)
+                } else {
+                    0.0
+                };
+                (
+                    router + experts + shared,
+                    pairs * moe.ffn / self.etp + t * moe.shared_ffn / tp,
+                )
+            }
+        };
+        // SwiGLU reads gate and up and writes one; GeLU reads one and writes one.
+        let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * ACT_BYTES;
+        let mlp_mem = self.memory(self.t_sp * ew_bytes + act_elems * act_bytes_per_elem);
+        let attention_f = attn_gemm + core + attn_mem;
+        let mlp_f = mlp_gemm + mlp_mem;
+        let mut attention_b = 2.0 * attn_gemm
+            + self.cal.attention_backward * core
+            + self.cal.memory_backward * attn_mem;
+        let mut mlp_b = 2.0 * mlp_gemm + self.cal.memory_backward * mlp_mem;
+        match self.recompute {
+            Recompute::None => {}
+            // Megatron's selective recompute redoes the attention core (core_attention).
+            Recompute::Selective => attention_b += core,
+            Recompute::Full => {
+                attention_b += attention_f;
+                mlp_b += mlp_f;
+            }
+        }
+        Blocks {
+            attention_f,
+            attention_b,
+            mlp_f,
+            mlp_b,
+        }
+    }
+
+    /// Embedding lookup: read rows and write `[T, h]` (forward); scatter-add the gradient
+    /// into the fp32 main grad (backward).
+    fn embedding(&self) -> (f64, f64) {
+        let fwd = self.memory(self.t_sp * self.h * 2.0 * ACT_BYTES);
+        let bwd = self.memory(self.t_sp * self.h * (ACT_BYTES + 2.0 * 4.0));
+        (fwd, bwd)
+    }
+
+    /// Final norm, logits GEMM, fp32 cross entropy over the vocabulary shard.
+    fn output(&self) -> (f64, f64) {
+        let logits = self.gemm(self.t, self.vocab / self.tp, self.h);
+        let norm = self.memory(self.t_sp * self.h * 2.0 * ACT_BYTES);
+        // Read bf16 logits, write fp32 softmax, read it again for the loss.
+        let ce = self.memory(self.t * self.vocab / self.tp * (ACT_BYTES + 4.0 + 4.0));
+        let fwd = logits + norm + ce;
+        let bwd = 2.0 * logits + self.cal.memory_backward * (norm + ce);
+        (fwd, bwd)
+    }
+
+    fn optimizer_step(&self, stage: u64) -> f64 {
+        let (dense, expert) = self
+            .sc_stage_params
+            .get(stage as usize)
+            .copied()
+            .unwrap_or((0.0, 0.0));
+        let mut dense_local = dense / self.tp;
+        let mut expert_local = expert / (self.ep * self.etp);
+        if self.distributed_optimizer {
+            dense_local /= self.dp * self.cp;
+            expert_local /= self.expert_dp;
+        }
+        self.memory((dense_local + expert_local) * self.cal.optimizer_bytes_per_param)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gemm_efficiency_saturates_at_the_knee_and_has_a_floor() {
+        let c = Calibration::default();
+        assert_eq!(c.gemm(8192.0), 0.75);
+        assert_eq!(c.gemm(1024.0), 0.75);
+        assert_eq!(c.gemm(512.0), 0.375);
+        assert!((c.gemm(1.0) - 0.075).abs() < 1e-15);
+    }
+}
