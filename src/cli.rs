@@ -41,6 +41,8 @@ enum Format {
 enum Command {
     /// Parse, type-check and validate `.venus` files (fast, for CI).
     Check(CheckArgs),
+    /// Simulate a scenario and report where the time goes.
+    Sim(SimArgs),
     /// Draw the pipeline schedule: each pipeline rank's ops on a time axis.
     Schedule(ScheduleArgs),
     /// Lower a scenario and write what it compiles to (`--emit KIND`).
@@ -77,6 +79,35 @@ struct ScenarioArgs {
     /// The scenario to use when the file has several.
     #[arg(long)]
     scenario: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ReportFormat {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct SimArgs {
+    #[command(flatten)]
+    input: ScenarioArgs,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+    /// Write a Chrome/Perfetto trace of the run (open it in ui.perfetto.dev).
+    #[arg(long, value_name = "FILE.json")]
+    timeline: Option<PathBuf>,
+    /// Ranks in the timeline: `all` simulated ranks (default) or a comma-separated list.
+    #[arg(long, value_name = "all|R,R,...")]
+    timeline_ranks: Option<String>,
+    /// Simulate every rank instead of one representative per symmetry class.
+    #[arg(long)]
+    all_ranks: bool,
+    /// Training iterations to simulate (overrides the plan's `iterations`); the report is the last.
+    #[arg(long)]
+    iterations: Option<u32>,
+    /// Report `engine.wall_ms` as 0, so two runs are byte-identical.
+    #[arg(long)]
+    deterministic: bool,
 }
 
 #[derive(clap::Args)]
@@ -138,6 +169,7 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Check(args) => check(&args, color),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Sim(args) => sim(&args, color),
         Command::Schedule(args) => schedule(&args, color),
         Command::Compile(args) => compile(&args, color),
         Command::Import(args) => import(&args),
@@ -274,9 +306,15 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
 }
 
 
+/// A selected scenario and the sources its diagnostics point into.
+struct Loaded {
+    scenario: venusc::plan::Scenario,
+    files: render::SourceFiles,
+}
+
 /// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
 /// returns the exit code to use.
-fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<venusc::plan::Scenario, ExitCode> {
+fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
     let bytes = std::fs::read(&args.file).map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
     let mut session = venusc::Session::new();
     let root = session.load(&args.file, &bytes, &mut read_file);
@@ -286,12 +324,12 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<venusc::plan::Scena
     if let Err(Some(d)) = &selected {
         diagnostics.push(d.clone());
     }
+    let files = session.source_files();
     if !diagnostics.is_empty() {
-        let files = session.source_files();
         eprint!("{}", render::human(&diagnostics, &files, color));
     }
     match selected {
-        Ok(sc) if !checked.has_errors() => Ok(sc.clone()),
+        Ok(sc) if !checked.has_errors() => Ok(Loaded { scenario: sc.clone(), files }),
         _ => Err(ExitCode::from(1)),
     }
 }
@@ -303,7 +341,7 @@ fn schedule_ir(sc: &venusc::plan::Scenario) -> Result<venusc::schedule::Schedule
 
 fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
     let sc = match load_scenario(&args.input, color) {
-        Ok(sc) => sc,
+        Ok(loaded) => loaded.scenario,
         Err(code) => return code,
     };
     let ir = match schedule_ir(&sc) {
@@ -319,7 +357,7 @@ fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
 
 fn compile(args: &CompileArgs, color: bool) -> ExitCode {
     let sc = match load_scenario(&args.input, color) {
-        Ok(sc) => sc,
+        Ok(loaded) => loaded.scenario,
         Err(code) => return code,
     };
     if args.emit.writes_files() {
@@ -403,6 +441,60 @@ fn import(args: &ImportArgs) -> ExitCode {
             eprintln!("wrote `{}`", path.display());
         }
         None => print!("{}", imported.venus),
+    }
+    ExitCode::SUCCESS
+}
+
+fn parse_ranks(text: &str) -> Result<Option<Vec<u32>>, String> {
+    if text == "all" {
+        return Ok(None);
+    }
+    text.split(',')
+        .map(|r| r.trim().parse::<u32>().map_err(|_| format!("`{r}` is not a rank number (use `all` or a list like `0,8,16`)")))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn sim(args: &SimArgs, color: bool) -> ExitCode {
+    let ranks = match args.timeline_ranks.as_deref().map(parse_ranks).transpose() {
+        Ok(r) => r.flatten(),
+        Err(e) => return usage_error(e),
+    };
+    if args.iterations == Some(0) {
+        return usage_error("`--iterations` must be at least 1");
+    }
+    let (sc, files) = match load_scenario(&args.input, color) {
+        Ok(loaded) => (loaded.scenario, loaded.files),
+        Err(code) => return code,
+    };
+    let opts = venusc::simulate::SimOptions { all_ranks: args.all_ranks, iterations: args.iterations };
+    let sim = match venusc::simulate::simulate(&sc, &opts) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let report = if args.deterministic { sim.report.clone().deterministic() } else { sim.report.clone() };
+    match args.format {
+        ReportFormat::Text => print!("{}", venusc::report::text(&report)),
+        ReportFormat::Json => print!("{}", venusc::report::json(&report)),
+    }
+    if let Some(path) = &args.timeline {
+        let file = match std::fs::File::create(path) {
+            Ok(f) => f,
+            Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
+        };
+        let opts = venusc::report::perfetto::PerfettoOptions { ranks: ranks.as_deref(), layout: Some(&sim.lowered.layout) };
+        match venusc::report::perfetto::write_perfetto(file, &sim.lowered.trace, &sim.timeline, &opts) {
+            Ok(n) => eprintln!("wrote {n} slices to `{}` (open it in ui.perfetto.dev)", path.display()),
+            Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
+        }
+    }
+    let failed = venusc::report::check_expect(&sc.expect, &report);
+    if !failed.is_empty() {
+        eprint!("{}", render::human(&failed, &files, color));
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }

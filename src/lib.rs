@@ -16,6 +16,7 @@ pub mod report;
 pub mod resolve;
 pub mod schedule;
 pub mod session;
+pub mod simulate;
 pub mod syntax;
 pub mod trace;
 pub mod ty;

@@ -44,7 +44,7 @@ pub use text::text;
 use std::fmt;
 
 use crate::engine::Timeline;
-use crate::plan::layout::{Layout, LayoutSizes};
+use crate::plan::layout::Layout;
 use crate::plan::Scenario;
 use crate::trace::{Category, Node, NodeKind, Ps, Trace};
 use crate::ty::{Bytes, Flops, FlopsPerSec, Ratio, Seconds};
@@ -450,41 +450,30 @@ fn exposed(ranks: &[RankStats]) -> Vec<Exposed> {
         .collect()
 }
 
-/// The scenario's dense rank grid, for pipeline-stage and coordinate lookups.
-pub fn layout_of(sc: &Scenario) -> Option<Layout> {
-    let size = |v: u64| u32::try_from(v).ok();
-    let sizes = LayoutSizes::new(
-        size(sc.tp)?,
-        size(sc.cp)?,
-        size(sc.ep)?,
-        size(sc.dp)?,
-        size(sc.pp)?,
-    );
-    Layout::new(sizes, &[]).ok()
-}
-
 /// Mean over pipeline stages of the mean idle fraction of the stage's simulated ranks.
 fn bubble_fraction(sc: &Scenario, ranks: &[RankStats], window: Window) -> Ratio {
     let len = window.len().0;
     if len == 0 || ranks.is_empty() {
         return Ratio(0.0);
     }
-    let layout = layout_of(sc);
+    let layout = Layout::for_scenario(sc).ok();
     let stage_of = |rank: u32| match &layout {
         Some(l) if rank < l.world() => l.coords(rank).pp as usize,
         _ => 0,
     };
     let stages = ranks.iter().map(|r| stage_of(r.rank)).max().unwrap_or(0) + 1;
-    let mut idle = vec![(0.0f64, 0u32); stages];
+    // Integer sums, one division per stage: a stage's mean is the same whether one
+    // representative or every replica was simulated (`--all-ranks` agrees exactly).
+    let mut idle = vec![(0u128, 0u128); stages];
     for r in ranks {
         let slot = &mut idle[stage_of(r.rank)];
-        slot.0 += len.saturating_sub(r.compute) as f64 / len as f64;
+        slot.0 += u128::from(len.saturating_sub(r.compute));
         slot.1 += 1;
     }
     let means: Vec<f64> = idle
         .iter()
         .filter(|(_, n)| *n > 0)
-        .map(|&(sum, n)| sum / f64::from(n))
+        .map(|&(sum, n)| ((sum + n / 2) / n) as f64 / len as f64)
         .collect();
     Ratio(means.iter().sum::<f64>() / means.len().max(1) as f64)
 }

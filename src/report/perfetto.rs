@@ -23,7 +23,7 @@ use crate::trace::{Category, Label, Node, NodeKind, RankTrace, StreamId, Trace};
 pub struct PerfettoOptions<'a> {
     /// Only these ranks (simulated ones; others are skipped). `None`: every simulated rank.
     pub ranks: Option<&'a [u32]>,
-    /// The rank grid, for process names with coordinates (`report::layout_of`).
+    /// The rank grid, for process names with coordinates (`Layout::for_scenario`).
     pub layout: Option<&'a Layout>,
 }
 

@@ -643,7 +643,7 @@ fn events<'a>(v: &'a serde_json::Value, ph: &str) -> Vec<&'a serde_json::Value> 
 #[test]
 fn perfetto_has_one_complete_event_per_node_with_exact_microseconds() {
     let (sc, trace, tl) = tp_case();
-    let layout = layout_of(&sc).unwrap();
+    let layout = Layout::for_scenario(&sc).unwrap();
     let opts = PerfettoOptions {
         ranks: None,
         layout: Some(&layout),

@@ -26,10 +26,20 @@ fn venus_blocks(md: &str) -> Vec<String> {
     blocks
 }
 
+/// The codes `venusc check` reports, plus E0501 from simulating each valid scenario (as
+/// `venusc sim` does).
 fn codes_of(text: &str) -> Vec<Code> {
     let mut session = venusc::Session::new();
     let root = session.load(Path::new("example.venus"), text.as_bytes(), &mut |p: &Path| Err(format!("no such file `{}`", p.display())));
-    session.check(root).diagnostics.iter().map(|d| d.code).collect()
+    let checked = session.check(root);
+    let mut codes: Vec<Code> = checked.diagnostics.iter().map(|d| d.code).collect();
+    if !checked.has_errors() {
+        for sc in &checked.scenarios {
+            let sim = venusc::simulate::simulate(sc, &Default::default()).expect("valid scenarios simulate");
+            codes.extend(venusc::report::check_expect(&sc.expect, &sim.report).iter().map(|d| d.code));
+        }
+    }
+    codes
 }
 
 #[test]

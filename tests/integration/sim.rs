@@ -1,0 +1,106 @@
+//! End-to-end tests of `venusc sim`: VenusSim's demo figures, determinism, symmetry, `expect`
+//! checks and the Perfetto timeline.
+
+use std::process::Command;
+
+fn venusc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc")).args(args).env("NO_COLOR", "1").output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sim_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["sim", "--format", "json", "--deterministic"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = venusc(&all);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+fn phase(report: &serde_json::Value, name: &str) -> (f64, f64) {
+    let p = &report["phases"][name];
+    let round = |v: &serde_json::Value| (v.as_f64().unwrap() * 100.0).round() / 100.0;
+    (round(&p["min_ms"]), round(&p["max_ms"]))
+}
+
+#[test]
+fn venussim_demo_reports_venussims_own_compute_phases() {
+    let r = sim_json(&["examples/venussim_demo.venus"]);
+    assert_eq!(phase(&r, "forward-compute"), (227.29, 267.60));
+    assert_eq!(phase(&r, "backward-compute"), (454.58, 535.19));
+    assert_eq!(r["world_size"], 16);
+    assert_eq!(r["scenario"], "venussim_demo");
+    for field in ["iteration_time_ms", "tflops_per_gpu", "mfu", "tokens_per_second", "bubble_fraction"] {
+        assert!(r[field].as_f64().is_some_and(|v| v > 0.0), "{field}: {}", r[field]);
+    }
+    assert_eq!(r["memory"].as_array().unwrap().len(), 8);
+    for key in ["stage", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "peak_bytes"] {
+        assert!(r["memory"][0].get(key).is_some(), "memory row lacks {key}");
+    }
+    for key in ["events", "simulated_ranks", "wall_ms"] {
+        assert!(r["engine"].get(key).is_some(), "engine lacks {key}");
+    }
+}
+
+#[test]
+fn two_runs_give_byte_identical_json() {
+    let run = || venusc(&["sim", "--format", "json", "--deterministic", "examples/venussim_demo.venus"]).1;
+    assert_eq!(run(), run());
+}
+
+/// The report without the `engine` section, which counts the work the engine did.
+fn without_engine(mut v: serde_json::Value) -> serde_json::Value {
+    v.as_object_mut().unwrap().remove("engine");
+    v
+}
+
+#[test]
+fn all_ranks_and_representatives_give_identical_reports_on_symmetric_plans() {
+    for file in [
+        "examples/venussim_demo.venus",
+        "tests/fixtures/sym_tp2_cp2_64.venus",
+        "tests/fixtures/sym_moe_ep_64.venus",
+        "tests/fixtures/sym_tp8_pp4_vpp2_512.venus",
+    ] {
+        let few = sim_json(&[file]);
+        let all = sim_json(&["--all-ranks", file]);
+        assert!(few["engine"]["simulated_ranks"].as_u64() < all["engine"]["simulated_ranks"].as_u64(), "{file}");
+        assert_eq!(without_engine(few), without_engine(all), "{file}");
+    }
+}
+
+#[test]
+fn a_broken_expect_bound_fails_the_run_with_e0501() {
+    let dir = std::env::temp_dir().join(format!("venusc-expect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("expect.venus");
+    std::fs::write(
+        &file,
+        "scenario s <\n  model llama2_7b\n  cluster dgx_h100\n  plan < tp 8 micro_batch 1 global_batch 64 >\n  expect < iteration_time_max 1ms >\n>\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = venusc(&["sim", file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("error[E0501]"), "{stderr}");
+    assert!(stderr.contains("iteration_time_max"), "{stderr}");
+    assert!(stdout.contains("iteration time"), "the report is still printed: {stdout}");
+}
+
+#[test]
+fn timeline_is_a_perfetto_trace_with_a_slice_per_node() {
+    let path = std::env::temp_dir().join(format!("venusc-timeline-{}.json", std::process::id()));
+    let (code, _, stderr) = venusc(&["sim", "--timeline", path.to_str().unwrap(), "examples/venussim_demo.venus"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    let events = v["traceEvents"].as_array().unwrap();
+    let slices = events.iter().filter(|e| e["ph"] == "X").count();
+    let processes = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "process_name").count();
+    assert_eq!(processes, 8, "one process per simulated rank");
+    assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "F0.0"), "forward slices are named as in the schedule");
+    assert!(slices > 1000, "{slices}");
+}
