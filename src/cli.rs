@@ -108,6 +108,10 @@ struct SimArgs {
     /// Report `engine.wall_ms` as 0, so two runs are byte-identical.
     #[arg(long)]
     deterministic: bool,
+    /// Run a directory of VenusSim simplified or template traces (ours or VenusSim's) on the
+    /// engine instead of lowering the scenario; FILE still gives the cluster, GPU and `mfu`.
+    #[arg(long, value_name = "DIR")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -468,7 +472,11 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         Err(code) => return code,
     };
     let opts = venusc::simulate::SimOptions { all_ranks: args.all_ranks, iterations: args.iterations };
-    let sim = match venusc::simulate::simulate(&sc, &opts) {
+    let result = match &args.trace {
+        Some(dir) => simulate_trace_dir(&sc, dir),
+        None => venusc::simulate::simulate(&sc, &opts).map(SimRun::from).map_err(|e| e.to_string()),
+    };
+    let sim = match result {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -485,8 +493,8 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             Ok(f) => f,
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         };
-        let opts = venusc::report::perfetto::PerfettoOptions { ranks: ranks.as_deref(), layout: Some(&sim.lowered.layout) };
-        match venusc::report::perfetto::write_perfetto(file, &sim.lowered.trace, &sim.timeline, &opts) {
+        let opts = venusc::report::perfetto::PerfettoOptions { ranks: ranks.as_deref(), layout: Some(&sim.layout) };
+        match venusc::report::perfetto::write_perfetto(file, &sim.trace, &sim.timeline, &opts) {
             Ok(n) => eprintln!("wrote {n} slices to `{}` (open it in ui.perfetto.dev)", path.display()),
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         }
@@ -497,4 +505,40 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// What `sim` reports on and exports, from either source of a trace.
+struct SimRun {
+    report: venusc::report::Report,
+    trace: venusc::trace::Trace,
+    timeline: venusc::engine::Timeline,
+    layout: venusc::plan::layout::Layout,
+}
+
+impl From<venusc::simulate::Simulation> for SimRun {
+    fn from(s: venusc::simulate::Simulation) -> SimRun {
+        SimRun { report: s.report, trace: s.lowered.trace, timeline: s.timeline, layout: s.lowered.layout }
+    }
+}
+
+/// `sim --trace DIR`: reads the directory's trace files and runs them on `sc`'s cluster.
+fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, String> {
+    let started = std::time::Instant::now();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read directory `{}`: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut read = |name: &str| std::fs::read(dir.join(name));
+    let mfu = sc.plan.mfu.as_ref().map_or(venusc::ty::Ratio(1.0), |m| m.value);
+    let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak.value, mfu).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let network = venusc::engine::Network::from_cluster(&sc.cluster).map_err(|e| e.to_string())?;
+    let timeline = venusc::engine::simulate(&trace, &network, &Default::default()).map_err(|e| format!("simulation failed: {e}"))?;
+    let layout = venusc::plan::layout::Layout::for_scenario(sc).map_err(|e| e.to_string())?;
+    let window = venusc::report::Window::whole(&timeline);
+    let wall = venusc::ty::Seconds(started.elapsed().as_secs_f64());
+    let report = venusc::report::Report::new(sc, &trace, &timeline, window, wall);
+    Ok(SimRun { report, trace, timeline, layout })
 }
