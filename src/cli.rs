@@ -4,12 +4,14 @@
 //! Exit status (DIAGNOSTICS.md): 0 no errors, 1 errors in the input, 2 usage error or an
 //! unreadable file.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use venusc::diag::Code;
+use venusc::diag::render;
+use venusc::diag::{Code, Diagnostic};
 
 #[derive(Parser)]
 #[command(name = "venusc", version, about = "Compile and simulate Megatron-LM-style training runs", long_about = None)]
@@ -28,8 +30,24 @@ enum ColorChoice {
     Never,
 }
 
+<<<<<<< HEAD
+=======
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+>>>>>>> main
 #[derive(Subcommand)]
 enum Command {
+    /// Parse, type-check and validate `.venus` files (fast, for CI).
+    Check(CheckArgs),
+    /// Draw the pipeline schedule: each pipeline rank's ops on a time axis.
+    Schedule(ScheduleArgs),
+    /// Lower a scenario and write what it compiles to (`--emit KIND`).
+    Compile(CompileArgs),
     /// Print the long explanation of a diagnostic code, with a wrong and a right example.
     Explain {
         /// A code such as `E0301`; without one, lists every code.
@@ -37,11 +55,65 @@ enum Command {
     },
 }
 
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Files or directories (searched recursively for `*.venus`).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Exit 1 when there are warnings.
+    #[arg(long)]
+    deny_warnings: bool,
+    /// Print the per-stage memory table of every valid scenario.
+    #[arg(long)]
+    memory: bool,
+}
+
+/// Selects one scenario of one file.
+#[derive(clap::Args)]
+struct ScenarioArgs {
+    /// The `.venus` file.
+    file: PathBuf,
+    /// The scenario to use when the file has several.
+    #[arg(long)]
+    scenario: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct ScheduleArgs {
+    #[command(flatten)]
+    input: ScenarioArgs,
+    /// Width of the picture in columns.
+    #[arg(long, default_value_t = 160)]
+    width: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// Megatron's per-pipeline-rank op order, one line per rank.
+    Schedule,
+    /// Rank layout and process groups as JSON.
+    Groups,
+}
+
+#[derive(clap::Args)]
+struct CompileArgs {
+    #[command(flatten)]
+    input: ScenarioArgs,
+    /// What to write.
+    #[arg(long, value_enum)]
+    emit: Emit,
+}
+
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let _color = use_color(cli.color);
+    let color = use_color(cli.color);
     match cli.command {
+        Command::Check(args) => check(&args, color),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Schedule(args) => schedule(&args, color),
+        Command::Compile(args) => compile(&args, color),
     }
 }
 
@@ -86,3 +158,161 @@ fn explain(code: Option<&str>) -> ExitCode {
         }
     }
 }
+<<<<<<< HEAD
+=======
+
+/// Expands directories into their `.venus` files (sorted, for deterministic output).
+fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            collect_venus_files(p, &mut found).map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn collect_venus_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_venus_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "venus") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn check(args: &CheckArgs, color: bool) -> ExitCode {
+    let roots = match expand_paths(&args.paths) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let mut session = venusc::Session::new();
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut memory_tables = String::new();
+    for root in &roots {
+        let bytes = match std::fs::read(root) {
+            Ok(b) => b,
+            Err(e) => return usage_error(format!("cannot read `{}`: {e}", root.display())),
+        };
+        let id = session.load(root, &bytes, &mut read_file);
+        let result = session.check(id);
+        diagnostics.extend(result.diagnostics.iter().cloned());
+        if args.memory {
+            for s in &result.scenarios {
+                memory_tables.push_str(&format!("scenario `{}` ({})\n", s.name, root.display()));
+                memory_tables.push_str(&venusc::plan::memory_table(s));
+                memory_tables.push('\n');
+            }
+        }
+    }
+    // A file used by several roots reports its problems once.
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|d| seen.insert(d.clone()));
+    let files = session.source_files();
+    let out = match args.format {
+        Format::Human => {
+            let mut s = render::human(&diagnostics, &files, color);
+            let (e, w) = render::counts(&diagnostics);
+            if e + w > 0 {
+                s.push_str(&summary_line(e, w));
+            }
+            s
+        }
+        Format::Json => render::json(&diagnostics, &files, roots.len()),
+        Format::Github => render::github(&diagnostics, &files),
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(memory_tables.as_bytes());
+    let _ = stdout.write_all(out.as_bytes());
+    exit_for(&diagnostics, args.deny_warnings)
+}
+
+fn summary_line(errors: usize, warnings: usize) -> String {
+    let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
+    format!("{}, {} emitted\n", plural(errors, "error"), plural(warnings, "warning"))
+}
+
+fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
+    let (errors, warnings) = render::counts(diagnostics);
+    if errors > 0 || (deny_warnings && warnings > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// How the session reads a `use`d file.
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| e.to_string())
+}
+
+
+/// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
+/// returns the exit code to use.
+fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<venusc::plan::Scenario, ExitCode> {
+    let bytes = std::fs::read(&args.file).map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
+    let mut session = venusc::Session::new();
+    let root = session.load(&args.file, &bytes, &mut read_file);
+    let checked = session.check(root);
+    let mut diagnostics = checked.diagnostics.clone();
+    let selected = checked.select(args.scenario.as_deref());
+    if let Err(Some(d)) = &selected {
+        diagnostics.push(d.clone());
+    }
+    if !diagnostics.is_empty() {
+        let files = session.source_files();
+        eprint!("{}", render::human(&diagnostics, &files, color));
+    }
+    match selected {
+        Ok(sc) if !checked.has_errors() => Ok(sc.clone()),
+        _ => Err(ExitCode::from(1)),
+    }
+}
+
+fn schedule_ir(sc: &venusc::plan::Scenario) -> Result<venusc::schedule::ScheduleIr, ExitCode> {
+    venusc::schedule::ScheduleIr::build(venusc::schedule::PipelineShape::for_scenario(sc))
+        .map_err(|e| usage_error(format!("cannot build the schedule of `{}`: {e}", sc.name)))
+}
+
+fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
+    let sc = match load_scenario(&args.input, color) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    let ir = match schedule_ir(&sc) {
+        Ok(ir) => ir,
+        Err(code) => return code,
+    };
+    // Relative times as in the Megatron papers: a backward takes twice a forward.
+    let cost = venusc::schedule::OpCost { forward: 1, backward: 2 };
+    let paint = color && std::io::stdout().is_terminal();
+    print!("{}", venusc::schedule::picture(&ir, cost, args.width, paint));
+    ExitCode::SUCCESS
+}
+
+fn compile(args: &CompileArgs, color: bool) -> ExitCode {
+    let sc = match load_scenario(&args.input, color) {
+        Ok(sc) => sc,
+        Err(code) => return code,
+    };
+    match args.emit {
+        Emit::Schedule => match schedule_ir(&sc) {
+            Ok(ir) => print!("{}", venusc::schedule::emit_text(&ir)),
+            Err(code) => return code,
+        },
+        Emit::Groups => match venusc::plan::layout::Layout::for_scenario(&sc) {
+            Ok(layout) => println!("{}", serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()),
+            Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
+        },
+    }
+    ExitCode::SUCCESS
+}
+>>>>>>> main

@@ -7,11 +7,14 @@
 //! is the only place that does I/O. See `ARCHITECTURE.md`.
 
 pub mod cost;
+pub mod db;
 pub mod diag;
 pub mod engine;
 pub mod plan;
 pub mod resolve;
 pub mod schedule;
+pub mod session;
 pub mod syntax;
 pub mod trace;
 pub mod ty;
+pub use session::Session;

@@ -97,6 +97,21 @@ pub struct PipelineShape {
 }
 
 impl PipelineShape {
+    /// The pipeline of a validated scenario: its schedule, sizes and overlap flags. Counts
+    /// were bounded by validation (`plan::MAX_WORLD`), so they fit `u32`.
+    pub fn for_scenario(sc: &crate::plan::Scenario) -> PipelineShape {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
+        let mut shape = PipelineShape::new(Kind::select(pp, vpp, sc.schedule), pp, vpp, narrow(sc.microbatches));
+        shape.overlap_p2p = sc.flags.overlap_p2p;
+        shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
+        shape.overlap_param_gather = sc.flags.overlap_param_gather;
+        shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
+        shape.delay_param_gather = sc.flags.delay_param_gather;
+        shape.tied_embeddings = !sc.model.untied_embeddings();
+        shape
+    }
+
     /// A shape with every flag at its `.venus` default (off, tied embeddings) and N = pp.
     pub fn new(kind: Kind, pp: u32, vpp: u32, microbatches: u32) -> PipelineShape {
         PipelineShape {

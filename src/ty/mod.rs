@@ -6,7 +6,9 @@
 //! Invariant: every value keeps the [`Loc`] of the item that wrote it (in the base's file when
 //! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
 
+pub mod check;
 pub mod units;
+pub mod value;
 
 use crate::diag::Loc;
 pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};

@@ -1,0 +1,175 @@
+// Consistency tests for the editor integrations, run with `node --test editors/test/`.
+//
+// The key table lives in `src/syntax/schema.rs`; the TextMate grammar, the Vim syntax and the
+// tree-sitter grammar each carry their own copy of its keys and enum words (editors cannot
+// read Rust). These tests read the schema and fail when a copy drifts from it, and check the
+// VS Code and Helix manifests that editors load without running anything.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const editors = path.join(__dirname, '..');
+const root = path.join(editors, '..');
+const read = (...p) => fs.readFileSync(path.join(...p), 'utf8');
+
+/** Keys per block (`MODEL` → ['hidden', ...]) and their first argument type, from schema.rs. */
+function schemaKeys() {
+  const src = read(root, 'src', 'syntax', 'schema.rs');
+  const blocks = {};
+  const blockRe = /pub const (\w+)_KEYS: &\[KeySig\] = &\[([\s\S]*?)\n\];/g;
+  for (const [, block, body] of src.matchAll(blockRe)) {
+    const keys = [];
+    const callRe = /\b(?:req|key|flag)\(\s*"([a-z0-9_]+)",\s*(?:&\[\s*(\w+))?/g;
+    for (const [, name, firstArg] of body.matchAll(callRe)) keys.push({ name, firstArg });
+    const litRe = /KeySig \{\s*key: "([a-z0-9_]+)",\s*args: &\[\s*(\w+)/g;
+    for (const [, name, firstArg] of body.matchAll(litRe)) keys.push({ name, firstArg });
+    blocks[block] = keys;
+  }
+  return blocks;
+}
+
+/** Every enum word of schema.rs (TOPOLOGIES, SCHEDULES, RECOMPUTE, PRECISIONS, FLAG_WORDS). */
+function schemaEnumWords() {
+  const src = read(root, 'src', 'syntax', 'schema.rs');
+  const words = [];
+  for (const [, list] of src.matchAll(/pub const [A-Z_]+: &\[&str\] = &\[([^\]]*)\];/g)) {
+    for (const [, w] of list.matchAll(/"([^"]+)"/g)) words.push(w);
+  }
+  return words;
+}
+
+const sorted = (xs) => [...new Set(xs)].sort();
+const allKeys = () => sorted(Object.values(schemaKeys()).flat().map((k) => k.name));
+
+/** The words of the alternation in a TextMate `match` like `(?<!..)(a|b|c)(?!..)`. */
+function alternation(match) {
+  const m = /\)\(([a-z0-9_|]+)\)\(/.exec(match);
+  assert.ok(m, `no word alternation in ${match}`);
+  return m[1].split('|');
+}
+
+/** The words of every `syn keyword GROUP ...` line of the Vim syntax. */
+function vimKeywords(group) {
+  const src = read(editors, 'vim', 'syntax', 'venus.vim');
+  const words = [];
+  for (const line of src.split('\n')) {
+    const m = new RegExp(`^syn keyword ${group}\\b(.*)$`).exec(line);
+    if (m) words.push(...m[1].trim().split(/\s+/).filter((w) => w !== 'contained'));
+  }
+  return words;
+}
+
+/** A `const NAME = [ 'a', 'b' ];` list of grammar.js. */
+function grammarList(name) {
+  const src = read(editors, 'tree-sitter-venus', 'grammar.js');
+  const m = new RegExp(`const ${name} = \\[([^\\]]*)\\];`).exec(src);
+  assert.ok(m, `grammar.js has no ${name}`);
+  return [...m[1].matchAll(/'([^']+)'/g)].map((x) => x[1]);
+}
+
+const tmGrammar = () => JSON.parse(read(editors, 'vscode', 'syntaxes', 'venus.tmLanguage.json'));
+
+test('schema parsing finds every block kind and the keys the spec names', () => {
+  const blocks = schemaKeys();
+  assert.deepEqual(Object.keys(blocks).sort(), [
+    'CLUSTER', 'EXPECT', 'GPU', 'MEASURED', 'MODEL', 'PLAN', 'SCENARIO',
+  ]);
+  const names = (b) => blocks[b].map((k) => k.name);
+  assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
+  assert.deepEqual(sorted(names('CLUSTER')), ['dim', 'gpu', 'nodes']);
+  assert.ok(names('MODEL').includes('kv_groups'));
+  assert.ok(names('PLAN').includes('overlap_param_gather'));
+  assert.deepEqual(sorted(schemaEnumWords()), sorted([
+    'fc', 'ring', 'switch', 'gpipe', '1f1b', 'interleaved', 'none', 'selective', 'full',
+    'bf16', 'fp8', 'on', 'off',
+  ]));
+});
+
+test('textmate grammar lists exactly the keys of the key table', () => {
+  assert.deepEqual(sorted(alternation(tmGrammar().repository.key.match)), allKeys());
+});
+
+test('textmate grammar lists exactly the enum words of the key table', () => {
+  assert.deepEqual(sorted(alternation(tmGrammar().repository.constant.match)), sorted(schemaEnumWords()));
+});
+
+test('vim syntax lists exactly the keys and enum words of the key table', () => {
+  assert.deepEqual(sorted(vimKeywords('venusKey')), allKeys());
+  // `1f1b` is a `syn match` (a keyword cannot start with a digit in 'iskeyword' terms).
+  const vimConstants = [...vimKeywords('venusConstant'), '1f1b'];
+  assert.match(read(editors, 'vim', 'syntax', 'venus.vim'), /syn match venusConstant contained \/\\<1f1b\\>\//);
+  assert.deepEqual(sorted(vimConstants), sorted(schemaEnumWords()));
+});
+
+test('tree-sitter grammar enum words and name-taking keys follow the key table', () => {
+  assert.deepEqual(sorted(grammarList('ENUM_WORDS')), sorted(schemaEnumWords()));
+  // Keys whose first argument is a name: a reference (Ref) or a new name (NewName).
+  const nameKeys = Object.values(schemaKeys()).flat()
+    .filter((k) => k.firstArg === 'Ref' || k.firstArg === 'NewName')
+    .map((k) => k.name);
+  assert.deepEqual(sorted(nameKeys), ['cluster', 'dim', 'gpu', 'model', 'plan']);
+  assert.deepEqual(sorted(grammarList('NAME_KEYS')), sorted(nameKeys));
+  assert.deepEqual(sorted(grammarList('DEF_KINDS')), ['cluster', 'gpu', 'model', 'plan', 'scenario']);
+});
+
+test('vscode manifest contributes the venus language, its grammar and configuration', () => {
+  const pkg = JSON.parse(read(editors, 'vscode', 'package.json'));
+  const [lang] = pkg.contributes.languages;
+  assert.equal(lang.id, 'venus');
+  assert.deepEqual(lang.extensions, ['.venus']);
+  const [grammar] = pkg.contributes.grammars;
+  assert.equal(grammar.language, 'venus');
+  assert.equal(grammar.scopeName, tmGrammar().scopeName);
+  assert.ok(fs.existsSync(path.join(editors, 'vscode', grammar.path)));
+  assert.ok(fs.existsSync(path.join(editors, 'vscode', lang.configuration)));
+  assert.ok(fs.existsSync(path.join(editors, 'vscode', pkg.main)));
+  assert.ok(pkg.dependencies['vscode-languageclient']);
+  assert.deepEqual(Object.keys(pkg.contributes.configuration.properties).sort(), [
+    'venus.server.enable', 'venus.server.extraArgs', 'venus.server.path',
+  ]);
+});
+
+test('language configuration: hash comments, angle and square brackets, quotes auto-close', () => {
+  const conf = JSON.parse(read(editors, 'vscode', 'language-configuration.json'));
+  assert.equal(conf.comments.lineComment, '#');
+  assert.deepEqual(conf.brackets, [['<', '>'], ['[', ']']]);
+  const pairs = conf.autoClosingPairs.map((p) => p.open + p.close);
+  assert.deepEqual(pairs, ['<>', '[]', '""']);
+});
+
+test('the client starts `venusc lsp`, honouring the path and extra-argument settings', () => {
+  const { serverCommand } = require('../vscode/server');
+  const settings = (values) => (key, fallback) => (key in values ? values[key] : fallback);
+  assert.deepEqual(serverCommand(settings({})), { command: 'venusc', args: ['lsp'] });
+  assert.deepEqual(
+    serverCommand(settings({ 'server.path': ' /opt/venusc ', 'server.extraArgs': ['--log', 3] })),
+    { command: '/opt/venusc', args: ['lsp', '--log'] },
+  );
+  assert.deepEqual(serverCommand(settings({ 'server.path': '  ' })), { command: 'venusc', args: ['lsp'] });
+});
+
+test('helix config runs `venusc lsp` for venus files and names the grammar', () => {
+  const toml = read(editors, 'helix', 'languages.toml');
+  assert.match(toml, /^\[\[language\]\]\nname = "venus"$/m);
+  assert.match(toml, /^file-types = \["venus"\]$/m);
+  assert.match(toml, /^language-servers = \["venusc"\]$/m);
+  assert.match(toml, /^\[language-server\.venusc\]\ncommand = "venusc"\nargs = \["lsp"\]$/m);
+  assert.match(toml, /^\[\[grammar\]\]\nname = "venus"$/m);
+});
+
+test('helix highlight queries have the same patterns as the tree-sitter ones', () => {
+  // Only the capture names differ (Helix's scopes vs the tree-sitter CLI's / Neovim's).
+  const shape = (text) => text
+    .split('\n').filter((l) => !l.trim().startsWith(';')).join('\n')
+    .replace(/@[\w.]+/g, '@_')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const main = read(editors, 'tree-sitter-venus', 'queries', 'highlights.scm');
+  const helix = read(editors, 'helix', 'queries', 'venus', 'highlights.scm');
+  assert.equal(shape(helix), shape(main));
+  assert.match(helix, /\(number\) @constant\.numeric/);
+  assert.match(helix, /key: \(key\) @variable\.other\.member/);
+});

@@ -1,0 +1,109 @@
+/**
+ * @file Tree-sitter grammar for `.venus` scenario files (venusc).
+ * @license MIT
+ *
+ * The language is specified in LANGUAGE.md of the spec; the key table is `src/syntax/schema.rs`.
+ *
+ * How this grammar relates to venusc's own parser: venusc groups items with the key table
+ * (a key takes as many arguments as its signature has). A tree-sitter grammar cannot look keys
+ * up, so items are flat: a key followed by values. To still tell `heads 16 kv_groups 4` apart
+ * as two items, a bare name is a value only where the language puts one:
+ *   - right after the keys that take a name first (`gpu`, `model`, `cluster`, `plan`: a
+ *     reference; `dim`: the new dim's name);
+ *   - the enum words of the key table (`fc ring switch`, `gpipe 1f1b interleaved`,
+ *     `none selective full`, `bf16 fp8`, flag words `on off`) are `constant` tokens, which
+ *     tree-sitter only recognises where a value may stand, so they never end an item;
+ *   - inside lists, where no key can appear.
+ * Every other name starts the next item, as in venusc.
+ *
+ * Quantities: the unit must follow the number directly (`450GB/s`), so it is an immediate
+ * token. Like venusc's lexer, any run of `[A-Za-z0-9_/%]` is accepted as a unit here; whether
+ * it is a known unit is a type error for venusc, not a syntax error.
+ */
+
+/// <reference types="tree-sitter-cli/dsl" />
+// @ts-check
+
+const DEF_KINDS = ['model', 'gpu', 'cluster', 'plan', 'scenario'];
+
+// Keys whose first argument is a name: references to a definition, and `dim NAME`.
+const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim'];
+
+// Enum words of `src/syntax/schema.rs`: TOPOLOGIES, SCHEDULES, RECOMPUTE, PRECISIONS,
+// FLAG_WORDS.
+const ENUM_WORDS = [
+  'fc', 'ring', 'switch',
+  'gpipe', '1f1b', 'interleaved',
+  'none', 'selective', 'full',
+  'bf16', 'fp8',
+  'on', 'off',
+];
+
+module.exports = grammar({
+  name: 'venus',
+
+  extras: $ => [/\s|\uFEFF/, $.comment],
+
+  word: $ => $.name,
+
+  rules: {
+    source_file: $ => repeat(choice($.use_declaration, $.definition, ';')),
+
+    // use "relative/path.venus"
+    use_declaration: $ => seq('use', field('path', $.string)),
+
+    // model NAME [: BASE] < items >    (cluster and plan may be unnamed)
+    definition: $ => seq(
+      field('kind', choice(...DEF_KINDS)),
+      optional(field('name', $.name)),
+      optional(seq(':', field('base', $.name))),
+      field('body', $.block),
+    ),
+
+    block: $ => seq('<', repeat(choice($.item, ';')), '>'),
+
+    item: $ => choice(
+      // `gpu h100_sxm`, `plan < pp 4 >`, `dim nvlink fc 8 450GB/s 1us`. Shift the name
+      // rather than end the item: after these keys a name is their argument.
+      prec.right(seq(
+        field('key', choice(...NAME_KEYS.map(k => alias(k, $.key)))),
+        optional(field('value', $.name)),
+        repeat(field('value', $._value)),
+      )),
+      // `hidden 4096`, `swiglu`, `sp on`, `recompute full`, `expect < ... >`
+      seq(
+        field('key', alias($.name, $.key)),
+        repeat(field('value', $._value)),
+      ),
+    ),
+
+    _value: $ => choice(
+      $.number,
+      $.quantity,
+      $.constant,
+      $.string,
+      $.list,
+      $.block,
+    ),
+
+    // [1 2 4 8], [on off], [h100_sxm b200]
+    list: $ => seq('[', repeat(choice($._value, $.name)), ']'),
+
+    constant: _ => choice(...ENUM_WORDS),
+
+    // 450GB/s, 80GiB, 1us, 989.4TFLOP/s, 55%
+    quantity: $ => seq(field('number', $.number), field('unit', $.unit)),
+
+    unit: _ => token.immediate(prec(1, /[A-Za-z%][A-Za-z0-9_\/%]*/)),
+
+    // 4096, 4_096, 0.55, 1e-3
+    number: _ => token(/[0-9][0-9_]*(\.[0-9][0-9_]*)?([eE][+-]?[0-9][0-9_]*)?/),
+
+    name: _ => /[A-Za-z_][A-Za-z0-9_]*/,
+
+    // One line; `\"` and `\\` are the escapes.
+    string: _ => token(seq('"', repeat(choice(/[^"\\\r\n]/, /\\[^\r\n]/)), '"')),
+
+    comment: _ => token(seq('#', /[^\r\n]*/)),
+  },
+});

@@ -1,0 +1,2 @@
+" .venus scenario files for venusc.
+autocmd BufRead,BufNewFile *.venus setfiletype venus

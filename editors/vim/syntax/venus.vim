@@ -1,0 +1,78 @@
+" Vim syntax file
+" Language: Venus (.venus scenario files for venusc)
+" The key lists follow src/syntax/schema.rs (checked by editors/test/check-keys.js).
+
+if exists('b:current_syntax')
+  finish
+endif
+
+let s:cpo_save = &cpo
+set cpo&vim
+
+syn case match
+syn sync minlines=200
+
+" Top-level declarations; `model gpu cluster plan` are keys inside a block (scenario, cluster).
+syn keyword venusUse use
+syn match venusDefinition /^\s*\zs\%(model\|gpu\|cluster\|plan\|scenario\)\>/ nextgroup=venusDefName,venusColon skipwhite skipnl
+syn match venusDefName /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained nextgroup=venusColon skipwhite skipnl
+syn match venusColon /:/ contained nextgroup=venusBase skipwhite skipnl
+syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
+
+" Keys of every block kind.
+syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
+syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
+syn keyword venusKey contained peak memory mem_bw fp8_peak
+syn keyword venusKey contained gpu dim nodes
+syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
+syn keyword venusKey contained micro_batch global_batch schedule sp recompute
+syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
+syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p bucket_size mfu
+syn keyword venusKey contained measured precision iterations
+syn keyword venusKey contained model cluster plan expect
+syn keyword venusKey contained first middle last
+syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
+
+" Enum words: topologies, schedules, recompute, precision, flag words.
+syn keyword venusConstant contained fc ring switch gpipe interleaved none selective full bf16 fp8 on off
+
+" Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
+syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained
+syn match venusQuantity /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\%([eE][+-]\=\d\)\@!\ze[A-Za-z%]/ contained nextgroup=venusUnit,venusBadUnit
+syn match venusBadUnit /[A-Za-z%][A-Za-z0-9_\/%]*/ contained
+" After venusQuantity: the later match wins, so `1f1b` is a word, not 1 with unit `f1b`.
+syn match venusConstant contained /\<1f1b\>/
+syn match venusUnit /\%([KMGT]\%(iB\|B\/s\|b\/s\|B\)\|[GTP]\=FLOP\/s\|B\/s\|b\/s\|B\|[num]\=s\|%\)\ze\%([^A-Za-z0-9_\/%]\|$\)/ contained
+
+syn region venusString start=/"/ skip=/\\\\\|\\"/ end=/"\|$/ contains=venusEscape oneline
+syn match venusEscape /\\["\\]/ contained
+
+syn match venusComment /#.*$/ contains=venusTodo,@Spell
+syn keyword venusTodo contained TODO FIXME XXX NOTE
+
+syn region venusBlock matchgroup=venusBracket start=/</ end=/>/ contains=venusBlock,venusList,venusKey,venusConstant,venusQuantity,venusNumber,venusString,venusComment,venusSemi fold
+syn region venusList matchgroup=venusBracket start=/\[/ end=/\]/ contained contains=venusList,venusBlock,venusConstant,venusQuantity,venusNumber,venusString,venusComment
+syn match venusSemi /;/
+
+hi def link venusUse Include
+hi def link venusDefinition Keyword
+hi def link venusDefName Type
+hi def link venusColon Delimiter
+hi def link venusBase Type
+hi def link venusKey Identifier
+hi def link venusConstant Constant
+hi def link venusNumber Number
+hi def link venusQuantity Number
+hi def link venusUnit Special
+hi def link venusBadUnit Error
+hi def link venusString String
+hi def link venusEscape SpecialChar
+hi def link venusComment Comment
+hi def link venusTodo Todo
+hi def link venusBracket Delimiter
+hi def link venusSemi Delimiter
+
+let b:current_syntax = 'venus'
+
+let &cpo = s:cpo_save
+unlet s:cpo_save

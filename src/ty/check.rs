@@ -1,0 +1,938 @@
+//! Type checking: merged definitions → typed [`Model`], [`Gpu`], [`Cluster`], [`Plan`] and
+//! [`ScenarioDef`].
+//!
+//! Input: a [`Resolver`] over one program. Output: the typed scenarios of the root file; the
+//! diagnostics (E0101–E0103, E0201–E0204, W0002, and the resolver's own) go to the resolver.
+//! Invariants: a definition is checked once however many scenarios use it; a scenario is
+//! produced only when everything it uses checked without error; every typed value keeps the
+//! [`Loc`] of the value that wrote it (the item, for flags).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
+use super::{
+    Cluster, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
+    ScheduleKind, Spanned, Topology,
+};
+use crate::diag::{suggest, Code, Diagnostic, Loc};
+use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
+use crate::syntax::ast::{DefKind, ValueKind};
+use crate::syntax::schema::{self, ArgType, BlockKind, KeySig};
+
+/// Resolves and type-checks the root's scenarios. Diagnostics are left in the resolver.
+pub fn check_program(res: &Resolver) -> Vec<ScenarioDef> {
+    res.resolve_all_names();
+    let mut checker = Checker::new(res);
+    let mut out = Vec::new();
+    for source in res.scenarios() {
+        if let Some(s) = checker.scenario(&source) {
+            out.push(s);
+        }
+    }
+    res.report_unused();
+    out
+}
+
+/// What a `Ref` argument points at.
+#[derive(Clone, Debug)]
+enum Target {
+    Def(DefId),
+    Inline(Arc<MergedDef>),
+}
+
+/// A typed argument with its location.
+#[derive(Clone, Debug)]
+enum Checked {
+    Arg(Arg),
+    Flag(bool),
+    Ref(Target),
+    Nested(Box<Fields>),
+}
+
+/// One item whose arguments all type-checked.
+#[derive(Clone, Debug)]
+struct Item {
+    key: &'static str,
+    loc: Loc,
+    args: Vec<(Checked, Loc)>,
+}
+
+/// The valid items of one block, in order; `ok` is false when any item had an error.
+#[derive(Clone, Debug)]
+struct Fields {
+    items: Vec<Item>,
+    ok: bool,
+}
+
+impl Fields {
+    fn first(&self, key: &str) -> Option<&Item> {
+        self.items.iter().find(|i| i.key == key)
+    }
+    fn arg(&self, key: &str) -> Option<(&Checked, Loc)> {
+        self.first(key)
+            .and_then(|i| i.args.first())
+            .map(|(c, l)| (c, *l))
+    }
+    fn count(&self, key: &str) -> Option<Spanned<u64>> {
+        match self.arg(key)? {
+            (Checked::Arg(Arg::Count(c)), loc) => Some(Spanned::new(*c, loc)),
+            _ => None,
+        }
+    }
+    fn flag(&self, key: &str) -> Option<Spanned<bool>> {
+        let item = self.first(key)?;
+        match item.args.first() {
+            Some((Checked::Flag(b), _)) => Some(Spanned::new(*b, item.loc)),
+            _ => None,
+        }
+    }
+    fn word(&self, key: &str) -> Option<Spanned<&'static str>> {
+        match self.arg(key)? {
+            (Checked::Arg(Arg::Word(w)), loc) => Some(Spanned::new(*w, loc)),
+            _ => None,
+        }
+    }
+    fn get<T>(&self, key: &str, f: impl Fn(&Arg) -> Option<T>) -> Option<Spanned<T>> {
+        match self.arg(key)? {
+            (Checked::Arg(a), loc) => f(a).map(|v| Spanned::new(v, loc)),
+            _ => None,
+        }
+    }
+}
+
+fn bytes(a: &Arg) -> Option<super::Bytes> {
+    if let Arg::Bytes(b) = a {
+        Some(*b)
+    } else {
+        None
+    }
+}
+fn bandwidth(a: &Arg) -> Option<super::BytesPerSec> {
+    if let Arg::Bandwidth(b) = a {
+        Some(*b)
+    } else {
+        None
+    }
+}
+fn time(a: &Arg) -> Option<super::Seconds> {
+    if let Arg::Time(t) = a {
+        Some(*t)
+    } else {
+        None
+    }
+}
+fn rate(a: &Arg) -> Option<super::FlopsPerSec> {
+    if let Arg::Rate(r) = a {
+        Some(*r)
+    } else {
+        None
+    }
+}
+fn ratio(a: &Arg) -> Option<super::Ratio> {
+    if let Arg::Ratio(r) = a {
+        Some(*r)
+    } else {
+        None
+    }
+}
+
+/// `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]`
+pub fn signature(sig: &KeySig) -> String {
+    if sig.is_flag() {
+        return format!("`{0}` or `{0} on|off`", sig.key);
+    }
+    let mut parts = vec![sig.key.to_string()];
+    for (i, a) in sig.args.iter().enumerate() {
+        let p = placeholder(*a);
+        parts.push(if i >= sig.min_args() {
+            format!("[{p}]")
+        } else {
+            p
+        });
+    }
+    format!("`{}`", parts.join(" "))
+}
+
+fn placeholder(a: ArgType) -> String {
+    match a {
+        ArgType::Count => "COUNT".into(),
+        ArgType::Bytes => "BYTES".into(),
+        ArgType::Bandwidth => "BANDWIDTH".into(),
+        ArgType::Time => "TIME".into(),
+        ArgType::Rate | ArgType::RateOrTflops => "RATE".into(),
+        ArgType::Ratio => "RATIO".into(),
+        ArgType::Ref(k) => k.keyword().to_uppercase(),
+        ArgType::NewName => "NAME".into(),
+        ArgType::Enum(w) => w.join("|"),
+        ArgType::Nested(_) => "< ... >".into(),
+    }
+}
+
+/// A plausible value for `key`, for helps: `hidden 4096`, `memory 80GiB`.
+pub fn example(sig: &KeySig) -> String {
+    let specific = match sig.key {
+        "hidden" => Some("4096"),
+        "layers" => Some("32"),
+        "heads" => Some("32"),
+        "vocab" => Some("32000"),
+        "seq" => Some("4096"),
+        "peak" => Some("989TFLOP/s"),
+        "memory" => Some("80GiB"),
+        "mem_bw" => Some("3350GB/s"),
+        "gpu" => Some("h100_sxm"),
+        "dim" => Some("nvlink fc 8 450GB/s 1000ns"),
+        "micro_batch" => Some("1"),
+        "global_batch" => Some("512"),
+        "model" => Some("llama2_7b"),
+        "cluster" => Some("dgx_h100"),
+        "plan" => Some("< micro_batch 1 global_batch 512 >"),
+        "first" | "middle" | "last" => Some("12ms"),
+        _ => None,
+    };
+    let args = match specific {
+        Some(s) => s.to_string(),
+        None => sig
+            .args
+            .iter()
+            .map(|a| example_arg(*a))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    if args.is_empty() {
+        sig.key.to_string()
+    } else {
+        format!("{} {args}", sig.key)
+    }
+}
+
+fn example_arg(a: ArgType) -> String {
+    match a {
+        ArgType::Count => "8".into(),
+        ArgType::Bytes => "80GiB".into(),
+        ArgType::Bandwidth => "450GB/s".into(),
+        ArgType::Time => "1000ns".into(),
+        ArgType::Rate => "989TFLOP/s".into(),
+        ArgType::RateOrTflops => "400".into(),
+        ArgType::Ratio => "55%".into(),
+        ArgType::Ref(DefKind::Gpu) => "h100_sxm".into(),
+        ArgType::Ref(k) => format!("{} < ... >", k.keyword()),
+        ArgType::NewName => "nvlink".into(),
+        ArgType::Enum(w) => w.first().copied().unwrap_or("").into(),
+        ArgType::Nested(b) => format!(
+            "< {} >",
+            schema::keys(b)
+                .iter()
+                .filter(|k| k.required)
+                .map(example)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
+}
+
+/// The checker's memo of typed definitions (a gpu used by two clusters is checked once).
+struct Checker<'r, 'a> {
+    res: &'r Resolver<'a>,
+    models: HashMap<DefId, Option<Model>>,
+    gpus: HashMap<DefId, Option<Gpu>>,
+    clusters: HashMap<DefId, Option<Cluster>>,
+    plans: HashMap<DefId, Option<Plan>>,
+}
+
+impl<'r, 'a> Checker<'r, 'a> {
+    fn new(res: &'r Resolver<'a>) -> Self {
+        Checker {
+            res,
+            models: HashMap::new(),
+            gpus: HashMap::new(),
+            clusters: HashMap::new(),
+            plans: HashMap::new(),
+        }
+    }
+
+    fn text(&self, loc: Loc) -> &'a str {
+        self.res.text(loc).unwrap_or("")
+    }
+
+    fn scenario(&mut self, source: &ScenarioSource) -> Option<ScenarioDef> {
+        match source {
+            ScenarioSource::Implicit {
+                name,
+                loc,
+                model,
+                cluster,
+                plan,
+            } => {
+                let model = self.model(&Target::Def(*model));
+                let cluster = self.cluster(&Target::Def(*cluster));
+                let plan = self.plan(&Target::Def(*plan));
+                Some(ScenarioDef {
+                    name: name.clone(),
+                    loc: *loc,
+                    model: model?,
+                    cluster: cluster?,
+                    plan: plan?,
+                    expect: Expect::default(),
+                })
+            }
+            ScenarioSource::Explicit(id) => {
+                let def = self.res.merged(*id)?;
+                let f = self.block(
+                    BlockKind::Def(DefKind::Scenario),
+                    &def.items,
+                    def.loc,
+                    &def.describe(),
+                );
+                let target = |key: &str| match f.arg(key) {
+                    Some((Checked::Ref(t), _)) => Some(t.clone()),
+                    _ => None,
+                };
+                let model = target("model").and_then(|t| self.model(&t));
+                let cluster = target("cluster").and_then(|t| self.cluster(&t));
+                let plan = target("plan").and_then(|t| self.plan(&t));
+                let expect = match f.arg("expect") {
+                    Some((Checked::Nested(e), _)) => expect(e),
+                    _ => Expect::default(),
+                };
+                if !f.ok {
+                    return None;
+                }
+                Some(ScenarioDef {
+                    name: def.name.clone().unwrap_or_else(|| "scenario".into()),
+                    loc: def.loc,
+                    model: model?,
+                    cluster: cluster?,
+                    plan: plan?,
+                    expect,
+                })
+            }
+        }
+    }
+
+    /// The merged items of a target; `None` when its inheritance is broken (already reported).
+    fn merged(&self, t: &Target) -> Option<Arc<MergedDef>> {
+        match t {
+            Target::Def(id) => self.res.merged(*id),
+            Target::Inline(m) => Some(m.clone()),
+        }
+    }
+
+    fn memo<T: Clone>(
+        &mut self,
+        t: &Target,
+        cache: fn(&mut Self) -> &mut HashMap<DefId, Option<T>>,
+        build: fn(&mut Self, &MergedDef) -> Option<T>,
+    ) -> Option<T> {
+        if let Target::Def(id) = t {
+            if let Some(v) = cache(self).get(id) {
+                return v.clone();
+            }
+        }
+        let v = self.merged(t).and_then(|m| build(self, &m));
+        if let Target::Def(id) = t {
+            cache(self).insert(*id, v.clone());
+        }
+        v
+    }
+
+    fn model(&mut self, t: &Target) -> Option<Model> {
+        self.memo(t, |c| &mut c.models, Self::build_model)
+    }
+    fn gpu(&mut self, t: &Target) -> Option<Gpu> {
+        self.memo(t, |c| &mut c.gpus, Self::build_gpu)
+    }
+    fn cluster(&mut self, t: &Target) -> Option<Cluster> {
+        self.memo(t, |c| &mut c.clusters, Self::build_cluster)
+    }
+    fn plan(&mut self, t: &Target) -> Option<Plan> {
+        self.memo(t, |c| &mut c.plans, Self::build_plan)
+    }
+
+    fn build_model(&mut self, def: &MergedDef) -> Option<Model> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Model),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        if !f.ok {
+            return None;
+        }
+        Some(Model {
+            name: def.name.clone().unwrap_or_else(|| "model".into()),
+            loc: def.loc,
+            hidden: f.count("hidden")?,
+            layers: f.count("layers")?,
+            heads: f.count("heads")?,
+            vocab: f.count("vocab")?,
+            seq: f.count("seq")?,
+            ffn: f.count("ffn"),
+            kv_groups: f.count("kv_groups"),
+            head_dim: f.count("head_dim"),
+            swiglu: f.flag("swiglu"),
+            untied_embeddings: f.flag("untied_embeddings"),
+            experts: f.count("experts"),
+            topk: f.count("topk"),
+            moe_ffn: f.count("moe_ffn"),
+            shared_expert_ffn: f.count("shared_expert_ffn"),
+        })
+    }
+
+    fn build_gpu(&mut self, def: &MergedDef) -> Option<Gpu> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Gpu),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        if !f.ok {
+            return None;
+        }
+        Some(Gpu {
+            name: def.name.clone().unwrap_or_else(|| "gpu".into()),
+            loc: def.loc,
+            peak: f.get("peak", rate)?,
+            memory: f.get("memory", bytes)?,
+            mem_bw: f.get("mem_bw", bandwidth)?,
+            fp8_peak: f.get("fp8_peak", rate),
+        })
+    }
+
+    fn build_cluster(&mut self, def: &MergedDef) -> Option<Cluster> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Cluster),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        let gpu_item = f.first("gpu");
+        let gpu = match gpu_item.and_then(|i| i.args.first()) {
+            Some((Checked::Ref(t), _)) => {
+                let t = t.clone();
+                self.gpu(&t)
+            }
+            _ => None,
+        };
+        if !f.ok {
+            return None;
+        }
+        let mut dims = Vec::new();
+        for item in f.items.iter().filter(|i| i.key == "dim") {
+            dims.push(dim(item)?);
+        }
+        if let Some(nodes) = f.count("nodes") {
+            // `nodes N` sets the size of the outermost dim, after inheritance.
+            if let Some(last) = dims.last_mut() {
+                last.size = nodes;
+            }
+        }
+        Some(Cluster {
+            name: def.name.clone(),
+            loc: def.loc,
+            gpu: gpu?,
+            gpu_loc: gpu_item?.loc,
+            dims,
+        })
+    }
+
+    fn build_plan(&mut self, def: &MergedDef) -> Option<Plan> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Plan),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        if !f.ok {
+            return None;
+        }
+        let schedule = f.word("schedule").map(|w| {
+            let k = match w.value {
+                "gpipe" => ScheduleKind::Gpipe,
+                "interleaved" => ScheduleKind::Interleaved,
+                _ => ScheduleKind::OneFOneB,
+            };
+            Spanned::new(k, w.loc)
+        });
+        let recompute = f.word("recompute").map(|w| {
+            let k = match w.value {
+                "selective" => Recompute::Selective,
+                "full" => Recompute::Full,
+                _ => Recompute::None,
+            };
+            Spanned::new(k, w.loc)
+        });
+        let precision = f.word("precision").map(|w| {
+            Spanned::new(
+                if w.value == "fp8" {
+                    Precision::Fp8
+                } else {
+                    Precision::Bf16
+                },
+                w.loc,
+            )
+        });
+        let measured = match f.first("measured") {
+            Some(item) => match item.args.first() {
+                Some((Checked::Nested(m), _)) => Some(Measured {
+                    first: m.get("first", time)?,
+                    middle: m.get("middle", time)?,
+                    last: m.get("last", time)?,
+                    loc: item.loc,
+                }),
+                _ => return None,
+            },
+            None => None,
+        };
+        Some(Plan {
+            name: def.name.clone(),
+            loc: def.loc,
+            tp: f.count("tp"),
+            pp: f.count("pp"),
+            cp: f.count("cp"),
+            ep: f.count("ep"),
+            vpp: f.count("vpp"),
+            first_stage_layers: f.count("first_stage_layers"),
+            last_stage_layers: f.count("last_stage_layers"),
+            dp: f.count("dp"),
+            micro_batch: f.count("micro_batch")?,
+            global_batch: f.count("global_batch")?,
+            schedule,
+            sp: f.flag("sp"),
+            recompute,
+            distributed_optimizer: f.flag("distributed_optimizer"),
+            overlap_grad_reduce: f.flag("overlap_grad_reduce"),
+            overlap_param_gather: f.flag("overlap_param_gather"),
+            delay_grad_reduce: f.flag("delay_grad_reduce"),
+            delay_param_gather: f.flag("delay_param_gather"),
+            overlap_p2p: f.flag("overlap_p2p"),
+            bucket_size: f.get("bucket_size", bytes),
+            mfu: f.get("mfu", ratio),
+            measured,
+            precision,
+            iterations: f.count("iterations"),
+        })
+    }
+
+    /// Checks the items of one block against the key table: E0101, E0102, E0103, E0203 and
+    /// the argument types. `owner` is what E0103 labels; `what` names the block in messages.
+    fn block(&mut self, kind: BlockKind, items: &[MergedItem], owner: Loc, what: &str) -> Fields {
+        let mut fields = Fields {
+            items: Vec::new(),
+            ok: true,
+        };
+        let mut seen: HashMap<&'static str, Loc> = HashMap::new();
+        let mut dims: HashMap<String, Loc> = HashMap::new();
+        let mut skip_next = false;
+        for (i, m) in items.iter().enumerate() {
+            if std::mem::take(&mut skip_next) {
+                continue;
+            }
+            let key_loc = Loc::new(m.file, m.item.key.span);
+            let Some(sig) = schema::lookup(kind, &m.item.key.text) else {
+                self.res
+                    .report(unknown_key(kind, &m.item.key.text, key_loc, what));
+                fields.ok = false;
+                continue;
+            };
+            if !sig.repeatable {
+                if let Some(first) = seen.get(sig.key) {
+                    self.res.report(
+                        Diagnostic::new(
+                            Code::E0102,
+                            format!("`{}` is written twice in {what}", sig.key),
+                            key_loc,
+                            "written again here",
+                        )
+                        .with_secondary(*first, "first written here")
+                        .with_help(format!("keep one `{}`", sig.key)),
+                    );
+                    fields.ok = false;
+                    continue;
+                }
+                seen.insert(sig.key, key_loc);
+            }
+            if let Some(d) = self.name_as_missing_argument(kind, sig, m, items.get(i + 1)) {
+                self.res.report(d);
+                fields.ok = false;
+                skip_next = true;
+                continue;
+            }
+            match self.item(sig, m) {
+                Some(item) => {
+                    if sig.key == "dim" {
+                        if let Some((Checked::Arg(Arg::Name(n)), loc)) = item.args.first() {
+                            if let Some(first) = dims.get(n) {
+                                self.res.report(
+                                    Diagnostic::new(Code::E0102, format!("dim `{n}` is written twice in {what}"), *loc, "written again here")
+                                        .with_secondary(*first, "first written here")
+                                        .with_help("give each dim its own name; a dim with an inherited name replaces the inherited one"),
+                                );
+                                fields.ok = false;
+                                continue;
+                            }
+                            dims.insert(n.clone(), *loc);
+                        }
+                    }
+                    fields.items.push(item);
+                }
+                None => fields.ok = false,
+            }
+        }
+        for sig in schema::keys(kind).iter().filter(|k| k.required) {
+            // A key that was written but had an error is not also missing.
+            let written = items.iter().any(|m| m.item.key.text == sig.key);
+            if !written {
+                self.res.report(
+                    Diagnostic::new(
+                        Code::E0103,
+                        format!("{what} is missing required key `{}`", sig.key),
+                        owner,
+                        format!("needs `{}`", sig.key),
+                    )
+                    .with_help(format!("add `{}`", example(sig))),
+                );
+                fields.ok = false;
+            }
+        }
+        fields
+    }
+
+    /// `tp two`: the parser lets only name-typed slots take a name, so `two` became an item of
+    /// its own and `tp` lacks its argument. Reported as the wrong kind of value (E0201) on the
+    /// name, rather than as a missing argument plus an unknown key.
+    fn name_as_missing_argument(
+        &self,
+        kind: BlockKind,
+        sig: &KeySig,
+        m: &MergedItem,
+        next: Option<&MergedItem>,
+    ) -> Option<Diagnostic> {
+        let next = next?;
+        if sig.is_flag() {
+            return self.word_as_flag_value(kind, sig, m, next);
+        }
+        let ty = *sig.args.get(m.item.args.len())?;
+        if m.item.args.len() >= sig.min_args()
+            || next.file != m.file
+            || next.origin != m.origin
+            || !next.item.args.is_empty()
+            || schema::lookup(kind, &next.item.key.text).is_some()
+        {
+            return None;
+        }
+        let value = crate::syntax::ast::Value {
+            kind: ValueKind::Name(next.item.key.text.clone()),
+            span: next.item.key.span,
+        };
+        let loc = Loc::new(next.file, next.item.key.span);
+        let cx = ValueCtx {
+            loc,
+            text: self.text(loc),
+            key: sig.key,
+        };
+        value::typed(ty, &value, &cx).err()
+    }
+
+    /// `sp yes`: a word after a flag that looks like a flag value but is not `on` / `off`
+    /// (which the parser would have taken) is E0204 on the word, not an unknown key.
+    fn word_as_flag_value(
+        &self,
+        kind: BlockKind,
+        sig: &KeySig,
+        m: &MergedItem,
+        next: &MergedItem,
+    ) -> Option<Diagnostic> {
+        const LOOKALIKES: &[&str] = &["yes", "no", "true", "false", "enabled", "disabled"];
+        let word = next.item.key.text.as_str();
+        let looks_like_flag_value = LOOKALIKES.contains(&word)
+            || suggest(word, schema::FLAG_WORDS.iter().copied()).is_some()
+            || schema::FLAG_WORDS
+                .iter()
+                .any(|w| w.eq_ignore_ascii_case(word));
+        if !m.item.args.is_empty()
+            || next.file != m.file
+            || next.origin != m.origin
+            || !next.item.args.is_empty()
+            || schema::lookup(kind, word).is_some()
+            || !looks_like_flag_value
+        {
+            return None;
+        }
+        let loc = Loc::new(next.file, next.item.key.span);
+        let cx = ValueCtx {
+            loc,
+            text: self.text(loc),
+            key: sig.key,
+        };
+        enum_word(word, schema::FLAG_WORDS, &cx).err().map(|d| {
+            d.with_help(format!(
+                "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
+                sig.key
+            ))
+        })
+    }
+
+    /// One item: arity, then each argument. `None` after reporting an error.
+    fn item(&mut self, sig: &'static KeySig, m: &MergedItem) -> Option<Item> {
+        let loc = m.loc();
+        let n = m.item.args.len();
+        let (min, max) = if sig.is_flag() {
+            (0, 1)
+        } else {
+            (sig.min_args(), sig.args.len())
+        };
+        if n < min || n > max {
+            let expected = match (sig.is_flag(), min == max) {
+                (true, _) => "no argument (or `on`/`off`)".to_string(),
+                (false, true) => plural(min),
+                (false, false) => format!("{min} or {max} arguments"),
+            };
+            let at = match m.item.args.get(max) {
+                Some(extra) => Loc::new(
+                    m.file,
+                    crate::diag::Span {
+                        start: extra.span.start,
+                        end: m.item.span.end,
+                    },
+                ),
+                None => loc,
+            };
+            self.res.report(
+                Diagnostic::new(
+                    Code::E0203,
+                    format!("`{}` takes {expected}, found {n}", sig.key),
+                    at,
+                    if n > max {
+                        "too many arguments"
+                    } else {
+                        "too few arguments"
+                    },
+                )
+                .with_help(format!(
+                    "write it as {}, e.g. `{}`",
+                    signature(sig),
+                    example(sig)
+                )),
+            );
+            return None;
+        }
+        let mut args = Vec::new();
+        let mut ok = true;
+        if sig.is_flag() {
+            let v = match m.item.args.first() {
+                None => Some(true),
+                Some(v) => {
+                    let vloc = Loc::new(m.file, v.span);
+                    let cx = ValueCtx {
+                        loc: vloc,
+                        text: self.text(vloc),
+                        key: sig.key,
+                    };
+                    match &v.kind {
+                        ValueKind::Name(w) => match enum_word(w, schema::FLAG_WORDS, &cx) {
+                            Ok(w) => Some(w == "on"),
+                            Err(d) => {
+                                self.res.report(d);
+                                None
+                            }
+                        },
+                        _ => {
+                            self.res.report(flag_value(v, &cx));
+                            None
+                        }
+                    }
+                }
+            };
+            return v.map(|b| Item {
+                key: sig.key,
+                loc,
+                args: vec![(Checked::Flag(b), loc)],
+            });
+        }
+        for (v, ty) in m.item.args.iter().zip(sig.args) {
+            let vloc = Loc::new(m.file, v.span);
+            let cx = ValueCtx {
+                loc: vloc,
+                text: self.text(vloc),
+                key: sig.key,
+            };
+            let checked = match (*ty, &v.kind) {
+                (ArgType::Ref(k), ValueKind::Name(name)) => self
+                    .res
+                    .lookup(vloc, k, name)
+                    .map(|id| Checked::Ref(Target::Def(id))),
+                (ArgType::Ref(k), ValueKind::Block(b)) => Some(Checked::Ref(Target::Inline(
+                    Arc::new(MergedDef::inline(k, m.file, b)),
+                ))),
+                (ArgType::Nested(b), ValueKind::Block(block)) => {
+                    let nested: Vec<MergedItem> = block
+                        .items
+                        .iter()
+                        .map(|item| MergedItem {
+                            file: m.file,
+                            item: item.clone(),
+                            origin: m.origin,
+                        })
+                        .collect();
+                    let f = self.block(
+                        b,
+                        &nested,
+                        Loc::new(m.file, m.item.key.span),
+                        &format!("`{}`", b.name()),
+                    );
+                    f.ok.then(|| Checked::Nested(Box::new(f)))
+                }
+                (ArgType::Ref(_) | ArgType::Nested(_), _) => {
+                    self.res.report(wrong(*ty, v, &cx));
+                    None
+                }
+                (ty, _) => match value::typed(ty, v, &cx) {
+                    Ok((arg, warning)) => {
+                        if let Some(w) = warning {
+                            self.res.report(w);
+                        }
+                        Some(Checked::Arg(arg))
+                    }
+                    Err(d) => {
+                        self.res.report(d);
+                        None
+                    }
+                },
+            };
+            match checked {
+                Some(c) => args.push((c, vloc)),
+                None => ok = false,
+            }
+        }
+        ok.then_some(Item {
+            key: sig.key,
+            loc,
+            args,
+        })
+    }
+}
+
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 argument".into()
+    } else {
+        format!("{n} arguments")
+    }
+}
+
+/// E0201 for a `Ref` or nested-block argument written as something else.
+fn wrong(ty: ArgType, v: &crate::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
+    if let ValueKind::List(_) = v.kind {
+        return Diagnostic::new(
+            Code::E0201,
+            "lists are only allowed in `venusc sweep`",
+            cx.loc,
+            "a list of values",
+        )
+        .with_help(format!(
+            "write one value for `{}` here, or run `venusc sweep` to try each",
+            cx.key
+        ));
+    }
+    Diagnostic::new(
+        Code::E0201,
+        format!(
+            "expected {}, found {}",
+            ty.describe(),
+            describe_found(v, cx.text)
+        ),
+        cx.loc,
+        "wrong kind of value",
+    )
+}
+
+/// E0201 for a flag followed by something other than `on` / `off`.
+fn flag_value(v: &crate::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
+    if let ValueKind::List(_) = v.kind {
+        return wrong(ArgType::Enum(schema::FLAG_WORDS), v, cx);
+    }
+    Diagnostic::new(
+        Code::E0201,
+        format!(
+            "expected `on` or `off` after the flag `{}`, found {}",
+            cx.key,
+            describe_found(v, cx.text)
+        ),
+        cx.loc,
+        "not a flag word",
+    )
+    .with_help(format!(
+        "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
+        cx.key
+    ))
+}
+
+/// E0101 with the closest key, or the list of valid keys.
+fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
+    let keys = schema::keys(kind);
+    let d = Diagnostic::new(
+        Code::E0101,
+        format!("unknown key `{key}` in {what}"),
+        loc,
+        format!("not a `{}` key", kind.name()),
+    );
+    match suggest(key, keys.iter().map(|k| k.key)) {
+        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        None => d.with_help(format!(
+            "valid keys: {}",
+            keys.iter()
+                .map(|k| format!("`{}`", k.key))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn dim(item: &Item) -> Option<Dim> {
+    let at = |i: usize| item.args.get(i).map(|(c, l)| (c, *l));
+    let name = match at(0)? {
+        (Checked::Arg(Arg::Name(n)), l) => Spanned::new(n.clone(), l),
+        _ => return None,
+    };
+    let topology = match at(1)? {
+        (Checked::Arg(Arg::Word(w)), l) => Spanned::new(
+            match *w {
+                "ring" => Topology::Ring,
+                "switch" => Topology::Switch,
+                _ => Topology::FullyConnected,
+            },
+            l,
+        ),
+        _ => return None,
+    };
+    let size = match at(2)? {
+        (Checked::Arg(Arg::Count(c)), l) => Spanned::new(*c, l),
+        _ => return None,
+    };
+    let bandwidth = match at(3)? {
+        (Checked::Arg(Arg::Bandwidth(b)), l) => Spanned::new(*b, l),
+        _ => return None,
+    };
+    let latency = match at(4) {
+        Some((Checked::Arg(Arg::Time(t)), l)) => Spanned::new(*t, l),
+        _ => Spanned::new(super::Seconds(0.0), item.loc),
+    };
+    Some(Dim {
+        name,
+        topology,
+        size,
+        bandwidth,
+        latency,
+        loc: item.loc,
+    })
+}
+
+fn expect(f: &Fields) -> Expect {
+    Expect {
+        iteration_time_max: f.get("iteration_time_max", time),
+        tflops_min: f.get("tflops_min", rate),
+        memory_max: f.get("memory_max", bytes),
+        mfu_min: f.get("mfu_min", ratio),
+    }
+}

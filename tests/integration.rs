@@ -1,0 +1,7 @@
+//! The one integration-test binary (one link step for every integration test).
+
+mod integration {
+    pub mod cli;
+    pub mod explain;
+    pub mod ui;
+}
