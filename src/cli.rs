@@ -30,8 +30,6 @@ enum ColorChoice {
     Never,
 }
 
-<<<<<<< HEAD
-=======
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Human,
@@ -39,7 +37,6 @@ enum Format {
     Github,
 }
 
->>>>>>> main
 #[derive(Subcommand)]
 enum Command {
     /// Parse, type-check and validate `.venus` files (fast, for CI).
@@ -121,10 +118,7 @@ fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stderr().is_terminal()
-        }
+        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal(),
     }
 }
 
@@ -148,18 +142,13 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let hint = venusc::diag::suggest(
-                &text.to_ascii_uppercase(),
-                Code::ALL.iter().map(|c| c.as_str()),
-            )
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
+            let hint = venusc::diag::suggest(&text.to_ascii_uppercase(), Code::ALL.iter().map(|c| c.as_str()))
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
             usage_error(format!("unknown diagnostic code `{text}`{hint}"))
         }
     }
 }
-<<<<<<< HEAD
-=======
 
 /// Expands directories into their `.venus` files (sorted, for deterministic output).
 fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -315,4 +304,3 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
->>>>>>> main
