@@ -11,6 +11,7 @@ pub mod db;
 pub mod diag;
 pub mod engine;
 pub mod plan;
+pub mod report;
 pub mod resolve;
 pub mod schedule;
 pub mod session;

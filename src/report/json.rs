@@ -1,0 +1,139 @@
+//! The JSON report (`venusc sim --format json`): [`Report`] → one pretty-printed object.
+//!
+//! Input: a [`Report`]. Output: a string ending in a newline.
+//! Invariants: keys come in a fixed order (struct fields in declaration order, phases in
+//! category order, exposed communication in group-kind order), numbers are written by
+//! serde_json's shortest round-trip formatting, so identical reports give byte-identical text.
+//! Only `engine.wall_ms` varies between runs; [`Report::deterministic`] zeroes it. Times are
+//! milliseconds, memory bytes, ratios fractions in [0, 1].
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use super::{Exposed, Phase, Report};
+
+#[derive(Serialize)]
+struct ReportDto<'a> {
+    scenario: &'a str,
+    world_size: u64,
+    iteration_time_ms: f64,
+    flops_per_iteration: f64,
+    tflops_per_gpu: f64,
+    peak_tflops: f64,
+    mfu: f64,
+    tokens_per_second: f64,
+    bubble_fraction: f64,
+    phases: PhasesDto<'a>,
+    exposed_communication: ExposedDto<'a>,
+    memory: Vec<MemoryDto>,
+    engine: EngineDto,
+}
+
+#[derive(Serialize)]
+struct MinMaxDto {
+    min_ms: f64,
+    max_ms: f64,
+}
+
+/// `{name: {min_ms, max_ms}}` in the report's phase order.
+struct PhasesDto<'a>(&'a [Phase]);
+
+impl Serialize for PhasesDto<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for p in self.0 {
+            m.serialize_entry(
+                p.category.name(),
+                &MinMaxDto {
+                    min_ms: p.time.min.ms(),
+                    max_ms: p.time.max.ms(),
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+/// `{kind: {min_ms, max_ms}}` in group-kind order.
+struct ExposedDto<'a>(&'a [Exposed]);
+
+impl Serialize for ExposedDto<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for e in self.0 {
+            m.serialize_entry(
+                e.kind.name(),
+                &MinMaxDto {
+                    min_ms: e.time.min.ms(),
+                    max_ms: e.time.max.ms(),
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct MemoryDto {
+    stage: u64,
+    weights_bytes: u64,
+    gradients_bytes: u64,
+    optimizer_bytes: u64,
+    activations_bytes: u64,
+    peak_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct EngineDto {
+    events: u64,
+    simulated_ranks: u64,
+    wall_ms: f64,
+}
+
+/// Non-finite numbers cannot be written as JSON; a report never holds one, but a zero keeps
+/// the output valid if one slips through.
+fn finite(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// The report as pretty JSON with a trailing newline.
+pub fn json(r: &Report) -> String {
+    let dto = ReportDto {
+        scenario: &r.scenario,
+        world_size: r.world_size,
+        iteration_time_ms: finite(r.iteration_time.ms()),
+        flops_per_iteration: finite(r.flops.0),
+        tflops_per_gpu: finite(r.tflops_per_gpu.0 / 1e12),
+        peak_tflops: finite(r.peak.0 / 1e12),
+        mfu: finite(r.mfu.0),
+        tokens_per_second: finite(r.tokens_per_second.0),
+        bubble_fraction: finite(r.bubble_fraction.0),
+        phases: PhasesDto(&r.phases),
+        exposed_communication: ExposedDto(&r.exposed),
+        memory: r
+            .memory
+            .iter()
+            .map(|m| MemoryDto {
+                stage: m.stage,
+                weights_bytes: m.weights.0,
+                gradients_bytes: m.gradients.0,
+                optimizer_bytes: m.optimizer.0,
+                activations_bytes: m.activations.0,
+                peak_bytes: m.peak.0,
+            })
+            .collect(),
+        engine: EngineDto {
+            events: r.engine.events,
+            simulated_ranks: r.engine.simulated_ranks,
+            wall_ms: finite(r.engine.wall.ms()),
+        },
+    };
+    // Serialising plain structs, maps of strings and finite numbers cannot fail.
+    let mut out = serde_json::to_string_pretty(&dto).unwrap_or_default();
+    out.push('\n');
+    out
+}
