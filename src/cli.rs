@@ -50,6 +50,17 @@ enum Command {
         /// A code such as `E0301`; without one, lists every code.
         code: Option<String>,
     },
+    /// Predict every fully specified published run of a table and compare (Markdown out).
+    Validate(ValidateArgs),
+}
+
+#[derive(clap::Args)]
+struct ValidateArgs {
+    /// The published-runs table (TSV).
+    table: PathBuf,
+    /// Also write each row's generated scenario as `DIR/<id>.venus`.
+    #[arg(long, value_name = "DIR")]
+    emit_scenarios: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -111,6 +122,7 @@ pub fn run() -> ExitCode {
         Command::Explain { code } => explain(code.as_deref()),
         Command::Schedule(args) => schedule(&args, color),
         Command::Compile(args) => compile(&args, color),
+        Command::Validate(args) => validate(&args),
     }
 }
 
@@ -302,5 +314,32 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
             Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
         },
     }
+    ExitCode::SUCCESS
+}
+
+fn validate(args: &ValidateArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.table) {
+        Ok(t) => t,
+        Err(e) => return usage_error(format!("cannot read `{}`: {e}", args.table.display())),
+    };
+    let v = match venusc::validate::run(&text) {
+        Ok(v) => v,
+        Err(e) => return usage_error(format!("`{}`: {e}", args.table.display())),
+    };
+    if let Some(dir) = &args.emit_scenarios {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return usage_error(format!("cannot create `{}`: {e}", dir.display()));
+        }
+        for r in &v.rows {
+            if let Ok(built) = venusc::validate::scenario::build(&r.row) {
+                let path = dir.join(format!("{}.venus", r.row.id));
+                if let Err(e) = std::fs::write(&path, built.venus) {
+                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
+                }
+            }
+        }
+    }
+    print!("{}", v.markdown());
+    let _ = std::io::stdout().flush();
     ExitCode::SUCCESS
 }

@@ -18,4 +18,5 @@ pub mod session;
 pub mod syntax;
 pub mod trace;
 pub mod ty;
+pub mod validate;
 pub use session::Session;
