@@ -45,6 +45,8 @@ enum Command {
     Schedule(ScheduleArgs),
     /// Lower a scenario and write what it compiles to (`--emit KIND`).
     Compile(CompileArgs),
+    /// Convert a VenusSim `llm-sim-config.json` into a `.venus` file.
+    Import(ImportArgs),
     /// Print the long explanation of a diagnostic code, with a wrong and a right example.
     Explain {
         /// A code such as `E0301`; without one, lists every code.
@@ -103,6 +105,21 @@ enum Emit {
     Schedule,
     /// Rank layout and process groups as JSON.
     Groups,
+    /// VenusSim's simplified text traces, `<name>.<rank>.et` for every rank.
+    SimplifiedTrace,
+    /// VenusSim's template traces (first pipeline group), mapping and output rule.
+    TemplateTrace,
+    /// VenusSim's `llm-sim-config.json` and `sim-config/*`.
+    Venussim,
+    /// Upstream Astra-Sim 2.x analytical inputs.
+    AstraSim,
+}
+
+impl Emit {
+    /// Kinds that write a directory of files rather than to stdout.
+    fn writes_files(self) -> bool {
+        !matches!(self, Emit::Schedule | Emit::Groups)
+    }
 }
 
 #[derive(clap::Args)]
@@ -112,6 +129,18 @@ struct CompileArgs {
     /// What to write.
     #[arg(long, value_enum)]
     emit: Emit,
+    /// Output directory for kinds that write files (created if missing).
+    #[arg(short = 'o', long = "out")]
+    out: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ImportArgs {
+    /// VenusSim's `llm-sim-config.json` (its `system.json` and `network.yml` are found from it).
+    config: PathBuf,
+    /// Where to write the `.venus` file (stdout when absent).
+    #[arg(short = 'o', long = "out")]
+    out: Option<PathBuf>,
 }
 
 pub fn run() -> ExitCode {
@@ -123,6 +152,7 @@ pub fn run() -> ExitCode {
         Command::Schedule(args) => schedule(&args, color),
         Command::Compile(args) => compile(&args, color),
         Command::Validate(args) => validate(&args),
+        Command::Import(args) => import(&args),
     }
 }
 
@@ -304,6 +334,12 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
         Ok(sc) => sc,
         Err(code) => return code,
     };
+    if args.emit.writes_files() {
+        let Some(dir) = &args.out else {
+            return usage_error("this `--emit` kind writes several files: give a directory with `-o DIR`");
+        };
+        return emit_files(&sc, args.emit, dir);
+    }
     match args.emit {
         Emit::Schedule => match schedule_ir(&sc) {
             Ok(ir) => print!("{}", venusc::schedule::emit_text(&ir)),
@@ -313,6 +349,72 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
             Ok(layout) => println!("{}", serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()),
             Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
         },
+        _ => unreachable!("file-writing kinds returned above"),
+    }
+    ExitCode::SUCCESS
+}
+
+/// A directory on disk as an emit sink.
+struct DirSink {
+    root: PathBuf,
+    written: usize,
+}
+
+impl venusc::emit::Sink for DirSink {
+    fn file(&mut self, rel_path: &str) -> std::io::Result<Box<dyn Write + '_>> {
+        let path = self.root.join(rel_path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        self.written += 1;
+        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(path)?)))
+    }
+}
+
+fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
+    use venusc::emit;
+    let mut sink = DirSink { root: dir.to_path_buf(), written: 0 };
+    let result = match kind {
+        Emit::SimplifiedTrace => emit::write_simplified_trace(sc, &mut sink),
+        Emit::TemplateTrace => emit::write_template_trace(sc, &mut sink),
+        Emit::Venussim => emit::write_venussim(sc, &mut sink),
+        Emit::AstraSim => emit::write_astra_sim(sc, &mut sink),
+        Emit::Schedule | Emit::Groups => unreachable!("printed to stdout"),
+    };
+    match result {
+        Ok(warnings) => {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            eprintln!("wrote {} files to `{}`", sink.written, dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => usage_error(format!("cannot emit `{}`: {e}", sc.name)),
+    }
+}
+
+fn import(args: &ImportArgs) -> ExitCode {
+    let config = args.config.display().to_string();
+    let mut read = |p: &str| std::fs::read(p);
+    let imported = match venusc::emit::import_venussim(&config, &mut read) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {e}");
+            // An unreadable file is a usage error (2); a malformed one is bad input (1).
+            return ExitCode::from(if e.message.starts_with("cannot read") { 2 } else { 1 });
+        }
+    };
+    for w in &imported.warnings {
+        eprintln!("warning: {w}");
+    }
+    match &args.out {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, imported.venus.as_bytes()) {
+                return usage_error(format!("cannot write `{}`: {e}", path.display()));
+            }
+            eprintln!("wrote `{}`", path.display());
+        }
+        None => print!("{}", imported.venus),
     }
     ExitCode::SUCCESS
 }

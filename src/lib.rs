@@ -9,6 +9,7 @@
 pub mod cost;
 pub mod db;
 pub mod diag;
+pub mod emit;
 pub mod engine;
 pub mod plan;
 pub mod report;

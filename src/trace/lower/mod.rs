@@ -32,8 +32,8 @@
 //!   `tokens·topk·h` × 2 bytes per rank on the expert group, tokens `s/cp·b (/tp with sp)`; the
 //!   backward mirrors both (§4.7). Blocking, on the compute stream.
 //! - **DP** (on one DP stream): gradient buckets per model chunk as Megatron lays them out
-//!   (§4.3: `max(40M, 1M·dp_cp)` elements unless `bucket_size` is set, one bucket on pp ranks
-//!   > 0, on chunks > 0 and without `overlap_grad_reduce`; distributed-optimizer padding to
+//!   (§4.3: `max(40M, 1M·dp_cp)` elements unless `bucket_size` is set, one bucket on pp
+//!   ranks after the first, on chunks after the first and without `overlap_grad_reduce`; distributed-optimizer padding to
 //!   `lcm(dp_cp, 128)`; the tied embedding in its own bucket), reduce-scattered (distributed
 //!   optimizer) or all-reduced over `dp-cp` in fp32, expert parameters over the expert-dp
 //!   group. With `overlap_grad_reduce` a bucket launches as soon as the backward piece that
