@@ -107,8 +107,12 @@ pub fn simulate(sc: &Scenario) -> Result<Prediction, String> {
     let (start, end) = lowered.iteration_span(&tl, 0);
     let compute = (0..lowered.ranks.len())
         .map(|i| {
-            lowered.busy_in_iteration(&tl, i, 0, Category::ForwardCompute).0
-                + lowered.busy_in_iteration(&tl, i, 0, Category::BackwardCompute).0
+            lowered
+                .busy_in_iteration(&tl, i, 0, Category::ForwardCompute)
+                .0
+                + lowered
+                    .busy_in_iteration(&tl, i, 0, Category::BackwardCompute)
+                    .0
         })
         .max()
         .unwrap_or(0);
@@ -207,11 +211,7 @@ impl Validation {
                 Some((m, w)) => (format!("{m:.1}%"), format!("{w:.1}%")),
                 None => ("–".into(), "–".into()),
             };
-            let _ = writeln!(
-                o,
-                "| {} | {compared} | {skipped} | {m} | {w} |",
-                s.name()
-            );
+            let _ = writeln!(o, "| {} | {compared} | {skipped} | {m} | {w} |", s.name());
         }
         let _ = writeln!(o, "\n## Rows\n");
         let _ = writeln!(
@@ -290,7 +290,11 @@ fn plan_summary(venus: &str) -> String {
         .take_while(|w| *w != "micro_batch")
         .collect();
     let mut s = words.join(" ");
-    if let Some(mb) = plan.split("micro_batch ").nth(1).and_then(|r| r.split_whitespace().next()) {
+    if let Some(mb) = plan
+        .split("micro_batch ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+    {
         let _ = write!(s, " mb {mb}");
     }
     for (k, short) in [
