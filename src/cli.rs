@@ -49,11 +49,22 @@ enum Command {
     Compile(CompileArgs),
     /// Convert a VenusSim `llm-sim-config.json` into a `.venus` file.
     Import(ImportArgs),
+    /// Compare predictions with measured training runs (a published-runs table).
+    Validate(ValidateArgs),
     /// Print the long explanation of a diagnostic code, with a wrong and a right example.
     Explain {
         /// A code such as `E0301`; without one, lists every code.
         code: Option<String>,
     },
+}
+
+#[derive(clap::Args)]
+struct ValidateArgs {
+    /// The published-runs table (TSV).
+    table: PathBuf,
+    /// Also write each row's generated scenario as `DIR/<id>.venus`.
+    #[arg(long, value_name = "DIR")]
+    emit_scenarios: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -177,6 +188,7 @@ pub fn run() -> ExitCode {
         Command::Schedule(args) => schedule(&args, color),
         Command::Compile(args) => compile(&args, color),
         Command::Import(args) => import(&args),
+        Command::Validate(args) => validate(&args),
     }
 }
 
@@ -541,4 +553,31 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
     let wall = venusc::ty::Seconds(started.elapsed().as_secs_f64());
     let report = venusc::report::Report::new(sc, &trace, &timeline, window, wall);
     Ok(SimRun { report, trace, timeline, layout })
+}
+
+fn validate(args: &ValidateArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.table) {
+        Ok(t) => t,
+        Err(e) => return usage_error(format!("cannot read `{}`: {e}", args.table.display())),
+    };
+    let v = match venusc::validate::run(&text) {
+        Ok(v) => v,
+        Err(e) => return usage_error(format!("`{}`: {e}", args.table.display())),
+    };
+    if let Some(dir) = &args.emit_scenarios {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return usage_error(format!("cannot create `{}`: {e}", dir.display()));
+        }
+        for r in &v.rows {
+            if let Ok(built) = venusc::validate::scenario::build(&r.row) {
+                let path = dir.join(format!("{}.venus", r.row.id));
+                if let Err(e) = std::fs::write(&path, built.venus) {
+                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
+                }
+            }
+        }
+    }
+    print!("{}", v.markdown());
+    let _ = std::io::stdout().flush();
+    ExitCode::SUCCESS
 }

@@ -20,4 +20,5 @@ pub mod simulate;
 pub mod syntax;
 pub mod trace;
 pub mod ty;
+pub mod validate;
 pub use session::Session;

@@ -677,6 +677,7 @@ impl Values {
                 size: s(d.size),
                 bandwidth: Spanned::new(BytesPerSec(d.bandwidth * 1e9), l),
                 latency: Spanned::new(Seconds(d.latency * 1e-9), l),
+                efficiency: None,
                 loc: l,
             })
             .collect();
@@ -719,6 +720,7 @@ impl Values {
                 loc: l,
             }),
             precision: None,
+            attention: None,
             iterations: (self.iterations > 1).then(|| s(self.iterations)),
         };
         ScenarioDef {

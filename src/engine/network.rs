@@ -118,10 +118,12 @@ impl Network {
                 if size == 0 {
                     return Err(NetworkError::ZeroSize { dim: i });
                 }
+                // The achieved bus bandwidth: the link's peak × the dim's efficiency.
+                let efficiency = d.efficiency.as_ref().map_or(1.0, |e| e.value.0);
                 Ok(NetDim {
                     size,
                     topology: d.topology.value,
-                    bandwidth: d.bandwidth.value,
+                    bandwidth: BytesPerSec(d.bandwidth.value.0 * efficiency),
                     latency: d.latency.value,
                     algorithm: None,
                 })

@@ -634,6 +634,7 @@ fn network_from_cluster_keeps_dims_innermost_first() {
         size: sp(size),
         bandwidth: sp(BytesPerSec(gbps * 1e9)),
         latency: sp(Seconds(lat)),
+        efficiency: None,
         loc,
     };
     let gpu = Gpu {

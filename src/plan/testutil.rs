@@ -89,6 +89,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
                 size: sp(size),
                 bandwidth: sp(BytesPerSec(450e9)),
                 latency: sp(Seconds(0.0)),
+                efficiency: None,
                 loc: loc(),
             })
             .collect(),
@@ -122,6 +123,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         mfu: None,
         measured: None,
         precision: None,
+        attention: None,
         iterations: None,
     }
 }

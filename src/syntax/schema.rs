@@ -91,6 +91,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
+pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -214,12 +215,12 @@ pub const CLUSTER_KEYS: &[KeySig] = &[
     req("gpu", &[Ref(super::ast::DefKind::Gpu)], "the GPU of every rank"),
     KeySig {
         key: "dim",
-        args: &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time],
-        optional: 1,
+        args: &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time, Ratio],
+        optional: 2,
         required: true,
         repeatable: true,
         allow_zero: false,
-        doc: "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY]; bandwidth per GPU per direction",
+        doc: "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY [EFFICIENCY]]; bandwidth per GPU per direction; efficiency: achieved share of it (default 100%)",
     },
     key("nodes", &[Count], "sets the size of the outermost dim"),
 ];
@@ -302,6 +303,11 @@ pub const PLAN_KEYS: &[KeySig] = &[
         "precision",
         &[Enum(PRECISIONS)],
         "GEMM precision; default bf16",
+    ),
+    key(
+        "attention",
+        &[Enum(ATTENTIONS)],
+        "attention kernel: flash (default) or unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention)",
     ),
     key(
         "iterations",
@@ -418,6 +424,6 @@ mod tests {
     #[test]
     fn dim_takes_four_or_five_arguments() {
         let dim = lookup(BlockKind::Def(DefKind::Cluster), "dim").unwrap();
-        assert_eq!((dim.min_args(), dim.args.len()), (4, 5));
+        assert_eq!((dim.min_args(), dim.args.len()), (4, 6));
     }
 }

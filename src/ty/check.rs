@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Cluster, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
+    Attention, Cluster, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
     ScheduleKind, Spanned, Topology,
 };
 use crate::diag::{suggest, Code, Diagnostic, Loc};
@@ -472,6 +472,16 @@ impl<'r, 'a> Checker<'r, 'a> {
                 w.loc,
             )
         });
+        let attention = f.word("attention").map(|w| {
+            Spanned::new(
+                if w.value == "unfused" {
+                    Attention::Unfused
+                } else {
+                    Attention::Flash
+                },
+                w.loc,
+            )
+        });
         let measured = match f.first("measured") {
             Some(item) => match item.args.first() {
                 Some((Checked::Nested(m), _)) => Some(Measured {
@@ -510,6 +520,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             mfu: f.get("mfu", ratio),
             measured,
             precision,
+            attention,
             iterations: f.count("iterations"),
         })
     }
@@ -686,7 +697,8 @@ impl<'r, 'a> Checker<'r, 'a> {
             let expected = match (sig.is_flag(), min == max) {
                 (true, _) => "no argument (or `on`/`off`)".to_string(),
                 (false, true) => plural(min),
-                (false, false) => format!("{min} or {max} arguments"),
+                (false, false) if max == min + 1 => format!("{min} or {max} arguments"),
+                (false, false) => format!("{min} to {max} arguments"),
             };
             let at = match m.item.args.get(max) {
                 Some(extra) => Loc::new(
@@ -918,12 +930,17 @@ fn dim(item: &Item) -> Option<Dim> {
         Some((Checked::Arg(Arg::Time(t)), l)) => Spanned::new(*t, l),
         _ => Spanned::new(super::Seconds(0.0), item.loc),
     };
+    let efficiency = match at(5) {
+        Some((Checked::Arg(Arg::Ratio(r)), l)) => Some(Spanned::new(*r, l)),
+        _ => None,
+    };
     Some(Dim {
         name,
         topology,
         size,
         bandwidth,
         latency,
+        efficiency,
         loc: item.loc,
     })
 }
