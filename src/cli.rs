@@ -46,6 +46,20 @@ enum Command {
         /// A code such as `E0301`; without one, lists every code.
         code: Option<String>,
     },
+    /// Format `.venus` files in place in the canonical layout.
+    Fmt(FmtArgs),
+    /// Run the language server on stdin/stdout (for editors).
+    Lsp,
+}
+
+#[derive(clap::Args)]
+struct FmtArgs {
+    /// Files or directories (searched recursively for `*.venus`).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Change nothing; exit 1 and name the files that are not formatted.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(clap::Args)]
@@ -69,6 +83,8 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Check(args) => check(&args, color),
         Command::Explain { code } => explain(code.as_deref()),
+        Command::Fmt(args) => fmt(&args, color),
+        Command::Lsp => lsp(),
     }
 }
 
@@ -76,7 +92,10 @@ fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal(),
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
+        }
     }
 }
 
@@ -100,9 +119,12 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let hint = venusc::diag::suggest(&text.to_ascii_uppercase(), Code::ALL.iter().map(|c| c.as_str()))
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
+            let hint = venusc::diag::suggest(
+                &text.to_ascii_uppercase(),
+                Code::ALL.iter().map(|c| c.as_str()),
+            )
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
             usage_error(format!("unknown diagnostic code `{text}`{hint}"))
         }
     }
@@ -114,7 +136,8 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
-            collect_venus_files(p, &mut found).map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
+            collect_venus_files(p, &mut found)
+                .map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
             found.sort();
             out.extend(found);
         } else {
@@ -183,8 +206,18 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
 }
 
 fn summary_line(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
-    format!("{}, {} emitted\n", plural(errors, "error"), plural(warnings, "warning"))
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("{n} {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
+    format!(
+        "{}, {} emitted\n",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
 }
 
 fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
@@ -201,3 +234,70 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| e.to_string())
 }
 
+/// `venusc fmt`: 0 when every file is (or now is) formatted, 1 when `--check` finds files to
+/// change or a file has syntax errors (those are rendered and the file is left alone), 2 on
+/// I/O errors.
+fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
+    let files = match expand_paths(&args.paths) {
+        Ok(f) => f,
+        Err(e) => return usage_error(e),
+    };
+    let mut failed = false;
+    for path in &files {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => return usage_error(format!("cannot read `{}`: {e}", path.display())),
+        };
+        let (text, decode) = venusc::syntax::decode(&bytes, venusc::diag::FileId(0));
+        let result = if decode.is_empty() {
+            venusc::fmt::format(&text)
+        } else {
+            Err(venusc::fmt::FormatError::Syntax(decode))
+        };
+        match result {
+            Ok(formatted) if formatted == text => {}
+            Ok(formatted) => {
+                if args.check {
+                    println!("{}", path.display());
+                    failed = true;
+                } else if let Err(e) = std::fs::write(path, formatted) {
+                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
+                }
+            }
+            Err(venusc::fmt::FormatError::Syntax(diagnostics)) => {
+                let mut files = render::SourceFiles::new();
+                files.add(
+                    venusc::diag::FileId(0),
+                    path.display().to_string(),
+                    text.clone(),
+                );
+                eprint!("{}", render::human(&diagnostics, &files, color));
+                eprintln!(
+                    "error: `{}` not formatted: it has syntax errors",
+                    path.display()
+                );
+                failed = true;
+            }
+            Err(e) => {
+                eprintln!("error: `{}` not formatted: {e}", path.display());
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `venusc lsp`: the language server on stdio until the client says `exit`.
+fn lsp() -> ExitCode {
+    match venusc::lsp::run_stdio() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: language server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -9,6 +9,8 @@
 pub mod db;
 pub mod diag;
 pub mod engine;
+pub mod fmt;
+pub mod lsp;
 pub mod plan;
 pub mod resolve;
 pub mod schedule;

@@ -3,5 +3,7 @@
 mod integration {
     pub mod cli;
     pub mod explain;
+    pub mod fmt;
+    pub mod lsp;
     pub mod ui;
 }
