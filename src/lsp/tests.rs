@@ -1,6 +1,7 @@
 //! The server's handlers, driven directly (the stdio protocol is tested end to end in
-#![allow(clippy::mutable_key_type)] // lsp-types keys `WorkspaceEdit::changes` by `Uri`
 //! `tests/integration/lsp.rs`).
+
+#![allow(clippy::mutable_key_type)] // lsp-types keys `WorkspaceEdit::changes` by `Uri`
 
 use super::*;
 
