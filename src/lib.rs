@@ -11,6 +11,8 @@ pub mod db;
 pub mod diag;
 pub mod emit;
 pub mod engine;
+pub mod fmt;
+pub mod lsp;
 pub mod plan;
 pub mod report;
 pub mod resolve;

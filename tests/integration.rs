@@ -3,6 +3,8 @@
 mod integration {
     pub mod cli;
     pub mod explain;
+    pub mod fmt;
+    pub mod lsp;
     pub mod sim;
     pub mod ui;
 }

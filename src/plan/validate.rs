@@ -353,6 +353,11 @@ impl<'a> Validator<'a> {
         }
         d = self.dim_labels(d);
         d = d.with_help(self.world_help(written_dp));
+        // The first option of the help, `dp N`, is mechanical: rewrite the `dp` value (its
+        // loc is the value's).
+        if let (Some(dp), true) = (&p.dp, model > 0 && world as u128 % model == 0) {
+            d = d.with_fix(dp.loc, (world as u128 / model).to_string());
+        }
         self.push(d);
         None
     }

@@ -890,7 +890,7 @@ fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
         format!("not a `{}` key", kind.name()),
     );
     match suggest(key, keys.iter().map(|k| k.key)) {
-        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        Some(s) => d.with_help(format!("did you mean `{s}`?")).with_fix(loc, s),
         None => d.with_help(format!(
             "valid keys: {}",
             keys.iter()
