@@ -130,6 +130,7 @@ impl Scenario {
             micro_batch: self.micro_batch,
             sp: self.sp,
             recompute: self.recompute,
+            attention: self.plan.attention(),
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
             split: self.split,
