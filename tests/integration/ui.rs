@@ -94,3 +94,26 @@ fn ui_files_report_exactly_their_inline_expectations() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every code of DIAGNOSTICS.md has a UI file that triggers it, except E0501 (an `expect`
+/// check fails), which needs the simulator and is not a `check` diagnostic.
+#[test]
+fn ui_suite_triggers_every_code_except_e0501() {
+    let mut files = Vec::new();
+    ui_files(Path::new("tests/ui"), &mut files);
+    let mut seen = std::collections::BTreeSet::new();
+    for path in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+        seen.extend(expectations(&text).into_iter().map(|(_, e)| e));
+    }
+    let missing: Vec<String> = venusc::diag::Code::ALL
+        .iter()
+        .filter(|c| c.as_str() != "E0501")
+        .map(|c| {
+            let sev = if c.as_str().starts_with('W') { "warning" } else { "error" };
+            format!("{sev}[{}]", c.as_str())
+        })
+        .filter(|e| !seen.contains(e))
+        .collect();
+    assert!(missing.is_empty(), "no UI file triggers {missing:?}");
+}
