@@ -76,10 +76,7 @@ fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stderr().is_terminal()
-        }
+        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal(),
     }
 }
 
@@ -103,12 +100,9 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let hint = venusc::diag::suggest(
-                &text.to_ascii_uppercase(),
-                Code::ALL.iter().map(|c| c.as_str()),
-            )
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
+            let hint = venusc::diag::suggest(&text.to_ascii_uppercase(), Code::ALL.iter().map(|c| c.as_str()))
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
             usage_error(format!("unknown diagnostic code `{text}`{hint}"))
         }
     }
@@ -120,8 +114,7 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
-            collect_venus_files(p, &mut found)
-                .map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
+            collect_venus_files(p, &mut found).map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
             found.sort();
             out.extend(found);
         } else {
@@ -190,18 +183,8 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
 }
 
 fn summary_line(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, w: &str| {
-        if n == 1 {
-            format!("{n} {w}")
-        } else {
-            format!("{n} {w}s")
-        }
-    };
-    format!(
-        "{}, {} emitted\n",
-        plural(errors, "error"),
-        plural(warnings, "warning")
-    )
+    let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
+    format!("{}, {} emitted\n", plural(errors, "error"), plural(warnings, "warning"))
 }
 
 fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
@@ -217,3 +200,4 @@ fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
 fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| e.to_string())
 }
+

@@ -45,9 +45,7 @@ impl SourceFiles {
 
     /// 1-based (line, column) of a byte offset; the column counts characters.
     pub fn line_col(&self, id: FileId, offset: u32) -> (usize, usize) {
-        let Some(file) = self.get(id) else {
-            return (1, 1);
-        };
+        let Some(file) = self.get(id) else { return (1, 1) };
         let text = file.source();
         let offset = clamp_to_char_boundary(text, offset as usize);
         let before = &text[..offset];
@@ -59,9 +57,7 @@ impl SourceFiles {
 
     /// A span clamped into the file, so a stale or hostile span can never make rendering fail.
     fn clamp(&self, loc: Loc) -> std::ops::Range<usize> {
-        let Some(file) = self.get(loc.file) else {
-            return 0..0;
-        };
+        let Some(file) = self.get(loc.file) else { return 0..0 };
         let text = file.source();
         let start = clamp_to_char_boundary(text, loc.span.start as usize);
         let end = clamp_to_char_boundary(text, (loc.span.end as usize).max(start));
@@ -80,11 +76,7 @@ fn clamp_to_char_boundary(text: &str, mut offset: usize) -> usize {
 /// Human-readable rendering, with ANSI colour when `color` is set.
 pub fn human(diagnostics: &[Diagnostic], files: &SourceFiles, color: bool) -> String {
     let config = term::Config::default();
-    let mut buffer = if color {
-        term::termcolor::Buffer::ansi()
-    } else {
-        term::termcolor::Buffer::no_color()
-    };
+    let mut buffer = if color { term::termcolor::Buffer::ansi() } else { term::termcolor::Buffer::no_color() };
     for d in diagnostics {
         let cs_diag = to_codespan(d, files);
         // Rendering into memory can only fail on a missing file, which `to_codespan` prevents.
@@ -103,11 +95,7 @@ fn to_codespan(d: &Diagnostic, files: &SourceFiles) -> cs::Diagnostic<usize> {
     let mut push = |label: &Label, primary: bool| match files.index.get(&label.loc.file) {
         Some(&idx) => {
             let range = files.clamp(label.loc);
-            let l = if primary {
-                cs::Label::primary(idx, range)
-            } else {
-                cs::Label::secondary(idx, range)
-            };
+            let l = if primary { cs::Label::primary(idx, range) } else { cs::Label::secondary(idx, range) };
             labels.push(l.with_message(label.message.clone()));
         }
         None => lost.push(label.message.clone()),
@@ -169,13 +157,7 @@ fn position(loc: Loc, files: &SourceFiles) -> JsonPosition {
     let range = files.clamp(loc);
     let (line, column) = files.line_col(loc.file, range.start as u32);
     let (end_line, end_column) = files.line_col(loc.file, range.end as u32);
-    JsonPosition {
-        file: files.name(loc.file).to_string(),
-        line,
-        column,
-        end_line,
-        end_column,
-    }
+    JsonPosition { file: files.name(loc.file).to_string(), line, column, end_line, end_column }
 }
 
 /// Counts of (errors, warnings).
@@ -201,11 +183,7 @@ pub fn json(diagnostics: &[Diagnostic], files: &SourceFiles, file_count: usize) 
                 position: position(d.primary.loc, files),
                 labels: std::iter::once((&d.primary, true))
                     .chain(d.secondary.iter().map(|l| (l, false)))
-                    .map(|(l, primary)| JsonLabel {
-                        message: &l.message,
-                        primary,
-                        position: position(l.loc, files),
-                    })
+                    .map(|(l, primary)| JsonLabel { message: &l.message, primary, position: position(l.loc, files) })
                     .collect(),
                 help: d.help.as_deref(),
                 notes: &d.notes,
@@ -250,9 +228,7 @@ pub fn github(diagnostics: &[Diagnostic], files: &SourceFiles) -> String {
 
 /// Workflow-command data escaping (the runner's `escapeData`).
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 /// Workflow-command property escaping (the runner's `escapeProperty`).
@@ -287,14 +263,8 @@ mod tests {
         assert_eq!(v["warnings"], 0);
         let d = &v["diagnostics"][0];
         assert_eq!(d["code"], "E0301");
-        assert_eq!(
-            (d["line"].as_u64(), d["column"].as_u64()),
-            (Some(2), Some(8))
-        );
-        assert_eq!(
-            (d["end_line"].as_u64(), d["end_column"].as_u64()),
-            (Some(2), Some(12))
-        );
+        assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(2), Some(8)));
+        assert_eq!((d["end_line"].as_u64(), d["end_column"].as_u64()), (Some(2), Some(12)));
         assert_eq!(d["labels"].as_array().unwrap().len(), 2);
         assert_eq!(d["labels"][1]["column"], 3);
         assert_eq!(d["help"], "use `dp 2`");
@@ -316,10 +286,7 @@ mod tests {
     fn human_rendering_shows_code_labels_and_help() {
         let (diags, files) = sample();
         let out = human(&diags, &files, false);
-        assert!(
-            out.starts_with("error[E0301]: plan needs 32 GPUs but cluster has 16"),
-            "{out}"
-        );
+        assert!(out.starts_with("error[E0301]: plan needs 32 GPUs but cluster has 16"), "{out}");
         assert!(out.contains("demo.venus:2:8"), "{out}");
         assert!(out.contains("= help: use `dp 2`"), "{out}");
     }
