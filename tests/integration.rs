@@ -3,5 +3,6 @@
 mod integration {
     pub mod cli;
     pub mod explain;
+    pub mod hostile;
     pub mod ui;
 }
