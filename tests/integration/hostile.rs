@@ -200,18 +200,22 @@ fn two_hundred_thousand_items_in_one_block_check_clean() {
     assert_eq!(run.json()["diagnostics"].as_array().map(Vec::len), Some(0));
 }
 
+/// Every duplicate is its own E0102 (there is no cap on diagnostics): 200,000 of them print
+/// 158 MB of JSON in about 14 s of a debug build, too close to the hang guard on a loaded
+/// machine, so this floods with 20,000.
 #[test]
-fn two_hundred_thousand_duplicate_keys_finish() {
+fn twenty_thousand_duplicate_keys_are_each_reported_once() {
     let scratch = Scratch::new("dupkeys");
     // One per line, as people write them (a single-line flood is the ignored test below).
     let text = format!(
         "{PRELUDE}plan < global_batch 64\n{}>\n",
-        "  micro_batch 1\n".repeat(200_000)
+        "  micro_batch 1\n".repeat(20_000)
     );
     let file = scratch.write("dupkeys.venus", text.as_bytes());
     let run = check_file(&scratch, &file);
     assert_eq!(run.exit, 1);
     assert_eq!(run.codes(), ["E0102"]);
+    assert_eq!(run.json()["errors"], 19_999);
 }
 
 #[test]
