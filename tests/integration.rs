@@ -4,6 +4,7 @@ mod integration {
     pub mod cli;
     pub mod explain;
     pub mod fmt;
+    pub mod hostile;
     pub mod lsp;
     pub mod sim;
     pub mod ui;
