@@ -711,6 +711,7 @@ impl Values {
             delay_grad_reduce: flag(self.delay_grad_reduce),
             delay_param_gather: flag(self.delay_param_gather),
             overlap_p2p: flag(self.overlap_p2p),
+            overlap_tp_comm: None,
             bucket_size: None,
             mfu: self.mfu.map(|m| Spanned::new(Ratio(m), l)),
             measured: self.measured.map(|[a, b, c]| Measured {

@@ -119,6 +119,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         delay_grad_reduce: None,
         delay_param_gather: None,
         overlap_p2p: None,
+        overlap_tp_comm: None,
         bucket_size: None,
         mfu: None,
         measured: None,

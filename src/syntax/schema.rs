@@ -284,6 +284,7 @@ pub const PLAN_KEYS: &[KeySig] = &[
         "delay parameter all-gather until the first forward",
     ),
     flag("overlap_p2p", "overlap pipeline send/receive with compute"),
+    flag("overlap_tp_comm", "overlap tensor-parallel communication with the GEMMs (needs sp)"),
     key(
         "bucket_size",
         &[Bytes],

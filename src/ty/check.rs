@@ -516,6 +516,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             delay_grad_reduce: f.flag("delay_grad_reduce"),
             delay_param_gather: f.flag("delay_param_gather"),
             overlap_p2p: f.flag("overlap_p2p"),
+            overlap_tp_comm: f.flag("overlap_tp_comm"),
             bucket_size: f.get("bucket_size", bytes),
             mfu: f.get("mfu", ratio),
             measured,

@@ -299,6 +299,7 @@ fn plan_summary(venus: &str) -> String {
     }
     for (k, short) in [
         ("sp", "sp"),
+        ("overlap_tp_comm", "tpo"),
         ("recompute full", "rc-full"),
         ("recompute selective", "rc-sel"),
         ("distributed_optimizer", "dopt"),

@@ -303,6 +303,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let _ = write!(v, "\n  micro_batch {mb} global_batch {gbs}\n");
     if sp {
         let _ = writeln!(v, "  sp");
+        if tp > 1 && row.notes.contains("tp-comm-overlap") {
+            let _ = writeln!(v, "  overlap_tp_comm");
+        }
     }
     if recompute != "none" {
         let _ = writeln!(v, "  recompute {recompute}");
