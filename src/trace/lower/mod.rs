@@ -238,7 +238,7 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
     let layout = Layout::new(sizes, &dims).map_err(LowerError::Layout)?;
     let network = Network::from_cluster(&sc.cluster).map_err(LowerError::Network)?;
-    let shape = pipeline_shape(sc)?;
+    let shape = PipelineShape::for_scenario(sc);
     let ir = ScheduleIr::build(shape).map_err(LowerError::Shape)?;
     let model = cost::model_for(sc);
     let world = layout.world();
@@ -294,24 +294,6 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     })
 }
 
-/// The schedule shape the plan asks for.
-pub fn pipeline_shape(sc: &Scenario) -> Result<PipelineShape, LowerError> {
-    let u32_of =
-        |v: u64, what: &'static str| u32::try_from(v).map_err(|_| LowerError::TooLarge(what));
-    let pp = u32_of(sc.pp, "pp")?;
-    let vpp = u32_of(sc.vpp.max(1), "vpp")?;
-    let m = u32_of(sc.microbatches, "microbatches")?;
-    let kind = Kind::select(pp, vpp, sc.schedule);
-    let f = sc.flags;
-    let mut shape = PipelineShape::new(kind, pp, vpp, m);
-    shape.overlap_p2p = f.overlap_p2p;
-    shape.overlap_grad_reduce = f.overlap_grad_reduce;
-    shape.overlap_param_gather = f.overlap_param_gather;
-    shape.delay_grad_reduce = f.delay_grad_reduce;
-    shape.delay_param_gather = f.delay_param_gather;
-    shape.tied_embeddings = !sc.model.untied_embeddings();
-    Ok(shape)
-}
 
 /// Whether the dense grid, the expert grid and the cluster dims refine one common mixed radix:
 /// all their cumulative products form a divisibility chain.
