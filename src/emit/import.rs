@@ -678,6 +678,7 @@ impl Values {
                 bandwidth: Spanned::new(BytesPerSec(d.bandwidth * 1e9), l),
                 latency: Spanned::new(Seconds(d.latency * 1e-9), l),
                 efficiency: None,
+                algorithm: None,
                 loc: l,
             })
             .collect();

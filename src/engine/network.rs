@@ -8,7 +8,7 @@
 //! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
 
 use crate::trace::{CollectiveKind, Ps};
-use crate::ty::{BytesPerSec, Cluster, Seconds, Topology};
+use crate::ty::{BytesPerSec, Cluster, CollectiveAlgorithm, Seconds, Topology};
 use std::fmt;
 
 /// Collective algorithm on one dim.
@@ -125,7 +125,12 @@ impl Network {
                     topology: d.topology.value,
                     bandwidth: BytesPerSec(d.bandwidth.value.0 * efficiency),
                     latency: d.latency.value,
-                    algorithm: None,
+                    algorithm: d.algorithm.as_ref().map(|a| match a.value {
+                        CollectiveAlgorithm::Ring => Algorithm::Ring,
+                        CollectiveAlgorithm::Direct => Algorithm::Direct,
+                        CollectiveAlgorithm::HalvingDoubling => Algorithm::HalvingDoubling,
+                        CollectiveAlgorithm::Tree => Algorithm::DoubleBinaryTree,
+                    }),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -90,6 +90,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
                 bandwidth: sp(BytesPerSec(450e9)),
                 latency: sp(Seconds(0.0)),
                 efficiency: None,
+                algorithm: None,
                 loc: loc(),
             })
             .collect(),

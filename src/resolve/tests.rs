@@ -283,6 +283,23 @@ fn nodes_grows_the_outermost_stdlib_dim() {
 }
 
 #[test]
+fn algo_pins_a_dims_collective_algorithm_and_an_unknown_dim_is_e0104() {
+    let out = check(&format!(
+        "cluster c : dgx_h100 < nodes 4 algo ib tree >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
+    ));
+    assert_eq!(out.lines(), Vec::<String>::new());
+    let c = &out.scenarios[0].cluster;
+    let algos: Vec<_> = c.dims.iter().map(|d| d.algorithm.as_ref().map(|a| a.value)).collect();
+    assert_eq!(algos, vec![None, Some(crate::ty::CollectiveAlgorithm::Tree)]);
+    let out = check(&format!(
+        "cluster c : dgx_h100 < nodes 4 algo nvlnk ring >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
+    ));
+    assert_eq!(out.lines().len(), 1, "{:?}", out.lines());
+    assert!(out.lines()[0].starts_with("E0104"), "{:?}", out.lines());
+    assert!(out.lines()[0].contains("unknown dim `nvlnk`"), "{:?}", out.lines());
+}
+
+#[test]
 fn a_child_key_replaces_the_base_key_and_keeps_the_rest() {
     let out = check(
         "plan base < tp 2 pp 4 micro_batch 1 global_batch 64 distributed_optimizer >\n\

@@ -88,6 +88,7 @@ impl ArgType {
 }
 
 pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
+pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
@@ -223,6 +224,15 @@ pub const CLUSTER_KEYS: &[KeySig] = &[
         doc: "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY [EFFICIENCY]]; bandwidth per GPU per direction; efficiency: achieved share of it (default 100%)",
     },
     key("nodes", &[Count], "sets the size of the outermost dim"),
+    KeySig {
+        key: "algo",
+        args: &[NewName, Enum(ALGORITHMS)],
+        optional: 0,
+        required: false,
+        repeatable: true,
+        allow_zero: false,
+        doc: "collective algorithm of one dim: DIM ring|direct|halving_doubling|tree; default: what NCCL would pick",
+    },
 ];
 
 pub const PLAN_KEYS: &[KeySig] = &[

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
     ScheduleKind, Spanned, Topology,
 };
 use crate::diag::{suggest, Code, Diagnostic, Loc};
@@ -426,6 +426,9 @@ impl<'r, 'a> Checker<'r, 'a> {
             if let Some(last) = dims.last_mut() {
                 last.size = nodes;
             }
+        }
+        for item in f.items.iter().filter(|i| i.key == "algo") {
+            self.pin_algorithm(&mut dims, item);
         }
         Some(Cluster {
             name: def.name.clone(),
@@ -902,6 +905,38 @@ fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
     }
 }
 
+impl Checker<'_, '_> {
+    /// `algo DIM WORD`: pins the collective algorithm of the dim named DIM (E0104 when the
+    /// cluster has no such dim).
+    fn pin_algorithm(&mut self, dims: &mut [Dim], item: &Item) {
+        let (Some((Checked::Arg(Arg::Name(name)), name_loc)), Some((Checked::Arg(Arg::Word(word)), word_loc))) =
+            (item.args.first(), item.args.get(1))
+        else {
+            return;
+        };
+        let algorithm = match *word {
+            "ring" => CollectiveAlgorithm::Ring,
+            "direct" => CollectiveAlgorithm::Direct,
+            "halving_doubling" => CollectiveAlgorithm::HalvingDoubling,
+            _ => CollectiveAlgorithm::Tree,
+        };
+        match dims.iter_mut().find(|d| d.name.value == *name) {
+            Some(d) => d.algorithm = Some(Spanned::new(algorithm, *word_loc)),
+            None => {
+                let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
+                let help = match suggest(name, names.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("the cluster's dims are {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+                };
+                self.res.report(
+                    Diagnostic::new(Code::E0104, format!("unknown dim `{name}`"), *name_loc, "no dim of this name in the cluster")
+                        .with_help(help),
+                );
+            }
+        }
+    }
+}
+
 fn dim(item: &Item) -> Option<Dim> {
     let at = |i: usize| item.args.get(i).map(|(c, l)| (c, *l));
     let name = match at(0)? {
@@ -942,6 +977,7 @@ fn dim(item: &Item) -> Option<Dim> {
         bandwidth,
         latency,
         efficiency,
+        algorithm: None,
         loc: item.loc,
     })
 }

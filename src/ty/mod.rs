@@ -137,8 +137,20 @@ pub struct Dim {
     /// Achieved bus bandwidth / link bandwidth (NCCL reaches less than the link's peak);
     /// `None`: 100%.
     pub efficiency: Opt<Ratio>,
+    /// The collective algorithm written with `algo DIM WORD`; `None`: the topology's default.
+    pub algorithm: Opt<CollectiveAlgorithm>,
     /// The whole `dim` item.
     pub loc: Loc,
+}
+
+/// A collective algorithm a dim can be pinned to (`algo DIM WORD` in a cluster).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CollectiveAlgorithm {
+    Ring,
+    Direct,
+    HalvingDoubling,
+    /// NCCL's double binary tree.
+    Tree,
 }
 
 #[derive(Clone, Debug, PartialEq)]
