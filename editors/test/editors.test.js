@@ -31,7 +31,10 @@ function schemaKeys() {
   return blocks;
 }
 
-/** Every enum word of schema.rs (TOPOLOGIES, SCHEDULES, RECOMPUTE, PRECISIONS, FLAG_WORDS). */
+/**
+ * Every enum word of schema.rs (TOPOLOGIES, ALGORITHMS, SCHEDULES, RECOMPUTE, PRECISIONS,
+ * ATTENTIONS, FLAG_WORDS).
+ */
 function schemaEnumWords() {
   const src = read(root, 'src', 'syntax', 'schema.rs');
   const words = [];
@@ -79,12 +82,14 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
-  assert.deepEqual(sorted(names('CLUSTER')), ['dim', 'gpu', 'nodes']);
+  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'dim', 'gpu', 'nodes']);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));
+  assert.ok(names('PLAN').includes('overlap_tp_comm'));
+  assert.ok(names('PLAN').includes('attention'));
   assert.deepEqual(sorted(schemaEnumWords()), sorted([
-    'fc', 'ring', 'switch', 'gpipe', '1f1b', 'interleaved', 'none', 'selective', 'full',
-    'bf16', 'fp8', 'on', 'off',
+    'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
+    'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'flash', 'unfused', 'on', 'off',
   ]));
 });
 
@@ -106,11 +111,12 @@ test('vim syntax lists exactly the keys and enum words of the key table', () => 
 
 test('tree-sitter grammar enum words and name-taking keys follow the key table', () => {
   assert.deepEqual(sorted(grammarList('ENUM_WORDS')), sorted(schemaEnumWords()));
-  // Keys whose first argument is a name: a reference (Ref) or a new name (NewName).
+  // Keys whose first argument is a name: a reference (Ref) or a name (NewName: `dim NAME`,
+  // and `algo DIM`, whose dim name the schema also types as NewName).
   const nameKeys = Object.values(schemaKeys()).flat()
     .filter((k) => k.firstArg === 'Ref' || k.firstArg === 'NewName')
     .map((k) => k.name);
-  assert.deepEqual(sorted(nameKeys), ['cluster', 'dim', 'gpu', 'model', 'plan']);
+  assert.deepEqual(sorted(nameKeys), ['algo', 'cluster', 'dim', 'gpu', 'model', 'plan']);
   assert.deepEqual(sorted(grammarList('NAME_KEYS')), sorted(nameKeys));
   assert.deepEqual(sorted(grammarList('DEF_KINDS')), ['cluster', 'gpu', 'model', 'plan', 'scenario']);
 });

@@ -9,10 +9,11 @@
  * up, so items are flat: a key followed by values. To still tell `heads 16 kv_groups 4` apart
  * as two items, a bare name is a value only where the language puts one:
  *   - right after the keys that take a name first (`gpu`, `model`, `cluster`, `plan`: a
- *     reference; `dim`: the new dim's name);
- *   - the enum words of the key table (`fc ring switch`, `gpipe 1f1b interleaved`,
- *     `none selective full`, `bf16 fp8`, flag words `on off`) are `constant` tokens, which
- *     tree-sitter only recognises where a value may stand, so they never end an item;
+ *     reference; `dim`: the new dim's name; `algo`: the name of the dim it applies to);
+ *   - the enum words of the key table (`fc ring switch`, `direct halving_doubling tree`,
+ *     `gpipe 1f1b interleaved`, `none selective full`, `bf16 fp8`, `flash unfused`, flag
+ *     words `on off`) are `constant` tokens, which tree-sitter only recognises where a value
+ *     may stand, so they never end an item;
  *   - inside lists, where no key can appear.
  * Every other name starts the next item, as in venusc.
  *
@@ -26,16 +27,19 @@
 
 const DEF_KINDS = ['model', 'gpu', 'cluster', 'plan', 'scenario'];
 
-// Keys whose first argument is a name: references to a definition, and `dim NAME`.
-const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim'];
+// Keys whose first argument is a name: references to a definition, `dim NAME` and
+// `algo DIM`.
+const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim', 'algo'];
 
-// Enum words of `src/syntax/schema.rs`: TOPOLOGIES, SCHEDULES, RECOMPUTE, PRECISIONS,
-// FLAG_WORDS.
+// Enum words of `src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS, SCHEDULES, RECOMPUTE,
+// PRECISIONS, ATTENTIONS, FLAG_WORDS.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
+  'direct', 'halving_doubling', 'tree',
   'gpipe', '1f1b', 'interleaved',
   'none', 'selective', 'full',
   'bf16', 'fp8',
+  'flash', 'unfused',
   'on', 'off',
 ];
 
@@ -63,14 +67,15 @@ module.exports = grammar({
     block: $ => seq('<', repeat(choice($.item, ';')), '>'),
 
     item: $ => choice(
-      // `gpu h100_sxm`, `plan < pp 4 >`, `dim nvlink fc 8 450GB/s 1us`. Shift the name
-      // rather than end the item: after these keys a name is their argument.
+      // `gpu h100_sxm`, `plan < pp 4 >`, `dim nvlink fc 8 450GB/s 1us 80%`, `algo ib tree`.
+      // Shift the name rather than end the item: after these keys a name is their argument.
       prec.right(seq(
         field('key', choice(...NAME_KEYS.map(k => alias(k, $.key)))),
         optional(field('value', $.name)),
         repeat(field('value', $._value)),
       )),
-      // `hidden 4096`, `swiglu`, `sp on`, `recompute full`, `expect < ... >`
+      // `hidden 4096`, `swiglu`, `sp on`, `recompute full`, `attention flash`,
+      // `expect < ... >`
       seq(
         field('key', alias($.name, $.key)),
         repeat(field('value', $._value)),

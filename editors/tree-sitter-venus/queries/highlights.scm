@@ -22,14 +22,16 @@
 (definition
   base: (name) @type)
 
-; Names used as values: references (`gpu h100_sxm`) and new dim names (`dim nvlink ...`).
+; Names used as values: references (`gpu h100_sxm`), new dim names (`dim nvlink ...`) and the
+; dim an `algo` applies to (`algo ib tree`).
 (item
   value: (name) @variable)
 
 (list
   (name) @variable)
 
-; Enum words of the key table: topologies, schedules, recompute, precision, `on`/`off`.
+; Enum words of the key table: topologies, collective algorithms, schedules, recompute,
+; precision, attention kernels, `on`/`off`.
 (constant) @constant.builtin
 
 (number) @number

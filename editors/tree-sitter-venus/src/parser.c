@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 45
+#define SYMBOL_COUNT 51
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 32
+#define TOKEN_COUNT 38
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -32,38 +32,44 @@ enum ts_symbol_identifiers {
   anon_sym_LT = 10,
   anon_sym_GT = 11,
   anon_sym_dim = 12,
-  anon_sym_LBRACK = 13,
-  anon_sym_RBRACK = 14,
-  anon_sym_fc = 15,
-  anon_sym_ring = 16,
-  anon_sym_switch = 17,
-  anon_sym_gpipe = 18,
-  anon_sym_1f1b = 19,
-  anon_sym_interleaved = 20,
-  anon_sym_none = 21,
-  anon_sym_selective = 22,
-  anon_sym_full = 23,
-  anon_sym_bf16 = 24,
-  anon_sym_fp8 = 25,
-  anon_sym_on = 26,
-  anon_sym_off = 27,
-  sym_unit = 28,
-  sym_number = 29,
-  sym_string = 30,
-  sym_comment = 31,
-  sym_source_file = 32,
-  sym_use_declaration = 33,
-  sym_definition = 34,
-  sym_block = 35,
-  sym_item = 36,
-  sym__value = 37,
-  sym_list = 38,
-  sym_constant = 39,
-  sym_quantity = 40,
-  aux_sym_source_file_repeat1 = 41,
-  aux_sym_block_repeat1 = 42,
-  aux_sym_item_repeat1 = 43,
-  aux_sym_list_repeat1 = 44,
+  anon_sym_algo = 13,
+  anon_sym_LBRACK = 14,
+  anon_sym_RBRACK = 15,
+  anon_sym_fc = 16,
+  anon_sym_ring = 17,
+  anon_sym_switch = 18,
+  anon_sym_direct = 19,
+  anon_sym_halving_doubling = 20,
+  anon_sym_tree = 21,
+  anon_sym_gpipe = 22,
+  anon_sym_1f1b = 23,
+  anon_sym_interleaved = 24,
+  anon_sym_none = 25,
+  anon_sym_selective = 26,
+  anon_sym_full = 27,
+  anon_sym_bf16 = 28,
+  anon_sym_fp8 = 29,
+  anon_sym_flash = 30,
+  anon_sym_unfused = 31,
+  anon_sym_on = 32,
+  anon_sym_off = 33,
+  sym_unit = 34,
+  sym_number = 35,
+  sym_string = 36,
+  sym_comment = 37,
+  sym_source_file = 38,
+  sym_use_declaration = 39,
+  sym_definition = 40,
+  sym_block = 41,
+  sym_item = 42,
+  sym__value = 43,
+  sym_list = 44,
+  sym_constant = 45,
+  sym_quantity = 46,
+  aux_sym_source_file_repeat1 = 47,
+  aux_sym_block_repeat1 = 48,
+  aux_sym_item_repeat1 = 49,
+  aux_sym_list_repeat1 = 50,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -80,11 +86,15 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_LT] = "<",
   [anon_sym_GT] = ">",
   [anon_sym_dim] = "key",
+  [anon_sym_algo] = "key",
   [anon_sym_LBRACK] = "[",
   [anon_sym_RBRACK] = "]",
   [anon_sym_fc] = "fc",
   [anon_sym_ring] = "ring",
   [anon_sym_switch] = "switch",
+  [anon_sym_direct] = "direct",
+  [anon_sym_halving_doubling] = "halving_doubling",
+  [anon_sym_tree] = "tree",
   [anon_sym_gpipe] = "gpipe",
   [anon_sym_1f1b] = "1f1b",
   [anon_sym_interleaved] = "interleaved",
@@ -93,6 +103,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_full] = "full",
   [anon_sym_bf16] = "bf16",
   [anon_sym_fp8] = "fp8",
+  [anon_sym_flash] = "flash",
+  [anon_sym_unfused] = "unfused",
   [anon_sym_on] = "on",
   [anon_sym_off] = "off",
   [sym_unit] = "unit",
@@ -128,11 +140,15 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_LT] = anon_sym_LT,
   [anon_sym_GT] = anon_sym_GT,
   [anon_sym_dim] = anon_sym_dim,
+  [anon_sym_algo] = anon_sym_dim,
   [anon_sym_LBRACK] = anon_sym_LBRACK,
   [anon_sym_RBRACK] = anon_sym_RBRACK,
   [anon_sym_fc] = anon_sym_fc,
   [anon_sym_ring] = anon_sym_ring,
   [anon_sym_switch] = anon_sym_switch,
+  [anon_sym_direct] = anon_sym_direct,
+  [anon_sym_halving_doubling] = anon_sym_halving_doubling,
+  [anon_sym_tree] = anon_sym_tree,
   [anon_sym_gpipe] = anon_sym_gpipe,
   [anon_sym_1f1b] = anon_sym_1f1b,
   [anon_sym_interleaved] = anon_sym_interleaved,
@@ -141,6 +157,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_full] = anon_sym_full,
   [anon_sym_bf16] = anon_sym_bf16,
   [anon_sym_fp8] = anon_sym_fp8,
+  [anon_sym_flash] = anon_sym_flash,
+  [anon_sym_unfused] = anon_sym_unfused,
   [anon_sym_on] = anon_sym_on,
   [anon_sym_off] = anon_sym_off,
   [sym_unit] = sym_unit,
@@ -215,6 +233,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [anon_sym_algo] = {
+    .visible = true,
+    .named = true,
+  },
   [anon_sym_LBRACK] = {
     .visible = true,
     .named = false,
@@ -232,6 +254,18 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_switch] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_direct] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_halving_doubling] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_tree] = {
     .visible = true,
     .named = false,
   },
@@ -264,6 +298,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_fp8] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_flash] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_unfused] = {
     .visible = true,
     .named = false,
   },
@@ -660,278 +702,398 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
   switch (state) {
     case 0:
       ADVANCE_MAP(
-        'b', 1,
-        'c', 2,
-        'd', 3,
-        'f', 4,
-        'g', 5,
-        'i', 6,
-        'm', 7,
-        'n', 8,
-        'o', 9,
-        'p', 10,
-        'r', 11,
-        's', 12,
-        'u', 13,
+        'a', 1,
+        'b', 2,
+        'c', 3,
+        'd', 4,
+        'f', 5,
+        'g', 6,
+        'h', 7,
+        'i', 8,
+        'm', 9,
+        'n', 10,
+        'o', 11,
+        'p', 12,
+        'r', 13,
+        's', 14,
+        't', 15,
+        'u', 16,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == 'f') ADVANCE(14);
+      if (lookahead == 'l') ADVANCE(17);
       END_STATE();
     case 2:
-      if (lookahead == 'l') ADVANCE(15);
+      if (lookahead == 'f') ADVANCE(18);
       END_STATE();
     case 3:
-      if (lookahead == 'i') ADVANCE(16);
+      if (lookahead == 'l') ADVANCE(19);
       END_STATE();
     case 4:
-      if (lookahead == 'c') ADVANCE(17);
-      if (lookahead == 'p') ADVANCE(18);
-      if (lookahead == 'u') ADVANCE(19);
+      if (lookahead == 'i') ADVANCE(20);
       END_STATE();
     case 5:
-      if (lookahead == 'p') ADVANCE(20);
+      if (lookahead == 'c') ADVANCE(21);
+      if (lookahead == 'l') ADVANCE(22);
+      if (lookahead == 'p') ADVANCE(23);
+      if (lookahead == 'u') ADVANCE(24);
       END_STATE();
     case 6:
-      if (lookahead == 'n') ADVANCE(21);
+      if (lookahead == 'p') ADVANCE(25);
       END_STATE();
     case 7:
-      if (lookahead == 'o') ADVANCE(22);
+      if (lookahead == 'a') ADVANCE(26);
       END_STATE();
     case 8:
-      if (lookahead == 'o') ADVANCE(23);
+      if (lookahead == 'n') ADVANCE(27);
       END_STATE();
     case 9:
-      if (lookahead == 'f') ADVANCE(24);
-      if (lookahead == 'n') ADVANCE(25);
+      if (lookahead == 'o') ADVANCE(28);
       END_STATE();
     case 10:
-      if (lookahead == 'l') ADVANCE(26);
+      if (lookahead == 'o') ADVANCE(29);
       END_STATE();
     case 11:
-      if (lookahead == 'i') ADVANCE(27);
+      if (lookahead == 'f') ADVANCE(30);
+      if (lookahead == 'n') ADVANCE(31);
       END_STATE();
     case 12:
-      if (lookahead == 'c') ADVANCE(28);
-      if (lookahead == 'e') ADVANCE(29);
-      if (lookahead == 'w') ADVANCE(30);
+      if (lookahead == 'l') ADVANCE(32);
       END_STATE();
     case 13:
-      if (lookahead == 's') ADVANCE(31);
+      if (lookahead == 'i') ADVANCE(33);
       END_STATE();
     case 14:
-      if (lookahead == '1') ADVANCE(32);
+      if (lookahead == 'c') ADVANCE(34);
+      if (lookahead == 'e') ADVANCE(35);
+      if (lookahead == 'w') ADVANCE(36);
       END_STATE();
     case 15:
-      if (lookahead == 'u') ADVANCE(33);
+      if (lookahead == 'r') ADVANCE(37);
       END_STATE();
     case 16:
-      if (lookahead == 'm') ADVANCE(34);
+      if (lookahead == 'n') ADVANCE(38);
+      if (lookahead == 's') ADVANCE(39);
       END_STATE();
     case 17:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'g') ADVANCE(40);
       END_STATE();
     case 18:
-      if (lookahead == '8') ADVANCE(35);
+      if (lookahead == '1') ADVANCE(41);
       END_STATE();
     case 19:
-      if (lookahead == 'l') ADVANCE(36);
+      if (lookahead == 'u') ADVANCE(42);
       END_STATE();
     case 20:
-      if (lookahead == 'i') ADVANCE(37);
-      if (lookahead == 'u') ADVANCE(38);
+      if (lookahead == 'm') ADVANCE(43);
+      if (lookahead == 'r') ADVANCE(44);
       END_STATE();
     case 21:
-      if (lookahead == 't') ADVANCE(39);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 22:
-      if (lookahead == 'd') ADVANCE(40);
+      if (lookahead == 'a') ADVANCE(45);
       END_STATE();
     case 23:
-      if (lookahead == 'n') ADVANCE(41);
+      if (lookahead == '8') ADVANCE(46);
       END_STATE();
     case 24:
-      if (lookahead == 'f') ADVANCE(42);
+      if (lookahead == 'l') ADVANCE(47);
       END_STATE();
     case 25:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'i') ADVANCE(48);
+      if (lookahead == 'u') ADVANCE(49);
       END_STATE();
     case 26:
-      if (lookahead == 'a') ADVANCE(43);
+      if (lookahead == 'l') ADVANCE(50);
       END_STATE();
     case 27:
-      if (lookahead == 'n') ADVANCE(44);
+      if (lookahead == 't') ADVANCE(51);
       END_STATE();
     case 28:
-      if (lookahead == 'e') ADVANCE(45);
+      if (lookahead == 'd') ADVANCE(52);
       END_STATE();
     case 29:
-      if (lookahead == 'l') ADVANCE(46);
+      if (lookahead == 'n') ADVANCE(53);
       END_STATE();
     case 30:
-      if (lookahead == 'i') ADVANCE(47);
+      if (lookahead == 'f') ADVANCE(54);
       END_STATE();
     case 31:
-      if (lookahead == 'e') ADVANCE(48);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 32:
-      if (lookahead == '6') ADVANCE(49);
+      if (lookahead == 'a') ADVANCE(55);
       END_STATE();
     case 33:
-      if (lookahead == 's') ADVANCE(50);
-      END_STATE();
-    case 34:
-      ACCEPT_TOKEN(anon_sym_dim);
-      END_STATE();
-    case 35:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 36:
-      if (lookahead == 'l') ADVANCE(51);
-      END_STATE();
-    case 37:
-      if (lookahead == 'p') ADVANCE(52);
-      END_STATE();
-    case 38:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 39:
-      if (lookahead == 'e') ADVANCE(53);
-      END_STATE();
-    case 40:
-      if (lookahead == 'e') ADVANCE(54);
-      END_STATE();
-    case 41:
-      if (lookahead == 'e') ADVANCE(55);
-      END_STATE();
-    case 42:
-      ACCEPT_TOKEN(anon_sym_off);
-      END_STATE();
-    case 43:
       if (lookahead == 'n') ADVANCE(56);
       END_STATE();
-    case 44:
-      if (lookahead == 'g') ADVANCE(57);
+    case 34:
+      if (lookahead == 'e') ADVANCE(57);
       END_STATE();
-    case 45:
-      if (lookahead == 'n') ADVANCE(58);
+    case 35:
+      if (lookahead == 'l') ADVANCE(58);
       END_STATE();
-    case 46:
-      if (lookahead == 'e') ADVANCE(59);
+    case 36:
+      if (lookahead == 'i') ADVANCE(59);
       END_STATE();
-    case 47:
-      if (lookahead == 't') ADVANCE(60);
+    case 37:
+      if (lookahead == 'e') ADVANCE(60);
       END_STATE();
-    case 48:
-      ACCEPT_TOKEN(anon_sym_use);
+    case 38:
+      if (lookahead == 'f') ADVANCE(61);
       END_STATE();
-    case 49:
-      ACCEPT_TOKEN(anon_sym_bf16);
-      END_STATE();
-    case 50:
-      if (lookahead == 't') ADVANCE(61);
-      END_STATE();
-    case 51:
-      ACCEPT_TOKEN(anon_sym_full);
-      END_STATE();
-    case 52:
+    case 39:
       if (lookahead == 'e') ADVANCE(62);
       END_STATE();
+    case 40:
+      if (lookahead == 'o') ADVANCE(63);
+      END_STATE();
+    case 41:
+      if (lookahead == '6') ADVANCE(64);
+      END_STATE();
+    case 42:
+      if (lookahead == 's') ADVANCE(65);
+      END_STATE();
+    case 43:
+      ACCEPT_TOKEN(anon_sym_dim);
+      END_STATE();
+    case 44:
+      if (lookahead == 'e') ADVANCE(66);
+      END_STATE();
+    case 45:
+      if (lookahead == 's') ADVANCE(67);
+      END_STATE();
+    case 46:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 47:
+      if (lookahead == 'l') ADVANCE(68);
+      END_STATE();
+    case 48:
+      if (lookahead == 'p') ADVANCE(69);
+      END_STATE();
+    case 49:
+      ACCEPT_TOKEN(anon_sym_gpu);
+      END_STATE();
+    case 50:
+      if (lookahead == 'v') ADVANCE(70);
+      END_STATE();
+    case 51:
+      if (lookahead == 'e') ADVANCE(71);
+      END_STATE();
+    case 52:
+      if (lookahead == 'e') ADVANCE(72);
+      END_STATE();
     case 53:
-      if (lookahead == 'r') ADVANCE(63);
+      if (lookahead == 'e') ADVANCE(73);
       END_STATE();
     case 54:
-      if (lookahead == 'l') ADVANCE(64);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 55:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'n') ADVANCE(74);
       END_STATE();
     case 56:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'g') ADVANCE(75);
       END_STATE();
     case 57:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == 'n') ADVANCE(76);
       END_STATE();
     case 58:
-      if (lookahead == 'a') ADVANCE(65);
+      if (lookahead == 'e') ADVANCE(77);
       END_STATE();
     case 59:
-      if (lookahead == 'c') ADVANCE(66);
+      if (lookahead == 't') ADVANCE(78);
       END_STATE();
     case 60:
-      if (lookahead == 'c') ADVANCE(67);
+      if (lookahead == 'e') ADVANCE(79);
       END_STATE();
     case 61:
-      if (lookahead == 'e') ADVANCE(68);
+      if (lookahead == 'u') ADVANCE(80);
       END_STATE();
     case 62:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 63:
-      if (lookahead == 'l') ADVANCE(69);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 64:
-      ACCEPT_TOKEN(anon_sym_model);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 65:
-      if (lookahead == 'r') ADVANCE(70);
+      if (lookahead == 't') ADVANCE(81);
       END_STATE();
     case 66:
-      if (lookahead == 't') ADVANCE(71);
+      if (lookahead == 'c') ADVANCE(82);
       END_STATE();
     case 67:
-      if (lookahead == 'h') ADVANCE(72);
+      if (lookahead == 'h') ADVANCE(83);
       END_STATE();
     case 68:
-      if (lookahead == 'r') ADVANCE(73);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 69:
-      if (lookahead == 'e') ADVANCE(74);
+      if (lookahead == 'e') ADVANCE(84);
       END_STATE();
     case 70:
-      if (lookahead == 'i') ADVANCE(75);
+      if (lookahead == 'i') ADVANCE(85);
       END_STATE();
     case 71:
-      if (lookahead == 'i') ADVANCE(76);
+      if (lookahead == 'r') ADVANCE(86);
       END_STATE();
     case 72:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'l') ADVANCE(87);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 74:
-      if (lookahead == 'a') ADVANCE(77);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 75:
-      if (lookahead == 'o') ADVANCE(78);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 76:
-      if (lookahead == 'v') ADVANCE(79);
+      if (lookahead == 'a') ADVANCE(88);
       END_STATE();
     case 77:
-      if (lookahead == 'v') ADVANCE(80);
+      if (lookahead == 'c') ADVANCE(89);
       END_STATE();
     case 78:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'c') ADVANCE(90);
       END_STATE();
     case 79:
-      if (lookahead == 'e') ADVANCE(81);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 80:
-      if (lookahead == 'e') ADVANCE(82);
+      if (lookahead == 's') ADVANCE(91);
       END_STATE();
     case 81:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'e') ADVANCE(92);
       END_STATE();
     case 82:
-      if (lookahead == 'd') ADVANCE(83);
+      if (lookahead == 't') ADVANCE(93);
       END_STATE();
     case 83:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
+    case 84:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 85:
+      if (lookahead == 'n') ADVANCE(94);
+      END_STATE();
+    case 86:
+      if (lookahead == 'l') ADVANCE(95);
+      END_STATE();
+    case 87:
+      ACCEPT_TOKEN(anon_sym_model);
+      END_STATE();
+    case 88:
+      if (lookahead == 'r') ADVANCE(96);
+      END_STATE();
+    case 89:
+      if (lookahead == 't') ADVANCE(97);
+      END_STATE();
+    case 90:
+      if (lookahead == 'h') ADVANCE(98);
+      END_STATE();
+    case 91:
+      if (lookahead == 'e') ADVANCE(99);
+      END_STATE();
+    case 92:
+      if (lookahead == 'r') ADVANCE(100);
+      END_STATE();
+    case 93:
+      ACCEPT_TOKEN(anon_sym_direct);
+      END_STATE();
+    case 94:
+      if (lookahead == 'g') ADVANCE(101);
+      END_STATE();
+    case 95:
+      if (lookahead == 'e') ADVANCE(102);
+      END_STATE();
+    case 96:
+      if (lookahead == 'i') ADVANCE(103);
+      END_STATE();
+    case 97:
+      if (lookahead == 'i') ADVANCE(104);
+      END_STATE();
+    case 98:
+      ACCEPT_TOKEN(anon_sym_switch);
+      END_STATE();
+    case 99:
+      if (lookahead == 'd') ADVANCE(105);
+      END_STATE();
+    case 100:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
+    case 101:
+      if (lookahead == '_') ADVANCE(106);
+      END_STATE();
+    case 102:
+      if (lookahead == 'a') ADVANCE(107);
+      END_STATE();
+    case 103:
+      if (lookahead == 'o') ADVANCE(108);
+      END_STATE();
+    case 104:
+      if (lookahead == 'v') ADVANCE(109);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 106:
+      if (lookahead == 'd') ADVANCE(110);
+      END_STATE();
+    case 107:
+      if (lookahead == 'v') ADVANCE(111);
+      END_STATE();
+    case 108:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 109:
+      if (lookahead == 'e') ADVANCE(112);
+      END_STATE();
+    case 110:
+      if (lookahead == 'o') ADVANCE(113);
+      END_STATE();
+    case 111:
+      if (lookahead == 'e') ADVANCE(114);
+      END_STATE();
+    case 112:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 113:
+      if (lookahead == 'u') ADVANCE(115);
+      END_STATE();
+    case 114:
+      if (lookahead == 'd') ADVANCE(116);
+      END_STATE();
+    case 115:
+      if (lookahead == 'b') ADVANCE(117);
+      END_STATE();
+    case 116:
       ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 117:
+      if (lookahead == 'l') ADVANCE(118);
+      END_STATE();
+    case 118:
+      if (lookahead == 'i') ADVANCE(119);
+      END_STATE();
+    case 119:
+      if (lookahead == 'n') ADVANCE(120);
+      END_STATE();
+    case 120:
+      if (lookahead == 'g') ADVANCE(121);
+      END_STATE();
+    case 121:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
       return false;
@@ -974,8 +1136,8 @@ static const TSLexerMode ts_lex_modes[STATE_COUNT] = {
   [32] = {.lex_state = 0},
   [33] = {.lex_state = 0},
   [34] = {.lex_state = 0},
-  [35] = {.lex_state = 8},
-  [36] = {.lex_state = 0},
+  [35] = {.lex_state = 0},
+  [36] = {.lex_state = 8},
   [37] = {.lex_state = 8},
 };
 
@@ -994,11 +1156,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(1),
     [anon_sym_GT] = ACTIONS(1),
     [anon_sym_dim] = ACTIONS(1),
+    [anon_sym_algo] = ACTIONS(1),
     [anon_sym_LBRACK] = ACTIONS(1),
     [anon_sym_RBRACK] = ACTIONS(1),
     [anon_sym_fc] = ACTIONS(1),
     [anon_sym_ring] = ACTIONS(1),
     [anon_sym_switch] = ACTIONS(1),
+    [anon_sym_direct] = ACTIONS(1),
+    [anon_sym_halving_doubling] = ACTIONS(1),
+    [anon_sym_tree] = ACTIONS(1),
     [anon_sym_gpipe] = ACTIONS(1),
     [anon_sym_1f1b] = ACTIONS(1),
     [anon_sym_interleaved] = ACTIONS(1),
@@ -1007,6 +1173,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(1),
     [anon_sym_bf16] = ACTIONS(1),
     [anon_sym_fp8] = ACTIONS(1),
+    [anon_sym_flash] = ACTIONS(1),
+    [anon_sym_unfused] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
     [anon_sym_off] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
@@ -1015,10 +1183,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(34),
-    [sym_use_declaration] = STATE(21),
-    [sym_definition] = STATE(21),
-    [aux_sym_source_file_repeat1] = STATE(21),
+    [sym_source_file] = STATE(35),
+    [sym_use_declaration] = STATE(24),
+    [sym_definition] = STATE(24),
+    [aux_sym_source_file_repeat1] = STATE(24),
     [ts_builtin_sym_end] = ACTIONS(5),
     [anon_sym_SEMI] = ACTIONS(7),
     [anon_sym_use] = ACTIONS(9),
@@ -1030,12 +1198,12 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(2)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
-    [aux_sym_item_repeat1] = STATE(7),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
+    [aux_sym_item_repeat1] = STATE(5),
     [sym_name] = ACTIONS(13),
     [anon_sym_SEMI] = ACTIONS(15),
     [anon_sym_model] = ACTIONS(17),
@@ -1045,10 +1213,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_GT] = ACTIONS(15),
     [anon_sym_dim] = ACTIONS(17),
+    [anon_sym_algo] = ACTIONS(17),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1057,6 +1229,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1064,12 +1238,12 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(3)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
-    [aux_sym_item_repeat1] = STATE(5),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
+    [aux_sym_item_repeat1] = STATE(7),
     [sym_name] = ACTIONS(17),
     [anon_sym_SEMI] = ACTIONS(15),
     [anon_sym_model] = ACTIONS(17),
@@ -1079,10 +1253,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_GT] = ACTIONS(15),
     [anon_sym_dim] = ACTIONS(17),
+    [anon_sym_algo] = ACTIONS(17),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1091,6 +1269,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1098,11 +1278,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(4)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
     [aux_sym_item_repeat1] = STATE(8),
     [sym_name] = ACTIONS(31),
     [anon_sym_SEMI] = ACTIONS(33),
@@ -1113,10 +1293,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_GT] = ACTIONS(33),
     [anon_sym_dim] = ACTIONS(31),
+    [anon_sym_algo] = ACTIONS(31),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1125,6 +1309,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1132,11 +1318,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(5)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
     [aux_sym_item_repeat1] = STATE(6),
     [sym_name] = ACTIONS(35),
     [anon_sym_SEMI] = ACTIONS(37),
@@ -1147,10 +1333,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_GT] = ACTIONS(37),
     [anon_sym_dim] = ACTIONS(35),
+    [anon_sym_algo] = ACTIONS(35),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1159,6 +1349,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1166,11 +1358,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(6)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
     [aux_sym_item_repeat1] = STATE(6),
     [sym_name] = ACTIONS(39),
     [anon_sym_SEMI] = ACTIONS(41),
@@ -1181,10 +1373,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(43),
     [anon_sym_GT] = ACTIONS(41),
     [anon_sym_dim] = ACTIONS(39),
+    [anon_sym_algo] = ACTIONS(39),
     [anon_sym_LBRACK] = ACTIONS(46),
     [anon_sym_fc] = ACTIONS(49),
     [anon_sym_ring] = ACTIONS(49),
     [anon_sym_switch] = ACTIONS(49),
+    [anon_sym_direct] = ACTIONS(49),
+    [anon_sym_halving_doubling] = ACTIONS(49),
+    [anon_sym_tree] = ACTIONS(49),
     [anon_sym_gpipe] = ACTIONS(49),
     [anon_sym_1f1b] = ACTIONS(52),
     [anon_sym_interleaved] = ACTIONS(49),
@@ -1193,6 +1389,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(49),
     [anon_sym_bf16] = ACTIONS(49),
     [anon_sym_fp8] = ACTIONS(49),
+    [anon_sym_flash] = ACTIONS(49),
+    [anon_sym_unfused] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
     [anon_sym_off] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
@@ -1200,11 +1398,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(7)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
     [aux_sym_item_repeat1] = STATE(6),
     [sym_name] = ACTIONS(35),
     [anon_sym_SEMI] = ACTIONS(37),
@@ -1215,10 +1413,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_GT] = ACTIONS(37),
     [anon_sym_dim] = ACTIONS(35),
+    [anon_sym_algo] = ACTIONS(35),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1227,6 +1429,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1234,11 +1438,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(8)] = {
-    [sym_block] = STATE(17),
-    [sym__value] = STATE(17),
-    [sym_list] = STATE(17),
-    [sym_constant] = STATE(17),
-    [sym_quantity] = STATE(17),
+    [sym_block] = STATE(16),
+    [sym__value] = STATE(16),
+    [sym_list] = STATE(16),
+    [sym_constant] = STATE(16),
+    [sym_quantity] = STATE(16),
     [aux_sym_item_repeat1] = STATE(6),
     [sym_name] = ACTIONS(61),
     [anon_sym_SEMI] = ACTIONS(63),
@@ -1249,10 +1453,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_GT] = ACTIONS(63),
     [anon_sym_dim] = ACTIONS(61),
+    [anon_sym_algo] = ACTIONS(61),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1261,6 +1469,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1280,11 +1490,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(65),
     [anon_sym_GT] = ACTIONS(65),
     [anon_sym_dim] = ACTIONS(67),
+    [anon_sym_algo] = ACTIONS(67),
     [anon_sym_LBRACK] = ACTIONS(65),
     [anon_sym_RBRACK] = ACTIONS(65),
     [anon_sym_fc] = ACTIONS(67),
     [anon_sym_ring] = ACTIONS(67),
     [anon_sym_switch] = ACTIONS(67),
+    [anon_sym_direct] = ACTIONS(67),
+    [anon_sym_halving_doubling] = ACTIONS(67),
+    [anon_sym_tree] = ACTIONS(67),
     [anon_sym_gpipe] = ACTIONS(67),
     [anon_sym_1f1b] = ACTIONS(65),
     [anon_sym_interleaved] = ACTIONS(67),
@@ -1293,6 +1507,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(67),
     [anon_sym_bf16] = ACTIONS(67),
     [anon_sym_fp8] = ACTIONS(67),
+    [anon_sym_flash] = ACTIONS(67),
+    [anon_sym_unfused] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
     [anon_sym_off] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
@@ -1312,11 +1528,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(69),
     [anon_sym_GT] = ACTIONS(69),
     [anon_sym_dim] = ACTIONS(71),
+    [anon_sym_algo] = ACTIONS(71),
     [anon_sym_LBRACK] = ACTIONS(69),
     [anon_sym_RBRACK] = ACTIONS(69),
     [anon_sym_fc] = ACTIONS(71),
     [anon_sym_ring] = ACTIONS(71),
     [anon_sym_switch] = ACTIONS(71),
+    [anon_sym_direct] = ACTIONS(71),
+    [anon_sym_halving_doubling] = ACTIONS(71),
+    [anon_sym_tree] = ACTIONS(71),
     [anon_sym_gpipe] = ACTIONS(71),
     [anon_sym_1f1b] = ACTIONS(69),
     [anon_sym_interleaved] = ACTIONS(71),
@@ -1325,6 +1545,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(71),
     [anon_sym_bf16] = ACTIONS(71),
     [anon_sym_fp8] = ACTIONS(71),
+    [anon_sym_flash] = ACTIONS(71),
+    [anon_sym_unfused] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
     [anon_sym_off] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
@@ -1341,11 +1563,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(75),
     [anon_sym_GT] = ACTIONS(75),
     [anon_sym_dim] = ACTIONS(73),
+    [anon_sym_algo] = ACTIONS(73),
     [anon_sym_LBRACK] = ACTIONS(75),
     [anon_sym_RBRACK] = ACTIONS(75),
     [anon_sym_fc] = ACTIONS(73),
     [anon_sym_ring] = ACTIONS(73),
     [anon_sym_switch] = ACTIONS(73),
+    [anon_sym_direct] = ACTIONS(73),
+    [anon_sym_halving_doubling] = ACTIONS(73),
+    [anon_sym_tree] = ACTIONS(73),
     [anon_sym_gpipe] = ACTIONS(73),
     [anon_sym_1f1b] = ACTIONS(75),
     [anon_sym_interleaved] = ACTIONS(73),
@@ -1354,6 +1580,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(73),
     [anon_sym_bf16] = ACTIONS(73),
     [anon_sym_fp8] = ACTIONS(73),
+    [anon_sym_flash] = ACTIONS(73),
+    [anon_sym_unfused] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
     [anon_sym_off] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
@@ -1371,11 +1599,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(81),
     [anon_sym_GT] = ACTIONS(81),
     [anon_sym_dim] = ACTIONS(79),
+    [anon_sym_algo] = ACTIONS(79),
     [anon_sym_LBRACK] = ACTIONS(81),
     [anon_sym_RBRACK] = ACTIONS(81),
     [anon_sym_fc] = ACTIONS(79),
     [anon_sym_ring] = ACTIONS(79),
     [anon_sym_switch] = ACTIONS(79),
+    [anon_sym_direct] = ACTIONS(79),
+    [anon_sym_halving_doubling] = ACTIONS(79),
+    [anon_sym_tree] = ACTIONS(79),
     [anon_sym_gpipe] = ACTIONS(79),
     [anon_sym_1f1b] = ACTIONS(81),
     [anon_sym_interleaved] = ACTIONS(79),
@@ -1384,6 +1616,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(79),
     [anon_sym_bf16] = ACTIONS(79),
     [anon_sym_fp8] = ACTIONS(79),
+    [anon_sym_flash] = ACTIONS(79),
+    [anon_sym_unfused] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
     [anon_sym_off] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
@@ -1400,11 +1634,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(85),
     [anon_sym_GT] = ACTIONS(85),
     [anon_sym_dim] = ACTIONS(83),
+    [anon_sym_algo] = ACTIONS(83),
     [anon_sym_LBRACK] = ACTIONS(85),
     [anon_sym_RBRACK] = ACTIONS(85),
     [anon_sym_fc] = ACTIONS(83),
     [anon_sym_ring] = ACTIONS(83),
     [anon_sym_switch] = ACTIONS(83),
+    [anon_sym_direct] = ACTIONS(83),
+    [anon_sym_halving_doubling] = ACTIONS(83),
+    [anon_sym_tree] = ACTIONS(83),
     [anon_sym_gpipe] = ACTIONS(83),
     [anon_sym_1f1b] = ACTIONS(85),
     [anon_sym_interleaved] = ACTIONS(83),
@@ -1413,6 +1651,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(83),
     [anon_sym_bf16] = ACTIONS(83),
     [anon_sym_fp8] = ACTIONS(83),
+    [anon_sym_flash] = ACTIONS(83),
+    [anon_sym_unfused] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
     [anon_sym_off] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
@@ -1429,11 +1669,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(89),
     [anon_sym_GT] = ACTIONS(89),
     [anon_sym_dim] = ACTIONS(87),
+    [anon_sym_algo] = ACTIONS(87),
     [anon_sym_LBRACK] = ACTIONS(89),
     [anon_sym_RBRACK] = ACTIONS(89),
     [anon_sym_fc] = ACTIONS(87),
     [anon_sym_ring] = ACTIONS(87),
     [anon_sym_switch] = ACTIONS(87),
+    [anon_sym_direct] = ACTIONS(87),
+    [anon_sym_halving_doubling] = ACTIONS(87),
+    [anon_sym_tree] = ACTIONS(87),
     [anon_sym_gpipe] = ACTIONS(87),
     [anon_sym_1f1b] = ACTIONS(89),
     [anon_sym_interleaved] = ACTIONS(87),
@@ -1442,6 +1686,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(87),
     [anon_sym_bf16] = ACTIONS(87),
     [anon_sym_fp8] = ACTIONS(87),
+    [anon_sym_flash] = ACTIONS(87),
+    [anon_sym_unfused] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
     [anon_sym_off] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
@@ -1458,11 +1704,15 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_LT] = ACTIONS(93),
     [anon_sym_GT] = ACTIONS(93),
     [anon_sym_dim] = ACTIONS(91),
+    [anon_sym_algo] = ACTIONS(91),
     [anon_sym_LBRACK] = ACTIONS(93),
     [anon_sym_RBRACK] = ACTIONS(93),
     [anon_sym_fc] = ACTIONS(91),
     [anon_sym_ring] = ACTIONS(91),
     [anon_sym_switch] = ACTIONS(91),
+    [anon_sym_direct] = ACTIONS(91),
+    [anon_sym_halving_doubling] = ACTIONS(91),
+    [anon_sym_tree] = ACTIONS(91),
     [anon_sym_gpipe] = ACTIONS(91),
     [anon_sym_1f1b] = ACTIONS(93),
     [anon_sym_interleaved] = ACTIONS(91),
@@ -1471,6 +1721,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(91),
     [anon_sym_bf16] = ACTIONS(91),
     [anon_sym_fp8] = ACTIONS(91),
+    [anon_sym_flash] = ACTIONS(91),
+    [anon_sym_unfused] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
     [anon_sym_off] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
@@ -1478,19 +1730,56 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym_comment] = ACTIONS(3),
   },
   [STATE(16)] = {
+    [sym_name] = ACTIONS(95),
+    [anon_sym_SEMI] = ACTIONS(97),
+    [anon_sym_model] = ACTIONS(95),
+    [anon_sym_gpu] = ACTIONS(95),
+    [anon_sym_cluster] = ACTIONS(95),
+    [anon_sym_plan] = ACTIONS(95),
+    [anon_sym_LT] = ACTIONS(97),
+    [anon_sym_GT] = ACTIONS(97),
+    [anon_sym_dim] = ACTIONS(95),
+    [anon_sym_algo] = ACTIONS(95),
+    [anon_sym_LBRACK] = ACTIONS(97),
+    [anon_sym_fc] = ACTIONS(95),
+    [anon_sym_ring] = ACTIONS(95),
+    [anon_sym_switch] = ACTIONS(95),
+    [anon_sym_direct] = ACTIONS(95),
+    [anon_sym_halving_doubling] = ACTIONS(95),
+    [anon_sym_tree] = ACTIONS(95),
+    [anon_sym_gpipe] = ACTIONS(95),
+    [anon_sym_1f1b] = ACTIONS(97),
+    [anon_sym_interleaved] = ACTIONS(95),
+    [anon_sym_none] = ACTIONS(95),
+    [anon_sym_selective] = ACTIONS(95),
+    [anon_sym_full] = ACTIONS(95),
+    [anon_sym_bf16] = ACTIONS(95),
+    [anon_sym_fp8] = ACTIONS(95),
+    [anon_sym_flash] = ACTIONS(95),
+    [anon_sym_unfused] = ACTIONS(95),
+    [anon_sym_on] = ACTIONS(95),
+    [anon_sym_off] = ACTIONS(95),
+    [sym_number] = ACTIONS(95),
+    [sym_string] = ACTIONS(97),
+    [sym_comment] = ACTIONS(3),
+  },
+  [STATE(17)] = {
     [sym_block] = STATE(18),
     [sym__value] = STATE(18),
     [sym_list] = STATE(18),
     [sym_constant] = STATE(18),
     [sym_quantity] = STATE(18),
     [aux_sym_list_repeat1] = STATE(18),
-    [sym_name] = ACTIONS(95),
+    [sym_name] = ACTIONS(99),
     [anon_sym_LT] = ACTIONS(19),
     [anon_sym_LBRACK] = ACTIONS(21),
-    [anon_sym_RBRACK] = ACTIONS(97),
+    [anon_sym_RBRACK] = ACTIONS(101),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1499,37 +1788,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
-    [sym_string] = ACTIONS(99),
-    [sym_comment] = ACTIONS(3),
-  },
-  [STATE(17)] = {
-    [sym_name] = ACTIONS(101),
-    [anon_sym_SEMI] = ACTIONS(103),
-    [anon_sym_model] = ACTIONS(101),
-    [anon_sym_gpu] = ACTIONS(101),
-    [anon_sym_cluster] = ACTIONS(101),
-    [anon_sym_plan] = ACTIONS(101),
-    [anon_sym_LT] = ACTIONS(103),
-    [anon_sym_GT] = ACTIONS(103),
-    [anon_sym_dim] = ACTIONS(101),
-    [anon_sym_LBRACK] = ACTIONS(103),
-    [anon_sym_fc] = ACTIONS(101),
-    [anon_sym_ring] = ACTIONS(101),
-    [anon_sym_switch] = ACTIONS(101),
-    [anon_sym_gpipe] = ACTIONS(101),
-    [anon_sym_1f1b] = ACTIONS(103),
-    [anon_sym_interleaved] = ACTIONS(101),
-    [anon_sym_none] = ACTIONS(101),
-    [anon_sym_selective] = ACTIONS(101),
-    [anon_sym_full] = ACTIONS(101),
-    [anon_sym_bf16] = ACTIONS(101),
-    [anon_sym_fp8] = ACTIONS(101),
-    [anon_sym_on] = ACTIONS(101),
-    [anon_sym_off] = ACTIONS(101),
-    [sym_number] = ACTIONS(101),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
   },
@@ -1547,6 +1810,9 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_direct] = ACTIONS(23),
+    [anon_sym_halving_doubling] = ACTIONS(23),
+    [anon_sym_tree] = ACTIONS(23),
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
@@ -1555,6 +1821,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_flash] = ACTIONS(23),
+    [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1575,6 +1843,9 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(122),
     [anon_sym_ring] = ACTIONS(122),
     [anon_sym_switch] = ACTIONS(122),
+    [anon_sym_direct] = ACTIONS(122),
+    [anon_sym_halving_doubling] = ACTIONS(122),
+    [anon_sym_tree] = ACTIONS(122),
     [anon_sym_gpipe] = ACTIONS(122),
     [anon_sym_1f1b] = ACTIONS(125),
     [anon_sym_interleaved] = ACTIONS(122),
@@ -1583,6 +1854,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(122),
     [anon_sym_bf16] = ACTIONS(122),
     [anon_sym_fp8] = ACTIONS(122),
+    [anon_sym_flash] = ACTIONS(122),
+    [anon_sym_unfused] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),
     [anon_sym_off] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
@@ -1596,31 +1869,88 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(134), 1,
-      ts_builtin_sym_end,
-    ACTIONS(136), 1,
+      sym_name,
+    ACTIONS(137), 1,
       anon_sym_SEMI,
-    ACTIONS(139), 1,
+    ACTIONS(143), 1,
+      anon_sym_GT,
+    STATE(20), 2,
+      sym_item,
+      aux_sym_block_repeat1,
+    ACTIONS(140), 6,
+      anon_sym_model,
+      anon_sym_gpu,
+      anon_sym_cluster,
+      anon_sym_plan,
+      anon_sym_dim,
+      anon_sym_algo,
+  [25] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(145), 1,
+      sym_name,
+    ACTIONS(147), 1,
+      anon_sym_SEMI,
+    ACTIONS(151), 1,
+      anon_sym_GT,
+    STATE(20), 2,
+      sym_item,
+      aux_sym_block_repeat1,
+    ACTIONS(149), 6,
+      anon_sym_model,
+      anon_sym_gpu,
+      anon_sym_cluster,
+      anon_sym_plan,
+      anon_sym_dim,
+      anon_sym_algo,
+  [50] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(145), 1,
+      sym_name,
+    ACTIONS(153), 1,
+      anon_sym_SEMI,
+    ACTIONS(155), 1,
+      anon_sym_GT,
+    STATE(21), 2,
+      sym_item,
+      aux_sym_block_repeat1,
+    ACTIONS(149), 6,
+      anon_sym_model,
+      anon_sym_gpu,
+      anon_sym_cluster,
+      anon_sym_plan,
+      anon_sym_dim,
+      anon_sym_algo,
+  [75] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(157), 1,
+      ts_builtin_sym_end,
+    ACTIONS(159), 1,
+      anon_sym_SEMI,
+    ACTIONS(162), 1,
       anon_sym_use,
-    STATE(20), 3,
+    STATE(23), 3,
       sym_use_declaration,
       sym_definition,
       aux_sym_source_file_repeat1,
-    ACTIONS(142), 5,
+    ACTIONS(165), 5,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [25] = 6,
+  [100] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
       anon_sym_use,
-    ACTIONS(145), 1,
+    ACTIONS(168), 1,
       ts_builtin_sym_end,
-    ACTIONS(147), 1,
+    ACTIONS(170), 1,
       anon_sym_SEMI,
-    STATE(20), 3,
+    STATE(23), 3,
       sym_use_declaration,
       sym_definition,
       aux_sym_source_file_repeat1,
@@ -1630,61 +1960,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [50] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(149), 1,
-      sym_name,
-    ACTIONS(152), 1,
-      anon_sym_SEMI,
-    ACTIONS(158), 1,
-      anon_sym_GT,
-    STATE(22), 2,
-      sym_item,
-      aux_sym_block_repeat1,
-    ACTIONS(155), 5,
-      anon_sym_model,
-      anon_sym_gpu,
-      anon_sym_cluster,
-      anon_sym_plan,
-      anon_sym_dim,
-  [74] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(160), 1,
-      sym_name,
-    ACTIONS(162), 1,
-      anon_sym_SEMI,
-    ACTIONS(166), 1,
-      anon_sym_GT,
-    STATE(22), 2,
-      sym_item,
-      aux_sym_block_repeat1,
-    ACTIONS(164), 5,
-      anon_sym_model,
-      anon_sym_gpu,
-      anon_sym_cluster,
-      anon_sym_plan,
-      anon_sym_dim,
-  [98] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(160), 1,
-      sym_name,
-    ACTIONS(168), 1,
-      anon_sym_SEMI,
-    ACTIONS(170), 1,
-      anon_sym_GT,
-    STATE(23), 2,
-      sym_item,
-      aux_sym_block_repeat1,
-    ACTIONS(164), 5,
-      anon_sym_model,
-      anon_sym_gpu,
-      anon_sym_cluster,
-      anon_sym_plan,
-      anon_sym_dim,
-  [122] = 2,
+  [125] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(172), 8,
@@ -1696,7 +1972,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [136] = 2,
+  [139] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(174), 8,
@@ -1708,7 +1984,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [150] = 2,
+  [153] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(176), 8,
@@ -1720,7 +1996,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [164] = 2,
+  [167] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(178), 8,
@@ -1732,7 +2008,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [178] = 2,
+  [181] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(180), 8,
@@ -1744,7 +2020,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [192] = 5,
+  [195] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
@@ -1755,7 +2031,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_COLON,
     STATE(25), 1,
       sym_block,
-  [208] = 4,
+  [211] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
@@ -1764,36 +2040,36 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_COLON,
     STATE(27), 1,
       sym_block,
-  [221] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(19), 1,
-      anon_sym_LT,
-    STATE(26), 1,
-      sym_block,
-  [231] = 3,
+  [224] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
       anon_sym_LT,
     STATE(29), 1,
       sym_block,
-  [241] = 2,
+  [234] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(19), 1,
+      anon_sym_LT,
+    STATE(28), 1,
+      sym_block,
+  [244] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(188), 1,
-      ts_builtin_sym_end,
-  [248] = 2,
+      sym_string,
+  [251] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(190), 1,
-      sym_name,
-  [255] = 2,
+      ts_builtin_sym_end,
+  [258] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(192), 1,
-      sym_string,
-  [262] = 2,
+      sym_name,
+  [265] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(194), 1,
@@ -1804,21 +2080,21 @@ static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(20)] = 0,
   [SMALL_STATE(21)] = 25,
   [SMALL_STATE(22)] = 50,
-  [SMALL_STATE(23)] = 74,
-  [SMALL_STATE(24)] = 98,
-  [SMALL_STATE(25)] = 122,
-  [SMALL_STATE(26)] = 136,
-  [SMALL_STATE(27)] = 150,
-  [SMALL_STATE(28)] = 164,
-  [SMALL_STATE(29)] = 178,
-  [SMALL_STATE(30)] = 192,
-  [SMALL_STATE(31)] = 208,
-  [SMALL_STATE(32)] = 221,
-  [SMALL_STATE(33)] = 231,
-  [SMALL_STATE(34)] = 241,
-  [SMALL_STATE(35)] = 248,
-  [SMALL_STATE(36)] = 255,
-  [SMALL_STATE(37)] = 262,
+  [SMALL_STATE(23)] = 75,
+  [SMALL_STATE(24)] = 100,
+  [SMALL_STATE(25)] = 125,
+  [SMALL_STATE(26)] = 139,
+  [SMALL_STATE(27)] = 153,
+  [SMALL_STATE(28)] = 167,
+  [SMALL_STATE(29)] = 181,
+  [SMALL_STATE(30)] = 195,
+  [SMALL_STATE(31)] = 211,
+  [SMALL_STATE(32)] = 224,
+  [SMALL_STATE(33)] = 234,
+  [SMALL_STATE(34)] = 244,
+  [SMALL_STATE(35)] = 251,
+  [SMALL_STATE(36)] = 258,
+  [SMALL_STATE(37)] = 265,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -1826,30 +2102,30 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [1] = {.entry = {.count = 1, .reusable = false}}, RECOVER(),
   [3] = {.entry = {.count = 1, .reusable = true}}, SHIFT_EXTRA(),
   [5] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 0, 0, 0),
-  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
-  [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
+  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
+  [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
   [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
   [13] = {.entry = {.count = 1, .reusable = false}}, SHIFT(4),
   [15] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_item, 1, 0, 3),
   [17] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_item, 1, 0, 3),
-  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
-  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
+  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
   [23] = {.entry = {.count = 1, .reusable = false}}, SHIFT(12),
   [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
   [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(11),
-  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
+  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
   [31] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_item, 2, 0, 6),
   [33] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_item, 2, 0, 6),
   [35] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_item, 2, 0, 8),
   [37] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_item, 2, 0, 8),
   [39] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11),
   [41] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11),
-  [43] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(24),
-  [46] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(16),
+  [43] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(22),
+  [46] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(17),
   [49] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(12),
   [52] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(12),
   [55] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(11),
-  [58] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(17),
+  [58] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 2, 0, 11), SHIFT_REPEAT(16),
   [61] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_item, 3, 0, 10),
   [63] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_item, 3, 0, 10),
   [65] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_block, 2, 0, 0),
@@ -1867,50 +2143,50 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [89] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 9),
   [91] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_list, 3, 0, 0),
   [93] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_list, 3, 0, 0),
-  [95] = {.entry = {.count = 1, .reusable = false}}, SHIFT(18),
-  [97] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
-  [99] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
-  [101] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_item_repeat1, 1, 0, 7),
-  [103] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 1, 0, 7),
+  [95] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_item_repeat1, 1, 0, 7),
+  [97] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_item_repeat1, 1, 0, 7),
+  [99] = {.entry = {.count = 1, .reusable = false}}, SHIFT(18),
+  [101] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
+  [103] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
   [105] = {.entry = {.count = 1, .reusable = false}}, SHIFT(19),
   [107] = {.entry = {.count = 1, .reusable = true}}, SHIFT(15),
   [109] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
   [111] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(19),
-  [114] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(24),
-  [117] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(16),
+  [114] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(22),
+  [117] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(17),
   [120] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0),
   [122] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(12),
   [125] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(12),
   [128] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
   [131] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_list_repeat1, 2, 0, 0), SHIFT_REPEAT(19),
-  [134] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [136] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(20),
-  [139] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(36),
-  [142] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(30),
-  [145] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [134] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(3),
+  [137] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(20),
+  [140] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(2),
+  [143] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
+  [145] = {.entry = {.count = 1, .reusable = false}}, SHIFT(3),
   [147] = {.entry = {.count = 1, .reusable = true}}, SHIFT(20),
-  [149] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(3),
-  [152] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(22),
-  [155] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0), SHIFT_REPEAT(2),
-  [158] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_block_repeat1, 2, 0, 0),
-  [160] = {.entry = {.count = 1, .reusable = false}}, SHIFT(3),
-  [162] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
-  [164] = {.entry = {.count = 1, .reusable = false}}, SHIFT(2),
-  [166] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [168] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [170] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [149] = {.entry = {.count = 1, .reusable = false}}, SHIFT(2),
+  [151] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [153] = {.entry = {.count = 1, .reusable = true}}, SHIFT(21),
+  [155] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [157] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [159] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(23),
+  [162] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(34),
+  [165] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(30),
+  [168] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [170] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
   [172] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_definition, 2, 0, 2),
-  [174] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_definition, 4, 0, 5),
+  [174] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use_declaration, 2, 0, 1),
   [176] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_definition, 3, 0, 4),
-  [178] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_use_declaration, 2, 0, 1),
-  [180] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_definition, 5, 0, 12),
+  [178] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_definition, 5, 0, 12),
+  [180] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_definition, 4, 0, 5),
   [182] = {.entry = {.count = 1, .reusable = true}}, SHIFT(31),
-  [184] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [186] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
-  [188] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [190] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
-  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [194] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [184] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
+  [186] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [188] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [190] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [194] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
 };
 
 #ifdef __cplusplus

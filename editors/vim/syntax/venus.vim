@@ -1,6 +1,6 @@
 " Vim syntax file
 " Language: Venus (.venus scenario files for venusc)
-" The key lists follow src/syntax/schema.rs (checked by editors/test/check-keys.js).
+" The key lists follow src/syntax/schema.rs (checked by editors/test/editors.test.js).
 
 if exists('b:current_syntax')
   finish
@@ -23,18 +23,21 @@ syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
 syn keyword venusKey contained peak memory mem_bw fp8_peak
-syn keyword venusKey contained gpu dim nodes
+syn keyword venusKey contained gpu dim nodes algo
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
-syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p bucket_size mfu
+syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p overlap_tp_comm bucket_size
+syn keyword venusKey contained mfu attention
 syn keyword venusKey contained measured precision iterations
 syn keyword venusKey contained model cluster plan expect
 syn keyword venusKey contained first middle last
 syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 
-" Enum words: topologies, schedules, recompute, precision, flag words.
-syn keyword venusConstant contained fc ring switch gpipe interleaved none selective full bf16 fp8 on off
+" Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
+" kernels, flag words.
+syn keyword venusConstant contained fc ring switch direct halving_doubling tree
+syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 flash unfused on off
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained
