@@ -180,7 +180,10 @@ fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal(),
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
+        }
     }
 }
 
@@ -204,9 +207,12 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let hint = venusc::diag::suggest(&text.to_ascii_uppercase(), Code::ALL.iter().map(|c| c.as_str()))
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
+            let hint = venusc::diag::suggest(
+                &text.to_ascii_uppercase(),
+                Code::ALL.iter().map(|c| c.as_str()),
+            )
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
             usage_error(format!("unknown diagnostic code `{text}`{hint}"))
         }
     }
@@ -218,7 +224,8 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
-            collect_venus_files(p, &mut found).map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
+            collect_venus_files(p, &mut found)
+                .map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
             found.sort();
             out.extend(found);
         } else {
@@ -287,8 +294,18 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
 }
 
 fn summary_line(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
-    format!("{}, {} emitted\n", plural(errors, "error"), plural(warnings, "warning"))
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("{n} {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
+    format!(
+        "{}, {} emitted\n",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
 }
 
 fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
@@ -305,7 +322,6 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| e.to_string())
 }
 
-
 /// A selected scenario and the sources its diagnostics point into.
 struct Loaded {
     scenario: venusc::plan::Scenario,
@@ -315,7 +331,8 @@ struct Loaded {
 /// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
 /// returns the exit code to use.
 fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
-    let bytes = std::fs::read(&args.file).map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
+    let bytes = std::fs::read(&args.file)
+        .map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
     let mut session = venusc::Session::new();
     let root = session.load(&args.file, &bytes, &mut read_file);
     let checked = session.check(root);
@@ -329,7 +346,10 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
         eprint!("{}", render::human(&diagnostics, &files, color));
     }
     match selected {
-        Ok(sc) if !checked.has_errors() => Ok(Loaded { scenario: sc.clone(), files }),
+        Ok(sc) if !checked.has_errors() => Ok(Loaded {
+            scenario: sc.clone(),
+            files,
+        }),
         _ => Err(ExitCode::from(1)),
     }
 }
@@ -349,9 +369,15 @@ fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
         Err(code) => return code,
     };
     // Relative times as in the Megatron papers: a backward takes twice a forward.
-    let cost = venusc::schedule::OpCost { forward: 1, backward: 2 };
+    let cost = venusc::schedule::OpCost {
+        forward: 1,
+        backward: 2,
+    };
     let paint = color && std::io::stdout().is_terminal();
-    print!("{}", venusc::schedule::picture(&ir, cost, args.width, paint));
+    print!(
+        "{}",
+        venusc::schedule::picture(&ir, cost, args.width, paint)
+    );
     ExitCode::SUCCESS
 }
 
@@ -362,7 +388,9 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
     };
     if args.emit.writes_files() {
         let Some(dir) = &args.out else {
-            return usage_error("this `--emit` kind writes several files: give a directory with `-o DIR`");
+            return usage_error(
+                "this `--emit` kind writes several files: give a directory with `-o DIR`",
+            );
         };
         return emit_files(&sc, args.emit, dir);
     }
@@ -372,7 +400,10 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
             Err(code) => return code,
         },
         Emit::Groups => match venusc::plan::layout::Layout::for_scenario(&sc) {
-            Ok(layout) => println!("{}", serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()),
+            Ok(layout) => println!(
+                "{}",
+                serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()
+            ),
             Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
         },
         _ => unreachable!("file-writing kinds returned above"),
@@ -393,13 +424,18 @@ impl venusc::emit::Sink for DirSink {
             std::fs::create_dir_all(parent)?;
         }
         self.written += 1;
-        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(path)?)))
+        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
+            path,
+        )?)))
     }
 }
 
 fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
     use venusc::emit;
-    let mut sink = DirSink { root: dir.to_path_buf(), written: 0 };
+    let mut sink = DirSink {
+        root: dir.to_path_buf(),
+        written: 0,
+    };
     let result = match kind {
         Emit::SimplifiedTrace => emit::write_simplified_trace(sc, &mut sink),
         Emit::TemplateTrace => emit::write_template_trace(sc, &mut sink),
@@ -427,7 +463,11 @@ fn import(args: &ImportArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
-            return ExitCode::from(if e.message.starts_with("cannot read") { 2 } else { 1 });
+            return ExitCode::from(if e.message.starts_with("cannot read") {
+                2
+            } else {
+                1
+            });
         }
     };
     for w in &imported.warnings {
@@ -450,7 +490,11 @@ fn parse_ranks(text: &str) -> Result<Option<Vec<u32>>, String> {
         return Ok(None);
     }
     text.split(',')
-        .map(|r| r.trim().parse::<u32>().map_err(|_| format!("`{r}` is not a rank number (use `all` or a list like `0,8,16`)")))
+        .map(|r| {
+            r.trim().parse::<u32>().map_err(|_| {
+                format!("`{r}` is not a rank number (use `all` or a list like `0,8,16`)")
+            })
+        })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }
@@ -467,7 +511,10 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         Ok(loaded) => (loaded.scenario, loaded.files),
         Err(code) => return code,
     };
-    let opts = venusc::simulate::SimOptions { all_ranks: args.all_ranks, iterations: args.iterations };
+    let opts = venusc::simulate::SimOptions {
+        all_ranks: args.all_ranks,
+        iterations: args.iterations,
+    };
     let sim = match venusc::simulate::simulate(&sc, &opts) {
         Ok(s) => s,
         Err(e) => {
@@ -475,7 +522,11 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let report = if args.deterministic { sim.report.clone().deterministic() } else { sim.report.clone() };
+    let report = if args.deterministic {
+        sim.report.clone().deterministic()
+    } else {
+        sim.report.clone()
+    };
     match args.format {
         ReportFormat::Text => print!("{}", venusc::report::text(&report)),
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
@@ -485,9 +536,20 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             Ok(f) => f,
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         };
-        let opts = venusc::report::perfetto::PerfettoOptions { ranks: ranks.as_deref(), layout: Some(&sim.lowered.layout) };
-        match venusc::report::perfetto::write_perfetto(file, &sim.lowered.trace, &sim.timeline, &opts) {
-            Ok(n) => eprintln!("wrote {n} slices to `{}` (open it in ui.perfetto.dev)", path.display()),
+        let opts = venusc::report::perfetto::PerfettoOptions {
+            ranks: ranks.as_deref(),
+            layout: Some(&sim.lowered.layout),
+        };
+        match venusc::report::perfetto::write_perfetto(
+            file,
+            &sim.lowered.trace,
+            &sim.timeline,
+            &opts,
+        ) {
+            Ok(n) => eprintln!(
+                "wrote {n} slices to `{}` (open it in ui.perfetto.dev)",
+                path.display()
+            ),
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         }
     }

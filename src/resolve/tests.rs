@@ -576,8 +576,17 @@ fn a_name_where_a_count_is_expected_and_a_number_where_a_name_is_expected() {
     );
     // A word after a flag that is not `on` / `off` but looks like a flag value.
     let out = check("scenario s < model llama2_7b cluster dgx_h100 plan < sp yes overlap_p2p On micro_batch 1 global_batch 8 > >\n");
-    assert_eq!(out.lines(), ["E0204 0:1:57 unknown flag word `yes`", "E0204 0:1:73 unknown flag word `On`"]);
-    assert_eq!(out.diags[0].help.as_deref(), Some("write `sp` (or `sp on`) to turn it on, `sp off` to turn it off"));
+    assert_eq!(
+        out.lines(),
+        [
+            "E0204 0:1:57 unknown flag word `yes`",
+            "E0204 0:1:73 unknown flag word `On`"
+        ]
+    );
+    assert_eq!(
+        out.diags[0].help.as_deref(),
+        Some("write `sp` (or `sp on`) to turn it on, `sp off` to turn it off")
+    );
     // A number after a flag is not a flag word.
     let out = check("scenario s < model llama2_7b cluster dgx_h100 plan < sp 1 micro_batch 1 global_batch 8 > >\n");
     assert_eq!(

@@ -3,7 +3,11 @@
 use std::process::Command;
 
 fn venusc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_venusc")).args(args).env("NO_COLOR", "1").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -29,14 +33,30 @@ fn check_passes_every_shipped_example() {
 
 #[test]
 fn check_fails_with_exit_1_on_each_invalid_example_with_its_code() {
-    for (file, code) in [("examples/invalid/e0301_world_size.venus", "E0301"), ("examples/invalid/e0401_out_of_memory.venus", "E0401")] {
+    for (file, code) in [
+        ("examples/invalid/e0301_world_size.venus", "E0301"),
+        ("examples/invalid/e0401_out_of_memory.venus", "E0401"),
+    ] {
         let (exit, stdout, _) = venusc(&["check", "--format", "json", file]);
         assert_eq!(exit, 1, "{file}: {stdout}");
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        let codes: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+        let codes: Vec<&str> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap())
+            .collect();
         assert!(codes.contains(&code), "{file}: {codes:?}");
-        let d = v["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == code).unwrap();
-        assert!(d["help"].as_str().is_some_and(|h| !h.is_empty()), "{file}: no help");
+        let d = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == code)
+            .unwrap();
+        assert!(
+            d["help"].as_str().is_some_and(|h| !h.is_empty()),
+            "{file}: no help"
+        );
         assert!(d["labels"].as_array().unwrap().len() >= 2, "{file}: {d}");
     }
 }
@@ -44,7 +64,10 @@ fn check_fails_with_exit_1_on_each_invalid_example_with_its_code() {
 #[test]
 fn check_exits_2_for_an_unreadable_file_and_a_bad_flag() {
     assert_eq!(venusc(&["check", "does/not/exist.venus"]).0, 2);
-    assert_eq!(venusc(&["check", "--format", "yaml", "examples/venussim_demo.venus"]).0, 2);
+    assert_eq!(
+        venusc(&["check", "--format", "yaml", "examples/venussim_demo.venus"]).0,
+        2
+    );
     assert_eq!(venusc(&["explain", "E9999"]).0, 2);
 }
 

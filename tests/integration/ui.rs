@@ -12,7 +12,10 @@ use venusc::diag::render::{self, SourceFiles};
 use venusc::diag::Severity;
 
 fn ui_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
@@ -51,7 +54,11 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
 fn ui_files_report_exactly_their_inline_expectations() {
     let mut files = Vec::new();
     ui_files(Path::new("tests/ui"), &mut files);
-    assert!(files.len() >= 30, "expected the UI suite, found {} files", files.len());
+    assert!(
+        files.len() >= 30,
+        "expected the UI suite, found {} files",
+        files.len()
+    );
     let mut failures = Vec::new();
     for path in &files {
         let bytes = std::fs::read(path).unwrap();
@@ -66,7 +73,11 @@ fn ui_files_report_exactly_their_inline_expectations() {
             .filter(|d| d.primary.loc.file == root)
             .map(|d| {
                 let (line, _) = sources.line_col(root, d.primary.loc.span.start);
-                let sev = if d.severity == Severity::Error { "error" } else { "warning" };
+                let sev = if d.severity == Severity::Error {
+                    "error"
+                } else {
+                    "warning"
+                };
                 (line, format!("{sev}[{}]", d.code))
             })
             .collect();
@@ -81,7 +92,13 @@ fn ui_files_report_exactly_their_inline_expectations() {
             ));
         }
         let rendered = render::human(&result.diagnostics, &sources, false);
-        let name = path.strip_prefix("tests/ui").unwrap().with_extension("").display().to_string().replace('/', "__");
+        let name = path
+            .strip_prefix("tests/ui")
+            .unwrap()
+            .with_extension("")
+            .display()
+            .to_string()
+            .replace('/', "__");
         insta::with_settings!({ snapshot_path => "../ui/snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
             insta::assert_snapshot!(name, rendered);
         });
