@@ -4,6 +4,14 @@
 //! All per-node state lives in flat `Vec`s indexed by a global node index (`offset[rank] +
 //! local id`). The loop pops `(time, seq)`-ordered events from one binary heap; after warm-up
 //! it allocates nothing (op slots, resource lists and scratch buffers are reused).
+//!
+//! Complexity: an event costs O(log E) for the heap (E pending events) plus, when a flow
+//! starts or ends, one max-min fair recomputation of the component of flows connected to it
+//! through shared links: O(L + I) to collect it (L links, I flow-link incidences) and
+//! O((L + I) log(L + I)) to fill it ([`Fill::rates`]). Components stay small when flows do
+//! not chain (TP collectives on NVLink); with `--all-ranks`, a data-parallel collective joins
+//! its members' pipeline P2P flows into one component of up to a few hundred links, which
+//! is why filling must not be O(L) per bottleneck round.
 
 use super::error::{EngineError, OpRef, Stuck, StuckReason};
 use super::network::{GroupShape, Network, Phase};
