@@ -21,7 +21,8 @@
 //! - Bandwidth: every phase moves its bytes through links, one per (rank, dim, direction).
 //!   A P2P loads the sender's egress and the receiver's ingress; a collective phase loads both
 //!   directions of every member on its dim. Concurrent flows share links max-min fairly
-//!   (progressive filling, recomputed over the connected flows at every flow start and end), so
+//!   (progressive filling, recomputed over the connected flows at every flow start and end,
+//!   in O((L + I) log(L + I)) for a component of L links and I flow-link incidences), so
 //!   no link carries more than its bandwidth. [`Sharing::Off`] gives every flow its full link
 //!   rate, as Astra-Sim's congestion-unaware backend does.
 //!
