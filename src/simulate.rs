@@ -49,11 +49,26 @@ impl std::error::Error for SimError {}
 /// Simulates `sc` and reports its last iteration.
 pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError> {
     let started = Instant::now();
-    let iterations = opts.iterations.unwrap_or_else(|| u32::try_from(sc.plan.iterations()).unwrap_or(u32::MAX)).max(1);
-    let lowered = lower::lower(sc, &LowerOptions { all_ranks: opts.all_ranks, iterations }).map_err(SimError::Lower)?;
-    let timeline = engine::simulate(&lowered.trace, &lowered.network, &Options::default()).map_err(SimError::Engine)?;
+    let iterations = opts
+        .iterations
+        .unwrap_or_else(|| u32::try_from(sc.plan.iterations()).unwrap_or(u32::MAX))
+        .max(1);
+    let lowered = lower::lower(
+        sc,
+        &LowerOptions {
+            all_ranks: opts.all_ranks,
+            iterations,
+        },
+    )
+    .map_err(SimError::Lower)?;
+    let timeline = engine::simulate(&lowered.trace, &lowered.network, &Options::default())
+        .map_err(SimError::Engine)?;
     let (start, end) = lowered.iteration_span(&timeline, iterations as usize - 1);
     let wall = Seconds(started.elapsed().as_secs_f64());
     let report = Report::new(sc, &lowered.trace, &timeline, Window { start, end }, wall);
-    Ok(Simulation { report, lowered, timeline })
+    Ok(Simulation {
+        report,
+        lowered,
+        timeline,
+    })
 }

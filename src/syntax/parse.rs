@@ -192,22 +192,7 @@ impl<'t> Builder<'t> {
                     );
                     self.skip_balanced();
                 }
-                TokenKind::Gt | TokenKind::RBracket => {
-                    let what = self.slice(tok.span);
-                    let open = if tok.kind == TokenKind::Gt {
-                        "block"
-                    } else {
-                        "list"
-                    };
-                    self.report(
-                        Code::E0001,
-                        format!("unexpected `{what}`"),
-                        tok.span,
-                        &format!("no {open} is open here"),
-                        Some(format!("remove this `{what}`")),
-                    );
-                    self.bump();
-                }
+                TokenKind::Gt | TokenKind::RBracket => self.stray_closers(),
                 _ => {
                     let found = self.describe(tok);
                     self.report(
@@ -223,6 +208,54 @@ impl<'t> Builder<'t> {
             }
         }
         items
+    }
+
+    /// A run of closers that close nothing (`>` at the top level, `]` anywhere no list is
+    /// open), with the first one next: one diagnostic for the whole run, so a file of a
+    /// million `>` is one error, not a million. Inside a block only `]` is stray (a `>` closes
+    /// the block).
+    fn stray_closers(&mut self) {
+        let Some(first) = self.bump() else { return };
+        let top_level = first.kind == TokenKind::Gt;
+        let mut last = first;
+        let mut count = 1usize;
+        while let Some(tok) = self.peek() {
+            let stray = match tok.kind {
+                TokenKind::RBracket => true,
+                TokenKind::Gt => top_level,
+                _ => false,
+            };
+            if !stray {
+                break;
+            }
+            self.bump();
+            last = tok;
+            count += 1;
+        }
+        let span = first.span.to(last.span);
+        if count == 1 {
+            let what = self.slice(first.span);
+            let open = if first.kind == TokenKind::Gt {
+                "block"
+            } else {
+                "list"
+            };
+            self.report(
+                Code::E0001,
+                format!("unexpected `{what}`"),
+                span,
+                &format!("no {open} is open here"),
+                Some(format!("remove this `{what}`")),
+            );
+        } else {
+            self.report(
+                Code::E0001,
+                format!("{count} unexpected closing brackets"),
+                span,
+                "no block or list is open here",
+                Some("remove them".into()),
+            );
+        }
     }
 
     fn unknown_top_word(&mut self, tok: Token) {
@@ -449,16 +482,7 @@ impl<'t> Builder<'t> {
                     );
                     self.bump();
                 }
-                TokenKind::RBracket => {
-                    self.report(
-                        Code::E0001,
-                        "unexpected `]`".into(),
-                        tok.span,
-                        "no list is open here",
-                        Some("remove this `]`".into()),
-                    );
-                    self.bump();
-                }
+                TokenKind::RBracket => self.stray_closers(),
                 TokenKind::Lt | TokenKind::LBracket => {
                     let found = self.describe(tok);
                     let label = if tok.kind == TokenKind::Lt {

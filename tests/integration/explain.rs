@@ -30,13 +30,22 @@ fn venus_blocks(md: &str) -> Vec<String> {
 /// `venusc sim` does).
 fn codes_of(text: &str) -> Vec<Code> {
     let mut session = venusc::Session::new();
-    let root = session.load(Path::new("example.venus"), text.as_bytes(), &mut |p: &Path| Err(format!("no such file `{}`", p.display())));
+    let root = session.load(
+        Path::new("example.venus"),
+        text.as_bytes(),
+        &mut |p: &Path| Err(format!("no such file `{}`", p.display())),
+    );
     let checked = session.check(root);
     let mut codes: Vec<Code> = checked.diagnostics.iter().map(|d| d.code).collect();
     if !checked.has_errors() {
         for sc in &checked.scenarios {
-            let sim = venusc::simulate::simulate(sc, &Default::default()).expect("valid scenarios simulate");
-            codes.extend(venusc::report::check_expect(&sc.expect, &sim.report).iter().map(|d| d.code));
+            let sim = venusc::simulate::simulate(sc, &Default::default())
+                .expect("valid scenarios simulate");
+            codes.extend(
+                venusc::report::check_expect(&sc.expect, &sim.report)
+                    .iter()
+                    .map(|d| d.code),
+            );
         }
     }
     codes
@@ -47,10 +56,16 @@ fn every_explanation_has_a_wrong_example_that_triggers_its_code_and_a_clean_righ
     let mut failures = Vec::new();
     for &code in Code::ALL {
         let md = code.explanation();
-        assert!(md.starts_with(&format!("# {code}")), "{code}.md must start with its heading");
+        assert!(
+            md.starts_with(&format!("# {code}")),
+            "{code}.md must start with its heading"
+        );
         let blocks = venus_blocks(md);
         if blocks.len() < 2 {
-            failures.push(format!("{code}: needs a wrong and a right example, found {}", blocks.len()));
+            failures.push(format!(
+                "{code}: needs a wrong and a right example, found {}",
+                blocks.len()
+            ));
             continue;
         }
         let wrong = codes_of(&blocks[0]);

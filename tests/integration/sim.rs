@@ -4,7 +4,11 @@
 use std::process::Command;
 
 fn venusc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_venusc")).args(args).env("NO_COLOR", "1").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -33,11 +37,28 @@ fn venussim_demo_reports_venussims_own_compute_phases() {
     assert_eq!(phase(&r, "backward-compute"), (454.58, 535.19));
     assert_eq!(r["world_size"], 16);
     assert_eq!(r["scenario"], "venussim_demo");
-    for field in ["iteration_time_ms", "tflops_per_gpu", "mfu", "tokens_per_second", "bubble_fraction"] {
-        assert!(r[field].as_f64().is_some_and(|v| v > 0.0), "{field}: {}", r[field]);
+    for field in [
+        "iteration_time_ms",
+        "tflops_per_gpu",
+        "mfu",
+        "tokens_per_second",
+        "bubble_fraction",
+    ] {
+        assert!(
+            r[field].as_f64().is_some_and(|v| v > 0.0),
+            "{field}: {}",
+            r[field]
+        );
     }
     assert_eq!(r["memory"].as_array().unwrap().len(), 8);
-    for key in ["stage", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "peak_bytes"] {
+    for key in [
+        "stage",
+        "weights_bytes",
+        "gradients_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "peak_bytes",
+    ] {
         assert!(r["memory"][0].get(key).is_some(), "memory row lacks {key}");
     }
     for key in ["events", "simulated_ranks", "wall_ms"] {
@@ -47,7 +68,16 @@ fn venussim_demo_reports_venussims_own_compute_phases() {
 
 #[test]
 fn two_runs_give_byte_identical_json() {
-    let run = || venusc(&["sim", "--format", "json", "--deterministic", "examples/venussim_demo.venus"]).1;
+    let run = || {
+        venusc(&[
+            "sim",
+            "--format",
+            "json",
+            "--deterministic",
+            "examples/venussim_demo.venus",
+        ])
+        .1
+    };
     assert_eq!(run(), run());
 }
 
@@ -67,7 +97,10 @@ fn all_ranks_and_representatives_give_identical_reports_on_symmetric_plans() {
     ] {
         let few = sim_json(&[file]);
         let all = sim_json(&["--all-ranks", file]);
-        assert!(few["engine"]["simulated_ranks"].as_u64() < all["engine"]["simulated_ranks"].as_u64(), "{file}");
+        assert!(
+            few["engine"]["simulated_ranks"].as_u64() < all["engine"]["simulated_ranks"].as_u64(),
+            "{file}"
+        );
         assert_eq!(without_engine(few), without_engine(all), "{file}");
     }
 }
@@ -87,21 +120,35 @@ fn a_broken_expect_bound_fails_the_run_with_e0501() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stderr.contains("error[E0501]"), "{stderr}");
     assert!(stderr.contains("iteration_time_max"), "{stderr}");
-    assert!(stdout.contains("iteration time"), "the report is still printed: {stdout}");
+    assert!(
+        stdout.contains("iteration time"),
+        "the report is still printed: {stdout}"
+    );
 }
 
 #[test]
 fn timeline_is_a_perfetto_trace_with_a_slice_per_node() {
     let path = std::env::temp_dir().join(format!("venusc-timeline-{}.json", std::process::id()));
-    let (code, _, stderr) = venusc(&["sim", "--timeline", path.to_str().unwrap(), "examples/venussim_demo.venus"]);
+    let (code, _, stderr) = venusc(&[
+        "sim",
+        "--timeline",
+        path.to_str().unwrap(),
+        "examples/venussim_demo.venus",
+    ]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     std::fs::remove_file(&path).ok();
     let events = v["traceEvents"].as_array().unwrap();
     let slices = events.iter().filter(|e| e["ph"] == "X").count();
-    let processes = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "process_name").count();
+    let processes = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .count();
     assert_eq!(processes, 8, "one process per simulated rank");
-    assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "F0.0"), "forward slices are named as in the schedule");
+    assert!(
+        events.iter().any(|e| e["ph"] == "X" && e["name"] == "F0.0"),
+        "forward slices are named as in the schedule"
+    );
     assert!(slices > 1000, "{slices}");
 }
 
@@ -110,15 +157,37 @@ fn emitted_demo_traces_run_on_the_engine_and_agree_with_sim() {
     let direct = sim_json(&["examples/venussim_demo.venus"]);
     for kind in ["simplified-trace", "template-trace"] {
         let dir = std::env::temp_dir().join(format!("venusc-trace-{kind}-{}", std::process::id()));
-        let (code, _, stderr) = venusc(&["compile", "examples/venussim_demo.venus", "--emit", kind, "-o", dir.to_str().unwrap()]);
+        let (code, _, stderr) = venusc(&[
+            "compile",
+            "examples/venussim_demo.venus",
+            "--emit",
+            kind,
+            "-o",
+            dir.to_str().unwrap(),
+        ]);
         assert_eq!(code, 0, "{stderr}");
-        let traced = sim_json(&["--trace", dir.to_str().unwrap(), "examples/venussim_demo.venus"]);
+        let traced = sim_json(&[
+            "--trace",
+            dir.to_str().unwrap(),
+            "examples/venussim_demo.venus",
+        ]);
         std::fs::remove_dir_all(&dir).ok();
-        assert_eq!(phase(&traced, "forward-compute"), phase(&direct, "forward-compute"), "{kind}");
-        assert_eq!(phase(&traced, "backward-compute"), phase(&direct, "backward-compute"), "{kind}");
+        assert_eq!(
+            phase(&traced, "forward-compute"),
+            phase(&direct, "forward-compute"),
+            "{kind}"
+        );
+        assert_eq!(
+            phase(&traced, "backward-compute"),
+            phase(&direct, "backward-compute"),
+            "{kind}"
+        );
         // The VenusSim traces have no optimizer node and no first-iteration parameter
         // all-gather; everything else is the same work.
-        let (a, b) = (traced["iteration_time_ms"].as_f64().unwrap(), direct["iteration_time_ms"].as_f64().unwrap());
+        let (a, b) = (
+            traced["iteration_time_ms"].as_f64().unwrap(),
+            direct["iteration_time_ms"].as_f64().unwrap(),
+        );
         assert!((a - b).abs() / b < 0.01, "{kind}: {a} vs {b}");
     }
 }
