@@ -153,6 +153,9 @@ impl Session {
             diagnostics.extend(diags);
             scenarios.extend(scenario);
         }
+        for partial in &program.partial_scenarios {
+            diagnostics.extend(plan::validate_partial(partial));
+        }
         crate::resolve::sort_diagnostics(&mut diagnostics);
         cap_per_file(&mut diagnostics, MAX_PER_FILE);
         Checked {
