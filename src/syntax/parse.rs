@@ -53,6 +53,8 @@ pub(crate) fn build(text: &str, file: FileId, tokens: &[Token]) -> (ast::File, V
         pos: 0,
         diagnostics: Vec::new(),
         eof_reported: false,
+        closed_at: None,
+        ctx: Ctx::Unknown,
     };
     let items = b.file();
     (ast::File { items, comments }, b.diagnostics)
@@ -94,6 +96,12 @@ struct Builder<'t> {
     /// Set once a block or list left open at the end of input is reported: the blocks that
     /// enclose it are necessarily open too, and reporting each would be a cascade.
     eof_reported: bool,
+    /// The token index of a top-level keyword that closed the open blocks (reported once,
+    /// by the innermost block; the enclosing ones close silently).
+    closed_at: Option<usize>,
+    /// The key table of the innermost block being read (a list reads it to know the keys
+    /// that end it when its `]` is missing).
+    ctx: Ctx,
 }
 
 impl<'t> Builder<'t> {
@@ -460,6 +468,18 @@ impl<'t> Builder<'t> {
                     span: Span::new(open.span.start as usize, self.end_of_input()),
                 };
             };
+            if self.starts_definition(tok) {
+                if self.closed_at != Some(self.pos) {
+                    self.closed_at = Some(self.pos);
+                    self.report_unclosed(open, &format!("`{what}` block"));
+                }
+                let end = items.last().map_or(open.span, |i: &Item| i.span);
+                return Block {
+                    items,
+                    span: open.span.to(end),
+                };
+            }
+            self.ctx = ctx;
             match tok.kind {
                 TokenKind::Gt => {
                     self.bump();
@@ -517,12 +537,36 @@ impl<'t> Builder<'t> {
         }
     }
 
+    /// True when `tok` starts a top-level definition: a keyword at the start of a line
+    /// (column 1) followed by a name or `<` (a string for `use`). An unclosed block stops
+    /// there, so the next definition is read as one instead of as items of the open block.
+    fn starts_definition(&self, tok: Token) -> bool {
+        if tok.kind != TokenKind::Name {
+            return false;
+        }
+        let start = tok.span.start as usize;
+        let column_one = start == 0 || self.text.as_bytes().get(start - 1) == Some(&b'\n');
+        let word = self.slice(tok.span);
+        if !column_one || !TOP_WORDS.contains(&word) {
+            return false;
+        }
+        let next = self.toks.get(self.pos + 1).map(|t| t.kind);
+        match word {
+            "use" => next == Some(TokenKind::Str),
+            _ => matches!(next, Some(TokenKind::Name | TokenKind::Lt)),
+        }
+    }
+
     /// Reports a block or list left open at the end of input (once per file).
     fn unclosed(&mut self, open: Token, what: &str) {
         if self.eof_reported {
             return;
         }
         self.eof_reported = true;
+        self.report_unclosed(open, what);
+    }
+
+    fn report_unclosed(&mut self, open: Token, what: &str) {
         let (bracket, closer) = if open.kind == TokenKind::LBracket {
             ("[", "]")
         } else {
@@ -725,14 +769,17 @@ impl<'t> Builder<'t> {
                     return (items, open.span.to(tok.span));
                 }
                 TokenKind::Gt => {
-                    let line = self.line_of(open.span.start);
-                    self.report(
-                        Code::E0002,
-                        "unclosed list".into(),
-                        open.span,
-                        "this `[` is never closed",
-                        Some(format!("add `]` to close the list opened at line {line}")),
-                    );
+                    self.report_unclosed(open, "list");
+                    let end = items.last().map_or(open.span, |v: &Value| v.span);
+                    return (items, open.span.to(end));
+                }
+                // A list does not span lines, and a name that cannot be an element (or is a
+                // key of the block) starts the next item: the `]` was forgotten.
+                _ if self.newline_before(tok) || self.ends_list(tok, slot) => {
+                    // Before the next definition, the enclosing block reports (once).
+                    if !self.starts_definition(tok) {
+                        self.report_unclosed(open, "list");
+                    }
                     let end = items.last().map_or(open.span, |v: &Value| v.span);
                     return (items, open.span.to(end));
                 }
@@ -755,6 +802,16 @@ impl<'t> Builder<'t> {
                 },
             }
         }
+    }
+}
+
+impl Builder<'_> {
+    /// True when a name in a list of `slot` values cannot be an element: the slot takes no
+    /// names, or the name is a key of the enclosing block.
+    fn ends_list(&self, tok: Token, slot: Option<ArgType>) -> bool {
+        tok.kind == TokenKind::Name
+            && (slot.is_some_and(|s| !s.takes_name())
+                || self.ctx.lookup(self.slice(tok.span)).is_some())
     }
 }
 
