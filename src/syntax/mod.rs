@@ -87,13 +87,14 @@ fn binary_start(bytes: &[u8]) -> Option<usize> {
 
 /// Decodes a file's bytes. Each maximal run of bytes that is not UTF-8 gets one E0001 and
 /// every such byte becomes a space, so byte offsets (and spans) match the original file.
-/// A binary file (see [`binary_start`]) is one E0001 "not a text file" at the point where it
-/// stops being text, and only the text before that point is kept: reporting every stray
-/// byte of an image would be thousands of errors saying the same thing.
+/// A binary file (see [`binary_start`]) is one E0001 "not a text file" at the byte where it
+/// stops being text, and everything from there on becomes spaces: reporting every stray byte
+/// of an image would be thousands of errors saying the same thing.
 pub fn decode(bytes: &[u8], file: FileId) -> (String, Vec<Diagnostic>) {
     if let Some(at) = binary_start(bytes) {
         let prefix = bytes.get(..at).unwrap_or_default();
-        let (text, mut diagnostics) = decode_text(prefix, file);
+        let (mut text, mut diagnostics) = decode_text(prefix, file);
+        text.extend(std::iter::repeat_n(' ', bytes.len() - at));
         let what = if bytes.get(at) == Some(&0) {
             "a NUL byte"
         } else {
@@ -103,7 +104,7 @@ pub fn decode(bytes: &[u8], file: FileId) -> (String, Vec<Diagnostic>) {
             Diagnostic::new(
                 Code::E0001,
                 "this is not a text file",
-                Loc::new(file, Span::new(at, at)),
+                Loc::new(file, Span::new(at, at + 1)),
                 format!("{what} here; the rest of the file is not read"),
             )
             .with_help("check the path: a `.venus` file is UTF-8 text"),
