@@ -194,9 +194,11 @@ struct ImportArgs {
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let color = use_color(cli.color);
+    // Colour is decided per stream: diagnostics go to stderr, except `check`'s, which are its
+    // output and go to stdout.
+    let color = use_color(cli.color, std::io::stderr().is_terminal());
     match cli.command {
-        Command::Check(args) => check(&args, color),
+        Command::Check(args) => check(&args, use_color(cli.color, std::io::stdout().is_terminal())),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Sim(args) => sim(&args, color),
         Command::Schedule(args) => schedule(&args, color),
@@ -208,13 +210,13 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn use_color(choice: ColorChoice) -> bool {
+/// Whether to colour a stream: `auto` colours a terminal unless `NO_COLOR` is set.
+fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
         ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stderr().is_terminal()
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && is_terminal
         }
     }
 }

@@ -1449,10 +1449,14 @@ impl<'a> Validator<'a> {
                 gib(w.optimizer)
             ))
             .with_note(format!(
-                "activations {} ({} layers, {} microbatches in flight, recompute {})",
+                "activations {} ({} layers, {} in flight, recompute {})",
                 gib(w.activations),
                 w.layers,
-                w.in_flight,
+                if w.in_flight == 1 {
+                    "1 microbatch".to_string()
+                } else {
+                    format!("{} microbatches", w.in_flight)
+                },
                 sc.recompute.word()
             ));
         if others > 1 {
