@@ -648,9 +648,24 @@ impl<'r, 'a> Checker<'r, 'a> {
         };
         let mut seen: HashMap<&'static str, Loc> = HashMap::new();
         let mut dims: HashMap<String, Loc> = HashMap::new();
-        let mut skip_next = false;
+        // The item written right after each one in the same block (with a base, the merged
+        // list interleaves inherited items, so `i + 1` may be another block's item).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| {
+            let m = &items[i];
+            (m.file, m.item.span.start)
+        });
+        let mut next_written: Vec<Option<usize>> = vec![None; items.len()];
+        for pair in order.windows(2) {
+            if let (Some(&a), Some(&b)) = (pair.first(), pair.get(1)) {
+                if items[a].origin == items[b].origin && items[a].file == items[b].file {
+                    next_written[a] = Some(b);
+                }
+            }
+        }
+        let mut skipped = std::collections::HashSet::new();
         for (i, m) in items.iter().enumerate() {
-            if std::mem::take(&mut skip_next) {
+            if skipped.contains(&i) {
                 continue;
             }
             let key_loc = Loc::new(m.file, m.item.key.span);
@@ -678,11 +693,14 @@ impl<'r, 'a> Checker<'r, 'a> {
                 }
                 seen.insert(sig.key, key_loc);
             }
-            if let Some(d) = self.name_as_missing_argument(kind, sig, m, items.get(i + 1)) {
+            let next = next_written.get(i).copied().flatten();
+            if let Some(d) =
+                self.name_as_missing_argument(kind, sig, m, next.and_then(|n| items.get(n)))
+            {
                 self.res.report(d);
                 fields.ok = false;
                 fields.failed.push(sig.key);
-                skip_next = true;
+                skipped.extend(next);
                 continue;
             }
             match self.item(sig, m) {
