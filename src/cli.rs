@@ -194,9 +194,11 @@ struct ImportArgs {
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    let color = use_color(cli.color);
+    // Colour is decided per stream: diagnostics go to stderr, except `check`'s, which are its
+    // output and go to stdout.
+    let color = use_color(cli.color, std::io::stderr().is_terminal());
     match cli.command {
-        Command::Check(args) => check(&args, color),
+        Command::Check(args) => check(&args, use_color(cli.color, std::io::stdout().is_terminal())),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Sim(args) => sim(&args, color),
         Command::Schedule(args) => schedule(&args, color),
@@ -208,11 +210,14 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn use_color(choice: ColorChoice) -> bool {
+/// Whether to colour a stream: `auto` colours a terminal unless `NO_COLOR` is set.
+fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal(),
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && is_terminal
+        }
     }
 }
 
@@ -236,9 +241,12 @@ fn explain(code: Option<&str>) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let hint = venusc::diag::suggest(&text.to_ascii_uppercase(), Code::ALL.iter().map(|c| c.as_str()))
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
+            let hint = venusc::diag::suggest(
+                &text.to_ascii_uppercase(),
+                Code::ALL.iter().map(|c| c.as_str()),
+            )
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
             usage_error(format!("unknown diagnostic code `{text}`{hint}"))
         }
     }
@@ -250,7 +258,8 @@ fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
-            collect_venus_files(p, &mut found).map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
+            collect_venus_files(p, &mut found)
+                .map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
             found.sort();
             out.extend(found);
         } else {
@@ -319,8 +328,18 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
 }
 
 fn summary_line(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, w: &str| if n == 1 { format!("{n} {w}") } else { format!("{n} {w}s") };
-    format!("{}, {} emitted\n", plural(errors, "error"), plural(warnings, "warning"))
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("{n} {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
+    format!(
+        "{}, {} emitted\n",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
 }
 
 fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
@@ -337,7 +356,6 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| e.to_string())
 }
 
-
 /// A selected scenario and the sources its diagnostics point into.
 struct Loaded {
     scenario: venusc::plan::Scenario,
@@ -347,7 +365,8 @@ struct Loaded {
 /// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
 /// returns the exit code to use.
 fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
-    let bytes = std::fs::read(&args.file).map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
+    let bytes = std::fs::read(&args.file)
+        .map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
     let mut session = venusc::Session::new();
     let root = session.load(&args.file, &bytes, &mut read_file);
     let checked = session.check(root);
@@ -361,7 +380,10 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
         eprint!("{}", render::human(&diagnostics, &files, color));
     }
     match selected {
-        Ok(sc) if !checked.has_errors() => Ok(Loaded { scenario: sc.clone(), files }),
+        Ok(sc) if !checked.has_errors() => Ok(Loaded {
+            scenario: sc.clone(),
+            files,
+        }),
         _ => Err(ExitCode::from(1)),
     }
 }
@@ -381,9 +403,15 @@ fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
         Err(code) => return code,
     };
     // Relative times as in the Megatron papers: a backward takes twice a forward.
-    let cost = venusc::schedule::OpCost { forward: 1, backward: 2 };
+    let cost = venusc::schedule::OpCost {
+        forward: 1,
+        backward: 2,
+    };
     let paint = color && std::io::stdout().is_terminal();
-    print!("{}", venusc::schedule::picture(&ir, cost, args.width, paint));
+    print!(
+        "{}",
+        venusc::schedule::picture(&ir, cost, args.width, paint)
+    );
     ExitCode::SUCCESS
 }
 
@@ -394,7 +422,9 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
     };
     if args.emit.writes_files() {
         let Some(dir) = &args.out else {
-            return usage_error("this `--emit` kind writes several files: give a directory with `-o DIR`");
+            return usage_error(
+                "this `--emit` kind writes several files: give a directory with `-o DIR`",
+            );
         };
         return emit_files(&sc, args.emit, dir);
     }
@@ -404,7 +434,10 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
             Err(code) => return code,
         },
         Emit::Groups => match venusc::plan::layout::Layout::for_scenario(&sc) {
-            Ok(layout) => println!("{}", serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()),
+            Ok(layout) => println!(
+                "{}",
+                serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()
+            ),
             Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
         },
         _ => unreachable!("file-writing kinds returned above"),
@@ -425,13 +458,18 @@ impl venusc::emit::Sink for DirSink {
             std::fs::create_dir_all(parent)?;
         }
         self.written += 1;
-        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(path)?)))
+        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
+            path,
+        )?)))
     }
 }
 
 fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
     use venusc::emit;
-    let mut sink = DirSink { root: dir.to_path_buf(), written: 0 };
+    let mut sink = DirSink {
+        root: dir.to_path_buf(),
+        written: 0,
+    };
     let result = match kind {
         Emit::SimplifiedTrace => emit::write_simplified_trace(sc, &mut sink),
         Emit::TemplateTrace => emit::write_template_trace(sc, &mut sink),
@@ -459,7 +497,11 @@ fn import(args: &ImportArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
-            return ExitCode::from(if e.message.starts_with("cannot read") { 2 } else { 1 });
+            return ExitCode::from(if e.message.starts_with("cannot read") {
+                2
+            } else {
+                1
+            });
         }
     };
     for w in &imported.warnings {
@@ -482,7 +524,11 @@ fn parse_ranks(text: &str) -> Result<Option<Vec<u32>>, String> {
         return Ok(None);
     }
     text.split(',')
-        .map(|r| r.trim().parse::<u32>().map_err(|_| format!("`{r}` is not a rank number (use `all` or a list like `0,8,16`)")))
+        .map(|r| {
+            r.trim().parse::<u32>().map_err(|_| {
+                format!("`{r}` is not a rank number (use `all` or a list like `0,8,16`)")
+            })
+        })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }
@@ -499,10 +545,15 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         Ok(loaded) => (loaded.scenario, loaded.files),
         Err(code) => return code,
     };
-    let opts = venusc::simulate::SimOptions { all_ranks: args.all_ranks, iterations: args.iterations };
+    let opts = venusc::simulate::SimOptions {
+        all_ranks: args.all_ranks,
+        iterations: args.iterations,
+    };
     let result = match &args.trace {
         Some(dir) => simulate_trace_dir(&sc, dir),
-        None => venusc::simulate::simulate(&sc, &opts).map(SimRun::from).map_err(|e| e.to_string()),
+        None => venusc::simulate::simulate(&sc, &opts)
+            .map(SimRun::from)
+            .map_err(|e| e.to_string()),
     };
     let sim = match result {
         Ok(s) => s,
@@ -511,7 +562,11 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let report = if args.deterministic { sim.report.clone().deterministic() } else { sim.report.clone() };
+    let report = if args.deterministic {
+        sim.report.clone().deterministic()
+    } else {
+        sim.report.clone()
+    };
     match args.format {
         ReportFormat::Text => print!("{}", venusc::report::text(&report)),
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
@@ -521,9 +576,15 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             Ok(f) => f,
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         };
-        let opts = venusc::report::perfetto::PerfettoOptions { ranks: ranks.as_deref(), layout: Some(&sim.layout) };
+        let opts = venusc::report::perfetto::PerfettoOptions {
+            ranks: ranks.as_deref(),
+            layout: Some(&sim.layout),
+        };
         match venusc::report::perfetto::write_perfetto(file, &sim.trace, &sim.timeline, &opts) {
-            Ok(n) => eprintln!("wrote {n} slices to `{}` (open it in ui.perfetto.dev)", path.display()),
+            Ok(n) => eprintln!(
+                "wrote {n} slices to `{}` (open it in ui.perfetto.dev)",
+                path.display()
+            ),
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         }
     }
@@ -545,7 +606,12 @@ struct SimRun {
 
 impl From<venusc::simulate::Simulation> for SimRun {
     fn from(s: venusc::simulate::Simulation) -> SimRun {
-        SimRun { report: s.report, trace: s.lowered.trace, timeline: s.timeline, layout: s.lowered.layout }
+        SimRun {
+            report: s.report,
+            trace: s.lowered.trace,
+            timeline: s.timeline,
+            layout: s.lowered.layout,
+        }
     }
 }
 
@@ -560,15 +626,26 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
         .collect();
     names.sort();
     let mut read = |name: &str| std::fs::read(dir.join(name));
-    let mfu = sc.plan.mfu.as_ref().map_or(venusc::ty::Ratio(1.0), |m| m.value);
-    let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak.value, mfu).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mfu = sc
+        .plan
+        .mfu
+        .as_ref()
+        .map_or(venusc::ty::Ratio(1.0), |m| m.value);
+    let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak.value, mfu)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     let network = venusc::engine::Network::from_cluster(&sc.cluster).map_err(|e| e.to_string())?;
-    let timeline = venusc::engine::simulate(&trace, &network, &Default::default()).map_err(|e| format!("simulation failed: {e}"))?;
+    let timeline = venusc::engine::simulate(&trace, &network, &Default::default())
+        .map_err(|e| format!("simulation failed: {e}"))?;
     let layout = venusc::plan::layout::Layout::for_scenario(sc).map_err(|e| e.to_string())?;
     let window = venusc::report::Window::whole(&timeline);
     let wall = venusc::ty::Seconds(started.elapsed().as_secs_f64());
     let report = venusc::report::Report::new(sc, &trace, &timeline, window, wall);
-    Ok(SimRun { report, trace, timeline, layout })
+    Ok(SimRun {
+        report,
+        trace,
+        timeline,
+        layout,
+    })
 }
 
 fn validate(args: &ValidateArgs) -> ExitCode {

@@ -20,7 +20,7 @@ use salsa::{Durability, Setter};
 use crate::diag::{suggest, Code, Diagnostic, FileId, Loc};
 use crate::resolve::{self, FileIndex, LoadedFile, Prelude, Resolver, UseTarget};
 use crate::syntax::ast::{self, DefKind};
-use crate::ty::ScenarioDef;
+use crate::ty::{PartialScenario, ScenarioDef};
 
 /// The stdlib, embedded in the binary, with the pseudo-paths diagnostics show.
 pub const STDLIB: &[(&str, &str)] = &[
@@ -134,6 +134,9 @@ pub struct Program {
     pub files: Vec<FileId>,
     /// The root's scenarios that type-checked, in source order.
     pub scenarios: Vec<ScenarioDef>,
+    /// The root's scenarios whose definitions had errors but could still be typed (plan
+    /// validation runs on them, skipping the rules that read a rejected key).
+    pub partial_scenarios: Vec<PartialScenario>,
     /// The name and location of every scenario of the root, checked or not.
     pub scenario_names: Vec<(String, Loc)>,
     /// Every diagnostic of the program, sorted by file and position, each once.
@@ -295,7 +298,7 @@ pub fn program_query(
     diagnostics.extend(prelude.diagnostics.iter().cloned());
 
     let resolver = Resolver::new(root.id(db), &user, &std_files, prelude);
-    let scenarios = crate::ty::check::check_program(&resolver);
+    let (scenarios, partial_scenarios) = crate::ty::check::check_program_all(&resolver);
     let scenario_names = resolver.scenario_names();
     diagnostics.extend(resolver.take_diagnostics());
     resolve::sort_diagnostics(&mut diagnostics);
@@ -329,6 +332,7 @@ pub fn program_query(
         root: root.id(db),
         files: user.iter().map(|f| f.id).collect(),
         scenarios,
+        partial_scenarios,
         scenario_names,
         diagnostics,
         definitions,
@@ -505,6 +509,7 @@ impl Database {
                 root,
                 files: Vec::new(),
                 scenarios: Vec::new(),
+                partial_scenarios: Vec::new(),
                 scenario_names: Vec::new(),
                 diagnostics: Vec::new(),
                 definitions: Vec::new(),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::db::{Database, Program};
 use crate::diag::render::SourceFiles;
-use crate::diag::{Diagnostic, FileId};
+use crate::diag::{Code, Diagnostic, FileId};
 use crate::plan;
 
 /// What `check` found for one root file.
@@ -35,6 +35,47 @@ impl Checked {
             .iter()
             .find(|s| s.name == def.name)
             .ok_or(None)
+    }
+}
+
+/// How many diagnostics of one file are shown. A hostile or broken file (200,000 duplicate
+/// keys) would otherwise print hundreds of megabytes that nobody reads; past the first few
+/// hundred, fixing the first ones and re-running is the only useful advice.
+pub const MAX_PER_FILE: usize = 200;
+
+/// Keeps the first `max` diagnostics of each file (`diagnostics` sorted by file and position,
+/// so the choice is deterministic) and notes on the last one kept how many were left out.
+pub fn cap_per_file(diagnostics: &mut Vec<Diagnostic>, max: usize) {
+    let mut per_file: std::collections::BTreeMap<FileId, (usize, usize)> =
+        std::collections::BTreeMap::new();
+    diagnostics.retain(|d| {
+        let (kept, dropped) = per_file.entry(d.primary.loc.file).or_default();
+        if *kept < max {
+            *kept += 1;
+            true
+        } else {
+            *dropped += 1;
+            false
+        }
+    });
+    // The last kept diagnostic of each capped file gets the note.
+    let mut seen: std::collections::BTreeMap<FileId, usize> = std::collections::BTreeMap::new();
+    for d in diagnostics.iter_mut() {
+        let file = d.primary.loc.file;
+        let index = seen.entry(file).or_default();
+        *index += 1;
+        if let Some(&(kept, dropped)) = per_file.get(&file) {
+            if dropped > 0 && *index == kept {
+                let noun = if dropped == 1 {
+                    "diagnostic"
+                } else {
+                    "diagnostics"
+                };
+                d.notes.push(format!(
+                    "{dropped} more {noun} in this file not shown (at most {max} per file): fix these and check again"
+                ));
+            }
+        }
     }
 }
 
@@ -101,18 +142,37 @@ impl Session {
     pub fn check(&self, root: FileId) -> Checked {
         let program = self.db.program(root);
         let mut diagnostics = program.diagnostics.clone();
+        if self.has_structural_errors(root) {
+            // The missing model, cluster or plan was most likely lost to the syntax error:
+            // "no scenario" would only repeat it.
+            diagnostics.retain(|d| d.code != Code::E0108 || d.primary.loc.file != root);
+        }
         let mut scenarios = Vec::new();
         for def in &program.scenarios {
             let (scenario, diags) = plan::validate(def);
             diagnostics.extend(diags);
             scenarios.extend(scenario);
         }
+        for partial in &program.partial_scenarios {
+            diagnostics.extend(plan::validate_partial(partial));
+        }
         crate::resolve::sort_diagnostics(&mut diagnostics);
+        cap_per_file(&mut diagnostics, MAX_PER_FILE);
         Checked {
             program,
             scenarios,
             diagnostics,
         }
+    }
+
+    /// True when `file`'s parse reported a structural error (E0001, E0002): some of its text
+    /// was not read as the definitions it was meant to be.
+    fn has_structural_errors(&self, file: FileId) -> bool {
+        self.db.parsed(file).is_some_and(|p| {
+            p.diagnostics
+                .iter()
+                .any(|d| matches!(d.code, Code::E0001 | Code::E0002))
+        })
     }
 
     /// Every loaded file (user and stdlib), for rendering diagnostics.

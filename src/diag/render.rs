@@ -45,11 +45,14 @@ impl SourceFiles {
 
     /// 1-based (line, column) of a byte offset; the column counts characters.
     pub fn line_col(&self, id: FileId, offset: u32) -> (usize, usize) {
-        let (Some(file), Some(&idx)) = (self.get(id), self.index.get(&id)) else { return (1, 1) };
+        let (Some(file), Some(&idx)) = (self.get(id), self.index.get(&id)) else {
+            return (1, 1);
+        };
         let offset = clamp_to_char_boundary(file.source(), offset as usize);
         // Binary search over the line starts: scanning from the file start for every position
         // made JSON output quadratic in (diagnostics × file size).
-        codespan_reporting::files::Files::location(&self.files, idx, offset).map_or((1, 1), |l| (l.line_number, l.column_number))
+        codespan_reporting::files::Files::location(&self.files, idx, offset)
+            .map_or((1, 1), |l| (l.line_number, l.column_number))
     }
 
     /// A span clamped into the file, so a stale or hostile span can never make rendering fail.
@@ -73,6 +76,11 @@ fn clamp_to_char_boundary(text: &str, mut offset: usize) -> usize {
 }
 
 /// Human-readable rendering, with ANSI colour when `color` is set.
+///
+/// codespan prints every line a label touches in full, so a label on a 1 MB line would print
+/// 1 MB per diagnostic. A diagnostic with a label on a line longer than [`MAX_SHOWN_LINE`] is
+/// rendered from a compact view of its file (see [`Compact`]): only the labelled lines, long
+/// ones cut to the parts around the labels, with the real line and column numbers.
 pub fn human(diagnostics: &[Diagnostic], files: &SourceFiles, color: bool) -> String {
     let config = term::Config::default();
     let mut buffer = if color {
@@ -82,10 +90,227 @@ pub fn human(diagnostics: &[Diagnostic], files: &SourceFiles, color: bool) -> St
     };
     for d in diagnostics {
         let cs_diag = to_codespan(d, files);
+        let view = ShownFiles::new(files, &cs_diag);
+        let cs_diag = view.map(cs_diag);
         // Rendering into memory can only fail on a missing file, which `to_codespan` prevents.
-        let _ = term::emit_to_write_style(&mut buffer, &config, &files.files, &cs_diag);
+        let _ = term::emit_to_write_style(&mut buffer, &config, &view, &cs_diag);
     }
     String::from_utf8_lossy(buffer.as_slice()).into_owned()
+}
+
+/// The longest line (in bytes) shown in full in a human snippet.
+const MAX_SHOWN_LINE: usize = 400;
+/// Context kept before a label's start or end on a long line, in bytes.
+const BEFORE: usize = 40;
+/// Context kept after a label's start or end on a long line, in bytes.
+const AFTER: usize = 80;
+
+/// A compact copy of one file for one diagnostic: the labelled lines only (long ones cut to
+/// windows around the label ends, joined by `…`), one after the other.
+struct Compact {
+    source: String,
+    /// Kept pieces: (original start, original end, start in `source`), sorted, disjoint.
+    pieces: Vec<(usize, usize, usize)>,
+    /// Start offset in `source` of each compact line, and its original 1-based line number.
+    lines: Vec<(usize, usize)>,
+}
+
+impl Compact {
+    /// `points`: the label starts and ends in this file (original offsets).
+    fn build(
+        file: &codespan_reporting::files::SimpleFile<String, String>,
+        points: &[usize],
+    ) -> Compact {
+        let text = file.source().as_str();
+        let mut line_ranges: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        for &p in points {
+            let index = codespan_reporting::files::Files::line_index(file, (), p).unwrap_or(0);
+            if line_ranges.iter().all(|(i, _)| *i != index) {
+                let range =
+                    codespan_reporting::files::Files::line_range(file, (), index).unwrap_or(0..0);
+                line_ranges.push((index, range));
+            }
+        }
+        line_ranges.sort_by_key(|(i, _)| *i);
+        let mut c = Compact {
+            source: String::new(),
+            pieces: Vec::new(),
+            lines: Vec::new(),
+        };
+        for (index, range) in line_ranges {
+            c.lines.push((c.source.len(), index + 1));
+            let body = text.get(range.clone()).unwrap_or("");
+            let body_end = range.start + body.trim_end_matches(['\n', '\r']).len();
+            let mut windows: Vec<(usize, usize)> = points
+                .iter()
+                .filter(|&&p| range.start <= p && p <= range.end)
+                .map(|&p| {
+                    let from = p.saturating_sub(BEFORE).max(range.start);
+                    let to = (p + AFTER).min(body_end).max(from);
+                    (
+                        clamp_to_char_boundary(text, from),
+                        clamp_to_char_boundary(text, to),
+                    )
+                })
+                .collect();
+            if body_end - range.start <= MAX_SHOWN_LINE {
+                windows = vec![(range.start, body_end)];
+            }
+            windows.sort_unstable();
+            let mut pos = range.start;
+            for (a, b) in windows {
+                let a = a.max(pos);
+                if a > pos {
+                    c.source.push('…');
+                }
+                if b > a {
+                    c.pieces.push((a, b, c.source.len()));
+                    c.source.push_str(text.get(a..b).unwrap_or(""));
+                }
+                pos = pos.max(b);
+            }
+            if pos < body_end {
+                c.source.push('…');
+            }
+            // A label end at the line break maps here.
+            c.pieces.push((body_end, body_end, c.source.len()));
+            c.source.push('\n');
+        }
+        c
+    }
+
+    /// An original offset in the copy (offsets in a cut part snap to the piece before).
+    fn map(&self, offset: usize) -> usize {
+        let i = self.pieces.partition_point(|p| p.0 <= offset);
+        match i.checked_sub(1).and_then(|i| self.pieces.get(i)) {
+            Some(&(start, end, new)) => new + offset.min(end) - start,
+            None => 0,
+        }
+    }
+
+    /// An offset of the copy in the original file (inverse of [`Compact::map`]).
+    fn unmap(&self, offset: usize) -> usize {
+        let i = self.pieces.partition_point(|p| p.2 <= offset);
+        match i.checked_sub(1).and_then(|i| self.pieces.get(i)) {
+            Some(&(start, end, new)) => (start + (offset - new)).min(end),
+            None => 0,
+        }
+    }
+
+    fn line_index(&self, offset: usize) -> usize {
+        self.lines
+            .partition_point(|l| l.0 <= offset)
+            .saturating_sub(1)
+    }
+}
+
+/// What codespan reads for one diagnostic: the original files, except those with a label on
+/// a long line, which are read through their [`Compact`] copy.
+struct ShownFiles<'a> {
+    original: &'a SourceFiles,
+    compact: BTreeMap<usize, Compact>,
+}
+
+impl<'a> ShownFiles<'a> {
+    fn new(original: &'a SourceFiles, d: &cs::Diagnostic<usize>) -> ShownFiles<'a> {
+        let mut points: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for l in &d.labels {
+            points
+                .entry(l.file_id)
+                .or_default()
+                .extend([l.range.start, l.range.end]);
+        }
+        let mut compact = BTreeMap::new();
+        for (idx, points) in points {
+            let Ok(file) = original.files.get(idx) else {
+                continue;
+            };
+            let long = points.iter().any(|&p| {
+                codespan_reporting::files::Files::line_index(file, (), p)
+                    .and_then(|i| codespan_reporting::files::Files::line_range(file, (), i))
+                    .is_ok_and(|r| r.len() > MAX_SHOWN_LINE)
+            });
+            if long {
+                compact.insert(idx, Compact::build(file, &points));
+            }
+        }
+        ShownFiles { original, compact }
+    }
+
+    /// The diagnostic with its label ranges moved into the compact copies.
+    fn map(&self, mut d: cs::Diagnostic<usize>) -> cs::Diagnostic<usize> {
+        for l in &mut d.labels {
+            if let Some(c) = self.compact.get(&l.file_id) {
+                let start = c.map(l.range.start);
+                let end = c.map(l.range.end).max(start);
+                l.range = start..end;
+            }
+        }
+        d
+    }
+}
+
+type FilesResult<T> = Result<T, codespan_reporting::files::Error>;
+
+impl<'a> codespan_reporting::files::Files<'a> for ShownFiles<'a> {
+    type FileId = usize;
+    type Name = String;
+    type Source = &'a str;
+
+    fn name(&'a self, id: usize) -> FilesResult<String> {
+        self.original.files.name(id)
+    }
+    fn source(&'a self, id: usize) -> FilesResult<&'a str> {
+        match self.compact.get(&id) {
+            Some(c) => Ok(&c.source),
+            None => self.original.files.source(id),
+        }
+    }
+    fn line_index(&'a self, id: usize, byte: usize) -> FilesResult<usize> {
+        match self.compact.get(&id) {
+            Some(c) => Ok(c.line_index(byte)),
+            None => self.original.files.line_index(id, byte),
+        }
+    }
+    fn line_number(&'a self, id: usize, line: usize) -> FilesResult<usize> {
+        match self.compact.get(&id) {
+            Some(c) => Ok(c.lines.get(line).map_or(line + 1, |l| l.1)),
+            None => Ok(line + 1),
+        }
+    }
+    fn line_range(&'a self, id: usize, line: usize) -> FilesResult<std::ops::Range<usize>> {
+        match self.compact.get(&id) {
+            Some(c) => {
+                let start = c.lines.get(line).map_or(c.source.len(), |l| l.0);
+                let end = c.lines.get(line + 1).map_or(c.source.len(), |l| l.0);
+                Ok(start..end)
+            }
+            None => self.original.files.line_range(id, line),
+        }
+    }
+    fn location(
+        &'a self,
+        id: usize,
+        byte: usize,
+    ) -> FilesResult<codespan_reporting::files::Location> {
+        match self.compact.get(&id) {
+            Some(c) => {
+                let offset = c.unmap(byte);
+                let file = self
+                    .original
+                    .index
+                    .iter()
+                    .find_map(|(f, &i)| (i == id).then_some(*f));
+                let (line_number, column_number) =
+                    file.map_or((1, 1), |f| self.original.line_col(f, offset as u32));
+                Ok(codespan_reporting::files::Location {
+                    line_number,
+                    column_number,
+                })
+            }
+            None => self.original.files.location(id, byte),
+        }
+    }
 }
 
 fn to_codespan(d: &Diagnostic, files: &SourceFiles) -> cs::Diagnostic<usize> {
@@ -326,5 +551,31 @@ mod tests {
         let d = Diagnostic::new(Code::E0001, "m", Loc::new(FileId(0), Span::new(1, 99)), "l");
         assert!(human(&[d.clone()], &files, false).contains("x.venus"));
         assert!(json(&[d], &files, 1).contains("\"line\": 1"));
+    }
+
+    #[test]
+    fn a_label_on_a_long_line_shows_a_window_with_the_real_column() {
+        let mut files = SourceFiles::new();
+        let text = format!(
+            "plan <\n{}target{} >\n",
+            "a ".repeat(5_000),
+            " b".repeat(5_000)
+        );
+        let at = text.find("target").unwrap();
+        files.add(FileId(0), "long.venus", text.clone());
+        let d = Diagnostic::new(
+            Code::E0001,
+            "m",
+            Loc::new(FileId(0), Span::new(at, at + 6)),
+            "here",
+        );
+        let out = human(&[d], &files, false);
+        assert!(out.contains("long.venus:2:10001"), "{out}");
+        assert!(
+            out.contains("2 │ …a a a") && out.contains("a a target b b"),
+            "{out}"
+        );
+        assert!(out.contains("^^^^^^ here"), "{out}");
+        assert!(out.len() < 1_000, "{} bytes: {out}", out.len());
     }
 }

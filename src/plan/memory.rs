@@ -151,7 +151,8 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
         (Recompute::None, Attention::Unfused) => {
             // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
             // split over tp by heads: 5·a·s²·b / t.
-            bytes = bytes.saturating_add(prod(&[5, m.heads.value as u128, a.seq as u128, tokens]) / tp);
+            bytes =
+                bytes.saturating_add(prod(&[5, m.heads.value as u128, a.seq as u128, tokens]) / tp);
         }
         (Recompute::None | Recompute::Selective, Attention::Flash) => {
             // Flash attention never writes the scores; it keeps the fp32 log-sum-exp of each
@@ -446,11 +447,23 @@ mod tests {
         // 5·a·s²·b = 5·4·16·32 bytes of scores, flash 4·a·s·b = 4·4·32 bytes of fp32 stats.
         let m = gpt(64, 4, 2, 1000, 16);
         let unfused = layer_activation_bytes(&m, &shape(16, 2, 1, false, Recompute::None));
-        let flash = layer_activation_bytes(&m, &ActivationShape { attention: Attention::Flash, ..shape(16, 2, 1, false, Recompute::None) });
+        let flash = layer_activation_bytes(
+            &m,
+            &ActivationShape {
+                attention: Attention::Flash,
+                ..shape(16, 2, 1, false, Recompute::None)
+            },
+        );
         assert_eq!(unfused - flash, 5 * 4 * 16 * 32 - 4 * 4 * 32);
         // With selective recompute the unfused scores are recomputed; flash still keeps its stats.
         let sel_unfused = layer_activation_bytes(&m, &shape(16, 2, 1, false, Recompute::Selective));
-        let sel_flash = layer_activation_bytes(&m, &ActivationShape { attention: Attention::Flash, ..shape(16, 2, 1, false, Recompute::Selective) });
+        let sel_flash = layer_activation_bytes(
+            &m,
+            &ActivationShape {
+                attention: Attention::Flash,
+                ..shape(16, 2, 1, false, Recompute::Selective)
+            },
+        );
         assert_eq!(sel_flash - sel_unfused, 4 * 4 * 32);
     }
 

@@ -23,7 +23,7 @@ use crate::ty::{Cluster, Expect, Model, Plan, Recompute, ScheduleKind};
 
 pub use derive::{ParamCounts, StageSplit};
 pub use memory::{MemoryPlan, StageMemory};
-pub use validate::{resolved_schedule, validate, MAX_WORLD};
+pub use validate::{resolved_schedule, validate, validate_partial, MAX_WORLD};
 
 /// The optimizer and overlap flags, as Megatron applies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -15,7 +15,8 @@ use crate::plan::derive::{
 };
 use crate::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
 use crate::plan::{Flags, Scenario};
-use crate::ty::{Bytes, Opt, Recompute, ScenarioDef, ScheduleKind};
+use crate::syntax::ast::DefKind;
+use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 
 /// The largest world venusc models (2^20 GPUs): larger products are typos, and the memory model
 /// and the rank layout hold per-stage and per-rank tables.
@@ -32,6 +33,17 @@ pub fn validate(def: &ScenarioDef) -> (Option<Scenario>, Vec<Diagnostic>) {
     let mut v = Validator::new(def);
     let scenario = v.run();
     (scenario, v.diags)
+}
+
+/// Validates a scenario whose definitions had errors ([`PartialScenario`]): every rule whose
+/// inputs all type-checked (or were left to their defaults) runs; a rule that reads a rejected
+/// key is skipped, so it cannot report a consequence of the default standing in for it. No
+/// [`Scenario`] is produced and the memory rules (which read everything) do not run.
+pub fn validate_partial(p: &PartialScenario) -> Vec<Diagnostic> {
+    let mut v = Validator::new(&p.def);
+    v.failed = p.failed.clone();
+    v.run_partial();
+    v.diags
 }
 
 fn loc_of<T>(o: &Opt<T>) -> Option<Loc> {
@@ -101,6 +113,8 @@ struct Validator<'a> {
     seq: u64,
     micro_batch: u64,
     global_batch: u64,
+    /// The keys rejected by `ty` (partial validation only).
+    failed: Vec<(DefKind, &'static str)>,
 }
 
 impl<'a> Validator<'a> {
@@ -121,6 +135,7 @@ impl<'a> Validator<'a> {
             seq: m.seq.value,
             micro_batch: p.micro_batch.value.max(1),
             global_batch: p.global_batch.value,
+            failed: Vec::new(),
         }
     }
 
@@ -190,6 +205,76 @@ impl<'a> Validator<'a> {
             return None;
         }
         Some(scenario)
+    }
+
+    /// True when none of the plan `keys`, model `model_keys` (and, with `cluster`, no key of
+    /// the cluster or its gpu) was rejected.
+    fn inputs_ok(&self, plan: &[&str], model: &[&str], cluster: bool) -> bool {
+        !self.failed.iter().any(|&(kind, key)| match kind {
+            DefKind::Plan => plan.contains(&key),
+            DefKind::Model => model.contains(&key),
+            DefKind::Cluster | DefKind::Gpu => cluster,
+            DefKind::Scenario => false,
+        })
+    }
+
+    /// [`Validator::run`] for a partial scenario: each rule only when its inputs are sound.
+    fn run_partial(&mut self) {
+        const WORLD: &[&str] = &["tp", "pp", "cp", "dp"];
+        if !self.inputs_ok(&[], &[], true) || !self.check_world_limit() {
+            return;
+        }
+        let dp = if self.inputs_ok(WORLD, &[], true) {
+            self.check_world() // E0301
+        } else {
+            None
+        };
+        let split_keys = ["pp", "vpp", "first_stage_layers", "last_stage_layers"];
+        if self.inputs_ok(&split_keys, &["layers"], false) {
+            self.check_layers(); // E0302
+        }
+        if self.inputs_ok(&["tp"], &["heads"], false) {
+            self.check_heads(); // E0303
+        }
+        if self.inputs_ok(&["tp"], &["heads", "kv_groups"], false) {
+            self.check_kv_groups(); // E0304
+        }
+        let batch_ok = self.inputs_ok(&["micro_batch", "global_batch"], &[], false);
+        let m = dp.filter(|_| batch_ok).and_then(|dp| self.check_batch(dp)); // E0305
+        let schedule_keys = ["pp", "vpp", "schedule", "overlap_p2p"];
+        if let (Some(dp), Some(m)) = (dp, m) {
+            if self.inputs_ok(&schedule_keys, &[], false) {
+                self.check_interleaved_microbatches(dp, m); // E0306
+            }
+        }
+        if self.inputs_ok(&schedule_keys, &[], false) {
+            self.check_vpp(); // E0307
+            self.check_schedule(); // E0311
+        }
+        if self.inputs_ok(&["tp", "cp", "sp"], &["seq"], false) {
+            self.check_seq(); // E0308
+        }
+        let expert_keys = ["tp", "pp", "cp", "dp", "ep"];
+        let moe_keys = ["experts", "topk", "moe_ffn", "shared_expert_ffn"];
+        if self.inputs_ok(&expert_keys, &moe_keys, true) {
+            self.check_experts(); // E0309
+        }
+        let optimizer = [
+            "distributed_optimizer",
+            "overlap_grad_reduce",
+            "overlap_param_gather",
+            "delay_grad_reduce",
+            "delay_param_gather",
+        ];
+        if self.inputs_ok(&optimizer, &[], false) {
+            self.check_optimizer_flags(); // E0310
+        }
+        if dp.is_some() && self.inputs_ok(&expert_keys, &[], true) {
+            self.check_group_spans(); // W0001
+        }
+        if self.inputs_ok(&["sp", "tp"], &[], false) {
+            self.check_sp_without_tp(); // W0006
+        }
     }
 
     fn scenario(&self, dp: u64, m: u64, split: StageSplit) -> Scenario {
@@ -1380,10 +1465,14 @@ impl<'a> Validator<'a> {
                 gib(w.optimizer)
             ))
             .with_note(format!(
-                "activations {} ({} layers, {} microbatches in flight, recompute {})",
+                "activations {} ({} layers, {} in flight, recompute {})",
                 gib(w.activations),
                 w.layers,
-                w.in_flight,
+                if w.in_flight == 1 {
+                    "1 microbatch".to_string()
+                } else {
+                    format!("{} microbatches", w.in_flight)
+                },
                 sc.recompute.word()
             ));
         if others > 1 {

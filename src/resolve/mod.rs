@@ -33,7 +33,7 @@ use crate::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
 use crate::syntax::ast::{self, DefKind, TopItem};
 use crate::syntax::schema::{self, ArgType, BlockKind};
 
-pub use merge::{MergedDef, MergedItem};
+pub use merge::{MergedDef, MergedItem, Origin};
 pub use scenario::ScenarioSource;
 
 /// One definition: a top-level item of a file, addressed by the file and its index among the
@@ -515,6 +515,18 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// The user files of the program (not the stdlib), in id order.
+    pub fn user_files(&self) -> Vec<FileId> {
+        let mut user: Vec<FileId> = self
+            .files
+            .keys()
+            .copied()
+            .filter(|f| !self.is_stdlib(*f))
+            .collect();
+        user.sort();
+        user
+    }
+
     /// Every reference looked up so far.
     pub fn references(&self) -> Vec<Reference> {
         self.references.borrow().iter().copied().collect()
@@ -633,10 +645,14 @@ impl<'a> Resolver<'a> {
                         e.name_loc,
                         "defined here",
                     )
-                    .with_help(format!(
-                        "reference it from a `scenario` (`{kw} {}`), or remove it",
-                        e.name.as_deref().unwrap_or("NAME")
-                    )),
+                    .with_help(match &e.name {
+                        Some(n) => {
+                            format!("reference it from a `scenario` (`{kw} {n}`), or remove it")
+                        }
+                        None => format!(
+                            "name it (`{kw} NAME < ... >`) and reference it from a `scenario` (`{kw} NAME`), or remove it"
+                        ),
+                    }),
                 );
             }
         }

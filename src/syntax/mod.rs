@@ -54,9 +54,67 @@ pub fn parse(text: &str, file: FileId) -> Parsed {
     }
 }
 
+/// How many runs of invalid UTF-8 make a file "clearly binary" (with [`BINARY_SHARE`]).
+const BINARY_RUNS: usize = 16;
+/// The share of invalid bytes (in percent) that, with [`BINARY_RUNS`] runs, makes a file
+/// binary: a Latin-1 comment has a few bad bytes, an image or an archive has many.
+const BINARY_SHARE: usize = 5;
+
+/// Where a file stops being text: its first NUL byte, or its first invalid UTF-8 byte when
+/// invalid bytes are many ([`BINARY_RUNS`] runs and [`BINARY_SHARE`]% of the file).
+fn binary_start(bytes: &[u8]) -> Option<usize> {
+    let nul = bytes.iter().position(|&b| b == 0);
+    let mut runs = 0usize;
+    let mut bad = 0usize;
+    let mut first_bad = None;
+    let mut rest = bytes;
+    let mut offset = 0;
+    while let Err(e) = std::str::from_utf8(rest) {
+        let valid = e.valid_up_to();
+        let len = e.error_len().unwrap_or(rest.len() - valid);
+        first_bad.get_or_insert(offset + valid);
+        runs += 1;
+        bad += len;
+        offset += valid + len;
+        rest = rest.get(valid + len..).unwrap_or_default();
+    }
+    let many = runs >= BINARY_RUNS && bad.saturating_mul(100) >= bytes.len() * BINARY_SHARE;
+    match (nul, first_bad.filter(|_| many)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Decodes a file's bytes. Each maximal run of bytes that is not UTF-8 gets one E0001 and
 /// every such byte becomes a space, so byte offsets (and spans) match the original file.
+/// A binary file (see [`binary_start`]) is one E0001 "not a text file" at the byte where it
+/// stops being text, and everything from there on becomes spaces: reporting every stray byte
+/// of an image would be thousands of errors saying the same thing.
 pub fn decode(bytes: &[u8], file: FileId) -> (String, Vec<Diagnostic>) {
+    if let Some(at) = binary_start(bytes) {
+        let prefix = bytes.get(..at).unwrap_or_default();
+        let (mut text, mut diagnostics) = decode_text(prefix, file);
+        text.extend(std::iter::repeat_n(' ', bytes.len() - at));
+        let what = if bytes.get(at) == Some(&0) {
+            "a NUL byte"
+        } else {
+            "invalid UTF-8"
+        };
+        diagnostics.push(
+            Diagnostic::new(
+                Code::E0001,
+                "this is not a text file",
+                Loc::new(file, Span::new(at, at + 1)),
+                format!("{what} here; the rest of the file is not read"),
+            )
+            .with_help("check the path: a `.venus` file is UTF-8 text"),
+        );
+        return (text, diagnostics);
+    }
+    decode_text(bytes, file)
+}
+
+fn decode_text(bytes: &[u8], file: FileId) -> (String, Vec<Diagnostic>) {
     let mut text = String::with_capacity(bytes.len());
     let mut bad_runs: Vec<(usize, usize)> = Vec::new();
     let mut rest = bytes;

@@ -53,6 +53,8 @@ pub(crate) fn build(text: &str, file: FileId, tokens: &[Token]) -> (ast::File, V
         pos: 0,
         diagnostics: Vec::new(),
         eof_reported: false,
+        closed_at: None,
+        ctx: Ctx::Unknown,
     };
     let items = b.file();
     (ast::File { items, comments }, b.diagnostics)
@@ -94,6 +96,12 @@ struct Builder<'t> {
     /// Set once a block or list left open at the end of input is reported: the blocks that
     /// enclose it are necessarily open too, and reporting each would be a cascade.
     eof_reported: bool,
+    /// The token index of a top-level keyword that closed the open blocks (reported once,
+    /// by the innermost block; the enclosing ones close silently).
+    closed_at: Option<usize>,
+    /// The key table of the innermost block being read (a list reads it to know the keys
+    /// that end it when its `]` is missing).
+    ctx: Ctx,
 }
 
 impl<'t> Builder<'t> {
@@ -192,22 +200,7 @@ impl<'t> Builder<'t> {
                     );
                     self.skip_balanced();
                 }
-                TokenKind::Gt | TokenKind::RBracket => {
-                    let what = self.slice(tok.span);
-                    let open = if tok.kind == TokenKind::Gt {
-                        "block"
-                    } else {
-                        "list"
-                    };
-                    self.report(
-                        Code::E0001,
-                        format!("unexpected `{what}`"),
-                        tok.span,
-                        &format!("no {open} is open here"),
-                        Some(format!("remove this `{what}`")),
-                    );
-                    self.bump();
-                }
+                TokenKind::Gt | TokenKind::RBracket => self.stray_closers(),
                 _ => {
                     let found = self.describe(tok);
                     self.report(
@@ -223,6 +216,54 @@ impl<'t> Builder<'t> {
             }
         }
         items
+    }
+
+    /// A run of closers that close nothing (`>` at the top level, `]` anywhere no list is
+    /// open), with the first one next: one diagnostic for the whole run, so a file of a
+    /// million `>` is one error, not a million. Inside a block only `]` is stray (a `>` closes
+    /// the block).
+    fn stray_closers(&mut self) {
+        let Some(first) = self.bump() else { return };
+        let top_level = first.kind == TokenKind::Gt;
+        let mut last = first;
+        let mut count = 1usize;
+        while let Some(tok) = self.peek() {
+            let stray = match tok.kind {
+                TokenKind::RBracket => true,
+                TokenKind::Gt => top_level,
+                _ => false,
+            };
+            if !stray {
+                break;
+            }
+            self.bump();
+            last = tok;
+            count += 1;
+        }
+        let span = first.span.to(last.span);
+        if count == 1 {
+            let what = self.slice(first.span);
+            let open = if first.kind == TokenKind::Gt {
+                "block"
+            } else {
+                "list"
+            };
+            self.report(
+                Code::E0001,
+                format!("unexpected `{what}`"),
+                span,
+                &format!("no {open} is open here"),
+                Some(format!("remove this `{what}`")),
+            );
+        } else {
+            self.report(
+                Code::E0001,
+                format!("{count} unexpected closing brackets"),
+                span,
+                "no block or list is open here",
+                Some("remove them".into()),
+            );
+        }
     }
 
     fn unknown_top_word(&mut self, tok: Token) {
@@ -427,6 +468,18 @@ impl<'t> Builder<'t> {
                     span: Span::new(open.span.start as usize, self.end_of_input()),
                 };
             };
+            if self.starts_definition(tok) {
+                if self.closed_at != Some(self.pos) {
+                    self.closed_at = Some(self.pos);
+                    self.report_unclosed(open, &format!("`{what}` block"));
+                }
+                let end = items.last().map_or(open.span, |i: &Item| i.span);
+                return Block {
+                    items,
+                    span: open.span.to(end),
+                };
+            }
+            self.ctx = ctx;
             match tok.kind {
                 TokenKind::Gt => {
                     self.bump();
@@ -449,16 +502,7 @@ impl<'t> Builder<'t> {
                     );
                     self.bump();
                 }
-                TokenKind::RBracket => {
-                    self.report(
-                        Code::E0001,
-                        "unexpected `]`".into(),
-                        tok.span,
-                        "no list is open here",
-                        Some("remove this `]`".into()),
-                    );
-                    self.bump();
-                }
+                TokenKind::RBracket => self.stray_closers(),
                 TokenKind::Lt | TokenKind::LBracket => {
                     let found = self.describe(tok);
                     let label = if tok.kind == TokenKind::Lt {
@@ -493,12 +537,36 @@ impl<'t> Builder<'t> {
         }
     }
 
+    /// True when `tok` starts a top-level definition: a keyword at the start of a line
+    /// (column 1) followed by a name or `<` (a string for `use`). An unclosed block stops
+    /// there, so the next definition is read as one instead of as items of the open block.
+    fn starts_definition(&self, tok: Token) -> bool {
+        if tok.kind != TokenKind::Name {
+            return false;
+        }
+        let start = tok.span.start as usize;
+        let column_one = start == 0 || self.text.as_bytes().get(start - 1) == Some(&b'\n');
+        let word = self.slice(tok.span);
+        if !column_one || !TOP_WORDS.contains(&word) {
+            return false;
+        }
+        let next = self.toks.get(self.pos + 1).map(|t| t.kind);
+        match word {
+            "use" => next == Some(TokenKind::Str),
+            _ => matches!(next, Some(TokenKind::Name | TokenKind::Lt)),
+        }
+    }
+
     /// Reports a block or list left open at the end of input (once per file).
     fn unclosed(&mut self, open: Token, what: &str) {
         if self.eof_reported {
             return;
         }
         self.eof_reported = true;
+        self.report_unclosed(open, what);
+    }
+
+    fn report_unclosed(&mut self, open: Token, what: &str) {
         let (bracket, closer) = if open.kind == TokenKind::LBracket {
             ("[", "]")
         } else {
@@ -701,14 +769,17 @@ impl<'t> Builder<'t> {
                     return (items, open.span.to(tok.span));
                 }
                 TokenKind::Gt => {
-                    let line = self.line_of(open.span.start);
-                    self.report(
-                        Code::E0002,
-                        "unclosed list".into(),
-                        open.span,
-                        "this `[` is never closed",
-                        Some(format!("add `]` to close the list opened at line {line}")),
-                    );
+                    self.report_unclosed(open, "list");
+                    let end = items.last().map_or(open.span, |v: &Value| v.span);
+                    return (items, open.span.to(end));
+                }
+                // A list does not span lines, and a name that cannot be an element (or is a
+                // key of the block) starts the next item: the `]` was forgotten.
+                _ if self.newline_before(tok) || self.ends_list(tok, slot) => {
+                    // Before the next definition, the enclosing block reports (once).
+                    if !self.starts_definition(tok) {
+                        self.report_unclosed(open, "list");
+                    }
                     let end = items.last().map_or(open.span, |v: &Value| v.span);
                     return (items, open.span.to(end));
                 }
@@ -731,6 +802,16 @@ impl<'t> Builder<'t> {
                 },
             }
         }
+    }
+}
+
+impl Builder<'_> {
+    /// True when a name in a list of `slot` values cannot be an element: the slot takes no
+    /// names, or the name is a key of the enclosing block.
+    fn ends_list(&self, tok: Token, slot: Option<ArgType>) -> bool {
+        tok.kind == TokenKind::Name
+            && (slot.is_some_and(|s| !s.takes_name())
+                || self.ctx.lookup(self.slice(tok.span)).is_some())
     }
 }
 

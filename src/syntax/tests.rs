@@ -1088,3 +1088,46 @@ fn timing_of_a_thousand_line_file() {
         best * 1e6
     );
 }
+
+#[test]
+fn a_run_of_stray_closers_is_one_error_spanning_the_run() {
+    let text = "> ] >>\nmodel m < hidden 1 ]] >\n";
+    let parsed = p(text);
+    assert_eq!(codes(&parsed), ["E0001", "E0001"]);
+    assert_eq!(
+        parsed.diagnostics[0].message,
+        "4 unexpected closing brackets"
+    );
+    assert_eq!(at(text, &parsed.diagnostics[0]), "> ] >>");
+    // Inside a block only `]` is stray: the `>` still closes the block.
+    assert_eq!(
+        parsed.diagnostics[1].message,
+        "2 unexpected closing brackets"
+    );
+    assert_eq!(at(text, &parsed.diagnostics[1]), "]]");
+    assert_eq!(keys(defs(&parsed)[0]), ["hidden"]);
+}
+
+#[test]
+fn a_file_with_a_nul_byte_is_one_not_a_text_file_error() {
+    let mut bytes = b"model m < hidden 1 >\n".to_vec();
+    bytes.extend([0u8, 1, 2, 0xff, b'>', b'>']);
+    let (text, diags) = crate::syntax::decode(&bytes, crate::diag::FileId(0));
+    assert_eq!(text, "model m < hidden 1 >\n      ");
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].message, "this is not a text file");
+    assert_eq!(diags[0].primary.loc.span, Span::new(21, 22));
+}
+
+#[test]
+fn a_few_latin1_bytes_are_not_binary_but_many_are() {
+    let latin1 = b"# caf\xe9 cr\xe8me\nmodel m < >\n";
+    let (_, diags) = crate::syntax::decode(latin1, crate::diag::FileId(0));
+    assert_eq!(diags.len(), 2);
+    assert!(diags.iter().all(|d| d.message == "invalid UTF-8 in source"));
+    let noisy: Vec<u8> = (0..64u8).flat_map(|i| [b'a', 0x80 | i]).collect();
+    let (text, diags) = crate::syntax::decode(&noisy, crate::diag::FileId(0));
+    assert_eq!(text, format!("a{}", " ".repeat(127)));
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].message, "this is not a text file");
+}

@@ -3,8 +3,10 @@
 //!
 //! Input: a [`Resolver`] over one program. Output: the typed scenarios of the root file; the
 //! diagnostics (E0101–E0103, E0201–E0204, W0002, and the resolver's own) go to the resolver.
-//! Invariants: a definition is checked once however many scenarios use it; a scenario is
-//! produced only when everything it uses checked without error; every typed value keeps the
+//! Invariants: a definition is checked once however many scenarios use it, and every user
+//! definition is checked even when no scenario uses it; a [`ScenarioDef`] is clean only when
+//! everything it uses checked without error, otherwise it is a [`PartialScenario`] that lists
+//! the rejected keys; every typed value keeps the
 //! [`Loc`] of the value that wrote it (the item, for flags).
 
 use std::collections::HashMap;
@@ -12,8 +14,8 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
-    ScheduleKind, Spanned, Topology,
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, Measured, Model, PartialScenario,
+    Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned, Topology,
 };
 use crate::diag::{suggest, Code, Diagnostic, Loc};
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
@@ -22,16 +24,59 @@ use crate::syntax::schema::{self, ArgType, BlockKind, KeySig};
 
 /// Resolves and type-checks the root's scenarios. Diagnostics are left in the resolver.
 pub fn check_program(res: &Resolver) -> Vec<ScenarioDef> {
+    check_program_all(res).0
+}
+
+/// Resolves and type-checks the root's scenarios and every other user definition (so an
+/// error in a definition no scenario uses is still reported). Returns the scenarios that
+/// checked without error, and those whose definitions had errors but whose required keys are
+/// all there ([`PartialScenario`]: plan validation still runs on them).
+pub fn check_program_all(res: &Resolver) -> (Vec<ScenarioDef>, Vec<PartialScenario>) {
     res.resolve_all_names();
     let mut checker = Checker::new(res);
     let mut out = Vec::new();
+    let mut partial = Vec::new();
     for source in res.scenarios() {
-        if let Some(s) = checker.scenario(&source) {
-            out.push(s);
+        checker.frames.push(Status::ok());
+        let s = checker.scenario(&source);
+        let status = checker.frames.pop().unwrap_or_default();
+        match s {
+            Some(def) if status.ok => out.push(def),
+            Some(def) => partial.push(PartialScenario {
+                def,
+                failed: status.failed,
+            }),
+            None => {}
         }
     }
+    checker.unused_definitions();
     res.report_unused();
-    out
+    (out, partial)
+}
+
+/// How a definition (and what it uses) checked: `ok` when without error; `failed` the keys
+/// whose items were rejected.
+#[derive(Clone, Debug, Default)]
+struct Status {
+    ok: bool,
+    failed: Vec<(DefKind, &'static str)>,
+}
+
+impl Status {
+    fn ok() -> Status {
+        Status {
+            ok: true,
+            failed: Vec::new(),
+        }
+    }
+    fn absorb(&mut self, other: &Status) {
+        self.ok &= other.ok;
+        for f in &other.failed {
+            if !self.failed.contains(f) {
+                self.failed.push(*f);
+            }
+        }
+    }
 }
 
 /// What a `Ref` argument points at.
@@ -58,11 +103,13 @@ struct Item {
     args: Vec<(Checked, Loc)>,
 }
 
-/// The valid items of one block, in order; `ok` is false when any item had an error.
+/// The valid items of one block, in order; `ok` is false when any item had an error;
+/// `failed` the known keys whose item was rejected.
 #[derive(Clone, Debug)]
 struct Fields {
     items: Vec<Item>,
     ok: bool,
+    failed: Vec<&'static str>,
 }
 
 impl Fields {
@@ -238,6 +285,16 @@ struct Checker<'r, 'a> {
     gpus: HashMap<DefId, Option<Gpu>>,
     clusters: HashMap<DefId, Option<Cluster>>,
     plans: HashMap<DefId, Option<Plan>>,
+    /// How each memoised definition checked.
+    statuses: HashMap<DefId, Status>,
+    /// One per definition being checked (innermost last); blocks report into the top one.
+    frames: Vec<Status>,
+    /// False while checking definitions no scenario uses: an abstract base may leave required
+    /// keys to its children, so E0103 is not reported for them.
+    report_missing: bool,
+    /// The items checked so far (file and span), so a definition checked on its own after
+    /// being checked as another's base does not report its items again.
+    checked_items: std::collections::HashSet<Loc>,
 }
 
 impl<'r, 'a> Checker<'r, 'a> {
@@ -248,7 +305,61 @@ impl<'r, 'a> Checker<'r, 'a> {
             gpus: HashMap::new(),
             clusters: HashMap::new(),
             plans: HashMap::new(),
+            statuses: HashMap::new(),
+            frames: vec![Status::ok()],
+            report_missing: true,
+            checked_items: std::collections::HashSet::new(),
         }
+    }
+
+    /// Type-checks the user definitions no scenario used, each on its own items (not the
+    /// inherited ones, which their own definition reports), without E0103.
+    fn unused_definitions(&mut self) {
+        self.report_missing = false;
+        let mut files: Vec<_> = self
+            .res
+            .user_files()
+            .into_iter()
+            .filter_map(|f| self.res.index(f).map(|i| i.defs.clone()))
+            .collect();
+        for defs in &mut files {
+            for e in defs.iter() {
+                let used = match e.kind {
+                    DefKind::Model => self.models.contains_key(&e.id),
+                    DefKind::Gpu => self.gpus.contains_key(&e.id),
+                    DefKind::Cluster => self.clusters.contains_key(&e.id),
+                    DefKind::Plan => self.plans.contains_key(&e.id),
+                    DefKind::Scenario => true,
+                };
+                let Some(def) = self.res.def(e.id).filter(|_| !used) else {
+                    continue;
+                };
+                let items: Vec<MergedItem> = def
+                    .body
+                    .items
+                    .iter()
+                    .filter(|item| !self.checked_items.contains(&Loc::new(e.id.file, item.span)))
+                    .map(|item| MergedItem {
+                        file: e.id.file,
+                        item: item.clone(),
+                        origin: crate::resolve::Origin::Def(e.id),
+                    })
+                    .collect();
+                let what = match &e.name {
+                    Some(n) => format!("{} `{n}`", e.kind.keyword()),
+                    None => format!("unnamed {}", e.kind.keyword()),
+                };
+                self.frames.push(Status::ok());
+                let f = self.block(BlockKind::Def(e.kind), &items, e.name_loc, &what);
+                // A gpu named by a cluster is checked with it.
+                if let Some((Checked::Ref(t), _)) = f.arg("gpu") {
+                    let t = t.clone();
+                    self.gpu(&t);
+                }
+                self.frames.pop();
+            }
+        }
+        self.report_missing = true;
     }
 
     fn text(&self, loc: Loc) -> &'a str {
@@ -295,9 +406,6 @@ impl<'r, 'a> Checker<'r, 'a> {
                     Some((Checked::Nested(e), _)) => expect(e),
                     _ => Expect::default(),
                 };
-                if !f.ok {
-                    return None;
-                }
                 Some(ScenarioDef {
                     name: def.name.clone().unwrap_or_else(|| "scenario".into()),
                     loc: def.loc,
@@ -326,14 +434,31 @@ impl<'r, 'a> Checker<'r, 'a> {
     ) -> Option<T> {
         if let Target::Def(id) = t {
             if let Some(v) = cache(self).get(id) {
-                return v.clone();
+                let v = v.clone();
+                let status = self.statuses.get(id).cloned().unwrap_or_default();
+                self.absorb(&status);
+                return v;
             }
         }
-        let v = self.merged(t).and_then(|m| build(self, &m));
+        self.frames.push(Status::ok());
+        let merged = self.merged(t);
+        let v = merged.as_ref().and_then(|m| build(self, m));
+        let mut status = self.frames.pop().unwrap_or_default();
+        if merged.is_none() {
+            status.ok = false;
+        }
         if let Target::Def(id) = t {
             cache(self).insert(*id, v.clone());
+            self.statuses.insert(*id, status.clone());
         }
+        self.absorb(&status);
         v
+    }
+
+    fn absorb(&mut self, status: &Status) {
+        if let Some(top) = self.frames.last_mut() {
+            top.absorb(status);
+        }
     }
 
     fn model(&mut self, t: &Target) -> Option<Model> {
@@ -356,9 +481,6 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        if !f.ok {
-            return None;
-        }
         Some(Model {
             name: def.name.clone().unwrap_or_else(|| "model".into()),
             loc: def.loc,
@@ -386,9 +508,6 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        if !f.ok {
-            return None;
-        }
         Some(Gpu {
             name: def.name.clone().unwrap_or_else(|| "gpu".into()),
             loc: def.loc,
@@ -414,9 +533,6 @@ impl<'r, 'a> Checker<'r, 'a> {
             }
             _ => None,
         };
-        if !f.ok {
-            return None;
-        }
         let mut dims = Vec::new();
         for item in f.items.iter().filter(|i| i.key == "dim") {
             dims.push(dim(item)?);
@@ -446,9 +562,6 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        if !f.ok {
-            return None;
-        }
         let schedule = f.word("schedule").map(|w| {
             let k = match w.value {
                 "gpipe" => ScheduleKind::Gpipe,
@@ -535,12 +648,28 @@ impl<'r, 'a> Checker<'r, 'a> {
         let mut fields = Fields {
             items: Vec::new(),
             ok: true,
+            failed: Vec::new(),
         };
         let mut seen: HashMap<&'static str, Loc> = HashMap::new();
         let mut dims: HashMap<String, Loc> = HashMap::new();
-        let mut skip_next = false;
+        // The item written right after each one in the same block (with a base, the merged
+        // list interleaves inherited items, so `i + 1` may be another block's item).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| {
+            let m = &items[i];
+            (m.file, m.item.span.start)
+        });
+        let mut next_written: Vec<Option<usize>> = vec![None; items.len()];
+        for pair in order.windows(2) {
+            if let (Some(&a), Some(&b)) = (pair.first(), pair.get(1)) {
+                if items[a].origin == items[b].origin && items[a].file == items[b].file {
+                    next_written[a] = Some(b);
+                }
+            }
+        }
+        let mut skipped = std::collections::HashSet::new();
         for (i, m) in items.iter().enumerate() {
-            if std::mem::take(&mut skip_next) {
+            if skipped.contains(&i) {
                 continue;
             }
             let key_loc = Loc::new(m.file, m.item.key.span);
@@ -563,14 +692,19 @@ impl<'r, 'a> Checker<'r, 'a> {
                         .with_help(format!("keep one `{}`", sig.key)),
                     );
                     fields.ok = false;
+                    fields.failed.push(sig.key);
                     continue;
                 }
                 seen.insert(sig.key, key_loc);
             }
-            if let Some(d) = self.name_as_missing_argument(kind, sig, m, items.get(i + 1)) {
+            let next = next_written.get(i).copied().flatten();
+            if let Some(d) =
+                self.name_as_missing_argument(kind, sig, m, next.and_then(|n| items.get(n)))
+            {
                 self.res.report(d);
                 fields.ok = false;
-                skip_next = true;
+                fields.failed.push(sig.key);
+                skipped.extend(next);
                 continue;
             }
             match self.item(sig, m) {
@@ -584,6 +718,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                                         .with_help("give each dim its own name; a dim with an inherited name replaces the inherited one"),
                                 );
                                 fields.ok = false;
+                                fields.failed.push(sig.key);
                                 continue;
                             }
                             dims.insert(n.clone(), *loc);
@@ -591,13 +726,16 @@ impl<'r, 'a> Checker<'r, 'a> {
                     }
                     fields.items.push(item);
                 }
-                None => fields.ok = false,
+                None => {
+                    fields.ok = false;
+                    fields.failed.push(sig.key);
+                }
             }
         }
         for sig in schema::keys(kind).iter().filter(|k| k.required) {
             // A key that was written but had an error is not also missing.
             let written = items.iter().any(|m| m.item.key.text == sig.key);
-            if !written {
+            if !written && self.report_missing {
                 self.res.report(
                     Diagnostic::new(
                         Code::E0103,
@@ -608,6 +746,16 @@ impl<'r, 'a> Checker<'r, 'a> {
                     .with_help(format!("add `{}`", example(sig))),
                 );
                 fields.ok = false;
+            }
+        }
+        self.checked_items
+            .extend(items.iter().map(|m| Loc::new(m.file, m.item.span)));
+        if let (BlockKind::Def(k), Some(top)) = (kind, self.frames.last_mut()) {
+            top.ok &= fields.ok;
+            for key in &fields.failed {
+                if !top.failed.contains(&(k, key)) {
+                    top.failed.push((k, key));
+                }
             }
         }
         fields

@@ -318,3 +318,20 @@ pub struct ScenarioDef {
     pub plan: Plan,
     pub expect: Expect,
 }
+
+/// A scenario whose definitions had errors, typed from the items that did check (required
+/// keys all present), for plan validation to run on in the same run. `failed` lists the keys
+/// whose items were rejected (their value is absent, so a default stands in): a plan rule that
+/// reads one of them is skipped, so an error is not followed by its own cascade.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartialScenario {
+    pub def: ScenarioDef,
+    pub failed: Vec<(crate::syntax::ast::DefKind, &'static str)>,
+}
+
+impl PartialScenario {
+    /// True when the item `key` of a `kind` definition was rejected.
+    pub fn failed(&self, kind: crate::syntax::ast::DefKind, key: &str) -> bool {
+        self.failed.iter().any(|&(k, f)| k == kind && f == key)
+    }
+}

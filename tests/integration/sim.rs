@@ -157,15 +157,37 @@ fn emitted_demo_traces_run_on_the_engine_and_agree_with_sim() {
     let direct = sim_json(&["examples/venussim_demo.venus"]);
     for kind in ["simplified-trace", "template-trace"] {
         let dir = std::env::temp_dir().join(format!("venusc-trace-{kind}-{}", std::process::id()));
-        let (code, _, stderr) = venusc(&["compile", "examples/venussim_demo.venus", "--emit", kind, "-o", dir.to_str().unwrap()]);
+        let (code, _, stderr) = venusc(&[
+            "compile",
+            "examples/venussim_demo.venus",
+            "--emit",
+            kind,
+            "-o",
+            dir.to_str().unwrap(),
+        ]);
         assert_eq!(code, 0, "{stderr}");
-        let traced = sim_json(&["--trace", dir.to_str().unwrap(), "examples/venussim_demo.venus"]);
+        let traced = sim_json(&[
+            "--trace",
+            dir.to_str().unwrap(),
+            "examples/venussim_demo.venus",
+        ]);
         std::fs::remove_dir_all(&dir).ok();
-        assert_eq!(phase(&traced, "forward-compute"), phase(&direct, "forward-compute"), "{kind}");
-        assert_eq!(phase(&traced, "backward-compute"), phase(&direct, "backward-compute"), "{kind}");
+        assert_eq!(
+            phase(&traced, "forward-compute"),
+            phase(&direct, "forward-compute"),
+            "{kind}"
+        );
+        assert_eq!(
+            phase(&traced, "backward-compute"),
+            phase(&direct, "backward-compute"),
+            "{kind}"
+        );
         // The VenusSim traces have no optimizer node and no first-iteration parameter
         // all-gather; everything else is the same work.
-        let (a, b) = (traced["iteration_time_ms"].as_f64().unwrap(), direct["iteration_time_ms"].as_f64().unwrap());
+        let (a, b) = (
+            traced["iteration_time_ms"].as_f64().unwrap(),
+            direct["iteration_time_ms"].as_f64().unwrap(),
+        );
         assert!((a - b).abs() / b < 0.01, "{kind}: {a} vs {b}");
     }
 }
