@@ -4,5 +4,6 @@ mod integration {
     pub mod cli;
     pub mod explain;
     pub mod sim;
+    pub mod sweep;
     pub mod ui;
 }
