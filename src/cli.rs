@@ -51,11 +51,36 @@ enum Command {
     Import(ImportArgs),
     /// Explore a design space: check, simulate and rank every candidate plan.
     Sweep(SweepArgs),
+    /// Compare predictions with measured training runs (a published-runs table).
+    Validate(ValidateArgs),
+    /// Format `.venus` files in place in the canonical layout.
+    Fmt(FmtArgs),
+    /// Run the language server on stdin/stdout (for editors).
+    Lsp,
     /// Print the long explanation of a diagnostic code, with a wrong and a right example.
     Explain {
         /// A code such as `E0301`; without one, lists every code.
         code: Option<String>,
     },
+}
+
+#[derive(clap::Args)]
+struct ValidateArgs {
+    /// The published-runs table (TSV).
+    table: PathBuf,
+    /// Also write each row's generated scenario as `DIR/<id>.venus`.
+    #[arg(long, value_name = "DIR")]
+    emit_scenarios: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct FmtArgs {
+    /// Files or directories (searched recursively for `*.venus`).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Change nothing; exit 1 and name the files that are not formatted.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(clap::Args)]
@@ -218,6 +243,9 @@ pub fn run() -> ExitCode {
         Command::Compile(args) => compile(&args, color),
         Command::Import(args) => import(&args),
         Command::Sweep(args) => sweep(&args, color),
+        Command::Validate(args) => validate(&args),
+        Command::Fmt(args) => fmt(&args, color),
+        Command::Lsp => lsp(),
     }
 }
 
@@ -582,6 +610,101 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
     let wall = venusc::ty::Seconds(started.elapsed().as_secs_f64());
     let report = venusc::report::Report::new(sc, &trace, &timeline, window, wall);
     Ok(SimRun { report, trace, timeline, layout })
+}
+
+fn validate(args: &ValidateArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.table) {
+        Ok(t) => t,
+        Err(e) => return usage_error(format!("cannot read `{}`: {e}", args.table.display())),
+    };
+    let v = match venusc::validate::run(&text) {
+        Ok(v) => v,
+        Err(e) => return usage_error(format!("`{}`: {e}", args.table.display())),
+    };
+    if let Some(dir) = &args.emit_scenarios {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return usage_error(format!("cannot create `{}`: {e}", dir.display()));
+        }
+        for r in &v.rows {
+            if let Ok(built) = venusc::validate::scenario::build(&r.row) {
+                let path = dir.join(format!("{}.venus", r.row.id));
+                if let Err(e) = std::fs::write(&path, built.venus) {
+                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
+                }
+            }
+        }
+    }
+    print!("{}", v.markdown());
+    let _ = std::io::stdout().flush();
+    ExitCode::SUCCESS
+}
+
+/// `venusc fmt`: 0 when every file is (or now is) formatted, 1 when `--check` finds files to
+/// change or a file has syntax errors (those are rendered and the file is left alone), 2 on
+/// I/O errors.
+fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
+    let files = match expand_paths(&args.paths) {
+        Ok(f) => f,
+        Err(e) => return usage_error(e),
+    };
+    let mut failed = false;
+    for path in &files {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => return usage_error(format!("cannot read `{}`: {e}", path.display())),
+        };
+        let (text, decode) = venusc::syntax::decode(&bytes, venusc::diag::FileId(0));
+        let result = if decode.is_empty() {
+            venusc::fmt::format(&text)
+        } else {
+            Err(venusc::fmt::FormatError::Syntax(decode))
+        };
+        match result {
+            Ok(formatted) if formatted == text => {}
+            Ok(formatted) => {
+                if args.check {
+                    println!("{}", path.display());
+                    failed = true;
+                } else if let Err(e) = std::fs::write(path, formatted) {
+                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
+                }
+            }
+            Err(venusc::fmt::FormatError::Syntax(diagnostics)) => {
+                let mut files = render::SourceFiles::new();
+                files.add(
+                    venusc::diag::FileId(0),
+                    path.display().to_string(),
+                    text.clone(),
+                );
+                eprint!("{}", render::human(&diagnostics, &files, color));
+                eprintln!(
+                    "error: `{}` not formatted: it has syntax errors",
+                    path.display()
+                );
+                failed = true;
+            }
+            Err(e) => {
+                eprintln!("error: `{}` not formatted: {e}", path.display());
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `venusc lsp`: the language server on stdio until the client says `exit`.
+fn lsp() -> ExitCode {
+    match venusc::lsp::run_stdio() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: language server: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// indicatif on stderr: a bar per phase (checking, simulating).

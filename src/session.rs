@@ -31,7 +31,10 @@ impl Checked {
     /// already explain why there is nothing to run).
     pub fn select(&self, name: Option<&str>) -> Result<&plan::Scenario, Option<Diagnostic>> {
         let def = self.program.select_scenario(name)?;
-        self.scenarios.iter().find(|s| s.name == def.name).ok_or(None)
+        self.scenarios
+            .iter()
+            .find(|s| s.name == def.name)
+            .ok_or(None)
     }
 }
 
@@ -50,7 +53,9 @@ impl Default for Session {
 
 impl Session {
     pub fn new() -> Session {
-        Session { db: Database::new() }
+        Session {
+            db: Database::new(),
+        }
     }
 
     pub fn db(&self) -> &Database {
@@ -72,7 +77,12 @@ impl Session {
     pub fn load_uses(&mut self, root: FileId, read: &mut Reader<'_>) {
         let mut tried = std::collections::HashSet::new();
         loop {
-            let pending: Vec<_> = self.db.unresolved_uses(root).into_iter().filter(|p| tried.insert(p.clone())).collect();
+            let pending: Vec<_> = self
+                .db
+                .unresolved_uses(root)
+                .into_iter()
+                .filter(|p| tried.insert(p.clone()))
+                .collect();
             if pending.is_empty() {
                 break;
             }
@@ -98,7 +108,11 @@ impl Session {
             scenarios.extend(scenario);
         }
         crate::resolve::sort_diagnostics(&mut diagnostics);
-        Checked { program, scenarios, diagnostics }
+        Checked {
+            program,
+            scenarios,
+            diagnostics,
+        }
     }
 
     /// Every loaded file (user and stdlib), for rendering diagnostics.

@@ -3,6 +3,9 @@
 mod integration {
     pub mod cli;
     pub mod explain;
+    pub mod fmt;
+    pub mod hostile;
+    pub mod lsp;
     pub mod sim;
     pub mod sweep;
     pub mod ui;

@@ -29,59 +29,108 @@
 
 use super::{ChunkCost, ComputeModel, Pass};
 use crate::plan::Scenario;
-use crate::ty::{BytesPerSec, FlopsPerSec, Precision, Recompute, Seconds};
+use crate::ty::{Attention, BytesPerSec, FlopsPerSec, Precision, Recompute, Seconds};
 
-/// Every constant of the analytic model. First-cut values; a later calibration fits them to
-/// published runs per GPU (`Calibration::for_gpu`).
+/// Every constant of the analytic model, per GPU generation ([`Calibration::for_gpu`]).
+///
+/// Structural figures (bytes per element, backward/forward ratios) come from the kernels'
+/// definitions; the efficiencies were fitted once per GPU type to the BF16 dense rows of the
+/// published-runs table (`docs/validation.md`), never per row: `gemm_efficiency`,
+/// `gemm_half_dim` and `kernel_overhead` set how far from peak a layer runs, and the same values
+/// serve every model size of that GPU.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Calibration {
-    /// Fraction of peak a large GEMM reaches (cuBLAS on H100 bf16: 0.7–0.8).
+    /// Fraction of peak an unboundedly large GEMM reaches (cuBLAS/cuBLASLt).
     pub gemm_efficiency: f64,
-    /// Smallest GEMM dimension at which `gemm_efficiency` is reached; below it efficiency
-    /// falls linearly (tile quantisation and wave effects dominate small GEMMs).
-    pub gemm_knee: f64,
-    /// Lower bound of the GEMM efficiency, as a fraction of `gemm_efficiency`.
-    pub gemm_floor: f64,
-    /// Fraction of (bf16) peak of causal flash attention forward (FlashAttention-2/3: 0.4–0.6).
+    /// Each GEMM dimension `d` scales the efficiency by `d / (d + gemm_half_dim)`: tile
+    /// quantisation, wave tails and the fixed prologue/epilogue of a kernel cost about
+    /// `gemm_half_dim` rows' worth per dimension, so small and skinny GEMMs run further from
+    /// peak (a 2048³ GEMM at `gemm_half_dim` 128 reaches 0.83 of a huge one).
+    pub gemm_half_dim: f64,
+    /// Fraction of (bf16) peak of causal flash attention forward (FlashAttention-2 on A100
+    /// about 0.5-0.6 of peak forward; cuDNN / FlashAttention-3 on H100 0.5-0.6 in bf16).
     pub attention_efficiency: f64,
-    /// Flash attention backward / forward FLOPs (dQ, dK, dV plus the recomputed scores).
+    /// Flash attention backward / forward time: dQ, dK, dV plus the recomputed scores are
+    /// 2.5× the forward FLOPs (Dao 2023, FlashAttention-2 §3.2).
     pub attention_backward: f64,
-    /// Fraction of HBM bandwidth reached by elementwise kernels.
+    /// HBM bytes per score element of the unfused attention forward: `baddbmm` writes the
+    /// scores (2), the fused scale-mask-softmax reads and writes them (4), dropout reads them
+    /// and writes its output and a 1-byte mask (5), the `bmm` with V reads them (2).
+    pub unfused_bytes_per_score: f64,
+    /// Fraction of HBM bandwidth reached by elementwise kernels (STREAM-like copies reach
+    /// about 0.8-0.9 of the datasheet bandwidth on A100 and H100).
     pub memory_efficiency: f64,
-    /// Memory-bound backward / forward traffic.
+    /// Memory-bound backward / forward traffic (read the saved input and the output
+    /// gradient, write the input gradient: about twice the forward's read + write).
     pub memory_backward: f64,
+    /// Fixed cost per kernel (launch, ramp-up and tail), seconds; a layer's forward runs
+    /// about [`KERNELS_ATTENTION`] + [`KERNELS_MLP`] kernels, its backward twice as many.
+    pub kernel_overhead: f64,
     /// Bytes moved per parameter by an Adam step with mixed precision: read fp32 param, grad,
     /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
     /// gradient unscale / norm passes.
     pub optimizer_bytes_per_param: f64,
 }
 
+/// Kernels of one layer's attention block forward: norm, QKV GEMM, rotary / bias, attention
+/// (flash: 1; unfused: baddbmm, softmax, dropout, bmm count as 3 more), output projection,
+/// dropout + residual.
+pub const KERNELS_ATTENTION: f64 = 6.0;
+/// Kernels of one layer's MLP block forward: norm, FC1, activation, FC2, dropout + residual.
+pub const KERNELS_MLP: f64 = 5.0;
+
 impl Default for Calibration {
+    /// The Hopper (H100) calibration.
     fn default() -> Calibration {
-        Calibration {
-            gemm_efficiency: 0.75,
-            gemm_knee: 1024.0,
-            gemm_floor: 0.1,
-            attention_efficiency: 0.5,
-            attention_backward: 2.5,
-            memory_efficiency: 0.8,
-            memory_backward: 2.0,
-            optimizer_bytes_per_param: 34.0,
-        }
+        Calibration::hopper()
     }
 }
 
 impl Calibration {
-    /// The calibration for a GPU by its stdlib name. Every GPU shares the first-cut values
-    /// until the calibration against published runs lands.
-    pub fn for_gpu(_name: &str) -> Calibration {
-        Calibration::default()
+    /// H100 SXM (also H200, and Blackwell until it has measured rows with a full plan):
+    /// fitted to the Megatron-LM README H100 table.
+    pub fn hopper() -> Calibration {
+        Calibration {
+            gemm_efficiency: 0.80,
+            gemm_half_dim: 320.0,
+            attention_efficiency: 0.5,
+            attention_backward: 2.5,
+            unfused_bytes_per_score: 13.0,
+            memory_efficiency: 0.8,
+            memory_backward: 2.0,
+            kernel_overhead: 5e-6,
+            optimizer_bytes_per_param: 34.0,
+        }
     }
 
-    /// Efficiency of a GEMM whose smallest dimension is `min_dim`.
-    pub fn gemm(&self, min_dim: f64) -> f64 {
-        let scale = (min_dim / self.gemm_knee).clamp(self.gemm_floor, 1.0);
-        self.gemm_efficiency * scale
+    /// A100: fitted to SC21 Table 1 and MegaScale's Megatron-LM rows.
+    pub fn ampere() -> Calibration {
+        Calibration {
+            gemm_efficiency: 0.86,
+            gemm_half_dim: 200.0,
+            attention_efficiency: 0.5,
+            attention_backward: 2.5,
+            unfused_bytes_per_score: 13.0,
+            memory_efficiency: 0.8,
+            memory_backward: 2.0,
+            kernel_overhead: 5e-6,
+            optimizer_bytes_per_param: 34.0,
+        }
+    }
+
+    /// The calibration for a GPU by its stdlib name: `a100_*` Ampere, everything else Hopper.
+    pub fn for_gpu(name: &str) -> Calibration {
+        if name.starts_with("a100") {
+            Calibration::ampere()
+        } else {
+            Calibration::hopper()
+        }
+    }
+
+    /// Efficiency of a GEMM `[m × k] · [k × n]`.
+    pub fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
+        let f = |d: f64| d.max(0.0) / (d.max(0.0) + self.gemm_half_dim);
+        self.gemm_efficiency * f(m) * f(n) * f(k)
     }
 }
 
@@ -195,6 +244,8 @@ struct Work {
     moe: Option<Moe>,
     vocab: f64,
     recompute: Recompute,
+    attention: Attention,
+    head_dim: f64,
     sc_stage_params: Vec<(f64, f64)>,
     dp: f64,
     expert_dp: f64,
@@ -256,6 +307,8 @@ impl Work {
             moe,
             vocab: f(sc.padded_vocab),
             recompute: sc.recompute,
+            attention: sc.plan.attention(),
+            head_dim: f(m.head_dim()),
             sc_stage_params,
             dp: f(sc.dp.max(1)),
             expert_dp: f(sc.expert_dp.max(1)),
@@ -269,7 +322,10 @@ impl Work {
         if flops <= 0.0 {
             return 0.0;
         }
-        let eff = self.cal.gemm(m.min(n).min(k));
+        let eff = self.cal.gemm(m, n, k);
+        if eff <= 0.0 {
+            return 0.0;
+        }
         flops / (self.gemm_peak.0 * eff)
     }
 
@@ -278,10 +334,35 @@ impl Work {
         bytes.max(0.0) / (self.mem_bw.0 * self.cal.memory_efficiency)
     }
 
-    /// Causal flash attention forward of one layer, seconds.
-    fn attention_core(&self) -> f64 {
-        let flops = 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp;
-        flops / (self.bf16_peak.0 * self.cal.attention_efficiency)
+    /// Attention core forward of one layer, seconds, and the backward / forward ratio.
+    /// Flash: causal `2·b·s·(s/cp)·q/tp` FLOPs (half of `4·b·s_q·s_k·q`) at the attention
+    /// efficiency. Unfused: the full (non-causal) `4·b·s_q·s_k·q/tp` FLOPs as batched GEMMs
+    /// with inner dimension `head_dim`, plus the score traffic through HBM.
+    fn attention_core(&self) -> (f64, f64) {
+        match self.attention {
+            Attention::Flash => {
+                let flops = 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp;
+                (
+                    flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
+                    self.cal.attention_backward,
+                )
+            }
+            Attention::Unfused => {
+                let heads = (self.q / self.head_dim.max(1.0) / self.tp).max(1.0);
+                let (sq, sk) = (self.s / self.cp, self.s);
+                // QKᵀ and ·V: `2·sq·sk·d` FLOPs each per head and sequence. Their thin inner
+                // (or outer) dimension `d` makes them bound by the score traffic counted
+                // below, so the FLOPs run at the large-GEMM efficiency (no shape penalty,
+                // which would count that traffic twice).
+                let scores = self.b * heads * sq * sk;
+                let gemms =
+                    4.0 * scores * self.head_dim / (self.gemm_peak.0 * self.cal.gemm_efficiency);
+                let mem = self.memory(scores * self.cal.unfused_bytes_per_score);
+                let fwd = gemms + mem;
+                let bwd = 2.0 * gemms + self.cal.memory_backward * mem;
+                (fwd, if fwd > 0.0 { bwd / fwd } else { 0.0 })
+            }
+        }
     }
 
     fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
@@ -294,7 +375,7 @@ impl Work {
         // Attention block: QKV, core, projection; norm + residual + dropout over h.
         let attn_gemm =
             self.gemm(t, (self.q + 2.0 * self.kv) / tp, h) + self.gemm(t, h, self.q / tp);
-        let core = self.attention_core();
+        let (core, core_backward) = self.attention_core();
         // Bytes per token of norm (read h, write h), residual add (read 2h, write h) and
         // dropout (read h, write h, a 1-byte mask): 7.5h elements of 2 bytes.
         let ew_bytes = 15.0 * h;
@@ -326,12 +407,17 @@ impl Work {
         // SwiGLU reads gate and up and writes one; GeLU reads one and writes one.
         let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * ACT_BYTES;
         let mlp_mem = self.memory(self.t_sp * ew_bytes + act_elems * act_bytes_per_elem);
-        let attention_f = attn_gemm + core + attn_mem;
-        let mlp_f = mlp_gemm + mlp_mem;
-        let mut attention_b = 2.0 * attn_gemm
-            + self.cal.attention_backward * core
-            + self.cal.memory_backward * attn_mem;
-        let mut mlp_b = 2.0 * mlp_gemm + self.cal.memory_backward * mlp_mem;
+        let unfused_kernels = match self.attention {
+            Attention::Flash => 0.0,
+            Attention::Unfused => 3.0,
+        };
+        let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead;
+        let k_mlp = KERNELS_MLP * self.cal.kernel_overhead;
+        let attention_f = attn_gemm + core + attn_mem + k_attn;
+        let mlp_f = mlp_gemm + mlp_mem + k_mlp;
+        let mut attention_b =
+            2.0 * (attn_gemm + k_attn) + core_backward * core + self.cal.memory_backward * attn_mem;
+        let mut mlp_b = 2.0 * (mlp_gemm + k_mlp) + self.cal.memory_backward * mlp_mem;
         match self.recompute {
             Recompute::None => {}
             // Megatron's selective recompute redoes the attention core (core_attention).
@@ -389,11 +475,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gemm_efficiency_saturates_at_the_knee_and_has_a_floor() {
-        let c = Calibration::default();
-        assert_eq!(c.gemm(8192.0), 0.75);
-        assert_eq!(c.gemm(1024.0), 0.75);
-        assert_eq!(c.gemm(512.0), 0.375);
-        assert!((c.gemm(1.0) - 0.075).abs() < 1e-15);
+    fn gemm_efficiency_falls_with_each_small_dimension() {
+        let c = Calibration {
+            gemm_efficiency: 0.8,
+            gemm_half_dim: 128.0,
+            ..Calibration::default()
+        };
+        let f = 2048.0 / (2048.0 + 128.0);
+        assert!((c.gemm(2048.0, 2048.0, 2048.0) - 0.8 * f * f * f).abs() < 1e-15);
+        // A skinny GEMM (128 columns) runs at half the efficiency of a wide one.
+        let wide = c.gemm(4096.0, 4096.0, 4096.0);
+        let skinny = c.gemm(4096.0, 128.0, 4096.0);
+        let g = 4096.0 / (4096.0 + 128.0);
+        assert!((skinny / wide - 0.5 / g).abs() < 1e-12);
+        assert_eq!(c.gemm(0.0, 10.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn a100_and_h100_have_their_own_calibration() {
+        assert_eq!(Calibration::for_gpu("a100_80g"), Calibration::ampere());
+        assert_eq!(Calibration::for_gpu("h100_sxm"), Calibration::hopper());
     }
 }

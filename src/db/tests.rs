@@ -20,7 +20,7 @@ fn codes(p: &Program) -> Vec<(Code, String, u32)> {
 
 impl Database {
     /// Query names and keys executed since the last call.
-    fn take_executed(&self) -> Vec<(String, salsa::Id)> {
+    pub(crate) fn take_executed(&self) -> Vec<(String, salsa::Id)> {
         let keys = std::mem::take(&mut *self.executed.lock().unwrap());
         keys.into_iter()
             .map(|k| {

@@ -89,6 +89,14 @@ impl Label {
     }
 }
 
+/// A machine-applicable fix: replace the text at `loc` with `replacement`. Set only where the
+/// `help` names exactly one mechanical edit (an editor offers it as a quick fix).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fix {
+    pub loc: Loc,
+    pub replacement: String,
+}
+
 /// One problem found in the input.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
@@ -104,6 +112,8 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// Extra facts (e.g. a memory breakdown).
     pub notes: Vec<String>,
+    /// The edit that `help` describes, when it is mechanical.
+    pub fix: Option<Fix>,
 }
 
 impl Diagnostic {
@@ -122,6 +132,7 @@ impl Diagnostic {
             secondary: Vec::new(),
             help: None,
             notes: Vec::new(),
+            fix: None,
         }
     }
     pub fn with_secondary(mut self, loc: Loc, message: impl Into<String>) -> Diagnostic {
@@ -130,6 +141,13 @@ impl Diagnostic {
     }
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
+        self
+    }
+    pub fn with_fix(mut self, loc: Loc, replacement: impl Into<String>) -> Diagnostic {
+        self.fix = Some(Fix {
+            loc,
+            replacement: replacement.into(),
+        });
         self
     }
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {

@@ -45,16 +45,11 @@ impl SourceFiles {
 
     /// 1-based (line, column) of a byte offset; the column counts characters.
     pub fn line_col(&self, id: FileId, offset: u32) -> (usize, usize) {
-        let Some(file) = self.get(id) else {
-            return (1, 1);
-        };
-        let text = file.source();
-        let offset = clamp_to_char_boundary(text, offset as usize);
-        let before = &text[..offset];
-        let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = text[line_start..offset].chars().count() + 1;
-        (line, column)
+        let (Some(file), Some(&idx)) = (self.get(id), self.index.get(&id)) else { return (1, 1) };
+        let offset = clamp_to_char_boundary(file.source(), offset as usize);
+        // Binary search over the line starts: scanning from the file start for every position
+        // made JSON output quadratic in (diagnostics × file size).
+        codespan_reporting::files::Files::location(&self.files, idx, offset).map_or((1, 1), |l| (l.line_number, l.column_number))
     }
 
     /// A span clamped into the file, so a stale or hostile span can never make rendering fail.

@@ -677,6 +677,8 @@ impl Values {
                 size: s(d.size),
                 bandwidth: Spanned::new(BytesPerSec(d.bandwidth * 1e9), l),
                 latency: Spanned::new(Seconds(d.latency * 1e-9), l),
+                efficiency: None,
+                algorithm: None,
                 loc: l,
             })
             .collect();
@@ -710,6 +712,7 @@ impl Values {
             delay_grad_reduce: flag(self.delay_grad_reduce),
             delay_param_gather: flag(self.delay_param_gather),
             overlap_p2p: flag(self.overlap_p2p),
+            overlap_tp_comm: None,
             bucket_size: None,
             mfu: self.mfu.map(|m| Spanned::new(Ratio(m), l)),
             measured: self.measured.map(|[a, b, c]| Measured {
@@ -719,6 +722,7 @@ impl Values {
                 loc: l,
             }),
             precision: None,
+            attention: None,
             iterations: (self.iterations > 1).then(|| s(self.iterations)),
         };
         ScenarioDef {

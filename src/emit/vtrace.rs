@@ -100,16 +100,8 @@ struct Common {
 
 impl Common {
     fn new(sc: &Scenario) -> Result<Common, EmitError> {
-        let pp = sc.pp as u32;
-        let vpp = sc.vpp as u32;
-        let kind = Kind::select(pp, vpp, sc.schedule);
-        let mut shape = PipelineShape::new(kind, pp, vpp, sc.microbatches as u32);
-        shape.overlap_p2p = sc.flags.overlap_p2p;
-        shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
-        shape.overlap_param_gather = sc.flags.overlap_param_gather;
-        shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
-        shape.delay_param_gather = sc.flags.delay_param_gather;
-        shape.tied_embeddings = !sc.model.untied_embeddings();
+        let shape = PipelineShape::for_scenario(sc);
+        let (pp, vpp) = (shape.pp, shape.vpp);
         let ir = ScheduleIr::build(shape)
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;
         let m = VenusModel::from_scenario(sc);

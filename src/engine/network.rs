@@ -8,7 +8,7 @@
 //! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
 
 use crate::trace::{CollectiveKind, Ps};
-use crate::ty::{BytesPerSec, Cluster, Seconds, Topology};
+use crate::ty::{BytesPerSec, Cluster, CollectiveAlgorithm, Seconds, Topology};
 use std::fmt;
 
 /// Collective algorithm on one dim.
@@ -118,12 +118,19 @@ impl Network {
                 if size == 0 {
                     return Err(NetworkError::ZeroSize { dim: i });
                 }
+                // The achieved bus bandwidth: the link's peak × the dim's efficiency.
+                let efficiency = d.efficiency.as_ref().map_or(1.0, |e| e.value.0);
                 Ok(NetDim {
                     size,
                     topology: d.topology.value,
-                    bandwidth: d.bandwidth.value,
+                    bandwidth: BytesPerSec(d.bandwidth.value.0 * efficiency),
                     latency: d.latency.value,
-                    algorithm: None,
+                    algorithm: d.algorithm.as_ref().map(|a| match a.value {
+                        CollectiveAlgorithm::Ring => Algorithm::Ring,
+                        CollectiveAlgorithm::Direct => Algorithm::Direct,
+                        CollectiveAlgorithm::HalvingDoubling => Algorithm::HalvingDoubling,
+                        CollectiveAlgorithm::Tree => Algorithm::DoubleBinaryTree,
+                    }),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -634,6 +634,8 @@ fn network_from_cluster_keeps_dims_innermost_first() {
         size: sp(size),
         bandwidth: sp(BytesPerSec(gbps * 1e9)),
         latency: sp(Seconds(lat)),
+        efficiency: None,
+                algorithm: None,
         loc,
     };
     let gpu = Gpu {

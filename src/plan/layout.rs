@@ -220,7 +220,13 @@ impl Layout {
     /// The layout of a validated scenario on its cluster.
     pub fn for_scenario(sc: &super::Scenario) -> Result<Layout, LayoutError> {
         let narrow = |v: u64| u32::try_from(v).map_err(|_| LayoutError::WorldTooLarge);
-        let mut sizes = LayoutSizes::new(narrow(sc.tp)?, narrow(sc.cp)?, narrow(sc.ep)?, narrow(sc.dp)?, narrow(sc.pp)?);
+        let mut sizes = LayoutSizes::new(
+            narrow(sc.tp)?,
+            narrow(sc.cp)?,
+            narrow(sc.ep)?,
+            narrow(sc.dp)?,
+            narrow(sc.pp)?,
+        );
         sizes.etp = narrow(sc.etp)?;
         let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
         Layout::new(sizes, &dims)

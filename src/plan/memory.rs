@@ -31,7 +31,7 @@
 //!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
 
 use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
-use crate::ty::{Bytes, Model, Recompute, ScheduleKind};
+use crate::ty::{Attention, Bytes, Model, Recompute, ScheduleKind};
 
 /// The plan numbers the memory model needs (a validated plan, or a candidate fix).
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +49,8 @@ pub struct MemoryPlan {
     /// Effective (already off when tp = 1).
     pub sp: bool,
     pub recompute: Recompute,
+    /// Flash attention keeps no s × s scores (the plan's `attention`, flash by default).
+    pub attention: Attention,
     pub distributed_optimizer: bool,
     /// None: no pipelining (pp = 1).
     pub schedule: Option<ScheduleKind>,
@@ -89,6 +91,7 @@ pub struct ActivationShape {
     pub etp: u64,
     pub sp: bool,
     pub recompute: Recompute,
+    pub attention: Attention,
 }
 
 fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
@@ -144,10 +147,18 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
         let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
         bytes = bytes.saturating_add(prod(&[tokens, topk, per]) / tsp);
     }
-    if a.recompute == Recompute::None {
-        // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
-        // split over tp by heads: 5·a·s²·b / t.
-        bytes = bytes.saturating_add(prod(&[5, m.heads.value as u128, a.seq as u128, tokens]) / tp);
+    match (a.recompute, a.attention) {
+        (Recompute::None, Attention::Unfused) => {
+            // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
+            // split over tp by heads: 5·a·s²·b / t.
+            bytes = bytes.saturating_add(prod(&[5, m.heads.value as u128, a.seq as u128, tokens]) / tp);
+        }
+        (Recompute::None | Recompute::Selective, Attention::Flash) => {
+            // Flash attention never writes the scores; it keeps the fp32 log-sum-exp of each
+            // (head, token) row for its backward: 4·a·s·b / t (flash-attention's `softmax_lse`).
+            bytes = bytes.saturating_add(prod(&[4, m.heads.value as u128, tokens]) / tp);
+        }
+        _ => {}
     }
     bytes
 }
@@ -279,6 +290,7 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         etp: plan.etp,
         sp: plan.sp,
         recompute: plan.recompute,
+        attention: plan.attention,
     };
     let (units, first_units, last_units) = in_flight(plan, stage);
     let chunk_layers = plan.split.chunk_layers(stage) as u128;
@@ -356,6 +368,8 @@ mod tests {
             etp: tp,
             sp,
             recompute,
+            // Korthikanti et al.'s formulas are for the unfused attention of their time.
+            attention: Attention::Unfused,
         }
     }
 
@@ -426,6 +440,20 @@ mod tests {
         );
     }
 
+    #[test]
+    fn flash_attention_keeps_the_log_sum_exp_instead_of_the_scores() {
+        // GPT layer h 64, 4 heads, s 16, b 2, tp 1, no sp: the unfused variant stores
+        // 5·a·s²·b = 5·4·16·32 bytes of scores, flash 4·a·s·b = 4·4·32 bytes of fp32 stats.
+        let m = gpt(64, 4, 2, 1000, 16);
+        let unfused = layer_activation_bytes(&m, &shape(16, 2, 1, false, Recompute::None));
+        let flash = layer_activation_bytes(&m, &ActivationShape { attention: Attention::Flash, ..shape(16, 2, 1, false, Recompute::None) });
+        assert_eq!(unfused - flash, 5 * 4 * 16 * 32 - 4 * 4 * 32);
+        // With selective recompute the unfused scores are recomputed; flash still keeps its stats.
+        let sel_unfused = layer_activation_bytes(&m, &shape(16, 2, 1, false, Recompute::Selective));
+        let sel_flash = layer_activation_bytes(&m, &ActivationShape { attention: Attention::Flash, ..shape(16, 2, 1, false, Recompute::Selective) });
+        assert_eq!(sel_flash - sel_unfused, 4 * 4 * 32);
+    }
+
     fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) -> MemoryPlan {
         MemoryPlan {
             tp: 1,
@@ -440,6 +468,7 @@ mod tests {
             micro_batch: 1,
             sp: false,
             recompute: Recompute::None,
+            attention: Attention::Unfused,
             distributed_optimizer: false,
             schedule,
             split: split_layers(layers, pp, vpp, None, None).unwrap(),

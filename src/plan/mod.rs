@@ -35,6 +35,8 @@ pub struct Flags {
     pub delay_param_gather: bool,
     /// Effective: Megatron clears it without interleaving (arguments.py:1010-1017).
     pub overlap_p2p: bool,
+    /// Megatron's `--tp-comm-overlap`: TP collectives run alongside the GEMMs (needs sp).
+    pub overlap_tp_comm: bool,
 }
 
 /// A validated scenario with its derived values.
@@ -130,6 +132,7 @@ impl Scenario {
             micro_batch: self.micro_batch,
             sp: self.sp,
             recompute: self.recompute,
+            attention: self.plan.attention(),
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
             split: self.split,

@@ -89,6 +89,8 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
                 size: sp(size),
                 bandwidth: sp(BytesPerSec(450e9)),
                 latency: sp(Seconds(0.0)),
+                efficiency: None,
+                algorithm: None,
                 loc: loc(),
             })
             .collect(),
@@ -118,10 +120,12 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         delay_grad_reduce: None,
         delay_param_gather: None,
         overlap_p2p: None,
+        overlap_tp_comm: None,
         bucket_size: None,
         mfu: None,
         measured: None,
         precision: None,
+        attention: None,
         iterations: None,
     }
 }

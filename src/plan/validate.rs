@@ -229,6 +229,7 @@ impl<'a> Validator<'a> {
                 delay_param_gather: on(&p.delay_param_gather),
                 // megatron/training/arguments.py:1010-1017: cleared without interleaving.
                 overlap_p2p: on(&p.overlap_p2p) && self.vpp > 1,
+                overlap_tp_comm: on(&p.overlap_tp_comm) && p.sp() && self.tp > 1,
             },
             split,
             padded_vocab: vocab,
@@ -353,6 +354,11 @@ impl<'a> Validator<'a> {
         }
         d = self.dim_labels(d);
         d = d.with_help(self.world_help(written_dp));
+        // The first option of the help, `dp N`, is mechanical: rewrite the `dp` value (its
+        // loc is the value's).
+        if let (Some(dp), true) = (&p.dp, model > 0 && world as u128 % model == 0) {
+            d = d.with_fix(dp.loc, (world as u128 / model).to_string());
+        }
         self.push(d);
         None
     }
@@ -975,6 +981,21 @@ impl<'a> Validator<'a> {
                         "overlaps the parameter all-gather",
                     )
                     .with_help("add `overlap_grad_reduce` to the plan"),
+                );
+            }
+        }
+        if let Some(otc) = flag(&p.overlap_tp_comm) {
+            // megatron/training/arguments.py:1442 (P02): "Tensor parallel communication/GEMM
+            // overlap can happen only when sequence parallelism is enabled".
+            if !on(&p.sp) {
+                out.push(
+                    Diagnostic::new(
+                        Code::E0310,
+                        "`overlap_tp_comm` needs `sp`",
+                        otc,
+                        "overlaps the sequence-parallel all-gathers and reduce-scatters",
+                    )
+                    .with_help("add `sp` to the plan"),
                 );
             }
         }

@@ -470,11 +470,25 @@ impl<'a> Resolver<'a> {
         // wrong many times (each costs an edit distance per name in scope).
         let key = (at.file, kind, name.to_string());
         if let Some(help) = self.unknown_helps.borrow().get(&key) {
-            return d.with_help(help.clone());
+            return Self::with_rename_fix(d.with_help(help.clone()), at);
         }
         let help = self.unknown_help(at.file, kind, name);
         self.unknown_helps.borrow_mut().insert(key, help.clone());
-        d.with_help(help)
+        Self::with_rename_fix(d.with_help(help), at)
+    }
+
+    /// Adds the rename that a "did you mean" help (from [`Resolver::unknown_help`]) proposes.
+    fn with_rename_fix(d: Diagnostic, at: Loc) -> Diagnostic {
+        let name = d
+            .help
+            .as_deref()
+            .and_then(|h| h.strip_prefix("did you mean `"))
+            .and_then(|h| h.strip_suffix("`?"))
+            .map(str::to_string);
+        match name {
+            Some(name) => d.with_fix(at, name),
+            None => d,
+        }
     }
 
     fn unknown_help(&self, file: FileId, kind: DefKind, name: &str) -> String {

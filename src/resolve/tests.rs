@@ -283,6 +283,23 @@ fn nodes_grows_the_outermost_stdlib_dim() {
 }
 
 #[test]
+fn algo_pins_a_dims_collective_algorithm_and_an_unknown_dim_is_e0104() {
+    let out = check(&format!(
+        "cluster c : dgx_h100 < nodes 4 algo ib tree >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
+    ));
+    assert_eq!(out.lines(), Vec::<String>::new());
+    let c = &out.scenarios[0].cluster;
+    let algos: Vec<_> = c.dims.iter().map(|d| d.algorithm.as_ref().map(|a| a.value)).collect();
+    assert_eq!(algos, vec![None, Some(crate::ty::CollectiveAlgorithm::Tree)]);
+    let out = check(&format!(
+        "cluster c : dgx_h100 < nodes 4 algo nvlnk ring >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
+    ));
+    assert_eq!(out.lines().len(), 1, "{:?}", out.lines());
+    assert!(out.lines()[0].starts_with("E0104"), "{:?}", out.lines());
+    assert!(out.lines()[0].contains("unknown dim `nvlnk`"), "{:?}", out.lines());
+}
+
+#[test]
 fn a_child_key_replaces_the_base_key_and_keeps_the_rest() {
     let out = check(
         "plan base < tp 2 pp 4 micro_batch 1 global_batch 64 distributed_optimizer >\n\
@@ -525,11 +542,11 @@ fn wrong_number_of_arguments_shows_the_signature() {
     let out = check(&format!("cluster c < gpu h100_sxm dim a fc 8 >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"));
     assert_eq!(
         out.lines(),
-        ["E0203 0:1:26 `dim` takes 4 or 5 arguments, found 3"]
+        ["E0203 0:1:26 `dim` takes 4 to 6 arguments, found 3"]
     );
     assert_eq!(
         out.diags[0].help.as_deref(),
-        Some("write it as `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]`, e.g. `dim nvlink fc 8 450GB/s 1000ns`")
+        Some("write it as `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME] [RATIO]`, e.g. `dim nvlink fc 8 450GB/s 1000ns`")
     );
     let out = check(&format!(
         "model m : llama2_7b < hidden 1 2 >\nscenario s < model m cluster dgx_h100 plan {PLAN} >\n"
@@ -576,8 +593,17 @@ fn a_name_where_a_count_is_expected_and_a_number_where_a_name_is_expected() {
     );
     // A word after a flag that is not `on` / `off` but looks like a flag value.
     let out = check("scenario s < model llama2_7b cluster dgx_h100 plan < sp yes overlap_p2p On micro_batch 1 global_batch 8 > >\n");
-    assert_eq!(out.lines(), ["E0204 0:1:57 unknown flag word `yes`", "E0204 0:1:73 unknown flag word `On`"]);
-    assert_eq!(out.diags[0].help.as_deref(), Some("write `sp` (or `sp on`) to turn it on, `sp off` to turn it off"));
+    assert_eq!(
+        out.lines(),
+        [
+            "E0204 0:1:57 unknown flag word `yes`",
+            "E0204 0:1:73 unknown flag word `On`"
+        ]
+    );
+    assert_eq!(
+        out.diags[0].help.as_deref(),
+        Some("write `sp` (or `sp on`) to turn it on, `sp off` to turn it off")
+    );
     // A number after a flag is not a flag word.
     let out = check("scenario s < model llama2_7b cluster dgx_h100 plan < sp 1 micro_batch 1 global_batch 8 > >\n");
     assert_eq!(

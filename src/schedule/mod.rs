@@ -102,7 +102,12 @@ impl PipelineShape {
     pub fn for_scenario(sc: &crate::plan::Scenario) -> PipelineShape {
         let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
-        let mut shape = PipelineShape::new(Kind::select(pp, vpp, sc.schedule), pp, vpp, narrow(sc.microbatches));
+        let mut shape = PipelineShape::new(
+            Kind::select(pp, vpp, sc.schedule),
+            pp,
+            vpp,
+            narrow(sc.microbatches),
+        );
         shape.overlap_p2p = sc.flags.overlap_p2p;
         shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
         shape.overlap_param_gather = sc.flags.overlap_param_gather;

@@ -221,6 +221,16 @@ impl<'t> Lexer<'t> {
         self.diagnostics.push(d);
     }
 
+    /// Gives the last reported diagnostic its machine-applicable fix.
+    fn fix_last(&mut self, span: Span, replacement: String) {
+        if let Some(d) = self.diagnostics.last_mut() {
+            d.fix = Some(crate::diag::Fix {
+                loc: Loc::new(self.file, span),
+                replacement,
+            });
+        }
+    }
+
     /// A name, or a malformed number that starts with `_` (`_4`, `__4_096`).
     fn name(&mut self, span: Span) {
         let raw = self.slice(span);
@@ -271,7 +281,9 @@ impl<'t> Lexer<'t> {
                 "the unit must follow the number directly",
                 Some(format!("write `{}{}`", excerpt(raw_number), raw_unit)),
             );
+            self.fix_last(span, format!("{raw_number}{raw_unit}"));
         } else if !UNITS.contains(&raw_unit) {
+            let fix = suggest_unit(raw_unit).map(|u| u.to_string());
             let help = match suggest_unit(raw_unit) {
                 Some(u) => format!("did you mean `{}{u}`?", excerpt(raw_number)),
                 None => format!(
@@ -290,6 +302,9 @@ impl<'t> Lexer<'t> {
                 "unknown unit",
                 Some(help),
             );
+            if let Some(u) = fix {
+                self.fix_last(unit, u);
+            }
         }
         self.push(TokenKind::Quantity, span, Some(unit));
     }

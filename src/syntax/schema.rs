@@ -88,9 +88,11 @@ impl ArgType {
 }
 
 pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
+pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
+pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -214,14 +216,23 @@ pub const CLUSTER_KEYS: &[KeySig] = &[
     req("gpu", &[Ref(super::ast::DefKind::Gpu)], "the GPU of every rank"),
     KeySig {
         key: "dim",
-        args: &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time],
-        optional: 1,
+        args: &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time, Ratio],
+        optional: 2,
         required: true,
         repeatable: true,
         allow_zero: false,
-        doc: "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY]; bandwidth per GPU per direction",
+        doc: "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY [EFFICIENCY]]; bandwidth per GPU per direction; efficiency: achieved share of it (default 100%)",
     },
     key("nodes", &[Count], "sets the size of the outermost dim"),
+    KeySig {
+        key: "algo",
+        args: &[NewName, Enum(ALGORITHMS)],
+        optional: 0,
+        required: false,
+        repeatable: true,
+        allow_zero: false,
+        doc: "collective algorithm of one dim: DIM ring|direct|halving_doubling|tree; default: what NCCL would pick",
+    },
 ];
 
 pub const PLAN_KEYS: &[KeySig] = &[
@@ -283,6 +294,7 @@ pub const PLAN_KEYS: &[KeySig] = &[
         "delay parameter all-gather until the first forward",
     ),
     flag("overlap_p2p", "overlap pipeline send/receive with compute"),
+    flag("overlap_tp_comm", "overlap tensor-parallel communication with the GEMMs (needs sp)"),
     key(
         "bucket_size",
         &[Bytes],
@@ -302,6 +314,11 @@ pub const PLAN_KEYS: &[KeySig] = &[
         "precision",
         &[Enum(PRECISIONS)],
         "GEMM precision; default bf16",
+    ),
+    key(
+        "attention",
+        &[Enum(ATTENTIONS)],
+        "attention kernel: flash (default) or unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention)",
     ),
     key(
         "iterations",
@@ -418,6 +435,6 @@ mod tests {
     #[test]
     fn dim_takes_four_or_five_arguments() {
         let dim = lookup(BlockKind::Def(DefKind::Cluster), "dim").unwrap();
-        assert_eq!((dim.min_args(), dim.args.len()), (4, 5));
+        assert_eq!((dim.min_args(), dim.args.len()), (4, 6));
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Cluster, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, Measured, Model, Plan, Precision, Recompute, ScenarioDef,
     ScheduleKind, Spanned, Topology,
 };
 use crate::diag::{suggest, Code, Diagnostic, Loc};
@@ -427,6 +427,9 @@ impl<'r, 'a> Checker<'r, 'a> {
                 last.size = nodes;
             }
         }
+        for item in f.items.iter().filter(|i| i.key == "algo") {
+            self.pin_algorithm(&mut dims, item);
+        }
         Some(Cluster {
             name: def.name.clone(),
             loc: def.loc,
@@ -472,6 +475,16 @@ impl<'r, 'a> Checker<'r, 'a> {
                 w.loc,
             )
         });
+        let attention = f.word("attention").map(|w| {
+            Spanned::new(
+                if w.value == "unfused" {
+                    Attention::Unfused
+                } else {
+                    Attention::Flash
+                },
+                w.loc,
+            )
+        });
         let measured = match f.first("measured") {
             Some(item) => match item.args.first() {
                 Some((Checked::Nested(m), _)) => Some(Measured {
@@ -506,10 +519,12 @@ impl<'r, 'a> Checker<'r, 'a> {
             delay_grad_reduce: f.flag("delay_grad_reduce"),
             delay_param_gather: f.flag("delay_param_gather"),
             overlap_p2p: f.flag("overlap_p2p"),
+            overlap_tp_comm: f.flag("overlap_tp_comm"),
             bucket_size: f.get("bucket_size", bytes),
             mfu: f.get("mfu", ratio),
             measured,
             precision,
+            attention,
             iterations: f.count("iterations"),
         })
     }
@@ -686,7 +701,8 @@ impl<'r, 'a> Checker<'r, 'a> {
             let expected = match (sig.is_flag(), min == max) {
                 (true, _) => "no argument (or `on`/`off`)".to_string(),
                 (false, true) => plural(min),
-                (false, false) => format!("{min} or {max} arguments"),
+                (false, false) if max == min + 1 => format!("{min} or {max} arguments"),
+                (false, false) => format!("{min} to {max} arguments"),
             };
             let at = match m.item.args.get(max) {
                 Some(extra) => Loc::new(
@@ -878,7 +894,7 @@ fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
         format!("not a `{}` key", kind.name()),
     );
     match suggest(key, keys.iter().map(|k| k.key)) {
-        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        Some(s) => d.with_help(format!("did you mean `{s}`?")).with_fix(loc, s),
         None => d.with_help(format!(
             "valid keys: {}",
             keys.iter()
@@ -886,6 +902,38 @@ fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+impl Checker<'_, '_> {
+    /// `algo DIM WORD`: pins the collective algorithm of the dim named DIM (E0104 when the
+    /// cluster has no such dim).
+    fn pin_algorithm(&mut self, dims: &mut [Dim], item: &Item) {
+        let (Some((Checked::Arg(Arg::Name(name)), name_loc)), Some((Checked::Arg(Arg::Word(word)), word_loc))) =
+            (item.args.first(), item.args.get(1))
+        else {
+            return;
+        };
+        let algorithm = match *word {
+            "ring" => CollectiveAlgorithm::Ring,
+            "direct" => CollectiveAlgorithm::Direct,
+            "halving_doubling" => CollectiveAlgorithm::HalvingDoubling,
+            _ => CollectiveAlgorithm::Tree,
+        };
+        match dims.iter_mut().find(|d| d.name.value == *name) {
+            Some(d) => d.algorithm = Some(Spanned::new(algorithm, *word_loc)),
+            None => {
+                let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
+                let help = match suggest(name, names.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("the cluster's dims are {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+                };
+                self.res.report(
+                    Diagnostic::new(Code::E0104, format!("unknown dim `{name}`"), *name_loc, "no dim of this name in the cluster")
+                        .with_help(help),
+                );
+            }
+        }
     }
 }
 
@@ -918,12 +966,18 @@ fn dim(item: &Item) -> Option<Dim> {
         Some((Checked::Arg(Arg::Time(t)), l)) => Spanned::new(*t, l),
         _ => Spanned::new(super::Seconds(0.0), item.loc),
     };
+    let efficiency = match at(5) {
+        Some((Checked::Arg(Arg::Ratio(r)), l)) => Some(Spanned::new(*r, l)),
+        _ => None,
+    };
     Some(Dim {
         name,
         topology,
         size,
         bandwidth,
         latency,
+        efficiency,
+        algorithm: None,
         loc: item.loc,
     })
 }

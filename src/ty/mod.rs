@@ -134,8 +134,23 @@ pub struct Dim {
     pub bandwidth: Spanned<BytesPerSec>,
     /// 0 when not written (then `loc` is the whole item).
     pub latency: Spanned<Seconds>,
+    /// Achieved bus bandwidth / link bandwidth (NCCL reaches less than the link's peak);
+    /// `None`: 100%.
+    pub efficiency: Opt<Ratio>,
+    /// The collective algorithm written with `algo DIM WORD`; `None`: the topology's default.
+    pub algorithm: Opt<CollectiveAlgorithm>,
     /// The whole `dim` item.
     pub loc: Loc,
+}
+
+/// A collective algorithm a dim can be pinned to (`algo DIM WORD` in a cluster).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CollectiveAlgorithm {
+    Ring,
+    Direct,
+    HalvingDoubling,
+    /// NCCL's double binary tree.
+    Tree,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -192,6 +207,16 @@ impl Recompute {
     }
 }
 
+/// The attention kernel the compute model prices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Attention {
+    /// FlashAttention: fused, causal (half the score FLOPs), scores never leave SRAM.
+    Flash,
+    /// Megatron-LM's pre-2023 path: `baddbmm` QKᵀ and `bmm` ·V over the full s × s scores,
+    /// with the fused scale-mask-softmax and dropout reading and writing them through HBM.
+    Unfused,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Precision {
     Bf16,
@@ -230,10 +255,12 @@ pub struct Plan {
     pub delay_grad_reduce: Opt<bool>,
     pub delay_param_gather: Opt<bool>,
     pub overlap_p2p: Opt<bool>,
+    pub overlap_tp_comm: Opt<bool>,
     pub bucket_size: Opt<Bytes>,
     pub mfu: Opt<Ratio>,
     pub measured: Option<Measured>,
     pub precision: Opt<Precision>,
+    pub attention: Opt<Attention>,
     pub iterations: Opt<u64>,
 }
 
@@ -264,6 +291,9 @@ impl Plan {
     }
     pub fn precision(&self) -> Precision {
         or(&self.precision, Precision::Bf16)
+    }
+    pub fn attention(&self) -> Attention {
+        or(&self.attention, Attention::Flash)
     }
     pub fn iterations(&self) -> u64 {
         or(&self.iterations, 1)

@@ -258,6 +258,8 @@ pub fn enum_noun(words: &[&str]) -> &'static str {
         "recompute mode"
     } else if words == schema::PRECISIONS {
         "precision"
+    } else if words == schema::ATTENTIONS {
+        "attention kernel"
     } else if words == schema::FLAG_WORDS {
         "flag word"
     } else {

@@ -3,7 +3,11 @@
 use std::process::Command;
 
 fn venusc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_venusc")).args(args).env("NO_COLOR", "1").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -29,14 +33,30 @@ fn check_passes_every_shipped_example() {
 
 #[test]
 fn check_fails_with_exit_1_on_each_invalid_example_with_its_code() {
-    for (file, code) in [("examples/invalid/e0301_world_size.venus", "E0301"), ("examples/invalid/e0401_out_of_memory.venus", "E0401")] {
+    for (file, code) in [
+        ("examples/invalid/e0301_world_size.venus", "E0301"),
+        ("examples/invalid/e0401_out_of_memory.venus", "E0401"),
+    ] {
         let (exit, stdout, _) = venusc(&["check", "--format", "json", file]);
         assert_eq!(exit, 1, "{file}: {stdout}");
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        let codes: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+        let codes: Vec<&str> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap())
+            .collect();
         assert!(codes.contains(&code), "{file}: {codes:?}");
-        let d = v["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == code).unwrap();
-        assert!(d["help"].as_str().is_some_and(|h| !h.is_empty()), "{file}: no help");
+        let d = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == code)
+            .unwrap();
+        assert!(
+            d["help"].as_str().is_some_and(|h| !h.is_empty()),
+            "{file}: no help"
+        );
         assert!(d["labels"].as_array().unwrap().len() >= 2, "{file}: {d}");
     }
 }
@@ -44,7 +64,10 @@ fn check_fails_with_exit_1_on_each_invalid_example_with_its_code() {
 #[test]
 fn check_exits_2_for_an_unreadable_file_and_a_bad_flag() {
     assert_eq!(venusc(&["check", "does/not/exist.venus"]).0, 2);
-    assert_eq!(venusc(&["check", "--format", "yaml", "examples/venussim_demo.venus"]).0, 2);
+    assert_eq!(
+        venusc(&["check", "--format", "yaml", "examples/venussim_demo.venus"]).0,
+        2
+    );
     assert_eq!(venusc(&["explain", "E9999"]).0, 2);
 }
 
@@ -54,4 +77,256 @@ fn explain_prints_the_markdown_of_a_code() {
     assert_eq!(code, 0);
     assert!(stdout.starts_with("# E0301"), "{stdout}");
     assert!(stdout.contains("```venus"));
+}
+
+/// Runs `venusc` with `args` and the given extra environment (and no inherited `NO_COLOR`).
+fn venusc_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_venusc"));
+    cmd.args(args).env_remove("NO_COLOR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const MIXED: &str = "tests/fixtures/cli/mixed.venus";
+const CLEAN: &str = "tests/fixtures/cli/clean.venus";
+const WARNING_ONLY: &str = "tests/fixtures/cli/warning_only.venus";
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({ snapshot_path => "snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn json_format_of_a_file_with_errors_and_warnings_matches_its_snapshot() {
+    let (code, stdout, stderr) = venusc(&["check", "--format", "json", MIXED]);
+    assert_eq!(code, 1, "{stderr}");
+    snapshot("cli_json_mixed", &stdout);
+}
+
+#[test]
+fn github_format_of_a_file_with_errors_and_warnings_matches_its_snapshot() {
+    let (code, stdout, stderr) = venusc(&["check", "--format", "github", MIXED]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("::error ")).count(),
+        2,
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("::warning "))
+            .count(),
+        2,
+        "{stdout}"
+    );
+    snapshot("cli_github_mixed", &stdout);
+}
+
+#[test]
+fn human_format_ends_with_the_error_and_warning_counts() {
+    let (code, stdout, _) = venusc(&["check", MIXED]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.ends_with("2 errors, 2 warnings emitted\n"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = venusc(&["check", CLEAN]);
+    assert_eq!((code, stdout.as_str()), (0, ""));
+}
+
+/// The fields DIAGNOSTICS.md promises in the JSON form, with their JSON types.
+#[test]
+fn json_output_parses_and_carries_every_documented_field() {
+    let (_, stdout, _) = venusc(&["check", "--format", "json", MIXED]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("valid JSON");
+    assert_eq!(v["files"], 1);
+    assert_eq!(v["errors"], 2);
+    assert_eq!(v["warnings"], 2);
+    let diags = v["diagnostics"].as_array().expect("diagnostics array");
+    assert_eq!(diags.len(), 4);
+    let positions = ["line", "column", "end_line", "end_column"];
+    for d in diags {
+        for key in ["code", "severity", "message", "file"] {
+            assert!(d[key].is_string(), "`{key}` in {d}");
+        }
+        for key in positions {
+            assert!(d[key].as_u64().is_some_and(|n| n >= 1), "`{key}` in {d}");
+        }
+        assert!(d["help"].is_string() || d["help"].is_null(), "{d}");
+        let labels = d["labels"].as_array().expect("labels array");
+        assert!(!labels.is_empty(), "{d}");
+        for l in labels {
+            assert!(l["message"].is_string() && l["file"].is_string(), "{l}");
+            for key in positions {
+                assert!(l[key].as_u64().is_some_and(|n| n >= 1), "`{key}` in {l}");
+            }
+        }
+    }
+    let codes: Vec<&str> = diags.iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["W0004", "E0101", "W0002", "E0301"]);
+    let severities: Vec<&str> = diags
+        .iter()
+        .map(|d| d["severity"].as_str().unwrap())
+        .collect();
+    assert_eq!(severities, ["warning", "error", "warning", "error"]);
+    // E0301 sits on `dp 4` of line 11, with the tp factor and both cluster dims as labels.
+    let e0301 = &diags[3];
+    assert_eq!(
+        (&e0301["line"], &e0301["column"], &e0301["end_column"]),
+        (&11.into(), &24.into(), &25.into())
+    );
+    assert_eq!(e0301["labels"].as_array().unwrap().len(), 4);
+    assert!(
+        e0301["help"].as_str().unwrap().contains("`dp 2`"),
+        "{e0301}"
+    );
+}
+
+#[test]
+fn json_of_a_clean_file_has_zero_counts_and_no_diagnostics() {
+    let (code, stdout, _) = venusc(&["check", "--format", "json", CLEAN]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (
+            v["files"].as_u64(),
+            v["errors"].as_u64(),
+            v["warnings"].as_u64()
+        ),
+        (Some(1), Some(0), Some(0))
+    );
+    assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn exit_code_is_0_for_a_clean_file_and_for_warnings_only() {
+    assert_eq!(venusc(&["check", CLEAN]).0, 0);
+    let (code, stdout, _) = venusc(&["check", WARNING_ONLY]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("warning[W0006]"), "{stdout}");
+}
+
+#[test]
+fn deny_warnings_turns_a_warning_into_exit_1_but_leaves_a_clean_file_at_0() {
+    assert_eq!(venusc(&["check", "--deny-warnings", WARNING_ONLY]).0, 1);
+    assert_eq!(venusc(&["check", "--deny-warnings", CLEAN]).0, 0);
+}
+
+#[test]
+fn exit_code_is_1_for_errors_in_any_format() {
+    for format in ["human", "json", "github"] {
+        assert_eq!(
+            venusc(&["check", "--format", format, MIXED]).0,
+            1,
+            "{format}"
+        );
+    }
+    // One bad file among good ones still fails the run.
+    assert_eq!(venusc(&["check", CLEAN, MIXED, WARNING_ONLY]).0, 1);
+}
+
+#[test]
+fn exit_code_is_2_for_usage_errors_with_a_message_on_stderr() {
+    for args in [
+        &["check", "tests/fixtures/cli/no_such_file.venus"][..],
+        &["check", "--format", "xml", CLEAN],
+        &["check", "--no-such-flag", CLEAN],
+        &["check"],
+        &["frobnicate"],
+        &["explain", "E0999"],
+        &["explain", "not-a-code"],
+    ] {
+        let (code, stdout, stderr) = venusc(args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(!stderr.is_empty(), "{args:?}: no message");
+    }
+}
+
+#[test]
+fn unknown_explain_code_suggests_the_nearest_code() {
+    let (code, _, stderr) = venusc(&["explain", "E0310x"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("`E0310`") || stderr.contains("`E0301`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn explain_without_a_code_lists_every_code() {
+    let (code, stdout, _) = venusc(&["explain"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().count(),
+        venusc::diag::Code::ALL.len(),
+        "{stdout}"
+    );
+    assert!(stdout.lines().any(|l| l.starts_with("W0006")), "{stdout}");
+}
+
+#[test]
+fn a_directory_argument_checks_every_venus_file_below_it() {
+    let (code, stdout, _) = venusc(&["check", "--format", "json", "tests/fixtures/cli/dir"]);
+    assert_eq!(code, 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["files"], 2, "a.venus and nested/b.venus, not notes.txt");
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{stdout}");
+    assert_eq!(diags[0]["code"], "E0301");
+    assert!(
+        diags[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("nested/b.venus"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_directory_and_a_file_together_count_every_file() {
+    let (_, stdout, _) = venusc(&["check", "--format", "json", "tests/fixtures/cli/dir", CLEAN]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["files"], 3);
+}
+
+const ESC: char = '\u{1b}';
+
+#[test]
+fn no_color_and_color_never_give_no_ansi_escapes() {
+    let (_, stdout, _) = venusc_env(&["check", MIXED], &[("NO_COLOR", "1")]);
+    assert!(
+        stdout.contains("error[E0301]") && !stdout.contains(ESC),
+        "{stdout:?}"
+    );
+    let (_, stdout, _) = venusc_env(&["--color", "never", "check", MIXED], &[]);
+    assert!(
+        stdout.contains("error[E0301]") && !stdout.contains(ESC),
+        "{stdout:?}"
+    );
+    let (_, stdout, _) = venusc_env(&["check", "--color", "never", MIXED], &[]);
+    assert!(!stdout.contains(ESC), "{stdout:?}");
+}
+
+#[test]
+fn color_always_gives_ansi_escapes_even_when_piped() {
+    let (code, stdout, _) = venusc_env(&["--color", "always", "check", MIXED], &[]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains(ESC), "{stdout:?}");
+    // Colour never leaks into the machine-readable formats.
+    for format in ["json", "github"] {
+        let (_, stdout, _) = venusc_env(
+            &["--color", "always", "check", "--format", format, MIXED],
+            &[],
+        );
+        assert!(!stdout.contains(ESC), "{format}: {stdout:?}");
+    }
 }

@@ -746,6 +746,8 @@ fn e0401_without_a_single_fix_combines_changes() {
     // 24 GiB GPUs: the distributed optimizer alone is not enough.
     let mut d = def(llama(), cluster(&[("nvlink", 8)], 24), plan(1, 64));
     set(&mut d.plan.pp, 2);
+    // Korthikanti's unfused attention, whose scores selective recomputation drops.
+    d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
     let (_, ds) = validate(&d);
     let e = only(&ds, Code::E0401);
     assert_eq!(
@@ -778,6 +780,7 @@ fn e0401_without_a_single_fix_combines_changes() {
 fn w0005_stage_above_90_percent() {
     let mut d = demo();
     d.cluster.gpu.memory = sp(crate::ty::Bytes(76 * crate::ty::Bytes::GIB));
+    d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
     let (s, ds) = validate(&d);
     assert!(s.is_some());
     let w = only(&ds, Code::W0005);
@@ -898,7 +901,9 @@ fn every_error_is_reported_in_check_order() {
 
 #[test]
 fn memory_table_lists_every_stage() {
-    let (s, _) = validate(&demo());
+    let mut d = demo();
+    d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
+    let (s, _) = validate(&d);
     let t = crate::plan::memory_table(&s.unwrap());
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 1 + 1 + 8 + 1);

@@ -83,6 +83,8 @@ const S_RECV_NEXT: StreamId = StreamId(4);
 const S_DP: StreamId = StreamId(5);
 const S_CP_SEND: StreamId = StreamId(6);
 const S_CP_RECV: StreamId = StreamId(7);
+/// Tensor-parallel collectives with `overlap_tp_comm` (TE's userbuffers communicator).
+const S_TP: StreamId = StreamId(8);
 
 const TAG_ACTIVATION: u32 = 0;
 const TAG_GRADIENT: u32 = 1;
@@ -236,7 +238,7 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
     let layout = Layout::new(sizes, &dims).map_err(LowerError::Layout)?;
     let network = Network::from_cluster(&sc.cluster).map_err(LowerError::Network)?;
-    let shape = pipeline_shape(sc)?;
+    let shape = PipelineShape::for_scenario(sc);
     let ir = ScheduleIr::build(shape).map_err(LowerError::Shape)?;
     let model = cost::model_for(sc);
     let world = layout.world();
@@ -292,24 +294,6 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     })
 }
 
-/// The schedule shape the plan asks for.
-pub fn pipeline_shape(sc: &Scenario) -> Result<PipelineShape, LowerError> {
-    let u32_of =
-        |v: u64, what: &'static str| u32::try_from(v).map_err(|_| LowerError::TooLarge(what));
-    let pp = u32_of(sc.pp, "pp")?;
-    let vpp = u32_of(sc.vpp.max(1), "vpp")?;
-    let m = u32_of(sc.microbatches, "microbatches")?;
-    let kind = Kind::select(pp, vpp, sc.schedule);
-    let f = sc.flags;
-    let mut shape = PipelineShape::new(kind, pp, vpp, m);
-    shape.overlap_p2p = f.overlap_p2p;
-    shape.overlap_grad_reduce = f.overlap_grad_reduce;
-    shape.overlap_param_gather = f.overlap_param_gather;
-    shape.delay_grad_reduce = f.delay_grad_reduce;
-    shape.delay_param_gather = f.delay_param_gather;
-    shape.tied_embeddings = !sc.model.untied_embeddings();
-    Ok(shape)
-}
 
 /// Whether the dense grid, the expert grid and the cluster dims refine one common mixed radix:
 /// all their cumulative products form a divisibility chain.
@@ -469,6 +453,8 @@ struct StagePlan {
     norm_grads: Bytes,
     tp: bool,
     sp: bool,
+    /// TP collectives overlap the block's GEMMs (`overlap_tp_comm`).
+    overlap_tp: bool,
     cp: bool,
     ep: bool,
     full_recompute: bool,
@@ -538,6 +524,7 @@ impl StagePlan {
             norm_grads: Bytes(norms.saturating_mul(GRAD_BYTES)),
             tp: sc.tp > 1,
             sp: sc.sp,
+            overlap_tp: sc.flags.overlap_tp_comm,
             cp: sc.cp > 1,
             ep: sc.ep > 1 && m.is_moe(),
             full_recompute: sc.recompute == crate::ty::Recompute::Full,
@@ -952,16 +939,47 @@ impl<'a> Emitter<'a> {
     }
 
     fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label) {
-        self.tp_enter();
-        let ring = self.cp_ring(1);
-        self.piece(p.attention, cat, label);
-        self.pending.extend(ring);
-        self.tp_exit();
-        self.tp_enter();
-        self.ep_a2a();
-        self.piece(p.mlp, cat, label);
-        self.ep_a2a();
-        self.tp_exit();
+        self.tp_block(Pass::Forward, |s| {
+            let ring = s.cp_ring(1);
+            s.piece(p.attention, cat, label);
+            s.pending.extend(ring);
+        });
+        self.tp_block(Pass::Forward, |s| {
+            s.ep_a2a();
+            s.piece(p.mlp, cat, label);
+            s.ep_a2a();
+        });
+    }
+
+    /// One attention or MLP block between its tensor-parallel collectives. Without overlap
+    /// they block the compute stream before and after the block. With `overlap_tp_comm`
+    /// (Megatron's `--tp-comm-overlap`: TE splits each GEMM into chunks and pipelines the
+    /// all-gather / reduce-scatter of one chunk with the GEMM of the next) they are issued on
+    /// their own stream when the block starts, and the next block waits for them: the block
+    /// costs about max(compute, communication).
+    fn tp_block(&mut self, pass: Pass, body: impl FnOnce(&mut Self)) {
+        match (self.st.overlap_tp, self.g.tp) {
+            (true, Some(group)) => {
+                let label = Label::Text(self.n.tp);
+                let tensor = self.st.tp_tensor;
+                let kinds: &[CollectiveKind] = match pass {
+                    Pass::Forward => &[CollectiveKind::AllGather, CollectiveKind::ReduceScatter],
+                    Pass::Backward => &[CollectiveKind::AllGather, CollectiveKind::AllGather, CollectiveKind::ReduceScatter],
+                };
+                let ids: Vec<NodeId> =
+                    kinds.iter().map(|&k| self.issue(collective(k, group, tensor), S_TP, Category::TpComm, label, &[])).collect();
+                body(self);
+                self.pending.extend(ids);
+            }
+            _ => {
+                match pass {
+                    Pass::Forward => self.tp_enter(),
+                    Pass::Backward => self.tp_backward_enter(),
+                }
+                body(self);
+                self.tp_backward_exit();
+            }
+        }
     }
 
     fn backward_pieces(&mut self, c: usize, p: PassPs, cat: Category, label: Label, launch: bool) {
@@ -977,16 +995,16 @@ impl<'a> Emitter<'a> {
                 self.recompute_collectives();
             }
             // MLP backward: gradient enters through the row-parallel exit.
-            self.tp_backward_enter();
-            self.ep_a2a();
-            self.piece(p.mlp, cat, label);
-            self.ep_a2a();
-            self.tp_backward_exit();
-            self.tp_backward_enter();
-            let ring = self.cp_ring(2);
-            self.piece(p.attention, cat, label);
-            self.pending.extend(ring);
-            self.tp_backward_exit();
+            self.tp_block(Pass::Backward, |s| {
+                s.ep_a2a();
+                s.piece(p.mlp, cat, label);
+                s.ep_a2a();
+            });
+            self.tp_block(Pass::Backward, |s| {
+                let ring = s.cp_ring(2);
+                s.piece(p.attention, cat, label);
+                s.pending.extend(ring);
+            });
             if launch {
                 self.launch_where(c, |b| !b.pre && !b.expert && b.lo == l && b.hi > b.lo);
             }

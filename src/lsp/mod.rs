@@ -1,0 +1,249 @@
+//! The language server (`venusc lsp`): JSON-RPC over stdio with lsp-server, the only module
+//! that knows lsp-types.
+//!
+//! Input: LSP messages. Output: responses and `textDocument/publishDiagnostics`. Features:
+//! full or incremental text sync into the salsa database (only changed files are recomputed),
+//! diagnostics from the same queries as `venusc check` (front end and plan validation), hover
+//! (key docs and values, definition summaries with inherited items, derived plan values),
+//! go-to-definition (into the stdlib too), completion (keys of the enclosing block, names of
+//! the right kind, enum words), document symbols, formatting ([`crate::fmt`]) and quick fixes
+//! for diagnostics that carry a [`crate::diag::Fix`].
+//!
+//! The stdlib is served as read-only documents with URIs `venus-stdlib:///gpus.venus`
+//! (go-to-definition returns them). A client fetches their text with the custom request
+//! `venus/stdlib`, params `{ "uri": "venus-stdlib:///gpus.venus" }`, result
+//! `{ "uri": ..., "text": ... }`; it may then `didOpen` that URI to get hover and navigation
+//! inside it.
+//!
+//! Invariants: this loop is the edge: it may read `use`d files from disk, the queries below
+//! it never do. A bad request gets an error response, never a panic (handlers run under
+//! `catch_unwind` as a last line of defence).
+
+mod context;
+mod line_index;
+mod server;
+
+#[cfg(test)]
+mod tests;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+use lsp_types as lsp;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use context::{cursor, Cursor, Role};
+pub use line_index::LineIndex;
+pub use server::{path_to_uri, uri_to_path, Server, STDLIB_REQUEST, STDLIB_SCHEME};
+
+/// Runs the server on stdin/stdout until `exit`.
+pub fn run_stdio() -> Result<(), String> {
+    let (connection, io_threads) = Connection::stdio();
+    run(&connection)?;
+    drop(connection);
+    io_threads.join().map_err(|e| e.to_string())
+}
+
+/// What the server offers.
+fn capabilities() -> lsp::ServerCapabilities {
+    lsp::ServerCapabilities {
+        text_document_sync: Some(lsp::TextDocumentSyncCapability::Kind(
+            lsp::TextDocumentSyncKind::INCREMENTAL,
+        )),
+        hover_provider: Some(lsp::HoverProviderCapability::Simple(true)),
+        definition_provider: Some(lsp::OneOf::Left(true)),
+        completion_provider: Some(lsp::CompletionOptions {
+            trigger_characters: Some(vec![" ".into(), "<".into()]),
+            ..Default::default()
+        }),
+        document_symbol_provider: Some(lsp::OneOf::Left(true)),
+        document_formatting_provider: Some(lsp::OneOf::Left(true)),
+        code_action_provider: Some(lsp::CodeActionProviderCapability::Simple(true)),
+        ..Default::default()
+    }
+}
+
+/// The message loop on an established connection: initialize, then requests and
+/// notifications until `shutdown` + `exit` (or the client disconnects).
+pub fn run(connection: &Connection) -> Result<(), String> {
+    let (id, _params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let result = serde_json::json!({
+        "capabilities": capabilities(),
+        "serverInfo": { "name": "venusc", "version": env!("CARGO_PKG_VERSION") },
+    });
+    connection
+        .initialize_finish(id, result)
+        .map_err(|e| e.to_string())?;
+    let mut server = Server::new();
+    for message in &connection.receiver {
+        match message {
+            Message::Request(req) => {
+                if connection
+                    .handle_shutdown(&req)
+                    .map_err(|e| e.to_string())?
+                {
+                    return Ok(());
+                }
+                let response = guarded(&req, || handle_request(&mut server, &req));
+                send(connection, response.into())?;
+            }
+            Message::Notification(n) => {
+                if n.method == "exit" {
+                    // `exit` without `shutdown` first: the client gave up on us.
+                    return Err("exit without shutdown".into());
+                }
+                let outcome =
+                    catch_unwind(AssertUnwindSafe(|| handle_notification(&mut server, &n)));
+                if let Ok(true) = outcome {
+                    for params in server.diagnostics_to_publish() {
+                        let note =
+                            Notification::new("textDocument/publishDiagnostics".into(), params);
+                        send(connection, note.into())?;
+                    }
+                }
+            }
+            Message::Response(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn send(connection: &Connection, message: Message) -> Result<(), String> {
+    connection.sender.send(message).map_err(|e| e.to_string())
+}
+
+/// Runs a request handler, turning a panic into an internal-error response.
+fn guarded(req: &Request, handler: impl FnOnce() -> Response) -> Response {
+    catch_unwind(AssertUnwindSafe(handler)).unwrap_or_else(|_| {
+        Response::new_err(
+            req.id.clone(),
+            ErrorCode::InternalError as i32,
+            format!("internal error while handling `{}`", req.method),
+        )
+    })
+}
+
+fn params<P: DeserializeOwned>(value: &Value) -> Result<P, String> {
+    serde_json::from_value(value.clone()).map_err(|e| format!("invalid params: {e}"))
+}
+
+/// Answers one request.
+pub fn handle_request(server: &mut Server, req: &Request) -> Response {
+    let id = req.id.clone();
+    let result: Result<Value, String> = (|| {
+        let p = &req.params;
+        match req.method.as_str() {
+            "textDocument/hover" => {
+                let p: lsp::HoverParams = params(p)?;
+                let tdp = p.text_document_position_params;
+                serde_json::to_value(server.hover(tdp.text_document.uri.as_str(), tdp.position))
+            }
+            "textDocument/definition" => {
+                let p: lsp::GotoDefinitionParams = params(p)?;
+                let tdp = p.text_document_position_params;
+                serde_json::to_value(
+                    server
+                        .definition(tdp.text_document.uri.as_str(), tdp.position)
+                        .map(lsp::GotoDefinitionResponse::Scalar),
+                )
+            }
+            "textDocument/completion" => {
+                let p: lsp::CompletionParams = params(p)?;
+                let tdp = p.text_document_position;
+                serde_json::to_value(
+                    server
+                        .completion(tdp.text_document.uri.as_str(), tdp.position)
+                        .map(lsp::CompletionResponse::Array),
+                )
+            }
+            "textDocument/documentSymbol" => {
+                let p: lsp::DocumentSymbolParams = params(p)?;
+                serde_json::to_value(
+                    server
+                        .document_symbols(p.text_document.uri.as_str())
+                        .map(lsp::DocumentSymbolResponse::Nested),
+                )
+            }
+            "textDocument/formatting" => {
+                let p: lsp::DocumentFormattingParams = params(p)?;
+                serde_json::to_value(server.formatting(p.text_document.uri.as_str()))
+            }
+            "textDocument/codeAction" => {
+                let p: lsp::CodeActionParams = params(p)?;
+                serde_json::to_value(
+                    server
+                        .code_actions(p.text_document.uri.as_str(), p.range)
+                        .map(|actions| {
+                            actions
+                                .into_iter()
+                                .map(lsp::CodeActionOrCommand::CodeAction)
+                                .collect::<Vec<_>>()
+                        }),
+                )
+            }
+            STDLIB_REQUEST => {
+                let uri = p.get("uri").and_then(Value::as_str).ok_or(
+                    "invalid params: expected `{ \"uri\": \"venus-stdlib:///NAME.venus\" }`",
+                )?;
+                let text = Server::stdlib_text(uri)
+                    .ok_or_else(|| format!("no stdlib document `{uri}`"))?;
+                Ok(serde_json::json!({ "uri": uri, "text": text }))
+            }
+            other => {
+                return Err(format!("unknown method `{other}`"));
+            }
+        }
+        .map_err(|e| e.to_string())
+    })();
+    match result {
+        Ok(value) => Response::new_ok(id, value),
+        Err(message) => {
+            let code = if message.starts_with("unknown method") {
+                ErrorCode::MethodNotFound
+            } else {
+                ErrorCode::InvalidParams
+            };
+            Response::new_err(id, code as i32, message)
+        }
+    }
+}
+
+/// Applies one notification; true when diagnostics may have changed.
+pub fn handle_notification(server: &mut Server, n: &Notification) -> bool {
+    match n.method.as_str() {
+        "textDocument/didOpen" => {
+            let Ok(p) = params::<lsp::DidOpenTextDocumentParams>(&n.params) else {
+                return false;
+            };
+            let doc = p.text_document;
+            server.open_document(doc.uri.as_str(), doc.version, &doc.text);
+            true
+        }
+        "textDocument/didChange" => {
+            let Ok(p) = params::<lsp::DidChangeTextDocumentParams>(&n.params) else {
+                return false;
+            };
+            let doc = p.text_document;
+            server.change_document(doc.uri.as_str(), doc.version, &p.content_changes);
+            true
+        }
+        "textDocument/didClose" => {
+            let Ok(p) = params::<lsp::DidCloseTextDocumentParams>(&n.params) else {
+                return false;
+            };
+            server.close_document(p.text_document.uri.as_str());
+            true
+        }
+        "workspace/didChangeWatchedFiles" => {
+            let Ok(p) = params::<lsp::DidChangeWatchedFilesParams>(&n.params) else {
+                return false;
+            };
+            for change in p.changes {
+                server.file_changed_on_disk(change.uri.as_str());
+            }
+            true
+        }
+        _ => false,
+    }
+}

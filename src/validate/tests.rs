@@ -1,0 +1,116 @@
+//! Tests of the validation harness: the table reader, row → scenario, and the committed report.
+
+use super::scenario::{build, Source};
+use super::tsv::{parse, TsvError};
+use super::*;
+
+const HEADER: &str = "id\tsource\tmodel\tparams_b\tlayers\thidden\tffn_hidden\theads\tkv_groups\tvocab\tseq_len\tglobal_batch\tmicro_batch\ttp\tpp\tvpp\tdp\tcp\tep\tseq_parallel\trecompute\tdist_optimizer\tgpu\tnum_gpus\tmetric\tvalue\tnotes";
+
+fn sc21_row() -> Row {
+    let line = "sc21_t1_10\tSC21\tGPT-1008.0B\t1008.0\t128\t25600\t102400\t160\t160\t51200\t2048\t3072\t\t8\t64\t\t6\t1\t1\tno\tfull\tno\tA100-SXM4-80GB (Selene)\t3072\ttflops_per_gpu\t163\tnotes";
+    parse(&format!("{HEADER}\n{line}\n")).unwrap().remove(0)
+}
+
+#[test]
+fn the_reader_finds_columns_by_name_and_leaves_empty_cells_unset() {
+    let r = sc21_row();
+    assert_eq!(r.id, "sc21_t1_10");
+    assert_eq!(
+        (r.layers, r.hidden, r.tp, r.pp),
+        (Some(128), Some(25600), Some(8), Some(64))
+    );
+    assert_eq!((r.micro_batch, r.vpp), (None, None));
+    assert_eq!(r.value, Some(163.0));
+    assert_eq!(r.recompute, "full");
+}
+
+#[test]
+fn the_reader_rejects_a_table_without_a_metric_column() {
+    let err = parse("id\tsource\n").unwrap_err();
+    assert_eq!(err, TsvError::MissingColumn("model"));
+    assert_eq!(parse("").unwrap_err(), TsvError::Empty);
+}
+
+#[test]
+fn an_sc21_row_becomes_an_interleaved_unfused_full_recompute_scenario() {
+    let b = build(&sc21_row()).unwrap();
+    assert_eq!(b.source, Source::Sc21Table1);
+    assert!(
+        b.venus.contains("cluster c : dgx_a100 < nodes 384 >"),
+        "{}",
+        b.venus
+    );
+    // 128 layers / pp 64 = 2 per stage: the smallest divisor above 1 is 2.
+    assert!(b.venus.contains("tp 8 pp 64 vpp 2\n"), "{}", b.venus);
+    assert!(b.venus.contains("micro_batch 1 global_batch 3072"));
+    assert!(b.venus.contains("recompute full"));
+    assert!(b.venus.contains("attention unfused"));
+    assert!(!b.venus.contains("distributed_optimizer"));
+    assert!(!b.precision_fp8 && !b.moe);
+    assert_eq!(b.assumed.len(), 2, "{:?}", b.assumed);
+}
+
+#[test]
+fn rows_without_a_plan_or_a_stdlib_gpu_are_skipped_with_a_reason() {
+    let mut r = sc21_row();
+    r.tp = None;
+    assert_eq!(build(&r).unwrap_err().0, "tp not stated");
+    let mut r = sc21_row();
+    r.gpu = "GB300 (NVL72)".into();
+    assert_eq!(
+        build(&r).unwrap_err().0,
+        "no stdlib GPU for `GB300 (NVL72)`"
+    );
+    let mut r = sc21_row();
+    r.model = "DeepSeek-V3".into();
+    assert!(build(&r).unwrap_err().0.contains("MLA"));
+}
+
+#[test]
+fn the_published_tflops_convert_to_the_papers_implied_iteration_time() {
+    let r = sc21_row();
+    let t = flops::published_iteration_time(&r, Source::Sc21Table1).unwrap();
+    // published-runs.md §1.1: 102.63 s.
+    assert!((t - 102.63).abs() < 0.05, "{t}");
+}
+
+#[test]
+fn mape_is_the_mean_absolute_error_in_percent() {
+    let row = |p: f64| RowResult {
+        row: Row::default(),
+        source: Source::MegaScale,
+        outcome: Outcome::Compared {
+            built: build(&sc21_row()).unwrap(),
+            published: 10.0,
+            predicted: Prediction {
+                iteration: p,
+                compute: 0.0,
+            },
+        },
+    };
+    let (a, b) = (row(11.0), row(8.0));
+    let (m, worst) = mape(&[&a, &b]).unwrap();
+    assert!((m - 15.0).abs() < 1e-9 && (worst - 20.0).abs() < 1e-9);
+}
+
+/// `docs/validation.md` is the harness's output on the committed copy of the table; the
+/// engine is deterministic, so any change to the model that moves a number fails here until
+/// the file is regenerated (`venusc validate docs/data/published-runs.tsv > docs/validation.md`).
+#[test]
+fn docs_validation_md_is_up_to_date() {
+    let table = include_str!("../../docs/data/published-runs.tsv");
+    let committed = include_str!("../../docs/validation.md");
+    let now = run(table).unwrap().markdown();
+    if now != committed {
+        let first = now
+            .lines()
+            .zip(committed.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "docs/validation.md is stale (first difference at line {}): regenerate it with \
+             `venusc validate docs/data/published-runs.tsv > docs/validation.md`",
+            first + 1
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! `venusc lsp` end to end: JSON-RPC with Content-Length framing over the binary's stdio.
+//! A reader thread feeds a channel and every wait has a timeout, so no test can hang.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    rx: Receiver<Value>,
+    next_id: i64,
+}
+
+impl Client {
+    fn start() -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_venusc"))
+            .arg("lsp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("venusc starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut length = None;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(n) = line.strip_prefix("Content-Length: ") {
+                        length = n.parse::<usize>().ok();
+                    }
+                }
+                let Some(n) = length else { return };
+                let mut body = vec![0; n];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let Ok(v) = serde_json::from_slice::<Value>(&body) else {
+                    return;
+                };
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            rx,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, msg: Value) {
+        let body = msg.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|m| m["id"] == json!(id))
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next message matching `pred` (others are skipped), or a test failure on timeout.
+    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(m) if pred(&m) => return m,
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = self.child.kill();
+                    panic!("no matching message from the server: {e}");
+                }
+            }
+        }
+    }
+
+    fn diagnostics(&mut self, uri: &str) -> Vec<Value> {
+        let m = self.wait(|m| {
+            m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
+        });
+        m["params"]["diagnostics"].as_array().unwrap().clone()
+    }
+}
+
+const URI: &str = "file:///nonexistent-venus-test/main.venus";
+
+fn initialized() -> Client {
+    let mut c = Client::start();
+    let init = c.request(
+        "initialize",
+        json!({"processId": null, "rootUri": null, "capabilities": {}}),
+    );
+    assert_eq!(
+        init["result"]["capabilities"]["hoverProvider"],
+        json!(true),
+        "{init}"
+    );
+    c.notify("initialized", json!({}));
+    c
+}
+
+fn open(c: &mut Client, text: &str) {
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": URI, "languageId": "venus", "version": 1, "text": text}}),
+    );
+}
+
+fn position(text: &str, needle: &str, delta: usize) -> Value {
+    let offset = text.find(needle).unwrap() + delta;
+    let before = &text[..offset];
+    let line = before.matches('\n').count();
+    let col = before.rsplit('\n').next().unwrap().encode_utf16().count();
+    json!({"line": line, "character": col})
+}
+
+fn shutdown(mut c: Client) {
+    let r = c.request("shutdown", Value::Null);
+    assert_eq!(r["result"], Value::Null, "{r}");
+    c.notify("exit", Value::Null);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(status) = c.child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0));
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = c.child.kill();
+            panic!("venusc lsp did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn lsp_session_diagnostics_completion_definition_hover_change_and_exit() {
+    let text = std::fs::read_to_string("examples/invalid/e0301_world_size.venus").unwrap();
+    let mut c = initialized();
+    open(&mut c, &text);
+
+    // didOpen: E0301 on the `4` of `dp 4`.
+    let d = c.diagnostics(URI);
+    let e = d
+        .iter()
+        .find(|d| d["code"] == "E0301")
+        .unwrap_or_else(|| panic!("{d:?}"));
+    let start = position(&text, "tp 1 dp 4", 8);
+    assert_eq!(e["range"]["start"], start);
+    assert_eq!(
+        e["range"]["end"]["character"],
+        json!(start["character"].as_u64().unwrap() + 1)
+    );
+    assert_eq!(e["severity"], json!(1));
+
+    // Completion on the empty line inside the plan block.
+    let plan_line = position(&text, "  micro_batch 2", 0);
+    let r = c.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": URI}, "position": plan_line}),
+    );
+    let labels: Vec<&str> = r["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap())
+        .collect();
+    for key in ["micro_batch", "global_batch", "vpp", "recompute"] {
+        assert!(labels.contains(&key), "{labels:?}");
+    }
+
+    // Definition of a stdlib name, in a second document.
+    let uri2 = "file:///nonexistent-venus-test/other.venus";
+    let text2 = "cluster c < gpu h100_sxm dim nvlink fc 8 450GB/s >\n";
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri2, "languageId": "venus", "version": 1, "text": text2}}),
+    );
+    let r = c.request(
+        "textDocument/definition",
+        json!({"textDocument": {"uri": uri2}, "position": position(text2, "h100_sxm", 3)}),
+    );
+    assert_eq!(r["result"]["uri"], "venus-stdlib:///gpus.venus", "{r}");
+    let stdlib = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
+    let stdlib_text = stdlib["result"]["text"].as_str().unwrap();
+    let line = r["result"]["range"]["start"]["line"].as_u64().unwrap() as usize;
+    assert!(
+        stdlib_text
+            .lines()
+            .nth(line)
+            .unwrap()
+            .contains("gpu h100_sxm"),
+        "{r}"
+    );
+
+    // Hover on `mem_bw`: the doc, the value and its units.
+    let r = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": URI}, "position": position(&text, "mem_bw", 2)}),
+    );
+    let hover = r["result"]["contents"]["value"].as_str().unwrap();
+    assert!(hover.contains("HBM bandwidth"), "{hover}");
+    assert!(hover.contains("3350GB/s"), "{hover}");
+    assert!(hover.contains("bytes/s"), "{hover}");
+
+    // didChange to `dp 2`: E0301 disappears.
+    let fixed = text.replace("dp 4", "dp 2");
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let d = c.diagnostics(URI);
+    assert!(d.iter().all(|d| d["code"] != "E0301"), "{d:?}");
+
+    shutdown(c);
+}
+
+#[test]
+fn lsp_answers_a_malformed_request_with_an_error_and_keeps_serving() {
+    let mut c = initialized();
+    let r = c.request("textDocument/hover", json!({"garbage": 1}));
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    let r = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///nope.venus"}));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope.venus"),
+        "{r}"
+    );
+    shutdown(c);
+}
