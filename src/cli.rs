@@ -794,6 +794,19 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
                 Err(e) => return usage_error(format!("`{}`: {e}", path.display())),
             }
         }
+        if let Some((_, sw)) = &prepared {
+            let other = parts.iter().any(|p| {
+                p.shard
+                    .as_ref()
+                    .is_some_and(|s| s.fingerprint != sw.fingerprint)
+            });
+            if other {
+                return usage_error(format!(
+                    "the shard outputs come from another sweep than `{}` with these options",
+                    sw.path.display()
+                ));
+            }
+        }
         match sweep::merge(parts) {
             Ok(o) => o,
             Err(e) => return usage_error(e),
