@@ -49,6 +49,8 @@ enum Command {
     Compile(CompileArgs),
     /// Convert a VenusSim `llm-sim-config.json` into a `.venus` file.
     Import(ImportArgs),
+    /// Explore a design space: check, simulate and rank every candidate plan.
+    Sweep(SweepArgs),
     /// Compare predictions with measured training runs (a published-runs table).
     Validate(ValidateArgs),
     /// Format `.venus` files in place in the canonical layout.
@@ -192,6 +194,44 @@ struct ImportArgs {
     out: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SweepFormat {
+    Text,
+    Csv,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// The `.venus` file: plan items may hold lists (`tp [1 2 4 8]`).
+    #[arg(required_unless_present = "merge")]
+    file: Option<PathBuf>,
+    /// The scenario to sweep when the file has several.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Enumerate tp, pp, vpp, micro_batch, recompute and sp for the cluster's world size
+    /// (replacing what the plan writes for them).
+    #[arg(long)]
+    auto: bool,
+    /// With `--auto`: let tensor parallelism span nodes.
+    #[arg(long, requires = "auto")]
+    allow_cross_node_tp: bool,
+    #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
+    format: SweepFormat,
+    /// Rows of the ranking in the text output.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Write the fastest plan as a complete scenario that `venusc sim` runs.
+    #[arg(long, value_name = "FILE.venus")]
+    emit_best: Option<PathBuf>,
+    /// Run one of n deterministic slices of the sweep (1-based), e.g. `--shard 3/16`.
+    #[arg(long, value_name = "i/n")]
+    shard: Option<String>,
+    /// Combine the `--format json` outputs of every shard into the whole sweep's result.
+    #[arg(long, value_name = "SHARD.json", num_args = 1.., conflicts_with = "shard")]
+    merge: Vec<PathBuf>,
+}
+
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     // Colour is decided per stream: diagnostics go to stderr, except `check`'s, which are its
@@ -204,6 +244,7 @@ pub fn run() -> ExitCode {
         Command::Schedule(args) => schedule(&args, color),
         Command::Compile(args) => compile(&args, color),
         Command::Import(args) => import(&args),
+        Command::Sweep(args) => sweep(&args, color),
         Command::Validate(args) => validate(&args),
         Command::Fmt(args) => fmt(&args, color),
         Command::Lsp => lsp(),
@@ -741,4 +782,214 @@ fn lsp() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// indicatif on stderr: a bar per phase (checking, simulating).
+struct SweepBar(indicatif::ProgressBar);
+
+impl venusc::sweep::Progress for SweepBar {
+    fn start(&self, phase: &str, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(0);
+        self.0.set_message(phase.to_string());
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn sweep_bar() -> Option<SweepBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let style = indicatif::ProgressStyle::with_template(
+        "{msg:>10} [{bar:40}] {pos}/{len} {per_sec} eta {eta}",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let bar =
+        indicatif::ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(style);
+    Some(SweepBar(bar))
+}
+
+fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
+    use venusc::sweep::{self, output};
+    let options = sweep::SweepOptions {
+        scenario: args.scenario.clone(),
+        auto: args.auto.then_some(sweep::AutoOptions {
+            allow_cross_node_tp: args.allow_cross_node_tp,
+        }),
+    };
+    let shard = match args.shard.as_deref().map(sweep::Shard::parse).transpose() {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    // The sweep file: needed to run, and to render `--emit-best` after a merge.
+    let mut prepared = match &args.file {
+        Some(file) => match prepare_sweep(file, &options, color) {
+            Ok(p) => Some(p),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let outcome = if args.merge.is_empty() {
+        let Some((session, sw)) = prepared.as_mut() else {
+            return usage_error("give the sweep file, or `--merge` shard outputs");
+        };
+        let bar = sweep_bar();
+        let silent = sweep::Silent;
+        let progress: &dyn sweep::Progress = match &bar {
+            Some(b) => b,
+            None => &silent,
+        };
+        let started = std::time::Instant::now();
+        let (outcome, timing) = sweep::run(session, sw, shard, progress);
+        eprintln!(
+            "checked {} candidates in {:.2} s; simulated {} plans in {:.2} s ({:.0} plans/s on {} threads); {:.2} s in all",
+            output::thousands(outcome.candidates),
+            timing.check.0,
+            output::thousands(timing.simulated),
+            timing.simulate.0,
+            timing.plans_per_second(),
+            rayon::current_num_threads(),
+            started.elapsed().as_secs_f64()
+        );
+        outcome
+    } else {
+        let mut parts = Vec::new();
+        for path in &args.merge {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => return usage_error(format!("cannot read `{}`: {e}", path.display())),
+            };
+            match output::read_json(&text) {
+                Ok(o) => parts.push(o),
+                Err(e) => return usage_error(format!("`{}`: {e}", path.display())),
+            }
+        }
+        if let Some((_, sw)) = &prepared {
+            let other = parts.iter().any(|p| {
+                p.shard
+                    .as_ref()
+                    .is_some_and(|s| s.fingerprint != sw.fingerprint)
+            });
+            if other {
+                return usage_error(format!(
+                    "the shard outputs come from another sweep than `{}` with these options",
+                    sw.path.display()
+                ));
+            }
+        }
+        match sweep::merge(parts) {
+            Ok(o) => o,
+            Err(e) => return usage_error(e),
+        }
+    };
+    let out = match args.format {
+        SweepFormat::Text => output::text(&outcome, args.top),
+        SweepFormat::Csv => output::csv(&outcome),
+        SweepFormat::Json => output::json(&outcome),
+    };
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    if let Some(path) = &args.emit_best {
+        let Some((_, sw)) = &prepared else {
+            return usage_error("`--emit-best` after `--merge` needs the sweep file too: `venusc sweep FILE --merge ...`");
+        };
+        if let Err(e) = emit_best(&outcome, sw, path) {
+            return e;
+        }
+    }
+    // No valid plan in the whole sweep is bad input; a shard may well have none.
+    if outcome.results.is_empty() && outcome.shard.is_none() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Loads the sweep file and builds its space; renders the file's errors on failure.
+fn prepare_sweep(
+    file: &Path,
+    options: &venusc::sweep::SweepOptions,
+    color: bool,
+) -> Result<(venusc::Session, venusc::sweep::Sweep), ExitCode> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| usage_error(format!("cannot read `{}`: {e}", file.display())))?;
+    let mut session = venusc::Session::new();
+    let root = session.load(file, &bytes, &mut read_file);
+    match venusc::sweep::prepare(&mut session, file, root, options) {
+        Ok(sw) => Ok((session, sw)),
+        Err(venusc::sweep::PrepareError::Diagnostics(d)) => {
+            eprint!("{}", render::human(&d, &session.source_files(), color));
+            Err(ExitCode::from(1))
+        }
+        Err(venusc::sweep::PrepareError::Usage(e)) => Err(usage_error(e)),
+    }
+}
+
+fn emit_best(
+    outcome: &venusc::sweep::Outcome,
+    sw: &venusc::sweep::Sweep,
+    path: &Path,
+) -> Result<(), ExitCode> {
+    let Some(best) = outcome.results.first() else {
+        eprintln!("error: no plan was simulated, so there is no best plan to write");
+        return Err(ExitCode::from(1));
+    };
+    if let Some(info) = &outcome.shard {
+        if info.fingerprint != sw.fingerprint {
+            return Err(usage_error(
+                "the shard outputs come from another sweep than this file",
+            ));
+        }
+    }
+    if best.candidate >= sw.space.len() {
+        return Err(usage_error(
+            "the shard outputs come from another sweep than this file",
+        ));
+    }
+    let source_dir = sw.path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let target_dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let same_dir = |a: &Path, b: &Path| {
+        let canon = |p: &Path| {
+            std::fs::canonicalize(if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            })
+            .ok()
+        };
+        canon(a).is_some() && canon(a) == canon(b)
+    };
+    let keep = same_dir(&source_dir, &target_dir);
+    // A `use` is relative to its file: from elsewhere, point at the used file itself.
+    let use_path = |p: &str| {
+        if keep {
+            return p.to_string();
+        }
+        let used = source_dir.join(p);
+        std::fs::canonicalize(&used)
+            .unwrap_or(used)
+            .display()
+            .to_string()
+    };
+    let header = venusc::sweep::output::best_header(
+        outcome,
+        best,
+        &sw.path.display().to_string(),
+        &sw.space.describe(best.candidate),
+    );
+    let text = sw.space.emit(best.candidate, &header, &use_path);
+    if let Err(e) = std::fs::write(path, text) {
+        return Err(usage_error(format!(
+            "cannot write `{}`: {e}",
+            path.display()
+        )));
+    }
+    eprintln!("wrote the best plan to `{}`", path.display());
+    Ok(())
 }

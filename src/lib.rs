@@ -19,6 +19,7 @@ pub mod resolve;
 pub mod schedule;
 pub mod session;
 pub mod simulate;
+pub mod sweep;
 pub mod syntax;
 pub mod trace;
 pub mod ty;

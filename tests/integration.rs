@@ -7,5 +7,6 @@ mod integration {
     pub mod hostile;
     pub mod lsp;
     pub mod sim;
+    pub mod sweep;
     pub mod ui;
 }

@@ -1,0 +1,619 @@
+//! Design-space exploration: every candidate plan of a sweep, checked by the same rules as
+//! `venusc check`, the valid ones simulated in parallel and ranked.
+//!
+//! Input: a [`Session`] with the sweep file loaded (plan items may hold lists such as
+//! `tp [1 2 4 8]`; `--auto` generates the parallelism axes from the world size instead), and
+//! [`SweepOptions`]. Output: [`prepare`] builds the candidate [`Space`]; [`run`] checks and
+//! simulates the candidates of one [`Shard`] and returns an [`Outcome`] (the candidate
+//! count, the pruned plans per diagnostic code, the simulated plans ranked); [`merge`]
+//! combines shard outcomes into the outcome of the whole sweep; [`output`] renders it.
+//!
+//! Invariants: the outcome is a function of the file and the options alone — candidates are
+//! numbered by the space, shards are residues of that number, and results are ordered by
+//! (iteration time, peak memory, candidate number), so thread timing and sharding never
+//! change it. A pruned candidate counts once, under the lowest-numbered error code it has
+//! (E03xx rules before E0401 memory), so the counts add up to the candidates.
+
+pub mod output;
+pub mod space;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::diag::{Code, Diagnostic, FileId};
+use crate::plan::{self, Scenario};
+use crate::simulate::{simulate, SimOptions};
+use crate::ty::{Bytes, FlopsPerSec, ScenarioDef, Seconds};
+use crate::Session;
+
+pub use space::{AutoOptions, Axis, Layout, Space};
+
+/// How to build the sweep.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepOptions {
+    /// The scenario to sweep when the file has several.
+    pub scenario: Option<String>,
+    /// Generate the parallelism axes from the world size (`--auto`).
+    pub auto: Option<AutoOptions>,
+}
+
+/// A prepared sweep: the space and what identifies it.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub space: Space,
+    pub path: PathBuf,
+    pub root: FileId,
+    pub scenario: Option<String>,
+    /// The scenario's name (for messages).
+    pub scenario_name: String,
+    /// GPUs in the cluster.
+    pub world: u64,
+    /// Identifies the file and options, so shards of different sweeps do not merge.
+    pub fingerprint: String,
+    original: String,
+}
+
+/// Why a sweep cannot start.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PrepareError {
+    /// Errors in the file as written (every element of every list checked): render them
+    /// against the session's sources.
+    Diagnostics(Vec<Diagnostic>),
+    /// A problem with the request rather than the file.
+    Usage(String),
+}
+
+/// Builds the candidate space of the file `root` (loaded at `path` in `session`).
+///
+/// The file is first typed with every list at its first element (and, under `--auto`,
+/// placeholder parallelism items), then once per further list element, so a typo in any
+/// element is reported against the file rather than pruned. The session's copy of the file
+/// is restored before returning, so diagnostics render against the text as written.
+pub fn prepare(
+    session: &mut Session,
+    path: &Path,
+    root: FileId,
+    opts: &SweepOptions,
+) -> Result<Sweep, PrepareError> {
+    let original = session.db().file_text(root).to_string();
+    let result = prepare_space(session, path, root, &original, opts);
+    session.db_mut().set_file(path, original.as_bytes());
+    let (space, def) = result?;
+    Ok(Sweep {
+        space,
+        path: path.to_path_buf(),
+        root,
+        scenario: opts.scenario.clone(),
+        scenario_name: def.name.clone(),
+        world: def.cluster.world_size(),
+        fingerprint: fingerprint(&original, opts),
+        original,
+    })
+}
+
+fn prepare_space(
+    session: &mut Session,
+    path: &Path,
+    root: FileId,
+    text: &str,
+    opts: &SweepOptions,
+) -> Result<(Space, ScenarioDef), PrepareError> {
+    let parsed = crate::syntax::parse(text, root);
+    let sites = space::Sites::find(&parsed.file, text);
+    let misplaced = sites.errors(root);
+    if !misplaced.is_empty() {
+        return Err(PrepareError::Diagnostics(misplaced));
+    }
+    let mut draft = space::Draft::new(text, sites);
+    let scenario = opts.scenario.as_deref();
+    if opts.auto.is_some() {
+        // Which plan the scenario uses is known only once typed: rewrite every plan first.
+        draft.auto_all();
+    }
+    let def = typed(session, path, root, &draft, &|_| 0, scenario)?;
+    if opts.auto.is_some()
+        && (def.plan.loc.file != root
+            || draft
+                .auto_at(draft.to_original(def.plan.loc.span))
+                .is_none())
+    {
+        return Err(PrepareError::Usage(format!(
+            "`--auto` rewrites the plan of scenario `{}`, which must be written in `{}`",
+            def.name,
+            path.display()
+        )));
+    }
+    draft.keep_used(&def, root);
+    let def = typed(session, path, root, &draft, &|_| 0, scenario)?;
+    let lists: Vec<(usize, usize)> = draft
+        .axis_lists()
+        .iter()
+        .map(|(i, l)| (*i, l.elements.len()))
+        .collect();
+    for (list, n) in lists {
+        for k in 1..n {
+            let choice = move |i: usize| if i == list { k } else { 0 };
+            typed(session, path, root, &draft, &choice, scenario)?;
+        }
+    }
+    let auto = opts.auto.map(|a| space::auto_axes(&def, a));
+    let space = draft
+        .finish(auto, &space::auto_fixed_items(&def))
+        .map_err(PrepareError::Usage)?;
+    Ok((space, def))
+}
+
+/// Types `text` as the root file: its scenario, or the front end's errors.
+fn typed(
+    session: &mut Session,
+    path: &Path,
+    root: FileId,
+    draft: &space::Draft,
+    choice: &dyn Fn(usize) -> usize,
+    scenario: Option<&str>,
+) -> Result<ScenarioDef, PrepareError> {
+    let text = draft.probe(choice);
+    session.db_mut().set_file(path, text.as_bytes());
+    let program = session.db().program(root);
+    let errors: Vec<Diagnostic> = program
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| {
+            let mut d = d.clone();
+            for label in std::iter::once(&mut d.primary).chain(d.secondary.iter_mut()) {
+                if label.loc.file == root {
+                    label.loc.span = draft.to_original(label.loc.span);
+                }
+            }
+            d
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Err(PrepareError::Diagnostics(errors));
+    }
+    match program.select_scenario(scenario) {
+        Ok(def) => Ok(def.clone()),
+        Err(Some(d)) => Err(PrepareError::Diagnostics(vec![d])),
+        Err(None) => Err(PrepareError::Usage(
+            "the file has no scenario to sweep".into(),
+        )),
+    }
+}
+
+/// FNV-1a (64 bits): stable across builds and machines, unlike `std`'s hasher.
+fn fingerprint(text: &str, opts: &SweepOptions) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let auto = match opts.auto {
+        None => "lists".to_string(),
+        Some(a) => format!("auto cross_node_tp={}", a.allow_cross_node_tp),
+    };
+    let parts = [
+        env!("CARGO_PKG_VERSION"),
+        text,
+        opts.scenario.as_deref().unwrap_or(""),
+        &auto,
+    ];
+    for part in parts {
+        for b in part.bytes().chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+/// One of `count` slices of a sweep: the candidates whose number ≡ `index` − 1 (mod `count`).
+/// Interleaving (rather than ranges) spreads the expensive plans evenly over the shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// Parses `i/n` with 1 ≤ i ≤ n.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("`{text}` is not a shard: write `i/n` with 1 <= i <= n, as `3/16`");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let index: u64 = i.trim().parse().map_err(|_| bad())?;
+        let count: u64 = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn contains(self, candidate: u64) -> bool {
+        candidate % self.count == self.index - 1
+    }
+}
+
+/// Where a shard's outcome came from (absent in a whole sweep's outcome).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub index: u64,
+    pub count: u64,
+    /// Candidates of the whole sweep.
+    pub total_candidates: u64,
+    pub fingerprint: String,
+}
+
+/// The plan of a simulated candidate, as Megatron derives it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanSummary {
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub ep: u64,
+    pub dp: u64,
+    pub vpp: u64,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    pub microbatches: u64,
+    /// `none` without pipelining, else `1f1b`, `gpipe` or `interleaved`.
+    pub schedule: String,
+    pub recompute: String,
+    pub sp: bool,
+    pub distributed_optimizer: bool,
+}
+
+impl PlanSummary {
+    pub fn of(sc: &Scenario) -> PlanSummary {
+        PlanSummary {
+            tp: sc.tp,
+            pp: sc.pp,
+            cp: sc.cp,
+            ep: sc.ep,
+            dp: sc.dp,
+            vpp: sc.vpp,
+            micro_batch: sc.micro_batch,
+            global_batch: sc.global_batch,
+            microbatches: sc.microbatches,
+            schedule: sc.schedule.map_or("none", |s| s.word()).to_string(),
+            recompute: sc.recompute.word().to_string(),
+            sp: sc.sp,
+            distributed_optimizer: sc.flags.distributed_optimizer,
+        }
+    }
+}
+
+/// A simulated candidate. The figures are stored as written in the JSON (milliseconds,
+/// TFLOP/s), so an outcome read back from a shard file ranks and prints exactly as the
+/// outcome that wrote it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ranked {
+    /// The candidate's number in the space (`--emit-best` renders it again from it).
+    pub candidate: u64,
+    pub plan: PlanSummary,
+    iteration_time_ms: f64,
+    tflops_per_gpu: f64,
+    peak_memory_bytes: u64,
+}
+
+impl Ranked {
+    pub fn new(
+        candidate: u64,
+        plan: PlanSummary,
+        iteration_time: Seconds,
+        per_gpu: FlopsPerSec,
+        peak: Bytes,
+    ) -> Ranked {
+        Ranked {
+            candidate,
+            plan,
+            iteration_time_ms: iteration_time.0 * 1e3,
+            tflops_per_gpu: per_gpu.0 / 1e12,
+            peak_memory_bytes: peak.0,
+        }
+    }
+    pub fn iteration_time(&self) -> Seconds {
+        Seconds(self.iteration_time_ms / 1e3)
+    }
+    /// The iteration time in milliseconds exactly as ranked and written.
+    pub fn iteration_time_ms(&self) -> f64 {
+        self.iteration_time_ms
+    }
+    pub fn per_gpu(&self) -> FlopsPerSec {
+        FlopsPerSec(self.tflops_per_gpu * 1e12)
+    }
+    pub fn peak_memory(&self) -> Bytes {
+        Bytes(self.peak_memory_bytes)
+    }
+
+    /// Faster first; less memory breaks ties, then the candidate number.
+    fn rank_cmp(&self, other: &Ranked) -> std::cmp::Ordering {
+        self.iteration_time_ms
+            .total_cmp(&other.iteration_time_ms)
+            .then(self.peak_memory_bytes.cmp(&other.peak_memory_bytes))
+            .then(self.candidate.cmp(&other.candidate))
+    }
+}
+
+/// Key of a candidate that passed every rule but whose simulation failed (an engine limit).
+pub const SIMULATION_FAILED: &str = "simulation";
+
+/// What a sweep (or one shard of it) found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The swept scenario.
+    pub scenario: String,
+    /// GPUs in its cluster.
+    pub world_size: u64,
+    /// Candidates covered (the shard's share for a shard).
+    pub candidates: u64,
+    /// Pruned candidates per diagnostic code (each once, under its lowest error code).
+    pub pruned: BTreeMap<String, u64>,
+    /// The simulated candidates, best first.
+    pub results: Vec<Ranked>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+}
+
+impl Outcome {
+    fn sort(&mut self) {
+        self.results.sort_by(Ranked::rank_cmp);
+    }
+
+    pub fn pruned_total(&self) -> u64 {
+        self.pruned.values().sum()
+    }
+
+    /// The indexes (into `results`) of the Pareto front of iteration time vs peak memory:
+    /// the plans no other plan beats on one figure without losing on the other, fastest
+    /// first. Among equal plans the first-ranked stands for them.
+    pub fn pareto(&self) -> Vec<usize> {
+        let mut front = Vec::new();
+        let mut least = u64::MAX;
+        for (i, r) in self.results.iter().enumerate() {
+            if r.peak_memory_bytes < least {
+                least = r.peak_memory_bytes;
+                front.push(i);
+            }
+        }
+        front
+    }
+}
+
+/// Progress of a running sweep (a TTY progress bar in the CLI; nothing in tests).
+pub trait Progress: Sync {
+    /// A phase begins with `total` steps.
+    fn start(&self, _phase: &str, _total: u64) {}
+    fn advance(&self, _n: u64) {}
+    fn finish(&self) {}
+}
+
+/// Reports nothing.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// Where the time of a run went (reported on stderr, never in the outcome).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timing {
+    pub check: Seconds,
+    pub simulate: Seconds,
+    pub simulated: u64,
+}
+
+impl Timing {
+    /// Simulated plans per second of wall time in the simulation phase.
+    pub fn plans_per_second(&self) -> f64 {
+        if self.simulate.0 > 0.0 {
+            self.simulated as f64 / self.simulate.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Checks every candidate of `shard` (all of them when `None`) and simulates the valid ones
+/// on rayon's pool. The session's copy of the file is restored afterwards.
+pub fn run(
+    session: &mut Session,
+    sweep: &Sweep,
+    shard: Option<Shard>,
+    progress: &dyn Progress,
+) -> (Outcome, Timing) {
+    let started = Instant::now();
+    let mine: Vec<u64> = (0..sweep.space.len())
+        .filter(|&c| shard.is_none_or(|s| s.contains(c)))
+        .collect();
+    progress.start("checking", mine.len() as u64);
+    let mut pruned: BTreeMap<String, u64> = BTreeMap::new();
+    let mut valid: Vec<(u64, Scenario)> = Vec::new();
+    for &c in &mine {
+        match check_candidate(session, sweep, c) {
+            Ok(sc) => valid.push((c, sc)),
+            Err(code) => *pruned.entry(code.as_str().to_string()).or_default() += 1,
+        }
+        progress.advance(1);
+    }
+    session
+        .db_mut()
+        .set_file(&sweep.path, sweep.original.as_bytes());
+    let checked = Instant::now();
+    progress.start("simulating", valid.len() as u64);
+    let done = AtomicU64::new(0);
+    let simulated: Vec<Option<Ranked>> = valid
+        .par_iter()
+        .map(|(c, sc)| {
+            let r = simulate_candidate(*c, sc);
+            done.fetch_add(1, Ordering::Relaxed);
+            progress.advance(1);
+            r
+        })
+        .collect();
+    progress.finish();
+    let mut results = Vec::with_capacity(simulated.len());
+    for r in simulated {
+        match r {
+            Some(r) => results.push(r),
+            None => *pruned.entry(SIMULATION_FAILED.to_string()).or_default() += 1,
+        }
+    }
+    let timing = Timing {
+        check: Seconds(checked.duration_since(started).as_secs_f64()),
+        simulate: Seconds(checked.elapsed().as_secs_f64()),
+        simulated: done.into_inner(),
+    };
+    let mut outcome = Outcome {
+        scenario: sweep.scenario_name.clone(),
+        world_size: sweep.world,
+        candidates: mine.len() as u64,
+        pruned,
+        results,
+        shard: shard.map(|s| ShardInfo {
+            index: s.index,
+            count: s.count,
+            total_candidates: sweep.space.len(),
+            fingerprint: sweep.fingerprint.clone(),
+        }),
+    };
+    outcome.sort();
+    (outcome, timing)
+}
+
+/// The candidate through the front end and `plan::validate`: its scenario, or the lowest
+/// error code it has.
+pub fn check_candidate(
+    session: &mut Session,
+    sweep: &Sweep,
+    candidate: u64,
+) -> Result<Scenario, Code> {
+    let text = sweep.space.render(candidate, Layout::Tidy);
+    session.db_mut().set_file(&sweep.path, text.as_bytes());
+    let program = session.db().program(sweep.root);
+    if let Some(code) = lowest_error(&program.diagnostics) {
+        return Err(code);
+    }
+    let def = program
+        .select_scenario(sweep.scenario.as_deref())
+        .map_err(|d| d.map_or(Code::E0108, |d| d.code))?;
+    let (sc, diagnostics) = plan::validate(def);
+    match (sc, lowest_error(&diagnostics)) {
+        (_, Some(code)) => Err(code),
+        (Some(sc), None) => Ok(sc),
+        (None, None) => Err(Code::E0108),
+    }
+}
+
+fn lowest_error(diagnostics: &[Diagnostic]) -> Option<Code> {
+    diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.code)
+        .min()
+}
+
+/// Simulates a valid candidate as `venusc sim` does (same options, so `--emit-best`
+/// reproduces the figure).
+fn simulate_candidate(candidate: u64, sc: &Scenario) -> Option<Ranked> {
+    let sim = simulate(sc, &SimOptions::default()).ok()?;
+    let report = &sim.report;
+    let peak = report.peak_stage().map_or(Bytes(0), |m| m.peak);
+    Some(Ranked::new(
+        candidate,
+        PlanSummary::of(sc),
+        report.iteration_time,
+        report.tflops_per_gpu,
+        peak,
+    ))
+}
+
+/// Combines the outcomes of every shard of one sweep into the outcome of the whole sweep
+/// (equal to an unsharded run's).
+pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
+    let Some(first) = parts.first() else {
+        return Err(
+            "nothing to merge: give the JSON outputs of `venusc sweep --shard i/n --format json`"
+                .into(),
+        );
+    };
+    let Some(first) = first.shard.clone() else {
+        return Err("an input is the outcome of a whole sweep, not of a shard".into());
+    };
+    let mut seen = vec![
+        false;
+        usize::try_from(first.count)
+            .unwrap_or(usize::MAX)
+            .min(1 << 20)
+    ];
+    if seen.len() as u64 != first.count {
+        return Err(format!(
+            "a sweep of {} shards is more than venusc merges",
+            first.count
+        ));
+    }
+    let mut merged = Outcome {
+        scenario: parts[0].scenario.clone(),
+        world_size: parts[0].world_size,
+        candidates: 0,
+        pruned: BTreeMap::new(),
+        results: Vec::new(),
+        shard: None,
+    };
+    for part in parts {
+        let Some(info) = part.shard else {
+            return Err("an input is the outcome of a whole sweep, not of a shard".into());
+        };
+        if info.fingerprint != first.fingerprint
+            || info.count != first.count
+            || info.total_candidates != first.total_candidates
+        {
+            return Err(format!(
+                "shard {}/{} comes from another sweep (a different file, version or options) than shard {}/{}",
+                info.index, info.count, first.index, first.count
+            ));
+        }
+        let slot = usize::try_from(info.index)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| seen.get_mut(i));
+        match slot {
+            Some(s) if !*s => *s = true,
+            Some(_) => {
+                return Err(format!(
+                    "shard {}/{} is given twice",
+                    info.index, info.count
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "shard {}/{} does not exist",
+                    info.index, info.count
+                ))
+            }
+        }
+        merged.candidates = merged.candidates.saturating_add(part.candidates);
+        for (code, n) in part.pruned {
+            let e = merged.pruned.entry(code).or_default();
+            *e = e.saturating_add(n);
+        }
+        merged.results.extend(part.results);
+    }
+    let missing: Vec<String> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !**s)
+        .map(|(i, _)| format!("{}/{}", i + 1, first.count))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("missing shards: {}", missing.join(", ")));
+    }
+    if merged.candidates != first.total_candidates {
+        return Err(format!(
+            "the shards cover {} candidates, the sweep has {}",
+            merged.candidates, first.total_candidates
+        ));
+    }
+    merged.sort();
+    Ok(merged)
+}

@@ -1,0 +1,166 @@
+//! Renders a sweep [`Outcome`]: the pruning summary, the top-k table and the Pareto front as
+//! text; every result as CSV; the whole outcome as JSON (the format `--merge` reads back).
+//!
+//! Input: an [`Outcome`]. Output: strings. Invariant: the output is a function of the outcome
+//! alone (no timings), so a merged sweep prints byte-identically to an unsharded one.
+
+use std::fmt::Write as _;
+
+use super::{Outcome, Ranked};
+use crate::diag::Code;
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `1,240 plans: 612 E0401 (a pipeline stage does not fit ...), 301 E0303 (...), 210 simulated`.
+/// Codes by count, most first.
+pub fn summary(o: &Outcome) -> String {
+    let mut by_count: Vec<(&String, &u64)> = o.pruned.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut parts: Vec<String> = by_count
+        .iter()
+        .map(|(code, n)| match Code::parse(code) {
+            Some(c) => format!("{} {code} ({})", thousands(**n), c.title()),
+            None => format!("{} {code} failed", thousands(**n)),
+        })
+        .collect();
+    parts.push(format!("{} simulated", thousands(o.results.len() as u64)));
+    format!("{} plans: {}\n", thousands(o.candidates), parts.join(", "))
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn table(o: &Outcome, rows: &[usize]) -> String {
+    let mut out = String::from(
+        "  rank    tp   pp  vpp   cp   dp   mb  recompute  sp   schedule     iteration (ms)  TFLOP/s/GPU  peak (GiB)\n",
+    );
+    for &i in rows {
+        let Some(r) = o.results.get(i) else { continue };
+        let p = &r.plan;
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {:<9}  {:<3}  {:<11}  {:>15.3}  {:>11.2}  {:>10.2}",
+            i + 1,
+            p.tp,
+            p.pp,
+            p.vpp,
+            p.cp,
+            p.dp,
+            p.micro_batch,
+            p.recompute,
+            if p.sp { "on" } else { "off" },
+            p.schedule,
+            r.iteration_time_ms(),
+            r.per_gpu().0 / 1e12,
+            r.peak_memory().0 as f64 / GIB,
+        );
+    }
+    out
+}
+
+/// The summary, the `top` fastest plans and the Pareto front.
+pub fn text(o: &Outcome, top: usize) -> String {
+    let mut out = format!(
+        "sweep of scenario `{}` on {} GPUs\n",
+        o.scenario,
+        thousands(o.world_size)
+    );
+    out.push_str(&summary(o));
+    if o.results.is_empty() {
+        out.push_str(
+            "\nno plan passed the checks: `venusc explain CODE` tells what each rule requires\n",
+        );
+        return out;
+    }
+    let shown = top.min(o.results.len());
+    let _ = writeln!(
+        out,
+        "\nfastest {shown} of {} (ties broken by peak memory)",
+        thousands(o.results.len() as u64)
+    );
+    out.push_str(&table(o, &(0..shown).collect::<Vec<_>>()));
+    let front = o.pareto();
+    let _ = writeln!(
+        out,
+        "\npareto front of iteration time vs peak memory ({} plans)",
+        front.len()
+    );
+    out.push_str(&table(o, &front));
+    out
+}
+
+/// Every result, best first, with its rank and whether it is on the Pareto front.
+pub fn csv(o: &Outcome) -> String {
+    let front = o.pareto();
+    let mut out = String::from(
+        "rank,candidate,tp,pp,cp,ep,dp,vpp,micro_batch,global_batch,microbatches,schedule,recompute,sp,distributed_optimizer,iteration_time_ms,tflops_per_gpu,peak_memory_bytes,pareto\n",
+    );
+    for (i, r) in o.results.iter().enumerate() {
+        let p = &r.plan;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            i + 1,
+            r.candidate,
+            p.tp,
+            p.pp,
+            p.cp,
+            p.ep,
+            p.dp,
+            p.vpp,
+            p.micro_batch,
+            p.global_batch,
+            p.microbatches,
+            p.schedule,
+            p.recompute,
+            p.sp,
+            p.distributed_optimizer,
+            r.iteration_time_ms(),
+            r.per_gpu().0 / 1e12,
+            r.peak_memory().0,
+            front.binary_search(&i).is_ok(),
+        );
+    }
+    out
+}
+
+/// The outcome as JSON: `{"candidates", "pruned", "results", ["shard"]}`.
+pub fn json(o: &Outcome) -> String {
+    let mut s =
+        serde_json::to_string_pretty(o).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// Reads an outcome written by [`json`].
+pub fn read_json(text: &str) -> Result<Outcome, String> {
+    serde_json::from_str(text).map_err(|e| format!("not the JSON output of `venusc sweep`: {e}"))
+}
+
+/// The lines `--emit-best` writes above the winning plan.
+pub fn best_header(o: &Outcome, best: &Ranked, source: &str, describe: &str) -> Vec<String> {
+    vec![
+        format!(
+            "The fastest of {} candidate plans ({} simulated) of `venusc sweep {source}`:",
+            thousands(o.candidates),
+            thousands(o.results.len() as u64)
+        ),
+        format!(
+            "{:.3} ms per iteration, {:.2} TFLOP/s per GPU, {:.2} GiB peak memory per GPU.",
+            best.iteration_time_ms(),
+            best.per_gpu().0 / 1e12,
+            best.peak_memory().0 as f64 / GIB
+        ),
+        format!("Candidate {}: {describe}.", best.candidate),
+    ]
+}

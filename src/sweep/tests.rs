@@ -1,0 +1,408 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::space::{divisors, Layout};
+use super::*;
+use crate::diag::Code;
+
+const TINY: &str = "model tiny < hidden 1024 layers 8 heads 12 vocab 32000 seq 1024 >\n\
+cluster pod : dgx_a100 < nodes 2 >\n";
+
+fn session_with(text: &str) -> (Session, FileId) {
+    let mut session = Session::new();
+    let root = session.load(Path::new("sweep.venus"), text.as_bytes(), &mut |_| {
+        Err("not in this test".to_string())
+    });
+    (session, root)
+}
+
+fn prepared(text: &str, opts: &SweepOptions) -> Result<(Session, Sweep), PrepareError> {
+    let (mut session, root) = session_with(text);
+    let sweep = prepare(&mut session, Path::new("sweep.venus"), root, opts)?;
+    Ok((session, sweep))
+}
+
+fn list_sweep(plan: &str) -> (Session, Sweep) {
+    prepared(
+        &format!("{TINY}plan p < {plan} >\n"),
+        &SweepOptions::default(),
+    )
+    .unwrap()
+}
+
+fn auto() -> SweepOptions {
+    SweepOptions {
+        scenario: None,
+        auto: Some(AutoOptions::default()),
+    }
+}
+
+#[test]
+fn candidates_are_the_product_of_the_lists_last_axis_fastest() {
+    let (_, sw) = list_sweep("tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32");
+    assert_eq!(sw.space.len(), 6);
+    assert_eq!(sw.space.choices(0), vec![0, 0]);
+    assert_eq!(sw.space.choices(1), vec![0, 1]);
+    assert_eq!(sw.space.choices(5), vec![2, 1]);
+    assert_eq!(sw.space.describe(3), "tp 2, pp 2");
+    assert_eq!(sw.world, 16);
+    assert_eq!(sw.scenario_name, "sweep");
+}
+
+#[test]
+fn tidy_render_writes_the_chosen_element_in_place_of_the_list() {
+    let (_, sw) = list_sweep("tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32");
+    let text = sw.space.render(5, Layout::Tidy);
+    assert!(
+        text.ends_with("plan p < tp 4 pp 2 micro_batch 1 global_batch 32 >\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn padded_render_keeps_every_offset_of_the_file() {
+    let plan = "tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32";
+    let (_, sw) = list_sweep(plan);
+    let original = format!("{TINY}plan p < {plan} >\n");
+    let text = sw.space.render(5, Layout::Padded);
+    assert_eq!(text.len(), original.len());
+    assert!(
+        text.ends_with("plan p < tp      4  pp    2  micro_batch 1 global_batch 32 >\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn pruned_plans_count_once_under_their_rule_and_add_up_to_the_candidates() {
+    // heads 12: tp 8 breaks E0303; tp 8 × pp 4 = 32 > 16 GPUs also breaks E0301, the lower code.
+    let (mut session, sw) = list_sweep("tp [1 2 4 8] pp [1 4] micro_batch 1 global_batch 32");
+    let (o, timing) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(o.candidates, 8);
+    assert_eq!(
+        o.pruned,
+        BTreeMap::from([("E0301".to_string(), 1), ("E0303".to_string(), 1)])
+    );
+    assert_eq!(o.results.len(), 6);
+    assert_eq!(timing.simulated, 6);
+    assert_eq!(o.pruned_total() + o.results.len() as u64, o.candidates);
+}
+
+#[test]
+fn results_are_ranked_by_time_then_memory_then_candidate() {
+    let (mut session, sw) =
+        list_sweep("tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32 recompute [none full]");
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(o.results.len(), 12);
+    for pair in o.results.windows(2) {
+        let key = |r: &Ranked| (r.iteration_time_ms(), r.peak_memory().0, r.candidate);
+        assert!(
+            key(&pair[0]) <= key(&pair[1]),
+            "{:?} before {:?}",
+            key(&pair[0]),
+            key(&pair[1])
+        );
+    }
+    // Full recomputation costs time and saves memory: the fastest plan does not recompute.
+    assert_eq!(o.results[0].plan.recompute, "none");
+}
+
+#[test]
+fn a_simulated_candidate_has_the_figures_of_its_own_simulation() {
+    let (mut session, sw) = list_sweep("tp [1 2] pp 2 micro_batch 1 global_batch 32");
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    let best = &o.results[0];
+    let sc = check_candidate(&mut session, &sw, best.candidate).unwrap();
+    let report = simulate(&sc, &SimOptions::default()).unwrap().report;
+    assert_eq!(best.iteration_time_ms(), report.iteration_time.0 * 1e3);
+    assert_eq!(best.peak_memory(), report.peak_stage().unwrap().peak);
+    assert_eq!(best.plan.pp, 2);
+    assert_eq!(best.plan.dp, 16 / 2 / best.plan.tp);
+}
+
+#[test]
+fn a_list_outside_a_plan_is_an_error_at_the_list() {
+    let text = "model tiny < hidden 1024 layers [8 16] heads 16 vocab 32000 seq 1024 >\n\
+cluster pod : dgx_a100 < nodes 2 >\nplan p < micro_batch 1 global_batch 32 >\n";
+    let Err(PrepareError::Diagnostics(d)) = prepared(text, &SweepOptions::default()) else {
+        panic!("expected an error")
+    };
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].code, Code::E0201);
+    assert_eq!(&text[d[0].primary.loc.span.range()], "[8 16]");
+}
+
+#[test]
+fn a_bad_element_is_reported_at_its_place_in_the_file_not_pruned() {
+    let text = format!("{TINY}plan p < tp [1 2 x] micro_batch 1 global_batch 32 >\n");
+    let Err(PrepareError::Diagnostics(d)) = prepared(&text, &SweepOptions::default()) else {
+        panic!("expected an error")
+    };
+    assert_eq!(d[0].code, Code::E0201);
+    assert_eq!(&text[d[0].primary.loc.span.range()], "x");
+}
+
+#[test]
+fn an_empty_list_is_an_error() {
+    let text = format!("{TINY}plan p < tp [] micro_batch 1 global_batch 32 >\n");
+    let Err(PrepareError::Diagnostics(d)) = prepared(&text, &SweepOptions::default()) else {
+        panic!("expected an error")
+    };
+    assert_eq!(d[0].message, "the list of `tp` is empty");
+}
+
+#[test]
+fn lists_of_a_plan_the_scenario_does_not_use_are_no_axes() {
+    let text = format!(
+        "{TINY}plan a < tp [1 2] micro_batch 1 global_batch 32 >\nplan b < pp [1 2 4] micro_batch 1 global_batch 32 >\n\
+scenario run < model tiny cluster pod plan a >\n"
+    );
+    let (_, sw) = prepared(&text, &SweepOptions::default()).unwrap();
+    assert_eq!(sw.space.axes().len(), 1);
+    assert_eq!(sw.space.axes()[0].name, "tp");
+    assert!(sw
+        .space
+        .render(1, Layout::Tidy)
+        .contains("plan b < pp 1 micro_batch"));
+}
+
+#[test]
+fn auto_axes_cover_the_world_and_the_layers() {
+    let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &auto()).unwrap();
+    let names: Vec<&str> = sw.space.axes().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["tp+sp", "pp", "vpp", "micro_batch", "recompute"]);
+    let axes = sw.space.axes();
+    assert_eq!(
+        axes[0].labels(),
+        ["1 sp off", "2 sp off", "2 sp on", "4 sp off", "4 sp on", "8 sp off", "8 sp on"]
+    );
+    assert_eq!(axes[1].labels(), ["1", "2", "4", "8", "16"]);
+    assert_eq!(axes[2].labels(), ["1", "2", "4"]);
+    assert_eq!(sw.space.len(), 7 * 5 * 3 * 4 * 3);
+}
+
+#[test]
+fn cross_node_tp_takes_every_divisor_of_the_world() {
+    let opts = SweepOptions {
+        scenario: None,
+        auto: Some(AutoOptions {
+            allow_cross_node_tp: true,
+        }),
+    };
+    let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &opts).unwrap();
+    assert_eq!(sw.space.axes()[0].len(), 1 + 2 * 4);
+}
+
+#[test]
+fn auto_replaces_the_plans_parallelism_and_keeps_the_rest() {
+    let plan = "plan p <\n  tp 8 pp [1 2]\n  micro_batch 4  global_batch 32\n  cp [1 2] overlap_grad_reduce\n>\n";
+    let (_, sw) = prepared(&format!("{TINY}{plan}"), &auto()).unwrap();
+    let names: Vec<&str> = sw.space.axes().iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["tp+sp", "pp", "vpp", "micro_batch", "recompute", "cp"]
+    );
+    let text = sw.space.render(0, Layout::Tidy);
+    let expected = "plan p <\n  global_batch 32\n  cp 1 overlap_grad_reduce\n  tp 1 sp off pp 1 vpp 1 micro_batch 1 recompute none distributed_optimizer on\n>\n";
+    assert!(text.ends_with(expected), "{text}");
+}
+
+#[test]
+fn auto_needs_the_plan_in_the_file() {
+    let text =
+        "plan p < global_batch 32 >\nscenario s < model llama3_8b cluster dgx_h100 plan p >\n"
+            .to_string();
+    assert!(prepared(&text, &auto()).is_ok());
+    let inline = "scenario s < model llama3_8b cluster dgx_h100 plan < global_batch 32 > >\n";
+    let (_, sw) = prepared(inline, &auto()).unwrap();
+    assert_eq!(
+        sw.space.render(0, Layout::Tidy),
+        "scenario s < model llama3_8b cluster dgx_h100 plan < global_batch 32 \n  \
+tp 1 sp off pp 1 vpp 1 micro_batch 1 recompute none distributed_optimizer on\n> >\n"
+    );
+    let elsewhere =
+        "use \"defs.venus\"\nscenario s < model llama3_8b cluster dgx_h100 plan shared >\n";
+    let (mut session, root) = session_with(elsewhere);
+    session.db_mut().set_file(
+        Path::new("defs.venus"),
+        b"plan shared < micro_batch 1 global_batch 32 >\n",
+    );
+    let err = prepare(&mut session, Path::new("sweep.venus"), root, &auto()).unwrap_err();
+    assert_eq!(
+        err,
+        PrepareError::Usage(
+            "`--auto` rewrites the plan of scenario `s`, which must be written in `sweep.venus`"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn shards_partition_the_candidates() {
+    let shards: Vec<Shard> = (1..=3).map(|i| Shard { index: i, count: 3 }).collect();
+    for c in 0..20u64 {
+        assert_eq!(shards.iter().filter(|s| s.contains(c)).count(), 1);
+    }
+    assert_eq!(Shard::parse("2/8"), Ok(Shard { index: 2, count: 8 }));
+    for bad in ["0/4", "5/4", "1/0", "x/2", "3"] {
+        assert!(Shard::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn merged_shards_equal_the_whole_sweep() {
+    let (mut session, sw) =
+        list_sweep("tp [1 2 4 8] pp [1 2 4] micro_batch 1 global_batch 32 recompute [none full]");
+    let (whole, _) = run(&mut session, &sw, None, &Silent);
+    let parts: Vec<Outcome> = (1..=3)
+        .map(|i| {
+            let (o, _) = run(
+                &mut session,
+                &sw,
+                Some(Shard { index: i, count: 3 }),
+                &Silent,
+            );
+            output::read_json(&output::json(&o)).unwrap()
+        })
+        .collect();
+    assert_eq!(parts.iter().map(|p| p.candidates).sum::<u64>(), 24);
+    let merged = merge(parts.clone()).unwrap();
+    assert_eq!(output::json(&merged), output::json(&whole));
+    assert_eq!(output::text(&merged, 5), output::text(&whole, 5));
+
+    let err = merge(parts[..2].to_vec()).unwrap_err();
+    assert_eq!(err, "missing shards: 3/3");
+    let err = merge(vec![parts[0].clone(), parts[0].clone(), parts[1].clone()]).unwrap_err();
+    assert_eq!(err, "shard 1/3 is given twice");
+    let mut other = parts[2].clone();
+    other.shard.as_mut().unwrap().fingerprint = "0".into();
+    assert!(merge(vec![parts[0].clone(), parts[1].clone(), other])
+        .unwrap_err()
+        .contains("another sweep"));
+    assert!(merge(vec![whole]).unwrap_err().contains("whole sweep"));
+    assert!(merge(Vec::new())
+        .unwrap_err()
+        .starts_with("nothing to merge"));
+}
+
+fn ranked(candidate: u64, ms: f64, gib: u64) -> Ranked {
+    let plan = PlanSummary {
+        tp: 1,
+        pp: 1,
+        cp: 1,
+        ep: 1,
+        dp: 1,
+        vpp: 1,
+        micro_batch: 1,
+        global_batch: 1,
+        microbatches: 1,
+        schedule: "none".into(),
+        recompute: "none".into(),
+        sp: false,
+        distributed_optimizer: false,
+    };
+    Ranked::new(
+        candidate,
+        plan,
+        Seconds(ms / 1e3),
+        FlopsPerSec(1e14),
+        Bytes(gib << 30),
+    )
+}
+
+#[test]
+fn the_pareto_front_keeps_plans_no_other_plan_beats_on_both_figures() {
+    let mut o = Outcome {
+        scenario: "s".into(),
+        world_size: 8,
+        candidates: 5,
+        pruned: BTreeMap::new(),
+        results: vec![
+            ranked(0, 10.0, 50),
+            ranked(1, 10.0, 40),
+            ranked(2, 12.0, 45),
+            ranked(3, 13.0, 20),
+            ranked(4, 14.0, 20),
+        ],
+        shard: None,
+    };
+    o.sort();
+    let order: Vec<u64> = o.results.iter().map(|r| r.candidate).collect();
+    assert_eq!(order, [1, 0, 2, 3, 4]);
+    let front: Vec<u64> = o
+        .pareto()
+        .into_iter()
+        .map(|i| o.results[i].candidate)
+        .collect();
+    assert_eq!(front, [1, 3]);
+}
+
+#[test]
+fn the_summary_lists_codes_by_count() {
+    let o = Outcome {
+        scenario: "s".into(),
+        world_size: 8,
+        candidates: 1240,
+        pruned: BTreeMap::from([
+            ("E0303".into(), 301),
+            ("E0401".into(), 612),
+            ("E0302".into(), 117),
+        ]),
+        results: (0..210).map(|c| ranked(c, 10.0, 1)).collect(),
+        shard: None,
+    };
+    assert_eq!(
+        output::summary(&o),
+        "1,240 plans: 612 E0401 (a pipeline stage does not fit in GPU memory), 301 E0303 (attention heads not divisible by tp), \
+117 E0302 (layers not divisible across pipeline stages), 210 simulated\n"
+    );
+}
+
+#[test]
+fn emit_writes_a_header_and_points_uses_at_the_used_files() {
+    let text = format!(
+        "use \"defs/lib.venus\"\n{TINY}plan p < tp [1 2] micro_batch 1 global_batch 32 >\n"
+    );
+    let (mut session, root) = session_with(&text);
+    session
+        .db_mut()
+        .set_file(Path::new("defs/lib.venus"), b"gpu g : h100_sxm < >\n");
+    let sw = prepare(
+        &mut session,
+        Path::new("sweep.venus"),
+        root,
+        &SweepOptions::default(),
+    )
+    .unwrap();
+    let out = sw
+        .space
+        .emit(1, &["best".to_string()], &|p| format!("../src/{p}"));
+    assert_eq!(out, format!("# best\n\nuse \"../src/defs/lib.venus\"\n{TINY}plan p < tp 2 micro_batch 1 global_batch 32 >\n"));
+}
+
+#[test]
+fn the_fingerprint_depends_on_the_file_and_the_options() {
+    let base = list_sweep("tp [1 2] micro_batch 1 global_batch 32")
+        .1
+        .fingerprint;
+    assert_eq!(
+        base,
+        list_sweep("tp [1 2] micro_batch 1 global_batch 32")
+            .1
+            .fingerprint
+    );
+    assert_ne!(
+        base,
+        list_sweep("tp [1 2] micro_batch 2 global_batch 32")
+            .1
+            .fingerprint
+    );
+    assert_eq!(base.len(), 16);
+}
+
+#[test]
+fn divisors_are_complete_and_sorted() {
+    assert_eq!(divisors(12), [1, 2, 3, 4, 6, 12]);
+    assert_eq!(divisors(1), [1]);
+    assert_eq!(divisors(1024).len(), 11);
+    assert!(divisors(0).is_empty());
+}

@@ -1,0 +1,257 @@
+//! End-to-end tests of `venusc sweep`: pruning counts, JSON and CSV output, shards merged into
+//! the unsharded result, and `--emit-best` reproducing the sweep's figure under `venusc sim`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn venusc(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("venusc-sweep-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A model small enough for a debug build to simulate hundreds of plans in seconds; the
+/// cluster is 2 DGX A100 nodes (16 GPUs).
+const DEFS: &str = "model tiny < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 >\n\
+cluster pod : dgx_a100 < nodes 2 >\n";
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn lists_file(dir: &Path) -> String {
+    write(
+        dir,
+        "lists.venus",
+        &format!("{DEFS}plan p <\n  tp [1 2 4 8] pp [1 2 4]\n  micro_batch 1 global_batch 32\n>\n"),
+    )
+}
+
+fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn json_counts_every_candidate_as_pruned_or_simulated() {
+    let dir = scratch("json");
+    let (code, stdout, stderr) = venusc(&["sweep", &lists_file(&dir), "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v = json(&stdout);
+    assert_eq!(v["candidates"], 12);
+    // tp 8 × pp 4 = 32 GPUs of 16.
+    assert_eq!(v["pruned"], serde_json::json!({"E0301": 1}));
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 11);
+    let times: Vec<f64> = results
+        .iter()
+        .map(|r| r["iteration_time_ms"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    for key in ["tflops_per_gpu", "peak_memory_bytes"] {
+        assert!(results[0][key].as_f64().is_some_and(|x| x > 0.0), "{key}");
+    }
+    assert_eq!(
+        results[0]["plan"]["dp"].as_u64().unwrap()
+            * results[0]["plan"]["tp"].as_u64().unwrap()
+            * results[0]["plan"]["pp"].as_u64().unwrap(),
+        16
+    );
+    assert!(v.get("shard").is_none());
+}
+
+#[test]
+fn text_prints_the_summary_the_ranking_and_the_pareto_front() {
+    let dir = scratch("text");
+    let (code, stdout, _) = venusc(&["sweep", &lists_file(&dir), "--top", "3"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "sweep of scenario `lists` on 16 GPUs");
+    assert_eq!(
+        lines[1],
+        "12 plans: 1 E0301 (parallel sizes do not match the cluster's GPU count), 11 simulated"
+    );
+    assert_eq!(lines[3], "fastest 3 of 11 (ties broken by peak memory)");
+    assert!(lines[5].trim_start().starts_with("1 "), "{stdout}");
+    assert!(stdout.contains("pareto front of iteration time vs peak memory"));
+}
+
+#[test]
+fn csv_has_a_row_per_simulated_plan() {
+    let dir = scratch("csv");
+    let (code, stdout, _) = venusc(&["sweep", &lists_file(&dir), "--format", "csv"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1 + 11);
+    assert!(lines[0].starts_with("rank,candidate,tp,pp,"));
+    assert!(lines[1].starts_with("1,"));
+    assert!(
+        lines[1].ends_with(",true"),
+        "the fastest plan is on the Pareto front: {}",
+        lines[1]
+    );
+}
+
+#[test]
+fn merged_shards_equal_the_unsharded_auto_sweep() {
+    let dir = scratch("shards");
+    let file = write(
+        &dir,
+        "auto.venus",
+        &format!("{DEFS}plan p < global_batch 32 >\n"),
+    );
+    let (code, whole, stderr) = venusc(&["sweep", &file, "--auto", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut shards = Vec::new();
+    let mut covered = 0;
+    for i in 1..=4 {
+        let (code, out, stderr) = venusc(&[
+            "sweep",
+            &file,
+            "--auto",
+            "--shard",
+            &format!("{i}/4"),
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        covered += json(&out)["candidates"].as_u64().unwrap();
+        shards.push(write(&dir, &format!("shard-{i}.json"), &out));
+    }
+    assert_eq!(covered, json(&whole)["candidates"].as_u64().unwrap());
+    assert_eq!(covered, 7 * 5 * 3 * 4 * 3);
+    let mut args = vec!["sweep", "--format", "json", "--merge"];
+    args.extend(shards.iter().map(String::as_str));
+    let (code, merged, stderr) = venusc(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(merged, whole);
+
+    // With the file, a merge can write the best plan; shards of other options are refused.
+    let best = dir.join("best.venus").display().to_string();
+    let mut args = vec![
+        "sweep",
+        &file,
+        "--auto",
+        "--format",
+        "json",
+        "--emit-best",
+        &best,
+        "--merge",
+    ];
+    args.extend(shards.iter().map(String::as_str));
+    let (code, _, stderr) = venusc(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, report, _) = venusc(&["sim", &best, "--format", "json"]);
+    assert_eq!(
+        json(&report)["iteration_time_ms"],
+        json(&whole)["results"][0]["iteration_time_ms"]
+    );
+    let mut args = vec!["sweep", &file, "--auto", "--allow-cross-node-tp", "--merge"];
+    args.extend(shards.iter().map(String::as_str));
+    let (code, _, stderr) = venusc(&args);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("come from another sweep"), "{stderr}");
+
+    let (code, _, stderr) = venusc(&["sweep", "--merge", &shards[0], &shards[1]]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("missing shards: 3/4, 4/4"), "{stderr}");
+}
+
+#[test]
+fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
+    let dir = scratch("best");
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    write(&src, "defs.venus", DEFS);
+    let file = write(&src, "sweep.venus", "use \"defs.venus\"\nplan p < global_batch 32 >\nscenario s < model tiny cluster pod plan p >\n");
+    let best = dir.join("out").join("best.venus");
+    std::fs::create_dir_all(best.parent().unwrap()).unwrap();
+    let best = best.display().to_string();
+    let (code, stdout, stderr) = venusc(&[
+        "sweep",
+        &file,
+        "--auto",
+        "--format",
+        "json",
+        "--emit-best",
+        &best,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let winner = json(&stdout)["results"][0].clone();
+    let (code, report, stderr) = venusc(&["sim", &best, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report = json(&report);
+    assert_eq!(
+        report["iteration_time_ms"].as_f64(),
+        winner["iteration_time_ms"].as_f64()
+    );
+    assert_eq!(
+        report["tflops_per_gpu"].as_f64(),
+        winner["tflops_per_gpu"].as_f64()
+    );
+    let text = std::fs::read_to_string(&best).unwrap();
+    assert!(
+        text.starts_with("# The fastest of 1,260 candidate plans"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("tp {}", winner["plan"]["tp"])),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_typo_in_a_list_is_reported_against_the_file() {
+    let dir = scratch("typo");
+    let file = write(
+        &dir,
+        "typo.venus",
+        &format!("{DEFS}plan p < tp [1 2 fuor] micro_batch 1 global_batch 32 >\n"),
+    );
+    let (code, stdout, stderr) = venusc(&["sweep", &file]);
+    assert_eq!(code, 1);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("error[E0201]"), "{stderr}");
+    assert!(stderr.contains("tp [1 2 fuor]"), "{stderr}");
+}
+
+#[test]
+fn a_bad_shard_is_a_usage_error() {
+    let dir = scratch("badshard");
+    let (code, _, stderr) = venusc(&["sweep", &lists_file(&dir), "--shard", "5/4"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("`5/4` is not a shard"), "{stderr}");
+}
+
+#[test]
+fn the_example_sweep_has_1080_candidates_and_shards_them() {
+    let (code, stdout, stderr) = venusc(&[
+        "sweep",
+        "examples/sweeps/llama3_70b.venus",
+        "--shard",
+        "1/216",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v = json(&stdout);
+    assert_eq!(v["candidates"], 5);
+    assert_eq!(v["shard"]["total_candidates"], 3 * 5 * 4 * 3 * 3 * 2);
+    assert_eq!(v["world_size"], 1024);
+}
