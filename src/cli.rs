@@ -164,6 +164,8 @@ enum Emit {
     Venussim,
     /// Upstream Astra-Sim 2.x analytical inputs.
     AstraSim,
+    /// A Chrome/Perfetto trace of the simulated run, as `sim --timeline` writes it.
+    Perfetto,
 }
 
 impl Emit {
@@ -516,6 +518,7 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
         Emit::TemplateTrace => emit::write_template_trace(sc, &mut sink),
         Emit::Venussim => emit::write_venussim(sc, &mut sink),
         Emit::AstraSim => emit::write_astra_sim(sc, &mut sink),
+        Emit::Perfetto => write_perfetto_file(sc, &mut sink),
         Emit::Schedule | Emit::Groups => unreachable!("printed to stdout"),
     };
     match result {
@@ -523,7 +526,8 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
             for w in warnings {
                 eprintln!("warning: {w}");
             }
-            eprintln!("wrote {} files to `{}`", sink.written, dir.display());
+            let files = if sink.written == 1 { "file" } else { "files" };
+            eprintln!("wrote {} {files} to `{}`", sink.written, dir.display());
             ExitCode::SUCCESS
         }
         Err(e) => usage_error(format!("cannot emit `{}`: {e}", sc.name)),
@@ -992,4 +996,14 @@ fn emit_best(
     }
     eprintln!("wrote the best plan to `{}`", path.display());
     Ok(())
+}
+
+/// `compile --emit perfetto`: simulates the scenario and writes `<name>.perfetto.json`.
+fn write_perfetto_file(sc: &venusc::plan::Scenario, sink: &mut DirSink) -> Result<Vec<String>, venusc::emit::EmitError> {
+    use venusc::emit::{EmitError, Sink};
+    let sim = venusc::simulate::simulate(sc, &Default::default()).map_err(|e| EmitError::Unsupported(e.to_string()))?;
+    let name = format!("{}.perfetto.json", venusc::emit::venussim::file_stem(&sc.name));
+    let opts = venusc::report::perfetto::PerfettoOptions { ranks: None, layout: Some(&sim.lowered.layout) };
+    venusc::report::perfetto::write_perfetto(sink.file(&name)?, &sim.lowered.trace, &sim.timeline, &opts)?;
+    Ok(Vec::new())
 }
