@@ -2,8 +2,10 @@
 //! with max-min fair bandwidth sharing.
 //!
 //! All per-node state lives in flat `Vec`s indexed by a global node index (`offset[rank] +
-//! local id`). The loop pops `(time, seq)`-ordered events from one binary heap; after warm-up
-//! it allocates nothing (op slots, resource lists and scratch buffers are reused).
+//! local id`). The loop pops `(time, seq)`-ordered events from a binary heap, with events
+//! scheduled for the current time kept in a FIFO beside it (no heap operation for them);
+//! after warm-up it allocates nothing (op slots, resource lists and scratch buffers are
+//! reused, and a collective's phases are computed once per `(group, kind, bytes)`).
 //!
 //! Complexity: an event costs O(log E) for the heap (E pending events) plus, when a flow
 //! starts or ends, one max-min fair recomputation of the component of flows connected to it
@@ -78,6 +80,8 @@ struct Inst {
     bytes: u64,
     needed: u32,
     arrived: u32,
+    /// Index of its `(group, kind, bytes)` signature in `sig_phases`.
+    sig: u32,
     /// Range into `inst_nodes`.
     nodes: (u32, u32),
 }
@@ -106,6 +110,11 @@ pub(super) struct Sim<'a> {
     insts: Vec<Inst>,
     inst_nodes: Vec<u32>,
     shapes: Vec<Option<GroupShape>>,
+    /// Per collective signature `(group, kind, bytes)`: its phases as a range into
+    /// `phase_table`, computed on first use (`Network::phases` is a pure function of the
+    /// signature, so instances of one signature share them).
+    sig_phases: Vec<Option<(u32, u32)>>,
+    phase_table: Vec<Phase>,
     ops: Vec<Op>,
     free_ops: Vec<u32>,
     res_flows: Vec<Vec<u32>>,
@@ -246,6 +255,8 @@ impl<'a> Sim<'a> {
             insts: Vec::new(),
             inst_nodes: Vec::new(),
             shapes: vec![None; trace.group_count()],
+            sig_phases: Vec::new(),
+            phase_table: Vec::new(),
             ops: Vec::new(),
             free_ops: Vec::new(),
             res_flows: vec![Vec::new(); nres],
@@ -383,6 +394,8 @@ impl<'a> Sim<'a> {
         // First node of every instance (for mismatch reports), and members per instance.
         let mut first: Vec<u32> = Vec::new();
         let mut sizes: Vec<u32> = Vec::new();
+        // Fx hashing (small integer keys); never iterated.
+        let mut sigs: FxHashMap<(u32, CollectiveKind, u64), u32> = FxHashMap::default();
         for g in 0..self.partner.len() as u32 {
             let NodeKind::Collective { kind, group, bytes } = self.kind(g) else {
                 continue;
@@ -425,12 +438,15 @@ impl<'a> Sim<'a> {
                         self.shapes[gi] = Some(self.net.group_shape(gm));
                     }
                     let i = self.insts.len() as u32;
+                    let nsigs = sigs.len() as u32;
+                    let sig = *sigs.entry((group.0, kind, bytes.0)).or_insert(nsigs);
                     self.insts.push(Inst {
                         group: group.0,
                         kind,
                         bytes: bytes.0,
                         needed: needed_of[gi],
                         arrived: 0,
+                        sig,
                         nodes: (0, 0),
                     });
                     first.push(g);
@@ -443,6 +459,7 @@ impl<'a> Sim<'a> {
             sizes[inst as usize] += 1;
             self.partner[g as usize] = inst;
         }
+        self.sig_phases = vec![None; sigs.len()];
         let mut acc = 0u32;
         for (inst, &n) in self.insts.iter_mut().zip(&sizes) {
             inst.nodes = (acc, acc);
@@ -622,9 +639,22 @@ impl<'a> Sim<'a> {
             }
             OpWhat::Coll { inst } => {
                 let i = &self.insts[inst as usize];
-                if let Some(shape) = &self.shapes[i.group as usize] {
-                    self.net.phases(shape, i.kind, i.bytes as f64, &mut phases);
-                }
+                let sig = i.sig as usize;
+                let (a, b) = match self.sig_phases[sig] {
+                    Some(range) => range,
+                    None => {
+                        if let Some(shape) = &self.shapes[i.group as usize] {
+                            self.net.phases(shape, i.kind, i.bytes as f64, &mut phases);
+                        }
+                        let a = self.phase_table.len() as u32;
+                        self.phase_table.extend_from_slice(&phases);
+                        let range = (a, self.phase_table.len() as u32);
+                        self.sig_phases[sig] = Some(range);
+                        range
+                    }
+                };
+                phases.clear();
+                phases.extend_from_slice(&self.phase_table[a as usize..b as usize]);
             }
         }
         let op = &mut self.ops[id as usize];
