@@ -289,25 +289,14 @@ fn algo_pins_a_dims_collective_algorithm_and_an_unknown_dim_is_e0104() {
     ));
     assert_eq!(out.lines(), Vec::<String>::new());
     let c = &out.scenarios[0].cluster;
-    let algos: Vec<_> = c
-        .dims
-        .iter()
-        .map(|d| d.algorithm.as_ref().map(|a| a.value))
-        .collect();
-    assert_eq!(
-        algos,
-        vec![None, Some(crate::ty::CollectiveAlgorithm::Tree)]
-    );
+    let algos: Vec<_> = c.dims.iter().map(|d| d.algorithm.as_ref().map(|a| a.value)).collect();
+    assert_eq!(algos, vec![None, Some(crate::ty::CollectiveAlgorithm::Tree)]);
     let out = check(&format!(
         "cluster c : dgx_h100 < nodes 4 algo nvlnk ring >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
     ));
     assert_eq!(out.lines().len(), 1, "{:?}", out.lines());
     assert!(out.lines()[0].starts_with("E0104"), "{:?}", out.lines());
-    assert!(
-        out.lines()[0].contains("unknown dim `nvlnk`"),
-        "{:?}",
-        out.lines()
-    );
+    assert!(out.lines()[0].contains("unknown dim `nvlnk`"), "{:?}", out.lines());
 }
 
 #[test]
