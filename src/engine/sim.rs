@@ -2,8 +2,10 @@
 //! with max-min fair bandwidth sharing.
 //!
 //! All per-node state lives in flat `Vec`s indexed by a global node index (`offset[rank] +
-//! local id`). The loop pops `(time, seq)`-ordered events from one binary heap; after warm-up
-//! it allocates nothing (op slots, resource lists and scratch buffers are reused).
+//! local id`). The loop pops `(time, seq)`-ordered events from a binary heap, with events
+//! scheduled for the current time kept in a FIFO beside it (no heap operation for them);
+//! after warm-up it allocates nothing (op slots, resource lists and scratch buffers are
+//! reused, and a collective's phases are computed once per `(group, kind, bytes)`).
 //!
 //! Complexity: an event costs O(log E) for the heap (E pending events) plus, when a flow
 //! starts or ends, one max-min fair recomputation of the component of flows connected to it
@@ -17,11 +19,14 @@ use super::error::{EngineError, OpRef, Stuck, StuckReason};
 use super::network::{GroupShape, Network, Phase};
 use super::{Options, Sharing, Timeline};
 use crate::trace::{Category, CollectiveKind, GroupId, NodeId, NodeKind, Trace};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 
-/// Sends and receives per (src, dst, tag), each in program order.
-type P2pQueues = HashMap<(u32, u32, u32), (Vec<u32>, Vec<u32>)>;
+/// Sends and receives per (src, dst, tag), each in program order. Fx hashing: the keys are
+/// small integers and never come from an adversary; the map is only ever read in sorted key
+/// order, so its iteration order cannot affect results.
+type P2pQueues = FxHashMap<(u32, u32, u32), (Vec<u32>, Vec<u32>)>;
 
 const NONE: u32 = u32::MAX;
 /// Partner of a P2P whose peer is a non-simulated rank of the same class.
@@ -75,6 +80,8 @@ struct Inst {
     bytes: u64,
     needed: u32,
     arrived: u32,
+    /// Index of its `(group, kind, bytes)` signature in `sig_phases`.
+    sig: u32,
     /// Range into `inst_nodes`.
     nodes: (u32, u32),
 }
@@ -103,11 +110,21 @@ pub(super) struct Sim<'a> {
     insts: Vec<Inst>,
     inst_nodes: Vec<u32>,
     shapes: Vec<Option<GroupShape>>,
+    /// Per collective signature `(group, kind, bytes)`: its phases as a range into
+    /// `phase_table`, computed on first use (`Network::phases` is a pure function of the
+    /// signature, so instances of one signature share them).
+    sig_phases: Vec<Option<(u32, u32)>>,
+    phase_table: Vec<Phase>,
     ops: Vec<Op>,
     free_ops: Vec<u32>,
     res_flows: Vec<Vec<u32>>,
     res_cap: Vec<f64>,
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    /// Events scheduled for the current time `now`, in scheduling order. They come after
+    /// every heap entry for `now` (those were scheduled before time reached `now`) and before
+    /// any later one, so popping the heap's `now` entries, then these, then the heap again is
+    /// exactly `(time, seq)` order, without a heap operation for same-time events.
+    ready: std::collections::VecDeque<Ev>,
     seq: u64,
     now: u64,
     events: u64,
@@ -238,6 +255,8 @@ impl<'a> Sim<'a> {
             insts: Vec::new(),
             inst_nodes: Vec::new(),
             shapes: vec![None; trace.group_count()],
+            sig_phases: Vec::new(),
+            phase_table: Vec::new(),
             ops: Vec::new(),
             free_ops: Vec::new(),
             res_flows: vec![Vec::new(); nres],
@@ -245,6 +264,7 @@ impl<'a> Sim<'a> {
                 .map(|r| net.bandwidth((r / 2) % ndims.max(1)))
                 .collect(),
             heap: BinaryHeap::with_capacity(1024),
+            ready: std::collections::VecDeque::with_capacity(256),
             seq: 0,
             now: 0,
             events: 0,
@@ -281,24 +301,28 @@ impl<'a> Sim<'a> {
     }
 
     /// Whether a non-simulated rank can stand in through a simulated member of its class.
-    fn represented(&self, rank: u32, class_sim: &HashSet<u32>) -> bool {
-        class_sim.contains(&self.trace.class_of(rank))
+    fn represented(&self, rank: u32, class_sim: &[u32]) -> bool {
+        class_sim.binary_search(&self.trace.class_of(rank)).is_ok()
     }
 
-    /// Classes that have at least one simulated rank.
-    fn class_sim(&self) -> HashSet<u32> {
-        self.trace
+    /// Classes that have at least one simulated rank, sorted and deduplicated.
+    fn class_sim(&self) -> Vec<u32> {
+        let mut classes: Vec<u32> = self
+            .trace
             .ranks()
             .iter()
             .map(|r| self.trace.class_of(r.rank()))
-            .collect()
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        classes
     }
 
     /// Pairs the k-th send from `a` to `b` with tag `t` with the k-th receive on `b` from `a`
     /// with tag `t`, in program order (FIFO per (src, dst, tag)).
     fn match_p2p(&mut self) -> Result<(), EngineError> {
         let class_sim = self.class_sim();
-        let mut queues: P2pQueues = HashMap::new();
+        let mut queues: P2pQueues = FxHashMap::default();
         for g in 0..self.partner.len() as u32 {
             let me = self.rank_of(g);
             let (peer, key, is_send) = match self.kind(g) {
@@ -355,26 +379,41 @@ impl<'a> Sim<'a> {
     }
 
     /// Groups the k-th collective of every simulated member of a group into instance k.
+    ///
+    /// Per-group state is dense (indexed by group id): nodes are visited rank by rank, so a
+    /// rank's running count on a group restarts when the group is first seen on a new rank.
+    /// Instance members are laid out in `inst_nodes` by a counting pass (CSR), in node order.
     fn match_collectives(&mut self) -> Result<(), EngineError> {
         let class_sim = self.class_sim();
-        let mut count: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut index: HashMap<(u32, u32), u32> = HashMap::new();
-        let mut members: Vec<Vec<u32>> = Vec::new();
+        let ngroups = self.shapes.len();
+        // Per group: (rank index last seen + 1, collectives of that rank on it so far).
+        let mut count: Vec<(u32, u32)> = vec![(0, 0); ngroups];
+        // Per group: its instances in order; simulated members (`NONE` until first seen).
+        let mut group_insts: Vec<Vec<u32>> = vec![Vec::new(); ngroups];
+        let mut needed_of: Vec<u32> = vec![NONE; ngroups];
+        // First node of every instance (for mismatch reports), and members per instance.
+        let mut first: Vec<u32> = Vec::new();
+        let mut sizes: Vec<u32> = Vec::new();
+        // Fx hashing (small integer keys); never iterated.
+        let mut sigs: FxHashMap<(u32, CollectiveKind, u64), u32> = FxHashMap::default();
         for g in 0..self.partner.len() as u32 {
             let NodeKind::Collective { kind, group, bytes } = self.kind(g) else {
                 continue;
             };
+            let gi = group.0 as usize;
             let ri = self.node_rank[g as usize];
-            let k = count.entry((ri, group.0)).or_insert(0);
-            let key = (group.0, *k);
-            *k += 1;
-            let inst = match index.get(&key) {
+            let c = &mut count[gi];
+            if c.0 != ri + 1 {
+                *c = (ri + 1, 0);
+            }
+            let k = c.1 as usize;
+            c.1 += 1;
+            let inst = match group_insts[gi].get(k) {
                 Some(&i) => {
-                    let first = &self.insts[i as usize];
-                    if first.kind != kind || first.bytes != bytes.0 {
-                        let f = members[i as usize][0];
+                    let f = &self.insts[i as usize];
+                    if f.kind != kind || f.bytes != bytes.0 {
                         return Err(EngineError::CollectiveMismatch {
-                            first: self.op_ref(f),
+                            first: self.op_ref(first[i as usize]),
                             other: self.op_ref(g),
                             group,
                         });
@@ -382,57 +421,86 @@ impl<'a> Sim<'a> {
                     i
                 }
                 None => {
-                    let gm = self.trace.group(group);
-                    if let Some(&m) = gm.iter().find(|&&m| {
-                        self.sim_of[m as usize] == NONE && !self.represented(m, &class_sim)
-                    }) {
-                        return Err(EngineError::Unsimulated {
-                            op: self.op_ref(g),
-                            rank: m,
-                        });
+                    if needed_of[gi] == NONE {
+                        let gm = self.trace.group(group);
+                        if let Some(&m) = gm.iter().find(|&&m| {
+                            self.sim_of[m as usize] == NONE && !self.represented(m, &class_sim)
+                        }) {
+                            return Err(EngineError::Unsimulated {
+                                op: self.op_ref(g),
+                                rank: m,
+                            });
+                        }
+                        needed_of[gi] = gm
+                            .iter()
+                            .filter(|&&m| self.sim_of[m as usize] != NONE)
+                            .count() as u32;
+                        self.shapes[gi] = Some(self.net.group_shape(gm));
                     }
-                    let needed = gm
-                        .iter()
-                        .filter(|&&m| self.sim_of[m as usize] != NONE)
-                        .count() as u32;
                     let i = self.insts.len() as u32;
+                    let nsigs = sigs.len() as u32;
+                    let sig = *sigs.entry((group.0, kind, bytes.0)).or_insert(nsigs);
                     self.insts.push(Inst {
                         group: group.0,
                         kind,
                         bytes: bytes.0,
-                        needed,
+                        needed: needed_of[gi],
                         arrived: 0,
+                        sig,
                         nodes: (0, 0),
                     });
-                    members.push(Vec::new());
-                    index.insert(key, i);
-                    if self.shapes[group.0 as usize].is_none() {
-                        self.shapes[group.0 as usize] = Some(self.net.group_shape(gm));
-                    }
+                    first.push(g);
+                    sizes.push(0);
+                    // A rank's k-th collective on a group exists only if its (k-1)-th did.
+                    group_insts[gi].push(i);
                     i
                 }
             };
-            members[inst as usize].push(g);
+            sizes[inst as usize] += 1;
             self.partner[g as usize] = inst;
         }
-        for (i, m) in members.iter().enumerate() {
-            let a = self.inst_nodes.len() as u32;
-            self.inst_nodes.extend_from_slice(m);
-            self.insts[i].nodes = (a, self.inst_nodes.len() as u32);
+        self.sig_phases = vec![None; sigs.len()];
+        let mut acc = 0u32;
+        for (inst, &n) in self.insts.iter_mut().zip(&sizes) {
+            inst.nodes = (acc, acc);
+            acc += n;
+        }
+        self.inst_nodes = vec![0; acc as usize];
+        for g in 0..self.partner.len() as u32 {
+            if let NodeKind::Collective { .. } = self.kind(g) {
+                let inst = &mut self.insts[self.partner[g as usize] as usize];
+                self.inst_nodes[inst.nodes.1 as usize] = g;
+                inst.nodes.1 += 1;
+            }
         }
         Ok(())
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
-        self.heap.push(Reverse((t, self.seq, ev)));
+        if t == self.now {
+            self.ready.push_back(ev);
+        } else {
+            self.heap.push(Reverse((t, self.seq, ev)));
+        }
         self.seq += 1;
+    }
+
+    /// The next event in `(time, seq)` order (see `ready`), and its time.
+    #[inline]
+    fn pop(&mut self) -> Option<(u64, Ev)> {
+        match self.heap.peek() {
+            Some(&Reverse((t, _, _))) if t == self.now || self.ready.is_empty() => {
+                self.heap.pop().map(|Reverse((t, _, ev))| (t, ev))
+            }
+            _ => self.ready.pop_front().map(|ev| (self.now, ev)),
+        }
     }
 
     pub(super) fn run(mut self) -> Result<Timeline, EngineError> {
         for s in 0..self.busy.len() as u32 {
             self.try_issue(s);
         }
-        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+        while let Some((t, ev)) = self.pop() {
             self.now = t;
             match ev {
                 Ev::NodeDone(g) => self.complete(g),
@@ -571,9 +639,22 @@ impl<'a> Sim<'a> {
             }
             OpWhat::Coll { inst } => {
                 let i = &self.insts[inst as usize];
-                if let Some(shape) = &self.shapes[i.group as usize] {
-                    self.net.phases(shape, i.kind, i.bytes as f64, &mut phases);
-                }
+                let sig = i.sig as usize;
+                let (a, b) = match self.sig_phases[sig] {
+                    Some(range) => range,
+                    None => {
+                        if let Some(shape) = &self.shapes[i.group as usize] {
+                            self.net.phases(shape, i.kind, i.bytes as f64, &mut phases);
+                        }
+                        let a = self.phase_table.len() as u32;
+                        self.phase_table.extend_from_slice(&phases);
+                        let range = (a, self.phase_table.len() as u32);
+                        self.sig_phases[sig] = Some(range);
+                        range
+                    }
+                };
+                phases.clear();
+                phases.extend_from_slice(&self.phase_table[a as usize..b as usize]);
             }
         }
         let op = &mut self.ops[id as usize];
@@ -720,6 +801,27 @@ impl<'a> Sim<'a> {
     /// Recomputes max-min fair rates (progressive filling) for every flow connected, through
     /// shared links, to the links of op `seed`.
     fn reshare(&mut self, seed: u32) {
+        // Fast path: no other flow shares a link with `seed`, so the component is `seed`
+        // alone (or empty once it ended) and progressive filling would give it the smallest
+        // capacity of its links (`share(cap, 1)` is that capacity exactly).
+        let mut alone = true;
+        let mut min = f64::INFINITY;
+        for &r in &self.ops[seed as usize].resources {
+            match self.res_flows[r as usize].as_slice() {
+                [] => {}
+                [o] if *o == seed => min = min.min(self.res_cap[r as usize].max(0.0)),
+                _ => {
+                    alone = false;
+                    break;
+                }
+            }
+        }
+        if alone {
+            if self.ops[seed as usize].flowing && min.is_finite() {
+                self.set_rate(seed, min);
+            }
+            return;
+        }
         let fill = &mut self.fill;
         fill.component(&self.ops, &self.res_flows, seed);
         fill.rates(&self.ops, &self.res_flows, &self.res_cap);

@@ -635,7 +635,7 @@ fn network_from_cluster_keeps_dims_innermost_first() {
         bandwidth: sp(BytesPerSec(gbps * 1e9)),
         latency: sp(Seconds(lat)),
         efficiency: None,
-                algorithm: None,
+        algorithm: None,
         loc,
     };
     let gpu = Gpu {
