@@ -812,6 +812,27 @@ impl Builder<'_> {
         tok.kind == TokenKind::Name
             && (slot.is_some_and(|s| !s.takes_name())
                 || self.ctx.lookup(self.slice(tok.span)).is_some())
+            && !self.list_closes_later_on_this_line()
+    }
+
+    /// True when a `]` closes the open list further on the same line (looking a bounded
+    /// number of tokens ahead, so hostile lines stay linear): a name there is a mistyped
+    /// element (`tp [1 2 fuor]`), not the next key after a forgotten `]`.
+    fn list_closes_later_on_this_line(&self) -> bool {
+        const LOOK_AHEAD: usize = 64;
+        let mut prev_end = self.toks.get(self.pos).map_or(0, |t| t.span.start as usize);
+        for t in self.toks.iter().skip(self.pos).take(LOOK_AHEAD) {
+            let gap = self.text.get(prev_end..t.span.start as usize).unwrap_or("");
+            if gap.contains('\n') {
+                return false;
+            }
+            match t.kind {
+                TokenKind::RBracket => return true,
+                TokenKind::Gt | TokenKind::Lt | TokenKind::LBracket => return false,
+                _ => prev_end = t.span.end as usize,
+            }
+        }
+        false
     }
 }
 
