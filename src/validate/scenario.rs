@@ -216,14 +216,10 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     } else if row.recompute.starts_with("selective") {
         "selective"
     } else if row.recompute.is_empty() && source.modern() {
-        // Megatron-Core keeps no attention scores (flash attention): Korthikanti's selective
-        // memory. venusc's memory model keeps them under `recompute none`, so `selective` is
-        // the plan whose memory matches; it also prices one attention-core recompute.
-        assumed.push(
-            "recompute selective (unstated; flash attention stores no scores, which is the memory of selective)"
-                .into(),
-        );
-        "selective"
+        // Megatron-Core runs flash attention (no s × s scores kept, which the memory model
+        // follows), so an unstated recompute is taken as none.
+        assumed.push("recompute none (unstated; flash attention keeps no scores)".into());
+        "none"
     } else {
         if row.recompute.is_empty() {
             assumed.push("recompute none (unstated)".into());
