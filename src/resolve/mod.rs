@@ -574,6 +574,9 @@ impl<'a> Resolver<'a> {
                             self.lookup(Loc::new(file, arg.span), *k, n);
                         }
                         (ast::ValueKind::Block(b), ArgType::Ref(k)) => {
+                            if let Some(base) = &b.base {
+                                self.lookup(Loc::new(file, base.span), *k, &base.text);
+                            }
                             stack.push((BlockKind::Def(*k), b))
                         }
                         (ast::ValueKind::Block(b), ArgType::Nested(k)) => stack.push((*k, b)),
