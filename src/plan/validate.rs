@@ -701,12 +701,13 @@ impl<'a> Validator<'a> {
     }
 
     // megatron/core/transformer/transformer_config.py:1466 (H02). Only when `kv_groups` is
-    // written: it defaults to heads, whose split E0303 already reports.
+    // written and differs from heads: it defaults to heads, and when it equals heads a tp
+    // that fails it fails E0303 first (the same problem, reported once).
     fn check_kv_groups(&mut self) {
         let m = &self.def.model;
         let Some(kv) = &m.kv_groups else { return };
         let (g, tp) = (kv.value.max(1), self.tp);
-        if g % tp == 0 || tp % g == 0 {
+        if g % tp == 0 || tp % g == 0 || (g == self.heads && self.heads % tp != 0) {
             return;
         }
         let p = &self.def.plan;

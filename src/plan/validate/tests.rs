@@ -307,6 +307,27 @@ fn e0304_kv_groups_neither_multiple_nor_divisor_of_tp() {
     assert!(validate(&d).1.iter().all(|d| d.code != Code::E0304));
 }
 
+#[test]
+fn e0304_is_not_reported_when_kv_groups_equals_heads_and_e0303_fires_for_the_same_tp() {
+    // The stdlib writes `kv_groups` equal to heads on multi-head models (llama2_7b).
+    let mut m = gpt_small();
+    set(&mut m.kv_groups, 12);
+    let mut d = with_model(m, 1, 64);
+    set(&mut d.plan.tp, 8);
+    let (_, ds) = validate(&d);
+    assert_eq!(codes(&ds), vec![Code::E0303]);
+    assert_eq!(
+        ds[0].message,
+        "12 attention heads cannot be split over tp 8"
+    );
+    // With distinct kv groups, both rules are separate problems.
+    let mut m = gpt_small();
+    set(&mut m.kv_groups, 3);
+    let mut d = with_model(m, 1, 64);
+    set(&mut d.plan.tp, 8);
+    assert_eq!(codes(&validate(&d).1), vec![Code::E0303, Code::E0304]);
+}
+
 // ------------------------------------------------------------------ E0305, E0306
 
 #[test]
