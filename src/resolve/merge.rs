@@ -223,7 +223,7 @@ impl Resolver<'_> {
 
     /// E0105 for the cycle `links[0] : links[1] : ... : links[0]`, started at the smallest
     /// definition so every member of the cycle reports the same diagnostic.
-    fn report_cycle(&self, links: &[DefId]) {
+    pub(super) fn report_cycle(&self, links: &[DefId]) {
         let start = links
             .iter()
             .enumerate()

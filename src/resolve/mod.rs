@@ -599,9 +599,15 @@ impl<'a> Resolver<'a> {
     }
 
     /// The base of `id`: a base with the definition's own name means the shadowed definition.
+    /// With nothing to shadow (`gpu g : g < ... >` and no other `g` in scope), the definition
+    /// inherits from itself: E0105, a cycle of length 1.
     fn lookup_base(&self, id: DefId, def: &ast::Def, base: &ast::Ident) -> Option<DefId> {
         let at = Loc::new(id.file, base.span);
         let own = def.name.as_ref().is_some_and(|n| n.text == base.text);
+        if own && self.find(id.file, def.kind, &base.text, true) == Lookup::Missing {
+            self.report_cycle(&[id]);
+            return None;
+        }
         self.lookup_inner(at, def.kind, &base.text, own)
     }
 
