@@ -111,6 +111,9 @@ fn strip_block(block: &mut Block) {
     let mut stack: Vec<&mut Block> = vec![block];
     while let Some(b) = stack.pop() {
         b.span = Span::default();
+        if let Some(base) = &mut b.base {
+            base.span = Span::default();
+        }
         for item in &mut b.items {
             item.span = Span::default();
             item.key.span = Span::default();
@@ -445,7 +448,7 @@ impl<'t> Printer<'t> {
                 let parts: Vec<String> = vs.iter().map(|e| self.inline_value(e, ctx)).collect();
                 format!("[{}]", parts.join(" "))
             }
-            ValueKind::Block(b) => self.inline_block(b, ctx),
+            ValueKind::Block(b) => format!("{}{}", base_prefix(b), self.inline_block(b, ctx)),
             _ => self.slice(v.span).to_string(),
         }
     }
@@ -524,6 +527,7 @@ impl<'t> Printer<'t> {
         match &v.kind {
             ValueKind::Block(b) => {
                 self.flush_comments(b.span.start, indent, true);
+                self.cur.push_str(&base_prefix(b));
                 self.block(b, ctx, indent);
             }
             ValueKind::List(vs) => {
@@ -610,6 +614,13 @@ impl<'t> Printer<'t> {
         }
         pads
     }
+}
+
+/// `NAME ` before the `<` of an inline block that inherits `NAME`, else nothing.
+fn base_prefix(b: &Block) -> String {
+    b.base
+        .as_ref()
+        .map_or_else(String::new, |base| format!("{} ", base.text))
 }
 
 /// True when a value is or holds a block.

@@ -115,6 +115,9 @@ struct Validator<'a> {
     global_batch: u64,
     /// The keys rejected by `ty` (partial validation only).
     failed: Vec<(DefKind, &'static str)>,
+    /// The group sizes (`tp`, `cp`, `ep`) an error already rejected: W0001 says nothing about
+    /// where such a group lands.
+    rejected: Vec<&'static str>,
 }
 
 impl<'a> Validator<'a> {
@@ -136,6 +139,7 @@ impl<'a> Validator<'a> {
             micro_batch: p.micro_batch.value.max(1),
             global_batch: p.global_batch.value,
             failed: Vec::new(),
+            rejected: Vec::new(),
         }
     }
 
@@ -697,16 +701,18 @@ impl<'a> Validator<'a> {
                 self.world
             )
         });
+        self.rejected.push("tp");
         self.push(d);
     }
 
     // megatron/core/transformer/transformer_config.py:1466 (H02). Only when `kv_groups` is
-    // written: it defaults to heads, whose split E0303 already reports.
+    // written and differs from heads: it defaults to heads, and when it equals heads a tp
+    // that fails it fails E0303 first (the same problem, reported once).
     fn check_kv_groups(&mut self) {
         let m = &self.def.model;
         let Some(kv) = &m.kv_groups else { return };
         let (g, tp) = (kv.value.max(1), self.tp);
-        if g % tp == 0 || tp % g == 0 {
+        if g % tp == 0 || tp % g == 0 || (g == self.heads && self.heads % tp != 0) {
             return;
         }
         let p = &self.def.plan;
@@ -724,6 +730,7 @@ impl<'a> Validator<'a> {
         } else {
             format!("use {}", join_or(&options))
         });
+        self.rejected.push("tp");
         self.push(d);
     }
 
@@ -939,11 +946,32 @@ impl<'a> Validator<'a> {
 
     // ---------------------------------------------------------------- E0309
 
+    /// The ep values nearest the written one that divide the experts and whose expert grid
+    /// (etp × ep × pp, etp = tp) divides the GPU count: they pass every ep rule of E0309.
+    fn ep_options(&self) -> Vec<String> {
+        let (tp, pp) = (self.tp, self.pp);
+        let fits = |x: u64| {
+            let grid = tp.saturating_mul(x).saturating_mul(pp).max(1);
+            self.world % grid == 0 && self.def.model.experts() % x == 0
+        };
+        nearest(
+            divisors(self.world).into_iter().filter(|&x| fits(x)),
+            self.ep,
+            2,
+        )
+        .into_iter()
+        .map(|x| format!("`ep {x}`"))
+        .collect()
+    }
+
+    /// E0309 on `ep`: the first rule `ep` fails is the diagnostic, the others its notes (one
+    /// diagnostic per problem: the value of `ep`).
     fn check_experts(&mut self) {
         let p = &self.def.plan;
         let m = &self.def.model;
         let (ep, tp) = (self.ep, self.tp);
         let ep_loc = loc_of(&p.ep).unwrap_or(p.loc);
+        let mut failures: Vec<Diagnostic> = Vec::new();
         match &m.experts {
             None if ep > 1 => {
                 // megatron/training/arguments.py:1656 (E01)
@@ -958,18 +986,11 @@ impl<'a> Validator<'a> {
                 )
                 .with_secondary(m.loc, format!("model `{}` has no `experts`", m.name))
                 .with_help("remove `ep`, or use a model with `experts`");
-                self.push(d);
+                failures.push(d);
             }
             Some(e) if e.value % ep != 0 => {
                 // megatron/training/arguments.py:1658 (E02)
-                let eps = nearest(
-                    divisors(e.value)
-                        .into_iter()
-                        .filter(|&x| self.world % x == 0),
-                    ep,
-                    2,
-                );
-                let options: Vec<String> = eps.into_iter().map(|x| format!("`ep {x}`")).collect();
+                let options = self.ep_options();
                 let d = Diagnostic::new(
                     Code::E0309,
                     format!("{} experts cannot be split over ep {ep}", e.value),
@@ -977,10 +998,49 @@ impl<'a> Validator<'a> {
                     format!("{} % {ep} ≠ 0", e.value),
                 )
                 .with_secondary(e.loc, format!("{} experts", e.value))
-                .with_help(format!("use {}", join_or(&options)));
-                self.push(d);
+                .with_help(if options.is_empty() {
+                    format!("use an ep that divides {} experts", e.value)
+                } else {
+                    format!("use {}", join_or(&options))
+                });
+                failures.push(d);
             }
             _ => {}
+        }
+        // megatron/core/parallel_state.py:883 (W02): etp = tp (arguments.py:587-588)
+        let group = (tp as u128)
+            .saturating_mul(ep as u128)
+            .saturating_mul(self.pp as u128);
+        if ep > 1 && group > 0 && self.world as u128 % group != 0 {
+            let options = self.ep_options();
+            let mut d = Diagnostic::new(
+                Code::E0309,
+                format!(
+                    "cluster has {} GPUs, not a multiple of etp {tp} × ep {ep} × pp {} = {group}",
+                    self.world, self.pp
+                ),
+                ep_loc,
+                format!("ep {ep}"),
+            );
+            for (name, o) in [("tp", &p.tp), ("pp", &p.pp)] {
+                if let Some(s) = o {
+                    d = d.with_secondary(s.loc, format!("{name} {}", s.value));
+                }
+            }
+            d = self.dim_labels(d);
+            failures.push(d.with_help(if options.is_empty() {
+                "use an ep whose expert grid divides the GPU count".to_string()
+            } else {
+                format!("use {}", join_or(&options))
+            }));
+        }
+        let mut failures = failures.into_iter();
+        if let Some(mut first) = failures.next() {
+            for other in failures {
+                first = first.with_note(format!("`ep` {ep} also breaks: {}", other.message));
+            }
+            self.rejected.push("ep");
+            self.push(first);
         }
         // megatron/core/transformer/moe/moe_layer.py:636-640 (P04)
         if m.is_moe() && tp > 1 && !on(&p.sp) {
@@ -999,41 +1059,6 @@ impl<'a> Validator<'a> {
                 d = d.with_secondary(e.loc, format!("{} experts", e.value));
             }
             self.push(d);
-        }
-        // megatron/core/parallel_state.py:883 (W02): etp = tp (arguments.py:587-588)
-        let group = (tp as u128)
-            .saturating_mul(ep as u128)
-            .saturating_mul(self.pp as u128);
-        if ep > 1 && group > 0 && self.world as u128 % group != 0 {
-            let eps = nearest(
-                (1..=ep.saturating_mul(2).min(self.world)).filter(|&x| {
-                    self.world % tp.saturating_mul(x).saturating_mul(self.pp).max(1) == 0
-                        && m.experts() % x == 0
-                }),
-                ep,
-                2,
-            );
-            let options: Vec<String> = eps.into_iter().map(|x| format!("`ep {x}`")).collect();
-            let mut d = Diagnostic::new(
-                Code::E0309,
-                format!(
-                    "cluster has {} GPUs, not a multiple of etp {tp} × ep {ep} × pp {} = {group}",
-                    self.world, self.pp
-                ),
-                ep_loc,
-                format!("ep {ep}"),
-            );
-            for (name, o) in [("tp", &p.tp), ("pp", &p.pp)] {
-                if let Some(s) = o {
-                    d = d.with_secondary(s.loc, format!("{name} {}", s.value));
-                }
-            }
-            d = self.dim_labels(d);
-            self.push(d.with_help(if options.is_empty() {
-                "use an ep whose expert grid divides the GPU count".to_string()
-            } else {
-                format!("use {}", join_or(&options))
-            }));
         }
     }
 
@@ -1211,7 +1236,7 @@ impl<'a> Validator<'a> {
             ("ep", ep, tp.saturating_mul(ep), &p.ep),
         ];
         for (name, size, span, item) in groups {
-            if size <= 1 {
+            if size <= 1 || self.rejected.contains(&name) {
                 continue;
             }
             let k = self.outermost_dim(span);

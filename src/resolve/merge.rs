@@ -94,17 +94,29 @@ fn replace_key(item: &ast::Item) -> ReplaceKey<'_> {
     (item.key.text.as_str(), dim_name(item))
 }
 
+/// One block's items to merge: the file and origin of each item, and the item.
+type Group<'b> = Vec<(FileId, Origin, &'b ast::Item)>;
+
 /// Merges the blocks of a chain, root base first, in one pass: linear in the total number of
 /// items however long the chain and the blocks.
-fn merge_blocks<'b>(blocks: &[(FileId, Origin, &'b ast::Block)]) -> Vec<MergedItem> {
+fn merge_blocks(blocks: &[(FileId, Origin, &ast::Block)]) -> Vec<MergedItem> {
+    let groups: Vec<Group<'_>> = blocks
+        .iter()
+        .map(|&(file, origin, block)| block.items.iter().map(|i| (file, origin, i)).collect())
+        .collect();
+    merge_groups(&groups)
+}
+
+/// Merges groups of items, each group on top of the previous ones (see the module rule).
+fn merge_groups<'b>(groups: &[Group<'b>]) -> Vec<MergedItem> {
     let mut out: Vec<Option<MergedItem>> = Vec::new();
     // Positions in `out` of the items a later block would replace, by key.
     let mut replaceable: HashMap<ReplaceKey<'b>, Vec<usize>> = HashMap::new();
-    for &(file, origin, block) in blocks {
+    for group in groups {
         // Items of this block become replaceable only by later blocks: a key repeated within
         // this block is kept twice, for E0102.
         let mut written: Vec<(ReplaceKey<'b>, usize)> = Vec::new();
-        for item in &block.items {
+        for &(file, origin, item) in group {
             let key = replace_key(item);
             let new = Some(MergedItem {
                 file,
@@ -141,6 +153,31 @@ fn merge_blocks<'b>(blocks: &[(FileId, Origin, &'b ast::Block)]) -> Vec<MergedIt
 }
 
 impl Resolver<'_> {
+    /// An inline block of `kind` written in `file` (a scenario's `plan < ... >`, a cluster's
+    /// `gpu < ... >`). `cluster dgx_h100 < nodes 4 >` inherits `dgx_h100`, merged like
+    /// `: dgx_h100`; `None` when that base is unknown or broken (reported).
+    pub fn inline(&self, kind: DefKind, file: FileId, block: &ast::Block) -> Option<MergedDef> {
+        let mut def = MergedDef::inline(kind, file, block);
+        let Some(base) = &block.base else {
+            return Some(def);
+        };
+        let id = self.lookup(Loc::new(file, base.span), kind, &base.text)?;
+        let parent = self.merged(id)?;
+        let inherited: Group<'_> = parent
+            .items
+            .iter()
+            .map(|m| (m.file, m.origin, &m.item))
+            .collect();
+        let own: Group<'_> = def
+            .items
+            .iter()
+            .map(|m| (m.file, m.origin, &m.item))
+            .collect();
+        let items = merge_groups(&[inherited, own]);
+        def.items = items;
+        Some(def)
+    }
+
     /// The items of `id` after inheritance, or `None` when its base chain is broken (unknown
     /// base, cycle: reported once here). Cached per definition.
     pub fn merged(&self, id: DefId) -> Option<Arc<MergedDef>> {
@@ -186,7 +223,7 @@ impl Resolver<'_> {
 
     /// E0105 for the cycle `links[0] : links[1] : ... : links[0]`, started at the smallest
     /// definition so every member of the cycle reports the same diagnostic.
-    fn report_cycle(&self, links: &[DefId]) {
+    pub(super) fn report_cycle(&self, links: &[DefId]) {
         let start = links
             .iter()
             .enumerate()

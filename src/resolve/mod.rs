@@ -219,6 +219,9 @@ pub struct Resolver<'a> {
     references: RefCell<BTreeSet<Reference>>,
     merged: RefCell<HashMap<DefId, Option<Arc<MergedDef>>>>,
     unknown_helps: RefCell<HashMap<(FileId, DefKind, String), String>>,
+    /// Definitions an E0104 suggests ("did you mean `small`?"): counted as used, since the
+    /// fix of the typo uses them (no W0004 beside the E0104).
+    suggested: RefCell<BTreeSet<DefId>>,
 }
 
 impl<'a> Resolver<'a> {
@@ -250,6 +253,7 @@ impl<'a> Resolver<'a> {
             references: RefCell::new(BTreeSet::new()),
             merged: RefCell::new(HashMap::new()),
             unknown_helps: RefCell::new(HashMap::new()),
+            suggested: RefCell::new(BTreeSet::new()),
         };
         for f in user {
             resolver.report_uses(f);
@@ -470,15 +474,17 @@ impl<'a> Resolver<'a> {
         // wrong many times (each costs an edit distance per name in scope).
         let key = (at.file, kind, name.to_string());
         if let Some(help) = self.unknown_helps.borrow().get(&key) {
-            return Self::with_rename_fix(d.with_help(help.clone()), at);
+            let help = help.clone();
+            return self.with_rename_fix(d.with_help(help), at, kind);
         }
         let help = self.unknown_help(at.file, kind, name);
         self.unknown_helps.borrow_mut().insert(key, help.clone());
-        Self::with_rename_fix(d.with_help(help), at)
+        self.with_rename_fix(d.with_help(help), at, kind)
     }
 
-    /// Adds the rename that a "did you mean" help (from [`Resolver::unknown_help`]) proposes.
-    fn with_rename_fix(d: Diagnostic, at: Loc) -> Diagnostic {
+    /// Adds the rename that a "did you mean" help (from [`Resolver::unknown_help`]) proposes,
+    /// and records the suggested definition as used.
+    fn with_rename_fix(&self, d: Diagnostic, at: Loc, kind: DefKind) -> Diagnostic {
         let name = d
             .help
             .as_deref()
@@ -486,7 +492,12 @@ impl<'a> Resolver<'a> {
             .and_then(|h| h.strip_suffix("`?"))
             .map(str::to_string);
         match name {
-            Some(name) => d.with_fix(at, name),
+            Some(name) => {
+                if let Lookup::Found(id) = self.find(at.file, kind, &name, false) {
+                    self.suggested.borrow_mut().insert(id);
+                }
+                d.with_fix(at, name)
+            }
             None => d,
         }
     }
@@ -574,6 +585,9 @@ impl<'a> Resolver<'a> {
                             self.lookup(Loc::new(file, arg.span), *k, n);
                         }
                         (ast::ValueKind::Block(b), ArgType::Ref(k)) => {
+                            if let Some(base) = &b.base {
+                                self.lookup(Loc::new(file, base.span), *k, &base.text);
+                            }
                             stack.push((BlockKind::Def(*k), b))
                         }
                         (ast::ValueKind::Block(b), ArgType::Nested(k)) => stack.push((*k, b)),
@@ -585,9 +599,15 @@ impl<'a> Resolver<'a> {
     }
 
     /// The base of `id`: a base with the definition's own name means the shadowed definition.
+    /// With nothing to shadow (`gpu g : g < ... >` and no other `g` in scope), the definition
+    /// inherits from itself: E0105, a cycle of length 1.
     fn lookup_base(&self, id: DefId, def: &ast::Def, base: &ast::Ident) -> Option<DefId> {
         let at = Loc::new(id.file, base.span);
         let own = def.name.as_ref().is_some_and(|n| n.text == base.text);
+        if own && self.find(id.file, def.kind, &base.text, true) == Lookup::Missing {
+            self.report_cycle(&[id]);
+            return None;
+        }
         self.lookup_inner(at, def.kind, &base.text, own)
     }
 
@@ -598,8 +618,9 @@ impl<'a> Resolver<'a> {
         if self.scenario_names().is_empty() {
             return;
         }
-        let referenced: BTreeSet<DefId> =
+        let mut referenced: BTreeSet<DefId> =
             self.references.borrow().iter().map(|r| r.target).collect();
+        referenced.extend(self.suggested.borrow().iter().copied());
         let mut implicit = BTreeSet::new();
         if let Some(ScenarioSource::Implicit {
             model,

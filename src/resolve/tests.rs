@@ -289,14 +289,25 @@ fn algo_pins_a_dims_collective_algorithm_and_an_unknown_dim_is_e0104() {
     ));
     assert_eq!(out.lines(), Vec::<String>::new());
     let c = &out.scenarios[0].cluster;
-    let algos: Vec<_> = c.dims.iter().map(|d| d.algorithm.as_ref().map(|a| a.value)).collect();
-    assert_eq!(algos, vec![None, Some(crate::ty::CollectiveAlgorithm::Tree)]);
+    let algos: Vec<_> = c
+        .dims
+        .iter()
+        .map(|d| d.algorithm.as_ref().map(|a| a.value))
+        .collect();
+    assert_eq!(
+        algos,
+        vec![None, Some(crate::ty::CollectiveAlgorithm::Tree)]
+    );
     let out = check(&format!(
         "cluster c : dgx_h100 < nodes 4 algo nvlnk ring >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
     ));
     assert_eq!(out.lines().len(), 1, "{:?}", out.lines());
     assert!(out.lines()[0].starts_with("E0104"), "{:?}", out.lines());
-    assert!(out.lines()[0].contains("unknown dim `nvlnk`"), "{:?}", out.lines());
+    assert!(
+        out.lines()[0].contains("unknown dim `nvlnk`"),
+        "{:?}",
+        out.lines()
+    );
 }
 
 #[test]
@@ -808,4 +819,46 @@ fn long_blocks_and_long_inheritance_chains_resolve_in_linear_time() {
         Some(("d4999", 999 % 7 + 1))
     );
     assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn a_name_followed_by_a_block_is_an_inline_definition_inheriting_the_name() {
+    let out = check(&format!(
+        "scenario s <\n  model llama2_7b < seq 2048 >\n  cluster dgx_h100 < nodes 4 >\n  plan {PLAN}\n>\n"
+    ));
+    assert_eq!(out.lines(), Vec::<String>::new());
+    let [s] = out.scenarios.as_slice() else {
+        panic!("{:?}", out.scenarios)
+    };
+    assert_eq!(s.cluster.world_size(), 32);
+    assert_eq!(s.cluster.gpu.name, "h100_sxm");
+    assert_eq!(s.cluster.dims[0].bandwidth.value.0, 450e9);
+    // The model keeps every item of `llama2_7b` but `seq`.
+    assert_eq!((s.model.hidden.value, s.model.seq.value), (4096, 2048));
+}
+
+#[test]
+fn a_gpu_written_with_a_block_in_a_cluster_inherits_the_named_gpu() {
+    let out = check(&format!(
+        "cluster c < gpu h100_sxm < memory 96GiB > dim nvlink fc 8 450GB/s >\nscenario s < model llama2_7b cluster c plan {PLAN} >\n"
+    ));
+    assert_eq!(out.lines(), Vec::<String>::new());
+    let gpu = &out.scenarios[0].cluster.gpu;
+    assert_eq!(gpu.memory.value.0, 96 << 30);
+    assert_eq!(gpu.mem_bw.value.0, 3350e9);
+}
+
+#[test]
+fn an_unknown_base_of_an_inline_block_is_one_e0104() {
+    let out = check(&format!(
+        "scenario s < model llama2_7b cluster dgx_h10 < nodes 4 > plan {PLAN} >\n"
+    ));
+    assert_eq!(
+        out.lines(),
+        vec!["E0104 0:1:38 unknown cluster `dgx_h10`".to_string()]
+    );
+    assert_eq!(
+        out.only(Code::E0104).help.as_deref(),
+        Some("did you mean `dgx_h100`?")
+    );
 }

@@ -87,10 +87,14 @@ pub struct Ident {
     pub span: Span,
 }
 
-/// `< items >`
+/// `< items >`, or `NAME < items >` as a reference argument (an inline definition inheriting
+/// `NAME`, merged like `: NAME`).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Block {
     pub items: Vec<Item>,
+    /// The `NAME` of `NAME < items >`: only an inline block in a reference slot has one (a
+    /// definition's base is [`Def::base`]).
+    pub base: Option<Ident>,
     /// From `<` to `>` inclusive (to the end of input when unclosed).
     pub span: Span,
 }
@@ -127,7 +131,9 @@ pub enum ValueKind {
     Str(String),
     /// `[1 2 4 8]` (sweeps).
     List(Vec<Value>),
-    /// An inline block: `plan < pp 4 dp 4 >` as the argument of `plan` in a scenario.
+    /// An inline block: `plan < pp 4 dp 4 >` as the argument of `plan` in a scenario, or
+    /// `cluster dgx_h100 < nodes 4 >` (with [`Block::base`]); the value's span then starts at
+    /// the name.
     Block(Block),
 }
 

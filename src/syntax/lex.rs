@@ -269,7 +269,8 @@ impl<'t> Lexer<'t> {
         };
         let raw_unit = self.slice(unit);
         if !spaced && !UNITS.contains(&raw_unit) && is_digit_word(self.slice(span)) {
-            // `schedule 1f1b`: an enum word that starts with a digit is a name.
+            // `schedule 1f1b`: an enum word that starts with a digit is a name, and so is a
+            // typo of one (`1f1f`), for `ty` to report as an unknown word with the fix.
             self.push(TokenKind::Name, span, None);
             return;
         }
@@ -388,7 +389,8 @@ impl<'t> Lexer<'t> {
     }
 }
 
-/// True for the enum words of the key table that start with a digit (`1f1b`), which the
+/// True for the enum words of the key table that start with a digit (`1f1b`) and their typos
+/// (`1f1f`, within [`crate::diag::suggest`] distance), which the
 /// grammar lexes as a number with a unit.
 fn is_digit_word(word: &str) -> bool {
     use super::ast::DefKind;
@@ -397,10 +399,17 @@ fn is_digit_word(word: &str) -> bool {
         .into_iter()
         .map(BlockKind::Def)
         .chain([BlockKind::Measured, BlockKind::Expect]);
-    blocks
+    let digit_words = blocks
         .flat_map(keys)
         .flat_map(|sig| sig.args)
-        .any(|arg| matches!(arg, ArgType::Enum(words) if words.contains(&word)))
+        .filter_map(|arg| match arg {
+            ArgType::Enum(words) => Some(*words),
+            _ => None,
+        })
+        .flatten()
+        .copied()
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_digit()));
+    crate::diag::suggest(word, digit_words).is_some()
 }
 
 /// A string literal's contents with escapes resolved, and the byte offset of its closing quote

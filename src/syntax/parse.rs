@@ -465,6 +465,7 @@ impl<'t> Builder<'t> {
                 self.unclosed(open, &format!("`{what}` block"));
                 return Block {
                     items,
+                    base: None,
                     span: Span::new(open.span.start as usize, self.end_of_input()),
                 };
             };
@@ -476,6 +477,7 @@ impl<'t> Builder<'t> {
                 let end = items.last().map_or(open.span, |i: &Item| i.span);
                 return Block {
                     items,
+                    base: None,
                     span: open.span.to(end),
                 };
             }
@@ -485,6 +487,7 @@ impl<'t> Builder<'t> {
                     self.bump();
                     return Block {
                         items,
+                        base: None,
                         span: open.span.to(tok.span),
                     };
                 }
@@ -618,7 +621,8 @@ impl<'t> Builder<'t> {
                     if !takes {
                         break;
                     }
-                    args.extend(self.value(Some(slot), &key.text, depth));
+                    let value = self.value(Some(slot), &key.text, depth);
+                    args.extend(value.map(|v| self.derived_block(v, slot, &key.text, depth)));
                 }
             }
             None => {}
@@ -631,6 +635,34 @@ impl<'t> Builder<'t> {
             .last()
             .map_or(key.span, |v: &Value| key.span.to(v.span));
         Item { key, args, span }
+    }
+
+    /// `cluster dgx_h100 < nodes 4 >`: a name in a reference slot followed by a block is one
+    /// argument, an inline definition inheriting the name. Any other value is returned as is.
+    fn derived_block(&mut self, v: Value, slot: ArgType, what: &str, depth: usize) -> Value {
+        let ValueKind::Name(name) = &v.kind else {
+            return v;
+        };
+        let opens_block = self.peek().is_some_and(|t| t.kind == TokenKind::Lt);
+        if !matches!(slot, ArgType::Ref(_)) || !opens_block {
+            return v;
+        }
+        let Some(open) = self.peek() else { return v };
+        let inner = self.nested(open, Some(slot), what, depth + 1);
+        let base = Ident {
+            text: name.clone(),
+            span: v.span,
+        };
+        match inner.kind {
+            ValueKind::Block(mut block) => {
+                block.base = Some(base);
+                Value {
+                    span: v.span.to(inner.span),
+                    kind: ValueKind::Block(block),
+                }
+            }
+            _ => v,
+        }
     }
 
     /// `hidden: 4096`: the colon is reported and skipped, and the item reads on.
@@ -728,6 +760,7 @@ impl<'t> Builder<'t> {
             } else {
                 ValueKind::Block(Block {
                     items: Vec::new(),
+                    base: None,
                     span,
                 })
             };

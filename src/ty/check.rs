@@ -926,9 +926,10 @@ impl<'r, 'a> Checker<'r, 'a> {
                     .res
                     .lookup(vloc, k, name)
                     .map(|id| Checked::Ref(Target::Def(id))),
-                (ArgType::Ref(k), ValueKind::Block(b)) => Some(Checked::Ref(Target::Inline(
-                    Arc::new(MergedDef::inline(k, m.file, b)),
-                ))),
+                (ArgType::Ref(k), ValueKind::Block(b)) => self
+                    .res
+                    .inline(k, m.file, b)
+                    .map(|d| Checked::Ref(Target::Inline(Arc::new(d)))),
                 (ArgType::Nested(b), ValueKind::Block(block)) => {
                     let nested: Vec<MergedItem> = block
                         .items
@@ -1057,8 +1058,10 @@ impl Checker<'_, '_> {
     /// `algo DIM WORD`: pins the collective algorithm of the dim named DIM (E0104 when the
     /// cluster has no such dim).
     fn pin_algorithm(&mut self, dims: &mut [Dim], item: &Item) {
-        let (Some((Checked::Arg(Arg::Name(name)), name_loc)), Some((Checked::Arg(Arg::Word(word)), word_loc))) =
-            (item.args.first(), item.args.get(1))
+        let (
+            Some((Checked::Arg(Arg::Name(name)), name_loc)),
+            Some((Checked::Arg(Arg::Word(word)), word_loc)),
+        ) = (item.args.first(), item.args.get(1))
         else {
             return;
         };
@@ -1074,11 +1077,23 @@ impl Checker<'_, '_> {
                 let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
                 let help = match suggest(name, names.iter().copied()) {
                     Some(s) => format!("did you mean `{s}`?"),
-                    None => format!("the cluster's dims are {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")),
+                    None => format!(
+                        "the cluster's dims are {}",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                 };
                 self.res.report(
-                    Diagnostic::new(Code::E0104, format!("unknown dim `{name}`"), *name_loc, "no dim of this name in the cluster")
-                        .with_help(help),
+                    Diagnostic::new(
+                        Code::E0104,
+                        format!("unknown dim `{name}`"),
+                        *name_loc,
+                        "no dim of this name in the cluster",
+                    )
+                    .with_help(help),
                 );
             }
         }

@@ -307,6 +307,27 @@ fn e0304_kv_groups_neither_multiple_nor_divisor_of_tp() {
     assert!(validate(&d).1.iter().all(|d| d.code != Code::E0304));
 }
 
+#[test]
+fn e0304_is_not_reported_when_kv_groups_equals_heads_and_e0303_fires_for_the_same_tp() {
+    // The stdlib writes `kv_groups` equal to heads on multi-head models (llama2_7b).
+    let mut m = gpt_small();
+    set(&mut m.kv_groups, 12);
+    let mut d = with_model(m, 1, 64);
+    set(&mut d.plan.tp, 8);
+    let (_, ds) = validate(&d);
+    assert_eq!(codes(&ds), vec![Code::E0303]);
+    assert_eq!(
+        ds[0].message,
+        "12 attention heads cannot be split over tp 8"
+    );
+    // With distinct kv groups, both rules are separate problems.
+    let mut m = gpt_small();
+    set(&mut m.kv_groups, 3);
+    let mut d = with_model(m, 1, 64);
+    set(&mut d.plan.tp, 8);
+    assert_eq!(codes(&validate(&d).1), vec![Code::E0303, Code::E0304]);
+}
+
 // ------------------------------------------------------------------ E0305, E0306
 
 #[test]
@@ -446,6 +467,44 @@ fn e0309_ep_on_a_dense_model() {
     );
     assert_eq!(e.primary.loc, loc(&d.plan.ep));
     assert_eq!(secondary_locs(e), vec![d.model.loc]);
+}
+
+#[test]
+fn e0309_ep_on_a_dense_model_is_one_error_and_no_w0001_about_the_rejected_ep_group() {
+    // ep 16 on 16 GPUs of 8 per node: the grid divides, but the model is dense; the ep group
+    // would cross `ib`, which is not worth a warning once ep itself is rejected.
+    let mut d = base(1, 64);
+    set(&mut d.plan.ep, 16);
+    let (_, ds) = validate(&d);
+    assert_eq!(codes(&ds), vec![Code::E0309], "{ds:#?}");
+    assert!(ds[0].notes.is_empty());
+}
+
+#[test]
+fn e0309_reports_the_first_failing_ep_rule_with_the_others_as_notes() {
+    // 8 experts over ep 3 on 16 GPUs: neither divides.
+    let mut d = with_model(moe(), 1, 64);
+    set(&mut d.plan.ep, 3);
+    let (_, ds) = validate(&d);
+    assert_eq!(codes(&ds), vec![Code::E0309], "{ds:#?}");
+    let e = &ds[0];
+    assert_eq!(e.message, "8 experts cannot be split over ep 3");
+    assert_eq!(
+        e.notes,
+        vec!["`ep` 3 also breaks: cluster has 16 GPUs, not a multiple of etp 1 × ep 3 × pp 1 = 3"]
+    );
+    assert_eq!(e.help.as_deref(), Some("use `ep 2` or `ep 4`"));
+}
+
+#[test]
+fn w0001_is_not_reported_for_a_tp_group_that_e0303_rejects() {
+    // 16 heads over tp 12 on 24 GPUs (nvlink 8 × ib 3): tp 12 would cross `ib`.
+    let mut d = base(1, 48);
+    d.cluster = cluster(&[("nvlink", 8), ("ib", 3)], 80);
+    set(&mut d.plan.tp, 12);
+    let (_, ds) = validate(&d);
+    assert!(ds.iter().any(|d| d.code == Code::E0303), "{ds:#?}");
+    assert!(ds.iter().all(|d| d.code != Code::W0001), "{ds:#?}");
 }
 
 #[test]

@@ -294,7 +294,6 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     })
 }
 
-
 /// Whether the dense grid, the expert grid and the cluster dims refine one common mixed radix:
 /// all their cumulative products form a divisibility chain.
 fn radix_compatible(layout: &Layout) -> bool {
@@ -964,10 +963,24 @@ impl<'a> Emitter<'a> {
                 let tensor = self.st.tp_tensor;
                 let kinds: &[CollectiveKind] = match pass {
                     Pass::Forward => &[CollectiveKind::AllGather, CollectiveKind::ReduceScatter],
-                    Pass::Backward => &[CollectiveKind::AllGather, CollectiveKind::AllGather, CollectiveKind::ReduceScatter],
+                    Pass::Backward => &[
+                        CollectiveKind::AllGather,
+                        CollectiveKind::AllGather,
+                        CollectiveKind::ReduceScatter,
+                    ],
                 };
-                let ids: Vec<NodeId> =
-                    kinds.iter().map(|&k| self.issue(collective(k, group, tensor), S_TP, Category::TpComm, label, &[])).collect();
+                let ids: Vec<NodeId> = kinds
+                    .iter()
+                    .map(|&k| {
+                        self.issue(
+                            collective(k, group, tensor),
+                            S_TP,
+                            Category::TpComm,
+                            label,
+                            &[],
+                        )
+                    })
+                    .collect();
                 body(self);
                 self.pending.extend(ids);
             }
