@@ -999,11 +999,26 @@ fn emit_best(
 }
 
 /// `compile --emit perfetto`: simulates the scenario and writes `<name>.perfetto.json`.
-fn write_perfetto_file(sc: &venusc::plan::Scenario, sink: &mut DirSink) -> Result<Vec<String>, venusc::emit::EmitError> {
+fn write_perfetto_file(
+    sc: &venusc::plan::Scenario,
+    sink: &mut DirSink,
+) -> Result<Vec<String>, venusc::emit::EmitError> {
     use venusc::emit::{EmitError, Sink};
-    let sim = venusc::simulate::simulate(sc, &Default::default()).map_err(|e| EmitError::Unsupported(e.to_string()))?;
-    let name = format!("{}.perfetto.json", venusc::emit::venussim::file_stem(&sc.name));
-    let opts = venusc::report::perfetto::PerfettoOptions { ranks: None, layout: Some(&sim.lowered.layout) };
-    venusc::report::perfetto::write_perfetto(sink.file(&name)?, &sim.lowered.trace, &sim.timeline, &opts)?;
+    let sim = venusc::simulate::simulate(sc, &Default::default())
+        .map_err(|e| EmitError::Unsupported(e.to_string()))?;
+    let name = format!(
+        "{}.perfetto.json",
+        venusc::emit::venussim::file_stem(&sc.name)
+    );
+    let opts = venusc::report::perfetto::PerfettoOptions {
+        ranks: None,
+        layout: Some(&sim.lowered.layout),
+    };
+    venusc::report::perfetto::write_perfetto(
+        sink.file(&name)?,
+        &sim.lowered.trace,
+        &sim.timeline,
+        &opts,
+    )?;
     Ok(Vec::new())
 }

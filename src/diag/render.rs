@@ -549,7 +549,7 @@ mod tests {
         let mut files = SourceFiles::new();
         files.add(FileId(0), "x.venus", "é");
         let d = Diagnostic::new(Code::E0001, "m", Loc::new(FileId(0), Span::new(1, 99)), "l");
-        assert!(human(&[d.clone()], &files, false).contains("x.venus"));
+        assert!(human(std::slice::from_ref(&d), &files, false).contains("x.venus"));
         assert!(json(&[d], &files, 1).contains("\"line\": 1"));
     }
 

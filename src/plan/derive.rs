@@ -124,7 +124,7 @@ pub fn split_layers(
         // megatron/training/arguments.py:998 (L06) and
         // megatron/core/transformer/transformer_block.py:158,178 (L20)
         let per = layers / pp;
-        if layers % pp != 0 || per % vpp != 0 {
+        if !layers.is_multiple_of(pp) || !per.is_multiple_of(vpp) {
             return Err(SplitError::Even { layers, pp, vpp });
         }
         return Ok(StageSplit {
@@ -168,7 +168,7 @@ pub fn split_layers(
         0
     } else {
         // transformer_config.py:2351 (L16)
-        if rest % stages != 0 {
+        if !rest.is_multiple_of(stages) {
             return Err(SplitError::MiddleNotDivisible {
                 layers: rest,
                 stages,
@@ -176,7 +176,7 @@ pub fn split_layers(
         }
         let per = rest / stages;
         // transformer_config.py:2365 (L17)
-        if per % vpp != 0 {
+        if !per.is_multiple_of(vpp) {
             return Err(SplitError::MiddleChunks {
                 per_stage: per,
                 vpp,
@@ -325,7 +325,7 @@ pub fn divisors(n: u64) -> Vec<u64> {
     let mut large = Vec::new();
     let mut i = 1u64;
     while i <= 1_000_000 && i.saturating_mul(i) <= n {
-        if n % i == 0 {
+        if n.is_multiple_of(i) {
             small.push(i);
             if i != n / i {
                 large.push(n / i);

@@ -375,7 +375,9 @@ impl<'a> Validator<'a> {
 
     fn tp_ok(&self, tp: u64) -> bool {
         let kv = self.def.model.kv_groups();
-        tp > 0 && self.heads % tp == 0 && (kv % tp == 0 || tp % kv.max(1) == 0)
+        tp > 0
+            && self.heads.is_multiple_of(tp)
+            && (kv.is_multiple_of(tp) || tp.is_multiple_of(kv.max(1)))
     }
 
     /// Returns dp when tp × pp × cp × dp = world (dp defaulted when unwritten).
@@ -391,7 +393,7 @@ impl<'a> Validator<'a> {
         let ok_dp = match written_dp {
             Some(dp) if dp > 0 && model.saturating_mul(dp as u128) == world as u128 => Some(dp),
             Some(_) => None,
-            None if model > 0 && world > 0 && world as u128 % model == 0 => {
+            None if model > 0 && world > 0 && (world as u128).is_multiple_of(model) => {
                 Some((world as u128 / model) as u64)
             }
             None => None,
@@ -445,7 +447,7 @@ impl<'a> Validator<'a> {
         d = d.with_help(self.world_help(written_dp));
         // The first option of the help, `dp N`, is mechanical: rewrite the `dp` value (its
         // loc is the value's).
-        if let (Some(dp), true) = (&p.dp, model > 0 && world as u128 % model == 0) {
+        if let (Some(dp), true) = (&p.dp, model > 0 && (world as u128).is_multiple_of(model)) {
             d = d.with_fix(dp.loc, (world as u128 / model).to_string());
         }
         self.push(d);
@@ -593,7 +595,8 @@ impl<'a> Validator<'a> {
         let (l, pp, vpp) = (self.layers, self.pp, self.vpp);
         let mut options = Vec::new();
         let rest = self.tp.saturating_mul(self.cp);
-        let world_fits = |x: u64| rest > 0 && self.world % rest.saturating_mul(x).max(1) == 0;
+        let world_fits =
+            |x: u64| rest > 0 && self.world.is_multiple_of(rest.saturating_mul(x).max(1));
         let pps = divisors(l / vpp)
             .into_iter()
             .filter(|&x| l % (x.saturating_mul(vpp)) == 0 && world_fits(x));
@@ -666,7 +669,7 @@ impl<'a> Validator<'a> {
 
     fn tp_options(&self, pred: impl Fn(u64) -> bool) -> Vec<String> {
         let rest = self.pp.saturating_mul(self.cp);
-        let fits = |t: u64| rest > 0 && self.world % rest.saturating_mul(t).max(1) == 0;
+        let fits = |t: u64| rest > 0 && self.world.is_multiple_of(rest.saturating_mul(t).max(1));
         let cands = divisors(self.world)
             .into_iter()
             .filter(|&t| pred(t) && fits(t));
@@ -712,7 +715,7 @@ impl<'a> Validator<'a> {
         let m = &self.def.model;
         let Some(kv) = &m.kv_groups else { return };
         let (g, tp) = (kv.value.max(1), self.tp);
-        if g % tp == 0 || tp % g == 0 || (g == self.heads && self.heads % tp != 0) {
+        if g % tp == 0 || tp % g == 0 || (g == self.heads && !self.heads.is_multiple_of(tp)) {
             return;
         }
         let p = &self.def.plan;
@@ -783,7 +786,7 @@ impl<'a> Validator<'a> {
             return;
         }
         let pp = self.pp;
-        if m >= pp && m % pp == 0 {
+        if m >= pp && m.is_multiple_of(pp) {
             return;
         }
         let p = &self.def.plan;
@@ -876,7 +879,7 @@ impl<'a> Validator<'a> {
             let cps: Vec<String> = nearest(
                 divisors(seq / 2)
                     .into_iter()
-                    .filter(|&c| c > 1 && seq % (2 * c) == 0 && self.world % c == 0),
+                    .filter(|&c| c > 1 && seq % (2 * c) == 0 && self.world.is_multiple_of(c)),
                 cp,
                 2,
             )
@@ -952,7 +955,7 @@ impl<'a> Validator<'a> {
         let (tp, pp) = (self.tp, self.pp);
         let fits = |x: u64| {
             let grid = tp.saturating_mul(x).saturating_mul(pp).max(1);
-            self.world % grid == 0 && self.def.model.experts() % x == 0
+            self.world.is_multiple_of(grid) && self.def.model.experts().is_multiple_of(x)
         };
         nearest(
             divisors(self.world).into_iter().filter(|&x| fits(x)),
@@ -1011,7 +1014,7 @@ impl<'a> Validator<'a> {
         let group = (tp as u128)
             .saturating_mul(ep as u128)
             .saturating_mul(self.pp as u128);
-        if ep > 1 && group > 0 && self.world as u128 % group != 0 {
+        if ep > 1 && group > 0 && !(self.world as u128).is_multiple_of(group) {
             let options = self.ep_options();
             let mut d = Diagnostic::new(
                 Code::E0309,
@@ -1169,8 +1172,8 @@ impl<'a> Validator<'a> {
                 loc_of(&p.pp).map(|l| (l, "pp 1".to_string())),
             )),
             ScheduleKind::Interleaved if vpp == 1 => {
-                let v =
-                    (2..=self.layers.min(64)).find(|&v| self.layers % pp.saturating_mul(v) == 0);
+                let v = (2..=self.layers.min(64))
+                    .find(|&v| self.layers.is_multiple_of(pp.saturating_mul(v)));
                 let help = match v {
                     Some(v) => format!("add `vpp {v}`, or remove `schedule interleaved`"),
                     None => "remove `schedule interleaved`".to_string(),
@@ -1207,7 +1210,7 @@ impl<'a> Validator<'a> {
         let mut prefix = 1u64;
         for (i, d) in dims.iter().enumerate() {
             prefix = prefix.saturating_mul(d.size.value);
-            if prefix % span.max(1) == 0 {
+            if prefix.is_multiple_of(span.max(1)) {
                 return i;
             }
         }
@@ -1264,11 +1267,11 @@ impl<'a> Validator<'a> {
                 } else {
                     tp.saturating_mul(x)
                 };
-                fit % s.max(1) == 0
+                fit.is_multiple_of(s.max(1))
                     && match name {
                         "tp" => self.tp_ok(x),
-                        "ep" => self.def.model.experts() % x == 0,
-                        _ => self.seq % x.saturating_mul(2) == 0 || x == 1,
+                        "ep" => self.def.model.experts().is_multiple_of(x),
+                        _ => self.seq.is_multiple_of(x.saturating_mul(2)) || x == 1,
                     }
             });
             let inner_names: Vec<String> = dims
@@ -1339,7 +1342,7 @@ impl<'a> Validator<'a> {
         // microbatches (divisors, so the search is bounded whatever the numbers).
         let mb = divisors(per_replica).into_iter().rev().find(|&b| {
             let m2 = per_replica / b;
-            b < self.micro_batch && m2 >= m_need && (!interleaved || m2 % pp == 0)
+            b < self.micro_batch && m2 >= m_need && (!interleaved || m2.is_multiple_of(pp))
         });
         if let Some(b) = mb {
             let m2 = per_replica / b;
@@ -1351,12 +1354,12 @@ impl<'a> Validator<'a> {
         let vpp_ok = pp >= 3 || on(&p.overlap_p2p);
         if vpp_ok
             && m >= pp
-            && m % pp == 0
+            && m.is_multiple_of(pp)
             && p.first_stage_layers.is_none()
             && p.last_stage_layers.is_none()
         {
             let v = (vpp + 1..=(self.layers / pp).min(64)).find(|&v| {
-                self.layers % (pp * v) == 0 && bubble_fraction(pp, m, v) <= BUBBLE_LIMIT
+                self.layers.is_multiple_of(pp * v) && bubble_fraction(pp, m, v) <= BUBBLE_LIMIT
             });
             if let Some(v) = v {
                 options.push(format!(
@@ -1542,7 +1545,12 @@ type Change = (String, String, Option<MemoryPlan>);
 fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     let p = &sc.plan;
     let mut out: Vec<Change> = Vec::new();
-    let seq_ok = |tp: u64| sc.model.seq.value % sc.cp.saturating_mul(tp).max(1) == 0;
+    let seq_ok = |tp: u64| {
+        sc.model
+            .seq
+            .value
+            .is_multiple_of(sc.cp.saturating_mul(tp).max(1))
+    };
     out.push((
         "add `sp`".into(),
         "`sp`".into(),
@@ -1580,11 +1588,13 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     let node = sc.cluster.dims.first().map_or(1, |d| d.size.value);
     let tp_fits = v.tp_ok(tp2)
         && tp2 <= node
-        && node % tp2 == 0
-        && base.dp % 2 == 0
+        && node.is_multiple_of(tp2)
+        && base.dp.is_multiple_of(2)
         && (!base.sp || seq_ok(tp2))
         && (!sc.model.is_moe() || base.sp)
-        && sc.world % tp2.saturating_mul(base.ep).saturating_mul(base.pp).max(1) == 0;
+        && sc
+            .world
+            .is_multiple_of(tp2.saturating_mul(base.ep).saturating_mul(base.pp).max(1));
     let dp_note = |dp: u64| {
         if p.dp.is_some() {
             format!(" and `dp {dp}`")
@@ -1610,9 +1620,11 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     let split = split_layers(sc.model.layers.value, pp2, base.vpp, None, None).ok();
     let pp_fits = !uneven
         && split.is_some()
-        && base.dp % 2 == 0
+        && base.dp.is_multiple_of(2)
         && (base.vpp == 1 || pp2 >= 3 || sc.flags.overlap_p2p)
-        && sc.world % base.tp.saturating_mul(base.ep).saturating_mul(pp2).max(1) == 0;
+        && sc
+            .world
+            .is_multiple_of(base.tp.saturating_mul(base.ep).saturating_mul(pp2).max(1));
     out.push((
         format!("use `pp {pp2}`{}", dp_note(base.dp / 2)),
         format!("`pp {pp2}`"),

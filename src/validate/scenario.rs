@@ -132,7 +132,7 @@ fn need(v: Option<u64>, what: &str) -> Result<u64, Skip> {
 
 /// The smallest divisor of `n` greater than 1 (n itself when prime; 1 when n ≤ 1).
 fn smallest_divisor(n: u64) -> u64 {
-    (2..=n).find(|d| n % d == 0).unwrap_or(1)
+    (2..=n).find(|d| n.is_multiple_of(*d)).unwrap_or(1)
 }
 
 /// Builds the scenario of a row.

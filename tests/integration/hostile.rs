@@ -468,7 +468,7 @@ fn check_in_worker(name: String, bytes: Vec<u8>) -> Result<usize, String> {
                 "renderer wrote invalid JSON"
             );
             assert_eq!(human.is_empty(), result.diagnostics.is_empty());
-            assert_eq!(github.lines().count() >= result.diagnostics.len(), true);
+            assert!(github.lines().count() >= result.diagnostics.len());
             result.diagnostics.iter().filter(|d| d.is_error()).count()
         });
         let _ = tx.send(outcome.map_err(|e| {

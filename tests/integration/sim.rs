@@ -195,7 +195,12 @@ fn emitted_demo_traces_run_on_the_engine_and_agree_with_sim() {
 #[test]
 fn importing_venussims_demo_config_simulates_to_its_compute_phases() {
     let out = std::env::temp_dir().join(format!("venusc-import-{}.venus", std::process::id()));
-    let (code, _, stderr) = venusc(&["import", "tests/golden/venussim_demo/input/llm-sim-config.json", "-o", out.to_str().unwrap()]);
+    let (code, _, stderr) = venusc(&[
+        "import",
+        "tests/golden/venussim_demo/input/llm-sim-config.json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
     let r = sim_json(&[out.to_str().unwrap()]);
     std::fs::remove_file(&out).ok();
@@ -206,10 +211,24 @@ fn importing_venussims_demo_config_simulates_to_its_compute_phases() {
 #[test]
 fn compile_emit_perfetto_writes_the_timeline_of_the_run() {
     let dir = std::env::temp_dir().join(format!("venusc-perfetto-{}", std::process::id()));
-    let (code, _, stderr) = venusc(&["compile", "examples/venussim_demo.venus", "--emit", "perfetto", "-o", dir.to_str().unwrap()]);
+    let (code, _, stderr) = venusc(&[
+        "compile",
+        "examples/venussim_demo.venus",
+        "--emit",
+        "perfetto",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{stderr}");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("venussim_demo.perfetto.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("venussim_demo.perfetto.json")).unwrap())
+            .unwrap();
     std::fs::remove_dir_all(&dir).ok();
     let events = v["traceEvents"].as_array().unwrap();
-    assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "B15.1"), "the last backward of chunk 1 is a slice");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "X" && e["name"] == "B15.1"),
+        "the last backward of chunk 1 is a slice"
+    );
 }

@@ -983,16 +983,34 @@ fn memory_table_lists_every_stage() {
 /// optimizer) plus activations with sp and selective recompute (`compute_activation_memory`:
 /// s·b·h·(18 + 4·ffn/h) per layer over all L layers, the embedding's 8·s·b·pp + s·b·h·pp, the
 /// interleaving factor, ÷ tp).
-fn megatron_theoretical_bytes(h: f64, heads: f64, layers: f64, vocab_pad: f64, seq: f64, tp: f64, pp: f64, vpp: f64, dp: f64) -> f64 {
+/// The plan shape Megatron's report reads.
+struct MegatronPlan {
+    tp: f64,
+    pp: f64,
+    vpp: f64,
+    dp: f64,
+}
+
+/// Megatron's report for an MHA, GeLU (ffn = 4h) GPT model.
+fn megatron_theoretical_bytes(
+    h: f64,
+    layers: f64,
+    vocab_pad: f64,
+    seq: f64,
+    plan: MegatronPlan,
+) -> f64 {
+    let MegatronPlan { tp, pp, vpp, dp } = plan;
     let (s, b, ffn) = (seq, 1.0, 4.0 * h);
-    let attn = 2.0 * h * h * (1.0 + heads / heads);
+    // attn = 2h²·(1 + g/n)·(q/h) with MHA: g = n and q = h.
+    let attn = 2.0 * h * h * 2.0;
     let mlp = 2.0 * h * ffn;
     let norms = 2.0 * h * 2.0;
     let embedding = h * vocab_pad;
     let tp_sharded = ((attn + mlp) * layers / pp + embedding) / tp;
     let replicated = norms * layers / pp;
     let weights_and_optimizer = (tp_sharded + replicated) * (6.0 + 12.0 / dp);
-    let mut activations = s * b * h * (18.0 + 4.0 * ffn / h) * layers + 8.0 * s * b * pp + s * b * h * pp;
+    let mut activations =
+        s * b * h * (18.0 + 4.0 * ffn / h) * layers + 8.0 * s * b * pp + s * b * h * pp;
     if vpp > 1.0 {
         activations *= 1.0 + (pp - 1.0) / (pp * vpp);
     }
@@ -1005,7 +1023,11 @@ fn first_stage_memory_is_within_5_percent_of_megatrons_theoretical_report() {
     // distributed optimizer, on 1,024 GPUs: the configurations Megatron's report models.
     for (tp, pp, vpp) in [(8u64, 8u64, 1u64), (8, 16, 1), (4, 16, 2), (8, 8, 3)] {
         let dp = 1024 / (tp * pp);
-        let mut d = def(model(12288, 96, 96, 51200, 2048), cluster(&[("nvlink", 8), ("ib", 128)], 80), plan(1, dp * pp * 4));
+        let mut d = def(
+            model(12288, 96, 96, 51200, 2048),
+            cluster(&[("nvlink", 8), ("ib", 128)], 80),
+            plan(1, dp * pp * 4),
+        );
         set(&mut d.plan.tp, tp);
         set(&mut d.plan.pp, pp);
         if vpp > 1 {
@@ -1017,8 +1039,23 @@ fn first_stage_memory_is_within_5_percent_of_megatrons_theoretical_report() {
         let (s, _) = validate(&d);
         let s = s.expect("a valid plan");
         let ours = s.memory[0].peak.0 as f64;
-        let megatron = megatron_theoretical_bytes(12288.0, 96.0, 96.0, s.padded_vocab as f64, 2048.0, tp as f64, pp as f64, vpp as f64, dp as f64);
+        let megatron = megatron_theoretical_bytes(
+            12288.0,
+            96.0,
+            s.padded_vocab as f64,
+            2048.0,
+            MegatronPlan {
+                tp: tp as f64,
+                pp: pp as f64,
+                vpp: vpp as f64,
+                dp: dp as f64,
+            },
+        );
         let error = (ours - megatron) / megatron;
-        assert!(error.abs() < 0.05, "tp {tp} pp {pp} vpp {vpp}: ours {ours:.3e} B, Megatron {megatron:.3e} B ({:+.1}%)", error * 100.0);
+        assert!(
+            error.abs() < 0.05,
+            "tp {tp} pp {pp} vpp {vpp}: ours {ours:.3e} B, Megatron {megatron:.3e} B ({:+.1}%)",
+            error * 100.0
+        );
     }
 }
