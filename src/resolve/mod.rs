@@ -547,14 +547,7 @@ impl<'a> Resolver<'a> {
     /// included), so that unknown names are reported even in definitions no scenario uses,
     /// and so that W0004 knows what is referenced.
     pub fn resolve_all_names(&self) {
-        let mut user: Vec<FileId> = self
-            .files
-            .keys()
-            .copied()
-            .filter(|f| !self.is_stdlib(*f))
-            .collect();
-        user.sort();
-        for file in user {
+        for file in self.user_files() {
             let Some(index) = self.indexes.get(&file) else {
                 continue;
             };
@@ -631,14 +624,7 @@ impl<'a> Resolver<'a> {
         {
             implicit.extend([model, cluster, plan]);
         }
-        let mut user: Vec<FileId> = self
-            .files
-            .keys()
-            .copied()
-            .filter(|f| !self.is_stdlib(*f))
-            .collect();
-        user.sort();
-        for file in user {
+        for file in self.user_files() {
             let Some(index) = self.indexes.get(&file) else {
                 continue;
             };
