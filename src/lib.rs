@@ -6,6 +6,7 @@
 //! order). `diag` holds diagnostics as data; `db` ties the stages into salsa queries; `cli`
 //! is the only place that does I/O. See `ARCHITECTURE.md`.
 
+pub mod base;
 pub mod cost;
 pub mod db;
 pub mod diag;

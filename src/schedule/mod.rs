@@ -29,7 +29,7 @@ mod tests;
 pub use picture::picture;
 pub use sim::{makespan, simulate, Deadlock, OpCost, RankTimeline, Semantics, Slot, Timeline};
 
-use crate::ty::ScheduleKind;
+use crate::base::ScheduleKind;
 use std::fmt;
 use std::fmt::Write as _;
 

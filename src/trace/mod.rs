@@ -18,52 +18,9 @@ pub mod synthetic;
 
 pub use build::{RankBuilder, TraceBuilder, TraceError};
 
-use crate::ty::{Bytes, Seconds};
+pub use crate::base::Ps;
+use crate::base::Bytes;
 use std::fmt;
-
-/// Simulated time or duration in picoseconds. Integral so that the engine is exact and
-/// deterministic; `u64` picoseconds cover 213 days.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Ps(pub u64);
-
-impl Ps {
-    pub const ZERO: Ps = Ps(0);
-    pub const PER_SECOND: u64 = 1_000_000_000_000;
-
-    /// Nearest picosecond; negative or NaN become zero, huge values saturate.
-    pub fn from_seconds(s: Seconds) -> Ps {
-        let ps = (s.0 * Ps::PER_SECOND as f64).round();
-        if ps.is_nan() || ps <= 0.0 {
-            Ps(0)
-        } else if ps >= u64::MAX as f64 {
-            Ps(u64::MAX)
-        } else {
-            Ps(ps as u64)
-        }
-    }
-
-    pub fn from_ns(ns: u64) -> Ps {
-        Ps(ns.saturating_mul(1000))
-    }
-
-    pub fn from_us(us: u64) -> Ps {
-        Ps(us.saturating_mul(1_000_000))
-    }
-
-    pub fn seconds(self) -> Seconds {
-        Seconds(self.0 as f64 / Ps::PER_SECOND as f64)
-    }
-
-    pub fn saturating_add(self, o: Ps) -> Ps {
-        Ps(self.0.saturating_add(o.0))
-    }
-}
-
-impl fmt::Display for Ps {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.seconds().fmt(f)
-    }
-}
 
 /// A node of one rank's trace (index into that rank's nodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -7,11 +7,14 @@
 //! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
 
 pub mod check;
-pub mod units;
 pub mod value;
 
+pub use crate::base::kinds::{
+    Attention, CollectiveAlgorithm, Precision, Recompute, ScheduleKind, Topology,
+};
+pub use crate::base::units;
+pub use crate::base::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
 use crate::diag::Loc;
-pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
 
 /// A value and the place that wrote it.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,25 +106,6 @@ impl Gpu {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Topology {
-    /// `fc`: every GPU has a direct link to every other.
-    FullyConnected,
-    /// `ring`: neighbours only.
-    Ring,
-    /// `switch`: every GPU hangs off one switch.
-    Switch,
-}
-
-impl Topology {
-    pub fn word(self) -> &'static str {
-        match self {
-            Topology::FullyConnected => "fc",
-            Topology::Ring => "ring",
-            Topology::Switch => "switch",
-        }
-    }
-}
 
 /// One network dimension. Ranks fill the innermost dim first.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,15 +127,6 @@ pub struct Dim {
     pub loc: Loc,
 }
 
-/// A collective algorithm a dim can be pinned to (`algo DIM WORD` in a cluster).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CollectiveAlgorithm {
-    Ring,
-    Direct,
-    HalvingDoubling,
-    /// NCCL's double binary tree.
-    Tree,
-}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cluster {
@@ -173,55 +148,9 @@ impl Cluster {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScheduleKind {
-    Gpipe,
-    OneFOneB,
-    Interleaved,
-}
 
-impl ScheduleKind {
-    pub fn word(self) -> &'static str {
-        match self {
-            ScheduleKind::Gpipe => "gpipe",
-            ScheduleKind::OneFOneB => "1f1b",
-            ScheduleKind::Interleaved => "interleaved",
-        }
-    }
-}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Recompute {
-    None,
-    Selective,
-    Full,
-}
 
-impl Recompute {
-    pub fn word(self) -> &'static str {
-        match self {
-            Recompute::None => "none",
-            Recompute::Selective => "selective",
-            Recompute::Full => "full",
-        }
-    }
-}
-
-/// The attention kernel the compute model prices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Attention {
-    /// FlashAttention: fused, causal (half the score FLOPs), scores never leave SRAM.
-    Flash,
-    /// Megatron-LM's pre-2023 path: `baddbmm` QKᵀ and `bmm` ·V over the full s × s scores,
-    /// with the fused scale-mask-softmax and dropout reading and writing them through HBM.
-    Unfused,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Precision {
-    Bf16,
-    Fp8,
-}
 
 /// VenusSim's step snapshot: forward+backward of one microbatch on one model chunk.
 #[derive(Clone, Debug, PartialEq)]

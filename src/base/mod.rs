@@ -1,0 +1,12 @@
+//! The base layer: unit newtypes and the plain enums every stage shares.
+//!
+//! Input: nothing (no dependency on any other module of the crate). Output: [`units`] (bytes,
+//! seconds, bandwidths, rates, ratios, picoseconds) and [`kinds`] (schedule, recompute,
+//! precision, attention, topology, collective algorithm). Invariant: nothing here knows a
+//! span, a source name or a diagnostic.
+
+pub mod kinds;
+pub mod units;
+
+pub use kinds::{Attention, CollectiveAlgorithm, Precision, Recompute, ScheduleKind, Topology};
+pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ps, Ratio, Seconds};
