@@ -195,4 +195,3 @@ impl fmt::Display for Ps {
         self.seconds().fmt(f)
     }
 }
-

@@ -18,8 +18,8 @@ pub mod synthetic;
 
 pub use build::{RankBuilder, TraceBuilder, TraceError};
 
-pub use crate::base::Ps;
 use crate::base::Bytes;
+pub use crate::base::Ps;
 use std::fmt;
 
 /// A node of one rank's trace (index into that rank's nodes).

@@ -1,4 +1,5 @@
 use super::*;
+use crate::base::Seconds;
 
 fn compute(ps: u64) -> NodeKind {
     NodeKind::Compute { duration: Ps(ps) }

@@ -106,7 +106,6 @@ impl Gpu {
     }
 }
 
-
 /// One network dimension. Ranks fill the innermost dim first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dim {
@@ -127,7 +126,6 @@ pub struct Dim {
     pub loc: Loc,
 }
 
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cluster {
     pub name: Option<String>,
@@ -147,10 +145,6 @@ impl Cluster {
             .fold(1u64, |acc, d| acc.saturating_mul(d.size.value))
     }
 }
-
-
-
-
 
 /// VenusSim's step snapshot: forward+backward of one microbatch on one model chunk.
 #[derive(Clone, Debug, PartialEq)]
