@@ -402,6 +402,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
 /// A selected scenario and the sources its diagnostics point into.
 struct Loaded {
     scenario: venusc::plan::Scenario,
+    provenance: venusc::plan::Provenance,
     files: render::SourceFiles,
 }
 
@@ -425,6 +426,7 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
     match selected {
         Ok(sc) if !checked.has_errors() => Ok(Loaded {
             scenario: sc.clone(),
+            provenance: checked.provenance_of(sc),
             files,
         }),
         _ => Err(ExitCode::from(1)),
@@ -586,8 +588,8 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
     if args.iterations == Some(0) {
         return usage_error("`--iterations` must be at least 1");
     }
-    let (sc, files) = match load_scenario(&args.input, color) {
-        Ok(loaded) => (loaded.scenario, loaded.files),
+    let (sc, at, files) = match load_scenario(&args.input, color) {
+        Ok(loaded) => (loaded.scenario, loaded.provenance, loaded.files),
         Err(code) => return code,
     };
     let opts = venusc::simulate::SimOptions {
@@ -633,7 +635,7 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
         }
     }
-    let failed = venusc::report::check_expect(&sc.expect, &report);
+    let failed = venusc::report::check_expect(&sc.expect, &at.expect, &report);
     if !failed.is_empty() {
         eprint!("{}", render::human(&failed, &files, color));
         return ExitCode::from(1);
@@ -671,14 +673,10 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
         .collect();
     names.sort();
     let mut read = |name: &str| std::fs::read(dir.join(name));
-    let mfu = sc
-        .plan
-        .mfu
-        .as_ref()
-        .map_or(venusc::ty::Ratio(1.0), |m| m.value);
-    let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak.value, mfu)
+    let mfu = sc.plan.mfu.as_ref().map_or(venusc::ty::Ratio(1.0), |m| *m);
+    let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak, mfu)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let network = venusc::engine::Network::from_cluster(&sc.cluster).map_err(|e| e.to_string())?;
+    let network = venusc::trace::lower::network(&sc.cluster).map_err(|e| e.to_string())?;
     let timeline = venusc::engine::simulate(&trace, &network, &Default::default())
         .map_err(|e| format!("simulation failed: {e}"))?;
     let layout = venusc::plan::layout::Layout::for_scenario(sc).map_err(|e| e.to_string())?;

@@ -19,6 +19,8 @@ pub struct Checked {
     pub program: Arc<Program>,
     /// The scenarios that passed validation, in source order.
     pub scenarios: Vec<plan::Scenario>,
+    /// Where each of `scenarios` was written (same order).
+    pub provenance: Vec<plan::Provenance>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -35,6 +37,15 @@ impl Checked {
             .iter()
             .find(|s| s.name == def.name)
             .ok_or(None)
+    }
+
+    /// Where a scenario of this check was written (the default for one it does not hold).
+    pub fn provenance_of(&self, sc: &plan::Scenario) -> plan::Provenance {
+        self.scenarios
+            .iter()
+            .position(|s| s.name == sc.name)
+            .and_then(|i| self.provenance.get(i).copied())
+            .unwrap_or_default()
     }
 }
 
@@ -148,10 +159,14 @@ impl Session {
             diagnostics.retain(|d| d.code != Code::E0108 || d.primary.loc.file != root);
         }
         let mut scenarios = Vec::new();
+        let mut provenance = Vec::new();
         for def in &program.scenarios {
             let (scenario, diags) = plan::validate(def);
             diagnostics.extend(diags);
-            scenarios.extend(scenario);
+            if let Some(scenario) = scenario {
+                scenarios.push(scenario);
+                provenance.push(plan::provenance(def));
+            }
         }
         for partial in &program.partial_scenarios {
             diagnostics.extend(plan::validate_partial(partial));
@@ -161,6 +176,7 @@ impl Session {
         Checked {
             program,
             scenarios,
+            provenance,
             diagnostics,
         }
     }

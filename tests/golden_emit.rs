@@ -459,10 +459,10 @@ fn engine_runs_emitted_demo_templates_to_completion() {
         .dims
         .iter()
         .map(|d| NetDim {
-            size: d.size.value as u32,
-            topology: d.topology.value,
-            bandwidth: d.bandwidth.value,
-            latency: d.latency.value,
+            size: d.size as u32,
+            topology: d.topology,
+            bandwidth: d.bandwidth,
+            latency: d.latency,
             algorithm: None,
         })
         .collect();

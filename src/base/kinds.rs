@@ -82,3 +82,49 @@ pub enum Precision {
     Bf16,
     Fp8,
 }
+
+/// A GPU's architecture: it picks the compute model's calibration, so a GPU renamed or
+/// written inline is costed exactly as the one it copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GpuArch {
+    Ampere,
+    Hopper,
+}
+
+impl GpuArch {
+    pub fn word(self) -> &'static str {
+        match self {
+            GpuArch::Ampere => "ampere",
+            GpuArch::Hopper => "hopper",
+        }
+    }
+}
+
+/// A number format, for the bytes a tensor takes in memory or on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dtype {
+    Fp32,
+    Bf16,
+    Fp16,
+    Fp8,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Dtype::Fp32 => 4,
+            Dtype::Bf16 | Dtype::Fp16 => 2,
+            Dtype::Fp8 => 1,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Dtype::Fp32 => "fp32",
+            Dtype::Bf16 => "bf16",
+            Dtype::Fp16 => "fp16",
+            Dtype::Fp8 => "fp8",
+        }
+    }
+}

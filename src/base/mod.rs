@@ -8,5 +8,7 @@
 pub mod kinds;
 pub mod units;
 
-pub use kinds::{Attention, CollectiveAlgorithm, Precision, Recompute, ScheduleKind, Topology};
+pub use kinds::{
+    Attention, CollectiveAlgorithm, Dtype, GpuArch, Precision, Recompute, ScheduleKind, Topology,
+};
 pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ps, Ratio, Seconds};

@@ -28,10 +28,10 @@
 //! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
 
 use super::{ChunkCost, ComputeModel, Pass};
+use crate::base::{Attention, BytesPerSec, Dtype, FlopsPerSec, GpuArch, Recompute, Seconds};
 use crate::plan::Scenario;
-use crate::ty::{Attention, BytesPerSec, FlopsPerSec, Precision, Recompute, Seconds};
 
-/// Every constant of the analytic model, per GPU generation ([`Calibration::for_gpu`]).
+/// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
 ///
 /// Structural figures (bytes per element, backward/forward ratios) come from the kernels'
 /// definitions; the efficiencies were fitted once per GPU type to the BF16 dense rows of the
@@ -118,12 +118,12 @@ impl Calibration {
         }
     }
 
-    /// The calibration for a GPU by its stdlib name: `a100_*` Ampere, everything else Hopper.
-    pub fn for_gpu(name: &str) -> Calibration {
-        if name.starts_with("a100") {
-            Calibration::ampere()
-        } else {
-            Calibration::hopper()
+    /// The calibration for a GPU architecture (never for a name: a GPU renamed or written
+    /// inline is costed as the one it copies).
+    pub fn for_arch(arch: GpuArch) -> Calibration {
+        match arch {
+            GpuArch::Ampere => Calibration::ampere(),
+            GpuArch::Hopper => Calibration::hopper(),
         }
     }
 
@@ -133,9 +133,6 @@ impl Calibration {
         self.gemm_efficiency * f(m) * f(n) * f(k)
     }
 }
-
-/// Bytes per activation element (bf16).
-const ACT_BYTES: f64 = 2.0;
 
 /// The per-layer, per-microbatch work of one rank, in seconds per block and pass.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -226,6 +223,8 @@ struct Work {
     gemm_peak: FlopsPerSec,
     bf16_peak: FlopsPerSec,
     mem_bw: BytesPerSec,
+    /// Bytes per activation element (the recipe's `activations`).
+    act_bytes: f64,
     /// Tokens per rank per microbatch (`s/cp · b`).
     t: f64,
     /// Tokens of the memory-bound, sequence-parallel regions (`T/tp` with `sp`).
@@ -266,7 +265,7 @@ impl Work {
         let f = |v: u64| v as f64;
         let tp = f(sc.tp.max(1));
         let cp = f(sc.cp.max(1));
-        let t = f(m.seq.value) / cp * f(sc.micro_batch);
+        let t = f(m.seq) / cp * f(sc.micro_batch);
         let moe = m.is_moe().then(|| Moe {
             experts: f(m.experts().max(1)),
             topk: f(m.topk().max(1)),
@@ -285,18 +284,19 @@ impl Work {
             .collect();
         Work {
             cal,
-            gemm_peak: match sc.plan.precision() {
-                Precision::Fp8 => gpu.fp8_peak(),
-                Precision::Bf16 => gpu.peak.value,
+            gemm_peak: match sc.recipe.gemm {
+                Dtype::Fp8 => gpu.fp8_peak(),
+                Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp32 => gpu.peak,
             },
-            bf16_peak: gpu.peak.value,
-            mem_bw: gpu.mem_bw.value,
+            bf16_peak: gpu.peak,
+            mem_bw: gpu.mem_bw,
+            act_bytes: sc.recipe.activations.bytes() as f64,
             t,
             t_sp: if sc.sp { t / tp } else { t },
-            s: f(m.seq.value),
+            s: f(m.seq),
             b: f(sc.micro_batch),
-            h: f(m.hidden.value),
-            q: f(m.heads.value) * f(m.head_dim()),
+            h: f(m.hidden),
+            q: f(m.heads) * f(m.head_dim()),
             kv: f(m.kv_groups()) * f(m.head_dim()),
             ffn: f(m.ffn()),
             swiglu: m.swiglu(),
@@ -380,7 +380,7 @@ impl Work {
         // dropout (read h, write h, a 1-byte mask): 7.5h elements of 2 bytes.
         let ew_bytes = 15.0 * h;
         // Rotary embedding reads and writes q and k.
-        let rotary = t * 2.0 * (self.q + self.kv) / tp * ACT_BYTES;
+        let rotary = t * 2.0 * (self.q + self.kv) / tp * self.act_bytes;
         let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
         // MLP block: GEMMs, activation; norm + residual + dropout over h.
         // Activation-function elements (the MLP inner size per token, over all experts).
@@ -405,7 +405,7 @@ impl Work {
             }
         };
         // SwiGLU reads gate and up and writes one; GeLU reads one and writes one.
-        let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * ACT_BYTES;
+        let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * self.act_bytes;
         let mlp_mem = self.memory(self.t_sp * ew_bytes + act_elems * act_bytes_per_elem);
         let unfused_kernels = match self.attention {
             Attention::Flash => 0.0,
@@ -438,17 +438,17 @@ impl Work {
     /// Embedding lookup: read rows and write `[T, h]` (forward); scatter-add the gradient
     /// into the fp32 main grad (backward).
     fn embedding(&self) -> (f64, f64) {
-        let fwd = self.memory(self.t_sp * self.h * 2.0 * ACT_BYTES);
-        let bwd = self.memory(self.t_sp * self.h * (ACT_BYTES + 2.0 * 4.0));
+        let fwd = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
+        let bwd = self.memory(self.t_sp * self.h * (self.act_bytes + 2.0 * 4.0));
         (fwd, bwd)
     }
 
     /// Final norm, logits GEMM, fp32 cross entropy over the vocabulary shard.
     fn output(&self) -> (f64, f64) {
         let logits = self.gemm(self.t, self.vocab / self.tp, self.h);
-        let norm = self.memory(self.t_sp * self.h * 2.0 * ACT_BYTES);
+        let norm = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
         // Read bf16 logits, write fp32 softmax, read it again for the loss.
-        let ce = self.memory(self.t * self.vocab / self.tp * (ACT_BYTES + 4.0 + 4.0));
+        let ce = self.memory(self.t * self.vocab / self.tp * (self.act_bytes + 4.0 + 4.0));
         let fwd = logits + norm + ce;
         let bwd = 2.0 * logits + self.cal.memory_backward * (norm + ce);
         (fwd, bwd)
@@ -492,8 +492,15 @@ mod tests {
     }
 
     #[test]
-    fn a100_and_h100_have_their_own_calibration() {
-        assert_eq!(Calibration::for_gpu("a100_80g"), Calibration::ampere());
-        assert_eq!(Calibration::for_gpu("h100_sxm"), Calibration::hopper());
+    fn ampere_and_hopper_have_their_own_calibration() {
+        assert_eq!(
+            Calibration::for_arch(GpuArch::Ampere),
+            Calibration::ampere()
+        );
+        assert_eq!(
+            Calibration::for_arch(GpuArch::Hopper),
+            Calibration::hopper()
+        );
+        assert_ne!(Calibration::ampere(), Calibration::hopper());
     }
 }

@@ -109,11 +109,11 @@ pub trait ComputeModel {
 /// The model the plan asks for: `measured` wins over `mfu` (as VenusSim's
 /// `use_step_snapshot` replaces the FLOP-based nodes), else the analytic model.
 pub fn model_for(sc: &Scenario) -> Box<dyn ComputeModel> {
-    let analytic = AnalyticModel::new(sc, Calibration::for_gpu(&sc.cluster.gpu.name));
+    let analytic = AnalyticModel::new(sc, Calibration::for_arch(sc.cluster.gpu.arch));
     if sc.plan.measured.is_some() {
         Box::new(MeasuredModel::new(sc, analytic))
     } else if let Some(mfu) = &sc.plan.mfu {
-        Box::new(MfuModel::new(sc, mfu.value, analytic))
+        Box::new(MfuModel::new(sc, *mfu, analytic))
     } else {
         Box::new(analytic)
     }
@@ -136,7 +136,7 @@ impl MfuModel {
     pub fn new(sc: &Scenario, mfu: Ratio, optimizer: AnalyticModel) -> MfuModel {
         let m = venussim::VenusModel::from_scenario(sc);
         let sh = venussim::VenusShape::from_scenario(sc);
-        let peak = sc.cluster.gpu.peak.value;
+        let peak = sc.cluster.gpu.peak;
         let ns = |ops| venussim::node_time_ns(ops, peak, mfu);
         MfuModel {
             forward_ns: ns(venussim::forward_node_ops(&m, &sh, false)),
@@ -190,7 +190,7 @@ pub struct MeasuredModel {
 impl MeasuredModel {
     pub fn new(sc: &Scenario, optimizer: AnalyticModel) -> MeasuredModel {
         let (first, middle, last) = match &sc.plan.measured {
-            Some(m) => (m.first.value, m.middle.value, m.last.value),
+            Some(m) => (m.first, m.middle, m.last),
             None => (Seconds(0.0), Seconds(0.0), Seconds(0.0)),
         };
         MeasuredModel {

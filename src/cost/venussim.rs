@@ -63,11 +63,11 @@ impl VenusModel {
         let moe = m.is_moe();
         VenusModel {
             global_batch: sc.global_batch,
-            seq: m.seq.value,
-            layers: m.layers.value,
-            hidden: m.hidden.value,
+            seq: m.seq,
+            layers: m.layers,
+            hidden: m.hidden,
             ffn: if moe { m.moe_ffn() } else { m.ffn() },
-            heads: m.heads.value,
+            heads: m.heads,
             kv_groups: m.kv_groups(),
             head_dim: m.head_dim(),
             swiglu: m.swiglu(),

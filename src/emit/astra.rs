@@ -31,16 +31,16 @@ fn write_system(
 ) -> Result<(), EmitError> {
     let dims = sc.cluster.dims.len().max(1);
     let ring = vec!["\"ring\""; dims].join(", ");
-    let mfu = sc.plan.mfu.as_ref().map_or(1.0, |m| m.value.0);
+    let mfu = sc.plan.mfu.as_ref().map_or(1.0, |m| m.0);
     if sc.plan.mfu.is_some() {
         warnings.push(format!(
             "Astra-Sim has no `mfu`: system.json's peak-perf is peak x mfu = {} TFLOP/s",
-            num(sc.cluster.gpu.peak.value.0 * mfu / 1e12)
+            num(sc.cluster.gpu.peak.0 * mfu / 1e12)
         ));
     }
-    let peak = sc.cluster.gpu.peak.value.0 * mfu / 1e12;
+    let peak = sc.cluster.gpu.peak.0 * mfu / 1e12;
     // The local reduction runs at HBM speed (GB/s).
-    let mem_bw = sc.cluster.gpu.mem_bw.value.0 / 1e9;
+    let mem_bw = sc.cluster.gpu.mem_bw.0 / 1e9;
     writeln!(out, "{{")?;
     writeln!(out, "    \"scheduling-policy\": \"FIFO\",")?;
     writeln!(out, "    \"endpoint-delay\": 10,")?;

@@ -13,9 +13,10 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::{num, EmitError, Sink, Warning};
+use crate::base::{Precision, Recompute, ScheduleKind, Topology};
 use crate::plan::layout::{GroupKind, Layout, LayoutSizes};
+use crate::plan::PlanSpec;
 use crate::plan::Scenario;
-use crate::ty::{Plan, Precision, Recompute, ScheduleKind, Topology};
 
 /// VenusSim's name for a topology (NetworkParser.cc).
 pub fn topology_name(t: Topology) -> &'static str {
@@ -30,7 +31,7 @@ pub fn topology_name(t: Topology) -> &'static str {
 /// divides by it; VenusSim only uses it as `global_batch = multiplier × mlp-worker-num`
 /// (arguments.py:239-243), so 1 is always a faithful fallback.
 fn workers(sc: &Scenario) -> u64 {
-    let inner = sc.cluster.dims.first().map_or(1, |d| d.size.value.max(1));
+    let inner = sc.cluster.dims.first().map_or(1, |d| d.size.max(1));
     let n = (sc.world / inner).max(1);
     if sc.global_batch.is_multiple_of(n) {
         n
@@ -46,12 +47,12 @@ pub fn trace_generator_config(sc: &Scenario) -> Vec<(&'static str, Value)> {
     let p = &sc.plan;
     let b = |v: bool| json!(u8::from(v));
     let workers = workers(sc);
-    let chunk_layers = m.layers.value / sc.pp.max(1) / sc.vpp.max(1);
+    let chunk_layers = m.layers / sc.pp.max(1) / sc.vpp.max(1);
     let measured = p.measured.as_ref();
     let snapshot: Vec<Value> = match measured {
         Some(ms) => [&ms.first, &ms.middle, &ms.last]
             .iter()
-            .map(|s| ms_value(s.value.0 * 1e3))
+            .map(|s| ms_value(s.0 * 1e3))
             .collect(),
         None => vec![json!(0), json!(0), json!(0)],
     };
@@ -75,7 +76,7 @@ pub fn trace_generator_config(sc: &Scenario) -> Vec<(&'static str, Value)> {
         ("forward_only", json!(0)),
         (
             "no-overlap-p2p-communication",
-            b(!Plan::flag(&p.overlap_p2p)),
+            b(!PlanSpec::flag(p.overlap_p2p)),
         ),
         (
             "use-distributed-optimizer",
@@ -87,14 +88,14 @@ pub fn trace_generator_config(sc: &Scenario) -> Vec<(&'static str, Value)> {
         ("delay-param-gather", b(sc.flags.delay_param_gather)),
         ("train-iters", json!(p.iterations())),
         ("model-type", json!("decoder_only")),
-        ("seq-length", json!(m.seq.value)),
-        ("decoder-seq-length", json!(m.seq.value)),
-        ("hidden-size", json!(m.hidden.value)),
+        ("seq-length", json!(m.seq)),
+        ("decoder-seq-length", json!(m.seq)),
+        ("hidden-size", json!(m.hidden)),
         ("ffn-hidden-size", json!(m.ffn())),
-        ("num-attention-heads", json!(m.heads.value)),
+        ("num-attention-heads", json!(m.heads)),
         ("num-query-groups", json!(m.kv_groups())),
-        ("num-layers", json!(m.layers.value)),
-        ("vocab-size", json!(m.vocab.value)),
+        ("num-layers", json!(m.layers)),
+        ("vocab-size", json!(m.vocab)),
         ("swiglu", b(m.swiglu())),
         (
             "untie-embeddings-and-output-weights",
@@ -201,7 +202,7 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
                 .to_string(),
         );
     }
-    if m.head_dim.is_some() && m.head_dim() * m.heads.value != m.hidden.value {
+    if m.head_dim.is_some() && m.head_dim() * m.heads != m.hidden {
         w.push(
             "VenusSim assumes head_dim = hidden / heads: the written `head_dim` is not modelled"
                 .to_string(),
@@ -299,8 +300,8 @@ pub const IMPLEMENTATION_KEYS: [&str; 4] = [
 fn write_system_json(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
     let dims = sc.cluster.dims.len().max(1);
     let ring = vec!["\"ring\""; dims].join(",");
-    let peak = sc.cluster.gpu.peak.value.0 / 1e12;
-    let mfu = sc.plan.mfu.as_ref().map_or(1.0, |m| m.value.0);
+    let peak = sc.cluster.gpu.peak.0 / 1e12;
+    let mfu = sc.plan.mfu.as_ref().map_or(1.0, |m| m.0);
     let mut lines: Vec<String> = Vec::new();
     let def = |k: &str| {
         SYSTEM_DEFAULTS
@@ -347,19 +348,10 @@ fn write_system_json(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError
 /// GB/s (which the backend reads as GiB/s, venussim.md §3.3) and latency in ns.
 pub(crate) fn write_network_yml(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
     let dims = &sc.cluster.dims;
-    let topo: Vec<&str> = dims
-        .iter()
-        .map(|d| topology_name(d.topology.value))
-        .collect();
-    let npus: Vec<String> = dims.iter().map(|d| d.size.value.to_string()).collect();
-    let bw: Vec<String> = dims
-        .iter()
-        .map(|d| float1(d.bandwidth.value.0 / 1e9))
-        .collect();
-    let lat: Vec<String> = dims
-        .iter()
-        .map(|d| float1(d.latency.value.0 * 1e9))
-        .collect();
+    let topo: Vec<&str> = dims.iter().map(|d| topology_name(d.topology)).collect();
+    let npus: Vec<String> = dims.iter().map(|d| d.size.to_string()).collect();
+    let bw: Vec<String> = dims.iter().map(|d| float1(d.bandwidth.0 / 1e9)).collect();
+    let lat: Vec<String> = dims.iter().map(|d| float1(d.latency.0 * 1e9)).collect();
     writeln!(out, "# Analytical Network Input File (written by venusc)")?;
     writeln!(out)?;
     writeln!(
@@ -403,7 +395,7 @@ pub(crate) fn layout(sc: &Scenario) -> Result<Layout, EmitError> {
         sc.dp as u32,
         sc.pp as u32,
     );
-    let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
+    let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size).collect();
     Layout::new(sizes, &dims).map_err(|e| EmitError::Unsupported(e.to_string()))
 }
 

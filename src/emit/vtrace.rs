@@ -115,11 +115,7 @@ impl Common {
                     (ms * 1e6 * (2.0 / 3.0)) as u64,
                 )
             };
-            [
-                d(ms.first.value.0),
-                d(ms.middle.value.0),
-                d(ms.last.value.0),
-            ]
+            [d(ms.first.0), d(ms.middle.0), d(ms.last.0)]
         });
         Ok(Common {
             shape,

@@ -7,8 +7,8 @@
 //! Invariant: one phase alone on its links takes exactly `latency + volume / bandwidth`, which is
 //! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
 
+use crate::base::{BytesPerSec, Seconds, Topology};
 use crate::trace::{CollectiveKind, Ps};
-use crate::ty::{BytesPerSec, Cluster, CollectiveAlgorithm, Seconds, Topology};
 use std::fmt;
 
 /// Collective algorithm on one dim.
@@ -105,36 +105,6 @@ impl Network {
             latency_ps,
             world,
         })
-    }
-
-    /// The cluster's dims with their topology defaults.
-    pub fn from_cluster(c: &Cluster) -> Result<Network, NetworkError> {
-        let dims = c
-            .dims
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let size = u32::try_from(d.size.value).map_err(|_| NetworkError::TooLarge)?;
-                if size == 0 {
-                    return Err(NetworkError::ZeroSize { dim: i });
-                }
-                // The achieved bus bandwidth: the link's peak × the dim's efficiency.
-                let efficiency = d.efficiency.as_ref().map_or(1.0, |e| e.value.0);
-                Ok(NetDim {
-                    size,
-                    topology: d.topology.value,
-                    bandwidth: BytesPerSec(d.bandwidth.value.0 * efficiency),
-                    latency: d.latency.value,
-                    algorithm: d.algorithm.as_ref().map(|a| match a.value {
-                        CollectiveAlgorithm::Ring => Algorithm::Ring,
-                        CollectiveAlgorithm::Direct => Algorithm::Direct,
-                        CollectiveAlgorithm::HalvingDoubling => Algorithm::HalvingDoubling,
-                        CollectiveAlgorithm::Tree => Algorithm::DoubleBinaryTree,
-                    }),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Network::new(dims)
     }
 
     pub fn dims(&self) -> &[NetDim] {

@@ -2,9 +2,9 @@
 //! byte takes a whole number of picoseconds (100 GB/s = 10 ps per byte).
 
 use super::*;
+use crate::base::{Bytes, BytesPerSec, Seconds, Topology};
 use crate::trace::synthetic::Pipeline;
 use crate::trace::{Category, CollectiveKind, Label, NodeKind, StreamId, TraceBuilder};
-use crate::ty::{Bytes, BytesPerSec, Seconds, Topology};
 
 const US: u64 = 1_000_000;
 
@@ -618,51 +618,6 @@ fn ring_exchange_with_mirrored_peers_equals_the_full_ring() {
     assert_eq!(full.makespan(), Ps(12 * US));
     assert_eq!(sym.ends(0), full.ends(0));
     assert_eq!(sym.starts(0), full.starts(0));
-}
-
-#[test]
-fn network_from_cluster_keeps_dims_innermost_first() {
-    use crate::diag::{FileId, Loc, Span};
-    use crate::ty::{Cluster, Dim, FlopsPerSec, Gpu, Spanned};
-    let loc = Loc::new(FileId(0), Span::default());
-    fn sp<T>(v: T) -> Spanned<T> {
-        Spanned::new(v, Loc::new(FileId(0), Span::default()))
-    }
-    let dim = |name: &str, topology, size, gbps: f64, lat: f64| Dim {
-        name: sp(name.to_string()),
-        topology: sp(topology),
-        size: sp(size),
-        bandwidth: sp(BytesPerSec(gbps * 1e9)),
-        latency: sp(Seconds(lat)),
-        efficiency: None,
-        algorithm: None,
-        loc,
-    };
-    let gpu = Gpu {
-        name: "h100".into(),
-        loc,
-        peak: sp(FlopsPerSec(989e12)),
-        memory: sp(Bytes(80 << 30)),
-        mem_bw: sp(BytesPerSec(3.35e12)),
-        fp8_peak: None,
-    };
-    let cluster = Cluster {
-        name: None,
-        loc,
-        gpu,
-        gpu_loc: loc,
-        dims: vec![
-            dim("nvlink", Topology::FullyConnected, 8, 450.0, 0.0),
-            dim("ib", Topology::Switch, 4, 50.0, 5e-6),
-        ],
-    };
-    let n = Network::from_cluster(&cluster).unwrap();
-    assert_eq!(n.world(), 32);
-    assert_eq!((n.coord(13, 0), n.coord(13, 1)), (5, 1));
-    assert_eq!(n.dim_between(3, 5), Some(0));
-    assert_eq!(n.dim_between(3, 11), Some(1));
-    assert_eq!(n.dim_between(7, 7), None);
-    assert_eq!(n.dims()[1].bandwidth, BytesPerSec(50e9));
 }
 
 #[test]

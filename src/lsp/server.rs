@@ -491,14 +491,13 @@ impl Server {
         let checked = self.session.check(root);
         let mut out = String::new();
         let mut found = false;
-        for s in &checked.scenarios {
+        for (s, at) in checked.scenarios.iter().zip(&checked.provenance) {
             let uses_it = match def.kind {
                 DefKind::Plan => {
-                    s.plan.loc.file == root
-                        && (s.plan.loc == def.name_loc
-                            || contains(def.loc.span, s.plan.loc.span.start))
+                    at.plan.file == root
+                        && (at.plan == def.name_loc || contains(def.loc.span, at.plan.span.start))
                 }
-                _ => s.loc.file == root && contains(def.loc.span, s.loc.span.start),
+                _ => at.scenario.file == root && contains(def.loc.span, at.scenario.span.start),
             };
             if !uses_it {
                 continue;
@@ -848,9 +847,9 @@ fn scenario_summary(s: &crate::plan::Scenario) -> String {
     let _ = write!(
         out,
         "\n- peak memory per stage (GPU `{}` has {}):",
-        gpu.name, gpu.memory.value
+        gpu.name, gpu.memory
     );
-    let cap = gpu.memory.value.0.max(1) as f64;
+    let cap = gpu.memory.0.max(1) as f64;
     for m in &s.memory {
         let _ = write!(
             out,

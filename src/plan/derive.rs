@@ -6,7 +6,7 @@
 //! Invariant: pure arithmetic on user numbers, never panicking (checked or saturating ops,
 //! `u128` for products of user numbers).
 
-use crate::ty::Model;
+use crate::plan::spec::ModelSpec as Model;
 
 /// Megatron's `--make-vocab-size-divisible-by` default.
 pub const VOCAB_DIVISOR: u64 = 128;
@@ -234,8 +234,8 @@ pub fn mlp_params(hidden: u64, ffn: u64, swiglu: bool) -> u64 {
 // megatron/training/theoretical_memory_usage.py:12-120 (attention 2h²(1 + g/n)(q/h), MLP
 // 2·h·ffn·(3/2 with SwiGLU), shared expert, routed experts, router h·E, norms 2h·norm_size)
 pub fn layer_params(m: &Model) -> LayerParams {
-    let h = m.hidden.value;
-    let q = mul(&[m.heads.value, m.head_dim()]);
+    let h = m.hidden;
+    let q = mul(&[m.heads, m.head_dim()]);
     let kv = mul(&[m.kv_groups(), m.head_dim()]);
     let attention = mul(&[h, q])
         .saturating_mul(2)
@@ -281,7 +281,7 @@ pub struct ParamCounts {
 
 pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     let per_layer = layer_params(m);
-    let h = m.hidden.value;
+    let h = m.hidden;
     let embedding = mul(&[padded_vocab, h]);
     let untied = m.untied_embeddings();
     // megatron/core/models/common/language_module/language_module.py
@@ -290,7 +290,7 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     let output = if untied || pp > 1 { embedding } else { 0 };
     let final_norm = mul(&[2, h]);
     let total = embedding
-        .saturating_add(per_layer.total().saturating_mul(m.layers.value))
+        .saturating_add(per_layer.total().saturating_mul(m.layers))
         .saturating_add(final_norm)
         .saturating_add(if untied { embedding } else { 0 });
     ParamCounts {

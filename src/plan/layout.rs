@@ -228,7 +228,7 @@ impl Layout {
             narrow(sc.pp)?,
         );
         sizes.etp = narrow(sc.etp)?;
-        let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
+        let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size).collect();
         Layout::new(sizes, &dims)
     }
 

@@ -30,8 +30,10 @@
 //!   min(2·(pp − r − 1) + (vpp − 1)·pp + 1, m·vpp) model-chunk microbatches
 //!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
 
+use crate::base::{Attention, Bytes, Recompute, ScheduleKind};
 use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
-use crate::ty::{Attention, Bytes, Model, Recompute, ScheduleKind};
+use crate::plan::recipe::Recipe;
+use crate::plan::spec::ModelSpec as Model;
 
 /// The plan numbers the memory model needs (a validated plan, or a candidate fix).
 #[derive(Clone, Debug, PartialEq)]
@@ -55,6 +57,8 @@ pub struct MemoryPlan {
     /// None: no pipelining (pp = 1).
     pub schedule: Option<ScheduleKind>,
     pub split: StageSplit,
+    /// The byte widths of weights, gradients and optimizer state.
+    pub recipe: Recipe,
 }
 
 /// Peak memory of one GPU of a pipeline stage.
@@ -75,11 +79,6 @@ pub struct StageMemory {
     pub in_flight: u64,
     pub peak: Bytes,
 }
-
-/// Bytes of weights, gradients and optimizer state per parameter.
-pub const WEIGHT_BYTES: u128 = 2;
-pub const GRAD_BYTES: u128 = 4;
-pub const OPTIMIZER_BYTES: u128 = 12;
 
 /// Per-layer activation bytes for one microbatch on one GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +109,7 @@ fn prod(xs: &[u128]) -> u128 {
 // Korthikanti et al. 2022 §4, Table 2 (published-runs.md §3.4).
 pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
     let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
-    let h = m.hidden.value as u128;
+    let h = m.hidden as u128;
     let tp = a.tp.max(1) as u128;
     let tsp = if a.sp { tp } else { 1 };
     if a.recompute == Recompute::Full {
@@ -118,7 +117,7 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
         return prod(&[2, h, tokens]) / tsp;
     }
     let hd = m.head_dim() as u128;
-    let q = prod(&[m.heads.value as u128, hd]);
+    let q = prod(&[m.heads as u128, hd]);
     let kv = prod(&[m.kv_groups() as u128, hd]);
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
     // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h.
@@ -151,13 +150,12 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
         (Recompute::None, Attention::Unfused) => {
             // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
             // split over tp by heads: 5·a·s²·b / t.
-            bytes =
-                bytes.saturating_add(prod(&[5, m.heads.value as u128, a.seq as u128, tokens]) / tp);
+            bytes = bytes.saturating_add(prod(&[5, m.heads as u128, a.seq as u128, tokens]) / tp);
         }
         (Recompute::None | Recompute::Selective, Attention::Flash) => {
             // Flash attention never writes the scores; it keeps the fp32 log-sum-exp of each
             // (head, token) row for its backward: 4·a·s·b / t (flash-attention's `softmax_lse`).
-            bytes = bytes.saturating_add(prod(&[4, m.heads.value as u128, tokens]) / tp);
+            bytes = bytes.saturating_add(prod(&[4, m.heads as u128, tokens]) / tp);
         }
         _ => {}
     }
@@ -169,7 +167,7 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
 pub fn embedding_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
     let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let tsp = if a.sp { a.tp.max(1) as u128 } else { 1 };
-    prod(&[8, tokens]).saturating_add(prod(&[tokens, m.hidden.value as u128]) / tsp)
+    prod(&[8, tokens]).saturating_add(prod(&[tokens, m.hidden as u128]) / tsp)
 }
 
 /// Output activations of one microbatch (last stage, last chunk): final norm and output-layer
@@ -179,7 +177,7 @@ pub fn output_activation_bytes(m: &Model, a: &ActivationShape, padded_vocab: u64
     let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let tp = a.tp.max(1) as u128;
     let tsp = if a.sp { tp } else { 1 };
-    (prod(&[4, tokens, m.hidden.value as u128]) / tsp)
+    (prod(&[4, tokens, m.hidden as u128]) / tsp)
         .saturating_add(prod(&[4, tokens, padded_vocab as u128]) / tp)
 }
 
@@ -251,7 +249,7 @@ pub fn stage_memory(model: &Model, plan: &MemoryPlan) -> Vec<StageMemory> {
 pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let pp = plan.pp.max(1);
     let tp = plan.tp.max(1) as u128;
-    let vocab = padded_vocab(model.vocab.value, plan.tp);
+    let vocab = padded_vocab(model.vocab, plan.tp);
     let counts = param_counts(model, vocab, pp);
     let per = counts.per_layer;
     let layers = plan.split.layers(stage) as u128;
@@ -272,20 +270,22 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let local = dense.saturating_add(replicated);
     let all = local.saturating_add(expert);
 
-    let weights = prod(&[WEIGHT_BYTES, all]);
-    let gradients = prod(&[GRAD_BYTES, all]);
+    let r = &plan.recipe;
+    let optimizer_bytes = u128::from(r.optimizer_bytes());
+    let weights = prod(&[u128::from(r.weights.bytes()), all]);
+    let gradients = prod(&[u128::from(r.main_grads.bytes()), all]);
     let optimizer = if plan.distributed_optimizer {
         let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
-        ceil_div(prod(&[OPTIMIZER_BYTES, local]), dp_cp).saturating_add(ceil_div(
-            prod(&[OPTIMIZER_BYTES, expert]),
+        ceil_div(prod(&[optimizer_bytes, local]), dp_cp).saturating_add(ceil_div(
+            prod(&[optimizer_bytes, expert]),
             plan.expert_dp.max(1) as u128,
         ))
     } else {
-        prod(&[OPTIMIZER_BYTES, all])
+        prod(&[optimizer_bytes, all])
     };
 
     let shape = ActivationShape {
-        seq: model.seq.value / plan.cp.max(1),
+        seq: model.seq / plan.cp.max(1),
         micro_batch: plan.micro_batch,
         tp: plan.tp,
         etp: plan.etp,
@@ -376,7 +376,7 @@ mod tests {
 
     /// A GPT-style layer: MHA, GeLU, ffn = 4h, so Korthikanti's constants hold exactly.
     fn gpt(h: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Model {
-        model(h, heads, layers, vocab, seq)
+        crate::plan::validate::to_plan::model(&model(h, heads, layers, vocab, seq))
     }
 
     #[test]
@@ -430,9 +430,9 @@ mod tests {
     fn swiglu_and_gqa_change_the_tp_split_terms() {
         // h 64, 4 heads of 16, 2 kv groups, ffn 128, swiglu: tp part = 4q + 4kv + 6·ffn.
         let mut m = gpt(64, 4, 1, 128, 16);
-        m.kv_groups = Some(crate::ty::Spanned::new(2, Default::default()));
-        m.ffn = Some(crate::ty::Spanned::new(128, Default::default()));
-        m.swiglu = Some(crate::ty::Spanned::new(true, Default::default()));
+        m.kv_groups = Some(2);
+        m.ffn = Some(128);
+        m.swiglu = Some(true);
         let tokens = 16u128 * 2;
         let expect = tokens * (10 * 64 + 4 * 64 + 4 * 32 + 6 * 128) + 5 * 4 * 16 * tokens;
         assert_eq!(
@@ -485,6 +485,7 @@ mod tests {
             distributed_optimizer: false,
             schedule,
             split: split_layers(layers, pp, vpp, None, None).unwrap(),
+            recipe: Recipe::for_precision(crate::base::Precision::Bf16),
         }
     }
 

@@ -11,6 +11,8 @@
 pub mod derive;
 pub mod layout;
 pub mod memory;
+pub mod recipe;
+pub mod spec;
 mod validate;
 
 #[cfg(test)]
@@ -18,12 +20,17 @@ pub(crate) mod testutil;
 
 use std::fmt::Write as _;
 
-use crate::diag::Loc;
-use crate::ty::{Cluster, Expect, Model, Plan, Recompute, ScheduleKind};
+use crate::base::{Recompute, ScheduleKind};
+
+pub use spec::{
+    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
+    Provenance,
+};
 
 pub use derive::{ParamCounts, StageSplit};
 pub use memory::{MemoryPlan, StageMemory};
-pub use validate::{resolved_schedule, validate, validate_partial, MAX_WORLD};
+pub use recipe::Recipe;
+pub use validate::{provenance, resolved_schedule, validate, validate_partial, MAX_WORLD};
 
 /// The optimizer and overlap flags, as Megatron applies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -42,12 +49,12 @@ pub struct Flags {
 /// A validated scenario with its derived values.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
+    /// A label for reports.
     pub name: String,
-    pub loc: Loc,
-    pub model: Model,
-    pub cluster: Cluster,
-    pub plan: Plan,
-    pub expect: Expect,
+    pub model: ModelSpec,
+    pub cluster: ClusterSpec,
+    pub plan: PlanSpec,
+    pub expect: ExpectSpec,
     /// GPUs in the cluster (= tp × pp × cp × dp).
     pub world: u64,
     pub tp: u64,
@@ -70,6 +77,8 @@ pub struct Scenario {
     pub sp: bool,
     pub recompute: Recompute,
     pub flags: Flags,
+    /// The number format of every tensor class (from `precision`).
+    pub recipe: Recipe,
     pub split: StageSplit,
     pub padded_vocab: u64,
     pub params: ParamCounts,
@@ -136,6 +145,7 @@ impl Scenario {
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
             split: self.split,
+            recipe: self.recipe,
         }
     }
 }
@@ -143,7 +153,7 @@ impl Scenario {
 /// The human memory table for `venusc check --memory`: per stage, per GPU, in GiB.
 pub fn memory_table(sc: &Scenario) -> String {
     let gpu = &sc.cluster.gpu;
-    let cap = gpu.memory.value;
+    let cap = gpu.memory;
     let g = |b: crate::ty::Bytes| format!("{:.2}", b.gib());
     let mut out = String::new();
     let _ = writeln!(

@@ -9,12 +9,16 @@
 //! on the item to change, secondary labels on the other factors and a help computed from the
 //! input. No arithmetic on user numbers can overflow or panic.
 
+pub(crate) mod to_plan;
+
+pub use to_plan::provenance;
+
 use crate::diag::{Code, Diagnostic, Loc};
 use crate::plan::derive::{
     bubble_fraction, divisors, padded_vocab, param_counts, split_layers, SplitError, StageSplit,
 };
 use crate::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
-use crate::plan::{Flags, Scenario};
+use crate::plan::{Flags, Recipe, Scenario};
 use crate::syntax::ast::DefKind;
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 
@@ -203,7 +207,7 @@ impl<'a> Validator<'a> {
         }
         let (dp, m, split) = (dp?, m?, split?);
         let mut scenario = self.scenario(dp, m, split);
-        scenario.memory = stage_memory(&self.def.model, &scenario.memory_plan());
+        scenario.memory = stage_memory(&scenario.model, &scenario.memory_plan());
         self.check_memory(&scenario); // E0401, W0005
         if self.has_error() {
             return None;
@@ -289,11 +293,10 @@ impl<'a> Validator<'a> {
         let vocab = padded_vocab(def.model.vocab.value, self.tp);
         Scenario {
             name: def.name.clone(),
-            loc: def.loc,
-            model: def.model.clone(),
-            cluster: def.cluster.clone(),
-            plan: p.clone(),
-            expect: def.expect.clone(),
+            model: to_plan::model(&def.model),
+            cluster: to_plan::cluster(&def.cluster),
+            plan: to_plan::plan(p),
+            expect: to_plan::expect(&def.expect),
             world: self.world,
             tp: self.tp,
             pp: self.pp,
@@ -320,9 +323,10 @@ impl<'a> Validator<'a> {
                 overlap_p2p: on(&p.overlap_p2p) && self.vpp > 1,
                 overlap_tp_comm: on(&p.overlap_tp_comm) && p.sp() && self.tp > 1,
             },
+            recipe: Recipe::for_precision(p.precision()),
             split,
             padded_vocab: vocab,
-            params: param_counts(&def.model, vocab, self.pp),
+            params: param_counts(&to_plan::model(&def.model), vocab, self.pp),
             memory: Vec::new(),
         }
     }
@@ -1428,7 +1432,7 @@ impl<'a> Validator<'a> {
         let Some(w) = worst(&sc.memory).copied() else {
             return;
         };
-        let cap = sc.cluster.gpu.memory.value;
+        let cap = sc.cluster.gpu.memory;
         let gpu = &sc.cluster.gpu;
         let over = w.peak > cap;
         let warn_at = Bytes((cap.0 as f64 * MEMORY_WARN) as u64);
@@ -1468,7 +1472,10 @@ impl<'a> Validator<'a> {
             p.loc,
             format!("stage {} needs {}", w.stage, gib(w.peak)),
         )
-        .with_secondary(gpu.memory.loc, format!("`{}` has {}", gpu.name, gib(cap)));
+        .with_secondary(
+            self.def.cluster.gpu.memory.loc,
+            format!("`{}` has {}", gpu.name, gib(cap)),
+        );
         for (name, o) in [("tp", &p.tp), ("pp", &p.pp), ("dp", &p.dp)] {
             if let Some(s) = o {
                 d = d.with_secondary(s.loc, format!("{name} {}", s.value));
@@ -1545,12 +1552,7 @@ type Change = (String, String, Option<MemoryPlan>);
 fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     let p = &sc.plan;
     let mut out: Vec<Change> = Vec::new();
-    let seq_ok = |tp: u64| {
-        sc.model
-            .seq
-            .value
-            .is_multiple_of(sc.cp.saturating_mul(tp).max(1))
-    };
+    let seq_ok = |tp: u64| sc.model.seq.is_multiple_of(sc.cp.saturating_mul(tp).max(1));
     out.push((
         "add `sp`".into(),
         "`sp`".into(),
@@ -1585,7 +1587,7 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     ));
     // Doubling tp within the innermost dim (a node), dp halving to keep the world.
     let tp2 = base.tp.saturating_mul(2);
-    let node = sc.cluster.dims.first().map_or(1, |d| d.size.value);
+    let node = sc.cluster.dims.first().map_or(1, |d| d.size);
     let tp_fits = v.tp_ok(tp2)
         && tp2 <= node
         && node.is_multiple_of(tp2)
@@ -1617,7 +1619,7 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
     // Doubling pp (even split only), dp halving.
     let pp2 = base.pp.saturating_mul(2);
     let uneven = p.first_stage_layers.is_some() || p.last_stage_layers.is_some();
-    let split = split_layers(sc.model.layers.value, pp2, base.vpp, None, None).ok();
+    let split = split_layers(sc.model.layers, pp2, base.vpp, None, None).ok();
     let pp_fits = !uneven
         && split.is_some()
         && base.dp.is_multiple_of(2)
@@ -1634,7 +1636,7 @@ fn changes(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Change> {
                 dp: base.dp / 2,
                 expert_dp: sc.world / base.tp.saturating_mul(base.ep).saturating_mul(pp2).max(1),
                 microbatches: base.microbatches.saturating_mul(2),
-                schedule: resolved_schedule(pp2, base.vpp, p.schedule.as_ref().map(|s| s.value)),
+                schedule: resolved_schedule(pp2, base.vpp, p.schedule),
                 split,
                 ..base.clone()
             }),
@@ -1693,7 +1695,7 @@ fn peak_of(sc: &Scenario, plan: &MemoryPlan) -> Bytes {
 fn memory_help(v: &Validator<'_>, sc: &Scenario, target: Bytes) -> String {
     let base = sc.memory_plan();
     let all = changes(v, sc, &base);
-    let cap = sc.cluster.gpu.memory.value;
+    let cap = sc.cluster.gpu.memory;
     for (desc, _, plan) in &all {
         if let Some(plan) = plan {
             let peak = peak_of(sc, plan);

@@ -7,26 +7,30 @@
 //! written as `.venus` source (`1126ms`, `142TFLOP/s`, `72GiB`, `38%`). A bound equal to the
 //! prediction holds. `memory_max` is checked against the largest peak over the stages.
 
+use crate::base::units::trim;
+use crate::base::{Bytes, FlopsPerSec, Ratio, Seconds};
+use crate::diag::Loc;
 use crate::diag::{Code, Diagnostic};
-use crate::ty::units::trim;
-use crate::ty::{Bytes, Expect, Spanned};
+use crate::plan::{ExpectLocs, ExpectSpec};
 
 use super::Report;
 
 /// E0501 for every bound the report breaks.
-pub fn check_expect(expect: &Expect, report: &Report) -> Vec<Diagnostic> {
+/// `at` says where each bound was written (the labels' place).
+pub fn check_expect(expect: &ExpectSpec, at: &ExpectLocs, report: &Report) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    if let Some(bound) = &expect.iteration_time_max {
-        out.extend(iteration_time(bound, report));
+    let loc = |l: Option<Loc>| l.unwrap_or_default();
+    if let Some(bound) = expect.iteration_time_max {
+        out.extend(iteration_time(bound, loc(at.iteration_time_max), report));
     }
-    if let Some(bound) = &expect.tflops_min {
-        out.extend(tflops(bound, report));
+    if let Some(bound) = expect.tflops_min {
+        out.extend(tflops(bound, loc(at.tflops_min), report));
     }
-    if let Some(bound) = &expect.memory_max {
-        out.extend(memory(bound, report));
+    if let Some(bound) = expect.memory_max {
+        out.extend(memory(bound, loc(at.memory_max), report));
     }
-    if let Some(bound) = &expect.mfu_min {
-        out.extend(mfu(bound, report));
+    if let Some(bound) = expect.mfu_min {
+        out.extend(mfu(bound, loc(at.mfu_min), report));
     }
     out
 }
@@ -75,8 +79,8 @@ impl Miss<'_> {
     }
 }
 
-fn iteration_time(bound: &Spanned<crate::ty::Seconds>, r: &Report) -> Option<Diagnostic> {
-    let (predicted, limit) = (r.iteration_time.ms(), bound.value.ms());
+fn iteration_time(bound: Seconds, at: Loc, r: &Report) -> Option<Diagnostic> {
+    let (predicted, limit) = (r.iteration_time.ms(), bound.ms());
     (predicted > limit).then(|| {
         Miss {
             key: "iteration_time_max",
@@ -88,12 +92,12 @@ fn iteration_time(bound: &Spanned<crate::ty::Seconds>, r: &Report) -> Option<Dia
             suggestion: format!("{}ms", trim(round_up(predicted))),
             upper: true,
         }
-        .diagnostic(bound.loc)
+        .diagnostic(at)
     })
 }
 
-fn tflops(bound: &Spanned<crate::ty::FlopsPerSec>, r: &Report) -> Option<Diagnostic> {
-    let (predicted, limit) = (r.tflops_per_gpu.0 / 1e12, bound.value.0 / 1e12);
+fn tflops(bound: FlopsPerSec, at: Loc, r: &Report) -> Option<Diagnostic> {
+    let (predicted, limit) = (r.tflops_per_gpu.0 / 1e12, bound.0 / 1e12);
     (predicted < limit).then(|| {
         Miss {
             key: "tflops_min",
@@ -105,16 +109,16 @@ fn tflops(bound: &Spanned<crate::ty::FlopsPerSec>, r: &Report) -> Option<Diagnos
             suggestion: format!("{}TFLOP/s", trim(round_down(predicted))),
             upper: false,
         }
-        .diagnostic(bound.loc)
+        .diagnostic(at)
     })
 }
 
-fn memory(bound: &Spanned<Bytes>, r: &Report) -> Option<Diagnostic> {
+fn memory(bound: Bytes, at: Loc, r: &Report) -> Option<Diagnostic> {
     let stage = r.peak_stage()?;
-    if stage.peak <= bound.value {
+    if stage.peak <= bound {
         return None;
     }
-    let (predicted, limit) = (stage.peak.gib(), bound.value.gib());
+    let (predicted, limit) = (stage.peak.gib(), bound.gib());
     Some(
         Miss {
             key: "memory_max",
@@ -126,12 +130,12 @@ fn memory(bound: &Spanned<Bytes>, r: &Report) -> Option<Diagnostic> {
             suggestion: format!("{}GiB", trim(round_up(predicted))),
             upper: true,
         }
-        .diagnostic(bound.loc),
+        .diagnostic(at),
     )
 }
 
-fn mfu(bound: &Spanned<crate::ty::Ratio>, r: &Report) -> Option<Diagnostic> {
-    let (predicted, limit) = (r.mfu.0 * 100.0, bound.value.0 * 100.0);
+fn mfu(bound: Ratio, at: Loc, r: &Report) -> Option<Diagnostic> {
+    let (predicted, limit) = (r.mfu.0 * 100.0, bound.0 * 100.0);
     (predicted < limit).then(|| {
         Miss {
             key: "mfu_min",
@@ -143,7 +147,7 @@ fn mfu(bound: &Spanned<crate::ty::Ratio>, r: &Report) -> Option<Diagnostic> {
             suggestion: format!("{}%", trim(round_down(predicted))),
             upper: false,
         }
-        .diagnostic(bound.loc)
+        .diagnostic(at)
     })
 }
 

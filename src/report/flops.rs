@@ -70,10 +70,10 @@ impl FlopsArgs {
             // training.py: `num_floating_point_operations(args, batch_size)` is called with the
             // global batch (mbs × dp × num_microbatches).
             batch: sc.global_batch.into(),
-            seq: m.seq.value.into(),
-            hidden: m.hidden.value.into(),
-            layers: m.layers.value.into(),
-            heads: m.heads.value.into(),
+            seq: m.seq.into(),
+            hidden: m.hidden.into(),
+            layers: m.layers.into(),
+            heads: m.heads.into(),
             groups: m.kv_groups().into(),
             // arguments.py: `kv_channels` defaults to hidden_size // num_attention_heads.
             kv_channels: m.head_dim().into(),

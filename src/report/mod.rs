@@ -254,7 +254,7 @@ impl Report {
         let ranks = rank_stats(trace, timeline, window);
         let iteration_time = window.len().seconds();
         let flops = megatron_flops(sc);
-        let peak = sc.cluster.gpu.peak.value;
+        let peak = sc.cluster.gpu.peak;
         let per_gpu = if iteration_time.0 > 0.0 && sc.world > 0 {
             FlopsPerSec(flops.0 / (iteration_time.0 * sc.world as f64))
         } else {
@@ -265,7 +265,7 @@ impl Report {
         } else {
             Ratio(0.0)
         };
-        let tokens = (sc.global_batch as f64) * (sc.model.seq.value as f64);
+        let tokens = (sc.global_batch as f64) * (sc.model.seq as f64);
         let tokens_per_second = if iteration_time.0 > 0.0 {
             TokensPerSec(tokens / iteration_time.0)
         } else {

@@ -2,12 +2,12 @@
 //! 100 GB/s and zero latency, so one byte takes 10 ps and 100,000 bytes take 1 us.
 
 use super::*;
-use crate::engine::{simulate, Network, Options};
+use crate::engine::{simulate, Options};
 use crate::plan::testutil::*;
 use crate::plan::validate;
 use crate::trace::synthetic::Pipeline;
 use crate::trace::{CollectiveKind, Label, StreamId, TraceBuilder};
-use crate::ty::{BytesPerSec, Expect, ScenarioDef};
+use crate::ty::{BytesPerSec, ScenarioDef};
 
 const US: u64 = 1_000_000;
 
@@ -32,7 +32,7 @@ fn scenario(def: &ScenarioDef) -> Scenario {
 }
 
 fn run(sc: &Scenario, trace: &Trace) -> Timeline {
-    let net = Network::from_cluster(&sc.cluster).unwrap();
+    let net = crate::trace::lower::network(&sc.cluster).unwrap();
     simulate(trace, &net, &Options::default()).unwrap()
 }
 
@@ -527,12 +527,24 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
     }
 }
 
+/// Distinct places for the four bounds, so a test can tell which one a label points at.
+fn bound_locs() -> crate::plan::ExpectLocs {
+    use crate::diag::{FileId, Loc, Span};
+    let at = |start| Some(Loc::new(FileId(3), Span::new(start, start + 4)));
+    crate::plan::ExpectLocs {
+        iteration_time_max: at(10),
+        tflops_min: at(20),
+        memory_max: at(30),
+        mfu_min: at(40),
+    }
+}
+
 #[test]
 fn e0501_iteration_time_shows_prediction_bound_and_margin() {
-    let mut e = Expect::default();
-    set(&mut e.iteration_time_max, Seconds(1.0));
+    let mut e = crate::plan::ExpectSpec::default();
+    e.iteration_time_max = Some(Seconds(1.0));
     let r = headline(1125.11, 100.0, 0.4, 30);
-    let d = check_expect(&e, &r);
+    let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(d.len(), 1);
     let d = &d[0];
     assert_eq!(d.code, crate::diag::Code::E0501);
@@ -540,7 +552,7 @@ fn e0501_iteration_time_shows_prediction_bound_and_margin() {
         d.message,
         "predicted iteration time 1125.11 ms exceeds `iteration_time_max` 1000 ms"
     );
-    assert_eq!(d.primary.loc, e.iteration_time_max.as_ref().unwrap().loc);
+    assert_eq!(d.primary.loc, bound_locs().iteration_time_max.unwrap());
     assert_eq!(d.primary.message, "the prediction is 1125.11 ms");
     assert_eq!(
         d.help.as_deref(),
@@ -550,23 +562,23 @@ fn e0501_iteration_time_shows_prediction_bound_and_margin() {
 
 #[test]
 fn e0501_tflops_and_mfu_below_their_minimums() {
-    let mut e = Expect::default();
-    set(&mut e.tflops_min, FlopsPerSec(150e12));
-    set(&mut e.mfu_min, Ratio(0.4));
+    let mut e = crate::plan::ExpectSpec::default();
+    e.tflops_min = Some(FlopsPerSec(150e12));
+    e.mfu_min = Some(Ratio(0.4));
     let r = headline(900.0, 142.35, 0.3821, 30);
-    let d = check_expect(&e, &r);
+    let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(d.len(), 2);
     assert_eq!(
         d[0].message,
         "predicted throughput per GPU 142.35 TFLOP/s is below `tflops_min` 150 TFLOP/s"
     );
-    assert_eq!(d[0].primary.loc, e.tflops_min.as_ref().unwrap().loc);
+    assert_eq!(d[0].primary.loc, bound_locs().tflops_min.unwrap());
     assert_eq!(
         d[0].help.as_deref(),
         Some("the prediction is 5.1% under the bound; lower it to 142TFLOP/s or change the plan")
     );
     assert_eq!(d[1].message, "predicted mfu 38.21% is below `mfu_min` 40%");
-    assert_eq!(d[1].primary.loc, e.mfu_min.as_ref().unwrap().loc);
+    assert_eq!(d[1].primary.loc, bound_locs().mfu_min.unwrap());
     assert_eq!(
         d[1].help.as_deref(),
         Some("the prediction is 4.5% under the bound; lower it to 38% or change the plan")
@@ -575,16 +587,16 @@ fn e0501_tflops_and_mfu_below_their_minimums() {
 
 #[test]
 fn e0501_memory_max_is_checked_against_the_largest_stage_peak() {
-    let mut e = Expect::default();
-    set(&mut e.memory_max, Bytes(64 * Bytes::GIB));
+    let mut e = crate::plan::ExpectSpec::default();
+    e.memory_max = Some(Bytes(64 * Bytes::GIB));
     let r = headline(900.0, 100.0, 0.4, 71);
-    let d = check_expect(&e, &r);
+    let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(d.len(), 1);
     assert_eq!(
         d[0].message,
         "predicted peak memory of stage 1 71.25 GiB exceeds `memory_max` 64 GiB"
     );
-    assert_eq!(d[0].primary.loc, e.memory_max.as_ref().unwrap().loc);
+    assert_eq!(d[0].primary.loc, bound_locs().memory_max.unwrap());
     assert_eq!(
         d[0].help.as_deref(),
         Some("the prediction is 11.3% over the bound; raise it to 72GiB or change the plan")
@@ -593,26 +605,30 @@ fn e0501_memory_max_is_checked_against_the_largest_stage_peak() {
 
 #[test]
 fn bounds_that_hold_give_no_diagnostic() {
-    let mut e = Expect::default();
-    set(&mut e.iteration_time_max, Seconds(1.0));
-    set(&mut e.tflops_min, FlopsPerSec(100e12));
-    set(&mut e.memory_max, Bytes(30 * Bytes::GIB + Bytes::GIB / 4));
-    set(&mut e.mfu_min, Ratio(0.4));
+    let mut e = crate::plan::ExpectSpec::default();
+    e.iteration_time_max = Some(Seconds(1.0));
+    e.tflops_min = Some(FlopsPerSec(100e12));
+    e.memory_max = Some(Bytes(30 * Bytes::GIB + Bytes::GIB / 4));
+    e.mfu_min = Some(Ratio(0.4));
     // Exactly on every bound: a bound equal to the prediction holds.
     let r = headline(1000.0, 100.0, 0.4, 30);
-    assert_eq!(check_expect(&e, &r), Vec::new());
+    assert_eq!(check_expect(&e, &bound_locs(), &r), Vec::new());
     assert_eq!(
-        check_expect(&Expect::default(), &headline(1e9, 0.0, 0.0, 999)),
+        check_expect(
+            &crate::plan::ExpectSpec::default(),
+            &Default::default(),
+            &headline(1e9, 0.0, 0.0, 999)
+        ),
         Vec::new()
     );
 }
 
 #[test]
 fn tiny_throughput_suggests_a_nonzero_bound() {
-    let mut e = Expect::default();
-    set(&mut e.tflops_min, FlopsPerSec(1e12));
+    let mut e = crate::plan::ExpectSpec::default();
+    e.tflops_min = Some(FlopsPerSec(1e12));
     let r = headline(900.0, 0.0456, 0.0, 1);
-    let d = check_expect(&e, &r);
+    let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(
         d[0].help.as_deref(),
         Some("the prediction is 95.4% under the bound; lower it to 0.04TFLOP/s or change the plan")

@@ -42,9 +42,13 @@ fn codes_of(text: &str) -> Vec<Code> {
             let sim = venusc::simulate::simulate(sc, &Default::default())
                 .expect("valid scenarios simulate");
             codes.extend(
-                venusc::report::check_expect(&sc.expect, &sim.report)
-                    .iter()
-                    .map(|d| d.code),
+                venusc::report::check_expect(
+                    &sc.expect,
+                    &checked.provenance_of(sc).expect,
+                    &sim.report,
+                )
+                .iter()
+                .map(|d| d.code),
             );
         }
     }

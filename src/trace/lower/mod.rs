@@ -59,6 +59,7 @@
 //! Invariant: a lowering never panics on a validated scenario; sizes that do not fit return a
 //! [`LowerError`].
 
+use crate::base::Bytes;
 use crate::cost::{self, ChunkCost, ComputeModel, Pass};
 use crate::engine::{Network, NetworkError, Timeline};
 use crate::plan::layout::{Coords, GroupKind, Layout, LayoutError, LayoutSizes};
@@ -68,9 +69,12 @@ use crate::trace::{
     Category, CollectiveKind, GroupId, Label, NameId, NodeId, NodeKind, Ps, RankBuilder, StreamId,
     Trace, TraceBuilder, TraceError,
 };
-use crate::ty::Bytes;
 use std::fmt;
 use std::ops::Range;
+
+mod net;
+
+pub use net::network;
 
 #[cfg(test)]
 mod tests;
@@ -94,12 +98,6 @@ const TAG_CP: u32 = 2;
 /// (megatron/training/training.py:2179-2194 `resolve_ddp_bucket_size`).
 const BUCKET_MIN_ELEMENTS: u64 = 40_000_000;
 const BUCKET_PER_DP_ELEMENTS: u64 = 1_000_000;
-/// Bytes per gradient element (fp32: `accumulate_allreduce_grads_in_fp32` is on for bf16).
-const GRAD_BYTES: u64 = 4;
-/// Bytes per parameter element gathered (bf16).
-const PARAM_BYTES: u64 = 2;
-/// Bytes per activation element (bf16 `pipeline_dtype`).
-const ACT_BYTES: u64 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LowerOptions {
@@ -235,9 +233,9 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
         pp: u32_of(sc.pp, "pp")?,
         etp: u32_of(sc.etp, "etp")?,
     };
-    let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
+    let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size).collect();
     let layout = Layout::new(sizes, &dims).map_err(LowerError::Layout)?;
-    let network = Network::from_cluster(&sc.cluster).map_err(LowerError::Network)?;
+    let network = net::network(&sc.cluster).map_err(LowerError::Network)?;
     let shape = PipelineShape::for_scenario(sc);
     let ir = ScheduleIr::build(shape).map_err(LowerError::Shape)?;
     let model = cost::model_for(sc);
@@ -456,6 +454,9 @@ struct StagePlan {
     overlap_tp: bool,
     cp: bool,
     ep: bool,
+    /// Bytes per element of the data-parallel gradient reduction and parameter gather.
+    grad_bytes: u64,
+    param_bytes: u64,
     full_recompute: bool,
     distributed_optimizer: bool,
     overlap_grad_reduce: bool,
@@ -467,12 +468,14 @@ impl StagePlan {
         let s64 = u64::from(stage);
         let vpp = sc.vpp.max(1) as u32;
         let m = &sc.model;
-        let seq_cp = m.seq.value / sc.cp.max(1);
+        let seq_cp = m.seq / sc.cp.max(1);
         let seq_p2p = if sc.sp { seq_cp / sc.tp.max(1) } else { seq_cp };
-        let hb = m.hidden.value.saturating_mul(sc.micro_batch);
+        let hb = m.hidden.saturating_mul(sc.micro_batch);
         let kv_per_tp = (m.kv_groups() / sc.tp.max(1)).max(1);
         let tokens = if sc.sp { seq_p2p } else { seq_cp }.saturating_mul(sc.micro_batch);
         let chunks = 0..u64::from(vpp);
+        // Element widths from the precision recipe (the scenario's one source of byte widths).
+        let (act, grad) = (sc.recipe.tp_comm.bytes(), sc.recipe.grad_comm.bytes());
         let forward = chunks
             .clone()
             .map(|c| PassPs::new(model.chunk(s64, c, Pass::Forward)))
@@ -500,27 +503,33 @@ impl StagePlan {
             backward,
             buckets,
             optimizer: Ps::from_seconds(model.optimizer_step(s64)),
-            p2p: Bytes(seq_p2p.saturating_mul(hb).saturating_mul(ACT_BYTES)),
-            tp_tensor: Bytes(seq_cp.saturating_mul(hb).saturating_mul(ACT_BYTES)),
+            p2p: Bytes(
+                seq_p2p
+                    .saturating_mul(hb)
+                    .saturating_mul(sc.recipe.p2p.bytes()),
+            ),
+            tp_tensor: Bytes(seq_cp.saturating_mul(hb).saturating_mul(act)),
             cp_block: Bytes(
                 2u64.saturating_mul(seq_cp)
                     .saturating_mul(sc.micro_batch)
                     .saturating_mul(kv_per_tp)
                     .saturating_mul(m.head_dim())
-                    .saturating_mul(ACT_BYTES),
+                    .saturating_mul(act),
             ),
             a2a: Bytes(
                 tokens
                     .saturating_mul(m.topk())
-                    .saturating_mul(m.hidden.value)
-                    .saturating_mul(ACT_BYTES),
+                    .saturating_mul(m.hidden)
+                    .saturating_mul(act),
             ),
             embedding_grad: Bytes(
                 (sc.padded_vocab / sc.tp.max(1))
-                    .saturating_mul(m.hidden.value)
-                    .saturating_mul(GRAD_BYTES),
+                    .saturating_mul(m.hidden)
+                    .saturating_mul(grad),
             ),
-            norm_grads: Bytes(norms.saturating_mul(GRAD_BYTES)),
+            norm_grads: Bytes(norms.saturating_mul(grad)),
+            grad_bytes: grad,
+            param_bytes: sc.recipe.param_gather.bytes(),
             tp: sc.tp > 1,
             sp: sc.sp,
             overlap_tp: sc.flags.overlap_tp_comm,
@@ -556,7 +565,7 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let bucketed = sc.flags.overlap_grad_reduce && stage == 0 && chunk == 0;
     let size = match &sc.plan.bucket_size {
         // `bucket_size` is written in bytes of the fp32 gradient buffer.
-        Some(b) => (b.value.0 / GRAD_BYTES).max(1),
+        Some(b) => (b.0 / sc.recipe.main_grads.bytes().max(1)).max(1),
         None => BUCKET_MIN_ELEMENTS.max(BUCKET_PER_DP_ELEMENTS.saturating_mul(dp_cp)),
     };
     let pad = |n: u64| {
@@ -1170,7 +1179,7 @@ impl<'a> Emitter<'a> {
             } else {
                 CollectiveKind::AllReduce
             };
-            let bytes = Bytes(b.elements.saturating_mul(GRAD_BYTES));
+            let bytes = Bytes(b.elements.saturating_mul(self.st.grad_bytes));
             let id = self.issue(
                 collective(kind, group, bytes),
                 S_DP,
@@ -1257,7 +1266,7 @@ impl<'a> Emitter<'a> {
                 self.g.dp_cp
             };
             let Some(group) = group else { continue };
-            let bytes = Bytes(b.elements.saturating_mul(PARAM_BYTES));
+            let bytes = Bytes(b.elements.saturating_mul(self.st.param_bytes));
             ids[i] = Some(self.issue(
                 collective(CollectiveKind::AllGather, group, bytes),
                 S_DP,
