@@ -662,9 +662,9 @@ impl From<venusc::simulate::Simulation> for SimRun {
     }
 }
 
-/// `sim --trace DIR`: reads the directory's trace files and runs them on `sc`'s cluster.
+/// `sim --trace DIR`: reads the directory's file names (the files themselves are read by
+/// name as the replay needs them) and replays them on `sc`'s cluster.
 fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, String> {
-    let started = std::time::Instant::now();
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot read directory `{}`: {e}", dir.display()))?
         .filter_map(|e| e.ok())
@@ -673,21 +673,17 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
         .collect();
     names.sort();
     let mut read = |name: &str| std::fs::read(dir.join(name));
-    let mfu = sc.plan.mfu.as_ref().map_or(venusc::ty::Ratio(1.0), |m| *m);
-    let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak, mfu)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let network = venusc::trace::lower::network(&sc.cluster).map_err(|e| e.to_string())?;
-    let timeline = venusc::engine::simulate(&trace, &network, &Default::default())
-        .map_err(|e| format!("simulation failed: {e}"))?;
-    let layout = venusc::plan::layout::Layout::for_scenario(sc).map_err(|e| e.to_string())?;
-    let window = venusc::report::Window::whole(&timeline);
-    let wall = venusc::ty::Seconds(started.elapsed().as_secs_f64());
-    let report = venusc::report::Report::new(sc, &trace, &timeline, window, wall);
+    let r = venusc::simulate::replay(sc, &names, &mut read).map_err(|e| match e {
+        venusc::simulate::SimError::Read(e) => format!("{}: {e}", dir.display()),
+        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Network(e)) => e.to_string(),
+        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Layout(e)) => e.to_string(),
+        e => e.to_string(),
+    })?;
     Ok(SimRun {
-        report,
-        trace,
-        timeline,
-        layout,
+        report: r.report,
+        trace: r.trace,
+        timeline: r.timeline,
+        layout: r.layout,
     })
 }
 

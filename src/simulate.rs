@@ -1,7 +1,10 @@
 //! The simulation facade: a validated scenario → lowered trace → engine timeline → report.
+//! The one place that drives lowering, the engine and the report together, for the CLI, the
+//! language server, sweeps and the published-runs harness alike.
 //!
-//! Input: a [`plan::Scenario`] and [`SimOptions`]. Output: [`Simulation`] (the report, and the
-//! trace and timeline for the Perfetto export) or a [`SimError`]. The report covers the last
+//! Input: a [`plan::Scenario`] and [`SimOptions`] ([`simulate`]), or a scenario and the files
+//! of a VenusSim trace directory ([`replay`]). Output: [`Simulation`] / [`Replay`] (the report,
+//! and the trace and timeline for the Perfetto export) or a [`SimError`]. The report covers the last
 //! of the simulated iterations. Apart from `engine.wall_ms`, the result is a function of the
 //! input alone.
 
@@ -9,9 +12,9 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::engine::{self, EngineError, Options, Timeline};
+use crate::lower::{self, LowerError, LowerOptions, Lowered};
 use crate::plan::Scenario;
 use crate::report::{Report, Window};
-use crate::trace::lower::{self, LowerError, LowerOptions, Lowered};
 use crate::ty::Seconds;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -33,6 +36,8 @@ pub struct Simulation {
 pub enum SimError {
     Lower(LowerError),
     Engine(EngineError),
+    /// A trace file of a replayed directory could not be read.
+    Read(crate::emit::ReadError),
 }
 
 impl fmt::Display for SimError {
@@ -40,6 +45,7 @@ impl fmt::Display for SimError {
         match self {
             SimError::Lower(e) => write!(f, "cannot lower the scenario: {e}"),
             SimError::Engine(e) => write!(f, "simulation failed: {e}"),
+            SimError::Read(e) => write!(f, "{e}"),
         }
     }
 }
@@ -70,5 +76,42 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
         report,
         lowered,
         timeline,
+    })
+}
+
+/// What a replayed trace directory produced.
+pub struct Replay {
+    pub report: Report,
+    pub trace: crate::trace::Trace,
+    pub timeline: Timeline,
+    pub layout: crate::plan::layout::Layout,
+}
+
+/// `sim --trace DIR`: runs the VenusSim simplified or template trace `files` (read through
+/// `read`, by name) on `sc`'s cluster, at the GPU's peak × the plan's `mfu`, and reports the
+/// whole run.
+pub fn replay(
+    sc: &Scenario,
+    files: &[String],
+    read: &mut dyn FnMut(&str) -> std::io::Result<Vec<u8>>,
+) -> Result<Replay, SimError> {
+    let started = Instant::now();
+    let mfu = sc.plan.mfu.unwrap_or(crate::base::Ratio(1.0));
+    let trace =
+        crate::emit::read_trace(files, read, sc.cluster.gpu.peak, mfu).map_err(SimError::Read)?;
+    let network =
+        lower::network(&sc.cluster).map_err(|e| SimError::Lower(LowerError::Network(e)))?;
+    let timeline =
+        engine::simulate(&trace, &network, &Options::default()).map_err(SimError::Engine)?;
+    let layout = crate::plan::layout::Layout::for_scenario(sc)
+        .map_err(|e| SimError::Lower(LowerError::Layout(e)))?;
+    let window = Window::whole(&timeline);
+    let wall = Seconds(started.elapsed().as_secs_f64());
+    let report = Report::new(sc, &trace, &timeline, window, wall);
+    Ok(Replay {
+        report,
+        trace,
+        timeline,
+        layout,
     })
 }

@@ -32,7 +32,7 @@ fn scenario(def: &ScenarioDef) -> Scenario {
 }
 
 fn run(sc: &Scenario, trace: &Trace) -> Timeline {
-    let net = crate::trace::lower::network(&sc.cluster).unwrap();
+    let net = crate::lower::network(&sc.cluster).unwrap();
     simulate(trace, &net, &Options::default()).unwrap()
 }
 

@@ -13,7 +13,6 @@
 //! are a small [`Label`] enum rendered on demand; free-form names are interned once.
 
 mod build;
-pub mod lower;
 pub mod synthetic;
 
 pub use build::{RankBuilder, TraceBuilder, TraceError};

@@ -6,6 +6,8 @@
 //! (`t = B·s / (X·n)`); `tflops_per_gpu` divides the FLOPs of one iteration, counted as the
 //! source counts them, by `X·n`.
 
+use crate::base::Seconds;
+
 use super::scenario::Source;
 use super::tsv::Row;
 
@@ -43,7 +45,11 @@ pub fn megatron_2024(
 /// The published iteration time of a row, seconds; `None` when the row's metric or numbers do
 /// not allow one (e.g. a TFLOP/s figure whose FLOP convention needs an architecture the row
 /// does not give).
-pub fn published_iteration_time(row: &Row, source: Source) -> Option<f64> {
+pub fn published_iteration_time(row: &Row, source: Source) -> Option<Seconds> {
+    published_seconds(row, source).map(Seconds)
+}
+
+fn published_seconds(row: &Row, source: Source) -> Option<f64> {
     let x = row.value.filter(|v| *v > 0.0)?;
     let n = row.num_gpus.filter(|&n| n > 0)? as f64;
     let b = row.global_batch? as f64;
@@ -103,7 +109,7 @@ mod tests {
             seq: Some(4096),
             ..Row::default()
         };
-        let t = published_iteration_time(&row, Source::Bridge).unwrap();
+        let t = published_iteration_time(&row, Source::Bridge).unwrap().0;
         assert!((t - 16.0 * 4096.0 / 8000.0).abs() < 1e-12);
     }
 }

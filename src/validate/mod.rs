@@ -13,10 +13,11 @@ pub mod flops;
 pub mod scenario;
 pub mod tsv;
 
+use crate::base::Seconds;
 use crate::engine;
+use crate::lower::{self, LowerOptions};
 use crate::plan::Scenario;
 use crate::session::Session;
-use crate::trace::lower::{self, LowerOptions};
 use crate::trace::Category;
 use scenario::{Built, Source};
 use std::fmt::Write as _;
@@ -26,9 +27,9 @@ use tsv::Row;
 /// What the simulation of one scenario gave.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Prediction {
-    pub iteration: f64,
-    /// Forward + backward compute of the busiest simulated rank, seconds.
-    pub compute: f64,
+    pub iteration: Seconds,
+    /// Forward + backward compute of the busiest simulated rank.
+    pub compute: Seconds,
 }
 
 /// One row's outcome.
@@ -37,7 +38,7 @@ pub enum Outcome {
     /// Simulated: published and predicted iteration time.
     Compared {
         built: Built,
-        published: f64,
+        published: Seconds,
         predicted: Prediction,
     },
     /// Not simulated, with the reason.
@@ -59,7 +60,7 @@ impl RowResult {
                 published,
                 predicted,
                 ..
-            } if *published > 0.0 => Some((predicted.iteration - published) / published),
+            } if published.0 > 0.0 => Some((predicted.iteration.0 - published.0) / published.0),
             _ => None,
         }
     }
@@ -92,11 +93,12 @@ pub fn simulate_text(name: &str, text: &str) -> Result<Prediction, String> {
         .scenarios
         .first()
         .ok_or_else(|| "no scenario".to_string())?;
-    simulate(sc)
+    predict(sc)
 }
 
-/// Lowers and simulates one iteration of a validated scenario.
-pub fn simulate(sc: &Scenario) -> Result<Prediction, String> {
+/// Lowers and simulates one iteration of a validated scenario: its iteration time and the
+/// busiest rank's compute.
+pub fn predict(sc: &Scenario) -> Result<Prediction, String> {
     let lowered = lower::lower(sc, &LowerOptions::default()).map_err(|e| e.to_string())?;
     let tl = engine::simulate(
         &lowered.trace,
@@ -118,8 +120,8 @@ pub fn simulate(sc: &Scenario) -> Result<Prediction, String> {
         .unwrap_or(0);
     let ps = crate::trace::Ps::PER_SECOND as f64;
     Ok(Prediction {
-        iteration: end.0.saturating_sub(start.0) as f64 / ps,
-        compute: compute as f64 / ps,
+        iteration: Seconds(end.0.saturating_sub(start.0) as f64 / ps),
+        compute: Seconds(compute as f64 / ps),
     })
 }
 
@@ -235,9 +237,9 @@ impl Validation {
                     plan_summary(&built.venus),
                     r.row.metric,
                     r.row.value.unwrap_or(0.0),
-                    published,
-                    predicted.iteration,
-                    predicted.compute,
+                    published.0,
+                    predicted.iteration.0,
+                    predicted.compute.0,
                     100.0 * r.error().unwrap_or(0.0)
                 );
             }

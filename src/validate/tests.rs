@@ -3,6 +3,7 @@
 use super::scenario::{build, Source};
 use super::tsv::{parse, TsvError};
 use super::*;
+use crate::base::Seconds;
 
 const HEADER: &str = "id\tsource\tmodel\tparams_b\tlayers\thidden\tffn_hidden\theads\tkv_groups\tvocab\tseq_len\tglobal_batch\tmicro_batch\ttp\tpp\tvpp\tdp\tcp\tep\tseq_parallel\trecompute\tdist_optimizer\tgpu\tnum_gpus\tmetric\tvalue\tnotes";
 
@@ -69,7 +70,9 @@ fn rows_without_a_plan_or_a_stdlib_gpu_are_skipped_with_a_reason() {
 #[test]
 fn the_published_tflops_convert_to_the_papers_implied_iteration_time() {
     let r = sc21_row();
-    let t = flops::published_iteration_time(&r, Source::Sc21Table1).unwrap();
+    let t = flops::published_iteration_time(&r, Source::Sc21Table1)
+        .unwrap()
+        .0;
     // published-runs.md §1.1: 102.63 s.
     assert!((t - 102.63).abs() < 0.05, "{t}");
 }
@@ -81,10 +84,10 @@ fn mape_is_the_mean_absolute_error_in_percent() {
         source: Source::MegaScale,
         outcome: Outcome::Compared {
             built: build(&sc21_row()).unwrap(),
-            published: 10.0,
+            published: Seconds(10.0),
             predicted: Prediction {
-                iteration: p,
-                compute: 0.0,
+                iteration: Seconds(p),
+                compute: Seconds(0.0),
             },
         },
     };
