@@ -65,7 +65,7 @@ pub struct Calibration {
     pub memory_backward: f64,
     /// Fixed cost per kernel (launch, ramp-up and tail), seconds; a layer's forward runs
     /// about [`KERNELS_ATTENTION`] + [`KERNELS_MLP`] kernels, its backward twice as many.
-    pub kernel_overhead: f64,
+    pub kernel_overhead: Seconds,
     /// Bytes moved per parameter by an Adam step with mixed precision: read fp32 param, grad,
     /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
     /// gradient unscale / norm passes.
@@ -98,7 +98,7 @@ impl Calibration {
             unfused_bytes_per_score: 13.0,
             memory_efficiency: 0.8,
             memory_backward: 2.0,
-            kernel_overhead: 5e-6,
+            kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
         }
     }
@@ -113,7 +113,7 @@ impl Calibration {
             unfused_bytes_per_score: 13.0,
             memory_efficiency: 0.8,
             memory_backward: 2.0,
-            kernel_overhead: 5e-6,
+            kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
         }
     }
@@ -411,8 +411,8 @@ impl Work {
             Attention::Flash => 0.0,
             Attention::Unfused => 3.0,
         };
-        let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead;
-        let k_mlp = KERNELS_MLP * self.cal.kernel_overhead;
+        let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead.0;
+        let k_mlp = KERNELS_MLP * self.cal.kernel_overhead.0;
         let attention_f = attn_gemm + core + attn_mem + k_attn;
         let mlp_f = mlp_gemm + mlp_mem + k_mlp;
         let mut attention_b =
