@@ -416,7 +416,7 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
     let mut diagnostics = checked.diagnostics.clone();
     let selected = checked.select(args.scenario.as_deref());
     if let Err(Some(d)) = &selected {
-        diagnostics.push(d.clone());
+        diagnostics.push(Diagnostic::clone(d));
     }
     let files = session.source_files();
     if !diagnostics.is_empty() {
