@@ -8,5 +8,6 @@ mod integration {
     pub mod lsp;
     pub mod sim;
     pub mod sweep;
+    pub mod tidy;
     pub mod ui;
 }
