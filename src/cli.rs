@@ -343,7 +343,7 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
         if args.memory {
             for s in &result.scenarios {
                 memory_tables.push_str(&format!("scenario `{}` ({})\n", s.name, root.display()));
-                memory_tables.push_str(&venusc::plan::memory_table(s));
+                memory_tables.push_str(&venusc::report::memory_table(s));
                 memory_tables.push('\n');
             }
         }
@@ -417,7 +417,7 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
     let mut diagnostics = checked.diagnostics.clone();
     let selected = checked.select(args.scenario.as_deref());
     if let Err(Some(d)) = &selected {
-        diagnostics.push(d.clone());
+        diagnostics.push(Diagnostic::clone(d));
     }
     let files = session.source_files();
     if !diagnostics.is_empty() {
@@ -481,7 +481,8 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
         Emit::Groups => match venusc::plan::layout::Layout::for_scenario(&sc) {
             Ok(layout) => println!(
                 "{}",
-                serde_json::to_string_pretty(&layout.groups_json()).unwrap_or_default()
+                serde_json::to_string_pretty(&venusc::report::groups_json(&layout))
+                    .unwrap_or_default()
             ),
             Err(e) => return usage_error(format!("cannot lay out `{}`: {e}", sc.name)),
         },

@@ -30,9 +30,13 @@ impl Checked {
     }
 
     /// The scenario `name`, or the only one (E0108 otherwise; `None` when earlier errors
-    /// already explain why there is nothing to run).
-    pub fn select(&self, name: Option<&str>) -> Result<&plan::Scenario, Option<Diagnostic>> {
-        let def = self.program.select_scenario(name)?;
+    /// already explain why there is nothing to run). Boxed: the diagnostic is large and this
+    /// is a cold path, so the `Ok` case stays one pointer wide.
+    pub fn select(&self, name: Option<&str>) -> Result<&plan::Scenario, Option<Box<Diagnostic>>> {
+        let def = self
+            .program
+            .select_scenario(name)
+            .map_err(|e| e.map(Box::new))?;
         self.scenarios
             .iter()
             .find(|s| s.name == def.name)

@@ -4,9 +4,12 @@ mod integration {
     pub mod cli;
     pub mod explain;
     pub mod fmt;
+    pub mod golden_emit;
     pub mod hostile;
     pub mod lsp;
     pub mod sim;
     pub mod sweep;
+    pub mod syntax_props;
+    pub mod tidy;
     pub mod ui;
 }

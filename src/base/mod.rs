@@ -2,10 +2,11 @@
 //!
 //! Input: nothing (no dependency on any other module of the crate). Output: [`units`] (bytes,
 //! seconds, bandwidths, rates, ratios, picoseconds) and [`kinds`] (schedule, recompute,
-//! precision, attention, topology, collective algorithm). Invariant: nothing here knows a
-//! span, a source name or a diagnostic.
+//! precision, attention, topology, collective algorithm), [`math`] (gcd, lcm, divisors).
+//! Invariant: nothing here knows a span, a source name or a diagnostic.
 
 pub mod kinds;
+pub mod math;
 pub mod units;
 
 pub use kinds::{

@@ -1,3 +1,6 @@
+//! Formatter tests: the canonical layout of blocks, dims, comments, numbers and semicolons;
+//! formatting is idempotent, and a file with syntax errors is not formatted.
+
 use super::*;
 
 fn fmt(text: &str) -> String {

@@ -571,7 +571,7 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let pad = |n: u64| {
         if sc.flags.distributed_optimizer {
             // param_layout.py:19-42: pad each bucket to a multiple of lcm(dp, 128).
-            let q = lcm(dp_cp, 128);
+            let q = crate::base::math::lcm(dp_cp, 128);
             n.div_ceil(q).saturating_mul(q)
         } else {
             n
@@ -662,19 +662,6 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         });
     }
     out
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-fn lcm(a: u64, b: u64) -> u64 {
-    let g = gcd(a, b).max(1);
-    (a / g).saturating_mul(b)
 }
 
 /// Emits the nodes of one rank.

@@ -321,21 +321,7 @@ pub fn mul(xs: &[u64]) -> u64 {
 /// The divisors of `n`, ascending. Trial division stops at 10⁶, so for an absurd `n` the list
 /// holds only the divisors found up to there and their cofactors (enough for suggestions).
 pub fn divisors(n: u64) -> Vec<u64> {
-    let mut small = Vec::new();
-    let mut large = Vec::new();
-    let mut i = 1u64;
-    while i <= 1_000_000 && i.saturating_mul(i) <= n {
-        if n.is_multiple_of(i) {
-            small.push(i);
-            if i != n / i {
-                large.push(n / i);
-            }
-        }
-        i += 1;
-    }
-    large.reverse();
-    small.extend(large);
-    small
+    crate::base::math::divisors(n, 1_000_000)
 }
 
 #[cfg(test)]

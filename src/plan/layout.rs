@@ -18,7 +18,6 @@
 //! - Two rank grids exist, as in parallel_state.py:859–896: the dense grid (tp, cp, ep = 1, dp,
 //!   pp) and the expert grid (etp, cp = 1, ep, expert_dp, pp).
 
-use serde_json::{json, Value};
 use std::fmt;
 
 /// Parallel sizes of a plan. `dp` is the dense data-parallel size (world / (tp·cp·pp)); `ep`
@@ -476,27 +475,6 @@ impl Layout {
             })
             .collect()
     }
-
-    /// `venusc compile --emit groups`: the sizes and every group of every kind. Large for big
-    /// worlds; built only on request.
-    pub fn groups_json(&self) -> Value {
-        let s = self.sizes;
-        let mut groups = serde_json::Map::new();
-        for kind in GroupKind::ALL {
-            let list: Vec<Value> = self.groups(kind).map(|g| json!(g)).collect();
-            groups.insert(kind.name().to_string(), Value::Array(list));
-        }
-        json!({
-            "world": self.world,
-            "order": "tp-cp-ep-dp-pp",
-            "sizes": {
-                "tp": s.tp, "cp": s.cp, "ep": s.ep, "dp": s.dp, "pp": s.pp,
-                "etp": s.etp, "expert_dp": self.expert_dp,
-            },
-            "cluster_dims": self.cluster,
-            "groups": groups,
-        })
-    }
 }
 
 /// Coordinates of `index` in mixed radix over `sizes`, first size fastest
@@ -829,14 +807,5 @@ mod tests {
             l.dims_crossed(&l.group_of(GroupKind::Tp, 9).unwrap()),
             vec![0]
         );
-    }
-
-    #[test]
-    fn groups_json_lists_sizes_and_groups() {
-        let v = example().groups_json();
-        assert_eq!(v["world"], 16);
-        assert_eq!(v["sizes"]["expert_dp"], 2);
-        assert_eq!(v["groups"]["dp-cp"][1], json!([1, 3, 5, 7]));
-        assert_eq!(v["groups"]["embedding"][0], json!([0, 8]));
     }
 }

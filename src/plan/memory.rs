@@ -9,8 +9,9 @@
 //! Choices (documented here because they differ between sources):
 //! - Weights, gradients, optimizer: mixed-precision Adam, bf16 weights (2 B), fp32 main
 //!   gradients (4 B), fp32 master weights + Adam m, v (12 B) = 18 B per parameter; with
-//!   `distributed_optimizer` the 12 B are sharded: 6 + 12/d (Megatron `docs/user-guide/features/
-//!   dist_optimizer.md`; megatron/training/theoretical_memory_usage.py:293-303). Dense params
+//!   `distributed_optimizer` the 12 B are sharded: 6 + 12/d (Megatron-LM's distributed optimizer
+//!   guide, <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md>;
+//!   megatron/training/theoretical_memory_usage.py:293-303). Dense params
 //!   shard over dp × cp, the group Megatron's distributed optimizer really reduce-scatters over
 //!   (`dp-cp`, megatron/core/parallel_state.py:963) — theoretical_memory_usage.py uses dp alone,
 //!   which is the same when cp = 1; expert params shard over expert_dp = world / (etp·ep·pp).

@@ -18,8 +18,6 @@ mod validate;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-use std::fmt::Write as _;
-
 use crate::base::{Recompute, ScheduleKind};
 
 pub use spec::{
@@ -148,89 +146,4 @@ impl Scenario {
             recipe: self.recipe,
         }
     }
-}
-
-/// The human memory table for `venusc check --memory`: per stage, per GPU, in GiB.
-pub fn memory_table(sc: &Scenario) -> String {
-    let gpu = &sc.cluster.gpu;
-    let cap = gpu.memory;
-    let g = |b: crate::ty::Bytes| format!("{:.2}", b.gib());
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "memory per GPU of `{}` (model `{}`, tp {} pp {} dp {}{}), `{}` has {:.2} GiB",
-        sc.name,
-        sc.model.name,
-        sc.tp,
-        sc.pp,
-        sc.dp,
-        if sc.vpp > 1 {
-            format!(" vpp {}", sc.vpp)
-        } else {
-            String::new()
-        },
-        gpu.name,
-        cap.gib()
-    );
-    let header = [
-        "stage",
-        "layers",
-        "weights",
-        "gradients",
-        "optimizer",
-        "activations",
-        "in flight",
-        "peak",
-        "of gpu",
-    ];
-    let rows: Vec<[String; 9]> = sc
-        .memory
-        .iter()
-        .map(|s| {
-            [
-                s.stage.to_string(),
-                s.layers.to_string(),
-                g(s.weights),
-                g(s.gradients),
-                g(s.optimizer),
-                g(s.activations),
-                s.in_flight.to_string(),
-                g(s.peak),
-                format!("{:.0}%", s.peak.0 as f64 / cap.0.max(1) as f64 * 100.0),
-            ]
-        })
-        .collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].len())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == 0 {
-                    format!("{c:<w$}", w = widths[i])
-                } else {
-                    format!("{c:>w$}", w = widths[i])
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    let head: Vec<String> = header.iter().map(|s| s.to_string()).collect();
-    let _ = writeln!(out, "{}", line(&head).trim_end());
-    for r in &rows {
-        let _ = writeln!(out, "{}", line(r).trim_end());
-    }
-    let _ = writeln!(
-        out,
-        "(GiB per GPU; in flight = microbatches whose activations are held at the peak)"
-    );
-    out
 }

@@ -920,7 +920,7 @@ impl<'a> Validator<'a> {
             let sp_loc = loc_of(&p.sp).unwrap_or(p.loc);
             let step = cp.saturating_mul(tp);
             let step = if cp > 1 {
-                lcm(step, cp.saturating_mul(2))
+                crate::base::math::lcm(step, cp.saturating_mul(2))
             } else {
                 step
             };
@@ -1519,18 +1519,6 @@ impl<'a> Validator<'a> {
         d = d.with_help(memory_help(self, sc, target));
         self.push(d);
     }
-}
-
-fn lcm(a: u64, b: u64) -> u64 {
-    fn gcd(a: u64, b: u64) -> u64 {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
-        }
-    }
-    let g = gcd(a, b).max(1);
-    (a / g).saturating_mul(b)
 }
 
 /// The schedule a plan runs: none without pipelining, else the written one or the default.

@@ -33,12 +33,15 @@ pub mod expect;
 pub mod flops;
 pub mod json;
 pub mod perfetto;
+pub mod scenario;
+pub mod table;
 pub mod text;
 
 pub use expect::check_expect;
 pub use flops::megatron_flops;
 pub use json::json;
 pub use perfetto::{write_perfetto, PerfettoOptions};
+pub use scenario::{groups_json, memory_table};
 pub use text::text;
 
 use std::fmt;

@@ -783,3 +783,43 @@ fn symmetric_simulation_reports_the_same_figures_as_all_ranks() {
         "{exposed:?}"
     );
 }
+
+// ------------------------------------------------------------------ scenario views
+
+#[test]
+fn memory_table_lists_every_stage() {
+    let mut d = demo();
+    d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
+    let (s, _) = validate(&d);
+    let t = memory_table(&s.unwrap());
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 1 + 1 + 8 + 1);
+    assert!(lines[0].contains("`h100_sxm` has 80.00 GiB"), "{t}");
+    assert!(
+        lines[1].starts_with("stage  layers  weights  gradients  optimizer  activations"),
+        "{t}"
+    );
+    assert!(lines[2].starts_with("0 "), "{t}");
+    assert!(lines[2].ends_with("70.18     88%"), "{t}");
+}
+
+#[test]
+fn groups_json_lists_sizes_and_groups() {
+    use crate::plan::layout::{Layout, LayoutSizes};
+    use serde_json::json;
+    // The worked example of megatron-semantics.md §2.1: world 16, tp 2, cp 2, dp 2, pp 2,
+    // ep 4, etp 1.
+    let sizes = LayoutSizes {
+        tp: 2,
+        cp: 2,
+        ep: 4,
+        dp: 2,
+        pp: 2,
+        etp: 1,
+    };
+    let v = groups_json(&Layout::new(sizes, &[8, 2]).unwrap());
+    assert_eq!(v["world"], 16);
+    assert_eq!(v["sizes"]["expert_dp"], 2);
+    assert_eq!(v["groups"]["dp-cp"][1], json!([1, 3, 5, 7]));
+    assert_eq!(v["groups"]["embedding"][0], json!([0, 8]));
+}

@@ -105,32 +105,9 @@ fn min_max_row(name: &str, t: MinMax) -> Vec<String> {
     ]
 }
 
-/// A table: the first column left-aligned, the others right-aligned, two spaces apart.
+/// A table of the report, indented two spaces under its heading ([`super::table::render`]).
 fn table<const N: usize>(out: &mut String, first: &str, heads: [&str; N], rows: Vec<Vec<String>>) {
-    let mut header = vec![first.to_string()];
-    header.extend(heads.iter().map(|h| h.to_string()));
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .chain(std::iter::once(&header))
-                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(rows.iter()) {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, &w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
-    }
+    let mut header = vec![first];
+    header.extend(heads);
+    super::table::render(out, "  ", &header, &rows);
 }

@@ -691,20 +691,7 @@ impl Space {
 /// The divisors of `n` in increasing order. Trial division stops at 2^20 (n up to 2^40 is
 /// exact; larger `n` is beyond any cluster or model venusc validates).
 pub fn divisors(n: u64) -> Vec<u64> {
-    let mut small = Vec::new();
-    let mut large = Vec::new();
-    let mut d = 1u64;
-    while d <= (1 << 20) && d.saturating_mul(d) <= n {
-        if n.is_multiple_of(d) {
-            small.push(d);
-            if d != n / d {
-                large.push(n / d);
-            }
-        }
-        d += 1;
-    }
-    small.extend(large.into_iter().rev());
-    small
+    crate::base::math::divisors(n, 1 << 20)
 }
 
 /// The generated axes of `--auto` for the scenario `def` (typed with placeholder items).

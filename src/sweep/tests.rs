@@ -1,3 +1,6 @@
+//! Sweep tests: candidates as the product of the plan's lists, their rendering back to text,
+//! pruning by the checker's codes, and the ranking of simulated results.
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

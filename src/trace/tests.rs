@@ -1,3 +1,6 @@
+//! Trace IR tests: node labels, dependency storage, group interning, the checks of
+//! `TraceBuilder::finish`, picosecond conversions and the synthetic pipeline's node counts.
+
 use super::*;
 use crate::base::Seconds;
 

@@ -958,23 +958,6 @@ fn every_error_is_reported_in_check_order() {
     );
 }
 
-#[test]
-fn memory_table_lists_every_stage() {
-    let mut d = demo();
-    d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
-    let (s, _) = validate(&d);
-    let t = crate::plan::memory_table(&s.unwrap());
-    let lines: Vec<&str> = t.lines().collect();
-    assert_eq!(lines.len(), 1 + 1 + 8 + 1);
-    assert!(lines[0].contains("`h100_sxm` has 80.00 GiB"), "{t}");
-    assert!(
-        lines[1].starts_with("stage  layers  weights  gradients  optimizer  activations"),
-        "{t}"
-    );
-    assert!(lines[2].starts_with("0 "), "{t}");
-    assert!(lines[2].ends_with("70.18     88%"), "{t}");
-}
-
 // ------------------------------------------------------------------ memory fidelity
 
 /// Megatron-LM's theoretical memory report for the most loaded rank (first pipeline stage),

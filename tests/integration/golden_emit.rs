@@ -1,7 +1,8 @@
 //! Golden tests for `venusc`'s interop formats on VenusSim's demo (tests/golden/venussim_demo).
 //!
 //! Every emitted file is compared byte for byte with its golden copy. To accept a deliberate
-//! format change, run `UPDATE_GOLDEN=1 cargo test --test golden_emit` and review the diff.
+//! format change, run `UPDATE_GOLDEN=1 cargo test --test integration golden_emit` and review
+//! the diff.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -421,7 +422,8 @@ fn template_trace_of_llama3_405b_is_one_file_per_stage() {
     assert!(w.iter().any(|m| m.contains("recomputation")), "{w:?}");
 }
 
-/// `cargo test --release --test golden_emit -- --ignored --nocapture`
+/// `cargo test --release --test integration template_trace_of_llama3_405b_on_16k -- --ignored
+/// --nocapture`
 #[test]
 #[ignore]
 fn template_trace_of_llama3_405b_on_16k_gpus_is_written_well_under_a_second() {

@@ -1,0 +1,89 @@
+//! Integer helpers the stages share: greatest common divisor, least common multiple and the
+//! divisors of a count.
+//!
+//! Input: plain `u64` counts. Output: plain `u64`s. Invariants: nothing here panics or
+//! overflows (`lcm` saturates), and `divisors` is bounded by the caller's trial limit, so an
+//! absurd count from the user costs at most `trial_limit` divisions.
+
+/// The greatest common divisor; `gcd(0, 0) = 0`.
+pub fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The least common multiple, saturating at `u64::MAX`; `0` when either side is `0`.
+pub fn lcm(a: u64, b: u64) -> u64 {
+    let g = gcd(a, b).max(1);
+    (a / g).saturating_mul(b)
+}
+
+/// The divisors of `n`, ascending (none for `0`). Trial division stops at `trial_limit`, so
+/// the list is exact for `n ≤ trial_limit²`; beyond that it holds the divisors found up to the
+/// limit and their cofactors.
+pub fn divisors(n: u64, trial_limit: u64) -> Vec<u64> {
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut d = 1u64;
+    while d <= trial_limit && d.saturating_mul(d) <= n {
+        if n.is_multiple_of(d) {
+            small.push(d);
+            if d != n / d {
+                large.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    small.extend(large.into_iter().rev());
+    small
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gcd_of_counts_and_of_zero() {
+        assert_eq!(gcd(12, 18), 6);
+        assert_eq!(gcd(18, 12), 6);
+        assert_eq!(gcd(7, 1), 1);
+        assert_eq!(gcd(0, 5), 5);
+        assert_eq!(gcd(5, 0), 5);
+        assert_eq!(gcd(0, 0), 0);
+    }
+
+    #[test]
+    fn lcm_is_exact_then_saturates() {
+        // Megatron's bucket padding: a multiple of lcm(dp, 128).
+        assert_eq!(lcm(96, 128), 384);
+        assert_eq!(lcm(4, 6), 12);
+        assert_eq!(lcm(0, 7), 0);
+        assert_eq!(lcm(0, 0), 0);
+        assert_eq!(lcm(u64::MAX, u64::MAX - 1), u64::MAX);
+    }
+
+    #[test]
+    fn divisors_ascend_and_zero_has_none() {
+        assert_eq!(divisors(12, 1 << 20), vec![1, 2, 3, 4, 6, 12]);
+        assert_eq!(divisors(1, 1 << 20), vec![1]);
+        assert_eq!(divisors(49, 1 << 20), vec![1, 7, 49]);
+        assert_eq!(divisors(1024, 1 << 20).len(), 11);
+        assert!(divisors(0, 1 << 20).is_empty());
+    }
+
+    #[test]
+    fn divisors_past_the_trial_limit_keep_the_pairs_found_below_it() {
+        // 2^42 has 43 divisors. Up to 2^20 (the sweep's limit) every 2^k but 2^21 is found;
+        // up to 10^6 (the plan suggestions' limit) 2^20 and 2^22 go missing too.
+        let n = 1u64 << 42;
+        let sweep = divisors(n, 1 << 20);
+        assert_eq!(sweep.len(), 42);
+        assert!(!sweep.contains(&(1 << 21)));
+        let plan = divisors(n, 1_000_000);
+        assert_eq!(plan.len(), 40);
+        assert_eq!(plan[19..21], [1 << 19, 1 << 23]);
+        // Below the limit² the list is exact whatever the limit.
+        assert_eq!(divisors(1 << 40, 1 << 20).len(), 41);
+    }
+}

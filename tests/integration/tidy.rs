@@ -1,0 +1,999 @@
+//! Tidy: the rules ARCHITECTURE.md states as absences, checked on the source tree (the model is
+//! rust-analyzer's `xtask/src/tidy.rs`).
+//!
+//! Input: every `.rs` file under `src/`, `tests/`, `benches/` and `fuzz/`, read with `std::fs`,
+//! and the "Module graph" table of ARCHITECTURE.md. Output: one failure line per broken rule,
+//! `file:line: rule: what`, all of them at once (one broken rule does not hide the others).
+//!
+//! Rules:
+//! - `module-graph`: a `crate::X` path in non-test code of `src/` uses a module that the table
+//!   does not allow. Edges that break it today are listed in [`KNOWN_VIOLATIONS`]; an entry
+//!   whose edge no longer exists fails too, so the list only shrinks.
+//! - `io`: file I/O or printing outside `src/cli.rs`, `src/main.rs` and `src/lsp/` (non-test
+//!   code only: tests may read fixtures and print).
+//! - `pest`: pest outside `src/syntax/`. `lsp-types`: lsp-types or lsp-server outside `src/lsp/`.
+//! - `header`: a file of `src/` that does not open with a `//!` header; one of `tests/`,
+//!   `benches/` or `fuzz/` that does not open with a `//!` or `//` comment.
+//! - `citation`: a comment names a `.md` document that resolves neither from the repository
+//!   root nor, for a bare name, in `docs/reference/`. URLs are not checked.
+//!
+//! The scanner is a small lexer, not a parser: it blanks string and char literals, splits
+//! comments off, and treats `#[cfg(test)] mod x { … }` (rustfmt'd: the block ends at the `}`
+//! of the same indentation) and files declared `#[cfg(test)] mod x;` as test code.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Edges the target graph forbids that the code still has. Each entry is (from, to) with
+/// where it comes from; remove the entry in the commit that removes the edge.
+const KNOWN_VIOLATIONS: &[(&str, &str)] = &[
+    // `Network::from_cluster(&ty::Cluster)` and the engine's use of `ty`'s unit re-exports
+    // (src/engine/network.rs): the network is to be built from plain dims by `lower`.
+    ("engine", "ty"),
+    // `use crate::ty::Bytes` in src/trace/synthetic.rs: the same newtype lives in `base`.
+    ("trace", "ty"),
+    // Lowering reads the type-checked cluster and plan enums through `ty`.
+    ("lower", "ty"),
+    // `plan::validate` takes `ty::PartialScenario` and `ast::DefKind`: the conversion to a
+    // plain-data `Scenario` is to move to the front (`to_plan`).
+    ("plan", "ty"),
+    ("plan", "syntax"),
+    // `cost` reads `ty` quantities and the GPU definition (`Calibration::for_gpu`).
+    ("cost", "ty"),
+    // `report`, `emit` and `simulate` still name `ty` types (units, `ScenarioDef` for import).
+    ("report", "ty"),
+    ("emit", "ty"),
+    ("simulate", "ty"),
+];
+
+/// Submodules that are a stage of their own in the graph, wherever they live today: lowering
+/// is `src/trace/lower/` now and `src/lower/` after the move.
+const STAGE_SUBMODULES: &[(&str, &str)] = &[("trace", "lower")];
+
+/// Where printing and file I/O are allowed: the edges of the program.
+const IO_HOMES: &[&str] = &["src/cli.rs", "src/main.rs", "src/lsp/"];
+
+/// Text that means file I/O, printing or exiting, matched in code with strings and comments
+/// removed and not preceded by an identifier character.
+const IO_PATTERNS: &[&str] = &[
+    "std::fs",
+    "fs::read",
+    "fs::write",
+    "File::open",
+    "File::create",
+    "OpenOptions",
+    "print!",
+    "println!",
+    "eprint!",
+    "eprintln!",
+    "dbg!",
+    "process::exit",
+    "io::stdout",
+    "io::stderr",
+    "io::stdin",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One line of a source file, split by the lexer.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Line {
+    /// The code, with the insides of string and char literals blanked.
+    code: String,
+    /// The text of the comments on this line.
+    comment: String,
+    /// Inside `#[cfg(test)]` code.
+    test: bool,
+}
+
+/// A source file: its path relative to the repository root (with `/`), and its lines.
+struct Source {
+    path: String,
+    lines: Vec<Line>,
+    /// The whole file is test code (`tests.rs`, or declared `#[cfg(test)] mod x;`).
+    test_file: bool,
+}
+
+impl Source {
+    fn new(path: &str, text: &str) -> Source {
+        let mut lines = lex(text);
+        mark_test_blocks(&mut lines);
+        Source {
+            path: path.to_string(),
+            lines,
+            test_file: false,
+        }
+    }
+
+    fn is_test(&self, line: &Line) -> bool {
+        self.test_file || line.test
+    }
+}
+
+/// Splits `text` into lines of code and comment, blanking literals. Handles nested block
+/// comments, raw strings, byte strings, char literals and lifetimes.
+fn lex(text: &str) -> Vec<Line> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Code,
+        Str,
+        RawStr(usize),
+        Block(usize),
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut lines = vec![Line::default()];
+    let mut state = State::Code;
+    let mut line_comment = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        let cur = lines.last_mut().expect("one line at least");
+        if c == '\n' {
+            lines.push(Line::default());
+            line_comment = false;
+            i += 1;
+            continue;
+        }
+        if line_comment {
+            cur.comment.push(c);
+            i += 1;
+            continue;
+        }
+        match state {
+            State::Code => {
+                if c == '/' && next == Some('/') {
+                    line_comment = true;
+                    i += 2;
+                } else if c == '/' && next == Some('*') {
+                    state = State::Block(1);
+                    i += 2;
+                } else if c == '"' {
+                    cur.code.push('"');
+                    state = State::Str;
+                    i += 1;
+                } else if c == 'r'
+                    && matches!(next, Some('"') | Some('#'))
+                    && !ident_before(&chars, i)
+                {
+                    let mut j = i + 1;
+                    while chars.get(j) == Some(&'#') {
+                        j += 1;
+                    }
+                    if chars.get(j) == Some(&'"') {
+                        cur.code.push('"');
+                        state = State::RawStr(j - i - 1);
+                        i = j + 1;
+                    } else {
+                        cur.code.push(c);
+                        i += 1;
+                    }
+                } else if c == '\'' {
+                    // A char literal (`'x'`, `'\n'`, `'\u{7f}'`) or a lifetime (`'a`).
+                    if next == Some('\\') {
+                        let mut j = i + 2;
+                        while j < chars.len() && chars[j] != '\'' && chars[j] != '\n' {
+                            j += 1;
+                        }
+                        cur.code.push_str("' '");
+                        i = j + 1;
+                    } else if chars.get(i + 2) == Some(&'\'') {
+                        cur.code.push_str("' '");
+                        i += 3;
+                    } else {
+                        cur.code.push(c);
+                        i += 1;
+                    }
+                } else {
+                    cur.code.push(c);
+                    i += 1;
+                }
+            }
+            State::Str => {
+                if c == '\\' {
+                    i += 2;
+                } else {
+                    if c == '"' {
+                        cur.code.push('"');
+                        state = State::Code;
+                    }
+                    i += 1;
+                }
+            }
+            State::RawStr(hashes) => {
+                if c == '"' && (1..=hashes).all(|k| chars.get(i + k) == Some(&'#')) {
+                    cur.code.push('"');
+                    state = State::Code;
+                    i += 1 + hashes;
+                } else {
+                    i += 1;
+                }
+            }
+            State::Block(depth) => {
+                if c == '*' && next == Some('/') {
+                    state = if depth == 1 {
+                        State::Code
+                    } else {
+                        State::Block(depth - 1)
+                    };
+                    i += 2;
+                } else if c == '/' && next == Some('*') {
+                    state = State::Block(depth + 1);
+                    i += 2;
+                } else {
+                    cur.comment.push(c);
+                    i += 1;
+                }
+            }
+        }
+    }
+    lines
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+fn ident_before(chars: &[char], i: usize) -> bool {
+    i > 0 && is_ident(chars[i - 1])
+}
+
+/// Marks `#[cfg(test)] mod x { … }` blocks as test code: rustfmt puts the closing brace at the
+/// indentation of the `mod`.
+fn mark_test_blocks(lines: &mut [Line]) {
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].code.trim() == "#[cfg(test)]" {
+            if let Some(next) = lines.get(i + 1) {
+                let indent = &next.code[..next.code.len() - next.code.trim_start().len()];
+                let head = next.code.trim();
+                if head.contains("mod ") && head.ends_with('{') {
+                    let close = format!("{indent}}}");
+                    let mut j = i;
+                    while j < lines.len() {
+                        lines[j].test = true;
+                        if j > i + 1 && lines[j].code.trim_end() == close {
+                            break;
+                        }
+                        j += 1;
+                    }
+                    i = j + 1;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+/// The names of the modules declared `#[cfg(test)] mod x;` in a file.
+fn test_module_decls(src: &Source) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in src.lines.windows(2) {
+        if w[0].code.trim() == "#[cfg(test)]" {
+            let head = w[1].code.trim();
+            if let Some(rest) = head.strip_suffix(';') {
+                if let Some(name) = rest.split("mod ").nth(1) {
+                    out.push(name.trim().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every `.rs` file under the scanned roots, sorted, with test files marked.
+fn sources() -> Vec<Source> {
+    let root = root();
+    let mut paths = Vec::new();
+    for dir in ["src", "tests", "benches", "fuzz"] {
+        walk(&root.join(dir), &mut paths);
+    }
+    paths.sort();
+    let mut out: Vec<Source> = paths
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+            let rel = p
+                .strip_prefix(&root)
+                .expect("walked under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            Source::new(&rel, &text)
+        })
+        .collect();
+    // A file is test code when its stem is `tests` or a parent declares it `#[cfg(test)]`.
+    let mut test_paths: BTreeSet<String> = BTreeSet::new();
+    for s in &out {
+        let dir = match s.path.rsplit_once('/') {
+            Some((d, f)) if f == "mod.rs" || f == "lib.rs" || f == "main.rs" => d.to_string(),
+            _ => s.path.trim_end_matches(".rs").to_string(),
+        };
+        for m in test_module_decls(s) {
+            test_paths.insert(format!("{dir}/{m}.rs"));
+            test_paths.insert(format!("{dir}/{m}/mod.rs"));
+        }
+    }
+    for s in &mut out {
+        let stem = s.path.rsplit('/').next().unwrap_or("");
+        s.test_file = stem == "tests.rs" || test_paths.contains(&s.path);
+    }
+    out
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if p.is_dir() {
+            if name != "target" && !name.starts_with('.') {
+                walk(&p, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(p);
+        }
+    }
+}
+
+// ---- module graph ----
+
+/// The "Module graph" table of ARCHITECTURE.md: crate → (its modules, the crates it may use).
+#[derive(Debug)]
+struct Graph {
+    crate_of: BTreeMap<String, String>,
+    uses: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Graph {
+    fn parse(doc: &str) -> Result<Graph, String> {
+        let section = doc
+            .split("\n## Module graph")
+            .nth(1)
+            .ok_or("ARCHITECTURE.md has no `## Module graph` section")?;
+        let mut crate_of = BTreeMap::new();
+        let mut uses = BTreeMap::new();
+        for row in section.lines().skip_while(|l| !l.starts_with('|')) {
+            if !row.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            if cells.len() < 4 || !cells[1].starts_with('`') {
+                continue; // the header and the separator row
+            }
+            let name = ticked(cells[1])
+                .into_iter()
+                .next()
+                .ok_or_else(|| format!("row without a crate name: {row}"))?;
+            for m in ticked(cells[2]) {
+                if let Some(other) = crate_of.insert(m.clone(), name.clone()) {
+                    return Err(format!(
+                        "module `{m}` is in two crates: `{other}` and `{name}`"
+                    ));
+                }
+            }
+            uses.insert(name, ticked(cells[3]).into_iter().collect());
+        }
+        for (c, deps) in &uses {
+            for d in deps {
+                if !uses.contains_key(d) && d != "all" {
+                    return Err(format!("crate `{c}` uses `{d}`, which has no row"));
+                }
+            }
+        }
+        Ok(Graph { crate_of, uses })
+    }
+
+    fn allows(&self, from: &str, to: &str) -> bool {
+        let (Some(a), Some(b)) = (self.crate_of.get(from), self.crate_of.get(to)) else {
+            return false;
+        };
+        let deps = &self.uses[a];
+        a == b || deps.contains(b) || deps.contains("all")
+    }
+
+    fn may_use(&self, from: &str) -> String {
+        let Some(c) = self.crate_of.get(from) else {
+            return "nothing: it has no row".into();
+        };
+        let deps = &self.uses[c];
+        let mut mods: Vec<&str> = self
+            .crate_of
+            .iter()
+            .filter(|(m, k)| m.as_str() != from && (*k == c || deps.contains(*k)))
+            .map(|(m, _)| m.as_str())
+            .collect();
+        if deps.contains("all") {
+            mods = vec!["every module"];
+        }
+        if mods.is_empty() {
+            "nothing".into()
+        } else {
+            mods.join(", ")
+        }
+    }
+}
+
+/// The backticked words of a table cell.
+fn ticked(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The graph module a file of `src/` belongs to (`None` for the crate root).
+fn module_of(path: &str) -> Option<String> {
+    let rel = path.strip_prefix("src/")?;
+    let mut parts = rel.split('/');
+    let first = parts.next()?.trim_end_matches(".rs");
+    if first == "lib" {
+        return None;
+    }
+    if let Some(second) = parts.next() {
+        let second = second.trim_end_matches(".rs");
+        if STAGE_SUBMODULES.contains(&(first, second)) {
+            return Some(second.to_string());
+        }
+    }
+    Some(first.to_string())
+}
+
+/// One `crate::` use: the line and the graph modules it names.
+#[derive(Debug, PartialEq)]
+struct Use {
+    line: usize,
+    targets: Vec<String>,
+}
+
+/// The `crate::` paths of the non-test code of a file, with `use crate::{a, b::c}` groups
+/// split into their modules and crate-root re-exports (`crate::Session`) mapped through
+/// `reexports`.
+fn crate_uses(src: &Source, reexports: &BTreeMap<String, String>) -> Vec<Use> {
+    let mut text = String::new();
+    let mut line_of = Vec::new();
+    for (n, l) in src.lines.iter().enumerate() {
+        let code = if src.is_test(l) { "" } else { l.code.as_str() };
+        text.push_str(code);
+        text.push('\n');
+        line_of.extend(std::iter::repeat_n(n + 1, code.len() + 1));
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(k) = text[from..].find("crate::") {
+        let at = from + k;
+        from = at + "crate::".len();
+        if text[..at].ends_with(|c: char| is_ident(c) || c == ':') {
+            continue; // `foo_crate::` or `$crate::`-like tails, not our paths
+        }
+        let mut targets = Vec::new();
+        path_targets(&text[from..], reexports, &mut targets);
+        targets.sort();
+        targets.dedup();
+        if !targets.is_empty() {
+            out.push(Use {
+                line: line_of[at],
+                targets,
+            });
+        }
+    }
+    out
+}
+
+/// The graph modules of a path that follows `crate::`: `trace::lower::X` is `lower`,
+/// `{a, b::c}` is `a` and `b`.
+fn path_targets(rest: &str, reexports: &BTreeMap<String, String>, out: &mut Vec<String>) {
+    let rest = rest.trim_start();
+    if let Some(group) = rest.strip_prefix('{') {
+        for entry in split_group(group) {
+            path_targets(entry, reexports, out);
+        }
+        return;
+    }
+    let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
+    if name.is_empty() || name == "self" {
+        return;
+    }
+    let after = rest[name.len()..].trim_start();
+    for &(parent, sub) in STAGE_SUBMODULES {
+        if name != parent {
+            continue;
+        }
+        if let Some(tail) = after.strip_prefix("::") {
+            let tail = tail.trim_start();
+            if let Some(group) = tail.strip_prefix('{') {
+                for entry in split_group(group) {
+                    let entry = entry.trim_start();
+                    let head: String = entry.chars().take_while(|&c| is_ident(c)).collect();
+                    out.push(if head == sub { sub } else { parent }.to_string());
+                }
+                return;
+            }
+            let head: String = tail.chars().take_while(|&c| is_ident(c)).collect();
+            if head == sub {
+                out.push(sub.to_string());
+                return;
+            }
+        }
+    }
+    out.push(reexports.get(&name).cloned().unwrap_or(name));
+}
+
+/// The top-level comma-separated entries of a `{…}` group (the text after its `{`).
+fn split_group(group: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                out.push(&group[start..i]);
+                return out;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `pub use module::…::Name;` lines of the crate root: `Name` → `module`.
+fn root_reexports(lib: &Source) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for l in &lib.lines {
+        let Some(path) = l.code.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let path = path.trim_end_matches(';');
+        if let (Some((module, _)), Some((_, name))) =
+            (path.split_once("::"), path.rsplit_once("::"))
+        {
+            out.insert(name.to_string(), module.to_string());
+        }
+    }
+    out
+}
+
+/// The module-graph rule over `files` (the sources of `src/`).
+fn check_module_graph(files: &[Source], graph: &Graph, known: &[(&str, &str)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let reexports = files
+        .iter()
+        .find(|s| s.path == "src/lib.rs")
+        .map(root_reexports)
+        .unwrap_or_default();
+    // Every module of the tree has a row, and every row's module exists.
+    let mut present: BTreeSet<String> = BTreeSet::new();
+    for s in files {
+        if let Some(m) = module_of(&s.path) {
+            present.insert(m);
+        }
+    }
+    for m in &present {
+        if !graph.crate_of.contains_key(m) {
+            failures.push(format!(
+                "ARCHITECTURE.md: module-graph: module `{m}` (src/{m}) has no crate in the table"
+            ));
+        }
+    }
+    for m in graph.crate_of.keys() {
+        if !present.contains(m) {
+            failures.push(format!(
+                "ARCHITECTURE.md: module-graph: the table names module `{m}`, which src/ does not have"
+            ));
+        }
+    }
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    for s in files {
+        let Some(from) = module_of(&s.path) else {
+            continue;
+        };
+        for u in crate_uses(s, &reexports) {
+            for to in &u.targets {
+                if *to == from {
+                    continue;
+                }
+                seen.insert((from.clone(), to.clone()));
+                if !present.contains(to) {
+                    failures.push(format!(
+                        "{}:{}: module-graph: `crate::{to}` is not a module of the graph",
+                        s.path, u.line
+                    ));
+                } else if !graph.allows(&from, to) && !known.contains(&(from.as_str(), to.as_str()))
+                {
+                    failures.push(format!(
+                        "{}:{}: module-graph: `{from}` uses `crate::{to}`, against ARCHITECTURE.md's module graph ({from} may use: {})",
+                        s.path,
+                        u.line,
+                        graph.may_use(&from)
+                    ));
+                }
+            }
+        }
+    }
+    for &(from, to) in known {
+        if graph.allows(from, to) {
+            failures.push(format!(
+                "tests/integration/tidy.rs: module-graph: known violation `{from}` → `{to}` is allowed by the table: remove it from KNOWN_VIOLATIONS"
+            ));
+        } else if !seen.contains(&(from.to_string(), to.to_string())) {
+            failures.push(format!(
+                "tests/integration/tidy.rs: module-graph: known violation `{from}` → `{to}` no longer exists: remove it from KNOWN_VIOLATIONS"
+            ));
+        }
+    }
+    failures
+}
+
+// ---- the other rules ----
+
+/// `pattern` occurs in `code`, not preceded by an identifier character or `:` (so `eprint!`
+/// does not also count as `print!`, and `ast::File::` is not `File::`).
+fn occurs(code: &str, pattern: &str) -> bool {
+    code.match_indices(pattern).any(|(i, _)| {
+        !code[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| is_ident(c) || c == ':')
+    })
+}
+
+fn check_io(files: &[Source]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for s in files.iter().filter(|s| s.path.starts_with("src/")) {
+        if IO_HOMES
+            .iter()
+            .any(|h| s.path == *h || (h.ends_with('/') && s.path.starts_with(h)))
+        {
+            continue;
+        }
+        for (n, l) in s.lines.iter().enumerate() {
+            if s.is_test(l) {
+                continue;
+            }
+            if let Some(p) = IO_PATTERNS.iter().find(|p| occurs(&l.code, p)) {
+                failures.push(format!(
+                    "{}:{}: io: `{p}` outside src/cli.rs, src/main.rs and src/lsp/ (return the data; the edge does I/O)",
+                    s.path,
+                    n + 1
+                ));
+            }
+        }
+    }
+    failures
+}
+
+/// A crate that may be named only under `home`.
+fn check_confined(files: &[Source], rule: &str, names: &[&str], home: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    for s in files.iter().filter(|s| !s.path.starts_with(home)) {
+        for (n, l) in s.lines.iter().enumerate() {
+            if let Some(name) = names.iter().find(|p| {
+                l.code.match_indices(*p).any(|(i, _)| {
+                    let before = l.code[..i].chars().next_back();
+                    let after = l.code[i + p.len()..].chars().next();
+                    !before.is_some_and(|c| is_ident(c) || c == ':') && !after.is_some_and(is_ident)
+                })
+            }) {
+                failures.push(format!(
+                    "{}:{}: {rule}: `{name}` outside {home}",
+                    s.path,
+                    n + 1
+                ));
+            }
+        }
+    }
+    failures
+}
+
+fn check_headers(files: &[Source], raw: &dyn Fn(&str) -> String) -> Vec<String> {
+    let mut failures = Vec::new();
+    for s in files {
+        let text = raw(&s.path);
+        let first = text.lines().next().unwrap_or("");
+        let (ok, want) = if s.path.starts_with("src/") {
+            (first.starts_with("//!"), "`//!`")
+        } else {
+            (first.starts_with("//"), "`//!` or `//`")
+        };
+        if !ok {
+            failures.push(format!(
+                "{}:1: header: the file must open with a {want} comment: purpose, input → output, invariants",
+                s.path
+            ));
+        }
+    }
+    failures
+}
+
+/// The `.md` documents named in a comment: words ending in `.md`, stripped of punctuation,
+/// that are not part of a URL.
+fn cited_docs(comment: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in comment.split_whitespace() {
+        if word.contains("://") {
+            continue;
+        }
+        let word = word.trim_matches(|c: char| !(is_ident(c) || c == '/' || c == '-'));
+        let Some(stem) = word.strip_suffix(".md") else {
+            continue;
+        };
+        if !stem.is_empty()
+            && stem
+                .chars()
+                .all(|c| is_ident(c) || c == '/' || c == '.' || c == '-')
+        {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+fn check_citations(files: &[Source], exists: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut failures = Vec::new();
+    for s in files {
+        for (n, l) in s.lines.iter().enumerate() {
+            for doc in cited_docs(&l.comment) {
+                let bare = !doc.contains('/');
+                if exists(&doc) || (bare && exists(&format!("docs/reference/{doc}"))) {
+                    continue;
+                }
+                failures.push(format!(
+                    "{}:{}: citation: `{doc}` is not in the repository (copy it to docs/reference/ or cite its public URL)",
+                    s.path,
+                    n + 1
+                ));
+            }
+        }
+    }
+    failures
+}
+
+fn repo_file_exists(rel: &str) -> bool {
+    root().join(rel).is_file()
+}
+
+fn fail_on(failures: Vec<String>) {
+    assert!(
+        failures.is_empty(),
+        "{} tidy failure(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn graph() -> Graph {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md at the repository root");
+    Graph::parse(&doc).unwrap_or_else(|e| panic!("ARCHITECTURE.md: module graph: {e}"))
+}
+
+#[test]
+fn src_imports_follow_the_module_graph_of_architecture_md() {
+    let files: Vec<Source> = sources()
+        .into_iter()
+        .filter(|s| s.path.starts_with("src/"))
+        .collect();
+    fail_on(check_module_graph(&files, &graph(), KNOWN_VIOLATIONS));
+}
+
+#[test]
+fn only_the_cli_and_the_lsp_loop_do_io_or_print() {
+    fail_on(check_io(&sources()));
+}
+
+#[test]
+fn pest_stays_in_syntax_and_lsp_types_in_lsp() {
+    let files = sources();
+    let mut failures = check_confined(&files, "pest", &["pest", "pest_derive"], "src/syntax/");
+    failures.extend(check_confined(
+        &files,
+        "lsp-types",
+        &["lsp_types", "lsp_server"],
+        "src/lsp/",
+    ));
+    fail_on(failures);
+}
+
+#[test]
+fn every_file_opens_with_a_header_comment() {
+    let read = |rel: &str| std::fs::read_to_string(root().join(rel)).unwrap_or_default();
+    fail_on(check_headers(&sources(), &read));
+}
+
+#[test]
+fn every_cited_document_is_in_the_repository() {
+    fail_on(check_citations(&sources(), &repo_file_exists));
+}
+
+// ---- the checker checks: each rule fails on a deliberately bad file ----
+
+fn tiny_graph() -> Graph {
+    Graph::parse(
+        "# A\n\n## Module graph\n\n| crate | modules | may use |\n|---|---|---|\n\
+         | `base` | `base` | — |\n| `sim` | `engine` `trace` | `base` |\n\
+         | `out` | `report` | `base` `sim` |\n",
+    )
+    .expect("a well-formed table")
+}
+
+fn tiny_tree(engine_mod: &str) -> Vec<Source> {
+    vec![
+        Source::new("src/lib.rs", "//! root\npub mod base;\n"),
+        Source::new("src/base/mod.rs", "//! base\n"),
+        Source::new("src/trace/mod.rs", "//! trace\nuse crate::base::Ps;\n"),
+        Source::new("src/engine/mod.rs", engine_mod),
+        Source::new(
+            "src/report/mod.rs",
+            "//! report\nuse crate::engine::Timeline;\n",
+        ),
+    ]
+}
+
+#[test]
+fn a_backward_import_fails_the_module_graph_with_file_line_and_rule() {
+    let bad = "//! engine\nuse crate::trace::Trace;\nuse crate::report::Report;\n";
+    let failures = check_module_graph(&tiny_tree(bad), &tiny_graph(), &[]);
+    assert_eq!(
+        failures,
+        vec![
+            "src/engine/mod.rs:3: module-graph: `engine` uses `crate::report`, against \
+             ARCHITECTURE.md's module graph (engine may use: base, trace)"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn grouped_and_multi_line_imports_name_each_module_and_tests_are_skipped() {
+    let text = "//! engine\nuse crate::{\n    base::Ps,\n    report::{self, Report},\n};\n\
+                #[cfg(test)]\nmod tests {\n    use crate::report::X;\n}\n";
+    let failures = check_module_graph(&tiny_tree(text), &tiny_graph(), &[]);
+    assert_eq!(
+        failures,
+        vec![
+            "src/engine/mod.rs:2: module-graph: `engine` uses `crate::report`, against \
+             ARCHITECTURE.md's module graph (engine may use: base, trace)"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn a_known_violation_passes_until_its_edge_is_gone() {
+    let bad = "//! engine\nuse crate::report::Report;\n";
+    let known = [("engine", "report")];
+    assert!(check_module_graph(&tiny_tree(bad), &tiny_graph(), &known).is_empty());
+    let fixed = "//! engine\nuse crate::trace::Trace;\n";
+    assert_eq!(
+        check_module_graph(&tiny_tree(fixed), &tiny_graph(), &known),
+        vec![
+            "tests/integration/tidy.rs: module-graph: known violation `engine` → `report` no \
+             longer exists: remove it from KNOWN_VIOLATIONS"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn lowering_under_trace_is_its_own_module() {
+    let reexports = BTreeMap::new();
+    let s = Source::new(
+        "src/simulate.rs",
+        "//! s\nuse crate::trace::lower::{self, Lowered};\nuse crate::trace::{lower::X, Trace};\n",
+    );
+    assert_eq!(
+        module_of("src/trace/lower/mod.rs").as_deref(),
+        Some("lower")
+    );
+    assert_eq!(module_of("src/trace/build.rs").as_deref(), Some("trace"));
+    let uses = crate_uses(&s, &reexports);
+    assert_eq!(
+        uses,
+        vec![
+            Use {
+                line: 2,
+                targets: vec!["lower".into()]
+            },
+            Use {
+                line: 3,
+                targets: vec!["lower".into(), "trace".into()]
+            },
+        ]
+    );
+}
+
+#[test]
+fn strings_and_comments_are_not_code() {
+    let lines = lex("let s = \"println!(\\\"x\\\")\"; // println!\nlet c = '\"'; r#\"dbg!\"#; /* a\n crate::x */ 1\n");
+    assert_eq!(lines[0].code, "let s = \"\"; ");
+    assert_eq!(lines[0].comment, " println!");
+    assert_eq!(lines[1].code, "let c = ' '; \"\"; ");
+    assert_eq!(lines[2].code, " 1");
+    assert_eq!(lines[2].comment, " crate::x ");
+}
+
+#[test]
+fn printing_outside_the_edges_fails_and_tests_may_print() {
+    let files = vec![
+        Source::new(
+            "src/engine/sim.rs",
+            "//! e\nfn f() { eprintln!(\"x\"); }\n#[cfg(test)]\nmod tests {\n    fn g() { println!(); }\n}\n",
+        ),
+        Source::new("src/cli.rs", "//! c\nfn f() { println!(); }\n"),
+        Source::new("src/syntax/parse.rs", "//! ast::File::comments\nuse crate::syntax::ast::File::new;\n"),
+    ];
+    assert_eq!(
+        check_io(&files),
+        vec![
+            "src/engine/sim.rs:2: io: `eprintln!` outside src/cli.rs, src/main.rs and src/lsp/ \
+             (return the data; the edge does I/O)"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn pest_outside_syntax_fails() {
+    let files = vec![
+        Source::new(
+            "src/plan/mod.rs",
+            "//! p\nuse pest::Parser;\nlet pester = 1;\n",
+        ),
+        Source::new("src/syntax/lex.rs", "//! l\nuse pest::Parser;\n"),
+    ];
+    assert_eq!(
+        check_confined(&files, "pest", &["pest"], "src/syntax/"),
+        vec!["src/plan/mod.rs:2: pest: `pest` outside src/syntax/".to_string()]
+    );
+}
+
+#[test]
+fn a_file_without_a_header_fails() {
+    let files = vec![
+        Source::new("src/a.rs", ""),
+        Source::new("src/b.rs", ""),
+        Source::new("tests/c.rs", ""),
+    ];
+    let texts = |p: &str| match p {
+        "src/a.rs" => "// plain comment\n".to_string(),
+        "src/b.rs" => "//! header\n".to_string(),
+        _ => "// test header\n".to_string(),
+    };
+    assert_eq!(
+        check_headers(&files, &texts),
+        vec![
+            "src/a.rs:1: header: the file must open with a `//!` comment: purpose, input → \
+             output, invariants"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn a_citation_resolves_at_its_path_or_in_docs_reference() {
+    let files = vec![Source::new(
+        "src/a.rs",
+        "//! see venussim.md §3, docs/validation.md, (NOWHERE.md).\n\
+         // https://example.org/x/README.md is a URL\n",
+    )];
+    let exists = |p: &str| p == "docs/reference/venussim.md" || p == "docs/validation.md";
+    assert_eq!(
+        check_citations(&files, &exists),
+        vec![
+            "src/a.rs:1: citation: `NOWHERE.md` is not in the repository (copy it to \
+             docs/reference/ or cite its public URL)"
+                .to_string()
+        ]
+    );
+}
