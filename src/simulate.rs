@@ -11,11 +11,11 @@
 use std::fmt;
 use std::time::Instant;
 
+use crate::base::Seconds;
 use crate::engine::{self, EngineError, Options, Timeline};
 use crate::lower::{self, LowerError, LowerOptions, Lowered};
 use crate::plan::Scenario;
 use crate::report::{Report, Window};
-use crate::ty::Seconds;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimOptions {

@@ -17,8 +17,8 @@
 pub mod analytic;
 pub mod venussim;
 
+use crate::base::{Ratio, Seconds};
 use crate::plan::Scenario;
-use crate::ty::{Ratio, Seconds};
 
 pub use analytic::{AnalyticModel, Calibration};
 

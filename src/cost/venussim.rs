@@ -15,8 +15,8 @@
 //! the query projection uses the model's `head_dim` (VenusSim: `hidden / heads`), and a MoE
 //! model's MLP term uses `moe_ffn` (VenusSim has only `ffn`).
 
+use crate::base::{Bytes, Flops, FlopsPerSec, Ratio, ScheduleKind, Seconds};
 use crate::plan::Scenario;
-use crate::ty::{Bytes, Flops, FlopsPerSec, Ratio, ScheduleKind, Seconds};
 
 /// VenusSim's extra factors for trace generation (`CALCULATE_TRANSFORMER_FLOPS_PARAM`,
 /// et_generator.py:53-58): transformer ×1.28, attention softmax ×6, embedding ×3, stable

@@ -27,11 +27,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
 
+use crate::base::{Bytes, FlopsPerSec, Ratio};
 use crate::cost::venussim::node_time_ns;
 use crate::trace::{
     Category, CollectiveKind, Label, NodeId, NodeKind, Ps, StreamId, Trace, TraceBuilder,
 };
-use crate::ty::{Bytes, FlopsPerSec, Ratio};
 
 /// Largest node count accepted in one file (VenusSim's demo has about 1,300 per rank).
 pub const MAX_NODES: u64 = 1 << 26;

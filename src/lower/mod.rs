@@ -535,7 +535,7 @@ impl StagePlan {
             overlap_tp: sc.flags.overlap_tp_comm,
             cp: sc.cp > 1,
             ep: sc.ep > 1 && m.is_moe(),
-            full_recompute: sc.recompute == crate::ty::Recompute::Full,
+            full_recompute: sc.recompute == crate::base::Recompute::Full,
             distributed_optimizer: sc.flags.distributed_optimizer,
             overlap_grad_reduce: sc.flags.overlap_grad_reduce,
             overlap_param_gather: sc.flags.overlap_param_gather,

@@ -23,8 +23,8 @@
 //! batches (`seq_length` for every sequence). Megatron v0.11.0 and earlier counted core
 //! attention without the causal ½ (`12·B·s·L·h²·(1 + g/n + s/h)…`); this is the current form.
 
+use crate::base::Flops;
 use crate::plan::Scenario;
-use crate::ty::Flops;
 
 /// Megatron's `num_floating_point_operations(args, global_batch)` for the scenario.
 pub fn megatron_flops(sc: &Scenario) -> Flops {

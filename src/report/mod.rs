@@ -46,11 +46,11 @@ pub use text::text;
 
 use std::fmt;
 
+use crate::base::{Bytes, Flops, FlopsPerSec, Ratio, Seconds};
 use crate::engine::Timeline;
 use crate::plan::layout::Layout;
 use crate::plan::Scenario;
 use crate::trace::{Category, Node, NodeKind, Ps, Trace};
-use crate::ty::{Bytes, Flops, FlopsPerSec, Ratio, Seconds};
 
 /// Tokens processed per second.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]

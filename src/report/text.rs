@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::{MinMax, Report};
-use crate::ty::Bytes;
+use crate::base::Bytes;
 
 /// Renders the report.
 pub fn text(r: &Report) -> String {

@@ -9,7 +9,7 @@ use super::{
     Category, CollectiveKind, Label, NodeId, NodeKind, Ps, StreamId, Trace, TraceBuilder,
     TraceError,
 };
-use crate::ty::Bytes;
+use crate::base::Bytes;
 
 /// Streams of the synthetic pipeline: one per P2P direction so that a blocked send to one
 /// neighbour never holds a receive from the other (Megatron batches them for the same reason,
