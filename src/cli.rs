@@ -693,7 +693,7 @@ fn validate(args: &ValidateArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return usage_error(format!("cannot read `{}`: {e}", args.table.display())),
     };
-    let v = match venusc::validate::run(&text) {
+    let v = match venusc::published::run(&text) {
         Ok(v) => v,
         Err(e) => return usage_error(format!("`{}`: {e}", args.table.display())),
     };
@@ -702,7 +702,7 @@ fn validate(args: &ValidateArgs) -> ExitCode {
             return usage_error(format!("cannot create `{}`: {e}", dir.display()));
         }
         for r in &v.rows {
-            if let Ok(built) = venusc::validate::scenario::build(&r.row) {
+            if let Ok(built) = venusc::published::scenario::build(&r.row) {
                 let path = dir.join(format!("{}.venus", r.row.id));
                 if let Err(e) = std::fs::write(&path, built.venus) {
                     return usage_error(format!("cannot write `{}`: {e}", path.display()));

@@ -11,7 +11,7 @@
 //! (diagnostics as data, rendered only at the edge). Facades: `db` ties the front end into
 //! salsa queries, `session` loads and checks a program, `simulate` runs a scenario end to end.
 //! Applications on top: `emit` (VenusSim and Astra-Sim files, import, trace reader), `sweep`
-//! (candidate plans, ranked), `validate` (predictions against published runs), `fmt` (the
+//! (candidate plans, ranked), `published` (`venusc validate`: predictions against published runs), `fmt` (the
 //! canonical layout) and `lsp` (the language server).
 //!
 //! I/O: only the binary's `cli` and `lsp`'s stdio loop read files or print; everything here
@@ -27,6 +27,7 @@ pub mod fmt;
 pub mod lower;
 pub mod lsp;
 pub mod plan;
+pub mod published;
 pub mod report;
 pub mod resolve;
 pub mod schedule;
@@ -36,5 +37,4 @@ pub mod sweep;
 pub mod syntax;
 pub mod trace;
 pub mod ty;
-pub mod validate;
 pub use session::Session;
