@@ -2,9 +2,9 @@
 //! it points to) → an equivalent `.venus` file.
 //!
 //! Input: the config's path and a closure that reads a file by path (the library does no I/O).
-//! Output: [`Imported`]: the `.venus` text, the typed [`ScenarioDef`] with the same values (so
-//! callers can validate and re-emit without parsing the text), and warnings for every key that
-//! does not map onto the language or whose value the round trip will not keep.
+//! Output: [`Imported`]: the `.venus` text and warnings for every key that does not map onto
+//! the language or whose value the round trip will not keep. Callers check the text like any
+//! other file: there is one product, so the text and what it means cannot drift apart.
 //! Invariants: no key is dropped silently; an absolute path that does not exist is retried
 //! relative to the config's directory (its trailing components, longest first), which is how
 //! VenusSim's demo, written for `/home/VenusSim/...`, is found next to its config; a malformed
@@ -17,12 +17,8 @@ use std::io;
 use serde_json::{Map, Value};
 
 use super::venussim::{IMPLEMENTATION_KEYS, SYSTEM_DEFAULTS};
-use crate::diag::{FileId, Loc, Span};
-use crate::ty::units::trim;
-use crate::ty::{
-    Bytes, BytesPerSec, Cluster, Dim, Expect, FlopsPerSec, Gpu, Measured, Model, Plan, Ratio,
-    ScenarioDef, Seconds, Spanned, Topology,
-};
+use crate::base::units::trim;
+use crate::base::{Bytes, BytesPerSec, Topology};
 
 /// The HBM values written for the gpu, which VenusSim's config does not carry (H100 SXM).
 pub const ASSUMED_MEMORY: Bytes = Bytes(80 * Bytes::GIB);
@@ -33,8 +29,6 @@ pub const ASSUMED_MEM_BW: BytesPerSec = BytesPerSec(3350e9);
 pub struct Imported {
     /// The `.venus` file.
     pub venus: String,
-    /// The same scenario as typed definitions.
-    pub def: ScenarioDef,
     /// Keys not understood, values not kept, assumptions made.
     pub warnings: Vec<String>,
 }
@@ -159,12 +153,7 @@ pub fn import_venussim(
     )?;
     let name = ident(t.str("output_filename").unwrap_or("imported"));
     let venus = render(&v, &name, config_path);
-    let def = v.def(&name);
-    Ok(Imported {
-        venus,
-        def,
-        warnings,
-    })
+    Ok(Imported { venus, warnings })
 }
 
 fn parse_json(file: &str, bytes: &[u8]) -> Result<Value, ImportError> {
@@ -636,103 +625,6 @@ impl Values {
             }
         }
         Ok(self)
-    }
-
-    fn def(&self, name: &str) -> ScenarioDef {
-        let l = Loc::new(FileId(0), Span::new(0, 0));
-        let s = |v| Spanned::new(v, l);
-        let model = Model {
-            name: format!("{name}_model"),
-            loc: l,
-            hidden: s(self.hidden),
-            layers: s(self.layers),
-            heads: s(self.heads),
-            vocab: s(self.vocab),
-            seq: s(self.seq),
-            ffn: self.ffn.map(s),
-            kv_groups: self.kv_groups.map(s),
-            head_dim: None,
-            swiglu: self.swiglu.then(|| Spanned::new(true, l)),
-            untied_embeddings: self.untied.then(|| Spanned::new(true, l)),
-            experts: None,
-            topk: None,
-            moe_ffn: None,
-            shared_expert_ffn: None,
-        };
-        let gpu = Gpu {
-            name: format!("{name}_gpu"),
-            loc: l,
-            peak: Spanned::new(FlopsPerSec(self.peak_tflops * 1e12), l),
-            memory: Spanned::new(ASSUMED_MEMORY, l),
-            mem_bw: Spanned::new(ASSUMED_MEM_BW, l),
-            fp8_peak: None,
-        };
-        let dims = self
-            .dims
-            .iter()
-            .enumerate()
-            .map(|(i, d)| Dim {
-                name: Spanned::new(format!("dim{i}"), l),
-                topology: Spanned::new(d.topology, l),
-                size: s(d.size),
-                bandwidth: Spanned::new(BytesPerSec(d.bandwidth * 1e9), l),
-                latency: Spanned::new(Seconds(d.latency * 1e-9), l),
-                efficiency: None,
-                algorithm: None,
-                loc: l,
-            })
-            .collect();
-        let cluster = Cluster {
-            name: None,
-            loc: l,
-            gpu,
-            gpu_loc: l,
-            dims,
-        };
-        let flag = |b: bool| b.then(|| Spanned::new(true, l));
-        let plan = Plan {
-            name: None,
-            loc: l,
-            tp: Some(s(self.tp)),
-            pp: Some(s(self.pp)),
-            cp: (self.cp > 1).then(|| s(self.cp)),
-            ep: None,
-            vpp: (self.vpp > 1).then(|| s(self.vpp)),
-            first_stage_layers: None,
-            last_stage_layers: None,
-            dp: Some(s(self.dp)),
-            micro_batch: s(self.micro_batch),
-            global_batch: s(self.global_batch),
-            schedule: None,
-            sp: flag(self.sp),
-            recompute: None,
-            distributed_optimizer: flag(self.distributed_optimizer),
-            overlap_grad_reduce: flag(self.overlap_grad_reduce),
-            overlap_param_gather: flag(self.overlap_param_gather),
-            delay_grad_reduce: flag(self.delay_grad_reduce),
-            delay_param_gather: flag(self.delay_param_gather),
-            overlap_p2p: flag(self.overlap_p2p),
-            overlap_tp_comm: None,
-            bucket_size: None,
-            mfu: self.mfu.map(|m| Spanned::new(Ratio(m), l)),
-            measured: self.measured.map(|[a, b, c]| Measured {
-                first: Spanned::new(Seconds(a * 1e-3), l),
-                middle: Spanned::new(Seconds(b * 1e-3), l),
-                last: Spanned::new(Seconds(c * 1e-3), l),
-                loc: l,
-            }),
-            precision: None,
-            attention: None,
-            iterations: (self.iterations > 1).then(|| s(self.iterations)),
-        };
-        ScenarioDef {
-            name: name.to_string(),
-            loc: l,
-            model,
-            cluster,
-            plan,
-            expect: Expect::default(),
-        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use venusc::emit::{self, MemSink};
-use venusc::plan::{validate, Scenario};
+use venusc::plan::Scenario;
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/venussim_demo")
@@ -33,12 +33,23 @@ fn import_demo() -> emit::Imported {
 }
 
 fn demo_scenario(iterations: Option<u64>) -> Scenario {
-    let mut def = import_demo().def;
+    let mut sc = scenario_of("demo.venus", &import_demo().venus);
     if let Some(n) = iterations {
-        def.plan.iterations = Some(venusc::ty::Spanned::new(n, def.plan.loc));
+        // Only the emitted traces read `iterations`; nothing validation derives depends on it.
+        sc.plan.iterations = Some(n);
     }
-    let (sc, diags) = validate(&def);
-    sc.unwrap_or_else(|| panic!("demo validates: {diags:?}"))
+    sc
+}
+
+/// The one scenario of a `.venus` text, checked as `venusc sim` checks a file.
+fn scenario_of(name: &str, text: &str) -> Scenario {
+    let mut session = venusc::Session::new();
+    let root = session.load(Path::new(name), text.as_bytes(), &mut |p: &Path| {
+        Err(format!("no such file `{}`", p.display()))
+    });
+    let checked = session.check(root);
+    assert!(!checked.has_errors(), "{name}: {:?}", checked.diagnostics);
+    checked.scenarios.into_iter().next().expect("one scenario")
 }
 
 /// Compares every file of `sink` with `golden_dir()/sub/...`, or rewrites them with
@@ -360,44 +371,32 @@ fn reader_rejects_hostile_traces_with_file_and_line() {
     assert_eq!(ok.node_count(), 2);
 }
 
-/// Llama 3 405B on 16,384 GPUs (examples/llama3_405b_16k.venus), built from the demo's
-/// definitions until the front end parses the example.
+/// Llama 3 405B on 16,384 GPUs (the plan of examples/llama3_405b_16k.venus) on the demo's
+/// GPU and network, grown to 2,048 nodes.
 fn llama3_405b_16k() -> Scenario {
-    use venusc::ty::{BytesPerSec, FlopsPerSec, Recompute, Seconds, Spanned, Topology};
-    let mut def = import_demo().def;
-    let l = def.loc;
-    let s = |v| Spanned::new(v, l);
-    let m = &mut def.model;
-    m.hidden = s(16384);
-    m.ffn = Some(s(53248));
-    m.layers = s(126);
-    m.heads = s(128);
-    m.kv_groups = Some(s(8));
-    m.vocab = s(128256);
-    m.seq = s(8192);
-    m.untied_embeddings = Some(Spanned::new(true, l));
-    def.cluster.gpu.peak = Spanned::new(FlopsPerSec(989.4e12), l);
-    def.cluster.dims[0].latency = Spanned::new(Seconds(1e-6), l);
-    def.cluster.dims[1].topology = Spanned::new(Topology::Switch, l);
-    def.cluster.dims[1].size = s(2048);
-    def.cluster.dims[1].bandwidth = Spanned::new(BytesPerSec(50e9), l);
-    let p = &mut def.plan;
-    p.tp = Some(s(8));
-    p.pp = Some(s(16));
-    p.dp = Some(s(128));
-    p.vpp = None;
-    p.first_stage_layers = Some(s(7));
-    p.last_stage_layers = Some(s(7));
-    p.micro_batch = s(1);
-    p.global_batch = s(2048);
-    p.sp = Some(Spanned::new(true, l));
-    p.recompute = Some(Spanned::new(Recompute::Full, l));
-    p.delay_grad_reduce = None;
-    p.overlap_p2p = None;
-    p.iterations = None;
-    p.mfu = None;
-    let (sc, diags) = validate(&def);
-    sc.unwrap_or_else(|| panic!("llama3 validates: {diags:?}"))
+    scenario_of(
+        "demo.venus",
+        "model demo_model <
+  hidden 16384  ffn 53248  layers 126
+  heads 128  kv_groups 8
+  vocab 128256  seq 8192
+  swiglu untied_embeddings
+>
+gpu demo_gpu < peak 989.4TFLOP/s  memory 80GiB  mem_bw 3350GB/s >
+cluster <
+  gpu demo_gpu
+  dim dim0 fc 8 450GB/s 1000ns
+  dim dim1 switch 2048 50GB/s 6000ns
+>
+plan <
+  pp 16 tp 8 dp 128
+  first_stage_layers 7 last_stage_layers 7
+  micro_batch 1 global_batch 2048
+  sp recompute full
+  distributed_optimizer overlap_grad_reduce overlap_param_gather
+>
+",
+    )
 }
 
 #[test]
