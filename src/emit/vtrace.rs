@@ -100,7 +100,7 @@ struct Common {
 
 impl Common {
     fn new(sc: &Scenario) -> Result<Common, EmitError> {
-        let shape = PipelineShape::for_scenario(sc);
+        let shape = crate::plan::derive::pipeline_shape(sc);
         let (pp, vpp) = (shape.pp, shape.vpp);
         let ir = ScheduleIr::build(shape)
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;

@@ -1,11 +1,13 @@
 //! Derived values of a plan: padded vocabulary, the layer split over pipeline stages and
-//! model chunks, parameter counts, and the bubble fraction.
+//! model chunks, parameter counts, the bubble fraction and the pipeline shape the schedule IR
+//! is built from.
 //!
 //! Input: plain numbers taken from the typed model and plan. Output: the values Megatron-LM
 //! computes from its arguments, or a [`SplitError`] naming the Megatron rule a layer split breaks.
 //! Invariant: pure arithmetic on user numbers, never panicking (checked or saturating ops,
 //! `u128` for products of user numbers).
 
+use crate::schedule::{Kind, PipelineShape};
 use crate::ty::Model;
 
 /// Megatron's `--make-vocab-size-divisible-by` default.
@@ -311,6 +313,27 @@ pub fn bubble_fraction(pp: u64, m: u64, vpp: u64) -> f64 {
     }
     let idle = (pp - 1) as f64;
     idle / (m as f64 * vpp.max(1) as f64 + idle)
+}
+
+/// The pipeline of a validated scenario: its schedule, sizes and overlap flags, as the
+/// schedule IR takes them (the schedule knows nothing of plans, so the plan builds its shape).
+/// Counts were bounded by validation (`plan::MAX_WORLD`), so they fit `u32`.
+pub fn pipeline_shape(sc: &super::Scenario) -> PipelineShape {
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
+    let mut shape = PipelineShape::new(
+        Kind::select(pp, vpp, sc.schedule),
+        pp,
+        vpp,
+        narrow(sc.microbatches),
+    );
+    shape.overlap_p2p = sc.flags.overlap_p2p;
+    shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
+    shape.overlap_param_gather = sc.flags.overlap_param_gather;
+    shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
+    shape.delay_param_gather = sc.flags.delay_param_gather;
+    shape.tied_embeddings = !sc.model.untied_embeddings();
+    shape
 }
 
 /// Saturating product of counts.

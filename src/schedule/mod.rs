@@ -5,7 +5,7 @@
 //! `megatron/core/pipeline_parallel/schedules.py` issues them: compute ([`Op::Forward`],
 //! [`Op::Backward`]), P2P calls ([`Op::Call`] followed by its [`Op::Xfer`]s, plus [`Op::Wait`]
 //! for asynchronous ones) and hook points (grad/param sync, finalize, optimizer step).
-//! [`emit_text`] prints the `--emit schedule` form, [`simulate`] evaluates the IR with zero
+//! [`emit_text`] prints the `--emit schedule` form, [`evaluate`] evaluates the IR with zero
 //! communication cost and [`picture`] draws it.
 //!
 //! Invariants:
@@ -21,13 +21,13 @@
 //!   (schedules.py:1183–1187, 2115–2144); the IR therefore carries no shapes.
 
 mod build;
+mod eval;
 mod picture;
-mod sim;
 #[cfg(test)]
 mod tests;
 
+pub use eval::{evaluate, makespan, Deadlock, OpCost, OpTimes, RankTimes, Semantics, Slot};
 pub use picture::picture;
-pub use sim::{makespan, simulate, Deadlock, OpCost, RankTimeline, Semantics, Slot, Timeline};
 
 use crate::base::ScheduleKind;
 use std::fmt;
@@ -97,26 +97,6 @@ pub struct PipelineShape {
 }
 
 impl PipelineShape {
-    /// The pipeline of a validated scenario: its schedule, sizes and overlap flags. Counts
-    /// were bounded by validation (`plan::MAX_WORLD`), so they fit `u32`.
-    pub fn for_scenario(sc: &crate::plan::Scenario) -> PipelineShape {
-        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
-        let mut shape = PipelineShape::new(
-            Kind::select(pp, vpp, sc.schedule),
-            pp,
-            vpp,
-            narrow(sc.microbatches),
-        );
-        shape.overlap_p2p = sc.flags.overlap_p2p;
-        shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
-        shape.overlap_param_gather = sc.flags.overlap_param_gather;
-        shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
-        shape.delay_param_gather = sc.flags.delay_param_gather;
-        shape.tied_embeddings = !sc.model.untied_embeddings();
-        shape
-    }
-
     /// A shape with every flag at its `.venus` default (off, tied embeddings) and N = pp.
     pub fn new(kind: Kind, pp: u32, vpp: u32, microbatches: u32) -> PipelineShape {
         PipelineShape {
@@ -154,7 +134,7 @@ impl PipelineShape {
 
     /// Checks the shape; the rules a Megatron run would reject at its first step are
     /// S01/S02 (schedules.py:1159–1175).
-    pub fn validate(&self) -> Result<(), ShapeError> {
+    pub fn check(&self) -> Result<(), ShapeError> {
         for (name, v) in [
             ("pp", self.pp),
             ("vpp", self.vpp),
@@ -467,7 +447,7 @@ pub struct ScheduleIr {
 impl ScheduleIr {
     /// Builds the op lists of every pipeline rank.
     pub fn build(shape: PipelineShape) -> Result<ScheduleIr, ShapeError> {
-        shape.validate()?;
+        shape.check()?;
         let ranks = (0..shape.pp).map(|r| build::rank_ops(&shape, r)).collect();
         Ok(ScheduleIr { shape, ranks })
     }

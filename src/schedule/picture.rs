@@ -2,7 +2,7 @@
 //! placed on a time axis by the zero-communication-cost evaluation, idle time as dots, and a
 //! summary line with the bubble fraction.
 
-use super::sim::{simulate, OpCost, Semantics, Slot};
+use super::eval::{evaluate, OpCost, Semantics, Slot};
 use super::{Kind, Op, ScheduleIr};
 use std::fmt::Write as _;
 
@@ -15,27 +15,27 @@ const IDLE_COLOR: &str = "\x1b[2m";
 /// (even/odd chunk) with ANSI escapes.
 pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> String {
     let width = width.max(1);
-    let timeline = match simulate(ir, cost, Semantics::Eager) {
+    let times = match evaluate(ir, cost, Semantics::Eager) {
         Ok(t) => t,
         Err(d) => return format!("{d}\n"),
     };
     let chunks = ir.shape.kind == Kind::Interleaved;
     let label_width = format!("pp{}", ir.ranks().len().saturating_sub(1)).len();
     let mut out = String::new();
-    for (r, rank) in timeline.ranks.iter().enumerate() {
-        let cells = place(&rank.compute, timeline.makespan, width);
+    for (r, rank) in times.ranks.iter().enumerate() {
+        let cells = place(&rank.compute, times.makespan, width);
         let _ = write!(out, "{:<label_width$} |", format!("pp{r}"));
         out.push_str(&render_row(&rank.compute, &cells, chunks, color));
         out.push_str("|\n");
     }
-    let (idle, total) = timeline.bubble();
+    let (idle, total) = times.bubble();
     let _ = writeln!(
         out,
         "makespan {} (t_f {}, t_b {} per chunk), bubble {:.1}% ({idle} of {total} rank-ticks idle)",
-        timeline.makespan,
+        times.makespan,
         cost.forward,
         cost.backward,
-        100.0 * timeline.bubble_fraction(),
+        100.0 * times.bubble_fraction(),
     );
     out
 }

@@ -450,7 +450,7 @@ fn kind_selection_follows_megatron() {
     assert_eq!(Kind::select(4, 1, None), Kind::OneFOneB);
     assert_eq!(Kind::select(4, 2, None), Kind::Interleaved);
     assert_eq!(
-        Kind::select(4, 1, Some(crate::ty::ScheduleKind::Gpipe)),
+        Kind::select(4, 1, Some(crate::base::ScheduleKind::Gpipe)),
         Kind::Gpipe
     );
 }
@@ -473,7 +473,7 @@ fn makespan(ir: &ScheduleIr, f: u64, b: u64) -> u64 {
 fn makespan_one_f_one_b_pp4_m8() {
     let ir = build(shape(Kind::OneFOneB, 4, 1, 8));
     assert_eq!(makespan(&ir, 1, 2), (8 + 4 - 1) * 3);
-    let t = simulate(&ir, OpCost::default(), Semantics::Eager).unwrap();
+    let t = evaluate(&ir, OpCost::default(), Semantics::Eager).unwrap();
     // Bubble (p−1)/(m+p−1) = 3/11 of every rank's time.
     assert_eq!(t.bubble(), (4 * 9, 4 * 33));
 }
@@ -580,7 +580,7 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
         }
     }
     // Blocking calls complete under rendezvous semantics: no deadlock.
-    let rendezvous = simulate(ir, OpCost::default(), Semantics::Rendezvous);
+    let rendezvous = evaluate(ir, OpCost::default(), Semantics::Rendezvous);
     prop_assert!(rendezvous.is_ok(), "{}", rendezvous.unwrap_err());
     Ok(())
 }
@@ -665,7 +665,7 @@ fn interleaved_shape() -> impl Strategy<Value = PipelineShape> {
         |(pp, v, m, extra, f)| {
             let mut s = with_flags(shape(Kind::Interleaved, pp, v, m), f);
             s.microbatch_group_size = pp + extra % (m.saturating_sub(pp) + 1);
-            s.validate().ok().map(|_| s)
+            s.check().ok().map(|_| s)
         },
     )
 }
@@ -777,7 +777,7 @@ fn build_time_llama3_405b_shape() {
         let elapsed = start.elapsed();
         let ops: usize = ir.ranks().iter().map(Vec::len).sum();
         let start = std::time::Instant::now();
-        let t = simulate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap();
+        let t = evaluate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap();
         let sim = start.elapsed();
         println!(
             "pp 16 vpp {vpp} m 128: {ops} ops built in {elapsed:?}, simulated in {sim:?}, \
@@ -833,11 +833,11 @@ fn rendezvous_simulation_reports_a_deadlock() {
         shape: shape(Kind::OneFOneB, 2, 1, 1),
         ranks: vec![rank.clone(), rank],
     };
-    let err = simulate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap_err();
+    let err = evaluate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap_err();
     assert_eq!(err.blocked.len(), 2);
     assert_eq!((err.blocked[0].0, err.blocked[0].1), (0, 0));
     assert_eq!(
-        simulate(&ir, OpCost::default(), Semantics::Eager)
+        evaluate(&ir, OpCost::default(), Semantics::Eager)
             .unwrap()
             .makespan,
         0

@@ -45,7 +45,7 @@ pub struct Slot {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct RankTimeline {
+pub struct RankTimes {
     /// Compute ops in execution order.
     pub compute: Vec<Slot>,
     /// Sum of compute time.
@@ -56,12 +56,12 @@ pub struct RankTimeline {
 
 /// The evaluated schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Timeline {
+pub struct OpTimes {
     pub makespan: u64,
-    pub ranks: Vec<RankTimeline>,
+    pub ranks: Vec<RankTimes>,
 }
 
-impl Timeline {
+impl OpTimes {
     /// Idle compute time of rank `r` within the makespan.
     pub fn idle(&self, r: usize) -> u64 {
         self.ranks
@@ -109,11 +109,11 @@ struct RankState {
     call_posted: bool,
     /// Post time of every transfer, per port, indexed by sequence number.
     posted: [Vec<u64>; 4],
-    timeline: RankTimeline,
+    times: RankTimes,
 }
 
 /// Runs the IR. `Err` when some rank can never proceed.
-pub fn simulate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<Timeline, Deadlock> {
+pub fn evaluate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<OpTimes, Deadlock> {
     let pp = ir.shape.pp;
     let mut states: Vec<RankState> = ir
         .ranks()
@@ -123,7 +123,7 @@ pub fn simulate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<T
             time: 0,
             call_posted: false,
             posted: Default::default(),
-            timeline: RankTimeline::default(),
+            times: RankTimes::default(),
         })
         .collect();
     loop {
@@ -150,20 +150,20 @@ pub fn simulate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<T
             return Err(Deadlock { blocked });
         }
     }
-    let ranks: Vec<RankTimeline> = states
+    let ranks: Vec<RankTimes> = states
         .into_iter()
         .map(|mut s| {
-            s.timeline.finish = s.time;
-            s.timeline
+            s.times.finish = s.time;
+            s.times
         })
         .collect();
     let makespan = ranks.iter().map(|rt| rt.finish).max().unwrap_or(0);
-    Ok(Timeline { makespan, ranks })
+    Ok(OpTimes { makespan, ranks })
 }
 
 /// The makespan with zero communication cost (dataflow semantics), in ticks of `cost`.
 pub fn makespan(ir: &ScheduleIr, cost: OpCost) -> Result<u64, Deadlock> {
-    simulate(ir, cost, Semantics::Eager).map(|t| t.makespan)
+    evaluate(ir, cost, Semantics::Eager).map(|t| t.makespan)
 }
 
 /// Completion time of transfer `seq` on `port` of rank `r`, if it is determined yet.
@@ -207,8 +207,8 @@ fn advance(
             let s = &mut states[r];
             let start = s.time;
             s.time = start.saturating_add(d);
-            s.timeline.busy = s.timeline.busy.saturating_add(d);
-            s.timeline.compute.push(Slot {
+            s.times.busy = s.times.busy.saturating_add(d);
+            s.times.compute.push(Slot {
                 start,
                 end: s.time,
                 op,
