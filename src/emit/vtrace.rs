@@ -497,7 +497,11 @@ impl<'a> Gen<'a> {
                             }
                         }
                     }
-                    Op::Xfer(_)
+                    // VenusSim's generator has no weight-gradient node and one compute
+                    // stream; the schedules it emits never split the backward.
+                    Op::Weight(_)
+                    | Op::Stream(_)
+                    | Op::Xfer(_)
                     | Op::Wait { .. }
                     | Op::DisableGradSync
                     | Op::EnableGradSync

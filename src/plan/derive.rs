@@ -304,15 +304,16 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     }
 }
 
-/// Analytic pipeline bubble as a fraction of the iteration: (pp − 1) / (m·vpp + pp − 1).
+/// Pipeline bubble as a fraction of the iteration, (pp − 1) / (m·vpp + pp − 1), taken from the
+/// schedule ([`crate::schedule::bubble`]) of the pipeline Megatron runs for these sizes
+/// (interleaved when vpp > 1, else 1F1B; none for pp = 1).
 // Narayanan et al. SC21 §2.2: bubble time (p − 1)·t_f / v against ideal m·t_f, for 1F1B,
 // GPipe and (with v chunks) the interleaved schedule.
 pub fn bubble_fraction(pp: u64, m: u64, vpp: u64) -> f64 {
-    if pp <= 1 {
-        return 0.0;
-    }
-    let idle = (pp - 1) as f64;
-    idle / (m as f64 * vpp.max(1) as f64 + idle)
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(pp), narrow(vpp.max(1)));
+    let shape = PipelineShape::new(Kind::select(pp, vpp, None), pp, vpp, narrow(m));
+    crate::schedule::bubble(&shape).fraction()
 }
 
 /// The pipeline of a validated scenario: its schedule, sizes and overlap flags, as the

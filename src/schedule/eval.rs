@@ -110,6 +110,8 @@ struct RankState {
     /// Post time of every transfer, per port, indexed by sequence number.
     posted: [Vec<u64>; 4],
     times: RankTimes,
+    /// The rank runs weight gradients as ops of their own.
+    splits: bool,
 }
 
 /// Runs the IR. `Err` when some rank can never proceed.
@@ -118,12 +120,13 @@ pub fn evaluate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<O
     let mut states: Vec<RankState> = ir
         .ranks()
         .iter()
-        .map(|_| RankState {
+        .map(|ops| RankState {
             pc: 0,
             time: 0,
             call_posted: false,
             posted: Default::default(),
             times: RankTimes::default(),
+            splits: ops.iter().any(|op| matches!(op, Op::Weight(_))),
         })
         .collect();
     loop {
@@ -198,11 +201,14 @@ fn advance(
         return false;
     };
     match op {
-        Op::Forward(_) | Op::Backward(_) => {
-            let d = if matches!(op, Op::Forward(_)) {
-                cost.forward
-            } else {
-                cost.backward
+        Op::Forward(_) | Op::Backward(_) | Op::Weight(_) => {
+            let d = match op {
+                Op::Forward(_) => cost.forward,
+                // A split backward: W ≈ B (Qi et al., ICLR 2024, §2), so the weight gradient
+                // takes half of the backward and the input gradient the rest.
+                Op::Weight(_) => cost.backward / 2,
+                _ if states[r].splits => cost.backward - cost.backward / 2,
+                _ => cost.backward,
             };
             let s = &mut states[r];
             let start = s.time;
@@ -258,7 +264,9 @@ fn advance(
             s.posted[x.port.index()].push(s.time);
             s.pc += 1;
         }
-        Op::DisableGradSync
+        // The streams of a rank are serialised here: overlapping them is the engine's work.
+        Op::Stream(_)
+        | Op::DisableGradSync
         | Op::EnableGradSync
         | Op::GradSync { .. }
         | Op::ParamSync { .. }

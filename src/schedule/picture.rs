@@ -93,12 +93,13 @@ fn render_row(slots: &[Slot], cells: &[Option<usize>], chunks: bool, color: bool
 
 /// One op's box of `len` columns: the longest label that fits, then fill.
 fn render_box(op: &Op, len: usize, chunks: bool, color: bool) -> String {
-    let (forward, m) = match op {
-        Op::Forward(m) => (true, m),
-        Op::Backward(m) => (false, m),
+    // A weight-gradient op is drawn like a backward, lettered `W`.
+    let (forward, m, letter) = match op {
+        Op::Forward(m) => (true, m, "F"),
+        Op::Backward(m) => (false, m, "B"),
+        Op::Weight(m) => (false, m, "W"),
         _ => return " ".repeat(len),
     };
-    let letter = if forward { "F" } else { "B" };
     // Too narrow for `F5.1`: odd chunks fall back to a lowercase letter (`f5`).
     let short_letter = if chunks && m.chunk % 2 == 1 {
         letter.to_lowercase()
