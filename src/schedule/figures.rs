@@ -7,7 +7,8 @@
 //! Invariants:
 //! - Each figure equals what the built IR shows: [`peak_in_flight`] equals
 //!   [`measure_in_flight`] on `ScheduleIr::build(shape).rank(r)`, and [`bubble`] equals the idle
-//!   time of [`super::evaluate`] (zero communication cost, chunk backward = 2 × forward). The
+//!   time of [`super::evaluate`] (zero communication cost, any chunk forward and backward cost
+//!   uniform over ranks and chunks). The
 //!   property tests in `tests.rs` check both for every valid shape; the warmup counts come from
 //!   the same functions the builders use.
 //! - O(1) time and no allocation for in-flight counts and the bubble (O(m·V / N) for the chunk

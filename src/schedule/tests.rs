@@ -883,12 +883,16 @@ proptest! {
     }
 
     #[test]
-    fn bubble_equals_the_idle_time_of_the_evaluated_ops(s in any_shape()) {
-        let t = evaluate(&build(s), OpCost::default(), Semantics::Eager).unwrap();
+    fn bubble_equals_the_idle_time_of_the_evaluated_ops(
+        s in any_shape(), tf in 1u64..=4, tb in 1u64..=9,
+    ) {
+        // Any uniform chunk costs: the bubble unit is one chunk's forward + backward, on each
+        // of the pp ranks.
+        let cost = OpCost { forward: tf, backward: tb };
+        let t = evaluate(&build(s), cost, Semantics::Eager).unwrap();
         let b = bubble(&s);
-        // Under the default cost one chunk's forward + backward is 3 ticks, on each of pp ranks.
-        let pp = u64::from(s.pp);
-        prop_assert_eq!(t.bubble(), (pp * b.idle * 3, pp * (b.idle + b.busy) * 3));
+        let (pp, unit) = (u64::from(s.pp), tf + tb);
+        prop_assert_eq!(t.bubble(), (pp * b.idle * unit, pp * (b.idle + b.busy) * unit));
         prop_assert!((t.bubble_fraction() - b.fraction()).abs() < 1e-12);
     }
 }
