@@ -8,14 +8,14 @@
 //! - Each figure equals what the built IR shows: [`peak_in_flight`] equals
 //!   [`measure_in_flight`] on `ScheduleIr::build(shape).rank(r)`, and [`bubble`] equals the idle
 //!   time of [`super::evaluate`] (zero communication cost, any chunk forward and backward cost
-//!   uniform over ranks and chunks). The
-//!   property tests in `tests.rs` check both for every valid shape; the warmup counts come from
-//!   the same functions the builders use.
+//!   uniform over ranks and chunks). The property tests in `tests.rs` check both for every
+//!   valid shape; the warmup counts come from the same functions the builders use.
 //! - O(1) time and no allocation for in-flight counts and the bubble (O(m·V / N) for the chunk
 //!   split of an interleaved peak), so the memory model can call them inside repair searches
 //!   and sweeps; nothing is cached.
 //! - Defined for every shape, also one [`PipelineShape::check`] rejects (candidate fixes are
-//!   priced before they are validated): sizes of 0 count as 1, arithmetic saturates.
+//!   priced before they are validated): sizes of 0 count as 1 (but 0 microbatches give a
+//!   bubble of 1, as the closed form does), arithmetic saturates.
 
 use super::build::{interleaved_warmup, one_f_one_b_warmup};
 use super::{Kind, Op, PipelineShape};

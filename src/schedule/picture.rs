@@ -9,10 +9,10 @@ use std::fmt::Write as _;
 const RESET: &str = "\x1b[0m";
 const IDLE_COLOR: &str = "\x1b[2m";
 
-/// Draws `ir` at most `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`F3.1` with
-/// chunks; `f3`/`b3` for an odd chunk when the box is too narrow for the chunk) and `.` for
-/// idle; `color` drops the letter and paints forwards blue/cyan and backwards green/yellow
-/// (even/odd chunk) with ANSI escapes.
+/// Draws `ir` at most `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`W3==` for
+/// a weight gradient; `F3.1` with chunks; `f3`/`b3` for an odd chunk when the box is too narrow
+/// for the chunk) and `.` for idle; `color` drops the letter and paints forwards blue/cyan and
+/// backwards (and weight gradients) green/yellow (even/odd chunk) with ANSI escapes.
 pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> String {
     let width = width.max(1);
     let times = match evaluate(ir, cost, Semantics::Eager) {
