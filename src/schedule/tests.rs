@@ -969,4 +969,7 @@ fn a_split_backward_runs_w_after_b_and_holds_activations_until_w() {
     // The same order without W ops: 2 × (2 + 5).
     assert_eq!(super::makespan(&build(s), cost).unwrap(), 14);
     assert!(describe_rank(&ir, 0).contains("stream 1\nW0\nstream 0\n"));
+    // One column per tick: F 2, B 3, W 2 columns.
+    let pic = picture(&ir, cost, 14, false);
+    assert!(pic.starts_with("pp0 |F0B0=F1W0B1=W1|\n"), "{pic}");
 }
