@@ -939,7 +939,11 @@ impl<'a> Emitter<'a> {
             && self.grad_sync_on
             && self.launched.get(c).is_some_and(|l| l.iter().any(|x| !x));
         let buckets = self.st.buckets.get(c).map_or(0, Vec::len);
-        // A weight gradient needs no TP collective (dW is local to the shard): one node.
+        // A weight gradient lowers to one node. The backward's TP collectives stay with B,
+        // also sequence parallelism's re-gather of the input that dW reads
+        // (megatron/core/tensor_parallel/layers.py
+        // `LinearWithGradAccumulationAndAsyncCommunication.backward`): a simplification
+        // until a schedule that splits the backward is built.
         let split = pass != Pass::Weight
             && (self.st.per_layer_comm() || gathers > 1 || (launching && buckets > 1));
         if !split {
@@ -1004,7 +1008,7 @@ impl<'a> Emitter<'a> {
     /// costs about max(compute, communication).
     fn tp_block(&mut self, pass: Pass, body: impl FnOnce(&mut Self)) {
         if pass == Pass::Weight {
-            // dW = Xᵀ·dY of a TP-sharded GEMM is local to the shard: no TP collective.
+            // Its TP collectives are lowered with B (see `compute`).
             body(self);
             return;
         }
