@@ -434,7 +434,7 @@ fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
 }
 
 fn schedule_ir(sc: &venusc::plan::Scenario) -> Result<venusc::schedule::ScheduleIr, ExitCode> {
-    venusc::schedule::ScheduleIr::build(venusc::schedule::PipelineShape::for_scenario(sc))
+    venusc::schedule::ScheduleIr::build(venusc::plan::derive::pipeline_shape(sc))
         .map_err(|e| usage_error(format!("cannot build the schedule of `{}`: {e}", sc.name)))
 }
 

@@ -15,7 +15,9 @@
 //! - memory-bound work at `mem_bw × memory efficiency`: two norms, two residual adds and two
 //!   dropouts over `h` per token (on `T/tp` tokens with `sp`), rotary embedding on q and k and
 //!   the activation function on `ffn/tp`; backward ×[`Calibration::memory_backward`];
-//! - GEMM backward = 2 × forward (input and weight gradients);
+//! - GEMM backward = 2 × forward (input and weight gradients); the weight-gradient share
+//!   ([`Pass::Weight`]) is one forward of every GEMM with its kernel overhead, the embedding's
+//!   whole backward (a gradient scatter-add into the weights) and the logits GEMM;
 //! - recompute adds the recomputed forward to the backward: `selective` the attention core,
 //!   `full` the whole layer;
 //! - TP and CP divide the work as above; `sp` changes only the memory-bound token count.
@@ -141,6 +143,9 @@ struct Blocks {
     attention_b: f64,
     mlp_f: f64,
     mlp_b: f64,
+    /// Weight-gradient shares of the backwards.
+    attention_w: f64,
+    mlp_w: f64,
 }
 
 /// The analytic model, with every per-layer figure computed once.
@@ -150,6 +155,8 @@ pub struct AnalyticModel {
     blocks: Blocks,
     embedding: (f64, f64),
     output: (f64, f64),
+    /// The output layer's weight gradient (the logits GEMM's `dW`).
+    output_weight: f64,
     /// Optimizer step per stage, stage 0 first.
     optimizer: Vec<f64>,
     split: crate::plan::StageSplit,
@@ -165,6 +172,7 @@ impl AnalyticModel {
             blocks: w.blocks(),
             embedding: w.embedding(),
             output: w.output(),
+            output_weight: w.output_weight(),
             optimizer: (0..sc.pp.min(1 << 20))
                 .map(|s| w.optimizer_step(s))
                 .collect(),
@@ -177,10 +185,34 @@ impl AnalyticModel {
     pub fn calibration(&self) -> &Calibration {
         &self.cal
     }
+
+    /// The weight-gradient share of a chunk's backward (see the module header).
+    fn weight_gradient(&self, stage: u64, chunk: u64) -> ChunkCost {
+        let pre = if stage == 0 && chunk == 0 {
+            self.embedding.1
+        } else {
+            0.0
+        };
+        let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
+            self.output_weight
+        } else {
+            0.0
+        };
+        ChunkCost::from_pieces(
+            Seconds(pre),
+            self.split.chunk_layers(stage),
+            Seconds(self.blocks.attention_w),
+            Seconds(self.blocks.mlp_w),
+            Seconds(post),
+        )
+    }
 }
 
 impl ComputeModel for AnalyticModel {
     fn chunk(&self, stage: u64, chunk: u64, pass: Pass) -> ChunkCost {
+        if pass == Pass::Weight {
+            return self.weight_gradient(stage, chunk);
+        }
         let fwd = pass == Pass::Forward;
         let pick = |(f, b): (f64, f64)| Seconds(if fwd { f } else { b });
         let pre = if stage == 0 && chunk == 0 {
@@ -432,6 +464,8 @@ impl Work {
             attention_b,
             mlp_f,
             mlp_b,
+            attention_w: attn_gemm + k_attn,
+            mlp_w: mlp_gemm + k_mlp,
         }
     }
 
@@ -452,6 +486,11 @@ impl Work {
         let fwd = logits + norm + ce;
         let bwd = 2.0 * logits + self.cal.memory_backward * (norm + ce);
         (fwd, bwd)
+    }
+
+    /// The logits GEMM's weight gradient, one forward's worth (`dW = Xᵀ·dY`).
+    fn output_weight(&self) -> f64 {
+        self.gemm(self.t, self.vocab / self.tp, self.h)
     }
 
     fn optimizer_step(&self, stage: u64) -> f64 {

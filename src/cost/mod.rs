@@ -1,8 +1,9 @@
 //! Cost model: what each scheduled compute op costs, and the sizes of the messages around it.
 //!
-//! Input: a validated [`Scenario`]. Output: a [`ComputeModel`] that prices one forward or
-//! backward of a (pipeline stage, model chunk) as a [`ChunkCost`] (embedding extra, per-layer
-//! attention and MLP blocks, output-layer extra) and the optimizer step of a stage.
+//! Input: a validated [`Scenario`]. Output: a [`ComputeModel`] that prices one forward,
+//! backward or weight-gradient pass of a (pipeline stage, model chunk) as a [`ChunkCost`]
+//! (embedding extra, per-layer attention and MLP blocks, output-layer extra) and the optimizer
+//! step of a stage.
 //! [`model_for`] picks the implementation the plan asks for:
 //! - `measured` set: [`MeasuredModel`], VenusSim's step snapshot (first/middle/last stage
 //!   forward+backward per microbatch per chunk, split 1:2);
@@ -22,11 +23,21 @@ use crate::plan::Scenario;
 
 pub use analytic::{AnalyticModel, Calibration};
 
-/// Forward or backward pass.
+/// Forward, backward or weight-gradient pass.
+///
+/// A schedule that runs the weight gradient as its own op (`W`, the zero-bubble schedules of
+/// Qi et al., "Zero Bubble (Almost) Pipeline Parallelism", ICLR 2024) prices it as
+/// [`Pass::Weight`] and its input-gradient op (`B`) as the backward less that share
+/// ([`ComputeModel::input_gradient`]); every other schedule prices the whole backward as
+/// [`Pass::Backward`]. For a GEMM `Y = XW` the backward is two GEMMs of the forward's size,
+/// `dX = dY·Wᵀ` (B) and `dW = Xᵀ·dY` (W), so W ≈ B (the paper's §2); work without weights
+/// (attention core, element-wise kernels, recompute) stays in B.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pass {
     Forward,
     Backward,
+    /// The weight-gradient share of the backward.
+    Weight,
 }
 
 /// The compute of one pass of one microbatch over one model chunk, split so that the
@@ -96,10 +107,33 @@ impl ChunkCost {
     }
 }
 
+impl ChunkCost {
+    /// This cost less `other`, piece by piece (never below zero).
+    pub fn less(&self, other: &ChunkCost) -> ChunkCost {
+        let sub = |a: Seconds, b: Seconds| Seconds((a.0 - b.0).max(0.0));
+        ChunkCost {
+            pre: sub(self.pre, other.pre),
+            layers: self.layers,
+            attention: sub(self.attention, other.attention),
+            mlp: sub(self.mlp, other.mlp),
+            post: sub(self.post, other.post),
+            total: sub(self.total, other.total),
+        }
+    }
+}
+
 /// Prices the compute ops of a scheduled stage.
 pub trait ComputeModel {
     /// One pass of one microbatch over model chunk `chunk` of pipeline stage `stage`.
+    /// [`Pass::Backward`] is the whole backward, [`Pass::Weight`] its weight-gradient share.
     fn chunk(&self, stage: u64, chunk: u64, pass: Pass) -> ChunkCost;
+
+    /// The input-gradient op (`B`) of a schedule that runs the weight gradient on its own:
+    /// the backward less its [`Pass::Weight`] share, so that B + W is the whole backward.
+    fn input_gradient(&self, stage: u64, chunk: u64) -> ChunkCost {
+        self.chunk(stage, chunk, Pass::Backward)
+            .less(&self.chunk(stage, chunk, Pass::Weight))
+    }
     /// The optimizer step of a stage (per rank, over its local shard).
     fn optimizer_step(&self, stage: u64) -> Seconds;
     /// `analytic`, `mfu` or `measured`, for reports.
@@ -158,6 +192,10 @@ impl ComputeModel for MfuModel {
             (Pass::Forward, true) => self.forward_embedding_ns,
             (Pass::Backward, false) => self.backward_ns,
             (Pass::Backward, true) => self.backward_embedding_ns,
+            // VenusSim prices a backward as one node of twice the forward's GEMM work; W ≈ B
+            // (Qi et al. 2024, §2) gives the weight gradient half of it.
+            (Pass::Weight, false) => self.backward_ns / 2,
+            (Pass::Weight, true) => self.backward_embedding_ns / 2,
         };
         ChunkCost::even(
             Seconds::from_ns(ns as f64),
@@ -216,6 +254,8 @@ impl ComputeModel for MeasuredModel {
         let share = match pass {
             Pass::Forward => 1.0 / 3.0,
             Pass::Backward => 2.0 / 3.0,
+            // Half of the backward: W ≈ B (Qi et al. 2024, §2).
+            Pass::Weight => 1.0 / 3.0,
         };
         let ns = (step.0 * 1e3 * 1e6 * share).max(0.0).floor();
         ChunkCost::even(Seconds::from_ns(ns), self.split.chunk_layers(stage))

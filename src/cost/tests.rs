@@ -142,3 +142,49 @@ fn analytic_optimizer_step_shrinks_with_the_distributed_optimizer() {
     let params = 4.0 * sc.params.per_layer.total() as f64 / 2.0;
     assert!((a - params * 34.0 / (3.35e12 * 0.8)).abs() < 1e-12);
 }
+
+#[test]
+fn mfu_weight_gradient_is_half_the_venussim_backward() {
+    // W ≈ B (Qi et al., ICLR 2024): 14,205,690 ns of backward split 7,102,845 + 7,102,845.
+    let m = model_for(&demo_mfu());
+    let w = m.chunk(3, 1, Pass::Weight);
+    assert_eq!(w.total, Seconds::from_ns(7_102_845.0));
+    assert_eq!(m.input_gradient(3, 1).total, Seconds::from_ns(7_102_845.0));
+}
+
+#[test]
+fn analytic_weight_gradient_is_one_forward_of_the_gemms_and_the_rest_is_input_gradient() {
+    let sc = validate(&demo());
+    let m = AnalyticModel::new(&sc, Calibration::default());
+    for (stage, chunk) in [(0, 0), (3, 0), (7, 1)] {
+        let (f, b, w) = (
+            m.chunk(stage, chunk, Pass::Forward),
+            m.chunk(stage, chunk, Pass::Backward),
+            m.chunk(stage, chunk, Pass::Weight),
+        );
+        let i = m.input_gradient(stage, chunk);
+        // B + W is the whole backward, piece by piece.
+        for (bi, ii, wi) in [
+            (b.pre, i.pre, w.pre),
+            (b.attention, i.attention, w.attention),
+            (b.mlp, i.mlp, w.mlp),
+            (b.post, i.post, w.post),
+            (b.total, i.total, w.total),
+        ] {
+            assert!((ii.0 + wi.0 - bi.0).abs() < 1e-12, "{stage} {chunk}");
+        }
+        // The weight gradient holds no attention core or element-wise work, so it is below
+        // the forward, and below half of the backward.
+        assert!(w.attention.0 > 0.0 && w.attention.0 < f.attention.0);
+        assert!(w.mlp.0 > 0.0 && w.mlp.0 < f.mlp.0);
+        assert!(w.total.0 < b.total.0 / 2.0);
+    }
+    // The embedding's backward is all weight gradient; the output layer's dW is its logits GEMM.
+    assert_eq!(
+        m.chunk(0, 0, Pass::Weight).pre,
+        m.chunk(0, 0, Pass::Backward).pre
+    );
+    assert_eq!(m.input_gradient(0, 0).pre.0, 0.0);
+    assert!(m.chunk(7, 1, Pass::Weight).post.0 > 0.0);
+    assert_eq!(m.chunk(3, 0, Pass::Weight).post.0, 0.0);
+}

@@ -100,7 +100,7 @@ struct Common {
 
 impl Common {
     fn new(sc: &Scenario) -> Result<Common, EmitError> {
-        let shape = PipelineShape::for_scenario(sc);
+        let shape = crate::plan::derive::pipeline_shape(sc);
         let (pp, vpp) = (shape.pp, shape.vpp);
         let ir = ScheduleIr::build(shape)
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;
@@ -493,7 +493,11 @@ impl<'a> Gen<'a> {
                             }
                         }
                     }
-                    Op::Xfer(_)
+                    // VenusSim's generator has no weight-gradient node and one compute
+                    // stream; the schedules it emits never split the backward.
+                    Op::Weight(_)
+                    | Op::Stream(_)
+                    | Op::Xfer(_)
                     | Op::Wait { .. }
                     | Op::DisableGradSync
                     | Op::EnableGradSync

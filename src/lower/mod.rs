@@ -223,6 +223,16 @@ impl Lowered {
 
 /// Lowers a validated scenario.
 pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> {
+    lower_with(sc, opts, ScheduleIr::build)
+}
+
+/// Lowers a validated scenario running the schedule `schedule` makes of its pipeline shape
+/// (the built one, or one written by hand that no builder covers yet).
+pub(crate) fn lower_with(
+    sc: &Scenario,
+    opts: &LowerOptions,
+    schedule: impl FnOnce(PipelineShape) -> Result<ScheduleIr, ShapeError>,
+) -> Result<Lowered, LowerError> {
     let u32_of =
         |v: u64, what: &'static str| u32::try_from(v).map_err(|_| LowerError::TooLarge(what));
     let sizes = LayoutSizes {
@@ -236,8 +246,8 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size).collect();
     let layout = Layout::new(sizes, &dims).map_err(LowerError::Layout)?;
     let network = net::network(&sc.cluster).map_err(LowerError::Network)?;
-    let shape = PipelineShape::for_scenario(sc);
-    let ir = ScheduleIr::build(shape).map_err(LowerError::Shape)?;
+    let shape = crate::plan::derive::pipeline_shape(sc);
+    let ir = schedule(shape).map_err(LowerError::Shape)?;
     let model = cost::model_for(sc);
     let world = layout.world();
     let iterations = opts.iterations.max(1);
@@ -439,6 +449,10 @@ struct StagePlan {
     vpp: u32,
     forward: Vec<PassPs>,
     backward: Vec<PassPs>,
+    /// The backward split for schedules with weight-gradient ops: input gradient (`B`) and
+    /// weight gradient (`W`), which sum to `backward`.
+    input_gradient: Vec<PassPs>,
+    weight: Vec<PassPs>,
     /// Buckets per chunk in launch (backward) order; expert buckets last.
     buckets: Vec<Vec<Bucket>>,
     optimizer: Ps,
@@ -484,6 +498,14 @@ impl StagePlan {
             .clone()
             .map(|c| PassPs::new(model.chunk(s64, c, Pass::Backward)))
             .collect();
+        let input_gradient = chunks
+            .clone()
+            .map(|c| PassPs::new(model.input_gradient(s64, c)))
+            .collect();
+        let weight = chunks
+            .clone()
+            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Weight)))
+            .collect();
         let dp_cp = u64::from(layout.group_size(GroupKind::DpCp)).max(1);
         let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
         let norms = sc
@@ -501,6 +523,8 @@ impl StagePlan {
             vpp,
             forward,
             backward,
+            input_gradient,
+            weight,
             buckets,
             optimizer: Ps::from_seconds(model.optimizer_step(s64)),
             p2p: Bytes(
@@ -683,6 +707,8 @@ struct Emitter<'a> {
     outstanding: Vec<NodeId>,
     /// Param all-gathers the next forward of each chunk waits for, per bucket index.
     gathers: Vec<Vec<Option<NodeId>>>,
+    /// The rank's schedule runs weight gradients as ops of their own (`W`).
+    split_backward: bool,
 }
 
 impl<'a> Emitter<'a> {
@@ -705,6 +731,7 @@ impl<'a> Emitter<'a> {
             launched: st.buckets.iter().map(|b| vec![false; b.len()]).collect(),
             outstanding: Vec::new(),
             gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
+            split_backward: false,
         }
     }
 
@@ -713,6 +740,7 @@ impl<'a> Emitter<'a> {
             v.clear();
         }
         self.grad_sync_on = true;
+        self.split_backward = ops.iter().any(|op| matches!(op, Op::Weight(_)));
         for l in &mut self.launched {
             l.iter_mut().for_each(|x| *x = false);
         }
@@ -721,6 +749,10 @@ impl<'a> Emitter<'a> {
             match ops[i] {
                 Op::Forward(m) => self.compute(m.mb, m.chunk, Pass::Forward),
                 Op::Backward(m) => self.compute(m.mb, m.chunk, Pass::Backward),
+                Op::Weight(m) => self.compute(m.mb, m.chunk, Pass::Weight),
+                // The engine has one compute stream per rank: every stream of the schedule
+                // lowers onto it (no schedule that venusc builds uses another).
+                Op::Stream(_) => {}
                 Op::Call(c) => {
                     let n = usize::from(c.xfers);
                     let mut posted = Vec::with_capacity(n);
@@ -863,6 +895,10 @@ impl<'a> Emitter<'a> {
                 microbatch: mb,
                 chunk,
             },
+            Pass::Weight => Label::Weight {
+                microbatch: mb,
+                chunk,
+            },
         }
     }
 
@@ -871,13 +907,21 @@ impl<'a> Emitter<'a> {
         let c = chunk as usize;
         let costs = match pass {
             Pass::Forward => self.st.forward.get(c),
+            Pass::Backward if self.split_backward => self.st.input_gradient.get(c),
             Pass::Backward => self.st.backward.get(c),
+            Pass::Weight => self.st.weight.get(c),
         };
         let Some(&costs) = costs else { return };
         let label = self.pass_label(mb, chunk, pass);
         let cat = match pass {
             Pass::Forward => Category::ForwardCompute,
-            Pass::Backward => Category::BackwardCompute,
+            Pass::Backward | Pass::Weight => Category::BackwardCompute,
+        };
+        // Weight gradients exist when the op computing them ends: the backward, or its `W`.
+        let grads_pass = if self.split_backward {
+            Pass::Weight
+        } else {
+            Pass::Backward
         };
         let gathers = if pass == Pass::Forward {
             self.gathers
@@ -886,12 +930,18 @@ impl<'a> Emitter<'a> {
         } else {
             0
         };
-        let launching = pass == Pass::Backward
+        let launching = pass == grads_pass
             && self.st.overlap_grad_reduce
             && self.grad_sync_on
             && self.launched.get(c).is_some_and(|l| l.iter().any(|x| !x));
         let buckets = self.st.buckets.get(c).map_or(0, Vec::len);
-        let split = self.st.per_layer_comm() || gathers > 1 || (launching && buckets > 1);
+        // A weight gradient lowers to one node. The backward's TP collectives stay with B,
+        // also sequence parallelism's re-gather of the input that dW reads
+        // (megatron/core/tensor_parallel/layers.py
+        // `LinearWithGradAccumulationAndAsyncCommunication.backward`): a simplification
+        // until a schedule that splits the backward is built.
+        let split = pass != Pass::Weight
+            && (self.st.per_layer_comm() || gathers > 1 || (launching && buckets > 1));
         if !split {
             self.wait_gathers(c, |_| true);
             self.on_compute(
@@ -908,7 +958,7 @@ impl<'a> Emitter<'a> {
         }
         match pass {
             Pass::Forward => self.forward_pieces(c, costs, cat, label),
-            Pass::Backward => self.backward_pieces(c, costs, cat, label, launching),
+            Pass::Backward | Pass::Weight => self.backward_pieces(c, costs, cat, label, launching),
         }
     }
 
@@ -953,13 +1003,18 @@ impl<'a> Emitter<'a> {
     /// their own stream when the block starts, and the next block waits for them: the block
     /// costs about max(compute, communication).
     fn tp_block(&mut self, pass: Pass, body: impl FnOnce(&mut Self)) {
+        if pass == Pass::Weight {
+            // Its TP collectives are lowered with B (see `compute`).
+            body(self);
+            return;
+        }
         match (self.st.overlap_tp, self.g.tp) {
             (true, Some(group)) => {
                 let label = Label::Text(self.n.tp);
                 let tensor = self.st.tp_tensor;
                 let kinds: &[CollectiveKind] = match pass {
                     Pass::Forward => &[CollectiveKind::AllGather, CollectiveKind::ReduceScatter],
-                    Pass::Backward => &[
+                    Pass::Backward | Pass::Weight => &[
                         CollectiveKind::AllGather,
                         CollectiveKind::AllGather,
                         CollectiveKind::ReduceScatter,
@@ -983,7 +1038,7 @@ impl<'a> Emitter<'a> {
             _ => {
                 match pass {
                     Pass::Forward => self.tp_enter(),
-                    Pass::Backward => self.tp_backward_enter(),
+                    Pass::Backward | Pass::Weight => self.tp_backward_enter(),
                 }
                 body(self);
                 self.tp_backward_exit();

@@ -445,3 +445,98 @@ fn expert_parallel_all_to_all_and_symmetry() {
     assert_eq!(expert, vec![&[0u32, 4][..]]);
     assert_symmetric_equals_all(&sc);
 }
+
+/// The built schedule with a weight-gradient op after every backward: right after it
+/// (`defer` false) or after the P2P call that directly follows it, so the input gradient
+/// leaves first.
+fn split_backward(shape: PipelineShape, defer: bool) -> Result<ScheduleIr, ShapeError> {
+    let built = ScheduleIr::build(shape)?;
+    let ranks = built
+        .ranks()
+        .iter()
+        .map(|ops| {
+            let mut out = Vec::with_capacity(ops.len() * 2);
+            let mut waiting: Option<crate::schedule::Micro> = None;
+            let mut i = 0;
+            while i < ops.len() {
+                let op = ops[i];
+                let span = match op {
+                    Op::Call(c) => 1 + usize::from(c.xfers),
+                    _ => 1,
+                };
+                let is_call = matches!(op, Op::Call(_));
+                if !is_call {
+                    if let Some(m) = waiting.take() {
+                        out.push(Op::Weight(m));
+                    }
+                }
+                out.extend_from_slice(&ops[i..(i + span).min(ops.len())]);
+                if let Some(m) = waiting.take() {
+                    out.push(Op::Weight(m));
+                }
+                if let Op::Backward(m) = op {
+                    if defer {
+                        waiting = Some(m);
+                    } else {
+                        out.push(Op::Weight(m));
+                    }
+                }
+                i += span;
+            }
+            out.extend(waiting.map(Op::Weight));
+            out
+        })
+        .collect();
+    Ok(ScheduleIr::from_ranks(built.shape, ranks))
+}
+
+fn compute_ps(lw: &Lowered, rank: usize, want: impl Fn(&Label) -> bool) -> Vec<u64> {
+    lw.trace.ranks()[rank]
+        .nodes()
+        .iter()
+        .filter(|n| want(&n.label))
+        .filter_map(|n| match n.kind {
+            NodeKind::Compute { duration } => Some(duration.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_split_backward_lowers_b_and_w_to_compute_nodes_that_sum_to_the_backward() {
+    // Measured 3 ms per chunk: forward 1 ms, backward 2 ms = B 1 ms + W 1 ms (W ≈ B).
+    let sc = zero_comm(4, 1, 8, 8);
+    let opts = LowerOptions {
+        all_ranks: true,
+        iterations: 1,
+    };
+    let plain = lower(&sc, &opts).unwrap();
+    let split = lower_with(&sc, &opts, |s| split_backward(s, false)).unwrap();
+    let is_b = |l: &Label| matches!(l, Label::Backward { .. });
+    let is_w = |l: &Label| matches!(l, Label::Weight { .. });
+    let is_f = |l: &Label| matches!(l, Label::Forward { .. });
+    let whole = compute_ps(&plain, 1, is_b);
+    let (b, w, f) = (
+        compute_ps(&split, 1, is_b),
+        compute_ps(&split, 1, is_w),
+        compute_ps(&split, 1, is_f),
+    );
+    assert_eq!(whole.len(), 8);
+    assert_eq!((b.len(), w.len()), (8, 8));
+    assert_eq!(w, f);
+    for k in 0..8 {
+        assert_eq!(b[k] + w[k], whole[k]);
+        assert_eq!(b[k], w[k]);
+    }
+    let tl = simulate(&split.trace, &split.network, &Options::default()).unwrap();
+    // W right after B keeps 1F1B's (m + pp − 1)(t_f + t_b).
+    assert_eq!(pipeline_end(&split, &tl), (8 + 4 - 1) * 3_000_000_000u64);
+    // W after the gradient send: the last gradient crosses each of the pp − 1 hops after B
+    // alone, 1 ms sooner per hop: 33 − 3 = 30 ms.
+    let deferred = lower_with(&sc, &opts, |s| split_backward(s, true)).unwrap();
+    let tl = simulate(&deferred.trace, &deferred.network, &Options::default()).unwrap();
+    assert_eq!(
+        pipeline_end(&deferred, &tl),
+        (8 + 4 - 1) * 3_000_000_000u64 - (4 - 1) * 1_000_000_000
+    );
+}

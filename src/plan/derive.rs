@@ -1,5 +1,6 @@
 //! Derived values of a plan: padded vocabulary, the layer split over pipeline stages and
-//! model chunks, parameter counts, and the bubble fraction.
+//! model chunks, parameter counts, the bubble fraction and the pipeline shape the schedule IR
+//! is built from.
 //!
 //! Input: plain numbers taken from the typed model and plan. Output: the values Megatron-LM
 //! computes from its arguments, or a [`SplitError`] naming the Megatron rule a layer split breaks.
@@ -7,6 +8,7 @@
 //! `u128` for products of user numbers).
 
 use crate::plan::spec::ModelSpec as Model;
+use crate::schedule::{Kind, PipelineShape};
 
 /// Megatron's `--make-vocab-size-divisible-by` default.
 pub const VOCAB_DIVISOR: u64 = 128;
@@ -302,15 +304,37 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     }
 }
 
-/// Analytic pipeline bubble as a fraction of the iteration: (pp − 1) / (m·vpp + pp − 1).
+/// Pipeline bubble as a fraction of the iteration, (pp − 1) / (m·vpp + pp − 1), taken from the
+/// schedule ([`crate::schedule::bubble`]) of the pipeline Megatron runs for these sizes
+/// (interleaved when vpp > 1, else 1F1B; none for pp = 1).
 // Narayanan et al. SC21 §2.2: bubble time (p − 1)·t_f / v against ideal m·t_f, for 1F1B,
 // GPipe and (with v chunks) the interleaved schedule.
 pub fn bubble_fraction(pp: u64, m: u64, vpp: u64) -> f64 {
-    if pp <= 1 {
-        return 0.0;
-    }
-    let idle = (pp - 1) as f64;
-    idle / (m as f64 * vpp.max(1) as f64 + idle)
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(pp), narrow(vpp.max(1)));
+    let shape = PipelineShape::new(Kind::select(pp, vpp, None), pp, vpp, narrow(m));
+    crate::schedule::bubble(&shape).fraction()
+}
+
+/// The pipeline of a validated scenario: its schedule, sizes and overlap flags, as the
+/// schedule IR takes them (the schedule knows nothing of plans, so the plan builds its shape).
+/// Counts were bounded by validation (`plan::MAX_WORLD`), so they fit `u32`.
+pub fn pipeline_shape(sc: &super::Scenario) -> PipelineShape {
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
+    let mut shape = PipelineShape::new(
+        Kind::select(pp, vpp, sc.schedule),
+        pp,
+        vpp,
+        narrow(sc.microbatches),
+    );
+    shape.overlap_p2p = sc.flags.overlap_p2p;
+    shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
+    shape.overlap_param_gather = sc.flags.overlap_param_gather;
+    shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
+    shape.delay_param_gather = sc.flags.delay_param_gather;
+    shape.tied_embeddings = !sc.model.untied_embeddings();
+    shape
 }
 
 /// Saturating product of counts.

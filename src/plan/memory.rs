@@ -26,8 +26,10 @@
 //!   variants. Context parallelism divides the sequence: s → s/cp. Full recompute keeps the
 //!   layer input (2·s·b·h, sequence-sharded with sp) per layer and adds one layer's full
 //!   activations as the working set of the layer being recomputed.
-//! - Microbatches in flight at the peak: no pipelining 1; GPipe m; 1F1B min(pp − r, m)
-//!   (megatron/core/pipeline_parallel/schedules.py:2277 warmup + 1); interleaved
+//! - Microbatches in flight at the peak come from the schedule
+//!   ([`crate::schedule::peak_in_flight`], equal to what its built IR holds): no pipelining 1;
+//!   GPipe m; 1F1B min(pp − r, m), its warmup plus one
+//!   (megatron/core/pipeline_parallel/schedules.py:2277); interleaved
 //!   min(2·(pp − r − 1) + (vpp − 1)·pp + 1, m·vpp) model-chunk microbatches
 //!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
 
@@ -35,6 +37,7 @@ use crate::base::{Attention, Bytes, Recompute, ScheduleKind};
 use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
 use crate::plan::recipe::Recipe;
 use crate::plan::spec::ModelSpec as Model;
+use crate::schedule::{self, Kind, PipelineShape};
 
 /// The plan numbers the memory model needs (a validated plan, or a candidate fix).
 #[derive(Clone, Debug, PartialEq)]
@@ -182,53 +185,30 @@ pub fn output_activation_bytes(m: &Model, a: &ActivationShape, padded_vocab: u64
         .saturating_add(prod(&[4, tokens, padded_vocab as u128]) / tp)
 }
 
-/// Microbatches in flight at a stage's peak: (all chunks, chunk 0, last chunk).
+/// Microbatches in flight at a stage's peak: (all chunks, chunk 0, last chunk), as the
+/// schedule IR of the plan's pipeline holds them ([`schedule::peak_in_flight`]).
 pub fn in_flight(plan: &MemoryPlan, stage: u64) -> (u64, u64, u64) {
-    let m = plan.microbatches.max(1);
-    let pp = plan.pp.max(1);
-    match plan.schedule {
-        None => (1, 1, 1),
-        Some(ScheduleKind::Gpipe) => (m, m, m),
-        Some(ScheduleKind::OneFOneB) => {
-            // schedules.py:2277: warmup W = min(pp − r − 1, m); the steady step runs one more
-            // forward before the first backward.
-            let n = (pp - stage.min(pp - 1)).min(m);
-            (n, n, n)
-        }
-        Some(ScheduleKind::Interleaved) => {
-            let v = plan.vpp.max(1);
-            let total = m.saturating_mul(v);
-            // schedules.py:929-986: W = 2·(pp − r − 1) + (V − 1)·N with N = pp; W ≥ T means
-            // all warmup.
-            let warmup = (pp - 1 - stage.min(pp - 1))
-                .saturating_mul(2)
-                .saturating_add((v - 1).saturating_mul(pp));
-            let k = warmup.saturating_add(1).min(total);
-            (
-                k,
-                chunk_entries(m, pp, v, k, 0),
-                chunk_entries(m, pp, v, k, v - 1),
-            )
-        }
-    }
+    let f = schedule::peak_in_flight(
+        &plan.pipeline_shape(),
+        u32::try_from(stage).unwrap_or(u32::MAX),
+    );
+    (f.total, f.first_chunk, f.last_chunk)
 }
 
-/// How many of the first `k` entries of Megatron's interleaved schedule table belong to `chunk`.
-// schedules.py:989-1016 `get_schedule_table`: groups of N microbatches, each group listing
-// chunk 0 for all its microbatches, then chunk 1, ...
-fn chunk_entries(m: u64, n: u64, v: u64, k: u64, chunk: u64) -> u64 {
-    let mut remaining = k;
-    let mut count = 0u64;
-    let mut g = 0u64;
-    while remaining > 0 && g < m {
-        let size = n.min(m - g).max(1);
-        let take = remaining.min(size.saturating_mul(v));
-        let before = chunk.saturating_mul(size);
-        count = count.saturating_add(take.saturating_sub(before).min(size));
-        remaining -= take;
-        g = g.saturating_add(size);
+impl MemoryPlan {
+    /// The pipeline this plan runs, as the schedule IR takes it (N = pp, Megatron's default
+    /// `microbatch_group_size_per_vp_stage`, model_parallel_config.py:567). Counts beyond
+    /// `u32` saturate; validation bounds them far below.
+    pub fn pipeline_shape(&self) -> PipelineShape {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let kind = self.schedule.map_or(Kind::NoPipelining, Kind::from);
+        PipelineShape::new(
+            kind,
+            narrow(self.pp.max(1)),
+            narrow(self.vpp.max(1)),
+            narrow(self.microbatches.max(1)),
+        )
     }
-    count
 }
 
 fn ceil_div(a: u128, b: u128) -> u128 {
@@ -509,6 +489,32 @@ mod tests {
         // Korthikanti's interleaving factor 1 + (p − 1)/(p·v) = 23/16 of the 1F1B stage 0.
         let p = plan(8, 2, 16, Some(ScheduleKind::Interleaved), 16);
         assert_eq!(in_flight(&p, 0).0, 23);
+    }
+
+    #[test]
+    fn in_flight_counts_are_what_the_built_schedule_holds() {
+        use crate::schedule::{measure_in_flight, ScheduleIr};
+        let plans = [
+            plan(4, 1, 8, Some(ScheduleKind::OneFOneB), 8),
+            plan(4, 1, 2, Some(ScheduleKind::OneFOneB), 8),
+            plan(4, 1, 3, Some(ScheduleKind::Gpipe), 8),
+            plan(2, 2, 4, Some(ScheduleKind::Interleaved), 8),
+            plan(4, 2, 12, Some(ScheduleKind::Interleaved), 8),
+            plan(8, 2, 16, Some(ScheduleKind::Interleaved), 16),
+            plan(1, 1, 5, None, 8),
+        ];
+        for p in &plans {
+            let shape = p.pipeline_shape();
+            let ir = ScheduleIr::build(shape).unwrap();
+            for r in 0..p.pp {
+                let f = measure_in_flight(ir.rank(r as u32), shape.vpp);
+                assert_eq!(
+                    in_flight(p, r),
+                    (f.total, f.first_chunk, f.last_chunk),
+                    "{p:?} stage {r}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -15,10 +15,11 @@ pub use to_plan::provenance;
 
 use crate::diag::{Code, Diagnostic, Loc};
 use crate::plan::derive::{
-    bubble_fraction, divisors, padded_vocab, param_counts, split_layers, SplitError, StageSplit,
+    divisors, padded_vocab, param_counts, split_layers, SplitError, StageSplit,
 };
 use crate::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
 use crate::plan::{Flags, Recipe, Scenario};
+use crate::schedule::{self, Kind, PipelineShape};
 use crate::syntax::ast::DefKind;
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 
@@ -1319,27 +1320,35 @@ impl<'a> Validator<'a> {
         if pp <= 1 || self.has_error() {
             return;
         }
-        let bubble = bubble_fraction(pp, m, vpp);
+        let p = &self.def.plan;
+        let written = p.schedule.as_ref().map(|s| s.value);
+        // The bubble of the schedule this plan would run with `m` microbatches and `v` chunks,
+        // from the schedule itself (equal to what its built IR shows).
+        let bubble_at = |m: u64, v: u64| -> f64 {
+            let narrow = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+            let kind = resolved_schedule(pp, v, if v > 1 { None } else { written });
+            let kind = kind.map_or(Kind::NoPipelining, Kind::from);
+            let shape = PipelineShape::new(kind, narrow(pp), narrow(v), narrow(m));
+            schedule::bubble(&shape).fraction()
+        };
+        let bubble = bubble_at(m, vpp);
         if bubble <= BUBBLE_LIMIT {
             return;
         }
-        let p = &self.def.plan;
         let interleaved = self.interleaved();
-        // (pp − 1) / (m·v + pp − 1) ≤ 1/4  ⇔  m·v ≥ 3·(pp − 1).
-        let need = |v: u64| -> u64 {
-            let m = (3 * (pp - 1)).div_ceil(v.max(1));
-            if v > 1 {
-                m.div_ceil(pp) * pp
-            } else {
-                m
-            }
-        };
         let mut options = Vec::new();
-        let m_need = need(if interleaved { vpp } else { 1 });
+        // The fewest microbatches whose bubble is within the limit; a multiple of pp when
+        // interleaved (E0306). Found by pp·3 steps at most: (pp − 1) / (m·v + pp − 1) ≤ 1/4
+        // ⇔ m·v ≥ 3·(pp − 1).
+        let step = if interleaved { pp } else { 1 };
+        let m_need = (1..=3 * pp)
+            .map(|k| k * step)
+            .find(|&m| bubble_at(m, vpp) <= BUBBLE_LIMIT)
+            .unwrap_or(3 * pp * step);
         let gb = m_need.saturating_mul(self.micro_batch).saturating_mul(dp);
         options.push(format!(
             "raise `global_batch` to {gb} ({m_need} microbatches, bubble {})",
-            pct(bubble_fraction(pp, m_need, vpp))
+            pct(bubble_at(m_need, vpp))
         ));
         let per_replica = self.global_batch / dp.max(1);
         // The largest smaller micro_batch that divides the per-replica batch into enough
@@ -1352,7 +1361,7 @@ impl<'a> Validator<'a> {
             let m2 = per_replica / b;
             options.push(format!(
                 "lower `micro_batch` to {b} ({m2} microbatches, bubble {})",
-                pct(bubble_fraction(pp, m2, vpp))
+                pct(bubble_at(m2, vpp))
             ));
         }
         let vpp_ok = pp >= 3 || on(&p.overlap_p2p);
@@ -1362,14 +1371,10 @@ impl<'a> Validator<'a> {
             && p.first_stage_layers.is_none()
             && p.last_stage_layers.is_none()
         {
-            let v = (vpp + 1..=(self.layers / pp).min(64)).find(|&v| {
-                self.layers.is_multiple_of(pp * v) && bubble_fraction(pp, m, v) <= BUBBLE_LIMIT
-            });
+            let v = (vpp + 1..=(self.layers / pp).min(64))
+                .find(|&v| self.layers.is_multiple_of(pp * v) && bubble_at(m, v) <= BUBBLE_LIMIT);
             if let Some(v) = v {
-                options.push(format!(
-                    "use `vpp {v}` (bubble {})",
-                    pct(bubble_fraction(pp, m, v))
-                ));
+                options.push(format!("use `vpp {v}` (bubble {})", pct(bubble_at(m, v))));
             }
         }
         let primary = loc_of(&p.pp).unwrap_or(p.loc);

@@ -302,9 +302,8 @@ fn send_backward(e: &mut Emitter, mb: u32) {
 /// `forward_backward_pipelining_without_interleaving`. First/last-stage calls that Megatron
 /// skips (`is_pp_first_stage`/`is_pp_last_stage` checks) emit nothing.
 fn one_f_one_b(e: &mut Emitter) {
-    let (pp, r, m) = (e.shape.pp, e.r, e.shape.microbatches);
-    // schedules.py:2277-2279
-    let warmup = (pp - r - 1).min(m);
+    let (r, m) = (e.r, e.shape.microbatches);
+    let warmup = one_f_one_b_warmup(e.shape, r);
     let remaining = m - warmup;
     e.disable_grad_sync();
     for i in 0..warmup {
@@ -359,6 +358,25 @@ fn one_f_one_b(e: &mut Emitter) {
         send_backward(e, remaining + i);
     }
     launch_remaining_grad_sync(e);
+}
+
+/// Warmup forwards of rank `r` in 1F1B, min(pp − r − 1, m) (schedules.py:2277–2279). Shared
+/// with [`super::figures`], so the builder and the in-flight figure cannot disagree.
+pub(super) fn one_f_one_b_warmup(shape: &PipelineShape, r: u32) -> u32 {
+    let pp = shape.pp.max(1);
+    (pp - 1 - r.min(pp - 1)).min(shape.microbatches)
+}
+
+/// Warmup steps of rank `r` in the interleaved schedule, 2·(pp − r − 1) + (V − 1)·N
+/// (`get_pp_rank_microbatches`, schedules.py:929–986), before clamping to the m·V steps: a
+/// value at or above m·V means every step is warmup. Saturating, as figures take unchecked
+/// shapes.
+pub(super) fn interleaved_warmup(shape: &PipelineShape, r: u32) -> u64 {
+    let pp = u64::from(shape.pp.max(1));
+    let r = u64::from(r).min(pp - 1);
+    (pp - 1 - r).saturating_mul(2).saturating_add(
+        u64::from(shape.vpp.max(1) - 1).saturating_mul(u64::from(shape.microbatch_group_size)),
+    )
 }
 
 /// GPipe (not in Megatron): every forward, then every backward, with Megatron's blocking
@@ -468,12 +486,13 @@ fn interleaved(e: &mut Emitter, t: &Table) {
         Issue::Batched
     };
     let total = t.len();
-    // get_pp_rank_microbatches (schedules.py:929–986)
-    let mut warmup = 2 * (pp - r - 1) + (v - 1) * e.shape.microbatch_group_size;
-    let all_warmup = warmup >= total;
-    if all_warmup {
-        warmup = total;
-    }
+    let all_warmup = interleaved_warmup(e.shape, r) >= u64::from(total);
+    let warmup = if all_warmup {
+        total
+    } else {
+        // Below `total`, so it fits.
+        interleaved_warmup(e.shape, r) as u32
+    };
     let remaining = total - warmup;
     let last_stage = e.last_stage();
     let first_stage = e.first_stage();

@@ -3,10 +3,13 @@
 //! Input: a [`PipelineShape`] (pp, vpp, microbatches, schedule kind, overlap and sync flags).
 //! Output: a [`ScheduleIr`], one `Vec<Op>` per pipeline rank, op for op as
 //! `megatron/core/pipeline_parallel/schedules.py` issues them: compute ([`Op::Forward`],
-//! [`Op::Backward`]), P2P calls ([`Op::Call`] followed by its [`Op::Xfer`]s, plus [`Op::Wait`]
+//! [`Op::Backward`], and [`Op::Weight`] where a schedule runs the weight gradient on its own),
+//! the compute stream the following compute runs on ([`Op::Stream`]), P2P calls ([`Op::Call`] followed by its [`Op::Xfer`]s, plus [`Op::Wait`]
 //! for asynchronous ones) and hook points (grad/param sync, finalize, optimizer step).
-//! [`emit_text`] prints the `--emit schedule` form, [`simulate`] evaluates the IR with zero
-//! communication cost and [`picture`] draws it.
+//! [`emit_text`] prints the `--emit schedule` form, [`evaluate`] evaluates the IR with zero
+//! communication cost and [`picture`] draws it. [`peak_in_flight`] and [`bubble`] are the
+//! figures the memory model and W0003 take from the schedule (equal to what the built IR shows).
+//! The module depends on `crate::base` only, so that the plan can call it.
 //!
 //! Invariants:
 //! - The IR is a function of the pipeline rank only: data-parallel (and tp/cp) replicas share
@@ -15,19 +18,22 @@
 //!   the same [`Channel`] and with the same per-channel sequence number; the tensor identity
 //!   (microbatch, chunk) agrees on both sides (checked by the property tests).
 //! - Each rank runs the forward and the backward of every (microbatch, chunk) exactly once,
-//!   forward first, and the blocking/async calls complete without deadlock under rendezvous
+//!   forward first (and, where the schedule splits the backward, its weight gradient once,
+//!   after the backward), and the blocking/async calls complete without deadlock under rendezvous
 //!   semantics.
 //! - All P2P tensors of a pipeline have one shape, `[s/cp (/tp with sp), b, h]`
 //!   (schedules.py:1183–1187, 2115–2144); the IR therefore carries no shapes.
 
 mod build;
+mod eval;
+mod figures;
 mod picture;
-mod sim;
 #[cfg(test)]
 mod tests;
 
+pub use eval::{evaluate, makespan, Deadlock, OpCost, OpTimes, RankTimes, Semantics, Slot};
+pub use figures::{bubble, measure_in_flight, peak_in_flight, Bubble, InFlight};
 pub use picture::picture;
-pub use sim::{makespan, simulate, Deadlock, OpCost, RankTimeline, Semantics, Slot, Timeline};
 
 use crate::base::ScheduleKind;
 use std::fmt;
@@ -97,26 +103,6 @@ pub struct PipelineShape {
 }
 
 impl PipelineShape {
-    /// The pipeline of a validated scenario: its schedule, sizes and overlap flags. Counts
-    /// were bounded by validation (`plan::MAX_WORLD`), so they fit `u32`.
-    pub fn for_scenario(sc: &crate::plan::Scenario) -> PipelineShape {
-        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
-        let mut shape = PipelineShape::new(
-            Kind::select(pp, vpp, sc.schedule),
-            pp,
-            vpp,
-            narrow(sc.microbatches),
-        );
-        shape.overlap_p2p = sc.flags.overlap_p2p;
-        shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
-        shape.overlap_param_gather = sc.flags.overlap_param_gather;
-        shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
-        shape.delay_param_gather = sc.flags.delay_param_gather;
-        shape.tied_embeddings = !sc.model.untied_embeddings();
-        shape
-    }
-
     /// A shape with every flag at its `.venus` default (off, tied embeddings) and N = pp.
     pub fn new(kind: Kind, pp: u32, vpp: u32, microbatches: u32) -> PipelineShape {
         PipelineShape {
@@ -154,7 +140,7 @@ impl PipelineShape {
 
     /// Checks the shape; the rules a Megatron run would reject at its first step are
     /// S01/S02 (schedules.py:1159–1175).
-    pub fn validate(&self) -> Result<(), ShapeError> {
+    pub fn check(&self) -> Result<(), ShapeError> {
         for (name, v) in [
             ("pp", self.pp),
             ("vpp", self.vpp),
@@ -417,11 +403,28 @@ pub struct Call {
     pub xfers: u8,
 }
 
+/// A compute stream of a pipeline rank. Every rank starts on [`ComputeStream::MAIN`]; the
+/// schedules Megatron ships run all compute there. Zero-bubble and DualPipe schedules overlap
+/// the compute of two microbatches on two streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ComputeStream(pub u8);
+
+impl ComputeStream {
+    pub const MAIN: ComputeStream = ComputeStream(0);
+}
+
 /// One step of a pipeline rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     Forward(Micro),
+    /// The backward; the input gradient only (`B`) when the rank also runs a [`Op::Weight`]
+    /// for this microbatch, else the whole backward.
     Backward(Micro),
+    /// The weight gradient (`W`) of a backward run as its own op, after that backward (the
+    /// zero-bubble schedules, Qi et al., ICLR 2024). No builder emits it yet.
+    Weight(Micro),
+    /// The compute ops that follow, up to the next `Stream`, run on this stream of the rank.
+    Stream(ComputeStream),
     Call(Call),
     Xfer(Xfer),
     /// Wait for transfer `seq` of `port` (an earlier async call's handle).
@@ -453,8 +456,20 @@ pub enum Op {
 
 impl Op {
     pub fn is_compute(&self) -> bool {
-        matches!(self, Op::Forward(_) | Op::Backward(_))
+        matches!(self, Op::Forward(_) | Op::Backward(_) | Op::Weight(_))
     }
+}
+
+/// Each compute op of a rank's op list with the compute stream it runs on (O(ops)).
+pub fn compute_streams(ops: &[Op]) -> impl Iterator<Item = (Op, ComputeStream)> + '_ {
+    ops.iter()
+        .scan(ComputeStream::MAIN, |stream, op| {
+            if let Op::Stream(s) = op {
+                *stream = *s;
+            }
+            Some((*op, *stream))
+        })
+        .filter(|(op, _)| op.is_compute())
 }
 
 /// The schedule of one pipeline (every data-parallel replica runs the same).
@@ -467,9 +482,22 @@ pub struct ScheduleIr {
 impl ScheduleIr {
     /// Builds the op lists of every pipeline rank.
     pub fn build(shape: PipelineShape) -> Result<ScheduleIr, ShapeError> {
-        shape.validate()?;
+        shape.check()?;
         let ranks = (0..shape.pp).map(|r| build::rank_ops(&shape, r)).collect();
         Ok(ScheduleIr { shape, ranks })
+    }
+
+    /// An IR from op lists written by hand (schedules no builder covers yet, tests): one list
+    /// per pipeline rank of `shape`. The caller guarantees the invariants of this module.
+    pub fn from_ranks(shape: PipelineShape, ranks: Vec<Vec<Op>>) -> ScheduleIr {
+        ScheduleIr { shape, ranks }
+    }
+
+    /// Whether some rank runs weight gradients as [`Op::Weight`] ops of their own.
+    pub fn splits_backward(&self) -> bool {
+        self.ranks
+            .iter()
+            .any(|ops| ops.iter().any(|op| matches!(op, Op::Weight(_))))
     }
 
     pub fn ranks(&self) -> &[Vec<Op>] {
@@ -502,11 +530,12 @@ pub fn emit_text(ir: &ScheduleIr) -> String {
     out
 }
 
-/// `F3` / `B3`, or `F3.1` with chunks.
+/// `F3` / `B3` / `W3`, or `F3.1` with chunks.
 fn compute_label(op: &Op, chunks: bool) -> Option<String> {
     let (letter, m) = match op {
         Op::Forward(m) => ('F', m),
         Op::Backward(m) => ('B', m),
+        Op::Weight(m) => ('W', m),
         _ => return None,
     };
     Some(if chunks {
@@ -541,7 +570,7 @@ pub fn describe_rank(ir: &ScheduleIr, r: u32) -> String {
                 out.push('\n');
                 i += n;
             }
-            Op::Forward(_) | Op::Backward(_) => {
+            Op::Forward(_) | Op::Backward(_) | Op::Weight(_) => {
                 let _ = writeln!(
                     out,
                     "{}",
@@ -553,6 +582,9 @@ pub fn describe_rank(ir: &ScheduleIr, r: u32) -> String {
             }
             Op::Wait { port, seq } => {
                 let _ = writeln!(out, "wait {}#{seq}", port.short());
+            }
+            Op::Stream(s) => {
+                let _ = writeln!(out, "stream {}", s.0);
             }
             Op::DisableGradSync => out.push_str("disable_grad_sync\n"),
             Op::EnableGradSync => out.push_str("enable_grad_sync\n"),

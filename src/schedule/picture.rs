@@ -2,40 +2,40 @@
 //! placed on a time axis by the zero-communication-cost evaluation, idle time as dots, and a
 //! summary line with the bubble fraction.
 
-use super::sim::{simulate, OpCost, Semantics, Slot};
+use super::eval::{evaluate, OpCost, Semantics, Slot};
 use super::{Kind, Op, ScheduleIr};
 use std::fmt::Write as _;
 
 const RESET: &str = "\x1b[0m";
 const IDLE_COLOR: &str = "\x1b[2m";
 
-/// Draws `ir` at most `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`F3.1` with
-/// chunks; `f3`/`b3` for an odd chunk when the box is too narrow for the chunk) and `.` for
-/// idle; `color` drops the letter and paints forwards blue/cyan and backwards green/yellow
-/// (even/odd chunk) with ANSI escapes.
+/// Draws `ir` at most `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`W3==` for
+/// a weight gradient; `F3.1` with chunks; `f3`/`b3` for an odd chunk when the box is too narrow
+/// for the chunk) and `.` for idle; `color` drops the letter and paints forwards blue/cyan and
+/// backwards (and weight gradients) green/yellow (even/odd chunk) with ANSI escapes.
 pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> String {
     let width = width.max(1);
-    let timeline = match simulate(ir, cost, Semantics::Eager) {
+    let times = match evaluate(ir, cost, Semantics::Eager) {
         Ok(t) => t,
         Err(d) => return format!("{d}\n"),
     };
     let chunks = ir.shape.kind == Kind::Interleaved;
     let label_width = format!("pp{}", ir.ranks().len().saturating_sub(1)).len();
     let mut out = String::new();
-    for (r, rank) in timeline.ranks.iter().enumerate() {
-        let cells = place(&rank.compute, timeline.makespan, width);
+    for (r, rank) in times.ranks.iter().enumerate() {
+        let cells = place(&rank.compute, times.makespan, width);
         let _ = write!(out, "{:<label_width$} |", format!("pp{r}"));
         out.push_str(&render_row(&rank.compute, &cells, chunks, color));
         out.push_str("|\n");
     }
-    let (idle, total) = timeline.bubble();
+    let (idle, total) = times.bubble();
     let _ = writeln!(
         out,
         "makespan {} (t_f {}, t_b {} per chunk), bubble {:.1}% ({idle} of {total} rank-ticks idle)",
-        timeline.makespan,
+        times.makespan,
         cost.forward,
         cost.backward,
-        100.0 * timeline.bubble_fraction(),
+        100.0 * times.bubble_fraction(),
     );
     out
 }
@@ -93,12 +93,13 @@ fn render_row(slots: &[Slot], cells: &[Option<usize>], chunks: bool, color: bool
 
 /// One op's box of `len` columns: the longest label that fits, then fill.
 fn render_box(op: &Op, len: usize, chunks: bool, color: bool) -> String {
-    let (forward, m) = match op {
-        Op::Forward(m) => (true, m),
-        Op::Backward(m) => (false, m),
+    // A weight-gradient op is drawn like a backward, lettered `W`.
+    let (forward, m, letter) = match op {
+        Op::Forward(m) => (true, m, "F"),
+        Op::Backward(m) => (false, m, "B"),
+        Op::Weight(m) => (false, m, "W"),
         _ => return " ".repeat(len),
     };
-    let letter = if forward { "F" } else { "B" };
     // Too narrow for `F5.1`: odd chunks fall back to a lowercase letter (`f5`).
     let short_letter = if chunks && m.chunk % 2 == 1 {
         letter.to_lowercase()

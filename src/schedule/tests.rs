@@ -1,5 +1,6 @@
 //! Schedule tests: Megatron's worked examples verbatim (megatron-semantics.md §3.2, §3.4),
-//! closed-form makespans, and property tests over random shapes.
+//! closed-form makespans, the in-flight and bubble figures against the built ops, a
+//! hand-written schedule that splits the backward, and property tests over random shapes.
 
 use super::*;
 use proptest::prelude::*;
@@ -450,7 +451,7 @@ fn kind_selection_follows_megatron() {
     assert_eq!(Kind::select(4, 1, None), Kind::OneFOneB);
     assert_eq!(Kind::select(4, 2, None), Kind::Interleaved);
     assert_eq!(
-        Kind::select(4, 1, Some(crate::ty::ScheduleKind::Gpipe)),
+        Kind::select(4, 1, Some(crate::base::ScheduleKind::Gpipe)),
         Kind::Gpipe
     );
 }
@@ -473,7 +474,7 @@ fn makespan(ir: &ScheduleIr, f: u64, b: u64) -> u64 {
 fn makespan_one_f_one_b_pp4_m8() {
     let ir = build(shape(Kind::OneFOneB, 4, 1, 8));
     assert_eq!(makespan(&ir, 1, 2), (8 + 4 - 1) * 3);
-    let t = simulate(&ir, OpCost::default(), Semantics::Eager).unwrap();
+    let t = evaluate(&ir, OpCost::default(), Semantics::Eager).unwrap();
     // Bubble (p−1)/(m+p−1) = 3/11 of every rank's time.
     assert_eq!(t.bubble(), (4 * 9, 4 * 33));
 }
@@ -580,7 +581,7 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
         }
     }
     // Blocking calls complete under rendezvous semantics: no deadlock.
-    let rendezvous = simulate(ir, OpCost::default(), Semantics::Rendezvous);
+    let rendezvous = evaluate(ir, OpCost::default(), Semantics::Rendezvous);
     prop_assert!(rendezvous.is_ok(), "{}", rendezvous.unwrap_err());
     Ok(())
 }
@@ -665,7 +666,7 @@ fn interleaved_shape() -> impl Strategy<Value = PipelineShape> {
         |(pp, v, m, extra, f)| {
             let mut s = with_flags(shape(Kind::Interleaved, pp, v, m), f);
             s.microbatch_group_size = pp + extra % (m.saturating_sub(pp) + 1);
-            s.validate().ok().map(|_| s)
+            s.check().ok().map(|_| s)
         },
     )
 }
@@ -777,7 +778,7 @@ fn build_time_llama3_405b_shape() {
         let elapsed = start.elapsed();
         let ops: usize = ir.ranks().iter().map(Vec::len).sum();
         let start = std::time::Instant::now();
-        let t = simulate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap();
+        let t = evaluate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap();
         let sim = start.elapsed();
         println!(
             "pp 16 vpp {vpp} m 128: {ops} ops built in {elapsed:?}, simulated in {sim:?}, \
@@ -833,11 +834,11 @@ fn rendezvous_simulation_reports_a_deadlock() {
         shape: shape(Kind::OneFOneB, 2, 1, 1),
         ranks: vec![rank.clone(), rank],
     };
-    let err = simulate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap_err();
+    let err = evaluate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap_err();
     assert_eq!(err.blocked.len(), 2);
     assert_eq!((err.blocked[0].0, err.blocked[0].1), (0, 0));
     assert_eq!(
-        simulate(&ir, OpCost::default(), Semantics::Eager)
+        evaluate(&ir, OpCost::default(), Semantics::Eager)
             .unwrap()
             .makespan,
         0
@@ -849,4 +850,126 @@ fn ops_are_small_and_copy() {
     fn copy<T: Copy>() {}
     copy::<Op>();
     assert_eq!(std::mem::size_of::<Op>(), 16);
+}
+
+// ---------------------------------------------------------------------------------------
+// Figures (peak in flight, bubble) against the built IR.
+
+fn no_pipelining_shape() -> impl Strategy<Value = PipelineShape> {
+    (1u32..=32, flags()).prop_map(|(m, f)| with_flags(shape(Kind::NoPipelining, 1, 1, m), f))
+}
+
+fn any_shape() -> impl Strategy<Value = PipelineShape> {
+    prop_oneof![
+        interleaved_shape(),
+        pipelined_shape(),
+        no_pipelining_shape()
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn peak_in_flight_equals_the_peak_held_by_the_built_ops(s in any_shape()) {
+        let ir = build(s);
+        for r in 0..s.pp {
+            prop_assert_eq!(
+                peak_in_flight(&s, r),
+                measure_in_flight(ir.rank(r), s.vpp),
+                "rank {}", r
+            );
+        }
+    }
+
+    #[test]
+    fn bubble_equals_the_idle_time_of_the_evaluated_ops(
+        s in any_shape(), tf in 1u64..=4, tb in 1u64..=9,
+    ) {
+        // Any uniform chunk costs: the bubble unit is one chunk's forward + backward, on each
+        // of the pp ranks.
+        let cost = OpCost { forward: tf, backward: tb };
+        let t = evaluate(&build(s), cost, Semantics::Eager).unwrap();
+        let b = bubble(&s);
+        let (pp, unit) = (u64::from(s.pp), tf + tb);
+        prop_assert_eq!(t.bubble(), (pp * b.idle * unit, pp * (b.idle + b.busy) * unit));
+        prop_assert!((t.bubble_fraction() - b.fraction()).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn peak_in_flight_of_interleaved_pp2_vpp2_m4_per_chunk() {
+    // Rank 0 warms up 2·1 + 1·2 = 4 steps and holds the 5th forward: table (0,0) (1,0) (0,1)
+    // (1,1) (2,0) has 3 entries of chunk 0 and 2 of chunk 1; rank 1 warms up 2.
+    let s = shape(Kind::Interleaved, 2, 2, 4);
+    let f = |total, first_chunk, last_chunk| InFlight {
+        total,
+        first_chunk,
+        last_chunk,
+    };
+    assert_eq!(peak_in_flight(&s, 0), f(5, 3, 2));
+    assert_eq!(peak_in_flight(&s, 1), f(3, 2, 1));
+    // A larger group (N = m = 4) changes the table: (0..4, chunk 0) first.
+    let mut s = s;
+    s.microbatch_group_size = 4;
+    assert_eq!(peak_in_flight(&s, 0), f(7, 4, 3));
+    assert_eq!(peak_in_flight(&s, 1), f(5, 4, 1));
+}
+
+#[test]
+fn bubble_of_one_f_one_b_pp4_m8_is_3_of_11() {
+    let b = bubble(&shape(Kind::OneFOneB, 4, 1, 8));
+    assert_eq!((b.idle, b.busy), (3, 8));
+    assert_eq!(b.fraction(), 3.0 / 11.0);
+    let b = bubble(&shape(Kind::Interleaved, 4, 2, 8));
+    assert_eq!((b.idle, b.busy), (3, 16));
+    assert_eq!(bubble(&shape(Kind::NoPipelining, 1, 1, 8)).fraction(), 0.0);
+}
+
+fn mb(mb: u32) -> Micro {
+    Micro { mb, chunk: 0 }
+}
+
+#[test]
+fn a_split_backward_runs_w_after_b_and_holds_activations_until_w() {
+    // One rank, two microbatches: F0 B0 F1 W0 B1 W1 keeps microbatch 0 until its W, after F1.
+    let s = shape(Kind::NoPipelining, 1, 1, 2);
+    let ops = vec![
+        Op::Forward(mb(0)),
+        Op::Backward(mb(0)),
+        Op::Forward(mb(1)),
+        Op::Stream(ComputeStream(1)),
+        Op::Weight(mb(0)),
+        Op::Stream(ComputeStream::MAIN),
+        Op::Backward(mb(1)),
+        Op::Weight(mb(1)),
+        Op::FinalizeGrads,
+        Op::OptimizerStep,
+    ];
+    let ir = ScheduleIr::from_ranks(s, vec![ops]);
+    assert!(ir.splits_backward());
+    assert!(!build(s).splits_backward());
+    assert_eq!(measure_in_flight(ir.rank(0), 1).total, 2);
+    assert_eq!(emit_text(&ir), "pp0: F0 B0 F1 W0 B1 W1\n");
+    let streams: Vec<u8> = compute_streams(ir.rank(0)).map(|(_, s)| s.0).collect();
+    assert_eq!(streams, [0, 0, 0, 1, 0, 0]);
+    // Forward 2 ticks, backward 5: B takes 3 and W 2 (W ≈ B, the odd tick to B).
+    let cost = OpCost {
+        forward: 2,
+        backward: 5,
+    };
+    let t = evaluate(&ir, cost, Semantics::Eager).unwrap();
+    let spans: Vec<(u64, u64)> = t.ranks[0]
+        .compute
+        .iter()
+        .map(|s| (s.start, s.end))
+        .collect();
+    assert_eq!(spans, [(0, 2), (2, 5), (5, 7), (7, 9), (9, 12), (12, 14)]);
+    assert_eq!(t.makespan, 14);
+    // The same order without W ops: 2 × (2 + 5).
+    assert_eq!(super::makespan(&build(s), cost).unwrap(), 14);
+    assert!(describe_rank(&ir, 0).contains("stream 1\nW0\nstream 0\n"));
+    // One column per tick: F 2, B 3, W 2 columns.
+    let pic = picture(&ir, cost, 14, false);
+    assert!(pic.starts_with("pp0 |F0B0=F1W0B1=W1|\n"), "{pic}");
 }

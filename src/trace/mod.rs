@@ -159,6 +159,11 @@ pub enum Label {
         microbatch: u32,
         chunk: Option<u16>,
     },
+    /// `W3` or `W3.1`: a weight gradient run apart from its backward.
+    Weight {
+        microbatch: u32,
+        chunk: Option<u16>,
+    },
     /// `send→pp2`.
     SendTo {
         pp: u32,
@@ -308,6 +313,7 @@ impl fmt::Display for LabelDisplay<'_> {
             Label::None => f.write_str("-"),
             Label::Forward { microbatch, chunk } => pass(f, 'F', microbatch, chunk),
             Label::Backward { microbatch, chunk } => pass(f, 'B', microbatch, chunk),
+            Label::Weight { microbatch, chunk } => pass(f, 'W', microbatch, chunk),
             Label::SendTo { pp } => write!(f, "send→pp{pp}"),
             Label::RecvFrom { pp } => write!(f, "recv←pp{pp}"),
             Label::Text(n) => f.write_str(self.trace.name(n)),

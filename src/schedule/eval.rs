@@ -45,7 +45,7 @@ pub struct Slot {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct RankTimeline {
+pub struct RankTimes {
     /// Compute ops in execution order.
     pub compute: Vec<Slot>,
     /// Sum of compute time.
@@ -56,12 +56,12 @@ pub struct RankTimeline {
 
 /// The evaluated schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Timeline {
+pub struct OpTimes {
     pub makespan: u64,
-    pub ranks: Vec<RankTimeline>,
+    pub ranks: Vec<RankTimes>,
 }
 
-impl Timeline {
+impl OpTimes {
     /// Idle compute time of rank `r` within the makespan.
     pub fn idle(&self, r: usize) -> u64 {
         self.ranks
@@ -109,21 +109,24 @@ struct RankState {
     call_posted: bool,
     /// Post time of every transfer, per port, indexed by sequence number.
     posted: [Vec<u64>; 4],
-    timeline: RankTimeline,
+    times: RankTimes,
+    /// The rank runs weight gradients as ops of their own.
+    splits: bool,
 }
 
 /// Runs the IR. `Err` when some rank can never proceed.
-pub fn simulate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<Timeline, Deadlock> {
+pub fn evaluate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<OpTimes, Deadlock> {
     let pp = ir.shape.pp;
     let mut states: Vec<RankState> = ir
         .ranks()
         .iter()
-        .map(|_| RankState {
+        .map(|ops| RankState {
             pc: 0,
             time: 0,
             call_posted: false,
             posted: Default::default(),
-            timeline: RankTimeline::default(),
+            times: RankTimes::default(),
+            splits: ops.iter().any(|op| matches!(op, Op::Weight(_))),
         })
         .collect();
     loop {
@@ -150,20 +153,20 @@ pub fn simulate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<T
             return Err(Deadlock { blocked });
         }
     }
-    let ranks: Vec<RankTimeline> = states
+    let ranks: Vec<RankTimes> = states
         .into_iter()
         .map(|mut s| {
-            s.timeline.finish = s.time;
-            s.timeline
+            s.times.finish = s.time;
+            s.times
         })
         .collect();
     let makespan = ranks.iter().map(|rt| rt.finish).max().unwrap_or(0);
-    Ok(Timeline { makespan, ranks })
+    Ok(OpTimes { makespan, ranks })
 }
 
 /// The makespan with zero communication cost (dataflow semantics), in ticks of `cost`.
 pub fn makespan(ir: &ScheduleIr, cost: OpCost) -> Result<u64, Deadlock> {
-    simulate(ir, cost, Semantics::Eager).map(|t| t.makespan)
+    evaluate(ir, cost, Semantics::Eager).map(|t| t.makespan)
 }
 
 /// Completion time of transfer `seq` on `port` of rank `r`, if it is determined yet.
@@ -198,17 +201,20 @@ fn advance(
         return false;
     };
     match op {
-        Op::Forward(_) | Op::Backward(_) => {
-            let d = if matches!(op, Op::Forward(_)) {
-                cost.forward
-            } else {
-                cost.backward
+        Op::Forward(_) | Op::Backward(_) | Op::Weight(_) => {
+            let d = match op {
+                Op::Forward(_) => cost.forward,
+                // A split backward: W ≈ B (Qi et al., ICLR 2024, §2), so the weight gradient
+                // takes half of the backward and the input gradient the rest.
+                Op::Weight(_) => cost.backward / 2,
+                _ if states[r].splits => cost.backward - cost.backward / 2,
+                _ => cost.backward,
             };
             let s = &mut states[r];
             let start = s.time;
             s.time = start.saturating_add(d);
-            s.timeline.busy = s.timeline.busy.saturating_add(d);
-            s.timeline.compute.push(Slot {
+            s.times.busy = s.times.busy.saturating_add(d);
+            s.times.compute.push(Slot {
                 start,
                 end: s.time,
                 op,
@@ -258,7 +264,9 @@ fn advance(
             s.posted[x.port.index()].push(s.time);
             s.pc += 1;
         }
-        Op::DisableGradSync
+        // The streams of a rank are serialised here: overlapping them is the engine's work.
+        Op::Stream(_)
+        | Op::DisableGradSync
         | Op::EnableGradSync
         | Op::GradSync { .. }
         | Op::ParamSync { .. }

@@ -1,0 +1,161 @@
+//! Figures of a schedule that later stages depend on: the peak number of microbatches in
+//! flight on each pipeline rank (the memory model's activation count) and the pipeline bubble
+//! (W0003 and its help).
+//!
+//! Input: a [`PipelineShape`]. Output: an [`InFlight`] per pipeline rank, a [`Bubble`] per
+//! pipeline.
+//! Invariants:
+//! - Each figure equals what the built IR shows: [`peak_in_flight`] equals
+//!   [`measure_in_flight`] on `ScheduleIr::build(shape).rank(r)`, and [`bubble`] equals the idle
+//!   time of [`super::evaluate`] (zero communication cost, any chunk forward and backward cost
+//!   uniform over ranks and chunks). The property tests in `tests.rs` check both for every
+//!   valid shape; the warmup counts come from the same functions the builders use.
+//! - O(1) time and no allocation for in-flight counts and the bubble (O(m·V / N) for the chunk
+//!   split of an interleaved peak), so the memory model can call them inside repair searches
+//!   and sweeps; nothing is cached.
+//! - Defined for every shape, also one [`PipelineShape::check`] rejects (candidate fixes are
+//!   priced before they are validated): sizes of 0 count as 1 (but 0 microbatches give a
+//!   bubble of 1, as the closed form does), arithmetic saturates.
+
+use super::build::{interleaved_warmup, one_f_one_b_warmup};
+use super::{Kind, Op, PipelineShape};
+
+/// Microbatches whose activations a pipeline rank holds at its peak: all of them, and those of
+/// its first and last model chunk (the chunks that also hold the embedding and the output
+/// layer on the first and last stage). Counts are model-chunk microbatches when interleaved.
+/// The chunk counts are taken at the first moment the total peaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InFlight {
+    pub total: u64,
+    pub first_chunk: u64,
+    pub last_chunk: u64,
+}
+
+impl InFlight {
+    fn uniform(n: u64) -> InFlight {
+        InFlight {
+            total: n,
+            first_chunk: n,
+            last_chunk: n,
+        }
+    }
+}
+
+/// Peak microbatches in flight on pipeline rank `rank` (clamped to the last rank).
+pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
+    let m = u64::from(shape.microbatches.max(1));
+    match shape.kind {
+        // Each forward is followed by its backward (schedules.py:723–891).
+        Kind::NoPipelining => InFlight::uniform(1),
+        // All forwards before the first backward.
+        Kind::Gpipe => InFlight::uniform(m),
+        // The steady state runs one more forward before its first backward.
+        Kind::OneFOneB => {
+            InFlight::uniform((u64::from(one_f_one_b_warmup(shape, rank)) + 1).min(m))
+        }
+        // The warmup forwards plus the first steady forward, in schedule-table order; with
+        // every step warmup, all m·V.
+        Kind::Interleaved => {
+            let v = u64::from(shape.vpp.max(1));
+            let total = m.saturating_mul(v);
+            let k = interleaved_warmup(shape, rank).saturating_add(1).min(total);
+            let n = u64::from(shape.microbatch_group_size.max(1));
+            InFlight {
+                total: k,
+                first_chunk: chunk_entries(m, n, v, k, 0),
+                last_chunk: chunk_entries(m, n, v, k, v - 1),
+            }
+        }
+    }
+}
+
+/// How many of the first `k` entries of the interleaved schedule table belong to `chunk`.
+// schedules.py:989-1016 `get_schedule_table`: groups of N microbatches, each group listing
+// chunk 0 for all its microbatches, then chunk 1, ...
+fn chunk_entries(m: u64, n: u64, v: u64, k: u64, chunk: u64) -> u64 {
+    let mut remaining = k;
+    let mut count = 0u64;
+    let mut g = 0u64;
+    while remaining > 0 && g < m {
+        let size = n.min(m - g).max(1);
+        let take = remaining.min(size.saturating_mul(v));
+        let before = chunk.saturating_mul(size);
+        count = count.saturating_add(take.saturating_sub(before).min(size));
+        remaining -= take;
+        g = g.saturating_add(size);
+    }
+    count
+}
+
+/// The in-flight peak measured on one rank's op list: a (microbatch, chunk) is held from its
+/// forward until its backward, or until its weight-gradient op when the rank runs those
+/// separately (the weight gradient still reads the saved inputs). `vpp` is the number of
+/// model chunks. O(ops).
+pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
+    let split = ops.iter().any(|op| matches!(op, Op::Weight(_)));
+    let v = vpp.max(1) as usize;
+    let mut live = vec![0u64; v];
+    let mut total = 0u64;
+    let mut peak = InFlight::uniform(0);
+    for op in ops {
+        let (chunk, up) = match op {
+            Op::Forward(m) => (m.chunk, true),
+            Op::Backward(m) if !split => (m.chunk, false),
+            Op::Weight(m) => (m.chunk, false),
+            _ => continue,
+        };
+        let Some(c) = live.get_mut(chunk as usize) else {
+            continue;
+        };
+        if up {
+            *c += 1;
+            total += 1;
+        } else {
+            *c = c.saturating_sub(1);
+            total = total.saturating_sub(1);
+        }
+        if total > peak.total {
+            peak = InFlight {
+                total,
+                first_chunk: live[0],
+                last_chunk: live[v - 1],
+            };
+        }
+    }
+    peak
+}
+
+/// The pipeline bubble of every rank, in units of one model chunk's forward + backward time
+/// (uniform over ranks and chunks): each rank is busy for `busy` units and idle for `idle`
+/// within the iteration of `busy + idle`. Kept as integers so that tests compare exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bubble {
+    pub idle: u64,
+    pub busy: u64,
+}
+
+impl Bubble {
+    /// Idle share of the iteration, (pp − 1) / (m·V + pp − 1) for every pipelined schedule
+    /// (Narayanan et al. SC21 §2.2).
+    pub fn fraction(&self) -> f64 {
+        if self.idle == 0 {
+            return 0.0;
+        }
+        self.idle as f64 / (self.busy as f64 + self.idle as f64)
+    }
+}
+
+/// The bubble of a pipeline: every rank waits pp − 1 chunk slots for the pipeline to fill and
+/// drain around its m·V forward/backward pairs; without pipelining it never waits.
+pub fn bubble(shape: &PipelineShape) -> Bubble {
+    let v = match shape.kind {
+        Kind::Interleaved => u64::from(shape.vpp.max(1)),
+        _ => 1,
+    };
+    let busy = u64::from(shape.microbatches).saturating_mul(v);
+    let idle = match shape.kind {
+        Kind::NoPipelining => 0,
+        _ => u64::from(shape.pp.max(1) - 1),
+    };
+    Bubble { idle, busy }
+}
