@@ -16,6 +16,7 @@ use crate::plan::derive::{
 use crate::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
 use crate::plan::{Flags, Scenario};
 use crate::syntax::ast::DefKind;
+use crate::syntax::schema::{BlockKind, Key};
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 
 /// The largest world venusc models (2^20 GPUs): larger products are typos, and the memory model
@@ -114,7 +115,7 @@ struct Validator<'a> {
     micro_batch: u64,
     global_batch: u64,
     /// The keys rejected by `ty` (partial validation only).
-    failed: Vec<(DefKind, &'static str)>,
+    failed: Vec<Key>,
     /// The group sizes (`tp`, `cp`, `ep`) an error already rejected: W0001 says nothing about
     /// where such a group lands.
     rejected: Vec<&'static str>,
@@ -211,72 +212,70 @@ impl<'a> Validator<'a> {
         Some(scenario)
     }
 
-    /// True when none of the plan `keys`, model `model_keys` (and, with `cluster`, no key of
-    /// the cluster or its gpu) was rejected.
-    fn inputs_ok(&self, plan: &[&str], model: &[&str], cluster: bool) -> bool {
-        !self.failed.iter().any(|&(kind, key)| match kind {
-            DefKind::Plan => plan.contains(&key),
-            DefKind::Model => model.contains(&key),
-            DefKind::Cluster | DefKind::Gpu => cluster,
-            DefKind::Scenario => false,
+    /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
+    /// rejected.
+    fn inputs_ok(&self, keys: &[Key], cluster: bool) -> bool {
+        !self.failed.iter().any(|key| {
+            keys.contains(key)
+                || (cluster
+                    && matches!(key.block(), BlockKind::Def(DefKind::Cluster | DefKind::Gpu)))
         })
     }
 
     /// [`Validator::run`] for a partial scenario: each rule only when its inputs are sound.
     fn run_partial(&mut self) {
-        const WORLD: &[&str] = &["tp", "pp", "cp", "dp"];
-        if !self.inputs_ok(&[], &[], true) || !self.check_world_limit() {
+        use Key::*;
+        if !self.inputs_ok(&[], true) || !self.check_world_limit() {
             return;
         }
-        let dp = if self.inputs_ok(WORLD, &[], true) {
+        let dp = if self.inputs_ok(&[Tp, Pp, Cp, Dp], true) {
             self.check_world() // E0301
         } else {
             None
         };
-        let split_keys = ["pp", "vpp", "first_stage_layers", "last_stage_layers"];
-        if self.inputs_ok(&split_keys, &["layers"], false) {
+        if self.inputs_ok(&[Pp, Vpp, FirstStageLayers, LastStageLayers, Layers], false) {
             self.check_layers(); // E0302
         }
-        if self.inputs_ok(&["tp"], &["heads"], false) {
+        if self.inputs_ok(&[Tp, Heads], false) {
             self.check_heads(); // E0303
         }
-        if self.inputs_ok(&["tp"], &["heads", "kv_groups"], false) {
+        if self.inputs_ok(&[Tp, Heads, KvGroups], false) {
             self.check_kv_groups(); // E0304
         }
-        let batch_ok = self.inputs_ok(&["micro_batch", "global_batch"], &[], false);
+        let batch_ok = self.inputs_ok(&[MicroBatch, GlobalBatch], false);
         let m = dp.filter(|_| batch_ok).and_then(|dp| self.check_batch(dp)); // E0305
-        let schedule_keys = ["pp", "vpp", "schedule", "overlap_p2p"];
+        const SCHEDULE: &[Key] = &[Pp, Vpp, Schedule, OverlapP2p];
         if let (Some(dp), Some(m)) = (dp, m) {
-            if self.inputs_ok(&schedule_keys, &[], false) {
+            if self.inputs_ok(SCHEDULE, false) {
                 self.check_interleaved_microbatches(dp, m); // E0306
             }
         }
-        if self.inputs_ok(&schedule_keys, &[], false) {
+        if self.inputs_ok(SCHEDULE, false) {
             self.check_vpp(); // E0307
             self.check_schedule(); // E0311
         }
-        if self.inputs_ok(&["tp", "cp", "sp"], &["seq"], false) {
+        if self.inputs_ok(&[Tp, Cp, Sp, Seq], false) {
             self.check_seq(); // E0308
         }
-        let expert_keys = ["tp", "pp", "cp", "dp", "ep"];
-        let moe_keys = ["experts", "topk", "moe_ffn", "shared_expert_ffn"];
-        if self.inputs_ok(&expert_keys, &moe_keys, true) {
+        const EXPERT: &[Key] = &[Tp, Pp, Cp, Dp, Ep];
+        let moe = [EXPERT, &[Experts, Topk, MoeFfn, SharedExpertFfn]].concat();
+        if self.inputs_ok(&moe, true) {
             self.check_experts(); // E0309
         }
         let optimizer = [
-            "distributed_optimizer",
-            "overlap_grad_reduce",
-            "overlap_param_gather",
-            "delay_grad_reduce",
-            "delay_param_gather",
+            DistributedOptimizer,
+            OverlapGradReduce,
+            OverlapParamGather,
+            DelayGradReduce,
+            DelayParamGather,
         ];
-        if self.inputs_ok(&optimizer, &[], false) {
+        if self.inputs_ok(&optimizer, false) {
             self.check_optimizer_flags(); // E0310
         }
-        if dp.is_some() && self.inputs_ok(&expert_keys, &[], true) {
+        if dp.is_some() && self.inputs_ok(EXPERT, true) {
             self.check_group_spans(); // W0001
         }
-        if self.inputs_ok(&["sp", "tp"], &[], false) {
+        if self.inputs_ok(&[Sp, Tp], false) {
             self.check_sp_without_tp(); // W0006
         }
     }

@@ -249,12 +249,13 @@ pub struct ScenarioDef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartialScenario {
     pub def: ScenarioDef,
-    pub failed: Vec<(crate::syntax::ast::DefKind, &'static str)>,
+    pub failed: Vec<crate::syntax::schema::Key>,
 }
 
 impl PartialScenario {
-    /// True when the item `key` of a `kind` definition was rejected.
-    pub fn failed(&self, kind: crate::syntax::ast::DefKind, key: &str) -> bool {
-        self.failed.iter().any(|&(k, f)| k == kind && f == key)
+    /// True when the item `key` was rejected (a key belongs to one block kind, so the key
+    /// names the definition kind too).
+    pub fn failed(&self, key: crate::syntax::schema::Key) -> bool {
+        self.failed.contains(&key)
     }
 }
