@@ -6,6 +6,7 @@ mod integration {
     pub mod fmt;
     pub mod hostile;
     pub mod lsp;
+    pub mod reference;
     pub mod sim;
     pub mod sweep;
     pub mod ui;

@@ -449,7 +449,10 @@ key_table! {
             &[Enum(SCHEDULES)],
             "pipeline schedule; default 1f1b, or interleaved when vpp > 1",
         )
-        .default(KeyDefault::Derived, "1f1b; interleaved when vpp > 1"),
+        .default(
+            KeyDefault::Derived,
+            "none when pp = 1; 1f1b; interleaved when vpp > 1",
+        ),
         Sp = flag("sp", "sequence parallelism (needs tp > 1)")
             .megatron("--sequence-parallel")
             .venussim("sequence-parallel"),
@@ -653,6 +656,119 @@ pub fn lookup(block: BlockKind, key: &str) -> Option<&'static KeySig> {
 /// The keys named `name` in any block kind (for `venusc explain KEY`), in table order.
 pub fn lookup_any(name: &str) -> impl Iterator<Item = &'static KeySig> + '_ {
     TABLE.iter().filter(move |k| k.key == name)
+}
+
+// ------------------------------------------------------------------ rendering the table
+
+impl KeySig {
+    /// How the key is written: `` `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME] [RATIO]` ``.
+    pub fn signature(&self) -> String {
+        if self.is_flag() {
+            return format!("`{0}` or `{0} on|off`", self.key);
+        }
+        let mut parts = vec![self.key.to_string()];
+        for (i, a) in self.args.iter().enumerate() {
+            let p = a.placeholder();
+            parts.push(if i >= self.min_args() {
+                format!("[{p}]")
+            } else {
+                p
+            });
+        }
+        format!("`{}`", parts.join(" "))
+    }
+
+    /// The unit of the key's value: the table's word for a count, else the argument type's.
+    pub fn unit_text(&self) -> &'static str {
+        if let Some(u) = self.unit {
+            return u;
+        }
+        match self.args {
+            [Bytes] => "bytes",
+            [Bandwidth] => "bytes/s",
+            [Time] => "seconds",
+            [Rate] | [RateOrTflops] => "FLOP/s",
+            [Ratio] => "ratio",
+            _ => "",
+        }
+    }
+
+    /// The entry `venusc explain KEY` prints.
+    pub fn explain(&self) -> String {
+        let mut out = format!(
+            "# `{}` ({} key)\n\n{}\n\n",
+            self.key,
+            self.block.name(),
+            self.doc
+        );
+        let mut row = |name: &str, value: &str| {
+            if !value.is_empty() {
+                out.push_str(&format!("{name:<13}{value}\n"));
+            }
+        };
+        row("usage:", &self.signature());
+        row("default:", self.default_text);
+        row("unit:", self.unit_text());
+        if self.repeatable {
+            row("repeatable:", "yes");
+        }
+        row("Megatron-LM:", self.megatron.unwrap_or("none"));
+        row("VenusSim:", self.venussim.unwrap_or("none"));
+        out
+    }
+}
+
+impl ArgType {
+    /// The argument's placeholder in a signature: `COUNT`, `fc|ring|switch`.
+    pub fn placeholder(self) -> String {
+        match self {
+            Count => "COUNT".into(),
+            Bytes => "BYTES".into(),
+            Bandwidth => "BANDWIDTH".into(),
+            Time => "TIME".into(),
+            Rate | RateOrTflops => "RATE".into(),
+            Ratio => "RATIO".into(),
+            Ref(k) => k.keyword().to_uppercase(),
+            NewName => "NAME".into(),
+            Enum(w) => w.join("|"),
+            Nested(_) => "< ... >".into(),
+        }
+    }
+}
+
+/// The command that rewrites `docs/language.md` from the table.
+pub const REGENERATE_REFERENCE: &str =
+    "UPDATE_DOCS=1 cargo test --test integration language_reference";
+
+/// `docs/language.md`: one section per block kind, one row per key.
+pub fn language_reference() -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let code = |s: Option<&str>| s.map_or(String::new(), |s| format!("`{s}`"));
+    let mut out = String::from(
+        "# Keys of the `.venus` language\n\n\
+         <!-- generated from the key table in src/syntax/schema.rs; do not edit -->\n\n\
+         Every key of every block kind, generated from the key table that the parser, the type\n\
+         checker, the language server and `venusc explain KEY` read. To regenerate:\n\n",
+    );
+    out.push_str(&format!("    {REGENERATE_REFERENCE}\n"));
+    for block in block_kinds() {
+        out.push_str(&format!("\n## `{}`\n\n", block.name()));
+        out.push_str("| key | arguments | default | unit | doc | Megatron-LM | VenusSim |\n");
+        out.push_str("|---|---|---|---|---|---|---|\n");
+        for k in keys(block) {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                k.key,
+                cell(&k.signature()),
+                cell(k.default_text),
+                k.unit_text(),
+                cell(k.doc),
+                code(k.megatron),
+                code(k.venussim),
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

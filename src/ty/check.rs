@@ -184,36 +184,9 @@ fn ratio(a: &Arg) -> Option<super::Ratio> {
     }
 }
 
-/// `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]`
+/// `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]` (the table renders it).
 pub fn signature(sig: &KeySig) -> String {
-    if sig.is_flag() {
-        return format!("`{0}` or `{0} on|off`", sig.key);
-    }
-    let mut parts = vec![sig.key.to_string()];
-    for (i, a) in sig.args.iter().enumerate() {
-        let p = placeholder(*a);
-        parts.push(if i >= sig.min_args() {
-            format!("[{p}]")
-        } else {
-            p
-        });
-    }
-    format!("`{}`", parts.join(" "))
-}
-
-fn placeholder(a: ArgType) -> String {
-    match a {
-        ArgType::Count => "COUNT".into(),
-        ArgType::Bytes => "BYTES".into(),
-        ArgType::Bandwidth => "BANDWIDTH".into(),
-        ArgType::Time => "TIME".into(),
-        ArgType::Rate | ArgType::RateOrTflops => "RATE".into(),
-        ArgType::Ratio => "RATIO".into(),
-        ArgType::Ref(k) => k.keyword().to_uppercase(),
-        ArgType::NewName => "NAME".into(),
-        ArgType::Enum(w) => w.join("|"),
-        ArgType::Nested(_) => "< ... >".into(),
-    }
+    sig.signature()
 }
 
 /// A plausible value for `key`, for helps: `hidden 4096`, `memory 80GiB`.
@@ -1133,5 +1106,71 @@ fn expect(f: &Fields) -> Expect {
         tflops_min: f.get(Key::TflopsMin, rate),
         memory_max: f.get(Key::MemoryMax, bytes),
         mfu_min: f.get(Key::MfuMin, ratio),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testutil;
+    use crate::syntax::schema::KeyDefault;
+
+    fn count(k: Key) -> u64 {
+        match k.sig().default {
+            KeyDefault::Count(n) => n,
+            d => panic!("{k:?} has no count default: {d:?}"),
+        }
+    }
+
+    fn word(k: Key) -> &'static str {
+        match k.sig().default {
+            KeyDefault::Word(w) => w,
+            d => panic!("{k:?} has no word default: {d:?}"),
+        }
+    }
+
+    #[test]
+    fn table_defaults_are_the_typed_plans_defaults() {
+        let p = testutil::plan(1, 8);
+        assert_eq!(p.tp(), count(Key::Tp));
+        assert_eq!(p.pp(), count(Key::Pp));
+        assert_eq!(p.cp(), count(Key::Cp));
+        assert_eq!(p.ep(), count(Key::Ep));
+        assert_eq!(p.vpp(), count(Key::Vpp));
+        assert_eq!(p.iterations(), count(Key::Iterations));
+        assert_eq!(p.recompute().word(), word(Key::Recompute));
+        assert_eq!(
+            format!("{:?}", p.precision()).to_lowercase(),
+            word(Key::Precision)
+        );
+        assert_eq!(
+            format!("{:?}", p.attention()).to_lowercase(),
+            word(Key::Attention)
+        );
+        assert!(!p.sp());
+        for sig in schema::keys(BlockKind::Def(DefKind::Plan))
+            .iter()
+            .chain(schema::keys(BlockKind::Def(DefKind::Model)))
+            .filter(|s| s.is_flag())
+        {
+            assert_eq!(sig.default, KeyDefault::Off, "{}", sig.key);
+        }
+        let m = testutil::llama();
+        assert!(m.experts.is_none() && m.experts() == 0);
+        assert_eq!(Key::Experts.sig().default, KeyDefault::Unset);
+    }
+
+    #[test]
+    fn required_keys_are_required_in_the_table_and_have_an_example() {
+        for sig in schema::TABLE.iter().filter(|s| s.required) {
+            assert_eq!(sig.default, KeyDefault::Required, "{}", sig.key);
+            assert!(
+                sig.example.is_some(),
+                "{} needs an example for E0103",
+                sig.key
+            );
+        }
+        assert_eq!(example(Key::MicroBatch.sig()), "micro_batch 1".to_string());
+        assert_eq!(example(Key::Tp.sig()), "tp 8".to_string());
     }
 }
