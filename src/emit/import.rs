@@ -724,6 +724,7 @@ impl Values {
             precision: None,
             attention: None,
             iterations: (self.iterations > 1).then(|| s(self.iterations)),
+            reserve: None,
         };
         ScenarioDef {
             name: name.to_string(),

@@ -1429,9 +1429,13 @@ impl<'a> Validator<'a> {
         };
         let cap = sc.cluster.gpu.memory.value;
         let gpu = &sc.cluster.gpu;
-        let over = w.peak > cap;
+        // The check is peak + reserve <= capacity: the stage peaks are compared with what the
+        // reserve leaves, and messages state the peak plus the reserve.
+        let reserve = self.def.plan.reserve();
+        let need = Bytes(w.peak.0.saturating_add(reserve.0));
+        let over = need > cap;
         let warn_at = Bytes((cap.0 as f64 * MEMORY_WARN) as u64);
-        if !over && w.peak <= warn_at {
+        if !over && need <= warn_at {
             return;
         }
         let p = &self.def.plan;
@@ -1441,7 +1445,7 @@ impl<'a> Validator<'a> {
                 format!(
                     "pipeline stage {} needs {} but `{}` has {}",
                     w.stage,
-                    gib(w.peak),
+                    gib(need),
                     gpu.name,
                     gib(cap)
                 ),
@@ -1453,8 +1457,8 @@ impl<'a> Validator<'a> {
                 format!(
                     "pipeline stage {} needs {}, {:.0}% of the {} of `{}`",
                     w.stage,
-                    gib(w.peak),
-                    w.peak.0 as f64 / cap.0.max(1) as f64 * 100.0,
+                    gib(need),
+                    need.0 as f64 / cap.0.max(1) as f64 * 100.0,
                     gib(cap),
                     gpu.name
                 ),
@@ -1465,7 +1469,7 @@ impl<'a> Validator<'a> {
             code,
             message,
             p.loc,
-            format!("stage {} needs {}", w.stage, gib(w.peak)),
+            format!("stage {} needs {}", w.stage, gib(need)),
         )
         .with_secondary(gpu.memory.loc, format!("`{}` has {}", gpu.name, gib(cap)));
         for (name, o) in [("tp", &p.tp), ("pp", &p.pp), ("dp", &p.dp)] {
@@ -1478,7 +1482,11 @@ impl<'a> Validator<'a> {
         } else {
             String::new()
         };
-        let others = sc.memory.iter().filter(|s| s.peak > target).count();
+        let others = sc
+            .memory
+            .iter()
+            .filter(|s| s.peak.0.saturating_add(reserve.0) > target.0)
+            .count();
         d = d
             .with_note(format!(
                 "stage {}: weights {} ({} parameters per GPU, 2 bytes each)",
@@ -1502,6 +1510,12 @@ impl<'a> Validator<'a> {
                 },
                 sc.recompute.word()
             ));
+        if reserve.0 > 0 {
+            d = d.with_note(format!(
+                "reserve {} kept back per GPU (CUDA context, NCCL buffers, fragmentation)",
+                gib(reserve)
+            ));
+        }
         if others > 1 {
             d = d.with_note(format!(
                 "{others} of {} stages are over the limit",
@@ -1681,9 +1695,11 @@ fn dp_change(sc: &Scenario, plan: &MemoryPlan) -> String {
     }
 }
 
+/// What the largest stage of `plan` needs: its peak plus the plan's `reserve`.
 fn peak_of(sc: &Scenario, plan: &MemoryPlan) -> Bytes {
     let stages: Vec<StageMemory> = stage_memory(&sc.model, plan);
-    worst(&stages).map_or(Bytes(0), |s| s.peak)
+    let peak = worst(&stages).map_or(Bytes(0), |s| s.peak);
+    Bytes(peak.0.saturating_add(sc.plan.reserve().0))
 }
 
 /// The cheapest change (in the order sp, distributed optimizer, selective recompute, full

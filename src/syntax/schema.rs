@@ -541,6 +541,13 @@ key_table! {
         .unit("iterations")
         .megatron("--train-iters")
         .venussim("train-iters"),
+        Reserve = key(
+            "reserve",
+            &[Bytes],
+            "memory kept back per GPU (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve",
+        )
+        .default(KeyDefault::Bytes(0), "0GiB")
+        .example("4GiB"),
     }
     SCENARIO => {
         Model = req("model", &[Ref(DefKind::Model)], "the model to train").example("llama2_7b"),

@@ -594,6 +594,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             precision,
             attention,
             iterations: f.count(Key::Iterations),
+            reserve: f.get(Key::Reserve, bytes),
         })
     }
 
@@ -1147,6 +1148,7 @@ mod tests {
             format!("{:?}", p.attention()).to_lowercase(),
             word(Key::Attention)
         );
+        assert_eq!(Key::Reserve.sig().default, KeyDefault::Bytes(p.reserve().0));
         assert!(!p.sp());
         for sig in schema::keys(BlockKind::Def(DefKind::Plan))
             .iter()

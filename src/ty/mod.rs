@@ -185,6 +185,7 @@ pub struct Plan {
     pub precision: Opt<Precision>,
     pub attention: Opt<Attention>,
     pub iterations: Opt<u64>,
+    pub reserve: Opt<Bytes>,
 }
 
 impl Plan {
@@ -220,6 +221,10 @@ impl Plan {
     }
     pub fn iterations(&self) -> u64 {
         or(&self.iterations, 1)
+    }
+    /// Bytes per GPU the memory model leaves to the CUDA context, NCCL and fragmentation.
+    pub fn reserve(&self) -> Bytes {
+        or(&self.reserve, Bytes(0))
     }
 }
 
