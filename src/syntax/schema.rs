@@ -242,6 +242,10 @@ macro_rules! key_table {
     ($( $block:expr => { $( $variant:ident = $entry:expr, )* } )*) => {
         /// Every key of every block kind, typed: code names a key as `Key::MicroBatch`, so a
         /// misspelt key does not compile. Only user text is looked up by name ([`lookup`]).
+        ///
+        /// ```compile_fail,E0599
+        /// let _ = venusc::syntax::schema::Key::MicroBach;
+        /// ```
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Key { $( $( $variant, )* )* }
 
@@ -799,6 +803,26 @@ mod tests {
             names.dedup();
             assert_eq!(names.len(), n, "duplicate key in {}", b.name());
         }
+    }
+
+    #[test]
+    fn the_block_slices_cover_the_table_in_order() {
+        let joined: Vec<Key> = block_kinds()
+            .flat_map(|b| keys(b).iter().map(|k| k.id))
+            .collect();
+        assert_eq!(joined, Key::all().collect::<Vec<_>>());
+        for b in block_kinds() {
+            assert!(keys(b).iter().all(|k| k.block == b), "{}", b.name());
+        }
+        assert_eq!(
+            lookup(BlockKind::Def(DefKind::Plan), "micro_batch").map(|k| k.id),
+            Some(Key::MicroBatch)
+        );
+        assert_eq!(
+            lookup_any("memory").map(|k| k.id).collect::<Vec<_>>(),
+            [Key::Memory]
+        );
+        assert_eq!(lookup_any("micro_bach").count(), 0);
     }
 
     #[test]
