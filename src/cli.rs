@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use venusc::diag::render;
 use venusc::diag::{Code, Diagnostic};
+use venusc::syntax::schema;
 
 #[derive(Parser)]
 #[command(name = "venusc", version, about = "Compile and simulate Megatron-LM-style training runs", long_about = None)]
@@ -57,9 +58,10 @@ enum Command {
     Fmt(FmtArgs),
     /// Run the language server on stdin/stdout (for editors).
     Lsp,
-    /// Print the long explanation of a diagnostic code, with a wrong and a right example.
+    /// Print the long explanation of a diagnostic code, with a wrong and a right example, or
+    /// the key table's entry of a key.
     Explain {
-        /// A code such as `E0301`; without one, lists every code.
+        /// A code such as `E0301` or a key such as `micro_batch`; without one, lists every code.
         code: Option<String>,
     },
 }
@@ -278,20 +280,35 @@ fn explain(code: Option<&str>) -> ExitCode {
         print!("{out}");
         return ExitCode::SUCCESS;
     };
-    match Code::parse(text) {
-        Some(c) => {
-            print!("{}", c.explanation());
-            ExitCode::SUCCESS
-        }
-        None => {
-            let hint = venusc::diag::suggest(
-                &text.to_ascii_uppercase(),
-                Code::ALL.iter().map(|c| c.as_str()),
-            )
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_else(|| "; `venusc explain` lists every code".to_string());
-            usage_error(format!("unknown diagnostic code `{text}`{hint}"))
-        }
+    if let Some(c) = Code::parse(text) {
+        print!("{}", c.explanation());
+        return ExitCode::SUCCESS;
+    }
+    let entries: Vec<String> = schema::lookup_any(text).map(|k| k.explain()).collect();
+    if !entries.is_empty() {
+        print!("{}", entries.join("\n"));
+        return ExitCode::SUCCESS;
+    }
+    let code_hint = venusc::diag::suggest(
+        &text.to_ascii_uppercase(),
+        Code::ALL.iter().map(|c| c.as_str()),
+    );
+    let key_hint = venusc::diag::suggest(text, schema::TABLE.iter().map(|k| k.key));
+    let looks_like_code = text.starts_with(['E', 'W', 'e', 'w'])
+        && text.chars().nth(1).is_some_and(|c| c.is_ascii_digit());
+    match (looks_like_code, code_hint, key_hint) {
+        (true, hint, _) => usage_error(format!(
+            "unknown diagnostic code `{text}`{}",
+            hint.map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_else(|| "; `venusc explain` lists every code".to_string())
+        )),
+        (false, _, Some(k)) => usage_error(format!(
+            "unknown key or diagnostic code `{text}`; did you mean the key `{k}`?"
+        )),
+        (false, _, None) => usage_error(format!(
+            "unknown key or diagnostic code `{text}`; `venusc explain` lists every code, \
+             docs/language.md every key"
+        )),
     }
 }
 

@@ -7,6 +7,7 @@ mod integration {
     pub mod golden_emit;
     pub mod hostile;
     pub mod lsp;
+    pub mod reference;
     pub mod sim;
     pub mod sweep;
     pub mod syntax_props;

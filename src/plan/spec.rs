@@ -168,6 +168,8 @@ pub struct PlanSpec {
     pub precision: Option<Precision>,
     pub attention: Option<Attention>,
     pub iterations: Option<u64>,
+    /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
+    pub reserve: Option<Bytes>,
 }
 
 impl PlanSpec {
@@ -203,6 +205,9 @@ impl PlanSpec {
     }
     pub fn iterations(&self) -> u64 {
         or(self.iterations, 1)
+    }
+    pub fn reserve(&self) -> Bytes {
+        or(self.reserve, Bytes(0))
     }
 }
 

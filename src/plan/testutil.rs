@@ -127,6 +127,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         precision: None,
         attention: None,
         iterations: None,
+        reserve: None,
     }
 }
 

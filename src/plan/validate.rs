@@ -21,6 +21,7 @@ use crate::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
 use crate::plan::{Flags, Recipe, Scenario};
 use crate::schedule::{self, Kind, PipelineShape};
 use crate::syntax::ast::DefKind;
+use crate::syntax::schema::{BlockKind, Key};
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 
 /// The largest world venusc models (2^20 GPUs): larger products are typos, and the memory model
@@ -119,7 +120,7 @@ struct Validator<'a> {
     micro_batch: u64,
     global_batch: u64,
     /// The keys rejected by `ty` (partial validation only).
-    failed: Vec<(DefKind, &'static str)>,
+    failed: Vec<Key>,
     /// The group sizes (`tp`, `cp`, `ep`) an error already rejected: W0001 says nothing about
     /// where such a group lands.
     rejected: Vec<&'static str>,
@@ -216,72 +217,70 @@ impl<'a> Validator<'a> {
         Some(scenario)
     }
 
-    /// True when none of the plan `keys`, model `model_keys` (and, with `cluster`, no key of
-    /// the cluster or its gpu) was rejected.
-    fn inputs_ok(&self, plan: &[&str], model: &[&str], cluster: bool) -> bool {
-        !self.failed.iter().any(|&(kind, key)| match kind {
-            DefKind::Plan => plan.contains(&key),
-            DefKind::Model => model.contains(&key),
-            DefKind::Cluster | DefKind::Gpu => cluster,
-            DefKind::Scenario => false,
+    /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
+    /// rejected.
+    fn inputs_ok(&self, keys: &[Key], cluster: bool) -> bool {
+        !self.failed.iter().any(|key| {
+            keys.contains(key)
+                || (cluster
+                    && matches!(key.block(), BlockKind::Def(DefKind::Cluster | DefKind::Gpu)))
         })
     }
 
     /// [`Validator::run`] for a partial scenario: each rule only when its inputs are sound.
     fn run_partial(&mut self) {
-        const WORLD: &[&str] = &["tp", "pp", "cp", "dp"];
-        if !self.inputs_ok(&[], &[], true) || !self.check_world_limit() {
+        use Key::*;
+        if !self.inputs_ok(&[], true) || !self.check_world_limit() {
             return;
         }
-        let dp = if self.inputs_ok(WORLD, &[], true) {
+        let dp = if self.inputs_ok(&[Tp, Pp, Cp, Dp], true) {
             self.check_world() // E0301
         } else {
             None
         };
-        let split_keys = ["pp", "vpp", "first_stage_layers", "last_stage_layers"];
-        if self.inputs_ok(&split_keys, &["layers"], false) {
+        if self.inputs_ok(&[Pp, Vpp, FirstStageLayers, LastStageLayers, Layers], false) {
             self.check_layers(); // E0302
         }
-        if self.inputs_ok(&["tp"], &["heads"], false) {
+        if self.inputs_ok(&[Tp, Heads], false) {
             self.check_heads(); // E0303
         }
-        if self.inputs_ok(&["tp"], &["heads", "kv_groups"], false) {
+        if self.inputs_ok(&[Tp, Heads, KvGroups], false) {
             self.check_kv_groups(); // E0304
         }
-        let batch_ok = self.inputs_ok(&["micro_batch", "global_batch"], &[], false);
+        let batch_ok = self.inputs_ok(&[MicroBatch, GlobalBatch], false);
         let m = dp.filter(|_| batch_ok).and_then(|dp| self.check_batch(dp)); // E0305
-        let schedule_keys = ["pp", "vpp", "schedule", "overlap_p2p"];
+        const SCHEDULE: &[Key] = &[Pp, Vpp, Schedule, OverlapP2p];
         if let (Some(dp), Some(m)) = (dp, m) {
-            if self.inputs_ok(&schedule_keys, &[], false) {
+            if self.inputs_ok(SCHEDULE, false) {
                 self.check_interleaved_microbatches(dp, m); // E0306
             }
         }
-        if self.inputs_ok(&schedule_keys, &[], false) {
+        if self.inputs_ok(SCHEDULE, false) {
             self.check_vpp(); // E0307
             self.check_schedule(); // E0311
         }
-        if self.inputs_ok(&["tp", "cp", "sp"], &["seq"], false) {
+        if self.inputs_ok(&[Tp, Cp, Sp, Seq], false) {
             self.check_seq(); // E0308
         }
-        let expert_keys = ["tp", "pp", "cp", "dp", "ep"];
-        let moe_keys = ["experts", "topk", "moe_ffn", "shared_expert_ffn"];
-        if self.inputs_ok(&expert_keys, &moe_keys, true) {
+        const EXPERT: &[Key] = &[Tp, Pp, Cp, Dp, Ep];
+        let moe = [EXPERT, &[Experts, Topk, MoeFfn, SharedExpertFfn]].concat();
+        if self.inputs_ok(&moe, true) {
             self.check_experts(); // E0309
         }
         let optimizer = [
-            "distributed_optimizer",
-            "overlap_grad_reduce",
-            "overlap_param_gather",
-            "delay_grad_reduce",
-            "delay_param_gather",
+            DistributedOptimizer,
+            OverlapGradReduce,
+            OverlapParamGather,
+            DelayGradReduce,
+            DelayParamGather,
         ];
-        if self.inputs_ok(&optimizer, &[], false) {
+        if self.inputs_ok(&optimizer, false) {
             self.check_optimizer_flags(); // E0310
         }
-        if dp.is_some() && self.inputs_ok(&expert_keys, &[], true) {
+        if dp.is_some() && self.inputs_ok(EXPERT, true) {
             self.check_group_spans(); // W0001
         }
-        if self.inputs_ok(&["sp", "tp"], &[], false) {
+        if self.inputs_ok(&[Sp, Tp], false) {
             self.check_sp_without_tp(); // W0006
         }
     }
@@ -1439,9 +1438,13 @@ impl<'a> Validator<'a> {
         };
         let cap = sc.cluster.gpu.memory;
         let gpu = &sc.cluster.gpu;
-        let over = w.peak > cap;
+        // The check is peak + reserve <= capacity: the stage peaks are compared with what the
+        // reserve leaves, and messages state the peak plus the reserve.
+        let reserve = self.def.plan.reserve();
+        let need = Bytes(w.peak.0.saturating_add(reserve.0));
+        let over = need > cap;
         let warn_at = Bytes((cap.0 as f64 * MEMORY_WARN) as u64);
-        if !over && w.peak <= warn_at {
+        if !over && need <= warn_at {
             return;
         }
         let p = &self.def.plan;
@@ -1451,7 +1454,7 @@ impl<'a> Validator<'a> {
                 format!(
                     "pipeline stage {} needs {} but `{}` has {}",
                     w.stage,
-                    gib(w.peak),
+                    gib(need),
                     gpu.name,
                     gib(cap)
                 ),
@@ -1463,8 +1466,8 @@ impl<'a> Validator<'a> {
                 format!(
                     "pipeline stage {} needs {}, {:.0}% of the {} of `{}`",
                     w.stage,
-                    gib(w.peak),
-                    w.peak.0 as f64 / cap.0.max(1) as f64 * 100.0,
+                    gib(need),
+                    need.0 as f64 / cap.0.max(1) as f64 * 100.0,
                     gib(cap),
                     gpu.name
                 ),
@@ -1475,7 +1478,7 @@ impl<'a> Validator<'a> {
             code,
             message,
             p.loc,
-            format!("stage {} needs {}", w.stage, gib(w.peak)),
+            format!("stage {} needs {}", w.stage, gib(need)),
         )
         .with_secondary(
             self.def.cluster.gpu.memory.loc,
@@ -1491,7 +1494,11 @@ impl<'a> Validator<'a> {
         } else {
             String::new()
         };
-        let others = sc.memory.iter().filter(|s| s.peak > target).count();
+        let others = sc
+            .memory
+            .iter()
+            .filter(|s| s.peak.0.saturating_add(reserve.0) > target.0)
+            .count();
         d = d
             .with_note(format!(
                 "stage {}: weights {} ({} parameters per GPU, 2 bytes each)",
@@ -1515,6 +1522,12 @@ impl<'a> Validator<'a> {
                 },
                 sc.recompute.word()
             ));
+        if reserve.0 > 0 {
+            d = d.with_note(format!(
+                "reserve {} kept back per GPU (CUDA context, NCCL buffers, fragmentation)",
+                gib(reserve)
+            ));
+        }
         if others > 1 {
             d = d.with_note(format!(
                 "{others} of {} stages are over the limit",
@@ -1677,9 +1690,11 @@ fn dp_change(sc: &Scenario, plan: &MemoryPlan) -> String {
     }
 }
 
+/// What the largest stage of `plan` needs: its peak plus the plan's `reserve`.
 fn peak_of(sc: &Scenario, plan: &MemoryPlan) -> Bytes {
     let stages: Vec<StageMemory> = stage_memory(&sc.model, plan);
-    worst(&stages).map_or(Bytes(0), |s| s.peak)
+    let peak = worst(&stages).map_or(Bytes(0), |s| s.peak);
+    Bytes(peak.0.saturating_add(sc.plan.reserve().0))
 }
 
 /// The cheapest change (in the order sp, distributed optimizer, selective recompute, full

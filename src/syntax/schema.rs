@@ -1,8 +1,15 @@
-//! The key table: which keys each block kind accepts and the signature of their arguments.
+//! The key table: every key of every block kind, declared once.
 //!
-//! This is the language's one list of keys. The parser uses it only for arity (to split
-//! `heads 16 kv_groups 4` into two items); `ty` uses the argument types; the language server
-//! uses it for completion and hover. Sources for defaults are in `LANGUAGE.md` of the spec.
+//! Input: nothing (a constant). Output: [`TABLE`], one [`KeySig`] per key with its block kind,
+//! argument types, default (as data and as text), unit, one-line doc, and where there is one
+//! the Megatron-LM flag and the VenusSim field; and [`Key`], the typed name of each key.
+//! Readers: the parser (arity, to split `heads 16 kv_groups 4` into two items), `ty` (argument
+//! types, required keys), the language server (completion, hover), `venusc explain KEY` and the
+//! generated `docs/language.md` ([`language_reference`]).
+//! Invariants: `TABLE[k as usize].id == k` for every [`Key`] (checked at compile time); a key
+//! belongs to exactly one block kind; only names read from user text are looked up by string
+//! ([`lookup`]). Defaults are those of `LANGUAGE.md` of the spec and of the accessors of
+//! `ty::Plan`, `ty::Model` and `ty::Gpu`.
 
 use super::ast::DefKind;
 
@@ -96,10 +103,33 @@ pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
+/// What a key stands for when it is not written, as data. The text users see is
+/// [`KeySig::default_text`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyDefault {
+    /// The key must be written (E0103 otherwise).
+    Required,
+    /// Absence is a behaviour of its own (no MoE, no measured times, no bound).
+    Unset,
+    /// Computed from other keys (`ffn`: 4 × hidden).
+    Derived,
+    Count(u64),
+    /// A flag that is off unless written.
+    Off,
+    /// One word of an `Enum` argument.
+    Word(&'static str),
+    /// A byte count, exact.
+    Bytes(u64),
+}
+
 /// The signature of one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeySig {
     pub key: &'static str,
+    /// The typed name of this key; `TABLE[id as usize]` is this entry.
+    pub id: Key,
+    /// The one block kind the key belongs to.
+    pub block: BlockKind,
     /// Positional arguments; an empty list makes the key a flag.
     pub args: &'static [ArgType],
     /// How many trailing `args` may be omitted.
@@ -111,6 +141,18 @@ pub struct KeySig {
     pub allow_zero: bool,
     /// One line for hover and completion.
     pub doc: &'static str,
+    /// The value that stands in when the key is not written.
+    pub default: KeyDefault,
+    /// How the default reads in the language reference and `explain`.
+    pub default_text: &'static str,
+    /// What a count counts (`sequences`); other argument types carry their unit in the value.
+    pub unit: Option<&'static str>,
+    /// The Megatron-LM command-line flag with the same meaning, where there is one.
+    pub megatron: Option<&'static str>,
+    /// The VenusSim configuration field `emit`/`import` map the key to, where there is one.
+    pub venussim: Option<&'static str>,
+    /// A plausible value for helps (`hidden 4096`); `None`: one built from the argument types.
+    pub example: Option<&'static str>,
 }
 
 impl KeySig {
@@ -120,293 +162,624 @@ impl KeySig {
     pub fn min_args(&self) -> usize {
         self.args.len() - self.optional
     }
+
+    // Builders for the table below (const so the table is a constant).
+    const fn new(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
+        KeySig {
+            key,
+            id: Key::Hidden,
+            block: BlockKind::Def(DefKind::Model),
+            args,
+            optional: 0,
+            required: false,
+            repeatable: false,
+            allow_zero: false,
+            doc,
+            default: KeyDefault::Unset,
+            default_text: "unset",
+            unit: None,
+            megatron: None,
+            venussim: None,
+            example: None,
+        }
+    }
+    const fn placed(mut self, id: Key, block: BlockKind) -> KeySig {
+        self.id = id;
+        self.block = block;
+        self
+    }
+    const fn default(mut self, default: KeyDefault, text: &'static str) -> KeySig {
+        self.default = default;
+        self.default_text = text;
+        self
+    }
+    const fn unit(mut self, unit: &'static str) -> KeySig {
+        self.unit = Some(unit);
+        self
+    }
+    const fn megatron(mut self, flag: &'static str) -> KeySig {
+        self.megatron = Some(flag);
+        self
+    }
+    const fn venussim(mut self, field: &'static str) -> KeySig {
+        self.venussim = Some(field);
+        self
+    }
+    const fn example(mut self, value: &'static str) -> KeySig {
+        self.example = Some(value);
+        self
+    }
+    const fn optional(mut self, n: usize) -> KeySig {
+        self.optional = n;
+        self
+    }
+    const fn repeatable(mut self) -> KeySig {
+        self.repeatable = true;
+        self
+    }
 }
 
+/// An optional key.
 const fn key(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
-    KeySig {
-        key,
-        args,
-        optional: 0,
-        required: false,
-        repeatable: false,
-        allow_zero: false,
-        doc,
-    }
+    KeySig::new(key, args, doc)
 }
+/// A required key.
 const fn req(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
-    KeySig {
-        key,
-        args,
-        optional: 0,
-        required: true,
-        repeatable: false,
-        allow_zero: false,
-        doc,
-    }
+    let mut s = KeySig::new(key, args, doc);
+    s.required = true;
+    s.default = KeyDefault::Required;
+    s.default_text = "required";
+    s
 }
+/// A flag: off unless written (`sp`, `sp on`, `sp off`).
 const fn flag(key: &'static str, doc: &'static str) -> KeySig {
-    KeySig {
-        key,
-        args: &[],
-        optional: 0,
-        required: false,
-        repeatable: false,
-        allow_zero: false,
-        doc,
-    }
+    KeySig::new(key, &[], doc).default(KeyDefault::Off, "off")
+}
+
+/// Declares [`Key`] and [`TABLE`] from one list, so the enum and the table cannot drift: each
+/// variant is placed at its own index with its block kind.
+macro_rules! key_table {
+    ($( $block:expr => { $( $variant:ident = $entry:expr, )* } )*) => {
+        /// Every key of every block kind, typed: code names a key as `Key::MicroBatch`, so a
+        /// misspelt key does not compile. Only user text is looked up by name ([`lookup`]).
+        ///
+        /// ```compile_fail,E0599
+        /// let _ = venusc::syntax::schema::Key::MicroBach;
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Key { $( $( $variant, )* )* }
+
+        /// Every key, block kind by block kind, in [`Key`] order.
+        pub const TABLE: &[KeySig] = &[ $( $( $entry.placed(Key::$variant, $block), )* )* ];
+
+        /// The block kinds in table order, each with its number of keys.
+        const BLOCKS: &[(BlockKind, usize)] = &[ $( ($block, [$(Key::$variant),*].len()), )* ];
+    };
 }
 
 use ArgType::*;
 
-pub const MODEL_KEYS: &[KeySig] = &[
-    req("hidden", &[Count], "hidden size (model dimension)"),
-    req("layers", &[Count], "number of transformer layers"),
-    req("heads", &[Count], "attention heads"),
-    req(
-        "vocab",
-        &[Count],
-        "vocabulary size (padded to a multiple of 128 x tp, as Megatron)",
-    ),
-    req("seq", &[Count], "sequence length in tokens"),
-    key("ffn", &[Count], "MLP hidden size; default 4 x hidden"),
-    key(
-        "kv_groups",
-        &[Count],
-        "query groups for grouped-query attention; default = heads",
-    ),
-    key(
-        "head_dim",
-        &[Count],
-        "size of one attention head; default hidden / heads",
-    ),
-    flag(
-        "swiglu",
-        "gated SwiGLU MLP (three FFN matrices instead of two)",
-    ),
-    flag(
-        "untied_embeddings",
-        "separate input embedding and output layer (Megatron ties them by default)",
-    ),
-    key(
-        "experts",
-        &[Count],
-        "number of MoE experts per layer; unset: dense model",
-    ),
-    key("topk", &[Count], "experts each token is routed to"),
-    key("moe_ffn", &[Count], "FFN size of one expert; default = ffn"),
-    key(
-        "shared_expert_ffn",
-        &[Count],
-        "FFN size of the shared expert; unset: none",
-    ),
-];
+const MODEL: BlockKind = BlockKind::Def(DefKind::Model);
+const GPU: BlockKind = BlockKind::Def(DefKind::Gpu);
+const CLUSTER: BlockKind = BlockKind::Def(DefKind::Cluster);
+const PLAN: BlockKind = BlockKind::Def(DefKind::Plan);
+const SCENARIO: BlockKind = BlockKind::Def(DefKind::Scenario);
 
-pub const GPU_KEYS: &[KeySig] = &[
-    req("peak", &[Rate], "dense BF16 tensor-core peak"),
-    req("memory", &[Bytes], "HBM capacity"),
-    req("mem_bw", &[Bandwidth], "HBM bandwidth"),
-    key(
-        "fp8_peak",
-        &[Rate],
-        "dense FP8 tensor-core peak; default 2 x peak",
-    ),
-];
-
-pub const CLUSTER_KEYS: &[KeySig] = &[
-    req("gpu", &[Ref(super::ast::DefKind::Gpu)], "the GPU of every rank"),
-    KeySig {
-        key: "dim",
-        args: &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time, Ratio],
-        optional: 2,
-        required: true,
-        repeatable: true,
-        allow_zero: false,
-        doc: "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY [EFFICIENCY]]; bandwidth per GPU per direction; efficiency: achieved share of it (default 100%)",
-    },
-    key("nodes", &[Count], "sets the size of the outermost dim"),
-    KeySig {
-        key: "algo",
-        args: &[NewName, Enum(ALGORITHMS)],
-        optional: 0,
-        required: false,
-        repeatable: true,
-        allow_zero: false,
-        doc: "collective algorithm of one dim: DIM ring|direct|halving_doubling|tree; default: what NCCL would pick",
-    },
-];
-
-pub const PLAN_KEYS: &[KeySig] = &[
-    key("tp", &[Count], "tensor-parallel size; default 1"),
-    key("pp", &[Count], "pipeline-parallel size; default 1"),
-    key("cp", &[Count], "context-parallel size; default 1"),
-    key("ep", &[Count], "expert-parallel size; default 1"),
-    key(
-        "vpp",
-        &[Count],
-        "model chunks per pipeline rank (interleaving); default 1",
-    ),
-    key(
-        "first_stage_layers",
-        &[Count],
-        "layers on the first pipeline stage (uneven pipeline)",
-    ),
-    key(
-        "last_stage_layers",
-        &[Count],
-        "layers on the last pipeline stage (uneven pipeline)",
-    ),
-    key(
-        "dp",
-        &[Count],
-        "data-parallel size; default world / (tp x pp x cp)",
-    ),
-    req("micro_batch", &[Count], "sequences per microbatch"),
-    req("global_batch", &[Count], "sequences per iteration"),
-    key(
-        "schedule",
-        &[Enum(SCHEDULES)],
-        "pipeline schedule; default 1f1b, or interleaved when vpp > 1",
-    ),
-    flag("sp", "sequence parallelism (needs tp > 1)"),
-    key(
-        "recompute",
-        &[Enum(RECOMPUTE)],
-        "activation recomputation; default none",
-    ),
-    flag(
-        "distributed_optimizer",
-        "shard optimizer state over data-parallel ranks",
-    ),
-    flag(
-        "overlap_grad_reduce",
-        "overlap gradient reduction with backward",
-    ),
-    flag(
-        "overlap_param_gather",
-        "overlap parameter all-gather with forward",
-    ),
-    flag(
-        "delay_grad_reduce",
-        "delay gradient reduction to the end of the pipeline flush",
-    ),
-    flag(
-        "delay_param_gather",
-        "delay parameter all-gather until the first forward",
-    ),
-    flag("overlap_p2p", "overlap pipeline send/receive with compute"),
-    flag("overlap_tp_comm", "overlap tensor-parallel communication with the GEMMs (needs sp)"),
-    key(
-        "bucket_size",
-        &[Bytes],
-        "gradient bucket size; default Megatron's",
-    ),
-    key(
-        "mfu",
-        &[Ratio],
-        "VenusSim-compatible compute: every node takes FLOPs / (peak x mfu)",
-    ),
-    key(
-        "measured",
-        &[Nested(BlockKind::Measured)],
-        "measured forward+backward time per microbatch per stage",
-    ),
-    key(
-        "precision",
-        &[Enum(PRECISIONS)],
-        "GEMM precision; default bf16",
-    ),
-    key(
-        "attention",
-        &[Enum(ATTENTIONS)],
-        "attention kernel: flash (default) or unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention)",
-    ),
-    key(
-        "iterations",
-        &[Count],
-        "training iterations to simulate; default 1",
-    ),
-];
-
-pub const SCENARIO_KEYS: &[KeySig] = &[
-    req(
-        "model",
-        &[Ref(super::ast::DefKind::Model)],
-        "the model to train",
-    ),
-    req(
-        "cluster",
-        &[Ref(super::ast::DefKind::Cluster)],
-        "the cluster to train on",
-    ),
-    req(
-        "plan",
-        &[Ref(super::ast::DefKind::Plan)],
-        "the parallel plan",
-    ),
-    key(
-        "expect",
-        &[Nested(BlockKind::Expect)],
-        "bounds that turn predictions into checks",
-    ),
-];
-
-pub const MEASURED_KEYS: &[KeySig] = &[
-    req(
-        "first",
-        &[Time],
-        "forward+backward of one microbatch on the first stage",
-    ),
-    req(
-        "middle",
-        &[Time],
-        "forward+backward of one microbatch on a middle stage",
-    ),
-    req(
-        "last",
-        &[Time],
-        "forward+backward of one microbatch on the last stage",
-    ),
-];
-
-pub const EXPECT_KEYS: &[KeySig] = &[
-    key(
-        "iteration_time_max",
-        &[Time],
-        "fail when the predicted iteration time is above this",
-    ),
-    key(
-        "tflops_min",
-        &[RateOrTflops],
-        "fail when predicted TFLOP/s per GPU is below this",
-    ),
-    key(
-        "memory_max",
-        &[Bytes],
-        "fail when the peak stage memory is above this",
-    ),
-    key(
-        "mfu_min",
-        &[Ratio],
-        "fail when the predicted MFU is below this",
-    ),
-];
-
-/// Every key of a block kind.
-pub fn keys(block: BlockKind) -> &'static [KeySig] {
-    match block {
-        BlockKind::Def(DefKind::Model) => MODEL_KEYS,
-        BlockKind::Def(DefKind::Gpu) => GPU_KEYS,
-        BlockKind::Def(DefKind::Cluster) => CLUSTER_KEYS,
-        BlockKind::Def(DefKind::Plan) => PLAN_KEYS,
-        BlockKind::Def(DefKind::Scenario) => SCENARIO_KEYS,
-        BlockKind::Measured => MEASURED_KEYS,
-        BlockKind::Expect => EXPECT_KEYS,
+// Megatron-LM flags: megatron/training/arguments.py. VenusSim fields: the keys of
+// `trace_generator_config` and `system.json` written by `emit::venussim`.
+key_table! {
+    MODEL => {
+        Hidden = req("hidden", &[Count], "hidden size (model dimension)")
+            .megatron("--hidden-size")
+            .venussim("hidden-size")
+            .example("4096"),
+        Layers = req("layers", &[Count], "number of transformer layers")
+            .unit("layers")
+            .megatron("--num-layers")
+            .venussim("num-layers")
+            .example("32"),
+        Heads = req("heads", &[Count], "attention heads")
+            .unit("heads")
+            .megatron("--num-attention-heads")
+            .venussim("num-attention-heads")
+            .example("32"),
+        Vocab = req(
+            "vocab",
+            &[Count],
+            "vocabulary size (padded to a multiple of 128 x tp, as Megatron)",
+        )
+        .unit("tokens")
+        .venussim("vocab-size")
+        .example("32000"),
+        Seq = req("seq", &[Count], "sequence length in tokens")
+            .unit("tokens")
+            .megatron("--seq-length")
+            .venussim("seq-length")
+            .example("4096"),
+        Ffn = key("ffn", &[Count], "MLP hidden size; default 4 x hidden")
+            .default(KeyDefault::Derived, "4 × hidden")
+            .megatron("--ffn-hidden-size")
+            .venussim("ffn-hidden-size"),
+        KvGroups = key(
+            "kv_groups",
+            &[Count],
+            "query groups for grouped-query attention; default = heads",
+        )
+        .default(KeyDefault::Derived, "= heads")
+        .unit("groups")
+        .megatron("--num-query-groups")
+        .venussim("num-query-groups"),
+        HeadDim = key(
+            "head_dim",
+            &[Count],
+            "size of one attention head; default hidden / heads",
+        )
+        .default(KeyDefault::Derived, "hidden / heads")
+        .megatron("--kv-channels"),
+        Swiglu = flag(
+            "swiglu",
+            "gated SwiGLU MLP (three FFN matrices instead of two)",
+        )
+        .megatron("--swiglu")
+        .venussim("swiglu"),
+        UntiedEmbeddings = flag(
+            "untied_embeddings",
+            "separate input embedding and output layer (Megatron ties them by default)",
+        )
+        .default(KeyDefault::Off, "off (tied, as Megatron)")
+        .megatron("--untie-embeddings-and-output-weights")
+        .venussim("untie-embeddings-and-output-weights"),
+        Experts = key(
+            "experts",
+            &[Count],
+            "number of MoE experts per layer; unset: dense model",
+        )
+        .default(KeyDefault::Unset, "dense model")
+        .unit("experts")
+        .megatron("--num-experts"),
+        Topk = key("topk", &[Count], "experts each token is routed to")
+            .default(KeyDefault::Derived, "1 with experts")
+            .unit("experts")
+            .megatron("--moe-router-topk"),
+        MoeFfn = key("moe_ffn", &[Count], "FFN size of one expert; default = ffn")
+            .default(KeyDefault::Derived, "= ffn")
+            .megatron("--moe-ffn-hidden-size"),
+        SharedExpertFfn = key(
+            "shared_expert_ffn",
+            &[Count],
+            "FFN size of the shared expert; unset: none",
+        )
+        .default(KeyDefault::Unset, "none")
+        .megatron("--moe-shared-expert-intermediate-size"),
+    }
+    GPU => {
+        Peak = req("peak", &[Rate], "dense BF16 tensor-core peak")
+            .venussim("peak-perf")
+            .example("989TFLOP/s"),
+        Memory = req("memory", &[Bytes], "HBM capacity").example("80GiB"),
+        MemBw = req("mem_bw", &[Bandwidth], "HBM bandwidth").example("3350GB/s"),
+        Fp8Peak = key(
+            "fp8_peak",
+            &[Rate],
+            "dense FP8 tensor-core peak; default 2 x peak",
+        )
+        .default(KeyDefault::Derived, "2 × peak"),
+    }
+    CLUSTER => {
+        Gpu = req("gpu", &[Ref(DefKind::Gpu)], "the GPU of every rank").example("h100_sxm"),
+        Dim = req(
+            "dim",
+            &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time, Ratio],
+            "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY [EFFICIENCY]]; bandwidth per GPU per direction; efficiency: achieved share of it (default 100%)",
+        )
+        .optional(2)
+        .repeatable()
+        .example("nvlink fc 8 450GB/s 1000ns"),
+        Nodes = key("nodes", &[Count], "sets the size of the outermost dim")
+            .default(KeyDefault::Unset, "as the outermost dim")
+            .unit("nodes"),
+        Algo = key(
+            "algo",
+            &[NewName, Enum(ALGORITHMS)],
+            "collective algorithm of one dim: DIM ring|direct|halving_doubling|tree; default: what NCCL would pick",
+        )
+        .repeatable()
+        .default(KeyDefault::Derived, "what NCCL would pick"),
+    }
+    PLAN => {
+        Tp = key("tp", &[Count], "tensor-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("GPUs")
+            .megatron("--tensor-model-parallel-size")
+            .venussim("tensor-model-parallel-size"),
+        Pp = key("pp", &[Count], "pipeline-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("stages")
+            .megatron("--pipeline-model-parallel-size")
+            .venussim("pipeline-model-parallel-size"),
+        Cp = key("cp", &[Count], "context-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("GPUs")
+            .megatron("--context-parallel-size")
+            .venussim("context-parallel-size"),
+        Ep = key("ep", &[Count], "expert-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("GPUs")
+            .megatron("--expert-model-parallel-size"),
+        Vpp = key(
+            "vpp",
+            &[Count],
+            "model chunks per pipeline rank (interleaving); default 1",
+        )
+        .default(KeyDefault::Count(1), "1")
+        .unit("chunks")
+        .megatron("--num-virtual-stages-per-pipeline-rank")
+        .venussim("num-layers-per-virtual-pipeline-stage"),
+        FirstStageLayers = key(
+            "first_stage_layers",
+            &[Count],
+            "layers on the first pipeline stage (uneven pipeline)",
+        )
+        .default(KeyDefault::Derived, "even split")
+        .unit("layers")
+        .megatron("--decoder-first-pipeline-num-layers"),
+        LastStageLayers = key(
+            "last_stage_layers",
+            &[Count],
+            "layers on the last pipeline stage (uneven pipeline)",
+        )
+        .default(KeyDefault::Derived, "even split")
+        .unit("layers")
+        .megatron("--decoder-last-pipeline-num-layers"),
+        Dp = key(
+            "dp",
+            &[Count],
+            "data-parallel size; default world / (tp x pp x cp)",
+        )
+        .default(KeyDefault::Derived, "world / (tp × pp × cp)")
+        .unit("GPUs"),
+        MicroBatch = req("micro_batch", &[Count], "sequences per microbatch")
+            .unit("sequences")
+            .megatron("--micro-batch-size")
+            .venussim("micro-batch-size")
+            .example("1"),
+        GlobalBatch = req("global_batch", &[Count], "sequences per iteration")
+            .unit("sequences")
+            .megatron("--global-batch-size")
+            .venussim("global-batch-size-mlp-multiplier")
+            .example("512"),
+        Schedule = key(
+            "schedule",
+            &[Enum(SCHEDULES)],
+            "pipeline schedule; default 1f1b, or interleaved when vpp > 1",
+        )
+        .default(
+            KeyDefault::Derived,
+            "none when pp = 1; 1f1b; interleaved when vpp > 1",
+        ),
+        Sp = flag("sp", "sequence parallelism (needs tp > 1)")
+            .megatron("--sequence-parallel")
+            .venussim("sequence-parallel"),
+        Recompute = key(
+            "recompute",
+            &[Enum(RECOMPUTE)],
+            "activation recomputation; default none",
+        )
+        .default(KeyDefault::Word("none"), "none")
+        .megatron("--recompute-granularity"),
+        DistributedOptimizer = flag(
+            "distributed_optimizer",
+            "shard optimizer state over data-parallel ranks",
+        )
+        .megatron("--use-distributed-optimizer")
+        .venussim("use-distributed-optimizer"),
+        OverlapGradReduce = flag(
+            "overlap_grad_reduce",
+            "overlap gradient reduction with backward",
+        )
+        .megatron("--overlap-grad-reduce")
+        .venussim("overlap-grad-reduce"),
+        OverlapParamGather = flag(
+            "overlap_param_gather",
+            "overlap parameter all-gather with forward",
+        )
+        .megatron("--overlap-param-gather")
+        .venussim("overlap-param-gather"),
+        DelayGradReduce = flag(
+            "delay_grad_reduce",
+            "delay gradient reduction to the end of the pipeline flush",
+        )
+        .venussim("no-delay-grad-reduce"),
+        DelayParamGather = flag(
+            "delay_param_gather",
+            "delay parameter all-gather until the first forward",
+        )
+        .venussim("delay-param-gather"),
+        OverlapP2p = flag("overlap_p2p", "overlap pipeline send/receive with compute")
+            .megatron("--overlap-p2p-communication")
+            .venussim("no-overlap-p2p-communication"),
+        OverlapTpComm = flag(
+            "overlap_tp_comm",
+            "overlap tensor-parallel communication with the GEMMs (needs sp)",
+        )
+        .megatron("--tp-comm-overlap"),
+        BucketSize = key(
+            "bucket_size",
+            &[Bytes],
+            "gradient bucket size; default Megatron's",
+        )
+        .default(KeyDefault::Derived, "Megatron's")
+        .megatron("--ddp-bucket-size"),
+        Mfu = key(
+            "mfu",
+            &[Ratio],
+            "VenusSim-compatible compute: every node takes FLOPs / (peak x mfu)",
+        )
+        .default(KeyDefault::Unset, "the simulator's own compute model")
+        .venussim("mfu"),
+        Measured = key(
+            "measured",
+            &[Nested(BlockKind::Measured)],
+            "measured forward+backward time per microbatch per stage",
+        )
+        .default(KeyDefault::Unset, "the compute model")
+        .venussim("step_snapshot_data"),
+        Precision = key(
+            "precision",
+            &[Enum(PRECISIONS)],
+            "GEMM precision; default bf16",
+        )
+        .default(KeyDefault::Word("bf16"), "bf16"),
+        Attention = key(
+            "attention",
+            &[Enum(ATTENTIONS)],
+            "attention kernel: flash (default) or unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention)",
+        )
+        .default(KeyDefault::Word("flash"), "flash"),
+        Iterations = key(
+            "iterations",
+            &[Count],
+            "training iterations to simulate; default 1",
+        )
+        .default(KeyDefault::Count(1), "1")
+        .unit("iterations")
+        .megatron("--train-iters")
+        .venussim("train-iters"),
+        Reserve = key(
+            "reserve",
+            &[Bytes],
+            "memory kept back per GPU (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve",
+        )
+        .default(KeyDefault::Bytes(0), "0GiB")
+        .example("4GiB"),
+    }
+    SCENARIO => {
+        Model = req("model", &[Ref(DefKind::Model)], "the model to train").example("llama2_7b"),
+        Cluster = req("cluster", &[Ref(DefKind::Cluster)], "the cluster to train on")
+            .example("dgx_h100"),
+        Plan = req("plan", &[Ref(DefKind::Plan)], "the parallel plan")
+            .example("< micro_batch 1 global_batch 512 >"),
+        Expect = key(
+            "expect",
+            &[Nested(BlockKind::Expect)],
+            "bounds that turn predictions into checks",
+        )
+        .default(KeyDefault::Unset, "no checks"),
+    }
+    BlockKind::Measured => {
+        First = req(
+            "first",
+            &[Time],
+            "forward+backward of one microbatch on the first stage",
+        )
+        .example("12ms"),
+        Middle = req(
+            "middle",
+            &[Time],
+            "forward+backward of one microbatch on a middle stage",
+        )
+        .example("12ms"),
+        Last = req(
+            "last",
+            &[Time],
+            "forward+backward of one microbatch on the last stage",
+        )
+        .example("12ms"),
+    }
+    BlockKind::Expect => {
+        IterationTimeMax = key(
+            "iteration_time_max",
+            &[Time],
+            "fail when the predicted iteration time is above this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+        TflopsMin = key(
+            "tflops_min",
+            &[RateOrTflops],
+            "fail when predicted TFLOP/s per GPU is below this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+        MemoryMax = key(
+            "memory_max",
+            &[Bytes],
+            "fail when the peak stage memory is above this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+        MfuMin = key(
+            "mfu_min",
+            &[Ratio],
+            "fail when the predicted MFU is below this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
     }
 }
 
-/// The signature of `key` in `block`, if the key exists there.
+// The table is indexed by `Key`: checked when the crate compiles.
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(TABLE[i].id as usize == i, "TABLE is not in Key order");
+        i += 1;
+    }
+};
+
+impl Key {
+    /// This key's entry in the table.
+    pub fn sig(self) -> &'static KeySig {
+        &TABLE[self as usize]
+    }
+    /// The key as written in `.venus` files.
+    pub fn name(self) -> &'static str {
+        self.sig().key
+    }
+    pub fn block(self) -> BlockKind {
+        self.sig().block
+    }
+    /// Every key, in table order.
+    pub fn all() -> impl Iterator<Item = Key> {
+        TABLE.iter().map(|s| s.id)
+    }
+}
+
+/// Every block kind, in table order (model, gpu, cluster, plan, scenario, measured, expect).
+pub fn block_kinds() -> impl Iterator<Item = BlockKind> {
+    BLOCKS.iter().map(|&(b, _)| b)
+}
+
+/// Every key of a block kind.
+pub fn keys(block: BlockKind) -> &'static [KeySig] {
+    let mut start = 0;
+    for &(b, n) in BLOCKS {
+        if b == block {
+            return TABLE.get(start..start + n).unwrap_or(&[]);
+        }
+        start += n;
+    }
+    &[]
+}
+
+/// The signature of `key` in `block`, if the key exists there. For names read from user
+/// text; code names keys by [`Key`].
 pub fn lookup(block: BlockKind, key: &str) -> Option<&'static KeySig> {
     keys(block).iter().find(|k| k.key == key)
+}
+
+/// The keys named `name` in any block kind (for `venusc explain KEY`), in table order.
+pub fn lookup_any(name: &str) -> impl Iterator<Item = &'static KeySig> + '_ {
+    TABLE.iter().filter(move |k| k.key == name)
+}
+
+// ------------------------------------------------------------------ rendering the table
+
+impl KeySig {
+    /// How the key is written: `` `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME] [RATIO]` ``.
+    pub fn signature(&self) -> String {
+        if self.is_flag() {
+            return format!("`{0}` or `{0} on|off`", self.key);
+        }
+        let mut parts = vec![self.key.to_string()];
+        for (i, a) in self.args.iter().enumerate() {
+            let p = a.placeholder();
+            parts.push(if i >= self.min_args() {
+                format!("[{p}]")
+            } else {
+                p
+            });
+        }
+        format!("`{}`", parts.join(" "))
+    }
+
+    /// The unit of the key's value: the table's word for a count, else the argument type's.
+    pub fn unit_text(&self) -> &'static str {
+        if let Some(u) = self.unit {
+            return u;
+        }
+        match self.args {
+            [Bytes] => "bytes",
+            [Bandwidth] => "bytes/s",
+            [Time] => "seconds",
+            [Rate] | [RateOrTflops] => "FLOP/s",
+            [Ratio] => "ratio",
+            _ => "",
+        }
+    }
+
+    /// The entry `venusc explain KEY` prints.
+    pub fn explain(&self) -> String {
+        let mut out = format!(
+            "# `{}` ({} key)\n\n{}\n\n",
+            self.key,
+            self.block.name(),
+            self.doc
+        );
+        let mut row = |name: &str, value: &str| {
+            if !value.is_empty() {
+                out.push_str(&format!("{name:<13}{value}\n"));
+            }
+        };
+        row("usage:", &self.signature());
+        row("default:", self.default_text);
+        row("unit:", self.unit_text());
+        if self.repeatable {
+            row("repeatable:", "yes");
+        }
+        row("Megatron-LM:", self.megatron.unwrap_or("none"));
+        row("VenusSim:", self.venussim.unwrap_or("none"));
+        out
+    }
+}
+
+impl ArgType {
+    /// The argument's placeholder in a signature: `COUNT`, `fc|ring|switch`.
+    pub fn placeholder(self) -> String {
+        match self {
+            Count => "COUNT".into(),
+            Bytes => "BYTES".into(),
+            Bandwidth => "BANDWIDTH".into(),
+            Time => "TIME".into(),
+            Rate | RateOrTflops => "RATE".into(),
+            Ratio => "RATIO".into(),
+            Ref(k) => k.keyword().to_uppercase(),
+            NewName => "NAME".into(),
+            Enum(w) => w.join("|"),
+            Nested(_) => "< ... >".into(),
+        }
+    }
+}
+
+/// The command that rewrites `docs/language.md` from the table.
+pub const REGENERATE_REFERENCE: &str =
+    "UPDATE_DOCS=1 cargo test --test integration language_reference";
+
+/// `docs/language.md`: one section per block kind, one row per key.
+pub fn language_reference() -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let code = |s: Option<&str>| s.map_or(String::new(), |s| format!("`{s}`"));
+    let mut out = String::from(
+        "# Keys of the `.venus` language\n\n\
+         <!-- generated from the key table in src/syntax/schema.rs; do not edit -->\n\n\
+         Every key of every block kind, generated from the key table that the parser, the type\n\
+         checker, the language server and `venusc explain KEY` read. To regenerate:\n\n",
+    );
+    out.push_str(&format!("    {REGENERATE_REFERENCE}\n"));
+    for block in block_kinds() {
+        out.push_str(&format!("\n## `{}`\n\n", block.name()));
+        out.push_str("| key | arguments | default | unit | doc | Megatron-LM | VenusSim |\n");
+        out.push_str("|---|---|---|---|---|---|---|\n");
+        for k in keys(block) {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                k.key,
+                cell(&k.signature()),
+                cell(k.default_text),
+                k.unit_text(),
+                cell(k.doc),
+                code(k.megatron),
+                code(k.venussim),
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -430,6 +803,26 @@ mod tests {
             names.dedup();
             assert_eq!(names.len(), n, "duplicate key in {}", b.name());
         }
+    }
+
+    #[test]
+    fn the_block_slices_cover_the_table_in_order() {
+        let joined: Vec<Key> = block_kinds()
+            .flat_map(|b| keys(b).iter().map(|k| k.id))
+            .collect();
+        assert_eq!(joined, Key::all().collect::<Vec<_>>());
+        for b in block_kinds() {
+            assert!(keys(b).iter().all(|k| k.block == b), "{}", b.name());
+        }
+        assert_eq!(
+            lookup(BlockKind::Def(DefKind::Plan), "micro_batch").map(|k| k.id),
+            Some(Key::MicroBatch)
+        );
+        assert_eq!(
+            lookup_any("memory").map(|k| k.id).collect::<Vec<_>>(),
+            [Key::Memory]
+        );
+        assert_eq!(lookup_any("micro_bach").count(), 0);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::{
 use crate::diag::{suggest, Code, Diagnostic, Loc};
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use crate::syntax::ast::{DefKind, ValueKind};
-use crate::syntax::schema::{self, ArgType, BlockKind, KeySig};
+use crate::syntax::schema::{self, ArgType, BlockKind, Key, KeySig};
 
 /// Resolves and type-checks the root's scenarios. Diagnostics are left in the resolver.
 pub fn check_program(res: &Resolver) -> Vec<ScenarioDef> {
@@ -59,7 +59,7 @@ pub fn check_program_all(res: &Resolver) -> (Vec<ScenarioDef>, Vec<PartialScenar
 #[derive(Clone, Debug, Default)]
 struct Status {
     ok: bool,
-    failed: Vec<(DefKind, &'static str)>,
+    failed: Vec<Key>,
 }
 
 impl Status {
@@ -98,7 +98,7 @@ enum Checked {
 /// One item whose arguments all type-checked.
 #[derive(Clone, Debug)]
 struct Item {
-    key: &'static str,
+    key: Key,
     loc: Loc,
     args: Vec<(Checked, Loc)>,
 }
@@ -109,38 +109,38 @@ struct Item {
 struct Fields {
     items: Vec<Item>,
     ok: bool,
-    failed: Vec<&'static str>,
+    failed: Vec<Key>,
 }
 
 impl Fields {
-    fn first(&self, key: &str) -> Option<&Item> {
+    fn first(&self, key: Key) -> Option<&Item> {
         self.items.iter().find(|i| i.key == key)
     }
-    fn arg(&self, key: &str) -> Option<(&Checked, Loc)> {
+    fn arg(&self, key: Key) -> Option<(&Checked, Loc)> {
         self.first(key)
             .and_then(|i| i.args.first())
             .map(|(c, l)| (c, *l))
     }
-    fn count(&self, key: &str) -> Option<Spanned<u64>> {
+    fn count(&self, key: Key) -> Option<Spanned<u64>> {
         match self.arg(key)? {
             (Checked::Arg(Arg::Count(c)), loc) => Some(Spanned::new(*c, loc)),
             _ => None,
         }
     }
-    fn flag(&self, key: &str) -> Option<Spanned<bool>> {
+    fn flag(&self, key: Key) -> Option<Spanned<bool>> {
         let item = self.first(key)?;
         match item.args.first() {
             Some((Checked::Flag(b), _)) => Some(Spanned::new(*b, item.loc)),
             _ => None,
         }
     }
-    fn word(&self, key: &str) -> Option<Spanned<&'static str>> {
+    fn word(&self, key: Key) -> Option<Spanned<&'static str>> {
         match self.arg(key)? {
             (Checked::Arg(Arg::Word(w)), loc) => Some(Spanned::new(*w, loc)),
             _ => None,
         }
     }
-    fn get<T>(&self, key: &str, f: impl Fn(&Arg) -> Option<T>) -> Option<Spanned<T>> {
+    fn get<T>(&self, key: Key, f: impl Fn(&Arg) -> Option<T>) -> Option<Spanned<T>> {
         match self.arg(key)? {
             (Checked::Arg(a), loc) => f(a).map(|v| Spanned::new(v, loc)),
             _ => None,
@@ -184,59 +184,14 @@ fn ratio(a: &Arg) -> Option<super::Ratio> {
     }
 }
 
-/// `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]`
+/// `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]` (the table renders it).
 pub fn signature(sig: &KeySig) -> String {
-    if sig.is_flag() {
-        return format!("`{0}` or `{0} on|off`", sig.key);
-    }
-    let mut parts = vec![sig.key.to_string()];
-    for (i, a) in sig.args.iter().enumerate() {
-        let p = placeholder(*a);
-        parts.push(if i >= sig.min_args() {
-            format!("[{p}]")
-        } else {
-            p
-        });
-    }
-    format!("`{}`", parts.join(" "))
-}
-
-fn placeholder(a: ArgType) -> String {
-    match a {
-        ArgType::Count => "COUNT".into(),
-        ArgType::Bytes => "BYTES".into(),
-        ArgType::Bandwidth => "BANDWIDTH".into(),
-        ArgType::Time => "TIME".into(),
-        ArgType::Rate | ArgType::RateOrTflops => "RATE".into(),
-        ArgType::Ratio => "RATIO".into(),
-        ArgType::Ref(k) => k.keyword().to_uppercase(),
-        ArgType::NewName => "NAME".into(),
-        ArgType::Enum(w) => w.join("|"),
-        ArgType::Nested(_) => "< ... >".into(),
-    }
+    sig.signature()
 }
 
 /// A plausible value for `key`, for helps: `hidden 4096`, `memory 80GiB`.
 pub fn example(sig: &KeySig) -> String {
-    let specific = match sig.key {
-        "hidden" => Some("4096"),
-        "layers" => Some("32"),
-        "heads" => Some("32"),
-        "vocab" => Some("32000"),
-        "seq" => Some("4096"),
-        "peak" => Some("989TFLOP/s"),
-        "memory" => Some("80GiB"),
-        "mem_bw" => Some("3350GB/s"),
-        "gpu" => Some("h100_sxm"),
-        "dim" => Some("nvlink fc 8 450GB/s 1000ns"),
-        "micro_batch" => Some("1"),
-        "global_batch" => Some("512"),
-        "model" => Some("llama2_7b"),
-        "cluster" => Some("dgx_h100"),
-        "plan" => Some("< micro_batch 1 global_batch 512 >"),
-        "first" | "middle" | "last" => Some("12ms"),
-        _ => None,
-    };
+    let specific = sig.example;
     let args = match specific {
         Some(s) => s.to_string(),
         None => sig
@@ -352,7 +307,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 self.frames.push(Status::ok());
                 let f = self.block(BlockKind::Def(e.kind), &items, e.name_loc, &what);
                 // A gpu named by a cluster is checked with it.
-                if let Some((Checked::Ref(t), _)) = f.arg("gpu") {
+                if let Some((Checked::Ref(t), _)) = f.arg(Key::Gpu) {
                     let t = t.clone();
                     self.gpu(&t);
                 }
@@ -395,14 +350,14 @@ impl<'r, 'a> Checker<'r, 'a> {
                     def.loc,
                     &def.describe(),
                 );
-                let target = |key: &str| match f.arg(key) {
+                let target = |key: Key| match f.arg(key) {
                     Some((Checked::Ref(t), _)) => Some(t.clone()),
                     _ => None,
                 };
-                let model = target("model").and_then(|t| self.model(&t));
-                let cluster = target("cluster").and_then(|t| self.cluster(&t));
-                let plan = target("plan").and_then(|t| self.plan(&t));
-                let expect = match f.arg("expect") {
+                let model = target(Key::Model).and_then(|t| self.model(&t));
+                let cluster = target(Key::Cluster).and_then(|t| self.cluster(&t));
+                let plan = target(Key::Plan).and_then(|t| self.plan(&t));
+                let expect = match f.arg(Key::Expect) {
                     Some((Checked::Nested(e), _)) => expect(e),
                     _ => Expect::default(),
                 };
@@ -484,20 +439,20 @@ impl<'r, 'a> Checker<'r, 'a> {
         Some(Model {
             name: def.name.clone().unwrap_or_else(|| "model".into()),
             loc: def.loc,
-            hidden: f.count("hidden")?,
-            layers: f.count("layers")?,
-            heads: f.count("heads")?,
-            vocab: f.count("vocab")?,
-            seq: f.count("seq")?,
-            ffn: f.count("ffn"),
-            kv_groups: f.count("kv_groups"),
-            head_dim: f.count("head_dim"),
-            swiglu: f.flag("swiglu"),
-            untied_embeddings: f.flag("untied_embeddings"),
-            experts: f.count("experts"),
-            topk: f.count("topk"),
-            moe_ffn: f.count("moe_ffn"),
-            shared_expert_ffn: f.count("shared_expert_ffn"),
+            hidden: f.count(Key::Hidden)?,
+            layers: f.count(Key::Layers)?,
+            heads: f.count(Key::Heads)?,
+            vocab: f.count(Key::Vocab)?,
+            seq: f.count(Key::Seq)?,
+            ffn: f.count(Key::Ffn),
+            kv_groups: f.count(Key::KvGroups),
+            head_dim: f.count(Key::HeadDim),
+            swiglu: f.flag(Key::Swiglu),
+            untied_embeddings: f.flag(Key::UntiedEmbeddings),
+            experts: f.count(Key::Experts),
+            topk: f.count(Key::Topk),
+            moe_ffn: f.count(Key::MoeFfn),
+            shared_expert_ffn: f.count(Key::SharedExpertFfn),
         })
     }
 
@@ -511,10 +466,10 @@ impl<'r, 'a> Checker<'r, 'a> {
         Some(Gpu {
             name: def.name.clone().unwrap_or_else(|| "gpu".into()),
             loc: def.loc,
-            peak: f.get("peak", rate)?,
-            memory: f.get("memory", bytes)?,
-            mem_bw: f.get("mem_bw", bandwidth)?,
-            fp8_peak: f.get("fp8_peak", rate),
+            peak: f.get(Key::Peak, rate)?,
+            memory: f.get(Key::Memory, bytes)?,
+            mem_bw: f.get(Key::MemBw, bandwidth)?,
+            fp8_peak: f.get(Key::Fp8Peak, rate),
         })
     }
 
@@ -525,7 +480,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        let gpu_item = f.first("gpu");
+        let gpu_item = f.first(Key::Gpu);
         let gpu = match gpu_item.and_then(|i| i.args.first()) {
             Some((Checked::Ref(t), _)) => {
                 let t = t.clone();
@@ -534,16 +489,16 @@ impl<'r, 'a> Checker<'r, 'a> {
             _ => None,
         };
         let mut dims = Vec::new();
-        for item in f.items.iter().filter(|i| i.key == "dim") {
+        for item in f.items.iter().filter(|i| i.key == Key::Dim) {
             dims.push(dim(item)?);
         }
-        if let Some(nodes) = f.count("nodes") {
+        if let Some(nodes) = f.count(Key::Nodes) {
             // `nodes N` sets the size of the outermost dim, after inheritance.
             if let Some(last) = dims.last_mut() {
                 last.size = nodes;
             }
         }
-        for item in f.items.iter().filter(|i| i.key == "algo") {
+        for item in f.items.iter().filter(|i| i.key == Key::Algo) {
             self.pin_algorithm(&mut dims, item);
         }
         Some(Cluster {
@@ -562,7 +517,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        let schedule = f.word("schedule").map(|w| {
+        let schedule = f.word(Key::Schedule).map(|w| {
             let k = match w.value {
                 "gpipe" => ScheduleKind::Gpipe,
                 "interleaved" => ScheduleKind::Interleaved,
@@ -570,7 +525,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             };
             Spanned::new(k, w.loc)
         });
-        let recompute = f.word("recompute").map(|w| {
+        let recompute = f.word(Key::Recompute).map(|w| {
             let k = match w.value {
                 "selective" => Recompute::Selective,
                 "full" => Recompute::Full,
@@ -578,7 +533,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             };
             Spanned::new(k, w.loc)
         });
-        let precision = f.word("precision").map(|w| {
+        let precision = f.word(Key::Precision).map(|w| {
             Spanned::new(
                 if w.value == "fp8" {
                     Precision::Fp8
@@ -588,7 +543,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 w.loc,
             )
         });
-        let attention = f.word("attention").map(|w| {
+        let attention = f.word(Key::Attention).map(|w| {
             Spanned::new(
                 if w.value == "unfused" {
                     Attention::Unfused
@@ -598,12 +553,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                 w.loc,
             )
         });
-        let measured = match f.first("measured") {
+        let measured = match f.first(Key::Measured) {
             Some(item) => match item.args.first() {
                 Some((Checked::Nested(m), _)) => Some(Measured {
-                    first: m.get("first", time)?,
-                    middle: m.get("middle", time)?,
-                    last: m.get("last", time)?,
+                    first: m.get(Key::First, time)?,
+                    middle: m.get(Key::Middle, time)?,
+                    last: m.get(Key::Last, time)?,
                     loc: item.loc,
                 }),
                 _ => return None,
@@ -613,32 +568,33 @@ impl<'r, 'a> Checker<'r, 'a> {
         Some(Plan {
             name: def.name.clone(),
             loc: def.loc,
-            tp: f.count("tp"),
-            pp: f.count("pp"),
-            cp: f.count("cp"),
-            ep: f.count("ep"),
-            vpp: f.count("vpp"),
-            first_stage_layers: f.count("first_stage_layers"),
-            last_stage_layers: f.count("last_stage_layers"),
-            dp: f.count("dp"),
-            micro_batch: f.count("micro_batch")?,
-            global_batch: f.count("global_batch")?,
+            tp: f.count(Key::Tp),
+            pp: f.count(Key::Pp),
+            cp: f.count(Key::Cp),
+            ep: f.count(Key::Ep),
+            vpp: f.count(Key::Vpp),
+            first_stage_layers: f.count(Key::FirstStageLayers),
+            last_stage_layers: f.count(Key::LastStageLayers),
+            dp: f.count(Key::Dp),
+            micro_batch: f.count(Key::MicroBatch)?,
+            global_batch: f.count(Key::GlobalBatch)?,
             schedule,
-            sp: f.flag("sp"),
+            sp: f.flag(Key::Sp),
             recompute,
-            distributed_optimizer: f.flag("distributed_optimizer"),
-            overlap_grad_reduce: f.flag("overlap_grad_reduce"),
-            overlap_param_gather: f.flag("overlap_param_gather"),
-            delay_grad_reduce: f.flag("delay_grad_reduce"),
-            delay_param_gather: f.flag("delay_param_gather"),
-            overlap_p2p: f.flag("overlap_p2p"),
-            overlap_tp_comm: f.flag("overlap_tp_comm"),
-            bucket_size: f.get("bucket_size", bytes),
-            mfu: f.get("mfu", ratio),
+            distributed_optimizer: f.flag(Key::DistributedOptimizer),
+            overlap_grad_reduce: f.flag(Key::OverlapGradReduce),
+            overlap_param_gather: f.flag(Key::OverlapParamGather),
+            delay_grad_reduce: f.flag(Key::DelayGradReduce),
+            delay_param_gather: f.flag(Key::DelayParamGather),
+            overlap_p2p: f.flag(Key::OverlapP2p),
+            overlap_tp_comm: f.flag(Key::OverlapTpComm),
+            bucket_size: f.get(Key::BucketSize, bytes),
+            mfu: f.get(Key::Mfu, ratio),
             measured,
             precision,
             attention,
-            iterations: f.count("iterations"),
+            iterations: f.count(Key::Iterations),
+            reserve: f.get(Key::Reserve, bytes),
         })
     }
 
@@ -650,7 +606,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             ok: true,
             failed: Vec::new(),
         };
-        let mut seen: HashMap<&'static str, Loc> = HashMap::new();
+        let mut seen: HashMap<Key, Loc> = HashMap::new();
         let mut dims: HashMap<String, Loc> = HashMap::new();
         // The item written right after each one in the same block (with a base, the merged
         // list interleaves inherited items, so `i + 1` may be another block's item).
@@ -680,7 +636,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 continue;
             };
             if !sig.repeatable {
-                if let Some(first) = seen.get(sig.key) {
+                if let Some(first) = seen.get(&sig.id) {
                     self.res.report(
                         Diagnostic::new(
                             Code::E0102,
@@ -692,10 +648,10 @@ impl<'r, 'a> Checker<'r, 'a> {
                         .with_help(format!("keep one `{}`", sig.key)),
                     );
                     fields.ok = false;
-                    fields.failed.push(sig.key);
+                    fields.failed.push(sig.id);
                     continue;
                 }
-                seen.insert(sig.key, key_loc);
+                seen.insert(sig.id, key_loc);
             }
             let next = next_written.get(i).copied().flatten();
             if let Some(d) =
@@ -703,13 +659,13 @@ impl<'r, 'a> Checker<'r, 'a> {
             {
                 self.res.report(d);
                 fields.ok = false;
-                fields.failed.push(sig.key);
+                fields.failed.push(sig.id);
                 skipped.extend(next);
                 continue;
             }
             match self.item(sig, m) {
                 Some(item) => {
-                    if sig.key == "dim" {
+                    if sig.id == Key::Dim {
                         if let Some((Checked::Arg(Arg::Name(n)), loc)) = item.args.first() {
                             if let Some(first) = dims.get(n) {
                                 self.res.report(
@@ -718,7 +674,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                                         .with_help("give each dim its own name; a dim with an inherited name replaces the inherited one"),
                                 );
                                 fields.ok = false;
-                                fields.failed.push(sig.key);
+                                fields.failed.push(sig.id);
                                 continue;
                             }
                             dims.insert(n.clone(), *loc);
@@ -728,7 +684,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 }
                 None => {
                     fields.ok = false;
-                    fields.failed.push(sig.key);
+                    fields.failed.push(sig.id);
                 }
             }
         }
@@ -750,11 +706,11 @@ impl<'r, 'a> Checker<'r, 'a> {
         }
         self.checked_items
             .extend(items.iter().map(|m| Loc::new(m.file, m.item.span)));
-        if let (BlockKind::Def(k), Some(top)) = (kind, self.frames.last_mut()) {
+        if let (BlockKind::Def(_), Some(top)) = (kind, self.frames.last_mut()) {
             top.ok &= fields.ok;
             for key in &fields.failed {
-                if !top.failed.contains(&(k, key)) {
-                    top.failed.push((k, key));
+                if !top.failed.contains(key) {
+                    top.failed.push(*key);
                 }
             }
         }
@@ -909,7 +865,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 }
             };
             return v.map(|b| Item {
-                key: sig.key,
+                key: sig.id,
                 loc,
                 args: vec![(Checked::Flag(b), loc)],
             });
@@ -971,7 +927,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             }
         }
         ok.then_some(Item {
-            key: sig.key,
+            key: sig.id,
             loc,
             args,
         })
@@ -1147,9 +1103,76 @@ fn dim(item: &Item) -> Option<Dim> {
 
 fn expect(f: &Fields) -> Expect {
     Expect {
-        iteration_time_max: f.get("iteration_time_max", time),
-        tflops_min: f.get("tflops_min", rate),
-        memory_max: f.get("memory_max", bytes),
-        mfu_min: f.get("mfu_min", ratio),
+        iteration_time_max: f.get(Key::IterationTimeMax, time),
+        tflops_min: f.get(Key::TflopsMin, rate),
+        memory_max: f.get(Key::MemoryMax, bytes),
+        mfu_min: f.get(Key::MfuMin, ratio),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testutil;
+    use crate::syntax::schema::KeyDefault;
+
+    fn count(k: Key) -> u64 {
+        match k.sig().default {
+            KeyDefault::Count(n) => n,
+            d => panic!("{k:?} has no count default: {d:?}"),
+        }
+    }
+
+    fn word(k: Key) -> &'static str {
+        match k.sig().default {
+            KeyDefault::Word(w) => w,
+            d => panic!("{k:?} has no word default: {d:?}"),
+        }
+    }
+
+    #[test]
+    fn table_defaults_are_the_typed_plans_defaults() {
+        let p = testutil::plan(1, 8);
+        assert_eq!(p.tp(), count(Key::Tp));
+        assert_eq!(p.pp(), count(Key::Pp));
+        assert_eq!(p.cp(), count(Key::Cp));
+        assert_eq!(p.ep(), count(Key::Ep));
+        assert_eq!(p.vpp(), count(Key::Vpp));
+        assert_eq!(p.iterations(), count(Key::Iterations));
+        assert_eq!(p.recompute().word(), word(Key::Recompute));
+        assert_eq!(
+            format!("{:?}", p.precision()).to_lowercase(),
+            word(Key::Precision)
+        );
+        assert_eq!(
+            format!("{:?}", p.attention()).to_lowercase(),
+            word(Key::Attention)
+        );
+        assert_eq!(Key::Reserve.sig().default, KeyDefault::Bytes(p.reserve().0));
+        assert!(!p.sp());
+        for sig in schema::keys(BlockKind::Def(DefKind::Plan))
+            .iter()
+            .chain(schema::keys(BlockKind::Def(DefKind::Model)))
+            .filter(|s| s.is_flag())
+        {
+            assert_eq!(sig.default, KeyDefault::Off, "{}", sig.key);
+        }
+        let m = testutil::llama();
+        assert!(m.experts.is_none() && m.experts() == 0);
+        assert_eq!(Key::Experts.sig().default, KeyDefault::Unset);
+    }
+
+    #[test]
+    fn required_keys_are_required_in_the_table_and_have_an_example() {
+        for sig in schema::TABLE.iter().filter(|s| s.required) {
+            assert_eq!(sig.default, KeyDefault::Required, "{}", sig.key);
+            assert!(
+                sig.example.is_some(),
+                "{} needs an example for E0103",
+                sig.key
+            );
+        }
+        assert_eq!(example(Key::MicroBatch.sig()), "micro_batch 1".to_string());
+        assert_eq!(example(Key::Tp.sig()), "tp 8".to_string());
     }
 }

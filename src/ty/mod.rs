@@ -185,6 +185,7 @@ pub struct Plan {
     pub precision: Opt<Precision>,
     pub attention: Opt<Attention>,
     pub iterations: Opt<u64>,
+    pub reserve: Opt<Bytes>,
 }
 
 impl Plan {
@@ -221,6 +222,10 @@ impl Plan {
     pub fn iterations(&self) -> u64 {
         or(&self.iterations, 1)
     }
+    /// Bytes per GPU the memory model leaves to the CUDA context, NCCL and fragmentation.
+    pub fn reserve(&self) -> Bytes {
+        or(&self.reserve, Bytes(0))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -249,12 +254,13 @@ pub struct ScenarioDef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartialScenario {
     pub def: ScenarioDef,
-    pub failed: Vec<(crate::syntax::ast::DefKind, &'static str)>,
+    pub failed: Vec<crate::syntax::schema::Key>,
 }
 
 impl PartialScenario {
-    /// True when the item `key` of a `kind` definition was rejected.
-    pub fn failed(&self, kind: crate::syntax::ast::DefKind, key: &str) -> bool {
-        self.failed.iter().any(|&(k, f)| k == kind && f == key)
+    /// True when the item `key` was rejected (a key belongs to one block kind, so the key
+    /// names the definition kind too).
+    pub fn failed(&self, key: crate::syntax::schema::Key) -> bool {
+        self.failed.contains(&key)
     }
 }

@@ -330,3 +330,26 @@ fn color_always_gives_ansi_escapes_even_when_piped() {
         assert!(!stdout.contains(ESC), "{format}: {stdout:?}");
     }
 }
+
+#[test]
+fn explain_a_key_prints_its_table_entry() {
+    let (code, stdout, _) = venusc(&["explain", "micro_batch"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        "# `micro_batch` (plan key)\n\n\
+         sequences per microbatch\n\n\
+         usage:       `micro_batch COUNT`\n\
+         default:     required\n\
+         unit:        sequences\n\
+         Megatron-LM: --micro-batch-size\n\
+         VenusSim:    micro-batch-size\n"
+    );
+}
+
+#[test]
+fn explain_a_misspelt_key_suggests_the_key() {
+    let (code, _, stderr) = venusc(&["explain", "micro_bach"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("`micro_batch`"), "{stderr}");
+}

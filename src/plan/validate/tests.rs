@@ -1042,3 +1042,45 @@ fn first_stage_memory_is_within_5_percent_of_megatrons_theoretical_report() {
         );
     }
 }
+
+// ------------------------------------------------------------------ reserve
+
+/// The demo at 70.2 GiB on a 76 GiB GPU (W0005 only, as `w0005_stage_above_90_percent`).
+fn near_the_limit() -> ScenarioDef {
+    let mut d = demo();
+    d.cluster.gpu.memory = sp(crate::ty::Bytes(76 * crate::ty::Bytes::GIB));
+    d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
+    d
+}
+
+#[test]
+fn reserve_of_0gib_changes_no_diagnostic_and_no_stage_memory() {
+    let mut d = near_the_limit();
+    let (s0, ds0) = validate(&d);
+    set(&mut d.plan.reserve, crate::ty::Bytes(0));
+    let (s1, ds1) = validate(&d);
+    assert_eq!(ds0, ds1);
+    assert_eq!(s0.map(|s| s.memory), s1.map(|s| s.memory));
+}
+
+#[test]
+fn reserve_is_added_to_the_stage_peak_in_e0401() {
+    let mut d = near_the_limit();
+    set(
+        &mut d.plan.reserve,
+        crate::ty::Bytes(6 * crate::ty::Bytes::GIB),
+    );
+    let (s, ds) = validate(&d);
+    assert!(s.is_none());
+    let e = only(&ds, Code::E0401);
+    assert_eq!(
+        e.message,
+        "pipeline stage 0 needs 76.2 GiB but `h100_sxm` has 76 GiB"
+    );
+    assert!(e.notes.contains(
+        &"reserve 6 GiB kept back per GPU (CUDA context, NCCL buffers, fragmentation)".to_string()
+    ));
+    // The help's figures include the reserve too.
+    let help = e.help.as_deref().unwrap_or_default();
+    assert!(help.contains("of 76 GiB"), "{help}");
+}

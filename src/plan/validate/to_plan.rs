@@ -104,6 +104,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         precision: val(&p.precision),
         attention: val(&p.attention),
         iterations: val(&p.iterations),
+        reserve: val(&p.reserve),
     }
 }
 
