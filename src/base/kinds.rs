@@ -89,6 +89,9 @@ pub enum Precision {
 pub enum GpuArch {
     Ampere,
     Hopper,
+    Blackwell,
+    /// AMD Instinct MI300 series.
+    Cdna3,
 }
 
 impl GpuArch {
@@ -96,6 +99,8 @@ impl GpuArch {
         match self {
             GpuArch::Ampere => "ampere",
             GpuArch::Hopper => "hopper",
+            GpuArch::Blackwell => "blackwell",
+            GpuArch::Cdna3 => "cdna3",
         }
     }
 }

@@ -99,6 +99,8 @@ pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
+/// GPU architectures: each has its own compute-model calibration (`base::GpuArch`).
+pub const ARCHS: &[&str] = &["ampere", "hopper", "blackwell", "cdna3"];
 pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
@@ -364,6 +366,12 @@ key_table! {
             "dense FP8 tensor-core peak; default 2 x peak",
         )
         .default(KeyDefault::Derived, "2 × peak"),
+        Arch = key(
+            "arch",
+            &[Enum(ARCHS)],
+            "GPU architecture: picks the compute model's calibration (never the GPU's name)",
+        )
+        .default(KeyDefault::Word("hopper"), "hopper"),
     }
     CLUSTER => {
         Gpu = req("gpu", &[Ref(DefKind::Gpu)], "the GPU of every rank").example("h100_sxm"),

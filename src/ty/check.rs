@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, Measured, Model, PartialScenario,
-    Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned, Topology,
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, GpuArch, Measured, Model,
+    PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned, Topology,
 };
 use crate::diag::{suggest, Code, Diagnostic, Loc};
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
@@ -470,6 +470,15 @@ impl<'r, 'a> Checker<'r, 'a> {
             memory: f.get(Key::Memory, bytes)?,
             mem_bw: f.get(Key::MemBw, bandwidth)?,
             fp8_peak: f.get(Key::Fp8Peak, rate),
+            arch: f.word(Key::Arch).map(|w| {
+                let arch = match &*w.value {
+                    "ampere" => GpuArch::Ampere,
+                    "blackwell" => GpuArch::Blackwell,
+                    "cdna3" => GpuArch::Cdna3,
+                    _ => GpuArch::Hopper,
+                };
+                Spanned::new(arch, w.loc)
+            }),
         })
     }
 

@@ -10,7 +10,7 @@ pub mod check;
 pub mod value;
 
 pub use crate::base::kinds::{
-    Attention, CollectiveAlgorithm, Precision, Recompute, ScheduleKind, Topology,
+    Attention, CollectiveAlgorithm, GpuArch, Precision, Recompute, ScheduleKind, Topology,
 };
 pub use crate::base::units;
 pub use crate::base::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
@@ -98,11 +98,15 @@ pub struct Gpu {
     pub memory: Spanned<Bytes>,
     pub mem_bw: Spanned<BytesPerSec>,
     pub fp8_peak: Opt<FlopsPerSec>,
+    pub arch: Opt<GpuArch>,
 }
 
 impl Gpu {
     pub fn fp8_peak(&self) -> FlopsPerSec {
         or(&self.fp8_peak, FlopsPerSec(self.peak.value.0 * 2.0))
+    }
+    pub fn arch(&self) -> GpuArch {
+        or(&self.arch, GpuArch::Hopper)
     }
 }
 

@@ -232,3 +232,46 @@ fn compile_emit_perfetto_writes_the_timeline_of_the_run() {
         "the last backward of chunk 1 is a slice"
     );
 }
+
+/// The report of `examples/sc21_gpt_1_7b.venus` with its cluster's GPU written as `gpu`:
+/// the GPU is the only thing that differs between the files.
+fn report_with_gpu(gpu: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("venusc-arch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = format!("g{}.venus", gpu.len());
+    let path = dir.join(&name);
+    let text = format!(
+        "{gpu}\nmodel gpt : gpt_1_7b < >\ncluster selene : dgx_a100 < gpu {} nodes 4 >\n\
+         plan sc21 < tp 1 dp 32 micro_batch 1 global_batch 512 recompute full >\n",
+        if gpu.starts_with("gpu x") {
+            "x"
+        } else {
+            gpu_ref(gpu)
+        }
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut r = sim_json(&[path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    r["scenario"] = serde_json::Value::Null;
+    without_engine(r)
+}
+
+fn gpu_ref(gpu: &str) -> &str {
+    gpu.strip_prefix("# ").unwrap_or(gpu)
+}
+
+#[test]
+fn a_renamed_or_inline_gpu_is_costed_as_the_gpu_it_copies() {
+    // The stdlib A100 by name, a copy under another name, and an inline block inheriting it:
+    // the calibration comes from `arch`, so all three predict the same iteration.
+    let stdlib = report_with_gpu("# a100_80g");
+    let renamed = report_with_gpu("gpu x : a100_80g < >");
+    let inline = report_with_gpu("# a100_80g < >");
+    assert_eq!(stdlib["iteration_time_ms"], renamed["iteration_time_ms"]);
+    assert_eq!(stdlib, renamed);
+    assert_eq!(stdlib, inline);
+    // And the figure is the A100's (Ampere calibration), not Hopper's: a Hopper arch on the
+    // same datasheet numbers predicts another iteration time.
+    let hopper = report_with_gpu("# a100_80g < arch hopper >");
+    assert_ne!(stdlib["iteration_time_ms"], hopper["iteration_time_ms"]);
+}

@@ -5,7 +5,6 @@
 //! [`ExpectSpec`] with every `Spanned` unwrapped, and the locations in a side table.
 //! Invariant: this is the only place a `Spanned` value becomes plain data.
 
-use crate::base::GpuArch;
 use crate::plan::spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
     Provenance,
@@ -43,7 +42,7 @@ pub fn model(m: &Model) -> ModelSpec {
 pub fn gpu(g: &Gpu) -> GpuSpec {
     GpuSpec {
         name: g.name.clone(),
-        arch: arch_of_name(&g.name),
+        arch: g.arch(),
         peak: g.peak.value,
         memory: g.memory.value,
         mem_bw: g.mem_bw.value,
@@ -132,15 +131,5 @@ pub fn provenance(def: &ScenarioDef) -> Provenance {
             memory_max: loc(&e.memory_max),
             mfu_min: loc(&e.mfu_min),
         },
-    }
-}
-
-/// Until the `gpu` block states its architecture, the stdlib's A100s are Ampere and every
-/// other GPU is costed as Hopper.
-pub fn arch_of_name(name: &str) -> GpuArch {
-    if name.starts_with("a100") {
-        GpuArch::Ampere
-    } else {
-        GpuArch::Hopper
     }
 }
