@@ -2,11 +2,13 @@
 //!
 //! Input: nothing (no dependency on any other module of the crate). Output: [`units`] (bytes,
 //! seconds, bandwidths, rates, ratios, picoseconds) and [`kinds`] (schedule, recompute,
-//! precision, attention, topology, collective algorithm). Invariant: nothing here knows a
-//! span, a source name or a diagnostic.
+//! precision, attention, topology, collective algorithm), [`csr`] (the one compressed-sparse-row
+//! table builder). Invariant: nothing here knows a span, a source name or a diagnostic.
 
+pub mod csr;
 pub mod kinds;
 pub mod units;
 
+pub use csr::Csr;
 pub use kinds::{Attention, CollectiveAlgorithm, Precision, Recompute, ScheduleKind, Topology};
 pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ps, Ratio, Seconds};

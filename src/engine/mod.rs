@@ -47,7 +47,9 @@
 //! is rejected ([`EngineError::Asymmetric`]) rather than guessed.
 
 mod error;
+mod id;
 pub mod network;
+mod queue;
 mod sim;
 
 pub use error::{EngineError, OpRef, Stuck, StuckReason};

@@ -16,9 +16,12 @@
 //! is why filling must not be O(L) per bottleneck round.
 
 use super::error::{EngineError, OpRef, Stuck, StuckReason};
+use super::id::{GNodeId, Id, IdVec, InstId, LinkId, OpId, SigId, SimRankId, SimStreamId};
 use super::network::{GroupShape, Network, Phase};
+use super::queue::EventQueue;
 use super::{Options, Sharing, Timeline};
-use crate::trace::{Category, CollectiveKind, GroupId, NodeId, NodeKind, Trace};
+use crate::base::{Csr, Ps};
+use crate::trace::{Category, CollectiveKind, GroupId, NodeId, NodeKind, RankId, Trace};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -26,35 +29,47 @@ use std::collections::BinaryHeap;
 /// Sends and receives per (src, dst, tag), each in program order. Fx hashing: the keys are
 /// small integers and never come from an adversary; the map is only ever read in sorted key
 /// order, so its iteration order cannot affect results.
-type P2pQueues = FxHashMap<(u32, u32, u32), (Vec<u32>, Vec<u32>)>;
+type P2pQueues = FxHashMap<(RankId, RankId, u32), (Vec<GNodeId>, Vec<GNodeId>)>;
 
-const NONE: u32 = u32::MAX;
-/// Partner of a P2P whose peer is a non-simulated rank of the same class.
-const MIRROR: u32 = u32::MAX - 1;
 const UNSET: u64 = u64::MAX;
 const PS_PER_S: f64 = 1e12;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug)]
 enum Ev {
     /// A node finished (compute ends, or its transfer/collective completed).
-    NodeDone(u32),
+    NodeDone(GNodeId),
     /// The latency part of an op's current phase elapsed: its bytes start to flow.
-    PhaseStart(u32),
-    /// An op's flow drains, if its generation is still current.
-    FlowDone(u32, u32),
+    PhaseStart(OpId),
+    /// An op's flow drains, if its generation is still current (lazy cancellation: a rate
+    /// change bumps the generation and schedules a new completion).
+    FlowDone(OpId, u32),
+}
+
+/// What a node is paired with before the run: one meaning per variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pairing {
+    /// Compute and delay nodes; a send or receive nothing matched (it deadlocks when posted).
+    Unpaired,
+    /// A send or receive whose peer is a non-simulated rank of the same class: the peer posts
+    /// its side at the same instant (see the symmetry rules in the module docs of `engine`).
+    Mirror,
+    /// A send or receive and the node of its matching other side.
+    Peer(GNodeId),
+    /// A collective and the instance it is a member of.
+    Member(InstId),
 }
 
 #[derive(Clone, Copy, Debug)]
 enum OpWhat {
-    /// Global ids of the send and receive (`NONE` for a mirrored side).
+    /// The send and receive (`None` for a mirrored side) and their ranks.
     P2p {
-        send: u32,
-        recv: u32,
-        src: u32,
-        dst: u32,
+        send: Option<GNodeId>,
+        recv: Option<GNodeId>,
+        src: RankId,
+        dst: RankId,
     },
     Coll {
-        inst: u32,
+        inst: InstId,
     },
 }
 
@@ -64,7 +79,7 @@ struct Op {
     what: OpWhat,
     phases: Vec<Phase>,
     phase: usize,
-    resources: Vec<u32>,
+    resources: Vec<LinkId>,
     /// Bytes left in the current phase as of `last`.
     remaining: f64,
     /// Bytes per second; 0 when not flowing.
@@ -75,15 +90,12 @@ struct Op {
 }
 
 struct Inst {
-    group: u32,
+    group: GroupId,
     kind: CollectiveKind,
     bytes: u64,
     needed: u32,
     arrived: u32,
-    /// Index of its `(group, kind, bytes)` signature in `sig_phases`.
-    sig: u32,
-    /// Range into `inst_nodes`.
-    nodes: (u32, u32),
+    sig: SigId,
 }
 
 pub(super) struct Sim<'a> {
@@ -91,42 +103,39 @@ pub(super) struct Sim<'a> {
     net: &'a Network,
     sharing: bool,
     ndims: usize,
+    /// Per simulated rank (and one past the last): its first global node.
     offset: Vec<u32>,
-    sim_of: Vec<u32>,
-    node_rank: Vec<u32>,
-    /// Copy of every node's kind, by global index (one load in the hot loop).
-    kinds: Vec<NodeKind>,
-    deps_left: Vec<u32>,
-    out_start: Vec<u32>,
-    out: Vec<u32>,
-    stream_of: Vec<u32>,
-    partner: Vec<u32>,
-    start: Vec<u64>,
-    end: Vec<u64>,
-    stream_start: Vec<u32>,
-    stream_nodes: Vec<u32>,
-    head: Vec<u32>,
-    busy: Vec<bool>,
-    insts: Vec<Inst>,
-    inst_nodes: Vec<u32>,
-    shapes: Vec<Option<GroupShape>>,
+    /// Per world rank: its simulated rank, if simulated.
+    sim_of: IdVec<RankId, Option<SimRankId>>,
+    node_rank: IdVec<GNodeId, SimRankId>,
+    /// Copy of every node's kind (one load in the hot loop).
+    kinds: IdVec<GNodeId, NodeKind>,
+    deps_left: IdVec<GNodeId, u32>,
+    /// Row `g`: the nodes that depend on `g`.
+    dependents: Csr<GNodeId>,
+    stream_of: IdVec<GNodeId, SimStreamId>,
+    pairing: IdVec<GNodeId, Pairing>,
+    start: IdVec<GNodeId, u64>,
+    end: IdVec<GNodeId, u64>,
+    /// Row `s`: the nodes of stream `s` in program order.
+    streams: Csr<GNodeId>,
+    /// Per stream: position in `streams.items()` of its next node to run.
+    head: IdVec<SimStreamId, u32>,
+    busy: IdVec<SimStreamId, bool>,
+    insts: IdVec<InstId, Inst>,
+    /// Row `i`: the simulated members' nodes of instance `i`, in node order.
+    inst_nodes: Csr<GNodeId>,
+    shapes: IdVec<GroupId, Option<GroupShape>>,
     /// Per collective signature `(group, kind, bytes)`: its phases as a range into
     /// `phase_table`, computed on first use (`Network::phases` is a pure function of the
     /// signature, so instances of one signature share them).
-    sig_phases: Vec<Option<(u32, u32)>>,
+    sig_phases: IdVec<SigId, Option<(u32, u32)>>,
     phase_table: Vec<Phase>,
-    ops: Vec<Op>,
-    free_ops: Vec<u32>,
-    res_flows: Vec<Vec<u32>>,
-    res_cap: Vec<f64>,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    /// Events scheduled for the current time `now`, in scheduling order. They come after
-    /// every heap entry for `now` (those were scheduled before time reached `now`) and before
-    /// any later one, so popping the heap's `now` entries, then these, then the heap again is
-    /// exactly `(time, seq)` order, without a heap operation for same-time events.
-    ready: std::collections::VecDeque<Ev>,
-    seq: u64,
-    now: u64,
+    ops: IdVec<OpId, Op>,
+    free_ops: Vec<OpId>,
+    res_flows: IdVec<LinkId, Vec<OpId>>,
+    res_cap: IdVec<LinkId, f64>,
+    queue: EventQueue<Ev>,
     events: u64,
     done: u64,
     /// Max-min fair sharing scratch.
@@ -151,11 +160,11 @@ impl<'a> Sim<'a> {
             return Err(EngineError::TooLarge);
         }
         let mut offset = Vec::with_capacity(ranks.len() + 1);
-        let mut sim_of = vec![NONE; trace.world() as usize];
+        let mut sim_of = IdVec::filled(trace.world() as usize, None);
         let mut acc = 0u32;
         for (i, r) in ranks.iter().enumerate() {
             offset.push(acc);
-            sim_of[r.rank() as usize] = i as u32;
+            sim_of[RankId(r.rank())] = Some(SimRankId(i as u32));
             acc += r.len() as u32;
         }
         offset.push(acc);
@@ -177,58 +186,43 @@ impl<'a> Sim<'a> {
             return Err(EngineError::TooLarge);
         }
         let nstreams = nstreams as usize;
-        let mut node_rank = Vec::with_capacity(total);
-        let mut kinds = Vec::with_capacity(total);
-        let mut stream_of = Vec::with_capacity(total);
-        let mut stream_start = vec![0u32; nstreams + 1];
+        let mut node_rank = IdVec::from_vec(Vec::with_capacity(total));
+        let mut kinds = IdVec::from_vec(Vec::with_capacity(total));
+        let mut stream_of = IdVec::from_vec(Vec::with_capacity(total));
         for (i, r) in ranks.iter().enumerate() {
             for n in r.nodes() {
-                let s = stream_base[i] + n.stream.0 as u32;
-                node_rank.push(i as u32);
+                node_rank.push(SimRankId(i as u32));
                 kinds.push(n.kind);
-                stream_of.push(s);
-                stream_start[s as usize + 1] += 1;
+                stream_of.push(SimStreamId(stream_base[i] + n.stream.0 as u32));
             }
         }
-        for s in 0..nstreams {
-            stream_start[s + 1] += stream_start[s];
-        }
-        let mut fill = stream_start.clone();
-        let mut stream_nodes = vec![0u32; total];
-        for (g, &s) in stream_of.iter().enumerate() {
-            stream_nodes[fill[s as usize] as usize] = g as u32;
-            fill[s as usize] += 1;
-        }
-        let head = stream_start[..nstreams].to_vec();
+        let streams = Csr::from_pairs(
+            nstreams,
+            stream_of
+                .iter()
+                .enumerate()
+                .map(|(g, s): (usize, &SimStreamId)| (s.0, GNodeId(g as u32))),
+        );
+        let head = IdVec::from_vec((0..nstreams).map(|s| streams.bounds(s).0).collect());
 
         // Dependencies: counts and the reverse (dependents) CSR.
-        let mut deps_left = vec![0u32; total];
-        let mut out_start = vec![0u32; total + 1];
+        let mut deps_left = IdVec::filled(total, 0u32);
         for (i, r) in ranks.iter().enumerate() {
             for l in 0..r.len() {
-                let g = offset[i] as usize + l;
-                let deps = r.deps(NodeId(l as u32));
-                deps_left[g] = deps.len() as u32;
-                for d in deps {
-                    out_start[offset[i] as usize + d.0 as usize + 1] += 1;
-                }
+                deps_left[GNodeId(offset[i] + l as u32)] = r.deps(NodeId(l as u32)).len() as u32;
             }
         }
-        for g in 0..total {
-            out_start[g + 1] += out_start[g];
-        }
-        let mut fill = out_start.clone();
-        let mut out = vec![0u32; out_start[total] as usize];
-        for (i, r) in ranks.iter().enumerate() {
-            for l in 0..r.len() {
-                let g = offset[i] + l as u32;
-                for d in r.deps(NodeId(l as u32)) {
-                    let slot = &mut fill[(offset[i] + d.0) as usize];
-                    out[*slot as usize] = g;
-                    *slot += 1;
-                }
-            }
-        }
+        let offset_ref = &offset;
+        let dependents = Csr::from_pairs(
+            total,
+            ranks.iter().enumerate().flat_map(move |(i, r)| {
+                (0..r.len() as u32).flat_map(move |l| {
+                    r.deps(NodeId(l))
+                        .iter()
+                        .map(move |d| (offset_ref[i] + d.0, GNodeId(offset_ref[i] + l)))
+                })
+            }),
+        );
 
         let ndims = net.dims().len();
         let nres = ranks.len() * ndims * 2;
@@ -242,31 +236,28 @@ impl<'a> Sim<'a> {
             node_rank,
             kinds,
             deps_left,
-            out_start,
-            out,
+            dependents,
             stream_of,
-            partner: vec![NONE; total],
-            start: vec![UNSET; total],
-            end: vec![UNSET; total],
-            stream_start,
-            stream_nodes,
+            pairing: IdVec::filled(total, Pairing::Unpaired),
+            start: IdVec::filled(total, UNSET),
+            end: IdVec::filled(total, UNSET),
+            streams,
             head,
-            busy: vec![false; nstreams],
-            insts: Vec::new(),
-            inst_nodes: Vec::new(),
-            shapes: vec![None; trace.group_count()],
-            sig_phases: Vec::new(),
+            busy: IdVec::filled(nstreams, false),
+            insts: IdVec::new(),
+            inst_nodes: Csr::default(),
+            shapes: IdVec::filled(trace.group_count(), None),
+            sig_phases: IdVec::new(),
             phase_table: Vec::new(),
-            ops: Vec::new(),
+            ops: IdVec::new(),
             free_ops: Vec::new(),
-            res_flows: vec![Vec::new(); nres],
-            res_cap: (0..nres)
-                .map(|r| net.bandwidth((r / 2) % ndims.max(1)))
-                .collect(),
-            heap: BinaryHeap::with_capacity(1024),
-            ready: std::collections::VecDeque::with_capacity(256),
-            seq: 0,
-            now: 0,
+            res_flows: IdVec::filled(nres, Vec::new()),
+            res_cap: IdVec::from_vec(
+                (0..nres)
+                    .map(|r| net.bandwidth((r / 2) % ndims.max(1)))
+                    .collect(),
+            ),
+            queue: EventQueue::with_capacity(1024, 256),
             events: 0,
             done: 0,
             fill: Fill::new(nres),
@@ -276,10 +267,20 @@ impl<'a> Sim<'a> {
         Ok(sim)
     }
 
-    fn op_ref(&self, g: u32) -> OpRef {
-        let ri = self.node_rank[g as usize] as usize;
+    #[inline]
+    fn now(&self) -> u64 {
+        self.queue.now()
+    }
+
+    #[inline]
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.queue.push(t, ev);
+    }
+
+    fn op_ref(&self, g: GNodeId) -> OpRef {
+        let ri = self.node_rank[g].ix();
         let r = &self.trace.ranks()[ri];
-        let local = g - self.offset[ri];
+        let local = g.0 - self.offset[ri];
         let label = r
             .node(NodeId(local))
             .map_or_else(String::new, |n| self.trace.label(n.label));
@@ -291,18 +292,24 @@ impl<'a> Sim<'a> {
     }
 
     #[inline]
-    fn kind(&self, g: u32) -> NodeKind {
-        self.kinds[g as usize]
+    fn kind(&self, g: GNodeId) -> NodeKind {
+        self.kinds[g]
     }
 
     #[inline]
-    fn rank_of(&self, g: u32) -> u32 {
-        self.trace.ranks()[self.node_rank[g as usize] as usize].rank()
+    fn rank_of(&self, g: GNodeId) -> RankId {
+        RankId(self.trace.ranks()[self.node_rank[g].ix()].rank())
+    }
+
+    fn simulated(&self, rank: RankId) -> bool {
+        self.sim_of.get(rank).is_some_and(Option::is_some)
     }
 
     /// Whether a non-simulated rank can stand in through a simulated member of its class.
-    fn represented(&self, rank: u32, class_sim: &[u32]) -> bool {
-        class_sim.binary_search(&self.trace.class_of(rank)).is_ok()
+    fn represented(&self, rank: RankId, class_sim: &[u32]) -> bool {
+        class_sim
+            .binary_search(&self.trace.class_of(rank.0))
+            .is_ok()
     }
 
     /// Classes that have at least one simulated rank, sorted and deduplicated.
@@ -323,27 +330,27 @@ impl<'a> Sim<'a> {
     fn match_p2p(&mut self) -> Result<(), EngineError> {
         let class_sim = self.class_sim();
         let mut queues: P2pQueues = FxHashMap::default();
-        for g in 0..self.partner.len() as u32 {
+        for g in self.kinds.ids() {
             let me = self.rank_of(g);
             let (peer, key, is_send) = match self.kind(g) {
-                NodeKind::Send { peer, tag, .. } => (peer, (me, peer, tag), true),
-                NodeKind::Recv { peer, tag, .. } => (peer, (peer, me, tag), false),
+                NodeKind::Send { peer, tag, .. } => (RankId(peer), (me, RankId(peer), tag), true),
+                NodeKind::Recv { peer, tag, .. } => (RankId(peer), (RankId(peer), me, tag), false),
                 _ => continue,
             };
-            if self.sim_of[peer as usize] == NONE {
+            if !self.simulated(peer) {
                 if !self.represented(peer, &class_sim) {
                     return Err(EngineError::Unsimulated {
                         op: self.op_ref(g),
-                        rank: peer,
+                        rank: peer.0,
                     });
                 }
-                if self.trace.class_of(peer) != self.trace.class_of(me) {
+                if self.trace.class_of(peer.0) != self.trace.class_of(me.0) {
                     return Err(EngineError::Asymmetric {
                         op: self.op_ref(g),
-                        peer,
+                        peer: peer.0,
                     });
                 }
-                self.partner[g as usize] = MIRROR;
+                self.pairing[g] = Pairing::Mirror;
                 continue;
             }
             let q = queues.entry(key).or_default();
@@ -371,8 +378,8 @@ impl<'a> Sim<'a> {
                         recv_bytes: rb.0,
                     });
                 }
-                self.partner[s as usize] = r;
-                self.partner[r as usize] = s;
+                self.pairing[s] = Pairing::Peer(r);
+                self.pairing[r] = Pairing::Peer(s);
             }
         }
         Ok(())
@@ -387,33 +394,31 @@ impl<'a> Sim<'a> {
         let class_sim = self.class_sim();
         let ngroups = self.shapes.len();
         // Per group: (rank index last seen + 1, collectives of that rank on it so far).
-        let mut count: Vec<(u32, u32)> = vec![(0, 0); ngroups];
-        // Per group: its instances in order; simulated members (`NONE` until first seen).
-        let mut group_insts: Vec<Vec<u32>> = vec![Vec::new(); ngroups];
-        let mut needed_of: Vec<u32> = vec![NONE; ngroups];
-        // First node of every instance (for mismatch reports), and members per instance.
-        let mut first: Vec<u32> = Vec::new();
-        let mut sizes: Vec<u32> = Vec::new();
+        let mut count: IdVec<GroupId, (u32, u32)> = IdVec::filled(ngroups, (0, 0));
+        // Per group: its instances in order; simulated members (`None` until first seen).
+        let mut group_insts: IdVec<GroupId, Vec<InstId>> = IdVec::filled(ngroups, Vec::new());
+        let mut needed_of: IdVec<GroupId, Option<u32>> = IdVec::filled(ngroups, None);
+        // First node of every instance (for mismatch reports).
+        let mut first: IdVec<InstId, GNodeId> = IdVec::new();
         // Fx hashing (small integer keys); never iterated.
-        let mut sigs: FxHashMap<(u32, CollectiveKind, u64), u32> = FxHashMap::default();
-        for g in 0..self.partner.len() as u32 {
+        let mut sigs: FxHashMap<(GroupId, CollectiveKind, u64), SigId> = FxHashMap::default();
+        for g in self.kinds.ids() {
             let NodeKind::Collective { kind, group, bytes } = self.kind(g) else {
                 continue;
             };
-            let gi = group.0 as usize;
-            let ri = self.node_rank[g as usize];
-            let c = &mut count[gi];
+            let ri = self.node_rank[g].0;
+            let c = &mut count[group];
             if c.0 != ri + 1 {
                 *c = (ri + 1, 0);
             }
             let k = c.1 as usize;
             c.1 += 1;
-            let inst = match group_insts[gi].get(k) {
+            let inst = match group_insts[group].get(k) {
                 Some(&i) => {
-                    let f = &self.insts[i as usize];
+                    let f = &self.insts[i];
                     if f.kind != kind || f.bytes != bytes.0 {
                         return Err(EngineError::CollectiveMismatch {
-                            first: self.op_ref(first[i as usize]),
+                            first: self.op_ref(first[i]),
                             other: self.op_ref(g),
                             group,
                         });
@@ -421,101 +426,76 @@ impl<'a> Sim<'a> {
                     i
                 }
                 None => {
-                    if needed_of[gi] == NONE {
-                        let gm = self.trace.group(group);
-                        if let Some(&m) = gm.iter().find(|&&m| {
-                            self.sim_of[m as usize] == NONE && !self.represented(m, &class_sim)
-                        }) {
-                            return Err(EngineError::Unsimulated {
-                                op: self.op_ref(g),
-                                rank: m,
-                            });
+                    let needed = match needed_of[group] {
+                        Some(n) => n,
+                        None => {
+                            let gm = self.trace.group(group);
+                            if let Some(&m) = gm.iter().find(|&&m| {
+                                !self.simulated(RankId(m))
+                                    && !self.represented(RankId(m), &class_sim)
+                            }) {
+                                return Err(EngineError::Unsimulated {
+                                    op: self.op_ref(g),
+                                    rank: m,
+                                });
+                            }
+                            let n =
+                                gm.iter().filter(|&&m| self.simulated(RankId(m))).count() as u32;
+                            needed_of[group] = Some(n);
+                            self.shapes[group] = Some(self.net.group_shape(gm));
+                            n
                         }
-                        needed_of[gi] = gm
-                            .iter()
-                            .filter(|&&m| self.sim_of[m as usize] != NONE)
-                            .count() as u32;
-                        self.shapes[gi] = Some(self.net.group_shape(gm));
-                    }
-                    let i = self.insts.len() as u32;
-                    let nsigs = sigs.len() as u32;
-                    let sig = *sigs.entry((group.0, kind, bytes.0)).or_insert(nsigs);
-                    self.insts.push(Inst {
-                        group: group.0,
+                    };
+                    let next = SigId(sigs.len() as u32);
+                    let sig = *sigs.entry((group, kind, bytes.0)).or_insert(next);
+                    let i = self.insts.push(Inst {
+                        group,
                         kind,
                         bytes: bytes.0,
-                        needed: needed_of[gi],
+                        needed,
                         arrived: 0,
                         sig,
-                        nodes: (0, 0),
                     });
                     first.push(g);
-                    sizes.push(0);
                     // A rank's k-th collective on a group exists only if its (k-1)-th did.
-                    group_insts[gi].push(i);
+                    group_insts[group].push(i);
                     i
                 }
             };
-            sizes[inst as usize] += 1;
-            self.partner[g as usize] = inst;
+            self.pairing[g] = Pairing::Member(inst);
         }
-        self.sig_phases = vec![None; sigs.len()];
-        let mut acc = 0u32;
-        for (inst, &n) in self.insts.iter_mut().zip(&sizes) {
-            inst.nodes = (acc, acc);
-            acc += n;
-        }
-        self.inst_nodes = vec![0; acc as usize];
-        for g in 0..self.partner.len() as u32 {
-            if let NodeKind::Collective { .. } = self.kind(g) {
-                let inst = &mut self.insts[self.partner[g as usize] as usize];
-                self.inst_nodes[inst.nodes.1 as usize] = g;
-                inst.nodes.1 += 1;
-            }
-        }
+        self.sig_phases = IdVec::filled(sigs.len(), None);
+        let pairing = &self.pairing;
+        self.inst_nodes = Csr::from_pairs(
+            self.insts.len(),
+            pairing.ids().filter_map(|g| match pairing[g] {
+                Pairing::Member(i) => Some((i.0, g)),
+                _ => None,
+            }),
+        );
         Ok(())
     }
 
-    fn push(&mut self, t: u64, ev: Ev) {
-        if t == self.now {
-            self.ready.push_back(ev);
-        } else {
-            self.heap.push(Reverse((t, self.seq, ev)));
-        }
-        self.seq += 1;
-    }
-
-    /// The next event in `(time, seq)` order (see `ready`), and its time.
-    #[inline]
-    fn pop(&mut self) -> Option<(u64, Ev)> {
-        match self.heap.peek() {
-            Some(&Reverse((t, _, _))) if t == self.now || self.ready.is_empty() => {
-                self.heap.pop().map(|Reverse((t, _, ev))| (t, ev))
-            }
-            _ => self.ready.pop_front().map(|ev| (self.now, ev)),
-        }
-    }
-
     pub(super) fn run(mut self) -> Result<Timeline, EngineError> {
-        for s in 0..self.busy.len() as u32 {
+        for s in self.busy.ids() {
             self.try_issue(s);
         }
-        while let Some((t, ev)) = self.pop() {
-            self.now = t;
+        loop {
+            let ops = &self.ops;
+            let next = self.queue.pop_live(|ev| match *ev {
+                // Superseded by a rate change, or the flow already ended.
+                Ev::FlowDone(op, gen) => ops[op].gen == gen && ops[op].flowing,
+                Ev::NodeDone(_) | Ev::PhaseStart(_) => true,
+            });
+            let Some((_, ev)) = next else { break };
             match ev {
                 Ev::NodeDone(g) => self.complete(g),
                 Ev::PhaseStart(op) => self.begin_flow(op),
-                Ev::FlowDone(op, gen) => {
-                    let o = &self.ops[op as usize];
-                    if o.gen != gen || !o.flowing {
-                        continue; // superseded by a rate change
-                    }
-                    self.end_flow(op);
-                }
+                Ev::FlowDone(op, _) => self.end_flow(op),
             }
             self.events += 1;
         }
-        let total = self.partner.len() as u64;
+        let total = self.kinds.len() as u64;
         if self.done < total {
             return Err(self.deadlock(total));
         }
@@ -523,67 +503,68 @@ impl<'a> Sim<'a> {
     }
 
     /// Starts the head node of stream `s` if the stream is idle and the node's deps are done.
-    fn try_issue(&mut self, s: u32) {
-        let si = s as usize;
-        if self.busy[si] || self.head[si] >= self.stream_start[si + 1] {
+    fn try_issue(&mut self, s: SimStreamId) {
+        if self.busy[s] || self.head[s] >= self.streams.bounds(s.ix()).1 {
             return;
         }
-        let g = self.stream_nodes[self.head[si] as usize];
-        if self.deps_left[g as usize] > 0 {
+        let g = self.streams.items()[self.head[s] as usize];
+        if self.deps_left[g] > 0 {
             return;
         }
-        self.busy[si] = true;
-        self.start[g as usize] = self.now;
+        self.busy[s] = true;
+        let now = self.now();
+        self.start[g] = now;
         let kind = self.kind(g);
         match kind {
             NodeKind::Compute { duration } | NodeKind::Delay { duration } => {
-                self.push(self.now.saturating_add(duration.0), Ev::NodeDone(g));
+                self.push(now.saturating_add(duration.0), Ev::NodeDone(g));
             }
             NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
-                let p = self.partner[g as usize];
                 let me = self.rank_of(g);
                 let is_send = matches!(kind, NodeKind::Send { .. });
+                let peer = RankId(peer);
                 let (src, dst) = if is_send { (me, peer) } else { (peer, me) };
-                if p == MIRROR {
-                    let (send, recv) = if is_send { (g, NONE) } else { (NONE, g) };
-                    self.start_op(OpWhat::P2p {
-                        send,
-                        recv,
-                        src,
-                        dst,
-                    });
-                } else if p != NONE && self.start[p as usize] != UNSET {
-                    let (send, recv) = if is_send { (g, p) } else { (p, g) };
-                    self.start_op(OpWhat::P2p {
-                        send,
-                        recv,
-                        src,
-                        dst,
-                    });
-                }
-                // Otherwise it waits for its partner (or forever, if unmatched).
+                let other = match self.pairing[g] {
+                    Pairing::Mirror => None,
+                    Pairing::Peer(p) if self.start[p] != UNSET => Some(p),
+                    // It waits for its partner (or forever, if unmatched).
+                    _ => return,
+                };
+                let (send, recv) = if is_send {
+                    (Some(g), other)
+                } else {
+                    (other, Some(g))
+                };
+                self.start_op(OpWhat::P2p {
+                    send,
+                    recv,
+                    src,
+                    dst,
+                });
             }
             NodeKind::Collective { .. } => {
-                let i = self.partner[g as usize] as usize;
+                let Pairing::Member(i) = self.pairing[g] else {
+                    return;
+                };
                 let inst = &mut self.insts[i];
                 inst.arrived += 1;
                 if inst.arrived == inst.needed {
-                    self.start_op(OpWhat::Coll { inst: i as u32 });
+                    self.start_op(OpWhat::Coll { inst: i });
                 }
             }
         }
     }
 
-    fn complete(&mut self, g: u32) {
-        let gi = g as usize;
-        self.end[gi] = self.now;
+    fn complete(&mut self, g: GNodeId) {
+        self.end[g] = self.now();
         self.done += 1;
-        let s = self.stream_of[gi];
-        self.busy[s as usize] = false;
-        self.head[s as usize] += 1;
+        let s = self.stream_of[g];
+        self.busy[s] = false;
+        self.head[s] += 1;
         self.try_issue(s);
-        for k in self.out_start[gi]..self.out_start[gi + 1] {
-            let d = self.out[k as usize] as usize;
+        let (a, b) = self.dependents.bounds(g.ix());
+        for k in a..b {
+            let d = self.dependents.items()[k as usize];
             self.deps_left[d] -= 1;
             if self.deps_left[d] == 0 {
                 self.try_issue(self.stream_of[d]);
@@ -595,6 +576,7 @@ impl<'a> Sim<'a> {
         let id = match self.free_ops.pop() {
             Some(id) => id,
             None => {
+                self.fill.add_op();
                 self.ops.push(Op {
                     what,
                     phases: Vec::new(),
@@ -605,12 +587,10 @@ impl<'a> Sim<'a> {
                     last: 0,
                     gen: 0,
                     flowing: false,
-                });
-                self.fill.add_op();
-                (self.ops.len() - 1) as u32
+                })
             }
         };
-        let mut phases = std::mem::take(&mut self.ops[id as usize].phases);
+        let mut phases = std::mem::take(&mut self.ops[id].phases);
         phases.clear();
         match what {
             OpWhat::P2p {
@@ -619,31 +599,27 @@ impl<'a> Sim<'a> {
                 send,
                 recv,
             } => {
-                if let Some(dim) = self.net.dim_between(src, dst) {
-                    let bytes = match (send, recv) {
-                        (NONE, r) => self.kind(r),
-                        (s, _) => self.kind(s),
-                    };
-                    let bytes = match bytes {
-                        NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. } => {
+                if let Some(dim) = self.net.dim_between(src.0, dst.0) {
+                    let bytes = match send.or(recv).map(|g| self.kind(g)) {
+                        Some(NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. }) => {
                             bytes.0 as f64
                         }
                         _ => 0.0,
                     };
                     phases.push(Phase {
                         dim,
-                        latency: crate::trace::Ps(self.net.latency_ps(dim)),
+                        latency: Ps(self.net.latency_ps(dim)),
                         volume: bytes,
                     });
                 }
             }
             OpWhat::Coll { inst } => {
-                let i = &self.insts[inst as usize];
-                let sig = i.sig as usize;
+                let i = &self.insts[inst];
+                let sig = i.sig;
                 let (a, b) = match self.sig_phases[sig] {
                     Some(range) => range,
                     None => {
-                        if let Some(shape) = &self.shapes[i.group as usize] {
+                        if let Some(shape) = &self.shapes[i.group] {
                             self.net.phases(shape, i.kind, i.bytes as f64, &mut phases);
                         }
                         let a = self.phase_table.len() as u32;
@@ -657,21 +633,21 @@ impl<'a> Sim<'a> {
                 phases.extend_from_slice(&self.phase_table[a as usize..b as usize]);
             }
         }
-        let op = &mut self.ops[id as usize];
+        let op = &mut self.ops[id];
         op.what = what;
         op.phases = phases;
         op.phase = 0;
         self.run_phase(id);
     }
 
-    fn run_phase(&mut self, id: u32) {
-        let op = &self.ops[id as usize];
+    fn run_phase(&mut self, id: OpId) {
+        let op = &self.ops[id];
         let Some(ph) = op.phases.get(op.phase).copied() else {
             self.finish_op(id);
             return;
         };
         if ph.latency.0 > 0 {
-            self.push(self.now.saturating_add(ph.latency.0), Ev::PhaseStart(id));
+            self.push(self.now().saturating_add(ph.latency.0), Ev::PhaseStart(id));
         } else {
             self.begin_flow(id);
         }
@@ -680,64 +656,65 @@ impl<'a> Sim<'a> {
     /// Resources of the current phase: the links, on the phase's dim, of the op's simulated
     /// endpoints. A non-simulated rank's links carry a copy of its representative's load, which
     /// the representative's own ops already account for.
-    fn fill_resources(&mut self, id: u32, dim: usize) {
-        let mut res = std::mem::take(&mut self.ops[id as usize].resources);
+    fn fill_resources(&mut self, id: OpId, dim: usize) {
+        let mut res = std::mem::take(&mut self.ops[id].resources);
         res.clear();
-        let link = |ri: u32, dir: u32| ((ri as usize * self.ndims + dim) * 2) as u32 + dir;
-        match self.ops[id as usize].what {
+        let link =
+            |ri: SimRankId, dir: u32| LinkId(((ri.ix() * self.ndims + dim) * 2) as u32 + dir);
+        match self.ops[id].what {
             OpWhat::P2p { src, dst, .. } => {
-                if let Some(&ri) = self.sim_of.get(src as usize).filter(|&&r| r != NONE) {
+                if let Some(&Some(ri)) = self.sim_of.get(src) {
                     res.push(link(ri, 0));
                 }
-                if let Some(&ri) = self.sim_of.get(dst as usize).filter(|&&r| r != NONE) {
+                if let Some(&Some(ri)) = self.sim_of.get(dst) {
                     res.push(link(ri, 1));
                 }
             }
             OpWhat::Coll { inst } => {
-                let (a, b) = self.insts[inst as usize].nodes;
-                for k in a..b {
-                    let ri = self.node_rank[self.inst_nodes[k as usize] as usize];
+                for &g in self.inst_nodes.row(inst.ix()) {
+                    let ri = self.node_rank[g];
                     res.push(link(ri, 0));
                     res.push(link(ri, 1));
                 }
             }
         }
-        self.ops[id as usize].resources = res;
+        self.ops[id].resources = res;
     }
 
-    fn begin_flow(&mut self, id: u32) {
-        let op = &self.ops[id as usize];
+    fn begin_flow(&mut self, id: OpId) {
+        let op = &self.ops[id];
         let ph = op.phases[op.phase];
         if ph.volume.is_nan() || ph.volume <= 0.0 {
             self.end_phase(id);
             return;
         }
         self.fill_resources(id, ph.dim);
-        let op = &mut self.ops[id as usize];
+        let now = self.now();
+        let op = &mut self.ops[id];
         op.remaining = ph.volume;
         op.rate = 0.0;
-        op.last = self.now;
+        op.last = now;
         op.flowing = true;
         if !self.sharing || op.resources.is_empty() {
             let bw = self.net.bandwidth(ph.dim);
             self.set_rate(id, bw);
             return;
         }
-        for k in 0..self.ops[id as usize].resources.len() {
-            let r = self.ops[id as usize].resources[k];
-            self.res_flows[r as usize].push(id);
+        for k in 0..self.ops[id].resources.len() {
+            let r = self.ops[id].resources[k];
+            self.res_flows[r].push(id);
         }
         self.reshare(id);
     }
 
-    fn end_flow(&mut self, id: u32) {
-        let op = &mut self.ops[id as usize];
+    fn end_flow(&mut self, id: OpId) {
+        let op = &mut self.ops[id];
         op.flowing = false;
         op.rate = 0.0;
         op.gen = op.gen.wrapping_add(1);
         if self.sharing {
-            for k in 0..self.ops[id as usize].resources.len() {
-                let r = self.ops[id as usize].resources[k] as usize;
+            for k in 0..self.ops[id].resources.len() {
+                let r = self.ops[id].resources[k];
                 if let Some(pos) = self.res_flows[r].iter().position(|&o| o == id) {
                     self.res_flows[r].swap_remove(pos);
                 }
@@ -747,24 +724,24 @@ impl<'a> Sim<'a> {
         self.end_phase(id);
     }
 
-    fn end_phase(&mut self, id: u32) {
-        self.ops[id as usize].phase += 1;
+    fn end_phase(&mut self, id: OpId) {
+        self.ops[id].phase += 1;
         self.run_phase(id);
     }
 
-    fn finish_op(&mut self, id: u32) {
-        match self.ops[id as usize].what {
+    fn finish_op(&mut self, id: OpId) {
+        let now = self.now();
+        match self.ops[id].what {
             OpWhat::P2p { send, recv, .. } => {
-                for g in [send, recv] {
-                    if g != NONE {
-                        self.push(self.now, Ev::NodeDone(g));
-                    }
+                for g in [send, recv].into_iter().flatten() {
+                    self.push(now, Ev::NodeDone(g));
                 }
             }
             OpWhat::Coll { inst } => {
-                let (a, b) = self.insts[inst as usize].nodes;
+                let (a, b) = self.inst_nodes.bounds(inst.ix());
                 for k in a..b {
-                    self.push(self.now, Ev::NodeDone(self.inst_nodes[k as usize]));
+                    let g = self.inst_nodes.items()[k as usize];
+                    self.push(now, Ev::NodeDone(g));
                 }
             }
         }
@@ -773,9 +750,9 @@ impl<'a> Sim<'a> {
 
     /// Sets an op's rate, first crediting the bytes it moved at its old rate, and schedules its
     /// completion under the new one.
-    fn set_rate(&mut self, id: u32, rate: f64) {
-        let now = self.now;
-        let op = &mut self.ops[id as usize];
+    fn set_rate(&mut self, id: OpId, rate: f64) {
+        let now = self.now();
+        let op = &mut self.ops[id];
         if op.rate == rate {
             return;
         }
@@ -800,16 +777,16 @@ impl<'a> Sim<'a> {
 
     /// Recomputes max-min fair rates (progressive filling) for every flow connected, through
     /// shared links, to the links of op `seed`.
-    fn reshare(&mut self, seed: u32) {
+    fn reshare(&mut self, seed: OpId) {
         // Fast path: no other flow shares a link with `seed`, so the component is `seed`
         // alone (or empty once it ended) and progressive filling would give it the smallest
         // capacity of its links (`share(cap, 1)` is that capacity exactly).
         let mut alone = true;
         let mut min = f64::INFINITY;
-        for &r in &self.ops[seed as usize].resources {
-            match self.res_flows[r as usize].as_slice() {
+        for &r in &self.ops[seed].resources {
+            match self.res_flows[r].as_slice() {
                 [] => {}
-                [o] if *o == seed => min = min.min(self.res_cap[r as usize].max(0.0)),
+                [o] if *o == seed => min = min.min(self.res_cap[r].max(0.0)),
                 _ => {
                     alone = false;
                     break;
@@ -817,7 +794,7 @@ impl<'a> Sim<'a> {
             }
         }
         if alone {
-            if self.ops[seed as usize].flowing && min.is_finite() {
+            if self.ops[seed].flowing && min.is_finite() {
                 self.set_rate(seed, min);
             }
             return;
@@ -827,7 +804,7 @@ impl<'a> Sim<'a> {
         fill.rates(&self.ops, &self.res_flows, &self.res_cap);
         let comp_ops = std::mem::take(&mut self.fill.comp_ops);
         for &o in &comp_ops {
-            let rate = self.fill.new_rate[o as usize];
+            let rate = self.fill.new_rate[o];
             self.set_rate(o, rate);
         }
         self.fill.comp_ops = comp_ops;
@@ -841,7 +818,7 @@ impl<'a> Sim<'a> {
         for (i, r) in ranks.iter().enumerate() {
             let mut f = 0u64;
             for (l, n) in r.nodes().iter().enumerate() {
-                let g = self.offset[i] as usize + l;
+                let g = GNodeId(self.offset[i] + l as u32);
                 let (s, e) = (self.start[g], self.end[g]);
                 f = f.max(e);
                 let slot = &mut busy[i * Category::COUNT + n.category.index()];
@@ -853,8 +830,8 @@ impl<'a> Sim<'a> {
         Timeline {
             ranks: ranks.iter().map(|r| r.rank()).collect(),
             offset: self.offset,
-            start: self.start,
-            end: self.end,
+            start: self.start.into_vec(),
+            end: self.end.into_vec(),
             finish,
             busy,
             events: self.events,
@@ -866,44 +843,44 @@ impl<'a> Sim<'a> {
     /// with why, and a dependency cycle if there is one.
     fn deadlock(&self, total: u64) -> EngineError {
         let mut stuck = Vec::new();
-        for s in 0..self.busy.len() {
-            if self.head[s] >= self.stream_start[s + 1] {
+        for s in self.busy.ids() {
+            if self.head[s] >= self.streams.bounds(s.ix()).1 {
                 continue;
             }
-            let g = self.stream_nodes[self.head[s] as usize];
-            if self.start[g as usize] == UNSET {
+            let g = self.streams.items()[self.head[s] as usize];
+            if self.start[g] == UNSET {
                 continue;
             }
-            let p = self.partner[g as usize];
-            let reason = match self.kind(g) {
-                NodeKind::Send { peer, tag, .. } if p == NONE => {
+            let reason = match (self.kind(g), self.pairing[g]) {
+                (NodeKind::Send { peer, tag, .. }, Pairing::Unpaired) => {
                     StuckReason::NoMatchingRecv { peer, tag }
                 }
-                NodeKind::Recv { peer, tag, .. } if p == NONE => {
+                (NodeKind::Recv { peer, tag, .. }, Pairing::Unpaired) => {
                     StuckReason::NoMatchingSend { peer, tag }
                 }
-                NodeKind::Send { .. } | NodeKind::Recv { .. } if p < MIRROR => {
+                (NodeKind::Send { .. } | NodeKind::Recv { .. }, Pairing::Peer(p)) => {
                     StuckReason::PeerNeverPosts {
                         peer: self.op_ref(p),
                     }
                 }
-                NodeKind::Collective { kind, group, .. } if (p as usize) < self.insts.len() => {
-                    let (a, b) = self.insts[p as usize].nodes;
-                    let arrived: Vec<u32> = (a..b)
-                        .map(|k| self.inst_nodes[k as usize])
-                        .filter(|&n| self.start[n as usize] != UNSET)
-                        .map(|n| self.rank_of(n))
+                (NodeKind::Collective { kind, group, .. }, Pairing::Member(i)) => {
+                    let arrived: Vec<u32> = self
+                        .inst_nodes
+                        .row(i.ix())
+                        .iter()
+                        .filter(|&&n| self.start[n] != UNSET)
+                        .map(|&n| self.rank_of(n).0)
                         .collect();
                     let missing = self
                         .trace
                         .group(group)
                         .iter()
                         .copied()
-                        .filter(|&m| self.sim_of[m as usize] != NONE && !arrived.contains(&m))
+                        .filter(|&m| self.simulated(RankId(m)) && !arrived.contains(&m))
                         .collect();
                     StuckReason::CollectiveIncomplete {
                         kind,
-                        group: GroupId(group.0),
+                        group,
                         missing,
                     }
                 }
@@ -928,52 +905,46 @@ impl<'a> Sim<'a> {
     }
 
     /// A cycle among unfinished nodes over dependency and stream-order edges (iterative DFS).
-    fn find_cycle(&self) -> Vec<u32> {
-        let n = self.partner.len();
-        let mut next_in_stream = vec![NONE; n];
-        for s in 0..self.busy.len() {
-            let (a, b) = (
-                self.stream_start[s] as usize,
-                self.stream_start[s + 1] as usize,
-            );
-            for k in a..b.saturating_sub(1) {
-                next_in_stream[self.stream_nodes[k] as usize] = self.stream_nodes[k + 1];
+    fn find_cycle(&self) -> Vec<GNodeId> {
+        let n = self.kinds.len();
+        let mut next_in_stream: IdVec<GNodeId, Option<GNodeId>> = IdVec::filled(n, None);
+        for s in self.busy.ids() {
+            for w in self.streams.row(s.ix()).windows(2) {
+                next_in_stream[w[0]] = Some(w[1]);
             }
         }
-        let succ = |g: usize, k: usize| -> Option<u32> {
-            let deg = (self.out_start[g + 1] - self.out_start[g]) as usize;
-            if k < deg {
-                Some(self.out[self.out_start[g] as usize + k])
-            } else if k == deg && next_in_stream[g] != NONE {
-                Some(next_in_stream[g])
-            } else {
-                None
+        let succ = |g: GNodeId, k: usize| -> Option<GNodeId> {
+            let deps = self.dependents.row(g.ix());
+            match deps.get(k) {
+                Some(&d) => Some(d),
+                None if k == deps.len() => next_in_stream[g],
+                None => None,
             }
         };
         // 0 unvisited, 1 on the stack, 2 done.
-        let mut color = vec![0u8; n];
-        let mut stack: Vec<(u32, usize)> = Vec::new();
-        for root in 0..n {
+        let mut color: IdVec<GNodeId, u8> = IdVec::filled(n, 0);
+        let mut stack: Vec<(GNodeId, usize)> = Vec::new();
+        for root in self.kinds.ids() {
             if color[root] != 0 || self.end[root] != UNSET {
                 continue;
             }
             color[root] = 1;
-            stack.push((root as u32, 0));
+            stack.push((root, 0));
             while let Some(&mut (g, ref mut k)) = stack.last_mut() {
                 let i = *k;
                 *k += 1;
-                match succ(g as usize, i) {
+                match succ(g, i) {
                     None => {
-                        color[g as usize] = 2;
+                        color[g] = 2;
                         stack.pop();
                     }
-                    Some(s) if self.end[s as usize] != UNSET || color[s as usize] == 2 => {}
-                    Some(s) if color[s as usize] == 1 => {
+                    Some(s) if self.end[s] != UNSET || color[s] == 2 => {}
+                    Some(s) if color[s] == 1 => {
                         let from = stack.iter().position(|&(x, _)| x == s).unwrap_or(0);
                         return stack[from..].iter().map(|&(x, _)| x).collect();
                     }
                     Some(s) => {
-                        color[s as usize] = 1;
+                        color[s] = 1;
                         stack.push((s, 0));
                     }
                 }
@@ -996,26 +967,25 @@ fn share_key(share: f64) -> u64 {
 
 /// Scratch state of max-min fair sharing, reused across calls (sized per link and per op
 /// slot). Marks are epochs, so nothing is cleared between calls.
-#[derive(Default)]
 struct Fill {
     epoch: u32,
     /// Per link: the epoch it joined the component, its capacity and unfixed flows left in
     /// the current filling, its position in `comp_res`.
-    res_mark: Vec<u32>,
-    cap: Vec<f64>,
-    cnt: Vec<u32>,
-    res_pos: Vec<u32>,
+    res_mark: IdVec<LinkId, u32>,
+    cap: IdVec<LinkId, f64>,
+    cnt: IdVec<LinkId, u32>,
+    res_pos: IdVec<LinkId, u32>,
     /// Per op slot: the epoch it joined the component, the epoch its rate was fixed, the
     /// epoch it got an exclusive link and that link's capacity, its new rate.
-    op_mark: Vec<u32>,
-    op_frozen: Vec<u32>,
-    op_excl: Vec<u32>,
-    op_excl_cap: Vec<f64>,
-    new_rate: Vec<f64>,
+    op_mark: IdVec<OpId, u32>,
+    op_frozen: IdVec<OpId, u32>,
+    op_excl: IdVec<OpId, u32>,
+    op_excl_cap: IdVec<OpId, f64>,
+    new_rate: IdVec<OpId, f64>,
     /// The component: links in discovery order, flows.
-    comp_res: Vec<u32>,
-    comp_ops: Vec<u32>,
-    stack: Vec<u32>,
+    comp_res: Vec<LinkId>,
+    comp_ops: Vec<OpId>,
+    stack: Vec<LinkId>,
     /// Filling candidates `(share key, position in comp_res)`: initial shares, sorted; shares
     /// changed during filling, in a min-heap.
     init: Vec<(u64, u32)>,
@@ -1025,11 +995,21 @@ struct Fill {
 impl Fill {
     fn new(links: usize) -> Fill {
         Fill {
-            res_mark: vec![0; links],
-            cap: vec![0.0; links],
-            cnt: vec![0; links],
-            res_pos: vec![0; links],
-            ..Fill::default()
+            epoch: 0,
+            res_mark: IdVec::filled(links, 0),
+            cap: IdVec::filled(links, 0.0),
+            cnt: IdVec::filled(links, 0),
+            res_pos: IdVec::filled(links, 0),
+            op_mark: IdVec::new(),
+            op_frozen: IdVec::new(),
+            op_excl: IdVec::new(),
+            op_excl_cap: IdVec::new(),
+            new_rate: IdVec::new(),
+            comp_res: Vec::new(),
+            comp_ops: Vec::new(),
+            stack: Vec::new(),
+            init: Vec::new(),
+            heap: BinaryHeap::new(),
         }
     }
 
@@ -1044,7 +1024,12 @@ impl Fill {
 
     /// Collects into `comp_res` / `comp_ops` the links and flows connected to `seed`'s links
     /// (depth-first; the discovery order breaks ties in [`Fill::rates`]).
-    fn component(&mut self, ops: &[Op], res_flows: &[Vec<u32>], seed: u32) {
+    fn component(
+        &mut self,
+        ops: &IdVec<OpId, Op>,
+        res_flows: &IdVec<LinkId, Vec<OpId>>,
+        seed: OpId,
+    ) {
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
         let Fill {
@@ -1058,23 +1043,23 @@ impl Fill {
         comp_res.clear();
         comp_ops.clear();
         stack.clear();
-        for &r in &ops[seed as usize].resources {
-            if res_mark[r as usize] != epoch {
-                res_mark[r as usize] = epoch;
+        for &r in &ops[seed].resources {
+            if res_mark[r] != epoch {
+                res_mark[r] = epoch;
                 stack.push(r);
             }
         }
         while let Some(r) = stack.pop() {
             comp_res.push(r);
-            for &o in &res_flows[r as usize] {
-                if op_mark[o as usize] == epoch {
+            for &o in &res_flows[r] {
+                if op_mark[o] == epoch {
                     continue;
                 }
-                op_mark[o as usize] = epoch;
+                op_mark[o] = epoch;
                 comp_ops.push(o);
-                for &r2 in &ops[o as usize].resources {
-                    if res_mark[r2 as usize] != epoch {
-                        res_mark[r2 as usize] = epoch;
+                for &r2 in &ops[o].resources {
+                    if res_mark[r2] != epoch {
+                        res_mark[r2] = epoch;
                         stack.push(r2);
                     }
                 }
@@ -1091,7 +1076,12 @@ impl Fill {
     /// links, in the order, that a linear scan for the minimum would, so the rates are the
     /// same to the last bit, in O((L + I) log(L + I)) for L links and I flow-link incidences
     /// instead of O(L · rounds).
-    fn rates(&mut self, ops: &[Op], res_flows: &[Vec<u32>], res_cap: &[f64]) {
+    fn rates(
+        &mut self,
+        ops: &IdVec<OpId, Op>,
+        res_flows: &IdVec<LinkId, Vec<OpId>>,
+        res_cap: &IdVec<LinkId, f64>,
+    ) {
         let epoch = self.epoch;
         let Fill {
             cap,
@@ -1108,15 +1098,14 @@ impl Fill {
         } = self;
         init.clear();
         heap.clear();
-        for (pos, &r) in comp_res.iter().enumerate() {
-            let ri = r as usize;
+        for (pos, &ri) in comp_res.iter().enumerate() {
             cap[ri] = res_cap[ri];
             cnt[ri] = res_flows[ri].len() as u32;
             res_pos[ri] = pos as u32;
             if cnt[ri] == 1 {
                 // A link only one flow uses keeps its full capacity until that flow is
                 // fixed, so of such links with equal capacity only the first can be picked.
-                let o = res_flows[ri][0] as usize;
+                let o = res_flows[ri][0];
                 if op_excl[o] == epoch {
                     if op_excl_cap[o] == res_cap[ri] {
                         continue;
@@ -1129,10 +1118,11 @@ impl Fill {
             init.push((share_key(share(cap[ri], cnt[ri])), pos as u32));
         }
         init.sort_unstable();
-        let current = |cap: &[f64], cnt: &[u32], (key, pos): (u64, u32)| {
-            let r = comp_res[pos as usize] as usize;
-            cnt[r] > 0 && share_key(share(cap[r], cnt[r])) == key
-        };
+        let current =
+            |cap: &IdVec<LinkId, f64>, cnt: &IdVec<LinkId, u32>, (key, pos): (u64, u32)| {
+                let r = comp_res[pos as usize];
+                cnt[r] > 0 && share_key(share(cap[r], cnt[r])) == key
+            };
         let mut next = 0;
         loop {
             while init.get(next).is_some_and(|&e| !current(cap, cnt, e)) {
@@ -1156,17 +1146,15 @@ impl Fill {
                 }
                 (None, None) => break,
             };
-            let r = comp_res[pick.1 as usize] as usize;
+            let r = comp_res[pick.1 as usize];
             let s = share(cap[r], cnt[r]);
             for &o in &res_flows[r] {
-                let o = o as usize;
                 if op_frozen[o] == epoch {
                     continue;
                 }
                 op_frozen[o] = epoch;
                 new_rate[o] = s;
                 for &r2 in &ops[o].resources {
-                    let r2 = r2 as usize;
                     cap[r2] -= s;
                     cnt[r2] -= 1;
                     if cnt[r2] > 0 {

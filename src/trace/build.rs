@@ -2,6 +2,7 @@
 //! then validate once in [`TraceBuilder::finish`].
 
 use super::{Category, GroupId, Label, NameId, Node, NodeId, NodeKind, RankTrace, StreamId, Trace};
+use crate::base::Csr;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -152,32 +153,22 @@ impl RankBuilder {
         if n >= u32::MAX as usize || self.edges.len() >= u32::MAX as usize {
             return Err(TraceError::TooLarge);
         }
-        // Counting sort of the edges by node: CSR in one pass, dep order kept per node.
-        let mut dep_start = vec![0u32; n + 1];
-        for &(node, dep) in &self.edges {
-            if node as usize >= n || dep as usize >= n {
-                return Err(TraceError::DepOutOfRange {
-                    rank,
-                    node: NodeId(node),
-                    dep: NodeId(dep),
-                });
-            }
-            dep_start[node as usize + 1] += 1;
+        if let Some(&(node, dep)) = self
+            .edges
+            .iter()
+            .find(|&&(node, dep)| node as usize >= n || dep as usize >= n)
+        {
+            return Err(TraceError::DepOutOfRange {
+                rank,
+                node: NodeId(node),
+                dep: NodeId(dep),
+            });
         }
-        for i in 0..n {
-            dep_start[i + 1] += dep_start[i];
-        }
-        let mut fill = dep_start.clone();
-        let mut deps = vec![NodeId(0); self.edges.len()];
-        for &(node, dep) in &self.edges {
-            let slot = &mut fill[node as usize];
-            deps[*slot as usize] = NodeId(dep);
-            *slot += 1;
-        }
+        // Rows by node, dep order kept per node.
+        let deps = Csr::from_pairs(n, self.edges.iter().map(|&(node, dep)| (node, NodeId(dep))));
         Ok(RankTrace {
             rank,
             nodes: self.nodes,
-            dep_start,
             deps,
         })
     }

@@ -18,9 +18,13 @@ pub mod synthetic;
 
 pub use build::{RankBuilder, TraceBuilder, TraceError};
 
-use crate::base::Bytes;
 pub use crate::base::Ps;
+use crate::base::{Bytes, Csr};
 use std::fmt;
+
+/// A rank of the whole job, simulated or not (`0..world`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RankId(pub u32);
 
 /// A node of one rank's trace (index into that rank's nodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -188,9 +192,8 @@ pub struct Node {
 pub struct RankTrace {
     rank: u32,
     nodes: Vec<Node>,
-    /// CSR: the deps of node `i` are `deps[dep_start[i]..dep_start[i + 1]]`.
-    dep_start: Vec<u32>,
-    deps: Vec<NodeId>,
+    /// Row `i`: the deps of node `i`, in the order they were added.
+    deps: Csr<NodeId>,
 }
 
 impl RankTrace {
@@ -217,11 +220,7 @@ impl RankTrace {
 
     /// Control dependencies of `id` (nodes of this rank that must finish first).
     pub fn deps(&self, id: NodeId) -> &[NodeId] {
-        let i = id.0 as usize;
-        match (self.dep_start.get(i), self.dep_start.get(i + 1)) {
-            (Some(&a), Some(&b)) => &self.deps[a as usize..b as usize],
-            _ => &[],
-        }
+        self.deps.row(id.0 as usize)
     }
 }
 
