@@ -678,7 +678,7 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
         .map_or(venusc::ty::Ratio(1.0), |m| m.value);
     let trace = venusc::emit::read_trace(&names, &mut read, sc.cluster.gpu.peak.value, mfu)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let network = venusc::engine::Network::from_cluster(&sc.cluster).map_err(|e| e.to_string())?;
+    let network = venusc::trace::lower::net::network(&sc.cluster).map_err(|e| e.to_string())?;
     let timeline = venusc::engine::simulate(&trace, &network, &Default::default())
         .map_err(|e| format!("simulation failed: {e}"))?;
     let layout = venusc::plan::layout::Layout::for_scenario(sc).map_err(|e| e.to_string())?;

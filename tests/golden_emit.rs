@@ -458,15 +458,16 @@ fn engine_runs_emitted_demo_templates_to_completion() {
         .cluster
         .dims
         .iter()
-        .map(|d| NetDim {
-            size: d.size.value as u32,
-            topology: d.topology.value,
-            bandwidth: d.bandwidth.value,
-            latency: d.latency.value,
-            algorithm: None,
+        .map(|d| {
+            NetDim::new(
+                d.topology.value,
+                d.size.value as u32,
+                d.bandwidth.value,
+                d.latency.value,
+            )
         })
-        .collect();
-    let net = Network::new(dims).unwrap();
+        .collect::<Vec<_>>();
+    let net = Network::from_dims(&dims).unwrap();
     let tl = engine::simulate(&trace, &net, &Options::default()).unwrap();
     // The imported demo runs VenusSim's 5 iterations.
     let per_iteration = tl.makespan().seconds().0 / 5.0;

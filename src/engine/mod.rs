@@ -53,7 +53,7 @@ mod queue;
 mod sim;
 
 pub use error::{EngineError, OpRef, Stuck, StuckReason};
-pub use network::{Algorithm, GroupShape, NetDim, Network, NetworkError, Phase};
+pub use network::{Algorithm, ByteVolume, GroupShape, NetDim, Network, NetworkError, Phase};
 
 use crate::trace::{Category, NodeId, Ps, Trace};
 

@@ -17,7 +17,7 @@
 
 use super::error::{EngineError, OpRef, Stuck, StuckReason};
 use super::id::{GNodeId, Id, IdVec, InstId, LinkId, OpId, SigId, SimRankId, SimStreamId};
-use super::network::{GroupShape, Network, Phase};
+use super::network::{ByteVolume, GroupShape, Network, Phase};
 use super::queue::EventQueue;
 use super::{Options, Sharing, Timeline};
 use crate::base::{Csr, Ps};
@@ -416,7 +416,10 @@ impl<'a> Sim<'a> {
             let inst = match group_insts[group].get(k) {
                 Some(&i) => {
                     let f = &self.insts[i];
-                    if f.kind != kind || f.bytes != bytes.0 {
+                    // An all-to-all-v's members send different totals (`bytes` is each
+                    // one's row of the table); the table itself must agree.
+                    let v = matches!(kind, CollectiveKind::AllToAllV(_));
+                    if f.kind != kind || (!v && f.bytes != bytes.0) {
                         return Err(EngineError::CollectiveMismatch {
                             first: self.op_ref(first[i]),
                             other: self.op_ref(g),
@@ -447,7 +450,12 @@ impl<'a> Sim<'a> {
                         }
                     };
                     let next = SigId(sigs.len() as u32);
-                    let sig = *sigs.entry((group, kind, bytes.0)).or_insert(next);
+                    // An all-to-all-v's phases depend on its table alone.
+                    let key_bytes = match kind {
+                        CollectiveKind::AllToAllV(_) => 0,
+                        _ => bytes.0,
+                    };
+                    let sig = *sigs.entry((group, kind, key_bytes)).or_insert(next);
                     let i = self.insts.push(Inst {
                         group,
                         kind,
@@ -609,7 +617,7 @@ impl<'a> Sim<'a> {
                     phases.push(Phase {
                         dim,
                         latency: Ps(self.net.latency_ps(dim)),
-                        volume: bytes,
+                        volume: ByteVolume(bytes),
                     });
                 }
             }
@@ -620,7 +628,18 @@ impl<'a> Sim<'a> {
                     Some(range) => range,
                     None => {
                         if let Some(shape) = &self.shapes[i.group] {
-                            self.net.phases(shape, i.kind, i.bytes as f64, &mut phases);
+                            match i.kind {
+                                CollectiveKind::AllToAllV(t) => self.net.phases_v(
+                                    shape,
+                                    self.trace.group(i.group),
+                                    self.trace.sizes(t),
+                                    &mut phases,
+                                ),
+                                k => {
+                                    let bytes = ByteVolume(i.bytes as f64);
+                                    self.net.phases(shape, k, bytes, &mut phases)
+                                }
+                            }
                         }
                         let a = self.phase_table.len() as u32;
                         self.phase_table.extend_from_slice(&phases);
@@ -684,14 +703,14 @@ impl<'a> Sim<'a> {
     fn begin_flow(&mut self, id: OpId) {
         let op = &self.ops[id];
         let ph = op.phases[op.phase];
-        if ph.volume.is_nan() || ph.volume <= 0.0 {
+        if ph.volume.0.is_nan() || ph.volume.0 <= 0.0 {
             self.end_phase(id);
             return;
         }
         self.fill_resources(id, ph.dim);
         let now = self.now();
         let op = &mut self.ops[id];
-        op.remaining = ph.volume;
+        op.remaining = ph.volume.0;
         op.rate = 0.0;
         op.last = now;
         op.flowing = true;

@@ -2,7 +2,7 @@
 //! 100 GB/s and zero latency, so one byte takes 10 ps and 100,000 bytes take 1 us.
 
 use super::*;
-use crate::engine::{simulate, Network, Options};
+use crate::engine::{simulate, Options};
 use crate::plan::testutil::*;
 use crate::plan::validate;
 use crate::trace::synthetic::Pipeline;
@@ -32,7 +32,7 @@ fn scenario(def: &ScenarioDef) -> Scenario {
 }
 
 fn run(sc: &Scenario, trace: &Trace) -> Timeline {
-    let net = Network::from_cluster(&sc.cluster).unwrap();
+    let net = crate::trace::lower::net::network(&sc.cluster).unwrap();
     simulate(trace, &net, &Options::default()).unwrap()
 }
 

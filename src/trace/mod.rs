@@ -34,6 +34,10 @@ pub struct NodeId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupId(pub u32);
 
+/// A per-member size table of an all-to-all-v (index into the trace's size tables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SizesId(pub u32);
+
 /// An interned free-form name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NameId(pub u32);
@@ -60,6 +64,10 @@ pub enum CollectiveKind {
     ReduceScatter,
     AllGather,
     AllToAll,
+    /// An all-to-all whose members send different amounts to each other (uneven MoE
+    /// dispatch): the table holds, for a group of n members in increasing rank order, the
+    /// n × n bytes member i sends to member j at `i · n + j` ([`Trace::sizes`]).
+    AllToAllV(SizesId),
 }
 
 impl CollectiveKind {
@@ -69,13 +77,15 @@ impl CollectiveKind {
             CollectiveKind::ReduceScatter => "reduce-scatter",
             CollectiveKind::AllGather => "all-gather",
             CollectiveKind::AllToAll => "all-to-all",
+            CollectiveKind::AllToAllV(_) => "all-to-all-v",
         }
     }
 }
 
 /// What a node does. `bytes` of a collective is always the full, unsharded buffer: the
 /// all-reduce buffer, the reduce-scatter input, the all-gather output, the all-to-all send
-/// buffer of one rank.
+/// buffer of one rank (for an all-to-all-v, that rank's row total of the size table; its
+/// timing comes from the table alone).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NodeKind {
     /// Busy for `duration` on its stream.
@@ -237,6 +247,8 @@ pub struct Trace {
     names: Vec<String>,
     /// Symmetry class of every rank of the world; empty when every rank is its own class.
     class_of: Vec<u32>,
+    /// Row `t`: the all-to-all-v size table `t`, row-major (see [`CollectiveKind::AllToAllV`]).
+    sizes: Csr<Bytes>,
 }
 
 impl Trace {
@@ -266,6 +278,12 @@ impl Trace {
             (Some(&a), Some(&b)) => &self.group_ranks[a as usize..b as usize],
             _ => &[],
         }
+    }
+
+    /// An all-to-all-v size table, row-major over its group's members (empty for an unknown
+    /// id).
+    pub fn sizes(&self, id: SizesId) -> &[Bytes] {
+        self.sizes.row(id.0 as usize)
     }
 
     pub fn name(&self, id: NameId) -> &str {

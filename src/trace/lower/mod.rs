@@ -72,6 +72,7 @@ use crate::ty::Bytes;
 use std::fmt;
 use std::ops::Range;
 
+pub mod net;
 #[cfg(test)]
 mod tests;
 
@@ -237,7 +238,7 @@ pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> 
     };
     let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size.value).collect();
     let layout = Layout::new(sizes, &dims).map_err(LowerError::Layout)?;
-    let network = Network::from_cluster(&sc.cluster).map_err(LowerError::Network)?;
+    let network = net::network(&sc.cluster).map_err(LowerError::Network)?;
     let shape = PipelineShape::for_scenario(sc);
     let ir = ScheduleIr::build(shape).map_err(LowerError::Shape)?;
     let model = cost::model_for(sc);
