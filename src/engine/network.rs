@@ -199,12 +199,12 @@ impl Network {
             .find(|&d| self.coord(a, d) != self.coord(b, d))
     }
 
-    pub(crate) fn latency_ps(&self, dim: usize) -> u64 {
+    pub(super) fn latency_ps(&self, dim: usize) -> u64 {
         self.latency_ps[dim]
     }
 
     /// The achieved bandwidth of a dim's links (`bandwidth × efficiency`), bytes per second.
-    pub(crate) fn bandwidth(&self, dim: usize) -> f64 {
+    pub(super) fn bandwidth(&self, dim: usize) -> f64 {
         self.bw[dim]
     }
 
