@@ -6,20 +6,16 @@
 //! Run: `cargo bench --bench engine` (plain `std::time` measurement, best of a few runs).
 
 use std::time::{Duration, Instant};
+use venusc::base::{Bytes, BytesPerSec, Seconds, Topology};
 use venusc::engine::{simulate, NetDim, Network, Options, Sharing};
 use venusc::trace::synthetic::Pipeline;
 use venusc::trace::Ps;
-use venusc::ty::{Bytes, BytesPerSec, Seconds, Topology};
 
 fn network(tp: u32, pp: u32) -> Network {
-    let dim = |size, topology, gbps: f64, us: f64| NetDim {
-        size,
-        topology,
-        bandwidth: BytesPerSec(gbps * 1e9),
-        latency: Seconds(us * 1e-6),
-        algorithm: None,
+    let dim = |size, topology, gbps: f64, us: f64| {
+        NetDim::new(topology, size, BytesPerSec(gbps * 1e9), Seconds(us * 1e-6))
     };
-    Network::new(vec![
+    Network::from_dims(&[
         dim(tp, Topology::FullyConnected, 450.0, 1.0),
         dim(pp, Topology::Switch, 50.0, 5.0),
     ])

@@ -2,13 +2,16 @@
 //!
 //! Input: nothing (no dependency on any other module of the crate). Output: [`units`] (bytes,
 //! seconds, bandwidths, rates, ratios, picoseconds) and [`kinds`] (schedule, recompute,
-//! precision, attention, topology, collective algorithm), [`math`] (gcd, lcm, divisors).
+//! precision, attention, topology, collective algorithm), [`math`] (gcd, lcm, divisors),
+//! [`csr`] (the one compressed-sparse-row table builder).
 //! Invariant: nothing here knows a span, a source name or a diagnostic.
 
+pub mod csr;
 pub mod kinds;
 pub mod math;
 pub mod units;
 
+pub use csr::Csr;
 pub use kinds::{
     Attention, CollectiveAlgorithm, Dtype, GpuArch, Precision, Recompute, ScheduleKind, Topology,
 };

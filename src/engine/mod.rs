@@ -7,7 +7,8 @@
 //!
 //! Model:
 //! - Time is integer picoseconds ([`Ps`]); events are ordered by `(time, sequence)` in one
-//!   binary heap, so ties run in the order they were scheduled. Same input, same output.
+//!   event queue (`queue::EventQueue`), so ties run in the order they were scheduled. Same
+//!   input, same output.
 //! - Each rank has streams (stream 0 compute, the others communication). A stream runs its
 //!   nodes one at a time in program order; a node starts when it is the head of its idle
 //!   stream and its dependencies have finished. A send, receive or collective holds its stream
@@ -17,7 +18,11 @@
 //!   takes latency + bytes / bandwidth of the outermost dim where the ranks' coordinates differ.
 //! - Collectives: the k-th collective of every member on a group forms one instance; it starts
 //!   when all simulated members reached it, then runs its phases ([`network::Network::phases`]):
-//!   per dim the dim's algorithm, hierarchical across dims as Astra-Sim does.
+//!   per dim the dim's algorithm, hierarchical across dims as Astra-Sim does. An all-to-all-v
+//!   (uneven MoE dispatch) carries a per-member size table; its phases are loaded by the
+//!   busiest member ([`network::Network::phases_v`]).
+//! - The network is built from plain [`NetDim`]s ([`Network::from_dims`]); the engine knows
+//!   no `ty` type, span or source name.
 //! - Bandwidth: every phase moves its bytes through links, one per (rank, dim, direction).
 //!   A P2P loads the sender's egress and the receiver's ingress; a collective phase loads both
 //!   directions of every member on its dim. Concurrent flows share links max-min fairly
@@ -47,11 +52,13 @@
 //! is rejected ([`EngineError::Asymmetric`]) rather than guessed.
 
 mod error;
+mod id;
 pub mod network;
+mod queue;
 mod sim;
 
 pub use error::{EngineError, OpRef, Stuck, StuckReason};
-pub use network::{Algorithm, GroupShape, NetDim, Network, NetworkError, Phase};
+pub use network::{Algorithm, ByteVolume, GroupShape, NetDim, Network, NetworkError, Phase};
 
 use crate::trace::{Category, NodeId, Ps, Trace};
 

@@ -1,15 +1,46 @@
 //! Multi-dimensional network: rank coordinates, the dim a P2P crosses, and collective
 //! algorithms as closed forms split into per-dim phases.
 //!
-//! Input: a [`Network`] (from a `ty::Cluster` or built directly). Output: for a transfer, the
+//! Input: plain [`NetDim`]s (the lowering converts a cluster into them). Output: for a transfer, the
 //! dim it uses; for a collective on a group, a list of [`Phase`]s, each a fixed latency then a
 //! volume of bytes that moves through every member's link on one dim at that link's rate.
 //! Invariant: one phase alone on its links takes exactly `latency + volume / bandwidth`, which is
 //! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
 
-use crate::base::{BytesPerSec, Seconds, Topology};
+use crate::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Ratio, Seconds, Topology};
 use crate::trace::{CollectiveKind, Ps};
 use std::fmt;
+use std::ops::{Div, DivAssign, Mul, MulAssign};
+
+/// A volume of bytes that may be fractional: a share of a buffer such as `(n−1)/n · S`.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct ByteVolume(pub f64);
+
+impl Mul<f64> for ByteVolume {
+    type Output = ByteVolume;
+    fn mul(self, k: f64) -> ByteVolume {
+        ByteVolume(self.0 * k)
+    }
+}
+
+impl MulAssign<f64> for ByteVolume {
+    fn mul_assign(&mut self, k: f64) {
+        self.0 *= k;
+    }
+}
+
+impl DivAssign<f64> for ByteVolume {
+    fn div_assign(&mut self, k: f64) {
+        self.0 /= k;
+    }
+}
+
+impl Div<f64> for ByteVolume {
+    type Output = ByteVolume;
+    fn div(self, k: f64) -> ByteVolume {
+        ByteVolume(self.0 / k)
+    }
+}
 
 /// Collective algorithm on one dim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,16 +55,45 @@ pub enum Algorithm {
     DoubleBinaryTree,
 }
 
-/// One network dimension, in engine units.
-#[derive(Clone, Debug, PartialEq)]
+impl From<CollectiveAlgorithm> for Algorithm {
+    fn from(a: CollectiveAlgorithm) -> Algorithm {
+        match a {
+            CollectiveAlgorithm::Ring => Algorithm::Ring,
+            CollectiveAlgorithm::Direct => Algorithm::Direct,
+            CollectiveAlgorithm::HalvingDoubling => Algorithm::HalvingDoubling,
+            CollectiveAlgorithm::Tree => Algorithm::DoubleBinaryTree,
+        }
+    }
+}
+
+/// One network dimension as plain data (no source location, no name).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NetDim {
-    pub size: u32,
     pub topology: Topology,
-    /// Per GPU per direction.
+    /// GPUs along this dim.
+    pub size: u32,
+    /// The link's peak, per GPU per direction.
     pub bandwidth: BytesPerSec,
     pub latency: Seconds,
-    /// `None`: the topology's default (see [`NetDim::algorithm_for`]).
-    pub algorithm: Option<Algorithm>,
+    /// Achieved bus bandwidth over the link's peak (NCCL reaches less than the peak); the
+    /// engine runs flows at `bandwidth × efficiency`.
+    pub efficiency: Ratio,
+    /// `None`: the topology's default (see [`Network::algorithm_for`]).
+    pub algorithm: Option<CollectiveAlgorithm>,
+}
+
+impl NetDim {
+    /// A dim at full efficiency with its topology's default algorithm.
+    pub fn new(topology: Topology, size: u32, bandwidth: BytesPerSec, latency: Seconds) -> NetDim {
+        NetDim {
+            topology,
+            size,
+            bandwidth,
+            latency,
+            efficiency: Ratio(1.0),
+            algorithm: None,
+        }
+    }
 }
 
 /// The cluster's dims, innermost first. Rank `r` has coordinate `(r / prod(size[..d])) % size[d]`
@@ -44,6 +104,10 @@ pub struct Network {
     /// `stride[d] = prod(size[..d])`.
     stride: Vec<u32>,
     latency_ps: Vec<u64>,
+    /// Per dim: the achieved bandwidth (`bandwidth × efficiency`), bytes per second.
+    bw: Vec<f64>,
+    /// Per dim: the override of the topology's default algorithm.
+    algo: Vec<Option<Algorithm>>,
     world: u32,
 }
 
@@ -75,20 +139,24 @@ impl fmt::Display for NetworkError {
 impl std::error::Error for NetworkError {}
 
 impl Network {
-    pub fn new(dims: Vec<NetDim>) -> Result<Network, NetworkError> {
+    /// The network of these dims, innermost first.
+    pub fn from_dims(dims: &[NetDim]) -> Result<Network, NetworkError> {
         if dims.is_empty() {
             return Err(NetworkError::NoDims);
         }
         let mut stride = Vec::with_capacity(dims.len());
         let mut latency_ps = Vec::with_capacity(dims.len());
+        let mut bw = Vec::with_capacity(dims.len());
         let mut world: u32 = 1;
         for (i, d) in dims.iter().enumerate() {
             if d.size == 0 {
                 return Err(NetworkError::ZeroSize { dim: i });
             }
-            if !(d.bandwidth.0.is_finite() && d.bandwidth.0 > 0.0) {
+            let achieved = (d.bandwidth * d.efficiency).0;
+            if !(achieved.is_finite() && achieved > 0.0) {
                 return Err(NetworkError::BadBandwidth { dim: i });
             }
+            bw.push(achieved);
             if !(d.latency.0.is_finite() && d.latency.0 >= 0.0) {
                 return Err(NetworkError::BadLatency { dim: i });
             }
@@ -100,9 +168,14 @@ impl Network {
             return Err(NetworkError::TooLarge);
         }
         Ok(Network {
-            dims,
+            dims: dims.to_vec(),
             stride,
             latency_ps,
+            bw,
+            algo: dims
+                .iter()
+                .map(|d| d.algorithm.map(Algorithm::from))
+                .collect(),
             world,
         })
     }
@@ -126,12 +199,13 @@ impl Network {
             .find(|&d| self.coord(a, d) != self.coord(b, d))
     }
 
-    pub(crate) fn latency_ps(&self, dim: usize) -> u64 {
+    pub(super) fn latency_ps(&self, dim: usize) -> u64 {
         self.latency_ps[dim]
     }
 
-    pub(crate) fn bandwidth(&self, dim: usize) -> f64 {
-        self.dims[dim].bandwidth.0
+    /// The achieved bandwidth of a dim's links (`bandwidth × efficiency`), bytes per second.
+    pub(super) fn bandwidth(&self, dim: usize) -> f64 {
+        self.bw[dim]
     }
 
     /// The shape of a group on the network: its extent (distinct coordinates) on each dim.
@@ -170,7 +244,7 @@ impl Network {
         &self,
         shape: &GroupShape,
         kind: CollectiveKind,
-        bytes: f64,
+        bytes: ByteVolume,
         out: &mut Vec<Phase>,
     ) {
         out.clear();
@@ -212,7 +286,7 @@ impl Network {
                     out.push(self.phase(d, n, kind, s));
                 }
             }
-            CollectiveKind::AllToAll => {
+            CollectiveKind::AllToAll | CollectiveKind::AllToAllV(_) => {
                 for &(d, n) in ext {
                     out.push(self.phase(d, n, kind, bytes));
                 }
@@ -220,13 +294,70 @@ impl Network {
         }
     }
 
+    /// The phases of an all-to-all-v over `members` (increasing rank order, of this shape),
+    /// `sizes[i · n + j]` the bytes member i sends to member j. Like the uniform all-to-all,
+    /// one phase per dim of the group (one flat phase on the outermost dim when the group is
+    /// not a grid), each over the dim's extent. A phase's load is its busiest member's: the
+    /// larger of what a member sends to, and receives from, the members whose coordinate on
+    /// that dim differs from its own (every member, for the flat phase). That load is what
+    /// `(n−1)/n · S` is for a uniform buffer S, so the dim's algorithm scales it as in
+    /// [`closed_form`]: direct moves exactly the load, ring `n/2 ×` it (each block forwarded
+    /// hop by hop), halving-doubling (Bruck) `⌈log2 n⌉·n / (2(n−1)) ×` it. A table with equal
+    /// entries gives the uniform all-to-all's phases (up to rounding).
+    pub fn phases_v(
+        &self,
+        shape: &GroupShape,
+        members: &[u32],
+        sizes: &[Bytes],
+        out: &mut Vec<Phase>,
+    ) {
+        out.clear();
+        let n = members.len();
+        let Some(&(outer, _)) = shape.extents.last() else {
+            return;
+        };
+        if sizes.len() != n * n {
+            return;
+        }
+        let load = |differ: &dyn Fn(u32, u32) -> bool| -> ByteVolume {
+            let mut max = 0u64;
+            for i in 0..n {
+                let (mut send, mut recv) = (0u64, 0u64);
+                for j in 0..n {
+                    if differ(members[i], members[j]) {
+                        send = send.saturating_add(sizes[i * n + j].0);
+                        recv = recv.saturating_add(sizes[j * n + i].0);
+                    }
+                }
+                max = max.max(send).max(recv);
+            }
+            ByteVolume(max as f64)
+        };
+        let mut phase = |d: usize, ext: u32, l: ByteVolume| {
+            let algo = self.algorithm_for(d, CollectiveKind::AllToAll, ext, l);
+            let (latency, volume) = closed_form_v(algo, ext, Ps(self.latency_ps[d]), l);
+            out.push(Phase {
+                dim: d,
+                latency,
+                volume,
+            });
+        };
+        if !shape.grid {
+            phase(outer, shape.members, load(&|a, b| a != b));
+            return;
+        }
+        for &(d, ext) in &shape.extents {
+            phase(d, ext, load(&|a, b| self.coord(a, d) != self.coord(b, d)));
+        }
+    }
+
     /// One phase on `dim` over `n` ranks with the dim's algorithm for this size.
-    pub fn phase(&self, dim: usize, n: u32, kind: CollectiveKind, bytes: f64) -> Phase {
+    pub fn phase(&self, dim: usize, n: u32, kind: CollectiveKind, bytes: ByteVolume) -> Phase {
         let algo = self.algorithm_for(dim, kind, n, bytes);
-        let (latency, volume) = closed_form(algo, kind, n, self.latency_ps[dim], bytes);
+        let (latency, volume) = closed_form(algo, kind, n, Ps(self.latency_ps[dim]), bytes);
         Phase {
             dim,
-            latency: Ps(latency),
+            latency,
             volume,
         }
     }
@@ -243,9 +374,15 @@ impl Network {
     /// `S* = n·B·α·((n−1) − ⌈log2 n⌉) / (n−1)` when n is a power of two (standing in for NCCL's
     /// logarithmic-latency PAT algorithm, NCCL 2.23); all-to-all is direct (a switch gives full
     /// bisection). Ties go to ring.
-    pub fn algorithm_for(&self, dim: usize, kind: CollectiveKind, n: u32, bytes: f64) -> Algorithm {
+    pub fn algorithm_for(
+        &self,
+        dim: usize,
+        kind: CollectiveKind,
+        n: u32,
+        bytes: ByteVolume,
+    ) -> Algorithm {
         let d = &self.dims[dim];
-        if let Some(a) = d.algorithm {
+        if let Some(a) = self.algo[dim] {
             return a;
         }
         match d.topology {
@@ -253,7 +390,9 @@ impl Network {
             Topology::FullyConnected => Algorithm::Direct,
             Topology::Switch => {
                 let candidate = match kind {
-                    CollectiveKind::AllToAll => return Algorithm::Direct,
+                    CollectiveKind::AllToAll | CollectiveKind::AllToAllV(_) => {
+                        return Algorithm::Direct
+                    }
                     CollectiveKind::AllReduce => Algorithm::DoubleBinaryTree,
                     CollectiveKind::ReduceScatter | CollectiveKind::AllGather
                         if n.is_power_of_two() =>
@@ -263,8 +402,8 @@ impl Network {
                     _ => return Algorithm::Ring,
                 };
                 let time = |a| {
-                    let (lat, vol) = closed_form(a, kind, n, self.latency_ps[dim], bytes);
-                    lat as f64 + vol * Ps::PER_SECOND as f64 / d.bandwidth.0
+                    let (lat, vol) = closed_form(a, kind, n, Ps(self.latency_ps[dim]), bytes);
+                    lat.0 as f64 + vol.0 * Ps::PER_SECOND as f64 / self.bw[dim]
                 };
                 if time(candidate) < time(Algorithm::Ring) {
                     candidate
@@ -290,7 +429,7 @@ pub struct GroupShape {
 pub struct Phase {
     pub dim: usize,
     pub latency: Ps,
-    pub volume: f64,
+    pub volume: ByteVolume,
 }
 
 fn ceil_log2(n: u32) -> u64 {
@@ -301,7 +440,7 @@ fn ceil_log2(n: u32) -> u64 {
     }
 }
 
-/// `(latency in ps, volume in bytes)` of one collective on `n` ranks of one dim, `alpha` the
+/// `(latency, volume)` of one collective on `n` ranks of one dim, `alpha` the
 /// per-message latency. `S` is the full buffer (see `NodeKind::Collective`).
 ///
 /// | algorithm | all-reduce | reduce-scatter / all-gather | all-to-all |
@@ -317,6 +456,18 @@ fn ceil_log2(n: u32) -> u64 {
 /// other, so it sends and receives 2·S in total while reduce and broadcast pipeline through
 /// ⌈log2 n⌉ levels each.
 pub fn closed_form(
+    algo: Algorithm,
+    kind: CollectiveKind,
+    n: u32,
+    alpha: Ps,
+    s: ByteVolume,
+) -> (Ps, ByteVolume) {
+    let (lat, vol) = closed_form_raw(algo, kind, n, alpha.0, s.0);
+    (Ps(lat), ByteVolume(vol))
+}
+
+/// [`closed_form`] on bare picoseconds and bytes.
+fn closed_form_raw(
     algo: Algorithm,
     kind: CollectiveKind,
     n: u32,
@@ -336,13 +487,30 @@ pub fn closed_form(
     match (algo, kind) {
         (Ring, AllReduce) => (a(2 * m1), 2.0 * frac * s),
         (Ring, ReduceScatter | AllGather) => (a(m1), frac * s),
-        (Ring, AllToAll) => (a(m1), (nf - 1.0) / 2.0 * s),
+        (Ring, AllToAll | AllToAllV(_)) => (a(m1), (nf - 1.0) / 2.0 * s),
         (Direct, AllReduce) => (a(2), 2.0 * frac * s),
-        (Direct, ReduceScatter | AllGather | AllToAll) => (a(1), frac * s),
+        (Direct, ReduceScatter | AllGather | AllToAll | AllToAllV(_)) => (a(1), frac * s),
         (HalvingDoubling, AllReduce) => (a(2 * lg), 2.0 * frac * s),
         (HalvingDoubling, ReduceScatter | AllGather) => (a(lg), frac * s),
-        (HalvingDoubling, AllToAll) => (a(lg), lg as f64 / 2.0 * s),
+        (HalvingDoubling, AllToAll | AllToAllV(_)) => (a(lg), lg as f64 / 2.0 * s),
         (DoubleBinaryTree, AllReduce) => (a(2 * lg), 2.0 * s),
-        (DoubleBinaryTree, k) => closed_form(Ring, k, n, alpha, s),
+        (DoubleBinaryTree, k) => closed_form_raw(Ring, k, n, alpha, s),
+    }
+}
+
+/// `(latency, volume)` of one all-to-all-v phase on `n` ranks of one dim whose busiest member
+/// moves `load` bytes across it (see [`Network::phases_v`]): the uniform closed forms with
+/// `(n−1)/n · S` replaced by that load.
+pub fn closed_form_v(algo: Algorithm, n: u32, alpha: Ps, load: ByteVolume) -> (Ps, ByteVolume) {
+    if n <= 1 {
+        return (Ps(0), ByteVolume(0.0));
+    }
+    let nf = n as f64;
+    let lg = ceil_log2(n);
+    let a = |k: u64| Ps(alpha.0.saturating_mul(k));
+    match algo {
+        Algorithm::Direct => (a(1), load),
+        Algorithm::Ring | Algorithm::DoubleBinaryTree => (a((n - 1) as u64), load * (nf / 2.0)),
+        Algorithm::HalvingDoubling => (a(lg), load * (lg as f64 * nf / (2.0 * (nf - 1.0)))),
     }
 }

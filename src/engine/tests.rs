@@ -2,24 +2,23 @@
 //! byte takes a whole number of picoseconds (100 GB/s = 10 ps per byte).
 
 use super::*;
-use crate::base::{Bytes, BytesPerSec, Seconds, Topology};
+use crate::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Seconds, Topology};
 use crate::trace::synthetic::Pipeline;
 use crate::trace::{Category, CollectiveKind, Label, NodeKind, StreamId, TraceBuilder};
 
 const US: u64 = 1_000_000;
 
 fn dim(size: u32, topology: Topology, gbps: f64, latency_us: f64) -> NetDim {
-    NetDim {
-        size,
+    NetDim::new(
         topology,
-        bandwidth: BytesPerSec(gbps * 1e9),
-        latency: Seconds(latency_us * 1e-6),
-        algorithm: None,
-    }
+        size,
+        BytesPerSec(gbps * 1e9),
+        Seconds(latency_us * 1e-6),
+    )
 }
 
 fn net(dims: Vec<NetDim>) -> Network {
-    Network::new(dims).unwrap()
+    Network::from_dims(&dims).unwrap()
 }
 
 fn send(peer: u32, bytes: u64, tag: u32) -> NodeKind {
@@ -195,15 +194,15 @@ fn switch_picks_tree_below_the_nccl_threshold_and_ring_above() {
     let n = net(vec![dim(8, Topology::Switch, 100.0, 1.0)]);
     // S* = n·B·α·((n−1) − log2 n) = 8 · 1e11 · 1e-6 · 4 = 3.2 MB.
     assert_eq!(
-        n.algorithm_for(0, CollectiveKind::AllReduce, 8, 1e6),
+        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1e6)),
         Algorithm::DoubleBinaryTree
     );
     assert_eq!(
-        n.algorithm_for(0, CollectiveKind::AllReduce, 8, 1e7),
+        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1e7)),
         Algorithm::Ring
     );
     assert_eq!(
-        n.algorithm_for(0, CollectiveKind::AllToAll, 8, 1e7),
+        n.algorithm_for(0, CollectiveKind::AllToAll, 8, ByteVolume(1e7)),
         Algorithm::Direct
     );
     let all: Vec<u32> = (0..8).collect();
@@ -218,7 +217,7 @@ fn switch_picks_tree_below_the_nccl_threshold_and_ring_above() {
 #[test]
 fn halving_doubling_override_uses_log_latency() {
     let mut d = dim(8, Topology::Switch, 100.0, 1.0);
-    d.algorithm = Some(Algorithm::HalvingDoubling);
+    d.algorithm = Some(CollectiveAlgorithm::HalvingDoubling);
     let n = net(vec![d]);
     // 2·log2(8)·α + 2·7/8·S/B = 6 + 140 us for 8 MB.
     let t = collective_run(
@@ -622,23 +621,138 @@ fn ring_exchange_with_mirrored_peers_equals_the_full_ring() {
 
 #[test]
 fn invalid_network_dims_are_rejected() {
-    assert_eq!(Network::new(vec![]), Err(NetworkError::NoDims));
+    assert_eq!(Network::from_dims(&[]), Err(NetworkError::NoDims));
     assert_eq!(
-        Network::new(vec![dim(0, Topology::Ring, 1.0, 0.0)]),
+        Network::from_dims(&[dim(0, Topology::Ring, 1.0, 0.0)]),
         Err(NetworkError::ZeroSize { dim: 0 })
     );
     assert_eq!(
-        Network::new(vec![
+        Network::from_dims(&[
             dim(2, Topology::Ring, 1.0, 0.0),
             dim(2, Topology::Ring, 0.0, 0.0)
         ]),
         Err(NetworkError::BadBandwidth { dim: 1 })
     );
     assert_eq!(
-        Network::new(vec![
+        Network::from_dims(&[
             dim(65536, Topology::Ring, 1.0, 0.0),
             dim(65536, Topology::Ring, 1.0, 0.0)
         ]),
         Err(NetworkError::TooLarge)
+    );
+}
+
+/// One all-to-all-v per member of `members` (increasing ranks) with the row-major table
+/// `table` (bytes from member i to member j at `i · n + j`), each member's `bytes` its row
+/// total; then, when `then` is given, a second one with that table on the same stream.
+fn a2av_run(n: &Network, members: &[u32], table: &[u64], then: Option<&[u64]>) -> Timeline {
+    let mut b = TraceBuilder::new(n.world());
+    let g = b.group(members);
+    let k = members.len();
+    for t in std::iter::once(table).chain(then) {
+        let sizes: Vec<Bytes> = t.iter().map(|&x| Bytes(x)).collect();
+        let id = b.sizes(&sizes);
+        for (i, &r) in members.iter().enumerate() {
+            let row = t[i * k..(i + 1) * k].iter().sum();
+            let kind = NodeKind::Collective {
+                kind: CollectiveKind::AllToAllV(id),
+                group: g,
+                bytes: Bytes(row),
+            };
+            push(&mut b, r, kind, 1);
+        }
+    }
+    run(b, n)
+}
+
+/// An uneven dispatch on 4 ranks: rank 3 receives 1.3 MB (300 kB from rank 0, 1 MB from rank
+/// 2), more than any rank sends or receives; rank 1's 999 kB to itself stays local.
+const UNEVEN: [u64; 16] = [
+    0, 100_000, 200_000, 300_000, //
+    50_000, 999_000, 0, 0, //
+    0, 0, 0, 1_000_000, //
+    10_000, 20_000, 30_000, 0,
+];
+
+#[test]
+fn uneven_all_to_all_v_on_fc_takes_alpha_plus_the_busiest_members_bytes() {
+    // 1000 GB/s: 1 ps per byte. Direct: α + 1.3 MB · 1 ps = 1 us + 1.3 us.
+    let n = net(vec![dim(4, Topology::FullyConnected, 1000.0, 1.0)]);
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, None);
+    assert_eq!(t.makespan(), Ps(2_300_000));
+    for r in 0..4 {
+        assert_eq!(end(&t, r, 0), 2_300_000);
+    }
+}
+
+#[test]
+fn uneven_all_to_all_v_on_a_ring_forwards_n_over_2_times_the_load() {
+    // Ring: (n−1)·α + n/2 · 1.3 MB = 3 us + 2.6 us.
+    let n = net(vec![dim(4, Topology::Ring, 1000.0, 1.0)]);
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, None);
+    assert_eq!(t.makespan(), Ps(5_600_000));
+}
+
+#[test]
+fn even_all_to_all_v_equals_the_uniform_all_to_all() {
+    // 1 MB to every member: a 4 MB send buffer per rank, (n−1)/n · 4 MB = 3 MB moved.
+    let n = net(vec![dim(4, Topology::FullyConnected, 1000.0, 1.0)]);
+    let v = a2av_run(&n, &[0, 1, 2, 3], &[1_000_000; 16], None);
+    let uniform = collective_run(&n, &[0, 1, 2, 3], CollectiveKind::AllToAll, 4_000_000);
+    assert_eq!(v.makespan(), Ps(4_000_000));
+    assert_eq!(v.makespan(), uniform.makespan());
+}
+
+#[test]
+fn all_to_all_v_on_two_dims_loads_each_dim_with_what_crosses_it() {
+    // Ranks 0..4 on a 2 × 2 grid: dim 0 (1 ps/byte, α 1 us) pairs {0,1} and {2,3}, dim 1
+    // (2 ps/byte, α 2 us) pairs {0,2} and {1,3}. Only rank 0 sends: 10 kB to 1, 20 kB to 2,
+    // 30 kB to 3. Across dim 0 it sends 10 + 30 kB (to 1 and 3), across dim 1 20 + 30 kB (to
+    // 2 and 3): 1 us + 40 ns, then 2 us + 2 · 50 ns.
+    let n = net(vec![
+        dim(2, Topology::FullyConnected, 1000.0, 1.0),
+        dim(2, Topology::FullyConnected, 500.0, 2.0),
+    ]);
+    let mut table = [0u64; 16];
+    table[1] = 10_000;
+    table[2] = 20_000;
+    table[3] = 30_000;
+    let t = a2av_run(&n, &[0, 1, 2, 3], &table, None);
+    assert_eq!(t.makespan(), Ps(1_040_000 + 2_100_000));
+}
+
+#[test]
+fn all_to_all_v_instances_with_different_tables_get_their_own_phases() {
+    // The uneven dispatch (2.3 us), then an even one of 1 MB each (1 us + 3 us), back to back
+    // on one stream; then the same again, sharing the memoised phases of both tables.
+    let n = net(vec![dim(4, Topology::FullyConnected, 1000.0, 1.0)]);
+    let even = [1_000_000u64; 16];
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, Some(&even));
+    assert_eq!(t.makespan(), Ps(2_300_000 + 4_000_000));
+    let t = a2av_run(&n, &[0, 1, 2, 3], &even, Some(&UNEVEN));
+    assert_eq!(t.makespan(), Ps(4_000_000 + 2_300_000));
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, Some(&UNEVEN));
+    assert_eq!(t.makespan(), Ps(2 * 2_300_000));
+}
+
+#[test]
+fn all_to_all_v_members_naming_different_tables_are_a_mismatch() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 1000.0, 1.0)]);
+    let mut b = TraceBuilder::new(2);
+    let g = b.group(&[0, 1]);
+    let t1 = b.sizes(&[Bytes(0), Bytes(1), Bytes(2), Bytes(0)]);
+    let t2 = b.sizes(&[Bytes(0), Bytes(5), Bytes(2), Bytes(0)]);
+    for (r, t) in [(0, t1), (1, t2)] {
+        let kind = NodeKind::Collective {
+            kind: CollectiveKind::AllToAllV(t),
+            group: g,
+            bytes: Bytes(1),
+        };
+        push(&mut b, r, kind, 1);
+    }
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    assert!(
+        matches!(err, EngineError::CollectiveMismatch { .. }),
+        "{err}"
     );
 }

@@ -72,7 +72,7 @@ use crate::trace::{
 use std::fmt;
 use std::ops::Range;
 
-mod net;
+pub mod net;
 
 pub use net::network;
 

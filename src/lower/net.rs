@@ -1,17 +1,18 @@
-//! The network a scenario's cluster describes, as the engine's plain dims.
+//! The cluster's network as plain dims: [`ClusterSpec`] → engine [`NetDim`]s and [`Network`].
 //!
-//! Input: the plan's [`ClusterSpec`]. Output: an engine [`Network`] (sizes, topologies,
-//! achieved bandwidths, latencies, pinned algorithms), or the [`NetworkError`] that makes it
-//! unbuildable. Invariant: the engine never sees the cluster's names or definitions.
+//! Input: the scenario's plain cluster (dims innermost first). Output: one [`NetDim`] per dim,
+//! in the same order, carrying only what changes a simulation (topology, size, link bandwidth,
+//! latency, efficiency, algorithm override); names stay behind, so the engine never sees a
+//! definition. Invariant: an unwritten efficiency is 100% and an unwritten algorithm is the
+//! topology's default, as the cluster block documents.
 
-use crate::base::{BytesPerSec, CollectiveAlgorithm};
-use crate::engine::{Algorithm, NetDim, Network, NetworkError};
+use crate::base::Ratio;
+use crate::engine::{NetDim, Network, NetworkError};
 use crate::plan::ClusterSpec;
 
-/// The cluster's dims with their topology defaults.
-pub fn network(c: &ClusterSpec) -> Result<Network, NetworkError> {
-    let dims = c
-        .dims
+/// The cluster's dims as plain data, innermost first.
+pub fn dims(c: &ClusterSpec) -> Result<Vec<NetDim>, NetworkError> {
+    c.dims
         .iter()
         .enumerate()
         .map(|(i, d)| {
@@ -19,30 +20,32 @@ pub fn network(c: &ClusterSpec) -> Result<Network, NetworkError> {
             if size == 0 {
                 return Err(NetworkError::ZeroSize { dim: i });
             }
-            // The achieved bus bandwidth: the link's peak × the dim's efficiency.
-            let efficiency = d.efficiency.map_or(1.0, |e| e.0);
             Ok(NetDim {
-                size,
                 topology: d.topology,
-                bandwidth: BytesPerSec(d.bandwidth.0 * efficiency),
+                size,
+                bandwidth: d.bandwidth,
                 latency: d.latency,
-                algorithm: d.algorithm.map(|a| match a {
-                    CollectiveAlgorithm::Ring => Algorithm::Ring,
-                    CollectiveAlgorithm::Direct => Algorithm::Direct,
-                    CollectiveAlgorithm::HalvingDoubling => Algorithm::HalvingDoubling,
-                    CollectiveAlgorithm::Tree => Algorithm::DoubleBinaryTree,
-                }),
+                efficiency: d.efficiency.unwrap_or(Ratio(1.0)),
+                algorithm: d.algorithm,
             })
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Network::new(dims)
+        .collect()
+}
+
+/// The cluster's network with its topology defaults.
+pub fn network(c: &ClusterSpec) -> Result<Network, NetworkError> {
+    Network::from_dims(&dims(c)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::{Bytes, FlopsPerSec, GpuArch, Seconds, Topology};
+    use crate::base::{
+        Bytes, BytesPerSec, CollectiveAlgorithm, FlopsPerSec, GpuArch, Seconds, Topology,
+    };
+    use crate::engine::Algorithm;
     use crate::plan::{DimSpec, GpuSpec};
+    use crate::trace::CollectiveKind;
 
     fn dim(name: &str, topology: Topology, size: u64, gbps: f64, lat: f64) -> DimSpec {
         DimSpec {
@@ -56,8 +59,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn network_from_cluster_keeps_dims_innermost_first() {
+    fn cluster(dims: Vec<DimSpec>) -> ClusterSpec {
         let gpu = GpuSpec {
             name: "h100".into(),
             arch: GpuArch::Hopper,
@@ -66,20 +68,57 @@ mod tests {
             mem_bw: BytesPerSec(3.35e12),
             fp8_peak: None,
         };
-        let cluster = ClusterSpec {
+        ClusterSpec {
             name: None,
             gpu,
-            dims: vec![
-                dim("nvlink", Topology::FullyConnected, 8, 450.0, 0.0),
-                dim("ib", Topology::Switch, 4, 50.0, 5e-6),
-            ],
-        };
-        let n = network(&cluster).unwrap();
+            dims,
+        }
+    }
+
+    #[test]
+    fn network_from_cluster_keeps_dims_innermost_first() {
+        let c = cluster(vec![
+            dim("nvlink", Topology::FullyConnected, 8, 450.0, 0.0),
+            dim("ib", Topology::Switch, 4, 50.0, 5e-6),
+        ]);
+        let n = network(&c).unwrap();
         assert_eq!(n.world(), 32);
         assert_eq!((n.coord(13, 0), n.coord(13, 1)), (5, 1));
         assert_eq!(n.dim_between(3, 5), Some(0));
         assert_eq!(n.dim_between(3, 11), Some(1));
         assert_eq!(n.dim_between(7, 7), None);
         assert_eq!(n.dims()[1].bandwidth, BytesPerSec(50e9));
+    }
+
+    #[test]
+    fn efficiency_and_algorithm_carry_over_as_plain_data() {
+        let mut d = dim("ib", Topology::Switch, 4, 50.0, 5e-6);
+        d.efficiency = Some(Ratio(0.8));
+        d.algorithm = Some(CollectiveAlgorithm::Tree);
+        let dims = dims(&cluster(vec![d])).unwrap();
+        assert_eq!(
+            dims,
+            [NetDim {
+                topology: Topology::Switch,
+                size: 4,
+                bandwidth: BytesPerSec(50e9),
+                latency: Seconds(5e-6),
+                efficiency: Ratio(0.8),
+                algorithm: Some(CollectiveAlgorithm::Tree),
+            }]
+        );
+        let n = Network::from_dims(&dims).unwrap();
+        assert_eq!(
+            n.algorithm_for(0, CollectiveKind::AllGather, 4, Default::default()),
+            Algorithm::DoubleBinaryTree
+        );
+    }
+
+    #[test]
+    fn zero_and_oversized_dims_are_rejected() {
+        let c = cluster(vec![dim("a", Topology::Ring, 0, 1.0, 0.0)]);
+        assert_eq!(dims(&c), Err(NetworkError::ZeroSize { dim: 0 }));
+        let c = cluster(vec![dim("a", Topology::Ring, 1 << 33, 1.0, 0.0)]);
+        assert_eq!(dims(&c), Err(NetworkError::TooLarge));
     }
 }

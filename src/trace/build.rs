@@ -1,7 +1,12 @@
 //! Incremental construction of a [`Trace`]: append nodes per rank, intern groups and names,
 //! then validate once in [`TraceBuilder::finish`].
 
-use super::{Category, GroupId, Label, NameId, Node, NodeId, NodeKind, RankTrace, StreamId, Trace};
+use super::{
+    Category, CollectiveKind, GroupId, Label, NameId, Node, NodeId, NodeKind, RankTrace, SizesId,
+    StreamId, Trace,
+};
+use crate::base::Bytes;
+use crate::base::Csr;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -42,6 +47,19 @@ pub enum TraceError {
     ClassMapLength {
         len: usize,
         world: u32,
+    },
+    /// An all-to-all-v names a size table the builder never interned.
+    UnknownSizes {
+        rank: u32,
+        node: NodeId,
+        sizes: SizesId,
+    },
+    /// An all-to-all-v's size table is not members × members.
+    SizesShape {
+        rank: u32,
+        node: NodeId,
+        len: usize,
+        members: usize,
     },
 }
 
@@ -91,6 +109,25 @@ impl fmt::Display for TraceError {
                 write!(
                     f,
                     "class map has {len} entries for a world of {world} ranks"
+                )
+            }
+            TraceError::UnknownSizes { rank, node, sizes } => {
+                write!(
+                    f,
+                    "node {} of rank {rank} names unknown size table {}",
+                    node.0, sizes.0
+                )
+            }
+            TraceError::SizesShape {
+                rank,
+                node,
+                len,
+                members,
+            } => {
+                write!(
+                    f,
+                    "node {} of rank {rank} has a size table of {len} entries for {members} members",
+                    node.0
                 )
             }
         }
@@ -152,32 +189,22 @@ impl RankBuilder {
         if n >= u32::MAX as usize || self.edges.len() >= u32::MAX as usize {
             return Err(TraceError::TooLarge);
         }
-        // Counting sort of the edges by node: CSR in one pass, dep order kept per node.
-        let mut dep_start = vec![0u32; n + 1];
-        for &(node, dep) in &self.edges {
-            if node as usize >= n || dep as usize >= n {
-                return Err(TraceError::DepOutOfRange {
-                    rank,
-                    node: NodeId(node),
-                    dep: NodeId(dep),
-                });
-            }
-            dep_start[node as usize + 1] += 1;
+        if let Some(&(node, dep)) = self
+            .edges
+            .iter()
+            .find(|&&(node, dep)| node as usize >= n || dep as usize >= n)
+        {
+            return Err(TraceError::DepOutOfRange {
+                rank,
+                node: NodeId(node),
+                dep: NodeId(dep),
+            });
         }
-        for i in 0..n {
-            dep_start[i + 1] += dep_start[i];
-        }
-        let mut fill = dep_start.clone();
-        let mut deps = vec![NodeId(0); self.edges.len()];
-        for &(node, dep) in &self.edges {
-            let slot = &mut fill[node as usize];
-            deps[*slot as usize] = NodeId(dep);
-            *slot += 1;
-        }
+        // Rows by node, dep order kept per node.
+        let deps = Csr::from_pairs(n, self.edges.iter().map(|&(node, dep)| (node, NodeId(dep))));
         Ok(RankTrace {
             rank,
             nodes: self.nodes,
-            dep_start,
             deps,
         })
     }
@@ -194,6 +221,8 @@ pub struct TraceBuilder {
     names: Vec<String>,
     name_ids: HashMap<String, NameId>,
     class_of: Vec<u32>,
+    sizes: Vec<Vec<Bytes>>,
+    sizes_ids: HashMap<Vec<Bytes>, SizesId>,
 }
 
 impl TraceBuilder {
@@ -206,6 +235,8 @@ impl TraceBuilder {
             names: Vec::new(),
             name_ids: HashMap::new(),
             class_of: Vec::new(),
+            sizes: Vec::new(),
+            sizes_ids: HashMap::new(),
         }
     }
 
@@ -248,6 +279,19 @@ impl TraceBuilder {
         id
     }
 
+    /// Interns an all-to-all-v size table: for a group of n members in increasing rank order,
+    /// `table[i * n + j]` bytes go from member i to member j (the diagonal stays local). Equal
+    /// tables share an id, so their collectives share their phases.
+    pub fn sizes(&mut self, table: &[Bytes]) -> SizesId {
+        if let Some(&id) = self.sizes_ids.get(table) {
+            return id;
+        }
+        let id = SizesId(self.sizes.len() as u32);
+        self.sizes.push(table.to_vec());
+        self.sizes_ids.insert(table.to_vec(), id);
+        id
+    }
+
     /// Declares symmetry classes: `class_of[r]` for every rank of the world. The engine
     /// simulates the ranks that have nodes and resolves the others through their class.
     pub fn set_classes(&mut self, class_of: Vec<u32>) {
@@ -276,6 +320,9 @@ impl TraceBuilder {
             let end = u32::try_from(group_ranks.len()).map_err(|_| TraceError::TooLarge)?;
             group_start.push(end);
         }
+        if self.sizes.iter().map(Vec::len).sum::<usize>() >= u32::MAX as usize {
+            return Err(TraceError::TooLarge);
+        }
         let mut ranks = Vec::new();
         for (r, b) in self.ranks.into_iter().enumerate() {
             let Some(b) = b else { continue };
@@ -285,7 +332,14 @@ impl TraceBuilder {
             }
             let rt = b.finish(rank)?;
             for (i, node) in rt.nodes.iter().enumerate() {
-                check_node(rank, NodeId(i as u32), node, world, &self.groups)?;
+                check_node(
+                    rank,
+                    NodeId(i as u32),
+                    node,
+                    world,
+                    &self.groups,
+                    &self.sizes,
+                )?;
             }
             ranks.push(rt);
         }
@@ -296,6 +350,13 @@ impl TraceBuilder {
             group_ranks,
             names: self.names,
             class_of: self.class_of,
+            sizes: Csr::from_pairs(
+                self.sizes.len(),
+                self.sizes
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(t, row)| row.iter().map(move |&b| (t as u32, b))),
+            ),
         })
     }
 }
@@ -306,17 +367,36 @@ fn check_node(
     n: &Node,
     world: u32,
     groups: &[Vec<u32>],
+    sizes: &[Vec<Bytes>],
 ) -> Result<(), TraceError> {
     match n.kind {
         NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } if peer >= world => {
             Err(TraceError::PeerOutOfRange { rank, node, peer })
         }
-        NodeKind::Collective { group, .. } => match groups.get(group.0 as usize) {
+        NodeKind::Collective { group, kind, .. } => match groups.get(group.0 as usize) {
             None => Err(TraceError::UnknownGroup { rank, node, group }),
             Some(m) if m.binary_search(&rank).is_err() => {
                 Err(TraceError::NotAMember { rank, node, group })
             }
-            Some(_) => Ok(()),
+            Some(m) => match kind {
+                CollectiveKind::AllToAllV(t) => match sizes.get(t.0 as usize) {
+                    None => Err(TraceError::UnknownSizes {
+                        rank,
+                        node,
+                        sizes: t,
+                    }),
+                    Some(table) if Some(table.len()) != m.len().checked_mul(m.len()) => {
+                        Err(TraceError::SizesShape {
+                            rank,
+                            node,
+                            len: table.len(),
+                            members: m.len(),
+                        })
+                    }
+                    Some(_) => Ok(()),
+                },
+                _ => Ok(()),
+            },
         },
         _ => Ok(()),
     }

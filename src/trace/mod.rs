@@ -17,9 +17,13 @@ pub mod synthetic;
 
 pub use build::{RankBuilder, TraceBuilder, TraceError};
 
-use crate::base::Bytes;
 pub use crate::base::Ps;
+use crate::base::{Bytes, Csr};
 use std::fmt;
+
+/// A rank of the whole job, simulated or not (`0..world`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RankId(pub u32);
 
 /// A node of one rank's trace (index into that rank's nodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -28,6 +32,10 @@ pub struct NodeId(pub u32);
 /// A communication group (index into the trace's group table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupId(pub u32);
+
+/// A per-member size table of an all-to-all-v (index into the trace's size tables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SizesId(pub u32);
 
 /// An interned free-form name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -55,6 +63,10 @@ pub enum CollectiveKind {
     ReduceScatter,
     AllGather,
     AllToAll,
+    /// An all-to-all whose members send different amounts to each other (uneven MoE
+    /// dispatch): the table holds, for a group of n members in increasing rank order, the
+    /// n × n bytes member i sends to member j at `i · n + j` ([`Trace::sizes`]).
+    AllToAllV(SizesId),
 }
 
 impl CollectiveKind {
@@ -64,13 +76,15 @@ impl CollectiveKind {
             CollectiveKind::ReduceScatter => "reduce-scatter",
             CollectiveKind::AllGather => "all-gather",
             CollectiveKind::AllToAll => "all-to-all",
+            CollectiveKind::AllToAllV(_) => "all-to-all-v",
         }
     }
 }
 
 /// What a node does. `bytes` of a collective is always the full, unsharded buffer: the
 /// all-reduce buffer, the reduce-scatter input, the all-gather output, the all-to-all send
-/// buffer of one rank.
+/// buffer of one rank (for an all-to-all-v, that rank's row total of the size table; its
+/// timing comes from the table alone).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NodeKind {
     /// Busy for `duration` on its stream.
@@ -192,9 +206,8 @@ pub struct Node {
 pub struct RankTrace {
     rank: u32,
     nodes: Vec<Node>,
-    /// CSR: the deps of node `i` are `deps[dep_start[i]..dep_start[i + 1]]`.
-    dep_start: Vec<u32>,
-    deps: Vec<NodeId>,
+    /// Row `i`: the deps of node `i`, in the order they were added.
+    deps: Csr<NodeId>,
 }
 
 impl RankTrace {
@@ -221,11 +234,7 @@ impl RankTrace {
 
     /// Control dependencies of `id` (nodes of this rank that must finish first).
     pub fn deps(&self, id: NodeId) -> &[NodeId] {
-        let i = id.0 as usize;
-        match (self.dep_start.get(i), self.dep_start.get(i + 1)) {
-            (Some(&a), Some(&b)) => &self.deps[a as usize..b as usize],
-            _ => &[],
-        }
+        self.deps.row(id.0 as usize)
     }
 }
 
@@ -242,6 +251,8 @@ pub struct Trace {
     names: Vec<String>,
     /// Symmetry class of every rank of the world; empty when every rank is its own class.
     class_of: Vec<u32>,
+    /// Row `t`: the all-to-all-v size table `t`, row-major (see [`CollectiveKind::AllToAllV`]).
+    sizes: Csr<Bytes>,
 }
 
 impl Trace {
@@ -271,6 +282,12 @@ impl Trace {
             (Some(&a), Some(&b)) => &self.group_ranks[a as usize..b as usize],
             _ => &[],
         }
+    }
+
+    /// An all-to-all-v size table, row-major over its group's members (empty for an unknown
+    /// id).
+    pub fn sizes(&self, id: SizesId) -> &[Bytes] {
+        self.sizes.row(id.0 as usize)
     }
 
     pub fn name(&self, id: NameId) -> &str {

@@ -1,5 +1,6 @@
-//! Trace IR tests: node labels, dependency storage, group interning, the checks of
-//! `TraceBuilder::finish`, picosecond conversions and the synthetic pipeline's node counts.
+//! Trace IR and builder tests: node labels, CSR dependencies, group interning, the checks of
+//! `TraceBuilder::finish` (validation errors, size tables), picosecond conversions and the
+//! synthetic pipeline's node counts.
 
 use super::*;
 use crate::base::Seconds;
@@ -202,4 +203,59 @@ fn synthetic_pipeline_has_the_expected_node_counts() {
         })
         .sum();
     assert_eq!(fwd, 3 * 400);
+}
+
+#[test]
+fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
+    use crate::trace::{SizesId, TraceError};
+    let mut b = TraceBuilder::new(2);
+    let g = b.group(&[0, 1]);
+    let t = b.sizes(&[Bytes(0), Bytes(3), Bytes(4), Bytes(0)]);
+    assert_eq!(b.sizes(&[Bytes(0), Bytes(3), Bytes(4), Bytes(0)]), t);
+    let bad = b.sizes(&[Bytes(1), Bytes(2)]);
+    let a2av = |sizes| NodeKind::Collective {
+        kind: CollectiveKind::AllToAllV(sizes),
+        group: g,
+        bytes: Bytes(3),
+    };
+    let mut ok = b.clone();
+    ok.rank(0)
+        .push(a2av(t), StreamId::COMM, Category::EpComm, Label::None, &[]);
+    let trace = ok.finish().unwrap();
+    assert_eq!(trace.sizes(t), [Bytes(0), Bytes(3), Bytes(4), Bytes(0)]);
+    assert_eq!(trace.sizes(SizesId(9)), []);
+    assert_eq!(CollectiveKind::AllToAllV(t).word(), "all-to-all-v");
+
+    let mut wrong = b.clone();
+    wrong.rank(1).push(
+        a2av(bad),
+        StreamId::COMM,
+        Category::EpComm,
+        Label::None,
+        &[],
+    );
+    assert_eq!(
+        wrong.finish(),
+        Err(TraceError::SizesShape {
+            rank: 1,
+            node: NodeId(0),
+            len: 2,
+            members: 2,
+        })
+    );
+    b.rank(0).push(
+        a2av(SizesId(7)),
+        StreamId::COMM,
+        Category::EpComm,
+        Label::None,
+        &[],
+    );
+    assert_eq!(
+        b.finish(),
+        Err(TraceError::UnknownSizes {
+            rank: 0,
+            node: NodeId(0),
+            sizes: SizesId(7),
+        })
+    );
 }

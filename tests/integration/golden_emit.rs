@@ -459,15 +459,9 @@ fn engine_runs_emitted_demo_templates_to_completion() {
         .cluster
         .dims
         .iter()
-        .map(|d| NetDim {
-            size: d.size as u32,
-            topology: d.topology,
-            bandwidth: d.bandwidth,
-            latency: d.latency,
-            algorithm: None,
-        })
-        .collect();
-    let net = Network::new(dims).unwrap();
+        .map(|d| NetDim::new(d.topology, d.size as u32, d.bandwidth, d.latency))
+        .collect::<Vec<_>>();
+    let net = Network::from_dims(&dims).unwrap();
     let tl = engine::simulate(&trace, &net, &Options::default()).unwrap();
     // The imported demo runs VenusSim's 5 iterations.
     let per_iteration = tl.makespan().seconds().0 / 5.0;
