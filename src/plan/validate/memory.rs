@@ -1,0 +1,64 @@
+//! The memory rules: E0401 (the largest pipeline stage does not fit the GPU) and W0005 (it
+//! uses more than 90% of it), with the stage's breakdown and a computed repair.
+//!
+//! Input: a [`Scenario`] whose per-stage memory is filled in. Output: [`PlanProblem`]s.
+//! Invariants: only the largest stage is reported (the others are counted); the help comes
+//! from [`super::repair`], which evaluates the same memory model.
+
+use super::problem::{MemoryBreakdown, MemoryProblem, PlanProblem, Written};
+use super::repair::repair;
+use super::{worst, Bytes, Validator, MEMORY_WARN};
+use crate::plan::Scenario;
+
+impl Validator<'_> {
+    pub(super) fn check_memory(&mut self, sc: &Scenario) {
+        let Some(w) = worst(&sc.memory).copied() else {
+            return;
+        };
+        let gpu = &sc.cluster.gpu;
+        let cap = gpu.memory.value;
+        let over = w.peak > cap;
+        let warn_at = Bytes((cap.0 as f64 * MEMORY_WARN) as u64);
+        if !over && w.peak <= warn_at {
+            return;
+        }
+        let target = if over { cap } else { warn_at };
+        let p = &self.def.plan;
+        let written = [("tp", &p.tp), ("pp", &p.pp), ("dp", &p.dp)]
+            .into_iter()
+            .filter_map(|(key, o)| {
+                o.as_ref().map(|s| Written {
+                    key,
+                    value: s.value,
+                    loc: s.loc,
+                })
+            })
+            .collect();
+        let breakdown = MemoryBreakdown {
+            stage: w.stage,
+            peak: w.peak,
+            weights: w.weights,
+            params: w.params.saturating_add(w.expert_params),
+            gradients: w.gradients,
+            optimizer: w.optimizer,
+            sharded_over: sc.flags.distributed_optimizer.then(|| sc.dp * sc.cp),
+            activations: w.activations,
+            layers: w.layers,
+            in_flight: w.in_flight,
+            recompute: sc.recompute,
+        };
+        let others = sc.memory.iter().filter(|s| s.peak > target).count();
+        let problem = MemoryProblem {
+            over,
+            gpu: gpu.name.clone(),
+            capacity: cap,
+            capacity_loc: gpu.memory.loc,
+            plan_loc: p.loc,
+            written,
+            breakdown,
+            over_limit: (others > 1).then_some((others, sc.memory.len())),
+            repair: repair(self, sc, target),
+        };
+        self.report(PlanProblem::Memory(problem));
+    }
+}
