@@ -11,11 +11,6 @@ use super::problem::{WorldTooLarge, Written};
 use super::{divisors, loc_of, nearest, split_layers, Validator, MAX_WORLD};
 
 impl Validator<'_> {
-    /// Renders a problem and records it: the one way a rule reports.
-    pub(super) fn report(&mut self, problem: PlanProblem) {
-        self.push(problem.into_diagnostic());
-    }
-
     /// The cluster's dim sizes, innermost first (secondary labels).
     pub(super) fn dim_sizes(&self) -> Vec<DimSize> {
         self.def
