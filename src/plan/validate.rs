@@ -329,10 +329,11 @@ impl<'a> Validator<'a> {
         let mut options = Vec::new();
         let m_need = need(if interleaved { vpp } else { 1 });
         let gb = m_need.saturating_mul(self.micro_batch).saturating_mul(dp);
-        options.push(format!(
-            "raise `global_batch` to {gb} ({m_need} microbatches, bubble {})",
-            pct(bubble_fraction(pp, m_need, vpp))
-        ));
+        options.push(BubbleOption::GlobalBatch {
+            global_batch: gb,
+            microbatches: m_need,
+            bubble: Ratio(bubble_fraction(pp, m_need, vpp)),
+        });
         let per_replica = self.global_batch / dp.max(1);
         // The largest smaller micro_batch that divides the per-replica batch into enough
         // microbatches (divisors, so the search is bounded whatever the numbers).
@@ -342,10 +343,11 @@ impl<'a> Validator<'a> {
         });
         if let Some(b) = mb {
             let m2 = per_replica / b;
-            options.push(format!(
-                "lower `micro_batch` to {b} ({m2} microbatches, bubble {})",
-                pct(bubble_fraction(pp, m2, vpp))
-            ));
+            options.push(BubbleOption::MicroBatch {
+                micro_batch: b,
+                microbatches: m2,
+                bubble: Ratio(bubble_fraction(pp, m2, vpp)),
+            });
         }
         let vpp_ok = pp >= 3 || on(&p.overlap_p2p);
         if vpp_ok
@@ -358,41 +360,29 @@ impl<'a> Validator<'a> {
                 self.layers.is_multiple_of(pp * v) && bubble_fraction(pp, m, v) <= BUBBLE_LIMIT
             });
             if let Some(v) = v {
-                options.push(format!(
-                    "use `vpp {v}` (bubble {})",
-                    pct(bubble_fraction(pp, m, v))
-                ));
+                options.push(BubbleOption::Vpp {
+                    vpp: v,
+                    bubble: Ratio(bubble_fraction(pp, m, v)),
+                });
             }
         }
-        let primary = loc_of(&p.pp).unwrap_or(p.loc);
-        let mut d = Diagnostic::new(
-            Code::W0003,
-            format!(
-                "pipeline bubble is {} of the iteration (pp {pp}, {m} microbatches)",
-                pct(bubble)
-            ),
-            primary,
-            format!("{pp} stages"),
-        )
-        .with_secondary(
-            p.global_batch.loc,
-            format!("{m} microbatches per iteration"),
-        )
-        .with_secondary(
-            p.micro_batch.loc,
-            format!("micro_batch {}", self.micro_batch),
-        )
-        .with_note(format!(
-            "bubble = (pp − 1) / (m·vpp + pp − 1) = {} / ({m}·{vpp} + {})",
-            pp - 1,
-            pp - 1
-        ));
-        if let Some(s) = &p.vpp {
-            d = d.with_secondary(s.loc, format!("vpp {}", s.value));
-        }
-        self.push(d.with_help(join_or(&options)));
+        self.report(PlanProblem::Bubble(Bubble {
+            bubble: Ratio(bubble),
+            pp,
+            m,
+            vpp,
+            micro_batch: self.micro_batch,
+            primary: loc_of(&p.pp).unwrap_or(p.loc),
+            global_batch_loc: p.global_batch.loc,
+            micro_batch_loc: p.micro_batch.loc,
+            vpp_written: p.vpp.as_ref().map(|s| (s.value, s.loc)),
+            options,
+        }));
     }
 }
+
+use crate::ty::Ratio;
+use problem::{Bubble, BubbleOption, PlanProblem};
 
 fn lcm(a: u64, b: u64) -> u64 {
     fn gcd(a: u64, b: u64) -> u64 {

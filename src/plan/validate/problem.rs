@@ -8,9 +8,9 @@
 //! a problem was. A rule computes each fix (and its figures) before building the problem.
 
 use super::repair::{Change, Repair};
-use super::{gib, join_and, join_or, SplitError, StageSplit, Validator, MAX_WORLD};
+use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
 use super::{Code, Diagnostic, Loc};
-use crate::ty::{Bytes, Recompute, ScheduleKind};
+use crate::ty::{Bytes, Ratio, Recompute, ScheduleKind};
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,6 +166,8 @@ pub enum PlanProblem {
     Schedule(ScheduleProblem),
     /// W0001: a group of ranks crosses a slower dim.
     GroupSpan(GroupSpan),
+    /// W0003: the pipeline bubble is above a quarter of the iteration.
+    Bubble(Bubble),
     /// W0006: sp with tp 1.
     SpWithoutTp(SpWithoutTp),
     /// E0401 (over the GPU's memory) or W0005 (close to it).
@@ -190,6 +192,7 @@ impl PlanProblem {
             PlanProblem::FlagNeeds(p) => p.render(),
             PlanProblem::Schedule(p) => p.render(),
             PlanProblem::GroupSpan(p) => p.render(),
+            PlanProblem::Bubble(p) => p.render(),
             PlanProblem::SpWithoutTp(p) => p.render(),
             PlanProblem::Memory(p) => p.render(),
         }
@@ -1049,6 +1052,101 @@ impl GroupSpan {
     }
 }
 
+// -------------------------------------------------------------------------------- W0003
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bubble {
+    /// The bubble's share of the iteration.
+    pub bubble: Ratio,
+    pub pp: u64,
+    /// The microbatch count.
+    pub m: u64,
+    pub vpp: u64,
+    pub micro_batch: u64,
+    pub primary: Loc,
+    pub global_batch_loc: Loc,
+    pub micro_batch_loc: Loc,
+    pub vpp_written: Option<(u64, Loc)>,
+    /// The changes that bring the bubble down, in the order the help lists them.
+    pub options: Vec<BubbleOption>,
+}
+
+/// One way to shrink the bubble, with the bubble it leaves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BubbleOption {
+    /// More microbatches through a larger global batch.
+    GlobalBatch {
+        global_batch: u64,
+        microbatches: u64,
+        bubble: Ratio,
+    },
+    /// More microbatches through a smaller micro batch.
+    MicroBatch {
+        micro_batch: u64,
+        microbatches: u64,
+        bubble: Ratio,
+    },
+    /// More model chunks per stage.
+    Vpp { vpp: u64, bubble: Ratio },
+}
+
+impl Bubble {
+    fn render(self) -> Diagnostic {
+        let (pp, m, vpp) = (self.pp, self.m, self.vpp);
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .map(|o| match *o {
+                BubbleOption::GlobalBatch {
+                    global_batch,
+                    microbatches,
+                    bubble,
+                } => format!(
+                    "raise `global_batch` to {global_batch} ({microbatches} microbatches, bubble {})",
+                    pct(bubble.0)
+                ),
+                BubbleOption::MicroBatch {
+                    micro_batch,
+                    microbatches,
+                    bubble,
+                } => format!(
+                    "lower `micro_batch` to {micro_batch} ({microbatches} microbatches, bubble {})",
+                    pct(bubble.0)
+                ),
+                BubbleOption::Vpp { vpp, bubble } => {
+                    format!("use `vpp {vpp}` (bubble {})", pct(bubble.0))
+                }
+            })
+            .collect();
+        let mut d = Diagnostic::new(
+            Code::W0003,
+            format!(
+                "pipeline bubble is {} of the iteration (pp {pp}, {m} microbatches)",
+                pct(self.bubble.0)
+            ),
+            self.primary,
+            format!("{pp} stages"),
+        )
+        .with_secondary(
+            self.global_batch_loc,
+            format!("{m} microbatches per iteration"),
+        )
+        .with_secondary(
+            self.micro_batch_loc,
+            format!("micro_batch {}", self.micro_batch),
+        )
+        .with_note(format!(
+            "bubble = (pp − 1) / (m·vpp + pp − 1) = {} / ({m}·{vpp} + {})",
+            pp.saturating_sub(1),
+            pp.saturating_sub(1)
+        ));
+        if let Some((v, loc)) = self.vpp_written {
+            d = d.with_secondary(loc, format!("vpp {v}"));
+        }
+        d.with_help(join_or(&options))
+    }
+}
+
 // -------------------------------------------------------------------------------- W0006
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1425,6 +1523,51 @@ mod tests {
             Some("use `dp 2` (tp 2 × pp 4 × cp 1 × dp 2 = 16)")
         );
         assert_eq!(d.fix.map(|f| f.replacement), Some("2".to_string()));
+    }
+
+    #[test]
+    fn bubble_renders_its_formula_and_each_option_with_the_bubble_it_leaves() {
+        // pp 4, 4 microbatches: (4 − 1) / (4 + 4 − 1) = 42.9%; 9 microbatches give 3 / 12.
+        let d = PlanProblem::Bubble(Bubble {
+            bubble: Ratio(3.0 / 7.0),
+            pp: 4,
+            m: 4,
+            vpp: 1,
+            micro_batch: 2,
+            primary: at(1),
+            global_batch_loc: at(2),
+            micro_batch_loc: at(3),
+            vpp_written: None,
+            options: vec![
+                BubbleOption::GlobalBatch {
+                    global_batch: 72,
+                    microbatches: 9,
+                    bubble: Ratio(0.25),
+                },
+                BubbleOption::MicroBatch {
+                    micro_batch: 1,
+                    microbatches: 8,
+                    bubble: Ratio(3.0 / 11.0),
+                },
+            ],
+        })
+        .into_diagnostic();
+        assert_eq!(d.code, Code::W0003);
+        assert_eq!(
+            d.message,
+            "pipeline bubble is 42.9% of the iteration (pp 4, 4 microbatches)"
+        );
+        assert_eq!(
+            d.notes,
+            ["bubble = (pp − 1) / (m·vpp + pp − 1) = 3 / (4·1 + 3)"]
+        );
+        assert_eq!(
+            d.help.as_deref(),
+            Some(
+                "raise `global_batch` to 72 (9 microbatches, bubble 25.0%) or lower \
+                 `micro_batch` to 1 (8 microbatches, bubble 27.3%)"
+            )
+        );
     }
 
     #[test]
