@@ -240,3 +240,31 @@ pub(super) fn repair(v: &Validator<'_>, sc: &Scenario, target: Bytes) -> Repair 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::testutil::{demo, sp};
+    use crate::plan::validate;
+    use crate::ty::Attention;
+
+    #[test]
+    fn a_plan_near_the_limit_is_repaired_by_selective_recompute_alone() {
+        // The demo on 76 GiB GPUs with unfused attention: stage 0 needs 70.2 GiB, over 90%.
+        let mut d = demo();
+        d.cluster.gpu.memory = sp(Bytes(76 * Bytes::GIB));
+        d.plan.attention = Some(sp(Attention::Unfused));
+        let (s, _) = validate(&d);
+        let s = s.expect("a warning leaves the scenario");
+        // W0005's target: 90% of the GPU's memory.
+        let target = Bytes(((76 * Bytes::GIB) as f64 * super::super::MEMORY_WARN) as u64);
+        match repair(&Validator::new(&d), &s, target) {
+            Repair::One { change, peak } => {
+                assert_eq!(change, Change::Recompute(Recompute::Selective));
+                assert!(peak <= target, "{peak:?}");
+                assert!(peak < worst(&s.memory).map_or(Bytes(0), |w| w.peak));
+            }
+            other => panic!("expected one change, got {other:?}"),
+        }
+    }
+}
