@@ -408,6 +408,8 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
     }))
 }
 
+// The rules, one submodule per area (each an `impl Validator` block); they report typed
+// values that `problem` alone turns into diagnostics, and `repair` is the memory-fix search.
 mod batch;
 mod experts;
 mod flags;
