@@ -562,7 +562,7 @@ fn import(args: &ImportArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
-            return ExitCode::from(if e.message.starts_with("cannot read") {
+            return ExitCode::from(if e.kind == venusc::emit::ImportErrorKind::Unreadable {
                 2
             } else {
                 1

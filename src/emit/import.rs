@@ -33,11 +33,22 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
-/// Why an import failed: the file and what is wrong in it.
+/// Why an import failed: the file, what is wrong in it, and which kind of failure it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImportError {
     pub file: String,
     pub message: String,
+    pub kind: ImportErrorKind,
+}
+
+/// What kind of failure an [`ImportError`] is: the CLI picks its exit code from this, never
+/// from the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportErrorKind {
+    /// The config file itself could not be read (a usage error).
+    Unreadable,
+    /// A file was read but is malformed or inconsistent, or a file it names is missing.
+    Malformed,
 }
 
 impl fmt::Display for ImportError {
@@ -52,6 +63,7 @@ fn err(file: &str, message: impl Into<String>) -> ImportError {
     ImportError {
         file: file.to_string(),
         message: message.into(),
+        kind: ImportErrorKind::Malformed,
     }
 }
 
@@ -110,7 +122,10 @@ pub fn import_venussim(
     config_path: &str,
     read: &mut dyn FnMut(&str) -> io::Result<Vec<u8>>,
 ) -> Result<Imported, ImportError> {
-    let bytes = read(config_path).map_err(|e| err(config_path, format!("cannot read: {e}")))?;
+    let bytes = read(config_path).map_err(|e| ImportError {
+        kind: ImportErrorKind::Unreadable,
+        ..err(config_path, format!("cannot read: {e}"))
+    })?;
     let root = parse_json(config_path, &bytes)?;
     let root = root
         .as_object()

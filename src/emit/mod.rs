@@ -21,7 +21,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 pub use astra::write_astra_sim;
-pub use import::{import_venussim, ImportError, Imported};
+pub use import::{import_venussim, ImportError, ImportErrorKind, Imported};
 pub use read::{read_trace, ReadError};
 pub use venussim::{venussim_warnings, write_venussim};
 pub use vtrace::{write_simplified_trace, write_template_trace};

@@ -128,10 +128,33 @@ fn params<P: DeserializeOwned>(value: &Value) -> Result<P, String> {
     serde_json::from_value(value.clone()).map_err(|e| format!("invalid params: {e}"))
 }
 
+/// Why a request failed: the JSON-RPC error code is chosen where the failure is known, never
+/// read back from the message.
+struct RequestError {
+    code: ErrorCode,
+    message: String,
+}
+
+/// A message alone is a problem with the params (the common case: bad or missing fields).
+impl From<String> for RequestError {
+    fn from(message: String) -> RequestError {
+        RequestError {
+            code: ErrorCode::InvalidParams,
+            message,
+        }
+    }
+}
+
+impl From<&str> for RequestError {
+    fn from(message: &str) -> RequestError {
+        RequestError::from(message.to_string())
+    }
+}
+
 /// Answers one request.
 pub fn handle_request(server: &mut Server, req: &Request) -> Response {
     let id = req.id.clone();
-    let result: Result<Value, String> = (|| {
+    let result: Result<Value, RequestError> = (|| {
         let p = &req.params;
         match req.method.as_str() {
             "textDocument/hover" => {
@@ -191,21 +214,17 @@ pub fn handle_request(server: &mut Server, req: &Request) -> Response {
                 Ok(serde_json::json!({ "uri": uri, "text": text }))
             }
             other => {
-                return Err(format!("unknown method `{other}`"));
+                return Err(RequestError {
+                    code: ErrorCode::MethodNotFound,
+                    message: format!("unknown method `{other}`"),
+                });
             }
         }
-        .map_err(|e| e.to_string())
+        .map_err(|e| RequestError::from(e.to_string()))
     })();
     match result {
         Ok(value) => Response::new_ok(id, value),
-        Err(message) => {
-            let code = if message.starts_with("unknown method") {
-                ErrorCode::MethodNotFound
-            } else {
-                ErrorCode::InvalidParams
-            };
-            Response::new_err(id, code as i32, message)
-        }
+        Err(e) => Response::new_err(id, e.code as i32, e.message),
     }
 }
 

@@ -97,6 +97,35 @@ fn import_of_demo_matches_golden_venus_file() {
 }
 
 #[test]
+fn import_error_kind_tells_an_unreadable_config_from_a_malformed_or_missing_file() {
+    let missing = emit::import_venussim("no-such-config.json", &mut demo_reader)
+        .expect_err("an unreadable config fails");
+    assert_eq!(missing.kind, emit::ImportErrorKind::Unreadable);
+    assert_eq!(missing.file, "no-such-config.json");
+    let mut not_json = |_: &str| Ok(b"[1, 2]".to_vec());
+    let malformed = emit::import_venussim("llm-sim-config.json", &mut not_json)
+        .expect_err("a config that is not an object fails");
+    assert_eq!(malformed.kind, emit::ImportErrorKind::Malformed);
+    assert_eq!(malformed.message, "the top level is not a JSON object");
+    // A system file the config names but that cannot be found is bad input, not a usage error.
+    let mut config_only = |p: &str| {
+        if p == "llm-sim-config.json" {
+            demo_reader(p)
+        } else {
+            Err(std::io::Error::new(std::io::ErrorKind::NotFound, "gone"))
+        }
+    };
+    let lost = emit::import_venussim("llm-sim-config.json", &mut config_only)
+        .expect_err("a missing system file fails");
+    assert_eq!(lost.kind, emit::ImportErrorKind::Malformed);
+    assert!(
+        lost.message.starts_with("cannot find `"),
+        "{}",
+        lost.message
+    );
+}
+
+#[test]
 fn import_of_demo_reports_lifo_and_unused_snapshot_data() {
     let w = import_demo().warnings;
     assert!(

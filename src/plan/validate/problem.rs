@@ -1,0 +1,1372 @@
+//! Plan problems as typed values, and the one place they become diagnostics.
+//!
+//! Input: a [`PlanProblem`] built by a rule of [`super`]: the facts it found (sizes, counts,
+//! the locs of the items involved) and the fixes it computed. Output: the [`Diagnostic`] with
+//! its code, message, labels, notes and help ([`PlanProblem::into_diagnostic`]).
+//! Invariants: every word of a plan diagnostic is written here and nowhere else; rules decide,
+//! this module only renders, so nothing downstream ever needs to read a message to learn what
+//! a problem was. A rule computes each fix (and its figures) before building the problem.
+
+use super::repair::{Change, Repair};
+use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
+use super::{Code, Diagnostic, Loc};
+use crate::ty::{Bytes, Ratio, Recompute, ScheduleKind};
+
+/// A plan key and the value written for it, as a secondary label: `tp 4`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub key: &'static str,
+    pub value: u64,
+    pub loc: Loc,
+}
+
+/// A cluster dim's size, as a secondary label: ``8 GPUs in dim `nvlink` ``.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DimSize {
+    pub name: String,
+    pub size: u64,
+    pub loc: Loc,
+}
+
+/// One plan setting a help proposes: `` `tp 4` ``.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub key: &'static str,
+    pub value: u64,
+}
+
+impl Setting {
+    /// `key` set to each of `values`, in order.
+    pub fn list(key: &'static str, values: impl IntoIterator<Item = u64>) -> Vec<Setting> {
+        values
+            .into_iter()
+            .map(|value| Setting { key, value })
+            .collect()
+    }
+
+    fn text(self) -> String {
+        format!("`{} {}`", self.key, self.value)
+    }
+}
+
+/// A group of consecutive ranks W0001 checks against the cluster's dims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Tp,
+    Cp,
+    Ep,
+}
+
+impl Group {
+    pub fn word(self) -> &'static str {
+        match self {
+            Group::Tp => "tp",
+            Group::Cp => "cp",
+            Group::Ep => "ep",
+        }
+    }
+}
+
+/// A boolean plan key E0310 and W0006 talk about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flag {
+    Sp,
+    DistributedOptimizer,
+    OverlapGradReduce,
+    OverlapParamGather,
+    DelayGradReduce,
+    DelayParamGather,
+    OverlapTpComm,
+}
+
+impl Flag {
+    pub fn word(self) -> &'static str {
+        match self {
+            Flag::Sp => "sp",
+            Flag::DistributedOptimizer => "distributed_optimizer",
+            Flag::OverlapGradReduce => "overlap_grad_reduce",
+            Flag::OverlapParamGather => "overlap_param_gather",
+            Flag::DelayGradReduce => "delay_grad_reduce",
+            Flag::DelayParamGather => "delay_param_gather",
+            Flag::OverlapTpComm => "overlap_tp_comm",
+        }
+    }
+}
+
+/// How E0310's help fixes a flag whose prerequisite is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlagFix {
+    /// Add the prerequisite.
+    Add,
+    /// Add the prerequisite or drop the flag (the flag means nothing on its own).
+    AddOrRemove,
+}
+
+/// `tp 1 × pp 8 × dp 4`: the factors of a world size (cp only when used or written).
+fn factors(tp: u64, pp: u64, cp: u64, dp: Option<u64>, cp_written: bool) -> String {
+    let mut parts = vec![format!("tp {tp}"), format!("pp {pp}")];
+    if cp > 1 || cp_written {
+        parts.push(format!("cp {cp}"));
+    }
+    if let Some(dp) = dp {
+        parts.push(format!("dp {dp}"));
+    }
+    parts.join(" × ")
+}
+
+fn use_settings(options: &[Setting]) -> String {
+    let texts: Vec<String> = options.iter().map(|s| s.text()).collect();
+    format!("use {}", join_or(&texts))
+}
+
+fn with_written(mut d: Diagnostic, written: &[Written]) -> Diagnostic {
+    for w in written {
+        d = d.with_secondary(w.loc, format!("{} {}", w.key, w.value));
+    }
+    d
+}
+
+fn with_dims(mut d: Diagnostic, dims: &[DimSize]) -> Diagnostic {
+    for dim in dims {
+        d = d.with_secondary(dim.loc, format!("{} GPUs in dim `{}`", dim.size, dim.name));
+    }
+    d
+}
+
+/// A problem with the plan, one per diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlanProblem {
+    /// E0202: the cluster is larger than venusc models.
+    WorldTooLarge(WorldTooLarge),
+    /// E0301: tp × pp × cp × dp is not the GPU count.
+    WorldMismatch(WorldMismatch),
+    /// E0302: the layers cannot be split over the pipeline stages.
+    LayerSplit(LayerSplit),
+    /// E0303: tp does not divide the attention heads.
+    HeadsSplit(HeadsSplit),
+    /// E0304: kv_groups is neither a multiple nor a divisor of tp.
+    KvGroupsSplit(KvGroupsSplit),
+    /// E0305: the global batch is not a multiple of micro_batch × dp.
+    BatchSplit(BatchSplit),
+    /// E0306: the interleaved schedule's microbatch count is not a multiple of pp.
+    InterleavedMicrobatches(InterleavedMicrobatches),
+    /// E0307: vpp without the pipeline it interleaves.
+    Vpp(VppProblem),
+    /// E0308: cp needs seq to be a multiple of 2 × cp.
+    SeqOverCp(SeqOverCp),
+    /// E0308: sp scatters each cp rank's tokens over tp.
+    SeqOverTp(SeqOverTp),
+    /// E0309: ep breaks one or more expert rules.
+    ExpertParallel(ExpertParallel),
+    /// E0309: a mixture-of-experts model with tp needs sp.
+    MoeNeedsSp(MoeNeedsSp),
+    /// E0310: a flag without the flag it needs.
+    FlagNeeds(FlagNeeds),
+    /// E0311: the schedule does not fit pp or vpp.
+    Schedule(ScheduleProblem),
+    /// W0001: a group of ranks crosses a slower dim.
+    GroupSpan(GroupSpan),
+    /// W0003: the pipeline bubble is above a quarter of the iteration.
+    Bubble(Bubble),
+    /// W0006: sp with tp 1.
+    SpWithoutTp(SpWithoutTp),
+    /// E0401 (over the GPU's memory) or W0005 (close to it).
+    Memory(MemoryProblem),
+}
+
+impl PlanProblem {
+    pub fn into_diagnostic(self) -> Diagnostic {
+        match self {
+            PlanProblem::WorldTooLarge(p) => p.render(),
+            PlanProblem::WorldMismatch(p) => p.render(),
+            PlanProblem::LayerSplit(p) => p.render(),
+            PlanProblem::HeadsSplit(p) => p.render(),
+            PlanProblem::KvGroupsSplit(p) => p.render(),
+            PlanProblem::BatchSplit(p) => p.render(),
+            PlanProblem::InterleavedMicrobatches(p) => p.render(),
+            PlanProblem::Vpp(p) => p.render(),
+            PlanProblem::SeqOverCp(p) => p.render(),
+            PlanProblem::SeqOverTp(p) => p.render(),
+            PlanProblem::ExpertParallel(p) => p.render(),
+            PlanProblem::MoeNeedsSp(p) => p.render(),
+            PlanProblem::FlagNeeds(p) => p.render(),
+            PlanProblem::Schedule(p) => p.render(),
+            PlanProblem::GroupSpan(p) => p.render(),
+            PlanProblem::Bubble(p) => p.render(),
+            PlanProblem::SpWithoutTp(p) => p.render(),
+            PlanProblem::Memory(p) => p.render(),
+        }
+    }
+}
+
+impl Validator<'_> {
+    /// Renders a problem and records it: the one way a rule reports.
+    pub(super) fn report(&mut self, problem: PlanProblem) {
+        self.push(problem.into_diagnostic());
+    }
+}
+
+// -------------------------------------------------------------------------------- E0202
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldTooLarge {
+    /// The product of the dim sizes (u128: the sizes may overflow u64 together).
+    pub product: u128,
+    /// The last dim's size (the one that makes it too large).
+    pub loc: Loc,
+    /// The other dims, outermost first.
+    pub others: Vec<DimSize>,
+}
+
+impl WorldTooLarge {
+    fn render(self) -> Diagnostic {
+        let d = Diagnostic::new(
+            Code::E0202,
+            format!(
+                "cluster has {} GPUs, more than venusc models ({MAX_WORLD})",
+                self.product
+            ),
+            self.loc,
+            "makes the GPU count too large",
+        )
+        .with_help(format!(
+            "use dims whose sizes multiply to at most {MAX_WORLD}"
+        ));
+        with_dims(d, &self.others)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0301
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldMismatch {
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    /// The dp the plan wrote (None: dp is derived and the world is not a multiple).
+    pub dp: Option<u64>,
+    pub world: u64,
+    /// Whether the plan wrote `cp` (then it is named even when 1).
+    pub cp_written: bool,
+    /// tp × pp × cp.
+    pub model: u128,
+    pub primary: Loc,
+    /// The written factors other than the primary one.
+    pub factors: Vec<Written>,
+    pub dims: Vec<DimSize>,
+    pub help: WorldHelp,
+    /// The `dp` value to write when that is the first option.
+    pub fix: Option<(Loc, u64)>,
+}
+
+/// E0301's help.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorldHelp {
+    /// Change one factor: the first option of the list.
+    Use(Vec<WorldOption>),
+    /// No single factor fits; the plan needs this many GPUs as written.
+    NoSingleChange { need: u64 },
+}
+
+/// One factor changed so the world fits: `` `pp 4` (tp 1 × pp 4 × dp 4 = 16) ``.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorldOption {
+    pub set: Setting,
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub dp: u64,
+}
+
+impl WorldMismatch {
+    fn render(self) -> Diagnostic {
+        let (tp, pp, cp, world, cpw) = (self.tp, self.pp, self.cp, self.world, self.cp_written);
+        let names = |dp: bool| {
+            let mut n = vec!["tp", "pp"];
+            if cp > 1 || cpw {
+                n.push("cp");
+            }
+            if dp {
+                n.push("dp");
+            }
+            n.join(" × ")
+        };
+        let model = self.model;
+        let (message, label) = match self.dp {
+            Some(dp) => {
+                let need = model.saturating_mul(dp as u128);
+                (
+                    format!(
+                        "plan needs {need} GPUs ({}) but cluster has {world}",
+                        factors(tp, pp, cp, Some(dp), cpw)
+                    ),
+                    format!("{} = {need}", names(true)),
+                )
+            }
+            None => (
+                format!(
+                    "plan needs a multiple of {model} GPUs ({}) but cluster has {world}",
+                    factors(tp, pp, cp, None, cpw)
+                ),
+                format!("{} = {model}", names(false)),
+            ),
+        };
+        let d = Diagnostic::new(Code::E0301, message, self.primary, label);
+        let d = with_dims(with_written(d, &self.factors), &self.dims);
+        let help = match &self.help {
+            WorldHelp::Use(options) => {
+                let texts: Vec<String> = options
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "{} ({} = {world})",
+                            o.set.text(),
+                            factors(o.tp, o.pp, o.cp, Some(o.dp), cpw)
+                        )
+                    })
+                    .collect();
+                format!("use {}", join_or(&texts))
+            }
+            WorldHelp::NoSingleChange { need } => format!("no change of one factor fits {world} GPUs; use a cluster of {need} GPUs or change several factors"),
+        };
+        let d = d.with_help(help);
+        match self.fix {
+            Some((loc, dp)) => d.with_fix(loc, dp.to_string()),
+            None => d,
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0302
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerSplit {
+    pub error: SplitError,
+    pub layers: u64,
+    pub pp: u64,
+    pub vpp: u64,
+    pub primary: Loc,
+    pub layers_loc: Loc,
+    /// The written split keys other than the primary one.
+    pub written: Vec<Written>,
+    pub help: SplitHelp,
+}
+
+/// E0302's help.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SplitHelp {
+    /// An even split: other pp or vpp values (none: a pp that divides the layers).
+    Even(Vec<EvenOption>),
+    /// Uneven ends with pp 1: remove them.
+    OneStage,
+    /// Uneven ends: the nearest end values that split (none: remove the ends).
+    Ends(Vec<EndOption>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvenOption {
+    /// `` `pp 4` (8 layers per stage) ``.
+    Pp {
+        pp: u64,
+        per_stage: u64,
+    },
+    /// No interleaving.
+    NoVpp,
+    Vpp(u64),
+}
+
+/// `` `first_stage_layers 3` (layers: …) ``.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndOption {
+    pub first: bool,
+    pub value: u64,
+    pub split: StageSplit,
+}
+
+fn end_key(first: bool) -> &'static str {
+    if first {
+        "first_stage_layers"
+    } else {
+        "last_stage_layers"
+    }
+}
+
+impl LayerSplit {
+    fn render(self) -> Diagnostic {
+        let (l, pp, vpp) = (self.layers, self.pp, self.vpp);
+        let (message, label) = match self.error {
+            SplitError::Even { .. } => {
+                let msg = if vpp > 1 {
+                    format!("{l} layers cannot be split over pp {pp} × vpp {vpp} = {} model chunks", pp.saturating_mul(vpp))
+                } else {
+                    format!("{l} layers cannot be split evenly over pp {pp}")
+                };
+                (msg, format!("{l} % {} ≠ 0", pp.saturating_mul(vpp)))
+            }
+            SplitError::EndsNeedTwoStages => (
+                "`first_stage_layers` and `last_stage_layers` need pp of at least 2".to_string(),
+                "pp is 1".to_string(),
+            ),
+            SplitError::EndsExceed { ends: n, layers } => (
+                format!("the first and last stages take {n} layers but the model has {layers}"),
+                format!("{n} > {layers}"),
+            ),
+            SplitError::EndNotDivisible { first, n, vpp } => (
+                format!("`{}` {n} is not divisible by vpp {vpp}", end_key(first)),
+                format!("{n} layers over {vpp} model chunks"),
+            ),
+            SplitError::MiddleMismatch { layers, stages } => (
+                format!("{layers} layers are left for {stages} middle pipeline stages"),
+                format!("leaves {layers} layers for {stages} stages"),
+            ),
+            SplitError::MiddleNotDivisible { layers, stages } => (
+                format!("{layers} middle layers cannot be split evenly over {stages} middle stages"),
+                format!("leaves {layers} layers for {stages} stages"),
+            ),
+            SplitError::MiddleChunks { per_stage, vpp } => (
+                format!("{per_stage} layers per middle stage cannot be split into vpp {vpp} model chunks"),
+                format!("leaves {per_stage} layers per middle stage"),
+            ),
+        };
+        let d = Diagnostic::new(Code::E0302, message, self.primary, label)
+            .with_secondary(self.layers_loc, format!("{l} layers"));
+        let d = with_written(d, &self.written);
+        let help = match self.help {
+            SplitHelp::Even(options) if options.is_empty() => format!("use a pp that divides {l}"),
+            SplitHelp::Even(options) => {
+                let texts: Vec<String> = options
+                    .iter()
+                    .map(|o| match *o {
+                        EvenOption::Pp { pp, per_stage } => {
+                            format!("`pp {pp}` ({per_stage} layers per stage)")
+                        }
+                        EvenOption::NoVpp => "no `vpp`".to_string(),
+                        EvenOption::Vpp(v) => format!("`vpp {v}`"),
+                    })
+                    .collect();
+                format!("use {}", join_or(&texts))
+            }
+            SplitHelp::OneStage => "remove `first_stage_layers` and `last_stage_layers`: with pp 1 all layers are on one stage".to_string(),
+            SplitHelp::Ends(options) if options.is_empty() => {
+                "remove `first_stage_layers` and `last_stage_layers` to split the layers evenly"
+                    .to_string()
+            }
+            SplitHelp::Ends(options) => {
+                let texts: Vec<String> = options
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "`{} {}` (layers: {})",
+                            end_key(o.first),
+                            o.value,
+                            o.split.describe()
+                        )
+                    })
+                    .collect();
+                format!("use {}", join_or(&texts))
+            }
+        };
+        d.with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0303, E0304
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeadsSplit {
+    pub heads: u64,
+    pub tp: u64,
+    pub world: u64,
+    pub primary: Loc,
+    pub heads_loc: Loc,
+    /// tp values that divide the heads and fit the world, nearest first.
+    pub options: Vec<Setting>,
+}
+
+impl HeadsSplit {
+    fn render(self) -> Diagnostic {
+        let (heads, tp) = (self.heads, self.tp);
+        let help = if self.options.is_empty() {
+            format!("use a tp that divides {heads}")
+        } else {
+            format!(
+                "{} (divides {heads} heads and fits {} GPUs)",
+                use_settings(&self.options),
+                self.world
+            )
+        };
+        Diagnostic::new(
+            Code::E0303,
+            format!("{heads} attention heads cannot be split over tp {tp}"),
+            self.primary,
+            format!("{heads} % {tp} ≠ 0"),
+        )
+        .with_secondary(self.heads_loc, format!("{heads} heads"))
+        .with_help(help)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KvGroupsSplit {
+    pub groups: u64,
+    pub tp: u64,
+    pub primary: Loc,
+    pub groups_loc: Loc,
+    pub options: Vec<Setting>,
+}
+
+impl KvGroupsSplit {
+    fn render(self) -> Diagnostic {
+        let (g, tp) = (self.groups, self.tp);
+        Diagnostic::new(
+            Code::E0304,
+            format!("`kv_groups` {g} is neither a multiple nor a divisor of tp {tp}"),
+            self.primary,
+            format!("tp {tp}"),
+        )
+        .with_secondary(self.groups_loc, format!("{g} kv groups"))
+        .with_help(if self.options.is_empty() {
+            format!("use a tp that divides {g} or is a multiple of it")
+        } else {
+            use_settings(&self.options)
+        })
+    }
+}
+
+// -------------------------------------------------------------------------------- E0305, E0306
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchSplit {
+    pub global_batch: u64,
+    pub micro_batch: u64,
+    pub dp: u64,
+    pub global_batch_loc: Loc,
+    pub micro_batch_loc: Loc,
+    pub dp_from: DpSource,
+    /// `global_batch` values around the written one that divide.
+    pub options: Vec<Setting>,
+}
+
+/// Where dp came from: written (its loc), or derived from the world (the derivation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DpSource {
+    Written(Loc),
+    Derived {
+        world: u64,
+        tp: u64,
+        pp: u64,
+        cp: u64,
+        cp_written: bool,
+    },
+}
+
+impl BatchSplit {
+    fn render(self) -> Diagnostic {
+        let (gb, mb, dp) = (self.global_batch, self.micro_batch, self.dp);
+        let step = mb.saturating_mul(dp);
+        let d = Diagnostic::new(
+            Code::E0305,
+            format!("`global_batch` {gb} is not divisible by micro_batch {mb} × dp {dp} = {step}"),
+            self.global_batch_loc,
+            format!("{gb} sequences per iteration"),
+        )
+        .with_secondary(self.micro_batch_loc, format!("micro_batch {mb}"));
+        let d = match self.dp_from {
+            DpSource::Written(loc) => d.with_secondary(loc, format!("dp {dp}")),
+            DpSource::Derived {
+                world,
+                tp,
+                pp,
+                cp,
+                cp_written,
+            } => d.with_note(format!(
+                "dp {dp} = {world} GPUs / ({})",
+                factors(tp, pp, cp, None, cp_written)
+            )),
+        };
+        d.with_help(use_settings(&self.options))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterleavedMicrobatches {
+    /// The microbatch count.
+    pub m: u64,
+    pub pp: u64,
+    pub dp: u64,
+    pub global_batch: u64,
+    pub micro_batch: u64,
+    pub global_batch_loc: Loc,
+    pub micro_batch_loc: Loc,
+    /// The written dp, pp and vpp.
+    pub written: Vec<Written>,
+    /// `(global_batch, microbatches)` around the written batch that interleave.
+    pub options: Vec<(u64, u64)>,
+}
+
+impl InterleavedMicrobatches {
+    fn render(self) -> Diagnostic {
+        let (m, pp) = (self.m, self.pp);
+        let message = if m < pp {
+            format!("interleaved schedule needs at least pp {pp} microbatches, found {m}")
+        } else {
+            format!("interleaved schedule needs a microbatch count that is a multiple of pp {pp}, found {m}")
+        };
+        let d = Diagnostic::new(
+            Code::E0306,
+            message,
+            self.global_batch_loc,
+            format!("{m} microbatches"),
+        )
+        .with_secondary(
+            self.micro_batch_loc,
+            format!("micro_batch {}", self.micro_batch),
+        );
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .map(|(g, m)| format!("`global_batch {g}` ({m} microbatches)"))
+            .collect();
+        with_written(d, &self.written)
+            .with_note(format!(
+                "m = global_batch / (micro_batch × dp) = {} / ({} × {})",
+                self.global_batch, self.micro_batch, self.dp
+            ))
+            .with_help(format!("use {}", join_or(&options)))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0307
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VppProblem {
+    pub vpp: u64,
+    pub vpp_loc: Loc,
+    /// The written `pp` (1 or 2).
+    pub pp_loc: Option<Loc>,
+    pub kind: VppKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VppKind {
+    /// pp 1: no stages to interleave.
+    NoPipeline,
+    /// pp 2 without `overlap_p2p`.
+    TwoStagesWithoutOverlap,
+}
+
+impl VppProblem {
+    fn render(self) -> Diagnostic {
+        let vpp = self.vpp;
+        let (d, pp_label, help) = match self.kind {
+            VppKind::NoPipeline => (
+                Diagnostic::new(
+                    Code::E0307,
+                    format!("`vpp` {vpp} needs pipeline parallelism but pp is 1"),
+                    self.vpp_loc,
+                    "model chunks need pipeline stages",
+                ),
+                "pp 1",
+                "remove `vpp`, or use pp 3 or more (pp 2 with `overlap_p2p`)",
+            ),
+            VppKind::TwoStagesWithoutOverlap => (
+                Diagnostic::new(
+                    Code::E0307,
+                    format!("`vpp` {vpp} with pp 2 needs `overlap_p2p`"),
+                    self.vpp_loc,
+                    "interleaving over 2 stages",
+                )
+                .with_note(
+                    "without overlap, batched p2p would put two sends to the same peer in one batch",
+                ),
+                "pp 2",
+                "add `overlap_p2p` to the plan",
+            ),
+        };
+        let d = match self.pp_loc {
+            Some(loc) => d.with_secondary(loc, pp_label),
+            None => d,
+        };
+        d.with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0308
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeqOverCp {
+    pub seq: u64,
+    pub cp: u64,
+    pub primary: Loc,
+    pub seq_loc: Loc,
+    /// Nearby cp values, then nearby seq values.
+    pub options: Vec<Setting>,
+}
+
+impl SeqOverCp {
+    fn render(self) -> Diagnostic {
+        let (seq, cp) = (self.seq, self.cp);
+        Diagnostic::new(
+            Code::E0308,
+            format!(
+                "`seq` {seq} is not a multiple of 2 × cp {cp} = {}",
+                cp.saturating_mul(2)
+            ),
+            self.primary,
+            format!(
+                "cp {cp} splits the sequence into {} chunks",
+                cp.saturating_mul(2)
+            ),
+        )
+        .with_secondary(self.seq_loc, format!("seq {seq}"))
+        .with_help(use_settings(&self.options))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeqOverTp {
+    pub seq: u64,
+    pub cp: u64,
+    pub tp: u64,
+    pub sp_loc: Loc,
+    pub seq_loc: Loc,
+    pub tp_loc: Option<Loc>,
+    pub cp_loc: Option<Loc>,
+    /// seq values that split; the help always ends with "no `sp`".
+    pub seqs: Vec<u64>,
+}
+
+impl SeqOverTp {
+    fn render(self) -> Diagnostic {
+        let (seq, cp, tp) = (self.seq, self.cp, self.tp);
+        let mut options: Vec<String> = self.seqs.iter().map(|s| format!("`seq {s}`")).collect();
+        options.push("no `sp`".to_string());
+        let local = if cp > 1 {
+            format!("seq {seq} / cp {cp}")
+        } else {
+            format!("seq {seq}")
+        };
+        let mut d = Diagnostic::new(
+            Code::E0308,
+            format!("with `sp`, {local} is not divisible by tp {tp}"),
+            self.sp_loc,
+            "scatters the sequence over tp",
+        )
+        .with_secondary(self.seq_loc, format!("seq {seq}"));
+        if let Some(loc) = self.tp_loc {
+            d = d.with_secondary(loc, format!("tp {tp}"));
+        }
+        if let Some(loc) = self.cp_loc {
+            d = d.with_secondary(loc, format!("cp {cp}"));
+        }
+        d.with_help(format!("use {}", join_or(&options)))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0309
+
+/// Every expert rule `ep` breaks: the first is the diagnostic, the others its notes (one
+/// diagnostic per problem: the value of `ep`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpertParallel {
+    pub ep: u64,
+    pub ep_loc: Loc,
+    pub first: EpFailure,
+    pub also: Vec<EpFailure>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum EpFailure {
+    /// ep > 1 on a dense model.
+    Dense { model: String, model_loc: Loc },
+    /// ep does not divide the experts.
+    Experts {
+        experts: u64,
+        experts_loc: Loc,
+        options: Vec<Setting>,
+    },
+    /// etp × ep × pp does not divide the GPU count.
+    Grid {
+        world: u64,
+        tp: u64,
+        pp: u64,
+        group: u128,
+        written: Vec<Written>,
+        dims: Vec<DimSize>,
+        options: Vec<Setting>,
+    },
+}
+
+impl EpFailure {
+    fn message(&self, ep: u64) -> String {
+        match self {
+            EpFailure::Dense { model, .. } => {
+                format!("`ep` {ep} needs a mixture-of-experts model but `{model}` is dense")
+            }
+            EpFailure::Experts { experts, .. } => {
+                format!("{experts} experts cannot be split over ep {ep}")
+            }
+            EpFailure::Grid {
+                world,
+                tp,
+                pp,
+                group,
+                ..
+            } => format!(
+                "cluster has {world} GPUs, not a multiple of etp {tp} × ep {ep} × pp {pp} = {group}"
+            ),
+        }
+    }
+
+    fn render(self, ep: u64, ep_loc: Loc) -> Diagnostic {
+        let message = self.message(ep);
+        match self {
+            EpFailure::Dense { model, model_loc } => {
+                Diagnostic::new(Code::E0309, message, ep_loc, "expert parallelism")
+                    .with_secondary(model_loc, format!("model `{model}` has no `experts`"))
+                    .with_help("remove `ep`, or use a model with `experts`")
+            }
+            EpFailure::Experts {
+                experts,
+                experts_loc,
+                options,
+            } => Diagnostic::new(
+                Code::E0309,
+                message,
+                ep_loc,
+                format!("{experts} % {ep} ≠ 0"),
+            )
+            .with_secondary(experts_loc, format!("{experts} experts"))
+            .with_help(if options.is_empty() {
+                format!("use an ep that divides {experts} experts")
+            } else {
+                use_settings(&options)
+            }),
+            EpFailure::Grid {
+                written,
+                dims,
+                options,
+                ..
+            } => {
+                let d = Diagnostic::new(Code::E0309, message, ep_loc, format!("ep {ep}"));
+                with_dims(with_written(d, &written), &dims).with_help(if options.is_empty() {
+                    "use an ep whose expert grid divides the GPU count".to_string()
+                } else {
+                    use_settings(&options)
+                })
+            }
+        }
+    }
+}
+
+impl ExpertParallel {
+    fn render(self) -> Diagnostic {
+        let ep = self.ep;
+        let mut d = self.first.render(ep, self.ep_loc);
+        for other in &self.also {
+            d = d.with_note(format!("`ep` {ep} also breaks: {}", other.message(ep)));
+        }
+        d
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MoeNeedsSp {
+    pub model: String,
+    pub tp: u64,
+    pub primary: Loc,
+    /// The model's `experts` item.
+    pub experts: Option<(u64, Loc)>,
+}
+
+impl MoeNeedsSp {
+    fn render(self) -> Diagnostic {
+        let tp = self.tp;
+        let mut d = Diagnostic::new(
+            Code::E0309,
+            format!(
+                "mixture-of-experts model `{}` with tp {tp} needs `sp`",
+                self.model
+            ),
+            self.primary,
+            format!("tp {tp}"),
+        )
+        .with_help("add `sp` to the plan");
+        if let Some((n, loc)) = self.experts {
+            d = d.with_secondary(loc, format!("{n} experts"));
+        }
+        d
+    }
+}
+
+// -------------------------------------------------------------------------------- E0310
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlagNeeds {
+    pub flag: Flag,
+    pub needs: Flag,
+    pub flag_loc: Loc,
+    /// What the flag does (the primary label).
+    pub label: &'static str,
+    pub fix: FlagFix,
+    /// Where the needed flag was written off (a secondary label).
+    pub needs_off: Option<Loc>,
+}
+
+impl FlagNeeds {
+    fn render(self) -> Diagnostic {
+        let (flag, needs) = (self.flag.word(), self.needs.word());
+        let help = match self.fix {
+            FlagFix::Add => format!("add `{needs}` to the plan"),
+            FlagFix::AddOrRemove => format!("add `{needs}` to the plan, or remove `{flag}`"),
+        };
+        let d = Diagnostic::new(
+            Code::E0310,
+            format!("`{flag}` needs `{needs}`"),
+            self.flag_loc,
+            self.label,
+        )
+        .with_help(help);
+        match self.needs_off {
+            Some(loc) => d.with_secondary(loc, format!("{needs} off")),
+            None => d,
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0311
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleProblem {
+    pub schedule: ScheduleKind,
+    pub loc: Loc,
+    pub kind: ScheduleIssue,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleIssue {
+    /// Interleaved or GPipe with pp 1.
+    NeedsPipeline { pp_loc: Option<Loc> },
+    /// Interleaved with vpp 1; the smallest vpp that splits the layers, if any.
+    NeedsChunks {
+        vpp: Option<u64>,
+        vpp_loc: Option<Loc>,
+    },
+    /// GPipe or 1F1B with vpp > 1.
+    CannotRunChunks { vpp: u64, vpp_loc: Option<Loc> },
+}
+
+impl ScheduleProblem {
+    fn render(self) -> Diagnostic {
+        let word = self.schedule.word();
+        let (message, help, secondary) = match self.kind {
+            ScheduleIssue::NeedsPipeline { pp_loc } => (
+                format!("`schedule {word}` needs pipeline parallelism but pp is 1"),
+                format!("remove `schedule {word}`, or set pp above 1"),
+                pp_loc.map(|l| (l, "pp 1".to_string())),
+            ),
+            ScheduleIssue::NeedsChunks { vpp, vpp_loc } => (
+                "`schedule interleaved` needs more than one model chunk per stage (vpp > 1)"
+                    .to_string(),
+                match vpp {
+                    Some(v) => format!("add `vpp {v}`, or remove `schedule interleaved`"),
+                    None => "remove `schedule interleaved`".to_string(),
+                },
+                vpp_loc.map(|l| (l, "vpp 1".to_string())),
+            ),
+            ScheduleIssue::CannotRunChunks { vpp, vpp_loc } => (
+                format!("`schedule {word}` cannot run vpp {vpp} model chunks per stage"),
+                "use `schedule interleaved` or remove `vpp`".to_string(),
+                vpp_loc.map(|l| (l, format!("vpp {vpp}"))),
+            ),
+        };
+        let d = Diagnostic::new(Code::E0311, message, self.loc, format!("schedule {word}"))
+            .with_help(help);
+        match secondary {
+            Some((l, m)) => d.with_secondary(l, m),
+            None => d,
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- W0001
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSpan {
+    pub group: Group,
+    /// The group's size (`tp 8`).
+    pub size: u64,
+    /// Consecutive ranks one group covers (tp × size for cp and ep).
+    pub span: u64,
+    pub tp: u64,
+    pub primary: Loc,
+    /// The slower dim the group crosses.
+    pub outer: DimSize,
+    /// The innermost dim.
+    pub inner: DimSize,
+    /// The dims a group should stay inside, and how many GPUs they hold.
+    pub inside: Vec<String>,
+    pub fit: u64,
+    /// The largest group size that stays inside (None: none to propose).
+    pub keep: Option<u64>,
+    /// The written tp, labelled for cp and ep groups.
+    pub tp_loc: Option<Loc>,
+}
+
+impl GroupSpan {
+    fn render(self) -> Diagnostic {
+        let name = self.group.word();
+        let (size, span, tp) = (self.size, self.span, self.tp);
+        let message = if self.group == Group::Tp {
+            format!(
+                "tp group of {span} GPUs spans the slower dim `{}`",
+                self.outer.name
+            )
+        } else {
+            format!("{name} group (tp {tp} × {name} {size} = {span} consecutive GPUs) spans the slower dim `{}`", self.outer.name)
+        };
+        let inside: Vec<String> = self.inside.iter().map(|n| format!("`{n}`")).collect();
+        let help = match self.keep {
+            Some(x) => format!(
+                "use `{name} {x}` to keep each {name} group inside {} ({} GPUs)",
+                join_and(&inside),
+                self.fit
+            ),
+            None => format!(
+                "keep {name} groups inside {} ({} GPUs)",
+                join_and(&inside),
+                self.fit
+            ),
+        };
+        let mut d = Diagnostic::new(Code::W0001, message, self.primary, format!("{name} {size}"))
+            .with_secondary(self.outer.loc, format!("crosses dim `{}`", self.outer.name))
+            .with_secondary(
+                self.inner.loc,
+                format!("{} GPUs in dim `{}`", self.inner.size, self.inner.name),
+            )
+            .with_help(help);
+        if let Some(loc) = self.tp_loc {
+            d = d.with_secondary(loc, format!("tp {tp}"));
+        }
+        d
+    }
+}
+
+// -------------------------------------------------------------------------------- W0003
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bubble {
+    /// The bubble's share of the iteration.
+    pub bubble: Ratio,
+    pub pp: u64,
+    /// The microbatch count.
+    pub m: u64,
+    pub vpp: u64,
+    pub micro_batch: u64,
+    pub primary: Loc,
+    pub global_batch_loc: Loc,
+    pub micro_batch_loc: Loc,
+    pub vpp_written: Option<(u64, Loc)>,
+    /// The changes that bring the bubble down, in the order the help lists them.
+    pub options: Vec<BubbleOption>,
+}
+
+/// One way to shrink the bubble, with the bubble it leaves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BubbleOption {
+    /// More microbatches through a larger global batch.
+    GlobalBatch {
+        global_batch: u64,
+        microbatches: u64,
+        bubble: Ratio,
+    },
+    /// More microbatches through a smaller micro batch.
+    MicroBatch {
+        micro_batch: u64,
+        microbatches: u64,
+        bubble: Ratio,
+    },
+    /// More model chunks per stage.
+    Vpp { vpp: u64, bubble: Ratio },
+}
+
+impl Bubble {
+    fn render(self) -> Diagnostic {
+        let (pp, m, vpp) = (self.pp, self.m, self.vpp);
+        let options: Vec<String> = self
+            .options
+            .iter()
+            .map(|o| match *o {
+                BubbleOption::GlobalBatch {
+                    global_batch,
+                    microbatches,
+                    bubble,
+                } => format!(
+                    "raise `global_batch` to {global_batch} ({microbatches} microbatches, bubble {})",
+                    pct(bubble.0)
+                ),
+                BubbleOption::MicroBatch {
+                    micro_batch,
+                    microbatches,
+                    bubble,
+                } => format!(
+                    "lower `micro_batch` to {micro_batch} ({microbatches} microbatches, bubble {})",
+                    pct(bubble.0)
+                ),
+                BubbleOption::Vpp { vpp, bubble } => {
+                    format!("use `vpp {vpp}` (bubble {})", pct(bubble.0))
+                }
+            })
+            .collect();
+        let mut d = Diagnostic::new(
+            Code::W0003,
+            format!(
+                "pipeline bubble is {} of the iteration (pp {pp}, {m} microbatches)",
+                pct(self.bubble.0)
+            ),
+            self.primary,
+            format!("{pp} stages"),
+        )
+        .with_secondary(
+            self.global_batch_loc,
+            format!("{m} microbatches per iteration"),
+        )
+        .with_secondary(
+            self.micro_batch_loc,
+            format!("micro_batch {}", self.micro_batch),
+        )
+        .with_note(format!(
+            "bubble = (pp − 1) / (m·vpp + pp − 1) = {} / ({m}·{vpp} + {})",
+            pp.saturating_sub(1),
+            pp.saturating_sub(1)
+        ));
+        if let Some((v, loc)) = self.vpp_written {
+            d = d.with_secondary(loc, format!("vpp {v}"));
+        }
+        d.with_help(join_or(&options))
+    }
+}
+
+// -------------------------------------------------------------------------------- W0006
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpWithoutTp {
+    pub sp_loc: Loc,
+    pub tp_loc: Option<Loc>,
+}
+
+impl SpWithoutTp {
+    fn render(self) -> Diagnostic {
+        let d = Diagnostic::new(
+            Code::W0006,
+            "`sp` has no effect with tp 1",
+            self.sp_loc,
+            "sequence parallelism",
+        )
+        .with_note("Megatron-LM turns sequence parallelism off when tp = 1")
+        .with_help("remove `sp`, or use tp above 1");
+        match self.tp_loc {
+            Some(loc) => d.with_secondary(loc, "tp 1"),
+            None => d,
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0401, W0005
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryProblem {
+    /// E0401 when the stage does not fit at all, else W0005.
+    pub over: bool,
+    pub gpu: String,
+    pub capacity: Bytes,
+    /// The plan's `reserve`: kept back per GPU, added to the stage's peak.
+    pub reserve: Bytes,
+    pub capacity_loc: Loc,
+    pub plan_loc: Loc,
+    /// The written tp, pp and dp.
+    pub written: Vec<Written>,
+    /// The largest stage, term by term.
+    pub breakdown: MemoryBreakdown,
+    /// `(stages over the limit, stages)` when more than one stage is over.
+    pub over_limit: Option<(usize, usize)>,
+    pub repair: Repair,
+}
+
+/// One pipeline stage's peak memory, term by term (the notes of E0401 and W0005).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBreakdown {
+    pub stage: u64,
+    pub peak: Bytes,
+    pub weights: Bytes,
+    /// Parameters held by one GPU (dense and expert).
+    pub params: u64,
+    pub gradients: Bytes,
+    pub optimizer: Bytes,
+    /// dp × cp when the distributed optimizer shards the optimizer state.
+    pub sharded_over: Option<u64>,
+    pub activations: Bytes,
+    pub layers: u64,
+    pub in_flight: u64,
+    pub recompute: Recompute,
+}
+
+impl MemoryBreakdown {
+    fn notes(&self) -> [String; 4] {
+        let shards = match self.sharded_over {
+            Some(n) => format!(", sharded over dp × cp = {n}"),
+            None => String::new(),
+        };
+        [
+            format!(
+                "stage {}: weights {} ({} parameters per GPU, 2 bytes each)",
+                self.stage,
+                gib(self.weights),
+                self.params
+            ),
+            format!("gradients {} (fp32)", gib(self.gradients)),
+            format!(
+                "optimizer state {} (fp32 master weights and Adam moments{shards})",
+                gib(self.optimizer)
+            ),
+            format!(
+                "activations {} ({} layers, {} in flight, recompute {})",
+                gib(self.activations),
+                self.layers,
+                if self.in_flight == 1 {
+                    "1 microbatch".to_string()
+                } else {
+                    format!("{} microbatches", self.in_flight)
+                },
+                self.recompute.word()
+            ),
+        ]
+    }
+}
+
+impl MemoryProblem {
+    fn render(self) -> Diagnostic {
+        let w = &self.breakdown;
+        let cap = self.capacity;
+        // The check is peak + reserve <= capacity, and the messages state that sum.
+        let need = Bytes(w.peak.0.saturating_add(self.reserve.0));
+        let (code, message) = if self.over {
+            (
+                Code::E0401,
+                format!(
+                    "pipeline stage {} needs {} but `{}` has {}",
+                    w.stage,
+                    gib(need),
+                    self.gpu,
+                    gib(cap)
+                ),
+            )
+        } else {
+            (
+                Code::W0005,
+                format!(
+                    "pipeline stage {} needs {}, {:.0}% of the {} of `{}`",
+                    w.stage,
+                    gib(need),
+                    need.0 as f64 / cap.0.max(1) as f64 * 100.0,
+                    gib(cap),
+                    self.gpu
+                ),
+            )
+        };
+        let d = Diagnostic::new(
+            code,
+            message,
+            self.plan_loc,
+            format!("stage {} needs {}", w.stage, gib(need)),
+        )
+        .with_secondary(
+            self.capacity_loc,
+            format!("`{}` has {}", self.gpu, gib(cap)),
+        );
+        let mut d = with_written(d, &self.written);
+        for note in w.notes() {
+            d = d.with_note(note);
+        }
+        if self.reserve.0 > 0 {
+            d = d.with_note(format!(
+                "reserve {} kept back per GPU (CUDA context, NCCL buffers, fragmentation)",
+                gib(self.reserve)
+            ));
+        }
+        if let Some((over, stages)) = self.over_limit {
+            d = d.with_note(format!("{over} of {stages} stages are over the limit"));
+        }
+        d.with_help(render_repair(&self.repair, cap))
+    }
+}
+
+/// The text of one change applied alone: ``add `sp` ``.
+fn change_alone(c: &Change) -> String {
+    let dp = |dp: Option<u64>| match dp {
+        Some(dp) => format!(" and `dp {dp}`"),
+        None => String::new(),
+    };
+    match *c {
+        Change::AddSp => "add `sp`".to_string(),
+        Change::AddDistributedOptimizer => "add `distributed_optimizer`".to_string(),
+        Change::Recompute(r) => format!("use `recompute {}`", r.word()),
+        Change::Tp { tp, dp: d } => format!("use `tp {tp}`{}", dp(d)),
+        Change::Pp { pp, dp: d } => format!("use `pp {pp}`{}", dp(d)),
+    }
+}
+
+/// The item of one change in a combination: `` `sp` ``.
+fn change_item(c: &Change) -> String {
+    match *c {
+        Change::AddSp => "`sp`".to_string(),
+        Change::AddDistributedOptimizer => "`distributed_optimizer`".to_string(),
+        Change::Recompute(r) => format!("`recompute {}`", r.word()),
+        Change::Tp { tp, .. } => format!("`tp {tp}`"),
+        Change::Pp { pp, .. } => format!("`pp {pp}`"),
+    }
+}
+
+fn render_repair(r: &Repair, cap: Bytes) -> String {
+    let items = |changes: &[Change]| -> Vec<String> { changes.iter().map(change_item).collect() };
+    let dp = |dp: Option<u64>| match dp {
+        Some(dp) => format!(" with `dp {dp}`"),
+        None => String::new(),
+    };
+    match r {
+        Repair::One { change, peak } => format!(
+            "{}: the largest stage then needs {} of {}",
+            change_alone(change),
+            gib(*peak),
+            gib(cap)
+        ),
+        Repair::Combined {
+            changes,
+            dp: d,
+            peak,
+        } => format!(
+            "combine {}{}: the largest stage then needs {} of {}",
+            join_and(&items(changes)),
+            dp(*d),
+            gib(*peak),
+            gib(cap)
+        ),
+        Repair::NotEnough {
+            changes,
+            dp: d,
+            peak,
+        } => format!(
+            "even with {}{} the largest stage needs {}; use more GPUs or GPUs with more memory",
+            join_and(&items(changes)),
+            dp(*d),
+            gib(*peak)
+        ),
+        Repair::None { peak } => format!(
+            "use GPUs with more than {} of memory, or more GPUs",
+            gib(*peak)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;
