@@ -1,0 +1,180 @@
+//! The token-role map: where the parser put every token of a file (block kind, item, slot),
+//! and the one rule for where an item ends ([`continues_item`]).
+//!
+//! Input: recorded by [`super::parse`] while it builds the tree. Output: [`Roles`], read by the
+//! formatter (the key table of each block, where a `;` is needed) and the IDE (what the word
+//! at the cursor is), so neither re-derives the parser's grouping from tokens.
+//!
+//! Invariants: [`Roles::tokens`] holds every token of the file exactly once, in source order
+//! (comments and error runs included); blocks and items are numbered in the order their first
+//! token appears, so both tables are sorted by source position.
+
+use super::lex::TokenKind;
+use super::schema::{self, ArgType, BlockKind, FLAG_WORDS};
+use crate::diag::Span;
+
+/// A block of the file: the body of a definition or an inline block (an argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockId(pub u32);
+
+/// An item (a key and its arguments) of some block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemId(pub u32);
+
+/// What a token is, in the place the parser gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// A top-level keyword: `model`, `gpu`, `cluster`, `plan`, `scenario`, `use`.
+    Keyword,
+    /// The name of a definition.
+    DefName,
+    /// The base after `:` in a definition's header.
+    DefBase,
+    /// The path string of a `use`.
+    UsePath,
+    /// The `<` of [`TokenRole::block`].
+    Open,
+    /// The `>` of [`TokenRole::block`].
+    Close,
+    /// The key of [`TokenRole::item`].
+    Key,
+    /// Argument `n` of [`TokenRole::item`] when it is one token (or the base name of an inline
+    /// block `NAME < ... >`).
+    Arg(u32),
+    /// A token inside the list that is argument `n` of [`TokenRole::item`] (its brackets and
+    /// elements; the tokens of blocks inside the list belong to those blocks).
+    InArg(u32),
+    /// A `;` that ends an item (or stands alone) in [`TokenRole::block`].
+    Semi,
+    /// A `#` comment.
+    Comment,
+    /// A token no item owns: error runs and what the parser skipped while recovering.
+    Skipped,
+}
+
+/// One token and its role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenRole {
+    pub kind: TokenKind,
+    pub span: Span,
+    /// The innermost block the token is read in (for `<` and `>`, the block they delimit);
+    /// `None` at the top level.
+    pub block: Option<BlockId>,
+    /// The item the token belongs to, for [`Slot::Key`], [`Slot::Arg`] and [`Slot::InArg`].
+    pub item: Option<ItemId>,
+    pub slot: Slot,
+}
+
+/// One block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRole {
+    /// The key table it is read with; `None` for the block of an unknown key (or of an
+    /// argument slot that takes no block).
+    pub kind: Option<BlockKind>,
+    /// Its `<`.
+    pub open: Span,
+    /// The item whose argument it is, with the slot ([`Slot::Arg`], or [`Slot::InArg`] inside a
+    /// list); `None` for a definition's body.
+    pub parent: Option<(ItemId, Slot)>,
+    /// The block it is written in; `None` for a definition's body.
+    pub outer: Option<BlockId>,
+}
+
+/// One item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemRole {
+    pub block: BlockId,
+    pub key: Span,
+    /// The span of each argument value, in order (a block or list as a whole).
+    pub args: Vec<Span>,
+}
+
+/// The role of every token of a file.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Roles {
+    pub tokens: Vec<TokenRole>,
+    pub blocks: Vec<BlockRole>,
+    pub items: Vec<ItemRole>,
+}
+
+impl Roles {
+    pub fn block(&self, id: BlockId) -> Option<&BlockRole> {
+        self.blocks.get(id.0 as usize)
+    }
+
+    pub fn item(&self, id: ItemId) -> Option<&ItemRole> {
+        self.items.get(id.0 as usize)
+    }
+
+    /// The block whose `<` starts at `offset`.
+    pub fn block_opened_at(&self, offset: u32) -> Option<&BlockRole> {
+        let i = self.blocks.partition_point(|b| b.open.start < offset);
+        self.blocks.get(i).filter(|b| b.open.start == offset)
+    }
+
+    /// The key table of the block whose `<` starts at `offset` (`None` when unknown).
+    pub fn kind_of_block_at(&self, offset: u32) -> Option<BlockKind> {
+        self.block_opened_at(offset).and_then(|b| b.kind)
+    }
+
+    /// The index in [`Roles::tokens`] of the first token that ends at or after `offset`.
+    pub fn token_index_at(&self, offset: u32) -> usize {
+        self.tokens.partition_point(|t| t.span.end < offset)
+    }
+}
+
+/// What a name written after an item would be, before looking at the name itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameAfter {
+    /// It fills the next argument slot, of this type (unless it is a key of the block written
+    /// on a new line: see [`continues_item`]).
+    Slot(ArgType),
+    /// After a flag with no argument yet: `on` or `off` is the flag's argument.
+    FlagWord,
+    /// It starts the next item.
+    NextItem,
+}
+
+/// What a name after an item keyed `key` with `nargs` arguments so far would be, in a block
+/// read with `block`'s key table.
+pub fn name_after(block: Option<BlockKind>, key: &str, nargs: usize) -> NameAfter {
+    let Some(sig) = block.and_then(|b| schema::lookup(b, key)) else {
+        return NameAfter::NextItem;
+    };
+    if sig.is_flag() {
+        return if nargs == 0 {
+            NameAfter::FlagWord
+        } else {
+            NameAfter::NextItem
+        };
+    }
+    match sig.args.get(nargs) {
+        Some(&slot) if slot.takes_name() => NameAfter::Slot(slot),
+        _ => NameAfter::NextItem,
+    }
+}
+
+/// The one rule for where an item ends: true when the name `name`, written after an item
+/// keyed `key` with `nargs` arguments (on a new line when `newline`), continues that item.
+///
+/// A key takes names only into the slots of its signature that take names (a flag only its
+/// `on`/`off`); a known key of the block written on a new line starts the next item instead,
+/// so a key left without its argument (`gpu` on a line of its own) does not swallow the next
+/// key. Non-name values (numbers, quantities, strings, blocks, lists) never end an item; `;`,
+/// `>` and `:` always do. The parser applies this rule, and the formatter asks it where a `;`
+/// is needed.
+pub fn continues_item(
+    block: Option<BlockKind>,
+    key: &str,
+    nargs: usize,
+    name: &str,
+    newline: bool,
+) -> bool {
+    match name_after(block, key, nargs) {
+        NameAfter::Slot(_) => {
+            !(newline && block.is_some_and(|b| schema::lookup(b, name).is_some()))
+        }
+        NameAfter::FlagWord => FLAG_WORDS.contains(&name),
+        NameAfter::NextItem => false,
+    }
+}
