@@ -13,6 +13,7 @@ pub mod diag;
 pub mod emit;
 pub mod engine;
 pub mod fmt;
+pub mod ide;
 pub mod lsp;
 pub mod plan;
 pub mod report;

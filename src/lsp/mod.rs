@@ -19,7 +19,6 @@
 //! it never do. A bad request gets an error response, never a panic (handlers run under
 //! `catch_unwind` as a last line of defence).
 
-mod context;
 mod line_index;
 mod server;
 
@@ -33,7 +32,6 @@ use lsp_types as lsp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use context::{cursor, Cursor, Role};
 pub use line_index::LineIndex;
 pub use server::{path_to_uri, uri_to_path, Server, STDLIB_REQUEST, STDLIB_SCHEME};
 
