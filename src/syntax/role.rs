@@ -178,3 +178,117 @@ pub fn continues_item(
         NameAfter::NextItem => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::FileId;
+    use crate::syntax::ast::DefKind;
+
+    fn roles(text: &str) -> Roles {
+        crate::syntax::parse(text, FileId::default()).roles
+    }
+
+    /// Each token's text with its slot, item and block number.
+    fn table(text: &str) -> Vec<(&str, Slot, Option<u32>, Option<u32>)> {
+        roles(text)
+            .tokens
+            .iter()
+            .map(|t| {
+                (
+                    &text[t.span.range()],
+                    t.slot,
+                    t.item.map(|i| i.0),
+                    t.block.map(|b| b.0),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_token_gets_its_slot_item_and_block_in_source_order() {
+        let text = "plan p < pp 4 # why\n  schedule 1f1b; sp >";
+        assert_eq!(
+            table(text),
+            vec![
+                ("plan", Slot::Keyword, None, None),
+                ("p", Slot::DefName, None, None),
+                ("<", Slot::Open, None, Some(0)),
+                ("pp", Slot::Key, Some(0), Some(0)),
+                ("4", Slot::Arg(0), Some(0), Some(0)),
+                ("# why", Slot::Comment, None, None),
+                ("schedule", Slot::Key, Some(1), Some(0)),
+                ("1f1b", Slot::Arg(0), Some(1), Some(0)),
+                (";", Slot::Semi, None, Some(0)),
+                ("sp", Slot::Key, Some(2), Some(0)),
+                (">", Slot::Close, None, Some(0)),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_inline_block_records_its_kind_parent_item_and_slot() {
+        let text = "scenario s < cluster dgx_h100 < nodes 4 > plan < tp [1 2] > >";
+        let r = roles(text);
+        let cluster = BlockKind::Def(DefKind::Cluster);
+        let plan = BlockKind::Def(DefKind::Plan);
+        let kinds: Vec<_> = r
+            .blocks
+            .iter()
+            .map(|b| (b.kind, b.parent, b.outer))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (Some(BlockKind::Def(DefKind::Scenario)), None, None),
+                (
+                    Some(cluster),
+                    Some((ItemId(0), Slot::Arg(0))),
+                    Some(BlockId(0))
+                ),
+                (
+                    Some(plan),
+                    Some((ItemId(2), Slot::Arg(0))),
+                    Some(BlockId(0))
+                ),
+            ]
+        );
+        // The base name is the argument; the list's tokens are inside argument 0 of `tp`.
+        let t = table(text);
+        assert_eq!(t[4], ("dgx_h100", Slot::Arg(0), Some(0), Some(0)));
+        assert_eq!(t[12], ("[", Slot::InArg(0), Some(3), Some(2)));
+        assert_eq!(t[14], ("2", Slot::InArg(0), Some(3), Some(2)));
+        assert_eq!(r.items[3].args, vec![Span::new(52, 57)]);
+        assert_eq!(r.kind_of_block_at(30), Some(cluster));
+        assert_eq!(r.kind_of_block_at(31), None);
+    }
+
+    #[test]
+    fn a_name_continues_an_item_only_into_a_name_slot_and_not_as_a_key_on_a_new_line() {
+        let cluster = Some(BlockKind::Def(DefKind::Cluster));
+        let plan = Some(BlockKind::Def(DefKind::Plan));
+        assert!(continues_item(cluster, "gpu", 0, "h100_sxm", false));
+        assert!(continues_item(cluster, "gpu", 0, "h100_sxm", true));
+        assert!(!continues_item(cluster, "gpu", 0, "dim", true));
+        assert!(continues_item(cluster, "gpu", 0, "dim", false));
+        assert!(!continues_item(cluster, "gpu", 1, "h100_sxm", false));
+        assert!(!continues_item(plan, "pp", 0, "tp", false));
+        assert!(continues_item(plan, "sp", 0, "off", true));
+        assert!(!continues_item(plan, "sp", 1, "off", false));
+        assert!(!continues_item(plan, "sp", 0, "tp", false));
+        assert!(!continues_item(None, "gpu", 0, "h100_sxm", false));
+        assert_eq!(name_after(plan, "sp", 0), NameAfter::FlagWord);
+        assert_eq!(name_after(plan, "pp", 1), NameAfter::NextItem);
+    }
+
+    #[test]
+    fn the_parser_groups_items_by_the_rule() {
+        // `gpu` on its own line does not swallow the next key; on one line it takes the name.
+        let r = roles("cluster <\n  gpu\n  dim nvlink fc 8 450GB/s 1000ns\n>");
+        assert_eq!(r.items.len(), 2);
+        assert_eq!(r.items[0].args, vec![]);
+        let r = roles("cluster < gpu dim >");
+        assert_eq!(r.items.len(), 1);
+        assert_eq!(r.items[0].args, vec![Span::new(14, 17)]);
+    }
+}
