@@ -7,7 +7,9 @@
 //! (key docs and values, definition summaries with inherited items, derived plan values),
 //! go-to-definition (into the stdlib too), completion (keys of the enclosing block, names of
 //! the right kind, enum words), document symbols, formatting ([`crate::fmt`]) and quick fixes
-//! for diagnostics that carry a [`crate::diag::Fix`].
+//! for diagnostics that carry a [`crate::diag::Fix`]. The answers are computed by
+//! [`crate::ide`] as plain data; this module keeps document state, URIs and the protocol loop,
+//! and converts between lsp-types and those answers.
 //!
 //! The stdlib is served as read-only documents with URIs `venus-stdlib:///gpus.venus`
 //! (go-to-definition returns them). A client fetches their text with the custom request
