@@ -33,14 +33,7 @@ pub(crate) fn build(
 ) -> (ast::File, Roles, Vec<Diagnostic>) {
     let mut comments = Vec::new();
     let mut toks = Vec::with_capacity(tokens.len());
-    // Which of `tokens` the builder reads (the others are comments and error runs).
-    let mut significant = Vec::with_capacity(tokens.len());
     for &tok in tokens {
-        significant.push(match tok.kind {
-            TokenKind::Comment => false,
-            TokenKind::Error => matches!(text.get(tok.span.range()), Some("{" | "}")),
-            _ => true,
-        });
         match tok.kind {
             TokenKind::Comment => comments.push(ast::Comment {
                 text: text.get(tok.span.range()).unwrap_or("").to_string(),
@@ -77,14 +70,14 @@ pub(crate) fn build(
         place: Place::TOP,
     };
     let items = b.file();
-    // Every significant token was consumed exactly once, in order: merge their roles with the
-    // comments and error runs the builder never saw.
-    let mut read = b.roles.into_iter();
+    // The builder consumed its tokens in source order: merge their roles with the comments
+    // and error runs it never saw (matched by span, so a token it did not consume is skipped).
+    let mut read = b.roles.into_iter().peekable();
     let all = tokens
         .iter()
-        .zip(significant)
-        .map(|(tok, sig)| {
-            let unread = || TokenRole {
+        .map(|tok| match read.next_if(|r| r.span == tok.span) {
+            Some(role) => role,
+            None => TokenRole {
                 kind: tok.kind,
                 span: tok.span,
                 block: None,
@@ -94,12 +87,7 @@ pub(crate) fn build(
                 } else {
                     Slot::Skipped
                 },
-            };
-            if sig {
-                read.next().unwrap_or_else(unread)
-            } else {
-                unread()
-            }
+            },
         })
         .collect();
     let roles = Roles {
