@@ -732,9 +732,9 @@ impl<'t> Builder<'t> {
         let sig = ctx.lookup(&key.text);
         while let Some(tok) = self.peek() {
             let takes = match tok.kind {
-                TokenKind::Name => role::continues_item(
+                TokenKind::Name => role::continues_item_sig(
                     ctx.kind(),
-                    &key.text,
+                    sig,
                     args.len(),
                     self.slice(tok.span),
                     self.newline_before(tok),

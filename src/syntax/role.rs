@@ -10,7 +10,7 @@
 //! token appears, so both tables are sorted by source position.
 
 use super::lex::TokenKind;
-use super::schema::{self, ArgType, BlockKind, FLAG_WORDS};
+use super::schema::{self, ArgType, BlockKind, KeySig, FLAG_WORDS};
 use crate::diag::Span;
 
 /// A block of the file: the body of a definition or an inline block (an argument).
@@ -138,7 +138,12 @@ pub enum NameAfter {
 /// What a name after an item keyed `key` with `nargs` arguments so far would be, in a block
 /// read with `block`'s key table.
 pub fn name_after(block: Option<BlockKind>, key: &str, nargs: usize) -> NameAfter {
-    let Some(sig) = block.and_then(|b| schema::lookup(b, key)) else {
+    name_after_sig(block.and_then(|b| schema::lookup(b, key)), nargs)
+}
+
+/// [`name_after`] for a key whose signature was already looked up (`None`: unknown key).
+pub fn name_after_sig(sig: Option<&KeySig>, nargs: usize) -> NameAfter {
+    let Some(sig) = sig else {
         return NameAfter::NextItem;
     };
     if sig.is_flag() {
@@ -170,7 +175,19 @@ pub fn continues_item(
     name: &str,
     newline: bool,
 ) -> bool {
-    match name_after(block, key, nargs) {
+    let sig = block.and_then(|b| schema::lookup(b, key));
+    continues_item_sig(block, sig, nargs, name, newline)
+}
+
+/// [`continues_item`] for a key whose signature was already looked up (the parser's hot path).
+pub fn continues_item_sig(
+    block: Option<BlockKind>,
+    sig: Option<&KeySig>,
+    nargs: usize,
+    name: &str,
+    newline: bool,
+) -> bool {
+    match name_after_sig(sig, nargs) {
         NameAfter::Slot(_) => {
             !(newline && block.is_some_and(|b| schema::lookup(b, name).is_some()))
         }
