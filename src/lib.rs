@@ -24,6 +24,7 @@ pub mod diag;
 pub mod emit;
 pub mod engine;
 pub mod fmt;
+pub mod ide;
 pub mod lower;
 pub mod lsp;
 pub mod plan;

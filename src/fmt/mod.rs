@@ -12,7 +12,9 @@
 //! items with the same multi-argument key (`dim`) line up column by column. Comments stay
 //! (own-line and trailing), blank lines between groups of items stay (at most one), numbers,
 //! units and strings are copied as written, and `;` is written only where the parser needs it
-//! to end an item (a key with an open name slot followed by a name on the same line).
+//! to end an item (a key with an open name slot followed by a name on the same line). Which
+//! key table each block is read with, and where an item would end, come from the parser's
+//! token-role map ([`crate::syntax::role`]), never from a copy of its rules.
 //!
 //! Invariants: formatting is idempotent and never changes meaning: [`format`] re-parses its
 //! own output and refuses (with [`FormatError::Unstable`]) unless the tree, spans aside, and
@@ -20,7 +22,8 @@
 
 use crate::diag::{Diagnostic, FileId, Span};
 use crate::syntax::ast::{self, Block, Comment, Def, Item, TopItem, Value, ValueKind};
-use crate::syntax::schema::{self, ArgType, BlockKind, FLAG_WORDS};
+use crate::syntax::role::{self, Roles};
+use crate::syntax::schema::BlockKind;
 
 /// A block with more items than this is written one item per line.
 pub const MAX_INLINE_ITEMS: usize = 3;
@@ -59,7 +62,7 @@ pub fn format(text: &str) -> Result<String, FormatError> {
     if !errors.is_empty() {
         return Err(FormatError::Syntax(errors));
     }
-    let out = Printer::new(text, &parsed.file.comments).file(&parsed.file);
+    let out = Printer::new(text, &parsed.file.comments, &parsed.roles).file(&parsed.file);
     let again = crate::syntax::parse(&out, FileId::default());
     if let Some(d) = again.diagnostics.iter().find(|d| d.is_error()) {
         return Err(FormatError::Unstable(format!(
@@ -131,50 +134,6 @@ fn strip_block(block: &mut Block) {
     }
 }
 
-/// The key table a block is read with (as the parser reads it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ctx {
-    Known(BlockKind),
-    Unknown,
-}
-
-impl Ctx {
-    fn lookup(self, key: &str) -> Option<&'static schema::KeySig> {
-        match self {
-            Ctx::Known(kind) => schema::lookup(kind, key),
-            Ctx::Unknown => None,
-        }
-    }
-
-    /// The context of the `index`-th argument of `item` when it is a block (or a list of them).
-    fn of_arg(self, item: &Item, index: usize) -> Ctx {
-        match self.lookup(&item.key.text) {
-            Some(sig) if !sig.is_flag() => match sig.args.get(index) {
-                Some(ArgType::Ref(kind)) => Ctx::Known(BlockKind::Def(*kind)),
-                Some(ArgType::Nested(kind)) => Ctx::Known(*kind),
-                _ => Ctx::Unknown,
-            },
-            _ => Ctx::Unknown,
-        }
-    }
-
-    /// True when `next_key`, written after `item` (on the same line unless `newline`), would be
-    /// read as one of `item`'s arguments: the item must then end with `;`.
-    fn needs_semicolon(self, item: &Item, next_key: &str, newline: bool) -> bool {
-        match self.lookup(&item.key.text) {
-            Some(sig) if sig.is_flag() => item.args.is_empty() && FLAG_WORDS.contains(&next_key),
-            Some(sig) => {
-                let open_name_slot = sig
-                    .args
-                    .get(item.args.len())
-                    .is_some_and(|slot| slot.takes_name());
-                open_name_slot && !(newline && self.lookup(next_key).is_some())
-            }
-            None => false,
-        }
-    }
-}
-
 /// A finished output line.
 struct Line {
     text: String,
@@ -187,6 +146,8 @@ struct Line {
 struct Printer<'t> {
     text: &'t str,
     comments: &'t [Comment],
+    /// The parser's roles for `text`: the key table of every block.
+    roles: &'t Roles,
     /// The next comment not yet written.
     next: usize,
     lines: Vec<Line>,
@@ -197,10 +158,11 @@ struct Printer<'t> {
 }
 
 impl<'t> Printer<'t> {
-    fn new(text: &'t str, comments: &'t [Comment]) -> Printer<'t> {
+    fn new(text: &'t str, comments: &'t [Comment], roles: &'t Roles) -> Printer<'t> {
         Printer {
             text,
             comments,
+            roles,
             next: 0,
             lines: Vec::new(),
             cur: String::new(),
@@ -210,6 +172,18 @@ impl<'t> Printer<'t> {
 
     fn slice(&self, span: Span) -> &'t str {
         self.text.get(span.range()).unwrap_or("")
+    }
+
+    /// The key table the parser read `block` with (`None`: a block of unknown keys).
+    fn kind(&self, block: &Block) -> Option<BlockKind> {
+        self.roles.kind_of_block_at(block.span.start)
+    }
+
+    /// True when `next_key`, written after `item` of `block` (on the same line unless
+    /// `newline`), would be read as one of `item`'s arguments: the item must then end with `;`.
+    fn needs_semicolon(&self, block: &Block, item: &Item, next_key: &str, newline: bool) -> bool {
+        let kind = self.kind(block);
+        role::continues_item(kind, &item.key.text, item.args.len(), next_key, newline)
     }
 
     // ---- source facts ----
@@ -389,7 +363,7 @@ impl<'t> Printer<'t> {
         }
         head.push(' ');
         self.cur = head;
-        self.block(&d.body, Ctx::Known(BlockKind::Def(d.kind)), 0);
+        self.block(&d.body, 0);
         self.flush_comments(d.span.end, 0, true);
         self.finish_line(0);
     }
@@ -397,7 +371,7 @@ impl<'t> Printer<'t> {
     // ---- blocks, items, values ----
 
     /// True when the block is written one item per line.
-    fn is_multiline(&self, block: &Block, ctx: Ctx) -> bool {
+    fn is_multiline(&self, block: &Block) -> bool {
         let items = &block.items;
         if items.len() > MAX_INLINE_ITEMS || self.has_comment_in(block.span) {
             return true;
@@ -408,20 +382,20 @@ impl<'t> Printer<'t> {
         if items.len() >= 2 && items.iter().any(|i| i.args.len() >= 2) {
             return true;
         }
-        self.inline_block(block, ctx).len() > MAX_INLINE_WIDTH
+        self.inline_block(block).len() > MAX_INLINE_WIDTH
     }
 
     /// The one-line form of a block without comments or nested blocks: `< a 1 b 2 >`.
-    fn inline_block(&self, block: &Block, ctx: Ctx) -> String {
+    fn inline_block(&self, block: &Block) -> String {
         if block.items.is_empty() {
             return "< >".into();
         }
         let mut s = String::from("<");
         for (i, item) in block.items.iter().enumerate() {
             s.push(' ');
-            s.push_str(&self.inline_item(item, ctx));
+            s.push_str(&self.inline_item(item));
             if let Some(next) = block.items.get(i + 1) {
-                if ctx.needs_semicolon(item, &next.key.text, false) {
+                if self.needs_semicolon(block, item, &next.key.text, false) {
                     s.push(';');
                 }
             }
@@ -430,11 +404,11 @@ impl<'t> Printer<'t> {
         s
     }
 
-    fn inline_item(&self, item: &Item, ctx: Ctx) -> String {
+    fn inline_item(&self, item: &Item) -> String {
         let mut s = item.key.text.clone();
-        for (i, v) in item.args.iter().enumerate() {
+        for v in &item.args {
             s.push(' ');
-            s.push_str(&self.inline_value(v, ctx.of_arg(item, i)));
+            s.push_str(&self.inline_value(v));
         }
         s
     }
@@ -442,22 +416,22 @@ impl<'t> Printer<'t> {
     /// A value on one line. Blocks inside values here have no comments and no nesting
     /// (otherwise the enclosing block would be multi-line and use [`Printer::value`]); the
     /// depth is bounded by the parser's nesting limit.
-    fn inline_value(&self, v: &Value, ctx: Ctx) -> String {
+    fn inline_value(&self, v: &Value) -> String {
         match &v.kind {
             ValueKind::List(vs) => {
-                let parts: Vec<String> = vs.iter().map(|e| self.inline_value(e, ctx)).collect();
+                let parts: Vec<String> = vs.iter().map(|e| self.inline_value(e)).collect();
                 format!("[{}]", parts.join(" "))
             }
-            ValueKind::Block(b) => format!("{}{}", base_prefix(b), self.inline_block(b, ctx)),
+            ValueKind::Block(b) => format!("{}{}", base_prefix(b), self.inline_block(b)),
             _ => self.slice(v.span).to_string(),
         }
     }
 
     /// Writes a block at the end of the open line; `indent` is the level of the line that
     /// holds its `<`. Leaves the line with its `>` open.
-    fn block(&mut self, block: &Block, ctx: Ctx, indent: usize) {
-        if !self.is_multiline(block, ctx) {
-            let s = self.inline_block(block, ctx);
+    fn block(&mut self, block: &Block, indent: usize) {
+        if !self.is_multiline(block) {
+            let s = self.inline_block(block);
             self.cur.push_str(&s);
             return;
         }
@@ -473,9 +447,9 @@ impl<'t> Printer<'t> {
             }
             after_open = false;
             self.cur = INDENT.repeat(inner);
-            self.item(item, ctx, inner, &pads[i]);
+            self.item(item, inner, &pads[i]);
             if let Some(next) = block.items.get(i + 1) {
-                if ctx.needs_semicolon(item, &next.key.text, true) {
+                if self.needs_semicolon(block, item, &next.key.text, true) {
                     self.cur.push(';');
                 }
             }
@@ -488,7 +462,7 @@ impl<'t> Printer<'t> {
 
     /// Writes one item of a multi-line block into the open line, padding key and arguments
     /// to the widths in `pad` (one per written part: key first).
-    fn item(&mut self, item: &Item, ctx: Ctx, indent: usize, pad: &[usize]) {
+    fn item(&mut self, item: &Item, indent: usize, pad: &[usize]) {
         let pad_to = |s: &mut String, text: &str, width: Option<&usize>| {
             s.push_str(text);
             if let Some(&w) = width {
@@ -505,11 +479,10 @@ impl<'t> Printer<'t> {
         self.cur = cur;
         for (i, v) in item.args.iter().enumerate() {
             self.cur.push(' ');
-            let sub = ctx.of_arg(item, i);
             if contains_block(v) {
-                self.value(v, sub, indent);
+                self.value(v, indent);
             } else {
-                let text = self.inline_value(v, sub);
+                let text = self.inline_value(v);
                 let width = if i + 1 < item.args.len() {
                     pad.get(i + 1)
                 } else {
@@ -523,12 +496,12 @@ impl<'t> Printer<'t> {
     }
 
     /// A value that contains a block, into the open line.
-    fn value(&mut self, v: &Value, ctx: Ctx, indent: usize) {
+    fn value(&mut self, v: &Value, indent: usize) {
         match &v.kind {
             ValueKind::Block(b) => {
                 self.flush_comments(b.span.start, indent, true);
                 self.cur.push_str(&base_prefix(b));
-                self.block(b, ctx, indent);
+                self.block(b, indent);
             }
             ValueKind::List(vs) => {
                 self.cur.push('[');
@@ -537,9 +510,9 @@ impl<'t> Printer<'t> {
                         self.cur.push(' ');
                     }
                     if contains_block(e) {
-                        self.value(e, ctx, indent);
+                        self.value(e, indent);
                     } else {
-                        let s = self.inline_value(e, ctx);
+                        let s = self.inline_value(e);
                         self.cur.push_str(&s);
                     }
                 }
@@ -592,7 +565,7 @@ impl<'t> Printer<'t> {
                     .iter()
                     .map(|i| {
                         std::iter::once(i.key.text.clone())
-                            .chain(i.args.iter().map(|v| self.inline_value(v, Ctx::Unknown)))
+                            .chain(i.args.iter().map(|v| self.inline_value(v)))
                             .collect()
                     })
                     .collect();

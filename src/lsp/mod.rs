@@ -7,7 +7,9 @@
 //! (key docs and values, definition summaries with inherited items, derived plan values),
 //! go-to-definition (into the stdlib too), completion (keys of the enclosing block, names of
 //! the right kind, enum words), document symbols, formatting ([`crate::fmt`]) and quick fixes
-//! for diagnostics that carry a [`crate::diag::Fix`].
+//! for diagnostics that carry a [`crate::diag::Fix`]. The answers are computed by
+//! [`crate::ide`] as plain data; this module keeps document state, URIs and the protocol loop,
+//! and converts between lsp-types and those answers.
 //!
 //! The stdlib is served as read-only documents with URIs `venus-stdlib:///gpus.venus`
 //! (go-to-definition returns them). A client fetches their text with the custom request
@@ -19,7 +21,6 @@
 //! it never do. A bad request gets an error response, never a panic (handlers run under
 //! `catch_unwind` as a last line of defence).
 
-mod context;
 mod line_index;
 mod server;
 
@@ -33,7 +34,6 @@ use lsp_types as lsp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use context::{cursor, Cursor, Role};
 pub use line_index::LineIndex;
 pub use server::{path_to_uri, uri_to_path, Server, STDLIB_REQUEST, STDLIB_SCHEME};
 

@@ -1,5 +1,7 @@
 //! The server's state and its handlers: open documents in the salsa database, and one function
-//! per LSP feature, each from lsp-types params to lsp-types results.
+//! per LSP feature, each from lsp-types params to lsp-types results. The answers themselves
+//! come from [`crate::ide`] as plain data; a handler converts positions to byte offsets and
+//! the answer to lsp-types, nothing more.
 //!
 //! Invariants: handlers never panic on any params (unknown documents give empty results,
 //! malformed params are rejected by the caller before a handler runs); only
@@ -13,13 +15,11 @@ use std::str::FromStr;
 
 use lsp_types as lsp;
 
-use super::context::{self, Role};
 use super::line_index::LineIndex;
-use crate::db::{Definition, Program, STDLIB};
+use crate::db::STDLIB;
 use crate::diag::{self, FileId, Loc, Severity, Span};
-use crate::syntax::ast::{self, DefKind, TopItem, ValueKind};
-use crate::syntax::schema::{self, ArgType, BlockKind, KeySig};
-use crate::ty::value::{typed, Arg, ValueCtx};
+use crate::ide;
+use crate::syntax::ast::DefKind;
 use crate::Session;
 
 /// The URI scheme of the stdlib's read-only documents: `venus-stdlib:///gpus.venus`.
@@ -282,313 +282,37 @@ impl Server {
         out
     }
 
-    // ---- go to definition ----
+    // ---- go to definition, hover, completion ----
+
+    /// The byte offset of a position in an open document.
+    fn offset(&self, uri: &str, pos: lsp::Position) -> Option<(FileId, usize)> {
+        let (file, text) = self.doc(uri)?;
+        Some((file, LineIndex::new(&text).offset(pos.line, pos.character)))
+    }
 
     pub fn definition(&self, uri: &str, pos: lsp::Position) -> Option<lsp::Location> {
-        let (file, text) = self.doc(uri)?;
-        let offset = LineIndex::new(&text).offset(pos.line, pos.character) as u32;
-        let program = self.program_for(file);
-        if let Some(r) = program.reference_at(file, offset) {
-            return self.location(r.target);
-        }
-        // On a `use` path: the used file.
-        let parsed = self.session.db().parsed(file)?;
-        for item in &parsed.ast.items {
-            if let TopItem::Use(u) = item {
-                if contains(u.path_span, offset) {
-                    let base = uri_to_path(uri);
-                    let path = base.parent().unwrap_or(Path::new("")).join(&u.path);
-                    let target = self.session.db().file_id(&path)?;
-                    return self.location(Loc::new(target, Span::new(0, 0)));
-                }
-            }
-        }
-        None
+        let (file, offset) = self.offset(uri, pos)?;
+        self.location(ide::definition(&self.session, file, offset as u32)?)
     }
-
-    /// The program of a document: its own for a user file; for a stdlib file, a program that
-    /// sees every definition (the stdlib's files are roots of nothing).
-    fn program_for(&self, file: FileId) -> std::sync::Arc<Program> {
-        self.session.db().program(file)
-    }
-
-    // ---- hover ----
 
     pub fn hover(&self, uri: &str, pos: lsp::Position) -> Option<lsp::Hover> {
         let (file, text) = self.doc(uri)?;
         let idx = LineIndex::new(&text);
         let offset = idx.offset(pos.line, pos.character);
-        let program = self.program_for(file);
-        let at = offset as u32;
-        let (markdown, span) = if let Some(r) = program.reference_at(file, at) {
-            let def = program.definition_named_at(r.target)?;
-            (self.describe_definition(&program, def), r.at.span)
-        } else if let Some(def) = program
-            .definitions
-            .iter()
-            .find(|d| d.name_loc.file == file && contains(d.name_loc.span, at))
-        {
-            (self.describe_definition(&program, def), def.name_loc.span)
-        } else {
-            let cursor = context::cursor(&text, offset);
-            let word = cursor.word?;
-            let Role::Key(block) = cursor.role else {
-                return None;
-            };
-            let key = text.get(word.range())?;
-            (self.describe_key(&program, file, block, key, word)?, word)
-        };
+        let h = ide::hover(&self.session, file, offset as u32)?;
         Some(lsp::Hover {
             contents: lsp::HoverContents::Markup(lsp::MarkupContent {
                 kind: lsp::MarkupKind::Markdown,
-                value: markdown,
+                value: h.markdown,
             }),
-            range: Some(range(&idx, span)),
+            range: Some(range(&idx, h.span)),
         })
     }
-
-    /// Hover on a key: its signature and doc, the value written here in base units, and what
-    /// it overrides from the definition's bases.
-    fn describe_key(
-        &self,
-        program: &Program,
-        file: FileId,
-        block: BlockKind,
-        key: &str,
-        key_span: Span,
-    ) -> Option<String> {
-        let sig = schema::lookup(block, key)?;
-        let mut out = format!(
-            "`{}` — {} key\n\n{}\n\nsignature: `{}`",
-            sig.key,
-            block.name(),
-            sig.doc,
-            crate::ty::check::signature(sig)
-        );
-        let parsed = self.session.db().parsed(file)?;
-        let text = self.session.db().file_text(file);
-        if let Some(item) = find_item(&parsed.ast, key_span) {
-            let values = describe_values(sig, item, file, &text);
-            if !values.is_empty() {
-                let _ = write!(out, "\n\nvalue: {values}");
-            }
-        }
-        // What the enclosing definition inherits for this key.
-        let def = program.definitions.iter().find(|d| {
-            d.loc.file == file && contains(d.loc.span, key_span.start) && d.kind_block() == block
-        });
-        if let Some(def) = def {
-            let chain = self.chain(program, def);
-            for (base, ast_def) in chain.iter().skip(1) {
-                if let Some(item) = ast_def.body.items.iter().find(|i| i.key.text == key) {
-                    let btext = self.session.db().file_text(base.loc.file);
-                    let values = describe_values(sig, item, base.loc.file, &btext);
-                    let _ = write!(
-                        out,
-                        "\n\noverrides `{} {}` from {} ({})",
-                        key,
-                        values,
-                        def_title(base),
-                        self.place(base.name_loc)
-                    );
-                    break;
-                }
-            }
-        }
-        Some(out)
-    }
-
-    /// `file:line` of a location, as diagnostics show it.
-    fn place(&self, loc: Loc) -> String {
-        let text = self.session.db().file_text(loc.file);
-        let (line, _) = LineIndex::new(&text).position(loc.span.start as usize);
-        format!("{}:{}", self.session.db().file_name(loc.file), line + 1)
-    }
-
-    /// A definition and its bases, nearest first, with their trees (cycles cut).
-    fn chain(&self, program: &Program, def: &Definition) -> Vec<(Definition, ast::Def)> {
-        let mut out: Vec<(Definition, ast::Def)> = Vec::new();
-        let mut next = Some(def.clone());
-        while let Some(d) = next.take() {
-            if out.iter().any(|(seen, _)| seen.loc == d.loc) || out.len() > 64 {
-                break;
-            }
-            let Some(ast_def) = self.ast_def(&d) else {
-                break;
-            };
-            next = ast_def.base.as_ref().and_then(|b| {
-                let r = program.reference_at(d.loc.file, b.span.start)?;
-                program.definition_named_at(r.target).cloned()
-            });
-            out.push((d, ast_def));
-        }
-        out
-    }
-
-    fn ast_def(&self, def: &Definition) -> Option<ast::Def> {
-        let parsed = self.session.db().parsed(def.loc.file)?;
-        parsed.ast.items.iter().find_map(|item| match item {
-            TopItem::Def(d) if d.span.start == def.loc.span.start => Some(d.clone()),
-            _ => None,
-        })
-    }
-
-    /// Hover on a definition's name or a reference to it: the resolved items with where each
-    /// comes from, and for plans and scenarios the derived values.
-    fn describe_definition(&self, program: &Program, def: &Definition) -> String {
-        let mut out = format!("**{}**", def_title(def));
-        let chain = self.chain(program, def);
-        if let Some((_, d)) = chain.first() {
-            if let Some(base) = &d.base {
-                let _ = write!(out, " : `{}`", base.text);
-            }
-        }
-        let _ = write!(out, " — {}", self.place(def.name_loc));
-        // Resolved items: the definition's own, then each base's not yet written.
-        let block = def.kind_block();
-        let mut seen: Vec<String> = Vec::new();
-        let mut lines: Vec<String> = Vec::new();
-        for (i, (owner, d)) in chain.iter().enumerate() {
-            let text = self.session.db().file_text(owner.loc.file);
-            for item in &d.body.items {
-                let id = item_identity(item);
-                if seen.contains(&id) {
-                    continue;
-                }
-                seen.push(id);
-                let written = match schema::lookup(block, &item.key.text) {
-                    Some(sig) => {
-                        let v = describe_values(sig, item, owner.loc.file, &text);
-                        if v.is_empty() {
-                            item.key.text.clone()
-                        } else {
-                            format!("{} {v}", item.key.text)
-                        }
-                    }
-                    None => source_of(&text, item.span).to_string(),
-                };
-                let from = if i == 0 {
-                    String::new()
-                } else {
-                    format!(" — from {}", def_title(owner))
-                };
-                lines.push(format!("- `{written}`{from}"));
-            }
-        }
-        if !lines.is_empty() {
-            let _ = write!(out, "\n\n{}", lines.join("\n"));
-        }
-        if matches!(def.kind, DefKind::Plan | DefKind::Scenario) && !def.stdlib {
-            out.push_str(&self.derived(def));
-        }
-        out
-    }
-
-    /// The derived values of every validated scenario that uses this plan (or is this
-    /// scenario).
-    fn derived(&self, def: &Definition) -> String {
-        let root = def.loc.file;
-        let checked = self.session.check(root);
-        let mut out = String::new();
-        let mut found = false;
-        for (s, at) in checked.scenarios.iter().zip(&checked.provenance) {
-            let uses_it = match def.kind {
-                DefKind::Plan => {
-                    at.plan.file == root
-                        && (at.plan == def.name_loc || contains(def.loc.span, at.plan.span.start))
-                }
-                _ => at.scenario.file == root && contains(def.loc.span, at.scenario.span.start),
-            };
-            if !uses_it {
-                continue;
-            }
-            found = true;
-            out.push_str(&scenario_summary(s));
-        }
-        if !found {
-            out.push_str("\n\nno derived values: no scenario using it passed validation");
-        }
-        out
-    }
-
-    // ---- completion ----
 
     pub fn completion(&self, uri: &str, pos: lsp::Position) -> Option<Vec<lsp::CompletionItem>> {
-        let (file, text) = self.doc(uri)?;
-        let offset = LineIndex::new(&text).offset(pos.line, pos.character);
-        let cursor = context::cursor(&text, offset);
-        let mut items = Vec::new();
-        let keys = |items: &mut Vec<lsp::CompletionItem>, block: BlockKind| {
-            for sig in schema::keys(block) {
-                items.push(key_completion(sig));
-            }
-        };
-        match cursor.role {
-            Role::TopLevel => {
-                for word in ["model", "gpu", "cluster", "plan", "scenario", "use"] {
-                    items.push(lsp::CompletionItem {
-                        label: word.into(),
-                        kind: Some(lsp::CompletionItemKind::KEYWORD),
-                        ..Default::default()
-                    });
-                }
-            }
-            Role::Key(block) => keys(&mut items, block),
-            Role::FlagWord { block, .. } => {
-                for w in schema::FLAG_WORDS {
-                    items.push(word_completion(w));
-                }
-                keys(&mut items, block);
-            }
-            Role::Arg {
-                block,
-                slot,
-                optional,
-                ..
-            } => {
-                match slot {
-                    ArgType::Ref(kind) => {
-                        let program = self.program_for(file);
-                        let mut names: BTreeMap<String, &Definition> = BTreeMap::new();
-                        for d in &program.definitions {
-                            if d.kind != kind {
-                                continue;
-                            }
-                            if let Some(n) = &d.name {
-                                // A user definition shadows the stdlib's.
-                                let keep = names.get(n).is_none_or(|old| old.stdlib && !d.stdlib);
-                                if keep {
-                                    names.insert(n.clone(), d);
-                                }
-                            }
-                        }
-                        for (name, d) in names {
-                            items.push(lsp::CompletionItem {
-                                label: name,
-                                kind: Some(lsp::CompletionItemKind::REFERENCE),
-                                detail: Some(format!(
-                                    "{} in {}",
-                                    d.kind.keyword(),
-                                    self.session.db().file_name(d.loc.file)
-                                )),
-                                ..Default::default()
-                            });
-                        }
-                    }
-                    ArgType::Enum(words) => {
-                        for w in words {
-                            items.push(word_completion(w));
-                        }
-                    }
-                    _ => {}
-                }
-                if optional {
-                    keys(&mut items, block);
-                }
-            }
-            Role::Nothing => {}
-        }
-        Some(items)
+        let (file, offset) = self.offset(uri, pos)?;
+        let items = ide::completion(&self.session, file, offset);
+        Some(items.into_iter().map(completion_item).collect())
     }
 
     // ---- symbols, formatting, code actions, stdlib ----
@@ -597,54 +321,36 @@ impl Server {
     pub fn document_symbols(&self, uri: &str) -> Option<Vec<lsp::DocumentSymbol>> {
         let (file, text) = self.doc(uri)?;
         let idx = LineIndex::new(&text);
-        let parsed = self.session.db().parsed(file)?;
-        let mut out = Vec::new();
-        for item in &parsed.ast.items {
-            let TopItem::Def(d) = item else { continue };
-            let (name, selection) = match &d.name {
-                Some(n) => (n.text.clone(), n.span),
-                None => (d.kind.keyword().to_string(), d.kind_span),
-            };
-            out.push(lsp::DocumentSymbol {
-                name,
-                detail: Some(match &d.base {
-                    Some(b) => format!("{} : {}", d.kind.keyword(), b.text),
-                    None => d.kind.keyword().to_string(),
-                }),
-                kind: match d.kind {
-                    DefKind::Model => lsp::SymbolKind::CLASS,
-                    DefKind::Gpu => lsp::SymbolKind::STRUCT,
-                    DefKind::Cluster => lsp::SymbolKind::NAMESPACE,
-                    DefKind::Plan => lsp::SymbolKind::OBJECT,
-                    DefKind::Scenario => lsp::SymbolKind::MODULE,
-                },
-                tags: None,
-                deprecated: None,
-                range: range(&idx, d.span),
-                selection_range: range(&idx, selection),
-                children: None,
-            });
-        }
-        Some(out)
+        let symbols = ide::document_symbols(&self.session, file);
+        Some(
+            symbols
+                .into_iter()
+                .map(|sym| lsp::DocumentSymbol {
+                    name: sym.name,
+                    detail: Some(sym.detail),
+                    kind: match sym.kind {
+                        DefKind::Model => lsp::SymbolKind::CLASS,
+                        DefKind::Gpu => lsp::SymbolKind::STRUCT,
+                        DefKind::Cluster => lsp::SymbolKind::NAMESPACE,
+                        DefKind::Plan => lsp::SymbolKind::OBJECT,
+                        DefKind::Scenario => lsp::SymbolKind::MODULE,
+                    },
+                    tags: None,
+                    deprecated: None,
+                    range: range(&idx, sym.span),
+                    selection_range: range(&idx, sym.selection),
+                    children: None,
+                })
+                .collect(),
+        )
     }
 
     /// The whole-document edit that formats it; empty when it is formatted or has syntax
     /// errors (the formatter refuses those; the diagnostics already show them).
     pub fn formatting(&self, uri: &str) -> Option<Vec<lsp::TextEdit>> {
-        let (file, text) = self.doc(uri)?;
-        if self.session.db().is_stdlib(file) {
-            return Some(Vec::new());
-        }
-        match crate::fmt::format(&text) {
-            Ok(formatted) if formatted != *text => {
-                let idx = LineIndex::new(&text);
-                Some(vec![lsp::TextEdit {
-                    range: range(&idx, Span::new(0, text.len())),
-                    new_text: formatted,
-                }])
-            }
-            _ => Some(Vec::new()),
-        }
+        let (file, _) = self.doc(uri)?;
+        let edit = ide::formatting(&self.session, file);
+        Some(edit.and_then(|e| self.text_edit(&e)).into_iter().collect())
     }
 
     /// Quick fixes for the diagnostics in `range` that carry a mechanical fix.
@@ -653,30 +359,18 @@ impl Server {
         let idx = LineIndex::new(&text);
         let start = idx.offset(requested.start.line, requested.start.character) as u32;
         let end = idx.offset(requested.end.line, requested.end.character) as u32;
-        let checked = self.session.check(file);
         let mut out = Vec::new();
-        for d in &checked.diagnostics {
-            let span = d.primary.loc.span;
-            if d.primary.loc.file != file || span.start > end || span.end < start {
-                continue;
-            }
-            let Some(fix) = &d.fix else { continue };
-            if self.session.db().is_stdlib(fix.loc.file) {
-                continue;
-            }
-            let fix_text = self.session.db().file_text(fix.loc.file);
-            let old = source_of(&fix_text, fix.loc.span);
-            let Ok(target) = lsp::Uri::from_str(&self.uri_of(fix.loc.file)) else {
+        for action in ide::code_actions(&self.session, file, start, end) {
+            let Ok(target) = lsp::Uri::from_str(&self.uri_of(action.edit.loc.file)) else {
                 continue;
             };
-            let edit = lsp::TextEdit {
-                range: range(&LineIndex::new(&fix_text), fix.loc.span),
-                new_text: fix.replacement.clone(),
+            let Some(edit) = self.text_edit(&action.edit) else {
+                continue;
             };
             out.push(lsp::CodeAction {
-                title: format!("replace `{old}` with `{}`", fix.replacement),
+                title: action.title,
                 kind: Some(lsp::CodeActionKind::QUICKFIX),
-                diagnostics: Some(vec![self.to_lsp_diagnostic(d, &idx)]),
+                diagnostics: Some(vec![self.to_lsp_diagnostic(&action.diagnostic, &idx)]),
                 edit: Some(lsp::WorkspaceEdit {
                     changes: Some(HashMap::from([(target, vec![edit])])),
                     ..Default::default()
@@ -688,6 +382,15 @@ impl Server {
         Some(out)
     }
 
+    /// An edit in the lines and UTF-16 columns of its file.
+    fn text_edit(&self, edit: &ide::TextEdit) -> Option<lsp::TextEdit> {
+        let text = self.session.db().file_text(edit.loc.file);
+        Some(lsp::TextEdit {
+            range: range(&LineIndex::new(&text), edit.loc.span),
+            new_text: edit.new_text.clone(),
+        })
+    }
+
     /// The text of a stdlib document (`venus/stdlib`).
     pub fn stdlib_text(uri: &str) -> Option<&'static str> {
         let file = stdlib_file(uri)?;
@@ -695,21 +398,7 @@ impl Server {
     }
 }
 
-impl Definition {
-    fn kind_block(&self) -> BlockKind {
-        BlockKind::Def(self.kind)
-    }
-}
-
 // ---- helpers ----
-
-fn contains(span: Span, offset: u32) -> bool {
-    span.start <= offset && offset <= span.end
-}
-
-fn source_of(text: &str, span: Span) -> &str {
-    text.get(span.range()).unwrap_or("")
-}
 
 pub(crate) fn range(idx: &LineIndex, span: Span) -> lsp::Range {
     let (sl, sc) = idx.position(span.start as usize);
@@ -726,160 +415,18 @@ pub(crate) fn range(idx: &LineIndex, span: Span) -> lsp::Range {
     }
 }
 
-fn def_title(def: &Definition) -> String {
-    match &def.name {
-        Some(n) => format!("{} `{n}`", def.kind.keyword()),
-        None => format!("unnamed {}", def.kind.keyword()),
-    }
-}
-
-/// What makes two items the same for inheritance: the key, and for `dim` its NAME.
-fn item_identity(item: &ast::Item) -> String {
-    match (item.key.text.as_str(), item.args.first()) {
-        (
-            "dim",
-            Some(ast::Value {
-                kind: ValueKind::Name(n),
-                ..
-            }),
-        ) => format!("dim {n}"),
-        (key, _) => key.to_string(),
-    }
-}
-
-/// The item under a key span, anywhere in the file (explicit stack: no recursion).
-fn find_item(file: &ast::File, key_span: Span) -> Option<&ast::Item> {
-    let mut blocks: Vec<&ast::Block> = file
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            TopItem::Def(d) => Some(&d.body),
-            TopItem::Use(_) => None,
-        })
-        .collect();
-    while let Some(b) = blocks.pop() {
-        for item in &b.items {
-            if item.key.span == key_span {
-                return Some(item);
-            }
-            let mut values: Vec<&ast::Value> = item.args.iter().collect();
-            while let Some(v) = values.pop() {
-                match &v.kind {
-                    ValueKind::Block(inner) => blocks.push(inner),
-                    ValueKind::List(vs) => values.extend(vs),
-                    _ => {}
-                }
-            }
-        }
-    }
-    None
-}
-
-/// An item's arguments as written, each with its value in plain units when it has a unit:
-/// `80GiB (85899345920 bytes = 80.00 GiB)`.
-fn describe_values(sig: &KeySig, item: &ast::Item, file: FileId, text: &str) -> String {
-    let mut parts = Vec::new();
-    for (i, v) in item.args.iter().enumerate() {
-        let written = source_of(text, v.span);
-        let meaning = match (sig.args.get(i), &v.kind) {
-            (Some(&ty), ValueKind::Number(_) | ValueKind::Quantity { .. })
-                if !matches!(ty, ArgType::Ref(_) | ArgType::Nested(_)) =>
-            {
-                let cx = ValueCtx {
-                    loc: Loc::new(file, v.span),
-                    text: written,
-                    key: &item.key.text,
-                };
-                match typed(ty, v, &cx) {
-                    Ok((arg, _)) => describe_arg(&arg),
-                    Err(_) => None,
-                }
-            }
-            _ => None,
-        };
-        parts.push(match meaning {
-            Some(m) if m != written => format!("{written} ({m})"),
-            _ => written.to_string(),
-        });
-    }
-    parts.join(" ")
-}
-
-fn describe_arg(arg: &Arg) -> Option<String> {
-    Some(match arg {
-        Arg::Bytes(b) => format!("{} bytes = {b}", b.0),
-        Arg::Bandwidth(b) => format!("{b}, {:.3e} bytes/s", b.0),
-        Arg::Time(t) => format!("{t}"),
-        Arg::Rate(r) => format!("{r}, {:.4e} FLOP/s", r.0),
-        Arg::Ratio(r) => format!("{r}"),
-        Arg::Count(_) | Arg::Name(_) | Arg::Word(_) => return None,
-    })
-}
-
-/// The derived values of a validated scenario, as Markdown.
-fn scenario_summary(s: &crate::plan::Scenario) -> String {
-    let mut out = String::new();
-    let gpu = &s.cluster.gpu;
-    let _ = write!(
-        out,
-        "\n\n**scenario `{}`**: world {} = tp {} × pp {} × cp {} × dp {}",
-        s.name, s.world, s.tp, s.pp, s.cp, s.dp
-    );
-    let _ = write!(
-        out,
-        "\n- microbatches: {} (global_batch {} / (micro_batch {} × dp {}))",
-        s.microbatches, s.global_batch, s.micro_batch, s.dp
-    );
-    if let Some(schedule) = s.schedule {
-        let _ = write!(
-            out,
-            "\n- schedule: {}{}, bubble {:.1}%",
-            schedule.word(),
-            if s.vpp > 1 {
-                format!(" (vpp {})", s.vpp)
-            } else {
-                String::new()
-            },
-            s.bubble_fraction() * 100.0
-        );
-    }
-    let _ = write!(out, "\n- layers per stage: {}", s.split.describe());
-    let _ = write!(
-        out,
-        "\n- peak memory per stage (GPU `{}` has {}):",
-        gpu.name, gpu.memory
-    );
-    let cap = gpu.memory.0.max(1) as f64;
-    for m in &s.memory {
-        let _ = write!(
-            out,
-            "\n  - stage {}: {} ({:.0}% of GPU memory)",
-            m.stage,
-            m.peak,
-            m.peak.0 as f64 / cap * 100.0
-        );
-    }
-    out
-}
-
-fn key_completion(sig: &'static KeySig) -> lsp::CompletionItem {
+/// A completion in the protocol's terms.
+fn completion_item(c: ide::Completion) -> lsp::CompletionItem {
     lsp::CompletionItem {
-        label: sig.key.into(),
-        kind: Some(if sig.is_flag() {
-            lsp::CompletionItemKind::KEYWORD
-        } else {
-            lsp::CompletionItemKind::PROPERTY
+        label: c.label,
+        kind: Some(match c.kind {
+            ide::CompletionKind::Keyword => lsp::CompletionItemKind::KEYWORD,
+            ide::CompletionKind::Key => lsp::CompletionItemKind::PROPERTY,
+            ide::CompletionKind::Reference => lsp::CompletionItemKind::REFERENCE,
+            ide::CompletionKind::Word => lsp::CompletionItemKind::ENUM_MEMBER,
         }),
-        detail: Some(crate::ty::check::signature(sig)),
-        documentation: Some(lsp::Documentation::String(sig.doc.into())),
-        ..Default::default()
-    }
-}
-
-fn word_completion(word: &str) -> lsp::CompletionItem {
-    lsp::CompletionItem {
-        label: word.into(),
-        kind: Some(lsp::CompletionItemKind::ENUM_MEMBER),
+        detail: c.detail,
+        documentation: c.doc.map(lsp::Documentation::String),
         ..Default::default()
     }
 }

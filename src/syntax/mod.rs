@@ -2,7 +2,8 @@
 //!
 //! Two steps: [`lex`] turns the text into flat tokens with pest (grammar in
 //! `grammar/venus.pest`, no recursive rule), then [`parse`] builds blocks, items and values by
-//! hand, with the key table for arity and an explicit nesting limit.
+//! hand, with the key table for arity and an explicit nesting limit, recording the [`role`] of
+//! every token on the way.
 //!
 //! Invariants: parsing never fails and never panics: malformed regions become diagnostics and
 //! the builder recovers at the next item or top-level definition, so one run reports every
@@ -12,6 +13,7 @@
 pub mod ast;
 mod lex;
 mod parse;
+pub mod role;
 pub mod schema;
 
 #[cfg(test)]
@@ -36,6 +38,9 @@ pub const UNITS: &[&str] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parsed {
     pub file: ast::File,
+    /// Where the parser put every token (block kind, item, slot): what the formatter and the
+    /// IDE read instead of re-deriving the grouping.
+    pub roles: role::Roles,
     /// E0001–E0003, in source order.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -43,13 +48,14 @@ pub struct Parsed {
 /// Parses one file. Never panics, never fails.
 pub fn parse(text: &str, file: FileId) -> Parsed {
     let lexed = lex::lex(text, file);
-    let (tree, structural) = parse::build(text, file, &lexed.tokens);
+    let (tree, roles, structural) = parse::build(text, file, &lexed.tokens);
     let mut diagnostics = lexed.diagnostics;
     diagnostics.extend(structural);
     // Stable: a lexical and a structural diagnostic at the same place keep that order.
     diagnostics.sort_by_key(|d| d.primary.loc.span.start);
     Parsed {
         file: tree,
+        roles,
         diagnostics,
     }
 }

@@ -5,6 +5,10 @@
 //! Items are grouped with the key table ([`schema::lookup`]): a key takes up to its signature's
 //! number of arguments, then any further non-name values (arity is `ty`'s concern, E0203).
 //!
+//! While building, it records the role of every token ([`Roles`]: block kind, item, slot) and
+//! decides where an item ends with [`role::continues_item`], the rule the formatter and the IDE
+//! read instead of re-deriving it.
+//!
 //! Invariants: never panics; recursion is bounded by [`MAX_DEPTH`] (deeper subtrees are
 //! reported once and skipped with a counter, not recursion); every token is consumed exactly
 //! once, so building is linear; one diagnostic per problem: after an error the builder
@@ -12,6 +16,7 @@
 
 use super::ast::{self, Block, Def, DefKind, Ident, Item, TopItem, UseDecl, Value, ValueKind};
 use super::lex::{excerpt, scan_number, string_contents, Token, TokenKind};
+use super::role::{self, BlockId, BlockRole, ItemId, ItemRole, Roles, Slot, TokenRole};
 use super::schema::{self, ArgType, BlockKind};
 use crate::diag::{edit_distance, Code, Diagnostic, FileId, Loc, Span};
 
@@ -21,7 +26,11 @@ pub const MAX_DEPTH: usize = 32;
 /// The words that may start a top-level declaration.
 const TOP_WORDS: [&str; 6] = ["model", "gpu", "cluster", "plan", "scenario", "use"];
 
-pub(crate) fn build(text: &str, file: FileId, tokens: &[Token]) -> (ast::File, Vec<Diagnostic>) {
+pub(crate) fn build(
+    text: &str,
+    file: FileId,
+    tokens: &[Token],
+) -> (ast::File, Roles, Vec<Diagnostic>) {
     let mut comments = Vec::new();
     let mut toks = Vec::with_capacity(tokens.len());
     for &tok in tokens {
@@ -55,9 +64,54 @@ pub(crate) fn build(text: &str, file: FileId, tokens: &[Token]) -> (ast::File, V
         eof_reported: false,
         closed_at: None,
         ctx: Ctx::Unknown,
+        roles: Vec::with_capacity(tokens.len()),
+        blocks: Vec::new(),
+        role_items: Vec::new(),
+        place: Place::TOP,
     };
     let items = b.file();
-    (ast::File { items, comments }, b.diagnostics)
+    // The builder consumed its tokens in source order: merge their roles with the comments
+    // and error runs it never saw (matched by span, so a token it did not consume is skipped).
+    let mut read = b.roles.into_iter().peekable();
+    let all = tokens
+        .iter()
+        .map(|tok| match read.next_if(|r| r.span == tok.span) {
+            Some(role) => role,
+            None => TokenRole {
+                kind: tok.kind,
+                span: tok.span,
+                block: None,
+                item: None,
+                slot: if tok.kind == TokenKind::Comment {
+                    Slot::Comment
+                } else {
+                    Slot::Skipped
+                },
+            },
+        })
+        .collect();
+    let roles = Roles {
+        tokens: all,
+        blocks: b.blocks,
+        items: b.role_items,
+    };
+    (ast::File { items, comments }, roles, b.diagnostics)
+}
+
+/// Where the builder is reading: what the next consumed token is recorded as.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    block: Option<BlockId>,
+    item: Option<ItemId>,
+    slot: Slot,
+}
+
+impl Place {
+    const TOP: Place = Place {
+        block: None,
+        item: None,
+        slot: Slot::Skipped,
+    };
 }
 
 /// The key table a block is read with.
@@ -70,6 +124,13 @@ enum Ctx {
 }
 
 impl Ctx {
+    fn kind(self) -> Option<BlockKind> {
+        match self {
+            Ctx::Known(kind) => Some(kind),
+            Ctx::Unknown => None,
+        }
+    }
+
     fn lookup(self, key: &str) -> Option<&'static schema::KeySig> {
         match self {
             Ctx::Known(kind) => schema::lookup(kind, key),
@@ -102,6 +163,12 @@ struct Builder<'t> {
     /// The key table of the innermost block being read (a list reads it to know the keys
     /// that end it when its `]` is missing).
     ctx: Ctx,
+    /// The role of each token of `toks` consumed so far.
+    roles: Vec<TokenRole>,
+    blocks: Vec<BlockRole>,
+    role_items: Vec<ItemRole>,
+    /// What the next consumed token is.
+    place: Place,
 }
 
 impl<'t> Builder<'t> {
@@ -117,9 +184,25 @@ impl<'t> Builder<'t> {
 
     fn bump(&mut self) -> Option<Token> {
         let tok = self.peek();
-        if tok.is_some() {
+        if let Some(t) = tok {
             self.pos += 1;
+            self.roles.push(TokenRole {
+                kind: t.kind,
+                span: t.span,
+                block: self.place.block,
+                item: self.place.item,
+                slot: self.place.slot,
+            });
         }
+        tok
+    }
+
+    /// Consumes the next token as `slot`, then reads on in the current slot.
+    fn bump_as(&mut self, slot: Slot) -> Option<Token> {
+        let saved = self.place.slot;
+        self.place.slot = slot;
+        let tok = self.bump();
+        self.place.slot = saved;
         tok
     }
 
@@ -316,6 +399,14 @@ impl<'t> Builder<'t> {
     /// Skips an opening bracket and everything up to its matching closer (any bracket kind
     /// counts), with a counter instead of recursion. Returns the end of the last token skipped.
     fn skip_balanced(&mut self) -> usize {
+        let saved = self.place.slot;
+        self.place.slot = Slot::Skipped;
+        let end = self.skip_balanced_tokens();
+        self.place.slot = saved;
+        end
+    }
+
+    fn skip_balanced_tokens(&mut self) -> usize {
         let mut depth = 0usize;
         let mut end = self
             .peek()
@@ -335,10 +426,10 @@ impl<'t> Builder<'t> {
     }
 
     fn use_decl(&mut self) -> Option<UseDecl> {
-        let kw = self.bump()?;
+        let kw = self.bump_as(Slot::Keyword)?;
         match self.peek() {
             Some(tok) if tok.kind == TokenKind::Str => {
-                self.bump();
+                self.bump_as(Slot::UsePath);
                 let (path, _) = string_contents(self.slice(tok.span));
                 Some(UseDecl {
                     path,
@@ -377,14 +468,14 @@ impl<'t> Builder<'t> {
     }
 
     fn def(&mut self, kind: DefKind) -> Option<Def> {
-        let kw = self.bump()?;
+        let kw = self.bump_as(Slot::Keyword)?;
         let keyword = kind.keyword();
         let mut name = None;
         if let Some(tok) = self.peek().filter(|t| t.kind == TokenKind::Name) {
             // A keyword on the next line starts the next definition (`plan` left without its
             // block), so it is not taken as this definition's name.
             if !(TOP_WORDS.contains(&self.slice(tok.span)) && self.newline_before(tok)) {
-                self.bump();
+                self.bump_as(Slot::DefName);
                 name = Some(self.ident(tok));
             }
         }
@@ -404,7 +495,7 @@ impl<'t> Builder<'t> {
             self.bump();
             match self.peek() {
                 Some(t) if t.kind == TokenKind::Name => {
-                    self.bump();
+                    self.bump_as(Slot::DefBase);
                     base = Some(self.ident(t));
                 }
                 found => {
@@ -456,9 +547,34 @@ impl<'t> Builder<'t> {
 
     /// `< items >`, with the `<` next. `what` names the block in messages (`model`, `plan`).
     fn block(&mut self, ctx: Ctx, what: &str, depth: usize) -> Block {
-        let Some(open) = self.bump() else {
+        let Some(open) = self.peek() else {
             return Block::default();
         };
+        let outer = self.place;
+        let parent = match outer.slot {
+            Slot::Arg(_) | Slot::InArg(_) => outer.item.map(|item| (item, outer.slot)),
+            _ => None,
+        };
+        let id = BlockId(self.blocks.len() as u32);
+        self.blocks.push(BlockRole {
+            kind: ctx.kind(),
+            open: open.span,
+            parent,
+            outer: outer.block,
+        });
+        self.place = Place {
+            block: Some(id),
+            item: None,
+            slot: Slot::Skipped,
+        };
+        self.bump_as(Slot::Open);
+        let block = self.block_body(open, ctx, what, depth);
+        self.place = outer;
+        block
+    }
+
+    /// The items of a block up to its `>`, with its `<` consumed.
+    fn block_body(&mut self, open: Token, ctx: Ctx, what: &str, depth: usize) -> Block {
         let mut items = Vec::new();
         loop {
             let Some(tok) = self.peek() else {
@@ -484,14 +600,17 @@ impl<'t> Builder<'t> {
             self.ctx = ctx;
             match tok.kind {
                 TokenKind::Gt => {
-                    self.bump();
+                    self.bump_as(Slot::Close);
                     return Block {
                         items,
                         base: None,
                         span: open.span.to(tok.span),
                     };
                 }
-                TokenKind::Semi | TokenKind::Comment | TokenKind::Error => {
+                TokenKind::Semi => {
+                    self.bump_as(Slot::Semi);
+                }
+                TokenKind::Comment | TokenKind::Error => {
                     self.bump();
                 }
                 TokenKind::Name => items.push(self.item(ctx, depth)),
@@ -587,49 +706,60 @@ impl<'t> Builder<'t> {
         );
     }
 
-    /// A key and its arguments, with the key next.
+    /// A key and its arguments, with the key next. Where the item ends is
+    /// [`role::continues_item`]: names fill the signature's name slots (a flag's `on`/`off`),
+    /// non-name values always stay with the item (`hidden 4096 4096`: `ty` reports E0203).
     fn item(&mut self, ctx: Ctx, depth: usize) -> Item {
         let key_tok = self.peek().unwrap_or(Token {
             kind: TokenKind::Name,
             span: Span::default(),
             unit: None,
         });
-        self.bump();
+        let id = ItemId(self.role_items.len() as u32);
+        if let Some(block) = self.place.block {
+            self.role_items.push(ItemRole {
+                block,
+                key: key_tok.span,
+                args: Vec::new(),
+            });
+        }
+        let outer = self.place;
+        self.place.item = self.place.block.map(|_| id);
+        self.bump_as(Slot::Key);
         let key = self.ident(key_tok);
         let mut args = Vec::new();
         self.colon_after_key(&key);
-        match ctx.lookup(&key.text) {
-            Some(sig) if sig.is_flag() => match self.peek() {
-                Some(t)
-                    if t.kind == TokenKind::Name
-                        && schema::FLAG_WORDS.contains(&self.slice(t.span)) =>
-                {
-                    args.extend(self.value(None, &key.text, depth));
-                }
-                Some(t) if t.kind == TokenKind::LBracket => {
-                    args.extend(self.value(None, &key.text, depth))
-                }
-                _ => {}
-            },
-            Some(sig) => {
-                for &slot in sig.args {
-                    let Some(tok) = self.peek() else { break };
-                    let takes = match tok.kind {
-                        TokenKind::Name => slot.takes_name() && !self.starts_next_item(ctx, tok),
-                        kind => is_value_start(kind),
-                    };
-                    if !takes {
-                        break;
-                    }
-                    let value = self.value(Some(slot), &key.text, depth);
-                    args.extend(value.map(|v| self.derived_block(v, slot, &key.text, depth)));
-                }
+        let sig = ctx.lookup(&key.text);
+        while let Some(tok) = self.peek() {
+            let takes = match tok.kind {
+                TokenKind::Name => role::continues_item_sig(
+                    ctx.kind(),
+                    sig,
+                    args.len(),
+                    self.slice(tok.span),
+                    self.newline_before(tok),
+                ),
+                kind => is_value_start(kind),
+            };
+            if !takes {
+                break;
             }
-            None => {}
+            // A flag's argument and values past the signature have no slot type.
+            let slot = sig
+                .filter(|s| !s.is_flag())
+                .and_then(|s| s.args.get(args.len()).copied());
+            self.place.slot = Slot::Arg(args.len() as u32);
+            let value = self.value(slot, &key.text, depth);
+            let value = match (value, slot) {
+                (Some(v), Some(slot)) => Some(self.derived_block(v, slot, &key.text, depth)),
+                (v, _) => v,
+            };
+            let Some(value) = value else { break };
+            args.push(value);
         }
-        // Extra non-name values stay with this item (`hidden 4096 4096`: `ty` reports E0203).
-        while self.peek().is_some_and(|t| is_value_start(t.kind)) {
-            args.extend(self.value(None, &key.text, depth));
+        self.place = outer;
+        if let Some(item) = self.role_items.get_mut(id.0 as usize) {
+            item.args = args.iter().map(|v| v.span).collect();
         }
         let span = args
             .last()
@@ -684,13 +814,6 @@ impl<'t> Builder<'t> {
             "keys and values are separated by a space",
             Some(help),
         );
-    }
-
-    /// True when a name on a later line than the previous token is a key of the current
-    /// block: it starts the next item instead of filling a name slot, so a key written
-    /// without its argument (`gpu` on a line of its own) does not swallow the next key.
-    fn starts_next_item(&self, ctx: Ctx, tok: Token) -> bool {
-        self.newline_before(tok) && ctx.lookup(self.slice(tok.span)).is_some()
     }
 
     /// True when a line break separates `tok` (the next token) from the previous token.
@@ -784,6 +907,17 @@ impl<'t> Builder<'t> {
     /// `[v v ...]`, with the `[` next. A `>` before the `]` means the list was left open in
     /// its block: reported, and the `>` is left to close the block.
     fn list(&mut self, slot: Option<ArgType>, what: &str, depth: usize) -> (Vec<Value>, Span) {
+        let outer = self.place.slot;
+        if let Slot::Arg(n) = outer {
+            self.place.slot = Slot::InArg(n);
+        }
+        let list = self.list_body(slot, what, depth);
+        self.place.slot = outer;
+        list
+    }
+
+    /// The elements of a list up to its `]`, with the `[` next.
+    fn list_body(&mut self, slot: Option<ArgType>, what: &str, depth: usize) -> (Vec<Value>, Span) {
         let Some(open) = self.bump() else {
             return (Vec::new(), Span::default());
         };
