@@ -541,8 +541,10 @@ fn bound_locs() -> crate::plan::ExpectLocs {
 
 #[test]
 fn e0501_iteration_time_shows_prediction_bound_and_margin() {
-    let mut e = crate::plan::ExpectSpec::default();
-    e.iteration_time_max = Some(Seconds(1.0));
+    let e = crate::plan::ExpectSpec {
+        iteration_time_max: Some(Seconds(1.0)),
+        ..Default::default()
+    };
     let r = headline(1125.11, 100.0, 0.4, 30);
     let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(d.len(), 1);
@@ -562,9 +564,11 @@ fn e0501_iteration_time_shows_prediction_bound_and_margin() {
 
 #[test]
 fn e0501_tflops_and_mfu_below_their_minimums() {
-    let mut e = crate::plan::ExpectSpec::default();
-    e.tflops_min = Some(FlopsPerSec(150e12));
-    e.mfu_min = Some(Ratio(0.4));
+    let e = crate::plan::ExpectSpec {
+        tflops_min: Some(FlopsPerSec(150e12)),
+        mfu_min: Some(Ratio(0.4)),
+        ..Default::default()
+    };
     let r = headline(900.0, 142.35, 0.3821, 30);
     let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(d.len(), 2);
@@ -587,8 +591,10 @@ fn e0501_tflops_and_mfu_below_their_minimums() {
 
 #[test]
 fn e0501_memory_max_is_checked_against_the_largest_stage_peak() {
-    let mut e = crate::plan::ExpectSpec::default();
-    e.memory_max = Some(Bytes(64 * Bytes::GIB));
+    let e = crate::plan::ExpectSpec {
+        memory_max: Some(Bytes(64 * Bytes::GIB)),
+        ..Default::default()
+    };
     let r = headline(900.0, 100.0, 0.4, 71);
     let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(d.len(), 1);
@@ -605,11 +611,12 @@ fn e0501_memory_max_is_checked_against_the_largest_stage_peak() {
 
 #[test]
 fn bounds_that_hold_give_no_diagnostic() {
-    let mut e = crate::plan::ExpectSpec::default();
-    e.iteration_time_max = Some(Seconds(1.0));
-    e.tflops_min = Some(FlopsPerSec(100e12));
-    e.memory_max = Some(Bytes(30 * Bytes::GIB + Bytes::GIB / 4));
-    e.mfu_min = Some(Ratio(0.4));
+    let e = crate::plan::ExpectSpec {
+        iteration_time_max: Some(Seconds(1.0)),
+        tflops_min: Some(FlopsPerSec(100e12)),
+        memory_max: Some(Bytes(30 * Bytes::GIB + Bytes::GIB / 4)),
+        mfu_min: Some(Ratio(0.4)),
+    };
     // Exactly on every bound: a bound equal to the prediction holds.
     let r = headline(1000.0, 100.0, 0.4, 30);
     assert_eq!(check_expect(&e, &bound_locs(), &r), Vec::new());
@@ -625,8 +632,10 @@ fn bounds_that_hold_give_no_diagnostic() {
 
 #[test]
 fn tiny_throughput_suggests_a_nonzero_bound() {
-    let mut e = crate::plan::ExpectSpec::default();
-    e.tflops_min = Some(FlopsPerSec(1e12));
+    let e = crate::plan::ExpectSpec {
+        tflops_min: Some(FlopsPerSec(1e12)),
+        ..Default::default()
+    };
     let r = headline(900.0, 0.0456, 0.0, 1);
     let d = check_expect(&e, &bound_locs(), &r);
     assert_eq!(

@@ -471,7 +471,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             mem_bw: f.get(Key::MemBw, bandwidth)?,
             fp8_peak: f.get(Key::Fp8Peak, rate),
             arch: f.word(Key::Arch).map(|w| {
-                let arch = match &*w.value {
+                let arch = match w.value {
                     "ampere" => GpuArch::Ampere,
                     "blackwell" => GpuArch::Blackwell,
                     "cdna3" => GpuArch::Cdna3,
