@@ -124,7 +124,18 @@ pub enum LowerError {
     Trace(TraceError),
     /// A size of the scenario does not fit the trace's 32-bit ids.
     TooLarge(&'static str),
+    /// The trace would hold more nodes than [`MAX_TRACE_NODES`] (checked as it is built, and
+    /// projected from the first iteration, before anything of that size is allocated).
+    OverBudget {
+        nodes: u64,
+        budget: u64,
+    },
 }
+
+/// The most trace nodes one lowering builds: about 6 GiB of trace and engine state at the
+/// 40-50 bytes a node costs. Past it, a plan's `iterations`, microbatches × layers, or
+/// `--all-ranks` on a large world would exhaust memory instead of simulating.
+pub const MAX_TRACE_NODES: u64 = 1 << 27;
 
 impl fmt::Display for LowerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -134,6 +145,12 @@ impl fmt::Display for LowerError {
             LowerError::Network(e) => write!(f, "network: {e}"),
             LowerError::Trace(e) => write!(f, "trace: {e}"),
             LowerError::TooLarge(what) => write!(f, "`{what}` is too large to simulate"),
+            LowerError::OverBudget { nodes, budget } => write!(
+                f,
+                "the trace would hold at least {nodes} nodes, over the budget of {budget} \
+                 (iterations × microbatches × layers × simulated ranks): lower `iterations`, \
+                 `global_batch` or `layers`, or simulate without `--all-ranks`"
+            ),
         }
     }
 }
@@ -221,6 +238,13 @@ impl Lowered {
     }
 }
 
+fn over_budget(nodes: u64) -> LowerError {
+    LowerError::OverBudget {
+        nodes,
+        budget: MAX_TRACE_NODES,
+    }
+}
+
 /// Lowers a validated scenario.
 pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> {
     lower_with(sc, opts, ScheduleIr::build)
@@ -269,18 +293,39 @@ pub(crate) fn lower_with(
     };
 
     let mut ranks = Vec::with_capacity(simulated.len());
-    for &rank in &simulated {
+    let mut built: u64 = 0;
+    for (i, &rank) in simulated.iter().enumerate() {
         let coords = layout.coords(rank);
         let groups = RankGroups::new(&layout, &mut tb, rank);
         let stage = &stages[coords.pp as usize];
         let ops = ir.rank(coords.pp);
         let mut e = Emitter::new(stage, &groups, &names, shape);
-        let mut bounds = Vec::with_capacity(iterations as usize);
-        for _ in 0..iterations {
+        e.budget = usize::try_from(MAX_TRACE_NODES - built).unwrap_or(usize::MAX);
+        let mut bounds = Vec::new();
+        for k in 0..iterations {
             let start = e.rb.len() as u32;
             e.iteration(ops);
+            if e.over_budget() {
+                return Err(over_budget(built + e.rb.len() as u64));
+            }
             bounds.push(start..e.rb.len() as u32);
+            if k == 0 {
+                // Every iteration of a rank has the same nodes, and ranks differ little: project
+                // the whole trace from this one before building (and allocating) the rest.
+                let per = (e.rb.len() as u64).max(1);
+                let projected = built
+                    .saturating_add(per.saturating_mul(u64::from(iterations)))
+                    .saturating_add(
+                        per.saturating_mul(u64::from(iterations))
+                            .saturating_mul((simulated.len() - i - 1) as u64),
+                    );
+                if projected > MAX_TRACE_NODES {
+                    return Err(over_budget(projected));
+                }
+                bounds.reserve(iterations as usize - 1);
+            }
         }
+        built = built.saturating_add(e.rb.len() as u64);
         let rb = e.rb;
         *tb.rank(rank) = rb;
         ranks.push(RankInfo {
@@ -691,6 +736,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
 /// Emits the nodes of one rank.
 struct Emitter<'a> {
     rb: RankBuilder,
+    /// Nodes this rank may still add before the lowering is over [`MAX_TRACE_NODES`].
+    budget: usize,
     st: &'a StagePlan,
     g: &'a RankGroups,
     n: &'a Names,
@@ -720,6 +767,7 @@ impl<'a> Emitter<'a> {
     ) -> Emitter<'a> {
         Emitter {
             rb: RankBuilder::default(),
+            budget: usize::MAX,
             st,
             g,
             n,
@@ -735,6 +783,10 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    fn over_budget(&self) -> bool {
+        self.rb.len() > self.budget
+    }
+
     fn iteration(&mut self, ops: &[Op]) {
         for v in &mut self.xfers {
             v.clear();
@@ -745,7 +797,7 @@ impl<'a> Emitter<'a> {
             l.iter_mut().for_each(|x| *x = false);
         }
         let mut i = 0;
-        while i < ops.len() {
+        while i < ops.len() && !self.over_budget() {
             match ops[i] {
                 Op::Forward(m) => self.compute(m.mb, m.chunk, Pass::Forward),
                 Op::Backward(m) => self.compute(m.mb, m.chunk, Pass::Backward),

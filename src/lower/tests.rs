@@ -540,3 +540,43 @@ fn a_split_backward_lowers_b_and_w_to_compute_nodes_that_sum_to_the_backward() {
         (8 + 4 - 1) * 3_000_000_000u64 - (4 - 1) * 1_000_000_000
     );
 }
+
+#[test]
+fn billions_of_iterations_are_over_the_node_budget_before_anything_is_built() {
+    // The demo is check-clean with any `iterations`; 4·10⁹ of them used to abort on a 32 GB
+    // allocation. The first iteration's nodes project the whole trace past the budget.
+    let sc = validate(&demo_mfu());
+    let per_iteration = run(&sc, false, 1).0.trace.node_count() as u64;
+    let err = lower(
+        &sc,
+        &LowerOptions {
+            all_ranks: false,
+            iterations: 4_000_000_000,
+        },
+    )
+    .unwrap_err();
+    let LowerError::OverBudget { nodes, budget } = err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(budget, MAX_TRACE_NODES);
+    // Projected from the first rank's first iteration: at least that rank's share.
+    assert!(nodes > MAX_TRACE_NODES && nodes >= 4_000_000_000, "{nodes}");
+    assert!(per_iteration > 1, "{per_iteration}");
+    assert!(err.to_string().contains("lower `iterations`"), "{err}");
+}
+
+#[test]
+fn a_plan_just_inside_the_budget_still_lowers() {
+    // 50 iterations of the demo: far below the budget, the same nodes 50 times.
+    let sc = validate(&demo_mfu());
+    let one = run(&sc, false, 1).0.trace.node_count();
+    let lw = lower(
+        &sc,
+        &LowerOptions {
+            all_ranks: false,
+            iterations: 50,
+        },
+    )
+    .expect("lowers");
+    assert_eq!(lw.trace.node_count(), 50 * one);
+}
