@@ -19,8 +19,13 @@ const read = (...p) => fs.readFileSync(path.join(...p), 'utf8');
 function schemaKeys() {
   const src = read(root, 'src', 'syntax', 'schema.rs');
   const blocks = {};
-  const blockRe = /pub const (\w+)_KEYS: &\[KeySig\] = &\[([\s\S]*?)\n\];/g;
-  for (const [, block, body] of src.matchAll(blockRe)) {
+  // `key_table! { MODEL => { Hidden = req("hidden", &[Count], ...)..., } ... }`: one arm per
+  // block kind (`BlockKind::Measured` for the nested blocks).
+  const table = /\nkey_table! \{\n([\s\S]*?)\n\}\n/.exec(src);
+  assert.ok(table, 'schema.rs has no key_table! invocation');
+  const blockRe = /^ {4}(?:BlockKind::)?(\w+) => \{\n([\s\S]*?)\n {4}\}$/gm;
+  for (const [, kind, body] of table[1].matchAll(blockRe)) {
+    const block = kind.toUpperCase();
     const keys = [];
     const callRe = /\b(?:req|key|flag)\(\s*"([a-z0-9_]+)",\s*(?:&\[\s*(\w+))?/g;
     for (const [, name, firstArg] of body.matchAll(callRe)) keys.push({ name, firstArg });
@@ -33,7 +38,7 @@ function schemaKeys() {
 
 /**
  * Every enum word of schema.rs (TOPOLOGIES, ALGORITHMS, SCHEDULES, RECOMPUTE, PRECISIONS,
- * ATTENTIONS, FLAG_WORDS).
+ * ARCHS, ATTENTIONS, FLAG_WORDS).
  */
 function schemaEnumWords() {
   const src = read(root, 'src', 'syntax', 'schema.rs');
@@ -90,6 +95,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.deepEqual(sorted(schemaEnumWords()), sorted([
     'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
     'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'flash', 'unfused', 'on', 'off',
+    'ampere', 'hopper', 'blackwell', 'cdna3',
   ]));
 });
 

@@ -32,13 +32,14 @@ const DEF_KINDS = ['model', 'gpu', 'cluster', 'plan', 'scenario'];
 const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim', 'algo'];
 
 // Enum words of `src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS, SCHEDULES, RECOMPUTE,
-// PRECISIONS, ATTENTIONS, FLAG_WORDS.
+// PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'direct', 'halving_doubling', 'tree',
   'gpipe', '1f1b', 'interleaved',
   'none', 'selective', 'full',
   'bf16', 'fp8',
+  'ampere', 'hopper', 'blackwell', 'cdna3',
   'flash', 'unfused',
   'on', 'off',
 ];

@@ -22,14 +22,14 @@ syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 " Keys of every block kind.
 syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
-syn keyword venusKey contained peak memory mem_bw fp8_peak
+syn keyword venusKey contained peak memory mem_bw fp8_peak arch
 syn keyword venusKey contained gpu dim nodes algo
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
 syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p overlap_tp_comm bucket_size
 syn keyword venusKey contained mfu attention
-syn keyword venusKey contained measured precision iterations
+syn keyword venusKey contained measured precision iterations reserve
 syn keyword venusKey contained model cluster plan expect
 syn keyword venusKey contained first middle last
 syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
@@ -38,6 +38,7 @@ syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 " kernels, flag words.
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree
 syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 flash unfused on off
+syn keyword venusConstant contained ampere hopper blackwell cdna3
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained
