@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 51
+#define SYMBOL_COUNT 55
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 38
+#define TOKEN_COUNT 42
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -49,27 +49,31 @@ enum ts_symbol_identifiers {
   anon_sym_full = 27,
   anon_sym_bf16 = 28,
   anon_sym_fp8 = 29,
-  anon_sym_flash = 30,
-  anon_sym_unfused = 31,
-  anon_sym_on = 32,
-  anon_sym_off = 33,
-  sym_unit = 34,
-  sym_number = 35,
-  sym_string = 36,
-  sym_comment = 37,
-  sym_source_file = 38,
-  sym_use_declaration = 39,
-  sym_definition = 40,
-  sym_block = 41,
-  sym_item = 42,
-  sym__value = 43,
-  sym_list = 44,
-  sym_constant = 45,
-  sym_quantity = 46,
-  aux_sym_source_file_repeat1 = 47,
-  aux_sym_block_repeat1 = 48,
-  aux_sym_item_repeat1 = 49,
-  aux_sym_list_repeat1 = 50,
+  anon_sym_ampere = 30,
+  anon_sym_hopper = 31,
+  anon_sym_blackwell = 32,
+  anon_sym_cdna3 = 33,
+  anon_sym_flash = 34,
+  anon_sym_unfused = 35,
+  anon_sym_on = 36,
+  anon_sym_off = 37,
+  sym_unit = 38,
+  sym_number = 39,
+  sym_string = 40,
+  sym_comment = 41,
+  sym_source_file = 42,
+  sym_use_declaration = 43,
+  sym_definition = 44,
+  sym_block = 45,
+  sym_item = 46,
+  sym__value = 47,
+  sym_list = 48,
+  sym_constant = 49,
+  sym_quantity = 50,
+  aux_sym_source_file_repeat1 = 51,
+  aux_sym_block_repeat1 = 52,
+  aux_sym_item_repeat1 = 53,
+  aux_sym_list_repeat1 = 54,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -103,6 +107,10 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_full] = "full",
   [anon_sym_bf16] = "bf16",
   [anon_sym_fp8] = "fp8",
+  [anon_sym_ampere] = "ampere",
+  [anon_sym_hopper] = "hopper",
+  [anon_sym_blackwell] = "blackwell",
+  [anon_sym_cdna3] = "cdna3",
   [anon_sym_flash] = "flash",
   [anon_sym_unfused] = "unfused",
   [anon_sym_on] = "on",
@@ -157,6 +165,10 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_full] = anon_sym_full,
   [anon_sym_bf16] = anon_sym_bf16,
   [anon_sym_fp8] = anon_sym_fp8,
+  [anon_sym_ampere] = anon_sym_ampere,
+  [anon_sym_hopper] = anon_sym_hopper,
+  [anon_sym_blackwell] = anon_sym_blackwell,
+  [anon_sym_cdna3] = anon_sym_cdna3,
   [anon_sym_flash] = anon_sym_flash,
   [anon_sym_unfused] = anon_sym_unfused,
   [anon_sym_on] = anon_sym_on,
@@ -298,6 +310,22 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_fp8] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_ampere] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_hopper] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_blackwell] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_cdna3] = {
     .visible = true,
     .named = false,
   },
@@ -725,374 +753,444 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 1:
       if (lookahead == 'l') ADVANCE(17);
+      if (lookahead == 'm') ADVANCE(18);
       END_STATE();
     case 2:
-      if (lookahead == 'f') ADVANCE(18);
+      if (lookahead == 'f') ADVANCE(19);
+      if (lookahead == 'l') ADVANCE(20);
       END_STATE();
     case 3:
-      if (lookahead == 'l') ADVANCE(19);
+      if (lookahead == 'd') ADVANCE(21);
+      if (lookahead == 'l') ADVANCE(22);
       END_STATE();
     case 4:
-      if (lookahead == 'i') ADVANCE(20);
+      if (lookahead == 'i') ADVANCE(23);
       END_STATE();
     case 5:
-      if (lookahead == 'c') ADVANCE(21);
-      if (lookahead == 'l') ADVANCE(22);
-      if (lookahead == 'p') ADVANCE(23);
-      if (lookahead == 'u') ADVANCE(24);
+      if (lookahead == 'c') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'p') ADVANCE(26);
+      if (lookahead == 'u') ADVANCE(27);
       END_STATE();
     case 6:
-      if (lookahead == 'p') ADVANCE(25);
+      if (lookahead == 'p') ADVANCE(28);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(26);
+      if (lookahead == 'a') ADVANCE(29);
+      if (lookahead == 'o') ADVANCE(30);
       END_STATE();
     case 8:
-      if (lookahead == 'n') ADVANCE(27);
-      END_STATE();
-    case 9:
-      if (lookahead == 'o') ADVANCE(28);
-      END_STATE();
-    case 10:
-      if (lookahead == 'o') ADVANCE(29);
-      END_STATE();
-    case 11:
-      if (lookahead == 'f') ADVANCE(30);
       if (lookahead == 'n') ADVANCE(31);
       END_STATE();
+    case 9:
+      if (lookahead == 'o') ADVANCE(32);
+      END_STATE();
+    case 10:
+      if (lookahead == 'o') ADVANCE(33);
+      END_STATE();
+    case 11:
+      if (lookahead == 'f') ADVANCE(34);
+      if (lookahead == 'n') ADVANCE(35);
+      END_STATE();
     case 12:
-      if (lookahead == 'l') ADVANCE(32);
+      if (lookahead == 'l') ADVANCE(36);
       END_STATE();
     case 13:
-      if (lookahead == 'i') ADVANCE(33);
+      if (lookahead == 'i') ADVANCE(37);
       END_STATE();
     case 14:
-      if (lookahead == 'c') ADVANCE(34);
-      if (lookahead == 'e') ADVANCE(35);
-      if (lookahead == 'w') ADVANCE(36);
+      if (lookahead == 'c') ADVANCE(38);
+      if (lookahead == 'e') ADVANCE(39);
+      if (lookahead == 'w') ADVANCE(40);
       END_STATE();
     case 15:
-      if (lookahead == 'r') ADVANCE(37);
+      if (lookahead == 'r') ADVANCE(41);
       END_STATE();
     case 16:
-      if (lookahead == 'n') ADVANCE(38);
-      if (lookahead == 's') ADVANCE(39);
+      if (lookahead == 'n') ADVANCE(42);
+      if (lookahead == 's') ADVANCE(43);
       END_STATE();
     case 17:
-      if (lookahead == 'g') ADVANCE(40);
+      if (lookahead == 'g') ADVANCE(44);
       END_STATE();
     case 18:
-      if (lookahead == '1') ADVANCE(41);
+      if (lookahead == 'p') ADVANCE(45);
       END_STATE();
     case 19:
-      if (lookahead == 'u') ADVANCE(42);
+      if (lookahead == '1') ADVANCE(46);
       END_STATE();
     case 20:
-      if (lookahead == 'm') ADVANCE(43);
-      if (lookahead == 'r') ADVANCE(44);
+      if (lookahead == 'a') ADVANCE(47);
       END_STATE();
     case 21:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'n') ADVANCE(48);
       END_STATE();
     case 22:
-      if (lookahead == 'a') ADVANCE(45);
-      END_STATE();
-    case 23:
-      if (lookahead == '8') ADVANCE(46);
-      END_STATE();
-    case 24:
-      if (lookahead == 'l') ADVANCE(47);
-      END_STATE();
-    case 25:
-      if (lookahead == 'i') ADVANCE(48);
       if (lookahead == 'u') ADVANCE(49);
       END_STATE();
+    case 23:
+      if (lookahead == 'm') ADVANCE(50);
+      if (lookahead == 'r') ADVANCE(51);
+      END_STATE();
+    case 24:
+      ACCEPT_TOKEN(anon_sym_fc);
+      END_STATE();
+    case 25:
+      if (lookahead == 'a') ADVANCE(52);
+      END_STATE();
     case 26:
-      if (lookahead == 'l') ADVANCE(50);
+      if (lookahead == '8') ADVANCE(53);
       END_STATE();
     case 27:
-      if (lookahead == 't') ADVANCE(51);
+      if (lookahead == 'l') ADVANCE(54);
       END_STATE();
     case 28:
-      if (lookahead == 'd') ADVANCE(52);
+      if (lookahead == 'i') ADVANCE(55);
+      if (lookahead == 'u') ADVANCE(56);
       END_STATE();
     case 29:
-      if (lookahead == 'n') ADVANCE(53);
+      if (lookahead == 'l') ADVANCE(57);
       END_STATE();
     case 30:
-      if (lookahead == 'f') ADVANCE(54);
+      if (lookahead == 'p') ADVANCE(58);
       END_STATE();
     case 31:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 't') ADVANCE(59);
       END_STATE();
     case 32:
-      if (lookahead == 'a') ADVANCE(55);
+      if (lookahead == 'd') ADVANCE(60);
       END_STATE();
     case 33:
-      if (lookahead == 'n') ADVANCE(56);
+      if (lookahead == 'n') ADVANCE(61);
       END_STATE();
     case 34:
-      if (lookahead == 'e') ADVANCE(57);
+      if (lookahead == 'f') ADVANCE(62);
       END_STATE();
     case 35:
-      if (lookahead == 'l') ADVANCE(58);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 36:
-      if (lookahead == 'i') ADVANCE(59);
+      if (lookahead == 'a') ADVANCE(63);
       END_STATE();
     case 37:
-      if (lookahead == 'e') ADVANCE(60);
+      if (lookahead == 'n') ADVANCE(64);
       END_STATE();
     case 38:
-      if (lookahead == 'f') ADVANCE(61);
+      if (lookahead == 'e') ADVANCE(65);
       END_STATE();
     case 39:
-      if (lookahead == 'e') ADVANCE(62);
+      if (lookahead == 'l') ADVANCE(66);
       END_STATE();
     case 40:
-      if (lookahead == 'o') ADVANCE(63);
+      if (lookahead == 'i') ADVANCE(67);
       END_STATE();
     case 41:
-      if (lookahead == '6') ADVANCE(64);
+      if (lookahead == 'e') ADVANCE(68);
       END_STATE();
     case 42:
-      if (lookahead == 's') ADVANCE(65);
+      if (lookahead == 'f') ADVANCE(69);
       END_STATE();
     case 43:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'e') ADVANCE(70);
       END_STATE();
     case 44:
-      if (lookahead == 'e') ADVANCE(66);
+      if (lookahead == 'o') ADVANCE(71);
       END_STATE();
     case 45:
-      if (lookahead == 's') ADVANCE(67);
-      END_STATE();
-    case 46:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 47:
-      if (lookahead == 'l') ADVANCE(68);
-      END_STATE();
-    case 48:
-      if (lookahead == 'p') ADVANCE(69);
-      END_STATE();
-    case 49:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 50:
-      if (lookahead == 'v') ADVANCE(70);
-      END_STATE();
-    case 51:
-      if (lookahead == 'e') ADVANCE(71);
-      END_STATE();
-    case 52:
       if (lookahead == 'e') ADVANCE(72);
       END_STATE();
-    case 53:
-      if (lookahead == 'e') ADVANCE(73);
+    case 46:
+      if (lookahead == '6') ADVANCE(73);
       END_STATE();
-    case 54:
-      ACCEPT_TOKEN(anon_sym_off);
+    case 47:
+      if (lookahead == 'c') ADVANCE(74);
       END_STATE();
-    case 55:
-      if (lookahead == 'n') ADVANCE(74);
+    case 48:
+      if (lookahead == 'a') ADVANCE(75);
       END_STATE();
-    case 56:
-      if (lookahead == 'g') ADVANCE(75);
+    case 49:
+      if (lookahead == 's') ADVANCE(76);
       END_STATE();
-    case 57:
-      if (lookahead == 'n') ADVANCE(76);
+    case 50:
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
-    case 58:
+    case 51:
       if (lookahead == 'e') ADVANCE(77);
       END_STATE();
+    case 52:
+      if (lookahead == 's') ADVANCE(78);
+      END_STATE();
+    case 53:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 54:
+      if (lookahead == 'l') ADVANCE(79);
+      END_STATE();
+    case 55:
+      if (lookahead == 'p') ADVANCE(80);
+      END_STATE();
+    case 56:
+      ACCEPT_TOKEN(anon_sym_gpu);
+      END_STATE();
+    case 57:
+      if (lookahead == 'v') ADVANCE(81);
+      END_STATE();
+    case 58:
+      if (lookahead == 'p') ADVANCE(82);
+      END_STATE();
     case 59:
-      if (lookahead == 't') ADVANCE(78);
+      if (lookahead == 'e') ADVANCE(83);
       END_STATE();
     case 60:
-      if (lookahead == 'e') ADVANCE(79);
-      END_STATE();
-    case 61:
-      if (lookahead == 'u') ADVANCE(80);
-      END_STATE();
-    case 62:
-      ACCEPT_TOKEN(anon_sym_use);
-      END_STATE();
-    case 63:
-      ACCEPT_TOKEN(anon_sym_algo);
-      END_STATE();
-    case 64:
-      ACCEPT_TOKEN(anon_sym_bf16);
-      END_STATE();
-    case 65:
-      if (lookahead == 't') ADVANCE(81);
-      END_STATE();
-    case 66:
-      if (lookahead == 'c') ADVANCE(82);
-      END_STATE();
-    case 67:
-      if (lookahead == 'h') ADVANCE(83);
-      END_STATE();
-    case 68:
-      ACCEPT_TOKEN(anon_sym_full);
-      END_STATE();
-    case 69:
       if (lookahead == 'e') ADVANCE(84);
       END_STATE();
+    case 61:
+      if (lookahead == 'e') ADVANCE(85);
+      END_STATE();
+    case 62:
+      ACCEPT_TOKEN(anon_sym_off);
+      END_STATE();
+    case 63:
+      if (lookahead == 'n') ADVANCE(86);
+      END_STATE();
+    case 64:
+      if (lookahead == 'g') ADVANCE(87);
+      END_STATE();
+    case 65:
+      if (lookahead == 'n') ADVANCE(88);
+      END_STATE();
+    case 66:
+      if (lookahead == 'e') ADVANCE(89);
+      END_STATE();
+    case 67:
+      if (lookahead == 't') ADVANCE(90);
+      END_STATE();
+    case 68:
+      if (lookahead == 'e') ADVANCE(91);
+      END_STATE();
+    case 69:
+      if (lookahead == 'u') ADVANCE(92);
+      END_STATE();
     case 70:
-      if (lookahead == 'i') ADVANCE(85);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 71:
-      if (lookahead == 'r') ADVANCE(86);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 72:
-      if (lookahead == 'l') ADVANCE(87);
+      if (lookahead == 'r') ADVANCE(93);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 74:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'k') ADVANCE(94);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == '3') ADVANCE(95);
       END_STATE();
     case 76:
-      if (lookahead == 'a') ADVANCE(88);
+      if (lookahead == 't') ADVANCE(96);
       END_STATE();
     case 77:
-      if (lookahead == 'c') ADVANCE(89);
+      if (lookahead == 'c') ADVANCE(97);
       END_STATE();
     case 78:
-      if (lookahead == 'c') ADVANCE(90);
-      END_STATE();
-    case 79:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 80:
-      if (lookahead == 's') ADVANCE(91);
-      END_STATE();
-    case 81:
-      if (lookahead == 'e') ADVANCE(92);
-      END_STATE();
-    case 82:
-      if (lookahead == 't') ADVANCE(93);
-      END_STATE();
-    case 83:
-      ACCEPT_TOKEN(anon_sym_flash);
-      END_STATE();
-    case 84:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 85:
-      if (lookahead == 'n') ADVANCE(94);
-      END_STATE();
-    case 86:
-      if (lookahead == 'l') ADVANCE(95);
-      END_STATE();
-    case 87:
-      ACCEPT_TOKEN(anon_sym_model);
-      END_STATE();
-    case 88:
-      if (lookahead == 'r') ADVANCE(96);
-      END_STATE();
-    case 89:
-      if (lookahead == 't') ADVANCE(97);
-      END_STATE();
-    case 90:
       if (lookahead == 'h') ADVANCE(98);
       END_STATE();
-    case 91:
+    case 79:
+      ACCEPT_TOKEN(anon_sym_full);
+      END_STATE();
+    case 80:
       if (lookahead == 'e') ADVANCE(99);
       END_STATE();
+    case 81:
+      if (lookahead == 'i') ADVANCE(100);
+      END_STATE();
+    case 82:
+      if (lookahead == 'e') ADVANCE(101);
+      END_STATE();
+    case 83:
+      if (lookahead == 'r') ADVANCE(102);
+      END_STATE();
+    case 84:
+      if (lookahead == 'l') ADVANCE(103);
+      END_STATE();
+    case 85:
+      ACCEPT_TOKEN(anon_sym_none);
+      END_STATE();
+    case 86:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 87:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 88:
+      if (lookahead == 'a') ADVANCE(104);
+      END_STATE();
+    case 89:
+      if (lookahead == 'c') ADVANCE(105);
+      END_STATE();
+    case 90:
+      if (lookahead == 'c') ADVANCE(106);
+      END_STATE();
+    case 91:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
     case 92:
-      if (lookahead == 'r') ADVANCE(100);
+      if (lookahead == 's') ADVANCE(107);
       END_STATE();
     case 93:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'e') ADVANCE(108);
       END_STATE();
     case 94:
-      if (lookahead == 'g') ADVANCE(101);
+      if (lookahead == 'w') ADVANCE(109);
       END_STATE();
     case 95:
-      if (lookahead == 'e') ADVANCE(102);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 96:
-      if (lookahead == 'i') ADVANCE(103);
+      if (lookahead == 'e') ADVANCE(110);
       END_STATE();
     case 97:
-      if (lookahead == 'i') ADVANCE(104);
+      if (lookahead == 't') ADVANCE(111);
       END_STATE();
     case 98:
-      ACCEPT_TOKEN(anon_sym_switch);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 99:
-      if (lookahead == 'd') ADVANCE(105);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 100:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'n') ADVANCE(112);
       END_STATE();
     case 101:
-      if (lookahead == '_') ADVANCE(106);
+      if (lookahead == 'r') ADVANCE(113);
       END_STATE();
     case 102:
-      if (lookahead == 'a') ADVANCE(107);
+      if (lookahead == 'l') ADVANCE(114);
       END_STATE();
     case 103:
-      if (lookahead == 'o') ADVANCE(108);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 104:
-      if (lookahead == 'v') ADVANCE(109);
+      if (lookahead == 'r') ADVANCE(115);
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 't') ADVANCE(116);
       END_STATE();
     case 106:
-      if (lookahead == 'd') ADVANCE(110);
+      if (lookahead == 'h') ADVANCE(117);
       END_STATE();
     case 107:
-      if (lookahead == 'v') ADVANCE(111);
+      if (lookahead == 'e') ADVANCE(118);
       END_STATE();
     case 108:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 109:
-      if (lookahead == 'e') ADVANCE(112);
+      if (lookahead == 'e') ADVANCE(119);
       END_STATE();
     case 110:
-      if (lookahead == 'o') ADVANCE(113);
+      if (lookahead == 'r') ADVANCE(120);
       END_STATE();
     case 111:
-      if (lookahead == 'e') ADVANCE(114);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 112:
-      ACCEPT_TOKEN(anon_sym_selective);
-      END_STATE();
-    case 113:
-      if (lookahead == 'u') ADVANCE(115);
-      END_STATE();
-    case 114:
-      if (lookahead == 'd') ADVANCE(116);
-      END_STATE();
-    case 115:
-      if (lookahead == 'b') ADVANCE(117);
-      END_STATE();
-    case 116:
-      ACCEPT_TOKEN(anon_sym_interleaved);
-      END_STATE();
-    case 117:
-      if (lookahead == 'l') ADVANCE(118);
-      END_STATE();
-    case 118:
-      if (lookahead == 'i') ADVANCE(119);
-      END_STATE();
-    case 119:
-      if (lookahead == 'n') ADVANCE(120);
-      END_STATE();
-    case 120:
       if (lookahead == 'g') ADVANCE(121);
       END_STATE();
+    case 113:
+      ACCEPT_TOKEN(anon_sym_hopper);
+      END_STATE();
+    case 114:
+      if (lookahead == 'e') ADVANCE(122);
+      END_STATE();
+    case 115:
+      if (lookahead == 'i') ADVANCE(123);
+      END_STATE();
+    case 116:
+      if (lookahead == 'i') ADVANCE(124);
+      END_STATE();
+    case 117:
+      ACCEPT_TOKEN(anon_sym_switch);
+      END_STATE();
+    case 118:
+      if (lookahead == 'd') ADVANCE(125);
+      END_STATE();
+    case 119:
+      if (lookahead == 'l') ADVANCE(126);
+      END_STATE();
+    case 120:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
     case 121:
+      if (lookahead == '_') ADVANCE(127);
+      END_STATE();
+    case 122:
+      if (lookahead == 'a') ADVANCE(128);
+      END_STATE();
+    case 123:
+      if (lookahead == 'o') ADVANCE(129);
+      END_STATE();
+    case 124:
+      if (lookahead == 'v') ADVANCE(130);
+      END_STATE();
+    case 125:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 126:
+      if (lookahead == 'l') ADVANCE(131);
+      END_STATE();
+    case 127:
+      if (lookahead == 'd') ADVANCE(132);
+      END_STATE();
+    case 128:
+      if (lookahead == 'v') ADVANCE(133);
+      END_STATE();
+    case 129:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 130:
+      if (lookahead == 'e') ADVANCE(134);
+      END_STATE();
+    case 131:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      END_STATE();
+    case 132:
+      if (lookahead == 'o') ADVANCE(135);
+      END_STATE();
+    case 133:
+      if (lookahead == 'e') ADVANCE(136);
+      END_STATE();
+    case 134:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 135:
+      if (lookahead == 'u') ADVANCE(137);
+      END_STATE();
+    case 136:
+      if (lookahead == 'd') ADVANCE(138);
+      END_STATE();
+    case 137:
+      if (lookahead == 'b') ADVANCE(139);
+      END_STATE();
+    case 138:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 139:
+      if (lookahead == 'l') ADVANCE(140);
+      END_STATE();
+    case 140:
+      if (lookahead == 'i') ADVANCE(141);
+      END_STATE();
+    case 141:
+      if (lookahead == 'n') ADVANCE(142);
+      END_STATE();
+    case 142:
+      if (lookahead == 'g') ADVANCE(143);
+      END_STATE();
+    case 143:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1173,6 +1271,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(1),
     [anon_sym_bf16] = ACTIONS(1),
     [anon_sym_fp8] = ACTIONS(1),
+    [anon_sym_ampere] = ACTIONS(1),
+    [anon_sym_hopper] = ACTIONS(1),
+    [anon_sym_blackwell] = ACTIONS(1),
+    [anon_sym_cdna3] = ACTIONS(1),
     [anon_sym_flash] = ACTIONS(1),
     [anon_sym_unfused] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
@@ -1229,6 +1331,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1269,6 +1375,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1309,6 +1419,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1349,6 +1463,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1389,6 +1507,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(49),
     [anon_sym_bf16] = ACTIONS(49),
     [anon_sym_fp8] = ACTIONS(49),
+    [anon_sym_ampere] = ACTIONS(49),
+    [anon_sym_hopper] = ACTIONS(49),
+    [anon_sym_blackwell] = ACTIONS(49),
+    [anon_sym_cdna3] = ACTIONS(49),
     [anon_sym_flash] = ACTIONS(49),
     [anon_sym_unfused] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
@@ -1429,6 +1551,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1469,6 +1595,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1507,6 +1637,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(67),
     [anon_sym_bf16] = ACTIONS(67),
     [anon_sym_fp8] = ACTIONS(67),
+    [anon_sym_ampere] = ACTIONS(67),
+    [anon_sym_hopper] = ACTIONS(67),
+    [anon_sym_blackwell] = ACTIONS(67),
+    [anon_sym_cdna3] = ACTIONS(67),
     [anon_sym_flash] = ACTIONS(67),
     [anon_sym_unfused] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
@@ -1545,6 +1679,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(71),
     [anon_sym_bf16] = ACTIONS(71),
     [anon_sym_fp8] = ACTIONS(71),
+    [anon_sym_ampere] = ACTIONS(71),
+    [anon_sym_hopper] = ACTIONS(71),
+    [anon_sym_blackwell] = ACTIONS(71),
+    [anon_sym_cdna3] = ACTIONS(71),
     [anon_sym_flash] = ACTIONS(71),
     [anon_sym_unfused] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
@@ -1580,6 +1718,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(73),
     [anon_sym_bf16] = ACTIONS(73),
     [anon_sym_fp8] = ACTIONS(73),
+    [anon_sym_ampere] = ACTIONS(73),
+    [anon_sym_hopper] = ACTIONS(73),
+    [anon_sym_blackwell] = ACTIONS(73),
+    [anon_sym_cdna3] = ACTIONS(73),
     [anon_sym_flash] = ACTIONS(73),
     [anon_sym_unfused] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
@@ -1616,6 +1758,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(79),
     [anon_sym_bf16] = ACTIONS(79),
     [anon_sym_fp8] = ACTIONS(79),
+    [anon_sym_ampere] = ACTIONS(79),
+    [anon_sym_hopper] = ACTIONS(79),
+    [anon_sym_blackwell] = ACTIONS(79),
+    [anon_sym_cdna3] = ACTIONS(79),
     [anon_sym_flash] = ACTIONS(79),
     [anon_sym_unfused] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
@@ -1651,6 +1797,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(83),
     [anon_sym_bf16] = ACTIONS(83),
     [anon_sym_fp8] = ACTIONS(83),
+    [anon_sym_ampere] = ACTIONS(83),
+    [anon_sym_hopper] = ACTIONS(83),
+    [anon_sym_blackwell] = ACTIONS(83),
+    [anon_sym_cdna3] = ACTIONS(83),
     [anon_sym_flash] = ACTIONS(83),
     [anon_sym_unfused] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
@@ -1686,6 +1836,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(87),
     [anon_sym_bf16] = ACTIONS(87),
     [anon_sym_fp8] = ACTIONS(87),
+    [anon_sym_ampere] = ACTIONS(87),
+    [anon_sym_hopper] = ACTIONS(87),
+    [anon_sym_blackwell] = ACTIONS(87),
+    [anon_sym_cdna3] = ACTIONS(87),
     [anon_sym_flash] = ACTIONS(87),
     [anon_sym_unfused] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
@@ -1721,6 +1875,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(91),
     [anon_sym_bf16] = ACTIONS(91),
     [anon_sym_fp8] = ACTIONS(91),
+    [anon_sym_ampere] = ACTIONS(91),
+    [anon_sym_hopper] = ACTIONS(91),
+    [anon_sym_blackwell] = ACTIONS(91),
+    [anon_sym_cdna3] = ACTIONS(91),
     [anon_sym_flash] = ACTIONS(91),
     [anon_sym_unfused] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
@@ -1755,6 +1913,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(95),
     [anon_sym_bf16] = ACTIONS(95),
     [anon_sym_fp8] = ACTIONS(95),
+    [anon_sym_ampere] = ACTIONS(95),
+    [anon_sym_hopper] = ACTIONS(95),
+    [anon_sym_blackwell] = ACTIONS(95),
+    [anon_sym_cdna3] = ACTIONS(95),
     [anon_sym_flash] = ACTIONS(95),
     [anon_sym_unfused] = ACTIONS(95),
     [anon_sym_on] = ACTIONS(95),
@@ -1788,6 +1950,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1821,6 +1987,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_ampere] = ACTIONS(23),
+    [anon_sym_hopper] = ACTIONS(23),
+    [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_cdna3] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1854,6 +2024,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(122),
     [anon_sym_bf16] = ACTIONS(122),
     [anon_sym_fp8] = ACTIONS(122),
+    [anon_sym_ampere] = ACTIONS(122),
+    [anon_sym_hopper] = ACTIONS(122),
+    [anon_sym_blackwell] = ACTIONS(122),
+    [anon_sym_cdna3] = ACTIONS(122),
     [anon_sym_flash] = ACTIONS(122),
     [anon_sym_unfused] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),
