@@ -61,16 +61,7 @@ impl Validator<'_> {
             return;
         }
         let p = &self.def.plan;
-        let written = [("dp", &p.dp), ("pp", &p.pp), ("vpp", &p.vpp)]
-            .into_iter()
-            .filter_map(|(key, o)| {
-                o.as_ref().map(|s| Written {
-                    key,
-                    value: s.value,
-                    loc: s.loc,
-                })
-            })
-            .collect();
+        let written = Written::of(&[("dp", &p.dp), ("pp", &p.pp), ("vpp", &p.vpp)]);
         let step = self.micro_batch.saturating_mul(dp).saturating_mul(pp);
         let options = neighbour_multiples(self.global_batch, step)
             .into_iter()

@@ -52,16 +52,7 @@ impl Validator<'_> {
             .saturating_mul(ep as u128)
             .saturating_mul(self.pp as u128);
         if ep > 1 && group > 0 && !(self.world as u128).is_multiple_of(group) {
-            let written = [("tp", &p.tp), ("pp", &p.pp)]
-                .into_iter()
-                .filter_map(|(key, o)| {
-                    o.as_ref().map(|s| Written {
-                        key,
-                        value: s.value,
-                        loc: s.loc,
-                    })
-                })
-                .collect();
+            let written = Written::of(&[("tp", &p.tp), ("pp", &p.pp)]);
             failures.push(EpFailure::Grid {
                 world: self.world,
                 tp,

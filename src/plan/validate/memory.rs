@@ -28,16 +28,7 @@ impl Validator<'_> {
         }
         let target = if over { cap } else { warn_at };
         let p = &self.def.plan;
-        let written = [("tp", &p.tp), ("pp", &p.pp), ("dp", &p.dp)]
-            .into_iter()
-            .filter_map(|(key, o)| {
-                o.as_ref().map(|s| Written {
-                    key,
-                    value: s.value,
-                    loc: s.loc,
-                })
-            })
-            .collect();
+        let written = Written::of(&[("tp", &p.tp), ("pp", &p.pp), ("dp", &p.dp)]);
         let breakdown = MemoryBreakdown {
             stage: w.stage,
             peak: w.peak,

@@ -36,21 +36,13 @@ impl Validator<'_> {
             | SplitError::MiddleNotDivisible { .. }
             | SplitError::MiddleChunks { .. } => ends,
         };
-        let written = [
+        let mut written = Written::of(&[
             ("pp", &p.pp),
             ("vpp", &p.vpp),
             ("first_stage_layers", &p.first_stage_layers),
             ("last_stage_layers", &p.last_stage_layers),
-        ]
-        .into_iter()
-        .filter_map(|(key, o)| o.as_ref().map(|s| (key, s)))
-        .filter(|(_, s)| s.loc != primary)
-        .map(|(key, s)| Written {
-            key,
-            value: s.value,
-            loc: s.loc,
-        })
-        .collect();
+        ]);
+        written.retain(|w| w.loc != primary);
         let help = match err {
             SplitError::Even { .. } => SplitHelp::Even(self.even_split_options()),
             _ if self.pp == 1 => SplitHelp::OneStage,

@@ -10,7 +10,7 @@
 use super::repair::{Change, Repair};
 use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
 use super::{Code, Diagnostic, Loc};
-use crate::ty::{Bytes, Ratio, Recompute, ScheduleKind};
+use crate::ty::{Bytes, Opt, Ratio, Recompute, ScheduleKind};
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +18,22 @@ pub struct Written {
     pub key: &'static str,
     pub value: u64,
     pub loc: Loc,
+}
+
+impl Written {
+    /// The counts of `items` the plan wrote, in order (an unwritten one has no label).
+    pub fn of(items: &[(&'static str, &Opt<u64>)]) -> Vec<Written> {
+        items
+            .iter()
+            .filter_map(|&(key, o)| {
+                o.as_ref().map(|s| Written {
+                    key,
+                    value: s.value,
+                    loc: s.loc,
+                })
+            })
+            .collect()
+    }
 }
 
 /// A cluster dim's size, as a secondary label: ``8 GPUs in dim `nvlink` ``.

@@ -93,16 +93,9 @@ impl Validator<'_> {
             .or(loc_of(&p.tp))
             .or(loc_of(&p.cp))
             .unwrap_or(p.loc);
-        let factors = [("tp", &p.tp), ("pp", &p.pp), ("cp", &p.cp), ("dp", &p.dp)]
-            .into_iter()
-            .filter_map(|(key, o)| o.as_ref().map(|s| (key, s)))
-            .filter(|(_, s)| s.loc != primary)
-            .map(|(key, s)| Written {
-                key,
-                value: s.value,
-                loc: s.loc,
-            })
-            .collect();
+        let mut factors =
+            Written::of(&[("tp", &p.tp), ("pp", &p.pp), ("cp", &p.cp), ("dp", &p.dp)]);
+        factors.retain(|w| w.loc != primary);
         // The first option of the help, `dp N`, is mechanical: rewrite the `dp` value (its
         // loc is the value's).
         let fix = match &p.dp {
