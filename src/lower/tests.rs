@@ -560,7 +560,7 @@ fn billions_of_iterations_are_over_the_node_budget_before_anything_is_built() {
     };
     assert_eq!(budget, MAX_TRACE_NODES);
     // Projected from the first rank's first iteration: at least that rank's share.
-    assert!(nodes > MAX_TRACE_NODES && nodes >= 4_000_000_000, "{nodes}");
+    assert!(nodes >= 4_000_000_000, "{nodes}");
     assert!(per_iteration > 1, "{per_iteration}");
     assert!(err.to_string().contains("lower `iterations`"), "{err}");
 }
