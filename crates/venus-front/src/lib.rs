@@ -4,8 +4,9 @@
 //! inheritance), [`ty`] (units and typed definitions), [`db`] (the salsa queries that tie them
 //! together), [`session`] (a loaded and checked program) and [`validate`] (Megatron-LM's plan
 //! rules: typed scenario → [`venus_plan::plan::Scenario`] and diagnostics, with the repairs).
-//! Invariants: no file I/O except through the [`db`] loader's caller-supplied reader; problems
-//! are diagnostics, never a `Result`; no arithmetic on user numbers can overflow or panic.
+//! Invariants: no file I/O (files come through a reader the caller of [`session`] supplies);
+//! problems are diagnostics, never a `Result`; no arithmetic on user numbers can overflow or
+//! panic.
 
 pub mod db;
 pub mod resolve;

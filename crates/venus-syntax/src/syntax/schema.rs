@@ -765,7 +765,7 @@ pub fn language_reference() -> String {
     let code = |s: Option<&str>| s.map_or(String::new(), |s| format!("`{s}`"));
     let mut out = String::from(
         "# Keys of the `.venus` language\n\n\
-         <!-- generated from the key table in src/syntax/schema.rs; do not edit -->\n\n\
+         <!-- generated from the key table in crates/venus-syntax/src/syntax/schema.rs; do not edit -->\n\n\
          Every key of every block kind, generated from the key table that the parser, the type\n\
          checker, the language server and `venusc explain KEY` read. To regenerate:\n\n",
     );
