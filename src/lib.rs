@@ -14,28 +14,34 @@
 //! (candidate plans, ranked), `published` (`venusc validate`: predictions against published runs), `fmt` (the
 //! canonical layout) and `lsp` (the language server).
 //!
+//! The stages live in the workspace's crates (`crates/venus-*`, one per row of ARCHITECTURE.md's
+//! module graph, so the compiler holds the graph); this crate re-exports each under its module
+//! name (`venusc::engine` is `venus_sim::engine`) and holds the applications.
+//!
 //! I/O: only the binary's `cli` and `lsp`'s stdio loop read files or print; everything here
 //! takes bytes and returns data.
 
-pub mod base;
-pub mod cost;
-pub mod db;
-pub mod diag;
-pub mod emit;
-pub mod engine;
-pub mod fmt;
-pub mod ide;
-pub mod lower;
+pub use venus_base::base;
+pub use venus_diag::diag;
+pub use venus_front::{db, resolve, session, ty};
+pub use venus_ide::{fmt, ide};
+pub use venus_lower::{cost, lower};
+pub use venus_out::{emit, report, simulate};
+pub use venus_plan::schedule;
+pub use venus_sim::{engine, trace};
+pub use venus_syntax::syntax;
+
+/// The plan: `venus_plan::plan` (plain data) with the rules of `venus_front::validate` that
+/// build it from a typed scenario, under the one name they had before the split.
+pub mod plan {
+    pub use venus_front::validate::{
+        provenance, resolved_schedule, validate, validate_partial, MAX_WORLD,
+    };
+    pub use venus_plan::plan::*;
+}
+
 pub mod lsp;
-pub mod plan;
 pub mod published;
-pub mod report;
-pub mod resolve;
-pub mod schedule;
-pub mod session;
-pub mod simulate;
 pub mod sweep;
-pub mod syntax;
-pub mod trace;
-pub mod ty;
-pub use session::Session;
+
+pub use venus_front::Session;

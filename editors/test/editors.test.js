@@ -1,8 +1,8 @@
 // Consistency tests for the editor integrations, run with `node --test editors/test/`.
 //
-// The key table lives in `src/syntax/schema.rs`; the TextMate grammar, the Vim syntax and the
-// tree-sitter grammar each carry their own copy of its keys and enum words (editors cannot
-// read Rust). These tests read the schema and fail when a copy drifts from it, and check the
+// The key table lives in `crates/venus-syntax/src/syntax/schema.rs`; the TextMate grammar,
+// the Vim syntax and the tree-sitter grammar each carry their own copy of its keys and enum
+// words (editors cannot read Rust). These tests read the schema and fail when a copy drifts from it, and check the
 // VS Code and Helix manifests that editors load without running anything.
 'use strict';
 
@@ -17,7 +17,7 @@ const read = (...p) => fs.readFileSync(path.join(...p), 'utf8');
 
 /** Keys per block (`MODEL` → ['hidden', ...]) and their first argument type, from schema.rs. */
 function schemaKeys() {
-  const src = read(root, 'src', 'syntax', 'schema.rs');
+  const src = read(root, 'crates', 'venus-syntax', 'src', 'syntax', 'schema.rs');
   const blocks = {};
   // `key_table! { MODEL => { Hidden = req("hidden", &[Count], ...)..., } ... }`: one arm per
   // block kind (`BlockKind::Measured` for the nested blocks).
@@ -41,7 +41,7 @@ function schemaKeys() {
  * ARCHS, ATTENTIONS, FLAG_WORDS).
  */
 function schemaEnumWords() {
-  const src = read(root, 'src', 'syntax', 'schema.rs');
+  const src = read(root, 'crates', 'venus-syntax', 'src', 'syntax', 'schema.rs');
   const words = [];
   for (const [, list] of src.matchAll(/pub const [A-Z_]+: &\[&str\] = &\[([^\]]*)\];/g)) {
     for (const [, w] of list.matchAll(/"([^"]+)"/g)) words.push(w);

@@ -2,7 +2,8 @@
  * @file Tree-sitter grammar for `.venus` scenario files (venusc).
  * @license MIT
  *
- * The language is specified in LANGUAGE.md of the spec; the key table is `src/syntax/schema.rs`.
+ * The language is specified in LANGUAGE.md of the spec; the key table is
+ * `crates/venus-syntax/src/syntax/schema.rs`.
  *
  * How this grammar relates to venusc's own parser: venusc groups items with the key table
  * (a key takes as many arguments as its signature has). A tree-sitter grammar cannot look keys
@@ -31,8 +32,8 @@ const DEF_KINDS = ['model', 'gpu', 'cluster', 'plan', 'scenario'];
 // `algo DIM`.
 const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim', 'algo'];
 
-// Enum words of `src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS, SCHEDULES, RECOMPUTE,
-// PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
+// Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
+// SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'direct', 'halving_doubling', 'tree',

@@ -54,8 +54,13 @@ impl Default for Server {
 
 impl Server {
     pub fn new() -> Server {
+        Server::with_session(Session::new())
+    }
+
+    /// A server on the given session (one whose database logs its queries, in tests).
+    pub fn with_session(session: Session) -> Server {
         Server {
-            session: Session::new(),
+            session,
             docs: BTreeMap::new(),
             uris: HashMap::new(),
             published: HashMap::new(),

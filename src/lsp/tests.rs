@@ -4,6 +4,8 @@
 #![allow(clippy::mutable_key_type)] // lsp-types keys `WorkspaceEdit::changes` by `Uri`
 
 use super::*;
+use crate::db::Database;
+use crate::Session;
 
 const URI: &str = "file:///project/main.venus";
 
@@ -36,7 +38,7 @@ fn pos(text: &str, needle: &str, delta: usize) -> lsp::Position {
 }
 
 fn server_with(text: &str) -> Server {
-    let mut s = Server::new();
+    let mut s = Server::with_session(Session::with_db(Database::with_query_log()));
     s.open_document(URI, 1, text);
     s
 }

@@ -1,39 +1,39 @@
 //! Tidy: the rules ARCHITECTURE.md states as absences, checked on the source tree (the model is
 //! rust-analyzer's `xtask/src/tidy.rs`).
 //!
-//! Input: every `.rs` file under `src/`, `tests/`, `benches/` and `fuzz/`, read with `std::fs`,
+//! Input: every `.rs` file under `src/` (the root package), `crates/` (the workspace's crates,
+//! `crates/venus-<name>/src/<module>/…`), `tests/`, `benches/` and `fuzz/`, read with `std::fs`,
 //! and the "Module graph" table of ARCHITECTURE.md. Output: one failure line per broken rule,
 //! `file:line: rule: what`, all of them at once (one broken rule does not hide the others).
 //!
 //! Rules:
-//! - `module-graph`: a `crate::X` path in non-test code of `src/` uses a module that the table
-//!   does not allow. Edges that break it today are listed in [`KNOWN_VIOLATIONS`]; an entry
-//!   whose edge no longer exists fails too, so the list only shrinks.
+//! - `module-graph`: a `crate::X` or `venus_<name>::X` path in non-test code of `src/` or
+//!   `crates/` uses a module that the table does not allow (the crates' manifests hold the same
+//!   graph at crate level; this holds it at module level, through re-exports), or a module
+//!   sits in a crate directory other than its row's. Edges that break it are listed in
+//!   [`KNOWN_VIOLATIONS`]; an entry whose edge no longer exists fails too, so the list only
+//!   shrinks.
 //! - `io`: file I/O or printing outside `src/cli.rs`, `src/main.rs` and `src/lsp/` (non-test
 //!   code only: tests may read fixtures and print).
-//! - `pest`: pest outside `src/syntax/`. `lsp-types`: lsp-types or lsp-server outside `src/lsp/`.
-//! - `header`: a file of `src/` that does not open with a `//!` header; one of `tests/`,
-//!   `benches/` or `fuzz/` that does not open with a `//!` or `//` comment.
+//! - `pest`: pest outside `crates/venus-syntax/src/syntax/`. `lsp-types`: lsp-types or
+//!   lsp-server outside `src/lsp/`.
+//! - `header`: a file of `src/` or `crates/` that does not open with a `//!` header; one of
+//!   `tests/`, `benches/` or `fuzz/` that does not open with a `//!` or `//` comment.
 //! - `citation`: a comment names a `.md` document that resolves neither from the repository
 //!   root nor, for a bare name, in `docs/reference/`. URLs are not checked.
 //!
 //! The scanner is a small lexer, not a parser: it blanks string and char literals, splits
 //! comments off, and treats `#[cfg(test)] mod x { … }` (rustfmt'd: the block ends at the `}`
-//! of the same indentation) and files declared `#[cfg(test)] mod x;` as test code.
+//! of the same indentation) and files declared `#[cfg(test)] mod x;` (or
+//! `#[cfg(any(test, feature = "testutil"))] mod x;`, the test builders other crates' tests use)
+//! as test code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Edges the target graph forbids that the code still has. Each entry is (from, to) with
 /// where it comes from; remove the entry in the commit that removes the edge.
-const KNOWN_VIOLATIONS: &[(&str, &str)] = &[
-    // `plan::validate` (the rules) reads the type checker's `ScenarioDef`/`PartialScenario` and
-    // `ast::DefKind`, and converts them to plain data (`plan::validate::to_plan`): in the
-    // workspace split the rules and that conversion go to the front crate, below which `plan`
-    // holds only plain data.
-    ("plan", "ty"),
-    ("plan", "syntax"),
-];
+const KNOWN_VIOLATIONS: &[(&str, &str)] = &[];
 
 /// Submodules that are a stage of their own in the graph, wherever they live: lowering lived
 /// under `src/trace/lower/` and now is `src/lower/`; an import of the old path still counts as
@@ -258,12 +258,26 @@ fn mark_test_blocks(lines: &mut [Line]) {
     }
 }
 
-/// The names of the modules declared `#[cfg(test)] mod x;` in a file.
+/// A `cfg` attribute that compiles its item for tests only: `#[cfg(test)]`, or
+/// `#[cfg(any(test, feature = "testutil"))]` (string literals are blanked by then).
+fn is_test_cfg(code: &str) -> bool {
+    let code = code.trim();
+    code == "#[cfg(test)]" || code == "#[cfg(any(test, feature = \"\"))]"
+}
+
+/// The names of the modules declared `#[cfg(test)] mod x;` in a file (other attributes may sit
+/// between the `cfg` and the `mod`).
 fn test_module_decls(src: &Source) -> Vec<String> {
     let mut out = Vec::new();
-    for w in src.lines.windows(2) {
-        if w[0].code.trim() == "#[cfg(test)]" {
-            let head = w[1].code.trim();
+    for (i, l) in src.lines.iter().enumerate() {
+        if is_test_cfg(&l.code) {
+            let Some(decl) = src.lines[i + 1..]
+                .iter()
+                .find(|n| !n.code.trim().starts_with("#["))
+            else {
+                continue;
+            };
+            let head = decl.code.trim();
             if let Some(rest) = head.strip_suffix(';') {
                 if let Some(name) = rest.split("mod ").nth(1) {
                     out.push(name.trim().to_string());
@@ -278,7 +292,7 @@ fn test_module_decls(src: &Source) -> Vec<String> {
 fn sources() -> Vec<Source> {
     let root = root();
     let mut paths = Vec::new();
-    for dir in ["src", "tests", "benches", "fuzz"] {
+    for dir in ["src", "crates", "tests", "benches", "fuzz"] {
         walk(&root.join(dir), &mut paths);
     }
     paths.sort();
@@ -418,9 +432,35 @@ fn ticked(cell: &str) -> Vec<String> {
         .collect()
 }
 
-/// The graph module a file of `src/` belongs to (`None` for the crate root).
+/// The package a file of `src/` or `crates/` belongs to, as its paths name it: `venusc` for
+/// `src/`, `venus_sim` for `crates/venus-sim/`.
+fn package_of(path: &str) -> Option<String> {
+    if path.starts_with("src/") {
+        return Some("venusc".into());
+    }
+    let rest = path.strip_prefix("crates/")?;
+    let (dir, _) = rest.split_once('/')?;
+    Some(dir.replace('-', "_"))
+}
+
+/// The source path of a file inside its package: `engine/x.rs` for `src/engine/x.rs` and for
+/// `crates/venus-sim/src/engine/x.rs`.
+fn package_rel(path: &str) -> Option<&str> {
+    if let Some(rel) = path.strip_prefix("src/") {
+        return Some(rel);
+    }
+    let rest = path.strip_prefix("crates/")?;
+    rest.split_once("/src/").map(|(_, rel)| rel)
+}
+
+/// A source file of a package (not of `tests/`, `benches/` or `fuzz/`).
+fn in_package(path: &str) -> bool {
+    package_rel(path).is_some()
+}
+
+/// The graph module a file of `src/` or `crates/*/src/` belongs to (`None` for a crate root).
 fn module_of(path: &str) -> Option<String> {
-    let rel = path.strip_prefix("src/")?;
+    let rel = package_rel(path)?;
     let mut parts = rel.split('/');
     let first = parts.next()?.trim_end_matches(".rs");
     if first == "lib" {
@@ -435,17 +475,24 @@ fn module_of(path: &str) -> Option<String> {
     Some(first.to_string())
 }
 
-/// One `crate::` use: the line and the graph modules it names.
+/// One `crate::` or `venus_<name>::` use: the line, the graph modules it names, and the root it
+/// starts from as written (`crate`, `venus_sim`).
 #[derive(Debug, PartialEq)]
 struct Use {
     line: usize,
     targets: Vec<String>,
+    via: String,
 }
 
-/// The `crate::` paths of the non-test code of a file, with `use crate::{a, b::c}` groups
-/// split into their modules and crate-root re-exports (`crate::Session`) mapped through
-/// `reexports`.
-fn crate_uses(src: &Source, reexports: &BTreeMap<String, String>) -> Vec<Use> {
+/// Crate-root re-exports: package (`venusc`, `venus_front`) → name (`Session`) → graph module
+/// (`session`).
+type Reexports = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The `crate::` and `venus_<name>::` paths of the non-test code of a file, with
+/// `use crate::{a, b::c}` groups split into their modules and crate-root re-exports
+/// (`crate::Session`, `venus_front::validate`) mapped through `reexports`.
+fn crate_uses(src: &Source, reexports: &Reexports) -> Vec<Use> {
+    let own = package_of(&src.path).unwrap_or_else(|| "venusc".into());
     let mut text = String::new();
     let mut line_of = Vec::new();
     for (n, l) in src.lines.iter().enumerate() {
@@ -455,25 +502,56 @@ fn crate_uses(src: &Source, reexports: &BTreeMap<String, String>) -> Vec<Use> {
         line_of.extend(std::iter::repeat_n(n + 1, code.len() + 1));
     }
     let mut out = Vec::new();
+    let empty = BTreeMap::new();
     let mut from = 0;
-    while let Some(k) = text[from..].find("crate::") {
-        let at = from + k;
-        from = at + "crate::".len();
-        if text[..at].ends_with(|c: char| is_ident(c) || c == ':') {
-            continue; // `foo_crate::` or `$crate::`-like tails, not our paths
-        }
+    while let Some(at) = next_root(&text, from) {
+        let root: String = text[at..].chars().take_while(|&c| is_ident(c)).collect();
+        from = at + root.len() + "::".len();
+        let package = if root == "crate" {
+            own.clone()
+        } else {
+            root.clone()
+        };
         let mut targets = Vec::new();
-        path_targets(&text[from..], reexports, &mut targets);
+        path_targets(
+            &text[from..],
+            reexports.get(&package).unwrap_or(&empty),
+            &mut targets,
+        );
         targets.sort();
         targets.dedup();
         if !targets.is_empty() {
             out.push(Use {
                 line: line_of[at],
                 targets,
+                via: root,
             });
         }
     }
     out
+}
+
+/// The byte offset of the next `crate::` or `venus_<name>::` path root at or after `from`, not
+/// the tail of a longer name (`foo_crate::`, `$crate::`, `a::venus_x::`).
+fn next_root(text: &str, from: usize) -> Option<usize> {
+    let mut i = from;
+    loop {
+        let k = [text[i..].find("crate::"), text[i..].find("venus_")]
+            .into_iter()
+            .flatten()
+            .min()?;
+        let at = i + k;
+        i = at + 1;
+        if text[..at].ends_with(|c: char| is_ident(c) || c == ':' || c == '$') {
+            continue;
+        }
+        let name: String = text[at..].chars().take_while(|&c| is_ident(c)).collect();
+        let is_root =
+            name == "crate" || (name.starts_with("venus_") && name.len() > "venus_".len());
+        if is_root && text[at + name.len()..].starts_with("::") {
+            return Some(at);
+        }
+    }
 }
 
 /// The graph modules of a path that follows `crate::`: `trace::lower::X` is `lower`,
@@ -537,34 +615,107 @@ fn split_group(group: &str) -> Vec<&str> {
     out
 }
 
-/// `pub use module::…::Name;` lines of the crate root: `Name` → `module`.
-fn root_reexports(lib: &Source) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for l in &lib.lines {
-        let Some(path) = l.code.trim().strip_prefix("pub use ") else {
+/// `pub use module::…::Name;` and `pub use module::{A, B};` items of every crate root
+/// (`src/lib.rs`, `crates/*/src/lib.rs`): package → `Name` → the graph module it comes from. A
+/// re-export of another crate's item (`pub use venus_sim::engine;`) resolves through that
+/// crate's own re-exports, so `crate::engine` in `src/` is `engine`.
+fn root_reexports(files: &[Source]) -> Reexports {
+    // package → (name, the path it re-exports, split into segments)
+    let mut raw: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+    for lib in files {
+        let is_root = package_rel(&lib.path) == Some("lib.rs");
+        let Some(package) = package_of(&lib.path).filter(|_| is_root) else {
             continue;
         };
-        let path = path.trim_end_matches(';');
-        if let (Some((module, _)), Some((_, name))) =
-            (path.split_once("::"), path.rsplit_once("::"))
-        {
-            out.insert(name.to_string(), module.to_string());
+        let code: String = lib
+            .lines
+            .iter()
+            .filter(|l| !lib.is_test(l))
+            .map(|l| l.code.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let entries = raw.entry(package).or_default();
+        for item in code.split(';') {
+            let item = item.trim();
+            let Some(at) = item.find("pub use ") else {
+                continue;
+            };
+            let path = &item[at + "pub use ".len()..];
+            if item[..at].contains('{') {
+                continue; // inside an inline `pub mod x { … }`: not a root name
+            }
+            flatten_use(path, &mut Vec::new(), entries);
+        }
+    }
+    let mut out: Reexports = BTreeMap::new();
+    for (package, entries) in &raw {
+        for (name, path) in entries {
+            if let Some(m) = resolve_use(path, &raw, 0) {
+                out.entry(package.clone())
+                    .or_default()
+                    .insert(name.clone(), m);
+            }
         }
     }
     out
 }
 
+/// The names a `use` tree brings in, each with its full path: `a::{b, c::D}` is `b` at `a::b`
+/// and `D` at `a::c::D`.
+fn flatten_use(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+    let tree = tree.trim();
+    if let Some(group) = tree.strip_prefix('{') {
+        for entry in split_group(group) {
+            flatten_use(entry, &mut prefix.clone(), out);
+        }
+        return;
+    }
+    let Some((head, tail)) = tree.split_once("::") else {
+        let name = tree.split(" as ").last().unwrap_or(tree).trim();
+        if !name.is_empty() && name != "*" && name != "self" {
+            prefix.push(tree.split(" as ").next().unwrap_or(tree).trim().to_string());
+            out.push((name.to_string(), prefix.clone()));
+        }
+        return;
+    };
+    prefix.push(head.trim().to_string());
+    flatten_use(tail, prefix, out);
+}
+
+/// The graph module a re-exported path names, seen from a crate root: its first module,
+/// or, for a path into another crate (`venus_front::Session`), what that crate's root
+/// re-exports under the name (`session`).
+fn resolve_use(
+    path: &[String],
+    raw: &BTreeMap<String, Vec<(String, Vec<String>)>>,
+    depth: usize,
+) -> Option<String> {
+    let (first, rest) = path.split_first()?;
+    if first == "crate" || first == "self" {
+        return resolve_use(rest, raw, depth);
+    }
+    if !first.starts_with("venus_") {
+        return Some(first.clone());
+    }
+    let name = rest.first()?;
+    let again = raw
+        .get(first)
+        .and_then(|e| e.iter().find(|(n, _)| n == name))
+        .filter(|_| depth < 8);
+    match again {
+        Some((_, p)) => resolve_use(p, raw, depth + 1),
+        None => Some(name.clone()),
+    }
+}
+
 /// The module-graph rule over `files` (the sources of `src/`).
 fn check_module_graph(files: &[Source], graph: &Graph, known: &[(&str, &str)]) -> Vec<String> {
     let mut failures = Vec::new();
-    let reexports = files
-        .iter()
-        .find(|s| s.path == "src/lib.rs")
-        .map(root_reexports)
-        .unwrap_or_default();
-    // Every module of the tree has a row, and every row's module exists.
+    let reexports = root_reexports(files);
+    // Every module of the tree has a row, and every row's module exists (test-only files, such
+    // as the test builders, are no module of the graph).
     let mut present: BTreeSet<String> = BTreeSet::new();
-    for s in files {
+    for s in files.iter().filter(|s| !s.test_file) {
         if let Some(m) = module_of(&s.path) {
             present.insert(m);
         }
@@ -594,15 +745,16 @@ fn check_module_graph(files: &[Source], graph: &Graph, known: &[(&str, &str)]) -
                     continue;
                 }
                 seen.insert((from.clone(), to.clone()));
+                let via = &u.via;
                 if !present.contains(to) {
                     failures.push(format!(
-                        "{}:{}: module-graph: `crate::{to}` is not a module of the graph",
+                        "{}:{}: module-graph: `{via}::{to}` is not a module of the graph",
                         s.path, u.line
                     ));
                 } else if !graph.allows(&from, to) && !known.contains(&(from.as_str(), to.as_str()))
                 {
                     failures.push(format!(
-                        "{}:{}: module-graph: `{from}` uses `crate::{to}`, against ARCHITECTURE.md's module graph ({from} may use: {})",
+                        "{}:{}: module-graph: `{from}` uses `{via}::{to}`, against ARCHITECTURE.md's module graph ({from} may use: {})",
                         s.path,
                         u.line,
                         graph.may_use(&from)
@@ -625,6 +777,42 @@ fn check_module_graph(files: &[Source], graph: &Graph, known: &[(&str, &str)]) -
     failures
 }
 
+/// The module-graph rule's other half: a module lives in the directory of its row's crate,
+/// `crates/venus-<crate>/src/<module>` or, for `venusc`, `src/<module>`.
+fn check_crate_dirs(files: &[Source], graph: &Graph) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut placed: BTreeSet<(String, String)> = BTreeSet::new();
+    for s in files.iter().filter(|s| !s.test_file) {
+        let (Some(m), Some(package)) = (module_of(&s.path), package_of(&s.path)) else {
+            continue;
+        };
+        let Some(row) = graph.crate_of.get(&m) else {
+            continue;
+        };
+        let want = if row == "venusc" {
+            "venusc".to_string()
+        } else {
+            format!("venus_{row}")
+        };
+        if package != want && placed.insert((m.clone(), package.clone())) {
+            let dir = |p: &str| {
+                if p == "venusc" {
+                    "src/".to_string()
+                } else {
+                    format!("crates/{}/src/", p.replace('_', "-"))
+                }
+            };
+            failures.push(format!(
+                "{}: module-graph: module `{m}` is in {}, but the table puts it in crate `{row}` ({})",
+                s.path,
+                dir(&package),
+                dir(&want)
+            ));
+        }
+    }
+    failures
+}
+
 // ---- the other rules ----
 
 /// `pattern` occurs in `code`, not preceded by an identifier character or `:` (so `eprint!`
@@ -640,7 +828,7 @@ fn occurs(code: &str, pattern: &str) -> bool {
 
 fn check_io(files: &[Source]) -> Vec<String> {
     let mut failures = Vec::new();
-    for s in files.iter().filter(|s| s.path.starts_with("src/")) {
+    for s in files.iter().filter(|s| in_package(&s.path)) {
         if IO_HOMES
             .iter()
             .any(|h| s.path == *h || (h.ends_with('/') && s.path.starts_with(h)))
@@ -691,7 +879,7 @@ fn check_headers(files: &[Source], raw: &dyn Fn(&str) -> String) -> Vec<String> 
     for s in files {
         let text = raw(&s.path);
         let first = text.lines().next().unwrap_or("");
-        let (ok, want) = if s.path.starts_with("src/") {
+        let (ok, want) = if in_package(&s.path) {
             (first.starts_with("//!"), "`//!`")
         } else {
             (first.starts_with("//"), "`//!` or `//`")
@@ -772,9 +960,12 @@ fn graph() -> Graph {
 fn src_imports_follow_the_module_graph_of_architecture_md() {
     let files: Vec<Source> = sources()
         .into_iter()
-        .filter(|s| s.path.starts_with("src/"))
+        .filter(|s| in_package(&s.path))
         .collect();
-    fail_on(check_module_graph(&files, &graph(), KNOWN_VIOLATIONS));
+    let graph = graph();
+    let mut failures = check_module_graph(&files, &graph, KNOWN_VIOLATIONS);
+    failures.extend(check_crate_dirs(&files, &graph));
+    fail_on(failures);
 }
 
 #[test]
@@ -785,7 +976,12 @@ fn only_the_cli_and_the_lsp_loop_do_io_or_print() {
 #[test]
 fn pest_stays_in_syntax_and_lsp_types_in_lsp() {
     let files = sources();
-    let mut failures = check_confined(&files, "pest", &["pest", "pest_derive"], "src/syntax/");
+    let mut failures = check_confined(
+        &files,
+        "pest",
+        &["pest", "pest_derive"],
+        "crates/venus-syntax/src/syntax/",
+    );
     failures.extend(check_confined(
         &files,
         "lsp-types",
@@ -893,11 +1089,13 @@ fn lowering_under_trace_is_its_own_module() {
         vec![
             Use {
                 line: 2,
-                targets: vec!["lower".into()]
+                targets: vec!["lower".into()],
+                via: "crate".into(),
             },
             Use {
                 line: 3,
-                targets: vec!["lower".into(), "trace".into()]
+                targets: vec!["lower".into(), "trace".into()],
+                via: "crate".into(),
             },
         ]
     );
@@ -983,6 +1181,75 @@ fn a_citation_resolves_at_its_path_or_in_docs_reference() {
         vec![
             "src/a.rs:1: citation: `NOWHERE.md` is not in the repository (copy it to \
              docs/reference/ or cite its public URL)"
+                .to_string()
+        ]
+    );
+}
+
+fn tiny_crates(engine_mod: &str) -> Vec<Source> {
+    vec![
+        Source::new("crates/venus-base/src/lib.rs", "//! b\npub mod base;\n"),
+        Source::new("crates/venus-base/src/base/mod.rs", "//! base\n"),
+        Source::new(
+            "crates/venus-sim/src/lib.rs",
+            "//! s\npub mod engine;\npub mod trace;\npub use trace::Trace;\n",
+        ),
+        Source::new(
+            "crates/venus-sim/src/trace/mod.rs",
+            "//! trace\nuse venus_base::base::Ps;\n",
+        ),
+        Source::new("crates/venus-sim/src/engine/mod.rs", engine_mod),
+        Source::new("crates/venus-out/src/lib.rs", "//! o\npub mod report;\n"),
+        Source::new(
+            "crates/venus-out/src/report/mod.rs",
+            "//! report\nuse venus_sim::{engine::Timeline, Trace};\n",
+        ),
+    ]
+}
+
+#[test]
+fn a_path_into_another_crate_is_an_edge_through_its_root_reexports() {
+    let ok = "//! engine\nuse crate::trace::Trace;\nuse venus_base::base::Ps;\n";
+    assert_eq!(
+        check_module_graph(&tiny_crates(ok), &tiny_graph(), &[]),
+        Vec::<String>::new()
+    );
+    let bad = "//! engine\nuse venus_out::{report::Report};\n";
+    assert_eq!(
+        check_module_graph(&tiny_crates(bad), &tiny_graph(), &[]),
+        vec![
+            "crates/venus-sim/src/engine/mod.rs:2: module-graph: `engine` uses \
+             `venus_out::report`, against ARCHITECTURE.md's module graph (engine may use: \
+             base, trace)"
+                .to_string()
+        ]
+    );
+    let reexports = root_reexports(&tiny_crates(ok));
+    assert_eq!(reexports["venus_sim"]["Trace"], "trace");
+    assert_eq!(
+        module_of("crates/venus-sim/src/engine/sim/fill.rs").as_deref(),
+        Some("engine")
+    );
+    assert_eq!(module_of("crates/venus-sim/src/lib.rs"), None);
+}
+
+#[test]
+fn a_module_outside_its_crate_directory_fails() {
+    let mut files = tiny_crates("//! engine\n");
+    files.push(Source::new(
+        "crates/venus-out/src/trace/extra.rs",
+        "//! a stray trace file\n",
+    ));
+    assert_eq!(
+        check_crate_dirs(&tiny_crates("//! engine\n"), &tiny_graph()),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        check_crate_dirs(&files, &tiny_graph()),
+        vec![
+            "crates/venus-out/src/trace/extra.rs: module-graph: module `trace` is in \
+             crates/venus-out/src/, but the table puts it in crate `sim` \
+             (crates/venus-sim/src/)"
                 .to_string()
         ]
     );

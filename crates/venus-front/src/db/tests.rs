@@ -1,0 +1,344 @@
+//! The database: inputs, `use` loading, incrementality.
+
+use std::path::{Path, PathBuf};
+
+use salsa::plumbing::AsId;
+
+use super::*;
+use venus_diag::diag::Code;
+
+const MAIN: &str =
+    "scenario s < model llama2_7b cluster dgx_h100 plan < tp 8 micro_batch 1 global_batch 16 > >\n";
+
+fn codes(p: &Program) -> Vec<(Code, String, u32)> {
+    p.diagnostics
+        .iter()
+        .map(|d| (d.code, d.message.clone(), d.primary.loc.file.0))
+        .collect()
+}
+
+#[test]
+fn editing_a_user_file_reruns_no_stdlib_query() {
+    let mut db = Database::new();
+    let root = db.set_file(Path::new("main.venus"), MAIN.as_bytes());
+    let first = db.program(root);
+    assert_eq!(first.scenarios.len(), 1, "{:#?}", first.diagnostics);
+    let stdlib_ids: Vec<salsa::Id> = db.stdlib().files(&db).iter().map(|f| f.as_id()).collect();
+    let before = db.take_executed();
+    // The first run did parse the stdlib, so the check below can see such events.
+    assert!(
+        before
+            .iter()
+            .any(|(q, id)| q == "parse_file" && stdlib_ids.contains(id)),
+        "{before:?}"
+    );
+    assert!(before.iter().any(|(q, _)| q == "prelude"));
+
+    db.set_file(
+        Path::new("main.venus"),
+        MAIN.replace("tp 8", "tp 4").as_bytes(),
+    );
+    let second = db.program(root);
+    assert_eq!(second.scenarios[0].plan.tp(), 4);
+    let after = db.take_executed();
+    assert!(
+        after
+            .iter()
+            .any(|(q, id)| q == "parse_file" && *id == db.by_id[root.0 as usize].as_id()),
+        "{after:?}"
+    );
+    let on_stdlib: Vec<_> = after
+        .iter()
+        .filter(|(q, id)| q == "prelude" || stdlib_ids.contains(id))
+        .collect();
+    assert_eq!(on_stdlib, Vec::<&(String, salsa::Id)>::new());
+}
+
+#[test]
+fn the_embedded_stdlib_parses_and_defines_the_names_tests_rely_on() {
+    let mut db = Database::new();
+    let root = db.set_file(Path::new("main.venus"), MAIN.as_bytes());
+    let p = db.program(root);
+    assert_eq!(codes(&p), vec![]);
+    for (kind, name) in [
+        (DefKind::Gpu, "h100_sxm"),
+        (DefKind::Model, "llama2_7b"),
+        (DefKind::Cluster, "dgx_h100"),
+    ] {
+        assert!(
+            p.definitions
+                .iter()
+                .any(|d| d.kind == kind && d.name.as_deref() == Some(name) && d.stdlib),
+            "{name}"
+        );
+    }
+    assert_eq!(db.file_name(FileId(0)), "<stdlib>/gpus.venus");
+    assert!(db.is_stdlib(FileId(2)) && !db.is_stdlib(root));
+}
+
+#[test]
+fn uses_are_relative_to_the_using_file_and_loaded_by_the_driver() {
+    let mut db = Database::new();
+    let root = db.set_file(
+        Path::new("proj/runs/./main.venus"),
+        b"use \"../lib/models.venus\"\nscenario s < model big cluster dgx_h100 plan < micro_batch 1 global_batch 8 > >\n",
+    );
+    assert_eq!(db.file_name(root), "proj/runs/main.venus");
+    assert_eq!(
+        db.unresolved_uses(root),
+        [PathBuf::from("proj/lib/models.venus")]
+    );
+    let p = db.program(root);
+    assert_eq!(
+        codes(&p)[0],
+        (
+            Code::E0107,
+            "cannot read `../lib/models.venus`: `proj/lib/models.venus` was not loaded".into(),
+            root.0
+        )
+    );
+
+    let lib = db.set_file(
+        Path::new("proj/lib/models.venus"),
+        b"use \"common/gpus.venus\"\nmodel big : llama2_7b < layers 80 >\n",
+    );
+    assert_eq!(
+        db.unresolved_uses(root),
+        [PathBuf::from("proj/lib/common/gpus.venus")]
+    );
+    db.set_file(
+        Path::new("proj/lib/common/gpus.venus"),
+        b"gpu spare < peak 1TFLOP/s memory 1GB mem_bw 1GB/s >\n",
+    );
+    assert_eq!(db.unresolved_uses(root), Vec::<PathBuf>::new());
+    let p = db.program(root);
+    assert_eq!(
+        codes(&p),
+        [(Code::W0004, "gpu `spare` is never used".into(), lib.0 + 1)]
+    );
+    assert_eq!(p.scenarios[0].model.layers.value, 80);
+    assert_eq!(p.files, [root, lib, FileId(lib.0 + 1)]);
+    // Go-to-definition: `big` in the root points at its definition in the used file.
+    let at = db.file_text(root).find("big").unwrap() as u32;
+    let r = p.reference_at(root, at + 1).unwrap();
+    assert_eq!((r.target.file, r.kind), (lib, DefKind::Model));
+    assert_eq!(
+        p.definition_named_at(r.target)
+            .and_then(|d| d.name.clone())
+            .as_deref(),
+        Some("big")
+    );
+}
+
+#[test]
+fn an_unreadable_use_is_e0107_with_the_drivers_reason() {
+    let mut db = Database::new();
+    let root = db.set_file(
+        Path::new("main.venus"),
+        format!("use \"gone.venus\"\n{MAIN}").as_bytes(),
+    );
+    db.set_unreadable(
+        Path::new("gone.venus"),
+        "No such file or directory (os error 2)".into(),
+    );
+    assert_eq!(db.unresolved_uses(root), Vec::<PathBuf>::new());
+    let p = db.program(root);
+    assert_eq!(
+        codes(&p),
+        [(
+            Code::E0107,
+            "cannot read `gone.venus`: No such file or directory (os error 2)".into(),
+            root.0
+        )]
+    );
+    assert_eq!(
+        p.diagnostics[0].primary.loc.span,
+        venus_diag::diag::Span::new(4, 16)
+    );
+    // Loading it later clears the error.
+    db.set_file(Path::new("gone.venus"), b"# empty\n");
+    assert_eq!(codes(&db.program(root)), vec![]);
+}
+
+#[test]
+fn a_use_cycle_loads_each_file_once() {
+    let mut db = Database::new();
+    let a = db.set_file(
+        Path::new("a.venus"),
+        format!("use \"b.venus\"\nmodel ma : mb < >\n{MAIN}")
+            .replace("llama2_7b", "ma")
+            .as_bytes(),
+    );
+    let b = db.set_file(
+        Path::new("b.venus"),
+        b"use \"a.venus\"\nmodel mb : llama2_7b < seq 1024 >\n",
+    );
+    assert_eq!(db.unresolved_uses(a), Vec::<PathBuf>::new());
+    let p = db.program(a);
+    assert_eq!(codes(&p), vec![]);
+    assert_eq!(p.files, [a, b]);
+    assert_eq!(p.scenarios[0].model.seq.value, 1024);
+}
+
+#[test]
+fn a_used_file_with_syntax_errors_is_e0107_plus_its_own_errors() {
+    let mut db = Database::new();
+    let root = db.set_file(
+        Path::new("main.venus"),
+        format!("use \"bad.venus\"\n{MAIN}").as_bytes(),
+    );
+    let bad = db.set_file(Path::new("bad.venus"), b"model m < hidden 4096\n");
+    let p = db.program(root);
+    let e0107: Vec<_> = p
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::E0107)
+        .collect();
+    assert_eq!(e0107.len(), 1);
+    assert_eq!(e0107[0].message, "`bad.venus` has syntax errors");
+    assert_eq!(e0107[0].primary.loc.file, root);
+    assert!(
+        p.diagnostics
+            .iter()
+            .any(|d| d.primary.loc.file == bad && d.code == Code::E0002),
+        "{:#?}",
+        p.diagnostics
+    );
+}
+
+#[test]
+fn diagnostics_are_sorted_by_file_and_position() {
+    let mut db = Database::new();
+    let root = db.set_file(
+        Path::new("main.venus"),
+        b"model b < hidden 1 >\nmodel a < hidden 1 >\nplan p < >\n",
+    );
+    let p = db.program(root);
+    let positions: Vec<_> = p
+        .diagnostics
+        .iter()
+        .map(|d| (d.primary.loc.file, d.primary.loc.span.start))
+        .collect();
+    let mut sorted = positions.clone();
+    sorted.sort();
+    assert_eq!(positions, sorted);
+    assert_eq!(
+        p.diagnostics
+            .iter()
+            .filter(|d| d.code == Code::E0108)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn updating_a_path_keeps_its_id_and_bad_bytes_are_reported() {
+    let mut db = Database::new();
+    let root = db.set_file(Path::new("main.venus"), MAIN.as_bytes());
+    let again = db.set_file(Path::new("./main.venus"), b"model m < \xff >\n");
+    assert_eq!(root, again);
+    let p = db.program(root);
+    assert!(
+        p.diagnostics.iter().any(|d| d.code == Code::E0001),
+        "{:#?}",
+        p.diagnostics
+    );
+    assert!(p.scenarios.is_empty());
+}
+
+#[test]
+fn normalize_folds_dots_lexically() {
+    assert_eq!(
+        normalize(Path::new("a/./b/../c.venus")),
+        PathBuf::from("a/c.venus")
+    );
+    assert_eq!(
+        normalize(Path::new("../x/../../y.venus")),
+        PathBuf::from("../../y.venus")
+    );
+    assert_eq!(normalize(Path::new("/a/../../b")), PathBuf::from("/b"));
+}
+
+#[test]
+fn selecting_a_scenario_by_name_or_the_only_one() {
+    let mut db = Database::new();
+    let two = MAIN.to_string()
+        + &MAIN
+            .replace("scenario s", "scenario t")
+            .replace("tp 8", "tp 2");
+    let root = db.set_file(Path::new("main.venus"), two.as_bytes());
+    let p = db.program(root);
+    assert_eq!(p.select_scenario(Some("t")).map(|s| s.plan.tp()), Ok(2));
+    let none = p.select_scenario(None).unwrap_err().unwrap();
+    assert_eq!(
+        (none.code, none.message.as_str()),
+        (Code::E0108, "2 scenarios and none chosen")
+    );
+    assert_eq!(
+        none.help.as_deref(),
+        Some("pass `--scenario s` (one of `s`, `t`)")
+    );
+    let typo = p.select_scenario(Some("u")).unwrap_err().unwrap();
+    assert_eq!(
+        (typo.message.as_str(), typo.help.as_deref()),
+        ("no scenario named `u`", Some("did you mean `s`?"))
+    );
+    db.set_file(Path::new("main.venus"), MAIN.as_bytes());
+    assert_eq!(
+        db.program(root)
+            .select_scenario(None)
+            .map(|s| s.name.clone()),
+        Ok("s".to_string())
+    );
+}
+
+#[test]
+fn an_unknown_unit_is_reported_once_by_the_parser_not_again_by_ty() {
+    let mut db = Database::new();
+    let root = db.set_file(
+        Path::new("main.venus"),
+        b"scenario s < model llama2_7b cluster < gpu < peak 1PFLOP/s memory 80gib mem_bw 1TB/s > dim a fc 1 1GB/s > plan < micro_batch 1 global_batch 1 > >\n",
+    );
+    let p = db.program(root);
+    assert_eq!(
+        codes(&p),
+        [(Code::E0003, "unknown unit `gib`".into(), root.0)]
+    );
+    assert_eq!(
+        p.diagnostics[0].primary.loc.span,
+        venus_diag::diag::Span::new(68, 71)
+    );
+    // The parser's version (with its help) is the one kept.
+    assert_eq!(p.diagnostics[0].primary.message, "unknown unit");
+    assert!(p.scenarios.is_empty());
+}
+
+#[test]
+fn every_stdlib_definition_type_checks() {
+    let mut db = Database::new();
+    let root = db.set_file(Path::new("probe.venus"), MAIN.as_bytes());
+    let defs = db.program(root).definitions.clone();
+    let mut text = String::new();
+    let plan = "plan < micro_batch 1 global_batch 8 >";
+    for (i, d) in defs.iter().filter(|d| d.stdlib).enumerate() {
+        let name = d.name.as_deref().unwrap_or_default();
+        let (model, cluster) = match d.kind {
+            DefKind::Model => (name.to_string(), "dgx_h100".to_string()),
+            DefKind::Cluster => ("llama2_7b".to_string(), name.to_string()),
+            DefKind::Gpu => (
+                "llama2_7b".to_string(),
+                format!("< gpu {name} dim x fc 1 1GB/s >"),
+            ),
+            _ => continue,
+        };
+        text += &format!("scenario s{i} < model {model} cluster {cluster} {plan} >\n");
+    }
+    db.set_file(Path::new("probe.venus"), text.as_bytes());
+    let p = db.program(root);
+    assert_eq!(codes(&p), vec![]);
+    let kinds = |k: DefKind| defs.iter().filter(|d| d.stdlib && d.kind == k).count();
+    assert_eq!(
+        p.scenarios.len(),
+        kinds(DefKind::Model) + kinds(DefKind::Cluster) + kinds(DefKind::Gpu)
+    );
+}

@@ -1,0 +1,700 @@
+//! Resolution: names, `use`, the stdlib prelude and inheritance.
+//!
+//! Input: the parsed files of one program (the root file and the files it `use`s, each with
+//! the outcome of its `use` declarations) and the stdlib [`Prelude`].
+//! Output: a [`Resolver`] that answers "which definition does this name mean here"
+//! ([`Resolver::lookup`]), "what are the items of this definition after inheritance"
+//! ([`Resolver::merged`]) and "which scenarios does the root define" ([`Resolver::scenarios`]),
+//! plus E0104–E0108 and W0004.
+//!
+//! Scoping rules (lexical, per file; documented in `LANGUAGE.md` of the spec):
+//! - names are per kind: a model and a plan may share a name;
+//! - a name is looked up in the file that wrote it: first that file's own definitions, then the
+//!   definitions of the files it `use`s directly (not transitively), then the stdlib prelude.
+//!   So a root definition shadows a used one, and both shadow the stdlib;
+//! - stdlib definitions see only the prelude: a user's `h100_sxm` never changes `dgx_h100`;
+//! - `model llama2_7b : llama2_7b < seq 4096 >` is allowed: a base with the definition's own
+//!   name means the definition it shadows (looked up past the file's own definitions);
+//! - `use` cycles are allowed: every file is loaded once, and each file sees only the
+//!   definitions of the files it names.
+//!
+//! Invariants: every lookup of a name is recorded (for W0004 and go-to-definition); no
+//! recursion depth depends on user input (inheritance chains are walked with a loop).
+
+mod merge;
+mod scenario;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
+use venus_syntax::syntax::ast::{self, DefKind, TopItem};
+use venus_syntax::syntax::schema::{self, ArgType, BlockKind};
+
+pub use merge::{MergedDef, MergedItem, Origin};
+pub use scenario::ScenarioSource;
+
+/// One definition: a top-level item of a file, addressed by the file and its index among the
+/// file's top-level items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DefId {
+    pub file: FileId,
+    pub item: u32,
+}
+
+/// A definition as the index of its file sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefEntry {
+    pub id: DefId,
+    pub kind: DefKind,
+    pub name: Option<String>,
+    /// The name, or the keyword of an unnamed `cluster` / `plan`.
+    pub name_loc: Loc,
+    /// The whole definition.
+    pub loc: Loc,
+}
+
+/// A `use` declaration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UseEntry {
+    pub path: String,
+    pub loc: Loc,
+}
+
+/// The definitions and `use`s of one file, with E0106 for duplicate names.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FileIndex {
+    pub defs: Vec<DefEntry>,
+    pub uses: Vec<UseEntry>,
+    /// First definition of each (kind, name); later duplicates are reported and ignored.
+    pub by_name: BTreeMap<(DefKind, String), DefId>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl FileIndex {
+    pub fn build(file: FileId, ast: &ast::File) -> FileIndex {
+        let mut index = FileIndex::default();
+        for (i, top) in ast.items.iter().enumerate() {
+            match top {
+                TopItem::Use(u) => index.uses.push(UseEntry {
+                    path: u.path.clone(),
+                    loc: Loc::new(file, u.path_span),
+                }),
+                TopItem::Def(def) => {
+                    let id = DefId {
+                        file,
+                        item: i as u32,
+                    };
+                    let name_loc =
+                        Loc::new(file, def.name.as_ref().map_or(def.kind_span, |n| n.span));
+                    let entry = DefEntry {
+                        id,
+                        kind: def.kind,
+                        name: def.name.as_ref().map(|n| n.text.clone()),
+                        name_loc,
+                        loc: Loc::new(file, def.span),
+                    };
+                    if let Some(name) = &entry.name {
+                        let key = (def.kind, name.clone());
+                        if let Some(first) = index.by_name.get(&key) {
+                            let first_loc = index.get(*first).map_or(name_loc, |d| d.name_loc);
+                            let kw = def.kind.keyword();
+                            index.diagnostics.push(
+                                Diagnostic::new(Code::E0106, format!("{kw} `{name}` is defined twice in this file"), name_loc, format!("second {kw} `{name}`"))
+                                    .with_secondary(first_loc, "first defined here")
+                                    .with_help(format!("rename one of them, or merge their items into one `{kw} {name} < ... >`")),
+                            );
+                        } else {
+                            index.by_name.insert(key, id);
+                        }
+                    }
+                    index.defs.push(entry);
+                }
+            }
+        }
+        index
+    }
+
+    pub fn get(&self, id: DefId) -> Option<&DefEntry> {
+        // `defs` is in source order, so sorted by id.
+        self.defs
+            .binary_search_by_key(&id, |d| d.id)
+            .ok()
+            .and_then(|i| self.defs.get(i))
+    }
+}
+
+/// The stdlib's definitions, in scope everywhere unless shadowed.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Prelude {
+    pub by_name: BTreeMap<(DefKind, String), DefId>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Prelude {
+    /// Merges the indexes of the stdlib files. A name defined twice across stdlib files is an
+    /// E0106 like in one file: the stdlib is one namespace.
+    pub fn build(indexes: &[&FileIndex]) -> Prelude {
+        let mut prelude = Prelude::default();
+        for index in indexes {
+            prelude
+                .diagnostics
+                .extend(index.diagnostics.iter().cloned());
+            for (key, &id) in &index.by_name {
+                if let Some(first) = prelude.by_name.get(key) {
+                    let loc = index.get(id).map_or(Loc::default(), |d| d.name_loc);
+                    let first_loc = indexes
+                        .iter()
+                        .find_map(|i| i.get(*first))
+                        .map_or(loc, |d| d.name_loc);
+                    prelude.diagnostics.push(
+                        Diagnostic::new(
+                            Code::E0106,
+                            format!(
+                                "{} `{}` is defined twice in the stdlib",
+                                key.0.keyword(),
+                                key.1
+                            ),
+                            loc,
+                            "second definition",
+                        )
+                        .with_secondary(first_loc, "first defined here"),
+                    );
+                } else {
+                    prelude.by_name.insert(key.clone(), id);
+                }
+            }
+        }
+        prelude
+    }
+}
+
+/// What became of one `use` declaration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UseTarget {
+    /// The file is part of the program; `syntax_errors` when its parse reported errors.
+    Loaded { file: FileId, syntax_errors: bool },
+    /// The file could not be read (the reason comes from the driver).
+    Unreadable(String),
+}
+
+/// A parsed source file handed to the resolver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedFile {
+    pub id: FileId,
+    /// The path as shown to users (`models.venus`, `<stdlib>/gpus.venus`).
+    pub name: String,
+    pub text: Arc<str>,
+    pub ast: Arc<ast::File>,
+    /// One entry per `use` of the file, in source order (empty for stdlib files).
+    pub uses: Vec<UseTarget>,
+}
+
+impl LoadedFile {
+    pub fn stem(&self) -> String {
+        Path::new(&self.name)
+            .file_stem()
+            .map_or_else(|| self.name.clone(), |s| s.to_string_lossy().into_owned())
+    }
+}
+
+/// A name that was looked up, and what it found (for go-to-definition and W0004).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Reference {
+    pub at: Loc,
+    pub target: DefId,
+}
+
+/// Resolution of one program. Interior mutability collects diagnostics, uses and the merge
+/// cache while the type checker asks questions in whatever order it needs.
+pub struct Resolver<'a> {
+    root: FileId,
+    files: HashMap<FileId, &'a LoadedFile>,
+    stdlib: BTreeSet<FileId>,
+    indexes: HashMap<FileId, FileIndex>,
+    prelude: &'a Prelude,
+    diagnostics: RefCell<Vec<Diagnostic>>,
+    references: RefCell<BTreeSet<Reference>>,
+    merged: RefCell<HashMap<DefId, Option<Arc<MergedDef>>>>,
+    unknown_helps: RefCell<HashMap<(FileId, DefKind, String), String>>,
+    /// Definitions an E0104 suggests ("did you mean `small`?"): counted as used, since the
+    /// fix of the typo uses them (no W0004 beside the E0104).
+    suggested: RefCell<BTreeSet<DefId>>,
+}
+
+impl<'a> Resolver<'a> {
+    /// `user` holds the root and every file it uses (transitively); `stdlib` the prelude's files.
+    pub fn new(
+        root: FileId,
+        user: &'a [LoadedFile],
+        stdlib: &'a [LoadedFile],
+        prelude: &'a Prelude,
+    ) -> Resolver<'a> {
+        let mut files = HashMap::new();
+        let mut indexes = HashMap::new();
+        let mut diagnostics = Vec::new();
+        for f in user.iter().chain(stdlib) {
+            files.insert(f.id, f);
+            let index = FileIndex::build(f.id, &f.ast);
+            if !stdlib.iter().any(|s| s.id == f.id) {
+                diagnostics.extend(index.diagnostics.iter().cloned());
+            }
+            indexes.insert(f.id, index);
+        }
+        let resolver = Resolver {
+            root,
+            files,
+            stdlib: stdlib.iter().map(|f| f.id).collect(),
+            indexes,
+            prelude,
+            diagnostics: RefCell::new(diagnostics),
+            references: RefCell::new(BTreeSet::new()),
+            merged: RefCell::new(HashMap::new()),
+            unknown_helps: RefCell::new(HashMap::new()),
+            suggested: RefCell::new(BTreeSet::new()),
+        };
+        for f in user {
+            resolver.report_uses(f);
+        }
+        resolver
+    }
+
+    pub fn root(&self) -> FileId {
+        self.root
+    }
+
+    pub fn file(&self, id: FileId) -> Option<&'a LoadedFile> {
+        self.files.get(&id).copied()
+    }
+
+    pub fn index(&self, id: FileId) -> Option<&FileIndex> {
+        self.indexes.get(&id)
+    }
+
+    pub fn is_stdlib(&self, id: FileId) -> bool {
+        self.stdlib.contains(&id)
+    }
+
+    pub fn def(&self, id: DefId) -> Option<&'a ast::Def> {
+        match self.files.get(&id.file)?.ast.items.get(id.item as usize)? {
+            TopItem::Def(d) => Some(d),
+            TopItem::Use(_) => None,
+        }
+    }
+
+    pub fn entry(&self, id: DefId) -> Option<&DefEntry> {
+        self.indexes.get(&id.file)?.get(id)
+    }
+
+    /// The source text of `loc`, when it is in a loaded file.
+    pub fn text(&self, loc: Loc) -> Option<&'a str> {
+        self.files.get(&loc.file)?.text.get(loc.span.range())
+    }
+
+    pub fn report(&self, d: Diagnostic) {
+        self.diagnostics.borrow_mut().push(d);
+    }
+
+    /// E0107 for every `use` that could not be read or has syntax errors.
+    fn report_uses(&self, file: &LoadedFile) {
+        let Some(index) = self.indexes.get(&file.id) else {
+            return;
+        };
+        for (u, target) in index.uses.iter().zip(&file.uses) {
+            match target {
+                UseTarget::Unreadable(reason) => self.report(
+                    Diagnostic::new(
+                        Code::E0107,
+                        format!("cannot read `{}`: {reason}", u.path),
+                        u.loc,
+                        "used here",
+                    )
+                    .with_help(format!(
+                        "the path is relative to `{}`; check that the file exists",
+                        file.name
+                    )),
+                ),
+                UseTarget::Loaded {
+                    file: target,
+                    syntax_errors: true,
+                } => {
+                    let name = self
+                        .files
+                        .get(target)
+                        .map_or(u.path.clone(), |f| f.name.clone());
+                    self.report(
+                        Diagnostic::new(
+                            Code::E0107,
+                            format!("`{}` has syntax errors", u.path),
+                            u.loc,
+                            "used here",
+                        )
+                        .with_help(format!("fix the errors reported in `{name}`")),
+                    );
+                }
+                UseTarget::Loaded { .. } => {}
+            }
+        }
+    }
+
+    /// Files whose definitions `file` sees after its own, in `use` order.
+    fn used_files(&self, file: FileId) -> Vec<FileId> {
+        let Some(f) = self.files.get(&file) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for t in &f.uses {
+            if let UseTarget::Loaded { file: id, .. } = t {
+                if *id != file && !out.contains(id) {
+                    out.push(*id);
+                }
+            }
+        }
+        out
+    }
+
+    /// Looks `name` of `kind` up from `from` (the file that wrote it), without reporting.
+    /// `skip_own` looks past the file's own definitions (a base naming its own definition).
+    pub fn find(&self, from: FileId, kind: DefKind, name: &str, skip_own: bool) -> Lookup {
+        let key = (kind, name.to_string());
+        if self.is_stdlib(from) {
+            return self
+                .prelude
+                .by_name
+                .get(&key)
+                .map_or(Lookup::Missing, |&id| Lookup::Found(id));
+        }
+        if !skip_own {
+            if let Some(&id) = self.indexes.get(&from).and_then(|i| i.by_name.get(&key)) {
+                return Lookup::Found(id);
+            }
+        }
+        let found: Vec<DefId> = self
+            .used_files(from)
+            .iter()
+            .filter_map(|f| self.indexes.get(f)?.by_name.get(&key).copied())
+            .collect();
+        match found.as_slice() {
+            [] => self
+                .prelude
+                .by_name
+                .get(&key)
+                .map_or(Lookup::Missing, |&id| Lookup::Found(id)),
+            [one] => Lookup::Found(*one),
+            [first, second, ..] => Lookup::Ambiguous(*first, *second),
+        }
+    }
+
+    /// Looks a reference up, records it, and reports E0104 (unknown) or E0106 (defined by two
+    /// used files) at `at`.
+    pub fn lookup(&self, at: Loc, kind: DefKind, name: &str) -> Option<DefId> {
+        self.lookup_inner(at, kind, name, false)
+    }
+
+    fn lookup_inner(&self, at: Loc, kind: DefKind, name: &str, skip_own: bool) -> Option<DefId> {
+        match self.find(at.file, kind, name, skip_own) {
+            Lookup::Found(id) => {
+                self.references
+                    .borrow_mut()
+                    .insert(Reference { at, target: id });
+                Some(id)
+            }
+            Lookup::Ambiguous(a, b) => {
+                let kw = kind.keyword();
+                let (fa, fb) = (self.file_name(a.file), self.file_name(b.file));
+                let mut d = Diagnostic::new(
+                    Code::E0106,
+                    format!("{kw} `{name}` is defined by both `{fa}` and `{fb}`"),
+                    at,
+                    "ambiguous name",
+                )
+                .with_help(format!(
+                    "define `{name}` in this file to choose, or rename one of them"
+                ));
+                for id in [a, b] {
+                    if let Some(e) = self.entry(id) {
+                        d = d.with_secondary(
+                            e.name_loc,
+                            format!("defined in `{}`", self.file_name(id.file)),
+                        );
+                    }
+                }
+                self.report(d);
+                self.references
+                    .borrow_mut()
+                    .insert(Reference { at, target: a });
+                Some(a)
+            }
+            Lookup::Missing => {
+                self.report(self.unknown_reference(at, kind, name));
+                None
+            }
+        }
+    }
+
+    fn file_name(&self, id: FileId) -> String {
+        self.files
+            .get(&id)
+            .map_or_else(|| format!("file {}", id.0), |f| f.name.clone())
+    }
+
+    /// Every name of `kind` visible from `from`, for "did you mean".
+    pub fn names_in_scope(&self, from: FileId, kind: DefKind) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        let of = |by_name: &BTreeMap<(DefKind, String), DefId>, names: &mut BTreeSet<String>| {
+            names.extend(
+                by_name
+                    .keys()
+                    .filter(|(k, _)| *k == kind)
+                    .map(|(_, n)| n.clone()),
+            );
+        };
+        of(&self.prelude.by_name, &mut names);
+        if !self.is_stdlib(from) {
+            for f in std::iter::once(from).chain(self.used_files(from)) {
+                if let Some(i) = self.indexes.get(&f) {
+                    of(&i.by_name, &mut names);
+                }
+            }
+        }
+        names
+    }
+
+    fn unknown_reference(&self, at: Loc, kind: DefKind, name: &str) -> Diagnostic {
+        let kw = kind.keyword();
+        let d = Diagnostic::new(
+            Code::E0104,
+            format!("unknown {kw} `{name}`"),
+            at,
+            format!("no {kw} named `{name}` in scope"),
+        );
+        // The help depends only on the file, kind and name: computed once for a name that is
+        // wrong many times (each costs an edit distance per name in scope).
+        let key = (at.file, kind, name.to_string());
+        if let Some(help) = self.unknown_helps.borrow().get(&key) {
+            let help = help.clone();
+            return self.with_rename_fix(d.with_help(help), at, kind);
+        }
+        let help = self.unknown_help(at.file, kind, name);
+        self.unknown_helps.borrow_mut().insert(key, help.clone());
+        self.with_rename_fix(d.with_help(help), at, kind)
+    }
+
+    /// Adds the rename that a "did you mean" help (from [`Resolver::unknown_help`]) proposes,
+    /// and records the suggested definition as used.
+    fn with_rename_fix(&self, d: Diagnostic, at: Loc, kind: DefKind) -> Diagnostic {
+        let name = d
+            .help
+            .as_deref()
+            .and_then(|h| h.strip_prefix("did you mean `"))
+            .and_then(|h| h.strip_suffix("`?"))
+            .map(str::to_string);
+        match name {
+            Some(name) => {
+                if let Lookup::Found(id) = self.find(at.file, kind, &name, false) {
+                    self.suggested.borrow_mut().insert(id);
+                }
+                d.with_fix(at, name)
+            }
+            None => d,
+        }
+    }
+
+    fn unknown_help(&self, file: FileId, kind: DefKind, name: &str) -> String {
+        let kw = kind.keyword();
+        let names = self.names_in_scope(file, kind);
+        if let Some(s) = suggest(name, names.iter().map(String::as_str)) {
+            return format!("did you mean `{s}`?");
+        }
+        let other = DefKind::ALL
+            .into_iter()
+            .find(|&k| k != kind && matches!(self.find(file, k, name, false), Lookup::Found(_)));
+        if let Some(k) = other {
+            return format!("`{name}` is a {}, not a {kw}", k.keyword());
+        }
+        let some: Vec<String> = names.iter().take(6).map(|n| format!("`{n}`")).collect();
+        if some.is_empty() {
+            format!("define it: `{kw} {name} < ... >`")
+        } else {
+            format!(
+                "define `{kw} {name} < ... >`, or use one of {}{}",
+                some.join(", "),
+                if names.len() > 6 { ", ..." } else { "" }
+            )
+        }
+    }
+
+    /// The user files of the program (not the stdlib), in id order.
+    pub fn user_files(&self) -> Vec<FileId> {
+        let mut user: Vec<FileId> = self
+            .files
+            .keys()
+            .copied()
+            .filter(|f| !self.is_stdlib(*f))
+            .collect();
+        user.sort();
+        user
+    }
+
+    /// Every reference looked up so far.
+    pub fn references(&self) -> Vec<Reference> {
+        self.references.borrow().iter().copied().collect()
+    }
+
+    /// Resolves every name written in user files (bases and references, inline blocks
+    /// included), so that unknown names are reported even in definitions no scenario uses,
+    /// and so that W0004 knows what is referenced.
+    pub fn resolve_all_names(&self) {
+        for file in self.user_files() {
+            let Some(index) = self.indexes.get(&file) else {
+                continue;
+            };
+            for entry in &index.defs {
+                let Some(def) = self.def(entry.id) else {
+                    continue;
+                };
+                if let Some(base) = &def.base {
+                    self.lookup_base(entry.id, def, base);
+                }
+                self.resolve_block_names(file, BlockKind::Def(def.kind), &def.body);
+            }
+        }
+    }
+
+    /// The references inside one block: arguments typed `Ref` that are names, and inline blocks
+    /// (walked with an explicit stack; the schema bounds the nesting anyway).
+    fn resolve_block_names(&self, file: FileId, kind: BlockKind, block: &ast::Block) {
+        let mut stack = vec![(kind, block)];
+        while let Some((kind, block)) = stack.pop() {
+            for item in &block.items {
+                let Some(sig) = schema::lookup(kind, &item.key.text) else {
+                    continue;
+                };
+                for (arg, ty) in item.args.iter().zip(sig.args) {
+                    match (&arg.kind, ty) {
+                        (ast::ValueKind::Name(n), ArgType::Ref(k)) => {
+                            self.lookup(Loc::new(file, arg.span), *k, n);
+                        }
+                        (ast::ValueKind::Block(b), ArgType::Ref(k)) => {
+                            if let Some(base) = &b.base {
+                                self.lookup(Loc::new(file, base.span), *k, &base.text);
+                            }
+                            stack.push((BlockKind::Def(*k), b))
+                        }
+                        (ast::ValueKind::Block(b), ArgType::Nested(k)) => stack.push((*k, b)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// The base of `id`: a base with the definition's own name means the shadowed definition.
+    /// With nothing to shadow (`gpu g : g < ... >` and no other `g` in scope), the definition
+    /// inherits from itself: E0105, a cycle of length 1.
+    fn lookup_base(&self, id: DefId, def: &ast::Def, base: &ast::Ident) -> Option<DefId> {
+        let at = Loc::new(id.file, base.span);
+        let own = def.name.as_ref().is_some_and(|n| n.text == base.text);
+        if own && self.find(id.file, def.kind, &base.text, true) == Lookup::Missing {
+            self.report_cycle(&[id]);
+            return None;
+        }
+        self.lookup_inner(at, def.kind, &base.text, own)
+    }
+
+    /// W0004 for every named user definition (not a scenario) that nothing references.
+    /// Nothing is reported when the root has no scenario: E0108 already says what to add, and
+    /// every definition would otherwise warn. A duplicate (E0106) is not warned about either.
+    pub fn report_unused(&self) {
+        if self.scenario_names().is_empty() {
+            return;
+        }
+        let mut referenced: BTreeSet<DefId> =
+            self.references.borrow().iter().map(|r| r.target).collect();
+        referenced.extend(self.suggested.borrow().iter().copied());
+        let mut implicit = BTreeSet::new();
+        if let Some(ScenarioSource::Implicit {
+            model,
+            cluster,
+            plan,
+            ..
+        }) = self.implicit_scenario()
+        {
+            implicit.extend([model, cluster, plan]);
+        }
+        for file in self.user_files() {
+            let Some(index) = self.indexes.get(&file) else {
+                continue;
+            };
+            for e in &index.defs {
+                let duplicate = e
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| index.by_name.get(&(e.kind, n.clone())) != Some(&e.id));
+                if e.kind == DefKind::Scenario
+                    || duplicate
+                    || referenced.contains(&e.id)
+                    || implicit.contains(&e.id)
+                {
+                    continue;
+                }
+                let kw = e.kind.keyword();
+                let what = e
+                    .name
+                    .as_ref()
+                    .map_or_else(|| format!("this {kw}"), |n| format!("{kw} `{n}`"));
+                self.report(
+                    Diagnostic::new(
+                        Code::W0004,
+                        format!("{what} is never used"),
+                        e.name_loc,
+                        "defined here",
+                    )
+                    .with_help(match &e.name {
+                        Some(n) => {
+                            format!("reference it from a `scenario` (`{kw} {n}`), or remove it")
+                        }
+                        None => format!(
+                            "name it (`{kw} NAME < ... >`) and reference it from a `scenario` (`{kw} NAME`), or remove it"
+                        ),
+                    }),
+                );
+            }
+        }
+    }
+
+    /// Every diagnostic reported so far, sorted by file and position, each once.
+    pub fn take_diagnostics(&self) -> Vec<Diagnostic> {
+        let mut d = std::mem::take(&mut *self.diagnostics.borrow_mut());
+        sort_diagnostics(&mut d);
+        d
+    }
+}
+
+/// Sorts by file, position and code, and keeps one diagnostic per (position, code, message):
+/// an item inherited by two definitions is checked twice but reported once, and a problem the
+/// parser already reported (an unknown unit) is not reported again by `ty`. The sort is stable,
+/// so the first reporter's version (with its labels and help) is the one kept.
+pub fn sort_diagnostics(d: &mut Vec<Diagnostic>) {
+    d.sort_by(|a, b| (a.primary.loc, a.code, &a.message).cmp(&(b.primary.loc, b.code, &b.message)));
+    d.dedup_by(|b, a| (a.primary.loc, a.code, &a.message) == (b.primary.loc, b.code, &b.message));
+}
+
+/// The outcome of a lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    Found(DefId),
+    /// Two directly used files define the name (the first is taken after reporting).
+    Ambiguous(DefId, DefId),
+    Missing,
+}
+
+/// A span covering nothing at the start of a file, for diagnostics about a whole file.
+pub(crate) fn file_start(file: FileId) -> Loc {
+    Loc::new(file, Span::new(0, 0))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+//! Which scenarios the root file defines: its `scenario` blocks, or the implicit one.
+//!
+//! Only the root file's scenarios run (a `use`d file contributes definitions, not runs). A root
+//! file without `scenario` blocks that has exactly one model, one cluster and one plan of its
+//! own has an implicit scenario named after the file's stem; otherwise E0108 says what is
+//! missing or ambiguous and shows a `scenario` block to add.
+
+use super::{file_start, DefEntry, DefId, Resolver};
+use venus_diag::diag::{Code, Diagnostic, Loc};
+use venus_syntax::syntax::ast::DefKind;
+
+/// A scenario to type-check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScenarioSource {
+    /// A `scenario NAME < ... >` block of the root file.
+    Explicit(DefId),
+    /// The root file's one model, cluster and plan.
+    Implicit {
+        name: String,
+        loc: Loc,
+        model: DefId,
+        cluster: DefId,
+        plan: DefId,
+    },
+}
+
+impl Resolver<'_> {
+    fn root_defs(&self, kind: DefKind) -> Vec<&DefEntry> {
+        self.index(self.root()).map_or_else(Vec::new, |i| {
+            i.defs.iter().filter(|d| d.kind == kind).collect()
+        })
+    }
+
+    /// The implicit scenario, when the root file qualifies for one.
+    pub fn implicit_scenario(&self) -> Option<ScenarioSource> {
+        if !self.root_defs(DefKind::Scenario).is_empty() {
+            return None;
+        }
+        let (m, c, p) = (
+            self.root_defs(DefKind::Model),
+            self.root_defs(DefKind::Cluster),
+            self.root_defs(DefKind::Plan),
+        );
+        match (m.as_slice(), c.as_slice(), p.as_slice()) {
+            ([m], [c], [p]) => Some(ScenarioSource::Implicit {
+                name: self.file(self.root())?.stem(),
+                loc: m.name_loc,
+                model: m.id,
+                cluster: c.id,
+                plan: p.id,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The name and location of each scenario of the root (explicit or implicit).
+    pub fn scenario_names(&self) -> Vec<(String, Loc)> {
+        if let Some(ScenarioSource::Implicit { name, loc, .. }) = self.implicit_scenario() {
+            return vec![(name, loc)];
+        }
+        self.root_defs(DefKind::Scenario)
+            .iter()
+            .map(|d| {
+                (
+                    d.name.clone().unwrap_or_else(|| "scenario".into()),
+                    d.name_loc,
+                )
+            })
+            .collect()
+    }
+
+    /// The root's scenarios in source order; E0108 when there is none.
+    pub fn scenarios(&self) -> Vec<ScenarioSource> {
+        let explicit = self.root_defs(DefKind::Scenario);
+        if !explicit.is_empty() {
+            return explicit
+                .iter()
+                .map(|d| ScenarioSource::Explicit(d.id))
+                .collect();
+        }
+        if let Some(s) = self.implicit_scenario() {
+            return vec![s];
+        }
+        self.report(self.no_scenario());
+        Vec::new()
+    }
+
+    /// E0108: why the root has no implicit scenario, and a `scenario` block that would run.
+    fn no_scenario(&self) -> Diagnostic {
+        let file_name = self
+            .file(self.root())
+            .map_or_else(|| "this file".into(), |f| format!("`{}`", f.name));
+        let kinds = [DefKind::Model, DefKind::Cluster, DefKind::Plan];
+        let mut counts = Vec::new();
+        let mut primary = None;
+        let mut secondary = Vec::new();
+        for kind in kinds {
+            let defs = self.root_defs(kind);
+            let kw = kind.keyword();
+            match defs.len() {
+                0 => counts.push(format!("no {kw}")),
+                1 => {}
+                n => {
+                    counts.push(format!("{n} {kw}s"));
+                    for (i, d) in defs.iter().enumerate() {
+                        let label = format!("{kw} {} of {n}", i + 1);
+                        if primary.is_none() && i == 1 {
+                            primary = Some((d.name_loc, label));
+                        } else {
+                            secondary.push((d.name_loc, label));
+                        }
+                    }
+                }
+            }
+        }
+        let message = format!(
+            "no scenario to run: {file_name} has {} and no `scenario` block",
+            counts.join(", ")
+        );
+        let (loc, label) =
+            primary.unwrap_or_else(|| (file_start(self.root()), "no scenario in this file".into()));
+        let mut d = Diagnostic::new(Code::E0108, message, loc, label);
+        for (l, m) in secondary {
+            d = d.with_secondary(l, m);
+        }
+        let pick = |kind: DefKind, example: &str| {
+            self.root_defs(kind)
+                .iter()
+                .find_map(|d| d.name.clone())
+                .unwrap_or_else(|| example.to_string())
+        };
+        let (m, c, p) = (
+            pick(DefKind::Model, "llama2_7b"),
+            pick(DefKind::Cluster, "dgx_h100"),
+            pick(DefKind::Plan, "< micro_batch 1 global_batch 64 >"),
+        );
+        d.with_help(format!("add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"))
+    }
+}

@@ -1,0 +1,211 @@
+//! The facade the CLI and the language server drive: load a root file and the files it uses
+//! (through a reader the caller supplies — this module does no I/O), then check it.
+//!
+//! Input: paths and bytes. Output: the front end's [`Program`], the validated
+//! [`plan::Scenario`]s, and every diagnostic of the program (front end and plan validation),
+//! sorted and each once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::db::{Database, Program};
+use venus_diag::diag::render::SourceFiles;
+use venus_diag::diag::{Code, Diagnostic, FileId};
+use venus_plan::plan;
+
+/// What `check` found for one root file.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub program: Arc<Program>,
+    /// The scenarios that passed validation, in source order.
+    pub scenarios: Vec<plan::Scenario>,
+    /// Where each of `scenarios` was written (same order).
+    pub provenance: Vec<plan::Provenance>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Checked {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The scenario `name`, or the only one (E0108 otherwise; `None` when earlier errors
+    /// already explain why there is nothing to run). Boxed: the diagnostic is large and this
+    /// is a cold path, so the `Ok` case stays one pointer wide.
+    pub fn select(&self, name: Option<&str>) -> Result<&plan::Scenario, Option<Box<Diagnostic>>> {
+        let def = self
+            .program
+            .select_scenario(name)
+            .map_err(|e| e.map(Box::new))?;
+        self.scenarios
+            .iter()
+            .find(|s| s.name == def.name)
+            .ok_or(None)
+    }
+
+    /// Where a scenario of this check was written (the default for one it does not hold).
+    pub fn provenance_of(&self, sc: &plan::Scenario) -> plan::Provenance {
+        self.scenarios
+            .iter()
+            .position(|s| s.name == sc.name)
+            .and_then(|i| self.provenance.get(i).copied())
+            .unwrap_or_default()
+    }
+}
+
+/// How many diagnostics of one file are shown. A hostile or broken file (200,000 duplicate
+/// keys) would otherwise print hundreds of megabytes that nobody reads; past the first few
+/// hundred, fixing the first ones and re-running is the only useful advice.
+pub const MAX_PER_FILE: usize = 200;
+
+/// Keeps the first `max` diagnostics of each file (`diagnostics` sorted by file and position,
+/// so the choice is deterministic) and notes on the last one kept how many were left out.
+pub fn cap_per_file(diagnostics: &mut Vec<Diagnostic>, max: usize) {
+    let mut per_file: std::collections::BTreeMap<FileId, (usize, usize)> =
+        std::collections::BTreeMap::new();
+    diagnostics.retain(|d| {
+        let (kept, dropped) = per_file.entry(d.primary.loc.file).or_default();
+        if *kept < max {
+            *kept += 1;
+            true
+        } else {
+            *dropped += 1;
+            false
+        }
+    });
+    // The last kept diagnostic of each capped file gets the note.
+    let mut seen: std::collections::BTreeMap<FileId, usize> = std::collections::BTreeMap::new();
+    for d in diagnostics.iter_mut() {
+        let file = d.primary.loc.file;
+        let index = seen.entry(file).or_default();
+        *index += 1;
+        if let Some(&(kept, dropped)) = per_file.get(&file) {
+            if dropped > 0 && *index == kept {
+                let noun = if dropped == 1 {
+                    "diagnostic"
+                } else {
+                    "diagnostics"
+                };
+                d.notes.push(format!(
+                    "{dropped} more {noun} in this file not shown (at most {max} per file): fix these and check again"
+                ));
+            }
+        }
+    }
+}
+
+/// Reads a file for the session: `Err` carries the reason shown in E0107.
+pub type Reader<'a> = dyn FnMut(&Path) -> Result<Vec<u8>, String> + 'a;
+
+pub struct Session {
+    db: Database,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new()
+    }
+}
+
+impl Session {
+    pub fn new() -> Session {
+        Session {
+            db: Database::new(),
+        }
+    }
+
+    /// A session on the given database (one that logs its queries, in tests).
+    pub fn with_db(db: Database) -> Session {
+        Session { db }
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    pub fn db_mut(&mut self) -> &mut Database {
+        &mut self.db
+    }
+
+    /// Sets the root file's bytes and loads every file it uses, transitively.
+    pub fn load(&mut self, path: &Path, bytes: &[u8], read: &mut Reader<'_>) -> FileId {
+        let root = self.db.set_file(path, bytes);
+        self.load_uses(root, read);
+        root
+    }
+
+    /// Loads the `use`d files of `root` that are not loaded yet (each path once).
+    pub fn load_uses(&mut self, root: FileId, read: &mut Reader<'_>) {
+        let mut tried = std::collections::HashSet::new();
+        loop {
+            let pending: Vec<_> = self
+                .db
+                .unresolved_uses(root)
+                .into_iter()
+                .filter(|p| tried.insert(p.clone()))
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            for path in pending {
+                match read(&path) {
+                    Ok(bytes) => {
+                        self.db.set_file(&path, &bytes);
+                    }
+                    Err(reason) => self.db.set_unreadable(&path, reason),
+                }
+            }
+        }
+    }
+
+    /// Front end plus plan validation of every scenario of `root`.
+    pub fn check(&self, root: FileId) -> Checked {
+        let program = self.db.program(root);
+        let mut diagnostics = program.diagnostics.clone();
+        if self.has_structural_errors(root) {
+            // The missing model, cluster or plan was most likely lost to the syntax error:
+            // "no scenario" would only repeat it.
+            diagnostics.retain(|d| d.code != Code::E0108 || d.primary.loc.file != root);
+        }
+        let mut scenarios = Vec::new();
+        let mut provenance = Vec::new();
+        for def in &program.scenarios {
+            let (scenario, diags) = crate::validate(def);
+            diagnostics.extend(diags);
+            if let Some(scenario) = scenario {
+                scenarios.push(scenario);
+                provenance.push(crate::provenance(def));
+            }
+        }
+        for partial in &program.partial_scenarios {
+            diagnostics.extend(crate::validate_partial(partial));
+        }
+        crate::resolve::sort_diagnostics(&mut diagnostics);
+        cap_per_file(&mut diagnostics, MAX_PER_FILE);
+        Checked {
+            program,
+            scenarios,
+            provenance,
+            diagnostics,
+        }
+    }
+
+    /// True when `file`'s parse reported a structural error (E0001, E0002): some of its text
+    /// was not read as the definitions it was meant to be.
+    fn has_structural_errors(&self, file: FileId) -> bool {
+        self.db.parsed(file).is_some_and(|p| {
+            p.diagnostics
+                .iter()
+                .any(|d| matches!(d.code, Code::E0001 | Code::E0002))
+        })
+    }
+
+    /// Every loaded file (user and stdlib), for rendering diagnostics.
+    pub fn source_files(&self) -> SourceFiles {
+        let mut files = SourceFiles::new();
+        for id in self.db.files() {
+            files.add(id, self.db.file_name(id), self.db.file_text(id).to_string());
+        }
+        files
+    }
+}

@@ -1,0 +1,158 @@
+//! Test builders: typed definitions with a distinct [`Loc`] on every item, so tests can assert
+//! which spans a diagnostic labels.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::ty::{
+    Bytes, BytesPerSec, Cluster, Dim, Expect, FlopsPerSec, Gpu, Model, Plan, ScenarioDef, Seconds,
+    Spanned, Topology,
+};
+use venus_diag::diag::{FileId, Loc, Span};
+
+static NEXT: AtomicU32 = AtomicU32::new(1);
+
+/// A fresh location, distinct from every other one handed out.
+pub fn loc() -> Loc {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Loc::new(
+        FileId(0),
+        Span {
+            start: n * 10,
+            end: n * 10 + 5,
+        },
+    )
+}
+
+pub fn sp<T>(v: T) -> Spanned<T> {
+    Spanned::new(v, loc())
+}
+
+/// Writes an optional item with a fresh location.
+pub fn set<T>(slot: &mut Option<Spanned<T>>, v: T) {
+    *slot = Some(sp(v));
+}
+
+pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Model {
+    Model {
+        name: "m".into(),
+        loc: loc(),
+        hidden: sp(hidden),
+        layers: sp(layers),
+        heads: sp(heads),
+        vocab: sp(vocab),
+        seq: sp(seq),
+        ffn: None,
+        kv_groups: None,
+        head_dim: None,
+        swiglu: None,
+        untied_embeddings: None,
+        experts: None,
+        topk: None,
+        moe_ffn: None,
+        shared_expert_ffn: None,
+    }
+}
+
+/// The VenusSim demo model: hidden 4096, ffn 16384, 32 layers, 16 heads, 4 kv groups,
+/// vocab 50000, seq 2048, SwiGLU.
+pub fn llama() -> Model {
+    let mut m = model(4096, 16, 32, 50000, 2048);
+    set(&mut m.ffn, 16384);
+    set(&mut m.kv_groups, 4);
+    set(&mut m.swiglu, true);
+    m
+}
+
+pub fn gpu(memory_gib: u64) -> Gpu {
+    Gpu {
+        name: "h100_sxm".into(),
+        loc: loc(),
+        peak: sp(FlopsPerSec(989e12)),
+        memory: sp(Bytes(memory_gib * Bytes::GIB)),
+        mem_bw: sp(BytesPerSec(3.35e12)),
+        fp8_peak: None,
+        arch: None,
+    }
+}
+
+/// A cluster of `dims` (name, size), innermost first.
+pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
+    Cluster {
+        name: Some("c".into()),
+        loc: loc(),
+        gpu: gpu(memory_gib),
+        gpu_loc: loc(),
+        dims: dims
+            .iter()
+            .map(|&(name, size)| Dim {
+                name: sp(name.to_string()),
+                topology: sp(Topology::FullyConnected),
+                size: sp(size),
+                bandwidth: sp(BytesPerSec(450e9)),
+                latency: sp(Seconds(0.0)),
+                efficiency: None,
+                algorithm: None,
+                loc: loc(),
+            })
+            .collect(),
+    }
+}
+
+pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
+    Plan {
+        name: Some("p".into()),
+        loc: loc(),
+        tp: None,
+        pp: None,
+        cp: None,
+        ep: None,
+        vpp: None,
+        first_stage_layers: None,
+        last_stage_layers: None,
+        dp: None,
+        micro_batch: sp(micro_batch),
+        global_batch: sp(global_batch),
+        schedule: None,
+        sp: None,
+        recompute: None,
+        distributed_optimizer: None,
+        overlap_grad_reduce: None,
+        overlap_param_gather: None,
+        delay_grad_reduce: None,
+        delay_param_gather: None,
+        overlap_p2p: None,
+        overlap_tp_comm: None,
+        bucket_size: None,
+        mfu: None,
+        measured: None,
+        precision: None,
+        attention: None,
+        iterations: None,
+        reserve: None,
+    }
+}
+
+pub fn def(model: Model, cluster: Cluster, plan: Plan) -> ScenarioDef {
+    ScenarioDef {
+        name: "s".into(),
+        loc: loc(),
+        model,
+        cluster,
+        plan,
+        expect: Expect::default(),
+    }
+}
+
+/// The language reference example: llama on 2 × 8 GPUs of 80 GiB, pp 8 vpp 2 dp 2,
+/// micro_batch 2, global_batch 64, distributed optimizer with both overlaps.
+pub fn demo() -> ScenarioDef {
+    let mut p = plan(2, 64);
+    set(&mut p.pp, 8);
+    set(&mut p.vpp, 2);
+    set(&mut p.tp, 1);
+    set(&mut p.dp, 2);
+    set(&mut p.distributed_optimizer, true);
+    set(&mut p.overlap_grad_reduce, true);
+    set(&mut p.overlap_param_gather, true);
+    def(llama(), cluster(&[("nvlink", 8), ("ib", 2)], 80), p)
+}

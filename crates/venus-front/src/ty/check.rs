@@ -1,0 +1,1187 @@
+//! Type checking: merged definitions → typed [`Model`], [`Gpu`], [`Cluster`], [`Plan`] and
+//! [`ScenarioDef`].
+//!
+//! Input: a [`Resolver`] over one program. Output: the typed scenarios of the root file; the
+//! diagnostics (E0101–E0103, E0201–E0204, W0002, and the resolver's own) go to the resolver.
+//! Invariants: a definition is checked once however many scenarios use it, and every user
+//! definition is checked even when no scenario uses it; a [`ScenarioDef`] is clean only when
+//! everything it uses checked without error, otherwise it is a [`PartialScenario`] that lists
+//! the rejected keys; every typed value keeps the
+//! [`Loc`] of the value that wrote it (the item, for flags).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
+use super::{
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, GpuArch, Measured, Model,
+    PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned, Topology,
+};
+use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
+use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
+use venus_syntax::syntax::ast::{DefKind, ValueKind};
+use venus_syntax::syntax::schema::{self, ArgType, BlockKind, Key, KeySig};
+
+/// Resolves and type-checks the root's scenarios. Diagnostics are left in the resolver.
+pub fn check_program(res: &Resolver) -> Vec<ScenarioDef> {
+    check_program_all(res).0
+}
+
+/// Resolves and type-checks the root's scenarios and every other user definition (so an
+/// error in a definition no scenario uses is still reported). Returns the scenarios that
+/// checked without error, and those whose definitions had errors but whose required keys are
+/// all there ([`PartialScenario`]: plan validation still runs on them).
+pub fn check_program_all(res: &Resolver) -> (Vec<ScenarioDef>, Vec<PartialScenario>) {
+    res.resolve_all_names();
+    let mut checker = Checker::new(res);
+    let mut out = Vec::new();
+    let mut partial = Vec::new();
+    for source in res.scenarios() {
+        checker.frames.push(Status::ok());
+        let s = checker.scenario(&source);
+        let status = checker.frames.pop().unwrap_or_default();
+        match s {
+            Some(def) if status.ok => out.push(def),
+            Some(def) => partial.push(PartialScenario {
+                def,
+                failed: status.failed,
+            }),
+            None => {}
+        }
+    }
+    checker.unused_definitions();
+    res.report_unused();
+    (out, partial)
+}
+
+/// How a definition (and what it uses) checked: `ok` when without error; `failed` the keys
+/// whose items were rejected.
+#[derive(Clone, Debug, Default)]
+struct Status {
+    ok: bool,
+    failed: Vec<Key>,
+}
+
+impl Status {
+    fn ok() -> Status {
+        Status {
+            ok: true,
+            failed: Vec::new(),
+        }
+    }
+    fn absorb(&mut self, other: &Status) {
+        self.ok &= other.ok;
+        for f in &other.failed {
+            if !self.failed.contains(f) {
+                self.failed.push(*f);
+            }
+        }
+    }
+}
+
+/// What a `Ref` argument points at.
+#[derive(Clone, Debug)]
+enum Target {
+    Def(DefId),
+    Inline(Arc<MergedDef>),
+}
+
+/// A typed argument with its location.
+#[derive(Clone, Debug)]
+enum Checked {
+    Arg(Arg),
+    Flag(bool),
+    Ref(Target),
+    Nested(Box<Fields>),
+}
+
+/// One item whose arguments all type-checked.
+#[derive(Clone, Debug)]
+struct Item {
+    key: Key,
+    loc: Loc,
+    args: Vec<(Checked, Loc)>,
+}
+
+/// The valid items of one block, in order; `ok` is false when any item had an error;
+/// `failed` the known keys whose item was rejected.
+#[derive(Clone, Debug)]
+struct Fields {
+    items: Vec<Item>,
+    ok: bool,
+    failed: Vec<Key>,
+}
+
+impl Fields {
+    fn first(&self, key: Key) -> Option<&Item> {
+        self.items.iter().find(|i| i.key == key)
+    }
+    fn arg(&self, key: Key) -> Option<(&Checked, Loc)> {
+        self.first(key)
+            .and_then(|i| i.args.first())
+            .map(|(c, l)| (c, *l))
+    }
+    fn count(&self, key: Key) -> Option<Spanned<u64>> {
+        match self.arg(key)? {
+            (Checked::Arg(Arg::Count(c)), loc) => Some(Spanned::new(*c, loc)),
+            _ => None,
+        }
+    }
+    fn flag(&self, key: Key) -> Option<Spanned<bool>> {
+        let item = self.first(key)?;
+        match item.args.first() {
+            Some((Checked::Flag(b), _)) => Some(Spanned::new(*b, item.loc)),
+            _ => None,
+        }
+    }
+    fn word(&self, key: Key) -> Option<Spanned<&'static str>> {
+        match self.arg(key)? {
+            (Checked::Arg(Arg::Word(w)), loc) => Some(Spanned::new(*w, loc)),
+            _ => None,
+        }
+    }
+    fn get<T>(&self, key: Key, f: impl Fn(&Arg) -> Option<T>) -> Option<Spanned<T>> {
+        match self.arg(key)? {
+            (Checked::Arg(a), loc) => f(a).map(|v| Spanned::new(v, loc)),
+            _ => None,
+        }
+    }
+}
+
+fn bytes(a: &Arg) -> Option<super::Bytes> {
+    if let Arg::Bytes(b) = a {
+        Some(*b)
+    } else {
+        None
+    }
+}
+fn bandwidth(a: &Arg) -> Option<super::BytesPerSec> {
+    if let Arg::Bandwidth(b) = a {
+        Some(*b)
+    } else {
+        None
+    }
+}
+fn time(a: &Arg) -> Option<super::Seconds> {
+    if let Arg::Time(t) = a {
+        Some(*t)
+    } else {
+        None
+    }
+}
+fn rate(a: &Arg) -> Option<super::FlopsPerSec> {
+    if let Arg::Rate(r) = a {
+        Some(*r)
+    } else {
+        None
+    }
+}
+fn ratio(a: &Arg) -> Option<super::Ratio> {
+    if let Arg::Ratio(r) = a {
+        Some(*r)
+    } else {
+        None
+    }
+}
+
+/// `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME]` (the table renders it).
+pub fn signature(sig: &KeySig) -> String {
+    sig.signature()
+}
+
+/// A plausible value for `key`, for helps: `hidden 4096`, `memory 80GiB`.
+pub fn example(sig: &KeySig) -> String {
+    let specific = sig.example;
+    let args = match specific {
+        Some(s) => s.to_string(),
+        None => sig
+            .args
+            .iter()
+            .map(|a| example_arg(*a))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    if args.is_empty() {
+        sig.key.to_string()
+    } else {
+        format!("{} {args}", sig.key)
+    }
+}
+
+fn example_arg(a: ArgType) -> String {
+    match a {
+        ArgType::Count => "8".into(),
+        ArgType::Bytes => "80GiB".into(),
+        ArgType::Bandwidth => "450GB/s".into(),
+        ArgType::Time => "1000ns".into(),
+        ArgType::Rate => "989TFLOP/s".into(),
+        ArgType::RateOrTflops => "400".into(),
+        ArgType::Ratio => "55%".into(),
+        ArgType::Ref(DefKind::Gpu) => "h100_sxm".into(),
+        ArgType::Ref(k) => format!("{} < ... >", k.keyword()),
+        ArgType::NewName => "nvlink".into(),
+        ArgType::Enum(w) => w.first().copied().unwrap_or("").into(),
+        ArgType::Nested(b) => format!(
+            "< {} >",
+            schema::keys(b)
+                .iter()
+                .filter(|k| k.required)
+                .map(example)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    }
+}
+
+/// The checker's memo of typed definitions (a gpu used by two clusters is checked once).
+struct Checker<'r, 'a> {
+    res: &'r Resolver<'a>,
+    models: HashMap<DefId, Option<Model>>,
+    gpus: HashMap<DefId, Option<Gpu>>,
+    clusters: HashMap<DefId, Option<Cluster>>,
+    plans: HashMap<DefId, Option<Plan>>,
+    /// How each memoised definition checked.
+    statuses: HashMap<DefId, Status>,
+    /// One per definition being checked (innermost last); blocks report into the top one.
+    frames: Vec<Status>,
+    /// False while checking definitions no scenario uses: an abstract base may leave required
+    /// keys to its children, so E0103 is not reported for them.
+    report_missing: bool,
+    /// The items checked so far (file and span), so a definition checked on its own after
+    /// being checked as another's base does not report its items again.
+    checked_items: std::collections::HashSet<Loc>,
+}
+
+impl<'r, 'a> Checker<'r, 'a> {
+    fn new(res: &'r Resolver<'a>) -> Self {
+        Checker {
+            res,
+            models: HashMap::new(),
+            gpus: HashMap::new(),
+            clusters: HashMap::new(),
+            plans: HashMap::new(),
+            statuses: HashMap::new(),
+            frames: vec![Status::ok()],
+            report_missing: true,
+            checked_items: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Type-checks the user definitions no scenario used, each on its own items (not the
+    /// inherited ones, which their own definition reports), without E0103.
+    fn unused_definitions(&mut self) {
+        self.report_missing = false;
+        let mut files: Vec<_> = self
+            .res
+            .user_files()
+            .into_iter()
+            .filter_map(|f| self.res.index(f).map(|i| i.defs.clone()))
+            .collect();
+        for defs in &mut files {
+            for e in defs.iter() {
+                let used = match e.kind {
+                    DefKind::Model => self.models.contains_key(&e.id),
+                    DefKind::Gpu => self.gpus.contains_key(&e.id),
+                    DefKind::Cluster => self.clusters.contains_key(&e.id),
+                    DefKind::Plan => self.plans.contains_key(&e.id),
+                    DefKind::Scenario => true,
+                };
+                let Some(def) = self.res.def(e.id).filter(|_| !used) else {
+                    continue;
+                };
+                let items: Vec<MergedItem> = def
+                    .body
+                    .items
+                    .iter()
+                    .filter(|item| !self.checked_items.contains(&Loc::new(e.id.file, item.span)))
+                    .map(|item| MergedItem {
+                        file: e.id.file,
+                        item: item.clone(),
+                        origin: crate::resolve::Origin::Def(e.id),
+                    })
+                    .collect();
+                let what = match &e.name {
+                    Some(n) => format!("{} `{n}`", e.kind.keyword()),
+                    None => format!("unnamed {}", e.kind.keyword()),
+                };
+                self.frames.push(Status::ok());
+                let f = self.block(BlockKind::Def(e.kind), &items, e.name_loc, &what);
+                // A gpu named by a cluster is checked with it.
+                if let Some((Checked::Ref(t), _)) = f.arg(Key::Gpu) {
+                    let t = t.clone();
+                    self.gpu(&t);
+                }
+                self.frames.pop();
+            }
+        }
+        self.report_missing = true;
+    }
+
+    fn text(&self, loc: Loc) -> &'a str {
+        self.res.text(loc).unwrap_or("")
+    }
+
+    fn scenario(&mut self, source: &ScenarioSource) -> Option<ScenarioDef> {
+        match source {
+            ScenarioSource::Implicit {
+                name,
+                loc,
+                model,
+                cluster,
+                plan,
+            } => {
+                let model = self.model(&Target::Def(*model));
+                let cluster = self.cluster(&Target::Def(*cluster));
+                let plan = self.plan(&Target::Def(*plan));
+                Some(ScenarioDef {
+                    name: name.clone(),
+                    loc: *loc,
+                    model: model?,
+                    cluster: cluster?,
+                    plan: plan?,
+                    expect: Expect::default(),
+                })
+            }
+            ScenarioSource::Explicit(id) => {
+                let def = self.res.merged(*id)?;
+                let f = self.block(
+                    BlockKind::Def(DefKind::Scenario),
+                    &def.items,
+                    def.loc,
+                    &def.describe(),
+                );
+                let target = |key: Key| match f.arg(key) {
+                    Some((Checked::Ref(t), _)) => Some(t.clone()),
+                    _ => None,
+                };
+                let model = target(Key::Model).and_then(|t| self.model(&t));
+                let cluster = target(Key::Cluster).and_then(|t| self.cluster(&t));
+                let plan = target(Key::Plan).and_then(|t| self.plan(&t));
+                let expect = match f.arg(Key::Expect) {
+                    Some((Checked::Nested(e), _)) => expect(e),
+                    _ => Expect::default(),
+                };
+                Some(ScenarioDef {
+                    name: def.name.clone().unwrap_or_else(|| "scenario".into()),
+                    loc: def.loc,
+                    model: model?,
+                    cluster: cluster?,
+                    plan: plan?,
+                    expect,
+                })
+            }
+        }
+    }
+
+    /// The merged items of a target; `None` when its inheritance is broken (already reported).
+    fn merged(&self, t: &Target) -> Option<Arc<MergedDef>> {
+        match t {
+            Target::Def(id) => self.res.merged(*id),
+            Target::Inline(m) => Some(m.clone()),
+        }
+    }
+
+    fn memo<T: Clone>(
+        &mut self,
+        t: &Target,
+        cache: fn(&mut Self) -> &mut HashMap<DefId, Option<T>>,
+        build: fn(&mut Self, &MergedDef) -> Option<T>,
+    ) -> Option<T> {
+        if let Target::Def(id) = t {
+            if let Some(v) = cache(self).get(id) {
+                let v = v.clone();
+                let status = self.statuses.get(id).cloned().unwrap_or_default();
+                self.absorb(&status);
+                return v;
+            }
+        }
+        self.frames.push(Status::ok());
+        let merged = self.merged(t);
+        let v = merged.as_ref().and_then(|m| build(self, m));
+        let mut status = self.frames.pop().unwrap_or_default();
+        if merged.is_none() {
+            status.ok = false;
+        }
+        if let Target::Def(id) = t {
+            cache(self).insert(*id, v.clone());
+            self.statuses.insert(*id, status.clone());
+        }
+        self.absorb(&status);
+        v
+    }
+
+    fn absorb(&mut self, status: &Status) {
+        if let Some(top) = self.frames.last_mut() {
+            top.absorb(status);
+        }
+    }
+
+    fn model(&mut self, t: &Target) -> Option<Model> {
+        self.memo(t, |c| &mut c.models, Self::build_model)
+    }
+    fn gpu(&mut self, t: &Target) -> Option<Gpu> {
+        self.memo(t, |c| &mut c.gpus, Self::build_gpu)
+    }
+    fn cluster(&mut self, t: &Target) -> Option<Cluster> {
+        self.memo(t, |c| &mut c.clusters, Self::build_cluster)
+    }
+    fn plan(&mut self, t: &Target) -> Option<Plan> {
+        self.memo(t, |c| &mut c.plans, Self::build_plan)
+    }
+
+    fn build_model(&mut self, def: &MergedDef) -> Option<Model> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Model),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        Some(Model {
+            name: def.name.clone().unwrap_or_else(|| "model".into()),
+            loc: def.loc,
+            hidden: f.count(Key::Hidden)?,
+            layers: f.count(Key::Layers)?,
+            heads: f.count(Key::Heads)?,
+            vocab: f.count(Key::Vocab)?,
+            seq: f.count(Key::Seq)?,
+            ffn: f.count(Key::Ffn),
+            kv_groups: f.count(Key::KvGroups),
+            head_dim: f.count(Key::HeadDim),
+            swiglu: f.flag(Key::Swiglu),
+            untied_embeddings: f.flag(Key::UntiedEmbeddings),
+            experts: f.count(Key::Experts),
+            topk: f.count(Key::Topk),
+            moe_ffn: f.count(Key::MoeFfn),
+            shared_expert_ffn: f.count(Key::SharedExpertFfn),
+        })
+    }
+
+    fn build_gpu(&mut self, def: &MergedDef) -> Option<Gpu> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Gpu),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        Some(Gpu {
+            name: def.name.clone().unwrap_or_else(|| "gpu".into()),
+            loc: def.loc,
+            peak: f.get(Key::Peak, rate)?,
+            memory: f.get(Key::Memory, bytes)?,
+            mem_bw: f.get(Key::MemBw, bandwidth)?,
+            fp8_peak: f.get(Key::Fp8Peak, rate),
+            arch: f.word(Key::Arch).map(|w| {
+                let arch = match w.value {
+                    "ampere" => GpuArch::Ampere,
+                    "blackwell" => GpuArch::Blackwell,
+                    "cdna3" => GpuArch::Cdna3,
+                    _ => GpuArch::Hopper,
+                };
+                Spanned::new(arch, w.loc)
+            }),
+        })
+    }
+
+    fn build_cluster(&mut self, def: &MergedDef) -> Option<Cluster> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Cluster),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        let gpu_item = f.first(Key::Gpu);
+        let gpu = match gpu_item.and_then(|i| i.args.first()) {
+            Some((Checked::Ref(t), _)) => {
+                let t = t.clone();
+                self.gpu(&t)
+            }
+            _ => None,
+        };
+        let mut dims = Vec::new();
+        for item in f.items.iter().filter(|i| i.key == Key::Dim) {
+            dims.push(dim(item)?);
+        }
+        if let Some(nodes) = f.count(Key::Nodes) {
+            // `nodes N` sets the size of the outermost dim, after inheritance.
+            if let Some(last) = dims.last_mut() {
+                last.size = nodes;
+            }
+        }
+        for item in f.items.iter().filter(|i| i.key == Key::Algo) {
+            self.pin_algorithm(&mut dims, item);
+        }
+        Some(Cluster {
+            name: def.name.clone(),
+            loc: def.loc,
+            gpu: gpu?,
+            gpu_loc: gpu_item?.loc,
+            dims,
+        })
+    }
+
+    fn build_plan(&mut self, def: &MergedDef) -> Option<Plan> {
+        let f = self.block(
+            BlockKind::Def(DefKind::Plan),
+            &def.items,
+            def.loc,
+            &def.describe(),
+        );
+        let schedule = f.word(Key::Schedule).map(|w| {
+            let k = match w.value {
+                "gpipe" => ScheduleKind::Gpipe,
+                "interleaved" => ScheduleKind::Interleaved,
+                _ => ScheduleKind::OneFOneB,
+            };
+            Spanned::new(k, w.loc)
+        });
+        let recompute = f.word(Key::Recompute).map(|w| {
+            let k = match w.value {
+                "selective" => Recompute::Selective,
+                "full" => Recompute::Full,
+                _ => Recompute::None,
+            };
+            Spanned::new(k, w.loc)
+        });
+        let precision = f.word(Key::Precision).map(|w| {
+            Spanned::new(
+                if w.value == "fp8" {
+                    Precision::Fp8
+                } else {
+                    Precision::Bf16
+                },
+                w.loc,
+            )
+        });
+        let attention = f.word(Key::Attention).map(|w| {
+            Spanned::new(
+                if w.value == "unfused" {
+                    Attention::Unfused
+                } else {
+                    Attention::Flash
+                },
+                w.loc,
+            )
+        });
+        let measured = match f.first(Key::Measured) {
+            Some(item) => match item.args.first() {
+                Some((Checked::Nested(m), _)) => Some(Measured {
+                    first: m.get(Key::First, time)?,
+                    middle: m.get(Key::Middle, time)?,
+                    last: m.get(Key::Last, time)?,
+                    loc: item.loc,
+                }),
+                _ => return None,
+            },
+            None => None,
+        };
+        Some(Plan {
+            name: def.name.clone(),
+            loc: def.loc,
+            tp: f.count(Key::Tp),
+            pp: f.count(Key::Pp),
+            cp: f.count(Key::Cp),
+            ep: f.count(Key::Ep),
+            vpp: f.count(Key::Vpp),
+            first_stage_layers: f.count(Key::FirstStageLayers),
+            last_stage_layers: f.count(Key::LastStageLayers),
+            dp: f.count(Key::Dp),
+            micro_batch: f.count(Key::MicroBatch)?,
+            global_batch: f.count(Key::GlobalBatch)?,
+            schedule,
+            sp: f.flag(Key::Sp),
+            recompute,
+            distributed_optimizer: f.flag(Key::DistributedOptimizer),
+            overlap_grad_reduce: f.flag(Key::OverlapGradReduce),
+            overlap_param_gather: f.flag(Key::OverlapParamGather),
+            delay_grad_reduce: f.flag(Key::DelayGradReduce),
+            delay_param_gather: f.flag(Key::DelayParamGather),
+            overlap_p2p: f.flag(Key::OverlapP2p),
+            overlap_tp_comm: f.flag(Key::OverlapTpComm),
+            bucket_size: f.get(Key::BucketSize, bytes),
+            mfu: f.get(Key::Mfu, ratio),
+            measured,
+            precision,
+            attention,
+            iterations: f.count(Key::Iterations),
+            reserve: f.get(Key::Reserve, bytes),
+        })
+    }
+
+    /// Checks the items of one block against the key table: E0101, E0102, E0103, E0203 and
+    /// the argument types. `owner` is what E0103 labels; `what` names the block in messages.
+    fn block(&mut self, kind: BlockKind, items: &[MergedItem], owner: Loc, what: &str) -> Fields {
+        let mut fields = Fields {
+            items: Vec::new(),
+            ok: true,
+            failed: Vec::new(),
+        };
+        let mut seen: HashMap<Key, Loc> = HashMap::new();
+        let mut dims: HashMap<String, Loc> = HashMap::new();
+        // The item written right after each one in the same block (with a base, the merged
+        // list interleaves inherited items, so `i + 1` may be another block's item).
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| {
+            let m = &items[i];
+            (m.file, m.item.span.start)
+        });
+        let mut next_written: Vec<Option<usize>> = vec![None; items.len()];
+        for pair in order.windows(2) {
+            if let (Some(&a), Some(&b)) = (pair.first(), pair.get(1)) {
+                if items[a].origin == items[b].origin && items[a].file == items[b].file {
+                    next_written[a] = Some(b);
+                }
+            }
+        }
+        let mut skipped = std::collections::HashSet::new();
+        for (i, m) in items.iter().enumerate() {
+            if skipped.contains(&i) {
+                continue;
+            }
+            let key_loc = Loc::new(m.file, m.item.key.span);
+            let Some(sig) = schema::lookup(kind, &m.item.key.text) else {
+                self.res
+                    .report(unknown_key(kind, &m.item.key.text, key_loc, what));
+                fields.ok = false;
+                continue;
+            };
+            if !sig.repeatable {
+                if let Some(first) = seen.get(&sig.id) {
+                    self.res.report(
+                        Diagnostic::new(
+                            Code::E0102,
+                            format!("`{}` is written twice in {what}", sig.key),
+                            key_loc,
+                            "written again here",
+                        )
+                        .with_secondary(*first, "first written here")
+                        .with_help(format!("keep one `{}`", sig.key)),
+                    );
+                    fields.ok = false;
+                    fields.failed.push(sig.id);
+                    continue;
+                }
+                seen.insert(sig.id, key_loc);
+            }
+            let next = next_written.get(i).copied().flatten();
+            if let Some(d) =
+                self.name_as_missing_argument(kind, sig, m, next.and_then(|n| items.get(n)))
+            {
+                self.res.report(d);
+                fields.ok = false;
+                fields.failed.push(sig.id);
+                skipped.extend(next);
+                continue;
+            }
+            match self.item(sig, m) {
+                Some(item) => {
+                    if sig.id == Key::Dim {
+                        if let Some((Checked::Arg(Arg::Name(n)), loc)) = item.args.first() {
+                            if let Some(first) = dims.get(n) {
+                                self.res.report(
+                                    Diagnostic::new(Code::E0102, format!("dim `{n}` is written twice in {what}"), *loc, "written again here")
+                                        .with_secondary(*first, "first written here")
+                                        .with_help("give each dim its own name; a dim with an inherited name replaces the inherited one"),
+                                );
+                                fields.ok = false;
+                                fields.failed.push(sig.id);
+                                continue;
+                            }
+                            dims.insert(n.clone(), *loc);
+                        }
+                    }
+                    fields.items.push(item);
+                }
+                None => {
+                    fields.ok = false;
+                    fields.failed.push(sig.id);
+                }
+            }
+        }
+        for sig in schema::keys(kind).iter().filter(|k| k.required) {
+            // A key that was written but had an error is not also missing.
+            let written = items.iter().any(|m| m.item.key.text == sig.key);
+            if !written && self.report_missing {
+                self.res.report(
+                    Diagnostic::new(
+                        Code::E0103,
+                        format!("{what} is missing required key `{}`", sig.key),
+                        owner,
+                        format!("needs `{}`", sig.key),
+                    )
+                    .with_help(format!("add `{}`", example(sig))),
+                );
+                fields.ok = false;
+            }
+        }
+        self.checked_items
+            .extend(items.iter().map(|m| Loc::new(m.file, m.item.span)));
+        if let (BlockKind::Def(_), Some(top)) = (kind, self.frames.last_mut()) {
+            top.ok &= fields.ok;
+            for key in &fields.failed {
+                if !top.failed.contains(key) {
+                    top.failed.push(*key);
+                }
+            }
+        }
+        fields
+    }
+
+    /// `tp two`: the parser lets only name-typed slots take a name, so `two` became an item of
+    /// its own and `tp` lacks its argument. Reported as the wrong kind of value (E0201) on the
+    /// name, rather than as a missing argument plus an unknown key.
+    fn name_as_missing_argument(
+        &self,
+        kind: BlockKind,
+        sig: &KeySig,
+        m: &MergedItem,
+        next: Option<&MergedItem>,
+    ) -> Option<Diagnostic> {
+        let next = next?;
+        if sig.is_flag() {
+            return self.word_as_flag_value(kind, sig, m, next);
+        }
+        let ty = *sig.args.get(m.item.args.len())?;
+        if m.item.args.len() >= sig.min_args()
+            || next.file != m.file
+            || next.origin != m.origin
+            || !next.item.args.is_empty()
+            || schema::lookup(kind, &next.item.key.text).is_some()
+        {
+            return None;
+        }
+        let value = venus_syntax::syntax::ast::Value {
+            kind: ValueKind::Name(next.item.key.text.clone()),
+            span: next.item.key.span,
+        };
+        let loc = Loc::new(next.file, next.item.key.span);
+        let cx = ValueCtx {
+            loc,
+            text: self.text(loc),
+            key: sig.key,
+        };
+        value::typed(ty, &value, &cx).err()
+    }
+
+    /// `sp yes`: a word after a flag that looks like a flag value but is not `on` / `off`
+    /// (which the parser would have taken) is E0204 on the word, not an unknown key.
+    fn word_as_flag_value(
+        &self,
+        kind: BlockKind,
+        sig: &KeySig,
+        m: &MergedItem,
+        next: &MergedItem,
+    ) -> Option<Diagnostic> {
+        const LOOKALIKES: &[&str] = &["yes", "no", "true", "false", "enabled", "disabled"];
+        let word = next.item.key.text.as_str();
+        let looks_like_flag_value = LOOKALIKES.contains(&word)
+            || suggest(word, schema::FLAG_WORDS.iter().copied()).is_some()
+            || schema::FLAG_WORDS
+                .iter()
+                .any(|w| w.eq_ignore_ascii_case(word));
+        if !m.item.args.is_empty()
+            || next.file != m.file
+            || next.origin != m.origin
+            || !next.item.args.is_empty()
+            || schema::lookup(kind, word).is_some()
+            || !looks_like_flag_value
+        {
+            return None;
+        }
+        let loc = Loc::new(next.file, next.item.key.span);
+        let cx = ValueCtx {
+            loc,
+            text: self.text(loc),
+            key: sig.key,
+        };
+        enum_word(word, schema::FLAG_WORDS, &cx).err().map(|d| {
+            d.with_help(format!(
+                "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
+                sig.key
+            ))
+        })
+    }
+
+    /// One item: arity, then each argument. `None` after reporting an error.
+    fn item(&mut self, sig: &'static KeySig, m: &MergedItem) -> Option<Item> {
+        let loc = m.loc();
+        let n = m.item.args.len();
+        let (min, max) = if sig.is_flag() {
+            (0, 1)
+        } else {
+            (sig.min_args(), sig.args.len())
+        };
+        if n < min || n > max {
+            let expected = match (sig.is_flag(), min == max) {
+                (true, _) => "no argument (or `on`/`off`)".to_string(),
+                (false, true) => plural(min),
+                (false, false) if max == min + 1 => format!("{min} or {max} arguments"),
+                (false, false) => format!("{min} to {max} arguments"),
+            };
+            let at = match m.item.args.get(max) {
+                Some(extra) => Loc::new(
+                    m.file,
+                    venus_diag::diag::Span {
+                        start: extra.span.start,
+                        end: m.item.span.end,
+                    },
+                ),
+                None => loc,
+            };
+            self.res.report(
+                Diagnostic::new(
+                    Code::E0203,
+                    format!("`{}` takes {expected}, found {n}", sig.key),
+                    at,
+                    if n > max {
+                        "too many arguments"
+                    } else {
+                        "too few arguments"
+                    },
+                )
+                .with_help(format!(
+                    "write it as {}, e.g. `{}`",
+                    signature(sig),
+                    example(sig)
+                )),
+            );
+            return None;
+        }
+        let mut args = Vec::new();
+        let mut ok = true;
+        if sig.is_flag() {
+            let v = match m.item.args.first() {
+                None => Some(true),
+                Some(v) => {
+                    let vloc = Loc::new(m.file, v.span);
+                    let cx = ValueCtx {
+                        loc: vloc,
+                        text: self.text(vloc),
+                        key: sig.key,
+                    };
+                    match &v.kind {
+                        ValueKind::Name(w) => match enum_word(w, schema::FLAG_WORDS, &cx) {
+                            Ok(w) => Some(w == "on"),
+                            Err(d) => {
+                                self.res.report(d);
+                                None
+                            }
+                        },
+                        _ => {
+                            self.res.report(flag_value(v, &cx));
+                            None
+                        }
+                    }
+                }
+            };
+            return v.map(|b| Item {
+                key: sig.id,
+                loc,
+                args: vec![(Checked::Flag(b), loc)],
+            });
+        }
+        for (v, ty) in m.item.args.iter().zip(sig.args) {
+            let vloc = Loc::new(m.file, v.span);
+            let cx = ValueCtx {
+                loc: vloc,
+                text: self.text(vloc),
+                key: sig.key,
+            };
+            let checked = match (*ty, &v.kind) {
+                (ArgType::Ref(k), ValueKind::Name(name)) => self
+                    .res
+                    .lookup(vloc, k, name)
+                    .map(|id| Checked::Ref(Target::Def(id))),
+                (ArgType::Ref(k), ValueKind::Block(b)) => self
+                    .res
+                    .inline(k, m.file, b)
+                    .map(|d| Checked::Ref(Target::Inline(Arc::new(d)))),
+                (ArgType::Nested(b), ValueKind::Block(block)) => {
+                    let nested: Vec<MergedItem> = block
+                        .items
+                        .iter()
+                        .map(|item| MergedItem {
+                            file: m.file,
+                            item: item.clone(),
+                            origin: m.origin,
+                        })
+                        .collect();
+                    let f = self.block(
+                        b,
+                        &nested,
+                        Loc::new(m.file, m.item.key.span),
+                        &format!("`{}`", b.name()),
+                    );
+                    f.ok.then(|| Checked::Nested(Box::new(f)))
+                }
+                (ArgType::Ref(_) | ArgType::Nested(_), _) => {
+                    self.res.report(wrong(*ty, v, &cx));
+                    None
+                }
+                (ty, _) => match value::typed(ty, v, &cx) {
+                    Ok((arg, warning)) => {
+                        if let Some(w) = warning {
+                            self.res.report(w);
+                        }
+                        Some(Checked::Arg(arg))
+                    }
+                    Err(d) => {
+                        self.res.report(d);
+                        None
+                    }
+                },
+            };
+            match checked {
+                Some(c) => args.push((c, vloc)),
+                None => ok = false,
+            }
+        }
+        ok.then_some(Item {
+            key: sig.id,
+            loc,
+            args,
+        })
+    }
+}
+
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 argument".into()
+    } else {
+        format!("{n} arguments")
+    }
+}
+
+/// E0201 for a `Ref` or nested-block argument written as something else.
+fn wrong(ty: ArgType, v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
+    if let ValueKind::List(_) = v.kind {
+        return Diagnostic::new(
+            Code::E0201,
+            "lists are only allowed in `venusc sweep`",
+            cx.loc,
+            "a list of values",
+        )
+        .with_help(format!(
+            "write one value for `{}` here, or run `venusc sweep` to try each",
+            cx.key
+        ));
+    }
+    Diagnostic::new(
+        Code::E0201,
+        format!(
+            "expected {}, found {}",
+            ty.describe(),
+            describe_found(v, cx.text)
+        ),
+        cx.loc,
+        "wrong kind of value",
+    )
+}
+
+/// E0201 for a flag followed by something other than `on` / `off`.
+fn flag_value(v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
+    if let ValueKind::List(_) = v.kind {
+        return wrong(ArgType::Enum(schema::FLAG_WORDS), v, cx);
+    }
+    Diagnostic::new(
+        Code::E0201,
+        format!(
+            "expected `on` or `off` after the flag `{}`, found {}",
+            cx.key,
+            describe_found(v, cx.text)
+        ),
+        cx.loc,
+        "not a flag word",
+    )
+    .with_help(format!(
+        "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
+        cx.key
+    ))
+}
+
+/// E0101 with the closest key, or the list of valid keys.
+fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
+    let keys = schema::keys(kind);
+    let d = Diagnostic::new(
+        Code::E0101,
+        format!("unknown key `{key}` in {what}"),
+        loc,
+        format!("not a `{}` key", kind.name()),
+    );
+    match suggest(key, keys.iter().map(|k| k.key)) {
+        Some(s) => d.with_help(format!("did you mean `{s}`?")).with_fix(loc, s),
+        None => d.with_help(format!(
+            "valid keys: {}",
+            keys.iter()
+                .map(|k| format!("`{}`", k.key))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+impl Checker<'_, '_> {
+    /// `algo DIM WORD`: pins the collective algorithm of the dim named DIM (E0104 when the
+    /// cluster has no such dim).
+    fn pin_algorithm(&mut self, dims: &mut [Dim], item: &Item) {
+        let (
+            Some((Checked::Arg(Arg::Name(name)), name_loc)),
+            Some((Checked::Arg(Arg::Word(word)), word_loc)),
+        ) = (item.args.first(), item.args.get(1))
+        else {
+            return;
+        };
+        let algorithm = match *word {
+            "ring" => CollectiveAlgorithm::Ring,
+            "direct" => CollectiveAlgorithm::Direct,
+            "halving_doubling" => CollectiveAlgorithm::HalvingDoubling,
+            _ => CollectiveAlgorithm::Tree,
+        };
+        match dims.iter_mut().find(|d| d.name.value == *name) {
+            Some(d) => d.algorithm = Some(Spanned::new(algorithm, *word_loc)),
+            None => {
+                let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
+                let help = match suggest(name, names.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!(
+                        "the cluster's dims are {}",
+                        names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                self.res.report(
+                    Diagnostic::new(
+                        Code::E0104,
+                        format!("unknown dim `{name}`"),
+                        *name_loc,
+                        "no dim of this name in the cluster",
+                    )
+                    .with_help(help),
+                );
+            }
+        }
+    }
+}
+
+fn dim(item: &Item) -> Option<Dim> {
+    let at = |i: usize| item.args.get(i).map(|(c, l)| (c, *l));
+    let name = match at(0)? {
+        (Checked::Arg(Arg::Name(n)), l) => Spanned::new(n.clone(), l),
+        _ => return None,
+    };
+    let topology = match at(1)? {
+        (Checked::Arg(Arg::Word(w)), l) => Spanned::new(
+            match *w {
+                "ring" => Topology::Ring,
+                "switch" => Topology::Switch,
+                _ => Topology::FullyConnected,
+            },
+            l,
+        ),
+        _ => return None,
+    };
+    let size = match at(2)? {
+        (Checked::Arg(Arg::Count(c)), l) => Spanned::new(*c, l),
+        _ => return None,
+    };
+    let bandwidth = match at(3)? {
+        (Checked::Arg(Arg::Bandwidth(b)), l) => Spanned::new(*b, l),
+        _ => return None,
+    };
+    let latency = match at(4) {
+        Some((Checked::Arg(Arg::Time(t)), l)) => Spanned::new(*t, l),
+        _ => Spanned::new(super::Seconds(0.0), item.loc),
+    };
+    let efficiency = match at(5) {
+        Some((Checked::Arg(Arg::Ratio(r)), l)) => Some(Spanned::new(*r, l)),
+        _ => None,
+    };
+    Some(Dim {
+        name,
+        topology,
+        size,
+        bandwidth,
+        latency,
+        efficiency,
+        algorithm: None,
+        loc: item.loc,
+    })
+}
+
+fn expect(f: &Fields) -> Expect {
+    Expect {
+        iteration_time_max: f.get(Key::IterationTimeMax, time),
+        tflops_min: f.get(Key::TflopsMin, rate),
+        memory_max: f.get(Key::MemoryMax, bytes),
+        mfu_min: f.get(Key::MfuMin, ratio),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil;
+    use venus_syntax::syntax::schema::KeyDefault;
+
+    fn count(k: Key) -> u64 {
+        match k.sig().default {
+            KeyDefault::Count(n) => n,
+            d => panic!("{k:?} has no count default: {d:?}"),
+        }
+    }
+
+    fn word(k: Key) -> &'static str {
+        match k.sig().default {
+            KeyDefault::Word(w) => w,
+            d => panic!("{k:?} has no word default: {d:?}"),
+        }
+    }
+
+    #[test]
+    fn table_defaults_are_the_typed_plans_defaults() {
+        let p = testutil::plan(1, 8);
+        assert_eq!(p.tp(), count(Key::Tp));
+        assert_eq!(p.pp(), count(Key::Pp));
+        assert_eq!(p.cp(), count(Key::Cp));
+        assert_eq!(p.ep(), count(Key::Ep));
+        assert_eq!(p.vpp(), count(Key::Vpp));
+        assert_eq!(p.iterations(), count(Key::Iterations));
+        assert_eq!(p.recompute().word(), word(Key::Recompute));
+        assert_eq!(
+            format!("{:?}", p.precision()).to_lowercase(),
+            word(Key::Precision)
+        );
+        assert_eq!(
+            format!("{:?}", p.attention()).to_lowercase(),
+            word(Key::Attention)
+        );
+        assert_eq!(Key::Reserve.sig().default, KeyDefault::Bytes(p.reserve().0));
+        assert!(!p.sp());
+        for sig in schema::keys(BlockKind::Def(DefKind::Plan))
+            .iter()
+            .chain(schema::keys(BlockKind::Def(DefKind::Model)))
+            .filter(|s| s.is_flag())
+        {
+            assert_eq!(sig.default, KeyDefault::Off, "{}", sig.key);
+        }
+        let m = testutil::llama();
+        assert!(m.experts.is_none() && m.experts() == 0);
+        assert_eq!(Key::Experts.sig().default, KeyDefault::Unset);
+    }
+
+    #[test]
+    fn required_keys_are_required_in_the_table_and_have_an_example() {
+        for sig in schema::TABLE.iter().filter(|s| s.required) {
+            assert_eq!(sig.default, KeyDefault::Required, "{}", sig.key);
+            assert!(
+                sig.example.is_some(),
+                "{} needs an example for E0103",
+                sig.key
+            );
+        }
+        assert_eq!(example(Key::MicroBatch.sig()), "micro_batch 1".to_string());
+        assert_eq!(example(Key::Tp.sig()), "tp 8".to_string());
+    }
+}

@@ -1,0 +1,270 @@
+//! Types and units: resolved items → typed definitions.
+//!
+//! Input: the resolved (inheritance-merged) items of each definition from `resolve`.
+//! Output: [`Model`], [`Gpu`], [`Cluster`], [`Plan`] and [`ScenarioDef`] with every value in
+//! its unit newtype, plus E0101–E0103 and E0201–E0204 diagnostics, and W0002.
+//! Invariant: every value keeps the [`Loc`] of the item that wrote it (in the base's file when
+//! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
+
+pub mod check;
+pub mod value;
+
+pub use venus_base::base::kinds::{
+    Attention, CollectiveAlgorithm, GpuArch, Precision, Recompute, ScheduleKind, Topology,
+};
+pub use venus_base::base::units;
+pub use venus_base::base::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
+use venus_diag::diag::Loc;
+
+/// A value and the place that wrote it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub loc: Loc,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, loc: Loc) -> Spanned<T> {
+        Spanned { value, loc }
+    }
+}
+
+/// An optional key: `None` when neither the block nor its bases wrote it.
+pub type Opt<T> = Option<Spanned<T>>;
+
+fn or<T: Copy>(v: &Opt<T>, default: T) -> T {
+    v.as_ref().map_or(default, |s| s.value)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    pub name: String,
+    /// The definition's name (or keyword, for inline blocks).
+    pub loc: Loc,
+    pub hidden: Spanned<u64>,
+    pub layers: Spanned<u64>,
+    pub heads: Spanned<u64>,
+    pub vocab: Spanned<u64>,
+    pub seq: Spanned<u64>,
+    pub ffn: Opt<u64>,
+    pub kv_groups: Opt<u64>,
+    pub head_dim: Opt<u64>,
+    pub swiglu: Opt<bool>,
+    pub untied_embeddings: Opt<bool>,
+    pub experts: Opt<u64>,
+    pub topk: Opt<u64>,
+    pub moe_ffn: Opt<u64>,
+    pub shared_expert_ffn: Opt<u64>,
+}
+
+impl Model {
+    pub fn ffn(&self) -> u64 {
+        or(&self.ffn, self.hidden.value.saturating_mul(4))
+    }
+    pub fn kv_groups(&self) -> u64 {
+        or(&self.kv_groups, self.heads.value)
+    }
+    pub fn head_dim(&self) -> u64 {
+        or(&self.head_dim, self.hidden.value / self.heads.value.max(1))
+    }
+    pub fn swiglu(&self) -> bool {
+        or(&self.swiglu, false)
+    }
+    pub fn untied_embeddings(&self) -> bool {
+        or(&self.untied_embeddings, false)
+    }
+    pub fn is_moe(&self) -> bool {
+        self.experts.is_some()
+    }
+    pub fn experts(&self) -> u64 {
+        or(&self.experts, 0)
+    }
+    pub fn topk(&self) -> u64 {
+        or(&self.topk, if self.is_moe() { 1 } else { 0 })
+    }
+    pub fn moe_ffn(&self) -> u64 {
+        or(&self.moe_ffn, self.ffn())
+    }
+    pub fn shared_expert_ffn(&self) -> u64 {
+        or(&self.shared_expert_ffn, 0)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gpu {
+    pub name: String,
+    pub loc: Loc,
+    pub peak: Spanned<FlopsPerSec>,
+    pub memory: Spanned<Bytes>,
+    pub mem_bw: Spanned<BytesPerSec>,
+    pub fp8_peak: Opt<FlopsPerSec>,
+    pub arch: Opt<GpuArch>,
+}
+
+impl Gpu {
+    pub fn fp8_peak(&self) -> FlopsPerSec {
+        or(&self.fp8_peak, FlopsPerSec(self.peak.value.0 * 2.0))
+    }
+    pub fn arch(&self) -> GpuArch {
+        or(&self.arch, GpuArch::Hopper)
+    }
+}
+
+/// One network dimension. Ranks fill the innermost dim first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dim {
+    pub name: Spanned<String>,
+    pub topology: Spanned<Topology>,
+    /// GPUs along this dim (after `nodes N` for the outermost).
+    pub size: Spanned<u64>,
+    /// Per GPU per direction.
+    pub bandwidth: Spanned<BytesPerSec>,
+    /// 0 when not written (then `loc` is the whole item).
+    pub latency: Spanned<Seconds>,
+    /// Achieved bus bandwidth / link bandwidth (NCCL reaches less than the link's peak);
+    /// `None`: 100%.
+    pub efficiency: Opt<Ratio>,
+    /// The collective algorithm written with `algo DIM WORD`; `None`: the topology's default.
+    pub algorithm: Opt<CollectiveAlgorithm>,
+    /// The whole `dim` item.
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    pub name: Option<String>,
+    pub loc: Loc,
+    pub gpu: Gpu,
+    /// The `gpu` item of the cluster.
+    pub gpu_loc: Loc,
+    /// Innermost first.
+    pub dims: Vec<Dim>,
+}
+
+impl Cluster {
+    /// Product of the dim sizes (saturating: an absurd product is caught by validation).
+    pub fn world_size(&self) -> u64 {
+        self.dims
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.size.value))
+    }
+}
+
+/// VenusSim's step snapshot: forward+backward of one microbatch on one model chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub first: Spanned<Seconds>,
+    pub middle: Spanned<Seconds>,
+    pub last: Spanned<Seconds>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub name: Option<String>,
+    pub loc: Loc,
+    pub tp: Opt<u64>,
+    pub pp: Opt<u64>,
+    pub cp: Opt<u64>,
+    pub ep: Opt<u64>,
+    pub vpp: Opt<u64>,
+    pub first_stage_layers: Opt<u64>,
+    pub last_stage_layers: Opt<u64>,
+    pub dp: Opt<u64>,
+    pub micro_batch: Spanned<u64>,
+    pub global_batch: Spanned<u64>,
+    pub schedule: Opt<ScheduleKind>,
+    pub sp: Opt<bool>,
+    pub recompute: Opt<Recompute>,
+    pub distributed_optimizer: Opt<bool>,
+    pub overlap_grad_reduce: Opt<bool>,
+    pub overlap_param_gather: Opt<bool>,
+    pub delay_grad_reduce: Opt<bool>,
+    pub delay_param_gather: Opt<bool>,
+    pub overlap_p2p: Opt<bool>,
+    pub overlap_tp_comm: Opt<bool>,
+    pub bucket_size: Opt<Bytes>,
+    pub mfu: Opt<Ratio>,
+    pub measured: Option<Measured>,
+    pub precision: Opt<Precision>,
+    pub attention: Opt<Attention>,
+    pub iterations: Opt<u64>,
+    pub reserve: Opt<Bytes>,
+}
+
+impl Plan {
+    pub fn tp(&self) -> u64 {
+        or(&self.tp, 1)
+    }
+    pub fn pp(&self) -> u64 {
+        or(&self.pp, 1)
+    }
+    pub fn cp(&self) -> u64 {
+        or(&self.cp, 1)
+    }
+    pub fn ep(&self) -> u64 {
+        or(&self.ep, 1)
+    }
+    pub fn vpp(&self) -> u64 {
+        or(&self.vpp, 1)
+    }
+    pub fn sp(&self) -> bool {
+        or(&self.sp, false)
+    }
+    pub fn recompute(&self) -> Recompute {
+        or(&self.recompute, Recompute::None)
+    }
+    pub fn flag(v: &Opt<bool>) -> bool {
+        or(v, false)
+    }
+    pub fn precision(&self) -> Precision {
+        or(&self.precision, Precision::Bf16)
+    }
+    pub fn attention(&self) -> Attention {
+        or(&self.attention, Attention::Flash)
+    }
+    pub fn iterations(&self) -> u64 {
+        or(&self.iterations, 1)
+    }
+    /// Bytes per GPU the memory model leaves to the CUDA context, NCCL and fragmentation.
+    pub fn reserve(&self) -> Bytes {
+        or(&self.reserve, Bytes(0))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Expect {
+    pub iteration_time_max: Opt<Seconds>,
+    pub tflops_min: Opt<FlopsPerSec>,
+    pub memory_max: Opt<Bytes>,
+    pub mfu_min: Opt<Ratio>,
+}
+
+/// A scenario whose model, cluster and plan all type-checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioDef {
+    pub name: String,
+    pub loc: Loc,
+    pub model: Model,
+    pub cluster: Cluster,
+    pub plan: Plan,
+    pub expect: Expect,
+}
+
+/// A scenario whose definitions had errors, typed from the items that did check (required
+/// keys all present), for plan validation to run on in the same run. `failed` lists the keys
+/// whose items were rejected (their value is absent, so a default stands in): a plan rule that
+/// reads one of them is skipped, so an error is not followed by its own cascade.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartialScenario {
+    pub def: ScenarioDef,
+    pub failed: Vec<venus_syntax::syntax::schema::Key>,
+}
+
+impl PartialScenario {
+    /// True when the item `key` was rejected (a key belongs to one block kind, so the key
+    /// names the definition kind too).
+    pub fn failed(&self, key: venus_syntax::syntax::schema::Key) -> bool {
+        self.failed.contains(&key)
+    }
+}

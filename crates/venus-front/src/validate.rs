@@ -1,0 +1,427 @@
+//! Plan validation: Megatron-LM's own preconditions on a typed scenario, as diagnostics.
+//!
+//! Input: a [`ScenarioDef`]. Output: E0301–E0311, E0401, W0001, W0003, W0005, W0006 (and E0202
+//! for a cluster too large to model), and the validated [`Scenario`] when there is no error.
+//! Invariants: checks run in the order of the code table (Megatron's own order: world size,
+//! layers, heads, batch, schedule, parallel features, optimizer) and every rule that applies is
+//! reported, each once; a check that needs a value another check rejected (dp, the microbatch
+//! count, the layer split) is skipped rather than guessed. Every diagnostic has a primary label
+//! on the item to change, secondary labels on the other factors and a help computed from the
+//! input. No arithmetic on user numbers can overflow or panic.
+
+pub(crate) mod to_plan;
+
+#[cfg(test)]
+mod plan_memory_tests;
+
+pub use to_plan::provenance;
+
+use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
+use venus_diag::diag::{Code, Diagnostic, Loc};
+use venus_plan::plan::derive::{
+    divisors, padded_vocab, param_counts, split_layers, SplitError, StageSplit,
+};
+use venus_plan::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
+use venus_plan::plan::{Flags, Recipe, Scenario};
+use venus_plan::schedule::{Kind, PipelineShape};
+use venus_syntax::syntax::ast::DefKind;
+use venus_syntax::syntax::schema::{BlockKind, Key};
+
+/// The largest world venusc models (2^20 GPUs): larger products are typos, and the memory model
+/// and the rank layout hold per-stage and per-rank tables.
+pub const MAX_WORLD: u64 = 1 << 20;
+
+/// W0003 threshold: bubble above this fraction of the iteration.
+const BUBBLE_LIMIT: f64 = 0.25;
+/// W0005 threshold: stage memory above this fraction of GPU memory.
+const MEMORY_WARN: f64 = 0.90;
+
+/// Validates a typed scenario. Returns the [`Scenario`] when no error was found, and every
+/// diagnostic (errors and warnings) in check order.
+pub fn validate(def: &ScenarioDef) -> (Option<Scenario>, Vec<Diagnostic>) {
+    let mut v = Validator::new(def);
+    let scenario = v.run();
+    (scenario, v.diags)
+}
+
+/// Validates a scenario whose definitions had errors ([`PartialScenario`]): every rule whose
+/// inputs all type-checked (or were left to their defaults) runs; a rule that reads a rejected
+/// key is skipped, so it cannot report a consequence of the default standing in for it. No
+/// [`Scenario`] is produced and the memory rules (which read everything) do not run.
+pub fn validate_partial(p: &PartialScenario) -> Vec<Diagnostic> {
+    let mut v = Validator::new(&p.def);
+    v.failed = p.failed.clone();
+    v.run_partial();
+    v.diags
+}
+
+fn loc_of<T>(o: &Opt<T>) -> Option<Loc> {
+    o.as_ref().map(|s| s.loc)
+}
+
+fn on(o: &Opt<bool>) -> bool {
+    o.as_ref().is_some_and(|s| s.value)
+}
+
+/// Joins alternatives: `a`, `a or b`, `a, b or c`.
+fn join_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [a] => a.clone(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [a] => a.clone(),
+        [init @ .., last] => format!("{} and {}", init.join(", "), last),
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The values of `pred` nearest to `current` among `candidates`, nearest first (ties: smaller).
+fn nearest(candidates: impl IntoIterator<Item = u64>, current: u64, n: usize) -> Vec<u64> {
+    let mut c: Vec<u64> = candidates.into_iter().filter(|&x| x != current).collect();
+    c.sort_by_key(|&x| (x.abs_diff(current), x));
+    c.dedup();
+    c.truncate(n);
+    c
+}
+
+/// The multiples of `step` just below (if positive) and just above `value`.
+fn neighbour_multiples(value: u64, step: u64) -> Vec<u64> {
+    let step = step.max(1);
+    let below = value / step * step;
+    let above = below.saturating_add(step);
+    let mut out = Vec::new();
+    if below > 0 && below != value {
+        out.push(below);
+    }
+    if above != value {
+        out.push(above);
+    }
+    out
+}
+
+struct Validator<'a> {
+    def: &'a ScenarioDef,
+    diags: Vec<Diagnostic>,
+    world: u64,
+    tp: u64,
+    pp: u64,
+    cp: u64,
+    ep: u64,
+    vpp: u64,
+    layers: u64,
+    heads: u64,
+    seq: u64,
+    micro_batch: u64,
+    global_batch: u64,
+    /// The keys rejected by `ty` (partial validation only).
+    failed: Vec<Key>,
+    /// The group sizes (`tp`, `cp`, `ep`) an error already rejected: W0001 says nothing about
+    /// where such a group lands.
+    rejected: Vec<&'static str>,
+}
+
+impl<'a> Validator<'a> {
+    fn new(def: &'a ScenarioDef) -> Validator<'a> {
+        let p = &def.plan;
+        let m = &def.model;
+        Validator {
+            def,
+            diags: Vec::new(),
+            world: def.cluster.world_size(),
+            tp: p.tp().max(1),
+            pp: p.pp().max(1),
+            cp: p.cp().max(1),
+            ep: p.ep().max(1),
+            vpp: p.vpp().max(1),
+            layers: m.layers.value,
+            heads: m.heads.value,
+            seq: m.seq.value,
+            micro_batch: p.micro_batch.value.max(1),
+            global_batch: p.global_batch.value,
+            failed: Vec::new(),
+            rejected: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn has_error(&self) -> bool {
+        self.diags.iter().any(Diagnostic::is_error)
+    }
+
+    fn run(&mut self) -> Option<Scenario> {
+        if !self.check_world_limit() {
+            return None;
+        }
+        let dp = self.check_world(); // E0301
+        let split = self.check_layers(); // E0302
+        self.check_heads(); // E0303
+        self.check_kv_groups(); // E0304
+        let m = dp.and_then(|dp| self.check_batch(dp)); // E0305
+        if let (Some(dp), Some(m)) = (dp, m) {
+            self.check_interleaved_microbatches(dp, m); // E0306
+        }
+        self.check_vpp(); // E0307
+        self.check_seq(); // E0308
+        self.check_experts(); // E0309
+        self.check_optimizer_flags(); // E0310
+        self.check_schedule(); // E0311
+        if let Some(dp) = dp {
+            self.check_group_spans(); // W0001
+            if let Some(m) = m {
+                self.check_bubble(dp, m); // W0003
+            }
+        }
+        self.check_sp_without_tp(); // W0006
+        if self.has_error() {
+            return None;
+        }
+        let (dp, m, split) = (dp?, m?, split?);
+        let mut scenario = self.scenario(dp, m, split);
+        scenario.memory = stage_memory(&scenario.model, &scenario.memory_plan());
+        self.check_memory(&scenario); // E0401, W0005
+        if self.has_error() {
+            return None;
+        }
+        Some(scenario)
+    }
+
+    /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
+    /// rejected.
+    fn inputs_ok(&self, keys: &[Key], cluster: bool) -> bool {
+        !self.failed.iter().any(|key| {
+            keys.contains(key)
+                || (cluster
+                    && matches!(key.block(), BlockKind::Def(DefKind::Cluster | DefKind::Gpu)))
+        })
+    }
+
+    /// [`Validator::run`] for a partial scenario: each rule only when its inputs are sound.
+    fn run_partial(&mut self) {
+        use Key::*;
+        if !self.inputs_ok(&[], true) || !self.check_world_limit() {
+            return;
+        }
+        let dp = if self.inputs_ok(&[Tp, Pp, Cp, Dp], true) {
+            self.check_world() // E0301
+        } else {
+            None
+        };
+        if self.inputs_ok(&[Pp, Vpp, FirstStageLayers, LastStageLayers, Layers], false) {
+            self.check_layers(); // E0302
+        }
+        if self.inputs_ok(&[Tp, Heads], false) {
+            self.check_heads(); // E0303
+        }
+        if self.inputs_ok(&[Tp, Heads, KvGroups], false) {
+            self.check_kv_groups(); // E0304
+        }
+        let batch_ok = self.inputs_ok(&[MicroBatch, GlobalBatch], false);
+        let m = dp.filter(|_| batch_ok).and_then(|dp| self.check_batch(dp)); // E0305
+        const SCHEDULE: &[Key] = &[Pp, Vpp, Schedule, OverlapP2p];
+        if let (Some(dp), Some(m)) = (dp, m) {
+            if self.inputs_ok(SCHEDULE, false) {
+                self.check_interleaved_microbatches(dp, m); // E0306
+            }
+        }
+        if self.inputs_ok(SCHEDULE, false) {
+            self.check_vpp(); // E0307
+            self.check_schedule(); // E0311
+        }
+        if self.inputs_ok(&[Tp, Cp, Sp, Seq], false) {
+            self.check_seq(); // E0308
+        }
+        const EXPERT: &[Key] = &[Tp, Pp, Cp, Dp, Ep];
+        let moe = [EXPERT, &[Experts, Topk, MoeFfn, SharedExpertFfn]].concat();
+        if self.inputs_ok(&moe, true) {
+            self.check_experts(); // E0309
+        }
+        let optimizer = [
+            DistributedOptimizer,
+            OverlapGradReduce,
+            OverlapParamGather,
+            DelayGradReduce,
+            DelayParamGather,
+        ];
+        if self.inputs_ok(&optimizer, false) {
+            self.check_optimizer_flags(); // E0310
+        }
+        if dp.is_some() && self.inputs_ok(EXPERT, true) {
+            self.check_group_spans(); // W0001
+        }
+        if self.inputs_ok(&[Sp, Tp], false) {
+            self.check_sp_without_tp(); // W0006
+        }
+    }
+
+    fn scenario(&self, dp: u64, m: u64, split: StageSplit) -> Scenario {
+        let def = self.def;
+        let p = &def.plan;
+        let etp = self.tp;
+        let expert_dp = self.world / (etp * self.ep * self.pp).max(1);
+        let vocab = padded_vocab(def.model.vocab.value, self.tp);
+        Scenario {
+            name: def.name.clone(),
+            model: to_plan::model(&def.model),
+            cluster: to_plan::cluster(&def.cluster),
+            plan: to_plan::plan(p),
+            expect: to_plan::expect(&def.expect),
+            world: self.world,
+            tp: self.tp,
+            pp: self.pp,
+            cp: self.cp,
+            ep: self.ep,
+            etp,
+            dp,
+            expert_dp,
+            vpp: self.vpp,
+            schedule: resolved_schedule(self.pp, self.vpp, p.schedule.as_ref().map(|s| s.value)),
+            micro_batch: self.micro_batch,
+            global_batch: self.global_batch,
+            microbatches: m,
+            // megatron/training/arguments.py:1434-1439: sp is turned off when tp = 1.
+            sp: p.sp() && self.tp > 1,
+            recompute: p.recompute(),
+            flags: Flags {
+                distributed_optimizer: on(&p.distributed_optimizer),
+                overlap_grad_reduce: on(&p.overlap_grad_reduce),
+                overlap_param_gather: on(&p.overlap_param_gather),
+                delay_grad_reduce: on(&p.delay_grad_reduce),
+                delay_param_gather: on(&p.delay_param_gather),
+                // megatron/training/arguments.py:1010-1017: cleared without interleaving.
+                overlap_p2p: on(&p.overlap_p2p) && self.vpp > 1,
+                overlap_tp_comm: on(&p.overlap_tp_comm) && p.sp() && self.tp > 1,
+            },
+            recipe: Recipe::for_precision(p.precision()),
+            split,
+            padded_vocab: vocab,
+            params: param_counts(&to_plan::model(&def.model), vocab, self.pp),
+            memory: Vec::new(),
+        }
+    }
+
+    // ---------------------------------------------------------------- W0003
+
+    fn check_bubble(&mut self, dp: u64, m: u64) {
+        let (pp, vpp) = (self.pp, self.vpp);
+        if pp <= 1 || self.has_error() {
+            return;
+        }
+        let p = &self.def.plan;
+        let written = p.schedule.as_ref().map(|s| s.value);
+        // The bubble of the schedule this plan would run with `m` microbatches and `v` chunks,
+        // from the schedule itself (equal to what its built IR shows).
+        let bubble_at = |m: u64, v: u64| -> f64 {
+            let narrow = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+            let kind = resolved_schedule(pp, v, if v > 1 { None } else { written });
+            let kind = kind.map_or(Kind::NoPipelining, Kind::from);
+            let shape = PipelineShape::new(kind, narrow(pp), narrow(v), narrow(m));
+            venus_plan::schedule::bubble(&shape).fraction()
+        };
+        let bubble = bubble_at(m, vpp);
+        if bubble <= BUBBLE_LIMIT {
+            return;
+        }
+        let interleaved = self.interleaved();
+        let mut options = Vec::new();
+        // The fewest microbatches whose bubble is within the limit; a multiple of pp when
+        // interleaved (E0306). Found by pp·3 steps at most: (pp − 1) / (m·v + pp − 1) ≤ 1/4
+        // ⇔ m·v ≥ 3·(pp − 1).
+        let step = if interleaved { pp } else { 1 };
+        let m_need = (1..=3 * pp)
+            .map(|k| k * step)
+            .find(|&m| bubble_at(m, vpp) <= BUBBLE_LIMIT)
+            .unwrap_or(3 * pp * step);
+        let gb = m_need.saturating_mul(self.micro_batch).saturating_mul(dp);
+        options.push(BubbleOption::GlobalBatch {
+            global_batch: gb,
+            microbatches: m_need,
+            bubble: Ratio(bubble_at(m_need, vpp)),
+        });
+        let per_replica = self.global_batch / dp.max(1);
+        // The largest smaller micro_batch that divides the per-replica batch into enough
+        // microbatches (divisors, so the search is bounded whatever the numbers).
+        let mb = divisors(per_replica).into_iter().rev().find(|&b| {
+            let m2 = per_replica / b;
+            b < self.micro_batch && m2 >= m_need && (!interleaved || m2.is_multiple_of(pp))
+        });
+        if let Some(b) = mb {
+            let m2 = per_replica / b;
+            options.push(BubbleOption::MicroBatch {
+                micro_batch: b,
+                microbatches: m2,
+                bubble: Ratio(bubble_at(m2, vpp)),
+            });
+        }
+        let vpp_ok = pp >= 3 || on(&p.overlap_p2p);
+        if vpp_ok
+            && m >= pp
+            && m.is_multiple_of(pp)
+            && p.first_stage_layers.is_none()
+            && p.last_stage_layers.is_none()
+        {
+            let v = (vpp + 1..=(self.layers / pp).min(64))
+                .find(|&v| self.layers.is_multiple_of(pp * v) && bubble_at(m, v) <= BUBBLE_LIMIT);
+            if let Some(v) = v {
+                options.push(BubbleOption::Vpp {
+                    vpp: v,
+                    bubble: Ratio(bubble_at(m, v)),
+                });
+            }
+        }
+        self.report(PlanProblem::Bubble(Bubble {
+            bubble: Ratio(bubble),
+            pp,
+            m,
+            vpp,
+            micro_batch: self.micro_batch,
+            primary: loc_of(&p.pp).unwrap_or(p.loc),
+            global_batch_loc: p.global_batch.loc,
+            micro_batch_loc: p.micro_batch.loc,
+            vpp_written: p.vpp.as_ref().map(|s| (s.value, s.loc)),
+            options,
+        }));
+    }
+}
+
+use crate::ty::Ratio;
+use problem::{Bubble, BubbleOption, PlanProblem};
+
+/// The schedule a plan runs: none without pipelining, else the written one or the default.
+pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Option<ScheduleKind> {
+    if pp <= 1 {
+        return None;
+    }
+    Some(written.unwrap_or(if vpp > 1 {
+        ScheduleKind::Interleaved
+    } else {
+        ScheduleKind::OneFOneB
+    }))
+}
+
+// The rules, one submodule per area (each an `impl Validator` block); they report typed
+// values that `problem` alone turns into diagnostics, and `repair` is the memory-fix search.
+mod batch;
+mod experts;
+mod flags;
+mod memory;
+mod model;
+mod problem;
+mod repair;
+mod schedule;
+mod span;
+mod world;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! The seam between the front end and the plain-data stages: typed, source-located
+//! definitions → the plain [`spec`](venus_plan::plan::spec) values and their [`Provenance`].
+//!
+//! Input: a type-checked [`ScenarioDef`]. Output: [`ModelSpec`], [`ClusterSpec`], [`PlanSpec`],
+//! [`ExpectSpec`] with every `Spanned` unwrapped, and the locations in a side table.
+//! Invariant: this is the only place a `Spanned` value becomes plain data.
+
+use crate::ty::{Cluster, Expect, Gpu, Model, Opt, Plan, ScenarioDef};
+use venus_plan::plan::spec::{
+    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
+    Provenance,
+};
+
+fn loc<T>(v: &Opt<T>) -> Option<venus_diag::diag::Loc> {
+    v.as_ref().map(|s| s.loc)
+}
+
+fn val<T: Clone>(v: &Opt<T>) -> Option<T> {
+    v.as_ref().map(|s| s.value.clone())
+}
+
+pub fn model(m: &Model) -> ModelSpec {
+    ModelSpec {
+        name: m.name.clone(),
+        hidden: m.hidden.value,
+        layers: m.layers.value,
+        heads: m.heads.value,
+        vocab: m.vocab.value,
+        seq: m.seq.value,
+        ffn: val(&m.ffn),
+        kv_groups: val(&m.kv_groups),
+        head_dim: val(&m.head_dim),
+        swiglu: val(&m.swiglu),
+        untied_embeddings: val(&m.untied_embeddings),
+        experts: val(&m.experts),
+        topk: val(&m.topk),
+        moe_ffn: val(&m.moe_ffn),
+        shared_expert_ffn: val(&m.shared_expert_ffn),
+    }
+}
+
+pub fn gpu(g: &Gpu) -> GpuSpec {
+    GpuSpec {
+        name: g.name.clone(),
+        arch: g.arch(),
+        peak: g.peak.value,
+        memory: g.memory.value,
+        mem_bw: g.mem_bw.value,
+        fp8_peak: val(&g.fp8_peak),
+    }
+}
+
+pub fn cluster(c: &Cluster) -> ClusterSpec {
+    ClusterSpec {
+        name: c.name.clone(),
+        gpu: gpu(&c.gpu),
+        dims: c
+            .dims
+            .iter()
+            .map(|d| DimSpec {
+                name: d.name.value.clone(),
+                topology: d.topology.value,
+                size: d.size.value,
+                bandwidth: d.bandwidth.value,
+                latency: d.latency.value,
+                efficiency: val(&d.efficiency),
+                algorithm: val(&d.algorithm),
+            })
+            .collect(),
+    }
+}
+
+pub fn plan(p: &Plan) -> PlanSpec {
+    PlanSpec {
+        name: p.name.clone(),
+        tp: val(&p.tp),
+        pp: val(&p.pp),
+        cp: val(&p.cp),
+        ep: val(&p.ep),
+        vpp: val(&p.vpp),
+        first_stage_layers: val(&p.first_stage_layers),
+        last_stage_layers: val(&p.last_stage_layers),
+        dp: val(&p.dp),
+        micro_batch: p.micro_batch.value,
+        global_batch: p.global_batch.value,
+        schedule: val(&p.schedule),
+        sp: val(&p.sp),
+        recompute: val(&p.recompute),
+        distributed_optimizer: val(&p.distributed_optimizer),
+        overlap_grad_reduce: val(&p.overlap_grad_reduce),
+        overlap_param_gather: val(&p.overlap_param_gather),
+        delay_grad_reduce: val(&p.delay_grad_reduce),
+        delay_param_gather: val(&p.delay_param_gather),
+        overlap_p2p: val(&p.overlap_p2p),
+        overlap_tp_comm: val(&p.overlap_tp_comm),
+        bucket_size: val(&p.bucket_size),
+        mfu: val(&p.mfu),
+        measured: p.measured.as_ref().map(|m| MeasuredSpec {
+            first: m.first.value,
+            middle: m.middle.value,
+            last: m.last.value,
+        }),
+        precision: val(&p.precision),
+        attention: val(&p.attention),
+        iterations: val(&p.iterations),
+        reserve: val(&p.reserve),
+    }
+}
+
+pub fn expect(e: &Expect) -> ExpectSpec {
+    ExpectSpec {
+        iteration_time_max: val(&e.iteration_time_max),
+        tflops_min: val(&e.tflops_min),
+        memory_max: val(&e.memory_max),
+        mfu_min: val(&e.mfu_min),
+    }
+}
+
+/// Where each part of the scenario was written.
+pub fn provenance(def: &ScenarioDef) -> Provenance {
+    let e = &def.expect;
+    Provenance {
+        scenario: def.loc,
+        model: def.model.loc,
+        cluster: def.cluster.loc,
+        gpu: def.cluster.gpu.loc,
+        plan: def.plan.loc,
+        expect: ExpectLocs {
+            iteration_time_max: loc(&e.iteration_time_max),
+            tflops_min: loc(&e.tflops_min),
+            memory_max: loc(&e.memory_max),
+            mfu_min: loc(&e.mfu_min),
+        },
+    }
+}

@@ -1,0 +1,152 @@
+//! Formatter tests: the canonical layout of blocks, dims, comments, numbers and semicolons;
+//! formatting is idempotent, and a file with syntax errors is not formatted.
+
+use super::*;
+
+fn fmt(text: &str) -> String {
+    match format(text) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}: {e:?}"),
+    }
+}
+
+#[test]
+fn short_block_is_one_line_with_one_space_inside() {
+    assert_eq!(fmt("plan   <pp 4\n dp 4>"), "plan < pp 4 dp 4 >\n");
+    assert_eq!(fmt("model m : base <\n>"), "model m : base < >\n");
+}
+
+#[test]
+fn block_with_more_than_three_items_is_one_item_per_line_with_aligned_values() {
+    let out = fmt("gpu g < peak 989TFLOP/s memory 80GiB mem_bw 3350GB/s fp8_peak 1979TFLOP/s >");
+    assert_eq!(
+        out,
+        "gpu g <\n  peak     989TFLOP/s\n  memory   80GiB\n  mem_bw   3350GB/s\n  fp8_peak 1979TFLOP/s\n>\n"
+    );
+}
+
+#[test]
+fn dims_are_aligned_column_by_column() {
+    let out =
+        fmt("cluster < gpu h100_sxm dim nvlink fc 8 450GB/s 1000ns dim ib ring 2 50GB/s 6000ns >");
+    assert_eq!(
+        out,
+        "cluster <\n  gpu h100_sxm\n  dim nvlink fc   8 450GB/s 1000ns\n  dim ib     ring 2 50GB/s  6000ns\n>\n"
+    );
+}
+
+#[test]
+fn definitions_are_separated_by_exactly_one_blank_line() {
+    let out =
+        fmt("gpu a < peak 1TFLOP/s >\n\n\n\ngpu b < peak 2TFLOP/s >\ngpu c < peak 3TFLOP/s >");
+    assert_eq!(
+        out,
+        "gpu a < peak 1TFLOP/s >\n\ngpu b < peak 2TFLOP/s >\n\ngpu c < peak 3TFLOP/s >\n"
+    );
+}
+
+#[test]
+fn comments_are_kept_own_line_and_trailing_and_force_multiline() {
+    let src = "# header\n\n# about p\nplan p < # opener\n  pp 4 # four stages\n\n\n  # batch\n  micro_batch 1\n  # last\n>  # after\n";
+    let out = fmt(src);
+    assert_eq!(
+        out,
+        "# header\n\n# about p\nplan p <  # opener\n  pp 4  # four stages\n\n  # batch\n  micro_batch 1\n  # last\n>  # after\n"
+    );
+}
+
+#[test]
+fn blank_lines_between_item_groups_are_kept_and_collapsed() {
+    let src = "model m <\n  hidden 1\n  layers 2\n\n\n\n  heads 3\n  vocab 4\n  seq 5\n>";
+    assert_eq!(
+        fmt(src),
+        "model m <\n  hidden 1\n  layers 2\n\n  heads 3\n  vocab 4\n  seq   5\n>\n"
+    );
+}
+
+#[test]
+fn numbers_units_and_strings_are_kept_as_written() {
+    let out =
+        fmt("use  \"a/b.venus\"\nmodel m < hidden 4_096 >\nplan < mfu 0.55 bucket_size 1e3MB >");
+    assert_eq!(
+        out,
+        "use \"a/b.venus\"\n\nmodel m < hidden 4_096 >\n\nplan < mfu 0.55 bucket_size 1e3MB >\n"
+    );
+}
+
+#[test]
+fn consecutive_uses_stay_grouped() {
+    assert_eq!(
+        fmt("use \"a.venus\"\nuse \"b.venus\"\n\n\nuse \"c.venus\""),
+        "use \"a.venus\"\nuse \"b.venus\"\n\nuse \"c.venus\"\n"
+    );
+}
+
+#[test]
+fn semicolons_are_dropped_unless_the_parser_needs_them() {
+    assert_eq!(fmt("plan < pp 4; dp 4; >"), "plan < pp 4 dp 4 >\n");
+    // `gpu` with its name missing: without `;` the next key would become its argument.
+    assert_eq!(
+        fmt("cluster < gpu; nodes 2 >"),
+        "cluster < gpu; nodes 2 >\n"
+    );
+    // A flag followed by an (unknown) key spelled like a flag word.
+    assert_eq!(fmt("plan < sp; on >"), "plan < sp; on >\n");
+}
+
+#[test]
+fn nested_blocks_are_multiline_and_indented() {
+    let out = fmt("scenario s < model m cluster c plan < pp 4 dp 4 > >");
+    assert_eq!(
+        out,
+        "scenario s <\n  model   m\n  cluster c\n  plan < pp 4 dp 4 >\n>\n"
+    );
+    let out = fmt("scenario s < model m cluster c plan < pp 4 dp 4 measured < first 1ms middle 1ms last 1ms > > >");
+    assert_eq!(
+        out,
+        "scenario s <\n  model   m\n  cluster c\n  plan <\n    pp 4\n    dp 4\n    measured < first 1ms middle 1ms last 1ms >\n  >\n>\n"
+    );
+}
+
+#[test]
+fn long_one_line_block_becomes_multiline() {
+    let src = "plan < distributed_optimizer overlap_grad_reduce overlap_param_gather_with_a_very_long_flag_name_x >";
+    let out = fmt(src);
+    assert!(
+        out.starts_with("plan <\n  distributed_optimizer\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn syntax_errors_are_returned_and_nothing_is_formatted() {
+    match format("model m < hidden 4096 ") {
+        Err(FormatError::Syntax(d)) => assert_eq!(d[0].code, venus_diag::diag::Code::E0002),
+        other => panic!("{other:?}"),
+    }
+    match format("gpu g < mem_bw 450 GB/s >") {
+        Err(FormatError::Syntax(d)) => assert_eq!(d[0].code, venus_diag::diag::Code::E0003),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn formatting_is_idempotent_on_the_test_inputs() {
+    for src in [
+        "# header\n\n# about p\nplan p < # opener\n  pp 4 # four stages\n\n\n  # batch\n  micro_batch 1\n  # last\n>  # after\n",
+        "scenario s < model m cluster c plan < pp 4 dp 4 measured < first 1ms middle 1ms last 1ms > > >",
+        "cluster < gpu h100_sxm dim nvlink fc 8 450GB/s 1000ns # nv\n dim ib ring 2 50GB/s 6000ns >",
+        "model # odd\n m < hidden 1 >",
+        "",
+        "# only a comment",
+    ] {
+        let once = fmt(src);
+        assert_eq!(fmt(&once), once, "{src:?}");
+    }
+}
+
+#[test]
+fn empty_file_stays_empty_and_comment_only_file_keeps_its_comment() {
+    assert_eq!(fmt("\n\n"), "");
+    assert_eq!(fmt("# c\n\n"), "# c\n");
+}

@@ -1,0 +1,548 @@
+//! The simulator's own compute model (used when the plan sets neither `mfu` nor `measured`).
+//!
+//! Input: a [`Scenario`] and a [`Calibration`]. Output: per-layer forward and backward times of
+//! the attention and MLP blocks, embedding and output-layer extras, and the optimizer step.
+//!
+//! Per layer and microbatch, on one rank (tokens `T = s/cp · b`):
+//! - GEMMs at `peak × gemm efficiency(shape)` (fp8 peak with `precision fp8`): QKV
+//!   `2·T·h·(q + 2·kv)/tp` (grouped-query attention: `kv = kv_groups · head_dim`), output
+//!   projection `2·T·q·h/tp`, MLP up (+ gate with SwiGLU) and down `2·T·h·ffn·(3 or 2)/tp`; on a
+//!   MoE layer the router `2·T·h·E` and the expert GEMMs over `T·topk` token copies
+//!   `2·T·topk·h·moe_ffn·(3 or 2)/etp` (each EP rank gets `T·topk` pairs on average), plus a
+//!   shared expert like a dense MLP;
+//! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`) at its
+//!   own efficiency; backward ×[`Calibration::attention_backward`] (flash recomputes the scores);
+//! - memory-bound work at `mem_bw × memory efficiency`: two norms, two residual adds and two
+//!   dropouts over `h` per token (on `T/tp` tokens with `sp`), rotary embedding on q and k and
+//!   the activation function on `ffn/tp`; backward ×[`Calibration::memory_backward`];
+//! - GEMM backward = 2 × forward (input and weight gradients); the weight-gradient share
+//!   ([`Pass::Weight`]) is one forward of every GEMM with its kernel overhead, the embedding's
+//!   whole backward (a gradient scatter-add into the weights) and the logits GEMM;
+//! - recompute adds the recomputed forward to the backward: `selective` the attention core,
+//!   `full` the whole layer;
+//! - TP and CP divide the work as above; `sp` changes only the memory-bound token count.
+//!
+//! The embedding (stage 0, chunk 0) is a memory-bound lookup; the output layer (last stage,
+//! last chunk) is the logits GEMM `2·T·h·V/tp`, the final norm, and a memory-bound fp32 cross
+//! entropy over the logits. The optimizer step streams [`Calibration::optimizer_bytes_per_param`]
+//! per local parameter (the rank's shard with the distributed optimizer) at HBM bandwidth.
+//!
+//! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
+
+use super::{ChunkCost, ComputeModel, Pass};
+use venus_base::base::{Attention, BytesPerSec, Dtype, FlopsPerSec, GpuArch, Recompute, Seconds};
+use venus_plan::plan::Scenario;
+
+/// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
+///
+/// Structural figures (bytes per element, backward/forward ratios) come from the kernels'
+/// definitions; the efficiencies were fitted once per GPU type to the BF16 dense rows of the
+/// published-runs table (`docs/validation.md`), never per row: `gemm_efficiency`,
+/// `gemm_half_dim` and `kernel_overhead` set how far from peak a layer runs, and the same values
+/// serve every model size of that GPU.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Fraction of peak an unboundedly large GEMM reaches (cuBLAS/cuBLASLt).
+    pub gemm_efficiency: f64,
+    /// Each GEMM dimension `d` scales the efficiency by `d / (d + gemm_half_dim)`: tile
+    /// quantisation, wave tails and the fixed prologue/epilogue of a kernel cost about
+    /// `gemm_half_dim` rows' worth per dimension, so small and skinny GEMMs run further from
+    /// peak (a 2048³ GEMM at `gemm_half_dim` 128 reaches 0.83 of a huge one).
+    pub gemm_half_dim: f64,
+    /// Fraction of (bf16) peak of causal flash attention forward (FlashAttention-2 on A100
+    /// about 0.5-0.6 of peak forward; cuDNN / FlashAttention-3 on H100 0.5-0.6 in bf16).
+    pub attention_efficiency: f64,
+    /// Flash attention backward / forward time: dQ, dK, dV plus the recomputed scores are
+    /// 2.5× the forward FLOPs (Dao 2023, FlashAttention-2 §3.2).
+    pub attention_backward: f64,
+    /// HBM bytes per score element of the unfused attention forward: `baddbmm` writes the
+    /// scores (2), the fused scale-mask-softmax reads and writes them (4), dropout reads them
+    /// and writes its output and a 1-byte mask (5), the `bmm` with V reads them (2).
+    pub unfused_bytes_per_score: f64,
+    /// Fraction of HBM bandwidth reached by elementwise kernels (STREAM-like copies reach
+    /// about 0.8-0.9 of the datasheet bandwidth on A100 and H100).
+    pub memory_efficiency: f64,
+    /// Memory-bound backward / forward traffic (read the saved input and the output
+    /// gradient, write the input gradient: about twice the forward's read + write).
+    pub memory_backward: f64,
+    /// Fixed cost per kernel (launch, ramp-up and tail), seconds; a layer's forward runs
+    /// about [`KERNELS_ATTENTION`] + [`KERNELS_MLP`] kernels, its backward twice as many.
+    pub kernel_overhead: Seconds,
+    /// Bytes moved per parameter by an Adam step with mixed precision: read fp32 param, grad,
+    /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
+    /// gradient unscale / norm passes.
+    pub optimizer_bytes_per_param: f64,
+}
+
+/// Kernels of one layer's attention block forward: norm, QKV GEMM, rotary / bias, attention
+/// (flash: 1; unfused: baddbmm, softmax, dropout, bmm count as 3 more), output projection,
+/// dropout + residual.
+pub const KERNELS_ATTENTION: f64 = 6.0;
+/// Kernels of one layer's MLP block forward: norm, FC1, activation, FC2, dropout + residual.
+pub const KERNELS_MLP: f64 = 5.0;
+
+impl Default for Calibration {
+    /// The Hopper (H100) calibration.
+    fn default() -> Calibration {
+        Calibration::hopper()
+    }
+}
+
+impl Calibration {
+    /// H100 SXM (also H200, and Blackwell until it has measured rows with a full plan):
+    /// fitted to the Megatron-LM README H100 table.
+    pub fn hopper() -> Calibration {
+        Calibration {
+            gemm_efficiency: 0.80,
+            gemm_half_dim: 320.0,
+            attention_efficiency: 0.5,
+            attention_backward: 2.5,
+            unfused_bytes_per_score: 13.0,
+            memory_efficiency: 0.8,
+            memory_backward: 2.0,
+            kernel_overhead: Seconds(5e-6),
+            optimizer_bytes_per_param: 34.0,
+        }
+    }
+
+    /// A100: fitted to SC21 Table 1 and MegaScale's Megatron-LM rows.
+    pub fn ampere() -> Calibration {
+        Calibration {
+            gemm_efficiency: 0.86,
+            gemm_half_dim: 200.0,
+            attention_efficiency: 0.5,
+            attention_backward: 2.5,
+            unfused_bytes_per_score: 13.0,
+            memory_efficiency: 0.8,
+            memory_backward: 2.0,
+            kernel_overhead: Seconds(5e-6),
+            optimizer_bytes_per_param: 34.0,
+        }
+    }
+
+    /// The calibration for a GPU architecture (never for a name: a GPU renamed or written
+    /// inline is costed as the one it copies).
+    pub fn for_arch(arch: GpuArch) -> Calibration {
+        match arch {
+            GpuArch::Ampere => Calibration::ampere(),
+            // Calibration note: no published Blackwell or MI300X run is fitted yet, so these
+            // use Hopper's constants, as every non-A100 GPU did before `arch` existed; a fit of
+            // their own replaces this arm.
+            GpuArch::Hopper | GpuArch::Blackwell | GpuArch::Cdna3 => Calibration::hopper(),
+        }
+    }
+
+    /// Efficiency of a GEMM `[m × k] · [k × n]`.
+    pub fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
+        let f = |d: f64| d.max(0.0) / (d.max(0.0) + self.gemm_half_dim);
+        self.gemm_efficiency * f(m) * f(n) * f(k)
+    }
+}
+
+/// The per-layer, per-microbatch work of one rank, in seconds per block and pass.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+struct Blocks {
+    attention_f: f64,
+    attention_b: f64,
+    mlp_f: f64,
+    mlp_b: f64,
+    /// Weight-gradient shares of the backwards.
+    attention_w: f64,
+    mlp_w: f64,
+}
+
+/// The analytic model, with every per-layer figure computed once.
+#[derive(Clone, Debug)]
+pub struct AnalyticModel {
+    cal: Calibration,
+    blocks: Blocks,
+    embedding: (f64, f64),
+    output: (f64, f64),
+    /// The output layer's weight gradient (the logits GEMM's `dW`).
+    output_weight: f64,
+    /// Optimizer step per stage, stage 0 first.
+    optimizer: Vec<f64>,
+    split: venus_plan::plan::StageSplit,
+    pp: u64,
+    vpp: u64,
+}
+
+impl AnalyticModel {
+    pub fn new(sc: &Scenario, cal: Calibration) -> AnalyticModel {
+        let w = Work::new(sc, cal);
+        AnalyticModel {
+            cal,
+            blocks: w.blocks(),
+            embedding: w.embedding(),
+            output: w.output(),
+            output_weight: w.output_weight(),
+            optimizer: (0..sc.pp.min(1 << 20))
+                .map(|s| w.optimizer_step(s))
+                .collect(),
+            split: sc.split,
+            pp: sc.pp,
+            vpp: sc.vpp.max(1),
+        }
+    }
+
+    pub fn calibration(&self) -> &Calibration {
+        &self.cal
+    }
+
+    /// The weight-gradient share of a chunk's backward (see the module header).
+    fn weight_gradient(&self, stage: u64, chunk: u64) -> ChunkCost {
+        let pre = if stage == 0 && chunk == 0 {
+            self.embedding.1
+        } else {
+            0.0
+        };
+        let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
+            self.output_weight
+        } else {
+            0.0
+        };
+        ChunkCost::from_pieces(
+            Seconds(pre),
+            self.split.chunk_layers(stage),
+            Seconds(self.blocks.attention_w),
+            Seconds(self.blocks.mlp_w),
+            Seconds(post),
+        )
+    }
+}
+
+impl ComputeModel for AnalyticModel {
+    fn chunk(&self, stage: u64, chunk: u64, pass: Pass) -> ChunkCost {
+        if pass == Pass::Weight {
+            return self.weight_gradient(stage, chunk);
+        }
+        let fwd = pass == Pass::Forward;
+        let pick = |(f, b): (f64, f64)| Seconds(if fwd { f } else { b });
+        let pre = if stage == 0 && chunk == 0 {
+            pick(self.embedding)
+        } else {
+            Seconds(0.0)
+        };
+        let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
+            pick(self.output)
+        } else {
+            Seconds(0.0)
+        };
+        let b = &self.blocks;
+        let (attention, mlp) = if fwd {
+            (b.attention_f, b.mlp_f)
+        } else {
+            (b.attention_b, b.mlp_b)
+        };
+        ChunkCost::from_pieces(
+            pre,
+            self.split.chunk_layers(stage),
+            Seconds(attention),
+            Seconds(mlp),
+            post,
+        )
+    }
+
+    fn optimizer_step(&self, stage: u64) -> Seconds {
+        Seconds(self.optimizer.get(stage as usize).copied().unwrap_or(0.0))
+    }
+
+    fn name(&self) -> &'static str {
+        "analytic"
+    }
+}
+
+/// The scenario's numbers as `f64`, and the rates.
+struct Work {
+    cal: Calibration,
+    gemm_peak: FlopsPerSec,
+    bf16_peak: FlopsPerSec,
+    mem_bw: BytesPerSec,
+    /// Bytes per activation element (the recipe's `activations`).
+    act_bytes: f64,
+    /// Tokens per rank per microbatch (`s/cp · b`).
+    t: f64,
+    /// Tokens of the memory-bound, sequence-parallel regions (`T/tp` with `sp`).
+    t_sp: f64,
+    s: f64,
+    b: f64,
+    h: f64,
+    q: f64,
+    kv: f64,
+    ffn: f64,
+    swiglu: bool,
+    tp: f64,
+    etp: f64,
+    ep: f64,
+    cp: f64,
+    moe: Option<Moe>,
+    vocab: f64,
+    recompute: Recompute,
+    attention: Attention,
+    head_dim: f64,
+    sc_stage_params: Vec<(f64, f64)>,
+    dp: f64,
+    expert_dp: f64,
+    distributed_optimizer: bool,
+}
+
+struct Moe {
+    experts: f64,
+    topk: f64,
+    ffn: f64,
+    shared_ffn: f64,
+}
+
+impl Work {
+    fn new(sc: &Scenario, cal: Calibration) -> Work {
+        let m = &sc.model;
+        let gpu = &sc.cluster.gpu;
+        let f = |v: u64| v as f64;
+        let tp = f(sc.tp.max(1));
+        let cp = f(sc.cp.max(1));
+        let t = f(m.seq) / cp * f(sc.micro_batch);
+        let moe = m.is_moe().then(|| Moe {
+            experts: f(m.experts().max(1)),
+            topk: f(m.topk().max(1)),
+            ffn: f(m.moe_ffn()),
+            shared_ffn: f(m.shared_expert_ffn()),
+        });
+        let per_layer = sc.params.per_layer;
+        let expert_per_layer = f(per_layer.experts);
+        let dense_per_layer = f(per_layer.total()) - expert_per_layer;
+        let sc_stage_params = (0..sc.pp.min(1 << 20))
+            .map(|s| {
+                let layers = f(sc.stage_layers(s));
+                let extras = f(sc.stage_params(s)) - f(per_layer.total()) * layers;
+                (dense_per_layer * layers + extras, expert_per_layer * layers)
+            })
+            .collect();
+        Work {
+            cal,
+            gemm_peak: match sc.recipe.gemm {
+                Dtype::Fp8 => gpu.fp8_peak(),
+                Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp32 => gpu.peak,
+            },
+            bf16_peak: gpu.peak,
+            mem_bw: gpu.mem_bw,
+            act_bytes: sc.recipe.activations.bytes() as f64,
+            t,
+            t_sp: if sc.sp { t / tp } else { t },
+            s: f(m.seq),
+            b: f(sc.micro_batch),
+            h: f(m.hidden),
+            q: f(m.heads) * f(m.head_dim()),
+            kv: f(m.kv_groups()) * f(m.head_dim()),
+            ffn: f(m.ffn()),
+            swiglu: m.swiglu(),
+            tp,
+            etp: f(sc.etp.max(1)),
+            ep: f(sc.ep.max(1)),
+            cp,
+            moe,
+            vocab: f(sc.padded_vocab),
+            recompute: sc.recompute,
+            attention: sc.plan.attention(),
+            head_dim: f(m.head_dim()),
+            sc_stage_params,
+            dp: f(sc.dp.max(1)),
+            expert_dp: f(sc.expert_dp.max(1)),
+            distributed_optimizer: sc.flags.distributed_optimizer,
+        }
+    }
+
+    /// Seconds of one GEMM `[m × k] · [k × n]` (`2·m·n·k` FLOPs).
+    fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        if flops <= 0.0 {
+            return 0.0;
+        }
+        let eff = self.cal.gemm(m, n, k);
+        if eff <= 0.0 {
+            return 0.0;
+        }
+        flops / (self.gemm_peak.0 * eff)
+    }
+
+    /// Seconds to stream `bytes` through HBM.
+    fn memory(&self, bytes: f64) -> f64 {
+        bytes.max(0.0) / (self.mem_bw.0 * self.cal.memory_efficiency)
+    }
+
+    /// Attention core forward of one layer, seconds, and the backward / forward ratio.
+    /// Flash: causal `2·b·s·(s/cp)·q/tp` FLOPs (half of `4·b·s_q·s_k·q`) at the attention
+    /// efficiency. Unfused: the full (non-causal) `4·b·s_q·s_k·q/tp` FLOPs as batched GEMMs
+    /// with inner dimension `head_dim`, plus the score traffic through HBM.
+    fn attention_core(&self) -> (f64, f64) {
+        match self.attention {
+            Attention::Flash => {
+                let flops = 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp;
+                (
+                    flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
+                    self.cal.attention_backward,
+                )
+            }
+            Attention::Unfused => {
+                let heads = (self.q / self.head_dim.max(1.0) / self.tp).max(1.0);
+                let (sq, sk) = (self.s / self.cp, self.s);
+                // QKᵀ and ·V: `2·sq·sk·d` FLOPs each per head and sequence. Their thin inner
+                // (or outer) dimension `d` makes them bound by the score traffic counted
+                // below, so the FLOPs run at the large-GEMM efficiency (no shape penalty,
+                // which would count that traffic twice).
+                let scores = self.b * heads * sq * sk;
+                let gemms =
+                    4.0 * scores * self.head_dim / (self.gemm_peak.0 * self.cal.gemm_efficiency);
+                let mem = self.memory(scores * self.cal.unfused_bytes_per_score);
+                let fwd = gemms + mem;
+                let bwd = 2.0 * gemms + self.cal.memory_backward * mem;
+                (fwd, if fwd > 0.0 { bwd / fwd } else { 0.0 })
+            }
+        }
+    }
+
+    fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
+        let up = if self.swiglu { 2.0 * ffn } else { ffn };
+        self.gemm(tokens, up / split, self.h) + self.gemm(tokens, self.h, ffn / split)
+    }
+
+    fn blocks(&self) -> Blocks {
+        let (t, h, tp) = (self.t, self.h, self.tp);
+        // Attention block: QKV, core, projection; norm + residual + dropout over h.
+        let attn_gemm =
+            self.gemm(t, (self.q + 2.0 * self.kv) / tp, h) + self.gemm(t, h, self.q / tp);
+        let (core, core_backward) = self.attention_core();
+        // Bytes per token of norm (read h, write h), residual add (read 2h, write h) and
+        // dropout (read h, write h, a 1-byte mask): 7.5h elements of 2 bytes.
+        let ew_bytes = 15.0 * h;
+        // Rotary embedding reads and writes q and k.
+        let rotary = t * 2.0 * (self.q + self.kv) / tp * self.act_bytes;
+        let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
+        // MLP block: GEMMs, activation; norm + residual + dropout over h.
+        // Activation-function elements (the MLP inner size per token, over all experts).
+        let (mlp_gemm, act_elems) = match &self.moe {
+            None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp),
+            Some(moe) => {
+                let router = self.gemm(t, moe.experts, h);
+                let pairs = t * moe.topk;
+                // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
+                let rows = pairs * self.ep / moe.experts;
+                let local_experts = (moe.experts / self.ep).max(1.0);
+                let experts = local_experts * self.mlp_gemms(rows, moe.ffn, self.etp);
+                let shared = if moe.shared_ffn > 0.0 {
+                    self.mlp_gemms(t, moe.shared_ffn, tp)
+                } else {
+                    0.0
+                };
+                (
+                    router + experts + shared,
+                    pairs * moe.ffn / self.etp + t * moe.shared_ffn / tp,
+                )
+            }
+        };
+        // SwiGLU reads gate and up and writes one; GeLU reads one and writes one.
+        let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * self.act_bytes;
+        let mlp_mem = self.memory(self.t_sp * ew_bytes + act_elems * act_bytes_per_elem);
+        let unfused_kernels = match self.attention {
+            Attention::Flash => 0.0,
+            Attention::Unfused => 3.0,
+        };
+        let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead.0;
+        let k_mlp = KERNELS_MLP * self.cal.kernel_overhead.0;
+        let attention_f = attn_gemm + core + attn_mem + k_attn;
+        let mlp_f = mlp_gemm + mlp_mem + k_mlp;
+        let mut attention_b =
+            2.0 * (attn_gemm + k_attn) + core_backward * core + self.cal.memory_backward * attn_mem;
+        let mut mlp_b = 2.0 * (mlp_gemm + k_mlp) + self.cal.memory_backward * mlp_mem;
+        match self.recompute {
+            Recompute::None => {}
+            // Megatron's selective recompute redoes the attention core (core_attention).
+            Recompute::Selective => attention_b += core,
+            Recompute::Full => {
+                attention_b += attention_f;
+                mlp_b += mlp_f;
+            }
+        }
+        Blocks {
+            attention_f,
+            attention_b,
+            mlp_f,
+            mlp_b,
+            attention_w: attn_gemm + k_attn,
+            mlp_w: mlp_gemm + k_mlp,
+        }
+    }
+
+    /// Embedding lookup: read rows and write `[T, h]` (forward); scatter-add the gradient
+    /// into the fp32 main grad (backward).
+    fn embedding(&self) -> (f64, f64) {
+        let fwd = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
+        let bwd = self.memory(self.t_sp * self.h * (self.act_bytes + 2.0 * 4.0));
+        (fwd, bwd)
+    }
+
+    /// Final norm, logits GEMM, fp32 cross entropy over the vocabulary shard.
+    fn output(&self) -> (f64, f64) {
+        let logits = self.gemm(self.t, self.vocab / self.tp, self.h);
+        let norm = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
+        // Read bf16 logits, write fp32 softmax, read it again for the loss.
+        let ce = self.memory(self.t * self.vocab / self.tp * (self.act_bytes + 4.0 + 4.0));
+        let fwd = logits + norm + ce;
+        let bwd = 2.0 * logits + self.cal.memory_backward * (norm + ce);
+        (fwd, bwd)
+    }
+
+    /// The logits GEMM's weight gradient, one forward's worth (`dW = Xᵀ·dY`).
+    fn output_weight(&self) -> f64 {
+        self.gemm(self.t, self.vocab / self.tp, self.h)
+    }
+
+    fn optimizer_step(&self, stage: u64) -> f64 {
+        let (dense, expert) = self
+            .sc_stage_params
+            .get(stage as usize)
+            .copied()
+            .unwrap_or((0.0, 0.0));
+        let mut dense_local = dense / self.tp;
+        let mut expert_local = expert / (self.ep * self.etp);
+        if self.distributed_optimizer {
+            dense_local /= self.dp * self.cp;
+            expert_local /= self.expert_dp;
+        }
+        self.memory((dense_local + expert_local) * self.cal.optimizer_bytes_per_param)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gemm_efficiency_falls_with_each_small_dimension() {
+        let c = Calibration {
+            gemm_efficiency: 0.8,
+            gemm_half_dim: 128.0,
+            ..Calibration::default()
+        };
+        let f = 2048.0 / (2048.0 + 128.0);
+        assert!((c.gemm(2048.0, 2048.0, 2048.0) - 0.8 * f * f * f).abs() < 1e-15);
+        // A skinny GEMM (128 columns) runs at half the efficiency of a wide one.
+        let wide = c.gemm(4096.0, 4096.0, 4096.0);
+        let skinny = c.gemm(4096.0, 128.0, 4096.0);
+        let g = 4096.0 / (4096.0 + 128.0);
+        assert!((skinny / wide - 0.5 / g).abs() < 1e-12);
+        assert_eq!(c.gemm(0.0, 10.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn ampere_and_hopper_have_their_own_calibration() {
+        assert_eq!(
+            Calibration::for_arch(GpuArch::Ampere),
+            Calibration::ampere()
+        );
+        assert_eq!(
+            Calibration::for_arch(GpuArch::Hopper),
+            Calibration::hopper()
+        );
+        assert_ne!(Calibration::ampere(), Calibration::hopper());
+    }
+}

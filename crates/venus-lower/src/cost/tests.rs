@@ -1,0 +1,190 @@
+//! Tests of the compute models on the VenusSim demo and small variations.
+
+use super::*;
+use venus_front::testutil::{demo, set};
+use venus_front::ty::{FlopsPerSec, Measured, Recompute, ScenarioDef};
+
+fn validate(d: &ScenarioDef) -> Scenario {
+    venus_front::validate(d).0.expect("scenario validates")
+}
+
+/// The demo at VenusSim's 1000 TFLOP/s peak with `mfu 100%`.
+fn demo_mfu() -> Scenario {
+    let mut d = demo();
+    d.cluster.gpu.peak.value = FlopsPerSec(1000e12);
+    set(&mut d.plan.mfu, Ratio(1.0));
+    validate(&d)
+}
+
+#[test]
+fn mfu_model_gives_venussim_node_durations() {
+    let sc = demo_mfu();
+    let m = model_for(&sc);
+    assert_eq!(m.name(), "mfu");
+    let plain = m.chunk(3, 0, Pass::Forward);
+    assert_eq!(plain.total, Seconds::from_ns(7_102_845.0));
+    assert_eq!(plain.layers, 2);
+    // Split evenly over 2 layers × 2 blocks.
+    assert_eq!(plain.attention, Seconds::from_ns(7_102_845.0 / 4.0));
+    let first = m.chunk(0, 0, Pass::Forward);
+    assert_eq!(first.total, Seconds::from_ns(9_621_843.0));
+    assert_eq!(m.chunk(0, 1, Pass::Forward).total, plain.total);
+    assert_eq!(m.chunk(7, 1, Pass::Forward).total, first.total);
+    assert_eq!(
+        m.chunk(3, 1, Pass::Backward).total,
+        Seconds::from_ns(14_205_690.0)
+    );
+}
+
+#[test]
+fn measured_model_splits_one_third_two_thirds_per_stage_kind() {
+    let mut d = demo();
+    d.plan.measured = Some(Measured {
+        first: venus_front::testutil::sp(Seconds(0.030)),
+        middle: venus_front::testutil::sp(Seconds(0.021)),
+        last: venus_front::testutil::sp(Seconds(0.027)),
+        loc: venus_front::testutil::loc(),
+    });
+    set(&mut d.plan.mfu, Ratio(0.5));
+    let sc = validate(&d);
+    let m = model_for(&sc);
+    assert_eq!(m.name(), "measured");
+    assert_eq!(
+        m.chunk(0, 1, Pass::Forward).total,
+        Seconds::from_ns(10_000_000.0)
+    );
+    assert_eq!(
+        m.chunk(0, 0, Pass::Backward).total,
+        Seconds::from_ns(20_000_000.0)
+    );
+    assert_eq!(
+        m.chunk(4, 0, Pass::Forward).total,
+        Seconds::from_ns(7_000_000.0)
+    );
+    assert_eq!(
+        m.chunk(7, 0, Pass::Backward).total,
+        Seconds::from_ns(18_000_000.0)
+    );
+}
+
+#[test]
+fn analytic_model_prices_the_demo_layer_near_its_flops_at_gemm_efficiency() {
+    let sc = validate(&demo());
+    let m = model_for(&sc);
+    assert_eq!(m.name(), "analytic");
+    let c = m.chunk(3, 0, Pass::Forward);
+    assert_eq!(c.layers, 2);
+    assert_eq!((c.pre, c.post), (Seconds(0.0), Seconds(0.0)));
+    // Layer GEMM FLOPs (T = 4096 tokens): QKV 2·T·h·(h + 2·1024) + proj 2·T·h² + MLP
+    // 2·T·h·3·16384 at the shape-dependent GEMM efficiency of 989 TFLOP/s, plus attention,
+    // memory-bound work and kernel overheads.
+    let t = 4096.0;
+    let h = 4096.0;
+    let gemm = 2.0 * t * h * (h + 2048.0) + 2.0 * t * h * h + 2.0 * t * h * 3.0 * 16384.0;
+    // Every GEMM of the demo has all dimensions ≥ 4096, so none runs below this efficiency.
+    let eff = Calibration::hopper().gemm(4096.0, 4096.0, 4096.0);
+    let gemm_s = gemm / (989e12 * eff);
+    let layer = c.attention.0 + c.mlp.0;
+    assert!(
+        layer > gemm_s * 0.9 && layer < gemm_s * 1.25,
+        "{layer} vs {gemm_s}"
+    );
+    // Backward is a bit more than twice the forward (flash attention backward is 2.5×).
+    let b = m.chunk(3, 0, Pass::Backward);
+    let ratio = (b.attention.0 + b.mlp.0) / layer;
+    assert!(ratio > 2.0 && ratio < 2.2, "{ratio}");
+    // The embedding and the output layer sit on their chunks only.
+    assert!(m.chunk(0, 0, Pass::Forward).pre.0 > 0.0);
+    assert_eq!(m.chunk(0, 1, Pass::Forward).pre.0, 0.0);
+    assert!(m.chunk(7, 1, Pass::Forward).post.0 > 0.0);
+    assert_eq!(m.chunk(7, 0, Pass::Forward).post.0, 0.0);
+}
+
+#[test]
+fn analytic_recompute_adds_forward_work_to_backward_only() {
+    let base = validate(&demo());
+    let mut d = demo();
+    set(&mut d.plan.recompute, Recompute::Full);
+    let full = validate(&d);
+    let mut d = demo();
+    set(&mut d.plan.recompute, Recompute::Selective);
+    let sel = validate(&d);
+    let cal = Calibration::default();
+    let (b, f, s) = (
+        AnalyticModel::new(&base, cal),
+        AnalyticModel::new(&full, cal),
+        AnalyticModel::new(&sel, cal),
+    );
+    let fw = b.chunk(2, 0, Pass::Forward);
+    assert_eq!(f.chunk(2, 0, Pass::Forward), fw);
+    let bw = b.chunk(2, 0, Pass::Backward);
+    let fb = f.chunk(2, 0, Pass::Backward);
+    assert!((fb.attention.0 - bw.attention.0 - fw.attention.0).abs() < 1e-12);
+    assert!((fb.mlp.0 - bw.mlp.0 - fw.mlp.0).abs() < 1e-12);
+    let sb = s.chunk(2, 0, Pass::Backward);
+    assert!(sb.attention.0 > bw.attention.0 && sb.attention.0 < fb.attention.0);
+    assert_eq!(sb.mlp, bw.mlp);
+}
+
+#[test]
+fn analytic_optimizer_step_shrinks_with_the_distributed_optimizer() {
+    let sc = validate(&demo());
+    let m = AnalyticModel::new(&sc, Calibration::default());
+    let mut d = demo();
+    set(&mut d.plan.distributed_optimizer, false);
+    set(&mut d.plan.overlap_grad_reduce, false);
+    set(&mut d.plan.overlap_param_gather, false);
+    let plain = AnalyticModel::new(&validate(&d), Calibration::default());
+    let (a, b) = (m.optimizer_step(3).0, plain.optimizer_step(3).0);
+    assert!((b / a - 2.0).abs() < 1e-9, "{a} {b}");
+    // Middle stage: 4 layers of 233.0M params (with norms) = 932.2M local, halved by dp 2,
+    // × 34 B at 0.8 × 3.35 TB/s.
+    let params = 4.0 * sc.params.per_layer.total() as f64 / 2.0;
+    assert!((a - params * 34.0 / (3.35e12 * 0.8)).abs() < 1e-12);
+}
+
+#[test]
+fn mfu_weight_gradient_is_half_the_venussim_backward() {
+    // W ≈ B (Qi et al., ICLR 2024): 14,205,690 ns of backward split 7,102,845 + 7,102,845.
+    let m = model_for(&demo_mfu());
+    let w = m.chunk(3, 1, Pass::Weight);
+    assert_eq!(w.total, Seconds::from_ns(7_102_845.0));
+    assert_eq!(m.input_gradient(3, 1).total, Seconds::from_ns(7_102_845.0));
+}
+
+#[test]
+fn analytic_weight_gradient_is_one_forward_of_the_gemms_and_the_rest_is_input_gradient() {
+    let sc = validate(&demo());
+    let m = AnalyticModel::new(&sc, Calibration::default());
+    for (stage, chunk) in [(0, 0), (3, 0), (7, 1)] {
+        let (f, b, w) = (
+            m.chunk(stage, chunk, Pass::Forward),
+            m.chunk(stage, chunk, Pass::Backward),
+            m.chunk(stage, chunk, Pass::Weight),
+        );
+        let i = m.input_gradient(stage, chunk);
+        // B + W is the whole backward, piece by piece.
+        for (bi, ii, wi) in [
+            (b.pre, i.pre, w.pre),
+            (b.attention, i.attention, w.attention),
+            (b.mlp, i.mlp, w.mlp),
+            (b.post, i.post, w.post),
+            (b.total, i.total, w.total),
+        ] {
+            assert!((ii.0 + wi.0 - bi.0).abs() < 1e-12, "{stage} {chunk}");
+        }
+        // The weight gradient holds no attention core or element-wise work, so it is below
+        // the forward, and below half of the backward.
+        assert!(w.attention.0 > 0.0 && w.attention.0 < f.attention.0);
+        assert!(w.mlp.0 > 0.0 && w.mlp.0 < f.mlp.0);
+        assert!(w.total.0 < b.total.0 / 2.0);
+    }
+    // The embedding's backward is all weight gradient; the output layer's dW is its logits GEMM.
+    assert_eq!(
+        m.chunk(0, 0, Pass::Weight).pre,
+        m.chunk(0, 0, Pass::Backward).pre
+    );
+    assert_eq!(m.input_gradient(0, 0).pre.0, 0.0);
+    assert!(m.chunk(7, 1, Pass::Weight).post.0 > 0.0);
+    assert_eq!(m.chunk(3, 0, Pass::Weight).post.0, 0.0);
+}

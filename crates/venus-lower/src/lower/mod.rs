@@ -1,0 +1,1387 @@
+//! Lowering: a validated [`Scenario`] → engine [`Trace`] + [`Network`].
+//!
+//! Input: the scenario and [`LowerOptions`]. Output: [`Lowered`], the trace of every simulated
+//! rank, the network, the rank layout and what a report needs (iteration boundaries per rank,
+//! representatives of the symmetry classes, the compute model's name).
+//!
+//! Per rank, the schedule IR of its pipeline rank ([`ScheduleIr`], Megatron's exact op order)
+//! is walked `iterations` times and each op becomes nodes:
+//! - **Compute** (stream 0): one node per (microbatch, chunk) and pass when nothing has to sit
+//!   between layers, else per layer an attention and an MLP piece (plus embedding / output
+//!   pieces), all labelled `F3.1` / `B3.1`. Durations come from the [`ComputeModel`] the plan
+//!   selects ([`crate::cost::model_for`]).
+//! - **Pipeline P2P**: each transfer of a call is a send/receive to the pp neighbour
+//!   (`layout.pp_next/prev`) of `[s/cp (/tp with sp), b, h]` × 2 bytes (megatron-semantics.md
+//!   §4.1), on its own stream per port (send-next, recv-prev, send-prev, recv-next): the
+//!   transfers of one call run concurrently, as `batch_isend_irecv` does, and the two
+//!   directions never queue behind each other. Tags: 0 activations, 1 gradients. A blocking
+//!   call makes everything the host issues next wait for its transfers; an async call's
+//!   transfers are waited on at the IR's `Wait`.
+//! - **TP** (tp > 1, on the compute stream, hence on the critical path): per layer forward an
+//!   all-reduce after the attention and after the MLP block of `[s/cp, b, h]` × 2 bytes; with
+//!   `sp` an all-gather before and a reduce-scatter after each block instead. Backward mirrors
+//!   them: two all-reduces (input gradients of QKV and FC1), or with `sp` per block an
+//!   all-gather of the output gradient, an all-gather re-gathering the saved input for the
+//!   weight gradient, and a reduce-scatter of the input gradient (§4.2). Full recompute
+//!   repeats the forward collectives before the layer's backward.
+//! - **CP** (cp > 1): per layer, cp − 1 ring steps of one K/V block
+//!   `2·(s/cp)·b·max(1, kv_groups/tp)·head_dim` × 2 bytes to the next cp rank (twice that in
+//!   backward: K/V and dK/dV), on two CP streams concurrent with the attention piece; the MLP
+//!   waits for the last step (§4.6, TE's p2p ring).
+//! - **EP** (ep > 1, MoE): all-to-all dispatch before and combine after the experts of
+//!   `tokens·topk·h` × 2 bytes per rank on the expert group, tokens `s/cp·b (/tp with sp)`; the
+//!   backward mirrors both (§4.7). Blocking, on the compute stream.
+//! - **DP** (on one DP stream): gradient buckets per model chunk as Megatron lays them out
+//!   (§4.3: `max(40M, 1M·dp_cp)` elements unless `bucket_size` is set, one bucket on pp
+//!   ranks after the first, on chunks after the first and without `overlap_grad_reduce`; distributed-optimizer padding to
+//!   `lcm(dp_cp, 128)`; the tied embedding in its own bucket), reduce-scattered (distributed
+//!   optimizer) or all-reduced over `dp-cp` in fp32, expert parameters over the expert-dp
+//!   group. With `overlap_grad_reduce` a bucket launches as soon as the backward piece that
+//!   completes it ends, in a backward where grad sync is enabled (the IR's `EnableGradSync`),
+//!   or at the IR's `GradSync` (aligned launch); `finalize_model_grads` waits for them. Without
+//!   it, all buckets are issued at `FinalizeGrads` and waited for.
+//! - **finalize**: with `sp`, the TP all-reduce of the layer-norm gradients; the tied
+//!   embedding all-reduce (`V_pad/tp · h` × 4 bytes over the embedding group, §4.5); then the
+//!   optimizer step (compute, category `optimizer`).
+//! - **Param all-gather** (distributed optimizer, bf16, per bucket, §4.4): without
+//!   `overlap_param_gather` right after the optimizer step, blocking; with it at the IR's
+//!   `ParamSync` (first forward pre-hook or the aligned `param_sync_func`), and each forward
+//!   piece waits for the bucket holding its parameters. We model the steady state, so every
+//!   iteration gathers (VenusSim skips the gather in iteration 0, whose parameters come from
+//!   initialisation).
+//!
+//! Symmetry: unless `all_ranks`, one representative per pipeline stage is simulated (the rank
+//! with tp = cp = dp = 0) and every rank of the stage is declared its class. This is exact
+//! (see `engine` docs) when the rank grids and the cluster dims share a common mixed radix:
+//! then relabelling a rank's tp/cp/dp (and expert) digits is a permutation that preserves which
+//! dims every pair of ranks differs in. When they do not, every rank is simulated.
+//!
+//! Invariant: a lowering never panics on a validated scenario; sizes that do not fit return a
+//! [`LowerError`].
+
+use crate::cost::{self, ChunkCost, ComputeModel, Pass};
+use std::fmt;
+use std::ops::Range;
+use venus_base::base::Bytes;
+use venus_plan::plan::layout::{Coords, GroupKind, Layout, LayoutError, LayoutSizes};
+use venus_plan::plan::Scenario;
+use venus_plan::schedule::{Kind, Op, PipelineShape, Port, ScheduleIr, ShapeError};
+use venus_sim::engine::{Network, NetworkError, Timeline};
+use venus_sim::trace::{
+    Category, CollectiveKind, GroupId, Label, NameId, NodeId, NodeKind, Ps, RankBuilder, StreamId,
+    Trace, TraceBuilder, TraceError,
+};
+
+pub mod net;
+
+pub use net::network;
+
+#[cfg(test)]
+mod tests;
+
+/// Streams of a rank. 0 is compute (TP and EP collectives run on it, blocking).
+const S_SEND_NEXT: StreamId = StreamId(1);
+const S_RECV_PREV: StreamId = StreamId(2);
+const S_SEND_PREV: StreamId = StreamId(3);
+const S_RECV_NEXT: StreamId = StreamId(4);
+const S_DP: StreamId = StreamId(5);
+const S_CP_SEND: StreamId = StreamId(6);
+const S_CP_RECV: StreamId = StreamId(7);
+/// Tensor-parallel collectives with `overlap_tp_comm` (TE's userbuffers communicator).
+const S_TP: StreamId = StreamId(8);
+
+const TAG_ACTIVATION: u32 = 0;
+const TAG_GRADIENT: u32 = 1;
+const TAG_CP: u32 = 2;
+
+/// Megatron's default DDP bucket: `max(40_000_000, 1_000_000 · dp_cp)` elements
+/// (megatron/training/training.py:2179-2194 `resolve_ddp_bucket_size`).
+const BUCKET_MIN_ELEMENTS: u64 = 40_000_000;
+const BUCKET_PER_DP_ELEMENTS: u64 = 1_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Simulate every rank instead of one per symmetry class.
+    pub all_ranks: bool,
+    /// Training iterations to run back to back (at least 1).
+    pub iterations: u32,
+}
+
+impl Default for LowerOptions {
+    fn default() -> LowerOptions {
+        LowerOptions {
+            all_ranks: false,
+            iterations: 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LowerError {
+    Layout(LayoutError),
+    Shape(ShapeError),
+    Network(NetworkError),
+    Trace(TraceError),
+    /// A size of the scenario does not fit the trace's 32-bit ids.
+    TooLarge(&'static str),
+    /// The trace would hold more nodes than [`MAX_TRACE_NODES`] (checked as it is built, and
+    /// projected from the first iteration, before anything of that size is allocated).
+    OverBudget {
+        nodes: u64,
+        budget: u64,
+    },
+}
+
+/// The most trace nodes one lowering builds: about 6 GiB of trace and engine state at the
+/// 40-50 bytes a node costs. Past it, a plan's `iterations`, microbatches × layers, or
+/// `--all-ranks` on a large world would exhaust memory instead of simulating.
+pub const MAX_TRACE_NODES: u64 = 1 << 27;
+
+impl fmt::Display for LowerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LowerError::Layout(e) => write!(f, "rank layout: {e}"),
+            LowerError::Shape(e) => write!(f, "schedule: {e}"),
+            LowerError::Network(e) => write!(f, "network: {e}"),
+            LowerError::Trace(e) => write!(f, "trace: {e}"),
+            LowerError::TooLarge(what) => write!(f, "`{what}` is too large to simulate"),
+            LowerError::OverBudget { nodes, budget } => write!(
+                f,
+                "the trace would hold at least {nodes} nodes, over the budget of {budget} \
+                 (iterations × microbatches × layers × simulated ranks): lower `iterations`, \
+                 `global_batch` or `layers`, or simulate without `--all-ranks`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LowerError {}
+
+/// A simulated rank: where it sits and where each iteration's nodes are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankInfo {
+    pub rank: u32,
+    pub coords: Coords,
+    /// Node ids of iteration k: `iterations[k]`.
+    pub iterations: Vec<Range<u32>>,
+}
+
+/// The lowered scenario.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub trace: Trace,
+    pub network: Network,
+    pub layout: Layout,
+    /// The simulated ranks, in the trace's order (= `Timeline` rank index order).
+    pub ranks: Vec<RankInfo>,
+    /// The representative (simulated) rank of each pipeline stage, stage 0 first.
+    pub representatives: Vec<u32>,
+    /// Whether only representatives are simulated.
+    pub symmetric: bool,
+    pub iterations: u32,
+    /// `analytic`, `mfu` or `measured`.
+    pub compute_model: &'static str,
+}
+
+impl Lowered {
+    /// Start and end of iteration `k`: from the end of the previous iteration's last node over
+    /// all simulated ranks (0 for the first) to the end of this one's.
+    pub fn iteration_span(&self, tl: &Timeline, k: usize) -> (Ps, Ps) {
+        let end_of = |k: usize| {
+            self.ranks
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    let range = r.iterations.get(k)?;
+                    let ends = tl.ends(i);
+                    ends.get(range.start as usize..range.end as usize)
+                        .and_then(|s| s.iter().max().copied())
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let start = if k == 0 { 0 } else { end_of(k - 1) };
+        (Ps(start), Ps(end_of(k)))
+    }
+
+    /// Busy time of a category on simulated rank `rank_index` within iteration `k`
+    /// (communication counted from posting, as `Timeline::busy`).
+    pub fn busy_in_iteration(
+        &self,
+        tl: &Timeline,
+        rank_index: usize,
+        k: usize,
+        category: Category,
+    ) -> Ps {
+        let Some(range) = self.ranks.get(rank_index).and_then(|r| r.iterations.get(k)) else {
+            return Ps::ZERO;
+        };
+        let Some(rt) = self.trace.ranks().get(rank_index) else {
+            return Ps::ZERO;
+        };
+        let (starts, ends) = (tl.starts(rank_index), tl.ends(rank_index));
+        let mut sum = 0u64;
+        for id in range.clone() {
+            let i = id as usize;
+            if rt.nodes().get(i).map(|n| n.category) == Some(category) {
+                if let (Some(&s), Some(&e)) = (starts.get(i), ends.get(i)) {
+                    sum = sum.saturating_add(e.saturating_sub(s));
+                }
+            }
+        }
+        Ps(sum)
+    }
+
+    /// The simulated rank standing for `rank`.
+    pub fn representative_of(&self, rank: u32) -> u32 {
+        self.trace.class_of(rank)
+    }
+}
+
+fn over_budget(nodes: u64) -> LowerError {
+    LowerError::OverBudget {
+        nodes,
+        budget: MAX_TRACE_NODES,
+    }
+}
+
+/// Lowers a validated scenario.
+pub fn lower(sc: &Scenario, opts: &LowerOptions) -> Result<Lowered, LowerError> {
+    lower_with(sc, opts, ScheduleIr::build)
+}
+
+/// Lowers a validated scenario running the schedule `schedule` makes of its pipeline shape
+/// (the built one, or one written by hand that no builder covers yet).
+pub(crate) fn lower_with(
+    sc: &Scenario,
+    opts: &LowerOptions,
+    schedule: impl FnOnce(PipelineShape) -> Result<ScheduleIr, ShapeError>,
+) -> Result<Lowered, LowerError> {
+    let u32_of =
+        |v: u64, what: &'static str| u32::try_from(v).map_err(|_| LowerError::TooLarge(what));
+    let sizes = LayoutSizes {
+        tp: u32_of(sc.tp, "tp")?,
+        cp: u32_of(sc.cp, "cp")?,
+        ep: u32_of(sc.ep, "ep")?,
+        dp: u32_of(sc.dp, "dp")?,
+        pp: u32_of(sc.pp, "pp")?,
+        etp: u32_of(sc.etp, "etp")?,
+    };
+    let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size).collect();
+    let layout = Layout::new(sizes, &dims).map_err(LowerError::Layout)?;
+    let network = net::network(&sc.cluster).map_err(LowerError::Network)?;
+    let shape = venus_plan::plan::derive::pipeline_shape(sc);
+    let ir = schedule(shape).map_err(LowerError::Shape)?;
+    let model = cost::model_for(sc);
+    let world = layout.world();
+    let iterations = opts.iterations.max(1);
+
+    let mut tb = TraceBuilder::new(world);
+    let names = Names::new(&mut tb);
+    let stages: Vec<StagePlan> = (0..sizes.pp)
+        .map(|s| StagePlan::new(sc, model.as_ref(), &layout, s))
+        .collect();
+
+    let symmetric = !opts.all_ranks && radix_compatible(&layout);
+    let block = world / sizes.pp.max(1);
+    let representatives: Vec<u32> = (0..sizes.pp).map(|s| s * block).collect();
+    let simulated: Vec<u32> = if symmetric {
+        tb.set_classes((0..world).map(|r| (r / block) * block).collect());
+        representatives.clone()
+    } else {
+        (0..world).collect()
+    };
+
+    let mut ranks = Vec::with_capacity(simulated.len());
+    let mut built: u64 = 0;
+    for (i, &rank) in simulated.iter().enumerate() {
+        let coords = layout.coords(rank);
+        let groups = RankGroups::new(&layout, &mut tb, rank);
+        let stage = &stages[coords.pp as usize];
+        let ops = ir.rank(coords.pp);
+        let mut e = Emitter::new(stage, &groups, &names, shape);
+        e.budget = usize::try_from(MAX_TRACE_NODES - built).unwrap_or(usize::MAX);
+        let mut bounds = Vec::new();
+        for k in 0..iterations {
+            let start = e.rb.len() as u32;
+            e.iteration(ops);
+            if e.over_budget() {
+                return Err(over_budget(built + e.rb.len() as u64));
+            }
+            bounds.push(start..e.rb.len() as u32);
+            if k == 0 {
+                // Every iteration of a rank has the same nodes, and ranks differ little: project
+                // the whole trace from this one before building (and allocating) the rest.
+                let per = (e.rb.len() as u64).max(1);
+                let projected = built
+                    .saturating_add(per.saturating_mul(u64::from(iterations)))
+                    .saturating_add(
+                        per.saturating_mul(u64::from(iterations))
+                            .saturating_mul((simulated.len() - i - 1) as u64),
+                    );
+                if projected > MAX_TRACE_NODES {
+                    return Err(over_budget(projected));
+                }
+                bounds.reserve(iterations as usize - 1);
+            }
+        }
+        built = built.saturating_add(e.rb.len() as u64);
+        let rb = e.rb;
+        *tb.rank(rank) = rb;
+        ranks.push(RankInfo {
+            rank,
+            coords,
+            iterations: bounds,
+        });
+    }
+    let trace = tb.finish().map_err(LowerError::Trace)?;
+    Ok(Lowered {
+        trace,
+        network,
+        layout,
+        ranks,
+        representatives,
+        symmetric,
+        iterations,
+        compute_model: model.name(),
+    })
+}
+
+/// Whether the dense grid, the expert grid and the cluster dims refine one common mixed radix:
+/// all their cumulative products form a divisibility chain.
+fn radix_compatible(layout: &Layout) -> bool {
+    let s = layout.sizes();
+    let w = u64::from(layout.world());
+    let mut cuts: Vec<u64> = Vec::new();
+    let mut push_chain = |sizes: &[u64]| {
+        let mut acc = 1u64;
+        for &x in sizes {
+            acc = acc.saturating_mul(x);
+            cuts.push(acc);
+        }
+    };
+    push_chain(&[s.tp, s.cp, s.dp, s.pp].map(u64::from));
+    push_chain(&[s.etp, s.ep, layout.expert_dp(), s.pp].map(u64::from));
+    push_chain(layout.cluster_dims());
+    cuts.push(w);
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.windows(2).all(|p| p[0] != 0 && p[1] % p[0] == 0)
+}
+
+/// Interned display names.
+struct Names {
+    tp: NameId,
+    cp: NameId,
+    ep: NameId,
+    grad: NameId,
+    expert_grad: NameId,
+    gather: NameId,
+    embedding: NameId,
+    norms: NameId,
+    optimizer: NameId,
+}
+
+impl Names {
+    fn new(tb: &mut TraceBuilder) -> Names {
+        Names {
+            tp: tb.name("tp"),
+            cp: tb.name("cp-kv"),
+            ep: tb.name("ep-a2a"),
+            grad: tb.name("grad-bucket"),
+            expert_grad: tb.name("expert-grad"),
+            gather: tb.name("param-gather"),
+            embedding: tb.name("embedding-grad"),
+            norms: tb.name("sp-norm-grads"),
+            optimizer: tb.name("optimizer"),
+        }
+    }
+}
+
+/// The groups and peers of one rank.
+struct RankGroups {
+    pp_next: u32,
+    pp_prev: u32,
+    pp_size: u32,
+    tp: Option<GroupId>,
+    cp_next: u32,
+    cp_prev: u32,
+    cp: u32,
+    dp_cp: Option<GroupId>,
+    ep: Option<GroupId>,
+    expert_dp: Option<GroupId>,
+    embedding: Option<GroupId>,
+}
+
+impl RankGroups {
+    fn new(layout: &Layout, tb: &mut TraceBuilder, rank: u32) -> RankGroups {
+        // A group of one rank moves nothing: no node is emitted for it.
+        let mut group = |kind| {
+            layout
+                .group_of(kind, rank)
+                .filter(|g| g.len() > 1)
+                .map(|g| tb.group(&g))
+        };
+        let tp = group(GroupKind::Tp);
+        let dp_cp = group(GroupKind::DpCp);
+        let ep = group(GroupKind::ExpertEp);
+        let expert_dp = group(GroupKind::ExpertDp);
+        let embedding = group(GroupKind::Embedding);
+        let cp_members = layout.group_of(GroupKind::Cp, rank).unwrap_or_default();
+        let cp = cp_members.len().max(1) as u32;
+        let me = cp_members.iter().position(|&r| r == rank).unwrap_or(0);
+        let at = |i: usize| {
+            cp_members
+                .get(i % cp_members.len().max(1))
+                .copied()
+                .unwrap_or(rank)
+        };
+        RankGroups {
+            pp_next: layout.pp_next(rank),
+            pp_prev: layout.pp_prev(rank),
+            pp_size: layout.sizes().pp,
+            tp,
+            cp_next: at(me + 1),
+            cp_prev: at(me + cp_members.len().saturating_sub(1)),
+            cp,
+            dp_cp,
+            ep,
+            expert_dp,
+            embedding,
+        }
+    }
+}
+
+/// One pass of a chunk in picoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PassPs {
+    pre: Ps,
+    layers: u32,
+    attention: Ps,
+    mlp: Ps,
+    post: Ps,
+    total: Ps,
+}
+
+impl PassPs {
+    fn new(c: ChunkCost) -> PassPs {
+        PassPs {
+            pre: Ps::from_seconds(c.pre),
+            layers: u32::try_from(c.layers).unwrap_or(u32::MAX),
+            attention: Ps::from_seconds(c.attention),
+            mlp: Ps::from_seconds(c.mlp),
+            post: Ps::from_seconds(c.post),
+            total: Ps::from_seconds(c.total),
+        }
+    }
+}
+
+/// A gradient bucket: its padded size and the parameters it holds, in chunk-local layer
+/// indices (`lo..hi`), plus whether it holds the embedding (`pre`) or the output layer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Bucket {
+    elements: u64,
+    lo: u32,
+    hi: u32,
+    pre: bool,
+    post: bool,
+    expert: bool,
+}
+
+/// What every rank of one pipeline stage shares: chunk costs, buckets, message sizes.
+struct StagePlan {
+    stage: u32,
+    vpp: u32,
+    forward: Vec<PassPs>,
+    backward: Vec<PassPs>,
+    /// The backward split for schedules with weight-gradient ops: input gradient (`B`) and
+    /// weight gradient (`W`), which sum to `backward`.
+    input_gradient: Vec<PassPs>,
+    weight: Vec<PassPs>,
+    /// Buckets per chunk in launch (backward) order; expert buckets last.
+    buckets: Vec<Vec<Bucket>>,
+    optimizer: Ps,
+    p2p: Bytes,
+    tp_tensor: Bytes,
+    cp_block: Bytes,
+    a2a: Bytes,
+    embedding_grad: Bytes,
+    norm_grads: Bytes,
+    tp: bool,
+    sp: bool,
+    /// TP collectives overlap the block's GEMMs (`overlap_tp_comm`).
+    overlap_tp: bool,
+    cp: bool,
+    ep: bool,
+    /// Bytes per element of the data-parallel gradient reduction and parameter gather.
+    grad_bytes: u64,
+    param_bytes: u64,
+    full_recompute: bool,
+    distributed_optimizer: bool,
+    overlap_grad_reduce: bool,
+    overlap_param_gather: bool,
+}
+
+impl StagePlan {
+    fn new(sc: &Scenario, model: &dyn ComputeModel, layout: &Layout, stage: u32) -> StagePlan {
+        let s64 = u64::from(stage);
+        let vpp = sc.vpp.max(1) as u32;
+        let m = &sc.model;
+        let seq_cp = m.seq / sc.cp.max(1);
+        let seq_p2p = if sc.sp { seq_cp / sc.tp.max(1) } else { seq_cp };
+        let hb = m.hidden.saturating_mul(sc.micro_batch);
+        let kv_per_tp = (m.kv_groups() / sc.tp.max(1)).max(1);
+        let tokens = if sc.sp { seq_p2p } else { seq_cp }.saturating_mul(sc.micro_batch);
+        let chunks = 0..u64::from(vpp);
+        // Element widths from the precision recipe (the scenario's one source of byte widths).
+        let (act, grad) = (sc.recipe.tp_comm.bytes(), sc.recipe.grad_comm.bytes());
+        let forward = chunks
+            .clone()
+            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Forward)))
+            .collect();
+        let backward = chunks
+            .clone()
+            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Backward)))
+            .collect();
+        let input_gradient = chunks
+            .clone()
+            .map(|c| PassPs::new(model.input_gradient(s64, c)))
+            .collect();
+        let weight = chunks
+            .clone()
+            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Weight)))
+            .collect();
+        let dp_cp = u64::from(layout.group_size(GroupKind::DpCp)).max(1);
+        let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
+        let norms = sc
+            .params
+            .per_layer
+            .norms
+            .saturating_mul(sc.stage_layers(s64))
+            .saturating_add(if s64 + 1 == sc.pp {
+                sc.params.final_norm
+            } else {
+                0
+            });
+        StagePlan {
+            stage,
+            vpp,
+            forward,
+            backward,
+            input_gradient,
+            weight,
+            buckets,
+            optimizer: Ps::from_seconds(model.optimizer_step(s64)),
+            p2p: Bytes(
+                seq_p2p
+                    .saturating_mul(hb)
+                    .saturating_mul(sc.recipe.p2p.bytes()),
+            ),
+            tp_tensor: Bytes(seq_cp.saturating_mul(hb).saturating_mul(act)),
+            cp_block: Bytes(
+                2u64.saturating_mul(seq_cp)
+                    .saturating_mul(sc.micro_batch)
+                    .saturating_mul(kv_per_tp)
+                    .saturating_mul(m.head_dim())
+                    .saturating_mul(act),
+            ),
+            a2a: Bytes(
+                tokens
+                    .saturating_mul(m.topk())
+                    .saturating_mul(m.hidden)
+                    .saturating_mul(act),
+            ),
+            embedding_grad: Bytes(
+                (sc.padded_vocab / sc.tp.max(1))
+                    .saturating_mul(m.hidden)
+                    .saturating_mul(grad),
+            ),
+            norm_grads: Bytes(norms.saturating_mul(grad)),
+            grad_bytes: grad,
+            param_bytes: sc.recipe.param_gather.bytes(),
+            tp: sc.tp > 1,
+            sp: sc.sp,
+            overlap_tp: sc.flags.overlap_tp_comm,
+            cp: sc.cp > 1,
+            ep: sc.ep > 1 && m.is_moe(),
+            full_recompute: sc.recompute == venus_base::base::Recompute::Full,
+            distributed_optimizer: sc.flags.distributed_optimizer,
+            overlap_grad_reduce: sc.flags.overlap_grad_reduce,
+            overlap_param_gather: sc.flags.overlap_param_gather,
+        }
+    }
+
+    /// Collectives or gathers must sit between a chunk's layers.
+    fn per_layer_comm(&self) -> bool {
+        self.tp || self.cp || self.ep
+    }
+}
+
+/// Megatron's gradient buckets of one model chunk on one rank (megatron-semantics.md §4.3).
+/// Parameters are walked in backward order (output layer, last layer … first layer,
+/// embedding); a bucket closes once it holds at least the bucket size. Layers are the unit:
+/// a bucket may overshoot by up to one layer (Megatron: one parameter).
+fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
+    let tp = sc.tp.max(1);
+    let layers = sc.chunk_layers(stage) as u32;
+    let per_layer = sc.params.per_layer;
+    let dense_layer = per_layer.total().saturating_sub(per_layer.experts) / tp;
+    let expert_layer = per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
+    let first = stage == 0 && chunk == 0;
+    let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
+    let tied_shared = !sc.model.untied_embeddings() && sc.pp > 1;
+    // training.py:2504-2515: bucketing only with overlap_grad_reduce, on pp rank 0, chunk 0.
+    let bucketed = sc.flags.overlap_grad_reduce && stage == 0 && chunk == 0;
+    let size = match &sc.plan.bucket_size {
+        // `bucket_size` is written in bytes of the fp32 gradient buffer.
+        Some(b) => (b.0 / sc.recipe.main_grads.bytes().max(1)).max(1),
+        None => BUCKET_MIN_ELEMENTS.max(BUCKET_PER_DP_ELEMENTS.saturating_mul(dp_cp)),
+    };
+    let pad = |n: u64| {
+        if sc.flags.distributed_optimizer {
+            // param_layout.py:19-42: pad each bucket to a multiple of lcm(dp, 128).
+            let q = venus_base::base::math::lcm(dp_cp, 128);
+            n.div_ceil(q).saturating_mul(q)
+        } else {
+            n
+        }
+    };
+    let mut out = Vec::new();
+    let mut open = Bucket {
+        elements: 0,
+        lo: layers,
+        hi: layers,
+        pre: false,
+        post: false,
+        expert: false,
+    };
+    let close = |b: &mut Bucket, out: &mut Vec<Bucket>, next_hi: u32| {
+        if b.elements > 0 || b.pre || b.post {
+            out.push(Bucket {
+                elements: pad(b.elements),
+                ..*b
+            });
+        }
+        *b = Bucket {
+            elements: 0,
+            lo: next_hi,
+            hi: next_hi,
+            pre: false,
+            post: false,
+            expert: false,
+        };
+    };
+    if last {
+        let output = if sc.model.untied_embeddings() || sc.pp > 1 {
+            sc.params.output / tp
+        } else {
+            0
+        };
+        open.post = true;
+        open.elements = sc.params.final_norm / tp;
+        if tied_shared {
+            // The tied output copy is a `shared_embedding` parameter: its own bucket.
+            out.push(Bucket {
+                elements: pad(output),
+                lo: layers,
+                hi: layers,
+                pre: false,
+                post: true,
+                expert: false,
+            });
+        } else {
+            open.elements = open.elements.saturating_add(output);
+        }
+    }
+    for l in (0..layers).rev() {
+        open.lo = l;
+        open.elements = open.elements.saturating_add(dense_layer);
+        if bucketed && open.elements >= size {
+            close(&mut open, &mut out, l);
+        }
+    }
+    if first {
+        let emb = sc.params.embedding / tp;
+        if tied_shared {
+            close(&mut open, &mut out, 0);
+            out.push(Bucket {
+                elements: pad(emb),
+                lo: 0,
+                hi: 0,
+                pre: true,
+                post: false,
+                expert: false,
+            });
+        } else {
+            open.pre = true;
+            open.lo = 0;
+            open.elements = open.elements.saturating_add(emb);
+        }
+    }
+    close(&mut open, &mut out, 0);
+    if expert_layer > 0 && layers > 0 {
+        // Expert parameters live in their own buffer over the expert-dp group.
+        out.push(Bucket {
+            elements: pad(expert_layer.saturating_mul(u64::from(layers))),
+            lo: 0,
+            hi: layers,
+            pre: false,
+            post: false,
+            expert: true,
+        });
+    }
+    out
+}
+
+/// Emits the nodes of one rank.
+struct Emitter<'a> {
+    rb: RankBuilder,
+    /// Nodes this rank may still add before the lowering is over [`MAX_TRACE_NODES`].
+    budget: usize,
+    st: &'a StagePlan,
+    g: &'a RankGroups,
+    n: &'a Names,
+    chunk_label: bool,
+    /// The last node on the compute stream (the host's issue point for communication).
+    last_compute: Option<NodeId>,
+    /// Nodes the host waits for before issuing anything else (blocking calls, waits).
+    pending: Vec<NodeId>,
+    /// Per-port transfer nodes of the current iteration, indexed by sequence number.
+    xfers: [Vec<NodeId>; 4],
+    grad_sync_on: bool,
+    /// Buckets of each chunk launched this iteration.
+    launched: Vec<Vec<bool>>,
+    outstanding: Vec<NodeId>,
+    /// Param all-gathers the next forward of each chunk waits for, per bucket index.
+    gathers: Vec<Vec<Option<NodeId>>>,
+    /// The rank's schedule runs weight gradients as ops of their own (`W`).
+    split_backward: bool,
+}
+
+impl<'a> Emitter<'a> {
+    fn new(
+        st: &'a StagePlan,
+        g: &'a RankGroups,
+        n: &'a Names,
+        shape: PipelineShape,
+    ) -> Emitter<'a> {
+        Emitter {
+            rb: RankBuilder::default(),
+            budget: usize::MAX,
+            st,
+            g,
+            n,
+            chunk_label: shape.kind == Kind::Interleaved,
+            last_compute: None,
+            pending: Vec::new(),
+            xfers: Default::default(),
+            grad_sync_on: true,
+            launched: st.buckets.iter().map(|b| vec![false; b.len()]).collect(),
+            outstanding: Vec::new(),
+            gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
+            split_backward: false,
+        }
+    }
+
+    fn over_budget(&self) -> bool {
+        self.rb.len() > self.budget
+    }
+
+    fn iteration(&mut self, ops: &[Op]) {
+        for v in &mut self.xfers {
+            v.clear();
+        }
+        self.grad_sync_on = true;
+        self.split_backward = ops.iter().any(|op| matches!(op, Op::Weight(_)));
+        for l in &mut self.launched {
+            l.iter_mut().for_each(|x| *x = false);
+        }
+        let mut i = 0;
+        while i < ops.len() && !self.over_budget() {
+            match ops[i] {
+                Op::Forward(m) => self.compute(m.mb, m.chunk, Pass::Forward),
+                Op::Backward(m) => self.compute(m.mb, m.chunk, Pass::Backward),
+                Op::Weight(m) => self.compute(m.mb, m.chunk, Pass::Weight),
+                // The engine has one compute stream per rank: every stream of the schedule
+                // lowers onto it (no schedule that venusc builds uses another).
+                Op::Stream(_) => {}
+                Op::Call(c) => {
+                    let n = usize::from(c.xfers);
+                    let mut posted = Vec::with_capacity(n);
+                    for op in ops.iter().skip(i + 1).take(n) {
+                        if let Op::Xfer(x) = op {
+                            posted.push(self.xfer(x.port));
+                        }
+                    }
+                    if c.blocking {
+                        self.pending.extend(posted);
+                    }
+                    i += n;
+                }
+                Op::Xfer(x) => {
+                    // A transfer outside a call (not produced by the IR): issue it blocking.
+                    let id = self.xfer(x.port);
+                    self.pending.push(id);
+                }
+                Op::Wait { port, seq } => {
+                    if let Some(&id) = self.xfers[port_index(port)].get(seq as usize) {
+                        self.pending.push(id);
+                    }
+                }
+                Op::DisableGradSync => self.grad_sync_on = false,
+                Op::EnableGradSync => self.grad_sync_on = true,
+                Op::GradSync { chunk } => self.launch_all(chunk),
+                Op::ParamSync { chunk } => self.param_sync(chunk),
+                Op::FinalizeGrads => self.finalize(),
+                Op::EmbeddingGradAllReduce => {
+                    if let Some(g) = self.g.embedding {
+                        self.on_compute(
+                            collective(CollectiveKind::AllReduce, g, self.st.embedding_grad),
+                            Category::EmbeddingSync,
+                            Label::Text(self.n.embedding),
+                        );
+                    }
+                }
+                Op::OptimizerStep => self.optimizer_step(),
+            }
+            i += 1;
+        }
+    }
+
+    /// A node on the compute stream after everything the host waits for.
+    fn on_compute(&mut self, kind: NodeKind, cat: Category, label: Label) -> NodeId {
+        let deps = std::mem::take(&mut self.pending);
+        let id = self.rb.push(kind, StreamId::COMPUTE, cat, label, &deps);
+        self.last_compute = Some(id);
+        id
+    }
+
+    /// A communication node issued by the host now, on `stream`.
+    fn issue(
+        &mut self,
+        kind: NodeKind,
+        stream: StreamId,
+        cat: Category,
+        label: Label,
+        extra: &[NodeId],
+    ) -> NodeId {
+        let mut deps: Vec<NodeId> = self.last_compute.into_iter().collect();
+        deps.extend_from_slice(&self.pending);
+        deps.extend_from_slice(extra);
+        self.rb.push(kind, stream, cat, label, &deps)
+    }
+
+    fn xfer(&mut self, port: Port) -> NodeId {
+        let g = self.g;
+        let bytes = self.st.p2p;
+        let stage_of = |rank_next: bool| {
+            let pp = g.pp_size.max(1);
+            let s = self.st.stage;
+            if rank_next {
+                (s + 1) % pp
+            } else {
+                (s + pp - 1) % pp
+            }
+        };
+        let (kind, stream, cat, label) = match port {
+            Port::SendNext => (
+                NodeKind::Send {
+                    peer: g.pp_next,
+                    bytes,
+                    tag: TAG_ACTIVATION,
+                },
+                S_SEND_NEXT,
+                Category::Send,
+                Label::SendTo { pp: stage_of(true) },
+            ),
+            Port::RecvPrev => (
+                NodeKind::Recv {
+                    peer: g.pp_prev,
+                    bytes,
+                    tag: TAG_ACTIVATION,
+                },
+                S_RECV_PREV,
+                Category::Recv,
+                Label::RecvFrom {
+                    pp: stage_of(false),
+                },
+            ),
+            Port::SendPrev => (
+                NodeKind::Send {
+                    peer: g.pp_prev,
+                    bytes,
+                    tag: TAG_GRADIENT,
+                },
+                S_SEND_PREV,
+                Category::Send,
+                Label::SendTo {
+                    pp: stage_of(false),
+                },
+            ),
+            Port::RecvNext => (
+                NodeKind::Recv {
+                    peer: g.pp_next,
+                    bytes,
+                    tag: TAG_GRADIENT,
+                },
+                S_RECV_NEXT,
+                Category::Recv,
+                Label::RecvFrom { pp: stage_of(true) },
+            ),
+        };
+        let id = self.issue(kind, stream, cat, label, &[]);
+        self.xfers[port_index(port)].push(id);
+        id
+    }
+
+    fn pass_label(&self, mb: u32, chunk: u32, pass: Pass) -> Label {
+        let chunk = self
+            .chunk_label
+            .then_some(chunk.min(u32::from(u16::MAX)) as u16);
+        match pass {
+            Pass::Forward => Label::Forward {
+                microbatch: mb,
+                chunk,
+            },
+            Pass::Backward => Label::Backward {
+                microbatch: mb,
+                chunk,
+            },
+            Pass::Weight => Label::Weight {
+                microbatch: mb,
+                chunk,
+            },
+        }
+    }
+
+    /// One forward or backward of (microbatch, chunk).
+    fn compute(&mut self, mb: u32, chunk: u32, pass: Pass) {
+        let c = chunk as usize;
+        let costs = match pass {
+            Pass::Forward => self.st.forward.get(c),
+            Pass::Backward if self.split_backward => self.st.input_gradient.get(c),
+            Pass::Backward => self.st.backward.get(c),
+            Pass::Weight => self.st.weight.get(c),
+        };
+        let Some(&costs) = costs else { return };
+        let label = self.pass_label(mb, chunk, pass);
+        let cat = match pass {
+            Pass::Forward => Category::ForwardCompute,
+            Pass::Backward | Pass::Weight => Category::BackwardCompute,
+        };
+        // Weight gradients exist when the op computing them ends: the backward, or its `W`.
+        let grads_pass = if self.split_backward {
+            Pass::Weight
+        } else {
+            Pass::Backward
+        };
+        let gathers = if pass == Pass::Forward {
+            self.gathers
+                .get(c)
+                .map_or(0, |g| g.iter().flatten().count())
+        } else {
+            0
+        };
+        let launching = pass == grads_pass
+            && self.st.overlap_grad_reduce
+            && self.grad_sync_on
+            && self.launched.get(c).is_some_and(|l| l.iter().any(|x| !x));
+        let buckets = self.st.buckets.get(c).map_or(0, Vec::len);
+        // A weight gradient lowers to one node. The backward's TP collectives stay with B,
+        // also sequence parallelism's re-gather of the input that dW reads
+        // (megatron/core/tensor_parallel/layers.py
+        // `LinearWithGradAccumulationAndAsyncCommunication.backward`): a simplification
+        // until a schedule that splits the backward is built.
+        let split = pass != Pass::Weight
+            && (self.st.per_layer_comm() || gathers > 1 || (launching && buckets > 1));
+        if !split {
+            self.wait_gathers(c, |_| true);
+            self.on_compute(
+                NodeKind::Compute {
+                    duration: costs.total,
+                },
+                cat,
+                label,
+            );
+            if launching {
+                self.launch_where(c, |_| true);
+            }
+            return;
+        }
+        match pass {
+            Pass::Forward => self.forward_pieces(c, costs, cat, label),
+            Pass::Backward | Pass::Weight => self.backward_pieces(c, costs, cat, label, launching),
+        }
+    }
+
+    fn piece(&mut self, duration: Ps, cat: Category, label: Label) -> NodeId {
+        self.on_compute(NodeKind::Compute { duration }, cat, label)
+    }
+
+    fn forward_pieces(&mut self, c: usize, p: PassPs, cat: Category, label: Label) {
+        if p.pre > Ps::ZERO {
+            self.wait_gathers(c, |b| b.pre);
+            self.piece(p.pre, cat, label);
+        }
+        for l in 0..p.layers {
+            self.wait_gathers(c, |b| !b.expert && b.lo <= l && l < b.hi);
+            self.layer_forward(p, cat, label);
+        }
+        if p.post > Ps::ZERO || p.layers == 0 {
+            self.wait_gathers(c, |_| true);
+            self.piece(p.post, cat, label);
+        }
+        // Buckets not tied to a piece (experts) are waited for at the end of the chunk.
+        self.wait_gathers(c, |_| true);
+    }
+
+    fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label) {
+        self.tp_block(Pass::Forward, |s| {
+            let ring = s.cp_ring(1);
+            s.piece(p.attention, cat, label);
+            s.pending.extend(ring);
+        });
+        self.tp_block(Pass::Forward, |s| {
+            s.ep_a2a();
+            s.piece(p.mlp, cat, label);
+            s.ep_a2a();
+        });
+    }
+
+    /// One attention or MLP block between its tensor-parallel collectives. Without overlap
+    /// they block the compute stream before and after the block. With `overlap_tp_comm`
+    /// (Megatron's `--tp-comm-overlap`: TE splits each GEMM into chunks and pipelines the
+    /// all-gather / reduce-scatter of one chunk with the GEMM of the next) they are issued on
+    /// their own stream when the block starts, and the next block waits for them: the block
+    /// costs about max(compute, communication).
+    fn tp_block(&mut self, pass: Pass, body: impl FnOnce(&mut Self)) {
+        if pass == Pass::Weight {
+            // Its TP collectives are lowered with B (see `compute`).
+            body(self);
+            return;
+        }
+        match (self.st.overlap_tp, self.g.tp) {
+            (true, Some(group)) => {
+                let label = Label::Text(self.n.tp);
+                let tensor = self.st.tp_tensor;
+                let kinds: &[CollectiveKind] = match pass {
+                    Pass::Forward => &[CollectiveKind::AllGather, CollectiveKind::ReduceScatter],
+                    Pass::Backward | Pass::Weight => &[
+                        CollectiveKind::AllGather,
+                        CollectiveKind::AllGather,
+                        CollectiveKind::ReduceScatter,
+                    ],
+                };
+                let ids: Vec<NodeId> = kinds
+                    .iter()
+                    .map(|&k| {
+                        self.issue(
+                            collective(k, group, tensor),
+                            S_TP,
+                            Category::TpComm,
+                            label,
+                            &[],
+                        )
+                    })
+                    .collect();
+                body(self);
+                self.pending.extend(ids);
+            }
+            _ => {
+                match pass {
+                    Pass::Forward => self.tp_enter(),
+                    Pass::Backward | Pass::Weight => self.tp_backward_enter(),
+                }
+                body(self);
+                self.tp_backward_exit();
+            }
+        }
+    }
+
+    fn backward_pieces(&mut self, c: usize, p: PassPs, cat: Category, label: Label, launch: bool) {
+        if p.post > Ps::ZERO || p.layers == 0 {
+            self.piece(p.post, cat, label);
+        }
+        if launch {
+            self.launch_where(c, |b| b.post && b.lo == b.hi);
+        }
+        for l in (0..p.layers).rev() {
+            if self.st.full_recompute {
+                // Full recompute reruns the layer's forward, collectives included.
+                self.recompute_collectives();
+            }
+            // MLP backward: gradient enters through the row-parallel exit.
+            self.tp_block(Pass::Backward, |s| {
+                s.ep_a2a();
+                s.piece(p.mlp, cat, label);
+                s.ep_a2a();
+            });
+            self.tp_block(Pass::Backward, |s| {
+                let ring = s.cp_ring(2);
+                s.piece(p.attention, cat, label);
+                s.pending.extend(ring);
+            });
+            if launch {
+                self.launch_where(c, |b| !b.pre && !b.expert && b.lo == l && b.hi > b.lo);
+            }
+        }
+        if p.pre > Ps::ZERO {
+            self.piece(p.pre, cat, label);
+        }
+        if launch {
+            self.launch_where(c, |_| true);
+        }
+    }
+
+    fn tp_collective(&mut self, kind: CollectiveKind) {
+        if let Some(g) = self.g.tp {
+            self.on_compute(
+                collective(kind, g, self.st.tp_tensor),
+                Category::TpComm,
+                Label::Text(self.n.tp),
+            );
+        }
+    }
+
+    /// Before a block's forward: the sequence-parallel all-gather.
+    fn tp_enter(&mut self) {
+        if self.st.sp {
+            self.tp_collective(CollectiveKind::AllGather);
+        }
+    }
+
+    /// After a block's forward: all-reduce, or reduce-scatter with `sp`.
+    fn tp_exit(&mut self) {
+        let kind = if self.st.sp {
+            CollectiveKind::ReduceScatter
+        } else {
+            CollectiveKind::AllReduce
+        };
+        self.tp_collective(kind);
+    }
+
+    /// Before a block's backward with `sp`: all-gather the output gradient and re-gather the
+    /// saved input for the weight gradient (layers.py:667-680).
+    fn tp_backward_enter(&mut self) {
+        if self.st.sp {
+            self.tp_collective(CollectiveKind::AllGather);
+            self.tp_collective(CollectiveKind::AllGather);
+        }
+    }
+
+    /// After a block's backward: the input gradient's all-reduce, or reduce-scatter with `sp`.
+    fn tp_backward_exit(&mut self) {
+        self.tp_exit();
+    }
+
+    fn recompute_collectives(&mut self) {
+        for _ in 0..2 {
+            self.tp_enter();
+            self.tp_exit();
+        }
+    }
+
+    /// Context-parallel ring: cp − 1 steps of `factor` K/V blocks to the next cp rank, on the
+    /// CP streams. Issued before the attention piece so that both run concurrently (TE
+    /// overlaps the ring with the attention of the block already received); returns the last
+    /// receive, which the node after the attention piece waits for.
+    fn cp_ring(&mut self, factor: u64) -> Option<NodeId> {
+        if !self.st.cp {
+            return None;
+        }
+        let bytes = Bytes(self.st.cp_block.0.saturating_mul(factor));
+        let label = Label::Text(self.n.cp);
+        let mut prev_recv: Option<NodeId> = None;
+        for _ in 1..self.g.cp {
+            let extra: Vec<NodeId> = prev_recv.into_iter().collect();
+            self.issue(
+                NodeKind::Send {
+                    peer: self.g.cp_next,
+                    bytes,
+                    tag: TAG_CP,
+                },
+                S_CP_SEND,
+                Category::CpComm,
+                label,
+                &extra,
+            );
+            let recv = self.issue(
+                NodeKind::Recv {
+                    peer: self.g.cp_prev,
+                    bytes,
+                    tag: TAG_CP,
+                },
+                S_CP_RECV,
+                Category::CpComm,
+                label,
+                &[],
+            );
+            prev_recv = Some(recv);
+        }
+        prev_recv
+    }
+
+    /// Expert all-to-all (dispatch or combine) on the compute stream.
+    fn ep_a2a(&mut self) {
+        if !self.st.ep {
+            return;
+        }
+        if let Some(g) = self.g.ep {
+            self.on_compute(
+                collective(CollectiveKind::AllToAll, g, self.st.a2a),
+                Category::EpComm,
+                Label::Text(self.n.ep),
+            );
+        }
+    }
+
+    fn wait_gathers(&mut self, c: usize, which: impl Fn(&Bucket) -> bool) {
+        let (Some(buckets), Some(gathers)) = (self.st.buckets.get(c), self.gathers.get_mut(c))
+        else {
+            return;
+        };
+        for (b, g) in buckets.iter().zip(gathers.iter_mut()) {
+            if which(b) {
+                if let Some(id) = g.take() {
+                    self.pending.push(id);
+                }
+            }
+        }
+    }
+
+    /// Launches the not-yet-launched buckets of chunk `c` selected by `which`.
+    fn launch_where(&mut self, c: usize, which: impl Fn(&Bucket) -> bool) {
+        let Some(buckets) = self.st.buckets.get(c) else {
+            return;
+        };
+        for (i, b) in buckets.iter().enumerate() {
+            let done = self.launched.get(c).and_then(|l| l.get(i)).copied();
+            if done != Some(false) || !which(b) {
+                continue;
+            }
+            if let Some(l) = self.launched.get_mut(c).and_then(|l| l.get_mut(i)) {
+                *l = true;
+            }
+            let (group, name) = if b.expert {
+                (self.g.expert_dp, self.n.expert_grad)
+            } else {
+                (self.g.dp_cp, self.n.grad)
+            };
+            let Some(group) = group else { continue };
+            let kind = if self.st.distributed_optimizer {
+                CollectiveKind::ReduceScatter
+            } else {
+                CollectiveKind::AllReduce
+            };
+            let bytes = Bytes(b.elements.saturating_mul(self.st.grad_bytes));
+            let id = self.issue(
+                collective(kind, group, bytes),
+                S_DP,
+                Category::AllGradsSync,
+                Label::Numbered(name, i as u32),
+                &[],
+            );
+            self.outstanding.push(id);
+        }
+    }
+
+    fn launch_all(&mut self, chunk: u32) {
+        self.launch_where(chunk as usize, |_| true);
+    }
+
+    /// `finalize_model_grads`: issue what is not launched yet, wait for every reduction,
+    /// then the sequence-parallel norm-gradient all-reduce.
+    fn finalize(&mut self) {
+        for c in 0..self.st.vpp as usize {
+            self.launch_where(c, |_| true);
+        }
+        let outstanding = std::mem::take(&mut self.outstanding);
+        self.pending.extend(outstanding);
+        if self.st.sp {
+            if let Some(g) = self.g.tp {
+                self.on_compute(
+                    collective(CollectiveKind::AllReduce, g, self.st.norm_grads),
+                    Category::TpComm,
+                    Label::Text(self.n.norms),
+                );
+            }
+        }
+    }
+
+    fn optimizer_step(&mut self) {
+        self.on_compute(
+            NodeKind::Compute {
+                duration: self.st.optimizer,
+            },
+            Category::Optimizer,
+            Label::Text(self.n.optimizer),
+        );
+        if self.st.distributed_optimizer && !self.st.overlap_param_gather {
+            // Synchronous all-gather inside the step (distrib_optimizer.py:3175-3195).
+            let mut ids = Vec::new();
+            for c in 0..self.st.vpp as usize {
+                ids.extend(self.gather_chunk(c));
+            }
+            self.pending.extend(ids.into_iter().flatten());
+        }
+    }
+
+    /// Dispatches the chunk's param all-gathers; its next forward waits for them.
+    fn param_sync(&mut self, chunk: u32) {
+        if !self.st.distributed_optimizer {
+            return;
+        }
+        let c = chunk as usize;
+        let ids = self.gather_chunk(c);
+        if let Some(g) = self.gathers.get_mut(c) {
+            for (slot, id) in g.iter_mut().zip(ids) {
+                *slot = id;
+            }
+        }
+    }
+
+    /// All-gathers of one chunk's buckets in forward order; returns them per bucket index.
+    fn gather_chunk(&mut self, c: usize) -> Vec<Option<NodeId>> {
+        let Some(buckets) = self.st.buckets.get(c) else {
+            return Vec::new();
+        };
+        let mut ids = vec![None; buckets.len()];
+        // Forward order: the embedding bucket (last in backward order) first; experts last.
+        let mut order: Vec<usize> = (0..buckets.len())
+            .filter(|&i| !buckets[i].expert)
+            .rev()
+            .collect();
+        order.extend((0..buckets.len()).filter(|&i| buckets[i].expert));
+        for i in order {
+            let b = buckets[i];
+            let group = if b.expert {
+                self.g.expert_dp
+            } else {
+                self.g.dp_cp
+            };
+            let Some(group) = group else { continue };
+            let bytes = Bytes(b.elements.saturating_mul(self.st.param_bytes));
+            ids[i] = Some(self.issue(
+                collective(CollectiveKind::AllGather, group, bytes),
+                S_DP,
+                Category::ParamsAllGather,
+                Label::Numbered(self.n.gather, i as u32),
+                &[],
+            ));
+        }
+        ids
+    }
+}
+
+fn collective(kind: CollectiveKind, group: GroupId, bytes: Bytes) -> NodeKind {
+    NodeKind::Collective { kind, group, bytes }
+}
+
+fn port_index(p: Port) -> usize {
+    match p {
+        Port::SendNext => 0,
+        Port::RecvPrev => 1,
+        Port::SendPrev => 2,
+        Port::RecvNext => 3,
+    }
+}

@@ -1,0 +1,582 @@
+//! Lowering tests: VenusSim's demo figures, closed-form pipelines, symmetry against all ranks.
+
+use super::*;
+use venus_front::testutil::{cluster, demo, llama, model, plan, set, sp};
+use venus_front::ty::{BytesPerSec, FlopsPerSec, Measured, Ratio, ScenarioDef, Seconds};
+use venus_sim::engine::{simulate, Options};
+
+fn validate(d: &ScenarioDef) -> Scenario {
+    let (sc, diags) = venus_front::validate(d);
+    sc.unwrap_or_else(|| panic!("scenario does not validate: {diags:?}"))
+}
+
+fn run(sc: &Scenario, all_ranks: bool, iterations: u32) -> (Lowered, Timeline) {
+    let lw = lower(
+        sc,
+        &LowerOptions {
+            all_ranks,
+            iterations,
+        },
+    )
+    .expect("lowers");
+    let tl = simulate(&lw.trace, &lw.network, &Options::default()).expect("simulates");
+    (lw, tl)
+}
+
+/// The demo at VenusSim's 1000 TFLOP/s with `mfu 100%`.
+fn demo_mfu() -> ScenarioDef {
+    let mut d = demo();
+    d.cluster.gpu.peak.value = FlopsPerSec(1000e12);
+    set(&mut d.plan.mfu, Ratio(1.0));
+    d
+}
+
+fn ms(p: Ps) -> f64 {
+    (p.0 as f64 / 1e7).round() / 100.0
+}
+
+fn min_max(lw: &Lowered, tl: &Timeline, cat: Category) -> (f64, f64) {
+    let v: Vec<Ps> = (0..lw.ranks.len()).map(|i| tl.busy(i, cat)).collect();
+    (ms(*v.iter().min().unwrap()), ms(*v.iter().max().unwrap()))
+}
+
+#[test]
+fn demo_mfu_compute_busy_matches_venussim_report() {
+    let sc = validate(&demo_mfu());
+    for all in [false, true] {
+        let (lw, tl) = run(&sc, all, 1);
+        assert_eq!(lw.compute_model, "mfu");
+        assert_eq!(lw.ranks.len(), if all { 16 } else { 8 });
+        assert_eq!(
+            min_max(&lw, &tl, Category::ForwardCompute),
+            (227.29, 267.60)
+        );
+        assert_eq!(
+            min_max(&lw, &tl, Category::BackwardCompute),
+            (454.58, 535.19)
+        );
+    }
+}
+
+#[test]
+fn demo_p2p_messages_are_32_mib_and_count_as_venussim() {
+    let sc = validate(&demo_mfu());
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let mut sends = 0;
+    for rt in lw.trace.ranks() {
+        for n in rt.nodes() {
+            match n.kind {
+                NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. } => {
+                    assert_eq!(bytes, Bytes(33_554_432));
+                    if matches!(n.kind, NodeKind::Send { .. }) {
+                        sends += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // 16 microbatches × 2 chunks, forward and backward, minus the pipeline ends' sends
+    // (stage 7 chunk 1 forwards and stage 0 chunk 0 backwards have no consumer).
+    assert_eq!(sends, 8 * 16 * 2 * 2 - 2 * 16);
+}
+
+#[test]
+fn demo_dp_collectives_have_megatron_sizes() {
+    let sc = validate(&demo_mfu());
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let rt = &lw.trace.ranks()[3];
+    let mut rs = Vec::new();
+    let mut ag = Vec::new();
+    for n in rt.nodes() {
+        if let NodeKind::Collective { kind, bytes, .. } = n.kind {
+            match kind {
+                CollectiveKind::ReduceScatter => rs.push(bytes.0),
+                CollectiveKind::AllGather => ag.push(bytes.0),
+                _ => {}
+            }
+        }
+    }
+    // A middle stage chunk: 2 layers of 233,058,304 params + padding to 128, fp32 / bf16.
+    let per_chunk = 2 * sc.params.per_layer.total();
+    let padded = per_chunk.div_ceil(128) * 128;
+    assert_eq!(rs, vec![padded * 4, padded * 4]);
+    assert_eq!(ag, vec![padded * 2, padded * 2]);
+    // First stage: tied embedding in its own bucket.
+    let rt0 = &lw.trace.ranks()[0];
+    let emb: Vec<u64> = rt0
+        .nodes()
+        .iter()
+        .filter(|n| n.category == Category::EmbeddingSync)
+        .map(|n| match n.kind {
+            NodeKind::Collective { bytes, .. } => bytes.0,
+            _ => 0,
+        })
+        .collect();
+    assert_eq!(emb, vec![204_996_608 * 4]);
+}
+
+/// A scenario on `pp` GPUs of a nearly free network, measured at `step` per chunk.
+fn zero_comm(pp: u64, vpp: u64, m: u64, layers: u64) -> Scenario {
+    let mut c = cluster(&[("n", pp)], 1000);
+    c.dims[0].bandwidth = sp(BytesPerSec(1e30));
+    let mut p = plan(1, m);
+    set(&mut p.pp, pp);
+    set(&mut p.vpp, vpp);
+    p.measured = Some(Measured {
+        first: sp(Seconds(0.003)),
+        middle: sp(Seconds(0.003)),
+        last: sp(Seconds(0.003)),
+        loc: venus_front::testutil::loc(),
+    });
+    let mut md = model(1024, 8, layers, 32000, 1024);
+    set(&mut md.untied_embeddings, true);
+    validate(&venus_front::testutil::def(md, c, p))
+}
+
+/// The end of the last backward over all ranks.
+fn pipeline_end(lw: &Lowered, tl: &Timeline) -> u64 {
+    let mut end = 0;
+    for (i, rt) in lw.trace.ranks().iter().enumerate() {
+        for (j, n) in rt.nodes().iter().enumerate() {
+            if n.category == Category::BackwardCompute {
+                end = end.max(tl.ends(i)[j]);
+            }
+        }
+    }
+    end
+}
+
+#[test]
+fn zero_comm_one_f_one_b_makespan_is_the_closed_form() {
+    let sc = zero_comm(4, 1, 8, 8);
+    let (lw, tl) = run(&sc, true, 1);
+    // (m + pp − 1)(t_f + t_b) with t_f = 1 ms, t_b = 2 ms.
+    let want = (8 + 4 - 1) * 3_000_000_000u64;
+    let got = pipeline_end(&lw, &tl);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn zero_comm_interleaved_makespan_is_the_closed_form() {
+    let sc = zero_comm(4, 2, 8, 8);
+    let (lw, tl) = run(&sc, true, 1);
+    // (m·v + pp − 1)(t_f + t_b) per chunk.
+    let want = (8 * 2 + 4 - 1) * 3_000_000_000u64;
+    let got = pipeline_end(&lw, &tl);
+    assert_eq!(got, want);
+}
+
+/// A llama-shaped scenario on the given dims with a plan.
+fn shaped(
+    dims: &[(&str, u64)],
+    tp: u64,
+    pp: u64,
+    vpp: u64,
+    dp: u64,
+    mb: u64,
+    sp_on: bool,
+) -> Scenario {
+    let mut p = plan(1, mb * dp);
+    set(&mut p.tp, tp);
+    set(&mut p.pp, pp);
+    set(&mut p.vpp, vpp);
+    set(&mut p.dp, dp);
+    set(&mut p.sp, sp_on);
+    set(&mut p.distributed_optimizer, true);
+    set(&mut p.overlap_grad_reduce, true);
+    set(&mut p.overlap_param_gather, true);
+    let mut md = llama();
+    md.layers = sp(16);
+    validate(&venus_front::testutil::def(md, cluster(dims, 10_000), p))
+}
+
+/// Every rank's finish time and category busy times agree between the symmetric and the
+/// all-ranks simulation.
+fn assert_symmetric_equals_all(sc: &Scenario) {
+    let (sym, tl_s) = run(sc, false, 2);
+    let (all, tl_a) = run(sc, true, 2);
+    assert!(sym.symmetric, "plan should be symmetric");
+    assert!(sym.ranks.len() < all.ranks.len());
+    for (i, r) in all.ranks.iter().enumerate() {
+        let rep = sym.representative_of(r.rank);
+        let j = tl_s.rank_index(rep).expect("representative simulated");
+        assert_eq!(tl_a.finish(i), tl_s.finish(j), "finish of rank {}", r.rank);
+        for cat in Category::ALL {
+            assert_eq!(
+                tl_a.busy(i, cat),
+                tl_s.busy(j, cat),
+                "{} of rank {}",
+                cat.name(),
+                r.rank
+            );
+        }
+    }
+    assert_eq!(all.iteration_span(&tl_a, 1), sym.iteration_span(&tl_s, 1));
+}
+
+#[test]
+fn symmetric_equals_all_ranks_on_the_demo() {
+    assert_symmetric_equals_all(&validate(&demo_mfu()));
+}
+
+#[test]
+fn symmetric_equals_all_ranks_with_tp_and_sp() {
+    assert_symmetric_equals_all(&shaped(&[("nvlink", 8), ("ib", 4)], 2, 4, 1, 4, 8, true));
+}
+
+#[test]
+fn symmetric_equals_all_ranks_interleaved_with_tp() {
+    assert_symmetric_equals_all(&shaped(&[("nvlink", 8), ("ib", 8)], 4, 4, 2, 4, 8, false));
+}
+
+#[test]
+fn symmetric_equals_all_ranks_at_512_gpus() {
+    assert_symmetric_equals_all(&shaped(&[("nvlink", 8), ("ib", 64)], 8, 4, 2, 16, 4, true));
+}
+
+#[test]
+fn lowering_of_a_32_gpu_plan_is_symmetric_per_stage() {
+    let sc = shaped(&[("nvlink", 8), ("ib", 4)], 2, 4, 1, 4, 8, true);
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    assert_eq!(lw.representatives, vec![0, 8, 16, 24]);
+    assert_eq!(lw.ranks.len(), 4);
+    assert_eq!(lw.representative_of(13), 8);
+}
+
+#[test]
+fn incompatible_radix_simulates_every_rank() {
+    // tp 4 on dims of 6: the tp groups straddle dim boundaries unevenly.
+    let mut p = plan(1, 3);
+    set(&mut p.tp, 4);
+    set(&mut p.dp, 3);
+    let mut md = llama();
+    md.layers = sp(4);
+    let sc = validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("a", 6), ("b", 2)], 10_000),
+        p,
+    ));
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    assert!(!lw.symmetric);
+    assert_eq!(lw.ranks.len(), 12);
+}
+
+#[test]
+fn tp_adds_two_collectives_per_layer_and_pass() {
+    let sc = shaped(&[("nvlink", 8), ("ib", 4)], 2, 4, 1, 4, 8, false);
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let rt = &lw.trace.ranks()[1];
+    let tp = rt
+        .nodes()
+        .iter()
+        .filter(|n| n.category == Category::TpComm)
+        .count();
+    // 8 microbatches × 4 layers × (2 forward + 2 backward).
+    assert_eq!(tp, 8 * 4 * 4);
+    let sc = shaped(&[("nvlink", 8), ("ib", 4)], 2, 4, 1, 4, 8, true);
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let rt = &lw.trace.ranks()[1];
+    let tp = rt
+        .nodes()
+        .iter()
+        .filter(|n| n.category == Category::TpComm)
+        .count();
+    // With sp: forward AG+RS per block, backward AG+AG+RS per block, plus the norm grads.
+    assert_eq!(tp, 8 * 4 * (4 + 6) + 1);
+}
+
+#[test]
+fn iterations_repeat_and_the_last_one_is_measurable() {
+    let sc = validate(&demo_mfu());
+    let (lw, tl) = run(&sc, false, 3);
+    assert_eq!(lw.ranks[0].iterations.len(), 3);
+    let (s1, e1) = lw.iteration_span(&tl, 1);
+    let (s2, e2) = lw.iteration_span(&tl, 2);
+    assert_eq!(e1, s2);
+    assert!(e2 > s2 && s1 > Ps::ZERO);
+    // Compute per iteration is the same every iteration.
+    let f = |k| lw.busy_in_iteration(&tl, 0, k, Category::ForwardCompute);
+    assert_eq!(f(0), f(2));
+    assert_eq!(ms(f(2)), 267.60);
+}
+
+#[test]
+fn demo_iteration_time_is_reported() {
+    let sc = validate(&demo_mfu());
+    let (lw, tl) = run(&sc, false, 2);
+    let (s, e) = lw.iteration_span(&tl, 1);
+    let it = ms(Ps(e.0 - s.0));
+    println!("demo iteration (mfu 100%, steady state): {it} ms");
+    for cat in Category::ALL {
+        let v: Vec<f64> = (0..lw.ranks.len())
+            .map(|i| ms(lw.busy_in_iteration(&tl, i, 1, cat)))
+            .collect();
+        let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = v.iter().cloned().fold(0.0, f64::max);
+        println!("  {:<18} ({min:.2}, {max:.2})", cat.name());
+    }
+    // Compute alone is 267.60 + 535.19 ms on the first stage; the bubble and the exposed
+    // communication come on top.
+    assert!(it > 802.79 && it < 1400.0, "{it}");
+}
+
+#[test]
+#[ignore]
+fn llama3_405b_16k_gpus_lowers_and_simulates_fast() {
+    // tp 8 pp 16 dp 128, 126 layers (first/last stage 7), m 16, seq 8192.
+    let mut md = model(16384, 128, 126, 128256, 8192);
+    set(&mut md.ffn, 53248);
+    set(&mut md.kv_groups, 8);
+    set(&mut md.swiglu, true);
+    set(&mut md.untied_embeddings, true);
+    let mut p = plan(1, 16 * 128);
+    set(&mut p.tp, 8);
+    set(&mut p.pp, 16);
+    set(&mut p.dp, 128);
+    set(&mut p.sp, true);
+    set(&mut p.first_stage_layers, 7);
+    set(&mut p.last_stage_layers, 7);
+    set(&mut p.distributed_optimizer, true);
+    set(&mut p.overlap_grad_reduce, true);
+    set(&mut p.overlap_param_gather, true);
+    let sc = validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 8), ("ib", 2048)], 10_000),
+        p,
+    ));
+    let t0 = std::time::Instant::now();
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let t1 = t0.elapsed();
+    let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+    let t2 = t0.elapsed();
+    println!(
+        "llama3 405b on 16384 GPUs: lower {:?}, lower+simulate {:?}, {} nodes, {} events, iteration {}",
+        t1,
+        t2,
+        lw.trace.node_count(),
+        tl.events(),
+        tl.makespan()
+    );
+    assert!(lw.symmetric);
+    assert_eq!(lw.ranks.len(), 16);
+}
+
+#[test]
+fn context_parallel_ring_and_symmetry() {
+    let mut p = plan(1, 8);
+    set(&mut p.tp, 2);
+    set(&mut p.cp, 2);
+    set(&mut p.pp, 2);
+    set(&mut p.dp, 2);
+    set(&mut p.sp, true);
+    set(&mut p.distributed_optimizer, true);
+    let mut md = llama();
+    md.layers = sp(4);
+    let sc = validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+        p,
+    ));
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let rt = &lw.trace.ranks()[0];
+    let cp: Vec<u64> = rt
+        .nodes()
+        .iter()
+        .filter(|n| n.category == Category::CpComm)
+        .map(|n| match n.kind {
+            NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. } => bytes.0,
+            _ => 0,
+        })
+        .collect();
+    // One send + one receive per layer and pass: 4 microbatches × 2 layers × 2 passes × 2.
+    assert_eq!(cp.len(), 4 * 2 * 2 * 2);
+    // K/V block: 2 · (2048/2) · 1 · max(1, 4/2) · 256 · 2 bytes; doubled in backward.
+    let block = 2 * 1024 * 2 * 256 * 2;
+    assert!(cp.iter().all(|&b| b == block || b == 2 * block));
+    assert_symmetric_equals_all(&sc);
+}
+
+#[test]
+fn expert_parallel_all_to_all_and_symmetry() {
+    let mut p = plan(1, 8);
+    set(&mut p.tp, 2);
+    set(&mut p.ep, 2);
+    set(&mut p.pp, 2);
+    set(&mut p.dp, 4);
+    set(&mut p.sp, true);
+    set(&mut p.distributed_optimizer, true);
+    set(&mut p.overlap_grad_reduce, true);
+    let mut md = llama();
+    md.layers = sp(4);
+    set(&mut md.experts, 8);
+    set(&mut md.topk, 2);
+    set(&mut md.moe_ffn, 4096);
+    let sc = validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+        p,
+    ));
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let rt = &lw.trace.ranks()[0];
+    let a2a: Vec<u64> = rt
+        .nodes()
+        .iter()
+        .filter(|n| n.category == Category::EpComm)
+        .map(|n| match n.kind {
+            NodeKind::Collective { bytes, .. } => bytes.0,
+            _ => 0,
+        })
+        .collect();
+    // Dispatch + combine per layer and pass: 2 microbatches × 2 layers × 2 passes × 2.
+    assert_eq!(a2a.len(), 2 * 2 * 2 * 2);
+    // tokens 2048/2 (sp) · topk 2 · h 4096 · 2 bytes.
+    assert!(a2a.iter().all(|&b| b == 1024 * 2 * 4096 * 2));
+    // Expert grads reduce over the expert-dp group (world 16 / (etp 2 · ep 2 · pp 2) = 2).
+    let expert: Vec<&[u32]> = rt
+        .nodes()
+        .iter()
+        .filter(|n| lw.trace.label(n.label).starts_with("expert-grad"))
+        .map(|n| match n.kind {
+            NodeKind::Collective { group, .. } => lw.trace.group(group),
+            _ => &[],
+        })
+        .collect();
+    assert_eq!(expert, vec![&[0u32, 4][..]]);
+    assert_symmetric_equals_all(&sc);
+}
+
+/// The built schedule with a weight-gradient op after every backward: right after it
+/// (`defer` false) or after the P2P call that directly follows it, so the input gradient
+/// leaves first.
+fn split_backward(shape: PipelineShape, defer: bool) -> Result<ScheduleIr, ShapeError> {
+    let built = ScheduleIr::build(shape)?;
+    let ranks = built
+        .ranks()
+        .iter()
+        .map(|ops| {
+            let mut out = Vec::with_capacity(ops.len() * 2);
+            let mut waiting: Option<venus_plan::schedule::Micro> = None;
+            let mut i = 0;
+            while i < ops.len() {
+                let op = ops[i];
+                let span = match op {
+                    Op::Call(c) => 1 + usize::from(c.xfers),
+                    _ => 1,
+                };
+                let is_call = matches!(op, Op::Call(_));
+                if !is_call {
+                    if let Some(m) = waiting.take() {
+                        out.push(Op::Weight(m));
+                    }
+                }
+                out.extend_from_slice(&ops[i..(i + span).min(ops.len())]);
+                if let Some(m) = waiting.take() {
+                    out.push(Op::Weight(m));
+                }
+                if let Op::Backward(m) = op {
+                    if defer {
+                        waiting = Some(m);
+                    } else {
+                        out.push(Op::Weight(m));
+                    }
+                }
+                i += span;
+            }
+            out.extend(waiting.map(Op::Weight));
+            out
+        })
+        .collect();
+    Ok(ScheduleIr::from_ranks(built.shape, ranks))
+}
+
+fn compute_ps(lw: &Lowered, rank: usize, want: impl Fn(&Label) -> bool) -> Vec<u64> {
+    lw.trace.ranks()[rank]
+        .nodes()
+        .iter()
+        .filter(|n| want(&n.label))
+        .filter_map(|n| match n.kind {
+            NodeKind::Compute { duration } => Some(duration.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_split_backward_lowers_b_and_w_to_compute_nodes_that_sum_to_the_backward() {
+    // Measured 3 ms per chunk: forward 1 ms, backward 2 ms = B 1 ms + W 1 ms (W ≈ B).
+    let sc = zero_comm(4, 1, 8, 8);
+    let opts = LowerOptions {
+        all_ranks: true,
+        iterations: 1,
+    };
+    let plain = lower(&sc, &opts).unwrap();
+    let split = lower_with(&sc, &opts, |s| split_backward(s, false)).unwrap();
+    let is_b = |l: &Label| matches!(l, Label::Backward { .. });
+    let is_w = |l: &Label| matches!(l, Label::Weight { .. });
+    let is_f = |l: &Label| matches!(l, Label::Forward { .. });
+    let whole = compute_ps(&plain, 1, is_b);
+    let (b, w, f) = (
+        compute_ps(&split, 1, is_b),
+        compute_ps(&split, 1, is_w),
+        compute_ps(&split, 1, is_f),
+    );
+    assert_eq!(whole.len(), 8);
+    assert_eq!((b.len(), w.len()), (8, 8));
+    assert_eq!(w, f);
+    for k in 0..8 {
+        assert_eq!(b[k] + w[k], whole[k]);
+        assert_eq!(b[k], w[k]);
+    }
+    let tl = simulate(&split.trace, &split.network, &Options::default()).unwrap();
+    // W right after B keeps 1F1B's (m + pp − 1)(t_f + t_b).
+    assert_eq!(pipeline_end(&split, &tl), (8 + 4 - 1) * 3_000_000_000u64);
+    // W after the gradient send: the last gradient crosses each of the pp − 1 hops after B
+    // alone, 1 ms sooner per hop: 33 − 3 = 30 ms.
+    let deferred = lower_with(&sc, &opts, |s| split_backward(s, true)).unwrap();
+    let tl = simulate(&deferred.trace, &deferred.network, &Options::default()).unwrap();
+    assert_eq!(
+        pipeline_end(&deferred, &tl),
+        (8 + 4 - 1) * 3_000_000_000u64 - (4 - 1) * 1_000_000_000
+    );
+}
+
+#[test]
+fn billions_of_iterations_are_over_the_node_budget_before_anything_is_built() {
+    // The demo is check-clean with any `iterations`; 4·10⁹ of them used to abort on a 32 GB
+    // allocation. The first iteration's nodes project the whole trace past the budget.
+    let sc = validate(&demo_mfu());
+    let per_iteration = run(&sc, false, 1).0.trace.node_count() as u64;
+    let err = lower(
+        &sc,
+        &LowerOptions {
+            all_ranks: false,
+            iterations: 4_000_000_000,
+        },
+    )
+    .unwrap_err();
+    let LowerError::OverBudget { nodes, budget } = err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(budget, MAX_TRACE_NODES);
+    // Projected from the first rank's first iteration: at least that rank's share.
+    assert!(nodes >= 4_000_000_000, "{nodes}");
+    assert!(per_iteration > 1, "{per_iteration}");
+    assert!(err.to_string().contains("lower `iterations`"), "{err}");
+}
+
+#[test]
+fn a_plan_just_inside_the_budget_still_lowers() {
+    // 50 iterations of the demo: far below the budget, the same nodes 50 times.
+    let sc = validate(&demo_mfu());
+    let one = run(&sc, false, 1).0.trace.node_count();
+    let lw = lower(
+        &sc,
+        &LowerOptions {
+            all_ranks: false,
+            iterations: 50,
+        },
+    )
+    .expect("lowers");
+    assert_eq!(lw.trace.node_count(), 50 * one);
+}

@@ -1,0 +1,439 @@
+//! `--emit venussim`: the five input files of VenusSim's `llm_sim.py` (venussim.md §3).
+//!
+//! Input: a validated [`Scenario`]. Output: `llm-sim-config.json`, `sim-config/system.json`,
+//! `sim-config/network.yml`, `sim-config/memory.json` and `sim-config/comm-group.json` in a
+//! [`Sink`], plus warnings naming what VenusSim will not model.
+//! Invariants: every key of VenusSim's demo `trace_generator_config` is written, in the demo's
+//! order, from the scenario (so `import` then emit gives each value back); every path is
+//! relative to the run directory (`llm_sim.py` runs with cwd = that directory); the
+//! scheduling policy is FIFO, because LIFO deadlocks at random there (venussim.md §10.1).
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+
+use super::{num, EmitError, Sink, Warning};
+use venus_base::base::{Precision, Recompute, ScheduleKind, Topology};
+use venus_plan::plan::layout::{GroupKind, Layout, LayoutSizes};
+use venus_plan::plan::PlanSpec;
+use venus_plan::plan::Scenario;
+
+/// VenusSim's name for a topology (NetworkParser.cc).
+pub fn topology_name(t: Topology) -> &'static str {
+    match t {
+        Topology::FullyConnected => "FullyConnected",
+        Topology::Ring => "Ring",
+        Topology::Switch => "Switch",
+    }
+}
+
+/// Machines: the world over the innermost dim (one node of GPUs), when the global batch
+/// divides by it; VenusSim only uses it as `global_batch = multiplier × mlp-worker-num`
+/// (arguments.py:239-243), so 1 is always a faithful fallback.
+fn workers(sc: &Scenario) -> u64 {
+    let inner = sc.cluster.dims.first().map_or(1, |d| d.size.max(1));
+    let n = (sc.world / inner).max(1);
+    if sc.global_batch.is_multiple_of(n) {
+        n
+    } else {
+        1
+    }
+}
+
+/// The `trace_generator_config` object, key by key in the demo's order. Public so the round
+/// trip (`import` → scenario → this) can be checked key by key.
+pub fn trace_generator_config(sc: &Scenario) -> Vec<(&'static str, Value)> {
+    let m = &sc.model;
+    let p = &sc.plan;
+    let b = |v: bool| json!(u8::from(v));
+    let workers = workers(sc);
+    let chunk_layers = m.layers / sc.pp.max(1) / sc.vpp.max(1);
+    let measured = p.measured.as_ref();
+    let snapshot: Vec<Value> = match measured {
+        Some(ms) => [&ms.first, &ms.middle, &ms.last]
+            .iter()
+            .map(|s| ms_value(s.0 * 1e3))
+            .collect(),
+        None => vec![json!(0), json!(0), json!(0)],
+    };
+    let name = file_stem(&sc.name);
+    vec![
+        ("mlp-worker-num", json!(workers)),
+        ("world-size", json!(sc.world)),
+        ("pipeline-model-parallel-size", json!(sc.pp)),
+        ("context-parallel-size", json!(sc.cp)),
+        ("tensor-model-parallel-size", json!(sc.tp)),
+        // At tp 1 VenusSim forces it off (arguments.py); its demo writes 1 there, and so do
+        // we, which keeps an imported demo's value.
+        ("sequence-parallel", b(sc.sp || sc.tp == 1)),
+        ("vpp-enable", b(sc.vpp > 1)),
+        ("num-layers-per-virtual-pipeline-stage", json!(chunk_layers)),
+        (
+            "global-batch-size-mlp-multiplier",
+            json!(sc.global_batch / workers),
+        ),
+        ("micro-batch-size", json!(sc.micro_batch)),
+        ("forward_only", json!(0)),
+        (
+            "no-overlap-p2p-communication",
+            b(!PlanSpec::flag(p.overlap_p2p)),
+        ),
+        (
+            "use-distributed-optimizer",
+            b(sc.flags.distributed_optimizer),
+        ),
+        ("overlap-grad-reduce", b(sc.flags.overlap_grad_reduce)),
+        ("no-delay-grad-reduce", b(!sc.flags.delay_grad_reduce)),
+        ("overlap-param-gather", b(sc.flags.overlap_param_gather)),
+        ("delay-param-gather", b(sc.flags.delay_param_gather)),
+        ("train-iters", json!(p.iterations())),
+        ("model-type", json!("decoder_only")),
+        ("seq-length", json!(m.seq)),
+        ("decoder-seq-length", json!(m.seq)),
+        ("hidden-size", json!(m.hidden)),
+        ("ffn-hidden-size", json!(m.ffn())),
+        ("num-attention-heads", json!(m.heads)),
+        ("num-query-groups", json!(m.kv_groups())),
+        ("num-layers", json!(m.layers)),
+        ("vocab-size", json!(m.vocab)),
+        ("swiglu", b(m.swiglu())),
+        (
+            "untie-embeddings-and-output-weights",
+            b(m.untied_embeddings()),
+        ),
+        ("output_filepath", json!("trace")),
+        ("output_filename", json!(name)),
+        ("log_filename", json!(format!("{name}.log"))),
+        ("trace_generate", json!(1)),
+        ("use_chakra", json!(0)),
+        ("use_simplified_trace", json!(1)),
+        ("use_simplified_template_trace", json!(1)),
+        ("use_step_snapshot", b(measured.is_some())),
+        ("step_snapshot_data", Value::Array(snapshot)),
+        ("total_file_size_gb_limit", json!(10)),
+        ("keep_json_files", json!(0)),
+    ]
+}
+
+/// Milliseconds as VenusSim's snapshot data: an integer when whole.
+fn ms_value(ms: f64) -> Value {
+    let r = (ms * 1e6).round() / 1e6;
+    if r.fract() == 0.0 && r.abs() < 9.0e15 {
+        json!(r as i64)
+    } else {
+        json!(r)
+    }
+}
+
+/// A scenario name usable as a file prefix (VenusSim's `output_filename`).
+pub fn file_stem(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "venusc".to_string()
+    } else {
+        s
+    }
+}
+
+/// What VenusSim will not model for this scenario (one plain sentence each).
+pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
+    let mut w = Vec::new();
+    let p = &sc.plan;
+    let m = &sc.model;
+    if sc.pp == 1 {
+        w.push("VenusSim cannot run pp 1: its schedule asserts `forward_backward_no_pipelining is not support yet`".to_string());
+    }
+    if sc.tp > 1 {
+        w.push(format!(
+            "VenusSim generates no tensor-parallel communication: tp {} only divides compute and parameters",
+            sc.tp
+        ));
+    }
+    if sc.cp > 1 {
+        w.push(format!(
+            "VenusSim generates no context-parallel communication: cp {} only divides the world and the p2p sequence length",
+            sc.cp
+        ));
+    }
+    if m.is_moe() || sc.ep > 1 {
+        w.push("VenusSim models dense layers only: experts, routing and expert-parallel all-to-all are not modelled".to_string());
+    }
+    if !sc.flags.distributed_optimizer {
+        w.push("VenusSim supports only the distributed optimizer: trace generation fails with `Only distributed optimzer is support yet`".to_string());
+    }
+    if sc.schedule == Some(ScheduleKind::Gpipe) {
+        w.push("VenusSim has no GPipe schedule: it runs 1F1B".to_string());
+    }
+    if sc.schedule == Some(ScheduleKind::Interleaved) {
+        if sc.pp <= 2 {
+            w.push(format!(
+                "VenusSim's interleaved schedule needs pp above 2, the plan has pp {}",
+                sc.pp
+            ));
+        }
+        if !sc.microbatches.is_multiple_of(sc.pp.max(1)) {
+            w.push(format!(
+                "VenusSim's interleaved schedule needs the microbatch count ({}) divisible by pp {}",
+                sc.microbatches, sc.pp
+            ));
+        }
+    }
+    if p.first_stage_layers.is_some() || p.last_stage_layers.is_some() {
+        w.push("VenusSim splits layers evenly: `first_stage_layers`/`last_stage_layers` are not modelled".to_string());
+    }
+    if sc.recompute != Recompute::None {
+        w.push(format!(
+            "VenusSim does not model activation recomputation (`recompute {}`)",
+            sc.recompute.word()
+        ));
+    }
+    if p.precision() == Precision::Fp8 {
+        w.push(
+            "VenusSim computes every node at `peak-perf`: fp8 precision is not modelled"
+                .to_string(),
+        );
+    }
+    if m.head_dim.is_some() && m.head_dim() * m.heads != m.hidden {
+        w.push(
+            "VenusSim assumes head_dim = hidden / heads: the written `head_dim` is not modelled"
+                .to_string(),
+        );
+    }
+    if p.bucket_size.is_some() {
+        w.push(
+            "VenusSim reduces each model chunk in one bucket: `bucket_size` is not modelled"
+                .to_string(),
+        );
+    }
+    if p.mfu.is_none() && p.measured.is_none() {
+        w.push(
+            "the plan sets no `mfu`: VenusSim's system.json gets mfu 1 (compute at peak)"
+                .to_string(),
+        );
+    }
+    if sc.cluster.dims.len() > 1 && sc.world >= 256 {
+        w.push("VenusSim's align-with-nccl reads uninitialized fields for flat groups at some world sizes (venussim.md §10.3): check the embedding all-reduce times".to_string());
+    }
+    w
+}
+
+/// Writes the five files and returns [`venussim_warnings`].
+pub fn write_venussim(sc: &Scenario, sink: &mut dyn Sink) -> Result<Vec<Warning>, EmitError> {
+    write_llm_sim_config(sc, &mut *sink.file("llm-sim-config.json")?)?;
+    write_system_json(sc, &mut *sink.file("sim-config/system.json")?)?;
+    write_network_yml(sc, &mut *sink.file("sim-config/network.yml")?)?;
+    write_memory_json(&mut *sink.file("sim-config/memory.json")?)?;
+    write_comm_group(sc, &mut *sink.file("sim-config/comm-group.json")?)?;
+    Ok(venussim_warnings(sc))
+}
+
+fn write_llm_sim_config(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
+    writeln!(out, "{{")?;
+    writeln!(out, "    \"trace_generator_config\": {{")?;
+    let tg = trace_generator_config(sc);
+    for (i, (k, v)) in tg.iter().enumerate() {
+        let sep = if i + 1 == tg.len() { "" } else { "," };
+        writeln!(out, "        \"{k}\": {v}{sep}")?;
+    }
+    writeln!(out, "    }},")?;
+    // A bare binary name is looked up on PATH by `subprocess`; the rest is relative to the run
+    // directory (`llm_sim.py` is run from there).
+    let sim = [
+        ("binary", "AstraSim_Analytical_Congestion_Unaware"),
+        ("system", "sim-config/system.json"),
+        ("network", "sim-config/network.yml"),
+        ("remote_memory", "sim-config/memory.json"),
+        ("comm_group", "sim-config/comm-group.json"),
+        ("trace_output", "trace_output.log"),
+    ];
+    writeln!(out, "    \"simulator_config\": {{")?;
+    for (i, (k, v)) in sim.iter().enumerate() {
+        let sep = if i + 1 == sim.len() { "" } else { "," };
+        writeln!(out, "        \"{k}\": \"{v}\"{sep}")?;
+    }
+    writeln!(out, "    }},")?;
+    writeln!(out, "    \"time_line_visualizer_config\": {{")?;
+    writeln!(out, "        \"output_filename\": \"trace_output.json\",")?;
+    writeln!(out, "        \"single_pp_group\": 0")?;
+    writeln!(out, "    }}")?;
+    writeln!(out, "}}")?;
+    Ok(())
+}
+
+/// The simulator settings we write besides peak and mfu; `import` compares a config's
+/// system.json against these and reports every timing-relevant difference.
+pub const SYSTEM_DEFAULTS: &[(&str, &str)] = &[
+    ("scheduling-policy", "\"FIFO\""),
+    ("endpoint-delay", "10"),
+    ("active-chunks-per-dimension", "1"),
+    ("preferred-dataset-splits", "4"),
+    ("collective-optimization", "\"localBWAware\""),
+    ("local-mem-bw", "50"),
+    ("trace-enabled", "1"),
+    ("replay-only", "0"),
+    ("roofline-enabled", "1"),
+    ("ignore-bandwidth", "1"),
+    ("log-level", "0"),
+    ("align-with-nccl", "1"),
+    ("simplified-trace", "1"),
+    ("template-trace", "1"),
+];
+
+/// The four collective implementation keys; one `"ring"` per network dimension (a list longer
+/// than the dims aborts, venussim.md §1 fix 3).
+pub const IMPLEMENTATION_KEYS: [&str; 4] = [
+    "all-reduce-implementation",
+    "all-gather-implementation",
+    "reduce-scatter-implementation",
+    "all-to-all-implementation",
+];
+
+fn write_system_json(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
+    let dims = sc.cluster.dims.len().max(1);
+    let ring = vec!["\"ring\""; dims].join(",");
+    let peak = sc.cluster.gpu.peak.0 / 1e12;
+    let mfu = sc.plan.mfu.as_ref().map_or(1.0, |m| m.0);
+    let mut lines: Vec<String> = Vec::new();
+    let def = |k: &str| {
+        SYSTEM_DEFAULTS
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map_or("0", |(_, v)| v)
+    };
+    for k in [
+        "scheduling-policy",
+        "endpoint-delay",
+        "active-chunks-per-dimension",
+        "preferred-dataset-splits",
+    ] {
+        lines.push(format!("\"{k}\": {}", def(k)));
+    }
+    for k in IMPLEMENTATION_KEYS {
+        lines.push(format!("\"{k}\": [\n        {ring}\n    ]"));
+    }
+    for k in [
+        "collective-optimization",
+        "local-mem-bw",
+        "trace-enabled",
+        "replay-only",
+        "roofline-enabled",
+    ] {
+        lines.push(format!("\"{k}\": {}", def(k)));
+    }
+    lines.push(format!("\"peak-perf\": {}", num(peak)));
+    lines.push(format!("\"mfu\": {}", num(mfu)));
+    for k in [
+        "ignore-bandwidth",
+        "log-level",
+        "align-with-nccl",
+        "simplified-trace",
+        "template-trace",
+    ] {
+        lines.push(format!("\"{k}\": {}", def(k)));
+    }
+    writeln!(out, "{{\n    {}\n}}", lines.join(",\n    "))?;
+    Ok(())
+}
+
+/// network.yml for the analytical backend: one entry per dim, innermost first; bandwidth in
+/// GB/s (which the backend reads as GiB/s, venussim.md §3.3) and latency in ns.
+pub(crate) fn write_network_yml(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
+    let dims = &sc.cluster.dims;
+    let topo: Vec<&str> = dims.iter().map(|d| topology_name(d.topology)).collect();
+    let npus: Vec<String> = dims.iter().map(|d| d.size.to_string()).collect();
+    let bw: Vec<String> = dims.iter().map(|d| float1(d.bandwidth.0 / 1e9)).collect();
+    let lat: Vec<String> = dims.iter().map(|d| float1(d.latency.0 * 1e9)).collect();
+    writeln!(out, "# Analytical Network Input File (written by venusc)")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "topology: [ {} ]  # Ring, Switch, FullyConnected",
+        topo.join(", ")
+    )?;
+    writeln!(out)?;
+    writeln!(out, "# {} NPUs", sc.world)?;
+    writeln!(out, "npus_count: [ {} ]  # number of NPUs", npus.join(", "))?;
+    writeln!(out)?;
+    writeln!(out, "# Bandwidth per each link (per direction)")?;
+    writeln!(out, "bandwidth: [ {} ]  # GB/s", bw.join(", "))?;
+    writeln!(out)?;
+    writeln!(out, "# Latency per each link")?;
+    writeln!(out, "latency: [ {} ]  # ns", lat.join(", "))?;
+    Ok(())
+}
+
+/// `450.0`, `0.125`: YAML floats as VenusSim's demo writes them.
+fn float1(v: f64) -> String {
+    let s = num(v);
+    if s.contains('.') {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+fn write_memory_json(out: &mut dyn Write) -> Result<(), EmitError> {
+    writeln!(out, "{{\n  \"memory-type\": \"NO_MEMORY_EXPANSION\"\n}}")?;
+    Ok(())
+}
+
+/// The rank layout of a scenario (Megatron's order, as VenusSim's parallel_state.py).
+pub(crate) fn layout(sc: &Scenario) -> Result<Layout, EmitError> {
+    let sizes = LayoutSizes::new(
+        sc.tp as u32,
+        sc.cp as u32,
+        sc.ep as u32,
+        sc.dp as u32,
+        sc.pp as u32,
+    );
+    let dims: Vec<u64> = sc.cluster.dims.iter().map(|d| d.size).collect();
+    Layout::new(sizes, &dims).map_err(|e| EmitError::Unsupported(e.to_string()))
+}
+
+/// comm-group.json (trace-generator/utils.py:100-110): the dp groups (VenusSim's dp group is
+/// Megatron's `dp`, stride tp·cp), the embedding groups (first and last rank of each pp group)
+/// and the position-embedding groups (first rank). Streamed group by group.
+pub(crate) fn write_comm_group(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
+    let layout = layout(sc)?;
+    let kinds = [
+        ("dp_group", GroupKind::Dp),
+        ("embedding_group", GroupKind::Embedding),
+        ("position_embedding_group", GroupKind::PositionEmbedding),
+    ];
+    write!(out, "{{")?;
+    for (i, (name, kind)) in kinds.iter().enumerate() {
+        if i > 0 {
+            write!(out, ", ")?;
+        }
+        write!(out, "\"{name}\": [")?;
+        for (j, g) in layout.groups(*kind).enumerate() {
+            if j > 0 {
+                write!(out, ", ")?;
+            }
+            write_list(out, &g)?;
+        }
+        write!(out, "]")?;
+    }
+    writeln!(out, "}}")?;
+    Ok(())
+}
+
+pub(crate) fn write_list(out: &mut dyn Write, g: &[u32]) -> std::io::Result<()> {
+    write!(out, "[")?;
+    for (k, r) in g.iter().enumerate() {
+        if k > 0 {
+            write!(out, ", ")?;
+        }
+        write!(out, "{r}")?;
+    }
+    write!(out, "]")
+}

@@ -1,0 +1,485 @@
+//! Report: timeline → metrics, text and JSON reports, `expect` checks, Perfetto export.
+//!
+//! Input: the validated [`Scenario`], the [`Trace`] that was simulated, the engine's
+//! [`Timeline`], the [`Window`] of the reported iteration and the engine's wall time. Output: a
+//! [`Report`] (plain data, every quantity in a unit newtype), rendered by [`text::text`] and
+//! [`json::json`], checked by [`expect::check_expect`]; [`perfetto`] streams the timeline as a
+//! Chrome/Perfetto trace.
+//!
+//! Definitions (all per simulated rank, clipped to the window, then min/max or mean):
+//! - **phase** of a [`Category`]: the sum of its nodes' durations; communication counts from
+//!   posting, so waiting for a peer is included (VenusSim's phases, `trace-generator/utils.py`).
+//! - **compute**: the union of the intervals of `Compute` and `Delay` nodes (any category,
+//!   the optimizer step included).
+//! - **bubble fraction**: idle compute time (window − compute) ÷ window, averaged over the
+//!   simulated ranks of each pipeline stage, then over the stages. Idle time includes the time
+//!   compute waits for exposed communication of any kind, so it is at least the pipeline
+//!   bubble; the exposed communication per kind says how much of it is communication.
+//! - **exposed communication** of a group kind: the union of its communication nodes'
+//!   intervals minus the compute union (interval arithmetic, no double counting of concurrent
+//!   transfers). A receive posted early includes the wait for its peer.
+//! - **throughput**: Megatron's FLOPs ([`flops::megatron_flops`]) ÷ (iteration time × world ×
+//!   1e12), as `training.py` prints it; MFU divides by the GPU's `peak` (the BF16 dense peak,
+//!   also under `precision fp8`, so FP8 runs are compared on the BF16 scale Megatron-era papers
+//!   use).
+//!
+//! Invariants: a report is a pure function of its inputs; the only non-deterministic input is
+//! the engine wall time, which [`Report::deterministic`] zeroes. Ranks that the engine did not
+//! simulate are represented by their symmetry class's simulated rank, whose times are
+//! identical, so min/max over the simulated ranks equal min/max over the world. A zero-length
+//! window gives zero throughput rather than an infinity.
+
+pub mod expect;
+pub mod flops;
+pub mod json;
+pub mod perfetto;
+pub mod scenario;
+pub mod table;
+pub mod text;
+
+pub use expect::check_expect;
+pub use flops::megatron_flops;
+pub use json::json;
+pub use perfetto::{write_perfetto, PerfettoOptions};
+pub use scenario::{groups_json, memory_table};
+pub use text::text;
+
+use std::fmt;
+
+use venus_base::base::{Bytes, Flops, FlopsPerSec, Ratio, Seconds};
+use venus_plan::plan::layout::Layout;
+use venus_plan::plan::Scenario;
+use venus_sim::engine::Timeline;
+use venus_sim::trace::{Category, Node, NodeKind, Ps, Trace};
+
+/// Tokens processed per second.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct TokensPerSec(pub f64);
+
+/// The simulated time span of the reported iteration, `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub start: Ps,
+    pub end: Ps,
+}
+
+impl Window {
+    /// The whole run: from 0 to the timeline's makespan (a one-iteration simulation).
+    pub fn whole(timeline: &Timeline) -> Window {
+        Window {
+            start: Ps::ZERO,
+            end: timeline.makespan(),
+        }
+    }
+
+    pub fn len(self) -> Ps {
+        Ps(self.end.0.saturating_sub(self.start.0))
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.end <= self.start
+    }
+
+    /// `[start, end)` of a node clipped to the window, `None` when they do not overlap.
+    fn clip(self, start: u64, end: u64) -> Option<(u64, u64)> {
+        let (a, b) = (start.max(self.start.0), end.min(self.end.0));
+        (a < b).then_some((a, b))
+    }
+}
+
+/// Smallest and largest value over the simulated ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct MinMax {
+    pub min: Seconds,
+    pub max: Seconds,
+}
+
+impl MinMax {
+    /// Min and max of per-rank picosecond totals (zero for no ranks).
+    fn of(values: impl IntoIterator<Item = u64>) -> MinMax {
+        let mut it = values.into_iter();
+        let Some(first) = it.next() else {
+            return MinMax::default();
+        };
+        let (lo, hi) = it.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        MinMax {
+            min: Ps(lo).seconds(),
+            max: Ps(hi).seconds(),
+        }
+    }
+}
+
+/// One phase: a node category's time per rank.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Phase {
+    pub category: Category,
+    pub time: MinMax,
+}
+
+/// The process-group kind a communication node belongs to, for exposed communication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CommKind {
+    /// Pipeline P2P: `send`, `recv`.
+    Pp,
+    Tp,
+    Cp,
+    Ep,
+    /// Data parallel: gradient reduce and parameter all-gather.
+    Dp,
+    /// The embedding gradient all-reduce between the first and last stage.
+    Embedding,
+    /// Communication in any other category.
+    Other,
+}
+
+impl CommKind {
+    pub const COUNT: usize = 7;
+    pub const ALL: [CommKind; CommKind::COUNT] = [
+        CommKind::Pp,
+        CommKind::Tp,
+        CommKind::Cp,
+        CommKind::Ep,
+        CommKind::Dp,
+        CommKind::Embedding,
+        CommKind::Other,
+    ];
+
+    pub fn of(category: Category) -> CommKind {
+        match category {
+            Category::Send | Category::Recv => CommKind::Pp,
+            Category::TpComm => CommKind::Tp,
+            Category::CpComm => CommKind::Cp,
+            Category::EpComm => CommKind::Ep,
+            Category::AllGradsSync | Category::ParamsAllGather => CommKind::Dp,
+            Category::EmbeddingSync => CommKind::Embedding,
+            Category::ForwardCompute
+            | Category::BackwardCompute
+            | Category::Optimizer
+            | Category::Other => CommKind::Other,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CommKind::Pp => "pp",
+            CommKind::Tp => "tp",
+            CommKind::Cp => "cp",
+            CommKind::Ep => "ep",
+            CommKind::Dp => "dp",
+            CommKind::Embedding => "embedding",
+            CommKind::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for CommKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Communication of one group kind not hidden behind compute.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Exposed {
+    pub kind: CommKind,
+    pub time: MinMax,
+}
+
+/// Memory of one GPU of a pipeline stage at its peak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageMemoryRow {
+    pub stage: u64,
+    pub weights: Bytes,
+    pub gradients: Bytes,
+    pub optimizer: Bytes,
+    pub activations: Bytes,
+    pub peak: Bytes,
+}
+
+/// What the engine did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EngineStats {
+    pub events: u64,
+    pub simulated_ranks: u64,
+    /// Host wall-clock time of the simulation: the only non-deterministic field.
+    pub wall: Seconds,
+}
+
+/// The performance report of one simulated iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub scenario: String,
+    pub world_size: u64,
+    pub iteration_time: Seconds,
+    /// Megatron's FLOPs for one iteration of the global batch.
+    pub flops: Flops,
+    /// Achieved model FLOP/s per GPU.
+    pub tflops_per_gpu: FlopsPerSec,
+    /// The GPU's BF16 dense peak that `mfu` is relative to.
+    pub peak: FlopsPerSec,
+    pub mfu: Ratio,
+    pub tokens_per_second: TokensPerSec,
+    pub bubble_fraction: Ratio,
+    /// The eight VenusSim phases always, in [`Category`] order, then any other category present.
+    pub phases: Vec<Phase>,
+    /// Group kinds that have communication nodes, in [`CommKind`] order.
+    pub exposed: Vec<Exposed>,
+    /// Stage 0 first.
+    pub memory: Vec<StageMemoryRow>,
+    pub engine: EngineStats,
+}
+
+/// Phases every report lists, present in the trace or not (VenusSim's names where they exist).
+pub const REQUIRED_PHASES: [Category; 8] = [
+    Category::ForwardCompute,
+    Category::BackwardCompute,
+    Category::Send,
+    Category::Recv,
+    Category::TpComm,
+    Category::AllGradsSync,
+    Category::ParamsAllGather,
+    Category::Optimizer,
+];
+
+impl Report {
+    /// Builds the report of the iteration in `window`. `wall` is the host time the engine took.
+    pub fn new(
+        sc: &Scenario,
+        trace: &Trace,
+        timeline: &Timeline,
+        window: Window,
+        wall: Seconds,
+    ) -> Report {
+        let ranks = rank_stats(trace, timeline, window);
+        let iteration_time = window.len().seconds();
+        let flops = megatron_flops(sc);
+        let peak = sc.cluster.gpu.peak;
+        let per_gpu = if iteration_time.0 > 0.0 && sc.world > 0 {
+            FlopsPerSec(flops.0 / (iteration_time.0 * sc.world as f64))
+        } else {
+            FlopsPerSec(0.0)
+        };
+        let mfu = if peak.0 > 0.0 {
+            Ratio(per_gpu.0 / peak.0)
+        } else {
+            Ratio(0.0)
+        };
+        let tokens = (sc.global_batch as f64) * (sc.model.seq as f64);
+        let tokens_per_second = if iteration_time.0 > 0.0 {
+            TokensPerSec(tokens / iteration_time.0)
+        } else {
+            TokensPerSec(0.0)
+        };
+        Report {
+            scenario: sc.name.clone(),
+            world_size: sc.world,
+            iteration_time,
+            flops,
+            tflops_per_gpu: per_gpu,
+            peak,
+            mfu,
+            tokens_per_second,
+            bubble_fraction: bubble_fraction(sc, &ranks, window),
+            phases: phases(&ranks),
+            exposed: exposed(&ranks),
+            memory: sc
+                .memory
+                .iter()
+                .map(|m| StageMemoryRow {
+                    stage: m.stage,
+                    weights: m.weights,
+                    gradients: m.gradients,
+                    optimizer: m.optimizer,
+                    activations: m.activations,
+                    peak: m.peak,
+                })
+                .collect(),
+            engine: EngineStats {
+                events: timeline.events(),
+                simulated_ranks: timeline.simulated_ranks().len() as u64,
+                wall,
+            },
+        }
+    }
+
+    /// The same report with the engine wall time zeroed, so that two runs render
+    /// byte-identically (for tests and for diffing reports).
+    pub fn deterministic(mut self) -> Report {
+        self.engine.wall = Seconds(0.0);
+        self
+    }
+
+    /// The stage with the largest peak memory (the first one on ties).
+    pub fn peak_stage(&self) -> Option<&StageMemoryRow> {
+        self.memory
+            .iter()
+            .fold(None, |best: Option<&StageMemoryRow>, m| match best {
+                Some(b) if b.peak >= m.peak => Some(b),
+                _ => Some(m),
+            })
+    }
+}
+
+/// What the report needs from one simulated rank, in picoseconds inside the window.
+#[derive(Clone, Debug, PartialEq)]
+struct RankStats {
+    rank: u32,
+    /// Summed node durations per category.
+    by_category: [u64; Category::COUNT],
+    /// Whether the rank has a node of the category at all (even outside the window).
+    has_category: [bool; Category::COUNT],
+    /// Length of the compute union.
+    compute: u64,
+    /// Communication union minus compute union, per group kind.
+    exposed: [u64; CommKind::COUNT],
+    has_comm: [bool; CommKind::COUNT],
+}
+
+fn is_comm(node: &Node) -> bool {
+    matches!(
+        node.kind,
+        NodeKind::Send { .. } | NodeKind::Recv { .. } | NodeKind::Collective { .. }
+    )
+}
+
+fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankStats> {
+    trace
+        .ranks()
+        .iter()
+        .enumerate()
+        .map(|(i, rt)| {
+            let (starts, ends) = (timeline.starts(i), timeline.ends(i));
+            let mut s = RankStats {
+                rank: rt.rank(),
+                by_category: [0; Category::COUNT],
+                has_category: [false; Category::COUNT],
+                compute: 0,
+                exposed: [0; CommKind::COUNT],
+                has_comm: [false; CommKind::COUNT],
+            };
+            let mut compute = Vec::new();
+            let mut comm: [Vec<(u64, u64)>; CommKind::COUNT] = Default::default();
+            for (k, node) in rt.nodes().iter().enumerate() {
+                let c = node.category.index();
+                s.has_category[c] = true;
+                let kind = CommKind::of(node.category);
+                if is_comm(node) {
+                    s.has_comm[kind.index()] = true;
+                }
+                let (Some(&a), Some(&b)) = (starts.get(k), ends.get(k)) else {
+                    continue;
+                };
+                let Some((a, b)) = window.clip(a, b) else {
+                    continue;
+                };
+                s.by_category[c] = s.by_category[c].saturating_add(b - a);
+                if is_comm(node) {
+                    comm[kind.index()].push((a, b));
+                } else {
+                    compute.push((a, b));
+                }
+            }
+            let compute = union(compute);
+            s.compute = length(&compute);
+            for (k, intervals) in comm.into_iter().enumerate() {
+                let u = union(intervals);
+                s.exposed[k] = length(&u).saturating_sub(overlap(&u, &compute));
+            }
+            s
+        })
+        .collect()
+}
+
+/// Sorted, disjoint, non-adjacent intervals covering the same points as the input.
+fn union(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+fn length(v: &[(u64, u64)]) -> u64 {
+    v.iter()
+        .fold(0u64, |acc, &(a, b)| acc.saturating_add(b - a))
+}
+
+/// Length of the intersection of two unions (each sorted and disjoint).
+fn overlap(x: &[(u64, u64)], y: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut total) = (0, 0, 0u64);
+    while let (Some(&(a, b)), Some(&(c, d))) = (x.get(i), y.get(j)) {
+        let (lo, hi) = (a.max(c), b.min(d));
+        if lo < hi {
+            total = total.saturating_add(hi - lo);
+        }
+        if b <= d {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+fn phases(ranks: &[RankStats]) -> Vec<Phase> {
+    Category::ALL
+        .iter()
+        .copied()
+        .filter(|c| REQUIRED_PHASES.contains(c) || ranks.iter().any(|r| r.has_category[c.index()]))
+        .map(|c| Phase {
+            category: c,
+            time: MinMax::of(ranks.iter().map(|r| r.by_category[c.index()])),
+        })
+        .collect()
+}
+
+fn exposed(ranks: &[RankStats]) -> Vec<Exposed> {
+    CommKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| ranks.iter().any(|r| r.has_comm[k.index()]))
+        .map(|k| Exposed {
+            kind: k,
+            time: MinMax::of(ranks.iter().map(|r| r.exposed[k.index()])),
+        })
+        .collect()
+}
+
+/// Mean over pipeline stages of the mean idle fraction of the stage's simulated ranks.
+fn bubble_fraction(sc: &Scenario, ranks: &[RankStats], window: Window) -> Ratio {
+    let len = window.len().0;
+    if len == 0 || ranks.is_empty() {
+        return Ratio(0.0);
+    }
+    let layout = Layout::for_scenario(sc).ok();
+    let stage_of = |rank: u32| match &layout {
+        Some(l) if rank < l.world() => l.coords(rank).pp as usize,
+        _ => 0,
+    };
+    let stages = ranks.iter().map(|r| stage_of(r.rank)).max().unwrap_or(0) + 1;
+    // Integer sums, one division per stage: a stage's mean is the same whether one
+    // representative or every replica was simulated (`--all-ranks` agrees exactly).
+    let mut idle = vec![(0u128, 0u128); stages];
+    for r in ranks {
+        let slot = &mut idle[stage_of(r.rank)];
+        slot.0 += u128::from(len.saturating_sub(r.compute));
+        slot.1 += 1;
+    }
+    let means: Vec<f64> = idle
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|&(sum, n)| ((sum + n / 2) / n) as f64 / len as f64)
+        .collect();
+    Ratio(means.iter().sum::<f64>() / means.len().max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests;

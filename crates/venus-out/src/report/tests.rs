@@ -1,0 +1,834 @@
+//! Report tests on hand-built and synthetic traces with exact expected figures. Networks use
+//! 100 GB/s and zero latency, so one byte takes 10 ps and 100,000 bytes take 1 us.
+
+use super::*;
+use venus_front::testutil::*;
+use venus_front::ty::{BytesPerSec, ScenarioDef};
+use venus_front::validate;
+use venus_sim::engine::{simulate, Options};
+use venus_sim::trace::synthetic::Pipeline;
+use venus_sim::trace::{CollectiveKind, Label, StreamId, TraceBuilder};
+
+const US: u64 = 1_000_000;
+
+fn ps_us(us: f64) -> Seconds {
+    Seconds(us * 1e-6)
+}
+
+/// A small model (h 1024, 16 heads, 8 layers, vocab 32768, seq 1024) on one dim of `gpus`
+/// GPUs at 100 GB/s, micro_batch 1.
+fn small(gpus: u64, tp: u64, pp: u64, global_batch: u64) -> ScenarioDef {
+    let mut c = cluster(&[("nvlink", gpus)], 80);
+    c.dims[0].bandwidth = sp(BytesPerSec(100e9));
+    let mut p = plan(1, global_batch);
+    set(&mut p.tp, tp);
+    set(&mut p.pp, pp);
+    def(model(1024, 16, 8, 32768, 1024), c, p)
+}
+
+fn scenario(def: &ScenarioDef) -> Scenario {
+    let (sc, diags) = validate(def);
+    sc.unwrap_or_else(|| panic!("invalid test scenario: {diags:#?}"))
+}
+
+fn run(sc: &Scenario, trace: &Trace) -> Timeline {
+    let net = venus_lower::lower::network(&sc.cluster).unwrap();
+    simulate(trace, &net, &Options::default()).unwrap()
+}
+
+fn phase(r: &Report, c: Category) -> MinMax {
+    r.phases
+        .iter()
+        .find(|p| p.category == c)
+        .unwrap_or_else(|| panic!("no phase {}", c.name()))
+        .time
+}
+
+fn exposed_of(r: &Report, k: CommKind) -> MinMax {
+    r.exposed
+        .iter()
+        .find(|e| e.kind == k)
+        .unwrap_or_else(|| panic!("no exposed {k}"))
+        .time
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-30)
+}
+
+fn mm(min_us: f64, max_us: f64) -> MinMax {
+    MinMax {
+        min: ps_us(min_us),
+        max: ps_us(max_us),
+    }
+}
+
+fn assert_mm(got: MinMax, want: MinMax) {
+    assert!(
+        close(got.min.0, want.min.0) && close(got.max.0, want.max.0),
+        "got {got:?}, want {want:?}"
+    );
+}
+
+/// pp 2: rank 0 computes 10 us then sends 100,000 B (1 us) to rank 1; rank 1 posts its
+/// receive at 0, so it waits until 11 us, then computes 5 us.
+fn p2p_case() -> (Scenario, Trace, Timeline) {
+    let sc = scenario(&small(2, 1, 2, 4));
+    let mut b = TraceBuilder::new(2);
+    let r0 = b.rank(0);
+    let c = r0.push(
+        NodeKind::Compute {
+            duration: Ps(10 * US),
+        },
+        StreamId::COMPUTE,
+        Category::ForwardCompute,
+        Label::Forward {
+            microbatch: 0,
+            chunk: None,
+        },
+        &[],
+    );
+    r0.push(
+        NodeKind::Send {
+            peer: 1,
+            bytes: Bytes(100_000),
+            tag: 0,
+        },
+        StreamId::COMM,
+        Category::Send,
+        Label::SendTo { pp: 1 },
+        &[c],
+    );
+    let r1 = b.rank(1);
+    let rv = r1.push(
+        NodeKind::Recv {
+            peer: 0,
+            bytes: Bytes(100_000),
+            tag: 0,
+        },
+        StreamId::COMM,
+        Category::Recv,
+        Label::RecvFrom { pp: 0 },
+        &[],
+    );
+    r1.push(
+        NodeKind::Compute {
+            duration: Ps(5 * US),
+        },
+        StreamId::COMPUTE,
+        Category::BackwardCompute,
+        Label::Backward {
+            microbatch: 0,
+            chunk: None,
+        },
+        &[rv],
+    );
+    let trace = b.finish().unwrap();
+    let tl = run(&sc, &trace);
+    (sc, trace, tl)
+}
+
+/// tp 2: each rank computes 10 us, then all-reduces 100,000 B (1 us, hidden behind a second
+/// compute of 4 us on rank 0 and 4.5 us on rank 1), then all-reduces again after that compute.
+/// The second all-reduce starts when rank 1 arrives (14.5 us) and ends at 15.5 us.
+fn tp_case() -> (Scenario, Trace, Timeline) {
+    let sc = scenario(&small(2, 2, 1, 4));
+    let mut b = TraceBuilder::new(2);
+    let g = b.group(&[0, 1]);
+    let ar = b.name("all-reduce tp");
+    for (rank, second) in [(0u32, 4 * US), (1, 4 * US + US / 2)] {
+        let r = b.rank(rank);
+        let f = r.push(
+            NodeKind::Compute {
+                duration: Ps(10 * US),
+            },
+            StreamId::COMPUTE,
+            Category::ForwardCompute,
+            Label::Forward {
+                microbatch: 0,
+                chunk: None,
+            },
+            &[],
+        );
+        let all_reduce = NodeKind::Collective {
+            kind: CollectiveKind::AllReduce,
+            group: g,
+            bytes: Bytes(100_000),
+        };
+        r.push(
+            all_reduce,
+            StreamId::COMM,
+            Category::TpComm,
+            Label::Text(ar),
+            &[f],
+        );
+        let bw = r.push(
+            NodeKind::Compute {
+                duration: Ps(second),
+            },
+            StreamId::COMPUTE,
+            Category::BackwardCompute,
+            Label::Backward {
+                microbatch: 0,
+                chunk: None,
+            },
+            &[],
+        );
+        r.push(
+            all_reduce,
+            StreamId::COMM,
+            Category::TpComm,
+            Label::None,
+            &[bw],
+        );
+    }
+    let trace = b.finish().unwrap();
+    let tl = run(&sc, &trace);
+    (sc, trace, tl)
+}
+
+fn report_of(case: (Scenario, Trace, Timeline)) -> Report {
+    let (sc, trace, tl) = case;
+    Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0125))
+}
+
+// ------------------------------------------------------------------ intervals
+
+#[test]
+fn union_merges_overlapping_and_touching_intervals() {
+    assert_eq!(
+        union(vec![(5, 7), (0, 2), (1, 3), (3, 4), (10, 12)]),
+        vec![(0, 4), (5, 7), (10, 12)]
+    );
+    assert_eq!(length(&union(vec![(0, 10), (2, 3), (9, 15)])), 15);
+}
+
+#[test]
+fn overlap_of_two_unions_counts_shared_time_once() {
+    let a = [(0, 4), (6, 10), (12, 20)];
+    let b = [(2, 7), (9, 13), (19, 30)];
+    // [2,4) + [6,7) + [9,10) + [12,13) + [19,20)
+    assert_eq!(overlap(&a, &b), 2 + 1 + 1 + 1 + 1);
+    assert_eq!(overlap(&a, &[]), 0);
+}
+
+// ------------------------------------------------------------------ metrics
+
+#[test]
+fn p2p_wait_is_exposed_pipeline_communication_and_idle_compute() {
+    let r = report_of(p2p_case());
+    assert_eq!(r.iteration_time, ps_us(16.0));
+    assert_mm(phase(&r, Category::ForwardCompute), mm(0.0, 10.0));
+    assert_mm(phase(&r, Category::BackwardCompute), mm(0.0, 5.0));
+    assert_mm(phase(&r, Category::Send), mm(0.0, 1.0));
+    assert_mm(phase(&r, Category::Recv), mm(0.0, 11.0));
+    // Rank 0's send (1 us) runs after its compute; rank 1's receive waits 11 us.
+    assert_eq!(r.exposed.len(), 1);
+    assert_mm(exposed_of(&r, CommKind::Pp), mm(1.0, 11.0));
+    // Stage 0 idles 6 of 16 us, stage 1 idles 11 of 16 us.
+    assert!(close(r.bubble_fraction.0, (6.0 / 16.0 + 11.0 / 16.0) / 2.0));
+}
+
+#[test]
+fn tp_all_reduce_hidden_behind_compute_is_not_exposed() {
+    let r = report_of(tp_case());
+    assert_eq!(r.iteration_time, ps_us(15.5));
+    // Rank 0: 1 us + 1.5 us (waits 0.5 us for rank 1); rank 1: 1 us + 1 us.
+    assert_mm(phase(&r, Category::TpComm), mm(2.0, 2.5));
+    assert_mm(phase(&r, Category::BackwardCompute), mm(4.0, 4.5));
+    // The first all-reduce [10, 11) is under the second compute; the second is exposed.
+    assert_mm(exposed_of(&r, CommKind::Tp), mm(1.0, 1.5));
+    // One stage: mean of 1.5 / 15.5 and 1.0 / 15.5.
+    assert!(close(r.bubble_fraction.0, 1.25 / 15.5));
+}
+
+#[test]
+fn window_clips_every_interval_to_the_reported_iteration() {
+    let (sc, trace, tl) = p2p_case();
+    let w = Window {
+        start: Ps(5 * US),
+        end: Ps(13 * US),
+    };
+    let r = Report::new(&sc, &trace, &tl, w, Seconds(0.0));
+    assert_eq!(r.iteration_time, ps_us(8.0));
+    assert_mm(phase(&r, Category::ForwardCompute), mm(0.0, 5.0));
+    assert_mm(phase(&r, Category::BackwardCompute), mm(0.0, 2.0));
+    assert_mm(phase(&r, Category::Recv), mm(0.0, 6.0));
+    assert_mm(exposed_of(&r, CommKind::Pp), mm(1.0, 6.0));
+    // Stage 0 computes 5 of 8 us, stage 1 computes 2 of 8 us.
+    assert!(close(r.bubble_fraction.0, (3.0 / 8.0 + 6.0 / 8.0) / 2.0));
+}
+
+#[test]
+fn required_phases_are_listed_even_when_absent_and_others_only_when_present() {
+    let r = report_of(p2p_case());
+    let names: Vec<&str> = r.phases.iter().map(|p| p.category.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "forward-compute",
+            "backward-compute",
+            "send",
+            "recv",
+            "tp-comm",
+            "all-grads-sync",
+            "params-all-gather",
+            "optimizer"
+        ]
+    );
+    assert_mm(phase(&r, Category::AllGradsSync), mm(0.0, 0.0));
+}
+
+/// 1F1B, 4 stages, 8 microbatches, forward 1 ms, backward 2 ms, free P2P.
+fn one_f_one_b() -> (Scenario, Trace, Timeline) {
+    let sc = scenario(&small(4, 1, 4, 8));
+    let trace = Pipeline {
+        stages: 4,
+        tp: 1,
+        microbatches: 8,
+        layers: 2,
+        forward: Ps(1000 * US),
+        backward: Ps(2000 * US),
+        p2p_bytes: Bytes(0),
+        tp_bytes: Bytes(0),
+        symmetric: false,
+    }
+    .build()
+    .unwrap();
+    let tl = run(&sc, &trace);
+    (sc, trace, tl)
+}
+
+#[test]
+fn one_f_one_b_bubble_equals_the_analytic_fraction() {
+    let (sc, trace, tl) = one_f_one_b();
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0));
+    // (m + p − 1)(t_f + t_b) = 11 × 3 ms.
+    assert_eq!(r.iteration_time, ps_us(33_000.0));
+    assert_mm(phase(&r, Category::ForwardCompute), mm(8000.0, 8000.0));
+    assert_mm(phase(&r, Category::BackwardCompute), mm(16000.0, 16000.0));
+    // Every stage idles 9 of 33 ms: (p − 1) / (m + p − 1) = 3 / 11.
+    assert!(close(r.bubble_fraction.0, 3.0 / 11.0));
+    assert!(close(r.bubble_fraction.0, sc.bubble_fraction()));
+}
+
+#[test]
+fn throughput_mfu_and_tokens_follow_megatron_flops_over_iteration_time() {
+    let (sc, trace, tl) = one_f_one_b();
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0));
+    // 8 · 1024 · (8 · (72·1024² + 6·1024·1024) + 6·1024·32768)
+    assert_eq!(r.flops, Flops(7_009_386_627_072.0));
+    assert_eq!(r.world_size, 4);
+    // 7.009e12 / (33 ms × 4 GPUs) = 53.1014 TFLOP/s per GPU, 5.369% of 989 TFLOP/s.
+    assert!(close(r.tflops_per_gpu.0, 53.101_413_841_454_5e12));
+    assert!(close(r.mfu.0, 0.053_692_026_128_872));
+    assert_eq!(r.peak, FlopsPerSec(989e12));
+    // 8 sequences × 1024 tokens / 33 ms.
+    assert!(close(r.tokens_per_second.0, 248_242.424_242_424));
+}
+
+#[test]
+fn empty_window_gives_zero_throughput_not_infinity() {
+    let (sc, trace, tl) = p2p_case();
+    let w = Window {
+        start: Ps(3),
+        end: Ps(3),
+    };
+    let r = Report::new(&sc, &trace, &tl, w, Seconds(0.0));
+    assert_eq!(r.tflops_per_gpu, FlopsPerSec(0.0));
+    assert_eq!(r.tokens_per_second, TokensPerSec(0.0));
+    assert_eq!(r.bubble_fraction, Ratio(0.0));
+    assert!(json(&r).contains("\"tflops_per_gpu\": 0.0,"));
+}
+
+#[test]
+fn memory_rows_copy_the_scenario_memory_model_per_stage() {
+    let (sc, trace, tl) = p2p_case();
+    let r = report_of((sc.clone(), trace, tl));
+    assert_eq!(r.memory.len(), 2);
+    for (row, m) in r.memory.iter().zip(&sc.memory) {
+        assert_eq!(
+            (
+                row.stage,
+                row.weights,
+                row.gradients,
+                row.optimizer,
+                row.activations,
+                row.peak
+            ),
+            (
+                m.stage,
+                m.weights,
+                m.gradients,
+                m.optimizer,
+                m.activations,
+                m.peak
+            )
+        );
+    }
+    let largest = sc.memory.iter().map(|m| m.peak).max().unwrap();
+    assert_eq!(r.peak_stage().unwrap().peak, largest);
+}
+
+// ------------------------------------------------------------------ json and text
+
+#[test]
+fn json_has_the_spec_fields_in_a_fixed_order() {
+    let r = report_of(p2p_case());
+    let out = json(&r);
+    assert!(out.ends_with("}\n"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut want = [
+        "scenario",
+        "world_size",
+        "iteration_time_ms",
+        "flops_per_iteration",
+        "tflops_per_gpu",
+        "peak_tflops",
+        "mfu",
+        "tokens_per_second",
+        "bubble_fraction",
+        "phases",
+        "exposed_communication",
+        "memory",
+        "engine",
+    ];
+    // serde_json's map sorts keys; the order in the text is checked below.
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(sorted, want);
+    let positions: Vec<usize> = [
+        "\"scenario\"",
+        "\"world_size\"",
+        "\"iteration_time_ms\"",
+        "\"tflops_per_gpu\"",
+        "\"mfu\"",
+        "\"phases\"",
+        "\"memory\"",
+        "\"engine\"",
+    ]
+    .iter()
+    .map(|k| out.find(k).unwrap())
+    .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{out}");
+    assert_eq!(v["world_size"], 2);
+    assert_eq!(v["iteration_time_ms"], 0.016);
+    assert_eq!(v["phases"]["recv"]["max_ms"], 0.011);
+    assert_eq!(v["exposed_communication"]["pp"]["min_ms"], 0.001);
+    assert_eq!(v["engine"]["simulated_ranks"], 2);
+    assert_eq!(v["engine"]["wall_ms"], 12.5);
+    let stage = v["memory"][1].as_object().unwrap();
+    let fields: Vec<&str> = stage.keys().map(String::as_str).collect();
+    assert_eq!(fields.len(), 6);
+    for f in [
+        "stage",
+        "weights_bytes",
+        "gradients_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "peak_bytes",
+    ] {
+        assert!(stage.contains_key(f), "{f}");
+    }
+    assert_eq!(v["memory"][1]["stage"], 1);
+}
+
+#[test]
+fn two_runs_give_byte_identical_json_once_wall_time_is_zeroed() {
+    let a = report_of(p2p_case());
+    let mut b = report_of(p2p_case());
+    b.engine.wall = Seconds(99.0);
+    assert_ne!(json(&a), json(&b));
+    let (a, b) = (a.deterministic(), b.deterministic());
+    assert_eq!(json(&a), json(&b));
+    assert_eq!(text(&a), text(&b));
+    assert!(json(&a).contains("\"wall_ms\": 0.0"));
+}
+
+#[test]
+fn text_report_shows_headline_figures_phases_exposure_and_memory() {
+    let r = report_of(p2p_case()).deterministic();
+    let t = text(&r);
+    let head = "\
+scenario `s` on 2 GPUs
+  iteration time     0.016 ms
+  throughput         109521.67 TFLOP/s/GPU
+  mfu                11073.98% of 989.0 TFLOP/s
+  tokens per second  256000000.0
+  pipeline bubble    53.12%
+  model FLOPs        3.5047e12 per iteration
+
+  phase (ms per rank)    min    max
+  forward-compute      0.000  0.010
+  backward-compute     0.000  0.005
+  send                 0.000  0.001
+  recv                 0.000  0.011
+  tp-comm              0.000  0.000
+  all-grads-sync       0.000  0.000
+  params-all-gather    0.000  0.000
+  optimizer            0.000  0.000
+
+  exposed communication (ms per rank)    min    max
+  pp                                   0.001  0.011
+
+  memory per GPU at the stage's peak (GiB)
+  stage  weights  gradients  optimizer  activations  peak
+";
+    assert!(t.starts_with(head), "{t}");
+    let memory_rows: Vec<&str> = t[head.len()..].lines().take(2).collect();
+    for (line, m) in memory_rows.iter().zip(&r.memory) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells[0], m.stage.to_string());
+        assert_eq!(cells[5], format!("{:.2}", m.peak.gib()));
+    }
+    assert!(
+        t.ends_with(&format!(
+            "\n\nengine: {} events, 2 simulated ranks, 0.000 ms wall\n",
+            r.engine.events
+        )),
+        "{t}"
+    );
+}
+
+// ------------------------------------------------------------------ expect
+
+fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
+    Report {
+        scenario: "s".into(),
+        world_size: 8,
+        iteration_time: Seconds(iteration_ms * 1e-3),
+        flops: Flops(0.0),
+        tflops_per_gpu: FlopsPerSec(tflops * 1e12),
+        peak: FlopsPerSec(989e12),
+        mfu: Ratio(mfu),
+        tokens_per_second: TokensPerSec(0.0),
+        bubble_fraction: Ratio(0.0),
+        phases: Vec::new(),
+        exposed: Vec::new(),
+        memory: [10, peak_gib, 20]
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| StageMemoryRow {
+                stage: i as u64,
+                weights: Bytes(0),
+                gradients: Bytes(0),
+                optimizer: Bytes(0),
+                activations: Bytes(0),
+                peak: Bytes(g * Bytes::GIB + Bytes::GIB / 4),
+            })
+            .collect(),
+        engine: EngineStats {
+            events: 0,
+            simulated_ranks: 0,
+            wall: Seconds(0.0),
+        },
+    }
+}
+
+/// Distinct places for the four bounds, so a test can tell which one a label points at.
+fn bound_locs() -> venus_plan::plan::ExpectLocs {
+    use venus_diag::diag::{FileId, Loc, Span};
+    let at = |start| Some(Loc::new(FileId(3), Span::new(start, start + 4)));
+    venus_plan::plan::ExpectLocs {
+        iteration_time_max: at(10),
+        tflops_min: at(20),
+        memory_max: at(30),
+        mfu_min: at(40),
+    }
+}
+
+#[test]
+fn e0501_iteration_time_shows_prediction_bound_and_margin() {
+    let e = venus_plan::plan::ExpectSpec {
+        iteration_time_max: Some(Seconds(1.0)),
+        ..Default::default()
+    };
+    let r = headline(1125.11, 100.0, 0.4, 30);
+    let d = check_expect(&e, &bound_locs(), &r);
+    assert_eq!(d.len(), 1);
+    let d = &d[0];
+    assert_eq!(d.code, venus_diag::diag::Code::E0501);
+    assert_eq!(
+        d.message,
+        "predicted iteration time 1125.11 ms exceeds `iteration_time_max` 1000 ms"
+    );
+    assert_eq!(d.primary.loc, bound_locs().iteration_time_max.unwrap());
+    assert_eq!(d.primary.message, "the prediction is 1125.11 ms");
+    assert_eq!(
+        d.help.as_deref(),
+        Some("the prediction is 12.5% over the bound; raise it to 1126ms or change the plan")
+    );
+}
+
+#[test]
+fn e0501_tflops_and_mfu_below_their_minimums() {
+    let e = venus_plan::plan::ExpectSpec {
+        tflops_min: Some(FlopsPerSec(150e12)),
+        mfu_min: Some(Ratio(0.4)),
+        ..Default::default()
+    };
+    let r = headline(900.0, 142.35, 0.3821, 30);
+    let d = check_expect(&e, &bound_locs(), &r);
+    assert_eq!(d.len(), 2);
+    assert_eq!(
+        d[0].message,
+        "predicted throughput per GPU 142.35 TFLOP/s is below `tflops_min` 150 TFLOP/s"
+    );
+    assert_eq!(d[0].primary.loc, bound_locs().tflops_min.unwrap());
+    assert_eq!(
+        d[0].help.as_deref(),
+        Some("the prediction is 5.1% under the bound; lower it to 142TFLOP/s or change the plan")
+    );
+    assert_eq!(d[1].message, "predicted mfu 38.21% is below `mfu_min` 40%");
+    assert_eq!(d[1].primary.loc, bound_locs().mfu_min.unwrap());
+    assert_eq!(
+        d[1].help.as_deref(),
+        Some("the prediction is 4.5% under the bound; lower it to 38% or change the plan")
+    );
+}
+
+#[test]
+fn e0501_memory_max_is_checked_against_the_largest_stage_peak() {
+    let e = venus_plan::plan::ExpectSpec {
+        memory_max: Some(Bytes(64 * Bytes::GIB)),
+        ..Default::default()
+    };
+    let r = headline(900.0, 100.0, 0.4, 71);
+    let d = check_expect(&e, &bound_locs(), &r);
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        d[0].message,
+        "predicted peak memory of stage 1 71.25 GiB exceeds `memory_max` 64 GiB"
+    );
+    assert_eq!(d[0].primary.loc, bound_locs().memory_max.unwrap());
+    assert_eq!(
+        d[0].help.as_deref(),
+        Some("the prediction is 11.3% over the bound; raise it to 72GiB or change the plan")
+    );
+}
+
+#[test]
+fn bounds_that_hold_give_no_diagnostic() {
+    let e = venus_plan::plan::ExpectSpec {
+        iteration_time_max: Some(Seconds(1.0)),
+        tflops_min: Some(FlopsPerSec(100e12)),
+        memory_max: Some(Bytes(30 * Bytes::GIB + Bytes::GIB / 4)),
+        mfu_min: Some(Ratio(0.4)),
+    };
+    // Exactly on every bound: a bound equal to the prediction holds.
+    let r = headline(1000.0, 100.0, 0.4, 30);
+    assert_eq!(check_expect(&e, &bound_locs(), &r), Vec::new());
+    assert_eq!(
+        check_expect(
+            &venus_plan::plan::ExpectSpec::default(),
+            &Default::default(),
+            &headline(1e9, 0.0, 0.0, 999)
+        ),
+        Vec::new()
+    );
+}
+
+#[test]
+fn tiny_throughput_suggests_a_nonzero_bound() {
+    let e = venus_plan::plan::ExpectSpec {
+        tflops_min: Some(FlopsPerSec(1e12)),
+        ..Default::default()
+    };
+    let r = headline(900.0, 0.0456, 0.0, 1);
+    let d = check_expect(&e, &bound_locs(), &r);
+    assert_eq!(
+        d[0].help.as_deref(),
+        Some("the prediction is 95.4% under the bound; lower it to 0.04TFLOP/s or change the plan")
+    );
+}
+
+// ------------------------------------------------------------------ perfetto
+
+fn perfetto_json(
+    trace: &Trace,
+    tl: &Timeline,
+    opts: &PerfettoOptions<'_>,
+) -> (serde_json::Value, u64) {
+    let mut buf = Vec::new();
+    let n = write_perfetto(&mut buf, trace, tl, opts).unwrap();
+    (serde_json::from_slice(&buf).unwrap(), n)
+}
+
+fn events<'a>(v: &'a serde_json::Value, ph: &str) -> Vec<&'a serde_json::Value> {
+    v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == ph)
+        .collect()
+}
+
+#[test]
+fn perfetto_has_one_complete_event_per_node_with_exact_microseconds() {
+    let (sc, trace, tl) = tp_case();
+    let layout = Layout::for_scenario(&sc).unwrap();
+    let opts = PerfettoOptions {
+        ranks: None,
+        layout: Some(&layout),
+    };
+    let (v, n) = perfetto_json(&trace, &tl, &opts);
+    assert_eq!(v["displayTimeUnit"], "ns");
+    let x = events(&v, "X");
+    assert_eq!(x.len(), trace.node_count());
+    assert_eq!(n, 8);
+    // Rank 1's second all-reduce (unlabelled) runs [14.5, 15.5) us.
+    let last = x
+        .iter()
+        .find(|e| e["pid"] == 1 && e["ts"] == 14.5)
+        .expect("second all-reduce of rank 1");
+    assert_eq!(last["name"], "all-reduce tp");
+    assert_eq!(last["cat"], "tp-comm");
+    assert_eq!(last["dur"], 1);
+    assert_eq!(last["tid"], 1);
+    assert_eq!(last["args"]["bytes"], 100_000);
+    let f = x
+        .iter()
+        .find(|e| e["pid"] == 0 && e["name"] == "F0")
+        .unwrap();
+    assert_eq!((f["ts"].as_u64(), f["dur"].as_u64()), (Some(0), Some(10)));
+    let processes: Vec<&str> = events(&v, "M")
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(processes, ["rank 0 (pp0 tp0 dp0)", "rank 1 (pp0 tp1 dp0)"]);
+    let threads: Vec<(u64, &str)> = events(&v, "M")
+        .iter()
+        .filter(|e| e["name"] == "thread_name" && e["pid"] == 0)
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(threads, [(0, "compute"), (1, "comm tp-comm")]);
+}
+
+#[test]
+fn perfetto_can_be_restricted_to_some_ranks() {
+    let (_, trace, tl) = one_f_one_b();
+    let keep = [0u32, 3];
+    let opts = PerfettoOptions {
+        ranks: Some(&keep),
+        layout: None,
+    };
+    let (v, n) = perfetto_json(&trace, &tl, &opts);
+    let x = events(&v, "X");
+    let want: usize = trace
+        .ranks()
+        .iter()
+        .filter(|r| keep.contains(&r.rank()))
+        .map(|r| r.len())
+        .sum();
+    assert_eq!(x.len(), want);
+    assert_eq!(n as usize, want);
+    assert!(x.iter().all(|e| e["pid"] == 0 || e["pid"] == 3));
+    let processes: Vec<&str> = events(&v, "M")
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(processes, ["rank 0", "rank 3"]);
+    // Stage 0 sends forward on stream 1 and receives gradients on stream 4.
+    let names: Vec<&str> = x.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"send→pp1") && names.contains(&"recv←pp2"));
+    assert!(names.contains(&"F7") && names.contains(&"B7"));
+}
+
+#[test]
+fn micros_are_exact_decimals_of_picoseconds() {
+    assert_eq!(perfetto_micros(0), "0");
+    assert_eq!(perfetto_micros(1_500_000), "1.5");
+    assert_eq!(perfetto_micros(1), "0.000001");
+    assert_eq!(perfetto_micros(33_000_000_000), "33000");
+}
+
+fn perfetto_micros(ps: u64) -> String {
+    perfetto::micros(ps)
+}
+
+#[test]
+fn symmetric_simulation_reports_the_same_figures_as_all_ranks() {
+    let sc = scenario(&small(8, 2, 4, 8));
+    let shape = |symmetric| Pipeline {
+        stages: 4,
+        tp: 2,
+        microbatches: 8,
+        layers: 2,
+        forward: Ps(1000 * US),
+        backward: Ps(2000 * US),
+        p2p_bytes: Bytes(1_000_000),
+        tp_bytes: Bytes(2_000_000),
+        symmetric,
+    };
+    let report = |symmetric| {
+        let trace = shape(symmetric).build().unwrap();
+        let tl = run(&sc, &trace);
+        Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0))
+    };
+    let (all, sym) = (report(false), report(true));
+    assert_eq!(all.engine.simulated_ranks, 8);
+    assert_eq!(sym.engine.simulated_ranks, 4);
+    assert_eq!(all.iteration_time, sym.iteration_time);
+    assert_eq!(all.phases, sym.phases);
+    assert_eq!(all.exposed, sym.exposed);
+    assert_eq!(all.bubble_fraction, sym.bubble_fraction);
+    // Each stage waits for its tensor-parallel all-reduces: 2 layers × 2 segments × 2 passes
+    // × 8 microbatches = 64 all-reduces of 2 MB, each 2·(1/2)·2 MB / 100 GB/s = 20 us.
+    assert_mm(phase(&all, Category::TpComm), mm(64.0 * 20.0, 64.0 * 20.0));
+    // The last all-reduce of a pass overlaps the next pass's first compute when that compute
+    // waits for no receive, so less than all of it is exposed.
+    let exposed = exposed_of(&all, CommKind::Tp);
+    assert!(
+        exposed.min.0 > 0.0 && exposed.max.0 < 64.0 * 20e-6,
+        "{exposed:?}"
+    );
+}
+
+// ------------------------------------------------------------------ scenario views
+
+#[test]
+fn memory_table_lists_every_stage() {
+    let mut d = demo();
+    d.plan.attention = Some(sp(venus_front::ty::Attention::Unfused));
+    let (s, _) = validate(&d);
+    let t = memory_table(&s.unwrap());
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 1 + 1 + 8 + 1);
+    assert!(lines[0].contains("`h100_sxm` has 80.00 GiB"), "{t}");
+    assert!(
+        lines[1].starts_with("stage  layers  weights  gradients  optimizer  activations"),
+        "{t}"
+    );
+    assert!(lines[2].starts_with("0 "), "{t}");
+    assert!(lines[2].ends_with("70.18     88%"), "{t}");
+}
+
+#[test]
+fn groups_json_lists_sizes_and_groups() {
+    use serde_json::json;
+    use venus_plan::plan::layout::{Layout, LayoutSizes};
+    // The worked example of megatron-semantics.md §2.1: world 16, tp 2, cp 2, dp 2, pp 2,
+    // ep 4, etp 1.
+    let sizes = LayoutSizes {
+        tp: 2,
+        cp: 2,
+        ep: 4,
+        dp: 2,
+        pp: 2,
+        etp: 1,
+    };
+    let v = groups_json(&Layout::new(sizes, &[8, 2]).unwrap());
+    assert_eq!(v["world"], 16);
+    assert_eq!(v["sizes"]["expert_dp"], 2);
+    assert_eq!(v["groups"]["dp-cp"][1], json!([1, 3, 5, 7]));
+    assert_eq!(v["groups"]["embedding"][0], json!([0, 8]));
+}

@@ -1,0 +1,113 @@
+//! The human report (`venusc sim`): [`Report`] → text, in the spirit of VenusSim's
+//! (`trace-generator/utils.py` `get_perf`: TFLOP/s/GPU, iteration time, per-phase (min, max)
+//! ms), plus MFU, tokens per second, the bubble, exposed communication and memory per stage.
+//!
+//! Input: a [`Report`]. Output: lines ending in `\n`.
+//! Invariants: every number has a fixed number of decimals; the only host-dependent value is
+//! the wall time on the final `engine:` line (zero after [`Report::deterministic`]).
+
+use std::fmt::Write as _;
+
+use super::{MinMax, Report};
+use venus_base::base::Bytes;
+
+/// Renders the report.
+pub fn text(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario `{}` on {} GPUs", r.scenario, r.world_size);
+    let summary = [
+        ("iteration time", format!("{:.3} ms", r.iteration_time.ms())),
+        (
+            "throughput",
+            format!("{:.2} TFLOP/s/GPU", r.tflops_per_gpu.0 / 1e12),
+        ),
+        (
+            "mfu",
+            format!("{:.2}% of {:.1} TFLOP/s", r.mfu.0 * 100.0, r.peak.0 / 1e12),
+        ),
+        ("tokens per second", format!("{:.1}", r.tokens_per_second.0)),
+        (
+            "pipeline bubble",
+            format!("{:.2}%", r.bubble_fraction.0 * 100.0),
+        ),
+        ("model FLOPs", format!("{:.4e} per iteration", r.flops.0)),
+    ];
+    let width = summary.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in &summary {
+        let _ = writeln!(out, "  {k:<width$}  {v}");
+    }
+
+    out.push('\n');
+    let rows = r
+        .phases
+        .iter()
+        .map(|p| min_max_row(p.category.name(), p.time))
+        .collect();
+    table(&mut out, "phase (ms per rank)", ["min", "max"], rows);
+
+    if !r.exposed.is_empty() {
+        out.push('\n');
+        let rows = r
+            .exposed
+            .iter()
+            .map(|e| min_max_row(e.kind.name(), e.time))
+            .collect();
+        table(
+            &mut out,
+            "exposed communication (ms per rank)",
+            ["min", "max"],
+            rows,
+        );
+    }
+
+    if !r.memory.is_empty() {
+        out.push('\n');
+        let g = |b: Bytes| format!("{:.2}", b.gib());
+        let rows = r
+            .memory
+            .iter()
+            .map(|m| {
+                vec![
+                    m.stage.to_string(),
+                    g(m.weights),
+                    g(m.gradients),
+                    g(m.optimizer),
+                    g(m.activations),
+                    g(m.peak),
+                ]
+            })
+            .collect();
+        let _ = writeln!(out, "  memory per GPU at the stage's peak (GiB)");
+        table(
+            &mut out,
+            "stage",
+            ["weights", "gradients", "optimizer", "activations", "peak"],
+            rows,
+        );
+    }
+
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "engine: {} events, {} simulated ranks, {:.3} ms wall",
+        r.engine.events,
+        r.engine.simulated_ranks,
+        r.engine.wall.ms()
+    );
+    out
+}
+
+fn min_max_row(name: &str, t: MinMax) -> Vec<String> {
+    vec![
+        name.to_string(),
+        format!("{:.3}", t.min.ms()),
+        format!("{:.3}", t.max.ms()),
+    ]
+}
+
+/// A table of the report, indented two spaces under its heading ([`super::table::render`]).
+fn table<const N: usize>(out: &mut String, first: &str, heads: [&str; N], rows: Vec<Vec<String>>) {
+    let mut header = vec![first];
+    header.extend(heads);
+    super::table::render(out, "  ", &header, &rows);
+}

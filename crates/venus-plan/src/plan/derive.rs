@@ -1,0 +1,512 @@
+//! Derived values of a plan: padded vocabulary, the layer split over pipeline stages and
+//! model chunks, parameter counts, the bubble fraction and the pipeline shape the schedule IR
+//! is built from.
+//!
+//! Input: plain numbers taken from the typed model and plan. Output: the values Megatron-LM
+//! computes from its arguments, or a [`SplitError`] naming the Megatron rule a layer split breaks.
+//! Invariant: pure arithmetic on user numbers, never panicking (checked or saturating ops,
+//! `u128` for products of user numbers).
+
+use crate::plan::spec::ModelSpec as Model;
+use crate::schedule::{Kind, PipelineShape};
+
+/// Megatron's `--make-vocab-size-divisible-by` default.
+pub const VOCAB_DIVISOR: u64 = 128;
+
+/// The vocabulary padded so each tp rank holds an equal, 128-aligned slice.
+// megatron/training/tokenizer/tokenizer.py `_vocab_size_with_padding`:
+// multiple = make_vocab_size_divisible_by * tensor_model_parallel_size; after = ceil(v / multiple) * multiple
+pub fn padded_vocab(vocab: u64, tp: u64) -> u64 {
+    let multiple = VOCAB_DIVISOR.saturating_mul(tp.max(1));
+    vocab.div_ceil(multiple).saturating_mul(multiple)
+}
+
+/// How the decoder layers are spread over the pipeline stages. All model chunks of one stage
+/// hold the same number of layers (`layers(stage) / vpp`), as in Megatron's
+/// `get_num_layers_to_build` (megatron/core/transformer/transformer_block.py).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageSplit {
+    pub pp: u64,
+    pub vpp: u64,
+    /// Layers on stage 0.
+    pub first: u64,
+    /// Layers on each stage strictly between the first and the last.
+    pub middle: u64,
+    /// Layers on stage pp − 1 (equal to `first` when pp = 1).
+    pub last: u64,
+}
+
+impl StageSplit {
+    /// Layers on a pipeline stage (all its chunks together).
+    pub fn layers(&self, stage: u64) -> u64 {
+        if stage == 0 {
+            self.first
+        } else if stage + 1 == self.pp {
+            self.last
+        } else {
+            self.middle
+        }
+    }
+
+    /// Layers in one model chunk of a stage.
+    pub fn chunk_layers(&self, stage: u64) -> u64 {
+        self.layers(stage) / self.vpp.max(1)
+    }
+
+    /// Index of the first decoder layer of `(stage, chunk)`.
+    // megatron/core/transformer/transformer_layer.py `get_transformer_layer_offset`: chunk c
+    // starts after c full virtual rounds (L / vpp layers each), then the chunks of earlier stages.
+    pub fn first_layer(&self, stage: u64, chunk: u64) -> u64 {
+        let v = self.vpp.max(1);
+        let total = self
+            .first
+            .saturating_add(self.last)
+            .saturating_add(self.middle.saturating_mul(self.pp.saturating_sub(2)));
+        let total = if self.pp == 1 { self.first } else { total };
+        let before = if stage == 0 {
+            0
+        } else {
+            (self.first / v).saturating_add((stage - 1).saturating_mul(self.middle / v))
+        };
+        chunk.saturating_mul(total / v).saturating_add(before)
+    }
+
+    /// A short description: `8 per stage` or `first 6, 5 on each of 6 middle stages, last 6`.
+    pub fn describe(&self) -> String {
+        if self.pp == 1 {
+            return format!("{} on the only stage", self.first);
+        }
+        if self.first == self.middle && self.last == self.middle {
+            return format!("{} per stage", self.middle);
+        }
+        let middles = self.pp.saturating_sub(2);
+        if middles == 0 {
+            format!("first {}, last {}", self.first, self.last)
+        } else {
+            let stages = if middles == 1 { "stage" } else { "stages" };
+            format!(
+                "first {}, {} on each of {} middle {}, last {}",
+                self.first, self.middle, middles, stages, self.last
+            )
+        }
+    }
+}
+
+/// Why a layer split is invalid; each variant is one Megatron rule (ids from the validity table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitError {
+    /// L06/L20: even split needs layers % pp == 0 and (layers / pp) % vpp == 0.
+    Even { layers: u64, pp: u64, vpp: u64 },
+    /// pp = 1 cannot have both a distinct first and last stage.
+    EndsNeedTwoStages,
+    /// first + last stage layers exceed the model's layers.
+    EndsExceed { ends: u64, layers: u64 },
+    /// L14: first (or last) stage layers not divisible by vpp.
+    EndNotDivisible { first: bool, n: u64, vpp: u64 },
+    /// L15: middle layers remain without middle stages, or the reverse.
+    MiddleMismatch { layers: u64, stages: u64 },
+    /// L16: middle layers not divisible by the middle stages.
+    MiddleNotDivisible { layers: u64, stages: u64 },
+    /// L17: layers per middle stage not divisible by vpp.
+    MiddleChunks { per_stage: u64, vpp: u64 },
+}
+
+/// Splits `layers` over `pp` stages with `vpp` chunks each, following Megatron's uneven rules
+/// when `first` / `last` are given.
+pub fn split_layers(
+    layers: u64,
+    pp: u64,
+    vpp: u64,
+    first: Option<u64>,
+    last: Option<u64>,
+) -> Result<StageSplit, SplitError> {
+    let pp = pp.max(1);
+    let vpp = vpp.max(1);
+    if first.is_none() && last.is_none() {
+        // megatron/training/arguments.py:998 (L06) and
+        // megatron/core/transformer/transformer_block.py:158,178 (L20)
+        let per = layers / pp;
+        if !layers.is_multiple_of(pp) || !per.is_multiple_of(vpp) {
+            return Err(SplitError::Even { layers, pp, vpp });
+        }
+        return Ok(StageSplit {
+            pp,
+            vpp,
+            first: per,
+            middle: per,
+            last: per,
+        });
+    }
+    // megatron/core/transformer/transformer_config.py:2300-2370 (L13-L17)
+    if pp == 1 && first.is_some() && last.is_some() {
+        return Err(SplitError::EndsNeedTwoStages);
+    }
+    for (is_first, n) in [(true, first), (false, last)] {
+        if let Some(n) = n {
+            // transformer_config.py:2313,2332 (L14)
+            if n % vpp != 0 {
+                return Err(SplitError::EndNotDivisible {
+                    first: is_first,
+                    n,
+                    vpp,
+                });
+            }
+        }
+    }
+    let ends = first.unwrap_or(0).saturating_add(last.unwrap_or(0));
+    if ends > layers {
+        return Err(SplitError::EndsExceed { ends, layers });
+    }
+    let rest = layers - ends;
+    let stages = pp - u64::from(first.is_some()) - u64::from(last.is_some());
+    // transformer_config.py:2343 (L15)
+    if (rest > 0) != (stages > 0) {
+        return Err(SplitError::MiddleMismatch {
+            layers: rest,
+            stages,
+        });
+    }
+    let middle = if stages == 0 {
+        0
+    } else {
+        // transformer_config.py:2351 (L16)
+        if !rest.is_multiple_of(stages) {
+            return Err(SplitError::MiddleNotDivisible {
+                layers: rest,
+                stages,
+            });
+        }
+        let per = rest / stages;
+        // transformer_config.py:2365 (L17)
+        if !per.is_multiple_of(vpp) {
+            return Err(SplitError::MiddleChunks {
+                per_stage: per,
+                vpp,
+            });
+        }
+        per
+    };
+    let first_n = first.unwrap_or(middle);
+    let last_n = if pp == 1 {
+        first_n
+    } else {
+        last.unwrap_or(middle)
+    };
+    Ok(StageSplit {
+        pp,
+        vpp,
+        first: first_n,
+        middle,
+        last: last_n,
+    })
+}
+
+/// Parameters of one decoder layer (unsharded counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LayerParams {
+    /// Q, K, V and output projections (no biases, as theoretical_memory_usage.py).
+    pub attention: u64,
+    /// The dense MLP (zero on a MoE layer) plus the shared expert.
+    pub mlp: u64,
+    /// All routed experts of the layer.
+    pub experts: u64,
+    /// The router (`hidden × experts`).
+    pub router: u64,
+    /// Two LayerNorms, weight and bias each (Megatron's default normalization).
+    pub norms: u64,
+}
+
+impl LayerParams {
+    pub fn total(&self) -> u64 {
+        self.attention
+            .saturating_add(self.mlp)
+            .saturating_add(self.experts)
+            .saturating_add(self.router)
+            .saturating_add(self.norms)
+    }
+}
+
+/// MLP weights for an inner size: 2·h·ffn, or 3·h·ffn with SwiGLU (gate, up, down).
+pub fn mlp_params(hidden: u64, ffn: u64, swiglu: bool) -> u64 {
+    let mats = if swiglu { 3 } else { 2 };
+    mul(&[mats, hidden, ffn])
+}
+
+/// Per-layer parameter counts.
+// megatron/training/theoretical_memory_usage.py:12-120 (attention 2h²(1 + g/n)(q/h), MLP
+// 2·h·ffn·(3/2 with SwiGLU), shared expert, routed experts, router h·E, norms 2h·norm_size)
+pub fn layer_params(m: &Model) -> LayerParams {
+    let h = m.hidden;
+    let q = mul(&[m.heads, m.head_dim()]);
+    let kv = mul(&[m.kv_groups(), m.head_dim()]);
+    let attention = mul(&[h, q])
+        .saturating_mul(2)
+        .saturating_add(mul(&[2, h, kv]));
+    let shared = if m.is_moe() && m.shared_expert_ffn() > 0 {
+        mlp_params(h, m.shared_expert_ffn(), m.swiglu())
+    } else {
+        0
+    };
+    let (mlp, experts, router) = if m.is_moe() {
+        let e = m.experts();
+        (
+            shared,
+            mlp_params(h, m.moe_ffn(), m.swiglu()).saturating_mul(e),
+            h.saturating_mul(e),
+        )
+    } else {
+        (mlp_params(h, m.ffn(), m.swiglu()), 0, 0)
+    };
+    LayerParams {
+        attention,
+        mlp,
+        experts,
+        router,
+        norms: mul(&[2, 2, h]),
+    }
+}
+
+/// Whole-model parameter counts (unsharded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ParamCounts {
+    pub per_layer: LayerParams,
+    /// Word embedding, padded vocabulary × hidden (first stage).
+    pub embedding: u64,
+    /// Output layer weights (last stage): a separate matrix when untied, or the tied copy Megatron
+    /// keeps on the last stage when pp > 1; zero when tied and pp = 1 (shared with the embedding).
+    pub output: u64,
+    /// The final LayerNorm (last stage).
+    pub final_norm: u64,
+    /// The model's parameters: embedding, layers, final norm and the output layer if untied.
+    pub total: u64,
+}
+
+pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
+    let per_layer = layer_params(m);
+    let h = m.hidden;
+    let embedding = mul(&[padded_vocab, h]);
+    let untied = m.untied_embeddings();
+    // megatron/core/models/common/language_module/language_module.py
+    // `setup_embeddings_and_output_layer`: with tied embeddings and pp > 1 the last stage
+    // allocates its own copy of the word embeddings, kept equal by an all-reduce.
+    let output = if untied || pp > 1 { embedding } else { 0 };
+    let final_norm = mul(&[2, h]);
+    let total = embedding
+        .saturating_add(per_layer.total().saturating_mul(m.layers))
+        .saturating_add(final_norm)
+        .saturating_add(if untied { embedding } else { 0 });
+    ParamCounts {
+        per_layer,
+        embedding,
+        output,
+        final_norm,
+        total,
+    }
+}
+
+/// Pipeline bubble as a fraction of the iteration, (pp − 1) / (m·vpp + pp − 1), taken from the
+/// schedule ([`crate::schedule::bubble`]) of the pipeline Megatron runs for these sizes
+/// (interleaved when vpp > 1, else 1F1B; none for pp = 1).
+// Narayanan et al. SC21 §2.2: bubble time (p − 1)·t_f / v against ideal m·t_f, for 1F1B,
+// GPipe and (with v chunks) the interleaved schedule.
+pub fn bubble_fraction(pp: u64, m: u64, vpp: u64) -> f64 {
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(pp), narrow(vpp.max(1)));
+    let shape = PipelineShape::new(Kind::select(pp, vpp, None), pp, vpp, narrow(m));
+    crate::schedule::bubble(&shape).fraction()
+}
+
+/// The pipeline of a validated scenario: its schedule, sizes and overlap flags, as the
+/// schedule IR takes them (the schedule knows nothing of plans, so the plan builds its shape).
+/// Counts were bounded by validation (`plan::MAX_WORLD`), so they fit `u32`.
+pub fn pipeline_shape(sc: &super::Scenario) -> PipelineShape {
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(sc.pp), narrow(sc.vpp));
+    let mut shape = PipelineShape::new(
+        Kind::select(pp, vpp, sc.schedule),
+        pp,
+        vpp,
+        narrow(sc.microbatches),
+    );
+    shape.overlap_p2p = sc.flags.overlap_p2p;
+    shape.overlap_grad_reduce = sc.flags.overlap_grad_reduce;
+    shape.overlap_param_gather = sc.flags.overlap_param_gather;
+    shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
+    shape.delay_param_gather = sc.flags.delay_param_gather;
+    shape.tied_embeddings = !sc.model.untied_embeddings();
+    shape
+}
+
+/// Saturating product of counts.
+pub fn mul(xs: &[u64]) -> u64 {
+    xs.iter().fold(1u64, |acc, &x| acc.saturating_mul(x))
+}
+
+/// The divisors of `n`, ascending. Trial division stops at 10⁶, so for an absurd `n` the list
+/// holds only the divisors found up to there and their cofactors (enough for suggestions).
+pub fn divisors(n: u64) -> Vec<u64> {
+    venus_base::base::math::divisors(n, 1_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_vocab_is_a_multiple_of_128_times_tp() {
+        assert_eq!(padded_vocab(50000, 1), 50048);
+        // Megatron's rule gives 49 × 1024 = 50176 for 50000 at tp 8; GPT-2's 50257 gives 51200.
+        assert_eq!(padded_vocab(50000, 8), 50176);
+        assert_eq!(padded_vocab(50257, 8), 51200);
+        assert_eq!(padded_vocab(32000, 1), 32000);
+        assert_eq!(padded_vocab(128256, 8), 129024);
+    }
+
+    #[test]
+    fn even_split_puts_layers_over_pp_on_each_stage() {
+        let s = split_layers(32, 4, 2, None, None).unwrap();
+        assert_eq!((s.layers(0), s.layers(1), s.layers(3)), (8, 8, 8));
+        assert_eq!(s.chunk_layers(2), 4);
+        assert_eq!(
+            split_layers(32, 3, 1, None, None),
+            Err(SplitError::Even {
+                layers: 32,
+                pp: 3,
+                vpp: 1
+            })
+        );
+        assert_eq!(
+            split_layers(32, 8, 8, None, None),
+            Err(SplitError::Even {
+                layers: 32,
+                pp: 8,
+                vpp: 8
+            })
+        );
+    }
+
+    #[test]
+    fn uneven_split_gives_the_rest_to_middle_stages() {
+        // 30 layers, pp 4: first 6, last 6, middle 18 over 2 stages = 9.
+        let s = split_layers(30, 4, 1, Some(6), Some(6)).unwrap();
+        assert_eq!(
+            (s.layers(0), s.layers(1), s.layers(2), s.layers(3)),
+            (6, 9, 9, 6)
+        );
+        assert_eq!(
+            s.describe(),
+            "first 6, 9 on each of 2 middle stages, last 6"
+        );
+        // Only the last stage written: 31 layers, pp 4, last 1 -> 10 on each of stages 0..2.
+        let s = split_layers(31, 4, 1, None, Some(1)).unwrap();
+        assert_eq!((s.layers(0), s.layers(2), s.layers(3)), (10, 10, 1));
+    }
+
+    #[test]
+    fn uneven_split_reports_the_megatron_rule_it_breaks() {
+        assert_eq!(
+            split_layers(32, 4, 2, Some(3), None),
+            Err(SplitError::EndNotDivisible {
+                first: true,
+                n: 3,
+                vpp: 2
+            })
+        );
+        assert_eq!(
+            split_layers(32, 4, 1, Some(5), Some(6)),
+            Err(SplitError::MiddleNotDivisible {
+                layers: 21,
+                stages: 2
+            })
+        );
+        assert_eq!(
+            split_layers(32, 2, 1, Some(10), Some(10)),
+            Err(SplitError::MiddleMismatch {
+                layers: 12,
+                stages: 0
+            })
+        );
+        assert_eq!(
+            split_layers(30, 4, 2, Some(4), Some(4)),
+            Err(SplitError::MiddleChunks {
+                per_stage: 11,
+                vpp: 2
+            })
+        );
+        assert_eq!(
+            split_layers(32, 4, 3, Some(3), Some(3)),
+            Err(SplitError::MiddleChunks {
+                per_stage: 13,
+                vpp: 3
+            })
+        );
+        assert_eq!(
+            split_layers(30, 4, 3, Some(3), Some(3)),
+            Ok(StageSplit {
+                pp: 4,
+                vpp: 3,
+                first: 3,
+                middle: 12,
+                last: 3
+            })
+        );
+        assert_eq!(
+            split_layers(8, 4, 1, Some(5), Some(5)),
+            Err(SplitError::EndsExceed {
+                ends: 10,
+                layers: 8
+            })
+        );
+        assert_eq!(
+            split_layers(8, 1, 1, Some(4), Some(4)),
+            Err(SplitError::EndsNeedTwoStages)
+        );
+    }
+
+    #[test]
+    fn first_layer_offsets_follow_megatron_chunk_order() {
+        // pp 2, vpp 2, 8 layers: rank0·c0 = 0-1, rank1·c0 = 2-3, rank0·c1 = 4-5, rank1·c1 = 6-7.
+        let s = split_layers(8, 2, 2, None, None).unwrap();
+        assert_eq!(
+            [
+                s.first_layer(0, 0),
+                s.first_layer(1, 0),
+                s.first_layer(0, 1),
+                s.first_layer(1, 1)
+            ],
+            [0, 2, 4, 6]
+        );
+        // Uneven, pp 3, vpp 2: first 2, middle 8, last 2 -> chunk 0: 0, 1, 5; chunk 1: 6, 7, 11.
+        let s = split_layers(12, 3, 2, Some(2), Some(2)).unwrap();
+        assert_eq!(
+            [
+                s.first_layer(0, 0),
+                s.first_layer(1, 0),
+                s.first_layer(2, 0)
+            ],
+            [0, 1, 5]
+        );
+        assert_eq!(
+            [
+                s.first_layer(0, 1),
+                s.first_layer(1, 1),
+                s.first_layer(2, 1)
+            ],
+            [6, 7, 11]
+        );
+    }
+
+    #[test]
+    fn bubble_fraction_matches_sc21() {
+        assert_eq!(bubble_fraction(1, 8, 1), 0.0);
+        assert!((bubble_fraction(4, 8, 1) - 3.0 / 11.0).abs() < 1e-12);
+        assert!((bubble_fraction(4, 8, 2) - 3.0 / 19.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn divisors_are_sorted_and_complete() {
+        assert_eq!(divisors(12), vec![1, 2, 3, 4, 6, 12]);
+        assert_eq!(divisors(1), vec![1]);
+        assert_eq!(divisors(49), vec![1, 7, 49]);
+    }
+}

@@ -1,0 +1,337 @@
+//! The memory model: peak bytes per GPU on each pipeline stage.
+//!
+//! Input: the typed [`Model`] and a [`MemoryPlan`] (the plan's numbers after validation).
+//! Output: one [`StageMemory`] per pipeline stage: weights, gradients, optimizer state and
+//! activations at the peak of the schedule.
+//! Invariants: integer bytes, computed in `u128` and saturated into [`Bytes`]; no panics on
+//! user numbers.
+//!
+//! Choices (documented here because they differ between sources):
+//! - Weights, gradients, optimizer: mixed-precision Adam, bf16 weights (2 B), fp32 main
+//!   gradients (4 B), fp32 master weights + Adam m, v (12 B) = 18 B per parameter; with
+//!   `distributed_optimizer` the 12 B are sharded: 6 + 12/d (Megatron-LM's distributed optimizer
+//!   guide, <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md>;
+//!   megatron/training/theoretical_memory_usage.py:293-303). Dense params
+//!   shard over dp × cp, the group Megatron's distributed optimizer really reduce-scatters over
+//!   (`dp-cp`, megatron/core/parallel_state.py:963) — theoretical_memory_usage.py uses dp alone,
+//!   which is the same when cp = 1; expert params shard over expert_dp = world / (etp·ep·pp).
+//! - Parameters: as theoretical_memory_usage.py:12-120 (no linear biases; two LayerNorms of 2h
+//!   per layer and a final one; router h·E; tp shards attention, MLP, shared expert and the
+//!   vocabulary-parallel embedding/output; etp × ep shard the routed experts). The last stage
+//!   keeps a copy of tied embeddings when pp > 1, as Megatron does. Position embeddings are not
+//!   counted (the language has no key for them; rotary models have none).
+//! - Activations: Korthikanti et al. 2022, Table 2, generalised per tensor so GQA, SwiGLU,
+//!   `ffn` ≠ 4h and MoE change the constants (published-runs.md §3.4 caveat); for an MHA GeLU
+//!   model with ffn = 4h the per-layer bytes are exactly s·b·h·(34 + 5·a·s/h) and its tp/sp
+//!   variants. Context parallelism divides the sequence: s → s/cp. Full recompute keeps the
+//!   layer input (2·s·b·h, sequence-sharded with sp) per layer and adds one layer's full
+//!   activations as the working set of the layer being recomputed.
+//! - Microbatches in flight at the peak come from the schedule
+//!   ([`crate::schedule::peak_in_flight`], equal to what its built IR holds): no pipelining 1;
+//!   GPipe m; 1F1B min(pp − r, m), its warmup plus one
+//!   (megatron/core/pipeline_parallel/schedules.py:2277); interleaved
+//!   min(2·(pp − r − 1) + (vpp − 1)·pp + 1, m·vpp) model-chunk microbatches
+//!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
+
+use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
+use crate::plan::recipe::Recipe;
+use crate::plan::spec::ModelSpec as Model;
+use crate::schedule::{self, Kind, PipelineShape};
+use venus_base::base::{Attention, Bytes, Recompute, ScheduleKind};
+
+/// The plan numbers the memory model needs (a validated plan, or a candidate fix).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryPlan {
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub ep: u64,
+    pub etp: u64,
+    pub dp: u64,
+    pub expert_dp: u64,
+    pub vpp: u64,
+    pub microbatches: u64,
+    pub micro_batch: u64,
+    /// Effective (already off when tp = 1).
+    pub sp: bool,
+    pub recompute: Recompute,
+    /// Flash attention keeps no s × s scores (the plan's `attention`, flash by default).
+    pub attention: Attention,
+    pub distributed_optimizer: bool,
+    /// None: no pipelining (pp = 1).
+    pub schedule: Option<ScheduleKind>,
+    pub split: StageSplit,
+    /// The byte widths of weights, gradients and optimizer state.
+    pub recipe: Recipe,
+}
+
+/// Peak memory of one GPU of a pipeline stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageMemory {
+    pub stage: u64,
+    pub layers: u64,
+    /// Dense and replicated parameters held by one GPU of the stage.
+    pub params: u64,
+    /// Routed-expert parameters held by one GPU of the stage.
+    pub expert_params: u64,
+    pub weights: Bytes,
+    pub gradients: Bytes,
+    pub optimizer: Bytes,
+    pub activations: Bytes,
+    /// Microbatches whose activations are held at the peak (model-chunk microbatches when
+    /// interleaved).
+    pub in_flight: u64,
+    pub peak: Bytes,
+}
+
+/// Per-layer activation bytes for one microbatch on one GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActivationShape {
+    /// Sequence on this GPU (seq / cp).
+    pub seq: u64,
+    pub micro_batch: u64,
+    pub tp: u64,
+    pub etp: u64,
+    pub sp: bool,
+    pub recompute: Recompute,
+    pub attention: Attention,
+}
+
+fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
+    // GeLU: activation input and output, 2 bytes each per element of ffn (Korthikanti's 16sbh
+    // for ffn = 4h). SwiGLU: gate+up output (2·ffn) and the product (ffn).
+    let elems: u128 = if swiglu { 3 } else { 2 };
+    (2 * elems).saturating_mul(ffn as u128)
+}
+
+/// Saturating product of `u128` factors (user numbers can make any product absurd).
+fn prod(xs: &[u128]) -> u128 {
+    xs.iter().fold(1u128, |a, &x| a.saturating_mul(x))
+}
+
+/// Stored activation bytes of one layer for one microbatch, without recompute working sets.
+// Korthikanti et al. 2022 §4, Table 2 (published-runs.md §3.4).
+pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let h = m.hidden as u128;
+    let tp = a.tp.max(1) as u128;
+    let tsp = if a.sp { tp } else { 1 };
+    if a.recompute == Recompute::Full {
+        // Only the layer input is kept (sequence-sharded with sp).
+        return prod(&[2, h, tokens]) / tsp;
+    }
+    let hd = m.head_dim() as u128;
+    let q = prod(&[m.heads as u128, hd]);
+    let kv = prod(&[m.kv_groups() as u128, hd]);
+    // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
+    // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h.
+    let replicated = prod(&[10, h]);
+    // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
+    // the MLP inner activations.
+    let mlp_inner = if m.is_moe() {
+        if m.shared_expert_ffn() > 0 {
+            inner_bytes_per_token(m.shared_expert_ffn(), m.swiglu())
+        } else {
+            0
+        }
+    } else {
+        inner_bytes_per_token(m.ffn(), m.swiglu())
+    };
+    let tp_split = prod(&[4, q])
+        .saturating_add(prod(&[4, kv]))
+        .saturating_add(mlp_inner);
+    let mut bytes =
+        (prod(&[tokens, replicated]) / tsp).saturating_add(prod(&[tokens, tp_split]) / tp);
+    if m.is_moe() {
+        // Each token reaches topk experts: the dispatched input (2h, gathered over etp) and the
+        // expert's inner activations (split by etp), per rank tokens / tp with sp.
+        let topk = m.topk() as u128;
+        let etp = a.etp.max(1) as u128;
+        let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
+        bytes = bytes.saturating_add(prod(&[tokens, topk, per]) / tsp);
+    }
+    match (a.recompute, a.attention) {
+        (Recompute::None, Attention::Unfused) => {
+            // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
+            // split over tp by heads: 5·a·s²·b / t.
+            bytes = bytes.saturating_add(prod(&[5, m.heads as u128, a.seq as u128, tokens]) / tp);
+        }
+        (Recompute::None | Recompute::Selective, Attention::Flash) => {
+            // Flash attention never writes the scores; it keeps the fp32 log-sum-exp of each
+            // (head, token) row for its backward: 4·a·s·b / t (flash-attention's `softmax_lse`).
+            bytes = bytes.saturating_add(prod(&[4, m.heads as u128, tokens]) / tp);
+        }
+        _ => {}
+    }
+    bytes
+}
+
+/// Input-embedding activations of one microbatch (first stage, chunk 0): token ids (8·s·b) and
+/// the embedding dropout mask (s·b·h). // theoretical_memory_usage.py:308-379 (8sbp + sbhp)
+pub fn embedding_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let tsp = if a.sp { a.tp.max(1) as u128 } else { 1 };
+    prod(&[8, tokens]).saturating_add(prod(&[tokens, m.hidden as u128]) / tsp)
+}
+
+/// Output activations of one microbatch (last stage, last chunk): final norm and output-layer
+/// inputs (4·s·b·h) and the fp32 logits kept by the vocab-parallel cross entropy (4·s·b·V/t).
+// theoretical_memory_usage.py: s·b·h·4·(1 + V_pad/h) / tp with sp.
+pub fn output_activation_bytes(m: &Model, a: &ActivationShape, padded_vocab: u64) -> u128 {
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let tp = a.tp.max(1) as u128;
+    let tsp = if a.sp { tp } else { 1 };
+    (prod(&[4, tokens, m.hidden as u128]) / tsp)
+        .saturating_add(prod(&[4, tokens, padded_vocab as u128]) / tp)
+}
+
+/// Microbatches in flight at a stage's peak: (all chunks, chunk 0, last chunk), as the
+/// schedule IR of the plan's pipeline holds them ([`schedule::peak_in_flight`]).
+pub fn in_flight(plan: &MemoryPlan, stage: u64) -> (u64, u64, u64) {
+    let f = schedule::peak_in_flight(
+        &plan.pipeline_shape(),
+        u32::try_from(stage).unwrap_or(u32::MAX),
+    );
+    (f.total, f.first_chunk, f.last_chunk)
+}
+
+impl MemoryPlan {
+    /// The pipeline this plan runs, as the schedule IR takes it (N = pp, Megatron's default
+    /// `microbatch_group_size_per_vp_stage`, model_parallel_config.py:567). Counts beyond
+    /// `u32` saturate; validation bounds them far below.
+    pub fn pipeline_shape(&self) -> PipelineShape {
+        let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let kind = self.schedule.map_or(Kind::NoPipelining, Kind::from);
+        PipelineShape::new(
+            kind,
+            narrow(self.pp.max(1)),
+            narrow(self.vpp.max(1)),
+            narrow(self.microbatches.max(1)),
+        )
+    }
+}
+
+fn ceil_div(a: u128, b: u128) -> u128 {
+    a.div_ceil(b.max(1))
+}
+
+fn bytes(v: u128) -> Bytes {
+    Bytes(u64::try_from(v).unwrap_or(u64::MAX))
+}
+
+/// The peak memory of every pipeline stage.
+pub fn stage_memory(model: &Model, plan: &MemoryPlan) -> Vec<StageMemory> {
+    (0..plan.pp.max(1))
+        .map(|r| one_stage(model, plan, r))
+        .collect()
+}
+
+/// The peak memory of one pipeline stage.
+pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
+    let pp = plan.pp.max(1);
+    let tp = plan.tp.max(1) as u128;
+    let vocab = padded_vocab(model.vocab, plan.tp);
+    let counts = param_counts(model, vocab, pp);
+    let per = counts.per_layer;
+    let layers = plan.split.layers(stage) as u128;
+    let first = stage == 0;
+    let last = stage + 1 == pp;
+
+    let mut dense = ceil_div(prod(&[per.attention as u128 + per.mlp as u128, layers]), tp);
+    let mut replicated = prod(&[per.norms as u128 + per.router as u128, layers]);
+    if first {
+        dense = dense.saturating_add(ceil_div(counts.embedding as u128, tp));
+    }
+    if last {
+        dense = dense.saturating_add(ceil_div(counts.output as u128, tp));
+        replicated = replicated.saturating_add(counts.final_norm as u128);
+    }
+    let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
+    let expert = ceil_div(prod(&[per.experts as u128, layers]), expert_shards);
+    let local = dense.saturating_add(replicated);
+    let all = local.saturating_add(expert);
+
+    let r = &plan.recipe;
+    let optimizer_bytes = u128::from(r.optimizer_bytes());
+    let weights = prod(&[u128::from(r.weights.bytes()), all]);
+    let gradients = prod(&[u128::from(r.main_grads.bytes()), all]);
+    let optimizer = if plan.distributed_optimizer {
+        let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
+        ceil_div(prod(&[optimizer_bytes, local]), dp_cp).saturating_add(ceil_div(
+            prod(&[optimizer_bytes, expert]),
+            plan.expert_dp.max(1) as u128,
+        ))
+    } else {
+        prod(&[optimizer_bytes, all])
+    };
+
+    let shape = ActivationShape {
+        seq: model.seq / plan.cp.max(1),
+        micro_batch: plan.micro_batch,
+        tp: plan.tp,
+        etp: plan.etp,
+        sp: plan.sp,
+        recompute: plan.recompute,
+        attention: plan.attention,
+    };
+    let (units, first_units, last_units) = in_flight(plan, stage);
+    let chunk_layers = plan.split.chunk_layers(stage) as u128;
+    let mut activations = prod(&[
+        units as u128,
+        chunk_layers,
+        layer_activation_bytes(model, &shape),
+    ]);
+    if plan.recompute == Recompute::Full && layers > 0 {
+        let working = ActivationShape {
+            recompute: Recompute::None,
+            ..shape
+        };
+        activations = activations.saturating_add(layer_activation_bytes(model, &working));
+    }
+    if first {
+        activations = activations.saturating_add(prod(&[
+            first_units as u128,
+            embedding_activation_bytes(model, &shape),
+        ]));
+    }
+    if last {
+        activations = activations.saturating_add(prod(&[
+            last_units as u128,
+            output_activation_bytes(model, &shape, vocab),
+        ]));
+    }
+
+    let peak = weights
+        .saturating_add(gradients)
+        .saturating_add(optimizer)
+        .saturating_add(activations);
+    StageMemory {
+        stage,
+        layers: plan.split.layers(stage),
+        params: u64::try_from(local).unwrap_or(u64::MAX),
+        expert_params: u64::try_from(expert).unwrap_or(u64::MAX),
+        weights: bytes(weights),
+        gradients: bytes(gradients),
+        optimizer: bytes(optimizer),
+        activations: bytes(activations),
+        in_flight: units,
+        peak: bytes(peak),
+    }
+}
+
+/// The stage with the highest peak (the first one on ties).
+pub fn worst(stages: &[StageMemory]) -> Option<&StageMemory> {
+    stages
+        .iter()
+        .fold(None, |best: Option<&StageMemory>, s| match best {
+            Some(b) if b.peak >= s.peak => Some(b),
+            _ => Some(s),
+        })
+}
+
+/// `93.4 GiB`, `80 GiB`: one decimal, trailing `.0` dropped.
+pub fn gib(b: Bytes) -> String {
+    let s = format!("{:.1}", b.gib());
+    let s = s.strip_suffix(".0").map(str::to_string).unwrap_or(s);
+    format!("{s} GiB")
+}

@@ -1,0 +1,145 @@
+//! Plan: the validated [`Scenario`] as plain data, with derived values, rank layout
+//! ([`layout`]) and the memory model ([`memory`]).
+//!
+//! Input: plain specs ([`spec`]). The rules that build a [`Scenario`] from a typed scenario
+//! (E03xx, E04xx, W0001, W0003, W0005, W0006) are `venus_front::validate`, above this crate.
+//! Output: the [`Scenario`] (the definition plus every value Megatron-LM derives from its
+//! arguments: dp, expert dp, the resolved schedule, the microbatch count, effective `sp`, the
+//! layer split, the padded vocabulary, parameter counts and the memory per stage).
+//! Invariant: a `Scenario` exists only for a plan with no error, so later stages may rely on
+//! tp × pp × cp × dp = world, exact divisions and a valid layer split.
+
+pub mod derive;
+pub mod layout;
+pub mod memory;
+pub mod recipe;
+pub mod spec;
+
+use venus_base::base::{Recompute, ScheduleKind};
+
+pub use spec::{
+    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
+    Provenance,
+};
+
+pub use derive::{ParamCounts, StageSplit};
+pub use memory::{MemoryPlan, StageMemory};
+pub use recipe::Recipe;
+
+/// The optimizer and overlap flags, as Megatron applies them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Flags {
+    pub distributed_optimizer: bool,
+    pub overlap_grad_reduce: bool,
+    pub overlap_param_gather: bool,
+    pub delay_grad_reduce: bool,
+    pub delay_param_gather: bool,
+    /// Effective: Megatron clears it without interleaving (arguments.py:1010-1017).
+    pub overlap_p2p: bool,
+    /// Megatron's `--tp-comm-overlap`: TP collectives run alongside the GEMMs (needs sp).
+    pub overlap_tp_comm: bool,
+}
+
+/// A validated scenario with its derived values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// A label for reports.
+    pub name: String,
+    pub model: ModelSpec,
+    pub cluster: ClusterSpec,
+    pub plan: PlanSpec,
+    pub expect: ExpectSpec,
+    /// GPUs in the cluster (= tp × pp × cp × dp).
+    pub world: u64,
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub ep: u64,
+    /// Expert tensor parallelism: Megatron's default, = tp (arguments.py:587-588).
+    pub etp: u64,
+    pub dp: u64,
+    /// world / (etp × ep × pp) (megatron/core/parallel_state.py:876-884).
+    pub expert_dp: u64,
+    pub vpp: u64,
+    /// None: no pipelining (pp = 1); else 1F1B, GPipe or interleaved.
+    pub schedule: Option<ScheduleKind>,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    /// global_batch / (micro_batch × dp).
+    pub microbatches: u64,
+    /// Effective sequence parallelism (off when tp = 1).
+    pub sp: bool,
+    pub recompute: Recompute,
+    pub flags: Flags,
+    /// The number format of every tensor class (from `precision`).
+    pub recipe: Recipe,
+    pub split: StageSplit,
+    pub padded_vocab: u64,
+    pub params: ParamCounts,
+    /// Peak memory per pipeline stage, stage 0 first.
+    pub memory: Vec<StageMemory>,
+}
+
+impl Scenario {
+    /// Decoder layers on a pipeline stage (all its model chunks).
+    pub fn stage_layers(&self, stage: u64) -> u64 {
+        self.split.layers(stage)
+    }
+
+    /// Decoder layers in one model chunk of a stage.
+    pub fn chunk_layers(&self, stage: u64) -> u64 {
+        self.split.chunk_layers(stage)
+    }
+
+    /// Global index of the first decoder layer of `(stage, chunk)`.
+    pub fn first_layer(&self, stage: u64, chunk: u64) -> u64 {
+        self.split.first_layer(stage, chunk)
+    }
+
+    /// Unsharded parameters of a stage: its layers, the embedding on stage 0, the output layer
+    /// and final norm on the last stage.
+    pub fn stage_params(&self, stage: u64) -> u64 {
+        let mut n = self
+            .params
+            .per_layer
+            .total()
+            .saturating_mul(self.stage_layers(stage));
+        if stage == 0 {
+            n = n.saturating_add(self.params.embedding);
+        }
+        if stage + 1 == self.pp {
+            n = n
+                .saturating_add(self.params.output)
+                .saturating_add(self.params.final_norm);
+        }
+        n
+    }
+
+    /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).
+    pub fn bubble_fraction(&self) -> f64 {
+        derive::bubble_fraction(self.pp, self.microbatches, self.vpp)
+    }
+
+    /// The numbers the memory model reads.
+    pub fn memory_plan(&self) -> MemoryPlan {
+        MemoryPlan {
+            tp: self.tp,
+            pp: self.pp,
+            cp: self.cp,
+            ep: self.ep,
+            etp: self.etp,
+            dp: self.dp,
+            expert_dp: self.expert_dp,
+            vpp: self.vpp,
+            microbatches: self.microbatches,
+            micro_batch: self.micro_batch,
+            sp: self.sp,
+            recompute: self.recompute,
+            attention: self.plan.attention(),
+            distributed_optimizer: self.flags.distributed_optimizer,
+            schedule: self.schedule,
+            split: self.split,
+            recipe: self.recipe,
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The precision recipe: the number format of every class of tensor a plan moves or keeps.
+//!
+//! Input: the plan's `precision`. Output: one [`Recipe`], stored in the `Scenario` and read by
+//! the memory model (weights, gradients, optimizer state), lowering (message sizes) and the
+//! compute model (GEMM peak, activation traffic). Invariant: no other module writes a byte
+//! width of a training tensor; a new recipe (FP8 parameter gather, MXFP8) is a new constructor.
+
+use venus_base::base::{Dtype, Precision};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Recipe {
+    /// GEMM inputs: picks the compute peak.
+    pub gemm: Dtype,
+    /// The model's parameters as the forward and backward read them.
+    pub weights: Dtype,
+    /// The gradient buffer the backward accumulates into.
+    pub main_grads: Dtype,
+    /// Data-parallel gradient reduction (reduce-scatter or all-reduce).
+    pub grad_comm: Dtype,
+    /// The distributed optimizer's parameter all-gather.
+    pub param_gather: Dtype,
+    /// Activations kept for the backward, and the attention/MLP traffic they cause.
+    pub activations: Dtype,
+    /// Pipeline send/receive of activations and their gradients.
+    pub p2p: Dtype,
+    /// Tensor-, context- and expert-parallel collectives on activations.
+    pub tp_comm: Dtype,
+    /// The optimizer's master copy of the parameters.
+    pub master_weights: Dtype,
+    /// Adam's two moments, each.
+    pub moments: Dtype,
+}
+
+impl Recipe {
+    /// Megatron-LM's mixed-precision recipe for `--bf16` (and `--fp8-format` on top of it,
+    /// which changes only the GEMM inputs: parameters, gradients and communication stay as in
+    /// BF16 unless `--fp8-param-gather` is set).
+    // megatron/training/arguments.py: `--bf16` sets `accumulate_allreduce_grads_in_fp32`, so the
+    // main gradients and their reduction are fp32 (`grad_reduce_in_fp32`); `pipeline_dtype` is
+    // the params dtype; `--main-params-dtype`, `--exp-avg-dtype` and `--exp-avg-sq-dtype`
+    // default to fp32.
+    pub fn for_precision(precision: Precision) -> Recipe {
+        Recipe {
+            gemm: match precision {
+                Precision::Bf16 => Dtype::Bf16,
+                Precision::Fp8 => Dtype::Fp8,
+            },
+            weights: Dtype::Bf16,
+            main_grads: Dtype::Fp32,
+            grad_comm: Dtype::Fp32,
+            param_gather: Dtype::Bf16,
+            activations: Dtype::Bf16,
+            p2p: Dtype::Bf16,
+            tp_comm: Dtype::Bf16,
+            master_weights: Dtype::Fp32,
+            moments: Dtype::Fp32,
+        }
+    }
+
+    /// Optimizer state per parameter: the master copy and both Adam moments (12 bytes in the
+    /// default recipe, Korthikanti et al. 2022 and Megatron's `report_theoretical_memory`).
+    pub fn optimizer_bytes(&self) -> u64 {
+        self.master_weights.bytes() + 2 * self.moments.bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_recipe_keeps_fp32_gradients_and_twelve_bytes_of_optimizer_state() {
+        let r = Recipe::for_precision(Precision::Bf16);
+        assert_eq!(r.weights.bytes(), 2);
+        assert_eq!(r.main_grads.bytes(), 4);
+        assert_eq!(r.grad_comm.bytes(), 4);
+        assert_eq!(r.param_gather.bytes(), 2);
+        assert_eq!(
+            (r.activations.bytes(), r.p2p.bytes(), r.tp_comm.bytes()),
+            (2, 2, 2)
+        );
+        assert_eq!(r.optimizer_bytes(), 12);
+        assert_eq!(r.gemm, Dtype::Bf16);
+    }
+
+    #[test]
+    fn fp8_recipe_changes_only_the_gemm_inputs() {
+        let (bf16, fp8) = (
+            Recipe::for_precision(Precision::Bf16),
+            Recipe::for_precision(Precision::Fp8),
+        );
+        assert_eq!(fp8.gemm, Dtype::Fp8);
+        assert_eq!(
+            Recipe {
+                gemm: Dtype::Bf16,
+                ..fp8
+            },
+            bf16
+        );
+    }
+}

@@ -1,0 +1,244 @@
+//! The plain-data description of a run: model, GPU, cluster, plan and `expect` bounds, as the
+//! stages after validation read them.
+//!
+//! Input: built once from the type checker's definitions (`plan::validate`), or directly by
+//! code (import, tests, bindings) without inventing source locations. Output: the `model`,
+//! `cluster`, `plan` and `expect` fields of a [`crate::plan::Scenario`].
+//! Invariants: no `Loc`, no `Spanned`; a key the user did not write is `None` and its default
+//! comes from the accessor of the same name; names are labels for reports and never change a
+//! result (the GPU's calibration comes from [`GpuArch`], not from its name). Where each value was
+//! written lives in the side table [`Provenance`].
+
+use venus_base::base::{
+    Attention, Bytes, BytesPerSec, CollectiveAlgorithm, FlopsPerSec, GpuArch, Precision, Ratio,
+    Recompute, ScheduleKind, Seconds, Topology,
+};
+use venus_diag::diag::Loc;
+
+fn or<T: Copy>(v: Option<T>, default: T) -> T {
+    v.unwrap_or(default)
+}
+
+/// A decoder-only transformer (dense or MoE).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// A label for reports.
+    pub name: String,
+    pub hidden: u64,
+    pub layers: u64,
+    pub heads: u64,
+    pub vocab: u64,
+    pub seq: u64,
+    pub ffn: Option<u64>,
+    pub kv_groups: Option<u64>,
+    pub head_dim: Option<u64>,
+    pub swiglu: Option<bool>,
+    pub untied_embeddings: Option<bool>,
+    pub experts: Option<u64>,
+    pub topk: Option<u64>,
+    pub moe_ffn: Option<u64>,
+    pub shared_expert_ffn: Option<u64>,
+}
+
+impl ModelSpec {
+    pub fn ffn(&self) -> u64 {
+        or(self.ffn, self.hidden.saturating_mul(4))
+    }
+    pub fn kv_groups(&self) -> u64 {
+        or(self.kv_groups, self.heads)
+    }
+    pub fn head_dim(&self) -> u64 {
+        or(self.head_dim, self.hidden / self.heads.max(1))
+    }
+    pub fn swiglu(&self) -> bool {
+        or(self.swiglu, false)
+    }
+    pub fn untied_embeddings(&self) -> bool {
+        or(self.untied_embeddings, false)
+    }
+    pub fn is_moe(&self) -> bool {
+        self.experts.is_some()
+    }
+    pub fn experts(&self) -> u64 {
+        or(self.experts, 0)
+    }
+    pub fn topk(&self) -> u64 {
+        or(self.topk, if self.is_moe() { 1 } else { 0 })
+    }
+    pub fn moe_ffn(&self) -> u64 {
+        or(self.moe_ffn, self.ffn())
+    }
+    pub fn shared_expert_ffn(&self) -> u64 {
+        or(self.shared_expert_ffn, 0)
+    }
+}
+
+/// One GPU model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuSpec {
+    /// A label for reports and messages.
+    pub name: String,
+    /// Picks the compute model's calibration.
+    pub arch: GpuArch,
+    /// Dense BF16 peak.
+    pub peak: FlopsPerSec,
+    pub memory: Bytes,
+    pub mem_bw: BytesPerSec,
+    pub fp8_peak: Option<FlopsPerSec>,
+}
+
+impl GpuSpec {
+    /// Dense FP8 peak: twice the BF16 peak unless written.
+    pub fn fp8_peak(&self) -> FlopsPerSec {
+        or(self.fp8_peak, FlopsPerSec(self.peak.0 * 2.0))
+    }
+}
+
+/// One network dimension. Ranks fill the innermost dim first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DimSpec {
+    /// A label for messages and reports.
+    pub name: String,
+    pub topology: Topology,
+    /// GPUs along this dim (after `nodes N` for the outermost).
+    pub size: u64,
+    /// Per GPU per direction.
+    pub bandwidth: BytesPerSec,
+    pub latency: Seconds,
+    /// Achieved bus bandwidth / link bandwidth; `None`: 100%.
+    pub efficiency: Option<Ratio>,
+    /// `None`: the topology's default algorithm.
+    pub algorithm: Option<CollectiveAlgorithm>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterSpec {
+    /// A label for reports (`None` for an inline cluster).
+    pub name: Option<String>,
+    pub gpu: GpuSpec,
+    /// Innermost first.
+    pub dims: Vec<DimSpec>,
+}
+
+impl ClusterSpec {
+    /// Product of the dim sizes (saturating: an absurd product is caught by validation).
+    pub fn world_size(&self) -> u64 {
+        self.dims
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(d.size))
+    }
+}
+
+/// VenusSim's step snapshot: forward+backward of one microbatch on one model chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeasuredSpec {
+    pub first: Seconds,
+    pub middle: Seconds,
+    pub last: Seconds,
+}
+
+/// The plan as written (the validated, resolved values are fields of `Scenario`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanSpec {
+    /// A label (`None` for an inline plan).
+    pub name: Option<String>,
+    pub tp: Option<u64>,
+    pub pp: Option<u64>,
+    pub cp: Option<u64>,
+    pub ep: Option<u64>,
+    pub vpp: Option<u64>,
+    pub first_stage_layers: Option<u64>,
+    pub last_stage_layers: Option<u64>,
+    pub dp: Option<u64>,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    pub schedule: Option<ScheduleKind>,
+    pub sp: Option<bool>,
+    pub recompute: Option<Recompute>,
+    pub distributed_optimizer: Option<bool>,
+    pub overlap_grad_reduce: Option<bool>,
+    pub overlap_param_gather: Option<bool>,
+    pub delay_grad_reduce: Option<bool>,
+    pub delay_param_gather: Option<bool>,
+    pub overlap_p2p: Option<bool>,
+    pub overlap_tp_comm: Option<bool>,
+    pub bucket_size: Option<Bytes>,
+    pub mfu: Option<Ratio>,
+    pub measured: Option<MeasuredSpec>,
+    pub precision: Option<Precision>,
+    pub attention: Option<Attention>,
+    pub iterations: Option<u64>,
+    /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
+    pub reserve: Option<Bytes>,
+}
+
+impl PlanSpec {
+    pub fn tp(&self) -> u64 {
+        or(self.tp, 1)
+    }
+    pub fn pp(&self) -> u64 {
+        or(self.pp, 1)
+    }
+    pub fn cp(&self) -> u64 {
+        or(self.cp, 1)
+    }
+    pub fn ep(&self) -> u64 {
+        or(self.ep, 1)
+    }
+    pub fn vpp(&self) -> u64 {
+        or(self.vpp, 1)
+    }
+    pub fn sp(&self) -> bool {
+        or(self.sp, false)
+    }
+    pub fn recompute(&self) -> Recompute {
+        or(self.recompute, Recompute::None)
+    }
+    pub fn flag(v: Option<bool>) -> bool {
+        or(v, false)
+    }
+    pub fn precision(&self) -> Precision {
+        or(self.precision, Precision::Bf16)
+    }
+    pub fn attention(&self) -> Attention {
+        or(self.attention, Attention::Flash)
+    }
+    pub fn iterations(&self) -> u64 {
+        or(self.iterations, 1)
+    }
+    pub fn reserve(&self) -> Bytes {
+        or(self.reserve, Bytes(0))
+    }
+}
+
+/// The `expect` bounds a scenario's report is checked against (E0501).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct ExpectSpec {
+    pub iteration_time_max: Option<Seconds>,
+    pub tflops_min: Option<FlopsPerSec>,
+    pub memory_max: Option<Bytes>,
+    pub mfu_min: Option<Ratio>,
+}
+
+/// Where the `expect` bounds were written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ExpectLocs {
+    pub iteration_time_max: Option<Loc>,
+    pub tflops_min: Option<Loc>,
+    pub memory_max: Option<Loc>,
+    pub mfu_min: Option<Loc>,
+}
+
+/// The side table from a scenario's parts to the source that wrote them, for the consumers
+/// that label source (`expect`'s E0501, editors). A scenario built in code has the default
+/// (every location in file 0 at offset 0); nothing downstream of validation reads it to decide
+/// a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Provenance {
+    pub scenario: Loc,
+    pub model: Loc,
+    pub cluster: Loc,
+    pub gpu: Loc,
+    pub plan: Loc,
+    pub expect: ExpectLocs,
+}

@@ -1,0 +1,614 @@
+//! Schedule IR: Megatron-LM's per-pipeline-rank op order.
+//!
+//! Input: a [`PipelineShape`] (pp, vpp, microbatches, schedule kind, overlap and sync flags).
+//! Output: a [`ScheduleIr`], one `Vec<Op>` per pipeline rank, op for op as
+//! `megatron/core/pipeline_parallel/schedules.py` issues them: compute ([`Op::Forward`],
+//! [`Op::Backward`], and [`Op::Weight`] where a schedule runs the weight gradient on its own),
+//! the compute stream the following compute runs on ([`Op::Stream`]), P2P calls ([`Op::Call`] followed by its [`Op::Xfer`]s, plus [`Op::Wait`]
+//! for asynchronous ones) and hook points (grad/param sync, finalize, optimizer step).
+//! [`emit_text`] prints the `--emit schedule` form, [`evaluate`] evaluates the IR with zero
+//! communication cost and [`picture`] draws it. [`peak_in_flight`] and [`bubble`] are the
+//! figures the memory model and W0003 take from the schedule (equal to what the built IR shows).
+//! The module depends on `venus_base::base` only, so that the plan can call it.
+//!
+//! Invariants:
+//! - The IR is a function of the pipeline rank only: data-parallel (and tp/cp) replicas share
+//!   it, so its size is O(pp · vpp · microbatches) and never grows with dp.
+//! - Every send has exactly one receive on the peer (next/prev pp rank, with wrap-around), on
+//!   the same [`Channel`] and with the same per-channel sequence number; the tensor identity
+//!   (microbatch, chunk) agrees on both sides (checked by the property tests).
+//! - Each rank runs the forward and the backward of every (microbatch, chunk) exactly once,
+//!   forward first (and, where the schedule splits the backward, its weight gradient once,
+//!   after the backward), and the blocking/async calls complete without deadlock under rendezvous
+//!   semantics.
+//! - All P2P tensors of a pipeline have one shape, `[s/cp (/tp with sp), b, h]`
+//!   (schedules.py:1183–1187, 2115–2144); the IR therefore carries no shapes.
+
+mod build;
+mod eval;
+mod figures;
+mod picture;
+#[cfg(test)]
+mod tests;
+
+pub use eval::{evaluate, makespan, Deadlock, OpCost, OpTimes, RankTimes, Semantics, Slot};
+pub use figures::{bubble, measure_in_flight, peak_in_flight, Bubble, InFlight};
+pub use picture::picture;
+
+use std::fmt;
+use std::fmt::Write as _;
+use venus_base::base::ScheduleKind;
+
+/// Which Megatron schedule function runs (schedules.py:53–168 `get_forward_backward_func`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `forward_backward_no_pipelining` (pp = 1).
+    NoPipelining,
+    /// All forwards, then all backwards (not in Megatron; `schedule gpipe`).
+    Gpipe,
+    /// `forward_backward_pipelining_without_interleaving`.
+    OneFOneB,
+    /// `forward_backward_pipelining_with_interleaving`.
+    Interleaved,
+}
+
+impl From<ScheduleKind> for Kind {
+    fn from(k: ScheduleKind) -> Kind {
+        match k {
+            ScheduleKind::Gpipe => Kind::Gpipe,
+            ScheduleKind::OneFOneB => Kind::OneFOneB,
+            ScheduleKind::Interleaved => Kind::Interleaved,
+        }
+    }
+}
+
+impl Kind {
+    /// The schedule Megatron picks when the plan names none: no pipelining for pp = 1,
+    /// interleaved with vpp > 1, else 1F1B (schedules.py:53–168).
+    pub fn select(pp: u32, vpp: u32, explicit: Option<ScheduleKind>) -> Kind {
+        match explicit {
+            Some(k) => k.into(),
+            None if pp <= 1 => Kind::NoPipelining,
+            None if vpp > 1 => Kind::Interleaved,
+            None => Kind::OneFOneB,
+        }
+    }
+}
+
+/// Everything the schedule depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PipelineShape {
+    pub kind: Kind,
+    pub pp: u32,
+    /// Model chunks per pipeline rank (V).
+    pub vpp: u32,
+    /// Microbatches per iteration (m).
+    pub microbatches: u32,
+    /// `--overlap-p2p-communication`; only the interleaved schedule uses it (Megatron turns it
+    /// off otherwise, arguments.py:1010–1017), and it implies `batch_p2p_comm = False`.
+    pub overlap_p2p: bool,
+    pub overlap_grad_reduce: bool,
+    pub overlap_param_gather: bool,
+    /// Megatron's `align_grad_reduce` (VenusSim's `delay_grad_reduce`): with
+    /// `overlap_grad_reduce`, the schedule calls `grad_sync_func` at aligned points.
+    pub delay_grad_reduce: bool,
+    /// Megatron's `align_param_gather`: with `overlap_param_gather` and interleaving, the
+    /// schedule calls `param_sync_func` at aligned points.
+    pub delay_param_gather: bool,
+    /// Tied word embeddings: the first and last stage all-reduce their embedding grads.
+    pub tied_embeddings: bool,
+    /// `microbatch_group_size_per_vp_stage` (N); Megatron's default is pp
+    /// (model_parallel_config.py:567–568).
+    pub microbatch_group_size: u32,
+}
+
+impl PipelineShape {
+    /// A shape with every flag at its `.venus` default (off, tied embeddings) and N = pp.
+    pub fn new(kind: Kind, pp: u32, vpp: u32, microbatches: u32) -> PipelineShape {
+        PipelineShape {
+            kind,
+            pp,
+            vpp,
+            microbatches,
+            overlap_p2p: false,
+            overlap_grad_reduce: false,
+            overlap_param_gather: false,
+            delay_grad_reduce: false,
+            delay_param_gather: false,
+            tied_embeddings: true,
+            microbatch_group_size: pp,
+        }
+    }
+
+    /// Megatron calls `grad_sync_func` from the schedule (training.py sets it when
+    /// `overlap_grad_reduce and align_grad_reduce`).
+    pub fn grad_sync_func(&self) -> bool {
+        self.overlap_grad_reduce && self.delay_grad_reduce
+    }
+
+    /// Megatron calls `param_sync_func` from the schedule (only when interleaving;
+    /// arguments.py:1010–1017 turns `align_param_gather` off otherwise).
+    pub fn param_sync_func(&self) -> bool {
+        self.overlap_param_gather && self.delay_param_gather && self.kind == Kind::Interleaved
+    }
+
+    /// The P2P calls go through `_p2p_ops` with explicit waits instead of one
+    /// `batch_isend_irecv` (training/argument_utils.py:307: `batch_p2p_comm = not overlap`).
+    pub fn overlap_p2p_effective(&self) -> bool {
+        self.overlap_p2p && self.kind == Kind::Interleaved
+    }
+
+    /// Checks the shape; the rules a Megatron run would reject at its first step are
+    /// S01/S02 (schedules.py:1159–1175).
+    pub fn check(&self) -> Result<(), ShapeError> {
+        for (name, v) in [
+            ("pp", self.pp),
+            ("vpp", self.vpp),
+            ("microbatches", self.microbatches),
+        ] {
+            if v == 0 {
+                return Err(ShapeError::Zero(name));
+            }
+        }
+        let stage_steps = u64::from(self.microbatches) * u64::from(self.vpp) * u64::from(self.pp);
+        if stage_steps > MAX_STAGE_STEPS {
+            return Err(ShapeError::TooLarge);
+        }
+        match self.kind {
+            Kind::NoPipelining if self.pp != 1 || self.vpp != 1 => {
+                Err(ShapeError::NoPipeliningWithStages {
+                    pp: self.pp,
+                    vpp: self.vpp,
+                })
+            }
+            Kind::Gpipe | Kind::OneFOneB if self.vpp != 1 => {
+                Err(ShapeError::ChunksWithoutInterleaving { vpp: self.vpp })
+            }
+            Kind::Interleaved => {
+                if self.vpp < 2 {
+                    return Err(ShapeError::InterleavedNeedsChunks);
+                }
+                if self.pp < 2 {
+                    return Err(ShapeError::InterleavedNeedsStages);
+                }
+                let (n, m, pp) = (self.microbatch_group_size, self.microbatches, self.pp);
+                // megatron/core/pipeline_parallel/schedules.py:1161-1166 (S01)
+                if n > m || n < pp {
+                    return Err(ShapeError::GroupSize { n, pp, m });
+                }
+                // megatron/core/pipeline_parallel/schedules.py:1168-1175 (S02)
+                let rem = m % n;
+                if 0 < rem && rem < pp {
+                    return Err(ShapeError::Remainder { rem, n, pp });
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Bound on pp·m·V that keeps the IR in memory (a few ops of 16 bytes per step; pp 16,
+/// m 128, V 4 is 8,192).
+const MAX_STAGE_STEPS: u64 = 1 << 21;
+
+/// Why a [`PipelineShape`] has no schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    Zero(&'static str),
+    TooLarge,
+    NoPipeliningWithStages {
+        pp: u32,
+        vpp: u32,
+    },
+    ChunksWithoutInterleaving {
+        vpp: u32,
+    },
+    InterleavedNeedsChunks,
+    InterleavedNeedsStages,
+    /// S01: N outside [pp, m].
+    GroupSize {
+        n: u32,
+        pp: u32,
+        m: u32,
+    },
+    /// S02: 0 < m % N < pp.
+    Remainder {
+        rem: u32,
+        n: u32,
+        pp: u32,
+    },
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ShapeError::Zero(name) => write!(f, "`{name}` must be at least 1"),
+            ShapeError::TooLarge => write!(f, "schedule too large to build"),
+            ShapeError::NoPipeliningWithStages { pp, vpp } => {
+                write!(f, "no-pipelining schedule with pp {pp} and vpp {vpp}")
+            }
+            ShapeError::ChunksWithoutInterleaving { vpp } => {
+                write!(f, "a non-interleaved schedule cannot run {vpp} model chunks")
+            }
+            ShapeError::InterleavedNeedsChunks => {
+                write!(f, "the interleaved schedule needs vpp of at least 2")
+            }
+            ShapeError::InterleavedNeedsStages => {
+                write!(f, "the interleaved schedule needs pp of at least 2")
+            }
+            ShapeError::GroupSize { n, pp, m } => write!(
+                f,
+                "microbatch group size {n} per virtual stage should range in [PP={pp} , M={m}]"
+            ),
+            ShapeError::Remainder { rem, n, pp } => write!(
+                f,
+                "the remainder of M divided by N ({n}) should be 0, or larger than or equal to the pipeline-parallel size ({pp}), but it is {rem}"
+            ),
+        }
+    }
+}
+
+/// A microbatch on a model chunk (`chunk` is the local chunk index, 0..vpp).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Micro {
+    pub mb: u32,
+    pub chunk: u32,
+}
+
+/// The four P2P operations of `_communicate` (p2p_communication.py).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Port {
+    /// Activation to the next pp rank.
+    SendNext,
+    /// Activation from the previous pp rank.
+    RecvPrev,
+    /// Gradient to the previous pp rank.
+    SendPrev,
+    /// Gradient from the next pp rank.
+    RecvNext,
+}
+
+impl Port {
+    pub const ALL: [Port; 4] = [
+        Port::SendNext,
+        Port::RecvPrev,
+        Port::SendPrev,
+        Port::RecvNext,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn is_send(self) -> bool {
+        matches!(self, Port::SendNext | Port::SendPrev)
+    }
+
+    /// The port that matches this one on the peer rank.
+    pub fn peer_port(self) -> Port {
+        match self {
+            Port::SendNext => Port::RecvPrev,
+            Port::RecvPrev => Port::SendNext,
+            Port::SendPrev => Port::RecvNext,
+            Port::RecvNext => Port::SendPrev,
+        }
+    }
+
+    /// The peer pp rank, with wrap-around (parallel_state.py:2104–2117).
+    pub fn peer(self, rank: u32, pp: u32) -> u32 {
+        match self {
+            Port::SendNext | Port::RecvNext => (rank + 1) % pp,
+            Port::SendPrev | Port::RecvPrev => (rank + pp - 1) % pp,
+        }
+    }
+
+    /// The channel this port uses on `rank`; a send and its receive share it.
+    pub fn channel(self, rank: u32, pp: u32) -> Channel {
+        let peer = self.peer(rank, pp);
+        let (dir, src, dst) = match self {
+            Port::SendNext => (Dir::Forward, rank, peer),
+            Port::RecvPrev => (Dir::Forward, peer, rank),
+            Port::SendPrev => (Dir::Backward, rank, peer),
+            Port::RecvNext => (Dir::Backward, peer, rank),
+        };
+        Channel { dir, src, dst }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            Port::SendNext => "sn",
+            Port::RecvPrev => "rp",
+            Port::SendPrev => "sp",
+            Port::RecvNext => "rn",
+        }
+    }
+}
+
+/// Activations flow forward, gradients backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    Forward,
+    Backward,
+}
+
+/// A FIFO between two pp ranks: messages on it match in sequence-number order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Channel {
+    pub dir: Dir,
+    pub src: u32,
+    pub dst: u32,
+}
+
+/// One send or receive of a P2P call. For a send, (`mb`, `chunk`) is the compute that produced
+/// the tensor; for a receive, the compute that will consume it. `seq` numbers the transfers of
+/// this rank's port (= of its channel) from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Xfer {
+    pub port: Port,
+    pub mb: u32,
+    pub chunk: u32,
+    pub seq: u32,
+}
+
+/// The `P2PCommunicator` method a call comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    RecvForward,
+    SendForward,
+    RecvBackward,
+    SendBackward,
+    SendForwardRecvBackward,
+    SendBackwardRecvForward,
+    SendForwardRecvForward,
+    SendBackwardRecvBackward,
+    SendForwardBackwardRecvForwardBackward,
+}
+
+impl CallKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CallKind::RecvForward => "recv_forward",
+            CallKind::SendForward => "send_forward",
+            CallKind::RecvBackward => "recv_backward",
+            CallKind::SendBackward => "send_backward",
+            CallKind::SendForwardRecvBackward => "send_forward_recv_backward",
+            CallKind::SendBackwardRecvForward => "send_backward_recv_forward",
+            CallKind::SendForwardRecvForward => "send_forward_recv_forward",
+            CallKind::SendBackwardRecvBackward => "send_backward_recv_backward",
+            CallKind::SendForwardBackwardRecvForwardBackward => {
+                "send_forward_backward_recv_forward_backward"
+            }
+        }
+    }
+}
+
+/// How a call issues its transfers (p2p_communication.py:60–131, 421–424).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Issue {
+    /// One `batch_isend_irecv` in the order send_prev, recv_prev, send_next, recv_next.
+    Batched,
+    /// Individual isend/irecv (`_p2p_ops`): even pp ranks send_next, recv_prev, send_prev,
+    /// recv_next; odd ranks recv_prev, send_next, recv_next, send_prev.
+    Individual,
+}
+
+/// A P2P call; the next `xfers` ops are its [`Op::Xfer`]s in issue order. A blocking call
+/// returns when all of them completed; an async one returns at once and [`Op::Wait`]s follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Call {
+    pub kind: CallKind,
+    pub issue: Issue,
+    pub blocking: bool,
+    pub xfers: u8,
+}
+
+/// A compute stream of a pipeline rank. Every rank starts on [`ComputeStream::MAIN`]; the
+/// schedules Megatron ships run all compute there. Zero-bubble and DualPipe schedules overlap
+/// the compute of two microbatches on two streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ComputeStream(pub u8);
+
+impl ComputeStream {
+    pub const MAIN: ComputeStream = ComputeStream(0);
+}
+
+/// One step of a pipeline rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Forward(Micro),
+    /// The backward; the input gradient only (`B`) when the rank also runs a [`Op::Weight`]
+    /// for this microbatch, else the whole backward.
+    Backward(Micro),
+    /// The weight gradient (`W`) of a backward run as its own op, after that backward (the
+    /// zero-bubble schedules, Qi et al., ICLR 2024). No builder emits it yet.
+    Weight(Micro),
+    /// The compute ops that follow, up to the next `Stream`, run on this stream of the rank.
+    Stream(ComputeStream),
+    Call(Call),
+    Xfer(Xfer),
+    /// Wait for transfer `seq` of `port` (an earlier async call's handle).
+    Wait {
+        port: Port,
+        seq: u32,
+    },
+    /// Enter `no_sync`: following backwards accumulate grads without launching reductions.
+    DisableGradSync,
+    /// Leave `no_sync`: the backwards that follow launch their chunk's bucket reductions as
+    /// grads become ready (`is_last_microbatch`, param_and_grad_buffer.py:863–885).
+    EnableGradSync,
+    /// `grad_sync_func[chunk]`: launch all of the chunk's bucket reductions now.
+    GradSync {
+        chunk: u32,
+    },
+    /// Dispatch the chunk's parameter all-gather (`param_sync_func`, or the first forward
+    /// pre-hook of the chunk without alignment); the chunk's next forward waits on it.
+    ParamSync {
+        chunk: u32,
+    },
+    /// `finalize_model_grads`: finish (or, without overlap, issue) the data-parallel grad
+    /// reductions and the sequence-parallel TP all-reduce (finalize_model_grads.py:560–715).
+    FinalizeGrads,
+    /// Tied word-embedding grad all-reduce over the embedding group (first and last stage).
+    EmbeddingGradAllReduce,
+    OptimizerStep,
+}
+
+impl Op {
+    pub fn is_compute(&self) -> bool {
+        matches!(self, Op::Forward(_) | Op::Backward(_) | Op::Weight(_))
+    }
+}
+
+/// Each compute op of a rank's op list with the compute stream it runs on (O(ops)).
+pub fn compute_streams(ops: &[Op]) -> impl Iterator<Item = (Op, ComputeStream)> + '_ {
+    ops.iter()
+        .scan(ComputeStream::MAIN, |stream, op| {
+            if let Op::Stream(s) = op {
+                *stream = *s;
+            }
+            Some((*op, *stream))
+        })
+        .filter(|(op, _)| op.is_compute())
+}
+
+/// The schedule of one pipeline (every data-parallel replica runs the same).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleIr {
+    pub shape: PipelineShape,
+    ranks: Vec<Vec<Op>>,
+}
+
+impl ScheduleIr {
+    /// Builds the op lists of every pipeline rank.
+    pub fn build(shape: PipelineShape) -> Result<ScheduleIr, ShapeError> {
+        shape.check()?;
+        let ranks = (0..shape.pp).map(|r| build::rank_ops(&shape, r)).collect();
+        Ok(ScheduleIr { shape, ranks })
+    }
+
+    /// An IR from op lists written by hand (schedules no builder covers yet, tests): one list
+    /// per pipeline rank of `shape`. The caller guarantees the invariants of this module.
+    pub fn from_ranks(shape: PipelineShape, ranks: Vec<Vec<Op>>) -> ScheduleIr {
+        ScheduleIr { shape, ranks }
+    }
+
+    /// Whether some rank runs weight gradients as [`Op::Weight`] ops of their own.
+    pub fn splits_backward(&self) -> bool {
+        self.ranks
+            .iter()
+            .any(|ops| ops.iter().any(|op| matches!(op, Op::Weight(_))))
+    }
+
+    pub fn ranks(&self) -> &[Vec<Op>] {
+        &self.ranks
+    }
+
+    /// The ops of pipeline rank `r` (empty when out of range).
+    pub fn rank(&self, r: u32) -> &[Op] {
+        self.ranks.get(r as usize).map_or(&[], |v| v.as_slice())
+    }
+
+    fn shows_chunks(&self) -> bool {
+        self.shape.kind == Kind::Interleaved
+    }
+}
+
+/// `venusc compile --emit schedule`: one line per pipeline rank with its compute ops,
+/// `pp0: F0 F1 B0 ...`, or `pp0: F0.0 F1.0 F0.1 ...` (`microbatch.chunk`) when interleaved.
+pub fn emit_text(ir: &ScheduleIr) -> String {
+    let mut out = String::new();
+    for (r, ops) in ir.ranks().iter().enumerate() {
+        let _ = write!(out, "pp{r}:");
+        for op in ops {
+            if let Some(label) = compute_label(op, ir.shows_chunks()) {
+                let _ = write!(out, " {label}");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `F3` / `B3` / `W3`, or `F3.1` with chunks.
+fn compute_label(op: &Op, chunks: bool) -> Option<String> {
+    let (letter, m) = match op {
+        Op::Forward(m) => ('F', m),
+        Op::Backward(m) => ('B', m),
+        Op::Weight(m) => ('W', m),
+        _ => return None,
+    };
+    Some(if chunks {
+        format!("{letter}{}.{}", m.mb, m.chunk)
+    } else {
+        format!("{letter}{}", m.mb)
+    })
+}
+
+/// A readable rendering of one rank's full op list (calls with their transfers, hooks), one
+/// op per line; used by tests and for debugging.
+pub fn describe_rank(ir: &ScheduleIr, r: u32) -> String {
+    let mut out = String::new();
+    let ops = ir.rank(r);
+    let mut i = 0;
+    while i < ops.len() {
+        match ops[i] {
+            Op::Call(c) => {
+                let n = usize::from(c.xfers);
+                let xfers = ops.get(i + 1..i + 1 + n).unwrap_or(&[]);
+                let _ = write!(
+                    out,
+                    "{}{}",
+                    c.kind.name(),
+                    if c.blocking { "" } else { " async" }
+                );
+                for x in xfers {
+                    if let Op::Xfer(x) = x {
+                        let _ = write!(out, " {}", xfer_label(x));
+                    }
+                }
+                out.push('\n');
+                i += n;
+            }
+            Op::Forward(_) | Op::Backward(_) | Op::Weight(_) => {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    compute_label(&ops[i], ir.shows_chunks()).unwrap_or_default()
+                );
+            }
+            Op::Xfer(x) => {
+                let _ = writeln!(out, "{}", xfer_label(&x));
+            }
+            Op::Wait { port, seq } => {
+                let _ = writeln!(out, "wait {}#{seq}", port.short());
+            }
+            Op::Stream(s) => {
+                let _ = writeln!(out, "stream {}", s.0);
+            }
+            Op::DisableGradSync => out.push_str("disable_grad_sync\n"),
+            Op::EnableGradSync => out.push_str("enable_grad_sync\n"),
+            Op::GradSync { chunk } => {
+                let _ = writeln!(out, "grad_sync c{chunk}");
+            }
+            Op::ParamSync { chunk } => {
+                let _ = writeln!(out, "param_sync c{chunk}");
+            }
+            Op::FinalizeGrads => out.push_str("finalize_model_grads\n"),
+            Op::EmbeddingGradAllReduce => out.push_str("embedding_grad_all_reduce\n"),
+            Op::OptimizerStep => out.push_str("optimizer_step\n"),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `sn(chunk,mb)` / `sp(chunk,mb)` for sends, `rp→c1` / `rn→c0` for receives (the notation of
+/// megatron-semantics.md §3.4).
+fn xfer_label(x: &Xfer) -> String {
+    if x.port.is_send() {
+        format!("{}({},{})", x.port.short(), x.chunk, x.mb)
+    } else {
+        format!("{}→c{}", x.port.short(), x.chunk)
+    }
+}

@@ -1,0 +1,975 @@
+//! Schedule tests: Megatron's worked examples verbatim (megatron-semantics.md §3.2, §3.4),
+//! closed-form makespans, the in-flight and bubble figures against the built ops, a
+//! hand-written schedule that splits the backward, and property tests over random shapes.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+fn shape(kind: Kind, pp: u32, vpp: u32, m: u32) -> PipelineShape {
+    PipelineShape::new(kind, pp, vpp, m)
+}
+
+fn build(s: PipelineShape) -> ScheduleIr {
+    ScheduleIr::build(s).unwrap()
+}
+
+fn call_abbrev(k: CallKind) -> &'static str {
+    match k {
+        CallKind::RecvForward => "recv_f",
+        CallKind::SendForward => "send_f",
+        CallKind::RecvBackward => "recv_b",
+        CallKind::SendBackward => "send_b",
+        CallKind::SendForwardRecvBackward => "sfrb",
+        CallKind::SendBackwardRecvForward => "sbrf",
+        CallKind::SendForwardRecvForward => "SFR",
+        CallKind::SendBackwardRecvBackward => "SBRB",
+        CallKind::SendForwardBackwardRecvForwardBackward => "SFBRFB",
+    }
+}
+
+/// Transfers of the call at `ops[i]` in the canonical order sn, rp, sp, rn used by the
+/// reference listings (issue order differs between batched and individual calls).
+fn call_xfers(ops: &[Op], i: usize) -> String {
+    let Op::Call(c) = ops[i] else {
+        panic!("not a call")
+    };
+    let mut xs: Vec<Xfer> = ops[i + 1..i + 1 + usize::from(c.xfers)]
+        .iter()
+        .map(|op| match op {
+            Op::Xfer(x) => *x,
+            other => panic!("expected transfer, got {other:?}"),
+        })
+        .collect();
+    xs.sort_by_key(|x| x.port);
+    xs.iter().map(xfer_label).collect::<Vec<_>>().join(" ")
+}
+
+/// Tokens of rank `r` with hooks dropped: `F(c0,1)`, `SFR[sn(0,1) rp→c1]`, `SBRB~[..]` for
+/// async calls, `wait(rn#0)`.
+fn tokens(ir: &ScheduleIr, r: u32) -> String {
+    let ops = ir.rank(r);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < ops.len() {
+        match ops[i] {
+            Op::Forward(m) => out.push(format!("F(c{},{})", m.chunk, m.mb)),
+            Op::Backward(m) => out.push(format!("B(c{},{})", m.chunk, m.mb)),
+            Op::Call(c) => {
+                out.push(format!(
+                    "{}{}[{}]",
+                    call_abbrev(c.kind),
+                    if c.blocking { "" } else { "~" },
+                    call_xfers(ops, i)
+                ));
+                i += usize::from(c.xfers);
+            }
+            Op::Wait { port, seq } => out.push(format!("wait({}#{seq})", port.short())),
+            _ => {}
+        }
+        i += 1;
+    }
+    out.join(" ")
+}
+
+/// The §3.2 notation: calls by abbreviation, compute as `F0`/`B0`.
+fn one_f_one_b_sequence(ir: &ScheduleIr, r: u32) -> String {
+    ir.rank(r)
+        .iter()
+        .filter_map(|op| match op {
+            Op::Forward(m) => Some(format!("F{}", m.mb)),
+            Op::Backward(m) => Some(format!("B{}", m.mb)),
+            Op::Call(c) => Some(call_abbrev(c.kind).to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn one_f_one_b_pp4_m6_rank1_matches_megatron() {
+    let ir = build(shape(Kind::OneFOneB, 4, 1, 6));
+    assert_eq!(
+        one_f_one_b_sequence(&ir, 1),
+        "recv_f, F0, send_f, recv_f, F1, send_f, recv_f, F2, sfrb, B0, sbrf, F3, sfrb, B1, \
+         sbrf, F4, sfrb, B2, sbrf, F5, sfrb, B3, send_b, recv_b, B4, send_b, recv_b, B5, send_b"
+    );
+    // The transfers carry the microbatch they move.
+    assert_eq!(
+        tokens(&ir, 1)
+            .split(' ')
+            .take(6)
+            .collect::<Vec<_>>()
+            .join(" "),
+        "recv_f[rp→c0] F(c0,0) send_f[sn(0,0)] recv_f[rp→c0] F(c0,1) send_f[sn(0,1)]"
+    );
+}
+
+#[test]
+fn one_f_one_b_first_and_last_stage_skip_their_calls() {
+    let ir = build(shape(Kind::OneFOneB, 4, 1, 6));
+    assert_eq!(
+        one_f_one_b_sequence(&ir, 0),
+        "F0, send_f, F1, send_f, F2, send_f, F3, sfrb, B0, F4, sfrb, B1, F5, sfrb, B2, \
+         recv_b, B3, recv_b, B4, recv_b, B5"
+    );
+    assert_eq!(
+        one_f_one_b_sequence(&ir, 3),
+        "recv_f, F0, B0, sbrf, F1, B1, sbrf, F2, B2, sbrf, F3, B3, sbrf, F4, B4, sbrf, F5, \
+         B5, send_b"
+    );
+}
+
+#[test]
+fn emit_text_one_f_one_b_pp4_m6() {
+    let ir = build(shape(Kind::OneFOneB, 4, 1, 6));
+    assert_eq!(
+        emit_text(&ir),
+        "pp0: F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5\n\
+         pp1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 B4 B5\n\
+         pp2: F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5\n\
+         pp3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5\n"
+    );
+}
+
+#[test]
+fn emit_text_interleaved_pp2_vpp2_m4() {
+    let ir = build(shape(Kind::Interleaved, 2, 2, 4));
+    assert_eq!(
+        emit_text(&ir),
+        "pp0: F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0\n\
+         pp1: F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0\n"
+    );
+}
+
+#[test]
+fn interleaved_pp2_vpp2_m4_batched_calls_match_megatron() {
+    let ir = build(shape(Kind::Interleaved, 2, 2, 4));
+    assert_eq!(
+        tokens(&ir, 0),
+        [
+            "F(c0,0) SFR[sn(0,0)]",
+            "F(c0,1) SFR[sn(0,1) rp→c1]",
+            "F(c1,0) SFR[sn(1,0) rp→c1]",
+            "F(c1,1) SFBRFB[sn(1,1) rn→c1]",
+            "F(c0,2) B(c1,0) SFBRFB[sn(0,2) sp(1,0) rn→c1]",
+            "F(c0,3) B(c1,1) SFBRFB[sn(0,3) rp→c1 sp(1,1) rn→c0]",
+            "F(c1,2) B(c0,0) SFBRFB[sn(1,2) rp→c1 rn→c0]",
+            "F(c1,3) B(c0,1) SFBRFB[sn(1,3) rn→c1]",
+            "B(c1,2) SBRB[sp(1,2) rn→c1]",
+            "B(c1,3) SBRB[sp(1,3) rn→c0]",
+            "B(c0,2) SBRB[rn→c0]",
+            "B(c0,3) SBRB[]",
+        ]
+        .join(" ")
+    );
+    assert_eq!(
+        tokens(&ir, 1),
+        [
+            "recv_f[rp→c0]",
+            "F(c0,0) SFR[sn(0,0) rp→c0]",
+            "F(c0,1) SFBRFB[sn(0,1) rp→c1]",
+            "F(c1,0) B(c1,0) SFBRFB[rp→c1 sp(1,0)]",
+            "F(c1,1) B(c1,1) SFBRFB[rp→c0 sp(1,1) rn→c0]",
+            "F(c0,2) B(c0,0) SFBRFB[sn(0,2) rp→c0 sp(0,0) rn→c0]",
+            "F(c0,3) B(c0,1) SFBRFB[sn(0,3) rp→c1 sp(0,1)]",
+            "F(c1,2) B(c1,2) SFBRFB[rp→c1 sp(1,2)]",
+            "F(c1,3) B(c1,3) SFBRFB[sp(1,3) rn→c0]",
+            "B(c0,2) SBRB[sp(0,2) rn→c0]",
+            "B(c0,3) SBRB[sp(0,3)]",
+        ]
+        .join(" ")
+    );
+    // Batched calls issue in batch_isend_irecv order: send_prev, recv_prev, send_next, recv_next.
+    let ops = ir.rank(1);
+    let i = ops
+        .iter()
+        .position(|op| matches!(op, Op::Forward(m) if m.mb == 2 && m.chunk == 0))
+        .unwrap();
+    let ports: Vec<Port> = ops[i + 3..i + 7]
+        .iter()
+        .map(|op| match op {
+            Op::Xfer(x) => x.port,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        ports,
+        vec![
+            Port::SendPrev,
+            Port::RecvPrev,
+            Port::SendNext,
+            Port::RecvNext
+        ]
+    );
+}
+
+#[test]
+fn interleaved_pp2_vpp2_m4_overlap_path_matches_megatron() {
+    let mut s = shape(Kind::Interleaved, 2, 2, 4);
+    s.overlap_p2p = true;
+    let ir = build(s);
+    assert_eq!(
+        tokens(&ir, 0),
+        [
+            "F(c0,0) SFR[sn(0,0)]",
+            "F(c0,1) SFR[sn(0,1) rp→c1]",
+            "F(c1,0) SFR[sn(1,0) rp→c1]",
+            "F(c1,1) SFR[sn(1,1)] SBRB~[rn→c1]",
+            "F(c0,2) SFR~[sn(0,2)] wait(sn#4) wait(rn#0) B(c1,0) SBRB~[sp(1,0) rn→c1]",
+            "F(c0,3) SFR~[sn(0,3) rp→c1] wait(sn#5) wait(rn#1) B(c1,1) SBRB~[sp(1,1) rn→c0] wait(sp#0)",
+            "wait(rp#2) F(c1,2) SFR~[sn(1,2) rp→c1] wait(sn#6) wait(rn#2) B(c0,0) SBRB~[rn→c0] wait(sp#1)",
+            "wait(rp#3) F(c1,3) SFR~[sn(1,3)] wait(sn#7) wait(rn#3) B(c0,1) SBRB~[rn→c1]",
+            "wait(rn#4) B(c1,2) SBRB[sp(1,2) rn→c1]",
+            "B(c1,3) SBRB[sp(1,3) rn→c0]",
+            "B(c0,2) SBRB[rn→c0]",
+            "B(c0,3) SBRB[]",
+        ]
+        .join(" ")
+    );
+    // Async receive-prev handles are numbered after the two blocking warmup receives.
+    // Individual isend/irecv on an even rank: send_next before recv_prev.
+    let ops = ir.rank(0);
+    let i = ops
+        .iter()
+        .position(|op| matches!(op, Op::Forward(m) if m.mb == 1 && m.chunk == 0))
+        .unwrap();
+    assert!(matches!(ops[i + 1], Op::Call(c) if c.issue == Issue::Individual && c.blocking));
+    assert!(matches!(ops[i + 2], Op::Xfer(x) if x.port == Port::SendNext));
+    assert!(matches!(ops[i + 3], Op::Xfer(x) if x.port == Port::RecvPrev));
+    // Same compute order as the batched path.
+    assert_eq!(
+        emit_text(&ir),
+        emit_text(&build(shape(Kind::Interleaved, 2, 2, 4)))
+    );
+}
+
+#[test]
+fn interleaved_pp2_vpp2_m4_overlap_rank1_steady_state() {
+    let mut s = shape(Kind::Interleaved, 2, 2, 4);
+    s.overlap_p2p = true;
+    let ir = build(s);
+    // Rank 1 (last stage): no gradient to pre-receive for its last chunk; receive-prev
+    // sequence numbers continue from the three blocking warmup receives.
+    assert_eq!(
+        tokens(&ir, 1),
+        [
+            "recv_f[rp→c0]",
+            "F(c0,0) SFR[sn(0,0) rp→c0]",
+            "F(c0,1) SFR[sn(0,1) rp→c1] SBRB~[]",
+            "F(c1,0) SFR~[rp→c1]",
+            "B(c1,0) SBRB~[sp(1,0)]",
+            "wait(rp#3) F(c1,1) SFR~[rp→c0]",
+            "B(c1,1) SBRB~[sp(1,1) rn→c0] wait(sp#0)",
+            "wait(rp#4) F(c0,2) SFR~[sn(0,2) rp→c0] wait(sn#2) wait(rn#0) B(c0,0) SBRB~[sp(0,0) rn→c0] wait(sp#1)",
+            "wait(rp#5) F(c0,3) SFR~[sn(0,3) rp→c1] wait(sn#3) wait(rn#1) B(c0,1) SBRB~[sp(0,1)] wait(sp#2)",
+            "wait(rp#6) F(c1,2) SFR~[rp→c1] B(c1,2) SBRB~[sp(1,2)] wait(sp#3)",
+            "wait(rp#7) F(c1,3) SFR~[] B(c1,3) SBRB~[sp(1,3) rn→c0] wait(sp#4)",
+            "wait(rn#2) B(c0,2) SBRB[sp(0,2) rn→c0]",
+            "B(c0,3) SBRB[sp(0,3)] wait(sp#5)",
+        ]
+        .join(" ")
+    );
+}
+
+#[test]
+fn hooks_of_interleaved_with_aligned_grad_and_param_sync() {
+    let mut s = shape(Kind::Interleaved, 2, 3, 4);
+    s.overlap_grad_reduce = true;
+    s.delay_grad_reduce = true;
+    s.overlap_param_gather = true;
+    s.delay_param_gather = true;
+    let ir = build(s);
+    // Each hook with the number of forwards (f) or backwards (b) run before it.
+    let hooks = |r: u32| -> String {
+        let (mut f, mut b) = (0, 0);
+        let mut out = Vec::new();
+        for op in ir.rank(r) {
+            match op {
+                Op::Forward(_) => f += 1,
+                Op::Backward(_) => b += 1,
+                Op::ParamSync { chunk } => out.push(format!("P{chunk}@f{f}")),
+                Op::GradSync { chunk } => out.push(format!("G{chunk}@b{b}")),
+                Op::EmbeddingGradAllReduce => out.push("emb".into()),
+                _ => {}
+            }
+        }
+        out.join(" ")
+    };
+    // Table (mb,chunk): (0,0)(1,0)(0,1)(1,1)(0,2)(1,2)(2,0)(3,0)(2,1)(3,1)(2,2)(3,2).
+    // param_sync_func for chunk c+1 before forward k when k + r is chunk c's first
+    // microbatch; grad_sync_func after backward k when k − r is a chunk's last microbatch:
+    // rank 1 dispatches one step earlier and syncs one step later, so launches align.
+    assert_eq!(hooks(0), "P0@f0 P1@f0 P2@f2 G2@b8 G1@b10 G0@b12 emb");
+    assert_eq!(hooks(1), "P0@f0 P1@f0 P2@f1 G2@b9 G1@b11 G0@b12 emb");
+}
+
+#[test]
+fn grad_sync_is_enabled_before_the_last_backward_of_each_chunk() {
+    let ir = build(shape(Kind::Interleaved, 2, 2, 4));
+    let ops = ir.rank(0);
+    let enables: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| matches!(op, Op::EnableGradSync))
+        .map(|(i, _)| i)
+        .collect();
+    // One per chunk, then the final (re-)enable before finalize.
+    assert_eq!(enables.len(), 3);
+    assert_eq!(ops[enables[0] + 1], Op::Backward(Micro { mb: 3, chunk: 1 }));
+    assert_eq!(ops[enables[1] + 1], Op::Backward(Micro { mb: 3, chunk: 0 }));
+    assert_eq!(ops[enables[0] + 2], Op::DisableGradSync);
+}
+
+#[test]
+fn one_f_one_b_with_grad_sync_func_syncs_non_first_stages_at_the_end() {
+    let mut s = shape(Kind::OneFOneB, 4, 1, 6);
+    s.overlap_grad_reduce = true;
+    s.delay_grad_reduce = true;
+    let ir = build(s);
+    let tail = |r: u32| {
+        let ops = ir.rank(r);
+        ops[ops.len() - 5..].to_vec()
+    };
+    assert_eq!(
+        tail(0),
+        vec![
+            Op::Xfer(Xfer {
+                port: Port::RecvNext,
+                mb: 5,
+                chunk: 0,
+                seq: 5
+            }),
+            Op::Backward(Micro { mb: 5, chunk: 0 }),
+            Op::FinalizeGrads,
+            Op::EmbeddingGradAllReduce,
+            Op::OptimizerStep,
+        ]
+    );
+    assert_eq!(
+        tail(2)[1..].to_vec(),
+        vec![
+            Op::EnableGradSync,
+            Op::GradSync { chunk: 0 },
+            Op::FinalizeGrads,
+            Op::OptimizerStep
+        ]
+    );
+}
+
+#[test]
+fn no_pipelining_runs_last_pair_outside_no_sync() {
+    let mut s = shape(Kind::NoPipelining, 1, 1, 3);
+    s.overlap_param_gather = true;
+    let ir = build(s);
+    assert_eq!(
+        ir.rank(0),
+        &[
+            Op::DisableGradSync,
+            Op::ParamSync { chunk: 0 },
+            Op::Forward(Micro { mb: 0, chunk: 0 }),
+            Op::Backward(Micro { mb: 0, chunk: 0 }),
+            Op::Forward(Micro { mb: 1, chunk: 0 }),
+            Op::Backward(Micro { mb: 1, chunk: 0 }),
+            Op::EnableGradSync,
+            Op::Forward(Micro { mb: 2, chunk: 0 }),
+            Op::Backward(Micro { mb: 2, chunk: 0 }),
+            Op::FinalizeGrads,
+            Op::OptimizerStep,
+        ]
+    );
+}
+
+#[test]
+fn gpipe_runs_all_forwards_then_all_backwards() {
+    let ir = build(shape(Kind::Gpipe, 3, 1, 4));
+    assert_eq!(
+        emit_text(&ir),
+        "pp0: F0 F1 F2 F3 B0 B1 B2 B3\n\
+         pp1: F0 F1 F2 F3 B0 B1 B2 B3\n\
+         pp2: F0 F1 F2 F3 B0 B1 B2 B3\n"
+    );
+    assert_eq!(
+        one_f_one_b_sequence(&ir, 1),
+        "recv_f, F0, send_f, recv_f, F1, send_f, recv_f, F2, send_f, recv_f, F3, send_f, \
+         recv_b, B0, send_b, recv_b, B1, send_b, recv_b, B2, send_b, recv_b, B3, send_b"
+    );
+}
+
+#[test]
+fn invalid_shapes_are_rejected() {
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::Interleaved, 4, 2, 6)).unwrap_err(),
+        ShapeError::Remainder {
+            rem: 2,
+            n: 4,
+            pp: 4
+        }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::Interleaved, 4, 2, 3)).unwrap_err(),
+        ShapeError::GroupSize { n: 4, pp: 4, m: 3 }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::OneFOneB, 4, 2, 8)).unwrap_err(),
+        ShapeError::ChunksWithoutInterleaving { vpp: 2 }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::OneFOneB, 4, 1, 0)).unwrap_err(),
+        ShapeError::Zero("microbatches")
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::Interleaved, 8, 4, 1 << 17)).unwrap_err(),
+        ShapeError::TooLarge
+    );
+    // N = 3 with m = 5 and pp = 2: remainder 2 ≥ pp is allowed.
+    let mut s = shape(Kind::Interleaved, 2, 2, 5);
+    s.microbatch_group_size = 3;
+    assert!(ScheduleIr::build(s).is_ok());
+}
+
+#[test]
+fn schedule_table_follows_microbatch_groups() {
+    // The PP2 N3 M5 VP2 example of schedules.py.
+    let mut s = shape(Kind::Interleaved, 2, 2, 5);
+    s.microbatch_group_size = 3;
+    let ir = build(s);
+    let fwd: Vec<String> = ir
+        .rank(1)
+        .iter()
+        .filter_map(|op| match op {
+            Op::Forward(m) => Some(format!("{}.{}", m.mb, m.chunk)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fwd.join(" "), "0.0 1.0 2.0 0.1 1.1 2.1 3.0 4.0 3.1 4.1");
+}
+
+#[test]
+fn kind_selection_follows_megatron() {
+    assert_eq!(Kind::select(1, 1, None), Kind::NoPipelining);
+    assert_eq!(Kind::select(4, 1, None), Kind::OneFOneB);
+    assert_eq!(Kind::select(4, 2, None), Kind::Interleaved);
+    assert_eq!(
+        Kind::select(4, 1, Some(venus_base::base::ScheduleKind::Gpipe)),
+        Kind::Gpipe
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed-form makespans (zero communication, equal stage times).
+
+fn makespan(ir: &ScheduleIr, f: u64, b: u64) -> u64 {
+    super::makespan(
+        ir,
+        OpCost {
+            forward: f,
+            backward: b,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn makespan_one_f_one_b_pp4_m8() {
+    let ir = build(shape(Kind::OneFOneB, 4, 1, 8));
+    assert_eq!(makespan(&ir, 1, 2), (8 + 4 - 1) * 3);
+    let t = evaluate(&ir, OpCost::default(), Semantics::Eager).unwrap();
+    // Bubble (p−1)/(m+p−1) = 3/11 of every rank's time.
+    assert_eq!(t.bubble(), (4 * 9, 4 * 33));
+}
+
+#[test]
+fn makespan_interleaved_pp4_vpp2_m8() {
+    // Chunk times 1 and 2, i.e. full-stage t_f = 2, t_b = 4.
+    let ir = build(shape(Kind::Interleaved, 4, 2, 8));
+    assert_eq!(makespan(&ir, 1, 2), (8 * 2 + 4 - 1) * (2 + 4) / 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// Property checks.
+
+/// The local chunk on the receiving rank of a tensor produced by `chunk` on `rank`.
+fn receiver_chunk(port: Port, rank: u32, chunk: u32, pp: u32) -> Option<u32> {
+    match port {
+        Port::SendNext if rank + 1 == pp => Some(chunk + 1),
+        Port::SendPrev if rank == 0 => chunk.checked_sub(1),
+        _ => Some(chunk),
+    }
+}
+
+fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
+    let s = ir.shape;
+    let (pp, v, m) = (s.pp, s.vpp, s.microbatches);
+    let mut xfers: Vec<HashMap<Port, Vec<Xfer>>> = Vec::new();
+    for r in 0..pp {
+        let ops = ir.rank(r);
+        // Compute: every (mb, chunk) forward and backward exactly once, forward first.
+        let mut fwd = HashMap::new();
+        let mut bwd = HashMap::new();
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                Op::Forward(x) => prop_assert!(fwd.insert((x.mb, x.chunk), i).is_none()),
+                Op::Backward(x) => prop_assert!(bwd.insert((x.mb, x.chunk), i).is_none()),
+                _ => {}
+            }
+        }
+        prop_assert_eq!(fwd.len() as u32, m * v);
+        prop_assert_eq!(bwd.len() as u32, m * v);
+        for (k, i) in &fwd {
+            prop_assert!(k.0 < m && k.1 < v);
+            prop_assert!(
+                bwd.get(k).is_some_and(|j| j > i),
+                "backward before forward {:?}",
+                k
+            );
+        }
+        // Calls are followed by exactly their transfers; sequence numbers count up per port.
+        let mut per_port: HashMap<Port, Vec<Xfer>> = HashMap::new();
+        let mut async_recvs = HashMap::new();
+        let mut i = 0;
+        while i < ops.len() {
+            match ops[i] {
+                Op::Call(c) => {
+                    for j in 0..usize::from(c.xfers) {
+                        let Some(Op::Xfer(x)) = ops.get(i + 1 + j) else {
+                            return Err(TestCaseError::fail("call without its transfers"));
+                        };
+                        let list = per_port.entry(x.port).or_default();
+                        prop_assert_eq!(x.seq as usize, list.len());
+                        list.push(*x);
+                        if !c.blocking && !x.port.is_send() {
+                            async_recvs.insert((x.port, x.seq), 0u32);
+                        }
+                    }
+                    i += usize::from(c.xfers);
+                }
+                Op::Xfer(_) => return Err(TestCaseError::fail("transfer outside a call")),
+                Op::Wait { port, seq } => {
+                    prop_assert!(per_port
+                        .get(&port)
+                        .is_some_and(|l| (seq as usize) < l.len()));
+                    if let Some(n) = async_recvs.get_mut(&(port, seq)) {
+                        *n += 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        // Megatron asserts the recv handles are cleared at the end of a step.
+        prop_assert!(async_recvs.values().all(|&n| n == 1), "unwaited async recv");
+        check_hooks(ir, r)?;
+        xfers.push(per_port);
+    }
+    // Every send matches one receive on the peer, in channel order, with the same tensor.
+    for r in 0..pp {
+        for port in [Port::SendNext, Port::SendPrev] {
+            let peer = port.peer(r, pp);
+            let sends = xfers[r as usize].get(&port).cloned().unwrap_or_default();
+            let recvs = xfers[peer as usize]
+                .get(&port.peer_port())
+                .cloned()
+                .unwrap_or_default();
+            prop_assert_eq!(sends.len(), recvs.len(), "pp{} {:?}", r, port);
+            for (x, y) in sends.iter().zip(&recvs) {
+                prop_assert_eq!(port.channel(r, pp), y.port.channel(peer, pp));
+                prop_assert_eq!(x.seq, y.seq);
+                prop_assert_eq!(x.mb, y.mb, "pp{} {:?} seq {}", r, port, x.seq);
+                prop_assert_eq!(receiver_chunk(port, r, x.chunk, pp), Some(y.chunk));
+            }
+        }
+    }
+    // Blocking calls complete under rendezvous semantics: no deadlock.
+    let rendezvous = evaluate(ir, OpCost::default(), Semantics::Rendezvous);
+    prop_assert!(rendezvous.is_ok(), "{}", rendezvous.unwrap_err());
+    Ok(())
+}
+
+/// Each chunk's grad reduction launches exactly once, at or after its last backward; each
+/// chunk's param gather (when overlapped) is dispatched once, before its first forward; the
+/// step ends with finalize (and the embedding all-reduce on the embedding group) and the
+/// optimizer step.
+fn check_hooks(ir: &ScheduleIr, r: u32) -> Result<(), TestCaseError> {
+    let s = ir.shape;
+    let (v, m) = (s.vpp, s.microbatches);
+    let mut on = true;
+    let mut launches = vec![0u32; v as usize];
+    let mut last_backward_done = vec![false; v as usize];
+    let mut param_syncs = vec![0u32; v as usize];
+    let mut forwarded = vec![false; v as usize];
+    for op in ir.rank(r) {
+        match *op {
+            Op::EnableGradSync => on = true,
+            Op::DisableGradSync => on = false,
+            Op::Backward(x) => {
+                if x.mb == m - 1 {
+                    last_backward_done[x.chunk as usize] = true;
+                }
+                if on {
+                    prop_assert_eq!(x.mb, m - 1, "backward with grad sync on");
+                    launches[x.chunk as usize] += 1;
+                }
+            }
+            Op::GradSync { chunk } => {
+                prop_assert!(last_backward_done[chunk as usize]);
+                launches[chunk as usize] += 1;
+            }
+            Op::ParamSync { chunk } => {
+                prop_assert!(!forwarded[chunk as usize], "param sync after first forward");
+                param_syncs[chunk as usize] += 1;
+            }
+            Op::Forward(x) => forwarded[x.chunk as usize] = true,
+            _ => {}
+        }
+    }
+    prop_assert!(
+        launches.iter().all(|&n| n == 1),
+        "grad launches {:?}",
+        launches
+    );
+    let expect_param = u32::from(s.overlap_param_gather);
+    prop_assert!(param_syncs.iter().all(|&n| n == expect_param));
+    let ops = ir.rank(r);
+    let embedding = s.tied_embeddings && s.pp > 1 && (r == 0 || r + 1 == s.pp);
+    let tail: Vec<Op> = if embedding {
+        vec![
+            Op::FinalizeGrads,
+            Op::EmbeddingGradAllReduce,
+            Op::OptimizerStep,
+        ]
+    } else {
+        vec![Op::FinalizeGrads, Op::OptimizerStep]
+    };
+    prop_assert_eq!(&ops[ops.len() - tail.len()..], tail.as_slice());
+    Ok(())
+}
+
+fn flags() -> impl Strategy<Value = [bool; 6]> {
+    prop::array::uniform6(any::<bool>())
+}
+
+fn with_flags(mut s: PipelineShape, f: [bool; 6]) -> PipelineShape {
+    s.overlap_p2p = f[0];
+    s.overlap_grad_reduce = f[1];
+    s.delay_grad_reduce = f[2];
+    s.overlap_param_gather = f[3];
+    s.delay_param_gather = f[4];
+    s.tied_embeddings = f[5];
+    s
+}
+
+/// Valid interleaved shapes: pp 2..8, vpp 2..4, N in [pp, m], m % N == 0 or ≥ pp.
+fn interleaved_shape() -> impl Strategy<Value = PipelineShape> {
+    (2u32..=8, 2u32..=4, 1u32..=32, 0u32..=32, flags()).prop_filter_map(
+        "S01/S02",
+        |(pp, v, m, extra, f)| {
+            let mut s = with_flags(shape(Kind::Interleaved, pp, v, m), f);
+            s.microbatch_group_size = pp + extra % (m.saturating_sub(pp) + 1);
+            s.check().ok().map(|_| s)
+        },
+    )
+}
+
+fn pipelined_shape() -> impl Strategy<Value = PipelineShape> {
+    (
+        prop_oneof![Just(Kind::OneFOneB), Just(Kind::Gpipe)],
+        1u32..=8,
+        1u32..=32,
+        flags(),
+    )
+        .prop_map(|(kind, pp, m, f)| with_flags(shape(kind, pp, 1, m), f))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn interleaved_schedules_are_complete_matched_and_deadlock_free(s in interleaved_shape()) {
+        check_ir(&build(s))?;
+    }
+
+    #[test]
+    fn one_f_one_b_and_gpipe_are_complete_matched_and_deadlock_free(s in pipelined_shape()) {
+        check_ir(&build(s))?;
+    }
+
+    #[test]
+    fn no_pipelining_is_complete(m in 1u32..=32, f in flags()) {
+        check_ir(&build(with_flags(shape(Kind::NoPipelining, 1, 1, m), f)))?;
+    }
+
+    #[test]
+    fn one_f_one_b_makespan_is_m_plus_p_minus_1_stage_times(
+        pp in 1u32..=8, m in 1u32..=32, tf in 1u64..=5, tb in 1u64..=10,
+    ) {
+        let expect = u64::from(m + pp - 1) * (tf + tb);
+        prop_assert_eq!(makespan(&build(shape(Kind::OneFOneB, pp, 1, m)), tf, tb), expect);
+        prop_assert_eq!(makespan(&build(shape(Kind::Gpipe, pp, 1, m)), tf, tb), expect);
+    }
+
+    #[test]
+    fn no_pipelining_makespan_is_m_stage_times(m in 1u32..=32, tf in 1u64..=5, tb in 1u64..=10) {
+        let ir = build(shape(Kind::NoPipelining, 1, 1, m));
+        prop_assert_eq!(makespan(&ir, tf, tb), u64::from(m) * (tf + tb));
+    }
+
+    #[test]
+    fn interleaved_makespan_is_mv_plus_p_minus_1_chunk_times(
+        s in interleaved_shape(), tf in 1u64..=3,
+    ) {
+        // Chunk forward t_f/v = tf, backward t_b/v = 2·tf (t_b = 2·t_f); holds for every
+        // valid N and remainder, batched or overlapped.
+        let ir = build(s);
+        let expect = u64::from(s.microbatches * s.vpp + s.pp - 1) * (tf + 2 * tf);
+        prop_assert_eq!(makespan(&ir, tf, 2 * tf), expect);
+    }
+}
+
+#[test]
+fn picture_shows_ranks_ops_and_bubble() {
+    let ir = build(shape(Kind::OneFOneB, 2, 1, 2));
+    // makespan (2+2−1)·3 = 9 ticks over 18 columns: forward 2 columns, backward 4; rank 0
+    // waits 2 ticks for the first gradient and 1 for the last.
+    let p = picture(&ir, OpCost::default(), 18, false);
+    assert_eq!(
+        p,
+        "pp0 |F0F1....B0==..B1==|\n\
+         pp1 |..F0B0==F1B1==....|\n\
+         makespan 9 (t_f 1, t_b 2 per chunk), bubble 33.3% (6 of 18 rank-ticks idle)\n"
+    );
+    let colored = picture(&ir, OpCost::default(), 18, true);
+    assert!(colored.contains("\x1b[30;44m0 \x1b[0m"));
+    assert!(colored.contains("\x1b[30;42m0   \x1b[0m"));
+}
+
+#[test]
+fn picture_labels_chunks_when_interleaved() {
+    let ir = build(shape(Kind::Interleaved, 2, 2, 4));
+    let p = picture(&ir, OpCost::default(), 4 * 27, false);
+    let first = p.lines().next().unwrap();
+    // 4 columns per tick; rank 0 waits 2 ticks for the first gradient (pre-received by the
+    // last warmup exchange) and 1 tick before B3.1.
+    assert_eq!(
+        first,
+        "pp0 |F0.0F1.0F0.1F1.1........F2.0B0.1====F3.0B1.1====F2.1B0.0====F3.1B1.0====\
+         B2.1====....B3.1====B2.0====B3.0====|"
+    );
+    // At 2 columns per tick a forward has no room for its chunk: odd chunks go lowercase.
+    let narrow = picture(&ir, OpCost::default(), 2 * 27 + 1, false);
+    assert_eq!(
+        narrow.lines().next().unwrap(),
+        "pp0 |F0F1f0f1....F2B0.1F3B1.1f2B0.0f3B1.0B2.1..B3.1B2.0B3.0|"
+    );
+}
+
+#[test]
+#[ignore = "timing printout; run with --ignored --nocapture"]
+fn build_time_llama3_405b_shape() {
+    for vpp in [1u32, 4] {
+        let kind = if vpp == 1 {
+            Kind::OneFOneB
+        } else {
+            Kind::Interleaved
+        };
+        let s = shape(kind, 16, vpp, 128);
+        let start = std::time::Instant::now();
+        let ir = build(s);
+        let elapsed = start.elapsed();
+        let ops: usize = ir.ranks().iter().map(Vec::len).sum();
+        let start = std::time::Instant::now();
+        let t = evaluate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap();
+        let sim = start.elapsed();
+        println!(
+            "pp 16 vpp {vpp} m 128: {ops} ops built in {elapsed:?}, simulated in {sim:?}, \
+             bubble {:.2}%",
+            100.0 * t.bubble_fraction()
+        );
+        assert!(elapsed.as_millis() < 50, "{elapsed:?}");
+    }
+}
+
+#[test]
+fn describe_rank_lists_calls_and_hooks() {
+    let ir = build(shape(Kind::OneFOneB, 2, 1, 1));
+    assert_eq!(
+        describe_rank(&ir, 1),
+        "disable_grad_sync\n\
+         recv_forward rp→c0\n\
+         F0\n\
+         enable_grad_sync\n\
+         B0\n\
+         send_backward sp(0,0)\n\
+         finalize_model_grads\n\
+         embedding_grad_all_reduce\n\
+         optimizer_step\n"
+    );
+}
+
+#[test]
+fn rendezvous_simulation_reports_a_deadlock() {
+    // Both ranks first send forward with a blocking call, then receive: with rendezvous
+    // sends neither send can complete; with eager sends both proceed.
+    let send = |port| {
+        [
+            Op::Call(Call {
+                kind: CallKind::SendForward,
+                issue: Issue::Batched,
+                blocking: true,
+                xfers: 1,
+            }),
+            Op::Xfer(Xfer {
+                port,
+                mb: 0,
+                chunk: 0,
+                seq: 0,
+            }),
+        ]
+    };
+    let rank: Vec<Op> = send(Port::SendNext)
+        .into_iter()
+        .chain(send(Port::RecvPrev))
+        .collect();
+    let ir = ScheduleIr {
+        shape: shape(Kind::OneFOneB, 2, 1, 1),
+        ranks: vec![rank.clone(), rank],
+    };
+    let err = evaluate(&ir, OpCost::default(), Semantics::Rendezvous).unwrap_err();
+    assert_eq!(err.blocked.len(), 2);
+    assert_eq!((err.blocked[0].0, err.blocked[0].1), (0, 0));
+    assert_eq!(
+        evaluate(&ir, OpCost::default(), Semantics::Eager)
+            .unwrap()
+            .makespan,
+        0
+    );
+}
+
+#[test]
+fn ops_are_small_and_copy() {
+    fn copy<T: Copy>() {}
+    copy::<Op>();
+    assert_eq!(std::mem::size_of::<Op>(), 16);
+}
+
+// ---------------------------------------------------------------------------------------
+// Figures (peak in flight, bubble) against the built IR.
+
+fn no_pipelining_shape() -> impl Strategy<Value = PipelineShape> {
+    (1u32..=32, flags()).prop_map(|(m, f)| with_flags(shape(Kind::NoPipelining, 1, 1, m), f))
+}
+
+fn any_shape() -> impl Strategy<Value = PipelineShape> {
+    prop_oneof![
+        interleaved_shape(),
+        pipelined_shape(),
+        no_pipelining_shape()
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn peak_in_flight_equals_the_peak_held_by_the_built_ops(s in any_shape()) {
+        let ir = build(s);
+        for r in 0..s.pp {
+            prop_assert_eq!(
+                peak_in_flight(&s, r),
+                measure_in_flight(ir.rank(r), s.vpp),
+                "rank {}", r
+            );
+        }
+    }
+
+    #[test]
+    fn bubble_equals_the_idle_time_of_the_evaluated_ops(
+        s in any_shape(), tf in 1u64..=4, tb in 1u64..=9,
+    ) {
+        // Any uniform chunk costs: the bubble unit is one chunk's forward + backward, on each
+        // of the pp ranks.
+        let cost = OpCost { forward: tf, backward: tb };
+        let t = evaluate(&build(s), cost, Semantics::Eager).unwrap();
+        let b = bubble(&s);
+        let (pp, unit) = (u64::from(s.pp), tf + tb);
+        prop_assert_eq!(t.bubble(), (pp * b.idle * unit, pp * (b.idle + b.busy) * unit));
+        prop_assert!((t.bubble_fraction() - b.fraction()).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn peak_in_flight_of_interleaved_pp2_vpp2_m4_per_chunk() {
+    // Rank 0 warms up 2·1 + 1·2 = 4 steps and holds the 5th forward: table (0,0) (1,0) (0,1)
+    // (1,1) (2,0) has 3 entries of chunk 0 and 2 of chunk 1; rank 1 warms up 2.
+    let s = shape(Kind::Interleaved, 2, 2, 4);
+    let f = |total, first_chunk, last_chunk| InFlight {
+        total,
+        first_chunk,
+        last_chunk,
+    };
+    assert_eq!(peak_in_flight(&s, 0), f(5, 3, 2));
+    assert_eq!(peak_in_flight(&s, 1), f(3, 2, 1));
+    // A larger group (N = m = 4) changes the table: (0..4, chunk 0) first.
+    let mut s = s;
+    s.microbatch_group_size = 4;
+    assert_eq!(peak_in_flight(&s, 0), f(7, 4, 3));
+    assert_eq!(peak_in_flight(&s, 1), f(5, 4, 1));
+}
+
+#[test]
+fn bubble_of_one_f_one_b_pp4_m8_is_3_of_11() {
+    let b = bubble(&shape(Kind::OneFOneB, 4, 1, 8));
+    assert_eq!((b.idle, b.busy), (3, 8));
+    assert_eq!(b.fraction(), 3.0 / 11.0);
+    let b = bubble(&shape(Kind::Interleaved, 4, 2, 8));
+    assert_eq!((b.idle, b.busy), (3, 16));
+    assert_eq!(bubble(&shape(Kind::NoPipelining, 1, 1, 8)).fraction(), 0.0);
+}
+
+fn mb(mb: u32) -> Micro {
+    Micro { mb, chunk: 0 }
+}
+
+#[test]
+fn a_split_backward_runs_w_after_b_and_holds_activations_until_w() {
+    // One rank, two microbatches: F0 B0 F1 W0 B1 W1 keeps microbatch 0 until its W, after F1.
+    let s = shape(Kind::NoPipelining, 1, 1, 2);
+    let ops = vec![
+        Op::Forward(mb(0)),
+        Op::Backward(mb(0)),
+        Op::Forward(mb(1)),
+        Op::Stream(ComputeStream(1)),
+        Op::Weight(mb(0)),
+        Op::Stream(ComputeStream::MAIN),
+        Op::Backward(mb(1)),
+        Op::Weight(mb(1)),
+        Op::FinalizeGrads,
+        Op::OptimizerStep,
+    ];
+    let ir = ScheduleIr::from_ranks(s, vec![ops]);
+    assert!(ir.splits_backward());
+    assert!(!build(s).splits_backward());
+    assert_eq!(measure_in_flight(ir.rank(0), 1).total, 2);
+    assert_eq!(emit_text(&ir), "pp0: F0 B0 F1 W0 B1 W1\n");
+    let streams: Vec<u8> = compute_streams(ir.rank(0)).map(|(_, s)| s.0).collect();
+    assert_eq!(streams, [0, 0, 0, 1, 0, 0]);
+    // Forward 2 ticks, backward 5: B takes 3 and W 2 (W ≈ B, the odd tick to B).
+    let cost = OpCost {
+        forward: 2,
+        backward: 5,
+    };
+    let t = evaluate(&ir, cost, Semantics::Eager).unwrap();
+    let spans: Vec<(u64, u64)> = t.ranks[0]
+        .compute
+        .iter()
+        .map(|s| (s.start, s.end))
+        .collect();
+    assert_eq!(spans, [(0, 2), (2, 5), (5, 7), (7, 9), (9, 12), (12, 14)]);
+    assert_eq!(t.makespan, 14);
+    // The same order without W ops: 2 × (2 + 5).
+    assert_eq!(super::makespan(&build(s), cost).unwrap(), 14);
+    assert!(describe_rank(&ir, 0).contains("stream 1\nW0\nstream 0\n"));
+    // One column per tick: F 2, B 3, W 2 columns.
+    let pic = picture(&ir, cost, 14, false);
+    assert!(pic.starts_with("pp0 |F0B0=F1W0B1=W1|\n"), "{pic}");
+}

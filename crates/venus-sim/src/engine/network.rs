@@ -1,0 +1,516 @@
+//! Multi-dimensional network: rank coordinates, the dim a P2P crosses, and collective
+//! algorithms as closed forms split into per-dim phases.
+//!
+//! Input: plain [`NetDim`]s (the lowering converts a cluster into them). Output: for a transfer, the
+//! dim it uses; for a collective on a group, a list of [`Phase`]s, each a fixed latency then a
+//! volume of bytes that moves through every member's link on one dim at that link's rate.
+//! Invariant: one phase alone on its links takes exactly `latency + volume / bandwidth`, which is
+//! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
+
+use crate::trace::{CollectiveKind, Ps};
+use std::fmt;
+use std::ops::{Div, DivAssign, Mul, MulAssign};
+use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Ratio, Seconds, Topology};
+
+/// A volume of bytes that may be fractional: a share of a buffer such as `(n−1)/n · S`.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct ByteVolume(pub f64);
+
+impl Mul<f64> for ByteVolume {
+    type Output = ByteVolume;
+    fn mul(self, k: f64) -> ByteVolume {
+        ByteVolume(self.0 * k)
+    }
+}
+
+impl MulAssign<f64> for ByteVolume {
+    fn mul_assign(&mut self, k: f64) {
+        self.0 *= k;
+    }
+}
+
+impl DivAssign<f64> for ByteVolume {
+    fn div_assign(&mut self, k: f64) {
+        self.0 /= k;
+    }
+}
+
+impl Div<f64> for ByteVolume {
+    type Output = ByteVolume;
+    fn div(self, k: f64) -> ByteVolume {
+        ByteVolume(self.0 / k)
+    }
+}
+
+/// Collective algorithm on one dim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Unidirectional ring (`astra-sim/system/collective/Ring.cc`).
+    Ring,
+    /// Every rank talks to every other at once (`collective/AllToAll.cc`, "direct").
+    Direct,
+    /// Recursive halving / doubling (`collective/HalvingDoubling.cc`).
+    HalvingDoubling,
+    /// NCCL's double binary tree: all-reduce only; the other collectives fall back to ring.
+    DoubleBinaryTree,
+}
+
+impl From<CollectiveAlgorithm> for Algorithm {
+    fn from(a: CollectiveAlgorithm) -> Algorithm {
+        match a {
+            CollectiveAlgorithm::Ring => Algorithm::Ring,
+            CollectiveAlgorithm::Direct => Algorithm::Direct,
+            CollectiveAlgorithm::HalvingDoubling => Algorithm::HalvingDoubling,
+            CollectiveAlgorithm::Tree => Algorithm::DoubleBinaryTree,
+        }
+    }
+}
+
+/// One network dimension as plain data (no source location, no name).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetDim {
+    pub topology: Topology,
+    /// GPUs along this dim.
+    pub size: u32,
+    /// The link's peak, per GPU per direction.
+    pub bandwidth: BytesPerSec,
+    pub latency: Seconds,
+    /// Achieved bus bandwidth over the link's peak (NCCL reaches less than the peak); the
+    /// engine runs flows at `bandwidth × efficiency`.
+    pub efficiency: Ratio,
+    /// `None`: the topology's default (see [`Network::algorithm_for`]).
+    pub algorithm: Option<CollectiveAlgorithm>,
+}
+
+impl NetDim {
+    /// A dim at full efficiency with its topology's default algorithm.
+    pub fn new(topology: Topology, size: u32, bandwidth: BytesPerSec, latency: Seconds) -> NetDim {
+        NetDim {
+            topology,
+            size,
+            bandwidth,
+            latency,
+            efficiency: Ratio(1.0),
+            algorithm: None,
+        }
+    }
+}
+
+/// The cluster's dims, innermost first. Rank `r` has coordinate `(r / prod(size[..d])) % size[d]`
+/// on dim `d`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Network {
+    dims: Vec<NetDim>,
+    /// `stride[d] = prod(size[..d])`.
+    stride: Vec<u32>,
+    latency_ps: Vec<u64>,
+    /// Per dim: the achieved bandwidth (`bandwidth × efficiency`), bytes per second.
+    bw: Vec<f64>,
+    /// Per dim: the override of the topology's default algorithm.
+    algo: Vec<Option<Algorithm>>,
+    world: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NetworkError {
+    NoDims,
+    ZeroSize { dim: usize },
+    BadBandwidth { dim: usize },
+    BadLatency { dim: usize },
+    TooLarge,
+}
+
+impl fmt::Display for NetworkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetworkError::NoDims => write!(f, "network has no dims"),
+            NetworkError::ZeroSize { dim } => write!(f, "network dim {dim} has size 0"),
+            NetworkError::BadBandwidth { dim } => {
+                write!(f, "network dim {dim} needs a positive, finite bandwidth")
+            }
+            NetworkError::BadLatency { dim } => {
+                write!(f, "network dim {dim} needs a non-negative, finite latency")
+            }
+            NetworkError::TooLarge => write!(f, "network has more than 2^32 - 1 ranks"),
+        }
+    }
+}
+
+impl std::error::Error for NetworkError {}
+
+impl Network {
+    /// The network of these dims, innermost first.
+    pub fn from_dims(dims: &[NetDim]) -> Result<Network, NetworkError> {
+        if dims.is_empty() {
+            return Err(NetworkError::NoDims);
+        }
+        let mut stride = Vec::with_capacity(dims.len());
+        let mut latency_ps = Vec::with_capacity(dims.len());
+        let mut bw = Vec::with_capacity(dims.len());
+        let mut world: u32 = 1;
+        for (i, d) in dims.iter().enumerate() {
+            if d.size == 0 {
+                return Err(NetworkError::ZeroSize { dim: i });
+            }
+            let achieved = (d.bandwidth * d.efficiency).0;
+            if !(achieved.is_finite() && achieved > 0.0) {
+                return Err(NetworkError::BadBandwidth { dim: i });
+            }
+            bw.push(achieved);
+            if !(d.latency.0.is_finite() && d.latency.0 >= 0.0) {
+                return Err(NetworkError::BadLatency { dim: i });
+            }
+            stride.push(world);
+            latency_ps.push(Ps::from_seconds(d.latency).0);
+            world = world.checked_mul(d.size).ok_or(NetworkError::TooLarge)?;
+        }
+        if world == u32::MAX {
+            return Err(NetworkError::TooLarge);
+        }
+        Ok(Network {
+            dims: dims.to_vec(),
+            stride,
+            latency_ps,
+            bw,
+            algo: dims
+                .iter()
+                .map(|d| d.algorithm.map(Algorithm::from))
+                .collect(),
+            world,
+        })
+    }
+
+    pub fn dims(&self) -> &[NetDim] {
+        &self.dims
+    }
+
+    pub fn world(&self) -> u32 {
+        self.world
+    }
+
+    pub fn coord(&self, rank: u32, dim: usize) -> u32 {
+        (rank / self.stride[dim]) % self.dims[dim].size
+    }
+
+    /// The outermost dim in which two ranks' coordinates differ; `None` for the same rank.
+    pub fn dim_between(&self, a: u32, b: u32) -> Option<usize> {
+        (0..self.dims.len())
+            .rev()
+            .find(|&d| self.coord(a, d) != self.coord(b, d))
+    }
+
+    pub(super) fn latency_ps(&self, dim: usize) -> u64 {
+        self.latency_ps[dim]
+    }
+
+    /// The achieved bandwidth of a dim's links (`bandwidth × efficiency`), bytes per second.
+    pub(super) fn bandwidth(&self, dim: usize) -> f64 {
+        self.bw[dim]
+    }
+
+    /// The shape of a group on the network: its extent (distinct coordinates) on each dim.
+    pub fn group_shape(&self, members: &[u32]) -> GroupShape {
+        let mut extents = Vec::new();
+        let mut seen = Vec::new();
+        let mut product: u64 = 1;
+        for d in 0..self.dims.len() {
+            seen.clear();
+            seen.extend(members.iter().map(|&r| self.coord(r, d)));
+            seen.sort_unstable();
+            seen.dedup();
+            let e = seen.len() as u32;
+            if e > 1 {
+                extents.push((d, e));
+                product = product.saturating_mul(e as u64);
+            }
+        }
+        // A grid when the members are exactly the product of their per-dim coordinate sets.
+        let grid = product == members.len() as u64;
+        GroupShape {
+            extents,
+            grid,
+            members: members.len() as u32,
+        }
+    }
+
+    /// The phases of a collective over a group of this shape (Astra-Sim's hierarchical
+    /// decomposition, `astra-sim/system/Sys.cc:generate_collective` with `localBWAware`):
+    /// all-reduce = reduce-scatter on the inner dims, all-reduce on the outermost dim on the
+    /// remaining shard, all-gather back down; reduce-scatter and all-gather one phase per dim
+    /// (all-gather outermost first); all-to-all one full-size phase per dim. A group that is
+    /// not a grid runs one flat phase over all members on its outermost dim (Astra-Sim's flat
+    /// ring, `CommunicatorGroup.cc:63-90`).
+    pub fn phases(
+        &self,
+        shape: &GroupShape,
+        kind: CollectiveKind,
+        bytes: ByteVolume,
+        out: &mut Vec<Phase>,
+    ) {
+        out.clear();
+        let ext = &shape.extents;
+        let Some(&(outer, _)) = ext.last() else {
+            return;
+        };
+        if !shape.grid {
+            out.push(self.phase(outer, shape.members, kind, bytes));
+            return;
+        }
+        let k = ext.len() - 1;
+        match kind {
+            CollectiveKind::AllReduce => {
+                let mut s = bytes;
+                for &(d, n) in &ext[..k] {
+                    out.push(self.phase(d, n, CollectiveKind::ReduceScatter, s));
+                    s /= n as f64;
+                }
+                out.push(self.phase(outer, ext[k].1, CollectiveKind::AllReduce, s));
+                for &(d, n) in ext[..k].iter().rev() {
+                    s *= n as f64;
+                    out.push(self.phase(d, n, CollectiveKind::AllGather, s));
+                }
+            }
+            CollectiveKind::ReduceScatter => {
+                let mut s = bytes;
+                for &(d, n) in ext {
+                    out.push(self.phase(d, n, kind, s));
+                    s /= n as f64;
+                }
+            }
+            CollectiveKind::AllGather => {
+                // The phase on dim i gathers a buffer of `bytes / prod(n[..i])`.
+                let mut s = bytes / ext[..k].iter().map(|&(_, n)| n as f64).product::<f64>();
+                out.push(self.phase(outer, ext[k].1, kind, s));
+                for &(d, n) in ext[..k].iter().rev() {
+                    s *= n as f64;
+                    out.push(self.phase(d, n, kind, s));
+                }
+            }
+            CollectiveKind::AllToAll | CollectiveKind::AllToAllV(_) => {
+                for &(d, n) in ext {
+                    out.push(self.phase(d, n, kind, bytes));
+                }
+            }
+        }
+    }
+
+    /// The phases of an all-to-all-v over `members` (increasing rank order, of this shape),
+    /// `sizes[i · n + j]` the bytes member i sends to member j. Like the uniform all-to-all,
+    /// one phase per dim of the group (one flat phase on the outermost dim when the group is
+    /// not a grid), each over the dim's extent. A phase's load is its busiest member's: the
+    /// larger of what a member sends to, and receives from, the members whose coordinate on
+    /// that dim differs from its own (every member, for the flat phase). That load is what
+    /// `(n−1)/n · S` is for a uniform buffer S, so the dim's algorithm scales it as in
+    /// [`closed_form`]: direct moves exactly the load, ring `n/2 ×` it (each block forwarded
+    /// hop by hop), halving-doubling (Bruck) `⌈log2 n⌉·n / (2(n−1)) ×` it. A table with equal
+    /// entries gives the uniform all-to-all's phases (up to rounding).
+    pub fn phases_v(
+        &self,
+        shape: &GroupShape,
+        members: &[u32],
+        sizes: &[Bytes],
+        out: &mut Vec<Phase>,
+    ) {
+        out.clear();
+        let n = members.len();
+        let Some(&(outer, _)) = shape.extents.last() else {
+            return;
+        };
+        if sizes.len() != n * n {
+            return;
+        }
+        let load = |differ: &dyn Fn(u32, u32) -> bool| -> ByteVolume {
+            let mut max = 0u64;
+            for i in 0..n {
+                let (mut send, mut recv) = (0u64, 0u64);
+                for j in 0..n {
+                    if differ(members[i], members[j]) {
+                        send = send.saturating_add(sizes[i * n + j].0);
+                        recv = recv.saturating_add(sizes[j * n + i].0);
+                    }
+                }
+                max = max.max(send).max(recv);
+            }
+            ByteVolume(max as f64)
+        };
+        let mut phase = |d: usize, ext: u32, l: ByteVolume| {
+            let algo = self.algorithm_for(d, CollectiveKind::AllToAll, ext, l);
+            let (latency, volume) = closed_form_v(algo, ext, Ps(self.latency_ps[d]), l);
+            out.push(Phase {
+                dim: d,
+                latency,
+                volume,
+            });
+        };
+        if !shape.grid {
+            phase(outer, shape.members, load(&|a, b| a != b));
+            return;
+        }
+        for &(d, ext) in &shape.extents {
+            phase(d, ext, load(&|a, b| self.coord(a, d) != self.coord(b, d)));
+        }
+    }
+
+    /// One phase on `dim` over `n` ranks with the dim's algorithm for this size.
+    pub fn phase(&self, dim: usize, n: u32, kind: CollectiveKind, bytes: ByteVolume) -> Phase {
+        let algo = self.algorithm_for(dim, kind, n, bytes);
+        let (latency, volume) = closed_form(algo, kind, n, Ps(self.latency_ps[dim]), bytes);
+        Phase {
+            dim,
+            latency,
+            volume,
+        }
+    }
+
+    /// The algorithm a dim uses for a collective: the dim's override, else ring on `ring`,
+    /// direct on `fc`, and on `switch` what NCCL's tuner would pick.
+    ///
+    /// NCCL's tuner (`src/graph/tuning.cc`, `ncclTopoGetAlgoTime`) estimates every algorithm's
+    /// time as latency + size / bandwidth and takes the fastest. We do the same with our closed
+    /// forms: all-reduce picks the double binary tree over the ring when
+    /// `2·⌈log2 n⌉·α + 2·S/B < 2(n−1)·α + 2(n−1)/n·S/B`, i.e. for messages below
+    /// `S* = n·B·α·((n−1) − ⌈log2 n⌉)` (NCCL picks tree for small messages, ring for large);
+    /// reduce-scatter and all-gather pick halving-doubling over ring below
+    /// `S* = n·B·α·((n−1) − ⌈log2 n⌉) / (n−1)` when n is a power of two (standing in for NCCL's
+    /// logarithmic-latency PAT algorithm, NCCL 2.23); all-to-all is direct (a switch gives full
+    /// bisection). Ties go to ring.
+    pub fn algorithm_for(
+        &self,
+        dim: usize,
+        kind: CollectiveKind,
+        n: u32,
+        bytes: ByteVolume,
+    ) -> Algorithm {
+        let d = &self.dims[dim];
+        if let Some(a) = self.algo[dim] {
+            return a;
+        }
+        match d.topology {
+            Topology::Ring => Algorithm::Ring,
+            Topology::FullyConnected => Algorithm::Direct,
+            Topology::Switch => {
+                let candidate = match kind {
+                    CollectiveKind::AllToAll | CollectiveKind::AllToAllV(_) => {
+                        return Algorithm::Direct
+                    }
+                    CollectiveKind::AllReduce => Algorithm::DoubleBinaryTree,
+                    CollectiveKind::ReduceScatter | CollectiveKind::AllGather
+                        if n.is_power_of_two() =>
+                    {
+                        Algorithm::HalvingDoubling
+                    }
+                    _ => return Algorithm::Ring,
+                };
+                let time = |a| {
+                    let (lat, vol) = closed_form(a, kind, n, Ps(self.latency_ps[dim]), bytes);
+                    lat.0 as f64 + vol.0 * Ps::PER_SECOND as f64 / self.bw[dim]
+                };
+                if time(candidate) < time(Algorithm::Ring) {
+                    candidate
+                } else {
+                    Algorithm::Ring
+                }
+            }
+        }
+    }
+}
+
+/// A group's extent per dim (dims with extent 1 omitted), innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupShape {
+    pub extents: Vec<(usize, u32)>,
+    pub grid: bool,
+    pub members: u32,
+}
+
+/// One step of a collective: `latency` of fixed cost, then `volume` bytes through each
+/// member's link on `dim` (both directions) at the link's rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Phase {
+    pub dim: usize,
+    pub latency: Ps,
+    pub volume: ByteVolume,
+}
+
+fn ceil_log2(n: u32) -> u64 {
+    if n <= 1 {
+        0
+    } else {
+        (32 - (n - 1).leading_zeros()) as u64
+    }
+}
+
+/// `(latency, volume)` of one collective on `n` ranks of one dim, `alpha` the
+/// per-message latency. `S` is the full buffer (see `NodeKind::Collective`).
+///
+/// | algorithm | all-reduce | reduce-scatter / all-gather | all-to-all |
+/// |---|---|---|---|
+/// | ring | 2(n−1)α + 2(n−1)/n·S | (n−1)α + (n−1)/n·S | (n−1)α + (n−1)/2·S |
+/// | direct | 2α + 2(n−1)/n·S (RS then AG) | α + (n−1)/n·S | α + (n−1)/n·S |
+/// | halving-doubling | 2⌈log2 n⌉α + 2(n−1)/n·S | ⌈log2 n⌉α + (n−1)/n·S | ⌈log2 n⌉α + ⌈log2 n⌉/2·S (Bruck) |
+/// | double binary tree | 2⌈log2 n⌉α + 2·S | as ring | as ring |
+///
+/// Ring all-to-all forwards each block hop by hop: step j carries (n−j)/n·S, which sums to
+/// (n−1)/2·S. The double binary tree (NCCL 2.4, "Massively Scale Your Deep Learning Training
+/// with NCCL 2.4") splits S over two trees; each rank is interior in one and a leaf in the
+/// other, so it sends and receives 2·S in total while reduce and broadcast pipeline through
+/// ⌈log2 n⌉ levels each.
+pub fn closed_form(
+    algo: Algorithm,
+    kind: CollectiveKind,
+    n: u32,
+    alpha: Ps,
+    s: ByteVolume,
+) -> (Ps, ByteVolume) {
+    let (lat, vol) = closed_form_raw(algo, kind, n, alpha.0, s.0);
+    (Ps(lat), ByteVolume(vol))
+}
+
+/// [`closed_form`] on bare picoseconds and bytes.
+fn closed_form_raw(
+    algo: Algorithm,
+    kind: CollectiveKind,
+    n: u32,
+    alpha: u64,
+    s: f64,
+) -> (u64, f64) {
+    if n <= 1 {
+        return (0, 0.0);
+    }
+    let nf = n as f64;
+    let m1 = (n - 1) as u64;
+    let frac = (nf - 1.0) / nf;
+    let lg = ceil_log2(n);
+    let a = |k: u64| alpha.saturating_mul(k);
+    use Algorithm::*;
+    use CollectiveKind::*;
+    match (algo, kind) {
+        (Ring, AllReduce) => (a(2 * m1), 2.0 * frac * s),
+        (Ring, ReduceScatter | AllGather) => (a(m1), frac * s),
+        (Ring, AllToAll | AllToAllV(_)) => (a(m1), (nf - 1.0) / 2.0 * s),
+        (Direct, AllReduce) => (a(2), 2.0 * frac * s),
+        (Direct, ReduceScatter | AllGather | AllToAll | AllToAllV(_)) => (a(1), frac * s),
+        (HalvingDoubling, AllReduce) => (a(2 * lg), 2.0 * frac * s),
+        (HalvingDoubling, ReduceScatter | AllGather) => (a(lg), frac * s),
+        (HalvingDoubling, AllToAll | AllToAllV(_)) => (a(lg), lg as f64 / 2.0 * s),
+        (DoubleBinaryTree, AllReduce) => (a(2 * lg), 2.0 * s),
+        (DoubleBinaryTree, k) => closed_form_raw(Ring, k, n, alpha, s),
+    }
+}
+
+/// `(latency, volume)` of one all-to-all-v phase on `n` ranks of one dim whose busiest member
+/// moves `load` bytes across it (see [`Network::phases_v`]): the uniform closed forms with
+/// `(n−1)/n · S` replaced by that load.
+pub fn closed_form_v(algo: Algorithm, n: u32, alpha: Ps, load: ByteVolume) -> (Ps, ByteVolume) {
+    if n <= 1 {
+        return (Ps(0), ByteVolume(0.0));
+    }
+    let nf = n as f64;
+    let lg = ceil_log2(n);
+    let a = |k: u64| Ps(alpha.0.saturating_mul(k));
+    match algo {
+        Algorithm::Direct => (a(1), load),
+        Algorithm::Ring | Algorithm::DoubleBinaryTree => (a((n - 1) as u64), load * (nf / 2.0)),
+        Algorithm::HalvingDoubling => (a(lg), load * (lg as f64 * nf / (2.0 * (nf - 1.0)))),
+    }
+}

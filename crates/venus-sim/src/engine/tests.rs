@@ -1,0 +1,758 @@
+//! Closed-form checks of the engine, in exact picoseconds. Bandwidths are chosen so that one
+//! byte takes a whole number of picoseconds (100 GB/s = 10 ps per byte).
+
+use super::*;
+use crate::trace::synthetic::Pipeline;
+use crate::trace::{Category, CollectiveKind, Label, NodeKind, StreamId, TraceBuilder};
+use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Seconds, Topology};
+
+const US: u64 = 1_000_000;
+
+fn dim(size: u32, topology: Topology, gbps: f64, latency_us: f64) -> NetDim {
+    NetDim::new(
+        topology,
+        size,
+        BytesPerSec(gbps * 1e9),
+        Seconds(latency_us * 1e-6),
+    )
+}
+
+fn net(dims: Vec<NetDim>) -> Network {
+    Network::from_dims(&dims).unwrap()
+}
+
+fn send(peer: u32, bytes: u64, tag: u32) -> NodeKind {
+    NodeKind::Send {
+        peer,
+        bytes: Bytes(bytes),
+        tag,
+    }
+}
+
+fn recv(peer: u32, bytes: u64, tag: u32) -> NodeKind {
+    NodeKind::Recv {
+        peer,
+        bytes: Bytes(bytes),
+        tag,
+    }
+}
+
+fn compute(ps: u64) -> NodeKind {
+    NodeKind::Compute { duration: Ps(ps) }
+}
+
+fn run(b: TraceBuilder, n: &Network) -> Timeline {
+    simulate(&b.finish().unwrap(), n, &Options::default()).unwrap()
+}
+
+fn end(t: &Timeline, rank: u32, node: u32) -> u64 {
+    t.span(t.rank_index(rank).unwrap(), NodeId(node))
+        .unwrap()
+        .1
+         .0
+}
+
+/// A trace where `rank` posts one op of `kind` (on the comm stream) and nothing else.
+fn push(b: &mut TraceBuilder, rank: u32, kind: NodeKind, stream: u8) -> NodeId {
+    b.rank(rank)
+        .push(kind, StreamId(stream), Category::Other, Label::None, &[])
+}
+
+fn collective_run(n: &Network, members: &[u32], kind: CollectiveKind, bytes: u64) -> Timeline {
+    let mut b = TraceBuilder::new(n.world());
+    let g = b.group(members);
+    for &r in members {
+        push(
+            &mut b,
+            r,
+            NodeKind::Collective {
+                kind,
+                group: g,
+                bytes: Bytes(bytes),
+            },
+            1,
+        );
+    }
+    run(b, n)
+}
+
+#[test]
+fn p2p_on_one_dim_takes_latency_plus_bytes_over_bandwidth() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 1.0)]);
+    let mut b = TraceBuilder::new(2);
+    push(&mut b, 0, send(1, 1_000_000, 0), 1);
+    push(&mut b, 1, recv(0, 1_000_000, 0), 1);
+    let t = run(b, &n);
+    // 1 us + 1 MB at 100 GB/s (10 us).
+    assert_eq!(end(&t, 0, 0), 11 * US);
+    assert_eq!(end(&t, 1, 0), 11 * US);
+    assert_eq!(t.makespan(), Ps(11 * US));
+}
+
+#[test]
+fn p2p_between_nodes_uses_the_outer_dim_and_within_a_node_the_inner() {
+    let n = net(vec![
+        dim(4, Topology::FullyConnected, 400.0, 1.0),
+        dim(2, Topology::Switch, 50.0, 5.0),
+    ]);
+    let mut b = TraceBuilder::new(8);
+    // Rank 0 → rank 5 differs on both dims: the outer one (50 GB/s, 5 us) carries it.
+    push(&mut b, 0, send(5, 1_000_000, 0), 1);
+    push(&mut b, 5, recv(0, 1_000_000, 0), 1);
+    // Rank 1 → rank 2 differ on the inner dim only (400 GB/s, 1 us).
+    push(&mut b, 1, send(2, 1_000_000, 0), 1);
+    push(&mut b, 2, recv(1, 1_000_000, 0), 1);
+    let t = run(b, &n);
+    assert_eq!(end(&t, 5, 0), 5 * US + 20 * US);
+    assert_eq!(end(&t, 2, 0), US + 2_500_000);
+}
+
+#[test]
+fn p2p_waits_for_the_later_side_rendezvous() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(2);
+    push(&mut b, 0, send(1, 1000, 0), 1);
+    let c = push(&mut b, 1, compute(7 * US), 0);
+    b.rank(1).push(
+        recv(0, 1000, 0),
+        StreamId(1),
+        Category::Recv,
+        Label::None,
+        &[c],
+    );
+    let t = run(b, &n);
+    // The receive posts at 7 us; 1000 B take 10 ns; the send waits (posted at 0).
+    assert_eq!(t.span(0, NodeId(0)).unwrap(), (Ps(0), Ps(7 * US + 10_000)));
+    assert_eq!(end(&t, 1, 1), 7 * US + 10_000);
+}
+
+#[test]
+fn ring_allreduce_reduce_scatter_all_gather_match_closed_forms() {
+    let n = net(vec![dim(4, Topology::Ring, 100.0, 1.0)]);
+    let all = [0, 1, 2, 3];
+    // All-reduce: 2(n−1)α + 2(n−1)/n·S/B = 6 us + 1.5 · 4 MB / 100 GB/s = 6 + 60 us.
+    let t = collective_run(&n, &all, CollectiveKind::AllReduce, 4_000_000);
+    for r in 0..4 {
+        assert_eq!(end(&t, r, 0), 66 * US);
+    }
+    // Reduce-scatter and all-gather: (n−1)α + (n−1)/n·S/B = 3 + 30 us.
+    let t = collective_run(&n, &all, CollectiveKind::ReduceScatter, 4_000_000);
+    assert_eq!(t.makespan(), Ps(33 * US));
+    let t = collective_run(&n, &all, CollectiveKind::AllGather, 4_000_000);
+    assert_eq!(t.makespan(), Ps(33 * US));
+    // All-to-all on a ring: (n−1)α + (n−1)/2·S/B = 3 + 60 us.
+    let t = collective_run(&n, &all, CollectiveKind::AllToAll, 4_000_000);
+    assert_eq!(t.makespan(), Ps(63 * US));
+}
+
+#[test]
+fn direct_allreduce_on_fc_is_reduce_scatter_plus_all_gather() {
+    let n = net(vec![dim(8, Topology::FullyConnected, 100.0, 1.0)]);
+    // 2 · (α + 7/8 · S/B) = 2 · (1 + 70) us for S = 8 MB.
+    let t = collective_run(
+        &n,
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+        CollectiveKind::AllReduce,
+        8_000_000,
+    );
+    assert_eq!(t.makespan(), Ps(142 * US));
+}
+
+#[test]
+fn hierarchical_allreduce_on_two_dims_is_rs_inner_ar_outer_ag_inner() {
+    let n = net(vec![
+        dim(4, Topology::Ring, 100.0, 1.0),
+        dim(2, Topology::Ring, 25.0, 4.0),
+    ]);
+    let t = collective_run(
+        &n,
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+        CollectiveKind::AllReduce,
+        8_000_000,
+    );
+    // RS on dim 0 (n=4, 8 MB): 3 us + 60 us. AR on dim 1 (n=2, 2 MB shard): 8 us + 80 us.
+    // AG on dim 0 (n=4, 8 MB): 3 us + 60 us.
+    assert_eq!(t.makespan(), Ps((63 + 88 + 63) * US));
+}
+
+#[test]
+fn group_on_the_inner_dim_of_two_uses_only_that_dim() {
+    let n = net(vec![
+        dim(4, Topology::Ring, 100.0, 1.0),
+        dim(2, Topology::Ring, 25.0, 4.0),
+    ]);
+    // Ranks 4..8 share their outer coordinate: a plain ring on dim 0.
+    let t = collective_run(&n, &[4, 5, 6, 7], CollectiveKind::AllReduce, 4_000_000);
+    assert_eq!(t.makespan(), Ps(66 * US));
+    // Ranks {1, 5} differ only on dim 1: n = 2 there, 2α + S/B = 8 + 40 us for 1 MB.
+    let t = collective_run(&n, &[1, 5], CollectiveKind::AllReduce, 1_000_000);
+    assert_eq!(t.makespan(), Ps(48 * US));
+}
+
+#[test]
+fn switch_picks_tree_below_the_nccl_threshold_and_ring_above() {
+    let n = net(vec![dim(8, Topology::Switch, 100.0, 1.0)]);
+    // S* = n·B·α·((n−1) − log2 n) = 8 · 1e11 · 1e-6 · 4 = 3.2 MB.
+    assert_eq!(
+        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1e6)),
+        Algorithm::DoubleBinaryTree
+    );
+    assert_eq!(
+        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1e7)),
+        Algorithm::Ring
+    );
+    assert_eq!(
+        n.algorithm_for(0, CollectiveKind::AllToAll, 8, ByteVolume(1e7)),
+        Algorithm::Direct
+    );
+    let all: Vec<u32> = (0..8).collect();
+    // Tree: 2·3·α + 2·S/B = 6 + 20 us for 1 MB.
+    let t = collective_run(&n, &all, CollectiveKind::AllReduce, 1_000_000);
+    assert_eq!(t.makespan(), Ps(26 * US));
+    // Ring: 14 us + 1.75 · 8 MB / 100 GB/s = 14 + 140 us.
+    let t = collective_run(&n, &all, CollectiveKind::AllReduce, 8_000_000);
+    assert_eq!(t.makespan(), Ps(154 * US));
+}
+
+#[test]
+fn halving_doubling_override_uses_log_latency() {
+    let mut d = dim(8, Topology::Switch, 100.0, 1.0);
+    d.algorithm = Some(CollectiveAlgorithm::HalvingDoubling);
+    let n = net(vec![d]);
+    // 2·log2(8)·α + 2·7/8·S/B = 6 + 140 us for 8 MB.
+    let t = collective_run(
+        &n,
+        &(0..8).collect::<Vec<_>>(),
+        CollectiveKind::AllReduce,
+        8_000_000,
+    );
+    assert_eq!(t.makespan(), Ps(146 * US));
+}
+
+#[test]
+fn zero_cost_chain_finishes_at_time_zero() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(2);
+    let mut last = None;
+    for i in 0..1000 {
+        let r = b.rank(0);
+        let c = r.push(
+            compute(0),
+            StreamId::COMPUTE,
+            Category::ForwardCompute,
+            Label::None,
+            last.as_slice(),
+        );
+        last = Some(r.push(
+            send(1, 0, i),
+            StreamId::COMM,
+            Category::Send,
+            Label::None,
+            &[c],
+        ));
+        b.rank(1).push(
+            recv(0, 0, i),
+            StreamId::COMM,
+            Category::Recv,
+            Label::None,
+            &[],
+        );
+    }
+    let t = run(b, &n);
+    assert_eq!(t.makespan(), Ps(0));
+    // One completion event per node: 2000 on rank 0, 1000 on rank 1.
+    assert_eq!(t.events(), 3000);
+}
+
+#[test]
+fn two_concurrent_transfers_sharing_a_link_take_twice_as_long() {
+    let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 0.0)]);
+    let build = || {
+        let mut b = TraceBuilder::new(4);
+        // Rank 0 sends to ranks 1 and 2 at once on two streams: its egress link is shared.
+        push(&mut b, 0, send(1, 1_000_000, 0), 1);
+        push(&mut b, 0, send(2, 1_000_000, 0), 2);
+        push(&mut b, 1, recv(0, 1_000_000, 0), 1);
+        push(&mut b, 2, recv(0, 1_000_000, 0), 1);
+        b.finish().unwrap()
+    };
+    let t = simulate(&build(), &n, &Options::default()).unwrap();
+    assert_eq!(end(&t, 1, 0), 20 * US);
+    assert_eq!(end(&t, 2, 0), 20 * US);
+    // Without sharing each gets the full link: 10 us (double counting).
+    let t = simulate(
+        &build(),
+        &n,
+        &Options {
+            sharing: Sharing::Off,
+        },
+    )
+    .unwrap();
+    assert_eq!(end(&t, 1, 0), 10 * US);
+}
+
+#[test]
+fn shared_link_rates_are_recomputed_when_a_flow_ends() {
+    let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(4);
+    push(&mut b, 0, send(1, 1_000_000, 0), 1);
+    push(&mut b, 0, send(2, 3_000_000, 0), 2);
+    push(&mut b, 1, recv(0, 1_000_000, 0), 1);
+    push(&mut b, 2, recv(0, 3_000_000, 0), 1);
+    let t = run(b, &n);
+    // Half rate until the small one ends at 20 us (1 MB moved each), then the remaining 2 MB
+    // at full rate: 20 us more. The link is never idle: 4 MB · 10 ps = 40 us.
+    assert_eq!(end(&t, 1, 0), 20 * US);
+    assert_eq!(end(&t, 2, 0), 40 * US);
+}
+
+#[test]
+fn collective_and_p2p_on_the_same_link_share_it() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(2);
+    let g = b.group(&[0, 1]);
+    let ar = NodeKind::Collective {
+        kind: CollectiveKind::AllReduce,
+        group: g,
+        bytes: Bytes(1_000_000),
+    };
+    push(&mut b, 0, ar, 1);
+    push(&mut b, 1, ar, 1);
+    push(&mut b, 0, send(1, 1_000_000, 0), 2);
+    push(&mut b, 1, recv(0, 1_000_000, 0), 2);
+    let t = run(b, &n);
+    // Alone each moves 1 MB per rank in 10 us; together they split rank 0's egress.
+    assert_eq!(end(&t, 0, 0), 20 * US);
+    assert_eq!(end(&t, 1, 1), 20 * US);
+}
+
+#[test]
+fn unmatched_send_is_a_deadlock_naming_rank_and_op() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(2);
+    b.rank(0).push(
+        send(1, 64, 7),
+        StreamId::COMM,
+        Category::Send,
+        Label::SendTo { pp: 1 },
+        &[],
+    );
+    b.rank(1).push(
+        compute(5),
+        StreamId::COMPUTE,
+        Category::Other,
+        Label::None,
+        &[],
+    );
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let EngineError::Deadlock {
+        stuck,
+        unfinished,
+        total,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!((*unfinished, *total), (1, 2));
+    assert_eq!(stuck.len(), 1);
+    assert_eq!(stuck[0].op.rank, 0);
+    assert_eq!(stuck[0].op.label, "send→pp1");
+    assert_eq!(
+        stuck[0].reason,
+        StuckReason::NoMatchingRecv { peer: 1, tag: 7 }
+    );
+    assert_eq!(
+        err.to_string(),
+        "deadlock: 1 of 2 nodes never finish\n  rank 0 `send→pp1` (node 0): no matching recv on rank 1 with tag 7"
+    );
+}
+
+#[test]
+fn cyclic_dependency_is_a_deadlock_naming_the_cycle() {
+    let n = net(vec![dim(1, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(1);
+    let (fa, fb) = (b.name("a"), b.name("b"));
+    let r = b.rank(0);
+    let a = r.push(
+        compute(1),
+        StreamId::COMPUTE,
+        Category::Other,
+        Label::Text(fa),
+        &[],
+    );
+    let c = r.push(
+        compute(1),
+        StreamId::COMM,
+        Category::Other,
+        Label::Text(fb),
+        &[a],
+    );
+    r.add_dep(a, c);
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let EngineError::Deadlock {
+        cycle,
+        stuck,
+        unfinished,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(*unfinished, 2);
+    assert!(stuck.is_empty());
+    let names: Vec<&str> = cycle.iter().map(|o| o.label.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(
+        err.to_string()
+            .ends_with("dependency cycle on rank 0: `a` → `b` → `a`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn collective_a_member_never_reaches_names_the_missing_rank() {
+    let n = net(vec![dim(3, Topology::Ring, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(3);
+    let g = b.group(&[0, 1, 2]);
+    let ar = NodeKind::Collective {
+        kind: CollectiveKind::AllReduce,
+        group: g,
+        bytes: Bytes(8),
+    };
+    push(&mut b, 0, ar, 1);
+    push(&mut b, 1, ar, 1);
+    push(&mut b, 2, compute(1), 0);
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let EngineError::Deadlock { stuck, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(stuck.len(), 2);
+    for s in stuck {
+        assert_eq!(
+            s.reason,
+            StuckReason::CollectiveIncomplete {
+                kind: CollectiveKind::AllReduce,
+                group: g,
+                missing: vec![2]
+            }
+        );
+    }
+}
+
+#[test]
+fn p2p_size_mismatch_is_reported_before_running() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(2);
+    push(&mut b, 0, send(1, 64, 0), 1);
+    push(&mut b, 1, recv(0, 32, 0), 1);
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::P2pSizeMismatch {
+                send_bytes: 64,
+                recv_bytes: 32,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn world_mismatch_is_an_error() {
+    let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 0.0)]);
+    let b = TraceBuilder::new(2);
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    assert_eq!(
+        err,
+        EngineError::WorldMismatch {
+            trace: 2,
+            network: 4
+        }
+    );
+}
+
+#[test]
+fn p2p_to_an_unsimulated_rank_of_another_class_is_rejected() {
+    let n = net(vec![
+        dim(2, Topology::FullyConnected, 100.0, 0.0),
+        dim(2, Topology::Switch, 10.0, 0.0),
+    ]);
+    let mut b = TraceBuilder::new(4);
+    b.set_classes(vec![0, 0, 1, 1]);
+    push(&mut b, 0, send(3, 64, 0), 1);
+    push(&mut b, 2, recv(0, 64, 0), 1);
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    assert!(
+        matches!(err, EngineError::Asymmetric { peer: 3, .. }),
+        "{err}"
+    );
+}
+
+fn pipeline(stages: u32, tp: u32, m: u32, forward: u64, backward: u64) -> Pipeline {
+    Pipeline {
+        stages,
+        tp,
+        microbatches: m,
+        layers: 2,
+        forward: Ps(forward),
+        backward: Ps(backward),
+        p2p_bytes: Bytes(0),
+        tp_bytes: Bytes(0),
+        symmetric: false,
+    }
+}
+
+#[test]
+fn one_f_one_b_with_free_links_takes_m_plus_p_minus_1_steps() {
+    let n = net(vec![dim(4, Topology::Switch, 100.0, 0.0)]);
+    let (tf, tb) = (3 * US, 7 * US);
+    let t = simulate(
+        &pipeline(4, 1, 8, tf, tb).build().unwrap(),
+        &n,
+        &Options::default(),
+    )
+    .unwrap();
+    assert_eq!(t.makespan(), Ps((8 + 4 - 1) * (tf + tb)));
+    // Every stage computes m · (t_f + t_b); the first stage ends last.
+    assert_eq!(t.busy(0, Category::ForwardCompute), Ps(8 * tf));
+    assert_eq!(t.busy(3, Category::BackwardCompute), Ps(8 * tb));
+    assert_eq!(t.finish(0), t.makespan());
+}
+
+#[test]
+fn one_f_one_b_with_fewer_microbatches_than_stages() {
+    let n = net(vec![dim(8, Topology::Switch, 100.0, 0.0)]);
+    let t = simulate(
+        &pipeline(8, 1, 3, 2 * US, 4 * US).build().unwrap(),
+        &n,
+        &Options::default(),
+    )
+    .unwrap();
+    assert_eq!(t.makespan(), Ps((3 + 8 - 1) * 6 * US));
+}
+
+fn costly_pipeline(symmetric: bool) -> Pipeline {
+    Pipeline {
+        p2p_bytes: Bytes(2_000_000),
+        tp_bytes: Bytes(4_000_000),
+        symmetric,
+        ..pipeline(4, 4, 6, 30 * US, 60 * US)
+    }
+}
+
+fn tp_pp_net() -> Network {
+    net(vec![
+        dim(4, Topology::FullyConnected, 400.0, 1.0),
+        dim(4, Topology::Switch, 50.0, 5.0),
+    ])
+}
+
+#[test]
+fn same_input_gives_identical_timelines() {
+    let tr = costly_pipeline(false).build().unwrap();
+    let n = tp_pp_net();
+    let a = simulate(&tr, &n, &Options::default()).unwrap();
+    let b = simulate(&tr, &n, &Options::default()).unwrap();
+    assert_eq!(a, b);
+    assert!(a.events() > 0);
+}
+
+#[test]
+fn symmetric_run_equals_full_run_on_representatives() {
+    let n = tp_pp_net();
+    let full = simulate(
+        &costly_pipeline(false).build().unwrap(),
+        &n,
+        &Options::default(),
+    )
+    .unwrap();
+    let sym_trace = costly_pipeline(true).build().unwrap();
+    let sym = simulate(&sym_trace, &n, &Options::default()).unwrap();
+    assert_eq!(sym.simulated_ranks(), [0, 4, 8, 12]);
+    assert_eq!(full.simulated_ranks().len(), 16);
+    for (i, &r) in sym.simulated_ranks().iter().enumerate() {
+        let f = full.rank_index(r).unwrap();
+        assert_eq!(sym.starts(i), full.starts(f));
+        assert_eq!(sym.ends(i), full.ends(f));
+        assert_eq!(sym.finish(i), full.finish(f));
+    }
+    assert_eq!(sym.makespan(), full.makespan());
+    // 6 microbatches, 4 stages, tp all-reduces: the costs are real, so more than compute.
+    assert!(sym.makespan() > Ps(9 * 90 * US));
+}
+
+#[test]
+fn group_that_is_not_a_grid_runs_flat_on_its_outer_dim() {
+    let n = net(vec![
+        dim(4, Topology::Ring, 100.0, 1.0),
+        dim(2, Topology::Ring, 25.0, 4.0),
+    ]);
+    // {0, 5} differ on both dims but are not a 2 × 2 grid: one flat ring of 2 on dim 1,
+    // 2α + S/B = 8 + 40 us for 1 MB (like an embedding group of first and last stage).
+    let shape = n.group_shape(&[0, 5]);
+    assert!(!shape.grid);
+    let t = collective_run(&n, &[0, 5], CollectiveKind::AllReduce, 1_000_000);
+    assert_eq!(t.makespan(), Ps(48 * US));
+}
+
+#[test]
+fn ring_exchange_with_mirrored_peers_equals_the_full_ring() {
+    let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 2.0)]);
+    let build = |simulated: &[u32]| {
+        let mut b = TraceBuilder::new(4);
+        b.set_classes(vec![0; 4]);
+        for &r in simulated {
+            // Every rank sends to the next and receives from the previous (a CP-style ring).
+            push(&mut b, r, send((r + 1) % 4, 1_000_000, 0), 1);
+            push(&mut b, r, recv((r + 3) % 4, 1_000_000, 0), 2);
+        }
+        b.finish().unwrap()
+    };
+    let full = simulate(&build(&[0, 1, 2, 3]), &n, &Options::default()).unwrap();
+    let sym = simulate(&build(&[0]), &n, &Options::default()).unwrap();
+    // α + S/B: each rank's egress and ingress carry one flow.
+    assert_eq!(full.makespan(), Ps(12 * US));
+    assert_eq!(sym.ends(0), full.ends(0));
+    assert_eq!(sym.starts(0), full.starts(0));
+}
+
+#[test]
+fn invalid_network_dims_are_rejected() {
+    assert_eq!(Network::from_dims(&[]), Err(NetworkError::NoDims));
+    assert_eq!(
+        Network::from_dims(&[dim(0, Topology::Ring, 1.0, 0.0)]),
+        Err(NetworkError::ZeroSize { dim: 0 })
+    );
+    assert_eq!(
+        Network::from_dims(&[
+            dim(2, Topology::Ring, 1.0, 0.0),
+            dim(2, Topology::Ring, 0.0, 0.0)
+        ]),
+        Err(NetworkError::BadBandwidth { dim: 1 })
+    );
+    assert_eq!(
+        Network::from_dims(&[
+            dim(65536, Topology::Ring, 1.0, 0.0),
+            dim(65536, Topology::Ring, 1.0, 0.0)
+        ]),
+        Err(NetworkError::TooLarge)
+    );
+}
+
+/// One all-to-all-v per member of `members` (increasing ranks) with the row-major table
+/// `table` (bytes from member i to member j at `i · n + j`), each member's `bytes` its row
+/// total; then, when `then` is given, a second one with that table on the same stream.
+fn a2av_run(n: &Network, members: &[u32], table: &[u64], then: Option<&[u64]>) -> Timeline {
+    let mut b = TraceBuilder::new(n.world());
+    let g = b.group(members);
+    let k = members.len();
+    for t in std::iter::once(table).chain(then) {
+        let sizes: Vec<Bytes> = t.iter().map(|&x| Bytes(x)).collect();
+        let id = b.sizes(&sizes);
+        for (i, &r) in members.iter().enumerate() {
+            let row = t[i * k..(i + 1) * k].iter().sum();
+            let kind = NodeKind::Collective {
+                kind: CollectiveKind::AllToAllV(id),
+                group: g,
+                bytes: Bytes(row),
+            };
+            push(&mut b, r, kind, 1);
+        }
+    }
+    run(b, n)
+}
+
+/// An uneven dispatch on 4 ranks: rank 3 receives 1.3 MB (300 kB from rank 0, 1 MB from rank
+/// 2), more than any rank sends or receives; rank 1's 999 kB to itself stays local.
+const UNEVEN: [u64; 16] = [
+    0, 100_000, 200_000, 300_000, //
+    50_000, 999_000, 0, 0, //
+    0, 0, 0, 1_000_000, //
+    10_000, 20_000, 30_000, 0,
+];
+
+#[test]
+fn uneven_all_to_all_v_on_fc_takes_alpha_plus_the_busiest_members_bytes() {
+    // 1000 GB/s: 1 ps per byte. Direct: α + 1.3 MB · 1 ps = 1 us + 1.3 us.
+    let n = net(vec![dim(4, Topology::FullyConnected, 1000.0, 1.0)]);
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, None);
+    assert_eq!(t.makespan(), Ps(2_300_000));
+    for r in 0..4 {
+        assert_eq!(end(&t, r, 0), 2_300_000);
+    }
+}
+
+#[test]
+fn uneven_all_to_all_v_on_a_ring_forwards_n_over_2_times_the_load() {
+    // Ring: (n−1)·α + n/2 · 1.3 MB = 3 us + 2.6 us.
+    let n = net(vec![dim(4, Topology::Ring, 1000.0, 1.0)]);
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, None);
+    assert_eq!(t.makespan(), Ps(5_600_000));
+}
+
+#[test]
+fn even_all_to_all_v_equals_the_uniform_all_to_all() {
+    // 1 MB to every member: a 4 MB send buffer per rank, (n−1)/n · 4 MB = 3 MB moved.
+    let n = net(vec![dim(4, Topology::FullyConnected, 1000.0, 1.0)]);
+    let v = a2av_run(&n, &[0, 1, 2, 3], &[1_000_000; 16], None);
+    let uniform = collective_run(&n, &[0, 1, 2, 3], CollectiveKind::AllToAll, 4_000_000);
+    assert_eq!(v.makespan(), Ps(4_000_000));
+    assert_eq!(v.makespan(), uniform.makespan());
+}
+
+#[test]
+fn all_to_all_v_on_two_dims_loads_each_dim_with_what_crosses_it() {
+    // Ranks 0..4 on a 2 × 2 grid: dim 0 (1 ps/byte, α 1 us) pairs {0,1} and {2,3}, dim 1
+    // (2 ps/byte, α 2 us) pairs {0,2} and {1,3}. Only rank 0 sends: 10 kB to 1, 20 kB to 2,
+    // 30 kB to 3. Across dim 0 it sends 10 + 30 kB (to 1 and 3), across dim 1 20 + 30 kB (to
+    // 2 and 3): 1 us + 40 ns, then 2 us + 2 · 50 ns.
+    let n = net(vec![
+        dim(2, Topology::FullyConnected, 1000.0, 1.0),
+        dim(2, Topology::FullyConnected, 500.0, 2.0),
+    ]);
+    let mut table = [0u64; 16];
+    table[1] = 10_000;
+    table[2] = 20_000;
+    table[3] = 30_000;
+    let t = a2av_run(&n, &[0, 1, 2, 3], &table, None);
+    assert_eq!(t.makespan(), Ps(1_040_000 + 2_100_000));
+}
+
+#[test]
+fn all_to_all_v_instances_with_different_tables_get_their_own_phases() {
+    // The uneven dispatch (2.3 us), then an even one of 1 MB each (1 us + 3 us), back to back
+    // on one stream; then the same again, sharing the memoised phases of both tables.
+    let n = net(vec![dim(4, Topology::FullyConnected, 1000.0, 1.0)]);
+    let even = [1_000_000u64; 16];
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, Some(&even));
+    assert_eq!(t.makespan(), Ps(2_300_000 + 4_000_000));
+    let t = a2av_run(&n, &[0, 1, 2, 3], &even, Some(&UNEVEN));
+    assert_eq!(t.makespan(), Ps(4_000_000 + 2_300_000));
+    let t = a2av_run(&n, &[0, 1, 2, 3], &UNEVEN, Some(&UNEVEN));
+    assert_eq!(t.makespan(), Ps(2 * 2_300_000));
+}
+
+#[test]
+fn all_to_all_v_members_naming_different_tables_are_a_mismatch() {
+    let n = net(vec![dim(2, Topology::FullyConnected, 1000.0, 1.0)]);
+    let mut b = TraceBuilder::new(2);
+    let g = b.group(&[0, 1]);
+    let t1 = b.sizes(&[Bytes(0), Bytes(1), Bytes(2), Bytes(0)]);
+    let t2 = b.sizes(&[Bytes(0), Bytes(5), Bytes(2), Bytes(0)]);
+    for (r, t) in [(0, t1), (1, t2)] {
+        let kind = NodeKind::Collective {
+            kind: CollectiveKind::AllToAllV(t),
+            group: g,
+            bytes: Bytes(1),
+        };
+        push(&mut b, r, kind, 1);
+    }
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    assert!(
+        matches!(err, EngineError::CollectiveMismatch { .. }),
+        "{err}"
+    );
+}

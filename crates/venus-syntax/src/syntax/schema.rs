@@ -1,0 +1,841 @@
+//! The key table: every key of every block kind, declared once.
+//!
+//! Input: nothing (a constant). Output: [`TABLE`], one [`KeySig`] per key with its block kind,
+//! argument types, default (as data and as text), unit, one-line doc, and where there is one
+//! the Megatron-LM flag and the VenusSim field; and [`Key`], the typed name of each key.
+//! Readers: the parser (arity, to split `heads 16 kv_groups 4` into two items), `ty` (argument
+//! types, required keys), the language server (completion, hover), `venusc explain KEY` and the
+//! generated `docs/language.md` ([`language_reference`]).
+//! Invariants: `TABLE[k as usize].id == k` for every [`Key`] (checked at compile time); a key
+//! belongs to exactly one block kind; only names read from user text are looked up by string
+//! ([`lookup`]). Defaults are those of `LANGUAGE.md` of the spec and of the accessors of
+//! `ty::Plan`, `ty::Model` and `ty::Gpu`.
+
+use super::ast::DefKind;
+
+/// The kinds of block that have keys: the five definition kinds and the nested blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BlockKind {
+    Def(DefKind),
+    /// `measured < first T middle T last T >` in a plan.
+    Measured,
+    /// `expect < iteration_time_max T ... >` in a scenario.
+    Expect,
+}
+
+impl BlockKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Def(k) => k.keyword(),
+            BlockKind::Measured => "measured",
+            BlockKind::Expect => "expect",
+        }
+    }
+}
+
+/// The type of one argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgType {
+    /// Bare integer, > 0 unless the key says otherwise.
+    Count,
+    /// `80GiB`
+    Bytes,
+    /// `450GB/s`, `400Gb/s`
+    Bandwidth,
+    /// `1000ns`, `1.5ms`
+    Time,
+    /// `989TFLOP/s`
+    Rate,
+    /// Like `Rate`, but a bare number means TFLOP/s (`tflops_min 400`).
+    RateOrTflops,
+    /// `55%` or a bare float in [0, 1]
+    Ratio,
+    /// A name or an inline block of that definition kind.
+    Ref(DefKind),
+    /// A new name introduced by this item (the NAME of `dim NAME ...`).
+    NewName,
+    /// One word out of a fixed set.
+    Enum(&'static [&'static str]),
+    /// A nested block with its own keys.
+    Nested(BlockKind),
+}
+
+impl ArgType {
+    /// How the argument is described in messages: `expected bandwidth (e.g. 450GB/s)`.
+    pub fn describe(self) -> String {
+        match self {
+            ArgType::Count => "count (e.g. 8)".into(),
+            ArgType::Bytes => "bytes (e.g. 80GiB)".into(),
+            ArgType::Bandwidth => "bandwidth (e.g. 450GB/s)".into(),
+            ArgType::Time => "time (e.g. 1000ns)".into(),
+            ArgType::Rate => "compute rate (e.g. 989TFLOP/s)".into(),
+            ArgType::RateOrTflops => "compute rate (e.g. 400TFLOP/s)".into(),
+            ArgType::Ratio => "ratio (e.g. 55% or 0.55)".into(),
+            ArgType::Ref(k) => format!(
+                "{} name or inline `{} < ... >` block",
+                k.keyword(),
+                k.keyword()
+            ),
+            ArgType::NewName => "name".into(),
+            ArgType::Enum(words) => format!(
+                "one of {}",
+                words
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            ArgType::Nested(b) => format!("`{} < ... >` block", b.name()),
+        }
+    }
+    /// True when a bare name can be this argument (so the parser lets it take a name).
+    pub fn takes_name(self) -> bool {
+        matches!(self, ArgType::Ref(_) | ArgType::NewName | ArgType::Enum(_))
+    }
+}
+
+pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
+pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
+pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
+pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
+pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
+/// GPU architectures: each has its own compute-model calibration (`base::GpuArch`).
+pub const ARCHS: &[&str] = &["ampere", "hopper", "blackwell", "cdna3"];
+pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
+/// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
+pub const FLAG_WORDS: &[&str] = &["on", "off"];
+
+/// What a key stands for when it is not written, as data. The text users see is
+/// [`KeySig::default_text`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyDefault {
+    /// The key must be written (E0103 otherwise).
+    Required,
+    /// Absence is a behaviour of its own (no MoE, no measured times, no bound).
+    Unset,
+    /// Computed from other keys (`ffn`: 4 × hidden).
+    Derived,
+    Count(u64),
+    /// A flag that is off unless written.
+    Off,
+    /// One word of an `Enum` argument.
+    Word(&'static str),
+    /// A byte count, exact.
+    Bytes(u64),
+}
+
+/// The signature of one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySig {
+    pub key: &'static str,
+    /// The typed name of this key; `TABLE[id as usize]` is this entry.
+    pub id: Key,
+    /// The one block kind the key belongs to.
+    pub block: BlockKind,
+    /// Positional arguments; an empty list makes the key a flag.
+    pub args: &'static [ArgType],
+    /// How many trailing `args` may be omitted.
+    pub optional: usize,
+    pub required: bool,
+    /// May appear more than once (`dim`).
+    pub repeatable: bool,
+    /// Zero is allowed for this count (none of the v0 keys; kept for extensions).
+    pub allow_zero: bool,
+    /// One line for hover and completion.
+    pub doc: &'static str,
+    /// The value that stands in when the key is not written.
+    pub default: KeyDefault,
+    /// How the default reads in the language reference and `explain`.
+    pub default_text: &'static str,
+    /// What a count counts (`sequences`); other argument types carry their unit in the value.
+    pub unit: Option<&'static str>,
+    /// The Megatron-LM command-line flag with the same meaning, where there is one.
+    pub megatron: Option<&'static str>,
+    /// The VenusSim configuration field `emit`/`import` map the key to, where there is one.
+    pub venussim: Option<&'static str>,
+    /// A plausible value for helps (`hidden 4096`); `None`: one built from the argument types.
+    pub example: Option<&'static str>,
+}
+
+impl KeySig {
+    pub fn is_flag(&self) -> bool {
+        self.args.is_empty()
+    }
+    pub fn min_args(&self) -> usize {
+        self.args.len() - self.optional
+    }
+
+    // Builders for the table below (const so the table is a constant).
+    const fn new(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
+        KeySig {
+            key,
+            id: Key::Hidden,
+            block: BlockKind::Def(DefKind::Model),
+            args,
+            optional: 0,
+            required: false,
+            repeatable: false,
+            allow_zero: false,
+            doc,
+            default: KeyDefault::Unset,
+            default_text: "unset",
+            unit: None,
+            megatron: None,
+            venussim: None,
+            example: None,
+        }
+    }
+    const fn placed(mut self, id: Key, block: BlockKind) -> KeySig {
+        self.id = id;
+        self.block = block;
+        self
+    }
+    const fn default(mut self, default: KeyDefault, text: &'static str) -> KeySig {
+        self.default = default;
+        self.default_text = text;
+        self
+    }
+    const fn unit(mut self, unit: &'static str) -> KeySig {
+        self.unit = Some(unit);
+        self
+    }
+    const fn megatron(mut self, flag: &'static str) -> KeySig {
+        self.megatron = Some(flag);
+        self
+    }
+    const fn venussim(mut self, field: &'static str) -> KeySig {
+        self.venussim = Some(field);
+        self
+    }
+    const fn example(mut self, value: &'static str) -> KeySig {
+        self.example = Some(value);
+        self
+    }
+    const fn optional(mut self, n: usize) -> KeySig {
+        self.optional = n;
+        self
+    }
+    const fn repeatable(mut self) -> KeySig {
+        self.repeatable = true;
+        self
+    }
+}
+
+/// An optional key.
+const fn key(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
+    KeySig::new(key, args, doc)
+}
+/// A required key.
+const fn req(key: &'static str, args: &'static [ArgType], doc: &'static str) -> KeySig {
+    let mut s = KeySig::new(key, args, doc);
+    s.required = true;
+    s.default = KeyDefault::Required;
+    s.default_text = "required";
+    s
+}
+/// A flag: off unless written (`sp`, `sp on`, `sp off`).
+const fn flag(key: &'static str, doc: &'static str) -> KeySig {
+    KeySig::new(key, &[], doc).default(KeyDefault::Off, "off")
+}
+
+/// Declares [`Key`] and [`TABLE`] from one list, so the enum and the table cannot drift: each
+/// variant is placed at its own index with its block kind.
+macro_rules! key_table {
+    ($( $block:expr => { $( $variant:ident = $entry:expr, )* } )*) => {
+        /// Every key of every block kind, typed: code names a key as `Key::MicroBatch`, so a
+        /// misspelt key does not compile. Only user text is looked up by name ([`lookup`]).
+        ///
+        /// ```compile_fail,E0599
+        /// let _ = venusc::syntax::schema::Key::MicroBach;
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Key { $( $( $variant, )* )* }
+
+        /// Every key, block kind by block kind, in [`Key`] order.
+        pub const TABLE: &[KeySig] = &[ $( $( $entry.placed(Key::$variant, $block), )* )* ];
+
+        /// The block kinds in table order, each with its number of keys.
+        const BLOCKS: &[(BlockKind, usize)] = &[ $( ($block, [$(Key::$variant),*].len()), )* ];
+    };
+}
+
+use ArgType::*;
+
+const MODEL: BlockKind = BlockKind::Def(DefKind::Model);
+const GPU: BlockKind = BlockKind::Def(DefKind::Gpu);
+const CLUSTER: BlockKind = BlockKind::Def(DefKind::Cluster);
+const PLAN: BlockKind = BlockKind::Def(DefKind::Plan);
+const SCENARIO: BlockKind = BlockKind::Def(DefKind::Scenario);
+
+// Megatron-LM flags: megatron/training/arguments.py. VenusSim fields: the keys of
+// `trace_generator_config` and `system.json` written by `emit::venussim`.
+key_table! {
+    MODEL => {
+        Hidden = req("hidden", &[Count], "hidden size (model dimension)")
+            .megatron("--hidden-size")
+            .venussim("hidden-size")
+            .example("4096"),
+        Layers = req("layers", &[Count], "number of transformer layers")
+            .unit("layers")
+            .megatron("--num-layers")
+            .venussim("num-layers")
+            .example("32"),
+        Heads = req("heads", &[Count], "attention heads")
+            .unit("heads")
+            .megatron("--num-attention-heads")
+            .venussim("num-attention-heads")
+            .example("32"),
+        Vocab = req(
+            "vocab",
+            &[Count],
+            "vocabulary size (padded to a multiple of 128 x tp, as Megatron)",
+        )
+        .unit("tokens")
+        .venussim("vocab-size")
+        .example("32000"),
+        Seq = req("seq", &[Count], "sequence length in tokens")
+            .unit("tokens")
+            .megatron("--seq-length")
+            .venussim("seq-length")
+            .example("4096"),
+        Ffn = key("ffn", &[Count], "MLP hidden size; default 4 x hidden")
+            .default(KeyDefault::Derived, "4 × hidden")
+            .megatron("--ffn-hidden-size")
+            .venussim("ffn-hidden-size"),
+        KvGroups = key(
+            "kv_groups",
+            &[Count],
+            "query groups for grouped-query attention; default = heads",
+        )
+        .default(KeyDefault::Derived, "= heads")
+        .unit("groups")
+        .megatron("--num-query-groups")
+        .venussim("num-query-groups"),
+        HeadDim = key(
+            "head_dim",
+            &[Count],
+            "size of one attention head; default hidden / heads",
+        )
+        .default(KeyDefault::Derived, "hidden / heads")
+        .megatron("--kv-channels"),
+        Swiglu = flag(
+            "swiglu",
+            "gated SwiGLU MLP (three FFN matrices instead of two)",
+        )
+        .megatron("--swiglu")
+        .venussim("swiglu"),
+        UntiedEmbeddings = flag(
+            "untied_embeddings",
+            "separate input embedding and output layer (Megatron ties them by default)",
+        )
+        .default(KeyDefault::Off, "off (tied, as Megatron)")
+        .megatron("--untie-embeddings-and-output-weights")
+        .venussim("untie-embeddings-and-output-weights"),
+        Experts = key(
+            "experts",
+            &[Count],
+            "number of MoE experts per layer; unset: dense model",
+        )
+        .default(KeyDefault::Unset, "dense model")
+        .unit("experts")
+        .megatron("--num-experts"),
+        Topk = key("topk", &[Count], "experts each token is routed to")
+            .default(KeyDefault::Derived, "1 with experts")
+            .unit("experts")
+            .megatron("--moe-router-topk"),
+        MoeFfn = key("moe_ffn", &[Count], "FFN size of one expert; default = ffn")
+            .default(KeyDefault::Derived, "= ffn")
+            .megatron("--moe-ffn-hidden-size"),
+        SharedExpertFfn = key(
+            "shared_expert_ffn",
+            &[Count],
+            "FFN size of the shared expert; unset: none",
+        )
+        .default(KeyDefault::Unset, "none")
+        .megatron("--moe-shared-expert-intermediate-size"),
+    }
+    GPU => {
+        Peak = req("peak", &[Rate], "dense BF16 tensor-core peak")
+            .venussim("peak-perf")
+            .example("989TFLOP/s"),
+        Memory = req("memory", &[Bytes], "HBM capacity").example("80GiB"),
+        MemBw = req("mem_bw", &[Bandwidth], "HBM bandwidth").example("3350GB/s"),
+        Fp8Peak = key(
+            "fp8_peak",
+            &[Rate],
+            "dense FP8 tensor-core peak; default 2 x peak",
+        )
+        .default(KeyDefault::Derived, "2 × peak"),
+        Arch = key(
+            "arch",
+            &[Enum(ARCHS)],
+            "GPU architecture: picks the compute model's calibration (never the GPU's name)",
+        )
+        .default(KeyDefault::Word("hopper"), "hopper"),
+    }
+    CLUSTER => {
+        Gpu = req("gpu", &[Ref(DefKind::Gpu)], "the GPU of every rank").example("h100_sxm"),
+        Dim = req(
+            "dim",
+            &[NewName, Enum(TOPOLOGIES), Count, Bandwidth, Time, Ratio],
+            "network dimension, innermost first: NAME TOPOLOGY SIZE BANDWIDTH [LATENCY [EFFICIENCY]]; bandwidth per GPU per direction; efficiency: achieved share of it (default 100%)",
+        )
+        .optional(2)
+        .repeatable()
+        .example("nvlink fc 8 450GB/s 1000ns"),
+        Nodes = key("nodes", &[Count], "sets the size of the outermost dim")
+            .default(KeyDefault::Unset, "as the outermost dim")
+            .unit("nodes"),
+        Algo = key(
+            "algo",
+            &[NewName, Enum(ALGORITHMS)],
+            "collective algorithm of one dim: DIM ring|direct|halving_doubling|tree; default: what NCCL would pick",
+        )
+        .repeatable()
+        .default(KeyDefault::Derived, "what NCCL would pick"),
+    }
+    PLAN => {
+        Tp = key("tp", &[Count], "tensor-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("GPUs")
+            .megatron("--tensor-model-parallel-size")
+            .venussim("tensor-model-parallel-size"),
+        Pp = key("pp", &[Count], "pipeline-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("stages")
+            .megatron("--pipeline-model-parallel-size")
+            .venussim("pipeline-model-parallel-size"),
+        Cp = key("cp", &[Count], "context-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("GPUs")
+            .megatron("--context-parallel-size")
+            .venussim("context-parallel-size"),
+        Ep = key("ep", &[Count], "expert-parallel size; default 1")
+            .default(KeyDefault::Count(1), "1")
+            .unit("GPUs")
+            .megatron("--expert-model-parallel-size"),
+        Vpp = key(
+            "vpp",
+            &[Count],
+            "model chunks per pipeline rank (interleaving); default 1",
+        )
+        .default(KeyDefault::Count(1), "1")
+        .unit("chunks")
+        .megatron("--num-virtual-stages-per-pipeline-rank")
+        .venussim("num-layers-per-virtual-pipeline-stage"),
+        FirstStageLayers = key(
+            "first_stage_layers",
+            &[Count],
+            "layers on the first pipeline stage (uneven pipeline)",
+        )
+        .default(KeyDefault::Derived, "even split")
+        .unit("layers")
+        .megatron("--decoder-first-pipeline-num-layers"),
+        LastStageLayers = key(
+            "last_stage_layers",
+            &[Count],
+            "layers on the last pipeline stage (uneven pipeline)",
+        )
+        .default(KeyDefault::Derived, "even split")
+        .unit("layers")
+        .megatron("--decoder-last-pipeline-num-layers"),
+        Dp = key(
+            "dp",
+            &[Count],
+            "data-parallel size; default world / (tp x pp x cp)",
+        )
+        .default(KeyDefault::Derived, "world / (tp × pp × cp)")
+        .unit("GPUs"),
+        MicroBatch = req("micro_batch", &[Count], "sequences per microbatch")
+            .unit("sequences")
+            .megatron("--micro-batch-size")
+            .venussim("micro-batch-size")
+            .example("1"),
+        GlobalBatch = req("global_batch", &[Count], "sequences per iteration")
+            .unit("sequences")
+            .megatron("--global-batch-size")
+            .venussim("global-batch-size-mlp-multiplier")
+            .example("512"),
+        Schedule = key(
+            "schedule",
+            &[Enum(SCHEDULES)],
+            "pipeline schedule; default 1f1b, or interleaved when vpp > 1",
+        )
+        .default(
+            KeyDefault::Derived,
+            "none when pp = 1; 1f1b; interleaved when vpp > 1",
+        ),
+        Sp = flag("sp", "sequence parallelism (needs tp > 1)")
+            .megatron("--sequence-parallel")
+            .venussim("sequence-parallel"),
+        Recompute = key(
+            "recompute",
+            &[Enum(RECOMPUTE)],
+            "activation recomputation; default none",
+        )
+        .default(KeyDefault::Word("none"), "none")
+        .megatron("--recompute-granularity"),
+        DistributedOptimizer = flag(
+            "distributed_optimizer",
+            "shard optimizer state over data-parallel ranks",
+        )
+        .megatron("--use-distributed-optimizer")
+        .venussim("use-distributed-optimizer"),
+        OverlapGradReduce = flag(
+            "overlap_grad_reduce",
+            "overlap gradient reduction with backward",
+        )
+        .megatron("--overlap-grad-reduce")
+        .venussim("overlap-grad-reduce"),
+        OverlapParamGather = flag(
+            "overlap_param_gather",
+            "overlap parameter all-gather with forward",
+        )
+        .megatron("--overlap-param-gather")
+        .venussim("overlap-param-gather"),
+        DelayGradReduce = flag(
+            "delay_grad_reduce",
+            "delay gradient reduction to the end of the pipeline flush",
+        )
+        .venussim("no-delay-grad-reduce"),
+        DelayParamGather = flag(
+            "delay_param_gather",
+            "delay parameter all-gather until the first forward",
+        )
+        .venussim("delay-param-gather"),
+        OverlapP2p = flag("overlap_p2p", "overlap pipeline send/receive with compute")
+            .megatron("--overlap-p2p-communication")
+            .venussim("no-overlap-p2p-communication"),
+        OverlapTpComm = flag(
+            "overlap_tp_comm",
+            "overlap tensor-parallel communication with the GEMMs (needs sp)",
+        )
+        .megatron("--tp-comm-overlap"),
+        BucketSize = key(
+            "bucket_size",
+            &[Bytes],
+            "gradient bucket size; default Megatron's",
+        )
+        .default(KeyDefault::Derived, "Megatron's")
+        .megatron("--ddp-bucket-size"),
+        Mfu = key(
+            "mfu",
+            &[Ratio],
+            "VenusSim-compatible compute: every node takes FLOPs / (peak x mfu)",
+        )
+        .default(KeyDefault::Unset, "the simulator's own compute model")
+        .venussim("mfu"),
+        Measured = key(
+            "measured",
+            &[Nested(BlockKind::Measured)],
+            "measured forward+backward time per microbatch per stage",
+        )
+        .default(KeyDefault::Unset, "the compute model")
+        .venussim("step_snapshot_data"),
+        Precision = key(
+            "precision",
+            &[Enum(PRECISIONS)],
+            "GEMM precision; default bf16",
+        )
+        .default(KeyDefault::Word("bf16"), "bf16"),
+        Attention = key(
+            "attention",
+            &[Enum(ATTENTIONS)],
+            "attention kernel: flash (default) or unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention)",
+        )
+        .default(KeyDefault::Word("flash"), "flash"),
+        Iterations = key(
+            "iterations",
+            &[Count],
+            "training iterations to simulate; default 1",
+        )
+        .default(KeyDefault::Count(1), "1")
+        .unit("iterations")
+        .megatron("--train-iters")
+        .venussim("train-iters"),
+        Reserve = key(
+            "reserve",
+            &[Bytes],
+            "memory kept back per GPU (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve",
+        )
+        .default(KeyDefault::Bytes(0), "0GiB")
+        .example("4GiB"),
+    }
+    SCENARIO => {
+        Model = req("model", &[Ref(DefKind::Model)], "the model to train").example("llama2_7b"),
+        Cluster = req("cluster", &[Ref(DefKind::Cluster)], "the cluster to train on")
+            .example("dgx_h100"),
+        Plan = req("plan", &[Ref(DefKind::Plan)], "the parallel plan")
+            .example("< micro_batch 1 global_batch 512 >"),
+        Expect = key(
+            "expect",
+            &[Nested(BlockKind::Expect)],
+            "bounds that turn predictions into checks",
+        )
+        .default(KeyDefault::Unset, "no checks"),
+    }
+    BlockKind::Measured => {
+        First = req(
+            "first",
+            &[Time],
+            "forward+backward of one microbatch on the first stage",
+        )
+        .example("12ms"),
+        Middle = req(
+            "middle",
+            &[Time],
+            "forward+backward of one microbatch on a middle stage",
+        )
+        .example("12ms"),
+        Last = req(
+            "last",
+            &[Time],
+            "forward+backward of one microbatch on the last stage",
+        )
+        .example("12ms"),
+    }
+    BlockKind::Expect => {
+        IterationTimeMax = key(
+            "iteration_time_max",
+            &[Time],
+            "fail when the predicted iteration time is above this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+        TflopsMin = key(
+            "tflops_min",
+            &[RateOrTflops],
+            "fail when predicted TFLOP/s per GPU is below this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+        MemoryMax = key(
+            "memory_max",
+            &[Bytes],
+            "fail when the peak stage memory is above this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+        MfuMin = key(
+            "mfu_min",
+            &[Ratio],
+            "fail when the predicted MFU is below this",
+        )
+        .default(KeyDefault::Unset, "no bound"),
+    }
+}
+
+// The table is indexed by `Key`: checked when the crate compiles.
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(TABLE[i].id as usize == i, "TABLE is not in Key order");
+        i += 1;
+    }
+};
+
+impl Key {
+    /// This key's entry in the table.
+    pub fn sig(self) -> &'static KeySig {
+        &TABLE[self as usize]
+    }
+    /// The key as written in `.venus` files.
+    pub fn name(self) -> &'static str {
+        self.sig().key
+    }
+    pub fn block(self) -> BlockKind {
+        self.sig().block
+    }
+    /// Every key, in table order.
+    pub fn all() -> impl Iterator<Item = Key> {
+        TABLE.iter().map(|s| s.id)
+    }
+}
+
+/// Every block kind, in table order (model, gpu, cluster, plan, scenario, measured, expect).
+pub fn block_kinds() -> impl Iterator<Item = BlockKind> {
+    BLOCKS.iter().map(|&(b, _)| b)
+}
+
+/// Every key of a block kind.
+pub fn keys(block: BlockKind) -> &'static [KeySig] {
+    let mut start = 0;
+    for &(b, n) in BLOCKS {
+        if b == block {
+            return TABLE.get(start..start + n).unwrap_or(&[]);
+        }
+        start += n;
+    }
+    &[]
+}
+
+/// The signature of `key` in `block`, if the key exists there. For names read from user
+/// text; code names keys by [`Key`].
+pub fn lookup(block: BlockKind, key: &str) -> Option<&'static KeySig> {
+    keys(block).iter().find(|k| k.key == key)
+}
+
+/// The keys named `name` in any block kind (for `venusc explain KEY`), in table order.
+pub fn lookup_any(name: &str) -> impl Iterator<Item = &'static KeySig> + '_ {
+    TABLE.iter().filter(move |k| k.key == name)
+}
+
+// ------------------------------------------------------------------ rendering the table
+
+impl KeySig {
+    /// How the key is written: `` `dim NAME fc|ring|switch COUNT BANDWIDTH [TIME] [RATIO]` ``.
+    pub fn signature(&self) -> String {
+        if self.is_flag() {
+            return format!("`{0}` or `{0} on|off`", self.key);
+        }
+        let mut parts = vec![self.key.to_string()];
+        for (i, a) in self.args.iter().enumerate() {
+            let p = a.placeholder();
+            parts.push(if i >= self.min_args() {
+                format!("[{p}]")
+            } else {
+                p
+            });
+        }
+        format!("`{}`", parts.join(" "))
+    }
+
+    /// The unit of the key's value: the table's word for a count, else the argument type's.
+    pub fn unit_text(&self) -> &'static str {
+        if let Some(u) = self.unit {
+            return u;
+        }
+        match self.args {
+            [Bytes] => "bytes",
+            [Bandwidth] => "bytes/s",
+            [Time] => "seconds",
+            [Rate] | [RateOrTflops] => "FLOP/s",
+            [Ratio] => "ratio",
+            _ => "",
+        }
+    }
+
+    /// The entry `venusc explain KEY` prints.
+    pub fn explain(&self) -> String {
+        let mut out = format!(
+            "# `{}` ({} key)\n\n{}\n\n",
+            self.key,
+            self.block.name(),
+            self.doc
+        );
+        let mut row = |name: &str, value: &str| {
+            if !value.is_empty() {
+                out.push_str(&format!("{name:<13}{value}\n"));
+            }
+        };
+        row("usage:", &self.signature());
+        row("default:", self.default_text);
+        row("unit:", self.unit_text());
+        if self.repeatable {
+            row("repeatable:", "yes");
+        }
+        row("Megatron-LM:", self.megatron.unwrap_or("none"));
+        row("VenusSim:", self.venussim.unwrap_or("none"));
+        out
+    }
+}
+
+impl ArgType {
+    /// The argument's placeholder in a signature: `COUNT`, `fc|ring|switch`.
+    pub fn placeholder(self) -> String {
+        match self {
+            Count => "COUNT".into(),
+            Bytes => "BYTES".into(),
+            Bandwidth => "BANDWIDTH".into(),
+            Time => "TIME".into(),
+            Rate | RateOrTflops => "RATE".into(),
+            Ratio => "RATIO".into(),
+            Ref(k) => k.keyword().to_uppercase(),
+            NewName => "NAME".into(),
+            Enum(w) => w.join("|"),
+            Nested(_) => "< ... >".into(),
+        }
+    }
+}
+
+/// The command that rewrites `docs/language.md` from the table.
+pub const REGENERATE_REFERENCE: &str =
+    "UPDATE_DOCS=1 cargo test --test integration language_reference";
+
+/// `docs/language.md`: one section per block kind, one row per key.
+pub fn language_reference() -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let code = |s: Option<&str>| s.map_or(String::new(), |s| format!("`{s}`"));
+    let mut out = String::from(
+        "# Keys of the `.venus` language\n\n\
+         <!-- generated from the key table in crates/venus-syntax/src/syntax/schema.rs; do not edit -->\n\n\
+         Every key of every block kind, generated from the key table that the parser, the type\n\
+         checker, the language server and `venusc explain KEY` read. To regenerate:\n\n",
+    );
+    out.push_str(&format!("    {REGENERATE_REFERENCE}\n"));
+    for block in block_kinds() {
+        out.push_str(&format!("\n## `{}`\n\n", block.name()));
+        out.push_str("| key | arguments | default | unit | doc | Megatron-LM | VenusSim |\n");
+        out.push_str("|---|---|---|---|---|---|---|\n");
+        for k in keys(block) {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+                k.key,
+                cell(&k.signature()),
+                cell(k.default_text),
+                k.unit_text(),
+                cell(k.doc),
+                code(k.megatron),
+                code(k.venussim),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_block_kind_has_unique_keys() {
+        for b in [
+            BlockKind::Def(DefKind::Model),
+            BlockKind::Def(DefKind::Gpu),
+            BlockKind::Def(DefKind::Cluster),
+            BlockKind::Def(DefKind::Plan),
+            BlockKind::Def(DefKind::Scenario),
+            BlockKind::Measured,
+            BlockKind::Expect,
+        ] {
+            let mut names: Vec<_> = keys(b).iter().map(|k| k.key).collect();
+            let n = names.len();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), n, "duplicate key in {}", b.name());
+        }
+    }
+
+    #[test]
+    fn the_block_slices_cover_the_table_in_order() {
+        let joined: Vec<Key> = block_kinds()
+            .flat_map(|b| keys(b).iter().map(|k| k.id))
+            .collect();
+        assert_eq!(joined, Key::all().collect::<Vec<_>>());
+        for b in block_kinds() {
+            assert!(keys(b).iter().all(|k| k.block == b), "{}", b.name());
+        }
+        assert_eq!(
+            lookup(BlockKind::Def(DefKind::Plan), "micro_batch").map(|k| k.id),
+            Some(Key::MicroBatch)
+        );
+        assert_eq!(
+            lookup_any("memory").map(|k| k.id).collect::<Vec<_>>(),
+            [Key::Memory]
+        );
+        assert_eq!(lookup_any("micro_bach").count(), 0);
+    }
+
+    #[test]
+    fn dim_takes_four_or_five_arguments() {
+        let dim = lookup(BlockKind::Def(DefKind::Cluster), "dim").unwrap();
+        assert_eq!((dim.min_args(), dim.args.len()), (4, 6));
+    }
+}
