@@ -40,31 +40,49 @@ pub fn summary(o: &Outcome) -> String {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// The ranked plans `rows` (indices into the results) as one table of the shared renderer:
+/// plan words left-aligned, numbers right-aligned.
 fn table(o: &Outcome, rows: &[usize]) -> String {
-    let mut out = String::from(
-        "  rank    tp   pp  vpp   cp   dp   mb  recompute  sp   schedule     iteration (ms)  TFLOP/s/GPU  peak (GiB)\n",
-    );
-    for &i in rows {
-        let Some(r) = o.results.get(i) else { continue };
-        let p = &r.plan;
-        let _ = writeln!(
-            out,
-            "  {:>4}  {:>4} {:>4} {:>4} {:>4} {:>4} {:>4}  {:<9}  {:<3}  {:<11}  {:>15.3}  {:>11.2}  {:>10.2}",
-            i + 1,
-            p.tp,
-            p.pp,
-            p.vpp,
-            p.cp,
-            p.dp,
-            p.micro_batch,
-            p.recompute,
-            if p.sp { "on" } else { "off" },
-            p.schedule,
-            r.iteration_time_ms(),
-            r.per_gpu().0 / 1e12,
-            r.peak_memory().0 as f64 / GIB,
-        );
-    }
+    use crate::report::table::{render_aligned, Align::*};
+    const COLUMNS: [(&str, crate::report::table::Align); 13] = [
+        ("rank", Right),
+        ("tp", Right),
+        ("pp", Right),
+        ("vpp", Right),
+        ("cp", Right),
+        ("dp", Right),
+        ("mb", Right),
+        ("recompute", Left),
+        ("sp", Left),
+        ("schedule", Left),
+        ("iteration (ms)", Right),
+        ("TFLOP/s/GPU", Right),
+        ("peak (GiB)", Right),
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .filter_map(|&i| o.results.get(i).map(|r| (i, r)))
+        .map(|(i, r)| {
+            let p = &r.plan;
+            vec![
+                (i + 1).to_string(),
+                p.tp.to_string(),
+                p.pp.to_string(),
+                p.vpp.to_string(),
+                p.cp.to_string(),
+                p.dp.to_string(),
+                p.micro_batch.to_string(),
+                p.recompute.to_string(),
+                if p.sp { "on" } else { "off" }.to_string(),
+                p.schedule.to_string(),
+                format!("{:.3}", r.iteration_time_ms()),
+                format!("{:.2}", r.per_gpu().0 / 1e12),
+                format!("{:.2}", r.peak_memory().0 as f64 / GIB),
+            ]
+        })
+        .collect();
+    let mut out = String::new();
+    render_aligned(&mut out, "  ", &COLUMNS, &cells);
     out
 }
 

@@ -2,16 +2,40 @@
 //! --memory`).
 //!
 //! Input: a header and rows of already formatted cells. Output: lines ending in `\n`, appended
-//! to a string. Invariants: the first column is left-aligned and the others right-aligned,
-//! two spaces apart; widths count chars, not bytes, so a non-ASCII cell keeps its column; no
-//! line ends in a space.
+//! to a string. Invariants: columns are two spaces apart; by default the first column is
+//! left-aligned and the others right-aligned (words such as a schedule name may be left-aligned
+//! with [`render_aligned`]); widths count chars, not bytes, so a non-ASCII cell keeps its
+//! column; no line ends in a space.
 
 use std::fmt::Write as _;
 
-/// Appends `header` and `rows` to `out`, each line prefixed with `indent`. A row shorter than
-/// the header leaves its last columns empty.
+/// How a column's cells sit in its width: names left, numbers right.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// Appends `header` and `rows` to `out`, each line prefixed with `indent`; the first column
+/// is left-aligned, the others right-aligned. A row shorter than the header leaves its last
+/// columns empty.
 pub fn render(out: &mut String, indent: &str, header: &[&str], rows: &[Vec<String>]) {
-    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let columns: Vec<(&str, Align)> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (*h, if i == 0 { Align::Left } else { Align::Right }))
+        .collect();
+    render_aligned(out, indent, &columns, rows);
+}
+
+/// [`render`] with each column's alignment stated: `columns` is (header, alignment).
+pub fn render_aligned(
+    out: &mut String,
+    indent: &str,
+    columns: &[(&str, Align)],
+    rows: &[Vec<String>],
+) {
+    let header: Vec<String> = columns.iter().map(|(h, _)| h.to_string()).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
@@ -24,14 +48,10 @@ pub fn render(out: &mut String, indent: &str, header: &[&str], rows: &[Vec<Strin
     for row in std::iter::once(&header).chain(rows) {
         let cells: Vec<String> = row
             .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, &w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
+            .zip(widths.iter().zip(columns))
+            .map(|(c, (&w, (_, align)))| match align {
+                Align::Left => format!("{c:<w$}"),
+                Align::Right => format!("{c:>w$}"),
             })
             .collect();
         let _ = writeln!(out, "{indent}{}", cells.join("  ").trim_end());
@@ -62,5 +82,24 @@ mod tests {
         let rows = vec![vec!["µs".to_string()], vec!["x".to_string(), "1".into()]];
         render(&mut out, "", &["unit", ""], &rows);
         assert_eq!(out, "unit\nµs\nx     1\n");
+    }
+
+    #[test]
+    fn a_left_aligned_word_column_pads_on_the_right() {
+        let mut out = String::new();
+        let rows = vec![
+            vec!["1".to_string(), "1f1b".into(), "2.500".into()],
+            vec!["12".to_string(), "interleaved".into(), "10.000".into()],
+        ];
+        let columns = [
+            ("rank", Align::Right),
+            ("schedule", Align::Left),
+            ("ms", Align::Right),
+        ];
+        render_aligned(&mut out, "  ", &columns, &rows);
+        assert_eq!(
+            out,
+            "  rank  schedule         ms\n     1  1f1b          2.500\n    12  interleaved  10.000\n"
+        );
     }
 }
