@@ -633,12 +633,18 @@ impl<'r, 'a> Checker<'r, 'a> {
             }
         }
         let mut skipped = std::collections::HashSet::new();
+        // Keys an unknown key was taken for (`micro_batch_size` → `micro_batch`): E0101
+        // already says to write them, so E0103 does not say it again.
+        let mut meant_keys: Vec<Key> = Vec::new();
         for (i, m) in items.iter().enumerate() {
             if skipped.contains(&i) {
                 continue;
             }
             let key_loc = Loc::new(m.file, m.item.key.span);
             let Some(sig) = schema::lookup(kind, &m.item.key.text) else {
+                if let Some(meant) = megatron_spelling(kind, &m.item.key.text) {
+                    meant_keys.push(meant.id);
+                }
                 self.res
                     .report(unknown_key(kind, &m.item.key.text, key_loc, what));
                 fields.ok = false;
@@ -699,7 +705,8 @@ impl<'r, 'a> Checker<'r, 'a> {
         }
         for sig in schema::keys(kind).iter().filter(|k| k.required) {
             // A key that was written but had an error is not also missing.
-            let written = items.iter().any(|m| m.item.key.text == sig.key);
+            let written = items.iter().any(|m| m.item.key.text == sig.key)
+                || meant_keys.contains(&sig.id);
             if !written && self.report_missing {
                 self.res.report(
                     Diagnostic::new(
@@ -998,6 +1005,21 @@ fn flag_value(v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic
     ))
 }
 
+/// The key of `kind` that `written` spells the Megatron-LM way (`tensor_model_parallel_size`,
+/// `--micro-batch-size`, `pipeline_parallel`), read from the key table's Megatron-LM flags:
+/// the flag without dashes, with or without its `_size` suffix and its `_model` word.
+fn megatron_spelling(kind: BlockKind, written: &str) -> Option<&'static KeySig> {
+    let normal = written.trim_start_matches('-').replace('-', "_").to_lowercase();
+    schema::keys(kind).iter().find(|k| {
+        k.megatron.is_some_and(|flag| {
+            let flag = flag.trim_start_matches('-').replace('-', "_");
+            let short = flag.strip_suffix("_size").unwrap_or(&flag).to_string();
+            [flag.clone(), flag.replace("_model_", "_"), short.clone(), short.replace("_model_", "_")]
+                .contains(&normal)
+        })
+    })
+}
+
 /// E0101 with the closest key, or the list of valid keys.
 fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
     let keys = schema::keys(kind);
@@ -1007,6 +1029,15 @@ fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
         loc,
         format!("not a `{}` key", kind.name()),
     );
+    if let Some(sig) = megatron_spelling(kind, key) {
+        return d
+            .with_help(format!(
+                "did you mean `{}`? (Megatron-LM's `{}`)",
+                sig.key,
+                sig.megatron.unwrap_or_default()
+            ))
+            .with_fix(loc, sig.key);
+    }
     match suggest(key, keys.iter().map(|k| k.key)) {
         Some(s) => d.with_help(format!("did you mean `{s}`?")).with_fix(loc, s),
         None => d.with_help(format!(
