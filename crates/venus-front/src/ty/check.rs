@@ -19,7 +19,7 @@ use super::{
 };
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
-use venus_syntax::syntax::ast::{DefKind, ValueKind};
+use venus_syntax::syntax::ast::{self, DefKind, ValueKind};
 use venus_syntax::syntax::schema::{self, ArgType, BlockKind, Key, KeySig};
 
 /// Resolves and type-checks the root's scenarios. Diagnostics are left in the resolver.
@@ -457,6 +457,7 @@ impl<'r, 'a> Checker<'r, 'a> {
     }
 
     fn build_gpu(&mut self, def: &MergedDef) -> Option<Gpu> {
+        self.warn_decimal_memory(def);
         let f = self.block(
             BlockKind::Def(DefKind::Gpu),
             &def.items,
@@ -705,8 +706,8 @@ impl<'r, 'a> Checker<'r, 'a> {
         }
         for sig in schema::keys(kind).iter().filter(|k| k.required) {
             // A key that was written but had an error is not also missing.
-            let written = items.iter().any(|m| m.item.key.text == sig.key)
-                || meant_keys.contains(&sig.id);
+            let written =
+                items.iter().any(|m| m.item.key.text == sig.key) || meant_keys.contains(&sig.id);
             if !written && self.report_missing {
                 self.res.report(
                     Diagnostic::new(
@@ -1009,14 +1010,77 @@ fn flag_value(v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic
 /// `--micro-batch-size`, `pipeline_parallel`), read from the key table's Megatron-LM flags:
 /// the flag without dashes, with or without its `_size` suffix and its `_model` word.
 fn megatron_spelling(kind: BlockKind, written: &str) -> Option<&'static KeySig> {
-    let normal = written.trim_start_matches('-').replace('-', "_").to_lowercase();
+    let normal = written
+        .trim_start_matches('-')
+        .replace('-', "_")
+        .to_lowercase();
     schema::keys(kind).iter().find(|k| {
         k.megatron.is_some_and(|flag| {
             let flag = flag.trim_start_matches('-').replace('-', "_");
             let short = flag.strip_suffix("_size").unwrap_or(&flag).to_string();
-            [flag.clone(), flag.replace("_model_", "_"), short.clone(), short.replace("_model_", "_")]
-                .contains(&normal)
+            [
+                flag.clone(),
+                flag.replace("_model_", "_"),
+                short.clone(),
+                short.replace("_model_", "_"),
+            ]
+            .contains(&normal)
         })
+    })
+}
+
+impl Checker<'_, '_> {
+    /// W0009: a GPU's `memory` in decimal units (`80GB`). HBM capacities are binary: the
+    /// "80GB" of an H100 datasheet is 80 GiB to the driver (see the stdlib's `gpus.venus`), so
+    /// `80GB` models a GPU 7% smaller than the card, which can turn a fitting plan into E0401.
+    fn warn_decimal_memory(&mut self, def: &MergedDef) {
+        for m in def.items.iter().filter(|m| m.item.key.text == "memory") {
+            let Some(ast::Value {
+                kind: ValueKind::Quantity { number, unit, .. },
+                span,
+            }) = m.item.args.first()
+            else {
+                continue;
+            };
+            let Some(binary) = binary_twin(unit) else {
+                continue;
+            };
+            let Some(bytes) = decimal_bytes(unit).map(|f| number.as_f64() * f as f64) else {
+                continue;
+            };
+            let written = format!("{}{unit}", value::num(*number));
+            let gib = bytes / (1u64 << 30) as f64;
+            self.res.report(
+                Diagnostic::new(
+                    Code::W0009,
+                    format!("`memory {written}` is {gib:.1} GiB (decimal, not binary, bytes)"),
+                    Loc::new(m.file, *span),
+                    "decimal bytes",
+                )
+                .with_help(format!(
+                    "GPU datasheets quote HBM in binary units: write `memory {}{binary}` for a card sold as {written}",
+                    value::num(*number)
+                )),
+            );
+        }
+    }
+}
+
+/// The binary unit a decimal byte unit is usually mistaken for (`GB` → `GiB`).
+fn binary_twin(unit: &str) -> Option<&'static str> {
+    match unit {
+        "MB" => Some("MiB"),
+        "GB" => Some("GiB"),
+        "TB" => Some("TiB"),
+        _ => None,
+    }
+}
+
+/// Bytes per decimal unit, from the language's unit table.
+fn decimal_bytes(unit: &str) -> Option<u64> {
+    value::UNITS.iter().find_map(|(u, kind)| match kind {
+        value::Unit::Bytes(factor) if *u == unit => Some(*factor),
+        _ => None,
     })
 }
 
