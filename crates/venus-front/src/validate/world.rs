@@ -67,6 +67,11 @@ impl Validator<'_> {
             && (kv.is_multiple_of(tp) || tp.is_multiple_of(kv.max(1)))
     }
 
+    /// Whether `cp` splits the sequence into 2 × cp chunks (E0308's rule).
+    pub(super) fn cp_ok(&self, cp: u64) -> bool {
+        cp == 1 || (cp > 1 && self.seq.is_multiple_of(cp.saturating_mul(2)))
+    }
+
     /// Returns dp when tp × pp × cp × dp = world (dp defaulted when unwritten).
     // megatron/training/arguments.py:432 (W01): world % (tp·pp·cp) == 0, dp = world / (tp·pp·cp)
     // (arguments.py:448); megatron/core/parallel_state.py:823.
@@ -115,14 +120,14 @@ impl Validator<'_> {
             primary,
             factors,
             dims: self.dim_sizes(),
-            help: self.world_help(written_dp),
+            help: self.world_help(written_dp, p.cp.is_some()),
             fix,
         };
         self.report(PlanProblem::WorldMismatch(problem));
         None
     }
 
-    fn world_help(&self, written_dp: Option<u64>) -> WorldHelp {
+    fn world_help(&self, written_dp: Option<u64>, cp_written: bool) -> WorldHelp {
         let (tp, pp, cp, world) = (self.tp, self.pp, self.cp, self.world);
         let mut options: Vec<WorldOption> = Vec::new();
         let option =
@@ -150,6 +155,16 @@ impl Validator<'_> {
                     let tp2 = world / rest;
                     options.push(option("tp", tp2, tp2, pp, cp, dp));
                 }
+                let rest = tp.saturating_mul(pp).saturating_mul(dp);
+                if cp_written
+                    && rest > 0
+                    && world % rest == 0
+                    && world / rest != cp
+                    && self.cp_ok(world / rest)
+                {
+                    let cp2 = world / rest;
+                    options.push(option("cp", cp2, tp, pp, cp2, dp));
+                }
             }
             None => {
                 let rest = tp.saturating_mul(cp);
@@ -168,6 +183,17 @@ impl Validator<'_> {
                         .filter(|&x| self.tp_ok(x));
                     if let Some(&tp2) = nearest(tps, tp, 1).first() {
                         options.push(option("tp", tp2, tp2, pp, cp, world / (rest * tp2)));
+                    }
+                }
+                // A written cp that does not divide the world (`cp 3` on 64 GPUs): the
+                // nearest cps that do, before any cluster change.
+                let rest = tp.saturating_mul(pp);
+                if cp_written && rest > 0 && world % rest == 0 {
+                    let cps = divisors(world / rest)
+                        .into_iter()
+                        .filter(|&x| self.cp_ok(x));
+                    for cp2 in nearest(cps, cp, 2) {
+                        options.push(option("cp", cp2, tp, pp, cp2, world / (rest * cp2)));
                     }
                 }
             }
