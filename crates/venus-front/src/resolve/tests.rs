@@ -183,7 +183,7 @@ fn implicit_scenario_is_named_after_the_root_file_stem() {
 fn explicit_scenarios_use_stdlib_names_and_inline_blocks() {
     let out = check(
         "scenario a < model llama2_7b cluster dgx_h100 plan < tp 8 sp micro_batch 1 global_batch 32 > >\n\
-         scenario b < model llama2_7b cluster < gpu < peak 100TFLOP/s memory 16GB mem_bw 1TB/s > dim pcie ring 4 16GB/s 2us > plan < micro_batch 1 global_batch 4 recompute full > expect < tflops_min 400 mfu_min 40% iteration_time_max 2s memory_max 60GiB > >\n",
+         scenario b < model llama2_7b cluster < gpu < peak 100TFLOP/s memory 16GiB mem_bw 1TB/s > dim pcie ring 4 16GB/s 2us > plan < micro_batch 1 global_batch 4 recompute full > expect < tflops_min 400 mfu_min 40% iteration_time_max 2s memory_max 60GiB > >\n",
     );
     assert_eq!(out.lines(), Vec::<String>::new());
     assert_eq!(
@@ -201,7 +201,7 @@ fn explicit_scenarios_use_stdlib_names_and_inline_blocks() {
     assert_eq!(out.text_at(a.plan.sp.as_ref().unwrap().loc), "sp");
     let b = &out.scenarios[1];
     assert_eq!(b.cluster.gpu.name, "gpu");
-    assert_eq!(b.cluster.gpu.memory.value.0, 16_000_000_000);
+    assert_eq!(b.cluster.gpu.memory.value.0, 16 << 30);
     assert_eq!(b.cluster.gpu.mem_bw.value.0, 1e12);
     assert_eq!(b.cluster.dims[0].topology.value, Topology::Ring);
     assert!((b.cluster.dims[0].latency.value.0 - 2e-6).abs() < 1e-18);
@@ -763,7 +763,7 @@ fn units_scale_by_powers_of_1000_and_1024() {
 
 #[test]
 fn an_error_in_a_shared_definition_is_reported_once() {
-    let out = check("gpu g < peak 1GB memory 1GB mem_bw 1GB/s >\nscenario a < model llama2_7b cluster < gpu g dim x fc 1 1GB/s > plan < micro_batch 1 global_batch 1 > >\nscenario b < model llama2_7b cluster < gpu g dim x fc 1 1GB/s > plan < micro_batch 1 global_batch 1 > >\n");
+    let out = check("gpu g < peak 1GB memory 1GiB mem_bw 1GB/s >\nscenario a < model llama2_7b cluster < gpu g dim x fc 1 1GB/s > plan < micro_batch 1 global_batch 1 > >\nscenario b < model llama2_7b cluster < gpu g dim x fc 1 1GB/s > plan < micro_batch 1 global_batch 1 > >\n");
     assert_eq!(
         out.lines(),
         ["E0201 0:1:14 expected compute rate (e.g. 989TFLOP/s), found bytes 1GB"]

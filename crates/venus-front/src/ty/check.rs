@@ -1045,7 +1045,11 @@ impl Checker<'_, '_> {
             let Some(binary) = binary_twin(unit) else {
                 continue;
             };
-            let Some(bytes) = decimal_bytes(unit).map(|f| number.as_f64() * f as f64) else {
+            // Zero is E0202's, not a unit slip.
+            let Some(bytes) = decimal_bytes(unit)
+                .map(|f| number.as_f64() * f as f64)
+                .filter(|b| *b > 0.0)
+            else {
                 continue;
             };
             let written = format!("{}{unit}", value::num(*number));

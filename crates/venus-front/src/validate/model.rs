@@ -63,7 +63,7 @@ impl Validator<'_> {
 
     fn even_split_options(&self) -> Vec<EvenOption> {
         let (l, pp, vpp) = (self.layers, self.pp, self.vpp);
-        let mut options = Vec::new();
+        let mut options: Vec<EvenOption> = self.uneven_split().into_iter().collect();
         let rest = self.tp.saturating_mul(self.cp);
         let world_fits =
             |x: u64| rest > 0 && self.world.is_multiple_of(rest.saturating_mul(x).max(1));
@@ -89,6 +89,35 @@ impl Validator<'_> {
             }
         }
         options
+    }
+
+    /// The split that keeps the written pp by giving the first and last stages fewer layers
+    /// (Megatron-LM's `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`,
+    /// megatron/core/transformer/transformer_block.py `get_num_layers_to_build`): every middle
+    /// stage gets ⌈layers / pp⌉ layers (or the nearest count below that works) and the ends
+    /// share the rest, the first no more than the last. The ends also hold the embedding and
+    /// the loss, so lighter ends balance the stages. `None` with pp < 3 or when no such split
+    /// exists.
+    fn uneven_split(&self) -> Option<EvenOption> {
+        let (l, pp, vpp) = (self.layers, self.pp, self.vpp);
+        if pp < 3 {
+            return None;
+        }
+        let middle = pp - 2;
+        let most = l.div_ceil(pp);
+        (1..=most).rev().find_map(|per_stage| {
+            let ends = l.checked_sub(middle.checked_mul(per_stage)?)?;
+            let first = ends / 2;
+            let last = ends - first;
+            let fits = first >= 1 && last <= per_stage;
+            split_layers(l, pp, vpp, Some(first), Some(last)).ok()?;
+            fits.then_some(EvenOption::Ends {
+                first,
+                last,
+                per_stage,
+                middle,
+            })
+        })
     }
 
     /// The nearest value of each written end key that makes the split valid.

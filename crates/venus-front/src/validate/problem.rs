@@ -386,6 +386,14 @@ pub enum EvenOption {
         pp: u64,
         per_stage: u64,
     },
+    /// `` `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 14 middle
+    /// stages) ``: the written pp kept, with lighter first and last stages.
+    Ends {
+        first: u64,
+        last: u64,
+        per_stage: u64,
+        middle: u64,
+    },
     /// No interleaving.
     NoVpp,
     Vpp(u64),
@@ -455,6 +463,14 @@ impl LayerSplit {
                     .map(|o| match *o {
                         EvenOption::Pp { pp, per_stage } => {
                             format!("`pp {pp}` ({per_stage} layers per stage)")
+                        }
+                        EvenOption::Ends { first, last, per_stage, middle } => {
+                            let stages = if middle == 1 {
+                                "the middle stage".to_string()
+                            } else {
+                                format!("each of the {middle} middle stages")
+                            };
+                            format!("`first_stage_layers {first} last_stage_layers {last}` ({per_stage} layers on {stages})")
                         }
                         EvenOption::NoVpp => "no `vpp`".to_string(),
                         EvenOption::Vpp(v) => format!("`vpp {v}`"),

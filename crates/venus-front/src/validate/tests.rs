@@ -196,6 +196,29 @@ fn e0302_even_split_with_vpp_suggests_a_vpp() {
 }
 
 #[test]
+fn e0302_keeps_the_written_pp_with_lighter_first_and_last_stages() {
+    // Llama 3.1 405B's 126 layers over pp 16 (Meta's plan): 8 layers on each of the 14
+    // middle stages and 7 on each end, Megatron-LM's uneven first/last stage split.
+    let mut m = llama();
+    m.layers = sp(126);
+    let mut d = with_model(m, 1, 64);
+    d.cluster.dims[1].size = sp(16);
+    set(&mut d.plan.tp, 8);
+    set(&mut d.plan.pp, 16);
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0302);
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 14 middle stages), `pp 2` (63 layers per stage) or `pp 1` (126 layers per stage)")
+    );
+    let mut fixed = d.clone();
+    set(&mut fixed.plan.first_stage_layers, 7);
+    set(&mut fixed.plan.last_stage_layers, 7);
+    let (_, ds) = validate(&fixed);
+    assert!(!codes(&ds).contains(&Code::E0302), "{ds:?}");
+}
+
+#[test]
 fn e0302_even_split_suggests_the_nearest_pp_that_fits() {
     let mut m = llama();
     m.layers = sp(30);
@@ -206,7 +229,7 @@ fn e0302_even_split_suggests_the_nearest_pp_that_fits() {
     assert_eq!(e.message, "30 layers cannot be split evenly over pp 4");
     assert_eq!(
         e.help.as_deref(),
-        Some("use `pp 2` (15 layers per stage) or `pp 1` (30 layers per stage)")
+        Some("use `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 2 middle stages), `pp 2` (15 layers per stage) or `pp 1` (30 layers per stage)")
     );
 }
 
