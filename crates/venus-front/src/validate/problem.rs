@@ -1058,7 +1058,7 @@ impl GroupSpan {
             format!("{name} group (tp {tp} × {name} {size} = {span} consecutive GPUs) spans the slower dim `{}`", self.outer.name)
         };
         let inside: Vec<String> = self.inside.iter().map(|n| format!("`{n}`")).collect();
-        let help = match self.keep {
+        let keep_inside = match self.keep {
             Some(x) => format!(
                 "use `{name} {x}` to keep each {name} group inside {} ({} GPUs)",
                 join_and(&inside),
@@ -1068,6 +1068,16 @@ impl GroupSpan {
                 "keep {name} groups inside {} ({} GPUs)",
                 join_and(&inside),
                 self.fit
+            ),
+        };
+        // Cross-node cp and ep are how long-context and many-expert runs are built (Llama 3's
+        // cp 16 at 128K, DeepSeek-V3's ep 64): Megatron overlaps the cp ring exchange with
+        // attention, and all-to-all crosses nodes by design. Only tp across nodes is a slip.
+        let help = match self.group {
+            Group::Tp => keep_inside,
+            Group::Cp | Group::Ep => format!(
+                "{name} across nodes is common ({}); keep it if `venusc sim` shows little exposed {name} communication, or {keep_inside}",
+                if self.group == Group::Cp { "long sequences" } else { "many experts" }
             ),
         };
         let mut d = Diagnostic::new(Code::W0001, message, self.primary, format!("{name} {size}"))

@@ -956,7 +956,7 @@ fn w0001_expert_group_crossing_nodes() {
     assert_eq!(w.primary.loc, loc(&d.plan.ep));
     assert_eq!(
         w.help.as_deref(),
-        Some("use `ep 8` to keep each ep group inside `nvlink` (8 GPUs)")
+        Some("ep across nodes is common (many experts); keep it if `venusc sim` shows little exposed ep communication, or use `ep 8` to keep each ep group inside `nvlink` (8 GPUs)")
     );
 }
 
