@@ -865,10 +865,10 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
         let started = std::time::Instant::now();
         let (outcome, timing) = sweep::run(session, sw, shard, progress);
         eprintln!(
-            "checked {} candidates in {:.2} s; simulated {} plans in {:.2} s ({:.0} plans/s on {} threads); {:.2} s in all",
-            output::thousands(outcome.candidates),
+            "checked {} in {:.2} s; simulated {} in {:.2} s ({:.0} plans/s on {} threads); {:.2} s in all",
+            venus_base::base::math::count_of(outcome.candidates, "candidate"),
             timing.check.0,
-            output::thousands(timing.simulated),
+            venus_base::base::math::count_of(timing.simulated, "plan"),
             timing.simulate.0,
             timing.plans_per_second(),
             rayon::current_num_threads(),

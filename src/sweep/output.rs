@@ -9,18 +9,8 @@ use std::fmt::Write as _;
 use super::{Outcome, Ranked};
 use crate::diag::Code;
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+use venus_base::base::math::count_of;
+pub use venus_base::base::math::thousands;
 
 /// `1,240 plans: 612 E0401 (a pipeline stage does not fit ...), 301 E0303 (...), 210 simulated`.
 /// Codes by count, most first.
@@ -35,7 +25,7 @@ pub fn summary(o: &Outcome) -> String {
         })
         .collect();
     parts.push(format!("{} simulated", thousands(o.results.len() as u64)));
-    format!("{} plans: {}\n", thousands(o.candidates), parts.join(", "))
+    format!("{}: {}\n", count_of(o.candidates, "plan"), parts.join(", "))
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -110,8 +100,8 @@ pub fn text(o: &Outcome, top: usize) -> String {
     let front = o.pareto();
     let _ = writeln!(
         out,
-        "\npareto front of iteration time vs peak memory ({} plans)",
-        front.len()
+        "\npareto front of iteration time vs peak memory ({})",
+        count_of(front.len() as u64, "plan")
     );
     out.push_str(&table(o, &front));
     out
@@ -169,8 +159,8 @@ pub fn read_json(text: &str) -> Result<Outcome, String> {
 pub fn best_header(o: &Outcome, best: &Ranked, source: &str, describe: &str) -> Vec<String> {
     vec![
         format!(
-            "The fastest of {} candidate plans ({} simulated) of `venusc sweep {source}`:",
-            thousands(o.candidates),
+            "The fastest of {} ({} simulated) of `venusc sweep {source}`:",
+            count_of(o.candidates, "candidate plan"),
             thousands(o.results.len() as u64)
         ),
         format!(

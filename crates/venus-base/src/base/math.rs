@@ -1,7 +1,7 @@
-//! Integer helpers the stages share: greatest common divisor, least common multiple and the
-//! divisors of a count.
+//! Integer helpers the stages share: greatest common divisor, least common multiple, the
+//! divisors of a count, and counts as people read them (`1,234,567`, `1 plan`, `2 plans`).
 //!
-//! Input: plain `u64` counts. Output: plain `u64`s. Invariants: nothing here panics or
+//! Input: plain `u64` counts. Output: plain `u64`s and strings. Invariants: nothing here panics or
 //! overflows (`lcm` saturates), and `divisors` is bounded by the caller's trial limit, so an
 //! absurd count from the user costs at most `trial_limit` divisions.
 
@@ -37,6 +37,29 @@ pub fn divisors(n: u64, trial_limit: u64) -> Vec<u64> {
     }
     small.extend(large.into_iter().rev());
     small
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `1 plan`, `1,080 plans`: the count with digit groups and the noun in agreement (`noun` is
+/// the singular; the plural adds `s`).
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", thousands(n))
+    }
 }
 
 #[cfg(test)]
@@ -85,5 +108,17 @@ mod tests {
         assert_eq!(plan[19..21], [1 << 19, 1 << 23]);
         // Below the limit² the list is exact whatever the limit.
         assert_eq!(divisors(1 << 40, 1 << 20).len(), 41);
+    }
+
+    #[test]
+    fn counts_read_with_digit_groups_and_a_noun_in_agreement() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(4542038016), "4,542,038,016");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(count_of(1, "plan"), "1 plan");
+        assert_eq!(count_of(0, "plan"), "0 plans");
+        assert_eq!(count_of(1080, "candidate"), "1,080 candidates");
     }
 }

@@ -1264,7 +1264,7 @@ impl MemoryBreakdown {
                 "stage {}: weights {} ({} parameters per GPU, 2 bytes each)",
                 self.stage,
                 gib(self.weights),
-                self.params
+                venus_base::base::math::thousands(self.params)
             ),
             format!("gradients {} (fp32)", gib(self.gradients)),
             format!(

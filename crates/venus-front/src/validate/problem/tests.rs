@@ -67,7 +67,7 @@ fn memory_breakdown_renders_one_note_per_term() {
     assert_eq!(
         b.notes(),
         [
-            "stage 3: weights 2 GiB (1073741824 parameters per GPU, 2 bytes each)",
+            "stage 3: weights 2 GiB (1,073,741,824 parameters per GPU, 2 bytes each)",
             "gradients 4 GiB (fp32)",
             "optimizer state 1 GiB (fp32 master weights and Adam moments, sharded over dp × \
              cp = 8)",
