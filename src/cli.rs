@@ -95,6 +95,12 @@ struct CheckArgs {
     /// Exit 1 when there are warnings.
     #[arg(long)]
     deny_warnings: bool,
+    /// Silence a warning code (repeatable: `--allow W0001 --allow W0002`).
+    #[arg(long, value_name = "CODE")]
+    allow: Vec<String>,
+    /// Report a warning code as an error (repeatable), so it fails the check.
+    #[arg(long, value_name = "CODE")]
+    deny: Vec<String>,
     /// Print the per-stage memory table of every valid scenario.
     #[arg(long)]
     memory: bool,
@@ -342,6 +348,10 @@ fn collect_venus_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()
 }
 
 fn check(args: &CheckArgs, color: bool) -> ExitCode {
+    let levels = match venusc::diag::Levels::parse(&args.allow, &args.deny) {
+        Ok(l) => l,
+        Err(e) => return usage_error(e),
+    };
     let roots = match expand_paths(&args.paths) {
         Ok(r) => r,
         Err(e) => return usage_error(e),
@@ -349,13 +359,19 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
     let mut session = venusc::Session::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut memory_tables = String::new();
+    let mut checked = Vec::new();
     for root in &roots {
         let bytes = match std::fs::read(root) {
             Ok(b) => b,
             Err(e) => return usage_error(format!("cannot read `{}`: {e}", root.display())),
         };
         let id = session.load(root, &bytes, &mut read_file);
-        let result = session.check(id);
+        checked.push((root, session.check(id)));
+    }
+    let (paths, mut results): (Vec<&PathBuf>, Vec<venusc::session::Checked>) =
+        checked.into_iter().unzip();
+    venusc::session::drop_incomplete_leaves_used_elsewhere(&mut results);
+    for (root, result) in paths.iter().zip(&results) {
         diagnostics.extend(result.diagnostics.iter().cloned());
         if args.memory {
             for s in &result.scenarios {
@@ -368,6 +384,7 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
     // A file used by several roots reports its problems once.
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| seen.insert(d.clone()));
+    levels.apply(&mut diagnostics);
     let files = session.source_files();
     let out = match args.format {
         Format::Human => {

@@ -31,6 +31,8 @@ function schemaKeys() {
     for (const [, name, firstArg] of body.matchAll(callRe)) keys.push({ name, firstArg });
     const litRe = /KeySig \{\s*key: "([a-z0-9_]+)",\s*args: &\[\s*(\w+)/g;
     for (const [, name, firstArg] of body.matchAll(litRe)) keys.push({ name, firstArg });
+    // `AllowModel = allow_key(),`: the one `allow` entry shared by every definition block.
+    if (/\ballow_key\(\)/.test(body)) keys.push({ name: 'allow', firstArg: 'Enum' });
     blocks[block] = keys;
   }
   return blocks;
@@ -54,7 +56,7 @@ const allKeys = () => sorted(Object.values(schemaKeys()).flat().map((k) => k.nam
 
 /** The words of the alternation in a TextMate `match` like `(?<!..)(a|b|c)(?!..)`. */
 function alternation(match) {
-  const m = /\)\(([a-z0-9_|]+)\)\(/.exec(match);
+  const m = /\)\(([A-Za-z0-9_|]+)\)\(/.exec(match);
   assert.ok(m, `no word alternation in ${match}`);
   return m[1].split('|');
 }
@@ -87,7 +89,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
-  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'dim', 'gpu', 'nodes']);
+  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'allow', 'dim', 'gpu', 'nodes']);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));
   assert.ok(names('PLAN').includes('overlap_tp_comm'));
@@ -96,6 +98,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
     'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'flash', 'unfused', 'on', 'off',
     'ampere', 'hopper', 'blackwell', 'cdna3',
+    'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0009',
   ]));
 });
 

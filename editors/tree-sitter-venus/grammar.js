@@ -43,6 +43,7 @@ const ENUM_WORDS = [
   'ampere', 'hopper', 'blackwell', 'cdna3',
   'flash', 'unfused',
   'on', 'off',
+  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0009',
 ];
 
 module.exports = grammar({

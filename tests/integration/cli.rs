@@ -353,3 +353,57 @@ fn explain_a_misspelt_key_suggests_the_key() {
     assert_eq!(code, 2);
     assert!(stderr.contains("`micro_batch`"), "{stderr}");
 }
+
+#[test]
+fn a_repository_with_a_library_checks_clean_and_legitimate_warnings_can_be_allowed() {
+    let repo = "tests/fixtures/cli/repo";
+    let (code, stdout, _) = venusc(&["check", "--format", "json", repo]);
+    assert_eq!(code, 0, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["files"], 3);
+    let codes: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    // Only the cross-node cp of runs/b.venus: no E0108 for the library, no W0004 for the
+    // models a run does not use, no E0103 for the partial plan the runs complete.
+    assert_eq!(codes, ["W0001"], "{stdout}");
+    let (code, _, _) = venusc(&["check", "--deny-warnings", repo]);
+    assert_eq!(code, 1);
+    let (code, stdout, _) = venusc(&["check", "--deny-warnings", "--allow", "W0001", repo]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout, "", "nothing to report");
+    let (code, stdout, _) = venusc(&["check", "--deny", "W0001", repo]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("error[W0001]"), "{stdout}");
+}
+
+#[test]
+fn a_library_alone_is_checked_whole_and_running_it_is_e0108() {
+    let lib = "tests/fixtures/cli/repo/lib/models.venus";
+    let (code, stdout, _) = venusc(&["check", lib]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("error[E0103]: plan `common` is missing required key `global_batch`"),
+        "{stdout}"
+    );
+    // A complete library checks clean, and `sim` of it has nothing to run.
+    let complete = "tests/ui/valid/library_of_definitions.venus";
+    let (code, stdout, _) = venusc(&["check", complete]);
+    assert_eq!((code, stdout.as_str()), (0, ""));
+    let (code, _, stderr) = venusc(&["sim", complete]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("error[E0108]: no scenario to run"), "{stderr}");
+}
+
+#[test]
+fn allow_and_deny_reject_error_codes_and_unknown_codes() {
+    let (code, _, stderr) = venusc(&["check", "--allow", "E0301", CLEAN]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("only warnings can be allowed or denied"), "{stderr}");
+    let (code, _, stderr) = venusc(&["check", "--deny", "W9999", CLEAN]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no such code"), "{stderr}");
+}

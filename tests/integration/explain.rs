@@ -37,6 +37,8 @@ fn codes_of(text: &str) -> Vec<Code> {
     );
     let checked = session.check(root);
     let mut codes: Vec<Code> = checked.diagnostics.iter().map(|d| d.code).collect();
+    // A library (definitions, no scenario) checks clean; running it is E0108.
+    codes.extend(checked.program.no_scenario.iter().map(|d| d.code));
     if !checked.has_errors() {
         for sc in &checked.scenarios {
             let sim = venusc::simulate::simulate(sc, &Default::default())

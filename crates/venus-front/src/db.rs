@@ -144,6 +144,9 @@ pub struct Program {
     pub scenario_names: Vec<(String, Loc)>,
     /// Every diagnostic of the program, sorted by file and position, each once.
     pub diagnostics: Vec<Diagnostic>,
+    /// E0108 of a library root (definitions, no scenario): not a problem of the file, only
+    /// of running it, so [`Program::select_scenario`] returns it and `check` does not.
+    pub no_scenario: Option<Diagnostic>,
     /// The definitions of the program's files and of the stdlib.
     pub definitions: Vec<Definition>,
     /// Every resolved name.
@@ -200,7 +203,8 @@ impl Program {
             }
             None => match (self.scenario_names.as_slice(), self.scenarios.as_slice()) {
                 ([_], [one]) => Ok(one),
-                ([], _) | ([_], _) => Err(None),
+                ([], _) => Err(self.no_scenario.clone()),
+                ([_], _) => Err(None),
                 (all, _) => {
                     let mut d = Diagnostic::new(
                         Code::E0108,
@@ -303,6 +307,7 @@ pub fn program_query(
     let resolver = Resolver::new(root.id(db), &user, &std_files, prelude);
     let (scenarios, partial_scenarios) = crate::ty::check::check_program_all(&resolver);
     let scenario_names = resolver.scenario_names();
+    let no_scenario = resolver.take_no_scenario();
     diagnostics.extend(resolver.take_diagnostics());
     resolve::sort_diagnostics(&mut diagnostics);
 
@@ -338,6 +343,7 @@ pub fn program_query(
         partial_scenarios,
         scenario_names,
         diagnostics,
+        no_scenario,
         definitions,
         references,
     })
@@ -545,6 +551,7 @@ impl Database {
                 partial_scenarios: Vec::new(),
                 scenario_names: Vec::new(),
                 diagnostics: Vec::new(),
+                no_scenario: None,
                 definitions: Vec::new(),
                 references: Vec::new(),
             }),

@@ -94,6 +94,67 @@ pub fn cap_per_file(diagnostics: &mut Vec<Diagnostic>, max: usize) {
     }
 }
 
+/// `check` of several roots at once (a repository: `venusc check .`): a definition of one root
+/// that its own program leaves unused is checked as a complete leaf (E0103 when it lacks a
+/// required key), but another root may use it or inherit from it (`lib/plans.venus` holds a
+/// partial plan that `runs/a.venus` completes). Drops those E0103s of each root, for
+/// definitions of the root's own file that its program does not reference and another
+/// root's program does. That other root checks the definition in its context.
+pub fn drop_incomplete_leaves_used_elsewhere(checked: &mut [Checked]) {
+    let referenced_by: Vec<std::collections::HashSet<venus_diag::diag::Loc>> = checked
+        .iter()
+        .map(|c| c.program.references.iter().map(|r| r.target).collect())
+        .collect();
+    for (i, c) in checked.iter_mut().enumerate() {
+        let root = c.program.root;
+        let used_elsewhere = |loc: &venus_diag::diag::Loc| {
+            referenced_by
+                .iter()
+                .enumerate()
+                .any(|(j, set)| j != i && set.contains(loc))
+        };
+        c.diagnostics.retain(|d| {
+            let loc = d.primary.loc;
+            !(d.code == Code::E0103
+                && loc.file == root
+                && !referenced_by[i].contains(&loc)
+                && c.program.definitions.iter().any(|def| def.name_loc == loc)
+                && used_elsewhere(&loc))
+        });
+    }
+}
+
+/// The `allow` items of `block` (spanning `span`) and of the inline blocks inside it, each
+/// with the span it covers. Walked with an explicit stack: nesting depth is the parser's
+/// business, not a reason to recurse here.
+fn allow_items_in(
+    file: FileId,
+    span: venus_diag::diag::Span,
+    block: &venus_syntax::syntax::ast::Block,
+    out: &mut Vec<(FileId, venus_diag::diag::Span, Code)>,
+) {
+    use venus_syntax::syntax::ast::ValueKind;
+    let mut stack = vec![(span, block)];
+    while let Some((span, block)) = stack.pop() {
+        for item in &block.items {
+            for arg in &item.args {
+                match &arg.kind {
+                    ValueKind::Name(word) if item.key.text == "allow" => {
+                        // Only warnings: `allow E0301` is E0204 and silences nothing.
+                        if let Some(code) = Code::parse(word)
+                            .filter(|c| c.severity() == venus_diag::diag::Severity::Warning)
+                        {
+                            out.push((file, span, code));
+                        }
+                    }
+                    ValueKind::Block(inner) => stack.push((arg.span, inner)),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
 /// Reads a file for the session: `Err` carries the reason shown in E0107.
 pub type Reader<'a> = dyn FnMut(&Path) -> Result<Vec<u8>, String> + 'a;
 
@@ -180,6 +241,13 @@ impl Session {
         for partial in &program.partial_scenarios {
             diagnostics.extend(crate::validate_partial(partial));
         }
+        self.apply_allow_items(&program, &mut diagnostics);
+        for d in diagnostics.iter_mut().filter(|d| !d.is_error()) {
+            d.notes.push(format!(
+                "to accept it, write `allow {0}` in the block or pass `--allow {0}`",
+                d.code
+            ));
+        }
         crate::resolve::sort_diagnostics(&mut diagnostics);
         cap_per_file(&mut diagnostics, MAX_PER_FILE);
         Checked {
@@ -188,6 +256,34 @@ impl Session {
             provenance,
             diagnostics,
         }
+    }
+
+    /// Drops the warnings an `allow CODE` item silences: those whose primary label lies in
+    /// the definition (or inline block) that holds the item, in the program's files.
+    fn apply_allow_items(&self, program: &Program, diagnostics: &mut Vec<Diagnostic>) {
+        let mut allowed: Vec<(FileId, venus_diag::diag::Span, Code)> = Vec::new();
+        for &file in &program.files {
+            let Some(parsed) = self.db.parsed(file) else {
+                continue;
+            };
+            for item in &parsed.ast.items {
+                if let venus_syntax::syntax::ast::TopItem::Def(def) = item {
+                    allow_items_in(file, def.span, &def.body, &mut allowed);
+                }
+            }
+        }
+        if allowed.is_empty() {
+            return;
+        }
+        diagnostics.retain(|d| {
+            let at = d.primary.loc;
+            !allowed.iter().any(|(file, span, code)| {
+                *code == d.code
+                    && *file == at.file
+                    && span.start <= at.span.start
+                    && at.span.end <= span.end
+            })
+        });
     }
 
     /// True when `file`'s parse reported a structural error (E0001, E0002): some of its text

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 55
+#define SYMBOL_COUNT 62
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 42
+#define TOKEN_COUNT 49
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -57,23 +57,30 @@ enum ts_symbol_identifiers {
   anon_sym_unfused = 35,
   anon_sym_on = 36,
   anon_sym_off = 37,
-  sym_unit = 38,
-  sym_number = 39,
-  sym_string = 40,
-  sym_comment = 41,
-  sym_source_file = 42,
-  sym_use_declaration = 43,
-  sym_definition = 44,
-  sym_block = 45,
-  sym_item = 46,
-  sym__value = 47,
-  sym_list = 48,
-  sym_constant = 49,
-  sym_quantity = 50,
-  aux_sym_source_file_repeat1 = 51,
-  aux_sym_block_repeat1 = 52,
-  aux_sym_item_repeat1 = 53,
-  aux_sym_list_repeat1 = 54,
+  anon_sym_W0001 = 38,
+  anon_sym_W0002 = 39,
+  anon_sym_W0003 = 40,
+  anon_sym_W0004 = 41,
+  anon_sym_W0005 = 42,
+  anon_sym_W0006 = 43,
+  anon_sym_W0009 = 44,
+  sym_unit = 45,
+  sym_number = 46,
+  sym_string = 47,
+  sym_comment = 48,
+  sym_source_file = 49,
+  sym_use_declaration = 50,
+  sym_definition = 51,
+  sym_block = 52,
+  sym_item = 53,
+  sym__value = 54,
+  sym_list = 55,
+  sym_constant = 56,
+  sym_quantity = 57,
+  aux_sym_source_file_repeat1 = 58,
+  aux_sym_block_repeat1 = 59,
+  aux_sym_item_repeat1 = 60,
+  aux_sym_list_repeat1 = 61,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -115,6 +122,13 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_unfused] = "unfused",
   [anon_sym_on] = "on",
   [anon_sym_off] = "off",
+  [anon_sym_W0001] = "W0001",
+  [anon_sym_W0002] = "W0002",
+  [anon_sym_W0003] = "W0003",
+  [anon_sym_W0004] = "W0004",
+  [anon_sym_W0005] = "W0005",
+  [anon_sym_W0006] = "W0006",
+  [anon_sym_W0009] = "W0009",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -173,6 +187,13 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_unfused] = anon_sym_unfused,
   [anon_sym_on] = anon_sym_on,
   [anon_sym_off] = anon_sym_off,
+  [anon_sym_W0001] = anon_sym_W0001,
+  [anon_sym_W0002] = anon_sym_W0002,
+  [anon_sym_W0003] = anon_sym_W0003,
+  [anon_sym_W0004] = anon_sym_W0004,
+  [anon_sym_W0005] = anon_sym_W0005,
+  [anon_sym_W0006] = anon_sym_W0006,
+  [anon_sym_W0009] = anon_sym_W0009,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -342,6 +363,34 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_off] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0001] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0002] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0003] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0004] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0005] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0006] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0009] = {
     .visible = true,
     .named = false,
   },
@@ -730,467 +779,507 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
   switch (state) {
     case 0:
       ADVANCE_MAP(
-        'a', 1,
-        'b', 2,
-        'c', 3,
-        'd', 4,
-        'f', 5,
-        'g', 6,
-        'h', 7,
-        'i', 8,
-        'm', 9,
-        'n', 10,
-        'o', 11,
-        'p', 12,
-        'r', 13,
-        's', 14,
-        't', 15,
-        'u', 16,
+        'W', 1,
+        'a', 2,
+        'b', 3,
+        'c', 4,
+        'd', 5,
+        'f', 6,
+        'g', 7,
+        'h', 8,
+        'i', 9,
+        'm', 10,
+        'n', 11,
+        'o', 12,
+        'p', 13,
+        'r', 14,
+        's', 15,
+        't', 16,
+        'u', 17,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == 'l') ADVANCE(17);
-      if (lookahead == 'm') ADVANCE(18);
+      if (lookahead == '0') ADVANCE(18);
       END_STATE();
     case 2:
-      if (lookahead == 'f') ADVANCE(19);
-      if (lookahead == 'l') ADVANCE(20);
+      if (lookahead == 'l') ADVANCE(19);
+      if (lookahead == 'm') ADVANCE(20);
       END_STATE();
     case 3:
-      if (lookahead == 'd') ADVANCE(21);
+      if (lookahead == 'f') ADVANCE(21);
       if (lookahead == 'l') ADVANCE(22);
       END_STATE();
     case 4:
-      if (lookahead == 'i') ADVANCE(23);
+      if (lookahead == 'd') ADVANCE(23);
+      if (lookahead == 'l') ADVANCE(24);
       END_STATE();
     case 5:
-      if (lookahead == 'c') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
-      if (lookahead == 'p') ADVANCE(26);
-      if (lookahead == 'u') ADVANCE(27);
+      if (lookahead == 'i') ADVANCE(25);
       END_STATE();
     case 6:
+      if (lookahead == 'c') ADVANCE(26);
+      if (lookahead == 'l') ADVANCE(27);
       if (lookahead == 'p') ADVANCE(28);
+      if (lookahead == 'u') ADVANCE(29);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(29);
-      if (lookahead == 'o') ADVANCE(30);
+      if (lookahead == 'p') ADVANCE(30);
       END_STATE();
     case 8:
-      if (lookahead == 'n') ADVANCE(31);
-      END_STATE();
-    case 9:
+      if (lookahead == 'a') ADVANCE(31);
       if (lookahead == 'o') ADVANCE(32);
       END_STATE();
+    case 9:
+      if (lookahead == 'n') ADVANCE(33);
+      END_STATE();
     case 10:
-      if (lookahead == 'o') ADVANCE(33);
+      if (lookahead == 'o') ADVANCE(34);
       END_STATE();
     case 11:
-      if (lookahead == 'f') ADVANCE(34);
-      if (lookahead == 'n') ADVANCE(35);
+      if (lookahead == 'o') ADVANCE(35);
       END_STATE();
     case 12:
-      if (lookahead == 'l') ADVANCE(36);
+      if (lookahead == 'f') ADVANCE(36);
+      if (lookahead == 'n') ADVANCE(37);
       END_STATE();
     case 13:
-      if (lookahead == 'i') ADVANCE(37);
+      if (lookahead == 'l') ADVANCE(38);
       END_STATE();
     case 14:
-      if (lookahead == 'c') ADVANCE(38);
-      if (lookahead == 'e') ADVANCE(39);
-      if (lookahead == 'w') ADVANCE(40);
+      if (lookahead == 'i') ADVANCE(39);
       END_STATE();
     case 15:
-      if (lookahead == 'r') ADVANCE(41);
+      if (lookahead == 'c') ADVANCE(40);
+      if (lookahead == 'e') ADVANCE(41);
+      if (lookahead == 'w') ADVANCE(42);
       END_STATE();
     case 16:
-      if (lookahead == 'n') ADVANCE(42);
-      if (lookahead == 's') ADVANCE(43);
+      if (lookahead == 'r') ADVANCE(43);
       END_STATE();
     case 17:
-      if (lookahead == 'g') ADVANCE(44);
+      if (lookahead == 'n') ADVANCE(44);
+      if (lookahead == 's') ADVANCE(45);
       END_STATE();
     case 18:
-      if (lookahead == 'p') ADVANCE(45);
+      if (lookahead == '0') ADVANCE(46);
       END_STATE();
     case 19:
-      if (lookahead == '1') ADVANCE(46);
+      if (lookahead == 'g') ADVANCE(47);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(47);
+      if (lookahead == 'p') ADVANCE(48);
       END_STATE();
     case 21:
-      if (lookahead == 'n') ADVANCE(48);
+      if (lookahead == '1') ADVANCE(49);
       END_STATE();
     case 22:
-      if (lookahead == 'u') ADVANCE(49);
+      if (lookahead == 'a') ADVANCE(50);
       END_STATE();
     case 23:
-      if (lookahead == 'm') ADVANCE(50);
-      if (lookahead == 'r') ADVANCE(51);
+      if (lookahead == 'n') ADVANCE(51);
       END_STATE();
     case 24:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'u') ADVANCE(52);
       END_STATE();
     case 25:
-      if (lookahead == 'a') ADVANCE(52);
+      if (lookahead == 'm') ADVANCE(53);
+      if (lookahead == 'r') ADVANCE(54);
       END_STATE();
     case 26:
-      if (lookahead == '8') ADVANCE(53);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 27:
-      if (lookahead == 'l') ADVANCE(54);
+      if (lookahead == 'a') ADVANCE(55);
       END_STATE();
     case 28:
-      if (lookahead == 'i') ADVANCE(55);
-      if (lookahead == 'u') ADVANCE(56);
+      if (lookahead == '8') ADVANCE(56);
       END_STATE();
     case 29:
       if (lookahead == 'l') ADVANCE(57);
       END_STATE();
     case 30:
-      if (lookahead == 'p') ADVANCE(58);
+      if (lookahead == 'i') ADVANCE(58);
+      if (lookahead == 'u') ADVANCE(59);
       END_STATE();
     case 31:
-      if (lookahead == 't') ADVANCE(59);
+      if (lookahead == 'l') ADVANCE(60);
       END_STATE();
     case 32:
-      if (lookahead == 'd') ADVANCE(60);
+      if (lookahead == 'p') ADVANCE(61);
       END_STATE();
     case 33:
-      if (lookahead == 'n') ADVANCE(61);
+      if (lookahead == 't') ADVANCE(62);
       END_STATE();
     case 34:
-      if (lookahead == 'f') ADVANCE(62);
+      if (lookahead == 'd') ADVANCE(63);
       END_STATE();
     case 35:
-      ACCEPT_TOKEN(anon_sym_on);
-      END_STATE();
-    case 36:
-      if (lookahead == 'a') ADVANCE(63);
-      END_STATE();
-    case 37:
       if (lookahead == 'n') ADVANCE(64);
       END_STATE();
+    case 36:
+      if (lookahead == 'f') ADVANCE(65);
+      END_STATE();
+    case 37:
+      ACCEPT_TOKEN(anon_sym_on);
+      END_STATE();
     case 38:
-      if (lookahead == 'e') ADVANCE(65);
+      if (lookahead == 'a') ADVANCE(66);
       END_STATE();
     case 39:
-      if (lookahead == 'l') ADVANCE(66);
+      if (lookahead == 'n') ADVANCE(67);
       END_STATE();
     case 40:
-      if (lookahead == 'i') ADVANCE(67);
-      END_STATE();
-    case 41:
       if (lookahead == 'e') ADVANCE(68);
       END_STATE();
+    case 41:
+      if (lookahead == 'l') ADVANCE(69);
+      END_STATE();
     case 42:
-      if (lookahead == 'f') ADVANCE(69);
+      if (lookahead == 'i') ADVANCE(70);
       END_STATE();
     case 43:
-      if (lookahead == 'e') ADVANCE(70);
+      if (lookahead == 'e') ADVANCE(71);
       END_STATE();
     case 44:
-      if (lookahead == 'o') ADVANCE(71);
+      if (lookahead == 'f') ADVANCE(72);
       END_STATE();
     case 45:
-      if (lookahead == 'e') ADVANCE(72);
+      if (lookahead == 'e') ADVANCE(73);
       END_STATE();
     case 46:
-      if (lookahead == '6') ADVANCE(73);
+      if (lookahead == '0') ADVANCE(74);
       END_STATE();
     case 47:
-      if (lookahead == 'c') ADVANCE(74);
+      if (lookahead == 'o') ADVANCE(75);
       END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(75);
+      if (lookahead == 'e') ADVANCE(76);
       END_STATE();
     case 49:
-      if (lookahead == 's') ADVANCE(76);
+      if (lookahead == '6') ADVANCE(77);
       END_STATE();
     case 50:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'c') ADVANCE(78);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(77);
+      if (lookahead == 'a') ADVANCE(79);
       END_STATE();
     case 52:
-      if (lookahead == 's') ADVANCE(78);
+      if (lookahead == 's') ADVANCE(80);
       END_STATE();
     case 53:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 54:
-      if (lookahead == 'l') ADVANCE(79);
+      if (lookahead == 'e') ADVANCE(81);
       END_STATE();
     case 55:
-      if (lookahead == 'p') ADVANCE(80);
+      if (lookahead == 's') ADVANCE(82);
       END_STATE();
     case 56:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 57:
-      if (lookahead == 'v') ADVANCE(81);
+      if (lookahead == 'l') ADVANCE(83);
       END_STATE();
     case 58:
-      if (lookahead == 'p') ADVANCE(82);
+      if (lookahead == 'p') ADVANCE(84);
       END_STATE();
     case 59:
-      if (lookahead == 'e') ADVANCE(83);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 60:
-      if (lookahead == 'e') ADVANCE(84);
+      if (lookahead == 'v') ADVANCE(85);
       END_STATE();
     case 61:
-      if (lookahead == 'e') ADVANCE(85);
+      if (lookahead == 'p') ADVANCE(86);
       END_STATE();
     case 62:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(87);
       END_STATE();
     case 63:
-      if (lookahead == 'n') ADVANCE(86);
+      if (lookahead == 'e') ADVANCE(88);
       END_STATE();
     case 64:
-      if (lookahead == 'g') ADVANCE(87);
-      END_STATE();
-    case 65:
-      if (lookahead == 'n') ADVANCE(88);
-      END_STATE();
-    case 66:
       if (lookahead == 'e') ADVANCE(89);
       END_STATE();
+    case 65:
+      ACCEPT_TOKEN(anon_sym_off);
+      END_STATE();
+    case 66:
+      if (lookahead == 'n') ADVANCE(90);
+      END_STATE();
     case 67:
-      if (lookahead == 't') ADVANCE(90);
+      if (lookahead == 'g') ADVANCE(91);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(91);
+      if (lookahead == 'n') ADVANCE(92);
       END_STATE();
     case 69:
-      if (lookahead == 'u') ADVANCE(92);
+      if (lookahead == 'e') ADVANCE(93);
       END_STATE();
     case 70:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 't') ADVANCE(94);
       END_STATE();
     case 71:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 'e') ADVANCE(95);
       END_STATE();
     case 72:
-      if (lookahead == 'r') ADVANCE(93);
+      if (lookahead == 'u') ADVANCE(96);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 74:
-      if (lookahead == 'k') ADVANCE(94);
+      if (lookahead == '1') ADVANCE(97);
+      if (lookahead == '2') ADVANCE(98);
+      if (lookahead == '3') ADVANCE(99);
+      if (lookahead == '4') ADVANCE(100);
+      if (lookahead == '5') ADVANCE(101);
+      if (lookahead == '6') ADVANCE(102);
+      if (lookahead == '9') ADVANCE(103);
       END_STATE();
     case 75:
-      if (lookahead == '3') ADVANCE(95);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 76:
-      if (lookahead == 't') ADVANCE(96);
+      if (lookahead == 'r') ADVANCE(104);
       END_STATE();
     case 77:
-      if (lookahead == 'c') ADVANCE(97);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 78:
-      if (lookahead == 'h') ADVANCE(98);
+      if (lookahead == 'k') ADVANCE(105);
       END_STATE();
     case 79:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == '3') ADVANCE(106);
       END_STATE();
     case 80:
-      if (lookahead == 'e') ADVANCE(99);
+      if (lookahead == 't') ADVANCE(107);
       END_STATE();
     case 81:
-      if (lookahead == 'i') ADVANCE(100);
+      if (lookahead == 'c') ADVANCE(108);
       END_STATE();
     case 82:
-      if (lookahead == 'e') ADVANCE(101);
+      if (lookahead == 'h') ADVANCE(109);
       END_STATE();
     case 83:
-      if (lookahead == 'r') ADVANCE(102);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 84:
-      if (lookahead == 'l') ADVANCE(103);
-      END_STATE();
-    case 85:
-      ACCEPT_TOKEN(anon_sym_none);
-      END_STATE();
-    case 86:
-      ACCEPT_TOKEN(anon_sym_plan);
-      END_STATE();
-    case 87:
-      ACCEPT_TOKEN(anon_sym_ring);
-      END_STATE();
-    case 88:
-      if (lookahead == 'a') ADVANCE(104);
-      END_STATE();
-    case 89:
-      if (lookahead == 'c') ADVANCE(105);
-      END_STATE();
-    case 90:
-      if (lookahead == 'c') ADVANCE(106);
-      END_STATE();
-    case 91:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 92:
-      if (lookahead == 's') ADVANCE(107);
-      END_STATE();
-    case 93:
-      if (lookahead == 'e') ADVANCE(108);
-      END_STATE();
-    case 94:
-      if (lookahead == 'w') ADVANCE(109);
-      END_STATE();
-    case 95:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 96:
       if (lookahead == 'e') ADVANCE(110);
       END_STATE();
-    case 97:
-      if (lookahead == 't') ADVANCE(111);
+    case 85:
+      if (lookahead == 'i') ADVANCE(111);
       END_STATE();
-    case 98:
-      ACCEPT_TOKEN(anon_sym_flash);
+    case 86:
+      if (lookahead == 'e') ADVANCE(112);
       END_STATE();
-    case 99:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 100:
-      if (lookahead == 'n') ADVANCE(112);
-      END_STATE();
-    case 101:
+    case 87:
       if (lookahead == 'r') ADVANCE(113);
       END_STATE();
-    case 102:
+    case 88:
       if (lookahead == 'l') ADVANCE(114);
       END_STATE();
+    case 89:
+      ACCEPT_TOKEN(anon_sym_none);
+      END_STATE();
+    case 90:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 91:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 92:
+      if (lookahead == 'a') ADVANCE(115);
+      END_STATE();
+    case 93:
+      if (lookahead == 'c') ADVANCE(116);
+      END_STATE();
+    case 94:
+      if (lookahead == 'c') ADVANCE(117);
+      END_STATE();
+    case 95:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 96:
+      if (lookahead == 's') ADVANCE(118);
+      END_STATE();
+    case 97:
+      ACCEPT_TOKEN(anon_sym_W0001);
+      END_STATE();
+    case 98:
+      ACCEPT_TOKEN(anon_sym_W0002);
+      END_STATE();
+    case 99:
+      ACCEPT_TOKEN(anon_sym_W0003);
+      END_STATE();
+    case 100:
+      ACCEPT_TOKEN(anon_sym_W0004);
+      END_STATE();
+    case 101:
+      ACCEPT_TOKEN(anon_sym_W0005);
+      END_STATE();
+    case 102:
+      ACCEPT_TOKEN(anon_sym_W0006);
+      END_STATE();
     case 103:
-      ACCEPT_TOKEN(anon_sym_model);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 104:
-      if (lookahead == 'r') ADVANCE(115);
-      END_STATE();
-    case 105:
-      if (lookahead == 't') ADVANCE(116);
-      END_STATE();
-    case 106:
-      if (lookahead == 'h') ADVANCE(117);
-      END_STATE();
-    case 107:
-      if (lookahead == 'e') ADVANCE(118);
-      END_STATE();
-    case 108:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 109:
       if (lookahead == 'e') ADVANCE(119);
       END_STATE();
+    case 105:
+      if (lookahead == 'w') ADVANCE(120);
+      END_STATE();
+    case 106:
+      ACCEPT_TOKEN(anon_sym_cdna3);
+      END_STATE();
+    case 107:
+      if (lookahead == 'e') ADVANCE(121);
+      END_STATE();
+    case 108:
+      if (lookahead == 't') ADVANCE(122);
+      END_STATE();
+    case 109:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
     case 110:
-      if (lookahead == 'r') ADVANCE(120);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'n') ADVANCE(123);
       END_STATE();
     case 112:
-      if (lookahead == 'g') ADVANCE(121);
+      if (lookahead == 'r') ADVANCE(124);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'l') ADVANCE(125);
       END_STATE();
     case 114:
-      if (lookahead == 'e') ADVANCE(122);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 115:
-      if (lookahead == 'i') ADVANCE(123);
+      if (lookahead == 'r') ADVANCE(126);
       END_STATE();
     case 116:
-      if (lookahead == 'i') ADVANCE(124);
+      if (lookahead == 't') ADVANCE(127);
       END_STATE();
     case 117:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'h') ADVANCE(128);
       END_STATE();
     case 118:
-      if (lookahead == 'd') ADVANCE(125);
+      if (lookahead == 'e') ADVANCE(129);
       END_STATE();
     case 119:
-      if (lookahead == 'l') ADVANCE(126);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'e') ADVANCE(130);
       END_STATE();
     case 121:
-      if (lookahead == '_') ADVANCE(127);
+      if (lookahead == 'r') ADVANCE(131);
       END_STATE();
     case 122:
-      if (lookahead == 'a') ADVANCE(128);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 123:
-      if (lookahead == 'o') ADVANCE(129);
+      if (lookahead == 'g') ADVANCE(132);
       END_STATE();
     case 124:
-      if (lookahead == 'v') ADVANCE(130);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 125:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'e') ADVANCE(133);
       END_STATE();
     case 126:
-      if (lookahead == 'l') ADVANCE(131);
+      if (lookahead == 'i') ADVANCE(134);
       END_STATE();
     case 127:
-      if (lookahead == 'd') ADVANCE(132);
+      if (lookahead == 'i') ADVANCE(135);
       END_STATE();
     case 128:
-      if (lookahead == 'v') ADVANCE(133);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'd') ADVANCE(136);
       END_STATE();
     case 130:
-      if (lookahead == 'e') ADVANCE(134);
+      if (lookahead == 'l') ADVANCE(137);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_blackwell);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 132:
-      if (lookahead == 'o') ADVANCE(135);
+      if (lookahead == '_') ADVANCE(138);
       END_STATE();
     case 133:
-      if (lookahead == 'e') ADVANCE(136);
+      if (lookahead == 'a') ADVANCE(139);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'o') ADVANCE(140);
       END_STATE();
     case 135:
-      if (lookahead == 'u') ADVANCE(137);
+      if (lookahead == 'v') ADVANCE(141);
       END_STATE();
     case 136:
-      if (lookahead == 'd') ADVANCE(138);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 137:
-      if (lookahead == 'b') ADVANCE(139);
+      if (lookahead == 'l') ADVANCE(142);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'd') ADVANCE(143);
       END_STATE();
     case 139:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'v') ADVANCE(144);
       END_STATE();
     case 140:
-      if (lookahead == 'i') ADVANCE(141);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 141:
-      if (lookahead == 'n') ADVANCE(142);
+      if (lookahead == 'e') ADVANCE(145);
       END_STATE();
     case 142:
-      if (lookahead == 'g') ADVANCE(143);
+      ACCEPT_TOKEN(anon_sym_blackwell);
       END_STATE();
     case 143:
+      if (lookahead == 'o') ADVANCE(146);
+      END_STATE();
+    case 144:
+      if (lookahead == 'e') ADVANCE(147);
+      END_STATE();
+    case 145:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 146:
+      if (lookahead == 'u') ADVANCE(148);
+      END_STATE();
+    case 147:
+      if (lookahead == 'd') ADVANCE(149);
+      END_STATE();
+    case 148:
+      if (lookahead == 'b') ADVANCE(150);
+      END_STATE();
+    case 149:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 150:
+      if (lookahead == 'l') ADVANCE(151);
+      END_STATE();
+    case 151:
+      if (lookahead == 'i') ADVANCE(152);
+      END_STATE();
+    case 152:
+      if (lookahead == 'n') ADVANCE(153);
+      END_STATE();
+    case 153:
+      if (lookahead == 'g') ADVANCE(154);
+      END_STATE();
+    case 154:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1279,6 +1368,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
     [anon_sym_off] = ACTIONS(1),
+    [anon_sym_W0001] = ACTIONS(1),
+    [anon_sym_W0002] = ACTIONS(1),
+    [anon_sym_W0003] = ACTIONS(1),
+    [anon_sym_W0004] = ACTIONS(1),
+    [anon_sym_W0005] = ACTIONS(1),
+    [anon_sym_W0006] = ACTIONS(1),
+    [anon_sym_W0009] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -1339,6 +1435,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1383,6 +1486,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1427,6 +1537,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1471,6 +1588,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1515,6 +1639,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
     [anon_sym_off] = ACTIONS(49),
+    [anon_sym_W0001] = ACTIONS(49),
+    [anon_sym_W0002] = ACTIONS(49),
+    [anon_sym_W0003] = ACTIONS(49),
+    [anon_sym_W0004] = ACTIONS(49),
+    [anon_sym_W0005] = ACTIONS(49),
+    [anon_sym_W0006] = ACTIONS(49),
+    [anon_sym_W0009] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -1559,6 +1690,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1603,6 +1741,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1645,6 +1790,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
     [anon_sym_off] = ACTIONS(67),
+    [anon_sym_W0001] = ACTIONS(67),
+    [anon_sym_W0002] = ACTIONS(67),
+    [anon_sym_W0003] = ACTIONS(67),
+    [anon_sym_W0004] = ACTIONS(67),
+    [anon_sym_W0005] = ACTIONS(67),
+    [anon_sym_W0006] = ACTIONS(67),
+    [anon_sym_W0009] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -1687,6 +1839,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
     [anon_sym_off] = ACTIONS(71),
+    [anon_sym_W0001] = ACTIONS(71),
+    [anon_sym_W0002] = ACTIONS(71),
+    [anon_sym_W0003] = ACTIONS(71),
+    [anon_sym_W0004] = ACTIONS(71),
+    [anon_sym_W0005] = ACTIONS(71),
+    [anon_sym_W0006] = ACTIONS(71),
+    [anon_sym_W0009] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -1726,6 +1885,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
     [anon_sym_off] = ACTIONS(73),
+    [anon_sym_W0001] = ACTIONS(73),
+    [anon_sym_W0002] = ACTIONS(73),
+    [anon_sym_W0003] = ACTIONS(73),
+    [anon_sym_W0004] = ACTIONS(73),
+    [anon_sym_W0005] = ACTIONS(73),
+    [anon_sym_W0006] = ACTIONS(73),
+    [anon_sym_W0009] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -1766,6 +1932,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
     [anon_sym_off] = ACTIONS(79),
+    [anon_sym_W0001] = ACTIONS(79),
+    [anon_sym_W0002] = ACTIONS(79),
+    [anon_sym_W0003] = ACTIONS(79),
+    [anon_sym_W0004] = ACTIONS(79),
+    [anon_sym_W0005] = ACTIONS(79),
+    [anon_sym_W0006] = ACTIONS(79),
+    [anon_sym_W0009] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -1805,6 +1978,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
     [anon_sym_off] = ACTIONS(83),
+    [anon_sym_W0001] = ACTIONS(83),
+    [anon_sym_W0002] = ACTIONS(83),
+    [anon_sym_W0003] = ACTIONS(83),
+    [anon_sym_W0004] = ACTIONS(83),
+    [anon_sym_W0005] = ACTIONS(83),
+    [anon_sym_W0006] = ACTIONS(83),
+    [anon_sym_W0009] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -1844,6 +2024,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
     [anon_sym_off] = ACTIONS(87),
+    [anon_sym_W0001] = ACTIONS(87),
+    [anon_sym_W0002] = ACTIONS(87),
+    [anon_sym_W0003] = ACTIONS(87),
+    [anon_sym_W0004] = ACTIONS(87),
+    [anon_sym_W0005] = ACTIONS(87),
+    [anon_sym_W0006] = ACTIONS(87),
+    [anon_sym_W0009] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -1883,6 +2070,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
     [anon_sym_off] = ACTIONS(91),
+    [anon_sym_W0001] = ACTIONS(91),
+    [anon_sym_W0002] = ACTIONS(91),
+    [anon_sym_W0003] = ACTIONS(91),
+    [anon_sym_W0004] = ACTIONS(91),
+    [anon_sym_W0005] = ACTIONS(91),
+    [anon_sym_W0006] = ACTIONS(91),
+    [anon_sym_W0009] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -1921,6 +2115,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(95),
     [anon_sym_on] = ACTIONS(95),
     [anon_sym_off] = ACTIONS(95),
+    [anon_sym_W0001] = ACTIONS(95),
+    [anon_sym_W0002] = ACTIONS(95),
+    [anon_sym_W0003] = ACTIONS(95),
+    [anon_sym_W0004] = ACTIONS(95),
+    [anon_sym_W0005] = ACTIONS(95),
+    [anon_sym_W0006] = ACTIONS(95),
+    [anon_sym_W0009] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -1958,6 +2159,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -1995,6 +2203,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_W0001] = ACTIONS(23),
+    [anon_sym_W0002] = ACTIONS(23),
+    [anon_sym_W0003] = ACTIONS(23),
+    [anon_sym_W0004] = ACTIONS(23),
+    [anon_sym_W0005] = ACTIONS(23),
+    [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -2032,6 +2247,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),
     [anon_sym_off] = ACTIONS(122),
+    [anon_sym_W0001] = ACTIONS(122),
+    [anon_sym_W0002] = ACTIONS(122),
+    [anon_sym_W0003] = ACTIONS(122),
+    [anon_sym_W0004] = ACTIONS(122),
+    [anon_sym_W0005] = ACTIONS(122),
+    [anon_sym_W0006] = ACTIONS(122),
+    [anon_sym_W0009] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

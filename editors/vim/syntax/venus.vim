@@ -32,6 +32,7 @@ syn keyword venusKey contained mfu attention
 syn keyword venusKey contained measured precision iterations reserve
 syn keyword venusKey contained model cluster plan expect
 syn keyword venusKey contained first middle last
+syn keyword venusKey contained allow
 syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
@@ -39,6 +40,7 @@ syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree
 syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 flash unfused on off
 syn keyword venusConstant contained ampere hopper blackwell cdna3
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0009
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

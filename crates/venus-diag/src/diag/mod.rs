@@ -8,9 +8,11 @@
 use std::fmt;
 
 pub mod code;
+pub mod level;
 pub mod render;
 
 pub use code::Code;
+pub use level::Levels;
 
 /// Index of a source file in the driver's file table (user files and stdlib alike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]

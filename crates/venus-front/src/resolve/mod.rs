@@ -222,6 +222,9 @@ pub struct Resolver<'a> {
     /// Definitions an E0104 suggests ("did you mean `small`?"): counted as used, since the
     /// fix of the typo uses them (no W0004 beside the E0104).
     suggested: RefCell<BTreeSet<DefId>>,
+    /// E0108 for a root with definitions but no scenario: a library, clean for `check`; the
+    /// diagnostic is kept for `sim`, which has nothing to run.
+    no_scenario: RefCell<Option<Diagnostic>>,
 }
 
 impl<'a> Resolver<'a> {
@@ -254,6 +257,7 @@ impl<'a> Resolver<'a> {
             merged: RefCell::new(HashMap::new()),
             unknown_helps: RefCell::new(HashMap::new()),
             suggested: RefCell::new(BTreeSet::new()),
+            no_scenario: RefCell::new(None),
         };
         for f in user {
             resolver.report_uses(f);
@@ -604,9 +608,20 @@ impl<'a> Resolver<'a> {
         self.lookup_inner(at, def.kind, &base.text, own)
     }
 
-    /// W0004 for every named user definition (not a scenario) that nothing references.
-    /// Nothing is reported when the root has no scenario: E0108 already says what to add, and
-    /// every definition would otherwise warn. A duplicate (E0106) is not warned about either.
+    /// Whether `e` is a second definition of a name in its file (E0106 reports it).
+    pub fn is_duplicate(&self, e: &DefEntry) -> bool {
+        let Some(index) = self.indexes.get(&e.id.file) else {
+            return false;
+        };
+        e.name
+            .as_ref()
+            .is_some_and(|n| index.by_name.get(&(e.kind, n.clone())) != Some(&e.id))
+    }
+
+    /// W0004 for every named definition of the root (not a scenario) that nothing
+    /// references. Nothing is reported when the root has no scenario (a library, meant to be
+    /// `use`d), nor for the definitions of the files it uses: a library is shared, and one
+    /// run using part of it is not a reason to warn. A duplicate (E0106) is not warned about.
     pub fn report_unused(&self) {
         if self.scenario_names().is_empty() {
             return;
@@ -624,7 +639,7 @@ impl<'a> Resolver<'a> {
         {
             implicit.extend([model, cluster, plan]);
         }
-        for file in self.user_files() {
+        for file in [self.root] {
             let Some(index) = self.indexes.get(&file) else {
                 continue;
             };

@@ -81,8 +81,26 @@ impl Resolver<'_> {
         if let Some(s) = self.implicit_scenario() {
             return vec![s];
         }
-        self.report(self.no_scenario());
+        let d = self.no_scenario();
+        if self.is_library() {
+            *self.no_scenario.borrow_mut() = Some(d);
+        } else {
+            self.report(d);
+        }
         Vec::new()
+    }
+
+    /// A root with definitions and no scenario is a library meant to be `use`d: checking it
+    /// checks every definition, and only running it is an error (E0108 at selection).
+    fn is_library(&self) -> bool {
+        self.indexes
+            .get(&self.root())
+            .is_some_and(|index| !index.defs.is_empty())
+    }
+
+    /// The E0108 a library root keeps for selection ([`Self::scenarios`]).
+    pub fn take_no_scenario(&self) -> Option<Diagnostic> {
+        self.no_scenario.borrow_mut().take()
     }
 
     /// E0108: why the root has no implicit scenario, and a `scenario` block that would run.

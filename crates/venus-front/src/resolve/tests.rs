@@ -39,6 +39,8 @@ fn loaded(id: u32, name: &str, text: &str, uses: Vec<UseTarget>) -> LoadedFile {
 struct Out {
     scenarios: Vec<ScenarioDef>,
     diags: Vec<Diagnostic>,
+    /// E0108 of a library root, kept for `sim` rather than reported.
+    no_scenario: Option<Diagnostic>,
     /// Line (1-based) of each position, per file id.
     texts: Vec<(FileId, String)>,
 }
@@ -125,6 +127,7 @@ fn check_files(files: &[(&str, &str)]) -> Out {
     let res = Resolver::new(FileId(0), &user, &stdlib, &prelude);
     let scenarios = check_program(&res);
     let diags = res.take_diagnostics();
+    let no_scenario = res.take_no_scenario();
     let texts = user
         .iter()
         .chain(&stdlib)
@@ -133,6 +136,7 @@ fn check_files(files: &[(&str, &str)]) -> Out {
     Out {
         scenarios,
         diags,
+        no_scenario,
         texts,
     }
 }
@@ -384,7 +388,7 @@ fn unknown_names_in_unused_definitions_are_still_reported() {
 
 #[test]
 fn duplicate_definition_in_one_file_labels_both() {
-    let out = check(&format!("model m < hidden 1 >\nmodel m < hidden 2 >\nplan m {}\nscenario s < model llama2_7b cluster dgx_h100 plan m >\n", PLAN));
+    let out = check(&format!("model m : llama2_7b < >\nmodel m : llama2_7b < layers 2 >\nplan m {}\nscenario s < model llama2_7b cluster dgx_h100 plan m >\n", PLAN));
     let d = out.only(Code::E0106);
     assert_eq!(d.message, "model `m` is defined twice in this file");
     assert_eq!(out.line_col(d.primary.loc), (2, 7));
@@ -450,7 +454,7 @@ fn use_that_cannot_be_read_is_e0107_on_the_path() {
 #[test]
 fn unused_user_definitions_warn_but_stdlib_and_bases_do_not() {
     let out = check(&format!(
-        "model base < hidden 8 layers 2 heads 2 vocab 64 >\nmodel m : base < seq 16 >\nmodel lonely < hidden 1 >\ngpu g < peak 1TFLOP/s memory 1GB mem_bw 1GB/s >\nscenario s < model m cluster dgx_h100 plan {PLAN} >\n"
+        "model base < hidden 8 layers 2 heads 2 vocab 64 >\nmodel m : base < seq 16 >\nmodel lonely : base < seq 8 >\ngpu g < peak 1TFLOP/s memory 1GiB mem_bw 1GB/s >\nscenario s < model m cluster dgx_h100 plan {PLAN} >\n"
     ));
     assert_eq!(
         out.lines(),
@@ -469,9 +473,11 @@ fn unused_user_definitions_warn_but_stdlib_and_bases_do_not() {
 #[test]
 fn no_scenario_explains_what_is_missing_and_shows_a_block_to_add() {
     let out = check(
-        "model a < hidden 1 >\nmodel b < hidden 2 >\ncluster c < gpu h100_sxm dim x fc 8 1GB/s >\n",
+        "model a : llama2_7b < hidden 1 >\nmodel b : llama2_7b < hidden 2 >\ncluster c < gpu h100_sxm dim x fc 8 1GB/s >\n",
     );
-    let d = out.only(Code::E0108);
+    // A file of definitions is a library: it checks clean, and E0108 waits for `sim`.
+    assert!(out.diags.is_empty(), "{:#?}", out.diags);
+    let d = out.no_scenario.as_ref().expect("E0108 kept for selection");
     assert_eq!(
         d.message,
         "no scenario to run: `main.venus` has 2 models, no plan and no `scenario` block"
@@ -479,9 +485,20 @@ fn no_scenario_explains_what_is_missing_and_shows_a_block_to_add() {
     assert_eq!(out.line_col(d.primary.loc), (2, 7));
     assert_eq!(d.primary.message, "model 2 of 2");
     assert_eq!(d.help.as_deref(), Some("add a scenario naming the run, e.g. `scenario main < model a cluster c plan < micro_batch 1 global_batch 64 > >`"));
-    // No W0004 on top: E0108 already explains the file.
-    assert_eq!(out.diags.len(), 1);
     assert!(out.scenarios.is_empty());
+}
+
+#[test]
+fn a_library_is_checked_whole_cycles_and_incomplete_leaves_included() {
+    let out = check("model a : b < >\nmodel b : a < >\nmodel half < hidden 8 layers 2 >\nmodel base < hidden 8 layers 2 heads 2 >\nmodel full : base < vocab 64 seq 16 >\n");
+    assert_eq!(
+        out.lines(),
+        [
+            "E0105 0:1:11 inheritance cycle: model `a` → `b` → `a`",
+            "E0103 0:3:7 model `half` is missing required keys `heads`, `vocab`, `seq`",
+        ]
+    );
+    assert!(out.no_scenario.is_some());
 }
 
 #[test]
@@ -511,7 +528,7 @@ fn unknown_key_without_a_close_match_lists_the_valid_keys() {
     assert_eq!(d.message, "unknown key `zzz` in scenario `s`");
     assert_eq!(
         d.help.as_deref(),
-        Some("valid keys: `model`, `cluster`, `plan`, `expect`")
+        Some("valid keys: `model`, `cluster`, `plan`, `expect`, `allow`")
     );
 }
 

@@ -277,6 +277,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             .into_iter()
             .filter_map(|f| self.res.index(f).map(|i| i.defs.clone()))
             .collect();
+        let mut unused = Vec::new();
         for defs in &mut files {
             for e in defs.iter() {
                 let used = match e.kind {
@@ -289,6 +290,9 @@ impl<'r, 'a> Checker<'r, 'a> {
                 let Some(def) = self.res.def(e.id).filter(|_| !used) else {
                     continue;
                 };
+                if !self.res.is_duplicate(e) {
+                    unused.push(e.clone());
+                }
                 let items: Vec<MergedItem> = def
                     .body
                     .items
@@ -315,6 +319,92 @@ impl<'r, 'a> Checker<'r, 'a> {
             }
         }
         self.report_missing = true;
+        self.check_unused_defs(&unused);
+    }
+
+    /// Definitions no scenario uses are still checked whole, scenario or not (a library is
+    /// meant to be `use`d): an inheritance cycle among them is E0105, and one that nothing
+    /// references (no definition inherits from it, no scenario names it) must be complete:
+    /// its missing required keys are one E0103. Linear in the definitions: each base link is
+    /// followed once, and only the leaves of the inheritance forest are merged.
+    fn check_unused_defs(&mut self, unused: &[crate::resolve::DefEntry]) {
+        let references = self.res.references();
+        let referenced: std::collections::HashSet<DefId> =
+            references.iter().map(|r| r.target).collect();
+        let target_at: HashMap<Loc, DefId> = references.iter().map(|r| (r.at, r.target)).collect();
+        let base_of = |e: &crate::resolve::DefEntry| -> Option<DefId> {
+            let base = self.res.def(e.id)?.base.as_ref()?;
+            target_at.get(&Loc::new(e.id.file, base.span)).copied()
+        };
+        let bases: HashMap<DefId, DefId> = unused
+            .iter()
+            .filter_map(|e| base_of(e).map(|b| (e.id, b)))
+            .collect();
+        self.report_base_cycles(&bases);
+        for e in unused {
+            if e.kind == DefKind::Scenario || referenced.contains(&e.id) {
+                continue;
+            }
+            let Some(merged) = self.res.merged(e.id) else {
+                continue;
+            };
+            let missing: Vec<&KeySig> = schema::keys(BlockKind::Def(e.kind))
+                .iter()
+                .filter(|k| k.required && !merged.items.iter().any(|m| m.item.key.text == k.key))
+                .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            let what = match &e.name {
+                Some(n) => format!("{} `{n}`", e.kind.keyword()),
+                None => format!("unnamed {}", e.kind.keyword()),
+            };
+            let names: Vec<String> = missing.iter().map(|k| format!("`{}`", k.key)).collect();
+            let (noun, label) = if missing.len() == 1 {
+                ("key", format!("needs {}", names.join(", ")))
+            } else {
+                ("keys", format!("needs {} keys", missing.len()))
+            };
+            let examples: Vec<String> = missing.iter().map(|k| example(k)).collect();
+            self.res.report(
+                Diagnostic::new(
+                    Code::E0103,
+                    format!("{what} is missing required {noun} {}", names.join(", ")),
+                    e.name_loc,
+                    label,
+                )
+                .with_help(format!(
+                    "add `{}`, or check this file with the files that complete it (`venusc check DIR`)",
+                    examples.join(" "),
+                )),
+            );
+        }
+    }
+
+    /// E0105 for each cycle of `base` links (definition → its base), found by following each
+    /// chain once (white/grey/black marking); the resolver's merge reports the cycle.
+    fn report_base_cycles(&self, bases: &HashMap<DefId, DefId>) {
+        let mut done: std::collections::HashSet<DefId> = std::collections::HashSet::new();
+        let mut starts: Vec<DefId> = bases.keys().copied().collect();
+        starts.sort();
+        for start in starts {
+            let mut path: Vec<DefId> = Vec::new();
+            let mut on_path: std::collections::HashSet<DefId> = std::collections::HashSet::new();
+            let mut cur = start;
+            while !done.contains(&cur) {
+                if !on_path.insert(cur) {
+                    // `cur` closes a cycle: merging it reports E0105 (once per cycle).
+                    let _ = self.res.merged(cur);
+                    break;
+                }
+                path.push(cur);
+                match bases.get(&cur) {
+                    Some(&next) => cur = next,
+                    None => break,
+                }
+            }
+            done.extend(path);
+        }
     }
 
     fn text(&self, loc: Loc) -> &'a str {

@@ -95,6 +95,11 @@ impl ArgType {
 }
 
 pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
+/// The warning codes an `allow` item may name (kept equal to the code registry's warnings by
+/// a test).
+pub const WARNINGS: &[&str] = &[
+    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0009",
+];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
@@ -261,6 +266,19 @@ macro_rules! key_table {
 
 use ArgType::*;
 
+/// `allow W0001`: silences one warning code for the diagnostics that point into the block
+/// (repeatable; one per code). The same entry in every definition block kind.
+const fn allow_key() -> KeySig {
+    key(
+        "allow",
+        &[Enum(WARNINGS)],
+        "silence one warning code inside this block (`allow W0001`); repeat for more codes",
+    )
+    .default(KeyDefault::Unset, "none")
+    .repeatable()
+    .example("W0001")
+}
+
 const MODEL: BlockKind = BlockKind::Def(DefKind::Model);
 const GPU: BlockKind = BlockKind::Def(DefKind::Gpu);
 const CLUSTER: BlockKind = BlockKind::Def(DefKind::Cluster);
@@ -353,6 +371,7 @@ key_table! {
         )
         .default(KeyDefault::Unset, "none")
         .megatron("--moe-shared-expert-intermediate-size"),
+        AllowModel = allow_key(),
     }
     GPU => {
         Peak = req("peak", &[Rate], "dense BF16 tensor-core peak")
@@ -372,6 +391,7 @@ key_table! {
             "GPU architecture: picks the compute model's calibration (never the GPU's name)",
         )
         .default(KeyDefault::Word("hopper"), "hopper"),
+        AllowGpu = allow_key(),
     }
     CLUSTER => {
         Gpu = req("gpu", &[Ref(DefKind::Gpu)], "the GPU of every rank").example("h100_sxm"),
@@ -393,6 +413,7 @@ key_table! {
         )
         .repeatable()
         .default(KeyDefault::Derived, "what NCCL would pick"),
+        AllowCluster = allow_key(),
     }
     PLAN => {
         Tp = key("tp", &[Count], "tensor-parallel size; default 1")
@@ -560,6 +581,7 @@ key_table! {
         )
         .default(KeyDefault::Bytes(0), "0GiB")
         .example("4GiB"),
+        AllowPlan = allow_key(),
     }
     SCENARIO => {
         Model = req("model", &[Ref(DefKind::Model)], "the model to train").example("llama2_7b"),
@@ -573,6 +595,7 @@ key_table! {
             "bounds that turn predictions into checks",
         )
         .default(KeyDefault::Unset, "no checks"),
+        AllowScenario = allow_key(),
     }
     BlockKind::Measured => {
         First = req(
