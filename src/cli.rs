@@ -54,6 +54,9 @@ enum Command {
     Sweep(SweepArgs),
     /// Compare predictions with measured training runs (a published-runs table).
     Validate(ValidateArgs),
+    /// Simulate every scenario that states `expect` bounds and fail on any bound it misses
+    /// (E0501): the `expect` blocks of a repository as a test suite.
+    Test(TestArgs),
     /// Format `.venus` files in place in the canonical layout.
     Fmt(FmtArgs),
     /// Run the language server on stdin/stdout (for editors).
@@ -83,6 +86,16 @@ struct FmtArgs {
     /// Change nothing; exit 1 and name the files that are not formatted.
     #[arg(long)]
     check: bool,
+}
+
+#[derive(clap::Args)]
+struct TestArgs {
+    /// Files or directories (searched recursively for `*.venus`).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// How diagnostics are written (to stderr; the per-scenario results go to stdout).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
 }
 
 #[derive(clap::Args)]
@@ -251,6 +264,7 @@ pub fn run() -> ExitCode {
         Command::Check(args) => check(&args, use_color(cli.color, std::io::stdout().is_terminal())),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Sim(args) => sim(&args, color),
+        Command::Test(args) => test(&args, color),
         Command::Schedule(args) => schedule(&args, color),
         Command::Compile(args) => compile(&args, color),
         Command::Import(args) => import(&args),
@@ -402,6 +416,175 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
     let _ = stdout.write_all(memory_tables.as_bytes());
     let _ = stdout.write_all(out.as_bytes());
     exit_for(&diagnostics, args.deny_warnings)
+}
+
+/// `venusc test`: every scenario with `expect` bounds is simulated and its bounds checked.
+/// stdout: one line per scenario (`--format json`: one JSON document); stderr: the
+/// diagnostics (check errors, E0501 failures, warnings of the tested files) in the chosen
+/// format. Exit 1 when a file does not check, a simulation fails or a bound is missed.
+fn test(args: &TestArgs, color: bool) -> ExitCode {
+    let roots = match expand_paths(&args.paths) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let mut session = venusc::Session::new();
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut results: Vec<TestResult> = Vec::new();
+    let mut failed = false;
+    let mut untested = 0usize;
+    for root in &roots {
+        let bytes = match std::fs::read(root) {
+            Ok(b) => b,
+            Err(e) => return usage_error(format!("cannot read `{}`: {e}", root.display())),
+        };
+        let id = session.load(root, &bytes, &mut read_file);
+        let checked = session.check(id);
+        diagnostics.extend(checked.diagnostics.iter().cloned());
+        if checked.has_errors() {
+            failed = true;
+            results.push(TestResult::not_checked(root));
+            continue;
+        }
+        for sc in &checked.scenarios {
+            if sc.expect.is_empty() {
+                untested += 1;
+                continue;
+            }
+            let result = match venusc::simulate::simulate(sc, &Default::default()) {
+                Ok(sim) => {
+                    let misses = venusc::report::check_expect(
+                        &sc.expect,
+                        &checked.provenance_of(sc).expect,
+                        &sim.report,
+                    );
+                    let r = TestResult::ran(root, sc, &sim.report, misses.len());
+                    diagnostics.extend(misses);
+                    r
+                }
+                Err(e) => TestResult::sim_failed(root, sc, e.to_string()),
+            };
+            failed |= !result.passed();
+            results.push(result);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|d| seen.insert(d.clone()));
+    let files = session.source_files();
+    let diagnostics_text = match args.format {
+        Format::Human => render::human(&diagnostics, &files, color),
+        Format::Json => render::json(&diagnostics, &files, roots.len()),
+        Format::Github => render::github(&diagnostics, &files),
+    };
+    let results_text = match args.format {
+        Format::Json => TestResult::json(&results, untested),
+        Format::Human | Format::Github => TestResult::lines(&results, untested),
+    };
+    print!("{results_text}");
+    eprint!("{diagnostics_text}");
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// One scenario of `venusc test`.
+#[derive(serde::Serialize)]
+struct TestResult {
+    file: String,
+    scenario: Option<String>,
+    /// `ok`, `failed` (a bound missed), `error` (the simulation failed) or `not checked`.
+    status: &'static str,
+    iteration_time_ms: Option<f64>,
+    missed_bounds: usize,
+    error: Option<String>,
+}
+
+impl TestResult {
+    fn not_checked(file: &Path) -> TestResult {
+        TestResult {
+            file: file.display().to_string(),
+            scenario: None,
+            status: "not checked",
+            iteration_time_ms: None,
+            missed_bounds: 0,
+            error: None,
+        }
+    }
+
+    fn ran(
+        file: &Path,
+        sc: &venusc::plan::Scenario,
+        report: &venusc::report::Report,
+        missed: usize,
+    ) -> TestResult {
+        TestResult {
+            file: file.display().to_string(),
+            scenario: Some(sc.name.clone()),
+            status: if missed == 0 { "ok" } else { "failed" },
+            iteration_time_ms: Some(report.iteration_time.0 * 1e3),
+            missed_bounds: missed,
+            error: None,
+        }
+    }
+
+    fn sim_failed(file: &Path, sc: &venusc::plan::Scenario, error: String) -> TestResult {
+        TestResult {
+            file: file.display().to_string(),
+            scenario: Some(sc.name.clone()),
+            status: "error",
+            iteration_time_ms: None,
+            missed_bounds: 0,
+            error: Some(error),
+        }
+    }
+
+    fn passed(&self) -> bool {
+        self.status == "ok"
+    }
+
+    /// `test runs/a.venus `a` ... ok (1234.567 ms)`, then the totals.
+    fn lines(results: &[TestResult], untested: usize) -> String {
+        let mut out = String::new();
+        for r in results {
+            let what = match &r.scenario {
+                Some(s) => format!("{} `{s}`", r.file),
+                None => r.file.clone(),
+            };
+            let detail = match (r.status, r.iteration_time_ms, &r.error) {
+                ("ok", Some(ms), _) => format!("ok ({ms:.3} ms)"),
+                ("failed", Some(ms), _) => format!(
+                    "FAILED: {} missed ({ms:.3} ms)",
+                    venus_base::base::math::count_of(r.missed_bounds as u64, "bound")
+                ),
+                (_, _, Some(e)) => format!("ERROR: {e}"),
+                _ => "ERROR: the file does not check".to_string(),
+            };
+            out.push_str(&format!("test {what} ... {detail}\n"));
+        }
+        let passed = results.iter().filter(|r| r.passed()).count() as u64;
+        out.push_str(&format!(
+            "{} with `expect`: {passed} passed, {} failed; {} without `expect` not run\n",
+            venus_base::base::math::count_of(results.len() as u64, "scenario"),
+            results.len() as u64 - passed,
+            untested
+        ));
+        out
+    }
+
+    fn json(results: &[TestResult], untested: usize) -> String {
+        let passed = results.iter().filter(|r| r.passed()).count();
+        let doc = serde_json::json!({
+            "tested": results.len(),
+            "passed": passed,
+            "failed": results.len() - passed,
+            "untested": untested,
+            "results": results,
+        });
+        let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        out.push('\n');
+        out
+    }
 }
 
 fn summary_line(errors: usize, warnings: usize) -> String {

@@ -395,15 +395,81 @@ fn a_library_alone_is_checked_whole_and_running_it_is_e0108() {
     assert_eq!((code, stdout.as_str()), (0, ""));
     let (code, _, stderr) = venusc(&["sim", complete]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("error[E0108]: no scenario to run"), "{stderr}");
+    assert!(
+        stderr.contains("error[E0108]: no scenario to run"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn allow_and_deny_reject_error_codes_and_unknown_codes() {
     let (code, _, stderr) = venusc(&["check", "--allow", "E0301", CLEAN]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("only warnings can be allowed or denied"), "{stderr}");
+    assert!(
+        stderr.contains("only warnings can be allowed or denied"),
+        "{stderr}"
+    );
     let (code, _, stderr) = venusc(&["check", "--deny", "W9999", CLEAN]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no such code"), "{stderr}");
+}
+
+#[test]
+fn test_runs_the_expect_bounds_and_annotates_a_missed_one_for_github() {
+    let dir = "tests/fixtures/cli/expect";
+    let (code, stdout, stderr) = venusc(&["test", dir]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("`holds` ... ok ("), "{stdout}");
+    assert!(
+        stdout.contains("`misses` ... FAILED: 1 bound missed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(
+            "2 scenarios with `expect`: 1 passed, 1 failed; 1 without `expect` not run\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("error[E0501]: predicted iteration time"),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) = venusc(&["test", "--format", "github", dir]);
+    assert_eq!(code, 1);
+    let annotations: Vec<&str> = stderr.lines().filter(|l| l.starts_with("::")).collect();
+    assert_eq!(annotations.len(), 1, "{stderr}");
+    assert!(
+        annotations[0].starts_with("::error file=tests/fixtures/cli/expect/bounds.venus,line=4,"),
+        "{stderr}"
+    );
+    assert!(annotations[0].contains("title=E0501::"), "{stderr}");
+
+    let (_, stdout, stderr) = venusc(&["test", "--format", "json", dir]);
+    let results: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (results["tested"].as_u64(), results["passed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(results["results"][1]["status"], "failed");
+    let diags: serde_json::Value = serde_json::from_str(&stderr).unwrap();
+    assert_eq!(diags["errors"], 1);
+    assert_eq!(diags["diagnostics"][0]["code"], "E0501");
+}
+
+#[test]
+fn test_passes_when_every_bound_holds() {
+    let (code, stdout, stderr) = venusc(&["test", "tests/fixtures/cli/expect_holds.venus"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("test tests/fixtures/cli/expect_holds.venus `holds` ... ok ("),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(
+            "1 scenario with `expect`: 1 passed, 0 failed; 0 without `expect` not run\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(stderr, "");
 }

@@ -220,6 +220,13 @@ pub struct ExpectSpec {
     pub mfu_min: Option<Ratio>,
 }
 
+impl ExpectSpec {
+    /// Whether the scenario states any bound (`venusc test` runs only those that do).
+    pub fn is_empty(&self) -> bool {
+        *self == ExpectSpec::default()
+    }
+}
+
 /// Where the `expect` bounds were written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ExpectLocs {
