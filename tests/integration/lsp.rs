@@ -178,7 +178,7 @@ fn lsp_session_diagnostics_completion_definition_hover_change_and_exit() {
     );
     assert_eq!(e["severity"], json!(1));
 
-    // Completion on the empty line inside the plan block.
+    // Completion at the start of a line inside the plan block.
     let plan_line = position(&text, "  micro_batch 2", 0);
     let r = c.request(
         "textDocument/completion",
@@ -190,8 +190,12 @@ fn lsp_session_diagnostics_completion_definition_hover_change_and_exit() {
         .iter()
         .map(|i| i["label"].as_str().unwrap())
         .collect();
-    for key in ["micro_batch", "global_batch", "vpp", "recompute"] {
+    // Keys not yet written are offered; those the plan already sets are not.
+    for key in ["recompute", "sp", "cp", "schedule"] {
         assert!(labels.contains(&key), "{labels:?}");
+    }
+    for key in ["micro_batch", "global_batch", "vpp", "tp", "mfu"] {
+        assert!(!labels.contains(&key), "{key} is already set: {labels:?}");
     }
 
     // Definition of a stdlib name, in a second document.

@@ -22,7 +22,21 @@ const TOP_WORDS: [&str; 6] = ["model", "gpu", "cluster", "plan", "scenario", "us
 /// The completions at byte `offset` of `file`.
 pub fn completion(session: &Session, file: FileId, offset: usize) -> Vec<Completion> {
     let text = session.db().file_text(file);
-    let cursor = cursor::cursor(&text, offset);
+    let parsed = venus_syntax::syntax::parse(&text, FileId::default());
+    let cursor = cursor::cursor_in(&text, &parsed.roles, offset);
+    // Keys already set in the block are not offered again (a repeatable key such as `dim`
+    // or `allow` is).
+    let set: Vec<&str> = cursor.block.map_or_else(Vec::new, |b| {
+        cursor::keys_in_block(&text, &parsed.roles, b, cursor.word)
+    });
+    let keys = |items: &mut Vec<Completion>, block: BlockKind| {
+        items.extend(
+            schema::keys(block)
+                .iter()
+                .filter(|k| k.repeatable || !set.contains(&k.key))
+                .map(key),
+        );
+    };
     let mut items = Vec::new();
     match cursor.role {
         Role::TopLevel => {
@@ -42,9 +56,10 @@ pub fn completion(session: &Session, file: FileId, offset: usize) -> Vec<Complet
         }
         Role::Arg {
             block,
+            sig,
+            index,
             slot,
             optional,
-            ..
         } => {
             match slot {
                 ArgType::Ref(kind) => {
@@ -76,7 +91,8 @@ pub fn completion(session: &Session, file: FileId, offset: usize) -> Vec<Complet
                     }
                 }
                 ArgType::Enum(words) => items.extend(words.iter().map(|w| word(w))),
-                _ => {}
+                // A value (`seq |`): the key table's example for the slot, never a key.
+                _ => items.extend(example_value(sig, index, slot)),
             }
             if optional {
                 keys(&mut items, block);
@@ -87,9 +103,20 @@ pub fn completion(session: &Session, file: FileId, offset: usize) -> Vec<Complet
     items
 }
 
-/// Every key of a block, in the key table's order.
-fn keys(items: &mut Vec<Completion>, block: BlockKind) {
-    items.extend(schema::keys(block).iter().map(key));
+/// The example value of argument `index` of `sig` (`seq` → `4096`), from the key table: the
+/// word of its example at that position, or the slot type's own example.
+fn example_value(sig: &'static KeySig, index: usize, slot: ArgType) -> Option<Completion> {
+    let value = sig
+        .example
+        .and_then(|e| e.split_whitespace().nth(index))
+        .map(str::to_string)
+        .or_else(|| slot.example().map(str::to_string))?;
+    Some(Completion {
+        label: value,
+        kind: CompletionKind::Word,
+        detail: Some(venus_front::ty::check::signature(sig)),
+        doc: Some(format!("example value: {}", sig.doc)),
+    })
 }
 
 fn key(sig: &'static KeySig) -> Completion {

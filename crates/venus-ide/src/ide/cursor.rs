@@ -44,6 +44,24 @@ pub struct Cursor {
     pub role: Role,
     /// The name token under the cursor (what a completion replaces), if any.
     pub word: Option<Span>,
+    /// The block the cursor is in, when it is in one (its items are the keys already set).
+    pub block: Option<role::BlockId>,
+}
+
+/// The keys written in `block` of `text`, other than the item at `except` (the one the
+/// cursor is on, if it is a key being typed).
+pub fn keys_in_block<'t>(
+    text: &'t str,
+    roles: &Roles,
+    block: role::BlockId,
+    except: Option<Span>,
+) -> Vec<&'t str> {
+    roles
+        .items
+        .iter()
+        .filter(|i| i.block == block && Some(i.key) != except)
+        .filter_map(|i| text.get(i.key.range()))
+        .collect()
 }
 
 /// Where reading stands after a token.
@@ -55,6 +73,7 @@ enum State {
     /// In a block of this kind, after `item` with `nargs` arguments (no item: after `<`/`;`).
     Block {
         kind: BlockKind,
+        block: role::BlockId,
         item: Option<(ItemId, usize)>,
     },
 }
@@ -85,8 +104,8 @@ impl Reader<'_> {
     }
 
     fn block_state(&self, block: Option<role::BlockId>, item: Option<(ItemId, usize)>) -> State {
-        match block.and_then(|b| self.roles.block(b)).and_then(|b| b.kind) {
-            Some(kind) => State::Block { kind, item },
+        match block.and_then(|b| Some((b, self.roles.block(b)?.kind?))) {
+            Some((block, kind)) => State::Block { kind, block, item },
             None => State::Nothing,
         }
     }
@@ -147,7 +166,7 @@ impl Reader<'_> {
         let (kind, item) = match state {
             State::TopLevel => return Role::TopLevel,
             State::Nothing => return Role::Nothing,
-            State::Block { kind, item } => (kind, item),
+            State::Block { kind, item, .. } => (kind, item),
         };
         let newline = self
             .text
@@ -164,6 +183,19 @@ impl Reader<'_> {
         let Some(sig) = schema::lookup(kind, key) else {
             return Role::Key(kind);
         };
+        // `seq |`: the item still lacks a required value. A name cannot fill a count or a
+        // quantity, but the cursor is where the value goes, not where a key starts.
+        if name.is_none() && !newline && nargs < sig.min_args() {
+            if let Some(&slot) = sig.args.get(nargs) {
+                return Role::Arg {
+                    block: kind,
+                    sig,
+                    index: nargs,
+                    slot,
+                    optional: false,
+                };
+            }
+        }
         match role::name_after(Some(kind), key, nargs) {
             // While a word is being typed, any prefix of `on`/`off` may become one; on a new
             // line a key is the likelier intent.
@@ -204,6 +236,7 @@ pub fn cursor_in(text: &str, roles: &Roles, offset: usize) -> Cursor {
     let nothing = Cursor {
         role: Role::Nothing,
         word: None,
+        block: None,
     };
     for (i, tok) in roles.tokens.iter().enumerate() {
         let (start, end) = (tok.span.start as usize, tok.span.end as usize);
@@ -212,6 +245,7 @@ pub fn cursor_in(text: &str, roles: &Roles, offset: usize) -> Cursor {
             return Cursor {
                 role: r.role_of_name(state, prev_end, None, offset),
                 word: None,
+                block: block_of(state),
             };
         }
         if offset > end {
@@ -225,6 +259,7 @@ pub fn cursor_in(text: &str, roles: &Roles, offset: usize) -> Cursor {
                 Cursor {
                     role: r.role_of_name(state, prev_end, Some(name), start),
                     word: Some(tok.span),
+                    block: block_of(state),
                 }
             }
             // At the end of a token that ends a value (`>`, `]`, a number), nothing can be
@@ -247,6 +282,7 @@ pub fn cursor_in(text: &str, roles: &Roles, offset: usize) -> Cursor {
                 Cursor {
                     role: r.role_of_name(state, prev_end, None, offset),
                     word: None,
+                    block: block_of(state),
                 }
             }
             _ => nothing,
@@ -256,5 +292,13 @@ pub fn cursor_in(text: &str, roles: &Roles, offset: usize) -> Cursor {
     Cursor {
         role: r.role_of_name(state, prev_end, None, offset),
         word: None,
+        block: block_of(state),
+    }
+}
+
+fn block_of(state: State) -> Option<role::BlockId> {
+    match state {
+        State::Block { block, .. } => Some(block),
+        State::TopLevel | State::Nothing => None,
     }
 }

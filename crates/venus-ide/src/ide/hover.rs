@@ -63,7 +63,7 @@ impl Hovering<'_> {
     ) -> Option<String> {
         let sig = schema::lookup(block, key)?;
         let mut out = format!(
-            "`{}` — {} key\n\n{}\n\nsignature: `{}`",
+            "`{}` — {} key\n\n{}\n\nsignature: {}",
             sig.key,
             block.name(),
             sig.doc,

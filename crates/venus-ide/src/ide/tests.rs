@@ -134,7 +134,7 @@ fn hover_on_a_key_is_its_doc_signature_and_value_in_base_units() {
     let h = hover(&s, f, offset_of(GPU_AND_CLUSTER, "memory") + 1).unwrap();
     assert_eq!(
         h.markdown,
-        "`memory` — gpu key\n\nHBM capacity\n\nsignature: ``memory BYTES``\n\n\
+        "`memory` — gpu key\n\nHBM capacity\n\nsignature: `memory BYTES`\n\n\
          value: 80GiB (85899345920 bytes = 80.00 GiB)"
     );
     assert_eq!(h.span, Span::new(25, 31));
@@ -193,7 +193,8 @@ fn completion_after_a_flag_offers_on_off_then_every_key_of_the_block() {
     let (s, f) = session(text);
     let items = completion(&s, f, 10);
     let plan_keys = schema::keys(PLAN);
-    assert_eq!(items.len(), 2 + plan_keys.len());
+    // `on`, `off`, then every plan key but `sp`, which is already set.
+    assert_eq!(items.len(), 2 + plan_keys.len() - 1);
     assert_eq!(
         (items[0].label.as_str(), items[1].label.as_str()),
         ("on", "off")
@@ -291,4 +292,61 @@ fn a_misspelt_key_gets_a_rename_quick_fix() {
             }
         )]
     );
+}
+
+#[test]
+fn completion_at_a_value_position_offers_the_example_value_not_keys() {
+    let text = "model m < hidden 8 seq  >\n";
+    let (s, f) = session(text);
+    let items = completion(&s, f, offset_of(text, "seq ") as usize + 4);
+    let got: Vec<(&str, CompletionKind)> =
+        items.iter().map(|c| (c.label.as_str(), c.kind)).collect();
+    assert_eq!(got, [("4096", CompletionKind::Word)]);
+    assert_eq!(
+        at("cluster c < dim nvlink fc 8 | >").role,
+        Role::Arg {
+            block: BlockKind::Def(DefKind::Cluster),
+            sig: schema::lookup(BlockKind::Def(DefKind::Cluster), "dim").unwrap(),
+            index: 3,
+            slot: ArgType::Bandwidth,
+            optional: false,
+        }
+    );
+}
+
+#[test]
+fn completion_of_keys_leaves_out_the_keys_already_set_but_not_repeatable_ones() {
+    let text = "plan p < tp 8 micro_batch 1  >\ncluster c < dim a fc 8 1GB/s  >\n";
+    let (s, f) = session(text);
+    let labels = |offset: usize| -> Vec<String> {
+        completion(&s, f, offset)
+            .into_iter()
+            .map(|c| c.label)
+            .collect()
+    };
+    let in_plan = labels(offset_of(text, "1  >") as usize + 2);
+    assert!(!in_plan.contains(&"tp".to_string()), "{in_plan:?}");
+    assert!(!in_plan.contains(&"micro_batch".to_string()));
+    assert!(in_plan.contains(&"pp".to_string()));
+    assert_eq!(
+        in_plan.len(),
+        schema::keys(PLAN).len() - 2,
+        "every other plan key: {in_plan:?}"
+    );
+    let in_cluster = labels(offset_of(text, "1GB/s  >") as usize + 6);
+    assert!(in_cluster.contains(&"dim".to_string()), "{in_cluster:?}");
+}
+
+#[test]
+fn hover_on_a_flag_renders_its_signature_as_two_code_spans() {
+    let text = "plan p < distributed_optimizer >\n";
+    let (s, f) = session(text);
+    let h = hover(&s, f, offset_of(text, "distributed") + 2).unwrap();
+    assert!(
+        h.markdown
+            .contains("signature: `distributed_optimizer` or `distributed_optimizer on|off`"),
+        "{}",
+        h.markdown
+    );
+    assert!(!h.markdown.contains("``"), "{}", h.markdown);
 }

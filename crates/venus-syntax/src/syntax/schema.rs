@@ -63,14 +63,14 @@ pub enum ArgType {
 impl ArgType {
     /// How the argument is described in messages: `expected bandwidth (e.g. 450GB/s)`.
     pub fn describe(self) -> String {
+        let e = self.example().unwrap_or_default();
         match self {
-            ArgType::Count => "count (e.g. 8)".into(),
-            ArgType::Bytes => "bytes (e.g. 80GiB)".into(),
-            ArgType::Bandwidth => "bandwidth (e.g. 450GB/s)".into(),
-            ArgType::Time => "time (e.g. 1000ns)".into(),
-            ArgType::Rate => "compute rate (e.g. 989TFLOP/s)".into(),
-            ArgType::RateOrTflops => "compute rate (e.g. 400TFLOP/s)".into(),
-            ArgType::Ratio => "ratio (e.g. 55% or 0.55)".into(),
+            ArgType::Count => format!("count (e.g. {e})"),
+            ArgType::Bytes => format!("bytes (e.g. {e})"),
+            ArgType::Bandwidth => format!("bandwidth (e.g. {e})"),
+            ArgType::Time => format!("time (e.g. {e})"),
+            ArgType::Rate | ArgType::RateOrTflops => format!("compute rate (e.g. {e})"),
+            ArgType::Ratio => format!("ratio (e.g. {e} or 0.55)"),
             ArgType::Ref(k) => format!(
                 "{} name or inline `{} < ... >` block",
                 k.keyword(),
@@ -87,6 +87,22 @@ impl ArgType {
             ),
             ArgType::Nested(b) => format!("`{} < ... >` block", b.name()),
         }
+    }
+    /// A value of this type for messages and completion (`450GB/s`); `None` for names,
+    /// words and blocks.
+    pub fn example(self) -> Option<&'static str> {
+        Some(match self {
+            ArgType::Count => "8",
+            ArgType::Bytes => "80GiB",
+            ArgType::Bandwidth => "450GB/s",
+            ArgType::Time => "1000ns",
+            ArgType::Rate => "989TFLOP/s",
+            ArgType::RateOrTflops => "400TFLOP/s",
+            ArgType::Ratio => "55%",
+            ArgType::Ref(_) | ArgType::NewName | ArgType::Enum(_) | ArgType::Nested(_) => {
+                return None
+            }
+        })
     }
     /// True when a bare name can be this argument (so the parser lets it take a name).
     pub fn takes_name(self) -> bool {
