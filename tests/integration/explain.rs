@@ -33,7 +33,7 @@ fn codes_of(text: &str) -> Vec<Code> {
     let root = session.load(
         Path::new("example.venus"),
         text.as_bytes(),
-        &mut |p: &Path| Err(format!("no such file `{}`", p.display())),
+        &mut |p: &Path| Err(format!("no such file `{}`", p.display()).into()),
     );
     let checked = session.check(root);
     let mut codes: Vec<Code> = checked.diagnostics.iter().map(|d| d.code).collect();

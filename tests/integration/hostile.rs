@@ -459,7 +459,7 @@ fn check_in_worker(name: String, bytes: Vec<u8>) -> Result<usize, String> {
             let path = Path::new(&name);
             // `use`d files are never read from disk here: a mutation must not reach outside.
             let root = session.load(path, &bytes, &mut |p: &Path| {
-                Err(format!("not loaded in this test: `{}`", p.display()))
+                Err(format!("not loaded in this test: `{}`", p.display()).into())
             });
             let result = session.check(root);
             let files = session.source_files();

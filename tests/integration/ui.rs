@@ -51,8 +51,11 @@ fn expectations(text: &str) -> Vec<(usize, String)> {
     set
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| e.to_string())
+/// The CLI's reader with its default root, the directory of the file checked: `use` outside
+/// it is E0109, as `venusc check FILE` reports it.
+fn project(path: &Path) -> venusc::files::Root {
+    venusc::files::Root::at(path.parent().unwrap_or(Path::new(".")), false)
+        .expect("the UI directory exists")
 }
 
 #[test]
@@ -69,7 +72,7 @@ fn ui_files_report_exactly_their_inline_expectations() {
         let bytes = std::fs::read(path).unwrap();
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let mut session = venusc::Session::new();
-        let root = session.load(path, &bytes, &mut read);
+        let root = session.load(path, &bytes, &mut project(path).reader());
         let result = session.check(root);
         let sources: SourceFiles = session.source_files();
         let mut actual: Vec<(usize, String)> = result
