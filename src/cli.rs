@@ -756,7 +756,11 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
     // `name` may be `../sim-config/comm-group.json` (VenusSim's place for it): read through
     // the same policy as every file.
     let mut read = |name: &str| {
-        files::read(&dir.join(name), Input::Trace)
+        let path = dir.join(name);
+        if !path.exists() {
+            return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
+        }
+        files::read(&path, Input::Trace)
             .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
     };
     let r = venusc::simulate::replay(sc, &names, &mut read).map_err(|e| match e {

@@ -161,16 +161,23 @@ impl Diagnostic {
 
 /// Text from an input shown in a message or a snippet: control characters (ESC, BEL, NUL,
 /// CR...) written as `\u{1b}` so they cannot drive the terminal, and at most `max_chars`
-/// characters kept, the cut marked with `…`. Tabs stay (they are layout, not control); any
-/// other text comes back unchanged, so ordinary messages and snippets do not change.
+/// characters shown (an escape counts its width), the cut marked with `…`. Tabs stay (they
+/// are layout, not control); any other text comes back unchanged, so ordinary messages and
+/// snippets do not change.
 pub fn escape_excerpt(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == max_chars {
+    let mut shown = 0;
+    let mut piece = String::new();
+    for c in text.chars() {
+        piece.clear();
+        push_escaped(&mut piece, c);
+        let width = piece.chars().count();
+        if shown + width > max_chars {
             out.push('…');
             break;
         }
-        push_escaped(&mut out, c);
+        out.push_str(&piece);
+        shown += width;
     }
     out
 }
