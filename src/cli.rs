@@ -437,11 +437,7 @@ struct Loaded {
 
 /// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
 /// returns the exit code to use.
-fn load_scenario(
-    args: &ScenarioArgs,
-    roots: &RootArgs,
-    color: bool,
-) -> Result<Loaded, ExitCode> {
+fn load_scenario(args: &ScenarioArgs, roots: &RootArgs, color: bool) -> Result<Loaded, ExitCode> {
     let bytes = files::read(&args.file, Input::Venus).map_err(|f| fail(&f))?;
     let project = roots.for_inputs(std::slice::from_ref(&args.file))?;
     let mut session = venusc::Session::new();
@@ -694,20 +690,15 @@ fn write_timeline(
     opts: &venusc::report::perfetto::PerfettoOptions<'_>,
 ) -> Result<u64, Failure> {
     let mut file = files::AtomicFile::create(path)?;
-    let n = venusc::report::perfetto::write_perfetto(
-        &mut file,
-        &sim.trace,
-        &sim.timeline,
-        opts,
-    )
-    .map_err(|e| Failure {
-        code: Code::E0704,
-        message: format!("cannot write `{}`: {e}", path.display()),
-        help: format!(
-            "free space where `{}` goes, or write it elsewhere; nothing was replaced",
-            path.display()
-        ),
-    })?;
+    let n = venusc::report::perfetto::write_perfetto(&mut file, &sim.trace, &sim.timeline, opts)
+        .map_err(|e| Failure {
+            code: Code::E0704,
+            message: format!("cannot write `{}`: {e}", path.display()),
+            help: format!(
+                "free space where `{}` goes, or write it elsewhere; nothing was replaced",
+                path.display()
+            ),
+        })?;
     file.commit()?;
     Ok(n)
 }
@@ -850,7 +841,10 @@ fn emit_scenarios(
                 "{}",
                 Failure {
                     code: Code::E0708,
-                    message: format!("not writing the scenario of row `{}`: {problem}", venusc::diag::escape_excerpt(id, 80)),
+                    message: format!(
+                        "not writing the scenario of row `{}`: {problem}",
+                        venusc::diag::escape_excerpt(id, 80)
+                    ),
                     help: format!(
                         "give the row a unique `id` of letters, digits, `-`, `_` and `.` in `{}`",
                         table.display()

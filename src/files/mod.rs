@@ -193,7 +193,10 @@ fn open_regular(path: &Path) -> Result<File, Refusal> {
 
 /// `O_NONBLOCK` (no libc dependency for one constant): open(2) on a FIFO then returns at once
 /// instead of waiting for a writer; reads of a regular file ignore it.
-#[cfg(all(unix, any(target_os = "macos", target_os = "ios", target_os = "freebsd")))]
+#[cfg(all(
+    unix,
+    any(target_os = "macos", target_os = "ios", target_os = "freebsd")
+))]
 const O_NONBLOCK: i32 = 0x0004;
 #[cfg(all(
     unix,
@@ -534,7 +537,10 @@ impl AtomicFile {
     pub fn commit(mut self) -> Result<(), Failure> {
         let fail = |e: std::io::Error, t: &Path| write_failure(t, &e);
         let Some(out) = self.out.take() else {
-            return Err(fail(std::io::Error::other("already committed"), &self.target));
+            return Err(fail(
+                std::io::Error::other("already committed"),
+                &self.target,
+            ));
         };
         let file = out
             .into_inner()
@@ -590,7 +596,6 @@ fn write_failure(target: &Path, e: &std::io::Error) -> Failure {
 /// Writes `bytes` to `path` atomically (see [`AtomicFile`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     let mut file = AtomicFile::create(path)?;
-    file.write_all(bytes)
-        .map_err(|e| write_failure(path, &e))?;
+    file.write_all(bytes).map_err(|e| write_failure(path, &e))?;
     file.commit()
 }

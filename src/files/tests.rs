@@ -47,7 +47,10 @@ fn a_fifo_is_refused_without_blocking() {
     let started = std::time::Instant::now();
     let e = read(&fifo, Input::Venus).unwrap_err();
     assert_eq!(e.code, Code::E0701);
-    assert!(e.message.ends_with("it is a FIFO, not a regular file"), "{e}");
+    assert!(
+        e.message.ends_with("it is a FIFO, not a regular file"),
+        "{e}"
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
 }
 

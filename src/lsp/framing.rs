@@ -152,10 +152,7 @@ pub fn read_frame(r: &mut impl BufRead) -> io::Result<Frame> {
     if (body.len() as u64) < n {
         return Ok(invalid(
             PARSE_ERROR,
-            format!(
-                "the stream ended after {} of {n} body bytes",
-                body.len()
-            ),
+            format!("the stream ended after {} of {n} body bytes", body.len()),
         ));
     }
     Ok(parse_body(&body))
@@ -244,10 +241,17 @@ mod tests {
                 framed(r#"{"jsonrpc": "2.0", "id": 1, "method": "#).into_bytes(),
                 PARSE_ERROR,
             ),
-            (framed(r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#).into_bytes(), INVALID_REQUEST),
+            (
+                framed(r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#).into_bytes(),
+                INVALID_REQUEST,
+            ),
             (framed("[1,2,3]").into_bytes(), INVALID_REQUEST),
             (
-                [b"Content-Length: 4\r\n\r\n".as_slice(), &[0xff, 0xfe, 0xfd, 0xfc]].concat(),
+                [
+                    b"Content-Length: 4\r\n\r\n".as_slice(),
+                    &[0xff, 0xfe, 0xfd, 0xfc],
+                ]
+                .concat(),
                 PARSE_ERROR,
             ),
             (b"Content-Lenth: 5\r\n\r\nhello".to_vec(), PARSE_ERROR),
@@ -290,6 +294,59 @@ mod tests {
                 assert_eq!((*code, id.clone()), (INVALID_REQUEST, json!(3)))
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A frame a broken or hostile client might send.
+    fn bad_frame() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            // A well-framed body of random bytes.
+            prop::collection::vec(any::<u8>(), 0..64).prop_map(|b| {
+                [
+                    format!("Content-Length: {}\r\n\r\n", b.len()).into_bytes(),
+                    b,
+                ]
+                .concat()
+            }),
+            // Header lines with no length, then a blank line.
+            "[a-zA-Z: ]{0,40}".prop_map(|h| format!("{h}\r\n\r\n").into_bytes()),
+            // A length too large or not a number, then a few bytes of body.
+            (
+                prop_oneof![
+                    Just("99999999999999999999".to_string()),
+                    Just("-5".to_string()),
+                    (MAX_MESSAGE + 1..u64::MAX).prop_map(|n| n.to_string()),
+                    "[a-z]{1,8}",
+                ],
+                "[a-z{}\\[\\]]{0,16}",
+            )
+                .prop_map(|(n, body)| format!("Content-Length: {n}\r\n\r\n{body}").into_bytes()),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 256,
+            ..Default::default()
+        })]
+
+        /// Whatever frames come first, the reader never fails, answers each, and still reads
+        /// the well-formed message after them.
+        #[test]
+        fn random_frames_never_stop_the_reader(
+            bad in proptest::collection::vec(bad_frame(), 0..8)
+        ) {
+            let mut input = bad.concat();
+            input.extend_from_slice(framed(PING).as_bytes());
+            let fs = frames(&input);
+            proptest::prop_assert!(fs.len() <= bad.len() + 1, "{:?}", fs);
+            match fs.last() {
+                Some(Frame::Message(Message::Request(r))) => {
+                    proptest::prop_assert_eq!(r.method.as_str(), "shutdown")
+                }
+                other => proptest::prop_assert!(false, "last frame {:?}", other),
+            }
         }
     }
 

@@ -83,9 +83,8 @@ pub struct Validation {
 /// Simulates a `.venus` text holding one scenario with the default options.
 pub fn simulate_text(name: &str, text: &str) -> Result<Prediction, String> {
     let mut session = Session::new();
-    let mut read = |p: &Path| {
-        Err::<Vec<u8>, _>(format!("`{}` is not available", p.display()).into())
-    };
+    let mut read =
+        |p: &Path| Err::<Vec<u8>, _>(format!("`{}` is not available", p.display()).into());
     let root = session.load(Path::new(name), text.as_bytes(), &mut read);
     let checked = session.check(root);
     if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {

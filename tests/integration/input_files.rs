@@ -15,10 +15,7 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(test: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "venusc-inputs-{}-{test}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("venusc-inputs-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
@@ -115,7 +112,13 @@ fn use_of_dev_zero_a_fifo_a_link_to_dev_zero_and_dev_stdin_is_e0107_at_once() {
     let s = Scratch::new("use-devices");
     s.fifo("f.venus");
     std::os::unix::fs::symlink("/dev/zero", s.path("zero_link.venus")).unwrap();
-    for used in ["/dev/zero", "f.venus", "zero_link.venus", "/dev/stdin", "/dev/urandom"] {
+    for used in [
+        "/dev/zero",
+        "f.venus",
+        "zero_link.venus",
+        "/dev/stdin",
+        "/dev/urandom",
+    ] {
         s.write("p.venus", format!("use \"{used}\"\n{}", demo()));
         let started = Instant::now();
         let out = venusc(&s.0, &["check", "--allow-outside-root", "p.venus"]);
@@ -172,7 +175,11 @@ fn use_outside_the_root_is_e0109_and_never_echoes_the_file() {
     s.write("proj/secret_link_target_inside.venus", SECRET);
     #[cfg(unix)]
     std::os::unix::fs::symlink(s.path("secret/passwd"), s.path("proj/link.venus")).unwrap();
-    let mut uses = vec!["../secret/passwd", "/etc/passwd", "../../../../../../etc/passwd"];
+    let mut uses = vec![
+        "../secret/passwd",
+        "/etc/passwd",
+        "../../../../../../etc/passwd",
+    ];
     if cfg!(unix) {
         uses.push("link.venus");
     }
@@ -181,7 +188,11 @@ fn use_outside_the_root_is_e0109_and_never_echoes_the_file() {
         for format in ["human", "json", "github"] {
             let out = venusc(&s.path("proj"), &["check", "--format", format, "p.venus"]);
             assert_eq!(out.exit, 1, "{used} {format}: {}", out.all());
-            assert!(out.all().contains("E0109"), "{used} {format}: {}", out.all());
+            assert!(
+                out.all().contains("E0109"),
+                "{used} {format}: {}",
+                out.all()
+            );
             assert!(
                 !out.all().contains("root:x:0") && !out.all().contains("line-secret"),
                 "{used} {format} echoes the file: {}",
@@ -191,7 +202,10 @@ fn use_outside_the_root_is_e0109_and_never_echoes_the_file() {
     }
     // `--root` wide enough admits the file: it is then read, and as a used file that does not
     // parse it shows one escaped line, never the rest.
-    s.write("proj/p.venus", format!("use \"../secret/passwd\"\n{}", demo()));
+    s.write(
+        "proj/p.venus",
+        format!("use \"../secret/passwd\"\n{}", demo()),
+    );
     for format in ["human", "json", "github"] {
         let out = venusc(
             &s.path("proj"),
@@ -199,7 +213,11 @@ fn use_outside_the_root_is_e0109_and_never_echoes_the_file() {
         );
         assert_eq!(out.exit, 1, "{format}: {}", out.all());
         assert!(out.all().contains("E0107"), "{format}: {}", out.all());
-        assert!(!out.all().contains("line-secret"), "{format}: {}", out.all());
+        assert!(
+            !out.all().contains("line-secret"),
+            "{format}: {}",
+            out.all()
+        );
     }
 }
 
@@ -215,7 +233,10 @@ fn a_garbage_file_inside_the_root_shows_only_its_first_line_escaped_and_cut() {
         let all = out.all();
         assert!(all.contains("E0107"), "{format}: {all}");
         assert!(!all.contains("line-secret"), "{format}: {all}");
-        assert!(!all.contains('\u{1b}') && !all.contains('\u{7}'), "{format}: {all}");
+        assert!(
+            !all.contains('\u{1b}') && !all.contains('\u{7}'),
+            "{format}: {all}"
+        );
         assert!(!all.contains(&"z".repeat(100)), "{format}: {all}");
     }
     let out = venusc(&s.0, &["check", "p.venus"]);
@@ -262,7 +283,9 @@ fn fmt_killed_by_the_file_size_limit_leaves_the_file_whole() {
     // 301 plans, badly laid out: the formatted text is over 8 KiB.
     let mut text = String::new();
     for i in 0..301 {
-        text.push_str(&format!("plan p{i} <   tp 8    pp 1 micro_batch 1 global_batch 64 >\n"));
+        text.push_str(&format!(
+            "plan p{i} <   tp 8    pp 1 micro_batch 1 global_batch 64 >\n"
+        ));
     }
     let victim = s.write("victim.venus", &text);
     let bin = env!("CARGO_BIN_EXE_venusc");
@@ -301,7 +324,10 @@ fn outputs_that_are_inputs_are_refused_with_e0705() {
 
     let sweep = demo_text.replace("micro_batch 1", "micro_batch [1 2]");
     let sw = s.write("sweep.venus", &sweep);
-    let out = venusc(&s.0, &["sweep", "sweep.venus", "--emit-best", "sweep.venus"]);
+    let out = venusc(
+        &s.0,
+        &["sweep", "sweep.venus", "--emit-best", "sweep.venus"],
+    );
     assert_eq!(out.exit, 2, "{}", out.all());
     assert!(out.stderr.contains("error[E0705]"), "{}", out.stderr);
     assert_eq!(std::fs::read_to_string(&sw).unwrap(), sweep);
@@ -356,7 +382,14 @@ fn import_validate_merge_and_trace_inputs_refuse_fifos_and_devices() {
     s.write("demo.venus", demo());
     let traces = venusc(
         &s.0,
-        &["compile", "demo.venus", "--emit", "simplified-trace", "-o", "t/traces"],
+        &[
+            "compile",
+            "demo.venus",
+            "--emit",
+            "simplified-trace",
+            "-o",
+            "t/traces",
+        ],
     );
     assert_eq!(traces.exit, 0, "{}", traces.all());
     let group = s.path("t/traces/comm-group.json");
@@ -376,7 +409,14 @@ fn trace_errors_cut_and_escape_the_token() {
     s.write("demo.venus", demo());
     let out = venusc(
         &s.0,
-        &["compile", "demo.venus", "--emit", "simplified-trace", "-o", "t"],
+        &[
+            "compile",
+            "demo.venus",
+            "--emit",
+            "simplified-trace",
+            "-o",
+            "t",
+        ],
     );
     assert_eq!(out.exit, 0, "{}", out.all());
     let et = std::fs::read_dir(s.path("t"))
@@ -389,7 +429,11 @@ fn trace_errors_cut_and_escape_the_token() {
     let out = venusc(&s.0, &["sim", "demo.venus", "--trace", "t"]);
     assert_eq!(out.exit, 1, "{:.2000}", out.all());
     assert!(out.stderr.contains("error[E0706]"), "{:.2000}", out.stderr);
-    assert!(out.stderr.len() < 2000, "{} bytes of stderr", out.stderr.len());
+    assert!(
+        out.stderr.len() < 2000,
+        "{} bytes of stderr",
+        out.stderr.len()
+    );
     assert!(!out.stderr.contains('\u{1b}'), "{:.2000}", out.stderr);
     assert!(out.stderr.contains("\\u{1b}[31m"), "{:.2000}", out.stderr);
 }
@@ -406,7 +450,13 @@ fn emit_scenarios_never_writes_outside_its_directory() {
     let row = lines.find(|l| !l.trim().is_empty()).unwrap();
     let (id, rest) = row.split_once('\t').unwrap();
     let mut hostile = format!("{header}\n");
-    for bad in ["../../escaped_dotdot", "/tmp/venusc-absolute-id", "a/b", id, id] {
+    for bad in [
+        "../../escaped_dotdot",
+        "/tmp/venusc-absolute-id",
+        "a/b",
+        id,
+        id,
+    ] {
         hostile.push_str(&format!("{bad}\t{rest}\n"));
     }
     s.write("runs.tsv", &hostile);
@@ -416,8 +466,17 @@ fn emit_scenarios_never_writes_outside_its_directory() {
         &["validate", "../../runs.tsv", "--emit-scenarios", "out"],
     );
     assert_eq!(out.exit, 1, "{}", out.all());
-    assert_eq!(out.stderr.matches("error[E0708]").count(), 4, "{}", out.stderr);
-    assert!(out.stderr.contains("used by an earlier row"), "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("error[E0708]").count(),
+        4,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("used by an earlier row"),
+        "{}",
+        out.stderr
+    );
     assert!(!s.path("escaped_dotdot.venus").exists());
     assert!(!Path::new("/tmp/venusc-absolute-id.venus").exists());
     let written: Vec<_> = std::fs::read_dir(s.path("x/y/out"))
@@ -425,4 +484,139 @@ fn emit_scenarios_never_writes_outside_its_directory() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(written, [format!("{id}.venus")]);
+}
+
+mod properties {
+    //! Property tests of the entry points this file covers: the formatter on mutated shipped
+    //! files and random bytes (never panics; idempotent whenever it formats), and the reader
+    //! on random file kinds (always a coded answer, at once).
+
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    use super::super::hostile::{apply, examples, mutation};
+
+    /// The formatter on `text`: when it formats, formatting the output again changes nothing.
+    fn fmt_fixed_point(text: &str) -> Result<(), TestCaseError> {
+        if let Ok(once) = venusc::fmt::format(text) {
+            let twice = venusc::fmt::format(&once);
+            prop_assert_eq!(twice.as_ref(), Ok(&once), "input:\n{}", text);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fmt_of_a_mutated_shipped_file_never_panics_and_is_idempotent(
+            pick in any::<prop::sample::Index>(),
+            edits in prop::collection::vec(mutation(), 1..6),
+        ) {
+            let files = examples();
+            let (_, original) = &files[pick.index(files.len())];
+            let mut bytes = original.clone();
+            for m in &edits {
+                apply(&mut bytes, m);
+            }
+            let (text, _) = venusc::syntax::decode(&bytes, venusc::diag::FileId(0));
+            fmt_fixed_point(&text)?;
+        }
+
+        #[test]
+        fn fmt_of_random_bytes_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let (text, _) = venusc::syntax::decode(&bytes, venusc::diag::FileId(0));
+            fmt_fixed_point(&text)?;
+        }
+    }
+
+    /// A file kind to read, made in a scratch directory.
+    #[derive(Clone, Debug)]
+    enum Kind {
+        Regular(u64),
+        AtCap(i8),
+        Fifo,
+        Dir,
+        Missing,
+        LinkTo(Box<Kind>),
+        DevNull,
+        DevZero,
+    }
+
+    fn kind() -> impl Strategy<Value = Kind> {
+        let leaf = prop_oneof![
+            (0u64..4096).prop_map(Kind::Regular),
+            (-1i8..=1).prop_map(Kind::AtCap),
+            Just(Kind::Fifo),
+            Just(Kind::Dir),
+            Just(Kind::Missing),
+            Just(Kind::DevNull),
+            Just(Kind::DevZero),
+        ];
+        leaf.prop_recursive(2, 4, 1, |inner| {
+            inner.prop_map(|k| Kind::LinkTo(Box::new(k)))
+        })
+    }
+
+    /// Makes `kind` at `path`; the code the reader must answer with (`None`: it reads it).
+    fn make(kind: &Kind, path: &Path) -> Option<venusc::diag::Code> {
+        use venusc::diag::Code;
+        let cap = venusc::files::Input::Venus.cap();
+        match kind {
+            Kind::Regular(n) => {
+                std::fs::File::create(path).unwrap().set_len(*n).unwrap();
+                None
+            }
+            Kind::AtCap(d) => {
+                let len = cap.saturating_add_signed(i64::from(*d));
+                std::fs::File::create(path).unwrap().set_len(len).unwrap();
+                (len > cap).then_some(Code::E0702)
+            }
+            Kind::Fifo => {
+                let ok = std::process::Command::new("mkfifo")
+                    .arg(path)
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+                Some(Code::E0701)
+            }
+            Kind::Dir => {
+                std::fs::create_dir(path).unwrap();
+                Some(Code::E0701)
+            }
+            Kind::Missing => Some(Code::E0703),
+            Kind::DevNull | Kind::DevZero => {
+                let dev = if matches!(kind, Kind::DevNull) {
+                    "/dev/null"
+                } else {
+                    "/dev/zero"
+                };
+                std::os::unix::fs::symlink(dev, path).unwrap();
+                Some(Code::E0701)
+            }
+            Kind::LinkTo(inner) => {
+                let target = std::path::PathBuf::from(format!("{}.target", path.display()));
+                let code = make(inner, &target);
+                std::os::unix::fs::symlink(&target, path).unwrap();
+                code
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[cfg(target_os = "linux")]
+        #[test]
+        fn the_reader_answers_every_file_kind_at_once_with_its_code(k in kind()) {
+            let dir = super::Scratch::new("reader-prop");
+            let path = dir.path("input.venus");
+            let expected = make(&k, &path);
+            let started = std::time::Instant::now();
+            let got = venusc::files::read(&path, venusc::files::Input::Venus);
+            prop_assert!(started.elapsed() < std::time::Duration::from_secs(10));
+            prop_assert_eq!(got.as_ref().err().map(|f| f.code), expected, "{:?}", k);
+        }
+    }
 }

@@ -295,13 +295,21 @@ fn lsp_answers_every_malformed_frame_and_keeps_serving() {
             -32600,
         ),
         ("an array", framed(b"[1,2,3]"), -32600),
-        ("bytes ff fe fd fc", framed(&[0xff, 0xfe, 0xfd, 0xfc]), -32700),
+        (
+            "bytes ff fe fd fc",
+            framed(&[0xff, 0xfe, 0xfd, 0xfc]),
+            -32700,
+        ),
         (
             "a misspelt header",
             b"Content-Lenth: 5\r\n\r\nhello".to_vec(),
             -32700,
         ),
-        ("a negative length", b"Content-Length: -5\r\n\r\n".to_vec(), -32700),
+        (
+            "a negative length",
+            b"Content-Length: -5\r\n\r\n".to_vec(),
+            -32700,
+        ),
         (
             "a length shorter than the body",
             b"Content-Length: 10\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}".to_vec(),
@@ -323,7 +331,10 @@ fn lsp_answers_every_malformed_frame_and_keeps_serving() {
         let e = c.frame_error();
         assert_eq!(e["error"]["code"], json!(code), "{what}: {e}");
         assert!(
-            e["error"]["message"].as_str().unwrap().starts_with("E0707: "),
+            e["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("E0707: "),
             "{what}: {e}"
         );
         // Still serving: a request right after gets its answer.
@@ -332,7 +343,13 @@ fn lsp_answers_every_malformed_frame_and_keeps_serving() {
     }
     // LF-only headers are read as a frame.
     let body = br#"{"jsonrpc":"2.0","id":900,"method":"venus/stdlib","params":{"uri":"venus-stdlib:///gpus.venus"}}"#;
-    c.send_raw(&[format!("Content-Length: {}\n\n", body.len()).as_bytes(), body].concat());
+    c.send_raw(
+        &[
+            format!("Content-Length: {}\n\n", body.len()).as_bytes(),
+            body,
+        ]
+        .concat(),
+    );
     let r = c.wait(|m| m["id"] == json!(900));
     assert!(r["result"]["text"].is_string(), "{r}");
     shutdown(c);
@@ -360,7 +377,11 @@ fn lsp_refuses_stdin_fifos_and_devices_as_used_files() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let fifo = dir.join("fifo.venus");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let mut c = Client::start();
     let root = format!("file://{}", dir.display());
     c.request(
@@ -369,7 +390,8 @@ fn lsp_refuses_stdin_fifos_and_devices_as_used_files() {
     );
     c.notify("initialized", json!({}));
     let uri = format!("file://{}/main.venus", dir.display());
-    let text = "use \"/dev/stdin\"\nuse \"fifo.venus\"\nuse \"/dev/zero\"\nmodel m : llama2_7b < >\n";
+    let text =
+        "use \"/dev/stdin\"\nuse \"fifo.venus\"\nuse \"/dev/zero\"\nmodel m : llama2_7b < >\n";
     c.notify(
         "textDocument/didOpen",
         json!({"textDocument": {"uri": uri, "languageId": "venus", "version": 1, "text": text}}),

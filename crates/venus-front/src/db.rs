@@ -295,11 +295,11 @@ pub fn program_query(
                         first_error,
                     }
                 }
-                None => UseTarget::Unreadable(
-                    ws.unreadable(db).get(&path).cloned().unwrap_or_else(|| {
-                        UseError::from(format!("`{}` was not loaded", path.display()))
-                    }),
-                ),
+                None => {
+                    UseTarget::Unreadable(ws.unreadable(db).get(&path).cloned().unwrap_or_else(
+                        || UseError::from(format!("`{}` was not loaded", path.display())),
+                    ))
+                }
             };
             uses.push(target);
         }

@@ -194,7 +194,8 @@ impl Compact {
                 self.pieces.push((run, at, self.source.len()));
                 self.source.push_str(text.get(run..at).unwrap_or(""));
             }
-            self.pieces.push((at, at + ch.len_utf8(), self.source.len()));
+            self.pieces
+                .push((at, at + ch.len_utf8(), self.source.len()));
             super::push_escaped(&mut self.source, ch);
             run = at + ch.len_utf8();
         }

@@ -205,7 +205,10 @@ fn a_used_file_with_syntax_errors_is_one_e0107_with_an_escaped_line_of_it() {
     assert_eq!(e0107[0].primary.loc.file, root);
     assert!(e0107[0].notes[0].starts_with("first error, at bad.venus:1:"));
     let snippet = &e0107[0].notes[1];
-    assert!(snippet.starts_with("1 | root:x:0:0:\\u{1b}[31m"), "{snippet}");
+    assert!(
+        snippet.starts_with("1 | root:x:0:0:\\u{1b}[31m"),
+        "{snippet}"
+    );
     // At most 80 characters of the line are shown (the escape counts its width), then `…`.
     assert_eq!(snippet.chars().count(), "1 | ".len() + 80 + 1);
     let all = format!("{:?}", p.diagnostics);

@@ -217,9 +217,11 @@ fn unreadable_use(u: &UseEntry, e: &UseError, from: &str) -> Diagnostic {
     if e.code == Code::E0109 {
         d = d.with_note(e.reason.clone());
     }
-    d.with_help(e.help.clone().unwrap_or_else(|| {
-        format!("the path is relative to `{from}`; check that the file exists")
-    }))
+    d.with_help(
+        e.help.clone().unwrap_or_else(|| {
+            format!("the path is relative to `{from}`; check that the file exists")
+        }),
+    )
 }
 
 /// The most of a used file's line an E0107 note shows: enough to find the place, too little

@@ -308,7 +308,10 @@ fn parse_attrs(t: &mut Tokens, name: &str) -> Result<PKind, ReadError> {
             return Err(rerr(
                 file,
                 Some(line),
-                format!("collective `{}` is a broadcast, which venusc does not simulate", shown(name)),
+                format!(
+                    "collective `{}` is a broadcast, which venusc does not simulate",
+                    shown(name)
+                ),
             ));
         } else if name.contains("reducescatter") {
             CollectiveKind::ReduceScatter
@@ -316,7 +319,10 @@ fn parse_attrs(t: &mut Tokens, name: &str) -> Result<PKind, ReadError> {
             return Err(rerr(
                 file,
                 Some(line),
-                format!("collective `{}` names no type (allgather, allreduce, alltoall, reducescatter)", shown(name)),
+                format!(
+                    "collective `{}` names no type (allgather, allreduce, alltoall, reducescatter)",
+                    shown(name)
+                ),
             ));
         };
         return Ok(PKind::Coll {
@@ -472,7 +478,11 @@ fn read_simplified(
                 return Err(rerr(
                     f,
                     None,
-                    format!("two trace prefixes in one directory: `{}` and `{}`", shown(q), shown(p)),
+                    format!(
+                        "two trace prefixes in one directory: `{}` and `{}`",
+                        shown(q),
+                        shown(p)
+                    ),
                 ))
             }
             _ => {}
