@@ -500,7 +500,7 @@ fn compile(args: &CompileArgs, roots: &RootArgs, color: bool) -> ExitCode {
                 "this `--emit` kind writes several files: give a directory with `-o DIR`",
             );
         };
-        return emit_files(&sc, args.emit, dir);
+        return emit_files(&sc, args.emit, dir, &args.input.file);
     }
     match args.emit {
         Emit::Schedule => match schedule_ir(&sc) {
@@ -520,30 +520,49 @@ fn compile(args: &CompileArgs, roots: &RootArgs, color: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A directory on disk as an emit sink.
+/// A directory on disk as an emit sink. Each file is written atomically: it is renamed into
+/// place when the next one starts (or at [`DirSink::commit`]), so one file is open at a time
+/// and a failure leaves no half-written file.
 struct DirSink {
     root: PathBuf,
     written: usize,
+    /// The scenario file: never overwritten (E0705).
+    input: PathBuf,
+    open: Option<files::AtomicFile>,
+}
+
+impl DirSink {
+    /// Renames the file written last into place.
+    fn commit(&mut self) -> Result<(), Failure> {
+        match self.open.take() {
+            Some(f) => f.commit(),
+            None => Ok(()),
+        }
+    }
 }
 
 impl venusc::emit::Sink for DirSink {
     fn file(&mut self, rel_path: &str) -> std::io::Result<Box<dyn Write + '_>> {
+        let io = |f: Failure| std::io::Error::other(f.to_string());
+        self.commit().map_err(io)?;
         let path = self.root.join(rel_path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
+        files::refuse_input(&path, &[&self.input]).map_err(io)?;
+        let file = files::AtomicFile::create(&path).map_err(io)?;
         self.written += 1;
-        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
-            path,
-        )?)))
+        Ok(Box::new(self.open.insert(file)))
     }
 }
 
-fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
+fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path, input: &Path) -> ExitCode {
     use venusc::emit;
     let mut sink = DirSink {
         root: dir.to_path_buf(),
         written: 0,
+        input: input.to_path_buf(),
+        open: None,
     };
     let result = match kind {
         Emit::SimplifiedTrace => emit::write_simplified_trace(sc, &mut sink),
@@ -553,6 +572,11 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
         Emit::Perfetto => write_perfetto_file(sc, &mut sink),
         Emit::Schedule | Emit::Groups => unreachable!("printed to stdout"),
     };
+    let result = result.and_then(|w| {
+        sink.commit()
+            .map(|()| w)
+            .map_err(|f| venusc::emit::EmitError::Io(std::io::Error::other(f.to_string())))
+    });
     match result {
         Ok(warnings) => {
             for w in warnings {
@@ -1129,11 +1153,13 @@ fn emit_best(
         canon(a).is_some() && canon(a) == canon(b)
     };
     let keep = same_dir(&source_dir, &target_dir);
+    let outside = std::cell::Cell::new(false);
     // A `use` is relative to its file: from elsewhere, point at the used file itself.
     let use_path = |p: &str| {
         if keep {
             return p.to_string();
         }
+        outside.set(true);
         let used = source_dir.join(p);
         std::fs::canonicalize(&used)
             .unwrap_or(used)
@@ -1149,6 +1175,25 @@ fn emit_best(
     let text = sw.space.emit(best.candidate, &header, &use_path);
     files::write_atomic(path, text.as_bytes()).map_err(|f| fail(&f))?;
     eprintln!("wrote the best plan to `{}`", path.display());
+    if outside.get() {
+        // Its `use`s point back at the sweep's directory, outside the new file's own root.
+        let both = std::fs::canonicalize(&source_dir)
+            .ok()
+            .zip(std::fs::canonicalize(&target_dir).ok())
+            .map(|(a, b)| {
+                a.ancestors()
+                    .find(|d| b.starts_with(d))
+                    .map_or(a.clone(), Path::to_path_buf)
+            });
+        if let Some(root) = both {
+            eprintln!(
+                "note: it uses files beside `{}`: run it with `venusc --root {} sim {}`",
+                sw.path.display(),
+                root.display(),
+                path.display()
+            );
+        }
+    }
     Ok(())
 }
 

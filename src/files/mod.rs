@@ -338,9 +338,10 @@ impl Root {
                 self.shown
             ),
             help: Some(format!(
-                "keep used files under `{}`, or name a root that holds them with `--root DIR` \
+                "keep used files under `{}`, or name a root that holds both with `--root {}` \
                  (`--allow-outside-root` lifts the check)",
-                self.shown
+                self.shown,
+                shown(&relative_to_cwd(&common_ancestor(&self.dir, &target)))
             )),
         })
     }
@@ -355,6 +356,31 @@ impl Root {
                 help: r.help(path),
             })
         }
+    }
+}
+
+/// The deepest directory holding both (absolute) paths.
+fn common_ancestor(a: &Path, b: &Path) -> PathBuf {
+    let mut common = PathBuf::new();
+    for (x, y) in a.components().zip(b.components()) {
+        if x != y {
+            break;
+        }
+        common.push(x);
+    }
+    common
+}
+
+/// `path` relative to the current directory when it is under it (`.` for the directory
+/// itself), else as it is: what a user types after `--root`.
+fn relative_to_cwd(path: &Path) -> PathBuf {
+    let cwd = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_default();
+    match path.strip_prefix(&cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => path.to_path_buf(),
     }
 }
 

@@ -116,8 +116,19 @@ fn a_use_outside_the_root_is_e0109_even_through_a_link_and_inside_it_is_read() {
     ] {
         let e = read(&outside).unwrap_err();
         assert_eq!(e.code, Code::E0109, "{}", outside.display());
-        assert!(e.help.unwrap().contains("--root DIR"));
+        assert!(e.help.unwrap().contains("--root "));
     }
+    // The help names the deepest root that holds both.
+    let e = read(&dir.path("proj/../secret.venus")).unwrap_err();
+    let both = std::fs::canonicalize(&dir.0).unwrap();
+    assert!(
+        e.help
+            .as_deref()
+            .unwrap()
+            .contains(&format!("--root {} ", relative_to_cwd(&both).display())),
+        "{:?}",
+        e.help
+    );
     let open = Root::at(&dir.path("proj"), true).unwrap();
     assert_eq!(
         open.reader()(&dir.path("proj/link.venus")).unwrap(),
