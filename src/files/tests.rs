@@ -125,7 +125,7 @@ fn a_use_outside_the_root_is_e0109_even_through_a_link_and_inside_it_is_read() {
         e.help
             .as_deref()
             .unwrap()
-            .contains(&format!("--root {} ", relative_to_cwd(&both).display())),
+            .contains(&format!("--root {}`", relative_to_cwd(&both).display())),
         "{:?}",
         e.help
     );
