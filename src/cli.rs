@@ -594,10 +594,24 @@ fn import(args: &ImportArgs) -> ExitCode {
     let config = args.config.display().to_string();
     // The config names `system.json` and `network.yml`: read through the same policy.
     let mut read = |p: &str| {
-        files::read(Path::new(p), Input::Config).map_err(|f| std::io::Error::other(f.to_string()))
+        let path = Path::new(p);
+        // A missing file keeps its own error (the importer tries other places for it).
+        std::fs::metadata(path)?;
+        files::read(path, Input::Config)
+            .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
     };
     let imported = match venusc::emit::import_venussim(&config, &mut read) {
         Ok(i) => i,
+        Err(e) if e.kind == venusc::emit::ImportErrorKind::Unreadable => {
+            return fail(&Failure {
+                code: Code::E0703,
+                message: e.to_string(),
+                help: format!(
+                    "check the path `{config}`, and that its `system` and `network` name \
+                     regular files (tried as written, then from the config's directory)"
+                ),
+            });
+        }
         Err(e) => {
             eprintln!("error: {e}");
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
@@ -772,9 +786,8 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
     // the same policy as every file.
     let mut read = |name: &str| {
         let path = dir.join(name);
-        if !path.exists() {
-            return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
-        }
+        // A missing file keeps its own error: the replay treats some as optional.
+        std::fs::metadata(&path)?;
         files::read(&path, Input::Trace)
             .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
     };

@@ -175,7 +175,7 @@ impl Prelude {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UseTarget {
     /// The file is part of the program; `first_error` is the first error of its parse, when
-    /// it has one (the file's own diagnostics are then not shown: see [`broken_use`]).
+    /// it has one (the file's own diagnostics are then not shown, only one E0107 line).
     Loaded {
         file: FileId,
         first_error: Option<Box<Diagnostic>>,
