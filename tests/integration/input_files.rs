@@ -239,12 +239,23 @@ fn a_garbage_file_inside_the_root_shows_only_its_first_line_escaped_and_cut() {
         );
         assert!(!all.contains(&"z".repeat(100)), "{format}: {all}");
     }
-    let out = venusc(&s.0, &["check", "p.venus"]);
-    assert!(
-        out.stdout.contains("1 | root:\\u{1b}]0;pwned\\u{7}:zzz"),
-        "{}",
-        out.stdout
-    );
+    // Every format carries the first error and its one escaped, cut line.
+    for format in ["human", "json", "github"] {
+        let out = venusc(&s.0, &["check", "--format", format, "p.venus"]);
+        assert!(
+            out.stdout.contains("1 | root:\\u{1b}]0;pwned\\u{7}:zzz")
+                || out
+                    .stdout
+                    .contains("1 | root:\\\\u{1b}]0;pwned\\\\u{7}:zzz"),
+            "{format}: {}",
+            out.stdout
+        );
+        assert!(
+            out.stdout.contains("first error, at garbage.venus:1:"),
+            "{format}: {}",
+            out.stdout
+        );
+    }
 }
 
 #[cfg(unix)]

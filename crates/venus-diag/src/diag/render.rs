@@ -484,6 +484,11 @@ pub fn github(diagnostics: &[Diagnostic], files: &SourceFiles) -> String {
         if !d.primary.message.is_empty() {
             body.push_str(&format!("\n{}", d.primary.message));
         }
+        // Notes carry what the annotation has no snippet for (a used file's first error and
+        // its line, a memory breakdown).
+        for note in &d.notes {
+            body.push_str(&format!("\n{note}"));
+        }
         if let Some(help) = &d.help {
             body.push_str(&format!("\nhelp: {help}"));
         }
@@ -551,6 +556,19 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("evil.venus:1:13"), "{out}");
+    }
+
+    #[test]
+    fn github_lists_the_notes_before_the_help() {
+        let (mut diags, files) = sample();
+        diags[0]
+            .notes
+            .push("first error, at x.venus:1:1: unexpected `root`".into());
+        let out = github(&diags, &files);
+        assert!(
+            out.ends_with("dp 4 makes 32 GPUs%0Afirst error, at x.venus:1:1: unexpected `root`%0Ahelp: use `dp 2`\n"),
+            "{out}"
+        );
     }
 
     #[test]
