@@ -413,3 +413,40 @@ fn lsp_refuses_stdin_fifos_and_devices_as_used_files() {
     shutdown(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Random frames over the real stdio (deterministic xorshift bytes, so a failure
+/// reproduces): every one is answered with a JSON-RPC error, the server never exits, and the
+/// request after them is served.
+#[test]
+fn lsp_answers_each_of_many_random_frames_and_keeps_serving() {
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut c = initialized();
+    let frames = 40;
+    for i in 0..frames {
+        let len = (next() % 200) as usize;
+        // Bytes that are never JSON: `{` opens an object that random bytes never close well.
+        let mut body: Vec<u8> = vec![b'{'];
+        body.extend((0..len).map(|_| (next() >> 24) as u8));
+        let frame = match i % 3 {
+            0 => framed(&body),
+            1 => format!("X-Junk-{}: {}\r\n\r\n", next() % 1000, next()).into_bytes(),
+            _ => format!("Content-Length: {}\r\n\r\n", u64::MAX - next() % 1000).into_bytes(),
+        };
+        c.send_raw(&frame);
+        let e = c.frame_error();
+        assert!(
+            [-32700, -32600].contains(&e["error"]["code"].as_i64().unwrap()),
+            "frame {i}: {e}"
+        );
+    }
+    let r = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
+    assert!(r["result"]["text"].is_string(), "{r}");
+    assert!(c.child.try_wait().unwrap().is_none(), "the server exited");
+    shutdown(c);
+}
