@@ -359,6 +359,7 @@ fn check(args: &CheckArgs, root_args: &RootArgs, color: bool) -> ExitCode {
     let mut memory_tables = String::new();
     // A file that cannot be read is reported and skipped; the others are still checked.
     let mut unreadable = false;
+    let mut checked = 0;
     for root in &roots {
         let bytes = match files::read(root, Input::Venus) {
             Ok(b) => b,
@@ -369,6 +370,7 @@ fn check(args: &CheckArgs, root_args: &RootArgs, color: bool) -> ExitCode {
             }
         };
         let id = session.load(root, &bytes, &mut project.reader());
+        checked += 1;
         let result = session.check(id);
         diagnostics.extend(result.diagnostics.iter().cloned());
         if args.memory {
@@ -392,7 +394,7 @@ fn check(args: &CheckArgs, root_args: &RootArgs, color: bool) -> ExitCode {
             }
             s
         }
-        Format::Json => render::json(&diagnostics, &files, roots.len()),
+        Format::Json => render::json(&diagnostics, &files, checked),
         Format::Github => render::github(&diagnostics, &files),
     };
     let mut stdout = std::io::stdout().lock();

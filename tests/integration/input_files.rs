@@ -163,6 +163,15 @@ fn check_dir_with_a_fifo_reports_it_and_checks_the_other_files() {
         "{}",
         out.stderr
     );
+    // The other file is still checked: the JSON counts it alone.
+    let out = venusc(&s.0, &["check", "--format", "json", "d"]);
+    assert_eq!(out.exit, 2, "{}", out.all());
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (v["files"].as_u64(), v["errors"].as_u64()),
+        (Some(1), Some(0)),
+        "{v}"
+    );
     let out = venusc(&s.0, &["fmt", "--check", "d"]);
     assert_eq!(out.exit, 2, "{}", out.all());
     assert!(out.stderr.contains("E0701"), "{}", out.stderr);
