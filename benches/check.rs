@@ -78,8 +78,8 @@ fn generated(lines: usize) -> String {
     text
 }
 
-fn no_files(p: &Path) -> Result<Vec<u8>, String> {
-    Err(format!("no file `{}` in the benchmark", p.display()))
+fn no_files(p: &Path) -> Result<Vec<u8>, venusc::session::UseError> {
+    Err(format!("no file `{}` in the benchmark", p.display()).into())
 }
 
 fn best_of<T>(runs: u32, mut f: impl FnMut() -> T) -> (Duration, T) {

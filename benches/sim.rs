@@ -57,7 +57,7 @@ fn run_once(path: &Path, all_ranks: bool) -> Run {
     let bytes =
         std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let mut session = venusc::Session::new();
-    let mut read = |p: &Path| std::fs::read(p).map_err(|e| e.to_string());
+    let mut read = |p: &Path| std::fs::read(p).map_err(|e| e.to_string().into());
     let root = session.load(path, &bytes, &mut read);
     let checked = session.check(root);
     assert!(

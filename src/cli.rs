@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use venusc::diag::render;
 use venusc::diag::{Code, Diagnostic};
+use venusc::files::{self, Failure, Input, Root};
 use venusc::syntax::schema;
 
 #[derive(Parser)]
@@ -20,8 +21,29 @@ struct Cli {
     /// When to colour output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
+    #[command(flatten)]
+    roots: RootArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Where `use` may reach (E0109 outside).
+#[derive(clap::Args, Clone, Default)]
+struct RootArgs {
+    /// The project root every `use` must resolve into (default: the directory of the named
+    /// file, or the directory named; with several, the deepest one holding them all).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Let `use` reach files outside the project root.
+    #[arg(long, global = true)]
+    allow_outside_root: bool,
+}
+
+impl RootArgs {
+    fn for_inputs(&self, inputs: &[PathBuf]) -> Result<Root, ExitCode> {
+        Root::for_inputs(inputs, self.root.as_deref(), self.allow_outside_root)
+            .map_err(|f| fail(&f))
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -260,15 +282,20 @@ pub fn run() -> ExitCode {
     // Colour is decided per stream: diagnostics go to stderr, except `check`'s, which are its
     // output and go to stdout.
     let color = use_color(cli.color, std::io::stderr().is_terminal());
+    let roots = &cli.roots;
     match cli.command {
-        Command::Check(args) => check(&args, use_color(cli.color, std::io::stdout().is_terminal())),
+        Command::Check(args) => check(
+            &args,
+            roots,
+            use_color(cli.color, std::io::stdout().is_terminal()),
+        ),
         Command::Explain { code } => explain(code.as_deref()),
-        Command::Sim(args) => sim(&args, color),
-        Command::Test(args) => test(&args, color),
-        Command::Schedule(args) => schedule(&args, color),
-        Command::Compile(args) => compile(&args, color),
+        Command::Sim(args) => sim(&args, roots, color),
+        Command::Test(args) => test(&args, roots, color),
+        Command::Schedule(args) => schedule(&args, roots, color),
+        Command::Compile(args) => compile(&args, roots, color),
         Command::Import(args) => import(&args),
-        Command::Sweep(args) => sweep(&args, color),
+        Command::Sweep(args) => sweep(&args, roots, color),
         Command::Validate(args) => validate(&args),
         Command::Fmt(args) => fmt(&args, color),
         Command::Lsp => lsp(),
@@ -288,6 +315,12 @@ fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
 
 fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+/// A file that could not be read or written: its coded message on stderr, exit 2.
+fn fail(f: &Failure) -> ExitCode {
+    eprintln!("{f}");
     ExitCode::from(2)
 }
 
@@ -332,56 +365,38 @@ fn explain(code: Option<&str>) -> ExitCode {
     }
 }
 
-/// Expands directories into their `.venus` files (sorted, for deterministic output).
-fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found = Vec::new();
-            collect_venus_files(p, &mut found)
-                .map_err(|e| format!("cannot read directory `{}`: {e}", p.display()))?;
-            found.sort();
-            out.extend(found);
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn collect_venus_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_venus_files(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "venus") {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-fn check(args: &CheckArgs, color: bool) -> ExitCode {
+fn check(args: &CheckArgs, root_args: &RootArgs, color: bool) -> ExitCode {
     let levels = match venusc::diag::Levels::parse(&args.allow, &args.deny) {
         Ok(l) => l,
         Err(e) => return usage_error(e),
     };
-    let roots = match expand_paths(&args.paths) {
+    let roots = match files::venus_files(&args.paths) {
         Ok(r) => r,
-        Err(e) => return usage_error(e),
+        Err(f) => return fail(&f),
+    };
+    let project = match root_args.for_inputs(&args.paths) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     let mut session = venusc::Session::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
     let mut memory_tables = String::new();
+    // A file that cannot be read is reported and skipped; the others are still checked.
+    let mut unreadable = false;
     let mut checked = Vec::new();
     for root in &roots {
-        let bytes = match std::fs::read(root) {
+        let bytes = match files::read(root, Input::Venus) {
             Ok(b) => b,
-            Err(e) => return usage_error(format!("cannot read `{}`: {e}", root.display())),
+            Err(f) => {
+                eprintln!("{f}");
+                unreadable = true;
+                continue;
+            }
         };
-        let id = session.load(root, &bytes, &mut read_file);
+        let id = session.load(root, &bytes, &mut project.reader());
         checked.push((root, session.check(id)));
     }
+    let file_count = checked.len();
     let (paths, mut results): (Vec<&PathBuf>, Vec<venusc::session::Checked>) =
         checked.into_iter().unzip();
     venusc::session::drop_incomplete_leaves_used_elsewhere(&mut results);
@@ -409,12 +424,15 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
             }
             s
         }
-        Format::Json => render::json(&diagnostics, &files, roots.len()),
+        Format::Json => render::json(&diagnostics, &files, file_count),
         Format::Github => render::github(&diagnostics, &files),
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(memory_tables.as_bytes());
     let _ = stdout.write_all(out.as_bytes());
+    if unreadable {
+        return ExitCode::from(2);
+    }
     exit_for(&diagnostics, args.deny_warnings)
 }
 
@@ -422,10 +440,14 @@ fn check(args: &CheckArgs, color: bool) -> ExitCode {
 /// stdout: one line per scenario (`--format json`: one JSON document); stderr: the
 /// diagnostics (check errors, E0501 failures, warnings of the tested files) in the chosen
 /// format. Exit 1 when a file does not check, a simulation fails or a bound is missed.
-fn test(args: &TestArgs, color: bool) -> ExitCode {
-    let roots = match expand_paths(&args.paths) {
+fn test(args: &TestArgs, root_args: &RootArgs, color: bool) -> ExitCode {
+    let roots = match files::venus_files(&args.paths) {
         Ok(r) => r,
-        Err(e) => return usage_error(e),
+        Err(f) => return fail(&f),
+    };
+    let project = match root_args.for_inputs(&args.paths) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     let mut session = venusc::Session::new();
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
@@ -433,11 +455,11 @@ fn test(args: &TestArgs, color: bool) -> ExitCode {
     let mut failed = false;
     let mut untested = 0usize;
     for root in &roots {
-        let bytes = match std::fs::read(root) {
+        let bytes = match files::read(root, Input::Venus) {
             Ok(b) => b,
-            Err(e) => return usage_error(format!("cannot read `{}`: {e}", root.display())),
+            Err(f) => return fail(&f),
         };
-        let id = session.load(root, &bytes, &mut read_file);
+        let id = session.load(root, &bytes, &mut project.reader());
         let checked = session.check(id);
         diagnostics.extend(checked.diagnostics.iter().cloned());
         if checked.has_errors() {
@@ -611,11 +633,6 @@ fn exit_for(diagnostics: &[Diagnostic], deny_warnings: bool) -> ExitCode {
     }
 }
 
-/// How the session reads a `use`d file.
-fn read_file(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| e.to_string())
-}
-
 /// A selected scenario and the sources its diagnostics point into.
 struct Loaded {
     scenario: venusc::plan::Scenario,
@@ -625,11 +642,11 @@ struct Loaded {
 
 /// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
 /// returns the exit code to use.
-fn load_scenario(args: &ScenarioArgs, color: bool) -> Result<Loaded, ExitCode> {
-    let bytes = std::fs::read(&args.file)
-        .map_err(|e| usage_error(format!("cannot read `{}`: {e}", args.file.display())))?;
+fn load_scenario(args: &ScenarioArgs, roots: &RootArgs, color: bool) -> Result<Loaded, ExitCode> {
+    let bytes = files::read(&args.file, Input::Venus).map_err(|f| fail(&f))?;
+    let project = roots.for_inputs(std::slice::from_ref(&args.file))?;
     let mut session = venusc::Session::new();
-    let root = session.load(&args.file, &bytes, &mut read_file);
+    let root = session.load(&args.file, &bytes, &mut project.reader());
     let checked = session.check(root);
     let mut diagnostics = checked.diagnostics.clone();
     let selected = checked.select(args.scenario.as_deref());
@@ -655,8 +672,8 @@ fn schedule_ir(sc: &venusc::plan::Scenario) -> Result<venusc::schedule::Schedule
         .map_err(|e| usage_error(format!("cannot build the schedule of `{}`: {e}", sc.name)))
 }
 
-fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
-    let sc = match load_scenario(&args.input, color) {
+fn schedule(args: &ScheduleArgs, roots: &RootArgs, color: bool) -> ExitCode {
+    let sc = match load_scenario(&args.input, roots, color) {
         Ok(loaded) => loaded.scenario,
         Err(code) => return code,
     };
@@ -677,8 +694,8 @@ fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn compile(args: &CompileArgs, color: bool) -> ExitCode {
-    let sc = match load_scenario(&args.input, color) {
+fn compile(args: &CompileArgs, roots: &RootArgs, color: bool) -> ExitCode {
+    let sc = match load_scenario(&args.input, roots, color) {
         Ok(loaded) => loaded.scenario,
         Err(code) => return code,
     };
@@ -688,7 +705,7 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
                 "this `--emit` kind writes several files: give a directory with `-o DIR`",
             );
         };
-        return emit_files(&sc, args.emit, dir);
+        return emit_files(&sc, args.emit, dir, &args.input.file);
     }
     match args.emit {
         Emit::Schedule => match schedule_ir(&sc) {
@@ -708,30 +725,49 @@ fn compile(args: &CompileArgs, color: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A directory on disk as an emit sink.
+/// A directory on disk as an emit sink. Each file is written atomically: it is renamed into
+/// place when the next one starts (or at [`DirSink::commit`]), so one file is open at a time
+/// and a failure leaves no half-written file.
 struct DirSink {
     root: PathBuf,
     written: usize,
+    /// The scenario file: never overwritten (E0705).
+    input: PathBuf,
+    open: Option<files::AtomicFile>,
+}
+
+impl DirSink {
+    /// Renames the file written last into place.
+    fn commit(&mut self) -> Result<(), Failure> {
+        match self.open.take() {
+            Some(f) => f.commit(),
+            None => Ok(()),
+        }
+    }
 }
 
 impl venusc::emit::Sink for DirSink {
     fn file(&mut self, rel_path: &str) -> std::io::Result<Box<dyn Write + '_>> {
+        let io = |f: Failure| std::io::Error::other(f.to_string());
+        self.commit().map_err(io)?;
         let path = self.root.join(rel_path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
+        files::refuse_input(&path, &[&self.input]).map_err(io)?;
+        let file = files::AtomicFile::create(&path).map_err(io)?;
         self.written += 1;
-        Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
-            path,
-        )?)))
+        Ok(Box::new(self.open.insert(file)))
     }
 }
 
-fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
+fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path, input: &Path) -> ExitCode {
     use venusc::emit;
     let mut sink = DirSink {
         root: dir.to_path_buf(),
         written: 0,
+        input: input.to_path_buf(),
+        open: None,
     };
     let result = match kind {
         Emit::SimplifiedTrace => emit::write_simplified_trace(sc, &mut sink),
@@ -741,6 +777,11 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
         Emit::Perfetto => write_perfetto_file(sc, &mut sink),
         Emit::Schedule | Emit::Groups => unreachable!("printed to stdout"),
     };
+    let result = result.and_then(|w| {
+        sink.commit()
+            .map(|()| w)
+            .map_err(|f| venusc::emit::EmitError::Io(std::io::Error::other(f.to_string())))
+    });
     match result {
         Ok(warnings) => {
             for w in warnings {
@@ -756,9 +797,26 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
 
 fn import(args: &ImportArgs) -> ExitCode {
     let config = args.config.display().to_string();
-    let mut read = |p: &str| std::fs::read(p);
+    // The config names `system.json` and `network.yml`: read through the same policy.
+    let mut read = |p: &str| {
+        let path = Path::new(p);
+        // A missing file keeps its own error (the importer tries other places for it).
+        std::fs::metadata(path)?;
+        files::read(path, Input::Config)
+            .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
+    };
     let imported = match venusc::emit::import_venussim(&config, &mut read) {
         Ok(i) => i,
+        Err(e) if e.kind == venusc::emit::ImportErrorKind::Unreadable => {
+            return fail(&Failure {
+                code: Code::E0703,
+                message: e.to_string(),
+                help: format!(
+                    "check the path `{config}`, and that its `system` and `network` name \
+                     regular files (tried as written, then from the config's directory)"
+                ),
+            });
+        }
         Err(e) => {
             eprintln!("error: {e}");
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
@@ -774,8 +832,10 @@ fn import(args: &ImportArgs) -> ExitCode {
     }
     match &args.out {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, imported.venus.as_bytes()) {
-                return usage_error(format!("cannot write `{}`: {e}", path.display()));
+            let written = files::refuse_input(path, &[&args.config])
+                .and_then(|()| files::write_atomic(path, imported.venus.as_bytes()));
+            if let Err(f) = written {
+                return fail(&f);
             }
             eprintln!("wrote `{}`", path.display());
         }
@@ -798,7 +858,7 @@ fn parse_ranks(text: &str) -> Result<Option<Vec<u32>>, String> {
         .map(Some)
 }
 
-fn sim(args: &SimArgs, color: bool) -> ExitCode {
+fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
     let ranks = match args.timeline_ranks.as_deref().map(parse_ranks).transpose() {
         Ok(r) => r.flatten(),
         Err(e) => return usage_error(e),
@@ -806,7 +866,12 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
     if args.iterations == Some(0) {
         return usage_error("`--iterations` must be at least 1");
     }
-    let (sc, at, files) = match load_scenario(&args.input, color) {
+    if let Some(path) = &args.timeline {
+        if let Err(f) = files::refuse_input(path, &[&args.input.file]) {
+            return fail(&f);
+        }
+    }
+    let (sc, at, files) = match load_scenario(&args.input, roots, color) {
         Ok(loaded) => (loaded.scenario, loaded.provenance, loaded.files),
         Err(code) => return code,
     };
@@ -818,12 +883,16 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         Some(dir) => simulate_trace_dir(&sc, dir),
         None => venusc::simulate::simulate(&sc, &opts)
             .map(SimRun::from)
-            .map_err(|e| e.to_string()),
+            .map_err(|e| RunError::Plain(e.to_string())),
     };
     let sim = match result {
         Ok(s) => s,
-        Err(e) => {
+        Err(RunError::Plain(e)) => {
             eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+        Err(RunError::Coded(f)) => {
+            eprintln!("{f}");
             return ExitCode::from(1);
         }
     };
@@ -837,20 +906,16 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
     }
     if let Some(path) = &args.timeline {
-        let file = match std::fs::File::create(path) {
-            Ok(f) => f,
-            Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
-        };
         let opts = venusc::report::perfetto::PerfettoOptions {
             ranks: ranks.as_deref(),
             layout: Some(&sim.layout),
         };
-        match venusc::report::perfetto::write_perfetto(file, &sim.trace, &sim.timeline, &opts) {
+        match write_timeline(path, &sim, &opts) {
             Ok(n) => eprintln!(
                 "wrote {n} slices to `{}` (open it in ui.perfetto.dev)",
                 path.display()
             ),
-            Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
+            Err(f) => return fail(&f),
         }
     }
     let failed = venusc::report::check_expect(&sc.expect, &at.expect, &report);
@@ -859,6 +924,26 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// `sim --timeline`: the Perfetto trace written atomically; the slice count.
+fn write_timeline(
+    path: &Path,
+    sim: &SimRun,
+    opts: &venusc::report::perfetto::PerfettoOptions<'_>,
+) -> Result<u64, Failure> {
+    let mut file = files::AtomicFile::create(path)?;
+    let n = venusc::report::perfetto::write_perfetto(&mut file, &sim.trace, &sim.timeline, opts)
+        .map_err(|e| Failure {
+            code: Code::E0704,
+            message: format!("cannot write `{}`: {e}", path.display()),
+            help: format!(
+                "free space where `{}` goes, or write it elsewhere; nothing was replaced",
+                path.display()
+            ),
+        })?;
+    file.commit()?;
+    Ok(n)
 }
 
 /// What `sim` reports on and exports, from either source of a trace.
@@ -880,22 +965,55 @@ impl From<venusc::simulate::Simulation> for SimRun {
     }
 }
 
+/// Why `sim` could not run: a coded file failure, or the simulator's own message.
+enum RunError {
+    Coded(Failure),
+    Plain(String),
+}
+
 /// `sim --trace DIR`: reads the directory's file names (the files themselves are read by
 /// name as the replay needs them) and replays them on `sc`'s cluster.
-fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, String> {
+fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, RunError> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read directory `{}`: {e}", dir.display()))?
+        .map_err(|e| {
+            RunError::Coded(Failure {
+                code: Code::E0709,
+                message: format!("cannot read directory `{}`: {e}", dir.display()),
+                help: "give `--trace` the directory that holds the `*.et` files".to_string(),
+            })
+        })?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let mut read = |name: &str| std::fs::read(dir.join(name));
+    // `name` may be `../sim-config/comm-group.json` (VenusSim's place for it): read through
+    // the same policy as every file.
+    let mut read = |name: &str| {
+        let path = dir.join(name);
+        // A missing file keeps its own error: the replay treats some as optional.
+        std::fs::metadata(&path)?;
+        files::read(&path, Input::Trace)
+            .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
+    };
     let r = venusc::simulate::replay(sc, &names, &mut read).map_err(|e| match e {
-        venusc::simulate::SimError::Read(e) => format!("{}: {e}", dir.display()),
-        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Network(e)) => e.to_string(),
-        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Layout(e)) => e.to_string(),
-        e => e.to_string(),
+        venusc::simulate::SimError::Read(e) => RunError::Coded(Failure {
+            code: Code::E0706,
+            message: format!("{}: {e}", dir.display()),
+            help: format!(
+                "fix `{}` there, or write the traces again with `venusc compile --emit \
+                 simplified-trace -o {}`",
+                e.file,
+                dir.display()
+            ),
+        }),
+        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Network(e)) => {
+            RunError::Plain(e.to_string())
+        }
+        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Layout(e)) => {
+            RunError::Plain(e.to_string())
+        }
+        e => RunError::Plain(e.to_string()),
     })?;
     Ok(SimRun {
         report: r.report,
@@ -906,45 +1024,107 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
 }
 
 fn validate(args: &ValidateArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&args.table) {
+    let text = match files::read_text(&args.table, Input::Table) {
         Ok(t) => t,
-        Err(e) => return usage_error(format!("cannot read `{}`: {e}", args.table.display())),
+        Err(f) => return fail(&f),
     };
     let v = match venusc::published::run(&text) {
         Ok(v) => v,
         Err(e) => return usage_error(format!("`{}`: {e}", args.table.display())),
     };
+    let mut refused = false;
     if let Some(dir) = &args.emit_scenarios {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            return usage_error(format!("cannot create `{}`: {e}", dir.display()));
-        }
-        for r in &v.rows {
-            if let Ok(built) = venusc::published::scenario::build(&r.row) {
-                let path = dir.join(format!("{}.venus", r.row.id));
-                if let Err(e) = std::fs::write(&path, built.venus) {
-                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
-                }
-            }
+        match emit_scenarios(&v, dir, &args.table) {
+            Ok(r) => refused = r,
+            Err(code) => return code,
         }
     }
     print!("{}", v.markdown());
     let _ = std::io::stdout().flush();
-    ExitCode::SUCCESS
+    if refused {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `validate --emit-scenarios DIR`: each row's scenario as `DIR/<id>.venus`. An id that is
+/// not a plain file name (a `/`, `..`, an absolute path) or that repeats an earlier one is
+/// E0708 and nothing is written for it, so no row writes outside DIR or over another row.
+/// `Ok(true)` when a row was refused.
+fn emit_scenarios(
+    v: &venusc::published::Validation,
+    dir: &Path,
+    table: &Path,
+) -> Result<bool, ExitCode> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return Err(fail(&Failure {
+            code: Code::E0704,
+            message: format!("cannot create `{}`: {e}", dir.display()),
+            help: format!("create `{}` or choose a writable directory", dir.display()),
+        }));
+    }
+    let mut written = std::collections::HashSet::new();
+    let mut refused = false;
+    for r in &v.rows {
+        let Ok(built) = venusc::published::scenario::build(&r.row) else {
+            continue;
+        };
+        let id = &r.row.id;
+        let problem = match venusc::published::file_stem_problem(id) {
+            Some(p) => Some(p),
+            None if !written.insert(id.clone()) => {
+                Some(format!("id `{id}` is used by an earlier row"))
+            }
+            None => None,
+        };
+        if let Some(problem) = problem {
+            eprintln!(
+                "{}",
+                Failure {
+                    code: Code::E0708,
+                    message: format!(
+                        "not writing the scenario of row `{}`: {problem}",
+                        venusc::diag::escape_excerpt(id, 80)
+                    ),
+                    help: format!(
+                        "give the row a unique `id` of letters, digits, `-`, `_` and `.` in `{}`",
+                        table.display()
+                    ),
+                }
+            );
+            refused = true;
+            continue;
+        }
+        let path = dir.join(format!("{id}.venus"));
+        if let Err(f) = files::refuse_input(&path, &[table])
+            .and_then(|()| files::write_atomic(&path, built.venus.as_bytes()))
+        {
+            return Err(fail(&f));
+        }
+    }
+    Ok(refused)
 }
 
 /// `venusc fmt`: 0 when every file is (or now is) formatted, 1 when `--check` finds files to
 /// change or a file has syntax errors (those are rendered and the file is left alone), 2 on
-/// I/O errors.
+/// I/O errors. A file that cannot be read or written does not stop the others; each file is
+/// replaced atomically, so a failed write leaves it as it was.
 fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
-    let files = match expand_paths(&args.paths) {
+    let files = match files::venus_files(&args.paths) {
         Ok(f) => f,
-        Err(e) => return usage_error(e),
+        Err(f) => return fail(&f),
     };
     let mut failed = false;
+    let mut io_failed = false;
     for path in &files {
-        let bytes = match std::fs::read(path) {
+        let bytes = match files::read(path, Input::Venus) {
             Ok(b) => b,
-            Err(e) => return usage_error(format!("cannot read `{}`: {e}", path.display())),
+            Err(f) => {
+                eprintln!("{f}");
+                io_failed = true;
+                continue;
+            }
         };
         let (text, decode) = venusc::syntax::decode(&bytes, venusc::diag::FileId(0));
         let result = if decode.is_empty() {
@@ -958,8 +1138,9 @@ fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
                 if args.check {
                     println!("{}", path.display());
                     failed = true;
-                } else if let Err(e) = std::fs::write(path, formatted) {
-                    return usage_error(format!("cannot write `{}`: {e}", path.display()));
+                } else if let Err(f) = files::write_atomic(path, formatted.as_bytes()) {
+                    eprintln!("{f}");
+                    io_failed = true;
                 }
             }
             Err(venusc::fmt::FormatError::Syntax(diagnostics)) => {
@@ -982,7 +1163,9 @@ fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
             }
         }
     }
-    if failed {
+    if io_failed {
+        ExitCode::from(2)
+    } else if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -1032,7 +1215,7 @@ fn sweep_bar() -> Option<SweepBar> {
     Some(SweepBar(bar))
 }
 
-fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
+fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
     use venusc::sweep::{self, output};
     let options = sweep::SweepOptions {
         scenario: args.scenario.clone(),
@@ -1046,7 +1229,7 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
     };
     // The sweep file: needed to run, and to render `--emit-best` after a merge.
     let mut prepared = match &args.file {
-        Some(file) => match prepare_sweep(file, &options, color) {
+        Some(file) => match prepare_sweep(file, &options, roots, color) {
             Ok(p) => Some(p),
             Err(code) => return code,
         },
@@ -1078,9 +1261,9 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
     } else {
         let mut parts = Vec::new();
         for path in &args.merge {
-            let text = match std::fs::read_to_string(path) {
+            let text = match files::read_text(path, Input::Shard) {
                 Ok(t) => t,
-                Err(e) => return usage_error(format!("cannot read `{}`: {e}", path.display())),
+                Err(f) => return fail(&f),
             };
             match output::read_json(&text) {
                 Ok(o) => parts.push(o),
@@ -1115,6 +1298,11 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
         let Some((_, sw)) = &prepared else {
             return usage_error("`--emit-best` after `--merge` needs the sweep file too: `venusc sweep FILE --merge ...`");
         };
+        let mut inputs: Vec<&Path> = args.merge.iter().map(PathBuf::as_path).collect();
+        inputs.push(&sw.path);
+        if let Err(f) = files::refuse_input(path, &inputs) {
+            return fail(&f);
+        }
         if let Err(e) = emit_best(&outcome, sw, path) {
             return e;
         }
@@ -1131,12 +1319,13 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
 fn prepare_sweep(
     file: &Path,
     options: &venusc::sweep::SweepOptions,
+    roots: &RootArgs,
     color: bool,
 ) -> Result<(venusc::Session, venusc::sweep::Sweep), ExitCode> {
-    let bytes = std::fs::read(file)
-        .map_err(|e| usage_error(format!("cannot read `{}`: {e}", file.display())))?;
+    let bytes = files::read(file, Input::Venus).map_err(|f| fail(&f))?;
+    let project = roots.for_inputs(&[file.to_path_buf()])?;
     let mut session = venusc::Session::new();
-    let root = session.load(file, &bytes, &mut read_file);
+    let root = session.load(file, &bytes, &mut project.reader());
     match venusc::sweep::prepare(&mut session, file, root, options) {
         Ok(sw) => Ok((session, sw)),
         Err(venusc::sweep::PrepareError::Diagnostics(d)) => {
@@ -1182,11 +1371,13 @@ fn emit_best(
         canon(a).is_some() && canon(a) == canon(b)
     };
     let keep = same_dir(&source_dir, &target_dir);
+    let outside = std::cell::Cell::new(false);
     // A `use` is relative to its file: from elsewhere, point at the used file itself.
     let use_path = |p: &str| {
         if keep {
             return p.to_string();
         }
+        outside.set(true);
         let used = source_dir.join(p);
         std::fs::canonicalize(&used)
             .unwrap_or(used)
@@ -1200,13 +1391,27 @@ fn emit_best(
         &sw.space.describe(best.candidate),
     );
     let text = sw.space.emit(best.candidate, &header, &use_path);
-    if let Err(e) = std::fs::write(path, text) {
-        return Err(usage_error(format!(
-            "cannot write `{}`: {e}",
-            path.display()
-        )));
-    }
+    files::write_atomic(path, text.as_bytes()).map_err(|f| fail(&f))?;
     eprintln!("wrote the best plan to `{}`", path.display());
+    if outside.get() {
+        // Its `use`s point back at the sweep's directory, outside the new file's own root.
+        let both = std::fs::canonicalize(&source_dir)
+            .ok()
+            .zip(std::fs::canonicalize(&target_dir).ok())
+            .map(|(a, b)| {
+                a.ancestors()
+                    .find(|d| b.starts_with(d))
+                    .map_or(a.clone(), Path::to_path_buf)
+            });
+        if let Some(root) = both {
+            eprintln!(
+                "note: it uses files beside `{}`: run it with `venusc --root {} sim {}`",
+                sw.path.display(),
+                root.display(),
+                path.display()
+            );
+        }
+    }
     Ok(())
 }
 

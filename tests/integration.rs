@@ -6,6 +6,7 @@ mod integration {
     pub mod fmt;
     pub mod golden_emit;
     pub mod hostile;
+    pub mod input_files;
     pub mod lsp;
     pub mod reference;
     pub mod sim;

@@ -21,6 +21,7 @@
 //! it never do. A bad request gets an error response, never a panic (handlers run under
 //! `catch_unwind` as a last line of defence).
 
+mod framing;
 mod line_index;
 mod server;
 
@@ -37,12 +38,77 @@ use serde_json::Value;
 pub use line_index::LineIndex;
 pub use server::{path_to_uri, uri_to_path, Server, STDLIB_REQUEST, STDLIB_SCHEME};
 
-/// Runs the server on stdin/stdout until `exit`.
+pub use framing::{MAX_MESSAGE, PARSE_ERROR};
+
+/// Runs the server on stdin/stdout until `exit`. The transport is ours ([`framing`]): a
+/// malformed frame is answered with a JSON-RPC error and the server keeps running.
 pub fn run_stdio() -> Result<(), String> {
-    let (connection, io_threads) = Connection::stdio();
-    run(&connection)?;
+    let (connection, client) = Connection::memory();
+    let Connection {
+        sender: to_server,
+        receiver: from_server,
+    } = client;
+    let stdout = std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let out = stdout.clone();
+    // Not joined: it may sit in a read of stdin after `exit`; the process ends without it.
+    std::thread::spawn(move || {
+        let mut input = std::io::BufReader::new(std::io::stdin().lock());
+        loop {
+            match framing::read_frame(&mut input) {
+                Ok(framing::Frame::Message(m)) => {
+                    let exit = matches!(&m, Message::Notification(n) if n.method == "exit");
+                    // The server sends no requests, so a response answers nothing: dropped
+                    // (before `initialize` it would end lsp-server's handshake).
+                    if matches!(m, Message::Response(_)) {
+                        continue;
+                    }
+                    if to_server.send(m).is_err() || exit {
+                        break;
+                    }
+                }
+                Ok(framing::Frame::Invalid { code, message, id }) => {
+                    let body = framing::error_response(code, &message, &id);
+                    let mut w = out.lock().unwrap_or_else(|e| e.into_inner());
+                    if framing::write_body(&mut *w, &body).is_err() {
+                        break;
+                    }
+                }
+                Ok(framing::Frame::Eof) | Err(_) => break,
+            }
+        }
+    });
+    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+        for m in from_server {
+            let mut w = stdout.lock().unwrap_or_else(|e| e.into_inner());
+            m.write(&mut *w)?;
+            std::io::Write::flush(&mut *w)?;
+        }
+        Ok(())
+    });
+    let result = run(&connection);
     drop(connection);
-    io_threads.join().map_err(|e| e.to_string())
+    let written = writer
+        .join()
+        .map_err(|_| "the writer thread panicked".to_string())?;
+    result?;
+    written.map_err(|e| e.to_string())
+}
+
+/// The project root a client names: the first workspace folder, else `rootUri`, else
+/// `rootPath`.
+fn client_root(params: &Value) -> Option<std::path::PathBuf> {
+    let folder = params
+        .get("workspaceFolders")
+        .and_then(|f| f.get(0))
+        .and_then(|f| f.get("uri"))
+        .and_then(Value::as_str);
+    if let Some(uri) = folder.or_else(|| params.get("rootUri").and_then(Value::as_str)) {
+        return Some(uri_to_path(uri));
+    }
+    params
+        .get("rootPath")
+        .and_then(Value::as_str)
+        .map(std::path::PathBuf::from)
 }
 
 /// What the server offers.
@@ -67,7 +133,7 @@ fn capabilities() -> lsp::ServerCapabilities {
 /// The message loop on an established connection: initialize, then requests and
 /// notifications until `shutdown` + `exit` (or the client disconnects).
 pub fn run(connection: &Connection) -> Result<(), String> {
-    let (id, _params) = connection.initialize_start().map_err(|e| e.to_string())?;
+    let (id, init) = connection.initialize_start().map_err(|e| e.to_string())?;
     let result = serde_json::json!({
         "capabilities": capabilities(),
         "serverInfo": { "name": "venusc", "version": env!("CARGO_PKG_VERSION") },
@@ -76,6 +142,7 @@ pub fn run(connection: &Connection) -> Result<(), String> {
         .initialize_finish(id, result)
         .map_err(|e| e.to_string())?;
     let mut server = Server::new();
+    server.set_root(client_root(&init));
     for message in &connection.receiver {
         match message {
             Message::Request(req) => {

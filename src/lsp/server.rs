@@ -44,6 +44,9 @@ pub struct Server {
     published: HashMap<String, Vec<lsp::Diagnostic>>,
     /// Closed documents whose diagnostics must be cleared in the editor.
     closed: Vec<String>,
+    /// The workspace folder every `use` must stay inside (E0109); `None`: each document's
+    /// own directory.
+    root: Option<PathBuf>,
 }
 
 impl Default for Server {
@@ -65,7 +68,13 @@ impl Server {
             uris: HashMap::new(),
             published: HashMap::new(),
             closed: Vec::new(),
+            root: None,
         }
+    }
+
+    /// Sets the project root (the client's workspace folder or `rootUri`).
+    pub fn set_root(&mut self, root: Option<PathBuf>) {
+        self.root = root;
     }
 
     pub fn session(&self) -> &Session {
@@ -145,7 +154,7 @@ impl Server {
             return;
         }
         let path = uri_to_path(uri);
-        if let Ok(bytes) = std::fs::read(&path) {
+        if let Ok(bytes) = crate::files::read(&path, crate::files::Input::Venus) {
             self.session.db_mut().set_file(&path, &bytes);
         }
     }
@@ -156,7 +165,7 @@ impl Server {
             return;
         }
         let path = uri_to_path(uri);
-        if let Ok(bytes) = std::fs::read(&path) {
+        if let Ok(bytes) = crate::files::read(&path, crate::files::Input::Venus) {
             self.session.db_mut().set_file(&path, &bytes);
         }
         let roots: Vec<FileId> = self.docs.values().map(|d| d.file).collect();
@@ -165,11 +174,27 @@ impl Server {
         }
     }
 
-    /// The edge: reads the files `root` uses that are not loaded yet.
+    /// The edge: reads the files `root` uses that are not loaded yet, through the one reader
+    /// (regular files under the cap, inside the project root: never a FIFO, `/dev/zero` or
+    /// the server's own stdin).
     fn load_uses(&mut self, root: FileId) {
-        self.session.load_uses(root, &mut |p: &Path| {
-            std::fs::read(p).map_err(|e| e.to_string())
-        });
+        let dir = match &self.root {
+            Some(dir) => dir.clone(),
+            None => {
+                let name = PathBuf::from(self.session.db().file_name(root));
+                match name.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                }
+            }
+        };
+        match crate::files::Root::at(&dir, false) {
+            Ok(project) => self.session.load_uses(root, &mut project.reader()),
+            // The root is gone (a deleted folder): every `use` reports why.
+            Err(f) => self.session.load_uses(root, &mut |_: &Path| {
+                Err(crate::session::UseError::from(f.message.clone()))
+            }),
+        }
     }
 
     fn doc(&self, uri: &str) -> Option<(FileId, std::sync::Arc<str>)> {

@@ -83,7 +83,8 @@ pub struct Validation {
 /// Simulates a `.venus` text holding one scenario with the default options.
 pub fn simulate_text(name: &str, text: &str) -> Result<Prediction, String> {
     let mut session = Session::new();
-    let mut read = |p: &Path| Err::<Vec<u8>, _>(format!("`{}` is not available", p.display()));
+    let mut read =
+        |p: &Path| Err::<Vec<u8>, _>(format!("`{}` is not available", p.display()).into());
     let root = session.load(Path::new(name), text.as_bytes(), &mut read);
     let checked = session.check(root);
     if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {
@@ -123,6 +124,26 @@ pub fn predict(sc: &Scenario) -> Result<Prediction, String> {
         iteration: Seconds(end.0.saturating_sub(start.0) as f64 / ps),
         compute: Seconds(compute as f64 / ps),
     })
+}
+
+/// Why a row `id` cannot name the file `validate --emit-scenarios` writes (`DIR/<id>.venus`),
+/// or `None` when it can: only letters, digits, `-`, `_` and `.`, not starting with `.`, so
+/// no id reaches outside DIR (`../x`, `/abs/x`) or hides a file.
+pub fn file_stem_problem(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("the id is empty".to_string());
+    }
+    if id.starts_with('.') {
+        return Some(format!("id `{id}` starts with `.`"));
+    }
+    let bad = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))?;
+    let shown = crate::diag::escape_excerpt(&bad.to_string(), 1);
+    Some(format!(
+        "id `{}` holds `{shown}`, which a file name here may not",
+        crate::diag::escape_excerpt(id, 80)
+    ))
 }
 
 /// Validates every row of the table.

@@ -14,7 +14,7 @@ cluster pod : dgx_a100 < nodes 2 >\n";
 fn session_with(text: &str) -> (Session, FileId) {
     let mut session = Session::new();
     let root = session.load(Path::new("sweep.venus"), text.as_bytes(), &mut |_| {
-        Err("not in this test".to_string())
+        Err("not in this test".to_string().into())
     });
     (session, root)
 }

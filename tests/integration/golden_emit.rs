@@ -45,7 +45,7 @@ fn demo_scenario(iterations: Option<u64>) -> Scenario {
 fn scenario_of(name: &str, text: &str) -> Scenario {
     let mut session = venusc::Session::new();
     let root = session.load(Path::new(name), text.as_bytes(), &mut |p: &Path| {
-        Err(format!("no such file `{}`", p.display()))
+        Err(format!("no such file `{}`", p.display()).into())
     });
     let checked = session.check(root);
     assert!(!checked.has_errors(), "{name}: {:?}", checked.diagnostics);

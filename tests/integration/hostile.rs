@@ -350,7 +350,7 @@ fn a_short_run_of_closing_angles_is_reported_and_finishes() {
 // ---------------------------------------------------------------------------------------------
 // Mutations of the shipped examples, through the library.
 
-fn examples() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn examples() -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir("examples")
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -365,7 +365,7 @@ fn examples() -> Vec<(String, Vec<u8>)> {
 
 /// One edit of a file's bytes; positions are taken modulo the current length.
 #[derive(Clone, Debug)]
-enum Mutation {
+pub(crate) enum Mutation {
     Delete { at: usize, len: usize },
     Insert { at: usize, text: Vec<u8> },
     Duplicate { at: usize, len: usize },
@@ -408,7 +408,7 @@ const FRAGMENTS: &[&str] = &[
     "\u{0}",
 ];
 
-fn mutation() -> impl Strategy<Value = Mutation> {
+pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         (any::<usize>(), 1usize..64).prop_map(|(at, len)| Mutation::Delete { at, len }),
         (any::<usize>(), prop::sample::select(FRAGMENTS)).prop_map(|(at, f)| Mutation::Insert {
@@ -422,7 +422,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
-fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
+pub(crate) fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
     let n = bytes.len();
     let pos = |at: usize| if n == 0 { 0 } else { at % (n + 1) };
     match m {
@@ -459,7 +459,7 @@ fn check_in_worker(name: String, bytes: Vec<u8>) -> Result<usize, String> {
             let path = Path::new(&name);
             // `use`d files are never read from disk here: a mutation must not reach outside.
             let root = session.load(path, &bytes, &mut |p: &Path| {
-                Err(format!("not loaded in this test: `{}`", p.display()))
+                Err(format!("not loaded in this test: `{}`", p.display()).into())
             });
             let result = session.check(root);
             let files = session.source_files();

@@ -259,3 +259,198 @@ fn lsp_answers_a_malformed_request_with_an_error_and_keeps_serving() {
     );
     shutdown(c);
 }
+
+impl Client {
+    /// Writes raw bytes: frames a well-behaved client would never send.
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next error response with `id: null` (the answer to a frame that was no message).
+    fn frame_error(&mut self) -> Value {
+        self.wait(|m| m["id"].is_null() && m.get("error").is_some())
+    }
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    [
+        format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(),
+        body,
+    ]
+    .concat()
+}
+
+/// The reliability report's M4 table, one row after the other on one server: each bad frame
+/// is answered with a JSON-RPC error (-32700 for what is not JSON or not framed, -32600 for
+/// JSON that is no message or a body over the limit) and the next request is still served.
+#[test]
+fn lsp_answers_every_malformed_frame_and_keeps_serving() {
+    let mut c = initialized();
+    let rows: Vec<(&str, Vec<u8>, i64)> = vec![
+        (
+            "invalid JSON",
+            framed(br#"{"jsonrpc": "2.0", "id": 1, "method": "#),
+            -32700,
+        ),
+        (
+            "a batch",
+            framed(br#"[{"jsonrpc":"2.0","id":1,"method":"shutdown"}]"#),
+            -32600,
+        ),
+        ("an array", framed(b"[1,2,3]"), -32600),
+        (
+            "bytes ff fe fd fc",
+            framed(&[0xff, 0xfe, 0xfd, 0xfc]),
+            -32700,
+        ),
+        (
+            "a misspelt header",
+            b"Content-Lenth: 5\r\n\r\nhello".to_vec(),
+            -32700,
+        ),
+        (
+            "a negative length",
+            b"Content-Length: -5\r\n\r\n".to_vec(),
+            -32700,
+        ),
+        (
+            "a length shorter than the body",
+            b"Content-Length: 10\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}".to_vec(),
+            -32700,
+        ),
+        (
+            "a length of 10^12",
+            b"Content-Length: 1000000000000\r\n\r\n{}".to_vec(),
+            -32600,
+        ),
+        (
+            "a length of 4*10^9",
+            b"Content-Length: 4000000000\r\n\r\n{}".to_vec(),
+            -32600,
+        ),
+    ];
+    for (what, bytes, code) in rows {
+        c.send_raw(&bytes);
+        let e = c.frame_error();
+        assert_eq!(e["error"]["code"], json!(code), "{what}: {e}");
+        assert!(
+            e["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("E0707: "),
+            "{what}: {e}"
+        );
+        // Still serving: a request right after gets its answer.
+        let r = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
+        assert!(r["result"]["text"].is_string(), "{what}: {r}");
+    }
+    // LF-only headers are read as a frame.
+    let body = br#"{"jsonrpc":"2.0","id":900,"method":"venus/stdlib","params":{"uri":"venus-stdlib:///gpus.venus"}}"#;
+    c.send_raw(
+        &[
+            format!("Content-Length: {}\n\n", body.len()).as_bytes(),
+            body,
+        ]
+        .concat(),
+    );
+    let r = c.wait(|m| m["id"] == json!(900));
+    assert!(r["result"]["text"].is_string(), "{r}");
+    shutdown(c);
+}
+
+#[test]
+fn lsp_ignores_a_response_sent_before_initialize() {
+    let mut c = Client::start();
+    c.send(json!({"jsonrpc": "2.0", "id": 99, "result": null}));
+    let init = c.request(
+        "initialize",
+        json!({"processId": null, "rootUri": null, "capabilities": {}}),
+    );
+    assert!(init["result"]["capabilities"].is_object(), "{init}");
+    c.notify("initialized", json!({}));
+    shutdown(c);
+}
+
+/// `use "/dev/stdin"` (the server's own input), a FIFO and `/dev/zero` in an open document:
+/// each is a diagnostic, and the server answers the next request at once.
+#[cfg(unix)]
+#[test]
+fn lsp_refuses_stdin_fifos_and_devices_as_used_files() {
+    let dir = std::env::temp_dir().join(format!("venusc-lsp-use-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.venus");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut c = Client::start();
+    let root = format!("file://{}", dir.display());
+    c.request(
+        "initialize",
+        json!({"processId": null, "rootUri": root, "capabilities": {}}),
+    );
+    c.notify("initialized", json!({}));
+    let uri = format!("file://{}/main.venus", dir.display());
+    let text =
+        "use \"/dev/stdin\"\nuse \"fifo.venus\"\nuse \"/dev/zero\"\nmodel m : llama2_7b < >\n";
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "venus", "version": 1, "text": text}}),
+    );
+    let d: Vec<Value> = c
+        .diagnostics(&uri)
+        .into_iter()
+        .filter(|d| d["code"] == "E0107" || d["code"] == "E0109")
+        .collect();
+    let codes: Vec<&str> = d.iter().map(|d| d["code"].as_str().unwrap()).collect();
+    // Outside the workspace folder: E0109 before any read; the FIFO inside it: E0107.
+    assert_eq!(codes, ["E0109", "E0107", "E0109"], "{d:?}");
+    assert!(
+        d[1]["message"].as_str().unwrap().contains("a FIFO"),
+        "{d:?}"
+    );
+    let r = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
+    assert!(r["result"]["text"].is_string(), "{r}");
+    shutdown(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Random frames over the real stdio (deterministic xorshift bytes, so a failure
+/// reproduces): every one is answered with a JSON-RPC error, the server never exits, and the
+/// request after them is served.
+#[test]
+fn lsp_answers_each_of_many_random_frames_and_keeps_serving() {
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut c = initialized();
+    let frames = 40;
+    for i in 0..frames {
+        let len = (next() % 200) as usize;
+        // Bytes that are never JSON: `{` opens an object that random bytes never close well.
+        let mut body: Vec<u8> = vec![b'{'];
+        body.extend((0..len).map(|_| (next() >> 24) as u8));
+        let frame = match i % 3 {
+            0 => framed(&body),
+            1 => format!("X-Junk-{}: {}\r\n\r\n", next() % 1000, next()).into_bytes(),
+            _ => format!("Content-Length: {}\r\n\r\n", u64::MAX - next() % 1000).into_bytes(),
+        };
+        c.send_raw(&frame);
+        let e = c.frame_error();
+        assert!(
+            [-32700, -32600].contains(&e["error"]["code"].as_i64().unwrap()),
+            "frame {i}: {e}"
+        );
+    }
+    let r = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
+    assert!(r["result"]["text"].is_string(), "{r}");
+    assert!(c.child.try_wait().unwrap().is_none(), "the server exited");
+    shutdown(c);
+}

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use salsa::{Durability, Setter};
 
-use crate::resolve::{self, FileIndex, LoadedFile, Prelude, Resolver, UseTarget};
+use crate::resolve::{self, FileIndex, LoadedFile, Prelude, Resolver, UseError, UseTarget};
 use crate::ty::{PartialScenario, ScenarioDef};
 use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc};
 use venus_syntax::syntax::ast::{self, DefKind};
@@ -58,7 +58,7 @@ pub struct Workspace {
     #[returns(ref)]
     pub files: BTreeMap<PathBuf, SourceFile>,
     #[returns(ref)]
-    pub unreadable: BTreeMap<PathBuf, String>,
+    pub unreadable: BTreeMap<PathBuf, UseError>,
 }
 
 /// The stdlib's files.
@@ -264,11 +264,18 @@ pub fn program_query(
     let mut seen = BTreeSet::from([root.id(db)]);
     let mut user = Vec::new();
     let mut diagnostics = Vec::new();
+    let mut broken = BTreeSet::new();
     let mut i = 0;
     while let Some(&file) = order.get(i) {
         i += 1;
         let parsed = parse_file(db, file);
-        diagnostics.extend(parsed.diagnostics.iter().cloned());
+        // A used file that does not parse is reported once, as E0107 at its `use` with one
+        // escaped line (`resolve::broken_use`): it may not be meant to be read at all.
+        if file == root || !parsed.has_errors() {
+            diagnostics.extend(parsed.diagnostics.iter().cloned());
+        } else {
+            broken.insert(file.id(db));
+        }
         let mut uses = Vec::new();
         for u in &file_index(db, file).uses {
             let path = use_path(file.path(db), &u.path);
@@ -277,17 +284,26 @@ pub fn program_query(
                     if seen.insert(target.id(db)) {
                         order.push(target);
                     }
+                    let first_error = match target == root {
+                        true => None,
+                        false => parse_file(db, target)
+                            .diagnostics
+                            .iter()
+                            .filter(|d| d.is_error())
+                            .min_by_key(|d| d.primary.loc.span.start)
+                            .cloned()
+                            .map(Box::new),
+                    };
                     UseTarget::Loaded {
                         file: target.id(db),
-                        syntax_errors: parse_file(db, target).has_errors(),
+                        first_error,
                     }
                 }
-                None => UseTarget::Unreadable(
-                    ws.unreadable(db)
-                        .get(&path)
-                        .cloned()
-                        .unwrap_or_else(|| format!("`{}` was not loaded", path.display())),
-                ),
+                None => {
+                    UseTarget::Unreadable(ws.unreadable(db).get(&path).cloned().unwrap_or_else(
+                        || UseError::from(format!("`{}` was not loaded", path.display())),
+                    ))
+                }
             };
             uses.push(target);
         }
@@ -309,6 +325,7 @@ pub fn program_query(
     let scenario_names = resolver.scenario_names();
     let no_scenario = resolver.take_no_scenario();
     diagnostics.extend(resolver.take_diagnostics());
+    diagnostics.retain(|d| !broken.contains(&d.primary.loc.file));
     resolve::sort_diagnostics(&mut diagnostics);
 
     let mut definitions = Vec::new();
@@ -500,8 +517,10 @@ impl Database {
         id
     }
 
-    /// Records that `path` (as returned by [`Database::unresolved_uses`]) cannot be read.
-    pub fn set_unreadable(&mut self, path: &Path, reason: String) {
+    /// Records that `path` (as returned by [`Database::unresolved_uses`]) was not given:
+    /// a reason (E0107) or the reader's [`UseError`].
+    pub fn set_unreadable(&mut self, path: &Path, reason: impl Into<UseError>) {
+        let reason = reason.into();
         let path = normalize(path);
         if self.workspace().unreadable(self).get(&path) == Some(&reason) {
             return;

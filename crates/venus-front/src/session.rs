@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::{Database, Program};
+pub use crate::resolve::UseError;
 use venus_diag::diag::render::SourceFiles;
 use venus_diag::diag::{Code, Diagnostic, FileId};
 use venus_plan::plan;
@@ -155,8 +156,9 @@ fn allow_items_in(
     }
 }
 
-/// Reads a file for the session: `Err` carries the reason shown in E0107.
-pub type Reader<'a> = dyn FnMut(&Path) -> Result<Vec<u8>, String> + 'a;
+/// Reads a file for the session: `Err` carries the code (E0107, E0109), reason and fix the
+/// `use` reports; a plain `String` converts to E0107.
+pub type Reader<'a> = dyn FnMut(&Path) -> Result<Vec<u8>, UseError> + 'a;
 
 pub struct Session {
     db: Database,

@@ -41,6 +41,7 @@ codes! {
     E0106 Error "duplicate definition of a name in one file";
     E0107 Error "`use` of a file that cannot be read or parsed";
     E0108 Error "no scenario to run, or several and none chosen";
+    E0109 Error "`use` of a file outside the project root";
     E0201 Error "wrong dimension or kind of value";
     E0202 Error "value out of range";
     E0203 Error "wrong number of arguments for a key";
@@ -58,6 +59,15 @@ codes! {
     E0311 Error "schedule and plan disagree";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
+    E0701 Error "an input is not a regular file";
+    E0702 Error "an input file is larger than its cap";
+    E0703 Error "an input file cannot be read";
+    E0704 Error "an output file cannot be written";
+    E0705 Error "an output would overwrite an input of the same command";
+    E0706 Error "a trace file is malformed";
+    E0707 Error "a malformed language-server message";
+    E0708 Error "a generated scenario id is not a safe file name, or is repeated";
+    E0709 Error "a directory cannot be read";
     W0001 Warning "a tp, cp or ep group spans a slower, outer dim";
     W0002 Warning "bandwidth written in bits";
     W0003 Warning "pipeline bubble above 25% of the iteration";
@@ -68,6 +78,13 @@ codes! {
 }
 
 impl Code {
+    /// Codes of file, trace-reader and language-server I/O (E07xx): raised by the command
+    /// line or the server about files and streams, never by the text of a `.venus` file, so
+    /// their explanations show commands rather than `.venus` examples.
+    pub fn is_io(self) -> bool {
+        self.as_str().starts_with("E07")
+    }
+
     /// Parses `E0301` (case-insensitive, optional leading `E`/`W` required).
     pub fn parse(text: &str) -> Option<Code> {
         let up = text.trim().to_ascii_uppercase();

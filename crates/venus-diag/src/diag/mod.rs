@@ -161,6 +161,47 @@ impl Diagnostic {
     }
 }
 
+/// Text from an input shown in a message or a snippet: control characters (ESC, BEL, NUL,
+/// CR...) written as `\u{1b}` so they cannot drive the terminal, and at most `max_chars`
+/// characters shown (an escape counts its width), the cut marked with `…`. Tabs stay (they
+/// are layout, not control); any other text comes back unchanged, so ordinary messages and
+/// snippets do not change.
+pub fn escape_excerpt(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    let mut piece = String::new();
+    for c in text.chars() {
+        piece.clear();
+        push_escaped(&mut piece, c);
+        let width = piece.chars().count();
+        if shown + width > max_chars {
+            out.push('…');
+            break;
+        }
+        out.push_str(&piece);
+        shown += width;
+    }
+    out
+}
+
+/// Whether `text` holds a character [`escape_excerpt`] would rewrite.
+pub fn has_control(text: &str) -> bool {
+    text.chars().any(is_shown_escaped)
+}
+
+fn is_shown_escaped(c: char) -> bool {
+    c.is_control() && c != '\t' && c != '\n'
+}
+
+/// Pushes `c`, escaped when it is a control character (`\u{1b}`).
+pub fn push_escaped(out: &mut String, c: char) {
+    if is_shown_escaped(c) {
+        out.push_str(&format!("\\u{{{:x}}}", c as u32));
+    } else {
+        out.push(c);
+    }
+}
+
 /// Levenshtein distance, for "did you mean" suggestions.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -192,6 +233,18 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escape_excerpt_escapes_control_characters_and_cuts_long_text() {
+        assert_eq!(
+            escape_excerpt("a\u{1b}[31mb\u{7}", 80),
+            "a\\u{1b}[31mb\\u{7}"
+        );
+        assert_eq!(escape_excerpt("plain text\tok", 80), "plain text\tok");
+        assert_eq!(escape_excerpt(&"x".repeat(100), 64).chars().count(), 65);
+        assert!(escape_excerpt(&"x".repeat(100), 64).ends_with("x…"));
+        assert!(has_control("\0") && !has_control("tab\there"));
+    }
 
     #[test]
     fn suggest_finds_kv_groups_for_a_typo() {

@@ -80,7 +80,9 @@ fn clamp_to_char_boundary(text: &str, mut offset: usize) -> usize {
 /// codespan prints every line a label touches in full, so a label on a 1 MB line would print
 /// 1 MB per diagnostic. A diagnostic with a label on a line longer than [`MAX_SHOWN_LINE`] is
 /// rendered from a compact view of its file (see [`Compact`]): only the labelled lines, long
-/// ones cut to the parts around the labels, with the real line and column numbers.
+/// ones cut to the parts around the labels, with the real line and column numbers. A labelled
+/// line with control characters is shown from that copy too, each control character escaped
+/// (`\u{1b}`), so a hostile file cannot drive the terminal through a snippet.
 pub fn human(diagnostics: &[Diagnostic], files: &SourceFiles, color: bool) -> String {
     let config = term::Config::default();
     let mut buffer = if color {
@@ -164,8 +166,7 @@ impl Compact {
                     c.source.push('…');
                 }
                 if b > a {
-                    c.pieces.push((a, b, c.source.len()));
-                    c.source.push_str(text.get(a..b).unwrap_or(""));
+                    c.push_escaped(text, a, b);
                 }
                 pos = pos.max(b);
             }
@@ -177,6 +178,31 @@ impl Compact {
             c.source.push('\n');
         }
         c
+    }
+
+    /// Copies `text[a..b]`, each control character as its escape (`\u{1b}`) in a piece of
+    /// its own, so offsets around it still map one to one.
+    fn push_escaped(&mut self, text: &str, a: usize, b: usize) {
+        let part = text.get(a..b).unwrap_or("");
+        let mut run = a;
+        for (i, ch) in part.char_indices() {
+            let at = a + i;
+            if !super::has_control(ch.encode_utf8(&mut [0; 4])) {
+                continue;
+            }
+            if at > run {
+                self.pieces.push((run, at, self.source.len()));
+                self.source.push_str(text.get(run..at).unwrap_or(""));
+            }
+            self.pieces
+                .push((at, at + ch.len_utf8(), self.source.len()));
+            super::push_escaped(&mut self.source, ch);
+            run = at + ch.len_utf8();
+        }
+        if b > run {
+            self.pieces.push((run, b, self.source.len()));
+            self.source.push_str(text.get(run..b).unwrap_or(""));
+        }
     }
 
     /// An original offset in the copy (offsets in a cut part snap to the piece before).
@@ -225,12 +251,19 @@ impl<'a> ShownFiles<'a> {
             let Ok(file) = original.files.get(idx) else {
                 continue;
             };
-            let long = points.iter().any(|&p| {
+            // A long line, or one with control characters (ESC would reach the terminal
+            // raw): shown from the compact copy, which cuts and escapes.
+            let needs_copy = points.iter().any(|&p| {
                 codespan_reporting::files::Files::line_index(file, (), p)
                     .and_then(|i| codespan_reporting::files::Files::line_range(file, (), i))
-                    .is_ok_and(|r| r.len() > MAX_SHOWN_LINE)
+                    .is_ok_and(|r| {
+                        r.len() > MAX_SHOWN_LINE
+                            || file.source().get(r).is_some_and(|line| {
+                                super::has_control(line.trim_end_matches(['\n', '\r']))
+                            })
+                    })
             });
-            if long {
+            if needs_copy {
                 compact.insert(idx, Compact::build(file, &points));
             }
         }
@@ -451,6 +484,11 @@ pub fn github(diagnostics: &[Diagnostic], files: &SourceFiles) -> String {
         if !d.primary.message.is_empty() {
             body.push_str(&format!("\n{}", d.primary.message));
         }
+        // Notes carry what the annotation has no snippet for (a used file's first error and
+        // its line, a memory breakdown).
+        for note in &d.notes {
+            body.push_str(&format!("\n{note}"));
+        }
         if let Some(help) = &d.help {
             body.push_str(&format!("\nhelp: {help}"));
         }
@@ -497,6 +535,47 @@ mod tests {
         .with_secondary(Loc::new(FileId(0), Span::new(9, 13)), "pp 8")
         .with_help("use `dp 2`");
         (vec![d], files)
+    }
+
+    #[test]
+    fn human_snippets_escape_control_characters_of_the_source_line() {
+        let mut files = SourceFiles::new();
+        let text = "plan < tp 8 \u{1b}]0;pwned\u{7} \u{1b}[31m >\nnext line\n";
+        files.add(FileId(0), "evil.venus", text);
+        let at = text.find('\u{1b}').unwrap();
+        let d = Diagnostic::new(
+            Code::E0001,
+            "unexpected character `\\u{1b}`",
+            Loc::new(FileId(0), Span::new(at, at + 1)),
+            "not part of the language",
+        );
+        let out = human(&[d], &files, false);
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out}");
+        assert!(
+            out.contains("plan < tp 8 \\u{1b}]0;pwned\\u{7} \\u{1b}[31m >"),
+            "{out}"
+        );
+        assert!(out.contains("evil.venus:1:13"), "{out}");
+    }
+
+    #[test]
+    fn github_lists_the_notes_before_the_help() {
+        let (mut diags, files) = sample();
+        diags[0]
+            .notes
+            .push("first error, at x.venus:1:1: unexpected `root`".into());
+        let out = github(&diags, &files);
+        assert!(
+            out.ends_with("dp 4 makes 32 GPUs%0Afirst error, at x.venus:1:1: unexpected `root`%0Ahelp: use `dp 2`\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn human_snippets_without_control_characters_are_unchanged() {
+        let (diags, files) = sample();
+        let out = human(&diags, &files, false);
+        assert!(out.contains("2 │   pp 8 dp 4"), "{out}");
     }
 
     #[test]

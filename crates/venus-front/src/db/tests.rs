@@ -137,7 +137,7 @@ fn an_unreadable_use_is_e0107_with_the_drivers_reason() {
     );
     db.set_unreadable(
         Path::new("gone.venus"),
-        "No such file or directory (os error 2)".into(),
+        String::from("No such file or directory (os error 2)"),
     );
     assert_eq!(db.unresolved_uses(root), Vec::<PathBuf>::new());
     let p = db.program(root);
@@ -179,28 +179,41 @@ fn a_use_cycle_loads_each_file_once() {
 }
 
 #[test]
-fn a_used_file_with_syntax_errors_is_e0107_plus_its_own_errors() {
+fn a_used_file_with_syntax_errors_is_one_e0107_with_an_escaped_line_of_it() {
     let mut db = Database::new();
     let root = db.set_file(
         Path::new("main.venus"),
         format!("use \"bad.venus\"\n{MAIN}").as_bytes(),
     );
-    let bad = db.set_file(Path::new("bad.venus"), b"model m < hidden 4096\n");
+    let secret = format!("root:x:0:0:\u{1b}[31m{}\n", "y".repeat(200));
+    let bad = db.set_file(
+        Path::new("bad.venus"),
+        format!("{secret}second:secret:line\nthird:secret:line\n").as_bytes(),
+    );
     let p = db.program(root);
+    // Only the E0107 at the `use`: none of the used file's own diagnostics.
+    assert!(p.diagnostics.iter().all(|d| d.primary.loc.file != bad));
     let e0107: Vec<_> = p
         .diagnostics
         .iter()
         .filter(|d| d.code == Code::E0107)
         .collect();
-    assert_eq!(e0107.len(), 1);
+    assert_eq!(e0107.len(), 1, "{:#?}", p.diagnostics);
     assert_eq!(e0107[0].message, "`bad.venus` has syntax errors");
     assert_eq!(e0107[0].primary.loc.file, root);
+    assert!(e0107[0].notes[0].starts_with("first error, at bad.venus:1:"));
+    let snippet = &e0107[0].notes[1];
     assert!(
-        p.diagnostics
-            .iter()
-            .any(|d| d.primary.loc.file == bad && d.code == Code::E0002),
-        "{:#?}",
-        p.diagnostics
+        snippet.starts_with("1 | root:x:0:0:\\u{1b}[31m"),
+        "{snippet}"
+    );
+    // At most 80 characters of the line are shown (the escape counts its width), then `…`.
+    assert_eq!(snippet.chars().count(), "1 | ".len() + 80 + 1);
+    let all = format!("{:?}", p.diagnostics);
+    assert!(!all.contains("second:secret") && !all.contains('\u{1b}'));
+    assert_eq!(
+        e0107[0].help.as_deref(),
+        Some("fix `bad.venus`: `venusc check bad.venus` shows all of its errors")
     );
 }
 

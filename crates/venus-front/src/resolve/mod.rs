@@ -174,10 +174,93 @@ impl Prelude {
 /// What became of one `use` declaration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UseTarget {
-    /// The file is part of the program; `syntax_errors` when its parse reported errors.
-    Loaded { file: FileId, syntax_errors: bool },
-    /// The file could not be read (the reason comes from the driver).
-    Unreadable(String),
+    /// The file is part of the program; `first_error` is the first error of its parse, when
+    /// it has one (the file's own diagnostics are then not shown, only one E0107 line).
+    Loaded {
+        file: FileId,
+        first_error: Option<Box<Diagnostic>>,
+    },
+    /// The driver did not give the file (its code, reason and fix).
+    Unreadable(UseError),
+}
+
+/// Why the driver did not give a `use`d file. The driver's reader applies the input policy
+/// (a regular file under a size cap, inside the project root), so it chooses the code.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UseError {
+    /// E0107 (cannot be read) or E0109 (outside the project root).
+    pub code: Code,
+    /// Why, in a few words (`no such file`, `a FIFO, not a regular file`).
+    pub reason: String,
+    /// The fix the reader computed; `None` leaves the resolver's (check the path).
+    pub help: Option<String>,
+}
+
+/// A plain reason is an unreadable file (E0107).
+impl From<String> for UseError {
+    fn from(reason: String) -> UseError {
+        UseError {
+            code: Code::E0107,
+            reason,
+            help: None,
+        }
+    }
+}
+
+/// E0107 or E0109 for a `use` the driver did not give.
+fn unreadable_use(u: &UseEntry, e: &UseError, from: &str) -> Diagnostic {
+    let message = match e.code {
+        Code::E0109 => format!("`use` of `{}` outside the project root", u.path),
+        _ => format!("cannot read `{}`: {}", u.path, e.reason),
+    };
+    let mut d = Diagnostic::new(e.code, message, u.loc, "used here");
+    if e.code == Code::E0109 {
+        d = d.with_note(e.reason.clone());
+    }
+    d.with_help(
+        e.help.clone().unwrap_or_else(|| {
+            format!("the path is relative to `{from}`; check that the file exists")
+        }),
+    )
+}
+
+/// The most of a used file's line an E0107 note shows: enough to find the place, too little
+/// to copy a file that was never meant to be read (a `use "/etc/passwd"`) into a CI log.
+pub const USED_SNIPPET_CHARS: usize = 80;
+
+/// E0107 for a used file that does not parse. The file was not named by the user (only
+/// `use`d), so its text is shown as one escaped line of at most [`USED_SNIPPET_CHARS`]
+/// characters at its first error, and none of its own diagnostics are rendered.
+fn broken_use(
+    u: &UseEntry,
+    target: Option<&LoadedFile>,
+    first: &Diagnostic,
+    name: &str,
+) -> Diagnostic {
+    let mut d = Diagnostic::new(
+        Code::E0107,
+        format!("`{}` has syntax errors", u.path),
+        u.loc,
+        "used here",
+    );
+    if let Some(f) = target {
+        let at = (first.primary.loc.span.start as usize).min(f.text.len());
+        let line_start = f.text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = f.text[at..].find('\n').map_or(f.text.len(), |i| at + i);
+        let line = f.text[..at].matches('\n').count() + 1;
+        let column = f.text[line_start..at].chars().count() + 1;
+        let message = venus_diag::diag::escape_excerpt(&first.message, USED_SNIPPET_CHARS);
+        let shown = venus_diag::diag::escape_excerpt(
+            f.text[line_start..line_end].trim_end_matches('\r'),
+            USED_SNIPPET_CHARS,
+        );
+        d = d
+            .with_note(format!("first error, at {name}:{line}:{column}: {message}"))
+            .with_note(format!("{line} | {shown}"));
+    }
+    d.with_help(format!(
+        "fix `{name}`: `venusc check {name}` shows all of its errors"
+    ))
 }
 
 /// A parsed source file handed to the resolver.
@@ -301,42 +384,22 @@ impl<'a> Resolver<'a> {
         self.diagnostics.borrow_mut().push(d);
     }
 
-    /// E0107 for every `use` that could not be read or has syntax errors.
+    /// E0107 for every `use` that could not be read or has syntax errors; the reader's code
+    /// (E0109: outside the project root) where it refused the file.
     fn report_uses(&self, file: &LoadedFile) {
         let Some(index) = self.indexes.get(&file.id) else {
             return;
         };
         for (u, target) in index.uses.iter().zip(&file.uses) {
             match target {
-                UseTarget::Unreadable(reason) => self.report(
-                    Diagnostic::new(
-                        Code::E0107,
-                        format!("cannot read `{}`: {reason}", u.path),
-                        u.loc,
-                        "used here",
-                    )
-                    .with_help(format!(
-                        "the path is relative to `{}`; check that the file exists",
-                        file.name
-                    )),
-                ),
+                UseTarget::Unreadable(e) => self.report(unreadable_use(u, e, &file.name)),
                 UseTarget::Loaded {
                     file: target,
-                    syntax_errors: true,
+                    first_error: Some(first),
                 } => {
-                    let name = self
-                        .files
-                        .get(target)
-                        .map_or(u.path.clone(), |f| f.name.clone());
-                    self.report(
-                        Diagnostic::new(
-                            Code::E0107,
-                            format!("`{}` has syntax errors", u.path),
-                            u.loc,
-                            "used here",
-                        )
-                        .with_help(format!("fix the errors reported in `{name}`")),
-                    );
+                    let loaded = self.files.get(target).copied();
+                    let name = loaded.map_or(u.path.clone(), |f| f.name.clone());
+                    self.report(broken_use(u, loaded, first, &name));
                 }
                 UseTarget::Loaded { .. } => {}
             }

@@ -98,9 +98,9 @@ fn check_files(files: &[(&str, &str)]) -> Out {
                     ast::TopItem::Use(u) => Some(match names.iter().position(|n| *n == u.path) {
                         Some(j) => UseTarget::Loaded {
                             file: FileId(j as u32),
-                            syntax_errors: false,
+                            first_error: None,
                         },
-                        None => UseTarget::Unreadable("no such file".into()),
+                        None => UseTarget::Unreadable(String::from("no such file").into()),
                     }),
                     _ => None,
                 })

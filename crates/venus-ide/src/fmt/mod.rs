@@ -221,6 +221,15 @@ impl<'t> Printer<'t> {
             .any(|c| !self.is_trailing(c))
     }
 
+    /// How many comments start in `from..to`.
+    fn comments_between(&self, from: u32, to: u32) -> usize {
+        let i = self.comments.partition_point(|c| c.span.start < from);
+        self.comments[i..]
+            .iter()
+            .take_while(|c| c.span.start < to)
+            .count()
+    }
+
     // ---- output ----
 
     fn push_line(&mut self, text: String, takes_comment: bool) {
@@ -528,7 +537,8 @@ impl<'t> Printer<'t> {
     /// The column widths of every item of a multi-line block: for a run of consecutive
     /// single-argument items, the longest key; for a run of consecutive items with the same
     /// key and several arguments each, the widest entry of every column. A run ends at a
-    /// blank line or an own-line comment.
+    /// blank line, an own-line comment, or an item holding two comments (the second is written
+    /// on a line of its own).
     fn alignment(&self, block: &Block) -> Vec<Vec<usize>> {
         let items = &block.items;
         let mut pads = vec![Vec::new(); items.len()];
@@ -551,9 +561,13 @@ impl<'t> Printer<'t> {
             let mut end = start + 1;
             while let Some(next) = items.get(end) {
                 let prev = &items[end - 1];
+                // At most one comment from `prev`'s start to `next`: only the first of the
+                // comments inside an item can trail its line, the others are written on lines
+                // of their own after it, which break the run when formatted again.
                 let joined = class(next) == Some(c)
                     && !self.blank_before(next.span.start)
-                    && !self.own_line_comment_between(prev.span.end, next.span.start);
+                    && !self.own_line_comment_between(prev.span.end, next.span.start)
+                    && self.comments_between(prev.span.start, next.span.start) <= 1;
                 if !joined {
                     break;
                 }

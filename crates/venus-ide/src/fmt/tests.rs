@@ -150,3 +150,39 @@ fn empty_file_stays_empty_and_comment_only_file_keeps_its_comment() {
     assert_eq!(fmt("\n\n"), "");
     assert_eq!(fmt("# c\n\n"), "# c\n");
 }
+
+/// Comments inside multi-argument items (the reliability report's L3 and its neighbours):
+/// formatting twice gives the same text as formatting once, and every comment is kept.
+#[test]
+fn comments_inside_multi_argument_items_format_to_a_fixed_point() {
+    let cases = [
+        // L3 as reported: two comments inside the first `dim`.
+        "cluster c <\n  gpu h100_sxm\n  dim nv # a\n fc # b\n 8 450GB/s\n  dim ib ring 2 50GB/s\n>\n",
+        // One comment inside: it trails the line, the dims stay aligned.
+        "cluster c <\n  gpu h100_sxm\n  dim nv # a\n fc 8 450GB/s\n  dim ib ring 2 50GB/s\n>\n",
+        // One inside and one trailing the same item.
+        "cluster c <\n  gpu h100_sxm\n  dim nv # a\n fc 8 450GB/s # t\n  dim ib ring 2 50GB/s\n>\n",
+        // Inside the second of the run.
+        "cluster c <\n  gpu h100_sxm\n  dim nv fc 8 450GB/s\n  dim ib # x\n ring # y\n 2 50GB/s\n  dim z fc 2 1GB/s\n>\n",
+        // Single-argument runs with comments between key and value.
+        "gpu g <\n  peak # p\n 989TFLOP/s # q\n  memory 80GiB\n  mem_bw 3350GB/s\n  fp8_peak 1979TFLOP/s\n>\n",
+        // Three comments in one item of a plan.
+        "plan <\n  tp # a\n # b\n 8 # c\n  pp 1\n  dp 1\n  micro_batch 1\n  global_batch 8\n>\n",
+    ];
+    for text in cases {
+        let once = fmt(text);
+        let twice = fmt(&once);
+        assert_eq!(twice, once, "not a fixed point:\n{text}\n---\n{once}");
+        let comments = |t: &str| t.matches('#').count();
+        assert_eq!(comments(&once), comments(text), "{once}");
+    }
+    let l3 = fmt(cases[0]);
+    assert_eq!(
+        l3,
+        "cluster c <\n  gpu h100_sxm\n  dim nv fc 8 450GB/s  # a\n  # b\n  dim ib ring 2 50GB/s\n>\n"
+    );
+    assert_eq!(
+        fmt(cases[1]),
+        "cluster c <\n  gpu h100_sxm\n  dim nv fc   8 450GB/s  # a\n  dim ib ring 2 50GB/s\n>\n"
+    );
+}

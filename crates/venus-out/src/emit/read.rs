@@ -56,11 +56,24 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
+/// The most of one token of a trace file a message shows: a 100 MB file without whitespace
+/// is one token, and it must not become a 100 MB error line.
+const SHOWN_TOKEN: usize = 64;
+
+/// A token or name from a trace file as a message shows it: cut to [`SHOWN_TOKEN`]
+/// characters and with control characters escaped (an ESC would reach the terminal).
+fn shown(token: &str) -> String {
+    venus_diag::diag::escape_excerpt(token, SHOWN_TOKEN)
+}
+
+/// The longest message kept (a message quoting several names stays well under it).
+const MAX_MESSAGE: usize = 1000;
+
 fn rerr(file: &str, line: Option<usize>, message: impl Into<String>) -> ReadError {
     ReadError {
-        file: file.to_string(),
+        file: shown(file),
         line,
-        message: message.into(),
+        message: venus_diag::diag::escape_excerpt(&message.into(), MAX_MESSAGE),
     }
 }
 
@@ -150,7 +163,7 @@ impl<'a> Tokens<'a> {
             rerr(
                 self.file,
                 Some(line),
-                format!("expected {what}, found `{t}`"),
+                format!("expected {what}, found `{}`", shown(t)),
             )
         })
     }
@@ -239,7 +252,7 @@ fn parse_file(name: &str, bytes: &[u8]) -> Result<PFile, ReadError> {
         return Err(rerr(
             name,
             Some(line),
-            format!("unexpected `{tok}` after the last of {n} nodes"),
+            format!("unexpected `{}` after the last of {n} nodes", shown(tok)),
         ));
     }
     check_acyclic(name, &nodes)?;
@@ -295,7 +308,10 @@ fn parse_attrs(t: &mut Tokens, name: &str) -> Result<PKind, ReadError> {
             return Err(rerr(
                 file,
                 Some(line),
-                format!("collective `{name}` is a broadcast, which venusc does not simulate"),
+                format!(
+                    "collective `{}` is a broadcast, which venusc does not simulate",
+                    shown(name)
+                ),
             ));
         } else if name.contains("reducescatter") {
             CollectiveKind::ReduceScatter
@@ -303,7 +319,10 @@ fn parse_attrs(t: &mut Tokens, name: &str) -> Result<PKind, ReadError> {
             return Err(rerr(
                 file,
                 Some(line),
-                format!("collective `{name}` names no type (allgather, allreduce, alltoall, reducescatter)"),
+                format!(
+                    "collective `{}` names no type (allgather, allreduce, alltoall, reducescatter)",
+                    shown(name)
+                ),
             ));
         };
         return Ok(PKind::Coll {
@@ -370,7 +389,7 @@ fn parse_groups(file: &str, bytes: &[u8]) -> Result<HashMap<String, Vec<Vec<u32>
             rerr(
                 file,
                 None,
-                format!("group `{name}` is not a list of rank lists"),
+                format!("group `{}` is not a list of rank lists", shown(name)),
             )
         };
         let lists = lists.as_array().ok_or_else(bad)?;
@@ -402,17 +421,22 @@ pub fn read_trace(
     peak: FlopsPerSec,
     mfu: Ratio,
 ) -> Result<Trace, ReadError> {
+    let groups = if files.iter().any(|f| f == "comm-group.json") {
+        let name = "comm-group.json";
+        let bytes = read(name).map_err(|e| rerr(name, None, format!("cannot read: {e}")))?;
+        Some(parse_groups(name, &bytes)?)
+    } else {
+        // VenusSim's place for it; absent is fine (no collectives), anything else that
+        // cannot be read (a FIFO, a device) is an error, not a silent "no groups".
+        let alt = "../sim-config/comm-group.json";
+        match read(alt) {
+            Ok(b) => Some(parse_groups(alt, &b)?),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(rerr(alt, None, format!("cannot read: {e}"))),
+        }
+    };
     let mut load = |name: &str| -> Result<Vec<u8>, ReadError> {
         read(name).map_err(|e| rerr(name, None, format!("cannot read: {e}")))
-    };
-    let groups = if files.iter().any(|f| f == "comm-group.json") {
-        Some(parse_groups("comm-group.json", &load("comm-group.json")?)?)
-    } else {
-        let alt = "../sim-config/comm-group.json";
-        match load(alt) {
-            Ok(b) => Some(parse_groups(alt, &b)?),
-            Err(_) => None,
-        }
     };
     let rate = Rate { peak, mfu };
     if files.iter().any(|f| f == "trace-template-mapping.txt") {
@@ -454,7 +478,11 @@ fn read_simplified(
                 return Err(rerr(
                     f,
                     None,
-                    format!("two trace prefixes in one directory: `{q}` and `{p}`"),
+                    format!(
+                        "two trace prefixes in one directory: `{}` and `{}`",
+                        shown(q),
+                        shown(p)
+                    ),
                 ))
             }
             _ => {}
@@ -540,7 +568,7 @@ fn read_templates(
         return Err(rerr(
             mname,
             Some(line),
-            format!("unexpected `{tok}` after {world} ranks"),
+            format!("unexpected `{}` after {world} ranks", shown(tok)),
         ));
     }
     let map: Vec<(u32, u32, u32)> = map
@@ -756,13 +784,13 @@ fn add_rank(
             }
             PKind::Coll { kind, bytes, group } => {
                 let lists = groups.and_then(|g| g.get(group)).ok_or_else(|| {
-                    rerr(file, line, format!("collective group `{group}` is not in comm-group.json (missing file or name)"))
+                    rerr(file, line, format!("collective group `{}` is not in comm-group.json (missing file or name)", shown(group)))
                 })?;
                 let members = lists.iter().find(|l| l.contains(&rank)).ok_or_else(|| {
                     rerr(
                         file,
                         line,
-                        format!("rank {rank} is in no `{group}` of comm-group.json"),
+                        format!("rank {rank} is in no `{}` of comm-group.json", shown(group)),
                     )
                 })?;
                 let full = if *kind == CollectiveKind::AllGather {
