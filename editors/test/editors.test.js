@@ -87,7 +87,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
-  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'dim', 'gpu', 'nodes']);
+  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'dim', 'gpu', 'gpus', 'nodes', 'per_domain', 'tray']);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));
   assert.ok(names('PLAN').includes('overlap_tp_comm'));

@@ -23,7 +23,7 @@ syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch
-syn keyword venusKey contained gpu dim nodes algo
+syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather

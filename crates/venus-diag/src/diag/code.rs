@@ -56,6 +56,8 @@ codes! {
     E0309 Error "expert parallelism does not fit the model";
     E0310 Error "optimizer flags out of order";
     E0311 Error "schedule and plan disagree";
+    E0313 Error "the job's GPU count is not a whole number of trays or domain shares";
+    E0314 Error "the job's share of an NVLink domain does not fit the domain";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     W0001 Warning "a tp, cp or ep group spans a slower, outer dim";

@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, GpuArch, Measured, Model,
-    PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned, Topology,
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured,
+    Model, PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned,
+    Topology,
 };
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
@@ -501,14 +502,38 @@ impl<'r, 'a> Checker<'r, 'a> {
         for item in f.items.iter().filter(|i| i.key == Key::Dim) {
             dims.push(dim(item)?);
         }
-        if let Some(nodes) = f.count(Key::Nodes) {
+        let nodes = f.count(Key::Nodes);
+        if let Some(nodes) = &nodes {
             // `nodes N` sets the size of the outermost dim, after inheritance.
             if let Some(last) = dims.last_mut() {
-                last.size = nodes;
+                last.size = nodes.clone();
+            }
+        }
+        let keys = super::domain::DomainKeys {
+            gpus: f.count(Key::Gpus),
+            per_domain: f.count(Key::PerDomain),
+            tray: f.count(Key::Tray),
+            nodes,
+        };
+        if let Err(problem) = super::domain::apply(&mut dims, &keys) {
+            self.res.report(problem.diagnostic());
+            // The cluster's size is unknown: the world rules say nothing about it.
+            if let Some(top) = self.frames.last_mut() {
+                top.ok = false;
+                if !top.failed.contains(&Key::Gpus) {
+                    top.failed.push(Key::Gpus);
+                }
             }
         }
         for item in f.items.iter().filter(|i| i.key == Key::Algo) {
             self.pin_algorithm(&mut dims, item);
+        }
+        for item in f
+            .items
+            .iter()
+            .filter(|i| matches!(i.key, Key::Link | Key::Rail | Key::FatTree | Key::Sharp))
+        {
+            self.set_fabric(&mut dims, item);
         }
         Some(Cluster {
             name: def.name.clone(),
@@ -1036,32 +1061,79 @@ impl Checker<'_, '_> {
             "halving_doubling" => CollectiveAlgorithm::HalvingDoubling,
             _ => CollectiveAlgorithm::Tree,
         };
-        match dims.iter_mut().find(|d| d.name.value == *name) {
-            Some(d) => d.algorithm = Some(Spanned::new(algorithm, *word_loc)),
-            None => {
-                let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
-                let help = match suggest(name, names.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!(
-                        "the cluster's dims are {}",
-                        names
-                            .iter()
-                            .map(|n| format!("`{n}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
-                self.res.report(
-                    Diagnostic::new(
-                        Code::E0104,
-                        format!("unknown dim `{name}`"),
-                        *name_loc,
-                        "no dim of this name in the cluster",
-                    )
-                    .with_help(help),
-                );
-            }
+        if let Some(d) = self.named_dim(dims, name, *name_loc) {
+            d.algorithm = Some(Spanned::new(algorithm, *word_loc));
         }
+    }
+
+    /// `link DIM WORD`, `rail DIM`, `fat_tree DIM LEAF SHARE`, `sharp DIM`: what a cluster
+    /// states about one dim's links and switches. A `link` gives the dim's efficiency only when
+    /// the `dim` item states none.
+    fn set_fabric(&mut self, dims: &mut [Dim], item: &Item) {
+        let Some((Checked::Arg(Arg::Name(name)), name_loc)) = item.args.first() else {
+            return;
+        };
+        let Some(d) = self.named_dim(dims, name, *name_loc) else {
+            return;
+        };
+        match (item.key, item.args.get(1), item.args.get(2)) {
+            (Key::Link, Some((Checked::Arg(Arg::Word(w)), loc)), _) => {
+                let kind = if *w == "infiniband" {
+                    LinkKind::Infiniband
+                } else {
+                    LinkKind::Nvlink
+                };
+                if d.efficiency.is_none() {
+                    let e = super::Ratio(kind.default_efficiency());
+                    d.efficiency = Some(Spanned::new(e, *loc));
+                }
+            }
+            (Key::Rail, _, _) => d.fabric.rail = true,
+            (
+                Key::FatTree,
+                Some((Checked::Arg(Arg::Count(leaf)), _)),
+                Some((Checked::Arg(Arg::Ratio(share)), _)),
+            ) => {
+                let leaf = u32::try_from(*leaf).unwrap_or(u32::MAX);
+                d.fabric.fat_tree = Some((leaf, share.0));
+            }
+            (Key::Sharp, _, _) => d.fabric.sharp = true,
+            _ => {}
+        }
+    }
+
+    /// The dim of this name, or E0104 naming the cluster's dims.
+    fn named_dim<'d>(
+        &mut self,
+        dims: &'d mut [Dim],
+        name: &str,
+        name_loc: Loc,
+    ) -> Option<&'d mut Dim> {
+        if dims.iter().any(|d| d.name.value == name) {
+            return dims.iter_mut().find(|d| d.name.value == name);
+        }
+        let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
+        let help = match suggest(name, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => format!(
+                "the cluster's dims are {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        self.res.report(
+            Diagnostic::new(
+                Code::E0104,
+                format!("unknown dim `{name}`"),
+                name_loc,
+                "no dim of this name in the cluster",
+            )
+            .with_help(help),
+        );
+        None
     }
 }
 
@@ -1106,6 +1178,7 @@ fn dim(item: &Item) -> Option<Dim> {
         latency,
         efficiency,
         algorithm: None,
+        fabric: Fabric::default(),
         loc: item.loc,
     })
 }

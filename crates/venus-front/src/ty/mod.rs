@@ -7,10 +7,12 @@
 //! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
 
 pub mod check;
+pub mod domain;
 pub mod value;
 
 pub use venus_base::base::kinds::{
-    Attention, CollectiveAlgorithm, GpuArch, Precision, Recompute, ScheduleKind, Topology,
+    Attention, CollectiveAlgorithm, Fabric, GpuArch, LinkKind, Precision, Recompute, ScheduleKind,
+    Topology,
 };
 pub use venus_base::base::units;
 pub use venus_base::base::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
@@ -126,6 +128,9 @@ pub struct Dim {
     pub efficiency: Opt<Ratio>,
     /// The collective algorithm written with `algo DIM WORD`; `None`: the topology's default.
     pub algorithm: Opt<CollectiveAlgorithm>,
+    /// What `rail`, `fat_tree` and `sharp` items say about the dim's switches (the default:
+    /// one ideal switch). Plain data: nothing after `ty` labels these items.
+    pub fabric: Fabric,
     /// The whole `dim` item.
     pub loc: Loc,
 }
