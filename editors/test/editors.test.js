@@ -87,7 +87,9 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
-  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'dim', 'gpu', 'gpus', 'nodes', 'per_domain', 'tray']);
+  assert.deepEqual(sorted(names('CLUSTER')), [
+    'algo', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'sharp', 'tray',
+  ]);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));
   assert.ok(names('PLAN').includes('overlap_tp_comm'));
@@ -95,7 +97,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.deepEqual(sorted(schemaEnumWords()), sorted([
     'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
     'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'flash', 'unfused', 'on', 'off',
-    'ampere', 'hopper', 'blackwell', 'cdna3',
+    'ampere', 'hopper', 'blackwell', 'cdna3', 'nvswitch', 'infiniband',
   ]));
 });
 
@@ -122,7 +124,9 @@ test('tree-sitter grammar enum words and name-taking keys follow the key table',
   const nameKeys = Object.values(schemaKeys()).flat()
     .filter((k) => k.firstArg === 'Ref' || k.firstArg === 'NewName')
     .map((k) => k.name);
-  assert.deepEqual(sorted(nameKeys), ['algo', 'cluster', 'dim', 'gpu', 'model', 'plan']);
+  assert.deepEqual(sorted(nameKeys), [
+    'algo', 'cluster', 'dim', 'fat_tree', 'gpu', 'link', 'model', 'plan', 'rail', 'sharp',
+  ]);
   assert.deepEqual(sorted(grammarList('NAME_KEYS')), sorted(nameKeys));
   assert.deepEqual(sorted(grammarList('DEF_KINDS')), ['cluster', 'gpu', 'model', 'plan', 'scenario']);
 });

@@ -29,13 +29,16 @@
 const DEF_KINDS = ['model', 'gpu', 'cluster', 'plan', 'scenario'];
 
 // Keys whose first argument is a name: references to a definition, `dim NAME` and
-// `algo DIM`.
-const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim', 'algo'];
+// `algo DIM` (and `link`, `rail`, `fat_tree`, `sharp`, which name a dim too).
+const NAME_KEYS = [
+  'model', 'gpu', 'cluster', 'plan', 'dim', 'algo', 'link', 'rail', 'fat_tree', 'sharp',
+];
 
 // Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
-// SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
+// LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
+  'nvswitch', 'infiniband',
   'direct', 'halving_doubling', 'tree',
   'gpipe', '1f1b', 'interleaved',
   'none', 'selective', 'full',

@@ -275,3 +275,85 @@ fn a_renamed_or_inline_gpu_is_costed_as_the_gpu_it_copies() {
     let hopper = report_with_gpu("# a100_80g < arch hopper >");
     assert_ne!(stdlib["iteration_time_ms"], hopper["iteration_time_ms"]);
 }
+
+/// The report of a 2-node Llama 2 7B run (tp 8 inside a node, dp 2 across) on a cluster with
+/// these extra items.
+fn report_with_cluster_items(tag: &str, dims: &str, items: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("venusc-fabric-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{tag}.venus"));
+    let text = format!(
+        "model m : llama2_7b < >\ncluster c < gpu h100_sxm\n{dims}\n{items} >\n\
+         plan p < tp 8 sp dp 2 micro_batch 1 global_batch 16 >\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut r = sim_json(&[path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    r["scenario"] = serde_json::Value::Null;
+    without_engine(r)
+}
+
+const BARE_DIMS: &str = "dim nvlink fc 8 450GB/s 1us\ndim ib switch 2 50GB/s 5us";
+
+#[test]
+fn link_gives_a_dim_without_efficiency_the_measured_nccl_share() {
+    // `link` sets 80% on NVLink through NVSwitch and 90% on InfiniBand: the same prediction
+    // as writing those efficiencies on the dims.
+    let linked = report_with_cluster_items(
+        "linked",
+        BARE_DIMS,
+        "link nvlink nvswitch link ib infiniband",
+    );
+    let written = report_with_cluster_items(
+        "written",
+        "dim nvlink fc 8 450GB/s 1us 80%\ndim ib switch 2 50GB/s 5us 90%",
+        "",
+    );
+    let bare = report_with_cluster_items("bare", BARE_DIMS, "");
+    assert_eq!(linked, written);
+    // Without `link` an unstated efficiency stays 100%: faster tensor-parallel traffic.
+    assert!(phase(&bare, "tp-comm").1 < phase(&linked, "tp-comm").1);
+    // A stated efficiency wins over the link's default.
+    let stated = report_with_cluster_items(
+        "stated",
+        "dim nvlink fc 8 450GB/s 1us 80%\ndim ib switch 2 50GB/s 5us 90%",
+        "link nvlink infiniband",
+    );
+    assert_eq!(stated, written);
+}
+
+#[test]
+fn nvlink_sharp_shortens_tensor_parallel_all_reduce() {
+    // Without `sp` the tp traffic is all-reduce, which in-network reduction nearly halves (S
+    // against 2·7/8·S per GPU); with `sp` it is reduce-scatter and all-gather, which it leaves
+    // alone.
+    let plain = |sp: &str| {
+        let dir = std::env::temp_dir().join(format!("venusc-sharp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut out = Vec::new();
+        for (tag, items) in [("plain", ""), ("sharp", "sharp nvlink")] {
+            let path = dir.join(format!("{tag}{sp}.venus"));
+            std::fs::write(
+                &path,
+                format!(
+                    "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 2 {items} >\n\
+                     plan p < tp 8 {sp} dp 2 micro_batch 1 global_batch 16 >\n"
+                ),
+            )
+            .unwrap();
+            out.push(sim_json(&[path.to_str().unwrap()]));
+            std::fs::remove_file(&path).unwrap();
+        }
+        (phase(&out[0], "tp-comm").1, phase(&out[1], "tp-comm").1)
+    };
+    let (ring, sharp) = plain("");
+    let ratio = sharp / ring;
+    assert!(ratio > 0.5 && ratio < 0.65, "{sharp} vs {ring}");
+    // With `sp` only the small all-reduces remain in the tp group (the vocab-parallel loss):
+    // under 0.1% of the tp time moves.
+    let (ring, sharp) = plain("sp");
+    assert!(
+        sharp <= ring && (ring - sharp) / ring < 1e-3,
+        "{sharp} vs {ring}"
+    );
+}

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 55
+#define SYMBOL_COUNT 61
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 42
+#define TOKEN_COUNT 48
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -33,47 +33,53 @@ enum ts_symbol_identifiers {
   anon_sym_GT = 11,
   anon_sym_dim = 12,
   anon_sym_algo = 13,
-  anon_sym_LBRACK = 14,
-  anon_sym_RBRACK = 15,
-  anon_sym_fc = 16,
-  anon_sym_ring = 17,
-  anon_sym_switch = 18,
-  anon_sym_direct = 19,
-  anon_sym_halving_doubling = 20,
-  anon_sym_tree = 21,
-  anon_sym_gpipe = 22,
-  anon_sym_1f1b = 23,
-  anon_sym_interleaved = 24,
-  anon_sym_none = 25,
-  anon_sym_selective = 26,
-  anon_sym_full = 27,
-  anon_sym_bf16 = 28,
-  anon_sym_fp8 = 29,
-  anon_sym_ampere = 30,
-  anon_sym_hopper = 31,
-  anon_sym_blackwell = 32,
-  anon_sym_cdna3 = 33,
-  anon_sym_flash = 34,
-  anon_sym_unfused = 35,
-  anon_sym_on = 36,
-  anon_sym_off = 37,
-  sym_unit = 38,
-  sym_number = 39,
-  sym_string = 40,
-  sym_comment = 41,
-  sym_source_file = 42,
-  sym_use_declaration = 43,
-  sym_definition = 44,
-  sym_block = 45,
-  sym_item = 46,
-  sym__value = 47,
-  sym_list = 48,
-  sym_constant = 49,
-  sym_quantity = 50,
-  aux_sym_source_file_repeat1 = 51,
-  aux_sym_block_repeat1 = 52,
-  aux_sym_item_repeat1 = 53,
-  aux_sym_list_repeat1 = 54,
+  anon_sym_link = 14,
+  anon_sym_rail = 15,
+  anon_sym_fat_tree = 16,
+  anon_sym_sharp = 17,
+  anon_sym_LBRACK = 18,
+  anon_sym_RBRACK = 19,
+  anon_sym_fc = 20,
+  anon_sym_ring = 21,
+  anon_sym_switch = 22,
+  anon_sym_nvswitch = 23,
+  anon_sym_infiniband = 24,
+  anon_sym_direct = 25,
+  anon_sym_halving_doubling = 26,
+  anon_sym_tree = 27,
+  anon_sym_gpipe = 28,
+  anon_sym_1f1b = 29,
+  anon_sym_interleaved = 30,
+  anon_sym_none = 31,
+  anon_sym_selective = 32,
+  anon_sym_full = 33,
+  anon_sym_bf16 = 34,
+  anon_sym_fp8 = 35,
+  anon_sym_ampere = 36,
+  anon_sym_hopper = 37,
+  anon_sym_blackwell = 38,
+  anon_sym_cdna3 = 39,
+  anon_sym_flash = 40,
+  anon_sym_unfused = 41,
+  anon_sym_on = 42,
+  anon_sym_off = 43,
+  sym_unit = 44,
+  sym_number = 45,
+  sym_string = 46,
+  sym_comment = 47,
+  sym_source_file = 48,
+  sym_use_declaration = 49,
+  sym_definition = 50,
+  sym_block = 51,
+  sym_item = 52,
+  sym__value = 53,
+  sym_list = 54,
+  sym_constant = 55,
+  sym_quantity = 56,
+  aux_sym_source_file_repeat1 = 57,
+  aux_sym_block_repeat1 = 58,
+  aux_sym_item_repeat1 = 59,
+  aux_sym_list_repeat1 = 60,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -91,11 +97,17 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_GT] = ">",
   [anon_sym_dim] = "key",
   [anon_sym_algo] = "key",
+  [anon_sym_link] = "key",
+  [anon_sym_rail] = "key",
+  [anon_sym_fat_tree] = "key",
+  [anon_sym_sharp] = "key",
   [anon_sym_LBRACK] = "[",
   [anon_sym_RBRACK] = "]",
   [anon_sym_fc] = "fc",
   [anon_sym_ring] = "ring",
   [anon_sym_switch] = "switch",
+  [anon_sym_nvswitch] = "nvswitch",
+  [anon_sym_infiniband] = "infiniband",
   [anon_sym_direct] = "direct",
   [anon_sym_halving_doubling] = "halving_doubling",
   [anon_sym_tree] = "tree",
@@ -149,11 +161,17 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_GT] = anon_sym_GT,
   [anon_sym_dim] = anon_sym_dim,
   [anon_sym_algo] = anon_sym_dim,
+  [anon_sym_link] = anon_sym_dim,
+  [anon_sym_rail] = anon_sym_dim,
+  [anon_sym_fat_tree] = anon_sym_dim,
+  [anon_sym_sharp] = anon_sym_dim,
   [anon_sym_LBRACK] = anon_sym_LBRACK,
   [anon_sym_RBRACK] = anon_sym_RBRACK,
   [anon_sym_fc] = anon_sym_fc,
   [anon_sym_ring] = anon_sym_ring,
   [anon_sym_switch] = anon_sym_switch,
+  [anon_sym_nvswitch] = anon_sym_nvswitch,
+  [anon_sym_infiniband] = anon_sym_infiniband,
   [anon_sym_direct] = anon_sym_direct,
   [anon_sym_halving_doubling] = anon_sym_halving_doubling,
   [anon_sym_tree] = anon_sym_tree,
@@ -249,6 +267,22 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [anon_sym_link] = {
+    .visible = true,
+    .named = true,
+  },
+  [anon_sym_rail] = {
+    .visible = true,
+    .named = true,
+  },
+  [anon_sym_fat_tree] = {
+    .visible = true,
+    .named = true,
+  },
+  [anon_sym_sharp] = {
+    .visible = true,
+    .named = true,
+  },
   [anon_sym_LBRACK] = {
     .visible = true,
     .named = false,
@@ -266,6 +300,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_switch] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_nvswitch] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_infiniband] = {
     .visible = true,
     .named = false,
   },
@@ -738,459 +780,564 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         'g', 6,
         'h', 7,
         'i', 8,
-        'm', 9,
-        'n', 10,
-        'o', 11,
-        'p', 12,
-        'r', 13,
-        's', 14,
-        't', 15,
-        'u', 16,
+        'l', 9,
+        'm', 10,
+        'n', 11,
+        'o', 12,
+        'p', 13,
+        'r', 14,
+        's', 15,
+        't', 16,
+        'u', 17,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == 'l') ADVANCE(17);
-      if (lookahead == 'm') ADVANCE(18);
+      if (lookahead == 'l') ADVANCE(18);
+      if (lookahead == 'm') ADVANCE(19);
       END_STATE();
     case 2:
-      if (lookahead == 'f') ADVANCE(19);
-      if (lookahead == 'l') ADVANCE(20);
+      if (lookahead == 'f') ADVANCE(20);
+      if (lookahead == 'l') ADVANCE(21);
       END_STATE();
     case 3:
-      if (lookahead == 'd') ADVANCE(21);
-      if (lookahead == 'l') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(22);
+      if (lookahead == 'l') ADVANCE(23);
       END_STATE();
     case 4:
-      if (lookahead == 'i') ADVANCE(23);
+      if (lookahead == 'i') ADVANCE(24);
       END_STATE();
     case 5:
-      if (lookahead == 'c') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
-      if (lookahead == 'p') ADVANCE(26);
-      if (lookahead == 'u') ADVANCE(27);
+      if (lookahead == 'a') ADVANCE(25);
+      if (lookahead == 'c') ADVANCE(26);
+      if (lookahead == 'l') ADVANCE(27);
+      if (lookahead == 'p') ADVANCE(28);
+      if (lookahead == 'u') ADVANCE(29);
       END_STATE();
     case 6:
-      if (lookahead == 'p') ADVANCE(28);
+      if (lookahead == 'p') ADVANCE(30);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(29);
-      if (lookahead == 'o') ADVANCE(30);
-      END_STATE();
-    case 8:
-      if (lookahead == 'n') ADVANCE(31);
-      END_STATE();
-    case 9:
+      if (lookahead == 'a') ADVANCE(31);
       if (lookahead == 'o') ADVANCE(32);
       END_STATE();
+    case 8:
+      if (lookahead == 'n') ADVANCE(33);
+      END_STATE();
+    case 9:
+      if (lookahead == 'i') ADVANCE(34);
+      END_STATE();
     case 10:
-      if (lookahead == 'o') ADVANCE(33);
+      if (lookahead == 'o') ADVANCE(35);
       END_STATE();
     case 11:
-      if (lookahead == 'f') ADVANCE(34);
-      if (lookahead == 'n') ADVANCE(35);
+      if (lookahead == 'o') ADVANCE(36);
+      if (lookahead == 'v') ADVANCE(37);
       END_STATE();
     case 12:
-      if (lookahead == 'l') ADVANCE(36);
+      if (lookahead == 'f') ADVANCE(38);
+      if (lookahead == 'n') ADVANCE(39);
       END_STATE();
     case 13:
-      if (lookahead == 'i') ADVANCE(37);
+      if (lookahead == 'l') ADVANCE(40);
       END_STATE();
     case 14:
-      if (lookahead == 'c') ADVANCE(38);
-      if (lookahead == 'e') ADVANCE(39);
-      if (lookahead == 'w') ADVANCE(40);
+      if (lookahead == 'a') ADVANCE(41);
+      if (lookahead == 'i') ADVANCE(42);
       END_STATE();
     case 15:
-      if (lookahead == 'r') ADVANCE(41);
+      if (lookahead == 'c') ADVANCE(43);
+      if (lookahead == 'e') ADVANCE(44);
+      if (lookahead == 'h') ADVANCE(45);
+      if (lookahead == 'w') ADVANCE(46);
       END_STATE();
     case 16:
-      if (lookahead == 'n') ADVANCE(42);
-      if (lookahead == 's') ADVANCE(43);
+      if (lookahead == 'r') ADVANCE(47);
       END_STATE();
     case 17:
-      if (lookahead == 'g') ADVANCE(44);
+      if (lookahead == 'n') ADVANCE(48);
+      if (lookahead == 's') ADVANCE(49);
       END_STATE();
     case 18:
-      if (lookahead == 'p') ADVANCE(45);
+      if (lookahead == 'g') ADVANCE(50);
       END_STATE();
     case 19:
-      if (lookahead == '1') ADVANCE(46);
+      if (lookahead == 'p') ADVANCE(51);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(47);
+      if (lookahead == '1') ADVANCE(52);
       END_STATE();
     case 21:
-      if (lookahead == 'n') ADVANCE(48);
+      if (lookahead == 'a') ADVANCE(53);
       END_STATE();
     case 22:
-      if (lookahead == 'u') ADVANCE(49);
+      if (lookahead == 'n') ADVANCE(54);
       END_STATE();
     case 23:
-      if (lookahead == 'm') ADVANCE(50);
-      if (lookahead == 'r') ADVANCE(51);
+      if (lookahead == 'u') ADVANCE(55);
       END_STATE();
     case 24:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'm') ADVANCE(56);
+      if (lookahead == 'r') ADVANCE(57);
       END_STATE();
     case 25:
-      if (lookahead == 'a') ADVANCE(52);
+      if (lookahead == 't') ADVANCE(58);
       END_STATE();
     case 26:
-      if (lookahead == '8') ADVANCE(53);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 27:
-      if (lookahead == 'l') ADVANCE(54);
+      if (lookahead == 'a') ADVANCE(59);
       END_STATE();
     case 28:
-      if (lookahead == 'i') ADVANCE(55);
-      if (lookahead == 'u') ADVANCE(56);
+      if (lookahead == '8') ADVANCE(60);
       END_STATE();
     case 29:
-      if (lookahead == 'l') ADVANCE(57);
+      if (lookahead == 'l') ADVANCE(61);
       END_STATE();
     case 30:
-      if (lookahead == 'p') ADVANCE(58);
+      if (lookahead == 'i') ADVANCE(62);
+      if (lookahead == 'u') ADVANCE(63);
       END_STATE();
     case 31:
-      if (lookahead == 't') ADVANCE(59);
+      if (lookahead == 'l') ADVANCE(64);
       END_STATE();
     case 32:
-      if (lookahead == 'd') ADVANCE(60);
+      if (lookahead == 'p') ADVANCE(65);
       END_STATE();
     case 33:
-      if (lookahead == 'n') ADVANCE(61);
+      if (lookahead == 'f') ADVANCE(66);
+      if (lookahead == 't') ADVANCE(67);
       END_STATE();
     case 34:
-      if (lookahead == 'f') ADVANCE(62);
+      if (lookahead == 'n') ADVANCE(68);
       END_STATE();
     case 35:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'd') ADVANCE(69);
       END_STATE();
     case 36:
-      if (lookahead == 'a') ADVANCE(63);
+      if (lookahead == 'n') ADVANCE(70);
       END_STATE();
     case 37:
-      if (lookahead == 'n') ADVANCE(64);
+      if (lookahead == 's') ADVANCE(71);
       END_STATE();
     case 38:
-      if (lookahead == 'e') ADVANCE(65);
+      if (lookahead == 'f') ADVANCE(72);
       END_STATE();
     case 39:
-      if (lookahead == 'l') ADVANCE(66);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 40:
-      if (lookahead == 'i') ADVANCE(67);
+      if (lookahead == 'a') ADVANCE(73);
       END_STATE();
     case 41:
-      if (lookahead == 'e') ADVANCE(68);
+      if (lookahead == 'i') ADVANCE(74);
       END_STATE();
     case 42:
-      if (lookahead == 'f') ADVANCE(69);
+      if (lookahead == 'n') ADVANCE(75);
       END_STATE();
     case 43:
-      if (lookahead == 'e') ADVANCE(70);
+      if (lookahead == 'e') ADVANCE(76);
       END_STATE();
     case 44:
-      if (lookahead == 'o') ADVANCE(71);
+      if (lookahead == 'l') ADVANCE(77);
       END_STATE();
     case 45:
-      if (lookahead == 'e') ADVANCE(72);
+      if (lookahead == 'a') ADVANCE(78);
       END_STATE();
     case 46:
-      if (lookahead == '6') ADVANCE(73);
+      if (lookahead == 'i') ADVANCE(79);
       END_STATE();
     case 47:
-      if (lookahead == 'c') ADVANCE(74);
+      if (lookahead == 'e') ADVANCE(80);
       END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(75);
+      if (lookahead == 'f') ADVANCE(81);
       END_STATE();
     case 49:
-      if (lookahead == 's') ADVANCE(76);
+      if (lookahead == 'e') ADVANCE(82);
       END_STATE();
     case 50:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'o') ADVANCE(83);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(77);
-      END_STATE();
-    case 52:
-      if (lookahead == 's') ADVANCE(78);
-      END_STATE();
-    case 53:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 54:
-      if (lookahead == 'l') ADVANCE(79);
-      END_STATE();
-    case 55:
-      if (lookahead == 'p') ADVANCE(80);
-      END_STATE();
-    case 56:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 57:
-      if (lookahead == 'v') ADVANCE(81);
-      END_STATE();
-    case 58:
-      if (lookahead == 'p') ADVANCE(82);
-      END_STATE();
-    case 59:
-      if (lookahead == 'e') ADVANCE(83);
-      END_STATE();
-    case 60:
       if (lookahead == 'e') ADVANCE(84);
       END_STATE();
-    case 61:
-      if (lookahead == 'e') ADVANCE(85);
+    case 52:
+      if (lookahead == '6') ADVANCE(85);
       END_STATE();
-    case 62:
-      ACCEPT_TOKEN(anon_sym_off);
+    case 53:
+      if (lookahead == 'c') ADVANCE(86);
       END_STATE();
-    case 63:
-      if (lookahead == 'n') ADVANCE(86);
+    case 54:
+      if (lookahead == 'a') ADVANCE(87);
       END_STATE();
-    case 64:
-      if (lookahead == 'g') ADVANCE(87);
+    case 55:
+      if (lookahead == 's') ADVANCE(88);
       END_STATE();
-    case 65:
-      if (lookahead == 'n') ADVANCE(88);
+    case 56:
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
-    case 66:
+    case 57:
       if (lookahead == 'e') ADVANCE(89);
       END_STATE();
+    case 58:
+      if (lookahead == '_') ADVANCE(90);
+      END_STATE();
+    case 59:
+      if (lookahead == 's') ADVANCE(91);
+      END_STATE();
+    case 60:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 61:
+      if (lookahead == 'l') ADVANCE(92);
+      END_STATE();
+    case 62:
+      if (lookahead == 'p') ADVANCE(93);
+      END_STATE();
+    case 63:
+      ACCEPT_TOKEN(anon_sym_gpu);
+      END_STATE();
+    case 64:
+      if (lookahead == 'v') ADVANCE(94);
+      END_STATE();
+    case 65:
+      if (lookahead == 'p') ADVANCE(95);
+      END_STATE();
+    case 66:
+      if (lookahead == 'i') ADVANCE(96);
+      END_STATE();
     case 67:
-      if (lookahead == 't') ADVANCE(90);
+      if (lookahead == 'e') ADVANCE(97);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(91);
+      if (lookahead == 'k') ADVANCE(98);
       END_STATE();
     case 69:
-      if (lookahead == 'u') ADVANCE(92);
-      END_STATE();
-    case 70:
-      ACCEPT_TOKEN(anon_sym_use);
-      END_STATE();
-    case 71:
-      ACCEPT_TOKEN(anon_sym_algo);
-      END_STATE();
-    case 72:
-      if (lookahead == 'r') ADVANCE(93);
-      END_STATE();
-    case 73:
-      ACCEPT_TOKEN(anon_sym_bf16);
-      END_STATE();
-    case 74:
-      if (lookahead == 'k') ADVANCE(94);
-      END_STATE();
-    case 75:
-      if (lookahead == '3') ADVANCE(95);
-      END_STATE();
-    case 76:
-      if (lookahead == 't') ADVANCE(96);
-      END_STATE();
-    case 77:
-      if (lookahead == 'c') ADVANCE(97);
-      END_STATE();
-    case 78:
-      if (lookahead == 'h') ADVANCE(98);
-      END_STATE();
-    case 79:
-      ACCEPT_TOKEN(anon_sym_full);
-      END_STATE();
-    case 80:
       if (lookahead == 'e') ADVANCE(99);
       END_STATE();
-    case 81:
-      if (lookahead == 'i') ADVANCE(100);
+    case 70:
+      if (lookahead == 'e') ADVANCE(100);
       END_STATE();
-    case 82:
-      if (lookahead == 'e') ADVANCE(101);
+    case 71:
+      if (lookahead == 'w') ADVANCE(101);
       END_STATE();
-    case 83:
-      if (lookahead == 'r') ADVANCE(102);
+    case 72:
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
-    case 84:
+    case 73:
+      if (lookahead == 'n') ADVANCE(102);
+      END_STATE();
+    case 74:
       if (lookahead == 'l') ADVANCE(103);
       END_STATE();
+    case 75:
+      if (lookahead == 'g') ADVANCE(104);
+      END_STATE();
+    case 76:
+      if (lookahead == 'n') ADVANCE(105);
+      END_STATE();
+    case 77:
+      if (lookahead == 'e') ADVANCE(106);
+      END_STATE();
+    case 78:
+      if (lookahead == 'r') ADVANCE(107);
+      END_STATE();
+    case 79:
+      if (lookahead == 't') ADVANCE(108);
+      END_STATE();
+    case 80:
+      if (lookahead == 'e') ADVANCE(109);
+      END_STATE();
+    case 81:
+      if (lookahead == 'u') ADVANCE(110);
+      END_STATE();
+    case 82:
+      ACCEPT_TOKEN(anon_sym_use);
+      END_STATE();
+    case 83:
+      ACCEPT_TOKEN(anon_sym_algo);
+      END_STATE();
+    case 84:
+      if (lookahead == 'r') ADVANCE(111);
+      END_STATE();
     case 85:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 86:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'k') ADVANCE(112);
       END_STATE();
     case 87:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == '3') ADVANCE(113);
       END_STATE();
     case 88:
-      if (lookahead == 'a') ADVANCE(104);
+      if (lookahead == 't') ADVANCE(114);
       END_STATE();
     case 89:
-      if (lookahead == 'c') ADVANCE(105);
+      if (lookahead == 'c') ADVANCE(115);
       END_STATE();
     case 90:
-      if (lookahead == 'c') ADVANCE(106);
-      END_STATE();
-    case 91:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 92:
-      if (lookahead == 's') ADVANCE(107);
-      END_STATE();
-    case 93:
-      if (lookahead == 'e') ADVANCE(108);
-      END_STATE();
-    case 94:
-      if (lookahead == 'w') ADVANCE(109);
-      END_STATE();
-    case 95:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 96:
-      if (lookahead == 'e') ADVANCE(110);
-      END_STATE();
-    case 97:
-      if (lookahead == 't') ADVANCE(111);
-      END_STATE();
-    case 98:
-      ACCEPT_TOKEN(anon_sym_flash);
-      END_STATE();
-    case 99:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 100:
-      if (lookahead == 'n') ADVANCE(112);
-      END_STATE();
-    case 101:
-      if (lookahead == 'r') ADVANCE(113);
-      END_STATE();
-    case 102:
-      if (lookahead == 'l') ADVANCE(114);
-      END_STATE();
-    case 103:
-      ACCEPT_TOKEN(anon_sym_model);
-      END_STATE();
-    case 104:
-      if (lookahead == 'r') ADVANCE(115);
-      END_STATE();
-    case 105:
       if (lookahead == 't') ADVANCE(116);
       END_STATE();
-    case 106:
+    case 91:
       if (lookahead == 'h') ADVANCE(117);
       END_STATE();
-    case 107:
+    case 92:
+      ACCEPT_TOKEN(anon_sym_full);
+      END_STATE();
+    case 93:
       if (lookahead == 'e') ADVANCE(118);
       END_STATE();
-    case 108:
-      ACCEPT_TOKEN(anon_sym_ampere);
+    case 94:
+      if (lookahead == 'i') ADVANCE(119);
       END_STATE();
-    case 109:
-      if (lookahead == 'e') ADVANCE(119);
+    case 95:
+      if (lookahead == 'e') ADVANCE(120);
       END_STATE();
-    case 110:
-      if (lookahead == 'r') ADVANCE(120);
+    case 96:
+      if (lookahead == 'n') ADVANCE(121);
       END_STATE();
-    case 111:
-      ACCEPT_TOKEN(anon_sym_direct);
+    case 97:
+      if (lookahead == 'r') ADVANCE(122);
       END_STATE();
-    case 112:
-      if (lookahead == 'g') ADVANCE(121);
+    case 98:
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
-    case 113:
-      ACCEPT_TOKEN(anon_sym_hopper);
+    case 99:
+      if (lookahead == 'l') ADVANCE(123);
       END_STATE();
-    case 114:
-      if (lookahead == 'e') ADVANCE(122);
+    case 100:
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
-    case 115:
-      if (lookahead == 'i') ADVANCE(123);
-      END_STATE();
-    case 116:
+    case 101:
       if (lookahead == 'i') ADVANCE(124);
       END_STATE();
+    case 102:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 103:
+      ACCEPT_TOKEN(anon_sym_rail);
+      END_STATE();
+    case 104:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 105:
+      if (lookahead == 'a') ADVANCE(125);
+      END_STATE();
+    case 106:
+      if (lookahead == 'c') ADVANCE(126);
+      END_STATE();
+    case 107:
+      if (lookahead == 'p') ADVANCE(127);
+      END_STATE();
+    case 108:
+      if (lookahead == 'c') ADVANCE(128);
+      END_STATE();
+    case 109:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 110:
+      if (lookahead == 's') ADVANCE(129);
+      END_STATE();
+    case 111:
+      if (lookahead == 'e') ADVANCE(130);
+      END_STATE();
+    case 112:
+      if (lookahead == 'w') ADVANCE(131);
+      END_STATE();
+    case 113:
+      ACCEPT_TOKEN(anon_sym_cdna3);
+      END_STATE();
+    case 114:
+      if (lookahead == 'e') ADVANCE(132);
+      END_STATE();
+    case 115:
+      if (lookahead == 't') ADVANCE(133);
+      END_STATE();
+    case 116:
+      if (lookahead == 'r') ADVANCE(134);
+      END_STATE();
     case 117:
-      ACCEPT_TOKEN(anon_sym_switch);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 118:
-      if (lookahead == 'd') ADVANCE(125);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 119:
-      if (lookahead == 'l') ADVANCE(126);
+      if (lookahead == 'n') ADVANCE(135);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'r') ADVANCE(136);
       END_STATE();
     case 121:
-      if (lookahead == '_') ADVANCE(127);
+      if (lookahead == 'i') ADVANCE(137);
       END_STATE();
     case 122:
-      if (lookahead == 'a') ADVANCE(128);
+      if (lookahead == 'l') ADVANCE(138);
       END_STATE();
     case 123:
-      if (lookahead == 'o') ADVANCE(129);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 124:
-      if (lookahead == 'v') ADVANCE(130);
+      if (lookahead == 't') ADVANCE(139);
       END_STATE();
     case 125:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'r') ADVANCE(140);
       END_STATE();
     case 126:
-      if (lookahead == 'l') ADVANCE(131);
+      if (lookahead == 't') ADVANCE(141);
       END_STATE();
     case 127:
-      if (lookahead == 'd') ADVANCE(132);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 128:
-      if (lookahead == 'v') ADVANCE(133);
+      if (lookahead == 'h') ADVANCE(142);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'e') ADVANCE(143);
       END_STATE();
     case 130:
-      if (lookahead == 'e') ADVANCE(134);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == 'e') ADVANCE(144);
       END_STATE();
     case 132:
-      if (lookahead == 'o') ADVANCE(135);
+      if (lookahead == 'r') ADVANCE(145);
       END_STATE();
     case 133:
-      if (lookahead == 'e') ADVANCE(136);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'e') ADVANCE(146);
       END_STATE();
     case 135:
-      if (lookahead == 'u') ADVANCE(137);
+      if (lookahead == 'g') ADVANCE(147);
       END_STATE();
     case 136:
-      if (lookahead == 'd') ADVANCE(138);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 137:
-      if (lookahead == 'b') ADVANCE(139);
+      if (lookahead == 'b') ADVANCE(148);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'e') ADVANCE(149);
       END_STATE();
     case 139:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'c') ADVANCE(150);
       END_STATE();
     case 140:
-      if (lookahead == 'i') ADVANCE(141);
+      if (lookahead == 'i') ADVANCE(151);
       END_STATE();
     case 141:
-      if (lookahead == 'n') ADVANCE(142);
+      if (lookahead == 'i') ADVANCE(152);
       END_STATE();
     case 142:
-      if (lookahead == 'g') ADVANCE(143);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 143:
+      if (lookahead == 'd') ADVANCE(153);
+      END_STATE();
+    case 144:
+      if (lookahead == 'l') ADVANCE(154);
+      END_STATE();
+    case 145:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
+    case 146:
+      if (lookahead == 'e') ADVANCE(155);
+      END_STATE();
+    case 147:
+      if (lookahead == '_') ADVANCE(156);
+      END_STATE();
+    case 148:
+      if (lookahead == 'a') ADVANCE(157);
+      END_STATE();
+    case 149:
+      if (lookahead == 'a') ADVANCE(158);
+      END_STATE();
+    case 150:
+      if (lookahead == 'h') ADVANCE(159);
+      END_STATE();
+    case 151:
+      if (lookahead == 'o') ADVANCE(160);
+      END_STATE();
+    case 152:
+      if (lookahead == 'v') ADVANCE(161);
+      END_STATE();
+    case 153:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 154:
+      if (lookahead == 'l') ADVANCE(162);
+      END_STATE();
+    case 155:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
+    case 156:
+      if (lookahead == 'd') ADVANCE(163);
+      END_STATE();
+    case 157:
+      if (lookahead == 'n') ADVANCE(164);
+      END_STATE();
+    case 158:
+      if (lookahead == 'v') ADVANCE(165);
+      END_STATE();
+    case 159:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
+    case 160:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 161:
+      if (lookahead == 'e') ADVANCE(166);
+      END_STATE();
+    case 162:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      END_STATE();
+    case 163:
+      if (lookahead == 'o') ADVANCE(167);
+      END_STATE();
+    case 164:
+      if (lookahead == 'd') ADVANCE(168);
+      END_STATE();
+    case 165:
+      if (lookahead == 'e') ADVANCE(169);
+      END_STATE();
+    case 166:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 167:
+      if (lookahead == 'u') ADVANCE(170);
+      END_STATE();
+    case 168:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 169:
+      if (lookahead == 'd') ADVANCE(171);
+      END_STATE();
+    case 170:
+      if (lookahead == 'b') ADVANCE(172);
+      END_STATE();
+    case 171:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 172:
+      if (lookahead == 'l') ADVANCE(173);
+      END_STATE();
+    case 173:
+      if (lookahead == 'i') ADVANCE(174);
+      END_STATE();
+    case 174:
+      if (lookahead == 'n') ADVANCE(175);
+      END_STATE();
+    case 175:
+      if (lookahead == 'g') ADVANCE(176);
+      END_STATE();
+    case 176:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1255,11 +1402,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(1),
     [anon_sym_dim] = ACTIONS(1),
     [anon_sym_algo] = ACTIONS(1),
+    [anon_sym_link] = ACTIONS(1),
+    [anon_sym_rail] = ACTIONS(1),
+    [anon_sym_fat_tree] = ACTIONS(1),
+    [anon_sym_sharp] = ACTIONS(1),
     [anon_sym_LBRACK] = ACTIONS(1),
     [anon_sym_RBRACK] = ACTIONS(1),
     [anon_sym_fc] = ACTIONS(1),
     [anon_sym_ring] = ACTIONS(1),
     [anon_sym_switch] = ACTIONS(1),
+    [anon_sym_nvswitch] = ACTIONS(1),
+    [anon_sym_infiniband] = ACTIONS(1),
     [anon_sym_direct] = ACTIONS(1),
     [anon_sym_halving_doubling] = ACTIONS(1),
     [anon_sym_tree] = ACTIONS(1),
@@ -1316,10 +1469,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(15),
     [anon_sym_dim] = ACTIONS(17),
     [anon_sym_algo] = ACTIONS(17),
+    [anon_sym_link] = ACTIONS(17),
+    [anon_sym_rail] = ACTIONS(17),
+    [anon_sym_fat_tree] = ACTIONS(17),
+    [anon_sym_sharp] = ACTIONS(17),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1360,10 +1519,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(15),
     [anon_sym_dim] = ACTIONS(17),
     [anon_sym_algo] = ACTIONS(17),
+    [anon_sym_link] = ACTIONS(17),
+    [anon_sym_rail] = ACTIONS(17),
+    [anon_sym_fat_tree] = ACTIONS(17),
+    [anon_sym_sharp] = ACTIONS(17),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1404,10 +1569,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(33),
     [anon_sym_dim] = ACTIONS(31),
     [anon_sym_algo] = ACTIONS(31),
+    [anon_sym_link] = ACTIONS(31),
+    [anon_sym_rail] = ACTIONS(31),
+    [anon_sym_fat_tree] = ACTIONS(31),
+    [anon_sym_sharp] = ACTIONS(31),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1448,10 +1619,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(37),
     [anon_sym_dim] = ACTIONS(35),
     [anon_sym_algo] = ACTIONS(35),
+    [anon_sym_link] = ACTIONS(35),
+    [anon_sym_rail] = ACTIONS(35),
+    [anon_sym_fat_tree] = ACTIONS(35),
+    [anon_sym_sharp] = ACTIONS(35),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1492,10 +1669,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(41),
     [anon_sym_dim] = ACTIONS(39),
     [anon_sym_algo] = ACTIONS(39),
+    [anon_sym_link] = ACTIONS(39),
+    [anon_sym_rail] = ACTIONS(39),
+    [anon_sym_fat_tree] = ACTIONS(39),
+    [anon_sym_sharp] = ACTIONS(39),
     [anon_sym_LBRACK] = ACTIONS(46),
     [anon_sym_fc] = ACTIONS(49),
     [anon_sym_ring] = ACTIONS(49),
     [anon_sym_switch] = ACTIONS(49),
+    [anon_sym_nvswitch] = ACTIONS(49),
+    [anon_sym_infiniband] = ACTIONS(49),
     [anon_sym_direct] = ACTIONS(49),
     [anon_sym_halving_doubling] = ACTIONS(49),
     [anon_sym_tree] = ACTIONS(49),
@@ -1536,10 +1719,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(37),
     [anon_sym_dim] = ACTIONS(35),
     [anon_sym_algo] = ACTIONS(35),
+    [anon_sym_link] = ACTIONS(35),
+    [anon_sym_rail] = ACTIONS(35),
+    [anon_sym_fat_tree] = ACTIONS(35),
+    [anon_sym_sharp] = ACTIONS(35),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1580,10 +1769,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(63),
     [anon_sym_dim] = ACTIONS(61),
     [anon_sym_algo] = ACTIONS(61),
+    [anon_sym_link] = ACTIONS(61),
+    [anon_sym_rail] = ACTIONS(61),
+    [anon_sym_fat_tree] = ACTIONS(61),
+    [anon_sym_sharp] = ACTIONS(61),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1621,11 +1816,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(65),
     [anon_sym_dim] = ACTIONS(67),
     [anon_sym_algo] = ACTIONS(67),
+    [anon_sym_link] = ACTIONS(67),
+    [anon_sym_rail] = ACTIONS(67),
+    [anon_sym_fat_tree] = ACTIONS(67),
+    [anon_sym_sharp] = ACTIONS(67),
     [anon_sym_LBRACK] = ACTIONS(65),
     [anon_sym_RBRACK] = ACTIONS(65),
     [anon_sym_fc] = ACTIONS(67),
     [anon_sym_ring] = ACTIONS(67),
     [anon_sym_switch] = ACTIONS(67),
+    [anon_sym_nvswitch] = ACTIONS(67),
+    [anon_sym_infiniband] = ACTIONS(67),
     [anon_sym_direct] = ACTIONS(67),
     [anon_sym_halving_doubling] = ACTIONS(67),
     [anon_sym_tree] = ACTIONS(67),
@@ -1663,11 +1864,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(69),
     [anon_sym_dim] = ACTIONS(71),
     [anon_sym_algo] = ACTIONS(71),
+    [anon_sym_link] = ACTIONS(71),
+    [anon_sym_rail] = ACTIONS(71),
+    [anon_sym_fat_tree] = ACTIONS(71),
+    [anon_sym_sharp] = ACTIONS(71),
     [anon_sym_LBRACK] = ACTIONS(69),
     [anon_sym_RBRACK] = ACTIONS(69),
     [anon_sym_fc] = ACTIONS(71),
     [anon_sym_ring] = ACTIONS(71),
     [anon_sym_switch] = ACTIONS(71),
+    [anon_sym_nvswitch] = ACTIONS(71),
+    [anon_sym_infiniband] = ACTIONS(71),
     [anon_sym_direct] = ACTIONS(71),
     [anon_sym_halving_doubling] = ACTIONS(71),
     [anon_sym_tree] = ACTIONS(71),
@@ -1702,11 +1909,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(75),
     [anon_sym_dim] = ACTIONS(73),
     [anon_sym_algo] = ACTIONS(73),
+    [anon_sym_link] = ACTIONS(73),
+    [anon_sym_rail] = ACTIONS(73),
+    [anon_sym_fat_tree] = ACTIONS(73),
+    [anon_sym_sharp] = ACTIONS(73),
     [anon_sym_LBRACK] = ACTIONS(75),
     [anon_sym_RBRACK] = ACTIONS(75),
     [anon_sym_fc] = ACTIONS(73),
     [anon_sym_ring] = ACTIONS(73),
     [anon_sym_switch] = ACTIONS(73),
+    [anon_sym_nvswitch] = ACTIONS(73),
+    [anon_sym_infiniband] = ACTIONS(73),
     [anon_sym_direct] = ACTIONS(73),
     [anon_sym_halving_doubling] = ACTIONS(73),
     [anon_sym_tree] = ACTIONS(73),
@@ -1742,11 +1955,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(81),
     [anon_sym_dim] = ACTIONS(79),
     [anon_sym_algo] = ACTIONS(79),
+    [anon_sym_link] = ACTIONS(79),
+    [anon_sym_rail] = ACTIONS(79),
+    [anon_sym_fat_tree] = ACTIONS(79),
+    [anon_sym_sharp] = ACTIONS(79),
     [anon_sym_LBRACK] = ACTIONS(81),
     [anon_sym_RBRACK] = ACTIONS(81),
     [anon_sym_fc] = ACTIONS(79),
     [anon_sym_ring] = ACTIONS(79),
     [anon_sym_switch] = ACTIONS(79),
+    [anon_sym_nvswitch] = ACTIONS(79),
+    [anon_sym_infiniband] = ACTIONS(79),
     [anon_sym_direct] = ACTIONS(79),
     [anon_sym_halving_doubling] = ACTIONS(79),
     [anon_sym_tree] = ACTIONS(79),
@@ -1781,11 +2000,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(85),
     [anon_sym_dim] = ACTIONS(83),
     [anon_sym_algo] = ACTIONS(83),
+    [anon_sym_link] = ACTIONS(83),
+    [anon_sym_rail] = ACTIONS(83),
+    [anon_sym_fat_tree] = ACTIONS(83),
+    [anon_sym_sharp] = ACTIONS(83),
     [anon_sym_LBRACK] = ACTIONS(85),
     [anon_sym_RBRACK] = ACTIONS(85),
     [anon_sym_fc] = ACTIONS(83),
     [anon_sym_ring] = ACTIONS(83),
     [anon_sym_switch] = ACTIONS(83),
+    [anon_sym_nvswitch] = ACTIONS(83),
+    [anon_sym_infiniband] = ACTIONS(83),
     [anon_sym_direct] = ACTIONS(83),
     [anon_sym_halving_doubling] = ACTIONS(83),
     [anon_sym_tree] = ACTIONS(83),
@@ -1820,11 +2045,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(89),
     [anon_sym_dim] = ACTIONS(87),
     [anon_sym_algo] = ACTIONS(87),
+    [anon_sym_link] = ACTIONS(87),
+    [anon_sym_rail] = ACTIONS(87),
+    [anon_sym_fat_tree] = ACTIONS(87),
+    [anon_sym_sharp] = ACTIONS(87),
     [anon_sym_LBRACK] = ACTIONS(89),
     [anon_sym_RBRACK] = ACTIONS(89),
     [anon_sym_fc] = ACTIONS(87),
     [anon_sym_ring] = ACTIONS(87),
     [anon_sym_switch] = ACTIONS(87),
+    [anon_sym_nvswitch] = ACTIONS(87),
+    [anon_sym_infiniband] = ACTIONS(87),
     [anon_sym_direct] = ACTIONS(87),
     [anon_sym_halving_doubling] = ACTIONS(87),
     [anon_sym_tree] = ACTIONS(87),
@@ -1859,11 +2090,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(93),
     [anon_sym_dim] = ACTIONS(91),
     [anon_sym_algo] = ACTIONS(91),
+    [anon_sym_link] = ACTIONS(91),
+    [anon_sym_rail] = ACTIONS(91),
+    [anon_sym_fat_tree] = ACTIONS(91),
+    [anon_sym_sharp] = ACTIONS(91),
     [anon_sym_LBRACK] = ACTIONS(93),
     [anon_sym_RBRACK] = ACTIONS(93),
     [anon_sym_fc] = ACTIONS(91),
     [anon_sym_ring] = ACTIONS(91),
     [anon_sym_switch] = ACTIONS(91),
+    [anon_sym_nvswitch] = ACTIONS(91),
+    [anon_sym_infiniband] = ACTIONS(91),
     [anon_sym_direct] = ACTIONS(91),
     [anon_sym_halving_doubling] = ACTIONS(91),
     [anon_sym_tree] = ACTIONS(91),
@@ -1898,10 +2135,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(97),
     [anon_sym_dim] = ACTIONS(95),
     [anon_sym_algo] = ACTIONS(95),
+    [anon_sym_link] = ACTIONS(95),
+    [anon_sym_rail] = ACTIONS(95),
+    [anon_sym_fat_tree] = ACTIONS(95),
+    [anon_sym_sharp] = ACTIONS(95),
     [anon_sym_LBRACK] = ACTIONS(97),
     [anon_sym_fc] = ACTIONS(95),
     [anon_sym_ring] = ACTIONS(95),
     [anon_sym_switch] = ACTIONS(95),
+    [anon_sym_nvswitch] = ACTIONS(95),
+    [anon_sym_infiniband] = ACTIONS(95),
     [anon_sym_direct] = ACTIONS(95),
     [anon_sym_halving_doubling] = ACTIONS(95),
     [anon_sym_tree] = ACTIONS(95),
@@ -1939,6 +2182,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1976,6 +2221,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -2013,6 +2260,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(122),
     [anon_sym_ring] = ACTIONS(122),
     [anon_sym_switch] = ACTIONS(122),
+    [anon_sym_nvswitch] = ACTIONS(122),
+    [anon_sym_infiniband] = ACTIONS(122),
     [anon_sym_direct] = ACTIONS(122),
     [anon_sym_halving_doubling] = ACTIONS(122),
     [anon_sym_tree] = ACTIONS(122),
@@ -2051,14 +2300,18 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(20), 2,
       sym_item,
       aux_sym_block_repeat1,
-    ACTIONS(140), 6,
+    ACTIONS(140), 10,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_dim,
       anon_sym_algo,
-  [25] = 6,
+      anon_sym_link,
+      anon_sym_rail,
+      anon_sym_fat_tree,
+      anon_sym_sharp,
+  [29] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(145), 1,
@@ -2070,14 +2323,18 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(20), 2,
       sym_item,
       aux_sym_block_repeat1,
-    ACTIONS(149), 6,
+    ACTIONS(149), 10,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_dim,
       anon_sym_algo,
-  [50] = 6,
+      anon_sym_link,
+      anon_sym_rail,
+      anon_sym_fat_tree,
+      anon_sym_sharp,
+  [58] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(145), 1,
@@ -2089,14 +2346,18 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(21), 2,
       sym_item,
       aux_sym_block_repeat1,
-    ACTIONS(149), 6,
+    ACTIONS(149), 10,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_dim,
       anon_sym_algo,
-  [75] = 6,
+      anon_sym_link,
+      anon_sym_rail,
+      anon_sym_fat_tree,
+      anon_sym_sharp,
+  [87] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -2115,7 +2376,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [100] = 6,
+  [112] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
@@ -2134,7 +2395,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [125] = 2,
+  [137] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(172), 8,
@@ -2146,7 +2407,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [139] = 2,
+  [151] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(174), 8,
@@ -2158,7 +2419,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [153] = 2,
+  [165] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(176), 8,
@@ -2170,7 +2431,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [167] = 2,
+  [179] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(178), 8,
@@ -2182,7 +2443,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [181] = 2,
+  [193] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(180), 8,
@@ -2194,7 +2455,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [195] = 5,
+  [207] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
@@ -2205,7 +2466,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_COLON,
     STATE(25), 1,
       sym_block,
-  [211] = 4,
+  [223] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
@@ -2214,36 +2475,36 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_COLON,
     STATE(27), 1,
       sym_block,
-  [224] = 3,
+  [236] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
       anon_sym_LT,
     STATE(29), 1,
       sym_block,
-  [234] = 3,
+  [246] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
       anon_sym_LT,
     STATE(28), 1,
       sym_block,
-  [244] = 2,
+  [256] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(188), 1,
       sym_string,
-  [251] = 2,
+  [263] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(190), 1,
       ts_builtin_sym_end,
-  [258] = 2,
+  [270] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(192), 1,
       sym_name,
-  [265] = 2,
+  [277] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(194), 1,
@@ -2252,23 +2513,23 @@ static const uint16_t ts_small_parse_table[] = {
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(20)] = 0,
-  [SMALL_STATE(21)] = 25,
-  [SMALL_STATE(22)] = 50,
-  [SMALL_STATE(23)] = 75,
-  [SMALL_STATE(24)] = 100,
-  [SMALL_STATE(25)] = 125,
-  [SMALL_STATE(26)] = 139,
-  [SMALL_STATE(27)] = 153,
-  [SMALL_STATE(28)] = 167,
-  [SMALL_STATE(29)] = 181,
-  [SMALL_STATE(30)] = 195,
-  [SMALL_STATE(31)] = 211,
-  [SMALL_STATE(32)] = 224,
-  [SMALL_STATE(33)] = 234,
-  [SMALL_STATE(34)] = 244,
-  [SMALL_STATE(35)] = 251,
-  [SMALL_STATE(36)] = 258,
-  [SMALL_STATE(37)] = 265,
+  [SMALL_STATE(21)] = 29,
+  [SMALL_STATE(22)] = 58,
+  [SMALL_STATE(23)] = 87,
+  [SMALL_STATE(24)] = 112,
+  [SMALL_STATE(25)] = 137,
+  [SMALL_STATE(26)] = 151,
+  [SMALL_STATE(27)] = 165,
+  [SMALL_STATE(28)] = 179,
+  [SMALL_STATE(29)] = 193,
+  [SMALL_STATE(30)] = 207,
+  [SMALL_STATE(31)] = 223,
+  [SMALL_STATE(32)] = 236,
+  [SMALL_STATE(33)] = 246,
+  [SMALL_STATE(34)] = 256,
+  [SMALL_STATE(35)] = 263,
+  [SMALL_STATE(36)] = 270,
+  [SMALL_STATE(37)] = 277,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {

@@ -2,7 +2,8 @@
 //! [`ScenarioDef`].
 //!
 //! Input: a [`Resolver`] over one program. Output: the typed scenarios of the root file; the
-//! diagnostics (E0101–E0103, E0201–E0204, W0002, and the resolver's own) go to the resolver.
+//! diagnostics (E0101–E0103, E0201–E0204, W0002, E0313–E0314 from [`super::domain`], and the
+//! resolver's own) go to the resolver.
 //! Invariants: a definition is checked once however many scenarios use it, and every user
 //! definition is checked even when no scenario uses it; a [`ScenarioDef`] is clean only when
 //! everything it uses checked without error, otherwise it is a [`PartialScenario`] that lists

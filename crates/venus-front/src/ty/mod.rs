@@ -2,7 +2,8 @@
 //!
 //! Input: the resolved (inheritance-merged) items of each definition from `resolve`.
 //! Output: [`Model`], [`Gpu`], [`Cluster`], [`Plan`] and [`ScenarioDef`] with every value in
-//! its unit newtype, plus E0101–E0103 and E0201–E0204 diagnostics, and W0002.
+//! its unit newtype, plus E0101–E0103 and E0201–E0204 diagnostics, W0002, and the
+//! rack-scale domain errors E0313 and E0314 (`domain`).
 //! Invariant: every value keeps the [`Loc`] of the item that wrote it (in the base's file when
 //! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
 
