@@ -66,6 +66,7 @@ codes! {
     W0004 Warning "definition never used";
     W0005 Warning "stage memory above 90% of GPU memory";
     W0006 Warning "`sp` with tp = 1 has no effect";
+    W0008 Warning "`gpus` spread evenly takes more NVLink domains than it needs";
 }
 
 impl Code {

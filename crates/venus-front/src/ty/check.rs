@@ -516,15 +516,10 @@ impl<'r, 'a> Checker<'r, 'a> {
             tray: f.count(Key::Tray),
             nodes,
         };
-        if let Err(problem) = super::domain::apply(&mut dims, &keys) {
-            self.res.report(problem.diagnostic());
-            // The cluster's size is unknown: the world rules say nothing about it.
-            if let Some(top) = self.frames.last_mut() {
-                top.ok = false;
-                if !top.failed.contains(&Key::Gpus) {
-                    top.failed.push(Key::Gpus);
-                }
-            }
+        match super::domain::apply(&mut dims, &keys) {
+            Ok(None) => {}
+            Ok(Some(warning)) => self.res.report(warning.diagnostic()),
+            Err(problem) => self.domain_error(problem.diagnostic()),
         }
         for item in f.items.iter().filter(|i| i.key == Key::Algo) {
             self.pin_algorithm(&mut dims, item);
@@ -1064,6 +1059,18 @@ impl Checker<'_, '_> {
         };
         if let Some(d) = self.named_dim(dims, name, *name_loc) {
             d.algorithm = Some(Spanned::new(algorithm, *word_loc));
+        }
+    }
+
+    /// Reports E0313/E0314. The cluster's size is then unknown, so the world rules say
+    /// nothing about it (`gpus` counts as rejected).
+    fn domain_error(&mut self, d: Diagnostic) {
+        self.res.report(d);
+        if let Some(top) = self.frames.last_mut() {
+            top.ok = false;
+            if !top.failed.contains(&Key::Gpus) {
+                top.failed.push(Key::Gpus);
+            }
         }
     }
 

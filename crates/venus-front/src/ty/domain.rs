@@ -68,6 +68,93 @@ pub enum DomainProblem {
     },
 }
 
+/// W0008: `gpus` spread evenly takes at least twice the domains of the fewest that hold it,
+/// because no whole number of trays per domain divides it over those (`gpus 100` on 72-GPU
+/// racks: 5 × 20, where 2 racks hold 100). The rank layout needs equal domains, so the extra domains are
+/// simulated; `nearest` are the closest counts that fill the fewest domains evenly, each with
+/// its share per domain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpreadWarning {
+    pub gpus: u64,
+    pub loc: Loc,
+    pub domain_dim: String,
+    pub domains: u64,
+    pub per_domain: u64,
+    pub fewest: u64,
+    pub nearest: Vec<(u64, u64)>,
+}
+
+impl SpreadWarning {
+    pub fn diagnostic(&self) -> Diagnostic {
+        let options: Vec<String> = self
+            .nearest
+            .iter()
+            .map(|&(g, m)| format!("`gpus {g}` ({} domains of {m})", self.fewest))
+            .collect();
+        let help = match options.as_slice() {
+            [] => "write `per_domain` to choose the share of each domain".to_string(),
+            [a] => format!("use {a}"),
+            [init @ .., last] => format!("use {} or {last}", init.join(", ")),
+        };
+        Diagnostic::new(
+            Code::W0008,
+            format!(
+                "`gpus {}` is spread over {} `{}` domains of {} GPUs, where {} could hold it",
+                self.gpus, self.domains, self.domain_dim, self.per_domain, self.fewest
+            ),
+            self.loc,
+            format!("{} × {} GPUs", self.domains, self.per_domain),
+        )
+        .with_help(help)
+    }
+}
+
+/// The warning when the even spread of `share` GPUs (per column of the dims inside) over
+/// domains of `domain` takes more domains than the fewest that hold it.
+fn spread_warning(
+    gpus: &Spanned<u64>,
+    domain_dim: &str,
+    share: u64,
+    per_domain: u64,
+    tray: u64,
+    domain: u64,
+    inner: u64,
+) -> Option<SpreadWarning> {
+    let domains = share / per_domain.max(1);
+    let fewest = share.div_ceil(domain.max(1));
+    // Only a layout that scatters the job over at least twice the domains it needs: rounding
+    // to whole blocks of trays (1024 GPUs as 16 racks of 64, not 15 of 72, as Slurm hands out
+    // NVL72 racks) is the real allocation, not a modelling artefact.
+    if fewest == 0 || domains < fewest.saturating_mul(2) {
+        return None;
+    }
+    // Shares of whole trays per domain just below and above share / fewest (at most the
+    // domain, as tray divides it).
+    let step = fewest.saturating_mul(tray.max(1));
+    let below = share / step * tray;
+    let above = share.div_ceil(step).saturating_mul(tray).min(domain);
+    let nearest = [below, above]
+        .into_iter()
+        .filter(|&m| m > 0)
+        .map(|m| (m.saturating_mul(fewest).saturating_mul(inner), m))
+        .filter(|&(g, _)| g != gpus.value)
+        .fold(Vec::new(), |mut v, x| {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+            v
+        });
+    Some(SpreadWarning {
+        gpus: gpus.value,
+        loc: gpus.loc,
+        domain_dim: domain_dim.to_string(),
+        domains,
+        per_domain,
+        fewest,
+        nearest,
+    })
+}
+
 /// Multiples of `step` in `1..=max` nearest `value` (at most two: just below and above).
 fn nearest_multiples(value: u64, step: u64, max: u64) -> Vec<u64> {
     let step = step.max(1);
@@ -110,10 +197,10 @@ fn even_share(share: u64, tray: u64, domain: u64) -> u64 {
 }
 
 /// Applies the domain keys to `dims` (innermost first, `nodes` already applied). Without a
-/// domain key the dims are returned as written.
-pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<(), DomainProblem> {
+/// domain key the dims are returned as written. `Ok(Some(_))`: laid out, with W0008.
+pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<Option<SpreadWarning>, DomainProblem> {
     if !keys.any() {
-        return Ok(());
+        return Ok(None);
     }
     if let (Some(g), Some(n)) = (&keys.gpus, &keys.nodes) {
         return Err(DomainProblem::GpusAndNodes {
@@ -136,7 +223,7 @@ pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<(), DomainProblem> {
         if let (Some(g), Some(last)) = (&keys.gpus, dims.last_mut()) {
             last.size = g.clone();
         }
-        return Ok(());
+        return Ok(None);
     }
     let k = n - 2;
     // A product past u64 leaves the dims as written: the world-size limit (E0202) reports it.
@@ -144,7 +231,7 @@ pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<(), DomainProblem> {
         .iter()
         .try_fold(1u64, |a, d| a.checked_mul(d.size.value))
     else {
-        return Ok(());
+        return Ok(None);
     };
     let domain_dim = &dims[k];
     let domain = domain_dim.size.value;
@@ -186,7 +273,7 @@ pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<(), DomainProblem> {
         if let Some(m) = &keys.per_domain {
             dims[k].size = m.clone();
         }
-        return Ok(());
+        return Ok(None);
     };
     let (unit, unit_name) = match &keys.per_domain {
         Some(m) => (
@@ -196,7 +283,7 @@ pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<(), DomainProblem> {
         None => (inner.checked_mul(tray), tray_name(tray, domain, inner)),
     };
     let Some(unit) = unit else {
-        return Ok(());
+        return Ok(None);
     };
     if unit == 0 || !gpus.value.is_multiple_of(unit) {
         return Err(DomainProblem::NotWhole {
@@ -208,14 +295,19 @@ pub fn apply(dims: &mut [Dim], keys: &DomainKeys) -> Result<(), DomainProblem> {
         });
     }
     let share = gpus.value / inner.max(1);
-    let per_domain = match &keys.per_domain {
-        Some(m) => m.clone(),
-        None => Spanned::new(even_share(share, tray, domain), gpus.loc),
+    let (per_domain, warning) = match &keys.per_domain {
+        Some(m) => (m.clone(), None),
+        None => {
+            let m = even_share(share, tray, domain);
+            let name = &dims[k].name.value;
+            let w = spread_warning(&gpus, name, share, m, tray, domain, inner);
+            (Spanned::new(m, gpus.loc), w)
+        }
     };
     let domains = share / per_domain.value.max(1);
     dims[k].size = per_domain;
     dims[n - 1].size = Spanned::new(domains, gpus.loc);
-    Ok(())
+    Ok(warning)
 }
 
 /// `4-GPU trays`, or `72-GPU domains` when the whole domain is the unit.
@@ -470,7 +562,38 @@ mod tests {
     fn huge_counts_do_not_overflow() {
         let mut d = vec![dim("a", u64::MAX), dim("nvlink", 72), dim("ib", 1)];
         // Left as written, for the world-size limit (E0202) to report.
-        assert_eq!(apply(&mut d, &keys(Some(u64::MAX), None, Some(4))), Ok(()));
+        assert_eq!(
+            apply(&mut d, &keys(Some(u64::MAX), None, Some(4))),
+            Ok(None)
+        );
         assert_eq!(sizes(&d), [u64::MAX, 72, 1]);
+    }
+
+    #[test]
+    fn an_uneven_count_spread_over_more_racks_than_needed_is_w0008() {
+        let mut d = nvl72();
+        let w = apply(&mut d, &keys(Some(100), None, Some(4)))
+            .unwrap()
+            .expect("a warning");
+        assert_eq!(sizes(&d), [20, 5]);
+        assert_eq!((w.domains, w.per_domain, w.fewest), (5, 20, 2));
+        let diag = w.diagnostic();
+        assert_eq!(diag.code, Code::W0008);
+        assert_eq!(
+            diag.help.as_deref(),
+            Some("use `gpus 96` (2 domains of 48) or `gpus 104` (2 domains of 52)")
+        );
+    }
+
+    #[test]
+    fn an_even_spread_over_the_fewest_racks_says_nothing() {
+        for gpus in [8, 64, 72, 144, 256, 512, 1024] {
+            let mut d = nvl72();
+            assert_eq!(
+                apply(&mut d, &keys(Some(gpus), None, Some(4))),
+                Ok(None),
+                "{gpus}"
+            );
+        }
     }
 }

@@ -562,9 +562,10 @@ fn ceil_log2(n: u32) -> u64 {
 ///
 /// In-network reduction: each GPU sends its S bytes once to the switch, which reduces them and
 /// multicasts the result, so each GPU also receives S once: up to the switch and back, two
-/// latencies. Its algorithm bandwidth is the link's (nccl-tests `doc/PERFORMANCE.md`: all-reduce
-/// bus bandwidth = algorithm bandwidth × 2(n−1)/n, so NVLS reaches a bus bandwidth of
-/// 2(n−1)/n × the link's, above the ring's 1 ×).
+/// latencies. Its algorithm bandwidth is the link's: nccl-tests defines all-reduce bus
+/// bandwidth as algorithm bandwidth × 2(n−1)/n
+/// (<https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md>), so NVLS reaches a
+/// bus bandwidth of 2(n−1)/n × the link's, above the ring's 1 ×.
 pub fn closed_form(
     algo: Algorithm,
     kind: CollectiveKind,
