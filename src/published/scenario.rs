@@ -146,7 +146,7 @@ fn cluster_line(row: &Row, gpus: u64) -> Result<String, Skip> {
     }
     let (cluster, per_node) =
         cluster_of(&row.gpu).ok_or_else(|| Skip(format!("no stdlib GPU for `{}`", row.gpu)))?;
-    if gpus % per_node != 0 {
+    if !gpus.is_multiple_of(per_node) {
         return Err(Skip(format!(
             "{gpus} GPUs is not a whole number of {per_node}-GPU `{cluster}` nodes"
         )));

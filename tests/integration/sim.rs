@@ -357,3 +357,21 @@ fn nvlink_sharp_shortens_tensor_parallel_all_reduce() {
         "{sharp} vs {ring}"
     );
 }
+
+#[test]
+fn fat_tree_and_rails_change_only_the_traffic_they_model() {
+    // dp 2 across two nodes: the gradient all-reduce is the only traffic on `ib`.
+    let dims = "dim nvlink fc 8 450GB/s 1us 80%\ndim ib switch 2 50GB/s 5us 90%";
+    let ideal = report_with_cluster_items("ideal", dims, "");
+    // Both nodes under one leaf: nothing crosses the oversubscribed uplinks.
+    let one_leaf = report_with_cluster_items("oneleaf", dims, "fat_tree ib 2 50%");
+    assert_eq!(one_leaf, ideal);
+    // One node per leaf at 2:1: the data-parallel all-reduce crosses leaves and slows down.
+    let two_leaves = report_with_cluster_items("twoleaves", dims, "fat_tree ib 1 50%");
+    assert!(phase(&two_leaves, "all-grads-sync").1 > phase(&ideal, "all-grads-sync").1);
+    assert_eq!(phase(&two_leaves, "tp-comm"), phase(&ideal, "tp-comm"));
+    // Rails: the dp groups join GPUs of the same local index, one rail switch apart, so the
+    // prediction is that of the ideal switch.
+    let rails = report_with_cluster_items("rails", dims, "rail ib");
+    assert_eq!(rails, ideal);
+}
