@@ -375,3 +375,34 @@ fn fat_tree_and_rails_change_only_the_traffic_they_model() {
     let rails = report_with_cluster_items("rails", dims, "rail ib");
     assert_eq!(rails, ideal);
 }
+
+#[test]
+fn representatives_and_all_ranks_agree_on_fat_trees_and_rails() {
+    // 4 nodes, tp 8 pp 2 dp 2: stage 0 on nodes 0-1, stage 1 on nodes 2-3. Leaves of 2 nodes
+    // fit the layout (every rank of a stage crosses the same leaves), so one representative
+    // per stage is simulated; leaves of 3 nodes do not (node 1 reaches node 3 across leaves,
+    // node 0 reaches node 2 within one), so every rank is, and both give the same report.
+    let dir = std::env::temp_dir().join(format!("venusc-fabric-sym-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (leaf, symmetric) in [(2, true), (3, false)] {
+        let path = dir.join(format!("leaf{leaf}.venus"));
+        std::fs::write(
+            &path,
+            format!(
+                "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 4 rail ib fat_tree ib {leaf} 50% >\n\
+                 plan p < tp 8 sp pp 2 micro_batch 1 global_batch 32 overlap_grad_reduce >\n"
+            ),
+        )
+        .unwrap();
+        let file = path.to_str().unwrap();
+        let few = sim_json(&[file]);
+        let all = sim_json(&["--all-ranks", file]);
+        let (f, a) = (
+            few["engine"]["simulated_ranks"].as_u64().unwrap(),
+            all["engine"]["simulated_ranks"].as_u64().unwrap(),
+        );
+        assert_eq!(f < a, symmetric, "leaf {leaf}: {f} vs {a}");
+        assert_eq!(without_engine(few), without_engine(all), "leaf {leaf}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}
