@@ -519,7 +519,7 @@ impl<'r, 'a> Checker<'r, 'a> {
         match super::domain::apply(&mut dims, &keys) {
             Ok(None) => {}
             Ok(Some(warning)) => self.res.report(warning.diagnostic()),
-            Err(problem) => self.domain_error(problem.diagnostic()),
+            Err(problem) => self.reject(problem.diagnostic(), Key::Gpus),
         }
         for item in f.items.iter().filter(|i| i.key == Key::Algo) {
             self.pin_algorithm(&mut dims, item);
@@ -1062,14 +1062,15 @@ impl Checker<'_, '_> {
         }
     }
 
-    /// Reports E0313/E0314. The cluster's size is then unknown, so the world rules say
-    /// nothing about it (`gpus` counts as rejected).
-    fn domain_error(&mut self, d: Diagnostic) {
+    /// Reports an error found after the block's items checked (E0313/E0314, a `fat_tree`
+    /// share of 0) and counts `key` as rejected: with `gpus` the cluster's size is unknown, so
+    /// the world rules say nothing about it.
+    fn reject(&mut self, d: Diagnostic, key: Key) {
         self.res.report(d);
         if let Some(top) = self.frames.last_mut() {
             top.ok = false;
-            if !top.failed.contains(&Key::Gpus) {
-                top.failed.push(Key::Gpus);
+            if !top.failed.contains(&key) {
+                top.failed.push(key);
             }
         }
     }
@@ -1100,10 +1101,21 @@ impl Checker<'_, '_> {
             (
                 Key::FatTree,
                 Some((Checked::Arg(Arg::Count(leaf)), _)),
-                Some((Checked::Arg(Arg::Ratio(share)), _)),
+                Some((Checked::Arg(Arg::Ratio(share)), share_loc)),
             ) => {
-                let leaf = u32::try_from(*leaf).unwrap_or(u32::MAX);
-                d.fabric.fat_tree = Some((leaf, share.0));
+                if share.0 > 0.0 {
+                    let leaf = u32::try_from(*leaf).unwrap_or(u32::MAX);
+                    d.fabric.fat_tree = Some((leaf, share.0));
+                } else {
+                    let e = Diagnostic::new(
+                        Code::E0202,
+                        "a fat tree needs some bandwidth between its leaves",
+                        *share_loc,
+                        "0% between leaves",
+                    )
+                    .with_help("use the share of the leaves' bandwidth their uplinks carry, e.g. `50%` for 2:1 oversubscription");
+                    self.reject(e, Key::FatTree);
+                }
             }
             (Key::Sharp, _, _) => d.fabric.sharp = true,
             _ => {}
