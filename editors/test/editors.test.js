@@ -89,7 +89,9 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
-  assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'allow', 'dim', 'gpu', 'nodes']);
+  assert.deepEqual(sorted(names('CLUSTER')), [
+    'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'sharp', 'tray',
+  ]);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));
   assert.ok(names('PLAN').includes('overlap_tp_comm'));
@@ -97,8 +99,8 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.deepEqual(sorted(schemaEnumWords()), sorted([
     'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
     'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'flash', 'unfused', 'on', 'off',
-    'ampere', 'hopper', 'blackwell', 'cdna3',
-    'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0009',
+    'ampere', 'hopper', 'blackwell', 'cdna3', 'nvswitch', 'infiniband',
+    'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0008', 'W0009',
   ]));
 });
 
@@ -125,7 +127,9 @@ test('tree-sitter grammar enum words and name-taking keys follow the key table',
   const nameKeys = Object.values(schemaKeys()).flat()
     .filter((k) => k.firstArg === 'Ref' || k.firstArg === 'NewName')
     .map((k) => k.name);
-  assert.deepEqual(sorted(nameKeys), ['algo', 'cluster', 'dim', 'gpu', 'model', 'plan']);
+  assert.deepEqual(sorted(nameKeys), [
+    'algo', 'cluster', 'dim', 'fat_tree', 'gpu', 'link', 'model', 'plan', 'rail', 'sharp',
+  ]);
   assert.deepEqual(sorted(grammarList('NAME_KEYS')), sorted(nameKeys));
   assert.deepEqual(sorted(grammarList('DEF_KINDS')), ['cluster', 'gpu', 'model', 'plan', 'scenario']);
 });

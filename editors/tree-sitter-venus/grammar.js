@@ -29,13 +29,16 @@
 const DEF_KINDS = ['model', 'gpu', 'cluster', 'plan', 'scenario'];
 
 // Keys whose first argument is a name: references to a definition, `dim NAME` and
-// `algo DIM`.
-const NAME_KEYS = ['model', 'gpu', 'cluster', 'plan', 'dim', 'algo'];
+// `algo DIM` (and `link`, `rail`, `fat_tree`, `sharp`, which name a dim too).
+const NAME_KEYS = [
+  'model', 'gpu', 'cluster', 'plan', 'dim', 'algo', 'link', 'rail', 'fat_tree', 'sharp',
+];
 
 // Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
-// SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
+// LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
+  'nvswitch', 'infiniband',
   'direct', 'halving_doubling', 'tree',
   'gpipe', '1f1b', 'interleaved',
   'none', 'selective', 'full',
@@ -43,7 +46,7 @@ const ENUM_WORDS = [
   'ampere', 'hopper', 'blackwell', 'cdna3',
   'flash', 'unfused',
   'on', 'off',
-  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0009',
+  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0008', 'W0009',
 ];
 
 module.exports = grammar({

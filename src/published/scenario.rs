@@ -92,11 +92,69 @@ fn cluster_of(gpu: &str) -> Option<(&'static str, u64)> {
         Some(("dgx_h100", 8))
     } else if g.starts_with("B200") {
         Some(("dgx_b200", 8))
-    } else if g.starts_with("GB200") {
-        Some(("gb200_nvl72", 72))
     } else {
         None
     }
+}
+
+/// The stdlib rack-scale cluster of a GPU description: GB200 and GB300 NVL72 racks, where a job
+/// takes any multiple of the 4-GPU tray rather than whole 72-GPU racks.
+fn rack_cluster_of(gpu: &str) -> Option<&'static str> {
+    let g = gpu.to_ascii_uppercase();
+    if g.starts_with("GB300") {
+        Some("gb300_nvl72")
+    } else if g.starts_with("GB200") {
+        Some("gb200_nvl72")
+    } else {
+        None
+    }
+}
+
+/// The GPUs of an NVL72 compute tray, the unit a job is given (`tray 4` in the stdlib).
+const NVL72_TRAY: u64 = 4;
+/// The GPUs of an NVL72 rack's NVLink domain.
+const NVL72_DOMAIN: u64 = 72;
+
+/// The cluster items of a job of `gpus` GPUs on NVL72 racks: `gpus N`, and `per_domain M` when
+/// the row says the job uses a smaller NVLink domain than the rack that divides the job
+/// (`nvlink_domain 32`); otherwise venusc spreads the job evenly (`gpus 512`: 8 racks of 64).
+fn rack_items(gpus: u64, nvlink_domain: Option<u64>) -> Result<String, Skip> {
+    if !gpus.is_multiple_of(NVL72_TRAY) {
+        return Err(Skip(format!(
+            "{gpus} GPUs is not a whole number of {NVL72_TRAY}-GPU NVL72 trays"
+        )));
+    }
+    Ok(match nvlink_domain {
+        Some(d)
+            if d < NVL72_DOMAIN
+                && d < gpus
+                && d.is_multiple_of(NVL72_TRAY)
+                && gpus.is_multiple_of(d) =>
+        {
+            format!("gpus {gpus} per_domain {d}")
+        }
+        _ => format!("gpus {gpus}"),
+    })
+}
+
+/// The `cluster` line of a row: a rack-scale cluster sized by `gpus`, or a stdlib node
+/// cluster grown by `nodes`.
+fn cluster_line(row: &Row, gpus: u64) -> Result<String, Skip> {
+    if let Some(cluster) = rack_cluster_of(&row.gpu) {
+        let items = rack_items(gpus, row.nvlink_domain)?;
+        return Ok(format!("cluster c : {cluster} < {items} >"));
+    }
+    let (cluster, per_node) =
+        cluster_of(&row.gpu).ok_or_else(|| Skip(format!("no stdlib GPU for `{}`", row.gpu)))?;
+    if !gpus.is_multiple_of(per_node) {
+        return Err(Skip(format!(
+            "{gpus} GPUs is not a whole number of {per_node}-GPU `{cluster}` nodes"
+        )));
+    }
+    Ok(format!(
+        "cluster c : {cluster} < nodes {} >",
+        gpus / per_node
+    ))
 }
 
 /// MoE architectures the table names but does not spell out in columns (the TSV has no
@@ -146,8 +204,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     if row.recompute.contains("FSDP") || row.notes.contains("FSDP=8") {
         return Err(Skip("Megatron FSDP is not modelled".into()));
     }
-    let (cluster, per_node) =
-        cluster_of(&row.gpu).ok_or_else(|| Skip(format!("no stdlib GPU for `{}`", row.gpu)))?;
+    if rack_cluster_of(&row.gpu).is_none() && cluster_of(&row.gpu).is_none() {
+        return Err(Skip(format!("no stdlib GPU for `{}`", row.gpu)));
+    }
     let layers = need(row.layers, "layers")?;
     let hidden = need(row.hidden, "hidden")?;
     let heads = need(row.heads, "heads")?;
@@ -160,11 +219,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     if row.model.contains("MoE") && moe.is_none() {
         return Err(Skip("MoE architecture not in the table".into()));
     }
-    if gpus % per_node != 0 {
-        return Err(Skip(format!(
-            "{gpus} GPUs is not a whole number of {per_node}-GPU `{cluster}` nodes"
-        )));
-    }
+    let cluster = cluster_line(row, gpus)?;
     let vocab = match (&moe, row.vocab) {
         (_, Some(v)) if v > 0 => v,
         (Some(m), _) => m.vocab,
@@ -245,7 +300,6 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let fp8 = row.notes.to_ascii_uppercase().contains("FP8 PRECISION")
         || row.notes.starts_with("precision FP8")
         || row.notes.starts_with("FP8");
-    let nodes = gpus / per_node;
 
     let mut v = String::new();
     let _ = writeln!(v, "# {} — {} ({})", row.id, row.model, source.name());
@@ -285,7 +339,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         }
     }
     let _ = writeln!(v, ">\n");
-    let _ = writeln!(v, "cluster c : {cluster} < nodes {nodes} >\n");
+    let _ = writeln!(v, "{cluster}\n");
     let _ = write!(v, "plan p <\n  tp {tp} pp {pp}");
     if vpp > 1 {
         let _ = write!(v, " vpp {vpp}");

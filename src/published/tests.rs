@@ -57,11 +57,8 @@ fn rows_without_a_plan_or_a_stdlib_gpu_are_skipped_with_a_reason() {
     r.tp = None;
     assert_eq!(build(&r).unwrap_err().0, "tp not stated");
     let mut r = sc21_row();
-    r.gpu = "GB300 (NVL72)".into();
-    assert_eq!(
-        build(&r).unwrap_err().0,
-        "no stdlib GPU for `GB300 (NVL72)`"
-    );
+    r.gpu = "TPU v5p".into();
+    assert_eq!(build(&r).unwrap_err().0, "no stdlib GPU for `TPU v5p`");
     let mut r = sc21_row();
     r.model = "DeepSeek-V3".into();
     assert!(build(&r).unwrap_err().0.contains("MLA"));
@@ -116,4 +113,37 @@ fn docs_validation_md_is_up_to_date() {
             first + 1
         );
     }
+}
+
+#[test]
+fn nvl72_rows_take_any_multiple_of_the_tray_on_their_rack_cluster() {
+    let mut r = sc21_row();
+    r.gpu = "GB200 (NVL72)".into();
+    r.num_gpus = Some(256);
+    r.tp = Some(4);
+    r.pp = Some(16);
+    let b = build(&r).unwrap();
+    // 256 GPUs spread evenly: 4 racks of 64, laid out by venusc.
+    assert!(
+        b.venus.contains("cluster c : gb200_nvl72 < gpus 256 >"),
+        "{}",
+        b.venus
+    );
+    r.gpu = "GB300 (NVL72)".into();
+    r.nvlink_domain = Some(32);
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus
+            .contains("cluster c : gb300_nvl72 < gpus 256 per_domain 32 >"),
+        "{}",
+        b.venus
+    );
+    // A domain as large as the rack, or one that does not divide the job, is left to venusc.
+    r.nvlink_domain = Some(72);
+    assert!(build(&r).unwrap().venus.contains("< gpus 256 >"));
+    r.num_gpus = Some(258);
+    assert_eq!(
+        build(&r).unwrap_err().0,
+        "258 GPUs is not a whole number of 4-GPU NVL72 trays"
+    );
 }

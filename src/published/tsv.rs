@@ -39,6 +39,8 @@ pub struct Row {
     pub metric: String,
     pub value: Option<f64>,
     pub notes: String,
+    /// v2 `nvlink_domain`: GPUs per NVLink domain the job uses (`None`: column or cell absent).
+    pub nvlink_domain: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,6 +112,11 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
                 .unwrap_or("")
         };
         let count = |name: &str| cell(name).parse::<u64>().ok();
+        // A v2 column: found by name when the header has it.
+        let optional = |name: &str| {
+            let i = header.iter().position(|h| h.trim() == name)?;
+            cells.get(i)?.trim().parse::<u64>().ok()
+        };
         rows.push(Row {
             id: cell("id").to_string(),
             source: cell("source").to_string(),
@@ -137,6 +144,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
             metric: cell("metric").to_string(),
             value: cell("value").parse::<f64>().ok().filter(|v| v.is_finite()),
             notes: cell("notes").to_string(),
+            nvlink_domain: optional("nvlink_domain"),
         });
     }
     Ok(rows)

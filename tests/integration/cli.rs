@@ -473,3 +473,47 @@ fn test_passes_when_every_bound_holds() {
     );
     assert_eq!(stderr, "");
 }
+
+/// The racks (domains of the `nvlink` dim) the members of a group sit in.
+fn racks_of(group: &serde_json::Value, per_rack: u64) -> Vec<u64> {
+    let mut racks: Vec<u64> = group
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_u64().unwrap() / per_rack)
+        .collect();
+    racks.sort_unstable();
+    racks.dedup();
+    racks
+}
+
+#[test]
+fn gb200_nvl72_512_gpus_keep_tp_and_cp_in_a_rack_and_dp_across_racks() {
+    let file = "examples/gb200_nvl72_512.venus";
+    let (code, stdout, stderr) = venusc(&["compile", file, "--emit", "groups"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["world"], 512);
+    // 8 racks of 64: `gpus 512` on 72-GPU domains of 4-GPU trays.
+    assert_eq!(v["cluster_dims"], serde_json::json!([64, 8]));
+    let groups = &v["groups"];
+    for kind in ["tp", "cp", "tp-cp"] {
+        let list = groups[kind].as_array().unwrap();
+        assert!(!list.is_empty());
+        for g in list {
+            assert_eq!(racks_of(g, 64).len(), 1, "{kind} group {g} leaves its rack");
+        }
+    }
+    let dp = groups["dp"].as_array().unwrap();
+    assert_eq!(dp.len(), 16);
+    for g in dp {
+        assert_eq!(g.as_array().unwrap().len(), 32);
+        assert_eq!(racks_of(g, 64).len(), 4, "dp group {g}");
+    }
+    // And it simulates: a positive iteration time on 512 GPUs.
+    let (code, stdout, stderr) = venusc(&["sim", file, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["world_size"], 512);
+    assert!(r["iteration_time_ms"].as_f64().unwrap() > 0.0);
+}

@@ -275,3 +275,134 @@ fn a_renamed_or_inline_gpu_is_costed_as_the_gpu_it_copies() {
     let hopper = report_with_gpu("# a100_80g < arch hopper >");
     assert_ne!(stdlib["iteration_time_ms"], hopper["iteration_time_ms"]);
 }
+
+/// The report of a 2-node Llama 2 7B run (tp 8 inside a node, dp 2 across) on a cluster with
+/// these extra items.
+fn report_with_cluster_items(tag: &str, dims: &str, items: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("venusc-fabric-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{tag}.venus"));
+    let text = format!(
+        "model m : llama2_7b < >\ncluster c < gpu h100_sxm\n{dims}\n{items} >\n\
+         plan p < tp 8 sp dp 2 micro_batch 1 global_batch 16 >\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut r = sim_json(&[path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    r["scenario"] = serde_json::Value::Null;
+    without_engine(r)
+}
+
+const BARE_DIMS: &str = "dim nvlink fc 8 450GB/s 1us\ndim ib switch 2 50GB/s 5us";
+
+#[test]
+fn link_gives_a_dim_without_efficiency_the_measured_nccl_share() {
+    // `link` sets 80% on NVLink through NVSwitch and 90% on InfiniBand: the same prediction
+    // as writing those efficiencies on the dims.
+    let linked = report_with_cluster_items(
+        "linked",
+        BARE_DIMS,
+        "link nvlink nvswitch link ib infiniband",
+    );
+    let written = report_with_cluster_items(
+        "written",
+        "dim nvlink fc 8 450GB/s 1us 80%\ndim ib switch 2 50GB/s 5us 90%",
+        "",
+    );
+    let bare = report_with_cluster_items("bare", BARE_DIMS, "");
+    assert_eq!(linked, written);
+    // Without `link` an unstated efficiency stays 100%: faster tensor-parallel traffic.
+    assert!(phase(&bare, "tp-comm").1 < phase(&linked, "tp-comm").1);
+    // A stated efficiency wins over the link's default.
+    let stated = report_with_cluster_items(
+        "stated",
+        "dim nvlink fc 8 450GB/s 1us 80%\ndim ib switch 2 50GB/s 5us 90%",
+        "link nvlink infiniband",
+    );
+    assert_eq!(stated, written);
+}
+
+#[test]
+fn nvlink_sharp_shortens_tensor_parallel_all_reduce() {
+    // Without `sp` the tp traffic is all-reduce, which in-network reduction nearly halves (S
+    // against 2·7/8·S per GPU); with `sp` it is reduce-scatter and all-gather, which it leaves
+    // alone.
+    let plain = |sp: &str| {
+        let dir = std::env::temp_dir().join(format!("venusc-sharp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut out = Vec::new();
+        for (tag, items) in [("plain", ""), ("sharp", "sharp nvlink")] {
+            let path = dir.join(format!("{tag}{sp}.venus"));
+            std::fs::write(
+                &path,
+                format!(
+                    "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 2 {items} >\n\
+                     plan p < tp 8 {sp} dp 2 micro_batch 1 global_batch 16 >\n"
+                ),
+            )
+            .unwrap();
+            out.push(sim_json(&[path.to_str().unwrap()]));
+            std::fs::remove_file(&path).unwrap();
+        }
+        (phase(&out[0], "tp-comm").1, phase(&out[1], "tp-comm").1)
+    };
+    let (ring, sharp) = plain("");
+    let ratio = sharp / ring;
+    assert!(ratio > 0.5 && ratio < 0.65, "{sharp} vs {ring}");
+    // With `sp` only the small all-reduces remain in the tp group (the vocab-parallel loss):
+    // under 0.1% of the tp time moves.
+    let (ring, sharp) = plain("sp");
+    assert!(
+        sharp <= ring && (ring - sharp) / ring < 1e-3,
+        "{sharp} vs {ring}"
+    );
+}
+
+#[test]
+fn fat_tree_and_rails_change_only_the_traffic_they_model() {
+    // dp 2 across two nodes: the gradient all-reduce is the only traffic on `ib`.
+    let dims = "dim nvlink fc 8 450GB/s 1us 80%\ndim ib switch 2 50GB/s 5us 90%";
+    let ideal = report_with_cluster_items("ideal", dims, "");
+    // Both nodes under one leaf: nothing crosses the oversubscribed uplinks.
+    let one_leaf = report_with_cluster_items("oneleaf", dims, "fat_tree ib 2 50%");
+    assert_eq!(one_leaf, ideal);
+    // One node per leaf at 2:1: the data-parallel all-reduce crosses leaves and slows down.
+    let two_leaves = report_with_cluster_items("twoleaves", dims, "fat_tree ib 1 50%");
+    assert!(phase(&two_leaves, "all-grads-sync").1 > phase(&ideal, "all-grads-sync").1);
+    assert_eq!(phase(&two_leaves, "tp-comm"), phase(&ideal, "tp-comm"));
+    // Rails: the dp groups join GPUs of the same local index, one rail switch apart, so the
+    // prediction is that of the ideal switch.
+    let rails = report_with_cluster_items("rails", dims, "rail ib");
+    assert_eq!(rails, ideal);
+}
+
+#[test]
+fn representatives_and_all_ranks_agree_on_fat_trees_and_rails() {
+    // 4 nodes, tp 8 pp 2 dp 2: stage 0 on nodes 0-1, stage 1 on nodes 2-3. Leaves of 2 nodes
+    // fit the layout (every rank of a stage crosses the same leaves), so one representative
+    // per stage is simulated; leaves of 3 nodes do not (node 1 reaches node 3 across leaves,
+    // node 0 reaches node 2 within one), so every rank is, and both give the same report.
+    let dir = std::env::temp_dir().join(format!("venusc-fabric-sym-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (leaf, symmetric) in [(2, true), (3, false)] {
+        let path = dir.join(format!("leaf{leaf}.venus"));
+        std::fs::write(
+            &path,
+            format!(
+                "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 4 rail ib fat_tree ib {leaf} 50% >\n\
+                 plan p < tp 8 sp pp 2 micro_batch 1 global_batch 32 overlap_grad_reduce >\n"
+            ),
+        )
+        .unwrap();
+        let file = path.to_str().unwrap();
+        let few = sim_json(&[file]);
+        let all = sim_json(&["--all-ranks", file]);
+        let (f, a) = (
+            few["engine"]["simulated_ranks"].as_u64().unwrap(),
+            all["engine"]["simulated_ranks"].as_u64().unwrap(),
+        );
+        assert_eq!(f < a, symmetric, "leaf {leaf}: {f} vs {a}");
+        assert_eq!(without_engine(few), without_engine(all), "leaf {leaf}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -92,6 +92,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
                 latency: sp(Seconds(0.0)),
                 efficiency: None,
                 algorithm: None,
+                fabric: Default::default(),
                 loc: loc(),
             })
             .collect(),

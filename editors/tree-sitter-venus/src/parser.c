@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 62
+#define SYMBOL_COUNT 69
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 49
+#define TOKEN_COUNT 56
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -33,54 +33,61 @@ enum ts_symbol_identifiers {
   anon_sym_GT = 11,
   anon_sym_dim = 12,
   anon_sym_algo = 13,
-  anon_sym_LBRACK = 14,
-  anon_sym_RBRACK = 15,
-  anon_sym_fc = 16,
-  anon_sym_ring = 17,
-  anon_sym_switch = 18,
-  anon_sym_direct = 19,
-  anon_sym_halving_doubling = 20,
-  anon_sym_tree = 21,
-  anon_sym_gpipe = 22,
-  anon_sym_1f1b = 23,
-  anon_sym_interleaved = 24,
-  anon_sym_none = 25,
-  anon_sym_selective = 26,
-  anon_sym_full = 27,
-  anon_sym_bf16 = 28,
-  anon_sym_fp8 = 29,
-  anon_sym_ampere = 30,
-  anon_sym_hopper = 31,
-  anon_sym_blackwell = 32,
-  anon_sym_cdna3 = 33,
-  anon_sym_flash = 34,
-  anon_sym_unfused = 35,
-  anon_sym_on = 36,
-  anon_sym_off = 37,
-  anon_sym_W0001 = 38,
-  anon_sym_W0002 = 39,
-  anon_sym_W0003 = 40,
-  anon_sym_W0004 = 41,
-  anon_sym_W0005 = 42,
-  anon_sym_W0006 = 43,
-  anon_sym_W0009 = 44,
-  sym_unit = 45,
-  sym_number = 46,
-  sym_string = 47,
-  sym_comment = 48,
-  sym_source_file = 49,
-  sym_use_declaration = 50,
-  sym_definition = 51,
-  sym_block = 52,
-  sym_item = 53,
-  sym__value = 54,
-  sym_list = 55,
-  sym_constant = 56,
-  sym_quantity = 57,
-  aux_sym_source_file_repeat1 = 58,
-  aux_sym_block_repeat1 = 59,
-  aux_sym_item_repeat1 = 60,
-  aux_sym_list_repeat1 = 61,
+  anon_sym_link = 14,
+  anon_sym_rail = 15,
+  anon_sym_fat_tree = 16,
+  anon_sym_sharp = 17,
+  anon_sym_LBRACK = 18,
+  anon_sym_RBRACK = 19,
+  anon_sym_fc = 20,
+  anon_sym_ring = 21,
+  anon_sym_switch = 22,
+  anon_sym_nvswitch = 23,
+  anon_sym_infiniband = 24,
+  anon_sym_direct = 25,
+  anon_sym_halving_doubling = 26,
+  anon_sym_tree = 27,
+  anon_sym_gpipe = 28,
+  anon_sym_1f1b = 29,
+  anon_sym_interleaved = 30,
+  anon_sym_none = 31,
+  anon_sym_selective = 32,
+  anon_sym_full = 33,
+  anon_sym_bf16 = 34,
+  anon_sym_fp8 = 35,
+  anon_sym_ampere = 36,
+  anon_sym_hopper = 37,
+  anon_sym_blackwell = 38,
+  anon_sym_cdna3 = 39,
+  anon_sym_flash = 40,
+  anon_sym_unfused = 41,
+  anon_sym_on = 42,
+  anon_sym_off = 43,
+  anon_sym_W0001 = 44,
+  anon_sym_W0002 = 45,
+  anon_sym_W0003 = 46,
+  anon_sym_W0004 = 47,
+  anon_sym_W0005 = 48,
+  anon_sym_W0006 = 49,
+  anon_sym_W0008 = 50,
+  anon_sym_W0009 = 51,
+  sym_unit = 52,
+  sym_number = 53,
+  sym_string = 54,
+  sym_comment = 55,
+  sym_source_file = 56,
+  sym_use_declaration = 57,
+  sym_definition = 58,
+  sym_block = 59,
+  sym_item = 60,
+  sym__value = 61,
+  sym_list = 62,
+  sym_constant = 63,
+  sym_quantity = 64,
+  aux_sym_source_file_repeat1 = 65,
+  aux_sym_block_repeat1 = 66,
+  aux_sym_item_repeat1 = 67,
+  aux_sym_list_repeat1 = 68,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -98,11 +105,17 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_GT] = ">",
   [anon_sym_dim] = "key",
   [anon_sym_algo] = "key",
+  [anon_sym_link] = "key",
+  [anon_sym_rail] = "key",
+  [anon_sym_fat_tree] = "key",
+  [anon_sym_sharp] = "key",
   [anon_sym_LBRACK] = "[",
   [anon_sym_RBRACK] = "]",
   [anon_sym_fc] = "fc",
   [anon_sym_ring] = "ring",
   [anon_sym_switch] = "switch",
+  [anon_sym_nvswitch] = "nvswitch",
+  [anon_sym_infiniband] = "infiniband",
   [anon_sym_direct] = "direct",
   [anon_sym_halving_doubling] = "halving_doubling",
   [anon_sym_tree] = "tree",
@@ -128,6 +141,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0004] = "W0004",
   [anon_sym_W0005] = "W0005",
   [anon_sym_W0006] = "W0006",
+  [anon_sym_W0008] = "W0008",
   [anon_sym_W0009] = "W0009",
   [sym_unit] = "unit",
   [sym_number] = "number",
@@ -163,11 +177,17 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_GT] = anon_sym_GT,
   [anon_sym_dim] = anon_sym_dim,
   [anon_sym_algo] = anon_sym_dim,
+  [anon_sym_link] = anon_sym_dim,
+  [anon_sym_rail] = anon_sym_dim,
+  [anon_sym_fat_tree] = anon_sym_dim,
+  [anon_sym_sharp] = anon_sym_dim,
   [anon_sym_LBRACK] = anon_sym_LBRACK,
   [anon_sym_RBRACK] = anon_sym_RBRACK,
   [anon_sym_fc] = anon_sym_fc,
   [anon_sym_ring] = anon_sym_ring,
   [anon_sym_switch] = anon_sym_switch,
+  [anon_sym_nvswitch] = anon_sym_nvswitch,
+  [anon_sym_infiniband] = anon_sym_infiniband,
   [anon_sym_direct] = anon_sym_direct,
   [anon_sym_halving_doubling] = anon_sym_halving_doubling,
   [anon_sym_tree] = anon_sym_tree,
@@ -193,6 +213,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0004] = anon_sym_W0004,
   [anon_sym_W0005] = anon_sym_W0005,
   [anon_sym_W0006] = anon_sym_W0006,
+  [anon_sym_W0008] = anon_sym_W0008,
   [anon_sym_W0009] = anon_sym_W0009,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
@@ -270,6 +291,22 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [anon_sym_link] = {
+    .visible = true,
+    .named = true,
+  },
+  [anon_sym_rail] = {
+    .visible = true,
+    .named = true,
+  },
+  [anon_sym_fat_tree] = {
+    .visible = true,
+    .named = true,
+  },
+  [anon_sym_sharp] = {
+    .visible = true,
+    .named = true,
+  },
   [anon_sym_LBRACK] = {
     .visible = true,
     .named = false,
@@ -287,6 +324,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_switch] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_nvswitch] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_infiniband] = {
     .visible = true,
     .named = false,
   },
@@ -387,6 +432,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0006] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0008] = {
     .visible = true,
     .named = false,
   },
@@ -788,498 +837,609 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         'g', 7,
         'h', 8,
         'i', 9,
-        'm', 10,
-        'n', 11,
-        'o', 12,
-        'p', 13,
-        'r', 14,
-        's', 15,
-        't', 16,
-        'u', 17,
+        'l', 10,
+        'm', 11,
+        'n', 12,
+        'o', 13,
+        'p', 14,
+        'r', 15,
+        's', 16,
+        't', 17,
+        'u', 18,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == '0') ADVANCE(18);
+      if (lookahead == '0') ADVANCE(19);
       END_STATE();
     case 2:
-      if (lookahead == 'l') ADVANCE(19);
-      if (lookahead == 'm') ADVANCE(20);
+      if (lookahead == 'l') ADVANCE(20);
+      if (lookahead == 'm') ADVANCE(21);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(21);
-      if (lookahead == 'l') ADVANCE(22);
+      if (lookahead == 'f') ADVANCE(22);
+      if (lookahead == 'l') ADVANCE(23);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(23);
-      if (lookahead == 'l') ADVANCE(24);
+      if (lookahead == 'd') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(25);
+      if (lookahead == 'i') ADVANCE(26);
       END_STATE();
     case 6:
-      if (lookahead == 'c') ADVANCE(26);
-      if (lookahead == 'l') ADVANCE(27);
-      if (lookahead == 'p') ADVANCE(28);
-      if (lookahead == 'u') ADVANCE(29);
+      if (lookahead == 'a') ADVANCE(27);
+      if (lookahead == 'c') ADVANCE(28);
+      if (lookahead == 'l') ADVANCE(29);
+      if (lookahead == 'p') ADVANCE(30);
+      if (lookahead == 'u') ADVANCE(31);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(30);
+      if (lookahead == 'p') ADVANCE(32);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(31);
-      if (lookahead == 'o') ADVANCE(32);
-      END_STATE();
-    case 9:
-      if (lookahead == 'n') ADVANCE(33);
-      END_STATE();
-    case 10:
+      if (lookahead == 'a') ADVANCE(33);
       if (lookahead == 'o') ADVANCE(34);
       END_STATE();
+    case 9:
+      if (lookahead == 'n') ADVANCE(35);
+      END_STATE();
+    case 10:
+      if (lookahead == 'i') ADVANCE(36);
+      END_STATE();
     case 11:
-      if (lookahead == 'o') ADVANCE(35);
+      if (lookahead == 'o') ADVANCE(37);
       END_STATE();
     case 12:
-      if (lookahead == 'f') ADVANCE(36);
-      if (lookahead == 'n') ADVANCE(37);
+      if (lookahead == 'o') ADVANCE(38);
+      if (lookahead == 'v') ADVANCE(39);
       END_STATE();
     case 13:
-      if (lookahead == 'l') ADVANCE(38);
+      if (lookahead == 'f') ADVANCE(40);
+      if (lookahead == 'n') ADVANCE(41);
       END_STATE();
     case 14:
-      if (lookahead == 'i') ADVANCE(39);
+      if (lookahead == 'l') ADVANCE(42);
       END_STATE();
     case 15:
-      if (lookahead == 'c') ADVANCE(40);
-      if (lookahead == 'e') ADVANCE(41);
-      if (lookahead == 'w') ADVANCE(42);
+      if (lookahead == 'a') ADVANCE(43);
+      if (lookahead == 'i') ADVANCE(44);
       END_STATE();
     case 16:
-      if (lookahead == 'r') ADVANCE(43);
+      if (lookahead == 'c') ADVANCE(45);
+      if (lookahead == 'e') ADVANCE(46);
+      if (lookahead == 'h') ADVANCE(47);
+      if (lookahead == 'w') ADVANCE(48);
       END_STATE();
     case 17:
-      if (lookahead == 'n') ADVANCE(44);
-      if (lookahead == 's') ADVANCE(45);
+      if (lookahead == 'r') ADVANCE(49);
       END_STATE();
     case 18:
-      if (lookahead == '0') ADVANCE(46);
+      if (lookahead == 'n') ADVANCE(50);
+      if (lookahead == 's') ADVANCE(51);
       END_STATE();
     case 19:
-      if (lookahead == 'g') ADVANCE(47);
+      if (lookahead == '0') ADVANCE(52);
       END_STATE();
     case 20:
-      if (lookahead == 'p') ADVANCE(48);
+      if (lookahead == 'g') ADVANCE(53);
       END_STATE();
     case 21:
-      if (lookahead == '1') ADVANCE(49);
+      if (lookahead == 'p') ADVANCE(54);
       END_STATE();
     case 22:
-      if (lookahead == 'a') ADVANCE(50);
+      if (lookahead == '1') ADVANCE(55);
       END_STATE();
     case 23:
-      if (lookahead == 'n') ADVANCE(51);
+      if (lookahead == 'a') ADVANCE(56);
       END_STATE();
     case 24:
-      if (lookahead == 'u') ADVANCE(52);
+      if (lookahead == 'n') ADVANCE(57);
       END_STATE();
     case 25:
-      if (lookahead == 'm') ADVANCE(53);
-      if (lookahead == 'r') ADVANCE(54);
+      if (lookahead == 'u') ADVANCE(58);
       END_STATE();
     case 26:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'm') ADVANCE(59);
+      if (lookahead == 'r') ADVANCE(60);
       END_STATE();
     case 27:
-      if (lookahead == 'a') ADVANCE(55);
+      if (lookahead == 't') ADVANCE(61);
       END_STATE();
     case 28:
-      if (lookahead == '8') ADVANCE(56);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 29:
-      if (lookahead == 'l') ADVANCE(57);
+      if (lookahead == 'a') ADVANCE(62);
       END_STATE();
     case 30:
-      if (lookahead == 'i') ADVANCE(58);
-      if (lookahead == 'u') ADVANCE(59);
+      if (lookahead == '8') ADVANCE(63);
       END_STATE();
     case 31:
-      if (lookahead == 'l') ADVANCE(60);
+      if (lookahead == 'l') ADVANCE(64);
       END_STATE();
     case 32:
-      if (lookahead == 'p') ADVANCE(61);
+      if (lookahead == 'i') ADVANCE(65);
+      if (lookahead == 'u') ADVANCE(66);
       END_STATE();
     case 33:
-      if (lookahead == 't') ADVANCE(62);
+      if (lookahead == 'l') ADVANCE(67);
       END_STATE();
     case 34:
-      if (lookahead == 'd') ADVANCE(63);
+      if (lookahead == 'p') ADVANCE(68);
       END_STATE();
     case 35:
-      if (lookahead == 'n') ADVANCE(64);
+      if (lookahead == 'f') ADVANCE(69);
+      if (lookahead == 't') ADVANCE(70);
       END_STATE();
     case 36:
-      if (lookahead == 'f') ADVANCE(65);
+      if (lookahead == 'n') ADVANCE(71);
       END_STATE();
     case 37:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'd') ADVANCE(72);
       END_STATE();
     case 38:
-      if (lookahead == 'a') ADVANCE(66);
+      if (lookahead == 'n') ADVANCE(73);
       END_STATE();
     case 39:
-      if (lookahead == 'n') ADVANCE(67);
+      if (lookahead == 's') ADVANCE(74);
       END_STATE();
     case 40:
-      if (lookahead == 'e') ADVANCE(68);
+      if (lookahead == 'f') ADVANCE(75);
       END_STATE();
     case 41:
-      if (lookahead == 'l') ADVANCE(69);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 42:
-      if (lookahead == 'i') ADVANCE(70);
+      if (lookahead == 'a') ADVANCE(76);
       END_STATE();
     case 43:
-      if (lookahead == 'e') ADVANCE(71);
+      if (lookahead == 'i') ADVANCE(77);
       END_STATE();
     case 44:
-      if (lookahead == 'f') ADVANCE(72);
+      if (lookahead == 'n') ADVANCE(78);
       END_STATE();
     case 45:
-      if (lookahead == 'e') ADVANCE(73);
+      if (lookahead == 'e') ADVANCE(79);
       END_STATE();
     case 46:
-      if (lookahead == '0') ADVANCE(74);
+      if (lookahead == 'l') ADVANCE(80);
       END_STATE();
     case 47:
-      if (lookahead == 'o') ADVANCE(75);
+      if (lookahead == 'a') ADVANCE(81);
       END_STATE();
     case 48:
-      if (lookahead == 'e') ADVANCE(76);
+      if (lookahead == 'i') ADVANCE(82);
       END_STATE();
     case 49:
-      if (lookahead == '6') ADVANCE(77);
+      if (lookahead == 'e') ADVANCE(83);
       END_STATE();
     case 50:
-      if (lookahead == 'c') ADVANCE(78);
+      if (lookahead == 'f') ADVANCE(84);
       END_STATE();
     case 51:
-      if (lookahead == 'a') ADVANCE(79);
+      if (lookahead == 'e') ADVANCE(85);
       END_STATE();
     case 52:
-      if (lookahead == 's') ADVANCE(80);
+      if (lookahead == '0') ADVANCE(86);
       END_STATE();
     case 53:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'o') ADVANCE(87);
       END_STATE();
     case 54:
-      if (lookahead == 'e') ADVANCE(81);
-      END_STATE();
-    case 55:
-      if (lookahead == 's') ADVANCE(82);
-      END_STATE();
-    case 56:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 57:
-      if (lookahead == 'l') ADVANCE(83);
-      END_STATE();
-    case 58:
-      if (lookahead == 'p') ADVANCE(84);
-      END_STATE();
-    case 59:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 60:
-      if (lookahead == 'v') ADVANCE(85);
-      END_STATE();
-    case 61:
-      if (lookahead == 'p') ADVANCE(86);
-      END_STATE();
-    case 62:
-      if (lookahead == 'e') ADVANCE(87);
-      END_STATE();
-    case 63:
       if (lookahead == 'e') ADVANCE(88);
       END_STATE();
-    case 64:
-      if (lookahead == 'e') ADVANCE(89);
+    case 55:
+      if (lookahead == '6') ADVANCE(89);
       END_STATE();
-    case 65:
-      ACCEPT_TOKEN(anon_sym_off);
+    case 56:
+      if (lookahead == 'c') ADVANCE(90);
       END_STATE();
-    case 66:
-      if (lookahead == 'n') ADVANCE(90);
+    case 57:
+      if (lookahead == 'a') ADVANCE(91);
       END_STATE();
-    case 67:
-      if (lookahead == 'g') ADVANCE(91);
+    case 58:
+      if (lookahead == 's') ADVANCE(92);
       END_STATE();
-    case 68:
-      if (lookahead == 'n') ADVANCE(92);
+    case 59:
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
-    case 69:
+    case 60:
       if (lookahead == 'e') ADVANCE(93);
       END_STATE();
+    case 61:
+      if (lookahead == '_') ADVANCE(94);
+      END_STATE();
+    case 62:
+      if (lookahead == 's') ADVANCE(95);
+      END_STATE();
+    case 63:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 64:
+      if (lookahead == 'l') ADVANCE(96);
+      END_STATE();
+    case 65:
+      if (lookahead == 'p') ADVANCE(97);
+      END_STATE();
+    case 66:
+      ACCEPT_TOKEN(anon_sym_gpu);
+      END_STATE();
+    case 67:
+      if (lookahead == 'v') ADVANCE(98);
+      END_STATE();
+    case 68:
+      if (lookahead == 'p') ADVANCE(99);
+      END_STATE();
+    case 69:
+      if (lookahead == 'i') ADVANCE(100);
+      END_STATE();
     case 70:
-      if (lookahead == 't') ADVANCE(94);
+      if (lookahead == 'e') ADVANCE(101);
       END_STATE();
     case 71:
-      if (lookahead == 'e') ADVANCE(95);
+      if (lookahead == 'k') ADVANCE(102);
       END_STATE();
     case 72:
-      if (lookahead == 'u') ADVANCE(96);
+      if (lookahead == 'e') ADVANCE(103);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'e') ADVANCE(104);
       END_STATE();
     case 74:
-      if (lookahead == '1') ADVANCE(97);
-      if (lookahead == '2') ADVANCE(98);
-      if (lookahead == '3') ADVANCE(99);
-      if (lookahead == '4') ADVANCE(100);
-      if (lookahead == '5') ADVANCE(101);
-      if (lookahead == '6') ADVANCE(102);
-      if (lookahead == '9') ADVANCE(103);
+      if (lookahead == 'w') ADVANCE(105);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(anon_sym_algo);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 76:
-      if (lookahead == 'r') ADVANCE(104);
+      if (lookahead == 'n') ADVANCE(106);
       END_STATE();
     case 77:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'l') ADVANCE(107);
       END_STATE();
     case 78:
-      if (lookahead == 'k') ADVANCE(105);
+      if (lookahead == 'g') ADVANCE(108);
       END_STATE();
     case 79:
-      if (lookahead == '3') ADVANCE(106);
+      if (lookahead == 'n') ADVANCE(109);
       END_STATE();
     case 80:
-      if (lookahead == 't') ADVANCE(107);
-      END_STATE();
-    case 81:
-      if (lookahead == 'c') ADVANCE(108);
-      END_STATE();
-    case 82:
-      if (lookahead == 'h') ADVANCE(109);
-      END_STATE();
-    case 83:
-      ACCEPT_TOKEN(anon_sym_full);
-      END_STATE();
-    case 84:
       if (lookahead == 'e') ADVANCE(110);
       END_STATE();
+    case 81:
+      if (lookahead == 'r') ADVANCE(111);
+      END_STATE();
+    case 82:
+      if (lookahead == 't') ADVANCE(112);
+      END_STATE();
+    case 83:
+      if (lookahead == 'e') ADVANCE(113);
+      END_STATE();
+    case 84:
+      if (lookahead == 'u') ADVANCE(114);
+      END_STATE();
     case 85:
-      if (lookahead == 'i') ADVANCE(111);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(112);
+      ADVANCE_MAP(
+        '1', 115,
+        '2', 116,
+        '3', 117,
+        '4', 118,
+        '5', 119,
+        '6', 120,
+        '8', 121,
+        '9', 122,
+      );
       END_STATE();
     case 87:
-      if (lookahead == 'r') ADVANCE(113);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 88:
-      if (lookahead == 'l') ADVANCE(114);
+      if (lookahead == 'r') ADVANCE(123);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'k') ADVANCE(124);
       END_STATE();
     case 91:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == '3') ADVANCE(125);
       END_STATE();
     case 92:
-      if (lookahead == 'a') ADVANCE(115);
+      if (lookahead == 't') ADVANCE(126);
       END_STATE();
     case 93:
-      if (lookahead == 'c') ADVANCE(116);
+      if (lookahead == 'c') ADVANCE(127);
       END_STATE();
     case 94:
-      if (lookahead == 'c') ADVANCE(117);
+      if (lookahead == 't') ADVANCE(128);
       END_STATE();
     case 95:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'h') ADVANCE(129);
       END_STATE();
     case 96:
-      if (lookahead == 's') ADVANCE(118);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 97:
-      ACCEPT_TOKEN(anon_sym_W0001);
-      END_STATE();
-    case 98:
-      ACCEPT_TOKEN(anon_sym_W0002);
-      END_STATE();
-    case 99:
-      ACCEPT_TOKEN(anon_sym_W0003);
-      END_STATE();
-    case 100:
-      ACCEPT_TOKEN(anon_sym_W0004);
-      END_STATE();
-    case 101:
-      ACCEPT_TOKEN(anon_sym_W0005);
-      END_STATE();
-    case 102:
-      ACCEPT_TOKEN(anon_sym_W0006);
-      END_STATE();
-    case 103:
-      ACCEPT_TOKEN(anon_sym_W0009);
-      END_STATE();
-    case 104:
-      if (lookahead == 'e') ADVANCE(119);
-      END_STATE();
-    case 105:
-      if (lookahead == 'w') ADVANCE(120);
-      END_STATE();
-    case 106:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 107:
-      if (lookahead == 'e') ADVANCE(121);
-      END_STATE();
-    case 108:
-      if (lookahead == 't') ADVANCE(122);
-      END_STATE();
-    case 109:
-      ACCEPT_TOKEN(anon_sym_flash);
-      END_STATE();
-    case 110:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 111:
-      if (lookahead == 'n') ADVANCE(123);
-      END_STATE();
-    case 112:
-      if (lookahead == 'r') ADVANCE(124);
-      END_STATE();
-    case 113:
-      if (lookahead == 'l') ADVANCE(125);
-      END_STATE();
-    case 114:
-      ACCEPT_TOKEN(anon_sym_model);
-      END_STATE();
-    case 115:
-      if (lookahead == 'r') ADVANCE(126);
-      END_STATE();
-    case 116:
-      if (lookahead == 't') ADVANCE(127);
-      END_STATE();
-    case 117:
-      if (lookahead == 'h') ADVANCE(128);
-      END_STATE();
-    case 118:
-      if (lookahead == 'e') ADVANCE(129);
-      END_STATE();
-    case 119:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 120:
       if (lookahead == 'e') ADVANCE(130);
       END_STATE();
+    case 98:
+      if (lookahead == 'i') ADVANCE(131);
+      END_STATE();
+    case 99:
+      if (lookahead == 'e') ADVANCE(132);
+      END_STATE();
+    case 100:
+      if (lookahead == 'n') ADVANCE(133);
+      END_STATE();
+    case 101:
+      if (lookahead == 'r') ADVANCE(134);
+      END_STATE();
+    case 102:
+      ACCEPT_TOKEN(anon_sym_link);
+      END_STATE();
+    case 103:
+      if (lookahead == 'l') ADVANCE(135);
+      END_STATE();
+    case 104:
+      ACCEPT_TOKEN(anon_sym_none);
+      END_STATE();
+    case 105:
+      if (lookahead == 'i') ADVANCE(136);
+      END_STATE();
+    case 106:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 107:
+      ACCEPT_TOKEN(anon_sym_rail);
+      END_STATE();
+    case 108:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 109:
+      if (lookahead == 'a') ADVANCE(137);
+      END_STATE();
+    case 110:
+      if (lookahead == 'c') ADVANCE(138);
+      END_STATE();
+    case 111:
+      if (lookahead == 'p') ADVANCE(139);
+      END_STATE();
+    case 112:
+      if (lookahead == 'c') ADVANCE(140);
+      END_STATE();
+    case 113:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 114:
+      if (lookahead == 's') ADVANCE(141);
+      END_STATE();
+    case 115:
+      ACCEPT_TOKEN(anon_sym_W0001);
+      END_STATE();
+    case 116:
+      ACCEPT_TOKEN(anon_sym_W0002);
+      END_STATE();
+    case 117:
+      ACCEPT_TOKEN(anon_sym_W0003);
+      END_STATE();
+    case 118:
+      ACCEPT_TOKEN(anon_sym_W0004);
+      END_STATE();
+    case 119:
+      ACCEPT_TOKEN(anon_sym_W0005);
+      END_STATE();
+    case 120:
+      ACCEPT_TOKEN(anon_sym_W0006);
+      END_STATE();
     case 121:
-      if (lookahead == 'r') ADVANCE(131);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_direct);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 123:
-      if (lookahead == 'g') ADVANCE(132);
+      if (lookahead == 'e') ADVANCE(142);
       END_STATE();
     case 124:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'w') ADVANCE(143);
       END_STATE();
     case 125:
-      if (lookahead == 'e') ADVANCE(133);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 126:
-      if (lookahead == 'i') ADVANCE(134);
+      if (lookahead == 'e') ADVANCE(144);
       END_STATE();
     case 127:
-      if (lookahead == 'i') ADVANCE(135);
+      if (lookahead == 't') ADVANCE(145);
       END_STATE();
     case 128:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'r') ADVANCE(146);
       END_STATE();
     case 129:
-      if (lookahead == 'd') ADVANCE(136);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 130:
-      if (lookahead == 'l') ADVANCE(137);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'n') ADVANCE(147);
       END_STATE();
     case 132:
-      if (lookahead == '_') ADVANCE(138);
+      if (lookahead == 'r') ADVANCE(148);
       END_STATE();
     case 133:
-      if (lookahead == 'a') ADVANCE(139);
+      if (lookahead == 'i') ADVANCE(149);
       END_STATE();
     case 134:
-      if (lookahead == 'o') ADVANCE(140);
+      if (lookahead == 'l') ADVANCE(150);
       END_STATE();
     case 135:
-      if (lookahead == 'v') ADVANCE(141);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 136:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 't') ADVANCE(151);
       END_STATE();
     case 137:
-      if (lookahead == 'l') ADVANCE(142);
+      if (lookahead == 'r') ADVANCE(152);
       END_STATE();
     case 138:
-      if (lookahead == 'd') ADVANCE(143);
+      if (lookahead == 't') ADVANCE(153);
       END_STATE();
     case 139:
-      if (lookahead == 'v') ADVANCE(144);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'h') ADVANCE(154);
       END_STATE();
     case 141:
-      if (lookahead == 'e') ADVANCE(145);
+      if (lookahead == 'e') ADVANCE(155);
       END_STATE();
     case 142:
-      ACCEPT_TOKEN(anon_sym_blackwell);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 143:
-      if (lookahead == 'o') ADVANCE(146);
+      if (lookahead == 'e') ADVANCE(156);
       END_STATE();
     case 144:
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'r') ADVANCE(157);
       END_STATE();
     case 145:
-      ACCEPT_TOKEN(anon_sym_selective);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 146:
-      if (lookahead == 'u') ADVANCE(148);
+      if (lookahead == 'e') ADVANCE(158);
       END_STATE();
     case 147:
-      if (lookahead == 'd') ADVANCE(149);
+      if (lookahead == 'g') ADVANCE(159);
       END_STATE();
     case 148:
-      if (lookahead == 'b') ADVANCE(150);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(160);
       END_STATE();
     case 150:
-      if (lookahead == 'l') ADVANCE(151);
+      if (lookahead == 'e') ADVANCE(161);
       END_STATE();
     case 151:
-      if (lookahead == 'i') ADVANCE(152);
+      if (lookahead == 'c') ADVANCE(162);
       END_STATE();
     case 152:
-      if (lookahead == 'n') ADVANCE(153);
+      if (lookahead == 'i') ADVANCE(163);
       END_STATE();
     case 153:
-      if (lookahead == 'g') ADVANCE(154);
+      if (lookahead == 'i') ADVANCE(164);
       END_STATE();
     case 154:
+      ACCEPT_TOKEN(anon_sym_switch);
+      END_STATE();
+    case 155:
+      if (lookahead == 'd') ADVANCE(165);
+      END_STATE();
+    case 156:
+      if (lookahead == 'l') ADVANCE(166);
+      END_STATE();
+    case 157:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
+    case 158:
+      if (lookahead == 'e') ADVANCE(167);
+      END_STATE();
+    case 159:
+      if (lookahead == '_') ADVANCE(168);
+      END_STATE();
+    case 160:
+      if (lookahead == 'a') ADVANCE(169);
+      END_STATE();
+    case 161:
+      if (lookahead == 'a') ADVANCE(170);
+      END_STATE();
+    case 162:
+      if (lookahead == 'h') ADVANCE(171);
+      END_STATE();
+    case 163:
+      if (lookahead == 'o') ADVANCE(172);
+      END_STATE();
+    case 164:
+      if (lookahead == 'v') ADVANCE(173);
+      END_STATE();
+    case 165:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 166:
+      if (lookahead == 'l') ADVANCE(174);
+      END_STATE();
+    case 167:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
+    case 168:
+      if (lookahead == 'd') ADVANCE(175);
+      END_STATE();
+    case 169:
+      if (lookahead == 'n') ADVANCE(176);
+      END_STATE();
+    case 170:
+      if (lookahead == 'v') ADVANCE(177);
+      END_STATE();
+    case 171:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
+    case 172:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 173:
+      if (lookahead == 'e') ADVANCE(178);
+      END_STATE();
+    case 174:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      END_STATE();
+    case 175:
+      if (lookahead == 'o') ADVANCE(179);
+      END_STATE();
+    case 176:
+      if (lookahead == 'd') ADVANCE(180);
+      END_STATE();
+    case 177:
+      if (lookahead == 'e') ADVANCE(181);
+      END_STATE();
+    case 178:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 179:
+      if (lookahead == 'u') ADVANCE(182);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 181:
+      if (lookahead == 'd') ADVANCE(183);
+      END_STATE();
+    case 182:
+      if (lookahead == 'b') ADVANCE(184);
+      END_STATE();
+    case 183:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 184:
+      if (lookahead == 'l') ADVANCE(185);
+      END_STATE();
+    case 185:
+      if (lookahead == 'i') ADVANCE(186);
+      END_STATE();
+    case 186:
+      if (lookahead == 'n') ADVANCE(187);
+      END_STATE();
+    case 187:
+      if (lookahead == 'g') ADVANCE(188);
+      END_STATE();
+    case 188:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1344,11 +1504,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(1),
     [anon_sym_dim] = ACTIONS(1),
     [anon_sym_algo] = ACTIONS(1),
+    [anon_sym_link] = ACTIONS(1),
+    [anon_sym_rail] = ACTIONS(1),
+    [anon_sym_fat_tree] = ACTIONS(1),
+    [anon_sym_sharp] = ACTIONS(1),
     [anon_sym_LBRACK] = ACTIONS(1),
     [anon_sym_RBRACK] = ACTIONS(1),
     [anon_sym_fc] = ACTIONS(1),
     [anon_sym_ring] = ACTIONS(1),
     [anon_sym_switch] = ACTIONS(1),
+    [anon_sym_nvswitch] = ACTIONS(1),
+    [anon_sym_infiniband] = ACTIONS(1),
     [anon_sym_direct] = ACTIONS(1),
     [anon_sym_halving_doubling] = ACTIONS(1),
     [anon_sym_tree] = ACTIONS(1),
@@ -1374,6 +1540,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(1),
     [anon_sym_W0005] = ACTIONS(1),
     [anon_sym_W0006] = ACTIONS(1),
+    [anon_sym_W0008] = ACTIONS(1),
     [anon_sym_W0009] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
@@ -1412,10 +1579,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(15),
     [anon_sym_dim] = ACTIONS(17),
     [anon_sym_algo] = ACTIONS(17),
+    [anon_sym_link] = ACTIONS(17),
+    [anon_sym_rail] = ACTIONS(17),
+    [anon_sym_fat_tree] = ACTIONS(17),
+    [anon_sym_sharp] = ACTIONS(17),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1441,6 +1614,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -1463,10 +1637,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(15),
     [anon_sym_dim] = ACTIONS(17),
     [anon_sym_algo] = ACTIONS(17),
+    [anon_sym_link] = ACTIONS(17),
+    [anon_sym_rail] = ACTIONS(17),
+    [anon_sym_fat_tree] = ACTIONS(17),
+    [anon_sym_sharp] = ACTIONS(17),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1492,6 +1672,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -1514,10 +1695,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(33),
     [anon_sym_dim] = ACTIONS(31),
     [anon_sym_algo] = ACTIONS(31),
+    [anon_sym_link] = ACTIONS(31),
+    [anon_sym_rail] = ACTIONS(31),
+    [anon_sym_fat_tree] = ACTIONS(31),
+    [anon_sym_sharp] = ACTIONS(31),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1543,6 +1730,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -1565,10 +1753,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(37),
     [anon_sym_dim] = ACTIONS(35),
     [anon_sym_algo] = ACTIONS(35),
+    [anon_sym_link] = ACTIONS(35),
+    [anon_sym_rail] = ACTIONS(35),
+    [anon_sym_fat_tree] = ACTIONS(35),
+    [anon_sym_sharp] = ACTIONS(35),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1594,6 +1788,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -1616,10 +1811,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(41),
     [anon_sym_dim] = ACTIONS(39),
     [anon_sym_algo] = ACTIONS(39),
+    [anon_sym_link] = ACTIONS(39),
+    [anon_sym_rail] = ACTIONS(39),
+    [anon_sym_fat_tree] = ACTIONS(39),
+    [anon_sym_sharp] = ACTIONS(39),
     [anon_sym_LBRACK] = ACTIONS(46),
     [anon_sym_fc] = ACTIONS(49),
     [anon_sym_ring] = ACTIONS(49),
     [anon_sym_switch] = ACTIONS(49),
+    [anon_sym_nvswitch] = ACTIONS(49),
+    [anon_sym_infiniband] = ACTIONS(49),
     [anon_sym_direct] = ACTIONS(49),
     [anon_sym_halving_doubling] = ACTIONS(49),
     [anon_sym_tree] = ACTIONS(49),
@@ -1645,6 +1846,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(49),
     [anon_sym_W0005] = ACTIONS(49),
     [anon_sym_W0006] = ACTIONS(49),
+    [anon_sym_W0008] = ACTIONS(49),
     [anon_sym_W0009] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
@@ -1667,10 +1869,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(37),
     [anon_sym_dim] = ACTIONS(35),
     [anon_sym_algo] = ACTIONS(35),
+    [anon_sym_link] = ACTIONS(35),
+    [anon_sym_rail] = ACTIONS(35),
+    [anon_sym_fat_tree] = ACTIONS(35),
+    [anon_sym_sharp] = ACTIONS(35),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1696,6 +1904,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -1718,10 +1927,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(63),
     [anon_sym_dim] = ACTIONS(61),
     [anon_sym_algo] = ACTIONS(61),
+    [anon_sym_link] = ACTIONS(61),
+    [anon_sym_rail] = ACTIONS(61),
+    [anon_sym_fat_tree] = ACTIONS(61),
+    [anon_sym_sharp] = ACTIONS(61),
     [anon_sym_LBRACK] = ACTIONS(21),
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -1747,6 +1962,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -1766,11 +1982,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(65),
     [anon_sym_dim] = ACTIONS(67),
     [anon_sym_algo] = ACTIONS(67),
+    [anon_sym_link] = ACTIONS(67),
+    [anon_sym_rail] = ACTIONS(67),
+    [anon_sym_fat_tree] = ACTIONS(67),
+    [anon_sym_sharp] = ACTIONS(67),
     [anon_sym_LBRACK] = ACTIONS(65),
     [anon_sym_RBRACK] = ACTIONS(65),
     [anon_sym_fc] = ACTIONS(67),
     [anon_sym_ring] = ACTIONS(67),
     [anon_sym_switch] = ACTIONS(67),
+    [anon_sym_nvswitch] = ACTIONS(67),
+    [anon_sym_infiniband] = ACTIONS(67),
     [anon_sym_direct] = ACTIONS(67),
     [anon_sym_halving_doubling] = ACTIONS(67),
     [anon_sym_tree] = ACTIONS(67),
@@ -1796,6 +2018,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(67),
     [anon_sym_W0005] = ACTIONS(67),
     [anon_sym_W0006] = ACTIONS(67),
+    [anon_sym_W0008] = ACTIONS(67),
     [anon_sym_W0009] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
@@ -1815,11 +2038,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(69),
     [anon_sym_dim] = ACTIONS(71),
     [anon_sym_algo] = ACTIONS(71),
+    [anon_sym_link] = ACTIONS(71),
+    [anon_sym_rail] = ACTIONS(71),
+    [anon_sym_fat_tree] = ACTIONS(71),
+    [anon_sym_sharp] = ACTIONS(71),
     [anon_sym_LBRACK] = ACTIONS(69),
     [anon_sym_RBRACK] = ACTIONS(69),
     [anon_sym_fc] = ACTIONS(71),
     [anon_sym_ring] = ACTIONS(71),
     [anon_sym_switch] = ACTIONS(71),
+    [anon_sym_nvswitch] = ACTIONS(71),
+    [anon_sym_infiniband] = ACTIONS(71),
     [anon_sym_direct] = ACTIONS(71),
     [anon_sym_halving_doubling] = ACTIONS(71),
     [anon_sym_tree] = ACTIONS(71),
@@ -1845,6 +2074,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(71),
     [anon_sym_W0005] = ACTIONS(71),
     [anon_sym_W0006] = ACTIONS(71),
+    [anon_sym_W0008] = ACTIONS(71),
     [anon_sym_W0009] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
@@ -1861,11 +2091,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(75),
     [anon_sym_dim] = ACTIONS(73),
     [anon_sym_algo] = ACTIONS(73),
+    [anon_sym_link] = ACTIONS(73),
+    [anon_sym_rail] = ACTIONS(73),
+    [anon_sym_fat_tree] = ACTIONS(73),
+    [anon_sym_sharp] = ACTIONS(73),
     [anon_sym_LBRACK] = ACTIONS(75),
     [anon_sym_RBRACK] = ACTIONS(75),
     [anon_sym_fc] = ACTIONS(73),
     [anon_sym_ring] = ACTIONS(73),
     [anon_sym_switch] = ACTIONS(73),
+    [anon_sym_nvswitch] = ACTIONS(73),
+    [anon_sym_infiniband] = ACTIONS(73),
     [anon_sym_direct] = ACTIONS(73),
     [anon_sym_halving_doubling] = ACTIONS(73),
     [anon_sym_tree] = ACTIONS(73),
@@ -1891,6 +2127,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(73),
     [anon_sym_W0005] = ACTIONS(73),
     [anon_sym_W0006] = ACTIONS(73),
+    [anon_sym_W0008] = ACTIONS(73),
     [anon_sym_W0009] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
@@ -1908,11 +2145,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(81),
     [anon_sym_dim] = ACTIONS(79),
     [anon_sym_algo] = ACTIONS(79),
+    [anon_sym_link] = ACTIONS(79),
+    [anon_sym_rail] = ACTIONS(79),
+    [anon_sym_fat_tree] = ACTIONS(79),
+    [anon_sym_sharp] = ACTIONS(79),
     [anon_sym_LBRACK] = ACTIONS(81),
     [anon_sym_RBRACK] = ACTIONS(81),
     [anon_sym_fc] = ACTIONS(79),
     [anon_sym_ring] = ACTIONS(79),
     [anon_sym_switch] = ACTIONS(79),
+    [anon_sym_nvswitch] = ACTIONS(79),
+    [anon_sym_infiniband] = ACTIONS(79),
     [anon_sym_direct] = ACTIONS(79),
     [anon_sym_halving_doubling] = ACTIONS(79),
     [anon_sym_tree] = ACTIONS(79),
@@ -1938,6 +2181,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(79),
     [anon_sym_W0005] = ACTIONS(79),
     [anon_sym_W0006] = ACTIONS(79),
+    [anon_sym_W0008] = ACTIONS(79),
     [anon_sym_W0009] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
@@ -1954,11 +2198,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(85),
     [anon_sym_dim] = ACTIONS(83),
     [anon_sym_algo] = ACTIONS(83),
+    [anon_sym_link] = ACTIONS(83),
+    [anon_sym_rail] = ACTIONS(83),
+    [anon_sym_fat_tree] = ACTIONS(83),
+    [anon_sym_sharp] = ACTIONS(83),
     [anon_sym_LBRACK] = ACTIONS(85),
     [anon_sym_RBRACK] = ACTIONS(85),
     [anon_sym_fc] = ACTIONS(83),
     [anon_sym_ring] = ACTIONS(83),
     [anon_sym_switch] = ACTIONS(83),
+    [anon_sym_nvswitch] = ACTIONS(83),
+    [anon_sym_infiniband] = ACTIONS(83),
     [anon_sym_direct] = ACTIONS(83),
     [anon_sym_halving_doubling] = ACTIONS(83),
     [anon_sym_tree] = ACTIONS(83),
@@ -1984,6 +2234,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(83),
     [anon_sym_W0005] = ACTIONS(83),
     [anon_sym_W0006] = ACTIONS(83),
+    [anon_sym_W0008] = ACTIONS(83),
     [anon_sym_W0009] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
@@ -2000,11 +2251,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(89),
     [anon_sym_dim] = ACTIONS(87),
     [anon_sym_algo] = ACTIONS(87),
+    [anon_sym_link] = ACTIONS(87),
+    [anon_sym_rail] = ACTIONS(87),
+    [anon_sym_fat_tree] = ACTIONS(87),
+    [anon_sym_sharp] = ACTIONS(87),
     [anon_sym_LBRACK] = ACTIONS(89),
     [anon_sym_RBRACK] = ACTIONS(89),
     [anon_sym_fc] = ACTIONS(87),
     [anon_sym_ring] = ACTIONS(87),
     [anon_sym_switch] = ACTIONS(87),
+    [anon_sym_nvswitch] = ACTIONS(87),
+    [anon_sym_infiniband] = ACTIONS(87),
     [anon_sym_direct] = ACTIONS(87),
     [anon_sym_halving_doubling] = ACTIONS(87),
     [anon_sym_tree] = ACTIONS(87),
@@ -2030,6 +2287,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(87),
     [anon_sym_W0005] = ACTIONS(87),
     [anon_sym_W0006] = ACTIONS(87),
+    [anon_sym_W0008] = ACTIONS(87),
     [anon_sym_W0009] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
@@ -2046,11 +2304,17 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(93),
     [anon_sym_dim] = ACTIONS(91),
     [anon_sym_algo] = ACTIONS(91),
+    [anon_sym_link] = ACTIONS(91),
+    [anon_sym_rail] = ACTIONS(91),
+    [anon_sym_fat_tree] = ACTIONS(91),
+    [anon_sym_sharp] = ACTIONS(91),
     [anon_sym_LBRACK] = ACTIONS(93),
     [anon_sym_RBRACK] = ACTIONS(93),
     [anon_sym_fc] = ACTIONS(91),
     [anon_sym_ring] = ACTIONS(91),
     [anon_sym_switch] = ACTIONS(91),
+    [anon_sym_nvswitch] = ACTIONS(91),
+    [anon_sym_infiniband] = ACTIONS(91),
     [anon_sym_direct] = ACTIONS(91),
     [anon_sym_halving_doubling] = ACTIONS(91),
     [anon_sym_tree] = ACTIONS(91),
@@ -2076,6 +2340,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(91),
     [anon_sym_W0005] = ACTIONS(91),
     [anon_sym_W0006] = ACTIONS(91),
+    [anon_sym_W0008] = ACTIONS(91),
     [anon_sym_W0009] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
@@ -2092,10 +2357,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_GT] = ACTIONS(97),
     [anon_sym_dim] = ACTIONS(95),
     [anon_sym_algo] = ACTIONS(95),
+    [anon_sym_link] = ACTIONS(95),
+    [anon_sym_rail] = ACTIONS(95),
+    [anon_sym_fat_tree] = ACTIONS(95),
+    [anon_sym_sharp] = ACTIONS(95),
     [anon_sym_LBRACK] = ACTIONS(97),
     [anon_sym_fc] = ACTIONS(95),
     [anon_sym_ring] = ACTIONS(95),
     [anon_sym_switch] = ACTIONS(95),
+    [anon_sym_nvswitch] = ACTIONS(95),
+    [anon_sym_infiniband] = ACTIONS(95),
     [anon_sym_direct] = ACTIONS(95),
     [anon_sym_halving_doubling] = ACTIONS(95),
     [anon_sym_tree] = ACTIONS(95),
@@ -2121,6 +2392,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(95),
     [anon_sym_W0005] = ACTIONS(95),
     [anon_sym_W0006] = ACTIONS(95),
+    [anon_sym_W0008] = ACTIONS(95),
     [anon_sym_W0009] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
@@ -2140,6 +2412,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -2165,6 +2439,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
@@ -2184,6 +2459,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(23),
     [anon_sym_ring] = ACTIONS(23),
     [anon_sym_switch] = ACTIONS(23),
+    [anon_sym_nvswitch] = ACTIONS(23),
+    [anon_sym_infiniband] = ACTIONS(23),
     [anon_sym_direct] = ACTIONS(23),
     [anon_sym_halving_doubling] = ACTIONS(23),
     [anon_sym_tree] = ACTIONS(23),
@@ -2209,6 +2486,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
@@ -2228,6 +2506,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_fc] = ACTIONS(122),
     [anon_sym_ring] = ACTIONS(122),
     [anon_sym_switch] = ACTIONS(122),
+    [anon_sym_nvswitch] = ACTIONS(122),
+    [anon_sym_infiniband] = ACTIONS(122),
     [anon_sym_direct] = ACTIONS(122),
     [anon_sym_halving_doubling] = ACTIONS(122),
     [anon_sym_tree] = ACTIONS(122),
@@ -2253,6 +2533,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(122),
     [anon_sym_W0005] = ACTIONS(122),
     [anon_sym_W0006] = ACTIONS(122),
+    [anon_sym_W0008] = ACTIONS(122),
     [anon_sym_W0009] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
@@ -2273,14 +2554,18 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(20), 2,
       sym_item,
       aux_sym_block_repeat1,
-    ACTIONS(140), 6,
+    ACTIONS(140), 10,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_dim,
       anon_sym_algo,
-  [25] = 6,
+      anon_sym_link,
+      anon_sym_rail,
+      anon_sym_fat_tree,
+      anon_sym_sharp,
+  [29] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(145), 1,
@@ -2292,14 +2577,18 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(20), 2,
       sym_item,
       aux_sym_block_repeat1,
-    ACTIONS(149), 6,
+    ACTIONS(149), 10,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_dim,
       anon_sym_algo,
-  [50] = 6,
+      anon_sym_link,
+      anon_sym_rail,
+      anon_sym_fat_tree,
+      anon_sym_sharp,
+  [58] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(145), 1,
@@ -2311,14 +2600,18 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(21), 2,
       sym_item,
       aux_sym_block_repeat1,
-    ACTIONS(149), 6,
+    ACTIONS(149), 10,
       anon_sym_model,
       anon_sym_gpu,
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_dim,
       anon_sym_algo,
-  [75] = 6,
+      anon_sym_link,
+      anon_sym_rail,
+      anon_sym_fat_tree,
+      anon_sym_sharp,
+  [87] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(157), 1,
@@ -2337,7 +2630,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [100] = 6,
+  [112] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
@@ -2356,7 +2649,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [125] = 2,
+  [137] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(172), 8,
@@ -2368,7 +2661,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [139] = 2,
+  [151] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(174), 8,
@@ -2380,7 +2673,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [153] = 2,
+  [165] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(176), 8,
@@ -2392,7 +2685,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [167] = 2,
+  [179] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(178), 8,
@@ -2404,7 +2697,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [181] = 2,
+  [193] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(180), 8,
@@ -2416,7 +2709,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_cluster,
       anon_sym_plan,
       anon_sym_scenario,
-  [195] = 5,
+  [207] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
@@ -2427,7 +2720,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_COLON,
     STATE(25), 1,
       sym_block,
-  [211] = 4,
+  [223] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
@@ -2436,36 +2729,36 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_COLON,
     STATE(27), 1,
       sym_block,
-  [224] = 3,
+  [236] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
       anon_sym_LT,
     STATE(29), 1,
       sym_block,
-  [234] = 3,
+  [246] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(19), 1,
       anon_sym_LT,
     STATE(28), 1,
       sym_block,
-  [244] = 2,
+  [256] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(188), 1,
       sym_string,
-  [251] = 2,
+  [263] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(190), 1,
       ts_builtin_sym_end,
-  [258] = 2,
+  [270] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(192), 1,
       sym_name,
-  [265] = 2,
+  [277] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(194), 1,
@@ -2474,23 +2767,23 @@ static const uint16_t ts_small_parse_table[] = {
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(20)] = 0,
-  [SMALL_STATE(21)] = 25,
-  [SMALL_STATE(22)] = 50,
-  [SMALL_STATE(23)] = 75,
-  [SMALL_STATE(24)] = 100,
-  [SMALL_STATE(25)] = 125,
-  [SMALL_STATE(26)] = 139,
-  [SMALL_STATE(27)] = 153,
-  [SMALL_STATE(28)] = 167,
-  [SMALL_STATE(29)] = 181,
-  [SMALL_STATE(30)] = 195,
-  [SMALL_STATE(31)] = 211,
-  [SMALL_STATE(32)] = 224,
-  [SMALL_STATE(33)] = 234,
-  [SMALL_STATE(34)] = 244,
-  [SMALL_STATE(35)] = 251,
-  [SMALL_STATE(36)] = 258,
-  [SMALL_STATE(37)] = 265,
+  [SMALL_STATE(21)] = 29,
+  [SMALL_STATE(22)] = 58,
+  [SMALL_STATE(23)] = 87,
+  [SMALL_STATE(24)] = 112,
+  [SMALL_STATE(25)] = 137,
+  [SMALL_STATE(26)] = 151,
+  [SMALL_STATE(27)] = 165,
+  [SMALL_STATE(28)] = 179,
+  [SMALL_STATE(29)] = 193,
+  [SMALL_STATE(30)] = 207,
+  [SMALL_STATE(31)] = 223,
+  [SMALL_STATE(32)] = 236,
+  [SMALL_STATE(33)] = 246,
+  [SMALL_STATE(34)] = 256,
+  [SMALL_STATE(35)] = 263,
+  [SMALL_STATE(36)] = 270,
+  [SMALL_STATE(37)] = 277,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {

@@ -33,6 +33,49 @@ pub enum CollectiveAlgorithm {
     Tree,
 }
 
+/// The link technology of a dim (`link DIM WORD` in a cluster): it gives the dim's efficiency
+/// when the `dim` item states none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LinkKind {
+    /// NVLink through NVSwitch (`nvswitch`).
+    Nvlink,
+    /// InfiniBand (one NIC per GPU).
+    Infiniband,
+}
+
+impl LinkKind {
+    /// NCCL's bus bandwidth on large messages as a share of the link's peak (nccl-tests
+    /// `all_reduce_perf` busbw without NVLink SHARP, NVIDIA's published DGX results): about
+    /// 230 of 300GB/s on DGX A100 NVLink3 and 360 of 450GB/s on DGX H100 NVLink4, i.e. 77-80%,
+    /// taken as 80%; about 90% of the line rate across InfiniBand (HDR 22-23 of 25GB/s, NDR 45 of
+    /// 50GB/s per GPU). The stdlib clusters write the same figures on their dims.
+    pub fn default_efficiency(self) -> f64 {
+        match self {
+            LinkKind::Nvlink => 0.80,
+            LinkKind::Infiniband => 0.90,
+        }
+    }
+}
+
+/// How a dim's switches are built, as a cluster states it; the default is one ideal switch
+/// (every pair of the dim at full bandwidth, no in-network reduction).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Fabric {
+    /// `rail DIM`: rail-optimized scale-out, each GPU's NIC on the rail switch of its local
+    /// index (its coordinates on the dims inside). Traffic between GPUs of the same local index
+    /// crosses one switch; other pairs first cross the dims inside (NCCL's PXN), which costs
+    /// those bytes once more on the inner dim.
+    pub rail: bool,
+    /// `fat_tree DIM LEAF SHARE`: a fat tree whose leaf switches each hold `LEAF` coordinates
+    /// of the dim, with `SHARE` of the bandwidth between leaves (50% = 2:1 oversubscription).
+    /// Traffic of a group or pair whose members sit under more than one leaf moves at
+    /// `bandwidth × efficiency × SHARE`.
+    pub fat_tree: Option<(u32, f64)>,
+    /// `sharp DIM`: in-network reduction (NVLink SHARP on NVSwitch 3 and later, SHARP on
+    /// InfiniBand): an all-reduce on the dim sends and receives each byte once.
+    pub sharp: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScheduleKind {
     Gpipe,

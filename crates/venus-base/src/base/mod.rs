@@ -13,6 +13,7 @@ pub mod units;
 
 pub use csr::Csr;
 pub use kinds::{
-    Attention, CollectiveAlgorithm, Dtype, GpuArch, Precision, Recompute, ScheduleKind, Topology,
+    Attention, CollectiveAlgorithm, Dtype, Fabric, GpuArch, LinkKind, Precision, Recompute,
+    ScheduleKind, Topology,
 };
 pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ps, Ratio, Seconds};

@@ -57,6 +57,8 @@ codes! {
     E0309 Error "expert parallelism does not fit the model";
     E0310 Error "optimizer flags out of order";
     E0311 Error "schedule and plan disagree";
+    E0313 Error "the job's GPU count is not a whole number of trays or domain shares";
+    E0314 Error "the job's share of an NVLink domain does not fit the domain";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0701 Error "an input is not a regular file";
@@ -74,6 +76,7 @@ codes! {
     W0004 Warning "definition never used";
     W0005 Warning "stage memory above 90% of GPU memory";
     W0006 Warning "`sp` with tp = 1 has no effect";
+    W0008 Warning "`gpus` spread evenly takes more NVLink domains than it needs";
     W0009 Warning "GPU memory written in decimal bytes";
 }
 

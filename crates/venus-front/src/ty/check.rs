@@ -2,7 +2,8 @@
 //! [`ScenarioDef`].
 //!
 //! Input: a [`Resolver`] over one program. Output: the typed scenarios of the root file; the
-//! diagnostics (E0101–E0103, E0201–E0204, W0002, and the resolver's own) go to the resolver.
+//! diagnostics (E0101–E0103, E0201–E0204, W0002, E0313–E0314 from [`super::domain`], and the
+//! resolver's own) go to the resolver.
 //! Invariants: a definition is checked once however many scenarios use it, and every user
 //! definition is checked even when no scenario uses it; a [`ScenarioDef`] is clean only when
 //! everything it uses checked without error, otherwise it is a [`PartialScenario`] that lists
@@ -14,8 +15,9 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Gpu, GpuArch, Measured, Model,
-    PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned, Topology,
+    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured,
+    Model, PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned,
+    Topology,
 };
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
@@ -592,14 +594,33 @@ impl<'r, 'a> Checker<'r, 'a> {
         for item in f.items.iter().filter(|i| i.key == Key::Dim) {
             dims.push(dim(item)?);
         }
-        if let Some(nodes) = f.count(Key::Nodes) {
+        let nodes = f.count(Key::Nodes);
+        if let Some(nodes) = &nodes {
             // `nodes N` sets the size of the outermost dim, after inheritance.
             if let Some(last) = dims.last_mut() {
-                last.size = nodes;
+                last.size = nodes.clone();
             }
+        }
+        let keys = super::domain::DomainKeys {
+            gpus: f.count(Key::Gpus),
+            per_domain: f.count(Key::PerDomain),
+            tray: f.count(Key::Tray),
+            nodes,
+        };
+        match super::domain::apply(&mut dims, &keys) {
+            Ok(None) => {}
+            Ok(Some(warning)) => self.res.report(warning.diagnostic()),
+            Err(problem) => self.reject(problem.diagnostic(), Key::Gpus),
         }
         for item in f.items.iter().filter(|i| i.key == Key::Algo) {
             self.pin_algorithm(&mut dims, item);
+        }
+        for item in f
+            .items
+            .iter()
+            .filter(|i| matches!(i.key, Key::Link | Key::Rail | Key::FatTree | Key::Sharp))
+        {
+            self.set_fabric(&mut dims, item);
         }
         Some(Cluster {
             name: def.name.clone(),
@@ -1225,32 +1246,103 @@ impl Checker<'_, '_> {
             "halving_doubling" => CollectiveAlgorithm::HalvingDoubling,
             _ => CollectiveAlgorithm::Tree,
         };
-        match dims.iter_mut().find(|d| d.name.value == *name) {
-            Some(d) => d.algorithm = Some(Spanned::new(algorithm, *word_loc)),
-            None => {
-                let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
-                let help = match suggest(name, names.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!(
-                        "the cluster's dims are {}",
-                        names
-                            .iter()
-                            .map(|n| format!("`{n}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
-                self.res.report(
-                    Diagnostic::new(
-                        Code::E0104,
-                        format!("unknown dim `{name}`"),
-                        *name_loc,
-                        "no dim of this name in the cluster",
-                    )
-                    .with_help(help),
-                );
+        if let Some(d) = self.named_dim(dims, name, *name_loc) {
+            d.algorithm = Some(Spanned::new(algorithm, *word_loc));
+        }
+    }
+
+    /// Reports an error found after the block's items checked (E0313/E0314, a `fat_tree`
+    /// share of 0) and counts `key` as rejected: with `gpus` the cluster's size is unknown, so
+    /// the world rules say nothing about it.
+    fn reject(&mut self, d: Diagnostic, key: Key) {
+        self.res.report(d);
+        if let Some(top) = self.frames.last_mut() {
+            top.ok = false;
+            if !top.failed.contains(&key) {
+                top.failed.push(key);
             }
         }
+    }
+
+    /// `link DIM WORD`, `rail DIM`, `fat_tree DIM LEAF SHARE`, `sharp DIM`: what a cluster
+    /// states about one dim's links and switches. A `link` gives the dim's efficiency only when
+    /// the `dim` item states none.
+    fn set_fabric(&mut self, dims: &mut [Dim], item: &Item) {
+        let Some((Checked::Arg(Arg::Name(name)), name_loc)) = item.args.first() else {
+            return;
+        };
+        let Some(d) = self.named_dim(dims, name, *name_loc) else {
+            return;
+        };
+        match (item.key, item.args.get(1), item.args.get(2)) {
+            (Key::Link, Some((Checked::Arg(Arg::Word(w)), loc)), _) => {
+                let kind = if *w == "infiniband" {
+                    LinkKind::Infiniband
+                } else {
+                    LinkKind::Nvlink
+                };
+                if d.efficiency.is_none() {
+                    let e = super::Ratio(kind.default_efficiency());
+                    d.efficiency = Some(Spanned::new(e, *loc));
+                }
+            }
+            (Key::Rail, _, _) => d.fabric.rail = true,
+            (
+                Key::FatTree,
+                Some((Checked::Arg(Arg::Count(leaf)), _)),
+                Some((Checked::Arg(Arg::Ratio(share)), share_loc)),
+            ) => {
+                if share.0 > 0.0 {
+                    let leaf = u32::try_from(*leaf).unwrap_or(u32::MAX);
+                    d.fabric.fat_tree = Some((leaf, share.0));
+                } else {
+                    let e = Diagnostic::new(
+                        Code::E0202,
+                        "a fat tree needs some bandwidth between its leaves",
+                        *share_loc,
+                        "0% between leaves",
+                    )
+                    .with_help("use the share of the leaves' bandwidth their uplinks carry, e.g. `50%` for 2:1 oversubscription");
+                    self.reject(e, Key::FatTree);
+                }
+            }
+            (Key::Sharp, _, _) => d.fabric.sharp = true,
+            _ => {}
+        }
+    }
+
+    /// The dim of this name, or E0104 naming the cluster's dims.
+    fn named_dim<'d>(
+        &mut self,
+        dims: &'d mut [Dim],
+        name: &str,
+        name_loc: Loc,
+    ) -> Option<&'d mut Dim> {
+        if dims.iter().any(|d| d.name.value == name) {
+            return dims.iter_mut().find(|d| d.name.value == name);
+        }
+        let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
+        let help = match suggest(name, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => format!(
+                "the cluster's dims are {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        self.res.report(
+            Diagnostic::new(
+                Code::E0104,
+                format!("unknown dim `{name}`"),
+                name_loc,
+                "no dim of this name in the cluster",
+            )
+            .with_help(help),
+        );
+        None
     }
 }
 
@@ -1295,6 +1387,7 @@ fn dim(item: &Item) -> Option<Dim> {
         latency,
         efficiency,
         algorithm: None,
+        fabric: Fabric::default(),
         loc: item.loc,
     })
 }

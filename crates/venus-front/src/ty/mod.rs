@@ -2,15 +2,18 @@
 //!
 //! Input: the resolved (inheritance-merged) items of each definition from `resolve`.
 //! Output: [`Model`], [`Gpu`], [`Cluster`], [`Plan`] and [`ScenarioDef`] with every value in
-//! its unit newtype, plus E0101–E0103 and E0201–E0204 diagnostics, and W0002.
+//! its unit newtype, plus E0101–E0103 and E0201–E0204 diagnostics, W0002, and the
+//! rack-scale domain errors E0313 and E0314 (`domain`).
 //! Invariant: every value keeps the [`Loc`] of the item that wrote it (in the base's file when
 //! inherited), so later stages can label the exact span; defaults have no `Loc` (`Opt` is None).
 
 pub mod check;
+pub mod domain;
 pub mod value;
 
 pub use venus_base::base::kinds::{
-    Attention, CollectiveAlgorithm, GpuArch, Precision, Recompute, ScheduleKind, Topology,
+    Attention, CollectiveAlgorithm, Fabric, GpuArch, LinkKind, Precision, Recompute, ScheduleKind,
+    Topology,
 };
 pub use venus_base::base::units;
 pub use venus_base::base::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ratio, Seconds};
@@ -126,6 +129,9 @@ pub struct Dim {
     pub efficiency: Opt<Ratio>,
     /// The collective algorithm written with `algo DIM WORD`; `None`: the topology's default.
     pub algorithm: Opt<CollectiveAlgorithm>,
+    /// What `rail`, `fat_tree` and `sharp` items say about the dim's switches (the default:
+    /// one ideal switch). Plain data: nothing after `ty` labels these items.
+    pub fabric: Fabric,
     /// The whole `dim` item.
     pub loc: Loc,
 }

@@ -65,6 +65,7 @@ pub fn cluster(c: &Cluster) -> ClusterSpec {
                 latency: d.latency.value,
                 efficiency: val(&d.efficiency),
                 algorithm: val(&d.algorithm),
+                fabric: d.fabric,
             })
             .collect(),
     }

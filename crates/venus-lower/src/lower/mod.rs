@@ -282,7 +282,7 @@ pub(crate) fn lower_with(
         .map(|s| StagePlan::new(sc, model.as_ref(), &layout, s))
         .collect();
 
-    let symmetric = !opts.all_ranks && radix_compatible(&layout);
+    let symmetric = !opts.all_ranks && radix_compatible(&layout, &leaf_cuts(&sc.cluster));
     let block = world / sizes.pp.max(1);
     let representatives: Vec<u32> = (0..sizes.pp).map(|s| s * block).collect();
     let simulated: Vec<u32> = if symmetric {
@@ -347,9 +347,26 @@ pub(crate) fn lower_with(
     })
 }
 
-/// Whether the dense grid, the expert grid and the cluster dims refine one common mixed radix:
-/// all their cumulative products form a divisibility chain.
-fn radix_compatible(layout: &Layout) -> bool {
+/// The rank-count cuts of the fat trees' leaves: GPUs under one leaf switch of a dim with
+/// `fat_tree DIM LEAF SHARE` (the dims inside × LEAF). A class of ranks runs one network only
+/// when these cuts fit the layout's radix too (then every member's groups and peers cross the
+/// same leaves).
+fn leaf_cuts(c: &venus_plan::plan::ClusterSpec) -> Vec<u64> {
+    let mut inner = 1u64;
+    let mut cuts = Vec::new();
+    for d in &c.dims {
+        if let Some((leaf, _)) = d.fabric.fat_tree {
+            cuts.push(inner.saturating_mul(u64::from(leaf)).min(c.world_size()));
+        }
+        inner = inner.saturating_mul(d.size);
+    }
+    cuts
+}
+
+/// Whether the dense grid, the expert grid, the cluster dims and the fat trees' leaves
+/// (`extra` cuts) refine one common mixed radix: all their cumulative products form a
+/// divisibility chain.
+fn radix_compatible(layout: &Layout, extra: &[u64]) -> bool {
     let s = layout.sizes();
     let w = u64::from(layout.world());
     let mut cuts: Vec<u64> = Vec::new();
@@ -363,6 +380,7 @@ fn radix_compatible(layout: &Layout) -> bool {
     push_chain(&[s.tp, s.cp, s.dp, s.pp].map(u64::from));
     push_chain(&[s.etp, s.ep, layout.expert_dp(), s.pp].map(u64::from));
     push_chain(layout.cluster_dims());
+    cuts.extend_from_slice(extra);
     cuts.push(w);
     cuts.sort_unstable();
     cuts.dedup();

@@ -27,6 +27,7 @@ pub fn dims(c: &ClusterSpec) -> Result<Vec<NetDim>, NetworkError> {
                 latency: d.latency,
                 efficiency: d.efficiency.unwrap_or(Ratio(1.0)),
                 algorithm: d.algorithm,
+                fabric: d.fabric,
             })
         })
         .collect()
@@ -56,6 +57,7 @@ mod tests {
             latency: Seconds(lat),
             efficiency: None,
             algorithm: None,
+            fabric: Default::default(),
         }
     }
 
@@ -105,6 +107,7 @@ mod tests {
                 latency: Seconds(5e-6),
                 efficiency: Ratio(0.8),
                 algorithm: Some(CollectiveAlgorithm::Tree),
+                fabric: Default::default(),
             }]
         );
         let n = Network::from_dims(&dims).unwrap();

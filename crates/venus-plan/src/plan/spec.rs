@@ -10,8 +10,8 @@
 //! written lives in the side table [`Provenance`].
 
 use venus_base::base::{
-    Attention, Bytes, BytesPerSec, CollectiveAlgorithm, FlopsPerSec, GpuArch, Precision, Ratio,
-    Recompute, ScheduleKind, Seconds, Topology,
+    Attention, Bytes, BytesPerSec, CollectiveAlgorithm, Fabric, FlopsPerSec, GpuArch, Precision,
+    Ratio, Recompute, ScheduleKind, Seconds, Topology,
 };
 use venus_diag::diag::Loc;
 
@@ -109,6 +109,8 @@ pub struct DimSpec {
     pub efficiency: Option<Ratio>,
     /// `None`: the topology's default algorithm.
     pub algorithm: Option<CollectiveAlgorithm>,
+    /// Rails, fat-tree oversubscription and in-network reduction, as the cluster states them.
+    pub fabric: Fabric,
 }
 
 #[derive(Clone, Debug, PartialEq)]

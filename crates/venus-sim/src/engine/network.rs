@@ -10,7 +10,7 @@
 use crate::trace::{CollectiveKind, Ps};
 use std::fmt;
 use std::ops::{Div, DivAssign, Mul, MulAssign};
-use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Ratio, Seconds, Topology};
+use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Fabric, Ratio, Seconds, Topology};
 
 /// A volume of bytes that may be fractional: a share of a buffer such as `(n−1)/n · S`.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
@@ -53,6 +53,10 @@ pub enum Algorithm {
     HalvingDoubling,
     /// NCCL's double binary tree: all-reduce only; the other collectives fall back to ring.
     DoubleBinaryTree,
+    /// In-network reduction (NVLink SHARP, InfiniBand SHARP; NCCL's NVLS and CollNet
+    /// algorithms): all-reduce only, on a dim whose cluster states `sharp`; the other
+    /// collectives fall back to ring.
+    InNetwork,
 }
 
 impl From<CollectiveAlgorithm> for Algorithm {
@@ -80,6 +84,8 @@ pub struct NetDim {
     pub efficiency: Ratio,
     /// `None`: the topology's default (see [`Network::algorithm_for`]).
     pub algorithm: Option<CollectiveAlgorithm>,
+    /// Rails, a fat tree's oversubscription, in-network reduction (default: one ideal switch).
+    pub fabric: Fabric,
 }
 
 impl NetDim {
@@ -92,6 +98,7 @@ impl NetDim {
             latency,
             efficiency: Ratio(1.0),
             algorithm: None,
+            fabric: Fabric::default(),
         }
     }
 }
@@ -160,6 +167,11 @@ impl Network {
             if !(d.latency.0.is_finite() && d.latency.0 >= 0.0) {
                 return Err(NetworkError::BadLatency { dim: i });
             }
+            if let Some((leaf, share)) = d.fabric.fat_tree {
+                if leaf == 0 || !(share.is_finite() && share > 0.0) {
+                    return Err(NetworkError::BadBandwidth { dim: i });
+                }
+            }
             stride.push(world);
             latency_ps.push(Ps::from_seconds(d.latency).0);
             world = world.checked_mul(d.size).ok_or(NetworkError::TooLarge)?;
@@ -199,10 +211,6 @@ impl Network {
             .find(|&d| self.coord(a, d) != self.coord(b, d))
     }
 
-    pub(super) fn latency_ps(&self, dim: usize) -> u64 {
-        self.latency_ps[dim]
-    }
-
     /// The achieved bandwidth of a dim's links (`bandwidth × efficiency`), bytes per second.
     pub(super) fn bandwidth(&self, dim: usize) -> f64 {
         self.bw[dim]
@@ -226,11 +234,68 @@ impl Network {
         }
         // A grid when the members are exactly the product of their per-dim coordinate sets.
         let grid = product == members.len() as u64;
+        let cross_leaf = extents
+            .iter()
+            .map(|&(d, _)| d)
+            .filter(|&d| self.spans_leaves(d, members))
+            .collect();
         GroupShape {
             extents,
             grid,
             members: members.len() as u32,
+            cross_leaf,
         }
+    }
+
+    /// Whether `members` sit under more than one leaf switch of dim `d`'s fat tree (never, on
+    /// a dim without one).
+    fn spans_leaves(&self, d: usize, members: &[u32]) -> bool {
+        let Some((leaf, _)) = self.dims[d].fabric.fat_tree else {
+            return false;
+        };
+        let mut leaves = members.iter().map(|&r| self.coord(r, d) / leaf.max(1));
+        let first = leaves.next();
+        leaves.any(|l| Some(l) != first)
+    }
+
+    /// The factor a fat tree's oversubscription puts on bytes that cross its leaves: the
+    /// inverse of the share of bandwidth between leaves (1 on a dim without a fat tree).
+    fn leaf_factor(&self, d: usize, crosses: bool) -> f64 {
+        match self.dims[d].fabric.fat_tree {
+            Some((_, share)) if crosses => 1.0 / share,
+            _ => 1.0,
+        }
+    }
+
+    /// The phases of a point-to-point transfer of `bytes` from `a` to `b`: latency then the
+    /// bytes on the outermost dim where they differ. Across a fat tree's leaves the bytes move
+    /// at the share of bandwidth between leaves. On a rail-optimized dim a pair of different
+    /// local index (coordinates inside the dim) first moves the bytes over the outermost inner
+    /// dim where they differ to the GPU on the destination's rail (NCCL's PXN), then across one
+    /// rail switch. Empty for a rank to itself.
+    pub fn p2p_phases(&self, a: u32, b: u32, bytes: ByteVolume, out: &mut Vec<Phase>) {
+        out.clear();
+        let Some(d) = self.dim_between(a, b) else {
+            return;
+        };
+        let fabric = self.dims[d].fabric;
+        if fabric.rail {
+            if let Some(inner) = (0..d).rev().find(|&i| self.coord(a, i) != self.coord(b, i)) {
+                out.push(Phase {
+                    dim: inner,
+                    latency: Ps(self.latency_ps[inner]),
+                    volume: bytes,
+                });
+            }
+        }
+        let crosses = fabric.fat_tree.is_some_and(|(leaf, _)| {
+            self.coord(a, d) / leaf.max(1) != self.coord(b, d) / leaf.max(1)
+        });
+        out.push(Phase {
+            dim: d,
+            latency: Ps(self.latency_ps[d]),
+            volume: bytes * self.leaf_factor(d, crosses),
+        });
     }
 
     /// The phases of a collective over a group of this shape (Astra-Sim's hierarchical
@@ -253,9 +318,11 @@ impl Network {
             return;
         };
         if !shape.grid {
-            out.push(self.phase(outer, shape.members, kind, bytes));
+            let flat = self.phase(outer, shape.members, kind, bytes);
+            self.push_fabric(shape, flat, out);
             return;
         }
+        let start = out.len();
         let k = ext.len() - 1;
         match kind {
             CollectiveKind::AllReduce => {
@@ -292,6 +359,29 @@ impl Network {
                 }
             }
         }
+        for ph in &mut out[start..] {
+            ph.volume *= self.leaf_factor(ph.dim, shape.cross_leaf.contains(&ph.dim));
+        }
+    }
+
+    /// Pushes a flat phase (a group that is not a grid, on its outermost dim) with what the
+    /// dim's fabric adds: a fat tree's oversubscription on bytes that cross its leaves, and on a
+    /// rail-optimized dim whose members differ in local index the same bytes once more on the
+    /// outermost inner dim of the group (NCCL's PXN: each byte reaches the GPU on the right
+    /// rail over NVLink first).
+    fn push_fabric(&self, shape: &GroupShape, mut flat: Phase, out: &mut Vec<Phase>) {
+        let d = flat.dim;
+        if self.dims[d].fabric.rail {
+            if let Some(&(inner, _)) = shape.extents.iter().rev().find(|&&(i, _)| i < d) {
+                out.push(Phase {
+                    dim: inner,
+                    latency: Ps(self.latency_ps[inner]),
+                    volume: flat.volume,
+                });
+            }
+        }
+        flat.volume *= self.leaf_factor(d, shape.cross_leaf.contains(&d));
+        out.push(flat);
     }
 
     /// The phases of an all-to-all-v over `members` (increasing rank order, of this shape),
@@ -344,10 +434,13 @@ impl Network {
         };
         if !shape.grid {
             phase(outer, shape.members, load(&|a, b| a != b));
-            return;
+        } else {
+            for &(d, ext) in &shape.extents {
+                phase(d, ext, load(&|a, b| self.coord(a, d) != self.coord(b, d)));
+            }
         }
-        for &(d, ext) in &shape.extents {
-            phase(d, ext, load(&|a, b| self.coord(a, d) != self.coord(b, d)));
+        for ph in out.iter_mut() {
+            ph.volume *= self.leaf_factor(ph.dim, shape.cross_leaf.contains(&ph.dim));
         }
     }
 
@@ -385,6 +478,13 @@ impl Network {
         if let Some(a) = self.algo[dim] {
             return a;
         }
+        // With in-network reduction NCCL runs all-reduce on NVLS (NVSwitch) or CollNet (IB
+        // SHARP) whenever it is available (`src/graph/tuning.cc` gives them the highest bus
+        // bandwidth); it is never slower than the closed forms below (volume S against at
+        // least 2(n−1)/n·S, two latencies).
+        if d.fabric.sharp && kind == CollectiveKind::AllReduce {
+            return Algorithm::InNetwork;
+        }
         match d.topology {
             Topology::Ring => Algorithm::Ring,
             Topology::FullyConnected => Algorithm::Direct,
@@ -421,6 +521,9 @@ pub struct GroupShape {
     pub extents: Vec<(usize, u32)>,
     pub grid: bool,
     pub members: u32,
+    /// The dims (of `extents`) on which the members sit under more than one leaf switch of a
+    /// fat tree; empty without one.
+    pub cross_leaf: Vec<usize>,
 }
 
 /// One step of a collective: `latency` of fixed cost, then `volume` bytes through each
@@ -449,12 +552,20 @@ fn ceil_log2(n: u32) -> u64 {
 /// | direct | 2α + 2(n−1)/n·S (RS then AG) | α + (n−1)/n·S | α + (n−1)/n·S |
 /// | halving-doubling | 2⌈log2 n⌉α + 2(n−1)/n·S | ⌈log2 n⌉α + (n−1)/n·S | ⌈log2 n⌉α + ⌈log2 n⌉/2·S (Bruck) |
 /// | double binary tree | 2⌈log2 n⌉α + 2·S | as ring | as ring |
+/// | in-network | 2α + S | as ring | as ring |
 ///
 /// Ring all-to-all forwards each block hop by hop: step j carries (n−j)/n·S, which sums to
 /// (n−1)/2·S. The double binary tree (NCCL 2.4, "Massively Scale Your Deep Learning Training
 /// with NCCL 2.4") splits S over two trees; each rank is interior in one and a leaf in the
 /// other, so it sends and receives 2·S in total while reduce and broadcast pipeline through
 /// ⌈log2 n⌉ levels each.
+///
+/// In-network reduction: each GPU sends its S bytes once to the switch, which reduces them and
+/// multicasts the result, so each GPU also receives S once: up to the switch and back, two
+/// latencies. Its algorithm bandwidth is the link's: nccl-tests defines all-reduce bus
+/// bandwidth as algorithm bandwidth × 2(n−1)/n
+/// (<https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md>), so NVLS reaches a
+/// bus bandwidth of 2(n−1)/n × the link's, above the ring's 1 ×.
 pub fn closed_form(
     algo: Algorithm,
     kind: CollectiveKind,
@@ -495,6 +606,8 @@ fn closed_form_raw(
         (HalvingDoubling, AllToAll | AllToAllV(_)) => (a(lg), lg as f64 / 2.0 * s),
         (DoubleBinaryTree, AllReduce) => (a(2 * lg), 2.0 * s),
         (DoubleBinaryTree, k) => closed_form_raw(Ring, k, n, alpha, s),
+        (InNetwork, AllReduce) => (a(2), s),
+        (InNetwork, k) => closed_form_raw(Ring, k, n, alpha, s),
     }
 }
 
@@ -510,7 +623,9 @@ pub fn closed_form_v(algo: Algorithm, n: u32, alpha: Ps, load: ByteVolume) -> (P
     let a = |k: u64| Ps(alpha.0.saturating_mul(k));
     match algo {
         Algorithm::Direct => (a(1), load),
-        Algorithm::Ring | Algorithm::DoubleBinaryTree => (a((n - 1) as u64), load * (nf / 2.0)),
+        Algorithm::Ring | Algorithm::DoubleBinaryTree | Algorithm::InNetwork => {
+            (a((n - 1) as u64), load * (nf / 2.0))
+        }
         Algorithm::HalvingDoubling => (a(lg), load * (lg as f64 * nf / (2.0 * (nf - 1.0)))),
     }
 }

@@ -756,3 +756,102 @@ fn all_to_all_v_members_naming_different_tables_are_a_mismatch() {
         "{err}"
     );
 }
+
+// ------------------------------------------------------------ fabrics (rails, fat trees, SHARP)
+
+fn with_fabric(mut d: NetDim, f: impl FnOnce(&mut venus_base::base::Fabric)) -> NetDim {
+    f(&mut d.fabric);
+    d
+}
+
+#[test]
+fn sharp_allreduce_sends_and_receives_each_byte_once() {
+    // 8 GPUs on one NVSwitch at 100 GB/s, 1 us: ring/direct all-reduce of 8 MB moves
+    // 2·7/8·8 MB = 14 MB (140 us) after 2 latencies (direct); in-network reduction moves 8 MB
+    // (80 us) after 2 latencies.
+    let plain = net(vec![dim(8, Topology::FullyConnected, 100.0, 1.0)]);
+    let members: Vec<u32> = (0..8).collect();
+    let t = collective_run(&plain, &members, CollectiveKind::AllReduce, 8_000_000);
+    assert_eq!(t.makespan(), Ps(2 * US + 140 * US));
+    let sharp = net(vec![with_fabric(
+        dim(8, Topology::FullyConnected, 100.0, 1.0),
+        |f| f.sharp = true,
+    )]);
+    let t = collective_run(&sharp, &members, CollectiveKind::AllReduce, 8_000_000);
+    assert_eq!(t.makespan(), Ps(2 * US + 80 * US));
+    // Reduce-scatter gains nothing: direct on `fc`, α + (n−1)/n·S = 1 us + 70 us, as without
+    // SHARP.
+    let t = collective_run(&sharp, &members, CollectiveKind::ReduceScatter, 8_000_000);
+    assert_eq!(t.makespan(), Ps(US + 70 * US));
+}
+
+#[test]
+fn sharp_on_the_outer_dim_changes_only_the_outer_all_reduce_phase() {
+    // A 2 × 4 grid at 100 GB/s, zero latency, S = 4 MB: reduce-scatter on the inner dim moves
+    // 1/2·4 MB = 2 MB (20 us), the outer all-reduce on the 2 MB shard moves 2·3/4·2 MB = 3 MB
+    // on a ring (30 us) but 2 MB in the network (20 us), the inner all-gather 2 MB (20 us).
+    let n = |sharp: bool| {
+        net(vec![
+            dim(2, Topology::FullyConnected, 100.0, 0.0),
+            with_fabric(dim(4, Topology::Ring, 100.0, 0.0), |f| f.sharp = sharp),
+        ])
+    };
+    let members: Vec<u32> = (0..8).collect();
+    let ring = collective_run(&n(false), &members, CollectiveKind::AllReduce, 4_000_000);
+    let sharp = collective_run(&n(true), &members, CollectiveKind::AllReduce, 4_000_000);
+    assert_eq!(ring.makespan(), Ps((20 + 30 + 20) * US));
+    assert_eq!(sharp.makespan(), Ps((20 + 20 + 20) * US));
+}
+
+#[test]
+fn fat_tree_oversubscription_slows_only_traffic_between_leaves() {
+    // 8 nodes on a switch at 100 GB/s, leaves of 4 nodes with 50% of the bandwidth between
+    // leaves (2:1). 1 MB from node 0 to 3 (same leaf): 10 us; from node 0 to 4 (other leaf):
+    // 20 us.
+    let n = net(vec![with_fabric(
+        dim(8, Topology::Switch, 100.0, 0.0),
+        |f| f.fat_tree = Some((4, 0.5)),
+    )]);
+    let mut b = TraceBuilder::new(8);
+    push(&mut b, 0, send(3, 1_000_000, 0), 1);
+    push(&mut b, 3, recv(0, 1_000_000, 0), 1);
+    push(&mut b, 1, send(4, 1_000_000, 0), 1);
+    push(&mut b, 4, recv(1, 1_000_000, 0), 1);
+    let t = run(b, &n);
+    assert_eq!(end(&t, 3, 0), 10 * US);
+    assert_eq!(end(&t, 4, 0), 20 * US);
+    // A ring all-gather of 8 MB within one leaf (4 ranks): 3/4·8 MB = 6 MB, 60 us; over all 8
+    // (two leaves): 7/8·8 MB = 7 MB at half rate, 140 us.
+    let t = collective_run(&n, &[0, 1, 2, 3], CollectiveKind::AllGather, 8_000_000);
+    assert_eq!(t.makespan(), Ps(60 * US));
+    let all: Vec<u32> = (0..8).collect();
+    let t = collective_run(&n, &all, CollectiveKind::AllGather, 8_000_000);
+    assert_eq!(t.makespan(), Ps(140 * US));
+}
+
+#[test]
+fn rail_optimized_pairs_of_another_local_index_cross_nvlink_first() {
+    // 2 nodes of 4 GPUs: NVLink 400 GB/s 1 us, rails at 50 GB/s 5 us. 1 MB from GPU 0 to GPU 4
+    // (same local index 0): one rail switch, 5 us + 20 us. From GPU 1 to GPU 6 (local 1 → 2):
+    // over NVLink to local 2 first (1 us + 2.5 us), then rail 2 (5 us + 20 us).
+    let n = |rail: bool| {
+        net(vec![
+            dim(4, Topology::FullyConnected, 400.0, 1.0),
+            with_fabric(dim(2, Topology::Switch, 50.0, 5.0), |f| f.rail = rail),
+        ])
+    };
+    let trace = || {
+        let mut b = TraceBuilder::new(8);
+        push(&mut b, 0, send(4, 1_000_000, 0), 1);
+        push(&mut b, 4, recv(0, 1_000_000, 0), 1);
+        push(&mut b, 1, send(6, 1_000_000, 0), 1);
+        push(&mut b, 6, recv(1, 1_000_000, 0), 1);
+        b
+    };
+    let t = run(trace(), &n(true));
+    assert_eq!(end(&t, 4, 0), 25 * US);
+    assert_eq!(end(&t, 6, 0), 3_500_000 + 25 * US);
+    // Without rails (one ideal switch) both pairs take one hop.
+    let t = run(trace(), &n(false));
+    assert_eq!(end(&t, 6, 0), 25 * US);
+}

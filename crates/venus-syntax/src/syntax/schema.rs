@@ -114,9 +114,11 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// The warning codes an `allow` item may name (kept equal to the code registry's warnings by
 /// a test).
 pub const WARNINGS: &[&str] = &[
-    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0009",
+    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0008", "W0009",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
+/// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
+pub const LINKS: &[&str] = &["nvswitch", "infiniband"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
@@ -429,6 +431,65 @@ key_table! {
         )
         .repeatable()
         .default(KeyDefault::Derived, "what NCCL would pick"),
+        Gpus = key(
+            "gpus",
+            &[Count],
+            "the job's GPUs in all: spread evenly over NVLink domains (the dim inside the outermost); sets the outermost dim to the number of domains",
+        )
+        .default(KeyDefault::Unset, "the product of the dims")
+        .unit("GPUs")
+        .example("512"),
+        PerDomain = key(
+            "per_domain",
+            &[Count],
+            "GPUs the job uses of each NVLink domain (sets the size of the dim inside the outermost); a multiple of `tray`",
+        )
+        .default(
+            KeyDefault::Derived,
+            "with `gpus`: the largest multiple of `tray` that divides it and fits a domain",
+        )
+        .unit("GPUs")
+        .example("64"),
+        Tray = key(
+            "tray",
+            &[Count],
+            "GPUs of the smallest share of an NVLink domain a job can be given (a GB200 NVL72 compute tray holds 4)",
+        )
+        .default(KeyDefault::Derived, "the whole domain")
+        .unit("GPUs")
+        .example("4"),
+        Link = key(
+            "link",
+            &[NewName, Enum(LINKS)],
+            "link technology of one dim: DIM nvswitch|infiniband; gives its efficiency when the `dim` states none (80% NVLink through NVSwitch, 90% InfiniBand: NCCL's measured bus bandwidth)",
+        )
+        .repeatable()
+        .default(KeyDefault::Unset, "an unstated efficiency is 100%")
+        .example("ib infiniband"),
+        Rail = key(
+            "rail",
+            &[NewName],
+            "rail-optimized scale-out on one dim: each NIC on the switch of its GPU's local index; other pairs cross the dims inside first",
+        )
+        .repeatable()
+        .default(KeyDefault::Unset, "one ideal switch")
+        .example("ib"),
+        FatTree = key(
+            "fat_tree",
+            &[NewName, Count, Ratio],
+            "one dim's switches as a fat tree: DIM LEAF SHARE, leaves of LEAF coordinates, SHARE of the bandwidth between leaves (50% = 2:1 oversubscribed)",
+        )
+        .repeatable()
+        .default(KeyDefault::Unset, "one ideal switch")
+        .example("ib 16 50%"),
+        Sharp = key(
+            "sharp",
+            &[NewName],
+            "in-network reduction on one dim (NVLink SHARP on NVSwitch 3+, SHARP on InfiniBand): an all-reduce sends and receives each byte once",
+        )
+        .repeatable()
+        .default(KeyDefault::Unset, "off")
+        .example("nvlink"),
         AllowCluster = allow_key(),
     }
     PLAN => {

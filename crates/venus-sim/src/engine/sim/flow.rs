@@ -8,9 +8,8 @@
 
 use super::{Ev, Op, OpWhat, Sim, PS_PER_S};
 use crate::engine::id::{Id, LinkId, OpId, SimRankId};
-use crate::engine::network::{ByteVolume, Phase};
+use crate::engine::network::ByteVolume;
 use crate::trace::{CollectiveKind, NodeKind};
-use venus_base::base::Ps;
 
 impl Sim<'_> {
     pub(super) fn start_op(&mut self, what: OpWhat) {
@@ -40,19 +39,14 @@ impl Sim<'_> {
                 send,
                 recv,
             } => {
-                if let Some(dim) = self.net.dim_between(src.0, dst.0) {
-                    let bytes = match send.or(recv).map(|g| self.kind(g)) {
-                        Some(NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. }) => {
-                            bytes.0 as f64
-                        }
-                        _ => 0.0,
-                    };
-                    phases.push(Phase {
-                        dim,
-                        latency: Ps(self.net.latency_ps(dim)),
-                        volume: ByteVolume(bytes),
-                    });
-                }
+                let bytes = match send.or(recv).map(|g| self.kind(g)) {
+                    Some(NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. }) => {
+                        bytes.0 as f64
+                    }
+                    _ => 0.0,
+                };
+                self.net
+                    .p2p_phases(src.0, dst.0, ByteVolume(bytes), &mut phases);
             }
             OpWhat::Coll { inst } => {
                 let i = &self.insts[inst];
