@@ -3,8 +3,8 @@
 # VS Code TextMate grammar, the Vim syntax and their agreement with the key table.
 #
 # Needs: cargo (for tree-sitter-cli, built from crates.io: prebuilt binaries cannot be fetched),
-# a C compiler (tree-sitter compiles the generated parser), node + npm. Installs vim from Debian
-# when it is missing. Idempotent: an installed tree-sitter-cli of the pinned version is kept.
+# a C compiler (tree-sitter compiles the generated parser), node + npm. Installs vim and neovim
+# from Debian when they are missing. Idempotent: an installed tree-sitter-cli of the pinned version is kept.
 #
 # Timings on the 2-core machine: installing tree-sitter-cli 0.27.1 takes about 8.5 minutes of
 # wall time under load (4.2 CPU-minutes; skipped when present), everything after it under 30 s.
@@ -102,5 +102,22 @@ fi
 
 section "editors: consistency with the key table (node --test)"
 node --test editors/test/
+
+section "neovim: a real LSP client of venusc lsp (headless, the README's recipe)"
+if ! command -v nvim >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends neovim >/dev/null
+fi
+nvim --version | head -1
+cargo build --locked --release --bin venusc
+VENUSC_STDLIB_DIR="$tmp/stdlib" timeout 120 nvim --headless -u NONE \
+  -c "luafile editors/test/nvim/lsp_test.lua" \
+  "$root/target/release/venusc" "$root/editors/test/nvim/broken_plan.venus" "$tmp/nvim.out" || true
+cat "$tmp/nvim.out" 2>/dev/null || echo "neovim wrote no result"
+if [ "$(cat "$tmp/nvim.out" 2>/dev/null)" != "ok" ]; then
+  echo "error: the neovim LSP test failed" >&2
+  exit 1
+fi
 
 section "editors: all passed"

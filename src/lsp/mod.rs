@@ -11,11 +11,13 @@
 //! [`crate::ide`] as plain data; this module keeps document state, URIs and the protocol loop,
 //! and converts between lsp-types and those answers.
 //!
-//! The stdlib is served as read-only documents with URIs `venus-stdlib:///gpus.venus`
-//! (go-to-definition returns them). A client fetches their text with the custom request
-//! `venus/stdlib`, params `{ "uri": "venus-stdlib:///gpus.venus" }`, result
-//! `{ "uri": ..., "text": ... }`; it may then `didOpen` that URI to get hover and navigation
-//! inside it.
+//! The stdlib is written at start-up as read-only files into a cache directory
+//! (`$XDG_CACHE_HOME/venusc/stdlib-HASH`, see [`write_stdlib_dir`]), and go-to-definition into
+//! the stdlib answers with their `file://` URIs, which every client opens. Where nothing can
+//! be written, it answers with `venus-stdlib:///gpus.venus` URIs instead, whose text the
+//! custom request `venus/stdlib` returns (params `{ "uri": "venus-stdlib:///gpus.venus" }`,
+//! result `{ "uri": ..., "text": ... }`). Either document may be `didOpen`ed for hover and
+//! navigation inside it; edits to it are ignored.
 //!
 //! Invariants: this loop is the edge: it may read `use`d files from disk, the queries below
 //! it never do. A bad request gets an error response, never a panic (handlers run under
@@ -132,6 +134,57 @@ fn capabilities() -> lsp::ServerCapabilities {
 
 /// The message loop on an established connection: initialize, then requests and
 /// notifications until `shutdown` + `exit` (or the client disconnects).
+/// Writes the stdlib into a cache directory, once per stdlib text (the directory name holds a
+/// hash of it), so go-to-definition can answer with `file://` URIs that any client opens:
+/// `$VENUSC_STDLIB_DIR` if set, else `$XDG_CACHE_HOME/venusc/stdlib-HASH`, else
+/// `$HOME/.cache/venusc/stdlib-HASH`. The files are made read-only. `None` (the
+/// `venus-stdlib:` URIs then) when nothing can be written.
+fn write_stdlib_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let dir = match std::env::var_os("VENUSC_STDLIB_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+            cache
+                .join("venusc")
+                .join(format!("stdlib-{:016x}", stdlib_hash()))
+        }
+    };
+    std::fs::create_dir_all(&dir).ok()?;
+    for (name, text) in server::stdlib_files() {
+        let path = dir.join(name);
+        if std::fs::read(&path).is_ok_and(|b| b == text.as_bytes()) {
+            continue;
+        }
+        crate::files::write_atomic(&path, text.as_bytes()).ok()?;
+        mark_read_only(&path);
+    }
+    Some(dir)
+}
+
+/// FNV-1a over the stdlib's names and texts: a new stdlib gets a new directory.
+fn stdlib_hash() -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, text) in server::stdlib_files() {
+        for b in name.bytes().chain([0]).chain(text.bytes()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Editors then show the stdlib as read-only; failure to do so is harmless.
+fn mark_read_only(path: &std::path::Path) {
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mut perms = meta.permissions();
+        perms.set_readonly(true);
+        let _ = std::fs::set_permissions(path, perms);
+    }
+}
+
 pub fn run(connection: &Connection) -> Result<(), String> {
     let (id, init) = connection.initialize_start().map_err(|e| e.to_string())?;
     let result = serde_json::json!({
@@ -143,6 +196,7 @@ pub fn run(connection: &Connection) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let mut server = Server::new();
     server.set_root(client_root(&init));
+    server.set_stdlib_dir(write_stdlib_dir());
     for message in &connection.receiver {
         match message {
             Message::Request(req) => {

@@ -47,6 +47,10 @@ pub struct Server {
     /// The workspace folder every `use` must stay inside (E0109); `None`: each document's
     /// own directory.
     root: Option<PathBuf>,
+    /// A directory holding the stdlib as real files (written by the loop at start-up), so
+    /// go-to-definition into the stdlib gives `file://` URIs every client can open; `None`:
+    /// `venus-stdlib:` URIs served by the `venus/stdlib` request.
+    stdlib_dir: Option<PathBuf>,
 }
 
 impl Default for Server {
@@ -69,7 +73,25 @@ impl Server {
             published: HashMap::new(),
             closed: Vec::new(),
             root: None,
+            stdlib_dir: None,
         }
+    }
+
+    /// Serves the stdlib from `dir`, which holds each stdlib file under its own name (see
+    /// [`stdlib_files`]).
+    pub fn set_stdlib_dir(&mut self, dir: Option<PathBuf>) {
+        self.stdlib_dir = dir;
+    }
+
+    /// The stdlib file a URI names: `venus-stdlib:///NAME`, or `file://` of `NAME` in the
+    /// stdlib directory.
+    fn stdlib_file_of(&self, uri: &str) -> Option<FileId> {
+        stdlib_file(uri).or_else(|| {
+            let dir = self.stdlib_dir.as_ref()?;
+            let path = uri_to_path(uri);
+            let name = path.strip_prefix(dir).ok()?.to_str()?.to_string();
+            stdlib_file(&format!("{STDLIB_SCHEME}:///{name}"))
+        })
     }
 
     /// Sets the project root (the client's workspace folder or `rootUri`).
@@ -85,7 +107,7 @@ impl Server {
 
     /// Opens (or replaces) a document with the editor's text.
     pub fn open_document(&mut self, uri: &str, version: i32, text: &str) {
-        if let Some(file) = stdlib_file(uri) {
+        if let Some(file) = self.stdlib_file_of(uri) {
             self.docs
                 .insert(uri.to_string(), Document { file, version });
             return;
@@ -161,7 +183,7 @@ impl Server {
 
     /// A file changed on disk (from `workspace/didChangeWatchedFiles`): reloaded unless open.
     pub fn file_changed_on_disk(&mut self, uri: &str) {
-        if self.docs.contains_key(uri) || stdlib_file(uri).is_some() {
+        if self.docs.contains_key(uri) || self.stdlib_file_of(uri).is_some() {
             return;
         }
         let path = uri_to_path(uri);
@@ -209,9 +231,10 @@ impl Server {
             return uri.clone();
         }
         let name = self.session.db().file_name(file);
-        match name.strip_prefix("<stdlib>/") {
-            Some(rest) => format!("{STDLIB_SCHEME}:///{rest}"),
-            None => path_to_uri(Path::new(&name)),
+        match (name.strip_prefix("<stdlib>/"), &self.stdlib_dir) {
+            (Some(rest), Some(dir)) => path_to_uri(&dir.join(rest)),
+            (Some(rest), None) => format!("{STDLIB_SCHEME}:///{rest}"),
+            (None, _) => path_to_uri(Path::new(&name)),
         }
     }
 
@@ -459,6 +482,13 @@ fn completion_item(c: ide::Completion) -> lsp::CompletionItem {
         documentation: c.doc.map(lsp::Documentation::String),
         ..Default::default()
     }
+}
+
+/// The stdlib files as (file name, text), for the loop to write into its stdlib directory.
+pub fn stdlib_files() -> impl Iterator<Item = (&'static str, &'static str)> {
+    STDLIB
+        .iter()
+        .filter_map(|(path, text)| Some((path.strip_prefix("<stdlib>/")?, *text)))
 }
 
 /// The stdlib file a `venus-stdlib:///NAME` URI names.

@@ -17,10 +17,20 @@ struct Client {
     next_id: i64,
 }
 
+/// Where the servers of these tests write the stdlib (one directory per test process).
+fn stdlib_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("venusc-lsp-stdlib-{}", std::process::id()))
+}
+
 impl Client {
     fn start() -> Client {
+        Client::start_with_stdlib_dir(&stdlib_dir())
+    }
+
+    fn start_with_stdlib_dir(dir: &std::path::Path) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_venusc"))
             .arg("lsp")
+            .env("VENUSC_STDLIB_DIR", dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -209,9 +219,15 @@ fn lsp_session_diagnostics_completion_definition_hover_change_and_exit() {
         "textDocument/definition",
         json!({"textDocument": {"uri": uri2}, "position": position(text2, "h100_sxm", 3)}),
     );
-    assert_eq!(r["result"]["uri"], "venus-stdlib:///gpus.venus", "{r}");
-    let stdlib = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
-    let stdlib_text = stdlib["result"]["text"].as_str().unwrap();
+    // The stdlib is a real, read-only file: any client opens the `file://` URI.
+    let target = stdlib_dir().join("gpus.venus");
+    assert_eq!(
+        r["result"]["uri"].as_str().unwrap(),
+        format!("file://{}", target.display()),
+        "{r}"
+    );
+    let stdlib_text = std::fs::read_to_string(&target).unwrap();
+    assert!(std::fs::metadata(&target).unwrap().permissions().readonly());
     let line = r["result"]["range"]["start"]["line"].as_u64().unwrap() as usize;
     assert!(
         stdlib_text
@@ -453,4 +469,38 @@ fn lsp_answers_each_of_many_random_frames_and_keeps_serving() {
     assert!(r["result"]["text"].is_string(), "{r}");
     assert!(c.child.try_wait().unwrap().is_none(), "the server exited");
     shutdown(c);
+}
+
+#[test]
+fn lsp_serves_the_stdlib_by_request_where_no_directory_can_be_written() {
+    // A directory under a regular file cannot be created: the `venus-stdlib:` fallback.
+    let blocker = std::env::temp_dir().join(format!("venusc-lsp-blocker-{}", std::process::id()));
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let mut c = Client::start_with_stdlib_dir(&blocker.join("stdlib"));
+    c.request(
+        "initialize",
+        json!({"processId": null, "rootUri": null, "capabilities": {}}),
+    );
+    c.notify("initialized", json!({}));
+    let uri = "file:///nonexistent-venus-test/fallback.venus";
+    let text = "cluster c < gpu h100_sxm dim nvlink fc 8 450GB/s >\n";
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "venus", "version": 1, "text": text}}),
+    );
+    let r = c.request(
+        "textDocument/definition",
+        json!({"textDocument": {"uri": uri}, "position": position(text, "h100_sxm", 3)}),
+    );
+    assert_eq!(r["result"]["uri"], "venus-stdlib:///gpus.venus", "{r}");
+    let stdlib = c.request("venus/stdlib", json!({"uri": "venus-stdlib:///gpus.venus"}));
+    let line = r["result"]["range"]["start"]["line"].as_u64().unwrap() as usize;
+    let stdlib_text = stdlib["result"]["text"].as_str().unwrap();
+    assert!(stdlib_text
+        .lines()
+        .nth(line)
+        .unwrap()
+        .contains("gpu h100_sxm"));
+    shutdown(c);
+    let _ = std::fs::remove_file(&blocker);
 }
