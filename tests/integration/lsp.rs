@@ -504,3 +504,58 @@ fn lsp_serves_the_stdlib_by_request_where_no_directory_can_be_written() {
     shutdown(c);
     let _ = std::fs::remove_file(&blocker);
 }
+
+#[test]
+fn lsp_answers_each_request_from_the_text_of_the_edits_sent_before_it() {
+    // 1,000 edits, each followed at once by a definition request, all sent before any answer
+    // is read (the client does not wait, as an editor under typing load does not). Edit i
+    // points the cluster's `gpu` at `g{i % 5}`, alternately by a whole-text change and by an
+    // incremental one; each answer must name the line of that GPU, never an older text's.
+    const GPUS: usize = 5;
+    let text_for = |g: usize| {
+        let mut t = format!("cluster c < gpu g{g} dim x fc 8 1GB/s >\n");
+        for k in 0..GPUS {
+            t.push_str(&format!(
+                "gpu g{k} < peak 1TFLOP/s memory 1GiB mem_bw 1GB/s >\n"
+            ));
+        }
+        t
+    };
+    let uri = "file:///nonexistent-venus-test/interleaved.venus";
+    let mut c = initialized();
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "venus", "version": 1, "text": text_for(0)}}),
+    );
+    // `cluster c < gpu g` is 17 characters: the digit of the reference is at column 17.
+    let digit = json!({"line": 0, "character": 17});
+    let mut ids = Vec::new();
+    for i in 1..=1000usize {
+        let g = i % GPUS;
+        let change = if i % 2 == 0 {
+            json!({"text": text_for(g)})
+        } else {
+            json!({"range": {"start": digit, "end": {"line": 0, "character": 18}}, "text": g.to_string()})
+        };
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": i + 1}, "contentChanges": [change]}),
+        );
+        let id = c.next_id;
+        c.next_id += 1;
+        c.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/definition",
+            "params": {"textDocument": {"uri": uri}, "position": digit}}),
+        );
+        ids.push((id, g));
+    }
+    for (id, g) in ids {
+        let r = c.wait(|m| m["id"] == json!(id));
+        assert_eq!(
+            r["result"]["range"]["start"]["line"],
+            json!(1 + g),
+            "request {id} after the edit to g{g}: {r}"
+        );
+    }
+    shutdown(c);
+}
