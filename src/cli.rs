@@ -1204,10 +1204,18 @@ fn sweep_bar() -> Option<SweepBar> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
+    // `{per_sec}` prints `2,081.3475/s`; a whole number of plans per second reads better.
     let style = indicatif::ProgressStyle::with_template(
-        "{msg:>10} [{bar:40}] {pos}/{len} {per_sec} eta {eta}",
+        "{msg:>10} [{bar:40}] {pos}/{len} {rate} eta {eta}",
     )
-    .map(|s| s.progress_chars("=> "))
+    .map(|s| {
+        s.progress_chars("=> ").with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        )
+    })
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     let bar =
         indicatif::ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::stderr());
