@@ -455,7 +455,17 @@ fn schedule_ir(sc: &venusc::plan::Scenario) -> Result<venusc::schedule::Schedule
         .map_err(|e| usage_error(format!("cannot build the schedule of `{}`: {e}", sc.name)))
 }
 
+/// The widest `schedule` picture: wider than any terminal, and small enough that the
+/// picture's rows (pp × width cells) stay a few megabytes.
+const MAX_SCHEDULE_WIDTH: usize = 10_000;
+
 fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
+    if !(1..=MAX_SCHEDULE_WIDTH).contains(&args.width) {
+        return usage_error(format!(
+            "`--width {}` is out of range: the picture is 1 to {MAX_SCHEDULE_WIDTH} columns wide",
+            args.width
+        ));
+    }
     let sc = match load_scenario(&args.input, color) {
         Ok(loaded) => loaded.scenario,
         Err(code) => return code,
@@ -478,24 +488,25 @@ fn schedule(args: &ScheduleArgs, color: bool) -> ExitCode {
 }
 
 fn compile(args: &CompileArgs, color: bool) -> ExitCode {
-    let sc = match load_scenario(&args.input, color) {
-        Ok(loaded) => loaded.scenario,
+    let loaded = match load_scenario(&args.input, color) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let sc = &loaded.scenario;
     if args.emit.writes_files() {
         let Some(dir) = &args.out else {
             return usage_error(
                 "this `--emit` kind writes several files: give a directory with `-o DIR`",
             );
         };
-        return emit_files(&sc, args.emit, dir);
+        return emit_files(&loaded, args.emit, dir, color);
     }
     match args.emit {
-        Emit::Schedule => match schedule_ir(&sc) {
+        Emit::Schedule => match schedule_ir(sc) {
             Ok(ir) => print!("{}", venusc::schedule::emit_text(&ir)),
             Err(code) => return code,
         },
-        Emit::Groups => match venusc::plan::layout::Layout::for_scenario(&sc) {
+        Emit::Groups => match venusc::plan::layout::Layout::for_scenario(sc) {
             Ok(layout) => println!(
                 "{}",
                 serde_json::to_string_pretty(&venusc::report::groups_json(&layout))
@@ -527,8 +538,26 @@ impl venusc::emit::Sink for DirSink {
     }
 }
 
-fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
+fn emit_files(loaded: &Loaded, kind: Emit, dir: &Path, color: bool) -> ExitCode {
     use venusc::emit;
+    let sc = &loaded.scenario;
+    // The Perfetto export simulates first: a plan over the trace budget fails here, coded.
+    let sim = match kind {
+        Emit::Perfetto => {
+            let opts = venusc::simulate::SimOptions::default();
+            match venusc::simulate::simulate(sc, &opts) {
+                Ok(sim) => Some(sim),
+                Err(e) => {
+                    match e.diagnostic(sc, &loaded.provenance, &opts) {
+                        Some(d) => eprint!("{}", render::human(&[d], &loaded.files, color)),
+                        None => eprintln!("error: cannot emit `{}`: {e}", sc.name),
+                    }
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        _ => None,
+    };
     let mut sink = DirSink {
         root: dir.to_path_buf(),
         written: 0,
@@ -538,7 +567,10 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
         Emit::TemplateTrace => emit::write_template_trace(sc, &mut sink),
         Emit::Venussim => emit::write_venussim(sc, &mut sink),
         Emit::AstraSim => emit::write_astra_sim(sc, &mut sink),
-        Emit::Perfetto => write_perfetto_file(sc, &mut sink),
+        Emit::Perfetto => match &sim {
+            Some(sim) => write_perfetto_file(sc, sim, &mut sink),
+            None => unreachable!("simulated above"),
+        },
         Emit::Schedule | Emit::Groups => unreachable!("printed to stdout"),
     };
     match result {
@@ -550,7 +582,13 @@ fn emit_files(sc: &venusc::plan::Scenario, kind: Emit, dir: &Path) -> ExitCode {
             eprintln!("wrote {} {files} to `{}`", sink.written, dir.display());
             ExitCode::SUCCESS
         }
-        Err(e) => usage_error(format!("cannot emit `{}`: {e}", sc.name)),
+        Err(e) => match e.diagnostic(sc, &loaded.provenance) {
+            Some(d) => {
+                eprint!("{}", render::human(&[d], &loaded.files, color));
+                ExitCode::from(1)
+            }
+            None => usage_error(format!("cannot emit `{}`: {e}", sc.name)),
+        },
     }
 }
 
@@ -614,16 +652,29 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         all_ranks: args.all_ranks,
         iterations: args.iterations,
     };
+    // A failure the input caused is a coded diagnostic at the plan; the rest a plain message.
+    let rendered = |e: venusc::simulate::SimError, message: String| match e
+        .diagnostic(&sc, &at, &opts)
+    {
+        Some(d) => render::human(&[d], &files, color),
+        None => format!("error: {message}\n"),
+    };
     let result = match &args.trace {
-        Some(dir) => simulate_trace_dir(&sc, dir),
+        Some(dir) => simulate_trace_dir(&sc, dir).map_err(|f| match f {
+            TraceDirFailure::Sim(e, message) => rendered(e, message),
+            TraceDirFailure::Unreadable(message) => format!("error: {message}\n"),
+        }),
         None => venusc::simulate::simulate(&sc, &opts)
             .map(SimRun::from)
-            .map_err(|e| e.to_string()),
+            .map_err(|e| {
+                let message = e.to_string();
+                rendered(e, message)
+            }),
     };
     let sim = match result {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprint!("{e}");
             return ExitCode::from(1);
         }
     };
@@ -680,22 +731,41 @@ impl From<venusc::simulate::Simulation> for SimRun {
     }
 }
 
+/// Why `sim --trace DIR` did not run: the directory could not be listed, or the replay
+/// failed (the error, and its message with the directory's name).
+enum TraceDirFailure {
+    Unreadable(String),
+    Sim(venusc::simulate::SimError, String),
+}
+
 /// `sim --trace DIR`: reads the directory's file names (the files themselves are read by
 /// name as the replay needs them) and replays them on `sc`'s cluster.
-fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, String> {
+fn simulate_trace_dir(
+    sc: &venusc::plan::Scenario,
+    dir: &Path,
+) -> Result<SimRun, TraceDirFailure> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read directory `{}`: {e}", dir.display()))?
+        .map_err(|e| {
+            TraceDirFailure::Unreadable(format!("cannot read directory `{}`: {e}", dir.display()))
+        })?
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     let mut read = |name: &str| std::fs::read(dir.join(name));
-    let r = venusc::simulate::replay(sc, &names, &mut read).map_err(|e| match e {
-        venusc::simulate::SimError::Read(e) => format!("{}: {e}", dir.display()),
-        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Network(e)) => e.to_string(),
-        venusc::simulate::SimError::Lower(venusc::lower::LowerError::Layout(e)) => e.to_string(),
-        e => e.to_string(),
+    let r = venusc::simulate::replay(sc, &names, &mut read).map_err(|e| {
+        let message = match &e {
+            venusc::simulate::SimError::Read(e) => format!("{}: {e}", dir.display()),
+            venusc::simulate::SimError::Lower(venusc::lower::LowerError::Network(e)) => {
+                e.to_string()
+            }
+            venusc::simulate::SimError::Lower(venusc::lower::LowerError::Layout(e)) => {
+                e.to_string()
+            }
+            e => e.to_string(),
+        };
+        TraceDirFailure::Sim(e, message)
     })?;
     Ok(SimRun {
         report: r.report,
@@ -1013,11 +1083,10 @@ fn emit_best(
 /// `compile --emit perfetto`: simulates the scenario and writes `<name>.perfetto.json`.
 fn write_perfetto_file(
     sc: &venusc::plan::Scenario,
+    sim: &venusc::simulate::Simulation,
     sink: &mut DirSink,
 ) -> Result<Vec<String>, venusc::emit::EmitError> {
-    use venusc::emit::{EmitError, Sink};
-    let sim = venusc::simulate::simulate(sc, &Default::default())
-        .map_err(|e| EmitError::Unsupported(e.to_string()))?;
+    use venusc::emit::Sink;
     let name = format!(
         "{}.perfetto.json",
         venusc::emit::venussim::file_stem(&sc.name)

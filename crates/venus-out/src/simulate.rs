@@ -15,7 +15,9 @@ use crate::report::{Report, Window};
 use venus_base::base::Seconds;
 use venus_lower::lower::{self, LowerError, LowerOptions, Lowered};
 use venus_plan::plan::Scenario;
-use venus_sim::engine::{self, EngineError, Options, Timeline};
+use venus_diag::diag::{Code, Diagnostic};
+use venus_plan::plan::Provenance;
+use venus_sim::engine::{self, EngineError, Options, Timeline, OVERFLOW_DAYS};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimOptions {
@@ -51,6 +53,119 @@ impl fmt::Display for SimError {
 }
 
 impl std::error::Error for SimError {}
+
+impl SimError {
+    /// The coded diagnostic of a failure the input caused and the user can fix: a trace over
+    /// its budget (E0601) or a run past the engine's time range (E0602), labelled at the
+    /// scenario's plan. `None` for the others (the message alone says what went wrong).
+    pub fn diagnostic(
+        &self,
+        sc: &Scenario,
+        at: &Provenance,
+        opts: &SimOptions,
+    ) -> Option<Diagnostic> {
+        match self {
+            SimError::Lower(LowerError::OverBudget { nodes, budget }) => Some(
+                Diagnostic::new(
+                    Code::E0601,
+                    format!(
+                        "the trace of `{}` would hold about {nodes} nodes, over the simulation \
+                         budget of {budget}",
+                        sc.name
+                    ),
+                    at.plan,
+                    "this plan",
+                )
+                .with_help(node_budget_help(sc, opts, *nodes, *budget))
+                .with_note(format!(
+                    "nodes grow with iterations × microbatches × layers (with tp > 1) × \
+                     simulated ranks; {budget} nodes are about 6 GiB with the engine's state"
+                )),
+            ),
+            SimError::Lower(LowerError::TooManyRanks { ranks, budget }) => Some(
+                Diagnostic::new(
+                    Code::E0601,
+                    format!(
+                        "`--all-ranks` would simulate {ranks} ranks of `{}` one by one, over \
+                         the budget of {budget}",
+                        sc.name
+                    ),
+                    at.cluster,
+                    format!("{ranks} GPUs"),
+                )
+                .with_help(
+                    "drop `--all-ranks`: the symmetric run simulates one rank per stage and \
+                     gives the same report",
+                ),
+            ),
+            SimError::Engine(EngineError::TimeOverflow { op }) => {
+                let d = Diagnostic::new(
+                    Code::E0602,
+                    format!(
+                        "simulated time of `{}` exceeds {OVERFLOW_DAYS} days, the engine's range",
+                        sc.name
+                    ),
+                    at.plan,
+                    "this plan",
+                )
+                .with_help(time_overflow_help(sc));
+                Some(match op {
+                    Some(op) => d.with_note(format!("{op} would end past 2^64 ps")),
+                    None => d,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The one change that brings the trace under its budget: fewer iterations, fewer
+/// microbatches (a smaller `global_batch`), fewer layers, or the symmetric run.
+pub(crate) fn node_budget_help(sc: &Scenario, opts: &SimOptions, nodes: u64, budget: u64) -> String {
+    let factor = nodes.div_ceil(budget.max(1)).max(2);
+    let iterations = opts.iterations.map_or(sc.plan.iterations(), u64::from);
+    if iterations > 1 {
+        return format!(
+            "simulate fewer iterations: `iterations {}` or fewer fits (the report is of the \
+             last one, and each iteration repeats the same schedule)",
+            (iterations / factor).max(1)
+        );
+    }
+    if opts.all_ranks {
+        return "drop `--all-ranks`: the symmetric run gives the same report".to_string();
+    }
+    // Microbatches, in steps of micro_batch × dp (E0305), and not below pp (E0306).
+    let step = sc.micro_batch.saturating_mul(sc.dp).max(1);
+    let microbatches = (sc.microbatches / factor).max(sc.pp.max(1));
+    if microbatches < sc.microbatches {
+        return format!(
+            "lower `global_batch` from {} to {} or less: the trace grows with the microbatches",
+            sc.global_batch,
+            microbatches.saturating_mul(step)
+        );
+    }
+    let per_stage = sc.pp.saturating_mul(sc.vpp).max(1);
+    let layers = (sc.model.layers / factor / per_stage).max(1) * per_stage;
+    format!(
+        "lower `layers` from {} to {layers} or less: with tp > 1 every layer adds its own \
+         collectives",
+        sc.model.layers
+    )
+}
+
+/// Where a time past 213 days comes from: a compute or network rate near zero.
+fn time_overflow_help(sc: &Scenario) -> String {
+    match sc.plan.mfu {
+        Some(mfu) if mfu.0 < 1e-3 => format!(
+            "`mfu` is {:e}: write the measured MFU (such as `mfu 40%`), or remove `mfu` for \
+             the simulator's own compute model",
+            mfu.0
+        ),
+        _ => "check the GPU's `peak` and each `dim`'s bandwidth and latency: one of them \
+              makes a node last longer than 213 days"
+            .to_string(),
+    }
+}
 
 /// Simulates `sc` and reports its last iteration.
 pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError> {

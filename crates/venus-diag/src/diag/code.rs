@@ -58,6 +58,12 @@ codes! {
     E0311 Error "schedule and plan disagree";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
+    E0601 Error "the simulation is over its size budget";
+    E0602 Error "simulated time exceeds the engine's range (213 days)";
+    E0603 Error "`--timeline` output over its size budget";
+    E0604 Error "a `sweep --merge` shard claims what its sweep does not give";
+    E0605 Error "an imported value that the `.venus` file cannot hold";
+    E0606 Error "a trace directory that cannot be replayed";
     W0001 Warning "a tp, cp or ep group spans a slower, outer dim";
     W0002 Warning "bandwidth written in bits";
     W0003 Warning "pipeline bubble above 25% of the iteration";
