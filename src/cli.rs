@@ -688,6 +688,9 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
     }
     if let Some(path) = &args.timeline {
+        if let Err(code) = timeline_fits(&sim, ranks.as_deref(), args.all_ranks) {
+            return code;
+        }
         let file = match std::fs::File::create(path) {
             Ok(f) => f,
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
@@ -710,6 +713,70 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The largest `--timeline` written without `--timeline-ranks`: ui.perfetto.dev does not load
+/// JSON traces much over 1 GB.
+const MAX_TIMELINE_BYTES: u64 = 1 << 30;
+
+/// Checks `--timeline-ranks` against the simulated ranks (E0603 for a rank the run has no
+/// trace of) and the file's estimated size against [`MAX_TIMELINE_BYTES`] (E0603 without
+/// `--timeline-ranks`, a warning with it), before anything is written.
+fn timeline_fits(sim: &SimRun, ranks: Option<&[u32]>, all_ranks: bool) -> Result<(), ExitCode> {
+    use venusc::report::perfetto;
+    let simulated: Vec<u32> = sim.trace.ranks().iter().map(|r| r.rank()).collect();
+    if let Some(ranks) = ranks {
+        if let Some(&missing) = ranks.iter().find(|r| !simulated.contains(r)) {
+            let world = sim.layout.world();
+            let why = if missing >= world {
+                format!("the cluster has ranks 0 to {}", world.saturating_sub(1))
+            } else {
+                "the run simulates one rank per symmetry class".to_string()
+            };
+            let shown: Vec<String> = simulated.iter().take(8).map(u32::to_string).collect();
+            let more = if simulated.len() > 8 { ", ..." } else { "" };
+            let help = if missing < world && !all_ranks {
+                format!(
+                    "pick simulated ranks ({}{more}), or add `--all-ranks`",
+                    shown.join(", ")
+                )
+            } else {
+                format!("pick simulated ranks: {}{more}", shown.join(", "))
+            };
+            eprintln!(
+                "error[E0603]: `--timeline-ranks` names rank {missing}, which the run has no \
+                 trace of: {why}\n  = help: {help}"
+            );
+            return Err(ExitCode::from(2));
+        }
+    }
+    let (slices, bytes) = perfetto::estimate(&sim.trace, ranks);
+    if bytes <= MAX_TIMELINE_BYTES {
+        return Ok(());
+    }
+    let size = format!("about {} MB ({slices} slices)", bytes / 1_000_000);
+    if ranks.is_none() {
+        let per_rank = bytes / (simulated.len().max(1) as u64);
+        let fit = (MAX_TIMELINE_BYTES / per_rank.max(1)).max(1);
+        let pick: Vec<String> = simulated
+            .iter()
+            .take(fit.min(4) as usize)
+            .map(u32::to_string)
+            .collect();
+        eprintln!(
+            "error[E0603]: the timeline would be {size}, over the budget of {} MB: \
+             ui.perfetto.dev does not load JSON traces that large\n  = help: choose at most \
+             {fit} ranks with `--timeline-ranks`, such as `--timeline-ranks {}`",
+            MAX_TIMELINE_BYTES / 1_000_000,
+            pick.join(",")
+        );
+        return Err(ExitCode::from(2));
+    }
+    eprintln!(
+        "warning: the timeline will be {size}: ui.perfetto.dev does not load JSON traces over \
+         about 1 GB (trace_processor or Perfetto's command-line tools do)"
+    );
+    Ok(())
 }
 
 /// What `sim` reports on and exports, from either source of a trace.

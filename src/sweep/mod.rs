@@ -58,6 +58,16 @@ pub struct Sweep {
     /// Identifies the file and options, so shards of different sweeps do not merge.
     pub fingerprint: String,
     original: String,
+    /// What preparing the space cost.
+    pub work: PrepareWork,
+}
+
+/// The typing passes [`prepare`] ran and the bytes of text they typed: one pass per list
+/// element, each over the file without its lists, so the bytes grow linearly with a list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrepareWork {
+    pub passes: u64,
+    pub bytes: u64,
 }
 
 /// Why a sweep cannot start.
@@ -83,7 +93,8 @@ pub fn prepare(
     opts: &SweepOptions,
 ) -> Result<Sweep, PrepareError> {
     let original = session.db().file_text(root).to_string();
-    let result = prepare_space(session, path, root, &original, opts);
+    let mut work = PrepareWork::default();
+    let result = prepare_space(session, path, root, &original, opts, &mut work);
     session.db_mut().set_file(path, original.as_bytes());
     let (space, def) = result?;
     Ok(Sweep {
@@ -95,6 +106,7 @@ pub fn prepare(
         world: def.cluster.world_size(),
         fingerprint: fingerprint(&original, opts),
         original,
+        work,
     })
 }
 
@@ -104,6 +116,7 @@ fn prepare_space(
     root: FileId,
     text: &str,
     opts: &SweepOptions,
+    work: &mut PrepareWork,
 ) -> Result<(Space, ScenarioDef), PrepareError> {
     let parsed = crate::syntax::parse(text, root);
     let sites = space::Sites::find(&parsed.file, text);
@@ -117,12 +130,9 @@ fn prepare_space(
         // Which plan the scenario uses is known only once typed: rewrite every plan first.
         draft.auto_all();
     }
-    let def = typed(session, path, root, &draft, &|_| 0, scenario)?;
+    let (def, map) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
     if opts.auto.is_some()
-        && (def.plan.loc.file != root
-            || draft
-                .auto_at(draft.to_original(def.plan.loc.span))
-                .is_none())
+        && (def.plan.loc.file != root || draft.auto_at(map.to_original(def.plan.loc.span)).is_none())
     {
         return Err(PrepareError::Usage(format!(
             "`--auto` rewrites the plan of scenario `{}`, which must be written in `{}`",
@@ -130,8 +140,8 @@ fn prepare_space(
             path.display()
         )));
     }
-    draft.keep_used(&def, root);
-    let def = typed(session, path, root, &draft, &|_| 0, scenario)?;
+    draft.keep_used(&def, root, &map);
+    let (def, _) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
     let lists: Vec<(usize, usize)> = draft
         .axis_lists()
         .iter()
@@ -140,7 +150,7 @@ fn prepare_space(
     for (list, n) in lists {
         for k in 1..n {
             let choice = move |i: usize| if i == list { k } else { 0 };
-            typed(session, path, root, &draft, &choice, scenario)?;
+            typed(session, path, root, &draft, &choice, scenario, work)?;
         }
     }
     let auto = opts.auto.map(|a| space::auto_axes(&def, a));
@@ -150,7 +160,8 @@ fn prepare_space(
     Ok((space, def))
 }
 
-/// Types `text` as the root file: its scenario, or the front end's errors.
+/// Types the probe `choice` makes of the root file: its scenario (and the probe's span map),
+/// or the front end's errors, located in the file as written.
 fn typed(
     session: &mut Session,
     path: &Path,
@@ -158,8 +169,11 @@ fn typed(
     draft: &space::Draft,
     choice: &dyn Fn(usize) -> usize,
     scenario: Option<&str>,
-) -> Result<ScenarioDef, PrepareError> {
-    let text = draft.probe(choice);
+    work: &mut PrepareWork,
+) -> Result<(ScenarioDef, space::SpanMap), PrepareError> {
+    let space::Probe { text, map } = draft.probe(choice);
+    work.passes += 1;
+    work.bytes += text.len() as u64;
     session.db_mut().set_file(path, text.as_bytes());
     let program = session.db().program(root);
     let errors: Vec<Diagnostic> = program
@@ -170,7 +184,7 @@ fn typed(
             let mut d = d.clone();
             for label in std::iter::once(&mut d.primary).chain(d.secondary.iter_mut()) {
                 if label.loc.file == root {
-                    label.loc.span = draft.to_original(label.loc.span);
+                    label.loc.span = map.to_original(label.loc.span);
                 }
             }
             d
@@ -180,7 +194,7 @@ fn typed(
         return Err(PrepareError::Diagnostics(errors));
     }
     match program.select_scenario(scenario) {
-        Ok(def) => Ok(def.clone()),
+        Ok(def) => Ok((def.clone(), map)),
         Err(Some(d)) => Err(PrepareError::Diagnostics(vec![d])),
         Err(None) => Err(PrepareError::Usage(
             "the file has no scenario to sweep".into(),
