@@ -271,6 +271,12 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// A usage error with a code of its own (`venusc explain CODE` tells more).
+fn coded_usage_error(code: Code, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error[{code}]: {message}");
+    ExitCode::from(2)
+}
+
 fn explain(code: Option<&str>) -> ExitCode {
     let Some(text) = code else {
         let mut out = String::new();
@@ -678,6 +684,11 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if args.timeline.is_some() {
+        if let Err(code) = timeline_fits(&sim, ranks.as_deref(), args.all_ranks) {
+            return code;
+        }
+    }
     let report = if args.deterministic {
         sim.report.clone().deterministic()
     } else {
@@ -688,9 +699,6 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
     }
     if let Some(path) = &args.timeline {
-        if let Err(code) = timeline_fits(&sim, ranks.as_deref(), args.all_ranks) {
-            return code;
-        }
         let file = match std::fs::File::create(path) {
             Ok(f) => f,
             Err(e) => return usage_error(format!("cannot write `{}`: {e}", path.display())),
@@ -1037,10 +1045,16 @@ fn sweep(args: &SweepArgs, color: bool) -> ExitCode {
                 ));
             }
         }
-        match sweep::merge(parts) {
+        let merged = match sweep::merge(parts) {
             Ok(o) => o,
-            Err(e) => return usage_error(e),
+            Err(e) => return coded_usage_error(Code::E0604, e),
+        };
+        if let Some((session, sw)) = prepared.as_mut() {
+            if let Err(e) = sweep::verify_plans(session, sw, &merged) {
+                return coded_usage_error(Code::E0604, e);
+            }
         }
+        merged
     };
     let out = match args.format {
         SweepFormat::Text => output::text(&outcome, args.top),

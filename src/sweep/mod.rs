@@ -495,6 +495,136 @@ pub fn run(
     (outcome, timing)
 }
 
+/// Shards named in a "missing shards" error before the rest is counted.
+const MAX_NAMED: usize = 8;
+
+/// A name from a shard file, cut for an error message (the file is not trusted).
+fn short(text: &str) -> String {
+    let mut out: String = text.chars().take(64).flat_map(char::escape_debug).collect();
+    if text.chars().count() > 64 {
+        out.push('…');
+    }
+    out
+}
+
+/// Candidates of `0..total` that shard `index`/`count` owns: those ≡ `index` − 1 (mod `count`).
+fn owned_by(total: u64, index: u64, count: u64) -> u64 {
+    let first = index - 1;
+    if first >= total {
+        0
+    } else {
+        (total - first - 1) / count + 1
+    }
+}
+
+/// What one shard claims, checked against the shard's place in the sweep: the candidates it
+/// covers are exactly its share, every result is a candidate of its own, once over all shards,
+/// with finite non-negative figures, and its results and pruned counts add up.
+fn verify_shard(
+    part: &Outcome,
+    info: &ShardInfo,
+    owned: &mut std::collections::HashSet<u64>,
+) -> Result<(), String> {
+    let name = format!("shard {}/{}", info.index, info.count);
+    let share = owned_by(info.total_candidates, info.index, info.count);
+    if part.candidates != share {
+        return Err(format!(
+            "{name} claims {} candidates, but owns {share} of the sweep's {}",
+            part.candidates, info.total_candidates
+        ));
+    }
+    let accounted = (part.results.len() as u64).saturating_add(part.pruned_total());
+    if accounted != part.candidates {
+        return Err(format!(
+            "{name}: {} results and {} pruned do not add up to its {} candidates",
+            part.results.len(),
+            part.pruned_total(),
+            part.candidates
+        ));
+    }
+    for r in &part.results {
+        let c = r.candidate;
+        if c >= info.total_candidates {
+            return Err(format!(
+                "{name} has a result for candidate {c}, but the sweep has {} candidates",
+                info.total_candidates
+            ));
+        }
+        if c % info.count != info.index - 1 {
+            return Err(format!(
+                "{name} has a result for candidate {c}, which belongs to shard {}/{}",
+                c % info.count + 1,
+                info.count
+            ));
+        }
+        if !owned.insert(c) {
+            return Err(format!("{name} has candidate {c} twice"));
+        }
+        let figures = [r.iteration_time_ms, r.tflops_per_gpu];
+        if figures.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err(format!(
+                "{name}: candidate {c} has an iteration time of {} ms and {} TFLOP/s per GPU, \
+                 not finite non-negative figures",
+                r.iteration_time_ms, r.tflops_per_gpu
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Replaces what merged shards claim about each plan by what the sweep file says: every
+/// result's candidate is checked again (as `run` does) and its plan derived from the space.
+/// A result for a candidate the rules prune, or with another plan than its candidate's, is
+/// an error.
+pub fn verify_plans(session: &mut Session, sweep: &Sweep, outcome: &Outcome) -> Result<(), String> {
+    let mut failure = None;
+    for r in &outcome.results {
+        match check_candidate(session, sweep, r.candidate) {
+            Ok(sc) if PlanSummary::of(&sc) == r.plan => {}
+            Ok(sc) => {
+                failure = Some(format!(
+                    "the shards give candidate {} the plan {}, but it is {} in `{}`",
+                    r.candidate,
+                    summary_text(&r.plan),
+                    summary_text(&PlanSummary::of(&sc)),
+                    sweep.path.display()
+                ));
+            }
+            Err(code) => {
+                failure = Some(format!(
+                    "the shards rank candidate {}, which `{}` prunes ({code})",
+                    r.candidate,
+                    sweep.path.display()
+                ));
+            }
+        }
+        if failure.is_some() {
+            break;
+        }
+    }
+    session
+        .db_mut()
+        .set_file(&sweep.path, sweep.original.as_bytes());
+    failure.map_or(Ok(()), Err)
+}
+
+/// `tp 8 pp 4 ... recompute full` (cut), for messages.
+fn summary_text(p: &PlanSummary) -> String {
+    format!(
+        "`tp {} pp {} cp {} ep {} dp {} vpp {} micro_batch {} global_batch {} recompute {} sp {}`",
+        p.tp,
+        p.pp,
+        p.cp,
+        p.ep,
+        p.dp,
+        p.vpp,
+        p.micro_batch,
+        p.global_batch,
+        short(&p.recompute),
+        if p.sp { "on" } else { "off" }
+    )
+}
+
 /// The candidate through the front end and `plan::validate`: its scenario, or the lowest
 /// error code it has.
 pub fn check_candidate(
@@ -566,6 +696,8 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
             first.count
         ));
     }
+    // Candidates claimed by a result so far (each at most once over all shards).
+    let mut owned = std::collections::HashSet::new();
     let mut merged = Outcome {
         scenario: parts[0].scenario.clone(),
         world_size: parts[0].world_size,
@@ -574,8 +706,8 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
         results: Vec::new(),
         shard: None,
     };
-    for part in parts {
-        let Some(info) = part.shard else {
+    for mut part in parts {
+        let Some(info) = part.shard.take() else {
             return Err("an input is the outcome of a whole sweep, not of a shard".into());
         };
         if info.fingerprint != first.fingerprint
@@ -606,6 +738,20 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
                 ))
             }
         }
+        if part.scenario != merged.scenario || part.world_size != merged.world_size {
+            return Err(format!(
+                "shard {}/{} sweeps scenario `{}` on {} GPUs, shard {}/{} `{}` on {}",
+                info.index,
+                info.count,
+                short(&part.scenario),
+                part.world_size,
+                first.index,
+                first.count,
+                short(&merged.scenario),
+                merged.world_size
+            ));
+        }
+        verify_shard(&part, &info, &mut owned)?;
         merged.candidates = merged.candidates.saturating_add(part.candidates);
         for (code, n) in part.pruned {
             let e = merged.pruned.entry(code).or_default();
@@ -613,14 +759,24 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
         }
         merged.results.extend(part.results);
     }
-    let missing: Vec<String> = seen
+    let missing: Vec<usize> = seen
         .iter()
         .enumerate()
         .filter(|(_, s)| !**s)
-        .map(|(i, _)| format!("{}/{}", i + 1, first.count))
+        .map(|(i, _)| i + 1)
         .collect();
     if !missing.is_empty() {
-        return Err(format!("missing shards: {}", missing.join(", ")));
+        // A few names and a count: a claim of 2^20 shards must not make a 16 MB line.
+        let named: Vec<String> = missing
+            .iter()
+            .take(MAX_NAMED)
+            .map(|i| format!("{i}/{}", first.count))
+            .collect();
+        let rest = match missing.len().saturating_sub(MAX_NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        return Err(format!("missing shards: {}{rest}", named.join(", ")));
     }
     if merged.candidates != first.total_candidates {
         return Err(format!(
