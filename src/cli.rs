@@ -604,7 +604,11 @@ fn import(args: &ImportArgs) -> ExitCode {
     let imported = match venusc::emit::import_venussim(&config, &mut read) {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("error: {e}");
+            if e.kind == venusc::emit::ImportErrorKind::Unrepresentable {
+                eprintln!("error[{}]: {e}", Code::E0605);
+            } else {
+                eprintln!("error: {e}");
+            }
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
             return ExitCode::from(if e.kind == venusc::emit::ImportErrorKind::Unreadable {
                 2

@@ -32,12 +32,14 @@ fn import_demo() -> emit::Imported {
     emit::import_venussim("llm-sim-config.json", &mut demo_reader).expect("demo imports")
 }
 
+/// The demo's `train-iters`: `import` keeps it as a comment, not as `iterations`, and the
+/// golden VenusSim files are of the whole 5-iteration run.
+const DEMO_TRAIN_ITERS: u64 = 5;
+
 fn demo_scenario(iterations: Option<u64>) -> Scenario {
     let mut sc = scenario_of("demo.venus", &import_demo().venus);
-    if let Some(n) = iterations {
-        // Only the emitted traces read `iterations`; nothing validation derives depends on it.
-        sc.plan.iterations = Some(n);
-    }
+    // Only the emitted traces read `iterations`; nothing validation derives depends on it.
+    sc.plan.iterations = Some(iterations.unwrap_or(DEMO_TRAIN_ITERS));
     sc
 }
 
