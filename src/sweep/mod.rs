@@ -62,12 +62,15 @@ pub struct Sweep {
     pub work: PrepareWork,
 }
 
-/// The typing passes [`prepare`] ran and the bytes of text they typed: one pass per list
-/// element, each over the file without its lists, so the bytes grow linearly with a list.
+/// The typing passes [`prepare`] ran and the bytes of text they typed: two over the file with
+/// every list at its first element, then one per further list element that cannot be typed on
+/// its own, each over the file without its lists, so the work grows linearly with a list.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PrepareWork {
     pub passes: u64,
     pub bytes: u64,
+    /// List elements typed on their own, without a pass over the file.
+    pub alone: u64,
 }
 
 /// Why a sweep cannot start.
@@ -142,13 +145,18 @@ fn prepare_space(
     }
     draft.keep_used(&def, root, &map);
     let (def, _) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
-    let lists: Vec<(usize, usize)> = draft
+    let lists: Vec<(usize, space::ListSite)> = draft
         .axis_lists()
-        .iter()
-        .map(|(i, l)| (*i, l.elements.len()))
+        .into_iter()
+        .map(|(i, l)| (i, l.clone()))
         .collect();
-    for (list, n) in lists {
-        for k in 1..n {
+    for (list, site) in &lists {
+        for k in 1..site.elements.len() {
+            if types_alone(site, k, root) {
+                work.alone += 1;
+                continue;
+            }
+            let list = *list;
             let choice = move |i: usize| if i == list { k } else { 0 };
             typed(session, path, root, &draft, &choice, scenario, work)?;
         }
@@ -158,6 +166,41 @@ fn prepare_space(
         .finish(auto, &space::auto_fixed_items(&def))
         .map_err(PrepareError::Usage)?;
     Ok((space, def))
+}
+
+/// Whether element `k` of `site` types as its key's argument on its own, which for a number
+/// or quantity is all the type checker does with it (`ty::check` types a plan item's value
+/// arguments one by one with `value::typed`, after an arity check the list's element passes
+/// as the list did): the file with that element then types exactly as with the first, which
+/// passed. Names (which the parser may read as items of their own), flags and references go
+/// through a whole typing pass, as does an element that fails, for the file's diagnostics.
+fn types_alone(site: &space::ListSite, k: usize, root: FileId) -> bool {
+    use crate::syntax::ast::{DefKind, ValueKind};
+    use crate::syntax::schema::{self, ArgType, BlockKind};
+    let Some(sig) = schema::lookup(BlockKind::Def(DefKind::Plan), &site.key) else {
+        return false;
+    };
+    let Some(&ty) = sig.args.get(site.arg) else {
+        return false;
+    };
+    if sig.is_flag() || matches!(ty, ArgType::Ref(_) | ArgType::Nested(_)) {
+        return false;
+    }
+    let (Some(value), Some((text, _))) = (site.values.get(k), site.elements.get(k)) else {
+        return false;
+    };
+    if !matches!(
+        value.kind,
+        ValueKind::Number(_) | ValueKind::Quantity { .. }
+    ) {
+        return false;
+    }
+    let cx = crate::ty::value::ValueCtx {
+        loc: crate::diag::Loc::new(root, value.span),
+        text,
+        key: sig.key,
+    };
+    crate::ty::value::typed(ty, value, &cx).is_ok()
 }
 
 /// Types the probe `choice` makes of the root file: its scenario (and the probe's span map),

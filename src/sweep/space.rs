@@ -108,8 +108,12 @@ pub enum Layout {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListSite {
     pub key: String,
+    /// The list's position among the item's arguments.
+    pub arg: usize,
     pub list: Span,
     pub elements: Vec<(String, Span)>,
+    /// The elements as parsed (what the type checker types in the list's place).
+    pub values: Vec<Value>,
     /// The span of the item holding the list.
     pub item: Span,
 }
@@ -164,15 +168,17 @@ impl Sites {
         let mut items = Vec::new();
         for item in &block.items {
             items.push((item.key.text.clone(), item.span));
-            for arg in &item.args {
+            for (position, arg) in item.args.iter().enumerate() {
                 match &arg.kind {
                     ValueKind::List(elements) => self.lists.push(ListSite {
                         key: item.key.text.clone(),
+                        arg: position,
                         list: arg.span,
                         elements: elements
                             .iter()
                             .map(|e| (text.get(e.span.range()).unwrap_or("").to_string(), e.span))
                             .collect(),
+                        values: elements.clone(),
                         item: item.span,
                     }),
                     _ => self.misplaced_in(std::slice::from_ref(arg)),

@@ -504,3 +504,84 @@ fn engine_runs_emitted_demo_templates_to_completion() {
         "iteration {per_iteration} s"
     );
 }
+
+/// The demo's files with `edit(path, text)` applied to each as it is read.
+fn edited_import(
+    edit: impl Fn(&str, String) -> String,
+) -> Result<emit::Imported, emit::ImportError> {
+    let mut read = |p: &str| {
+        let bytes = demo_reader(p)?;
+        Ok(edit(p, String::from_utf8(bytes).unwrap()).into_bytes())
+    };
+    emit::import_venussim("llm-sim-config.json", &mut read)
+}
+
+#[test]
+fn import_keeps_train_iters_as_a_comment_not_as_iterations() {
+    // A real config's `train-iters: 500000` used to become `iterations 500000`, which checks
+    // clean and then exhausts memory in `sim` (reliability report H1).
+    let imp = edited_import(|p, t| {
+        if p == "llm-sim-config.json" {
+            t.replace("\"train-iters\": 5", "\"train-iters\": 500000")
+        } else {
+            t
+        }
+    })
+    .unwrap();
+    assert!(!imp.venus.contains("iterations 500000"), "{}", imp.venus);
+    assert!(
+        imp.venus.contains("# VenusSim's train-iters 500000 is the run's length"),
+        "{}",
+        imp.venus
+    );
+    assert_eq!(scenario_of("it.venus", &imp.venus).plan.iterations(), 1);
+}
+
+#[test]
+fn import_writes_values_that_read_back_exactly() {
+    // Three decimals turned 1e-7 ns into 0ns and mfu 1e-300 into `mfu 0%` (report L6).
+    let imp = edited_import(|p, t| match p {
+        p if p.ends_with("network.yml") => t
+            .replace("[ 450.0, 50.0 ]", "[ 450.123456789, 50.0 ]")
+            .replace("[ 1000.0, 6000.0 ]", "[ 0.0000001, 6000.0 ]"),
+        p if p.ends_with("system.json") => t.replace("\"mfu\": 1,", "\"mfu\": 1e-300,"),
+        _ => t,
+    })
+    .unwrap();
+    assert!(!imp.venus.contains("mfu 0%"), "{}", imp.venus);
+    let sc = scenario_of("exact.venus", &imp.venus);
+    assert_eq!(sc.plan.mfu.map(|m| m.0), Some(1e-300));
+    let dims = &sc.cluster.dims;
+    assert_eq!(dims[0].bandwidth.0, 450.123456789e9);
+    assert_eq!(dims[0].latency.0, 1e-7 * 1e-9);
+}
+
+#[test]
+fn import_refuses_a_rate_no_venus_file_holds_and_a_repeated_network_key() {
+    let huge = edited_import(|p, t| {
+        if p.ends_with("system.json") {
+            t.replace("\"peak-perf\": 1000,", "\"peak-perf\": 1e300,")
+        } else {
+            t
+        }
+    })
+    .unwrap_err();
+    assert_eq!(huge.kind, emit::ImportErrorKind::Unrepresentable, "{huge}");
+    assert!(huge.message.contains("`peak-perf` 1e300"), "{huge}");
+    let twice = edited_import(|p, t| {
+        if p.ends_with("network.yml") {
+            format!("{t}\ntopology: [ Ring, Ring ]\n")
+        } else {
+            t
+        }
+    })
+    .unwrap_err();
+    assert_eq!(twice.kind, emit::ImportErrorKind::Unrepresentable);
+    assert!(
+        twice
+            .message
+            .contains("`topology` is written again (first on line 4): keep one"),
+        "{}",
+        twice.message
+    );
+}
