@@ -499,7 +499,7 @@ pub fn run(
     let checked = Instant::now();
     progress.start("simulating", valid.len() as u64);
     let done = AtomicU64::new(0);
-    let simulated: Vec<Option<Ranked>> = valid
+    let simulated: Vec<Result<Ranked, Option<Code>>> = valid
         .par_iter()
         .map(|(c, sc)| {
             let r = simulate_candidate(*c, sc);
@@ -512,8 +512,13 @@ pub fn run(
     let mut results = Vec::with_capacity(simulated.len());
     for r in simulated {
         match r {
-            Some(r) => results.push(r),
-            None => *pruned.entry(SIMULATION_FAILED.to_string()).or_default() += 1,
+            Ok(r) => results.push(r),
+            // Over the trace budget (E0601) or past the engine's time range (E0602) counts
+            // under its code; any other engine failure as a failed simulation.
+            Err(code) => {
+                let key = code.map_or(SIMULATION_FAILED, Code::as_str);
+                *pruned.entry(key.to_string()).or_default() += 1
+            }
         }
     }
     let timing = Timing {
@@ -701,12 +706,12 @@ fn lowest_error(diagnostics: &[Diagnostic]) -> Option<Code> {
 }
 
 /// Simulates a valid candidate as `venusc sim` does (same options, so `--emit-best`
-/// reproduces the figure).
-fn simulate_candidate(candidate: u64, sc: &Scenario) -> Option<Ranked> {
-    let sim = simulate(sc, &SimOptions::default()).ok()?;
+/// reproduces the figure); a failure's code, when it has one.
+fn simulate_candidate(candidate: u64, sc: &Scenario) -> Result<Ranked, Option<Code>> {
+    let sim = simulate(sc, &SimOptions::default()).map_err(|e| e.code())?;
     let report = &sim.report;
     let peak = report.peak_stage().map_or(Bytes(0), |m| m.peak);
-    Some(Ranked::new(
+    Ok(Ranked::new(
         candidate,
         PlanSummary::of(sc),
         report.iteration_time,

@@ -55,6 +55,17 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 impl SimError {
+    /// The code of a failure the input caused (see [`SimError::diagnostic`]).
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            SimError::Lower(LowerError::OverBudget { .. } | LowerError::TooManyRanks { .. }) => {
+                Some(Code::E0601)
+            }
+            SimError::Engine(EngineError::TimeOverflow { .. }) => Some(Code::E0602),
+            _ => None,
+        }
+    }
+
     /// The coded diagnostic of a failure the input caused and the user can fix: a trace over
     /// its budget (E0601) or a run past the engine's time range (E0602), labelled at the
     /// scenario's plan. `None` for the others (the message alone says what went wrong).
