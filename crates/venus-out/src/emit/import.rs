@@ -90,7 +90,11 @@ fn representable(file: &str, key: &str, value: f64, scale: f64) -> Result<f64, I
     }
     Err(unrepresentable(
         file,
-        format!("`{key}` {value} is out of the range a `.venus` file holds (positive, below {:e} in SI units)", f64::MAX),
+        format!(
+            "`{key}` {} is out of the range a `.venus` file holds (positive, below {:e} in SI units)",
+            exact(value),
+            f64::MAX
+        ),
     ))
 }
 
