@@ -585,3 +585,35 @@ fn import_refuses_a_rate_no_venus_file_holds_and_a_repeated_network_key() {
         twice.message
     );
 }
+
+#[test]
+fn three_hundred_groups_on_one_rank_get_three_hundred_streams() {
+    // Streams wrapped at 255: the 256th group shared a stream with the first, and g0 waiting
+    // for g255 read as a dependency cycle in an acyclic file (reliability report L5).
+    let n = 300;
+    let mut trace = format!("{n}\n");
+    for i in 0..n {
+        let deps = if i == 0 { "1 255".to_string() } else { "-1".to_string() };
+        trace.push_str(&format!("{i}\nnccl:allreduce_x{i}\n{deps}\n64 4 g{i}\n"));
+    }
+    let groups: Vec<String> = (0..n).map(|i| format!("\"g{i}\": [[0]]")).collect();
+    let groups = format!("{{{}}}", groups.join(", "));
+    let names = vec!["t.0.et".to_string(), "comm-group.json".to_string()];
+    let mut read = move |p: &str| match p {
+        "t.0.et" => Ok(trace.clone().into_bytes()),
+        "comm-group.json" => Ok(groups.clone().into_bytes()),
+        _ => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no")),
+    };
+    let t = emit::read_trace(
+        &names,
+        &mut read,
+        venusc::ty::FlopsPerSec(1e15),
+        venusc::ty::Ratio(1.0),
+    )
+    .unwrap();
+    let streams: std::collections::BTreeSet<u16> =
+        t.ranks()[0].nodes().iter().map(|n| n.stream.0).collect();
+    assert_eq!(streams.len(), n);
+    assert_eq!(streams.first(), Some(&1));
+    assert_eq!(streams.last(), Some(&300));
+}

@@ -728,7 +728,8 @@ fn add_rank(
                         ),
                     ));
                 }
-                let stream = stream_for(&mut streams, StreamKey::P2p { send, peer });
+                let stream = stream_for(&mut streams, StreamKey::P2p { send, peer })
+                    .ok_or_else(|| too_many_streams(file, line))?;
                 let tag32 = u32::try_from(*tag)
                     .map_err(|_| rerr(file, line, format!("tag {tag} is too large")))?;
                 let bytes = Bytes(*bytes);
@@ -773,7 +774,8 @@ fn add_rank(
                     *bytes
                 };
                 let gid = b.group(members);
-                let stream = stream_for(&mut streams, StreamKey::Group(group.clone()));
+                let stream = stream_for(&mut streams, StreamKey::Group(group.clone()))
+                    .ok_or_else(|| too_many_streams(file, line))?;
                 (
                     NodeKind::Collective {
                         kind: *kind,
@@ -802,9 +804,11 @@ enum StreamKey {
     Group(String),
 }
 
-/// Streams 1..=255 in order of first use, so a send to one neighbour never holds a receive
-/// from the other, nor a collective.
-fn stream_for(streams: &mut Vec<StreamKey>, key: StreamKey) -> StreamId {
+/// Streams 1..=65,535 in order of first use, each its own, so a send to one neighbour never
+/// holds a receive from the other, nor a collective. (Streams used to wrap at 255, and the
+/// 256th group of a rank then shared stream 1 with the first: an acyclic file read as a
+/// dependency cycle.) `None` past the last stream id.
+fn stream_for(streams: &mut Vec<StreamKey>, key: StreamKey) -> Option<StreamId> {
     let i = match streams.iter().position(|k| *k == key) {
         Some(i) => i,
         None => {
@@ -812,7 +816,15 @@ fn stream_for(streams: &mut Vec<StreamKey>, key: StreamKey) -> StreamId {
             streams.len() - 1
         }
     };
-    StreamId(1 + (i % 255) as u8)
+    u16::try_from(i + 1).ok().map(StreamId)
+}
+
+fn too_many_streams(file: &str, line: Option<usize>) -> ReadError {
+    rerr(
+        file,
+        line,
+        format!("more than {} communication streams (peers and groups) on one rank", u16::MAX),
+    )
 }
 
 fn compute_category(name: &str) -> Category {

@@ -53,7 +53,7 @@ fn end(t: &Timeline, rank: u32, node: u32) -> u64 {
 }
 
 /// A trace where `rank` posts one op of `kind` (on the comm stream) and nothing else.
-fn push(b: &mut TraceBuilder, rank: u32, kind: NodeKind, stream: u8) -> NodeId {
+fn push(b: &mut TraceBuilder, rank: u32, kind: NodeKind, stream: u16) -> NodeId {
     b.rank(rank)
         .push(kind, StreamId(stream), Category::Other, Label::None, &[])
 }
