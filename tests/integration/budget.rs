@@ -222,3 +222,21 @@ fn timeline_ranks_must_be_ranks_the_run_simulated() {
     assert_eq!(code, 0, "{stderr}");
     assert!(Path::new(&out).exists());
 }
+
+#[test]
+fn a_trace_directory_of_empty_files_is_an_error_not_zero_milliseconds() {
+    // Every file holding `0` nodes simulated to "iteration time 0.000 ms", exit 0 (report L7).
+    let s = Scratch::new("empty-trace");
+    let file = s.write("demo.venus", DEMO);
+    std::fs::create_dir_all(s.0.join("traces")).unwrap();
+    for rank in 0..16 {
+        s.write(&format!("traces/t.{rank}.et"), "0\n");
+    }
+    let (code, stdout, stderr) = venusc(&s, &["sim", &file, "--trace", &s.path("traces")]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("error[E0606]: the 16 trace files replayed on `demo` hold no node"),
+        "{stderr}"
+    );
+}

@@ -617,3 +617,28 @@ fn three_hundred_groups_on_one_rank_get_three_hundred_streams() {
     assert_eq!(streams.first(), Some(&1));
     assert_eq!(streams.last(), Some(&300));
 }
+
+#[test]
+fn template_ranks_that_run_each_others_template_are_refused() {
+    // Rank 0 ran rank 1's template and rank 1 rank 0's: accepted silently (report L7).
+    let names: Vec<String> = ["t~template~.0.et", "t~template~.1.et", "trace-template-mapping.txt"]
+        .map(String::from)
+        .to_vec();
+    let mut read = |p: &str| match p {
+        "trace-template-mapping.txt" => Ok(b"2\n0 1 0 0\n1 0 1 1\n".to_vec()),
+        p if p.ends_with(".et") => Ok(b"1\n0\nroot\n-1\n1000 1000\n".to_vec()),
+        _ => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no")),
+    };
+    let e = emit::read_trace(
+        &names,
+        &mut read,
+        venusc::ty::FlopsPerSec(1e15),
+        venusc::ty::Ratio(1.0),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("trace-template-mapping.txt:3: rank 0 runs the template of rank 1, which itself runs rank 0's"),
+        "{e}"
+    );
+}

@@ -40,6 +40,8 @@ pub enum SimError {
     Engine(EngineError),
     /// A trace file of a replayed directory could not be read.
     Read(crate::emit::ReadError),
+    /// The replayed directory's trace files hold no node at all (E0606).
+    EmptyTrace { files: usize },
 }
 
 impl fmt::Display for SimError {
@@ -48,6 +50,10 @@ impl fmt::Display for SimError {
             SimError::Lower(e) => write!(f, "cannot lower the scenario: {e}"),
             SimError::Engine(e) => write!(f, "simulation failed: {e}"),
             SimError::Read(e) => write!(f, "{e}"),
+            SimError::EmptyTrace { files } => write!(
+                f,
+                "the {files} trace files hold no node: there is nothing to simulate"
+            ),
         }
     }
 }
@@ -62,6 +68,7 @@ impl SimError {
                 Some(Code::E0601)
             }
             SimError::Engine(EngineError::TimeOverflow { .. }) => Some(Code::E0602),
+            SimError::EmptyTrace { .. } => Some(Code::E0606),
             _ => None,
         }
     }
@@ -125,6 +132,22 @@ impl SimError {
                     None => d,
                 })
             }
+            SimError::EmptyTrace { files } => Some(
+                Diagnostic::new(
+                    Code::E0606,
+                    format!(
+                        "the {files} trace files replayed on `{}` hold no node: there is \
+                         nothing to simulate",
+                        sc.name
+                    ),
+                    at.scenario,
+                    "replayed on this scenario's cluster",
+                )
+                .with_help(
+                    "write the traces again (`venusc compile FILE --emit simplified-trace -o DIR`) \
+                     or point `--trace` at the directory that holds them",
+                ),
+            ),
             _ => None,
         }
     }
@@ -225,6 +248,11 @@ pub fn replay(
     let mfu = sc.plan.mfu.unwrap_or(venus_base::base::Ratio(1.0));
     let trace =
         crate::emit::read_trace(files, read, sc.cluster.gpu.peak, mfu).map_err(SimError::Read)?;
+    if trace.node_count() == 0 {
+        // An iteration time of 0 ms would be a report of nothing.
+        let traces = files.iter().filter(|f| f.ends_with(".et")).count();
+        return Err(SimError::EmptyTrace { files: traces });
+    }
     let network =
         lower::network(&sc.cluster).map_err(|e| SimError::Lower(LowerError::Network(e)))?;
     let timeline =

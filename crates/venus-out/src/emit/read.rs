@@ -520,6 +520,7 @@ fn read_templates(
     }
     // rank → (template, prev, next)
     let mut map: Vec<Option<(u32, u32, u32)>> = vec![None; world as usize];
+    let mut lines: Vec<usize> = vec![0; world as usize];
     for _ in 0..world {
         let (r, line) = t.int::<u32>("a rank")?;
         let (tr, _) = t.int::<u32>("a template rank")?;
@@ -535,6 +536,7 @@ fn read_templates(
         if map[r as usize].replace((tr, prev, next)).is_some() {
             return Err(rerr(mname, Some(line), format!("rank {r} is mapped twice")));
         }
+        lines[r as usize] = line;
     }
     if let Some((tok, line)) = t.next() {
         return Err(rerr(
@@ -562,6 +564,22 @@ fn read_templates(
     let mut used: Vec<u32> = map.iter().map(|m| m.0).collect();
     used.sort_unstable();
     used.dedup();
+    // A template rank runs its own template: were rank 0 to run rank 2's and rank 2 rank 0's,
+    // each template would stand for a rank whose trace it is not.
+    for (r, m) in map.iter().enumerate() {
+        let own = map[m.0 as usize].0;
+        if own != m.0 {
+            return Err(rerr(
+                mname,
+                Some(lines[m.0 as usize]),
+                format!(
+                    "rank {r} runs the template of rank {}, which itself runs rank {own}'s: a \
+                     template rank must run its own",
+                    m.0
+                ),
+            ));
+        }
+    }
     for tr in used {
         let f = templates.get(&tr).ok_or_else(|| {
             rerr(
