@@ -2,6 +2,7 @@
 
 mod integration {
     pub mod budget;
+    pub mod budget_props;
     pub mod cli;
     pub mod explain;
     pub mod fmt;
