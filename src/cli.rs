@@ -663,12 +663,11 @@ fn sim(args: &SimArgs, color: bool) -> ExitCode {
         iterations: args.iterations,
     };
     // A failure the input caused is a coded diagnostic at the plan; the rest a plain message.
-    let rendered = |e: venusc::simulate::SimError, message: String| match e
-        .diagnostic(&sc, &at, &opts)
-    {
-        Some(d) => render::human(&[d], &files, color),
-        None => format!("error: {message}\n"),
-    };
+    let rendered =
+        |e: venusc::simulate::SimError, message: String| match e.diagnostic(&sc, &at, &opts) {
+            Some(d) => render::human(&[d], &files, color),
+            None => format!("error: {message}\n"),
+        };
     let result = match &args.trace {
         Some(dir) => simulate_trace_dir(&sc, dir).map_err(|f| match f {
             TraceDirFailure::Sim(e, message) => rendered(e, message),
@@ -819,10 +818,7 @@ enum TraceDirFailure {
 
 /// `sim --trace DIR`: reads the directory's file names (the files themselves are read by
 /// name as the replay needs them) and replays them on `sc`'s cluster.
-fn simulate_trace_dir(
-    sc: &venusc::plan::Scenario,
-    dir: &Path,
-) -> Result<SimRun, TraceDirFailure> {
+fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, TraceDirFailure> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| {
             TraceDirFailure::Unreadable(format!("cannot read directory `{}`: {e}", dir.display()))

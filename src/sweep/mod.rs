@@ -135,7 +135,8 @@ fn prepare_space(
     }
     let (def, map) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
     if opts.auto.is_some()
-        && (def.plan.loc.file != root || draft.auto_at(map.to_original(def.plan.loc.span)).is_none())
+        && (def.plan.loc.file != root
+            || draft.auto_at(map.to_original(def.plan.loc.span)).is_none())
     {
         return Err(PrepareError::Usage(format!(
             "`--auto` rewrites the plan of scenario `{}`, which must be written in `{}`",

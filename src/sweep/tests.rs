@@ -421,7 +421,8 @@ fn preparing_a_long_list_types_the_file_without_the_list_once_per_element() {
     assert_eq!(sw.space.len(), 20_000);
     // Two passes with every list at its first element; each further number typed alone.
     assert_eq!((sw.work.passes, sw.work.alone), (2, 19_999));
-    let longest_probe = (TINY.len() + "plan p < tp 8 micro_batch 1 global_batch 20000 >\n".len()) as u64;
+    let longest_probe =
+        (TINY.len() + "plan p < tp 8 micro_batch 1 global_batch 20000 >\n".len()) as u64;
     assert!(
         sw.work.bytes <= sw.work.passes * longest_probe,
         "{} bytes in {} passes",
@@ -437,7 +438,9 @@ fn preparing_a_long_list_types_the_file_without_the_list_once_per_element() {
 
 #[test]
 fn names_and_flags_in_lists_get_a_whole_typing_pass_each() {
-    let (_, sw) = list_sweep("tp [1 2] micro_batch 1 global_batch 32 recompute [none full selective] sp [on off]");
+    let (_, sw) = list_sweep(
+        "tp [1 2] micro_batch 1 global_batch 32 recompute [none full selective] sp [on off]",
+    );
     assert_eq!(sw.space.len(), 12);
     // `2` alone; `full`, `selective` and `off` each through the file.
     assert_eq!((sw.work.passes, sw.work.alone), (2 + 3, 1));
@@ -468,7 +471,12 @@ fn shards_of(plan: &str, n: u64) -> (Session, Sweep, Vec<Outcome>) {
     let (mut session, sw) = list_sweep(plan);
     let parts = (1..=n)
         .map(|i| {
-            let (o, _) = run(&mut session, &sw, Some(Shard { index: i, count: n }), &Silent);
+            let (o, _) = run(
+                &mut session,
+                &sw,
+                Some(Shard { index: i, count: n }),
+                &Silent,
+            );
             output::read_json(&output::json(&o)).unwrap()
         })
         .collect();
@@ -492,7 +500,10 @@ fn merge_refuses_what_a_shard_claims_but_does_not_own() {
         p[0].results.push(r);
         p[0].candidates += 1;
     });
-    assert!(foreign.contains("claims 5 candidates, but owns 4"), "{foreign}");
+    assert!(
+        foreign.contains("claims 5 candidates, but owns 4"),
+        "{foreign}"
+    );
     let foreign = tampered(&|p| {
         let r = p[1].results[0].clone();
         let pruned = p[0].pruned.values_mut().next();
@@ -506,7 +517,10 @@ fn merge_refuses_what_a_shard_claims_but_does_not_own() {
     });
     assert!(foreign.contains("which belongs to shard 2/2"), "{foreign}");
     let out_of_range = tampered(&|p| p[0].results[0].candidate = 1_000);
-    assert!(out_of_range.contains("candidate 1000, but the sweep has 8"), "{out_of_range}");
+    assert!(
+        out_of_range.contains("candidate 1000, but the sweep has 8"),
+        "{out_of_range}"
+    );
     let twice = tampered(&|p| {
         let r = p[0].results[0].clone();
         p[0].results.push(r);
@@ -514,13 +528,19 @@ fn merge_refuses_what_a_shard_claims_but_does_not_own() {
             *n -= 1;
         }
     });
-    assert!(twice.contains(&format!("has candidate {first} twice")), "{twice}");
+    assert!(
+        twice.contains(&format!("has candidate {first} twice")),
+        "{twice}"
+    );
     let negative = tampered(&|p| p[0].results[0].iteration_time_ms = -1.0);
     assert!(negative.contains("not finite non-negative"), "{negative}");
     let counts = tampered(&|p| {
         p[0].pruned.insert("E0401".into(), 999_999);
     });
-    assert!(counts.contains("do not add up to its 4 candidates"), "{counts}");
+    assert!(
+        counts.contains("do not add up to its 4 candidates"),
+        "{counts}"
+    );
     let other = tampered(&|p| p[1].scenario = "another".into());
     assert!(other.contains("sweeps scenario `another`"), "{other}");
     let world = tampered(&|p| p[1].world_size = 17);

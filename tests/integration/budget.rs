@@ -76,16 +76,26 @@ fn venusc(scratch: &Scratch, args: &[&str]) -> (i32, String, String) {
         if start.elapsed() > HANG_GUARD {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("`venusc {}` still running after {HANG_GUARD:?}", args.join(" "));
+            panic!(
+                "`venusc {}` still running after {HANG_GUARD:?}",
+                args.join(" ")
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    let code = status
-        .code()
-        .unwrap_or_else(|| panic!("`venusc {}` died from a signal: {status}\n{stderr}", args.join(" ")));
+    let code = status.code().unwrap_or_else(|| {
+        panic!(
+            "`venusc {}` died from a signal: {status}\n{stderr}",
+            args.join(" ")
+        )
+    });
     assert_ne!(code, 101, "`venusc {}` panicked:\n{stderr}", args.join(" "));
-    (code, std::fs::read_to_string(&out).unwrap_or_default(), stderr)
+    (
+        code,
+        std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr,
+    )
 }
 
 fn demo_with(from: &str, to: &str) -> String {
@@ -98,10 +108,21 @@ fn a_deep_tp_model_is_over_the_trace_budget_before_it_allocates() {
     // 64 microbatches passed 6 GB after 13 s; 1,024 would have taken ~110 GB (report H4).
     let s = Scratch::new("deep");
     for (gb, nodes, help) in [
-        ("64", "38400512", "lower `global_batch` from 64 to 32 or less"),
-        ("1024", "614408192", "lower `global_batch` from 1024 to 53 or less"),
+        (
+            "64",
+            "38400512",
+            "lower `global_batch` from 64 to 32 or less",
+        ),
+        (
+            "1024",
+            "614408192",
+            "lower `global_batch` from 1024 to 53 or less",
+        ),
     ] {
-        let file = s.write("deep.venus", &DEEP.replace("global_batch 64", &format!("global_batch {gb}")));
+        let file = s.write(
+            "deep.venus",
+            &DEEP.replace("global_batch 64", &format!("global_batch {gb}")),
+        );
         let (code, stdout, stderr) = venusc(&s, &["sim", &file]);
         assert_eq!(code, 1, "{stderr}");
         assert!(stdout.is_empty(), "{stdout}");
@@ -112,7 +133,10 @@ fn a_deep_tp_model_is_over_the_trace_budget_before_it_allocates() {
         assert!(stderr.contains(&format!("help: {help}")), "{stderr}");
     }
     // `sweep` counts such candidates under the code instead of running them in parallel.
-    let file = s.write("sweep.venus", &DEEP.replace("global_batch 64", "global_batch [64 1024]"));
+    let file = s.write(
+        "sweep.venus",
+        &DEEP.replace("global_batch 64", "global_batch [64 1024]"),
+    );
     let (code, stdout, stderr) = venusc(&s, &["sweep", &file]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("2 plans: 2 E0601"), "{stdout}");
@@ -122,17 +146,26 @@ fn a_deep_tp_model_is_over_the_trace_budget_before_it_allocates() {
 fn billions_of_iterations_fail_fast_in_sim_and_every_trace_emitter() {
     // `iterations 4000000000` aborted on a 32 GB allocation (report H1).
     let s = Scratch::new("iterations");
-    let file = s.write("it.venus", &demo_with("mfu 100%", "mfu 100% iterations 4000000000"));
+    let file = s.write(
+        "it.venus",
+        &demo_with("mfu 100%", "mfu 100% iterations 4000000000"),
+    );
     let (code, _, stderr) = venusc(&s, &["sim", &file]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("error[E0601]"), "{stderr}");
-    assert!(stderr.contains("help: simulate fewer iterations: `iterations 32767` or fewer fits"), "{stderr}");
+    assert!(
+        stderr.contains("help: simulate fewer iterations: `iterations 32767` or fewer fits"),
+        "{stderr}"
+    );
     for emit in ["perfetto", "simplified-trace", "template-trace"] {
         let out = s.path(emit);
         let (code, _, stderr) = venusc(&s, &["compile", &file, "--emit", emit, "-o", &out]);
         assert_eq!(code, 1, "{emit}: {stderr}");
         assert!(stderr.contains("error[E0601]"), "{emit}: {stderr}");
-        assert!(!Path::new(&out).join("it.0.et").exists(), "{emit} wrote traces");
+        assert!(
+            !Path::new(&out).join("it.0.et").exists(),
+            "{emit} wrote traces"
+        );
     }
 }
 
@@ -168,7 +201,10 @@ fn time_past_213_days_is_reported_as_such_never_as_a_deadlock() {
         let file = s.write(&format!("{name}.venus"), &demo_with(from, to));
         let (code, _, stderr) = venusc(&s, &["sim", &file]);
         assert_eq!(code, 1, "{name}: {stderr}");
-        assert!(stderr.contains("exceeds 213 days, the engine's range"), "{name}: {stderr}");
+        assert!(
+            stderr.contains("exceeds 213 days, the engine's range"),
+            "{name}: {stderr}"
+        );
         assert!(stderr.contains("error[E0602]"), "{name}: {stderr}");
         assert!(!stderr.contains("deadlock"), "{name}: {stderr}");
     }
@@ -176,7 +212,11 @@ fn time_past_213_days_is_reported_as_such_never_as_a_deadlock() {
     let file = s.write("zero.venus", &demo_with("mfu 100%", "mfu 0%"));
     let (code, stdout, _) = venusc(&s, &["check", &file]);
     assert_eq!(code, 1, "{stdout}");
-    assert!(stdout.contains("error[E0202]: `0%` is out of range: every compute node would last forever"), "{stdout}");
+    assert!(
+        stdout
+            .contains("error[E0202]: `0%` is out of range: every compute node would last forever"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -189,13 +229,18 @@ fn schedule_width_outside_one_to_ten_thousand_is_a_usage_error() {
         assert_eq!(code, 2, "{width}: {stderr}");
         assert!(stdout.is_empty());
         assert!(
-            stderr.contains(&format!("`--width {width}` is out of range: the picture is 1 to 10000 columns wide")),
+            stderr.contains(&format!(
+                "`--width {width}` is out of range: the picture is 1 to 10000 columns wide"
+            )),
             "{stderr}"
         );
     }
     let (code, stdout, _) = venusc(&s, &["schedule", &file, "--width", "10000"]);
     assert_eq!(code, 0);
-    assert!(stdout.lines().any(|l| l.chars().count() > 1000), "a wide picture");
+    assert!(
+        stdout.lines().any(|l| l.chars().count() > 1000),
+        "a wide picture"
+    );
 }
 
 #[test]
@@ -208,8 +253,10 @@ fn timeline_ranks_must_be_ranks_the_run_simulated() {
         ("4294967295", "the cluster has ranks 0 to 15"),
         ("1", "the run simulates one rank per symmetry class"),
     ] {
-        let (code, stdout, stderr) =
-            venusc(&s, &["sim", &file, "--timeline", &out, "--timeline-ranks", rank]);
+        let (code, stdout, stderr) = venusc(
+            &s,
+            &["sim", &file, "--timeline", &out, "--timeline-ranks", rank],
+        );
         assert_eq!(code, 2, "{stderr}");
         assert!(stdout.is_empty(), "no report before the refusal");
         assert!(
@@ -218,7 +265,10 @@ fn timeline_ranks_must_be_ranks_the_run_simulated() {
         );
         assert!(!Path::new(&out).exists());
     }
-    let (code, _, stderr) = venusc(&s, &["sim", &file, "--timeline", &out, "--timeline-ranks", "0,2"]);
+    let (code, _, stderr) = venusc(
+        &s,
+        &["sim", &file, "--timeline", &out, "--timeline-ranks", "0,2"],
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(Path::new(&out).exists());
 }

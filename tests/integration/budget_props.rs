@@ -33,8 +33,18 @@ fn hostile_demo() -> impl Strategy<Value = String> {
     (
         prop::sample::select(vec!["1", "3", "5000", "4000000000"]),
         prop::sample::select(vec!["100%", "0.000000000000001", "1e-30", "50%"]),
-        prop::sample::select(vec!["1000TFLOP/s", "30000000FLOP/s", "1FLOP/s", "1e30TFLOP/s"]),
-        prop::sample::select(vec!["450GB/s 1000ns", "1B/s 1000ns", "450GB/s 1000000000s", "1e30GB/s 0ns"]),
+        prop::sample::select(vec![
+            "1000TFLOP/s",
+            "30000000FLOP/s",
+            "1FLOP/s",
+            "1e30TFLOP/s",
+        ]),
+        prop::sample::select(vec![
+            "450GB/s 1000ns",
+            "1B/s 1000ns",
+            "450GB/s 1000000000s",
+            "1e30GB/s 0ns",
+        ]),
         prop::sample::select(vec!["32", "64", "128000"]),
         prop::sample::select(vec!["64", "1024", "65536"]),
     )
@@ -69,12 +79,18 @@ fn shard_json() -> &'static [String] {
         let root = session.load(Path::new("s.venus"), text.as_bytes(), &mut |_| {
             Err("none".to_string())
         });
-        let sw = venusc::sweep::prepare(&mut session, Path::new("s.venus"), root, &Default::default())
-            .expect("the sweep prepares");
+        let sw = venusc::sweep::prepare(
+            &mut session,
+            Path::new("s.venus"),
+            root,
+            &Default::default(),
+        )
+        .expect("the sweep prepares");
         (1..=2)
             .map(|i| {
                 let shard = venusc::sweep::Shard { index: i, count: 2 };
-                let (o, _) = venusc::sweep::run(&mut session, &sw, Some(shard), &venusc::sweep::Silent);
+                let (o, _) =
+                    venusc::sweep::run(&mut session, &sw, Some(shard), &venusc::sweep::Silent);
                 venusc::sweep::output::json(&o)
             })
             .collect()
@@ -98,7 +114,15 @@ fn replace_number(text: &str, k: usize, with: &str) -> String {
 }
 
 const NUMBERS: &[&str] = &[
-    "0", "-1", "1e-300", "1e300", "18446744073709551615", "4294967296", "NaN", "1048576", "2",
+    "0",
+    "-1",
+    "1e-300",
+    "1e300",
+    "18446744073709551615",
+    "4294967296",
+    "NaN",
+    "1048576",
+    "2",
 ];
 
 proptest! {

@@ -530,7 +530,8 @@ fn import_keeps_train_iters_as_a_comment_not_as_iterations() {
     .unwrap();
     assert!(!imp.venus.contains("iterations 500000"), "{}", imp.venus);
     assert!(
-        imp.venus.contains("# VenusSim's train-iters 500000 is the run's length"),
+        imp.venus
+            .contains("# VenusSim's train-iters 500000 is the run's length"),
         "{}",
         imp.venus
     );
@@ -593,7 +594,11 @@ fn three_hundred_groups_on_one_rank_get_three_hundred_streams() {
     let n = 300;
     let mut trace = format!("{n}\n");
     for i in 0..n {
-        let deps = if i == 0 { "1 255".to_string() } else { "-1".to_string() };
+        let deps = if i == 0 {
+            "1 255".to_string()
+        } else {
+            "-1".to_string()
+        };
         trace.push_str(&format!("{i}\nnccl:allreduce_x{i}\n{deps}\n64 4 g{i}\n"));
     }
     let groups: Vec<String> = (0..n).map(|i| format!("\"g{i}\": [[0]]")).collect();
@@ -621,9 +626,13 @@ fn three_hundred_groups_on_one_rank_get_three_hundred_streams() {
 #[test]
 fn template_ranks_that_run_each_others_template_are_refused() {
     // Rank 0 ran rank 1's template and rank 1 rank 0's: accepted silently (report L7).
-    let names: Vec<String> = ["t~template~.0.et", "t~template~.1.et", "trace-template-mapping.txt"]
-        .map(String::from)
-        .to_vec();
+    let names: Vec<String> = [
+        "t~template~.0.et",
+        "t~template~.1.et",
+        "trace-template-mapping.txt",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut read = |p: &str| match p {
         "trace-template-mapping.txt" => Ok(b"2\n0 1 0 0\n1 0 1 1\n".to_vec()),
         p if p.ends_with(".et") => Ok(b"1\n0\nroot\n-1\n1000 1000\n".to_vec()),

@@ -116,7 +116,9 @@ fn ui_files_report_exactly_their_inline_expectations() {
 /// `check` diagnostics: E0501 (an `expect` check fails) and E0601–E0602 need the simulator,
 /// E0603–E0606 come from command-line options, shard, VenusSim or trace files. The CLI tests
 /// (`sim.rs`, `hostile.rs`) trigger those.
-const NOT_FROM_CHECK: &[&str] = &["E0501", "E0601", "E0602", "E0603", "E0604", "E0605", "E0606"];
+const NOT_FROM_CHECK: &[&str] = &[
+    "E0501", "E0601", "E0602", "E0603", "E0604", "E0605", "E0606",
+];
 
 #[test]
 fn ui_suite_triggers_every_code_except_e0501() {

@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use crate::report::{Report, Window};
 use venus_base::base::Seconds;
-use venus_lower::lower::{self, LowerError, LowerOptions, Lowered};
-use venus_plan::plan::Scenario;
 use venus_diag::diag::{Code, Diagnostic};
+use venus_lower::lower::{self, LowerError, LowerOptions, Lowered};
 use venus_plan::plan::Provenance;
+use venus_plan::plan::Scenario;
 use venus_sim::engine::{self, EngineError, Options, Timeline, OVERFLOW_DAYS};
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -41,7 +41,9 @@ pub enum SimError {
     /// A trace file of a replayed directory could not be read.
     Read(crate::emit::ReadError),
     /// The replayed directory's trace files hold no node at all (E0606).
-    EmptyTrace { files: usize },
+    EmptyTrace {
+        files: usize,
+    },
 }
 
 impl fmt::Display for SimError {
@@ -155,7 +157,12 @@ impl SimError {
 
 /// The one change that brings the trace under its budget: fewer iterations, fewer
 /// microbatches (a smaller `global_batch`), fewer layers, or the symmetric run.
-pub(crate) fn node_budget_help(sc: &Scenario, opts: &SimOptions, nodes: u64, budget: u64) -> String {
+pub(crate) fn node_budget_help(
+    sc: &Scenario,
+    opts: &SimOptions,
+    nodes: u64,
+    budget: u64,
+) -> String {
     let factor = nodes.div_ceil(budget.max(1)).max(2);
     let iterations = opts.iterations.map_or(sc.plan.iterations(), u64::from);
     if iterations > 1 {

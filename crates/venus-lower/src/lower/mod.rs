@@ -900,7 +900,10 @@ impl<'a> Emitter<'a> {
         let before = self.rb.len() as u64;
         self.compute(mb, chunk, pass);
         let added = self.rb.len() as u64 - before;
-        let projected = self.projection.as_mut().and_then(|p| p.observe(pass, added));
+        let projected = self
+            .projection
+            .as_mut()
+            .and_then(|p| p.observe(pass, added));
         if let Some(nodes) = projected.filter(|&n| n > MAX_TRACE_NODES) {
             self.projected_over = Some(nodes);
         }

@@ -841,7 +841,10 @@ fn too_many_streams(file: &str, line: Option<usize>) -> ReadError {
     rerr(
         file,
         line,
-        format!("more than {} communication streams (peers and groups) on one rank", u16::MAX),
+        format!(
+            "more than {} communication streams (peers and groups) on one rank",
+            u16::MAX
+        ),
     )
 }
 
