@@ -285,7 +285,7 @@ impl<'a> Sim<'a> {
     /// `u64::MAX` is one that overflowed (and the [`UNSET`] sentinel): it is recorded, not run.
     #[inline]
     fn push(&mut self, t: u64, ev: Ev) {
-        if t >= UNSET {
+        if t == UNSET {
             self.overflow.get_or_insert(ev);
             return;
         }
