@@ -86,7 +86,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'CLUSTER', 'EXPECT', 'GPU', 'MEASURED', 'MODEL', 'PLAN', 'SCENARIO',
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
-  assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
+  assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);
   assert.deepEqual(sorted(names('CLUSTER')), ['algo', 'dim', 'gpu', 'nodes']);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));

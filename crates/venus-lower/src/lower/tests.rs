@@ -127,6 +127,7 @@ fn zero_comm(pp: u64, vpp: u64, m: u64, layers: u64) -> Scenario {
         first: sp(Seconds(0.003)),
         middle: sp(Seconds(0.003)),
         last: sp(Seconds(0.003)),
+        unused: false,
         loc: venus_front::testutil::loc(),
     });
     let mut md = model(1024, 8, layers, 32000, 1024);

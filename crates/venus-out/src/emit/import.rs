@@ -502,8 +502,8 @@ struct Values {
     /// config's 500,000 would build a trace of 500,000 iterations.
     train_iters: Option<u64>,
     mfu: Option<f64>,
-    /// Milliseconds: first, middle, last.
-    measured: Option<[f64; 3]>,
+    /// The snapshot times (ms) and whether they are kept `unused`.
+    measured: Option<([f64; 3], bool)>,
 }
 
 impl Values {
@@ -571,15 +571,23 @@ impl Values {
                 ));
             }
         }
-        let measured = if t.flag("use_step_snapshot")? {
-            Some(snapshot(t)?)
+        // Snapshot data VenusSim does not use (`use_step_snapshot 0`) is kept as `unused`, so
+        // `--emit venussim` gives it back; the zeros VenusSim writes for none are not data.
+        let replayed = t.flag("use_step_snapshot")?;
+        let measured = if replayed {
+            Some((snapshot(t)?, false))
         } else {
-            if t.map.contains_key("step_snapshot_data") {
-                warnings.push(format!(
-                    "{f}: `step_snapshot_data` is unused (use_step_snapshot 0) and not imported"
-                ));
+            match (t.map.contains_key("step_snapshot_data"), snapshot(t)) {
+                (true, Ok(data)) => Some((data, true)),
+                (true, Err(_)) if !snapshot_is_zeros(t) => {
+                    warnings.push(format!(
+                        "{f}: `step_snapshot_data` is unused (use_step_snapshot 0) and not three \
+                         positive times: not imported"
+                    ));
+                    None
+                }
+                _ => None,
             }
-            None
         };
         let sp_written = t.flag("sequence-parallel")?;
         let v = Values {
@@ -683,6 +691,14 @@ impl Values {
         }
         Ok(self)
     }
+}
+
+/// `step_snapshot_data: [0, 0, 0]`: what VenusSim (and `--emit venussim`) writes for none.
+fn snapshot_is_zeros(t: &Tg) -> bool {
+    t.map
+        .get("step_snapshot_data")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().all(|v| float_of(v) == Some(0.0)))
 }
 
 fn snapshot(t: &Tg) -> Result<[f64; 3], ImportError> {
@@ -948,13 +964,14 @@ fn render(v: &Values, name: &str, config_path: &str) -> String {
             let _ = writeln!(o, "  mfu {}", exact(m));
         }
     }
-    if let Some([a, b, c]) = v.measured {
+    if let Some(([a, b, c], unused)) = v.measured {
         let _ = writeln!(
             o,
-            "  measured < first {}ms middle {}ms last {}ms >",
+            "  measured < first {}ms middle {}ms last {}ms{} >",
             exact(a),
             exact(b),
-            exact(c)
+            exact(c),
+            if unused { " unused" } else { "" }
         );
     }
     let _ = writeln!(o, ">");

@@ -107,7 +107,7 @@ impl Common {
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;
         let m = VenusModel::from_scenario(sc);
         let vshape = VenusShape::from_scenario(sc);
-        let replay = sc.plan.measured.as_ref().map(|ms| {
+        let replay = sc.plan.replayed().map(|ms| {
             // generator/utils.py:88-100: data (ms) × 1e6 × 1/3 forward, × 2/3 backward.
             let d = |s: f64| {
                 let ms = s * 1e3;
