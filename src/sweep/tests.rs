@@ -570,3 +570,15 @@ fn missing_shards_of_a_huge_count_are_summarised_in_one_short_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_list_written_over_several_lines_sweeps_each_element() {
+    // A long sweep list no longer has to stay on one line (reliability report L7).
+    let (_, sw) = list_sweep("tp [1\n  2\n  4] micro_batch 1 global_batch 32");
+    assert_eq!(sw.space.len(), 3);
+    assert_eq!(sw.space.axes()[0].labels(), ["1", "2", "4"]);
+    assert!(sw
+        .space
+        .render(2, Layout::Tidy)
+        .ends_with("plan p < tp 4 micro_batch 1 global_batch 32 >\n"));
+}
