@@ -290,3 +290,24 @@ fn a_trace_directory_of_empty_files_is_an_error_not_zero_milliseconds() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_replayed_node_past_213_days_is_a_time_overflow_in_sim_trace() {
+    // A `comp_replay` node of 2^64 − 1 ns listed 15 misleading "waits for ranks" lines (M1).
+    let s = Scratch::new("replay-overflow");
+    let file = s.write("demo.venus", DEMO);
+    std::fs::create_dir_all(s.0.join("traces")).unwrap();
+    for rank in 0..16 {
+        s.write(
+            &format!("traces/t.{rank}.et"),
+            "2\n0\nroot\n-1\n1 1\n1\ncomp_replay_forward~0\n1 0\n18446744073709551615\n",
+        );
+    }
+    let (code, _, stderr) = venusc(&s, &["sim", &file, "--trace", &s.path("traces")]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("error[E0602]: simulated time of `demo` exceeds 213 days"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("deadlock"), "{stderr}");
+}
