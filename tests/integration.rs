@@ -1,6 +1,8 @@
 //! The one integration-test binary (one link step for every integration test).
 
 mod integration {
+    pub mod budget;
+    pub mod budget_props;
     pub mod cli;
     pub mod explain;
     pub mod fmt;

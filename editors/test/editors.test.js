@@ -88,7 +88,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'CLUSTER', 'EXPECT', 'GPU', 'MEASURED', 'MODEL', 'PLAN', 'SCENARIO',
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
-  assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last']);
+  assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);
   assert.deepEqual(sorted(names('CLUSTER')), [
     'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'sharp', 'tray',
   ]);

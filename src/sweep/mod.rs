@@ -58,6 +58,19 @@ pub struct Sweep {
     /// Identifies the file and options, so shards of different sweeps do not merge.
     pub fingerprint: String,
     original: String,
+    /// What preparing the space cost.
+    pub work: PrepareWork,
+}
+
+/// The typing passes [`prepare`] ran and the bytes of text they typed: two over the file with
+/// every list at its first element, then one per further list element that cannot be typed on
+/// its own, each over the file without its lists, so the work grows linearly with a list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrepareWork {
+    pub passes: u64,
+    pub bytes: u64,
+    /// List elements typed on their own, without a pass over the file.
+    pub alone: u64,
 }
 
 /// Why a sweep cannot start.
@@ -83,7 +96,8 @@ pub fn prepare(
     opts: &SweepOptions,
 ) -> Result<Sweep, PrepareError> {
     let original = session.db().file_text(root).to_string();
-    let result = prepare_space(session, path, root, &original, opts);
+    let mut work = PrepareWork::default();
+    let result = prepare_space(session, path, root, &original, opts, &mut work);
     session.db_mut().set_file(path, original.as_bytes());
     let (space, def) = result?;
     Ok(Sweep {
@@ -95,6 +109,7 @@ pub fn prepare(
         world: def.cluster.world_size(),
         fingerprint: fingerprint(&original, opts),
         original,
+        work,
     })
 }
 
@@ -104,6 +119,7 @@ fn prepare_space(
     root: FileId,
     text: &str,
     opts: &SweepOptions,
+    work: &mut PrepareWork,
 ) -> Result<(Space, ScenarioDef), PrepareError> {
     let parsed = crate::syntax::parse(text, root);
     let sites = space::Sites::find(&parsed.file, text);
@@ -117,12 +133,10 @@ fn prepare_space(
         // Which plan the scenario uses is known only once typed: rewrite every plan first.
         draft.auto_all();
     }
-    let def = typed(session, path, root, &draft, &|_| 0, scenario)?;
+    let (def, map) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
     if opts.auto.is_some()
         && (def.plan.loc.file != root
-            || draft
-                .auto_at(draft.to_original(def.plan.loc.span))
-                .is_none())
+            || draft.auto_at(map.to_original(def.plan.loc.span)).is_none())
     {
         return Err(PrepareError::Usage(format!(
             "`--auto` rewrites the plan of scenario `{}`, which must be written in `{}`",
@@ -130,17 +144,22 @@ fn prepare_space(
             path.display()
         )));
     }
-    draft.keep_used(&def, root);
-    let def = typed(session, path, root, &draft, &|_| 0, scenario)?;
-    let lists: Vec<(usize, usize)> = draft
+    draft.keep_used(&def, root, &map);
+    let (def, _) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
+    let lists: Vec<(usize, space::ListSite)> = draft
         .axis_lists()
-        .iter()
-        .map(|(i, l)| (*i, l.elements.len()))
+        .into_iter()
+        .map(|(i, l)| (i, l.clone()))
         .collect();
-    for (list, n) in lists {
-        for k in 1..n {
+    for (list, site) in &lists {
+        for k in 1..site.elements.len() {
+            if types_alone(site, k, root) {
+                work.alone += 1;
+                continue;
+            }
+            let list = *list;
             let choice = move |i: usize| if i == list { k } else { 0 };
-            typed(session, path, root, &draft, &choice, scenario)?;
+            typed(session, path, root, &draft, &choice, scenario, work)?;
         }
     }
     let auto = opts.auto.map(|a| space::auto_axes(&def, a));
@@ -150,7 +169,43 @@ fn prepare_space(
     Ok((space, def))
 }
 
-/// Types `text` as the root file: its scenario, or the front end's errors.
+/// Whether element `k` of `site` types as its key's argument on its own, which for a number
+/// or quantity is all the type checker does with it (`ty::check` types a plan item's value
+/// arguments one by one with `value::typed`, after an arity check the list's element passes
+/// as the list did): the file with that element then types exactly as with the first, which
+/// passed. Names (which the parser may read as items of their own), flags and references go
+/// through a whole typing pass, as does an element that fails, for the file's diagnostics.
+fn types_alone(site: &space::ListSite, k: usize, root: FileId) -> bool {
+    use crate::syntax::ast::{DefKind, ValueKind};
+    use crate::syntax::schema::{self, ArgType, BlockKind};
+    let Some(sig) = schema::lookup(BlockKind::Def(DefKind::Plan), &site.key) else {
+        return false;
+    };
+    let Some(&ty) = sig.args.get(site.arg) else {
+        return false;
+    };
+    if sig.is_flag() || matches!(ty, ArgType::Ref(_) | ArgType::Nested(_)) {
+        return false;
+    }
+    let (Some(value), Some((text, _))) = (site.values.get(k), site.elements.get(k)) else {
+        return false;
+    };
+    if !matches!(
+        value.kind,
+        ValueKind::Number(_) | ValueKind::Quantity { .. }
+    ) {
+        return false;
+    }
+    let cx = crate::ty::value::ValueCtx {
+        loc: crate::diag::Loc::new(root, value.span),
+        text,
+        key: sig.key,
+    };
+    crate::ty::value::typed(ty, value, &cx).is_ok()
+}
+
+/// Types the probe `choice` makes of the root file: its scenario (and the probe's span map),
+/// or the front end's errors, located in the file as written.
 fn typed(
     session: &mut Session,
     path: &Path,
@@ -158,8 +213,11 @@ fn typed(
     draft: &space::Draft,
     choice: &dyn Fn(usize) -> usize,
     scenario: Option<&str>,
-) -> Result<ScenarioDef, PrepareError> {
-    let text = draft.probe(choice);
+    work: &mut PrepareWork,
+) -> Result<(ScenarioDef, space::SpanMap), PrepareError> {
+    let space::Probe { text, map } = draft.probe(choice);
+    work.passes += 1;
+    work.bytes += text.len() as u64;
     session.db_mut().set_file(path, text.as_bytes());
     let program = session.db().program(root);
     let errors: Vec<Diagnostic> = program
@@ -170,7 +228,7 @@ fn typed(
             let mut d = d.clone();
             for label in std::iter::once(&mut d.primary).chain(d.secondary.iter_mut()) {
                 if label.loc.file == root {
-                    label.loc.span = draft.to_original(label.loc.span);
+                    label.loc.span = map.to_original(label.loc.span);
                 }
             }
             d
@@ -180,7 +238,7 @@ fn typed(
         return Err(PrepareError::Diagnostics(errors));
     }
     match program.select_scenario(scenario) {
-        Ok(def) => Ok(def.clone()),
+        Ok(def) => Ok((def.clone(), map)),
         Err(Some(d)) => Err(PrepareError::Diagnostics(vec![d])),
         Err(None) => Err(PrepareError::Usage(
             "the file has no scenario to sweep".into(),
@@ -442,7 +500,7 @@ pub fn run(
     let checked = Instant::now();
     progress.start("simulating", valid.len() as u64);
     let done = AtomicU64::new(0);
-    let simulated: Vec<Option<Ranked>> = valid
+    let simulated: Vec<Result<Ranked, Option<Code>>> = valid
         .par_iter()
         .map(|(c, sc)| {
             let r = simulate_candidate(*c, sc);
@@ -455,8 +513,13 @@ pub fn run(
     let mut results = Vec::with_capacity(simulated.len());
     for r in simulated {
         match r {
-            Some(r) => results.push(r),
-            None => *pruned.entry(SIMULATION_FAILED.to_string()).or_default() += 1,
+            Ok(r) => results.push(r),
+            // Over the trace budget (E0601) or past the engine's time range (E0602) counts
+            // under its code; any other engine failure as a failed simulation.
+            Err(code) => {
+                let key = code.map_or(SIMULATION_FAILED, Code::as_str);
+                *pruned.entry(key.to_string()).or_default() += 1
+            }
         }
     }
     let timing = Timing {
@@ -479,6 +542,136 @@ pub fn run(
     };
     outcome.sort();
     (outcome, timing)
+}
+
+/// Shards named in a "missing shards" error before the rest is counted.
+const MAX_NAMED: usize = 8;
+
+/// A name from a shard file, cut for an error message (the file is not trusted).
+fn short(text: &str) -> String {
+    let mut out: String = text.chars().take(64).flat_map(char::escape_debug).collect();
+    if text.chars().count() > 64 {
+        out.push('…');
+    }
+    out
+}
+
+/// Candidates of `0..total` that shard `index`/`count` owns: those ≡ `index` − 1 (mod `count`).
+fn owned_by(total: u64, index: u64, count: u64) -> u64 {
+    let first = index - 1;
+    if first >= total {
+        0
+    } else {
+        (total - first - 1) / count + 1
+    }
+}
+
+/// What one shard claims, checked against the shard's place in the sweep: the candidates it
+/// covers are exactly its share, every result is a candidate of its own, once over all shards,
+/// with finite non-negative figures, and its results and pruned counts add up.
+fn verify_shard(
+    part: &Outcome,
+    info: &ShardInfo,
+    owned: &mut std::collections::HashSet<u64>,
+) -> Result<(), String> {
+    let name = format!("shard {}/{}", info.index, info.count);
+    let share = owned_by(info.total_candidates, info.index, info.count);
+    if part.candidates != share {
+        return Err(format!(
+            "{name} claims {} candidates, but owns {share} of the sweep's {}",
+            part.candidates, info.total_candidates
+        ));
+    }
+    let accounted = (part.results.len() as u64).saturating_add(part.pruned_total());
+    if accounted != part.candidates {
+        return Err(format!(
+            "{name}: {} results and {} pruned do not add up to its {} candidates",
+            part.results.len(),
+            part.pruned_total(),
+            part.candidates
+        ));
+    }
+    for r in &part.results {
+        let c = r.candidate;
+        if c >= info.total_candidates {
+            return Err(format!(
+                "{name} has a result for candidate {c}, but the sweep has {} candidates",
+                info.total_candidates
+            ));
+        }
+        if c % info.count != info.index - 1 {
+            return Err(format!(
+                "{name} has a result for candidate {c}, which belongs to shard {}/{}",
+                c % info.count + 1,
+                info.count
+            ));
+        }
+        if !owned.insert(c) {
+            return Err(format!("{name} has candidate {c} twice"));
+        }
+        let figures = [r.iteration_time_ms, r.tflops_per_gpu];
+        if figures.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err(format!(
+                "{name}: candidate {c} has an iteration time of {} ms and {} TFLOP/s per GPU, \
+                 not finite non-negative figures",
+                r.iteration_time_ms, r.tflops_per_gpu
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Replaces what merged shards claim about each plan by what the sweep file says: every
+/// result's candidate is checked again (as `run` does) and its plan derived from the space.
+/// A result for a candidate the rules prune, or with another plan than its candidate's, is
+/// an error.
+pub fn verify_plans(session: &mut Session, sweep: &Sweep, outcome: &Outcome) -> Result<(), String> {
+    let mut failure = None;
+    for r in &outcome.results {
+        match check_candidate(session, sweep, r.candidate) {
+            Ok(sc) if PlanSummary::of(&sc) == r.plan => {}
+            Ok(sc) => {
+                failure = Some(format!(
+                    "the shards give candidate {} the plan {}, but it is {} in `{}`",
+                    r.candidate,
+                    summary_text(&r.plan),
+                    summary_text(&PlanSummary::of(&sc)),
+                    sweep.path.display()
+                ));
+            }
+            Err(code) => {
+                failure = Some(format!(
+                    "the shards rank candidate {}, which `{}` prunes ({code})",
+                    r.candidate,
+                    sweep.path.display()
+                ));
+            }
+        }
+        if failure.is_some() {
+            break;
+        }
+    }
+    session
+        .db_mut()
+        .set_file(&sweep.path, sweep.original.as_bytes());
+    failure.map_or(Ok(()), Err)
+}
+
+/// `tp 8 pp 4 ... recompute full` (cut), for messages.
+fn summary_text(p: &PlanSummary) -> String {
+    format!(
+        "`tp {} pp {} cp {} ep {} dp {} vpp {} micro_batch {} global_batch {} recompute {} sp {}`",
+        p.tp,
+        p.pp,
+        p.cp,
+        p.ep,
+        p.dp,
+        p.vpp,
+        p.micro_batch,
+        p.global_batch,
+        short(&p.recompute),
+        if p.sp { "on" } else { "off" }
+    )
 }
 
 /// The candidate through the front end and `plan::validate`: its scenario, or the lowest
@@ -514,12 +707,12 @@ fn lowest_error(diagnostics: &[Diagnostic]) -> Option<Code> {
 }
 
 /// Simulates a valid candidate as `venusc sim` does (same options, so `--emit-best`
-/// reproduces the figure).
-fn simulate_candidate(candidate: u64, sc: &Scenario) -> Option<Ranked> {
-    let sim = simulate(sc, &SimOptions::default()).ok()?;
+/// reproduces the figure); a failure's code, when it has one.
+fn simulate_candidate(candidate: u64, sc: &Scenario) -> Result<Ranked, Option<Code>> {
+    let sim = simulate(sc, &SimOptions::default()).map_err(|e| e.code())?;
     let report = &sim.report;
     let peak = report.peak_stage().map_or(Bytes(0), |m| m.peak);
-    Some(Ranked::new(
+    Ok(Ranked::new(
         candidate,
         PlanSummary::of(sc),
         report.iteration_time,
@@ -552,6 +745,8 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
             first.count
         ));
     }
+    // Candidates claimed by a result so far (each at most once over all shards).
+    let mut owned = std::collections::HashSet::new();
     let mut merged = Outcome {
         scenario: parts[0].scenario.clone(),
         world_size: parts[0].world_size,
@@ -560,8 +755,8 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
         results: Vec::new(),
         shard: None,
     };
-    for part in parts {
-        let Some(info) = part.shard else {
+    for mut part in parts {
+        let Some(info) = part.shard.take() else {
             return Err("an input is the outcome of a whole sweep, not of a shard".into());
         };
         if info.fingerprint != first.fingerprint
@@ -592,6 +787,20 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
                 ))
             }
         }
+        if part.scenario != merged.scenario || part.world_size != merged.world_size {
+            return Err(format!(
+                "shard {}/{} sweeps scenario `{}` on {} GPUs, shard {}/{} `{}` on {}",
+                info.index,
+                info.count,
+                short(&part.scenario),
+                part.world_size,
+                first.index,
+                first.count,
+                short(&merged.scenario),
+                merged.world_size
+            ));
+        }
+        verify_shard(&part, &info, &mut owned)?;
         merged.candidates = merged.candidates.saturating_add(part.candidates);
         for (code, n) in part.pruned {
             let e = merged.pruned.entry(code).or_default();
@@ -599,14 +808,24 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
         }
         merged.results.extend(part.results);
     }
-    let missing: Vec<String> = seen
+    let missing: Vec<usize> = seen
         .iter()
         .enumerate()
         .filter(|(_, s)| !**s)
-        .map(|(i, _)| format!("{}/{}", i + 1, first.count))
+        .map(|(i, _)| i + 1)
         .collect();
     if !missing.is_empty() {
-        return Err(format!("missing shards: {}", missing.join(", ")));
+        // A few names and a count: a claim of 2^20 shards must not make a 16 MB line.
+        let named: Vec<String> = missing
+            .iter()
+            .take(MAX_NAMED)
+            .map(|i| format!("{i}/{}", first.count))
+            .collect();
+        let rest = match missing.len().saturating_sub(MAX_NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        return Err(format!("missing shards: {}{rest}", named.join(", ")));
     }
     if merged.candidates != first.total_candidates {
         return Err(format!(

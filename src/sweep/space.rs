@@ -108,8 +108,12 @@ pub enum Layout {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListSite {
     pub key: String,
+    /// The list's position among the item's arguments.
+    pub arg: usize,
     pub list: Span,
     pub elements: Vec<(String, Span)>,
+    /// The elements as parsed (what the type checker types in the list's place).
+    pub values: Vec<Value>,
     /// The span of the item holding the list.
     pub item: Span,
 }
@@ -164,15 +168,17 @@ impl Sites {
         let mut items = Vec::new();
         for item in &block.items {
             items.push((item.key.text.clone(), item.span));
-            for arg in &item.args {
+            for (position, arg) in item.args.iter().enumerate() {
                 match &arg.kind {
                     ValueKind::List(elements) => self.lists.push(ListSite {
                         key: item.key.text.clone(),
+                        arg: position,
                         list: arg.span,
                         elements: elements
                             .iter()
                             .map(|e| (text.get(e.span.range()).unwrap_or("").to_string(), e.span))
                             .collect(),
+                        values: elements.clone(),
                         item: item.span,
                     }),
                     _ => self.misplaced_in(std::slice::from_ref(arg)),
@@ -321,11 +327,11 @@ impl Draft {
 
     /// Keeps as axes only the lists the scenario's plan reads (`def` is the scenario as
     /// typed with every list at its first element).
-    pub fn keep_used(&mut self, def: &ScenarioDef, root: FileId) {
+    pub fn keep_used(&mut self, def: &ScenarioDef, root: FileId, map: &SpanMap) {
         let locs: Vec<Span> = plan_locs(&def.plan)
             .into_iter()
             .filter(|l| l.file == root)
-            .map(|l| self.to_original(l.span))
+            .map(|l| map.to_original(l.span))
             .collect();
         let lists = &self.sites.lists;
         self.used
@@ -363,56 +369,41 @@ impl Draft {
     }
 
     /// The text with every list at element `choice(list index)` (the first for lists that
-    /// are not axes) and, under `--auto`, the rewritten plan items blanked and [`AUTO_PLACEHOLDER`]
-    /// items inserted. Used to type the file and each element before the sweep; blanking
-    /// keeps spans before the insertion those of the file as written.
-    pub fn probe(&self, choice: &dyn Fn(usize) -> usize) -> String {
+    /// are not axes) and, under `--auto`, the rewritten plan items removed and
+    /// [`AUTO_PLACEHOLDER`] items inserted, with the map from its spans to the file's. Used to
+    /// type the file and each element before the sweep. A list becomes its element alone, so a
+    /// probe is as long as the file without its lists: typing every element of an N-element
+    /// list is O(N × that), not O(N × the file with the list).
+    pub fn probe(&self, choice: &dyn Fn(usize) -> usize) -> Probe {
         let mut edits = Vec::new();
         for (i, l) in self.sites.lists.iter().enumerate() {
             if self.removed_by_auto(l) {
                 continue;
             }
             let k = if self.used.contains(&i) { choice(i) } else { 0 };
-            if let Some((_, span)) = l.elements.get(k) {
-                edits.push(padded(&self.text, l.list.range(), span.range()));
+            if let Some((text, span)) = l.elements.get(k) {
+                edits.push(ProbeEdit {
+                    range: l.list.range(),
+                    text: text.clone(),
+                    copy_of: Some(span.start as usize),
+                });
             }
         }
         for site in &self.auto_plans {
             for e in self.auto_removals(site) {
-                edits.push(padded(&self.text, e.range, 0..0));
+                edits.push(ProbeEdit {
+                    range: e.range,
+                    text: " ".to_string(),
+                    copy_of: None,
+                });
             }
-            edits.push(Edit {
+            edits.push(ProbeEdit {
                 range: insertion_point(site),
                 text: format!(" {AUTO_PLACEHOLDER} "),
+                copy_of: None,
             });
         }
-        apply(&self.text, edits)
-    }
-
-    /// A span of a [`Draft::probe`] text as a span of the file: the placeholder insertions
-    /// shift what follows them (a span inside one maps to its insertion point).
-    pub fn to_original(&self, span: Span) -> Span {
-        let len = AUTO_PLACEHOLDER.len() + 2;
-        let mut points: Vec<usize> = self
-            .auto_plans
-            .iter()
-            .map(|s| insertion_point(s).start)
-            .collect();
-        points.sort_unstable();
-        let map = |off: usize| {
-            let mut shift = 0;
-            for &p in &points {
-                if off >= p + shift + len {
-                    shift += len;
-                } else if off >= p + shift {
-                    return p;
-                } else {
-                    break;
-                }
-            }
-            off - shift
-        };
-        Span::new(map(span.start as usize), map(span.end as usize))
+        Probe::apply(&self.text, edits)
     }
 
     fn removed_by_auto(&self, l: &ListSite) -> bool {
@@ -543,6 +534,94 @@ fn tidy_removals(text: &str, mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> 
             }
         })
         .collect()
+}
+
+/// A replacement in a [`Draft::probe`]: a copy of the file's text at `copy_of` (a list's
+/// element), or text of its own that maps to the start of `range`.
+#[derive(Clone, Debug)]
+struct ProbeEdit {
+    range: Range<usize>,
+    text: String,
+    copy_of: Option<usize>,
+}
+
+/// A probe text and the map of its spans to the file's.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub text: String,
+    pub map: SpanMap,
+}
+
+impl Probe {
+    /// Applies non-overlapping edits (in any order) to `text`, recording where each went.
+    fn apply(text: &str, mut edits: Vec<ProbeEdit>) -> Probe {
+        edits.sort_by_key(|e| (e.range.start, e.range.end));
+        let mut out = String::with_capacity(text.len().min(1 << 20) + 64);
+        let mut segs = Vec::with_capacity(edits.len());
+        let mut at = 0;
+        for e in edits {
+            if e.range.start < at || e.range.end > text.len() {
+                continue; // overlapping or out of range: cannot happen for edits made from one parse
+            }
+            out.push_str(text.get(at..e.range.start).unwrap_or(""));
+            let start = out.len();
+            out.push_str(&e.text);
+            segs.push(Seg {
+                out: start..out.len(),
+                orig: e.range.clone(),
+                copy_of: e.copy_of,
+            });
+            at = e.range.end;
+        }
+        out.push_str(text.get(at..).unwrap_or(""));
+        Probe {
+            text: out,
+            map: SpanMap { segs },
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Seg {
+    out: Range<usize>,
+    orig: Range<usize>,
+    copy_of: Option<usize>,
+}
+
+/// Offsets of a probe text as offsets of the file it was made from: text outside the edits
+/// shifts, a copied element maps onto the element, other inserted text onto its edit's start.
+#[derive(Clone, Debug, Default)]
+pub struct SpanMap {
+    segs: Vec<Seg>,
+}
+
+impl SpanMap {
+    pub fn to_original(&self, span: Span) -> Span {
+        Span::new(
+            self.offset(span.start as usize, false),
+            self.offset(span.end as usize, true),
+        )
+    }
+
+    /// `end`: the offset ends a span, so one just after a copied element stays in it.
+    fn offset(&self, off: usize, end: bool) -> usize {
+        let (mut out_end, mut orig_end) = (0, 0);
+        for seg in &self.segs {
+            if off < seg.out.start {
+                break;
+            }
+            let inside = off < seg.out.end || (end && off == seg.out.end && !seg.out.is_empty());
+            if inside {
+                return match seg.copy_of {
+                    Some(from) => from + (off - seg.out.start),
+                    None => seg.orig.start,
+                };
+            }
+            out_end = seg.out.end;
+            orig_end = seg.orig.end;
+        }
+        orig_end + (off - out_end)
+    }
 }
 
 /// Just before the block's closing `>` (or at its end when unclosed).

@@ -409,3 +409,176 @@ fn divisors_are_complete_and_sorted() {
     assert_eq!(divisors(1024).len(), 11);
     assert!(divisors(0).is_empty());
 }
+
+#[test]
+fn preparing_a_long_list_types_the_file_without_the_list_once_per_element() {
+    // `prepare` used to type the whole file (list included) once per element: O(N²) bytes,
+    // hours for 100,000 elements (reliability report M2). Now each pass types a probe as long
+    // as the file without its lists, so the bytes grow linearly.
+    let elements: Vec<String> = (1..=20_000).map(|i| i.to_string()).collect();
+    let plan = format!("tp 8 micro_batch 1 global_batch [{}]", elements.join(" "));
+    let (_, sw) = list_sweep(&plan);
+    assert_eq!(sw.space.len(), 20_000);
+    // Two passes with every list at its first element; each further number typed alone.
+    assert_eq!((sw.work.passes, sw.work.alone), (2, 19_999));
+    let longest_probe =
+        (TINY.len() + "plan p < tp 8 micro_batch 1 global_batch 20000 >\n".len()) as u64;
+    assert!(
+        sw.work.bytes <= sw.work.passes * longest_probe,
+        "{} bytes in {} passes",
+        sw.work.bytes,
+        sw.work.passes
+    );
+    // Each candidate is still the file with the element in place of the list.
+    assert!(sw
+        .space
+        .render(19_999, Layout::Tidy)
+        .ends_with("plan p < tp 8 micro_batch 1 global_batch 20000 >\n"));
+}
+
+#[test]
+fn names_and_flags_in_lists_get_a_whole_typing_pass_each() {
+    let (_, sw) = list_sweep(
+        "tp [1 2] micro_batch 1 global_batch 32 recompute [none full selective] sp [on off]",
+    );
+    assert_eq!(sw.space.len(), 12);
+    // `2` alone; `full`, `selective` and `off` each through the file.
+    assert_eq!((sw.work.passes, sw.work.alone), (2 + 3, 1));
+}
+
+#[test]
+fn a_bad_element_of_a_long_list_is_reported_at_its_place_in_the_file() {
+    // The compact probes map spans back to the file as written.
+    let text = format!("{TINY}plan p < tp [1 2 zero 4] micro_batch 1 global_batch 32 >\n");
+    let Err(PrepareError::Diagnostics(d)) = prepared(&text, &SweepOptions::default()) else {
+        panic!("`zero` is not a count");
+    };
+    let at = text.find("zero").unwrap();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].primary.loc.span, crate::diag::Span::new(at, at + 4));
+    // A number out of range fails alone, then gets its pass for the file's diagnostic.
+    let text = format!("{TINY}plan p < tp [1 2 0 4] micro_batch 1 global_batch 32 >\n");
+    let Err(PrepareError::Diagnostics(d)) = prepared(&text, &SweepOptions::default()) else {
+        panic!("`0` is out of range");
+    };
+    let at = text.find(" 0 ").unwrap() + 1;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].code, Code::E0202);
+    assert_eq!(d[0].primary.loc.span, crate::diag::Span::new(at, at + 1));
+}
+
+fn shards_of(plan: &str, n: u64) -> (Session, Sweep, Vec<Outcome>) {
+    let (mut session, sw) = list_sweep(plan);
+    let parts = (1..=n)
+        .map(|i| {
+            let (o, _) = run(
+                &mut session,
+                &sw,
+                Some(Shard { index: i, count: n }),
+                &Silent,
+            );
+            output::read_json(&output::json(&o)).unwrap()
+        })
+        .collect();
+    (session, sw, parts)
+}
+
+#[test]
+fn merge_refuses_what_a_shard_claims_but_does_not_own() {
+    // Each of these merged with exit 0 before (reliability report L1).
+    let (mut session, sw, parts) =
+        shards_of("tp [1 2 4 8] pp [1 2] micro_batch 1 global_batch 32", 2);
+    assert!(merge(parts.clone()).is_ok());
+    let tampered = |edit: &dyn Fn(&mut Vec<Outcome>)| {
+        let mut p = parts.clone();
+        edit(&mut p);
+        merge(p).unwrap_err()
+    };
+    let first = parts[0].results[0].candidate;
+    let foreign = tampered(&|p| {
+        let r = p[1].results[0].clone();
+        p[0].results.push(r);
+        p[0].candidates += 1;
+    });
+    assert!(
+        foreign.contains("claims 5 candidates, but owns 4"),
+        "{foreign}"
+    );
+    let foreign = tampered(&|p| {
+        let r = p[1].results[0].clone();
+        let pruned = p[0].pruned.values_mut().next();
+        match pruned {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => {
+                p[0].results.pop();
+            }
+        }
+        p[0].results.push(r);
+    });
+    assert!(foreign.contains("which belongs to shard 2/2"), "{foreign}");
+    let out_of_range = tampered(&|p| p[0].results[0].candidate = 1_000);
+    assert!(
+        out_of_range.contains("candidate 1000, but the sweep has 8"),
+        "{out_of_range}"
+    );
+    let twice = tampered(&|p| {
+        let r = p[0].results[0].clone();
+        p[0].results.push(r);
+        if let Some(n) = p[0].pruned.values_mut().find(|n| **n > 0) {
+            *n -= 1;
+        }
+    });
+    assert!(
+        twice.contains(&format!("has candidate {first} twice")),
+        "{twice}"
+    );
+    let negative = tampered(&|p| p[0].results[0].iteration_time_ms = -1.0);
+    assert!(negative.contains("not finite non-negative"), "{negative}");
+    let counts = tampered(&|p| {
+        p[0].pruned.insert("E0401".into(), 999_999);
+    });
+    assert!(
+        counts.contains("do not add up to its 4 candidates"),
+        "{counts}"
+    );
+    let other = tampered(&|p| p[1].scenario = "another".into());
+    assert!(other.contains("sweeps scenario `another`"), "{other}");
+    let world = tampered(&|p| p[1].world_size = 17);
+    assert!(world.contains("on 17 GPUs"), "{world}");
+
+    // A plan edited in a shard is caught by deriving it again from the file.
+    let mut merged = merge(parts.clone()).unwrap();
+    merged.results[0].plan.tp = 3;
+    let edited = verify_plans(&mut session, &sw, &merged).unwrap_err();
+    assert!(edited.contains("`tp 3 "), "{edited}");
+    assert!(verify_plans(&mut session, &sw, &merge(parts).unwrap()).is_ok());
+}
+
+#[test]
+fn missing_shards_of_a_huge_count_are_summarised_in_one_short_line() {
+    let (_, _, parts) = shards_of("tp [1 2] micro_batch 1 global_batch 32", 1);
+    let mut p = parts[0].clone();
+    let info = p.shard.as_mut().unwrap();
+    info.count = 1 << 20;
+    p.candidates = owned_by(info.total_candidates, 1, 1 << 20);
+    p.results.truncate(p.candidates as usize);
+    p.pruned.clear();
+    let err = merge(vec![p]).unwrap_err();
+    assert!(err.len() < 200, "{} bytes", err.len());
+    assert!(
+        err.ends_with("8/1048576, 9/1048576 and 1048567 more"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_list_written_over_several_lines_sweeps_each_element() {
+    // A long sweep list no longer has to stay on one line (reliability report L7).
+    let (_, sw) = list_sweep("tp [1\n  2\n  4] micro_batch 1 global_batch 32");
+    assert_eq!(sw.space.len(), 3);
+    assert_eq!(sw.space.axes()[0].labels(), ["1", "2", "4"]);
+    assert!(sw
+        .space
+        .render(2, Layout::Tidy)
+        .ends_with("plan p < tp 4 micro_batch 1 global_batch 32 >\n"));
+}

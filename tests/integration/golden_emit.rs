@@ -32,12 +32,14 @@ fn import_demo() -> emit::Imported {
     emit::import_venussim("llm-sim-config.json", &mut demo_reader).expect("demo imports")
 }
 
+/// The demo's `train-iters`: `import` keeps it as a comment, not as `iterations`, and the
+/// golden VenusSim files are of the whole 5-iteration run.
+const DEMO_TRAIN_ITERS: u64 = 5;
+
 fn demo_scenario(iterations: Option<u64>) -> Scenario {
     let mut sc = scenario_of("demo.venus", &import_demo().venus);
-    if let Some(n) = iterations {
-        // Only the emitted traces read `iterations`; nothing validation derives depends on it.
-        sc.plan.iterations = Some(n);
-    }
+    // Only the emitted traces read `iterations`; nothing validation derives depends on it.
+    sc.plan.iterations = Some(iterations.unwrap_or(DEMO_TRAIN_ITERS));
     sc
 }
 
@@ -126,18 +128,24 @@ fn import_error_kind_tells_an_unreadable_config_from_a_malformed_or_missing_file
 }
 
 #[test]
-fn import_of_demo_reports_lifo_and_unused_snapshot_data() {
-    let w = import_demo().warnings;
+fn import_of_demo_reports_lifo_and_keeps_unused_snapshot_data() {
+    let imp = import_demo();
+    let w = imp.warnings;
     assert!(
         w.iter().any(|m| m.contains("`scheduling-policy` \"LIFO\"")),
         "{w:?}"
     );
+    // `use_step_snapshot 0` with data: kept, not replayed, and not a warning any more.
+    assert_eq!(w.len(), 1, "{w:?}");
     assert!(
-        w.iter()
-            .any(|m| m.contains("`step_snapshot_data` is unused")),
-        "{w:?}"
+        imp.venus
+            .contains("measured < first 288ms middle 285ms last 293ms unused >"),
+        "{}",
+        imp.venus
     );
-    assert_eq!(w.len(), 2, "{w:?}");
+    let sc = scenario_of("demo.venus", &imp.venus);
+    assert!(sc.plan.replayed().is_none());
+    assert_eq!(venusc::cost::model_for(&sc).name(), "mfu");
 }
 
 #[test]
@@ -182,7 +190,8 @@ fn import_then_emit_gives_back_every_trace_generator_key() {
     let emitted: serde_json::Value =
         serde_json::from_str(&sink.text("llm-sim-config.json").unwrap()).unwrap();
     let emitted = emitted["trace_generator_config"].as_object().unwrap();
-    let skip = ["output_filepath", "log_filename", "step_snapshot_data"];
+    // `step_snapshot_data` comes back too: kept as `measured < ... unused >` (issue 18).
+    let skip = ["output_filepath", "log_filename"];
     let mut compared = 0;
     for (k, v) in &original {
         assert!(emitted.contains_key(k), "emit lacks `{k}`");
@@ -192,7 +201,12 @@ fn import_then_emit_gives_back_every_trace_generator_key() {
         assert_eq!(&emitted[k], v, "key `{k}`");
         compared += 1;
     }
-    assert_eq!(compared, 37);
+    assert_eq!(compared, 38);
+    assert_eq!(
+        emitted["step_snapshot_data"],
+        serde_json::json!([288, 285, 293])
+    );
+    assert_eq!(emitted["use_step_snapshot"], serde_json::json!(0));
     assert_eq!(emitted.len(), original.len());
 }
 
@@ -500,5 +514,152 @@ fn engine_runs_emitted_demo_templates_to_completion() {
     assert!(
         per_iteration > 0.80 && per_iteration < 1.3,
         "iteration {per_iteration} s"
+    );
+}
+
+/// The demo's files with `edit(path, text)` applied to each as it is read.
+fn edited_import(
+    edit: impl Fn(&str, String) -> String,
+) -> Result<emit::Imported, emit::ImportError> {
+    let mut read = |p: &str| {
+        let bytes = demo_reader(p)?;
+        Ok(edit(p, String::from_utf8(bytes).unwrap()).into_bytes())
+    };
+    emit::import_venussim("llm-sim-config.json", &mut read)
+}
+
+#[test]
+fn import_keeps_train_iters_as_a_comment_not_as_iterations() {
+    // A real config's `train-iters: 500000` used to become `iterations 500000`, which checks
+    // clean and then exhausts memory in `sim` (reliability report H1).
+    let imp = edited_import(|p, t| {
+        if p == "llm-sim-config.json" {
+            t.replace("\"train-iters\": 5", "\"train-iters\": 500000")
+        } else {
+            t
+        }
+    })
+    .unwrap();
+    assert!(!imp.venus.contains("iterations 500000"), "{}", imp.venus);
+    assert!(
+        imp.venus
+            .contains("# VenusSim's train-iters 500000 is the run's length"),
+        "{}",
+        imp.venus
+    );
+    assert_eq!(scenario_of("it.venus", &imp.venus).plan.iterations(), 1);
+}
+
+#[test]
+fn import_writes_values_that_read_back_exactly() {
+    // Three decimals turned 1e-7 ns into 0ns and mfu 1e-300 into `mfu 0%` (report L6).
+    let imp = edited_import(|p, t| match p {
+        p if p.ends_with("network.yml") => t
+            .replace("[ 450.0, 50.0 ]", "[ 450.123456789, 50.0 ]")
+            .replace("[ 1000.0, 6000.0 ]", "[ 0.0000001, 6000.0 ]"),
+        p if p.ends_with("system.json") => t.replace("\"mfu\": 1,", "\"mfu\": 1e-300,"),
+        _ => t,
+    })
+    .unwrap();
+    assert!(!imp.venus.contains("mfu 0%"), "{}", imp.venus);
+    let sc = scenario_of("exact.venus", &imp.venus);
+    assert_eq!(sc.plan.mfu.map(|m| m.0), Some(1e-300));
+    let dims = &sc.cluster.dims;
+    assert_eq!(dims[0].bandwidth.0, 450.123456789e9);
+    assert_eq!(dims[0].latency.0, 1e-7 * 1e-9);
+}
+
+#[test]
+fn import_refuses_a_rate_no_venus_file_holds_and_a_repeated_network_key() {
+    let huge = edited_import(|p, t| {
+        if p.ends_with("system.json") {
+            t.replace("\"peak-perf\": 1000,", "\"peak-perf\": 1e300,")
+        } else {
+            t
+        }
+    })
+    .unwrap_err();
+    assert_eq!(huge.kind, emit::ImportErrorKind::Unrepresentable, "{huge}");
+    assert!(huge.message.contains("`peak-perf` 1e300"), "{huge}");
+    let twice = edited_import(|p, t| {
+        if p.ends_with("network.yml") {
+            format!("{t}\ntopology: [ Ring, Ring ]\n")
+        } else {
+            t
+        }
+    })
+    .unwrap_err();
+    assert_eq!(twice.kind, emit::ImportErrorKind::Unrepresentable);
+    assert!(
+        twice
+            .message
+            .contains("`topology` is written again (first on line 4): keep one"),
+        "{}",
+        twice.message
+    );
+}
+
+#[test]
+fn three_hundred_groups_on_one_rank_get_three_hundred_streams() {
+    // Streams wrapped at 255: the 256th group shared a stream with the first, and g0 waiting
+    // for g255 read as a dependency cycle in an acyclic file (reliability report L5).
+    let n = 300;
+    let mut trace = format!("{n}\n");
+    for i in 0..n {
+        let deps = if i == 0 {
+            "1 255".to_string()
+        } else {
+            "-1".to_string()
+        };
+        trace.push_str(&format!("{i}\nnccl:allreduce_x{i}\n{deps}\n64 4 g{i}\n"));
+    }
+    let groups: Vec<String> = (0..n).map(|i| format!("\"g{i}\": [[0]]")).collect();
+    let groups = format!("{{{}}}", groups.join(", "));
+    let names = vec!["t.0.et".to_string(), "comm-group.json".to_string()];
+    let mut read = move |p: &str| match p {
+        "t.0.et" => Ok(trace.clone().into_bytes()),
+        "comm-group.json" => Ok(groups.clone().into_bytes()),
+        _ => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no")),
+    };
+    let t = emit::read_trace(
+        &names,
+        &mut read,
+        venusc::ty::FlopsPerSec(1e15),
+        venusc::ty::Ratio(1.0),
+    )
+    .unwrap();
+    let streams: std::collections::BTreeSet<u16> =
+        t.ranks()[0].nodes().iter().map(|n| n.stream.0).collect();
+    assert_eq!(streams.len(), n);
+    assert_eq!(streams.first(), Some(&1));
+    assert_eq!(streams.last(), Some(&300));
+}
+
+#[test]
+fn template_ranks_that_run_each_others_template_are_refused() {
+    // Rank 0 ran rank 1's template and rank 1 rank 0's: accepted silently (report L7).
+    let names: Vec<String> = [
+        "t~template~.0.et",
+        "t~template~.1.et",
+        "trace-template-mapping.txt",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut read = |p: &str| match p {
+        "trace-template-mapping.txt" => Ok(b"2\n0 1 0 0\n1 0 1 1\n".to_vec()),
+        p if p.ends_with(".et") => Ok(b"1\n0\nroot\n-1\n1000 1000\n".to_vec()),
+        _ => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no")),
+    };
+    let e = emit::read_trace(
+        &names,
+        &mut read,
+        venusc::ty::FlopsPerSec(1e15),
+        venusc::ty::Ratio(1.0),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("trace-template-mapping.txt:3: rank 0 runs the template of rank 1, which itself runs rank 0's"),
+        "{e}"
     );
 }

@@ -13,9 +13,11 @@ use std::time::Instant;
 
 use crate::report::{Report, Window};
 use venus_base::base::Seconds;
+use venus_diag::diag::{Code, Diagnostic};
 use venus_lower::lower::{self, LowerError, LowerOptions, Lowered};
+use venus_plan::plan::Provenance;
 use venus_plan::plan::Scenario;
-use venus_sim::engine::{self, EngineError, Options, Timeline};
+use venus_sim::engine::{self, EngineError, Options, Timeline, OVERFLOW_DAYS};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimOptions {
@@ -38,6 +40,10 @@ pub enum SimError {
     Engine(EngineError),
     /// A trace file of a replayed directory could not be read.
     Read(crate::emit::ReadError),
+    /// The replayed directory's trace files hold no node at all (E0606).
+    EmptyTrace {
+        files: usize,
+    },
 }
 
 impl fmt::Display for SimError {
@@ -46,11 +52,161 @@ impl fmt::Display for SimError {
             SimError::Lower(e) => write!(f, "cannot lower the scenario: {e}"),
             SimError::Engine(e) => write!(f, "simulation failed: {e}"),
             SimError::Read(e) => write!(f, "{e}"),
+            SimError::EmptyTrace { files } => write!(
+                f,
+                "the {files} trace files hold no node: there is nothing to simulate"
+            ),
         }
     }
 }
 
 impl std::error::Error for SimError {}
+
+impl SimError {
+    /// The code of a failure the input caused (see [`SimError::diagnostic`]).
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            SimError::Lower(LowerError::OverBudget { .. } | LowerError::TooManyRanks { .. }) => {
+                Some(Code::E0601)
+            }
+            SimError::Engine(EngineError::TimeOverflow { .. }) => Some(Code::E0602),
+            SimError::EmptyTrace { .. } => Some(Code::E0606),
+            _ => None,
+        }
+    }
+
+    /// The coded diagnostic of a failure the input caused and the user can fix: a trace over
+    /// its budget (E0601) or a run past the engine's time range (E0602), labelled at the
+    /// scenario's plan. `None` for the others (the message alone says what went wrong).
+    pub fn diagnostic(
+        &self,
+        sc: &Scenario,
+        at: &Provenance,
+        opts: &SimOptions,
+    ) -> Option<Diagnostic> {
+        match self {
+            SimError::Lower(LowerError::OverBudget { nodes, budget }) => Some(
+                Diagnostic::new(
+                    Code::E0601,
+                    format!(
+                        "the trace of `{}` would hold about {nodes} nodes, over the simulation \
+                         budget of {budget}",
+                        sc.name
+                    ),
+                    at.plan,
+                    "this plan",
+                )
+                .with_help(node_budget_help(sc, opts, *nodes, *budget))
+                .with_note(format!(
+                    "nodes grow with iterations × microbatches × layers (with tp > 1) × \
+                     simulated ranks; {budget} nodes are about 6 GiB with the engine's state"
+                )),
+            ),
+            SimError::Lower(LowerError::TooManyRanks { ranks, budget }) => Some(
+                Diagnostic::new(
+                    Code::E0601,
+                    format!(
+                        "`--all-ranks` would simulate {ranks} ranks of `{}` one by one, over \
+                         the budget of {budget}",
+                        sc.name
+                    ),
+                    at.cluster,
+                    format!("{ranks} GPUs"),
+                )
+                .with_help(
+                    "drop `--all-ranks`: the symmetric run simulates one rank per stage and \
+                     gives the same report",
+                ),
+            ),
+            SimError::Engine(EngineError::TimeOverflow { op }) => {
+                let d = Diagnostic::new(
+                    Code::E0602,
+                    format!(
+                        "simulated time of `{}` exceeds {OVERFLOW_DAYS} days, the engine's range",
+                        sc.name
+                    ),
+                    at.plan,
+                    "this plan",
+                )
+                .with_help(time_overflow_help(sc));
+                Some(match op {
+                    Some(op) => d.with_note(format!("{op} would end past 2^64 ps")),
+                    None => d,
+                })
+            }
+            SimError::EmptyTrace { files } => Some(
+                Diagnostic::new(
+                    Code::E0606,
+                    format!(
+                        "the {files} trace files replayed on `{}` hold no node: there is \
+                         nothing to simulate",
+                        sc.name
+                    ),
+                    at.scenario,
+                    "replayed on this scenario's cluster",
+                )
+                .with_help(
+                    "write the traces again (`venusc compile FILE --emit simplified-trace -o DIR`) \
+                     or point `--trace` at the directory that holds them",
+                ),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The one change that brings the trace under its budget: fewer iterations, fewer
+/// microbatches (a smaller `global_batch`), fewer layers, or the symmetric run.
+pub(crate) fn node_budget_help(
+    sc: &Scenario,
+    opts: &SimOptions,
+    nodes: u64,
+    budget: u64,
+) -> String {
+    let factor = nodes.div_ceil(budget.max(1)).max(2);
+    let iterations = opts.iterations.map_or(sc.plan.iterations(), u64::from);
+    if iterations > 1 {
+        return format!(
+            "simulate fewer iterations: `iterations {}` or fewer fits (the report is of the \
+             last one, and each iteration repeats the same schedule)",
+            (iterations / factor).max(1)
+        );
+    }
+    if opts.all_ranks {
+        return "drop `--all-ranks`: the symmetric run gives the same report".to_string();
+    }
+    // Microbatches, in steps of micro_batch × dp (E0305), and not below pp (E0306).
+    let step = sc.micro_batch.saturating_mul(sc.dp).max(1);
+    let microbatches = (sc.microbatches / factor).max(sc.pp.max(1));
+    if microbatches < sc.microbatches {
+        return format!(
+            "lower `global_batch` from {} to {} or less: the trace grows with the microbatches",
+            sc.global_batch,
+            microbatches.saturating_mul(step)
+        );
+    }
+    let per_stage = sc.pp.saturating_mul(sc.vpp).max(1);
+    let layers = (sc.model.layers / factor / per_stage).max(1) * per_stage;
+    format!(
+        "lower `layers` from {} to {layers} or less: with tp > 1 every layer adds its own \
+         collectives",
+        sc.model.layers
+    )
+}
+
+/// Where a time past 213 days comes from: a compute or network rate near zero.
+fn time_overflow_help(sc: &Scenario) -> String {
+    match sc.plan.mfu {
+        Some(mfu) if mfu.0 < 1e-3 => format!(
+            "`mfu` is {:e}: write the measured MFU (such as `mfu 40%`), or remove `mfu` for \
+             the simulator's own compute model",
+            mfu.0
+        ),
+        _ => "check the GPU's `peak` and each `dim`'s bandwidth and latency: one of them \
+              makes a node last longer than 213 days"
+            .to_string(),
+    }
+}
 
 /// Simulates `sc` and reports its last iteration.
 pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError> {
@@ -99,6 +255,11 @@ pub fn replay(
     let mfu = sc.plan.mfu.unwrap_or(venus_base::base::Ratio(1.0));
     let trace =
         crate::emit::read_trace(files, read, sc.cluster.gpu.peak, mfu).map_err(SimError::Read)?;
+    if trace.node_count() == 0 {
+        // An iteration time of 0 ms would be a report of nothing.
+        let traces = files.iter().filter(|f| f.ends_with(".et")).count();
+        return Err(SimError::EmptyTrace { files: traces });
+    }
     let network =
         lower::network(&sc.cluster).map_err(|e| SimError::Lower(LowerError::Network(e)))?;
     let timeline =

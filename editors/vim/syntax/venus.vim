@@ -31,7 +31,7 @@ syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p 
 syn keyword venusKey contained mfu attention
 syn keyword venusKey contained measured precision iterations reserve
 syn keyword venusKey contained model cluster plan expect
-syn keyword venusKey contained first middle last
+syn keyword venusKey contained first middle last unused
 syn keyword venusKey contained allow
 syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 

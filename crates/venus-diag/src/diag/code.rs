@@ -61,6 +61,12 @@ codes! {
     E0314 Error "the job's share of an NVLink domain does not fit the domain";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
+    E0601 Error "the simulation is over its size budget";
+    E0602 Error "simulated time exceeds the engine's range (213 days)";
+    E0603 Error "`--timeline` output over its size budget";
+    E0604 Error "a `sweep --merge` shard claims what its sweep does not give";
+    E0605 Error "an imported value that the `.venus` file cannot hold";
+    E0606 Error "a trace directory that cannot be replayed";
     E0701 Error "an input is not a regular file";
     E0702 Error "an input file is larger than its cap";
     E0703 Error "an input file cannot be read";

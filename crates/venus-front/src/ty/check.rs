@@ -680,6 +680,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                     first: m.get(Key::First, time)?,
                     middle: m.get(Key::Middle, time)?,
                     last: m.get(Key::Last, time)?,
+                    unused: m.flag(Key::Unused).is_some_and(|f| f.value),
                     loc: item.loc,
                 }),
                 _ => return None,

@@ -162,6 +162,8 @@ pub struct Measured {
     pub first: Spanned<Seconds>,
     pub middle: Spanned<Seconds>,
     pub last: Spanned<Seconds>,
+    /// Kept for VenusSim (`use_step_snapshot 0`), not replayed.
+    pub unused: bool,
     pub loc: Loc,
 }
 

@@ -285,6 +285,33 @@ fn trim_float(f: f64) -> String {
     }
 }
 
+/// Keys whose ratio divides a time: `mfu` (a node takes FLOPs / (peak × mfu)) and a `dim`'s
+/// efficiency (a transfer takes bytes / (bandwidth × efficiency)). At 0 every such node lasts
+/// forever, which the engine could only report as a time overflow.
+const DIVISOR_RATIOS: &[&str] = &["mfu", "dim"];
+
+fn nonzero_divisor(v: f64, cx: &ValueCtx) -> Result<(), Diagnostic> {
+    if v > 0.0 || !DIVISOR_RATIOS.contains(&cx.key) {
+        return Ok(());
+    }
+    let what = if cx.key == "mfu" {
+        "every compute node would last forever"
+    } else {
+        "every transfer on this dim would last forever"
+    };
+    let d = out_of_range(
+        cx,
+        format!("`{}` is out of range: {what}", cx.text),
+        "must be above 0",
+    );
+    let help = if cx.key == "mfu" {
+        "write the measured MFU (such as `mfu 40%`), or remove `mfu` for the simulator's own compute model".to_string()
+    } else {
+        "write the dim's measured efficiency (such as `80%`), or leave it out for 100%".to_string()
+    };
+    Err(d.with_help(help))
+}
+
 fn out_of_range(cx: &ValueCtx, message: String, label: &str) -> Diagnostic {
     Diagnostic::new(Code::E0202, message, cx.loc, label.to_string())
 }
@@ -358,6 +385,7 @@ pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
                 };
                 return Err(d.with_help(help));
             }
+            nonzero_divisor(v, cx)?;
             Ok((Arg::Ratio(Ratio(v)), None))
         }
         (ValueKind::Name(n), ArgType::NewName) => Ok((Arg::Name(n.clone()), None)),
@@ -561,6 +589,7 @@ fn quantity(ty: ArgType, number: Number, found: Unit, value: &Value, cx: &ValueC
                     "outside [0%, 100%]",
                 ));
             }
+            nonzero_divisor(v, cx)?;
             Ok((Arg::Ratio(Ratio(v / 100.0)), None))
         }
         _ => Err(wrong_kind(ty, value, cx)),

@@ -100,6 +100,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
             first: m.first.value,
             middle: m.middle.value,
             last: m.last.value,
+            unused: m.unused,
         }),
         precision: val(&p.precision),
         attention: val(&p.attention),

@@ -144,7 +144,7 @@ pub trait ComputeModel {
 /// `use_step_snapshot` replaces the FLOP-based nodes), else the analytic model.
 pub fn model_for(sc: &Scenario) -> Box<dyn ComputeModel> {
     let analytic = AnalyticModel::new(sc, Calibration::for_arch(sc.cluster.gpu.arch));
-    if sc.plan.measured.is_some() {
+    if sc.plan.replayed().is_some() {
         Box::new(MeasuredModel::new(sc, analytic))
     } else if let Some(mfu) = &sc.plan.mfu {
         Box::new(MfuModel::new(sc, *mfu, analytic))
@@ -227,7 +227,7 @@ pub struct MeasuredModel {
 
 impl MeasuredModel {
     pub fn new(sc: &Scenario, optimizer: AnalyticModel) -> MeasuredModel {
-        let (first, middle, last) = match &sc.plan.measured {
+        let (first, middle, last) = match sc.plan.replayed() {
             Some(m) => (m.first, m.middle, m.last),
             None => (Seconds(0.0), Seconds(0.0), Seconds(0.0)),
         };

@@ -43,6 +43,7 @@ fn measured_model_splits_one_third_two_thirds_per_stage_kind() {
         first: venus_front::testutil::sp(Seconds(0.030)),
         middle: venus_front::testutil::sp(Seconds(0.021)),
         last: venus_front::testutil::sp(Seconds(0.027)),
+        unused: false,
         loc: venus_front::testutil::loc(),
     });
     set(&mut d.plan.mfu, Ratio(0.5));
@@ -65,6 +66,24 @@ fn measured_model_splits_one_third_two_thirds_per_stage_kind() {
         m.chunk(7, 0, Pass::Backward).total,
         Seconds::from_ns(18_000_000.0)
     );
+}
+
+#[test]
+fn unused_measured_times_are_kept_but_not_replayed() {
+    // VenusSim's `use_step_snapshot 0` with data: the times ride along for `--emit venussim`,
+    // and the plan's `mfu` prices the nodes.
+    let mut d = demo();
+    d.plan.measured = Some(Measured {
+        first: venus_front::testutil::sp(Seconds(0.030)),
+        middle: venus_front::testutil::sp(Seconds(0.021)),
+        last: venus_front::testutil::sp(Seconds(0.027)),
+        unused: true,
+        loc: venus_front::testutil::loc(),
+    });
+    set(&mut d.plan.mfu, Ratio(0.5));
+    let sc = validate(&d);
+    assert_eq!(model_for(&sc).name(), "mfu");
+    assert_eq!(sc.plan.measured.map(|m| m.first), Some(Seconds(0.030)));
 }
 
 #[test]

@@ -130,12 +130,24 @@ pub enum LowerError {
         nodes: u64,
         budget: u64,
     },
+    /// `--all-ranks` on a world of more than [`MAX_ALL_RANKS`] GPUs.
+    TooManyRanks {
+        ranks: u64,
+        budget: u64,
+    },
 }
 
+/// The most ranks `--all-ranks` simulates one by one. Measured on 2 cores (reliability
+/// report, a 32-layer tp-8 model): 65,536 ranks take 19 s and 2.6 GB, 262,144 take 178 s and
+/// 10 GB, growing linearly; the symmetric run gives the same report on every one of them.
+pub const MAX_ALL_RANKS: u64 = 1 << 16;
+
 /// The most trace nodes one lowering builds: about 6 GiB of trace and engine state at the
-/// 40-50 bytes a node costs. Past it, a plan's `iterations`, microbatches × layers, or
-/// `--all-ranks` on a large world would exhaust memory instead of simulating.
-pub const MAX_TRACE_NODES: u64 = 1 << 27;
+/// ~180 bytes a node costs with its events (measured, release build: 100,000 layers, tp 2,
+/// pp 8, 64 microbatches, 2,000–10,000 layers scaling linearly: 3.8 M nodes took 692 MB).
+/// Past it, a plan's `iterations`, microbatches × layers, or `--all-ranks` on a large world
+/// would exhaust memory instead of simulating.
+pub const MAX_TRACE_NODES: u64 = 1 << 25;
 
 impl fmt::Display for LowerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -150,6 +162,11 @@ impl fmt::Display for LowerError {
                 "the trace would hold at least {nodes} nodes, over the budget of {budget} \
                  (iterations × microbatches × layers × simulated ranks): lower `iterations`, \
                  `global_batch` or `layers`, or simulate without `--all-ranks`"
+            ),
+            LowerError::TooManyRanks { ranks, budget } => write!(
+                f,
+                "`--all-ranks` would simulate {ranks} ranks one by one, over the budget of \
+                 {budget}: drop `--all-ranks` (the symmetric run gives the same report)"
             ),
         }
     }
@@ -282,6 +299,12 @@ pub(crate) fn lower_with(
         .map(|s| StagePlan::new(sc, model.as_ref(), &layout, s))
         .collect();
 
+    if opts.all_ranks && u64::from(world) > MAX_ALL_RANKS {
+        return Err(LowerError::TooManyRanks {
+            ranks: u64::from(world),
+            budget: MAX_ALL_RANKS,
+        });
+    }
     let symmetric = !opts.all_ranks && radix_compatible(&layout, &leaf_cuts(&sc.cluster));
     let block = world / sizes.pp.max(1);
     let representatives: Vec<u32> = (0..sizes.pp).map(|s| s * block).collect();
@@ -301,13 +324,20 @@ pub(crate) fn lower_with(
         let ops = ir.rank(coords.pp);
         let mut e = Emitter::new(stage, &groups, &names, shape);
         e.budget = usize::try_from(MAX_TRACE_NODES - built).unwrap_or(usize::MAX);
+        // This rank's iterations and those of the ranks after it, all about this one's size.
+        let copies = u64::from(iterations).saturating_mul((simulated.len() - i) as u64);
+        e.projection = Some(Projection::new(ops, built, copies));
         let mut bounds = Vec::new();
         for k in 0..iterations {
             let start = e.rb.len() as u32;
             e.iteration(ops);
+            if let Some(nodes) = e.projected_over {
+                return Err(over_budget(nodes));
+            }
             if e.over_budget() {
                 return Err(over_budget(built + e.rb.len() as u64));
             }
+            e.projection = None;
             bounds.push(start..e.rb.len() as u32);
             if k == 0 {
                 // Every iteration of a rank has the same nodes, and ranks differ little: project
@@ -751,11 +781,87 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     out
 }
 
+/// The whole trace's node count, projected during a rank's first iteration from the first
+/// compute op of each pass: a forward of a deep stage with tp > 1 emits a node per layer and
+/// collective, so one op is enough to see that 10⁵ layers × 10³ microbatches cannot fit,
+/// before the iteration (let alone the trace) is allocated.
+#[derive(Clone, Debug)]
+struct Projection {
+    /// Compute ops of each pass (forward, backward, weight) in one iteration of the rank.
+    ops_of: [u64; 3],
+    /// Nodes the first op of each pass emitted, once seen.
+    first: [Option<u64>; 3],
+    /// Nodes of the ranks already built.
+    built: u64,
+    /// Iterations of this rank and the ranks after it: the copies of one iteration to come.
+    copies: u64,
+}
+
+impl Projection {
+    fn new(ops: &[Op], built: u64, copies: u64) -> Projection {
+        let mut ops_of = [0u64; 3];
+        for op in ops {
+            if let Some(p) = compute_pass(op) {
+                ops_of[pass_index(p)] += 1;
+            }
+        }
+        Projection {
+            ops_of,
+            first: [None; 3],
+            built,
+            copies,
+        }
+    }
+
+    /// Records the nodes one op of `pass` emitted; the projection when it is the first one.
+    fn observe(&mut self, pass: Pass, nodes: u64) -> Option<u64> {
+        let slot = &mut self.first[pass_index(pass)];
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(nodes);
+        Some(self.nodes())
+    }
+
+    /// At least the nodes of every compute op seen so far's kind, over all copies.
+    fn nodes(&self) -> u64 {
+        let per_iteration = self
+            .ops_of
+            .iter()
+            .zip(self.first)
+            .map(|(&n, first)| n.saturating_mul(first.unwrap_or(0)))
+            .fold(0u64, u64::saturating_add);
+        self.built
+            .saturating_add(per_iteration.saturating_mul(self.copies))
+    }
+}
+
+fn compute_pass(op: &Op) -> Option<Pass> {
+    match op {
+        Op::Forward(_) => Some(Pass::Forward),
+        Op::Backward(_) => Some(Pass::Backward),
+        Op::Weight(_) => Some(Pass::Weight),
+        _ => None,
+    }
+}
+
+fn pass_index(p: Pass) -> usize {
+    match p {
+        Pass::Forward => 0,
+        Pass::Backward => 1,
+        Pass::Weight => 2,
+    }
+}
+
 /// Emits the nodes of one rank.
 struct Emitter<'a> {
     rb: RankBuilder,
     /// Nodes this rank may still add before the lowering is over [`MAX_TRACE_NODES`].
     budget: usize,
+    /// Set during a rank's first iteration: projects the trace from its first ops.
+    projection: Option<Projection>,
+    /// The projected node count, once it is over [`MAX_TRACE_NODES`]: lowering stops there.
+    projected_over: Option<u64>,
     st: &'a StagePlan,
     g: &'a RankGroups,
     n: &'a Names,
@@ -786,6 +892,8 @@ impl<'a> Emitter<'a> {
         Emitter {
             rb: RankBuilder::default(),
             budget: usize::MAX,
+            projection: None,
+            projected_over: None,
             st,
             g,
             n,
@@ -802,7 +910,21 @@ impl<'a> Emitter<'a> {
     }
 
     fn over_budget(&self) -> bool {
-        self.rb.len() > self.budget
+        self.rb.len() > self.budget || self.projected_over.is_some()
+    }
+
+    /// A compute op of `pass`: emitted, then counted into the projection.
+    fn compute_counted(&mut self, mb: u32, chunk: u32, pass: Pass) {
+        let before = self.rb.len() as u64;
+        self.compute(mb, chunk, pass);
+        let added = self.rb.len() as u64 - before;
+        let projected = self
+            .projection
+            .as_mut()
+            .and_then(|p| p.observe(pass, added));
+        if let Some(nodes) = projected.filter(|&n| n > MAX_TRACE_NODES) {
+            self.projected_over = Some(nodes);
+        }
     }
 
     fn iteration(&mut self, ops: &[Op]) {
@@ -817,9 +939,9 @@ impl<'a> Emitter<'a> {
         let mut i = 0;
         while i < ops.len() && !self.over_budget() {
             match ops[i] {
-                Op::Forward(m) => self.compute(m.mb, m.chunk, Pass::Forward),
-                Op::Backward(m) => self.compute(m.mb, m.chunk, Pass::Backward),
-                Op::Weight(m) => self.compute(m.mb, m.chunk, Pass::Weight),
+                Op::Forward(m) => self.compute_counted(m.mb, m.chunk, Pass::Forward),
+                Op::Backward(m) => self.compute_counted(m.mb, m.chunk, Pass::Backward),
+                Op::Weight(m) => self.compute_counted(m.mb, m.chunk, Pass::Weight),
                 // The engine has one compute stream per rank: every stream of the schedule
                 // lowers onto it (no schedule that venusc builds uses another).
                 Op::Stream(_) => {}

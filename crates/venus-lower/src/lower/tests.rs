@@ -127,6 +127,7 @@ fn zero_comm(pp: u64, vpp: u64, m: u64, layers: u64) -> Scenario {
         first: sp(Seconds(0.003)),
         middle: sp(Seconds(0.003)),
         last: sp(Seconds(0.003)),
+        unused: false,
         loc: venus_front::testutil::loc(),
     });
     let mut md = model(1024, 8, layers, 32000, 1024);
@@ -579,4 +580,67 @@ fn a_plan_just_inside_the_budget_still_lowers() {
     )
     .expect("lowers");
     assert_eq!(lw.trace.node_count(), 50 * one);
+}
+
+/// The reliability report's H4 plan: 100,000 `layers`, tp 2, pp 8, `microbatches` of 1 sample.
+fn deep_tp_model(layers: u64, microbatches: u64) -> Scenario {
+    let mut p = plan(1, microbatches);
+    set(&mut p.tp, 2);
+    set(&mut p.pp, 8);
+    set(&mut p.sp, true);
+    set(&mut p.recompute, venus_base::base::Recompute::Full);
+    set(&mut p.distributed_optimizer, true);
+    let d = venus_front::testutil::def(
+        model(64, 2, layers, 32_000, 2048),
+        cluster(&[("nvlink", 8), ("ib", 2)], 80),
+        p,
+    );
+    validate(&d)
+}
+
+#[test]
+fn a_deep_tp_model_is_over_budget_after_its_first_ops_not_its_first_iteration() {
+    // 64 microbatches used to build ~38 M nodes (17 GB in a debug build) before simulating;
+    // 1,024 built 2^27 nodes (6 GB) before the budget stopped them. The projection from the
+    // first forward and backward now stops both before a second op of either is emitted.
+    for (microbatches, nodes) in [(64, 38_400_512u64), (1024, 614_408_192)] {
+        let sc = deep_tp_model(100_000, microbatches);
+        let err = lower(&sc, &LowerOptions::default()).unwrap_err();
+        assert_eq!(
+            err,
+            LowerError::OverBudget {
+                nodes,
+                budget: MAX_TRACE_NODES
+            },
+            "{microbatches} microbatches"
+        );
+    }
+    // Ten times fewer layers fit: the projection does not refuse what it can build.
+    let lw = lower(&deep_tp_model(2_000, 64), &LowerOptions::default());
+    assert!(lw.is_ok(), "{:?}", lw.err());
+}
+
+#[test]
+fn all_ranks_on_more_than_the_rank_budget_is_refused_before_lowering() {
+    let mut d = demo_mfu();
+    d.cluster = cluster(&[("nvlink", 8), ("ib", 16_384)], 80);
+    set(&mut d.plan.dp, 16_384);
+    d.plan.global_batch = sp(16_384 * 2 * 8);
+    let sc = validate(&d);
+    let err = lower(
+        &sc,
+        &LowerOptions {
+            all_ranks: true,
+            iterations: 1,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        LowerError::TooManyRanks {
+            ranks: 131_072,
+            budget: MAX_ALL_RANKS
+        }
+    );
+    assert!(err.to_string().contains("drop `--all-ranks`"), "{err}");
 }

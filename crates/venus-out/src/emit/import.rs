@@ -17,7 +17,6 @@ use std::io;
 use serde_json::{Map, Value};
 
 use super::venussim::{IMPLEMENTATION_KEYS, SYSTEM_DEFAULTS};
-use venus_base::base::units::trim;
 use venus_base::base::{Bytes, BytesPerSec, Topology};
 
 /// The HBM values written for the gpu, which VenusSim's config does not carry (H100 SXM).
@@ -49,6 +48,8 @@ pub enum ImportErrorKind {
     Unreadable,
     /// A file was read but is malformed or inconsistent, or a file it names is missing.
     Malformed,
+    /// A value no `.venus` literal of its key holds, or a key written twice (E0605).
+    Unrepresentable,
 }
 
 impl fmt::Display for ImportError {
@@ -58,6 +59,44 @@ impl fmt::Display for ImportError {
 }
 
 impl std::error::Error for ImportError {}
+
+fn unrepresentable(file: &str, message: impl Into<String>) -> ImportError {
+    ImportError {
+        file: file.to_string(),
+        message: message.into(),
+        kind: ImportErrorKind::Unrepresentable,
+    }
+}
+
+/// `v` as a `.venus` number that reads back as exactly `v`: Rust's shortest round-trip digits,
+/// in exponent form when the plain form would be long (`1e-7`, not `0.0000001`; `1e300`, not
+/// 301 digits). The old three-decimal rounding turned `1e-7` ns into `0ns` and `mfu 1e-300`
+/// into `mfu 0%`.
+fn exact(v: f64) -> String {
+    let plain = format!("{v}");
+    if plain.len() <= 16 {
+        plain
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// `value` × `scale` (its unit in SI) must be a positive finite number for the `.venus` file to
+/// hold it: a rate of 1e-300 TFLOP/s is fine, one of 1e300 TFLOP/s overflows.
+fn representable(file: &str, key: &str, value: f64, scale: f64) -> Result<f64, ImportError> {
+    let si = value * scale;
+    if value > 0.0 && si.is_finite() && si > 0.0 {
+        return Ok(value);
+    }
+    Err(unrepresentable(
+        file,
+        format!(
+            "`{key}` {} is out of the range a `.venus` file holds (positive, below {:e} in SI units)",
+            exact(value),
+            f64::MAX
+        ),
+    ))
+}
 
 fn err(file: &str, message: impl Into<String>) -> ImportError {
     ImportError {
@@ -458,10 +497,13 @@ struct Values {
     delay_grad_reduce: bool,
     delay_param_gather: bool,
     overlap_p2p: bool,
-    iterations: u64,
+    /// VenusSim's `train-iters`: the length of the training run, kept as a comment. It is
+    /// not `iterations` (how many venusc simulates back to back, each the same): a real
+    /// config's 500,000 would build a trace of 500,000 iterations.
+    train_iters: Option<u64>,
     mfu: Option<f64>,
-    /// Milliseconds: first, middle, last.
-    measured: Option<[f64; 3]>,
+    /// The snapshot times (ms) and whether they are kept `unused`.
+    measured: Option<([f64; 3], bool)>,
 }
 
 impl Values {
@@ -529,15 +571,23 @@ impl Values {
                 ));
             }
         }
-        let measured = if t.flag("use_step_snapshot")? {
-            Some(snapshot(t)?)
+        // Snapshot data VenusSim does not use (`use_step_snapshot 0`) is kept as `unused`, so
+        // `--emit venussim` gives it back; the zeros VenusSim writes for none are not data.
+        let replayed = t.flag("use_step_snapshot")?;
+        let measured = if replayed {
+            Some((snapshot(t)?, false))
         } else {
-            if t.map.contains_key("step_snapshot_data") {
-                warnings.push(format!(
-                    "{f}: `step_snapshot_data` is unused (use_step_snapshot 0) and not imported"
-                ));
+            match (t.map.contains_key("step_snapshot_data"), snapshot(t)) {
+                (true, Ok(data)) => Some((data, true)),
+                (true, Err(_)) if !snapshot_is_zeros(t) => {
+                    warnings.push(format!(
+                        "{f}: `step_snapshot_data` is unused (use_step_snapshot 0) and not three \
+                         positive times: not imported"
+                    ));
+                    None
+                }
+                _ => None,
             }
-            None
         };
         let sp_written = t.flag("sequence-parallel")?;
         let v = Values {
@@ -567,7 +617,7 @@ impl Values {
             delay_grad_reduce: !t.flag("no-delay-grad-reduce")?,
             delay_param_gather: t.flag("delay-param-gather")?,
             overlap_p2p: !t.flag("no-overlap-p2p-communication")?,
-            iterations: t.opt("train-iters")?.unwrap_or(1).max(1),
+            train_iters: t.opt("train-iters")?,
             mfu: None,
             measured,
         };
@@ -593,7 +643,7 @@ impl Values {
             .and_then(float_of)
             .filter(|&p| p > 0.0)
             .ok_or_else(|| err(file, "missing or non-positive `peak-perf` (TFLOP/s)"))?;
-        self.peak_tflops = peak;
+        self.peak_tflops = representable(file, "peak-perf", peak, 1e12)?;
         if let Some(m) = system.get("mfu") {
             let m = float_of(m)
                 .filter(|&m| m > 0.0 && m <= 1.0)
@@ -643,6 +693,14 @@ impl Values {
     }
 }
 
+/// `step_snapshot_data: [0, 0, 0]`: what VenusSim (and `--emit venussim`) writes for none.
+fn snapshot_is_zeros(t: &Tg) -> bool {
+    t.map
+        .get("step_snapshot_data")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().all(|v| float_of(v) == Some(0.0)))
+}
+
 fn snapshot(t: &Tg) -> Result<[f64; 3], ImportError> {
     let bad = || {
         err(
@@ -684,6 +742,19 @@ fn network_dims(
             warnings.push(format!(
                 "{file}: line {}: unknown key `{}` ignored",
                 e.line, e.key
+            ));
+        }
+    }
+    // A key written twice: YAML keeps the last, VenusSim's loader the first. Neither is safe
+    // to pick silently.
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(first) = entries[..i].iter().find(|f| f.key == e.key) {
+            return Err(unrepresentable(
+                file,
+                format!(
+                    "line {}: `{}` is written again (first on line {}): keep one",
+                    e.line, e.key, first.line
+                ),
             ));
         }
     }
@@ -759,11 +830,16 @@ fn network_dims(
                 format!("line {}: bandwidth must be positive", bw.line),
             ));
         }
+        let bandwidth = representable(file, "bandwidth", bandwidth, 1e9)?;
+        let latency = number(lat, i)?;
+        if latency > 0.0 {
+            representable(file, "latency", latency, 1e-9)?;
+        }
         dims.push(NetDim {
             topology,
             size,
             bandwidth,
-            latency: number(lat, i)?,
+            latency,
         });
     }
     Ok(dims)
@@ -812,7 +888,7 @@ fn render(v: &Values, name: &str, config_path: &str) -> String {
     let _ = writeln!(
         o,
         "gpu {name}_gpu < peak {}TFLOP/s  memory 80GiB  mem_bw 3350GB/s >",
-        trim(v.peak_tflops)
+        exact(v.peak_tflops)
     );
     let _ = writeln!(o);
     let _ = writeln!(o, "cluster <");
@@ -823,8 +899,8 @@ fn render(v: &Values, name: &str, config_path: &str) -> String {
             "  dim dim{i} {} {} {}GB/s {}ns",
             d.topology.word(),
             d.size,
-            trim(d.bandwidth),
-            trim(d.latency)
+            exact(d.bandwidth),
+            exact(d.latency)
         );
     }
     let _ = writeln!(o, ">");
@@ -869,19 +945,33 @@ fn render(v: &Values, name: &str, config_path: &str) -> String {
     if !flags.is_empty() {
         let _ = writeln!(o, "  {}", flags.join(" "));
     }
-    if v.iterations > 1 {
-        let _ = writeln!(o, "  iterations {}", v.iterations);
-    }
-    if let Some(m) = v.mfu {
-        let _ = writeln!(o, "  mfu {}%", trim(m * 100.0));
-    }
-    if let Some([a, b, c]) = v.measured {
+    if let Some(n) = v.train_iters {
         let _ = writeln!(
             o,
-            "  measured < first {}ms middle {}ms last {}ms >",
-            trim(a),
-            trim(b),
-            trim(c)
+            "  # VenusSim's train-iters {n} is the run's length: each iteration repeats the same"
+        );
+        let _ = writeln!(
+            o,
+            "  # schedule, so one is simulated (`iterations N` simulates N back to back)"
+        );
+    }
+    if let Some(m) = v.mfu {
+        // As a percentage when that reads back exactly (`mfu 45%`), else as the fraction.
+        let pct = m * 100.0;
+        if pct / 100.0 == m {
+            let _ = writeln!(o, "  mfu {}%", exact(pct));
+        } else {
+            let _ = writeln!(o, "  mfu {}", exact(m));
+        }
+    }
+    if let Some(([a, b, c], unused)) = v.measured {
+        let _ = writeln!(
+            o,
+            "  measured < first {}ms middle {}ms last {}ms{} >",
+            exact(a),
+            exact(b),
+            exact(c),
+            if unused { " unused" } else { "" }
         );
     }
     let _ = writeln!(o, ">");

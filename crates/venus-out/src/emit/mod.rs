@@ -66,6 +66,8 @@ pub enum EmitError {
     Io(io::Error),
     /// The scenario has no schedule the format can express (e.g. a schedule too large to build).
     Unsupported(String),
+    /// The files would hold more nodes than `sim`'s trace budget (E0601).
+    OverBudget { nodes: u64, budget: u64 },
 }
 
 impl fmt::Display for EmitError {
@@ -73,11 +75,47 @@ impl fmt::Display for EmitError {
         match self {
             EmitError::Io(e) => write!(f, "cannot write: {e}"),
             EmitError::Unsupported(m) => f.write_str(m),
+            EmitError::OverBudget { nodes, budget } => write!(
+                f,
+                "the trace files would hold about {nodes} nodes, over the budget of {budget}: \
+                 lower `iterations` or `global_batch`"
+            ),
         }
     }
 }
 
 impl std::error::Error for EmitError {}
+
+impl EmitError {
+    /// The coded diagnostic of a failure the plan caused (E0601), labelled at its plan.
+    pub fn diagnostic(
+        &self,
+        sc: &venus_plan::plan::Scenario,
+        at: &venus_plan::plan::Provenance,
+    ) -> Option<venus_diag::diag::Diagnostic> {
+        let EmitError::OverBudget { nodes, budget } = self else {
+            return None;
+        };
+        Some(
+            venus_diag::diag::Diagnostic::new(
+                venus_diag::diag::Code::E0601,
+                format!(
+                    "the trace files of `{}` would hold about {nodes} nodes, over the budget of \
+                     {budget}",
+                    sc.name
+                ),
+                at.plan,
+                "this plan",
+            )
+            .with_help(crate::simulate::node_budget_help(
+                sc,
+                &crate::simulate::SimOptions::default(),
+                *nodes,
+                *budget,
+            )),
+        )
+    }
+}
 
 impl From<io::Error> for EmitError {
     fn from(e: io::Error) -> EmitError {

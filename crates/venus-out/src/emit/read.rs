@@ -548,6 +548,7 @@ fn read_templates(
     }
     // rank → (template, prev, next)
     let mut map: Vec<Option<(u32, u32, u32)>> = vec![None; world as usize];
+    let mut lines: Vec<usize> = vec![0; world as usize];
     for _ in 0..world {
         let (r, line) = t.int::<u32>("a rank")?;
         let (tr, _) = t.int::<u32>("a template rank")?;
@@ -563,6 +564,7 @@ fn read_templates(
         if map[r as usize].replace((tr, prev, next)).is_some() {
             return Err(rerr(mname, Some(line), format!("rank {r} is mapped twice")));
         }
+        lines[r as usize] = line;
     }
     if let Some((tok, line)) = t.next() {
         return Err(rerr(
@@ -590,6 +592,22 @@ fn read_templates(
     let mut used: Vec<u32> = map.iter().map(|m| m.0).collect();
     used.sort_unstable();
     used.dedup();
+    // A template rank runs its own template: were rank 0 to run rank 2's and rank 2 rank 0's,
+    // each template would stand for a rank whose trace it is not.
+    for (r, m) in map.iter().enumerate() {
+        let own = map[m.0 as usize].0;
+        if own != m.0 {
+            return Err(rerr(
+                mname,
+                Some(lines[m.0 as usize]),
+                format!(
+                    "rank {r} runs the template of rank {}, which itself runs rank {own}'s: a \
+                     template rank must run its own",
+                    m.0
+                ),
+            ));
+        }
+    }
     for tr in used {
         let f = templates.get(&tr).ok_or_else(|| {
             rerr(
@@ -756,7 +774,8 @@ fn add_rank(
                         ),
                     ));
                 }
-                let stream = stream_for(&mut streams, StreamKey::P2p { send, peer });
+                let stream = stream_for(&mut streams, StreamKey::P2p { send, peer })
+                    .ok_or_else(|| too_many_streams(file, line))?;
                 let tag32 = u32::try_from(*tag)
                     .map_err(|_| rerr(file, line, format!("tag {tag} is too large")))?;
                 let bytes = Bytes(*bytes);
@@ -801,7 +820,8 @@ fn add_rank(
                     *bytes
                 };
                 let gid = b.group(members);
-                let stream = stream_for(&mut streams, StreamKey::Group(group.clone()));
+                let stream = stream_for(&mut streams, StreamKey::Group(group.clone()))
+                    .ok_or_else(|| too_many_streams(file, line))?;
                 (
                     NodeKind::Collective {
                         kind: *kind,
@@ -830,9 +850,11 @@ enum StreamKey {
     Group(String),
 }
 
-/// Streams 1..=255 in order of first use, so a send to one neighbour never holds a receive
-/// from the other, nor a collective.
-fn stream_for(streams: &mut Vec<StreamKey>, key: StreamKey) -> StreamId {
+/// Streams 1..=65,535 in order of first use, each its own, so a send to one neighbour never
+/// holds a receive from the other, nor a collective. (Streams used to wrap at 255, and the
+/// 256th group of a rank then shared stream 1 with the first: an acyclic file read as a
+/// dependency cycle.) `None` past the last stream id.
+fn stream_for(streams: &mut Vec<StreamKey>, key: StreamKey) -> Option<StreamId> {
     let i = match streams.iter().position(|k| *k == key) {
         Some(i) => i,
         None => {
@@ -840,7 +862,18 @@ fn stream_for(streams: &mut Vec<StreamKey>, key: StreamKey) -> StreamId {
             streams.len() - 1
         }
     };
-    StreamId(1 + (i % 255) as u8)
+    u16::try_from(i + 1).ok().map(StreamId)
+}
+
+fn too_many_streams(file: &str, line: Option<usize>) -> ReadError {
+    rerr(
+        file,
+        line,
+        format!(
+            "more than {} communication streams (peers and groups) on one rank",
+            u16::MAX
+        ),
+    )
 }
 
 fn compute_category(name: &str) -> Category {

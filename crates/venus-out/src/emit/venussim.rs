@@ -108,7 +108,7 @@ pub fn trace_generator_config(sc: &Scenario) -> Vec<(&'static str, Value)> {
         ("use_chakra", json!(0)),
         ("use_simplified_trace", json!(1)),
         ("use_simplified_template_trace", json!(1)),
-        ("use_step_snapshot", b(measured.is_some())),
+        ("use_step_snapshot", b(p.replayed().is_some())),
         ("step_snapshot_data", Value::Array(snapshot)),
         ("total_file_size_gb_limit", json!(10)),
         ("keep_json_files", json!(0)),
@@ -214,7 +214,7 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
                 .to_string(),
         );
     }
-    if p.mfu.is_none() && p.measured.is_none() {
+    if p.mfu.is_none() && p.replayed().is_none() {
         w.push(
             "the plan sets no `mfu`: VenusSim's system.json gets mfu 1 (compute at peak)"
                 .to_string(),

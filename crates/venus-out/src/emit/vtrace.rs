@@ -40,6 +40,7 @@ use venus_lower::cost::venussim::{
     grad_reduce_scatter_elements, p2p_elements, param_all_gather_elements, VenusModel, VenusShape,
     EMBEDDING_ELEMENT_BYTES, GRAD_ELEMENT_BYTES, P2P_ELEMENT_BYTES, PARAM_ELEMENT_BYTES,
 };
+use venus_lower::lower::MAX_TRACE_NODES;
 use venus_plan::plan::layout::{Coords, Layout};
 use venus_plan::plan::Scenario;
 use venus_plan::schedule::{CallKind, Kind, Op, PipelineShape, Port, ScheduleIr};
@@ -106,7 +107,7 @@ impl Common {
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;
         let m = VenusModel::from_scenario(sc);
         let vshape = VenusShape::from_scenario(sc);
-        let replay = sc.plan.measured.as_ref().map(|ms| {
+        let replay = sc.plan.replayed().map(|ms| {
             // generator/utils.py:88-100: data (ms) × 1e6 × 1/3 forward, × 2/3 backward.
             let d = |s: f64| {
                 let ms = s * 1e3;
@@ -163,6 +164,8 @@ struct Gen<'a> {
     tp_rank: u64,
     peers: Peers,
     nodes: Vec<VNode>,
+    /// Iterations to generate: the plan's, or 1 to measure one for the budget.
+    iterations: u64,
     comp_uid: u64,
     send_tags: Vec<((i64, i64), u64)>,
     recv_tags: Vec<((i64, i64), u64)>,
@@ -176,6 +179,7 @@ impl<'a> Gen<'a> {
             tp_rank,
             peers,
             nodes: Vec::new(),
+            iterations: c.iterations,
             comp_uid: 0,
             send_tags: Vec::new(),
             recv_tags: Vec::new(),
@@ -361,7 +365,7 @@ impl<'a> Gen<'a> {
         let c = self.c;
         let ops: &[Op] = c.ir.rank(self.stage);
         let grad_sync_points = c.shape.grad_sync_func() && c.shape.kind == Kind::Interleaved;
-        for iter in 0..c.iterations {
+        for iter in 0..self.iterations {
             // Asynchronous AG of a chunk: (ctrl node, chunk).
             let mut pending_ag: Option<(Option<u32>, u32)> = None;
             if c.shape.overlap_param_gather && iter > 0 {
@@ -585,13 +589,40 @@ fn absolute(c: &Common, layout: &Layout, rank: u32) -> Vec<VNode> {
 
 /// The template nodes of pipeline stage `stage` (relative peers).
 fn template(c: &Common, stage: u32) -> Vec<VNode> {
-    let peers = Peers {
+    Gen::new(c, stage, 0, template_peers(c)).run()
+}
+
+fn template_peers(c: &Common) -> Peers {
+    Peers {
         me: 0,
         next: 1,
         prev: -1,
         same_neighbour: c.pp == 2,
-    };
-    Gen::new(c, stage, 0, peers).run()
+    }
+}
+
+/// The nodes the trace files would hold in all, projected from one iteration of each stage's
+/// template (every iteration runs the same schedule), for `files_per_stage` files a stage.
+/// Over [`MAX_TRACE_NODES`], the same budget `sim` keeps: an error before anything is written.
+fn check_budget(c: &Common, files_per_stage: u64) -> Result<(), EmitError> {
+    let mut nodes = 0u64;
+    for stage in 0..c.pp {
+        let mut one = Gen::new(c, stage, 0, template_peers(c));
+        one.iterations = 1;
+        let per_iteration = one.run().len() as u64;
+        nodes = nodes.saturating_add(
+            per_iteration
+                .saturating_mul(c.iterations.max(1))
+                .saturating_mul(files_per_stage),
+        );
+    }
+    if nodes > MAX_TRACE_NODES {
+        return Err(EmitError::OverBudget {
+            nodes,
+            budget: MAX_TRACE_NODES,
+        });
+    }
+    Ok(())
 }
 
 /// `<name>.<rank>.et` for every rank, plus `comm-group.json`.
@@ -601,6 +632,7 @@ pub fn write_simplified_trace(
 ) -> Result<Vec<Warning>, EmitError> {
     let c = Common::new(sc)?;
     let layout = layout(sc)?;
+    check_budget(&c, u64::from(layout.world() / c.pp.max(1)))?;
     let name = file_stem(&sc.name);
     for rank in 0..layout.world() {
         let nodes = absolute(&c, &layout, rank);
@@ -617,6 +649,7 @@ pub fn write_simplified_trace(
 pub fn write_template_trace(sc: &Scenario, sink: &mut dyn Sink) -> Result<Vec<Warning>, EmitError> {
     let c = Common::new(sc)?;
     let layout = layout(sc)?;
+    check_budget(&c, 1)?;
     let name = file_stem(&sc.name);
     let template_rank = |stage: u32| {
         layout

@@ -27,6 +27,22 @@ pub struct PerfettoOptions<'a> {
     pub layout: Option<&'a Layout>,
 }
 
+/// Bytes one complete event takes in the file, on average: 2.27 GB for 17.2 M slices of a
+/// 65,536-GPU `--all-ranks` run (reliability test), the same ~130 B on the demo.
+pub const BYTES_PER_SLICE: u64 = 132;
+
+/// The slices [`write_perfetto`] would write for `ranks` (every simulated rank when `None`),
+/// and the file's size estimated from them, without writing anything.
+pub fn estimate(trace: &Trace, ranks: Option<&[u32]>) -> (u64, u64) {
+    let slices: u64 = trace
+        .ranks()
+        .iter()
+        .filter(|rt| ranks.is_none_or(|keep| keep.contains(&rt.rank())))
+        .map(|rt| rt.nodes().len() as u64)
+        .sum();
+    (slices, slices.saturating_mul(BYTES_PER_SLICE))
+}
+
 /// Writes the trace. Returns the number of complete (`X`) events written.
 pub fn write_perfetto<W: Write>(
     out: W,

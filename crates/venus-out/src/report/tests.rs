@@ -832,3 +832,29 @@ fn groups_json_lists_sizes_and_groups() {
     assert_eq!(v["groups"]["dp-cp"][1], json!([1, 3, 5, 7]));
     assert_eq!(v["groups"]["embedding"][0], json!([0, 8]));
 }
+
+#[test]
+fn perfetto_estimate_counts_the_slices_it_would_write_per_selected_rank() {
+    // `sim --timeline` refuses a file estimated over 1 GiB before writing (report M3).
+    let (sc, trace, tl) = tp_case();
+    let layout = Layout::for_scenario(&sc).unwrap();
+    let opts = PerfettoOptions {
+        ranks: None,
+        layout: Some(&layout),
+    };
+    let mut buf = Vec::new();
+    let written = write_perfetto(&mut buf, &trace, &tl, &opts).unwrap();
+    let (slices, bytes) = perfetto::estimate(&trace, None);
+    assert_eq!(slices, written);
+    assert_eq!(bytes, written * perfetto::BYTES_PER_SLICE);
+    // Within a factor of two of the real file, even on this tiny trace (headers included).
+    assert!(
+        bytes * 2 > buf.len() as u64 && bytes < 2 * buf.len() as u64,
+        "{bytes} vs {}",
+        buf.len()
+    );
+    let one = trace.ranks()[0].rank();
+    let (only, _) = perfetto::estimate(&trace, Some(&[one]));
+    assert_eq!(only, trace.ranks()[0].nodes().len() as u64);
+    assert_eq!(perfetto::estimate(&trace, Some(&[u32::MAX])), (0, 0));
+}

@@ -137,6 +137,8 @@ pub struct MeasuredSpec {
     pub first: Seconds,
     pub middle: Seconds,
     pub last: Seconds,
+    /// Kept for `--emit venussim` (VenusSim's `use_step_snapshot 0`), not replayed.
+    pub unused: bool,
 }
 
 /// The plan as written (the validated, resolved values are fields of `Scenario`).
@@ -175,6 +177,10 @@ pub struct PlanSpec {
 }
 
 impl PlanSpec {
+    /// The measured times the compute model replays: none when they are kept `unused`.
+    pub fn replayed(&self) -> Option<&MeasuredSpec> {
+        self.measured.as_ref().filter(|m| !m.unused)
+    }
     pub fn tp(&self) -> u64 {
         or(self.tp, 1)
     }

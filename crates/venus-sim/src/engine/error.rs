@@ -69,6 +69,9 @@ pub enum EngineError {
         other: OpRef,
         group: GroupId,
     },
+    /// Simulated time passed `u64::MAX` ps (2^64 ps, about 213.5 days): `op` is the node whose
+    /// end (or transfer) would come after it, when known.
+    TimeOverflow { op: Option<OpRef> },
     /// The event queue drained with `unfinished` nodes left.
     Deadlock {
         stuck: Vec<Stuck>,
@@ -108,6 +111,9 @@ impl fmt::Display for StuckReason {
     }
 }
 
+/// 2^64 ps in whole days (2^64 / 10^12 / 86,400 = 213.5): the engine's time range.
+pub const OVERFLOW_DAYS: u64 = u64::MAX / 1_000_000_000_000 / 86_400;
+
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -128,6 +134,13 @@ impl fmt::Display for EngineError {
             ),
             EngineError::CollectiveMismatch { first, other, group } => {
                 write!(f, "collective mismatch on group {}: {first} and {other} differ in kind or size", group.0)
+            }
+            EngineError::TimeOverflow { op } => {
+                write!(f, "simulated time exceeds {OVERFLOW_DAYS} days (2^64 ps, the engine's range)")?;
+                if let Some(op) = op {
+                    write!(f, ": {op} would end after it")?;
+                }
+                Ok(())
             }
             EngineError::Deadlock { stuck, cycle, unfinished, total } => {
                 write!(f, "deadlock: {unfinished} of {total} nodes never finish")?;

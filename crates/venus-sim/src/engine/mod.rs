@@ -57,7 +57,7 @@ pub mod network;
 mod queue;
 mod sim;
 
-pub use error::{EngineError, OpRef, Stuck, StuckReason};
+pub use error::{EngineError, OpRef, Stuck, StuckReason, OVERFLOW_DAYS};
 pub use network::{Algorithm, ByteVolume, GroupShape, NetDim, Network, NetworkError, Phase};
 
 use crate::trace::{Category, NodeId, Ps, Trace};

@@ -53,7 +53,7 @@ fn end(t: &Timeline, rank: u32, node: u32) -> u64 {
 }
 
 /// A trace where `rank` posts one op of `kind` (on the comm stream) and nothing else.
-fn push(b: &mut TraceBuilder, rank: u32, kind: NodeKind, stream: u8) -> NodeId {
+fn push(b: &mut TraceBuilder, rank: u32, kind: NodeKind, stream: u16) -> NodeId {
     b.rank(rank)
         .push(kind, StreamId(stream), Category::Other, Label::None, &[])
 }
@@ -854,4 +854,47 @@ fn rail_optimized_pairs_of_another_local_index_cross_nvlink_first() {
     // Without rails (one ideal switch) both pairs take one hop.
     let t = run(trace(), &n(false));
     assert_eq!(end(&t, 6, 0), 25 * US);
+}
+
+#[test]
+fn a_time_past_two_to_the_64_ps_is_an_overflow_not_a_deadlock() {
+    // Two compute nodes of 2^63 ps back to back: the second ends past u64::MAX, where the
+    // saturating sum equals the "never finished" sentinel (reliability report M1).
+    let n = net(vec![dim(1, Topology::FullyConnected, 100.0, 0.0)]);
+    let mut b = TraceBuilder::new(1);
+    let first = b.rank(0).push(
+        compute(1 << 63),
+        StreamId::COMPUTE,
+        Category::Other,
+        Label::None,
+        &[],
+    );
+    b.rank(0).push(
+        compute(1 << 63),
+        StreamId::COMPUTE,
+        Category::Other,
+        Label::None,
+        &[first],
+    );
+    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let EngineError::TimeOverflow { op: Some(op) } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!((op.rank, op.node.0), (0, 1));
+    assert_eq!(OVERFLOW_DAYS, 213);
+    assert!(
+        err.to_string()
+            .starts_with("simulated time exceeds 213 days (2^64 ps, the engine's range)"),
+        "{err}"
+    );
+    // One node of exactly the largest representable time still finishes.
+    let mut b = TraceBuilder::new(1);
+    b.rank(0).push(
+        compute(u64::MAX - 1),
+        StreamId::COMPUTE,
+        Category::Other,
+        Label::None,
+        &[],
+    );
+    assert_eq!(end(&run(b, &n), 0, 0), u64::MAX - 1);
 }

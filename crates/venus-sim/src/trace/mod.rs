@@ -45,7 +45,7 @@ pub struct NameId(pub u32);
 /// stream. Nodes of one stream run one at a time in program order (CUDA stream semantics);
 /// different streams of a rank run concurrently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StreamId(pub u8);
+pub struct StreamId(pub u16);
 
 impl StreamId {
     pub const COMPUTE: StreamId = StreamId(0);

@@ -940,9 +940,13 @@ impl<'t> Builder<'t> {
                     let end = items.last().map_or(open.span, |v: &Value| v.span);
                     return (items, open.span.to(end));
                 }
-                // A list does not span lines, and a name that cannot be an element (or is a
-                // key of the block) starts the next item: the `]` was forgotten.
-                _ if self.newline_before(tok) || self.ends_list(tok, slot) => {
+                // Newlines separate elements as they separate tokens (LANGUAGE.md), so a list
+                // may span lines; a name that cannot be an element (or is a key of the
+                // block), or a definition on a new line, starts the next item: the `]` was
+                // forgotten.
+                _ if self.ends_list(tok, slot)
+                    || (self.newline_before(tok) && self.starts_definition(tok)) =>
+                {
                     // Before the next definition, the enclosing block reports (once).
                     if !self.starts_definition(tok) {
                         self.report_unclosed(open, "list");

@@ -693,6 +693,11 @@ key_table! {
             "forward+backward of one microbatch on the last stage",
         )
         .example("12ms"),
+        Unused = flag(
+            "unused",
+            "keep the times for `--emit venussim` without replaying them",
+        )
+        .venussim("use_step_snapshot"),
     }
     BlockKind::Expect => {
         IterationTimeMax = key(

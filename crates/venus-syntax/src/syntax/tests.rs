@@ -788,6 +788,31 @@ fn unclosed_list_at_end_of_input_and_before_block_end() {
     assert_eq!(l.len(), 2);
 }
 
+#[test]
+fn a_list_may_span_lines_and_a_forgotten_bracket_still_ends_at_the_next_key() {
+    // Newlines separate tokens (LANGUAGE.md), inside a list too: `tp [1\n 2 4]` was
+    // E0002 + E0001 (reliability report L7).
+    let text = "plan p < tp [1\n  2\n  4] recompute [none\n full] micro_batch 1 >";
+    let parsed = p(text);
+    assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+    let items = &defs(&parsed)[0].body.items;
+    assert_eq!(keys(defs(&parsed)[0]), ["tp", "recompute", "micro_batch"]);
+    for (item, n) in items.iter().zip([3, 2]) {
+        let ValueKind::List(l) = &item.args[0].kind else {
+            panic!("{:?}", item.args)
+        };
+        assert_eq!(l.len(), n);
+    }
+    // A key on the next line still ends a list whose `]` was forgotten, reported once.
+    let text = "plan p < tp [1 2\n  micro_batch 1 >";
+    let d = only(text);
+    assert_eq!((d.code, at(text, &d)), (Code::E0002, "["));
+    assert_eq!(keys(defs(&p(text))[0]), ["tp", "micro_batch"]);
+    // So does a definition at the start of a line.
+    let text = "plan p < tp [1 2\nmodel m < hidden 1 >";
+    assert_eq!(defs(&p(text)).len(), 2);
+}
+
 // ---- E0003 ----
 
 #[test]

@@ -142,6 +142,10 @@ pub(super) struct Sim<'a> {
     queue: EventQueue<Ev>,
     events: u64,
     done: u64,
+    /// The first event whose time saturated at `u64::MAX` ps (2^64 ps, about 213 days): from
+    /// there on times are no longer exact, and a node ending then would read as unfinished
+    /// ([`UNSET`]), so the run stops and says so instead of reporting a deadlock.
+    overflow: Option<Ev>,
     /// Max-min fair sharing scratch.
     fill: Fill,
 }
@@ -264,6 +268,7 @@ impl<'a> Sim<'a> {
             queue: EventQueue::with_capacity(1024, 256),
             events: 0,
             done: 0,
+            overflow: None,
             fill: Fill::new(nres),
         };
         sim.match_p2p()?;
@@ -276,9 +281,27 @@ impl<'a> Sim<'a> {
         self.queue.now()
     }
 
+    /// Queues `ev` at `t`. Every time the engine computes is a saturating sum, so a time of
+    /// `u64::MAX` is one that overflowed (and the [`UNSET`] sentinel): it is recorded, not run.
     #[inline]
     fn push(&mut self, t: u64, ev: Ev) {
+        if t == UNSET {
+            self.overflow.get_or_insert(ev);
+            return;
+        }
         self.queue.push(t, ev);
+    }
+
+    /// The node an event of an overflowing time belongs to.
+    fn overflow_op(&self, ev: Ev) -> Option<OpRef> {
+        let node = match ev {
+            Ev::NodeDone(g) => Some(g),
+            Ev::PhaseStart(op) | Ev::FlowDone(op, _) => match self.ops.get(op)?.what {
+                OpWhat::P2p { send, recv, .. } => send.or(recv),
+                OpWhat::Coll { inst } => self.inst_nodes.row(inst.ix()).first().copied(),
+            },
+        }?;
+        Some(self.op_ref(node))
     }
 
     fn op_ref(&self, g: GNodeId) -> OpRef {
@@ -341,12 +364,20 @@ impl<'a> Sim<'a> {
                 Ev::NodeDone(_) | Ev::PhaseStart(_) => true,
             });
             let Some((_, ev)) = next else { break };
+            if self.overflow.is_some() {
+                break;
+            }
             match ev {
                 Ev::NodeDone(g) => self.complete(g),
                 Ev::PhaseStart(op) => self.begin_flow(op),
                 Ev::FlowDone(op, _) => self.end_flow(op),
             }
             self.events += 1;
+        }
+        if let Some(ev) = self.overflow {
+            return Err(EngineError::TimeOverflow {
+                op: self.overflow_op(ev),
+            });
         }
         let total = self.kinds.len() as u64;
         if self.done < total {
