@@ -56,6 +56,10 @@ codes! {
     E0309 Error "expert parallelism does not fit the model";
     E0310 Error "optimizer flags out of order";
     E0311 Error "schedule and plan disagree";
+    E0315 Error "mixture-of-experts keys do not fit";
+    E0316 Error "heads not divisible by kv_groups";
+    E0317 Error "hidden not divisible by heads without head_dim";
+    E0318 Error "multi-head latent attention keys do not fit";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     W0001 Warning "a tp, cp or ep group spans a slower, outer dim";

@@ -453,6 +453,14 @@ impl<'r, 'a> Checker<'r, 'a> {
             topk: f.count(Key::Topk),
             moe_ffn: f.count(Key::MoeFfn),
             shared_expert_ffn: f.count(Key::SharedExpertFfn),
+            shared_experts: f.count(Key::SharedExperts),
+            first_k_dense: f.count(Key::FirstKDense),
+            q_lora_rank: f.count(Key::QLoraRank),
+            kv_lora_rank: f.count(Key::KvLoraRank),
+            qk_nope_head_dim: f.count(Key::QkNopeHeadDim),
+            qk_rope_head_dim: f.count(Key::QkRopeHeadDim),
+            v_head_dim: f.count(Key::VHeadDim),
+            mtp_layers: f.count(Key::MtpLayers),
         })
     }
 

@@ -505,6 +505,8 @@ struct StagePlan {
     tp_tensor: Bytes,
     cp_block: Bytes,
     a2a: Bytes,
+    /// Leading dense layers of each chunk (a MoE model's `first_k_dense`): no all-to-all.
+    dense_lead: Vec<u32>,
     embedding_grad: Bytes,
     norm_grads: Bytes,
     tp: bool,
@@ -552,6 +554,13 @@ impl StagePlan {
             .map(|c| PassPs::new(model.chunk(s64, c, Pass::Weight)))
             .collect();
         let dp_cp = u64::from(layout.group_size(GroupKind::DpCp)).max(1);
+        let dense_lead = chunks
+            .clone()
+            .map(|c| {
+                let n = sc.chunk_layers(s64).saturating_sub(sc.chunk_moe_layers(s64, c));
+                u32::try_from(n).unwrap_or(u32::MAX)
+            })
+            .collect();
         let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
         let norms = sc
             .params
@@ -591,6 +600,7 @@ impl StagePlan {
                     .saturating_mul(m.hidden)
                     .saturating_mul(act),
             ),
+            dense_lead,
             embedding_grad: Bytes(
                 (sc.padded_vocab / sc.tp.max(1))
                     .saturating_mul(m.hidden)
@@ -627,6 +637,11 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let per_layer = sc.params.per_layer;
     let dense_layer = per_layer.total().saturating_sub(per_layer.experts) / tp;
     let expert_layer = per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
+    // A MoE model's leading dense layers (`first_k_dense`) lead the chunk and have no experts.
+    let moe_layers = sc.chunk_moe_layers(stage, chunk) as u32;
+    let lead = if sc.model.is_moe() { layers.saturating_sub(moe_layers) } else { 0 };
+    let lead_layer = sc.params.dense_layer.total() / tp;
+    let expert_layers = if sc.model.is_moe() { moe_layers } else { layers };
     let first = stage == 0 && chunk == 0;
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
     let tied_shared = !sc.model.untied_embeddings() && sc.pp > 1;
@@ -678,7 +693,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
             0
         };
         open.post = true;
-        open.elements = sc.params.final_norm / tp;
+        // Multi-token prediction modules sit with the output layer.
+        open.elements = sc.params.final_norm.saturating_add(sc.params.mtp) / tp;
         if tied_shared {
             // The tied output copy is a `shared_embedding` parameter: its own bucket.
             out.push(Bucket {
@@ -695,7 +711,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     }
     for l in (0..layers).rev() {
         open.lo = l;
-        open.elements = open.elements.saturating_add(dense_layer);
+        let layer = if l < lead { lead_layer } else { dense_layer };
+        open.elements = open.elements.saturating_add(layer);
         if bucketed && open.elements >= size {
             close(&mut open, &mut out, l);
         }
@@ -719,10 +736,10 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         }
     }
     close(&mut open, &mut out, 0);
-    if expert_layer > 0 && layers > 0 {
+    if expert_layer > 0 && expert_layers > 0 {
         // Expert parameters live in their own buffer over the expert-dp group.
         out.push(Bucket {
-            elements: pad(expert_layer.saturating_mul(u64::from(layers))),
+            elements: pad(expert_layer.saturating_mul(u64::from(expert_layers))),
             lo: 0,
             hi: layers,
             pre: false,
@@ -1023,9 +1040,10 @@ impl<'a> Emitter<'a> {
             self.wait_gathers(c, |b| b.pre);
             self.piece(p.pre, cat, label);
         }
+        let lead = self.st.dense_lead.get(c).copied().unwrap_or(0);
         for l in 0..p.layers {
             self.wait_gathers(c, |b| !b.expert && b.lo <= l && l < b.hi);
-            self.layer_forward(p, cat, label);
+            self.layer_forward(p, cat, label, l >= lead);
         }
         if p.post > Ps::ZERO || p.layers == 0 {
             self.wait_gathers(c, |_| true);
@@ -1035,16 +1053,21 @@ impl<'a> Emitter<'a> {
         self.wait_gathers(c, |_| true);
     }
 
-    fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label) {
+    /// One layer's forward; `moe`: the MLP has routed experts (dispatch and combine).
+    fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label, moe: bool) {
         self.tp_block(Pass::Forward, |s| {
             let ring = s.cp_ring(1);
             s.piece(p.attention, cat, label);
             s.pending.extend(ring);
         });
         self.tp_block(Pass::Forward, |s| {
-            s.ep_a2a();
+            if moe {
+                s.ep_a2a();
+            }
             s.piece(p.mlp, cat, label);
-            s.ep_a2a();
+            if moe {
+                s.ep_a2a();
+            }
         });
     }
 
@@ -1105,16 +1128,22 @@ impl<'a> Emitter<'a> {
         if launch {
             self.launch_where(c, |b| b.post && b.lo == b.hi);
         }
+        let lead = self.st.dense_lead.get(c).copied().unwrap_or(0);
         for l in (0..p.layers).rev() {
+            let moe = l >= lead;
             if self.st.full_recompute {
                 // Full recompute reruns the layer's forward, collectives included.
                 self.recompute_collectives();
             }
             // MLP backward: gradient enters through the row-parallel exit.
             self.tp_block(Pass::Backward, |s| {
-                s.ep_a2a();
+                if moe {
+                    s.ep_a2a();
+                }
                 s.piece(p.mlp, cat, label);
-                s.ep_a2a();
+                if moe {
+                    s.ep_a2a();
+                }
             });
             self.tp_block(Pass::Backward, |s| {
                 let ring = s.cp_ring(2);

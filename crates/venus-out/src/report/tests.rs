@@ -505,6 +505,7 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
         mfu: Ratio(mfu),
         tokens_per_second: TokensPerSec(0.0),
         bubble_fraction: Ratio(0.0),
+        parameters: Default::default(),
         phases: Vec::new(),
         exposed: Vec::new(),
         memory: [10, peak_gib, 20]

@@ -353,6 +353,60 @@ key_table! {
         )
         .default(KeyDefault::Unset, "none")
         .megatron("--moe-shared-expert-intermediate-size"),
+        SharedExperts = key(
+            "shared_experts",
+            &[Count],
+            "shared experts per MoE layer, each of moe_ffn (HF n_shared_experts); unset: none",
+        )
+        .default(KeyDefault::Unset, "none")
+        .unit("experts"),
+        FirstKDense = key(
+            "first_k_dense",
+            &[Count],
+            "leading dense layers before the MoE layers (HF first_k_dense_replace)",
+        )
+        .default(KeyDefault::Unset, "0: every layer is MoE")
+        .unit("layers")
+        .megatron("--moe-layer-freq"),
+        QLoraRank = key(
+            "q_lora_rank",
+            &[Count],
+            "MLA query compression rank; unset with MLA: a full query projection",
+        )
+        .default(KeyDefault::Unset, "no query compression")
+        .megatron("--q-lora-rank"),
+        KvLoraRank = key(
+            "kv_lora_rank",
+            &[Count],
+            "MLA key-value compression rank; setting it turns on multi-head latent attention",
+        )
+        .default(KeyDefault::Unset, "no MLA (standard attention)")
+        .megatron("--kv-lora-rank"),
+        QkNopeHeadDim = key(
+            "qk_nope_head_dim",
+            &[Count],
+            "MLA per-head query/key size without rotary embedding",
+        )
+        .default(KeyDefault::Derived, "= head_dim")
+        .megatron("--qk-head-dim"),
+        QkRopeHeadDim = key(
+            "qk_rope_head_dim",
+            &[Count],
+            "MLA per-head query/key size with rotary embedding (the key part shared by all heads)",
+        )
+        .default(KeyDefault::Derived, "64 with MLA")
+        .megatron("--qk-pos-emb-head-dim"),
+        VHeadDim = key("v_head_dim", &[Count], "MLA per-head value size")
+            .default(KeyDefault::Derived, "= head_dim")
+            .megatron("--v-head-dim"),
+        MtpLayers = key(
+            "mtp_layers",
+            &[Count],
+            "multi-token prediction depths, one transformer layer each (HF num_nextn_predict_layers)",
+        )
+        .default(KeyDefault::Unset, "none")
+        .unit("layers")
+        .megatron("--mtp-num-layers"),
     }
     GPU => {
         Peak = req("peak", &[Rate], "dense BF16 tensor-core peak")
