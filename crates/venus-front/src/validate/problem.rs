@@ -1009,7 +1009,7 @@ impl MoeShape {
                     .find(|k| k.key == "topk")
                     .map_or(2, |k| k.value.max(2));
                 d.with_help(format!(
-                    "add `experts N` (N ≥ {least}) to model `{model}`, or remove {list}"
+                    "add `experts {least}` or more to model `{model}`, or remove {list}"
                 ))
             }
             MoeShape::NoMoeLayer {

@@ -286,6 +286,8 @@ mod tests {
             ffn: u64::MAX.into(),
             swiglu: true,
             moe: None,
+            mla: None,
+            mtp: 0,
             padded_vocab: u64::MAX.into(),
         };
         assert_eq!(flops_exact(&a), u128::MAX);
