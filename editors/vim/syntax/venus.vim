@@ -22,6 +22,8 @@ syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 " Keys of every block kind.
 syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
+syn keyword venusKey contained shared_experts first_k_dense q_lora_rank kv_lora_rank
+syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_layers
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch
 syn keyword venusKey contained gpu dim nodes algo
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
