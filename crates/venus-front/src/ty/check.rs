@@ -774,6 +774,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             loc,
             text: self.text(loc),
             key: sig.key,
+            allow_zero: false,
         };
         value::typed(ty, &value, &cx).err()
     }
@@ -808,6 +809,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             loc,
             text: self.text(loc),
             key: sig.key,
+            allow_zero: false,
         };
         enum_word(word, schema::FLAG_WORDS, &cx).err().map(|d| {
             d.with_help(format!(
@@ -873,6 +875,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                         loc: vloc,
                         text: self.text(vloc),
                         key: sig.key,
+                        allow_zero: false,
                     };
                     match &v.kind {
                         ValueKind::Name(w) => match enum_word(w, schema::FLAG_WORDS, &cx) {
@@ -901,6 +904,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 loc: vloc,
                 text: self.text(vloc),
                 key: sig.key,
+                allow_zero: sig.allow_zero,
             };
             let checked = match (*ty, &v.kind) {
                 (ArgType::Ref(k), ValueKind::Name(name)) => self

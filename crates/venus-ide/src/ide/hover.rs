@@ -287,6 +287,7 @@ fn describe_values(sig: &KeySig, item: &ast::Item, file: FileId, text: &str) -> 
                     loc: Loc::new(file, v.span),
                     text: written,
                     key: &item.key.text,
+                    allow_zero: sig.allow_zero,
                 };
                 match typed(ty, v, &cx) {
                     Ok((arg, _)) => describe_arg(&arg),

@@ -139,7 +139,8 @@ pub struct KeySig {
     pub required: bool,
     /// May appear more than once (`dim`).
     pub repeatable: bool,
-    /// Zero is allowed for this count (none of the v0 keys; kept for extensions).
+    /// Zero is allowed for this count (`mtp_layers 0`, `first_k_dense 0`, `shared_experts 0`:
+    /// a derived model turns off what its base has).
     pub allow_zero: bool,
     /// One line for hover and completion.
     pub doc: &'static str,
@@ -193,6 +194,10 @@ impl KeySig {
     const fn default(mut self, default: KeyDefault, text: &'static str) -> KeySig {
         self.default = default;
         self.default_text = text;
+        self
+    }
+    const fn zero_allowed(mut self) -> KeySig {
+        self.allow_zero = true;
         self
     }
     const fn unit(mut self, unit: &'static str) -> KeySig {
@@ -359,7 +364,8 @@ key_table! {
             "shared experts per MoE layer, each of moe_ffn (HF n_shared_experts); unset: none",
         )
         .default(KeyDefault::Unset, "none")
-        .unit("experts"),
+        .unit("experts")
+        .zero_allowed(),
         FirstKDense = key(
             "first_k_dense",
             &[Count],
@@ -367,7 +373,8 @@ key_table! {
         )
         .default(KeyDefault::Unset, "0: every layer is MoE")
         .unit("layers")
-        .megatron("--moe-layer-freq"),
+        .megatron("--moe-layer-freq")
+        .zero_allowed(),
         QLoraRank = key(
             "q_lora_rank",
             &[Count],
@@ -406,7 +413,8 @@ key_table! {
         )
         .default(KeyDefault::Unset, "none")
         .unit("layers")
-        .megatron("--mtp-num-layers"),
+        .megatron("--mtp-num-layers")
+        .zero_allowed(),
     }
     GPU => {
         Peak = req("peak", &[Rate], "dense BF16 tensor-core peak")
