@@ -16,6 +16,11 @@ mod plan_memory_tests;
 
 pub use to_plan::provenance;
 
+/// The plain model of a typed one (for the parameter counts editors show).
+pub fn model_spec(m: &crate::ty::Model) -> venus_plan::plan::ModelSpec {
+    to_plan::model(m)
+}
+
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 use venus_diag::diag::{Code, Diagnostic, Loc};
 use venus_plan::plan::derive::{

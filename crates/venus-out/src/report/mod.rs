@@ -255,27 +255,12 @@ impl Parameters {
 
     /// `8.03B total, 8.03B active per token` (and the MTP modules when there are some).
     pub fn summary(&self) -> String {
-        let b = short_count;
+        let b = venus_base::base::math::short_count;
         let mut s = format!("{} total, {} active per token", b(self.total), b(self.active));
         if self.mtp > 0 {
             s.push_str(&format!(", {} in MTP modules", b(self.mtp)));
         }
         s
-    }
-}
-
-/// A parameter count in model-card style: `1.03T`, `671.03B`, `135.27M`, or the count itself
-/// below a million.
-pub fn short_count(n: u64) -> String {
-    let x = n as f64;
-    if x >= 1e12 {
-        format!("{:.2}T", x / 1e12)
-    } else if x >= 1e9 {
-        format!("{:.2}B", x / 1e9)
-    } else if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else {
-        venus_base::base::math::thousands(n)
     }
 }
 
