@@ -80,7 +80,11 @@ fn a_deepseek_v3_row_inherits_the_stdlib_model() {
         b.venus
     );
     assert!(b.moe);
-    assert!(b.assumed.iter().any(|a| a.starts_with("mtp_layers 1")), "{:?}", b.assumed);
+    assert!(
+        b.assumed.iter().any(|a| a.starts_with("mtp_layers 1")),
+        "{:?}",
+        b.assumed
+    );
     let line = line.replace("DeepSeek-V3 (dropless)", "DeepSeek-V3 (w/o MTP)");
     let b = build(&bridge_row(&line)).unwrap();
     assert!(b.venus.contains("  mtp_layers 0\n"), "{}", b.venus);
@@ -92,8 +96,14 @@ fn a_qwen3_moe_row_maps_to_the_stdlib_model_and_simulates() {
     let line = "mb2606_pretrain_qwen330ba3b_h100_fp8_16g\tBridge\tQwen3-30B-A3B (MoE)\t30\t48\t2048\t6144\t32\t4\t151936\t4096\t1024\t1\t1\t1\t\t16\t1\t16\t\t\t\tH100-SXM5-80GB (DGX-H100)\t16\ttokens_per_s_per_gpu\t8826\tprecision FP8";
     let r = validate_row(bridge_row(line));
     match &r.outcome {
-        Outcome::Compared { built, predicted, .. } => {
-            assert!(built.venus.contains("model m : qwen3_30b_a3b <"), "{}", built.venus);
+        Outcome::Compared {
+            built, predicted, ..
+        } => {
+            assert!(
+                built.venus.contains("model m : qwen3_30b_a3b <"),
+                "{}",
+                built.venus
+            );
             assert!(predicted.iteration.0 > predicted.compute.0 && predicted.compute.0 > 0.0);
         }
         Outcome::Skipped(why) => panic!("skipped: {why}"),

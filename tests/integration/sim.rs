@@ -291,7 +291,10 @@ fn deepseek_v3_example_simulates_with_its_parameter_counts() {
     // Megatron's FLOPs count with MLA, 3 dense layers and one MTP depth: 15,360 × 4096 tokens
     // at about 260 GFLOP each.
     let flops = r["flops_per_iteration"].as_f64().unwrap();
-    assert!((flops / (15360.0 * 4096.0) / 1e9 - 260.0).abs() < 5.0, "{flops}");
+    assert!(
+        (flops / (15360.0 * 4096.0) / 1e9 - 260.0).abs() < 5.0,
+        "{flops}"
+    );
     let (_, ep_max) = phase(&r, "ep-comm");
     assert!(ep_max > 0.0, "{r}");
     assert!(r["iteration_time_ms"].as_f64().unwrap() > 0.0);
@@ -316,7 +319,8 @@ fn check_memory_shows_the_parameter_counts() {
     let (code, stdout, stderr) = venusc(&["check", "--memory", "examples/deepseek_v3.venus"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stdout.contains("parameters: 671.03B total, 37.55B active per token, 11.61B in MTP modules"),
+        stdout
+            .contains("parameters: 671.03B total, 37.55B active per token, 11.61B in MTP modules"),
         "{stdout}"
     );
 }

@@ -262,8 +262,21 @@ impl<'a> Validator<'a> {
             self.check_experts(); // E0309
         }
         const SHAPE: &[Key] = &[
-            Hidden, Layers, Heads, KvGroups, HeadDim, Experts, Topk, MoeFfn, SharedExpertFfn,
-            SharedExperts, FirstKDense, QLoraRank, KvLoraRank, QkNopeHeadDim, QkRopeHeadDim,
+            Hidden,
+            Layers,
+            Heads,
+            KvGroups,
+            HeadDim,
+            Experts,
+            Topk,
+            MoeFfn,
+            SharedExpertFfn,
+            SharedExperts,
+            FirstKDense,
+            QLoraRank,
+            KvLoraRank,
+            QkNopeHeadDim,
+            QkRopeHeadDim,
             VHeadDim,
         ];
         if self.inputs_ok(SHAPE, false) {

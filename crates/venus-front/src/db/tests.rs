@@ -388,7 +388,11 @@ fn stdlib_models_match_the_published_totals() {
     for &(name, card) in cards {
         let total = stdlib_params(name).total as f64;
         let off = (total / card - 1.0).abs();
-        assert!(off < 0.005, "{name}: {total} vs {card} ({:.2}%)", off * 100.0);
+        assert!(
+            off < 0.005,
+            "{name}: {total} vs {card} ({:.2}%)",
+            off * 100.0
+        );
     }
 }
 
@@ -422,7 +426,10 @@ fn active_parameters_match_the_model_cards() {
         ("llama4_scout", 17.0),
     ] {
         let active = b(stdlib_params(name).active);
-        assert!((active - card).abs() / card < 0.02, "{name}: {active}B vs {card}B");
+        assert!(
+            (active - card).abs() / card < 0.02,
+            "{name}: {active}B vs {card}B"
+        );
     }
     // Dense models use every parameter.
     let dense = stdlib_params("qwen3_8b");
@@ -435,8 +442,20 @@ fn active_parameters_match_the_model_cards() {
 #[test]
 fn kimi_k2_and_llama4_scout_count_their_configs() {
     let kimi = stdlib_params("kimi_k2");
-    assert!((kimi.total as f64 / 1.026e12 - 1.0).abs() < 0.001, "{}", kimi.total);
-    assert!((kimi.active as f64 / 32.86e9 - 1.0).abs() < 0.001, "{}", kimi.active);
+    assert!(
+        (kimi.total as f64 / 1.026e12 - 1.0).abs() < 0.001,
+        "{}",
+        kimi.total
+    );
+    assert!(
+        (kimi.active as f64 / 32.86e9 - 1.0).abs() < 0.001,
+        "{}",
+        kimi.active
+    );
     let scout = stdlib_params("llama4_scout");
-    assert!((scout.total as f64 / 107.77e9 - 1.0).abs() < 0.001, "{}", scout.total);
+    assert!(
+        (scout.total as f64 / 107.77e9 - 1.0).abs() < 0.001,
+        "{}",
+        scout.total
+    );
 }

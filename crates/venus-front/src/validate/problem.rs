@@ -961,10 +961,7 @@ fn key_list(keys: &[ModelKey]) -> String {
 #[derive(Clone, Debug, PartialEq)]
 pub enum MoeShape {
     /// `topk` above `experts`: a token cannot be routed to more experts than there are.
-    TopkOverExperts {
-        topk: ModelKey,
-        experts: ModelKey,
-    },
+    TopkOverExperts { topk: ModelKey, experts: ModelKey },
     /// MoE keys on a model without `experts` (they would be ignored).
     WithoutExperts { model: String, keys: Vec<ModelKey> },
     /// `first_k_dense` leaves no MoE layer.

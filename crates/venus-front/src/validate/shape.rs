@@ -38,7 +38,10 @@ impl Validator<'_> {
             .collect();
             if !keys.is_empty() {
                 let model = m.name.clone();
-                self.report(PlanProblem::MoeShape(MoeShape::WithoutExperts { model, keys }));
+                self.report(PlanProblem::MoeShape(MoeShape::WithoutExperts {
+                    model,
+                    keys,
+                }));
             }
             return;
         };

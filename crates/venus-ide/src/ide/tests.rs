@@ -163,8 +163,9 @@ fn hover_on_a_model_name_shows_its_parameter_counts() {
     let (s, f) = session(text);
     let h = hover(&s, f, offset_of(text, "deepseek_v3") + 2).unwrap();
     assert!(
-        h.markdown
-            .ends_with("\n\nparameters: 671.03B total, 37.55B active per token, 11.61B in MTP modules"),
+        h.markdown.ends_with(
+            "\n\nparameters: 671.03B total, 37.55B active per token, 11.61B in MTP modules"
+        ),
         "{}",
         h.markdown
     );

@@ -9,8 +9,14 @@
 //!   projection `2·T·q·h/tp`, MLP up (+ gate with SwiGLU) and down `2·T·h·ffn·(3 or 2)/tp`; on a
 //!   MoE layer the router `2·T·h·E` and the expert GEMMs over `T·topk` token copies
 //!   `2·T·topk·h·moe_ffn·(3 or 2)/etp` (each EP rank gets `T·topk` pairs on average), plus a
-//!   shared expert like a dense MLP;
-//! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`) at its
+//!   shared expert like a dense MLP; with multi-head latent attention (`kv_lora_rank`) the
+//!   replicated down-projections `2·T·h·(q_lora + kv_lora + d_rope)`, the tp-split
+//!   up-projections and the output projection `2·T·n·d_v·h/tp` replace QKV and the projection;
+//! - a MoE model's leading dense layers (`first_k_dense`) have the dense MLP of `ffn`; the MTP
+//!   depths (`mtp_layers`) add to the output layer one layer, the `2h → h` projection and another
+//!   logits GEMM and loss each;
+//! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`; with MLA
+//!   `b·s·(s/cp)·n·(d_qk + d_v)/tp`) at its
 //!   own efficiency; backward ×[`Calibration::attention_backward`] (flash recomputes the scores);
 //! - memory-bound work at `mem_bw × memory efficiency`: two norms, two residual adds and two
 //!   dropouts over `h` per token (on `T/tp` tokens with `sp`), rotary embedding on q and k and
@@ -176,8 +182,8 @@ impl AnalyticModel {
         let w = Work::new(sc, cal);
         let blocks = w.blocks();
         let m = &sc.model;
-        let dense_blocks = (m.is_moe() && m.first_k_dense() > 0)
-            .then(|| (w.blocks_with(None), m.first_k_dense()));
+        let dense_blocks =
+            (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
         AnalyticModel {
             cal,
             blocks,
@@ -262,9 +268,15 @@ impl ComputeModel for AnalyticModel {
         };
         let b = &self.blocks;
         let (attention, mlp) = if fwd {
-            (b.attention_f, self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f))
+            (
+                b.attention_f,
+                self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f),
+            )
         } else {
-            (b.attention_b, self.mixed_mlp(stage, chunk, b.mlp_b, |d| d.mlp_b))
+            (
+                b.attention_b,
+                self.mixed_mlp(stage, chunk, b.mlp_b, |d| d.mlp_b),
+            )
         };
         ChunkCost::from_pieces(
             pre,

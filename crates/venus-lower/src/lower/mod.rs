@@ -557,7 +557,9 @@ impl StagePlan {
         let dense_lead = chunks
             .clone()
             .map(|c| {
-                let n = sc.chunk_layers(s64).saturating_sub(sc.chunk_moe_layers(s64, c));
+                let n = sc
+                    .chunk_layers(s64)
+                    .saturating_sub(sc.chunk_moe_layers(s64, c));
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
             .collect();
@@ -639,9 +641,17 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let expert_layer = per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
     // A MoE model's leading dense layers (`first_k_dense`) lead the chunk and have no experts.
     let moe_layers = sc.chunk_moe_layers(stage, chunk) as u32;
-    let lead = if sc.model.is_moe() { layers.saturating_sub(moe_layers) } else { 0 };
+    let lead = if sc.model.is_moe() {
+        layers.saturating_sub(moe_layers)
+    } else {
+        0
+    };
     let lead_layer = sc.params.dense_layer.total() / tp;
-    let expert_layers = if sc.model.is_moe() { moe_layers } else { layers };
+    let expert_layers = if sc.model.is_moe() {
+        moe_layers
+    } else {
+        layers
+    };
     let first = stage == 0 && chunk == 0;
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
     let tied_shared = !sc.model.untied_embeddings() && sc.pp > 1;

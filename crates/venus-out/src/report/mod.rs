@@ -256,7 +256,11 @@ impl Parameters {
     /// `8.03B total, 8.03B active per token` (and the MTP modules when there are some).
     pub fn summary(&self) -> String {
         let b = venus_base::base::math::short_count;
-        let mut s = format!("{} total, {} active per token", b(self.total), b(self.active));
+        let mut s = format!(
+            "{} total, {} active per token",
+            b(self.total),
+            b(self.active)
+        );
         if self.mtp > 0 {
             s.push_str(&format!(", {} in MTP modules", b(self.mtp)));
         }

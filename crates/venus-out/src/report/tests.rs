@@ -810,8 +810,7 @@ fn memory_table_lists_every_stage() {
     // The demo model: 32 layers of 41.9M attention (GQA, 4 of 16 heads) + 201.3M SwiGLU MLP
     // (16384) + norms, and the tied 50,048 × 4096 embedding: 7.99B.
     assert_eq!(
-        lines[1],
-        "parameters: 7.99B total, 7.99B active per token",
+        lines[1], "parameters: 7.99B total, 7.99B active per token",
         "{t}"
     );
     assert!(

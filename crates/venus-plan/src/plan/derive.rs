@@ -239,7 +239,9 @@ impl LayerParams {
         } else {
             0
         };
-        self.total().saturating_sub(self.experts).saturating_add(routed)
+        self.total()
+            .saturating_sub(self.experts)
+            .saturating_add(routed)
     }
 }
 
@@ -270,7 +272,10 @@ fn attention_params(m: &Model) -> (u64, u64) {
     let (rank_q, rank_kv) = (m.q_lora_rank(), m.kv_lora_rank());
     let q_out = mul(&[n, m.qk_head_dim()]);
     let (q_up, q_down) = if rank_q > 0 {
-        (mul(&[rank_q, q_out]), mul(&[h, rank_q]).saturating_add(rank_q))
+        (
+            mul(&[rank_q, q_out]),
+            mul(&[h, rank_q]).saturating_add(rank_q),
+        )
     } else {
         (mul(&[h, q_out]), 0)
     };

@@ -243,7 +243,9 @@ fn bytes(v: u128) -> Bytes {
 /// Decoder layers with routed experts on a stage (all its chunks).
 pub fn stage_moe_layers(model: &Model, split: &StageSplit, stage: u64) -> u64 {
     (0..split.vpp.max(1)).fold(0u64, |acc, c| {
-        acc.saturating_add(model.moe_layers_in(split.first_layer(stage, c), split.chunk_layers(stage)))
+        acc.saturating_add(
+            model.moe_layers_in(split.first_layer(stage, c), split.chunk_layers(stage)),
+        )
     })
 }
 
@@ -388,8 +390,7 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
             ])
             .saturating_add(layer_activation_bytes(model, &shape))
             .saturating_add(output_activation_bytes(model, &shape, vocab));
-            activations =
-                activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
+            activations = activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
         }
     }
 
