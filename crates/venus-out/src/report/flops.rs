@@ -274,6 +274,31 @@ mod tests {
     }
 
     #[test]
+    fn mla_dense_first_layers_and_mtp_follow_megatrons_count() {
+        // MLA (q_lora 256, kv_lora 128, d_nope 64, d_rope 32, d_v 64, 8 heads), 4 layers of
+        // which the first is dense (ffn 4096), 8 experts of 512 top-2, 2 shared experts, one
+        // MTP depth. training.py: B·s·(6h·(ffn·3·1 + 512·2·3·(3 + 1) + 1024·3·(3 + 1))
+        //   + 6·(256·(h + 8·96 + 1) + 128·(h + 8·128 + 1) + h·32 + 8·64·h + s·8·96/2
+        //   + s·8·64/2)·(4 + 1) + 6·(3h + 2h²) + 6·h·V·2).
+        let mut m = model(1024, 8, 4, 32000, 1024);
+        set(&mut m.ffn, 4096);
+        set(&mut m.experts, 8);
+        set(&mut m.topk, 2);
+        set(&mut m.moe_ffn, 512);
+        set(&mut m.shared_experts, 2);
+        set(&mut m.first_k_dense, 1);
+        set(&mut m.mtp_layers, 1);
+        set(&mut m.swiglu, true);
+        set(&mut m.q_lora_rank, 256);
+        set(&mut m.kv_lora_rank, 128);
+        set(&mut m.qk_nope_head_dim, 64);
+        set(&mut m.qk_rope_head_dim, 32);
+        set(&mut m.v_head_dim, 64);
+        let sc = on_one_gpu(m, 8);
+        assert_eq!(megatron_flops(&sc), Flops(5_655_106_682_880.0));
+    }
+
+    #[test]
     fn absurd_sizes_saturate_instead_of_overflowing() {
         let a = FlopsArgs {
             batch: u64::MAX.into(),
