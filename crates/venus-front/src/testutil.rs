@@ -137,6 +137,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         attention: None,
         iterations: None,
         reserve: None,
+        moe_imbalance: None,
     }
 }
 

@@ -613,6 +613,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             attention,
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
+            moe_imbalance: f.get(Key::MoeImbalance, ratio),
         })
     }
 

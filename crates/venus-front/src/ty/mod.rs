@@ -198,6 +198,8 @@ pub struct Plan {
     pub attention: Opt<Attention>,
     pub iterations: Opt<u64>,
     pub reserve: Opt<Bytes>,
+    /// Extra token copies on the busiest EP rank, as a share of the mean.
+    pub moe_imbalance: Opt<Ratio>,
 }
 
 impl Plan {

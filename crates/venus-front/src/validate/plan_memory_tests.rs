@@ -23,6 +23,7 @@ fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> Activatio
         recompute,
         // Korthikanti et al.'s formulas are for the unfused attention of their time.
         attention: Attention::Unfused,
+        moe_load: 1.0,
     }
 }
 
@@ -138,6 +139,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         schedule,
         split: split_layers(layers, pp, vpp, None, None).unwrap(),
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
+        moe_load: 1.0,
     }
 }
 

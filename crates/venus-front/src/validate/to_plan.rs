@@ -112,6 +112,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         attention: val(&p.attention),
         iterations: val(&p.iterations),
         reserve: val(&p.reserve),
+        moe_imbalance: val(&p.moe_imbalance),
     }
 }
 

@@ -346,6 +346,9 @@ struct Mla {
 struct Moe {
     experts: f64,
     topk: f64,
+    /// The busiest EP rank's token copies over the mean (1: balanced): the expert GEMMs of
+    /// every rank are priced at the busiest one's, which the others wait for at the combine.
+    load: f64,
     ffn: f64,
     shared_ffn: f64,
 }
@@ -361,6 +364,7 @@ impl Work {
         let moe = m.is_moe().then(|| Moe {
             experts: f(m.experts().max(1)),
             topk: f(m.topk().max(1)),
+            load: sc.plan.moe_load_factor(),
             ffn: f(m.moe_ffn()),
             shared_ffn: f(m.shared_expert_ffn()),
         });
@@ -531,7 +535,7 @@ impl Work {
             None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp),
             Some(moe) => {
                 let router = self.gemm(t, moe.experts, h);
-                let pairs = t * moe.topk;
+                let pairs = t * moe.topk * moe.load;
                 // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
                 let rows = pairs * self.ep / moe.experts;
                 let local_experts = (moe.experts / self.ep).max(1.0);

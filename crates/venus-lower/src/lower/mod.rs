@@ -596,12 +596,7 @@ impl StagePlan {
                     .saturating_mul(m.head_dim())
                     .saturating_mul(act),
             ),
-            a2a: Bytes(
-                tokens
-                    .saturating_mul(m.topk())
-                    .saturating_mul(m.hidden)
-                    .saturating_mul(act),
-            ),
+            a2a: a2a_bytes(sc, tokens, act),
             dense_lead,
             embedding_grad: Bytes(
                 (sc.padded_vocab / sc.tp.max(1))
@@ -626,6 +621,22 @@ impl StagePlan {
     /// Collectives or gathers must sit between a chunk's layers.
     fn per_layer_comm(&self) -> bool {
         self.tp || self.cp || self.ep
+    }
+}
+
+/// One expert all-to-all of one rank (dispatch or combine): its tokens × topk copies of h
+/// elements; with `moe_imbalance` the busiest rank's share, which every rank is priced at.
+fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
+    let m = &sc.model;
+    let mean = tokens
+        .saturating_mul(m.topk())
+        .saturating_mul(m.hidden)
+        .saturating_mul(act);
+    let load = sc.plan.moe_load_factor();
+    if load > 1.0 {
+        Bytes((mean as f64 * load).min(u64::MAX as f64) as u64)
+    } else {
+        Bytes(mean)
     }
 }
 

@@ -63,6 +63,9 @@ pub struct MemoryPlan {
     pub split: StageSplit,
     /// The byte widths of weights, gradients and optimizer state.
     pub recipe: Recipe,
+    /// The busiest EP rank's routed token copies over the mean (`PlanSpec::moe_load_factor`;
+    /// 1.0: balanced): its expert activations are that much larger.
+    pub moe_load: f64,
 }
 
 /// Peak memory of one GPU of a pipeline stage.
@@ -85,7 +88,7 @@ pub struct StageMemory {
 }
 
 /// Per-layer activation bytes for one microbatch on one GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ActivationShape {
     /// Sequence on this GPU (seq / cp).
     pub seq: u64,
@@ -95,6 +98,8 @@ pub struct ActivationShape {
     pub sp: bool,
     pub recompute: Recompute,
     pub attention: Attention,
+    /// The busiest EP rank's routed token copies over the mean (1.0: balanced).
+    pub moe_load: f64,
 }
 
 fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
@@ -169,7 +174,12 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         let topk = m.topk() as u128;
         let etp = a.etp.max(1) as u128;
         let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
-        bytes = bytes.saturating_add(prod(&[tokens, topk, per]) / tsp);
+        let mut routed = prod(&[tokens, topk, per]) / tsp;
+        if a.moe_load > 1.0 {
+            // The busiest EP rank holds `moe_load` times the mean token copies.
+            routed = (routed as f64 * a.moe_load).min(u128::MAX as f64) as u128;
+        }
+        bytes = bytes.saturating_add(routed);
     }
     match (a.recompute, a.attention) {
         (Recompute::None, Attention::Unfused) => {
@@ -343,6 +353,7 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         sp: plan.sp,
         recompute: plan.recompute,
         attention: plan.attention,
+        moe_load: plan.moe_load,
     };
     let (units, first_units, last_units) = in_flight(plan, stage);
     let chunk_layers = plan.split.chunk_layers(stage) as u128;

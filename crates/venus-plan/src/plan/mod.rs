@@ -159,6 +159,7 @@ impl Scenario {
             schedule: self.schedule,
             split: self.split,
             recipe: self.recipe,
+            moe_load: self.plan.moe_load_factor(),
         }
     }
 }

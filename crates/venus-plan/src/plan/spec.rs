@@ -242,6 +242,8 @@ pub struct PlanSpec {
     pub iterations: Option<u64>,
     /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
     pub reserve: Option<Bytes>,
+    /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
+    pub moe_imbalance: Option<Ratio>,
 }
 
 impl PlanSpec {
@@ -280,6 +282,11 @@ impl PlanSpec {
     }
     pub fn reserve(&self) -> Bytes {
         or(self.reserve, Bytes(0))
+    }
+    /// The busiest EP rank's token copies over the mean: 1 + `moe_imbalance` (1: balanced,
+    /// Megatron-Bridge's force-balanced benchmark routing).
+    pub fn moe_load_factor(&self) -> f64 {
+        1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0))
     }
 }
 

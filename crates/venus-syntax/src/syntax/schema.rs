@@ -622,6 +622,13 @@ key_table! {
         )
         .default(KeyDefault::Bytes(0), "0GiB")
         .example("4GiB"),
+        MoeImbalance = key(
+            "moe_imbalance",
+            &[Ratio],
+            "token copies the busiest expert-parallel rank gets above the mean (measured routing is imbalanced)",
+        )
+        .default(KeyDefault::Unset, "0%: balanced routing")
+        .example("20%"),
     }
     SCENARIO => {
         Model = req("model", &[Ref(DefKind::Model)], "the model to train").example("llama2_7b"),
