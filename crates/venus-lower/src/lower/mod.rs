@@ -658,13 +658,17 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         0
     };
     let lead_layer = sc.params.dense_layer.total() / tp;
-    let expert_layers = if sc.model.is_moe() {
-        moe_layers
-    } else {
-        layers
-    };
     let first = stage == 0 && chunk == 0;
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
+    // The MTP depths (last chunk) are MoE layers of a MoE model: their experts join the
+    // expert buffer, the rest the output layer's bucket.
+    let mtp = if last { sc.model.mtp_layers() } else { 0 };
+    let mtp_experts = per_layer.experts.saturating_mul(mtp);
+    let expert_layers = if sc.model.is_moe() {
+        (moe_layers as u64).saturating_add(mtp)
+    } else {
+        u64::from(layers)
+    };
     let tied_shared = !sc.model.untied_embeddings() && sc.pp > 1;
     // training.py:2504-2515: bucketing only with overlap_grad_reduce, on pp rank 0, chunk 0.
     let bucketed = sc.flags.overlap_grad_reduce && stage == 0 && chunk == 0;
@@ -715,7 +719,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         };
         open.post = true;
         // Multi-token prediction modules sit with the output layer.
-        open.elements = sc.params.final_norm.saturating_add(sc.params.mtp) / tp;
+        let mtp_dense = sc.params.mtp.saturating_sub(mtp_experts);
+        open.elements = sc.params.final_norm.saturating_add(mtp_dense) / tp;
         if tied_shared {
             // The tied output copy is a `shared_embedding` parameter: its own bucket.
             out.push(Bucket {
@@ -760,7 +765,7 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     if expert_layer > 0 && expert_layers > 0 {
         // Expert parameters live in their own buffer over the expert-dp group.
         out.push(Bucket {
-            elements: pad(expert_layer.saturating_mul(u64::from(expert_layers))),
+            elements: pad(expert_layer.saturating_mul(expert_layers)),
             lo: 0,
             hi: layers,
             pre: false,
