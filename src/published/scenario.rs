@@ -183,6 +183,22 @@ fn moe_arch(model: &str) -> Option<MoeArch> {
     }
 }
 
+/// Models the table names whose architecture a stdlib model spells out (multi-head latent
+/// attention, fine-grained MoE, shared experts, dense first layers, MTP) and its columns do not:
+/// the row's model inherits the stdlib one and overrides the sizes the row states.
+fn stdlib_model(model: &str) -> Option<&'static str> {
+    const MODELS: &[(&str, &str)] = &[
+        ("DeepSeek-V3", "deepseek_v3"),
+        ("Qwen3-235B-A22B", "qwen3_235b_a22b"),
+        ("Qwen3-30B-A3B", "qwen3_30b_a3b"),
+        ("Kimi-K2", "kimi_k2"),
+    ];
+    MODELS
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map(|&(_, name)| name)
+}
+
 fn need(v: Option<u64>, what: &str) -> Result<u64, Skip> {
     v.filter(|&x| x > 0)
         .ok_or_else(|| Skip(format!("{what} not stated")))
@@ -196,11 +212,6 @@ fn smallest_divisor(n: u64) -> u64 {
 /// Builds the scenario of a row.
 pub fn build(row: &Row) -> Result<Built, Skip> {
     let source = Source::of(row);
-    if source == Source::McoreDsv3 || row.model.starts_with("DeepSeek") {
-        return Err(Skip(
-            "multi-head latent attention (MLA) is not modelled".into(),
-        ));
-    }
     if row.recompute.contains("FSDP") || row.notes.contains("FSDP=8") {
         return Err(Skip("Megatron FSDP is not modelled".into()));
     }
@@ -216,16 +227,24 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let pp = need(row.pp, "pp")?;
     let gpus = need(row.num_gpus, "num_gpus")?;
     let moe = moe_arch(&row.model);
-    if row.model.contains("MoE") && moe.is_none() {
+    let stdlib = stdlib_model(&row.model);
+    if row.model.contains("MoE") && moe.is_none() && stdlib.is_none() {
         return Err(Skip("MoE architecture not in the table".into()));
     }
     let cluster = cluster_line(row, gpus)?;
-    let vocab = match (&moe, row.vocab) {
-        (_, Some(v)) if v > 0 => v,
-        (Some(m), _) => m.vocab,
+    let mut assumed = Vec::new();
+    let vocab = match (&moe, row.vocab, stdlib) {
+        (_, Some(v), _) if v > 0 => v,
+        (Some(m), _, _) => m.vocab,
+        (None, _, Some(name)) => {
+            assumed.push(format!("vocab of the stdlib `{name}` (unstated)"));
+            0
+        }
         _ => return Err(Skip("vocab not stated".into())),
     };
-    let mut assumed = Vec::new();
+    if stdlib == Some("deepseek_v3") && !row.model.contains("w/o MTP") {
+        assumed.push("mtp_layers 1 (the stdlib `deepseek_v3`, as its report; unstated)".into());
+    }
     let cp = row.cp.filter(|&c| c > 0).unwrap_or(1);
     let ep = row.ep.filter(|&e| e > 0).unwrap_or(1);
     let mb = match row.micro_batch {
@@ -312,12 +331,17 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     for a in &assumed {
         let _ = writeln!(v, "# assumed: {a}");
     }
-    let _ = write!(
-        v,
-        "model m <\n  hidden {hidden} layers {layers} heads {heads}\n  vocab {vocab} seq {seq}\n"
-    );
-    match &moe {
-        Some(m) => {
+    if let Some(name) = stdlib {
+        write_stdlib_model(&mut v, row, name, [hidden, layers, heads, vocab, seq]);
+    } else {
+        let _ = write!(
+            v,
+            "model m <\n  hidden {hidden} layers {layers} heads {heads}\n  vocab {vocab} seq {seq}\n"
+        );
+    }
+    match (&moe, stdlib) {
+        (_, Some(_)) => {}
+        (Some(m), None) => {
             let kv = need(row.kv_groups, "kv_groups")?;
             let _ = writeln!(
                 v,
@@ -325,7 +349,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
                 m.head_dim, m.experts, m.topk, m.moe_ffn
             );
         }
-        None => {
+        (None, None) => {
             if let Some(f) = row.ffn.filter(|&f| f > 0) {
                 let _ = writeln!(v, "  ffn {f}");
             }
@@ -380,6 +404,22 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         venus: v,
         assumed,
         precision_fp8: fp8,
-        moe: moe.is_some(),
+        moe: moe.is_some() || stdlib.is_some(),
     })
+}
+
+/// `model m : NAME <` with the sizes the row states (a zero vocab: the stdlib's), and
+/// `mtp_layers 0` for a row that says its run had no multi-token prediction.
+fn write_stdlib_model(v: &mut String, row: &Row, name: &str, sizes: [u64; 5]) {
+    let [hidden, layers, heads, vocab, seq] = sizes;
+    let _ = write!(
+        v,
+        "model m : {name} <\n  hidden {hidden} layers {layers} heads {heads}\n  seq {seq}\n"
+    );
+    if vocab > 0 {
+        let _ = writeln!(v, "  vocab {vocab}");
+    }
+    if row.model.contains("w/o MTP") {
+        let _ = writeln!(v, "  mtp_layers 0");
+    }
 }

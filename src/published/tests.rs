@@ -59,9 +59,52 @@ fn rows_without_a_plan_or_a_stdlib_gpu_are_skipped_with_a_reason() {
     let mut r = sc21_row();
     r.gpu = "TPU v5p".into();
     assert_eq!(build(&r).unwrap_err().0, "no stdlib GPU for `TPU v5p`");
-    let mut r = sc21_row();
-    r.model = "DeepSeek-V3".into();
-    assert!(build(&r).unwrap_err().0.contains("MLA"));
+}
+
+fn bridge_row(line: &str) -> Row {
+    parse(&format!("{HEADER}\n{line}\n")).unwrap().remove(0)
+}
+
+/// DeepSeek-V3 rows (multi-head latent attention, whose dims the table has no columns for)
+/// inherit the stdlib `deepseek_v3`; a row "w/o MTP" turns its MTP module off.
+#[test]
+fn a_deepseek_v3_row_inherits_the_stdlib_model() {
+    let line = "mb2509_dsv3_h100_fp8\tBridge\tDeepSeek-V3 (dropless)\t671\t61\t7168\t18432\t128\t128\t129280\t4096\t8192\t1\t2\t8\t4\t64\t1\t64\t\t\t\tH100-SXM5-80GB (DGX-H100)\t1024\ttokens_per_s_per_gpu\t1297\tnotes";
+    let b = build(&bridge_row(line)).unwrap();
+    assert!(
+        b.venus.contains("model m : deepseek_v3 <\n  hidden 7168 layers 61 heads 128\n  seq 4096\n  vocab 129280\n>"),
+        "{}",
+        b.venus
+    );
+    assert!(b.moe);
+    assert!(
+        b.assumed.iter().any(|a| a.starts_with("mtp_layers 1")),
+        "{:?}",
+        b.assumed
+    );
+    let line = line.replace("DeepSeek-V3 (dropless)", "DeepSeek-V3 (w/o MTP)");
+    let b = build(&bridge_row(&line)).unwrap();
+    assert!(b.venus.contains("  mtp_layers 0\n"), "{}", b.venus);
+}
+
+/// A Qwen3 MoE row (the table has no expert columns) maps to the stdlib model and simulates.
+#[test]
+fn a_qwen3_moe_row_maps_to_the_stdlib_model_and_simulates() {
+    let line = "mb2606_pretrain_qwen330ba3b_h100_fp8_16g\tBridge\tQwen3-30B-A3B (MoE)\t30\t48\t2048\t6144\t32\t4\t151936\t4096\t1024\t1\t1\t1\t\t16\t1\t16\t\t\t\tH100-SXM5-80GB (DGX-H100)\t16\ttokens_per_s_per_gpu\t8826\tprecision FP8";
+    let r = validate_row(bridge_row(line));
+    match &r.outcome {
+        Outcome::Compared {
+            built, predicted, ..
+        } => {
+            assert!(
+                built.venus.contains("model m : qwen3_30b_a3b <"),
+                "{}",
+                built.venus
+            );
+            assert!(predicted.iteration.0 > predicted.compute.0 && predicted.compute.0 > 0.0);
+        }
+        Outcome::Skipped(why) => panic!("skipped: {why}"),
+    }
 }
 
 #[test]

@@ -200,6 +200,7 @@ fn types_alone(site: &space::ListSite, k: usize, root: FileId) -> bool {
         loc: crate::diag::Loc::new(root, value.span),
         text,
         key: sig.key,
+        allow_zero: sig.allow_zero,
     };
     crate::ty::value::typed(ty, value, &cx).is_ok()
 }

@@ -8,7 +8,8 @@ use super::space::{divisors, Layout};
 use super::*;
 use crate::diag::Code;
 
-const TINY: &str = "model tiny < hidden 1024 layers 8 heads 12 vocab 32000 seq 1024 >\n\
+const TINY: &str =
+    "model tiny < hidden 1024 layers 8 heads 12 head_dim 85 vocab 32000 seq 1024 >\n\
 cluster pod : dgx_a100 < nodes 2 >\n";
 
 fn session_with(text: &str) -> (Session, FileId) {

@@ -406,3 +406,51 @@ fn representatives_and_all_ranks_agree_on_fat_trees_and_rails() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+/// DeepSeek-V3 as its report trains it (pp 16, ep 64, 2048 GPUs): the simulation runs, the
+/// report carries the model card's parameter counts, and the expert all-to-all is priced.
+#[test]
+fn deepseek_v3_example_simulates_with_its_parameter_counts() {
+    let r = sim_json(&["examples/deepseek_v3.venus"]);
+    assert_eq!(r["world_size"], 2048);
+    // 671B total and 37.55B active per token (37B without the input embedding, as the
+    // report counts); the MTP module is apart.
+    assert_eq!(r["parameters"]["total"], 671_027_286_016u64);
+    assert_eq!(r["parameters"]["active"], 37_553_164_288u64);
+    assert_eq!(r["parameters"]["mtp"], 11_610_103_808u64);
+    assert_eq!(r["memory"].as_array().unwrap().len(), 16);
+    // Megatron's FLOPs count with MLA, 3 dense layers and one MTP depth: 15,360 × 4096 tokens
+    // at about 260 GFLOP each.
+    let flops = r["flops_per_iteration"].as_f64().unwrap();
+    assert!(
+        (flops / (15360.0 * 4096.0) / 1e9 - 260.0).abs() < 5.0,
+        "{flops}"
+    );
+    let (_, ep_max) = phase(&r, "ep-comm");
+    assert!(ep_max > 0.0, "{r}");
+    assert!(r["iteration_time_ms"].as_f64().unwrap() > 0.0);
+    // The first stage holds the embedding and 3 dense + 1 MoE layer, the last one layer, the
+    // output layer and the MTP module: both above a middle stage of 4 MoE layers.
+    let peak = |s: usize| r["memory"][s]["weights_bytes"].as_u64().unwrap();
+    assert!(peak(0) > peak(1) && peak(15) > peak(1), "{r}");
+}
+
+#[test]
+fn qwen3_235b_example_simulates_with_its_parameter_counts() {
+    let r = sim_json(&["examples/qwen3_235b_a22b.venus"]);
+    assert_eq!(r["world_size"], 256);
+    let b = |v: &serde_json::Value| v.as_u64().unwrap() as f64 / 1e9;
+    assert!((b(&r["parameters"]["total"]) - 235.1).abs() < 0.05, "{r}");
+    assert!((b(&r["parameters"]["active"]) - 22.19).abs() < 0.05, "{r}");
+    assert_eq!(r["parameters"]["mtp"], 0);
+}
+
+#[test]
+fn check_memory_shows_the_parameter_counts() {
+    let (code, stdout, stderr) = venusc(&["check", "--memory", "examples/deepseek_v3.venus"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout
+            .contains("parameters: 671.03B total, 37.55B active per token, 11.61B in MTP modules"),
+        "{stdout}"
+    );
+}

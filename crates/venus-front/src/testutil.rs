@@ -50,6 +50,14 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         topk: None,
         moe_ffn: None,
         shared_expert_ffn: None,
+        shared_experts: None,
+        first_k_dense: None,
+        q_lora_rank: None,
+        kv_lora_rank: None,
+        qk_nope_head_dim: None,
+        qk_rope_head_dim: None,
+        v_head_dim: None,
+        mtp_layers: None,
     }
 }
 
@@ -130,6 +138,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         attention: None,
         iterations: None,
         reserve: None,
+        moe_imbalance: None,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Plan validation: Megatron-LM's own preconditions on a typed scenario, as diagnostics.
 //!
-//! Input: a [`ScenarioDef`]. Output: E0301–E0311, E0401, W0001, W0003, W0005, W0006 (and E0202
+//! Input: a [`ScenarioDef`]. Output: E0301–E0311, E0315–E0318, E0401, W0001, W0003, W0005, W0006 (and E0202
 //! for a cluster too large to model), and the validated [`Scenario`] when there is no error.
 //! Invariants: checks run in the order of the code table (Megatron's own order: world size,
 //! layers, heads, batch, schedule, parallel features, optimizer) and every rule that applies is
@@ -15,6 +15,11 @@ pub(crate) mod to_plan;
 mod plan_memory_tests;
 
 pub use to_plan::provenance;
+
+/// The plain model of a typed one (for the parameter counts editors show).
+pub fn model_spec(m: &crate::ty::Model) -> venus_plan::plan::ModelSpec {
+    to_plan::model(m)
+}
 
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
 use venus_diag::diag::{Code, Diagnostic, Loc};
@@ -177,6 +182,7 @@ impl<'a> Validator<'a> {
         self.check_experts(); // E0309
         self.check_optimizer_flags(); // E0310
         self.check_schedule(); // E0311
+        self.check_model_shape(); // E0315-E0318
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -195,6 +201,14 @@ impl<'a> Validator<'a> {
             return None;
         }
         Some(scenario)
+    }
+
+    /// The model's own shape: E0315, E0316, E0317, E0318.
+    fn check_model_shape(&mut self) {
+        self.check_moe_shape(); // E0315
+        self.check_heads_over_groups(); // E0316
+        self.check_hidden_over_heads(); // E0317
+        self.check_mla_shape(); // E0318
     }
 
     /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
@@ -246,6 +260,27 @@ impl<'a> Validator<'a> {
         let moe = [EXPERT, &[Experts, Topk, MoeFfn, SharedExpertFfn]].concat();
         if self.inputs_ok(&moe, true) {
             self.check_experts(); // E0309
+        }
+        const SHAPE: &[Key] = &[
+            Hidden,
+            Layers,
+            Heads,
+            KvGroups,
+            HeadDim,
+            Experts,
+            Topk,
+            MoeFfn,
+            SharedExpertFfn,
+            SharedExperts,
+            FirstKDense,
+            QLoraRank,
+            KvLoraRank,
+            QkNopeHeadDim,
+            QkRopeHeadDim,
+            VHeadDim,
+        ];
+        if self.inputs_ok(SHAPE, false) {
+            self.check_model_shape(); // E0315-E0318
         }
         let optimizer = [
             DistributedOptimizer,
@@ -420,6 +455,7 @@ mod model;
 mod problem;
 mod repair;
 mod schedule;
+mod shape;
 mod span;
 mod world;
 

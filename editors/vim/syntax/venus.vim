@@ -22,12 +22,15 @@ syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 " Keys of every block kind.
 syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
+syn keyword venusKey contained shared_experts first_k_dense q_lora_rank kv_lora_rank
+syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_layers
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
 syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p overlap_tp_comm bucket_size
+syn keyword venusKey contained moe_imbalance
 syn keyword venusKey contained mfu attention
 syn keyword venusKey contained measured precision iterations reserve
 syn keyword venusKey contained model cluster plan expect

@@ -62,9 +62,32 @@ pub fn count_of(n: u64, noun: &str) -> String {
     }
 }
 
+/// A parameter count in model-card style: `1.03T`, `671.03B`, `135.27M`, or the count with
+/// digit groups below a million.
+pub fn short_count(n: u64) -> String {
+    let x = n as f64;
+    if x >= 1e12 {
+        format!("{:.2}T", x / 1e12)
+    } else if x >= 1e9 {
+        format!("{:.2}B", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else {
+        thousands(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_counts_read_like_model_cards() {
+        assert_eq!(short_count(671_027_286_016), "671.03B");
+        assert_eq!(short_count(1_026_408_000_000), "1.03T");
+        assert_eq!(short_count(134_250_000), "134.25M");
+        assert_eq!(short_count(123_456), "123,456");
+    }
 
     #[test]
     fn gcd_of_counts_and_of_zero() {

@@ -59,6 +59,10 @@ codes! {
     E0311 Error "schedule and plan disagree";
     E0313 Error "the job's GPU count is not a whole number of trays or domain shares";
     E0314 Error "the job's share of an NVLink domain does not fit the domain";
+    E0315 Error "mixture-of-experts keys do not fit";
+    E0316 Error "heads not divisible by kv_groups";
+    E0317 Error "hidden not divisible by heads without head_dim";
+    E0318 Error "multi-head latent attention keys do not fit";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

@@ -359,3 +359,120 @@ fn every_stdlib_definition_type_checks() {
         kinds(DefKind::Model) + kinds(DefKind::Cluster) + kinds(DefKind::Gpu)
     );
 }
+
+/// The parameter count of a stdlib model (tp 1: the vocabulary padded to a multiple of 128).
+fn stdlib_params(name: &str) -> venus_plan::plan::ParamCounts {
+    let mut db = Database::new();
+    let text = format!(
+        "scenario s < model {name} cluster dgx_h100 plan < micro_batch 1 global_batch 8 > >\n"
+    );
+    let root = db.set_file(Path::new("probe.venus"), text.as_bytes());
+    let p = db.program(root);
+    assert_eq!(codes(&p), vec![], "{name}");
+    let m = crate::validate::to_plan::model(&p.scenarios[0].model);
+    let vocab = venus_plan::plan::derive::padded_vocab(m.vocab, 1);
+    venus_plan::plan::derive::param_counts(&m, vocab, 1)
+}
+
+/// Each stdlib model's total parameters against its model card or paper, to 0.5%. Totals are
+/// the model's own parameters: embedding, layers, final norm, output layer; not the MTP modules
+/// (DeepSeek-V3's 671B excludes its 14B MTP module, as venusc's `total` does).
+#[test]
+fn stdlib_models_match_the_published_totals() {
+    let cards: &[(&str, f64)] = &[
+        // Meta's model cards (exact counts of the released checkpoints).
+        ("llama3_8b", 8.03e9),
+        ("llama3_70b", 70.55e9),
+        ("llama3_405b", 405.85e9),
+        ("llama31_8b", 8.03e9),
+        ("llama31_70b", 70.55e9),
+        ("llama31_405b", 405.85e9),
+        ("llama2_7b", 6.74e9),
+        ("llama2_13b", 13.02e9),
+        ("llama2_70b", 68.98e9),
+        // DeepSeek-V2-Lite model card 15.7B; DeepSeek-V3 paper 671B.
+        ("deepseek_v2_lite", 15.7e9),
+        ("deepseek_v3", 671e9),
+        // Qwen3 model cards: 8.2B, 32.8B, 30.5B, 235B.
+        ("qwen3_8b", 8.2e9),
+        ("qwen3_32b", 32.8e9),
+        ("qwen3_30b_a3b", 30.5e9),
+        ("qwen3_235b_a22b", 235e9),
+        // Mixtral paper: 46.7B (8x7B); Mistral's announcement: 141B (8x22B).
+        ("mixtral_8x7b", 46.7e9),
+        ("mixtral_8x22b", 141e9),
+    ];
+    for &(name, card) in cards {
+        let total = stdlib_params(name).total as f64;
+        let off = (total / card - 1.0).abs();
+        assert!(
+            off < 0.005,
+            "{name}: {total} vs {card} ({:.2}%)",
+            off * 100.0
+        );
+    }
+}
+
+/// Active parameters per token: all but the routed experts a token is not sent to, the
+/// embedding row and the output layer included (the convention of the Mixtral and Qwen3
+/// cards). DeepSeek's cards leave the input embedding out: DeepSeek-V3's 37.55B less its
+/// 0.93B embedding is the card's 37B (36.6B), DeepSeek-V2-Lite's 2.66B less 0.21B is 2.45B
+/// (the card's 2.4B).
+#[test]
+fn active_parameters_match_the_model_cards() {
+    let b = |n: u64| n as f64 / 1e9;
+    let v3 = stdlib_params("deepseek_v3");
+    // By hand: a MoE layer is 171,966,464 (MLA up and output projections) + 15,140,864 (MLA
+    // down projections and latent norms) + 44,040,192 (shared expert) + 256 × 44,040,192
+    // (routed) + 1,835,008 (router) + 28,672 (norms) = 11,507,300,352; a dense layer
+    // 583,497,728 (its MLP 3 × 7168 × 18432); 58 + 3 of them, two 129,280 × 7168 embeddings
+    // and the final norm: 671,027,286,016.
+    assert_eq!(v3.total, 671_027_286_016);
+    // 8 of the 256 experts per token: 585,332,736 per MoE layer.
+    assert_eq!(v3.active, 37_553_164_288);
+    assert_eq!((b(v3.active - v3.embedding)).round(), 37.0);
+    // One MTP depth: a MoE layer (11.5B) and the 2h × h projection, sharing the embedding.
+    assert_eq!(v3.mtp, 11_610_103_808);
+    let lite = stdlib_params("deepseek_v2_lite");
+    let lite_active = b(lite.active - lite.embedding);
+    assert!((lite_active - 2.4).abs() / 2.4 < 0.025, "{lite_active}");
+    for (name, card) in [
+        ("mixtral_8x7b", 12.9),
+        ("qwen3_30b_a3b", 3.3),
+        ("qwen3_235b_a22b", 22.0),
+        ("llama4_scout", 17.0),
+    ] {
+        let active = b(stdlib_params(name).active);
+        assert!(
+            (active - card).abs() / card < 0.02,
+            "{name}: {active}B vs {card}B"
+        );
+    }
+    // Dense models use every parameter.
+    let dense = stdlib_params("qwen3_8b");
+    assert_eq!(dense.active, dense.total);
+}
+
+/// Kimi K2 and Llama 4 Scout are counted from their config.json; their headline totals count
+/// more than the text model of the config: Kimi K2's paper gives 1.04T (the config's 61 layers
+/// give 1.026T, 1.3% less), Llama 4 Scout's card 109B with its vision encoder (107.8B text).
+#[test]
+fn kimi_k2_and_llama4_scout_count_their_configs() {
+    let kimi = stdlib_params("kimi_k2");
+    assert!(
+        (kimi.total as f64 / 1.026e12 - 1.0).abs() < 0.001,
+        "{}",
+        kimi.total
+    );
+    assert!(
+        (kimi.active as f64 / 32.86e9 - 1.0).abs() < 0.001,
+        "{}",
+        kimi.active
+    );
+    let scout = stdlib_params("llama4_scout");
+    assert!(
+        (scout.total as f64 / 107.77e9 - 1.0).abs() < 0.001,
+        "{}",
+        scout.total
+    );
+}

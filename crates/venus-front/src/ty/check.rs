@@ -545,6 +545,14 @@ impl<'r, 'a> Checker<'r, 'a> {
             topk: f.count(Key::Topk),
             moe_ffn: f.count(Key::MoeFfn),
             shared_expert_ffn: f.count(Key::SharedExpertFfn),
+            shared_experts: f.count(Key::SharedExperts),
+            first_k_dense: f.count(Key::FirstKDense),
+            q_lora_rank: f.count(Key::QLoraRank),
+            kv_lora_rank: f.count(Key::KvLoraRank),
+            qk_nope_head_dim: f.count(Key::QkNopeHeadDim),
+            qk_rope_head_dim: f.count(Key::QkRopeHeadDim),
+            v_head_dim: f.count(Key::VHeadDim),
+            mtp_layers: f.count(Key::MtpLayers),
         })
     }
 
@@ -717,6 +725,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             attention,
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
+            moe_imbalance: f.get(Key::MoeImbalance, ratio),
         })
     }
 
@@ -878,6 +887,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             loc,
             text: self.text(loc),
             key: sig.key,
+            allow_zero: false,
         };
         value::typed(ty, &value, &cx).err()
     }
@@ -912,6 +922,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             loc,
             text: self.text(loc),
             key: sig.key,
+            allow_zero: false,
         };
         enum_word(word, schema::FLAG_WORDS, &cx).err().map(|d| {
             d.with_help(format!(
@@ -977,6 +988,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                         loc: vloc,
                         text: self.text(vloc),
                         key: sig.key,
+                        allow_zero: false,
                     };
                     match &v.kind {
                         ValueKind::Name(w) => match enum_word(w, schema::FLAG_WORDS, &cx) {
@@ -1005,6 +1017,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 loc: vloc,
                 text: self.text(vloc),
                 key: sig.key,
+                allow_zero: sig.allow_zero,
             };
             let checked = match (*ty, &v.kind) {
                 (ArgType::Ref(k), ValueKind::Name(name)) => self

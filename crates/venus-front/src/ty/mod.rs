@@ -58,6 +58,14 @@ pub struct Model {
     pub topk: Opt<u64>,
     pub moe_ffn: Opt<u64>,
     pub shared_expert_ffn: Opt<u64>,
+    pub shared_experts: Opt<u64>,
+    pub first_k_dense: Opt<u64>,
+    pub q_lora_rank: Opt<u64>,
+    pub kv_lora_rank: Opt<u64>,
+    pub qk_nope_head_dim: Opt<u64>,
+    pub qk_rope_head_dim: Opt<u64>,
+    pub v_head_dim: Opt<u64>,
+    pub mtp_layers: Opt<u64>,
 }
 
 impl Model {
@@ -198,6 +206,8 @@ pub struct Plan {
     pub attention: Opt<Attention>,
     pub iterations: Opt<u64>,
     pub reserve: Opt<Bytes>,
+    /// Extra token copies on the busiest EP rank, as a share of the mean.
+    pub moe_imbalance: Opt<Ratio>,
 }
 
 impl Plan {

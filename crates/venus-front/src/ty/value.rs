@@ -157,6 +157,8 @@ pub struct ValueCtx<'t> {
     pub text: &'t str,
     /// The key it belongs to.
     pub key: &'t str,
+    /// The key takes a count of 0 (`mtp_layers 0` turns off what a base model has).
+    pub allow_zero: bool,
 }
 
 /// The result of typing a value: the typed argument, plus a warning (W0002) to report.
@@ -429,6 +431,8 @@ pub fn enum_word(
 
 fn count(n: Number, cx: &ValueCtx) -> Result<u64, Diagnostic> {
     match n {
+        Number::Int(0) if cx.allow_zero => Ok(0),
+        Number::Float(f) if cx.allow_zero && f == 0.0 => Ok(0),
         Number::Int(0) => Err(out_of_range(
             cx,
             format!("`{}` must be at least 1, found `0`", cx.key),

@@ -23,6 +23,7 @@ fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> Activatio
         recompute,
         // Korthikanti et al.'s formulas are for the unfused attention of their time.
         attention: Attention::Unfused,
+        moe_load: 1.0,
     }
 }
 
@@ -138,6 +139,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         schedule,
         split: split_layers(layers, pp, vpp, None, None).unwrap(),
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
+        moe_load: 1.0,
     }
 }
 
@@ -299,4 +301,50 @@ fn full_recompute_adds_one_layer_working_set() {
 fn gib_formats_one_decimal() {
     assert_eq!(gib(Bytes(80 * Bytes::GIB)), "80 GiB");
     assert_eq!(gib(Bytes(Bytes::GIB * 934 / 10)), "93.4 GiB");
+}
+
+/// A small MoE model with MLA, one dense first layer and one MTP depth.
+fn mla_moe() -> Model {
+    use crate::testutil::set;
+    let mut m = model(64, 4, 4, 128, 16);
+    set(&mut m.ffn, 256);
+    set(&mut m.experts, 4);
+    set(&mut m.topk, 2);
+    set(&mut m.moe_ffn, 32);
+    set(&mut m.first_k_dense, 1);
+    set(&mut m.mtp_layers, 1);
+    set(&mut m.q_lora_rank, 32);
+    set(&mut m.kv_lora_rank, 16);
+    set(&mut m.qk_nope_head_dim, 16);
+    set(&mut m.qk_rope_head_dim, 8);
+    set(&mut m.v_head_dim, 16);
+    super::to_plan::model(&m)
+}
+
+#[test]
+fn mla_activations_keep_per_head_q_k_v_and_the_latents() {
+    // s 16, b 1, tp 1, flash, no recompute, per token: replicated 10h = 640; Q and K of
+    // 4 heads × 24, 2 bytes each (4·4·24 = 384); V and the projection input of 4 × 16
+    // (4·4·16 = 256); the dense GeLU MLP 2·2·256 = 1024; the latents and their norms
+    // 4·(32 + 16 + 8) = 224; flash's log-sum-exp 4·4 = 16. × 16 tokens.
+    let m = mla_moe();
+    let a = ActivationShape {
+        attention: Attention::Flash,
+        ..shape(16, 1, 1, false, Recompute::None)
+    };
+    assert_eq!(
+        layer_activation_bytes_of(&m, &a, false),
+        16 * (640 + 384 + 256 + 1024 + 224 + 16)
+    );
+}
+
+#[test]
+fn dense_first_layers_and_mtp_change_the_stages_parameters() {
+    // pp 2 over 4 layers: stage 0 = layer 0 (dense) + layer 1 (MoE), stage 1 = 2 MoE layers
+    // and the MTP depth (one more MoE layer): 1 × and 3 × the 4 experts of 2·64·32 each.
+    let m = mla_moe();
+    let p = plan(2, 1, 2, Some(ScheduleKind::OneFOneB), 4);
+    let experts = 4 * 2 * 64 * 32;
+    assert_eq!(one_stage(&m, &p, 0).expert_params, experts);
+    assert_eq!(one_stage(&m, &p, 1).expert_params, 3 * experts);
 }

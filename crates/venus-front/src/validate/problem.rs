@@ -180,6 +180,14 @@ pub enum PlanProblem {
     FlagNeeds(FlagNeeds),
     /// E0311: the schedule does not fit pp or vpp.
     Schedule(ScheduleProblem),
+    /// E0315: the MoE keys do not describe a mixture of experts.
+    MoeShape(MoeShape),
+    /// E0316: kv_groups does not divide the attention heads.
+    HeadsOverGroups(HeadsOverGroups),
+    /// E0317: hidden is not a multiple of heads and no head_dim is written.
+    HiddenOverHeads(HiddenOverHeads),
+    /// E0318: multi-head latent attention keys that do not fit.
+    MlaShape(MlaShape),
     /// W0001: a group of ranks crosses a slower dim.
     GroupSpan(GroupSpan),
     /// W0003: the pipeline bubble is above a quarter of the iteration.
@@ -207,6 +215,10 @@ impl PlanProblem {
             PlanProblem::MoeNeedsSp(p) => p.render(),
             PlanProblem::FlagNeeds(p) => p.render(),
             PlanProblem::Schedule(p) => p.render(),
+            PlanProblem::MoeShape(p) => p.render(),
+            PlanProblem::HeadsOverGroups(p) => p.render(),
+            PlanProblem::HiddenOverHeads(p) => p.render(),
+            PlanProblem::MlaShape(p) => p.render(),
             PlanProblem::GroupSpan(p) => p.render(),
             PlanProblem::Bubble(p) => p.render(),
             PlanProblem::SpWithoutTp(p) => p.render(),
@@ -928,6 +940,211 @@ impl MoeNeedsSp {
             d = d.with_secondary(loc, format!("{n} experts"));
         }
         d
+    }
+}
+
+// -------------------------------------------------------------------------------- E0315
+
+/// A model key as written, as a label: `topk 2`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelKey {
+    pub key: &'static str,
+    pub value: u64,
+    pub loc: Loc,
+}
+
+fn key_list(keys: &[ModelKey]) -> String {
+    let names: Vec<String> = keys.iter().map(|k| format!("`{}`", k.key)).collect();
+    join_and(&names)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MoeShape {
+    /// `topk` above `experts`: a token cannot be routed to more experts than there are.
+    TopkOverExperts { topk: ModelKey, experts: ModelKey },
+    /// MoE keys on a model without `experts` (they would be ignored).
+    WithoutExperts { model: String, keys: Vec<ModelKey> },
+    /// `first_k_dense` leaves no MoE layer.
+    NoMoeLayer {
+        first_k_dense: ModelKey,
+        layers: u64,
+        layers_loc: Loc,
+    },
+}
+
+impl MoeShape {
+    fn render(self) -> Diagnostic {
+        match self {
+            MoeShape::TopkOverExperts { topk, experts } => Diagnostic::new(
+                Code::E0315,
+                format!(
+                    "`topk` {} routes each token to more experts than the {} the model has",
+                    topk.value, experts.value
+                ),
+                topk.loc,
+                format!("topk {} > {} experts", topk.value, experts.value),
+            )
+            .with_secondary(experts.loc, format!("{} experts", experts.value))
+            .with_help(format!(
+                "use `topk {}` or fewer, or `experts {}` or more",
+                experts.value, topk.value
+            )),
+            MoeShape::WithoutExperts { model, keys } => {
+                let list = key_list(&keys);
+                let first = &keys[0];
+                let mut d = Diagnostic::new(
+                    Code::E0315,
+                    format!("model `{model}` sets {list} but has no `experts`"),
+                    first.loc,
+                    format!("{} {} needs `experts`", first.key, first.value),
+                );
+                for k in &keys[1..] {
+                    d = d.with_secondary(k.loc, format!("{} {}", k.key, k.value));
+                }
+                let least = keys
+                    .iter()
+                    .find(|k| k.key == "topk")
+                    .map_or(2, |k| k.value.max(2));
+                d.with_help(format!(
+                    "add `experts {least}` or more to model `{model}`, or remove {list}"
+                ))
+            }
+            MoeShape::NoMoeLayer {
+                first_k_dense,
+                layers,
+                layers_loc,
+            } => Diagnostic::new(
+                Code::E0315,
+                format!(
+                    "`first_k_dense` {} leaves none of the {layers} layers with experts",
+                    first_k_dense.value
+                ),
+                first_k_dense.loc,
+                format!("first_k_dense {}", first_k_dense.value),
+            )
+            .with_secondary(layers_loc, format!("{layers} layers"))
+            .with_help(if layers > 1 {
+                format!("use `first_k_dense {}` or fewer", layers - 1)
+            } else {
+                "remove `first_k_dense` or use more `layers`".to_string()
+            }),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0316
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeadsOverGroups {
+    pub heads: u64,
+    pub heads_loc: Loc,
+    pub groups: u64,
+    pub groups_loc: Loc,
+    /// Divisors of the heads nearest the written groups.
+    pub options: Vec<Setting>,
+}
+
+impl HeadsOverGroups {
+    fn render(self) -> Diagnostic {
+        let (heads, g) = (self.heads, self.groups);
+        Diagnostic::new(
+            Code::E0316,
+            format!("{heads} attention heads cannot share {g} key-value groups evenly"),
+            self.groups_loc,
+            format!("{heads} % {g} ≠ 0"),
+        )
+        .with_secondary(self.heads_loc, format!("{heads} heads"))
+        .with_help(format!(
+            "{} (divides {heads} heads)",
+            use_settings(&self.options)
+        ))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0317
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HiddenOverHeads {
+    pub model: String,
+    pub hidden: u64,
+    pub hidden_loc: Loc,
+    pub heads: u64,
+    pub heads_loc: Loc,
+    /// Head counts near the written one that divide hidden.
+    pub options: Vec<Setting>,
+}
+
+impl HiddenOverHeads {
+    fn render(self) -> Diagnostic {
+        let (h, n) = (self.hidden, self.heads);
+        let floor = h / n.max(1);
+        let mut help = format!("add `head_dim {}` to model `{}`", floor.max(1), self.model);
+        if !self.options.is_empty() {
+            help = format!("{help}, or {}", use_settings(&self.options));
+        }
+        Diagnostic::new(
+            Code::E0317,
+            format!("hidden {h} is not a multiple of {n} heads and no `head_dim` is written"),
+            self.heads_loc,
+            format!("{h} % {n} ≠ 0"),
+        )
+        .with_secondary(self.hidden_loc, format!("hidden {h}"))
+        .with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0318
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MlaShape {
+    /// MLA dims without `kv_lora_rank`, the key that turns MLA on.
+    WithoutRank { model: String, keys: Vec<ModelKey> },
+    /// MLA with grouped-query attention: every head has its own key and value.
+    WithGroups {
+        groups: ModelKey,
+        heads: u64,
+        rank: ModelKey,
+    },
+}
+
+impl MlaShape {
+    fn render(self) -> Diagnostic {
+        match self {
+            MlaShape::WithoutRank { model, keys } => {
+                let list = key_list(&keys);
+                let first = &keys[0];
+                let mut d = Diagnostic::new(
+                    Code::E0318,
+                    format!("model `{model}` sets {list} but has no `kv_lora_rank`"),
+                    first.loc,
+                    format!("{} {} needs `kv_lora_rank`", first.key, first.value),
+                );
+                for k in &keys[1..] {
+                    d = d.with_secondary(k.loc, format!("{} {}", k.key, k.value));
+                }
+                d.with_help(format!(
+                    "add `kv_lora_rank` to model `{model}` for multi-head latent attention, or remove {list}"
+                ))
+            }
+            MlaShape::WithGroups {
+                groups,
+                heads,
+                rank,
+            } => Diagnostic::new(
+                Code::E0318,
+                format!(
+                    "multi-head latent attention has a key and value per head, not {} groups",
+                    groups.value
+                ),
+                groups.loc,
+                format!("kv_groups {}", groups.value),
+            )
+            .with_secondary(rank.loc, format!("kv_lora_rank {}", rank.value))
+            .with_help(format!(
+                "remove `kv_groups {}` (MLA uses all {heads} heads)",
+                groups.value
+            )),
+        }
     }
 }
 

@@ -36,6 +36,14 @@ pub fn model(m: &Model) -> ModelSpec {
         topk: val(&m.topk),
         moe_ffn: val(&m.moe_ffn),
         shared_expert_ffn: val(&m.shared_expert_ffn),
+        shared_experts: val(&m.shared_experts),
+        first_k_dense: val(&m.first_k_dense),
+        q_lora_rank: val(&m.q_lora_rank),
+        kv_lora_rank: val(&m.kv_lora_rank),
+        qk_nope_head_dim: val(&m.qk_nope_head_dim),
+        qk_rope_head_dim: val(&m.qk_rope_head_dim),
+        v_head_dim: val(&m.v_head_dim),
+        mtp_layers: val(&m.mtp_layers),
     }
 }
 
@@ -106,6 +114,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         attention: val(&p.attention),
         iterations: val(&p.iterations),
         reserve: val(&p.reserve),
+        moe_imbalance: val(&p.moe_imbalance),
     }
 }
 

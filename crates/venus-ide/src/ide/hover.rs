@@ -185,6 +185,9 @@ impl Hovering<'_> {
         if matches!(def.kind, DefKind::Plan | DefKind::Scenario) && !def.stdlib {
             out.push_str(&self.derived(def));
         }
+        if def.kind == DefKind::Model {
+            out.push_str(&model_parameters(program, def));
+        }
         out
     }
 
@@ -206,6 +209,30 @@ impl Hovering<'_> {
         }
         out
     }
+}
+
+/// A model's parameter counts, from a scenario of the program that uses it (a model typed on
+/// its own has no scenario to read it from: then nothing).
+fn model_parameters(program: &Program, def: &Definition) -> String {
+    let used = program.scenarios.iter().find(|s| {
+        s.model.loc == def.name_loc || (def.stdlib && def.name.as_deref() == Some(&s.model.name))
+    });
+    let Some(s) = used else {
+        return String::new();
+    };
+    let m = venus_front::validate::model_spec(&s.model);
+    let vocab = venus_plan::plan::derive::padded_vocab(m.vocab, 1);
+    let p = venus_plan::plan::derive::param_counts(&m, vocab, 1);
+    let short = venus_base::base::math::short_count;
+    let mut out = format!(
+        "\n\nparameters: {} total, {} active per token",
+        short(p.total),
+        short(p.active)
+    );
+    if p.mtp > 0 {
+        let _ = write!(out, ", {} in MTP modules", short(p.mtp));
+    }
+    out
 }
 
 fn kind_block(def: &Definition) -> BlockKind {
@@ -287,6 +314,7 @@ fn describe_values(sig: &KeySig, item: &ast::Item, file: FileId, text: &str) -> 
                     loc: Loc::new(file, v.span),
                     text: written,
                     key: &item.key.text,
+                    allow_zero: sig.allow_zero,
                 };
                 match typed(ty, v, &cx) {
                     Ok((arg, _)) => describe_arg(&arg),

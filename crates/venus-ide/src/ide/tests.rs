@@ -154,6 +154,31 @@ fn hover_on_a_definition_lists_its_items_with_their_values() {
     assert_eq!(h.span, Span::new(4, 5));
 }
 
+/// Hover on a model name shows its total and active parameters (and the MTP modules apart).
+#[test]
+fn hover_on_a_model_name_shows_its_parameter_counts() {
+    let text = "model mine < hidden 4096 layers 32 heads 32 vocab 32000 seq 4096 >\n\
+                scenario a < model deepseek_v3 cluster dgx_h100 plan < micro_batch 1 global_batch 8 > >\n\
+                scenario b < model mine cluster dgx_h100 plan < micro_batch 1 global_batch 8 > >\n";
+    let (s, f) = session(text);
+    let h = hover(&s, f, offset_of(text, "deepseek_v3") + 2).unwrap();
+    assert!(
+        h.markdown.ends_with(
+            "\n\nparameters: 671.03B total, 37.55B active per token, 11.61B in MTP modules"
+        ),
+        "{}",
+        h.markdown
+    );
+    // 32 × (4·4096² attention + 2·4096·16384 MLP + norms) + the tied 32,000 × 4096 embedding.
+    let h = hover(&s, f, offset_of(text, "mine") + 1).unwrap();
+    assert!(
+        h.markdown
+            .ends_with("\n\nparameters: 6.57B total, 6.57B active per token"),
+        "{}",
+        h.markdown
+    );
+}
+
 #[test]
 fn hover_on_a_value_gives_nothing() {
     let (s, f) = session(GPU_AND_CLUSTER);

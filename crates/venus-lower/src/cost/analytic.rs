@@ -9,8 +9,14 @@
 //!   projection `2·T·q·h/tp`, MLP up (+ gate with SwiGLU) and down `2·T·h·ffn·(3 or 2)/tp`; on a
 //!   MoE layer the router `2·T·h·E` and the expert GEMMs over `T·topk` token copies
 //!   `2·T·topk·h·moe_ffn·(3 or 2)/etp` (each EP rank gets `T·topk` pairs on average), plus a
-//!   shared expert like a dense MLP;
-//! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`) at its
+//!   shared expert like a dense MLP; with multi-head latent attention (`kv_lora_rank`) the
+//!   replicated down-projections `2·T·h·(q_lora + kv_lora + d_rope)`, the tp-split
+//!   up-projections and the output projection `2·T·n·d_v·h/tp` replace QKV and the projection;
+//! - a MoE model's leading dense layers (`first_k_dense`) have the dense MLP of `ffn`; the MTP
+//!   depths (`mtp_layers`) add to the output layer one layer, the `2h → h` projection and another
+//!   logits GEMM and loss each;
+//! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`; with MLA
+//!   `b·s·(s/cp)·n·(d_qk + d_v)/tp`) at its
 //!   own efficiency; backward ×[`Calibration::attention_backward`] (flash recomputes the scores);
 //! - memory-bound work at `mem_bw × memory efficiency`: two norms, two residual adds and two
 //!   dropouts over `h` per token (on `T/tp` tokens with `sp`), rotary embedding on q and k and
@@ -156,6 +162,10 @@ struct Blocks {
 pub struct AnalyticModel {
     cal: Calibration,
     blocks: Blocks,
+    /// A MoE model's leading dense layers (`first_k_dense`), priced with the dense MLP.
+    dense_blocks: Option<(Blocks, u64)>,
+    /// Multi-token prediction on the last chunk: per pass (forward, backward, weight).
+    mtp: (f64, f64, f64),
     embedding: (f64, f64),
     output: (f64, f64),
     /// The output layer's weight gradient (the logits GEMM's `dW`).
@@ -170,9 +180,15 @@ pub struct AnalyticModel {
 impl AnalyticModel {
     pub fn new(sc: &Scenario, cal: Calibration) -> AnalyticModel {
         let w = Work::new(sc, cal);
+        let blocks = w.blocks();
+        let m = &sc.model;
+        let dense_blocks =
+            (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
         AnalyticModel {
             cal,
-            blocks: w.blocks(),
+            blocks,
+            dense_blocks,
+            mtp: w.mtp(&blocks, m.mtp_layers()),
             embedding: w.embedding(),
             output: w.output(),
             output_weight: w.output_weight(),
@@ -197,17 +213,34 @@ impl AnalyticModel {
             0.0
         };
         let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
-            self.output_weight
+            self.output_weight + self.mtp.2
         } else {
             0.0
         };
+        let mlp_w = self.mixed_mlp(stage, chunk, self.blocks.mlp_w, |d| d.mlp_w);
         ChunkCost::from_pieces(
             Seconds(pre),
             self.split.chunk_layers(stage),
             Seconds(self.blocks.attention_w),
-            Seconds(self.blocks.mlp_w),
+            Seconds(mlp_w),
             Seconds(post),
         )
+    }
+
+    /// A chunk's MLP time per layer: the MoE figure, or with leading dense layers in the chunk
+    /// the layer-weighted mean of the dense and MoE figures (the chunk's total is exact).
+    fn mixed_mlp(&self, stage: u64, chunk: u64, moe: f64, dense: impl Fn(&Blocks) -> f64) -> f64 {
+        let Some((d, first_k)) = &self.dense_blocks else {
+            return moe;
+        };
+        let layers = self.split.chunk_layers(stage);
+        if layers == 0 {
+            return moe;
+        }
+        let start = self.split.first_layer(stage, chunk);
+        let dense_layers = first_k.saturating_sub(start).min(layers);
+        let moe_layers = layers - dense_layers;
+        (moe * moe_layers as f64 + dense(d) * dense_layers as f64) / layers as f64
     }
 }
 
@@ -224,15 +257,26 @@ impl ComputeModel for AnalyticModel {
             Seconds(0.0)
         };
         let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
-            pick(self.output)
+            let out = pick(self.output);
+            if self.mtp == (0.0, 0.0, 0.0) {
+                out
+            } else {
+                Seconds(out.0 + pick((self.mtp.0, self.mtp.1)).0)
+            }
         } else {
             Seconds(0.0)
         };
         let b = &self.blocks;
         let (attention, mlp) = if fwd {
-            (b.attention_f, b.mlp_f)
+            (
+                b.attention_f,
+                self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f),
+            )
         } else {
-            (b.attention_b, b.mlp_b)
+            (
+                b.attention_b,
+                self.mixed_mlp(stage, chunk, b.mlp_b, |d| d.mlp_b),
+            )
         };
         ChunkCost::from_pieces(
             pre,
@@ -269,6 +313,8 @@ struct Work {
     h: f64,
     q: f64,
     kv: f64,
+    /// Multi-head latent attention dims (None: standard attention).
+    mla: Option<Mla>,
     ffn: f64,
     swiglu: bool,
     tp: f64,
@@ -286,9 +332,23 @@ struct Work {
     distributed_optimizer: bool,
 }
 
+/// MLA's dims (megatron/core/transformer/multi_latent_attention.py).
+struct Mla {
+    heads: f64,
+    q_lora: f64,
+    kv_lora: f64,
+    qk_head: f64,
+    nope: f64,
+    rope: f64,
+    v_head: f64,
+}
+
 struct Moe {
     experts: f64,
     topk: f64,
+    /// The busiest EP rank's token copies over the mean (1: balanced): the expert GEMMs of
+    /// every rank are priced at the busiest one's, which the others wait for at the combine.
+    load: f64,
     ffn: f64,
     shared_ffn: f64,
 }
@@ -304,14 +364,23 @@ impl Work {
         let moe = m.is_moe().then(|| Moe {
             experts: f(m.experts().max(1)),
             topk: f(m.topk().max(1)),
+            load: sc.plan.moe_load_factor(),
             ffn: f(m.moe_ffn()),
             shared_ffn: f(m.shared_expert_ffn()),
         });
         let per_layer = sc.params.per_layer;
         let expert_per_layer = f(per_layer.experts);
         let dense_per_layer = f(per_layer.total()) - expert_per_layer;
+        let mixed = m.is_moe() && (m.first_k_dense() > 0 || m.mtp_layers() > 0);
         let sc_stage_params = (0..sc.pp.min(1 << 20))
             .map(|s| {
+                if mixed {
+                    // Routed experts of the stage's MoE layers (and of the MTP layers on the
+                    // last stage); everything else is dense.
+                    let mtp = if s + 1 == sc.pp { m.mtp_layers() } else { 0 };
+                    let expert = expert_per_layer * f(sc.stage_moe_layers(s).saturating_add(mtp));
+                    return (f(sc.stage_params(s)) - expert, expert);
+                }
                 let layers = f(sc.stage_layers(s));
                 let extras = f(sc.stage_params(s)) - f(per_layer.total()) * layers;
                 (dense_per_layer * layers + extras, expert_per_layer * layers)
@@ -333,6 +402,15 @@ impl Work {
             h: f(m.hidden),
             q: f(m.heads) * f(m.head_dim()),
             kv: f(m.kv_groups()) * f(m.head_dim()),
+            mla: m.is_mla().then(|| Mla {
+                heads: f(m.heads),
+                q_lora: f(m.q_lora_rank()),
+                kv_lora: f(m.kv_lora_rank()),
+                qk_head: f(m.qk_head_dim()),
+                nope: f(m.qk_nope_head_dim()),
+                rope: f(m.qk_rope_head_dim()),
+                v_head: f(m.v_head_dim()),
+            }),
             ffn: f(m.ffn()),
             swiglu: m.swiglu(),
             tp,
@@ -376,7 +454,14 @@ impl Work {
     fn attention_core(&self) -> (f64, f64) {
         match self.attention {
             Attention::Flash => {
-                let flops = 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp;
+                let flops = match &self.mla {
+                    // QKᵀ over the query/key head size, ·V over the value head size.
+                    Some(a) => {
+                        self.b * self.s * (self.s / self.cp) * a.heads * (a.qk_head + a.v_head)
+                            / self.tp
+                    }
+                    None => 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp,
+                };
                 (
                     flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
                     self.cal.attention_backward,
@@ -405,25 +490,52 @@ impl Work {
         self.gemm(tokens, up / split, self.h) + self.gemm(tokens, self.h, ffn / split)
     }
 
+    /// MLA's projections (multi_latent_attention.py `MLASelfAttention.get_query_key_value_tensors`):
+    /// the replicated down-projections `h → q_lora_rank` and `h → kv_lora_rank + d_rope`, the
+    /// tp-split up-projections `q_lora_rank → n·(d_nope + d_rope)` (or `h →` without q
+    /// compression) and `kv_lora_rank → n·(d_nope + d_v)`, and the output `n·d_v → h`.
+    fn mla_gemms(&self, a: &Mla) -> f64 {
+        let (t, h, tp) = (self.t, self.h, self.tp);
+        let q = if a.q_lora > 0.0 {
+            self.gemm(t, a.q_lora, h) + self.gemm(t, a.heads * a.qk_head / tp, a.q_lora)
+        } else {
+            self.gemm(t, a.heads * a.qk_head / tp, h)
+        };
+        q + self.gemm(t, a.kv_lora + a.rope, h)
+            + self.gemm(t, a.heads * (a.nope + a.v_head) / tp, a.kv_lora)
+            + self.gemm(t, h, a.heads * a.v_head / tp)
+    }
+
     fn blocks(&self) -> Blocks {
+        self.blocks_with(self.moe.as_ref())
+    }
+
+    /// One layer's blocks with the given MLP: routed experts, or the dense `ffn` (`None`).
+    fn blocks_with(&self, moe: Option<&Moe>) -> Blocks {
         let (t, h, tp) = (self.t, self.h, self.tp);
         // Attention block: QKV, core, projection; norm + residual + dropout over h.
-        let attn_gemm =
-            self.gemm(t, (self.q + 2.0 * self.kv) / tp, h) + self.gemm(t, h, self.q / tp);
+        let attn_gemm = match &self.mla {
+            Some(a) => self.mla_gemms(a),
+            None => self.gemm(t, (self.q + 2.0 * self.kv) / tp, h) + self.gemm(t, h, self.q / tp),
+        };
         let (core, core_backward) = self.attention_core();
         // Bytes per token of norm (read h, write h), residual add (read 2h, write h) and
         // dropout (read h, write h, a 1-byte mask): 7.5h elements of 2 bytes.
         let ew_bytes = 15.0 * h;
-        // Rotary embedding reads and writes q and k.
-        let rotary = t * 2.0 * (self.q + self.kv) / tp * self.act_bytes;
+        // Rotary embedding reads and writes q and k (with MLA only their rotary parts: n·d_rope
+        // of the query and the d_rope key shared by all heads).
+        let rotary = match &self.mla {
+            Some(a) => t * 2.0 * (a.heads * a.rope / tp + a.rope) * self.act_bytes,
+            None => t * 2.0 * (self.q + self.kv) / tp * self.act_bytes,
+        };
         let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
         // MLP block: GEMMs, activation; norm + residual + dropout over h.
         // Activation-function elements (the MLP inner size per token, over all experts).
-        let (mlp_gemm, act_elems) = match &self.moe {
+        let (mlp_gemm, act_elems) = match moe {
             None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp),
             Some(moe) => {
                 let router = self.gemm(t, moe.experts, h);
-                let pairs = t * moe.topk;
+                let pairs = t * moe.topk * moe.load;
                 // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
                 let rows = pairs * self.ep / moe.experts;
                 let local_experts = (moe.experts / self.ep).max(1.0);
@@ -494,6 +606,23 @@ impl Work {
     /// The logits GEMM's weight gradient, one forward's worth (`dW = Xᵀ·dY`).
     fn output_weight(&self) -> f64 {
         self.gemm(self.t, self.vocab / self.tp, self.h)
+    }
+
+    /// Multi-token prediction on the last chunk, per (forward, backward, weight) pass: per
+    /// depth the `2h → h` projection, one transformer layer of the model's kind and another
+    /// output layer with its loss (megatron/core/transformer/multi_token_prediction.py).
+    fn mtp(&self, b: &Blocks, depths: u64) -> (f64, f64, f64) {
+        if depths == 0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let d = depths as f64;
+        let proj = self.gemm(self.t, self.h / self.tp, 2.0 * self.h);
+        let (out_f, out_b) = self.output();
+        (
+            d * (proj + b.attention_f + b.mlp_f + out_f),
+            d * (2.0 * proj + b.attention_b + b.mlp_b + out_b),
+            d * (proj + b.attention_w + b.mlp_w + self.output_weight()),
+        )
     }
 
     fn optimizer_step(&self, stage: u64) -> f64 {

@@ -12,8 +12,10 @@
 //!   the constants of one [`analytic::Calibration`].
 //!
 //! Invariants: pure functions of the scenario, no I/O, no panics on user numbers. Every chunk of
-//! a stage holds the same layers ([`venus_plan::plan::StageSplit`]), and all decoder layers of a model
-//! are alike, so a [`ChunkCost`] prices one layer and says how many there are.
+//! a stage holds the same layers ([`venus_plan::plan::StageSplit`]), and all decoder layers of a
+//! model are alike (a MoE model's leading `first_k_dense` layers excepted: a chunk that holds
+//! some prices its MLP as the layer-weighted mean, so its total is exact), so a [`ChunkCost`]
+//! prices one layer and says how many there are.
 
 pub mod analytic;
 pub mod venussim;

@@ -553,6 +553,8 @@ struct StagePlan {
     tp_tensor: Bytes,
     cp_block: Bytes,
     a2a: Bytes,
+    /// Leading dense layers of each chunk (a MoE model's `first_k_dense`): no all-to-all.
+    dense_lead: Vec<u32>,
     embedding_grad: Bytes,
     norm_grads: Bytes,
     tp: bool,
@@ -600,6 +602,15 @@ impl StagePlan {
             .map(|c| PassPs::new(model.chunk(s64, c, Pass::Weight)))
             .collect();
         let dp_cp = u64::from(layout.group_size(GroupKind::DpCp)).max(1);
+        let dense_lead = chunks
+            .clone()
+            .map(|c| {
+                let n = sc
+                    .chunk_layers(s64)
+                    .saturating_sub(sc.chunk_moe_layers(s64, c));
+                u32::try_from(n).unwrap_or(u32::MAX)
+            })
+            .collect();
         let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
         let norms = sc
             .params
@@ -633,12 +644,8 @@ impl StagePlan {
                     .saturating_mul(m.head_dim())
                     .saturating_mul(act),
             ),
-            a2a: Bytes(
-                tokens
-                    .saturating_mul(m.topk())
-                    .saturating_mul(m.hidden)
-                    .saturating_mul(act),
-            ),
+            a2a: a2a_bytes(sc, tokens, act),
+            dense_lead,
             embedding_grad: Bytes(
                 (sc.padded_vocab / sc.tp.max(1))
                     .saturating_mul(m.hidden)
@@ -665,6 +672,22 @@ impl StagePlan {
     }
 }
 
+/// One expert all-to-all of one rank (dispatch or combine): its tokens × topk copies of h
+/// elements; with `moe_imbalance` the busiest rank's share, which every rank is priced at.
+fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
+    let m = &sc.model;
+    let mean = tokens
+        .saturating_mul(m.topk())
+        .saturating_mul(m.hidden)
+        .saturating_mul(act);
+    let load = sc.plan.moe_load_factor();
+    if load > 1.0 {
+        Bytes((mean as f64 * load).min(u64::MAX as f64) as u64)
+    } else {
+        Bytes(mean)
+    }
+}
+
 /// Megatron's gradient buckets of one model chunk on one rank (megatron-semantics.md §4.3).
 /// Parameters are walked in backward order (output layer, last layer … first layer,
 /// embedding); a bucket closes once it holds at least the bucket size. Layers are the unit:
@@ -675,8 +698,25 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let per_layer = sc.params.per_layer;
     let dense_layer = per_layer.total().saturating_sub(per_layer.experts) / tp;
     let expert_layer = per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
+    // A MoE model's leading dense layers (`first_k_dense`) lead the chunk and have no experts.
+    let moe_layers = sc.chunk_moe_layers(stage, chunk) as u32;
+    let lead = if sc.model.is_moe() {
+        layers.saturating_sub(moe_layers)
+    } else {
+        0
+    };
+    let lead_layer = sc.params.dense_layer.total() / tp;
     let first = stage == 0 && chunk == 0;
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
+    // The MTP depths (last chunk) are MoE layers of a MoE model: their experts join the
+    // expert buffer, the rest the output layer's bucket.
+    let mtp = if last { sc.model.mtp_layers() } else { 0 };
+    let mtp_experts = per_layer.experts.saturating_mul(mtp);
+    let expert_layers = if sc.model.is_moe() {
+        (moe_layers as u64).saturating_add(mtp)
+    } else {
+        u64::from(layers)
+    };
     let tied_shared = !sc.model.untied_embeddings() && sc.pp > 1;
     // training.py:2504-2515: bucketing only with overlap_grad_reduce, on pp rank 0, chunk 0.
     let bucketed = sc.flags.overlap_grad_reduce && stage == 0 && chunk == 0;
@@ -726,7 +766,9 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
             0
         };
         open.post = true;
-        open.elements = sc.params.final_norm / tp;
+        // Multi-token prediction modules sit with the output layer.
+        let mtp_dense = sc.params.mtp.saturating_sub(mtp_experts);
+        open.elements = sc.params.final_norm.saturating_add(mtp_dense) / tp;
         if tied_shared {
             // The tied output copy is a `shared_embedding` parameter: its own bucket.
             out.push(Bucket {
@@ -743,7 +785,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     }
     for l in (0..layers).rev() {
         open.lo = l;
-        open.elements = open.elements.saturating_add(dense_layer);
+        let layer = if l < lead { lead_layer } else { dense_layer };
+        open.elements = open.elements.saturating_add(layer);
         if bucketed && open.elements >= size {
             close(&mut open, &mut out, l);
         }
@@ -767,10 +810,10 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         }
     }
     close(&mut open, &mut out, 0);
-    if expert_layer > 0 && layers > 0 {
+    if expert_layer > 0 && expert_layers > 0 {
         // Expert parameters live in their own buffer over the expert-dp group.
         out.push(Bucket {
-            elements: pad(expert_layer.saturating_mul(u64::from(layers))),
+            elements: pad(expert_layer.saturating_mul(expert_layers)),
             lo: 0,
             hi: layers,
             pre: false,
@@ -1163,9 +1206,10 @@ impl<'a> Emitter<'a> {
             self.wait_gathers(c, |b| b.pre);
             self.piece(p.pre, cat, label);
         }
+        let lead = self.st.dense_lead.get(c).copied().unwrap_or(0);
         for l in 0..p.layers {
             self.wait_gathers(c, |b| !b.expert && b.lo <= l && l < b.hi);
-            self.layer_forward(p, cat, label);
+            self.layer_forward(p, cat, label, l >= lead);
         }
         if p.post > Ps::ZERO || p.layers == 0 {
             self.wait_gathers(c, |_| true);
@@ -1175,16 +1219,21 @@ impl<'a> Emitter<'a> {
         self.wait_gathers(c, |_| true);
     }
 
-    fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label) {
+    /// One layer's forward; `moe`: the MLP has routed experts (dispatch and combine).
+    fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label, moe: bool) {
         self.tp_block(Pass::Forward, |s| {
             let ring = s.cp_ring(1);
             s.piece(p.attention, cat, label);
             s.pending.extend(ring);
         });
         self.tp_block(Pass::Forward, |s| {
-            s.ep_a2a();
+            if moe {
+                s.ep_a2a();
+            }
             s.piece(p.mlp, cat, label);
-            s.ep_a2a();
+            if moe {
+                s.ep_a2a();
+            }
         });
     }
 
@@ -1245,16 +1294,22 @@ impl<'a> Emitter<'a> {
         if launch {
             self.launch_where(c, |b| b.post && b.lo == b.hi);
         }
+        let lead = self.st.dense_lead.get(c).copied().unwrap_or(0);
         for l in (0..p.layers).rev() {
+            let moe = l >= lead;
             if self.st.full_recompute {
                 // Full recompute reruns the layer's forward, collectives included.
                 self.recompute_collectives();
             }
             // MLP backward: gradient enters through the row-parallel exit.
             self.tp_block(Pass::Backward, |s| {
-                s.ep_a2a();
+                if moe {
+                    s.ep_a2a();
+                }
                 s.piece(p.mlp, cat, label);
-                s.ep_a2a();
+                if moe {
+                    s.ep_a2a();
+                }
             });
             self.tp_block(Pass::Backward, |s| {
                 let ring = s.cp_ring(2);

@@ -447,6 +447,104 @@ fn expert_parallel_all_to_all_and_symmetry() {
     assert_symmetric_equals_all(&sc);
 }
 
+/// A MoE model's leading dense layers (`first_k_dense`) have no expert all-to-all, and the
+/// first stage's chunk prices them with the dense MLP.
+#[test]
+fn dense_first_layers_have_no_expert_all_to_all() {
+    let mut p = plan(1, 8);
+    set(&mut p.tp, 2);
+    set(&mut p.ep, 2);
+    set(&mut p.pp, 2);
+    set(&mut p.dp, 4);
+    set(&mut p.sp, true);
+    let mut md = llama();
+    md.layers = sp(4);
+    set(&mut md.experts, 8);
+    set(&mut md.topk, 2);
+    set(&mut md.moe_ffn, 4096);
+    set(&mut md.first_k_dense, 1);
+    let sc = validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+        p,
+    ));
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let a2a_of = |stage_rank: usize| {
+        lw.trace.ranks()[stage_rank]
+            .nodes()
+            .iter()
+            .filter(|n| n.category == Category::EpComm)
+            .count()
+    };
+    // Stage 0 (ranks 0-7) holds layers 0 (dense) and 1 (MoE): dispatch + combine for one
+    // layer, 2 passes, 2 microbatches; stage 1 both its layers (one simulated rank per stage).
+    assert_eq!(a2a_of(0), 2 * 2 * 2);
+    assert_eq!(a2a_of(1), 2 * 2 * 2 * 2);
+    // The dense layer's MLP (3 × 4096 × 16384) is larger than the MoE layer's local experts
+    // (4 of 3 × 4096 × 4096 over 1/4 of the token copies), so stage 0's chunk costs more.
+    let model = crate::cost::model_for(&sc);
+    let f0 = model.chunk(0, 0, crate::cost::Pass::Forward);
+    let f1 = model.chunk(1, 0, crate::cost::Pass::Forward);
+    assert!(f0.mlp.0 > f1.mlp.0, "{f0:?} {f1:?}");
+}
+
+/// `moe_imbalance 50%`: the busiest EP rank gets 1.5 × the mean token copies, so every
+/// all-to-all carries 1.5 × the balanced bytes and the expert GEMMs take longer.
+#[test]
+fn moe_imbalance_scales_the_all_to_all_and_the_expert_work() {
+    let build = |imbalance: Option<f64>| {
+        let mut p = plan(1, 8);
+        set(&mut p.tp, 2);
+        set(&mut p.ep, 2);
+        set(&mut p.pp, 2);
+        set(&mut p.dp, 4);
+        set(&mut p.sp, true);
+        if let Some(r) = imbalance {
+            set(&mut p.moe_imbalance, venus_base::base::Ratio(r));
+        }
+        let mut md = llama();
+        md.layers = sp(4);
+        set(&mut md.experts, 8);
+        set(&mut md.topk, 2);
+        set(&mut md.moe_ffn, 4096);
+        validate(&venus_front::testutil::def(
+            md,
+            cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+            p,
+        ))
+    };
+    let a2a = |sc: &Scenario| {
+        let lw = lower(sc, &LowerOptions::default()).unwrap();
+        let bytes: Vec<u64> = lw.trace.ranks()[0]
+            .nodes()
+            .iter()
+            .filter(|n| n.category == Category::EpComm)
+            .map(|n| match n.kind {
+                NodeKind::Collective { bytes, .. } => bytes.0,
+                _ => 0,
+            })
+            .collect();
+        bytes
+    };
+    let (even, skewed) = (build(None), build(Some(0.5)));
+    let balanced = 1024 * 2 * 4096 * 2;
+    assert!(a2a(&even).iter().all(|&b| b == balanced));
+    assert!(a2a(&skewed).iter().all(|&b| b == balanced / 2 * 3));
+    let mlp = |sc: &Scenario| {
+        crate::cost::model_for(sc)
+            .chunk(0, 0, crate::cost::Pass::Forward)
+            .mlp
+            .0
+    };
+    assert!(
+        mlp(&skewed) > 1.2 * mlp(&even),
+        "{} {}",
+        mlp(&skewed),
+        mlp(&even)
+    );
+    assert!(skewed.memory[0].activations > even.memory[0].activations);
+}
+
 /// The built schedule with a weight-gradient op after every backward: right after it
 /// (`defer` false) or after the P2P call that directly follows it, so the input gradient
 /// leaves first.

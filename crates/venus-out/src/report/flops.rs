@@ -17,10 +17,17 @@
 //!   the causal ½ on both `QKᵀ` and `(QKᵀ)V`, output projection;
 //! - logits: `6·h·V_pad`.
 //!
-//! What this model language cannot express is taken at Megatron's defaults: no multi-latent
-//! attention, no attention output gate, no linear-attention variant, no MTP layers, no MoE
-//! latent size, `moe_layer_freq = 1` (every layer MoE when the model has experts), BSHD
-//! batches (`seq_length` for every sequence). Megatron v0.11.0 and earlier counted core
+//! - multi-latent attention (MLA, `kv_lora_rank` set): `6·(q_term + kv_lora·(h + n·(d_nope +
+//!   d_v) + 1) + h·d_rope + n·d_v·h + s·n·(d_nope + d_rope)/2 + s·n·d_v/2)` per layer, with
+//!   `q_term = q_lora·(h + n·(d_nope + d_rope) + 1)` (or `h·n·(d_nope + d_rope)` without
+//!   `q_lora_rank`);
+//! - `first_k_dense` dense layers before the MoE ones (`moe_layer_freq` as the list
+//!   `[0]*k + [1]*(L-k)`), and `mtp_layers` depths: each one more layer of the last layer's kind,
+//!   `6·(3h + 2h²)` for its norms and projection, and one more logits term.
+//!
+//! What this model language cannot express is taken at Megatron's defaults: no attention
+//! output gate, no linear-attention variant, no MoE latent size, BSHD batches (`seq_length`
+//! for every sequence). Megatron v0.11.0 and earlier counted core
 //! attention without the causal ½ (`12·B·s·L·h²·(1 + g/n + s/h)…`); this is the current form.
 
 use venus_base::base::Flops;
@@ -46,7 +53,23 @@ struct FlopsArgs {
     swiglu: bool,
     /// `None` for a dense model (`args.num_experts is None`).
     moe: Option<MoeArgs>,
+    /// `None` without multi-latent attention.
+    mla: Option<MlaArgs>,
+    /// `mtp_num_layers or 0`.
+    mtp: u128,
     padded_vocab: u128,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MlaArgs {
+    /// `q_lora_rank`, 0 for None.
+    q_lora: u128,
+    kv_lora: u128,
+    /// Megatron's `qk_head_dim` (the part without rotary embedding).
+    nope: u128,
+    /// `qk_pos_emb_head_dim`.
+    rope: u128,
+    v: u128,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +79,8 @@ struct MoeArgs {
     ffn: u128,
     /// `moe_shared_expert_intermediate_size or 0`.
     shared: u128,
+    /// Leading dense layers (`moe_layer_freq` = `[0]*k + [1]*(L-k)`).
+    first_k_dense: u128,
 }
 
 impl FlopsArgs {
@@ -65,6 +90,14 @@ impl FlopsArgs {
             topk: m.topk().into(),
             ffn: m.moe_ffn().into(),
             shared: m.shared_expert_ffn().into(),
+            first_k_dense: m.first_k_dense().into(),
+        });
+        let mla = m.is_mla().then(|| MlaArgs {
+            q_lora: m.q_lora_rank().into(),
+            kv_lora: m.kv_lora_rank().into(),
+            nope: m.qk_nope_head_dim().into(),
+            rope: m.qk_rope_head_dim().into(),
+            v: m.v_head_dim().into(),
         });
         FlopsArgs {
             // training.py: `num_floating_point_operations(args, batch_size)` is called with the
@@ -80,6 +113,8 @@ impl FlopsArgs {
             ffn: m.ffn().into(),
             swiglu: m.swiglu(),
             moe,
+            mla,
+            mtp: m.mtp_layers().into(),
             padded_vocab: sc.padded_vocab.into(),
         }
     }
@@ -100,11 +135,21 @@ fn flops_exact(a: &FlopsArgs) -> u128 {
     const GEMM: u128 = 3 * 2;
     // ffn_expansion_factor: h→2·ffn and ffn→h GEMMs with SwiGLU, h→ffn and ffn→h without.
     let ffn_exp: u128 = if a.swiglu { 3 } else { 2 };
-    let (dense_layers, moe_layers, topk, moe_ffn, shared) = match a.moe {
+    let (mut dense_layers, mut moe_layers, topk, moe_ffn, shared) = match a.moe {
         None => (a.layers, 0, 0, 0, 0),
-        // moe_layer_freq = 1: every layer's MLP is an MoE layer.
-        Some(m) => (0, a.layers, m.topk, m.ffn, m.shared),
+        // moe_layer_freq: the first `first_k_dense` layers dense, the others MoE.
+        Some(m) => {
+            let k = m.first_k_dense.min(a.layers);
+            (k, a.layers - k, m.topk, m.ffn, m.shared)
+        }
     };
+    // MTP depths are layers of the last layer's kind (`last_layer_is_moe * mtp_num_layers`).
+    if moe_layers > 0 {
+        moe_layers = moe_layers.saturating_add(a.mtp);
+    } else {
+        dense_layers = dense_layers.saturating_add(a.mtp);
+    }
+    let layers = a.layers.saturating_add(a.mtp);
     let mlp = mul(&[
         GEMM,
         a.hidden,
@@ -114,21 +159,60 @@ fn flops_exact(a: &FlopsArgs) -> u128 {
             mul(&[shared, ffn_exp, moe_layers]),
         ]),
     ]);
-    let q = mul(&[a.kv_channels, a.heads]);
-    let kv = mul(&[a.kv_channels, a.groups]);
-    // `query_projection_size * seq_length / 2 * 2`: the causal ½ on each of the two core
-    // attention GEMMs. Exact in integers: (q·s/2)·2 = q·s.
-    let attention = mul(&[
+    let attention = match &a.mla {
+        Some(m) => mla_attention(a, m),
+        None => {
+            let q = mul(&[a.kv_channels, a.heads]);
+            let kv = mul(&[a.kv_channels, a.groups]);
+            // `query_projection_size * seq_length / 2 * 2`: the causal ½ on each of the two
+            // core attention GEMMs. Exact in integers: (q·s/2)·2 = q·s.
+            mul(&[
+                GEMM,
+                sum(&[
+                    mul(&[a.hidden, sum(&[q, kv, kv])]),
+                    mul(&[q, a.seq]),
+                    mul(&[q, a.hidden]),
+                ]),
+            ])
+        }
+    };
+    // MTP norms and eh projection: 6·mtp·(3h + 2h²).
+    let mtp = mul(&[
+        GEMM,
+        a.mtp,
+        sum(&[mul(&[3, a.hidden]), mul(&[2, a.hidden, a.hidden])]),
+    ]);
+    let logits = mul(&[GEMM, a.hidden, a.padded_vocab, a.mtp.saturating_add(1)]);
+    let per_token = sum(&[mlp, mul(&[attention, layers]), mtp, logits]);
+    mul(&[a.batch, a.seq, per_token])
+}
+
+/// MLA's `standard_self_attn_term` per layer and token (training.py). The two causal halves
+/// are summed before halving, so the count stays integral for an even `s·n·(d_qk + d_v)`.
+fn mla_attention(a: &FlopsArgs, m: &MlaArgs) -> u128 {
+    const GEMM: u128 = 3 * 2;
+    let n = a.heads;
+    let qk = m.nope.saturating_add(m.rope);
+    let q_term = if m.q_lora == 0 {
+        mul(&[a.hidden, n, qk])
+    } else {
+        mul(&[m.q_lora, sum(&[a.hidden, mul(&[n, qk]), 1])])
+    };
+    let kv_term = mul(&[
+        m.kv_lora,
+        sum(&[a.hidden, mul(&[n, m.nope.saturating_add(m.v)]), 1]),
+    ]);
+    let core = mul(&[a.seq, n, qk.saturating_add(m.v)]) / 2;
+    mul(&[
         GEMM,
         sum(&[
-            mul(&[a.hidden, sum(&[q, kv, kv])]),
-            mul(&[q, a.seq]),
-            mul(&[q, a.hidden]),
+            q_term,
+            kv_term,
+            mul(&[a.hidden, m.rope]),
+            mul(&[n, m.v, a.hidden]),
+            core,
         ]),
-    ]);
-    let logits = mul(&[GEMM, a.hidden, a.padded_vocab]);
-    let per_token = sum(&[mlp, mul(&[attention, a.layers]), logits]);
-    mul(&[a.batch, a.seq, per_token])
+    ])
 }
 
 #[cfg(test)]
@@ -190,6 +274,31 @@ mod tests {
     }
 
     #[test]
+    fn mla_dense_first_layers_and_mtp_follow_megatrons_count() {
+        // MLA (q_lora 256, kv_lora 128, d_nope 64, d_rope 32, d_v 64, 8 heads), 4 layers of
+        // which the first is dense (ffn 4096), 8 experts of 512 top-2, 2 shared experts, one
+        // MTP depth. training.py: B·s·(6h·(ffn·3·1 + 512·2·3·(3 + 1) + 1024·3·(3 + 1))
+        //   + 6·(256·(h + 8·96 + 1) + 128·(h + 8·128 + 1) + h·32 + 8·64·h + s·8·96/2
+        //   + s·8·64/2)·(4 + 1) + 6·(3h + 2h²) + 6·h·V·2).
+        let mut m = model(1024, 8, 4, 32000, 1024);
+        set(&mut m.ffn, 4096);
+        set(&mut m.experts, 8);
+        set(&mut m.topk, 2);
+        set(&mut m.moe_ffn, 512);
+        set(&mut m.shared_experts, 2);
+        set(&mut m.first_k_dense, 1);
+        set(&mut m.mtp_layers, 1);
+        set(&mut m.swiglu, true);
+        set(&mut m.q_lora_rank, 256);
+        set(&mut m.kv_lora_rank, 128);
+        set(&mut m.qk_nope_head_dim, 64);
+        set(&mut m.qk_rope_head_dim, 32);
+        set(&mut m.v_head_dim, 64);
+        let sc = on_one_gpu(m, 8);
+        assert_eq!(megatron_flops(&sc), Flops(5_655_106_682_880.0));
+    }
+
+    #[test]
     fn absurd_sizes_saturate_instead_of_overflowing() {
         let a = FlopsArgs {
             batch: u64::MAX.into(),
@@ -202,6 +311,8 @@ mod tests {
             ffn: u64::MAX.into(),
             swiglu: true,
             moe: None,
+            mla: None,
+            mtp: 0,
             padded_vocab: u64::MAX.into(),
         };
         assert_eq!(flops_exact(&a), u128::MAX);

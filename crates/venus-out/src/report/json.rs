@@ -23,10 +23,19 @@ struct ReportDto<'a> {
     mfu: f64,
     tokens_per_second: f64,
     bubble_fraction: f64,
+    parameters: ParametersDto,
     phases: PhasesDto<'a>,
     exposed_communication: ExposedDto<'a>,
     memory: Vec<MemoryDto>,
     engine: EngineDto,
+}
+
+/// Parameter counts: `total` and `active` (per token) exclude the MTP modules, `mtp` is them.
+#[derive(Serialize)]
+struct ParametersDto {
+    total: u64,
+    active: u64,
+    mtp: u64,
 }
 
 #[derive(Serialize)]
@@ -112,6 +121,11 @@ pub fn json(r: &Report) -> String {
         mfu: finite(r.mfu.0),
         tokens_per_second: finite(r.tokens_per_second.0),
         bubble_fraction: finite(r.bubble_fraction.0),
+        parameters: ParametersDto {
+            total: r.parameters.total,
+            active: r.parameters.active,
+            mtp: r.parameters.mtp,
+        },
         phases: PhasesDto(&r.phases),
         exposed_communication: ExposedDto(&r.exposed),
         memory: r

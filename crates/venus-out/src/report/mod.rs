@@ -224,6 +224,8 @@ pub struct Report {
     pub mfu: Ratio,
     pub tokens_per_second: TokensPerSec,
     pub bubble_fraction: Ratio,
+    /// The model's parameter counts (`plan::ParamCounts`).
+    pub parameters: Parameters,
     /// The eight VenusSim phases always, in [`Category`] order, then any other category present.
     pub phases: Vec<Phase>,
     /// Group kinds that have communication nodes, in [`CommKind`] order.
@@ -231,6 +233,39 @@ pub struct Report {
     /// Stage 0 first.
     pub memory: Vec<StageMemoryRow>,
     pub engine: EngineStats,
+}
+
+/// The model's parameters: all of them, those one token uses, and the multi-token prediction
+/// modules (not in `total`, as model cards count them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Parameters {
+    pub total: u64,
+    pub active: u64,
+    pub mtp: u64,
+}
+
+impl Parameters {
+    pub fn of(sc: &Scenario) -> Parameters {
+        Parameters {
+            total: sc.params.total,
+            active: sc.params.active,
+            mtp: sc.params.mtp,
+        }
+    }
+
+    /// `8.03B total, 8.03B active per token` (and the MTP modules when there are some).
+    pub fn summary(&self) -> String {
+        let b = venus_base::base::math::short_count;
+        let mut s = format!(
+            "{} total, {} active per token",
+            b(self.total),
+            b(self.active)
+        );
+        if self.mtp > 0 {
+            s.push_str(&format!(", {} in MTP modules", b(self.mtp)));
+        }
+        s
+    }
 }
 
 /// Phases every report lists, present in the trace or not (VenusSim's names where they exist).
@@ -284,6 +319,7 @@ impl Report {
             mfu,
             tokens_per_second,
             bubble_fraction: bubble_fraction(sc, &ranks, window),
+            parameters: Parameters::of(sc),
             phases: phases(&ranks),
             exposed: exposed(&ranks),
             memory: sc

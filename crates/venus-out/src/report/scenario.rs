@@ -36,6 +36,7 @@ pub fn memory_table(sc: &Scenario) -> String {
         gpu.name,
         cap.gib()
     );
+    let _ = writeln!(out, "parameters: {}", super::Parameters::of(sc).summary());
     let header = [
         "stage",
         "layers",

@@ -389,6 +389,7 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         "mfu",
         "tokens_per_second",
         "bubble_fraction",
+        "parameters",
         "phases",
         "exposed_communication",
         "memory",
@@ -459,6 +460,7 @@ scenario `s` on 2 GPUs
   tokens per second  256000000.0
   pipeline bubble    53.12%
   model FLOPs        3.5047e12 per iteration
+  parameters         134.25M total, 134.25M active per token
 
   phase (ms per rank)    min    max
   forward-compute      0.000  0.010
@@ -505,6 +507,7 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
         mfu: Ratio(mfu),
         tokens_per_second: TokensPerSec(0.0),
         bubble_fraction: Ratio(0.0),
+        parameters: Default::default(),
         phases: Vec::new(),
         exposed: Vec::new(),
         memory: [10, peak_gib, 20]
@@ -802,14 +805,20 @@ fn memory_table_lists_every_stage() {
     let (s, _) = validate(&d);
     let t = memory_table(&s.unwrap());
     let lines: Vec<&str> = t.lines().collect();
-    assert_eq!(lines.len(), 1 + 1 + 8 + 1);
+    assert_eq!(lines.len(), 1 + 1 + 1 + 8 + 1);
     assert!(lines[0].contains("`h100_sxm` has 80.00 GiB"), "{t}");
-    assert!(
-        lines[1].starts_with("stage  layers  weights  gradients  optimizer  activations"),
+    // The demo model: 32 layers of 41.9M attention (GQA, 4 of 16 heads) + 201.3M SwiGLU MLP
+    // (16384) + norms, and the tied 50,048 × 4096 embedding: 7.99B.
+    assert_eq!(
+        lines[1], "parameters: 7.99B total, 7.99B active per token",
         "{t}"
     );
-    assert!(lines[2].starts_with("0 "), "{t}");
-    assert!(lines[2].ends_with("70.18     88%"), "{t}");
+    assert!(
+        lines[2].starts_with("stage  layers  weights  gradients  optimizer  activations"),
+        "{t}"
+    );
+    assert!(lines[3].starts_with("0 "), "{t}");
+    assert!(lines[3].ends_with("70.18     88%"), "{t}");
 }
 
 #[test]

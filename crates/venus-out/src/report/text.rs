@@ -31,6 +31,7 @@ pub fn text(r: &Report) -> String {
             format!("{:.2}%", r.bubble_fraction.0 * 100.0),
         ),
         ("model FLOPs", format!("{:.4e} per iteration", r.flops.0)),
+        ("parameters", r.parameters.summary()),
     ];
     let width = summary.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in &summary {

@@ -204,9 +204,14 @@ pub fn split_layers(
 /// Parameters of one decoder layer (unsharded counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct LayerParams {
-    /// Q, K, V and output projections (no biases, as theoretical_memory_usage.py).
+    /// Q, K, V and output projections (no biases, as theoretical_memory_usage.py); with MLA
+    /// the up-projections and the output projection (split by tp).
     pub attention: u64,
-    /// The dense MLP (zero on a MoE layer) plus the shared expert.
+    /// MLA's down-projections `W_DQ`, `W_DKV` (with the rotary key part) and their latent
+    /// norms: replicated over tp (Megatron builds them `parallel_mode="duplicated"`,
+    /// megatron/core/transformer/multi_latent_attention.py). Zero without MLA.
+    pub latent: u64,
+    /// The dense MLP (zero on a MoE layer) plus the shared experts.
     pub mlp: u64,
     /// All routed experts of the layer.
     pub experts: u64,
@@ -219,10 +224,24 @@ pub struct LayerParams {
 impl LayerParams {
     pub fn total(&self) -> u64 {
         self.attention
+            .saturating_add(self.latent)
             .saturating_add(self.mlp)
             .saturating_add(self.experts)
             .saturating_add(self.router)
             .saturating_add(self.norms)
+    }
+
+    /// Parameters one token uses: everything but the routed experts it is not sent to
+    /// (`topk` of `experts`).
+    pub fn active(&self, m: &Model) -> u64 {
+        let routed = if m.experts() > 0 {
+            (self.experts / m.experts()).saturating_mul(m.topk().min(m.experts()))
+        } else {
+            0
+        };
+        self.total()
+            .saturating_sub(self.experts)
+            .saturating_add(routed)
     }
 }
 
@@ -232,16 +251,53 @@ pub fn mlp_params(hidden: u64, ffn: u64, swiglu: bool) -> u64 {
     mul(&[mats, hidden, ffn])
 }
 
-/// Per-layer parameter counts.
+/// Attention weights split by tp and the replicated MLA latent part: `(attention, latent)`.
+// Standard: theoretical_memory_usage.py:12-120, 2h²(1 + g/n)(q/h). MLA:
+// megatron/core/transformer/multi_latent_attention.py `MLASelfAttention`: linear_q_down_proj
+// h × q_lora_rank, q_layernorm, linear_q_up_proj q_lora_rank × n·(d_nope + d_rope) (or
+// linear_q_proj h × n·(d_nope + d_rope) without q_lora_rank), linear_kv_down_proj
+// h × (kv_lora_rank + d_rope), kv_layernorm, linear_kv_up_proj kv_lora_rank × n·(d_nope + d_v),
+// linear_proj n·d_v × h; norms weight only (DeepSeek's RMSNorm).
+fn attention_params(m: &Model) -> (u64, u64) {
+    let h = m.hidden;
+    if !m.is_mla() {
+        let q = mul(&[m.heads, m.head_dim()]);
+        let kv = mul(&[m.kv_groups(), m.head_dim()]);
+        let attention = mul(&[h, q])
+            .saturating_mul(2)
+            .saturating_add(mul(&[2, h, kv]));
+        return (attention, 0);
+    }
+    let n = m.heads;
+    let (rank_q, rank_kv) = (m.q_lora_rank(), m.kv_lora_rank());
+    let q_out = mul(&[n, m.qk_head_dim()]);
+    let (q_up, q_down) = if rank_q > 0 {
+        (
+            mul(&[rank_q, q_out]),
+            mul(&[h, rank_q]).saturating_add(rank_q),
+        )
+    } else {
+        (mul(&[h, q_out]), 0)
+    };
+    let kv_down = mul(&[h, rank_kv.saturating_add(m.qk_rope_head_dim())]).saturating_add(rank_kv);
+    let kv_up = mul(&[
+        rank_kv,
+        n,
+        m.qk_nope_head_dim().saturating_add(m.v_head_dim()),
+    ]);
+    let proj = mul(&[n, m.v_head_dim(), h]);
+    (
+        q_up.saturating_add(kv_up).saturating_add(proj),
+        q_down.saturating_add(kv_down),
+    )
+}
+
+/// Per-layer parameter counts of a MoE layer (or of every layer of a dense model).
 // megatron/training/theoretical_memory_usage.py:12-120 (attention 2h²(1 + g/n)(q/h), MLP
 // 2·h·ffn·(3/2 with SwiGLU), shared expert, routed experts, router h·E, norms 2h·norm_size)
 pub fn layer_params(m: &Model) -> LayerParams {
     let h = m.hidden;
-    let q = mul(&[m.heads, m.head_dim()]);
-    let kv = mul(&[m.kv_groups(), m.head_dim()]);
-    let attention = mul(&[h, q])
-        .saturating_mul(2)
-        .saturating_add(mul(&[2, h, kv]));
+    let (attention, latent) = attention_params(m);
     let shared = if m.is_moe() && m.shared_expert_ffn() > 0 {
         mlp_params(h, m.shared_expert_ffn(), m.swiglu())
     } else {
@@ -259,6 +315,7 @@ pub fn layer_params(m: &Model) -> LayerParams {
     };
     LayerParams {
         attention,
+        latent,
         mlp,
         experts,
         router,
@@ -266,10 +323,30 @@ pub fn layer_params(m: &Model) -> LayerParams {
     }
 }
 
+/// A dense layer of the model: a MoE model's leading `first_k_dense` layers have the dense
+/// MLP of `ffn` (DeepSeek's `intermediate_size`) instead of experts.
+pub fn dense_layer_params(m: &Model) -> LayerParams {
+    let (attention, latent) = attention_params(m);
+    LayerParams {
+        attention,
+        latent,
+        mlp: mlp_params(m.hidden, m.ffn(), m.swiglu()),
+        experts: 0,
+        router: 0,
+        norms: mul(&[2, 2, m.hidden]),
+    }
+}
+
 /// Whole-model parameter counts (unsharded).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ParamCounts {
+    /// A MoE layer (every layer of a dense model).
     pub per_layer: LayerParams,
+    /// A leading dense layer of a MoE model (`first_k_dense`); equal to `per_layer` for a
+    /// dense model.
+    pub dense_layer: LayerParams,
+    /// Leading dense layers of a MoE model (0 for a dense model).
+    pub dense_layers: u64,
     /// Word embedding, padded vocabulary × hidden (first stage).
     pub embedding: u64,
     /// Output layer weights (last stage): a separate matrix when untied, or the tied copy Megatron
@@ -277,12 +354,53 @@ pub struct ParamCounts {
     pub output: u64,
     /// The final LayerNorm (last stage).
     pub final_norm: u64,
+    /// Multi-token prediction modules (last stage): per depth two input norms, the `2h × h`
+    /// projection, one transformer layer and its final norm; they share the embedding and the
+    /// output layer (megatron/core/transformer/multi_token_prediction.py). Not in `total`.
+    pub mtp: u64,
     /// The model's parameters: embedding, layers, final norm and the output layer if untied.
+    /// Multi-token prediction modules are not included (DeepSeek-V3's 671B excludes its 14B
+    /// MTP module); they are `mtp`.
     pub total: u64,
+    /// Parameters one token uses (`total` less the routed experts it is not sent to).
+    pub active: u64,
+}
+
+impl ParamCounts {
+    /// Parameters of the layers `start..start + n`, dense and MoE ones apart.
+    pub fn layers_params(&self, m: &Model, start: u64, n: u64) -> u64 {
+        let moe = m.moe_layers_in(start, n);
+        let dense = n.saturating_sub(moe);
+        self.per_layer
+            .total()
+            .saturating_mul(moe)
+            .saturating_add(self.dense_layer.total().saturating_mul(dense))
+    }
+}
+
+/// One multi-token prediction depth (megatron/core/transformer/multi_token_prediction.py
+/// `MultiTokenPredictionLayer`): enorm, hnorm, eh_proj (2h → h, no bias), a transformer layer
+/// of the model's kind (MoE in DeepSeek-V3) and the final layernorm.
+pub fn mtp_depth_params(m: &Model, layer: &LayerParams) -> u64 {
+    let h = m.hidden;
+    mul(&[3, 2, h])
+        .saturating_add(mul(&[2, h, h]))
+        .saturating_add(layer.total())
 }
 
 pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     let per_layer = layer_params(m);
+    let dense_layer = if m.is_moe() {
+        dense_layer_params(m)
+    } else {
+        per_layer
+    };
+    let dense_layers = if m.is_moe() { m.first_k_dense() } else { 0 };
+    let moe_layers = if m.is_moe() {
+        m.layers - dense_layers
+    } else {
+        0
+    };
     let h = m.hidden;
     let embedding = mul(&[padded_vocab, h]);
     let untied = m.untied_embeddings();
@@ -291,16 +409,32 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     // allocates its own copy of the word embeddings, kept equal by an all-reduce.
     let output = if untied || pp > 1 { embedding } else { 0 };
     let final_norm = mul(&[2, h]);
-    let total = embedding
-        .saturating_add(per_layer.total().saturating_mul(m.layers))
+    let layers_of = |per: u64, n: u64| per.saturating_mul(n);
+    let (decoder, decoder_active) = if m.is_moe() {
+        (
+            layers_of(per_layer.total(), moe_layers)
+                .saturating_add(layers_of(dense_layer.total(), dense_layers)),
+            layers_of(per_layer.active(m), moe_layers)
+                .saturating_add(layers_of(dense_layer.total(), dense_layers)),
+        )
+    } else {
+        let all = layers_of(per_layer.total(), m.layers);
+        (all, all)
+    };
+    let rest = embedding
         .saturating_add(final_norm)
         .saturating_add(if untied { embedding } else { 0 });
+    let mtp = mtp_depth_params(m, &per_layer).saturating_mul(m.mtp_layers());
     ParamCounts {
         per_layer,
+        dense_layer,
+        dense_layers,
         embedding,
         output,
         final_norm,
-        total,
+        mtp,
+        total: rest.saturating_add(decoder),
+        active: rest.saturating_add(decoder_active),
     }
 }
 

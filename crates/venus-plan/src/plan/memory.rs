@@ -63,6 +63,9 @@ pub struct MemoryPlan {
     pub split: StageSplit,
     /// The byte widths of weights, gradients and optimizer state.
     pub recipe: Recipe,
+    /// The busiest EP rank's routed token copies over the mean (`PlanSpec::moe_load_factor`;
+    /// 1.0: balanced): its expert activations are that much larger.
+    pub moe_load: f64,
 }
 
 /// Peak memory of one GPU of a pipeline stage.
@@ -85,7 +88,7 @@ pub struct StageMemory {
 }
 
 /// Per-layer activation bytes for one microbatch on one GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ActivationShape {
     /// Sequence on this GPU (seq / cp).
     pub seq: u64,
@@ -95,6 +98,8 @@ pub struct ActivationShape {
     pub sp: bool,
     pub recompute: Recompute,
     pub attention: Attention,
+    /// The busiest EP rank's routed token copies over the mean (1.0: balanced).
+    pub moe_load: f64,
 }
 
 fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
@@ -112,6 +117,12 @@ fn prod(xs: &[u128]) -> u128 {
 /// Stored activation bytes of one layer for one microbatch, without recompute working sets.
 // Korthikanti et al. 2022 §4, Table 2 (published-runs.md §3.4).
 pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
+    layer_activation_bytes_of(m, a, m.is_moe())
+}
+
+/// Stored activation bytes of one layer, a MoE layer (`moe`) or a dense one (a MoE model's
+/// leading `first_k_dense` layers).
+pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
     let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let h = m.hidden as u128;
     let tp = a.tp.max(1) as u128;
@@ -123,12 +134,26 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
     let hd = m.head_dim() as u128;
     let q = prod(&[m.heads as u128, hd]);
     let kv = prod(&[m.kv_groups() as u128, hd]);
+    // MLA (multi_latent_attention.py): Q and K of n·(d_nope + d_rope), V and the output
+    // projection input of n·d_v, split by tp; the latents (q_lora_rank, kv_lora_rank + d_rope)
+    // and their norm outputs, 2 bytes each, on every tp rank.
+    let (qk_v, latent) = if m.is_mla() {
+        let n = m.heads as u128;
+        let qk = prod(&[4, n, m.qk_head_dim() as u128]);
+        let v = prod(&[4, n, m.v_head_dim() as u128]);
+        let lat = (m.q_lora_rank() as u128)
+            .saturating_add(m.kv_lora_rank() as u128)
+            .saturating_add(m.qk_rope_head_dim() as u128);
+        (qk.saturating_add(v), prod(&[4, lat]))
+    } else {
+        (prod(&[4, q]).saturating_add(prod(&[4, kv])), 0)
+    };
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
     // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h.
     let replicated = prod(&[10, h]);
     // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
     // the MLP inner activations.
-    let mlp_inner = if m.is_moe() {
+    let mlp_inner = if moe {
         if m.shared_expert_ffn() > 0 {
             inner_bytes_per_token(m.shared_expert_ffn(), m.swiglu())
         } else {
@@ -137,18 +162,24 @@ pub fn layer_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
     } else {
         inner_bytes_per_token(m.ffn(), m.swiglu())
     };
-    let tp_split = prod(&[4, q])
-        .saturating_add(prod(&[4, kv]))
-        .saturating_add(mlp_inner);
+    let tp_split = qk_v.saturating_add(mlp_inner);
     let mut bytes =
         (prod(&[tokens, replicated]) / tsp).saturating_add(prod(&[tokens, tp_split]) / tp);
-    if m.is_moe() {
+    if latent > 0 {
+        bytes = bytes.saturating_add(prod(&[tokens, latent]));
+    }
+    if moe {
         // Each token reaches topk experts: the dispatched input (2h, gathered over etp) and the
         // expert's inner activations (split by etp), per rank tokens / tp with sp.
         let topk = m.topk() as u128;
         let etp = a.etp.max(1) as u128;
         let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
-        bytes = bytes.saturating_add(prod(&[tokens, topk, per]) / tsp);
+        let mut routed = prod(&[tokens, topk, per]) / tsp;
+        if a.moe_load > 1.0 {
+            // The busiest EP rank holds `moe_load` times the mean token copies.
+            routed = (routed as f64 * a.moe_load).min(u128::MAX as f64) as u128;
+        }
+        bytes = bytes.saturating_add(routed);
     }
     match (a.recompute, a.attention) {
         (Recompute::None, Attention::Unfused) => {
@@ -219,6 +250,15 @@ fn bytes(v: u128) -> Bytes {
     Bytes(u64::try_from(v).unwrap_or(u64::MAX))
 }
 
+/// Decoder layers with routed experts on a stage (all its chunks).
+pub fn stage_moe_layers(model: &Model, split: &StageSplit, stage: u64) -> u64 {
+    (0..split.vpp.max(1)).fold(0u64, |acc, c| {
+        acc.saturating_add(
+            model.moe_layers_in(split.first_layer(stage, c), split.chunk_layers(stage)),
+        )
+    })
+}
+
 /// The peak memory of every pipeline stage.
 pub fn stage_memory(model: &Model, plan: &MemoryPlan) -> Vec<StageMemory> {
     (0..plan.pp.max(1))
@@ -236,18 +276,58 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let layers = plan.split.layers(stage) as u128;
     let first = stage == 0;
     let last = stage + 1 == pp;
+    let moe_layers = stage_moe_layers(model, &plan.split, stage) as u128;
+    let dense_layers = layers.saturating_sub(moe_layers);
+    let mtp = if last { model.mtp_layers() as u128 } else { 0 };
 
-    let mut dense = ceil_div(prod(&[per.attention as u128 + per.mlp as u128, layers]), tp);
-    let mut replicated = prod(&[per.norms as u128 + per.router as u128, layers]);
+    let mut dense = if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
+        // Leading dense layers, the MoE layers and the MTP depths (one MoE layer each, with
+        // two input norms, the `2h × h` projection and a final norm).
+        let d = counts.dense_layer;
+        let h = model.hidden as u128;
+        let split_of = |p: &super::derive::LayerParams| p.attention as u128 + p.mlp as u128;
+        ceil_div(
+            prod(&[split_of(&d), dense_layers])
+                .saturating_add(prod(&[split_of(&per), moe_layers.saturating_add(mtp)]))
+                .saturating_add(prod(&[2, h, h, mtp])),
+            tp,
+        )
+    } else {
+        ceil_div(prod(&[per.attention as u128 + per.mlp as u128, layers]), tp)
+    };
+    let replicated_of =
+        |p: &super::derive::LayerParams| p.norms as u128 + p.router as u128 + p.latent as u128;
+    let mut replicated = if dense_layers > 0 && model.is_moe() {
+        prod(&[replicated_of(&counts.dense_layer), dense_layers])
+            .saturating_add(prod(&[replicated_of(&per), moe_layers]))
+    } else {
+        prod(&[replicated_of(&per), layers])
+    };
     if first {
         dense = dense.saturating_add(ceil_div(counts.embedding as u128, tp));
     }
     if last {
         dense = dense.saturating_add(ceil_div(counts.output as u128, tp));
         replicated = replicated.saturating_add(counts.final_norm as u128);
+        if mtp > 0 {
+            // MTP's layers, norms and latent parts; with pp > 1 and untied embeddings the last
+            // stage also builds the embedding the MTP input needs (gpt_model.py).
+            replicated = replicated.saturating_add(prod(&[
+                replicated_of(&per).saturating_add(prod(&[6, model.hidden as u128])),
+                mtp,
+            ]));
+            if pp > 1 && model.untied_embeddings() {
+                dense = dense.saturating_add(ceil_div(counts.embedding as u128, tp));
+            }
+        }
     }
     let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
-    let expert = ceil_div(prod(&[per.experts as u128, layers]), expert_shards);
+    let expert_layers = if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
+        moe_layers.saturating_add(mtp)
+    } else {
+        layers
+    };
+    let expert = ceil_div(prod(&[per.experts as u128, expert_layers]), expert_shards);
     let local = dense.saturating_add(replicated);
     let all = local.saturating_add(expert);
 
@@ -273,14 +353,26 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         sp: plan.sp,
         recompute: plan.recompute,
         attention: plan.attention,
+        moe_load: plan.moe_load,
     };
     let (units, first_units, last_units) = in_flight(plan, stage);
     let chunk_layers = plan.split.chunk_layers(stage) as u128;
-    let mut activations = prod(&[
-        units as u128,
-        chunk_layers,
-        layer_activation_bytes(model, &shape),
-    ]);
+    let mut activations = if model.is_moe() && model.first_k_dense() > 0 {
+        // The stage's layers of each kind, spread evenly over its in-flight chunk microbatches.
+        let per_chunk = prod(&[moe_layers, layer_activation_bytes_of(model, &shape, true)])
+            .saturating_add(prod(&[
+                dense_layers,
+                layer_activation_bytes_of(model, &shape, false),
+            ]))
+            / (plan.split.vpp.max(1) as u128);
+        prod(&[units as u128, per_chunk])
+    } else {
+        prod(&[
+            units as u128,
+            chunk_layers,
+            layer_activation_bytes(model, &shape),
+        ])
+    };
     if plan.recompute == Recompute::Full && layers > 0 {
         let working = ActivationShape {
             recompute: Recompute::None,
@@ -299,6 +391,18 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
             last_units as u128,
             output_activation_bytes(model, &shape, vocab),
         ]));
+        if mtp > 0 {
+            // Per depth: the 2h concatenated input (2 bytes), one layer, another output layer.
+            let depth = prod(&[
+                4,
+                shape.seq as u128,
+                shape.micro_batch as u128,
+                model.hidden as u128,
+            ])
+            .saturating_add(layer_activation_bytes(model, &shape))
+            .saturating_add(output_activation_bytes(model, &shape, vocab));
+            activations = activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
+        }
     }
 
     let peak = weights

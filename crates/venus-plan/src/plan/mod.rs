@@ -98,21 +98,40 @@ impl Scenario {
 
     /// Unsharded parameters of a stage: its layers, the embedding on stage 0, the output layer
     /// and final norm on the last stage.
+    /// Multi-token prediction modules sit after the last decoder layer, on the last stage
+    /// (megatron/core/models/gpt/gpt_model.py builds `mtp` with the post-process stage).
     pub fn stage_params(&self, stage: u64) -> u64 {
-        let mut n = self
-            .params
-            .per_layer
-            .total()
-            .saturating_mul(self.stage_layers(stage));
+        let mut n = (0..self.vpp.max(1)).fold(0u64, |acc, c| {
+            acc.saturating_add(self.params.layers_params(
+                &self.model,
+                self.first_layer(stage, c),
+                self.chunk_layers(stage),
+            ))
+        });
         if stage == 0 {
             n = n.saturating_add(self.params.embedding);
         }
         if stage + 1 == self.pp {
             n = n
                 .saturating_add(self.params.output)
-                .saturating_add(self.params.final_norm);
+                .saturating_add(self.params.final_norm)
+                .saturating_add(self.params.mtp);
         }
         n
+    }
+
+    /// Decoder layers with routed experts in one model chunk of a stage (all of them for a
+    /// MoE model without `first_k_dense`, none for a dense model).
+    pub fn chunk_moe_layers(&self, stage: u64, chunk: u64) -> u64 {
+        self.model
+            .moe_layers_in(self.first_layer(stage, chunk), self.chunk_layers(stage))
+    }
+
+    /// Decoder layers with routed experts on a stage (all its chunks).
+    pub fn stage_moe_layers(&self, stage: u64) -> u64 {
+        (0..self.vpp.max(1)).fold(0u64, |acc, c| {
+            acc.saturating_add(self.chunk_moe_layers(stage, c))
+        })
     }
 
     /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).
@@ -140,6 +159,7 @@ impl Scenario {
             schedule: self.schedule,
             split: self.split,
             recipe: self.recipe,
+            moe_load: self.plan.moe_load_factor(),
         }
     }
 }

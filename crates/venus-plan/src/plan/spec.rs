@@ -38,6 +38,18 @@ pub struct ModelSpec {
     pub topk: Option<u64>,
     pub moe_ffn: Option<u64>,
     pub shared_expert_ffn: Option<u64>,
+    /// Shared experts of `moe_ffn` each (DeepSeek's `n_shared_experts`).
+    pub shared_experts: Option<u64>,
+    /// Leading dense layers of a MoE model (DeepSeek's `first_k_dense_replace`).
+    pub first_k_dense: Option<u64>,
+    /// Multi-head latent attention (MLA) dims; `kv_lora_rank` set means MLA.
+    pub q_lora_rank: Option<u64>,
+    pub kv_lora_rank: Option<u64>,
+    pub qk_nope_head_dim: Option<u64>,
+    pub qk_rope_head_dim: Option<u64>,
+    pub v_head_dim: Option<u64>,
+    /// Multi-token prediction depths.
+    pub mtp_layers: Option<u64>,
 }
 
 impl ModelSpec {
@@ -68,8 +80,68 @@ impl ModelSpec {
     pub fn moe_ffn(&self) -> u64 {
         or(self.moe_ffn, self.ffn())
     }
+    /// The shared experts' inner size together, as Megatron's one fused shared MLP
+    /// (`--moe-shared-expert-intermediate-size` = n_shared_experts × moe_ffn,
+    /// megatron/core/transformer/moe/shared_experts.py): `shared_expert_ffn` plus
+    /// `shared_experts × moe_ffn`.
     pub fn shared_expert_ffn(&self) -> u64 {
         or(self.shared_expert_ffn, 0)
+            .saturating_add(or(self.shared_experts, 0).saturating_mul(self.moe_ffn()))
+    }
+    /// Leading dense layers (0 for a dense model: its layers are all dense anyway).
+    pub fn first_k_dense(&self) -> u64 {
+        or(self.first_k_dense, 0).min(self.layers)
+    }
+    /// True when decoder layer `i` (from 0) has routed experts.
+    // megatron/core/transformer/moe/moe_utils.py `get_moe_layer_wise_logging_tracker` and
+    // transformer_config.py `moe_layer_freq`: a pattern [0]*k + [1]*(L-k) for DeepSeek-V3.
+    pub fn is_moe_layer(&self, i: u64) -> bool {
+        self.is_moe() && i >= self.first_k_dense()
+    }
+    /// Decoder layers with routed experts among `start..start + n`.
+    pub fn moe_layers_in(&self, start: u64, n: u64) -> u64 {
+        if !self.is_moe() {
+            return 0;
+        }
+        let end = start.saturating_add(n);
+        end.saturating_sub(start.max(self.first_k_dense()))
+    }
+    /// Multi-head latent attention (MLA): `kv_lora_rank` is written.
+    pub fn is_mla(&self) -> bool {
+        self.kv_lora_rank.is_some()
+    }
+    pub fn q_lora_rank(&self) -> u64 {
+        or(self.q_lora_rank, 0)
+    }
+    pub fn kv_lora_rank(&self) -> u64 {
+        or(self.kv_lora_rank, 0)
+    }
+    pub fn qk_nope_head_dim(&self) -> u64 {
+        or(self.qk_nope_head_dim, self.head_dim())
+    }
+    /// Megatron's `--qk-pos-emb-head-dim` default 64 with MLA; none without.
+    pub fn qk_rope_head_dim(&self) -> u64 {
+        or(self.qk_rope_head_dim, if self.is_mla() { 64 } else { 0 })
+    }
+    /// Per-head query and key size: nope + rope with MLA, else `head_dim`.
+    pub fn qk_head_dim(&self) -> u64 {
+        if self.is_mla() {
+            self.qk_nope_head_dim()
+                .saturating_add(self.qk_rope_head_dim())
+        } else {
+            self.head_dim()
+        }
+    }
+    /// Per-head value size: `v_head_dim` with MLA, else `head_dim`.
+    pub fn v_head_dim(&self) -> u64 {
+        if self.is_mla() {
+            or(self.v_head_dim, self.head_dim())
+        } else {
+            self.head_dim()
+        }
+    }
+    pub fn mtp_layers(&self) -> u64 {
+        or(self.mtp_layers, 0)
     }
 }
 
@@ -174,6 +246,8 @@ pub struct PlanSpec {
     pub iterations: Option<u64>,
     /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
     pub reserve: Option<Bytes>,
+    /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
+    pub moe_imbalance: Option<Ratio>,
 }
 
 impl PlanSpec {
@@ -216,6 +290,11 @@ impl PlanSpec {
     }
     pub fn reserve(&self) -> Bytes {
         or(self.reserve, Bytes(0))
+    }
+    /// The busiest EP rank's token copies over the mean: 1 + `moe_imbalance` (1: balanced,
+    /// Megatron-Bridge's force-balanced benchmark routing).
+    pub fn moe_load_factor(&self) -> f64 {
+        1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0))
     }
 }
 

@@ -162,7 +162,8 @@ pub struct KeySig {
     pub required: bool,
     /// May appear more than once (`dim`).
     pub repeatable: bool,
-    /// Zero is allowed for this count (none of the v0 keys; kept for extensions).
+    /// Zero is allowed for this count (`mtp_layers 0`, `first_k_dense 0`, `shared_experts 0`:
+    /// a derived model turns off what its base has).
     pub allow_zero: bool,
     /// One line for hover and completion.
     pub doc: &'static str,
@@ -216,6 +217,10 @@ impl KeySig {
     const fn default(mut self, default: KeyDefault, text: &'static str) -> KeySig {
         self.default = default;
         self.default_text = text;
+        self
+    }
+    const fn zero_allowed(mut self) -> KeySig {
+        self.allow_zero = true;
         self
     }
     const fn unit(mut self, unit: &'static str) -> KeySig {
@@ -389,6 +394,63 @@ key_table! {
         )
         .default(KeyDefault::Unset, "none")
         .megatron("--moe-shared-expert-intermediate-size"),
+        SharedExperts = key(
+            "shared_experts",
+            &[Count],
+            "shared experts per MoE layer, each of moe_ffn (HF n_shared_experts); unset: none",
+        )
+        .default(KeyDefault::Unset, "none")
+        .unit("experts")
+        .zero_allowed(),
+        FirstKDense = key(
+            "first_k_dense",
+            &[Count],
+            "leading dense layers before the MoE layers (HF first_k_dense_replace)",
+        )
+        .default(KeyDefault::Unset, "0: every layer is MoE")
+        .unit("layers")
+        .megatron("--moe-layer-freq")
+        .zero_allowed(),
+        QLoraRank = key(
+            "q_lora_rank",
+            &[Count],
+            "MLA query compression rank; unset with MLA: a full query projection",
+        )
+        .default(KeyDefault::Unset, "no query compression")
+        .megatron("--q-lora-rank"),
+        KvLoraRank = key(
+            "kv_lora_rank",
+            &[Count],
+            "MLA key-value compression rank; setting it turns on multi-head latent attention",
+        )
+        .default(KeyDefault::Unset, "no MLA (standard attention)")
+        .megatron("--kv-lora-rank"),
+        QkNopeHeadDim = key(
+            "qk_nope_head_dim",
+            &[Count],
+            "MLA per-head query/key size without rotary embedding",
+        )
+        .default(KeyDefault::Derived, "= head_dim")
+        .megatron("--qk-head-dim"),
+        QkRopeHeadDim = key(
+            "qk_rope_head_dim",
+            &[Count],
+            "MLA per-head query/key size with rotary embedding (the key part shared by all heads)",
+        )
+        .default(KeyDefault::Derived, "64 with MLA")
+        .megatron("--qk-pos-emb-head-dim"),
+        VHeadDim = key("v_head_dim", &[Count], "MLA per-head value size")
+            .default(KeyDefault::Derived, "= head_dim")
+            .megatron("--v-head-dim"),
+        MtpLayers = key(
+            "mtp_layers",
+            &[Count],
+            "multi-token prediction depths, one transformer layer each (HF num_nextn_predict_layers)",
+        )
+        .default(KeyDefault::Unset, "none")
+        .unit("layers")
+        .megatron("--mtp-num-layers")
+        .zero_allowed(),
         AllowModel = allow_key(),
     }
     GPU => {
@@ -658,6 +720,13 @@ key_table! {
         )
         .default(KeyDefault::Bytes(0), "0GiB")
         .example("4GiB"),
+        MoeImbalance = key(
+            "moe_imbalance",
+            &[Ratio],
+            "token copies the busiest expert-parallel rank gets above the mean (measured routing is imbalanced)",
+        )
+        .default(KeyDefault::Unset, "0%: balanced routing")
+        .example("20%"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
