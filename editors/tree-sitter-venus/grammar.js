@@ -39,8 +39,8 @@ const ENUM_WORDS = [
   'direct', 'halving_doubling', 'tree',
   'gpipe', '1f1b', 'interleaved',
   'none', 'selective', 'full',
-  'bf16', 'fp8',
-  'ampere', 'hopper', 'blackwell', 'cdna3',
+  'bf16', 'fp8', 'fp4',
+  'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
   'flash', 'unfused',
   'on', 'off',
 ];

@@ -146,6 +146,8 @@ pub struct Program {
     pub diagnostics: Vec<Diagnostic>,
     /// The definitions of the program's files and of the stdlib.
     pub definitions: Vec<Definition>,
+    /// The stdlib's GPUs, typed, in stdlib order (plan validation names them in helps).
+    pub stdlib_gpus: Vec<crate::ty::StdlibGpu>,
     /// Every resolved name.
     pub references: Vec<Reference>,
 }
@@ -302,6 +304,7 @@ pub fn program_query(
 
     let resolver = Resolver::new(root.id(db), &user, &std_files, prelude);
     let (scenarios, partial_scenarios) = crate::ty::check::check_program_all(&resolver);
+    let stdlib_gpus = crate::ty::check::stdlib_gpus(&resolver);
     let scenario_names = resolver.scenario_names();
     diagnostics.extend(resolver.take_diagnostics());
     resolve::sort_diagnostics(&mut diagnostics);
@@ -339,6 +342,7 @@ pub fn program_query(
         scenario_names,
         diagnostics,
         definitions,
+        stdlib_gpus,
         references,
     })
 }
@@ -546,6 +550,7 @@ impl Database {
                 scenario_names: Vec::new(),
                 diagnostics: Vec::new(),
                 definitions: Vec::new(),
+                stdlib_gpus: Vec::new(),
                 references: Vec::new(),
             }),
         }

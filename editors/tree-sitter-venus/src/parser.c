@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 55
+#define SYMBOL_COUNT 59
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 42
+#define TOKEN_COUNT 46
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -49,31 +49,35 @@ enum ts_symbol_identifiers {
   anon_sym_full = 27,
   anon_sym_bf16 = 28,
   anon_sym_fp8 = 29,
-  anon_sym_ampere = 30,
-  anon_sym_hopper = 31,
-  anon_sym_blackwell = 32,
-  anon_sym_cdna3 = 33,
-  anon_sym_flash = 34,
-  anon_sym_unfused = 35,
-  anon_sym_on = 36,
-  anon_sym_off = 37,
-  sym_unit = 38,
-  sym_number = 39,
-  sym_string = 40,
-  sym_comment = 41,
-  sym_source_file = 42,
-  sym_use_declaration = 43,
-  sym_definition = 44,
-  sym_block = 45,
-  sym_item = 46,
-  sym__value = 47,
-  sym_list = 48,
-  sym_constant = 49,
-  sym_quantity = 50,
-  aux_sym_source_file_repeat1 = 51,
-  aux_sym_block_repeat1 = 52,
-  aux_sym_item_repeat1 = 53,
-  aux_sym_list_repeat1 = 54,
+  anon_sym_fp4 = 30,
+  anon_sym_ampere = 31,
+  anon_sym_hopper = 32,
+  anon_sym_blackwell = 33,
+  anon_sym_blackwell_ultra = 34,
+  anon_sym_ada = 35,
+  anon_sym_cdna3 = 36,
+  anon_sym_cdna4 = 37,
+  anon_sym_flash = 38,
+  anon_sym_unfused = 39,
+  anon_sym_on = 40,
+  anon_sym_off = 41,
+  sym_unit = 42,
+  sym_number = 43,
+  sym_string = 44,
+  sym_comment = 45,
+  sym_source_file = 46,
+  sym_use_declaration = 47,
+  sym_definition = 48,
+  sym_block = 49,
+  sym_item = 50,
+  sym__value = 51,
+  sym_list = 52,
+  sym_constant = 53,
+  sym_quantity = 54,
+  aux_sym_source_file_repeat1 = 55,
+  aux_sym_block_repeat1 = 56,
+  aux_sym_item_repeat1 = 57,
+  aux_sym_list_repeat1 = 58,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -107,10 +111,14 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_full] = "full",
   [anon_sym_bf16] = "bf16",
   [anon_sym_fp8] = "fp8",
+  [anon_sym_fp4] = "fp4",
   [anon_sym_ampere] = "ampere",
   [anon_sym_hopper] = "hopper",
   [anon_sym_blackwell] = "blackwell",
+  [anon_sym_blackwell_ultra] = "blackwell_ultra",
+  [anon_sym_ada] = "ada",
   [anon_sym_cdna3] = "cdna3",
+  [anon_sym_cdna4] = "cdna4",
   [anon_sym_flash] = "flash",
   [anon_sym_unfused] = "unfused",
   [anon_sym_on] = "on",
@@ -165,10 +173,14 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_full] = anon_sym_full,
   [anon_sym_bf16] = anon_sym_bf16,
   [anon_sym_fp8] = anon_sym_fp8,
+  [anon_sym_fp4] = anon_sym_fp4,
   [anon_sym_ampere] = anon_sym_ampere,
   [anon_sym_hopper] = anon_sym_hopper,
   [anon_sym_blackwell] = anon_sym_blackwell,
+  [anon_sym_blackwell_ultra] = anon_sym_blackwell_ultra,
+  [anon_sym_ada] = anon_sym_ada,
   [anon_sym_cdna3] = anon_sym_cdna3,
+  [anon_sym_cdna4] = anon_sym_cdna4,
   [anon_sym_flash] = anon_sym_flash,
   [anon_sym_unfused] = anon_sym_unfused,
   [anon_sym_on] = anon_sym_on,
@@ -313,6 +325,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_fp4] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_ampere] = {
     .visible = true,
     .named = false,
@@ -325,7 +341,19 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_blackwell_ultra] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_ada] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_cdna3] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_cdna4] = {
     .visible = true,
     .named = false,
   },
@@ -752,445 +780,479 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == 'l') ADVANCE(17);
-      if (lookahead == 'm') ADVANCE(18);
+      if (lookahead == 'd') ADVANCE(17);
+      if (lookahead == 'l') ADVANCE(18);
+      if (lookahead == 'm') ADVANCE(19);
       END_STATE();
     case 2:
-      if (lookahead == 'f') ADVANCE(19);
-      if (lookahead == 'l') ADVANCE(20);
+      if (lookahead == 'f') ADVANCE(20);
+      if (lookahead == 'l') ADVANCE(21);
       END_STATE();
     case 3:
-      if (lookahead == 'd') ADVANCE(21);
-      if (lookahead == 'l') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(22);
+      if (lookahead == 'l') ADVANCE(23);
       END_STATE();
     case 4:
-      if (lookahead == 'i') ADVANCE(23);
+      if (lookahead == 'i') ADVANCE(24);
       END_STATE();
     case 5:
-      if (lookahead == 'c') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
-      if (lookahead == 'p') ADVANCE(26);
-      if (lookahead == 'u') ADVANCE(27);
+      if (lookahead == 'c') ADVANCE(25);
+      if (lookahead == 'l') ADVANCE(26);
+      if (lookahead == 'p') ADVANCE(27);
+      if (lookahead == 'u') ADVANCE(28);
       END_STATE();
     case 6:
-      if (lookahead == 'p') ADVANCE(28);
+      if (lookahead == 'p') ADVANCE(29);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(29);
-      if (lookahead == 'o') ADVANCE(30);
+      if (lookahead == 'a') ADVANCE(30);
+      if (lookahead == 'o') ADVANCE(31);
       END_STATE();
     case 8:
-      if (lookahead == 'n') ADVANCE(31);
+      if (lookahead == 'n') ADVANCE(32);
       END_STATE();
     case 9:
-      if (lookahead == 'o') ADVANCE(32);
-      END_STATE();
-    case 10:
       if (lookahead == 'o') ADVANCE(33);
       END_STATE();
+    case 10:
+      if (lookahead == 'o') ADVANCE(34);
+      END_STATE();
     case 11:
-      if (lookahead == 'f') ADVANCE(34);
-      if (lookahead == 'n') ADVANCE(35);
+      if (lookahead == 'f') ADVANCE(35);
+      if (lookahead == 'n') ADVANCE(36);
       END_STATE();
     case 12:
-      if (lookahead == 'l') ADVANCE(36);
+      if (lookahead == 'l') ADVANCE(37);
       END_STATE();
     case 13:
-      if (lookahead == 'i') ADVANCE(37);
+      if (lookahead == 'i') ADVANCE(38);
       END_STATE();
     case 14:
-      if (lookahead == 'c') ADVANCE(38);
-      if (lookahead == 'e') ADVANCE(39);
-      if (lookahead == 'w') ADVANCE(40);
+      if (lookahead == 'c') ADVANCE(39);
+      if (lookahead == 'e') ADVANCE(40);
+      if (lookahead == 'w') ADVANCE(41);
       END_STATE();
     case 15:
-      if (lookahead == 'r') ADVANCE(41);
+      if (lookahead == 'r') ADVANCE(42);
       END_STATE();
     case 16:
-      if (lookahead == 'n') ADVANCE(42);
-      if (lookahead == 's') ADVANCE(43);
+      if (lookahead == 'n') ADVANCE(43);
+      if (lookahead == 's') ADVANCE(44);
       END_STATE();
     case 17:
-      if (lookahead == 'g') ADVANCE(44);
+      if (lookahead == 'a') ADVANCE(45);
       END_STATE();
     case 18:
-      if (lookahead == 'p') ADVANCE(45);
+      if (lookahead == 'g') ADVANCE(46);
       END_STATE();
     case 19:
-      if (lookahead == '1') ADVANCE(46);
+      if (lookahead == 'p') ADVANCE(47);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(47);
+      if (lookahead == '1') ADVANCE(48);
       END_STATE();
     case 21:
-      if (lookahead == 'n') ADVANCE(48);
+      if (lookahead == 'a') ADVANCE(49);
       END_STATE();
     case 22:
-      if (lookahead == 'u') ADVANCE(49);
+      if (lookahead == 'n') ADVANCE(50);
       END_STATE();
     case 23:
-      if (lookahead == 'm') ADVANCE(50);
-      if (lookahead == 'r') ADVANCE(51);
+      if (lookahead == 'u') ADVANCE(51);
       END_STATE();
     case 24:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'm') ADVANCE(52);
+      if (lookahead == 'r') ADVANCE(53);
       END_STATE();
     case 25:
-      if (lookahead == 'a') ADVANCE(52);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 26:
-      if (lookahead == '8') ADVANCE(53);
+      if (lookahead == 'a') ADVANCE(54);
       END_STATE();
     case 27:
-      if (lookahead == 'l') ADVANCE(54);
+      if (lookahead == '4') ADVANCE(55);
+      if (lookahead == '8') ADVANCE(56);
       END_STATE();
     case 28:
-      if (lookahead == 'i') ADVANCE(55);
-      if (lookahead == 'u') ADVANCE(56);
-      END_STATE();
-    case 29:
       if (lookahead == 'l') ADVANCE(57);
       END_STATE();
+    case 29:
+      if (lookahead == 'i') ADVANCE(58);
+      if (lookahead == 'u') ADVANCE(59);
+      END_STATE();
     case 30:
-      if (lookahead == 'p') ADVANCE(58);
+      if (lookahead == 'l') ADVANCE(60);
       END_STATE();
     case 31:
-      if (lookahead == 't') ADVANCE(59);
+      if (lookahead == 'p') ADVANCE(61);
       END_STATE();
     case 32:
-      if (lookahead == 'd') ADVANCE(60);
+      if (lookahead == 't') ADVANCE(62);
       END_STATE();
     case 33:
-      if (lookahead == 'n') ADVANCE(61);
+      if (lookahead == 'd') ADVANCE(63);
       END_STATE();
     case 34:
-      if (lookahead == 'f') ADVANCE(62);
-      END_STATE();
-    case 35:
-      ACCEPT_TOKEN(anon_sym_on);
-      END_STATE();
-    case 36:
-      if (lookahead == 'a') ADVANCE(63);
-      END_STATE();
-    case 37:
       if (lookahead == 'n') ADVANCE(64);
       END_STATE();
+    case 35:
+      if (lookahead == 'f') ADVANCE(65);
+      END_STATE();
+    case 36:
+      ACCEPT_TOKEN(anon_sym_on);
+      END_STATE();
+    case 37:
+      if (lookahead == 'a') ADVANCE(66);
+      END_STATE();
     case 38:
-      if (lookahead == 'e') ADVANCE(65);
+      if (lookahead == 'n') ADVANCE(67);
       END_STATE();
     case 39:
-      if (lookahead == 'l') ADVANCE(66);
-      END_STATE();
-    case 40:
-      if (lookahead == 'i') ADVANCE(67);
-      END_STATE();
-    case 41:
       if (lookahead == 'e') ADVANCE(68);
       END_STATE();
+    case 40:
+      if (lookahead == 'l') ADVANCE(69);
+      END_STATE();
+    case 41:
+      if (lookahead == 'i') ADVANCE(70);
+      END_STATE();
     case 42:
-      if (lookahead == 'f') ADVANCE(69);
+      if (lookahead == 'e') ADVANCE(71);
       END_STATE();
     case 43:
-      if (lookahead == 'e') ADVANCE(70);
+      if (lookahead == 'f') ADVANCE(72);
       END_STATE();
     case 44:
-      if (lookahead == 'o') ADVANCE(71);
+      if (lookahead == 'e') ADVANCE(73);
       END_STATE();
     case 45:
-      if (lookahead == 'e') ADVANCE(72);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 46:
-      if (lookahead == '6') ADVANCE(73);
+      if (lookahead == 'o') ADVANCE(74);
       END_STATE();
     case 47:
-      if (lookahead == 'c') ADVANCE(74);
+      if (lookahead == 'e') ADVANCE(75);
       END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(75);
+      if (lookahead == '6') ADVANCE(76);
       END_STATE();
     case 49:
-      if (lookahead == 's') ADVANCE(76);
+      if (lookahead == 'c') ADVANCE(77);
       END_STATE();
     case 50:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'a') ADVANCE(78);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(77);
+      if (lookahead == 's') ADVANCE(79);
       END_STATE();
     case 52:
-      if (lookahead == 's') ADVANCE(78);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 53:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == 'e') ADVANCE(80);
       END_STATE();
     case 54:
-      if (lookahead == 'l') ADVANCE(79);
+      if (lookahead == 's') ADVANCE(81);
       END_STATE();
     case 55:
-      if (lookahead == 'p') ADVANCE(80);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 56:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 57:
-      if (lookahead == 'v') ADVANCE(81);
+      if (lookahead == 'l') ADVANCE(82);
       END_STATE();
     case 58:
-      if (lookahead == 'p') ADVANCE(82);
+      if (lookahead == 'p') ADVANCE(83);
       END_STATE();
     case 59:
-      if (lookahead == 'e') ADVANCE(83);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 60:
-      if (lookahead == 'e') ADVANCE(84);
+      if (lookahead == 'v') ADVANCE(84);
       END_STATE();
     case 61:
-      if (lookahead == 'e') ADVANCE(85);
+      if (lookahead == 'p') ADVANCE(85);
       END_STATE();
     case 62:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(86);
       END_STATE();
     case 63:
-      if (lookahead == 'n') ADVANCE(86);
+      if (lookahead == 'e') ADVANCE(87);
       END_STATE();
     case 64:
-      if (lookahead == 'g') ADVANCE(87);
+      if (lookahead == 'e') ADVANCE(88);
       END_STATE();
     case 65:
-      if (lookahead == 'n') ADVANCE(88);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 66:
-      if (lookahead == 'e') ADVANCE(89);
+      if (lookahead == 'n') ADVANCE(89);
       END_STATE();
     case 67:
-      if (lookahead == 't') ADVANCE(90);
+      if (lookahead == 'g') ADVANCE(90);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(91);
+      if (lookahead == 'n') ADVANCE(91);
       END_STATE();
     case 69:
-      if (lookahead == 'u') ADVANCE(92);
+      if (lookahead == 'e') ADVANCE(92);
       END_STATE();
     case 70:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 't') ADVANCE(93);
       END_STATE();
     case 71:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 'e') ADVANCE(94);
       END_STATE();
     case 72:
-      if (lookahead == 'r') ADVANCE(93);
+      if (lookahead == 'u') ADVANCE(95);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 74:
-      if (lookahead == 'k') ADVANCE(94);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 75:
-      if (lookahead == '3') ADVANCE(95);
+      if (lookahead == 'r') ADVANCE(96);
       END_STATE();
     case 76:
-      if (lookahead == 't') ADVANCE(96);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 77:
-      if (lookahead == 'c') ADVANCE(97);
+      if (lookahead == 'k') ADVANCE(97);
       END_STATE();
     case 78:
-      if (lookahead == 'h') ADVANCE(98);
+      if (lookahead == '3') ADVANCE(98);
+      if (lookahead == '4') ADVANCE(99);
       END_STATE();
     case 79:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 't') ADVANCE(100);
       END_STATE();
     case 80:
-      if (lookahead == 'e') ADVANCE(99);
+      if (lookahead == 'c') ADVANCE(101);
       END_STATE();
     case 81:
-      if (lookahead == 'i') ADVANCE(100);
+      if (lookahead == 'h') ADVANCE(102);
       END_STATE();
     case 82:
-      if (lookahead == 'e') ADVANCE(101);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 83:
-      if (lookahead == 'r') ADVANCE(102);
+      if (lookahead == 'e') ADVANCE(103);
       END_STATE();
     case 84:
-      if (lookahead == 'l') ADVANCE(103);
+      if (lookahead == 'i') ADVANCE(104);
       END_STATE();
     case 85:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'e') ADVANCE(105);
       END_STATE();
     case 86:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'r') ADVANCE(106);
       END_STATE();
     case 87:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == 'l') ADVANCE(107);
       END_STATE();
     case 88:
-      if (lookahead == 'a') ADVANCE(104);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 89:
-      if (lookahead == 'c') ADVANCE(105);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 90:
-      if (lookahead == 'c') ADVANCE(106);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 91:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'a') ADVANCE(108);
       END_STATE();
     case 92:
-      if (lookahead == 's') ADVANCE(107);
+      if (lookahead == 'c') ADVANCE(109);
       END_STATE();
     case 93:
-      if (lookahead == 'e') ADVANCE(108);
+      if (lookahead == 'c') ADVANCE(110);
       END_STATE();
     case 94:
-      if (lookahead == 'w') ADVANCE(109);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 95:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      if (lookahead == 's') ADVANCE(111);
       END_STATE();
     case 96:
-      if (lookahead == 'e') ADVANCE(110);
+      if (lookahead == 'e') ADVANCE(112);
       END_STATE();
     case 97:
-      if (lookahead == 't') ADVANCE(111);
+      if (lookahead == 'w') ADVANCE(113);
       END_STATE();
     case 98:
-      ACCEPT_TOKEN(anon_sym_flash);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 100:
-      if (lookahead == 'n') ADVANCE(112);
+      if (lookahead == 'e') ADVANCE(114);
       END_STATE();
     case 101:
-      if (lookahead == 'r') ADVANCE(113);
+      if (lookahead == 't') ADVANCE(115);
       END_STATE();
     case 102:
-      if (lookahead == 'l') ADVANCE(114);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 103:
-      ACCEPT_TOKEN(anon_sym_model);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 104:
-      if (lookahead == 'r') ADVANCE(115);
+      if (lookahead == 'n') ADVANCE(116);
       END_STATE();
     case 105:
-      if (lookahead == 't') ADVANCE(116);
+      if (lookahead == 'r') ADVANCE(117);
       END_STATE();
     case 106:
-      if (lookahead == 'h') ADVANCE(117);
+      if (lookahead == 'l') ADVANCE(118);
       END_STATE();
     case 107:
-      if (lookahead == 'e') ADVANCE(118);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 108:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      if (lookahead == 'r') ADVANCE(119);
       END_STATE();
     case 109:
-      if (lookahead == 'e') ADVANCE(119);
+      if (lookahead == 't') ADVANCE(120);
       END_STATE();
     case 110:
-      if (lookahead == 'r') ADVANCE(120);
+      if (lookahead == 'h') ADVANCE(121);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_direct);
-      END_STATE();
-    case 112:
-      if (lookahead == 'g') ADVANCE(121);
-      END_STATE();
-    case 113:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 114:
       if (lookahead == 'e') ADVANCE(122);
       END_STATE();
+    case 112:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
+    case 113:
+      if (lookahead == 'e') ADVANCE(123);
+      END_STATE();
+    case 114:
+      if (lookahead == 'r') ADVANCE(124);
+      END_STATE();
     case 115:
-      if (lookahead == 'i') ADVANCE(123);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 116:
-      if (lookahead == 'i') ADVANCE(124);
+      if (lookahead == 'g') ADVANCE(125);
       END_STATE();
     case 117:
-      ACCEPT_TOKEN(anon_sym_switch);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 118:
-      if (lookahead == 'd') ADVANCE(125);
+      if (lookahead == 'e') ADVANCE(126);
       END_STATE();
     case 119:
-      if (lookahead == 'l') ADVANCE(126);
+      if (lookahead == 'i') ADVANCE(127);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'i') ADVANCE(128);
       END_STATE();
     case 121:
-      if (lookahead == '_') ADVANCE(127);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 122:
-      if (lookahead == 'a') ADVANCE(128);
+      if (lookahead == 'd') ADVANCE(129);
       END_STATE();
     case 123:
-      if (lookahead == 'o') ADVANCE(129);
+      if (lookahead == 'l') ADVANCE(130);
       END_STATE();
     case 124:
-      if (lookahead == 'v') ADVANCE(130);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 125:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == '_') ADVANCE(131);
       END_STATE();
     case 126:
-      if (lookahead == 'l') ADVANCE(131);
+      if (lookahead == 'a') ADVANCE(132);
       END_STATE();
     case 127:
-      if (lookahead == 'd') ADVANCE(132);
+      if (lookahead == 'o') ADVANCE(133);
       END_STATE();
     case 128:
-      if (lookahead == 'v') ADVANCE(133);
+      if (lookahead == 'v') ADVANCE(134);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 130:
-      if (lookahead == 'e') ADVANCE(134);
+      if (lookahead == 'l') ADVANCE(135);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == 'd') ADVANCE(136);
       END_STATE();
     case 132:
-      if (lookahead == 'o') ADVANCE(135);
+      if (lookahead == 'v') ADVANCE(137);
       END_STATE();
     case 133:
-      if (lookahead == 'e') ADVANCE(136);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'e') ADVANCE(138);
       END_STATE();
     case 135:
-      if (lookahead == 'u') ADVANCE(137);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(139);
       END_STATE();
     case 136:
-      if (lookahead == 'd') ADVANCE(138);
+      if (lookahead == 'o') ADVANCE(140);
       END_STATE();
     case 137:
-      if (lookahead == 'b') ADVANCE(139);
+      if (lookahead == 'e') ADVANCE(141);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 139:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'u') ADVANCE(142);
       END_STATE();
     case 140:
-      if (lookahead == 'i') ADVANCE(141);
+      if (lookahead == 'u') ADVANCE(143);
       END_STATE();
     case 141:
-      if (lookahead == 'n') ADVANCE(142);
+      if (lookahead == 'd') ADVANCE(144);
       END_STATE();
     case 142:
-      if (lookahead == 'g') ADVANCE(143);
+      if (lookahead == 'l') ADVANCE(145);
       END_STATE();
     case 143:
+      if (lookahead == 'b') ADVANCE(146);
+      END_STATE();
+    case 144:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 145:
+      if (lookahead == 't') ADVANCE(147);
+      END_STATE();
+    case 146:
+      if (lookahead == 'l') ADVANCE(148);
+      END_STATE();
+    case 147:
+      if (lookahead == 'r') ADVANCE(149);
+      END_STATE();
+    case 148:
+      if (lookahead == 'i') ADVANCE(150);
+      END_STATE();
+    case 149:
+      if (lookahead == 'a') ADVANCE(151);
+      END_STATE();
+    case 150:
+      if (lookahead == 'n') ADVANCE(152);
+      END_STATE();
+    case 151:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 152:
+      if (lookahead == 'g') ADVANCE(153);
+      END_STATE();
+    case 153:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1271,10 +1333,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(1),
     [anon_sym_bf16] = ACTIONS(1),
     [anon_sym_fp8] = ACTIONS(1),
+    [anon_sym_fp4] = ACTIONS(1),
     [anon_sym_ampere] = ACTIONS(1),
     [anon_sym_hopper] = ACTIONS(1),
     [anon_sym_blackwell] = ACTIONS(1),
+    [anon_sym_blackwell_ultra] = ACTIONS(1),
+    [anon_sym_ada] = ACTIONS(1),
     [anon_sym_cdna3] = ACTIONS(1),
+    [anon_sym_cdna4] = ACTIONS(1),
     [anon_sym_flash] = ACTIONS(1),
     [anon_sym_unfused] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
@@ -1331,10 +1397,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1375,10 +1445,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1419,10 +1493,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1463,10 +1541,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1507,10 +1589,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(49),
     [anon_sym_bf16] = ACTIONS(49),
     [anon_sym_fp8] = ACTIONS(49),
+    [anon_sym_fp4] = ACTIONS(49),
     [anon_sym_ampere] = ACTIONS(49),
     [anon_sym_hopper] = ACTIONS(49),
     [anon_sym_blackwell] = ACTIONS(49),
+    [anon_sym_blackwell_ultra] = ACTIONS(49),
+    [anon_sym_ada] = ACTIONS(49),
     [anon_sym_cdna3] = ACTIONS(49),
+    [anon_sym_cdna4] = ACTIONS(49),
     [anon_sym_flash] = ACTIONS(49),
     [anon_sym_unfused] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
@@ -1551,10 +1637,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1595,10 +1685,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1637,10 +1731,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(67),
     [anon_sym_bf16] = ACTIONS(67),
     [anon_sym_fp8] = ACTIONS(67),
+    [anon_sym_fp4] = ACTIONS(67),
     [anon_sym_ampere] = ACTIONS(67),
     [anon_sym_hopper] = ACTIONS(67),
     [anon_sym_blackwell] = ACTIONS(67),
+    [anon_sym_blackwell_ultra] = ACTIONS(67),
+    [anon_sym_ada] = ACTIONS(67),
     [anon_sym_cdna3] = ACTIONS(67),
+    [anon_sym_cdna4] = ACTIONS(67),
     [anon_sym_flash] = ACTIONS(67),
     [anon_sym_unfused] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
@@ -1679,10 +1777,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(71),
     [anon_sym_bf16] = ACTIONS(71),
     [anon_sym_fp8] = ACTIONS(71),
+    [anon_sym_fp4] = ACTIONS(71),
     [anon_sym_ampere] = ACTIONS(71),
     [anon_sym_hopper] = ACTIONS(71),
     [anon_sym_blackwell] = ACTIONS(71),
+    [anon_sym_blackwell_ultra] = ACTIONS(71),
+    [anon_sym_ada] = ACTIONS(71),
     [anon_sym_cdna3] = ACTIONS(71),
+    [anon_sym_cdna4] = ACTIONS(71),
     [anon_sym_flash] = ACTIONS(71),
     [anon_sym_unfused] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
@@ -1718,10 +1820,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(73),
     [anon_sym_bf16] = ACTIONS(73),
     [anon_sym_fp8] = ACTIONS(73),
+    [anon_sym_fp4] = ACTIONS(73),
     [anon_sym_ampere] = ACTIONS(73),
     [anon_sym_hopper] = ACTIONS(73),
     [anon_sym_blackwell] = ACTIONS(73),
+    [anon_sym_blackwell_ultra] = ACTIONS(73),
+    [anon_sym_ada] = ACTIONS(73),
     [anon_sym_cdna3] = ACTIONS(73),
+    [anon_sym_cdna4] = ACTIONS(73),
     [anon_sym_flash] = ACTIONS(73),
     [anon_sym_unfused] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
@@ -1758,10 +1864,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(79),
     [anon_sym_bf16] = ACTIONS(79),
     [anon_sym_fp8] = ACTIONS(79),
+    [anon_sym_fp4] = ACTIONS(79),
     [anon_sym_ampere] = ACTIONS(79),
     [anon_sym_hopper] = ACTIONS(79),
     [anon_sym_blackwell] = ACTIONS(79),
+    [anon_sym_blackwell_ultra] = ACTIONS(79),
+    [anon_sym_ada] = ACTIONS(79),
     [anon_sym_cdna3] = ACTIONS(79),
+    [anon_sym_cdna4] = ACTIONS(79),
     [anon_sym_flash] = ACTIONS(79),
     [anon_sym_unfused] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
@@ -1797,10 +1907,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(83),
     [anon_sym_bf16] = ACTIONS(83),
     [anon_sym_fp8] = ACTIONS(83),
+    [anon_sym_fp4] = ACTIONS(83),
     [anon_sym_ampere] = ACTIONS(83),
     [anon_sym_hopper] = ACTIONS(83),
     [anon_sym_blackwell] = ACTIONS(83),
+    [anon_sym_blackwell_ultra] = ACTIONS(83),
+    [anon_sym_ada] = ACTIONS(83),
     [anon_sym_cdna3] = ACTIONS(83),
+    [anon_sym_cdna4] = ACTIONS(83),
     [anon_sym_flash] = ACTIONS(83),
     [anon_sym_unfused] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
@@ -1836,10 +1950,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(87),
     [anon_sym_bf16] = ACTIONS(87),
     [anon_sym_fp8] = ACTIONS(87),
+    [anon_sym_fp4] = ACTIONS(87),
     [anon_sym_ampere] = ACTIONS(87),
     [anon_sym_hopper] = ACTIONS(87),
     [anon_sym_blackwell] = ACTIONS(87),
+    [anon_sym_blackwell_ultra] = ACTIONS(87),
+    [anon_sym_ada] = ACTIONS(87),
     [anon_sym_cdna3] = ACTIONS(87),
+    [anon_sym_cdna4] = ACTIONS(87),
     [anon_sym_flash] = ACTIONS(87),
     [anon_sym_unfused] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
@@ -1875,10 +1993,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(91),
     [anon_sym_bf16] = ACTIONS(91),
     [anon_sym_fp8] = ACTIONS(91),
+    [anon_sym_fp4] = ACTIONS(91),
     [anon_sym_ampere] = ACTIONS(91),
     [anon_sym_hopper] = ACTIONS(91),
     [anon_sym_blackwell] = ACTIONS(91),
+    [anon_sym_blackwell_ultra] = ACTIONS(91),
+    [anon_sym_ada] = ACTIONS(91),
     [anon_sym_cdna3] = ACTIONS(91),
+    [anon_sym_cdna4] = ACTIONS(91),
     [anon_sym_flash] = ACTIONS(91),
     [anon_sym_unfused] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
@@ -1913,10 +2035,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(95),
     [anon_sym_bf16] = ACTIONS(95),
     [anon_sym_fp8] = ACTIONS(95),
+    [anon_sym_fp4] = ACTIONS(95),
     [anon_sym_ampere] = ACTIONS(95),
     [anon_sym_hopper] = ACTIONS(95),
     [anon_sym_blackwell] = ACTIONS(95),
+    [anon_sym_blackwell_ultra] = ACTIONS(95),
+    [anon_sym_ada] = ACTIONS(95),
     [anon_sym_cdna3] = ACTIONS(95),
+    [anon_sym_cdna4] = ACTIONS(95),
     [anon_sym_flash] = ACTIONS(95),
     [anon_sym_unfused] = ACTIONS(95),
     [anon_sym_on] = ACTIONS(95),
@@ -1950,10 +2076,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1987,10 +2117,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -2024,10 +2158,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(122),
     [anon_sym_bf16] = ACTIONS(122),
     [anon_sym_fp8] = ACTIONS(122),
+    [anon_sym_fp4] = ACTIONS(122),
     [anon_sym_ampere] = ACTIONS(122),
     [anon_sym_hopper] = ACTIONS(122),
     [anon_sym_blackwell] = ACTIONS(122),
+    [anon_sym_blackwell_ultra] = ACTIONS(122),
+    [anon_sym_ada] = ACTIONS(122),
     [anon_sym_cdna3] = ACTIONS(122),
+    [anon_sym_cdna4] = ACTIONS(122),
     [anon_sym_flash] = ACTIONS(122),
     [anon_sym_unfused] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),

@@ -22,7 +22,7 @@ syn match venusBase /\<[A-Za-z_][A-Za-z0-9_]*\>/ contained
 " Keys of every block kind.
 syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_dim swiglu
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
-syn keyword venusKey contained peak memory mem_bw fp8_peak arch
+syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak
 syn keyword venusKey contained gpu dim nodes algo
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
@@ -37,8 +37,8 @@ syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree
-syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 flash unfused on off
-syn keyword venusConstant contained ampere hopper blackwell cdna3
+syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 fp4 flash unfused on off
+syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

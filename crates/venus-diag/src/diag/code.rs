@@ -56,6 +56,7 @@ codes! {
     E0309 Error "expert parallelism does not fit the model";
     E0310 Error "optimizer flags out of order";
     E0311 Error "schedule and plan disagree";
+    E0312 Error "precision the GPU has no tensor cores for";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     W0001 Warning "a tp, cp or ep group spans a slower, outer dim";
@@ -64,6 +65,7 @@ codes! {
     W0004 Warning "definition never used";
     W0005 Warning "stage memory above 90% of GPU memory";
     W0006 Warning "`sp` with tp = 1 has no effect";
+    W0007 Warning "GPU arch without a compute-model calibration";
 }
 
 impl Code {
