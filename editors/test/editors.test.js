@@ -98,9 +98,10 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.ok(names('PLAN').includes('attention'));
   assert.deepEqual(sorted(schemaEnumWords()), sorted([
     'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
-    'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'flash', 'unfused', 'on', 'off',
-    'ampere', 'hopper', 'blackwell', 'cdna3', 'nvswitch', 'infiniband',
-    'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0008', 'W0009',
+    'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'fp4', 'flash', 'unfused', 'on',
+    'off', 'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
+    'nvswitch', 'infiniband',
+    'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009',
   ]));
 });
 

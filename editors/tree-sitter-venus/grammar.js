@@ -42,11 +42,11 @@ const ENUM_WORDS = [
   'direct', 'halving_doubling', 'tree',
   'gpipe', '1f1b', 'interleaved',
   'none', 'selective', 'full',
-  'bf16', 'fp8',
-  'ampere', 'hopper', 'blackwell', 'cdna3',
+  'bf16', 'fp8', 'fp4',
+  'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
   'flash', 'unfused',
   'on', 'off',
-  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0008', 'W0009',
+  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009',
 ];
 
 module.exports = grammar({

@@ -327,6 +327,7 @@ fn plan_summary(venus: &str) -> String {
         ("recompute selective", "rc-sel"),
         ("distributed_optimizer", "dopt"),
         ("precision fp8", "fp8"),
+        ("precision fp4", "fp4"),
     ] {
         if plan.lines().any(|l| l.trim().starts_with(k)) {
             let _ = write!(s, " {short}");

@@ -79,22 +79,97 @@ pub struct Built {
     pub venus: String,
     /// Values the source does not state, as `key value (rule)`.
     pub assumed: Vec<String>,
+    /// GEMMs below BF16 (`precision fp8` or `fp4`): outside the acceptance set.
     pub precision_fp8: bool,
     pub moe: bool,
 }
 
-/// The stdlib cluster of a GPU description and its GPUs per node.
-fn cluster_of(gpu: &str) -> Option<(&'static str, u64)> {
-    let g = gpu.to_ascii_uppercase();
-    if g.starts_with("A100") || g.contains("AMPERE") {
-        Some(("dgx_a100", 8))
-    } else if g.starts_with("H100") {
-        Some(("dgx_h100", 8))
-    } else if g.starts_with("B200") {
-        Some(("dgx_b200", 8))
-    } else {
-        None
+/// A stdlib GPU on the stdlib cluster a row's hardware is written as.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hardware {
+    pub gpu: &'static str,
+    pub cluster: &'static str,
+    /// Whether the cluster's own GPU is another one (`cluster c : dgx_h100 < gpu h100_96g >`).
+    pub gpu_override: bool,
+    /// GPUs per node: the unit `nodes N` counts.
+    pub per_node: u64,
+    /// GPUs per NVLink domain (1: no NVLink), as RUNS.md's `nvlink_domain`.
+    pub nvlink_domain: u64,
+    /// Scale-out Gb/s per GPU, one direction, as RUNS.md's `nic_gbps` (the cluster's `ib` dim).
+    pub nic_gbps: f64,
+}
+
+const fn hw(gpu: &'static str, cluster: &'static str, per_node: u64, nic_gbps: f64) -> Hardware {
+    Hardware {
+        gpu,
+        cluster,
+        gpu_override: false,
+        per_node,
+        nvlink_domain: per_node,
+        nic_gbps,
     }
+}
+
+// The figures of `stdlib/clusters.venus` (its comments cite them).
+const DGX_A100: Hardware = hw("a100_80g", "dgx_a100", 8, 200.0);
+const DGX_H100: Hardware = hw("h100_sxm", "dgx_h100", 8, 400.0);
+/// Grand Teton's H100 96GB with "400 Gb/s RDMA per GPU": the DGX H100 network.
+const H100_96G: Hardware = Hardware {
+    gpu: "h100_96g",
+    gpu_override: true,
+    ..DGX_H100
+};
+const DGX_H200: Hardware = hw("h200", "dgx_h200", 8, 400.0);
+const HGX_H800: Hardware = hw("h800", "hgx_h800", 8, 400.0);
+const DGX_B200: Hardware = hw("b200", "dgx_b200", 8, 400.0);
+const DGX_B300: Hardware = hw("b300", "dgx_b300", 8, 800.0);
+/// Four L40S per PCIe server: no NVLink.
+const L40S_SERVER: Hardware = Hardware {
+    nvlink_domain: 1,
+    ..hw("l40s", "l40s_server", 4, 200.0)
+};
+const MI300X_NODE: Hardware = hw("mi300x", "mi300x_node", 8, 400.0);
+
+/// The stdlib hardware of a row: the GPU family from the `gpu` text, the variant from
+/// `gpu_memory_gib` where a family has two (H100 80GB / 96GB), and a row whose
+/// `nvlink_domain` or `nic_gbps` the cluster cannot give is skipped with the reason.
+pub fn hardware_of(row: &Row) -> Result<Hardware, Skip> {
+    let g = row.gpu.to_ascii_uppercase();
+    let memory_96 = row.gpu_memory_gib.map_or(g.contains("96GB"), |m| m == 96.0);
+    let hardware = if g.starts_with("A100") || g.contains("AMPERE") {
+        DGX_A100
+    } else if g.starts_with("H100") && memory_96 {
+        H100_96G
+    } else if g.starts_with("H100") {
+        DGX_H100
+    } else if g.starts_with("H200") {
+        DGX_H200
+    } else if g.starts_with("H800") {
+        HGX_H800
+    } else if g.starts_with("B200") {
+        DGX_B200
+    } else if g.starts_with("B300") {
+        DGX_B300
+    } else if g.contains("L40S") {
+        L40S_SERVER
+    } else if g.contains("MI300X") {
+        MI300X_NODE
+    } else {
+        return Err(Skip(format!("no stdlib GPU for `{}`", row.gpu)));
+    };
+    if let Some(d) = row.nvlink_domain.filter(|&d| d > hardware.nvlink_domain) {
+        return Err(Skip(format!(
+            "nvlink_domain {d} is larger than `{}`'s {}",
+            hardware.cluster, hardware.nvlink_domain
+        )));
+    }
+    if let Some(nic) = row.nic_gbps.filter(|&n| n != hardware.nic_gbps) {
+        return Err(Skip(format!(
+            "nic_gbps {nic} is not `{}`'s {} Gb/s per GPU",
+            hardware.cluster, hardware.nic_gbps
+        )));
+    }
+    Ok(hardware)
 }
 
 /// The stdlib rack-scale cluster of a GPU description: GB200 and GB300 NVL72 racks, where a job
@@ -138,23 +213,28 @@ fn rack_items(gpus: u64, nvlink_domain: Option<u64>) -> Result<String, Skip> {
 }
 
 /// The `cluster` line of a row: a rack-scale cluster sized by `gpus`, or a stdlib node
-/// cluster grown by `nodes`.
+/// cluster grown by `nodes` (with its GPU replaced where the row's is a variant).
 fn cluster_line(row: &Row, gpus: u64) -> Result<String, Skip> {
     if let Some(cluster) = rack_cluster_of(&row.gpu) {
         let items = rack_items(gpus, row.nvlink_domain)?;
         return Ok(format!("cluster c : {cluster} < {items} >"));
     }
-    let (cluster, per_node) =
-        cluster_of(&row.gpu).ok_or_else(|| Skip(format!("no stdlib GPU for `{}`", row.gpu)))?;
+    let hardware = hardware_of(row)?;
+    let (cluster, per_node) = (hardware.cluster, hardware.per_node);
     if !gpus.is_multiple_of(per_node) {
         return Err(Skip(format!(
             "{gpus} GPUs is not a whole number of {per_node}-GPU `{cluster}` nodes"
         )));
     }
-    Ok(format!(
-        "cluster c : {cluster} < nodes {} >",
-        gpus / per_node
-    ))
+    let nodes = gpus / per_node;
+    Ok(if hardware.gpu_override {
+        format!(
+            "cluster c : {cluster} < gpu {} nodes {nodes} >",
+            hardware.gpu
+        )
+    } else {
+        format!("cluster c : {cluster} < nodes {nodes} >")
+    })
 }
 
 /// MoE architectures the table names but does not spell out in columns (the TSV has no
@@ -215,8 +295,8 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     if row.recompute.contains("FSDP") || row.notes.contains("FSDP=8") {
         return Err(Skip("Megatron FSDP is not modelled".into()));
     }
-    if rack_cluster_of(&row.gpu).is_none() && cluster_of(&row.gpu).is_none() {
-        return Err(Skip(format!("no stdlib GPU for `{}`", row.gpu)));
+    if rack_cluster_of(&row.gpu).is_none() {
+        hardware_of(row)?;
     }
     let layers = need(row.layers, "layers")?;
     let hidden = need(row.hidden, "hidden")?;
@@ -316,9 +396,17 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             on
         }
     };
-    let fp8 = row.notes.to_ascii_uppercase().contains("FP8 PRECISION")
-        || row.notes.starts_with("precision FP8")
-        || row.notes.starts_with("FP8");
+    // The v2 `precision` column where there is one (MXFP8 and block-scaled FP8 run their
+    // GEMMs on the FP8 tensor cores too; NVFP4 on the FP4 ones), else the notes of v1.
+    let (fp8, fp4) = match row.precision.as_str() {
+        "" => (
+            row.notes.to_ascii_uppercase().contains("FP8 PRECISION")
+                || row.notes.starts_with("precision FP8")
+                || row.notes.starts_with("FP8"),
+            false,
+        ),
+        p => (p.contains("fp8"), p == "nvfp4"),
+    };
 
     let mut v = String::new();
     let _ = writeln!(v, "# {} — {} ({})", row.id, row.model, source.name());
@@ -392,6 +480,8 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     }
     if fp8 {
         let _ = writeln!(v, "  precision fp8");
+    } else if fp4 {
+        let _ = writeln!(v, "  precision fp4");
     }
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
@@ -403,7 +493,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         source,
         venus: v,
         assumed,
-        precision_fp8: fp8,
+        precision_fp8: fp8 || fp4,
         moe: moe.is_some() || stdlib.is_some(),
     })
 }

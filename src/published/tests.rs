@@ -190,3 +190,96 @@ fn nvl72_rows_take_any_multiple_of_the_tray_on_their_rack_cluster() {
         "258 GPUs is not a whole number of 4-GPU NVL72 trays"
     );
 }
+
+#[test]
+fn every_gpu_of_the_table_outside_the_nvl72_racks_maps_to_a_stdlib_gpu_and_cluster() {
+    let table = include_str!("../../docs/data/published-runs.tsv");
+    let mut seen = Vec::new();
+    for r in parse(table).unwrap() {
+        if r.gpu.starts_with("GB200") || r.gpu.starts_with("GB300") {
+            continue;
+        }
+        let hw = scenario::hardware_of(&r).unwrap_or_else(|s| panic!("{}: {}", r.id, s.0));
+        if !seen.contains(&(r.gpu.clone(), hw.gpu, hw.cluster)) {
+            seen.push((r.gpu.clone(), hw.gpu, hw.cluster));
+        }
+    }
+    let expect = [
+        ("A100-SXM4-80GB (Selene)", "a100_80g", "dgx_a100"),
+        ("NVIDIA L40S", "l40s", "l40s_server"),
+        ("H200-SXM-141GB", "h200", "dgx_h200"),
+        ("B300 (DGX-B300)", "b300", "dgx_b300"),
+        ("B200-SXM-180GB", "b200", "dgx_b200"),
+        ("H100-SXM5-80GB", "h100_sxm", "dgx_h100"),
+    ];
+    for (text, gpu, cluster) in expect {
+        assert!(
+            seen.iter()
+                .any(|(t, g, c)| t.as_str() == text && *g == gpu && *c == cluster),
+            "{text} → {gpu} on {cluster}: {seen:?}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .any(|(t, g, _)| t.starts_with("H100-SXM 96GB") && *g == "h100_96g"),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn an_h100_96gb_row_runs_on_the_dgx_h100_network_with_the_96gb_gpu() {
+    let mut r = sc21_row();
+    r.gpu = "H100-SXM 96GB HBM2e (Grand Teton, 500W power limit, 400 Gb/s RDMA per GPU)".into();
+    r.gpu_memory_gib = Some(96.0);
+    r.nic_gbps = Some(400.0);
+    r.nvlink_domain = Some(8);
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus
+            .contains("cluster c : dgx_h100 < gpu h100_96g nodes 384 >"),
+        "{}",
+        b.venus
+    );
+    // The same text with 80 GiB is the DGX H100's own GPU.
+    r.gpu_memory_gib = Some(80.0);
+    assert!(build(&r)
+        .unwrap()
+        .venus
+        .contains("cluster c : dgx_h100 < nodes 384 >"));
+}
+
+#[test]
+fn hardware_the_cluster_cannot_give_is_skipped_with_the_figures() {
+    let mut r = sc21_row();
+    r.nic_gbps = Some(400.0);
+    assert_eq!(
+        build(&r).unwrap_err().0,
+        "nic_gbps 400 is not `dgx_a100`'s 200 Gb/s per GPU"
+    );
+    let mut r = sc21_row();
+    r.gpu = "NVIDIA L40S".into();
+    r.nvlink_domain = Some(8);
+    assert_eq!(
+        build(&r).unwrap_err().0,
+        "nvlink_domain 8 is larger than `l40s_server`'s 1"
+    );
+}
+
+#[test]
+fn the_precision_column_picks_fp8_and_fp4_gemms() {
+    let mut r = sc21_row();
+    r.gpu = "B300 (DGX-B300)".into();
+    r.precision = "nvfp4".into();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("cluster c : dgx_b300 < nodes 384 >"),
+        "{}",
+        b.venus
+    );
+    assert!(b.venus.contains("  precision fp4\n"), "{}", b.venus);
+    assert!(b.precision_fp8);
+    r.precision = "mxfp8".into();
+    assert!(build(&r).unwrap().venus.contains("  precision fp8\n"));
+    r.precision = "bf16".into();
+    assert!(!build(&r).unwrap().venus.contains("precision"));
+}

@@ -39,8 +39,15 @@ pub struct Row {
     pub metric: String,
     pub value: Option<f64>,
     pub notes: String,
-    /// v2 `nvlink_domain`: GPUs per NVLink domain the job uses (`None`: column or cell absent).
+    /// v2 columns (`RUNS.md`); empty or `None` in a v1 table, which lacks them.
+    /// `precision` as written (`bf16`, `fp8`, `mxfp8`, `nvfp4`, ...).
+    pub precision: String,
+    /// GPUs per NVLink (scale-up) domain the job uses.
     pub nvlink_domain: Option<u64>,
+    /// Scale-out bandwidth per GPU, Gb/s, one direction.
+    pub nic_gbps: Option<f64>,
+    /// HBM per GPU as the run's hardware had it.
+    pub gpu_memory_gib: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +97,9 @@ const COLUMNS: [&str; 27] = [
     "notes",
 ];
 
+/// Columns of the v2 table (`RUNS.md`) read when present: a v1 table has none of them.
+const OPTIONAL: [&str; 4] = ["precision", "nvlink_domain", "nic_gbps", "gpu_memory_gib"];
+
 /// Parses the table. Columns are found by header name, so their order does not matter.
 pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
@@ -101,7 +111,22 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
             .position(|h| h.trim() == name)
             .ok_or(TsvError::MissingColumn(name))?;
     }
-    let col = |name: &str| COLUMNS.iter().position(|c| *c == name).map(|i| index[i]);
+    let optional: Vec<Option<usize>> = OPTIONAL
+        .iter()
+        .map(|name| header.iter().position(|h| h.trim() == *name))
+        .collect();
+    let col = |name: &str| {
+        COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .map(|i| index[i])
+            .or_else(|| {
+                OPTIONAL
+                    .iter()
+                    .position(|c| *c == name)
+                    .and_then(|i| optional[i])
+            })
+    };
     let mut rows = Vec::new();
     for line in lines {
         let cells: Vec<&str> = line.split('\t').collect();
@@ -112,11 +137,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
                 .unwrap_or("")
         };
         let count = |name: &str| cell(name).parse::<u64>().ok();
-        // A v2 column: found by name when the header has it.
-        let optional = |name: &str| {
-            let i = header.iter().position(|h| h.trim() == name)?;
-            cells.get(i)?.trim().parse::<u64>().ok()
-        };
+        let number = |name: &str| cell(name).parse::<f64>().ok().filter(|v| v.is_finite());
         rows.push(Row {
             id: cell("id").to_string(),
             source: cell("source").to_string(),
@@ -144,7 +165,10 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
             metric: cell("metric").to_string(),
             value: cell("value").parse::<f64>().ok().filter(|v| v.is_finite()),
             notes: cell("notes").to_string(),
-            nvlink_domain: optional("nvlink_domain"),
+            precision: cell("precision").to_string(),
+            nvlink_domain: count("nvlink_domain"),
+            nic_gbps: number("nic_gbps"),
+            gpu_memory_gib: number("gpu_memory_gib"),
         });
     }
     Ok(rows)

@@ -149,6 +149,8 @@ pub struct Program {
     pub no_scenario: Option<Diagnostic>,
     /// The definitions of the program's files and of the stdlib.
     pub definitions: Vec<Definition>,
+    /// The stdlib's GPUs, typed, in stdlib order (plan validation names them in helps).
+    pub stdlib_gpus: Vec<crate::ty::StdlibGpu>,
     /// Every resolved name.
     pub references: Vec<Reference>,
 }
@@ -322,6 +324,7 @@ pub fn program_query(
 
     let resolver = Resolver::new(root.id(db), &user, &std_files, prelude);
     let (scenarios, partial_scenarios) = crate::ty::check::check_program_all(&resolver);
+    let stdlib_gpus = crate::ty::check::stdlib_gpus(&resolver);
     let scenario_names = resolver.scenario_names();
     let no_scenario = resolver.take_no_scenario();
     diagnostics.extend(resolver.take_diagnostics());
@@ -362,6 +365,7 @@ pub fn program_query(
         diagnostics,
         no_scenario,
         definitions,
+        stdlib_gpus,
         references,
     })
 }
@@ -572,6 +576,7 @@ impl Database {
                 diagnostics: Vec::new(),
                 no_scenario: None,
                 definitions: Vec::new(),
+                stdlib_gpus: Vec::new(),
                 references: Vec::new(),
             }),
         }

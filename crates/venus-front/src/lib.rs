@@ -21,4 +21,7 @@ pub mod validate;
 pub mod testutil;
 
 pub use session::Session;
-pub use validate::{provenance, resolved_schedule, validate, validate_partial, MAX_WORLD};
+pub use validate::{
+    provenance, resolved_schedule, validate, validate_in, validate_partial, validate_partial_in,
+    MAX_WORLD,
+};

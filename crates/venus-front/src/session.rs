@@ -233,7 +233,7 @@ impl Session {
         let mut scenarios = Vec::new();
         let mut provenance = Vec::new();
         for def in &program.scenarios {
-            let (scenario, diags) = crate::validate(def);
+            let (scenario, diags) = crate::validate::validate_in(def, &program.stdlib_gpus);
             diagnostics.extend(diags);
             if let Some(scenario) = scenario {
                 scenarios.push(scenario);
@@ -241,7 +241,10 @@ impl Session {
             }
         }
         for partial in &program.partial_scenarios {
-            diagnostics.extend(crate::validate_partial(partial));
+            diagnostics.extend(crate::validate::validate_partial_in(
+                partial,
+                &program.stdlib_gpus,
+            ));
         }
         self.apply_allow_items(&program, &mut diagnostics);
         for d in diagnostics.iter_mut().filter(|d| !d.is_error()) {

@@ -79,6 +79,7 @@ pub fn gpu(memory_gib: u64) -> Gpu {
         memory: sp(Bytes(memory_gib * Bytes::GIB)),
         mem_bw: sp(BytesPerSec(3.35e12)),
         fp8_peak: None,
+        fp4_peak: None,
         arch: None,
     }
 }

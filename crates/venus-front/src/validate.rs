@@ -1,6 +1,6 @@
 //! Plan validation: Megatron-LM's own preconditions on a typed scenario, as diagnostics.
 //!
-//! Input: a [`ScenarioDef`]. Output: E0301–E0311, E0315–E0318, E0401, W0001, W0003, W0005, W0006 (and E0202
+//! Input: a [`ScenarioDef`]. Output: E0301–E0312, E0315–E0318, E0401, W0001, W0003, W0005–W0007 (and E0202
 //! for a cluster too large to model), and the validated [`Scenario`] when there is no error.
 //! Invariants: checks run in the order of the code table (Megatron's own order: world size,
 //! layers, heads, batch, schedule, parallel features, optimizer) and every rule that applies is
@@ -21,7 +21,7 @@ pub fn model_spec(m: &crate::ty::Model) -> venus_plan::plan::ModelSpec {
     to_plan::model(m)
 }
 
-use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind};
+use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind, StdlibGpu};
 use venus_diag::diag::{Code, Diagnostic, Loc};
 use venus_plan::plan::derive::{
     divisors, padded_vocab, param_counts, split_layers, SplitError, StageSplit,
@@ -44,7 +44,16 @@ const MEMORY_WARN: f64 = 0.90;
 /// Validates a typed scenario. Returns the [`Scenario`] when no error was found, and every
 /// diagnostic (errors and warnings) in check order.
 pub fn validate(def: &ScenarioDef) -> (Option<Scenario>, Vec<Diagnostic>) {
-    let mut v = Validator::new(def);
+    validate_in(def, &[])
+}
+
+/// [`validate`], with the stdlib's GPUs for the helps that name alternatives (E0312); the
+/// session passes `Program::stdlib_gpus`.
+pub fn validate_in(
+    def: &ScenarioDef,
+    stdlib_gpus: &[StdlibGpu],
+) -> (Option<Scenario>, Vec<Diagnostic>) {
+    let mut v = Validator::new(def, stdlib_gpus);
     let scenario = v.run();
     (scenario, v.diags)
 }
@@ -54,7 +63,12 @@ pub fn validate(def: &ScenarioDef) -> (Option<Scenario>, Vec<Diagnostic>) {
 /// key is skipped, so it cannot report a consequence of the default standing in for it. No
 /// [`Scenario`] is produced and the memory rules (which read everything) do not run.
 pub fn validate_partial(p: &PartialScenario) -> Vec<Diagnostic> {
-    let mut v = Validator::new(&p.def);
+    validate_partial_in(p, &[])
+}
+
+/// [`validate_partial`], with the stdlib's GPUs (as [`validate_in`]).
+pub fn validate_partial_in(p: &PartialScenario, stdlib_gpus: &[StdlibGpu]) -> Vec<Diagnostic> {
+    let mut v = Validator::new(&p.def, stdlib_gpus);
     v.failed = p.failed.clone();
     v.run_partial();
     v.diags
@@ -115,6 +129,8 @@ fn neighbour_multiples(value: u64, step: u64) -> Vec<u64> {
 
 struct Validator<'a> {
     def: &'a ScenarioDef,
+    /// The stdlib's GPUs (E0312's alternatives); empty when the caller has none.
+    stdlib_gpus: &'a [StdlibGpu],
     diags: Vec<Diagnostic>,
     world: u64,
     tp: u64,
@@ -135,11 +151,12 @@ struct Validator<'a> {
 }
 
 impl<'a> Validator<'a> {
-    fn new(def: &'a ScenarioDef) -> Validator<'a> {
+    fn new(def: &'a ScenarioDef, stdlib_gpus: &'a [StdlibGpu]) -> Validator<'a> {
         let p = &def.plan;
         let m = &def.model;
         Validator {
             def,
+            stdlib_gpus,
             diags: Vec::new(),
             world: def.cluster.world_size(),
             tp: p.tp().max(1),
@@ -183,6 +200,7 @@ impl<'a> Validator<'a> {
         self.check_optimizer_flags(); // E0310
         self.check_schedule(); // E0311
         self.check_model_shape(); // E0315-E0318
+        self.check_precision(); // E0312
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -190,6 +208,7 @@ impl<'a> Validator<'a> {
             }
         }
         self.check_sp_without_tp(); // W0006
+        self.check_calibration(); // W0007
         if self.has_error() {
             return None;
         }
@@ -295,8 +314,14 @@ impl<'a> Validator<'a> {
         if dp.is_some() && self.inputs_ok(EXPERT, true) {
             self.check_group_spans(); // W0001
         }
+        if self.inputs_ok(&[Precision], true) {
+            self.check_precision(); // E0312
+        }
         if self.inputs_ok(&[Sp, Tp], false) {
             self.check_sp_without_tp(); // W0006
+        }
+        if self.inputs_ok(&[Mfu, Measured], true) {
+            self.check_calibration(); // W0007
         }
     }
 
@@ -450,6 +475,7 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
 mod batch;
 mod experts;
 mod flags;
+mod gpu;
 mod memory;
 mod model;
 mod problem;

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 69
+#define SYMBOL_COUNT 74
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 56
+#define TOKEN_COUNT 61
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -55,39 +55,44 @@ enum ts_symbol_identifiers {
   anon_sym_full = 33,
   anon_sym_bf16 = 34,
   anon_sym_fp8 = 35,
-  anon_sym_ampere = 36,
-  anon_sym_hopper = 37,
-  anon_sym_blackwell = 38,
-  anon_sym_cdna3 = 39,
-  anon_sym_flash = 40,
-  anon_sym_unfused = 41,
-  anon_sym_on = 42,
-  anon_sym_off = 43,
-  anon_sym_W0001 = 44,
-  anon_sym_W0002 = 45,
-  anon_sym_W0003 = 46,
-  anon_sym_W0004 = 47,
-  anon_sym_W0005 = 48,
-  anon_sym_W0006 = 49,
-  anon_sym_W0008 = 50,
-  anon_sym_W0009 = 51,
-  sym_unit = 52,
-  sym_number = 53,
-  sym_string = 54,
-  sym_comment = 55,
-  sym_source_file = 56,
-  sym_use_declaration = 57,
-  sym_definition = 58,
-  sym_block = 59,
-  sym_item = 60,
-  sym__value = 61,
-  sym_list = 62,
-  sym_constant = 63,
-  sym_quantity = 64,
-  aux_sym_source_file_repeat1 = 65,
-  aux_sym_block_repeat1 = 66,
-  aux_sym_item_repeat1 = 67,
-  aux_sym_list_repeat1 = 68,
+  anon_sym_fp4 = 36,
+  anon_sym_ampere = 37,
+  anon_sym_hopper = 38,
+  anon_sym_blackwell = 39,
+  anon_sym_blackwell_ultra = 40,
+  anon_sym_ada = 41,
+  anon_sym_cdna3 = 42,
+  anon_sym_cdna4 = 43,
+  anon_sym_flash = 44,
+  anon_sym_unfused = 45,
+  anon_sym_on = 46,
+  anon_sym_off = 47,
+  anon_sym_W0001 = 48,
+  anon_sym_W0002 = 49,
+  anon_sym_W0003 = 50,
+  anon_sym_W0004 = 51,
+  anon_sym_W0005 = 52,
+  anon_sym_W0006 = 53,
+  anon_sym_W0007 = 54,
+  anon_sym_W0008 = 55,
+  anon_sym_W0009 = 56,
+  sym_unit = 57,
+  sym_number = 58,
+  sym_string = 59,
+  sym_comment = 60,
+  sym_source_file = 61,
+  sym_use_declaration = 62,
+  sym_definition = 63,
+  sym_block = 64,
+  sym_item = 65,
+  sym__value = 66,
+  sym_list = 67,
+  sym_constant = 68,
+  sym_quantity = 69,
+  aux_sym_source_file_repeat1 = 70,
+  aux_sym_block_repeat1 = 71,
+  aux_sym_item_repeat1 = 72,
+  aux_sym_list_repeat1 = 73,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -127,10 +132,14 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_full] = "full",
   [anon_sym_bf16] = "bf16",
   [anon_sym_fp8] = "fp8",
+  [anon_sym_fp4] = "fp4",
   [anon_sym_ampere] = "ampere",
   [anon_sym_hopper] = "hopper",
   [anon_sym_blackwell] = "blackwell",
+  [anon_sym_blackwell_ultra] = "blackwell_ultra",
+  [anon_sym_ada] = "ada",
   [anon_sym_cdna3] = "cdna3",
+  [anon_sym_cdna4] = "cdna4",
   [anon_sym_flash] = "flash",
   [anon_sym_unfused] = "unfused",
   [anon_sym_on] = "on",
@@ -141,6 +150,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0004] = "W0004",
   [anon_sym_W0005] = "W0005",
   [anon_sym_W0006] = "W0006",
+  [anon_sym_W0007] = "W0007",
   [anon_sym_W0008] = "W0008",
   [anon_sym_W0009] = "W0009",
   [sym_unit] = "unit",
@@ -199,10 +209,14 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_full] = anon_sym_full,
   [anon_sym_bf16] = anon_sym_bf16,
   [anon_sym_fp8] = anon_sym_fp8,
+  [anon_sym_fp4] = anon_sym_fp4,
   [anon_sym_ampere] = anon_sym_ampere,
   [anon_sym_hopper] = anon_sym_hopper,
   [anon_sym_blackwell] = anon_sym_blackwell,
+  [anon_sym_blackwell_ultra] = anon_sym_blackwell_ultra,
+  [anon_sym_ada] = anon_sym_ada,
   [anon_sym_cdna3] = anon_sym_cdna3,
+  [anon_sym_cdna4] = anon_sym_cdna4,
   [anon_sym_flash] = anon_sym_flash,
   [anon_sym_unfused] = anon_sym_unfused,
   [anon_sym_on] = anon_sym_on,
@@ -213,6 +227,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0004] = anon_sym_W0004,
   [anon_sym_W0005] = anon_sym_W0005,
   [anon_sym_W0006] = anon_sym_W0006,
+  [anon_sym_W0007] = anon_sym_W0007,
   [anon_sym_W0008] = anon_sym_W0008,
   [anon_sym_W0009] = anon_sym_W0009,
   [sym_unit] = sym_unit,
@@ -379,6 +394,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_fp4] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_ampere] = {
     .visible = true,
     .named = false,
@@ -391,7 +410,19 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_blackwell_ultra] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_ada] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_cdna3] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_cdna4] = {
     .visible = true,
     .named = false,
   },
@@ -432,6 +463,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0006] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0007] = {
     .visible = true,
     .named = false,
   },
@@ -855,591 +890,629 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == '0') ADVANCE(19);
       END_STATE();
     case 2:
-      if (lookahead == 'l') ADVANCE(20);
-      if (lookahead == 'm') ADVANCE(21);
+      if (lookahead == 'd') ADVANCE(20);
+      if (lookahead == 'l') ADVANCE(21);
+      if (lookahead == 'm') ADVANCE(22);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(22);
-      if (lookahead == 'l') ADVANCE(23);
+      if (lookahead == 'f') ADVANCE(23);
+      if (lookahead == 'l') ADVANCE(24);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'd') ADVANCE(25);
+      if (lookahead == 'l') ADVANCE(26);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(26);
+      if (lookahead == 'i') ADVANCE(27);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(27);
-      if (lookahead == 'c') ADVANCE(28);
-      if (lookahead == 'l') ADVANCE(29);
-      if (lookahead == 'p') ADVANCE(30);
-      if (lookahead == 'u') ADVANCE(31);
+      if (lookahead == 'a') ADVANCE(28);
+      if (lookahead == 'c') ADVANCE(29);
+      if (lookahead == 'l') ADVANCE(30);
+      if (lookahead == 'p') ADVANCE(31);
+      if (lookahead == 'u') ADVANCE(32);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(32);
+      if (lookahead == 'p') ADVANCE(33);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(33);
-      if (lookahead == 'o') ADVANCE(34);
+      if (lookahead == 'a') ADVANCE(34);
+      if (lookahead == 'o') ADVANCE(35);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(35);
+      if (lookahead == 'n') ADVANCE(36);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(36);
+      if (lookahead == 'i') ADVANCE(37);
       END_STATE();
     case 11:
-      if (lookahead == 'o') ADVANCE(37);
+      if (lookahead == 'o') ADVANCE(38);
       END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(38);
-      if (lookahead == 'v') ADVANCE(39);
+      if (lookahead == 'o') ADVANCE(39);
+      if (lookahead == 'v') ADVANCE(40);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(40);
-      if (lookahead == 'n') ADVANCE(41);
+      if (lookahead == 'f') ADVANCE(41);
+      if (lookahead == 'n') ADVANCE(42);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(42);
+      if (lookahead == 'l') ADVANCE(43);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(43);
-      if (lookahead == 'i') ADVANCE(44);
+      if (lookahead == 'a') ADVANCE(44);
+      if (lookahead == 'i') ADVANCE(45);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(45);
-      if (lookahead == 'e') ADVANCE(46);
-      if (lookahead == 'h') ADVANCE(47);
-      if (lookahead == 'w') ADVANCE(48);
+      if (lookahead == 'c') ADVANCE(46);
+      if (lookahead == 'e') ADVANCE(47);
+      if (lookahead == 'h') ADVANCE(48);
+      if (lookahead == 'w') ADVANCE(49);
       END_STATE();
     case 17:
-      if (lookahead == 'r') ADVANCE(49);
+      if (lookahead == 'r') ADVANCE(50);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(50);
-      if (lookahead == 's') ADVANCE(51);
+      if (lookahead == 'n') ADVANCE(51);
+      if (lookahead == 's') ADVANCE(52);
       END_STATE();
     case 19:
-      if (lookahead == '0') ADVANCE(52);
+      if (lookahead == '0') ADVANCE(53);
       END_STATE();
     case 20:
-      if (lookahead == 'g') ADVANCE(53);
+      if (lookahead == 'a') ADVANCE(54);
       END_STATE();
     case 21:
-      if (lookahead == 'p') ADVANCE(54);
+      if (lookahead == 'g') ADVANCE(55);
       END_STATE();
     case 22:
-      if (lookahead == '1') ADVANCE(55);
+      if (lookahead == 'p') ADVANCE(56);
       END_STATE();
     case 23:
-      if (lookahead == 'a') ADVANCE(56);
+      if (lookahead == '1') ADVANCE(57);
       END_STATE();
     case 24:
-      if (lookahead == 'n') ADVANCE(57);
+      if (lookahead == 'a') ADVANCE(58);
       END_STATE();
     case 25:
-      if (lookahead == 'u') ADVANCE(58);
+      if (lookahead == 'n') ADVANCE(59);
       END_STATE();
     case 26:
-      if (lookahead == 'm') ADVANCE(59);
-      if (lookahead == 'r') ADVANCE(60);
+      if (lookahead == 'u') ADVANCE(60);
       END_STATE();
     case 27:
-      if (lookahead == 't') ADVANCE(61);
+      if (lookahead == 'm') ADVANCE(61);
+      if (lookahead == 'r') ADVANCE(62);
       END_STATE();
     case 28:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 't') ADVANCE(63);
       END_STATE();
     case 29:
-      if (lookahead == 'a') ADVANCE(62);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 30:
-      if (lookahead == '8') ADVANCE(63);
+      if (lookahead == 'a') ADVANCE(64);
       END_STATE();
     case 31:
-      if (lookahead == 'l') ADVANCE(64);
+      if (lookahead == '4') ADVANCE(65);
+      if (lookahead == '8') ADVANCE(66);
       END_STATE();
     case 32:
-      if (lookahead == 'i') ADVANCE(65);
-      if (lookahead == 'u') ADVANCE(66);
-      END_STATE();
-    case 33:
       if (lookahead == 'l') ADVANCE(67);
       END_STATE();
+    case 33:
+      if (lookahead == 'i') ADVANCE(68);
+      if (lookahead == 'u') ADVANCE(69);
+      END_STATE();
     case 34:
-      if (lookahead == 'p') ADVANCE(68);
+      if (lookahead == 'l') ADVANCE(70);
       END_STATE();
     case 35:
-      if (lookahead == 'f') ADVANCE(69);
-      if (lookahead == 't') ADVANCE(70);
+      if (lookahead == 'p') ADVANCE(71);
       END_STATE();
     case 36:
-      if (lookahead == 'n') ADVANCE(71);
+      if (lookahead == 'f') ADVANCE(72);
+      if (lookahead == 't') ADVANCE(73);
       END_STATE();
     case 37:
-      if (lookahead == 'd') ADVANCE(72);
+      if (lookahead == 'n') ADVANCE(74);
       END_STATE();
     case 38:
-      if (lookahead == 'n') ADVANCE(73);
+      if (lookahead == 'd') ADVANCE(75);
       END_STATE();
     case 39:
-      if (lookahead == 's') ADVANCE(74);
+      if (lookahead == 'n') ADVANCE(76);
       END_STATE();
     case 40:
-      if (lookahead == 'f') ADVANCE(75);
+      if (lookahead == 's') ADVANCE(77);
       END_STATE();
     case 41:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'f') ADVANCE(78);
       END_STATE();
     case 42:
-      if (lookahead == 'a') ADVANCE(76);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 43:
-      if (lookahead == 'i') ADVANCE(77);
+      if (lookahead == 'a') ADVANCE(79);
       END_STATE();
     case 44:
-      if (lookahead == 'n') ADVANCE(78);
+      if (lookahead == 'i') ADVANCE(80);
       END_STATE();
     case 45:
-      if (lookahead == 'e') ADVANCE(79);
+      if (lookahead == 'n') ADVANCE(81);
       END_STATE();
     case 46:
-      if (lookahead == 'l') ADVANCE(80);
+      if (lookahead == 'e') ADVANCE(82);
       END_STATE();
     case 47:
-      if (lookahead == 'a') ADVANCE(81);
+      if (lookahead == 'l') ADVANCE(83);
       END_STATE();
     case 48:
-      if (lookahead == 'i') ADVANCE(82);
+      if (lookahead == 'a') ADVANCE(84);
       END_STATE();
     case 49:
-      if (lookahead == 'e') ADVANCE(83);
+      if (lookahead == 'i') ADVANCE(85);
       END_STATE();
     case 50:
-      if (lookahead == 'f') ADVANCE(84);
+      if (lookahead == 'e') ADVANCE(86);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(85);
+      if (lookahead == 'f') ADVANCE(87);
       END_STATE();
     case 52:
-      if (lookahead == '0') ADVANCE(86);
-      END_STATE();
-    case 53:
-      if (lookahead == 'o') ADVANCE(87);
-      END_STATE();
-    case 54:
       if (lookahead == 'e') ADVANCE(88);
       END_STATE();
+    case 53:
+      if (lookahead == '0') ADVANCE(89);
+      END_STATE();
+    case 54:
+      ACCEPT_TOKEN(anon_sym_ada);
+      END_STATE();
     case 55:
-      if (lookahead == '6') ADVANCE(89);
+      if (lookahead == 'o') ADVANCE(90);
       END_STATE();
     case 56:
-      if (lookahead == 'c') ADVANCE(90);
+      if (lookahead == 'e') ADVANCE(91);
       END_STATE();
     case 57:
-      if (lookahead == 'a') ADVANCE(91);
+      if (lookahead == '6') ADVANCE(92);
       END_STATE();
     case 58:
-      if (lookahead == 's') ADVANCE(92);
+      if (lookahead == 'c') ADVANCE(93);
       END_STATE();
     case 59:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'a') ADVANCE(94);
       END_STATE();
     case 60:
-      if (lookahead == 'e') ADVANCE(93);
-      END_STATE();
-    case 61:
-      if (lookahead == '_') ADVANCE(94);
-      END_STATE();
-    case 62:
       if (lookahead == 's') ADVANCE(95);
       END_STATE();
+    case 61:
+      ACCEPT_TOKEN(anon_sym_dim);
+      END_STATE();
+    case 62:
+      if (lookahead == 'e') ADVANCE(96);
+      END_STATE();
     case 63:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == '_') ADVANCE(97);
       END_STATE();
     case 64:
-      if (lookahead == 'l') ADVANCE(96);
+      if (lookahead == 's') ADVANCE(98);
       END_STATE();
     case 65:
-      if (lookahead == 'p') ADVANCE(97);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 66:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 67:
-      if (lookahead == 'v') ADVANCE(98);
+      if (lookahead == 'l') ADVANCE(99);
       END_STATE();
     case 68:
-      if (lookahead == 'p') ADVANCE(99);
+      if (lookahead == 'p') ADVANCE(100);
       END_STATE();
     case 69:
-      if (lookahead == 'i') ADVANCE(100);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 70:
-      if (lookahead == 'e') ADVANCE(101);
+      if (lookahead == 'v') ADVANCE(101);
       END_STATE();
     case 71:
-      if (lookahead == 'k') ADVANCE(102);
+      if (lookahead == 'p') ADVANCE(102);
       END_STATE();
     case 72:
-      if (lookahead == 'e') ADVANCE(103);
+      if (lookahead == 'i') ADVANCE(103);
       END_STATE();
     case 73:
       if (lookahead == 'e') ADVANCE(104);
       END_STATE();
     case 74:
-      if (lookahead == 'w') ADVANCE(105);
+      if (lookahead == 'k') ADVANCE(105);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(106);
       END_STATE();
     case 76:
-      if (lookahead == 'n') ADVANCE(106);
+      if (lookahead == 'e') ADVANCE(107);
       END_STATE();
     case 77:
-      if (lookahead == 'l') ADVANCE(107);
+      if (lookahead == 'w') ADVANCE(108);
       END_STATE();
     case 78:
-      if (lookahead == 'g') ADVANCE(108);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 79:
       if (lookahead == 'n') ADVANCE(109);
       END_STATE();
     case 80:
-      if (lookahead == 'e') ADVANCE(110);
+      if (lookahead == 'l') ADVANCE(110);
       END_STATE();
     case 81:
-      if (lookahead == 'r') ADVANCE(111);
+      if (lookahead == 'g') ADVANCE(111);
       END_STATE();
     case 82:
-      if (lookahead == 't') ADVANCE(112);
+      if (lookahead == 'n') ADVANCE(112);
       END_STATE();
     case 83:
       if (lookahead == 'e') ADVANCE(113);
       END_STATE();
     case 84:
-      if (lookahead == 'u') ADVANCE(114);
+      if (lookahead == 'r') ADVANCE(114);
       END_STATE();
     case 85:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 't') ADVANCE(115);
       END_STATE();
     case 86:
-      ADVANCE_MAP(
-        '1', 115,
-        '2', 116,
-        '3', 117,
-        '4', 118,
-        '5', 119,
-        '6', 120,
-        '8', 121,
-        '9', 122,
-      );
+      if (lookahead == 'e') ADVANCE(116);
       END_STATE();
     case 87:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 'u') ADVANCE(117);
       END_STATE();
     case 88:
-      if (lookahead == 'r') ADVANCE(123);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      ADVANCE_MAP(
+        '1', 118,
+        '2', 119,
+        '3', 120,
+        '4', 121,
+        '5', 122,
+        '6', 123,
+        '7', 124,
+        '8', 125,
+        '9', 126,
+      );
       END_STATE();
     case 90:
-      if (lookahead == 'k') ADVANCE(124);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 91:
-      if (lookahead == '3') ADVANCE(125);
+      if (lookahead == 'r') ADVANCE(127);
       END_STATE();
     case 92:
-      if (lookahead == 't') ADVANCE(126);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 93:
-      if (lookahead == 'c') ADVANCE(127);
+      if (lookahead == 'k') ADVANCE(128);
       END_STATE();
     case 94:
-      if (lookahead == 't') ADVANCE(128);
+      if (lookahead == '3') ADVANCE(129);
+      if (lookahead == '4') ADVANCE(130);
       END_STATE();
     case 95:
-      if (lookahead == 'h') ADVANCE(129);
+      if (lookahead == 't') ADVANCE(131);
       END_STATE();
     case 96:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 'c') ADVANCE(132);
       END_STATE();
     case 97:
-      if (lookahead == 'e') ADVANCE(130);
+      if (lookahead == 't') ADVANCE(133);
       END_STATE();
     case 98:
-      if (lookahead == 'i') ADVANCE(131);
+      if (lookahead == 'h') ADVANCE(134);
       END_STATE();
     case 99:
-      if (lookahead == 'e') ADVANCE(132);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 100:
-      if (lookahead == 'n') ADVANCE(133);
+      if (lookahead == 'e') ADVANCE(135);
       END_STATE();
     case 101:
-      if (lookahead == 'r') ADVANCE(134);
-      END_STATE();
-    case 102:
-      ACCEPT_TOKEN(anon_sym_link);
-      END_STATE();
-    case 103:
-      if (lookahead == 'l') ADVANCE(135);
-      END_STATE();
-    case 104:
-      ACCEPT_TOKEN(anon_sym_none);
-      END_STATE();
-    case 105:
       if (lookahead == 'i') ADVANCE(136);
       END_STATE();
+    case 102:
+      if (lookahead == 'e') ADVANCE(137);
+      END_STATE();
+    case 103:
+      if (lookahead == 'n') ADVANCE(138);
+      END_STATE();
+    case 104:
+      if (lookahead == 'r') ADVANCE(139);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_link);
+      END_STATE();
     case 106:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'l') ADVANCE(140);
       END_STATE();
     case 107:
-      ACCEPT_TOKEN(anon_sym_rail);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 108:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == 'i') ADVANCE(141);
       END_STATE();
     case 109:
-      if (lookahead == 'a') ADVANCE(137);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 110:
-      if (lookahead == 'c') ADVANCE(138);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 111:
-      if (lookahead == 'p') ADVANCE(139);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 112:
-      if (lookahead == 'c') ADVANCE(140);
+      if (lookahead == 'a') ADVANCE(142);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'c') ADVANCE(143);
       END_STATE();
     case 114:
-      if (lookahead == 's') ADVANCE(141);
+      if (lookahead == 'p') ADVANCE(144);
       END_STATE();
     case 115:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == 'c') ADVANCE(145);
       END_STATE();
     case 116:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 117:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      if (lookahead == 's') ADVANCE(146);
       END_STATE();
     case 118:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 123:
-      if (lookahead == 'e') ADVANCE(142);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 124:
-      if (lookahead == 'w') ADVANCE(143);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 125:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 126:
-      if (lookahead == 'e') ADVANCE(144);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 127:
-      if (lookahead == 't') ADVANCE(145);
+      if (lookahead == 'e') ADVANCE(147);
       END_STATE();
     case 128:
-      if (lookahead == 'r') ADVANCE(146);
+      if (lookahead == 'w') ADVANCE(148);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_flash);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 131:
-      if (lookahead == 'n') ADVANCE(147);
+      if (lookahead == 'e') ADVANCE(149);
       END_STATE();
     case 132:
-      if (lookahead == 'r') ADVANCE(148);
+      if (lookahead == 't') ADVANCE(150);
       END_STATE();
     case 133:
-      if (lookahead == 'i') ADVANCE(149);
+      if (lookahead == 'r') ADVANCE(151);
       END_STATE();
     case 134:
-      if (lookahead == 'l') ADVANCE(150);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_model);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 136:
-      if (lookahead == 't') ADVANCE(151);
+      if (lookahead == 'n') ADVANCE(152);
       END_STATE();
     case 137:
-      if (lookahead == 'r') ADVANCE(152);
+      if (lookahead == 'r') ADVANCE(153);
       END_STATE();
     case 138:
-      if (lookahead == 't') ADVANCE(153);
+      if (lookahead == 'i') ADVANCE(154);
       END_STATE();
     case 139:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'l') ADVANCE(155);
       END_STATE();
     case 140:
-      if (lookahead == 'h') ADVANCE(154);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 141:
-      if (lookahead == 'e') ADVANCE(155);
+      if (lookahead == 't') ADVANCE(156);
       END_STATE();
     case 142:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 143:
-      if (lookahead == 'e') ADVANCE(156);
-      END_STATE();
-    case 144:
       if (lookahead == 'r') ADVANCE(157);
       END_STATE();
+    case 143:
+      if (lookahead == 't') ADVANCE(158);
+      END_STATE();
+    case 144:
+      ACCEPT_TOKEN(anon_sym_sharp);
+      END_STATE();
     case 145:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'h') ADVANCE(159);
       END_STATE();
     case 146:
-      if (lookahead == 'e') ADVANCE(158);
+      if (lookahead == 'e') ADVANCE(160);
       END_STATE();
     case 147:
-      if (lookahead == 'g') ADVANCE(159);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 148:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 149:
-      if (lookahead == 'b') ADVANCE(160);
-      END_STATE();
-    case 150:
       if (lookahead == 'e') ADVANCE(161);
       END_STATE();
+    case 149:
+      if (lookahead == 'r') ADVANCE(162);
+      END_STATE();
+    case 150:
+      ACCEPT_TOKEN(anon_sym_direct);
+      END_STATE();
     case 151:
-      if (lookahead == 'c') ADVANCE(162);
+      if (lookahead == 'e') ADVANCE(163);
       END_STATE();
     case 152:
-      if (lookahead == 'i') ADVANCE(163);
+      if (lookahead == 'g') ADVANCE(164);
       END_STATE();
     case 153:
-      if (lookahead == 'i') ADVANCE(164);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'b') ADVANCE(165);
       END_STATE();
     case 155:
-      if (lookahead == 'd') ADVANCE(165);
+      if (lookahead == 'e') ADVANCE(166);
       END_STATE();
     case 156:
-      if (lookahead == 'l') ADVANCE(166);
+      if (lookahead == 'c') ADVANCE(167);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'i') ADVANCE(168);
       END_STATE();
     case 158:
-      if (lookahead == 'e') ADVANCE(167);
+      if (lookahead == 'i') ADVANCE(169);
       END_STATE();
     case 159:
-      if (lookahead == '_') ADVANCE(168);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 160:
-      if (lookahead == 'a') ADVANCE(169);
+      if (lookahead == 'd') ADVANCE(170);
       END_STATE();
     case 161:
-      if (lookahead == 'a') ADVANCE(170);
+      if (lookahead == 'l') ADVANCE(171);
       END_STATE();
     case 162:
-      if (lookahead == 'h') ADVANCE(171);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 163:
-      if (lookahead == 'o') ADVANCE(172);
+      if (lookahead == 'e') ADVANCE(172);
       END_STATE();
     case 164:
-      if (lookahead == 'v') ADVANCE(173);
+      if (lookahead == '_') ADVANCE(173);
       END_STATE();
     case 165:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'a') ADVANCE(174);
       END_STATE();
     case 166:
-      if (lookahead == 'l') ADVANCE(174);
+      if (lookahead == 'a') ADVANCE(175);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'h') ADVANCE(176);
       END_STATE();
     case 168:
-      if (lookahead == 'd') ADVANCE(175);
+      if (lookahead == 'o') ADVANCE(177);
       END_STATE();
     case 169:
-      if (lookahead == 'n') ADVANCE(176);
+      if (lookahead == 'v') ADVANCE(178);
       END_STATE();
     case 170:
-      if (lookahead == 'v') ADVANCE(177);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 171:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'l') ADVANCE(179);
       END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 173:
-      if (lookahead == 'e') ADVANCE(178);
-      END_STATE();
-    case 174:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      END_STATE();
-    case 175:
-      if (lookahead == 'o') ADVANCE(179);
-      END_STATE();
-    case 176:
       if (lookahead == 'd') ADVANCE(180);
       END_STATE();
+    case 174:
+      if (lookahead == 'n') ADVANCE(181);
+      END_STATE();
+    case 175:
+      if (lookahead == 'v') ADVANCE(182);
+      END_STATE();
+    case 176:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
     case 177:
-      if (lookahead == 'e') ADVANCE(181);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 178:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'e') ADVANCE(183);
       END_STATE();
     case 179:
-      if (lookahead == 'u') ADVANCE(182);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(184);
       END_STATE();
     case 180:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'o') ADVANCE(185);
       END_STATE();
     case 181:
-      if (lookahead == 'd') ADVANCE(183);
+      if (lookahead == 'd') ADVANCE(186);
       END_STATE();
     case 182:
-      if (lookahead == 'b') ADVANCE(184);
+      if (lookahead == 'e') ADVANCE(187);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 184:
-      if (lookahead == 'l') ADVANCE(185);
+      if (lookahead == 'u') ADVANCE(188);
       END_STATE();
     case 185:
-      if (lookahead == 'i') ADVANCE(186);
+      if (lookahead == 'u') ADVANCE(189);
       END_STATE();
     case 186:
-      if (lookahead == 'n') ADVANCE(187);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 187:
-      if (lookahead == 'g') ADVANCE(188);
+      if (lookahead == 'd') ADVANCE(190);
       END_STATE();
     case 188:
+      if (lookahead == 'l') ADVANCE(191);
+      END_STATE();
+    case 189:
+      if (lookahead == 'b') ADVANCE(192);
+      END_STATE();
+    case 190:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 191:
+      if (lookahead == 't') ADVANCE(193);
+      END_STATE();
+    case 192:
+      if (lookahead == 'l') ADVANCE(194);
+      END_STATE();
+    case 193:
+      if (lookahead == 'r') ADVANCE(195);
+      END_STATE();
+    case 194:
+      if (lookahead == 'i') ADVANCE(196);
+      END_STATE();
+    case 195:
+      if (lookahead == 'a') ADVANCE(197);
+      END_STATE();
+    case 196:
+      if (lookahead == 'n') ADVANCE(198);
+      END_STATE();
+    case 197:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 198:
+      if (lookahead == 'g') ADVANCE(199);
+      END_STATE();
+    case 199:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1526,10 +1599,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(1),
     [anon_sym_bf16] = ACTIONS(1),
     [anon_sym_fp8] = ACTIONS(1),
+    [anon_sym_fp4] = ACTIONS(1),
     [anon_sym_ampere] = ACTIONS(1),
     [anon_sym_hopper] = ACTIONS(1),
     [anon_sym_blackwell] = ACTIONS(1),
+    [anon_sym_blackwell_ultra] = ACTIONS(1),
+    [anon_sym_ada] = ACTIONS(1),
     [anon_sym_cdna3] = ACTIONS(1),
+    [anon_sym_cdna4] = ACTIONS(1),
     [anon_sym_flash] = ACTIONS(1),
     [anon_sym_unfused] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
@@ -1540,6 +1617,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(1),
     [anon_sym_W0005] = ACTIONS(1),
     [anon_sym_W0006] = ACTIONS(1),
+    [anon_sym_W0007] = ACTIONS(1),
     [anon_sym_W0008] = ACTIONS(1),
     [anon_sym_W0009] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
@@ -1600,10 +1678,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1614,6 +1696,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1658,10 +1741,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1672,6 +1759,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1716,10 +1804,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1730,6 +1822,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1774,10 +1867,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1788,6 +1885,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1832,10 +1930,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(49),
     [anon_sym_bf16] = ACTIONS(49),
     [anon_sym_fp8] = ACTIONS(49),
+    [anon_sym_fp4] = ACTIONS(49),
     [anon_sym_ampere] = ACTIONS(49),
     [anon_sym_hopper] = ACTIONS(49),
     [anon_sym_blackwell] = ACTIONS(49),
+    [anon_sym_blackwell_ultra] = ACTIONS(49),
+    [anon_sym_ada] = ACTIONS(49),
     [anon_sym_cdna3] = ACTIONS(49),
+    [anon_sym_cdna4] = ACTIONS(49),
     [anon_sym_flash] = ACTIONS(49),
     [anon_sym_unfused] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
@@ -1846,6 +1948,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(49),
     [anon_sym_W0005] = ACTIONS(49),
     [anon_sym_W0006] = ACTIONS(49),
+    [anon_sym_W0007] = ACTIONS(49),
     [anon_sym_W0008] = ACTIONS(49),
     [anon_sym_W0009] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
@@ -1890,10 +1993,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1904,6 +2011,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -1948,10 +2056,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -1962,6 +2074,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2004,10 +2117,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(67),
     [anon_sym_bf16] = ACTIONS(67),
     [anon_sym_fp8] = ACTIONS(67),
+    [anon_sym_fp4] = ACTIONS(67),
     [anon_sym_ampere] = ACTIONS(67),
     [anon_sym_hopper] = ACTIONS(67),
     [anon_sym_blackwell] = ACTIONS(67),
+    [anon_sym_blackwell_ultra] = ACTIONS(67),
+    [anon_sym_ada] = ACTIONS(67),
     [anon_sym_cdna3] = ACTIONS(67),
+    [anon_sym_cdna4] = ACTIONS(67),
     [anon_sym_flash] = ACTIONS(67),
     [anon_sym_unfused] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
@@ -2018,6 +2135,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(67),
     [anon_sym_W0005] = ACTIONS(67),
     [anon_sym_W0006] = ACTIONS(67),
+    [anon_sym_W0007] = ACTIONS(67),
     [anon_sym_W0008] = ACTIONS(67),
     [anon_sym_W0009] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
@@ -2060,10 +2178,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(71),
     [anon_sym_bf16] = ACTIONS(71),
     [anon_sym_fp8] = ACTIONS(71),
+    [anon_sym_fp4] = ACTIONS(71),
     [anon_sym_ampere] = ACTIONS(71),
     [anon_sym_hopper] = ACTIONS(71),
     [anon_sym_blackwell] = ACTIONS(71),
+    [anon_sym_blackwell_ultra] = ACTIONS(71),
+    [anon_sym_ada] = ACTIONS(71),
     [anon_sym_cdna3] = ACTIONS(71),
+    [anon_sym_cdna4] = ACTIONS(71),
     [anon_sym_flash] = ACTIONS(71),
     [anon_sym_unfused] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
@@ -2074,6 +2196,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(71),
     [anon_sym_W0005] = ACTIONS(71),
     [anon_sym_W0006] = ACTIONS(71),
+    [anon_sym_W0007] = ACTIONS(71),
     [anon_sym_W0008] = ACTIONS(71),
     [anon_sym_W0009] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
@@ -2113,10 +2236,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(73),
     [anon_sym_bf16] = ACTIONS(73),
     [anon_sym_fp8] = ACTIONS(73),
+    [anon_sym_fp4] = ACTIONS(73),
     [anon_sym_ampere] = ACTIONS(73),
     [anon_sym_hopper] = ACTIONS(73),
     [anon_sym_blackwell] = ACTIONS(73),
+    [anon_sym_blackwell_ultra] = ACTIONS(73),
+    [anon_sym_ada] = ACTIONS(73),
     [anon_sym_cdna3] = ACTIONS(73),
+    [anon_sym_cdna4] = ACTIONS(73),
     [anon_sym_flash] = ACTIONS(73),
     [anon_sym_unfused] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
@@ -2127,6 +2254,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(73),
     [anon_sym_W0005] = ACTIONS(73),
     [anon_sym_W0006] = ACTIONS(73),
+    [anon_sym_W0007] = ACTIONS(73),
     [anon_sym_W0008] = ACTIONS(73),
     [anon_sym_W0009] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
@@ -2167,10 +2295,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(79),
     [anon_sym_bf16] = ACTIONS(79),
     [anon_sym_fp8] = ACTIONS(79),
+    [anon_sym_fp4] = ACTIONS(79),
     [anon_sym_ampere] = ACTIONS(79),
     [anon_sym_hopper] = ACTIONS(79),
     [anon_sym_blackwell] = ACTIONS(79),
+    [anon_sym_blackwell_ultra] = ACTIONS(79),
+    [anon_sym_ada] = ACTIONS(79),
     [anon_sym_cdna3] = ACTIONS(79),
+    [anon_sym_cdna4] = ACTIONS(79),
     [anon_sym_flash] = ACTIONS(79),
     [anon_sym_unfused] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
@@ -2181,6 +2313,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(79),
     [anon_sym_W0005] = ACTIONS(79),
     [anon_sym_W0006] = ACTIONS(79),
+    [anon_sym_W0007] = ACTIONS(79),
     [anon_sym_W0008] = ACTIONS(79),
     [anon_sym_W0009] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
@@ -2220,10 +2353,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(83),
     [anon_sym_bf16] = ACTIONS(83),
     [anon_sym_fp8] = ACTIONS(83),
+    [anon_sym_fp4] = ACTIONS(83),
     [anon_sym_ampere] = ACTIONS(83),
     [anon_sym_hopper] = ACTIONS(83),
     [anon_sym_blackwell] = ACTIONS(83),
+    [anon_sym_blackwell_ultra] = ACTIONS(83),
+    [anon_sym_ada] = ACTIONS(83),
     [anon_sym_cdna3] = ACTIONS(83),
+    [anon_sym_cdna4] = ACTIONS(83),
     [anon_sym_flash] = ACTIONS(83),
     [anon_sym_unfused] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
@@ -2234,6 +2371,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(83),
     [anon_sym_W0005] = ACTIONS(83),
     [anon_sym_W0006] = ACTIONS(83),
+    [anon_sym_W0007] = ACTIONS(83),
     [anon_sym_W0008] = ACTIONS(83),
     [anon_sym_W0009] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
@@ -2273,10 +2411,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(87),
     [anon_sym_bf16] = ACTIONS(87),
     [anon_sym_fp8] = ACTIONS(87),
+    [anon_sym_fp4] = ACTIONS(87),
     [anon_sym_ampere] = ACTIONS(87),
     [anon_sym_hopper] = ACTIONS(87),
     [anon_sym_blackwell] = ACTIONS(87),
+    [anon_sym_blackwell_ultra] = ACTIONS(87),
+    [anon_sym_ada] = ACTIONS(87),
     [anon_sym_cdna3] = ACTIONS(87),
+    [anon_sym_cdna4] = ACTIONS(87),
     [anon_sym_flash] = ACTIONS(87),
     [anon_sym_unfused] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
@@ -2287,6 +2429,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(87),
     [anon_sym_W0005] = ACTIONS(87),
     [anon_sym_W0006] = ACTIONS(87),
+    [anon_sym_W0007] = ACTIONS(87),
     [anon_sym_W0008] = ACTIONS(87),
     [anon_sym_W0009] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
@@ -2326,10 +2469,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(91),
     [anon_sym_bf16] = ACTIONS(91),
     [anon_sym_fp8] = ACTIONS(91),
+    [anon_sym_fp4] = ACTIONS(91),
     [anon_sym_ampere] = ACTIONS(91),
     [anon_sym_hopper] = ACTIONS(91),
     [anon_sym_blackwell] = ACTIONS(91),
+    [anon_sym_blackwell_ultra] = ACTIONS(91),
+    [anon_sym_ada] = ACTIONS(91),
     [anon_sym_cdna3] = ACTIONS(91),
+    [anon_sym_cdna4] = ACTIONS(91),
     [anon_sym_flash] = ACTIONS(91),
     [anon_sym_unfused] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
@@ -2340,6 +2487,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(91),
     [anon_sym_W0005] = ACTIONS(91),
     [anon_sym_W0006] = ACTIONS(91),
+    [anon_sym_W0007] = ACTIONS(91),
     [anon_sym_W0008] = ACTIONS(91),
     [anon_sym_W0009] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
@@ -2378,10 +2526,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(95),
     [anon_sym_bf16] = ACTIONS(95),
     [anon_sym_fp8] = ACTIONS(95),
+    [anon_sym_fp4] = ACTIONS(95),
     [anon_sym_ampere] = ACTIONS(95),
     [anon_sym_hopper] = ACTIONS(95),
     [anon_sym_blackwell] = ACTIONS(95),
+    [anon_sym_blackwell_ultra] = ACTIONS(95),
+    [anon_sym_ada] = ACTIONS(95),
     [anon_sym_cdna3] = ACTIONS(95),
+    [anon_sym_cdna4] = ACTIONS(95),
     [anon_sym_flash] = ACTIONS(95),
     [anon_sym_unfused] = ACTIONS(95),
     [anon_sym_on] = ACTIONS(95),
@@ -2392,6 +2544,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(95),
     [anon_sym_W0005] = ACTIONS(95),
     [anon_sym_W0006] = ACTIONS(95),
+    [anon_sym_W0007] = ACTIONS(95),
     [anon_sym_W0008] = ACTIONS(95),
     [anon_sym_W0009] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
@@ -2425,10 +2578,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -2439,6 +2596,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2472,10 +2630,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
+    [anon_sym_fp4] = ACTIONS(23),
     [anon_sym_ampere] = ACTIONS(23),
     [anon_sym_hopper] = ACTIONS(23),
     [anon_sym_blackwell] = ACTIONS(23),
+    [anon_sym_blackwell_ultra] = ACTIONS(23),
+    [anon_sym_ada] = ACTIONS(23),
     [anon_sym_cdna3] = ACTIONS(23),
+    [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
@@ -2486,6 +2648,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(23),
     [anon_sym_W0005] = ACTIONS(23),
     [anon_sym_W0006] = ACTIONS(23),
+    [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2519,10 +2682,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_full] = ACTIONS(122),
     [anon_sym_bf16] = ACTIONS(122),
     [anon_sym_fp8] = ACTIONS(122),
+    [anon_sym_fp4] = ACTIONS(122),
     [anon_sym_ampere] = ACTIONS(122),
     [anon_sym_hopper] = ACTIONS(122),
     [anon_sym_blackwell] = ACTIONS(122),
+    [anon_sym_blackwell_ultra] = ACTIONS(122),
+    [anon_sym_ada] = ACTIONS(122),
     [anon_sym_cdna3] = ACTIONS(122),
+    [anon_sym_cdna4] = ACTIONS(122),
     [anon_sym_flash] = ACTIONS(122),
     [anon_sym_unfused] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),
@@ -2533,6 +2700,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0004] = ACTIONS(122),
     [anon_sym_W0005] = ACTIONS(122),
     [anon_sym_W0006] = ACTIONS(122),
+    [anon_sym_W0007] = ACTIONS(122),
     [anon_sym_W0008] = ACTIONS(122),
     [anon_sym_W0009] = ACTIONS(122),
     [sym_number] = ACTIONS(128),

@@ -24,7 +24,7 @@ syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
 syn keyword venusKey contained shared_experts first_k_dense q_lora_rank kv_lora_rank
 syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_layers
-syn keyword venusKey contained peak memory mem_bw fp8_peak arch
+syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
@@ -41,9 +41,9 @@ syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree nvswitch infiniband
-syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 flash unfused on off
-syn keyword venusConstant contained ampere hopper blackwell cdna3
-syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0008 W0009
+syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 fp4 flash unfused on off
+syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

@@ -57,6 +57,7 @@ codes! {
     E0309 Error "expert parallelism does not fit the model";
     E0310 Error "optimizer flags out of order";
     E0311 Error "schedule and plan disagree";
+    E0312 Error "precision the GPU has no tensor cores for";
     E0313 Error "the job's GPU count is not a whole number of trays or domain shares";
     E0314 Error "the job's share of an NVLink domain does not fit the domain";
     E0315 Error "mixture-of-experts keys do not fit";
@@ -86,6 +87,7 @@ codes! {
     W0004 Warning "definition never used";
     W0005 Warning "stage memory above 90% of GPU memory";
     W0006 Warning "`sp` with tp = 1 has no effect";
+    W0007 Warning "GPU arch without a compute-model calibration";
     W0008 Warning "`gpus` spread evenly takes more NVLink domains than it needs";
     W0009 Warning "GPU memory written in decimal bytes";
 }

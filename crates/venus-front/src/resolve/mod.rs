@@ -348,6 +348,19 @@ impl<'a> Resolver<'a> {
         resolver
     }
 
+    /// The stdlib's definitions of `kind`, in stdlib order (file, then position).
+    pub fn prelude_defs(&self, kind: DefKind) -> Vec<(String, DefId)> {
+        let mut defs: Vec<(String, DefId)> = self
+            .prelude
+            .by_name
+            .iter()
+            .filter(|((k, _), _)| *k == kind)
+            .map(|((_, name), &id)| (name.clone(), id))
+            .collect();
+        defs.sort_by_key(|(_, id)| *id);
+        defs
+    }
+
     pub fn root(&self) -> FileId {
         self.root
     }

@@ -720,7 +720,10 @@ fn unknown_enum_words_suggest_the_closest_word() {
         helps[2],
         "did you mean `full`? (one of `none`, `selective`, `full`)"
     );
-    assert_eq!(helps[3], "did you mean `fp8`? (one of `bf16`, `fp8`)");
+    assert_eq!(
+        helps[3],
+        "did you mean `fp8`? (one of `bf16`, `fp8`, `fp4`)"
+    );
 }
 
 #[test]
@@ -758,7 +761,7 @@ fn units_scale_by_powers_of_1000_and_1024() {
     assert_eq!(
         (
             g.peak.value.0,
-            g.fp8_peak().0,
+            g.fp8_peak.as_ref().map_or(0.0, |p| p.value.0),
             g.memory.value.0,
             g.mem_bw.value.0
         ),

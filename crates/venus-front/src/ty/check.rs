@@ -56,6 +56,16 @@ pub fn check_program_all(res: &Resolver) -> (Vec<ScenarioDef>, Vec<PartialScenar
     (out, partial)
 }
 
+/// Every stdlib GPU, type-checked, in stdlib order: the alternatives E0312's help names.
+pub fn stdlib_gpus(res: &Resolver) -> Vec<super::StdlibGpu> {
+    let mut checker = Checker::new(res);
+    res.prelude_defs(DefKind::Gpu)
+        .into_iter()
+        .filter_map(|(_, id)| checker.gpu(&Target::Def(id)))
+        .map(|g| super::StdlibGpu::of(&g))
+        .collect()
+}
+
 /// How a definition (and what it uses) checked: `ok` when without error; `failed` the keys
 /// whose items were rejected.
 #[derive(Clone, Debug, Default)]
@@ -571,14 +581,14 @@ impl<'r, 'a> Checker<'r, 'a> {
             memory: f.get(Key::Memory, bytes)?,
             mem_bw: f.get(Key::MemBw, bandwidth)?,
             fp8_peak: f.get(Key::Fp8Peak, rate),
+            fp4_peak: f.get(Key::Fp4Peak, rate),
+            // The word was checked against `schema::ARCHS` (E0204), whose words are
+            // `GpuArch::word`s (a test keeps them equal).
             arch: f.word(Key::Arch).map(|w| {
-                let arch = match w.value {
-                    "ampere" => GpuArch::Ampere,
-                    "blackwell" => GpuArch::Blackwell,
-                    "cdna3" => GpuArch::Cdna3,
-                    _ => GpuArch::Hopper,
-                };
-                Spanned::new(arch, w.loc)
+                Spanned::new(
+                    GpuArch::from_word(w.value).unwrap_or(GpuArch::Hopper),
+                    w.loc,
+                )
             }),
         })
     }
@@ -664,11 +674,7 @@ impl<'r, 'a> Checker<'r, 'a> {
         });
         let precision = f.word(Key::Precision).map(|w| {
             Spanned::new(
-                if w.value == "fp8" {
-                    Precision::Fp8
-                } else {
-                    Precision::Bf16
-                },
+                Precision::from_word(w.value).unwrap_or(Precision::Bf16),
                 w.loc,
             )
         });

@@ -108,16 +108,46 @@ pub struct Gpu {
     pub peak: Spanned<FlopsPerSec>,
     pub memory: Spanned<Bytes>,
     pub mem_bw: Spanned<BytesPerSec>,
+    /// Dense FP8 peak; unset: the GPU has no FP8 tensor cores.
     pub fp8_peak: Opt<FlopsPerSec>,
+    /// Dense FP4 peak; unset: the GPU has no FP4 tensor cores.
+    pub fp4_peak: Opt<FlopsPerSec>,
     pub arch: Opt<GpuArch>,
 }
 
 impl Gpu {
-    pub fn fp8_peak(&self) -> FlopsPerSec {
-        or(&self.fp8_peak, FlopsPerSec(self.peak.value.0 * 2.0))
+    /// The written peak of GEMMs in `precision`, with its location; `None` when the GPU has
+    /// no tensor cores for it (E0312).
+    pub fn peak_for(&self, precision: Precision) -> Option<Spanned<FlopsPerSec>> {
+        match precision {
+            Precision::Bf16 => Some(self.peak.clone()),
+            Precision::Fp8 => self.fp8_peak.clone(),
+            Precision::Fp4 => self.fp4_peak.clone(),
+        }
     }
     pub fn arch(&self) -> GpuArch {
         or(&self.arch, GpuArch::Hopper)
+    }
+}
+
+/// A stdlib GPU as the helps that name alternatives see it (E0312).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StdlibGpu {
+    pub name: String,
+    /// The precisions it has tensor cores for (`peak`, `fp8_peak`, `fp4_peak`).
+    pub precisions: Vec<Precision>,
+}
+
+impl StdlibGpu {
+    pub fn of(gpu: &Gpu) -> StdlibGpu {
+        StdlibGpu {
+            name: gpu.name.clone(),
+            precisions: Precision::ALL
+                .iter()
+                .copied()
+                .filter(|&p| gpu.peak_for(p).is_some())
+                .collect(),
+        }
     }
 }
 

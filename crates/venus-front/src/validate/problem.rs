@@ -10,7 +10,7 @@
 use super::repair::{Change, Repair};
 use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
 use super::{Code, Diagnostic, Loc};
-use crate::ty::{Bytes, Opt, Ratio, Recompute, ScheduleKind};
+use crate::ty::{Bytes, GpuArch, Opt, Precision, Ratio, Recompute, ScheduleKind};
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,6 +194,10 @@ pub enum PlanProblem {
     Bubble(Bubble),
     /// W0006: sp with tp 1.
     SpWithoutTp(SpWithoutTp),
+    /// E0312: the plan's precision needs tensor cores the GPU does not have.
+    PrecisionUnsupported(PrecisionUnsupported),
+    /// W0007: the GPU's arch has no calibration of its own.
+    Uncalibrated(Uncalibrated),
     /// E0401 (over the GPU's memory) or W0005 (close to it).
     Memory(MemoryProblem),
 }
@@ -222,6 +226,8 @@ impl PlanProblem {
             PlanProblem::GroupSpan(p) => p.render(),
             PlanProblem::Bubble(p) => p.render(),
             PlanProblem::SpWithoutTp(p) => p.render(),
+            PlanProblem::PrecisionUnsupported(p) => p.render(),
+            PlanProblem::Uncalibrated(p) => p.render(),
             PlanProblem::Memory(p) => p.render(),
         }
     }
@@ -1426,6 +1432,111 @@ impl SpWithoutTp {
         .with_help("remove `sp`, or use tp above 1");
         match self.tp_loc {
             Some(loc) => d.with_secondary(loc, "tp 1"),
+            None => d,
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0312
+
+/// The GPU key that gives a precision's peak.
+fn peak_key(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Bf16 => "peak",
+        Precision::Fp8 => "fp8_peak",
+        Precision::Fp4 => "fp4_peak",
+    }
+}
+
+fn code_words<T>(items: &[T], word: impl Fn(&T) -> &str) -> Vec<String> {
+    items.iter().map(|i| format!("`{}`", word(i))).collect()
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrecisionUnsupported {
+    pub precision: Precision,
+    pub precision_loc: Loc,
+    pub gpu: String,
+    /// The cluster's `gpu` item.
+    pub gpu_loc: Loc,
+    /// The precisions the GPU has tensor cores for (bf16 at least: `peak` is required).
+    pub supported: Vec<Precision>,
+    /// The stdlib GPUs that have the precision, in stdlib order.
+    pub alternatives: Vec<String>,
+}
+
+impl PrecisionUnsupported {
+    fn render(self) -> Diagnostic {
+        let word = self.precision.word();
+        let upper = word.to_ascii_uppercase();
+        let key = peak_key(self.precision);
+        let lowest = self.supported.last().copied().unwrap_or(Precision::Bf16);
+        let fallback = format!("`precision {}`", lowest.word());
+        let help = if self.alternatives.is_empty() {
+            format!("use a GPU with an `{key}`, or {fallback}")
+        } else {
+            format!(
+                "use a GPU with {upper} tensor cores ({}), or {fallback}",
+                join_or(&code_words(&self.alternatives, |s| s.as_str()))
+            )
+        };
+        Diagnostic::new(
+            Code::E0312,
+            format!(
+                "`precision {word}` on `{}`, which has no {upper} tensor cores",
+                self.gpu
+            ),
+            self.precision_loc,
+            format!("GEMMs in {word}"),
+        )
+        .with_secondary(self.gpu_loc, format!("`{}` has no `{key}`", self.gpu))
+        .with_note(format!(
+            "`{}` runs {}",
+            self.gpu,
+            join_and(&code_words(&self.supported, |p| p.word()))
+        ))
+        .with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- W0007
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Uncalibrated {
+    pub gpu: String,
+    pub arch: GpuArch,
+    /// The calibrated arch whose constants cost it.
+    pub fallback: GpuArch,
+    /// Every calibrated arch, for the note.
+    pub calibrated: Vec<GpuArch>,
+    /// The cluster's `gpu` item.
+    pub gpu_loc: Loc,
+    /// The GPU's `arch` item, where written.
+    pub arch_loc: Option<Loc>,
+}
+
+impl Uncalibrated {
+    fn render(self) -> Diagnostic {
+        let (arch, fallback) = (self.arch.word(), self.fallback.word());
+        let d = Diagnostic::new(
+            Code::W0007,
+            format!(
+                "arch `{arch}` of `{}` has no compute-model calibration: it is costed with `{fallback}`'s",
+                self.gpu
+            ),
+            self.gpu_loc,
+            format!("costed with the `{fallback}` calibration"),
+        )
+        .with_note(format!(
+            "the analytic model's GEMM, attention and kernel efficiencies are fitted to published runs on {} GPUs only",
+            join_and(&code_words(&self.calibrated, |a| a.word()))
+        ))
+        .with_help(format!(
+            "set `mfu` or `measured` in the plan to cost compute from a measurement on `{}`",
+            self.gpu
+        ));
+        match self.arch_loc {
+            Some(loc) => d.with_secondary(loc, format!("arch `{arch}`")),
             None => d,
         }
     }

@@ -255,7 +255,7 @@ mod tests {
         let s = s.expect("a warning leaves the scenario");
         // W0005's target: 90% of the GPU's memory.
         let target = Bytes(((76 * Bytes::GIB) as f64 * super::super::MEMORY_WARN) as u64);
-        match repair(&Validator::new(&d), &s, target) {
+        match repair(&Validator::new(&d, &[]), &s, target) {
             Repair::One { change, peak } => {
                 assert_eq!(change, Change::Recompute(Recompute::Selective));
                 assert!(peak <= target, "{peak:?}");

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::testutil::*;
-use crate::ty::Model;
+use crate::ty::{FlopsPerSec, Model, Spanned};
 use venus_diag::diag::Severity;
 
 fn codes(ds: &[Diagnostic]) -> Vec<Code> {
@@ -780,6 +780,97 @@ fn w0006_sp_without_tp_is_turned_off() {
     assert_eq!(ds[0].message, "`sp` has no effect with tp 1");
     assert_eq!(ds[0].primary.loc, loc(&d.plan.sp));
     assert!(!s.unwrap().sp);
+}
+
+// ------------------------------------------------------------------ E0312, W0007
+
+fn stdlib_like() -> Vec<StdlibGpu> {
+    use crate::ty::Precision::*;
+    vec![
+        StdlibGpu {
+            name: "a100_80g".into(),
+            precisions: vec![Bf16],
+        },
+        StdlibGpu {
+            name: "h100_sxm".into(),
+            precisions: vec![Bf16, Fp8],
+        },
+        StdlibGpu {
+            name: "b200".into(),
+            precisions: vec![Bf16, Fp8, Fp4],
+        },
+    ]
+}
+
+#[test]
+fn e0312_fp8_on_a_gpu_without_an_fp8_peak_names_the_gpus_that_have_one() {
+    let mut d = base(1, 64);
+    set(&mut d.plan.precision, crate::ty::Precision::Fp8);
+    let gpus = stdlib_like();
+    let (s, ds) = validate_in(&d, &gpus);
+    assert!(s.is_none());
+    let e = only(&ds, Code::E0312);
+    assert_eq!(
+        e.message,
+        "`precision fp8` on `h100_sxm`, which has no FP8 tensor cores"
+    );
+    assert_eq!(e.primary.loc, loc(&d.plan.precision));
+    assert_eq!(secondary_locs(e), vec![d.cluster.gpu_loc]);
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use a GPU with FP8 tensor cores (`h100_sxm` or `b200`), or `precision bf16`")
+    );
+    // With its FP8 peak written, the same GPU runs the plan, at that peak.
+    d.cluster.gpu.fp8_peak = Some(Spanned::new(FlopsPerSec(1979e12), loc(&d.plan.precision)));
+    let (s, ds) = validate_in(&d, &gpus);
+    assert!(ds.iter().all(|d| d.code != Code::E0312), "{ds:#?}");
+    let s = s.unwrap();
+    assert_eq!(
+        s.cluster.gpu.peak_for(s.recipe.gemm),
+        Some(FlopsPerSec(1979e12))
+    );
+}
+
+#[test]
+fn e0312_fp4_on_an_fp8_gpu_offers_fp8_and_without_a_catalog_the_key() {
+    let mut d = base(1, 64);
+    set(&mut d.plan.precision, crate::ty::Precision::Fp4);
+    d.cluster.gpu.fp8_peak = Some(Spanned::new(FlopsPerSec(1979e12), d.cluster.gpu_loc));
+    let e = only(&validate_in(&d, &stdlib_like()).1, Code::E0312).clone();
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use a GPU with FP4 tensor cores (`b200`), or `precision fp8`")
+    );
+    assert_eq!(
+        e.notes,
+        vec!["`h100_sxm` runs `bf16` and `fp8`".to_string()]
+    );
+    let e = only(&validate(&d).1, Code::E0312).clone();
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use a GPU with an `fp4_peak`, or `precision fp8`")
+    );
+}
+
+#[test]
+fn w0007_an_uncalibrated_arch_names_the_arch_it_falls_back_to() {
+    let mut d = base(1, 64);
+    set(&mut d.cluster.gpu.arch, crate::ty::GpuArch::Ada);
+    let (s, ds) = validate(&d);
+    assert!(s.is_some());
+    let w = only(&ds, Code::W0007);
+    assert_eq!(
+        w.message,
+        "arch `ada` of `h100_sxm` has no compute-model calibration: it is costed with `ampere`'s"
+    );
+    assert_eq!(w.primary.loc, d.cluster.gpu_loc);
+    assert_eq!(secondary_locs(w), vec![loc(&d.cluster.gpu.arch)]);
+    // A calibrated arch, or a plan costed by `mfu`, says nothing.
+    set(&mut d.plan.mfu, Ratio(0.45));
+    assert!(validate(&d).1.iter().all(|d| d.code != Code::W0007));
+    let mut d = base(1, 64);
+    set(&mut d.cluster.gpu.arch, crate::ty::GpuArch::Hopper);
+    assert!(validate(&d).1.iter().all(|d| d.code != Code::W0007));
 }
 
 // ------------------------------------------------------------------ E0401, W0005

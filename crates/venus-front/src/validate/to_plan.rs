@@ -55,6 +55,7 @@ pub fn gpu(g: &Gpu) -> GpuSpec {
         memory: g.memory.value,
         mem_bw: g.mem_bw.value,
         fp8_peak: val(&g.fp8_peak),
+        fp4_peak: val(&g.fp4_peak),
     }
 }
 

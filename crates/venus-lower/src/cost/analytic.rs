@@ -4,7 +4,8 @@
 //! the attention and MLP blocks, embedding and output-layer extras, and the optimizer step.
 //!
 //! Per layer and microbatch, on one rank (tokens `T = s/cp · b`):
-//! - GEMMs at `peak × gemm efficiency(shape)` (fp8 peak with `precision fp8`): QKV
+//! - GEMMs at `peak × gemm efficiency(shape)` (the fp8 / fp4 peak with `precision fp8` /
+//!   `fp4`, [`venus_plan::plan::GpuSpec::peak_for`]): QKV
 //!   `2·T·h·(q + 2·kv)/tp` (grouped-query attention: `kv = kv_groups · head_dim`), output
 //!   projection `2·T·q·h/tp`, MLP up (+ gate with SwiGLU) and down `2·T·h·ffn·(3 or 2)/tp`; on a
 //!   MoE layer the router `2·T·h·E` and the expert GEMMs over `T·topk` token copies
@@ -36,7 +37,7 @@
 //! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
 
 use super::{ChunkCost, ComputeModel, Pass};
-use venus_base::base::{Attention, BytesPerSec, Dtype, FlopsPerSec, GpuArch, Recompute, Seconds};
+use venus_base::base::{Attention, BytesPerSec, FlopsPerSec, GpuArch, Recompute, Seconds};
 use venus_plan::plan::Scenario;
 
 /// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
@@ -95,8 +96,7 @@ impl Default for Calibration {
 }
 
 impl Calibration {
-    /// H100 SXM (also H200, and Blackwell until it has measured rows with a full plan):
-    /// fitted to the Megatron-LM README H100 table.
+    /// H100 SXM (also H200, H800, H20): fitted to the Megatron-LM README H100 table.
     pub fn hopper() -> Calibration {
         Calibration {
             gemm_efficiency: 0.80,
@@ -126,16 +126,30 @@ impl Calibration {
         }
     }
 
-    /// The calibration for a GPU architecture (never for a name: a GPU renamed or written
-    /// inline is costed as the one it copies).
-    pub fn for_arch(arch: GpuArch) -> Calibration {
+    /// The constants fitted to published measurements of an architecture's GPUs, or `None`
+    /// for an arch without such a fit ([`GpuArch::is_calibrated`] says the same, for the
+    /// stages that cannot see this module; a test keeps the two in step). Blackwell, Blackwell
+    /// Ultra, Ada, CDNA3 and CDNA4 have no published run with a full Megatron plan and a
+    /// kernel-level breakdown the model could be fitted to, so they have none.
+    pub fn fitted(arch: GpuArch) -> Option<Calibration> {
         match arch {
-            GpuArch::Ampere => Calibration::ampere(),
-            // Calibration note: no published Blackwell or MI300X run is fitted yet, so these
-            // use Hopper's constants, as every non-A100 GPU did before `arch` existed; a fit of
-            // their own replaces this arm.
-            GpuArch::Hopper | GpuArch::Blackwell | GpuArch::Cdna3 => Calibration::hopper(),
+            GpuArch::Ampere => Some(Calibration::ampere()),
+            GpuArch::Hopper => Some(Calibration::hopper()),
+            GpuArch::Blackwell
+            | GpuArch::BlackwellUltra
+            | GpuArch::Ada
+            | GpuArch::Cdna3
+            | GpuArch::Cdna4 => None,
         }
+    }
+
+    /// The calibration for a GPU architecture (never for a name: a GPU renamed or written
+    /// inline is costed as the one it copies): its own fit, else the fit of
+    /// [`GpuArch::nearest_calibrated`] (plan validation warns with W0007 when that happens).
+    pub fn for_arch(arch: GpuArch) -> Calibration {
+        Calibration::fitted(arch)
+            .or_else(|| Calibration::fitted(arch.nearest_calibrated()))
+            .unwrap_or_default()
     }
 
     /// Efficiency of a GEMM `[m × k] · [k × n]`.
@@ -388,10 +402,9 @@ impl Work {
             .collect();
         Work {
             cal,
-            gemm_peak: match sc.recipe.gemm {
-                Dtype::Fp8 => gpu.fp8_peak(),
-                Dtype::Bf16 | Dtype::Fp16 | Dtype::Fp32 => gpu.peak,
-            },
+            // A GPU without units for the precision never gets here (E0312); a scenario built
+            // by hand that has one is priced at the BF16 peak, never at an invented one.
+            gemm_peak: gpu.peak_for(sc.recipe.gemm).unwrap_or(gpu.peak),
             bf16_peak: gpu.peak,
             mem_bw: gpu.mem_bw,
             act_bytes: sc.recipe.activations.bytes() as f64,
@@ -673,5 +686,27 @@ mod tests {
             Calibration::hopper()
         );
         assert_ne!(Calibration::ampere(), Calibration::hopper());
+    }
+
+    #[test]
+    fn an_arch_has_a_fit_exactly_when_it_says_it_is_calibrated() {
+        for &arch in GpuArch::ALL {
+            assert_eq!(
+                Calibration::fitted(arch).is_some(),
+                arch.is_calibrated(),
+                "{arch:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_uncalibrated_arch_is_costed_with_its_nearest_calibrated_one() {
+        assert_eq!(
+            Calibration::for_arch(GpuArch::Blackwell),
+            Calibration::hopper()
+        );
+        assert_eq!(Calibration::for_arch(GpuArch::Ada), Calibration::ampere());
+        assert_eq!(Calibration::for_arch(GpuArch::Cdna4), Calibration::hopper());
+        assert_eq!(Calibration::fitted(GpuArch::Blackwell), None);
     }
 }

@@ -207,3 +207,34 @@ fn analytic_weight_gradient_is_one_forward_of_the_gemms_and_the_rest_is_input_gr
     assert!(m.chunk(7, 1, Pass::Weight).post.0 > 0.0);
     assert_eq!(m.chunk(3, 0, Pass::Weight).post.0, 0.0);
 }
+
+/// The GEMM share of a chunk's weight gradient (one forward of every GEMM) less its kernel
+/// launches, which do not depend on the peak.
+fn weight_gemm_seconds(sc: &Scenario) -> f64 {
+    let m = AnalyticModel::new(sc, Calibration::default());
+    let w = m.chunk(3, 0, Pass::Weight);
+    let k = (analytic::KERNELS_ATTENTION + analytic::KERNELS_MLP)
+        * Calibration::default().kernel_overhead.0;
+    w.total.0 - w.layers as f64 * k
+}
+
+#[test]
+fn analytic_gemms_run_at_the_peak_of_the_plans_precision() {
+    use venus_front::ty::Precision;
+    let mut d = demo();
+    d.cluster.gpu.fp8_peak = Some(venus_front::ty::Spanned::new(
+        FlopsPerSec(2.0 * d.cluster.gpu.peak.value.0),
+        d.cluster.gpu_loc,
+    ));
+    d.cluster.gpu.fp4_peak = Some(venus_front::ty::Spanned::new(
+        FlopsPerSec(4.0 * d.cluster.gpu.peak.value.0),
+        d.cluster.gpu_loc,
+    ));
+    let bf16 = weight_gemm_seconds(&validate(&d));
+    set(&mut d.plan.precision, Precision::Fp8);
+    let fp8 = weight_gemm_seconds(&validate(&d));
+    set(&mut d.plan.precision, Precision::Fp4);
+    let fp4 = weight_gemm_seconds(&validate(&d));
+    assert!((bf16 / fp8 - 2.0).abs() < 1e-9, "{bf16} {fp8}");
+    assert!((bf16 / fp4 - 4.0).abs() < 1e-9, "{bf16} {fp4}");
+}

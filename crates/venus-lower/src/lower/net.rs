@@ -69,6 +69,7 @@ mod tests {
             memory: Bytes(80 << 30),
             mem_bw: BytesPerSec(3.35e12),
             fp8_peak: None,
+            fp4_peak: None,
         };
         ClusterSpec {
             name: None,

@@ -196,11 +196,11 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
             sc.recompute.word()
         ));
     }
-    if p.precision() == Precision::Fp8 {
-        w.push(
-            "VenusSim computes every node at `peak-perf`: fp8 precision is not modelled"
-                .to_string(),
-        );
+    if p.precision() != Precision::Bf16 {
+        w.push(format!(
+            "VenusSim computes every node at `peak-perf`: {} precision is not modelled",
+            p.precision().word()
+        ));
     }
     if m.head_dim.is_some() && m.head_dim() * m.heads != m.hidden {
         w.push(

@@ -9,8 +9,9 @@ use venus_base::base::{Dtype, Precision};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Recipe {
-    /// GEMM inputs: picks the compute peak.
-    pub gemm: Dtype,
+    /// GEMM inputs: picks the compute peak (`GpuSpec::peak_for`). A precision, not a
+    /// [`Dtype`]: FP4 exists only as a GEMM input, no tensor of the recipe is stored in it.
+    pub gemm: Precision,
     /// The model's parameters as the forward and backward read them.
     pub weights: Dtype,
     /// The gradient buffer the backward accumulates into.
@@ -32,19 +33,16 @@ pub struct Recipe {
 }
 
 impl Recipe {
-    /// Megatron-LM's mixed-precision recipe for `--bf16` (and `--fp8-format` on top of it,
-    /// which changes only the GEMM inputs: parameters, gradients and communication stay as in
-    /// BF16 unless `--fp8-param-gather` is set).
+    /// Megatron-LM's mixed-precision recipe for `--bf16` (and `--fp8-format` or
+    /// `--fp4-format` on top of it, which change only the GEMM inputs: parameters, gradients
+    /// and communication stay as in BF16 unless `--fp8-param-gather` is set).
     // megatron/training/arguments.py: `--bf16` sets `accumulate_allreduce_grads_in_fp32`, so the
     // main gradients and their reduction are fp32 (`grad_reduce_in_fp32`); `pipeline_dtype` is
     // the params dtype; `--main-params-dtype`, `--exp-avg-dtype` and `--exp-avg-sq-dtype`
     // default to fp32.
     pub fn for_precision(precision: Precision) -> Recipe {
         Recipe {
-            gemm: match precision {
-                Precision::Bf16 => Dtype::Bf16,
-                Precision::Fp8 => Dtype::Fp8,
-            },
+            gemm: precision,
             weights: Dtype::Bf16,
             main_grads: Dtype::Fp32,
             grad_comm: Dtype::Fp32,
@@ -80,22 +78,22 @@ mod tests {
             (2, 2, 2)
         );
         assert_eq!(r.optimizer_bytes(), 12);
-        assert_eq!(r.gemm, Dtype::Bf16);
+        assert_eq!(r.gemm, Precision::Bf16);
     }
 
     #[test]
-    fn fp8_recipe_changes_only_the_gemm_inputs() {
-        let (bf16, fp8) = (
-            Recipe::for_precision(Precision::Bf16),
-            Recipe::for_precision(Precision::Fp8),
-        );
-        assert_eq!(fp8.gemm, Dtype::Fp8);
-        assert_eq!(
-            Recipe {
-                gemm: Dtype::Bf16,
-                ..fp8
-            },
-            bf16
-        );
+    fn fp8_and_fp4_recipes_change_only_the_gemm_inputs() {
+        let bf16 = Recipe::for_precision(Precision::Bf16);
+        for low in [Precision::Fp8, Precision::Fp4] {
+            let r = Recipe::for_precision(low);
+            assert_eq!(r.gemm, low);
+            assert_eq!(
+                Recipe {
+                    gemm: Precision::Bf16,
+                    ..r
+                },
+                bf16
+            );
+        }
     }
 }

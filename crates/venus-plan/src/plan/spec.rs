@@ -156,13 +156,21 @@ pub struct GpuSpec {
     pub peak: FlopsPerSec,
     pub memory: Bytes,
     pub mem_bw: BytesPerSec,
+    /// Dense FP8 peak; `None`: no FP8 tensor cores.
     pub fp8_peak: Option<FlopsPerSec>,
+    /// Dense FP4 peak; `None`: no FP4 tensor cores.
+    pub fp4_peak: Option<FlopsPerSec>,
 }
 
 impl GpuSpec {
-    /// Dense FP8 peak: twice the BF16 peak unless written.
-    pub fn fp8_peak(&self) -> FlopsPerSec {
-        or(self.fp8_peak, FlopsPerSec(self.peak.0 * 2.0))
+    /// The dense tensor-core peak of GEMMs in `precision`; `None` when the GPU has no units
+    /// for it (E0312 rejects such a plan before it gets here).
+    pub fn peak_for(&self, precision: Precision) -> Option<FlopsPerSec> {
+        match precision {
+            Precision::Bf16 => Some(self.peak),
+            Precision::Fp8 => self.fp8_peak,
+            Precision::Fp4 => self.fp4_peak,
+        }
     }
 }
 

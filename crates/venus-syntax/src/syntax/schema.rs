@@ -114,16 +114,26 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// The warning codes an `allow` item may name (kept equal to the code registry's warnings by
 /// a test).
 pub const WARNINGS: &[&str] = &[
-    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0008", "W0009",
+    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
 pub const LINKS: &[&str] = &["nvswitch", "infiniband"];
 pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
-pub const PRECISIONS: &[&str] = &["bf16", "fp8"];
-/// GPU architectures: each has its own compute-model calibration (`base::GpuArch`).
-pub const ARCHS: &[&str] = &["ampere", "hopper", "blackwell", "cdna3"];
+/// GEMM precisions: the words of `base::Precision`.
+pub const PRECISIONS: &[&str] = &["bf16", "fp8", "fp4"];
+/// GPU architectures, the words of `base::GpuArch`: each picks a compute-model calibration
+/// (its own, or the nearest calibrated arch's with W0007).
+pub const ARCHS: &[&str] = &[
+    "ampere",
+    "hopper",
+    "blackwell",
+    "blackwell_ultra",
+    "ada",
+    "cdna3",
+    "cdna4",
+];
 pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
@@ -462,15 +472,21 @@ key_table! {
         Fp8Peak = key(
             "fp8_peak",
             &[Rate],
-            "dense FP8 tensor-core peak; default 2 x peak",
+            "dense FP8 tensor-core peak; unset: the GPU has no FP8 tensor cores (`precision fp8` is E0312)",
         )
-        .default(KeyDefault::Derived, "2 × peak"),
+        .default(KeyDefault::Unset, "no FP8 tensor cores"),
         Arch = key(
             "arch",
             &[Enum(ARCHS)],
             "GPU architecture: picks the compute model's calibration (never the GPU's name)",
         )
         .default(KeyDefault::Word("hopper"), "hopper"),
+        Fp4Peak = key(
+            "fp4_peak",
+            &[Rate],
+            "dense FP4 tensor-core peak; unset: the GPU has no FP4 tensor cores (`precision fp4` is E0312)",
+        )
+        .default(KeyDefault::Unset, "no FP4 tensor cores"),
         AllowGpu = allow_key(),
     }
     CLUSTER => {
@@ -695,7 +711,7 @@ key_table! {
         Precision = key(
             "precision",
             &[Enum(PRECISIONS)],
-            "GEMM precision; default bf16",
+            "GEMM precision: bf16, fp8 or fp4 (Transformer Engine NVFP4); the GPU needs `fp8_peak` / `fp4_peak` (E0312); default bf16",
         )
         .default(KeyDefault::Word("bf16"), "bf16"),
         Attention = key(
@@ -967,6 +983,15 @@ pub fn language_reference() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use venus_base::base::{GpuArch, Precision};
+
+    #[test]
+    fn the_arch_and_precision_words_are_those_of_the_base_enums() {
+        let archs: Vec<&str> = GpuArch::ALL.iter().map(|a| a.word()).collect();
+        assert_eq!(archs, ARCHS);
+        let precisions: Vec<&str> = Precision::ALL.iter().map(|p| p.word()).collect();
+        assert_eq!(precisions, PRECISIONS);
+    }
 
     #[test]
     fn every_block_kind_has_unique_keys() {
