@@ -644,11 +644,41 @@ struct Loaded {
     scenario: venusc::plan::Scenario,
     provenance: venusc::plan::Provenance,
     files: render::SourceFiles,
+    /// The warnings of a JSON-styled load, for the command to write in its one diagnostics
+    /// document (a human-styled load has printed them already).
+    warnings: Vec<Diagnostic>,
+}
+
+/// How a command writes its diagnostics to stderr: rendered for people (with colour or not),
+/// or as the JSON document of `check --format json` when the command's data is JSON too.
+#[derive(Clone, Copy)]
+enum DiagStyle {
+    Human { color: bool },
+    Json,
+}
+
+impl DiagStyle {
+    fn render(self, diagnostics: &[Diagnostic], files: &render::SourceFiles) -> String {
+        match self {
+            DiagStyle::Human { color } => render::human(diagnostics, files, color),
+            DiagStyle::Json => render::json(diagnostics, files, 1),
+        }
+    }
 }
 
 /// Loads and checks a file and selects its scenario; on failure prints the diagnostics and
 /// returns the exit code to use.
 fn load_scenario(args: &ScenarioArgs, roots: &RootArgs, color: bool) -> Result<Loaded, ExitCode> {
+    load_scenario_styled(args, roots, DiagStyle::Human { color })
+}
+
+/// [`load_scenario`], writing its diagnostics in `style`; a JSON-styled load that succeeds
+/// leaves its warnings in [`Loaded::warnings`].
+fn load_scenario_styled(
+    args: &ScenarioArgs,
+    roots: &RootArgs,
+    style: DiagStyle,
+) -> Result<Loaded, ExitCode> {
     let bytes = files::read(&args.file, Input::Venus).map_err(|f| fail(&f))?;
     let project = roots.for_inputs(std::slice::from_ref(&args.file))?;
     let mut session = venusc::Session::new();
@@ -660,14 +690,17 @@ fn load_scenario(args: &ScenarioArgs, roots: &RootArgs, color: bool) -> Result<L
         diagnostics.push(Diagnostic::clone(d));
     }
     let files = session.source_files();
-    if !diagnostics.is_empty() {
-        eprint!("{}", render::human(&diagnostics, &files, color));
+    let ok = matches!(selected, Ok(_)) && !checked.has_errors();
+    let defer = ok && matches!(style, DiagStyle::Json);
+    if !diagnostics.is_empty() && !defer {
+        eprint!("{}", style.render(&diagnostics, &files));
     }
     match selected {
-        Ok(sc) if !checked.has_errors() => Ok(Loaded {
+        Ok(sc) if ok => Ok(Loaded {
             scenario: sc.clone(),
             provenance: checked.provenance_of(sc),
             files,
+            warnings: if defer { diagnostics } else { Vec::new() },
         }),
         _ => Err(ExitCode::from(1)),
     }
@@ -919,8 +952,13 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
             return fail(&f);
         }
     }
-    let (sc, at, files) = match load_scenario(&args.input, roots, color) {
-        Ok(loaded) => (loaded.scenario, loaded.provenance, loaded.files),
+    // Diagnostics go to stderr in the report's format: JSON beside a JSON report.
+    let style = match args.format {
+        ReportFormat::Json => DiagStyle::Json,
+        ReportFormat::Text => DiagStyle::Human { color },
+    };
+    let (sc, at, files, mut diagnostics) = match load_scenario_styled(&args.input, roots, style) {
+        Ok(l) => (l.scenario, l.provenance, l.files, l.warnings),
         Err(code) => return code,
     };
     let opts = venusc::simulate::SimOptions {
@@ -928,27 +966,35 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
         iterations: args.iterations,
     };
     // A failure the input caused is a coded diagnostic at the plan; the rest a plain message.
-    let rendered =
+    let failure =
         |e: venusc::simulate::SimError, message: String| match e.diagnostic(&sc, &at, &opts) {
-            Some(d) => render::human(&[d], &files, color),
-            None => format!("error: {message}\n"),
+            Some(d) => Ok(d),
+            None => Err(format!("error: {message}\n")),
         };
     let result = match &args.trace {
         Some(dir) => simulate_trace_dir(&sc, dir).map_err(|f| match f {
-            RunError::Sim(e, message) => rendered(e, message),
-            RunError::Coded(f) => format!("{f}\n"),
+            RunError::Sim(e, message) => failure(e, message),
+            RunError::Coded(f) => Err(format!("{f}\n")),
         }),
         None => venusc::simulate::simulate(&sc, &opts)
             .map(SimRun::from)
             .map_err(|e| {
                 let message = e.to_string();
-                rendered(e, message)
+                failure(e, message)
             }),
     };
     let sim = match result {
         Ok(s) => s,
-        Err(e) => {
-            eprint!("{e}");
+        Err(Ok(d)) => {
+            diagnostics.push(d);
+            eprint!("{}", style.render(&diagnostics, &files));
+            return ExitCode::from(1);
+        }
+        Err(Err(plain)) => {
+            if !diagnostics.is_empty() {
+                eprint!("{}", style.render(&diagnostics, &files));
+            }
+            eprint!("{plain}");
             return ExitCode::from(1);
         }
     };
@@ -980,11 +1026,16 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
         }
     }
     let failed = venusc::report::check_expect(&sc.expect, &at.expect, &report);
-    if !failed.is_empty() {
-        eprint!("{}", render::human(&failed, &files, color));
-        return ExitCode::from(1);
+    let code = if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    };
+    diagnostics.extend(failed);
+    if !diagnostics.is_empty() {
+        eprint!("{}", style.render(&diagnostics, &files));
     }
-    ExitCode::SUCCESS
+    code
 }
 
 /// `sim --timeline`: the Perfetto trace written atomically; the slice count.

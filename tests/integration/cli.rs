@@ -517,3 +517,30 @@ fn gb200_nvl72_512_gpus_keep_tp_and_cp_in_a_rack_and_dp_across_racks() {
     assert_eq!(r["world_size"], 512);
     assert!(r["iteration_time_ms"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn sim_with_a_json_report_writes_its_diagnostics_as_one_json_document_on_stderr() {
+    let file = "tests/fixtures/cli/sim_json_diagnostics.venus";
+    let (code, stdout, stderr) = venusc(&["sim", "--format", "json", file]);
+    assert_eq!(code, 1, "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(report["iteration_time_ms"].as_f64().unwrap() > 1.0);
+    let diags: serde_json::Value = serde_json::from_str(&stderr).unwrap();
+    let codes: Vec<&str> = diags["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["W0004", "E0501"]);
+    assert_eq!(
+        (diags["errors"].as_u64(), diags["warnings"].as_u64()),
+        (Some(1), Some(1))
+    );
+    // The text report keeps human diagnostics.
+    let (_, _, stderr) = venusc(&["sim", file]);
+    assert!(
+        stderr.contains("warning[W0004]") && stderr.contains("error[E0501]"),
+        "{stderr}"
+    );
+}
