@@ -407,7 +407,14 @@ fn check(args: &CheckArgs, root_args: &RootArgs, color: bool) -> ExitCode {
         checked.into_iter().unzip();
     venusc::session::drop_incomplete_leaves_used_elsewhere(&mut results);
     for (root, result) in paths.iter().zip(&results) {
-        diagnostics.extend(result.diagnostics.iter().cloned());
+        // A sweep file (lists in plan items) is checked as `venusc sweep` prepares it.
+        let id = result.program.root;
+        diagnostics.extend(venusc::sweep::check_diagnostics(
+            &mut session,
+            root,
+            id,
+            result,
+        ));
         if args.memory {
             for s in &result.scenarios {
                 memory_tables.push_str(&format!("scenario `{}` ({})\n", s.name, root.display()));

@@ -249,16 +249,18 @@ impl Server {
     // ---- diagnostics ----
 
     /// The diagnostics of one open document, as `venusc check` reports them on that file.
-    pub fn document_diagnostics(&self, uri: &str) -> Option<Vec<lsp::Diagnostic>> {
+    pub fn document_diagnostics(&mut self, uri: &str) -> Option<Vec<lsp::Diagnostic>> {
         let (file, text) = self.doc(uri)?;
         if self.session.db().is_stdlib(file) {
             return Some(Vec::new());
         }
         let checked = self.session.check(file);
+        // A sweep file (lists in plan items) shows what `venusc check` reports for it.
+        let path = uri_to_path(uri);
+        let diagnostics = crate::sweep::check_diagnostics(&mut self.session, &path, file, &checked);
         let idx = LineIndex::new(&text);
         Some(
-            checked
-                .diagnostics
+            diagnostics
                 .iter()
                 .filter(|d| d.primary.loc.file == file)
                 .map(|d| self.to_lsp_diagnostic(d, &idx))

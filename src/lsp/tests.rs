@@ -405,3 +405,19 @@ fn file_uris_round_trip_through_paths_with_spaces() {
 }
 
 use std::str::FromStr;
+
+#[test]
+fn a_sweep_document_shows_what_check_reports_not_the_list_errors() {
+    let sweep = "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 2 >\nplan < tp [1 2 4 8] micro_batch 1 global_batch [64 128] >\n";
+    let mut s = server_with(sweep);
+    assert_eq!(s.document_diagnostics(URI), Some(Vec::new()));
+    // A bad element is reported at the element, and the document's text is left as typed.
+    let bad = sweep.replace("[1 2 4 8]", "[1 2 four]");
+    let mut s = server_with(&bad);
+    let d = s.document_diagnostics(URI).unwrap();
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert_eq!(d[0].code, Some(lsp::NumberOrString::String("E0201".into())));
+    assert_eq!((d[0].range.start.line, d[0].range.start.character), (2, 15));
+    // Checking it again gives the same answer: the sweep's probing left the text as typed.
+    assert_eq!(s.document_diagnostics(URI).unwrap(), d);
+}

@@ -113,6 +113,51 @@ pub fn prepare(
     })
 }
 
+/// The diagnostics `venusc check` (and the editor) report for the root file `root`: its
+/// `checked` diagnostics as they are, unless the file is a sweep (lists in plan items). A sweep
+/// file is checked as `venusc sweep` prepares it: the "lists are only allowed in `venusc
+/// sweep`" E0201 at each plan list goes, and the errors of the lists' elements (every element
+/// of every list typed in the list's place) come instead. Plan rules that read a swept key
+/// were already skipped (the key failed to type), so the rules left hold for every candidate.
+/// The session's text of `root` is left as it was.
+pub fn check_diagnostics(
+    session: &mut Session,
+    path: &Path,
+    root: FileId,
+    checked: &crate::session::Checked,
+) -> Vec<Diagnostic> {
+    let text = session.db().file_text(root).to_string();
+    let parsed = crate::syntax::parse(&text, root);
+    let sites = space::Sites::find(&parsed.file, &text);
+    if sites.lists.is_empty() {
+        return checked.diagnostics.clone();
+    }
+    let list_spans: Vec<crate::diag::Span> = sites.lists.iter().map(|l| l.list).collect();
+    let mut out: Vec<Diagnostic> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            !(d.code == Code::E0201
+                && d.primary.loc.file == root
+                && list_spans.contains(&d.primary.loc.span))
+        })
+        .cloned()
+        .collect();
+    // A file of several scenarios sweeps each on its own; here the default choice is enough to
+    // type every list element, and a usage problem (which scenario) is `sweep`'s to report.
+    if let Err(PrepareError::Diagnostics(ds)) =
+        prepare(session, path, root, &SweepOptions::default())
+    {
+        for d in ds {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    crate::resolve::sort_diagnostics(&mut out);
+    out
+}
+
 fn prepare_space(
     session: &mut Session,
     path: &Path,

@@ -360,7 +360,8 @@ fn a_repository_with_a_library_checks_clean_and_legitimate_warnings_can_be_allow
     let (code, stdout, _) = venusc(&["check", "--format", "json", repo]);
     assert_eq!(code, 0, "{stdout}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["files"], 3);
+    // lib/models.venus, runs/a.venus, runs/b.venus and the sweep sweeps/our_8b_tp.venus.
+    assert_eq!(v["files"], 4);
     let codes: Vec<&str> = v["diagnostics"]
         .as_array()
         .unwrap()
@@ -368,7 +369,8 @@ fn a_repository_with_a_library_checks_clean_and_legitimate_warnings_can_be_allow
         .map(|d| d["code"].as_str().unwrap())
         .collect();
     // Only the cross-node cp of runs/b.venus: no E0108 for the library, no W0004 for the
-    // models a run does not use, no E0103 for the partial plan the runs complete.
+    // models a run does not use, no E0103 for the partial plan the runs complete, no E0201
+    // for the sweep's lists.
     assert_eq!(codes, ["W0001"], "{stdout}");
     let (code, _, _) = venusc(&["check", "--deny-warnings", repo]);
     assert_eq!(code, 1);
@@ -543,4 +545,33 @@ fn sim_with_a_json_report_writes_its_diagnostics_as_one_json_document_on_stderr(
         stderr.contains("warning[W0004]") && stderr.contains("error[E0501]"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_sweep_file_checks_as_a_sweep_and_a_bad_list_element_is_reported_where_it_is() {
+    let (code, stdout, _) = venusc(&["check", "examples/sweeps/llama3_70b.venus"]);
+    assert_eq!((code, stdout.as_str()), (0, ""));
+    let dir = std::env::temp_dir().join(format!("venusc-sweep-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.venus");
+    std::fs::write(
+        &file,
+        "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 2 >\nplan < tp [1 2 4 8 many] micro_batch 1 global_batch [64 128] >\n",
+    )
+    .unwrap();
+    let (code, stdout, _) = venusc(&["check", "--format", "json", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let d = &v["diagnostics"].as_array().unwrap();
+    assert_eq!(d.len(), 1, "{stdout}");
+    assert_eq!(d[0]["code"], "E0201");
+    assert_eq!(
+        d[0]["message"],
+        "expected count (e.g. 8), found name `many`"
+    );
+    assert_eq!(
+        (d[0]["line"].as_u64(), d[0]["column"].as_u64()),
+        (Some(3), Some(20))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
