@@ -697,7 +697,7 @@ fn load_scenario_styled(
         diagnostics.push(Diagnostic::clone(d));
     }
     let files = session.source_files();
-    let ok = matches!(selected, Ok(_)) && !checked.has_errors();
+    let ok = selected.is_ok() && !checked.has_errors();
     let defer = ok && matches!(style, DiagStyle::Json);
     if !diagnostics.is_empty() && !defer {
         eprint!("{}", style.render(&diagnostics, &files));
