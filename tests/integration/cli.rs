@@ -442,7 +442,7 @@ fn test_runs_the_expect_bounds_and_annotates_a_missed_one_for_github() {
     let annotations: Vec<&str> = stderr.lines().filter(|l| l.starts_with("::")).collect();
     assert_eq!(annotations.len(), 1, "{stderr}");
     assert!(
-        annotations[0].starts_with("::error file=tests/fixtures/cli/expect/bounds.venus,line=4,"),
+        annotations[0].starts_with("::error file=tests/fixtures/cli/expect/bounds.venus,line=13,"),
         "{stderr}"
     );
     assert!(annotations[0].contains("title=E0501::"), "{stderr}");

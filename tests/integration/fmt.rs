@@ -141,3 +141,60 @@ fn fmt_check_names_unformatted_files_and_fmt_rewrites_them() {
     assert_eq!(std::fs::read_to_string(&messy).unwrap(), "plan p < pp 4\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The repository's `.venus` files are fixed points of `fmt` (the formatter keeps the
+/// author's layout, so a shipped file is already formatted); `.ci/run` checks the same with
+/// `venusc fmt --check`. Files that exist to be broken or unusual say `# venusc: fmt skip`.
+#[test]
+fn every_venus_file_of_the_repository_is_a_fixed_point_of_fmt() {
+    let mut files = Vec::new();
+    let mut dirs: Vec<PathBuf> = ["examples", "stdlib", "tests", "editors", "docs"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() && !p.ends_with("node_modules") {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "venus") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 150, "{} files", files.len());
+    let mut args = vec!["fmt".to_string(), "--check".to_string()];
+    args.extend(files.iter().map(|p| p.display().to_string()));
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "not formatted:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The example of the language contract is formatted as it is written there.
+#[test]
+fn the_language_references_examples_are_fixed_points() {
+    let text = std::fs::read_to_string("docs/reference/LANGUAGE.md").unwrap();
+    let mut blocks = 0;
+    for block in text.split("```venus\n").skip(1) {
+        let code = block.split("```").next().unwrap_or("");
+        match venusc::fmt::format(code) {
+            Ok(out) => {
+                assert_eq!(out, code, "LANGUAGE.md example changes under fmt");
+                blocks += 1;
+            }
+            Err(venusc::fmt::FormatError::Syntax(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(blocks >= 1);
+}

@@ -3,13 +3,14 @@
 //! Input: a file's text. Output: the formatted text, or the file's syntax errors (a file with
 //! syntax errors is never formatted: the tree would be missing the regions the parser skipped).
 //!
-//! The layout: top-level definitions separated by one blank line (consecutive `use`s keep
-//! their grouping); a block is written on one line with one space inside (`plan < pp 4 dp 4 >`)
-//! unless it has more than [`MAX_INLINE_ITEMS`] items, a nested block, a comment, two items of
-//! which one takes several arguments, or would be longer than [`MAX_INLINE_WIDTH`]; then it is
-//! multi-line, one item per line, indented two spaces per level. In a multi-line block, the
-//! values of consecutive single-argument items line up after the longest key, and consecutive
-//! items with the same multi-argument key (`dim`) line up column by column. Comments stay
+//! The layout keeps the author's grouping: top-level definitions separated by one blank line
+//! (consecutive `use`s keep their grouping); a block written on one line stays on one line,
+//! with one space inside (`plan < pp 4 dp 4 >`), while it is at most [`MAX_INLINE_WIDTH`]
+//! long and holds no comment; otherwise it is multi-line, indented two spaces per level, and
+//! the items the author wrote on one line stay on one line (two spaces apart where the author
+//! put two or more, else one). Only what already is a column is aligned: consecutive lines of
+//! one item each whose arguments start at the same source columns are padded to the widest
+//! entry of each column; elsewhere one space separates a key from its arguments. Comments stay
 //! (own-line and trailing), blank lines between groups of items stay (at most one), numbers,
 //! units and strings are copied as written, and `;` is written only where the parser needs it
 //! to end an item (a key with an open name slot followed by a name on the same line). Which
@@ -25,11 +26,11 @@ use venus_syntax::syntax::ast::{self, Block, Comment, Def, Item, TopItem, Value,
 use venus_syntax::syntax::role::{self, Roles};
 use venus_syntax::syntax::schema::BlockKind;
 
-/// A block with more items than this is written one item per line.
-pub const MAX_INLINE_ITEMS: usize = 3;
 /// A block whose one-line form is longer than this (from `<` to `>`) is written multi-line.
-pub const MAX_INLINE_WIDTH: usize = 80;
+pub const MAX_INLINE_WIDTH: usize = 100;
 const INDENT: &str = "  ";
+/// The most spaces kept before a trailing comment.
+const MAX_COMMENT_GAP: usize = 60;
 
 /// Why a file was not formatted.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,8 +51,15 @@ impl std::fmt::Display for FormatError {
     }
 }
 
-/// Formats one file. Returns the syntax errors instead when the file has any.
+/// The comment line that leaves a file as written (a test fixture of unusual layouts).
+pub const SKIP_DIRECTIVE: &str = "# venusc: fmt skip";
+
+/// Formats one file. Returns the syntax errors instead when the file has any. A file with a
+/// line reading [`SKIP_DIRECTIVE`] is returned as it is.
 pub fn format(text: &str) -> Result<String, FormatError> {
+    if text.lines().any(|l| l.trim_end() == SKIP_DIRECTIVE) {
+        return Ok(text.to_string());
+    }
     let parsed = venus_syntax::syntax::parse(text, FileId::default());
     let errors: Vec<Diagnostic> = parsed
         .diagnostics
@@ -132,6 +140,16 @@ fn strip_block(block: &mut Block) {
             }
         }
     }
+}
+
+/// The author's layout of a multi-line block ([`Printer::block_layout`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct BlockLayout {
+    opener_holds_items: bool,
+    closer_follows_items: bool,
+    /// The source column of the lines after the first, when the first items share the `<`
+    /// line.
+    continuation: Option<usize>,
 }
 
 /// A finished output line.
@@ -271,8 +289,9 @@ impl<'t> Printer<'t> {
     fn comment(&mut self, c: &Comment, indent: usize, trailing: bool, keep_blank: bool) {
         let text = c.text.trim_end();
         if trailing {
+            let gap = self.comment_gap(c);
             if let Some(last) = self.lines.last_mut().filter(|l| l.takes_comment) {
-                last.text.push_str("  ");
+                last.text.push_str(&gap);
                 last.text.push_str(text);
                 last.takes_comment = false;
                 return;
@@ -282,6 +301,17 @@ impl<'t> Printer<'t> {
             self.push_blank();
         }
         self.push_line(format!("{}{text}", INDENT.repeat(indent)), false);
+    }
+
+    /// The spaces before a trailing comment: the author's (a column of comments stays a
+    /// column), at most [`MAX_COMMENT_GAP`]; two when none.
+    fn comment_gap(&self, c: &Comment) -> String {
+        let before = self.text.get(..c.span.start as usize).unwrap_or("");
+        let n = before.len() - before.trim_end_matches(' ').len();
+        match n {
+            1..=MAX_COMMENT_GAP => " ".repeat(n),
+            _ => "  ".to_string(),
+        }
     }
 
     /// Writes (or defers, while a line is open) every comment that starts before `upto`.
@@ -300,13 +330,11 @@ impl<'t> Printer<'t> {
     // ---- the file ----
 
     fn file(mut self, file: &ast::File) -> String {
-        let mut prev_use = false;
         for (i, item) in file.items.iter().enumerate() {
             let start = match item {
                 TopItem::Use(u) => u.span.start,
                 TopItem::Def(d) => d.span.start,
             };
-            let is_use = matches!(item, TopItem::Use(_));
             // Comments trailing the previous item stay on its last line.
             while let Some(c) = self
                 .comments
@@ -316,7 +344,9 @@ impl<'t> Printer<'t> {
                 self.next += 1;
                 self.comment(c, 0, true, false);
             }
-            if i > 0 && (!(is_use && prev_use) || self.blank_before(self.first_before(start))) {
+            // The author's blank lines between top-level items stay (at most one); a
+            // definition right after another stays right after it.
+            if i > 0 && self.blank_before(self.first_before(start)) {
                 self.push_blank();
             }
             // Own-line comments before the item belong to it.
@@ -328,6 +358,10 @@ impl<'t> Printer<'t> {
                 self.next += 1;
                 self.comment(c, 0, false, true);
             }
+            // A blank line between those comments and the item stays too.
+            if self.lines.last().is_some_and(|l| !l.text.is_empty()) && self.blank_before(start) {
+                self.push_blank();
+            }
             match item {
                 TopItem::Use(u) => {
                     self.cur = format!("use {}", self.slice(u.path_span));
@@ -336,7 +370,6 @@ impl<'t> Printer<'t> {
                 }
                 TopItem::Def(d) => self.def(d),
             }
-            prev_use = is_use;
         }
         self.flush_comments(u32::MAX, 0, true);
         let mut out = String::new();
@@ -379,16 +412,18 @@ impl<'t> Printer<'t> {
 
     // ---- blocks, items, values ----
 
-    /// True when the block is written one item per line.
+    /// True when the block is written over several lines: the author wrote it so (its `<` and
+    /// `>` on different lines, and it has items), or it holds a comment, or its one-line form
+    /// would be longer than [`MAX_INLINE_WIDTH`]. A block written on one line stays one line
+    /// while it is short.
     fn is_multiline(&self, block: &Block) -> bool {
-        let items = &block.items;
-        if items.len() > MAX_INLINE_ITEMS || self.has_comment_in(block.span) {
+        if self.has_comment_in(block.span) {
             return true;
         }
-        if items.iter().any(|i| i.args.iter().any(contains_block)) {
-            return true;
+        if block.items.is_empty() {
+            return false;
         }
-        if items.len() >= 2 && items.iter().any(|i| i.args.len() >= 2) {
+        if self.slice(block.span).contains('\n') {
             return true;
         }
         self.inline_block(block).len() > MAX_INLINE_WIDTH
@@ -401,7 +436,11 @@ impl<'t> Printer<'t> {
         }
         let mut s = String::from("<");
         for (i, item) in block.items.iter().enumerate() {
-            s.push(' ');
+            s.push_str(if i == 0 {
+                " "
+            } else {
+                self.gap_before(item.span.start)
+            });
             s.push_str(&self.inline_item(item));
             if let Some(next) = block.items.get(i + 1) {
                 if self.needs_semicolon(block, item, &next.key.text, false) {
@@ -437,36 +476,168 @@ impl<'t> Printer<'t> {
     }
 
     /// Writes a block at the end of the open line; `indent` is the level of the line that
-    /// holds its `<`. Leaves the line with its `>` open.
+    /// holds its `<`. Leaves the line with its `>` open. A multi-line block keeps the author's
+    /// lines: the items written on one line stay on one line (two spaces apart where the
+    /// author put two or more, else one), each line indented one level.
     fn block(&mut self, block: &Block, indent: usize) {
         if !self.is_multiline(block) {
             let s = self.inline_block(block);
             self.cur.push_str(&s);
             return;
         }
-        self.cur.push('<');
-        self.finish_line(indent);
         let inner = indent + 1;
-        let pads = self.alignment(block);
+        // A block the author wrote on one line that is too long to stay one: an item a line.
+        let one_line = !self.slice(block.span).contains('\n');
+        let groups = match one_line {
+            true => (0..block.items.len()).map(|i| vec![i]).collect(),
+            false => self.line_groups(block),
+        };
+        let pads = self.alignment(block, &groups);
+        let layout = match one_line {
+            true => BlockLayout::default(),
+            false => self.block_layout(block, &groups, inner),
+        };
+        if layout.opener_holds_items {
+            self.cur.push_str("< ");
+        } else {
+            self.cur.push('<');
+            self.finish_line(indent);
+        }
+        // Where the lines after the first start: where the author put them when the first
+        // items share the `<` line (hung under the first item, or a deeper indent), else one
+        // indentation level in.
+        let continuation = match layout.continuation {
+            Some(column) => " ".repeat(column),
+            None => INDENT.repeat(inner),
+        };
         let mut after_open = true;
-        for (i, item) in block.items.iter().enumerate() {
-            self.flush_comments(item.span.start, inner, true);
-            if !after_open && self.blank_before(item.span.start) {
-                self.push_blank();
+        for (g, group) in groups.iter().enumerate() {
+            let Some(&first) = group.first() else {
+                continue;
+            };
+            let first_item = &block.items[first];
+            if !(g == 0 && layout.opener_holds_items) {
+                self.flush_comments(first_item.span.start, inner, true);
+                if !after_open && self.blank_before(first_item.span.start) {
+                    self.push_blank();
+                }
+                self.cur = continuation.clone();
             }
             after_open = false;
-            self.cur = INDENT.repeat(inner);
-            self.item(item, inner, &pads[i]);
-            if let Some(next) = block.items.get(i + 1) {
-                if self.needs_semicolon(block, item, &next.key.text, true) {
-                    self.cur.push(';');
+            for (k, &i) in group.iter().enumerate() {
+                let item = &block.items[i];
+                if k > 0 {
+                    let gap = self.gap_before(item.span.start);
+                    self.cur.push_str(gap);
+                }
+                let pad: &[usize] = if group.len() == 1 { &pads[g] } else { &[] };
+                self.item(item, inner, pad);
+                if let Some(next) = block.items.get(i + 1) {
+                    let same_line = group.get(k + 1).is_some();
+                    if self.needs_semicolon(block, item, &next.key.text, !same_line) {
+                        self.cur.push(';');
+                    }
                 }
             }
-            self.flush_comments(item.span.end, inner, true);
+            let last = &block.items[*group.last().unwrap_or(&first)];
+            if g + 1 == groups.len() && layout.closer_follows_items {
+                // `... last_item >`: the line stays open for what follows the block.
+                self.cur.push_str(" >");
+                return;
+            }
+            self.flush_comments(last.span.end, inner, true);
             self.finish_line(inner);
         }
         self.flush_comments(block.span.end.saturating_sub(1), inner, true);
         self.cur = format!("{}>", INDENT.repeat(indent));
+    }
+
+    /// How the author laid out a multi-line block: items on the `<` line, the `>` right after
+    /// the last item, and where the lines after the first start.
+    fn block_layout(&self, block: &Block, groups: &[Vec<usize>], inner: usize) -> BlockLayout {
+        let (Some(first), Some(last)) = (block.items.first(), block.items.last()) else {
+            return BlockLayout::default();
+        };
+        let no_newline = |from: u32, to: u32| {
+            self.text
+                .get(from as usize..to as usize)
+                .is_some_and(|gap| !gap.contains('\n'))
+        };
+        let close = block.span.end.saturating_sub(1);
+        let opener_holds_items = no_newline(block.span.start, first.span.start);
+        let closer_follows_items = no_newline(last.span.end, close)
+            && self.comments_between(last.span.end, close) == 0
+            && self.text.get(close as usize..block.span.end as usize) == Some(">")
+            && !last.args.iter().any(|v| self.holds_multiline_block(v));
+        let second = groups
+            .get(1)
+            .and_then(|g| g.first())
+            .map(|&i| &block.items[i]);
+        // At most the first item's column (a deeper continuation would read as an argument),
+        // and at least one indentation level in (else the standard indentation).
+        let continuation = second
+            .filter(|_| opener_holds_items)
+            .map(|s| self.column(s.span.start).min(self.column(first.span.start)))
+            .filter(|&c| c >= INDENT.len() * inner);
+        BlockLayout {
+            opener_holds_items,
+            closer_follows_items,
+            continuation,
+        }
+    }
+
+    /// The items of a multi-line block grouped by the source line they start on: consecutive
+    /// items on one line, with no comment between them, form one output line. An item that
+    /// holds a multi-line block ends its line.
+    fn line_groups(&self, block: &Block) -> Vec<Vec<usize>> {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (i, item) in block.items.iter().enumerate() {
+            let joins = i > 0 && {
+                let prev = &block.items[i - 1];
+                let between = self
+                    .text
+                    .get(prev.span.end as usize..item.span.start as usize);
+                between.is_some_and(|g| !g.contains('\n'))
+                    && self.comments_between(prev.span.end, item.span.start) == 0
+                    && !prev.args.iter().any(|v| self.holds_multiline_block(v))
+            };
+            match groups.last_mut() {
+                Some(g) if joins => g.push(i),
+                _ => groups.push(vec![i]),
+            }
+        }
+        groups
+    }
+
+    /// True when a value is or holds a block written over several lines.
+    fn holds_multiline_block(&self, v: &Value) -> bool {
+        let mut stack = vec![v];
+        while let Some(v) = stack.pop() {
+            match &v.kind {
+                ValueKind::Block(b) if self.is_multiline(b) => return true,
+                ValueKind::List(vs) => stack.extend(vs),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The separator before an item that shares its line with the previous one: two spaces
+    /// where the author wrote two or more (`hidden 4096  ffn 16384`), else one.
+    fn gap_before(&self, start: u32) -> &'static str {
+        let before = self.text.get(..start as usize).unwrap_or("");
+        let spaces = before.len() - before.trim_end_matches([' ', '\t']).len();
+        if spaces >= 2 {
+            "  "
+        } else {
+            " "
+        }
+    }
+
+    /// The column of `pos` on its source line.
+    fn column(&self, pos: u32) -> usize {
+        let before = self.text.get(..pos as usize).unwrap_or("");
+        before.len() - before.rfind('\n').map_or(0, |i| i + 1)
     }
 
     /// Writes one item of a multi-line block into the open line, padding key and arguments
@@ -534,14 +705,17 @@ impl<'t> Printer<'t> {
         }
     }
 
-    /// The column widths of every item of a multi-line block: for a run of consecutive
-    /// single-argument items, the longest key; for a run of consecutive items with the same
-    /// key and several arguments each, the widest entry of every column. A run ends at a
-    /// blank line, an own-line comment, or an item holding two comments (the second is written
-    /// on a line of its own).
-    fn alignment(&self, block: &Block) -> Vec<Vec<usize>> {
+    /// The column widths of each line (group) of a multi-line block. Only what already is a
+    /// column is aligned: a run of consecutive lines that hold one item each, of one class
+    /// (single-argument items; or items with the same key and several arguments each), whose
+    /// arguments start at the same source columns. Such a run gets the widths of its widest
+    /// entries (so the columns stay columns, as narrow as they can be); every other line is
+    /// written with one space between key and arguments. A run ends at a blank line, an
+    /// own-line comment, or an item holding two comments (the second is written on a line of
+    /// its own).
+    fn alignment(&self, block: &Block, groups: &[Vec<usize>]) -> Vec<Vec<usize>> {
         let items = &block.items;
-        let mut pads = vec![Vec::new(); items.len()];
+        let mut pads = vec![Vec::new(); groups.len()];
         fn class(i: &Item) -> Option<(usize, &str)> {
             let scalar = !i.args.iter().any(contains_block);
             if !scalar || i.args.is_empty() {
@@ -552,19 +726,25 @@ impl<'t> Printer<'t> {
                 Some((2, i.key.text.as_str()))
             }
         }
+        let single = |g: usize| match groups[g].as_slice() {
+            [i] => Some(&items[*i]),
+            _ => None,
+        };
+        let columns =
+            |i: &Item| -> Vec<usize> { i.args.iter().map(|v| self.column(v.span.start)).collect() };
         let mut start = 0;
-        while start < items.len() {
-            let Some(c) = class(&items[start]) else {
+        while start < groups.len() {
+            let Some(c) = single(start).and_then(class) else {
                 start += 1;
                 continue;
             };
             let mut end = start + 1;
-            while let Some(next) = items.get(end) {
-                let prev = &items[end - 1];
-                // At most one comment from `prev`'s start to `next`: only the first of the
-                // comments inside an item can trail its line, the others are written on lines
-                // of their own after it, which break the run when formatted again.
+            while end < groups.len() {
+                let (Some(next), Some(prev)) = (single(end), single(end - 1)) else {
+                    break;
+                };
                 let joined = class(next) == Some(c)
+                    && columns(next) == columns(prev)
                     && !self.blank_before(next.span.start)
                     && !self.own_line_comment_between(prev.span.end, next.span.start)
                     && self.comments_between(prev.span.start, next.span.start) <= 1;
@@ -574,17 +754,16 @@ impl<'t> Printer<'t> {
                 end += 1;
             }
             if end - start >= 2 {
-                let run = &items[start..end];
-                let cells: Vec<Vec<String>> = run
-                    .iter()
+                let cells: Vec<Vec<String>> = (start..end)
+                    .filter_map(single)
                     .map(|i| {
                         std::iter::once(i.key.text.clone())
                             .chain(i.args.iter().map(|v| self.inline_value(v)))
                             .collect()
                     })
                     .collect();
-                let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
-                let widths: Vec<usize> = (0..columns)
+                let width = cells.iter().map(Vec::len).max().unwrap_or(0);
+                let widths: Vec<usize> = (0..width)
                     .map(|col| {
                         cells
                             .iter()

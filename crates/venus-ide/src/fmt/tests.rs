@@ -11,48 +11,71 @@ fn fmt(text: &str) -> String {
 }
 
 #[test]
-fn short_block_is_one_line_with_one_space_inside() {
-    assert_eq!(fmt("plan   <pp 4\n dp 4>"), "plan < pp 4 dp 4 >\n");
+fn a_block_written_on_one_line_stays_one_line_with_one_space_inside() {
+    assert_eq!(fmt("plan   <pp 4 dp 4>"), "plan < pp 4 dp 4 >\n");
     assert_eq!(fmt("model m : base <\n>"), "model m : base < >\n");
-}
-
-#[test]
-fn block_with_more_than_three_items_is_one_item_per_line_with_aligned_values() {
-    let out = fmt("gpu g < peak 989TFLOP/s memory 80GiB mem_bw 3350GB/s fp8_peak 1979TFLOP/s >");
+    // Many items, multi-argument items and nested blocks alike, while it is short.
     assert_eq!(
-        out,
-        "gpu g <\n  peak     989TFLOP/s\n  memory   80GiB\n  mem_bw   3350GB/s\n  fp8_peak 1979TFLOP/s\n>\n"
+        fmt("gpu g < peak 989TFLOP/s memory 80GiB mem_bw 3350GB/s fp8_peak 1979TFLOP/s >"),
+        "gpu g < peak 989TFLOP/s memory 80GiB mem_bw 3350GB/s fp8_peak 1979TFLOP/s >\n"
+    );
+    assert_eq!(
+        fmt("scenario s < model m cluster c plan < pp 4 dp 4 > >"),
+        "scenario s < model m cluster c plan < pp 4 dp 4 > >\n"
     );
 }
 
 #[test]
-fn dims_are_aligned_column_by_column() {
-    let out =
-        fmt("cluster < gpu h100_sxm dim nvlink fc 8 450GB/s 1000ns dim ib ring 2 50GB/s 6000ns >");
+fn items_the_author_wrote_on_one_line_stay_on_one_line() {
+    let src = "model m <\n  hidden 4096  ffn 16384  layers 32\n  heads 16 kv_groups 4\n>\n";
+    assert_eq!(fmt(src), src);
+    // A hanging continuation stays under the first item; a shallow one gets the indentation.
+    let hang = "plan < tp 8 sp pp 4\n       distributed_optimizer >\n";
+    assert_eq!(fmt(hang), hang);
+    assert_eq!(fmt("plan   <pp 4\n dp 4>"), "plan < pp 4\n  dp 4 >\n");
+}
+
+#[test]
+fn only_what_already_is_a_column_is_aligned() {
+    // Dims whose arguments start at the same columns stay a column, as narrow as it can be.
+    let aligned = "cluster <\n  gpu h100_sxm\n  dim nvlink fc     8 450GB/s 1000ns\n  dim ib     ring   2 50GB/s  6000ns\n>";
     assert_eq!(
-        out,
+        fmt(aligned),
         "cluster <\n  gpu h100_sxm\n  dim nvlink fc   8 450GB/s 1000ns\n  dim ib     ring 2 50GB/s  6000ns\n>\n"
     );
+    // Unaligned ones are not aligned; a single-argument run likewise.
+    let plain = "cluster <\n  gpu h100_sxm\n  dim nvlink fc 8 450GB/s 1000ns\n  dim ib ring 2 50GB/s 6000ns\n>\n";
+    assert_eq!(fmt(plain), plain);
+    assert_eq!(
+        fmt("gpu g <\n  peak     989TFLOP/s\n  memory   80GiB\n>"),
+        "gpu g <\n  peak   989TFLOP/s\n  memory 80GiB\n>\n"
+    );
+    let unaligned = "gpu g <\n  peak 989TFLOP/s\n  memory 80GiB\n>\n";
+    assert_eq!(fmt(unaligned), unaligned);
 }
 
 #[test]
-fn definitions_are_separated_by_exactly_one_blank_line() {
+fn blank_lines_between_definitions_are_kept_and_collapsed() {
     let out =
         fmt("gpu a < peak 1TFLOP/s >\n\n\n\ngpu b < peak 2TFLOP/s >\ngpu c < peak 3TFLOP/s >");
     assert_eq!(
         out,
-        "gpu a < peak 1TFLOP/s >\n\ngpu b < peak 2TFLOP/s >\n\ngpu c < peak 3TFLOP/s >\n"
+        "gpu a < peak 1TFLOP/s >\n\ngpu b < peak 2TFLOP/s >\ngpu c < peak 3TFLOP/s >\n"
     );
 }
 
 #[test]
-fn comments_are_kept_own_line_and_trailing_and_force_multiline() {
+fn comments_are_kept_own_line_and_trailing_with_the_authors_spacing() {
     let src = "# header\n\n# about p\nplan p < # opener\n  pp 4 # four stages\n\n\n  # batch\n  micro_batch 1\n  # last\n>  # after\n";
-    let out = fmt(src);
     assert_eq!(
-        out,
-        "# header\n\n# about p\nplan p <  # opener\n  pp 4  # four stages\n\n  # batch\n  micro_batch 1\n  # last\n>  # after\n"
+        fmt(src),
+        "# header\n\n# about p\nplan p < # opener\n  pp 4 # four stages\n\n  # batch\n  micro_batch 1\n  # last\n>  # after\n"
     );
+    // A column of trailing comments stays a column.
+    let column = "plan <\n  tp 8            # in a node\n  global_batch 64 # sequences\n>\n";
+    assert_eq!(fmt(column), column);
+    // A comment forces a one-line block open.
+    assert_eq!(fmt("plan < pp 4 # x\n >"), "plan < pp 4 # x\n>\n");
 }
 
 #[test]
@@ -60,7 +83,7 @@ fn blank_lines_between_item_groups_are_kept_and_collapsed() {
     let src = "model m <\n  hidden 1\n  layers 2\n\n\n\n  heads 3\n  vocab 4\n  seq 5\n>";
     assert_eq!(
         fmt(src),
-        "model m <\n  hidden 1\n  layers 2\n\n  heads 3\n  vocab 4\n  seq   5\n>\n"
+        "model m <\n  hidden 1\n  layers 2\n\n  heads 3\n  vocab 4\n  seq 5\n>\n"
     );
 }
 
@@ -70,7 +93,7 @@ fn numbers_units_and_strings_are_kept_as_written() {
         fmt("use  \"a/b.venus\"\nmodel m < hidden 4_096 >\nplan < mfu 0.55 bucket_size 1e3MB >");
     assert_eq!(
         out,
-        "use \"a/b.venus\"\n\nmodel m < hidden 4_096 >\n\nplan < mfu 0.55 bucket_size 1e3MB >\n"
+        "use \"a/b.venus\"\nmodel m < hidden 4_096 >\nplan < mfu 0.55 bucket_size 1e3MB >\n"
     );
 }
 
@@ -95,27 +118,28 @@ fn semicolons_are_dropped_unless_the_parser_needs_them() {
 }
 
 #[test]
-fn nested_blocks_are_multiline_and_indented() {
-    let out = fmt("scenario s < model m cluster c plan < pp 4 dp 4 > >");
+fn nested_blocks_keep_their_lines_and_indentation() {
+    let src = "scenario s <\n  model m cluster c\n  plan < pp 4 dp 4\n         measured < first 1ms middle 1ms last 1ms > >\n>\n";
+    assert_eq!(fmt(src), src);
     assert_eq!(
-        out,
-        "scenario s <\n  model   m\n  cluster c\n  plan < pp 4 dp 4 >\n>\n"
-    );
-    let out = fmt("scenario s < model m cluster c plan < pp 4 dp 4 measured < first 1ms middle 1ms last 1ms > > >");
-    assert_eq!(
-        out,
-        "scenario s <\n  model   m\n  cluster c\n  plan <\n    pp 4\n    dp 4\n    measured < first 1ms middle 1ms last 1ms >\n  >\n>\n"
+        fmt("scenario s <\n model m\n    plan <\n pp 4\n  >\n>"),
+        "scenario s <\n  model m\n  plan <\n    pp 4\n  >\n>\n"
     );
 }
 
 #[test]
-fn long_one_line_block_becomes_multiline() {
-    let src = "plan < distributed_optimizer overlap_grad_reduce overlap_param_gather_with_a_very_long_flag_name_x >";
-    let out = fmt(src);
-    assert!(
-        out.starts_with("plan <\n  distributed_optimizer\n"),
-        "{out}"
+fn a_one_line_block_too_long_to_stay_one_is_an_item_a_line() {
+    let src = "plan < distributed_optimizer overlap_grad_reduce overlap_param_gather_with_a_very_long_flag_name_x sp tp 8 pp 2 >";
+    assert_eq!(
+        fmt(src),
+        "plan <\n  distributed_optimizer\n  overlap_grad_reduce\n  overlap_param_gather_with_a_very_long_flag_name_x\n  sp\n  tp 8\n  pp 2\n>\n"
     );
+}
+
+#[test]
+fn a_file_with_the_skip_directive_is_left_as_written() {
+    let src = "plan   <  pp 4   dp 4 >\n# venusc: fmt skip\n";
+    assert_eq!(fmt(src), src);
 }
 
 #[test]
@@ -179,10 +203,10 @@ fn comments_inside_multi_argument_items_format_to_a_fixed_point() {
     let l3 = fmt(cases[0]);
     assert_eq!(
         l3,
-        "cluster c <\n  gpu h100_sxm\n  dim nv fc 8 450GB/s  # a\n  # b\n  dim ib ring 2 50GB/s\n>\n"
+        "cluster c <\n  gpu h100_sxm\n  dim nv fc 8 450GB/s # a\n  # b\n  dim ib ring 2 50GB/s\n>\n"
     );
     assert_eq!(
         fmt(cases[1]),
-        "cluster c <\n  gpu h100_sxm\n  dim nv fc   8 450GB/s  # a\n  dim ib ring 2 50GB/s\n>\n"
+        "cluster c <\n  gpu h100_sxm\n  dim nv fc 8 450GB/s # a\n  dim ib ring 2 50GB/s\n>\n"
     );
 }
