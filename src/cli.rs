@@ -879,6 +879,39 @@ fn emit_files(loaded: &Loaded, kind: Emit, dir: &Path, input: &Path, color: bool
     }
 }
 
+/// The model name of an imported HuggingFace config: its directory's name when the file is a
+/// `config.json` (`Llama-3.1-8B/config.json` → `llama_3_1_8b`), else the file's stem; lowercase,
+/// other characters as `_`, never starting with a digit.
+fn hf_model_name(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let base = if stem == "config" {
+        path.canonicalize()
+            .ok()
+            .and_then(|p| {
+                p.parent()
+                    .and_then(|d| d.file_name())
+                    .and_then(|n| n.to_str().map(str::to_string))
+            })
+            .unwrap_or_else(|| "model".to_string())
+    } else {
+        stem.to_string()
+    };
+    let mut name: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        name.insert(0, 'm');
+    }
+    name
+}
+
 fn import(args: &ImportArgs) -> ExitCode {
     let config = args.config.display().to_string();
     // The config names `system.json` and `network.yml`: read through the same policy.
@@ -889,7 +922,18 @@ fn import(args: &ImportArgs) -> ExitCode {
         files::read(path, Input::Config)
             .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
     };
-    let imported = match venusc::emit::import_venussim(&config, &mut read) {
+    // A HuggingFace `config.json` becomes a `model` block; anything else is read as
+    // VenusSim's `llm-sim-config.json`.
+    let hf = files::read(&args.config, Input::Config)
+        .ok()
+        .filter(|b| venusc::emit::is_hf_config(b));
+    let imported = match hf {
+        Some(bytes) => {
+            venusc::emit::import_hf_config(&config, &hf_model_name(&args.config), &bytes)
+        }
+        None => venusc::emit::import_venussim(&config, &mut read),
+    };
+    let imported = match imported {
         Ok(i) => i,
         Err(e) if e.kind == venusc::emit::ImportErrorKind::Unreadable => {
             return fail(&Failure {

@@ -35,7 +35,7 @@ pub use venus_syntax::syntax;
 /// build it from a typed scenario, under the one name they had before the split.
 pub mod plan {
     pub use venus_front::validate::{
-        provenance, resolved_schedule, validate, validate_partial, MAX_WORLD,
+        model_spec, provenance, resolved_schedule, validate, validate_partial, MAX_WORLD,
     };
     pub use venus_plan::plan::*;
 }

@@ -11,6 +11,7 @@
 //! the spec (FORMATS.md) and the VenusSim reference (venussim.md §3, §4, §7).
 
 pub mod astra;
+pub mod hf;
 pub mod import;
 pub mod read;
 pub mod venussim;
@@ -21,6 +22,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 pub use astra::write_astra_sim;
+pub use hf::{import_hf_config, is_hf_config};
 pub use import::{import_venussim, ImportError, ImportErrorKind, Imported};
 pub use read::{read_trace, ReadError};
 pub use venussim::{venussim_warnings, write_venussim};

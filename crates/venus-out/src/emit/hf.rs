@@ -1,0 +1,444 @@
+//! `venusc import config.json`: a HuggingFace `config.json` → a `.venus` `model` block.
+//!
+//! Input: the config's name (for messages and the model's name) and its bytes. Output:
+//! [`Imported`]: the `.venus` text (one `model` definition, a library to `use`) and warnings:
+//! every key of the config is either mapped, or named in a warning as one that does not
+//! change training time or memory, or named as not understood. Nothing is dropped silently.
+//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3 (the keys of
+//! `transformers`' `LlamaConfig`, `MixtralConfig`, `Qwen3MoeConfig`, `DeepseekV3Config`).
+//! Invariants: a malformed value is an [`ImportError`] naming its JSON path (`$.hidden_size`);
+//! the training sequence length, which a config does not hold, is written with a warning.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use super::import::{ImportError, ImportErrorKind, Imported};
+
+/// The sequence length written when the config's context is longer: `config.json` holds the
+/// longest context the model supports (`max_position_embeddings`, 131,072 for Llama 3.1), not
+/// the length it is trained at; 8,192 is Llama 3's and Qwen3's pre-training length.
+const DEFAULT_SEQ: u64 = 8192;
+
+/// Keys that do not change a training iteration's time or memory in venusc's model (numerics,
+/// tokenizer ids, inference settings, bookkeeping): listed in one warning, not mapped.
+const NO_EFFECT: &[&str] = &[
+    "architectures",
+    "model_type",
+    "_name_or_path",
+    "transformers_version",
+    "torch_dtype",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "rms_norm_eps",
+    "layer_norm_eps",
+    "initializer_range",
+    "rope_theta",
+    "rope_scaling",
+    "attention_dropout",
+    "hidden_dropout",
+    "use_cache",
+    "pretraining_tp",
+    "mlp_bias",
+    "attention_bias",
+    "hidden_act",
+    "router_aux_loss_coef",
+    "output_router_logits",
+    "norm_topk_prob",
+    "aux_loss_alpha",
+    "seq_aux",
+    "scoring_func",
+    "topk_method",
+    "routed_scaling_factor",
+    "quantization_config",
+    "qkv_bias",
+    "use_qk_norm",
+    "rope_interleave",
+    "auto_map",
+];
+
+/// Keys venusc does not model but that can change time or memory (group-limited routing,
+/// sliding windows, layer patterns): listed in their own warning.
+const NOT_MODELLED: &[&str] = &[
+    "n_group",
+    "topk_group",
+    "use_sliding_window",
+    "sliding_window",
+    "max_window_layers",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "moe_layer_freq",
+    "ep_size",
+    "router_jitter_noise",
+];
+
+/// Whether `bytes` look like a HuggingFace model config (a JSON object with `hidden_size` and
+/// `model_type` or `architectures`), as opposed to VenusSim's `llm-sim-config.json`.
+pub fn is_hf_config(bytes: &[u8]) -> bool {
+    let Ok(Value::Object(root)) = serde_json::from_slice::<Value>(bytes) else {
+        return false;
+    };
+    root.contains_key("hidden_size")
+        && (root.contains_key("model_type") || root.contains_key("architectures"))
+}
+
+/// Imports a `config.json`; `name` is the model's name in the `.venus` file.
+pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported, ImportError> {
+    let root: Value =
+        serde_json::from_slice(bytes).map_err(|e| malformed(file, format!("invalid JSON: {e}")))?;
+    let root = root
+        .as_object()
+        .ok_or_else(|| malformed(file, "the top level is not a JSON object".into()))?;
+    let cfg = Config { file, root };
+    let mut used: Vec<&str> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut items: Vec<String> = Vec::new();
+    let get = |key: &'static str, used: &mut Vec<&str>| -> Result<Option<u64>, ImportError> {
+        used.push(key);
+        cfg.count(key)
+    };
+
+    let hidden = get("hidden_size", &mut used)?.ok_or_else(|| cfg.missing("hidden_size"))?;
+    let layers =
+        get("num_hidden_layers", &mut used)?.ok_or_else(|| cfg.missing("num_hidden_layers"))?;
+    let heads =
+        get("num_attention_heads", &mut used)?.ok_or_else(|| cfg.missing("num_attention_heads"))?;
+    let vocab = get("vocab_size", &mut used)?.ok_or_else(|| cfg.missing("vocab_size"))?;
+    items.push(format!("hidden {hidden}  layers {layers}  heads {heads}"));
+
+    let context = get("max_position_embeddings", &mut used)?;
+    let seq = match context {
+        Some(c) if c <= DEFAULT_SEQ => c,
+        Some(c) => {
+            warnings.push(format!(
+                "{file}: `seq {DEFAULT_SEQ}` written: the config gives the longest context \
+                 ({c} tokens, `max_position_embeddings`), not the training length; set `seq` \
+                 for your run"
+            ));
+            DEFAULT_SEQ
+        }
+        None => {
+            warnings.push(format!(
+                "{file}: `seq {DEFAULT_SEQ}` written: the config has no `max_position_embeddings`"
+            ));
+            DEFAULT_SEQ
+        }
+    };
+    items.push(format!("vocab {vocab}  seq {seq}"));
+
+    let kv = get("num_key_value_heads", &mut used)?;
+    let mla = get("kv_lora_rank", &mut used)?;
+    if let Some(kv) = kv.filter(|&kv| kv != heads && mla.is_none()) {
+        items.push(format!("kv_groups {kv}"));
+    }
+    if let Some(d) = get("head_dim", &mut used)?.filter(|&d| heads == 0 || d != hidden / heads) {
+        items.push(format!("head_dim {d}"));
+    }
+
+    // The MLP: gated SiLU (SwiGLU) for every family here; `intermediate_size` is the dense FFN
+    // (and, in Mixtral, each expert's).
+    let act = cfg.string("hidden_act");
+    match act {
+        Some("silu") | Some("swish") | None => items.push("swiglu".into()),
+        Some(other) => warnings.push(format!(
+            "{file}: `hidden_act` {other:?} is not a gated SiLU: written as a plain MLP"
+        )),
+    }
+    let ffn = get("intermediate_size", &mut used)?;
+    let experts = first_count(
+        &cfg,
+        &mut used,
+        &["num_local_experts", "num_experts", "n_routed_experts"],
+    )?;
+    let topk = get("num_experts_per_tok", &mut used)?;
+    let moe_ffn = get("moe_intermediate_size", &mut used)?;
+    match (experts, ffn) {
+        (Some(e), f) if e > 1 => {
+            items.push(format!("experts {e}  topk {}", topk.unwrap_or(2)));
+            // Mixtral's experts are `intermediate_size` wide; the others say so apart.
+            if let Some(m) = moe_ffn.or(f) {
+                items.push(format!("moe_ffn {m}"));
+            }
+            if let (Some(f), Some(_)) = (f, moe_ffn) {
+                items.push(format!("ffn {f}"));
+            }
+        }
+        (_, Some(f)) => items.push(format!("ffn {f}")),
+        (_, None) => {}
+    }
+    if let Some(n) = get("n_shared_experts", &mut used)?.filter(|&n| n > 0) {
+        items.push(format!("shared_experts {n}"));
+    }
+    if let Some(f) = get("shared_expert_intermediate_size", &mut used)?.filter(|&f| f > 0) {
+        items.push(format!("shared_expert_ffn {f}"));
+    }
+    if let Some(k) = get("first_k_dense_replace", &mut used)?.filter(|&k| k > 0) {
+        items.push(format!("first_k_dense {k}"));
+    }
+
+    // Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2).
+    if let Some(r) = mla {
+        let mut line = String::new();
+        if let Some(q) = get("q_lora_rank", &mut used)? {
+            let _ = write!(line, "q_lora_rank {q}  ");
+        }
+        let _ = write!(line, "kv_lora_rank {r}");
+        items.push(line);
+        let mut dims = Vec::new();
+        for (key, venus) in [
+            ("qk_nope_head_dim", "qk_nope_head_dim"),
+            ("qk_rope_head_dim", "qk_rope_head_dim"),
+            ("v_head_dim", "v_head_dim"),
+        ] {
+            if let Some(v) = get(key, &mut used)? {
+                dims.push(format!("{venus} {v}"));
+            }
+        }
+        if !dims.is_empty() {
+            items.push(dims.join("  "));
+        }
+    } else {
+        used.extend([
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]);
+        for key in [
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ] {
+            if cfg.root.get(key).is_some_and(|v| !v.is_null()) {
+                warnings.push(format!(
+                    "{file}: `{key}` without `kv_lora_rank` (no MLA): not mapped"
+                ));
+            }
+        }
+    }
+    if let Some(m) = get("num_nextn_predict_layers", &mut used)?.filter(|&m| m > 0) {
+        items.push(format!("mtp_layers {m}"));
+    }
+    used.push("tie_word_embeddings");
+    match cfg.root.get("tie_word_embeddings") {
+        Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => items.push("untied_embeddings".into()),
+        None => {
+            warnings.push(format!(
+                "{file}: no `tie_word_embeddings`: written as untied (the default of these families)"
+            ));
+            items.push("untied_embeddings".into());
+        }
+        Some(other) => {
+            return Err(cfg.wrong("tie_word_embeddings", "true or false", other));
+        }
+    }
+
+    let ignored: Vec<&str> = cfg
+        .root
+        .keys()
+        .map(String::as_str)
+        .filter(|k| NO_EFFECT.contains(k))
+        .collect();
+    if !ignored.is_empty() {
+        warnings.push(format!(
+            "{file}: not mapped, as they do not change training time or memory: {}",
+            ignored
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let not_modelled: Vec<&str> = cfg
+        .root
+        .iter()
+        .filter(|(k, v)| NOT_MODELLED.contains(&k.as_str()) && !v.is_null())
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if !not_modelled.is_empty() {
+        warnings.push(format!(
+            "{file}: not modelled by venusc (they may change time or memory): {}",
+            not_modelled
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let unknown: Vec<&str> = cfg
+        .root
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !used.contains(k) && !NO_EFFECT.contains(k) && !NOT_MODELLED.contains(k))
+        .collect();
+    if !unknown.is_empty() {
+        warnings.push(format!(
+            "{file}: not understood, so not mapped: {}",
+            unknown
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+
+    let mut venus = format!(
+        "# Imported from `{file}` by `venusc import` (a HuggingFace config): the model only;\n\
+         # `use` this file from a run that names a cluster and a plan.\n"
+    );
+    if let Some(kind) = cfg.string("model_type") {
+        let _ = writeln!(venus, "# model_type: {kind}");
+    }
+    let _ = writeln!(venus, "model {name} <");
+    for line in items {
+        let _ = writeln!(venus, "  {line}");
+    }
+    venus.push_str(">\n");
+    Ok(Imported { venus, warnings })
+}
+
+/// The first of `keys` the config has (the families name the expert count differently).
+fn first_count(
+    cfg: &Config<'_>,
+    used: &mut Vec<&str>,
+    keys: &[&'static str],
+) -> Result<Option<u64>, ImportError> {
+    let mut found = None;
+    for &k in keys {
+        used.push(k);
+        if found.is_none() {
+            found = cfg.count(k)?;
+        }
+    }
+    Ok(found)
+}
+
+/// The config's top-level object and its file name, for JSON-path errors.
+struct Config<'a> {
+    file: &'a str,
+    root: &'a Map<String, Value>,
+}
+
+impl Config<'_> {
+    /// A positive integer at `$.key`, absent for a missing or `null` key.
+    fn count(&self, key: &str) -> Result<Option<u64>, ImportError> {
+        match self.root.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n)
+                    if n > 0
+                        || key == "first_k_dense_replace"
+                        || key == "n_shared_experts"
+                        || key == "num_nextn_predict_layers" =>
+                {
+                    Ok(Some(n))
+                }
+                _ => Err(self.wrong(key, "a positive integer", v)),
+            },
+        }
+    }
+
+    fn string(&self, key: &str) -> Option<&str> {
+        self.root.get(key).and_then(Value::as_str)
+    }
+
+    fn missing(&self, key: &str) -> ImportError {
+        malformed(
+            self.file,
+            format!("`$.{key}` is missing (every model config has it)"),
+        )
+    }
+
+    fn wrong(&self, key: &str, expected: &str, found: &Value) -> ImportError {
+        let mut shown = found.to_string();
+        if shown.chars().count() > 40 {
+            shown = shown.chars().take(40).collect::<String>() + "…";
+        }
+        malformed(
+            self.file,
+            format!("`$.{key}`: expected {expected}, found {shown}"),
+        )
+    }
+}
+
+fn malformed(file: &str, message: String) -> ImportError {
+    ImportError {
+        file: file.to_string(),
+        message,
+        kind: ImportErrorKind::Malformed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LLAMA31_8B: &str = include_str!("../../../../tests/golden/hf/llama31_8b.json");
+
+    #[test]
+    fn a_llama_config_becomes_a_model_block_and_names_every_key_it_does_not_map() {
+        let i = import_hf_config("config.json", "llama31_8b_hf", LLAMA31_8B.as_bytes()).unwrap();
+        assert!(
+            i.venus.contains(
+                "model llama31_8b_hf <\n  hidden 4096  layers 32  heads 32\n  vocab 128256  seq 8192\n  kv_groups 8\n  swiglu\n  ffn 14336\n  untied_embeddings\n>\n"
+            ),
+            "{}",
+            i.venus
+        );
+        assert!(
+            i.warnings.iter().any(|w| w.contains("`seq 8192` written")),
+            "{:?}",
+            i.warnings
+        );
+        assert!(
+            i.warnings.iter().any(|w| w.contains("`rope_scaling`")),
+            "{:?}",
+            i.warnings
+        );
+    }
+
+    #[test]
+    fn a_malformed_value_names_its_json_path() {
+        let e = import_hf_config(
+            "c.json",
+            "m",
+            br#"{"model_type":"llama","hidden_size":"big"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.json: `$.hidden_size`: expected a positive integer, found \"big\""
+        );
+        let e = import_hf_config("c.json", "m", br#"{"model_type":"llama","hidden_size":8}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.json: `$.num_hidden_layers` is missing (every model config has it)"
+        );
+        assert!(import_hf_config("c.json", "m", b"[1]").is_err());
+        assert!(!is_hf_config(br#"{"trace_generator_config":{}}"#));
+        assert!(is_hf_config(LLAMA31_8B.as_bytes()));
+    }
+
+    #[test]
+    fn an_unknown_key_is_listed_not_dropped() {
+        let i = import_hf_config(
+            "c.json",
+            "m",
+            br#"{"model_type":"llama","hidden_size":8,"num_hidden_layers":2,"num_attention_heads":2,"vocab_size":64,"max_position_embeddings":16,"tie_word_embeddings":true,"frobnicate":3}"#,
+        )
+        .unwrap();
+        assert!(
+            i.warnings
+                .iter()
+                .any(|w| w.contains("not understood, so not mapped: `frobnicate`")),
+            "{:?}",
+            i.warnings
+        );
+        assert!(i.venus.contains("seq 16\n"));
+        assert!(!i.venus.contains("untied_embeddings"));
+    }
+}

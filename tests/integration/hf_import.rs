@@ -1,0 +1,118 @@
+//! `venusc import config.json` on HuggingFace configs of each family (written from the model
+//! cards, `tests/golden/hf/`): the imported `model` block checks clean, and its parameter count
+//! equals the card's total (to 0.5%); the CLI writes the file and lists what it did not map.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Total parameters of the model `name` defined in `venus`, as venusc counts them.
+fn total_parameters(venus: &str, name: &str) -> u64 {
+    let text = format!(
+        "{venus}scenario s < model {name} cluster dgx_h100 plan < micro_batch 1 global_batch 8 > >\n"
+    );
+    let mut session = venusc::Session::new();
+    let root = session.load(
+        Path::new("imported.venus"),
+        text.as_bytes(),
+        &mut |p: &Path| Err(format!("no such file `{}`", p.display()).into()),
+    );
+    let program = session.db().program(root);
+    let front_errors: Vec<String> = program
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| format!("{}: {}", d.code, d.message))
+        .collect();
+    assert!(front_errors.is_empty(), "{front_errors:?}\n{venus}");
+    let model = venusc::plan::model_spec(&program.scenarios[0].model);
+    let vocab = venusc::plan::derive::padded_vocab(model.vocab, 1);
+    venusc::plan::derive::param_counts(&model, vocab, 1).total
+}
+
+#[test]
+fn each_family_imports_to_its_model_cards_parameter_count() {
+    // Meta: 8.03B; Mistral: 46.7B; Qwen: 235B; DeepSeek-V3: 671B (without its MTP module).
+    let cards = [
+        ("llama31_8b", 8.03e9),
+        ("mixtral_8x7b", 46.7e9),
+        ("qwen3_235b_a22b", 235e9),
+        ("deepseek_v3", 671e9),
+    ];
+    for (file, card) in cards {
+        let path = format!("tests/golden/hf/{file}.json");
+        let bytes = std::fs::read(&path).unwrap();
+        let imported = venusc::emit::import_hf_config(&path, file, &bytes).unwrap();
+        let total = total_parameters(&imported.venus, file) as f64;
+        let off = (total / card - 1.0).abs();
+        assert!(
+            off < 0.005,
+            "{file}: {total} vs {card} ({:.2}%)\n{}",
+            off * 100.0,
+            imported.venus
+        );
+        assert!(
+            imported
+                .warnings
+                .iter()
+                .any(|w| w.contains("not mapped, as they do not change")),
+            "{file}: {:?}",
+            imported.warnings
+        );
+    }
+}
+
+#[test]
+fn the_cli_imports_a_config_json_and_the_written_file_checks_clean() {
+    let dir = std::env::temp_dir().join(format!("venusc-hf-{}", std::process::id()));
+    let model_dir = dir.join("Qwen3-235B-A22B");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    std::fs::copy(
+        "tests/golden/hf/qwen3_235b_a22b.json",
+        model_dir.join("config.json"),
+    )
+    .unwrap();
+    let out = dir.join("qwen.venus");
+    let run = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .arg("import")
+        .arg(model_dir.join("config.json"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("`seq 8192` written"), "{stderr}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("model qwen3_235b_a22b <\n"), "{text}");
+    assert!(
+        text.contains("  experts 128  topk 8\n  moe_ffn 1536\n"),
+        "{text}"
+    );
+    // A library: `check` is clean.
+    let check = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .arg("check")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    // A malformed config names the JSON path of the bad value.
+    let bad = dir.join("config.json");
+    std::fs::write(&bad, r#"{"model_type": "llama", "hidden_size": -4}"#).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .arg("import")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&run.stderr)
+            .contains("`$.hidden_size`: expected a positive integer, found -4"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
