@@ -949,7 +949,11 @@ fn import(args: &ImportArgs) -> ExitCode {
             if e.kind == venusc::emit::ImportErrorKind::Unrepresentable {
                 eprintln!("error[{}]: {e}", Code::E0605);
             } else {
-                eprintln!("error: {e}");
+                eprintln!(
+                    "error[{}]: {e}\n  = help: fix that field of `{}`, or export the config again",
+                    Code::E0607,
+                    e.file
+                );
             }
             // An unreadable file is a usage error (2); a malformed one is bad input (1).
             return ExitCode::from(if e.kind == venusc::emit::ImportErrorKind::Unreadable {
@@ -1263,7 +1267,15 @@ fn validate(args: &ValidateArgs) -> ExitCode {
     };
     let v = match venusc::published::run(&text) {
         Ok(v) => v,
-        Err(e) => return usage_error(format!("`{}`: {e}", args.table.display())),
+        Err(e) => {
+            return coded_usage_error(
+                Code::E0607,
+                format!(
+                    "`{}`: {e}\n  = help: RUNS.md lists the table's columns",
+                    args.table.display()
+                ),
+            )
+        }
     };
     let mut refused = false;
     if let Some(dir) = &args.emit_scenarios {
@@ -1526,7 +1538,15 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
             };
             match output::read_json(&text) {
                 Ok(o) => parts.push(o),
-                Err(e) => return usage_error(format!("`{}`: {e}", path.display())),
+                Err(e) => {
+                    return coded_usage_error(
+                        Code::E0607,
+                        format!(
+                            "`{}`: {e}\n  = help: merge the files `venusc sweep --shard i/n --format json` wrote",
+                            path.display()
+                        ),
+                    )
+                }
             }
         }
         if let Some((_, sw)) = &prepared {
@@ -1536,10 +1556,13 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
                     .is_some_and(|s| s.fingerprint != sw.fingerprint)
             });
             if other {
-                return usage_error(format!(
-                    "the shard outputs come from another sweep than `{}` with these options",
-                    sw.path.display()
-                ));
+                return coded_usage_error(
+                    Code::E0604,
+                    format!(
+                        "the shard outputs come from another sweep than `{}` with these options",
+                        sw.path.display()
+                    ),
+                );
             }
         }
         let merged = match sweep::merge(parts) {

@@ -575,3 +575,21 @@ fn a_sweep_file_checks_as_a_sweep_and_a_bad_list_element_is_reported_where_it_is
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_malformed_table_or_shard_is_e0607_with_a_help() {
+    let dir = std::env::temp_dir().join(format!("venusc-e0607-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let table = dir.join("runs.tsv");
+    std::fs::write(&table, "a\tb\n1\t2\n").unwrap();
+    let (code, _, stderr) = venusc(&["validate", table.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.starts_with("error[E0607]: "), "{stderr}");
+    assert!(stderr.contains("the table has no `id` column"), "{stderr}");
+    let shard = dir.join("part.json");
+    std::fs::write(&shard, "{\"not\": \"a sweep\"}").unwrap();
+    let (code, _, stderr) = venusc(&["sweep", "--merge", shard.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.starts_with("error[E0607]: "), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -78,7 +78,13 @@ fn codes_of(text: &str, root_dir: &Path) -> Vec<Code> {
 /// (`--timeline`), shard files (`sweep --merge`), VenusSim's files (`import`) or a trace
 /// directory (`sim --trace`). Their explanations show the command instead; the CLI tests in
 /// `hostile.rs` trigger each.
-const FROM_THE_COMMAND_LINE: &[Code] = &[Code::E0603, Code::E0604, Code::E0605, Code::E0606];
+const FROM_THE_COMMAND_LINE: &[Code] = &[
+    Code::E0603,
+    Code::E0604,
+    Code::E0605,
+    Code::E0606,
+    Code::E0607,
+];
 
 #[test]
 fn every_explanation_has_a_wrong_example_that_triggers_its_code_and_a_clean_right_one() {

@@ -109,8 +109,9 @@ fn the_cli_imports_a_config_json_and_the_written_file_checks_clean() {
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&run.stderr)
-            .contains("`$.hidden_size`: expected a positive integer, found -4"),
+        String::from_utf8_lossy(&run.stderr).contains("error[E0607]: ")
+            && String::from_utf8_lossy(&run.stderr)
+                .contains("`$.hidden_size`: expected a positive integer, found -4"),
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );

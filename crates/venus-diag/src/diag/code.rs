@@ -72,6 +72,7 @@ codes! {
     E0604 Error "a `sweep --merge` shard claims what its sweep does not give";
     E0605 Error "an imported value that the `.venus` file cannot hold";
     E0606 Error "a trace directory that cannot be replayed";
+    E0607 Error "a file of another tool's format is malformed";
     E0701 Error "an input is not a regular file";
     E0702 Error "an input file is larger than its cap";
     E0703 Error "an input file cannot be read";
