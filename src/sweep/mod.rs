@@ -467,8 +467,13 @@ impl Outcome {
         self.results.sort_by(Ranked::rank_cmp);
     }
 
+    /// The pruned candidates over every code, saturating: a shard's counts are untrusted
+    /// (`sweep --merge` compares the total with the candidates, so a saturated sum fails
+    /// that check instead of overflowing).
     pub fn pruned_total(&self) -> u64 {
-        self.pruned.values().sum()
+        self.pruned
+            .values()
+            .fold(0u64, |total, &n| total.saturating_add(n))
     }
 
     /// The indexes (into `results`) of the Pareto front of iteration time vs peak memory:

@@ -583,3 +583,22 @@ fn a_list_written_over_several_lines_sweeps_each_element() {
         .render(2, Layout::Tidy)
         .ends_with("plan p < tp 4 micro_batch 1 global_batch 32 >\n"));
 }
+
+#[test]
+fn pruned_counts_a_shard_claims_past_u64_saturate_instead_of_overflowing() {
+    // A mutated shard (found by the merge property test) claimed two codes of u64::MAX each.
+    let o = Outcome {
+        scenario: "s".into(),
+        world_size: 8,
+        candidates: 4,
+        pruned: [
+            ("E0301".to_string(), u64::MAX),
+            ("E0302".to_string(), u64::MAX),
+        ]
+        .into_iter()
+        .collect(),
+        results: Vec::new(),
+        shard: None,
+    };
+    assert_eq!(o.pruned_total(), u64::MAX);
+}
