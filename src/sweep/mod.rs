@@ -143,14 +143,24 @@ pub fn check_diagnostics(
         })
         .cloned()
         .collect();
-    // A file of several scenarios sweeps each on its own; here the default choice is enough to
-    // type every list element, and a usage problem (which scenario) is `sweep`'s to report.
-    if let Err(PrepareError::Diagnostics(ds)) =
-        prepare(session, path, root, &SweepOptions::default())
-    {
-        for d in ds {
-            if !out.contains(&d) {
-                out.push(d);
+    // Each scenario is prepared as `venusc sweep --scenario NAME` would (a file without
+    // `scenario` blocks has its one implicit scenario): the lists of every plan a scenario uses
+    // are typed element by element. Only the file's errors count here; "which scenario" is a
+    // question for `sweep`, not a problem of the file.
+    let names: Vec<Option<String>> = match checked.program.scenario_names.as_slice() {
+        [] => vec![None],
+        named => named.iter().map(|(n, _)| Some(n.clone())).collect(),
+    };
+    for scenario in names {
+        let opts = SweepOptions {
+            scenario,
+            ..SweepOptions::default()
+        };
+        if let Err(PrepareError::Diagnostics(ds)) = prepare(session, path, root, &opts) {
+            for d in ds.into_iter().filter(|d| d.code != Code::E0108) {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
             }
         }
     }

@@ -593,3 +593,38 @@ fn a_malformed_table_or_shard_is_e0607_with_a_help() {
     assert!(stderr.starts_with("error[E0607]: "), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sweep_file_of_several_scenarios_checks_each_and_asks_no_scenario_choice() {
+    let dir = std::env::temp_dir().join(format!("venusc-sweep-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("two.venus");
+    std::fs::write(
+        &file,
+        "model m : llama2_7b < >\ncluster c : dgx_h100 < nodes 2 >\n\
+         scenario a < model m cluster c plan < tp [1 2 x] micro_batch 1 global_batch 8 > >\n\
+         scenario b < model m cluster c plan < tp 8 micro_batch 1 global_batch [8 y] > >\n",
+    )
+    .unwrap();
+    let (code, stdout, _) = venusc(&["check", "--format", "json", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let found: Vec<(String, u64)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // One bad element in each scenario's plan; no E0108 ("2 scenarios and none chosen").
+    assert_eq!(
+        found,
+        [("E0201".to_string(), 3), ("E0201".to_string(), 4)],
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

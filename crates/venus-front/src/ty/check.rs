@@ -1228,6 +1228,14 @@ fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
         loc,
         format!("not a `{}` key", kind.name()),
     );
+    // `allow W0001 W0002`: `allow` takes one code, so the second was read as a key.
+    if Code::parse(key).is_some_and(|c| c.severity() == venus_diag::diag::Severity::Warning)
+        && keys.iter().any(|k| k.key == "allow")
+    {
+        return d
+            .with_help(format!("write `allow {key}`: each `allow` takes one code"))
+            .with_fix(loc, format!("allow {key}"));
+    }
     if let Some(sig) = megatron_spelling(kind, key) {
         return d
             .with_help(format!(
