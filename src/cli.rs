@@ -60,6 +60,24 @@ enum Format {
     Github,
 }
 
+impl Format {
+    /// The diagnostics of `file_count` checked files in this format (`check --format json`'s
+    /// document for `Json`).
+    fn render(
+        self,
+        diagnostics: &[Diagnostic],
+        files: &render::SourceFiles,
+        color: bool,
+        file_count: usize,
+    ) -> String {
+        match self {
+            Format::Human => render::human(diagnostics, files, color),
+            Format::Json => render::json(diagnostics, files, file_count),
+            Format::Github => render::github(diagnostics, files),
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Parse, type-check and validate `.venus` files (fast, for CI).
@@ -428,18 +446,11 @@ fn check(args: &CheckArgs, root_args: &RootArgs, color: bool) -> ExitCode {
     diagnostics.retain(|d| seen.insert(d.clone()));
     levels.apply(&mut diagnostics);
     let files = session.source_files();
-    let out = match args.format {
-        Format::Human => {
-            let mut s = render::human(&diagnostics, &files, color);
-            let (e, w) = render::counts(&diagnostics);
-            if e + w > 0 {
-                s.push_str(&summary_line(e, w));
-            }
-            s
-        }
-        Format::Json => render::json(&diagnostics, &files, file_count),
-        Format::Github => render::github(&diagnostics, &files),
-    };
+    let mut out = args.format.render(&diagnostics, &files, color, file_count);
+    let (e, w) = render::counts(&diagnostics);
+    if args.format == Format::Human && e + w > 0 {
+        out.push_str(&summary_line(e, w));
+    }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(memory_tables.as_bytes());
     let _ = stdout.write_all(out.as_bytes());
@@ -505,11 +516,7 @@ fn test(args: &TestArgs, root_args: &RootArgs, color: bool) -> ExitCode {
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| seen.insert(d.clone()));
     let files = session.source_files();
-    let diagnostics_text = match args.format {
-        Format::Human => render::human(&diagnostics, &files, color),
-        Format::Json => render::json(&diagnostics, &files, roots.len()),
-        Format::Github => render::github(&diagnostics, &files),
-    };
+    let diagnostics_text = args.format.render(&diagnostics, &files, color, roots.len());
     let results_text = match args.format {
         Format::Json => TestResult::json(&results, untested),
         Format::Human | Format::Github => TestResult::lines(&results, untested),
@@ -667,8 +674,8 @@ enum DiagStyle {
 impl DiagStyle {
     fn render(self, diagnostics: &[Diagnostic], files: &render::SourceFiles) -> String {
         match self {
-            DiagStyle::Human { color } => render::human(diagnostics, files, color),
-            DiagStyle::Json => render::json(diagnostics, files, 1),
+            DiagStyle::Human { color } => Format::Human.render(diagnostics, files, color, 1),
+            DiagStyle::Json => Format::Json.render(diagnostics, files, false, 1),
         }
     }
 }
