@@ -73,6 +73,14 @@ const NOT_MODELLED: &[&str] = &[
     "router_jitter_noise",
 ];
 
+/// Counts a config may set to 0 (none of the thing): dense first layers, shared experts, MTP
+/// depths.
+const ZERO_ALLOWED: &[&str] = &[
+    "first_k_dense_replace",
+    "n_shared_experts",
+    "num_nextn_predict_layers",
+];
+
 /// Whether `bytes` look like a HuggingFace model config (a JSON object with `hidden_size` and
 /// `model_type` or `architectures`), as opposed to VenusSim's `llm-sim-config.json`.
 pub fn is_hf_config(bytes: &[u8]) -> bool {
@@ -328,14 +336,7 @@ impl Config<'_> {
         match self.root.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_u64() {
-                Some(n)
-                    if n > 0
-                        || key == "first_k_dense_replace"
-                        || key == "n_shared_experts"
-                        || key == "num_nextn_predict_layers" =>
-                {
-                    Ok(Some(n))
-                }
+                Some(n) if n > 0 || ZERO_ALLOWED.contains(&key) => Ok(Some(n)),
                 _ => Err(self.wrong(key, "a positive integer", v)),
             },
         }
