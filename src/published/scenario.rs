@@ -26,6 +26,10 @@ pub enum Source {
     Bridge,
     /// Megatron-Core DeepSeek-V3 GB200 notes.
     McoreDsv3,
+    /// MLPerf Training results (NVIDIA NeMo and partners' submissions).
+    Mlperf,
+    /// torchtitan benchmarks (FSDP2, not Megatron).
+    Torchtitan,
 }
 
 impl Source {
@@ -43,6 +47,10 @@ impl Source {
             Source::Nemo2407
         } else if id.starts_with("mcore_") {
             Source::McoreDsv3
+        } else if id.starts_with("mlperf") {
+            Source::Mlperf
+        } else if row.framework == "torchtitan" {
+            Source::Torchtitan
         } else {
             Source::Bridge
         }
@@ -57,6 +65,8 @@ impl Source {
             Source::Nemo2407 => "NeMo 24.07 (FP8)",
             Source::Bridge => "Megatron-Bridge",
             Source::McoreDsv3 => "Megatron-Core DeepSeek-V3",
+            Source::Mlperf => "MLPerf Training",
+            Source::Torchtitan => "torchtitan",
         }
     }
 
@@ -65,6 +75,19 @@ impl Source {
     /// 2021). Used only where the row does not say.
     fn modern(self) -> bool {
         !matches!(self, Source::Sc21Table1 | Source::Sc21Other)
+    }
+
+    /// Whether an interleaved run of the source dispatches each chunk's parameter all-gather
+    /// ahead of the chunk's first forward (venusc's `delay_param_gather`, Megatron's
+    /// `align_param_gather`). Megatron-LM made that the default on 2024-08-23 (commit
+    /// 4e3840535b, `--no-align-param-gather`, arguments.py:3152 at d98e8a64): so for the
+    /// Megatron-Bridge and Megatron-Core DeepSeek-V3 runs, not for the Megatron-LM README
+    /// (July 2024), MegaScale or NeMo 24.07 rows. NVIDIA's MLPerf GPT-3 submissions run NeMo with
+    /// `OVERLAP_PARAM_SYNC=True`, which NeMo documents as chunked per virtual stage so that
+    /// it "exposes only one DP communication chunk" (NeMo performance guide, communication
+    /// overlap).
+    fn aligns_param_gather(self) -> bool {
+        matches!(self, Source::Bridge | Source::McoreDsv3 | Source::Mlperf)
     }
 }
 
@@ -303,16 +326,18 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let heads = need(row.heads, "heads")?;
     let seq = need(row.seq, "seq_len")?;
     let gbs = need(row.global_batch, "global_batch")?;
-    let tp = need(row.tp, "tp")?;
-    let pp = need(row.pp, "pp")?;
     let gpus = need(row.num_gpus, "num_gpus")?;
+    let mut assumed = Vec::new();
+    let (tp, pp) = match (row.tp, row.pp) {
+        (Some(t), Some(p)) if t > 0 && p > 0 => (t, p),
+        _ => sc21_table2_split(row, source, gpus, layers, &mut assumed)?,
+    };
     let moe = moe_arch(&row.model);
     let stdlib = stdlib_model(&row.model);
     if row.model.contains("MoE") && moe.is_none() && stdlib.is_none() {
         return Err(Skip("MoE architecture not in the table".into()));
     }
     let cluster = cluster_line(row, gpus)?;
-    let mut assumed = Vec::new();
     let vocab = match (&moe, row.vocab, stdlib) {
         (_, Some(v), _) if v > 0 => v,
         (Some(m), _, _) => m.vocab,
@@ -320,9 +345,22 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             assumed.push(format!("vocab of the stdlib `{name}` (unstated)"));
             0
         }
+        _ if source == Source::Mlperf && row.model.starts_with("GPT-3") => {
+            // mlcommons/training large_language_model/megatron-lm/README.md §3: the GPT-2
+            // BPE files give "the vocab size (value is 50257)"; the paxml reference's
+            // pass-through vocabulary has the same size. Megatron pads it (128 × tp).
+            assumed.push(format!(
+                "vocab {MLPERF_GPT3_VOCAB} (unstated; the MLPerf GPT-3 reference's vocab size)"
+            ));
+            MLPERF_GPT3_VOCAB
+        }
         _ => return Err(Skip("vocab not stated".into())),
     };
-    if stdlib == Some("deepseek_v3") && !row.model.contains("w/o MTP") {
+    if stdlib == Some("deepseek_v3") && source == Source::McoreDsv3 {
+        // The reproduce guide's launch script (the row's megatron_args) sets no
+        // `--mtp-num-layers`: Megatron's default is no MTP.
+        assumed.push("mtp_layers 0 (the launch script sets no `--mtp-num-layers`)".into());
+    } else if stdlib == Some("deepseek_v3") && !row.model.contains("w/o MTP") {
         assumed.push("mtp_layers 1 (the stdlib `deepseek_v3`, as its report; unstated)".into());
     }
     let cp = row.cp.filter(|&c| c > 0).unwrap_or(1);
@@ -408,6 +446,13 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         p => (p.contains("fp8"), p == "nvfp4"),
     };
 
+    // NVIDIA's MLPerf GPT-3 NeMo configs: `OVERLAP_P2P_COMM=True`, `BATCH_P2P_COMM=False`
+    // (mlcommons/training_results_v4.x NVIDIA/benchmarks/gpt3 config_common.sh).
+    let overlap_p2p = source == Source::Mlperf && vpp > 1 && pp > 1;
+    if overlap_p2p {
+        assumed.push("overlap_p2p (unstated; NVIDIA's MLPerf GPT-3 configs set it)".into());
+    }
+
     let mut v = String::new();
     let _ = writeln!(v, "# {} — {} ({})", row.id, row.model, source.name());
     let _ = writeln!(
@@ -463,6 +508,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         let _ = write!(v, " ep {ep}");
     }
     let _ = write!(v, "\n  micro_batch {mb} global_batch {gbs}\n");
+    if overlap_p2p {
+        let _ = writeln!(v, "  overlap_p2p");
+    }
     if sp {
         let _ = writeln!(v, "  sp");
         if tp > 1 && row.notes.contains("tp-comm-overlap") {
@@ -477,6 +525,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             v,
             "  distributed_optimizer overlap_grad_reduce overlap_param_gather"
         );
+        if vpp > 1 && source.aligns_param_gather() {
+            let _ = writeln!(v, "  delay_param_gather");
+        }
     }
     if fp8 {
         let _ = writeln!(v, "  precision fp8");
@@ -509,7 +560,45 @@ fn write_stdlib_model(v: &mut String, row: &Row, name: &str, sizes: [u64; 5]) {
     if vocab > 0 {
         let _ = writeln!(v, "  vocab {vocab}");
     }
-    if row.model.contains("w/o MTP") {
+    if row.model.contains("w/o MTP") || Source::of(row) == Source::McoreDsv3 {
         let _ = writeln!(v, "  mtp_layers 0");
     }
+}
+
+/// The GPT-3 vocabulary of the MLPerf reference (GPT-2 BPE).
+const MLPERF_GPT3_VOCAB: u64 = 50_257;
+
+/// GPUs per server in SC21's Selene DGX A100 nodes.
+const SC21_GPUS_PER_NODE: u64 = 8;
+
+/// SC21 Table 2 states the data-parallel size but only the product t·p of the model-parallel
+/// sizes. SC21 §3.3, Takeaway #1: "use tensor model parallelism up to degree g when using
+/// g-GPU servers, and then pipeline model parallelism": tp = 8, pp = n / (dp · 8).
+fn sc21_table2_split(
+    row: &Row,
+    source: Source,
+    gpus: u64,
+    layers: u64,
+    assumed: &mut Vec<String>,
+) -> Result<(u64, u64), Skip> {
+    let dp = row.dp.filter(|&d| d > 0);
+    let (Source::Sc21Other, Some(dp)) = (source, dp) else {
+        return Err(Skip(if row.tp.is_none() {
+            "tp not stated".into()
+        } else {
+            "pp not stated".into()
+        }));
+    };
+    let model_parallel = gpus / dp;
+    let tp = SC21_GPUS_PER_NODE;
+    if gpus % dp != 0 || model_parallel % tp != 0 || layers % (model_parallel / tp) != 0 {
+        return Err(Skip(format!(
+            "tp not stated, and t·p = {model_parallel} has no split with t = {tp}"
+        )));
+    }
+    let pp = model_parallel / tp;
+    assumed.push(format!(
+        "tp {tp} pp {pp} (Table 2 states t·p = {model_parallel}; SC21 §3.3: tp up to the GPUs per server)"
+    ));
+    Ok((tp, pp))
 }

@@ -283,3 +283,98 @@ fn the_precision_column_picks_fp8_and_fp4_gemms() {
     r.precision = "bf16".into();
     assert!(!build(&r).unwrap().venus.contains("precision"));
 }
+
+#[test]
+fn an_sc21_table2_row_with_only_t_times_p_gets_tp_8_and_the_rest_as_pp() {
+    let mut r = sc21_row();
+    r.id = "sc21_t2_175b_1".into();
+    (r.layers, r.tp, r.pp, r.dp, r.num_gpus) = (Some(96), None, None, Some(4), Some(384));
+    let b = build(&r).unwrap();
+    assert_eq!(b.source, Source::Sc21Other);
+    assert!(b.venus.contains("tp 8 pp 12\n"), "{}", b.venus);
+    assert!(b.assumed[0].starts_with("tp 8 pp 12 (Table 2 states t·p = 96"));
+    // 96 GPUs of model parallelism cannot take 100 layers in whole stages of tp 8.
+    r.layers = Some(100);
+    assert!(build(&r).unwrap_err().0.contains("t·p = 96"));
+}
+
+#[test]
+fn an_mlperf_gpt3_row_takes_the_reference_vocabulary_and_overlaps_p2p() {
+    let mut r = sc21_row();
+    (r.id, r.model) = ("mlperfv41_x".into(), "GPT-3 175B (MLPerf gpt3)".into());
+    (r.layers, r.hidden, r.heads, r.vocab) = (Some(96), Some(12288), Some(96), None);
+    (r.tp, r.pp, r.vpp, r.num_gpus) = (Some(4), Some(8), Some(6), Some(256));
+    r.dist_optimizer = "yes".into();
+    let b = build(&r).unwrap();
+    assert_eq!(b.source, Source::Mlperf);
+    assert!(b.venus.contains("vocab 50257"), "{}", b.venus);
+    assert!(b.venus.contains("  overlap_p2p\n"), "{}", b.venus);
+    assert!(b.venus.contains("delay_param_gather"), "{}", b.venus);
+}
+
+#[test]
+fn only_sources_after_megatrons_aligned_param_gather_delay_the_gather() {
+    // SC21 (2021) rows keep Megatron's older per-chunk pre-hook gather.
+    let mut r = sc21_row();
+    r.dist_optimizer = "yes".into();
+    let b = build(&r).unwrap();
+    assert!(b.venus.contains("overlap_param_gather"), "{}", b.venus);
+    assert!(!b.venus.contains("delay_param_gather"), "{}", b.venus);
+}
+
+/// Megatron's current `num_floating_point_operations` for a plain GPT (MHA, 4h GELU MLP) is
+/// the causal form `72·B·s·L·h²·(1 + s/(12h) + V/(12·L·h))`.
+#[test]
+fn megatron_current_flops_of_a_gpt_are_the_causal_closed_form() {
+    let m = flops::FlopModel {
+        batch: 8.0,
+        seq: 2048.0,
+        layers: 24.0,
+        hidden: 2048.0,
+        heads: 16.0,
+        groups: 16.0,
+        kv_channels: 128.0,
+        ffn: 8192.0,
+        swiglu: false,
+        vocab: 51200.0,
+        mtp_layers: 0.0,
+        moe: None,
+        mla: None,
+    };
+    let (b, s, l, h, v) = (8.0, 2048.0, 24.0, 2048.0, 51200.0);
+    let closed = 72.0 * b * s * l * h * h * (1.0 + s / (12.0 * h) + v / (12.0 * l * h));
+    let got = flops::megatron_current(&m);
+    assert!((got / closed - 1.0).abs() < 1e-12, "{got} vs {closed}");
+}
+
+#[test]
+fn the_deepseek_v3_row_flags_give_megatrons_mla_and_moe_flop_inputs() {
+    let mut r = sc21_row();
+    (r.id, r.model) = ("mcore_dsv3_x".into(), "DeepSeek-V3".into());
+    (r.layers, r.hidden, r.heads, r.kv_groups) = (Some(61), Some(7168), Some(128), Some(128));
+    (r.ffn, r.vocab, r.seq, r.global_batch, r.tp) =
+        (Some(18432), Some(129280), Some(4096), Some(1), Some(1));
+    r.megatron_args = "--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 \
+        --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 --num-experts 256 \
+        --moe-router-topk 8 --moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size \
+        2048 --moe-layer-freq ([0]*3+[1]*58) --swiglu"
+        .into();
+    let m = flops::flop_model(&r).unwrap();
+    let moe = m.moe.unwrap();
+    assert_eq!(
+        (moe.moe_layers, moe.topk, moe.last_is_moe),
+        (58.0, 8.0, true)
+    );
+    assert_eq!(m.mla.unwrap().q_lora_rank, Some(1536.0));
+    // Per token at sequence 4096: the GEMMs of the 36.7B active non-embedding parameters
+    // three times over (6 · 36.7e9 ≈ 2.2e11) plus causal attention (6 · 128 · (192 + 128) / 2
+    // · 4096 · 61 ≈ 3.1e10): about 2.5e11.
+    let per_token = flops::megatron_current(&m) / 4096.0;
+    assert!((2.45e11..2.55e11).contains(&per_token), "{per_token:e}");
+    r.megatron_args = r.megatron_args.replace("([0]*3+[1]*58)", "([0]*3+[1]*57)");
+    assert_eq!(
+        flops::flop_model(&r),
+        None,
+        "a pattern of 60 for 61 layers is refused"
+    );
+}
