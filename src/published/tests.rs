@@ -93,14 +93,13 @@ fn a_qwen3_moe_row_maps_to_the_stdlib_model_and_simulates() {
     let line = "mb2606_pretrain_qwen330ba3b_h100_fp8_16g\tBridge\tQwen3-30B-A3B (MoE)\t30\t48\t2048\t6144\t32\t4\t151936\t4096\t1024\t1\t1\t1\t\t16\t1\t16\t\t\t\tH100-SXM5-80GB (DGX-H100)\t16\ttokens_per_s_per_gpu\t8826\tprecision FP8";
     let r = validate_row(bridge_row(line));
     match &r.outcome {
-        Outcome::Compared {
-            built, predicted, ..
-        } => {
+        Outcome::Compared { built, timing, .. } => {
             assert!(
                 built.venus.contains("model m : qwen3_30b_a3b <"),
                 "{}",
                 built.venus
             );
+            let predicted = timing.expect("a speed row").predicted;
             assert!(predicted.iteration.0 > predicted.compute.0 && predicted.compute.0 > 0.0);
         }
         Outcome::Skipped(why) => panic!("skipped: {why}"),
@@ -110,30 +109,57 @@ fn a_qwen3_moe_row_maps_to_the_stdlib_model_and_simulates() {
 #[test]
 fn the_published_tflops_convert_to_the_papers_implied_iteration_time() {
     let r = sc21_row();
-    let t = flops::published_iteration_time(&r, Source::Sc21Table1)
+    let f = flops::convention_flops(&r, Source::Sc21Table1).unwrap();
+    let t = flops::conversion(&r, Metric::TflopsPerGpu, f, 0.0)
         .unwrap()
+        .time(163.0)
         .0;
     // published-runs.md §1.1: 102.63 s.
     assert!((t - 102.63).abs() < 0.05, "{t}");
 }
 
 #[test]
-fn mape_is_the_mean_absolute_error_in_percent() {
+fn the_summary_is_the_mean_and_largest_absolute_error_as_fractions() {
     let row = |p: f64| RowResult {
         row: Row::default(),
         source: Source::MegaScale,
         outcome: Outcome::Compared {
             built: build(&sc21_row()).unwrap(),
-            published: Seconds(10.0),
-            predicted: Prediction {
-                iteration: Seconds(p),
-                compute: Seconds(0.0),
-            },
+            metric: Metric::IterTime,
+            published: 10.0,
+            predicted: p,
+            timing: None,
         },
     };
     let (a, b) = (row(11.0), row(8.0));
-    let (m, worst) = mape(&[&a, &b]).unwrap();
-    assert!((m - 15.0).abs() < 1e-9 && (worst - 20.0).abs() < 1e-9);
+    let s = Summary::of([&a, &b]);
+    assert_eq!(s.rows, 2);
+    assert!((s.mape.unwrap() - 0.15).abs() < 1e-12);
+    assert!((s.worst.unwrap() - 0.20).abs() < 1e-12);
+    let none = Summary::of([]);
+    assert_eq!((none.rows, none.mape, none.worst), (0, None, None));
+}
+
+/// A throughput row's error is that of its own metric: 10% more predicted time is 9.1% fewer
+/// tokens per second, not +10%.
+#[test]
+fn a_throughput_error_is_of_the_metric_not_of_the_iteration_time() {
+    let line = "mb_x\tBridge\tLlama 3 8B\t8\t32\t4096\t14336\t32\t8\t128256\t8192\t128\t1\t1\t1\t\t8\t1\t1\t\t\t\tH100-SXM5-80GB (DGX-H100)\t8\ttokens_per_s_per_gpu\t1000\tnotes";
+    let row = bridge_row(line);
+    let c = flops::conversion(&row, Metric::TokensPerGpu, 0.0, 0.0).unwrap();
+    let published_t = c.time(1000.0);
+    let r = RowResult {
+        source: Source::Bridge,
+        outcome: Outcome::Compared {
+            built: build(&row).unwrap(),
+            metric: Metric::TokensPerGpu,
+            published: 1000.0,
+            predicted: c.metric(Seconds(published_t.0 * 1.1)),
+            timing: None,
+        },
+        row,
+    };
+    assert!((r.error().unwrap() - (1.0 / 1.1 - 1.0)).abs() < 1e-12);
 }
 
 /// `docs/validation.md` is the harness's output on the committed copy of the table; the

@@ -1245,3 +1245,25 @@ fn reserve_is_added_to_the_stage_peak_in_e0401() {
     let help = e.help.as_deref().unwrap_or_default();
     assert!(help.contains("of 76 GiB"), "{help}");
 }
+
+/// `venusc validate` compares a measured peak with the model's even over the GPU's memory:
+/// the scenario comes back with its stage memory and E0401 still among the diagnostics, while
+/// `validate` (what `check` and `sim` run) returns none.
+#[test]
+fn keeping_over_memory_returns_the_scenario_and_keeps_e0401() {
+    let mut d = near_the_limit();
+    set(
+        &mut d.plan.reserve,
+        crate::ty::Bytes(6 * crate::ty::Bytes::GIB),
+    );
+    let (none, ds) = validate(&d);
+    assert!(none.is_none());
+    let (kept, kept_ds) = validate_keeping_over_memory_in(&d, &[]);
+    assert_eq!(kept_ds, ds);
+    assert_eq!(only(&kept_ds, Code::E0401).code, Code::E0401);
+    let peak = worst(&kept.expect("kept").memory).unwrap().peak;
+    assert_eq!(gib(peak), "70.2 GiB");
+    // An error before the memory rule still returns nothing.
+    set(&mut d.plan.tp, 3);
+    assert!(validate_keeping_over_memory_in(&d, &[]).0.is_none());
+}
