@@ -277,8 +277,8 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
         });
     }
     let sc = scenario_of(&name, &built.venus, false)?;
-    let iteration_flops =
-        flops::convention_flops(row, source).unwrap_or_else(|| crate::report::megatron_flops(&sc).0);
+    let iteration_flops = flops::convention_flops(row, source)
+        .unwrap_or_else(|| crate::report::megatron_flops(&sc).0);
     let conversion = flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
         .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))?;
     let predicted = predict(&sc)?;
@@ -435,7 +435,8 @@ impl Validation {
                 ..
             } = &r.outcome
             {
-                let secs = |t: Option<Seconds>| t.map_or("–".to_string(), |t| format!("{:.3}", t.0));
+                let secs =
+                    |t: Option<Seconds>| t.map_or("–".to_string(), |t| format!("{:.3}", t.0));
                 let _ = writeln!(
                     o,
                     "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.1}% |",

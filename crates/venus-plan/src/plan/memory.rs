@@ -32,6 +32,9 @@
 //!   (megatron/core/pipeline_parallel/schedules.py:2277); interleaved
 //!   min(2·(pp − r − 1) + (vpp − 1)·pp + 1, m·vpp) model-chunk microbatches
 //!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
+//! - What the process holds beside its tensors (CUDA context, library workspaces, NCCL buffers,
+//!   fragmentation) is in no stage's peak: it is the scenario's reserve
+//!   (`Scenario::reserve`, [`DEFAULT_RESERVE`] unless written), which E0401 adds to the peak.
 
 use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
 use crate::plan::recipe::Recipe;
