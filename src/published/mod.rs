@@ -1,10 +1,13 @@
 //! `venusc validate`: predict every fully specified published run and compare.
 //!
-//! Input: the published-runs TSV text. Output: a [`Validation`] — per row the generated
-//! scenario, the published iteration time (converted with the source's FLOP convention,
-//! [`flops`]), the predicted one (the scenario through the front end, the lowering and the
-//! engine, with the default compute model) and the error — rendered as Markdown by
-//! [`Validation::markdown`] (committed as `docs/validation.md`).
+//! Input: the published-runs TSV text (RUNS.md). Output: a [`Validation`] — per row the
+//! generated scenario, the published value and the predicted one in the row's own metric and
+//! the error of that metric. A speed row's prediction is the simulated iteration (the scenario
+//! through the front end, the lowering and the engine, with the default compute model) turned
+//! into its metric with the source's FLOP convention ([`flops`]); a `peak_mem_gib` row's is the
+//! memory model's peak, kept even when it exceeds the GPU's memory. Rendered as Markdown by
+//! [`Validation::markdown`] (committed as `docs/validation.md`) or as RUNS.md's JSON object by
+//! [`Validation::json`]; both state the same errors.
 //!
 //! Invariants: pure (the stdlib is built in, nothing is read); deterministic (the engine runs
 //! on integer picoseconds), so debug and release builds print the same table.
@@ -264,7 +267,7 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
     let published = row
         .value
         .filter(|v| *v > 0.0)
-        .ok_or_else(|| "value not stated".to_string())?;
+        .ok_or_else(|| "value not stated (or not positive)".to_string())?;
     let name = format!("{}.venus", row.id);
     if metric.is_memory() {
         let sc = scenario_of(&name, &built.venus, true)?;
