@@ -116,6 +116,16 @@ struct ValidateArgs {
     /// Also write each row's generated scenario as `DIR/<id>.venus`.
     #[arg(long, value_name = "DIR")]
     emit_scenarios: Option<PathBuf>,
+    /// `markdown` (the report `docs/validation.md` is) or `json` (RUNS.md's object: every row,
+    /// then the time and memory summaries).
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Markdown)]
+    format: ValidateFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ValidateFormat {
+    Markdown,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -1291,7 +1301,10 @@ fn validate(args: &ValidateArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
-    print!("{}", v.markdown());
+    match args.format {
+        ValidateFormat::Markdown => print!("{}", v.markdown()),
+        ValidateFormat::Json => print!("{}", v.json()),
+    }
     let _ = std::io::stdout().flush();
     if refused {
         ExitCode::from(1)

@@ -90,7 +90,8 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);
   assert.deepEqual(sorted(names('CLUSTER')), [
-    'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'sharp', 'tray',
+    'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'reserve', 'sharp',
+    'tray',
   ]);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));

@@ -1,10 +1,13 @@
 //! `venusc validate`: predict every fully specified published run and compare.
 //!
-//! Input: the published-runs TSV text. Output: a [`Validation`] — per row the generated
-//! scenario, the published iteration time (converted with the source's FLOP convention,
-//! [`flops`]), the predicted one (the scenario through the front end, the lowering and the
-//! engine, with the default compute model) and the error — rendered as Markdown by
-//! [`Validation::markdown`] (committed as `docs/validation.md`).
+//! Input: the published-runs TSV text (RUNS.md). Output: a [`Validation`] — per row the
+//! generated scenario, the published value and the predicted one in the row's own metric and
+//! the error of that metric. A speed row's prediction is the simulated iteration (the scenario
+//! through the front end, the lowering and the engine, with the default compute model) turned
+//! into its metric with the source's FLOP convention ([`flops`]); a `peak_mem_gib` row's is the
+//! memory model's peak, kept even when it exceeds the GPU's memory. Rendered as Markdown by
+//! [`Validation::markdown`] (committed as `docs/validation.md`) or as RUNS.md's JSON object by
+//! [`Validation::json`]; both state the same errors.
 //!
 //! Invariants: pure (the stdlib is built in, nothing is read); deterministic (the engine runs
 //! on integer picoseconds), so debug and release builds print the same table.
@@ -24,6 +27,50 @@ use std::fmt::Write as _;
 use std::path::Path;
 use tsv::Row;
 
+/// A row's `metric` (RUNS.md, "Metrics").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    /// `iter_time_s`: seconds per optimizer step.
+    IterTime,
+    /// `tokens_per_s_per_gpu`.
+    TokensPerGpu,
+    /// `tflops_per_gpu`, with the source's FLOP convention.
+    TflopsPerGpu,
+    /// `mfu`: a ratio of the GPU's dense BF16 peak.
+    Mfu,
+    /// `peak_mem_gib`: peak allocated memory of the busiest GPU, GiB.
+    PeakMem,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 5] = [
+        Metric::IterTime,
+        Metric::TokensPerGpu,
+        Metric::TflopsPerGpu,
+        Metric::Mfu,
+        Metric::PeakMem,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::IterTime => "iter_time_s",
+            Metric::TokensPerGpu => "tokens_per_s_per_gpu",
+            Metric::TflopsPerGpu => "tflops_per_gpu",
+            Metric::Mfu => "mfu",
+            Metric::PeakMem => "peak_mem_gib",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == text)
+    }
+
+    /// `peak_mem_gib`; the others are speed metrics (RUNS.md's `time` summary).
+    pub fn is_memory(self) -> bool {
+        self == Metric::PeakMem
+    }
+}
+
 /// What the simulation of one scenario gave.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Prediction {
@@ -32,14 +79,24 @@ pub struct Prediction {
     pub compute: Seconds,
 }
 
+/// A speed row's iteration times: the one its published value implies and the simulated one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timing {
+    pub published: Seconds,
+    pub predicted: Prediction,
+}
+
 /// One row's outcome.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    /// Simulated: published and predicted iteration time.
+    /// Compared: the published and the predicted value, both in the row's own metric's unit.
     Compared {
         built: Built,
-        published: Seconds,
-        predicted: Prediction,
+        metric: Metric,
+        published: f64,
+        predicted: f64,
+        /// The iteration times of a speed row; `None` for `peak_mem_gib`.
+        timing: Option<Timing>,
     },
     /// Not simulated, with the reason.
     Skipped(String),
@@ -53,25 +110,34 @@ pub struct RowResult {
 }
 
 impl RowResult {
-    /// Signed relative error of the predicted iteration time.
+    /// Signed relative error of the row's own metric: (predicted − published) / published.
     pub fn error(&self) -> Option<f64> {
         match &self.outcome {
             Outcome::Compared {
                 published,
                 predicted,
                 ..
-            } if published.0 > 0.0 => Some((predicted.iteration.0 - published.0) / published.0),
+            } if *published > 0.0 => Some((predicted - published) / published),
             _ => None,
         }
     }
 
-    /// In the acceptance set: BF16 dense rows whose plan the source fully states (SC21
+    /// The metric of a compared row.
+    pub fn metric(&self) -> Option<Metric> {
+        match &self.outcome {
+            Outcome::Compared { metric, .. } => Some(*metric),
+            Outcome::Skipped(_) => None,
+        }
+    }
+
+    /// In the acceptance set: BF16 dense speed rows whose plan the source fully states (SC21
     /// Table 1, the Megatron-LM README table, MegaScale).
     pub fn in_acceptance_set(&self) -> bool {
         matches!(
             self.source,
             Source::Sc21Table1 | Source::MegatronReadme | Source::MegaScale
-        ) && matches!(&self.outcome, Outcome::Compared { built, .. } if !built.moe && !built.precision_fp8)
+        ) && matches!(&self.outcome, Outcome::Compared { built, metric, .. }
+            if !built.moe && !built.precision_fp8 && !metric.is_memory())
     }
 }
 
@@ -80,21 +146,35 @@ pub struct Validation {
     pub rows: Vec<RowResult>,
 }
 
-/// Simulates a `.venus` text holding one scenario with the default options.
-pub fn simulate_text(name: &str, text: &str) -> Result<Prediction, String> {
+/// The one scenario of a `.venus` text, validated (the first error as the skip reason).
+/// With `keep_over_memory`, a scenario whose only error is E0401 is returned too: a
+/// `peak_mem_gib` row compares its memory, whatever the model thinks fits.
+fn scenario_of(name: &str, text: &str, keep_over_memory: bool) -> Result<Scenario, String> {
     let mut session = Session::new();
     let mut read =
         |p: &Path| Err::<Vec<u8>, _>(format!("`{}` is not available", p.display()).into());
     let root = session.load(Path::new(name), text.as_bytes(), &mut read);
-    let checked = session.check(root);
-    if let Some(d) = checked.diagnostics.iter().find(|d| d.is_error()) {
+    let checked = if keep_over_memory {
+        session.check_keeping_over_memory(root)
+    } else {
+        session.check(root)
+    };
+    let blocking = |d: &&crate::diag::Diagnostic| {
+        d.is_error() && !(keep_over_memory && d.code == crate::diag::Code::E0401)
+    };
+    if let Some(d) = checked.diagnostics.iter().find(blocking) {
         return Err(format!("{}: {}", d.code.as_str(), d.message));
     }
-    let sc = checked
+    checked
         .scenarios
-        .first()
-        .ok_or_else(|| "no scenario".to_string())?;
-    predict(sc)
+        .into_iter()
+        .next()
+        .ok_or_else(|| "no scenario".to_string())
+}
+
+/// Simulates a `.venus` text holding one scenario with the default options.
+pub fn simulate_text(name: &str, text: &str) -> Result<Prediction, String> {
+    predict(&scenario_of(name, text, false)?)
 }
 
 /// Lowers and simulates one iteration of a validated scenario: its iteration time and the
@@ -124,6 +204,13 @@ pub fn predict(sc: &Scenario) -> Result<Prediction, String> {
         iteration: Seconds(end.0.saturating_sub(start.0) as f64 / ps),
         compute: Seconds(compute as f64 / ps),
     })
+}
+
+/// The memory model's peak of the busiest GPU, GiB: the largest stage's peak, without the
+/// reserve (RUNS.md's `peak_mem_gib` is allocated memory; the reserve is the CUDA context,
+/// NCCL's buffers and the allocator's slack around it). The figure `check --memory` prints.
+pub fn predicted_peak_gib(sc: &Scenario) -> f64 {
+    crate::plan::memory::worst(&sc.memory).map_or(0.0, |s| s.peak.gib())
 }
 
 /// Why a row `id` cannot name the file `validate --emit-scenarios` writes (`DIR/<id>.venus`),
@@ -170,30 +257,112 @@ pub fn validate_row(row: Row) -> RowResult {
 
 fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
     let built = scenario::build(row).map_err(|s| s.0)?;
-    let published = flops::published_iteration_time(row, source)
-        .ok_or_else(|| format!("metric `{}` cannot be converted", row.metric))?;
-    let predicted = simulate_text(&format!("{}.venus", row.id), &built.venus)?;
+    let metric = Metric::parse(&row.metric).ok_or_else(|| {
+        format!(
+            "metric `{}` is none of {}",
+            crate::diag::escape_excerpt(&row.metric, 40),
+            Metric::ALL.map(|m| format!("`{}`", m.name())).join(", ")
+        )
+    })?;
+    let published = row
+        .value
+        .filter(|v| *v > 0.0)
+        .ok_or_else(|| "value not stated (or not positive)".to_string())?;
+    let name = format!("{}.venus", row.id);
+    if metric.is_memory() {
+        let sc = scenario_of(&name, &built.venus, true)?;
+        return Ok(Outcome::Compared {
+            predicted: predicted_peak_gib(&sc),
+            built,
+            metric,
+            published,
+            timing: None,
+        });
+    }
+    let sc = scenario_of(&name, &built.venus, false)?;
+    let iteration_flops = flops::convention_flops(row, source)
+        .unwrap_or_else(|| crate::report::megatron_flops(&sc).0);
+    let conversion = flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
+        .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))?;
+    let predicted = predict(&sc)?;
     Ok(Outcome::Compared {
         built,
+        metric,
         published,
-        predicted,
+        predicted: conversion.metric(predicted.iteration),
+        timing: Some(Timing {
+            published: conversion.time(published),
+            predicted,
+        }),
     })
 }
 
-/// Mean absolute percentage error and the largest absolute error of some results, in percent.
-pub fn mape(results: &[&RowResult]) -> Option<(f64, f64)> {
-    let errs: Vec<f64> = results.iter().filter_map(|r| r.error()).collect();
-    if errs.is_empty() {
-        return None;
+/// RUNS.md's summary of some rows' errors: how many, their mean absolute error and the
+/// largest one, as fractions (`None` without rows).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub rows: usize,
+    pub mape: Option<f64>,
+    pub worst: Option<f64>,
+}
+
+impl Summary {
+    pub fn of<'a>(results: impl IntoIterator<Item = &'a RowResult>) -> Summary {
+        let errs: Vec<f64> = results
+            .into_iter()
+            .filter_map(|r| r.error())
+            .map(f64::abs)
+            .collect();
+        if errs.is_empty() {
+            return Summary {
+                rows: 0,
+                mape: None,
+                worst: None,
+            };
+        }
+        Summary {
+            rows: errs.len(),
+            mape: Some(errs.iter().sum::<f64>() / errs.len() as f64),
+            worst: Some(errs.iter().fold(0.0f64, |m, e| m.max(*e))),
+        }
     }
-    let mean = errs.iter().map(|e| e.abs()).sum::<f64>() / errs.len() as f64;
-    let max = errs.iter().fold(0.0f64, |m, e| m.max(e.abs()));
-    Some((100.0 * mean, 100.0 * max))
+
+    /// `8.5%` and `19.6%`, or dashes without rows.
+    fn percents(&self) -> (String, String) {
+        let pct = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1}%", 100.0 * v));
+        (pct(self.mape), pct(self.worst))
+    }
 }
 
 impl Validation {
     pub fn acceptance(&self) -> Vec<&RowResult> {
         self.rows.iter().filter(|r| r.in_acceptance_set()).collect()
+    }
+
+    /// The compared rows of speed metrics (RUNS.md's `time`) or of `peak_mem_gib` (`memory`).
+    fn compared(&self, memory: bool) -> impl Iterator<Item = &RowResult> {
+        self.rows
+            .iter()
+            .filter(move |r| r.metric().is_some_and(|m| m.is_memory() == memory))
+    }
+
+    /// RUNS.md's `validate --format json` object: every row, then the summary.
+    pub fn json(&self) -> String {
+        let rows: Vec<RowJson> = self.rows.iter().map(RowJson::of).collect();
+        let simulated = self.rows.iter().filter(|r| r.metric().is_some()).count();
+        let doc = ValidationJson {
+            rows,
+            summary: SummaryJson {
+                simulated,
+                skipped: self.rows.len() - simulated,
+                time: Summary::of(self.compared(false)).into(),
+                memory: Summary::of(self.compared(true)).into(),
+            },
+        };
+        // Plain structs of strings and finite numbers (a non-finite one is written as null).
+        let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        out.push('\n');
+        out
     }
 
     /// The report committed as `docs/validation.md`.
@@ -205,22 +374,39 @@ impl Validation {
             "Generated by `venusc validate published-runs.tsv` (a test fails when this file is \
              stale). Every fully specified row of the table becomes a `.venus` scenario on a \
              stdlib cluster and is simulated with the default (analytic) compute model — no \
-             `mfu`, one set of constants per GPU type. The published figure is converted to an \
-             iteration time with the source's own FLOP convention (published-runs.md §3.6): \
-             SC21 TFLOP/s with Eq. 3 (recompute-inclusive), Megatron-LM README TFLOP/s with \
-             Megatron's July 2024 `num_floating_point_operations`, tokens/s and iteration \
-             times as they are. Error = (predicted − published) / published.\n"
+             `mfu`, one set of constants per GPU type. The predicted iteration time is turned \
+             into the row's own metric with the source's own FLOP convention (published-runs.md \
+             §3.6): SC21 TFLOP/s with Eq. 3 (recompute-inclusive), Megatron-LM README TFLOP/s \
+             with Megatron's July 2024 `num_floating_point_operations`, other TFLOP/s and MFU \
+             with Megatron's current count, tokens/s and iteration times as they are; a \
+             `peak_mem_gib` row compares the memory model's peak of the busiest GPU, without \
+             the reserve. Error = (predicted − published) / published of the row's metric \
+             (`venusc validate --format json` gives the same figures).\n"
         );
-        let acc = self.acceptance();
-        if let Some((m, worst)) = mape(&acc) {
+        let acc = Summary::of(self.acceptance());
+        if acc.rows > 0 {
+            let (m, worst) = acc.percents();
             let _ = writeln!(
                 o,
                 "**Acceptance set** (BF16 dense rows with a stated plan: SC21 Table 1, Megatron-LM \
-                 README, MegaScale): {} rows, iteration-time MAPE {m:.1}%, worst {worst:.1}%.\n",
-                acc.len()
+                 README, MegaScale): {} rows, MAPE {m}, worst {worst}.\n",
+                acc.rows
+            );
+        }
+        let memory = Summary::of(self.compared(true));
+        if memory.rows > 0 {
+            let (m, worst) = memory.percents();
+            let _ = writeln!(
+                o,
+                "**Memory** (`peak_mem_gib` rows): {} rows, MAPE {m}, worst {worst}.\n",
+                memory.rows
             );
         }
         let _ = writeln!(o, "## MAPE per source\n");
+        let _ = writeln!(
+            o,
+            "Speed metrics only; the `peak_mem_gib` rows are summarised above.\n"
+        );
         let _ = writeln!(o, "| source | rows simulated | skipped | MAPE | worst |");
         let _ = writeln!(o, "|---|---:|---:|---:|---:|");
         let mut sources: Vec<Source> = self.rows.iter().map(|r| r.source).collect();
@@ -230,37 +416,43 @@ impl Validation {
             let of: Vec<&RowResult> = self.rows.iter().filter(|r| r.source == s).collect();
             let compared = of.iter().filter(|r| r.error().is_some()).count();
             let skipped = of.len() - compared;
-            let (m, w) = match mape(&of) {
-                Some((m, w)) => (format!("{m:.1}%"), format!("{w:.1}%")),
-                None => ("–".into(), "–".into()),
-            };
+            let speed = of
+                .iter()
+                .copied()
+                .filter(|r| !r.metric().is_some_and(Metric::is_memory));
+            let (m, w) = Summary::of(speed).percents();
             let _ = writeln!(o, "| {} | {compared} | {skipped} | {m} | {w} |", s.name());
         }
         let _ = writeln!(o, "\n## Rows\n");
         let _ = writeln!(
             o,
-            "| id | model | GPUs | plan | metric | published | published iter (s) | predicted iter (s) | compute (s) | error |"
+            "| id | model | GPUs | plan | metric | published | predicted | published iter (s) | predicted iter (s) | compute (s) | error |"
         );
-        let _ = writeln!(o, "|---|---|---:|---|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(o, "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|");
         for r in &self.rows {
             if let Outcome::Compared {
                 built,
                 published,
                 predicted,
+                timing,
+                ..
             } = &r.outcome
             {
+                let secs =
+                    |t: Option<Seconds>| t.map_or("–".to_string(), |t| format!("{:.3}", t.0));
                 let _ = writeln!(
                     o,
-                    "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:+.1}% |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:+.1}% |",
                     r.row.id,
                     r.row.model,
                     r.row.num_gpus.unwrap_or(0),
                     plan_summary(&built.venus),
                     r.row.metric,
-                    r.row.value.unwrap_or(0.0),
-                    published.0,
-                    predicted.iteration.0,
-                    predicted.compute.0,
+                    published,
+                    significant(*predicted),
+                    secs(timing.map(|t| t.published)),
+                    secs(timing.map(|t| t.predicted.iteration)),
+                    secs(timing.map(|t| t.predicted.compute)),
                     100.0 * r.error().unwrap_or(0.0)
                 );
             }
@@ -302,6 +494,77 @@ impl Validation {
         }
         o
     }
+}
+
+/// A predicted value for the table: four significant digits (`1234`, `3.909`, `0.4172`).
+fn significant(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return format!("{v}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
+}
+
+/// One row of `validate --format json` (RUNS.md): `reason` is null for a compared row,
+/// `predicted` and `error` null for a skipped one.
+#[derive(serde::Serialize)]
+struct RowJson<'a> {
+    id: &'a str,
+    status: &'static str,
+    reason: Option<&'a str>,
+    metric: &'a str,
+    published: Option<f64>,
+    predicted: Option<f64>,
+    error: Option<f64>,
+}
+
+impl<'a> RowJson<'a> {
+    fn of(r: &'a RowResult) -> RowJson<'a> {
+        let (status, reason, predicted) = match &r.outcome {
+            Outcome::Compared { predicted, .. } => ("simulated", None, Some(*predicted)),
+            Outcome::Skipped(why) => ("skipped", Some(why.as_str()), None),
+        };
+        RowJson {
+            id: &r.row.id,
+            status,
+            reason,
+            metric: &r.row.metric,
+            published: r.row.value,
+            predicted: predicted.filter(|v| v.is_finite()),
+            error: r.error().filter(|v| v.is_finite()),
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SummaryBlockJson {
+    rows: usize,
+    mape: Option<f64>,
+    worst: Option<f64>,
+}
+
+impl From<Summary> for SummaryBlockJson {
+    fn from(s: Summary) -> Self {
+        SummaryBlockJson {
+            rows: s.rows,
+            mape: s.mape,
+            worst: s.worst,
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SummaryJson {
+    simulated: usize,
+    skipped: usize,
+    time: SummaryBlockJson,
+    memory: SummaryBlockJson,
+}
+
+#[derive(serde::Serialize)]
+struct ValidationJson<'a> {
+    rows: Vec<RowJson<'a>>,
+    summary: SummaryJson,
 }
 
 /// The plan line of a generated scenario, compacted for the table.

@@ -628,3 +628,142 @@ fn a_sweep_file_of_several_scenarios_checks_each_and_asks_no_scenario_choice() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The table of `tests/fixtures/validate/runs.tsv`: a speed row, a `peak_mem_gib` row whose
+/// prediction is over the GPU's 80 GiB (compared all the same) and a row without `tp`.
+const RUNS: &str = "tests/fixtures/validate/runs.tsv";
+
+fn close(v: &serde_json::Value, want: f64) -> bool {
+    v.as_f64()
+        .is_some_and(|x| (x - want).abs() <= 1e-9 * want.abs())
+}
+
+#[test]
+fn validate_json_gives_runs_md_fields_for_a_speed_a_memory_and_a_skipped_row() {
+    let (code, stdout, stderr) = venusc(&["validate", "--format", "json", RUNS]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let keys = |o: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&v), ["rows", "summary"]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert_eq!(
+            keys(r),
+            [
+                "error",
+                "id",
+                "metric",
+                "predicted",
+                "published",
+                "reason",
+                "status"
+            ]
+        );
+    }
+    // The speed row: tokens/s per GPU of the simulated iteration, the figure `sim` gives for
+    // the same scenario (437,947.98 tokens/s over 8 GPUs).
+    let speed = &rows[0];
+    assert_eq!(speed["id"], "speed_gpt13b_tokens");
+    assert_eq!(speed["status"], "simulated");
+    assert!(speed["reason"].is_null());
+    assert_eq!(speed["metric"], "tokens_per_s_per_gpu");
+    assert_eq!(speed["published"], 30000.0);
+    assert!(close(&speed["predicted"], 54743.4973939764), "{speed}");
+    assert!(
+        close(&speed["error"], 54743.4973939764 / 30000.0 - 1.0),
+        "{speed}"
+    );
+    // The memory row: the memory model's peak in GiB, over the GPU's 80 GiB yet compared.
+    let memory = &rows[1];
+    assert_eq!(memory["id"], "memory_gpt13b_over_80gib");
+    assert_eq!(memory["status"], "simulated");
+    assert_eq!(memory["metric"], "peak_mem_gib");
+    assert_eq!(memory["published"], 90.0);
+    assert!(close(&memory["predicted"], 239.60980033874512), "{memory}");
+    assert!(
+        close(&memory["error"], 239.60980033874512 / 90.0 - 1.0),
+        "{memory}"
+    );
+    let skipped = &rows[2];
+    assert_eq!(skipped["id"], "skipped_no_tp");
+    assert_eq!(skipped["status"], "skipped");
+    assert_eq!(skipped["reason"], "tp not stated");
+    assert_eq!(skipped["metric"], "iter_time_s");
+    assert_eq!(skipped["published"], 1.5);
+    assert!(skipped["predicted"].is_null() && skipped["error"].is_null());
+    // Summaries: fractions, one row each.
+    let s = &v["summary"];
+    assert_eq!(
+        (s["simulated"].as_u64(), s["skipped"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(s["time"]["rows"], 1);
+    assert!(close(&s["time"]["mape"], 54743.4973939764 / 30000.0 - 1.0));
+    assert!(close(&s["time"]["worst"], 54743.4973939764 / 30000.0 - 1.0));
+    assert_eq!(s["memory"]["rows"], 1);
+    assert!(close(&s["memory"]["mape"], 239.60980033874512 / 90.0 - 1.0));
+    // The Markdown report states the same errors.
+    let (_, markdown, _) = venusc(&["validate", RUNS]);
+    assert!(
+        markdown.contains("| 30000 | 54743 | 0.546 | 0.299 |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| peak_mem_gib | 90 | 239.6 | – | – | – | +166.2% |"));
+    assert!(markdown.contains("| +82.5% |"), "{markdown}");
+}
+
+/// The same figures as `sim` and `check` give for the scenarios `validate` generates.
+#[test]
+fn validate_figures_are_those_of_sim_and_check_on_the_generated_scenarios() {
+    let dir = std::env::temp_dir().join(format!("venusc-validate-e2e-{}", std::process::id()));
+    let (code, _, stderr) = venusc(&["validate", RUNS, "--emit-scenarios", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let speed = dir.join("speed_gpt13b_tokens.venus");
+    let (_, sim, _) = venusc(&["sim", "--format", "json", speed.to_str().unwrap()]);
+    let sim: serde_json::Value = serde_json::from_str(&sim).unwrap();
+    assert!(
+        close(&sim["tokens_per_second"], 54743.4973939764 * 8.0),
+        "{sim}"
+    );
+    // `check` still rejects the memory row's plan: 239.6 GiB + the 2.5 GiB reserve.
+    let memory = dir.join("memory_gpt13b_over_80gib.venus");
+    let (code, check, _) = venusc(&["check", memory.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        check.contains("error[E0401]: pipeline stage 0 needs 242.1 GiB but `h100_sxm` has 80 GiB"),
+        "{check}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// RUNS.md: columns may come in any order and unknown columns are ignored.
+#[test]
+fn validate_ignores_column_order_and_unknown_columns() {
+    let table = std::fs::read_to_string(RUNS).unwrap();
+    let shuffled: String = table
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut cells: Vec<&str> = line.split('\t').collect();
+            cells.reverse();
+            // A column RUNS.md does not know, in the middle.
+            cells.insert(3, if i == 0 { "lab_notes" } else { "seen twice" });
+            cells.join("\t") + "\n"
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("venusc-validate-cols-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.tsv");
+    std::fs::write(&path, shuffled).unwrap();
+    let (_, want, _) = venusc(&["validate", "--format", "json", RUNS]);
+    let (code, got, stderr) = venusc(&["validate", "--format", "json", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(got, want);
+    assert!(got.contains("\"predicted\": 54743.4973939764"), "{got}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,6 +14,12 @@ use venus_diag::diag::render::SourceFiles;
 use venus_diag::diag::{Code, Diagnostic, FileId};
 use venus_plan::plan;
 
+/// One of the validators [`Session::check_with`] runs on every scenario.
+type Validate = fn(
+    &crate::ty::ScenarioDef,
+    &[crate::ty::StdlibGpu],
+) -> (Option<plan::Scenario>, Vec<Diagnostic>);
+
 /// What `check` found for one root file.
 #[derive(Clone, Debug)]
 pub struct Checked {
@@ -223,6 +229,17 @@ impl Session {
 
     /// Front end plus plan validation of every scenario of `root`.
     pub fn check(&self, root: FileId) -> Checked {
+        self.check_with(root, crate::validate::validate_in)
+    }
+
+    /// [`Session::check`], but a scenario whose only error is E0401 is kept in
+    /// `Checked::scenarios` (the error stays in the diagnostics): `venusc validate` compares
+    /// its memory with a measured peak. `sim` and `check` never use it.
+    pub fn check_keeping_over_memory(&self, root: FileId) -> Checked {
+        self.check_with(root, crate::validate::validate_keeping_over_memory_in)
+    }
+
+    fn check_with(&self, root: FileId, validate: Validate) -> Checked {
         let program = self.db.program(root);
         let mut diagnostics = program.diagnostics.clone();
         if self.has_structural_errors(root) {
@@ -233,7 +250,7 @@ impl Session {
         let mut scenarios = Vec::new();
         let mut provenance = Vec::new();
         for def in &program.scenarios {
-            let (scenario, diags) = crate::validate::validate_in(def, &program.stdlib_gpus);
+            let (scenario, diags) = validate(def, &program.stdlib_gpus);
             diagnostics.extend(diags);
             if let Some(scenario) = scenario {
                 scenarios.push(scenario);

@@ -105,6 +105,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
                 loc: loc(),
             })
             .collect(),
+        reserve: None,
     }
 }
 

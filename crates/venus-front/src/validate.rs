@@ -58,6 +58,20 @@ pub fn validate_in(
     (scenario, v.diags)
 }
 
+/// [`validate_in`], but a scenario whose only error is E0401 (a stage over the GPU's memory)
+/// is returned too, its per-stage memory filled in; E0401 stays among the diagnostics. For
+/// `venusc validate`, whose `peak_mem_gib` rows compare the model's peak with one a real run
+/// measured, which may well exceed what the model thinks fits.
+pub fn validate_keeping_over_memory_in(
+    def: &ScenarioDef,
+    stdlib_gpus: &[StdlibGpu],
+) -> (Option<Scenario>, Vec<Diagnostic>) {
+    let mut v = Validator::new(def, stdlib_gpus);
+    v.keep_over_memory = true;
+    let scenario = v.run();
+    (scenario, v.diags)
+}
+
 /// Validates a scenario whose definitions had errors ([`PartialScenario`]): every rule whose
 /// inputs all type-checked (or were left to their defaults) runs; a rule that reads a rejected
 /// key is skipped, so it cannot report a consequence of the default standing in for it. No
@@ -148,6 +162,9 @@ struct Validator<'a> {
     /// The group sizes (`tp`, `cp`, `ep`) an error already rejected: W0001 says nothing about
     /// where such a group lands.
     rejected: Vec<&'static str>,
+    /// Return the scenario even when E0401 is its only error
+    /// ([`validate_keeping_over_memory_in`]).
+    keep_over_memory: bool,
 }
 
 impl<'a> Validator<'a> {
@@ -171,6 +188,7 @@ impl<'a> Validator<'a> {
             global_batch: p.global_batch.value,
             failed: Vec::new(),
             rejected: Vec::new(),
+            keep_over_memory: false,
         }
     }
 
@@ -216,7 +234,8 @@ impl<'a> Validator<'a> {
         let mut scenario = self.scenario(dp, m, split);
         scenario.memory = stage_memory(&scenario.model, &scenario.memory_plan());
         self.check_memory(&scenario); // E0401, W0005
-        if self.has_error() {
+                                      // Every earlier error returned above: an error now is E0401.
+        if self.has_error() && !self.keep_over_memory {
             return None;
         }
         Some(scenario)

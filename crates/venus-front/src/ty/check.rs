@@ -646,6 +646,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             gpu: gpu?,
             gpu_loc: gpu_item?.loc,
             dims,
+            reserve: f.get(Key::ClusterReserve, bytes),
         })
     }
 
@@ -1467,7 +1468,10 @@ mod tests {
             format!("{:?}", p.attention()).to_lowercase(),
             word(Key::Attention)
         );
-        assert_eq!(Key::Reserve.sig().default, KeyDefault::Bytes(p.reserve().0));
+        // The key table states the memory model's default reserve, for the plan and the cluster.
+        let reserve = KeyDefault::Bytes(venus_plan::plan::memory::DEFAULT_RESERVE.0);
+        assert_eq!(Key::Reserve.sig().default, reserve);
+        assert_eq!(Key::ClusterReserve.sig().default, reserve);
         assert!(!p.sp());
         for sig in schema::keys(BlockKind::Def(DefKind::Plan))
             .iter()

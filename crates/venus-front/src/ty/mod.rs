@@ -183,6 +183,8 @@ pub struct Cluster {
     pub gpu_loc: Loc,
     /// Innermost first.
     pub dims: Vec<Dim>,
+    /// Memory kept back per GPU of this cluster (a plan's `reserve` wins).
+    pub reserve: Opt<Bytes>,
 }
 
 impl Cluster {
@@ -273,10 +275,6 @@ impl Plan {
     }
     pub fn iterations(&self) -> u64 {
         or(&self.iterations, 1)
-    }
-    /// Bytes per GPU the memory model leaves to the CUDA context, NCCL and fragmentation.
-    pub fn reserve(&self) -> Bytes {
-        or(&self.reserve, Bytes(0))
     }
 }
 

@@ -19,7 +19,7 @@ impl Validator<'_> {
         let cap = gpu.memory;
         // The check is peak + reserve <= capacity: the stage peaks are compared with what the
         // reserve leaves.
-        let reserve = self.def.plan.reserve();
+        let (reserve, _) = sc.reserve();
         let need = Bytes(w.peak.0.saturating_add(reserve.0));
         let over = need > cap;
         let warn_at = Bytes((cap.0 as f64 * MEMORY_WARN) as u64);

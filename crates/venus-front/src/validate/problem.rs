@@ -1550,7 +1550,8 @@ pub struct MemoryProblem {
     pub over: bool,
     pub gpu: String,
     pub capacity: Bytes,
-    /// The plan's `reserve`: kept back per GPU, added to the stage's peak.
+    /// The scenario's reserve (plan, cluster or default): kept back per GPU, added to the
+    /// stage's peak.
     pub reserve: Bytes,
     pub capacity_loc: Loc,
     pub plan_loc: Loc,

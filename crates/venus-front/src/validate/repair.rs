@@ -183,11 +183,12 @@ fn changed_dp(sc: &Scenario, plan: &MemoryPlan) -> Option<u64> {
     (sc.plan.dp.is_some() && plan.dp != sc.dp).then_some(plan.dp)
 }
 
-/// What the largest stage of `plan` needs: its peak plus the plan's `reserve`.
+/// What the largest stage of `plan` needs: its peak plus the scenario's reserve.
 fn peak_of(sc: &Scenario, plan: &MemoryPlan) -> Bytes {
     let stages: Vec<StageMemory> = stage_memory(&sc.model, plan);
     let peak = worst(&stages).map_or(Bytes(0), |s| s.peak);
-    Bytes(peak.0.saturating_add(sc.plan.reserve().0))
+    let (reserve, _) = sc.reserve();
+    Bytes(peak.0.saturating_add(reserve.0))
 }
 
 /// The cheapest change (in the order of [`candidates`]) that brings the largest stage to

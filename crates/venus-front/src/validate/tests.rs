@@ -897,19 +897,24 @@ fn e0401_stage_over_memory_names_the_cheapest_fix() {
         secondary_locs(e),
         vec![d.cluster.gpu.memory.loc, loc(&d.plan.dp)]
     );
-    assert_eq!(e.notes.len(), 4);
+    assert_eq!(e.notes.len(), 5);
     assert!(e.notes[2].starts_with("optimizer state "), "{:?}", e.notes);
+    assert_eq!(
+        e.notes[4],
+        "reserve 2.5 GiB kept back per GPU (CUDA context, NCCL buffers, fragmentation)"
+    );
     // The first change that fits is the distributed optimizer: its peak, from the memory model.
     let mut fixed = d.clone();
     set(&mut fixed.plan.distributed_optimizer, true);
     let (s, ds) = validate(&fixed);
     assert!(ds.iter().all(|d| !d.is_error()), "{ds:#?}");
     let peak = worst(&s.unwrap().memory).unwrap().peak;
+    let need = Bytes(peak.0 + venus_plan::plan::memory::DEFAULT_RESERVE.0);
     assert_eq!(
         e.help.as_deref().unwrap(),
         format!(
             "add `distributed_optimizer`: the largest stage then needs {} of 80 GiB",
-            gib(peak)
+            gib(need)
         )
     );
 }
@@ -921,6 +926,8 @@ fn e0401_without_a_single_fix_combines_changes() {
     set(&mut d.plan.pp, 2);
     // Korthikanti's unfused attention, whose scores selective recomputation drops.
     d.plan.attention = Some(sp(crate::ty::Attention::Unfused));
+    // No reserve, so that the figures are the stage peaks alone.
+    set(&mut d.plan.reserve, crate::ty::Bytes(0));
     let (_, ds) = validate(&d);
     let e = only(&ds, Code::E0401);
     assert_eq!(
@@ -957,9 +964,10 @@ fn w0005_stage_above_90_percent() {
     let (s, ds) = validate(&d);
     assert!(s.is_some());
     let w = only(&ds, Code::W0005);
+    // The stage's 70.2 GiB peak and the default 2.5 GiB reserve.
     assert_eq!(
         w.message,
-        "pipeline stage 0 needs 70.2 GiB, 92% of the 76 GiB of `h100_sxm`"
+        "pipeline stage 0 needs 72.7 GiB, 96% of the 76 GiB of `h100_sxm`"
     );
     assert!(w
         .help
@@ -1169,14 +1177,51 @@ fn near_the_limit() -> ScenarioDef {
     d
 }
 
+/// Unwritten, the reserve is `plan::memory::DEFAULT_RESERVE` (2.5 GiB); `reserve 0GiB` in the
+/// plan removes it. The stage peaks never hold it: only what E0401 and W0005 compare does.
 #[test]
-fn reserve_of_0gib_changes_no_diagnostic_and_no_stage_memory() {
+fn the_default_reserve_counts_until_the_plan_writes_reserve_0gib() {
     let mut d = near_the_limit();
     let (s0, ds0) = validate(&d);
+    assert_eq!(
+        only(&ds0, Code::W0005).message,
+        "pipeline stage 0 needs 72.7 GiB, 96% of the 76 GiB of `h100_sxm`"
+    );
+    assert!(only(&ds0, Code::W0005).notes.contains(
+        &"reserve 2.5 GiB kept back per GPU (CUDA context, NCCL buffers, fragmentation)"
+            .to_string()
+    ));
     set(&mut d.plan.reserve, crate::ty::Bytes(0));
     let (s1, ds1) = validate(&d);
-    assert_eq!(ds0, ds1);
+    assert_eq!(
+        only(&ds1, Code::W0005).message,
+        "pipeline stage 0 needs 70.2 GiB, 92% of the 76 GiB of `h100_sxm`"
+    );
     assert_eq!(s0.map(|s| s.memory), s1.map(|s| s.memory));
+}
+
+/// The cluster's `reserve` replaces the default, and the plan's replaces the cluster's.
+#[test]
+fn a_plan_reserve_wins_over_the_cluster_reserve() {
+    let gib = |n: u64| crate::ty::Bytes(n * crate::ty::Bytes::GIB);
+    let mut d = near_the_limit();
+    set(&mut d.cluster.reserve, gib(6));
+    let (s, ds) = validate(&d);
+    assert!(s.is_none());
+    assert_eq!(
+        only(&ds, Code::E0401).message,
+        "pipeline stage 0 needs 76.2 GiB but `h100_sxm` has 76 GiB"
+    );
+    set(&mut d.plan.reserve, gib(1));
+    let (s, ds) = validate(&d);
+    assert_eq!(
+        s.map(|s| s.reserve()),
+        Some((gib(1), venus_plan::plan::memory::ReserveSource::Plan))
+    );
+    assert_eq!(
+        only(&ds, Code::W0005).message,
+        "pipeline stage 0 needs 71.2 GiB, 94% of the 76 GiB of `h100_sxm`"
+    );
 }
 
 #[test]
@@ -1199,4 +1244,26 @@ fn reserve_is_added_to_the_stage_peak_in_e0401() {
     // The help's figures include the reserve too.
     let help = e.help.as_deref().unwrap_or_default();
     assert!(help.contains("of 76 GiB"), "{help}");
+}
+
+/// `venusc validate` compares a measured peak with the model's even over the GPU's memory:
+/// the scenario comes back with its stage memory and E0401 still among the diagnostics, while
+/// `validate` (what `check` and `sim` run) returns none.
+#[test]
+fn keeping_over_memory_returns_the_scenario_and_keeps_e0401() {
+    let mut d = near_the_limit();
+    set(
+        &mut d.plan.reserve,
+        crate::ty::Bytes(6 * crate::ty::Bytes::GIB),
+    );
+    let (none, ds) = validate(&d);
+    assert!(none.is_none());
+    let (kept, kept_ds) = validate_keeping_over_memory_in(&d, &[]);
+    assert_eq!(kept_ds, ds);
+    assert_eq!(only(&kept_ds, Code::E0401).code, Code::E0401);
+    let peak = worst(&kept.expect("kept").memory).unwrap().peak;
+    assert_eq!(gib(peak), "70.2 GiB");
+    // An error before the memory rule still returns nothing.
+    set(&mut d.plan.tp, 3);
+    assert!(validate_keeping_over_memory_in(&d, &[]).0.is_none());
 }

@@ -77,6 +77,7 @@ pub fn cluster(c: &Cluster) -> ClusterSpec {
                 fabric: d.fabric,
             })
             .collect(),
+        reserve: val(&c.reserve),
     }
 }
 

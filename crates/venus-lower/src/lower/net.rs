@@ -75,6 +75,7 @@ mod tests {
             name: None,
             gpu,
             dims,
+            reserve: None,
         }
     }
 

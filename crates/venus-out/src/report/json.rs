@@ -27,6 +27,8 @@ struct ReportDto<'a> {
     phases: PhasesDto<'a>,
     exposed_communication: ExposedDto<'a>,
     memory: Vec<MemoryDto>,
+    /// Kept back per GPU beside every stage's peak (CUDA context, NCCL buffers, fragmentation).
+    memory_reserve_bytes: u64,
     engine: EngineDto,
 }
 
@@ -140,6 +142,7 @@ pub fn json(r: &Report) -> String {
                 peak_bytes: m.peak.0,
             })
             .collect(),
+        memory_reserve_bytes: r.memory_reserve.0,
         engine: EngineDto {
             events: r.engine.events,
             simulated_ranks: r.engine.simulated_ranks,

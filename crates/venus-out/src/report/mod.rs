@@ -232,6 +232,9 @@ pub struct Report {
     pub exposed: Vec<Exposed>,
     /// Stage 0 first.
     pub memory: Vec<StageMemoryRow>,
+    /// Kept back per GPU beside every stage's peak (`Scenario::reserve`): E0401 checks
+    /// peak + reserve.
+    pub memory_reserve: Bytes,
     pub engine: EngineStats,
 }
 
@@ -334,6 +337,7 @@ impl Report {
                     peak: m.peak,
                 })
                 .collect(),
+            memory_reserve: sc.reserve().0,
             engine: EngineStats {
                 events: timeline.events(),
                 simulated_ranks: timeline.simulated_ranks().len() as u64,

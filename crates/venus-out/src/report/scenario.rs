@@ -18,6 +18,7 @@ use venus_plan::plan::Scenario;
 pub fn memory_table(sc: &Scenario) -> String {
     let gpu = &sc.cluster.gpu;
     let cap = gpu.memory;
+    let (reserve, source) = sc.reserve();
     let g = |b: Bytes| format!("{:.2}", b.gib());
     let mut out = String::new();
     let _ = writeln!(
@@ -61,14 +62,24 @@ pub fn memory_table(sc: &Scenario) -> String {
                 g(s.activations),
                 s.in_flight.to_string(),
                 g(s.peak),
-                format!("{:.0}%", s.peak.0 as f64 / cap.0.max(1) as f64 * 100.0),
+                format!(
+                    "{:.0}%",
+                    s.peak.0.saturating_add(reserve.0) as f64 / cap.0.max(1) as f64 * 100.0
+                ),
             ]
         })
         .collect();
     table::render(&mut out, "", &header, &rows);
     let _ = writeln!(
         out,
-        "(GiB per GPU; in flight = microbatches whose activations are held at the peak)"
+        "reserve: {} GiB per GPU beside the peak (CUDA context, NCCL buffers, fragmentation; {})",
+        g(reserve),
+        source.describe()
+    );
+    let _ = writeln!(
+        out,
+        "(GiB per GPU; in flight = microbatches whose activations are held at the peak; \
+         of gpu = (peak + reserve) / GPU memory, what E0401 checks)"
     );
     out
 }

@@ -393,6 +393,7 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         "phases",
         "exposed_communication",
         "memory",
+        "memory_reserve_bytes",
         "engine",
     ];
     // serde_json's map sorts keys; the order in the text is checked below.
@@ -434,6 +435,8 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         assert!(stage.contains_key(f), "{f}");
     }
     assert_eq!(v["memory"][1]["stage"], 1);
+    // Unwritten, the reserve is the default 2.5 GiB (`plan::memory::DEFAULT_RESERVE`).
+    assert_eq!(v["memory_reserve_bytes"], 2_684_354_560u64);
 }
 
 #[test]
@@ -485,6 +488,10 @@ scenario `s` on 2 GPUs
         assert_eq!(cells[0], m.stage.to_string());
         assert_eq!(cells[5], format!("{:.2}", m.peak.gib()));
     }
+    assert_eq!(
+        t[head.len()..].lines().nth(2),
+        Some("  reserve 2.50 GiB per GPU beside each peak (CUDA context, NCCL buffers, fragmentation)")
+    );
     assert!(
         t.ends_with(&format!(
             "\n\nengine: {} events, 2 simulated ranks, 0.000 ms wall\n",
@@ -522,6 +529,7 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
                 peak: Bytes(g * Bytes::GIB + Bytes::GIB / 4),
             })
             .collect(),
+        memory_reserve: Bytes(0),
         engine: EngineStats {
             events: 0,
             simulated_ranks: 0,
@@ -805,7 +813,7 @@ fn memory_table_lists_every_stage() {
     let (s, _) = validate(&d);
     let t = memory_table(&s.unwrap());
     let lines: Vec<&str> = t.lines().collect();
-    assert_eq!(lines.len(), 1 + 1 + 1 + 8 + 1);
+    assert_eq!(lines.len(), 1 + 1 + 1 + 8 + 1 + 1);
     assert!(lines[0].contains("`h100_sxm` has 80.00 GiB"), "{t}");
     // The demo model: 32 layers of 41.9M attention (GQA, 4 of 16 heads) + 201.3M SwiGLU MLP
     // (16384) + norms, and the tied 50,048 × 4096 embedding: 7.99B.
@@ -818,7 +826,12 @@ fn memory_table_lists_every_stage() {
         "{t}"
     );
     assert!(lines[3].starts_with("0 "), "{t}");
-    assert!(lines[3].ends_with("70.18     88%"), "{t}");
+    // 70.18 GiB + the default 2.5 GiB reserve of 80 GiB: 91%.
+    assert!(lines[3].ends_with("70.18     91%"), "{t}");
+    assert_eq!(
+        lines[11],
+        "reserve: 2.50 GiB per GPU beside the peak (CUDA context, NCCL buffers, fragmentation; the default)"
+    );
 }
 
 #[test]

@@ -85,6 +85,11 @@ pub fn text(r: &Report) -> String {
             ["weights", "gradients", "optimizer", "activations", "peak"],
             rows,
         );
+        let _ = writeln!(
+            out,
+            "  reserve {} GiB per GPU beside each peak (CUDA context, NCCL buffers, fragmentation)",
+            g(r.memory_reserve)
+        );
     }
 
     out.push('\n');

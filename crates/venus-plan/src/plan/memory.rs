@@ -32,12 +32,57 @@
 //!   (megatron/core/pipeline_parallel/schedules.py:2277); interleaved
 //!   min(2·(pp − r − 1) + (vpp − 1)·pp + 1, m·vpp) model-chunk microbatches
 //!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
+//! - What the process holds beside its tensors (CUDA context, library workspaces, NCCL buffers,
+//!   fragmentation) is in no stage's peak: it is the scenario's reserve
+//!   (`Scenario::reserve`, [`DEFAULT_RESERVE`] unless written), which E0401 adds to the peak.
 
 use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
 use crate::plan::recipe::Recipe;
 use crate::plan::spec::ModelSpec as Model;
 use crate::schedule::{self, Kind, PipelineShape};
 use venus_base::base::{Attention, Bytes, Recompute, ScheduleKind};
+
+/// What a training process holds on its GPU beside the tensors the model above counts, when
+/// neither the plan nor the cluster writes `reserve`: 2.5 GiB, the sum of
+/// - the CUDA context with lazy module loading (CUDA 11.7+, the Linux default since 12.2):
+///   about 300 MB for PyTorch alone, over 1000 MB before lazy loading (pytorch/pytorch#107667);
+///   a Megatron process also loads Transformer Engine, cuDNN and NCCL kernels: 512 MiB;
+/// - cuBLAS workspaces: 32 MiB per handle on Hopper and later, as the cuBLAS documentation
+///   recommends (`cublasSetWorkspace`), for four GEMM streams: 128 MiB;
+/// - NCCL buffers: 544 to 688 MB per communicator after its first all-reduce, measured on
+///   A100 NVLink (NVIDIA/nccl#964): per channel and peer a FIFO of `NCCL_BUFFSIZE` (4 MiB) for
+///   the Simple protocol plus the LL and LL128 buffers, linear in the channel count
+///   (NVIDIA/nccl#986). A Megatron rank communicates on three groups at least (tensor, data,
+///   pipeline): 3 × 640 MiB.
+///
+/// Allocator fragmentation is not in the default: it depends on the allocator's settings
+/// (`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` removes most of it), so a plan that
+/// expects some adds it with `reserve`.
+pub const DEFAULT_RESERVE: Bytes = Bytes(CUDA_CONTEXT + CUBLAS_WORKSPACES + 3 * NCCL_COMMUNICATOR);
+const MIB: u64 = 1 << 20;
+const CUDA_CONTEXT: u64 = 512 * MIB;
+const CUBLAS_WORKSPACES: u64 = 4 * 32 * MIB;
+const NCCL_COMMUNICATOR: u64 = 640 * MIB;
+
+/// Where the reserve of a scenario comes from: the plan's `reserve` wins over the cluster's,
+/// and the default stands in for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReserveSource {
+    Plan,
+    Cluster,
+    Default,
+}
+
+impl ReserveSource {
+    /// How reports name it: `the plan's reserve`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ReserveSource::Plan => "the plan's `reserve`",
+            ReserveSource::Cluster => "the cluster's `reserve`",
+            ReserveSource::Default => "the default",
+        }
+    }
+}
 
 /// The plan numbers the memory model needs (a validated plan, or a candidate fix).
 #[derive(Clone, Debug, PartialEq)]

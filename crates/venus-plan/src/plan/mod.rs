@@ -15,7 +15,7 @@ pub mod memory;
 pub mod recipe;
 pub mod spec;
 
-use venus_base::base::{Recompute, ScheduleKind};
+use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
 pub use spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
@@ -137,6 +137,17 @@ impl Scenario {
     /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).
     pub fn bubble_fraction(&self) -> f64 {
         derive::bubble_fraction(self.pp, self.microbatches, self.vpp)
+    }
+
+    /// Memory kept back per GPU beside every stage's peak (E0401 checks peak + reserve): the
+    /// plan's `reserve`, else the cluster's, else [`memory::DEFAULT_RESERVE`].
+    pub fn reserve(&self) -> (Bytes, memory::ReserveSource) {
+        use memory::ReserveSource;
+        match (self.plan.reserve, self.cluster.reserve) {
+            (Some(b), _) => (b, ReserveSource::Plan),
+            (None, Some(b)) => (b, ReserveSource::Cluster),
+            (None, None) => (memory::DEFAULT_RESERVE, ReserveSource::Default),
+        }
     }
 
     /// The numbers the memory model reads.

@@ -200,6 +200,8 @@ pub struct ClusterSpec {
     pub gpu: GpuSpec,
     /// Innermost first.
     pub dims: Vec<DimSpec>,
+    /// Memory kept back per GPU as the cluster writes it (a plan's `reserve` wins).
+    pub reserve: Option<Bytes>,
 }
 
 impl ClusterSpec {
@@ -295,9 +297,6 @@ impl PlanSpec {
     }
     pub fn iterations(&self) -> u64 {
         or(self.iterations, 1)
-    }
-    pub fn reserve(&self) -> Bytes {
-        or(self.reserve, Bytes(0))
     }
     /// The busiest EP rank's token copies over the mean: 1 + `moe_imbalance` (1: balanced,
     /// Megatron-Bridge's force-balanced benchmark routing).

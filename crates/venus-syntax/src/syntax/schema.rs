@@ -312,6 +312,12 @@ const fn allow_key() -> KeySig {
     .example("W0001")
 }
 
+/// The default `reserve` (plan and cluster), 2.5 GiB: the sum `plan::memory::DEFAULT_RESERVE`
+/// spells out and cites (CUDA context, cuBLAS workspaces, three NCCL communicators); a test
+/// in `ty` keeps the two equal.
+const RESERVE_DEFAULT: u64 = 5 << 29;
+const RESERVE_DEFAULT_TEXT: &str = "2.5GiB: CUDA context 0.5 GiB, cuBLAS workspaces 0.125 GiB, 3 NCCL communicators of 0.625 GiB (NVIDIA/nccl#964); no fragmentation";
+
 const MODEL: BlockKind = BlockKind::Def(DefKind::Model);
 const GPU: BlockKind = BlockKind::Def(DefKind::Gpu);
 const CLUSTER: BlockKind = BlockKind::Def(DefKind::Cluster);
@@ -568,6 +574,13 @@ key_table! {
         .repeatable()
         .default(KeyDefault::Unset, "off")
         .example("nvlink"),
+        ClusterReserve = key(
+            "reserve",
+            &[Bytes],
+            "memory kept back per GPU of this cluster (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve; a plan's `reserve` wins",
+        )
+        .default(KeyDefault::Bytes(RESERVE_DEFAULT), RESERVE_DEFAULT_TEXT)
+        .example("4GiB"),
         AllowCluster = allow_key(),
     }
     PLAN => {
@@ -732,9 +745,9 @@ key_table! {
         Reserve = key(
             "reserve",
             &[Bytes],
-            "memory kept back per GPU (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve",
+            "memory kept back per GPU (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve; overrides the cluster's `reserve`",
         )
-        .default(KeyDefault::Bytes(0), "0GiB")
+        .default(KeyDefault::Bytes(RESERVE_DEFAULT), RESERVE_DEFAULT_TEXT)
         .example("4GiB"),
         MoeImbalance = key(
             "moe_imbalance",
