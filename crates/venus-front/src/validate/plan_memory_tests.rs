@@ -140,6 +140,8 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         split: split_layers(layers, pp, vpp, None, None).unwrap(),
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
         moe_load: 1.0,
+        fsdp: None,
+        lora: None,
     }
 }
 
