@@ -48,6 +48,12 @@ pub struct Row {
     pub nic_gbps: Option<f64>,
     /// HBM per GPU as the run's hardware had it.
     pub gpu_memory_gib: Option<f64>,
+    /// `pretrain`, `sft` or `lora` (empty in a v1 table: pretraining).
+    pub task: String,
+    /// The run's Megatron-LM flags as RUNS.md writes them (space-separated).
+    pub megatron_args: String,
+    /// The training framework (`megatron`, `torchtitan`, ...).
+    pub framework: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,7 +104,15 @@ const COLUMNS: [&str; 27] = [
 ];
 
 /// Columns of the v2 table (`RUNS.md`) read when present: a v1 table has none of them.
-const OPTIONAL: [&str; 4] = ["precision", "nvlink_domain", "nic_gbps", "gpu_memory_gib"];
+const OPTIONAL: [&str; 7] = [
+    "precision",
+    "nvlink_domain",
+    "nic_gbps",
+    "gpu_memory_gib",
+    "task",
+    "megatron_args",
+    "framework",
+];
 
 /// Parses the table. Columns are found by header name, so their order does not matter.
 pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
@@ -169,6 +183,9 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
             nvlink_domain: count("nvlink_domain"),
             nic_gbps: number("nic_gbps"),
             gpu_memory_gib: number("gpu_memory_gib"),
+            task: cell("task").to_string(),
+            megatron_args: cell("megatron_args").to_string(),
+            framework: cell("framework").to_string(),
         });
     }
     Ok(rows)
