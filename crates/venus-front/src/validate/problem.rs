@@ -1922,8 +1922,6 @@ impl OptimizerDtypeWithoutSharding {
         if let Some(off) = self.distributed_optimizer_off {
             d = d.with_secondary(off, "distributed_optimizer off");
         }
-        d.with_help(format!(
-            "add `distributed_optimizer` to the plan, or write `{key} fp32`"
-        ))
+        d.with_help("add `distributed_optimizer` to the plan (it shards the lower-precision state)")
     }
 }
