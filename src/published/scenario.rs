@@ -385,7 +385,15 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         assumed.extend(f.assumed.clone());
     }
     let task = task_items(row, &mut assumed);
-    let state = state_dtype_items(row);
+    let mut state = state_dtype_items(row);
+    if bridge_benchmark_grads(row, source, &state) {
+        assumed.push(
+            "grad_dtype bf16 (unstated; Megatron-Bridge's performance recipes reduce gradients \
+             in bf16)"
+                .into(),
+        );
+        state.insert(0, "grad_dtype bf16".to_string());
+    }
     let dist_opt = match row.dist_optimizer.as_str() {
         // Megatron-FSDP runs its own distributed optimizer (arguments.py:1128-1136).
         _ if fsdp.is_some() => false,
@@ -591,6 +599,18 @@ fn task_items(row: &Row, assumed: &mut Vec<String>) -> Vec<String> {
         "sft" => vec!["task sft".to_string()],
         _ => Vec::new(),
     }
+}
+
+/// Whether a Megatron-Bridge performance-summary row ran with bf16 gradients, its flags not
+/// saying: the performance recipes' `_benchmark_common` sets `grad_reduce_in_fp32 = False`
+/// ("benchmark-mode default", src/megatron/bridge/perf_recipes/_common.py, Megatron-Bridge
+/// @0191fc5e), except the Kimi K2 recipe, which sets it back to True (the same docstring).
+fn bridge_benchmark_grads(row: &Row, source: Source, written: &[String]) -> bool {
+    source == Source::Bridge
+        && row.source.contains("Megatron-Bridge")
+        && !row.model.starts_with("Kimi-K2")
+        && !written.iter().any(|i| i.starts_with("grad_dtype"))
+        && !has_flag(&row.megatron_args, "--accumulate-allreduce-grads-in-fp32")
 }
 
 /// The rank a row's notes state as `LoRA rank N`.

@@ -361,3 +361,17 @@ fn gradient_and_optimizer_dtype_flags_become_plan_keys() {
     assert!(b.venus.contains("  grad_dtype bf16\n"), "{}", b.venus);
     assert!(!b.venus.contains("exp_avg_dtype"), "{}", b.venus);
 }
+
+/// Megatron-Bridge's performance recipes reduce gradients in bf16 (`_benchmark_common`), so a
+/// Bridge performance row whose flags say nothing gets `grad_dtype bf16`, stated as assumed;
+/// the Kimi K2 recipe keeps fp32, and rows of other sources keep Megatron's fp32 default.
+#[test]
+fn megatron_bridge_performance_rows_reduce_gradients_in_bf16() {
+    let line = "mb2511_gptoss120b_b200_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t1\t1\t64\t1\t8\t\t\t\tB200 (DGX-B200)\t64\ttokens_per_s_per_gpu\t8213\tprecision BF16";
+    let b = build(&bridge_row(line)).unwrap();
+    assert!(b.venus.contains("  grad_dtype bf16\n"), "{}", b.venus);
+    assert!(b.assumed.iter().any(|a| a.starts_with("grad_dtype bf16 (unstated")));
+    let kimi = line.replace("GPT-OSS-120B (MoE)", "Kimi-K2 (MoE, Muon optimizer)");
+    assert!(!build(&bridge_row(&kimi)).unwrap().venus.contains("grad_dtype"));
+    assert!(!build(&sc21_row()).unwrap().venus.contains("grad_dtype"));
+}

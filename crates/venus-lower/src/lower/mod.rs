@@ -40,6 +40,16 @@
 //!   completes it ends, in a backward where grad sync is enabled (the IR's `EnableGradSync`),
 //!   or at the IR's `GradSync` (aligned launch); `finalize_model_grads` waits for them. Without
 //!   it, all buckets are issued at `FinalizeGrads` and waited for.
+//! - **FSDP** (`fsdp`, Megatron-FSDP): buckets are its units, one per transformer layer (the
+//!   embedding and output layer in the first / last chunk's end units). `optim` is the
+//!   distributed optimizer's traffic; from `optim_grads` every backward reduce-scatters each
+//!   unit as soon as its gradients are complete (the overlap is always on); `optim_grads_params`
+//!   also all-gathers every unit (bf16) before each forward and each backward of every
+//!   microbatch, issued per chunk on the DP stream so later units prefetch while earlier ones
+//!   compute, and has no gather after the optimizer step.
+//! - **LoRA** (`task lora`): the buckets hold the adapters only (Megatron's DDP buffers only
+//!   parameters with `requires_grad`); the distributed optimizer gathers them alone, ZeRO-3
+//!   gathers the frozen base too.
 //! - **finalize**: with `sp`, the TP all-reduce of the layer-norm gradients; the tied
 //!   embedding all-reduce (`V_pad/tp · h` × 4 bytes over the embedding group, §4.5); then the
 //!   optimizer step (compute, category `optimizer`).

@@ -15,6 +15,11 @@
 //!   shard over dp × cp, the group Megatron's distributed optimizer really reduce-scatters over
 //!   (`dp-cp`, megatron/core/parallel_state.py:963) — theoretical_memory_usage.py uses dp alone,
 //!   which is the same when cp = 1; expert params shard over expert_dp = world / (etp·ep·pp).
+//! - The recipe's dtypes set the bytes per element: `grad_dtype bf16` 2-byte gradients
+//!   (`--grad-reduce-in-bf16`), the precision-aware optimizer's master weights and moments
+//!   (`--main-params-dtype`, `--exp-avg-dtype`, `--exp-avg-sq-dtype`).
+//! - `task lora`: the base keeps its weights only; gradients and optimizer state are the
+//!   adapters' ([`trainable_params`]). `fsdp` shards by strategy ([`model_state_bytes`]).
 //! - Parameters: as theoretical_memory_usage.py:12-120 (no linear biases; two LayerNorms of 2h
 //!   per layer and a final one; router h·E; tp shards attention, MLP, shared expert and the
 //!   vocabulary-parallel embedding/output; etp × ep shard the routed experts). The last stage
