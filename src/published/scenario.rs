@@ -590,7 +590,8 @@ fn task_items(row: &Row, assumed: &mut Vec<String>) -> Vec<String> {
         "lora" => {
             let rank = lora_rank_in(&row.notes);
             if rank.is_none() {
-                assumed.push("lora_rank 32 (unstated; Megatron-Bridge's `LoRA.dim` default)".into());
+                assumed
+                    .push("lora_rank 32 (unstated; Megatron-Bridge's `LoRA.dim` default)".into());
             }
             let mut items = vec!["task lora".to_string()];
             items.extend(rank.map(|r| format!("lora_rank {r}")));
@@ -616,7 +617,10 @@ fn bridge_benchmark_grads(row: &Row, source: Source, written: &[String]) -> bool
 /// The rank a row's notes state as `LoRA rank N`.
 fn lora_rank_in(notes: &str) -> Option<u64> {
     let at = notes.find("LoRA rank ")? + "LoRA rank ".len();
-    let digits: String = notes[at..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = notes[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok().filter(|&r| r > 0)
 }
 
@@ -626,15 +630,28 @@ fn lora_rank_in(notes: &str) -> Option<u64> {
 fn state_dtype_items(row: &Row) -> Vec<String> {
     let args = row.megatron_args.as_str();
     let mut items = Vec::new();
-    if has_flag(args, "--grad-reduce-in-bf16") || flag_value(args, "--main-grads-dtype") == Some("bf16")
+    if has_flag(args, "--grad-reduce-in-bf16")
+        || flag_value(args, "--main-grads-dtype") == Some("bf16")
     {
         items.push("grad_dtype bf16".to_string());
     }
     if has_flag(args, "--use-precision-aware-optimizer") {
         for (flag, key, words) in [
-            ("--main-params-dtype", "main_params_dtype", venusc_schema::MAIN_PARAMS_DTYPES),
-            ("--exp-avg-dtype", "exp_avg_dtype", venusc_schema::MOMENT_DTYPES),
-            ("--exp-avg-sq-dtype", "exp_avg_sq_dtype", venusc_schema::MOMENT_DTYPES),
+            (
+                "--main-params-dtype",
+                "main_params_dtype",
+                venusc_schema::MAIN_PARAMS_DTYPES,
+            ),
+            (
+                "--exp-avg-dtype",
+                "exp_avg_dtype",
+                venusc_schema::MOMENT_DTYPES,
+            ),
+            (
+                "--exp-avg-sq-dtype",
+                "exp_avg_sq_dtype",
+                venusc_schema::MOMENT_DTYPES,
+            ),
         ] {
             if let Some(w) = flag_value(args, flag).filter(|w| *w != "fp32" && words.contains(w)) {
                 items.push(format!("{key} {w}"));

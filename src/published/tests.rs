@@ -305,7 +305,11 @@ fn a_lora_row_is_a_lora_plan_with_the_rank_its_notes_state_and_simulates() {
     r.task = "lora".into();
     r.notes = "v2: LoRA rank 16 (MLLOG lora_rank)".into();
     let b = build(&r).unwrap();
-    assert!(b.venus.contains("  task lora\n  lora_rank 16\n"), "{}", b.venus);
+    assert!(
+        b.venus.contains("  task lora\n  lora_rank 16\n"),
+        "{}",
+        b.venus
+    );
     match validate_row(r).outcome {
         Outcome::Compared { predicted, .. } => assert!(predicted.iteration.0 > 1.0),
         other => panic!("{other:?}"),
@@ -329,17 +333,35 @@ fn fsdp_rows_name_their_strategy_and_implementation() {
                        --swiglu --untie-embeddings-and-output-weights"
         .into();
     let b = build(&r).unwrap();
-    assert!(b.venus.contains("  fsdp optim_grads_params torch\n"), "{}", b.venus);
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params torch\n"),
+        "{}",
+        b.venus
+    );
     assert!(!b.venus.contains("distributed_optimizer"), "{}", b.venus);
     (r.tp, r.pp, r.num_gpus, r.global_batch) = (Some(1), Some(2), Some(8), Some(16));
     let b = build(&r).unwrap();
-    assert!(b.venus.contains("  fsdp optim_grads_params\n"), "{}", b.venus);
-    assert!(b.assumed.iter().any(|a| a.contains("outside Megatron's --use-torch-fsdp2")));
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params\n"),
+        "{}",
+        b.venus
+    );
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.contains("outside Megatron's --use-torch-fsdp2")));
     r.megatron_args = "--use-megatron-fsdp".into();
     r.dist_optimizer = String::new();
     let b = build(&r).unwrap();
-    assert!(b.venus.contains("  fsdp optim_grads_params\n"), "{}", b.venus);
-    assert!(b.assumed.iter().any(|a| a.starts_with("fsdp optim_grads_params (sharding")));
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params\n"),
+        "{}",
+        b.venus
+    );
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("fsdp optim_grads_params (sharding")));
 }
 
 /// `--grad-reduce-in-bf16` and the precision-aware optimizer's non-fp32 dtypes become plan keys.
@@ -351,7 +373,8 @@ fn gradient_and_optimizer_dtype_flags_become_plan_keys() {
         .into();
     let b = build(&r).unwrap();
     assert!(
-        b.venus.contains("  exp_avg_dtype bf16\n  exp_avg_sq_dtype bf16\n"),
+        b.venus
+            .contains("  exp_avg_dtype bf16\n  exp_avg_sq_dtype bf16\n"),
         "{}",
         b.venus
     );
@@ -370,8 +393,14 @@ fn megatron_bridge_performance_rows_reduce_gradients_in_bf16() {
     let line = "mb2511_gptoss120b_b200_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t1\t1\t64\t1\t8\t\t\t\tB200 (DGX-B200)\t64\ttokens_per_s_per_gpu\t8213\tprecision BF16";
     let b = build(&bridge_row(line)).unwrap();
     assert!(b.venus.contains("  grad_dtype bf16\n"), "{}", b.venus);
-    assert!(b.assumed.iter().any(|a| a.starts_with("grad_dtype bf16 (unstated")));
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("grad_dtype bf16 (unstated")));
     let kimi = line.replace("GPT-OSS-120B (MoE)", "Kimi-K2 (MoE, Muon optimizer)");
-    assert!(!build(&bridge_row(&kimi)).unwrap().venus.contains("grad_dtype"));
+    assert!(!build(&bridge_row(&kimi))
+        .unwrap()
+        .venus
+        .contains("grad_dtype"));
     assert!(!build(&sc21_row()).unwrap().venus.contains("grad_dtype"));
 }

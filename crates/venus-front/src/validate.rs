@@ -326,10 +326,19 @@ impl<'a> Validator<'a> {
         if self.inputs_ok(&[Task, LoraRank, LoraModules], false) {
             self.check_lora_keys(); // E0319
         }
-        if self.inputs_ok(&[Fsdp, Pp, Ep, DistributedOptimizer, UntiedEmbeddings], false) {
+        if self.inputs_ok(
+            &[Fsdp, Pp, Ep, DistributedOptimizer, UntiedEmbeddings],
+            false,
+        ) {
             self.check_fsdp(); // E0320
         }
-        let dtypes = [DistributedOptimizer, Fsdp, MainParamsDtype, ExpAvgDtype, ExpAvgSqDtype];
+        let dtypes = [
+            DistributedOptimizer,
+            Fsdp,
+            MainParamsDtype,
+            ExpAvgDtype,
+            ExpAvgSqDtype,
+        ];
         if self.inputs_ok(&dtypes, false) {
             self.check_optimizer_dtypes(); // E0321
         }

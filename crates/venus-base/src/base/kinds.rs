@@ -303,18 +303,16 @@ impl LoraTargets {
     /// The targets named by `words` (unknown words are ignored: the type checker admits only
     /// the four module names).
     pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> LoraTargets {
-        words
-            .into_iter()
-            .fold(LoraTargets::NONE, |mut t, w| {
-                match w {
-                    "linear_qkv" => t.qkv = true,
-                    "linear_proj" => t.proj = true,
-                    "linear_fc1" => t.fc1 = true,
-                    "linear_fc2" => t.fc2 = true,
-                    _ => {}
-                }
-                t
-            })
+        words.into_iter().fold(LoraTargets::NONE, |mut t, w| {
+            match w {
+                "linear_qkv" => t.qkv = true,
+                "linear_proj" => t.proj = true,
+                "linear_fc1" => t.fc1 = true,
+                "linear_fc2" => t.fc2 = true,
+                _ => {}
+            }
+            t
+        })
     }
 }
 

@@ -764,7 +764,9 @@ impl<'r, 'a> Checker<'r, 'a> {
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
             moe_imbalance: f.get(Key::MoeImbalance, ratio),
-            task: f.word(Key::Task).map(|w| Spanned::new(task_of(w.value), w.loc)),
+            task: f
+                .word(Key::Task)
+                .map(|w| Spanned::new(task_of(w.value), w.loc)),
             lora_rank: f.count(Key::LoraRank),
             lora_modules: f.first(Key::LoraModules).map(|item| {
                 let words = item.args.iter().filter_map(|(c, _)| match c {
@@ -780,7 +782,10 @@ impl<'r, 'a> Checker<'r, 'a> {
                 _ => None,
             }),
             fsdp_impl: f.first(Key::Fsdp).map(|item| {
-                let torch = matches!(item.args.get(1), Some((Checked::Arg(Arg::Word("torch")), _)));
+                let torch = matches!(
+                    item.args.get(1),
+                    Some((Checked::Arg(Arg::Word("torch")), _))
+                );
                 let imp = if torch {
                     venus_base::base::FsdpImpl::Torch
                 } else {
@@ -788,7 +793,9 @@ impl<'r, 'a> Checker<'r, 'a> {
                 };
                 Spanned::new(imp, item.loc)
             }),
-            grad_dtype: f.word(Key::GradDtype).map(|w| Spanned::new(dtype_of(w.value), w.loc)),
+            grad_dtype: f
+                .word(Key::GradDtype)
+                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
             main_params_dtype: f
                 .word(Key::MainParamsDtype)
                 .map(|w| Spanned::new(dtype_of(w.value), w.loc)),

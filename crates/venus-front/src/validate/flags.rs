@@ -84,9 +84,10 @@ impl Validator<'_> {
                 continue;
             }
             // arguments.py:1025-1027: Megatron-FSDP gathers its own sharded parameters.
-            let megatron_fsdp = p.fsdp_impl.as_ref().is_some_and(|i| {
-                i.value == venus_base::base::FsdpImpl::Megatron
-            });
+            let megatron_fsdp = p
+                .fsdp_impl
+                .as_ref()
+                .is_some_and(|i| i.value == venus_base::base::FsdpImpl::Megatron);
             if row.needs == Flag::DistributedOptimizer && megatron_fsdp {
                 continue;
             }

@@ -382,7 +382,11 @@ fn lora_keeps_the_frozen_base_in_bf16_without_gradients_or_optimizer_state() {
     let adapters = 2_195_456u64 * 80 / 4;
     assert_eq!(s.trainable_params, adapters);
     assert_eq!(s.weights, Bytes(2 * (s.params + adapters)));
-    assert!((s.weights.0 as f64 / (140e9 / 4.0) - 1.0).abs() < 0.02, "{}", s.weights.0);
+    assert!(
+        (s.weights.0 as f64 / (140e9 / 4.0) - 1.0).abs() < 0.02,
+        "{}",
+        s.weights.0
+    );
     assert_eq!(s.gradients, Bytes(4 * adapters));
     assert_eq!(s.optimizer, Bytes(12 * adapters));
     // The same plan pretraining keeps 18 bytes of every base parameter.
@@ -434,9 +438,12 @@ fn gradient_and_optimizer_dtypes_set_the_bytes_per_parameter() {
     let m = gpt(64, 4, 2, 128, 16);
     let mut p = plan(1, 1, 1, None, 2);
     let params = 2 * 49408 + 8192 + 128;
-    p.recipe = p
-        .recipe
-        .with_training_dtypes(Some(Dtype::Bf16), None, Some(Dtype::Bf16), Some(Dtype::Bf16));
+    p.recipe = p.recipe.with_training_dtypes(
+        Some(Dtype::Bf16),
+        None,
+        Some(Dtype::Bf16),
+        Some(Dtype::Bf16),
+    );
     p.distributed_optimizer = true;
     p.dp = 2;
     let s = one_stage(&m, &p, 0);

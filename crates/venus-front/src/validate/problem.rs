@@ -1641,7 +1641,11 @@ impl MemoryBreakdown {
                 gib(self.weights),
                 venus_base::base::math::thousands(self.params)
             ),
-            format!("gradients {} ({})", gib(self.gradients), self.state.gradients()),
+            format!(
+                "gradients {} ({})",
+                gib(self.gradients),
+                self.state.gradients()
+            ),
             format!(
                 "optimizer state {} ({}{shards})",
                 gib(self.optimizer),
@@ -1811,15 +1815,33 @@ impl LoraWithoutTask {
             .collect();
         let (message, help) = match self.task {
             Some((word, _)) => (
-                format!("{} shapes LoRA adapters but the task is `{word}`", join_and(&names)),
-                format!("write `task lora` instead of `task {word}`, or remove {}", join_and(&names)),
+                format!(
+                    "{} shapes LoRA adapters but the task is `{word}`",
+                    join_and(&names)
+                ),
+                format!(
+                    "write `task lora` instead of `task {word}`, or remove {}",
+                    join_and(&names)
+                ),
             ),
             None => (
-                format!("{} shapes LoRA adapters but the plan has no `task lora`", join_and(&names)),
-                format!("add `task lora` to {}, or remove {}", self.plan, join_and(&names)),
+                format!(
+                    "{} shapes LoRA adapters but the plan has no `task lora`",
+                    join_and(&names)
+                ),
+                format!(
+                    "add `task lora` to {}, or remove {}",
+                    self.plan,
+                    join_and(&names)
+                ),
             ),
         };
-        let mut d = Diagnostic::new(Code::E0319, message, first_loc, format!("`{first}` needs `task lora`"));
+        let mut d = Diagnostic::new(
+            Code::E0319,
+            message,
+            first_loc,
+            format!("`{first}` needs `task lora`"),
+        );
         for (k, loc) in &self.keys[1..] {
             d = d.with_secondary(*loc, format!("`{k}`"));
         }

@@ -7,7 +7,8 @@
 //! Megatron-Bridge) source it reproduces; the fixes are computed here.
 
 use super::problem::{
-    LoraWithoutTask, OptimizerDtypeWithoutSharding, PlanProblem, TorchFsdpLimit, TorchFsdpUnsupported,
+    LoraWithoutTask, OptimizerDtypeWithoutSharding, PlanProblem, TorchFsdpLimit,
+    TorchFsdpUnsupported,
 };
 use super::{loc_of, on, Validator};
 use venus_base::base::{Dtype, FsdpImpl, Task};

@@ -690,7 +690,8 @@ impl Work {
     fn embedding(&self) -> (f64, f64) {
         let fwd = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
         // A frozen embedding (LoRA) gets no gradient: nothing to scatter.
-        let bwd = self.base_wgrad() * self.memory(self.t_sp * self.h * (self.act_bytes + 2.0 * 4.0));
+        let bwd =
+            self.base_wgrad() * self.memory(self.t_sp * self.h * (self.act_bytes + 2.0 * 4.0));
         (fwd, bwd)
     }
 

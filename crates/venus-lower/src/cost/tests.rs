@@ -252,7 +252,10 @@ fn lora_backward_drops_the_base_weight_gradient_and_adds_the_adapters() {
     set(&mut d.plan.task, venus_base::base::Task::Lora);
     set(&mut d.plan.lora_rank, 16);
     let lora = validate(&d);
-    let (p, l) = (AnalyticModel::new(&pre, cal), AnalyticModel::new(&lora, cal));
+    let (p, l) = (
+        AnalyticModel::new(&pre, cal),
+        AnalyticModel::new(&lora, cal),
+    );
     let (fp, bp, wp) = (
         p.chunk(3, 0, Pass::Forward),
         p.chunk(3, 0, Pass::Backward),
@@ -265,12 +268,21 @@ fn lora_backward_drops_the_base_weight_gradient_and_adds_the_adapters() {
     );
     let adapters = fl.total.0 - fp.total.0;
     // Skinny rank-16 GEMMs run far from peak (`gemm_half_dim`): a few percent of the layer.
-    assert!(adapters > 0.0 && adapters < 0.1 * fp.total.0, "{adapters} {}", fp.total.0);
+    assert!(
+        adapters > 0.0 && adapters < 0.1 * fp.total.0,
+        "{adapters} {}",
+        fp.total.0
+    );
     let lhs = bp.total.0 - bl.total.0 + adapters;
     assert!((lhs - (wp.total.0 - wl.total.0)).abs() < 1e-9, "{lhs}");
     // The base GEMMs' dW is most of the pretraining weight share, so LoRA's backward is
     // close to one forward of the base: B_lora < 0.75 B_pre (pretrain: B ≈ 2F + attention).
-    assert!(bl.total.0 < 0.75 * bp.total.0, "{} {}", bl.total.0, bp.total.0);
+    assert!(
+        bl.total.0 < 0.75 * bp.total.0,
+        "{} {}",
+        bl.total.0,
+        bp.total.0
+    );
     let k = (analytic::KERNELS_ATTENTION + analytic::KERNELS_MLP) * cal.kernel_overhead.0;
     let launches = wl.layers as f64 * k;
     assert!((wl.total.0 - launches - adapters).abs() < 1e-9);

@@ -721,7 +721,10 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let layers = sc.chunk_layers(stage) as u32;
     let per_layer = sc.params.per_layer;
     let sizes = PieceSizes::new(sc);
-    let dense_layer = sizes.piece(per_layer.total().saturating_sub(per_layer.experts) / tp, sizes.dense);
+    let dense_layer = sizes.piece(
+        per_layer.total().saturating_sub(per_layer.experts) / tp,
+        sizes.dense,
+    );
     let expert_layer = sizes.piece(
         per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1)),
         sizes.experts,
@@ -756,7 +759,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         (Some(b), false) => (b.0 / sc.recipe.main_grads.bytes().max(1)).max(1),
         (None, false) => BUCKET_MIN_ELEMENTS.max(BUCKET_PER_DP_ELEMENTS.saturating_mul(dp_cp)),
     };
-    let sharded = sc.flags.distributed_optimizer || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer());
+    let sharded =
+        sc.flags.distributed_optimizer || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer());
     let pad = |n: u64| {
         if sharded {
             // param_layout.py:19-42: pad each bucket to a multiple of lcm(dp, 128).
@@ -1428,8 +1432,9 @@ impl<'a> Emitter<'a> {
 
     /// Megatron-FSDP's per-microbatch work before a pass of chunk `c`: with `optim_grads` and
     /// up a fresh reduce-scatter of every layer in each backward (the gradients are sharded,
-    /// so nothing accumulates unsharded across microbatches; megatron_fsdp.md: "Gradient
-    /// reduce-scatter is ... accumulated during every backward pass"), and with
+    /// so nothing accumulates unsharded across microbatches: "Gradient reduce-scatter is ...
+    /// accumulated during every backward pass", Megatron-LM's Megatron-FSDP guide,
+    /// <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/megatron_fsdp.md>), and with
     /// `optim_grads_params` each layer's all-gather before its forward and its backward
     /// ("Model parameters are all-gathered ... pre-forward and pre-backward"). Granularity: one
     /// transformer layer, Megatron-FSDP's unit (mcore_fsdp_adapter.py `fsdp_unit_modules`),

@@ -749,7 +749,10 @@ fn dp_collectives(sc: &Scenario) -> [Vec<u64>; 3] {
     let lw = lower(sc, &LowerOptions::default()).unwrap();
     let mut out: [Vec<u64>; 3] = Default::default();
     for n in lw.trace.ranks()[0].nodes() {
-        let dp = matches!(n.category, Category::ParamsAllGather | Category::AllGradsSync);
+        let dp = matches!(
+            n.category,
+            Category::ParamsAllGather | Category::AllGradsSync
+        );
         if let (true, NodeKind::Collective { kind, bytes, .. }) = (dp, n.kind) {
             match kind {
                 CollectiveKind::AllGather => out[0].push(bytes.0),
@@ -789,7 +792,11 @@ fn fsdp_zero3_gathers_every_layer_before_forward_and_backward_of_every_microbatc
     // embedding; each padded to lcm(dp 8, 128) = 128 elements.
     let pad = |n: u64| n.div_ceil(128) * 128;
     let layer = sc.params.per_layer.total();
-    let units = [pad(layer + sc.params.final_norm), pad(layer), pad(sc.params.embedding)];
+    let units = [
+        pad(layer + sc.params.final_norm),
+        pad(layer),
+        pad(sc.params.embedding),
+    ];
     assert_eq!(ag.len(), 2 * 2 * units.len());
     assert_eq!(rs.len(), 2 * units.len());
     assert!(ar.is_empty());

@@ -204,7 +204,10 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
         ));
     }
     if p.lora() {
-        w.push("VenusSim trains every parameter: `task lora` (frozen base, adapters) is not modelled".to_string());
+        w.push(
+            "VenusSim trains every parameter: `task lora` (frozen base, adapters) is not modelled"
+                .to_string(),
+        );
     }
     if let Some(f) = sc.flags.fsdp {
         w.push(format!(
@@ -212,7 +215,9 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
             f.word()
         ));
     }
-    if p.grad_dtype.is_some_and(|d| d != venus_base::base::Dtype::Fp32) {
+    if p.grad_dtype
+        .is_some_and(|d| d != venus_base::base::Dtype::Fp32)
+    {
         w.push("VenusSim reduces gradients in fp32: `grad_dtype` is not modelled".to_string());
     }
     if m.head_dim.is_some() && m.head_dim() * m.heads != m.hidden {
@@ -462,18 +467,30 @@ mod tests {
     fn lora_fsdp_and_bf16_gradients_are_named_in_the_warnings() {
         let sc = venus_front::validate(&demo()).0.unwrap();
         let plain = venussim_warnings(&sc);
-        assert!(!plain.iter().any(|w| w.contains("lora") || w.contains("fsdp")));
+        assert!(!plain
+            .iter()
+            .any(|w| w.contains("lora") || w.contains("fsdp")));
         let mut d = demo();
         set(&mut d.plan.task, venus_base::base::Task::Lora);
         set(&mut d.plan.distributed_optimizer, false);
-        set(&mut d.plan.fsdp, venus_base::base::FsdpStrategy::OptimGradsParams);
+        set(
+            &mut d.plan.fsdp,
+            venus_base::base::FsdpStrategy::OptimGradsParams,
+        );
         set(&mut d.plan.fsdp_impl, venus_base::base::FsdpImpl::Megatron);
         set(&mut d.plan.grad_dtype, venus_base::base::Dtype::Bf16);
         let sc = venus_front::validate(&d).0.unwrap();
         let w = venussim_warnings(&sc);
         assert!(w.iter().any(|w| w.contains("`task lora`")), "{w:?}");
-        assert!(w.iter().any(|w| w.contains("`fsdp optim_grads_params`")), "{w:?}");
+        assert!(
+            w.iter().any(|w| w.contains("`fsdp optim_grads_params`")),
+            "{w:?}"
+        );
         assert!(w.iter().any(|w| w.contains("`grad_dtype`")), "{w:?}");
-        assert!(!w.iter().any(|w| w.contains("only the distributed optimizer")), "{w:?}");
+        assert!(
+            !w.iter()
+                .any(|w| w.contains("only the distributed optimizer")),
+            "{w:?}"
+        );
     }
 }

@@ -498,7 +498,13 @@ pub fn adapter_params(
     let h = m.hidden;
     let q = mul(&[m.heads, m.head_dim()]);
     let kv = mul(&[2, m.kv_groups(), m.head_dim()]);
-    let up = |ffn: u64| if m.swiglu() { ffn.saturating_mul(2) } else { ffn };
+    let up = |ffn: u64| {
+        if m.swiglu() {
+            ffn.saturating_mul(2)
+        } else {
+            ffn
+        }
+    };
     let linear = |on: bool, inp: u64, out: u64| {
         if on {
             rank.saturating_mul(inp.saturating_add(out))

@@ -354,8 +354,7 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         .saturating_add(replicated_of(&per))
         .saturating_add(ceil_div(per.experts as u128, expert_shards));
     let trainable = trainable_params(model, plan, stage, [local, expert]);
-    let (weights, gradients, optimizer) =
-        model_state_bytes(plan, [local, expert], trainable, unit);
+    let (weights, gradients, optimizer) = model_state_bytes(plan, [local, expert], trainable, unit);
 
     let shape = ActivationShape {
         seq: model.seq / plan.cp.max(1),
@@ -447,7 +446,12 @@ fn split_of_layer(p: &super::derive::LayerParams) -> u128 {
 /// (megatron/core/distributed/distributed_data_parallel.py allocates gradient buffers only for
 /// parameters with `requires_grad`, and the optimizer sees only those; Megatron-Bridge's
 /// `PEFT.freeze_model` freezes the base, peft/base.py).
-pub fn trainable_params(model: &Model, plan: &MemoryPlan, stage: u64, base: [u128; 2]) -> [u128; 2] {
+pub fn trainable_params(
+    model: &Model,
+    plan: &MemoryPlan,
+    stage: u64,
+    base: [u128; 2],
+) -> [u128; 2] {
     let Some(lora) = plan.lora else {
         return base;
     };
@@ -472,8 +476,8 @@ pub fn trainable_params(model: &Model, plan: &MemoryPlan, stage: u64, base: [u12
 /// - Weights: every held parameter in the recipe's weight dtype, plus LoRA's adapters. With
 ///   `fsdp optim_grads_params` they are sharded over dp × cp (experts over expert dp) and two
 ///   units are unsharded at any time: the one computing and the one prefetched (Megatron-FSDP's
-///   double buffer, docs/user-guide/features/megatron_fsdp.md "Parameters are un-sharded prior
-///   to fprop and dgrad ... at least two FSDP units").
+///   double buffer: "Parameters are un-sharded prior to fprop and dgrad ... at least two FSDP
+///   units", <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/megatron_fsdp.md>).
 /// - Gradients: the trainable parameters in the main-gradient dtype; sharded with
 ///   `fsdp optim_grads` and `optim_grads_params`, plus two units' unsharded gradients being
 ///   reduce-scattered (the same document: "at least two FSDP units worth of un-sharded gradient

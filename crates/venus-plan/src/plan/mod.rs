@@ -149,10 +149,11 @@ impl Scenario {
         let dense_layers = m.layers.saturating_sub(moe_layers);
         let dense = derive::adapter_params(m, rank, targets, false);
         let moe = derive::adapter_params(m, rank, targets, true);
-        dense
-            .dense
-            .saturating_mul(dense_layers)
-            .saturating_add(moe.dense.saturating_add(moe.experts).saturating_mul(moe_layers))
+        dense.dense.saturating_mul(dense_layers).saturating_add(
+            moe.dense
+                .saturating_add(moe.experts)
+                .saturating_mul(moe_layers),
+        )
     }
 
     /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).

@@ -106,14 +106,17 @@ mod tests {
         assert_eq!(r.gemm, Precision::Bf16);
     }
 
-    /// Megatron's distributed-optimizer table (docs/user-guide/features/dist_optimizer.md):
-    /// bf16 params with fp32 grads keep 6 + 12/d bytes per parameter; bf16 grads make it
+    /// Megatron's distributed-optimizer table
+    /// (<https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md>): bf16 params with fp32 grads keep 6 + 12/d bytes per parameter; bf16 grads make it
     /// 4 + 12/d; bf16 moments with the precision-aware optimizer 4 + 8/d.
     #[test]
     fn training_dtypes_change_the_gradient_and_optimizer_bytes_per_parameter() {
         let base = Recipe::for_precision(Precision::Bf16);
         let bf16_grads = base.with_training_dtypes(Some(Dtype::Bf16), None, None, None);
-        assert_eq!(bf16_grads.weights.bytes() + bf16_grads.main_grads.bytes(), 4);
+        assert_eq!(
+            bf16_grads.weights.bytes() + bf16_grads.main_grads.bytes(),
+            4
+        );
         assert_eq!(bf16_grads.grad_comm.bytes(), 2);
         assert_eq!(bf16_grads.optimizer_bytes(), 12);
         let aware = base.with_training_dtypes(None, None, Some(Dtype::Bf16), Some(Dtype::Bf16));

@@ -274,7 +274,10 @@ fn memory_breakdown_names_lora_fsdp_and_low_precision_state() {
         "stage 0: weights 2 GiB (1,073,741,824 parameters per GPU, 2 bytes each, fsdp \
          optim_grads_params)"
     );
-    assert_eq!(notes[1], "gradients 1 GiB (bf16, 44,040,192 trainable adapter parameters)");
+    assert_eq!(
+        notes[1],
+        "gradients 1 GiB (bf16, 44,040,192 trainable adapter parameters)"
+    );
     assert_eq!(
         notes[2],
         "optimizer state 1 GiB (fp32 master weights, bf16 and bf16 Adam moments, sharded over \
