@@ -35,7 +35,8 @@ const NAME_KEYS = [
 ];
 
 // Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
-// LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS.
+// LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS, TASKS, LORA_MODULES,
+// FSDP_STRATEGIES, FSDP_IMPLS, GRAD_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'nvswitch', 'infiniband',
@@ -46,6 +47,11 @@ const ENUM_WORDS = [
   'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
   'flash', 'unfused',
   'on', 'off',
+  'pretrain', 'sft', 'lora',
+  'linear_qkv', 'linear_proj', 'linear_fc1', 'linear_fc2',
+  'no_shard', 'optim', 'optim_grads', 'optim_grads_params',
+  'megatron', 'torch',
+  'fp32', 'fp16',
   'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009',
 ];
 

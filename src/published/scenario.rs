@@ -7,6 +7,7 @@
 //! into the generated file as a comment so a reader can see it.
 
 use super::tsv::Row;
+use crate::syntax::schema as venusc_schema;
 use std::fmt::Write as _;
 
 /// Where a row comes from; decides its FLOP convention and the defaults for unstated values.
@@ -315,9 +316,6 @@ fn smallest_divisor(n: u64) -> u64 {
 /// Builds the scenario of a row.
 pub fn build(row: &Row) -> Result<Built, Skip> {
     let source = Source::of(row);
-    if row.recompute.contains("FSDP") || row.notes.contains("FSDP=8") {
-        return Err(Skip("Megatron FSDP is not modelled".into()));
-    }
     if rack_cluster_of(&row.gpu).is_none() {
         hardware_of(row)?;
     }
@@ -418,7 +416,25 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         }
         "none"
     };
+    let untied = row.ffn.is_some_and(|f| f != 4 * hidden)
+        || has_flag(&row.megatron_args, "--untie-embeddings-and-output-weights");
+    let fsdp = fsdp_of(row, pp, ep, untied);
+    if let Some(f) = &fsdp {
+        assumed.extend(f.assumed.clone());
+    }
+    let task = task_items(row, &mut assumed);
+    let mut state = state_dtype_items(row);
+    if bridge_benchmark_grads(row, source, &state) {
+        assumed.push(
+            "grad_dtype bf16 (unstated; Megatron-Bridge's performance recipes reduce gradients \
+             in bf16)"
+                .into(),
+        );
+        state.insert(0, "grad_dtype bf16".to_string());
+    }
     let dist_opt = match row.dist_optimizer.as_str() {
+        // Megatron-FSDP runs its own distributed optimizer (arguments.py:1128-1136).
+        _ if fsdp.is_some() => false,
         s if s.starts_with("yes") => true,
         "no" => false,
         _ => {
@@ -529,6 +545,12 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             let _ = writeln!(v, "  delay_param_gather");
         }
     }
+    if let Some(f) = &fsdp {
+        let _ = writeln!(v, "  {}", f.item);
+    }
+    for item in task.iter().chain(&state) {
+        let _ = writeln!(v, "  {item}");
+    }
     if fp8 {
         let _ = writeln!(v, "  precision fp8");
     } else if fp4 {
@@ -547,6 +569,147 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         precision_fp8: fp8 || fp4,
         moe: moe.is_some() || stdlib.is_some(),
     })
+}
+
+/// True when `flag` is one of the space-separated words of `args`.
+fn has_flag(args: &str, flag: &str) -> bool {
+    args.split_whitespace().any(|w| w == flag)
+}
+
+/// The word after `flag` in `args`, when the flag is there with a value.
+fn flag_value<'a>(args: &'a str, flag: &str) -> Option<&'a str> {
+    let mut words = args.split_whitespace();
+    words.find(|w| *w == flag)?;
+    words.next().filter(|w| !w.starts_with("--"))
+}
+
+/// A row's `fsdp` item and what it assumes.
+struct FsdpItem {
+    item: String,
+    assumed: Vec<String>,
+}
+
+/// `fsdp STRATEGY [torch]` for a row whose `megatron_args` name `--use-megatron-fsdp` or
+/// `--use-torch-fsdp2`, or whose `dist_optimizer` says FSDP. The strategy is the row's
+/// `--data-parallel-sharding-strategy`, else Megatron's default `optim_grads_params`
+/// (arguments.py). `--use-torch-fsdp2` stays torch FSDP2 where Megatron's checks accept the
+/// plan (pp 1, ep 1, untied embeddings, arguments.py:1031-1045); torchtitan composes FSDP2
+/// with its own pipeline, which Megatron's torch path rejects, so there Megatron-FSDP (the
+/// same ZeRO state, per-layer units) stands in and the scenario says so.
+fn fsdp_of(row: &Row, pp: u64, ep: u64, untied: bool) -> Option<FsdpItem> {
+    let args = row.megatron_args.as_str();
+    let torch = has_flag(args, "--use-torch-fsdp2");
+    let named = torch
+        || has_flag(args, "--use-megatron-fsdp")
+        || row.dist_optimizer.to_ascii_uppercase().starts_with("FSDP");
+    if !named {
+        return None;
+    }
+    let mut assumed = Vec::new();
+    let strategy = match flag_value(args, "--data-parallel-sharding-strategy") {
+        Some(s) if schema_strategy(s) => s.to_string(),
+        _ => {
+            assumed.push(
+                "fsdp optim_grads_params (sharding strategy unstated; Megatron's default)".into(),
+            );
+            "optim_grads_params".to_string()
+        }
+    };
+    let torch_ok = pp == 1 && ep == 1 && untied;
+    let item = if torch && torch_ok {
+        format!("fsdp {strategy} torch")
+    } else {
+        if torch {
+            assumed.push(format!(
+                "fsdp {strategy} megatron (the run's FSDP2 with pp {pp} / ep {ep} is outside \
+                 Megatron's --use-torch-fsdp2; Megatron-FSDP shards the same state)"
+            ));
+        }
+        format!("fsdp {strategy}")
+    };
+    Some(FsdpItem { item, assumed })
+}
+
+/// One of Megatron's `--data-parallel-sharding-strategy` words.
+fn schema_strategy(s: &str) -> bool {
+    venusc_schema::FSDP_STRATEGIES.contains(&s)
+}
+
+/// `task lora` (with the rank the notes state) or `task sft` from the `task` column.
+fn task_items(row: &Row, assumed: &mut Vec<String>) -> Vec<String> {
+    match row.task.as_str() {
+        "lora" => {
+            let rank = lora_rank_in(&row.notes);
+            if rank.is_none() {
+                assumed
+                    .push("lora_rank 32 (unstated; Megatron-Bridge's `LoRA.dim` default)".into());
+            }
+            let mut items = vec!["task lora".to_string()];
+            items.extend(rank.map(|r| format!("lora_rank {r}")));
+            items
+        }
+        "sft" => vec!["task sft".to_string()],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a Megatron-Bridge performance-summary row ran with bf16 gradients, its flags not
+/// saying: the performance recipes' `_benchmark_common` sets `grad_reduce_in_fp32 = False`
+/// ("benchmark-mode default", src/megatron/bridge/perf_recipes/_common.py, Megatron-Bridge
+/// @0191fc5e), except the Kimi K2 recipe, which sets it back to True (the same docstring).
+fn bridge_benchmark_grads(row: &Row, source: Source, written: &[String]) -> bool {
+    source == Source::Bridge
+        && row.source.contains("Megatron-Bridge")
+        && !row.model.starts_with("Kimi-K2")
+        && !written.iter().any(|i| i.starts_with("grad_dtype"))
+        && !has_flag(&row.megatron_args, "--accumulate-allreduce-grads-in-fp32")
+}
+
+/// The rank a row's notes state as `LoRA rank N`.
+fn lora_rank_in(notes: &str) -> Option<u64> {
+    let at = notes.find("LoRA rank ")? + "LoRA rank ".len();
+    let digits: String = notes[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|&r| r > 0)
+}
+
+/// The gradient and optimizer dtypes the row's flags state: `--grad-reduce-in-bf16` (or
+/// `--main-grads-dtype bf16`) and, with `--use-precision-aware-optimizer`, the master-weight and
+/// moment dtypes that are not fp32.
+fn state_dtype_items(row: &Row) -> Vec<String> {
+    let args = row.megatron_args.as_str();
+    let mut items = Vec::new();
+    if has_flag(args, "--grad-reduce-in-bf16")
+        || flag_value(args, "--main-grads-dtype") == Some("bf16")
+    {
+        items.push("grad_dtype bf16".to_string());
+    }
+    if has_flag(args, "--use-precision-aware-optimizer") {
+        for (flag, key, words) in [
+            (
+                "--main-params-dtype",
+                "main_params_dtype",
+                venusc_schema::MAIN_PARAMS_DTYPES,
+            ),
+            (
+                "--exp-avg-dtype",
+                "exp_avg_dtype",
+                venusc_schema::MOMENT_DTYPES,
+            ),
+            (
+                "--exp-avg-sq-dtype",
+                "exp_avg_sq_dtype",
+                venusc_schema::MOMENT_DTYPES,
+            ),
+        ] {
+            if let Some(w) = flag_value(args, flag).filter(|w| *w != "fp32" && words.contains(w)) {
+                items.push(format!("{key} {w}"));
+            }
+        }
+    }
+    items
 }
 
 /// `model m : NAME <` with the sizes the row states (a zero vocab: the stdlib's), and

@@ -346,4 +346,123 @@ fn only_sources_after_megatrons_aligned_param_gather_delay_the_gather() {
     let b = build(&r).unwrap();
     assert!(b.venus.contains("overlap_param_gather"), "{}", b.venus);
     assert!(!b.venus.contains("delay_param_gather"), "{}", b.venus);
+/// The MLPerf Llama 2 70B LoRA row on one DGX H100: the `task` column makes it `task lora`
+/// with the rank its notes state, and the frozen base lets it simulate where pretraining's
+/// 237.5 GiB per GPU was an E0401.
+#[test]
+fn a_lora_row_is_a_lora_plan_with_the_rank_its_notes_state_and_simulates() {
+    let mut r = sc21_row();
+    r.id = "mlperfv40_nvidia_llama2_70b_lora_eos".into();
+    r.model = "Llama 2 70B LoRA fine-tune (MLPerf llama2_70b_lora)".into();
+    (r.layers, r.hidden, r.ffn, r.heads, r.kv_groups) =
+        (Some(80), Some(8192), Some(28672), Some(64), Some(8));
+    (r.vocab, r.seq, r.global_batch, r.micro_batch) = (Some(32000), Some(8192), Some(8), Some(1));
+    (r.tp, r.pp, r.cp, r.num_gpus) = (Some(4), Some(1), Some(1), Some(8));
+    r.gpu = "H100-SXM5-80GB".into();
+    r.seq_parallel = "yes".into();
+    r.recompute = String::new();
+    r.dist_optimizer = String::new();
+    r.metric = "iter_time_s".into();
+    r.value = Some(3.7125);
+    r.task = "lora".into();
+    r.notes = "v2: LoRA rank 16 (MLLOG lora_rank)".into();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("  task lora\n  lora_rank 16\n"),
+        "{}",
+        b.venus
+    );
+    match validate_row(r).outcome {
+        Outcome::Compared { predicted, .. } => assert!(predicted.iteration.0 > 1.0),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// FSDP rows: `--use-torch-fsdp2` with its sharding strategy on a plan Megatron's torch path
+/// accepts; with a pipeline (torchtitan composes FSDP2 with its own) Megatron-FSDP stands in
+/// and the scenario says so; `--use-megatron-fsdp` without a strategy takes Megatron's default.
+/// The `dist_optimizer` cell "FSDP" writes no `distributed_optimizer` of its own.
+#[test]
+fn fsdp_rows_name_their_strategy_and_implementation() {
+    let mut r = sc21_row();
+    (r.layers, r.hidden, r.ffn, r.heads, r.kv_groups) =
+        (Some(32), Some(4096), Some(14336), Some(32), Some(8));
+    (r.vocab, r.seq, r.global_batch, r.micro_batch) = (Some(128256), Some(8192), Some(16), Some(2));
+    (r.tp, r.pp, r.num_gpus) = (Some(1), Some(1), Some(8));
+    r.id = "tt2412_t1_8b_8g_fsdp_tps".into();
+    r.dist_optimizer = "FSDP".into();
+    r.megatron_args = "--use-torch-fsdp2 --data-parallel-sharding-strategy optim_grads_params \
+                       --swiglu --untie-embeddings-and-output-weights"
+        .into();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params torch\n"),
+        "{}",
+        b.venus
+    );
+    assert!(!b.venus.contains("distributed_optimizer"), "{}", b.venus);
+    (r.tp, r.pp, r.num_gpus, r.global_batch) = (Some(1), Some(2), Some(8), Some(16));
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params\n"),
+        "{}",
+        b.venus
+    );
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.contains("outside Megatron's --use-torch-fsdp2")));
+    r.megatron_args = "--use-megatron-fsdp".into();
+    r.dist_optimizer = String::new();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params\n"),
+        "{}",
+        b.venus
+    );
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("fsdp optim_grads_params (sharding")));
+}
+
+/// `--grad-reduce-in-bf16` and the precision-aware optimizer's non-fp32 dtypes become plan keys.
+#[test]
+fn gradient_and_optimizer_dtype_flags_become_plan_keys() {
+    let mut r = sc21_row();
+    r.megatron_args = "--use-precision-aware-optimizer --main-grads-dtype fp32 \
+                       --main-params-dtype fp32 --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"
+        .into();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus
+            .contains("  exp_avg_dtype bf16\n  exp_avg_sq_dtype bf16\n"),
+        "{}",
+        b.venus
+    );
+    assert!(!b.venus.contains("main_params_dtype") && !b.venus.contains("grad_dtype"));
+    r.megatron_args = "--grad-reduce-in-bf16 --exp-avg-dtype bf16".into();
+    let b = build(&r).unwrap();
+    assert!(b.venus.contains("  grad_dtype bf16\n"), "{}", b.venus);
+    assert!(!b.venus.contains("exp_avg_dtype"), "{}", b.venus);
+}
+
+/// Megatron-Bridge's performance recipes reduce gradients in bf16 (`_benchmark_common`), so a
+/// Bridge performance row whose flags say nothing gets `grad_dtype bf16`, stated as assumed;
+/// the Kimi K2 recipe keeps fp32, and rows of other sources keep Megatron's fp32 default.
+#[test]
+fn megatron_bridge_performance_rows_reduce_gradients_in_bf16() {
+    let line = "mb2511_gptoss120b_b200_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t1\t1\t64\t1\t8\t\t\t\tB200 (DGX-B200)\t64\ttokens_per_s_per_gpu\t8213\tprecision BF16";
+    let b = build(&bridge_row(line)).unwrap();
+    assert!(b.venus.contains("  grad_dtype bf16\n"), "{}", b.venus);
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("grad_dtype bf16 (unstated")));
+    let kimi = line.replace("GPT-OSS-120B (MoE)", "Kimi-K2 (MoE, Muon optimizer)");
+    assert!(!build(&bridge_row(&kimi))
+        .unwrap()
+        .venus
+        .contains("grad_dtype"));
+    assert!(!build(&sc21_row()).unwrap().venus.contains("grad_dtype"));
 }

@@ -141,6 +141,15 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         iterations: None,
         reserve: None,
         moe_imbalance: None,
+        task: None,
+        lora_rank: None,
+        lora_modules: None,
+        fsdp: None,
+        fsdp_impl: None,
+        grad_dtype: None,
+        main_params_dtype: None,
+        exp_avg_dtype: None,
+        exp_avg_sq_dtype: None,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Plan validation: Megatron-LM's own preconditions on a typed scenario, as diagnostics.
 //!
-//! Input: a [`ScenarioDef`]. Output: E0301–E0312, E0315–E0318, E0401, W0001, W0003, W0005–W0007 (and E0202
+//! Input: a [`ScenarioDef`]. Output: E0301–E0312, E0315–E0321, E0401, W0001, W0003, W0005–W0007 (and E0202
 //! for a cluster too large to model), and the validated [`Scenario`] when there is no error.
 //! Invariants: checks run in the order of the code table (Megatron's own order: world size,
 //! layers, heads, batch, schedule, parallel features, optimizer) and every rule that applies is
@@ -219,6 +219,9 @@ impl<'a> Validator<'a> {
         self.check_schedule(); // E0311
         self.check_model_shape(); // E0315-E0318
         self.check_precision(); // E0312
+        self.check_lora_keys(); // E0319
+        self.check_fsdp(); // E0320
+        self.check_optimizer_dtypes(); // E0321
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -339,6 +342,25 @@ impl<'a> Validator<'a> {
         if self.inputs_ok(&[Sp, Tp], false) {
             self.check_sp_without_tp(); // W0006
         }
+        if self.inputs_ok(&[Task, LoraRank, LoraModules], false) {
+            self.check_lora_keys(); // E0319
+        }
+        if self.inputs_ok(
+            &[Fsdp, Pp, Ep, DistributedOptimizer, UntiedEmbeddings],
+            false,
+        ) {
+            self.check_fsdp(); // E0320
+        }
+        let dtypes = [
+            DistributedOptimizer,
+            Fsdp,
+            MainParamsDtype,
+            ExpAvgDtype,
+            ExpAvgSqDtype,
+        ];
+        if self.inputs_ok(&dtypes, false) {
+            self.check_optimizer_dtypes(); // E0321
+        }
         if self.inputs_ok(&[Mfu, Measured], true) {
             self.check_calibration(); // W0007
         }
@@ -381,8 +403,14 @@ impl<'a> Validator<'a> {
                 // megatron/training/arguments.py:1010-1017: cleared without interleaving.
                 overlap_p2p: on(&p.overlap_p2p) && self.vpp > 1,
                 overlap_tp_comm: on(&p.overlap_tp_comm) && p.sp() && self.tp > 1,
+                fsdp: p.fsdp.as_ref().map(|f| f.value),
             },
-            recipe: Recipe::for_precision(p.precision()),
+            recipe: Recipe::for_precision(p.precision()).with_training_dtypes(
+                p.grad_dtype.as_ref().map(|d| d.value),
+                p.main_params_dtype.as_ref().map(|d| d.value),
+                p.exp_avg_dtype.as_ref().map(|d| d.value),
+                p.exp_avg_sq_dtype.as_ref().map(|d| d.value),
+            ),
             split,
             padded_vocab: vocab,
             params: param_counts(&to_plan::model(&def.model), vocab, self.pp),
@@ -502,6 +530,7 @@ mod repair;
 mod schedule;
 mod shape;
 mod span;
+mod training;
 mod world;
 
 #[cfg(test)]

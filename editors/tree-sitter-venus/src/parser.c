@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 74
+#define SYMBOL_COUNT 89
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 61
+#define TOKEN_COUNT 76
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -67,32 +67,47 @@ enum ts_symbol_identifiers {
   anon_sym_unfused = 45,
   anon_sym_on = 46,
   anon_sym_off = 47,
-  anon_sym_W0001 = 48,
-  anon_sym_W0002 = 49,
-  anon_sym_W0003 = 50,
-  anon_sym_W0004 = 51,
-  anon_sym_W0005 = 52,
-  anon_sym_W0006 = 53,
-  anon_sym_W0007 = 54,
-  anon_sym_W0008 = 55,
-  anon_sym_W0009 = 56,
-  sym_unit = 57,
-  sym_number = 58,
-  sym_string = 59,
-  sym_comment = 60,
-  sym_source_file = 61,
-  sym_use_declaration = 62,
-  sym_definition = 63,
-  sym_block = 64,
-  sym_item = 65,
-  sym__value = 66,
-  sym_list = 67,
-  sym_constant = 68,
-  sym_quantity = 69,
-  aux_sym_source_file_repeat1 = 70,
-  aux_sym_block_repeat1 = 71,
-  aux_sym_item_repeat1 = 72,
-  aux_sym_list_repeat1 = 73,
+  anon_sym_pretrain = 48,
+  anon_sym_sft = 49,
+  anon_sym_lora = 50,
+  anon_sym_linear_qkv = 51,
+  anon_sym_linear_proj = 52,
+  anon_sym_linear_fc1 = 53,
+  anon_sym_linear_fc2 = 54,
+  anon_sym_no_shard = 55,
+  anon_sym_optim = 56,
+  anon_sym_optim_grads = 57,
+  anon_sym_optim_grads_params = 58,
+  anon_sym_megatron = 59,
+  anon_sym_torch = 60,
+  anon_sym_fp32 = 61,
+  anon_sym_fp16 = 62,
+  anon_sym_W0001 = 63,
+  anon_sym_W0002 = 64,
+  anon_sym_W0003 = 65,
+  anon_sym_W0004 = 66,
+  anon_sym_W0005 = 67,
+  anon_sym_W0006 = 68,
+  anon_sym_W0007 = 69,
+  anon_sym_W0008 = 70,
+  anon_sym_W0009 = 71,
+  sym_unit = 72,
+  sym_number = 73,
+  sym_string = 74,
+  sym_comment = 75,
+  sym_source_file = 76,
+  sym_use_declaration = 77,
+  sym_definition = 78,
+  sym_block = 79,
+  sym_item = 80,
+  sym__value = 81,
+  sym_list = 82,
+  sym_constant = 83,
+  sym_quantity = 84,
+  aux_sym_source_file_repeat1 = 85,
+  aux_sym_block_repeat1 = 86,
+  aux_sym_item_repeat1 = 87,
+  aux_sym_list_repeat1 = 88,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -144,6 +159,21 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_unfused] = "unfused",
   [anon_sym_on] = "on",
   [anon_sym_off] = "off",
+  [anon_sym_pretrain] = "pretrain",
+  [anon_sym_sft] = "sft",
+  [anon_sym_lora] = "lora",
+  [anon_sym_linear_qkv] = "linear_qkv",
+  [anon_sym_linear_proj] = "linear_proj",
+  [anon_sym_linear_fc1] = "linear_fc1",
+  [anon_sym_linear_fc2] = "linear_fc2",
+  [anon_sym_no_shard] = "no_shard",
+  [anon_sym_optim] = "optim",
+  [anon_sym_optim_grads] = "optim_grads",
+  [anon_sym_optim_grads_params] = "optim_grads_params",
+  [anon_sym_megatron] = "megatron",
+  [anon_sym_torch] = "torch",
+  [anon_sym_fp32] = "fp32",
+  [anon_sym_fp16] = "fp16",
   [anon_sym_W0001] = "W0001",
   [anon_sym_W0002] = "W0002",
   [anon_sym_W0003] = "W0003",
@@ -221,6 +251,21 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_unfused] = anon_sym_unfused,
   [anon_sym_on] = anon_sym_on,
   [anon_sym_off] = anon_sym_off,
+  [anon_sym_pretrain] = anon_sym_pretrain,
+  [anon_sym_sft] = anon_sym_sft,
+  [anon_sym_lora] = anon_sym_lora,
+  [anon_sym_linear_qkv] = anon_sym_linear_qkv,
+  [anon_sym_linear_proj] = anon_sym_linear_proj,
+  [anon_sym_linear_fc1] = anon_sym_linear_fc1,
+  [anon_sym_linear_fc2] = anon_sym_linear_fc2,
+  [anon_sym_no_shard] = anon_sym_no_shard,
+  [anon_sym_optim] = anon_sym_optim,
+  [anon_sym_optim_grads] = anon_sym_optim_grads,
+  [anon_sym_optim_grads_params] = anon_sym_optim_grads_params,
+  [anon_sym_megatron] = anon_sym_megatron,
+  [anon_sym_torch] = anon_sym_torch,
+  [anon_sym_fp32] = anon_sym_fp32,
+  [anon_sym_fp16] = anon_sym_fp16,
   [anon_sym_W0001] = anon_sym_W0001,
   [anon_sym_W0002] = anon_sym_W0002,
   [anon_sym_W0003] = anon_sym_W0003,
@@ -439,6 +484,66 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_off] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_pretrain] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_sft] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_lora] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_linear_qkv] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_linear_proj] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_linear_fc1] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_linear_fc2] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_no_shard] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_optim] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_optim_grads] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_optim_grads_params] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_megatron] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_torch] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_fp32] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_fp16] = {
     .visible = true,
     .named = false,
   },
@@ -924,596 +1029,806 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 10:
       if (lookahead == 'i') ADVANCE(37);
-      END_STATE();
-    case 11:
       if (lookahead == 'o') ADVANCE(38);
       END_STATE();
+    case 11:
+      if (lookahead == 'e') ADVANCE(39);
+      if (lookahead == 'o') ADVANCE(40);
+      END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(39);
-      if (lookahead == 'v') ADVANCE(40);
+      if (lookahead == 'o') ADVANCE(41);
+      if (lookahead == 'v') ADVANCE(42);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(41);
-      if (lookahead == 'n') ADVANCE(42);
+      if (lookahead == 'f') ADVANCE(43);
+      if (lookahead == 'n') ADVANCE(44);
+      if (lookahead == 'p') ADVANCE(45);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(43);
+      if (lookahead == 'l') ADVANCE(46);
+      if (lookahead == 'r') ADVANCE(47);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(44);
-      if (lookahead == 'i') ADVANCE(45);
+      if (lookahead == 'a') ADVANCE(48);
+      if (lookahead == 'i') ADVANCE(49);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(46);
-      if (lookahead == 'e') ADVANCE(47);
-      if (lookahead == 'h') ADVANCE(48);
-      if (lookahead == 'w') ADVANCE(49);
+      if (lookahead == 'c') ADVANCE(50);
+      if (lookahead == 'e') ADVANCE(51);
+      if (lookahead == 'f') ADVANCE(52);
+      if (lookahead == 'h') ADVANCE(53);
+      if (lookahead == 'w') ADVANCE(54);
       END_STATE();
     case 17:
-      if (lookahead == 'r') ADVANCE(50);
+      if (lookahead == 'o') ADVANCE(55);
+      if (lookahead == 'r') ADVANCE(56);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(51);
-      if (lookahead == 's') ADVANCE(52);
+      if (lookahead == 'n') ADVANCE(57);
+      if (lookahead == 's') ADVANCE(58);
       END_STATE();
     case 19:
-      if (lookahead == '0') ADVANCE(53);
+      if (lookahead == '0') ADVANCE(59);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(54);
+      if (lookahead == 'a') ADVANCE(60);
       END_STATE();
     case 21:
-      if (lookahead == 'g') ADVANCE(55);
+      if (lookahead == 'g') ADVANCE(61);
       END_STATE();
     case 22:
-      if (lookahead == 'p') ADVANCE(56);
+      if (lookahead == 'p') ADVANCE(62);
       END_STATE();
     case 23:
-      if (lookahead == '1') ADVANCE(57);
+      if (lookahead == '1') ADVANCE(63);
       END_STATE();
     case 24:
-      if (lookahead == 'a') ADVANCE(58);
+      if (lookahead == 'a') ADVANCE(64);
       END_STATE();
     case 25:
-      if (lookahead == 'n') ADVANCE(59);
+      if (lookahead == 'n') ADVANCE(65);
       END_STATE();
     case 26:
-      if (lookahead == 'u') ADVANCE(60);
+      if (lookahead == 'u') ADVANCE(66);
       END_STATE();
     case 27:
-      if (lookahead == 'm') ADVANCE(61);
-      if (lookahead == 'r') ADVANCE(62);
+      if (lookahead == 'm') ADVANCE(67);
+      if (lookahead == 'r') ADVANCE(68);
       END_STATE();
     case 28:
-      if (lookahead == 't') ADVANCE(63);
+      if (lookahead == 't') ADVANCE(69);
       END_STATE();
     case 29:
       ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 30:
-      if (lookahead == 'a') ADVANCE(64);
+      if (lookahead == 'a') ADVANCE(70);
       END_STATE();
     case 31:
-      if (lookahead == '4') ADVANCE(65);
-      if (lookahead == '8') ADVANCE(66);
+      if (lookahead == '1') ADVANCE(71);
+      if (lookahead == '3') ADVANCE(72);
+      if (lookahead == '4') ADVANCE(73);
+      if (lookahead == '8') ADVANCE(74);
       END_STATE();
     case 32:
-      if (lookahead == 'l') ADVANCE(67);
+      if (lookahead == 'l') ADVANCE(75);
       END_STATE();
     case 33:
-      if (lookahead == 'i') ADVANCE(68);
-      if (lookahead == 'u') ADVANCE(69);
+      if (lookahead == 'i') ADVANCE(76);
+      if (lookahead == 'u') ADVANCE(77);
       END_STATE();
     case 34:
-      if (lookahead == 'l') ADVANCE(70);
+      if (lookahead == 'l') ADVANCE(78);
       END_STATE();
     case 35:
-      if (lookahead == 'p') ADVANCE(71);
+      if (lookahead == 'p') ADVANCE(79);
       END_STATE();
     case 36:
-      if (lookahead == 'f') ADVANCE(72);
-      if (lookahead == 't') ADVANCE(73);
+      if (lookahead == 'f') ADVANCE(80);
+      if (lookahead == 't') ADVANCE(81);
       END_STATE();
     case 37:
-      if (lookahead == 'n') ADVANCE(74);
+      if (lookahead == 'n') ADVANCE(82);
       END_STATE();
     case 38:
-      if (lookahead == 'd') ADVANCE(75);
+      if (lookahead == 'r') ADVANCE(83);
       END_STATE();
     case 39:
-      if (lookahead == 'n') ADVANCE(76);
+      if (lookahead == 'g') ADVANCE(84);
       END_STATE();
     case 40:
-      if (lookahead == 's') ADVANCE(77);
+      if (lookahead == 'd') ADVANCE(85);
       END_STATE();
     case 41:
-      if (lookahead == 'f') ADVANCE(78);
+      if (lookahead == '_') ADVANCE(86);
+      if (lookahead == 'n') ADVANCE(87);
       END_STATE();
     case 42:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 's') ADVANCE(88);
       END_STATE();
     case 43:
-      if (lookahead == 'a') ADVANCE(79);
+      if (lookahead == 'f') ADVANCE(89);
       END_STATE();
     case 44:
-      if (lookahead == 'i') ADVANCE(80);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 45:
-      if (lookahead == 'n') ADVANCE(81);
+      if (lookahead == 't') ADVANCE(90);
       END_STATE();
     case 46:
-      if (lookahead == 'e') ADVANCE(82);
+      if (lookahead == 'a') ADVANCE(91);
       END_STATE();
     case 47:
-      if (lookahead == 'l') ADVANCE(83);
+      if (lookahead == 'e') ADVANCE(92);
       END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(84);
+      if (lookahead == 'i') ADVANCE(93);
       END_STATE();
     case 49:
-      if (lookahead == 'i') ADVANCE(85);
+      if (lookahead == 'n') ADVANCE(94);
       END_STATE();
     case 50:
-      if (lookahead == 'e') ADVANCE(86);
+      if (lookahead == 'e') ADVANCE(95);
       END_STATE();
     case 51:
-      if (lookahead == 'f') ADVANCE(87);
+      if (lookahead == 'l') ADVANCE(96);
       END_STATE();
     case 52:
-      if (lookahead == 'e') ADVANCE(88);
+      if (lookahead == 't') ADVANCE(97);
       END_STATE();
     case 53:
-      if (lookahead == '0') ADVANCE(89);
+      if (lookahead == 'a') ADVANCE(98);
       END_STATE();
     case 54:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == 'i') ADVANCE(99);
       END_STATE();
     case 55:
-      if (lookahead == 'o') ADVANCE(90);
+      if (lookahead == 'r') ADVANCE(100);
       END_STATE();
     case 56:
-      if (lookahead == 'e') ADVANCE(91);
+      if (lookahead == 'e') ADVANCE(101);
       END_STATE();
     case 57:
-      if (lookahead == '6') ADVANCE(92);
+      if (lookahead == 'f') ADVANCE(102);
       END_STATE();
     case 58:
-      if (lookahead == 'c') ADVANCE(93);
+      if (lookahead == 'e') ADVANCE(103);
       END_STATE();
     case 59:
-      if (lookahead == 'a') ADVANCE(94);
+      if (lookahead == '0') ADVANCE(104);
       END_STATE();
     case 60:
-      if (lookahead == 's') ADVANCE(95);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 61:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'o') ADVANCE(105);
       END_STATE();
     case 62:
-      if (lookahead == 'e') ADVANCE(96);
-      END_STATE();
-    case 63:
-      if (lookahead == '_') ADVANCE(97);
-      END_STATE();
-    case 64:
-      if (lookahead == 's') ADVANCE(98);
-      END_STATE();
-    case 65:
-      ACCEPT_TOKEN(anon_sym_fp4);
-      END_STATE();
-    case 66:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 67:
-      if (lookahead == 'l') ADVANCE(99);
-      END_STATE();
-    case 68:
-      if (lookahead == 'p') ADVANCE(100);
-      END_STATE();
-    case 69:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 70:
-      if (lookahead == 'v') ADVANCE(101);
-      END_STATE();
-    case 71:
-      if (lookahead == 'p') ADVANCE(102);
-      END_STATE();
-    case 72:
-      if (lookahead == 'i') ADVANCE(103);
-      END_STATE();
-    case 73:
-      if (lookahead == 'e') ADVANCE(104);
-      END_STATE();
-    case 74:
-      if (lookahead == 'k') ADVANCE(105);
-      END_STATE();
-    case 75:
       if (lookahead == 'e') ADVANCE(106);
       END_STATE();
+    case 63:
+      if (lookahead == '6') ADVANCE(107);
+      END_STATE();
+    case 64:
+      if (lookahead == 'c') ADVANCE(108);
+      END_STATE();
+    case 65:
+      if (lookahead == 'a') ADVANCE(109);
+      END_STATE();
+    case 66:
+      if (lookahead == 's') ADVANCE(110);
+      END_STATE();
+    case 67:
+      ACCEPT_TOKEN(anon_sym_dim);
+      END_STATE();
+    case 68:
+      if (lookahead == 'e') ADVANCE(111);
+      END_STATE();
+    case 69:
+      if (lookahead == '_') ADVANCE(112);
+      END_STATE();
+    case 70:
+      if (lookahead == 's') ADVANCE(113);
+      END_STATE();
+    case 71:
+      if (lookahead == '6') ADVANCE(114);
+      END_STATE();
+    case 72:
+      if (lookahead == '2') ADVANCE(115);
+      END_STATE();
+    case 73:
+      ACCEPT_TOKEN(anon_sym_fp4);
+      END_STATE();
+    case 74:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 75:
+      if (lookahead == 'l') ADVANCE(116);
+      END_STATE();
     case 76:
-      if (lookahead == 'e') ADVANCE(107);
+      if (lookahead == 'p') ADVANCE(117);
       END_STATE();
     case 77:
-      if (lookahead == 'w') ADVANCE(108);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 78:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'v') ADVANCE(118);
       END_STATE();
     case 79:
-      if (lookahead == 'n') ADVANCE(109);
+      if (lookahead == 'p') ADVANCE(119);
       END_STATE();
     case 80:
-      if (lookahead == 'l') ADVANCE(110);
+      if (lookahead == 'i') ADVANCE(120);
       END_STATE();
     case 81:
-      if (lookahead == 'g') ADVANCE(111);
+      if (lookahead == 'e') ADVANCE(121);
       END_STATE();
     case 82:
-      if (lookahead == 'n') ADVANCE(112);
+      if (lookahead == 'e') ADVANCE(122);
+      if (lookahead == 'k') ADVANCE(123);
       END_STATE();
     case 83:
-      if (lookahead == 'e') ADVANCE(113);
+      if (lookahead == 'a') ADVANCE(124);
       END_STATE();
     case 84:
-      if (lookahead == 'r') ADVANCE(114);
+      if (lookahead == 'a') ADVANCE(125);
       END_STATE();
     case 85:
-      if (lookahead == 't') ADVANCE(115);
+      if (lookahead == 'e') ADVANCE(126);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(116);
+      if (lookahead == 's') ADVANCE(127);
       END_STATE();
     case 87:
-      if (lookahead == 'u') ADVANCE(117);
+      if (lookahead == 'e') ADVANCE(128);
       END_STATE();
     case 88:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'w') ADVANCE(129);
       END_STATE();
     case 89:
-      ADVANCE_MAP(
-        '1', 118,
-        '2', 119,
-        '3', 120,
-        '4', 121,
-        '5', 122,
-        '6', 123,
-        '7', 124,
-        '8', 125,
-        '9', 126,
-      );
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 'i') ADVANCE(130);
       END_STATE();
     case 91:
-      if (lookahead == 'r') ADVANCE(127);
+      if (lookahead == 'n') ADVANCE(131);
       END_STATE();
     case 92:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 't') ADVANCE(132);
       END_STATE();
     case 93:
-      if (lookahead == 'k') ADVANCE(128);
+      if (lookahead == 'l') ADVANCE(133);
       END_STATE();
     case 94:
-      if (lookahead == '3') ADVANCE(129);
-      if (lookahead == '4') ADVANCE(130);
+      if (lookahead == 'g') ADVANCE(134);
       END_STATE();
     case 95:
-      if (lookahead == 't') ADVANCE(131);
+      if (lookahead == 'n') ADVANCE(135);
       END_STATE();
     case 96:
-      if (lookahead == 'c') ADVANCE(132);
+      if (lookahead == 'e') ADVANCE(136);
       END_STATE();
     case 97:
-      if (lookahead == 't') ADVANCE(133);
+      ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 98:
-      if (lookahead == 'h') ADVANCE(134);
+      if (lookahead == 'r') ADVANCE(137);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 't') ADVANCE(138);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'c') ADVANCE(139);
       END_STATE();
     case 101:
-      if (lookahead == 'i') ADVANCE(136);
+      if (lookahead == 'e') ADVANCE(140);
       END_STATE();
     case 102:
-      if (lookahead == 'e') ADVANCE(137);
+      if (lookahead == 'u') ADVANCE(141);
       END_STATE();
     case 103:
-      if (lookahead == 'n') ADVANCE(138);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 104:
-      if (lookahead == 'r') ADVANCE(139);
+      ADVANCE_MAP(
+        '1', 142,
+        '2', 143,
+        '3', 144,
+        '4', 145,
+        '5', 146,
+        '6', 147,
+        '7', 148,
+        '8', 149,
+        '9', 150,
+      );
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_link);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 106:
-      if (lookahead == 'l') ADVANCE(140);
-      END_STATE();
-    case 107:
-      ACCEPT_TOKEN(anon_sym_none);
-      END_STATE();
-    case 108:
-      if (lookahead == 'i') ADVANCE(141);
-      END_STATE();
-    case 109:
-      ACCEPT_TOKEN(anon_sym_plan);
-      END_STATE();
-    case 110:
-      ACCEPT_TOKEN(anon_sym_rail);
-      END_STATE();
-    case 111:
-      ACCEPT_TOKEN(anon_sym_ring);
-      END_STATE();
-    case 112:
-      if (lookahead == 'a') ADVANCE(142);
-      END_STATE();
-    case 113:
-      if (lookahead == 'c') ADVANCE(143);
-      END_STATE();
-    case 114:
-      if (lookahead == 'p') ADVANCE(144);
-      END_STATE();
-    case 115:
-      if (lookahead == 'c') ADVANCE(145);
-      END_STATE();
-    case 116:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 117:
-      if (lookahead == 's') ADVANCE(146);
-      END_STATE();
-    case 118:
-      ACCEPT_TOKEN(anon_sym_W0001);
-      END_STATE();
-    case 119:
-      ACCEPT_TOKEN(anon_sym_W0002);
-      END_STATE();
-    case 120:
-      ACCEPT_TOKEN(anon_sym_W0003);
-      END_STATE();
-    case 121:
-      ACCEPT_TOKEN(anon_sym_W0004);
-      END_STATE();
-    case 122:
-      ACCEPT_TOKEN(anon_sym_W0005);
-      END_STATE();
-    case 123:
-      ACCEPT_TOKEN(anon_sym_W0006);
-      END_STATE();
-    case 124:
-      ACCEPT_TOKEN(anon_sym_W0007);
-      END_STATE();
-    case 125:
-      ACCEPT_TOKEN(anon_sym_W0008);
-      END_STATE();
-    case 126:
-      ACCEPT_TOKEN(anon_sym_W0009);
-      END_STATE();
-    case 127:
-      if (lookahead == 'e') ADVANCE(147);
-      END_STATE();
-    case 128:
-      if (lookahead == 'w') ADVANCE(148);
-      END_STATE();
-    case 129:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 130:
-      ACCEPT_TOKEN(anon_sym_cdna4);
-      END_STATE();
-    case 131:
-      if (lookahead == 'e') ADVANCE(149);
-      END_STATE();
-    case 132:
-      if (lookahead == 't') ADVANCE(150);
-      END_STATE();
-    case 133:
       if (lookahead == 'r') ADVANCE(151);
       END_STATE();
-    case 134:
-      ACCEPT_TOKEN(anon_sym_flash);
+    case 107:
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
-    case 135:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+    case 108:
+      if (lookahead == 'k') ADVANCE(152);
       END_STATE();
-    case 136:
-      if (lookahead == 'n') ADVANCE(152);
+    case 109:
+      if (lookahead == '3') ADVANCE(153);
+      if (lookahead == '4') ADVANCE(154);
       END_STATE();
-    case 137:
-      if (lookahead == 'r') ADVANCE(153);
+    case 110:
+      if (lookahead == 't') ADVANCE(155);
       END_STATE();
-    case 138:
-      if (lookahead == 'i') ADVANCE(154);
+    case 111:
+      if (lookahead == 'c') ADVANCE(156);
       END_STATE();
-    case 139:
-      if (lookahead == 'l') ADVANCE(155);
+    case 112:
+      if (lookahead == 't') ADVANCE(157);
       END_STATE();
-    case 140:
-      ACCEPT_TOKEN(anon_sym_model);
+    case 113:
+      if (lookahead == 'h') ADVANCE(158);
       END_STATE();
-    case 141:
-      if (lookahead == 't') ADVANCE(156);
+    case 114:
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
-    case 142:
-      if (lookahead == 'r') ADVANCE(157);
+    case 115:
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
-    case 143:
-      if (lookahead == 't') ADVANCE(158);
+    case 116:
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
-    case 144:
-      ACCEPT_TOKEN(anon_sym_sharp);
+    case 117:
+      if (lookahead == 'e') ADVANCE(159);
       END_STATE();
-    case 145:
-      if (lookahead == 'h') ADVANCE(159);
+    case 118:
+      if (lookahead == 'i') ADVANCE(160);
       END_STATE();
-    case 146:
-      if (lookahead == 'e') ADVANCE(160);
-      END_STATE();
-    case 147:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 148:
+    case 119:
       if (lookahead == 'e') ADVANCE(161);
       END_STATE();
-    case 149:
-      if (lookahead == 'r') ADVANCE(162);
+    case 120:
+      if (lookahead == 'n') ADVANCE(162);
       END_STATE();
-    case 150:
-      ACCEPT_TOKEN(anon_sym_direct);
+    case 121:
+      if (lookahead == 'r') ADVANCE(163);
       END_STATE();
-    case 151:
-      if (lookahead == 'e') ADVANCE(163);
+    case 122:
+      if (lookahead == 'a') ADVANCE(164);
       END_STATE();
-    case 152:
-      if (lookahead == 'g') ADVANCE(164);
+    case 123:
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
-    case 153:
-      ACCEPT_TOKEN(anon_sym_hopper);
+    case 124:
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
-    case 154:
-      if (lookahead == 'b') ADVANCE(165);
+    case 125:
+      if (lookahead == 't') ADVANCE(165);
       END_STATE();
-    case 155:
-      if (lookahead == 'e') ADVANCE(166);
+    case 126:
+      if (lookahead == 'l') ADVANCE(166);
       END_STATE();
-    case 156:
-      if (lookahead == 'c') ADVANCE(167);
+    case 127:
+      if (lookahead == 'h') ADVANCE(167);
       END_STATE();
-    case 157:
+    case 128:
+      ACCEPT_TOKEN(anon_sym_none);
+      END_STATE();
+    case 129:
       if (lookahead == 'i') ADVANCE(168);
       END_STATE();
+    case 130:
+      if (lookahead == 'm') ADVANCE(169);
+      END_STATE();
+    case 131:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 132:
+      if (lookahead == 'r') ADVANCE(170);
+      END_STATE();
+    case 133:
+      ACCEPT_TOKEN(anon_sym_rail);
+      END_STATE();
+    case 134:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 135:
+      if (lookahead == 'a') ADVANCE(171);
+      END_STATE();
+    case 136:
+      if (lookahead == 'c') ADVANCE(172);
+      END_STATE();
+    case 137:
+      if (lookahead == 'p') ADVANCE(173);
+      END_STATE();
+    case 138:
+      if (lookahead == 'c') ADVANCE(174);
+      END_STATE();
+    case 139:
+      if (lookahead == 'h') ADVANCE(175);
+      END_STATE();
+    case 140:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 141:
+      if (lookahead == 's') ADVANCE(176);
+      END_STATE();
+    case 142:
+      ACCEPT_TOKEN(anon_sym_W0001);
+      END_STATE();
+    case 143:
+      ACCEPT_TOKEN(anon_sym_W0002);
+      END_STATE();
+    case 144:
+      ACCEPT_TOKEN(anon_sym_W0003);
+      END_STATE();
+    case 145:
+      ACCEPT_TOKEN(anon_sym_W0004);
+      END_STATE();
+    case 146:
+      ACCEPT_TOKEN(anon_sym_W0005);
+      END_STATE();
+    case 147:
+      ACCEPT_TOKEN(anon_sym_W0006);
+      END_STATE();
+    case 148:
+      ACCEPT_TOKEN(anon_sym_W0007);
+      END_STATE();
+    case 149:
+      ACCEPT_TOKEN(anon_sym_W0008);
+      END_STATE();
+    case 150:
+      ACCEPT_TOKEN(anon_sym_W0009);
+      END_STATE();
+    case 151:
+      if (lookahead == 'e') ADVANCE(177);
+      END_STATE();
+    case 152:
+      if (lookahead == 'w') ADVANCE(178);
+      END_STATE();
+    case 153:
+      ACCEPT_TOKEN(anon_sym_cdna3);
+      END_STATE();
+    case 154:
+      ACCEPT_TOKEN(anon_sym_cdna4);
+      END_STATE();
+    case 155:
+      if (lookahead == 'e') ADVANCE(179);
+      END_STATE();
+    case 156:
+      if (lookahead == 't') ADVANCE(180);
+      END_STATE();
+    case 157:
+      if (lookahead == 'r') ADVANCE(181);
+      END_STATE();
     case 158:
-      if (lookahead == 'i') ADVANCE(169);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_switch);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 160:
-      if (lookahead == 'd') ADVANCE(170);
+      if (lookahead == 'n') ADVANCE(182);
       END_STATE();
     case 161:
-      if (lookahead == 'l') ADVANCE(171);
+      if (lookahead == 'r') ADVANCE(183);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'i') ADVANCE(184);
       END_STATE();
     case 163:
-      if (lookahead == 'e') ADVANCE(172);
+      if (lookahead == 'l') ADVANCE(185);
       END_STATE();
     case 164:
-      if (lookahead == '_') ADVANCE(173);
+      if (lookahead == 'r') ADVANCE(186);
       END_STATE();
     case 165:
-      if (lookahead == 'a') ADVANCE(174);
+      if (lookahead == 'r') ADVANCE(187);
       END_STATE();
     case 166:
-      if (lookahead == 'a') ADVANCE(175);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 167:
-      if (lookahead == 'h') ADVANCE(176);
+      if (lookahead == 'a') ADVANCE(188);
       END_STATE();
     case 168:
-      if (lookahead == 'o') ADVANCE(177);
+      if (lookahead == 't') ADVANCE(189);
       END_STATE();
     case 169:
-      if (lookahead == 'v') ADVANCE(178);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(190);
       END_STATE();
     case 170:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'a') ADVANCE(191);
       END_STATE();
     case 171:
-      if (lookahead == 'l') ADVANCE(179);
+      if (lookahead == 'r') ADVANCE(192);
       END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
-      END_STATE();
-    case 173:
-      if (lookahead == 'd') ADVANCE(180);
-      END_STATE();
-    case 174:
-      if (lookahead == 'n') ADVANCE(181);
-      END_STATE();
-    case 175:
-      if (lookahead == 'v') ADVANCE(182);
-      END_STATE();
-    case 176:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
-      END_STATE();
-    case 177:
-      ACCEPT_TOKEN(anon_sym_scenario);
-      END_STATE();
-    case 178:
-      if (lookahead == 'e') ADVANCE(183);
-      END_STATE();
-    case 179:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(184);
-      END_STATE();
-    case 180:
-      if (lookahead == 'o') ADVANCE(185);
-      END_STATE();
-    case 181:
-      if (lookahead == 'd') ADVANCE(186);
-      END_STATE();
-    case 182:
-      if (lookahead == 'e') ADVANCE(187);
-      END_STATE();
-    case 183:
-      ACCEPT_TOKEN(anon_sym_selective);
-      END_STATE();
-    case 184:
-      if (lookahead == 'u') ADVANCE(188);
-      END_STATE();
-    case 185:
-      if (lookahead == 'u') ADVANCE(189);
-      END_STATE();
-    case 186:
-      ACCEPT_TOKEN(anon_sym_infiniband);
-      END_STATE();
-    case 187:
-      if (lookahead == 'd') ADVANCE(190);
-      END_STATE();
-    case 188:
-      if (lookahead == 'l') ADVANCE(191);
-      END_STATE();
-    case 189:
-      if (lookahead == 'b') ADVANCE(192);
-      END_STATE();
-    case 190:
-      ACCEPT_TOKEN(anon_sym_interleaved);
-      END_STATE();
-    case 191:
       if (lookahead == 't') ADVANCE(193);
       END_STATE();
-    case 192:
-      if (lookahead == 'l') ADVANCE(194);
+    case 173:
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
-    case 193:
-      if (lookahead == 'r') ADVANCE(195);
+    case 174:
+      if (lookahead == 'h') ADVANCE(194);
       END_STATE();
-    case 194:
-      if (lookahead == 'i') ADVANCE(196);
+    case 175:
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
-    case 195:
-      if (lookahead == 'a') ADVANCE(197);
+    case 176:
+      if (lookahead == 'e') ADVANCE(195);
       END_STATE();
-    case 196:
-      if (lookahead == 'n') ADVANCE(198);
+    case 177:
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
-    case 197:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+    case 178:
+      if (lookahead == 'e') ADVANCE(196);
       END_STATE();
-    case 198:
+    case 179:
+      if (lookahead == 'r') ADVANCE(197);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(anon_sym_direct);
+      END_STATE();
+    case 181:
+      if (lookahead == 'e') ADVANCE(198);
+      END_STATE();
+    case 182:
       if (lookahead == 'g') ADVANCE(199);
       END_STATE();
+    case 183:
+      ACCEPT_TOKEN(anon_sym_hopper);
+      END_STATE();
+    case 184:
+      if (lookahead == 'b') ADVANCE(200);
+      END_STATE();
+    case 185:
+      if (lookahead == 'e') ADVANCE(201);
+      END_STATE();
+    case 186:
+      if (lookahead == '_') ADVANCE(202);
+      END_STATE();
+    case 187:
+      if (lookahead == 'o') ADVANCE(203);
+      END_STATE();
+    case 188:
+      if (lookahead == 'r') ADVANCE(204);
+      END_STATE();
+    case 189:
+      if (lookahead == 'c') ADVANCE(205);
+      END_STATE();
+    case 190:
+      if (lookahead == 'g') ADVANCE(206);
+      END_STATE();
+    case 191:
+      if (lookahead == 'i') ADVANCE(207);
+      END_STATE();
+    case 192:
+      if (lookahead == 'i') ADVANCE(208);
+      END_STATE();
+    case 193:
+      if (lookahead == 'i') ADVANCE(209);
+      END_STATE();
+    case 194:
+      ACCEPT_TOKEN(anon_sym_switch);
+      END_STATE();
+    case 195:
+      if (lookahead == 'd') ADVANCE(210);
+      END_STATE();
+    case 196:
+      if (lookahead == 'l') ADVANCE(211);
+      END_STATE();
+    case 197:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
+    case 198:
+      if (lookahead == 'e') ADVANCE(212);
+      END_STATE();
     case 199:
+      if (lookahead == '_') ADVANCE(213);
+      END_STATE();
+    case 200:
+      if (lookahead == 'a') ADVANCE(214);
+      END_STATE();
+    case 201:
+      if (lookahead == 'a') ADVANCE(215);
+      END_STATE();
+    case 202:
+      if (lookahead == 'f') ADVANCE(216);
+      if (lookahead == 'p') ADVANCE(217);
+      if (lookahead == 'q') ADVANCE(218);
+      END_STATE();
+    case 203:
+      if (lookahead == 'n') ADVANCE(219);
+      END_STATE();
+    case 204:
+      if (lookahead == 'd') ADVANCE(220);
+      END_STATE();
+    case 205:
+      if (lookahead == 'h') ADVANCE(221);
+      END_STATE();
+    case 206:
+      if (lookahead == 'r') ADVANCE(222);
+      END_STATE();
+    case 207:
+      if (lookahead == 'n') ADVANCE(223);
+      END_STATE();
+    case 208:
+      if (lookahead == 'o') ADVANCE(224);
+      END_STATE();
+    case 209:
+      if (lookahead == 'v') ADVANCE(225);
+      END_STATE();
+    case 210:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 211:
+      if (lookahead == 'l') ADVANCE(226);
+      END_STATE();
+    case 212:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
+    case 213:
+      if (lookahead == 'd') ADVANCE(227);
+      END_STATE();
+    case 214:
+      if (lookahead == 'n') ADVANCE(228);
+      END_STATE();
+    case 215:
+      if (lookahead == 'v') ADVANCE(229);
+      END_STATE();
+    case 216:
+      if (lookahead == 'c') ADVANCE(230);
+      END_STATE();
+    case 217:
+      if (lookahead == 'r') ADVANCE(231);
+      END_STATE();
+    case 218:
+      if (lookahead == 'k') ADVANCE(232);
+      END_STATE();
+    case 219:
+      ACCEPT_TOKEN(anon_sym_megatron);
+      END_STATE();
+    case 220:
+      ACCEPT_TOKEN(anon_sym_no_shard);
+      END_STATE();
+    case 221:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
+    case 222:
+      if (lookahead == 'a') ADVANCE(233);
+      END_STATE();
+    case 223:
+      ACCEPT_TOKEN(anon_sym_pretrain);
+      END_STATE();
+    case 224:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 225:
+      if (lookahead == 'e') ADVANCE(234);
+      END_STATE();
+    case 226:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(235);
+      END_STATE();
+    case 227:
+      if (lookahead == 'o') ADVANCE(236);
+      END_STATE();
+    case 228:
+      if (lookahead == 'd') ADVANCE(237);
+      END_STATE();
+    case 229:
+      if (lookahead == 'e') ADVANCE(238);
+      END_STATE();
+    case 230:
+      if (lookahead == '1') ADVANCE(239);
+      if (lookahead == '2') ADVANCE(240);
+      END_STATE();
+    case 231:
+      if (lookahead == 'o') ADVANCE(241);
+      END_STATE();
+    case 232:
+      if (lookahead == 'v') ADVANCE(242);
+      END_STATE();
+    case 233:
+      if (lookahead == 'd') ADVANCE(243);
+      END_STATE();
+    case 234:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 235:
+      if (lookahead == 'u') ADVANCE(244);
+      END_STATE();
+    case 236:
+      if (lookahead == 'u') ADVANCE(245);
+      END_STATE();
+    case 237:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 238:
+      if (lookahead == 'd') ADVANCE(246);
+      END_STATE();
+    case 239:
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      END_STATE();
+    case 240:
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      END_STATE();
+    case 241:
+      if (lookahead == 'j') ADVANCE(247);
+      END_STATE();
+    case 242:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
+    case 243:
+      if (lookahead == 's') ADVANCE(248);
+      END_STATE();
+    case 244:
+      if (lookahead == 'l') ADVANCE(249);
+      END_STATE();
+    case 245:
+      if (lookahead == 'b') ADVANCE(250);
+      END_STATE();
+    case 246:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 247:
+      ACCEPT_TOKEN(anon_sym_linear_proj);
+      END_STATE();
+    case 248:
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(251);
+      END_STATE();
+    case 249:
+      if (lookahead == 't') ADVANCE(252);
+      END_STATE();
+    case 250:
+      if (lookahead == 'l') ADVANCE(253);
+      END_STATE();
+    case 251:
+      if (lookahead == 'p') ADVANCE(254);
+      END_STATE();
+    case 252:
+      if (lookahead == 'r') ADVANCE(255);
+      END_STATE();
+    case 253:
+      if (lookahead == 'i') ADVANCE(256);
+      END_STATE();
+    case 254:
+      if (lookahead == 'a') ADVANCE(257);
+      END_STATE();
+    case 255:
+      if (lookahead == 'a') ADVANCE(258);
+      END_STATE();
+    case 256:
+      if (lookahead == 'n') ADVANCE(259);
+      END_STATE();
+    case 257:
+      if (lookahead == 'r') ADVANCE(260);
+      END_STATE();
+    case 258:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 259:
+      if (lookahead == 'g') ADVANCE(261);
+      END_STATE();
+    case 260:
+      if (lookahead == 'a') ADVANCE(262);
+      END_STATE();
+    case 261:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 262:
+      if (lookahead == 'm') ADVANCE(263);
+      END_STATE();
+    case 263:
+      if (lookahead == 's') ADVANCE(264);
+      END_STATE();
+    case 264:
+      ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
       return false;
@@ -1611,6 +1926,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
     [anon_sym_off] = ACTIONS(1),
+    [anon_sym_pretrain] = ACTIONS(1),
+    [anon_sym_sft] = ACTIONS(1),
+    [anon_sym_lora] = ACTIONS(1),
+    [anon_sym_linear_qkv] = ACTIONS(1),
+    [anon_sym_linear_proj] = ACTIONS(1),
+    [anon_sym_linear_fc1] = ACTIONS(1),
+    [anon_sym_linear_fc2] = ACTIONS(1),
+    [anon_sym_no_shard] = ACTIONS(1),
+    [anon_sym_optim] = ACTIONS(1),
+    [anon_sym_optim_grads] = ACTIONS(1),
+    [anon_sym_optim_grads_params] = ACTIONS(1),
+    [anon_sym_megatron] = ACTIONS(1),
+    [anon_sym_torch] = ACTIONS(1),
+    [anon_sym_fp32] = ACTIONS(1),
+    [anon_sym_fp16] = ACTIONS(1),
     [anon_sym_W0001] = ACTIONS(1),
     [anon_sym_W0002] = ACTIONS(1),
     [anon_sym_W0003] = ACTIONS(1),
@@ -1690,6 +2020,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -1753,6 +2098,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -1816,6 +2176,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -1879,6 +2254,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -1942,6 +2332,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
     [anon_sym_off] = ACTIONS(49),
+    [anon_sym_pretrain] = ACTIONS(49),
+    [anon_sym_sft] = ACTIONS(49),
+    [anon_sym_lora] = ACTIONS(49),
+    [anon_sym_linear_qkv] = ACTIONS(49),
+    [anon_sym_linear_proj] = ACTIONS(49),
+    [anon_sym_linear_fc1] = ACTIONS(49),
+    [anon_sym_linear_fc2] = ACTIONS(49),
+    [anon_sym_no_shard] = ACTIONS(49),
+    [anon_sym_optim] = ACTIONS(49),
+    [anon_sym_optim_grads] = ACTIONS(49),
+    [anon_sym_optim_grads_params] = ACTIONS(49),
+    [anon_sym_megatron] = ACTIONS(49),
+    [anon_sym_torch] = ACTIONS(49),
+    [anon_sym_fp32] = ACTIONS(49),
+    [anon_sym_fp16] = ACTIONS(49),
     [anon_sym_W0001] = ACTIONS(49),
     [anon_sym_W0002] = ACTIONS(49),
     [anon_sym_W0003] = ACTIONS(49),
@@ -2005,6 +2410,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2068,6 +2488,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2129,6 +2564,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
     [anon_sym_off] = ACTIONS(67),
+    [anon_sym_pretrain] = ACTIONS(67),
+    [anon_sym_sft] = ACTIONS(67),
+    [anon_sym_lora] = ACTIONS(67),
+    [anon_sym_linear_qkv] = ACTIONS(67),
+    [anon_sym_linear_proj] = ACTIONS(67),
+    [anon_sym_linear_fc1] = ACTIONS(67),
+    [anon_sym_linear_fc2] = ACTIONS(67),
+    [anon_sym_no_shard] = ACTIONS(67),
+    [anon_sym_optim] = ACTIONS(67),
+    [anon_sym_optim_grads] = ACTIONS(67),
+    [anon_sym_optim_grads_params] = ACTIONS(67),
+    [anon_sym_megatron] = ACTIONS(67),
+    [anon_sym_torch] = ACTIONS(67),
+    [anon_sym_fp32] = ACTIONS(67),
+    [anon_sym_fp16] = ACTIONS(67),
     [anon_sym_W0001] = ACTIONS(67),
     [anon_sym_W0002] = ACTIONS(67),
     [anon_sym_W0003] = ACTIONS(67),
@@ -2190,6 +2640,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
     [anon_sym_off] = ACTIONS(71),
+    [anon_sym_pretrain] = ACTIONS(71),
+    [anon_sym_sft] = ACTIONS(71),
+    [anon_sym_lora] = ACTIONS(71),
+    [anon_sym_linear_qkv] = ACTIONS(71),
+    [anon_sym_linear_proj] = ACTIONS(71),
+    [anon_sym_linear_fc1] = ACTIONS(71),
+    [anon_sym_linear_fc2] = ACTIONS(71),
+    [anon_sym_no_shard] = ACTIONS(71),
+    [anon_sym_optim] = ACTIONS(71),
+    [anon_sym_optim_grads] = ACTIONS(71),
+    [anon_sym_optim_grads_params] = ACTIONS(71),
+    [anon_sym_megatron] = ACTIONS(71),
+    [anon_sym_torch] = ACTIONS(71),
+    [anon_sym_fp32] = ACTIONS(71),
+    [anon_sym_fp16] = ACTIONS(71),
     [anon_sym_W0001] = ACTIONS(71),
     [anon_sym_W0002] = ACTIONS(71),
     [anon_sym_W0003] = ACTIONS(71),
@@ -2248,6 +2713,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
     [anon_sym_off] = ACTIONS(73),
+    [anon_sym_pretrain] = ACTIONS(73),
+    [anon_sym_sft] = ACTIONS(73),
+    [anon_sym_lora] = ACTIONS(73),
+    [anon_sym_linear_qkv] = ACTIONS(73),
+    [anon_sym_linear_proj] = ACTIONS(73),
+    [anon_sym_linear_fc1] = ACTIONS(73),
+    [anon_sym_linear_fc2] = ACTIONS(73),
+    [anon_sym_no_shard] = ACTIONS(73),
+    [anon_sym_optim] = ACTIONS(73),
+    [anon_sym_optim_grads] = ACTIONS(73),
+    [anon_sym_optim_grads_params] = ACTIONS(73),
+    [anon_sym_megatron] = ACTIONS(73),
+    [anon_sym_torch] = ACTIONS(73),
+    [anon_sym_fp32] = ACTIONS(73),
+    [anon_sym_fp16] = ACTIONS(73),
     [anon_sym_W0001] = ACTIONS(73),
     [anon_sym_W0002] = ACTIONS(73),
     [anon_sym_W0003] = ACTIONS(73),
@@ -2307,6 +2787,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
     [anon_sym_off] = ACTIONS(79),
+    [anon_sym_pretrain] = ACTIONS(79),
+    [anon_sym_sft] = ACTIONS(79),
+    [anon_sym_lora] = ACTIONS(79),
+    [anon_sym_linear_qkv] = ACTIONS(79),
+    [anon_sym_linear_proj] = ACTIONS(79),
+    [anon_sym_linear_fc1] = ACTIONS(79),
+    [anon_sym_linear_fc2] = ACTIONS(79),
+    [anon_sym_no_shard] = ACTIONS(79),
+    [anon_sym_optim] = ACTIONS(79),
+    [anon_sym_optim_grads] = ACTIONS(79),
+    [anon_sym_optim_grads_params] = ACTIONS(79),
+    [anon_sym_megatron] = ACTIONS(79),
+    [anon_sym_torch] = ACTIONS(79),
+    [anon_sym_fp32] = ACTIONS(79),
+    [anon_sym_fp16] = ACTIONS(79),
     [anon_sym_W0001] = ACTIONS(79),
     [anon_sym_W0002] = ACTIONS(79),
     [anon_sym_W0003] = ACTIONS(79),
@@ -2365,6 +2860,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
     [anon_sym_off] = ACTIONS(83),
+    [anon_sym_pretrain] = ACTIONS(83),
+    [anon_sym_sft] = ACTIONS(83),
+    [anon_sym_lora] = ACTIONS(83),
+    [anon_sym_linear_qkv] = ACTIONS(83),
+    [anon_sym_linear_proj] = ACTIONS(83),
+    [anon_sym_linear_fc1] = ACTIONS(83),
+    [anon_sym_linear_fc2] = ACTIONS(83),
+    [anon_sym_no_shard] = ACTIONS(83),
+    [anon_sym_optim] = ACTIONS(83),
+    [anon_sym_optim_grads] = ACTIONS(83),
+    [anon_sym_optim_grads_params] = ACTIONS(83),
+    [anon_sym_megatron] = ACTIONS(83),
+    [anon_sym_torch] = ACTIONS(83),
+    [anon_sym_fp32] = ACTIONS(83),
+    [anon_sym_fp16] = ACTIONS(83),
     [anon_sym_W0001] = ACTIONS(83),
     [anon_sym_W0002] = ACTIONS(83),
     [anon_sym_W0003] = ACTIONS(83),
@@ -2423,6 +2933,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
     [anon_sym_off] = ACTIONS(87),
+    [anon_sym_pretrain] = ACTIONS(87),
+    [anon_sym_sft] = ACTIONS(87),
+    [anon_sym_lora] = ACTIONS(87),
+    [anon_sym_linear_qkv] = ACTIONS(87),
+    [anon_sym_linear_proj] = ACTIONS(87),
+    [anon_sym_linear_fc1] = ACTIONS(87),
+    [anon_sym_linear_fc2] = ACTIONS(87),
+    [anon_sym_no_shard] = ACTIONS(87),
+    [anon_sym_optim] = ACTIONS(87),
+    [anon_sym_optim_grads] = ACTIONS(87),
+    [anon_sym_optim_grads_params] = ACTIONS(87),
+    [anon_sym_megatron] = ACTIONS(87),
+    [anon_sym_torch] = ACTIONS(87),
+    [anon_sym_fp32] = ACTIONS(87),
+    [anon_sym_fp16] = ACTIONS(87),
     [anon_sym_W0001] = ACTIONS(87),
     [anon_sym_W0002] = ACTIONS(87),
     [anon_sym_W0003] = ACTIONS(87),
@@ -2481,6 +3006,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
     [anon_sym_off] = ACTIONS(91),
+    [anon_sym_pretrain] = ACTIONS(91),
+    [anon_sym_sft] = ACTIONS(91),
+    [anon_sym_lora] = ACTIONS(91),
+    [anon_sym_linear_qkv] = ACTIONS(91),
+    [anon_sym_linear_proj] = ACTIONS(91),
+    [anon_sym_linear_fc1] = ACTIONS(91),
+    [anon_sym_linear_fc2] = ACTIONS(91),
+    [anon_sym_no_shard] = ACTIONS(91),
+    [anon_sym_optim] = ACTIONS(91),
+    [anon_sym_optim_grads] = ACTIONS(91),
+    [anon_sym_optim_grads_params] = ACTIONS(91),
+    [anon_sym_megatron] = ACTIONS(91),
+    [anon_sym_torch] = ACTIONS(91),
+    [anon_sym_fp32] = ACTIONS(91),
+    [anon_sym_fp16] = ACTIONS(91),
     [anon_sym_W0001] = ACTIONS(91),
     [anon_sym_W0002] = ACTIONS(91),
     [anon_sym_W0003] = ACTIONS(91),
@@ -2538,6 +3078,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(95),
     [anon_sym_on] = ACTIONS(95),
     [anon_sym_off] = ACTIONS(95),
+    [anon_sym_pretrain] = ACTIONS(95),
+    [anon_sym_sft] = ACTIONS(95),
+    [anon_sym_lora] = ACTIONS(95),
+    [anon_sym_linear_qkv] = ACTIONS(95),
+    [anon_sym_linear_proj] = ACTIONS(95),
+    [anon_sym_linear_fc1] = ACTIONS(95),
+    [anon_sym_linear_fc2] = ACTIONS(95),
+    [anon_sym_no_shard] = ACTIONS(95),
+    [anon_sym_optim] = ACTIONS(95),
+    [anon_sym_optim_grads] = ACTIONS(95),
+    [anon_sym_optim_grads_params] = ACTIONS(95),
+    [anon_sym_megatron] = ACTIONS(95),
+    [anon_sym_torch] = ACTIONS(95),
+    [anon_sym_fp32] = ACTIONS(95),
+    [anon_sym_fp16] = ACTIONS(95),
     [anon_sym_W0001] = ACTIONS(95),
     [anon_sym_W0002] = ACTIONS(95),
     [anon_sym_W0003] = ACTIONS(95),
@@ -2590,6 +3145,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2642,6 +3212,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
+    [anon_sym_pretrain] = ACTIONS(23),
+    [anon_sym_sft] = ACTIONS(23),
+    [anon_sym_lora] = ACTIONS(23),
+    [anon_sym_linear_qkv] = ACTIONS(23),
+    [anon_sym_linear_proj] = ACTIONS(23),
+    [anon_sym_linear_fc1] = ACTIONS(23),
+    [anon_sym_linear_fc2] = ACTIONS(23),
+    [anon_sym_no_shard] = ACTIONS(23),
+    [anon_sym_optim] = ACTIONS(23),
+    [anon_sym_optim_grads] = ACTIONS(23),
+    [anon_sym_optim_grads_params] = ACTIONS(23),
+    [anon_sym_megatron] = ACTIONS(23),
+    [anon_sym_torch] = ACTIONS(23),
+    [anon_sym_fp32] = ACTIONS(23),
+    [anon_sym_fp16] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2694,6 +3279,21 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_unfused] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),
     [anon_sym_off] = ACTIONS(122),
+    [anon_sym_pretrain] = ACTIONS(122),
+    [anon_sym_sft] = ACTIONS(122),
+    [anon_sym_lora] = ACTIONS(122),
+    [anon_sym_linear_qkv] = ACTIONS(122),
+    [anon_sym_linear_proj] = ACTIONS(122),
+    [anon_sym_linear_fc1] = ACTIONS(122),
+    [anon_sym_linear_fc2] = ACTIONS(122),
+    [anon_sym_no_shard] = ACTIONS(122),
+    [anon_sym_optim] = ACTIONS(122),
+    [anon_sym_optim_grads] = ACTIONS(122),
+    [anon_sym_optim_grads_params] = ACTIONS(122),
+    [anon_sym_megatron] = ACTIONS(122),
+    [anon_sym_torch] = ACTIONS(122),
+    [anon_sym_fp32] = ACTIONS(122),
+    [anon_sym_fp16] = ACTIONS(122),
     [anon_sym_W0001] = ACTIONS(122),
     [anon_sym_W0002] = ACTIONS(122),
     [anon_sym_W0003] = ACTIONS(122),

@@ -248,6 +248,119 @@ impl Dtype {
     }
 }
 
+/// What an iteration trains (`task` in a plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Task {
+    /// Every parameter is trained.
+    #[default]
+    Pretrain,
+    /// Supervised fine-tuning: every parameter is trained, as in pretraining (packed sequences
+    /// need nothing else).
+    Sft,
+    /// Low-rank adapters on a frozen base (Megatron-Bridge `peft.LoRA`).
+    Lora,
+}
+
+impl Task {
+    pub fn word(self) -> &'static str {
+        match self {
+            Task::Pretrain => "pretrain",
+            Task::Sft => "sft",
+            Task::Lora => "lora",
+        }
+    }
+}
+
+/// The linear layers of a transformer layer a LoRA adapter can target, named as Megatron-Core's
+/// modules (Megatron-Bridge `peft/lora.py` `target_modules`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LoraTargets {
+    /// `linear_qkv`: the fused query/key/value projection (column-parallel).
+    pub qkv: bool,
+    /// `linear_proj`: the attention output projection (row-parallel).
+    pub proj: bool,
+    /// `linear_fc1`: the MLP up (and gate) projection (column-parallel).
+    pub fc1: bool,
+    /// `linear_fc2`: the MLP down projection (row-parallel).
+    pub fc2: bool,
+}
+
+impl LoraTargets {
+    /// Megatron-Bridge's default: every linear layer of the block.
+    pub const ALL: LoraTargets = LoraTargets {
+        qkv: true,
+        proj: true,
+        fc1: true,
+        fc2: true,
+    };
+    pub const NONE: LoraTargets = LoraTargets {
+        qkv: false,
+        proj: false,
+        fc1: false,
+        fc2: false,
+    };
+
+    /// The targets named by `words` (unknown words are ignored: the type checker admits only
+    /// the four module names).
+    pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> LoraTargets {
+        words.into_iter().fold(LoraTargets::NONE, |mut t, w| {
+            match w {
+                "linear_qkv" => t.qkv = true,
+                "linear_proj" => t.proj = true,
+                "linear_fc1" => t.fc1 = true,
+                "linear_fc2" => t.fc2 = true,
+                _ => {}
+            }
+            t
+        })
+    }
+}
+
+/// Megatron-FSDP's data-parallel sharding strategy (`--data-parallel-sharding-strategy`):
+/// what is sharded over the data-parallel ranks (ZeRO stages 0-3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FsdpStrategy {
+    /// DDP: nothing sharded.
+    NoShard,
+    /// ZeRO-1: optimizer state.
+    Optim,
+    /// ZeRO-2: optimizer state and gradients.
+    OptimGrads,
+    /// ZeRO-3: optimizer state, gradients and parameters.
+    OptimGradsParams,
+}
+
+impl FsdpStrategy {
+    pub fn word(self) -> &'static str {
+        match self {
+            FsdpStrategy::NoShard => "no_shard",
+            FsdpStrategy::Optim => "optim",
+            FsdpStrategy::OptimGrads => "optim_grads",
+            FsdpStrategy::OptimGradsParams => "optim_grads_params",
+        }
+    }
+    pub fn shards_optimizer(self) -> bool {
+        self >= FsdpStrategy::Optim
+    }
+    pub fn shards_gradients(self) -> bool {
+        self >= FsdpStrategy::OptimGrads
+    }
+    pub fn shards_parameters(self) -> bool {
+        self == FsdpStrategy::OptimGradsParams
+    }
+}
+
+/// Which FSDP implementation a plan names (`fsdp STRATEGY IMPL`): the two Megatron-LM offers,
+/// which differ only in the plans Megatron accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FsdpImpl {
+    /// `--use-megatron-fsdp` (per-layer units, megatron/core/distributed/fsdp).
+    #[default]
+    Megatron,
+    /// `--use-torch-fsdp2` (PyTorch's `fully_shard`).
+    Torch,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,4 +16,5 @@ pub use kinds::{
     Attention, CollectiveAlgorithm, Dtype, Fabric, GpuArch, LinkKind, Precision, Recompute,
     ScheduleKind, Topology,
 };
+pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ps, Ratio, Seconds};

@@ -64,6 +64,9 @@ codes! {
     E0316 Error "heads not divisible by kv_groups";
     E0317 Error "hidden not divisible by heads without head_dim";
     E0318 Error "multi-head latent attention keys do not fit";
+    E0319 Error "LoRA keys without `task lora`";
+    E0320 Error "an FSDP implementation Megatron-LM rejects for the plan";
+    E0321 Error "precision-aware optimizer dtypes without the distributed optimizer";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

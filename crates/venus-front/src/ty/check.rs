@@ -160,6 +160,38 @@ impl Fields {
     }
 }
 
+/// A `task` word (the key table admits only its three).
+fn task_of(w: &str) -> venus_base::base::Task {
+    use venus_base::base::Task;
+    match w {
+        "sft" => Task::Sft,
+        "lora" => Task::Lora,
+        _ => Task::Pretrain,
+    }
+}
+
+/// An `fsdp` strategy word (the key table admits only its four).
+fn fsdp_strategy_of(w: &str) -> venus_base::base::FsdpStrategy {
+    use venus_base::base::FsdpStrategy;
+    match w {
+        "no_shard" => FsdpStrategy::NoShard,
+        "optim" => FsdpStrategy::Optim,
+        "optim_grads" => FsdpStrategy::OptimGrads,
+        _ => FsdpStrategy::OptimGradsParams,
+    }
+}
+
+/// A dtype word of the gradient and optimizer keys.
+fn dtype_of(w: &str) -> venus_base::base::Dtype {
+    use venus_base::base::Dtype;
+    match w {
+        "bf16" => Dtype::Bf16,
+        "fp16" => Dtype::Fp16,
+        "fp8" => Dtype::Fp8,
+        _ => Dtype::Fp32,
+    }
+}
+
 fn bytes(a: &Arg) -> Option<super::Bytes> {
     if let Arg::Bytes(b) = a {
         Some(*b)
@@ -733,6 +765,47 @@ impl<'r, 'a> Checker<'r, 'a> {
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
             moe_imbalance: f.get(Key::MoeImbalance, ratio),
+            task: f
+                .word(Key::Task)
+                .map(|w| Spanned::new(task_of(w.value), w.loc)),
+            lora_rank: f.count(Key::LoraRank),
+            lora_modules: f.first(Key::LoraModules).map(|item| {
+                let words = item.args.iter().filter_map(|(c, _)| match c {
+                    Checked::Arg(Arg::Word(w)) => Some(*w),
+                    _ => None,
+                });
+                Spanned::new(venus_base::base::LoraTargets::from_words(words), item.loc)
+            }),
+            fsdp: f.first(Key::Fsdp).and_then(|item| match item.args.first() {
+                Some((Checked::Arg(Arg::Word(w)), _)) => {
+                    Some(Spanned::new(fsdp_strategy_of(w), item.loc))
+                }
+                _ => None,
+            }),
+            fsdp_impl: f.first(Key::Fsdp).map(|item| {
+                let torch = matches!(
+                    item.args.get(1),
+                    Some((Checked::Arg(Arg::Word("torch")), _))
+                );
+                let imp = if torch {
+                    venus_base::base::FsdpImpl::Torch
+                } else {
+                    venus_base::base::FsdpImpl::Megatron
+                };
+                Spanned::new(imp, item.loc)
+            }),
+            grad_dtype: f
+                .word(Key::GradDtype)
+                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
+            main_params_dtype: f
+                .word(Key::MainParamsDtype)
+                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
+            exp_avg_dtype: f
+                .word(Key::ExpAvgDtype)
+                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
+            exp_avg_sq_dtype: f
+                .word(Key::ExpAvgSqDtype)
+                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
         })
     }
 

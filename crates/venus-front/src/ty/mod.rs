@@ -240,6 +240,18 @@ pub struct Plan {
     pub reserve: Opt<Bytes>,
     /// Extra token copies on the busiest EP rank, as a share of the mean.
     pub moe_imbalance: Opt<Ratio>,
+    /// What the iteration trains (pretrain, sft, lora).
+    pub task: Opt<venus_base::base::Task>,
+    pub lora_rank: Opt<u64>,
+    pub lora_modules: Opt<venus_base::base::LoraTargets>,
+    /// FSDP sharding strategy (the `fsdp` item's location).
+    pub fsdp: Opt<venus_base::base::FsdpStrategy>,
+    /// FSDP implementation (`megatron` unless the item names `torch`).
+    pub fsdp_impl: Opt<venus_base::base::FsdpImpl>,
+    pub grad_dtype: Opt<venus_base::base::Dtype>,
+    pub main_params_dtype: Opt<venus_base::base::Dtype>,
+    pub exp_avg_dtype: Opt<venus_base::base::Dtype>,
+    pub exp_avg_sq_dtype: Opt<venus_base::base::Dtype>,
 }
 
 impl Plan {

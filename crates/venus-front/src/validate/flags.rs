@@ -83,6 +83,14 @@ impl Validator<'_> {
             if on(item(p, row.needs)) {
                 continue;
             }
+            // arguments.py:1025-1027: Megatron-FSDP gathers its own sharded parameters.
+            let megatron_fsdp = p
+                .fsdp_impl
+                .as_ref()
+                .is_some_and(|i| i.value == venus_base::base::FsdpImpl::Megatron);
+            if row.needs == Flag::DistributedOptimizer && megatron_fsdp {
+                continue;
+            }
             // The distributed optimizer written off is the other factor worth pointing at.
             let needs_off = match row.needs {
                 Flag::DistributedOptimizer => loc_of(item(p, row.needs)),

@@ -5,7 +5,7 @@
 //! Invariants: only the largest stage is reported (the others are counted); the help comes
 //! from [`super::repair`], which evaluates the same memory model.
 
-use super::problem::{MemoryBreakdown, MemoryProblem, PlanProblem, Written};
+use super::problem::{MemoryBreakdown, MemoryProblem, PlanProblem, StateKeeping, Written};
 use super::repair::repair;
 use super::{worst, Bytes, Validator, MEMORY_WARN};
 use venus_plan::plan::Scenario;
@@ -36,11 +36,14 @@ impl Validator<'_> {
             params: w.params.saturating_add(w.expert_params),
             gradients: w.gradients,
             optimizer: w.optimizer,
-            sharded_over: sc.flags.distributed_optimizer.then(|| sc.dp * sc.cp),
+            sharded_over: (sc.flags.distributed_optimizer
+                || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer()))
+            .then(|| sc.dp * sc.cp),
             activations: w.activations,
             layers: w.layers,
             in_flight: w.in_flight,
             recompute: sc.recompute,
+            state: state_keeping(sc, &w),
         };
         let others = sc
             .memory
@@ -60,5 +63,20 @@ impl Validator<'_> {
             repair: repair(self, sc, target),
         };
         self.report(PlanProblem::Memory(problem));
+    }
+}
+
+/// The dtypes, LoRA share and FSDP strategy the notes of a stage's model state name.
+fn state_keeping(sc: &Scenario, w: &venus_plan::plan::StageMemory) -> StateKeeping {
+    let r = &sc.recipe;
+    StateKeeping {
+        grads: r.main_grads.word(),
+        optimizer: [
+            r.master_weights.word(),
+            r.moments.word(),
+            r.second_moment.word(),
+        ],
+        trainable: sc.plan.lora().then_some(w.trainable_params),
+        fsdp: sc.flags.fsdp.map(|f| f.word()),
     }
 }

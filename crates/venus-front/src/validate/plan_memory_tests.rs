@@ -140,6 +140,8 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         split: split_layers(layers, pp, vpp, None, None).unwrap(),
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
         moe_load: 1.0,
+        fsdp: None,
+        lora: None,
     }
 }
 
@@ -347,4 +349,104 @@ fn dense_first_layers_and_mtp_change_the_stages_parameters() {
     let experts = 4 * 2 * 64 * 32;
     assert_eq!(one_stage(&m, &p, 0).expert_params, experts);
     assert_eq!(one_stage(&m, &p, 1).expert_params, 3 * experts);
+}
+
+/// Llama 2 70B (h 8192, 80 layers, 64 heads, 8 KV groups, ffn 28672, SwiGLU, untied, vocab
+/// 32000) as the typed builders make it.
+fn llama2_70b() -> Model {
+    use crate::testutil::set;
+    let mut m = model(8192, 64, 80, 32000, 4096);
+    set(&mut m.ffn, 28672);
+    set(&mut m.kv_groups, 8);
+    set(&mut m.swiglu, true);
+    set(&mut m.untied_embeddings, true);
+    super::to_plan::model(&m)
+}
+
+/// MLPerf's Llama 2 70B LoRA at tp 4: every GPU keeps a quarter of the frozen bf16 base
+/// (about 140e9 / 4 bytes) but no fp32 gradient buffer and no optimizer state for it; the
+/// rank-16 adapters (2 195 456 per layer, split by tp) are all that train.
+#[test]
+fn lora_keeps_the_frozen_base_in_bf16_without_gradients_or_optimizer_state() {
+    let m = llama2_70b();
+    let mut p = plan(1, 1, 1, None, 80);
+    p.tp = 4;
+    p.etp = 4;
+    p.dp = 2;
+    p.expert_dp = 2;
+    p.lora = Some(LoraPlan {
+        rank: 16,
+        targets: venus_base::base::LoraTargets::ALL,
+    });
+    let s = one_stage(&m, &p, 0);
+    let adapters = 2_195_456u64 * 80 / 4;
+    assert_eq!(s.trainable_params, adapters);
+    assert_eq!(s.weights, Bytes(2 * (s.params + adapters)));
+    assert!(
+        (s.weights.0 as f64 / (140e9 / 4.0) - 1.0).abs() < 0.02,
+        "{}",
+        s.weights.0
+    );
+    assert_eq!(s.gradients, Bytes(4 * adapters));
+    assert_eq!(s.optimizer, Bytes(12 * adapters));
+    // The same plan pretraining keeps 18 bytes of every base parameter.
+    p.lora = None;
+    let full = one_stage(&m, &p, 0);
+    assert_eq!(full.gradients, Bytes(4 * full.params));
+    assert_eq!(full.optimizer, Bytes(12 * full.params));
+}
+
+/// Megatron-FSDP's strategies, on the 2-layer toy of the 18-byte test over dp 4: `optim`
+/// shards the 12 optimizer bytes (as the distributed optimizer), `optim_grads` the 4 gradient
+/// bytes too plus two layers being reduce-scattered, `optim_grads_params` the 2 weight bytes
+/// too plus two layers gathered (the double buffer).
+#[test]
+fn fsdp_strategies_shard_optimizer_then_gradients_then_parameters() {
+    use venus_base::base::FsdpStrategy::*;
+    let m = gpt(64, 4, 2, 128, 16);
+    let mut p = plan(1, 1, 1, None, 2);
+    p.dp = 4;
+    p.expert_dp = 4;
+    let params = 2 * 49408 + 8192 + 128;
+    let layer = 49408;
+    let at = |p: &MemoryPlan| {
+        let s = one_stage(&m, p, 0);
+        (s.weights.0, s.gradients.0, s.optimizer.0)
+    };
+    p.fsdp = Some(NoShard);
+    assert_eq!(at(&p), (2 * params, 4 * params, 12 * params));
+    p.fsdp = Some(Optim);
+    assert_eq!(at(&p), (2 * params, 4 * params, 3 * params));
+    p.fsdp = Some(OptimGrads);
+    assert_eq!(at(&p), (2 * params, params + 2 * 4 * layer, 3 * params));
+    p.fsdp = Some(OptimGradsParams);
+    assert_eq!(
+        at(&p),
+        (
+            params.div_ceil(2) + 2 * 2 * layer,
+            params + 2 * 4 * layer,
+            3 * params
+        )
+    );
+}
+
+/// `grad_dtype bf16` halves the gradient buffer; bf16 moments with the distributed optimizer
+/// make 4 + 2 + 2 optimizer bytes per parameter, sharded over dp.
+#[test]
+fn gradient_and_optimizer_dtypes_set_the_bytes_per_parameter() {
+    use venus_base::base::Dtype;
+    let m = gpt(64, 4, 2, 128, 16);
+    let mut p = plan(1, 1, 1, None, 2);
+    let params = 2 * 49408 + 8192 + 128;
+    p.recipe = p.recipe.with_training_dtypes(
+        Some(Dtype::Bf16),
+        None,
+        Some(Dtype::Bf16),
+        Some(Dtype::Bf16),
+    );
+    p.distributed_optimizer = true;
+    p.dp = 2;
+    let s = one_stage(&m, &p, 0);
+    assert_eq!(s.gradients, Bytes(2 * params));
+    assert_eq!(s.optimizer, Bytes(8 * params / 2));
 }

@@ -200,6 +200,12 @@ pub enum PlanProblem {
     Uncalibrated(Uncalibrated),
     /// E0401 (over the GPU's memory) or W0005 (close to it).
     Memory(MemoryProblem),
+    /// E0319: LoRA keys without `task lora`.
+    LoraWithoutTask(LoraWithoutTask),
+    /// E0320: `fsdp ... torch` with a plan feature Megatron's torch FSDP2 path rejects.
+    TorchFsdpUnsupported(TorchFsdpUnsupported),
+    /// E0321: precision-aware optimizer dtypes without the distributed optimizer.
+    OptimizerDtypeWithoutSharding(OptimizerDtypeWithoutSharding),
 }
 
 impl PlanProblem {
@@ -229,6 +235,9 @@ impl PlanProblem {
             PlanProblem::PrecisionUnsupported(p) => p.render(),
             PlanProblem::Uncalibrated(p) => p.render(),
             PlanProblem::Memory(p) => p.render(),
+            PlanProblem::LoraWithoutTask(p) => p.render(),
+            PlanProblem::TorchFsdpUnsupported(p) => p.render(),
+            PlanProblem::OptimizerDtypeWithoutSharding(p) => p.render(),
         }
     }
 }
@@ -1580,6 +1589,40 @@ pub struct MemoryBreakdown {
     pub layers: u64,
     pub in_flight: u64,
     pub recompute: Recompute,
+    /// How the model state is kept: dtypes, LoRA's trainable share, FSDP.
+    pub state: StateKeeping,
+}
+
+/// The words of the model-state notes that depend on the plan's training keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateKeeping {
+    /// The main-gradient dtype word (`grad_dtype`).
+    pub grads: &'static str,
+    /// Master weights, first and second moment dtype words.
+    pub optimizer: [&'static str; 3],
+    /// With LoRA: the adapter parameters per GPU, the only ones with gradients and state.
+    pub trainable: Option<u64>,
+    /// The FSDP strategy word, when the plan shards with FSDP.
+    pub fsdp: Option<&'static str>,
+}
+
+impl StateKeeping {
+    fn gradients(&self) -> String {
+        match self.trainable {
+            Some(n) => format!(
+                "{}, {} trainable adapter parameters",
+                self.grads,
+                venus_base::base::math::thousands(n)
+            ),
+            None => self.grads.to_string(),
+        }
+    }
+    fn optimizer(&self) -> String {
+        match self.optimizer {
+            ["fp32", "fp32", "fp32"] => "fp32 master weights and Adam moments".to_string(),
+            [w, m, v] => format!("{w} master weights, {m} and {v} Adam moments"),
+        }
+    }
 }
 
 impl MemoryBreakdown {
@@ -1588,17 +1631,26 @@ impl MemoryBreakdown {
             Some(n) => format!(", sharded over dp × cp = {n}"),
             None => String::new(),
         };
+        let fsdp = match self.state.fsdp {
+            Some(w) => format!(", fsdp {w}"),
+            None => String::new(),
+        };
         [
             format!(
-                "stage {}: weights {} ({} parameters per GPU, 2 bytes each)",
+                "stage {}: weights {} ({} parameters per GPU, 2 bytes each{fsdp})",
                 self.stage,
                 gib(self.weights),
                 venus_base::base::math::thousands(self.params)
             ),
-            format!("gradients {} (fp32)", gib(self.gradients)),
             format!(
-                "optimizer state {} (fp32 master weights and Adam moments{shards})",
-                gib(self.optimizer)
+                "gradients {} ({})",
+                gib(self.gradients),
+                self.state.gradients()
+            ),
+            format!(
+                "optimizer state {} ({}{shards})",
+                gib(self.optimizer),
+                self.state.optimizer()
             ),
             format!(
                 "activations {} ({} layers, {} in flight, recompute {})",
@@ -1741,3 +1793,158 @@ fn render_repair(r: &Repair, cap: Bytes) -> String {
 
 #[cfg(test)]
 mod tests;
+
+// -------------------------------------------------------------------------------- E0319
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoraWithoutTask {
+    /// `plan `p`` or `the plan`.
+    pub plan: String,
+    /// The LoRA items written (`lora_rank 16`, `lora_modules`), in order; never empty.
+    pub keys: Vec<(String, Loc)>,
+    /// The `task` item when one is written (its word is not `lora`).
+    pub task: Option<(&'static str, Loc)>,
+}
+
+impl LoraWithoutTask {
+    fn render(self) -> Diagnostic {
+        let (first, first_loc) = self.keys[0].clone();
+        let names: Vec<String> = self
+            .keys
+            .iter()
+            .map(|(k, _)| format!("`{}`", k.split(' ').next().unwrap_or(k)))
+            .collect();
+        let (message, help) = match self.task {
+            Some((word, _)) => (
+                format!(
+                    "{} shapes LoRA adapters but the task is `{word}`",
+                    join_and(&names)
+                ),
+                format!(
+                    "write `task lora` instead of `task {word}`, or remove {}",
+                    join_and(&names)
+                ),
+            ),
+            None => (
+                format!(
+                    "{} shapes LoRA adapters but the plan has no `task lora`",
+                    join_and(&names)
+                ),
+                format!(
+                    "add `task lora` to {}, or remove {}",
+                    self.plan,
+                    join_and(&names)
+                ),
+            ),
+        };
+        let mut d = Diagnostic::new(
+            Code::E0319,
+            message,
+            first_loc,
+            format!("`{first}` needs `task lora`"),
+        );
+        for (k, loc) in &self.keys[1..] {
+            d = d.with_secondary(*loc, format!("`{k}`"));
+        }
+        if let Some((word, loc)) = self.task {
+            d = d.with_secondary(loc, format!("task {word}: every parameter trains"));
+        }
+        d.with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0320
+
+/// One plan feature Megatron's `--use-torch-fsdp2` path rejects.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TorchFsdpLimit {
+    Pipeline { pp: u64, loc: Option<Loc> },
+    Expert { ep: u64, loc: Option<Loc> },
+    DistributedOptimizer { loc: Option<Loc> },
+    TiedEmbeddings { model: String },
+}
+
+impl TorchFsdpLimit {
+    fn what(&self) -> String {
+        match self {
+            TorchFsdpLimit::Pipeline { pp, .. } => format!("pipeline parallelism (pp {pp})"),
+            TorchFsdpLimit::Expert { ep, .. } => format!("expert parallelism (ep {ep})"),
+            TorchFsdpLimit::DistributedOptimizer { .. } => "`distributed_optimizer`".to_string(),
+            TorchFsdpLimit::TiedEmbeddings { model } => {
+                format!("tied embeddings (model `{model}` has no `untied_embeddings`)")
+            }
+        }
+    }
+    fn loc(&self) -> Option<Loc> {
+        match self {
+            TorchFsdpLimit::Pipeline { loc, .. }
+            | TorchFsdpLimit::Expert { loc, .. }
+            | TorchFsdpLimit::DistributedOptimizer { loc } => *loc,
+            TorchFsdpLimit::TiedEmbeddings { .. } => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TorchFsdpUnsupported {
+    pub strategy: &'static str,
+    /// The `fsdp` item.
+    pub loc: Loc,
+    /// Never empty.
+    pub limits: Vec<TorchFsdpLimit>,
+}
+
+impl TorchFsdpUnsupported {
+    fn render(self) -> Diagnostic {
+        let whats: Vec<String> = self.limits.iter().map(TorchFsdpLimit::what).collect();
+        let mut d = Diagnostic::new(
+            Code::E0320,
+            format!("torch FSDP2 does not support {}", join_and(&whats)),
+            self.loc,
+            "`--use-torch-fsdp2`",
+        );
+        for limit in &self.limits {
+            if let Some(loc) = limit.loc() {
+                d = d.with_secondary(loc, limit.what());
+            }
+        }
+        d.with_help(format!(
+            "write `fsdp {} megatron` (Megatron-FSDP shards the same state and takes these)",
+            self.strategy
+        ))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0321
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerDtypeWithoutSharding {
+    /// The non-fp32 optimizer dtype items: key, word, location; never empty.
+    pub keys: Vec<(&'static str, &'static str, Loc)>,
+    /// `distributed_optimizer off`, when written.
+    pub distributed_optimizer_off: Option<Loc>,
+}
+
+impl OptimizerDtypeWithoutSharding {
+    fn render(self) -> Diagnostic {
+        let (key, word, loc) = self.keys[0];
+        let names: Vec<String> = self.keys.iter().map(|(k, _, _)| format!("`{k}`")).collect();
+        let mut d = Diagnostic::new(
+            Code::E0321,
+            format!(
+                "{} {} the distributed optimizer (the precision-aware optimizer)",
+                join_and(&names),
+                if names.len() == 1 { "needs" } else { "need" }
+            ),
+            loc,
+            format!("`{key} {word}` keeps optimizer state below fp32"),
+        );
+        for (k, w, l) in &self.keys[1..] {
+            d = d.with_secondary(*l, format!("{k} {w}"));
+        }
+        if let Some(off) = self.distributed_optimizer_off {
+            d = d.with_secondary(off, "distributed_optimizer off");
+        }
+        d.with_help("add `distributed_optimizer` to the plan (it shards the lower-precision state)")
+    }
+}

@@ -117,6 +117,15 @@ pub fn plan(p: &Plan) -> PlanSpec {
         iterations: val(&p.iterations),
         reserve: val(&p.reserve),
         moe_imbalance: val(&p.moe_imbalance),
+        task: val(&p.task),
+        lora_rank: val(&p.lora_rank),
+        lora_modules: val(&p.lora_modules),
+        fsdp: val(&p.fsdp),
+        fsdp_impl: val(&p.fsdp_impl),
+        grad_dtype: val(&p.grad_dtype),
+        main_params_dtype: val(&p.main_params_dtype),
+        exp_avg_dtype: val(&p.exp_avg_dtype),
+        exp_avg_sq_dtype: val(&p.exp_avg_sq_dtype),
     }
 }
 

@@ -22,6 +22,10 @@
 //! - memory-bound work at `mem_bw × memory efficiency`: two norms, two residual adds and two
 //!   dropouts over `h` per token (on `T/tp` tokens with `sp`), rotary embedding on q and k and
 //!   the activation function on `ffn/tp`; backward ×[`Calibration::memory_backward`];
+//! - with `task lora` the base is frozen: its GEMMs' backward is the input gradient alone
+//!   (1 × forward), the embedding gets no gradient and the logits GEMM no `dW`; the adapters
+//!   (`x·A`, then `·B`, rank × (in + out) per targeted linear, split by tp) add their forward,
+//!   twice that in backward and once in the weight share; the optimizer steps only them;
 //! - GEMM backward = 2 × forward (input and weight gradients); the weight-gradient share
 //!   ([`Pass::Weight`]) is one forward of every GEMM with its kernel overhead, the embedding's
 //!   whole backward (a gradient scatter-add into the weights) and the logits GEMM;
@@ -37,7 +41,9 @@
 //! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
 
 use super::{ChunkCost, ComputeModel, Pass};
-use venus_base::base::{Attention, BytesPerSec, FlopsPerSec, GpuArch, Recompute, Seconds};
+use venus_base::base::{
+    Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, Seconds,
+};
 use venus_plan::plan::Scenario;
 
 /// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
@@ -344,6 +350,23 @@ struct Work {
     dp: f64,
     expert_dp: f64,
     distributed_optimizer: bool,
+    /// `task lora`: the adapters' rank and targets; the base's weight gradients vanish.
+    lora: Option<(f64, LoraTargets)>,
+}
+
+/// The LoRA adapters of a stage's layers, (dense, routed experts), before any sharding.
+fn lora_stage_params(sc: &Scenario, stage: u64) -> (f64, f64) {
+    use venus_plan::plan::derive::adapter_params;
+    let m = &sc.model;
+    let (rank, targets) = (sc.plan.lora_rank(), sc.plan.lora_modules());
+    let moe_layers = sc.stage_moe_layers(stage) as f64;
+    let dense_layers = sc.stage_layers(stage) as f64 - moe_layers;
+    let dense = adapter_params(m, rank, targets, false);
+    let moe = adapter_params(m, rank, targets, true);
+    (
+        dense.dense as f64 * dense_layers + moe.dense as f64 * moe_layers,
+        moe.experts as f64 * moe_layers,
+    )
 }
 
 /// MLA's dims (megatron/core/transformer/multi_latent_attention.py).
@@ -388,6 +411,10 @@ impl Work {
         let mixed = m.is_moe() && (m.first_k_dense() > 0 || m.mtp_layers() > 0);
         let sc_stage_params = (0..sc.pp.min(1 << 20))
             .map(|s| {
+                if sc.plan.lora() {
+                    // Only the adapters of the stage's layers have optimizer state.
+                    return lora_stage_params(sc, s);
+                }
                 if mixed {
                     // Routed experts of the stage's MoE layers (and of the MTP layers on the
                     // last stage); everything else is dense.
@@ -438,8 +465,62 @@ impl Work {
             sc_stage_params,
             dp: f(sc.dp.max(1)),
             expert_dp: f(sc.expert_dp.max(1)),
-            distributed_optimizer: sc.flags.distributed_optimizer,
+            distributed_optimizer: sc.flags.distributed_optimizer
+                || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer()),
+            lora: sc
+                .plan
+                .lora()
+                .then(|| (f(sc.plan.lora_rank()), sc.plan.lora_modules())),
         }
+    }
+
+    /// 1 when the base weights get their gradient GEMMs (`dW = Xᵀ·dY`), 0 when LoRA freezes
+    /// them: a frozen linear's backward computes only the input gradient (Transformer
+    /// Engine's and Megatron's linears skip `wgrad` when the weight has no `requires_grad`,
+    /// megatron/core/tensor_parallel/layers.py `LinearWithGradAccumulationAndAsyncCommunication`).
+    fn base_wgrad(&self) -> f64 {
+        if self.lora.is_some() {
+            0.0
+        } else {
+            1.0
+        }
+    }
+
+    /// One adapter's forward: `x·A` (rank × in) then `(x·A)·B` (out × rank), both split by tp as
+    /// their base linear (Megatron-Bridge peft/utils.py `ParallelLinearAdapter`).
+    fn adapter(&self, tokens: f64, rank: f64, inp: f64, out: f64, split: f64) -> f64 {
+        self.gemm(tokens, rank, inp / split) + self.gemm(tokens, out / split, rank)
+    }
+
+    /// The adapters' forward GEMMs of one layer's attention and MLP blocks (0, 0 without LoRA);
+    /// their backward is twice that (input and adapter-weight gradients), the weight share once.
+    fn adapters(&self, moe: Option<&Moe>) -> (f64, f64) {
+        let Some((r, t)) = self.lora else {
+            return (0.0, 0.0);
+        };
+        let (tokens, h, tp) = (self.t, self.h, self.tp);
+        let on = |b: bool| if b { 1.0 } else { 0.0 };
+        let attention = on(t.qkv) * self.adapter(tokens, r, h, self.q + 2.0 * self.kv, tp)
+            + on(t.proj) * self.adapter(tokens, r, self.q, h, tp);
+        let up = |ffn: f64| if self.swiglu { 2.0 * ffn } else { ffn };
+        let mlp_of = |rows: f64, ffn: f64, split: f64| {
+            on(t.fc1) * self.adapter(rows, r, h, up(ffn), split)
+                + on(t.fc2) * self.adapter(rows, r, ffn, h, split)
+        };
+        let mlp = match moe {
+            None => mlp_of(tokens, self.ffn, tp),
+            Some(moe) => {
+                let rows = tokens * moe.topk * moe.load * self.ep / moe.experts;
+                let local = (moe.experts / self.ep).max(1.0);
+                let shared = if moe.shared_ffn > 0.0 {
+                    mlp_of(tokens, moe.shared_ffn, tp)
+                } else {
+                    0.0
+                };
+                local * mlp_of(rows, moe.ffn, self.etp) + shared
+            }
+        };
+        (attention, mlp)
     }
 
     /// Seconds of one GEMM `[m × k] · [k × n]` (`2·m·n·k` FLOPs).
@@ -573,11 +654,18 @@ impl Work {
         };
         let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead.0;
         let k_mlp = KERNELS_MLP * self.cal.kernel_overhead.0;
-        let attention_f = attn_gemm + core + attn_mem + k_attn;
-        let mlp_f = mlp_gemm + mlp_mem + k_mlp;
-        let mut attention_b =
-            2.0 * (attn_gemm + k_attn) + core_backward * core + self.cal.memory_backward * attn_mem;
-        let mut mlp_b = 2.0 * (mlp_gemm + k_mlp) + self.cal.memory_backward * mlp_mem;
+        // LoRA: the adapters run beside every targeted linear; the base keeps only dgrad.
+        let (attn_adapters, mlp_adapters) = self.adapters(moe);
+        let wgrad = self.base_wgrad();
+        let attention_f = attn_gemm + attn_adapters + core + attn_mem + k_attn;
+        let mlp_f = mlp_gemm + mlp_adapters + mlp_mem + k_mlp;
+        let mut attention_b = (1.0 + wgrad) * attn_gemm
+            + 2.0 * (attn_adapters + k_attn)
+            + core_backward * core
+            + self.cal.memory_backward * attn_mem;
+        let mut mlp_b = (1.0 + wgrad) * mlp_gemm
+            + 2.0 * (mlp_adapters + k_mlp)
+            + self.cal.memory_backward * mlp_mem;
         match self.recompute {
             Recompute::None => {}
             // Megatron's selective recompute redoes the attention core (core_attention).
@@ -592,8 +680,8 @@ impl Work {
             attention_b,
             mlp_f,
             mlp_b,
-            attention_w: attn_gemm + k_attn,
-            mlp_w: mlp_gemm + k_mlp,
+            attention_w: wgrad * attn_gemm + attn_adapters + k_attn,
+            mlp_w: wgrad * mlp_gemm + mlp_adapters + k_mlp,
         }
     }
 
@@ -601,7 +689,9 @@ impl Work {
     /// into the fp32 main grad (backward).
     fn embedding(&self) -> (f64, f64) {
         let fwd = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
-        let bwd = self.memory(self.t_sp * self.h * (self.act_bytes + 2.0 * 4.0));
+        // A frozen embedding (LoRA) gets no gradient: nothing to scatter.
+        let bwd =
+            self.base_wgrad() * self.memory(self.t_sp * self.h * (self.act_bytes + 2.0 * 4.0));
         (fwd, bwd)
     }
 
@@ -612,13 +702,14 @@ impl Work {
         // Read bf16 logits, write fp32 softmax, read it again for the loss.
         let ce = self.memory(self.t * self.vocab / self.tp * (self.act_bytes + 4.0 + 4.0));
         let fwd = logits + norm + ce;
-        let bwd = 2.0 * logits + self.cal.memory_backward * (norm + ce);
+        let bwd = (1.0 + self.base_wgrad()) * logits + self.cal.memory_backward * (norm + ce);
         (fwd, bwd)
     }
 
-    /// The logits GEMM's weight gradient, one forward's worth (`dW = Xᵀ·dY`).
+    /// The logits GEMM's weight gradient, one forward's worth (`dW = Xᵀ·dY`); none when LoRA
+    /// freezes the output layer.
     fn output_weight(&self) -> f64 {
-        self.gemm(self.t, self.vocab / self.tp, self.h)
+        self.base_wgrad() * self.gemm(self.t, self.vocab / self.tp, self.h)
     }
 
     /// Multi-token prediction on the last chunk, per (forward, backward, weight) pass: per

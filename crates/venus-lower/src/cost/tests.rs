@@ -238,3 +238,57 @@ fn analytic_gemms_run_at_the_peak_of_the_plans_precision() {
     assert!((bf16 / fp8 - 2.0).abs() < 1e-9, "{bf16} {fp8}");
     assert!((bf16 / fp4 - 4.0).abs() < 1e-9, "{bf16} {fp4}");
 }
+
+/// `task lora`: the frozen base's backward is its input gradient alone, so per layer the
+/// backward loses one forward of the base GEMMs (`G`) and gains the adapters' backward (`2A`)
+/// while the forward gains the adapters (`A`): B_pre − B_lora + (F_lora − F_pre) = W_pre −
+/// W_lora = G − A. The weight share keeps only the adapters and the kernel launches; the
+/// embedding and the output layer get no weight gradient; the optimizer steps only adapters.
+#[test]
+fn lora_backward_drops_the_base_weight_gradient_and_adds_the_adapters() {
+    let cal = Calibration::default();
+    let pre = validate(&demo());
+    let mut d = demo();
+    set(&mut d.plan.task, venus_base::base::Task::Lora);
+    set(&mut d.plan.lora_rank, 16);
+    let lora = validate(&d);
+    let (p, l) = (
+        AnalyticModel::new(&pre, cal),
+        AnalyticModel::new(&lora, cal),
+    );
+    let (fp, bp, wp) = (
+        p.chunk(3, 0, Pass::Forward),
+        p.chunk(3, 0, Pass::Backward),
+        p.chunk(3, 0, Pass::Weight),
+    );
+    let (fl, bl, wl) = (
+        l.chunk(3, 0, Pass::Forward),
+        l.chunk(3, 0, Pass::Backward),
+        l.chunk(3, 0, Pass::Weight),
+    );
+    let adapters = fl.total.0 - fp.total.0;
+    // Skinny rank-16 GEMMs run far from peak (`gemm_half_dim`): a few percent of the layer.
+    assert!(
+        adapters > 0.0 && adapters < 0.1 * fp.total.0,
+        "{adapters} {}",
+        fp.total.0
+    );
+    let lhs = bp.total.0 - bl.total.0 + adapters;
+    assert!((lhs - (wp.total.0 - wl.total.0)).abs() < 1e-9, "{lhs}");
+    // The base GEMMs' dW is most of the pretraining weight share, so LoRA's backward is
+    // close to one forward of the base: B_lora < 0.75 B_pre (pretrain: B ≈ 2F + attention).
+    assert!(
+        bl.total.0 < 0.75 * bp.total.0,
+        "{} {}",
+        bl.total.0,
+        bp.total.0
+    );
+    let k = (analytic::KERNELS_ATTENTION + analytic::KERNELS_MLP) * cal.kernel_overhead.0;
+    let launches = wl.layers as f64 * k;
+    assert!((wl.total.0 - launches - adapters).abs() < 1e-9);
+    assert_eq!(l.chunk(0, 0, Pass::Backward).pre.0, 0.0);
+    assert_eq!(l.chunk(7, 1, Pass::Weight).post.0, 0.0);
+    // Rank-16 adapters of 4 llama-7B layers are about 0.3% of their parameters.
+    let ratio = l.optimizer_step(3).0 / p.optimizer_step(3).0;
+    assert!(ratio > 0.0 && ratio < 0.01, "{ratio}");
+}

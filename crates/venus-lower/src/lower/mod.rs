@@ -40,6 +40,16 @@
 //!   completes it ends, in a backward where grad sync is enabled (the IR's `EnableGradSync`),
 //!   or at the IR's `GradSync` (aligned launch); `finalize_model_grads` waits for them. Without
 //!   it, all buckets are issued at `FinalizeGrads` and waited for.
+//! - **FSDP** (`fsdp`, Megatron-FSDP): buckets are its units, one per transformer layer (the
+//!   embedding and output layer in the first / last chunk's end units). `optim` is the
+//!   distributed optimizer's traffic; from `optim_grads` every backward reduce-scatters each
+//!   unit as soon as its gradients are complete (the overlap is always on); `optim_grads_params`
+//!   also all-gathers every unit (bf16) before each forward and each backward of every
+//!   microbatch, issued per chunk on the DP stream so later units prefetch while earlier ones
+//!   compute, and has no gather after the optimizer step.
+//! - **LoRA** (`task lora`): the buckets hold the adapters only (Megatron's DDP buffers only
+//!   parameters with `requires_grad`); the distributed optimizer gathers them alone, ZeRO-3
+//!   gathers the frozen base too.
 //! - **finalize**: with `sp`, the TP all-reduce of the layer-norm gradients; the tied
 //!   embedding all-reduce (`V_pad/tp · h` × 4 bytes over the embedding group, §4.5); then the
 //!   optimizer step (compute, category `optimizer`).
@@ -528,7 +538,10 @@ impl PassPs {
 /// indices (`lo..hi`), plus whether it holds the embedding (`pre`) or the output layer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Bucket {
+    /// Gradient elements (reduced after the backward).
     elements: u64,
+    /// Parameter elements the all-gather moves (= `elements` unless LoRA freezes a base).
+    gathered: u64,
     lo: u32,
     hi: u32,
     pre: bool,
@@ -570,6 +583,12 @@ struct StagePlan {
     distributed_optimizer: bool,
     overlap_grad_reduce: bool,
     overlap_param_gather: bool,
+    /// Megatron-FSDP `optim_grads` and up: every backward reduce-scatters each layer's
+    /// gradients as soon as they are complete.
+    fsdp_grads: bool,
+    /// Megatron-FSDP `optim_grads_params`: each layer's parameters are all-gathered before its
+    /// forward and again before its backward, in every microbatch.
+    fsdp_params: bool,
 }
 
 impl StagePlan {
@@ -660,9 +679,14 @@ impl StagePlan {
             cp: sc.cp > 1,
             ep: sc.ep > 1 && m.is_moe(),
             full_recompute: sc.recompute == venus_base::base::Recompute::Full,
-            distributed_optimizer: sc.flags.distributed_optimizer,
+            // Megatron-FSDP v1 runs the distributed optimizer (arguments.py:1128-1136): the
+            // optimizer shard's gradients are reduce-scattered and its parameters gathered.
+            distributed_optimizer: sc.flags.distributed_optimizer
+                || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer()),
             overlap_grad_reduce: sc.flags.overlap_grad_reduce,
             overlap_param_gather: sc.flags.overlap_param_gather,
+            fsdp_grads: sc.flags.fsdp.is_some_and(|f| f.shards_gradients()),
+            fsdp_params: sc.flags.fsdp.is_some_and(|f| f.shards_parameters()),
         }
     }
 
@@ -696,8 +720,15 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let tp = sc.tp.max(1);
     let layers = sc.chunk_layers(stage) as u32;
     let per_layer = sc.params.per_layer;
-    let dense_layer = per_layer.total().saturating_sub(per_layer.experts) / tp;
-    let expert_layer = per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
+    let sizes = PieceSizes::new(sc);
+    let dense_layer = sizes.piece(
+        per_layer.total().saturating_sub(per_layer.experts) / tp,
+        sizes.dense,
+    );
+    let expert_layer = sizes.piece(
+        per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1)),
+        sizes.experts,
+    );
     // A MoE model's leading dense layers (`first_k_dense`) lead the chunk and have no experts.
     let moe_layers = sc.chunk_moe_layers(stage, chunk) as u32;
     let lead = if sc.model.is_moe() {
@@ -705,7 +736,7 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     } else {
         0
     };
-    let lead_layer = sc.params.dense_layer.total() / tp;
+    let lead_layer = sizes.piece(sc.params.dense_layer.total() / tp, sizes.lead);
     let first = stage == 0 && chunk == 0;
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
     // The MTP depths (last chunk) are MoE layers of a MoE model: their experts join the
@@ -719,14 +750,19 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     };
     let tied_shared = !sc.model.untied_embeddings() && sc.pp > 1;
     // training.py:2504-2515: bucketing only with overlap_grad_reduce, on pp rank 0, chunk 0.
-    let bucketed = sc.flags.overlap_grad_reduce && stage == 0 && chunk == 0;
-    let size = match &sc.plan.bucket_size {
+    // Megatron-FSDP reduce-scatters each layer (its unit) by itself.
+    let per_unit = sc.flags.fsdp.is_some_and(|f| f.shards_gradients());
+    let bucketed = per_unit || (sc.flags.overlap_grad_reduce && stage == 0 && chunk == 0);
+    let size = match (&sc.plan.bucket_size, per_unit) {
+        (_, true) => 1,
         // `bucket_size` is written in bytes of the fp32 gradient buffer.
-        Some(b) => (b.0 / sc.recipe.main_grads.bytes().max(1)).max(1),
-        None => BUCKET_MIN_ELEMENTS.max(BUCKET_PER_DP_ELEMENTS.saturating_mul(dp_cp)),
+        (Some(b), false) => (b.0 / sc.recipe.main_grads.bytes().max(1)).max(1),
+        (None, false) => BUCKET_MIN_ELEMENTS.max(BUCKET_PER_DP_ELEMENTS.saturating_mul(dp_cp)),
     };
+    let sharded =
+        sc.flags.distributed_optimizer || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer());
     let pad = |n: u64| {
-        if sc.flags.distributed_optimizer {
+        if sharded {
             // param_layout.py:19-42: pad each bucket to a multiple of lcm(dp, 128).
             let q = venus_base::base::math::lcm(dp_cp, 128);
             n.div_ceil(q).saturating_mul(q)
@@ -735,29 +771,25 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         }
     };
     let mut out = Vec::new();
-    let mut open = Bucket {
+    let empty = |hi: u32| Bucket {
         elements: 0,
-        lo: layers,
-        hi: layers,
+        gathered: 0,
+        lo: hi,
+        hi,
         pre: false,
         post: false,
         expert: false,
     };
+    let mut open = empty(layers);
     let close = |b: &mut Bucket, out: &mut Vec<Bucket>, next_hi: u32| {
-        if b.elements > 0 || b.pre || b.post {
+        if b.elements > 0 || b.gathered > 0 || b.pre || b.post {
             out.push(Bucket {
                 elements: pad(b.elements),
+                gathered: pad(b.gathered),
                 ..*b
             });
         }
-        *b = Bucket {
-            elements: 0,
-            lo: next_hi,
-            hi: next_hi,
-            pre: false,
-            post: false,
-            expert: false,
-        };
+        *b = empty(next_hi);
     };
     if last {
         let output = if sc.model.untied_embeddings() || sc.pp > 1 {
@@ -765,63 +797,127 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         } else {
             0
         };
+        let output = sizes.piece(output, 0);
         open.post = true;
         // Multi-token prediction modules sit with the output layer.
         let mtp_dense = sc.params.mtp.saturating_sub(mtp_experts);
-        open.elements = sc.params.final_norm.saturating_add(mtp_dense) / tp;
+        open.add(sizes.piece(sc.params.final_norm.saturating_add(mtp_dense) / tp, 0));
         if tied_shared {
             // The tied output copy is a `shared_embedding` parameter: its own bucket.
             out.push(Bucket {
-                elements: pad(output),
-                lo: layers,
-                hi: layers,
-                pre: false,
+                elements: pad(output.0),
+                gathered: pad(output.1),
                 post: true,
-                expert: false,
+                ..empty(layers)
             });
         } else {
-            open.elements = open.elements.saturating_add(output);
+            open.add(output);
         }
     }
     for l in (0..layers).rev() {
         open.lo = l;
-        let layer = if l < lead { lead_layer } else { dense_layer };
-        open.elements = open.elements.saturating_add(layer);
-        if bucketed && open.elements >= size {
+        open.add(if l < lead { lead_layer } else { dense_layer });
+        if bucketed && open.elements.max(open.gathered) >= size {
             close(&mut open, &mut out, l);
         }
     }
     if first {
-        let emb = sc.params.embedding / tp;
+        let emb = sizes.piece(sc.params.embedding / tp, 0);
         if tied_shared {
             close(&mut open, &mut out, 0);
             out.push(Bucket {
-                elements: pad(emb),
-                lo: 0,
-                hi: 0,
+                elements: pad(emb.0),
+                gathered: pad(emb.1),
                 pre: true,
-                post: false,
-                expert: false,
+                ..empty(0)
             });
         } else {
             open.pre = true;
             open.lo = 0;
-            open.elements = open.elements.saturating_add(emb);
+            open.add(emb);
         }
     }
     close(&mut open, &mut out, 0);
-    if expert_layer > 0 && expert_layers > 0 {
+    if (expert_layer.0 > 0 || expert_layer.1 > 0) && expert_layers > 0 {
         // Expert parameters live in their own buffer over the expert-dp group.
         out.push(Bucket {
-            elements: pad(expert_layer.saturating_mul(expert_layers)),
+            elements: pad(expert_layer.0.saturating_mul(expert_layers)),
+            gathered: pad(expert_layer.1.saturating_mul(expert_layers)),
             lo: 0,
             hi: layers,
-            pre: false,
-            post: false,
             expert: true,
+            ..empty(0)
         });
     }
     out
+}
+
+/// What a piece of the model puts in a bucket: its gradient elements (the parameters that
+/// train) and the elements the parameter all-gather moves.
+/// - Every parameter trains: both are the piece's parameters.
+/// - `task lora`: gradients only for the adapters (Megatron's DDP buffers hold only parameters
+///   with `requires_grad`, megatron/core/distributed/distributed_data_parallel.py); the
+///   distributed optimizer gathers only what it updates, the adapters, but Megatron-FSDP's
+///   ZeRO-3 all-gathers the frozen base too before each use.
+#[derive(Clone, Copy, Debug)]
+struct PieceSizes {
+    lora: bool,
+    /// ZeRO-3: the forward and backward gather every parameter of the unit.
+    gathers_base: bool,
+    /// Adapter elements per layer on this rank: dense (a dense layer, a MoE layer's
+    /// attention and shared experts) and the routed experts of a MoE layer.
+    dense: u64,
+    lead: u64,
+    experts: u64,
+}
+
+impl PieceSizes {
+    fn adapters(sc: &Scenario) -> (u64, u64, u64) {
+        use venus_plan::plan::derive::adapter_params;
+        let (rank, t) = (sc.plan.lora_rank(), sc.plan.lora_modules());
+        let tp = sc.tp.max(1);
+        let moe = sc.model.is_moe();
+        let layer = adapter_params(&sc.model, rank, t, moe);
+        let lead = adapter_params(&sc.model, rank, t, false);
+        let experts = layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
+        (layer.dense / tp, lead.dense / tp, experts)
+    }
+
+    fn new(sc: &Scenario) -> PieceSizes {
+        let lora = sc.plan.lora();
+        let (dense, lead, experts) = if lora {
+            PieceSizes::adapters(sc)
+        } else {
+            (0, 0, 0)
+        };
+        PieceSizes {
+            lora,
+            gathers_base: sc.flags.fsdp.is_some_and(|f| f.shards_parameters()),
+            dense,
+            lead,
+            experts,
+        }
+    }
+
+    /// (gradient elements, gathered elements) of a piece of `base` parameters and `adapters`.
+    fn piece(&self, base: u64, adapters: u64) -> (u64, u64) {
+        if !self.lora {
+            return (base, base);
+        }
+        let gathered = if self.gathers_base {
+            base.saturating_add(adapters)
+        } else {
+            adapters
+        };
+        (adapters, gathered)
+    }
+}
+
+impl Bucket {
+    fn add(&mut self, (elements, gathered): (u64, u64)) {
+        self.elements = self.elements.saturating_add(elements);
+        self.gathered = self.gathered.saturating_add(gathered);
+    }
 }
 
 /// The whole trace's node count, projected during a rank's first iteration from the first
@@ -921,6 +1017,8 @@ struct Emitter<'a> {
     outstanding: Vec<NodeId>,
     /// Param all-gathers the next forward of each chunk waits for, per bucket index.
     gathers: Vec<Vec<Option<NodeId>>>,
+    /// ZeRO-3's all-gathers the next backward of each chunk waits for, per bucket index.
+    backward_gathers: Vec<Vec<Option<NodeId>>>,
     /// The rank's schedule runs weight gradients as ops of their own (`W`).
     split_backward: bool,
 }
@@ -948,6 +1046,7 @@ impl<'a> Emitter<'a> {
             launched: st.buckets.iter().map(|b| vec![false; b.len()]).collect(),
             outstanding: Vec::new(),
             gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
+            backward_gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
             split_backward: false,
         }
     }
@@ -1158,16 +1257,15 @@ impl<'a> Emitter<'a> {
         } else {
             Pass::Backward
         };
-        let gathers = if pass == Pass::Forward {
-            self.gathers
-                .get(c)
-                .map_or(0, |g| g.iter().flatten().count())
-        } else {
-            0
-        };
+        self.fsdp_before(c, pass, grads_pass);
+        let gathers = match pass {
+            Pass::Forward => self.gathers.get(c),
+            Pass::Backward => self.backward_gathers.get(c),
+            Pass::Weight => None,
+        }
+        .map_or(0, |g| g.iter().flatten().count());
         let launching = pass == grads_pass
-            && self.st.overlap_grad_reduce
-            && self.grad_sync_on
+            && (self.st.fsdp_grads || (self.st.overlap_grad_reduce && self.grad_sync_on))
             && self.launched.get(c).is_some_and(|l| l.iter().any(|x| !x));
         let buckets = self.st.buckets.get(c).map_or(0, Vec::len);
         // A weight gradient lowers to one node. The backward's TP collectives stay with B,
@@ -1179,6 +1277,7 @@ impl<'a> Emitter<'a> {
             && (self.st.per_layer_comm() || gathers > 1 || (launching && buckets > 1));
         if !split {
             self.wait_gathers(c, |_| true);
+            self.wait_backward_gathers(c, |_| true);
             self.on_compute(
                 NodeKind::Compute {
                     duration: costs.total,
@@ -1289,6 +1388,7 @@ impl<'a> Emitter<'a> {
 
     fn backward_pieces(&mut self, c: usize, p: PassPs, cat: Category, label: Label, launch: bool) {
         if p.post > Ps::ZERO || p.layers == 0 {
+            self.wait_backward_gathers(c, |b| b.post || p.layers == 0);
             self.piece(p.post, cat, label);
         }
         if launch {
@@ -1297,6 +1397,7 @@ impl<'a> Emitter<'a> {
         let lead = self.st.dense_lead.get(c).copied().unwrap_or(0);
         for l in (0..p.layers).rev() {
             let moe = l >= lead;
+            self.wait_backward_gathers(c, |b| b.lo <= l && l < b.hi);
             if self.st.full_recompute {
                 // Full recompute reruns the layer's forward, collectives included.
                 self.recompute_collectives();
@@ -1321,10 +1422,67 @@ impl<'a> Emitter<'a> {
             }
         }
         if p.pre > Ps::ZERO {
+            self.wait_backward_gathers(c, |_| true);
             self.piece(p.pre, cat, label);
         }
         if launch {
             self.launch_where(c, |_| true);
+        }
+    }
+
+    /// Megatron-FSDP's per-microbatch work before a pass of chunk `c`: with `optim_grads` and
+    /// up a fresh reduce-scatter of every layer in each backward (the gradients are sharded,
+    /// so nothing accumulates unsharded across microbatches: "Gradient reduce-scatter is ...
+    /// accumulated during every backward pass", Megatron-LM's Megatron-FSDP guide,
+    /// <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/megatron_fsdp.md>), and with
+    /// `optim_grads_params` each layer's all-gather before its forward and its backward
+    /// ("Model parameters are all-gathered ... pre-forward and pre-backward"). Granularity: one
+    /// transformer layer, Megatron-FSDP's unit (mcore_fsdp_adapter.py `fsdp_unit_modules`),
+    /// with the embedding and output layer in the first and last chunk's end units; the
+    /// gathers of a chunk are issued together on the data-parallel stream, so each prefetches
+    /// while the layers before it compute.
+    fn fsdp_before(&mut self, c: usize, pass: Pass, grads_pass: Pass) {
+        if self.st.fsdp_grads && pass == grads_pass {
+            if let Some(l) = self.launched.get_mut(c) {
+                l.iter_mut().for_each(|x| *x = false);
+            }
+        }
+        if !self.st.fsdp_params {
+            return;
+        }
+        match pass {
+            Pass::Forward => {
+                let ids = self.gather_chunk(c);
+                if let Some(g) = self.gathers.get_mut(c) {
+                    for (slot, id) in g.iter_mut().zip(ids) {
+                        *slot = id;
+                    }
+                }
+            }
+            Pass::Backward => {
+                let ids = self.gather_chunk_backward(c);
+                if let Some(g) = self.backward_gathers.get_mut(c) {
+                    for (slot, id) in g.iter_mut().zip(ids) {
+                        *slot = id;
+                    }
+                }
+            }
+            Pass::Weight => {}
+        }
+    }
+
+    fn wait_backward_gathers(&mut self, c: usize, which: impl Fn(&Bucket) -> bool) {
+        let (Some(buckets), Some(gathers)) =
+            (self.st.buckets.get(c), self.backward_gathers.get_mut(c))
+        else {
+            return;
+        };
+        for (b, g) in buckets.iter().zip(gathers.iter_mut()) {
+            if which(b) {
+                if let Some(id) = g.take() {
+                    self.pending.push(id);
+                }
+            }
         }
     }
 
@@ -1511,8 +1669,9 @@ impl<'a> Emitter<'a> {
             Category::Optimizer,
             Label::Text(self.n.optimizer),
         );
-        if self.st.distributed_optimizer && !self.st.overlap_param_gather {
-            // Synchronous all-gather inside the step (distrib_optimizer.py:3175-3195).
+        if self.st.distributed_optimizer && !self.st.overlap_param_gather && !self.st.fsdp_params {
+            // Synchronous all-gather inside the step (distrib_optimizer.py:3175-3195); ZeRO-3
+            // keeps the updated shards and gathers them at their next use instead.
             let mut ids = Vec::new();
             for c in 0..self.st.vpp as usize {
                 ids.extend(self.gather_chunk(c));
@@ -1523,7 +1682,7 @@ impl<'a> Emitter<'a> {
 
     /// Dispatches the chunk's param all-gathers; its next forward waits for them.
     fn param_sync(&mut self, chunk: u32) {
-        if !self.st.distributed_optimizer {
+        if !self.st.distributed_optimizer || self.st.fsdp_params {
             return;
         }
         let c = chunk as usize;
@@ -1535,19 +1694,38 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// ZeRO-3's all-gathers of one chunk before its backward, in backward order (experts
+    /// first: the last layer's MLP runs first); returns them per bucket index.
+    fn gather_chunk_backward(&mut self, c: usize) -> Vec<Option<NodeId>> {
+        let Some(buckets) = self.st.buckets.get(c) else {
+            return Vec::new();
+        };
+        let mut order: Vec<usize> = (0..buckets.len()).filter(|&i| buckets[i].expert).collect();
+        order.extend((0..buckets.len()).filter(|&i| !buckets[i].expert));
+        self.gather_in_order(c, &order)
+    }
+
     /// All-gathers of one chunk's buckets in forward order; returns them per bucket index.
     fn gather_chunk(&mut self, c: usize) -> Vec<Option<NodeId>> {
         let Some(buckets) = self.st.buckets.get(c) else {
             return Vec::new();
         };
-        let mut ids = vec![None; buckets.len()];
         // Forward order: the embedding bucket (last in backward order) first; experts last.
         let mut order: Vec<usize> = (0..buckets.len())
             .filter(|&i| !buckets[i].expert)
             .rev()
             .collect();
         order.extend((0..buckets.len()).filter(|&i| buckets[i].expert));
-        for i in order {
+        self.gather_in_order(c, &order)
+    }
+
+    /// One all-gather per bucket of chunk `c`, issued in `order`; returns them per bucket index.
+    fn gather_in_order(&mut self, c: usize, order: &[usize]) -> Vec<Option<NodeId>> {
+        let Some(buckets) = self.st.buckets.get(c) else {
+            return Vec::new();
+        };
+        let mut ids = vec![None; buckets.len()];
+        for &i in order {
             let b = buckets[i];
             let group = if b.expert {
                 self.g.expert_dp
@@ -1555,7 +1733,7 @@ impl<'a> Emitter<'a> {
                 self.g.dp_cp
             };
             let Some(group) = group else { continue };
-            let bytes = Bytes(b.elements.saturating_mul(self.st.param_bytes));
+            let bytes = Bytes(b.gathered.saturating_mul(self.st.param_bytes));
             ids[i] = Some(self.issue(
                 collective(CollectiveKind::AllGather, group, bytes),
                 S_DP,

@@ -742,3 +742,91 @@ fn all_ranks_on_more_than_the_rank_budget_is_refused_before_lowering() {
     );
     assert!(err.to_string().contains("drop `--all-ranks`"), "{err}");
 }
+
+/// The collectives of rank 0 by kind: (count, bytes of each) for all-gathers, reduce-scatters
+/// and all-reduces of the data-parallel categories.
+fn dp_collectives(sc: &Scenario) -> [Vec<u64>; 3] {
+    let lw = lower(sc, &LowerOptions::default()).unwrap();
+    let mut out: [Vec<u64>; 3] = Default::default();
+    for n in lw.trace.ranks()[0].nodes() {
+        let dp = matches!(
+            n.category,
+            Category::ParamsAllGather | Category::AllGradsSync
+        );
+        if let (true, NodeKind::Collective { kind, bytes, .. }) = (dp, n.kind) {
+            match kind {
+                CollectiveKind::AllGather => out[0].push(bytes.0),
+                CollectiveKind::ReduceScatter => out[1].push(bytes.0),
+                CollectiveKind::AllReduce => out[2].push(bytes.0),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// A 2-layer toy on 8 GPUs of dp 8, 2 microbatches per iteration, with `fsdp` as given.
+fn fsdp_toy(fsdp: Option<venus_base::base::FsdpStrategy>) -> Scenario {
+    let mut p = plan(1, 16);
+    if let Some(f) = fsdp {
+        set(&mut p.fsdp, f);
+        set(&mut p.fsdp_impl, venus_base::base::FsdpImpl::Megatron);
+    }
+    validate(&venus_front::testutil::def(
+        model(64, 4, 2, 128, 16),
+        cluster(&[("n", 8)], 80),
+        p,
+    ))
+}
+
+/// Megatron-FSDP's collectives per layer (its unit): ZeRO-3 all-gathers each unit's bf16
+/// parameters before its forward and again before its backward, in both microbatches, and
+/// reduce-scatters its fp32 gradients after each backward; ZeRO-1 is the distributed
+/// optimizer's one reduce-scatter and one gather per iteration; DDP one all-reduce.
+#[test]
+fn fsdp_zero3_gathers_every_layer_before_forward_and_backward_of_every_microbatch() {
+    use venus_base::base::FsdpStrategy::*;
+    let sc = fsdp_toy(Some(OptimGradsParams));
+    let [ag, rs, ar] = dp_collectives(&sc);
+    // Units in backward order: the last layer with the final norm, the first layer, the
+    // embedding; each padded to lcm(dp 8, 128) = 128 elements.
+    let pad = |n: u64| n.div_ceil(128) * 128;
+    let layer = sc.params.per_layer.total();
+    let units = [
+        pad(layer + sc.params.final_norm),
+        pad(layer),
+        pad(sc.params.embedding),
+    ];
+    assert_eq!(ag.len(), 2 * 2 * units.len());
+    assert_eq!(rs.len(), 2 * units.len());
+    assert!(ar.is_empty());
+    let mut gathered: Vec<u64> = ag.iter().map(|b| b / 2).collect();
+    gathered.sort_unstable();
+    let mut expect: Vec<u64> = units.iter().flat_map(|&u| [u; 4]).collect();
+    expect.sort_unstable();
+    assert_eq!(gathered, expect);
+    assert_eq!(rs.iter().sum::<u64>(), 2 * 4 * units.iter().sum::<u64>());
+
+    let [ag, rs, ar] = dp_collectives(&fsdp_toy(Some(Optim)));
+    assert_eq!((ag.len(), rs.len(), ar.len()), (1, 1, 0));
+    let [ag, rs, ar] = dp_collectives(&fsdp_toy(None));
+    assert_eq!((ag.len(), rs.len(), ar.len()), (0, 0, 1));
+}
+
+/// `task lora`: the data-parallel reduction carries only the adapters' gradients.
+#[test]
+fn lora_reduces_only_the_adapter_gradients() {
+    let mut p = plan(1, 16);
+    set(&mut p.task, venus_base::base::Task::Lora);
+    set(&mut p.lora_rank, 4);
+    let sc = validate(&venus_front::testutil::def(
+        model(64, 4, 2, 128, 16),
+        cluster(&[("n", 8)], 80),
+        p,
+    ));
+    let [ag, rs, ar] = dp_collectives(&sc);
+    assert!(ag.is_empty() && rs.is_empty());
+    // GeLU MHA layer of h 64: qkv 4·(64 + 192), proj 4·(64 + 64), fc1 4·(64 + 256),
+    // fc2 4·(256 + 64) = 4096 adapter parameters per layer, × 2 layers, fp32.
+    assert_eq!(ar, vec![2 * 4096 * 4]);
+}

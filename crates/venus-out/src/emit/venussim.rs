@@ -80,7 +80,8 @@ pub fn trace_generator_config(sc: &Scenario) -> Vec<(&'static str, Value)> {
         ),
         (
             "use-distributed-optimizer",
-            b(sc.flags.distributed_optimizer),
+            // Megatron-FSDP runs the distributed optimizer (arguments.py:1128-1136).
+            b(sc.flags.distributed_optimizer || sc.flags.fsdp.is_some()),
         ),
         ("overlap-grad-reduce", b(sc.flags.overlap_grad_reduce)),
         ("no-delay-grad-reduce", b(!sc.flags.delay_grad_reduce)),
@@ -167,7 +168,7 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
     if m.is_moe() || sc.ep > 1 {
         w.push("VenusSim models dense layers only: experts, routing and expert-parallel all-to-all are not modelled".to_string());
     }
-    if !sc.flags.distributed_optimizer {
+    if !sc.flags.distributed_optimizer && sc.flags.fsdp.is_none() {
         w.push("VenusSim supports only the distributed optimizer: trace generation fails with `Only distributed optimzer is support yet`".to_string());
     }
     if sc.schedule == Some(ScheduleKind::Gpipe) {
@@ -201,6 +202,23 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
             "VenusSim computes every node at `peak-perf`: {} precision is not modelled",
             p.precision().word()
         ));
+    }
+    if p.lora() {
+        w.push(
+            "VenusSim trains every parameter: `task lora` (frozen base, adapters) is not modelled"
+                .to_string(),
+        );
+    }
+    if let Some(f) = sc.flags.fsdp {
+        w.push(format!(
+            "VenusSim has no FSDP: `fsdp {}` is emitted as the distributed optimizer",
+            f.word()
+        ));
+    }
+    if p.grad_dtype
+        .is_some_and(|d| d != venus_base::base::Dtype::Fp32)
+    {
+        w.push("VenusSim reduces gradients in fp32: `grad_dtype` is not modelled".to_string());
     }
     if m.head_dim.is_some() && m.head_dim() * m.heads != m.hidden {
         w.push(
@@ -436,4 +454,43 @@ pub(crate) fn write_list(out: &mut dyn Write, g: &[u32]) -> std::io::Result<()> 
         write!(out, "{r}")?;
     }
     write!(out, "]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use venus_front::testutil::{demo, set};
+
+    /// What VenusSim cannot train is named, never dropped silently: LoRA's frozen base, FSDP
+    /// (written as the distributed optimizer it runs) and bf16 gradients.
+    #[test]
+    fn lora_fsdp_and_bf16_gradients_are_named_in_the_warnings() {
+        let sc = venus_front::validate(&demo()).0.unwrap();
+        let plain = venussim_warnings(&sc);
+        assert!(!plain
+            .iter()
+            .any(|w| w.contains("lora") || w.contains("fsdp")));
+        let mut d = demo();
+        set(&mut d.plan.task, venus_base::base::Task::Lora);
+        set(&mut d.plan.distributed_optimizer, false);
+        set(
+            &mut d.plan.fsdp,
+            venus_base::base::FsdpStrategy::OptimGradsParams,
+        );
+        set(&mut d.plan.fsdp_impl, venus_base::base::FsdpImpl::Megatron);
+        set(&mut d.plan.grad_dtype, venus_base::base::Dtype::Bf16);
+        let sc = venus_front::validate(&d).0.unwrap();
+        let w = venussim_warnings(&sc);
+        assert!(w.iter().any(|w| w.contains("`task lora`")), "{w:?}");
+        assert!(
+            w.iter().any(|w| w.contains("`fsdp optim_grads_params`")),
+            "{w:?}"
+        );
+        assert!(w.iter().any(|w| w.contains("`grad_dtype`")), "{w:?}");
+        assert!(
+            !w.iter()
+                .any(|w| w.contains("only the distributed optimizer")),
+            "{w:?}"
+        );
+    }
 }

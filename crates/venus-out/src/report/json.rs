@@ -32,12 +32,15 @@ struct ReportDto<'a> {
     engine: EngineDto,
 }
 
-/// Parameter counts: `total` and `active` (per token) exclude the MTP modules, `mtp` is them.
+/// Parameter counts: `total` and `active` (per token) exclude the MTP modules, `mtp` is them;
+/// `trainable` is written only when some parameters are frozen (`task lora`).
 #[derive(Serialize)]
 struct ParametersDto {
     total: u64,
     active: u64,
     mtp: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trainable: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -127,6 +130,8 @@ pub fn json(r: &Report) -> String {
             total: r.parameters.total,
             active: r.parameters.active,
             mtp: r.parameters.mtp,
+            trainable: (r.parameters.trainable != r.parameters.total)
+                .then_some(r.parameters.trainable),
         },
         phases: PhasesDto(&r.phases),
         exposed_communication: ExposedDto(&r.exposed),

@@ -245,6 +245,8 @@ pub struct Parameters {
     pub total: u64,
     pub active: u64,
     pub mtp: u64,
+    /// The parameters that train (`total` unless `task lora` freezes the base).
+    pub trainable: u64,
 }
 
 impl Parameters {
@@ -253,6 +255,7 @@ impl Parameters {
             total: sc.params.total,
             active: sc.params.active,
             mtp: sc.params.mtp,
+            trainable: sc.trainable_params(),
         }
     }
 
@@ -266,6 +269,9 @@ impl Parameters {
         );
         if self.mtp > 0 {
             s.push_str(&format!(", {} in MTP modules", b(self.mtp)));
+        }
+        if self.trainable != self.total {
+            s.push_str(&format!(", {} trainable", b(self.trainable)));
         }
         s
     }

@@ -471,6 +471,66 @@ pub fn pipeline_shape(sc: &super::Scenario) -> PipelineShape {
     shape
 }
 
+/// LoRA adapter parameters of one transformer layer: rank × (in + out) per targeted linear
+/// layer (Megatron-Bridge peft/utils.py `ParallelLinearAdapter`: `linear_in` r × in and
+/// `linear_out` out × r, each split by tp as its base layer, peft/lora.py `LoRAMerge.merge`).
+/// Shapes are Megatron-Core's: `linear_qkv` h → (heads + 2·kv_groups)·head_dim, `linear_proj`
+/// heads·head_dim → h, `linear_fc1` h → ffn (2·ffn with SwiGLU), `linear_fc2` ffn → h. On a MoE
+/// layer every routed expert's fc1/fc2 gets its own adapter (peft/utils.py `is_expert_linear`)
+/// and the shared experts one like a dense MLP of `shared_expert_ffn`. A model with multi-head
+/// latent attention is counted with the same q/k/v and output sizes (its split projections
+/// hold about as many in + out elements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct AdapterParams {
+    /// Attention adapters and those of the dense (or shared-expert) MLP: split by tp.
+    pub dense: u64,
+    /// Routed-expert adapters of the layer: split by ep × etp with the experts.
+    pub experts: u64,
+}
+
+/// The adapters of one layer; `moe`: the layer has routed experts.
+pub fn adapter_params(
+    m: &Model,
+    rank: u64,
+    t: venus_base::base::LoraTargets,
+    moe: bool,
+) -> AdapterParams {
+    let h = m.hidden;
+    let q = mul(&[m.heads, m.head_dim()]);
+    let kv = mul(&[2, m.kv_groups(), m.head_dim()]);
+    let up = |ffn: u64| {
+        if m.swiglu() {
+            ffn.saturating_mul(2)
+        } else {
+            ffn
+        }
+    };
+    let linear = |on: bool, inp: u64, out: u64| {
+        if on {
+            rank.saturating_mul(inp.saturating_add(out))
+        } else {
+            0
+        }
+    };
+    let mlp = |ffn: u64| linear(t.fc1, h, up(ffn)).saturating_add(linear(t.fc2, ffn, h));
+    let attention = linear(t.qkv, h, q.saturating_add(kv)).saturating_add(linear(t.proj, q, h));
+    if !moe {
+        return AdapterParams {
+            dense: attention.saturating_add(mlp(m.ffn())),
+            experts: 0,
+        };
+    }
+    let shared = if m.shared_expert_ffn() > 0 {
+        mlp(m.shared_expert_ffn())
+    } else {
+        0
+    };
+    AdapterParams {
+        dense: attention.saturating_add(shared),
+        experts: mlp(m.moe_ffn()).saturating_mul(m.experts()),
+    }
+}
+
 /// Saturating product of counts.
 pub fn mul(xs: &[u64]) -> u64 {
     xs.iter().fold(1u64, |acc, &x| acc.saturating_mul(x))
@@ -485,6 +545,44 @@ pub fn divisors(n: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Llama 2 70B (h 8192, 64 heads, 8 KV groups, ffn 28672, SwiGLU), rank 16 on all four
+    /// modules: qkv 16·(8192 + 10240), proj 16·(8192 + 8192), fc1 16·(8192 + 57344),
+    /// fc2 16·(28672 + 8192) = 2 195 456 per layer, 175.6M over 80 layers.
+    #[test]
+    fn lora_adapters_of_a_llama_layer_are_rank_times_in_plus_out() {
+        let m = Model {
+            name: "llama2_70b".into(),
+            hidden: 8192,
+            layers: 80,
+            heads: 64,
+            vocab: 32000,
+            seq: 4096,
+            ffn: Some(28672),
+            kv_groups: Some(8),
+            head_dim: None,
+            swiglu: Some(true),
+            untied_embeddings: Some(true),
+            experts: None,
+            topk: None,
+            moe_ffn: None,
+            shared_expert_ffn: None,
+            shared_experts: None,
+            first_k_dense: None,
+            q_lora_rank: None,
+            kv_lora_rank: None,
+            qk_nope_head_dim: None,
+            qk_rope_head_dim: None,
+            v_head_dim: None,
+            mtp_layers: None,
+        };
+        let all = adapter_params(&m, 16, venus_base::base::LoraTargets::ALL, false);
+        assert_eq!(all.dense, 16 * (18432 + 16384 + 65536 + 36864));
+        assert_eq!(all.dense, 2_195_456);
+        assert_eq!(all.experts, 0);
+        let qkv = venus_base::base::LoraTargets::from_words(["linear_qkv"]);
+        assert_eq!(adapter_params(&m, 32, qkv, false).dense, 32 * 18432);
+    }
 
     #[test]
     fn padded_vocab_is_a_multiple_of_128_times_tp() {

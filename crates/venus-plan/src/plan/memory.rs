@@ -15,6 +15,11 @@
 //!   shard over dp × cp, the group Megatron's distributed optimizer really reduce-scatters over
 //!   (`dp-cp`, megatron/core/parallel_state.py:963) — theoretical_memory_usage.py uses dp alone,
 //!   which is the same when cp = 1; expert params shard over expert_dp = world / (etp·ep·pp).
+//! - The recipe's dtypes set the bytes per element: `grad_dtype bf16` 2-byte gradients
+//!   (`--grad-reduce-in-bf16`), the precision-aware optimizer's master weights and moments
+//!   (`--main-params-dtype`, `--exp-avg-dtype`, `--exp-avg-sq-dtype`).
+//! - `task lora`: the base keeps its weights only; gradients and optimizer state are the
+//!   adapters' ([`trainable_params`]). `fsdp` shards by strategy ([`model_state_bytes`]).
 //! - Parameters: as theoretical_memory_usage.py:12-120 (no linear biases; two LayerNorms of 2h
 //!   per layer and a final one; router h·E; tp shards attention, MLP, shared expert and the
 //!   vocabulary-parallel embedding/output; etp × ep shard the routed experts). The last stage
@@ -40,7 +45,7 @@ use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
 use crate::plan::recipe::Recipe;
 use crate::plan::spec::ModelSpec as Model;
 use crate::schedule::{self, Kind, PipelineShape};
-use venus_base::base::{Attention, Bytes, Recompute, ScheduleKind};
+use venus_base::base::{Attention, Bytes, FsdpStrategy, LoraTargets, Recompute, ScheduleKind};
 
 /// What a training process holds on its GPU beside the tensors the model above counts, when
 /// neither the plan nor the cluster writes `reserve`: 2.5 GiB, the sum of
@@ -111,6 +116,17 @@ pub struct MemoryPlan {
     /// The busiest EP rank's routed token copies over the mean (`PlanSpec::moe_load_factor`;
     /// 1.0: balanced): its expert activations are that much larger.
     pub moe_load: f64,
+    /// Megatron-FSDP's sharding strategy (`None`: DDP).
+    pub fsdp: Option<FsdpStrategy>,
+    /// LoRA adapters on a frozen base (`None`: every parameter trains).
+    pub lora: Option<LoraPlan>,
+}
+
+/// The adapters of `task lora`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoraPlan {
+    pub rank: u64,
+    pub targets: LoraTargets,
 }
 
 /// Peak memory of one GPU of a pipeline stage.
@@ -122,6 +138,8 @@ pub struct StageMemory {
     pub params: u64,
     /// Routed-expert parameters held by one GPU of the stage.
     pub expert_params: u64,
+    /// Parameters that train on one GPU of the stage (with LoRA only the adapters).
+    pub trainable_params: u64,
     pub weights: Bytes,
     pub gradients: Bytes,
     pub optimizer: Bytes,
@@ -374,21 +392,14 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     };
     let expert = ceil_div(prod(&[per.experts as u128, expert_layers]), expert_shards);
     let local = dense.saturating_add(replicated);
-    let all = local.saturating_add(expert);
 
-    let r = &plan.recipe;
-    let optimizer_bytes = u128::from(r.optimizer_bytes());
-    let weights = prod(&[u128::from(r.weights.bytes()), all]);
-    let gradients = prod(&[u128::from(r.main_grads.bytes()), all]);
-    let optimizer = if plan.distributed_optimizer {
-        let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
-        ceil_div(prod(&[optimizer_bytes, local]), dp_cp).saturating_add(ceil_div(
-            prod(&[optimizer_bytes, expert]),
-            plan.expert_dp.max(1) as u128,
-        ))
-    } else {
-        prod(&[optimizer_bytes, all])
-    };
+    // One layer's parameters on this GPU: the unit Megatron-FSDP gathers (a MoE layer where
+    // the model has them, its largest).
+    let unit = ceil_div(split_of_layer(&per), tp)
+        .saturating_add(replicated_of(&per))
+        .saturating_add(ceil_div(per.experts as u128, expert_shards));
+    let trainable = trainable_params(model, plan, stage, [local, expert]);
+    let (weights, gradients, optimizer) = model_state_bytes(plan, [local, expert], trainable, unit);
 
     let shape = ActivationShape {
         seq: model.seq / plan.cp.max(1),
@@ -459,6 +470,8 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         layers: plan.split.layers(stage),
         params: u64::try_from(local).unwrap_or(u64::MAX),
         expert_params: u64::try_from(expert).unwrap_or(u64::MAX),
+        trainable_params: u64::try_from(trainable[0].saturating_add(trainable[1]))
+            .unwrap_or(u64::MAX),
         weights: bytes(weights),
         gradients: bytes(gradients),
         optimizer: bytes(optimizer),
@@ -466,6 +479,99 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         in_flight: units,
         peak: bytes(peak),
     }
+}
+
+/// Attention and MLP parameters of a layer (split by tp).
+fn split_of_layer(p: &super::derive::LayerParams) -> u128 {
+    p.attention as u128 + p.mlp as u128
+}
+
+/// The parameters that train on one GPU of a stage, (dense and replicated, routed experts):
+/// the stage's own with every parameter trained; with LoRA only the adapters of its layers
+/// (megatron/core/distributed/distributed_data_parallel.py allocates gradient buffers only for
+/// parameters with `requires_grad`, and the optimizer sees only those; Megatron-Bridge's
+/// `PEFT.freeze_model` freezes the base, peft/base.py).
+pub fn trainable_params(
+    model: &Model,
+    plan: &MemoryPlan,
+    stage: u64,
+    base: [u128; 2],
+) -> [u128; 2] {
+    let Some(lora) = plan.lora else {
+        return base;
+    };
+    let layers = plan.split.layers(stage) as u128;
+    let moe_layers = stage_moe_layers(model, &plan.split, stage) as u128;
+    let of = |moe: bool| super::derive::adapter_params(model, lora.rank, lora.targets, moe);
+    let (dense_layer, moe_layer) = (of(false), of(true));
+    let dense_layers = layers.saturating_sub(moe_layers);
+    let dense = prod(&[dense_layer.dense as u128, dense_layers])
+        .saturating_add(prod(&[moe_layer.dense as u128, moe_layers]));
+    let experts = prod(&[moe_layer.experts as u128, moe_layers]);
+    let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
+    [
+        ceil_div(dense, plan.tp.max(1) as u128),
+        ceil_div(experts, expert_shards),
+    ]
+}
+
+/// Weights, gradients and optimizer state of one GPU, from the parameters it holds (`held`:
+/// dense and replicated, routed experts), those that train (`trainable`, the same pair) and one
+/// layer's parameters (`unit`, Megatron-FSDP's unit).
+/// - Weights: every held parameter in the recipe's weight dtype, plus LoRA's adapters. With
+///   `fsdp optim_grads_params` they are sharded over dp × cp (experts over expert dp) and two
+///   units are unsharded at any time: the one computing and the one prefetched (Megatron-FSDP's
+///   double buffer: "Parameters are un-sharded prior to fprop and dgrad ... at least two FSDP
+///   units", <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/megatron_fsdp.md>).
+/// - Gradients: the trainable parameters in the main-gradient dtype; sharded with
+///   `fsdp optim_grads` and `optim_grads_params`, plus two units' unsharded gradients being
+///   reduce-scattered (the same document: "at least two FSDP units worth of un-sharded gradient
+///   memory").
+/// - Optimizer: master copy and both moments of the trainable parameters, sharded over
+///   dp × cp with the distributed optimizer or any FSDP strategy but `no_shard` (Megatron-FSDP
+///   v1 runs Megatron's distributed optimizer, arguments.py:1128-1136).
+pub fn model_state_bytes(
+    plan: &MemoryPlan,
+    held: [u128; 2],
+    trainable: [u128; 2],
+    unit: u128,
+) -> (u128, u128, u128) {
+    let r = &plan.recipe;
+    let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
+    let expert_dp = plan.expert_dp.max(1) as u128;
+    let shard = |per: u128, [dense, expert]: [u128; 2]| {
+        ceil_div(prod(&[per, dense]), dp_cp)
+            .saturating_add(ceil_div(prod(&[per, expert]), expert_dp))
+    };
+    let whole = |per: u128, [dense, expert]: [u128; 2]| prod(&[per, dense.saturating_add(expert)]);
+    let fsdp = plan.fsdp.unwrap_or(FsdpStrategy::NoShard);
+    let adapters = if plan.lora.is_some() {
+        trainable
+    } else {
+        [0, 0]
+    };
+    let w = u128::from(r.weights.bytes());
+    let weights = if fsdp.shards_parameters() {
+        shard(w, held)
+            .saturating_add(shard(w, adapters))
+            .saturating_add(prod(&[2, w, unit]))
+    } else {
+        whole(w, held).saturating_add(whole(w, adapters))
+    };
+    let g = u128::from(r.main_grads.bytes());
+    let gradients = if fsdp.shards_gradients() {
+        let trainable_unit = if plan.lora.is_some() { 0 } else { unit };
+        shard(g, trainable).saturating_add(prod(&[2, g, trainable_unit]))
+    } else {
+        whole(g, trainable)
+    };
+    let o = u128::from(r.optimizer_bytes());
+    let optimizer = if plan.distributed_optimizer || fsdp.shards_optimizer() {
+        shard(o, trainable)
+    } else {
+        whole(o, trainable)
+    };
+    (weights, gradients, optimizer)
 }
 
 /// The stage with the highest peak (the first one on ties).

@@ -38,6 +38,9 @@ pub struct Flags {
     pub overlap_p2p: bool,
     /// Megatron's `--tp-comm-overlap`: TP collectives run alongside the GEMMs (needs sp).
     pub overlap_tp_comm: bool,
+    /// Megatron-FSDP's sharding strategy (`None`: DDP, with or without the distributed
+    /// optimizer).
+    pub fsdp: Option<venus_base::base::FsdpStrategy>,
 }
 
 /// A validated scenario with its derived values.
@@ -134,6 +137,25 @@ impl Scenario {
         })
     }
 
+    /// Parameters the iteration trains: every one, or with `task lora` the adapters of the
+    /// decoder layers ([`derive::adapter_params`]).
+    pub fn trainable_params(&self) -> u64 {
+        if !self.plan.lora() {
+            return self.params.total;
+        }
+        let m = &self.model;
+        let (rank, targets) = (self.plan.lora_rank(), self.plan.lora_modules());
+        let moe_layers = m.moe_layers_in(0, m.layers);
+        let dense_layers = m.layers.saturating_sub(moe_layers);
+        let dense = derive::adapter_params(m, rank, targets, false);
+        let moe = derive::adapter_params(m, rank, targets, true);
+        dense.dense.saturating_mul(dense_layers).saturating_add(
+            moe.dense
+                .saturating_add(moe.experts)
+                .saturating_mul(moe_layers),
+        )
+    }
+
     /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).
     pub fn bubble_fraction(&self) -> f64 {
         derive::bubble_fraction(self.pp, self.microbatches, self.vpp)
@@ -171,6 +193,11 @@ impl Scenario {
             split: self.split,
             recipe: self.recipe,
             moe_load: self.plan.moe_load_factor(),
+            fsdp: self.flags.fsdp,
+            lora: self.plan.lora().then(|| memory::LoraPlan {
+                rank: self.plan.lora_rank(),
+                targets: self.plan.lora_modules(),
+            }),
         }
     }
 }

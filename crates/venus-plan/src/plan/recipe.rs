@@ -28,8 +28,10 @@ pub struct Recipe {
     pub tp_comm: Dtype,
     /// The optimizer's master copy of the parameters.
     pub master_weights: Dtype,
-    /// Adam's two moments, each.
+    /// Adam's first moment (`exp_avg`).
     pub moments: Dtype,
+    /// Adam's second moment (`exp_avg_sq`).
+    pub second_moment: Dtype,
 }
 
 impl Recipe {
@@ -52,13 +54,36 @@ impl Recipe {
             tp_comm: Dtype::Bf16,
             master_weights: Dtype::Fp32,
             moments: Dtype::Fp32,
+            second_moment: Dtype::Fp32,
         }
+    }
+
+    /// The recipe with the plan's gradient dtype (`--grad-reduce-in-bf16`: the main-gradient
+    /// buffer and its data-parallel reduction in bf16, arguments.py:1213-1214) and the
+    /// precision-aware optimizer's dtypes (`--main-params-dtype`, `--exp-avg-dtype`,
+    /// `--exp-avg-sq-dtype`; megatron/core/optimizer/distrib_optimizer.py keeps the master copy
+    /// and both moments of its shard in them). `None` keeps the `--bf16` default (fp32).
+    pub fn with_training_dtypes(
+        mut self,
+        grads: Option<Dtype>,
+        main_params: Option<Dtype>,
+        exp_avg: Option<Dtype>,
+        exp_avg_sq: Option<Dtype>,
+    ) -> Recipe {
+        if let Some(g) = grads {
+            self.main_grads = g;
+            self.grad_comm = g;
+        }
+        self.master_weights = main_params.unwrap_or(self.master_weights);
+        self.moments = exp_avg.unwrap_or(self.moments);
+        self.second_moment = exp_avg_sq.unwrap_or(self.second_moment);
+        self
     }
 
     /// Optimizer state per parameter: the master copy and both Adam moments (12 bytes in the
     /// default recipe, Korthikanti et al. 2022 and Megatron's `report_theoretical_memory`).
     pub fn optimizer_bytes(&self) -> u64 {
-        self.master_weights.bytes() + 2 * self.moments.bytes()
+        self.master_weights.bytes() + self.moments.bytes() + self.second_moment.bytes()
     }
 }
 
@@ -79,6 +104,26 @@ mod tests {
         );
         assert_eq!(r.optimizer_bytes(), 12);
         assert_eq!(r.gemm, Precision::Bf16);
+    }
+
+    /// Megatron's distributed-optimizer table
+    /// (<https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/dist_optimizer.md>): bf16 params with fp32 grads keep 6 + 12/d bytes per parameter; bf16 grads make it
+    /// 4 + 12/d; bf16 moments with the precision-aware optimizer 4 + 8/d.
+    #[test]
+    fn training_dtypes_change_the_gradient_and_optimizer_bytes_per_parameter() {
+        let base = Recipe::for_precision(Precision::Bf16);
+        let bf16_grads = base.with_training_dtypes(Some(Dtype::Bf16), None, None, None);
+        assert_eq!(
+            bf16_grads.weights.bytes() + bf16_grads.main_grads.bytes(),
+            4
+        );
+        assert_eq!(bf16_grads.grad_comm.bytes(), 2);
+        assert_eq!(bf16_grads.optimizer_bytes(), 12);
+        let aware = base.with_training_dtypes(None, None, Some(Dtype::Bf16), Some(Dtype::Bf16));
+        assert_eq!(aware.optimizer_bytes(), 8);
+        let fp8 = base.with_training_dtypes(None, Some(Dtype::Fp16), Some(Dtype::Fp8), None);
+        assert_eq!(fp8.optimizer_bytes(), 2 + 1 + 4);
+        assert_eq!(base.with_training_dtypes(None, None, None, None), base);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use venus_base::base::{
     Attention, Bytes, BytesPerSec, CollectiveAlgorithm, Fabric, FlopsPerSec, GpuArch, Precision,
     Ratio, Recompute, ScheduleKind, Seconds, Topology,
 };
+use venus_base::base::{Dtype, FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
 
 fn or<T: Copy>(v: Option<T>, default: T) -> T {
@@ -258,6 +259,21 @@ pub struct PlanSpec {
     pub reserve: Option<Bytes>,
     /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
     pub moe_imbalance: Option<Ratio>,
+    /// What the iteration trains (`None`: pretrain).
+    pub task: Option<Task>,
+    /// LoRA adapter rank (`None`: Megatron-Bridge's 32).
+    pub lora_rank: Option<u64>,
+    /// LoRA target modules (`None`: all four).
+    pub lora_modules: Option<LoraTargets>,
+    /// Megatron-FSDP sharding strategy (`None`: no FSDP, Megatron's DDP).
+    pub fsdp: Option<FsdpStrategy>,
+    pub fsdp_impl: Option<FsdpImpl>,
+    /// Main-gradient dtype (`None`: fp32, Megatron's default with `--bf16`).
+    pub grad_dtype: Option<Dtype>,
+    /// Precision-aware optimizer dtypes (`None`: fp32 each).
+    pub main_params_dtype: Option<Dtype>,
+    pub exp_avg_dtype: Option<Dtype>,
+    pub exp_avg_sq_dtype: Option<Dtype>,
 }
 
 impl PlanSpec {
@@ -297,6 +313,24 @@ impl PlanSpec {
     }
     pub fn iterations(&self) -> u64 {
         or(self.iterations, 1)
+    }
+    pub fn task(&self) -> Task {
+        or(self.task, Task::Pretrain)
+    }
+    /// True when the base weights are frozen and only adapters train (`task lora`).
+    pub fn lora(&self) -> bool {
+        self.task() == Task::Lora
+    }
+    /// Megatron-Bridge's `LoRA.dim` default, 32 (src/megatron/bridge/peft/lora.py).
+    pub fn lora_rank(&self) -> u64 {
+        or(self.lora_rank, 32)
+    }
+    /// Megatron-Bridge's `LoRA.target_modules` default: every linear layer of the block.
+    pub fn lora_modules(&self) -> LoraTargets {
+        or(self.lora_modules, LoraTargets::ALL)
+    }
+    pub fn fsdp_impl(&self) -> FsdpImpl {
+        or(self.fsdp_impl, FsdpImpl::Megatron)
     }
     /// The busiest EP rank's token copies over the mean: 1 + `moe_imbalance` (1: balanced,
     /// Megatron-Bridge's force-balanced benchmark routing).

@@ -135,6 +135,20 @@ pub const ARCHS: &[&str] = &[
     "cdna4",
 ];
 pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
+/// What an iteration trains: `task` words (`base::Task`).
+pub const TASKS: &[&str] = &["pretrain", "sft", "lora"];
+/// The linear layers a LoRA adapter can target (Megatron-Bridge `peft/lora.py`).
+pub const LORA_MODULES: &[&str] = &["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"];
+/// Megatron-FSDP's `--data-parallel-sharding-strategy` choices (arguments.py).
+pub const FSDP_STRATEGIES: &[&str] = &["no_shard", "optim", "optim_grads", "optim_grads_params"];
+/// The FSDP implementations: `--use-megatron-fsdp` and `--use-torch-fsdp2`.
+pub const FSDP_IMPLS: &[&str] = &["megatron", "torch"];
+/// `--grad-reduce-in-bf16` off / on: the main-gradient buffer's dtype.
+pub const GRAD_DTYPES: &[&str] = &["fp32", "bf16"];
+/// `--main-params-dtype` choices (arguments.py, precision-aware optimizer).
+pub const MAIN_PARAMS_DTYPES: &[&str] = &["fp32", "fp16"];
+/// `--exp-avg-dtype` / `--exp-avg-sq-dtype` choices (arguments.py, precision-aware optimizer).
+pub const MOMENT_DTYPES: &[&str] = &["fp32", "fp16", "bf16", "fp8"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -756,6 +770,68 @@ key_table! {
         )
         .default(KeyDefault::Unset, "0%: balanced routing")
         .example("20%"),
+        Task = key(
+            "task",
+            &[Enum(TASKS)],
+            "what the iteration trains: pretrain, sft (every parameter, as pretrain) or lora (adapters on a frozen base: no weight gradients, gradient sync or optimizer state for it)",
+        )
+        .default(KeyDefault::Word("pretrain"), "pretrain")
+        .example("lora"),
+        LoraRank = key(
+            "lora_rank",
+            &[Count],
+            "rank of each LoRA adapter (needs `task lora`); default Megatron-Bridge's 32",
+        )
+        .default(KeyDefault::Count(32), "32 (Megatron-Bridge `LoRA.dim`)")
+        .example("16"),
+        LoraModules = key(
+            "lora_modules",
+            &[Enum(LORA_MODULES), Enum(LORA_MODULES), Enum(LORA_MODULES), Enum(LORA_MODULES)],
+            "the linear layers that get adapters (needs `task lora`): linear_qkv, linear_proj, linear_fc1, linear_fc2",
+        )
+        .optional(3)
+        .default(KeyDefault::Derived, "all four (Megatron-Bridge `LoRA.target_modules`)")
+        .example("linear_qkv linear_proj"),
+        Fsdp = key(
+            "fsdp",
+            &[Enum(FSDP_STRATEGIES), Enum(FSDP_IMPLS)],
+            "fully sharded data parallelism: STRATEGY [megatron|torch]; optim_grads_params (ZeRO-3) shards parameters, gradients and optimizer state over dp, all-gathering each layer's parameters before its forward and backward",
+        )
+        .optional(1)
+        .default(KeyDefault::Unset, "off (DDP)")
+        .megatron("--data-parallel-sharding-strategy")
+        .example("optim_grads_params"),
+        GradDtype = key(
+            "grad_dtype",
+            &[Enum(GRAD_DTYPES)],
+            "main-gradient buffer and its data-parallel reduction: fp32 (Megatron's default with bf16) or bf16",
+        )
+        .default(KeyDefault::Word("fp32"), "fp32")
+        .megatron("--grad-reduce-in-bf16")
+        .example("bf16"),
+        MainParamsDtype = key(
+            "main_params_dtype",
+            &[Enum(MAIN_PARAMS_DTYPES)],
+            "the optimizer's master copy of the parameters (precision-aware optimizer; needs the distributed optimizer or fsdp)",
+        )
+        .default(KeyDefault::Word("fp32"), "fp32")
+        .megatron("--main-params-dtype"),
+        ExpAvgDtype = key(
+            "exp_avg_dtype",
+            &[Enum(MOMENT_DTYPES)],
+            "Adam's first moment (precision-aware optimizer; needs the distributed optimizer or fsdp)",
+        )
+        .default(KeyDefault::Word("fp32"), "fp32")
+        .megatron("--exp-avg-dtype")
+        .example("bf16"),
+        ExpAvgSqDtype = key(
+            "exp_avg_sq_dtype",
+            &[Enum(MOMENT_DTYPES)],
+            "Adam's second moment (precision-aware optimizer; needs the distributed optimizer or fsdp)",
+        )
+        .default(KeyDefault::Word("fp32"), "fp32")
+        .megatron("--exp-avg-sq-dtype")
+        .example("bf16"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {

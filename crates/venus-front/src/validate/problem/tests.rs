@@ -63,6 +63,12 @@ fn memory_breakdown_renders_one_note_per_term() {
         layers: 4,
         in_flight: 1,
         recompute: Recompute::Selective,
+        state: StateKeeping {
+            grads: "fp32",
+            optimizer: ["fp32", "fp32", "fp32"],
+            trainable: None,
+            fsdp: None,
+        },
     };
     assert_eq!(
         b.notes(),
@@ -238,5 +244,43 @@ fn expert_failures_after_the_first_become_notes() {
     assert_eq!(
         d.notes,
         ["`ep` 3 also breaks: cluster has 16 GPUs, not a multiple of etp 1 × ep 3 × pp 1 = 3"]
+    );
+}
+
+#[test]
+fn memory_breakdown_names_lora_fsdp_and_low_precision_state() {
+    let b = MemoryBreakdown {
+        stage: 0,
+        peak: Bytes(10 * Bytes::GIB),
+        weights: Bytes(2 * Bytes::GIB),
+        params: 1_073_741_824,
+        gradients: Bytes(Bytes::GIB),
+        optimizer: Bytes(Bytes::GIB),
+        sharded_over: Some(8),
+        activations: Bytes(3 * Bytes::GIB),
+        layers: 4,
+        in_flight: 1,
+        recompute: Recompute::None,
+        state: StateKeeping {
+            grads: "bf16",
+            optimizer: ["fp32", "bf16", "bf16"],
+            trainable: Some(44_040_192),
+            fsdp: Some("optim_grads_params"),
+        },
+    };
+    let notes = b.notes();
+    assert_eq!(
+        notes[0],
+        "stage 0: weights 2 GiB (1,073,741,824 parameters per GPU, 2 bytes each, fsdp \
+         optim_grads_params)"
+    );
+    assert_eq!(
+        notes[1],
+        "gradients 1 GiB (bf16, 44,040,192 trainable adapter parameters)"
+    );
+    assert_eq!(
+        notes[2],
+        "optimizer state 1 GiB (fp32 master weights, bf16 and bf16 Adam moments, sharded over \
+         dp × cp = 8)"
     );
 }
