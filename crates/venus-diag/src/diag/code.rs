@@ -64,6 +64,9 @@ codes! {
     E0316 Error "heads not divisible by kv_groups";
     E0317 Error "hidden not divisible by heads without head_dim";
     E0318 Error "multi-head latent attention keys do not fit";
+    E0325 Error "a zero-bubble schedule needs pipeline parallelism";
+    E0326 Error "a zero-bubble schedule with a feature its reference does not support";
+    E0327 Error "a zero-bubble schedule with too few microbatches for its warmup";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -91,6 +94,7 @@ codes! {
     W0007 Warning "GPU arch without a compute-model calibration";
     W0008 Warning "`gpus` spread evenly takes more NVLink domains than it needs";
     W0009 Warning "GPU memory written in decimal bytes";
+    W0014 Warning "a zero-bubble schedule below the microbatch count its reference asserts";
 }
 
 impl Code {
