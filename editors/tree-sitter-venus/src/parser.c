@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 74
+#define SYMBOL_COUNT 77
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 61
+#define TOKEN_COUNT 64
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -50,49 +50,52 @@ enum ts_symbol_identifiers {
   anon_sym_gpipe = 28,
   anon_sym_1f1b = 29,
   anon_sym_interleaved = 30,
-  anon_sym_none = 31,
-  anon_sym_selective = 32,
-  anon_sym_full = 33,
-  anon_sym_bf16 = 34,
-  anon_sym_fp8 = 35,
-  anon_sym_fp4 = 36,
-  anon_sym_ampere = 37,
-  anon_sym_hopper = 38,
-  anon_sym_blackwell = 39,
-  anon_sym_blackwell_ultra = 40,
-  anon_sym_ada = 41,
-  anon_sym_cdna3 = 42,
-  anon_sym_cdna4 = 43,
-  anon_sym_flash = 44,
-  anon_sym_unfused = 45,
-  anon_sym_on = 46,
-  anon_sym_off = 47,
-  anon_sym_W0001 = 48,
-  anon_sym_W0002 = 49,
-  anon_sym_W0003 = 50,
-  anon_sym_W0004 = 51,
-  anon_sym_W0005 = 52,
-  anon_sym_W0006 = 53,
-  anon_sym_W0007 = 54,
-  anon_sym_W0008 = 55,
-  anon_sym_W0009 = 56,
-  sym_unit = 57,
-  sym_number = 58,
-  sym_string = 59,
-  sym_comment = 60,
-  sym_source_file = 61,
-  sym_use_declaration = 62,
-  sym_definition = 63,
-  sym_block = 64,
-  sym_item = 65,
-  sym__value = 66,
-  sym_list = 67,
-  sym_constant = 68,
-  sym_quantity = 69,
-  aux_sym_source_file_repeat1 = 70,
-  aux_sym_block_repeat1 = 71,
-  aux_sym_item_repeat1 = 72,
-  aux_sym_list_repeat1 = 73,
+  anon_sym_zb_h1 = 31,
+  anon_sym_zb_h2 = 32,
+  anon_sym_none = 33,
+  anon_sym_selective = 34,
+  anon_sym_full = 35,
+  anon_sym_bf16 = 36,
+  anon_sym_fp8 = 37,
+  anon_sym_fp4 = 38,
+  anon_sym_ampere = 39,
+  anon_sym_hopper = 40,
+  anon_sym_blackwell = 41,
+  anon_sym_blackwell_ultra = 42,
+  anon_sym_ada = 43,
+  anon_sym_cdna3 = 44,
+  anon_sym_cdna4 = 45,
+  anon_sym_flash = 46,
+  anon_sym_unfused = 47,
+  anon_sym_on = 48,
+  anon_sym_off = 49,
+  anon_sym_W0001 = 50,
+  anon_sym_W0002 = 51,
+  anon_sym_W0003 = 52,
+  anon_sym_W0004 = 53,
+  anon_sym_W0005 = 54,
+  anon_sym_W0006 = 55,
+  anon_sym_W0007 = 56,
+  anon_sym_W0008 = 57,
+  anon_sym_W0009 = 58,
+  anon_sym_W0014 = 59,
+  sym_unit = 60,
+  sym_number = 61,
+  sym_string = 62,
+  sym_comment = 63,
+  sym_source_file = 64,
+  sym_use_declaration = 65,
+  sym_definition = 66,
+  sym_block = 67,
+  sym_item = 68,
+  sym__value = 69,
+  sym_list = 70,
+  sym_constant = 71,
+  sym_quantity = 72,
+  aux_sym_source_file_repeat1 = 73,
+  aux_sym_block_repeat1 = 74,
+  aux_sym_item_repeat1 = 75,
+  aux_sym_list_repeat1 = 76,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -127,6 +130,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_gpipe] = "gpipe",
   [anon_sym_1f1b] = "1f1b",
   [anon_sym_interleaved] = "interleaved",
+  [anon_sym_zb_h1] = "zb_h1",
+  [anon_sym_zb_h2] = "zb_h2",
   [anon_sym_none] = "none",
   [anon_sym_selective] = "selective",
   [anon_sym_full] = "full",
@@ -153,6 +158,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0007] = "W0007",
   [anon_sym_W0008] = "W0008",
   [anon_sym_W0009] = "W0009",
+  [anon_sym_W0014] = "W0014",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -204,6 +210,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_gpipe] = anon_sym_gpipe,
   [anon_sym_1f1b] = anon_sym_1f1b,
   [anon_sym_interleaved] = anon_sym_interleaved,
+  [anon_sym_zb_h1] = anon_sym_zb_h1,
+  [anon_sym_zb_h2] = anon_sym_zb_h2,
   [anon_sym_none] = anon_sym_none,
   [anon_sym_selective] = anon_sym_selective,
   [anon_sym_full] = anon_sym_full,
@@ -230,6 +238,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0007] = anon_sym_W0007,
   [anon_sym_W0008] = anon_sym_W0008,
   [anon_sym_W0009] = anon_sym_W0009,
+  [anon_sym_W0014] = anon_sym_W0014,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -374,6 +383,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_zb_h1] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_zb_h2] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_none] = {
     .visible = true,
     .named = false,
@@ -475,6 +492,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0009] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0014] = {
     .visible = true,
     .named = false,
   },
@@ -881,638 +902,665 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         's', 16,
         't', 17,
         'u', 18,
+        'z', 19,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == '0') ADVANCE(19);
+      if (lookahead == '0') ADVANCE(20);
       END_STATE();
     case 2:
-      if (lookahead == 'd') ADVANCE(20);
-      if (lookahead == 'l') ADVANCE(21);
-      if (lookahead == 'm') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(21);
+      if (lookahead == 'l') ADVANCE(22);
+      if (lookahead == 'm') ADVANCE(23);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(23);
-      if (lookahead == 'l') ADVANCE(24);
+      if (lookahead == 'f') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(25);
-      if (lookahead == 'l') ADVANCE(26);
+      if (lookahead == 'd') ADVANCE(26);
+      if (lookahead == 'l') ADVANCE(27);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(27);
+      if (lookahead == 'i') ADVANCE(28);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(28);
-      if (lookahead == 'c') ADVANCE(29);
-      if (lookahead == 'l') ADVANCE(30);
-      if (lookahead == 'p') ADVANCE(31);
-      if (lookahead == 'u') ADVANCE(32);
+      if (lookahead == 'a') ADVANCE(29);
+      if (lookahead == 'c') ADVANCE(30);
+      if (lookahead == 'l') ADVANCE(31);
+      if (lookahead == 'p') ADVANCE(32);
+      if (lookahead == 'u') ADVANCE(33);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(33);
+      if (lookahead == 'p') ADVANCE(34);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(34);
-      if (lookahead == 'o') ADVANCE(35);
+      if (lookahead == 'a') ADVANCE(35);
+      if (lookahead == 'o') ADVANCE(36);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(36);
+      if (lookahead == 'n') ADVANCE(37);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(37);
+      if (lookahead == 'i') ADVANCE(38);
       END_STATE();
     case 11:
-      if (lookahead == 'o') ADVANCE(38);
+      if (lookahead == 'o') ADVANCE(39);
       END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(39);
-      if (lookahead == 'v') ADVANCE(40);
+      if (lookahead == 'o') ADVANCE(40);
+      if (lookahead == 'v') ADVANCE(41);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(41);
-      if (lookahead == 'n') ADVANCE(42);
+      if (lookahead == 'f') ADVANCE(42);
+      if (lookahead == 'n') ADVANCE(43);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(43);
+      if (lookahead == 'l') ADVANCE(44);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(44);
-      if (lookahead == 'i') ADVANCE(45);
+      if (lookahead == 'a') ADVANCE(45);
+      if (lookahead == 'i') ADVANCE(46);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(46);
-      if (lookahead == 'e') ADVANCE(47);
-      if (lookahead == 'h') ADVANCE(48);
-      if (lookahead == 'w') ADVANCE(49);
+      if (lookahead == 'c') ADVANCE(47);
+      if (lookahead == 'e') ADVANCE(48);
+      if (lookahead == 'h') ADVANCE(49);
+      if (lookahead == 'w') ADVANCE(50);
       END_STATE();
     case 17:
-      if (lookahead == 'r') ADVANCE(50);
+      if (lookahead == 'r') ADVANCE(51);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(51);
-      if (lookahead == 's') ADVANCE(52);
+      if (lookahead == 'n') ADVANCE(52);
+      if (lookahead == 's') ADVANCE(53);
       END_STATE();
     case 19:
-      if (lookahead == '0') ADVANCE(53);
+      if (lookahead == 'b') ADVANCE(54);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(54);
+      if (lookahead == '0') ADVANCE(55);
       END_STATE();
     case 21:
-      if (lookahead == 'g') ADVANCE(55);
+      if (lookahead == 'a') ADVANCE(56);
       END_STATE();
     case 22:
-      if (lookahead == 'p') ADVANCE(56);
+      if (lookahead == 'g') ADVANCE(57);
       END_STATE();
     case 23:
-      if (lookahead == '1') ADVANCE(57);
+      if (lookahead == 'p') ADVANCE(58);
       END_STATE();
     case 24:
-      if (lookahead == 'a') ADVANCE(58);
+      if (lookahead == '1') ADVANCE(59);
       END_STATE();
     case 25:
-      if (lookahead == 'n') ADVANCE(59);
+      if (lookahead == 'a') ADVANCE(60);
       END_STATE();
     case 26:
-      if (lookahead == 'u') ADVANCE(60);
+      if (lookahead == 'n') ADVANCE(61);
       END_STATE();
     case 27:
-      if (lookahead == 'm') ADVANCE(61);
-      if (lookahead == 'r') ADVANCE(62);
+      if (lookahead == 'u') ADVANCE(62);
       END_STATE();
     case 28:
-      if (lookahead == 't') ADVANCE(63);
+      if (lookahead == 'm') ADVANCE(63);
+      if (lookahead == 'r') ADVANCE(64);
       END_STATE();
     case 29:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 't') ADVANCE(65);
       END_STATE();
     case 30:
-      if (lookahead == 'a') ADVANCE(64);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 31:
-      if (lookahead == '4') ADVANCE(65);
-      if (lookahead == '8') ADVANCE(66);
+      if (lookahead == 'a') ADVANCE(66);
       END_STATE();
     case 32:
-      if (lookahead == 'l') ADVANCE(67);
+      if (lookahead == '4') ADVANCE(67);
+      if (lookahead == '8') ADVANCE(68);
       END_STATE();
     case 33:
-      if (lookahead == 'i') ADVANCE(68);
-      if (lookahead == 'u') ADVANCE(69);
+      if (lookahead == 'l') ADVANCE(69);
       END_STATE();
     case 34:
-      if (lookahead == 'l') ADVANCE(70);
+      if (lookahead == 'i') ADVANCE(70);
+      if (lookahead == 'u') ADVANCE(71);
       END_STATE();
     case 35:
-      if (lookahead == 'p') ADVANCE(71);
+      if (lookahead == 'l') ADVANCE(72);
       END_STATE();
     case 36:
-      if (lookahead == 'f') ADVANCE(72);
-      if (lookahead == 't') ADVANCE(73);
+      if (lookahead == 'p') ADVANCE(73);
       END_STATE();
     case 37:
-      if (lookahead == 'n') ADVANCE(74);
+      if (lookahead == 'f') ADVANCE(74);
+      if (lookahead == 't') ADVANCE(75);
       END_STATE();
     case 38:
-      if (lookahead == 'd') ADVANCE(75);
-      END_STATE();
-    case 39:
       if (lookahead == 'n') ADVANCE(76);
       END_STATE();
+    case 39:
+      if (lookahead == 'd') ADVANCE(77);
+      END_STATE();
     case 40:
-      if (lookahead == 's') ADVANCE(77);
+      if (lookahead == 'n') ADVANCE(78);
       END_STATE();
     case 41:
-      if (lookahead == 'f') ADVANCE(78);
+      if (lookahead == 's') ADVANCE(79);
       END_STATE();
     case 42:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'f') ADVANCE(80);
       END_STATE();
     case 43:
-      if (lookahead == 'a') ADVANCE(79);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 44:
-      if (lookahead == 'i') ADVANCE(80);
+      if (lookahead == 'a') ADVANCE(81);
       END_STATE();
     case 45:
-      if (lookahead == 'n') ADVANCE(81);
+      if (lookahead == 'i') ADVANCE(82);
       END_STATE();
     case 46:
-      if (lookahead == 'e') ADVANCE(82);
+      if (lookahead == 'n') ADVANCE(83);
       END_STATE();
     case 47:
-      if (lookahead == 'l') ADVANCE(83);
+      if (lookahead == 'e') ADVANCE(84);
       END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(84);
+      if (lookahead == 'l') ADVANCE(85);
       END_STATE();
     case 49:
-      if (lookahead == 'i') ADVANCE(85);
+      if (lookahead == 'a') ADVANCE(86);
       END_STATE();
     case 50:
-      if (lookahead == 'e') ADVANCE(86);
+      if (lookahead == 'i') ADVANCE(87);
       END_STATE();
     case 51:
-      if (lookahead == 'f') ADVANCE(87);
-      END_STATE();
-    case 52:
       if (lookahead == 'e') ADVANCE(88);
       END_STATE();
+    case 52:
+      if (lookahead == 'f') ADVANCE(89);
+      END_STATE();
     case 53:
-      if (lookahead == '0') ADVANCE(89);
+      if (lookahead == 'e') ADVANCE(90);
       END_STATE();
     case 54:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == '_') ADVANCE(91);
       END_STATE();
     case 55:
-      if (lookahead == 'o') ADVANCE(90);
+      if (lookahead == '0') ADVANCE(92);
+      if (lookahead == '1') ADVANCE(93);
       END_STATE();
     case 56:
-      if (lookahead == 'e') ADVANCE(91);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 57:
-      if (lookahead == '6') ADVANCE(92);
+      if (lookahead == 'o') ADVANCE(94);
       END_STATE();
     case 58:
-      if (lookahead == 'c') ADVANCE(93);
+      if (lookahead == 'e') ADVANCE(95);
       END_STATE();
     case 59:
-      if (lookahead == 'a') ADVANCE(94);
+      if (lookahead == '6') ADVANCE(96);
       END_STATE();
     case 60:
-      if (lookahead == 's') ADVANCE(95);
+      if (lookahead == 'c') ADVANCE(97);
       END_STATE();
     case 61:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'a') ADVANCE(98);
       END_STATE();
     case 62:
-      if (lookahead == 'e') ADVANCE(96);
+      if (lookahead == 's') ADVANCE(99);
       END_STATE();
     case 63:
-      if (lookahead == '_') ADVANCE(97);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 64:
-      if (lookahead == 's') ADVANCE(98);
+      if (lookahead == 'e') ADVANCE(100);
       END_STATE();
     case 65:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      if (lookahead == '_') ADVANCE(101);
       END_STATE();
     case 66:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == 's') ADVANCE(102);
       END_STATE();
     case 67:
-      if (lookahead == 'l') ADVANCE(99);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 68:
-      if (lookahead == 'p') ADVANCE(100);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 69:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      if (lookahead == 'l') ADVANCE(103);
       END_STATE();
     case 70:
-      if (lookahead == 'v') ADVANCE(101);
+      if (lookahead == 'p') ADVANCE(104);
       END_STATE();
     case 71:
-      if (lookahead == 'p') ADVANCE(102);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 72:
-      if (lookahead == 'i') ADVANCE(103);
+      if (lookahead == 'v') ADVANCE(105);
       END_STATE();
     case 73:
-      if (lookahead == 'e') ADVANCE(104);
+      if (lookahead == 'p') ADVANCE(106);
       END_STATE();
     case 74:
-      if (lookahead == 'k') ADVANCE(105);
+      if (lookahead == 'i') ADVANCE(107);
       END_STATE();
     case 75:
-      if (lookahead == 'e') ADVANCE(106);
+      if (lookahead == 'e') ADVANCE(108);
       END_STATE();
     case 76:
-      if (lookahead == 'e') ADVANCE(107);
+      if (lookahead == 'k') ADVANCE(109);
       END_STATE();
     case 77:
-      if (lookahead == 'w') ADVANCE(108);
+      if (lookahead == 'e') ADVANCE(110);
       END_STATE();
     case 78:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(111);
       END_STATE();
     case 79:
-      if (lookahead == 'n') ADVANCE(109);
+      if (lookahead == 'w') ADVANCE(112);
       END_STATE();
     case 80:
-      if (lookahead == 'l') ADVANCE(110);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 81:
-      if (lookahead == 'g') ADVANCE(111);
+      if (lookahead == 'n') ADVANCE(113);
       END_STATE();
     case 82:
-      if (lookahead == 'n') ADVANCE(112);
+      if (lookahead == 'l') ADVANCE(114);
       END_STATE();
     case 83:
-      if (lookahead == 'e') ADVANCE(113);
+      if (lookahead == 'g') ADVANCE(115);
       END_STATE();
     case 84:
-      if (lookahead == 'r') ADVANCE(114);
+      if (lookahead == 'n') ADVANCE(116);
       END_STATE();
     case 85:
-      if (lookahead == 't') ADVANCE(115);
+      if (lookahead == 'e') ADVANCE(117);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(116);
+      if (lookahead == 'r') ADVANCE(118);
       END_STATE();
     case 87:
-      if (lookahead == 'u') ADVANCE(117);
+      if (lookahead == 't') ADVANCE(119);
       END_STATE();
     case 88:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'e') ADVANCE(120);
       END_STATE();
     case 89:
-      ADVANCE_MAP(
-        '1', 118,
-        '2', 119,
-        '3', 120,
-        '4', 121,
-        '5', 122,
-        '6', 123,
-        '7', 124,
-        '8', 125,
-        '9', 126,
-      );
+      if (lookahead == 'u') ADVANCE(121);
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(anon_sym_algo);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 91:
-      if (lookahead == 'r') ADVANCE(127);
+      if (lookahead == 'h') ADVANCE(122);
       END_STATE();
     case 92:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      ADVANCE_MAP(
+        '1', 123,
+        '2', 124,
+        '3', 125,
+        '4', 126,
+        '5', 127,
+        '6', 128,
+        '7', 129,
+        '8', 130,
+        '9', 131,
+      );
       END_STATE();
     case 93:
-      if (lookahead == 'k') ADVANCE(128);
+      if (lookahead == '4') ADVANCE(132);
       END_STATE();
     case 94:
-      if (lookahead == '3') ADVANCE(129);
-      if (lookahead == '4') ADVANCE(130);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 95:
-      if (lookahead == 't') ADVANCE(131);
+      if (lookahead == 'r') ADVANCE(133);
       END_STATE();
     case 96:
-      if (lookahead == 'c') ADVANCE(132);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 97:
-      if (lookahead == 't') ADVANCE(133);
+      if (lookahead == 'k') ADVANCE(134);
       END_STATE();
     case 98:
-      if (lookahead == 'h') ADVANCE(134);
+      if (lookahead == '3') ADVANCE(135);
+      if (lookahead == '4') ADVANCE(136);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 't') ADVANCE(137);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'c') ADVANCE(138);
       END_STATE();
     case 101:
-      if (lookahead == 'i') ADVANCE(136);
+      if (lookahead == 't') ADVANCE(139);
       END_STATE();
     case 102:
-      if (lookahead == 'e') ADVANCE(137);
+      if (lookahead == 'h') ADVANCE(140);
       END_STATE();
     case 103:
-      if (lookahead == 'n') ADVANCE(138);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 104:
-      if (lookahead == 'r') ADVANCE(139);
+      if (lookahead == 'e') ADVANCE(141);
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'i') ADVANCE(142);
       END_STATE();
     case 106:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'e') ADVANCE(143);
       END_STATE();
     case 107:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'n') ADVANCE(144);
       END_STATE();
     case 108:
-      if (lookahead == 'i') ADVANCE(141);
+      if (lookahead == 'r') ADVANCE(145);
       END_STATE();
     case 109:
-      ACCEPT_TOKEN(anon_sym_plan);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 110:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'l') ADVANCE(146);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_ring);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 112:
-      if (lookahead == 'a') ADVANCE(142);
+      if (lookahead == 'i') ADVANCE(147);
       END_STATE();
     case 113:
-      if (lookahead == 'c') ADVANCE(143);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 114:
-      if (lookahead == 'p') ADVANCE(144);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 115:
-      if (lookahead == 'c') ADVANCE(145);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 116:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'a') ADVANCE(148);
       END_STATE();
     case 117:
-      if (lookahead == 's') ADVANCE(146);
+      if (lookahead == 'c') ADVANCE(149);
       END_STATE();
     case 118:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == 'p') ADVANCE(150);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      if (lookahead == 'c') ADVANCE(151);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      if (lookahead == 's') ADVANCE(152);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      if (lookahead == '1') ADVANCE(153);
+      if (lookahead == '2') ADVANCE(154);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 124:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 125:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 126:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 127:
-      if (lookahead == 'e') ADVANCE(147);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 128:
-      if (lookahead == 'w') ADVANCE(148);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 131:
-      if (lookahead == 'e') ADVANCE(149);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 132:
-      if (lookahead == 't') ADVANCE(150);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 133:
-      if (lookahead == 'r') ADVANCE(151);
+      if (lookahead == 'e') ADVANCE(155);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'w') ADVANCE(156);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 136:
-      if (lookahead == 'n') ADVANCE(152);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 137:
-      if (lookahead == 'r') ADVANCE(153);
+      if (lookahead == 'e') ADVANCE(157);
       END_STATE();
     case 138:
-      if (lookahead == 'i') ADVANCE(154);
-      END_STATE();
-    case 139:
-      if (lookahead == 'l') ADVANCE(155);
-      END_STATE();
-    case 140:
-      ACCEPT_TOKEN(anon_sym_model);
-      END_STATE();
-    case 141:
-      if (lookahead == 't') ADVANCE(156);
-      END_STATE();
-    case 142:
-      if (lookahead == 'r') ADVANCE(157);
-      END_STATE();
-    case 143:
       if (lookahead == 't') ADVANCE(158);
       END_STATE();
+    case 139:
+      if (lookahead == 'r') ADVANCE(159);
+      END_STATE();
+    case 140:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
+    case 141:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 142:
+      if (lookahead == 'n') ADVANCE(160);
+      END_STATE();
+    case 143:
+      if (lookahead == 'r') ADVANCE(161);
+      END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'i') ADVANCE(162);
       END_STATE();
     case 145:
-      if (lookahead == 'h') ADVANCE(159);
+      if (lookahead == 'l') ADVANCE(163);
       END_STATE();
     case 146:
-      if (lookahead == 'e') ADVANCE(160);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      if (lookahead == 't') ADVANCE(164);
       END_STATE();
     case 148:
-      if (lookahead == 'e') ADVANCE(161);
+      if (lookahead == 'r') ADVANCE(165);
       END_STATE();
     case 149:
-      if (lookahead == 'r') ADVANCE(162);
+      if (lookahead == 't') ADVANCE(166);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_direct);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 151:
-      if (lookahead == 'e') ADVANCE(163);
+      if (lookahead == 'h') ADVANCE(167);
       END_STATE();
     case 152:
-      if (lookahead == 'g') ADVANCE(164);
+      if (lookahead == 'e') ADVANCE(168);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 154:
-      if (lookahead == 'b') ADVANCE(165);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 155:
-      if (lookahead == 'e') ADVANCE(166);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 156:
-      if (lookahead == 'c') ADVANCE(167);
+      if (lookahead == 'e') ADVANCE(169);
       END_STATE();
     case 157:
-      if (lookahead == 'i') ADVANCE(168);
+      if (lookahead == 'r') ADVANCE(170);
       END_STATE();
     case 158:
-      if (lookahead == 'i') ADVANCE(169);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'e') ADVANCE(171);
       END_STATE();
     case 160:
-      if (lookahead == 'd') ADVANCE(170);
+      if (lookahead == 'g') ADVANCE(172);
       END_STATE();
     case 161:
-      if (lookahead == 'l') ADVANCE(171);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'b') ADVANCE(173);
       END_STATE();
     case 163:
-      if (lookahead == 'e') ADVANCE(172);
+      if (lookahead == 'e') ADVANCE(174);
       END_STATE();
     case 164:
-      if (lookahead == '_') ADVANCE(173);
+      if (lookahead == 'c') ADVANCE(175);
       END_STATE();
     case 165:
-      if (lookahead == 'a') ADVANCE(174);
+      if (lookahead == 'i') ADVANCE(176);
       END_STATE();
     case 166:
-      if (lookahead == 'a') ADVANCE(175);
+      if (lookahead == 'i') ADVANCE(177);
       END_STATE();
     case 167:
-      if (lookahead == 'h') ADVANCE(176);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 168:
-      if (lookahead == 'o') ADVANCE(177);
+      if (lookahead == 'd') ADVANCE(178);
       END_STATE();
     case 169:
-      if (lookahead == 'v') ADVANCE(178);
-      END_STATE();
-    case 170:
-      ACCEPT_TOKEN(anon_sym_unfused);
-      END_STATE();
-    case 171:
       if (lookahead == 'l') ADVANCE(179);
       END_STATE();
+    case 170:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
+    case 171:
+      if (lookahead == 'e') ADVANCE(180);
+      END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == '_') ADVANCE(181);
       END_STATE();
     case 173:
-      if (lookahead == 'd') ADVANCE(180);
+      if (lookahead == 'a') ADVANCE(182);
       END_STATE();
     case 174:
-      if (lookahead == 'n') ADVANCE(181);
+      if (lookahead == 'a') ADVANCE(183);
       END_STATE();
     case 175:
-      if (lookahead == 'v') ADVANCE(182);
+      if (lookahead == 'h') ADVANCE(184);
       END_STATE();
     case 176:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
-      END_STATE();
-    case 177:
-      ACCEPT_TOKEN(anon_sym_scenario);
-      END_STATE();
-    case 178:
-      if (lookahead == 'e') ADVANCE(183);
-      END_STATE();
-    case 179:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(184);
-      END_STATE();
-    case 180:
       if (lookahead == 'o') ADVANCE(185);
       END_STATE();
+    case 177:
+      if (lookahead == 'v') ADVANCE(186);
+      END_STATE();
+    case 178:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 179:
+      if (lookahead == 'l') ADVANCE(187);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
     case 181:
-      if (lookahead == 'd') ADVANCE(186);
+      if (lookahead == 'd') ADVANCE(188);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(187);
+      if (lookahead == 'n') ADVANCE(189);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'v') ADVANCE(190);
       END_STATE();
     case 184:
-      if (lookahead == 'u') ADVANCE(188);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 185:
-      if (lookahead == 'u') ADVANCE(189);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 186:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'e') ADVANCE(191);
       END_STATE();
     case 187:
-      if (lookahead == 'd') ADVANCE(190);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(192);
       END_STATE();
     case 188:
-      if (lookahead == 'l') ADVANCE(191);
+      if (lookahead == 'o') ADVANCE(193);
       END_STATE();
     case 189:
-      if (lookahead == 'b') ADVANCE(192);
+      if (lookahead == 'd') ADVANCE(194);
       END_STATE();
     case 190:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'e') ADVANCE(195);
       END_STATE();
     case 191:
-      if (lookahead == 't') ADVANCE(193);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 192:
-      if (lookahead == 'l') ADVANCE(194);
+      if (lookahead == 'u') ADVANCE(196);
       END_STATE();
     case 193:
-      if (lookahead == 'r') ADVANCE(195);
+      if (lookahead == 'u') ADVANCE(197);
       END_STATE();
     case 194:
-      if (lookahead == 'i') ADVANCE(196);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 195:
-      if (lookahead == 'a') ADVANCE(197);
+      if (lookahead == 'd') ADVANCE(198);
       END_STATE();
     case 196:
-      if (lookahead == 'n') ADVANCE(198);
+      if (lookahead == 'l') ADVANCE(199);
       END_STATE();
     case 197:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'b') ADVANCE(200);
       END_STATE();
     case 198:
-      if (lookahead == 'g') ADVANCE(199);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 199:
+      if (lookahead == 't') ADVANCE(201);
+      END_STATE();
+    case 200:
+      if (lookahead == 'l') ADVANCE(202);
+      END_STATE();
+    case 201:
+      if (lookahead == 'r') ADVANCE(203);
+      END_STATE();
+    case 202:
+      if (lookahead == 'i') ADVANCE(204);
+      END_STATE();
+    case 203:
+      if (lookahead == 'a') ADVANCE(205);
+      END_STATE();
+    case 204:
+      if (lookahead == 'n') ADVANCE(206);
+      END_STATE();
+    case 205:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 206:
+      if (lookahead == 'g') ADVANCE(207);
+      END_STATE();
+    case 207:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1594,6 +1642,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(1),
     [anon_sym_1f1b] = ACTIONS(1),
     [anon_sym_interleaved] = ACTIONS(1),
+    [anon_sym_zb_h1] = ACTIONS(1),
+    [anon_sym_zb_h2] = ACTIONS(1),
     [anon_sym_none] = ACTIONS(1),
     [anon_sym_selective] = ACTIONS(1),
     [anon_sym_full] = ACTIONS(1),
@@ -1620,6 +1670,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(1),
     [anon_sym_W0008] = ACTIONS(1),
     [anon_sym_W0009] = ACTIONS(1),
+    [anon_sym_W0014] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -1673,6 +1724,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -1699,6 +1752,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1736,6 +1790,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -1762,6 +1818,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1799,6 +1856,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -1825,6 +1884,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1862,6 +1922,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -1888,6 +1950,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1925,6 +1988,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(49),
     [anon_sym_1f1b] = ACTIONS(52),
     [anon_sym_interleaved] = ACTIONS(49),
+    [anon_sym_zb_h1] = ACTIONS(49),
+    [anon_sym_zb_h2] = ACTIONS(49),
     [anon_sym_none] = ACTIONS(49),
     [anon_sym_selective] = ACTIONS(49),
     [anon_sym_full] = ACTIONS(49),
@@ -1951,6 +2016,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(49),
     [anon_sym_W0008] = ACTIONS(49),
     [anon_sym_W0009] = ACTIONS(49),
+    [anon_sym_W0014] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -1988,6 +2054,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2014,6 +2082,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2051,6 +2120,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2077,6 +2148,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2112,6 +2184,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(67),
     [anon_sym_1f1b] = ACTIONS(65),
     [anon_sym_interleaved] = ACTIONS(67),
+    [anon_sym_zb_h1] = ACTIONS(67),
+    [anon_sym_zb_h2] = ACTIONS(67),
     [anon_sym_none] = ACTIONS(67),
     [anon_sym_selective] = ACTIONS(67),
     [anon_sym_full] = ACTIONS(67),
@@ -2138,6 +2212,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(67),
     [anon_sym_W0008] = ACTIONS(67),
     [anon_sym_W0009] = ACTIONS(67),
+    [anon_sym_W0014] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2173,6 +2248,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(71),
     [anon_sym_1f1b] = ACTIONS(69),
     [anon_sym_interleaved] = ACTIONS(71),
+    [anon_sym_zb_h1] = ACTIONS(71),
+    [anon_sym_zb_h2] = ACTIONS(71),
     [anon_sym_none] = ACTIONS(71),
     [anon_sym_selective] = ACTIONS(71),
     [anon_sym_full] = ACTIONS(71),
@@ -2199,6 +2276,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(71),
     [anon_sym_W0008] = ACTIONS(71),
     [anon_sym_W0009] = ACTIONS(71),
+    [anon_sym_W0014] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2231,6 +2309,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(73),
     [anon_sym_1f1b] = ACTIONS(75),
     [anon_sym_interleaved] = ACTIONS(73),
+    [anon_sym_zb_h1] = ACTIONS(73),
+    [anon_sym_zb_h2] = ACTIONS(73),
     [anon_sym_none] = ACTIONS(73),
     [anon_sym_selective] = ACTIONS(73),
     [anon_sym_full] = ACTIONS(73),
@@ -2257,6 +2337,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(73),
     [anon_sym_W0008] = ACTIONS(73),
     [anon_sym_W0009] = ACTIONS(73),
+    [anon_sym_W0014] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -2290,6 +2371,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(79),
     [anon_sym_1f1b] = ACTIONS(81),
     [anon_sym_interleaved] = ACTIONS(79),
+    [anon_sym_zb_h1] = ACTIONS(79),
+    [anon_sym_zb_h2] = ACTIONS(79),
     [anon_sym_none] = ACTIONS(79),
     [anon_sym_selective] = ACTIONS(79),
     [anon_sym_full] = ACTIONS(79),
@@ -2316,6 +2399,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(79),
     [anon_sym_W0008] = ACTIONS(79),
     [anon_sym_W0009] = ACTIONS(79),
+    [anon_sym_W0014] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -2348,6 +2432,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(83),
     [anon_sym_1f1b] = ACTIONS(85),
     [anon_sym_interleaved] = ACTIONS(83),
+    [anon_sym_zb_h1] = ACTIONS(83),
+    [anon_sym_zb_h2] = ACTIONS(83),
     [anon_sym_none] = ACTIONS(83),
     [anon_sym_selective] = ACTIONS(83),
     [anon_sym_full] = ACTIONS(83),
@@ -2374,6 +2460,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(83),
     [anon_sym_W0008] = ACTIONS(83),
     [anon_sym_W0009] = ACTIONS(83),
+    [anon_sym_W0014] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -2406,6 +2493,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(87),
     [anon_sym_1f1b] = ACTIONS(89),
     [anon_sym_interleaved] = ACTIONS(87),
+    [anon_sym_zb_h1] = ACTIONS(87),
+    [anon_sym_zb_h2] = ACTIONS(87),
     [anon_sym_none] = ACTIONS(87),
     [anon_sym_selective] = ACTIONS(87),
     [anon_sym_full] = ACTIONS(87),
@@ -2432,6 +2521,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(87),
     [anon_sym_W0008] = ACTIONS(87),
     [anon_sym_W0009] = ACTIONS(87),
+    [anon_sym_W0014] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -2464,6 +2554,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(91),
     [anon_sym_1f1b] = ACTIONS(93),
     [anon_sym_interleaved] = ACTIONS(91),
+    [anon_sym_zb_h1] = ACTIONS(91),
+    [anon_sym_zb_h2] = ACTIONS(91),
     [anon_sym_none] = ACTIONS(91),
     [anon_sym_selective] = ACTIONS(91),
     [anon_sym_full] = ACTIONS(91),
@@ -2490,6 +2582,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(91),
     [anon_sym_W0008] = ACTIONS(91),
     [anon_sym_W0009] = ACTIONS(91),
+    [anon_sym_W0014] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -2521,6 +2614,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(95),
     [anon_sym_1f1b] = ACTIONS(97),
     [anon_sym_interleaved] = ACTIONS(95),
+    [anon_sym_zb_h1] = ACTIONS(95),
+    [anon_sym_zb_h2] = ACTIONS(95),
     [anon_sym_none] = ACTIONS(95),
     [anon_sym_selective] = ACTIONS(95),
     [anon_sym_full] = ACTIONS(95),
@@ -2547,6 +2642,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(95),
     [anon_sym_W0008] = ACTIONS(95),
     [anon_sym_W0009] = ACTIONS(95),
+    [anon_sym_W0014] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -2573,6 +2669,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2599,6 +2697,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -2625,6 +2724,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2651,6 +2752,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -2677,6 +2779,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(122),
     [anon_sym_1f1b] = ACTIONS(125),
     [anon_sym_interleaved] = ACTIONS(122),
+    [anon_sym_zb_h1] = ACTIONS(122),
+    [anon_sym_zb_h2] = ACTIONS(122),
     [anon_sym_none] = ACTIONS(122),
     [anon_sym_selective] = ACTIONS(122),
     [anon_sym_full] = ACTIONS(122),
@@ -2703,6 +2807,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(122),
     [anon_sym_W0008] = ACTIONS(122),
     [anon_sym_W0009] = ACTIONS(122),
+    [anon_sym_W0014] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

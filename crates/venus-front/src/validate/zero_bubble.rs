@@ -90,13 +90,11 @@ impl Validator<'_> {
         let shape = PipelineShape::new(Kind::from(schedule), narrow(self.pp), 1, narrow(m));
         let least = u64::from(shape.least_zero_bubble_microbatches());
         let asserted = self.pp.saturating_mul(2);
-        let want = if m < least {
-            least
-        } else if m < asserted {
-            asserted
-        } else {
+        if m >= asserted {
             return;
-        };
+        }
+        // 2·pp ≥ max(pp, 2·(pp − 1)): the proposed batch passes both rules.
+        let want = asserted.max(least);
         let per_microbatch = self.micro_batch.saturating_mul(dp);
         let p = &self.def.plan;
         let problem = ZeroBubbleMicrobatches {
