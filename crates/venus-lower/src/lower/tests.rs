@@ -871,3 +871,37 @@ fn zb_h1_lowers_b_and_w_with_their_costs_and_launches_grad_buckets_after_the_las
         }
     }
 }
+
+#[test]
+fn zb_h1_b_and_w_of_the_analytic_model_sum_to_the_1f1b_backward_on_every_stage() {
+    use venus_base::base::ScheduleKind;
+    // Llama-shaped, 16 layers, pp 4, 8 microbatches, tp 1: per stage the B and W nodes of
+    // ZB-H1 add up to 1F1B's backward nodes (each node rounded to whole ps on its own).
+    let make = |k| {
+        let mut p = plan(1, 8);
+        set(&mut p.pp, 4);
+        set(&mut p.schedule, k);
+        let mut md = llama();
+        md.layers = sp(16);
+        validate(&venus_front::testutil::def(
+            md,
+            cluster(&[("n", 4)], 10_000),
+            p,
+        ))
+    };
+    let (zb, _) = run(&make(ScheduleKind::ZbH1), false, 1);
+    let (one, _) = run(&make(ScheduleKind::OneFOneB), false, 1);
+    for r in 0..4 {
+        let is_b = |l: &Label| matches!(l, Label::Backward { .. });
+        let is_w = |l: &Label| matches!(l, Label::Weight { .. });
+        let (b, w) = (compute_ps(&zb, r, is_b), compute_ps(&zb, r, is_w));
+        let whole = compute_ps(&one, r, is_b);
+        assert_eq!((w.len(), whole.len()), (8, 8));
+        let split: u64 = b.iter().chain(&w).sum();
+        let total: u64 = whole.iter().sum();
+        assert!(split.abs_diff(total) <= (b.len() + w.len()) as u64, "{r}: {split} {total}");
+        // The weight gradient (one forward of each GEMM) is the smaller part: attention core,
+        // element-wise kernels and the input-gradient GEMMs stay in B.
+        assert!(w[0] < b.iter().sum::<u64>() / 8, "{r}");
+    }
+}
