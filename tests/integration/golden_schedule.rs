@@ -22,7 +22,14 @@ const GOLDEN: &[&str] = &[
 
 fn emit_schedule(scenario: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
-        .args(["compile", PLANS, "--scenario", scenario, "--emit", "schedule"])
+        .args([
+            "compile",
+            PLANS,
+            "--scenario",
+            scenario,
+            "--emit",
+            "schedule",
+        ])
         .env("NO_COLOR", "1")
         .output()
         .unwrap();

@@ -9,7 +9,8 @@
 //! passes builds.
 
 use super::problem::{
-    PlanProblem, ZeroBubbleFeature, ZeroBubbleMicrobatches, ZeroBubbleProblem, ZeroBubbleUnsupported,
+    PlanProblem, ZeroBubbleFeature, ZeroBubbleMicrobatches, ZeroBubbleProblem,
+    ZeroBubbleUnsupported,
 };
 use super::{on, ScheduleKind, Validator};
 use venus_plan::schedule::{Kind, PipelineShape};

@@ -815,8 +815,14 @@ fn zb_h1_on_pp8_m16_has_the_papers_bubble_below_1f1bs() {
     let (closed_h1, closed_1f1b) = (closed(1.0), closed(3.0));
     let (h1, end) = at(ScheduleKind::ZbH1, 450e9);
     let (one, _) = at(ScheduleKind::OneFOneB, 450e9);
-    assert!((h1 - closed_h1).abs() / closed_h1 < 0.01, "{h1} vs {closed_h1}");
-    assert!((one - closed_1f1b).abs() / closed_1f1b < 0.01, "{one} vs {closed_1f1b}");
+    assert!(
+        (h1 - closed_h1).abs() / closed_h1 < 0.01,
+        "{h1} vs {closed_h1}"
+    );
+    assert!(
+        (one - closed_1f1b).abs() / closed_1f1b < 0.01,
+        "{one} vs {closed_1f1b}"
+    );
     assert!(h1 < one);
     assert!(end > 55 * ms_ps && end < 56 * ms_ps, "{end}");
 }
@@ -899,7 +905,10 @@ fn zb_h1_b_and_w_of_the_analytic_model_sum_to_the_1f1b_backward_on_every_stage()
         assert_eq!((w.len(), whole.len()), (8, 8));
         let split: u64 = b.iter().chain(&w).sum();
         let total: u64 = whole.iter().sum();
-        assert!(split.abs_diff(total) <= (b.len() + w.len()) as u64, "{r}: {split} {total}");
+        assert!(
+            split.abs_diff(total) <= (b.len() + w.len()) as u64,
+            "{r}: {split} {total}"
+        );
         // The weight gradient (one forward of each GEMM) is the smaller part: attention core,
         // element-wise kernels and the input-gradient GEMMs stay in B.
         assert!(w[0] < b.iter().sum::<u64>() / 8, "{r}");

@@ -790,7 +790,9 @@ pub(super) enum HandOp {
 /// Shared with the in-flight figure so the builder and the figure cannot disagree.
 pub(super) fn hand_order(pp: u32, m: u32, c: u32, r: u32) -> impl Iterator<Item = HandOp> {
     let full = pp.saturating_sub(1).saturating_mul(c);
-    let warmup = pp.saturating_sub(r.min(pp.saturating_sub(1)) + 1).saturating_mul(c);
+    let warmup = pp
+        .saturating_sub(r.min(pp.saturating_sub(1)) + 1)
+        .saturating_mul(c);
     let warmup_ops = (0..warmup.min(m)).map(|_| HandOp::F);
     let steady = (0..m).flat_map(move |i| {
         let f = (warmup.saturating_add(i) < m).then_some(HandOp::F);

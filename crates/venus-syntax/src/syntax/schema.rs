@@ -114,8 +114,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// The warning codes an `allow` item may name (kept equal to the code registry's warnings by
 /// a test).
 pub const WARNINGS: &[&str] = &[
-    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009",
-    "W0014",
+    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0014",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
