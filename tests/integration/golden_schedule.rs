@@ -85,3 +85,60 @@ fn the_golden_generator_lists_exactly_the_golden_files() {
     assert_eq!(listed, files);
     assert_eq!(files, golden);
 }
+
+/// The files of `compile --emit KIND -o DIR` for `scenario`, by name, and the warnings.
+fn emit_files(scenario: &str, kind: &str) -> (Vec<(String, Vec<u8>)>, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "venusc-zb-{scenario}-{kind}-{}",
+        std::process::id()
+    ));
+    let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
+        .args([
+            "compile",
+            PLANS,
+            "--scenario",
+            scenario,
+            "--emit",
+            kind,
+            "-o",
+        ])
+        .arg(&dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut files = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                // Files are named after the scenario.
+                let rel = p.strip_prefix(&dir).unwrap().display().to_string();
+                let rel = rel.replace(scenario, "SCENARIO");
+                files.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    files.sort();
+    (files, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn venussim_traces_of_a_zero_bubble_plan_are_its_1f1b_traces_with_a_warning() {
+    let (zb, warnings) = emit_files("zb_h1_pp4_m8", "simplified-trace");
+    let (one, plain) = emit_files("one_f_one_b_pp4_m8", "simplified-trace");
+    assert!(zb.len() > 4, "{}", zb.len());
+    assert!(zb == one, "the traces differ");
+    assert!(warnings.contains(
+        "VenusSim has no zero-bubble schedule and no weight-gradient pass: `zb_h1` is emitted as 1F1B"
+    ));
+    assert!(!plain.contains("zero-bubble"));
+}

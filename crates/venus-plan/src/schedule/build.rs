@@ -787,7 +787,6 @@ pub(super) enum HandOp {
 /// microbatch i a forward (while any is left), the backward B, and the weight gradient W once
 /// warmup + i ≥ (pp − 1)·c; then the (pp − 1)·c − warmup deferred W. F, B and W each run their
 /// microbatches in increasing order. Needs m ≥ (pp − 1)·c ([`PipelineShape::check`]).
-/// Shared with the in-flight figure so the builder and the figure cannot disagree.
 pub(super) fn hand_order(pp: u32, m: u32, c: u32, r: u32) -> impl Iterator<Item = HandOp> {
     let full = pp.saturating_sub(1).saturating_mul(c);
     let warmup = pp
