@@ -7,6 +7,7 @@ mod integration {
     pub mod explain;
     pub mod fmt;
     pub mod golden_emit;
+    pub mod golden_schedule;
     pub mod hf_import;
     pub mod hostile;
     pub mod input_files;

@@ -262,7 +262,10 @@ fn completion_after_schedule_offers_the_schedules() {
     let s = server_with(text);
     let items = s.completion(URI, pos(text, "schedule ", 9)).unwrap();
     let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
-    assert_eq!(labels, vec!["gpipe", "1f1b", "interleaved"]);
+    assert_eq!(
+        labels,
+        vec!["gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2"]
+    );
 }
 
 #[test]

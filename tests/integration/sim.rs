@@ -153,6 +153,36 @@ fn timeline_is_a_perfetto_trace_with_a_slice_per_node() {
 }
 
 #[test]
+fn timeline_of_zb_h1_names_the_input_and_weight_gradient_passes() {
+    let path = std::env::temp_dir().join(format!("venusc-zb-timeline-{}.json", std::process::id()));
+    let (code, _, stderr) = venusc(&[
+        "sim",
+        "--timeline",
+        path.to_str().unwrap(),
+        "tests/golden/schedule/zero_bubble.venus",
+        "--scenario",
+        "zb_h1_pp4_m8",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    let events = v["traceEvents"].as_array().unwrap();
+    let pass_of = |name: &str| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == name && e["tid"] == 0)
+            .map(|e| e["args"]["pass"].as_str().unwrap_or("-"))
+            .collect()
+    };
+    // 4 stages × tp 4 simulated as one representative per stage: W7 and B7 on each, F7
+    // without a pass argument.
+    assert_eq!(pass_of("W7"), ["weight gradient"; 4]);
+    assert!(pass_of("B7").iter().all(|&p| p == "input gradient"));
+    assert!(!pass_of("B7").is_empty());
+    assert!(pass_of("F7").iter().all(|&p| p == "-"));
+}
+
+#[test]
 fn emitted_demo_traces_run_on_the_engine_and_agree_with_sim() {
     let direct = sim_json(&["examples/venussim_demo.venus"]);
     for kind in ["simplified-trace", "template-trace"] {

@@ -211,12 +211,15 @@ impl<'a> Validator<'a> {
         let m = dp.and_then(|dp| self.check_batch(dp)); // E0305
         if let (Some(dp), Some(m)) = (dp, m) {
             self.check_interleaved_microbatches(dp, m); // E0306
+            self.check_zero_bubble_microbatches(dp, m); // E0327, W0014
         }
         self.check_vpp(); // E0307
         self.check_seq(); // E0308
         self.check_experts(); // E0309
         self.check_optimizer_flags(); // E0310
         self.check_schedule(); // E0311
+        self.check_zero_bubble_pipeline(); // E0325
+        self.check_zero_bubble_features(); // E0326
         self.check_model_shape(); // E0315-E0318
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
@@ -288,11 +291,21 @@ impl<'a> Validator<'a> {
         if let (Some(dp), Some(m)) = (dp, m) {
             if self.inputs_ok(SCHEDULE, false) {
                 self.check_interleaved_microbatches(dp, m); // E0306
+                self.check_zero_bubble_microbatches(dp, m); // E0327, W0014
             }
         }
         if self.inputs_ok(SCHEDULE, false) {
             self.check_vpp(); // E0307
             self.check_schedule(); // E0311
+            self.check_zero_bubble_pipeline(); // E0325
+        }
+        let flags = [
+            SCHEDULE,
+            &[DistributedOptimizer, OverlapGradReduce, OverlapParamGather],
+        ]
+        .concat();
+        if self.inputs_ok(&flags, false) {
+            self.check_zero_bubble_features(); // E0326
         }
         if self.inputs_ok(&[Tp, Cp, Sp, Seq], false) {
             self.check_seq(); // E0308
@@ -532,6 +545,7 @@ mod shape;
 mod span;
 mod training;
 mod world;
+mod zero_bubble;
 
 #[cfg(test)]
 mod tests;

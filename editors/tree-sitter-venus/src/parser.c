@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 89
+#define SYMBOL_COUNT 92
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 76
+#define TOKEN_COUNT 79
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -50,64 +50,67 @@ enum ts_symbol_identifiers {
   anon_sym_gpipe = 28,
   anon_sym_1f1b = 29,
   anon_sym_interleaved = 30,
-  anon_sym_none = 31,
-  anon_sym_selective = 32,
-  anon_sym_full = 33,
-  anon_sym_bf16 = 34,
-  anon_sym_fp8 = 35,
-  anon_sym_fp4 = 36,
-  anon_sym_ampere = 37,
-  anon_sym_hopper = 38,
-  anon_sym_blackwell = 39,
-  anon_sym_blackwell_ultra = 40,
-  anon_sym_ada = 41,
-  anon_sym_cdna3 = 42,
-  anon_sym_cdna4 = 43,
-  anon_sym_flash = 44,
-  anon_sym_unfused = 45,
-  anon_sym_on = 46,
-  anon_sym_off = 47,
-  anon_sym_pretrain = 48,
-  anon_sym_sft = 49,
-  anon_sym_lora = 50,
-  anon_sym_linear_qkv = 51,
-  anon_sym_linear_proj = 52,
-  anon_sym_linear_fc1 = 53,
-  anon_sym_linear_fc2 = 54,
-  anon_sym_no_shard = 55,
-  anon_sym_optim = 56,
-  anon_sym_optim_grads = 57,
-  anon_sym_optim_grads_params = 58,
-  anon_sym_megatron = 59,
-  anon_sym_torch = 60,
-  anon_sym_fp32 = 61,
-  anon_sym_fp16 = 62,
-  anon_sym_W0001 = 63,
-  anon_sym_W0002 = 64,
-  anon_sym_W0003 = 65,
-  anon_sym_W0004 = 66,
-  anon_sym_W0005 = 67,
-  anon_sym_W0006 = 68,
-  anon_sym_W0007 = 69,
-  anon_sym_W0008 = 70,
-  anon_sym_W0009 = 71,
-  sym_unit = 72,
-  sym_number = 73,
-  sym_string = 74,
-  sym_comment = 75,
-  sym_source_file = 76,
-  sym_use_declaration = 77,
-  sym_definition = 78,
-  sym_block = 79,
-  sym_item = 80,
-  sym__value = 81,
-  sym_list = 82,
-  sym_constant = 83,
-  sym_quantity = 84,
-  aux_sym_source_file_repeat1 = 85,
-  aux_sym_block_repeat1 = 86,
-  aux_sym_item_repeat1 = 87,
-  aux_sym_list_repeat1 = 88,
+  anon_sym_zb_h1 = 31,
+  anon_sym_zb_h2 = 32,
+  anon_sym_none = 33,
+  anon_sym_selective = 34,
+  anon_sym_full = 35,
+  anon_sym_bf16 = 36,
+  anon_sym_fp8 = 37,
+  anon_sym_fp4 = 38,
+  anon_sym_ampere = 39,
+  anon_sym_hopper = 40,
+  anon_sym_blackwell = 41,
+  anon_sym_blackwell_ultra = 42,
+  anon_sym_ada = 43,
+  anon_sym_cdna3 = 44,
+  anon_sym_cdna4 = 45,
+  anon_sym_flash = 46,
+  anon_sym_unfused = 47,
+  anon_sym_on = 48,
+  anon_sym_off = 49,
+  anon_sym_pretrain = 50,
+  anon_sym_sft = 51,
+  anon_sym_lora = 52,
+  anon_sym_linear_qkv = 53,
+  anon_sym_linear_proj = 54,
+  anon_sym_linear_fc1 = 55,
+  anon_sym_linear_fc2 = 56,
+  anon_sym_no_shard = 57,
+  anon_sym_optim = 58,
+  anon_sym_optim_grads = 59,
+  anon_sym_optim_grads_params = 60,
+  anon_sym_megatron = 61,
+  anon_sym_torch = 62,
+  anon_sym_fp32 = 63,
+  anon_sym_fp16 = 64,
+  anon_sym_W0001 = 65,
+  anon_sym_W0002 = 66,
+  anon_sym_W0003 = 67,
+  anon_sym_W0004 = 68,
+  anon_sym_W0005 = 69,
+  anon_sym_W0006 = 70,
+  anon_sym_W0007 = 71,
+  anon_sym_W0008 = 72,
+  anon_sym_W0009 = 73,
+  anon_sym_W0014 = 74,
+  sym_unit = 75,
+  sym_number = 76,
+  sym_string = 77,
+  sym_comment = 78,
+  sym_source_file = 79,
+  sym_use_declaration = 80,
+  sym_definition = 81,
+  sym_block = 82,
+  sym_item = 83,
+  sym__value = 84,
+  sym_list = 85,
+  sym_constant = 86,
+  sym_quantity = 87,
+  aux_sym_source_file_repeat1 = 88,
+  aux_sym_block_repeat1 = 89,
+  aux_sym_item_repeat1 = 90,
+  aux_sym_list_repeat1 = 91,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -142,6 +145,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_gpipe] = "gpipe",
   [anon_sym_1f1b] = "1f1b",
   [anon_sym_interleaved] = "interleaved",
+  [anon_sym_zb_h1] = "zb_h1",
+  [anon_sym_zb_h2] = "zb_h2",
   [anon_sym_none] = "none",
   [anon_sym_selective] = "selective",
   [anon_sym_full] = "full",
@@ -183,6 +188,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0007] = "W0007",
   [anon_sym_W0008] = "W0008",
   [anon_sym_W0009] = "W0009",
+  [anon_sym_W0014] = "W0014",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -234,6 +240,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_gpipe] = anon_sym_gpipe,
   [anon_sym_1f1b] = anon_sym_1f1b,
   [anon_sym_interleaved] = anon_sym_interleaved,
+  [anon_sym_zb_h1] = anon_sym_zb_h1,
+  [anon_sym_zb_h2] = anon_sym_zb_h2,
   [anon_sym_none] = anon_sym_none,
   [anon_sym_selective] = anon_sym_selective,
   [anon_sym_full] = anon_sym_full,
@@ -275,6 +283,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0007] = anon_sym_W0007,
   [anon_sym_W0008] = anon_sym_W0008,
   [anon_sym_W0009] = anon_sym_W0009,
+  [anon_sym_W0014] = anon_sym_W0014,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -416,6 +425,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_interleaved] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_zb_h1] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_zb_h2] = {
     .visible = true,
     .named = false,
   },
@@ -580,6 +597,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0009] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0014] = {
     .visible = true,
     .named = false,
   },
@@ -986,848 +1007,875 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         's', 16,
         't', 17,
         'u', 18,
+        'z', 19,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == '0') ADVANCE(19);
+      if (lookahead == '0') ADVANCE(20);
       END_STATE();
     case 2:
-      if (lookahead == 'd') ADVANCE(20);
-      if (lookahead == 'l') ADVANCE(21);
-      if (lookahead == 'm') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(21);
+      if (lookahead == 'l') ADVANCE(22);
+      if (lookahead == 'm') ADVANCE(23);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(23);
-      if (lookahead == 'l') ADVANCE(24);
+      if (lookahead == 'f') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(25);
-      if (lookahead == 'l') ADVANCE(26);
+      if (lookahead == 'd') ADVANCE(26);
+      if (lookahead == 'l') ADVANCE(27);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(27);
+      if (lookahead == 'i') ADVANCE(28);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(28);
-      if (lookahead == 'c') ADVANCE(29);
-      if (lookahead == 'l') ADVANCE(30);
-      if (lookahead == 'p') ADVANCE(31);
-      if (lookahead == 'u') ADVANCE(32);
+      if (lookahead == 'a') ADVANCE(29);
+      if (lookahead == 'c') ADVANCE(30);
+      if (lookahead == 'l') ADVANCE(31);
+      if (lookahead == 'p') ADVANCE(32);
+      if (lookahead == 'u') ADVANCE(33);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(33);
+      if (lookahead == 'p') ADVANCE(34);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(34);
-      if (lookahead == 'o') ADVANCE(35);
+      if (lookahead == 'a') ADVANCE(35);
+      if (lookahead == 'o') ADVANCE(36);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(36);
+      if (lookahead == 'n') ADVANCE(37);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(37);
-      if (lookahead == 'o') ADVANCE(38);
+      if (lookahead == 'i') ADVANCE(38);
+      if (lookahead == 'o') ADVANCE(39);
       END_STATE();
     case 11:
-      if (lookahead == 'e') ADVANCE(39);
-      if (lookahead == 'o') ADVANCE(40);
+      if (lookahead == 'e') ADVANCE(40);
+      if (lookahead == 'o') ADVANCE(41);
       END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(41);
-      if (lookahead == 'v') ADVANCE(42);
+      if (lookahead == 'o') ADVANCE(42);
+      if (lookahead == 'v') ADVANCE(43);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(43);
-      if (lookahead == 'n') ADVANCE(44);
-      if (lookahead == 'p') ADVANCE(45);
+      if (lookahead == 'f') ADVANCE(44);
+      if (lookahead == 'n') ADVANCE(45);
+      if (lookahead == 'p') ADVANCE(46);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(46);
-      if (lookahead == 'r') ADVANCE(47);
+      if (lookahead == 'l') ADVANCE(47);
+      if (lookahead == 'r') ADVANCE(48);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(48);
-      if (lookahead == 'i') ADVANCE(49);
+      if (lookahead == 'a') ADVANCE(49);
+      if (lookahead == 'i') ADVANCE(50);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(50);
-      if (lookahead == 'e') ADVANCE(51);
-      if (lookahead == 'f') ADVANCE(52);
-      if (lookahead == 'h') ADVANCE(53);
-      if (lookahead == 'w') ADVANCE(54);
+      if (lookahead == 'c') ADVANCE(51);
+      if (lookahead == 'e') ADVANCE(52);
+      if (lookahead == 'f') ADVANCE(53);
+      if (lookahead == 'h') ADVANCE(54);
+      if (lookahead == 'w') ADVANCE(55);
       END_STATE();
     case 17:
-      if (lookahead == 'o') ADVANCE(55);
-      if (lookahead == 'r') ADVANCE(56);
+      if (lookahead == 'o') ADVANCE(56);
+      if (lookahead == 'r') ADVANCE(57);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(57);
-      if (lookahead == 's') ADVANCE(58);
+      if (lookahead == 'n') ADVANCE(58);
+      if (lookahead == 's') ADVANCE(59);
       END_STATE();
     case 19:
-      if (lookahead == '0') ADVANCE(59);
+      if (lookahead == 'b') ADVANCE(60);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(60);
+      if (lookahead == '0') ADVANCE(61);
       END_STATE();
     case 21:
-      if (lookahead == 'g') ADVANCE(61);
+      if (lookahead == 'a') ADVANCE(62);
       END_STATE();
     case 22:
-      if (lookahead == 'p') ADVANCE(62);
+      if (lookahead == 'g') ADVANCE(63);
       END_STATE();
     case 23:
-      if (lookahead == '1') ADVANCE(63);
+      if (lookahead == 'p') ADVANCE(64);
       END_STATE();
     case 24:
-      if (lookahead == 'a') ADVANCE(64);
+      if (lookahead == '1') ADVANCE(65);
       END_STATE();
     case 25:
-      if (lookahead == 'n') ADVANCE(65);
+      if (lookahead == 'a') ADVANCE(66);
       END_STATE();
     case 26:
-      if (lookahead == 'u') ADVANCE(66);
+      if (lookahead == 'n') ADVANCE(67);
       END_STATE();
     case 27:
-      if (lookahead == 'm') ADVANCE(67);
-      if (lookahead == 'r') ADVANCE(68);
+      if (lookahead == 'u') ADVANCE(68);
       END_STATE();
     case 28:
-      if (lookahead == 't') ADVANCE(69);
+      if (lookahead == 'm') ADVANCE(69);
+      if (lookahead == 'r') ADVANCE(70);
       END_STATE();
     case 29:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 't') ADVANCE(71);
       END_STATE();
     case 30:
-      if (lookahead == 'a') ADVANCE(70);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 31:
-      if (lookahead == '1') ADVANCE(71);
-      if (lookahead == '3') ADVANCE(72);
-      if (lookahead == '4') ADVANCE(73);
-      if (lookahead == '8') ADVANCE(74);
+      if (lookahead == 'a') ADVANCE(72);
       END_STATE();
     case 32:
-      if (lookahead == 'l') ADVANCE(75);
+      if (lookahead == '1') ADVANCE(73);
+      if (lookahead == '3') ADVANCE(74);
+      if (lookahead == '4') ADVANCE(75);
+      if (lookahead == '8') ADVANCE(76);
       END_STATE();
     case 33:
-      if (lookahead == 'i') ADVANCE(76);
-      if (lookahead == 'u') ADVANCE(77);
+      if (lookahead == 'l') ADVANCE(77);
       END_STATE();
     case 34:
-      if (lookahead == 'l') ADVANCE(78);
+      if (lookahead == 'i') ADVANCE(78);
+      if (lookahead == 'u') ADVANCE(79);
       END_STATE();
     case 35:
-      if (lookahead == 'p') ADVANCE(79);
+      if (lookahead == 'l') ADVANCE(80);
       END_STATE();
     case 36:
-      if (lookahead == 'f') ADVANCE(80);
-      if (lookahead == 't') ADVANCE(81);
+      if (lookahead == 'p') ADVANCE(81);
       END_STATE();
     case 37:
-      if (lookahead == 'n') ADVANCE(82);
+      if (lookahead == 'f') ADVANCE(82);
+      if (lookahead == 't') ADVANCE(83);
       END_STATE();
     case 38:
-      if (lookahead == 'r') ADVANCE(83);
+      if (lookahead == 'n') ADVANCE(84);
       END_STATE();
     case 39:
-      if (lookahead == 'g') ADVANCE(84);
+      if (lookahead == 'r') ADVANCE(85);
       END_STATE();
     case 40:
-      if (lookahead == 'd') ADVANCE(85);
+      if (lookahead == 'g') ADVANCE(86);
       END_STATE();
     case 41:
-      if (lookahead == '_') ADVANCE(86);
-      if (lookahead == 'n') ADVANCE(87);
+      if (lookahead == 'd') ADVANCE(87);
       END_STATE();
     case 42:
-      if (lookahead == 's') ADVANCE(88);
+      if (lookahead == '_') ADVANCE(88);
+      if (lookahead == 'n') ADVANCE(89);
       END_STATE();
     case 43:
-      if (lookahead == 'f') ADVANCE(89);
+      if (lookahead == 's') ADVANCE(90);
       END_STATE();
     case 44:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'f') ADVANCE(91);
       END_STATE();
     case 45:
-      if (lookahead == 't') ADVANCE(90);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 46:
-      if (lookahead == 'a') ADVANCE(91);
+      if (lookahead == 't') ADVANCE(92);
       END_STATE();
     case 47:
-      if (lookahead == 'e') ADVANCE(92);
+      if (lookahead == 'a') ADVANCE(93);
       END_STATE();
     case 48:
-      if (lookahead == 'i') ADVANCE(93);
+      if (lookahead == 'e') ADVANCE(94);
       END_STATE();
     case 49:
-      if (lookahead == 'n') ADVANCE(94);
+      if (lookahead == 'i') ADVANCE(95);
       END_STATE();
     case 50:
-      if (lookahead == 'e') ADVANCE(95);
+      if (lookahead == 'n') ADVANCE(96);
       END_STATE();
     case 51:
-      if (lookahead == 'l') ADVANCE(96);
+      if (lookahead == 'e') ADVANCE(97);
       END_STATE();
     case 52:
-      if (lookahead == 't') ADVANCE(97);
+      if (lookahead == 'l') ADVANCE(98);
       END_STATE();
     case 53:
-      if (lookahead == 'a') ADVANCE(98);
+      if (lookahead == 't') ADVANCE(99);
       END_STATE();
     case 54:
-      if (lookahead == 'i') ADVANCE(99);
+      if (lookahead == 'a') ADVANCE(100);
       END_STATE();
     case 55:
-      if (lookahead == 'r') ADVANCE(100);
+      if (lookahead == 'i') ADVANCE(101);
       END_STATE();
     case 56:
-      if (lookahead == 'e') ADVANCE(101);
+      if (lookahead == 'r') ADVANCE(102);
       END_STATE();
     case 57:
-      if (lookahead == 'f') ADVANCE(102);
-      END_STATE();
-    case 58:
       if (lookahead == 'e') ADVANCE(103);
       END_STATE();
+    case 58:
+      if (lookahead == 'f') ADVANCE(104);
+      END_STATE();
     case 59:
-      if (lookahead == '0') ADVANCE(104);
+      if (lookahead == 'e') ADVANCE(105);
       END_STATE();
     case 60:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == '_') ADVANCE(106);
       END_STATE();
     case 61:
-      if (lookahead == 'o') ADVANCE(105);
+      if (lookahead == '0') ADVANCE(107);
+      if (lookahead == '1') ADVANCE(108);
       END_STATE();
     case 62:
-      if (lookahead == 'e') ADVANCE(106);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 63:
-      if (lookahead == '6') ADVANCE(107);
+      if (lookahead == 'o') ADVANCE(109);
       END_STATE();
     case 64:
-      if (lookahead == 'c') ADVANCE(108);
+      if (lookahead == 'e') ADVANCE(110);
       END_STATE();
     case 65:
-      if (lookahead == 'a') ADVANCE(109);
+      if (lookahead == '6') ADVANCE(111);
       END_STATE();
     case 66:
-      if (lookahead == 's') ADVANCE(110);
+      if (lookahead == 'c') ADVANCE(112);
       END_STATE();
     case 67:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'a') ADVANCE(113);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(111);
+      if (lookahead == 's') ADVANCE(114);
       END_STATE();
     case 69:
-      if (lookahead == '_') ADVANCE(112);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 70:
-      if (lookahead == 's') ADVANCE(113);
+      if (lookahead == 'e') ADVANCE(115);
       END_STATE();
     case 71:
-      if (lookahead == '6') ADVANCE(114);
+      if (lookahead == '_') ADVANCE(116);
       END_STATE();
     case 72:
-      if (lookahead == '2') ADVANCE(115);
+      if (lookahead == 's') ADVANCE(117);
       END_STATE();
     case 73:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      if (lookahead == '6') ADVANCE(118);
       END_STATE();
     case 74:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == '2') ADVANCE(119);
       END_STATE();
     case 75:
-      if (lookahead == 'l') ADVANCE(116);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 76:
-      if (lookahead == 'p') ADVANCE(117);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 77:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      if (lookahead == 'l') ADVANCE(120);
       END_STATE();
     case 78:
-      if (lookahead == 'v') ADVANCE(118);
+      if (lookahead == 'p') ADVANCE(121);
       END_STATE();
     case 79:
-      if (lookahead == 'p') ADVANCE(119);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 80:
-      if (lookahead == 'i') ADVANCE(120);
+      if (lookahead == 'v') ADVANCE(122);
       END_STATE();
     case 81:
-      if (lookahead == 'e') ADVANCE(121);
+      if (lookahead == 'p') ADVANCE(123);
       END_STATE();
     case 82:
-      if (lookahead == 'e') ADVANCE(122);
-      if (lookahead == 'k') ADVANCE(123);
+      if (lookahead == 'i') ADVANCE(124);
       END_STATE();
     case 83:
-      if (lookahead == 'a') ADVANCE(124);
+      if (lookahead == 'e') ADVANCE(125);
       END_STATE();
     case 84:
-      if (lookahead == 'a') ADVANCE(125);
+      if (lookahead == 'e') ADVANCE(126);
+      if (lookahead == 'k') ADVANCE(127);
       END_STATE();
     case 85:
-      if (lookahead == 'e') ADVANCE(126);
+      if (lookahead == 'a') ADVANCE(128);
       END_STATE();
     case 86:
-      if (lookahead == 's') ADVANCE(127);
+      if (lookahead == 'a') ADVANCE(129);
       END_STATE();
     case 87:
-      if (lookahead == 'e') ADVANCE(128);
+      if (lookahead == 'e') ADVANCE(130);
       END_STATE();
     case 88:
-      if (lookahead == 'w') ADVANCE(129);
+      if (lookahead == 's') ADVANCE(131);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(132);
       END_STATE();
     case 90:
-      if (lookahead == 'i') ADVANCE(130);
+      if (lookahead == 'w') ADVANCE(133);
       END_STATE();
     case 91:
-      if (lookahead == 'n') ADVANCE(131);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 92:
-      if (lookahead == 't') ADVANCE(132);
+      if (lookahead == 'i') ADVANCE(134);
       END_STATE();
     case 93:
-      if (lookahead == 'l') ADVANCE(133);
-      END_STATE();
-    case 94:
-      if (lookahead == 'g') ADVANCE(134);
-      END_STATE();
-    case 95:
       if (lookahead == 'n') ADVANCE(135);
       END_STATE();
+    case 94:
+      if (lookahead == 't') ADVANCE(136);
+      END_STATE();
+    case 95:
+      if (lookahead == 'l') ADVANCE(137);
+      END_STATE();
     case 96:
-      if (lookahead == 'e') ADVANCE(136);
+      if (lookahead == 'g') ADVANCE(138);
       END_STATE();
     case 97:
-      ACCEPT_TOKEN(anon_sym_sft);
+      if (lookahead == 'n') ADVANCE(139);
       END_STATE();
     case 98:
-      if (lookahead == 'r') ADVANCE(137);
-      END_STATE();
-    case 99:
-      if (lookahead == 't') ADVANCE(138);
-      END_STATE();
-    case 100:
-      if (lookahead == 'c') ADVANCE(139);
-      END_STATE();
-    case 101:
       if (lookahead == 'e') ADVANCE(140);
       END_STATE();
+    case 99:
+      ACCEPT_TOKEN(anon_sym_sft);
+      END_STATE();
+    case 100:
+      if (lookahead == 'r') ADVANCE(141);
+      END_STATE();
+    case 101:
+      if (lookahead == 't') ADVANCE(142);
+      END_STATE();
     case 102:
-      if (lookahead == 'u') ADVANCE(141);
+      if (lookahead == 'c') ADVANCE(143);
       END_STATE();
     case 103:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'e') ADVANCE(144);
       END_STATE();
     case 104:
-      ADVANCE_MAP(
-        '1', 142,
-        '2', 143,
-        '3', 144,
-        '4', 145,
-        '5', 146,
-        '6', 147,
-        '7', 148,
-        '8', 149,
-        '9', 150,
-      );
+      if (lookahead == 'u') ADVANCE(145);
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_algo);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 106:
-      if (lookahead == 'r') ADVANCE(151);
+      if (lookahead == 'h') ADVANCE(146);
       END_STATE();
     case 107:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      ADVANCE_MAP(
+        '1', 147,
+        '2', 148,
+        '3', 149,
+        '4', 150,
+        '5', 151,
+        '6', 152,
+        '7', 153,
+        '8', 154,
+        '9', 155,
+      );
       END_STATE();
     case 108:
-      if (lookahead == 'k') ADVANCE(152);
+      if (lookahead == '4') ADVANCE(156);
       END_STATE();
     case 109:
-      if (lookahead == '3') ADVANCE(153);
-      if (lookahead == '4') ADVANCE(154);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 110:
-      if (lookahead == 't') ADVANCE(155);
+      if (lookahead == 'r') ADVANCE(157);
       END_STATE();
     case 111:
-      if (lookahead == 'c') ADVANCE(156);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 112:
-      if (lookahead == 't') ADVANCE(157);
+      if (lookahead == 'k') ADVANCE(158);
       END_STATE();
     case 113:
-      if (lookahead == 'h') ADVANCE(158);
+      if (lookahead == '3') ADVANCE(159);
+      if (lookahead == '4') ADVANCE(160);
       END_STATE();
     case 114:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == 't') ADVANCE(161);
       END_STATE();
     case 115:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      if (lookahead == 'c') ADVANCE(162);
       END_STATE();
     case 116:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 't') ADVANCE(163);
       END_STATE();
     case 117:
-      if (lookahead == 'e') ADVANCE(159);
+      if (lookahead == 'h') ADVANCE(164);
       END_STATE();
     case 118:
-      if (lookahead == 'i') ADVANCE(160);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 119:
-      if (lookahead == 'e') ADVANCE(161);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 120:
-      if (lookahead == 'n') ADVANCE(162);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 121:
-      if (lookahead == 'r') ADVANCE(163);
+      if (lookahead == 'e') ADVANCE(165);
       END_STATE();
     case 122:
-      if (lookahead == 'a') ADVANCE(164);
+      if (lookahead == 'i') ADVANCE(166);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'e') ADVANCE(167);
       END_STATE();
     case 124:
-      ACCEPT_TOKEN(anon_sym_lora);
+      if (lookahead == 'n') ADVANCE(168);
       END_STATE();
     case 125:
-      if (lookahead == 't') ADVANCE(165);
+      if (lookahead == 'r') ADVANCE(169);
       END_STATE();
     case 126:
-      if (lookahead == 'l') ADVANCE(166);
+      if (lookahead == 'a') ADVANCE(170);
       END_STATE();
     case 127:
-      if (lookahead == 'h') ADVANCE(167);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 128:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 129:
-      if (lookahead == 'i') ADVANCE(168);
+      if (lookahead == 't') ADVANCE(171);
       END_STATE();
     case 130:
-      if (lookahead == 'm') ADVANCE(169);
+      if (lookahead == 'l') ADVANCE(172);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'h') ADVANCE(173);
       END_STATE();
     case 132:
-      if (lookahead == 'r') ADVANCE(170);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 133:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'i') ADVANCE(174);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == 'm') ADVANCE(175);
       END_STATE();
     case 135:
-      if (lookahead == 'a') ADVANCE(171);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 136:
-      if (lookahead == 'c') ADVANCE(172);
+      if (lookahead == 'r') ADVANCE(176);
       END_STATE();
     case 137:
-      if (lookahead == 'p') ADVANCE(173);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 138:
-      if (lookahead == 'c') ADVANCE(174);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 139:
-      if (lookahead == 'h') ADVANCE(175);
+      if (lookahead == 'a') ADVANCE(177);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'c') ADVANCE(178);
       END_STATE();
     case 141:
-      if (lookahead == 's') ADVANCE(176);
+      if (lookahead == 'p') ADVANCE(179);
       END_STATE();
     case 142:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == 'c') ADVANCE(180);
       END_STATE();
     case 143:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      if (lookahead == 'h') ADVANCE(181);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 145:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      if (lookahead == 's') ADVANCE(182);
       END_STATE();
     case 146:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      if (lookahead == '1') ADVANCE(183);
+      if (lookahead == '2') ADVANCE(184);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 148:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 151:
-      if (lookahead == 'e') ADVANCE(177);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 152:
-      if (lookahead == 'w') ADVANCE(178);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 155:
-      if (lookahead == 'e') ADVANCE(179);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 156:
-      if (lookahead == 't') ADVANCE(180);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 157:
-      if (lookahead == 'r') ADVANCE(181);
+      if (lookahead == 'e') ADVANCE(185);
       END_STATE();
     case 158:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'w') ADVANCE(186);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 160:
-      if (lookahead == 'n') ADVANCE(182);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 161:
-      if (lookahead == 'r') ADVANCE(183);
+      if (lookahead == 'e') ADVANCE(187);
       END_STATE();
     case 162:
-      if (lookahead == 'i') ADVANCE(184);
+      if (lookahead == 't') ADVANCE(188);
       END_STATE();
     case 163:
-      if (lookahead == 'l') ADVANCE(185);
+      if (lookahead == 'r') ADVANCE(189);
       END_STATE();
     case 164:
-      if (lookahead == 'r') ADVANCE(186);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 165:
-      if (lookahead == 'r') ADVANCE(187);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 166:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'n') ADVANCE(190);
       END_STATE();
     case 167:
-      if (lookahead == 'a') ADVANCE(188);
+      if (lookahead == 'r') ADVANCE(191);
       END_STATE();
     case 168:
-      if (lookahead == 't') ADVANCE(189);
+      if (lookahead == 'i') ADVANCE(192);
       END_STATE();
     case 169:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(190);
+      if (lookahead == 'l') ADVANCE(193);
       END_STATE();
     case 170:
-      if (lookahead == 'a') ADVANCE(191);
+      if (lookahead == 'r') ADVANCE(194);
       END_STATE();
     case 171:
-      if (lookahead == 'r') ADVANCE(192);
+      if (lookahead == 'r') ADVANCE(195);
       END_STATE();
     case 172:
-      if (lookahead == 't') ADVANCE(193);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 173:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'a') ADVANCE(196);
       END_STATE();
     case 174:
-      if (lookahead == 'h') ADVANCE(194);
+      if (lookahead == 't') ADVANCE(197);
       END_STATE();
     case 175:
-      ACCEPT_TOKEN(anon_sym_torch);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(198);
       END_STATE();
     case 176:
-      if (lookahead == 'e') ADVANCE(195);
+      if (lookahead == 'a') ADVANCE(199);
       END_STATE();
     case 177:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      if (lookahead == 'r') ADVANCE(200);
       END_STATE();
     case 178:
-      if (lookahead == 'e') ADVANCE(196);
+      if (lookahead == 't') ADVANCE(201);
       END_STATE();
     case 179:
-      if (lookahead == 'r') ADVANCE(197);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 180:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'h') ADVANCE(202);
       END_STATE();
     case 181:
-      if (lookahead == 'e') ADVANCE(198);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 182:
-      if (lookahead == 'g') ADVANCE(199);
+      if (lookahead == 'e') ADVANCE(203);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 184:
-      if (lookahead == 'b') ADVANCE(200);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 185:
-      if (lookahead == 'e') ADVANCE(201);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 186:
-      if (lookahead == '_') ADVANCE(202);
+      if (lookahead == 'e') ADVANCE(204);
       END_STATE();
     case 187:
-      if (lookahead == 'o') ADVANCE(203);
+      if (lookahead == 'r') ADVANCE(205);
       END_STATE();
     case 188:
-      if (lookahead == 'r') ADVANCE(204);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 189:
-      if (lookahead == 'c') ADVANCE(205);
+      if (lookahead == 'e') ADVANCE(206);
       END_STATE();
     case 190:
-      if (lookahead == 'g') ADVANCE(206);
+      if (lookahead == 'g') ADVANCE(207);
       END_STATE();
     case 191:
-      if (lookahead == 'i') ADVANCE(207);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 192:
-      if (lookahead == 'i') ADVANCE(208);
+      if (lookahead == 'b') ADVANCE(208);
       END_STATE();
     case 193:
-      if (lookahead == 'i') ADVANCE(209);
+      if (lookahead == 'e') ADVANCE(209);
       END_STATE();
     case 194:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == '_') ADVANCE(210);
       END_STATE();
     case 195:
-      if (lookahead == 'd') ADVANCE(210);
+      if (lookahead == 'o') ADVANCE(211);
       END_STATE();
     case 196:
-      if (lookahead == 'l') ADVANCE(211);
+      if (lookahead == 'r') ADVANCE(212);
       END_STATE();
     case 197:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'c') ADVANCE(213);
       END_STATE();
     case 198:
-      if (lookahead == 'e') ADVANCE(212);
+      if (lookahead == 'g') ADVANCE(214);
       END_STATE();
     case 199:
-      if (lookahead == '_') ADVANCE(213);
+      if (lookahead == 'i') ADVANCE(215);
       END_STATE();
     case 200:
-      if (lookahead == 'a') ADVANCE(214);
+      if (lookahead == 'i') ADVANCE(216);
       END_STATE();
     case 201:
-      if (lookahead == 'a') ADVANCE(215);
+      if (lookahead == 'i') ADVANCE(217);
       END_STATE();
     case 202:
-      if (lookahead == 'f') ADVANCE(216);
-      if (lookahead == 'p') ADVANCE(217);
-      if (lookahead == 'q') ADVANCE(218);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 203:
-      if (lookahead == 'n') ADVANCE(219);
+      if (lookahead == 'd') ADVANCE(218);
       END_STATE();
     case 204:
-      if (lookahead == 'd') ADVANCE(220);
+      if (lookahead == 'l') ADVANCE(219);
       END_STATE();
     case 205:
-      if (lookahead == 'h') ADVANCE(221);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 206:
-      if (lookahead == 'r') ADVANCE(222);
+      if (lookahead == 'e') ADVANCE(220);
       END_STATE();
     case 207:
-      if (lookahead == 'n') ADVANCE(223);
+      if (lookahead == '_') ADVANCE(221);
       END_STATE();
     case 208:
-      if (lookahead == 'o') ADVANCE(224);
+      if (lookahead == 'a') ADVANCE(222);
       END_STATE();
     case 209:
-      if (lookahead == 'v') ADVANCE(225);
+      if (lookahead == 'a') ADVANCE(223);
       END_STATE();
     case 210:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'f') ADVANCE(224);
+      if (lookahead == 'p') ADVANCE(225);
+      if (lookahead == 'q') ADVANCE(226);
       END_STATE();
     case 211:
-      if (lookahead == 'l') ADVANCE(226);
+      if (lookahead == 'n') ADVANCE(227);
       END_STATE();
     case 212:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'd') ADVANCE(228);
       END_STATE();
     case 213:
-      if (lookahead == 'd') ADVANCE(227);
+      if (lookahead == 'h') ADVANCE(229);
       END_STATE();
     case 214:
-      if (lookahead == 'n') ADVANCE(228);
+      if (lookahead == 'r') ADVANCE(230);
       END_STATE();
     case 215:
-      if (lookahead == 'v') ADVANCE(229);
+      if (lookahead == 'n') ADVANCE(231);
       END_STATE();
     case 216:
-      if (lookahead == 'c') ADVANCE(230);
+      if (lookahead == 'o') ADVANCE(232);
       END_STATE();
     case 217:
-      if (lookahead == 'r') ADVANCE(231);
+      if (lookahead == 'v') ADVANCE(233);
       END_STATE();
     case 218:
-      if (lookahead == 'k') ADVANCE(232);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 219:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'l') ADVANCE(234);
       END_STATE();
     case 220:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 221:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'd') ADVANCE(235);
       END_STATE();
     case 222:
-      if (lookahead == 'a') ADVANCE(233);
+      if (lookahead == 'n') ADVANCE(236);
       END_STATE();
     case 223:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'v') ADVANCE(237);
       END_STATE();
     case 224:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'c') ADVANCE(238);
       END_STATE();
     case 225:
-      if (lookahead == 'e') ADVANCE(234);
+      if (lookahead == 'r') ADVANCE(239);
       END_STATE();
     case 226:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(235);
+      if (lookahead == 'k') ADVANCE(240);
       END_STATE();
     case 227:
-      if (lookahead == 'o') ADVANCE(236);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 228:
-      if (lookahead == 'd') ADVANCE(237);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 229:
-      if (lookahead == 'e') ADVANCE(238);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 230:
-      if (lookahead == '1') ADVANCE(239);
-      if (lookahead == '2') ADVANCE(240);
+      if (lookahead == 'a') ADVANCE(241);
       END_STATE();
     case 231:
-      if (lookahead == 'o') ADVANCE(241);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 232:
-      if (lookahead == 'v') ADVANCE(242);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 233:
-      if (lookahead == 'd') ADVANCE(243);
+      if (lookahead == 'e') ADVANCE(242);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_selective);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(243);
       END_STATE();
     case 235:
-      if (lookahead == 'u') ADVANCE(244);
+      if (lookahead == 'o') ADVANCE(244);
       END_STATE();
     case 236:
-      if (lookahead == 'u') ADVANCE(245);
+      if (lookahead == 'd') ADVANCE(245);
       END_STATE();
     case 237:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'e') ADVANCE(246);
       END_STATE();
     case 238:
-      if (lookahead == 'd') ADVANCE(246);
+      if (lookahead == '1') ADVANCE(247);
+      if (lookahead == '2') ADVANCE(248);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'o') ADVANCE(249);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      if (lookahead == 'v') ADVANCE(250);
       END_STATE();
     case 241:
-      if (lookahead == 'j') ADVANCE(247);
+      if (lookahead == 'd') ADVANCE(251);
       END_STATE();
     case 242:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 243:
-      if (lookahead == 's') ADVANCE(248);
+      if (lookahead == 'u') ADVANCE(252);
       END_STATE();
     case 244:
-      if (lookahead == 'l') ADVANCE(249);
+      if (lookahead == 'u') ADVANCE(253);
       END_STATE();
     case 245:
-      if (lookahead == 'b') ADVANCE(250);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 246:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'd') ADVANCE(254);
       END_STATE();
     case 247:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 248:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(251);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 249:
-      if (lookahead == 't') ADVANCE(252);
+      if (lookahead == 'j') ADVANCE(255);
       END_STATE();
     case 250:
-      if (lookahead == 'l') ADVANCE(253);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 251:
-      if (lookahead == 'p') ADVANCE(254);
+      if (lookahead == 's') ADVANCE(256);
       END_STATE();
     case 252:
-      if (lookahead == 'r') ADVANCE(255);
+      if (lookahead == 'l') ADVANCE(257);
       END_STATE();
     case 253:
-      if (lookahead == 'i') ADVANCE(256);
+      if (lookahead == 'b') ADVANCE(258);
       END_STATE();
     case 254:
-      if (lookahead == 'a') ADVANCE(257);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 255:
-      if (lookahead == 'a') ADVANCE(258);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 256:
-      if (lookahead == 'n') ADVANCE(259);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(259);
       END_STATE();
     case 257:
-      if (lookahead == 'r') ADVANCE(260);
+      if (lookahead == 't') ADVANCE(260);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'l') ADVANCE(261);
       END_STATE();
     case 259:
-      if (lookahead == 'g') ADVANCE(261);
+      if (lookahead == 'p') ADVANCE(262);
       END_STATE();
     case 260:
-      if (lookahead == 'a') ADVANCE(262);
+      if (lookahead == 'r') ADVANCE(263);
       END_STATE();
     case 261:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'i') ADVANCE(264);
       END_STATE();
     case 262:
-      if (lookahead == 'm') ADVANCE(263);
+      if (lookahead == 'a') ADVANCE(265);
       END_STATE();
     case 263:
-      if (lookahead == 's') ADVANCE(264);
+      if (lookahead == 'a') ADVANCE(266);
       END_STATE();
     case 264:
+      if (lookahead == 'n') ADVANCE(267);
+      END_STATE();
+    case 265:
+      if (lookahead == 'r') ADVANCE(268);
+      END_STATE();
+    case 266:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 267:
+      if (lookahead == 'g') ADVANCE(269);
+      END_STATE();
+    case 268:
+      if (lookahead == 'a') ADVANCE(270);
+      END_STATE();
+    case 269:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 270:
+      if (lookahead == 'm') ADVANCE(271);
+      END_STATE();
+    case 271:
+      if (lookahead == 's') ADVANCE(272);
+      END_STATE();
+    case 272:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -1909,6 +1957,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(1),
     [anon_sym_1f1b] = ACTIONS(1),
     [anon_sym_interleaved] = ACTIONS(1),
+    [anon_sym_zb_h1] = ACTIONS(1),
+    [anon_sym_zb_h2] = ACTIONS(1),
     [anon_sym_none] = ACTIONS(1),
     [anon_sym_selective] = ACTIONS(1),
     [anon_sym_full] = ACTIONS(1),
@@ -1950,6 +2000,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(1),
     [anon_sym_W0008] = ACTIONS(1),
     [anon_sym_W0009] = ACTIONS(1),
+    [anon_sym_W0014] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -2003,6 +2054,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2044,6 +2097,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2081,6 +2135,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2122,6 +2178,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2159,6 +2216,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2200,6 +2259,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2237,6 +2297,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2278,6 +2340,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2315,6 +2378,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(49),
     [anon_sym_1f1b] = ACTIONS(52),
     [anon_sym_interleaved] = ACTIONS(49),
+    [anon_sym_zb_h1] = ACTIONS(49),
+    [anon_sym_zb_h2] = ACTIONS(49),
     [anon_sym_none] = ACTIONS(49),
     [anon_sym_selective] = ACTIONS(49),
     [anon_sym_full] = ACTIONS(49),
@@ -2356,6 +2421,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(49),
     [anon_sym_W0008] = ACTIONS(49),
     [anon_sym_W0009] = ACTIONS(49),
+    [anon_sym_W0014] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -2393,6 +2459,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2434,6 +2502,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2471,6 +2540,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2512,6 +2583,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2547,6 +2619,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(67),
     [anon_sym_1f1b] = ACTIONS(65),
     [anon_sym_interleaved] = ACTIONS(67),
+    [anon_sym_zb_h1] = ACTIONS(67),
+    [anon_sym_zb_h2] = ACTIONS(67),
     [anon_sym_none] = ACTIONS(67),
     [anon_sym_selective] = ACTIONS(67),
     [anon_sym_full] = ACTIONS(67),
@@ -2588,6 +2662,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(67),
     [anon_sym_W0008] = ACTIONS(67),
     [anon_sym_W0009] = ACTIONS(67),
+    [anon_sym_W0014] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2623,6 +2698,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(71),
     [anon_sym_1f1b] = ACTIONS(69),
     [anon_sym_interleaved] = ACTIONS(71),
+    [anon_sym_zb_h1] = ACTIONS(71),
+    [anon_sym_zb_h2] = ACTIONS(71),
     [anon_sym_none] = ACTIONS(71),
     [anon_sym_selective] = ACTIONS(71),
     [anon_sym_full] = ACTIONS(71),
@@ -2664,6 +2741,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(71),
     [anon_sym_W0008] = ACTIONS(71),
     [anon_sym_W0009] = ACTIONS(71),
+    [anon_sym_W0014] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2696,6 +2774,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(73),
     [anon_sym_1f1b] = ACTIONS(75),
     [anon_sym_interleaved] = ACTIONS(73),
+    [anon_sym_zb_h1] = ACTIONS(73),
+    [anon_sym_zb_h2] = ACTIONS(73),
     [anon_sym_none] = ACTIONS(73),
     [anon_sym_selective] = ACTIONS(73),
     [anon_sym_full] = ACTIONS(73),
@@ -2737,6 +2817,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(73),
     [anon_sym_W0008] = ACTIONS(73),
     [anon_sym_W0009] = ACTIONS(73),
+    [anon_sym_W0014] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -2770,6 +2851,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(79),
     [anon_sym_1f1b] = ACTIONS(81),
     [anon_sym_interleaved] = ACTIONS(79),
+    [anon_sym_zb_h1] = ACTIONS(79),
+    [anon_sym_zb_h2] = ACTIONS(79),
     [anon_sym_none] = ACTIONS(79),
     [anon_sym_selective] = ACTIONS(79),
     [anon_sym_full] = ACTIONS(79),
@@ -2811,6 +2894,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(79),
     [anon_sym_W0008] = ACTIONS(79),
     [anon_sym_W0009] = ACTIONS(79),
+    [anon_sym_W0014] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -2843,6 +2927,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(83),
     [anon_sym_1f1b] = ACTIONS(85),
     [anon_sym_interleaved] = ACTIONS(83),
+    [anon_sym_zb_h1] = ACTIONS(83),
+    [anon_sym_zb_h2] = ACTIONS(83),
     [anon_sym_none] = ACTIONS(83),
     [anon_sym_selective] = ACTIONS(83),
     [anon_sym_full] = ACTIONS(83),
@@ -2884,6 +2970,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(83),
     [anon_sym_W0008] = ACTIONS(83),
     [anon_sym_W0009] = ACTIONS(83),
+    [anon_sym_W0014] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -2916,6 +3003,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(87),
     [anon_sym_1f1b] = ACTIONS(89),
     [anon_sym_interleaved] = ACTIONS(87),
+    [anon_sym_zb_h1] = ACTIONS(87),
+    [anon_sym_zb_h2] = ACTIONS(87),
     [anon_sym_none] = ACTIONS(87),
     [anon_sym_selective] = ACTIONS(87),
     [anon_sym_full] = ACTIONS(87),
@@ -2957,6 +3046,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(87),
     [anon_sym_W0008] = ACTIONS(87),
     [anon_sym_W0009] = ACTIONS(87),
+    [anon_sym_W0014] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -2989,6 +3079,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(91),
     [anon_sym_1f1b] = ACTIONS(93),
     [anon_sym_interleaved] = ACTIONS(91),
+    [anon_sym_zb_h1] = ACTIONS(91),
+    [anon_sym_zb_h2] = ACTIONS(91),
     [anon_sym_none] = ACTIONS(91),
     [anon_sym_selective] = ACTIONS(91),
     [anon_sym_full] = ACTIONS(91),
@@ -3030,6 +3122,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(91),
     [anon_sym_W0008] = ACTIONS(91),
     [anon_sym_W0009] = ACTIONS(91),
+    [anon_sym_W0014] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -3061,6 +3154,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(95),
     [anon_sym_1f1b] = ACTIONS(97),
     [anon_sym_interleaved] = ACTIONS(95),
+    [anon_sym_zb_h1] = ACTIONS(95),
+    [anon_sym_zb_h2] = ACTIONS(95),
     [anon_sym_none] = ACTIONS(95),
     [anon_sym_selective] = ACTIONS(95),
     [anon_sym_full] = ACTIONS(95),
@@ -3102,6 +3197,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(95),
     [anon_sym_W0008] = ACTIONS(95),
     [anon_sym_W0009] = ACTIONS(95),
+    [anon_sym_W0014] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -3128,6 +3224,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3169,6 +3267,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -3195,6 +3294,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(23),
     [anon_sym_1f1b] = ACTIONS(25),
     [anon_sym_interleaved] = ACTIONS(23),
+    [anon_sym_zb_h1] = ACTIONS(23),
+    [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3236,6 +3337,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -3262,6 +3364,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_gpipe] = ACTIONS(122),
     [anon_sym_1f1b] = ACTIONS(125),
     [anon_sym_interleaved] = ACTIONS(122),
+    [anon_sym_zb_h1] = ACTIONS(122),
+    [anon_sym_zb_h2] = ACTIONS(122),
     [anon_sym_none] = ACTIONS(122),
     [anon_sym_selective] = ACTIONS(122),
     [anon_sym_full] = ACTIONS(122),
@@ -3303,6 +3407,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(122),
     [anon_sym_W0008] = ACTIONS(122),
     [anon_sym_W0009] = ACTIONS(122),
+    [anon_sym_W0014] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

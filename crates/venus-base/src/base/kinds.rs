@@ -81,6 +81,11 @@ pub enum ScheduleKind {
     Gpipe,
     OneFOneB,
     Interleaved,
+    /// Zero-bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B's warmup, the weight gradient of each
+    /// backward deferred by the stage index.
+    ZbH1,
+    /// Zero-bubble ZB-H2: twice the warmup forwards, every W after its B once the pipe is full.
+    ZbH2,
 }
 
 impl ScheduleKind {
@@ -89,7 +94,15 @@ impl ScheduleKind {
             ScheduleKind::Gpipe => "gpipe",
             ScheduleKind::OneFOneB => "1f1b",
             ScheduleKind::Interleaved => "interleaved",
+            ScheduleKind::ZbH1 => "zb_h1",
+            ScheduleKind::ZbH2 => "zb_h2",
         }
+    }
+
+    /// The zero-bubble schedules, which run each backward as B (input gradient) and W
+    /// (weight gradient).
+    pub fn is_zero_bubble(self) -> bool {
+        matches!(self, ScheduleKind::ZbH1 | ScheduleKind::ZbH2)
     }
 }
 

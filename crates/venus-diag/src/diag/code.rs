@@ -67,6 +67,9 @@ codes! {
     E0319 Error "LoRA keys without `task lora`";
     E0320 Error "an FSDP implementation Megatron-LM rejects for the plan";
     E0321 Error "precision-aware optimizer dtypes without the distributed optimizer";
+    E0325 Error "a zero-bubble schedule needs pipeline parallelism";
+    E0326 Error "a zero-bubble schedule with a feature its reference does not support";
+    E0327 Error "a zero-bubble schedule with too few microbatches for its warmup";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -94,6 +97,7 @@ codes! {
     W0007 Warning "GPU arch without a compute-model calibration";
     W0008 Warning "`gpus` spread evenly takes more NVLink domains than it needs";
     W0009 Warning "GPU memory written in decimal bytes";
+    W0014 Warning "a zero-bubble schedule below the microbatch count its reference asserts";
 }
 
 impl Code {

@@ -693,6 +693,8 @@ impl<'r, 'a> Checker<'r, 'a> {
             let k = match w.value {
                 "gpipe" => ScheduleKind::Gpipe,
                 "interleaved" => ScheduleKind::Interleaved,
+                "zb_h1" => ScheduleKind::ZbH1,
+                "zb_h2" => ScheduleKind::ZbH2,
                 _ => ScheduleKind::OneFOneB,
             };
             Spanned::new(k, w.loc)

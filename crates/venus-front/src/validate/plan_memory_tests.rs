@@ -450,3 +450,30 @@ fn gradient_and_optimizer_dtypes_set_the_bytes_per_parameter() {
     assert_eq!(s.gradients, Bytes(2 * params));
     assert_eq!(s.optimizer, Bytes(8 * params / 2));
 }
+
+#[test]
+fn zero_bubble_activations_keep_1f1bs_peak_for_h1_and_about_twice_for_h2() {
+    // pp 4, 8 microbatches, 8 layers: a microbatch is held from its F until its W.
+    // ZB-H1 holds pp = 4 on every stage, 1F1B's stage 0; ZB-H2 holds 2·pp − 1 = 7.
+    let m = gpt(64, 4, 8, 128, 16);
+    let at = |k, stage| one_stage(&m, &plan(4, 1, 8, Some(k), 8), stage).activations;
+    let one = [0, 1, 2, 3].map(|s| at(ScheduleKind::OneFOneB, s));
+    let h1 = [0, 1, 2, 3].map(|s| at(ScheduleKind::ZbH1, s));
+    let h2 = [0, 1, 2, 3].map(|s| at(ScheduleKind::ZbH2, s));
+    let sh = shape(16, 1, 1, false, Recompute::None);
+    let layer = layer_activation_bytes(&m, &sh);
+    let emb = embedding_activation_bytes(&m, &sh);
+    let out = output_activation_bytes(&m, &sh, 128);
+    // The first stage is 1F1B's peak exactly; the later stages rise to it (the last stage
+    // also keeps pp microbatches of its output layer, whose W reads them, instead of one).
+    assert_eq!(h1[0], one[0]);
+    assert_eq!(one[3], Bytes((2 * layer + out) as u64));
+    assert_eq!(h1[3], Bytes((4 * (2 * layer + out)) as u64));
+    // Stage 1: 2 layers × in-flight microbatches.
+    assert_eq!(h1[1], Bytes((4 * 2 * layer) as u64));
+    assert_eq!(h2[1], Bytes((7 * 2 * layer) as u64));
+    assert_eq!(h2[0], Bytes((7 * (2 * layer + emb)) as u64));
+    let plans = [ScheduleKind::ZbH1, ScheduleKind::ZbH2].map(|k| plan(4, 1, 8, Some(k), 8));
+    assert_eq!([0, 1, 2, 3].map(|r| in_flight(&plans[0], r).0), [4; 4]);
+    assert_eq!([0, 1, 2, 3].map(|r| in_flight(&plans[1], r).0), [7; 4]);
+}

@@ -206,6 +206,14 @@ pub enum PlanProblem {
     TorchFsdpUnsupported(TorchFsdpUnsupported),
     /// E0321: precision-aware optimizer dtypes without the distributed optimizer.
     OptimizerDtypeWithoutSharding(OptimizerDtypeWithoutSharding),
+    /// E0325: a zero-bubble schedule with pp 1.
+    ZeroBubbleNeedsPipeline(ZeroBubbleProblem),
+    /// E0326: a zero-bubble schedule with a feature its reference runtime does not support.
+    ZeroBubbleUnsupported(ZeroBubbleUnsupported),
+    /// E0327: fewer microbatches than a zero-bubble schedule's warmup.
+    ZeroBubbleMicrobatches(ZeroBubbleMicrobatches),
+    /// W0014: fewer microbatches than the 2·pp the reference hand schedule asserts.
+    ZeroBubbleBelowAssert(ZeroBubbleMicrobatches),
 }
 
 impl PlanProblem {
@@ -238,6 +246,10 @@ impl PlanProblem {
             PlanProblem::LoraWithoutTask(p) => p.render(),
             PlanProblem::TorchFsdpUnsupported(p) => p.render(),
             PlanProblem::OptimizerDtypeWithoutSharding(p) => p.render(),
+            PlanProblem::ZeroBubbleNeedsPipeline(p) => p.render(),
+            PlanProblem::ZeroBubbleUnsupported(p) => p.render(),
+            PlanProblem::ZeroBubbleMicrobatches(p) => p.render(Code::E0327),
+            PlanProblem::ZeroBubbleBelowAssert(p) => p.render(Code::W0014),
         }
     }
 }
@@ -1946,5 +1958,159 @@ impl OptimizerDtypeWithoutSharding {
             d = d.with_secondary(off, "distributed_optimizer off");
         }
         d.with_help("add `distributed_optimizer` to the plan (it shards the lower-precision state)")
+    }
+}
+
+// -------------------------------------------------------------------------- E0325-E0327, W0014
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZeroBubbleProblem {
+    pub schedule: ScheduleKind,
+    pub loc: Loc,
+    /// The written `pp 1`, if any.
+    pub pp_loc: Option<Loc>,
+}
+
+impl ZeroBubbleProblem {
+    fn render(self) -> Diagnostic {
+        let word = self.schedule.word();
+        let d = Diagnostic::new(
+            Code::E0325,
+            format!("`schedule {word}` needs pipeline parallelism but pp is 1"),
+            self.loc,
+            format!("schedule {word}"),
+        )
+        .with_note(
+            "a zero-bubble schedule fills the pipeline's bubble with deferred weight gradients; \
+             with one stage there is no bubble to fill",
+        )
+        .with_help(format!("remove `schedule {word}`"));
+        match self.pp_loc {
+            Some(l) => d.with_secondary(l, "pp 1"),
+            None => d,
+        }
+    }
+}
+
+/// A plan feature the zero-bubble runtime of the reference does not run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZeroBubbleFeature {
+    /// Model chunks (the hand schedules run one chunk per stage).
+    Vpp(u64),
+    /// `overlap_grad_reduce` with the distributed optimizer.
+    OverlapGradReduce,
+    /// `overlap_param_gather` with the distributed optimizer.
+    OverlapParamGather,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZeroBubbleUnsupported {
+    pub schedule: ScheduleKind,
+    pub loc: Loc,
+    pub feature: ZeroBubbleFeature,
+    pub feature_loc: Loc,
+    /// The written `distributed_optimizer`, for the overlap flags.
+    pub distributed_optimizer: Option<Loc>,
+}
+
+impl ZeroBubbleUnsupported {
+    fn render(self) -> Diagnostic {
+        let word = self.schedule.word();
+        let (message, label, help) = match self.feature {
+            ZeroBubbleFeature::Vpp(v) => (
+                format!("`schedule {word}` runs one model chunk per stage, but vpp is {v}"),
+                format!("vpp {v}"),
+                format!("remove `vpp {v}`"),
+            ),
+            ZeroBubbleFeature::OverlapGradReduce => (
+                format!(
+                    "`schedule {word}` does not support `overlap_grad_reduce` with the distributed optimizer"
+                ),
+                "overlap_grad_reduce".to_string(),
+                "remove `overlap_grad_reduce`".to_string(),
+            ),
+            ZeroBubbleFeature::OverlapParamGather => (
+                format!(
+                    "`schedule {word}` does not support `overlap_param_gather` with the distributed optimizer"
+                ),
+                "overlap_param_gather".to_string(),
+                "remove `overlap_param_gather`".to_string(),
+            ),
+        };
+        let d = Diagnostic::new(Code::E0326, message, self.feature_loc, label)
+            .with_secondary(self.loc, format!("schedule {word}"))
+            .with_help(help);
+        match (self.feature, self.distributed_optimizer) {
+            (ZeroBubbleFeature::Vpp(_), _) | (_, None) => d,
+            (_, Some(l)) => d.with_secondary(l, "distributed_optimizer"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZeroBubbleMicrobatches {
+    pub schedule: ScheduleKind,
+    pub loc: Loc,
+    /// The microbatch count.
+    pub m: u64,
+    pub pp: u64,
+    /// The fewest microbatches the schedule runs with, max(pp, (pp − 1)·c).
+    pub least: u64,
+    /// The fewest the reference's hand schedule asserts, 2·pp.
+    pub asserted: u64,
+    pub dp: u64,
+    pub global_batch: u64,
+    pub micro_batch: u64,
+    pub global_batch_loc: Loc,
+    /// The global batch that gives `fix_microbatches`.
+    pub fix: u64,
+    pub fix_microbatches: u64,
+}
+
+impl ZeroBubbleMicrobatches {
+    fn render(self, code: Code) -> Diagnostic {
+        let word = self.schedule.word();
+        let (m, pp) = (self.m, self.pp);
+        let message = if code == Code::E0327 {
+            format!(
+                "`schedule {word}` needs at least {} microbatches on pp {pp}, found {m}",
+                self.least
+            )
+        } else {
+            format!(
+                "`schedule {word}` with {m} microbatches is below the 2 × pp = {} the reference hand schedule asserts",
+                self.asserted
+            )
+        };
+        let why = if code == Code::E0327 {
+            match self.schedule {
+                ScheduleKind::ZbH2 => format!(
+                    "the first stage runs 2 × (pp − 1) = {} forwards before its first backward",
+                    self.least
+                ),
+                _ => format!(
+                    "every stage needs a steady step of F, B and W after its warmup: at least pp = {pp} microbatches"
+                ),
+            }
+        } else {
+            "the op order is built as the reference generates it, but its bubble was only \
+             measured from 2 × pp microbatches up"
+                .to_string()
+        };
+        Diagnostic::new(
+            code,
+            message,
+            self.global_batch_loc,
+            format!("{m} microbatches"),
+        )
+        .with_secondary(self.loc, format!("schedule {word}"))
+        .with_note(format!(
+            "m = global_batch / (micro_batch × dp) = {} / ({} × {}); {why}",
+            self.global_batch, self.micro_batch, self.dp
+        ))
+        .with_help(format!(
+            "use `global_batch {}` ({} microbatches)",
+            self.fix, self.fix_microbatches
+        ))
     }
 }

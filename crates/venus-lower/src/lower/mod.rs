@@ -8,8 +8,10 @@
 //! is walked `iterations` times and each op becomes nodes:
 //! - **Compute** (stream 0): one node per (microbatch, chunk) and pass when nothing has to sit
 //!   between layers, else per layer an attention and an MLP piece (plus embedding / output
-//!   pieces), all labelled `F3.1` / `B3.1`. Durations come from the [`ComputeModel`] the plan
-//!   selects ([`crate::cost::model_for`]).
+//!   pieces), all labelled `F3.1` / `B3.1` (`W3` for the weight gradient of a schedule that
+//!   splits the backward: B is then priced as [`ComputeModel::input_gradient`] and W as
+//!   [`Pass::Weight`], and the gradient buckets launch after the W instead of the backward).
+//!   Durations come from the [`ComputeModel`] the plan selects ([`crate::cost::model_for`]).
 //! - **Pipeline P2P**: each transfer of a call is a send/receive to the pp neighbour
 //!   (`layout.pp_next/prev`) of `[s/cp (/tp with sp), b, h]` × 2 bytes (megatron-semantics.md
 //!   §4.1), on its own stream per port (send-next, recv-prev, send-prev, recv-next): the
@@ -1268,11 +1270,12 @@ impl<'a> Emitter<'a> {
             && (self.st.fsdp_grads || (self.st.overlap_grad_reduce && self.grad_sync_on))
             && self.launched.get(c).is_some_and(|l| l.iter().any(|x| !x));
         let buckets = self.st.buckets.get(c).map_or(0, Vec::len);
-        // A weight gradient lowers to one node. The backward's TP collectives stay with B,
-        // also sequence parallelism's re-gather of the input that dW reads
-        // (megatron/core/tensor_parallel/layers.py
-        // `LinearWithGradAccumulationAndAsyncCommunication.backward`): a simplification
-        // until a schedule that splits the backward is built.
+        // A weight gradient (the `W` of `zb_h1`/`zb_h2`) lowers to one node. The backward's
+        // TP collectives stay with B, also sequence parallelism's re-gather of the input that
+        // dW reads (megatron/core/tensor_parallel/layers.py
+        // `LinearWithGradAccumulationAndAsyncCommunication.backward`): a simplification (the
+        // zero-bubble runtime keeps the gathered input until W, zbpp_utils.py
+        // `WeightGradStore`, which costs memory, not time).
         let split = pass != Pass::Weight
             && (self.st.per_layer_comm() || gathers > 1 || (launching && buckets > 1));
         if !split {

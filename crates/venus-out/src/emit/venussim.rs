@@ -174,6 +174,12 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
     if sc.schedule == Some(ScheduleKind::Gpipe) {
         w.push("VenusSim has no GPipe schedule: it runs 1F1B".to_string());
     }
+    if let Some(k) = sc.schedule.filter(|k| k.is_zero_bubble()) {
+        w.push(format!(
+            "VenusSim has no zero-bubble schedule and no weight-gradient pass: `{}` is emitted as 1F1B",
+            k.word()
+        ));
+    }
     if sc.schedule == Some(ScheduleKind::Interleaved) {
         if sc.pp <= 2 {
             w.push(format!(

@@ -101,7 +101,12 @@ struct Common {
 
 impl Common {
     fn new(sc: &Scenario) -> Result<Common, EmitError> {
-        let shape = venus_plan::plan::derive::pipeline_shape(sc);
+        let mut shape = venus_plan::plan::derive::pipeline_shape(sc);
+        // VenusSim's traces have no weight-gradient node: a zero-bubble plan is emitted as the
+        // 1F1B schedule it replaces (`venussim_warnings` says so).
+        if shape.kind.splits_backward() {
+            shape.kind = Kind::OneFOneB;
+        }
         let (pp, vpp) = (shape.pp, shape.vpp);
         let ir = ScheduleIr::build(shape)
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;

@@ -6,7 +6,8 @@
 //! simulated rank, a process (`pid` = rank, named `rank 12 (pp3 tp0 dp0)` when a layout is
 //! given), one thread per stream (`tid` = stream id, named `compute`, `comm`, `comm2 recv`,
 //! ...), and one complete event (`"ph":"X"`) per node, named by its label (`F3.1`,
-//! `send→pp2`) with the node's category as `cat`.
+//! `send→pp2`) with the node's category as `cat`; a schedule that splits the backward names
+//! the pass of its `B` and `W` nodes in `args` (`input gradient`, `weight gradient`).
 //! Invariants: nothing is buffered beyond one event; times are exact decimal microseconds
 //! (`ts`/`dur` from integer picoseconds, no float rounding); output order is rank order, then
 //! metadata, then nodes in program order, so it is deterministic.
@@ -85,6 +86,10 @@ pub fn write_perfetto<W: Write>(
             w.write_all(b"}}")?;
         }
         let (starts, ends) = (timeline.starts(index), timeline.ends(index));
+        let splits = rt
+            .nodes()
+            .iter()
+            .any(|n| matches!(n.label, Label::Weight { .. }));
         for (k, node) in rt.nodes().iter().enumerate() {
             let (Some(&start), Some(&end)) = (starts.get(k), ends.get(k)) else {
                 continue;
@@ -102,7 +107,7 @@ pub fn write_perfetto<W: Write>(
                 Micros(start),
                 Micros(end.saturating_sub(start))
             )?;
-            node_args(&mut w, node)?;
+            node_args(&mut w, node, splits)?;
             w.write_all(b"}")?;
             events += 1;
         }
@@ -208,8 +213,18 @@ fn node_name(out: &mut String, trace: &Trace, node: &Node) {
     };
 }
 
-/// `args` of communication nodes: bytes and peer or group size.
-fn node_args<W: Write>(w: &mut W, node: &Node) -> io::Result<()> {
+/// `args` of communication nodes: bytes and peer or group size; on a rank whose schedule
+/// splits the backward (`splits`), the pass of its `B` and `W` compute nodes.
+fn node_args<W: Write>(w: &mut W, node: &Node, splits: bool) -> io::Result<()> {
+    match (node.kind, node.label) {
+        (NodeKind::Compute { .. }, Label::Backward { .. }) if splits => {
+            return w.write_all(b",\"args\":{\"pass\":\"input gradient\"}");
+        }
+        (NodeKind::Compute { .. }, Label::Weight { .. }) => {
+            return w.write_all(b",\"args\":{\"pass\":\"weight gradient\"}");
+        }
+        _ => {}
+    }
     match node.kind {
         NodeKind::Send { peer, bytes, tag } | NodeKind::Recv { peer, bytes, tag } => write!(
             w,

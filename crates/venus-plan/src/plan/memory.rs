@@ -36,7 +36,9 @@
 //!   GPipe m; 1F1B min(pp − r, m), its warmup plus one
 //!   (megatron/core/pipeline_parallel/schedules.py:2277); interleaved
 //!   min(2·(pp − r − 1) + (vpp − 1)·pp + 1, m·vpp) model-chunk microbatches
-//!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1).
+//!   (schedules.py:929-986 `get_pp_rank_microbatches` warmup + 1); the zero-bubble schedules
+//!   hold a microbatch from its F until its W (W reads every linear layer's input), ZB-H1
+//!   min(pp, m) and ZB-H2 min(2·pp − 1, m) on every stage.
 //! - What the process holds beside its tensors (CUDA context, library workspaces, NCCL buffers,
 //!   fragmentation) is in no stage's peak: it is the scenario's reserve
 //!   (`Scenario::reserve`, [`DEFAULT_RESERVE`] unless written), which E0401 adds to the peak.

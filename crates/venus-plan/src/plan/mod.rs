@@ -156,9 +156,11 @@ impl Scenario {
         )
     }
 
-    /// Analytic bubble fraction (pp − 1) / (m·vpp + pp − 1) (0 without pipelining).
+    /// Analytic bubble fraction of the plan's schedule: (pp − 1) / (m·vpp + pp − 1) (0
+    /// without pipelining), and for the zero-bubble schedules their closed form with
+    /// F = B = W ([`crate::schedule::bubble`]).
     pub fn bubble_fraction(&self) -> f64 {
-        derive::bubble_fraction(self.pp, self.microbatches, self.vpp)
+        crate::schedule::bubble(&derive::pipeline_shape(self)).fraction()
     }
 
     /// Memory kept back per GPU beside every stage's peak (E0401 checks peak + reserve): the

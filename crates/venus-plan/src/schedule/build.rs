@@ -11,6 +11,7 @@ pub(super) fn rank_ops(shape: &PipelineShape, r: u32) -> Vec<Op> {
         Kind::Gpipe => gpipe(&mut e),
         Kind::OneFOneB => one_f_one_b(&mut e),
         Kind::Interleaved => interleaved(&mut e, &Table::new(shape)),
+        Kind::ZbH1 | Kind::ZbH2 => zero_bubble(&mut e),
     }
     e.finalize();
     e.ops
@@ -101,6 +102,10 @@ impl<'a> Emitter<'a> {
 
     fn backward(&mut self, m: Micro) {
         self.ops.push(Op::Backward(m));
+    }
+
+    fn weight(&mut self, m: Micro) {
+        self.ops.push(Op::Weight(m));
     }
 
     fn next_seq(&mut self, port: Port) -> u32 {
@@ -765,4 +770,149 @@ fn interleaved(e: &mut Emitter, t: &Table) {
             }
         }
     }
+}
+
+/// What `get_hand_schedule` places at one step of a rank's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HandOp {
+    F,
+    B,
+    W,
+}
+
+/// The op order of rank `r` in the zero-bubble hand schedules, transcribed from
+/// sail-sg/zero-bubble-pipeline-parallelism, branch `arxiv` (commit f68d38794764),
+/// megatron/core/pipeline_parallel/efficiency.py:110-124 `get_hand_schedule`, with
+/// `warmup_c` = c (1: ZB-H1, 2: ZB-H2): (pp − r − 1)·c warmup forwards; then for each
+/// microbatch i a forward (while any is left), the backward B, and the weight gradient W once
+/// warmup + i ≥ (pp − 1)·c; then the (pp − 1)·c − warmup deferred W. F, B and W each run their
+/// microbatches in increasing order. Needs m ≥ (pp − 1)·c ([`PipelineShape::check`]).
+pub(super) fn hand_order(pp: u32, m: u32, c: u32, r: u32) -> impl Iterator<Item = HandOp> {
+    let full = pp.saturating_sub(1).saturating_mul(c);
+    let warmup = pp
+        .saturating_sub(r.min(pp.saturating_sub(1)) + 1)
+        .saturating_mul(c);
+    let warmup_ops = (0..warmup.min(m)).map(|_| HandOp::F);
+    let steady = (0..m).flat_map(move |i| {
+        let f = (warmup.saturating_add(i) < m).then_some(HandOp::F);
+        let w = (warmup.saturating_add(i) >= full).then_some(HandOp::W);
+        f.into_iter().chain(std::iter::once(HandOp::B)).chain(w)
+    });
+    let cooldown = (0..full.saturating_sub(warmup).min(m)).map(|_| HandOp::W);
+    warmup_ops.chain(steady).chain(cooldown)
+}
+
+/// The zero-bubble hand schedules (ZB-H1, ZB-H2) with the P2P calls of the reference's
+/// runtime (megatron/core/pipeline_parallel/zerobubble/runtime.py `add_communication`,
+/// `flush`, main at 39f2c186a275): every transfer is an async isend/irecv; a forward's input
+/// and a backward's output gradient are waited on right before that op (runtime.py:472,
+/// 559), the receive for the next microbatch is posted as soon as the previous one is
+/// waited on, and the sends are waited on at the end of the step. The runtime fuses
+/// adjacent transfers into one batch; here each transfer is a call of its own (the
+/// difference changes no dependency). W ops communicate nothing. Grad sync: off until the
+/// last W, which completes every gradient (the whole-backward schedules enable it before the
+/// last backward instead).
+fn zero_bubble(e: &mut Emitter) {
+    let (pp, m, r) = (e.shape.pp, e.shape.microbatches, e.r);
+    let c = e.shape.kind.zero_bubble_warmup().unwrap_or(1);
+    let (first, last) = (e.first_stage(), e.last_stage());
+    let mut sends: Vec<(Port, u32)> = Vec::new();
+    let (mut f, mut b, mut w) = (0u32, 0u32, 0u32);
+    e.disable_grad_sync();
+    if !first {
+        post_recv(e, Port::RecvPrev);
+    }
+    if !last {
+        post_recv(e, Port::RecvNext);
+    }
+    for op in hand_order(pp, m, c, r) {
+        match op {
+            HandOp::F => {
+                if !first {
+                    wait_and_post_next(e, Port::RecvPrev, f, m);
+                }
+                e.forward(mb0(f));
+                if !last {
+                    sends.push(post_send(e, Port::SendNext, f));
+                }
+                f += 1;
+            }
+            HandOp::B => {
+                if !last {
+                    wait_and_post_next(e, Port::RecvNext, b, m);
+                }
+                e.backward(mb0(b));
+                if !first {
+                    sends.push(post_send(e, Port::SendPrev, b));
+                }
+                b += 1;
+            }
+            HandOp::W => {
+                if w + 1 == m && enables_before_last_backward(e) {
+                    e.enable_grad_sync();
+                }
+                e.weight(mb0(w));
+                w += 1;
+            }
+        }
+    }
+    for (port, seq) in sends {
+        e.ops.push(Op::Wait { port, seq });
+    }
+    launch_remaining_grad_sync(e);
+}
+
+/// Posts the async receive of the next tensor on `port` (`recv_forward` / `recv_backward`).
+fn post_recv(e: &mut Emitter, port: Port) {
+    let (kind, parts) = match port {
+        Port::RecvPrev => (
+            CallKind::RecvForward,
+            Parts {
+                recv_prev: Some(0),
+                ..Parts::default()
+            },
+        ),
+        _ => (
+            CallKind::RecvBackward,
+            Parts {
+                recv_next: Some(0),
+                ..Parts::default()
+            },
+        ),
+    };
+    e.call(kind, Issue::Batched, false, parts);
+}
+
+/// Waits for receive `seq` of `port` (microbatch `seq`'s tensor) and posts the next one.
+fn wait_and_post_next(e: &mut Emitter, port: Port, seq: u32, m: u32) {
+    e.ops.push(Op::Wait { port, seq });
+    if seq + 1 < m {
+        post_recv(e, port);
+    }
+}
+
+/// Posts the async send of microbatch `mb`'s output on `port`; returns its handle.
+fn post_send(e: &mut Emitter, port: Port, mb: u32) -> (Port, u32) {
+    let (kind, parts) = match port {
+        Port::SendNext => (
+            CallKind::SendForward,
+            Parts {
+                send_next: Some(mb0(mb)),
+                ..Parts::default()
+            },
+        ),
+        _ => (
+            CallKind::SendBackward,
+            Parts {
+                send_prev: Some(mb0(mb)),
+                ..Parts::default()
+            },
+        ),
+    };
+    let posted = e.call(kind, Issue::Batched, false, parts);
+    let seq = match port {
+        Port::SendNext => posted.send_next,
+        _ => posted.send_prev,
+    };
+    (port, seq.unwrap_or(0))
 }

@@ -53,6 +53,16 @@ pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
         Kind::OneFOneB => {
             InFlight::uniform((u64::from(one_f_one_b_warmup(shape, rank)) + 1).min(m))
         }
+        // A microbatch is held from its F until its W (the weight gradient reads the saved
+        // inputs of every linear layer, see `measure_in_flight`). In `get_hand_schedule` rank r
+        // holds its w = (pp − r − 1)·c warmup forwards, then gains a forward and (from step
+        // r·c on) frees a W per step: the count climbs to w + r·c + 1 = (pp − 1)·c + 1 on every
+        // rank, or all m. ZB-H1: pp (1F1B's first stage), ZB-H2: 2·pp − 1.
+        Kind::ZbH1 | Kind::ZbH2 => {
+            let c = u64::from(shape.kind.zero_bubble_warmup().unwrap_or(1));
+            let pp = u64::from(shape.pp.max(1));
+            InFlight::uniform(((pp - 1).saturating_mul(c).saturating_add(1)).min(m))
+        }
         // The warmup forwards plus the first steady forward, in schedule-table order; with
         // every step warmup, all m·V.
         Kind::Interleaved => {
@@ -89,8 +99,12 @@ fn chunk_entries(m: u64, n: u64, v: u64, k: u64, chunk: u64) -> u64 {
 
 /// The in-flight peak measured on one rank's op list: a (microbatch, chunk) is held from its
 /// forward until its backward, or until its weight-gradient op when the rank runs those
-/// separately (the weight gradient still reads the saved inputs). `vpp` is the number of
-/// model chunks. O(ops).
+/// separately. What W holds: the input of every linear layer and its output gradient
+/// (`dW = Xᵀ·dY`); B frees the rest (attention scores, dropout masks, activation-function
+/// inputs). In the paper's count per token and layer (efficiency.py:196-197, arxiv branch:
+/// `mem_f = 34h + 5as`, `mem_w = −32h`) that is 32h of 34h + 5as: with flash attention, which
+/// stores no scores, 32 of 34, so the memory model counts the microbatch whole until its W.
+/// `vpp` is the number of model chunks. O(ops).
 pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
     let split = ops.iter().any(|op| matches!(op, Op::Weight(_)));
     let v = vpp.max(1) as usize;
@@ -126,8 +140,10 @@ pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
 }
 
 /// The pipeline bubble of every rank, in units of one model chunk's forward + backward time
-/// (uniform over ranks and chunks): each rank is busy for `busy` units and idle for `idle`
-/// within the iteration of `busy + idle`. Kept as integers so that tests compare exactly.
+/// (uniform over ranks and chunks), or for a schedule that splits the backward in units of one
+/// F, B or W with t_b = 2·t_f and W ≈ B (a third of that): each rank is busy for `busy` units
+/// and idle for `idle` within the iteration of `busy + idle`. Kept as integers so that tests
+/// compare exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Bubble {
     pub idle: u64,
@@ -147,7 +163,18 @@ impl Bubble {
 
 /// The bubble of a pipeline: every rank waits pp − 1 chunk slots for the pipeline to fill and
 /// drain around its m·V forward/backward pairs; without pipelining it never waits.
+/// The zero-bubble schedules: ZB-H1 idles (pp − 1)·(F + B − W) (Qi et al., ICLR 2024, §3.1;
+/// asserted in efficiency.py:238-241, arxiv branch), ZB-H2 from the first forward of rank 0
+/// (pp − 1)·max(F, F + B − 2W): the last stage's first forward waits (pp − 1)·F, which the
+/// reference's per-rank measure (efficiency.py:165-166) leaves out. With F = B = W both are
+/// pp − 1 units of the 3m each rank computes.
 pub fn bubble(shape: &PipelineShape) -> Bubble {
+    if shape.kind.splits_backward() {
+        return Bubble {
+            idle: u64::from(shape.pp.max(1) - 1),
+            busy: u64::from(shape.microbatches).saturating_mul(3),
+        };
+    }
     let v = match shape.kind {
         Kind::Interleaved => u64::from(shape.vpp.max(1)),
         _ => 1,

@@ -50,6 +50,11 @@ pub enum Kind {
     OneFOneB,
     /// `forward_backward_pipelining_with_interleaving`.
     Interleaved,
+    /// ZB-H1, the handcrafted zero-bubble schedule with 1F1B's memory (Qi et al., ICLR 2024;
+    /// sail-sg/zero-bubble-pipeline-parallelism `get_hand_schedule(..., warmup_c=1)`).
+    ZbH1,
+    /// ZB-H2, the handcrafted zero-bubble schedule with twice the warmup (`warmup_c=2`).
+    ZbH2,
 }
 
 impl From<ScheduleKind> for Kind {
@@ -58,6 +63,8 @@ impl From<ScheduleKind> for Kind {
             ScheduleKind::Gpipe => Kind::Gpipe,
             ScheduleKind::OneFOneB => Kind::OneFOneB,
             ScheduleKind::Interleaved => Kind::Interleaved,
+            ScheduleKind::ZbH1 => Kind::ZbH1,
+            ScheduleKind::ZbH2 => Kind::ZbH2,
         }
     }
 }
@@ -71,6 +78,21 @@ impl Kind {
             None if pp <= 1 => Kind::NoPipelining,
             None if vpp > 1 => Kind::Interleaved,
             None => Kind::OneFOneB,
+        }
+    }
+
+    /// Whether the schedule runs each backward as B and W ops of its own.
+    pub fn splits_backward(self) -> bool {
+        matches!(self, Kind::ZbH1 | Kind::ZbH2)
+    }
+
+    /// Warmup forwards per stage step of the zero-bubble hand schedules (`warmup_c`): rank r
+    /// runs (pp − r − 1)·c forwards before its first backward. None for other schedules.
+    pub fn zero_bubble_warmup(self) -> Option<u32> {
+        match self {
+            Kind::ZbH1 => Some(1),
+            Kind::ZbH2 => Some(2),
+            _ => None,
         }
     }
 }
@@ -161,9 +183,10 @@ impl PipelineShape {
                     vpp: self.vpp,
                 })
             }
-            Kind::Gpipe | Kind::OneFOneB if self.vpp != 1 => {
+            Kind::Gpipe | Kind::OneFOneB | Kind::ZbH1 | Kind::ZbH2 if self.vpp != 1 => {
                 Err(ShapeError::ChunksWithoutInterleaving { vpp: self.vpp })
             }
+            Kind::ZbH1 | Kind::ZbH2 => self.check_zero_bubble(),
             Kind::Interleaved => {
                 if self.vpp < 2 {
                     return Err(ShapeError::InterleavedNeedsChunks);
@@ -185,6 +208,40 @@ impl PipelineShape {
             }
             _ => Ok(()),
         }
+    }
+}
+
+impl PipelineShape {
+    /// The zero-bubble hand schedules need a pipeline (zbpp_utils.py:134 on main: "zero
+    /// bubble must be enabled with pipeline parallelism") and room for every rank's warmup:
+    /// rank 0 runs (pp − 1)·c forwards before its first backward and the last rank defers
+    /// (pp − 1)·c weight gradients, so m ≥ (pp − 1)·c (below it `get_hand_schedule` would
+    /// place more F or W ops than there are microbatches), and m ≥ pp so that the first stage
+    /// has a steady step (with m = pp − 1 its W cannot fill the drain and the paper's bubble
+    /// does not hold). The reference also asserts m ≥ 2·pp (efficiency.py:111), a bound of its
+    /// timing model that the op order does not need; validation warns below it (W0014).
+    fn check_zero_bubble(&self) -> Result<(), ShapeError> {
+        if self.pp < 2 {
+            return Err(ShapeError::ZeroBubbleNeedsStages);
+        }
+        let least = self.least_zero_bubble_microbatches();
+        if self.microbatches < least {
+            return Err(ShapeError::ZeroBubbleMicrobatches {
+                m: self.microbatches,
+                least,
+            });
+        }
+        Ok(())
+    }
+
+    /// The fewest microbatches a zero-bubble schedule runs with, max(pp, (pp − 1)·c) (1 for
+    /// other schedules).
+    pub fn least_zero_bubble_microbatches(&self) -> u32 {
+        self.kind.zero_bubble_warmup().map_or(1, |c| {
+            self.pp
+                .max(self.pp.saturating_sub(1).saturating_mul(c))
+                .max(1)
+        })
     }
 }
 
@@ -218,6 +275,13 @@ pub enum ShapeError {
         n: u32,
         pp: u32,
     },
+    /// A zero-bubble schedule on pp = 1.
+    ZeroBubbleNeedsStages,
+    /// Fewer microbatches than a zero-bubble schedule's warmup, (pp − 1)·c.
+    ZeroBubbleMicrobatches {
+        m: u32,
+        least: u32,
+    },
 }
 
 impl fmt::Display for ShapeError {
@@ -240,6 +304,13 @@ impl fmt::Display for ShapeError {
             ShapeError::GroupSize { n, pp, m } => write!(
                 f,
                 "microbatch group size {n} per virtual stage should range in [PP={pp} , M={m}]"
+            ),
+            ShapeError::ZeroBubbleNeedsStages => {
+                write!(f, "zero bubble must be enabled with pipeline parallelism")
+            }
+            ShapeError::ZeroBubbleMicrobatches { m, least } => write!(
+                f,
+                "the zero-bubble schedule needs at least {least} microbatches, but has {m}"
             ),
             ShapeError::Remainder { rem, n, pp } => write!(
                 f,
@@ -421,7 +492,7 @@ pub enum Op {
     /// for this microbatch, else the whole backward.
     Backward(Micro),
     /// The weight gradient (`W`) of a backward run as its own op, after that backward (the
-    /// zero-bubble schedules, Qi et al., ICLR 2024). No builder emits it yet.
+    /// zero-bubble schedules, Qi et al., ICLR 2024: [`Kind::ZbH1`], [`Kind::ZbH2`]).
     Weight(Micro),
     /// The compute ops that follow, up to the next `Stream`, run on this stream of the rank.
     Stream(ComputeStream),

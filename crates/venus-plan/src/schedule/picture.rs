@@ -11,8 +11,9 @@ const IDLE_COLOR: &str = "\x1b[2m";
 
 /// Draws `ir` at most `width` columns wide. Plain mode writes `F3--`/`B3==` boxes (`W3==` for
 /// a weight gradient; `F3.1` with chunks; `f3`/`b3` for an odd chunk when the box is too narrow
-/// for the chunk) and `.` for idle; `color` drops the letter and paints forwards blue/cyan and
-/// backwards (and weight gradients) green/yellow (even/odd chunk) with ANSI escapes.
+/// for the chunk) and `.` for idle; `color` drops the letter and paints forwards blue/cyan,
+/// backwards green/yellow (even/odd chunk) and weight gradients magenta with ANSI escapes. A
+/// schedule that splits the backward ends with a legend line.
 pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> String {
     let width = width.max(1);
     let times = match evaluate(ir, cost, Semantics::Eager) {
@@ -37,8 +38,38 @@ pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> Stri
         cost.backward,
         100.0 * times.bubble_fraction(),
     );
+    if ir.splits_backward() {
+        out.push_str(&legend(cost, color));
+    }
     out
 }
+
+/// What the letters (or colours) of a schedule that splits the backward stand for, with the
+/// ticks B and W take (the evaluator's split of `t_b`).
+fn legend(cost: OpCost, color: bool) -> String {
+    let w = cost.backward / 2;
+    let b = cost.backward - w;
+    let key = |bg: u8, letter: &str| {
+        if color {
+            format!("\x1b[30;{bg}m {letter} {RESET}")
+        } else {
+            letter.to_string()
+        }
+    };
+    format!(
+        "legend: {} forward ({} ticks), {} input gradient ({b}), {} weight gradient ({w}), . idle\n",
+        key(FORWARD_BG, "F"),
+        cost.forward,
+        key(BACKWARD_BG, "B"),
+        key(WEIGHT_BG, "W"),
+    )
+}
+
+/// ANSI background colours: forward blue, backward green, weight gradient magenta (the odd
+/// chunks of an interleaved schedule one shade over: cyan, yellow).
+const FORWARD_BG: u8 = 44;
+const BACKWARD_BG: u8 = 42;
+const WEIGHT_BG: u8 = 45;
 
 /// Which slot (index into `slots`) covers each column. With room for at least one column
 /// per tick the scale is a whole number of columns per tick, so equal ops draw equally wide
@@ -93,13 +124,14 @@ fn render_row(slots: &[Slot], cells: &[Option<usize>], chunks: bool, color: bool
 
 /// One op's box of `len` columns: the longest label that fits, then fill.
 fn render_box(op: &Op, len: usize, chunks: bool, color: bool) -> String {
-    // A weight-gradient op is drawn like a backward, lettered `W`.
+    // A weight-gradient op is drawn like a backward, lettered `W` (magenta with colour).
     let (forward, m, letter) = match op {
         Op::Forward(m) => (true, m, "F"),
         Op::Backward(m) => (false, m, "B"),
         Op::Weight(m) => (false, m, "W"),
         _ => return " ".repeat(len),
     };
+    let weight = matches!(op, Op::Weight(_));
     // Too narrow for `F5.1`: odd chunks fall back to a lowercase letter (`f5`).
     let short_letter = if chunks && m.chunk % 2 == 1 {
         letter.to_lowercase()
@@ -135,11 +167,13 @@ fn render_box(op: &Op, len: usize, chunks: bool, color: bool) -> String {
         text.push(fill);
     }
     if color {
-        // Forward blue/cyan, backward green/yellow, alternating by chunk; black text.
+        // Forward blue/cyan, backward green/yellow, alternating by chunk, weight gradient
+        // magenta; black text.
         let bg = match (forward, m.chunk % 2) {
-            (true, 0) => 44,
+            _ if weight => WEIGHT_BG,
+            (true, 0) => FORWARD_BG,
             (true, _) => 46,
-            (false, 0) => 42,
+            (false, 0) => BACKWARD_BG,
             (false, _) => 43,
         };
         format!("\x1b[30;{bg}m{text}{RESET}")

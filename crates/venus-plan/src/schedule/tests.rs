@@ -504,18 +504,23 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
     let mut xfers: Vec<HashMap<Port, Vec<Xfer>>> = Vec::new();
     for r in 0..pp {
         let ops = ir.rank(r);
-        // Compute: every (mb, chunk) forward and backward exactly once, forward first.
+        // Compute: every (mb, chunk) forward and backward exactly once, forward first; a
+        // schedule that splits the backward runs each W once, after its B.
         let mut fwd = HashMap::new();
         let mut bwd = HashMap::new();
+        let mut wgt = HashMap::new();
         for (i, op) in ops.iter().enumerate() {
             match op {
                 Op::Forward(x) => prop_assert!(fwd.insert((x.mb, x.chunk), i).is_none()),
                 Op::Backward(x) => prop_assert!(bwd.insert((x.mb, x.chunk), i).is_none()),
+                Op::Weight(x) => prop_assert!(wgt.insert((x.mb, x.chunk), i).is_none()),
                 _ => {}
             }
         }
         prop_assert_eq!(fwd.len() as u32, m * v);
         prop_assert_eq!(bwd.len() as u32, m * v);
+        let split = s.kind.splits_backward();
+        prop_assert_eq!(wgt.len() as u32, if split { m * v } else { 0 });
         for (k, i) in &fwd {
             prop_assert!(k.0 < m && k.1 < v);
             prop_assert!(
@@ -523,6 +528,13 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
                 "backward before forward {:?}",
                 k
             );
+            if split {
+                prop_assert!(
+                    wgt.get(k).is_some_and(|w| w > &bwd[k]),
+                    "weight gradient before backward {:?}",
+                    k
+                );
+            }
         }
         // Calls are followed by exactly their transfers; sequence numbers count up per port.
         let mut per_port: HashMap<Port, Vec<Xfer>> = HashMap::new();
@@ -598,11 +610,13 @@ fn check_hooks(ir: &ScheduleIr, r: u32) -> Result<(), TestCaseError> {
     let mut last_backward_done = vec![false; v as usize];
     let mut param_syncs = vec![0u32; v as usize];
     let mut forwarded = vec![false; v as usize];
+    // The op that completes a microbatch's weight gradients launches the reductions.
+    let split = s.kind.splits_backward();
     for op in ir.rank(r) {
         match *op {
             Op::EnableGradSync => on = true,
             Op::DisableGradSync => on = false,
-            Op::Backward(x) => {
+            Op::Backward(x) | Op::Weight(x) if split == matches!(op, Op::Weight(_)) => {
                 if x.mb == m - 1 {
                     last_backward_done[x.chunk as usize] = true;
                 }
@@ -863,8 +877,23 @@ fn any_shape() -> impl Strategy<Value = PipelineShape> {
     prop_oneof![
         interleaved_shape(),
         pipelined_shape(),
-        no_pipelining_shape()
+        no_pipelining_shape(),
+        zero_bubble_shape()
     ]
+}
+
+/// Valid zero-bubble shapes: pp 2..8, m from max(pp, (pp − 1)·c) up to 26 more.
+fn zero_bubble_shape() -> impl Strategy<Value = PipelineShape> {
+    (
+        prop_oneof![Just(Kind::ZbH1), Just(Kind::ZbH2)],
+        2u32..=8,
+        0u32..=26,
+        flags(),
+    )
+        .prop_map(|(kind, pp, extra, f)| {
+            let c = kind.zero_bubble_warmup().unwrap();
+            with_flags(shape(kind, pp, 1, pp.max((pp - 1) * c) + extra), f)
+        })
 }
 
 proptest! {
@@ -888,10 +917,13 @@ proptest! {
     ) {
         // Any uniform chunk costs: the bubble unit is one chunk's forward + backward, on each
         // of the pp ranks.
+        // A split backward's bubble unit is one F = B = W: t_b = 2·t_f.
+        let tb = if s.kind.splits_backward() { 2 * tf } else { tb };
         let cost = OpCost { forward: tf, backward: tb };
         let t = evaluate(&build(s), cost, Semantics::Eager).unwrap();
         let b = bubble(&s);
-        let (pp, unit) = (u64::from(s.pp), tf + tb);
+        let unit = if s.kind.splits_backward() { tf } else { tf + tb };
+        let pp = u64::from(s.pp);
         prop_assert_eq!(t.bubble(), (pp * b.idle * unit, pp * (b.idle + b.busy) * unit));
         prop_assert!((t.bubble_fraction() - b.fraction()).abs() < 1e-12);
     }
@@ -972,4 +1004,167 @@ fn a_split_backward_runs_w_after_b_and_holds_activations_until_w() {
     // One column per tick: F 2, B 3, W 2 columns.
     let pic = picture(&ir, cost, 14, false);
     assert!(pic.starts_with("pp0 |F0B0=F1W0B1=W1|\n"), "{pic}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Zero-bubble hand schedules (sail-sg/zero-bubble-pipeline-parallelism, arxiv branch,
+// efficiency.py `get_hand_schedule`).
+
+#[test]
+fn emit_text_zb_h1_pp4_m8_defers_w_by_the_stage_index() {
+    let ir = build(shape(Kind::ZbH1, 4, 1, 8));
+    assert_eq!(
+        emit_text(&ir),
+        "pp0: F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7\n\
+         pp1: F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7\n\
+         pp2: F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7\n\
+         pp3: F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7\n"
+    );
+    // Without the W ops the order is 1F1B's.
+    let without_w = |t: String| {
+        t.lines()
+            .map(|l| {
+                l.split(' ')
+                    .filter(|x| !x.starts_with('W'))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_w(emit_text(&ir)),
+        without_w(emit_text(&build(shape(Kind::OneFOneB, 4, 1, 8))))
+    );
+}
+
+#[test]
+fn emit_text_zb_h2_pp4_m8_runs_twice_the_warmup() {
+    let ir = build(shape(Kind::ZbH2, 4, 1, 8));
+    assert_eq!(
+        emit_text(&ir),
+        "pp0: F0 F1 F2 F3 F4 F5 F6 B0 W0 F7 B1 W1 B2 W2 B3 W3 B4 W4 B5 W5 B6 W6 B7 W7\n\
+         pp1: F0 F1 F2 F3 F4 B0 F5 B1 F6 B2 W0 F7 B3 W1 B4 W2 B5 W3 B6 W4 B7 W5 W6 W7\n\
+         pp2: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 W0 F7 B5 W1 B6 W2 B7 W3 W4 W5 W6 W7\n\
+         pp3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 W0 F7 B7 W1 W2 W3 W4 W5 W6 W7\n"
+    );
+}
+
+#[test]
+fn zb_h1_rank1_posts_async_transfers_and_waits_before_each_consumer() {
+    let ir = build(shape(Kind::ZbH1, 3, 1, 3));
+    // Rank 1 of 3: receive F's input and B's output gradient before the op, send after, W
+    // without communication; the sends are waited on at the end.
+    assert_eq!(
+        tokens(&ir, 1),
+        [
+            "recv_f~[rp→c0] recv_b~[rn→c0]",
+            "wait(rp#0) recv_f~[rp→c0] F(c0,0) send_f~[sn(0,0)]",
+            "wait(rp#1) recv_f~[rp→c0] F(c0,1) send_f~[sn(0,1)]",
+            "wait(rn#0) recv_b~[rn→c0] B(c0,0) send_b~[sp(0,0)]",
+            "wait(rp#2) F(c0,2) send_f~[sn(0,2)]",
+            "wait(rn#1) recv_b~[rn→c0] B(c0,1) send_b~[sp(0,1)]",
+            "wait(rn#2) B(c0,2) send_b~[sp(0,2)]",
+            "wait(sn#0) wait(sn#1) wait(sp#0) wait(sn#2) wait(sp#1) wait(sp#2)",
+        ]
+        .join(" ")
+    );
+    assert_eq!(
+        emit_text(&ir).lines().nth(1),
+        Some("pp1: F0 F1 B0 F2 B1 W0 B2 W1 W2")
+    );
+}
+
+#[test]
+fn zero_bubble_shapes_are_checked_against_the_reference() {
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::ZbH1, 1, 1, 8)).unwrap_err(),
+        ShapeError::ZeroBubbleNeedsStages
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::ZbH2, 8, 1, 8)).unwrap_err(),
+        ShapeError::ZeroBubbleMicrobatches { m: 8, least: 14 }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::ZbH1, 8, 1, 7)).unwrap_err(),
+        ShapeError::ZeroBubbleMicrobatches { m: 7, least: 8 }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::ZbH1, 4, 2, 8)).unwrap_err(),
+        ShapeError::ChunksWithoutInterleaving { vpp: 2 }
+    );
+    assert!(ScheduleIr::build(shape(Kind::ZbH1, 8, 1, 8)).is_ok());
+    assert!(ScheduleIr::build(shape(Kind::ZbH2, 2, 1, 2)).is_ok());
+    assert!(ScheduleIr::build(shape(Kind::ZbH2, 8, 1, 14)).is_ok());
+}
+
+#[test]
+fn zero_bubble_peak_in_flight_is_1f1b_first_stage_for_h1_and_twice_for_h2() {
+    // pp 8, m 16: 1F1B holds 8 − r; ZB-H1 holds 8 on every stage (the first stage's 1F1B
+    // peak); ZB-H2 holds 15, about twice.
+    let f = |kind, r| peak_in_flight(&shape(kind, 8, 1, 16), r).total;
+    assert_eq!((0..8).map(|r| f(Kind::OneFOneB, r)).max(), Some(8));
+    assert_eq!((0..8).map(|r| f(Kind::ZbH1, r)).collect::<Vec<_>>(), [8; 8]);
+    assert_eq!(
+        (0..8).map(|r| f(Kind::ZbH2, r)).collect::<Vec<_>>(),
+        [15; 8]
+    );
+    assert_eq!(peak_in_flight(&shape(Kind::ZbH2, 4, 1, 6), 0).total, 6);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    #[test]
+    fn zero_bubble_schedules_are_complete_matched_and_deadlock_free(s in zero_bubble_shape()) {
+        check_ir(&build(s))?;
+    }
+
+    #[test]
+    fn zb_h1_makespan_is_the_papers_closed_form(
+        pp in 2u32..=8, extra in 0u32..=24, tf in 1u64..=5, tb in 2u64..=10,
+    ) {
+        // Qi et al. §3.1: the ideal m·(F + B + W) plus (pp − 1)·(F + B − W), with the
+        // evaluator's split B = t_b − ⌊t_b/2⌋ ≥ W = ⌊t_b/2⌋, in the paper's regime B ≤ F.
+        let (b, w) = (tb - tb / 2, tb / 2);
+        prop_assume!(b <= tf);
+        let m = pp + extra;
+        let expect = u64::from(m) * (tf + tb) + u64::from(pp - 1) * (tf + b - w);
+        prop_assert_eq!(makespan(&build(shape(Kind::ZbH1, pp, 1, m)), tf, tb), expect);
+    }
+
+    #[test]
+    fn zb_h2_makespan_is_the_papers_closed_form_per_rank(
+        pp in 2u32..=8, extra in 0u32..=24, tf in 1u64..=5, tb in 2u64..=10,
+    ) {
+        // efficiency.py:234-235 asserts (pp − 1)·(F + B − 2W) over each rank's own span, from
+        // its first forward (m ≥ 2·pp, B ≤ F; none when that is negative); from rank 0's
+        // first forward the last stage also waits (pp − 1)·F for its first input.
+        let (b, w) = (tb - tb / 2, tb / 2);
+        prop_assume!(b <= tf);
+        let m = 2 * pp + extra;
+        let ir = build(shape(Kind::ZbH2, pp, 1, m));
+        let t = evaluate(&ir, OpCost { forward: tf, backward: tb }, Semantics::Eager).unwrap();
+        let ideal = u64::from(m) * (tf + tb);
+        let per_rank = t.ranks.iter().map(|rt| rt.finish - rt.compute[0].start).max().unwrap();
+        let fill = (tf + b).saturating_sub(2 * w);
+        prop_assert_eq!(per_rank, ideal + u64::from(pp - 1) * fill);
+        prop_assert_eq!(t.makespan, ideal + u64::from(pp - 1) * tf.max(fill));
+    }
+}
+
+#[test]
+fn picture_of_zb_h1_letters_w_and_ends_with_a_legend() {
+    let ir = build(shape(Kind::ZbH1, 2, 1, 2));
+    // F, B and W one tick each: rank 0 waits 1 tick for the first gradient, rank 1 defers W0.
+    let p = picture(&ir, OpCost::default(), 14, false);
+    assert_eq!(
+        p,
+        "pp0 |F0F1..B0W0B1W1|\n\
+         pp1 |..F0B0F1B1W0W1|\n\
+         makespan 7 (t_f 1, t_b 2 per chunk), bubble 14.3% (2 of 14 rank-ticks idle)\n\
+         legend: F forward (1 ticks), B input gradient (1), W weight gradient (1), . idle\n"
+    );
+    let colored = picture(&ir, OpCost::default(), 14, true);
+    assert!(colored.contains("\x1b[30;45m W \x1b[0m weight gradient"));
 }

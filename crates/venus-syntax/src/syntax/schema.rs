@@ -114,12 +114,12 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// The warning codes an `allow` item may name (kept equal to the code registry's warnings by
 /// a test).
 pub const WARNINGS: &[&str] = &[
-    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009",
+    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0014",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
 pub const LINKS: &[&str] = &["nvswitch", "infiniband"];
-pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved"];
+pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2"];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 /// GEMM precisions: the words of `base::Precision`.
 pub const PRECISIONS: &[&str] = &["bf16", "fp8", "fp4"];
@@ -662,7 +662,7 @@ key_table! {
         Schedule = key(
             "schedule",
             &[Enum(SCHEDULES)],
-            "pipeline schedule; default 1f1b, or interleaved when vpp > 1",
+            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient)",
         )
         .default(
             KeyDefault::Derived,
