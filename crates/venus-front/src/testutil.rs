@@ -140,6 +140,9 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         iterations: None,
         reserve: None,
         moe_imbalance: None,
+        account_for_embedding: None,
+        account_for_loss: None,
+        pipeline_layout: None,
     }
 }
 

@@ -64,6 +64,9 @@ codes! {
     E0316 Error "heads not divisible by kv_groups";
     E0317 Error "hidden not divisible by heads without head_dim";
     E0318 Error "multi-head latent attention keys do not fit";
+    E0322 Error "a `pipeline_layout` that does not parse";
+    E0323 Error "a `pipeline_layout` that does not fit the model or the plan";
+    E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

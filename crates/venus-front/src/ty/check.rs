@@ -160,6 +160,16 @@ impl Fields {
     }
 }
 
+fn layout_text(a: &Arg) -> Option<super::LayoutText> {
+    if let Arg::Str { text, raw } = a {
+        Some(super::LayoutText {
+            text: text.clone(),
+            raw: *raw,
+        })
+    } else {
+        None
+    }
+}
 fn bytes(a: &Arg) -> Option<super::Bytes> {
     if let Arg::Bytes(b) = a {
         Some(*b)
@@ -232,6 +242,7 @@ fn example_arg(a: ArgType) -> String {
         ArgType::Ref(DefKind::Gpu) => "h100_sxm".into(),
         ArgType::Ref(k) => format!("{} < ... >", k.keyword()),
         ArgType::NewName => "nvlink".into(),
+        ArgType::Str => "\"Et|(tt|)*30L\"".into(),
         ArgType::Enum(w) => w.first().copied().unwrap_or("").into(),
         ArgType::Nested(b) => format!(
             "< {} >",
@@ -732,6 +743,9 @@ impl<'r, 'a> Checker<'r, 'a> {
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
             moe_imbalance: f.get(Key::MoeImbalance, ratio),
+            account_for_embedding: f.flag(Key::AccountForEmbedding),
+            account_for_loss: f.flag(Key::AccountForLoss),
+            pipeline_layout: f.get(Key::PipelineLayout, layout_text),
         })
     }
 

@@ -116,6 +116,9 @@ pub fn plan(p: &Plan) -> PlanSpec {
         iterations: val(&p.iterations),
         reserve: val(&p.reserve),
         moe_imbalance: val(&p.moe_imbalance),
+        account_for_embedding: val(&p.account_for_embedding),
+        account_for_loss: val(&p.account_for_loss),
+        pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
     }
 }
 

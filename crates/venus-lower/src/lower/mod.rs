@@ -606,7 +606,7 @@ impl StagePlan {
             .clone()
             .map(|c| {
                 let n = sc
-                    .chunk_layers(s64)
+                    .chunk_layers(s64, c)
                     .saturating_sub(sc.chunk_moe_layers(s64, c));
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
@@ -694,7 +694,7 @@ fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
 /// a bucket may overshoot by up to one layer (Megatron: one parameter).
 fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let tp = sc.tp.max(1);
-    let layers = sc.chunk_layers(stage) as u32;
+    let layers = sc.chunk_layers(stage, chunk) as u32;
     let per_layer = sc.params.per_layer;
     let dense_layer = per_layer.total().saturating_sub(per_layer.experts) / tp;
     let expert_layer = per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1));
@@ -710,7 +710,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
     // The MTP depths (last chunk) are MoE layers of a MoE model: their experts join the
     // expert buffer, the rest the output layer's bucket.
-    let mtp = if last { sc.model.mtp_layers() } else { 0 };
+    let mtp_chunk = stage == sc.split.mtp_stage() && chunk + 1 == sc.vpp.max(1);
+    let mtp = if mtp_chunk { sc.model.mtp_layers() } else { 0 };
     let mtp_experts = per_layer.experts.saturating_mul(mtp);
     let expert_layers = if sc.model.is_moe() {
         (moe_layers as u64).saturating_add(mtp)

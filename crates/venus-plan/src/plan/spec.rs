@@ -256,6 +256,12 @@ pub struct PlanSpec {
     pub reserve: Option<Bytes>,
     /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
     pub moe_imbalance: Option<Ratio>,
+    /// The embedding counts as a layer in the pipeline split.
+    pub account_for_embedding: Option<bool>,
+    /// The loss counts as a layer in the pipeline split.
+    pub account_for_loss: Option<bool>,
+    /// Megatron's `--pipeline-model-parallel-layout` string, as written.
+    pub pipeline_layout: Option<String>,
 }
 
 impl PlanSpec {
