@@ -6,6 +6,7 @@
 //! default below is a function of the source and the row's own columns, and each is written
 //! into the generated file as a comment so a reader can see it.
 
+use super::split;
 use super::tsv::Row;
 use std::fmt::Write as _;
 
@@ -336,6 +337,24 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     };
     let vpp = match (row.vpp, source) {
         (Some(v), _) if v > 0 => v,
+        // SC21's Megatron-LM refused the interleaved schedule at pp 2 (NVIDIA/Megatron-LM
+        // 182841f7 megatron/arguments.py: "pipeline-model-parallel size should be greater
+        // than 2 with interleaved schedule", 2021-03-20; `--overlap-p2p-communication` came
+        // in 2023), so a pp-2 Table 1 run was not interleaved.
+        (_, Source::Sc21Table1) if pp == 2 => {
+            assumed.push(
+                "vpp 1 (SC21's Megatron-LM allowed interleaving only with pp > 2: Megatron-LM 182841f7 megatron/arguments.py)"
+                    .into(),
+            );
+            1
+        }
+        _ if pp > 1 && split::is_torchtitan(row) && split::torchtitan_interleaved(row) => {
+            let v = split::TORCHTITAN_STAGES_PER_RANK;
+            assumed.push(format!(
+                "vpp {v} (torchtitan's interleaved schedules build 2 stages per rank without split points: torchtitan/parallelisms/pipelining_utils.py)"
+            ));
+            v
+        }
         (_, Source::Sc21Table1) if pp > 1 => {
             // SC21 §5: every Table 1 run uses the interleaved schedule, v unstated.
             let v = smallest_divisor(layers / pp);
@@ -408,6 +427,18 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         p => (p.contains("fp8"), p == "nvfp4"),
     };
 
+    let mtp = u64::from(stdlib == Some("deepseek_v3") && !row.model.contains("w/o MTP"));
+    let pipeline = split::pipeline_items(
+        row,
+        split::Sizes {
+            layers,
+            pp,
+            vpp,
+            mtp,
+        },
+    );
+    assumed.extend(pipeline.assumed.iter().cloned());
+
     let mut v = String::new();
     let _ = writeln!(v, "# {} — {} ({})", row.id, row.model, source.name());
     let _ = writeln!(
@@ -463,6 +494,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         let _ = write!(v, " ep {ep}");
     }
     let _ = write!(v, "\n  micro_batch {mb} global_batch {gbs}\n");
+    for item in &pipeline.items {
+        let _ = writeln!(v, "  {item}");
+    }
     if sp {
         let _ = writeln!(v, "  sp");
         if tp > 1 && row.notes.contains("tp-comm-overlap") {

@@ -48,6 +48,10 @@ pub struct Row {
     pub nic_gbps: Option<f64>,
     /// HBM per GPU as the run's hardware had it.
     pub gpu_memory_gib: Option<f64>,
+    /// The framework that ran it (`megatron`, `torchtitan`, ...), empty in a v1 table.
+    pub framework: String,
+    /// The Megatron-LM flags the row states, as written (empty in a v1 table).
+    pub megatron_args: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,7 +102,14 @@ const COLUMNS: [&str; 27] = [
 ];
 
 /// Columns of the v2 table (`RUNS.md`) read when present: a v1 table has none of them.
-const OPTIONAL: [&str; 4] = ["precision", "nvlink_domain", "nic_gbps", "gpu_memory_gib"];
+const OPTIONAL: [&str; 6] = [
+    "precision",
+    "nvlink_domain",
+    "nic_gbps",
+    "gpu_memory_gib",
+    "framework",
+    "megatron_args",
+];
 
 /// Parses the table. Columns are found by header name, so their order does not matter.
 pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
@@ -169,6 +180,8 @@ pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
             nvlink_domain: count("nvlink_domain"),
             nic_gbps: number("nic_gbps"),
             gpu_memory_gib: number("gpu_memory_gib"),
+            framework: cell("framework").to_string(),
+            megatron_args: cell("megatron_args").to_string(),
         });
     }
     Ok(rows)

@@ -462,6 +462,9 @@ impl<'a> Validator<'a> {
             && m.is_multiple_of(pp)
             && p.first_stage_layers.is_none()
             && p.last_stage_layers.is_none()
+            && p.pipeline_layout.is_none()
+            && !on(&p.account_for_embedding)
+            && !on(&p.account_for_loss)
         {
             let v = (vpp + 1..=(self.layers / pp).min(64))
                 .find(|&v| self.layers.is_multiple_of(pp * v) && bubble_at(m, v) <= BUBBLE_LIMIT);
