@@ -157,6 +157,8 @@ impl Validator<'_> {
         let pps = divisors(l / vpp)
             .into_iter()
             .filter(|&x| l % (x.saturating_mul(vpp)) == 0 && world_fits(x));
+        // Other pp values for the plain split (with the accounting written, its option above).
+        let pps = pps.filter(|_| self.accounting() == (false, false));
         for pp2 in nearest(pps, pp, 2) {
             options.push(EvenOption::Pp {
                 pp: pp2,
@@ -175,8 +177,10 @@ impl Validator<'_> {
                 });
             }
         }
-        if let Some(o) = self.layout_option() {
-            options.push(o);
+        // A layout always fits: offered when no key above keeps the written pp and vpp.
+        let keeps = |o: &EvenOption| matches!(o, EvenOption::Account { .. } | EvenOption::Ends { .. });
+        if !options.iter().any(keeps) {
+            options.extend(self.layout_option());
         }
         options
     }
@@ -189,16 +193,18 @@ impl Validator<'_> {
             .into_iter()
             .filter(|&a| a != written)
             .find_map(|(embedding, loss)| {
-                let s = if embedding || loss {
-                    split_accounting(self.layers, self.pp, self.vpp, embedding, loss).ok()?
+                if embedding || loss {
+                    split_accounting(self.layers, self.pp, self.vpp, embedding, loss).ok()?;
                 } else {
-                    split_layers(self.layers, self.pp, self.vpp, None, None).ok()?
-                };
+                    split_layers(self.layers, self.pp, self.vpp, None, None).ok()?;
+                }
+                let chunks = self.pp.saturating_mul(self.vpp).max(1);
+                let slots = self.layers + u64::from(embedding) + u64::from(loss);
                 Some(EvenOption::Account {
                     embedding,
                     loss,
-                    per_chunk: s.chunk_layers(0, self.vpp.max(1) - 1),
-                    chunks: self.pp.saturating_mul(self.vpp),
+                    per_chunk: slots / chunks,
+                    chunks,
                 })
             })
     }
