@@ -123,7 +123,7 @@ fn bridge_split(row: &Row, s: Sizes, out: &mut PipelineItems) {
         out.items.push(format!("pipeline_layout \"{text}\""));
         // The value is in the generated plan; the rule's text holds no `(` (grouping).
         out.assumed.push(
-            "pipeline_layout of Megatron-Bridge's DeepSeek-V3/Kimi-K2 recipes (⌈layers / stages⌉ per virtual stage, the rest with the loss on the last)"
+            "pipeline_layout (Megatron-Bridge's DeepSeek-V3/Kimi-K2 recipes: ⌈layers / stages⌉ per virtual stage, the rest with the loss on the last)"
                 .into(),
         );
     } else if split_accounting(s.layers, s.pp, s.vpp, true, true).is_ok() {
@@ -169,7 +169,7 @@ fn torchtitan_split(s: Sizes, out: &mut PipelineItems) {
     let text = pipeline_layout::render(&counts, s.mtp);
     out.items.push(format!("pipeline_layout \"{text}\""));
     out.assumed.push(
-        "pipeline_layout of torchtitan's generated split points (⌊layers / stages⌋ per stage, one more on middle stages for the remainder)"
+        "pipeline_layout (torchtitan's generated split points: ⌊layers / stages⌋ per stage, one more on middle stages for the remainder)"
             .into(),
     );
 }
