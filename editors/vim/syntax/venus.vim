@@ -31,6 +31,7 @@ syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
 syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p overlap_tp_comm bucket_size
 syn keyword venusKey contained moe_imbalance
+syn keyword venusKey contained account_for_embedding account_for_loss pipeline_layout
 syn keyword venusKey contained mfu attention
 syn keyword venusKey contained measured precision iterations reserve
 syn keyword venusKey contained model cluster plan expect

@@ -118,6 +118,7 @@ impl Validator<'_> {
             pp_loc: loc_of(&p.pp),
             vpp: p.vpp.as_ref().map(|s| (s.value, s.loc)),
             mtp,
+            stages: self.layout_stages(),
         }));
         None
     }

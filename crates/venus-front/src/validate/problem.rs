@@ -1827,6 +1827,8 @@ pub struct LayoutProblem {
     /// The written vpp, if any.
     pub vpp: Option<(u64, Loc)>,
     pub mtp: u64,
+    /// The virtual stages of the layout, when it parses.
+    pub stages: Option<u64>,
 }
 
 impl LayoutProblem {
@@ -1993,7 +1995,7 @@ impl LayoutProblem {
                 d.with_help(format!("remove `vpp`: the layout sets it (vpp {layout})"))
             }
             C::Layers { layout, model } => {
-                let stages = self.fitting_stages(1);
+                let stages = self.stages.unwrap_or_else(|| self.fitting_stages(1));
                 let change = if layout < model {
                     format!("add {} `t`", model - layout)
                 } else {
