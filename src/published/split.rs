@@ -48,7 +48,9 @@ pub const TORCHTITAN_STAGES_PER_RANK: u64 = 2;
 fn arg_value<'a>(args: &'a str, flag: &str) -> Option<&'a str> {
     let mut words = args.split_whitespace();
     words.find(|w| *w == flag)?;
-    words.next().map(|v| v.trim_matches(|c| c == '"' || c == '\''))
+    words
+        .next()
+        .map(|v| v.trim_matches(|c| c == '"' || c == '\''))
 }
 
 fn has_flag(args: &str, flag: &str) -> bool {
@@ -127,7 +129,8 @@ fn bridge_split(row: &Row, s: Sizes, out: &mut PipelineItems) {
                 .into(),
         );
     } else if split_accounting(s.layers, s.pp, s.vpp, true, true).is_ok() {
-        out.items.push("account_for_embedding account_for_loss".into());
+        out.items
+            .push("account_for_embedding account_for_loss".into());
         out.assumed.push(
             "account_for_embedding (Megatron-Bridge's Llama 3.1 405B and Qwen3 recipes count the embedding and the loss as layers)"
                 .into(),

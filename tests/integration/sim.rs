@@ -461,14 +461,20 @@ fn a_pipeline_layout_drives_each_stages_compute() {
     let even = sim_json(&["tests/fixtures/pipeline/even.venus"]);
     let same = sim_json(&["tests/fixtures/pipeline/same.venus"]);
     assert_eq!(even["iteration_time_ms"], same["iteration_time_ms"]);
-    assert_eq!(phase(&even, "forward-compute"), phase(&same, "forward-compute"));
+    assert_eq!(
+        phase(&even, "forward-compute"),
+        phase(&same, "forward-compute")
+    );
     // 4 layers on the first stage and 12 on the last: the first stage's forward takes half
     // the even stage's (the embedding aside), the last's 1.5 × plus the output layer.
     let moved = sim_json(&["tests/fixtures/pipeline/moved.venus"]);
     let (even_min, _) = phase(&even, "forward-compute");
     let (min, max) = phase(&moved, "forward-compute");
     assert_eq!((min, max), (171.54, 529.34));
-    assert!(min < even_min / 2.0 + 2.0 && max > even_min * 1.5, "{min} {max} {even_min}");
+    assert!(
+        min < even_min / 2.0 + 2.0 && max > even_min * 1.5,
+        "{min} {max} {even_min}"
+    );
     assert!(
         moved["iteration_time_ms"].as_f64() > even["iteration_time_ms"].as_f64(),
         "the slowest stage sets the pace"

@@ -82,7 +82,10 @@ fn layout_vpp(def: &ScenarioDef) -> Option<u64> {
         return None;
     }
     let text = &p.pipeline_layout.as_ref()?.value.text;
-    let n = venus_plan::plan::pipeline_layout::parse(text).ok()?.stages.len() as u64;
+    let n = venus_plan::plan::pipeline_layout::parse(text)
+        .ok()?
+        .stages
+        .len() as u64;
     let pp = p.pp().max(1);
     n.is_multiple_of(pp).then_some(n / pp)
 }

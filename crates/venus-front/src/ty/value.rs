@@ -27,7 +27,10 @@ pub enum Arg {
     Word(&'static str),
     /// A quoted string, escapes resolved; `raw` is whether it was written without escapes, so
     /// that an offset into it is an offset into the source (from one past the opening quote).
-    Str { text: String, raw: bool },
+    Str {
+        text: String,
+        raw: bool,
+    },
 }
 
 /// What a unit measures and its factor to the base unit.

@@ -7,11 +7,13 @@
 //! are bounded (divisors, or at most 4096 steps) whatever the numbers.
 
 use super::problem::{EndOption, EvenOption, HeadsSplit, KvGroupsSplit, LayerSplit, PlanProblem};
-use super::problem::{LayoutIssue, LayoutProblem, SeqOverCp, SeqOverTp, Setting, SplitHelp, Written};
-use crate::ty::{LayoutText, Spanned};
-use venus_diag::diag::Loc;
+use super::problem::{
+    LayoutIssue, LayoutProblem, SeqOverCp, SeqOverTp, Setting, SplitHelp, Written,
+};
 use super::{divisors, loc_of, nearest, neighbour_multiples, on, split_layers, Validator};
 use super::{split_accounting, SplitError, StageSplit};
+use crate::ty::{LayoutText, Spanned};
+use venus_diag::diag::Loc;
 use venus_plan::plan::pipeline_layout;
 
 impl Validator<'_> {
@@ -179,7 +181,8 @@ impl Validator<'_> {
             }
         }
         // A layout always fits: offered when no key above keeps the written pp and vpp.
-        let keeps = |o: &EvenOption| matches!(o, EvenOption::Account { .. } | EvenOption::Ends { .. });
+        let keeps =
+            |o: &EvenOption| matches!(o, EvenOption::Account { .. } | EvenOption::Ends { .. });
         if !options.iter().any(keeps) {
             options.extend(self.layout_option());
         }
@@ -214,7 +217,7 @@ impl Validator<'_> {
     /// the stages are few enough to write one.
     fn layout_option(&self) -> Option<EvenOption> {
         let stages = self.pp.checked_mul(self.vpp)?;
-        if stages < 2 || stages > 4096 {
+        if !(2..=4096).contains(&stages) {
             return None;
         }
         pipeline_layout::balanced(self.layers, stages)?;

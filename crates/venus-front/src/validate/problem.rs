@@ -9,9 +9,9 @@
 
 use super::repair::{Change, Repair};
 use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
-use venus_plan::plan::pipeline_layout;
 use super::{Code, Diagnostic, Loc};
 use crate::ty::{Bytes, GpuArch, Opt, Precision, Ratio, Recompute, ScheduleKind};
+use venus_plan::plan::pipeline_layout;
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -431,7 +431,11 @@ pub enum EvenOption {
         chunks: u64,
     },
     /// A `pipeline_layout` over `stages` virtual stages ([`pipeline_layout::balanced`]).
-    Layout { layers: u64, stages: u64, mtp: u64 },
+    Layout {
+        layers: u64,
+        stages: u64,
+        mtp: u64,
+    },
 }
 
 /// `` `first_stage_layers 3` (layers: …) ``.
@@ -1849,8 +1853,12 @@ impl LayoutProblem {
 
     /// A layout venusc would write for these sizes over `stages` virtual stages.
     fn proposal(&self, stages: u64) -> Option<String> {
-        pipeline_layout::balanced(self.layers, stages)
-            .map(|c| format!("`pipeline_layout \"{}\"`", pipeline_layout::render(&c, self.mtp)))
+        pipeline_layout::balanced(self.layers, stages).map(|c| {
+            format!(
+                "`pipeline_layout \"{}\"`",
+                pipeline_layout::render(&c, self.mtp)
+            )
+        })
     }
 
     /// The stages of a layout that fits: pp × the written vpp, else the nearest multiple of pp
@@ -1859,7 +1867,9 @@ impl LayoutProblem {
         let pp = self.pp.max(1);
         match self.vpp {
             Some((v, _)) => pp.saturating_mul(v.max(1)),
-            None => (stages.saturating_add(pp / 2) / pp).max(1).saturating_mul(pp),
+            None => (stages.saturating_add(pp / 2) / pp)
+                .max(1)
+                .saturating_mul(pp),
         }
     }
 
@@ -1871,14 +1881,20 @@ impl LayoutProblem {
                 let names: Vec<String> = keys.iter().map(|(k, _)| format!("`{k}`")).collect();
                 let mut d = Diagnostic::new(
                     Code::E0323,
-                    format!("`pipeline_layout` cannot be combined with {}", join_and(&names)),
+                    format!(
+                        "`pipeline_layout` cannot be combined with {}",
+                        join_and(&names)
+                    ),
                     self.loc,
                     "places every layer itself",
                 );
                 for (k, loc) in &keys {
                     d = d.with_secondary(*loc, format!("`{k}` written here"));
                 }
-                d.with_help(format!("remove {}: the layout already says where each layer goes", join_and(&names)))
+                d.with_help(format!(
+                    "remove {}: the layout already says where each layer goes",
+                    join_and(&names)
+                ))
             }
             LayoutIssue::Place(e) => self.render_place(e),
         }
@@ -1886,27 +1902,46 @@ impl LayoutProblem {
 
     fn render_syntax(&self, e: pipeline_layout::SyntaxError) -> Diagnostic {
         use pipeline_layout::SyntaxError as S;
-        let slice = |a: pipeline_layout::At| self.text.get(a.start..a.start + a.len).unwrap_or("").to_string();
+        let slice = |a: pipeline_layout::At| {
+            self.text
+                .get(a.start..a.start + a.len)
+                .unwrap_or("")
+                .to_string()
+        };
         let (msg, at, label, help) = match e {
             S::BadChar { ch, at } => {
-                let near = ['E', 't', 'm', 'L'].into_iter().find(|c| c.eq_ignore_ascii_case(&ch));
+                let near = ['E', 't', 'm', 'L']
+                    .into_iter()
+                    .find(|c| c.eq_ignore_ascii_case(&ch));
                 let help = match near {
                     Some(c) => format!("write `{c}`: layout symbols are case-sensitive"),
                     None => format!("remove `{ch}`: a layout holds `E`, `t`, `m`, `L`, `|`, `(...)*N` and `x*N`"),
                 };
-                (format!("`{ch}` is not a pipeline layout symbol"), Some(at), "not E, t, m, L or |".to_string(), help)
+                (
+                    format!("`{ch}` is not a pipeline layout symbol"),
+                    Some(at),
+                    "not E, t, m, L or |".to_string(),
+                    help,
+                )
             }
             S::Unclosed { at } => (
                 "unclosed `(` in the pipeline layout".to_string(),
                 Some(at),
                 "opened here".to_string(),
-                format!("close the group with `)*N` (the text has {} `(` and {} `)`)", self.text.matches('(').count(), self.text.matches(')').count()),
+                format!(
+                    "close the group with `)*N` (the text has {} `(` and {} `)`)",
+                    self.text.matches('(').count(),
+                    self.text.matches(')').count()
+                ),
             ),
             S::Unopened { at } => (
                 "`)` without a `(` in the pipeline layout".to_string(),
                 Some(at),
                 "closes nothing".to_string(),
-                format!("remove the `)` at character {}, or open its group with `(`", at.start + 1),
+                format!(
+                    "remove the `)` at character {}, or open its group with `(`",
+                    at.start + 1
+                ),
             ),
             S::NoCount { at } => {
                 let group = slice(at);
@@ -1915,7 +1950,12 @@ impl LayoutProblem {
                 } else {
                     format!("write `{group}*N` with the number of repetitions")
                 };
-                ("a pipeline layout group without a repeat count".to_string(), Some(at), "needs `*N`".to_string(), help)
+                (
+                    "a pipeline layout group without a repeat count".to_string(),
+                    Some(at),
+                    "needs `*N`".to_string(),
+                    help,
+                )
             }
             S::NoDigits { at } => (
                 "`*` without a count in the pipeline layout".to_string(),
@@ -1930,17 +1970,25 @@ impl LayoutProblem {
                 "remove the `()` and its count".to_string(),
             ),
             S::TooDeep { at } => (
-                format!("pipeline layout groups nested deeper than {}", pipeline_layout::MAX_DEPTH),
+                format!(
+                    "pipeline layout groups nested deeper than {}",
+                    pipeline_layout::MAX_DEPTH
+                ),
                 Some(at),
                 "too deep".to_string(),
                 "unroll the innermost group: write its stages out".to_string(),
             ),
             S::TooLarge { at } => (
-                format!("the pipeline layout expands past {} virtual stages", pipeline_layout::MAX_STAGES),
+                format!(
+                    "the pipeline layout expands past {} virtual stages",
+                    pipeline_layout::MAX_STAGES
+                ),
                 Some(at),
                 "too many repetitions".to_string(),
                 match self.proposal(self.fitting_stages(self.pp)) {
-                    Some(p) => format!("write one entry per virtual stage (pp × vpp of them), e.g. {p}"),
+                    Some(p) => {
+                        format!("write one entry per virtual stage (pp × vpp of them), e.g. {p}")
+                    }
                     None => "write one entry per virtual stage (pp × vpp of them)".to_string(),
                 },
             ),
@@ -1984,9 +2032,15 @@ impl LayoutProblem {
             C::Vpp { written, layout } => {
                 let d = Diagnostic::new(
                     Code::E0323,
-                    format!("the pipeline layout gives vpp {layout} but the plan writes vpp {written}"),
+                    format!(
+                        "the pipeline layout gives vpp {layout} but the plan writes vpp {written}"
+                    ),
                     self.loc,
-                    format!("{} stages over pp {}", layout.saturating_mul(self.pp), self.pp),
+                    format!(
+                        "{} stages over pp {}",
+                        layout.saturating_mul(self.pp),
+                        self.pp
+                    ),
                 );
                 let d = match self.vpp {
                     Some((_, l)) => d.with_secondary(l, format!("vpp {written}")),
@@ -2046,7 +2100,15 @@ impl LayoutProblem {
                     format!("`{c}` is in the pipeline layout {count} times"),
                     at,
                     "again here".to_string(),
-                    format!("keep one `{c}` ({}), remove the other {}", if c == 'E' { "at the start" } else { "at the end" }, count - 1),
+                    format!(
+                        "keep one `{c}` ({}), remove the other {}",
+                        if c == 'E' {
+                            "at the start"
+                        } else {
+                            "at the end"
+                        },
+                        count - 1
+                    ),
                 )
             }
             P::LayerAfterMtp { at } => (

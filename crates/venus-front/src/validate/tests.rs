@@ -1262,10 +1262,17 @@ fn e0302_126_layers_over_pp8_vpp8_suggests_accounting_the_embedding_and_loss() {
     // Chunk 0 of stage 0 holds 1 layer (and the embedding), the last chunk of stage 7 1 (and
     // the loss), every other chunk 2; the memory table counts 15 layers on the end stages.
     assert_eq!(
-        (s.chunk_layers(0, 0), s.chunk_layers(0, 1), s.chunk_layers(7, 7)),
+        (
+            s.chunk_layers(0, 0),
+            s.chunk_layers(0, 1),
+            s.chunk_layers(7, 7)
+        ),
         (1, 2, 1)
     );
-    assert_eq!((s.memory[0].layers, s.memory[3].layers, s.memory[7].layers), (15, 16, 15));
+    assert_eq!(
+        (s.memory[0].layers, s.memory[3].layers, s.memory[7].layers),
+        (15, 16, 15)
+    );
 }
 
 #[test]
@@ -1309,7 +1316,11 @@ fn a_layout_sets_vpp_and_the_per_chunk_layers() {
     let s = s.unwrap();
     assert_eq!(s.vpp, 4);
     assert_eq!(
-        (s.chunk_layers(0, 0), s.chunk_layers(0, 1), s.chunk_layers(7, 3)),
+        (
+            s.chunk_layers(0, 0),
+            s.chunk_layers(0, 1),
+            s.chunk_layers(7, 3)
+        ),
         (1, 2, 0)
     );
     assert_eq!((s.stage_layers(0), s.stage_layers(7)), (7, 6));
@@ -1324,7 +1335,10 @@ fn e0322_points_at_the_character_that_does_not_parse() {
     let e = only(&ds, Code::E0322);
     assert_eq!(e.message, "`T` is not a pipeline layout symbol");
     assert_eq!(e.primary.loc, inside(l, 10, 11));
-    assert_eq!(e.help.as_deref(), Some("write `t`: layout symbols are case-sensitive"));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("write `t`: layout symbols are case-sensitive")
+    );
 }
 
 #[test]
@@ -1333,15 +1347,24 @@ fn e0323_counts_the_layers_and_proposes_a_layout_that_fits() {
     let l = layout(&mut d, "Et*15|t*16L");
     let (_, ds) = validate(&d);
     let e = only(&ds, Code::E0323);
-    assert_eq!(e.message, "the pipeline layout holds 31 layers but the model has 32");
+    assert_eq!(
+        e.message,
+        "the pipeline layout holds 31 layers but the model has 32"
+    );
     assert_eq!(e.primary.loc, l);
-    assert_eq!(e.help.as_deref(), Some("add 1 `t`, e.g. `pipeline_layout \"Et*16|t*16L\"`"));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("add 1 `t`, e.g. `pipeline_layout \"Et*16|t*16L\"`")
+    );
     // Stages that are not a multiple of pp (L02).
     let mut d = pipelined(32, 2);
     layout(&mut d, "Et*10|t*11|t*11L");
     let (_, ds) = validate(&d);
     let e = only(&ds, Code::E0323);
-    assert_eq!(e.message, "the pipeline layout has 3 virtual stages, not a multiple of pp 2");
+    assert_eq!(
+        e.message,
+        "the pipeline layout has 3 virtual stages, not a multiple of pp 2"
+    );
     assert_eq!(
         e.help.as_deref(),
         Some("write 4 stages (pp 2 × vpp 2), e.g. `pipeline_layout \"Et*8|(t*8|)*2t*8L\"`")
@@ -1352,7 +1375,10 @@ fn e0323_counts_the_layers_and_proposes_a_layout_that_fits() {
     set(&mut d.plan.account_for_embedding, true);
     let (_, ds) = validate(&d);
     let e = only(&ds, Code::E0323);
-    assert_eq!(e.message, "`pipeline_layout` cannot be combined with `account_for_embedding`");
+    assert_eq!(
+        e.message,
+        "`pipeline_layout` cannot be combined with `account_for_embedding`"
+    );
 }
 
 #[test]
@@ -1361,9 +1387,15 @@ fn e0324_places_the_embedding_first() {
     let l = layout(&mut d, "t*16|Et*16L");
     let (_, ds) = validate(&d);
     let e = only(&ds, Code::E0324);
-    assert_eq!(e.message, "the pipeline layout does not start with the embedding `E`");
+    assert_eq!(
+        e.message,
+        "the pipeline layout does not start with the embedding `E`"
+    );
     assert_eq!(e.primary.loc, inside(l, 5, 6));
-    assert_eq!(e.help.as_deref(), Some("move the `E` to the start of the first stage"));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("move the `E` to the start of the first stage")
+    );
 }
 
 #[test]

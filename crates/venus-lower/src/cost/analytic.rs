@@ -394,7 +394,11 @@ impl Work {
                 if mixed {
                     // Routed experts of the stage's MoE layers (and of the MTP layers on the
                     // last stage); everything else is dense.
-                    let mtp = if s == sc.split.mtp_stage() { m.mtp_layers() } else { 0 };
+                    let mtp = if s == sc.split.mtp_stage() {
+                        m.mtp_layers()
+                    } else {
+                        0
+                    };
                     let expert = expert_per_layer * f(sc.stage_moe_layers(s).saturating_add(mtp));
                     return (f(sc.stage_params(s)) - expert, expert);
                 }

@@ -185,9 +185,8 @@ impl StageSplit {
             let rounds = (0..chunk.min(v)).fold(0u64, |acc, c| {
                 (0..self.pp).fold(acc, |a, s| a.saturating_add(self.chunk_layers(s, c)))
             });
-            return (0..stage.min(self.pp)).fold(rounds, |a, s| {
-                a.saturating_add(self.chunk_layers(s, chunk))
-            });
+            return (0..stage.min(self.pp))
+                .fold(rounds, |a, s| a.saturating_add(self.chunk_layers(s, chunk)));
         }
         // Closed form of the same sum (a rule split can have pp × vpp beyond any table).
         let middle = self.middle / v;
@@ -238,7 +237,11 @@ impl StageSplit {
     /// The layers of each stage's chunks, runs of equal stages merged:
     /// `stage 0: 1+2, stages 1-6: 2+2, stage 7: 2+1`.
     fn describe_chunks(&self) -> String {
-        let row = |s: u64| -> Vec<u64> { (0..self.vpp.max(1)).map(|c| self.chunk_layers(s, c)).collect() };
+        let row = |s: u64| -> Vec<u64> {
+            (0..self.vpp.max(1))
+                .map(|c| self.chunk_layers(s, c))
+                .collect()
+        };
         let mut parts = Vec::new();
         let mut start = 0;
         while start < self.pp {
@@ -777,7 +780,10 @@ mod tests {
             })
         );
         let s = split_layers(30, 4, 3, Some(3), Some(3)).unwrap();
-        assert_eq!((s.layers(0), s.layers(1), s.layers(2), s.layers(3)), (3, 12, 12, 3));
+        assert_eq!(
+            (s.layers(0), s.layers(1), s.layers(2), s.layers(3)),
+            (3, 12, 12, 3)
+        );
         assert_eq!((s.chunk_layers(0, 2), s.chunk_layers(1, 0)), (1, 4));
         assert_eq!(
             split_layers(8, 4, 1, Some(5), Some(5)),
@@ -839,7 +845,14 @@ mod tests {
         assert_eq!(s.total(), 126);
         assert!(!s.is_even());
         // Offsets in Megatron's order: chunk 0 of ranks 0..7 (1, 2, …), then chunk 1.
-        assert_eq!((s.first_layer(0, 0), s.first_layer(1, 0), s.first_layer(2, 0)), (0, 1, 3));
+        assert_eq!(
+            (
+                s.first_layer(0, 0),
+                s.first_layer(1, 0),
+                s.first_layer(2, 0)
+            ),
+            (0, 1, 3)
+        );
         assert_eq!((s.first_layer(0, 1), s.first_layer(7, 7)), (15, 125));
         // Every chunk's offset is the sum of the chunks before it in virtual-stage order.
         let mut next = 0;
@@ -850,7 +863,10 @@ mod tests {
             }
         }
         assert_eq!(next, 126);
-        assert_eq!(s.describe(), "stage 0: 1+2+2+2+2+2+2+2, stages 1-6: 2+2+2+2+2+2+2+2, stage 7: 2+2+2+2+2+2+2+1");
+        assert_eq!(
+            s.describe(),
+            "stage 0: 1+2+2+2+2+2+2+2, stages 1-6: 2+2+2+2+2+2+2+2, stage 7: 2+2+2+2+2+2+2+1"
+        );
         // Only the embedding: 61 + 1 = 62 does not split over pp 4 (L18/L19).
         assert_eq!(
             split_accounting(61, 4, 1, true, false),
@@ -864,7 +880,14 @@ mod tests {
         );
         // 94 + 2 = 96 over pp 8 × vpp 3: 4 per chunk.
         let s = split_accounting(94, 8, 3, true, true).unwrap();
-        assert_eq!((s.chunk_layers(0, 0), s.chunk_layers(7, 2), s.chunk_layers(4, 1)), (3, 3, 4));
+        assert_eq!(
+            (
+                s.chunk_layers(0, 0),
+                s.chunk_layers(7, 2),
+                s.chunk_layers(4, 1)
+            ),
+            (3, 3, 4)
+        );
     }
 
     #[test]
@@ -874,12 +897,35 @@ mod tests {
         let mut layers = vec![2; 32];
         layers[0] = 1;
         layers[31] = 0;
-        let s = StageSplit::from_layout(8, 4, LayoutTable { layers, mtp_stage: 7 }).unwrap();
-        assert_eq!((s.chunk_layers(0, 0), s.chunk_layers(7, 3), s.chunk_layers(7, 2)), (1, 0, 2));
+        let s = StageSplit::from_layout(
+            8,
+            4,
+            LayoutTable {
+                layers,
+                mtp_stage: 7,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.chunk_layers(0, 0),
+                s.chunk_layers(7, 3),
+                s.chunk_layers(7, 2)
+            ),
+            (1, 0, 2)
+        );
         assert_eq!((s.layers(0), s.layers(7)), (7, 6));
         assert_eq!(s.total(), 61);
         assert_eq!((s.first_layer(1, 0), s.first_layer(0, 1)), (1, 15));
-        assert!(StageSplit::from_layout(8, 3, LayoutTable { layers: vec![1; 32], mtp_stage: 7 }).is_none());
+        assert!(StageSplit::from_layout(
+            8,
+            3,
+            LayoutTable {
+                layers: vec![1; 32],
+                mtp_stage: 7
+            }
+        )
+        .is_none());
     }
 
     #[test]

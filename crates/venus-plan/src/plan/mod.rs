@@ -126,8 +126,10 @@ impl Scenario {
     /// Decoder layers with routed experts in one model chunk of a stage (all of them for a
     /// MoE model without `first_k_dense`, none for a dense model).
     pub fn chunk_moe_layers(&self, stage: u64, chunk: u64) -> u64 {
-        self.model
-            .moe_layers_in(self.first_layer(stage, chunk), self.chunk_layers(stage, chunk))
+        self.model.moe_layers_in(
+            self.first_layer(stage, chunk),
+            self.chunk_layers(stage, chunk),
+        )
     }
 
     /// Decoder layers with routed experts on a stage (all its chunks).

@@ -128,13 +128,14 @@ impl Stage {
 
     /// This stage followed by `o` with no boundary between them.
     fn join(self, o: Stage) -> Stage {
-        let layer_after_mtp = self.layer_after_mtp.or(o.layer_after_mtp).or(
-            if self.mtp > 0 && o.layers > 0 {
-                o.first.map(|p| p.at)
-            } else {
-                None
-            },
-        );
+        let layer_after_mtp =
+            self.layer_after_mtp
+                .or(o.layer_after_mtp)
+                .or(if self.mtp > 0 && o.layers > 0 {
+                    o.first.map(|p| p.at)
+                } else {
+                    None
+                });
         Stage {
             embedding: self.embedding.saturating_add(o.embedding),
             layers: self.layers.saturating_add(o.layers),
@@ -283,9 +284,7 @@ impl Parser<'_> {
             len: self.pos - start,
         };
         if self.pos == digits {
-            return Err(SyntaxError::NoDigits {
-                at: At::one(star),
-            });
+            return Err(SyntaxError::NoDigits { at: At::one(star) });
         }
         let n: u64 = self.text[digits..self.pos]
             .parse()
@@ -347,7 +346,11 @@ pub enum PlaceError {
     /// The last symbol is not `L`.
     LossNotLast { at: Option<At> },
     /// `E` (or `L`) more than once: the second place.
-    Twice { sym: Sym, count: u64, at: Option<At> },
+    Twice {
+        sym: Sym,
+        count: u64,
+        at: Option<At>,
+    },
     /// A `t` after an `m`.
     LayerAfterMtp { at: Option<At> },
     /// An `m` outside its rank's last virtual stage (or MTP split over several stages).
@@ -385,7 +388,12 @@ pub fn table(
         }));
     }
     check_places(parsed, pp, vpp)?;
-    let sum = |f: fn(&Stage) -> u64| parsed.stages.iter().fold(0u64, |a, s| a.saturating_add(f(s)));
+    let sum = |f: fn(&Stage) -> u64| {
+        parsed
+            .stages
+            .iter()
+            .fold(0u64, |a, s| a.saturating_add(f(s)))
+    };
     let t = sum(|s| s.layers);
     if t != layers {
         return Err(LayoutError::Count(CountError::Layers {
@@ -450,7 +458,13 @@ fn check_places(parsed: &Parsed, pp: u64, vpp: u64) -> Result<(), LayoutError> {
             // The second place, else the one written place (a repetition made the copies).
             let second = st
                 .iter()
-                .filter_map(|s| if sym == Sym::Embedding { s.embedding_at } else { s.loss_at })
+                .filter_map(|s| {
+                    if sym == Sym::Embedding {
+                        s.embedding_at
+                    } else {
+                        s.loss_at
+                    }
+                })
                 .nth(1)
                 .or(at_of(sym));
             return place(PlaceError::Twice {
@@ -549,7 +563,12 @@ mod tests {
     use super::*;
 
     fn layers_of(text: &str) -> Vec<u64> {
-        parse(text).unwrap().stages.iter().map(|s| s.layers).collect()
+        parse(text)
+            .unwrap()
+            .stages
+            .iter()
+            .map(|s| s.layers)
+            .collect()
     }
 
     #[test]
@@ -599,7 +618,10 @@ mod tests {
                 at: At { start: 1, len: 5 }
             })
         );
-        assert_eq!(parse("Et*|L"), Err(SyntaxError::NoDigits { at: At::one(2) }));
+        assert_eq!(
+            parse("Et*|L"),
+            Err(SyntaxError::NoDigits { at: At::one(2) })
+        );
         assert_eq!(
             parse("E()*2L"),
             Err(SyntaxError::EmptyGroup {
