@@ -489,3 +489,33 @@ fn deepseek_v3_style_layout_over_pp8_vpp4_simulates() {
     assert!(min > 0.0 && min < max, "{min} {max}");
     assert_eq!(r["world_size"], 64);
 }
+
+#[test]
+fn venussim_emit_refuses_a_layout_whose_chunks_differ() {
+    let dir = std::env::temp_dir().join(format!("venusc-layout-emit-{}", std::process::id()));
+    let out = dir.to_string_lossy().into_owned();
+    let (code, _, stderr) = venusc(&[
+        "compile",
+        "tests/ui/plan/valid_pipeline_layout.venus",
+        "--emit",
+        "venussim",
+        "-o",
+        &out,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`pipeline_layout` makes them differ (stage 0: 1+2+2+2, stages 1-6: 2+2+2+2, stage 7: 2+2+2+0)"),
+        "{stderr}"
+    );
+    // A layout of equal chunks is the even split VenusSim writes.
+    let (code, _, stderr) = venusc(&[
+        "compile",
+        "tests/fixtures/pipeline/same.venus",
+        "--emit",
+        "venussim",
+        "-o",
+        &out,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
