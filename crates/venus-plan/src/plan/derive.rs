@@ -130,15 +130,30 @@ impl StageSplit {
         n
     }
 
-    /// Layers on a pipeline stage (all its chunks together).
+    /// Layers on a pipeline stage (all its chunks together): the sum of its chunks, in closed
+    /// form for a rule split (whose vpp may be any count).
     pub fn layers(&self, stage: u64) -> u64 {
-        (0..self.vpp.max(1)).fold(0u64, |acc, c| {
-            acc.saturating_add(self.chunk_layers(stage, c))
-        })
+        let v = self.vpp.max(1);
+        if self.table.is_some() {
+            return (0..v).fold(0u64, |acc, c| {
+                acc.saturating_add(self.chunk_layers(stage, c))
+            });
+        }
+        let mut n = self.slots(stage).saturating_mul(v);
+        if self.embedding && stage == 0 {
+            n = n.saturating_sub(1);
+        }
+        if self.loss && stage + 1 == self.pp {
+            n = n.saturating_sub(1);
+        }
+        n
     }
 
     /// The largest chunk of a stage (what the memory model sizes a chunk's activations by).
     pub fn max_chunk_layers(&self, stage: u64) -> u64 {
+        if self.table.is_none() {
+            return self.slots(stage);
+        }
         (0..self.vpp.max(1))
             .map(|c| self.chunk_layers(stage, c))
             .max()
@@ -153,7 +168,19 @@ impl StageSplit {
     /// Whether every chunk of every stage holds the same number of layers.
     pub fn is_even(&self) -> bool {
         let n = self.chunk_layers(0, 0);
-        (0..self.pp).all(|s| (0..self.vpp.max(1)).all(|c| self.chunk_layers(s, c) == n))
+        match &self.table {
+            Some(t) => t.layers.iter().all(|&l| l == n),
+            None => {
+                // Every chunk but (0, 0) and the last holds its stage's slots.
+                let v = self.vpp.max(1);
+                let last = self.chunk_layers(self.pp - 1, v - 1);
+                last == n
+                    && (0..self.pp).all(|st| {
+                        let ends = u64::from(st == 0) + u64::from(st + 1 == self.pp);
+                        v.saturating_sub(ends) == 0 || self.slots(st) == n
+                    })
+            }
+        }
     }
 
     /// The pipeline stage that holds the multi-token prediction depths: the last one, unless a
@@ -213,8 +240,22 @@ impl StageSplit {
     /// A short description: `8 per stage`, `first 6, 5 on each of 6 middle stages, last 6`, or
     /// for a split with uneven chunks the chunk counts of each stage (`stage 0: 1+2, …`).
     pub fn describe(&self) -> String {
-        if self.table.is_some() || self.embedding || self.loss {
+        if self.table.is_some() {
             return self.describe_chunks();
+        }
+        if self.embedding || self.loss {
+            let mut s = format!("{} per model chunk", self.slots(0));
+            if self.embedding {
+                s.push_str(&format!(
+                    ", the first {} with the embedding",
+                    self.chunk_layers(0, 0)
+                ));
+            }
+            if self.loss {
+                let last = self.chunk_layers(self.pp - 1, self.vpp.max(1) - 1);
+                s.push_str(&format!(", the last {last} with the loss"));
+            }
+            return s;
         }
         if self.pp == 1 {
             return format!("{} on the only stage", self.first);
@@ -245,6 +286,10 @@ impl StageSplit {
         let mut parts = Vec::new();
         let mut start = 0;
         while start < self.pp {
+            if parts.len() == 8 {
+                parts.push("…".to_string());
+                break;
+            }
             let r = row(start);
             let mut end = start;
             while end + 1 < self.pp && row(end + 1) == r {
@@ -865,8 +910,12 @@ mod tests {
         assert_eq!(next, 126);
         assert_eq!(
             s.describe(),
-            "stage 0: 1+2+2+2+2+2+2+2, stages 1-6: 2+2+2+2+2+2+2+2, stage 7: 2+2+2+2+2+2+2+1"
+            "2 per model chunk, the first 1 with the embedding, the last 1 with the loss"
         );
+        // pp 2, no vpp, both accounted: 30 + 2 = 32, each stage 16 slots = 15 layers: even.
+        let even = split_accounting(30, 2, 1, true, true).unwrap();
+        assert!(even.is_even());
+        assert_eq!((even.layers(0), even.layers(1)), (15, 15));
         // Only the embedding: 61 + 1 = 62 does not split over pp 4 (L18/L19).
         assert_eq!(
             split_accounting(61, 4, 1, true, false),
