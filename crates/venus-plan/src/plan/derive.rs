@@ -358,7 +358,11 @@ pub fn split_layers(
         }
         return Ok(StageSplit::rule(pp, vpp, per, per, per));
     }
-    // megatron/core/transformer/transformer_config.py:2300-2370 (L13-L17)
+    // megatron/core/transformer/transformer_config.py:2296-2370@d98e8a64 (L13-L17) and
+    // transformer_block.py:100-152@d98e8a64 (`get_num_layers_to_build`): the middle stages
+    // share layers − first − last equally; with vpp every chunk of a stage holds
+    // layers(stage) / vpp, so the ends and each middle stage must divide by vpp.
+    // Offsets: transformer_layer.py:96-160@d98e8a64 (see `StageSplit::first_layer`).
     if pp == 1 && first.is_some() && last.is_some() {
         return Err(SplitError::EndsNeedTwoStages);
     }
@@ -420,7 +424,7 @@ pub fn split_layers(
 /// the accounted ones over pp stages and vpp chunks; the first chunk of stage 0 then builds one
 /// transformer layer fewer (embedding), the last chunk of the last stage one fewer (loss).
 // megatron/core/transformer/transformer_config.py:2372-2418@d98e8a64 (L18, L19) and
-// megatron/core/transformer/transformer_block.py:166-201@d98e8a64 (the slots, the −1s).
+// megatron/core/transformer/transformer_block.py:148-201@d98e8a64 (the slots, the −1s).
 pub fn split_accounting(
     layers: u64,
     pp: u64,
