@@ -760,6 +760,12 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
             expert: false,
         };
     };
+    // Multi-token prediction modules sit with the output layer (or end their own chunk).
+    let mtp_dense = if mtp_chunk {
+        sc.params.mtp.saturating_sub(mtp_experts)
+    } else {
+        0
+    };
     if last {
         let output = if sc.model.untied_embeddings() || sc.pp > 1 {
             sc.params.output / tp
@@ -767,8 +773,6 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
             0
         };
         open.post = true;
-        // Multi-token prediction modules sit with the output layer.
-        let mtp_dense = sc.params.mtp.saturating_sub(mtp_experts);
         open.elements = sc.params.final_norm.saturating_add(mtp_dense) / tp;
         if tied_shared {
             // The tied output copy is a `shared_embedding` parameter: its own bucket.
@@ -783,6 +787,12 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         } else {
             open.elements = open.elements.saturating_add(output);
         }
+    }
+    if mtp_chunk && !last {
+        // Standalone MTP (a `pipeline_layout` puts the depths on another rank's last chunk):
+        // they end that chunk as they end the last one.
+        open.post = true;
+        open.elements = open.elements.saturating_add(mtp_dense / tp);
     }
     for l in (0..layers).rev() {
         open.lo = l;
