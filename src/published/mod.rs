@@ -14,6 +14,7 @@
 
 pub mod flops;
 pub mod scenario;
+pub mod split;
 pub mod tsv;
 
 use crate::base::Seconds;

@@ -6,6 +6,7 @@
 //! default below is a function of the source and the row's own columns, and each is written
 //! into the generated file as a comment so a reader can see it.
 
+use super::split;
 use super::tsv::Row;
 use crate::syntax::schema as venusc_schema;
 use std::fmt::Write as _;
@@ -372,6 +373,24 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     };
     let vpp = match (row.vpp, source) {
         (Some(v), _) if v > 0 => v,
+        // SC21's Megatron-LM refused the interleaved schedule at pp 2 (NVIDIA/Megatron-LM
+        // 182841f7 megatron/arguments.py: "pipeline-model-parallel size should be greater
+        // than 2 with interleaved schedule", 2021-03-20; `--overlap-p2p-communication` came
+        // in 2023), so a pp-2 Table 1 run was not interleaved.
+        (_, Source::Sc21Table1) if pp == 2 => {
+            assumed.push(
+                "vpp 1 (SC21's Megatron-LM allowed interleaving only with pp > 2: Megatron-LM 182841f7 megatron/arguments.py)"
+                    .into(),
+            );
+            1
+        }
+        _ if pp > 1 && split::is_torchtitan(row) && split::torchtitan_interleaved(row) => {
+            let v = split::TORCHTITAN_STAGES_PER_RANK;
+            assumed.push(format!(
+                "vpp {v} (torchtitan's interleaved schedules build 2 stages per rank without split points: torchtitan/parallelisms/pipelining_utils.py)"
+            ));
+            v
+        }
         (_, Source::Sc21Table1) if pp > 1 => {
             // SC21 §5: every Table 1 run uses the interleaved schedule, v unstated.
             let v = smallest_divisor(layers / pp);
@@ -462,9 +481,27 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         p => (p.contains("fp8"), p == "nvfp4"),
     };
 
+    let mtp = u64::from(
+        stdlib == Some("deepseek_v3")
+            && !row.model.contains("w/o MTP")
+            && source != Source::McoreDsv3,
+    );
+    let pipeline = split::pipeline_items(
+        row,
+        split::Sizes {
+            layers,
+            pp,
+            vpp,
+            mtp,
+        },
+    );
+    assumed.extend(pipeline.assumed.iter().cloned());
     // NVIDIA's MLPerf GPT-3 NeMo configs: `OVERLAP_P2P_COMM=True`, `BATCH_P2P_COMM=False`
     // (mlcommons/training_results_v4.x NVIDIA/benchmarks/gpt3 config_common.sh).
-    let overlap_p2p = source == Source::Mlperf && vpp > 1 && pp > 1;
+    let overlap_p2p = source == Source::Mlperf
+        && vpp > 1
+        && pp > 1
+        && !pipeline.items.iter().any(|i| i == "overlap_p2p");
     if overlap_p2p {
         assumed.push("overlap_p2p (unstated; NVIDIA's MLPerf GPT-3 configs set it)".into());
     }
@@ -526,6 +563,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let _ = write!(v, "\n  micro_batch {mb} global_batch {gbs}\n");
     if overlap_p2p {
         let _ = writeln!(v, "  overlap_p2p");
+    }
+    for item in &pipeline.items {
+        let _ = writeln!(v, "  {item}");
     }
     if sp {
         let _ = writeln!(v, "  sp");

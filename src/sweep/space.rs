@@ -265,6 +265,8 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
         &p.delay_grad_reduce,
         &p.delay_param_gather,
         &p.overlap_p2p,
+        &p.account_for_embedding,
+        &p.account_for_loss,
     ];
     let mut locs: Vec<Loc> = counts
         .iter()
@@ -279,6 +281,7 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
     locs.extend(p.mfu.as_ref().map(|s| s.loc));
     locs.extend(p.precision.as_ref().map(|s| s.loc));
     locs.extend(p.measured.as_ref().map(|m| m.loc));
+    locs.extend(p.pipeline_layout.as_ref().map(|s| s.loc));
     locs
 }
 

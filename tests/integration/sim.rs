@@ -484,3 +484,68 @@ fn check_memory_shows_the_parameter_counts() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_pipeline_layout_drives_each_stages_compute() {
+    // 64 layers over pp 8: a layout of 8 per stage is the even split, to the picosecond.
+    let even = sim_json(&["tests/fixtures/pipeline/even.venus"]);
+    let same = sim_json(&["tests/fixtures/pipeline/same.venus"]);
+    assert_eq!(even["iteration_time_ms"], same["iteration_time_ms"]);
+    assert_eq!(
+        phase(&even, "forward-compute"),
+        phase(&same, "forward-compute")
+    );
+    // 4 layers on the first stage and 12 on the last: the first stage's forward takes half
+    // the even stage's (the embedding aside), the last's 1.5 × plus the output layer.
+    let moved = sim_json(&["tests/fixtures/pipeline/moved.venus"]);
+    let (even_min, _) = phase(&even, "forward-compute");
+    let (min, max) = phase(&moved, "forward-compute");
+    assert_eq!((min, max), (171.54, 529.34));
+    assert!(
+        min < even_min / 2.0 + 2.0 && max > even_min * 1.5,
+        "{min} {max} {even_min}"
+    );
+    assert!(
+        moved["iteration_time_ms"].as_f64() > even["iteration_time_ms"].as_f64(),
+        "the slowest stage sets the pace"
+    );
+}
+
+#[test]
+fn deepseek_v3_style_layout_over_pp8_vpp4_simulates() {
+    // 61 layers, `Et|(tt|)*30L`: vpp 4 from the layout, 7 layers on stage 0 and 6 on stage 7.
+    let r = sim_json(&["tests/ui/plan/valid_pipeline_layout.venus"]);
+    let (min, max) = phase(&r, "forward-compute");
+    assert!(min > 0.0 && min < max, "{min} {max}");
+    assert_eq!(r["world_size"], 64);
+}
+
+#[test]
+fn venussim_emit_refuses_a_layout_whose_chunks_differ() {
+    let dir = std::env::temp_dir().join(format!("venusc-layout-emit-{}", std::process::id()));
+    let out = dir.to_string_lossy().into_owned();
+    let (code, _, stderr) = venusc(&[
+        "compile",
+        "tests/ui/plan/valid_pipeline_layout.venus",
+        "--emit",
+        "venussim",
+        "-o",
+        &out,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`pipeline_layout` makes them differ (stage 0: 1+2+2+2, stages 1-6: 2+2+2+2, stage 7: 2+2+2+0)"),
+        "{stderr}"
+    );
+    // A layout of equal chunks is the even split VenusSim writes.
+    let (code, _, stderr) = venusc(&[
+        "compile",
+        "tests/fixtures/pipeline/same.venus",
+        "--emit",
+        "venussim",
+        "-o",
+        &out,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

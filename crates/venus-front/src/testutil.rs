@@ -150,6 +150,9 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         main_params_dtype: None,
         exp_avg_dtype: None,
         exp_avg_sq_dtype: None,
+        account_for_embedding: None,
+        account_for_loss: None,
+        pipeline_layout: None,
     }
 }
 

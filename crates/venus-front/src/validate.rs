@@ -24,7 +24,7 @@ pub fn model_spec(m: &crate::ty::Model) -> venus_plan::plan::ModelSpec {
 use crate::ty::{Bytes, Opt, PartialScenario, Recompute, ScenarioDef, ScheduleKind, StdlibGpu};
 use venus_diag::diag::{Code, Diagnostic, Loc};
 use venus_plan::plan::derive::{
-    divisors, padded_vocab, param_counts, split_layers, SplitError, StageSplit,
+    divisors, padded_vocab, param_counts, split_accounting, split_layers, SplitError, StageSplit,
 };
 use venus_plan::plan::memory::{gib, stage_memory, worst, MemoryPlan, StageMemory};
 use venus_plan::plan::{Flags, Recipe, Scenario};
@@ -86,6 +86,22 @@ pub fn validate_partial_in(p: &PartialScenario, stdlib_gpus: &[StdlibGpu]) -> Ve
     v.failed = p.failed.clone();
     v.run_partial();
     v.diags
+}
+
+/// The vpp a `pipeline_layout` gives when the plan writes none: its virtual stages over pp
+/// (megatron/training/arguments.py:940-952@d98e8a64, L02).
+fn layout_vpp(def: &ScenarioDef) -> Option<u64> {
+    let p = &def.plan;
+    if p.vpp.is_some() {
+        return None;
+    }
+    let text = &p.pipeline_layout.as_ref()?.value.text;
+    let n = venus_plan::plan::pipeline_layout::parse(text)
+        .ok()?
+        .stages
+        .len() as u64;
+    let pp = p.pp().max(1);
+    n.is_multiple_of(pp).then_some(n / pp)
 }
 
 fn loc_of<T>(o: &Opt<T>) -> Option<Loc> {
@@ -180,7 +196,7 @@ impl<'a> Validator<'a> {
             pp: p.pp().max(1),
             cp: p.cp().max(1),
             ep: p.ep().max(1),
-            vpp: p.vpp().max(1),
+            vpp: layout_vpp(def).unwrap_or(p.vpp()).max(1),
             layers: m.layers.value,
             heads: m.heads.value,
             seq: m.seq.value,
@@ -190,6 +206,14 @@ impl<'a> Validator<'a> {
             rejected: Vec::new(),
             keep_over_memory: false,
         }
+    }
+
+    /// The virtual stages of the plan's `pipeline_layout`, when it parses.
+    fn layout_stages(&self) -> Option<u64> {
+        let text = &self.def.plan.pipeline_layout.as_ref()?.value.text;
+        venus_plan::plan::pipeline_layout::parse(text)
+            .ok()
+            .map(|p| p.stages.len() as u64)
     }
 
     fn push(&mut self, d: Diagnostic) {
@@ -276,7 +300,18 @@ impl<'a> Validator<'a> {
         } else {
             None
         };
-        if self.inputs_ok(&[Pp, Vpp, FirstStageLayers, LastStageLayers, Layers], false) {
+        const SPLIT: &[Key] = &[
+            Pp,
+            Vpp,
+            FirstStageLayers,
+            LastStageLayers,
+            Layers,
+            AccountForEmbedding,
+            AccountForLoss,
+            PipelineLayout,
+            MtpLayers,
+        ];
+        if self.inputs_ok(SPLIT, false) {
             self.check_layers(); // E0302
         }
         if self.inputs_ok(&[Tp, Heads], false) {
@@ -287,7 +322,7 @@ impl<'a> Validator<'a> {
         }
         let batch_ok = self.inputs_ok(&[MicroBatch, GlobalBatch], false);
         let m = dp.filter(|_| batch_ok).and_then(|dp| self.check_batch(dp)); // E0305
-        const SCHEDULE: &[Key] = &[Pp, Vpp, Schedule, OverlapP2p];
+        const SCHEDULE: &[Key] = &[Pp, Vpp, Schedule, OverlapP2p, PipelineLayout];
         if let (Some(dp), Some(m)) = (dp, m) {
             if self.inputs_ok(SCHEDULE, false) {
                 self.check_interleaved_microbatches(dp, m); // E0306
@@ -490,6 +525,9 @@ impl<'a> Validator<'a> {
             && m.is_multiple_of(pp)
             && p.first_stage_layers.is_none()
             && p.last_stage_layers.is_none()
+            && p.pipeline_layout.is_none()
+            && !on(&p.account_for_embedding)
+            && !on(&p.account_for_loss)
         {
             let v = (vpp + 1..=(self.layers / pp).min(64))
                 .find(|&v| self.layers.is_multiple_of(pp * v) && bubble_at(m, v) <= BUBBLE_LIMIT);

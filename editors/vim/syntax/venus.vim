@@ -33,6 +33,7 @@ syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p 
 syn keyword venusKey contained moe_imbalance
 syn keyword venusKey contained task lora_rank lora_modules fsdp grad_dtype main_params_dtype
 syn keyword venusKey contained exp_avg_dtype exp_avg_sq_dtype
+syn keyword venusKey contained account_for_embedding account_for_loss pipeline_layout
 syn keyword venusKey contained mfu attention
 syn keyword venusKey contained measured precision iterations reserve
 syn keyword venusKey contained model cluster plan expect

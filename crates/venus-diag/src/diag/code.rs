@@ -70,6 +70,9 @@ codes! {
     E0325 Error "a zero-bubble schedule needs pipeline parallelism";
     E0326 Error "a zero-bubble schedule with a feature its reference does not support";
     E0327 Error "a zero-bubble schedule with too few microbatches for its warmup";
+    E0322 Error "a `pipeline_layout` that does not parse";
+    E0323 Error "a `pipeline_layout` that does not fit the model or the plan";
+    E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

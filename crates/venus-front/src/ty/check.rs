@@ -192,6 +192,16 @@ fn dtype_of(w: &str) -> venus_base::base::Dtype {
     }
 }
 
+fn layout_text(a: &Arg) -> Option<super::LayoutText> {
+    if let Arg::Str { text, raw } = a {
+        Some(super::LayoutText {
+            text: text.clone(),
+            raw: *raw,
+        })
+    } else {
+        None
+    }
+}
 fn bytes(a: &Arg) -> Option<super::Bytes> {
     if let Arg::Bytes(b) = a {
         Some(*b)
@@ -264,6 +274,7 @@ fn example_arg(a: ArgType) -> String {
         ArgType::Ref(DefKind::Gpu) => "h100_sxm".into(),
         ArgType::Ref(k) => format!("{} < ... >", k.keyword()),
         ArgType::NewName => "nvlink".into(),
+        ArgType::Str => "\"Et|(tt|)*30L\"".into(),
         ArgType::Enum(w) => w.first().copied().unwrap_or("").into(),
         ArgType::Nested(b) => format!(
             "< {} >",
@@ -808,6 +819,9 @@ impl<'r, 'a> Checker<'r, 'a> {
             exp_avg_sq_dtype: f
                 .word(Key::ExpAvgSqDtype)
                 .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
+            account_for_embedding: f.flag(Key::AccountForEmbedding),
+            account_for_loss: f.flag(Key::AccountForLoss),
+            pipeline_layout: f.get(Key::PipelineLayout, layout_text),
         })
     }
 

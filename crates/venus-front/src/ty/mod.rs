@@ -252,6 +252,20 @@ pub struct Plan {
     pub main_params_dtype: Opt<venus_base::base::Dtype>,
     pub exp_avg_dtype: Opt<venus_base::base::Dtype>,
     pub exp_avg_sq_dtype: Opt<venus_base::base::Dtype>,
+    /// Megatron's `--account-for-embedding-in-pipeline-split`.
+    pub account_for_embedding: Opt<bool>,
+    /// Megatron's `--account-for-loss-in-pipeline-split`.
+    pub account_for_loss: Opt<bool>,
+    /// Megatron's `--pipeline-model-parallel-layout`, as written.
+    pub pipeline_layout: Opt<LayoutText>,
+}
+
+/// A `pipeline_layout` string: its text and whether offsets into it are offsets into the
+/// source (no escapes were resolved), from one past the opening quote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutText {
+    pub text: String,
+    pub raw: bool,
 }
 
 impl Plan {

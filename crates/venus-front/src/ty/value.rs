@@ -25,6 +25,12 @@ pub enum Arg {
     Name(String),
     /// An enum word, canonical spelling from the schema.
     Word(&'static str),
+    /// A quoted string, escapes resolved; `raw` is whether it was written without escapes, so
+    /// that an offset into it is an offset into the source (from one past the opening quote).
+    Str {
+        text: String,
+        raw: bool,
+    },
 }
 
 /// What a unit measures and its factor to the base unit.
@@ -247,6 +253,7 @@ fn short(ty: ArgType) -> String {
         ArgType::NewName => "a name".into(),
         ArgType::Enum(w) => format!("a {}", enum_noun(w)),
         ArgType::Nested(b) => format!("a `{}` block", b.name()),
+        ArgType::Str => "a quoted string".into(),
     }
 }
 
@@ -391,6 +398,17 @@ pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
             Ok((Arg::Ratio(Ratio(v)), None))
         }
         (ValueKind::Name(n), ArgType::NewName) => Ok((Arg::Name(n.clone()), None)),
+        (ValueKind::Str(text), ArgType::Str) => {
+            // `cx.text` is the literal as written, quotes included.
+            let raw = cx.text.len() == text.len() + 2;
+            Ok((
+                Arg::Str {
+                    text: text.clone(),
+                    raw,
+                },
+                None,
+            ))
+        }
         (ValueKind::Name(n), ArgType::Enum(words)) => {
             enum_word(n, words, cx).map(|w| (Arg::Word(w), None))
         }

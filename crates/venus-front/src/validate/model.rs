@@ -7,24 +7,35 @@
 //! are bounded (divisors, or at most 4096 steps) whatever the numbers.
 
 use super::problem::{EndOption, EvenOption, HeadsSplit, KvGroupsSplit, LayerSplit, PlanProblem};
-use super::problem::{SeqOverCp, SeqOverTp, Setting, SplitHelp, Written};
+use super::problem::{
+    LayoutIssue, LayoutProblem, SeqOverCp, SeqOverTp, Setting, SplitHelp, Written,
+};
 use super::{divisors, loc_of, nearest, neighbour_multiples, on, split_layers, Validator};
-use super::{SplitError, StageSplit};
+use super::{split_accounting, SplitError, StageSplit};
+use crate::ty::{LayoutText, Spanned};
+use venus_diag::diag::Loc;
+use venus_plan::plan::pipeline_layout;
 
 impl Validator<'_> {
     // ---------------------------------------------------------------- E0302
 
     pub(super) fn check_layers(&mut self) -> Option<StageSplit> {
         let p = &self.def.plan;
+        if let Some(layout) = &p.pipeline_layout {
+            return self.check_layout(layout);
+        }
         let first = p.first_stage_layers.as_ref().map(|s| s.value);
         let last = p.last_stage_layers.as_ref().map(|s| s.value);
-        let err = match split_layers(self.layers, self.pp, self.vpp, first, last) {
+        let err = match self.split_at(self.pp, self.vpp) {
             Ok(s) => return Some(s),
             Err(e) => e,
         };
         let first_loc = loc_of(&p.first_stage_layers);
         let last_loc = loc_of(&p.last_stage_layers);
         let ends = first_loc.or(last_loc).unwrap_or(p.loc);
+        let account_loc = loc_of(&p.account_for_embedding)
+            .or(loc_of(&p.account_for_loss))
+            .unwrap_or(p.loc);
         let primary = match err {
             SplitError::Even { .. } => loc_of(&p.pp).or(loc_of(&p.vpp)).unwrap_or(p.loc),
             SplitError::EndsNeedTwoStages | SplitError::EndsExceed { .. } => {
@@ -35,6 +46,7 @@ impl Validator<'_> {
             SplitError::MiddleMismatch { .. }
             | SplitError::MiddleNotDivisible { .. }
             | SplitError::MiddleChunks { .. } => ends,
+            SplitError::Accounted { .. } | SplitError::EndsWithAccounting => account_loc,
         };
         let mut written = Written::of(&[
             ("pp", &p.pp),
@@ -44,7 +56,12 @@ impl Validator<'_> {
         ]);
         written.retain(|w| w.loc != primary);
         let help = match err {
-            SplitError::Even { .. } => SplitHelp::Even(self.even_split_options()),
+            SplitError::Even { .. } | SplitError::Accounted { .. } => {
+                SplitHelp::Even(self.even_split_options())
+            }
+            SplitError::EndsWithAccounting => SplitHelp::Conflict {
+                ends_alone: split_layers(self.layers, self.pp, self.vpp, first, last).is_ok(),
+            },
             _ if self.pp == 1 => SplitHelp::OneStage,
             _ => SplitHelp::Ends(self.end_options(first, last)),
         };
@@ -61,15 +78,90 @@ impl Validator<'_> {
         None
     }
 
+    /// E0322-E0324: the written `pipeline_layout`, parsed, checked against the model and
+    /// plan, and laid out per `(stage, chunk)`.
+    // megatron/core/transformer/transformer_config.py:2241-2295@d98e8a64 (L11, L12) and
+    // pipeline_parallel_layer_layout.py (`parse_str_to_list`, `validate_layer_layout`).
+    fn check_layout(&mut self, layout: &Spanned<LayoutText>) -> Option<StageSplit> {
+        let p = &self.def.plan;
+        let conflicts: Vec<(&'static str, Loc)> = [
+            ("first_stage_layers", loc_of(&p.first_stage_layers)),
+            ("last_stage_layers", loc_of(&p.last_stage_layers)),
+            ("account_for_embedding", loc_of(&p.account_for_embedding)),
+            ("account_for_loss", loc_of(&p.account_for_loss)),
+        ]
+        .into_iter()
+        .filter_map(|(k, l)| l.map(|l| (k, l)))
+        .collect();
+        let mtp = self.def.model.mtp_layers.as_ref().map_or(0, |s| s.value);
+        let issue = if !conflicts.is_empty() {
+            LayoutIssue::Conflict(conflicts)
+        } else {
+            match pipeline_layout::parse(&layout.value.text) {
+                Err(e) => LayoutIssue::Syntax(e),
+                Ok(parsed) => {
+                    let vpp = p.vpp.as_ref().map(|s| s.value);
+                    match pipeline_layout::table(&parsed, self.layers, mtp, self.pp, vpp) {
+                        Ok((vpp, table)) => return StageSplit::from_layout(self.pp, vpp, table),
+                        Err(pipeline_layout::LayoutError::Count(e)) => LayoutIssue::Count(e),
+                        Err(pipeline_layout::LayoutError::Place(e)) => LayoutIssue::Place(e),
+                    }
+                }
+            }
+        };
+        self.report(PlanProblem::Layout(LayoutProblem {
+            issue,
+            text: layout.value.text.clone(),
+            loc: layout.loc,
+            raw: layout.value.raw,
+            layers: self.layers,
+            layers_loc: self.def.model.layers.loc,
+            pp: self.pp,
+            pp_loc: loc_of(&p.pp),
+            vpp: p.vpp.as_ref().map(|s| (s.value, s.loc)),
+            mtp,
+            stages: self.layout_stages(),
+        }));
+        None
+    }
+
+    /// The embedding and loss accounting the plan writes.
+    fn accounting(&self) -> (bool, bool) {
+        let p = &self.def.plan;
+        (on(&p.account_for_embedding), on(&p.account_for_loss))
+    }
+
+    /// The plan's layer split rule at `pp` stages of `vpp` chunks: uneven ends, the
+    /// accounting of the embedding and loss, or the even split (a layout is not a rule of pp).
+    // transformer_config.py:2229-2239@d98e8a64 (L10: ends and accounting exclude each other)
+    pub(super) fn split_at(&self, pp: u64, vpp: u64) -> Result<StageSplit, SplitError> {
+        let p = &self.def.plan;
+        let first = p.first_stage_layers.as_ref().map(|s| s.value);
+        let last = p.last_stage_layers.as_ref().map(|s| s.value);
+        let (embedding, loss) = self.accounting();
+        if (embedding || loss) && (first.is_some() || last.is_some()) {
+            return Err(SplitError::EndsWithAccounting);
+        }
+        if embedding || loss {
+            return split_accounting(self.layers, pp, vpp, embedding, loss);
+        }
+        split_layers(self.layers, pp, vpp, first, last)
+    }
+
     fn even_split_options(&self) -> Vec<EvenOption> {
         let (l, pp, vpp) = (self.layers, self.pp, self.vpp);
-        let mut options: Vec<EvenOption> = self.uneven_split().into_iter().collect();
+        let mut options: Vec<EvenOption> = self.accounting_option().into_iter().collect();
+        if self.accounting() == (false, false) {
+            options.extend(self.uneven_split());
+        }
         let rest = self.tp.saturating_mul(self.cp);
         let world_fits =
             |x: u64| rest > 0 && self.world.is_multiple_of(rest.saturating_mul(x).max(1));
         let pps = divisors(l / vpp)
             .into_iter()
             .filter(|&x| l % (x.saturating_mul(vpp)) == 0 && world_fits(x));
+        // Other pp values for the plain split (with the accounting written, its option above).
+        let pps = pps.filter(|_| self.accounting() == (false, false));
         for pp2 in nearest(pps, pp, 2) {
             options.push(EvenOption::Pp {
                 pp: pp2,
@@ -88,7 +180,52 @@ impl Validator<'_> {
                 });
             }
         }
+        // A layout always fits: offered when no key above keeps the written pp and vpp.
+        let keeps =
+            |o: &EvenOption| matches!(o, EvenOption::Account { .. } | EvenOption::Ends { .. });
+        if !options.iter().any(keeps) {
+            options.extend(self.layout_option());
+        }
         options
+    }
+
+    /// The accounting of the embedding and the loss (other than the written one) that splits
+    /// the layers over the written pp and vpp: both, the embedding or the loss only, or none.
+    fn accounting_option(&self) -> Option<EvenOption> {
+        let written = self.accounting();
+        [(true, true), (true, false), (false, true), (false, false)]
+            .into_iter()
+            .filter(|&a| a != written)
+            .find_map(|(embedding, loss)| {
+                if embedding || loss {
+                    split_accounting(self.layers, self.pp, self.vpp, embedding, loss).ok()?;
+                } else {
+                    split_layers(self.layers, self.pp, self.vpp, None, None).ok()?;
+                }
+                let chunks = self.pp.saturating_mul(self.vpp).max(1);
+                let slots = self.layers + u64::from(embedding) + u64::from(loss);
+                Some(EvenOption::Account {
+                    embedding,
+                    loss,
+                    per_chunk: slots / chunks,
+                    chunks,
+                })
+            })
+    }
+
+    /// A `pipeline_layout` over the written pp and vpp ([`pipeline_layout::balanced`]), when
+    /// the stages are few enough to write one.
+    fn layout_option(&self) -> Option<EvenOption> {
+        let stages = self.pp.checked_mul(self.vpp)?;
+        if !(2..=4096).contains(&stages) {
+            return None;
+        }
+        pipeline_layout::balanced(self.layers, stages)?;
+        Some(EvenOption::Layout {
+            layers: self.layers,
+            stages,
+            mtp: self.def.model.mtp_layers.as_ref().map_or(0, |s| s.value),
+        })
     }
 
     /// The split that keeps the written pp by giving the first and last stages fewer layers

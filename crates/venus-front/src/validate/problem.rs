@@ -11,6 +11,7 @@ use super::repair::{Change, Repair};
 use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
 use super::{Code, Diagnostic, Loc};
 use crate::ty::{Bytes, GpuArch, Opt, Precision, Ratio, Recompute, ScheduleKind};
+use venus_plan::plan::pipeline_layout;
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,6 +215,8 @@ pub enum PlanProblem {
     ZeroBubbleMicrobatches(ZeroBubbleMicrobatches),
     /// W0014: fewer microbatches than the 2·pp the reference hand schedule asserts.
     ZeroBubbleBelowAssert(ZeroBubbleMicrobatches),
+    /// E0322, E0323, E0324: a `pipeline_layout` that does not parse, fit or place.
+    Layout(LayoutProblem),
 }
 
 impl PlanProblem {
@@ -250,6 +253,7 @@ impl PlanProblem {
             PlanProblem::ZeroBubbleUnsupported(p) => p.render(),
             PlanProblem::ZeroBubbleMicrobatches(p) => p.render(Code::E0327),
             PlanProblem::ZeroBubbleBelowAssert(p) => p.render(Code::W0014),
+            PlanProblem::Layout(p) => p.render(),
         }
     }
 }
@@ -416,6 +420,9 @@ pub enum SplitHelp {
     OneStage,
     /// Uneven ends: the nearest end values that split (none: remove the ends).
     Ends(Vec<EndOption>),
+    /// Uneven ends with `account_for_*` (L10): remove one; `ends_alone` when the ends split
+    /// the layers without the accounting.
+    Conflict { ends_alone: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -436,14 +443,37 @@ pub enum EvenOption {
     /// No interleaving.
     NoVpp,
     Vpp(u64),
+    /// `account_for_embedding` and/or `account_for_loss` (both false: remove them):
+    /// `per_chunk` layers in each of the `chunks` model chunks.
+    Account {
+        embedding: bool,
+        loss: bool,
+        per_chunk: u64,
+        chunks: u64,
+    },
+    /// A `pipeline_layout` over `stages` virtual stages ([`pipeline_layout::balanced`]).
+    Layout {
+        layers: u64,
+        stages: u64,
+        mtp: u64,
+    },
 }
 
 /// `` `first_stage_layers 3` (layers: …) ``.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EndOption {
     pub first: bool,
     pub value: u64,
     pub split: StageSplit,
+}
+
+/// `the embedding`, `the loss`, `the embedding and the loss`.
+fn accounted_names(embedding: bool, loss: bool) -> &'static str {
+    match (embedding, loss) {
+        (true, true) => "the embedding and the loss",
+        (true, false) => "the embedding",
+        _ => "the loss",
+    }
 }
 
 fn end_key(first: bool) -> &'static str {
@@ -490,6 +520,18 @@ impl LayerSplit {
                 format!("{per_stage} layers per middle stage cannot be split into vpp {vpp} model chunks"),
                 format!("leaves {per_stage} layers per middle stage"),
             ),
+            SplitError::Accounted { slots, pp, vpp, embedding, loss } => {
+                let what = accounted_names(embedding, loss);
+                let chunks = pp.saturating_mul(vpp);
+                (
+                    format!("{l} layers and {what} ({slots}) cannot be split over pp {pp} × vpp {vpp} = {chunks} model chunks"),
+                    format!("{slots} % {chunks} ≠ 0"),
+                )
+            }
+            SplitError::EndsWithAccounting => (
+                "`first_stage_layers`/`last_stage_layers` cannot be combined with `account_for_embedding`/`account_for_loss`".to_string(),
+                "counts the embedding or loss as a layer".to_string(),
+            ),
         };
         let d = Diagnostic::new(Code::E0302, message, self.primary, label)
             .with_secondary(self.layers_loc, format!("{l} layers"));
@@ -513,10 +555,28 @@ impl LayerSplit {
                         }
                         EvenOption::NoVpp => "no `vpp`".to_string(),
                         EvenOption::Vpp(v) => format!("`vpp {v}`"),
+                        EvenOption::Account { embedding: false, loss: false, per_chunk, .. } => {
+                            format!("no `account_for_embedding`/`account_for_loss` ({per_chunk} layers per model chunk)")
+                        }
+                        EvenOption::Account { embedding, loss, per_chunk, chunks } => {
+                            let keys = match (embedding, loss) {
+                                (true, true) => "`account_for_embedding` and `account_for_loss`",
+                                (true, false) => "`account_for_embedding`",
+                                _ => "`account_for_loss`",
+                            };
+                            let added = u64::from(embedding) + u64::from(loss);
+                            format!("{keys} ({l} + {added} = {} = {chunks} × {per_chunk})", l.saturating_add(added))
+                        }
+                        EvenOption::Layout { layers, stages, mtp } => {
+                            let counts = pipeline_layout::balanced(layers, stages).unwrap_or_default();
+                            format!("`pipeline_layout \"{}\"`", pipeline_layout::render(&counts, mtp))
+                        }
                     })
                     .collect();
                 format!("use {}", join_or(&texts))
             }
+            SplitHelp::Conflict { ends_alone: true } => "remove `account_for_embedding` and `account_for_loss`: the first and last stage layers already split the layers".to_string(),
+            SplitHelp::Conflict { ends_alone: false } => "remove `first_stage_layers` and `last_stage_layers`, or `account_for_embedding` and `account_for_loss`".to_string(),
             SplitHelp::OneStage => "remove `first_stage_layers` and `last_stage_layers`: with pp 1 all layers are on one stage".to_string(),
             SplitHelp::Ends(options) if options.is_empty() => {
                 "remove `first_stage_layers` and `last_stage_layers` to split the layers evenly"
@@ -2112,5 +2172,335 @@ impl ZeroBubbleMicrobatches {
             "use `global_batch {}` ({} microbatches)",
             self.fix, self.fix_microbatches
         ))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0322-E0324
+
+/// What is wrong with a `pipeline_layout`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LayoutIssue {
+    /// E0322.
+    Syntax(pipeline_layout::SyntaxError),
+    /// E0323.
+    Count(pipeline_layout::CountError),
+    /// E0323 (L11): the layout with other split keys.
+    Conflict(Vec<(&'static str, Loc)>),
+    /// E0324.
+    Place(pipeline_layout::PlaceError),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayoutProblem {
+    pub issue: LayoutIssue,
+    pub text: String,
+    /// The string literal, quotes included.
+    pub loc: Loc,
+    /// Offsets into `text` are offsets into the source (no escapes).
+    pub raw: bool,
+    pub layers: u64,
+    pub layers_loc: Loc,
+    pub pp: u64,
+    pub pp_loc: Option<Loc>,
+    /// The written vpp, if any.
+    pub vpp: Option<(u64, Loc)>,
+    pub mtp: u64,
+    /// The virtual stages of the layout, when it parses.
+    pub stages: Option<u64>,
+}
+
+impl LayoutProblem {
+    /// The source location of a byte range of the text (the whole literal when escapes moved
+    /// the offsets).
+    fn at(&self, at: Option<pipeline_layout::At>) -> Loc {
+        match at {
+            Some(a) if self.raw => {
+                let start = self.loc.span.start as usize + 1 + a.start;
+                Loc::new(
+                    self.loc.file,
+                    venus_diag::diag::Span::new(start, start + a.len.max(1)),
+                )
+            }
+            _ => self.loc,
+        }
+    }
+
+    /// A layout venusc would write for these sizes over `stages` virtual stages.
+    fn proposal(&self, stages: u64) -> Option<String> {
+        pipeline_layout::balanced(self.layers, stages).map(|c| {
+            format!(
+                "`pipeline_layout \"{}\"`",
+                pipeline_layout::render(&c, self.mtp)
+            )
+        })
+    }
+
+    /// The stages of a layout that fits: pp × the written vpp, else the nearest multiple of pp
+    /// to `stages`.
+    fn fitting_stages(&self, stages: u64) -> u64 {
+        let pp = self.pp.max(1);
+        match self.vpp {
+            Some((v, _)) => pp.saturating_mul(v.max(1)),
+            None => (stages.saturating_add(pp / 2) / pp)
+                .max(1)
+                .saturating_mul(pp),
+        }
+    }
+
+    fn render(self) -> Diagnostic {
+        match self.issue.clone() {
+            LayoutIssue::Syntax(e) => self.render_syntax(e),
+            LayoutIssue::Count(e) => self.render_count(e),
+            LayoutIssue::Conflict(keys) => {
+                let names: Vec<String> = keys.iter().map(|(k, _)| format!("`{k}`")).collect();
+                let mut d = Diagnostic::new(
+                    Code::E0323,
+                    format!(
+                        "`pipeline_layout` cannot be combined with {}",
+                        join_and(&names)
+                    ),
+                    self.loc,
+                    "places every layer itself",
+                );
+                for (k, loc) in &keys {
+                    d = d.with_secondary(*loc, format!("`{k}` written here"));
+                }
+                d.with_help(format!(
+                    "remove {}: the layout already says where each layer goes",
+                    join_and(&names)
+                ))
+            }
+            LayoutIssue::Place(e) => self.render_place(e),
+        }
+    }
+
+    fn render_syntax(&self, e: pipeline_layout::SyntaxError) -> Diagnostic {
+        use pipeline_layout::SyntaxError as S;
+        let slice = |a: pipeline_layout::At| {
+            self.text
+                .get(a.start..a.start + a.len)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (msg, at, label, help) = match e {
+            S::BadChar { ch, at } => {
+                let near = ['E', 't', 'm', 'L']
+                    .into_iter()
+                    .find(|c| c.eq_ignore_ascii_case(&ch));
+                let help = match near {
+                    Some(c) => format!("write `{c}`: layout symbols are case-sensitive"),
+                    None => format!("remove `{ch}`: a layout holds `E`, `t`, `m`, `L`, `|`, `(...)*N` and `x*N`"),
+                };
+                (
+                    format!("`{ch}` is not a pipeline layout symbol"),
+                    Some(at),
+                    "not E, t, m, L or |".to_string(),
+                    help,
+                )
+            }
+            S::Unclosed { at } => (
+                "unclosed `(` in the pipeline layout".to_string(),
+                Some(at),
+                "opened here".to_string(),
+                format!(
+                    "close the group with `)*N` (the text has {} `(` and {} `)`)",
+                    self.text.matches('(').count(),
+                    self.text.matches(')').count()
+                ),
+            ),
+            S::Unopened { at } => (
+                "`)` without a `(` in the pipeline layout".to_string(),
+                Some(at),
+                "closes nothing".to_string(),
+                format!(
+                    "remove the `)` at character {}, or open its group with `(`",
+                    at.start + 1
+                ),
+            ),
+            S::NoCount { at } => {
+                let group = slice(at);
+                let help = if group.is_empty() || group == "*" {
+                    "write `*N` after a symbol or a group: `t*4`, `(tt|)*3`".to_string()
+                } else {
+                    format!("write `{group}*N` with the number of repetitions")
+                };
+                (
+                    "a pipeline layout group without a repeat count".to_string(),
+                    Some(at),
+                    "needs `*N`".to_string(),
+                    help,
+                )
+            }
+            S::NoDigits { at } => (
+                "`*` without a count in the pipeline layout".to_string(),
+                Some(at),
+                "needs a number".to_string(),
+                "write the repetitions after `*`: `t*4`, `(tt|)*3`".to_string(),
+            ),
+            S::EmptyGroup { at } => (
+                "empty group `()` in the pipeline layout".to_string(),
+                Some(at),
+                "repeats nothing".to_string(),
+                "remove the `()` and its count".to_string(),
+            ),
+            S::TooDeep { at } => (
+                format!(
+                    "pipeline layout groups nested deeper than {}",
+                    pipeline_layout::MAX_DEPTH
+                ),
+                Some(at),
+                "too deep".to_string(),
+                "unroll the innermost group: write its stages out".to_string(),
+            ),
+            S::TooLarge { at } => (
+                format!(
+                    "the pipeline layout expands past {} virtual stages",
+                    pipeline_layout::MAX_STAGES
+                ),
+                Some(at),
+                "too many repetitions".to_string(),
+                match self.proposal(self.fitting_stages(self.pp)) {
+                    Some(p) => {
+                        format!("write one entry per virtual stage (pp × vpp of them), e.g. {p}")
+                    }
+                    None => "write one entry per virtual stage (pp × vpp of them)".to_string(),
+                },
+            ),
+            S::Empty => (
+                "empty pipeline layout".to_string(),
+                None,
+                "no stages".to_string(),
+                match self.proposal(self.fitting_stages(self.pp)) {
+                    Some(p) => format!("write the stages, e.g. {p}, or remove `pipeline_layout`"),
+                    None => "write the stages, or remove `pipeline_layout`".to_string(),
+                },
+            ),
+        };
+        Diagnostic::new(Code::E0322, msg, self.at(at), label).with_help(help)
+    }
+
+    fn render_count(&self, e: pipeline_layout::CountError) -> Diagnostic {
+        use pipeline_layout::CountError as C;
+        let with_proposal = |base: String, stages: u64| match self.proposal(stages) {
+            Some(p) => format!("{base}, e.g. {p}"),
+            None => base,
+        };
+        let d = match e {
+            C::Stages { stages, pp } => {
+                let fit = self.fitting_stages(stages);
+                let d = Diagnostic::new(
+                    Code::E0323,
+                    format!("the pipeline layout has {stages} virtual stages, not a multiple of pp {pp}"),
+                    self.loc,
+                    format!("{stages} stages"),
+                );
+                let d = match self.pp_loc {
+                    Some(l) => d.with_secondary(l, format!("pp {pp}")),
+                    None => d,
+                };
+                d.with_help(with_proposal(
+                    format!("write {fit} stages (pp {pp} × vpp {})", fit / pp.max(1)),
+                    fit,
+                ))
+            }
+            C::Vpp { written, layout } => {
+                let d = Diagnostic::new(
+                    Code::E0323,
+                    format!(
+                        "the pipeline layout gives vpp {layout} but the plan writes vpp {written}"
+                    ),
+                    self.loc,
+                    format!(
+                        "{} stages over pp {}",
+                        layout.saturating_mul(self.pp),
+                        self.pp
+                    ),
+                );
+                let d = match self.vpp {
+                    Some((_, l)) => d.with_secondary(l, format!("vpp {written}")),
+                    None => d,
+                };
+                d.with_help(format!("remove `vpp`: the layout sets it (vpp {layout})"))
+            }
+            C::Layers { layout, model } => {
+                let stages = self.stages.unwrap_or_else(|| self.fitting_stages(1));
+                let change = if layout < model {
+                    format!("add {} `t`", model - layout)
+                } else {
+                    format!("remove {} `t`", layout - model)
+                };
+                Diagnostic::new(
+                    Code::E0323,
+                    format!("the pipeline layout holds {layout} layers but the model has {model}"),
+                    self.loc,
+                    format!("{layout} `t`"),
+                )
+                .with_secondary(self.layers_loc, format!("{model} layers"))
+                .with_help(with_proposal(change, stages))
+            }
+            C::Mtp { layout, model } => Diagnostic::new(
+                Code::E0323,
+                format!("the pipeline layout holds {layout} MTP depths but the model has {model}"),
+                self.loc,
+                format!("{layout} `m`"),
+            )
+            .with_help(if layout < model {
+                format!("add {} `m` before the `L`", model - layout)
+            } else {
+                format!("remove {} `m`", layout - model)
+            }),
+        };
+        d
+    }
+
+    fn render_place(&self, e: pipeline_layout::PlaceError) -> Diagnostic {
+        use pipeline_layout::PlaceError as P;
+        let (msg, at, label, help) = match e {
+            P::EmbeddingNotFirst { at } => (
+                "the pipeline layout does not start with the embedding `E`".to_string(),
+                at,
+                "not first".to_string(),
+                "move the `E` to the start of the first stage".to_string(),
+            ),
+            P::LossNotLast { at } => (
+                "the pipeline layout does not end with the loss `L`".to_string(),
+                at,
+                "not last".to_string(),
+                "move the `L` to the end of the last stage".to_string(),
+            ),
+            P::Twice { sym, count, at } => {
+                let c = sym.letter();
+                (
+                    format!("`{c}` is in the pipeline layout {count} times"),
+                    at,
+                    "again here".to_string(),
+                    format!(
+                        "keep one `{c}` ({}), remove the other {}",
+                        if c == 'E' {
+                            "at the start"
+                        } else {
+                            "at the end"
+                        },
+                        count - 1
+                    ),
+                )
+            }
+            P::LayerAfterMtp { at } => (
+                "a transformer layer `t` after an MTP depth `m` in the pipeline layout".to_string(),
+                at,
+                "after the `m`".to_string(),
+                "move the `m` after the last `t`, just before the `L`".to_string(),
+            ),
+            P::MtpPlace { stage, at } => {
+                let pp = self.pp.max(1);
+                (
+                    format!("`m` in virtual stage {stage}, which is not the last model chunk of pipeline rank {}", stage % pp),
+                    at,
+                    "not a rank's last chunk".to_string(),
+                    format!("put every `m` in one of the last {pp} virtual stages (each rank's last chunk)"),
+                )
+            }
+        };
+        Diagnostic::new(Code::E0324, msg, self.at(at), label).with_help(help)
     }
 }

@@ -122,7 +122,10 @@ fn candidates(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Candid
     });
     // Doubling pp (even split only), dp halving.
     let pp2 = base.pp.saturating_mul(2);
-    let uneven = p.first_stage_layers.is_some() || p.last_stage_layers.is_some();
+    let uneven = p.first_stage_layers.is_some()
+        || p.last_stage_layers.is_some()
+        || p.pipeline_layout.is_some()
+        || sc.split.accounts() != (false, false);
     let split = split_layers(sc.model.layers, pp2, base.vpp, None, None).ok();
     let pp_fits = !uneven
         && split.is_some()
@@ -168,7 +171,7 @@ fn compose(acc: &MemoryPlan, change: Change, changed: &MemoryPlan, world: u64) -
         }
         Change::Pp { .. } => {
             out.pp = changed.pp;
-            out.split = changed.split;
+            out.split = changed.split.clone();
             out.schedule = changed.schedule;
             out.dp = (out.dp / 2).max(1);
             out.microbatches = out.microbatches.saturating_mul(2);

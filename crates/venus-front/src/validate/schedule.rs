@@ -14,8 +14,14 @@ impl Validator<'_> {
     // overlap_p2p and pp ≤ 2); megatron/core/parallel_state.py:830 (L09).
     pub(super) fn check_vpp(&mut self) {
         let p = &self.def.plan;
-        let Some(vpp) = &p.vpp else { return };
-        if vpp.value <= 1 {
+        // A `pipeline_layout` sets vpp when the plan writes none (arguments.py:940-952, L02),
+        // before these rules run.
+        let (vpp, vpp_loc) = match (&p.vpp, &p.pipeline_layout) {
+            (Some(v), _) => (v.value, v.loc),
+            (None, Some(layout)) => (self.vpp, layout.loc),
+            (None, None) => return,
+        };
+        if vpp <= 1 {
             return;
         }
         let kind = match self.pp {
@@ -24,8 +30,8 @@ impl Validator<'_> {
             _ => return,
         };
         let problem = VppProblem {
-            vpp: vpp.value,
-            vpp_loc: vpp.loc,
+            vpp,
+            vpp_loc,
             pp_loc: loc_of(&p.pp),
             kind,
         };

@@ -52,7 +52,7 @@ fn demo_derives_megatron_values() {
     assert_eq!(s.microbatches, 16);
     assert_eq!(s.padded_vocab, 50048);
     assert_eq!(
-        (s.stage_layers(0), s.chunk_layers(0), s.first_layer(1, 1)),
+        (s.stage_layers(0), s.chunk_layers(0, 0), s.first_layer(1, 1)),
         (4, 2, 18)
     );
     assert!(!s.sp);
@@ -192,7 +192,11 @@ fn e0302_even_split_with_vpp_suggests_a_vpp() {
         secondary_locs(e),
         vec![d.model.layers.loc, loc(&d.plan.vpp)]
     );
-    assert_eq!(e.help.as_deref(), Some("use `vpp 2`"));
+    // No key keeps pp 4 × vpp 3 (32 + 2 = 34 is not a multiple of 12): a layout does.
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use `vpp 2` or `pipeline_layout \"Ett|(t*3|)*10L\"`")
+    );
 }
 
 #[test]
@@ -209,7 +213,7 @@ fn e0302_keeps_the_written_pp_with_lighter_first_and_last_stages() {
     let e = only(&ds, Code::E0302);
     assert_eq!(
         e.help.as_deref(),
-        Some("use `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 14 middle stages), `pp 2` (63 layers per stage) or `pp 1` (126 layers per stage)")
+        Some("use `account_for_embedding` and `account_for_loss` (126 + 2 = 128 = 16 × 8), `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 14 middle stages), `pp 2` (63 layers per stage) or `pp 1` (126 layers per stage)")
     );
     let mut fixed = d.clone();
     set(&mut fixed.plan.first_stage_layers, 7);
@@ -229,7 +233,7 @@ fn e0302_even_split_suggests_the_nearest_pp_that_fits() {
     assert_eq!(e.message, "30 layers cannot be split evenly over pp 4");
     assert_eq!(
         e.help.as_deref(),
-        Some("use `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 2 middle stages), `pp 2` (15 layers per stage) or `pp 1` (30 layers per stage)")
+        Some("use `account_for_embedding` and `account_for_loss` (30 + 2 = 32 = 4 × 8), `first_stage_layers 7 last_stage_layers 7` (8 layers on each of the 2 middle stages), `pp 2` (15 layers per stage) or `pp 1` (30 layers per stage)")
     );
 }
 
@@ -1266,4 +1270,210 @@ fn keeping_over_memory_returns_the_scenario_and_keeps_e0401() {
     // An error before the memory rule still returns nothing.
     set(&mut d.plan.tp, 3);
     assert!(validate_keeping_over_memory_in(&d, &[]).0.is_none());
+}
+
+// ------------------------------------------------------------------ pipeline split keys
+
+/// llama with `layers` over tp 8 × pp `pp` (nvlink 8 × ib pp), global batch 64.
+fn pipelined(layers: u64, pp: u64) -> ScenarioDef {
+    let mut m = llama();
+    m.layers = sp(layers);
+    let mut d = with_model(m, 1, 64);
+    d.cluster.dims[1].size = sp(pp);
+    set(&mut d.plan.tp, 8);
+    set(&mut d.plan.pp, pp);
+    d
+}
+
+fn layout(d: &mut ScenarioDef, text: &str) -> Loc {
+    set(
+        &mut d.plan.pipeline_layout,
+        crate::ty::LayoutText {
+            text: text.to_string(),
+            raw: true,
+        },
+    );
+    loc(&d.plan.pipeline_layout)
+}
+
+/// The source location of bytes `start..end` of a layout literal at `l`.
+fn inside(l: Loc, start: u32, end: u32) -> Loc {
+    Loc::new(
+        l.file,
+        venus_diag::diag::Span {
+            start: l.span.start + 1 + start,
+            end: l.span.start + 1 + end,
+        },
+    )
+}
+
+#[test]
+fn e0302_126_layers_over_pp8_vpp8_suggests_accounting_the_embedding_and_loss() {
+    let mut d = pipelined(126, 8);
+    set(&mut d.plan.vpp, 8);
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0302);
+    assert_eq!(
+        e.message,
+        "126 layers cannot be split over pp 8 × vpp 8 = 64 model chunks"
+    );
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use `account_for_embedding` and `account_for_loss` (126 + 2 = 128 = 64 × 2)")
+    );
+    set(&mut d.plan.account_for_embedding, true);
+    set(&mut d.plan.account_for_loss, true);
+    let (s, ds) = validate(&d);
+    assert!(!codes(&ds).contains(&Code::E0302), "{ds:#?}");
+    let s = s.expect("valid with both accounted");
+    // Chunk 0 of stage 0 holds 1 layer (and the embedding), the last chunk of stage 7 1 (and
+    // the loss), every other chunk 2; the memory table counts 15 layers on the end stages.
+    assert_eq!(
+        (
+            s.chunk_layers(0, 0),
+            s.chunk_layers(0, 1),
+            s.chunk_layers(7, 7)
+        ),
+        (1, 2, 1)
+    );
+    assert_eq!(
+        (s.memory[0].layers, s.memory[3].layers, s.memory[7].layers),
+        (15, 16, 15)
+    );
+}
+
+#[test]
+fn e0302_accounting_that_does_not_split_names_the_counted_slots() {
+    let mut d = pipelined(126, 8);
+    set(&mut d.plan.vpp, 8);
+    set(&mut d.plan.account_for_embedding, true);
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0302);
+    assert_eq!(
+        e.message,
+        "126 layers and the embedding (127) cannot be split over pp 8 × vpp 8 = 64 model chunks"
+    );
+    assert_eq!(e.primary.loc, loc(&d.plan.account_for_embedding));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("use `account_for_embedding` and `account_for_loss` (126 + 2 = 128 = 64 × 2)")
+    );
+}
+
+#[test]
+fn e0302_uneven_ends_with_accounting_is_megatrons_l10() {
+    let mut d = pipelined(126, 16);
+    set(&mut d.plan.first_stage_layers, 7);
+    set(&mut d.plan.last_stage_layers, 7);
+    set(&mut d.plan.account_for_loss, true);
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0302);
+    assert_eq!(e.message, "`first_stage_layers`/`last_stage_layers` cannot be combined with `account_for_embedding`/`account_for_loss`");
+    assert_eq!(e.primary.loc, loc(&d.plan.account_for_loss));
+    assert_eq!(e.help.as_deref(), Some("remove `account_for_embedding` and `account_for_loss`: the first and last stage layers already split the layers"));
+}
+
+#[test]
+fn a_layout_sets_vpp_and_the_per_chunk_layers() {
+    // 61 layers over pp 8 with `Et|(tt|)*30L`: 32 virtual stages, vpp 4.
+    let mut d = pipelined(61, 8);
+    layout(&mut d, "Et|(tt|)*30L");
+    let (s, ds) = validate(&d);
+    assert!(!ds.iter().any(Diagnostic::is_error), "{ds:#?}");
+    let s = s.unwrap();
+    assert_eq!(s.vpp, 4);
+    assert_eq!(
+        (
+            s.chunk_layers(0, 0),
+            s.chunk_layers(0, 1),
+            s.chunk_layers(7, 3)
+        ),
+        (1, 2, 0)
+    );
+    assert_eq!((s.stage_layers(0), s.stage_layers(7)), (7, 6));
+    assert_eq!(s.split.total(), 61);
+}
+
+#[test]
+fn e0322_points_at_the_character_that_does_not_parse() {
+    let mut d = pipelined(32, 2);
+    let l = layout(&mut d, "Et*16|t*15T");
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0322);
+    assert_eq!(e.message, "`T` is not a pipeline layout symbol");
+    assert_eq!(e.primary.loc, inside(l, 10, 11));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("write `t`: layout symbols are case-sensitive")
+    );
+}
+
+#[test]
+fn e0323_counts_the_layers_and_proposes_a_layout_that_fits() {
+    let mut d = pipelined(32, 2);
+    let l = layout(&mut d, "Et*15|t*16L");
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0323);
+    assert_eq!(
+        e.message,
+        "the pipeline layout holds 31 layers but the model has 32"
+    );
+    assert_eq!(e.primary.loc, l);
+    assert_eq!(
+        e.help.as_deref(),
+        Some("add 1 `t`, e.g. `pipeline_layout \"Et*16|t*16L\"`")
+    );
+    // Stages that are not a multiple of pp (L02).
+    let mut d = pipelined(32, 2);
+    layout(&mut d, "Et*10|t*11|t*11L");
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0323);
+    assert_eq!(
+        e.message,
+        "the pipeline layout has 3 virtual stages, not a multiple of pp 2"
+    );
+    assert_eq!(
+        e.help.as_deref(),
+        Some("write 4 stages (pp 2 × vpp 2), e.g. `pipeline_layout \"Et*8|(t*8|)*2t*8L\"`")
+    );
+    // With the other split keys (L11).
+    let mut d = pipelined(32, 2);
+    layout(&mut d, "Et*16|t*16L");
+    set(&mut d.plan.account_for_embedding, true);
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0323);
+    assert_eq!(
+        e.message,
+        "`pipeline_layout` cannot be combined with `account_for_embedding`"
+    );
+}
+
+#[test]
+fn e0324_places_the_embedding_first() {
+    let mut d = pipelined(32, 2);
+    let l = layout(&mut d, "t*16|Et*16L");
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0324);
+    assert_eq!(
+        e.message,
+        "the pipeline layout does not start with the embedding `E`"
+    );
+    assert_eq!(e.primary.loc, inside(l, 5, 6));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("move the `E` to the start of the first stage")
+    );
+}
+
+#[test]
+fn e0307_applies_to_the_vpp_a_layout_gives_at_pp_2() {
+    let mut d = pipelined(32, 2);
+    let l = layout(&mut d, "Et*8|(t*8|)*2t*8L");
+    let (_, ds) = validate(&d);
+    let e = only(&ds, Code::E0307);
+    assert_eq!(e.primary.loc, l);
+    set(&mut d.plan.overlap_p2p, true);
+    let (s, ds) = validate(&d);
+    assert!(!codes(&ds).contains(&Code::E0307), "{ds:#?}");
+    assert_eq!(s.map(|s| s.vpp), Some(2));
 }

@@ -126,6 +126,9 @@ pub fn plan(p: &Plan) -> PlanSpec {
         main_params_dtype: val(&p.main_params_dtype),
         exp_avg_dtype: val(&p.exp_avg_dtype),
         exp_avg_sq_dtype: val(&p.exp_avg_sq_dtype),
+        account_for_embedding: val(&p.account_for_embedding),
+        account_for_loss: val(&p.account_for_loss),
+        pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
     }
 }
 

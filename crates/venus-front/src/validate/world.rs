@@ -8,7 +8,7 @@
 
 use super::problem::{DimSize, PlanProblem, Setting, WorldHelp, WorldMismatch, WorldOption};
 use super::problem::{WorldTooLarge, Written};
-use super::{divisors, loc_of, nearest, split_layers, Validator, MAX_WORLD};
+use super::{divisors, loc_of, nearest, Validator, MAX_WORLD};
 
 impl Validator<'_> {
     /// The cluster's dim sizes, innermost first (secondary labels).
@@ -46,17 +46,13 @@ impl Validator<'_> {
         false
     }
 
-    /// Whether the layers split over `pp` stages (with the plan's vpp and uneven ends).
+    /// Whether the layers split over `pp` stages (with the plan's vpp, uneven ends and
+    /// accounting; with a `pipeline_layout`, whether its stages are a multiple of `pp`).
     pub(super) fn pp_ok(&self, pp: u64) -> bool {
-        let p = &self.def.plan;
-        split_layers(
-            self.layers,
-            pp,
-            self.vpp,
-            p.first_stage_layers.as_ref().map(|s| s.value),
-            p.last_stage_layers.as_ref().map(|s| s.value),
-        )
-        .is_ok()
+        match self.layout_stages() {
+            Some(n) => pp > 0 && n.is_multiple_of(pp),
+            None => self.split_at(pp, self.vpp).is_ok(),
+        }
     }
 
     /// Whether `tp` divides the heads and fits the kv groups.

@@ -338,6 +338,13 @@ fn describe_arg(arg: &Arg) -> Option<String> {
         Arg::Time(t) => format!("{t}"),
         Arg::Rate(r) => format!("{r}, {:.4e} FLOP/s", r.0),
         Arg::Ratio(r) => format!("{r}"),
+        Arg::Str { text, .. } => match venus_plan::plan::pipeline_layout::parse(text) {
+            Ok(p) => {
+                let layers: u64 = p.stages.iter().map(|s| s.layers).sum();
+                format!("{} virtual stages, {layers} layers", p.stages.len())
+            }
+            Err(_) => return None,
+        },
         Arg::Count(_) | Arg::Name(_) | Arg::Word(_) => return None,
     })
 }

@@ -215,7 +215,7 @@ impl AnalyticModel {
             optimizer: (0..sc.pp.min(1 << 20))
                 .map(|s| w.optimizer_step(s))
                 .collect(),
-            split: sc.split,
+            split: sc.split.clone(),
             pp: sc.pp,
             vpp: sc.vpp.max(1),
         }
@@ -232,15 +232,18 @@ impl AnalyticModel {
         } else {
             0.0
         };
-        let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
-            self.output_weight + self.mtp.2
-        } else {
-            0.0
-        };
+        let last_chunk = chunk + 1 == self.vpp;
+        let mut post = 0.0;
+        if stage + 1 == self.pp && last_chunk {
+            post += self.output_weight;
+        }
+        if stage == self.split.mtp_stage() && last_chunk {
+            post += self.mtp.2;
+        }
         let mlp_w = self.mixed_mlp(stage, chunk, self.blocks.mlp_w, |d| d.mlp_w);
         ChunkCost::from_pieces(
             Seconds(pre),
-            self.split.chunk_layers(stage),
+            self.split.chunk_layers(stage, chunk),
             Seconds(self.blocks.attention_w),
             Seconds(mlp_w),
             Seconds(post),
@@ -253,7 +256,7 @@ impl AnalyticModel {
         let Some((d, first_k)) = &self.dense_blocks else {
             return moe;
         };
-        let layers = self.split.chunk_layers(stage);
+        let layers = self.split.chunk_layers(stage, chunk);
         if layers == 0 {
             return moe;
         }
@@ -276,16 +279,16 @@ impl ComputeModel for AnalyticModel {
         } else {
             Seconds(0.0)
         };
-        let post = if stage + 1 == self.pp && chunk + 1 == self.vpp {
-            let out = pick(self.output);
-            if self.mtp == (0.0, 0.0, 0.0) {
-                out
-            } else {
-                Seconds(out.0 + pick((self.mtp.0, self.mtp.1)).0)
-            }
-        } else {
-            Seconds(0.0)
-        };
+        // The output layer ends the last stage's last chunk; the MTP depths end the last
+        // chunk of their stage (the last one unless a `pipeline_layout` moves them).
+        let last_chunk = chunk + 1 == self.vpp;
+        let mut post = Seconds(0.0);
+        if stage + 1 == self.pp && last_chunk {
+            post = pick(self.output);
+        }
+        if stage == self.split.mtp_stage() && last_chunk && self.mtp != (0.0, 0.0, 0.0) {
+            post = Seconds(post.0 + pick((self.mtp.0, self.mtp.1)).0);
+        }
         let b = &self.blocks;
         let (attention, mlp) = if fwd {
             (
@@ -300,7 +303,7 @@ impl ComputeModel for AnalyticModel {
         };
         ChunkCost::from_pieces(
             pre,
-            self.split.chunk_layers(stage),
+            self.split.chunk_layers(stage, chunk),
             Seconds(attention),
             Seconds(mlp),
             post,
@@ -418,7 +421,11 @@ impl Work {
                 if mixed {
                     // Routed experts of the stage's MoE layers (and of the MTP layers on the
                     // last stage); everything else is dense.
-                    let mtp = if s + 1 == sc.pp { m.mtp_layers() } else { 0 };
+                    let mtp = if s == sc.split.mtp_stage() {
+                        m.mtp_layers()
+                    } else {
+                        0
+                    };
                     let expert = expert_per_layer * f(sc.stage_moe_layers(s).saturating_add(mtp));
                     return (f(sc.stage_params(s)) - expert, expert);
                 }

@@ -180,7 +180,7 @@ impl MfuModel {
             backward_ns: ns(venussim::backward_node_ops(&m, &sh, false)),
             backward_embedding_ns: ns(venussim::backward_node_ops(&m, &sh, true)),
             shape: sh,
-            sc_split: sc.split,
+            sc_split: sc.split.clone(),
             optimizer,
         }
     }
@@ -201,7 +201,7 @@ impl ComputeModel for MfuModel {
         };
         ChunkCost::even(
             Seconds::from_ns(ns as f64),
-            self.sc_split.chunk_layers(stage),
+            self.sc_split.chunk_layers(stage, chunk),
         )
     }
 
@@ -238,14 +238,14 @@ impl MeasuredModel {
             middle,
             last,
             pp: sc.pp,
-            split: sc.split,
+            split: sc.split.clone(),
             optimizer,
         }
     }
 }
 
 impl ComputeModel for MeasuredModel {
-    fn chunk(&self, stage: u64, _chunk: u64, pass: Pass) -> ChunkCost {
+    fn chunk(&self, stage: u64, chunk: u64, pass: Pass) -> ChunkCost {
         let step = if stage == 0 {
             self.first
         } else if stage + 1 == self.pp {
@@ -260,7 +260,7 @@ impl ComputeModel for MeasuredModel {
             Pass::Weight => 1.0 / 3.0,
         };
         let ns = (step.0 * 1e3 * 1e6 * share).max(0.0).floor();
-        ChunkCost::even(Seconds::from_ns(ns), self.split.chunk_layers(stage))
+        ChunkCost::even(Seconds::from_ns(ns), self.split.chunk_layers(stage, chunk))
     }
 
     fn optimizer_step(&self, stage: u64) -> Seconds {

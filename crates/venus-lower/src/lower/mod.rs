@@ -627,7 +627,7 @@ impl StagePlan {
             .clone()
             .map(|c| {
                 let n = sc
-                    .chunk_layers(s64)
+                    .chunk_layers(s64, c)
                     .saturating_sub(sc.chunk_moe_layers(s64, c));
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
@@ -720,7 +720,7 @@ fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
 /// a bucket may overshoot by up to one layer (Megatron: one parameter).
 fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let tp = sc.tp.max(1);
-    let layers = sc.chunk_layers(stage) as u32;
+    let layers = sc.chunk_layers(stage, chunk) as u32;
     let per_layer = sc.params.per_layer;
     let sizes = PieceSizes::new(sc);
     let dense_layer = sizes.piece(
@@ -743,7 +743,8 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
     let last = stage + 1 == sc.pp && chunk + 1 == sc.vpp.max(1);
     // The MTP depths (last chunk) are MoE layers of a MoE model: their experts join the
     // expert buffer, the rest the output layer's bucket.
-    let mtp = if last { sc.model.mtp_layers() } else { 0 };
+    let mtp_chunk = stage == sc.split.mtp_stage() && chunk + 1 == sc.vpp.max(1);
+    let mtp = if mtp_chunk { sc.model.mtp_layers() } else { 0 };
     let mtp_experts = per_layer.experts.saturating_mul(mtp);
     let expert_layers = if sc.model.is_moe() {
         (moe_layers as u64).saturating_add(mtp)
@@ -793,6 +794,12 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         }
         *b = empty(next_hi);
     };
+    // Multi-token prediction modules sit with the output layer (or end their own chunk).
+    let mtp_dense = if mtp_chunk {
+        sc.params.mtp.saturating_sub(mtp_experts)
+    } else {
+        0
+    };
     if last {
         let output = if sc.model.untied_embeddings() || sc.pp > 1 {
             sc.params.output / tp
@@ -801,8 +808,6 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         };
         let output = sizes.piece(output, 0);
         open.post = true;
-        // Multi-token prediction modules sit with the output layer.
-        let mtp_dense = sc.params.mtp.saturating_sub(mtp_experts);
         open.add(sizes.piece(sc.params.final_norm.saturating_add(mtp_dense) / tp, 0));
         if tied_shared {
             // The tied output copy is a `shared_embedding` parameter: its own bucket.
@@ -815,6 +820,12 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         } else {
             open.add(output);
         }
+    }
+    if mtp_chunk && !last {
+        // Standalone MTP (a `pipeline_layout` puts the depths on another rank's last chunk):
+        // they end that chunk as they end the last one.
+        open.post = true;
+        open.add(sizes.piece(mtp_dense / tp, 0));
     }
     for l in (0..layers).rev() {
         open.lo = l;

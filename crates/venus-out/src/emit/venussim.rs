@@ -250,8 +250,30 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
     w
 }
 
+/// VenusSim writes one `num-layers-per-virtual-pipeline-stage` for every chunk: a split whose
+/// chunks differ because the embedding or loss takes a layer's slot, or a `pipeline_layout`,
+/// cannot be written (an uneven first/last stage is a warning: its chunks are written even).
+fn uneven_chunks(sc: &Scenario) -> Result<(), EmitError> {
+    let split = &sc.split;
+    let keys = if split.is_layout() {
+        "`pipeline_layout`"
+    } else if split.accounts() != (false, false) {
+        "`account_for_embedding`/`account_for_loss`"
+    } else {
+        return Ok(());
+    };
+    if split.is_even() {
+        return Ok(());
+    }
+    Err(EmitError::Unsupported(format!(
+        "VenusSim gives every model chunk the same layers; {keys} makes them differ ({}): remove it to emit VenusSim files",
+        split.describe()
+    )))
+}
+
 /// Writes the five files and returns [`venussim_warnings`].
 pub fn write_venussim(sc: &Scenario, sink: &mut dyn Sink) -> Result<Vec<Warning>, EmitError> {
+    uneven_chunks(sc)?;
     write_llm_sim_config(sc, &mut *sink.file("llm-sim-config.json")?)?;
     write_system_json(sc, &mut *sink.file("sim-config/system.json")?)?;
     write_network_yml(sc, &mut *sink.file("sim-config/network.yml")?)?;

@@ -21,58 +21,242 @@ pub fn padded_vocab(vocab: u64, tp: u64) -> u64 {
     vocab.div_ceil(multiple).saturating_mul(multiple)
 }
 
-/// How the decoder layers are spread over the pipeline stages. All model chunks of one stage
-/// hold the same number of layers (`layers(stage) / vpp`), as in Megatron's
-/// `get_num_layers_to_build` (megatron/core/transformer/transformer_block.py).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How the decoder layers are spread over the pipeline stages and their model chunks: the one
+/// source of truth for layers per `(stage, chunk)` ([`StageSplit::chunk_layers`]); every other
+/// count (per stage, offsets, totals) is derived from it.
+///
+/// Three ways to build one, as Megatron's `get_num_layers_to_build`
+/// (megatron/core/transformer/transformer_block.py:76-203@d98e8a64): the even split, the
+/// uneven first/last stages (all chunks of one stage hold `layers(stage) / vpp`), the even split
+/// with the embedding and/or the loss counted as a layer (the first chunk of stage 0 and the
+/// last chunk of the last stage build one layer fewer), or an explicit per-chunk table
+/// (`pipeline_layout`, megatron/core/transformer/pipeline_parallel_layer_layout.py).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StageSplit {
     pub pp: u64,
     pub vpp: u64,
-    /// Layers on stage 0.
-    pub first: u64,
-    /// Layers on each stage strictly between the first and the last.
-    pub middle: u64,
-    /// Layers on stage pp − 1 (equal to `first` when pp = 1).
-    pub last: u64,
+    /// Layer slots on stage 0 (the rule splits; with `embedding` one of them is the embedding).
+    first: u64,
+    /// Layer slots on each stage strictly between the first and the last.
+    middle: u64,
+    /// Layer slots on stage pp − 1 (equal to `first` when pp = 1).
+    last: u64,
+    /// The embedding takes one slot of chunk 0 on stage 0 (`account_for_embedding`).
+    embedding: bool,
+    /// The loss takes one slot of the last chunk on the last stage (`account_for_loss`).
+    loss: bool,
+    /// An explicit layout: decoder layers of each virtual stage, in Megatron's virtual-stage
+    /// order (`chunk · pp + stage`), and the pipeline stage whose last chunk holds the MTP
+    /// depths.
+    table: Option<std::sync::Arc<LayoutTable>>,
+}
+
+/// Decoder layers per virtual stage of an explicit layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutTable {
+    /// Layers of virtual stage `chunk · pp + stage`.
+    pub layers: Vec<u64>,
+    /// The pipeline stage whose last chunk holds the MTP depths (pp − 1 without MTP).
+    pub mtp_stage: u64,
 }
 
 impl StageSplit {
-    /// Layers on a pipeline stage (all its chunks together).
-    pub fn layers(&self, stage: u64) -> u64 {
-        if stage == 0 {
+    /// A rule split: layer slots per stage, no accounting, no table.
+    fn rule(pp: u64, vpp: u64, first: u64, middle: u64, last: u64) -> StageSplit {
+        StageSplit {
+            pp,
+            vpp,
+            first,
+            middle,
+            last,
+            embedding: false,
+            loss: false,
+            table: None,
+        }
+    }
+
+    /// The split an explicit layout gives: `layers[chunk · pp + stage]` decoder layers.
+    /// `None` when the table does not have pp × vpp entries.
+    pub fn from_layout(pp: u64, vpp: u64, table: LayoutTable) -> Option<StageSplit> {
+        let pp = pp.max(1);
+        let vpp = vpp.max(1);
+        if table.layers.len() as u128 != u128::from(pp) * u128::from(vpp) || table.mtp_stage >= pp {
+            return None;
+        }
+        Some(StageSplit {
+            pp,
+            vpp,
+            first: 0,
+            middle: 0,
+            last: 0,
+            embedding: false,
+            loss: false,
+            table: Some(std::sync::Arc::new(table)),
+        })
+    }
+
+    /// Slots of one chunk of a stage under the rule (before accounting).
+    fn slots(&self, stage: u64) -> u64 {
+        let total = if stage == 0 {
             self.first
         } else if stage + 1 == self.pp {
             self.last
         } else {
             self.middle
+        };
+        total / self.vpp.max(1)
+    }
+
+    /// Decoder layers in one model chunk of a stage: the one function every layer count is
+    /// derived from.
+    pub fn chunk_layers(&self, stage: u64, chunk: u64) -> u64 {
+        let v = self.vpp.max(1);
+        if let Some(t) = &self.table {
+            let i = chunk.saturating_mul(self.pp).saturating_add(stage);
+            return usize::try_from(i)
+                .ok()
+                .and_then(|i| t.layers.get(i))
+                .copied()
+                .unwrap_or(0);
+        }
+        // transformer_block.py:190-201: the embedding (loss) slot is not a transformer layer.
+        let mut n = self.slots(stage);
+        if self.embedding && stage == 0 && chunk == 0 {
+            n = n.saturating_sub(1);
+        }
+        if self.loss && stage + 1 == self.pp && chunk + 1 == v {
+            n = n.saturating_sub(1);
+        }
+        n
+    }
+
+    /// Layers on a pipeline stage (all its chunks together): the sum of its chunks, in closed
+    /// form for a rule split (whose vpp may be any count).
+    pub fn layers(&self, stage: u64) -> u64 {
+        let v = self.vpp.max(1);
+        if self.table.is_some() {
+            return (0..v).fold(0u64, |acc, c| {
+                acc.saturating_add(self.chunk_layers(stage, c))
+            });
+        }
+        let mut n = self.slots(stage).saturating_mul(v);
+        if self.embedding && stage == 0 {
+            n = n.saturating_sub(1);
+        }
+        if self.loss && stage + 1 == self.pp {
+            n = n.saturating_sub(1);
+        }
+        n
+    }
+
+    /// The largest chunk of a stage (what the memory model sizes a chunk's activations by).
+    pub fn max_chunk_layers(&self, stage: u64) -> u64 {
+        if self.table.is_none() {
+            return self.slots(stage);
+        }
+        (0..self.vpp.max(1))
+            .map(|c| self.chunk_layers(stage, c))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Decoder layers of the whole model.
+    pub fn total(&self) -> u64 {
+        (0..self.pp).fold(0u64, |acc, s| acc.saturating_add(self.layers(s)))
+    }
+
+    /// Whether every chunk of every stage holds the same number of layers.
+    pub fn is_even(&self) -> bool {
+        let n = self.chunk_layers(0, 0);
+        match &self.table {
+            Some(t) => t.layers.iter().all(|&l| l == n),
+            None => {
+                // Every chunk but (0, 0) and the last holds its stage's slots.
+                let v = self.vpp.max(1);
+                let last = self.chunk_layers(self.pp - 1, v - 1);
+                last == n
+                    && (0..self.pp).all(|st| {
+                        let ends = u64::from(st == 0) + u64::from(st + 1 == self.pp);
+                        v.saturating_sub(ends) == 0 || self.slots(st) == n
+                    })
+            }
         }
     }
 
-    /// Layers in one model chunk of a stage.
-    pub fn chunk_layers(&self, stage: u64) -> u64 {
-        self.layers(stage) / self.vpp.max(1)
+    /// The pipeline stage that holds the multi-token prediction depths: the last one, unless a
+    /// layout puts them on another stage's last chunk (Megatron's standalone MTP,
+    /// pipeline_parallel_layer_layout.py `validate_layer_layout`).
+    pub fn mtp_stage(&self) -> u64 {
+        self.table
+            .as_ref()
+            .map_or(self.pp.saturating_sub(1), |t| t.mtp_stage)
     }
 
-    /// Index of the first decoder layer of `(stage, chunk)`.
-    // megatron/core/transformer/transformer_layer.py `get_transformer_layer_offset`: chunk c
-    // starts after c full virtual rounds (L / vpp layers each), then the chunks of earlier stages.
+    /// Whether the split comes from an explicit layout.
+    pub fn is_layout(&self) -> bool {
+        self.table.is_some()
+    }
+
+    /// Whether the embedding or the loss takes a layer's slot.
+    pub fn accounts(&self) -> (bool, bool) {
+        (self.embedding, self.loss)
+    }
+
+    /// Index of the first decoder layer of `(stage, chunk)`: the layers of every earlier
+    /// virtual stage, in Megatron's order (chunk c of every stage, then chunk c + 1).
+    // megatron/core/transformer/transformer_layer.py:65-190@d98e8a64
+    // `get_transformer_layer_offset`, and pipeline_parallel_layer_layout.py `get_layer_offset`.
     pub fn first_layer(&self, stage: u64, chunk: u64) -> u64 {
         let v = self.vpp.max(1);
-        let total = self
-            .first
-            .saturating_add(self.last)
-            .saturating_add(self.middle.saturating_mul(self.pp.saturating_sub(2)));
-        let total = if self.pp == 1 { self.first } else { total };
+        if self.table.is_some() {
+            let rounds = (0..chunk.min(v)).fold(0u64, |acc, c| {
+                (0..self.pp).fold(acc, |a, s| a.saturating_add(self.chunk_layers(s, c)))
+            });
+            return (0..stage.min(self.pp))
+                .fold(rounds, |a, s| a.saturating_add(self.chunk_layers(s, chunk)));
+        }
+        // Closed form of the same sum (a rule split can have pp × vpp beyond any table).
+        let middle = self.middle / v;
+        let round = if self.pp == 1 {
+            self.slots(0)
+        } else {
+            self.slots(0)
+                .saturating_add(self.slots(self.pp - 1))
+                .saturating_add(middle.saturating_mul(self.pp - 2))
+        };
+        let mut rounds = chunk.saturating_mul(round);
+        if self.embedding && chunk > 0 {
+            rounds = rounds.saturating_sub(1);
+        }
         let before = if stage == 0 {
             0
         } else {
-            (self.first / v).saturating_add((stage - 1).saturating_mul(self.middle / v))
+            self.chunk_layers(0, chunk)
+                .saturating_add((stage - 1).saturating_mul(middle))
         };
-        chunk.saturating_mul(total / v).saturating_add(before)
+        rounds.saturating_add(before)
     }
 
-    /// A short description: `8 per stage` or `first 6, 5 on each of 6 middle stages, last 6`.
+    /// A short description: `8 per stage`, `first 6, 5 on each of 6 middle stages, last 6`, or
+    /// for a split with uneven chunks the chunk counts of each stage (`stage 0: 1+2, …`).
     pub fn describe(&self) -> String {
+        if self.table.is_some() {
+            return self.describe_chunks();
+        }
+        if self.embedding || self.loss {
+            let mut s = format!("{} per model chunk", self.slots(0));
+            if self.embedding {
+                s.push_str(&format!(
+                    ", the first {} with the embedding",
+                    self.chunk_layers(0, 0)
+                ));
+            }
+            if self.loss {
+                let last = self.chunk_layers(self.pp - 1, self.vpp.max(1) - 1);
+                s.push_str(&format!(", the last {last} with the loss"));
+            }
+            return s;
+        }
         if self.pp == 1 {
             return format!("{} on the only stage", self.first);
         }
@@ -89,6 +273,38 @@ impl StageSplit {
                 self.first, self.middle, middles, stages, self.last
             )
         }
+    }
+
+    /// The layers of each stage's chunks, runs of equal stages merged:
+    /// `stage 0: 1+2, stages 1-6: 2+2, stage 7: 2+1`.
+    fn describe_chunks(&self) -> String {
+        let row = |s: u64| -> Vec<u64> {
+            (0..self.vpp.max(1))
+                .map(|c| self.chunk_layers(s, c))
+                .collect()
+        };
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while start < self.pp {
+            if parts.len() == 8 {
+                parts.push("…".to_string());
+                break;
+            }
+            let r = row(start);
+            let mut end = start;
+            while end + 1 < self.pp && row(end + 1) == r {
+                end += 1;
+            }
+            let counts: Vec<String> = r.iter().map(u64::to_string).collect();
+            let name = if start == end {
+                format!("stage {start}")
+            } else {
+                format!("stages {start}-{end}")
+            };
+            parts.push(format!("{name}: {}", counts.join("+")));
+            start = end + 1;
+        }
+        parts.join(", ")
     }
 }
 
@@ -109,6 +325,17 @@ pub enum SplitError {
     MiddleNotDivisible { layers: u64, stages: u64 },
     /// L17: layers per middle stage not divisible by vpp.
     MiddleChunks { per_stage: u64, vpp: u64 },
+    /// L18/L19: with the embedding and/or loss counted, `slots` = layers + 1 or 2 does not
+    /// split into pp × vpp equal chunks.
+    Accounted {
+        slots: u64,
+        pp: u64,
+        vpp: u64,
+        embedding: bool,
+        loss: bool,
+    },
+    /// L10: uneven first/last stages together with `account_for_*`.
+    EndsWithAccounting,
 }
 
 /// Splits `layers` over `pp` stages with `vpp` chunks each, following Megatron's uneven rules
@@ -129,15 +356,13 @@ pub fn split_layers(
         if !layers.is_multiple_of(pp) || !per.is_multiple_of(vpp) {
             return Err(SplitError::Even { layers, pp, vpp });
         }
-        return Ok(StageSplit {
-            pp,
-            vpp,
-            first: per,
-            middle: per,
-            last: per,
-        });
+        return Ok(StageSplit::rule(pp, vpp, per, per, per));
     }
-    // megatron/core/transformer/transformer_config.py:2300-2370 (L13-L17)
+    // megatron/core/transformer/transformer_config.py:2296-2370@d98e8a64 (L13-L17) and
+    // transformer_block.py:100-152@d98e8a64 (`get_num_layers_to_build`): the middle stages
+    // share layers − first − last equally; with vpp every chunk of a stage holds
+    // layers(stage) / vpp, so the ends and each middle stage must divide by vpp.
+    // Offsets: transformer_layer.py:96-160@d98e8a64 (see `StageSplit::first_layer`).
     if pp == 1 && first.is_some() && last.is_some() {
         return Err(SplitError::EndsNeedTwoStages);
     }
@@ -192,13 +417,42 @@ pub fn split_layers(
     } else {
         last.unwrap_or(middle)
     };
-    Ok(StageSplit {
-        pp,
-        vpp,
-        first: first_n,
-        middle,
-        last: last_n,
-    })
+    Ok(StageSplit::rule(pp, vpp, first_n, middle, last_n))
+}
+
+/// The even split with the embedding and/or the loss counted as one layer each: `layers` plus
+/// the accounted ones over pp stages and vpp chunks; the first chunk of stage 0 then builds one
+/// transformer layer fewer (embedding), the last chunk of the last stage one fewer (loss).
+// megatron/core/transformer/transformer_config.py:2372-2418@d98e8a64 (L18, L19) and
+// megatron/core/transformer/transformer_block.py:148-201@d98e8a64 (the slots, the −1s).
+pub fn split_accounting(
+    layers: u64,
+    pp: u64,
+    vpp: u64,
+    embedding: bool,
+    loss: bool,
+) -> Result<StageSplit, SplitError> {
+    let pp = pp.max(1);
+    let vpp = vpp.max(1);
+    let slots = layers
+        .saturating_add(u64::from(embedding))
+        .saturating_add(u64::from(loss));
+    let per = slots / pp;
+    if !slots.is_multiple_of(pp) || !per.is_multiple_of(vpp) {
+        return Err(SplitError::Accounted {
+            slots,
+            pp,
+            vpp,
+            embedding,
+            loss,
+        });
+    }
+    // per ≥ vpp ≥ 1 here, so the first and last chunks keep ≥ 0 layers (the asserts of
+    // transformer_block.py:194,200 hold).
+    let mut split = StageSplit::rule(pp, vpp, per, per, per);
+    split.embedding = embedding;
+    split.loss = loss;
+    Ok(split)
 }
 
 /// Parameters of one decoder layer (unsharded counts).
@@ -598,7 +852,7 @@ mod tests {
     fn even_split_puts_layers_over_pp_on_each_stage() {
         let s = split_layers(32, 4, 2, None, None).unwrap();
         assert_eq!((s.layers(0), s.layers(1), s.layers(3)), (8, 8, 8));
-        assert_eq!(s.chunk_layers(2), 4);
+        assert_eq!(s.chunk_layers(2, 1), 4);
         assert_eq!(
             split_layers(32, 3, 1, None, None),
             Err(SplitError::Even {
@@ -672,16 +926,12 @@ mod tests {
                 vpp: 3
             })
         );
+        let s = split_layers(30, 4, 3, Some(3), Some(3)).unwrap();
         assert_eq!(
-            split_layers(30, 4, 3, Some(3), Some(3)),
-            Ok(StageSplit {
-                pp: 4,
-                vpp: 3,
-                first: 3,
-                middle: 12,
-                last: 3
-            })
+            (s.layers(0), s.layers(1), s.layers(2), s.layers(3)),
+            (3, 12, 12, 3)
         );
+        assert_eq!((s.chunk_layers(0, 2), s.chunk_layers(1, 0)), (1, 4));
         assert_eq!(
             split_layers(8, 4, 1, Some(5), Some(5)),
             Err(SplitError::EndsExceed {
@@ -726,6 +976,107 @@ mod tests {
             ],
             [6, 7, 11]
         );
+    }
+
+    #[test]
+    fn accounting_embedding_and_loss_makes_126_layers_two_per_chunk_over_pp8_vpp8() {
+        // 126 + 2 = 128 slots = 64 chunks × 2; chunk 0 of stage 0 holds 1 layer + E, the last
+        // chunk of stage 7 holds 1 layer + L, every other chunk 2.
+        let s = split_accounting(126, 8, 8, true, true).unwrap();
+        assert_eq!(s.chunk_layers(0, 0), 1);
+        assert_eq!(s.chunk_layers(0, 1), 2);
+        assert_eq!(s.chunk_layers(3, 4), 2);
+        assert_eq!(s.chunk_layers(7, 7), 1);
+        assert_eq!(s.chunk_layers(7, 6), 2);
+        assert_eq!((s.layers(0), s.layers(3), s.layers(7)), (15, 16, 15));
+        assert_eq!(s.total(), 126);
+        assert!(!s.is_even());
+        // Offsets in Megatron's order: chunk 0 of ranks 0..7 (1, 2, …), then chunk 1.
+        assert_eq!(
+            (
+                s.first_layer(0, 0),
+                s.first_layer(1, 0),
+                s.first_layer(2, 0)
+            ),
+            (0, 1, 3)
+        );
+        assert_eq!((s.first_layer(0, 1), s.first_layer(7, 7)), (15, 125));
+        // Every chunk's offset is the sum of the chunks before it in virtual-stage order.
+        let mut next = 0;
+        for c in 0..8 {
+            for st in 0..8 {
+                assert_eq!(s.first_layer(st, c), next, "stage {st} chunk {c}");
+                next += s.chunk_layers(st, c);
+            }
+        }
+        assert_eq!(next, 126);
+        assert_eq!(
+            s.describe(),
+            "2 per model chunk, the first 1 with the embedding, the last 1 with the loss"
+        );
+        // pp 2, no vpp, both accounted: 30 + 2 = 32, each stage 16 slots = 15 layers: even.
+        let even = split_accounting(30, 2, 1, true, true).unwrap();
+        assert!(even.is_even());
+        assert_eq!((even.layers(0), even.layers(1)), (15, 15));
+        // Only the embedding: 61 + 1 = 62 does not split over pp 4 (L18/L19).
+        assert_eq!(
+            split_accounting(61, 4, 1, true, false),
+            Err(SplitError::Accounted {
+                slots: 62,
+                pp: 4,
+                vpp: 1,
+                embedding: true,
+                loss: false
+            })
+        );
+        // 94 + 2 = 96 over pp 8 × vpp 3: 4 per chunk.
+        let s = split_accounting(94, 8, 3, true, true).unwrap();
+        assert_eq!(
+            (
+                s.chunk_layers(0, 0),
+                s.chunk_layers(7, 2),
+                s.chunk_layers(4, 1)
+            ),
+            (3, 3, 4)
+        );
+    }
+
+    #[test]
+    fn a_layout_table_gives_per_chunk_counts_and_offsets() {
+        // 61 layers, pp 8, vpp 4, `Et|(tt|)*30L`: virtual stage 0 (rank 0 chunk 0) 1 layer,
+        // the last one (rank 7 chunk 3) none.
+        let mut layers = vec![2; 32];
+        layers[0] = 1;
+        layers[31] = 0;
+        let s = StageSplit::from_layout(
+            8,
+            4,
+            LayoutTable {
+                layers,
+                mtp_stage: 7,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.chunk_layers(0, 0),
+                s.chunk_layers(7, 3),
+                s.chunk_layers(7, 2)
+            ),
+            (1, 0, 2)
+        );
+        assert_eq!((s.layers(0), s.layers(7)), (7, 6));
+        assert_eq!(s.total(), 61);
+        assert_eq!((s.first_layer(1, 0), s.first_layer(0, 1)), (1, 15));
+        assert!(StageSplit::from_layout(
+            8,
+            3,
+            LayoutTable {
+                layers: vec![1; 32],
+                mtp_stage: 7
+            }
+        )
+        .is_none());
     }
 
     #[test]

@@ -319,7 +319,7 @@ fn bytes(v: u128) -> Bytes {
 pub fn stage_moe_layers(model: &Model, split: &StageSplit, stage: u64) -> u64 {
     (0..split.vpp.max(1)).fold(0u64, |acc, c| {
         acc.saturating_add(
-            model.moe_layers_in(split.first_layer(stage, c), split.chunk_layers(stage)),
+            model.moe_layers_in(split.first_layer(stage, c), split.chunk_layers(stage, c)),
         )
     })
 }
@@ -343,7 +343,12 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let last = stage + 1 == pp;
     let moe_layers = stage_moe_layers(model, &plan.split, stage) as u128;
     let dense_layers = layers.saturating_sub(moe_layers);
-    let mtp = if last { model.mtp_layers() as u128 } else { 0 };
+    // The MTP depths sit on the last stage, or where a `pipeline_layout` puts them.
+    let mtp = if stage == plan.split.mtp_stage() {
+        model.mtp_layers() as u128
+    } else {
+        0
+    };
 
     let mut dense = if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
         // Leading dense layers, the MoE layers and the MTP depths (one MoE layer each, with
@@ -374,16 +379,16 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     if last {
         dense = dense.saturating_add(ceil_div(counts.output as u128, tp));
         replicated = replicated.saturating_add(counts.final_norm as u128);
-        if mtp > 0 {
-            // MTP's layers, norms and latent parts; with pp > 1 and untied embeddings the last
-            // stage also builds the embedding the MTP input needs (gpt_model.py).
-            replicated = replicated.saturating_add(prod(&[
-                replicated_of(&per).saturating_add(prod(&[6, model.hidden as u128])),
-                mtp,
-            ]));
-            if pp > 1 && model.untied_embeddings() {
-                dense = dense.saturating_add(ceil_div(counts.embedding as u128, tp));
-            }
+    }
+    if mtp > 0 {
+        // MTP's layers, norms and latent parts; with pp > 1 and untied embeddings the MTP
+        // stage also builds the embedding the MTP input needs (gpt_model.py).
+        replicated = replicated.saturating_add(prod(&[
+            replicated_of(&per).saturating_add(prod(&[6, model.hidden as u128])),
+            mtp,
+        ]));
+        if pp > 1 && model.untied_embeddings() && !first {
+            dense = dense.saturating_add(ceil_div(counts.embedding as u128, tp));
         }
     }
     let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
@@ -414,7 +419,8 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         moe_load: plan.moe_load,
     };
     let (units, first_units, last_units) = in_flight(plan, stage);
-    let chunk_layers = plan.split.chunk_layers(stage) as u128;
+    let stage_layers = plan.split.layers(stage) as u128;
+    let chunks = plan.split.vpp.max(1) as u128;
     let mut activations = if model.is_moe() && model.first_k_dense() > 0 {
         // The stage's layers of each kind, spread evenly over its in-flight chunk microbatches.
         let per_chunk = prod(&[moe_layers, layer_activation_bytes_of(model, &shape, true)])
@@ -425,11 +431,16 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
             / (plan.split.vpp.max(1) as u128);
         prod(&[units as u128, per_chunk])
     } else {
-        prod(&[
-            units as u128,
-            chunk_layers,
-            layer_activation_bytes(model, &shape),
-        ])
+        // The in-flight chunk microbatches hold the stage's chunks in turn: each the mean of
+        // its chunks' layers (exactly a chunk's layers when the chunks are equal).
+        ceil_div(
+            prod(&[
+                units as u128,
+                stage_layers,
+                layer_activation_bytes(model, &shape),
+            ]),
+            chunks,
+        )
     };
     if plan.recompute == Recompute::Full && layers > 0 {
         let working = ActivationShape {
@@ -449,18 +460,18 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
             last_units as u128,
             output_activation_bytes(model, &shape, vocab),
         ]));
-        if mtp > 0 {
-            // Per depth: the 2h concatenated input (2 bytes), one layer, another output layer.
-            let depth = prod(&[
-                4,
-                shape.seq as u128,
-                shape.micro_batch as u128,
-                model.hidden as u128,
-            ])
-            .saturating_add(layer_activation_bytes(model, &shape))
-            .saturating_add(output_activation_bytes(model, &shape, vocab));
-            activations = activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
-        }
+    }
+    if mtp > 0 {
+        // Per depth: the 2h concatenated input (2 bytes), one layer, another output layer.
+        let depth = prod(&[
+            4,
+            shape.seq as u128,
+            shape.micro_batch as u128,
+            model.hidden as u128,
+        ])
+        .saturating_add(layer_activation_bytes(model, &shape))
+        .saturating_add(output_activation_bytes(model, &shape, vocab));
+        activations = activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
     }
 
     let peak = weights

@@ -12,6 +12,7 @@
 pub mod derive;
 pub mod layout;
 pub mod memory;
+pub mod pipeline_layout;
 pub mod recipe;
 pub mod spec;
 
@@ -89,9 +90,9 @@ impl Scenario {
         self.split.layers(stage)
     }
 
-    /// Decoder layers in one model chunk of a stage.
-    pub fn chunk_layers(&self, stage: u64) -> u64 {
-        self.split.chunk_layers(stage)
+    /// Decoder layers in one model chunk of a stage ([`StageSplit::chunk_layers`]).
+    pub fn chunk_layers(&self, stage: u64, chunk: u64) -> u64 {
+        self.split.chunk_layers(stage, chunk)
     }
 
     /// Global index of the first decoder layer of `(stage, chunk)`.
@@ -108,7 +109,7 @@ impl Scenario {
             acc.saturating_add(self.params.layers_params(
                 &self.model,
                 self.first_layer(stage, c),
-                self.chunk_layers(stage),
+                self.chunk_layers(stage, c),
             ))
         });
         if stage == 0 {
@@ -117,8 +118,10 @@ impl Scenario {
         if stage + 1 == self.pp {
             n = n
                 .saturating_add(self.params.output)
-                .saturating_add(self.params.final_norm)
-                .saturating_add(self.params.mtp);
+                .saturating_add(self.params.final_norm);
+        }
+        if stage == self.split.mtp_stage() {
+            n = n.saturating_add(self.params.mtp);
         }
         n
     }
@@ -126,8 +129,10 @@ impl Scenario {
     /// Decoder layers with routed experts in one model chunk of a stage (all of them for a
     /// MoE model without `first_k_dense`, none for a dense model).
     pub fn chunk_moe_layers(&self, stage: u64, chunk: u64) -> u64 {
-        self.model
-            .moe_layers_in(self.first_layer(stage, chunk), self.chunk_layers(stage))
+        self.model.moe_layers_in(
+            self.first_layer(stage, chunk),
+            self.chunk_layers(stage, chunk),
+        )
     }
 
     /// Decoder layers with routed experts on a stage (all its chunks).
@@ -192,7 +197,7 @@ impl Scenario {
             attention: self.plan.attention(),
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
-            split: self.split,
+            split: self.split.clone(),
             recipe: self.recipe,
             moe_load: self.plan.moe_load_factor(),
             fsdp: self.flags.fsdp,

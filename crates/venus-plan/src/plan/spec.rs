@@ -274,6 +274,12 @@ pub struct PlanSpec {
     pub main_params_dtype: Option<Dtype>,
     pub exp_avg_dtype: Option<Dtype>,
     pub exp_avg_sq_dtype: Option<Dtype>,
+    /// The embedding counts as a layer in the pipeline split.
+    pub account_for_embedding: Option<bool>,
+    /// The loss counts as a layer in the pipeline split.
+    pub account_for_loss: Option<bool>,
+    /// Megatron's `--pipeline-model-parallel-layout` string, as written.
+    pub pipeline_layout: Option<String>,
 }
 
 impl PlanSpec {

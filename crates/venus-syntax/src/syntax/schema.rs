@@ -58,6 +58,8 @@ pub enum ArgType {
     Enum(&'static [&'static str]),
     /// A nested block with its own keys.
     Nested(BlockKind),
+    /// A quoted string (`"Et|(tt|)*30L"`), read by the key's own grammar.
+    Str,
 }
 
 impl ArgType {
@@ -86,6 +88,7 @@ impl ArgType {
                     .join(", ")
             ),
             ArgType::Nested(b) => format!("`{} < ... >` block", b.name()),
+            ArgType::Str => format!("quoted string (e.g. {e})"),
         }
     }
     /// A value of this type for messages and completion (`450GB/s`); `None` for names,
@@ -99,6 +102,7 @@ impl ArgType {
             ArgType::Rate => "989TFLOP/s",
             ArgType::RateOrTflops => "400TFLOP/s",
             ArgType::Ratio => "55%",
+            ArgType::Str => "\"Et|(tt|)*30L\"",
             ArgType::Ref(_) | ArgType::NewName | ArgType::Enum(_) | ArgType::Nested(_) => {
                 return None
             }
@@ -832,6 +836,24 @@ key_table! {
         .default(KeyDefault::Word("fp32"), "fp32")
         .megatron("--exp-avg-sq-dtype")
         .example("bf16"),
+        AccountForEmbedding = flag(
+            "account_for_embedding",
+            "the embedding counts as one layer in the pipeline split (first chunk holds one layer fewer)",
+        )
+        .megatron("--account-for-embedding-in-pipeline-split"),
+        AccountForLoss = flag(
+            "account_for_loss",
+            "the loss (output layer) counts as one layer in the pipeline split (last chunk holds one layer fewer)",
+        )
+        .megatron("--account-for-loss-in-pipeline-split"),
+        PipelineLayout = key(
+            "pipeline_layout",
+            &[Str],
+            "layers of each virtual pipeline stage in order: E embedding, t layer, m MTP, L loss, | next stage, (...)*N repeat",
+        )
+        .default(KeyDefault::Derived, "split by pp, vpp and the stage keys")
+        .megatron("--pipeline-model-parallel-layout")
+        .example("\"Et|(tt|)*30L\""),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
@@ -1030,6 +1052,7 @@ impl ArgType {
             NewName => "NAME".into(),
             Enum(w) => w.join("|"),
             Nested(_) => "< ... >".into(),
+            Str => "\"TEXT\"".into(),
         }
     }
 }
