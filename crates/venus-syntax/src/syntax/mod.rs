@@ -14,6 +14,7 @@ pub mod ast;
 mod lex;
 mod parse;
 pub mod role;
+pub mod megatron_flags;
 pub mod schema;
 
 #[cfg(test)]
