@@ -46,7 +46,7 @@ const ENUM_WORDS = [
   'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
   'flash', 'unfused',
   'on', 'off',
-  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009',
+  'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009', 'W0012', 'W0013',
 ];
 
 module.exports = grammar({

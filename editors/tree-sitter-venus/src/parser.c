@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 74
+#define SYMBOL_COUNT 76
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 61
+#define TOKEN_COUNT 63
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -76,23 +76,25 @@ enum ts_symbol_identifiers {
   anon_sym_W0007 = 54,
   anon_sym_W0008 = 55,
   anon_sym_W0009 = 56,
-  sym_unit = 57,
-  sym_number = 58,
-  sym_string = 59,
-  sym_comment = 60,
-  sym_source_file = 61,
-  sym_use_declaration = 62,
-  sym_definition = 63,
-  sym_block = 64,
-  sym_item = 65,
-  sym__value = 66,
-  sym_list = 67,
-  sym_constant = 68,
-  sym_quantity = 69,
-  aux_sym_source_file_repeat1 = 70,
-  aux_sym_block_repeat1 = 71,
-  aux_sym_item_repeat1 = 72,
-  aux_sym_list_repeat1 = 73,
+  anon_sym_W0012 = 57,
+  anon_sym_W0013 = 58,
+  sym_unit = 59,
+  sym_number = 60,
+  sym_string = 61,
+  sym_comment = 62,
+  sym_source_file = 63,
+  sym_use_declaration = 64,
+  sym_definition = 65,
+  sym_block = 66,
+  sym_item = 67,
+  sym__value = 68,
+  sym_list = 69,
+  sym_constant = 70,
+  sym_quantity = 71,
+  aux_sym_source_file_repeat1 = 72,
+  aux_sym_block_repeat1 = 73,
+  aux_sym_item_repeat1 = 74,
+  aux_sym_list_repeat1 = 75,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -153,6 +155,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0007] = "W0007",
   [anon_sym_W0008] = "W0008",
   [anon_sym_W0009] = "W0009",
+  [anon_sym_W0012] = "W0012",
+  [anon_sym_W0013] = "W0013",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -230,6 +234,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0007] = anon_sym_W0007,
   [anon_sym_W0008] = anon_sym_W0008,
   [anon_sym_W0009] = anon_sym_W0009,
+  [anon_sym_W0012] = anon_sym_W0012,
+  [anon_sym_W0013] = anon_sym_W0013,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -475,6 +481,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0009] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0012] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0013] = {
     .visible = true,
     .named = false,
   },
@@ -1064,39 +1078,40 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 53:
       if (lookahead == '0') ADVANCE(89);
+      if (lookahead == '1') ADVANCE(90);
       END_STATE();
     case 54:
       ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 55:
-      if (lookahead == 'o') ADVANCE(90);
+      if (lookahead == 'o') ADVANCE(91);
       END_STATE();
     case 56:
-      if (lookahead == 'e') ADVANCE(91);
+      if (lookahead == 'e') ADVANCE(92);
       END_STATE();
     case 57:
-      if (lookahead == '6') ADVANCE(92);
+      if (lookahead == '6') ADVANCE(93);
       END_STATE();
     case 58:
-      if (lookahead == 'c') ADVANCE(93);
+      if (lookahead == 'c') ADVANCE(94);
       END_STATE();
     case 59:
-      if (lookahead == 'a') ADVANCE(94);
+      if (lookahead == 'a') ADVANCE(95);
       END_STATE();
     case 60:
-      if (lookahead == 's') ADVANCE(95);
+      if (lookahead == 's') ADVANCE(96);
       END_STATE();
     case 61:
       ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 62:
-      if (lookahead == 'e') ADVANCE(96);
+      if (lookahead == 'e') ADVANCE(97);
       END_STATE();
     case 63:
-      if (lookahead == '_') ADVANCE(97);
+      if (lookahead == '_') ADVANCE(98);
       END_STATE();
     case 64:
-      if (lookahead == 's') ADVANCE(98);
+      if (lookahead == 's') ADVANCE(99);
       END_STATE();
     case 65:
       ACCEPT_TOKEN(anon_sym_fp4);
@@ -1105,414 +1120,424 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 67:
-      if (lookahead == 'l') ADVANCE(99);
+      if (lookahead == 'l') ADVANCE(100);
       END_STATE();
     case 68:
-      if (lookahead == 'p') ADVANCE(100);
+      if (lookahead == 'p') ADVANCE(101);
       END_STATE();
     case 69:
       ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 70:
-      if (lookahead == 'v') ADVANCE(101);
+      if (lookahead == 'v') ADVANCE(102);
       END_STATE();
     case 71:
-      if (lookahead == 'p') ADVANCE(102);
+      if (lookahead == 'p') ADVANCE(103);
       END_STATE();
     case 72:
-      if (lookahead == 'i') ADVANCE(103);
+      if (lookahead == 'i') ADVANCE(104);
       END_STATE();
     case 73:
-      if (lookahead == 'e') ADVANCE(104);
+      if (lookahead == 'e') ADVANCE(105);
       END_STATE();
     case 74:
-      if (lookahead == 'k') ADVANCE(105);
+      if (lookahead == 'k') ADVANCE(106);
       END_STATE();
     case 75:
-      if (lookahead == 'e') ADVANCE(106);
-      END_STATE();
-    case 76:
       if (lookahead == 'e') ADVANCE(107);
       END_STATE();
+    case 76:
+      if (lookahead == 'e') ADVANCE(108);
+      END_STATE();
     case 77:
-      if (lookahead == 'w') ADVANCE(108);
+      if (lookahead == 'w') ADVANCE(109);
       END_STATE();
     case 78:
       ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 79:
-      if (lookahead == 'n') ADVANCE(109);
+      if (lookahead == 'n') ADVANCE(110);
       END_STATE();
     case 80:
-      if (lookahead == 'l') ADVANCE(110);
+      if (lookahead == 'l') ADVANCE(111);
       END_STATE();
     case 81:
-      if (lookahead == 'g') ADVANCE(111);
+      if (lookahead == 'g') ADVANCE(112);
       END_STATE();
     case 82:
-      if (lookahead == 'n') ADVANCE(112);
+      if (lookahead == 'n') ADVANCE(113);
       END_STATE();
     case 83:
-      if (lookahead == 'e') ADVANCE(113);
+      if (lookahead == 'e') ADVANCE(114);
       END_STATE();
     case 84:
-      if (lookahead == 'r') ADVANCE(114);
+      if (lookahead == 'r') ADVANCE(115);
       END_STATE();
     case 85:
-      if (lookahead == 't') ADVANCE(115);
+      if (lookahead == 't') ADVANCE(116);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(116);
+      if (lookahead == 'e') ADVANCE(117);
       END_STATE();
     case 87:
-      if (lookahead == 'u') ADVANCE(117);
+      if (lookahead == 'u') ADVANCE(118);
       END_STATE();
     case 88:
       ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 89:
       ADVANCE_MAP(
-        '1', 118,
-        '2', 119,
-        '3', 120,
-        '4', 121,
-        '5', 122,
-        '6', 123,
-        '7', 124,
-        '8', 125,
-        '9', 126,
+        '1', 119,
+        '2', 120,
+        '3', 121,
+        '4', 122,
+        '5', 123,
+        '6', 124,
+        '7', 125,
+        '8', 126,
+        '9', 127,
       );
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == '2') ADVANCE(128);
+      if (lookahead == '3') ADVANCE(129);
       END_STATE();
     case 91:
-      if (lookahead == 'r') ADVANCE(127);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 92:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'r') ADVANCE(130);
       END_STATE();
     case 93:
-      if (lookahead == 'k') ADVANCE(128);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 94:
-      if (lookahead == '3') ADVANCE(129);
-      if (lookahead == '4') ADVANCE(130);
+      if (lookahead == 'k') ADVANCE(131);
       END_STATE();
     case 95:
-      if (lookahead == 't') ADVANCE(131);
+      if (lookahead == '3') ADVANCE(132);
+      if (lookahead == '4') ADVANCE(133);
       END_STATE();
     case 96:
-      if (lookahead == 'c') ADVANCE(132);
+      if (lookahead == 't') ADVANCE(134);
       END_STATE();
     case 97:
-      if (lookahead == 't') ADVANCE(133);
+      if (lookahead == 'c') ADVANCE(135);
       END_STATE();
     case 98:
-      if (lookahead == 'h') ADVANCE(134);
+      if (lookahead == 't') ADVANCE(136);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 'h') ADVANCE(137);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(135);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 101:
-      if (lookahead == 'i') ADVANCE(136);
+      if (lookahead == 'e') ADVANCE(138);
       END_STATE();
     case 102:
-      if (lookahead == 'e') ADVANCE(137);
+      if (lookahead == 'i') ADVANCE(139);
       END_STATE();
     case 103:
-      if (lookahead == 'n') ADVANCE(138);
+      if (lookahead == 'e') ADVANCE(140);
       END_STATE();
     case 104:
-      if (lookahead == 'r') ADVANCE(139);
+      if (lookahead == 'n') ADVANCE(141);
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'r') ADVANCE(142);
       END_STATE();
     case 106:
-      if (lookahead == 'l') ADVANCE(140);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 107:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'l') ADVANCE(143);
       END_STATE();
     case 108:
-      if (lookahead == 'i') ADVANCE(141);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 109:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'i') ADVANCE(144);
       END_STATE();
     case 110:
-      ACCEPT_TOKEN(anon_sym_rail);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_ring);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 112:
-      if (lookahead == 'a') ADVANCE(142);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 113:
-      if (lookahead == 'c') ADVANCE(143);
+      if (lookahead == 'a') ADVANCE(145);
       END_STATE();
     case 114:
-      if (lookahead == 'p') ADVANCE(144);
+      if (lookahead == 'c') ADVANCE(146);
       END_STATE();
     case 115:
-      if (lookahead == 'c') ADVANCE(145);
+      if (lookahead == 'p') ADVANCE(147);
       END_STATE();
     case 116:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'c') ADVANCE(148);
       END_STATE();
     case 117:
-      if (lookahead == 's') ADVANCE(146);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 118:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == 's') ADVANCE(149);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 124:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 125:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 126:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 127:
-      if (lookahead == 'e') ADVANCE(147);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 128:
-      if (lookahead == 'w') ADVANCE(148);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      if (lookahead == 'e') ADVANCE(150);
       END_STATE();
     case 131:
-      if (lookahead == 'e') ADVANCE(149);
+      if (lookahead == 'w') ADVANCE(151);
       END_STATE();
     case 132:
-      if (lookahead == 't') ADVANCE(150);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 133:
-      if (lookahead == 'r') ADVANCE(151);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'e') ADVANCE(152);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      if (lookahead == 't') ADVANCE(153);
       END_STATE();
     case 136:
-      if (lookahead == 'n') ADVANCE(152);
+      if (lookahead == 'r') ADVANCE(154);
       END_STATE();
     case 137:
-      if (lookahead == 'r') ADVANCE(153);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 138:
-      if (lookahead == 'i') ADVANCE(154);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 139:
-      if (lookahead == 'l') ADVANCE(155);
+      if (lookahead == 'n') ADVANCE(155);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(156);
       END_STATE();
     case 141:
-      if (lookahead == 't') ADVANCE(156);
+      if (lookahead == 'i') ADVANCE(157);
       END_STATE();
     case 142:
-      if (lookahead == 'r') ADVANCE(157);
+      if (lookahead == 'l') ADVANCE(158);
       END_STATE();
     case 143:
-      if (lookahead == 't') ADVANCE(158);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 't') ADVANCE(159);
       END_STATE();
     case 145:
-      if (lookahead == 'h') ADVANCE(159);
+      if (lookahead == 'r') ADVANCE(160);
       END_STATE();
     case 146:
-      if (lookahead == 'e') ADVANCE(160);
+      if (lookahead == 't') ADVANCE(161);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 148:
-      if (lookahead == 'e') ADVANCE(161);
+      if (lookahead == 'h') ADVANCE(162);
       END_STATE();
     case 149:
-      if (lookahead == 'r') ADVANCE(162);
-      END_STATE();
-    case 150:
-      ACCEPT_TOKEN(anon_sym_direct);
-      END_STATE();
-    case 151:
       if (lookahead == 'e') ADVANCE(163);
       END_STATE();
+    case 150:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
+    case 151:
+      if (lookahead == 'e') ADVANCE(164);
+      END_STATE();
     case 152:
-      if (lookahead == 'g') ADVANCE(164);
+      if (lookahead == 'r') ADVANCE(165);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 154:
-      if (lookahead == 'b') ADVANCE(165);
-      END_STATE();
-    case 155:
       if (lookahead == 'e') ADVANCE(166);
       END_STATE();
+    case 155:
+      if (lookahead == 'g') ADVANCE(167);
+      END_STATE();
     case 156:
-      if (lookahead == 'c') ADVANCE(167);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 157:
-      if (lookahead == 'i') ADVANCE(168);
+      if (lookahead == 'b') ADVANCE(168);
       END_STATE();
     case 158:
-      if (lookahead == 'i') ADVANCE(169);
+      if (lookahead == 'e') ADVANCE(169);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'c') ADVANCE(170);
       END_STATE();
     case 160:
-      if (lookahead == 'd') ADVANCE(170);
+      if (lookahead == 'i') ADVANCE(171);
       END_STATE();
     case 161:
-      if (lookahead == 'l') ADVANCE(171);
+      if (lookahead == 'i') ADVANCE(172);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 163:
-      if (lookahead == 'e') ADVANCE(172);
+      if (lookahead == 'd') ADVANCE(173);
       END_STATE();
     case 164:
-      if (lookahead == '_') ADVANCE(173);
+      if (lookahead == 'l') ADVANCE(174);
       END_STATE();
     case 165:
-      if (lookahead == 'a') ADVANCE(174);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 166:
-      if (lookahead == 'a') ADVANCE(175);
+      if (lookahead == 'e') ADVANCE(175);
       END_STATE();
     case 167:
-      if (lookahead == 'h') ADVANCE(176);
+      if (lookahead == '_') ADVANCE(176);
       END_STATE();
     case 168:
-      if (lookahead == 'o') ADVANCE(177);
+      if (lookahead == 'a') ADVANCE(177);
       END_STATE();
     case 169:
-      if (lookahead == 'v') ADVANCE(178);
+      if (lookahead == 'a') ADVANCE(178);
       END_STATE();
     case 170:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'h') ADVANCE(179);
       END_STATE();
     case 171:
-      if (lookahead == 'l') ADVANCE(179);
+      if (lookahead == 'o') ADVANCE(180);
       END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'v') ADVANCE(181);
       END_STATE();
     case 173:
-      if (lookahead == 'd') ADVANCE(180);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 174:
-      if (lookahead == 'n') ADVANCE(181);
+      if (lookahead == 'l') ADVANCE(182);
       END_STATE();
     case 175:
-      if (lookahead == 'v') ADVANCE(182);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 176:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'd') ADVANCE(183);
       END_STATE();
     case 177:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'n') ADVANCE(184);
       END_STATE();
     case 178:
-      if (lookahead == 'e') ADVANCE(183);
+      if (lookahead == 'v') ADVANCE(185);
       END_STATE();
     case 179:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(184);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 180:
-      if (lookahead == 'o') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 181:
-      if (lookahead == 'd') ADVANCE(186);
+      if (lookahead == 'e') ADVANCE(186);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(187);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(187);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'o') ADVANCE(188);
       END_STATE();
     case 184:
-      if (lookahead == 'u') ADVANCE(188);
+      if (lookahead == 'd') ADVANCE(189);
       END_STATE();
     case 185:
-      if (lookahead == 'u') ADVANCE(189);
+      if (lookahead == 'e') ADVANCE(190);
       END_STATE();
     case 186:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 187:
-      if (lookahead == 'd') ADVANCE(190);
+      if (lookahead == 'u') ADVANCE(191);
       END_STATE();
     case 188:
-      if (lookahead == 'l') ADVANCE(191);
+      if (lookahead == 'u') ADVANCE(192);
       END_STATE();
     case 189:
-      if (lookahead == 'b') ADVANCE(192);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 190:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'd') ADVANCE(193);
       END_STATE();
     case 191:
-      if (lookahead == 't') ADVANCE(193);
-      END_STATE();
-    case 192:
       if (lookahead == 'l') ADVANCE(194);
       END_STATE();
+    case 192:
+      if (lookahead == 'b') ADVANCE(195);
+      END_STATE();
     case 193:
-      if (lookahead == 'r') ADVANCE(195);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 194:
-      if (lookahead == 'i') ADVANCE(196);
+      if (lookahead == 't') ADVANCE(196);
       END_STATE();
     case 195:
-      if (lookahead == 'a') ADVANCE(197);
+      if (lookahead == 'l') ADVANCE(197);
       END_STATE();
     case 196:
-      if (lookahead == 'n') ADVANCE(198);
+      if (lookahead == 'r') ADVANCE(198);
       END_STATE();
     case 197:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'i') ADVANCE(199);
       END_STATE();
     case 198:
-      if (lookahead == 'g') ADVANCE(199);
+      if (lookahead == 'a') ADVANCE(200);
       END_STATE();
     case 199:
+      if (lookahead == 'n') ADVANCE(201);
+      END_STATE();
+    case 200:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 201:
+      if (lookahead == 'g') ADVANCE(202);
+      END_STATE();
+    case 202:
       ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     default:
@@ -1620,6 +1645,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(1),
     [anon_sym_W0008] = ACTIONS(1),
     [anon_sym_W0009] = ACTIONS(1),
+    [anon_sym_W0012] = ACTIONS(1),
+    [anon_sym_W0013] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -1699,6 +1726,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1762,6 +1791,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1825,6 +1856,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1888,6 +1921,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -1951,6 +1986,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(49),
     [anon_sym_W0008] = ACTIONS(49),
     [anon_sym_W0009] = ACTIONS(49),
+    [anon_sym_W0012] = ACTIONS(49),
+    [anon_sym_W0013] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -2014,6 +2051,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2077,6 +2116,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2138,6 +2179,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(67),
     [anon_sym_W0008] = ACTIONS(67),
     [anon_sym_W0009] = ACTIONS(67),
+    [anon_sym_W0012] = ACTIONS(67),
+    [anon_sym_W0013] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2199,6 +2242,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(71),
     [anon_sym_W0008] = ACTIONS(71),
     [anon_sym_W0009] = ACTIONS(71),
+    [anon_sym_W0012] = ACTIONS(71),
+    [anon_sym_W0013] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2257,6 +2302,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(73),
     [anon_sym_W0008] = ACTIONS(73),
     [anon_sym_W0009] = ACTIONS(73),
+    [anon_sym_W0012] = ACTIONS(73),
+    [anon_sym_W0013] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -2316,6 +2363,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(79),
     [anon_sym_W0008] = ACTIONS(79),
     [anon_sym_W0009] = ACTIONS(79),
+    [anon_sym_W0012] = ACTIONS(79),
+    [anon_sym_W0013] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -2374,6 +2423,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(83),
     [anon_sym_W0008] = ACTIONS(83),
     [anon_sym_W0009] = ACTIONS(83),
+    [anon_sym_W0012] = ACTIONS(83),
+    [anon_sym_W0013] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -2432,6 +2483,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(87),
     [anon_sym_W0008] = ACTIONS(87),
     [anon_sym_W0009] = ACTIONS(87),
+    [anon_sym_W0012] = ACTIONS(87),
+    [anon_sym_W0013] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -2490,6 +2543,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(91),
     [anon_sym_W0008] = ACTIONS(91),
     [anon_sym_W0009] = ACTIONS(91),
+    [anon_sym_W0012] = ACTIONS(91),
+    [anon_sym_W0013] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -2547,6 +2602,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(95),
     [anon_sym_W0008] = ACTIONS(95),
     [anon_sym_W0009] = ACTIONS(95),
+    [anon_sym_W0012] = ACTIONS(95),
+    [anon_sym_W0013] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -2599,6 +2656,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -2651,6 +2710,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -2703,6 +2764,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(122),
     [anon_sym_W0008] = ACTIONS(122),
     [anon_sym_W0009] = ACTIONS(122),
+    [anon_sym_W0012] = ACTIONS(122),
+    [anon_sym_W0013] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

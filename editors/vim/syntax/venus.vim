@@ -43,7 +43,7 @@ syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree nvswitch infiniband
 syn keyword venusConstant contained gpipe interleaved none selective full bf16 fp8 fp4 flash unfused on off
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
-syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

@@ -146,11 +146,6 @@ const NO_EFFECT_PREFIXES: &[&str] = &[
     "--warmup",
     "--profile",
     "--enable-experimental",
-    "--use-precision-aware-optimizer",
-    "--main-params-dtype",
-    "--main-grads-dtype",
-    "--exp-avg-dtype",
-    "--exp-avg-sq-dtype",
 ];
 
 /// Imports a launch script or flag list.
@@ -298,7 +293,9 @@ impl Args {
                         Loc::new(file, w.span),
                         "not a flag",
                     )
-                    .with_help("write the flag this value belongs to before it, or remove the word"),
+                    .with_help(
+                        "write the flag this value belongs to before it, or remove the word",
+                    ),
                 );
                 continue;
             }
@@ -323,7 +320,11 @@ impl Args {
             };
             let mut values = Vec::new();
             if let Some(v) = inline {
-                let start = if written { w.span.start as usize + name.len() + 1 } else { w.span.start as usize };
+                let start = if written {
+                    w.span.start as usize + name.len() + 1
+                } else {
+                    w.span.start as usize
+                };
                 values.push(Word {
                     text: v.to_string(),
                     span: Span::new(start, w.span.end as usize),
@@ -386,7 +387,11 @@ impl Args {
     }
 
     /// The flag's one value, resolved.
-    fn value(&mut self, name: &'static str, errors: &mut Vec<Diagnostic>) -> Option<(String, Span)> {
+    fn value(
+        &mut self,
+        name: &'static str,
+        errors: &mut Vec<Diagnostic>,
+    ) -> Option<(String, Span)> {
         let arg = self.get(name)?;
         let w = arg.values.first()?;
         if let Some((var, span)) = &w.unresolved {
@@ -398,7 +403,12 @@ impl Args {
 
     /// A count (Python's `int(...)`: digits, an optional `+` and `_` separators); `zero`: 0 is
     /// allowed.
-    fn count(&mut self, name: &'static str, zero: bool, errors: &mut Vec<Diagnostic>) -> Option<u64> {
+    fn count(
+        &mut self,
+        name: &'static str,
+        zero: bool,
+        errors: &mut Vec<Diagnostic>,
+    ) -> Option<u64> {
         let (text, span) = self.value(name, errors)?;
         match parse_count(&text) {
             Ok(n) if n > 0 || zero => Some(n),
@@ -422,7 +432,10 @@ impl Args {
                         Loc::new(self.file, span),
                         "not a count",
                     )
-                    .with_help(format!("write a whole number from 1 to {} after `{name}`", u64::MAX)),
+                    .with_help(format!(
+                        "write a whole number from 1 to {} after `{name}`",
+                        u64::MAX
+                    )),
                 );
                 None
             }
@@ -456,7 +469,10 @@ fn unresolved(file: FileId, name: &str, span: Span) -> Diagnostic {
     };
     Diagnostic::new(
         Code::E0609,
-        format!("`{}` is not set in the script, so its value is unknown", excerpt(name)),
+        format!(
+            "`{}` is not set in the script, so its value is unknown",
+            excerpt(name)
+        ),
         Loc::new(file, span),
         "unknown value",
     )
@@ -499,7 +515,9 @@ impl Torchrun {
         };
         let launcher = words.iter().position(|w| {
             let base = w.text.rsplit('/').next().unwrap_or("");
-            base == "torchrun" || w.text == "torch.distributed.run" || w.text == "torch.distributed.launch"
+            base == "torchrun"
+                || w.text == "torch.distributed.run"
+                || w.text == "torch.distributed.launch"
         });
         let Some(start) = launcher else { return t };
         t.present = Some(words[start].span);
@@ -519,7 +537,11 @@ impl Torchrun {
                 Some(v) => (v, w.span, w.unresolved.clone()),
                 None if i < words.len() => {
                     i += 1;
-                    (words[i - 1].text.clone(), words[i - 1].span, words[i - 1].unresolved.clone())
+                    (
+                        words[i - 1].text.clone(),
+                        words[i - 1].span,
+                        words[i - 1].unresolved.clone(),
+                    )
                 }
                 None => (String::new(), w.span, None),
             };
@@ -604,7 +626,11 @@ impl Converter {
         self.lines(key).push(line);
     }
     fn lines(&mut self, key: Key) -> &mut Vec<String> {
-        if key.block() == venus_syntax::syntax::schema::BlockKind::Def(venus_syntax::syntax::ast::DefKind::Model) {
+        if key.block()
+            == venus_syntax::syntax::schema::BlockKind::Def(
+                venus_syntax::syntax::ast::DefKind::Model,
+            )
+        {
             &mut self.model
         } else {
             &mut self.plan
@@ -640,8 +666,12 @@ impl Converter {
     /// The one-to-one flags of [`DIRECT`].
     fn direct(&mut self) {
         for &key in DIRECT {
-            let Some(flag) = key.sig().megatron else { continue };
-            let Some(flag) = megatron_flags::flag(flag) else { continue };
+            let Some(flag) = key.sig().megatron else {
+                continue;
+            };
+            let Some(flag) = megatron_flags::flag(flag) else {
+                continue;
+            };
             if key.sig().is_flag() {
                 if self.args.has(flag.name) {
                     self.push_flag(key);
@@ -661,9 +691,24 @@ impl Converter {
     }
 
     fn model_conversions(&mut self) {
-        let hidden = self.args.by_name.get("--hidden-size").and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok());
-        let heads = self.args.by_name.get("--num-attention-heads").and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok());
-        let layers = self.args.by_name.get("--num-layers").and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok());
+        let hidden = self
+            .args
+            .by_name
+            .get("--hidden-size")
+            .and_then(|a| a.values.first())
+            .and_then(|w| parse_count(&w.text).ok());
+        let heads = self
+            .args
+            .by_name
+            .get("--num-attention-heads")
+            .and_then(|a| a.values.first())
+            .and_then(|w| parse_count(&w.text).ok());
+        let layers = self
+            .args
+            .by_name
+            .get("--num-layers")
+            .and_then(|a| a.values.first())
+            .and_then(|w| parse_count(&w.text).ok());
         let swiglu = self.args.by_name.contains_key("--swiglu");
 
         // Vocabulary: Megatron reads it from the tokenizer, or `--vocab-size` (padded to a
@@ -683,9 +728,15 @@ impl Converter {
                     Code::E0610,
                     "the flags do not give the vocabulary size: `--vocab-size` is missing",
                     self.loc(tokenizer.unwrap_or(self.anchor)),
-                    if tokenizer.is_some() { "the tokenizer gives it at run time" } else { "in this command" },
+                    if tokenizer.is_some() {
+                        "the tokenizer gives it at run time"
+                    } else {
+                        "in this command"
+                    },
                 )
-                .with_help("add `--vocab-size N` (the tokenizer's vocabulary, e.g. 128256 for Llama 3)");
+                .with_help(
+                    "add `--vocab-size N` (the tokenizer's vocabulary, e.g. 128256 for Llama 3)",
+                );
                 if tokenizer.is_some() {
                     d = d.with_note("venusc does not read tokenizers");
                 }
@@ -714,7 +765,11 @@ impl Converter {
                 self.push(Key::KvGroups, g);
             }
         } else if let Some(a) = self.args.get("--num-query-groups") {
-            let why = if mla { "no effect with `--multi-latent-attention`" } else { "no effect without `--group-query-attention`" };
+            let why = if mla {
+                "no effect with `--multi-latent-attention`"
+            } else {
+                "no effect without `--group-query-attention`"
+            };
             self.note(&a, why);
         }
 
@@ -725,7 +780,10 @@ impl Converter {
                 self.note(&a, "no effect with `--multi-latent-attention`");
             }
         } else if let Some(d) = self.count("--kv-channels") {
-            if hidden.zip(heads).is_none_or(|(h, n)| n == 0 || h / n != d || h % n != 0) {
+            if hidden
+                .zip(heads)
+                .is_none_or(|(h, n)| n == 0 || h / n != d || h % n != 0)
+            {
                 self.push(Key::HeadDim, d);
             }
         }
@@ -739,7 +797,12 @@ impl Converter {
             }
             self.moe_layer_freq(layers);
         } else {
-            for flag in ["--moe-router-topk", "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--moe-ffn-hidden-size"] {
+            for flag in [
+                "--moe-router-topk",
+                "--moe-shared-expert-intermediate-size",
+                "--moe-layer-freq",
+                "--moe-ffn-hidden-size",
+            ] {
                 if let Some(a) = self.args.get(flag) {
                     self.note(&a, "no effect without `--num-experts`");
                 }
@@ -788,7 +851,9 @@ impl Converter {
     /// `--moe-layer-freq`: venusc models `first_k_dense` dense layers, then MoE layers, which
     /// Megatron writes `([0]*K+[1]*M)` with K + M = layers (DeepSeek-V3), or `1` (all MoE).
     fn moe_layer_freq(&mut self, layers: Option<u64>) {
-        let Some((text, span)) = self.word("--moe-layer-freq") else { return };
+        let Some((text, span)) = self.word("--moe-layer-freq") else {
+            return;
+        };
         let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         if compact == "1" {
             return;
@@ -822,14 +887,28 @@ impl Converter {
     }
 
     fn plan_conversions(&mut self) {
-        let layers = self.args.by_name.get("--num-layers").and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok());
-        let pp = self.args.by_name.get("--pipeline-model-parallel-size").and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok()).unwrap_or(1);
+        let layers = self
+            .args
+            .by_name
+            .get("--num-layers")
+            .and_then(|a| a.values.first())
+            .and_then(|w| parse_count(&w.text).ok());
+        let pp = self
+            .args
+            .by_name
+            .get("--pipeline-model-parallel-size")
+            .and_then(|a| a.values.first())
+            .and_then(|w| parse_count(&w.text).ok())
+            .unwrap_or(1);
 
         // Interleaving (arguments.py:953-978): stages per rank, or layers per virtual stage,
         // which gives (layers / pp) / n; a count of 1 is no interleaving.
         let mut vpp = self.count("--num-virtual-stages-per-pipeline-rank");
         if let Some(n) = self.count("--num-layers-per-virtual-pipeline-stage") {
-            let span = self.args.span("--num-layers-per-virtual-pipeline-stage").unwrap_or(self.anchor);
+            let span = self
+                .args
+                .span("--num-layers-per-virtual-pipeline-stage")
+                .unwrap_or(self.anchor);
             match layers {
                 Some(l) if pp > 0 && l % pp == 0 && (l / pp) % n == 0 => vpp = Some(l / pp / n),
                 Some(l) => self.errors.push(
@@ -865,11 +944,18 @@ impl Converter {
                 self.push(Key::Recompute, "full");
                 let method = self.args.get("--recompute-method");
                 let num = self.args.get("--recompute-num-layers");
-                let uniform = method.as_ref().is_none_or(|a| a.values.first().is_some_and(|w| w.text == "uniform"));
-                let one = num.as_ref().is_none_or(|a| a.values.first().is_some_and(|w| w.text == "1"));
+                let uniform = method
+                    .as_ref()
+                    .is_none_or(|a| a.values.first().is_some_and(|w| w.text == "uniform"));
+                let one = num
+                    .as_ref()
+                    .is_none_or(|a| a.values.first().is_some_and(|w| w.text == "1"));
                 if !(uniform && one) {
                     for a in [method, num].into_iter().flatten() {
-                        self.note(&a, "venusc recomputes every layer in full (`uniform`, 1 layer)");
+                        self.note(
+                            &a,
+                            "venusc recomputes every layer in full (`uniform`, 1 layer)",
+                        );
                     }
                 }
             }
@@ -878,18 +964,26 @@ impl Converter {
             Some((other, span)) => self.errors.push(
                 Diagnostic::new(
                     Code::E0609,
-                    format!("`--recompute-granularity` takes `full` or `selective`, not `{}`", excerpt(other)),
+                    format!(
+                        "`--recompute-granularity` takes `full` or `selective`, not `{}`",
+                        excerpt(other)
+                    ),
                     self.loc(span),
                     "unknown granularity",
                 )
-                .with_help("write `--recompute-granularity full` or `--recompute-granularity selective`"),
+                .with_help(
+                    "write `--recompute-granularity full` or `--recompute-granularity selective`",
+                ),
             ),
             None => {}
         }
         if let Some(a) = self.args.get("--recompute-modules") {
             let modules: Vec<&str> = a.values.iter().map(|w| w.text.as_str()).collect();
             if modules != ["core_attn"] {
-                self.note(&a, "venusc's `recompute selective` recomputes `core_attn` only");
+                self.note(
+                    &a,
+                    "venusc's `recompute selective` recomputes `core_attn` only",
+                );
             }
         }
 
@@ -910,8 +1004,13 @@ impl Converter {
                 None => {
                     let span = self.args.span("--ddp-bucket-size").unwrap_or(self.anchor);
                     self.errors.push(
-                        Diagnostic::new(Code::E0609, format!("`--ddp-bucket-size {n}` is larger than a byte count holds"), self.loc(span), "too large")
-                            .with_help("write a bucket of at most 10^18 elements"),
+                        Diagnostic::new(
+                            Code::E0609,
+                            format!("`--ddp-bucket-size {n}` is larger than a byte count holds"),
+                            self.loc(span),
+                            "too large",
+                        )
+                        .with_help("write a bucket of at most 10^18 elements"),
                     );
                 }
             }
@@ -984,7 +1083,13 @@ impl Converter {
     /// The world size: the launcher's, `--gpus`, or the smallest the plan takes (W0013).
     fn world(&mut self, torchrun: &Torchrun, opts: &MegatronOptions) -> u64 {
         let get = |c: &Converter, name: &str| {
-            c.args.by_name.get(name).and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok()).unwrap_or(1).max(1)
+            c.args
+                .by_name
+                .get(name)
+                .and_then(|a| a.values.first())
+                .and_then(|w| parse_count(&w.text).ok())
+                .unwrap_or(1)
+                .max(1)
         };
         let (tp, pp, cp, ep) = (
             get(self, "--tensor-model-parallel-size"),
@@ -1022,7 +1127,10 @@ impl Converter {
         };
         if model > 0 && world % model != 0 {
             let span = launched.map_or(self.anchor, |(_, s)| s);
-            let tp_span = self.args.span("--tensor-model-parallel-size").unwrap_or(self.anchor);
+            let tp_span = self
+                .args
+                .span("--tensor-model-parallel-size")
+                .unwrap_or(self.anchor);
             self.errors.push(
                 Diagnostic::new(
                     Code::E0610,
@@ -1044,11 +1152,27 @@ impl Converter {
         let n = &opts.name;
         if !self.plan.iter().any(|l| l.starts_with("global_batch ")) {
             // arguments.py:702-704: the global batch defaults to micro × dp.
-            let micro = self.plan.iter().find_map(|l| l.strip_prefix("micro_batch ")).and_then(|m| m.parse::<u64>().ok()).unwrap_or(1);
-            let get = |name: &str| self.args.by_name.get(name).and_then(|a| a.values.first()).and_then(|w| parse_count(&w.text).ok()).unwrap_or(1).max(1);
-            let model = get("--tensor-model-parallel-size").saturating_mul(get("--pipeline-model-parallel-size")).saturating_mul(get("--context-parallel-size"));
+            let micro = self
+                .plan
+                .iter()
+                .find_map(|l| l.strip_prefix("micro_batch "))
+                .and_then(|m| m.parse::<u64>().ok())
+                .unwrap_or(1);
+            let get = |name: &str| {
+                self.args
+                    .by_name
+                    .get(name)
+                    .and_then(|a| a.values.first())
+                    .and_then(|w| parse_count(&w.text).ok())
+                    .unwrap_or(1)
+                    .max(1)
+            };
+            let model = get("--tensor-model-parallel-size")
+                .saturating_mul(get("--pipeline-model-parallel-size"))
+                .saturating_mul(get("--context-parallel-size"));
             let dp = (world / model.max(1)).max(1);
-            self.plan.push(format!("global_batch {}", micro.saturating_mul(dp)));
+            self.plan
+                .push(format!("global_batch {}", micro.saturating_mul(dp)));
         }
         let mut venus = format!(
             "# Imported from `{}` by `venusc import megatron` (flags of Megatron-LM's\n\
@@ -1076,7 +1200,10 @@ impl Converter {
             let _ = writeln!(venus, "  {l}");
         }
         venus.push_str(">\n\n");
-        let _ = writeln!(venus, "scenario {n} < model {n}_model cluster {n}_cluster plan {n}_plan >");
+        let _ = writeln!(
+            venus,
+            "scenario {n} <\n  model {n}_model\n  cluster {n}_cluster\n  plan {n}_plan\n>"
+        );
 
         let mut warnings = Vec::new();
         if !self.not_modelled.is_empty() {
@@ -1139,7 +1266,9 @@ fn sorted_lines(lines: &[String]) -> Vec<String> {
         .iter()
         .map(|l| {
             let key = l.split_whitespace().next().unwrap_or("");
-            let i = Key::all().position(|k| k.name() == key).unwrap_or(usize::MAX);
+            let i = Key::all()
+                .position(|k| k.name() == key)
+                .unwrap_or(usize::MAX);
             (i, l)
         })
         .collect();
@@ -1158,7 +1287,10 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     let p = &sc.plan;
     let mut f: Vec<String> = Vec::new();
     let mut add = |flag: &str, value: Option<String>| {
-        debug_assert!(megatron_flags::flag(flag).is_some(), "{flag} is not a Megatron-LM flag");
+        debug_assert!(
+            megatron_flags::flag(flag).is_some(),
+            "{flag} is not a Megatron-LM flag"
+        );
         f.push(match value {
             Some(v) => format!("{flag} {v}"),
             None => flag.to_string(),
@@ -1190,11 +1322,17 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         add(flag_of(Key::Topk), Some(m.topk().to_string()));
         add(flag_of(Key::MoeFfn), Some(m.moe_ffn().to_string()));
         if m.shared_expert_ffn() > 0 {
-            add(flag_of(Key::SharedExpertFfn), Some(m.shared_expert_ffn().to_string()));
+            add(
+                flag_of(Key::SharedExpertFfn),
+                Some(m.shared_expert_ffn().to_string()),
+            );
         }
         let k = m.first_k_dense();
         if k > 0 {
-            add(flag_of(Key::FirstKDense), Some(format!("([0]*{k}+[1]*{})", m.layers - k)));
+            add(
+                flag_of(Key::FirstKDense),
+                Some(format!("([0]*{k}+[1]*{})", m.layers - k)),
+            );
         }
     }
     if m.is_mla() {
@@ -1203,8 +1341,14 @@ pub fn emit_megatron(sc: &Scenario) -> String {
             add(flag_of(Key::QLoraRank), Some(q.to_string()));
         }
         add(flag_of(Key::KvLoraRank), Some(m.kv_lora_rank().to_string()));
-        add(flag_of(Key::QkNopeHeadDim), Some(m.qk_nope_head_dim().to_string()));
-        add(flag_of(Key::QkRopeHeadDim), Some(m.qk_rope_head_dim().to_string()));
+        add(
+            flag_of(Key::QkNopeHeadDim),
+            Some(m.qk_nope_head_dim().to_string()),
+        );
+        add(
+            flag_of(Key::QkRopeHeadDim),
+            Some(m.qk_rope_head_dim().to_string()),
+        );
         add(flag_of(Key::VHeadDim), Some(m.v_head_dim().to_string()));
     }
     if m.mtp_layers() > 0 {
@@ -1253,7 +1397,10 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         add(flag_of(Key::OverlapP2p), None);
     }
     if let Some(b) = p.bucket_size {
-        add(flag_of(Key::BucketSize), Some((b.0 / sc.recipe.main_grads.bytes().max(1)).to_string()));
+        add(
+            flag_of(Key::BucketSize),
+            Some((b.0 / sc.recipe.main_grads.bytes().max(1)).to_string()),
+        );
     }
     add("--bf16", None);
     match sc.recipe.gemm {
@@ -1272,7 +1419,12 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         sc.name,
         &megatron_flags::COMMIT[..12]
     );
-    let _ = writeln!(out, "# GPUs: {} (torchrun: {})", sc.world, torchrun_hint(sc));
+    let _ = writeln!(
+        out,
+        "# GPUs: {} (torchrun: {})",
+        sc.world,
+        torchrun_hint(sc)
+    );
     for note in no_flag_notes(sc) {
         let _ = writeln!(out, "# no Megatron-LM flag: {note}");
     }
@@ -1301,7 +1453,9 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(s) = p.schedule {
         if s == venus_base::base::ScheduleKind::Gpipe {
-            notes.push("`schedule gpipe` (Megatron-LM trains with 1F1B or interleaved 1F1B)".to_string());
+            notes.push(
+                "`schedule gpipe` (Megatron-LM trains with 1F1B or interleaved 1F1B)".to_string(),
+            );
         }
     }
     if PlanSpecFlag(p.delay_grad_reduce).on() {
@@ -1311,19 +1465,31 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
         notes.push("`delay_param_gather` (VenusSim's `delay-param-gather`)".into());
     }
     if let Some(r) = p.mfu {
-        notes.push(format!("`mfu {}%` (VenusSim-compatible compute)", crate::emit::num(r.0 * 100.0)));
+        notes.push(format!(
+            "`mfu {}%` (VenusSim-compatible compute)",
+            crate::emit::num(r.0 * 100.0)
+        ));
     }
     if p.measured.is_some() {
         notes.push("`measured` (VenusSim's step snapshot)".into());
     }
     if p.reserve.is_some_and(|b| b.0 > 0) {
-        notes.push(format!("`reserve {}B` (memory kept back, a venusc model)", p.reserve().0));
+        notes.push(format!(
+            "`reserve {}B` (memory kept back, a venusc model)",
+            p.reserve().0
+        ));
     }
     if let Some(r) = p.moe_imbalance {
-        notes.push(format!("`moe_imbalance {}%` (measured routing imbalance)", crate::emit::num(r.0 * 100.0)));
+        notes.push(format!(
+            "`moe_imbalance {}%` (measured routing imbalance)",
+            crate::emit::num(r.0 * 100.0)
+        ));
     }
     if p.overlap_p2p == Some(true) && sc.vpp <= 1 {
-        notes.push("`overlap_p2p` without interleaving (Megatron-LM turns it off, arguments.py:1010)".into());
+        notes.push(
+            "`overlap_p2p` without interleaving (Megatron-LM turns it off, arguments.py:1010)"
+                .into(),
+        );
     }
     notes
 }
@@ -1360,16 +1526,36 @@ mod tests {
                 assert!(megatron_flags::flag(f).is_some(), "{}: {f}", k.name());
             }
         }
-        assert_eq!(megatron_flags::flag("--swiglu").map(|f| f.arity), Some(Arity::Switch));
-        assert_eq!(megatron_flags::flag("--recompute-modules").map(|f| f.arity), Some(Arity::List));
+        assert_eq!(
+            megatron_flags::flag("--swiglu").map(|f| f.arity),
+            Some(Arity::Switch)
+        );
+        assert_eq!(
+            megatron_flags::flag("--recompute-modules").map(|f| f.arity),
+            Some(Arity::List)
+        );
     }
 
     #[test]
     fn a_flag_list_becomes_a_scenario_with_swiglus_ffn_and_an_assumed_gpu_count() {
-        let i = import_megatron(&format!("{SMALL} --swiglu --tensor-model-parallel-size 8"), &opts()).unwrap();
+        let i = import_megatron(
+            &format!("{SMALL} --swiglu --tensor-model-parallel-size 8"),
+            &opts(),
+        )
+        .unwrap();
         assert!(i.venus.contains("  hidden 4096\n  layers 32\n  heads 32\n  vocab 128256\n  seq 4096\n  ffn 10880\n  swiglu\n"), "{}", i.venus);
-        assert!(i.venus.contains("cluster run_cluster : dgx_h100 < gpus 8 >"), "{}", i.venus);
-        assert!(i.venus.contains("plan run_plan <\n  tp 8\n  micro_batch 1\n  global_batch 64\n>"), "{}", i.venus);
+        assert!(
+            i.venus
+                .contains("cluster run_cluster : dgx_h100 < gpus 8 >"),
+            "{}",
+            i.venus
+        );
+        assert!(
+            i.venus
+                .contains("plan run_plan <\n  tp 8\n  micro_batch 1\n  global_batch 64\n>"),
+            "{}",
+            i.venus
+        );
         let codes: Vec<Code> = i.warnings.iter().map(|d| d.code).collect();
         assert_eq!(codes, [Code::W0013]);
     }
@@ -1386,29 +1572,57 @@ mod tests {
 
     #[test]
     fn unmodelled_flags_are_listed_in_one_warning_never_dropped() {
-        let i = import_megatron(&format!("{SMALL} --moe-router-num-groups 8 --lr 3e-4 --use-megatron-fsdp"), &MegatronOptions { gpus: Some(8), ..opts() }).unwrap();
+        let i = import_megatron(
+            &format!("{SMALL} --moe-router-num-groups 8 --lr 3e-4 --use-megatron-fsdp"),
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
         assert_eq!(i.warnings.len(), 1);
         let w = &i.warnings[0];
         assert_eq!(w.code, Code::W0012);
-        assert_eq!(w.message, "3 Megatron-LM flags are not modelled by venusc: the prediction runs without them");
-        assert_eq!(w.notes, [
-            "`--moe-router-num-groups 8`: not modelled by venusc",
-            "`--lr 3e-4`: no effect on time or memory",
-            "`--use-megatron-fsdp`: not modelled by venusc",
-        ]);
-        assert!(i.venus.contains("#   --lr 3e-4: no effect on time or memory\n"), "{}", i.venus);
+        assert_eq!(
+            w.message,
+            "3 Megatron-LM flags are not modelled by venusc: the prediction runs without them"
+        );
+        assert_eq!(
+            w.notes,
+            [
+                "`--moe-router-num-groups 8`: not modelled by venusc",
+                "`--lr 3e-4`: no effect on time or memory",
+                "`--use-megatron-fsdp`: not modelled by venusc",
+            ]
+        );
+        assert!(
+            i.venus
+                .contains("#   --lr 3e-4: no effect on time or memory\n"),
+            "{}",
+            i.venus
+        );
     }
 
     #[test]
     fn bad_values_are_e0609_at_their_span() {
         for (bad, at) in [
             ("--tensor-model-parallel-size 0", "0"),
-            ("--tensor-model-parallel-size 99999999999999999999999", "99999999999999999999999"),
+            (
+                "--tensor-model-parallel-size 99999999999999999999999",
+                "99999999999999999999999",
+            ),
             ("--tensor-model-parallel-size x$TP", "$TP"),
             ("--moe-layer-freq [1,0]*2 --num-experts 8", "[1,0]*2"),
         ] {
             let text = format!("{SMALL} {bad}");
-            let e = import_megatron(&text, &MegatronOptions { gpus: Some(8), ..opts() }).unwrap_err();
+            let e = import_megatron(
+                &text,
+                &MegatronOptions {
+                    gpus: Some(8),
+                    ..opts()
+                },
+            )
+            .unwrap_err();
             assert_eq!(e[0].code, Code::E0609, "{bad}: {:?}", e[0]);
             assert_eq!(&text[e[0].primary.loc.span.range()], at, "{bad}");
             assert!(e[0].help.is_some());
@@ -1418,9 +1632,19 @@ mod tests {
     #[test]
     fn conflicting_gpu_counts_are_e0610() {
         let text = format!("torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py {SMALL}");
-        let e = import_megatron(&text, &MegatronOptions { gpus: Some(8), ..opts() }).unwrap_err();
+        let e = import_megatron(
+            &text,
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap_err();
         assert_eq!(e[0].code, Code::E0610);
-        assert_eq!(e[0].message, "the script launches 16 GPUs, and `--gpus 8` says 8");
+        assert_eq!(
+            e[0].message,
+            "the script launches 16 GPUs, and `--gpus 8` says 8"
+        );
         let i = import_megatron(&text, &opts()).unwrap();
         assert!(i.venus.contains("< gpus 16 >"), "{}", i.venus);
     }
@@ -1428,8 +1652,20 @@ mod tests {
     #[test]
     fn deepseek_style_moe_layer_freq_and_full_recompute_convert() {
         let text = format!("{SMALL} --num-experts 8 --moe-layer-freq ([0]*3+[1]*29) --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --fp8-format hybrid");
-        let i = import_megatron(&text, &MegatronOptions { gpus: Some(8), ..opts() }).unwrap();
-        assert!(i.venus.contains("  experts 8\n  topk 2\n  first_k_dense 3\n"), "{}", i.venus);
+        let i = import_megatron(
+            &text,
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(
+            i.venus
+                .contains("  experts 8\n  topk 2\n  first_k_dense 3\n"),
+            "{}",
+            i.venus
+        );
         assert!(i.venus.contains("  recompute full\n"), "{}", i.venus);
         assert!(i.venus.contains("  precision fp8\n"), "{}", i.venus);
         assert!(i.warnings.is_empty(), "{:?}", i.warnings);

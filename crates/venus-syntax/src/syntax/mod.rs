@@ -12,9 +12,9 @@
 
 pub mod ast;
 mod lex;
+pub mod megatron_flags;
 mod parse;
 pub mod role;
-pub mod megatron_flags;
 pub mod schema;
 
 #[cfg(test)]

@@ -370,10 +370,9 @@ impl Reader<'_> {
                 '$' => {
                     let whole = !b.present && pieces == 0;
                     let (value, unresolved) = self.expansion()?;
-                    let ends_word = matches!(
-                        self.peek(),
-                        None | Some(' ' | '\t' | '\n' | '\r' | ';')
-                    ) || (self.peek() == Some(')') && self.arrays > 0);
+                    let ends_word =
+                        matches!(self.peek(), None | Some(' ' | '\t' | '\n' | '\r' | ';'))
+                            || (self.peek() == Some(')') && self.arrays > 0);
                     if b.unresolved.is_none() {
                         b.unresolved = unresolved;
                     }
@@ -524,16 +523,15 @@ impl Reader<'_> {
             .unwrap_or(rest);
         for op in [":-", ":=", "-", "="] {
             if let Some(default) = rest.strip_prefix(op) {
-                let set = self.vars.get(name).filter(|v| !(op.starts_with(':') && v.is_empty()));
+                let set = self
+                    .vars
+                    .get(name)
+                    .filter(|v| !(op.starts_with(':') && v.is_empty()));
                 return match set {
                     Some(v) => (v.clone(), None),
                     None => {
                         let at = inner_at + n + op.len();
-                        let words = split_value(
-                            default,
-                            Span::new(at, at + default.len()),
-                            None,
-                        );
+                        let words = split_value(default, Span::new(at, at + default.len()), None);
                         (words, None)
                     }
                 };
@@ -648,7 +646,14 @@ mod tests {
         let cmds = commands(text).unwrap();
         assert_eq!(
             texts(&cmds[0]),
-            ["python", "pretrain_gpt.py", "--num-layers", "32", "--bf16", "--swiglu"]
+            [
+                "python",
+                "pretrain_gpt.py",
+                "--num-layers",
+                "32",
+                "--bf16",
+                "--swiglu"
+            ]
         );
         let w = &cmds[0].words[2];
         assert_eq!(&text[w.span.range()], "--num-layers");
@@ -679,8 +684,7 @@ mod tests {
     #[test]
     fn separators_and_redirections_end_commands_but_not_inside_a_word() {
         let cmds =
-            commands("a --l Et|(tt|)*30L --f ([0]*3+[1]*58) 2>&1 | tee log.txt ; b > out")
-                .unwrap();
+            commands("a --l Et|(tt|)*30L --f ([0]*3+[1]*58) 2>&1 | tee log.txt ; b > out").unwrap();
         let all: Vec<Vec<&str>> = cmds.iter().map(texts).collect();
         assert_eq!(
             all,
@@ -704,7 +708,11 @@ mod tests {
             t2.push_str("A=( ${A[@]} ${A[@]} )\n");
         }
         let e = commands(&t2).unwrap_err();
-        assert!(e.message.contains("more than 200000 words"), "{}", e.message);
+        assert!(
+            e.message.contains("more than 200000 words"),
+            "{}",
+            e.message
+        );
         let e = commands(&text).unwrap_err();
         assert!(e.message.contains("more than"), "{}", e.message);
     }
