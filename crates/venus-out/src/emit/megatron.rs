@@ -24,9 +24,10 @@ use std::fmt::Write as _;
 
 use venus_base::base::{Attention, Precision, Recompute};
 use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
-use venus_plan::plan::{Recipe, Scenario};
+use venus_plan::plan::{PlanSpec, Recipe, Scenario};
+use venus_syntax::syntax::ast::DefKind;
 use venus_syntax::syntax::megatron_flags::{self, Arity, FLAGS};
-use venus_syntax::syntax::schema::Key;
+use venus_syntax::syntax::schema::{BlockKind, Key};
 
 pub use shell::{ShellError, Word};
 
@@ -442,6 +443,13 @@ impl Args {
         }
     }
 
+    /// A flag's count as written, without marking it read or reporting a bad value (the
+    /// conversion that owns the flag reports that): for values other conversions depend on.
+    fn peek(&self, name: &str) -> Option<u64> {
+        let w = self.by_name.get(name)?.values.first()?;
+        parse_count(&w.text).ok()
+    }
+
     fn span(&self, name: &str) -> Option<Span> {
         self.by_name.get(name).map(|a| a.span)
     }
@@ -626,11 +634,7 @@ impl Converter {
         self.lines(key).push(line);
     }
     fn lines(&mut self, key: Key) -> &mut Vec<String> {
-        if key.block()
-            == venus_syntax::syntax::schema::BlockKind::Def(
-                venus_syntax::syntax::ast::DefKind::Model,
-            )
-        {
+        if key.block() == BlockKind::Def(DefKind::Model) {
             &mut self.model
         } else {
             &mut self.plan
@@ -691,24 +695,9 @@ impl Converter {
     }
 
     fn model_conversions(&mut self) {
-        let hidden = self
-            .args
-            .by_name
-            .get("--hidden-size")
-            .and_then(|a| a.values.first())
-            .and_then(|w| parse_count(&w.text).ok());
-        let heads = self
-            .args
-            .by_name
-            .get("--num-attention-heads")
-            .and_then(|a| a.values.first())
-            .and_then(|w| parse_count(&w.text).ok());
-        let layers = self
-            .args
-            .by_name
-            .get("--num-layers")
-            .and_then(|a| a.values.first())
-            .and_then(|w| parse_count(&w.text).ok());
+        let hidden = self.args.peek("--hidden-size");
+        let heads = self.args.peek("--num-attention-heads");
+        let layers = self.args.peek("--num-layers");
         let swiglu = self.args.by_name.contains_key("--swiglu");
 
         // Vocabulary: Megatron reads it from the tokenizer, or `--vocab-size` (padded to a
@@ -887,18 +876,10 @@ impl Converter {
     }
 
     fn plan_conversions(&mut self) {
-        let layers = self
-            .args
-            .by_name
-            .get("--num-layers")
-            .and_then(|a| a.values.first())
-            .and_then(|w| parse_count(&w.text).ok());
+        let layers = self.args.peek("--num-layers");
         let pp = self
             .args
-            .by_name
-            .get("--pipeline-model-parallel-size")
-            .and_then(|a| a.values.first())
-            .and_then(|w| parse_count(&w.text).ok())
+            .peek("--pipeline-model-parallel-size")
             .unwrap_or(1);
 
         // Interleaving (arguments.py:953-978): stages per rank, or layers per virtual stage,
@@ -910,7 +891,7 @@ impl Converter {
                 .span("--num-layers-per-virtual-pipeline-stage")
                 .unwrap_or(self.anchor);
             match layers {
-                Some(l) if pp > 0 && l % pp == 0 && (l / pp) % n == 0 => vpp = Some(l / pp / n),
+                Some(l) if pp > 0 && l.is_multiple_of(pp) && (l / pp).is_multiple_of(n) => vpp = Some(l / pp / n),
                 Some(l) => self.errors.push(
                     Diagnostic::new(
                         Code::E0610,
@@ -1082,15 +1063,7 @@ impl Converter {
 
     /// The world size: the launcher's, `--gpus`, or the smallest the plan takes (W0013).
     fn world(&mut self, torchrun: &Torchrun, opts: &MegatronOptions) -> u64 {
-        let get = |c: &Converter, name: &str| {
-            c.args
-                .by_name
-                .get(name)
-                .and_then(|a| a.values.first())
-                .and_then(|w| parse_count(&w.text).ok())
-                .unwrap_or(1)
-                .max(1)
-        };
+        let get = |c: &Converter, name: &str| c.args.peek(name).unwrap_or(1).max(1);
         let (tp, pp, cp, ep) = (
             get(self, "--tensor-model-parallel-size"),
             get(self, "--pipeline-model-parallel-size"),
@@ -1125,7 +1098,7 @@ impl Converter {
                 w
             }
         };
-        if model > 0 && world % model != 0 {
+        if model > 0 && !world.is_multiple_of(model) {
             let span = launched.map_or(self.anchor, |(_, s)| s);
             let tp_span = self
                 .args
@@ -1158,15 +1131,7 @@ impl Converter {
                 .find_map(|l| l.strip_prefix("micro_batch "))
                 .and_then(|m| m.parse::<u64>().ok())
                 .unwrap_or(1);
-            let get = |name: &str| {
-                self.args
-                    .by_name
-                    .get(name)
-                    .and_then(|a| a.values.first())
-                    .and_then(|w| parse_count(&w.text).ok())
-                    .unwrap_or(1)
-                    .max(1)
-            };
+            let get = |name: &str| self.args.peek(name).unwrap_or(1).max(1);
             let model = get("--tensor-model-parallel-size")
                 .saturating_mul(get("--pipeline-model-parallel-size"))
                 .saturating_mul(get("--context-parallel-size"));
@@ -1440,7 +1405,7 @@ pub fn emit_megatron(sc: &Scenario) -> String {
 /// dim.
 fn torchrun_hint(sc: &Scenario) -> String {
     let per = sc.cluster.dims.first().map_or(1, |d| d.size).max(1);
-    if sc.world % per == 0 {
+    if sc.world.is_multiple_of(per) {
         format!("--nnodes {} --nproc-per-node {per}", sc.world / per)
     } else {
         format!("--nnodes 1 --nproc-per-node {}", sc.world)
@@ -1458,10 +1423,10 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
             );
         }
     }
-    if PlanSpecFlag(p.delay_grad_reduce).on() {
+    if PlanSpec::flag(p.delay_grad_reduce) {
         notes.push("`delay_grad_reduce` (VenusSim's `no-delay-grad-reduce`)".into());
     }
-    if PlanSpecFlag(p.delay_param_gather).on() {
+    if PlanSpec::flag(p.delay_param_gather) {
         notes.push("`delay_param_gather` (VenusSim's `delay-param-gather`)".into());
     }
     if let Some(r) = p.mfu {
@@ -1492,13 +1457,6 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
         );
     }
     notes
-}
-
-struct PlanSpecFlag(Option<bool>);
-impl PlanSpecFlag {
-    fn on(&self) -> bool {
-        self.0.unwrap_or(false)
-    }
 }
 
 #[cfg(test)]

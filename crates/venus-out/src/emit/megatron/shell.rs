@@ -247,7 +247,7 @@ impl Reader<'_> {
                     let src = &self.text[span.range()];
                     let quoted = src.len() == b.text.len() + 2
                         && (src.starts_with('"') || src.starts_with('\''))
-                        && &src[1..src.len() - 1] == b.text;
+                        && src[1..src.len() - 1] == b.text;
                     let span = if quoted {
                         Span::new(span.start as usize + 1, span.end as usize - 1)
                     } else {
