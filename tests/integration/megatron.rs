@@ -474,3 +474,45 @@ fn cli_bad_scripts_get_coded_errors_never_a_panic() {
     assert_eq!(status, 2, "{err}");
     assert!(err.contains("E0702"), "{err}");
 }
+
+/// An import either succeeds or gives coded errors, each with a help and a span inside the
+/// text: never a panic.
+fn total(text: &str) {
+    match import_megatron(text, &options("p", Some("dgx_h100"), None)) {
+        Ok(i) => assert!(i.venus.contains("scenario p <"), "{}", i.venus),
+        Err(errors) => {
+            assert!(!errors.is_empty());
+            for e in &errors {
+                assert!(e.help.is_some(), "{e:?}");
+                assert!(e.primary.loc.span.end as usize <= text.len(), "{e:?}");
+                assert!(
+                    text.is_char_boundary(e.primary.loc.span.start as usize),
+                    "{e:?}"
+                );
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    #[test]
+    fn any_text_imports_or_fails_with_coded_errors(text in "\\PC{0,300}") {
+        total(&text);
+    }
+
+    #[test]
+    fn a_mutated_launch_script_imports_or_fails_with_coded_errors(
+        at in 0usize..2000,
+        cut in 0usize..30,
+        insert in "[-$\"'\\\\(){}=|;# \na-z0-9]{0,8}",
+    ) {
+        let script = include_str!("../golden/megatron/torchrun_llama3_8b.sh");
+        let chars: Vec<char> = script.chars().collect();
+        let at = at.min(chars.len());
+        let end = (at + cut).min(chars.len());
+        let mutated: String = chars[..at].iter().chain(insert.chars().collect::<Vec<_>>().iter()).chain(chars[end..].iter()).collect();
+        total(&mutated);
+    }
+}

@@ -1257,7 +1257,7 @@ pub fn emit_megatron(sc: &Scenario) -> String {
             "{flag} is not a Megatron-LM flag"
         );
         f.push(match value {
-            Some(v) => format!("{flag} {v}"),
+            Some(v) => format!("{flag} {}", shell_quoted(&v)),
             None => flag.to_string(),
         });
     };
@@ -1399,6 +1399,19 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         out.push_str(if i + 1 < n { " \\\n" } else { "\n" });
     }
     out
+}
+
+/// `value` as one shell word: in single quotes when it holds a character the shell would
+/// read (`([0]*3+[1]*58)`: parentheses and globs), so the lines paste into a script.
+fn shell_quoted(value: &str) -> String {
+    if value
+        .chars()
+        .any(|c| " \t()|&;<>$`\\\"'*?[]#~{}".contains(c))
+    {
+        format!("'{}'", value.replace('\'', "'\\''"))
+    } else {
+        value.to_string()
+    }
 }
 
 /// torchrun's node and per-node counts for the scenario's world on its cluster's innermost
@@ -1608,8 +1621,17 @@ mod tests {
     }
 
     #[test]
+    fn emitted_values_the_shell_would_read_are_single_quoted_and_read_back() {
+        assert_eq!(shell_quoted("([0]*3+[1]*58)"), "'([0]*3+[1]*58)'");
+        assert_eq!(shell_quoted("8"), "8");
+        assert_eq!(shell_quoted("it's"), "'it'\\''s'");
+        let cmds = shell::commands(&format!("--x {}", shell_quoted("a'b (c)"))).unwrap();
+        assert_eq!(cmds[0].words[1].text, "a'b (c)");
+    }
+
+    #[test]
     fn deepseek_style_moe_layer_freq_and_full_recompute_convert() {
-        let text = format!("{SMALL} --num-experts 8 --moe-layer-freq ([0]*3+[1]*29) --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --fp8-format hybrid");
+        let text = format!("{SMALL} --num-experts 8 --moe-layer-freq '([0]*3+[1]*29)' --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --fp8-format hybrid");
         let i = import_megatron(
             &text,
             &MegatronOptions {
