@@ -1275,7 +1275,7 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         add(flag_of(Key::HeadDim), Some(m.head_dim().to_string()));
     }
     add(flag_of(Key::Seq), Some(m.seq.to_string()));
-    add("--vocab-size", Some(m.vocab.to_string()));
+    add(flag_of(Key::Vocab), Some(m.vocab.to_string()));
     if m.swiglu() {
         add(flag_of(Key::Swiglu), None);
     }

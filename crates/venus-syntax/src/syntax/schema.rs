@@ -343,6 +343,7 @@ key_table! {
             "vocabulary size (padded to a multiple of 128 x tp, as Megatron)",
         )
         .unit("tokens")
+        .megatron("--vocab-size")
         .venussim("vocab-size")
         .example("32000"),
         Seq = req("seq", &[Count], "sequence length in tokens")
