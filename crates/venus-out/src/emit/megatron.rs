@@ -149,6 +149,10 @@ const NO_EFFECT_PREFIXES: &[&str] = &[
     "--enable-experimental",
 ];
 
+/// How an import warning is accepted (the note `check` gives its warnings, for a command
+/// line: there is no block to write `allow` in).
+const ALLOW_NOTE: &str = "to accept it, pass `--allow CODE` to `venusc import megatron`";
+
 /// Imports a launch script or flag list.
 pub fn import_megatron(
     text: &str,
@@ -1188,11 +1192,14 @@ impl Converter {
                 self.loc(first),
                 "not modelled",
             )
-            .with_help("check each listed flag against the imported file; `--allow W0012` silences this once you have");
+.with_help(format!(
+                "check the {count} listed flag{} against the imported file: where one matters for this run, state its effect there",
+                if count == 1 { "" } else { "s" }
+            ));
             for (flag, why) in &self.not_modelled {
                 d = d.with_note(format!("`{flag}`: {why}"));
             }
-            warnings.push(d);
+            warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0012")));
         }
         if !self.assumed.is_empty() {
             let mut d = Diagnostic::new(
@@ -1209,7 +1216,7 @@ impl Converter {
             for a in &self.assumed {
                 d = d.with_note(a.clone());
             }
-            warnings.push(d);
+            warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0013")));
         }
         MegatronImport { venus, warnings }
     }
@@ -1564,7 +1571,12 @@ mod tests {
                 "`--moe-router-num-groups 8`: not modelled by venusc",
                 "`--lr 3e-4`: no effect on time or memory",
                 "`--use-megatron-fsdp`: not modelled by venusc",
+                "to accept it, pass `--allow W0012` to `venusc import megatron`",
             ]
+        );
+        assert_eq!(
+            w.help.as_deref(),
+            Some("check the 3 listed flags against the imported file: where one matters for this run, state its effect there")
         );
         assert!(
             i.venus
