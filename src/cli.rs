@@ -88,7 +88,8 @@ enum Command {
     Schedule(ScheduleArgs),
     /// Lower a scenario and write what it compiles to (`--emit KIND`).
     Compile(CompileArgs),
-    /// Convert a VenusSim `llm-sim-config.json` into a `.venus` file.
+    /// Convert a VenusSim `llm-sim-config.json`, a HuggingFace `config.json` or (`import
+    /// megatron`) a Megatron-LM launch script into a `.venus` file.
     Import(ImportArgs),
     /// Explore a design space: check, simulate and rank every candidate plan.
     Sweep(SweepArgs),
@@ -237,12 +238,14 @@ enum Emit {
     AstraSim,
     /// A Chrome/Perfetto trace of the simulated run, as `sim --timeline` writes it.
     Perfetto,
+    /// Megatron-LM flags of the model and plan, one per line (stdout, or the file `-o FILE`).
+    Megatron,
 }
 
 impl Emit {
     /// Kinds that write a directory of files rather than to stdout.
     fn writes_files(self) -> bool {
-        !matches!(self, Emit::Schedule | Emit::Groups)
+        !matches!(self, Emit::Schedule | Emit::Groups | Emit::Megatron)
     }
 }
 
@@ -259,12 +262,44 @@ struct CompileArgs {
 }
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 struct ImportArgs {
-    /// VenusSim's `llm-sim-config.json` (its `system.json` and `network.yml` are found from it).
-    config: PathBuf,
+    /// VenusSim's `llm-sim-config.json` (its `system.json` and `network.yml` are found from
+    /// it) or a HuggingFace `config.json`.
+    #[arg(required = true)]
+    config: Option<PathBuf>,
     /// Where to write the `.venus` file (stdout when absent).
     #[arg(short = 'o', long = "out")]
     out: Option<PathBuf>,
+    #[command(subcommand)]
+    format: Option<ImportFormat>,
+}
+
+#[derive(Subcommand)]
+enum ImportFormat {
+    /// A Megatron-LM launch script or flag list (`pretrain_gpt.py` flags) → a scenario.
+    Megatron(MegatronImportArgs),
+}
+
+#[derive(clap::Args)]
+struct MegatronImportArgs {
+    /// The launch script or flag list; `-` reads stdin.
+    file: PathBuf,
+    /// The stdlib cluster the run used (default: `dgx_h100`, with W0013).
+    #[arg(long, value_name = "NAME")]
+    cluster: Option<String>,
+    /// The GPU count, when the script has no torchrun `--nnodes`/`--nproc-per-node`.
+    #[arg(long, value_name = "N")]
+    gpus: Option<u64>,
+    /// Where to write the `.venus` file (stdout when absent).
+    #[arg(short = 'o', long = "out")]
+    out: Option<PathBuf>,
+    /// Silence a warning code (repeatable).
+    #[arg(long, value_name = "CODE")]
+    allow: Vec<String>,
+    /// Report a warning code as an error (repeatable).
+    #[arg(long, value_name = "CODE")]
+    deny: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -322,7 +357,10 @@ pub fn run() -> ExitCode {
         Command::Test(args) => test(&args, roots, color),
         Command::Schedule(args) => schedule(&args, roots, color),
         Command::Compile(args) => compile(&args, roots, color),
-        Command::Import(args) => import(&args),
+        Command::Import(args) => match &args.format {
+            Some(ImportFormat::Megatron(m)) => import_megatron(m, color),
+            None => import(&args),
+        },
         Command::Sweep(args) => sweep(&args, roots, color),
         Command::Validate(args) => validate(&args),
         Command::Fmt(args) => fmt(&args, color),
@@ -773,6 +811,26 @@ fn compile(args: &CompileArgs, roots: &RootArgs, color: bool) -> ExitCode {
         Err(code) => return code,
     };
     let sc = &loaded.scenario;
+    if args.emit == Emit::Megatron {
+        let text = venusc::emit::emit_megatron(sc);
+        return match &args.out {
+            Some(path) => {
+                let written = files::refuse_input(path, &[&args.input.file])
+                    .and_then(|()| files::write_atomic(path, text.as_bytes()));
+                match written {
+                    Ok(()) => {
+                        eprintln!("wrote `{}`", path.display());
+                        ExitCode::SUCCESS
+                    }
+                    Err(f) => fail(&f),
+                }
+            }
+            None => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+        };
+    }
     if args.emit.writes_files() {
         let Some(dir) = &args.out else {
             return usage_error(
@@ -870,7 +928,7 @@ fn emit_files(loaded: &Loaded, kind: Emit, dir: &Path, input: &Path, color: bool
             Some(sim) => write_perfetto_file(sc, sim, &mut sink),
             None => unreachable!("simulated above"),
         },
-        Emit::Schedule | Emit::Groups => unreachable!("printed to stdout"),
+        Emit::Schedule | Emit::Groups | Emit::Megatron => unreachable!("printed to stdout"),
     };
     let result = result.and_then(|w| {
         sink.commit()
@@ -930,7 +988,10 @@ fn hf_model_name(path: &Path) -> String {
 }
 
 fn import(args: &ImportArgs) -> ExitCode {
-    let config = args.config.display().to_string();
+    let Some(config_path) = &args.config else {
+        return usage_error("name the config to import: `venusc import FILE`");
+    };
+    let config = config_path.display().to_string();
     // The config names `system.json` and `network.yml`: read through the same policy.
     let mut read = |p: &str| {
         let path = Path::new(p);
@@ -941,13 +1002,11 @@ fn import(args: &ImportArgs) -> ExitCode {
     };
     // A HuggingFace `config.json` becomes a `model` block; anything else is read as
     // VenusSim's `llm-sim-config.json`.
-    let hf = files::read(&args.config, Input::Config)
+    let hf = files::read(config_path, Input::Config)
         .ok()
         .filter(|b| venusc::emit::is_hf_config(b));
     let imported = match hf {
-        Some(bytes) => {
-            venusc::emit::import_hf_config(&config, &hf_model_name(&args.config), &bytes)
-        }
+        Some(bytes) => venusc::emit::import_hf_config(&config, &hf_model_name(config_path), &bytes),
         None => venusc::emit::import_venussim(&config, &mut read),
     };
     let imported = match imported {
@@ -985,7 +1044,7 @@ fn import(args: &ImportArgs) -> ExitCode {
     }
     match &args.out {
         Some(path) => {
-            let written = files::refuse_input(path, &[&args.config])
+            let written = files::refuse_input(path, &[config_path])
                 .and_then(|()| files::write_atomic(path, imported.venus.as_bytes()));
             if let Err(f) = written {
                 return fail(&f);
@@ -995,6 +1054,161 @@ fn import(args: &ImportArgs) -> ExitCode {
         None => print!("{}", imported.venus),
     }
     ExitCode::SUCCESS
+}
+
+/// `venusc import megatron FILE|-`: the script's diagnostics are labelled in the script; the
+/// `.venus` file it gives is checked like any other before it is written, so an unknown
+/// `--cluster` or a plan the checker rejects is reported against the written text.
+fn import_megatron(args: &MegatronImportArgs, color: bool) -> ExitCode {
+    let levels = match venusc::diag::Levels::parse(&args.allow, &args.deny) {
+        Ok(l) => l,
+        Err(e) => return usage_error(e),
+    };
+    let stdin = args.file.as_os_str() == "-";
+    let bytes = if stdin {
+        match read_stdin(Input::Config.cap()) {
+            Ok(b) => b,
+            Err(f) => return fail(&f),
+        }
+    } else {
+        match files::read(&args.file, Input::Config) {
+            Ok(b) => b,
+            Err(f) => return fail(&f),
+        }
+    };
+    let source = if stdin {
+        "<stdin>".to_string()
+    } else {
+        args.file.display().to_string()
+    };
+    let file = venusc::diag::FileId(0);
+    let (text, decode_error) = script_text(&bytes, file);
+    let mut sources = render::SourceFiles::new();
+    sources.add(file, source.clone(), text.clone());
+    if let Some(d) = decode_error {
+        eprint!("{}", render::human(&[d], &sources, color));
+        return ExitCode::from(1);
+    }
+    let name = if stdin {
+        "megatron".to_string()
+    } else {
+        hf_model_name(&args.file)
+    };
+    let opts = venusc::emit::MegatronOptions {
+        file,
+        name,
+        source,
+        cluster: args.cluster.clone(),
+        gpus: args.gpus,
+    };
+    let imported = match venusc::emit::import_megatron(&text, &opts) {
+        Ok(i) => i,
+        Err(errors) => {
+            eprint!("{}", render::human(&errors, &sources, color));
+            return ExitCode::from(1);
+        }
+    };
+    let mut warnings = imported.warnings.clone();
+    levels.apply(&mut warnings);
+    if !warnings.is_empty() {
+        eprint!("{}", render::human(&warnings, &sources, color));
+    }
+    let denied = warnings.iter().any(Diagnostic::is_error);
+    // The written file, checked as `venusc check` would.
+    let out_path = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.venus", opts.name)));
+    let mut session = venusc::Session::new();
+    let dir = out_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let root = match Root::at(dir, false) {
+        Ok(r) => r,
+        Err(f) => return fail(&f),
+    };
+    let id = session.load(&out_path, imported.venus.as_bytes(), &mut root.reader());
+    let checked = session.check(id);
+    let mut check_diags = checked.diagnostics.clone();
+    levels.apply(&mut check_diags);
+    if !check_diags.is_empty() {
+        eprint!(
+            "{}",
+            render::human(&check_diags, &session.source_files(), color)
+        );
+    }
+    let bad = denied || check_diags.iter().any(Diagnostic::is_error);
+    match &args.out {
+        Some(path) => {
+            let mut inputs: Vec<&Path> = Vec::new();
+            if !stdin {
+                inputs.push(&args.file);
+            }
+            let written = files::refuse_input(path, &inputs)
+                .and_then(|()| files::write_atomic(path, imported.venus.as_bytes()));
+            if let Err(f) = written {
+                return fail(&f);
+            }
+            eprintln!("wrote `{}`", path.display());
+        }
+        None => print!("{}", imported.venus),
+    }
+    ExitCode::from(u8::from(bad))
+}
+
+/// Stdin, at most `cap` bytes (E0702 above it).
+fn read_stdin(cap: u64) -> Result<Vec<u8>, Failure> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes);
+    if let Err(e) = read {
+        return Err(Failure {
+            code: Code::E0703,
+            message: format!("cannot read stdin: {e}"),
+            help: "pipe the launch script into `venusc import megatron -`, or name the file".into(),
+        });
+    }
+    if bytes.len() as u64 > cap {
+        return Err(Failure {
+            code: Code::E0702,
+            message: format!("stdin is larger than {cap} bytes, the cap of a launch script"),
+            help: "give the launch script itself, not a log or a binary".into(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// A launch script's text, or E0609 at its first byte that is not UTF-8 text (a binary file,
+/// a NUL byte); the text shown then is the valid prefix.
+fn script_text(bytes: &[u8], file: venusc::diag::FileId) -> (String, Option<Diagnostic>) {
+    let (valid, bad_at) = match std::str::from_utf8(bytes) {
+        Ok(t) => (t, t.find('\0')),
+        Err(e) => {
+            let upto = e.valid_up_to();
+            let t = std::str::from_utf8(&bytes[..upto]).unwrap_or_default();
+            (t, Some(upto))
+        }
+    };
+    match bad_at {
+        None => (valid.to_string(), None),
+        Some(at) => {
+            let text = valid[..at.min(valid.len())].to_string();
+            let d = Diagnostic::new(
+                Code::E0609,
+                format!("the input is not a text file: byte {at} is not UTF-8 text"),
+                venusc::diag::Loc::new(file, venusc::diag::Span::new(at, at)),
+                "here",
+            )
+            .with_help(
+                "give the launch script (a shell script or a list of flags), not a binary file",
+            );
+            (text, Some(d))
+        }
+    }
 }
 
 fn parse_ranks(text: &str) -> Result<Option<Vec<u32>>, String> {

@@ -12,6 +12,7 @@ mod integration {
     pub mod hostile;
     pub mod input_files;
     pub mod lsp;
+    pub mod megatron;
     pub mod reference;
     pub mod sim;
     pub mod sweep;

@@ -84,6 +84,11 @@ const FROM_THE_COMMAND_LINE: &[Code] = &[
     Code::E0605,
     Code::E0606,
     Code::E0607,
+    Code::E0608,
+    Code::E0609,
+    Code::E0610,
+    Code::W0012,
+    Code::W0013,
 ];
 
 #[test]

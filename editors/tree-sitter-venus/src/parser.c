@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 92
+#define SYMBOL_COUNT 94
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 79
+#define TOKEN_COUNT 81
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -93,24 +93,26 @@ enum ts_symbol_identifiers {
   anon_sym_W0007 = 71,
   anon_sym_W0008 = 72,
   anon_sym_W0009 = 73,
-  anon_sym_W0014 = 74,
-  sym_unit = 75,
-  sym_number = 76,
-  sym_string = 77,
-  sym_comment = 78,
-  sym_source_file = 79,
-  sym_use_declaration = 80,
-  sym_definition = 81,
-  sym_block = 82,
-  sym_item = 83,
-  sym__value = 84,
-  sym_list = 85,
-  sym_constant = 86,
-  sym_quantity = 87,
-  aux_sym_source_file_repeat1 = 88,
-  aux_sym_block_repeat1 = 89,
-  aux_sym_item_repeat1 = 90,
-  aux_sym_list_repeat1 = 91,
+  anon_sym_W0012 = 74,
+  anon_sym_W0013 = 75,
+  anon_sym_W0014 = 76,
+  sym_unit = 77,
+  sym_number = 78,
+  sym_string = 79,
+  sym_comment = 80,
+  sym_source_file = 81,
+  sym_use_declaration = 82,
+  sym_definition = 83,
+  sym_block = 84,
+  sym_item = 85,
+  sym__value = 86,
+  sym_list = 87,
+  sym_constant = 88,
+  sym_quantity = 89,
+  aux_sym_source_file_repeat1 = 90,
+  aux_sym_block_repeat1 = 91,
+  aux_sym_item_repeat1 = 92,
+  aux_sym_list_repeat1 = 93,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -188,6 +190,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0007] = "W0007",
   [anon_sym_W0008] = "W0008",
   [anon_sym_W0009] = "W0009",
+  [anon_sym_W0012] = "W0012",
+  [anon_sym_W0013] = "W0013",
   [anon_sym_W0014] = "W0014",
   [sym_unit] = "unit",
   [sym_number] = "number",
@@ -283,6 +287,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0007] = anon_sym_W0007,
   [anon_sym_W0008] = anon_sym_W0008,
   [anon_sym_W0009] = anon_sym_W0009,
+  [anon_sym_W0012] = anon_sym_W0012,
+  [anon_sym_W0013] = anon_sym_W0013,
   [anon_sym_W0014] = anon_sym_W0014,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
@@ -597,6 +603,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0009] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0012] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0013] = {
     .visible = true,
     .named = false,
   },
@@ -1376,35 +1390,37 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       );
       END_STATE();
     case 108:
-      if (lookahead == '4') ADVANCE(156);
+      if (lookahead == '2') ADVANCE(156);
+      if (lookahead == '3') ADVANCE(157);
+      if (lookahead == '4') ADVANCE(158);
       END_STATE();
     case 109:
       ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 110:
-      if (lookahead == 'r') ADVANCE(157);
+      if (lookahead == 'r') ADVANCE(159);
       END_STATE();
     case 111:
       ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 112:
-      if (lookahead == 'k') ADVANCE(158);
+      if (lookahead == 'k') ADVANCE(160);
       END_STATE();
     case 113:
-      if (lookahead == '3') ADVANCE(159);
-      if (lookahead == '4') ADVANCE(160);
+      if (lookahead == '3') ADVANCE(161);
+      if (lookahead == '4') ADVANCE(162);
       END_STATE();
     case 114:
-      if (lookahead == 't') ADVANCE(161);
-      END_STATE();
-    case 115:
-      if (lookahead == 'c') ADVANCE(162);
-      END_STATE();
-    case 116:
       if (lookahead == 't') ADVANCE(163);
       END_STATE();
+    case 115:
+      if (lookahead == 'c') ADVANCE(164);
+      END_STATE();
+    case 116:
+      if (lookahead == 't') ADVANCE(165);
+      END_STATE();
     case 117:
-      if (lookahead == 'h') ADVANCE(164);
+      if (lookahead == 'h') ADVANCE(166);
       END_STATE();
     case 118:
       ACCEPT_TOKEN(anon_sym_fp16);
@@ -1416,22 +1432,22 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 121:
-      if (lookahead == 'e') ADVANCE(165);
-      END_STATE();
-    case 122:
-      if (lookahead == 'i') ADVANCE(166);
-      END_STATE();
-    case 123:
       if (lookahead == 'e') ADVANCE(167);
       END_STATE();
+    case 122:
+      if (lookahead == 'i') ADVANCE(168);
+      END_STATE();
+    case 123:
+      if (lookahead == 'e') ADVANCE(169);
+      END_STATE();
     case 124:
-      if (lookahead == 'n') ADVANCE(168);
+      if (lookahead == 'n') ADVANCE(170);
       END_STATE();
     case 125:
-      if (lookahead == 'r') ADVANCE(169);
+      if (lookahead == 'r') ADVANCE(171);
       END_STATE();
     case 126:
-      if (lookahead == 'a') ADVANCE(170);
+      if (lookahead == 'a') ADVANCE(172);
       END_STATE();
     case 127:
       ACCEPT_TOKEN(anon_sym_link);
@@ -1440,28 +1456,28 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 129:
-      if (lookahead == 't') ADVANCE(171);
+      if (lookahead == 't') ADVANCE(173);
       END_STATE();
     case 130:
-      if (lookahead == 'l') ADVANCE(172);
+      if (lookahead == 'l') ADVANCE(174);
       END_STATE();
     case 131:
-      if (lookahead == 'h') ADVANCE(173);
+      if (lookahead == 'h') ADVANCE(175);
       END_STATE();
     case 132:
       ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 133:
-      if (lookahead == 'i') ADVANCE(174);
+      if (lookahead == 'i') ADVANCE(176);
       END_STATE();
     case 134:
-      if (lookahead == 'm') ADVANCE(175);
+      if (lookahead == 'm') ADVANCE(177);
       END_STATE();
     case 135:
       ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 136:
-      if (lookahead == 'r') ADVANCE(176);
+      if (lookahead == 'r') ADVANCE(178);
       END_STATE();
     case 137:
       ACCEPT_TOKEN(anon_sym_rail);
@@ -1470,29 +1486,29 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 139:
-      if (lookahead == 'a') ADVANCE(177);
+      if (lookahead == 'a') ADVANCE(179);
       END_STATE();
     case 140:
-      if (lookahead == 'c') ADVANCE(178);
-      END_STATE();
-    case 141:
-      if (lookahead == 'p') ADVANCE(179);
-      END_STATE();
-    case 142:
       if (lookahead == 'c') ADVANCE(180);
       END_STATE();
+    case 141:
+      if (lookahead == 'p') ADVANCE(181);
+      END_STATE();
+    case 142:
+      if (lookahead == 'c') ADVANCE(182);
+      END_STATE();
     case 143:
-      if (lookahead == 'h') ADVANCE(181);
+      if (lookahead == 'h') ADVANCE(183);
       END_STATE();
     case 144:
       ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 145:
-      if (lookahead == 's') ADVANCE(182);
+      if (lookahead == 's') ADVANCE(184);
       END_STATE();
     case 146:
-      if (lookahead == '1') ADVANCE(183);
-      if (lookahead == '2') ADVANCE(184);
+      if (lookahead == '1') ADVANCE(185);
+      if (lookahead == '2') ADVANCE(186);
       END_STATE();
     case 147:
       ACCEPT_TOKEN(anon_sym_W0001);
@@ -1522,360 +1538,366 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 157:
-      if (lookahead == 'e') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 158:
-      if (lookahead == 'w') ADVANCE(186);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 160:
-      ACCEPT_TOKEN(anon_sym_cdna4);
-      END_STATE();
-    case 161:
       if (lookahead == 'e') ADVANCE(187);
       END_STATE();
+    case 160:
+      if (lookahead == 'w') ADVANCE(188);
+      END_STATE();
+    case 161:
+      ACCEPT_TOKEN(anon_sym_cdna3);
+      END_STATE();
     case 162:
-      if (lookahead == 't') ADVANCE(188);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 163:
-      if (lookahead == 'r') ADVANCE(189);
+      if (lookahead == 'e') ADVANCE(189);
       END_STATE();
     case 164:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 't') ADVANCE(190);
       END_STATE();
     case 165:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 166:
-      if (lookahead == 'n') ADVANCE(190);
-      END_STATE();
-    case 167:
       if (lookahead == 'r') ADVANCE(191);
       END_STATE();
+    case 166:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
+    case 167:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
     case 168:
-      if (lookahead == 'i') ADVANCE(192);
+      if (lookahead == 'n') ADVANCE(192);
       END_STATE();
     case 169:
-      if (lookahead == 'l') ADVANCE(193);
+      if (lookahead == 'r') ADVANCE(193);
       END_STATE();
     case 170:
-      if (lookahead == 'r') ADVANCE(194);
+      if (lookahead == 'i') ADVANCE(194);
       END_STATE();
     case 171:
-      if (lookahead == 'r') ADVANCE(195);
+      if (lookahead == 'l') ADVANCE(195);
       END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(196);
       END_STATE();
     case 173:
-      if (lookahead == 'a') ADVANCE(196);
+      if (lookahead == 'r') ADVANCE(197);
       END_STATE();
     case 174:
-      if (lookahead == 't') ADVANCE(197);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 175:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(198);
+      if (lookahead == 'a') ADVANCE(198);
       END_STATE();
     case 176:
-      if (lookahead == 'a') ADVANCE(199);
+      if (lookahead == 't') ADVANCE(199);
       END_STATE();
     case 177:
-      if (lookahead == 'r') ADVANCE(200);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(200);
       END_STATE();
     case 178:
-      if (lookahead == 't') ADVANCE(201);
+      if (lookahead == 'a') ADVANCE(201);
       END_STATE();
     case 179:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'r') ADVANCE(202);
       END_STATE();
     case 180:
-      if (lookahead == 'h') ADVANCE(202);
+      if (lookahead == 't') ADVANCE(203);
       END_STATE();
     case 181:
-      ACCEPT_TOKEN(anon_sym_torch);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(203);
+      if (lookahead == 'h') ADVANCE(204);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 184:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      if (lookahead == 'e') ADVANCE(205);
       END_STATE();
     case 185:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 186:
-      if (lookahead == 'e') ADVANCE(204);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 187:
-      if (lookahead == 'r') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 188:
-      ACCEPT_TOKEN(anon_sym_direct);
-      END_STATE();
-    case 189:
       if (lookahead == 'e') ADVANCE(206);
       END_STATE();
+    case 189:
+      if (lookahead == 'r') ADVANCE(207);
+      END_STATE();
     case 190:
-      if (lookahead == 'g') ADVANCE(207);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 191:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'e') ADVANCE(208);
       END_STATE();
     case 192:
-      if (lookahead == 'b') ADVANCE(208);
+      if (lookahead == 'g') ADVANCE(209);
       END_STATE();
     case 193:
-      if (lookahead == 'e') ADVANCE(209);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 194:
-      if (lookahead == '_') ADVANCE(210);
+      if (lookahead == 'b') ADVANCE(210);
       END_STATE();
     case 195:
-      if (lookahead == 'o') ADVANCE(211);
+      if (lookahead == 'e') ADVANCE(211);
       END_STATE();
     case 196:
-      if (lookahead == 'r') ADVANCE(212);
+      if (lookahead == '_') ADVANCE(212);
       END_STATE();
     case 197:
-      if (lookahead == 'c') ADVANCE(213);
+      if (lookahead == 'o') ADVANCE(213);
       END_STATE();
     case 198:
-      if (lookahead == 'g') ADVANCE(214);
+      if (lookahead == 'r') ADVANCE(214);
       END_STATE();
     case 199:
-      if (lookahead == 'i') ADVANCE(215);
+      if (lookahead == 'c') ADVANCE(215);
       END_STATE();
     case 200:
-      if (lookahead == 'i') ADVANCE(216);
+      if (lookahead == 'g') ADVANCE(216);
       END_STATE();
     case 201:
       if (lookahead == 'i') ADVANCE(217);
       END_STATE();
     case 202:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'i') ADVANCE(218);
       END_STATE();
     case 203:
-      if (lookahead == 'd') ADVANCE(218);
+      if (lookahead == 'i') ADVANCE(219);
       END_STATE();
     case 204:
-      if (lookahead == 'l') ADVANCE(219);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 205:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'd') ADVANCE(220);
       END_STATE();
     case 206:
-      if (lookahead == 'e') ADVANCE(220);
+      if (lookahead == 'l') ADVANCE(221);
       END_STATE();
     case 207:
-      if (lookahead == '_') ADVANCE(221);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 208:
-      if (lookahead == 'a') ADVANCE(222);
+      if (lookahead == 'e') ADVANCE(222);
       END_STATE();
     case 209:
-      if (lookahead == 'a') ADVANCE(223);
+      if (lookahead == '_') ADVANCE(223);
       END_STATE();
     case 210:
-      if (lookahead == 'f') ADVANCE(224);
-      if (lookahead == 'p') ADVANCE(225);
-      if (lookahead == 'q') ADVANCE(226);
+      if (lookahead == 'a') ADVANCE(224);
       END_STATE();
     case 211:
-      if (lookahead == 'n') ADVANCE(227);
+      if (lookahead == 'a') ADVANCE(225);
       END_STATE();
     case 212:
-      if (lookahead == 'd') ADVANCE(228);
+      if (lookahead == 'f') ADVANCE(226);
+      if (lookahead == 'p') ADVANCE(227);
+      if (lookahead == 'q') ADVANCE(228);
       END_STATE();
     case 213:
-      if (lookahead == 'h') ADVANCE(229);
+      if (lookahead == 'n') ADVANCE(229);
       END_STATE();
     case 214:
-      if (lookahead == 'r') ADVANCE(230);
+      if (lookahead == 'd') ADVANCE(230);
       END_STATE();
     case 215:
-      if (lookahead == 'n') ADVANCE(231);
+      if (lookahead == 'h') ADVANCE(231);
       END_STATE();
     case 216:
-      if (lookahead == 'o') ADVANCE(232);
+      if (lookahead == 'r') ADVANCE(232);
       END_STATE();
     case 217:
-      if (lookahead == 'v') ADVANCE(233);
+      if (lookahead == 'n') ADVANCE(233);
       END_STATE();
     case 218:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'o') ADVANCE(234);
       END_STATE();
     case 219:
-      if (lookahead == 'l') ADVANCE(234);
+      if (lookahead == 'v') ADVANCE(235);
       END_STATE();
     case 220:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 221:
-      if (lookahead == 'd') ADVANCE(235);
+      if (lookahead == 'l') ADVANCE(236);
       END_STATE();
     case 222:
-      if (lookahead == 'n') ADVANCE(236);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 223:
-      if (lookahead == 'v') ADVANCE(237);
+      if (lookahead == 'd') ADVANCE(237);
       END_STATE();
     case 224:
-      if (lookahead == 'c') ADVANCE(238);
+      if (lookahead == 'n') ADVANCE(238);
       END_STATE();
     case 225:
-      if (lookahead == 'r') ADVANCE(239);
+      if (lookahead == 'v') ADVANCE(239);
       END_STATE();
     case 226:
-      if (lookahead == 'k') ADVANCE(240);
+      if (lookahead == 'c') ADVANCE(240);
       END_STATE();
     case 227:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'r') ADVANCE(241);
       END_STATE();
     case 228:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 'k') ADVANCE(242);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 230:
-      if (lookahead == 'a') ADVANCE(241);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'a') ADVANCE(243);
       END_STATE();
     case 233:
-      if (lookahead == 'e') ADVANCE(242);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(243);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 235:
-      if (lookahead == 'o') ADVANCE(244);
+      if (lookahead == 'e') ADVANCE(244);
       END_STATE();
     case 236:
-      if (lookahead == 'd') ADVANCE(245);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(245);
       END_STATE();
     case 237:
-      if (lookahead == 'e') ADVANCE(246);
+      if (lookahead == 'o') ADVANCE(246);
       END_STATE();
     case 238:
-      if (lookahead == '1') ADVANCE(247);
-      if (lookahead == '2') ADVANCE(248);
+      if (lookahead == 'd') ADVANCE(247);
       END_STATE();
     case 239:
-      if (lookahead == 'o') ADVANCE(249);
+      if (lookahead == 'e') ADVANCE(248);
       END_STATE();
     case 240:
-      if (lookahead == 'v') ADVANCE(250);
+      if (lookahead == '1') ADVANCE(249);
+      if (lookahead == '2') ADVANCE(250);
       END_STATE();
     case 241:
-      if (lookahead == 'd') ADVANCE(251);
+      if (lookahead == 'o') ADVANCE(251);
       END_STATE();
     case 242:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'v') ADVANCE(252);
       END_STATE();
     case 243:
-      if (lookahead == 'u') ADVANCE(252);
+      if (lookahead == 'd') ADVANCE(253);
       END_STATE();
     case 244:
-      if (lookahead == 'u') ADVANCE(253);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 245:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(254);
       END_STATE();
     case 246:
-      if (lookahead == 'd') ADVANCE(254);
+      if (lookahead == 'u') ADVANCE(255);
       END_STATE();
     case 247:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 248:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      if (lookahead == 'd') ADVANCE(256);
       END_STATE();
     case 249:
-      if (lookahead == 'j') ADVANCE(255);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 251:
-      if (lookahead == 's') ADVANCE(256);
+      if (lookahead == 'j') ADVANCE(257);
       END_STATE();
     case 252:
-      if (lookahead == 'l') ADVANCE(257);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 253:
-      if (lookahead == 'b') ADVANCE(258);
+      if (lookahead == 's') ADVANCE(258);
       END_STATE();
     case 254:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'l') ADVANCE(259);
       END_STATE();
     case 255:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      if (lookahead == 'b') ADVANCE(260);
       END_STATE();
     case 256:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(259);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 257:
-      if (lookahead == 't') ADVANCE(260);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 258:
-      if (lookahead == 'l') ADVANCE(261);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(261);
       END_STATE();
     case 259:
-      if (lookahead == 'p') ADVANCE(262);
+      if (lookahead == 't') ADVANCE(262);
       END_STATE();
     case 260:
-      if (lookahead == 'r') ADVANCE(263);
+      if (lookahead == 'l') ADVANCE(263);
       END_STATE();
     case 261:
-      if (lookahead == 'i') ADVANCE(264);
+      if (lookahead == 'p') ADVANCE(264);
       END_STATE();
     case 262:
-      if (lookahead == 'a') ADVANCE(265);
+      if (lookahead == 'r') ADVANCE(265);
       END_STATE();
     case 263:
-      if (lookahead == 'a') ADVANCE(266);
+      if (lookahead == 'i') ADVANCE(266);
       END_STATE();
     case 264:
-      if (lookahead == 'n') ADVANCE(267);
+      if (lookahead == 'a') ADVANCE(267);
       END_STATE();
     case 265:
-      if (lookahead == 'r') ADVANCE(268);
+      if (lookahead == 'a') ADVANCE(268);
       END_STATE();
     case 266:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'n') ADVANCE(269);
       END_STATE();
     case 267:
-      if (lookahead == 'g') ADVANCE(269);
+      if (lookahead == 'r') ADVANCE(270);
       END_STATE();
     case 268:
-      if (lookahead == 'a') ADVANCE(270);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'g') ADVANCE(271);
       END_STATE();
     case 270:
-      if (lookahead == 'm') ADVANCE(271);
+      if (lookahead == 'a') ADVANCE(272);
       END_STATE();
     case 271:
-      if (lookahead == 's') ADVANCE(272);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 272:
+      if (lookahead == 'm') ADVANCE(273);
+      END_STATE();
+    case 273:
+      if (lookahead == 's') ADVANCE(274);
+      END_STATE();
+    case 274:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2000,6 +2022,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(1),
     [anon_sym_W0008] = ACTIONS(1),
     [anon_sym_W0009] = ACTIONS(1),
+    [anon_sym_W0012] = ACTIONS(1),
+    [anon_sym_W0013] = ACTIONS(1),
     [anon_sym_W0014] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
@@ -2097,6 +2121,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2178,6 +2204,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2259,6 +2287,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2340,6 +2370,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2421,6 +2453,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(49),
     [anon_sym_W0008] = ACTIONS(49),
     [anon_sym_W0009] = ACTIONS(49),
+    [anon_sym_W0012] = ACTIONS(49),
+    [anon_sym_W0013] = ACTIONS(49),
     [anon_sym_W0014] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
@@ -2502,6 +2536,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2583,6 +2619,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2662,6 +2700,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(67),
     [anon_sym_W0008] = ACTIONS(67),
     [anon_sym_W0009] = ACTIONS(67),
+    [anon_sym_W0012] = ACTIONS(67),
+    [anon_sym_W0013] = ACTIONS(67),
     [anon_sym_W0014] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
@@ -2741,6 +2781,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(71),
     [anon_sym_W0008] = ACTIONS(71),
     [anon_sym_W0009] = ACTIONS(71),
+    [anon_sym_W0012] = ACTIONS(71),
+    [anon_sym_W0013] = ACTIONS(71),
     [anon_sym_W0014] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
@@ -2817,6 +2859,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(73),
     [anon_sym_W0008] = ACTIONS(73),
     [anon_sym_W0009] = ACTIONS(73),
+    [anon_sym_W0012] = ACTIONS(73),
+    [anon_sym_W0013] = ACTIONS(73),
     [anon_sym_W0014] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
@@ -2894,6 +2938,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(79),
     [anon_sym_W0008] = ACTIONS(79),
     [anon_sym_W0009] = ACTIONS(79),
+    [anon_sym_W0012] = ACTIONS(79),
+    [anon_sym_W0013] = ACTIONS(79),
     [anon_sym_W0014] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
@@ -2970,6 +3016,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(83),
     [anon_sym_W0008] = ACTIONS(83),
     [anon_sym_W0009] = ACTIONS(83),
+    [anon_sym_W0012] = ACTIONS(83),
+    [anon_sym_W0013] = ACTIONS(83),
     [anon_sym_W0014] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
@@ -3046,6 +3094,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(87),
     [anon_sym_W0008] = ACTIONS(87),
     [anon_sym_W0009] = ACTIONS(87),
+    [anon_sym_W0012] = ACTIONS(87),
+    [anon_sym_W0013] = ACTIONS(87),
     [anon_sym_W0014] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
@@ -3122,6 +3172,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(91),
     [anon_sym_W0008] = ACTIONS(91),
     [anon_sym_W0009] = ACTIONS(91),
+    [anon_sym_W0012] = ACTIONS(91),
+    [anon_sym_W0013] = ACTIONS(91),
     [anon_sym_W0014] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
@@ -3197,6 +3249,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(95),
     [anon_sym_W0008] = ACTIONS(95),
     [anon_sym_W0009] = ACTIONS(95),
+    [anon_sym_W0012] = ACTIONS(95),
+    [anon_sym_W0013] = ACTIONS(95),
     [anon_sym_W0014] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
@@ -3267,6 +3321,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
@@ -3337,6 +3393,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(23),
     [anon_sym_W0008] = ACTIONS(23),
     [anon_sym_W0009] = ACTIONS(23),
+    [anon_sym_W0012] = ACTIONS(23),
+    [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
@@ -3407,6 +3465,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0007] = ACTIONS(122),
     [anon_sym_W0008] = ACTIONS(122),
     [anon_sym_W0009] = ACTIONS(122),
+    [anon_sym_W0012] = ACTIONS(122),
+    [anon_sym_W0013] = ACTIONS(122),
     [anon_sym_W0014] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),

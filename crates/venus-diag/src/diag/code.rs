@@ -82,6 +82,9 @@ codes! {
     E0605 Error "an imported value that the `.venus` file cannot hold";
     E0606 Error "a trace directory that cannot be replayed";
     E0607 Error "a file of another tool's format is malformed";
+    E0608 Error "a flag Megatron-LM does not have";
+    E0609 Error "a Megatron-LM command line venusc cannot read";
+    E0610 Error "Megatron-LM flags that do not give one scenario";
     E0701 Error "an input is not a regular file";
     E0702 Error "an input file is larger than its cap";
     E0703 Error "an input file cannot be read";
@@ -100,6 +103,8 @@ codes! {
     W0007 Warning "GPU arch without a compute-model calibration";
     W0008 Warning "`gpus` spread evenly takes more NVLink domains than it needs";
     W0009 Warning "GPU memory written in decimal bytes";
+    W0012 Warning "Megatron-LM flags venusc does not model";
+    W0013 Warning "a value the Megatron-LM flags do not state was assumed";
     W0014 Warning "a zero-bubble schedule below the microbatch count its reference asserts";
 }
 

@@ -13,6 +13,7 @@
 pub mod astra;
 pub mod hf;
 pub mod import;
+pub mod megatron;
 pub mod read;
 pub mod venussim;
 pub mod vtrace;
@@ -24,6 +25,7 @@ use std::io::{self, Write};
 pub use astra::write_astra_sim;
 pub use hf::{import_hf_config, is_hf_config};
 pub use import::{import_venussim, ImportError, ImportErrorKind, Imported};
+pub use megatron::{emit_megatron, import_megatron, MegatronImport, MegatronOptions};
 pub use read::{read_trace, ReadError};
 pub use venussim::{venussim_warnings, write_venussim};
 pub use vtrace::{write_simplified_trace, write_template_trace};

@@ -12,6 +12,7 @@
 
 pub mod ast;
 mod lex;
+pub mod megatron_flags;
 mod parse;
 pub mod role;
 pub mod schema;

@@ -118,7 +118,8 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// The warning codes an `allow` item may name (kept equal to the code registry's warnings by
 /// a test).
 pub const WARNINGS: &[&str] = &[
-    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0014",
+    "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
+    "W0013", "W0014",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -366,6 +367,7 @@ key_table! {
             "vocabulary size (padded to a multiple of 128 x tp, as Megatron)",
         )
         .unit("tokens")
+        .megatron("--vocab-size")
         .venussim("vocab-size")
         .example("32000"),
         Seq = req("seq", &[Count], "sequence length in tokens")
@@ -711,7 +713,7 @@ key_table! {
         )
         .venussim("delay-param-gather"),
         OverlapP2p = flag("overlap_p2p", "overlap pipeline send/receive with compute")
-            .megatron("--overlap-p2p-communication")
+            .megatron("--no-overlap-p2p-communication")
             .venussim("no-overlap-p2p-communication"),
         OverlapTpComm = flag(
             "overlap_tp_comm",

@@ -1,0 +1,1721 @@
+//! Megatron-LM command lines in and out: `venusc import megatron` (a launch script or a flag
+//! list → a `.venus` scenario) and `venusc compile --emit megatron` (a scenario → its flags).
+//!
+//! Input: the script's text and [`MegatronOptions`] (import); a validated [`Scenario`] (emit).
+//! Output: [`MegatronImport`] (the `.venus` text and its W0012/W0013 warnings) or the E0608–E0610
+//! errors, each labelled in the script; the flag lines of [`emit_megatron`].
+//! Flag names, arities and defaults are those of `megatron/training/arguments.py` at
+//! NVIDIA/Megatron-LM `d98e8a64ddf34856e74b24714e3bedb2f5a39553` (2026-08-22), generated into
+//! `syntax::megatron_flags`. A flag that maps onto one key is named by the key table
+//! (`schema.rs`, `.megatron(...)`) and listed once in [`DIRECT`]; every flag that needs a
+//! conversion is explicit code below ([`Converter`], [`emit_megatron`]).
+//! Invariants: every flag of the input is mapped, or named in the one W0012 warning, or is an
+//! error: nothing is dropped silently; a flag Megatron-LM does not define is E0608 with the
+//! nearest defined flag; a value that cannot be read (an unset variable, an unterminated quote,
+//! a count out of range) is E0609 at its span; the import never panics and its work is linear
+//! in the input (expansions capped in [`shell`]).
+//! Round trip: `import_megatron(emit_megatron(sc))` with the scenario's GPU count and cluster
+//! describes the same model and plan, and emitting it again gives the same lines.
+
+mod shell;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use venus_base::base::{Attention, Precision, Recompute};
+use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
+use venus_plan::plan::{PlanSpec, Recipe, Scenario};
+use venus_syntax::syntax::ast::DefKind;
+use venus_syntax::syntax::megatron_flags::{self, Arity, FLAGS};
+use venus_syntax::syntax::schema::{BlockKind, Key};
+
+pub use shell::{ShellError, Word};
+
+/// The stdlib cluster an import writes when none is given (W0013): Megatron-LM's reference
+/// platform, the DGX H100 of its published performance tables.
+pub const DEFAULT_CLUSTER: &str = "dgx_h100";
+
+/// What the caller knows that the flags do not say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MegatronOptions {
+    /// The file the text came from, for labels.
+    pub file: FileId,
+    /// The stem of the definitions' names (`NAME_model`, `NAME_plan`, scenario `NAME`).
+    pub name: String,
+    /// Shown in the output's first comment.
+    pub source: String,
+    /// A cluster of the stdlib (`--cluster`); `None`: [`DEFAULT_CLUSTER`], with W0013.
+    pub cluster: Option<String>,
+    /// The world size (`--gpus`); the script's torchrun line gives it otherwise.
+    pub gpus: Option<u64>,
+}
+
+/// A successful import.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MegatronImport {
+    /// The `.venus` file: a model, a cluster sized to the world, a plan and a scenario.
+    pub venus: String,
+    /// W0012 (flags not modelled) and W0013 (values assumed).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Flags that map one to one onto a key, the flag being the key table's `.megatron(...)`:
+/// a count key takes the flag's value, a flag key is on when the switch is given. Adding a
+/// flag that maps this way is one line here (and its `.megatron` in the key table).
+pub const DIRECT: &[Key] = &[
+    Key::Layers,
+    Key::Hidden,
+    Key::Heads,
+    Key::Seq,
+    Key::Swiglu,
+    Key::UntiedEmbeddings,
+    Key::Experts,
+    Key::MoeFfn,
+    Key::MtpLayers,
+    Key::Tp,
+    Key::Pp,
+    Key::Cp,
+    Key::Ep,
+    Key::FirstStageLayers,
+    Key::LastStageLayers,
+    Key::AccountForEmbedding,
+    Key::AccountForLoss,
+    Key::MicroBatch,
+    Key::DistributedOptimizer,
+    Key::OverlapGradReduce,
+    Key::OverlapParamGather,
+    Key::OverlapTpComm,
+    Key::Iterations,
+];
+
+/// Flags that do not change an iteration's time or memory in venusc's model (data, logging,
+/// checkpointing, initialisation, numerics, tokenizer): named in W0012's first note.
+const NO_EFFECT_PREFIXES: &[&str] = &[
+    "--data-",
+    "--split",
+    "--log-",
+    "--save",
+    "--load",
+    "--ckpt-",
+    "--eval-",
+    "--tensorboard-",
+    "--wandb-",
+    "--tokenizer-",
+    "--vocab-file",
+    "--merge-file",
+    "--lr",
+    "--min-lr",
+    "--weight-decay",
+    "--clip-grad",
+    "--adam-",
+    "--init-method-",
+    "--seed",
+    "--attention-dropout",
+    "--hidden-dropout",
+    "--norm-epsilon",
+    "--normalization",
+    "--position-embedding-type",
+    "--rotary-",
+    "--max-position-embeddings",
+    "--make-vocab-size-divisible-by",
+    "--distributed-backend",
+    "--distributed-timeout-minutes",
+    "--exit-",
+    "--timing-log-level",
+    "--use-mcore-models",
+    "--transformer-impl",
+    "--no-masked-softmax-fusion",
+    "--no-bias-",
+    "--disable-bias-linear",
+    "--no-rope-fusion",
+    "--use-flash-attn",
+    "--moe-router-force-load-balancing",
+    "--moe-aux-loss-coeff",
+    "--moe-z-loss-coeff",
+    "--moe-router-load-balancing-type",
+    "--moe-router-dtype",
+    "--moe-router-bias-update-rate",
+    "--moe-router-enable-expert-bias",
+    "--moe-router-score-function",
+    "--moe-router-topk-scaling-factor",
+    "--moe-grouped-gemm",
+    "--qk-layernorm",
+    "--micro-batch-size-",
+    "--manual-gc",
+    "--no-create-attention-mask-in-dataloader",
+    "--num-workers",
+    "--mock-data",
+    "--train-samples",
+    "--warmup",
+    "--profile",
+    "--enable-experimental",
+];
+
+/// How an import warning is accepted (the note `check` gives its warnings, for a command
+/// line: there is no block to write `allow` in).
+const ALLOW_NOTE: &str = "to accept it, pass `--allow CODE` to `venusc import megatron`";
+
+/// Imports a launch script or flag list.
+pub fn import_megatron(
+    text: &str,
+    opts: &MegatronOptions,
+) -> Result<MegatronImport, Vec<Diagnostic>> {
+    let at = |span: Span| Loc::new(opts.file, span);
+    let commands = shell::commands(text).map_err(|e| {
+        vec![Diagnostic::new(Code::E0609, e.message, at(e.span), e.label).with_help(e.help)]
+    })?;
+    let line = launch_line(&commands).ok_or_else(|| {
+        vec![Diagnostic::new(
+            Code::E0609,
+            "no Megatron-LM flags found: neither a `pretrain_*.py` command nor a list of `--flags`",
+            at(Span::new(0, 0)),
+            "in this file",
+        )
+        .with_help(
+            "give the launch script (`torchrun ... pretrain_gpt.py --num-layers 32 ...`) or the flags, one or more per line",
+        )]
+    })?;
+    let mut errors = Vec::new();
+    let args = Args::parse(&line.flags, opts.file, &mut errors);
+    let torchrun = Torchrun::parse(&line.launcher, opts.file, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut c = Converter {
+        args,
+        file: opts.file,
+        anchor: line.anchor,
+        errors: Vec::new(),
+        not_modelled: Vec::new(),
+        assumed: Vec::new(),
+        model: Vec::new(),
+        plan: Vec::new(),
+    };
+    c.convert();
+    let world = c.world(&torchrun, opts);
+    if !c.errors.is_empty() {
+        return Err(c.errors);
+    }
+    let cluster = match &opts.cluster {
+        Some(name) => name.clone(),
+        None => {
+            c.assumed.push(format!(
+                "the cluster: `{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"
+            ));
+            DEFAULT_CLUSTER.to_string()
+        }
+    };
+    Ok(c.finish(opts, &cluster, world))
+}
+
+/// The words of the Megatron-LM command and of the launcher before it.
+struct LaunchLine {
+    launcher: Vec<Word>,
+    flags: Vec<Word>,
+    /// Where W0013 and errors about absent flags point: the script or first flag.
+    anchor: Span,
+}
+
+/// The command that runs `pretrain_*.py` (the first `.py` command when none is a
+/// `pretrain_` one), or, without one, the lines that are lists of flags.
+fn launch_line(commands: &[shell::Command]) -> Option<LaunchLine> {
+    let script_at = |c: &shell::Command| {
+        c.words
+            .iter()
+            .position(|w| w.text.ends_with(".py") && !w.text.starts_with('-'))
+    };
+    let pick = commands
+        .iter()
+        .find(|c| {
+            script_at(c).is_some_and(|i| {
+                let base = c.words[i].text.rsplit('/').next().unwrap_or("");
+                base.starts_with("pretrain_")
+            })
+        })
+        .or_else(|| commands.iter().find(|c| script_at(c).is_some()));
+    if let Some(c) = pick {
+        let i = script_at(c)?;
+        return Some(LaunchLine {
+            launcher: c.words[..i].to_vec(),
+            flags: c.words[i + 1..].to_vec(),
+            anchor: c.words[i].span,
+        });
+    }
+    let flags: Vec<Word> = commands
+        .iter()
+        .filter(|c| c.words.first().is_some_and(|w| w.text.starts_with("--")))
+        .flat_map(|c| c.words.iter().cloned())
+        .collect();
+    let anchor = flags.first()?.span;
+    Some(LaunchLine {
+        launcher: Vec::new(),
+        flags,
+        anchor,
+    })
+}
+
+/// One flag of the command line and its values.
+#[derive(Clone, Debug)]
+struct Arg {
+    flag: &'static megatron_flags::Flag,
+    span: Span,
+    values: Vec<Word>,
+}
+
+/// The flags of the command line, the last of a repeated flag winning (as argparse).
+struct Args {
+    file: FileId,
+    by_name: BTreeMap<&'static str, Arg>,
+    /// Flag names in the order first written.
+    order: Vec<&'static str>,
+    used: BTreeSet<&'static str>,
+}
+
+impl Args {
+    fn parse(words: &[Word], file: FileId, errors: &mut Vec<Diagnostic>) -> Args {
+        let mut args = Args {
+            file,
+            by_name: BTreeMap::new(),
+            order: Vec::new(),
+            used: BTreeSet::new(),
+        };
+        let mut i = 0;
+        while i < words.len() {
+            let w = &words[i];
+            i += 1;
+            if let Some((name, span)) = &w.unresolved {
+                if w.text.is_empty() || w.text.starts_with('-') {
+                    errors.push(unresolved(file, name, *span));
+                    continue;
+                }
+            }
+            if !w.text.starts_with("--") {
+                errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!(
+                            "`{}` is not a flag, and no flag before it takes a value",
+                            excerpt(&w.text)
+                        ),
+                        Loc::new(file, w.span),
+                        "not a flag",
+                    )
+                    .with_help(
+                        "write the flag this value belongs to before it, or remove the word",
+                    ),
+                );
+                continue;
+            }
+            let (name, inline) = match w.text.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (w.text.as_str(), None),
+            };
+            // The name's own span when the word was written as is, else the whole word's.
+            let written = (w.span.end - w.span.start) as usize == w.text.len();
+            let name_span = if written {
+                Span::new(w.span.start as usize, w.span.start as usize + name.len())
+            } else {
+                w.span
+            };
+            let Some(flag) = megatron_flags::flag(name) else {
+                errors.push(unknown_flag(file, name, name_span));
+                // Skip the values it may have had, to report the next real problem.
+                while i < words.len() && !words[i].text.starts_with("--") {
+                    i += 1;
+                }
+                continue;
+            };
+            let mut values = Vec::new();
+            if let Some(v) = inline {
+                let start = if written {
+                    w.span.start as usize + name.len() + 1
+                } else {
+                    w.span.start as usize
+                };
+                values.push(Word {
+                    text: v.to_string(),
+                    span: Span::new(start, w.span.end as usize),
+                    unresolved: w.unresolved.clone(),
+                });
+            } else {
+                let takes = |w: &Word| !w.text.starts_with("--");
+                match flag.arity {
+                    Arity::Switch => {}
+                    Arity::Value | Arity::Optional => {
+                        if i < words.len() && takes(&words[i]) {
+                            values.push(words[i].clone());
+                            i += 1;
+                        } else if flag.arity == Arity::Value {
+                            errors.push(
+                                Diagnostic::new(
+                                    Code::E0609,
+                                    format!("`{name}` takes a value, and none follows it"),
+                                    Loc::new(file, name_span),
+                                    "needs a value",
+                                )
+                                .with_help(format!(
+                                    "write its value after it (`{name} VALUE`); Megatron-LM's default is `{}`",
+                                    flag.default
+                                )),
+                            );
+                            continue;
+                        }
+                    }
+                    Arity::List => {
+                        while i < words.len() && takes(&words[i]) {
+                            values.push(words[i].clone());
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            if !args.by_name.contains_key(flag.name) {
+                args.order.push(flag.name);
+            }
+            args.by_name.insert(
+                flag.name,
+                Arg {
+                    flag,
+                    span: name_span,
+                    values,
+                },
+            );
+        }
+        args
+    }
+
+    fn get(&mut self, name: &'static str) -> Option<Arg> {
+        self.used.insert(name);
+        self.by_name.get(name).cloned()
+    }
+
+    fn has(&mut self, name: &'static str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The flag's one value, resolved.
+    fn value(
+        &mut self,
+        name: &'static str,
+        errors: &mut Vec<Diagnostic>,
+    ) -> Option<(String, Span)> {
+        let arg = self.get(name)?;
+        let w = arg.values.first()?;
+        if let Some((var, span)) = &w.unresolved {
+            errors.push(unresolved(self.file, var, *span));
+            return None;
+        }
+        Some((w.text.clone(), w.span))
+    }
+
+    /// A count (Python's `int(...)`: digits, an optional `+` and `_` separators); `zero`: 0 is
+    /// allowed.
+    fn count(
+        &mut self,
+        name: &'static str,
+        zero: bool,
+        errors: &mut Vec<Diagnostic>,
+    ) -> Option<u64> {
+        let (text, span) = self.value(name, errors)?;
+        match parse_count(&text) {
+            Ok(n) if n > 0 || zero => Some(n),
+            Ok(_) => {
+                errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`{name}` must be a positive count, not 0"),
+                        Loc::new(self.file, span),
+                        "zero",
+                    )
+                    .with_help(format!("write a count of 1 or more after `{name}`")),
+                );
+                None
+            }
+            Err(why) => {
+                errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`{name}` takes a count; `{}` {why}", excerpt(&text)),
+                        Loc::new(self.file, span),
+                        "not a count",
+                    )
+                    .with_help(format!(
+                        "write a whole number from 1 to {} after `{name}`",
+                        u64::MAX
+                    )),
+                );
+                None
+            }
+        }
+    }
+
+    /// A flag's count as written, without marking it read or reporting a bad value (the
+    /// conversion that owns the flag reports that): for values other conversions depend on.
+    fn peek(&self, name: &str) -> Option<u64> {
+        let w = self.by_name.get(name)?.values.first()?;
+        parse_count(&w.text).ok()
+    }
+
+    fn span(&self, name: &str) -> Option<Span> {
+        self.by_name.get(name).map(|a| a.span)
+    }
+}
+
+fn parse_count(text: &str) -> Result<u64, &'static str> {
+    let t = text.trim().strip_prefix('+').unwrap_or(text.trim());
+    let digits: String = t.chars().filter(|&c| c != '_').collect();
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) || t.starts_with('_') {
+        return Err("is not a whole number");
+    }
+    digits.parse::<u64>().map_err(|_| "is larger than 2^64 - 1")
+}
+
+fn excerpt(text: &str) -> String {
+    venus_diag::diag::escape_excerpt(text, 48)
+}
+
+fn unresolved(file: FileId, name: &str, span: Span) -> Diagnostic {
+    let var = name.trim_start_matches('$').trim_start_matches('{');
+    let help = if var.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) && !var.is_empty() {
+        format!("set `{var}=VALUE` before the command, or write a default: `${{{var}:-VALUE}}`")
+    } else {
+        format!("replace {name} with the value it has when the script runs")
+    };
+    Diagnostic::new(
+        Code::E0609,
+        format!(
+            "`{}` is not set in the script, so its value is unknown",
+            excerpt(name)
+        ),
+        Loc::new(file, span),
+        "unknown value",
+    )
+    .with_help(help)
+}
+
+/// E0608: the nearest flag of arguments.py by edit distance (a wider limit than for keys: flag
+/// names are long, and one of 800 is likely close).
+fn unknown_flag(file: FileId, name: &str, span: Span) -> Diagnostic {
+    let d = Diagnostic::new(
+        Code::E0608,
+        format!("`{}` is not a flag of Megatron-LM", excerpt(name)),
+        Loc::new(file, span),
+        "unknown flag",
+    );
+    match suggest(name, FLAGS.iter().map(|f| f.name)) {
+        Some(s) => d
+            .with_help(format!("did you mean `{s}`?"))
+            .with_fix(Loc::new(file, span), s),
+        None => d.with_help(format!(
+            "remove it: it is not in megatron/training/arguments.py (Megatron-LM {})",
+            &megatron_flags::COMMIT[..12]
+        )),
+    }
+}
+
+/// torchrun's (or `torch.distributed.run`'s) world: `--nnodes` × `--nproc-per-node`.
+struct Torchrun {
+    nodes: Option<(u64, Span)>,
+    per_node: Option<(u64, Span)>,
+    present: Option<Span>,
+}
+
+impl Torchrun {
+    fn parse(words: &[Word], file: FileId, errors: &mut Vec<Diagnostic>) -> Torchrun {
+        let mut t = Torchrun {
+            nodes: None,
+            per_node: None,
+            present: None,
+        };
+        let launcher = words.iter().position(|w| {
+            let base = w.text.rsplit('/').next().unwrap_or("");
+            base == "torchrun"
+                || w.text == "torch.distributed.run"
+                || w.text == "torch.distributed.launch"
+        });
+        let Some(start) = launcher else { return t };
+        t.present = Some(words[start].span);
+        let mut i = start + 1;
+        while i < words.len() {
+            let w = &words[i];
+            i += 1;
+            let (name, inline) = match w.text.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (w.text.clone(), None),
+            };
+            let key = name.replace('_', "-");
+            if key != "--nnodes" && key != "--nproc-per-node" {
+                continue;
+            }
+            let (value, span, unres) = match inline {
+                Some(v) => (v, w.span, w.unresolved.clone()),
+                None if i < words.len() => {
+                    i += 1;
+                    (
+                        words[i - 1].text.clone(),
+                        words[i - 1].span,
+                        words[i - 1].unresolved.clone(),
+                    )
+                }
+                None => (String::new(), w.span, None),
+            };
+            if let Some((var, at)) = unres {
+                errors.push(unresolved(file, &var, at));
+                continue;
+            }
+            match parse_count(&value) {
+                Ok(n) if n > 0 => {
+                    if key == "--nnodes" {
+                        t.nodes = Some((n, span));
+                    } else {
+                        t.per_node = Some((n, span));
+                    }
+                }
+                _ => errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!(
+                            "torchrun's `{name}` must be a positive count here, not `{}`",
+                            excerpt(&value)
+                        ),
+                        Loc::new(file, span),
+                        "not a count",
+                    )
+                    .with_help(if key == "--nnodes" {
+                        "write the node count (an elastic range `MIN:MAX` does not give one), or pass `--gpus N`".to_string()
+                    } else {
+                        "write the GPUs per node (8 on a DGX), or pass `--gpus N`".to_string()
+                    }),
+                ),
+            }
+        }
+        t
+    }
+
+    /// The world size the launcher states, and the span that states it.
+    fn world(&self) -> Option<(u64, Span)> {
+        let at = self.present?;
+        let nodes = self.nodes.map_or(1, |n| n.0);
+        let per = self.per_node.map_or(1, |n| n.0);
+        let span = self.per_node.or(self.nodes).map_or(at, |n| n.1);
+        Some((nodes.checked_mul(per)?, span))
+    }
+}
+
+/// The conversion of parsed flags into key lines.
+struct Converter {
+    args: Args,
+    file: FileId,
+    anchor: Span,
+    errors: Vec<Diagnostic>,
+    /// (flag and value as written, why) for W0012, in input order at the end.
+    not_modelled: Vec<(String, &'static str)>,
+    /// What W0013 says was assumed.
+    assumed: Vec<String>,
+    model: Vec<String>,
+    plan: Vec<String>,
+}
+
+impl Converter {
+    fn loc(&self, span: Span) -> Loc {
+        Loc::new(self.file, span)
+    }
+
+    fn count(&mut self, name: &'static str) -> Option<u64> {
+        self.args.count(name, false, &mut self.errors)
+    }
+    fn count0(&mut self, name: &'static str) -> Option<u64> {
+        self.args.count(name, true, &mut self.errors)
+    }
+    fn word(&mut self, name: &'static str) -> Option<(String, Span)> {
+        self.args.value(name, &mut self.errors)
+    }
+
+    fn push(&mut self, key: Key, value: impl std::fmt::Display) {
+        let line = format!("{} {value}", key.name());
+        self.lines(key).push(line);
+    }
+    fn push_flag(&mut self, key: Key) {
+        let line = key.name().to_string();
+        self.lines(key).push(line);
+    }
+    fn lines(&mut self, key: Key) -> &mut Vec<String> {
+        if key.block() == BlockKind::Def(DefKind::Model) {
+            &mut self.model
+        } else {
+            &mut self.plan
+        }
+    }
+
+    /// A required flag's count, or E0610 naming it.
+    fn required(&mut self, name: &'static str, what: &str) -> Option<u64> {
+        if self.args.by_name.contains_key(name) {
+            return self.count(name);
+        }
+        self.args.used.insert(name);
+        self.errors.push(
+            Diagnostic::new(
+                Code::E0610,
+                format!("the flags do not give {what}: `{name}` is missing"),
+                self.loc(self.anchor),
+                "in this command",
+            )
+            .with_help(format!("add `{name} N` to the command")),
+        );
+        None
+    }
+
+    fn convert(&mut self) {
+        self.direct();
+        self.model_conversions();
+        self.plan_conversions();
+        self.precision();
+        self.list_unmapped();
+    }
+
+    /// The one-to-one flags of [`DIRECT`].
+    fn direct(&mut self) {
+        for &key in DIRECT {
+            let Some(flag) = key.sig().megatron else {
+                continue;
+            };
+            let Some(flag) = megatron_flags::flag(flag) else {
+                continue;
+            };
+            if key.sig().is_flag() {
+                if self.args.has(flag.name) {
+                    self.push_flag(key);
+                }
+            } else if key.sig().required {
+                if let Some(n) = self.required(flag.name, &format!("`{}`", key.name())) {
+                    self.push(key, n);
+                }
+            } else if let Some(n) = if key.sig().allow_zero {
+                self.count0(flag.name)
+            } else {
+                self.count(flag.name)
+            } {
+                self.push(key, n);
+            }
+        }
+    }
+
+    fn model_conversions(&mut self) {
+        let hidden = self.args.peek("--hidden-size");
+        let heads = self.args.peek("--num-attention-heads");
+        let layers = self.args.peek("--num-layers");
+        let swiglu = self.args.by_name.contains_key("--swiglu");
+
+        // Vocabulary: Megatron reads it from the tokenizer, or `--vocab-size` (padded to a
+        // multiple of 128 × tp, as venusc's `vocab`), or `--padded-vocab-size` as is
+        // (megatron/training/argument_utils.py `gpt_config_from_args`).
+        let vocab = match self.count("--padded-vocab-size") {
+            Some(v) => Some(v),
+            None => self.count("--vocab-size"),
+        };
+        match vocab {
+            Some(v) => self.push(Key::Vocab, v),
+            None if !self.args.by_name.contains_key("--padded-vocab-size")
+                && !self.args.by_name.contains_key("--vocab-size") =>
+            {
+                let tokenizer = self.args.span("--tokenizer-type");
+                let mut d = Diagnostic::new(
+                    Code::E0610,
+                    "the flags do not give the vocabulary size: `--vocab-size` is missing",
+                    self.loc(tokenizer.unwrap_or(self.anchor)),
+                    if tokenizer.is_some() {
+                        "the tokenizer gives it at run time"
+                    } else {
+                        "in this command"
+                    },
+                )
+                .with_help(
+                    "add `--vocab-size N` (the tokenizer's vocabulary, e.g. 128256 for Llama 3)",
+                );
+                if tokenizer.is_some() {
+                    d = d.with_note("venusc does not read tokenizers");
+                }
+                self.errors.push(d);
+            }
+            None => {}
+        }
+
+        // arguments.py:1320-1330: without `--ffn-hidden-size`, 4 × hidden, or with `--swiglu`
+        // int(4 × hidden × 2/3 / 64) × 64; venusc's default is 4 × hidden, so write it.
+        match self.count("--ffn-hidden-size") {
+            Some(f) => self.push(Key::Ffn, f),
+            None => {
+                if let (true, Some(h)) = (swiglu, hidden) {
+                    let f = (h.saturating_mul(8) / 3) / 64 * 64;
+                    self.push(Key::Ffn, f);
+                }
+            }
+        }
+
+        // Grouped-query attention: `--num-query-groups` counts only with
+        // `--group-query-attention` (argument_utils.py `core_transformer_config_from_args`).
+        let mla = self.args.has("--multi-latent-attention");
+        if self.args.has("--group-query-attention") && !mla {
+            if let Some(g) = self.count("--num-query-groups") {
+                self.push(Key::KvGroups, g);
+            }
+        } else if let Some(a) = self.args.get("--num-query-groups") {
+            let why = if mla {
+                "no effect with `--multi-latent-attention`"
+            } else {
+                "no effect without `--group-query-attention`"
+            };
+            self.note(&a, why);
+        }
+
+        // `--kv-channels`: the head size (default hidden / heads, arguments.py:1331-1333); MLA
+        // sizes its heads with its own flags.
+        if mla {
+            if let Some(a) = self.args.get("--kv-channels") {
+                self.note(&a, "no effect with `--multi-latent-attention`");
+            }
+        } else if let Some(d) = self.count("--kv-channels") {
+            if hidden
+                .zip(heads)
+                .is_none_or(|(h, n)| n == 0 || h / n != d || h % n != 0)
+            {
+                self.push(Key::HeadDim, d);
+            }
+        }
+
+        // MoE: Megatron's top-k defaults to 2 (arguments.py `--moe-router-topk`), venusc's to 1.
+        if self.args.by_name.contains_key("--num-experts") {
+            let k = self.count("--moe-router-topk").unwrap_or(2);
+            self.push(Key::Topk, k);
+            if let Some(f) = self.count("--moe-shared-expert-intermediate-size") {
+                self.push(Key::SharedExpertFfn, f);
+            }
+            self.moe_layer_freq(layers);
+        } else {
+            for flag in [
+                "--moe-router-topk",
+                "--moe-shared-expert-intermediate-size",
+                "--moe-layer-freq",
+                "--moe-ffn-hidden-size",
+            ] {
+                if let Some(a) = self.args.get(flag) {
+                    self.note(&a, "no effect without `--num-experts`");
+                }
+            }
+            self.model.retain(|l| !l.starts_with("moe_ffn "));
+        }
+
+        // Multi-head latent attention: its dims with Megatron's defaults (arguments.py
+        // `_add_mla_args`: kv rank 32, qk 128, rope 64, v 128; no query compression).
+        let mla_flags: [(&'static str, Key, Option<u64>); 5] = [
+            ("--q-lora-rank", Key::QLoraRank, None),
+            ("--kv-lora-rank", Key::KvLoraRank, Some(32)),
+            ("--qk-head-dim", Key::QkNopeHeadDim, Some(128)),
+            ("--qk-pos-emb-head-dim", Key::QkRopeHeadDim, Some(64)),
+            ("--v-head-dim", Key::VHeadDim, Some(128)),
+        ];
+        for (flag, key, default) in mla_flags {
+            if mla {
+                if let Some(v) = self.count(flag).or(default) {
+                    self.push(key, v);
+                }
+            } else if let Some(a) = self.args.get(flag) {
+                self.note(&a, "no effect without `--multi-latent-attention`");
+            }
+        }
+        if let Some(a) = self.args.get("--attention-backend") {
+            let w = a.values.first().map(|w| w.text.as_str()).unwrap_or("");
+            match w {
+                "unfused" | "local" | "AttnBackend.unfused" | "AttnBackend.local" => {
+                    self.plan.push(format!("{} unfused", Key::Attention.name()))
+                }
+                "flash" | "fused" | "auto" | "AttnBackend.flash" | "AttnBackend.fused" | "AttnBackend.auto" => {}
+                other => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--attention-backend` takes `flash`, `fused`, `unfused`, `local` or `auto`, not `{}`", excerpt(other)),
+                        self.loc(a.values.first().map_or(a.span, |w| w.span)),
+                        "unknown backend",
+                    )
+                    .with_help("write one of `flash`, `fused`, `unfused`, `local`, `auto`"),
+                ),
+            }
+        }
+    }
+
+    /// `--moe-layer-freq`: venusc models `first_k_dense` dense layers, then MoE layers, which
+    /// Megatron writes `([0]*K+[1]*M)` with K + M = layers (DeepSeek-V3), or `1` (all MoE).
+    fn moe_layer_freq(&mut self, layers: Option<u64>) {
+        let Some((text, span)) = self.word("--moe-layer-freq") else {
+            return;
+        };
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        if compact == "1" {
+            return;
+        }
+        let parsed = compact
+            .strip_prefix('(')
+            .and_then(|s| s.strip_suffix(')'))
+            .unwrap_or(&compact)
+            .strip_prefix("[0]*")
+            .and_then(|s| s.split_once("+[1]*"))
+            .and_then(|(k, m)| Some((parse_count(k).ok()?, parse_count(m).ok()?)));
+        match parsed {
+            Some((k, m)) if layers.is_none_or(|l| k.checked_add(m) == Some(l)) => {
+                self.push(Key::FirstKDense, k);
+            }
+            _ => {
+                let l = layers.unwrap_or(0);
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--moe-layer-freq {}` is a layer pattern venusc cannot express", excerpt(&text)),
+                        self.loc(span),
+                        "this pattern",
+                    )
+                    .with_help(format!(
+                        "venusc models K dense layers, then MoE layers: write `([0]*K+[1]*M)` with K + M = {l}, or `1` for every layer"
+                    )),
+                );
+            }
+        }
+    }
+
+    fn plan_conversions(&mut self) {
+        // arguments.py `--pipeline-model-parallel-layout`: the layout string as written.
+        if let Some((text, _)) = self.word("--pipeline-model-parallel-layout") {
+            let quoted = text.replace('\\', "\\\\").replace('"', "\\\"");
+            self.push(Key::PipelineLayout, format!("\"{quoted}\""));
+        }
+        // arguments.py `--grad-reduce-in-bf16` (or the precision-aware optimizer's
+        // `--main-grads-dtype bf16`): the main-gradient buffer in bf16.
+        let grads_bf16 = self.args.has("--grad-reduce-in-bf16");
+        let aware = self.args.has("--use-precision-aware-optimizer");
+        let main_grads = self.word("--main-grads-dtype");
+        if grads_bf16 || (aware && main_grads.is_some_and(|(w, _)| w == "bf16")) {
+            self.push(Key::GradDtype, "bf16");
+        }
+        // The precision-aware optimizer's state dtypes (megatron/core/optimizer, arguments.py
+        // `--use-precision-aware-optimizer`): read only with it, as Megatron does; fp32 is the
+        // default each key already has.
+        if aware {
+            for (flag, key) in [
+                ("--main-params-dtype", Key::MainParamsDtype),
+                ("--exp-avg-dtype", Key::ExpAvgDtype),
+                ("--exp-avg-sq-dtype", Key::ExpAvgSqDtype),
+            ] {
+                if let Some((w, _)) = self.word(flag) {
+                    if w != "fp32" {
+                        self.push(key, w);
+                    }
+                }
+            }
+        }
+        let layers = self.args.peek("--num-layers");
+        let pp = self
+            .args
+            .peek("--pipeline-model-parallel-size")
+            .unwrap_or(1);
+
+        // Interleaving (arguments.py:953-978): stages per rank, or layers per virtual stage,
+        // which gives (layers / pp) / n; a count of 1 is no interleaving.
+        let mut vpp = self.count("--num-virtual-stages-per-pipeline-rank");
+        if let Some(n) = self.count("--num-layers-per-virtual-pipeline-stage") {
+            let span = self
+                .args
+                .span("--num-layers-per-virtual-pipeline-stage")
+                .unwrap_or(self.anchor);
+            match layers {
+                Some(l) if pp > 0 && l.is_multiple_of(pp) && (l / pp).is_multiple_of(n) => vpp = Some(l / pp / n),
+                Some(l) => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0610,
+                        format!("`--num-layers-per-virtual-pipeline-stage {n}` does not divide the {} layers of each of the {pp} pipeline stages", l / pp.max(1)),
+                        self.loc(span),
+                        "this count",
+                    )
+                    .with_help("write `--num-virtual-stages-per-pipeline-rank N` instead, or a divisor of the layers per stage"),
+                ),
+                None => {}
+            }
+        }
+        let vpp = vpp.filter(|&v| v > 1);
+        if let Some(v) = vpp {
+            self.push(Key::Vpp, v);
+        }
+        if let Some(b) = self.count("--global-batch-size") {
+            self.push(Key::GlobalBatch, b);
+        }
+        if self.args.has("--sequence-parallel") {
+            self.push_flag(Key::Sp);
+        }
+
+        // Recomputation (arguments.py:1408-1428, `--recompute-activations` is selective):
+        // venusc's `full` is Megatron's full recompute of every layer: `uniform` with one
+        // layer per group.
+        let granularity = self.word("--recompute-granularity");
+        let activations = self.args.has("--recompute-activations");
+        match granularity.as_ref().map(|(w, s)| (w.as_str(), *s)) {
+            Some(("full", _)) => {
+                self.push(Key::Recompute, "full");
+                let method = self.args.get("--recompute-method");
+                let num = self.args.get("--recompute-num-layers");
+                let uniform = method
+                    .as_ref()
+                    .is_none_or(|a| a.values.first().is_some_and(|w| w.text == "uniform"));
+                let one = num
+                    .as_ref()
+                    .is_none_or(|a| a.values.first().is_some_and(|w| w.text == "1"));
+                if !(uniform && one) {
+                    for a in [method, num].into_iter().flatten() {
+                        self.note(
+                            &a,
+                            "venusc recomputes every layer in full (`uniform`, 1 layer)",
+                        );
+                    }
+                }
+            }
+            Some(("selective", _)) => self.push(Key::Recompute, "selective"),
+            None if activations => self.push(Key::Recompute, "selective"),
+            Some((other, span)) => self.errors.push(
+                Diagnostic::new(
+                    Code::E0609,
+                    format!(
+                        "`--recompute-granularity` takes `full` or `selective`, not `{}`",
+                        excerpt(other)
+                    ),
+                    self.loc(span),
+                    "unknown granularity",
+                )
+                .with_help(
+                    "write `--recompute-granularity full` or `--recompute-granularity selective`",
+                ),
+            ),
+            None => {}
+        }
+        if let Some(a) = self.args.get("--recompute-modules") {
+            let modules: Vec<&str> = a.values.iter().map(|w| w.text.as_str()).collect();
+            if modules != ["core_attn"] {
+                self.note(
+                    &a,
+                    "venusc's `recompute selective` recomputes `core_attn` only",
+                );
+            }
+        }
+
+        // Pipeline send/receive overlap: Megatron's default with interleaving
+        // (`--no-overlap-p2p-communication` turns it off), cleared without it
+        // (arguments.py:1000-1017).
+        let no_overlap = self.args.has("--no-overlap-p2p-communication");
+        if vpp.is_some() && !no_overlap {
+            self.push_flag(Key::OverlapP2p);
+        }
+
+        // `--ddp-bucket-size` counts elements; venusc's `bucket_size` bytes of the fp32
+        // gradient buffer (lower/mod.rs).
+        if let Some(n) = self.count("--ddp-bucket-size") {
+            let width = Recipe::for_precision(Precision::Bf16).main_grads.bytes();
+            match n.checked_mul(width) {
+                Some(b) => self.push(Key::BucketSize, format!("{b}B")),
+                None => {
+                    let span = self.args.span("--ddp-bucket-size").unwrap_or(self.anchor);
+                    self.errors.push(
+                        Diagnostic::new(
+                            Code::E0609,
+                            format!("`--ddp-bucket-size {n}` is larger than a byte count holds"),
+                            self.loc(span),
+                            "too large",
+                        )
+                        .with_help("write a bucket of at most 10^18 elements"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// `--bf16` (venusc's default), `--fp8-format` → `precision fp8`, `--fp4-format` →
+    /// `precision fp4`; the recipe flags (`--fp8-recipe`, `--fp4-recipe`) beyond Megatron's
+    /// defaults are listed in W0012 until venusc models them.
+    fn precision(&mut self) {
+        let bf16 = self.args.has("--bf16");
+        let fp16 = self.args.get("--fp16");
+        let fp8 = self.word("--fp8-format");
+        let fp4 = self.word("--fp4-format");
+        if let Some((f, span)) = &fp8 {
+            if f != "e4m3" && f != "hybrid" {
+                self.errors.push(
+                    Diagnostic::new(Code::E0609, format!("`--fp8-format` takes `e4m3` or `hybrid`, not `{}`", excerpt(f)), self.loc(*span), "unknown format")
+                        .with_help("write `--fp8-format hybrid` (E4M3 forward, E5M2 backward) or `--fp8-format e4m3`"),
+                );
+            }
+        }
+        if fp4.is_some() {
+            self.push(Key::Precision, "fp4");
+        } else if fp8.is_some() {
+            self.push(Key::Precision, "fp8");
+        }
+        for (flag, default) in [("--fp8-recipe", "delayed"), ("--fp4-recipe", "nvfp4")] {
+            if let Some(a) = self.args.get(flag) {
+                if a.values.first().is_some_and(|w| w.text != default) {
+                    self.note(&a, "venusc's `fp8` / `fp4` has one recipe's byte widths");
+                }
+            }
+        }
+        if let Some(a) = self.args.get("--fp8-param-gather") {
+            self.note(&a, "venusc gathers bf16 parameters");
+        }
+        if let Some(a) = fp16 {
+            self.note(&a, "modelled as bf16 (the same byte widths)");
+        } else if !bf16 {
+            self.not_modelled.push((
+                "(no `--bf16`)".into(),
+                "Megatron trains in fp32 without `--bf16` or `--fp16`; venusc models bf16",
+            ));
+        }
+    }
+
+    /// A flag that is parsed but whose value venusc does not model, with why.
+    fn note(&mut self, a: &Arg, why: &'static str) {
+        self.not_modelled.push((shown(a), why));
+    }
+
+    /// Every flag no conversion read: listed in W0012.
+    fn list_unmapped(&mut self) {
+        let order = self.args.order.clone();
+        for name in order {
+            if self.args.used.contains(name) {
+                continue;
+            }
+            let a = self.args.by_name[name].clone();
+            let why = if NO_EFFECT_PREFIXES.iter().any(|p| name.starts_with(p)) {
+                "no effect on time or memory"
+            } else {
+                "not modelled by venusc"
+            };
+            self.note(&a, why);
+        }
+    }
+
+    /// The world size: the launcher's, `--gpus`, or the smallest the plan takes (W0013).
+    fn world(&mut self, torchrun: &Torchrun, opts: &MegatronOptions) -> u64 {
+        let get = |c: &Converter, name: &str| c.args.peek(name).unwrap_or(1).max(1);
+        let (tp, pp, cp, ep) = (
+            get(self, "--tensor-model-parallel-size"),
+            get(self, "--pipeline-model-parallel-size"),
+            get(self, "--context-parallel-size"),
+            get(self, "--expert-model-parallel-size"),
+        );
+        let model = tp.saturating_mul(pp).saturating_mul(cp);
+        let launched = torchrun.world();
+        let world = match (launched, opts.gpus) {
+            (Some((w, span)), Some(g)) if w != g => {
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0610,
+                        format!("the script launches {w} GPUs, and `--gpus {g}` says {g}"),
+                        self.loc(span),
+                        format!("{w} GPUs"),
+                    )
+                    .with_help(format!("drop `--gpus`, or pass `--gpus {w}`")),
+                );
+                return w;
+            }
+            (Some((w, _)), _) => w,
+            (None, Some(g)) => g,
+            (None, None) => {
+                // The smallest data-parallel size whose expert grid divides
+                // (parallel_state.py:876-884: ep divides dp × cp).
+                let dp = ep / venus_base::base::math::gcd(ep, cp).max(1);
+                let w = model.saturating_mul(dp.max(1));
+                self.assumed.push(format!(
+                    "the GPU count: {w} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
+                ));
+                w
+            }
+        };
+        if model > 0 && !world.is_multiple_of(model) {
+            let span = launched.map_or(self.anchor, |(_, s)| s);
+            let tp_span = self
+                .args
+                .span("--tensor-model-parallel-size")
+                .unwrap_or(self.anchor);
+            self.errors.push(
+                Diagnostic::new(
+                    Code::E0610,
+                    format!("{world} GPUs are not a multiple of tp × pp × cp = {tp} × {pp} × {cp} = {model}"),
+                    self.loc(span),
+                    format!("{world} GPUs"),
+                )
+                .with_secondary(self.loc(tp_span), "the model-parallel sizes")
+                .with_help(format!(
+                    "run on a multiple of {model} GPUs (e.g. {}), or change the parallel sizes",
+                    (world / model).max(1).saturating_mul(model)
+                )),
+            );
+        }
+        world
+    }
+
+    fn finish(mut self, opts: &MegatronOptions, cluster: &str, world: u64) -> MegatronImport {
+        let n = &opts.name;
+        if !self.plan.iter().any(|l| l.starts_with("global_batch ")) {
+            // arguments.py:702-704: the global batch defaults to micro × dp.
+            let micro = self
+                .plan
+                .iter()
+                .find_map(|l| l.strip_prefix("micro_batch "))
+                .and_then(|m| m.parse::<u64>().ok())
+                .unwrap_or(1);
+            let get = |name: &str| self.args.peek(name).unwrap_or(1).max(1);
+            let model = get("--tensor-model-parallel-size")
+                .saturating_mul(get("--pipeline-model-parallel-size"))
+                .saturating_mul(get("--context-parallel-size"));
+            let dp = (world / model.max(1)).max(1);
+            self.plan
+                .push(format!("global_batch {}", micro.saturating_mul(dp)));
+        }
+        let mut venus = format!(
+            "# Imported from `{}` by `venusc import megatron` (flags of Megatron-LM's\n\
+             # megatron/training/arguments.py at {}).\n",
+            opts.source.replace('\n', " "),
+            &megatron_flags::COMMIT[..12]
+        );
+        for a in &self.assumed {
+            let _ = writeln!(venus, "# assumed: {a}");
+        }
+        if !self.not_modelled.is_empty() {
+            venus.push_str("# not modelled (W0012):\n");
+            for (flag, why) in &self.not_modelled {
+                let _ = writeln!(venus, "#   {flag}: {why}");
+            }
+        }
+        let _ = writeln!(venus, "\nmodel {n}_model <");
+        for l in sorted_lines(&self.model) {
+            let _ = writeln!(venus, "  {l}");
+        }
+        venus.push_str(">\n\n");
+        let _ = writeln!(venus, "cluster {n}_cluster : {cluster} < gpus {world} >\n");
+        let _ = writeln!(venus, "plan {n}_plan <");
+        for l in sorted_lines(&self.plan) {
+            let _ = writeln!(venus, "  {l}");
+        }
+        venus.push_str(">\n\n");
+        let _ = writeln!(
+            venus,
+            "scenario {n} <\n  model {n}_model\n  cluster {n}_cluster\n  plan {n}_plan\n>"
+        );
+
+        let mut warnings = Vec::new();
+        if !self.not_modelled.is_empty() {
+            let first = self
+                .not_modelled
+                .iter()
+                .find_map(|(f, _)| f.split_whitespace().next().and_then(|f| self.args.span(f)))
+                .unwrap_or(self.anchor);
+            let count = self.not_modelled.len();
+            let mut d = Diagnostic::new(
+                Code::W0012,
+                format!(
+                    "{count} Megatron-LM flag{} not modelled by venusc: the prediction runs without {}",
+                    if count == 1 { " is" } else { "s are" },
+                    if count == 1 { "it" } else { "them" }
+                ),
+                self.loc(first),
+                "not modelled",
+            )
+.with_help(format!(
+                "check the {count} listed flag{} against the imported file: where one matters for this run, state its effect there",
+                if count == 1 { "" } else { "s" }
+            ));
+            for (flag, why) in &self.not_modelled {
+                d = d.with_note(format!("`{flag}`: {why}"));
+            }
+            warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0012")));
+        }
+        if !self.assumed.is_empty() {
+            let mut d = Diagnostic::new(
+                Code::W0013,
+                format!("the flags do not state {}, so the import assumed {}", self.assumed.iter().map(|a| a.split(':').next().unwrap_or("")).collect::<Vec<_>>().join(" and "), if self.assumed.len() == 1 { "it" } else { "them" }),
+                self.loc(self.anchor),
+                "in this command",
+            )
+            .with_help(if opts.cluster.is_none() {
+                format!("pass `--cluster NAME` (and `--gpus N`) to state them; the output names `{DEFAULT_CLUSTER}` in a comment")
+            } else {
+                "pass `--gpus N` to state the GPU count".to_string()
+            });
+            for a in &self.assumed {
+                d = d.with_note(a.clone());
+            }
+            warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0013")));
+        }
+        MegatronImport { venus, warnings }
+    }
+}
+
+/// The flag as written, values included (`--moe-router-num-groups 8`).
+fn shown(a: &Arg) -> String {
+    let mut s = a.flag.name.to_string();
+    for v in &a.values {
+        s.push(' ');
+        s.push_str(&excerpt(&v.text));
+    }
+    s
+}
+
+/// Key lines in key-table order, so an import and its round trip write the same file.
+fn sorted_lines(lines: &[String]) -> Vec<String> {
+    let mut keyed: Vec<(usize, &String)> = lines
+        .iter()
+        .map(|l| {
+            let key = l.split_whitespace().next().unwrap_or("");
+            let i = Key::all()
+                .position(|k| k.name() == key)
+                .unwrap_or(usize::MAX);
+            (i, l)
+        })
+        .collect();
+    keyed.sort_by_key(|&(i, _)| i);
+    keyed.into_iter().map(|(_, l)| l.clone()).collect()
+}
+
+// ------------------------------------------------------------------------------ emit
+
+/// The flags of a scenario's model and plan, one per line with `\` continuations, ready to
+/// paste after `pretrain_gpt.py`. Counts are always written, Megatron's default or not (so a
+/// reader sees every size); switches only when on; comment lines first: the GPU count (which
+/// torchrun gives) and every plan feature no flag expresses.
+pub fn emit_megatron(sc: &Scenario) -> String {
+    let m = &sc.model;
+    let p = &sc.plan;
+    let mut f: Vec<String> = Vec::new();
+    let mut add = |flag: &str, value: Option<String>| {
+        debug_assert!(
+            megatron_flags::flag(flag).is_some(),
+            "{flag} is not a Megatron-LM flag"
+        );
+        f.push(match value {
+            Some(v) => format!("{flag} {}", shell_quoted(&v)),
+            None => flag.to_string(),
+        });
+    };
+    let flag_of = |k: Key| k.sig().megatron.unwrap_or("");
+    // Model.
+    add(flag_of(Key::Layers), Some(m.layers.to_string()));
+    add(flag_of(Key::Hidden), Some(m.hidden.to_string()));
+    add(flag_of(Key::Ffn), Some(m.ffn().to_string()));
+    add(flag_of(Key::Heads), Some(m.heads.to_string()));
+    if !m.is_mla() {
+        if m.kv_groups() != m.heads {
+            add("--group-query-attention", None);
+            add(flag_of(Key::KvGroups), Some(m.kv_groups().to_string()));
+        }
+        add(flag_of(Key::HeadDim), Some(m.head_dim().to_string()));
+    }
+    add(flag_of(Key::Seq), Some(m.seq.to_string()));
+    add(flag_of(Key::Vocab), Some(m.vocab.to_string()));
+    if m.swiglu() {
+        add(flag_of(Key::Swiglu), None);
+    }
+    if m.untied_embeddings() {
+        add(flag_of(Key::UntiedEmbeddings), None);
+    }
+    if m.is_moe() {
+        add(flag_of(Key::Experts), Some(m.experts().to_string()));
+        add(flag_of(Key::Topk), Some(m.topk().to_string()));
+        add(flag_of(Key::MoeFfn), Some(m.moe_ffn().to_string()));
+        if m.shared_expert_ffn() > 0 {
+            add(
+                flag_of(Key::SharedExpertFfn),
+                Some(m.shared_expert_ffn().to_string()),
+            );
+        }
+        let k = m.first_k_dense();
+        if k > 0 {
+            add(
+                flag_of(Key::FirstKDense),
+                Some(format!("([0]*{k}+[1]*{})", m.layers - k)),
+            );
+        }
+    }
+    if m.is_mla() {
+        add("--multi-latent-attention", None);
+        if let Some(q) = m.q_lora_rank {
+            add(flag_of(Key::QLoraRank), Some(q.to_string()));
+        }
+        add(flag_of(Key::KvLoraRank), Some(m.kv_lora_rank().to_string()));
+        add(
+            flag_of(Key::QkNopeHeadDim),
+            Some(m.qk_nope_head_dim().to_string()),
+        );
+        add(
+            flag_of(Key::QkRopeHeadDim),
+            Some(m.qk_rope_head_dim().to_string()),
+        );
+        add(flag_of(Key::VHeadDim), Some(m.v_head_dim().to_string()));
+    }
+    if m.mtp_layers() > 0 {
+        add(flag_of(Key::MtpLayers), Some(m.mtp_layers().to_string()));
+    }
+    // Plan.
+    add(flag_of(Key::Tp), Some(sc.tp.to_string()));
+    add(flag_of(Key::Pp), Some(sc.pp.to_string()));
+    add(flag_of(Key::Cp), Some(sc.cp.to_string()));
+    add(flag_of(Key::Ep), Some(sc.ep.to_string()));
+    match &p.pipeline_layout {
+        // arguments.py L01: a layout and a virtual-stage count are never both written.
+        Some(layout) => add(flag_of(Key::PipelineLayout), Some(layout.clone())),
+        None if sc.vpp > 1 => add(flag_of(Key::Vpp), Some(sc.vpp.to_string())),
+        None => {}
+    }
+    if p.account_for_embedding == Some(true) {
+        add(flag_of(Key::AccountForEmbedding), None);
+    }
+    if p.account_for_loss == Some(true) {
+        add(flag_of(Key::AccountForLoss), None);
+    }
+    if let Some(n) = p.first_stage_layers {
+        add(flag_of(Key::FirstStageLayers), Some(n.to_string()));
+    }
+    if let Some(n) = p.last_stage_layers {
+        add(flag_of(Key::LastStageLayers), Some(n.to_string()));
+    }
+    add(flag_of(Key::MicroBatch), Some(sc.micro_batch.to_string()));
+    add(flag_of(Key::GlobalBatch), Some(sc.global_batch.to_string()));
+    if sc.sp {
+        add(flag_of(Key::Sp), None);
+    }
+    match sc.recompute {
+        Recompute::None => {}
+        Recompute::Selective => add("--recompute-granularity", Some("selective".into())),
+        Recompute::Full => {
+            add("--recompute-granularity", Some("full".into()));
+            add("--recompute-method", Some("uniform".into()));
+            add("--recompute-num-layers", Some("1".into()));
+        }
+    }
+    let fl = &sc.flags;
+    for (on, key) in [
+        (fl.distributed_optimizer, Key::DistributedOptimizer),
+        (fl.overlap_grad_reduce, Key::OverlapGradReduce),
+        (fl.overlap_param_gather, Key::OverlapParamGather),
+        (fl.overlap_tp_comm, Key::OverlapTpComm),
+    ] {
+        if on {
+            add(flag_of(key), None);
+        }
+    }
+    if sc.vpp > 1 && !fl.overlap_p2p {
+        add(flag_of(Key::OverlapP2p), None);
+    }
+    if let Some(b) = p.bucket_size {
+        add(
+            flag_of(Key::BucketSize),
+            Some((b.0 / sc.recipe.main_grads.bytes().max(1)).to_string()),
+        );
+    }
+    if sc.recipe.main_grads.bytes() == 2 {
+        add("--grad-reduce-in-bf16", None);
+    }
+    let state = [
+        ("--main-params-dtype", p.main_params_dtype),
+        ("--exp-avg-dtype", p.exp_avg_dtype),
+        ("--exp-avg-sq-dtype", p.exp_avg_sq_dtype),
+    ];
+    if state.iter().any(|(_, d)| d.is_some_and(|d| d.bytes() < 4)) {
+        add("--use-precision-aware-optimizer", None);
+        for (flag, d) in state {
+            if let Some(d) = d.filter(|d| d.bytes() < 4) {
+                add(flag, Some(d.word().to_string()));
+            }
+        }
+    }
+    add("--bf16", None);
+    match sc.recipe.gemm {
+        Precision::Bf16 => {}
+        Precision::Fp8 => add("--fp8-format", Some("hybrid".into())),
+        Precision::Fp4 => add("--fp4-format", Some("e2m1".into())),
+    }
+    if p.attention() == Attention::Unfused {
+        add("--attention-backend", Some("unfused".into()));
+    }
+    add(flag_of(Key::Iterations), Some(p.iterations().to_string()));
+
+    let mut out = format!(
+        "# Megatron-LM flags of scenario `{}` (`venusc compile --emit megatron`), named as in\n\
+         # megatron/training/arguments.py at NVIDIA/Megatron-LM {}\n",
+        sc.name,
+        &megatron_flags::COMMIT[..12]
+    );
+    let _ = writeln!(
+        out,
+        "# GPUs: {} (torchrun: {})",
+        sc.world,
+        torchrun_hint(sc)
+    );
+    for note in no_flag_notes(sc) {
+        let _ = writeln!(out, "# no Megatron-LM flag: {note}");
+    }
+    let n = f.len();
+    for (i, line) in f.into_iter().enumerate() {
+        out.push_str(&line);
+        out.push_str(if i + 1 < n { " \\\n" } else { "\n" });
+    }
+    out
+}
+
+/// `value` as one shell word: in single quotes when it holds a character the shell would
+/// read (`([0]*3+[1]*58)`: parentheses and globs), so the lines paste into a script.
+fn shell_quoted(value: &str) -> String {
+    if value
+        .chars()
+        .any(|c| " \t()|&;<>$`\\\"'*?[]#~{}".contains(c))
+    {
+        format!("'{}'", value.replace('\'', "'\\''"))
+    } else {
+        value.to_string()
+    }
+}
+
+/// torchrun's node and per-node counts for the scenario's world on its cluster's innermost
+/// dim.
+fn torchrun_hint(sc: &Scenario) -> String {
+    let per = sc.cluster.dims.first().map_or(1, |d| d.size).max(1);
+    if sc.world.is_multiple_of(per) {
+        format!("--nnodes {} --nproc-per-node {per}", sc.world / per)
+    } else {
+        format!("--nnodes 1 --nproc-per-node {}", sc.world)
+    }
+}
+
+/// The plan's features that no Megatron-LM flag expresses, as written.
+fn no_flag_notes(sc: &Scenario) -> Vec<String> {
+    let p = &sc.plan;
+    let mut notes = Vec::new();
+    if let Some(s) = p.schedule {
+        if s == venus_base::base::ScheduleKind::Gpipe {
+            notes.push(
+                "`schedule gpipe` (Megatron-LM trains with 1F1B or interleaved 1F1B)".to_string(),
+            );
+        }
+    }
+    if PlanSpec::flag(p.delay_grad_reduce) {
+        notes.push("`delay_grad_reduce` (VenusSim's `no-delay-grad-reduce`)".into());
+    }
+    if PlanSpec::flag(p.delay_param_gather) {
+        notes.push("`delay_param_gather` (VenusSim's `delay-param-gather`)".into());
+    }
+    if let Some(r) = p.mfu {
+        notes.push(format!(
+            "`mfu {}%` (VenusSim-compatible compute)",
+            crate::emit::num(r.0 * 100.0)
+        ));
+    }
+    if p.measured.is_some() {
+        notes.push("`measured` (VenusSim's step snapshot)".into());
+    }
+    if let Some(b) = p.reserve.filter(|b| b.0 > 0) {
+        notes.push(format!(
+            "`reserve {}B` (memory kept back, a venusc model)",
+            b.0
+        ));
+    }
+    if let Some(r) = p.moe_imbalance {
+        notes.push(format!(
+            "`moe_imbalance {}%` (measured routing imbalance)",
+            crate::emit::num(r.0 * 100.0)
+        ));
+    }
+    if p.overlap_p2p == Some(true) && sc.vpp <= 1 {
+        notes.push(
+            "`overlap_p2p` without interleaving (Megatron-LM turns it off, arguments.py:1010)"
+                .into(),
+        );
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> MegatronOptions {
+        MegatronOptions {
+            file: FileId(0),
+            name: "run".into(),
+            source: "run.sh".into(),
+            cluster: Some("dgx_h100".into()),
+            gpus: None,
+        }
+    }
+
+    const SMALL: &str = "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 128256 --micro-batch-size 1 --global-batch-size 64 --bf16";
+
+    #[test]
+    fn the_generated_flag_list_is_sorted_and_holds_every_flag_the_key_table_names() {
+        assert!(FLAGS.windows(2).all(|w| w[0].name < w[1].name));
+        assert!(FLAGS.len() > 800, "{}", FLAGS.len());
+        for k in Key::all() {
+            if let Some(f) = k.sig().megatron {
+                assert!(megatron_flags::flag(f).is_some(), "{}: {f}", k.name());
+            }
+        }
+        assert_eq!(
+            megatron_flags::flag("--swiglu").map(|f| f.arity),
+            Some(Arity::Switch)
+        );
+        assert_eq!(
+            megatron_flags::flag("--recompute-modules").map(|f| f.arity),
+            Some(Arity::List)
+        );
+    }
+
+    #[test]
+    fn a_flag_list_becomes_a_scenario_with_swiglus_ffn_and_an_assumed_gpu_count() {
+        let i = import_megatron(
+            &format!("{SMALL} --swiglu --tensor-model-parallel-size 8"),
+            &opts(),
+        )
+        .unwrap();
+        assert!(i.venus.contains("  hidden 4096\n  layers 32\n  heads 32\n  vocab 128256\n  seq 4096\n  ffn 10880\n  swiglu\n"), "{}", i.venus);
+        assert!(
+            i.venus
+                .contains("cluster run_cluster : dgx_h100 < gpus 8 >"),
+            "{}",
+            i.venus
+        );
+        assert!(
+            i.venus
+                .contains("plan run_plan <\n  tp 8\n  micro_batch 1\n  global_batch 64\n>"),
+            "{}",
+            i.venus
+        );
+        let codes: Vec<Code> = i.warnings.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [Code::W0013]);
+    }
+
+    #[test]
+    fn a_misspelt_flag_is_e0608_with_the_nearest_flag_and_its_span() {
+        let text = format!("{SMALL} --num-layrs 4");
+        let e = import_megatron(&text, &opts()).unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].code, Code::E0608);
+        assert_eq!(&text[e[0].primary.loc.span.range()], "--num-layrs");
+        assert_eq!(e[0].help.as_deref(), Some("did you mean `--num-layers`?"));
+    }
+
+    #[test]
+    fn unmodelled_flags_are_listed_in_one_warning_never_dropped() {
+        let i = import_megatron(
+            &format!("{SMALL} --moe-router-num-groups 8 --lr 3e-4 --use-megatron-fsdp"),
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert_eq!(i.warnings.len(), 1);
+        let w = &i.warnings[0];
+        assert_eq!(w.code, Code::W0012);
+        assert_eq!(
+            w.message,
+            "3 Megatron-LM flags are not modelled by venusc: the prediction runs without them"
+        );
+        assert_eq!(
+            w.notes,
+            [
+                "`--moe-router-num-groups 8`: not modelled by venusc",
+                "`--lr 3e-4`: no effect on time or memory",
+                "`--use-megatron-fsdp`: not modelled by venusc",
+                "to accept it, pass `--allow W0012` to `venusc import megatron`",
+            ]
+        );
+        assert_eq!(
+            w.help.as_deref(),
+            Some("check the 3 listed flags against the imported file: where one matters for this run, state its effect there")
+        );
+        assert!(
+            i.venus
+                .contains("#   --lr 3e-4: no effect on time or memory\n"),
+            "{}",
+            i.venus
+        );
+    }
+
+    #[test]
+    fn bad_values_are_e0609_at_their_span() {
+        for (bad, at) in [
+            ("--tensor-model-parallel-size 0", "0"),
+            (
+                "--tensor-model-parallel-size 99999999999999999999999",
+                "99999999999999999999999",
+            ),
+            ("--tensor-model-parallel-size x$TP", "$TP"),
+            ("--moe-layer-freq [1,0]*2 --num-experts 8", "[1,0]*2"),
+        ] {
+            let text = format!("{SMALL} {bad}");
+            let e = import_megatron(
+                &text,
+                &MegatronOptions {
+                    gpus: Some(8),
+                    ..opts()
+                },
+            )
+            .unwrap_err();
+            assert_eq!(e[0].code, Code::E0609, "{bad}: {:?}", e[0]);
+            assert_eq!(&text[e[0].primary.loc.span.range()], at, "{bad}");
+            assert!(e[0].help.is_some());
+        }
+    }
+
+    #[test]
+    fn conflicting_gpu_counts_are_e0610() {
+        let text = format!("torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py {SMALL}");
+        let e = import_megatron(
+            &text,
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e[0].code, Code::E0610);
+        assert_eq!(
+            e[0].message,
+            "the script launches 16 GPUs, and `--gpus 8` says 8"
+        );
+        let i = import_megatron(&text, &opts()).unwrap();
+        assert!(i.venus.contains("< gpus 16 >"), "{}", i.venus);
+    }
+
+    #[test]
+    fn emitted_values_the_shell_would_read_are_single_quoted_and_read_back() {
+        assert_eq!(shell_quoted("([0]*3+[1]*58)"), "'([0]*3+[1]*58)'");
+        assert_eq!(shell_quoted("8"), "8");
+        assert_eq!(shell_quoted("it's"), "'it'\\''s'");
+        let cmds = shell::commands(&format!("--x {}", shell_quoted("a'b (c)"))).unwrap();
+        assert_eq!(cmds[0].words[1].text, "a'b (c)");
+    }
+
+    #[test]
+    fn deepseek_style_moe_layer_freq_and_full_recompute_convert() {
+        let text = format!("{SMALL} --num-experts 8 --moe-layer-freq '([0]*3+[1]*29)' --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --fp8-format hybrid");
+        let i = import_megatron(
+            &text,
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(
+            i.venus
+                .contains("  experts 8\n  topk 2\n  first_k_dense 3\n"),
+            "{}",
+            i.venus
+        );
+        assert!(i.venus.contains("  recompute full\n"), "{}", i.venus);
+        assert!(i.venus.contains("  precision fp8\n"), "{}", i.venus);
+        assert!(i.warnings.is_empty(), "{:?}", i.warnings);
+    }
+}

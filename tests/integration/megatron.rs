@@ -1,0 +1,520 @@
+//! `venusc import megatron` and `compile --emit megatron`: golden files (tests/golden/megatron:
+//! each `X.sh` with the `.venus` it imports to, the diagnostics of the import and of checking
+//! its output, and the flags emitted back), the round trip on every shipped example, and the
+//! command line end to end. To accept a deliberate change: `UPDATE_GOLDEN=1 cargo test --test
+//! integration megatron` and review the diff.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use venusc::diag::render::{self, SourceFiles};
+use venusc::diag::{Code, FileId};
+use venusc::emit::{emit_megatron, import_megatron, MegatronOptions};
+use venusc::plan::Scenario;
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/megatron")
+}
+
+fn check_golden(name: &str, text: &str) {
+    let path = golden_dir().join(name);
+    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "missing golden {} ({e}); run with UPDATE_GOLDEN=1",
+            path.display()
+        )
+    });
+    assert_eq!(
+        want,
+        text,
+        "{} differs; run with UPDATE_GOLDEN=1 and review the diff",
+        path.display()
+    );
+}
+
+fn options(name: &str, cluster: Option<&str>, gpus: Option<u64>) -> MegatronOptions {
+    MegatronOptions {
+        file: FileId(0),
+        name: name.to_string(),
+        source: format!("{name}.sh"),
+        cluster: cluster.map(str::to_string),
+        gpus,
+    }
+}
+
+/// The diagnostics and scenarios of checking `text` (which `use`s nothing).
+fn check(name: &str, text: &str) -> (Vec<venusc::diag::Diagnostic>, SourceFiles, Vec<Scenario>) {
+    let mut session = venusc::Session::new();
+    let root = session.load(Path::new(name), text.as_bytes(), &mut |p: &Path| {
+        Err(format!("no such file `{}`", p.display()).into())
+    });
+    let checked = session.check(root);
+    (
+        checked.diagnostics.clone(),
+        session.source_files(),
+        checked.scenarios.clone(),
+    )
+}
+
+/// The text after the first comment line (which names the source).
+fn body(venus: &str) -> &str {
+    venus.split_once("\n# megatron").map_or(venus, |(_, b)| b)
+}
+
+/// The flag lines (no comments) of an emitted text.
+fn flag_lines(flags: &str) -> Vec<&str> {
+    flags.lines().filter(|l| !l.starts_with('#')).collect()
+}
+
+struct Case {
+    file: &'static str,
+    cluster: Option<&'static str>,
+    gpus: Option<u64>,
+    /// The codes of the import, then of checking what it wrote.
+    import_codes: &'static [Code],
+    check_codes: &'static [Code],
+}
+
+const CASES: &[Case] = &[
+    // Every flag maps (the `--account-for-*` flags split 126 + 2 over 8 × 8 virtual stages);
+    // it checks without errors (its stage 1 fills 99 % of an H100) and simulates.
+    Case {
+        file: "llama31_405b_mlperf",
+        cluster: Some("dgx_h100"),
+        gpus: Some(1024),
+        import_codes: &[],
+        check_codes: &[],
+    },
+    // The layout `Et|(tt|)*30L` splits 61 layers over 8 × 4 virtual stages: it checks without
+    // errors and simulates.
+    Case {
+        file: "deepseek_v3_gb200",
+        cluster: Some("gb200_nvl72"),
+        gpus: Some(256),
+        import_codes: &[Code::W0012],
+        check_codes: &[],
+    },
+    Case {
+        file: "torchrun_llama3_8b",
+        cluster: Some("dgx_h100"),
+        gpus: None,
+        import_codes: &[Code::W0012],
+        check_codes: &[],
+    },
+    Case {
+        file: "typo",
+        cluster: None,
+        gpus: None,
+        import_codes: &[Code::E0608],
+        check_codes: &[],
+    },
+    Case {
+        file: "unmodelled",
+        cluster: Some("dgx_h100"),
+        gpus: Some(16),
+        import_codes: &[Code::W0012],
+        check_codes: &[],
+    },
+];
+
+#[test]
+fn golden_scripts_import_to_their_venus_files_diagnostics_and_flags() {
+    for case in CASES {
+        let script =
+            std::fs::read_to_string(golden_dir().join(format!("{}.sh", case.file))).unwrap();
+        let opts = options(case.file, case.cluster, case.gpus);
+        let mut sources = SourceFiles::new();
+        sources.add(FileId(0), format!("{}.sh", case.file), script.clone());
+        let (diags, imported) = match import_megatron(&script, &opts) {
+            Ok(i) => (i.warnings.clone(), Some(i)),
+            Err(e) => (e, None),
+        };
+        let codes: Vec<Code> = diags.iter().map(|d| d.code).collect();
+        assert_eq!(codes, case.import_codes, "{}", case.file);
+        check_golden(
+            &format!("{}.stderr", case.file),
+            &render::human(&diags, &sources, false),
+        );
+        let Some(imported) = imported else { continue };
+        check_golden(&format!("{}.venus", case.file), &imported.venus);
+        let (check_diags, check_sources, scenarios) =
+            check(&format!("{}.venus", case.file), &imported.venus);
+        let codes: Vec<Code> = check_diags
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(
+            codes,
+            case.check_codes,
+            "{}:\n{}",
+            case.file,
+            render::human(&check_diags, &check_sources, false)
+        );
+        if !case.check_codes.is_empty() {
+            continue;
+        }
+        let sc = &scenarios[0];
+        venusc::simulate::simulate(sc, &Default::default())
+            .expect("the imported scenario simulates");
+        let flags = emit_megatron(sc);
+        check_golden(&format!("{}.flags", case.file), &flags);
+        // Every flag the import mapped comes back with its value (`--flag value` as a pair).
+        let back = flag_lines(&flags).join(" ");
+        for (flag, value) in [
+            ("--tensor-model-parallel-size", ""),
+            ("--micro-batch-size", "1"),
+            ("--bf16", ""),
+        ] {
+            assert!(
+                back.contains(&format!("{flag} {value}").trim().to_string()),
+                "{}: {flag}",
+                case.file
+            );
+        }
+        // import ∘ emit is the identity on the emitted flags, and emit ∘ import on the file it
+        // gives (which states every count the flags write, defaults included).
+        let opts = options(case.file, case.cluster, Some(sc.world));
+        let again = import_megatron(&flags, &opts).unwrap();
+        let (_, _, rescenarios) = check("again.venus", &again.venus);
+        let flags2 = emit_megatron(&rescenarios[0]);
+        assert_eq!(flag_lines(&flags2), flag_lines(&flags), "{}", case.file);
+        let third = import_megatron(&flags2, &opts).unwrap();
+        assert_eq!(
+            body(&third.venus),
+            body(&again.venus),
+            "{}: re-import differs",
+            case.file
+        );
+    }
+}
+
+#[test]
+fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
+    let script = std::fs::read_to_string(golden_dir().join("deepseek_v3_gb200.sh")).unwrap();
+    let i = import_megatron(&script, &options("dsv3", Some("gb200_nvl72"), Some(256))).unwrap();
+    for line in [
+        "  experts 256\n",
+        "  topk 8\n",
+        "  moe_ffn 2048\n",
+        "  shared_expert_ffn 2048\n",
+        "  first_k_dense 3\n",
+        "  q_lora_rank 1536\n",
+        "  kv_lora_rank 512\n",
+        "  qk_nope_head_dim 128\n",
+        "  qk_rope_head_dim 64\n",
+        "  v_head_dim 128\n",
+        "  ep 32\n",
+        "  recompute selective\n",
+        "  precision fp8\n",
+        "  overlap_grad_reduce\n",
+        "  overlap_param_gather\n",
+        "  pipeline_layout \"Et|(tt|)*30L\"\n",
+        "  exp_avg_dtype bf16\n",
+        "  exp_avg_sq_dtype bf16\n",
+    ] {
+        assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
+    }
+    let notes = &i.warnings[0].notes;
+    for flag in [
+        "--moe-router-num-groups 8",
+        "--fp8-recipe mxfp8",
+        "--recompute-modules moe_act mlp",
+        "--kv-channels 128",
+        "--cuda-graph-impl transformer_engine",
+    ] {
+        assert!(
+            notes.iter().any(|n| n.starts_with(&format!("`{flag}`"))),
+            "{flag} not listed: {notes:?}"
+        );
+    }
+}
+
+/// Examples with no Megatron-LM equivalent, and why.
+const NO_MEGATRON_EQUIVALENT: &[(&str, &str)] = &[(
+    "venussim_demo.venus",
+    "`mfu 100%` (VenusSim-compatible compute) has no Megatron-LM flag, and its cluster is unnamed",
+)];
+
+/// Every example: its flags, imported with its GPU count and its own cluster, give a scenario
+/// that simulates to exactly the same iteration time, and emit the same flags again.
+#[test]
+fn every_example_round_trips_through_megatron_flags_to_the_same_iteration_time() {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir("examples")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "venus"))
+        .collect();
+    entries.sort();
+    assert!(entries.len() >= 15, "{entries:?}");
+    let mut tried = 0;
+    for path in &entries {
+        let file = path.file_name().unwrap().to_str().unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        let (diags, _, scenarios) = check(file, &text);
+        assert!(!diags.iter().any(|d| d.is_error()), "{file}: {diags:?}");
+        let sc = &scenarios[0];
+        let flags = emit_megatron(sc);
+        if let Some((_, why)) = NO_MEGATRON_EQUIVALENT.iter().find(|(f, _)| *f == file) {
+            assert!(
+                flags.contains("# no Megatron-LM flag: `mfu 100%`"),
+                "{file}: {why}\n{flags}"
+            );
+            continue;
+        }
+        let cluster = sc.cluster.name.clone().expect("a named cluster");
+        let imported = import_megatron(
+            &flags,
+            &options("roundtrip", Some(&cluster), Some(sc.world)),
+        )
+        .unwrap_or_else(|e| panic!("{file}: {e:?}\n{flags}"));
+        assert!(
+            imported.warnings.is_empty(),
+            "{file}: {:?}",
+            imported.warnings
+        );
+        // The example's own cluster, as it sizes it: drop the `gpus` the import wrote, and put
+        // the example's definitions (without its scenario) beside the imported ones.
+        let own = imported
+            .venus
+            .replace(&format!(" < gpus {} >", sc.world), " < >");
+        let defs: String = text
+            .lines()
+            .filter(|l| !l.starts_with("scenario "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (diags, sources, scenarios) = check("roundtrip.venus", &format!("{defs}\n{own}"));
+        assert!(
+            !diags.iter().any(|d| d.is_error()),
+            "{file}:\n{}",
+            render::human(&diags, &sources, false)
+        );
+        let back = scenarios
+            .iter()
+            .find(|s| s.name == "roundtrip")
+            .expect("the imported scenario");
+        let opts = Default::default();
+        let t0 = venusc::simulate::simulate(sc, &opts)
+            .unwrap()
+            .report
+            .iteration_time;
+        let t1 = venusc::simulate::simulate(back, &opts)
+            .unwrap()
+            .report
+            .iteration_time;
+        assert_eq!(
+            t0, t1,
+            "{file}: iteration time {t0:?} became {t1:?}\n{flags}"
+        );
+        assert_eq!(
+            flag_lines(&emit_megatron(back)),
+            flag_lines(&flags),
+            "{file}"
+        );
+        tried += 1;
+    }
+    assert_eq!(tried, entries.len() - NO_MEGATRON_EQUIVALENT.len());
+}
+
+fn venusc(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
+    use std::io::Write;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_venusc"));
+    cmd.args(args).arg("--color").arg("never");
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        let _ = pipe.write_all(bytes);
+    }
+    drop(pipe);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_imports_a_launch_script_that_checks_simulates_and_emits_its_flags_back() {
+    let dir = std::env::temp_dir().join(format!("venusc-megatron-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("llama.venus");
+    let script = golden_dir().join("torchrun_llama3_8b.sh");
+    let (code, _, err) = venusc(
+        &[
+            "import",
+            "megatron",
+            script.to_str().unwrap(),
+            "--cluster",
+            "dgx_h100",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning[W0012]") && err.contains("wrote `"),
+        "{err}"
+    );
+    let (code, _, err) = venusc(&["check", out.to_str().unwrap()], None);
+    assert_eq!(code, 0, "{err}");
+    let (code, report, err) = venusc(&["sim", out.to_str().unwrap()], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(report.contains("on 16 GPUs"), "{report}");
+    let (code, flags, err) = venusc(
+        &["compile", out.to_str().unwrap(), "--emit", "megatron"],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        flags.contains("--tensor-model-parallel-size 2 \\\n--pipeline-model-parallel-size 2 \\\n"),
+        "{flags}"
+    );
+    // The flags read back from stdin, with the GPU count the script's comment states.
+    let (code, venus, err) = venusc(
+        &[
+            "import",
+            "megatron",
+            "-",
+            "--cluster",
+            "dgx_h100",
+            "--gpus",
+            "16",
+            "--allow",
+            "W0012",
+        ],
+        Some(flags.as_bytes()),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+    assert!(
+        venus.contains("cluster megatron_cluster : dgx_h100 < gpus 16 >"),
+        "{venus}"
+    );
+    // Without `--cluster` the default is stated (W0013).
+    let (code, venus, err) = venusc(
+        &["import", "megatron", "-", "--gpus", "16"],
+        Some(flags.as_bytes()),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning[W0013]") && venus.contains(": dgx_h100 < gpus 16 >"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_bad_scripts_get_coded_errors_never_a_panic() {
+    let base = b"--num-layers 2 --hidden-size 64 --num-attention-heads 2 --seq-length 128 --vocab-size 256 --micro-batch-size 1 ";
+    let cases: Vec<(Vec<u8>, &str, &str)> = vec![
+        (
+            b"\x7fELF\x02\x01\x00\x00binary".to_vec(),
+            "error[E0609]",
+            "not a text file",
+        ),
+        (
+            [&base[..], b"--tensor-model-parallel-size \"4"].concat(),
+            "error[E0609]",
+            "unterminated",
+        ),
+        (
+            [&base[..], b"--tensor-model-parallel-size 0"].concat(),
+            "error[E0609]",
+            "positive count",
+        ),
+        (
+            [
+                &base[..],
+                b"--tensor-model-parallel-size 184467440737095516160",
+            ]
+            .concat(),
+            "error[E0609]",
+            "larger than",
+        ),
+        (
+            [&base[..], b"--tensor-model-parallel-size $TP"].concat(),
+            "error[E0609]",
+            "`$TP` is not set",
+        ),
+        (
+            [&base[..], b"--tp 8"].concat(),
+            "error[E0608]",
+            "not a flag of Megatron-LM",
+        ),
+        (
+            [&base[..], b"--tensor-model-parallel-size 3"].concat(),
+            "error[E0610]",
+            "not a multiple",
+        ),
+        (
+            b"echo hello".to_vec(),
+            "error[E0609]",
+            "no Megatron-LM flags",
+        ),
+    ];
+    for (input, code, text) in cases {
+        let (status, _, err) = venusc(&["import", "megatron", "-", "--gpus", "8"], Some(&input));
+        assert_eq!(status, 1, "{}: {err}", String::from_utf8_lossy(&input));
+        assert!(
+            err.contains(code) && err.contains(text) && err.contains("help:"),
+            "{}: {err}",
+            String::from_utf8_lossy(&input)
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let huge = vec![b' '; 17 << 20];
+    let (status, _, err) = venusc(&["import", "megatron", "-"], Some(&huge));
+    assert_eq!(status, 2, "{err}");
+    assert!(err.contains("E0702"), "{err}");
+}
+
+/// An import either succeeds or gives coded errors, each with a help and a span inside the
+/// text: never a panic.
+fn total(text: &str) {
+    match import_megatron(text, &options("p", Some("dgx_h100"), None)) {
+        Ok(i) => assert!(i.venus.contains("scenario p <"), "{}", i.venus),
+        Err(errors) => {
+            assert!(!errors.is_empty());
+            for e in &errors {
+                assert!(e.help.is_some(), "{e:?}");
+                assert!(e.primary.loc.span.end as usize <= text.len(), "{e:?}");
+                assert!(
+                    text.is_char_boundary(e.primary.loc.span.start as usize),
+                    "{e:?}"
+                );
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    #[test]
+    fn any_text_imports_or_fails_with_coded_errors(text in "\\PC{0,300}") {
+        total(&text);
+    }
+
+    #[test]
+    fn a_mutated_launch_script_imports_or_fails_with_coded_errors(
+        at in 0usize..2000,
+        cut in 0usize..30,
+        insert in "[-$\"'\\\\(){}=|;# \na-z0-9]{0,8}",
+    ) {
+        let script = include_str!("../golden/megatron/torchrun_llama3_8b.sh");
+        let chars: Vec<char> = script.chars().collect();
+        let at = at.min(chars.len());
+        let end = (at + cut).min(chars.len());
+        let mutated: String = chars[..at].iter().chain(insert.chars().collect::<Vec<_>>().iter()).chain(chars[end..].iter()).collect();
+        total(&mutated);
+    }
+}
