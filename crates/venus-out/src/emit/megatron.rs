@@ -456,6 +456,11 @@ impl Args {
         parse_count(&w.text).ok()
     }
 
+    /// The flag's first value as written, without marking the flag used.
+    fn peek_text(&self, name: &str) -> Option<String> {
+        Some(self.by_name.get(name)?.values.first()?.text.clone())
+    }
+
     fn span(&self, name: &str) -> Option<Span> {
         self.by_name.get(name).map(|a| a.span)
     }
@@ -1007,7 +1012,13 @@ impl Converter {
         // (`--no-overlap-p2p-communication` turns it off), cleared without it
         // (arguments.py:1000-1017).
         let no_overlap = self.args.has("--no-overlap-p2p-communication");
-        if vpp.is_some() && !no_overlap {
+        // A layout interleaves when it holds more virtual stages than pp (arguments.py L02).
+        let layout_interleaves = self
+            .args
+            .peek_text("--pipeline-model-parallel-layout")
+            .and_then(|t| venus_plan::plan::pipeline_layout::parse(&t).ok())
+            .is_some_and(|l| l.stages.len() as u64 > pp);
+        if (vpp.is_some() || layout_interleaves) && !no_overlap {
             self.push_flag(Key::OverlapP2p);
         }
 
