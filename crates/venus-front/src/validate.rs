@@ -366,6 +366,7 @@ impl<'a> Validator<'a> {
             recipe: Recipe::for_precision(p.precision()),
             split,
             padded_vocab: vocab,
+            train: to_plan::train(&def.train),
             params: param_counts(&to_plan::model(&def.model), vocab, self.pp),
             memory: Vec::new(),
         }

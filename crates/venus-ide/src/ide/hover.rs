@@ -338,6 +338,7 @@ fn describe_arg(arg: &Arg) -> Option<String> {
         Arg::Time(t) => format!("{t}"),
         Arg::Rate(r) => format!("{r}, {:.4e} FLOP/s", r.0),
         Arg::Ratio(r) => format!("{r}"),
+        Arg::Price(p) => format!("${} per GPU-hour", p.0),
         Arg::Count(_) | Arg::Name(_) | Arg::Word(_) => return None,
     })
 }

@@ -394,6 +394,10 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         "exposed_communication",
         "memory",
         "engine",
+        "plan",
+        "tokens_per_iteration",
+        "train",
+        "warnings",
     ];
     // serde_json's map sorts keys; the order in the text is checked below.
     let mut sorted = keys.clone();
@@ -526,6 +530,32 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
             events: 0,
             simulated_ranks: 0,
             wall: Seconds(0.0),
+        },
+        plan: super::ResolvedPlan {
+            tp: 8,
+            pp: 3,
+            cp: 1,
+            ep: 1,
+            etp: 8,
+            dp: 1,
+            expert_dp: 1,
+            vpp: 1,
+            micro_batch: 1,
+            global_batch: 8,
+            microbatches: 8,
+            layers_per_stage: vec![1, 1, 1],
+            schedule: Some(venus_base::base::ScheduleKind::OneFOneB),
+            precision: venus_base::base::Precision::Bf16,
+            recompute: venus_base::base::Recompute::None,
+            sp: false,
+            distributed_optimizer: false,
+        },
+        tokens_per_iteration: 0,
+        train: None,
+        warnings: Vec::new(),
+        window: super::Window {
+            start: Ps::ZERO,
+            end: Ps::from_seconds(Seconds(iteration_ms * 1e-3)),
         },
     }
 }

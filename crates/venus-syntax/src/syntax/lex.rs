@@ -395,10 +395,11 @@ impl<'t> Lexer<'t> {
 fn is_digit_word(word: &str) -> bool {
     use super::ast::DefKind;
     use super::schema::{keys, ArgType, BlockKind};
-    let blocks = DefKind::ALL
-        .into_iter()
-        .map(BlockKind::Def)
-        .chain([BlockKind::Measured, BlockKind::Expect]);
+    let blocks = DefKind::ALL.into_iter().map(BlockKind::Def).chain([
+        BlockKind::Measured,
+        BlockKind::Expect,
+        BlockKind::Train,
+    ]);
     let digit_words = blocks
         .flat_map(keys)
         .flat_map(|sig| sig.args)

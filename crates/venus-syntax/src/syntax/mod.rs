@@ -32,6 +32,7 @@ pub const UNITS: &[&str] = &[
     "ns", "us", "ms", "s", // time
     "FLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", // compute rate
     "%",       // ratio
+    "K", "M", "T", // count suffixes of a token budget (`B`, billion, is the bytes spelling)
 ];
 
 /// The result of parsing one file: always a tree, plus the syntax errors found on the way.
