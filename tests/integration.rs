@@ -12,6 +12,7 @@ mod integration {
     pub mod input_files;
     pub mod lsp;
     pub mod reference;
+    pub mod report;
     pub mod sim;
     pub mod sweep;
     pub mod syntax_props;
