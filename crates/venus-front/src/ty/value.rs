@@ -528,7 +528,7 @@ fn large_count(number: Number, suffix: &str, cx: &ValueCtx) -> Result<u64, Diagn
             ),
             "out of range",
         );
-        return Err(if v >= 1.0 && v < 9e15 {
+        return Err(if (1.0..9e15).contains(&v) {
             d.with_help(format!("write `{}`", v.round() as u64))
         } else {
             d.with_help("write a count such as `15T` or `300B`".to_string())

@@ -41,7 +41,7 @@ pub struct HtmlInput<'a> {
 }
 
 /// The most slices the timeline draws one by one (about 100 bytes of HTML each).
-pub const MAX_SLICES: usize = 200_000;
+pub const MAX_SLICES: usize = 100_000;
 /// Columns of a lane drawn as runs when the slices are over [`MAX_SLICES`].
 pub const BINS: u64 = 4_000;
 
@@ -264,12 +264,17 @@ fn ms(ps: u64) -> String {
 
 /// The page.
 pub fn html(input: &HtmlInput<'_>) -> String {
+    page(input, MAX_SLICES)
+}
+
+/// The page, drawing at most `max_slices` slices one by one.
+pub(crate) fn page(input: &HtmlInput<'_>, max_slices: usize) -> String {
     let r = input.report;
     let rows = rows(input.trace, input.timeline, input.layout, r.window);
     let mut out = String::new();
     head(&mut out, r);
     summary(&mut out, input);
-    timeline(&mut out, &rows, r.window.len().0);
+    timeline(&mut out, &rows, r.window.len().0, max_slices);
     memory(&mut out, input);
     phases(&mut out, r);
     warnings(&mut out, r);
@@ -398,13 +403,13 @@ fn row_height(row: &Row) -> u64 {
         + ROW_GAP
 }
 
-fn timeline(out: &mut String, rows: &[Row], len: u64) {
+fn timeline(out: &mut String, rows: &[Row], len: u64, max_slices: usize) {
     let total: usize = rows
         .iter()
         .flat_map(|r| &r.lanes)
         .map(|l| l.slices.len())
         .sum();
-    let exact = total <= MAX_SLICES;
+    let exact = total <= max_slices;
     let plot_height: u64 = rows.iter().map(row_height).sum::<u64>().max(1);
     let height = plot_height + AXIS_HEIGHT;
     let span = len.max(1);
@@ -565,8 +570,10 @@ fn gib(b: Bytes) -> String {
     format!("{:.2}", b.gib())
 }
 
-/// Memory per stage as stacked bars of the named terms, what the peak holds beyond them, and
-/// the GPU's capacity as a line.
+/// Memory per stage as stacked bars of the report's memory terms
+/// ([`super::StageMemoryRow::terms`]) and what the peak holds beyond them (`other`), with the
+/// GPU's capacity as a line. Only the report's figures are drawn, so a term the memory model
+/// adds shows up without an edit here.
 fn memory(out: &mut String, input: &HtmlInput<'_>) {
     let r = input.report;
     out.push_str("<h2>memory per GPU at each stage's peak (GiB)</h2>\n");
@@ -575,28 +582,25 @@ fn memory(out: &mut String, input: &HtmlInput<'_>) {
         return;
     }
     let capacity = input.scenario.cluster.gpu.memory;
-    let reserve = input.scenario.plan.reserve();
     let names: Vec<&str> = r.memory[0].terms().iter().map(|(n, _)| *n).collect();
     let has_other = r.memory.iter().any(|m| m.unnamed().0 > 0);
     let top = r
         .memory
         .iter()
-        .map(|m| m.peak.0.saturating_add(reserve.0))
+        .map(|m| m.peak.0)
         .max()
         .unwrap_or(0)
         .max(capacity.0)
         .max(1);
-    let (bar, gap, chart_h, left) = (28u64, 10u64, 220u64, 50u64);
+    let (bar, gap, chart_h, left) = (28u64, 10u64, 220u64, 30u64);
     let n = r.memory.len() as u64;
-    let width = left + n * (bar + gap) + 20;
+    // Room for the capacity's label above its line.
+    let width = (left + n * (bar + gap) + 20).max(left + 160);
     let scale = |b: u64| b as f64 / top as f64 * chart_h as f64;
     out.push_str("<div class=\"legend\" id=\"memory-legend\">");
     let mut legend_names = names.clone();
     if has_other {
         legend_names.push("other");
-    }
-    if reserve.0 > 0 {
-        legend_names.push("reserve");
     }
     for (i, name) in legend_names.iter().enumerate() {
         let _ = write!(
@@ -617,9 +621,6 @@ fn memory(out: &mut String, input: &HtmlInput<'_>) {
         let mut segments: Vec<(&str, Bytes)> = m.terms();
         if has_other {
             segments.push(("other", m.unnamed()));
-        }
-        if reserve.0 > 0 {
-            segments.push(("reserve", reserve));
         }
         let _ = writeln!(out, "<g class=\"bar\" data-stage=\"{}\">", m.stage);
         let mut base = 0u64;
@@ -648,10 +649,10 @@ fn memory(out: &mut String, input: &HtmlInput<'_>) {
     let _ = writeln!(
         out,
         "<line x1=\"{left}\" x2=\"{}\" y1=\"{cap_y:.2}\" y2=\"{cap_y:.2}\" stroke=\"#000\" stroke-width=\"1.5\"/>\
-         <text x=\"4\" y=\"{:.2}\">{} GiB</text>\
+         <text x=\"{left}\" y=\"{:.2}\">GPU memory {} GiB</text>\
          <text x=\"4\" y=\"{}\">0</text><text x=\"{left}\" y=\"{}\">stage</text>",
         width - 10,
-        cap_y + 4.0,
+        (cap_y - 3.0).max(11.0),
         gib(capacity),
         chart_h + 10,
         chart_h + 38
@@ -668,9 +669,6 @@ fn memory(out: &mut String, input: &HtmlInput<'_>) {
         }
         if has_other {
             let _ = write!(out, "<td class=\"n\">{}</td>", gib(m.unnamed()));
-        }
-        if reserve.0 > 0 {
-            let _ = write!(out, "<td class=\"n\">{}</td>", gib(reserve));
         }
         let _ = writeln!(out, "<td class=\"n\">{}</td></tr>", gib(m.peak));
     }
