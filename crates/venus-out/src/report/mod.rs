@@ -297,8 +297,9 @@ impl ResolvedPlan {
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct TrainCost {
     pub tokens: u64,
-    /// ⌈tokens ÷ tokens per iteration⌉: Megatron trains whole iterations
-    /// (`--train-samples` ÷ global batch, megatron/training/training.py).
+    /// tokens ÷ tokens per iteration, rounded down: the iterations Megatron-LM runs for a
+    /// budget of `tokens ÷ seq` samples (`train_iters = train_samples // global_batch_size`,
+    /// megatron/training/training.py:2174 `update_train_iters`, commit d98e8a64dd).
     pub iterations: u64,
     pub time: Seconds,
     /// time × world ÷ 3600.
@@ -315,7 +316,7 @@ impl TrainCost {
         if tokens_per_iteration == 0 {
             return None;
         }
-        let iterations = tokens.div_ceil(tokens_per_iteration);
+        let iterations = tokens / tokens_per_iteration;
         let time = Seconds(iterations as f64 * iteration_time.0);
         let gpu_hours = time.0 * sc.world as f64 / 3600.0;
         Some(TrainCost {

@@ -926,12 +926,13 @@ fn train_cost_trains_whole_iterations_at_the_iteration_time() {
         tokens: Some(10_001),
         price: Some(venus_base::base::DollarsPerGpuHour(3.0)),
     };
-    // 1000 tokens per iteration: 10,001 tokens take 11 iterations of 360 s.
+    // 1000 tokens per iteration: 10,001 tokens are 10 whole iterations of 360 s, as
+    // Megatron-LM's `train_samples // global_batch_size`.
     let t = TrainCost::of(&sc, Seconds(360.0), 1000).unwrap();
-    assert_eq!(t.iterations, 11);
-    assert_eq!(t.time, Seconds(3960.0));
-    assert_eq!(t.gpu_hours, 8.8);
-    assert!((t.cost.unwrap().0 - 26.4).abs() < 1e-9);
+    assert_eq!(t.iterations, 10);
+    assert_eq!(t.time, Seconds(3600.0));
+    assert_eq!(t.gpu_hours, 8.0);
+    assert!((t.cost.unwrap().0 - 24.0).abs() < 1e-9);
     sc.train.price = None;
     assert_eq!(TrainCost::of(&sc, Seconds(360.0), 1000).unwrap().cost, None);
     assert_eq!(TrainCost::of(&sc, Seconds(360.0), 0), None);
