@@ -493,8 +493,8 @@ fn count(n: Number, cx: &ValueCtx) -> Result<u64, Diagnostic> {
     }
 }
 
-/// The suffixes of a [`ArgType::LargeCount`] and their factors (short scale, as model cards
-/// write token budgets: `15T` is 15 × 10^12).
+/// The suffixes of a [`ArgType::LargeCount`] (`syntax::COUNT_SUFFIXES`) and their factors
+/// (short scale, as model cards write token budgets: `15T` is 15 × 10^12).
 pub const COUNT_SUFFIXES: &[(&str, u64)] = &[
     ("K", 1_000),
     ("M", 1_000_000),
@@ -664,5 +664,19 @@ fn quantity(ty: ArgType, number: Number, found: Unit, value: &Value, cx: &ValueC
             Ok((Arg::Ratio(Ratio(v / 100.0)), None))
         }
         _ => Err(wrong_kind(ty, value, cx)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_count_suffixes_with_a_factor_are_the_ones_the_lexer_accepts() {
+        let names: Vec<&str> = super::COUNT_SUFFIXES.iter().map(|(s, _)| *s).collect();
+        assert_eq!(names, venus_syntax::syntax::COUNT_SUFFIXES);
+        let factors: Vec<u64> = super::COUNT_SUFFIXES.iter().map(|(_, f)| *f).collect();
+        assert_eq!(
+            factors,
+            [1_000, 1_000_000, 1_000_000_000, 1_000_000_000_000]
+        );
     }
 }
