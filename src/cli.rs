@@ -84,6 +84,9 @@ enum Command {
     Check(CheckArgs),
     /// Simulate a scenario and report where the time goes.
     Sim(SimArgs),
+    /// Simulate a scenario and write a self-contained HTML report: summary, per-stage
+    /// timeline, memory per stage, phases, warnings.
+    Report(ReportArgs),
     /// Draw the pipeline schedule: each pipeline rank's ops on a time axis.
     Schedule(ScheduleArgs),
     /// Lower a scenario and write what it compiles to (`--emit KIND`).
@@ -211,6 +214,17 @@ struct SimArgs {
     /// engine instead of lowering the scenario; FILE still gives the cluster, GPU and `mfu`.
     #[arg(long, value_name = "DIR")]
     trace: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// The `.venus` file.
+    file: PathBuf,
+    /// The scenario to use when the file has several.
+    scenario: Option<String>,
+    /// Where to write the HTML file (replaced atomically).
+    #[arg(short = 'o', long = "out", value_name = "FILE.html")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -354,6 +368,7 @@ pub fn run() -> ExitCode {
         ),
         Command::Explain { code } => explain(code.as_deref()),
         Command::Sim(args) => sim(&args, roots, color),
+        Command::Report(args) => report(&args, roots, color),
         Command::Test(args) => test(&args, roots, color),
         Command::Schedule(args) => schedule(&args, roots, color),
         Command::Compile(args) => compile(&args, roots, color),
@@ -1293,7 +1308,8 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
         sim.report.clone().deterministic()
     } else {
         sim.report.clone()
-    };
+    }
+    .with_warnings(render::locate(&diagnostics, &files));
     match args.format {
         ReportFormat::Text => print!("{}", venusc::report::text(&report)),
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
@@ -1322,6 +1338,64 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
         eprint!("{}", style.render(&diagnostics, &files));
     }
     code
+}
+
+/// `report FILE [SCENARIO] -o FILE.html`: simulates the scenario and writes the HTML report
+/// atomically. Warnings go to stderr as `sim` prints them, and into the page.
+fn report(args: &ReportArgs, roots: &RootArgs, color: bool) -> ExitCode {
+    let input = ScenarioArgs {
+        file: args.file.clone(),
+        scenario: args.scenario.clone(),
+    };
+    if let Err(f) = files::refuse_input(&args.out, &[&args.file]) {
+        return fail(&f);
+    }
+    // A JSON-styled load keeps the warnings for the page; they are printed for people here.
+    let loaded = match load_scenario_styled(&input, roots, DiagStyle::Json) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let human = DiagStyle::Human { color };
+    if !loaded.warnings.is_empty() {
+        eprint!("{}", human.render(&loaded.warnings, &loaded.files));
+    }
+    let (sc, at) = (&loaded.scenario, &loaded.provenance);
+    let opts = venusc::simulate::SimOptions::default();
+    let sim = match venusc::simulate::simulate(sc, &opts) {
+        Ok(s) => s,
+        Err(e) => {
+            let message = e.to_string();
+            match e.diagnostic(sc, at, &opts) {
+                Some(d) => eprint!("{}", human.render(&[d], &loaded.files)),
+                None => eprintln!("error: {message}"),
+            }
+            return ExitCode::from(1);
+        }
+    };
+    let report = sim
+        .report
+        .clone()
+        .deterministic()
+        .with_warnings(render::locate(&loaded.warnings, &loaded.files));
+    let page = venusc::report::html(&venusc::report::html::HtmlInput {
+        scenario: sc,
+        report: &report,
+        trace: &sim.lowered.trace,
+        timeline: &sim.timeline,
+        layout: &sim.lowered.layout,
+    });
+    match files::write_atomic(&args.out, page.as_bytes()) {
+        Ok(()) => {
+            eprintln!(
+                "wrote the report of `{}` to `{}` ({} KB)",
+                sc.name,
+                args.out.display(),
+                page.len().div_ceil(1000)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(f) => fail(&f),
+    }
 }
 
 /// `sim --timeline`: the Perfetto trace written atomically; the slice count.

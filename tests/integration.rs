@@ -14,6 +14,7 @@ mod integration {
     pub mod lsp;
     pub mod megatron;
     pub mod reference;
+    pub mod report;
     pub mod sim;
     pub mod sweep;
     pub mod syntax_props;

@@ -85,7 +85,7 @@ const tmGrammar = () => JSON.parse(read(editors, 'vscode', 'syntaxes', 'venus.tm
 test('schema parsing finds every block kind and the keys the spec names', () => {
   const blocks = schemaKeys();
   assert.deepEqual(Object.keys(blocks).sort(), [
-    'CLUSTER', 'EXPECT', 'GPU', 'MEASURED', 'MODEL', 'PLAN', 'SCENARIO',
+    'CLUSTER', 'EXPECT', 'GPU', 'MEASURED', 'MODEL', 'PLAN', 'SCENARIO', 'TRAIN',
   ]);
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);

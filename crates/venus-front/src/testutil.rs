@@ -164,6 +164,7 @@ pub fn def(model: Model, cluster: Cluster, plan: Plan) -> ScenarioDef {
         cluster,
         plan,
         expect: Expect::default(),
+        train: Default::default(),
     }
 }
 

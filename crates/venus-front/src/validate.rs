@@ -461,6 +461,7 @@ impl<'a> Validator<'a> {
             ),
             split,
             padded_vocab: vocab,
+            train: to_plan::train(&def.train),
             params: param_counts(&to_plan::model(&def.model), vocab, self.pp),
             memory: Vec::new(),
         }

@@ -40,6 +40,7 @@ syn keyword venusKey contained model cluster plan expect
 syn keyword venusKey contained first middle last unused
 syn keyword venusKey contained allow
 syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
+syn keyword venusKey contained train tokens price
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.

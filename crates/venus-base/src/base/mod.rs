@@ -17,4 +17,6 @@ pub use kinds::{
     ScheduleKind, Topology,
 };
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
-pub use units::{Bytes, BytesPerSec, Flops, FlopsPerSec, Ps, Ratio, Seconds};
+pub use units::{
+    Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
+};

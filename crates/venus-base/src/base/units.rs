@@ -195,3 +195,18 @@ impl fmt::Display for Ps {
         self.seconds().fmt(f)
     }
 }
+
+/// A price of GPU time: US dollars per GPU-hour (a cloud's on-demand or reserved rate).
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct DollarsPerGpuHour(pub f64);
+
+/// An amount of US dollars.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct Dollars(pub f64);
+
+impl DollarsPerGpuHour {
+    /// What `gpu_hours` of GPU time cost at this price.
+    pub fn cost(self, gpu_hours: f64) -> Dollars {
+        Dollars(self.0 * gpu_hours)
+    }
+}

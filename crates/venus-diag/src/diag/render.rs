@@ -382,47 +382,53 @@ fn to_codespan(d: &Diagnostic, files: &SourceFiles) -> cs::Diagnostic<usize> {
 }
 
 #[derive(Serialize)]
-struct JsonReport<'a> {
+struct JsonReport {
     files: usize,
     errors: usize,
     warnings: usize,
-    diagnostics: Vec<JsonDiagnostic<'a>>,
+    diagnostics: Vec<LocatedDiagnostic>,
 }
 
-#[derive(Serialize)]
-struct JsonDiagnostic<'a> {
-    code: &'static str,
-    severity: String,
-    message: &'a str,
+/// One diagnostic with its positions resolved to file names and 1-based lines and columns:
+/// the objects of `check --format json`'s `diagnostics` list (DIAGNOSTICS.md,
+/// "Machine-readable form"), and of the JSON and HTML reports' `warnings`. Plain data: it
+/// holds no [`Loc`], so it may travel past validation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LocatedDiagnostic {
+    pub code: &'static str,
+    pub severity: String,
+    pub message: String,
     #[serde(flatten)]
-    position: JsonPosition,
-    labels: Vec<JsonLabel<'a>>,
-    help: Option<&'a str>,
-    notes: &'a [String],
+    pub position: Position,
+    pub labels: Vec<LocatedLabel>,
+    pub help: Option<String>,
+    pub notes: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct JsonLabel<'a> {
-    message: &'a str,
-    primary: bool,
+/// A label of a [`LocatedDiagnostic`]; the primary one is first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LocatedLabel {
+    pub message: String,
+    pub primary: bool,
     #[serde(flatten)]
-    position: JsonPosition,
+    pub position: Position,
 }
 
-#[derive(Serialize)]
-struct JsonPosition {
-    file: String,
-    line: usize,
-    column: usize,
-    end_line: usize,
-    end_column: usize,
+/// A span as a file name and 1-based start and end line and column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Position {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
 }
 
-fn position(loc: Loc, files: &SourceFiles) -> JsonPosition {
+fn position(loc: Loc, files: &SourceFiles) -> Position {
     let range = files.clamp(loc);
     let (line, column) = files.line_col(loc.file, range.start as u32);
     let (end_line, end_column) = files.line_col(loc.file, range.end as u32);
-    JsonPosition {
+    Position {
         file: files.name(loc.file).to_string(),
         line,
         column,
@@ -437,33 +443,39 @@ pub fn counts(diagnostics: &[Diagnostic]) -> (usize, usize) {
     (errors, diagnostics.len() - errors)
 }
 
-/// The JSON object of `venusc check --format json` (DIAGNOSTICS.md, "Machine-readable form").
-/// `labels` lists every label, the primary one first (marked `"primary": true`).
+/// The diagnostics with their positions resolved; `labels` lists every label, the primary
+/// one first (marked `"primary": true`).
+pub fn locate(diagnostics: &[Diagnostic], files: &SourceFiles) -> Vec<LocatedDiagnostic> {
+    diagnostics
+        .iter()
+        .map(|d| LocatedDiagnostic {
+            code: d.code.as_str(),
+            severity: d.severity.to_string(),
+            message: d.message.clone(),
+            position: position(d.primary.loc, files),
+            labels: std::iter::once((&d.primary, true))
+                .chain(d.secondary.iter().map(|l| (l, false)))
+                .map(|(l, primary)| LocatedLabel {
+                    message: l.message.clone(),
+                    primary,
+                    position: position(l.loc, files),
+                })
+                .collect(),
+            help: d.help.clone(),
+            notes: d.notes.clone(),
+        })
+        .collect()
+}
+
+/// The JSON object of `venusc check --format json` (DIAGNOSTICS.md, "Machine-readable form"):
+/// the counts and the [`locate`]d diagnostics.
 pub fn json(diagnostics: &[Diagnostic], files: &SourceFiles, file_count: usize) -> String {
     let (errors, warnings) = counts(diagnostics);
     let report = JsonReport {
         files: file_count,
         errors,
         warnings,
-        diagnostics: diagnostics
-            .iter()
-            .map(|d| JsonDiagnostic {
-                code: d.code.as_str(),
-                severity: d.severity.to_string(),
-                message: &d.message,
-                position: position(d.primary.loc, files),
-                labels: std::iter::once((&d.primary, true))
-                    .chain(d.secondary.iter().map(|l| (l, false)))
-                    .map(|(l, primary)| JsonLabel {
-                        message: &l.message,
-                        primary,
-                        position: position(l.loc, files),
-                    })
-                    .collect(),
-                help: d.help.as_deref(),
-                notes: &d.notes,
-            })
-            .collect(),
+        diagnostics: locate(diagnostics, files),
     };
     let mut out = serde_json::to_string_pretty(&report).unwrap_or_default();
     out.push('\n');

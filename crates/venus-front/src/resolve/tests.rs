@@ -528,7 +528,7 @@ fn unknown_key_without_a_close_match_lists_the_valid_keys() {
     assert_eq!(d.message, "unknown key `zzz` in scenario `s`");
     assert_eq!(
         d.help.as_deref(),
-        Some("valid keys: `model`, `cluster`, `plan`, `expect`, `allow`")
+        Some("valid keys: `model`, `cluster`, `plan`, `expect`, `allow`, `train`")
     );
 }
 

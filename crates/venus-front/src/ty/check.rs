@@ -17,7 +17,7 @@ use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
     Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured,
     Model, PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned,
-    Topology,
+    Topology, Train,
 };
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
@@ -271,6 +271,8 @@ fn example_arg(a: ArgType) -> String {
         ArgType::Rate => "989TFLOP/s".into(),
         ArgType::RateOrTflops => "400".into(),
         ArgType::Ratio => "55%".into(),
+        ArgType::LargeCount => "15T".into(),
+        ArgType::Price => "2.5".into(),
         ArgType::Ref(DefKind::Gpu) => "h100_sxm".into(),
         ArgType::Ref(k) => format!("{} < ... >", k.keyword()),
         ArgType::NewName => "nvlink".into(),
@@ -485,6 +487,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                     cluster: cluster?,
                     plan: plan?,
                     expect: Expect::default(),
+                    train: Train::default(),
                 })
             }
             ScenarioSource::Explicit(id) => {
@@ -506,6 +509,10 @@ impl<'r, 'a> Checker<'r, 'a> {
                     Some((Checked::Nested(e), _)) => expect(e),
                     _ => Expect::default(),
                 };
+                let train = match f.arg(Key::Train) {
+                    Some((Checked::Nested(t), _)) => train(t),
+                    _ => Train::default(),
+                };
                 Some(ScenarioDef {
                     name: def.name.clone().unwrap_or_else(|| "scenario".into()),
                     loc: def.loc,
@@ -513,6 +520,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                     cluster: cluster?,
                     plan: plan?,
                     expect,
+                    train,
                 })
             }
         }
@@ -1516,6 +1524,21 @@ fn expect(f: &Fields) -> Expect {
         tflops_min: f.get(Key::TflopsMin, rate),
         memory_max: f.get(Key::MemoryMax, bytes),
         mfu_min: f.get(Key::MfuMin, ratio),
+    }
+}
+
+fn train(f: &Fields) -> Train {
+    Train {
+        tokens: f.count(Key::TrainTokens),
+        price: f.get(Key::Price, price),
+    }
+}
+
+fn price(a: &Arg) -> Option<super::units::DollarsPerGpuHour> {
+    if let Arg::Price(p) = a {
+        Some(*p)
+    } else {
+        None
     }
 }
 

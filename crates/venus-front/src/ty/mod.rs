@@ -312,6 +312,13 @@ pub struct Expect {
     pub mfu_min: Opt<Ratio>,
 }
 
+/// The scenario's `train` block: a token budget and a price of GPU time.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Train {
+    pub tokens: Opt<u64>,
+    pub price: Opt<units::DollarsPerGpuHour>,
+}
+
 /// A scenario whose model, cluster and plan all type-checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioDef {
@@ -321,6 +328,7 @@ pub struct ScenarioDef {
     pub cluster: Cluster,
     pub plan: Plan,
     pub expect: Expect,
+    pub train: Train,
 }
 
 /// A scenario whose definitions had errors, typed from the items that did check (required

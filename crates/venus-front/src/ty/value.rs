@@ -7,7 +7,7 @@
 // A diagnostic is the error value on purpose: it is the cold path and is reported as is.
 #![allow(clippy::result_large_err)]
 
-use crate::ty::units::{trim, Bytes, BytesPerSec, FlopsPerSec, Ratio, Seconds};
+use crate::ty::units::{trim, Bytes, BytesPerSec, DollarsPerGpuHour, FlopsPerSec, Ratio, Seconds};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
 use venus_syntax::syntax::ast::{Number, Value, ValueKind};
 use venus_syntax::syntax::schema::{self, ArgType};
@@ -31,6 +31,8 @@ pub enum Arg {
         text: String,
         raw: bool,
     },
+    /// US dollars per GPU-hour (`price 2.5`).
+    Price(DollarsPerGpuHour),
 }
 
 /// What a unit measures and its factor to the base unit.
@@ -254,6 +256,8 @@ fn short(ty: ArgType) -> String {
         ArgType::Enum(w) => format!("a {}", enum_noun(w)),
         ArgType::Nested(b) => format!("a `{}` block", b.name()),
         ArgType::Str => "a quoted string".into(),
+        ArgType::LargeCount => "a count".into(),
+        ArgType::Price => "a price".into(),
     }
 }
 
@@ -344,7 +348,15 @@ pub fn bandwidth_text(bps: f64) -> String {
 /// Types `value` as `ty` (not `Ref`, `Nested` or flags: the block checker handles those).
 pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
     match (&value.kind, ty) {
-        (ValueKind::Number(n), ArgType::Count) => count(*n, cx).map(|c| (Arg::Count(c), None)),
+        (ValueKind::Number(n), ArgType::Count | ArgType::LargeCount) => {
+            count(*n, cx).map(|c| (Arg::Count(c), None))
+        }
+        (ValueKind::Quantity { number, unit, .. }, ArgType::LargeCount) => {
+            large_count(*number, unit, cx).map(|c| (Arg::Count(c), None))
+        }
+        (ValueKind::Number(n), ArgType::Price) => {
+            price(n.as_f64(), cx).map(|p| (Arg::Price(p), None))
+        }
         (
             ValueKind::Quantity {
                 number,
@@ -352,7 +364,11 @@ pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
                 unit_span,
             },
             _,
-        ) if !matches!(ty, ArgType::Count | ArgType::NewName | ArgType::Enum(_)) => {
+        ) if !matches!(
+            ty,
+            ArgType::Count | ArgType::NewName | ArgType::Enum(_) | ArgType::Price
+        ) =>
+        {
             let Some(found) = unit(u) else {
                 let all: Vec<&str> = UNITS.iter().map(|(u, _)| *u).collect();
                 let d = Diagnostic::new(
@@ -495,6 +511,57 @@ fn count(n: Number, cx: &ValueCtx) -> Result<u64, Diagnostic> {
     }
 }
 
+/// The suffixes of a [`ArgType::LargeCount`] (`syntax::COUNT_SUFFIXES`) and their factors
+/// (short scale, as model cards write token budgets: `15T` is 15 × 10^12).
+pub const COUNT_SUFFIXES: &[(&str, u64)] = &[
+    ("K", 1_000),
+    ("M", 1_000_000),
+    ("B", 1_000_000_000),
+    ("T", 1_000_000_000_000),
+];
+
+/// `15T`, `2.5B`: a whole count after the suffix's factor, or E0202 / E0003 with the fix.
+fn large_count(number: Number, suffix: &str, cx: &ValueCtx) -> Result<u64, Diagnostic> {
+    let Some(&(_, factor)) = COUNT_SUFFIXES.iter().find(|(s, _)| *s == suffix) else {
+        let list = COUNT_SUFFIXES
+            .iter()
+            .map(|(s, _)| format!("`{}{s}`", num(number)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(Diagnostic::new(
+            Code::E0003,
+            format!("`{suffix}` is not a count suffix"),
+            cx.loc,
+            "not K, M, B or T",
+        )
+        .with_help(format!("write one of {list}, or the bare count")));
+    };
+    let v = number.as_f64() * factor as f64;
+    if !(1.0..9.007_199_254_740_992e15).contains(&v) || v.fract() != 0.0 {
+        let d = out_of_range(
+            cx,
+            format!(
+                "`{}` is not a whole count of 1 to 9e15: `{}` takes a count",
+                cx.text, cx.key
+            ),
+            "out of range",
+        );
+        return Err(if (1.0..9e15).contains(&v) {
+            d.with_help(format!("write `{}`", v.round() as u64))
+        } else {
+            d.with_help("write a count such as `15T` or `300B`".to_string())
+        });
+    }
+    Ok(v as u64)
+}
+
+/// A price of GPU time: finite and above zero.
+fn price(v: f64, cx: &ValueCtx) -> Result<DollarsPerGpuHour, Diagnostic> {
+    positive(v, cx)
+        .map(DollarsPerGpuHour)
+        .map_err(|d| d.with_help("write the price of one GPU-hour in dollars, such as `2.5`"))
+}
+
 fn positive(v: f64, cx: &ValueCtx) -> Result<f64, Diagnostic> {
     if !v.is_finite() {
         return Err(out_of_range(
@@ -615,5 +682,19 @@ fn quantity(ty: ArgType, number: Number, found: Unit, value: &Value, cx: &ValueC
             Ok((Arg::Ratio(Ratio(v / 100.0)), None))
         }
         _ => Err(wrong_kind(ty, value, cx)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_count_suffixes_with_a_factor_are_the_ones_the_lexer_accepts() {
+        let names: Vec<&str> = super::COUNT_SUFFIXES.iter().map(|(s, _)| *s).collect();
+        assert_eq!(names, venus_syntax::syntax::COUNT_SUFFIXES);
+        let factors: Vec<u64> = super::COUNT_SUFFIXES.iter().map(|(_, f)| *f).collect();
+        assert_eq!(
+            factors,
+            [1_000, 1_000_000, 1_000_000_000, 1_000_000_000_000]
+        );
     }
 }

@@ -5,10 +5,10 @@
 //! [`ExpectSpec`] with every `Spanned` unwrapped, and the locations in a side table.
 //! Invariant: this is the only place a `Spanned` value becomes plain data.
 
-use crate::ty::{Cluster, Expect, Gpu, Model, Opt, Plan, ScenarioDef};
+use crate::ty::{Cluster, Expect, Gpu, Model, Opt, Plan, ScenarioDef, Train};
 use venus_plan::plan::spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
-    Provenance,
+    Provenance, TrainSpec,
 };
 
 fn loc<T>(v: &Opt<T>) -> Option<venus_diag::diag::Loc> {
@@ -138,6 +138,13 @@ pub fn expect(e: &Expect) -> ExpectSpec {
         tflops_min: val(&e.tflops_min),
         memory_max: val(&e.memory_max),
         mfu_min: val(&e.mfu_min),
+    }
+}
+
+pub fn train(t: &Train) -> TrainSpec {
+    TrainSpec {
+        tokens: val(&t.tokens),
+        price: val(&t.price),
     }
 }
 

@@ -345,6 +345,7 @@ fn describe_arg(arg: &Arg) -> Option<String> {
             }
             Err(_) => return None,
         },
+        Arg::Price(p) => format!("${} per GPU-hour", p.0),
         Arg::Count(_) | Arg::Name(_) | Arg::Word(_) => return None,
     })
 }

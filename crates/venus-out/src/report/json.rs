@@ -10,7 +10,8 @@
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::{Exposed, Phase, Report};
+use super::{Exposed, Phase, Report, ResolvedPlan, TrainCost};
+use venus_diag::diag::render::LocatedDiagnostic;
 
 #[derive(Serialize)]
 struct ReportDto<'a> {
@@ -30,6 +31,86 @@ struct ReportDto<'a> {
     /// Kept back per GPU beside every stage's peak (CUDA context, NCCL buffers, fragmentation).
     memory_reserve_bytes: u64,
     engine: EngineDto,
+    // Added after the spec's fields (SIMULATION.md, "Report"); docs/report.schema.json has
+    // every field.
+    plan: PlanDto<'a>,
+    tokens_per_iteration: u64,
+    /// `null` without a `train` block.
+    train: Option<TrainDto>,
+    /// The scenario's warnings, as `check --format json` writes diagnostics.
+    warnings: &'a [LocatedDiagnostic],
+}
+
+/// The resolved plan: sizes, batch, stage split, schedule and recipe.
+#[derive(Serialize)]
+struct PlanDto<'a> {
+    tp: u64,
+    pp: u64,
+    cp: u64,
+    ep: u64,
+    etp: u64,
+    dp: u64,
+    expert_dp: u64,
+    vpp: u64,
+    micro_batch: u64,
+    global_batch: u64,
+    microbatches: u64,
+    layers_per_stage: &'a [u64],
+    /// `null`: no pipelining (pp = 1).
+    schedule: Option<&'static str>,
+    precision: &'static str,
+    recompute: &'static str,
+    sp: bool,
+    distributed_optimizer: bool,
+}
+
+impl<'a> PlanDto<'a> {
+    fn of(p: &'a ResolvedPlan) -> PlanDto<'a> {
+        PlanDto {
+            tp: p.tp,
+            pp: p.pp,
+            cp: p.cp,
+            ep: p.ep,
+            etp: p.etp,
+            dp: p.dp,
+            expert_dp: p.expert_dp,
+            vpp: p.vpp,
+            micro_batch: p.micro_batch,
+            global_batch: p.global_batch,
+            microbatches: p.microbatches,
+            layers_per_stage: &p.layers_per_stage,
+            schedule: p.schedule.map(|s| s.word()),
+            precision: p.precision.word(),
+            recompute: p.recompute.word(),
+            sp: p.sp,
+            distributed_optimizer: p.distributed_optimizer,
+        }
+    }
+}
+
+/// Training on the `train` block's token budget: `price_per_gpu_hour` and `cost_dollars` are
+/// `null` without a `price`.
+#[derive(Serialize)]
+struct TrainDto {
+    tokens: u64,
+    iterations: u64,
+    time_days: f64,
+    gpu_hours: f64,
+    price_per_gpu_hour: Option<f64>,
+    cost_dollars: Option<f64>,
+}
+
+impl TrainDto {
+    fn of(t: &TrainCost) -> TrainDto {
+        TrainDto {
+            tokens: t.tokens,
+            iterations: t.iterations,
+            time_days: finite(t.time.0 / 86_400.0),
+            gpu_hours: finite(t.gpu_hours),
+            price_per_gpu_hour: t.price.map(|p| finite(p.0)),
+            cost_dollars: t.cost.map(|c| finite(c.0)),
+        }
+    }
 }
 
 /// Parameter counts: `total` and `active` (per token) exclude the MTP modules, `mtp` is them;
@@ -153,6 +234,10 @@ pub fn json(r: &Report) -> String {
             simulated_ranks: r.engine.simulated_ranks,
             wall_ms: finite(r.engine.wall.ms()),
         },
+        plan: PlanDto::of(&r.plan),
+        tokens_per_iteration: r.tokens_per_iteration,
+        train: r.train.as_ref().map(TrainDto::of),
+        warnings: &r.warnings,
     };
     // Serialising plain structs, maps of strings and finite numbers cannot fail.
     let mut out = serde_json::to_string_pretty(&dto).unwrap_or_default();

@@ -31,6 +31,7 @@
 
 pub mod expect;
 pub mod flops;
+pub mod html;
 pub mod json;
 pub mod perfetto;
 pub mod scenario;
@@ -39,6 +40,7 @@ pub mod text;
 
 pub use expect::check_expect;
 pub use flops::megatron_flops;
+pub use html::html;
 pub use json::json;
 pub use perfetto::{write_perfetto, PerfettoOptions};
 pub use scenario::{groups_json, memory_table};
@@ -46,7 +48,11 @@ pub use text::text;
 
 use std::fmt;
 
-use venus_base::base::{Bytes, Flops, FlopsPerSec, Ratio, Seconds};
+use venus_base::base::{
+    Bytes, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Precision, Ratio, Recompute,
+    ScheduleKind, Seconds,
+};
+use venus_diag::diag::render::LocatedDiagnostic;
 use venus_plan::plan::layout::Layout;
 use venus_plan::plan::Scenario;
 use venus_sim::engine::Timeline;
@@ -200,6 +206,130 @@ pub struct StageMemoryRow {
     pub peak: Bytes,
 }
 
+impl StageMemoryRow {
+    /// The named terms that add up to the peak, in the order reports stack them. A renderer
+    /// iterates over these (and shows what the peak holds beyond them as `other`), so a term
+    /// added to the memory model needs only its line here.
+    pub fn terms(&self) -> Vec<(&'static str, Bytes)> {
+        vec![
+            ("weights", self.weights),
+            ("gradients", self.gradients),
+            ("optimizer", self.optimizer),
+            ("activations", self.activations),
+        ]
+    }
+
+    /// What the peak holds beyond the named [`terms`](Self::terms) (zero when they add up).
+    pub fn unnamed(&self) -> Bytes {
+        let named = self
+            .terms()
+            .iter()
+            .fold(0u64, |acc, (_, b)| acc.saturating_add(b.0));
+        Bytes(self.peak.0.saturating_sub(named))
+    }
+}
+
+/// The plan as validation resolved it: every default filled in and every derived number
+/// computed (`plan::Scenario`'s fields), so a reader of the report need not redo them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedPlan {
+    pub tp: u64,
+    pub pp: u64,
+    pub cp: u64,
+    pub ep: u64,
+    pub etp: u64,
+    pub dp: u64,
+    pub expert_dp: u64,
+    pub vpp: u64,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    /// Microbatches per iteration on each pipeline: global_batch / (micro_batch × dp).
+    pub microbatches: u64,
+    /// Decoder layers per pipeline stage, stage 0 first.
+    pub layers_per_stage: Vec<u64>,
+    /// `None`: no pipelining (pp = 1).
+    pub schedule: Option<ScheduleKind>,
+    pub precision: Precision,
+    pub recompute: Recompute,
+    /// Effective sequence parallelism (off when tp = 1).
+    pub sp: bool,
+    pub distributed_optimizer: bool,
+}
+
+impl ResolvedPlan {
+    pub fn of(sc: &Scenario) -> ResolvedPlan {
+        ResolvedPlan {
+            tp: sc.tp,
+            pp: sc.pp,
+            cp: sc.cp,
+            ep: sc.ep,
+            etp: sc.etp,
+            dp: sc.dp,
+            expert_dp: sc.expert_dp,
+            vpp: sc.vpp,
+            micro_batch: sc.micro_batch,
+            global_batch: sc.global_batch,
+            microbatches: sc.microbatches,
+            layers_per_stage: (0..sc.pp).map(|s| sc.stage_layers(s)).collect(),
+            schedule: sc.schedule,
+            precision: sc.plan.precision(),
+            recompute: sc.recompute,
+            sp: sc.sp,
+            distributed_optimizer: sc.flags.distributed_optimizer,
+        }
+    }
+
+    /// `tp 8 pp 16 dp 128`, with the other sizes where they are not 1.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![format!("tp {}", self.tp), format!("pp {}", self.pp)];
+        for (name, v) in [("cp", self.cp), ("ep", self.ep), ("vpp", self.vpp)] {
+            if v > 1 {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        parts.push(format!("dp {}", self.dp));
+        parts.join(" ")
+    }
+}
+
+/// What training on the scenario's token budget takes (the scenario's `train` block): the
+/// iterations that cover the tokens, at the simulated iteration time.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct TrainCost {
+    pub tokens: u64,
+    /// tokens ÷ tokens per iteration, rounded down: the iterations Megatron-LM runs for a
+    /// budget of `tokens ÷ seq` samples (`train_iters = train_samples // global_batch_size`,
+    /// megatron/training/training.py:2174 `update_train_iters`, commit d98e8a64dd).
+    pub iterations: u64,
+    pub time: Seconds,
+    /// time × world ÷ 3600.
+    pub gpu_hours: f64,
+    /// With a `price`: the price and gpu_hours × price.
+    pub price: Option<DollarsPerGpuHour>,
+    pub cost: Option<Dollars>,
+}
+
+impl TrainCost {
+    /// `None` when the scenario states no token budget, or an iteration holds no token.
+    pub fn of(sc: &Scenario, iteration_time: Seconds, tokens_per_iteration: u64) -> Option<Self> {
+        let tokens = sc.train.tokens?;
+        if tokens_per_iteration == 0 {
+            return None;
+        }
+        let iterations = tokens / tokens_per_iteration;
+        let time = Seconds(iterations as f64 * iteration_time.0);
+        let gpu_hours = time.0 * sc.world as f64 / 3600.0;
+        Some(TrainCost {
+            tokens,
+            iterations,
+            time,
+            gpu_hours,
+            price: sc.train.price,
+            cost: sc.train.price.map(|p| p.cost(gpu_hours)),
+        })
+    }
+}
+
 /// What the engine did.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EngineStats {
@@ -236,6 +366,17 @@ pub struct Report {
     /// peak + reserve.
     pub memory_reserve: Bytes,
     pub engine: EngineStats,
+    /// The resolved plan.
+    pub plan: ResolvedPlan,
+    /// global_batch × seq.
+    pub tokens_per_iteration: u64,
+    /// Time, GPU-hours and cost of the scenario's token budget (its `train` block).
+    pub train: Option<TrainCost>,
+    /// The scenario's warnings (checking it, before the simulation), with their positions;
+    /// empty until [`Report::with_warnings`].
+    pub warnings: Vec<LocatedDiagnostic>,
+    /// The simulated span of the reported iteration.
+    pub window: Window,
 }
 
 /// The model's parameters: all of them, those one token uses, and the multi-token prediction
@@ -312,6 +453,7 @@ impl Report {
         } else {
             Ratio(0.0)
         };
+        let tokens_per_iteration = sc.global_batch.saturating_mul(sc.model.seq);
         let tokens = (sc.global_batch as f64) * (sc.model.seq as f64);
         let tokens_per_second = if iteration_time.0 > 0.0 {
             TokensPerSec(tokens / iteration_time.0)
@@ -349,7 +491,18 @@ impl Report {
                 simulated_ranks: timeline.simulated_ranks().len() as u64,
                 wall,
             },
+            plan: ResolvedPlan::of(sc),
+            tokens_per_iteration,
+            train: TrainCost::of(sc, iteration_time, tokens_per_iteration),
+            warnings: Vec::new(),
+            window,
         }
+    }
+
+    /// The report with the scenario's warnings ([`venus_diag::diag::render::locate`]d).
+    pub fn with_warnings(mut self, warnings: Vec<LocatedDiagnostic>) -> Report {
+        self.warnings = warnings;
+        self
     }
 
     /// The same report with the engine wall time zeroed, so that two runs render

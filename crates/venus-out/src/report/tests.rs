@@ -395,6 +395,10 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         "memory",
         "memory_reserve_bytes",
         "engine",
+        "plan",
+        "tokens_per_iteration",
+        "train",
+        "warnings",
     ];
     // serde_json's map sorts keys; the order in the text is checked below.
     let mut sorted = keys.clone();
@@ -534,6 +538,32 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
             events: 0,
             simulated_ranks: 0,
             wall: Seconds(0.0),
+        },
+        plan: super::ResolvedPlan {
+            tp: 8,
+            pp: 3,
+            cp: 1,
+            ep: 1,
+            etp: 8,
+            dp: 1,
+            expert_dp: 1,
+            vpp: 1,
+            micro_batch: 1,
+            global_batch: 8,
+            microbatches: 8,
+            layers_per_stage: vec![1, 1, 1],
+            schedule: Some(venus_base::base::ScheduleKind::OneFOneB),
+            precision: venus_base::base::Precision::Bf16,
+            recompute: venus_base::base::Recompute::None,
+            sp: false,
+            distributed_optimizer: false,
+        },
+        tokens_per_iteration: 0,
+        train: None,
+        warnings: Vec::new(),
+        window: super::Window {
+            start: Ps::ZERO,
+            end: Ps::from_seconds(Seconds(iteration_ms * 1e-3)),
         },
     }
 }
@@ -879,4 +909,126 @@ fn perfetto_estimate_counts_the_slices_it_would_write_per_selected_rank() {
     let (only, _) = perfetto::estimate(&trace, Some(&[one]));
     assert_eq!(only, trace.ranks()[0].nodes().len() as u64);
     assert_eq!(perfetto::estimate(&trace, Some(&[u32::MAX])), (0, 0));
+}
+
+// ------------------------------------------------------------------ additions: plan, train, html
+
+#[test]
+fn report_carries_the_resolved_plan_and_tokens_per_iteration() {
+    let (sc, trace, tl) = p2p_case();
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0));
+    assert_eq!((r.plan.tp, r.plan.pp, r.plan.dp), (1, 2, 1));
+    assert_eq!(r.plan.microbatches, sc.microbatches);
+    assert_eq!(r.plan.layers_per_stage.len(), 2);
+    assert_eq!(r.plan.layers_per_stage.iter().sum::<u64>(), sc.model.layers);
+    assert_eq!(r.tokens_per_iteration, 4 * sc.model.seq);
+    assert_eq!(r.train, None);
+    assert_eq!(r.window, Window::whole(&tl));
+    let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+    assert_eq!(v["plan"]["pp"], 2);
+    assert_eq!(v["plan"]["schedule"], "1f1b");
+    assert_eq!(v["train"], serde_json::Value::Null);
+    assert_eq!(v["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn train_cost_trains_whole_iterations_at_the_iteration_time() {
+    let (mut sc, ..) = p2p_case();
+    sc.world = 8;
+    sc.train = venus_plan::plan::TrainSpec {
+        tokens: Some(10_001),
+        price: Some(venus_base::base::DollarsPerGpuHour(3.0)),
+    };
+    // 1000 tokens per iteration: 10,001 tokens are 10 whole iterations of 360 s, as
+    // Megatron-LM's `train_samples // global_batch_size`.
+    let t = TrainCost::of(&sc, Seconds(360.0), 1000).unwrap();
+    assert_eq!(t.iterations, 10);
+    assert_eq!(t.time, Seconds(3600.0));
+    assert_eq!(t.gpu_hours, 8.0);
+    assert!((t.cost.unwrap().0 - 24.0).abs() < 1e-9);
+    sc.train.price = None;
+    assert_eq!(TrainCost::of(&sc, Seconds(360.0), 1000).unwrap().cost, None);
+    assert_eq!(TrainCost::of(&sc, Seconds(360.0), 0), None);
+    sc.train.tokens = None;
+    assert_eq!(TrainCost::of(&sc, Seconds(360.0), 1000), None);
+}
+
+#[test]
+fn unnamed_memory_is_what_the_peak_holds_beyond_the_named_terms() {
+    let m = StageMemoryRow {
+        stage: 0,
+        weights: Bytes(10),
+        gradients: Bytes(20),
+        optimizer: Bytes(30),
+        activations: Bytes(40),
+        peak: Bytes(105),
+    };
+    let names: Vec<&str> = m.terms().iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["weights", "gradients", "optimizer", "activations"]);
+    assert_eq!(m.unnamed(), Bytes(5));
+    assert_eq!(
+        StageMemoryRow {
+            peak: Bytes(90),
+            ..m
+        }
+        .unnamed(),
+        Bytes(0)
+    );
+}
+
+#[test]
+fn html_has_a_row_per_stage_with_a_slice_per_node_and_renders_deterministically() {
+    let (sc, trace, tl) = p2p_case();
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.5));
+    let layout = Layout::for_scenario(&sc).unwrap();
+    let input = html::HtmlInput {
+        scenario: &sc,
+        report: &r,
+        trace: &trace,
+        timeline: &tl,
+        layout: &layout,
+    };
+    let page = html::html(&input);
+    assert_eq!(page, html::html(&input));
+    assert_eq!(page.matches("<g class=\"row\"").count(), 2);
+    assert!(page.contains("<g class=\"row\" data-stage=\"0\" data-rank=\"0\">"));
+    assert!(page.contains("<g class=\"row\" data-stage=\"1\" data-rank=\"1\">"));
+    // F0 and send→pp1 on rank 0, recv←pp0 and B0 on rank 1: every node lasts.
+    assert_eq!(page.matches("<rect class=\"s\"").count(), 4);
+    assert!(page.contains("<title>F0 · 0.010 ms at 0.000 ms</title>"));
+    for kind in ["F", "B", "send", "recv"] {
+        assert!(page.contains(&format!("data-kind=\"{kind}\"")), "{kind}");
+    }
+    assert!(!page.contains("data-kind=\"W\""));
+    // One bar per stage, the engine's wall time nowhere.
+    assert_eq!(page.matches("<g class=\"bar\"").count(), 2);
+    assert!(!page.contains("wall"));
+}
+
+#[test]
+fn html_over_its_slice_budget_draws_each_lane_as_runs_of_the_dominant_kind() {
+    let (sc, trace, tl) = tp_case();
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0));
+    let layout = Layout::for_scenario(&sc).unwrap();
+    let input = html::HtmlInput {
+        scenario: &sc,
+        report: &r,
+        trace: &trace,
+        timeline: &tl,
+        layout: &layout,
+    };
+    // 8 nodes on the stage's rank 0 (2 computes and 2 all-reduces), over a budget of 1.
+    let page = html::page(&input, 1);
+    assert_eq!(page.matches("<g class=\"row\"").count(), 1);
+    assert!(page.contains("4 slices, drawn as the kind that covers most of each 1/4000"));
+    // Compute lane: F then B; comm lane: the two all-reduces, apart.
+    let runs: Vec<&str> = page
+        .split("<title>")
+        .filter(|t| t.starts_with("mostly "))
+        .filter_map(|t| t.split(" · ").next())
+        .collect();
+    assert_eq!(
+        runs,
+        ["mostly F", "mostly B", "mostly tp-comm", "mostly tp-comm"]
+    );
 }

@@ -15,24 +15,7 @@ use venus_base::base::Bytes;
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "scenario `{}` on {} GPUs", r.scenario, r.world_size);
-    let summary = [
-        ("iteration time", format!("{:.3} ms", r.iteration_time.ms())),
-        (
-            "throughput",
-            format!("{:.2} TFLOP/s/GPU", r.tflops_per_gpu.0 / 1e12),
-        ),
-        (
-            "mfu",
-            format!("{:.2}% of {:.1} TFLOP/s", r.mfu.0 * 100.0, r.peak.0 / 1e12),
-        ),
-        ("tokens per second", format!("{:.1}", r.tokens_per_second.0)),
-        (
-            "pipeline bubble",
-            format!("{:.2}%", r.bubble_fraction.0 * 100.0),
-        ),
-        ("model FLOPs", format!("{:.4e} per iteration", r.flops.0)),
-        ("parameters", r.parameters.summary()),
-    ];
+    let summary = summary(r);
     let width = summary.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (k, v) in &summary {
         let _ = writeln!(out, "  {k:<width$}  {v}");
@@ -101,6 +84,66 @@ pub fn text(r: &Report) -> String {
         r.engine.wall.ms()
     );
     out
+}
+
+/// The headline figures, as (name, formatted value): the text report's summary, which the
+/// HTML report shows too.
+pub fn summary(r: &Report) -> Vec<(&'static str, String)> {
+    let mut rows = vec![
+        ("iteration time", format!("{:.3} ms", r.iteration_time.ms())),
+        (
+            "throughput",
+            format!("{:.2} TFLOP/s/GPU", r.tflops_per_gpu.0 / 1e12),
+        ),
+        (
+            "mfu",
+            format!("{:.2}% of {:.1} TFLOP/s", r.mfu.0 * 100.0, r.peak.0 / 1e12),
+        ),
+        ("tokens per second", format!("{:.1}", r.tokens_per_second.0)),
+        (
+            "pipeline bubble",
+            format!("{:.2}%", r.bubble_fraction.0 * 100.0),
+        ),
+        ("model FLOPs", format!("{:.4e} per iteration", r.flops.0)),
+        ("parameters", r.parameters.summary()),
+    ];
+    if let Some(t) = &r.train {
+        rows.extend(train_rows(t));
+    }
+    rows
+}
+
+/// The `train` block's figures: time to train, GPU-hours, cost.
+fn train_rows(t: &super::TrainCost) -> Vec<(&'static str, String)> {
+    let mut rows = vec![
+        (
+            "time to train",
+            format!(
+                "{:.2} days for {} tokens ({} iterations)",
+                t.time.0 / 86_400.0,
+                venus_base::base::math::short_count(t.tokens),
+                t.iterations
+            ),
+        ),
+        ("GPU-hours", whole(t.gpu_hours)),
+    ];
+    if let (Some(p), Some(c)) = (t.price, t.cost) {
+        rows.push((
+            "cost",
+            format!("${} at ${:.2} per GPU-hour", whole(c.0), p.0),
+        ));
+    }
+    rows
+}
+
+/// A non-negative figure rounded to a whole number, with thousands separators.
+fn whole(v: f64) -> String {
+    let n = if v.is_finite() && v > 0.0 {
+        v.round().min(u64::MAX as f64) as u64
+    } else {
+        0
+    };
+    venus_base::base::math::thousands(n)
 }
 
 fn min_max_row(name: &str, t: MinMax) -> Vec<String> {

@@ -20,7 +20,7 @@ use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
 pub use spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
-    Provenance,
+    Provenance, TrainSpec,
 };
 
 pub use derive::{ParamCounts, StageSplit};
@@ -82,6 +82,8 @@ pub struct Scenario {
     pub params: ParamCounts,
     /// Peak memory per pipeline stage, stage 0 first.
     pub memory: Vec<StageMemory>,
+    /// The token budget and price the report prices (`train < tokens 15T price 2.5 >`).
+    pub train: TrainSpec,
 }
 
 impl Scenario {

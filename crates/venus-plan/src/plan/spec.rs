@@ -10,8 +10,8 @@
 //! written lives in the side table [`Provenance`].
 
 use venus_base::base::{
-    Attention, Bytes, BytesPerSec, CollectiveAlgorithm, Fabric, FlopsPerSec, GpuArch, Precision,
-    Ratio, Recompute, ScheduleKind, Seconds, Topology,
+    Attention, Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec,
+    GpuArch, Precision, Ratio, Recompute, ScheduleKind, Seconds, Topology,
 };
 use venus_base::base::{Dtype, FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
@@ -359,6 +359,15 @@ impl ExpectSpec {
     pub fn is_empty(&self) -> bool {
         *self == ExpectSpec::default()
     }
+}
+
+/// The scenario's `train` block: a token budget and a price of GPU time, which the report
+/// turns into time to train, GPU-hours and cost. Nothing simulated depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct TrainSpec {
+    /// Tokens to train on.
+    pub tokens: Option<u64>,
+    pub price: Option<DollarsPerGpuHour>,
 }
 
 /// Where the `expect` bounds were written.

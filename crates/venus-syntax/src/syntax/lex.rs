@@ -9,7 +9,7 @@
 use pest::Parser;
 
 use super::ast::Number;
-use super::UNITS;
+use super::{COUNT_SUFFIXES, UNITS};
 use venus_diag::diag::{edit_distance, Code, Diagnostic, FileId, Loc, Span};
 
 #[derive(pest_derive::Parser)]
@@ -268,7 +268,7 @@ impl<'t> Lexer<'t> {
             return;
         };
         let raw_unit = self.slice(unit);
-        if !spaced && !UNITS.contains(&raw_unit) && is_digit_word(self.slice(span)) {
+        if !spaced && !is_unit(raw_unit) && is_digit_word(self.slice(span)) {
             // `schedule 1f1b`: an enum word that starts with a digit is a name, and so is a
             // typo of one (`1f1f`), for `ty` to report as an unknown word with the fix.
             self.push(TokenKind::Name, span, None);
@@ -283,7 +283,7 @@ impl<'t> Lexer<'t> {
                 Some(format!("write `{}{}`", excerpt(raw_number), raw_unit)),
             );
             self.fix_last(span, format!("{raw_number}{raw_unit}"));
-        } else if !UNITS.contains(&raw_unit) {
+        } else if !is_unit(raw_unit) {
             let fix = suggest_unit(raw_unit).map(|u| u.to_string());
             let help = match suggest_unit(raw_unit) {
                 Some(u) => format!("did you mean `{}{u}`?", excerpt(raw_number)),
@@ -389,16 +389,22 @@ impl<'t> Lexer<'t> {
     }
 }
 
+/// A unit, or a count suffix joined to its number (`15T`).
+fn is_unit(text: &str) -> bool {
+    UNITS.contains(&text) || COUNT_SUFFIXES.contains(&text)
+}
+
 /// True for the enum words of the key table that start with a digit (`1f1b`) and their typos
 /// (`1f1f`, within [`venus_diag::diag::suggest`] distance), which the
 /// grammar lexes as a number with a unit.
 fn is_digit_word(word: &str) -> bool {
     use super::ast::DefKind;
     use super::schema::{keys, ArgType, BlockKind};
-    let blocks = DefKind::ALL
-        .into_iter()
-        .map(BlockKind::Def)
-        .chain([BlockKind::Measured, BlockKind::Expect]);
+    let blocks = DefKind::ALL.into_iter().map(BlockKind::Def).chain([
+        BlockKind::Measured,
+        BlockKind::Expect,
+        BlockKind::Train,
+    ]);
     let digit_words = blocks
         .flat_map(keys)
         .flat_map(|sig| sig.args)

@@ -8,7 +8,8 @@
 //! Invariants: parsing never fails and never panics: malformed regions become diagnostics and
 //! the builder recovers at the next item or top-level definition, so one run reports every
 //! syntax error of a file, each once. Time and memory are linear in the input. Every
-//! `Quantity` unit in the tree is one of [`UNITS`] unless an E0003 was reported for it.
+//! `Quantity` unit in the tree is one of [`UNITS`] or [`COUNT_SUFFIXES`] unless an E0003 was
+//! reported for it.
 
 pub mod ast;
 mod lex;
@@ -34,6 +35,11 @@ pub const UNITS: &[&str] = &[
     "FLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", // compute rate
     "%",       // ratio
 ];
+
+/// The suffixes a large count may carry, joined to it (`tokens 15T`): thousand, million,
+/// billion, trillion. Not units: a spaced `15 T` stays a number and a name, and only a count
+/// typed as such accepts them (`ty` reports one anywhere else).
+pub const COUNT_SUFFIXES: &[&str] = &["K", "M", "B", "T"];
 
 /// The result of parsing one file: always a tree, plus the syntax errors found on the way.
 #[derive(Clone, Debug, PartialEq)]

@@ -21,6 +21,8 @@ pub enum BlockKind {
     Measured,
     /// `expect < iteration_time_max T ... >` in a scenario.
     Expect,
+    /// `train < tokens 15T price 2.5 >` in a scenario.
+    Train,
 }
 
 impl BlockKind {
@@ -29,6 +31,7 @@ impl BlockKind {
             BlockKind::Def(k) => k.keyword(),
             BlockKind::Measured => "measured",
             BlockKind::Expect => "expect",
+            BlockKind::Train => "train",
         }
     }
 }
@@ -60,6 +63,11 @@ pub enum ArgType {
     Nested(BlockKind),
     /// A quoted string (`"Et|(tt|)*30L"`), read by the key's own grammar.
     Str,
+    /// A count that may carry a suffix: `K` thousand, `M` million, `B` billion, `T` trillion
+    /// (`15T` tokens, as model cards write budgets).
+    LargeCount,
+    /// A bare number of US dollars per GPU-hour (`2.5`).
+    Price,
 }
 
 impl ArgType {
@@ -89,6 +97,8 @@ impl ArgType {
             ),
             ArgType::Nested(b) => format!("`{} < ... >` block", b.name()),
             ArgType::Str => format!("quoted string (e.g. {e})"),
+            ArgType::LargeCount => format!("count with an optional K, M, B or T suffix (e.g. {e})"),
+            ArgType::Price => format!("price in dollars per GPU-hour (e.g. {e})"),
         }
     }
     /// A value of this type for messages and completion (`450GB/s`); `None` for names,
@@ -103,6 +113,8 @@ impl ArgType {
             ArgType::RateOrTflops => "400TFLOP/s",
             ArgType::Ratio => "55%",
             ArgType::Str => "\"Et|(tt|)*30L\"",
+            ArgType::LargeCount => "15T",
+            ArgType::Price => "2.5",
             ArgType::Ref(_) | ArgType::NewName | ArgType::Enum(_) | ArgType::Nested(_) => {
                 return None
             }
@@ -871,6 +883,13 @@ key_table! {
         )
         .default(KeyDefault::Unset, "no checks"),
         AllowScenario = allow_key(),
+        Train = key(
+            "train",
+            &[Nested(BlockKind::Train)],
+            "a token budget (and a price of GPU time) the report turns into time to train, GPU-hours and cost",
+        )
+        .default(KeyDefault::Unset, "no training estimate")
+        .example("< tokens 15T price 2.5 >"),
     }
     BlockKind::Measured => {
         First = req(
@@ -923,6 +942,23 @@ key_table! {
         )
         .default(KeyDefault::Unset, "no bound"),
     }
+    BlockKind::Train => {
+        TrainTokens = req(
+            "tokens",
+            &[LargeCount],
+            "tokens to train on (K, M, B, T: thousand, million, billion, trillion)",
+        )
+        .unit("tokens")
+        .example("15T"),
+        Price = key(
+            "price",
+            &[Price],
+            "price of one GPU-hour in US dollars; unset: no cost, only time and GPU-hours",
+        )
+        .default(KeyDefault::Unset, "no cost")
+        .unit("dollars per GPU-hour")
+        .example("2.5"),
+    }
 }
 
 // The table is indexed by `Key`: checked when the crate compiles.
@@ -952,7 +988,8 @@ impl Key {
     }
 }
 
-/// Every block kind, in table order (model, gpu, cluster, plan, scenario, measured, expect).
+/// Every block kind, in table order (model, gpu, cluster, plan, scenario, measured, expect,
+/// train).
 pub fn block_kinds() -> impl Iterator<Item = BlockKind> {
     BLOCKS.iter().map(|&(b, _)| b)
 }
@@ -1011,6 +1048,8 @@ impl KeySig {
             [Time] => "seconds",
             [Rate] | [RateOrTflops] => "FLOP/s",
             [Ratio] => "ratio",
+            [LargeCount] => "count",
+            [Price] => "dollars per GPU-hour",
             _ => "",
         }
     }
@@ -1055,6 +1094,8 @@ impl ArgType {
             Enum(w) => w.join("|"),
             Nested(_) => "< ... >".into(),
             Str => "\"TEXT\"".into(),
+            LargeCount => "COUNT".into(),
+            Price => "PRICE".into(),
         }
     }
 }
@@ -1117,6 +1158,7 @@ mod tests {
             BlockKind::Def(DefKind::Scenario),
             BlockKind::Measured,
             BlockKind::Expect,
+            BlockKind::Train,
         ] {
             let mut names: Vec<_> = keys(b).iter().map(|k| k.key).collect();
             let n = names.len();
