@@ -224,15 +224,12 @@ pub fn text(o: &Outcome, top: usize, pareto_only: bool) -> String {
     }
     if !pareto_only {
         let shown = top.min(o.results.len());
+        let n = thousands(o.results.len() as u64);
         let best = match o.objective {
-            Objective::Time => format!("fastest {shown}"),
-            other => format!("best {shown} by {}", ranked_by(other)),
+            Objective::Time => format!("fastest {shown} of {n}"),
+            other => format!("best {shown} of {n} by {}", ranked_by(other)),
         };
-        let _ = writeln!(
-            out,
-            "\n{best} of {} (ties broken by peak memory)",
-            thousands(o.results.len() as u64)
-        );
+        let _ = writeln!(out, "\n{best} (ties broken by peak memory)");
         out.push_str(&table(o, &(0..shown).collect::<Vec<_>>()));
     }
     let front = o.pareto();
