@@ -323,6 +323,42 @@ enum SweepFormat {
     Json,
 }
 
+/// `sweep --objective`: what the ranking orders by.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SweepObjective {
+    /// Iteration time, shortest first.
+    Time,
+    /// Tokens per second per GPU, most first (the time to train a token budget).
+    Throughput,
+    /// GPU-seconds per token, fewest first (the GPU-hours of a token budget).
+    GpuHours,
+    /// Model FLOPs utilization, highest first.
+    Mfu,
+}
+
+impl SweepObjective {
+    fn objective(self) -> venusc::sweep::Objective {
+        use venusc::sweep::Objective;
+        match self {
+            SweepObjective::Time => Objective::Time,
+            SweepObjective::Throughput => Objective::Throughput,
+            SweepObjective::GpuHours => Objective::GpuHours,
+            SweepObjective::Mfu => Objective::Mfu,
+        }
+    }
+}
+
+/// `--headroom 10%` (or `10`): a percentage from 0 up to (not including) 100, as a share.
+fn parse_headroom(text: &str) -> Result<f64, String> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim());
+    match number.trim().parse::<f64>() {
+        Ok(p) if (0.0..100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "`{text}` is not a headroom: write a percentage from 0 to below 100, as `10%`"
+        )),
+    }
+}
+
 #[derive(clap::Args)]
 struct SweepArgs {
     /// The `.venus` file: plan items may hold lists (`tp [1 2 4 8]`).
@@ -343,6 +379,17 @@ struct SweepArgs {
     /// Rows of the ranking in the text output.
     #[arg(long, default_value_t = 10)]
     top: usize,
+    /// What to rank by: iteration time, tokens/s per GPU, GPU-hours per token or MFU (ties:
+    /// peak memory, then candidate number).
+    #[arg(long, value_enum, default_value_t = SweepObjective::Time)]
+    objective: SweepObjective,
+    /// GPU memory every plan must leave free, e.g. `10%`: a plan whose peak (plus its
+    /// `reserve`) exceeds (100% - PCT) of the GPU's memory is pruned under E0401.
+    #[arg(long, value_name = "PCT", default_value = "0", value_parser = parse_headroom)]
+    headroom: f64,
+    /// Print only the Pareto front of the objective vs peak memory.
+    #[arg(long, conflicts_with = "shard")]
+    pareto: bool,
     /// Write the fastest plan as a complete scenario that `venusc sim` runs.
     #[arg(long, value_name = "FILE.venus")]
     emit_best: Option<PathBuf>,
@@ -1788,6 +1835,8 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
         auto: args.auto.then_some(sweep::AutoOptions {
             allow_cross_node_tp: args.allow_cross_node_tp,
         }),
+        headroom: venusc::ty::Ratio(args.headroom),
+        objective: args.objective.objective(),
     };
     let shard = match args.shard.as_deref().map(sweep::Shard::parse).transpose() {
         Ok(s) => s,
@@ -1873,10 +1922,12 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
                 );
             }
         }
-        let merged = match sweep::merge(parts) {
+        let mut merged = match sweep::merge(parts) {
             Ok(o) => o,
             Err(e) => return coded_usage_error(Code::E0604, e),
         };
+        // The objective only orders the results: the merge ranks by the one asked for now.
+        merged.rank_by(args.objective.objective());
         if let Some((session, sw)) = prepared.as_mut() {
             if let Err(e) = sweep::verify_plans(session, sw, &merged) {
                 return coded_usage_error(Code::E0604, e);
@@ -1885,8 +1936,9 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
         merged
     };
     let out = match args.format {
-        SweepFormat::Text => output::text(&outcome, args.top),
-        SweepFormat::Csv => output::csv(&outcome),
+        SweepFormat::Text => output::text(&outcome, args.top, args.pareto),
+        SweepFormat::Csv => output::csv(&outcome, args.pareto),
+        SweepFormat::Json if args.pareto => output::json(&output::pareto_only(&outcome)),
         SweepFormat::Json => output::json(&outcome),
     };
     let _ = std::io::stdout().lock().write_all(out.as_bytes());

@@ -10,10 +10,12 @@
 //!
 //! Invariants: the outcome is a function of the file and the options alone — candidates are
 //! numbered by the space, shards are residues of that number, and results are ordered by
-//! (iteration time, peak memory, candidate number), so thread timing and sharding never
-//! change it. A pruned candidate counts once, under the lowest-numbered error code it has
-//! (E03xx rules before E0401 memory), so the counts add up to the candidates.
+//! (the [`Objective`]'s figure, peak memory, candidate number), so thread timing and sharding
+//! never change it. A pruned candidate counts once, under the lowest-numbered error code it has
+//! (E03xx rules before E0401 memory, which includes the `--headroom`), so the counts add up to
+//! the candidates; a plan equal to a lower-numbered candidate's counts as [`DUPLICATE`].
 
+pub mod auto;
 pub mod output;
 pub mod space;
 #[cfg(test)]
@@ -30,18 +32,61 @@ use serde::{Deserialize, Serialize};
 use crate::diag::{Code, Diagnostic, FileId};
 use crate::plan::{self, Scenario};
 use crate::simulate::{simulate, SimOptions};
-use crate::ty::{Bytes, FlopsPerSec, ScenarioDef, Seconds};
+use crate::ty::{Bytes, FlopsPerSec, Ratio, ScenarioDef, Seconds};
 use crate::Session;
 
-pub use space::{AutoOptions, Axis, Layout, Space};
+pub use auto::AutoOptions;
+pub use space::{Axis, Layout, Space};
 
 /// How to build the sweep.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SweepOptions {
     /// The scenario to sweep when the file has several.
     pub scenario: Option<String>,
     /// Generate the parallelism axes from the world size (`--auto`).
     pub auto: Option<AutoOptions>,
+    /// The share of each GPU's memory a plan must leave free (`--headroom`): a plan whose
+    /// largest stage peak plus the plan's `reserve` exceeds (1 − headroom) × the GPU's memory
+    /// is pruned under E0401 before it is simulated.
+    pub headroom: Ratio,
+    /// What the ranking orders by (`--objective`).
+    pub objective: Objective,
+}
+
+/// What a sweep ranks by. Every objective breaks ties by peak memory, then candidate number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Iteration time, shortest first.
+    #[default]
+    Time,
+    /// Tokens per second per GPU, most first: the time to train a token budget.
+    Throughput,
+    /// GPU-seconds per token, fewest first: the GPU-hours a token budget costs.
+    GpuHours,
+    /// Model FLOPs utilization, highest first.
+    Mfu,
+}
+
+impl Objective {
+    pub fn word(self) -> &'static str {
+        match self {
+            Objective::Time => "time",
+            Objective::Throughput => "throughput",
+            Objective::GpuHours => "gpu-hours",
+            Objective::Mfu => "mfu",
+        }
+    }
+
+    /// The figure ranked, lower is better.
+    fn cost(self, r: &Ranked) -> f64 {
+        match self {
+            Objective::Time => r.iteration_time_ms,
+            Objective::Throughput => -r.tokens_per_second_per_gpu,
+            Objective::GpuHours => r.gpu_seconds_per_token(),
+            Objective::Mfu => -r.mfu,
+        }
+    }
 }
 
 /// A prepared sweep: the space and what identifies it.
@@ -53,6 +98,9 @@ pub struct Sweep {
     pub scenario: Option<String>,
     /// The scenario's name (for messages).
     pub scenario_name: String,
+    /// The memory a plan must leave free ([`SweepOptions::headroom`]).
+    pub headroom: Ratio,
+    pub objective: Objective,
     /// GPUs in the cluster.
     pub world: u64,
     /// Identifies the file and options, so shards of different sweeps do not merge.
@@ -106,6 +154,8 @@ pub fn prepare(
         root,
         scenario: opts.scenario.clone(),
         scenario_name: def.name.clone(),
+        headroom: opts.headroom,
+        objective: opts.objective,
         world: def.cluster.world_size(),
         fingerprint: fingerprint(&original, opts),
         original,
@@ -217,10 +267,8 @@ fn prepare_space(
             typed(session, path, root, &draft, &choice, scenario, work)?;
         }
     }
-    let auto = opts.auto.map(|a| space::auto_axes(&def, a));
-    let space = draft
-        .finish(auto, &space::auto_fixed_items(&def))
-        .map_err(PrepareError::Usage)?;
+    let auto = opts.auto.map(|a| auto::axes(&auto::AutoCx::of(&def, a)));
+    let space = draft.finish(auto).map_err(PrepareError::Usage)?;
     Ok((space, def))
 }
 
@@ -309,11 +357,15 @@ fn fingerprint(text: &str, opts: &SweepOptions) -> String {
         None => "lists".to_string(),
         Some(a) => format!("auto cross_node_tp={}", a.allow_cross_node_tp),
     };
+    // The headroom decides which plans are pruned; the objective only orders the results,
+    // which `--merge` does again, so shards ranked by another objective still merge.
+    let headroom = format!("headroom={}", opts.headroom.0);
     let parts = [
         env!("CARGO_PKG_VERSION"),
         text,
         opts.scenario.as_deref().unwrap_or(""),
         &auto,
+        &headroom,
     ];
     for part in parts {
         for b in part.bytes().chain([0xff]) {
@@ -361,8 +413,9 @@ pub struct ShardInfo {
     pub fingerprint: String,
 }
 
-/// The plan of a simulated candidate, as Megatron derives it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The plan of a simulated candidate, as Megatron derives it: every key `--auto` sweeps, and
+/// the element of each list axis of a key it has no field for (`settings`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PlanSummary {
     pub tp: u64,
     pub pp: u64,
@@ -378,9 +431,73 @@ pub struct PlanSummary {
     pub recompute: String,
     pub sp: bool,
     pub distributed_optimizer: bool,
+    #[serde(default)]
+    pub overlap_tp_comm: bool,
+    /// Decoder layers on the first, each middle and the last pipeline stage.
+    #[serde(default)]
+    pub first_stage_layers: u64,
+    #[serde(default)]
+    pub middle_stage_layers: u64,
+    #[serde(default)]
+    pub last_stage_layers: u64,
+    /// `key → element` of the list axes whose key has no field above (`overlap_p2p → on`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
 }
 
+/// The plan keys [`PlanSummary`] has a field for: a list over any other key is shown in
+/// `settings`.
+pub const SUMMARY_KEYS: [&str; 15] = [
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "dp",
+    "vpp",
+    "micro_batch",
+    "global_batch",
+    "schedule",
+    "recompute",
+    "sp",
+    "distributed_optimizer",
+    "overlap_tp_comm",
+    "first_stage_layers",
+    "last_stage_layers",
+];
+
 impl PlanSummary {
+    /// Whether the pipeline's stages hold different numbers of layers.
+    pub fn is_uneven(&self) -> bool {
+        self.first_stage_layers != self.middle_stage_layers
+            || self.last_stage_layers != self.middle_stage_layers
+    }
+
+    /// The layer split: `4x20` (even), `15+6x16+15` (uneven), `62+64` (two stages).
+    pub fn layout(&self) -> String {
+        let middles = self.pp.saturating_sub(2);
+        if !self.is_uneven() {
+            format!("{}x{}", self.pp, self.middle_stage_layers)
+        } else if middles == 0 {
+            format!("{}+{}", self.first_stage_layers, self.last_stage_layers)
+        } else {
+            format!(
+                "{}+{}x{}+{}",
+                self.first_stage_layers, middles, self.middle_stage_layers, self.last_stage_layers
+            )
+        }
+    }
+
+    /// The summary of candidate `candidate` of `space`, validated as `sc`.
+    pub fn of_candidate(sc: &Scenario, space: &Space, candidate: u64) -> PlanSummary {
+        let mut p = PlanSummary::of(sc);
+        for (key, label) in space.list_choices(candidate) {
+            if !SUMMARY_KEYS.contains(&key) {
+                p.settings.insert(key.to_string(), label.to_string());
+            }
+        }
+        p
+    }
+
     pub fn of(sc: &Scenario) -> PlanSummary {
         PlanSummary {
             tp: sc.tp,
@@ -396,6 +513,16 @@ impl PlanSummary {
             recompute: sc.recompute.word().to_string(),
             sp: sc.sp,
             distributed_optimizer: sc.flags.distributed_optimizer,
+            overlap_tp_comm: sc.flags.overlap_tp_comm,
+            // A layout or accounting may vary the middle stages: stage 1 stands for them.
+            first_stage_layers: sc.split.layers(0),
+            middle_stage_layers: if sc.pp > 2 {
+                sc.split.layers(1)
+            } else {
+                sc.split.layers(0)
+            },
+            last_stage_layers: sc.split.layers(sc.pp.saturating_sub(1)),
+            settings: BTreeMap::new(),
         }
     }
 }
@@ -410,24 +537,50 @@ pub struct Ranked {
     pub plan: PlanSummary,
     iteration_time_ms: f64,
     tflops_per_gpu: f64,
+    #[serde(default)]
+    tokens_per_second_per_gpu: f64,
+    #[serde(default)]
+    mfu: f64,
     peak_memory_bytes: u64,
 }
 
+/// What a simulation measured of one candidate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figures {
+    pub iteration_time: Seconds,
+    pub per_gpu: FlopsPerSec,
+    /// Tokens per second per GPU.
+    pub tokens_per_gpu: f64,
+    pub mfu: Ratio,
+    pub peak: Bytes,
+}
+
 impl Ranked {
-    pub fn new(
-        candidate: u64,
-        plan: PlanSummary,
-        iteration_time: Seconds,
-        per_gpu: FlopsPerSec,
-        peak: Bytes,
-    ) -> Ranked {
+    pub fn new(candidate: u64, plan: PlanSummary, f: Figures) -> Ranked {
         Ranked {
             candidate,
             plan,
-            iteration_time_ms: iteration_time.0 * 1e3,
-            tflops_per_gpu: per_gpu.0 / 1e12,
-            peak_memory_bytes: peak.0,
+            iteration_time_ms: f.iteration_time.0 * 1e3,
+            tflops_per_gpu: f.per_gpu.0 / 1e12,
+            tokens_per_second_per_gpu: f.tokens_per_gpu,
+            mfu: f.mfu.0,
+            peak_memory_bytes: f.peak.0,
         }
+    }
+    /// Tokens per second per GPU.
+    pub fn tokens_per_second_per_gpu(&self) -> f64 {
+        self.tokens_per_second_per_gpu
+    }
+    /// GPU-seconds per token (infinite for a plan that trains no token).
+    pub fn gpu_seconds_per_token(&self) -> f64 {
+        if self.tokens_per_second_per_gpu > 0.0 {
+            1.0 / self.tokens_per_second_per_gpu
+        } else {
+            f64::INFINITY
+        }
+    }
+    pub fn mfu(&self) -> Ratio {
+        Ratio(self.mfu)
     }
     pub fn iteration_time(&self) -> Seconds {
         Seconds(self.iteration_time_ms / 1e3)
@@ -443,10 +596,11 @@ impl Ranked {
         Bytes(self.peak_memory_bytes)
     }
 
-    /// Faster first; less memory breaks ties, then the candidate number.
-    fn rank_cmp(&self, other: &Ranked) -> std::cmp::Ordering {
-        self.iteration_time_ms
-            .total_cmp(&other.iteration_time_ms)
+    /// Better under `objective` first; less memory breaks ties, then the candidate number.
+    fn rank_cmp(&self, other: &Ranked, objective: Objective) -> std::cmp::Ordering {
+        objective
+            .cost(self)
+            .total_cmp(&objective.cost(other))
             .then(self.peak_memory_bytes.cmp(&other.peak_memory_bytes))
             .then(self.candidate.cmp(&other.candidate))
     }
@@ -454,6 +608,10 @@ impl Ranked {
 
 /// Key of a candidate that passed every rule but whose simulation failed (an engine limit).
 pub const SIMULATION_FAILED: &str = "simulation";
+
+/// Key of a candidate whose plan is the plan of a lower-numbered candidate (`sp [on off]` with
+/// tp 1, a value listed twice): it is counted here, and only the lower number is listed.
+pub const DUPLICATE: &str = "duplicate";
 
 /// What a sweep (or one shard of it) found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -468,13 +626,37 @@ pub struct Outcome {
     pub pruned: BTreeMap<String, u64>,
     /// The simulated candidates, best first.
     pub results: Vec<Ranked>,
+    /// What `results` are ordered by.
+    #[serde(default)]
+    pub objective: Objective,
+    /// The share of GPU memory the plans had to leave free (0 to 1).
+    #[serde(default)]
+    pub headroom: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
 }
 
 impl Outcome {
-    fn sort(&mut self) {
-        self.results.sort_by(Ranked::rank_cmp);
+    /// Orders the results by `objective` (ties by peak memory, then candidate number).
+    pub fn rank_by(&mut self, objective: Objective) {
+        self.objective = objective;
+        self.results.sort_by(|a, b| a.rank_cmp(b, objective));
+    }
+
+    /// Drops every result whose plan an earlier-numbered result has, counting it under
+    /// [`DUPLICATE`], then ranks. The survivor of equal plans is the lowest candidate number
+    /// whatever the objective or the sharding, so a merge keeps the same ones a whole run does.
+    fn finish(&mut self, objective: Objective) {
+        self.results.sort_by_key(|r| r.candidate);
+        let mut seen = std::collections::HashSet::new();
+        let before = self.results.len();
+        self.results.retain(|r| seen.insert(r.plan.clone()));
+        let dropped = (before - self.results.len()) as u64;
+        if dropped > 0 {
+            let n = self.pruned.entry(DUPLICATE.to_string()).or_default();
+            *n = n.saturating_add(dropped);
+        }
+        self.rank_by(objective);
     }
 
     /// The pruned candidates over every code, saturating: a shard's counts are untrusted
@@ -486,9 +668,9 @@ impl Outcome {
             .fold(0u64, |total, &n| total.saturating_add(n))
     }
 
-    /// The indexes (into `results`) of the Pareto front of iteration time vs peak memory:
-    /// the plans no other plan beats on one figure without losing on the other, fastest
-    /// first. Among equal plans the first-ranked stands for them.
+    /// The indexes (into `results`) of the Pareto front of the objective (iteration time by
+    /// default) vs peak memory: the plans no other plan beats on one figure without losing on
+    /// the other, best first. Among equal plans the first-ranked stands for them.
     pub fn pareto(&self) -> Vec<usize> {
         let mut front = Vec::new();
         let mut least = u64::MAX;
@@ -564,7 +746,7 @@ pub fn run(
     let simulated: Vec<Result<Ranked, Option<Code>>> = valid
         .par_iter()
         .map(|(c, sc)| {
-            let r = simulate_candidate(*c, sc);
+            let r = simulate_candidate(*c, sc, PlanSummary::of_candidate(sc, &sweep.space, *c));
             done.fetch_add(1, Ordering::Relaxed);
             progress.advance(1);
             r
@@ -594,6 +776,8 @@ pub fn run(
         candidates: mine.len() as u64,
         pruned,
         results,
+        objective: sweep.objective,
+        headroom: sweep.headroom.0,
         shard: shard.map(|s| ShardInfo {
             index: s.index,
             count: s.count,
@@ -601,7 +785,7 @@ pub fn run(
             fingerprint: sweep.fingerprint.clone(),
         }),
     };
-    outcome.sort();
+    outcome.finish(sweep.objective);
     (outcome, timing)
 }
 
@@ -636,6 +820,12 @@ fn verify_shard(
     owned: &mut std::collections::HashSet<u64>,
 ) -> Result<(), String> {
     let name = format!("shard {}/{}", info.index, info.count);
+    if !(0.0..1.0).contains(&part.headroom) {
+        return Err(format!(
+            "{name} claims a memory headroom of {}, not a share from 0 to 1",
+            part.headroom
+        ));
+    }
     let share = owned_by(info.total_candidates, info.index, info.count);
     if part.candidates != share {
         return Err(format!(
@@ -670,12 +860,17 @@ fn verify_shard(
         if !owned.insert(c) {
             return Err(format!("{name} has candidate {c} twice"));
         }
-        let figures = [r.iteration_time_ms, r.tflops_per_gpu];
+        let figures = [
+            r.iteration_time_ms,
+            r.tflops_per_gpu,
+            r.tokens_per_second_per_gpu,
+            r.mfu,
+        ];
         if figures.iter().any(|v| !v.is_finite() || *v < 0.0) {
             return Err(format!(
-                "{name}: candidate {c} has an iteration time of {} ms and {} TFLOP/s per GPU, \
-                 not finite non-negative figures",
-                r.iteration_time_ms, r.tflops_per_gpu
+                "{name}: candidate {c} has an iteration time of {} ms, {} TFLOP/s and {} tokens/s \
+                 per GPU and an MFU of {}, not finite non-negative figures",
+                r.iteration_time_ms, r.tflops_per_gpu, r.tokens_per_second_per_gpu, r.mfu
             ));
         }
     }
@@ -690,13 +885,13 @@ pub fn verify_plans(session: &mut Session, sweep: &Sweep, outcome: &Outcome) -> 
     let mut failure = None;
     for r in &outcome.results {
         match check_candidate(session, sweep, r.candidate) {
-            Ok(sc) if PlanSummary::of(&sc) == r.plan => {}
+            Ok(sc) if PlanSummary::of_candidate(&sc, &sweep.space, r.candidate) == r.plan => {}
             Ok(sc) => {
                 failure = Some(format!(
                     "the shards give candidate {} the plan {}, but it is {} in `{}`",
                     r.candidate,
                     summary_text(&r.plan),
-                    summary_text(&PlanSummary::of(&sc)),
+                    summary_text(&PlanSummary::of_candidate(&sc, &sweep.space, r.candidate)),
                     sweep.path.display()
                 ));
             }
@@ -736,7 +931,7 @@ fn summary_text(p: &PlanSummary) -> String {
 }
 
 /// The candidate through the front end and `plan::validate`: its scenario, or the lowest
-/// error code it has.
+/// error code it has. A plan that fits the GPU but not the sweep's headroom is E0401 too.
 pub fn check_candidate(
     session: &mut Session,
     sweep: &Sweep,
@@ -754,9 +949,22 @@ pub fn check_candidate(
     let (sc, diagnostics) = plan::validate(def);
     match (sc, lowest_error(&diagnostics)) {
         (_, Some(code)) => Err(code),
-        (Some(sc), None) => Ok(sc),
+        (Some(sc), None) if fits_headroom(&sc, sweep.headroom) => Ok(sc),
+        (Some(_), None) => Err(Code::E0401),
         (None, None) => Err(Code::E0108),
     }
+}
+
+/// Whether the largest stage's peak plus the plan's `reserve` leaves `headroom` of the GPU's
+/// memory free: E0401's own test (validate/memory.rs) against (1 − headroom) × the memory. The
+/// peak is the one the simulation reports (`report.memory` is `Scenario::memory`), so this
+/// prunes no plan the ranking would list (the sweep tests compare with an exhaustive run).
+pub fn fits_headroom(sc: &Scenario, headroom: Ratio) -> bool {
+    let Some(worst) = plan::memory::worst(&sc.memory) else {
+        return true;
+    };
+    let need = worst.peak.0.saturating_add(sc.reserve().0 .0);
+    need as f64 <= sc.cluster.gpu.memory.0 as f64 * (1.0 - headroom.0)
 }
 
 fn lowest_error(diagnostics: &[Diagnostic]) -> Option<Code> {
@@ -769,17 +977,24 @@ fn lowest_error(diagnostics: &[Diagnostic]) -> Option<Code> {
 
 /// Simulates a valid candidate as `venusc sim` does (same options, so `--emit-best`
 /// reproduces the figure); a failure's code, when it has one.
-fn simulate_candidate(candidate: u64, sc: &Scenario) -> Result<Ranked, Option<Code>> {
+fn simulate_candidate(
+    candidate: u64,
+    sc: &Scenario,
+    plan: PlanSummary,
+) -> Result<Ranked, Option<Code>> {
     let sim = simulate(sc, &SimOptions::default()).map_err(|e| e.code())?;
-    let report = &sim.report;
-    let peak = report.peak_stage().map_or(Bytes(0), |m| m.peak);
-    Ok(Ranked::new(
-        candidate,
-        PlanSummary::of(sc),
-        report.iteration_time,
-        report.tflops_per_gpu,
-        peak,
-    ))
+    Ok(Ranked::new(candidate, plan, figures(sc, &sim.report)))
+}
+
+/// The figures of a candidate's report.
+fn figures(sc: &Scenario, report: &crate::report::Report) -> Figures {
+    Figures {
+        iteration_time: report.iteration_time,
+        per_gpu: report.tflops_per_gpu,
+        tokens_per_gpu: report.tokens_per_second.0 / sc.world.max(1) as f64,
+        mfu: report.mfu,
+        peak: report.peak_stage().map_or(Bytes(0), |m| m.peak),
+    }
 }
 
 /// Combines the outcomes of every shard of one sweep into the outcome of the whole sweep
@@ -814,6 +1029,8 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
         candidates: 0,
         pruned: BTreeMap::new(),
         results: Vec::new(),
+        objective: parts[0].objective,
+        headroom: parts[0].headroom,
         shard: None,
     };
     for mut part in parts {
@@ -861,6 +1078,12 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
                 merged.world_size
             ));
         }
+        if part.headroom.to_bits() != merged.headroom.to_bits() {
+            return Err(format!(
+                "shard {}/{} prunes with a memory headroom of {}, shard {}/{} with {}",
+                info.index, info.count, part.headroom, first.index, first.count, merged.headroom
+            ));
+        }
         verify_shard(&part, &info, &mut owned)?;
         merged.candidates = merged.candidates.saturating_add(part.candidates);
         for (code, n) in part.pruned {
@@ -894,6 +1117,7 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
             merged.candidates, first.total_candidates
         ));
     }
-    merged.sort();
+    let objective = merged.objective;
+    merged.finish(objective);
     Ok(merged)
 }

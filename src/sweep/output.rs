@@ -1,88 +1,220 @@
 //! Renders a sweep [`Outcome`]: the pruning summary, the top-k table and the Pareto front as
 //! text; every result as CSV; the whole outcome as JSON (the format `--merge` reads back).
+//! The text table has a column for every axis that varies among the results (the layer
+//! split, ep, TP overlap, the distributed optimizer, lists of other keys); CSV and JSON hold
+//! every plan field.
 //!
 //! Input: an [`Outcome`]. Output: strings. Invariant: the output is a function of the outcome
 //! alone (no timings), so a merged sweep prints byte-identically to an unsharded one.
 
 use std::fmt::Write as _;
 
-use super::{Outcome, Ranked};
+use super::{Objective, Outcome, PlanSummary, Ranked, DUPLICATE};
 use crate::diag::Code;
+use crate::report::table::Align;
 
 use venus_base::base::math::count_of;
 pub use venus_base::base::math::thousands;
 
-/// `1,240 plans: 612 E0401 (a pipeline stage does not fit ...), 301 E0303 (...), 210 simulated`.
-/// Codes by count, most first.
+/// `1,240 plans: 612 E0401 (a pipeline stage does not fit in GPU memory), 301 E0303 (...), 210 simulated`.
+/// Codes by count, most first; E0401 names the headroom when there is one.
 pub fn summary(o: &Outcome) -> String {
     let mut by_count: Vec<(&String, &u64)> = o.pruned.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let mut parts: Vec<String> = by_count
         .iter()
-        .map(|(code, n)| match Code::parse(code) {
-            Some(c) => format!("{} {code} ({})", thousands(**n), c.title()),
-            None => format!("{} {code} failed", thousands(**n)),
+        .map(|(code, n)| {
+            let n = thousands(**n);
+            match Code::parse(code) {
+                Some(Code::E0401) if o.headroom > 0.0 => format!(
+                    "{n} {code} ({}, keeping {} free)",
+                    Code::E0401.title(),
+                    percent(o.headroom)
+                ),
+                Some(c) => format!("{n} {code} ({})", c.title()),
+                None if code.as_str() == DUPLICATE => {
+                    format!("{n} {DUPLICATE} (the plan of a lower-numbered candidate)")
+                }
+                None => format!("{n} {code} failed"),
+            }
         })
         .collect();
     parts.push(format!("{} simulated", thousands(o.results.len() as u64)));
     format!("{}: {}\n", count_of(o.candidates, "plan"), parts.join(", "))
 }
 
+/// `10%`, `7.5%` (a share from 0 to 1).
+fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p}%")
+    }
+}
+
 const GIB: f64 = (1u64 << 30) as f64;
+
+/// One column of the ranking table: its header, alignment and cell.
+struct Column {
+    title: String,
+    align: Align,
+    cell: Box<dyn Fn(&Ranked) -> String>,
+}
+
+fn column(title: &str, align: Align, cell: impl Fn(&Ranked) -> String + 'static) -> Column {
+    Column {
+        title: title.to_string(),
+        align,
+        cell: Box::new(cell),
+    }
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
+}
+
+/// Whether `value` takes more than one value among the results: such an axis gets a column.
+fn varies<T: PartialEq>(o: &Outcome, value: impl Fn(&PlanSummary) -> T) -> bool {
+    let mut values = o.results.iter().map(|r| value(&r.plan));
+    match values.next() {
+        Some(first) => values.any(|v| v != first),
+        None => false,
+    }
+}
+
+/// The keys of the list axes shown in `settings`, sorted.
+fn setting_keys(o: &Outcome) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = o
+        .results
+        .iter()
+        .flat_map(|r| r.plan.settings.keys())
+        .collect();
+    keys.into_iter().cloned().collect()
+}
+
+/// The plan columns: the parallel sizes, batch and recomputation always; the layer split, ep,
+/// the global batch, TP overlap, the distributed optimizer and each list of another key when
+/// it varies among the results (a swept axis).
+fn plan_columns(o: &Outcome) -> Vec<Column> {
+    use Align::*;
+    let mut cols = vec![
+        column("tp", Right, |r| r.plan.tp.to_string()),
+        column("pp", Right, |r| r.plan.pp.to_string()),
+        column("vpp", Right, |r| r.plan.vpp.to_string()),
+    ];
+    if o.results.iter().any(|r| r.plan.is_uneven()) {
+        cols.push(column("layout", Left, |r| r.plan.layout()));
+    }
+    cols.push(column("cp", Right, |r| r.plan.cp.to_string()));
+    if varies(o, |p| p.ep) {
+        cols.push(column("ep", Right, |r| r.plan.ep.to_string()));
+    }
+    cols.push(column("dp", Right, |r| r.plan.dp.to_string()));
+    cols.push(column("mb", Right, |r| r.plan.micro_batch.to_string()));
+    if varies(o, |p| p.global_batch) {
+        cols.push(column("gb", Right, |r| r.plan.global_batch.to_string()));
+    }
+    cols.push(column("recompute", Left, |r| r.plan.recompute.clone()));
+    cols.push(column("sp", Left, |r| on_off(r.plan.sp)));
+    if varies(o, |p| p.overlap_tp_comm) {
+        cols.push(column("tp overlap", Left, |r| {
+            on_off(r.plan.overlap_tp_comm)
+        }));
+    }
+    if varies(o, |p| p.distributed_optimizer) {
+        cols.push(column("dist opt", Left, |r| {
+            on_off(r.plan.distributed_optimizer)
+        }));
+    }
+    cols.push(column("schedule", Left, |r| r.plan.schedule.clone()));
+    for key in setting_keys(o) {
+        let title = key.clone();
+        cols.push(column(&title, Left, move |r| {
+            r.plan.settings.get(&key).cloned().unwrap_or_default()
+        }));
+    }
+    cols
+}
+
+/// The figure columns: time, TFLOP/s and peak memory, and the objective's own figure.
+fn figure_columns(o: &Outcome) -> Vec<Column> {
+    use Align::*;
+    let mut cols = vec![
+        column("iteration (ms)", Right, |r| {
+            format!("{:.3}", r.iteration_time_ms())
+        }),
+        column("TFLOP/s/GPU", Right, |r| {
+            format!("{:.2}", r.per_gpu().0 / 1e12)
+        }),
+    ];
+    match o.objective {
+        Objective::Time => {}
+        Objective::Throughput => cols.push(column("tokens/s/GPU", Right, |r| {
+            format!("{:.1}", r.tokens_per_second_per_gpu())
+        })),
+        Objective::GpuHours => cols.push(column("GPU-h/Btok", Right, |r| {
+            format!("{:.1}", gpu_hours_per_billion_tokens(r))
+        })),
+        Objective::Mfu => cols.push(column("MFU", Right, |r| {
+            format!("{:.1}%", r.mfu().0 * 100.0)
+        })),
+    }
+    cols.push(column("peak (GiB)", Right, |r| {
+        format!("{:.2}", r.peak_memory().0 as f64 / GIB)
+    }));
+    cols
+}
+
+/// GPU-hours to train 10^9 tokens with the plan.
+pub fn gpu_hours_per_billion_tokens(r: &Ranked) -> f64 {
+    r.gpu_seconds_per_token() * 1e9 / 3600.0
+}
 
 /// The ranked plans `rows` (indices into the results) as one table of the shared renderer:
 /// plan words left-aligned, numbers right-aligned.
 fn table(o: &Outcome, rows: &[usize]) -> String {
-    use crate::report::table::{render_aligned, Align::*};
-    const COLUMNS: [(&str, crate::report::table::Align); 13] = [
-        ("rank", Right),
-        ("tp", Right),
-        ("pp", Right),
-        ("vpp", Right),
-        ("cp", Right),
-        ("dp", Right),
-        ("mb", Right),
-        ("recompute", Left),
-        ("sp", Left),
-        ("schedule", Left),
-        ("iteration (ms)", Right),
-        ("TFLOP/s/GPU", Right),
-        ("peak (GiB)", Right),
-    ];
+    use crate::report::table::render_aligned;
+    let cols: Vec<Column> = std::iter::once(column("rank", Align::Right, |_| String::new()))
+        .chain(plan_columns(o))
+        .chain(figure_columns(o))
+        .collect();
+    let header: Vec<(&str, Align)> = cols.iter().map(|c| (c.title.as_str(), c.align)).collect();
     let cells: Vec<Vec<String>> = rows
         .iter()
         .filter_map(|&i| o.results.get(i).map(|r| (i, r)))
         .map(|(i, r)| {
-            let p = &r.plan;
-            vec![
-                (i + 1).to_string(),
-                p.tp.to_string(),
-                p.pp.to_string(),
-                p.vpp.to_string(),
-                p.cp.to_string(),
-                p.dp.to_string(),
-                p.micro_batch.to_string(),
-                p.recompute.to_string(),
-                if p.sp { "on" } else { "off" }.to_string(),
-                p.schedule.to_string(),
-                format!("{:.3}", r.iteration_time_ms()),
-                format!("{:.2}", r.per_gpu().0 / 1e12),
-                format!("{:.2}", r.peak_memory().0 as f64 / GIB),
-            ]
+            std::iter::once((i + 1).to_string())
+                .chain(cols[1..].iter().map(|c| (c.cell)(r)))
+                .collect()
         })
         .collect();
     let mut out = String::new();
-    render_aligned(&mut out, "  ", &COLUMNS, &cells);
+    render_aligned(&mut out, "  ", &header, &cells);
     out
 }
 
-/// The summary, the `top` fastest plans and the Pareto front.
-pub fn text(o: &Outcome, top: usize) -> String {
+/// What the ranking orders by, as the text output's headings say it.
+fn ranked_by(objective: Objective) -> &'static str {
+    match objective {
+        Objective::Time => "iteration time",
+        Objective::Throughput => "tokens/s per GPU",
+        Objective::GpuHours => "GPU-hours per token",
+        Objective::Mfu => "MFU",
+    }
+}
+
+/// The summary, the `top` best plans and the Pareto front (only the front with `pareto_only`).
+pub fn text(o: &Outcome, top: usize, pareto_only: bool) -> String {
     let mut out = format!(
-        "sweep of scenario `{}` on {} GPUs\n",
+        "sweep of scenario `{}` on {} GPUs",
         o.scenario,
         thousands(o.world_size)
     );
+    if o.headroom > 0.0 {
+        let _ = write!(out, ", keeping {} of GPU memory free", percent(o.headroom));
+    }
+    out.push('\n');
     out.push_str(&summary(o));
     if o.results.is_empty() {
         out.push_str(
@@ -90,32 +222,58 @@ pub fn text(o: &Outcome, top: usize) -> String {
         );
         return out;
     }
-    let shown = top.min(o.results.len());
-    let _ = writeln!(
-        out,
-        "\nfastest {shown} of {} (ties broken by peak memory)",
-        thousands(o.results.len() as u64)
-    );
-    out.push_str(&table(o, &(0..shown).collect::<Vec<_>>()));
+    if !pareto_only {
+        let shown = top.min(o.results.len());
+        let n = thousands(o.results.len() as u64);
+        let best = match o.objective {
+            Objective::Time => format!("fastest {shown} of {n}"),
+            other => format!("best {shown} of {n} by {}", ranked_by(other)),
+        };
+        let _ = writeln!(out, "\n{best} (ties broken by peak memory)");
+        out.push_str(&table(o, &(0..shown).collect::<Vec<_>>()));
+    }
     let front = o.pareto();
     let _ = writeln!(
         out,
-        "\npareto front of iteration time vs peak memory ({})",
+        "\npareto front of {} vs peak memory ({})",
+        ranked_by(o.objective),
         count_of(front.len() as u64, "plan")
     );
     out.push_str(&table(o, &front));
     out
 }
 
-/// Every result, best first, with its rank and whether it is on the Pareto front.
-pub fn csv(o: &Outcome) -> String {
+/// A CSV field: quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Every result (only the Pareto front with `pareto_only`), best first, with its rank and
+/// whether it is on the Pareto front; a column per list axis shown in `settings`.
+pub fn csv(o: &Outcome, pareto_only: bool) -> String {
     let front = o.pareto();
+    let keys = setting_keys(o);
     let mut out = String::from(
-        "rank,candidate,tp,pp,cp,ep,dp,vpp,micro_batch,global_batch,microbatches,schedule,recompute,sp,distributed_optimizer,iteration_time_ms,tflops_per_gpu,peak_memory_bytes,pareto\n",
+        "rank,candidate,tp,pp,cp,ep,dp,vpp,micro_batch,global_batch,microbatches,schedule,recompute,sp,distributed_optimizer,overlap_tp_comm,first_stage_layers,middle_stage_layers,last_stage_layers",
+    );
+    for k in &keys {
+        out.push(',');
+        out.push_str(&csv_field(k));
+    }
+    out.push_str(
+        ",iteration_time_ms,tflops_per_gpu,tokens_per_second_per_gpu,mfu,peak_memory_bytes,pareto\n",
     );
     for (i, r) in o.results.iter().enumerate() {
+        let on_front = front.binary_search(&i).is_ok();
+        if pareto_only && !on_front {
+            continue;
+        }
         let p = &r.plan;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             i + 1,
@@ -129,14 +287,28 @@ pub fn csv(o: &Outcome) -> String {
             p.micro_batch,
             p.global_batch,
             p.microbatches,
-            p.schedule,
-            p.recompute,
+            csv_field(&p.schedule),
+            csv_field(&p.recompute),
             p.sp,
             p.distributed_optimizer,
+            p.overlap_tp_comm,
+            p.first_stage_layers,
+            p.middle_stage_layers,
+            p.last_stage_layers,
+        );
+        for k in &keys {
+            out.push(',');
+            out.push_str(&csv_field(p.settings.get(k).map_or("", String::as_str)));
+        }
+        let _ = writeln!(
+            out,
+            ",{},{},{},{},{},{}",
             r.iteration_time_ms(),
             r.per_gpu().0 / 1e12,
+            r.tokens_per_second_per_gpu(),
+            r.mfu().0,
             r.peak_memory().0,
-            front.binary_search(&i).is_ok(),
+            on_front,
         );
     }
     out
@@ -150,6 +322,18 @@ pub fn json(o: &Outcome) -> String {
     s
 }
 
+/// The outcome with only the Pareto front's results (`--pareto --format json`): no longer a
+/// shard `--merge` reads, since its results and pruned counts do not add up.
+pub fn pareto_only(o: &Outcome) -> Outcome {
+    let mut front = o.clone();
+    front.results = o
+        .pareto()
+        .into_iter()
+        .map(|i| o.results[i].clone())
+        .collect();
+    front
+}
+
 /// Reads an outcome written by [`json`].
 pub fn read_json(text: &str) -> Result<Outcome, String> {
     serde_json::from_str(text).map_err(|e| format!("not the JSON output of `venusc sweep`: {e}"))
@@ -159,7 +343,11 @@ pub fn read_json(text: &str) -> Result<Outcome, String> {
 pub fn best_header(o: &Outcome, best: &Ranked, source: &str, describe: &str) -> Vec<String> {
     vec![
         format!(
-            "The fastest of {} ({} simulated) of `venusc sweep {source}`:",
+            "The {} of {} ({} simulated) of `venusc sweep {source}`:",
+            match o.objective {
+                Objective::Time => "fastest".to_string(),
+                other => format!("best by {}", ranked_by(other)),
+            },
             count_of(o.candidates, "candidate plan"),
             thousands(o.results.len() as u64)
         ),

@@ -1,8 +1,8 @@
 //! The candidate space of a sweep: which plan items vary, over which values, and the text of
 //! each candidate.
 //!
-//! Input: the root file's text and parse, and the selected scenario's typed definition (for
-//! `--auto`: the world size, the node size and the layer count). Output: [`Space`], which
+//! Input: the root file's text and parse, the selected scenario's typed definition (which
+//! lists it uses), and under `--auto` the generated axes of [`super::auto`]. Output: [`Space`], which
 //! numbers its candidates `0..len()` (a mixed-radix number, the last axis fastest) and renders
 //! candidate `i` as a complete `.venus` text.
 //!
@@ -19,38 +19,12 @@ use crate::ty::{Plan, ScenarioDef};
 /// More candidates than this is a usage error (each is checked, even on other shards).
 pub const MAX_CANDIDATES: u64 = 10_000_000;
 
-/// The plan keys `--auto` chooses (or derives) itself; the plan's own items for them are
-/// dropped. `dp` and `schedule` follow from the others (LANGUAGE.md defaults), and an uneven
-/// split only makes sense for one pipeline depth.
-pub const AUTO_KEYS: [&str; 10] = [
-    "tp",
-    "pp",
-    "vpp",
-    "dp",
-    "micro_batch",
-    "recompute",
-    "sp",
-    "schedule",
-    "first_stage_layers",
-    "last_stage_layers",
-];
-
-/// Microbatch sizes `--auto` tries.
-pub const AUTO_MICRO_BATCHES: [u64; 4] = [1, 2, 4, 8];
-
-/// How `--auto` builds the space.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AutoOptions {
-    /// Let tp span nodes (tp ∈ divisors of the world instead of the node size).
-    pub allow_cross_node_tp: bool,
-}
-
 /// One varying choice of the sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axis {
     /// The plan key (`tp`), or keys joined by `+` for a combined axis (`tp+sp`).
     pub name: String,
-    values: Vec<AxisValue>,
+    pub(super) values: Vec<AxisValue>,
 }
 
 impl Axis {
@@ -69,14 +43,15 @@ impl Axis {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-struct AxisValue {
-    label: String,
-    write: Write,
+pub(super) struct AxisValue {
+    /// The element as written (`4`), or the generated items (`tp 8 sp on`).
+    pub(super) label: String,
+    pub(super) write: Write,
 }
 
 /// How a chosen value gets into the candidate's text.
 #[derive(Clone, Debug, PartialEq)]
-enum Write {
+pub(super) enum Write {
     /// A list written in the file: the list is replaced by one of its elements.
     Element {
         list: Range<usize>,
@@ -267,6 +242,7 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
         &p.overlap_p2p,
         &p.account_for_embedding,
         &p.account_for_loss,
+        &p.overlap_tp_comm,
     ];
     let mut locs: Vec<Loc> = counts
         .iter()
@@ -280,6 +256,9 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
     locs.extend(p.bucket_size.as_ref().map(|s| s.loc));
     locs.extend(p.mfu.as_ref().map(|s| s.loc));
     locs.extend(p.precision.as_ref().map(|s| s.loc));
+    locs.extend(p.attention.as_ref().map(|s| s.loc));
+    locs.extend(p.reserve.as_ref().map(|s| s.loc));
+    locs.extend(p.moe_imbalance.as_ref().map(|s| s.loc));
     locs.extend(p.measured.as_ref().map(|m| m.loc));
     locs.extend(p.pipeline_layout.as_ref().map(|s| s.loc));
     locs
@@ -297,9 +276,8 @@ pub struct Space {
     /// Applied to every candidate: lists the scenario does not use (first element), the
     /// plan items `--auto` replaces (removed).
     fixed: Vec<Edit>,
-    /// Where `--auto` inserts its items (just before the plan block's `>`), and the items
-    /// every candidate gets (`distributed_optimizer on`).
-    insert: Option<(usize, String)>,
+    /// Where `--auto` inserts its items (just before the plan block's `>`).
+    insert: Option<usize>,
     uses: Vec<(String, Span)>,
     len: u64,
 }
@@ -410,7 +388,7 @@ impl Draft {
     }
 
     fn removed_by_auto(&self, l: &ListSite) -> bool {
-        AUTO_KEYS.contains(&l.key.as_str())
+        super::auto::replaces(&l.key)
             && self
                 .auto_plans
                 .iter()
@@ -420,7 +398,7 @@ impl Draft {
     fn auto_removals(&self, site: &PlanSite) -> Vec<Edit> {
         site.items
             .iter()
-            .filter(|(k, _)| AUTO_KEYS.contains(&k.as_str()))
+            .filter(|(k, _)| super::auto::replaces(k))
             .map(|(_, span)| Edit {
                 range: span.range(),
                 text: String::new(),
@@ -429,7 +407,7 @@ impl Draft {
     }
 
     /// The space: the list axes, and under `--auto` the generated axes first.
-    pub fn finish(self, auto: Option<Vec<Axis>>, auto_fixed: &str) -> Result<Space, String> {
+    pub fn finish(self, auto: Option<Vec<Axis>>) -> Result<Space, String> {
         let mut axes = auto.unwrap_or_default();
         let mut fixed = Vec::new();
         for (i, l) in self.sites.lists.iter().enumerate() {
@@ -472,7 +450,7 @@ impl Draft {
                         text: String::new(),
                     }),
             );
-            (insertion_point(site).start, auto_fixed.to_string())
+            insertion_point(site).start
         });
         let len = axes
             .iter()
@@ -694,14 +672,34 @@ impl Space {
         out
     }
 
-    /// `(axis, value)` of candidate `index`, for messages.
+    /// Each axis's value of candidate `index`, for messages: `tp 2` for a list element, the
+    /// items themselves for a generated value (`tp 8 sp on pp 4 vpp 1 cp 1`).
     pub fn describe(&self, index: u64) -> String {
         self.axes
             .iter()
             .zip(self.choices(index))
-            .filter_map(|(a, k)| a.values.get(k).map(|v| format!("{} {}", a.name, v.label)))
+            .filter_map(|(a, k)| {
+                a.values.get(k).map(|v| match v.write {
+                    Write::Element { .. } => format!("{} {}", a.name, v.label),
+                    Write::Items(_) => v.label.clone(),
+                })
+            })
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// The label of each list axis (an element written in the file) of candidate `index`, by
+    /// the list's key: what a plan summary shows of the axes it has no field for.
+    pub fn list_choices(&self, index: u64) -> Vec<(&str, &str)> {
+        self.axes
+            .iter()
+            .zip(self.choices(index))
+            .filter_map(|(a, k)| {
+                let v = a.values.get(k)?;
+                matches!(v.write, Write::Element { .. })
+                    .then_some((a.name.as_str(), v.label.as_str()))
+            })
+            .collect()
     }
 
     /// The complete text of candidate `index`.
@@ -727,10 +725,8 @@ impl Space {
                 Write::Items(s) => items.push(s),
             }
         }
-        if let Some((at, extra)) = &self.insert {
-            if !extra.is_empty() {
-                items.push(extra);
-            }
+        if let Some(at) = &self.insert {
+            items.retain(|s| !s.is_empty());
             let on_new_line = self
                 .text
                 .get(..*at)
@@ -745,7 +741,9 @@ impl Space {
     }
 
     /// Candidate `index` as a file of its own: `header` lines as comments on top, and each
-    /// `use` path replaced by `use_path(path)` (the file is written somewhere else).
+    /// `use` path replaced by `use_path(path)` (the file is written somewhere else), laid out
+    /// as `venusc fmt` lays it out (the formatter keeps the meaning, so `venusc sim` of the
+    /// file reproduces the sweep's figures; a file it refuses is written as rendered).
     pub fn emit(&self, index: u64, header: &[String], use_path: &dyn Fn(&str) -> String) -> String {
         let uses = self
             .uses
@@ -766,7 +764,7 @@ impl Space {
             out.push('\n');
         }
         out.push_str(&self.render_with(index, Layout::Tidy, uses));
-        out
+        crate::fmt::format(&out).unwrap_or(out)
     }
 }
 
@@ -774,93 +772,6 @@ impl Space {
 /// exact; larger `n` is beyond any cluster or model venusc validates).
 pub fn divisors(n: u64) -> Vec<u64> {
     crate::base::math::divisors(n, 1 << 20)
-}
-
-/// The generated axes of `--auto` for the scenario `def` (typed with placeholder items).
-///
-/// tp: divisors of the node (the innermost `dim`) that divide the world, or of the world with
-/// cross-node tp, each with `sp off` and, for tp > 1, `sp on`; pp: divisors of the world;
-/// vpp: divisors of the layer count below it (vpp = layers needs pp = 1, which E0307 forbids);
-/// micro_batch: [`AUTO_MICRO_BATCHES`]; recompute: none, selective, full. Combinations that
-/// break a rule are pruned by validation, not here, so the summary says why.
-pub fn auto_axes(def: &ScenarioDef, opts: AutoOptions) -> Vec<Axis> {
-    let world = def.cluster.world_size();
-    let node = def.cluster.dims.first().map_or(1, |d| d.size.value);
-    let tps: Vec<u64> = if opts.allow_cross_node_tp {
-        divisors(world)
-    } else {
-        divisors(node)
-            .into_iter()
-            .filter(|&t| world.is_multiple_of(t))
-            .collect()
-    };
-    let mut tp_values = Vec::new();
-    for t in tps {
-        tp_values.push(format!("tp {t} sp off"));
-        if t > 1 {
-            tp_values.push(format!("tp {t} sp on"));
-        }
-    }
-    let layers = def.model.layers.value;
-    let vpps: Vec<u64> = divisors(layers)
-        .into_iter()
-        .filter(|&v| v == 1 || v < layers)
-        .collect();
-    let generated = |name: &str, values: Vec<String>| Axis {
-        name: name.to_string(),
-        values: values
-            .into_iter()
-            .map(|s| AxisValue {
-                label: label_of(&s),
-                write: Write::Items(s),
-            })
-            .collect(),
-    };
-    vec![
-        generated("tp+sp", tp_values),
-        generated(
-            "pp",
-            divisors(world)
-                .into_iter()
-                .map(|p| format!("pp {p}"))
-                .collect(),
-        ),
-        generated(
-            "vpp",
-            vpps.into_iter().map(|v| format!("vpp {v}")).collect(),
-        ),
-        generated(
-            "micro_batch",
-            AUTO_MICRO_BATCHES
-                .iter()
-                .map(|m| format!("micro_batch {m}"))
-                .collect(),
-        ),
-        generated(
-            "recompute",
-            ["none", "selective", "full"]
-                .iter()
-                .map(|r| format!("recompute {r}"))
-                .collect(),
-        ),
-    ]
-}
-
-/// `tp 8 sp on` → `8 sp on`; `pp 4` → `4`.
-fn label_of(items: &str) -> String {
-    items
-        .split_once(' ')
-        .map_or(items, |(_, rest)| rest)
-        .to_string()
-}
-
-/// The items every `--auto` candidate gets: the distributed optimizer, unless the plan says.
-pub fn auto_fixed_items(def: &ScenarioDef) -> String {
-    if def.plan.distributed_optimizer.is_some() {
-        String::new()
-    } else {
-        "distributed_optimizer on".to_string()
-    }
 }
 
 /// Items that type-check in any plan, so the file can be typed before the axes exist.

@@ -36,8 +36,8 @@ fn list_sweep(plan: &str) -> (Session, Sweep) {
 
 fn auto() -> SweepOptions {
     SweepOptions {
-        scenario: None,
         auto: Some(AutoOptions::default()),
+        ..SweepOptions::default()
     }
 }
 
@@ -169,45 +169,215 @@ scenario run < model tiny cluster pod plan a >\n"
         .contains("plan b < pp 1 micro_batch"));
 }
 
+/// The combined axis's values whose items contain `needle`.
+fn values_with(axis: &Axis, needle: &str) -> usize {
+    axis.labels().iter().filter(|l| l.contains(needle)).count()
+}
+
 #[test]
-fn auto_axes_cover_the_world_and_the_layers() {
+fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &auto()).unwrap();
     let names: Vec<&str> = sw.space.axes().iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, ["tp+sp", "pp", "vpp", "micro_batch", "recompute"]);
-    let axes = sw.space.axes();
     assert_eq!(
-        axes[0].labels(),
-        ["1 sp off", "2 sp off", "2 sp on", "4 sp off", "4 sp on", "8 sp off", "8 sp on"]
+        names,
+        [
+            "tp+sp+overlap_tp_comm+pp+cp",
+            "micro_batch",
+            "recompute",
+            "distributed_optimizer"
+        ]
     );
-    assert_eq!(axes[1].labels(), ["1", "2", "4", "8", "16"]);
-    assert_eq!(axes[2].labels(), ["1", "2", "4"]);
-    assert_eq!(sw.space.len(), 7 * 5 * 3 * 4 * 3);
+    let axes = sw.space.axes();
+    let grid = &axes[0];
+    // 16 GPUs, 8 layers: (tp, pp, vpp, cp) with tp × pp × cp | 16, vpp | 8 / pp, counted by
+    // hand per tp: 25 shapes with tp 1; 18, 11 and 5 with tp 2, 4 and 8, each with sp off, sp
+    // on, and sp on with overlap_tp_comm.
+    assert_eq!(grid.len(), 25 + 3 * (18 + 11 + 5));
+    assert_eq!(grid.labels()[0], "tp 1 sp off pp 1 vpp 1 cp 1");
+    assert_eq!(values_with(grid, "overlap_tp_comm on"), 18 + 11 + 5);
+    assert_eq!(values_with(grid, "tp 1 sp on"), 0);
+    // pp 16 over 8 layers has no split; pp 4 splits 2 layers per stage into 1 or 2 chunks.
+    assert_eq!(values_with(grid, "pp 16"), 0);
+    assert_eq!(values_with(grid, "tp 1 sp off pp 4 vpp 2 cp"), 3);
+    assert_eq!(values_with(grid, "vpp 4"), values_with(grid, "pp 2 vpp 4"));
+    assert_eq!(
+        axes[1].labels(),
+        [
+            "micro_batch 1",
+            "micro_batch 2",
+            "micro_batch 4",
+            "micro_batch 8"
+        ]
+    );
+    assert_eq!(
+        axes[3].labels(),
+        ["distributed_optimizer on", "distributed_optimizer off"]
+    );
+    assert_eq!(sw.space.len(), 127 * 4 * 3 * 2);
+}
+
+#[test]
+fn auto_cp_splits_the_sequence_into_two_chunks_per_rank() {
+    // seq 24: cp 4 leaves 3 tokens per chunk; cp 8 and 16 do not divide 24 into 2 × cp (C01).
+    let text = format!(
+        "{}plan p < global_batch 32 >\n",
+        TINY.replace("seq 1024", "seq 24")
+    );
+    let (_, sw) = prepared(&text, &auto()).unwrap();
+    let grid = &sw.space.axes()[0];
+    assert_eq!(values_with(grid, "tp 1 sp off pp 1 vpp 1 cp 4"), 1);
+    assert_eq!(values_with(grid, "cp 8"), 0);
+    assert_eq!(values_with(grid, "cp 16"), 0);
+}
+
+#[test]
+fn auto_gives_a_moe_model_the_expert_parallel_sizes_its_grid_allows() {
+    let moe = "model moe < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 experts 8 topk 2 >\n\
+cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
+    let (_, sw) = prepared(moe, &auto()).unwrap();
+    let grid = &sw.space.axes()[0];
+    assert_eq!(grid.name, "tp+sp+overlap_tp_comm+pp+cp+ep");
+    // tp 1, pp 1: every divisor of the 8 experts fits 16 GPUs; tp 8 × pp 2 leaves ep 1 only.
+    let eps: Vec<&str> = grid
+        .labels()
+        .into_iter()
+        .filter(|l| l.starts_with("tp 1 sp off pp 1 vpp 1 cp 1 "))
+        .collect();
+    assert_eq!(
+        eps,
+        [
+            "tp 1 sp off pp 1 vpp 1 cp 1 ep 1",
+            "tp 1 sp off pp 1 vpp 1 cp 1 ep 2",
+            "tp 1 sp off pp 1 vpp 1 cp 1 ep 4",
+            "tp 1 sp off pp 1 vpp 1 cp 1 ep 8"
+        ]
+    );
+    assert_eq!(values_with(grid, "tp 8 sp off pp 2 vpp 1 cp 1 ep 2"), 0);
+    assert_eq!(values_with(grid, "tp 8 sp off pp 2 vpp 1 cp 1 ep 1"), 1);
+    // A dense model gets no ep at all.
+    let (_, dense) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &auto()).unwrap();
+    assert_eq!(values_with(&dense.space.axes()[0], " ep "), 0);
+}
+
+#[test]
+fn uneven_pipelines_give_the_ends_fewer_layers_as_megatron_allows() {
+    use super::auto::{layouts, uneven_ends};
+    // Llama 3.1 405B: 126 layers on 8 stages, 16 on each middle stage.
+    assert_eq!(uneven_ends(126, 8, 1), Some((15, 15)));
+    assert_eq!(uneven_ends(126, 16, 1), Some((7, 7)));
+    // With 2 chunks per rank every stage's layers are even (L14, L17): 14 + 6 × 16 + 16.
+    assert_eq!(uneven_ends(126, 8, 2), Some((14, 16)));
+    // 4 chunks: the ends would need 30 layers in multiples of 4, at most 16 each: none.
+    assert_eq!(uneven_ends(126, 8, 4), None);
+    let vpps: Vec<u64> = layouts(126, 8).iter().map(|l| l.vpp).collect();
+    assert_eq!(vpps, [1, 2, 3, 6, 9]);
+    for l in layouts(126, 8) {
+        let (first, last) = l.ends.unwrap();
+        let split = crate::plan::derive::split_layers(126, 8, l.vpp, Some(first), Some(last));
+        assert!(split.is_ok(), "{l:?}");
+    }
+    // Even splits: every vpp dividing the layers per stage, no ends written.
+    let even: Vec<(u64, bool)> = layouts(80, 4)
+        .iter()
+        .map(|l| (l.vpp, l.ends.is_some()))
+        .collect();
+    assert_eq!(
+        even,
+        [
+            (1, false),
+            (2, false),
+            (4, false),
+            (5, false),
+            (10, false),
+            (20, false)
+        ]
+    );
+    // 126 layers on 128 stages cannot give each stage a layer.
+    assert!(layouts(126, 128).is_empty());
+    assert_eq!(layouts(8, 1).len(), 1);
+}
+
+#[test]
+fn auto_writes_an_uneven_split_where_the_layers_do_not_divide() {
+    let text = "model m : llama31_405b < >\ncluster c : dgx_h100 < nodes 256 >\nplan p < global_batch 1024 >\n";
+    let (_, sw) = prepared(text, &auto()).unwrap();
+    let labels = sw.space.axes()[0].labels();
+    for shape in [
+        "tp 8 sp on pp 8 vpp 1 first_stage_layers 15 last_stage_layers 15 cp 1",
+        "tp 8 sp on pp 16 vpp 2 first_stage_layers 6 last_stage_layers 8 cp 1",
+        // 126 = 2 × 63 divides evenly over 2 stages: no ends written there.
+        "tp 8 sp on pp 2 vpp 1 cp 1",
+    ] {
+        assert!(labels.contains(&shape), "{shape}");
+    }
+    assert_eq!(
+        values_with(&sw.space.axes()[0], "pp 2 vpp 1 first_stage_layers"),
+        0
+    );
 }
 
 #[test]
 fn cross_node_tp_takes_every_divisor_of_the_world() {
     let opts = SweepOptions {
-        scenario: None,
         auto: Some(AutoOptions {
             allow_cross_node_tp: true,
         }),
+        ..SweepOptions::default()
     };
     let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &opts).unwrap();
-    assert_eq!(sw.space.axes()[0].len(), 1 + 2 * 4);
+    // tp 16 on 16 GPUs adds one shape (pp 1, cp 1), with sp off, on, and on with the overlap.
+    assert_eq!(sw.space.axes()[0].len(), 127 + 3);
+    assert_eq!(values_with(&sw.space.axes()[0], "tp 16 "), 3);
 }
 
 #[test]
 fn auto_replaces_the_plans_parallelism_and_keeps_the_rest() {
-    let plan = "plan p <\n  tp 8 pp [1 2]\n  micro_batch 4  global_batch 32\n  cp [1 2] overlap_grad_reduce\n>\n";
+    let plan = "plan p <\n  tp 8 pp [1 2]\n  micro_batch 4  global_batch 32\n  cp [1 2] overlap_grad_reduce\n  bucket_size [40MB 80MB]\n>\n";
     let (_, sw) = prepared(&format!("{TINY}{plan}"), &auto()).unwrap();
     let names: Vec<&str> = sw.space.axes().iter().map(|a| a.name.as_str()).collect();
     assert_eq!(
         names,
-        ["tp+sp", "pp", "vpp", "micro_batch", "recompute", "cp"]
+        [
+            "tp+sp+overlap_tp_comm+pp+cp",
+            "micro_batch",
+            "recompute",
+            "distributed_optimizer",
+            "bucket_size"
+        ]
     );
     let text = sw.space.render(0, Layout::Tidy);
-    let expected = "plan p <\n  global_batch 32\n  cp 1 overlap_grad_reduce\n  tp 1 sp off pp 1 vpp 1 micro_batch 1 recompute none distributed_optimizer on\n>\n";
+    let expected = "plan p <\n  global_batch 32\n  overlap_grad_reduce\n  bucket_size 40MB\n  tp 1 sp off pp 1 vpp 1 cp 1 micro_batch 1 recompute none distributed_optimizer on\n>\n";
     assert!(text.ends_with(expected), "{text}");
+}
+
+#[test]
+fn a_written_distributed_optimizer_is_kept_and_a_gather_overlap_keeps_it_on() {
+    let written = prepared(
+        &format!("{TINY}plan p < global_batch 32 distributed_optimizer off >\n"),
+        &auto(),
+    )
+    .unwrap()
+    .1;
+    let names: Vec<&str> = written
+        .space
+        .axes()
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert!(!names.contains(&"distributed_optimizer"), "{names:?}");
+    assert!(written
+        .space
+        .render(0, Layout::Tidy)
+        .contains("distributed_optimizer off"));
+    // overlap_param_gather needs the distributed optimizer (D01): only `on` is tried.
+    let gather = prepared(
+        &format!("{TINY}plan p < global_batch 32 overlap_grad_reduce overlap_param_gather >\n"),
+        &auto(),
+    )
+    .unwrap()
+    .1;
+    let last = gather.space.axes().last().unwrap();
+    assert_eq!(last.labels(), ["distributed_optimizer on"]);
 }
 
 #[test]
@@ -221,7 +391,7 @@ fn auto_needs_the_plan_in_the_file() {
     assert_eq!(
         sw.space.render(0, Layout::Tidy),
         "scenario s < model llama3_8b cluster dgx_h100 plan < global_batch 32 \n  \
-tp 1 sp off pp 1 vpp 1 micro_batch 1 recompute none distributed_optimizer on\n> >\n"
+tp 1 sp off pp 1 vpp 1 cp 1 micro_batch 1 recompute none distributed_optimizer on\n> >\n"
     );
     let elsewhere =
         "use \"defs.venus\"\nscenario s < model llama3_8b cluster dgx_h100 plan shared >\n";
@@ -271,7 +441,10 @@ fn merged_shards_equal_the_whole_sweep() {
     assert_eq!(parts.iter().map(|p| p.candidates).sum::<u64>(), 24);
     let merged = merge(parts.clone()).unwrap();
     assert_eq!(output::json(&merged), output::json(&whole));
-    assert_eq!(output::text(&merged, 5), output::text(&whole, 5));
+    assert_eq!(
+        output::text(&merged, 5, false),
+        output::text(&whole, 5, false)
+    );
 
     let err = merge(parts[..2].to_vec()).unwrap_err();
     assert_eq!(err, "missing shards: 3/3");
@@ -303,13 +476,22 @@ fn ranked(candidate: u64, ms: f64, gib: u64) -> Ranked {
         recompute: "none".into(),
         sp: false,
         distributed_optimizer: false,
+        overlap_tp_comm: false,
+        first_stage_layers: 8,
+        middle_stage_layers: 8,
+        last_stage_layers: 8,
+        settings: BTreeMap::new(),
     };
     Ranked::new(
         candidate,
         plan,
-        Seconds(ms / 1e3),
-        FlopsPerSec(1e14),
-        Bytes(gib << 30),
+        Figures {
+            iteration_time: Seconds(ms / 1e3),
+            per_gpu: FlopsPerSec(1e14),
+            tokens_per_gpu: 1000.0 / ms,
+            mfu: Ratio(0.3),
+            peak: Bytes(gib << 30),
+        },
     )
 }
 
@@ -327,9 +509,11 @@ fn the_pareto_front_keeps_plans_no_other_plan_beats_on_both_figures() {
             ranked(3, 13.0, 20),
             ranked(4, 14.0, 20),
         ],
+        objective: Objective::Time,
+        headroom: 0.0,
         shard: None,
     };
-    o.sort();
+    o.rank_by(Objective::Time);
     let order: Vec<u64> = o.results.iter().map(|r| r.candidate).collect();
     assert_eq!(order, [1, 0, 2, 3, 4]);
     let front: Vec<u64> = o
@@ -352,6 +536,8 @@ fn the_summary_lists_codes_by_count() {
             ("E0302".into(), 117),
         ]),
         results: (0..210).map(|c| ranked(c, 10.0, 1)).collect(),
+        objective: Objective::Time,
+        headroom: 0.0,
         shard: None,
     };
     assert_eq!(
@@ -598,7 +784,316 @@ fn pruned_counts_a_shard_claims_past_u64_saturate_instead_of_overflowing() {
         .into_iter()
         .collect(),
         results: Vec::new(),
+        objective: Objective::Time,
+        headroom: 0.0,
         shard: None,
     };
     assert_eq!(o.pruned_total(), u64::MAX);
+}
+
+fn with_options(plan: &str, opts: &SweepOptions) -> (Session, Sweep) {
+    prepared(&format!("{TINY}plan p < {plan} >\n"), opts).unwrap()
+}
+
+fn headroom(share: f64) -> SweepOptions {
+    SweepOptions {
+        headroom: Ratio(share),
+        ..SweepOptions::default()
+    }
+}
+
+/// What the tests compare of a ranked result.
+fn key(r: &Ranked) -> (u64, f64, u64) {
+    (r.candidate, r.iteration_time_ms(), r.peak_memory().0)
+}
+
+const A100_MEMORY: u64 = 80 << 30;
+
+#[test]
+fn a_plan_over_the_headroom_is_pruned_under_e0401_and_every_listed_plan_fits() {
+    let plan = "tp [1 2 4] pp [1 2] micro_batch [1 4] global_batch 32 recompute [none full]";
+    let (mut session, whole) = with_options(plan, &SweepOptions::default());
+    let (all, _) = run(&mut session, &whole, None, &Silent);
+    // tp 1 × pp 1 leaves dp 16, too many for micro_batch 4 in a batch of 32 (E0305).
+    assert_eq!(all.pruned, BTreeMap::from([("E0305".to_string(), 2)]));
+    let n = all.results.len() as u64;
+    assert_eq!(n, 22);
+    // A budget at the median peak: the plans above it go, the others stay.
+    let mut peaks: Vec<u64> = all.results.iter().map(|r| r.peak_memory().0).collect();
+    peaks.sort_unstable();
+    let budget = peaks[peaks.len() / 2];
+    let share = 1.0 - budget as f64 / A100_MEMORY as f64;
+    let (mut session, tight) = with_options(plan, &headroom(share));
+    let (o, _) = run(&mut session, &tight, None, &Silent);
+    let over = peaks.iter().filter(|&&p| p > budget).count() as u64;
+    assert!(over > 0 && over < n, "{over} of {n} over the median");
+    assert_eq!(o.pruned.get("E0401"), Some(&over));
+    assert_eq!(o.results.len() as u64, n - over);
+    assert!(o.results.iter().all(|r| r.peak_memory().0 <= budget));
+    assert_eq!(o.headroom, share);
+    let summary = output::summary(&o);
+    assert!(
+        summary.contains("E0401 (a pipeline stage does not fit in GPU memory, keeping "),
+        "{summary}"
+    );
+    // The headroom is part of what identifies the sweep: its shards do not merge with others.
+    assert_ne!(whole.fingerprint, tight.fingerprint);
+}
+
+#[test]
+fn pruning_by_memory_before_simulating_keeps_the_exhaustive_top_10() {
+    // The exhaustive search simulates every plan the validity rules (E0401 at the GPU's full
+    // memory included) let through and drops the ones whose simulated peak exceeds the budget;
+    // the sweep prunes them before simulating, by the memory model. Small spaces, budgets at
+    // several quantiles of the simulated peaks, every objective.
+    let spaces = [
+        "tp [1 2 4 8] pp [1 2 4] micro_batch [1 2 4] global_batch 32 recompute [none selective full]",
+        "tp [1 2] cp [1 2] pp [1 2] micro_batch [1 2] global_batch [16 32] recompute [none full] sp [on off]",
+    ];
+    let objectives = [
+        Objective::Time,
+        Objective::Throughput,
+        Objective::GpuHours,
+        Objective::Mfu,
+    ];
+    let mut runs = 0;
+    let mut pruned_some = 0;
+    for plan in spaces {
+        let (mut session, unpruned) = with_options(plan, &SweepOptions::default());
+        let (all, full) = run(&mut session, &unpruned, None, &Silent);
+        let mut peaks: Vec<u64> = all.results.iter().map(|r| r.peak_memory().0).collect();
+        peaks.sort_unstable();
+        for quantile in [4, 2, 1] {
+            let budget = peaks[peaks.len() * quantile / 5];
+            let share = 1.0 - budget as f64 / A100_MEMORY as f64;
+            let objective = objectives[runs % objectives.len()];
+            runs += 1;
+            // The headroom's own test on the simulated peak (the plans have no reserve).
+            let usable = A100_MEMORY as f64 * (1.0 - share);
+            let mut exhaustive = all.clone();
+            exhaustive
+                .results
+                .retain(|r| r.peak_memory().0 as f64 <= usable);
+            exhaustive.rank_by(objective);
+            let opts = SweepOptions {
+                headroom: Ratio(share),
+                objective,
+                ..SweepOptions::default()
+            };
+            let (mut session, sw) = with_options(plan, &opts);
+            let (pruned, timing) = run(&mut session, &sw, None, &Silent);
+            let top = |o: &Outcome| o.results.iter().take(10).map(key).collect::<Vec<_>>();
+            assert_eq!(
+                top(&pruned),
+                top(&exhaustive),
+                "{plan} within {budget} bytes, {objective:?}"
+            );
+            assert_eq!(pruned.results.len(), exhaustive.results.len());
+            if exhaustive.results.len() < all.results.len() {
+                // Pruned before simulating: fewer simulations than the exhaustive run.
+                assert!(timing.simulated < full.simulated, "{plan}: {budget}");
+                pruned_some += 1;
+            }
+        }
+    }
+    assert!(
+        pruned_some >= 4,
+        "only {pruned_some} of {runs} budgets pruned a plan"
+    );
+}
+
+#[test]
+fn each_objective_orders_by_its_own_figure_then_memory_then_candidate() {
+    let plan = "tp [1 2] pp [1 2] micro_batch 1 global_batch [16 32 64]";
+    for objective in [
+        Objective::Time,
+        Objective::Throughput,
+        Objective::GpuHours,
+        Objective::Mfu,
+    ] {
+        let opts = SweepOptions {
+            objective,
+            ..SweepOptions::default()
+        };
+        let (mut session, sw) = with_options(plan, &opts);
+        let (o, _) = run(&mut session, &sw, None, &Silent);
+        assert_eq!(o.results.len(), 12);
+        assert_eq!(o.objective, objective);
+        let figure = |r: &Ranked| match objective {
+            Objective::Time => r.iteration_time_ms(),
+            Objective::Throughput => -r.tokens_per_second_per_gpu(),
+            Objective::GpuHours => r.gpu_seconds_per_token(),
+            Objective::Mfu => -r.mfu().0,
+        };
+        for pair in o.results.windows(2) {
+            let k = |r: &Ranked| (figure(r), r.peak_memory().0, r.candidate);
+            assert!(
+                k(&pair[0]) <= k(&pair[1]),
+                "{objective:?}: {:?} before {:?}",
+                k(&pair[0]),
+                k(&pair[1])
+            );
+        }
+        // Tokens per second per GPU are the global batch's tokens over the time and the GPUs.
+        for r in &o.results {
+            let tokens = (r.plan.global_batch * 1024) as f64;
+            let expected = tokens / (r.iteration_time().0 * 16.0);
+            assert!((r.tokens_per_second_per_gpu() - expected).abs() <= 1e-9 * expected);
+            assert!(
+                (r.gpu_seconds_per_token() * r.tokens_per_second_per_gpu() - 1.0).abs() < 1e-12
+            );
+        }
+    }
+    // The fastest iteration is the smallest batch; the most tokens per second a larger one.
+    let (mut session, sw) = with_options(plan, &SweepOptions::default());
+    let (by_time, _) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(by_time.results[0].plan.global_batch, 16);
+    let opts = SweepOptions {
+        objective: Objective::Throughput,
+        ..SweepOptions::default()
+    };
+    let (mut session, sw) = with_options(plan, &opts);
+    let (by_tokens, _) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(by_tokens.results[0].plan.global_batch, 64);
+}
+
+#[test]
+fn identical_plans_are_listed_once_under_the_lowest_candidate_number() {
+    // sp is off with tp 1 whatever the list says (Megatron's P01), so `tp 1 sp on` is the plan
+    // of `tp 1 sp off`; `pp [2 2]` lists one value twice.
+    let plan = "tp [1 2] sp [off on] pp [2 2] micro_batch 1 global_batch 32";
+    let (mut session, sw) = with_options(plan, &SweepOptions::default());
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(o.candidates, 8);
+    assert_eq!(o.results.len(), 3);
+    assert_eq!(o.pruned, BTreeMap::from([(DUPLICATE.to_string(), 5)]));
+    let mut candidates: Vec<u64> = o.results.iter().map(|r| r.candidate).collect();
+    candidates.sort_unstable();
+    // Candidates are tp, sp, pp with pp fastest: 0 = tp 1 sp off, 4 = tp 2 sp off, 6 = tp 2 sp on.
+    assert_eq!(candidates, [0, 4, 6]);
+    assert!(output::summary(&o).contains("5 duplicate (the plan of a lower-numbered candidate)"));
+    // Shards drop their own duplicates and the merge the ones across shards: the same result.
+    let parts: Vec<Outcome> = (1..=3)
+        .map(|i| {
+            run(
+                &mut session,
+                &sw,
+                Some(Shard { index: i, count: 3 }),
+                &Silent,
+            )
+            .0
+        })
+        .collect();
+    let merged = merge(parts).unwrap();
+    assert_eq!(output::json(&merged), output::json(&o));
+}
+
+#[test]
+fn the_text_table_has_a_column_for_each_axis_that_varies() {
+    let plan = "tp [1 2] micro_batch 1 global_batch 32 bucket_size [40MB 80MB]";
+    let (mut session, sw) = with_options(plan, &SweepOptions::default());
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(o.results.len(), 4);
+    assert!(o.results.iter().all(|r| r.plan.settings.len() == 1));
+    let text = output::text(&o, 10, false);
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("rank"))
+        .unwrap();
+    let titles: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "rank",
+            "tp",
+            "pp",
+            "vpp",
+            "cp",
+            "dp",
+            "mb",
+            "recompute",
+            "sp",
+            "schedule",
+            "bucket_size",
+            "iteration (ms)",
+            "TFLOP/s/GPU",
+            "peak (GiB)"
+        ]
+    );
+    let csv = output::csv(&o, false);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(
+        head.contains(&"bucket_size") && head.contains(&"overlap_tp_comm"),
+        "{head:?}"
+    );
+    let values: std::collections::BTreeSet<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .nth(head.iter().position(|h| *h == "bucket_size").unwrap())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(values.into_iter().collect::<Vec<_>>(), ["40MB", "80MB"]);
+    let json: serde_json::Value = serde_json::from_str(&output::json(&o)).unwrap();
+    assert!(json["results"][0]["plan"]["settings"]["bucket_size"].is_string());
+}
+
+#[test]
+fn an_auto_sweep_shows_the_layout_ep_and_overlap_columns_it_varies() {
+    let moe = "model moe < hidden 1024 layers 6 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
+cluster pod : dgx_a100 < nodes 1 >\nplan p < global_batch 16 micro_batch 1 recompute full distributed_optimizer on >\n";
+    let (mut session, sw) = prepared(moe, &auto()).unwrap();
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    assert!(!o.results.is_empty());
+    let text = output::text(&o, 5, false);
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("rank"))
+        .unwrap();
+    for title in ["layout", "ep", "tp overlap"] {
+        assert!(header.contains(title), "{title}: {header}");
+    }
+    assert!(!header.contains("dist opt"), "{header}");
+    // 6 layers on 4 stages: 1 + 2 × 2 + 1; its layout column says so.
+    let uneven = o
+        .results
+        .iter()
+        .find(|r| r.plan.pp == 4)
+        .expect("a pp 4 plan");
+    assert_eq!(uneven.plan.layout(), "1+2x2+1");
+    assert_eq!(
+        (
+            uneven.plan.first_stage_layers,
+            uneven.plan.middle_stage_layers,
+            uneven.plan.last_stage_layers
+        ),
+        (1, 2, 1)
+    );
+}
+
+#[test]
+fn pareto_only_output_lists_just_the_front() {
+    let (mut session, sw) =
+        list_sweep("tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32 recompute [none full]");
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    let front = o.pareto();
+    assert!(front.len() < o.results.len());
+    let text = output::text(&o, 10, true);
+    assert!(!text.contains("fastest"), "{text}");
+    let rows = text
+        .lines()
+        .skip_while(|l| !l.starts_with("pareto front"))
+        .skip(2)
+        .count();
+    assert_eq!(rows, front.len());
+    let csv = output::csv(&o, true);
+    assert_eq!(csv.lines().count(), 1 + front.len());
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")));
+    assert_eq!(output::pareto_only(&o).results.len(), front.len());
 }

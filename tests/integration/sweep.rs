@@ -135,7 +135,9 @@ fn merged_shards_equal_the_unsharded_auto_sweep() {
         shards.push(write(&dir, &format!("shard-{i}.json"), &out));
     }
     assert_eq!(covered, json(&whole)["candidates"].as_u64().unwrap());
-    assert_eq!(covered, 7 * 5 * 3 * 4 * 3);
+    // 127 (tp, sp, overlap, pp, vpp, cp) shapes × 4 micro-batch sizes × 3 recompute modes ×
+    // the distributed optimizer on and off.
+    assert_eq!(covered, 127 * 4 * 3 * 2);
     let mut args = vec!["sweep", "--format", "json", "--merge"];
     args.extend(shards.iter().map(String::as_str));
     let (code, merged, stderr) = venusc(&args);
@@ -211,13 +213,16 @@ fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
     );
     let text = std::fs::read_to_string(&best).unwrap();
     assert!(
-        text.starts_with("# The fastest of 1,260 candidate plans"),
+        text.starts_with("# The fastest of 3,048 candidate plans"),
         "{text}"
     );
     assert!(
         text.contains(&format!("tp {}", winner["plan"]["tp"])),
         "{text}"
     );
+    // The written plan is laid out as `venusc fmt` lays it out.
+    let (code, _, stderr) = venusc(&["--root", &root, "fmt", "--check", &best]);
+    assert_eq!(code, 0, "{stderr}\n{text}");
 }
 
 #[test]
@@ -258,4 +263,66 @@ fn the_example_sweep_has_1080_candidates_and_shards_them() {
     assert_eq!(v["candidates"], 5);
     assert_eq!(v["shard"]["total_candidates"], 3 * 5 * 4 * 3 * 3 * 2);
     assert_eq!(v["world_size"], 1024);
+}
+
+#[test]
+fn the_objective_headroom_and_pareto_flags_change_the_ranking_the_pruning_and_the_view() {
+    let dir = scratch("flags");
+    let file = lists_file(&dir);
+    let (code, stdout, stderr) =
+        venusc(&["sweep", &file, "--objective", "throughput", "--top", "3"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("best 3 of 11 by tokens/s per GPU (ties broken by peak memory)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("tokens/s/GPU"), "{stdout}");
+    let (code, stdout, _) = venusc(&[
+        "sweep",
+        &file,
+        "--objective",
+        "gpu-hours",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let v = json(&stdout);
+    assert_eq!(v["objective"], "gpu-hours");
+    let per_token: Vec<f64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| 1.0 / r["tokens_per_second_per_gpu"].as_f64().unwrap())
+        .collect();
+    assert!(per_token.windows(2).all(|w| w[0] <= w[1]), "{per_token:?}");
+
+    // A tiny model peaks at a few GiB of the A100's 80: keeping 99.9% free prunes every plan.
+    let (code, stdout, _) = venusc(&["sweep", &file, "--headroom", "99.9%"]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with(
+            "sweep of scenario `lists` on 16 GPUs, keeping 99.9% of GPU memory free\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("11 E0401 (a pipeline stage does not fit in GPU memory, keeping 99.9% free)"),
+        "{stdout}"
+    );
+    for bad in ["100", "-5%", "ten"] {
+        let (code, _, stderr) = venusc(&["sweep", &file, &format!("--headroom={bad}")]);
+        assert_eq!(code, 2, "{bad}");
+        assert!(stderr.contains("is not a headroom"), "{bad}: {stderr}");
+    }
+
+    let (code, stdout, _) = venusc(&["sweep", &file, "--pareto"]);
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("fastest"), "{stdout}");
+    assert!(
+        stdout.contains("pareto front of iteration time vs peak memory"),
+        "{stdout}"
+    );
+    let (code, _, _) = venusc(&["sweep", &file, "--pareto", "--shard", "1/2"]);
+    assert_eq!(code, 2);
 }

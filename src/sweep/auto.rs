@@ -1,0 +1,418 @@
+//! The axes `--auto` generates: one row of [`ROWS`] per plan choice, each writing plan items.
+//!
+//! Input: the scenario typed with placeholder parallelism ([`AutoCx::of`]: world size, NVLink
+//! domain, layers, sequence, experts, the optimizer flags the plan writes) and [`AutoOptions`].
+//! Output: [`Axis`] values of `Write::Items` for [`super::space::Draft::finish`].
+//!
+//! A row whose values depend on what earlier rows chose (pp on tp, cp on tp × pp, ep on the
+//! expert grid) is `dependent`: every row up to the last dependent one is expanded as a tree
+//! into one combined axis (`tp+sp+...`), so only the shapes Megatron accepts for the world
+//! size, the layer count and the sequence are candidates (W01, L06/L13–L17, C01, E02/W02 of
+//! the validity table). The rules that do not shape the grid (heads over tp, the batch, the
+//! interleaved schedule, memory) are left to the checker, so the summary says why a plan went.
+//! Invariants: values come out in a fixed order (increasing sizes, table order), so candidate
+//! numbers, shards and output never depend on anything but the file and the options.
+
+use super::space::{divisors, Axis, AxisValue, Write};
+use crate::plan::derive::split_layers;
+use crate::ty::ScenarioDef;
+
+/// Microbatch sizes `--auto` tries.
+pub const AUTO_MICRO_BATCHES: [u64; 4] = [1, 2, 4, 8];
+
+/// Model chunks per pipeline rank tried for an uneven split: Megatron's interleaving is used
+/// with a few chunks per rank (vpp 2–8 in its published configurations), and each extra value
+/// multiplies the space.
+const MAX_UNEVEN_VPP: u64 = 16;
+
+/// Plan keys that follow from the others and that `--auto` therefore drops from the plan:
+/// `dp` is world / (tp × pp × cp) and `schedule` follows pp and vpp (LANGUAGE.md defaults).
+const DERIVED_KEYS: [&str; 2] = ["dp", "schedule"];
+
+/// How `--auto` builds the space.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoOptions {
+    /// Let tp span nodes (tp ∈ divisors of the world instead of the NVLink domain).
+    pub allow_cross_node_tp: bool,
+}
+
+/// What the rows read of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoCx {
+    pub world: u64,
+    /// GPUs of the innermost dim (the NVLink domain once `ty::domain` has cut the job).
+    pub domain: u64,
+    pub layers: u64,
+    pub seq: u64,
+    /// Routed experts per layer; `None` for a dense model.
+    pub experts: Option<u64>,
+    /// The plan writes `distributed_optimizer` itself (on or off): no axis for it.
+    pub distributed_optimizer_written: bool,
+    /// The plan writes `overlap_param_gather on`, which needs the distributed optimizer.
+    pub param_gather_overlapped: bool,
+    pub opts: AutoOptions,
+}
+
+impl AutoCx {
+    pub fn of(def: &ScenarioDef, opts: AutoOptions) -> AutoCx {
+        let p = &def.plan;
+        AutoCx {
+            world: def.cluster.world_size(),
+            domain: def.cluster.dims.first().map_or(1, |d| d.size.value),
+            layers: def.model.layers.value,
+            seq: def.model.seq.value,
+            experts: def.model.experts.as_ref().map(|e| e.value),
+            distributed_optimizer_written: p.distributed_optimizer.is_some(),
+            param_gather_overlapped: p.overlap_param_gather.as_ref().is_some_and(|s| s.value),
+            opts,
+        }
+    }
+}
+
+/// The sizes chosen by the rows before (what a dependent row reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chosen {
+    pub tp: u64,
+    pub sp: bool,
+    pub pp: u64,
+    pub cp: u64,
+}
+
+impl Default for Chosen {
+    fn default() -> Chosen {
+        Chosen {
+            tp: 1,
+            sp: false,
+            pp: 1,
+            cp: 1,
+        }
+    }
+}
+
+/// One value of a row: the items it writes (possibly none) and the sizes after it.
+type Choice = (String, Chosen);
+
+/// One choice `--auto` makes.
+pub struct Row {
+    /// The axis name (a plan key).
+    pub name: &'static str,
+    /// The plan keys whose items the row replaces (dropped from the plan when the row applies).
+    pub keys: &'static [&'static str],
+    /// Whether the row applies to the scenario at all.
+    pub applies: fn(&AutoCx) -> bool,
+    /// Whether `values` reads the choices of earlier rows.
+    pub dependent: bool,
+    pub values: fn(&AutoCx, Chosen) -> Vec<Choice>,
+}
+
+/// The rows in candidate order (the last row varies fastest). A new plan choice is one row.
+pub const ROWS: &[Row] = &[
+    Row {
+        name: "tp",
+        keys: &["tp"],
+        applies: always,
+        dependent: false,
+        values: tp_values,
+    },
+    Row {
+        name: "sp",
+        keys: &["sp"],
+        applies: always,
+        dependent: true,
+        values: sp_values,
+    },
+    Row {
+        name: "overlap_tp_comm",
+        keys: &["overlap_tp_comm"],
+        applies: always,
+        dependent: true,
+        values: overlap_tp_comm_values,
+    },
+    Row {
+        name: "pp",
+        keys: &["pp", "vpp", "first_stage_layers", "last_stage_layers"],
+        applies: always,
+        dependent: true,
+        values: pp_values,
+    },
+    Row {
+        name: "cp",
+        keys: &["cp"],
+        applies: always,
+        dependent: true,
+        values: cp_values,
+    },
+    Row {
+        name: "ep",
+        keys: &["ep"],
+        applies: is_moe,
+        dependent: true,
+        values: ep_values,
+    },
+    Row {
+        name: "micro_batch",
+        keys: &["micro_batch"],
+        applies: always,
+        dependent: false,
+        values: micro_batch_values,
+    },
+    Row {
+        name: "recompute",
+        keys: &["recompute"],
+        applies: always,
+        dependent: false,
+        values: recompute_values,
+    },
+    Row {
+        name: "distributed_optimizer",
+        keys: &[],
+        applies: optimizer_not_written,
+        dependent: false,
+        values: distributed_optimizer_values,
+    },
+];
+
+fn always(_: &AutoCx) -> bool {
+    true
+}
+
+fn is_moe(cx: &AutoCx) -> bool {
+    cx.experts.is_some()
+}
+
+fn optimizer_not_written(cx: &AutoCx) -> bool {
+    !cx.distributed_optimizer_written
+}
+
+/// Whether `key`'s items are dropped from a plan `--auto` rewrites.
+pub fn replaces(key: &str) -> bool {
+    DERIVED_KEYS.contains(&key) || ROWS.iter().any(|r| r.keys.contains(&key))
+}
+
+fn item(key: &str, value: impl std::fmt::Display) -> String {
+    format!("{key} {value}")
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// tp: the divisors of the NVLink domain that divide the world, or of the world with
+/// `--allow-cross-node-tp` (tensor-parallel all-reduces on every layer want NVLink).
+fn tp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let tps: Vec<u64> = if cx.opts.allow_cross_node_tp {
+        divisors(cx.world)
+    } else {
+        divisors(cx.domain)
+            .into_iter()
+            .filter(|&t| cx.world.is_multiple_of(t))
+            .collect()
+    };
+    tps.into_iter()
+        .map(|tp| (item("tp", tp), Chosen { tp, ..c }))
+        .collect()
+}
+
+/// sp: off, and on with tp > 1 (Megatron disables it with tp 1: arguments.py:1434-1439, P01).
+fn sp_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = vec![(item("sp", on_off(false)), Chosen { sp: false, ..c })];
+    if c.tp > 1 {
+        out.push((item("sp", on_off(true)), Chosen { sp: true, ..c }));
+    }
+    out
+}
+
+/// overlap_tp_comm: off, and on with sp (megatron/training/arguments.py:1442, P02: the overlap
+/// "can happen only when sequence parallelism is enabled").
+fn overlap_tp_comm_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
+    if c.sp {
+        vec![
+            (String::new(), c),
+            (item("overlap_tp_comm", on_off(true)), c),
+        ]
+    } else {
+        vec![(String::new(), c)]
+    }
+}
+
+/// pp with each layer split: the pipeline depths that leave a whole number of data-parallel
+/// groups (W01: world % (tp × pp) == 0; cp comes next), each with its vpp values and layout
+/// ([`layouts`]).
+fn pp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = Vec::new();
+    for pp in divisors(cx.world / c.tp.max(1)) {
+        for layout in layouts(cx.layers, pp) {
+            let mut items = format!("pp {pp} vpp {}", layout.vpp);
+            if let Some((first, last)) = layout.ends {
+                items.push_str(&format!(
+                    " first_stage_layers {first} last_stage_layers {last}"
+                ));
+            }
+            out.push((items, Chosen { pp, ..c }));
+        }
+    }
+    out
+}
+
+/// A split of the layers over the pipeline: `vpp` chunks per rank, and the first and last
+/// stages' layers when uneven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelineLayout {
+    pub vpp: u64,
+    pub ends: Option<(u64, u64)>,
+}
+
+/// The layer splits `--auto` tries on `pp` stages. When the layers divide evenly: every vpp
+/// that divides the layers per stage (L06, L20; vpp > 1 only with pp > 1, L09). Otherwise
+/// (Llama 3.1 405B's 126 layers on 8 stages) the uneven split of [`uneven_ends`] for each vpp
+/// that has one (Megatron's `--decoder-first/last-pipeline-num-layers`).
+pub fn layouts(layers: u64, pp: u64) -> Vec<PipelineLayout> {
+    if pp == 0 || layers == 0 {
+        return Vec::new();
+    }
+    if layers.is_multiple_of(pp) {
+        return divisors(layers / pp)
+            .into_iter()
+            .filter(|&vpp| vpp == 1 || pp > 1)
+            .map(|vpp| PipelineLayout { vpp, ends: None })
+            .collect();
+    }
+    if pp < 2 {
+        return Vec::new();
+    }
+    let most = layers.div_ceil(pp).min(MAX_UNEVEN_VPP);
+    (1..=most)
+        .filter_map(|vpp| {
+            uneven_ends(layers, pp, vpp).map(|ends| PipelineLayout {
+                vpp,
+                ends: Some(ends),
+            })
+        })
+        .collect()
+}
+
+/// The uneven split people write: every middle stage gets ⌈layers / pp⌉ layers, rounded up
+/// to a multiple of vpp, and the first and last stages share the rest, the first no more
+/// than the last, neither more than a middle stage (the ends also hold the embedding and the
+/// loss). `(first, last)` when that split passes Megatron's rules
+/// (megatron/core/transformer/transformer_config.py:2300-2370, L13–L17, as
+/// `plan::derive::split_layers` checks them); 126 layers on pp 8: 15 + 6 × 16 + 15.
+pub fn uneven_ends(layers: u64, pp: u64, vpp: u64) -> Option<(u64, u64)> {
+    let vpp = vpp.max(1);
+    let middles = pp.checked_sub(2)?;
+    let per_stage = layers.div_ceil(pp).div_ceil(vpp).checked_mul(vpp)?;
+    let ends = layers.checked_sub(middles.checked_mul(per_stage)?)?;
+    let first = ends / 2 / vpp * vpp;
+    let last = ends - first;
+    let fits = first >= vpp && (middles == 0 || last <= per_stage);
+    (fits && split_layers(layers, pp, vpp, Some(first), Some(last)).is_ok())
+        .then_some((first, last))
+}
+
+/// cp: the divisors of world / (tp × pp) (W01) that split the sequence into 2 × cp chunks
+/// (megatron/training/arguments.py:1335-1339, C01: seq % (2 × cp) == 0).
+fn cp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let rest = cx.world / c.tp.max(1).saturating_mul(c.pp.max(1));
+    divisors(rest)
+        .into_iter()
+        .filter(|&cp| cp == 1 || cx.seq.is_multiple_of(cp.saturating_mul(2)))
+        .map(|cp| (item("cp", cp), Chosen { cp, ..c }))
+        .collect()
+}
+
+/// ep (MoE models only): the divisors of the experts (E02, arguments.py:1658) whose expert
+/// grid etp × ep × pp (etp = tp) divides the world (W02, megatron/core/parallel_state.py:883).
+fn ep_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let experts = cx.experts.unwrap_or(1);
+    let grid = c.tp.max(1).saturating_mul(c.pp.max(1));
+    divisors(experts)
+        .into_iter()
+        .filter(|&ep| cx.world.is_multiple_of(grid.saturating_mul(ep)))
+        .map(|ep| (item("ep", ep), c))
+        .collect()
+}
+
+fn micro_batch_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
+    AUTO_MICRO_BATCHES
+        .iter()
+        .map(|&m| (item("micro_batch", m), c))
+        .collect()
+}
+
+fn recompute_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
+    crate::syntax::schema::RECOMPUTE
+        .iter()
+        .map(|r| (item("recompute", r), c))
+        .collect()
+}
+
+/// distributed_optimizer on, and off unless the plan overlaps the parameter gather, which
+/// needs it (megatron/training/arguments.py:1025-1027, D01).
+fn distributed_optimizer_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = vec![(item("distributed_optimizer", on_off(true)), c)];
+    if !cx.param_gather_overlapped {
+        out.push((item("distributed_optimizer", on_off(false)), c));
+    }
+    out
+}
+
+/// The generated axes: the rows up to the last dependent one as one combined axis (named by
+/// its rows joined with `+`), each later row as an axis of its own.
+pub fn axes(cx: &AutoCx) -> Vec<Axis> {
+    let rows: Vec<&Row> = ROWS.iter().filter(|r| (r.applies)(cx)).collect();
+    let joined = rows.iter().rposition(|r| r.dependent).map_or(0, |i| i + 1);
+    let mut out = Vec::new();
+    if joined > 0 {
+        let group = &rows[..joined];
+        let name = group.iter().map(|r| r.name).collect::<Vec<_>>().join("+");
+        out.push(axis(name, expand(cx, group)));
+    }
+    for row in &rows[joined..] {
+        let values = (row.values)(cx, Chosen::default())
+            .into_iter()
+            .map(|(items, _)| items)
+            .collect();
+        out.push(axis(row.name.to_string(), values));
+    }
+    out
+}
+
+/// Every path through `rows`, each row's values given the sizes the earlier rows chose.
+fn expand(cx: &AutoCx, rows: &[&Row]) -> Vec<String> {
+    let mut paths: Vec<(String, Chosen)> = vec![(String::new(), Chosen::default())];
+    for row in rows {
+        let mut next = Vec::new();
+        for (text, chosen) in &paths {
+            for (items, after) in (row.values)(cx, *chosen) {
+                next.push((join(text, &items), after));
+            }
+        }
+        paths = next;
+    }
+    paths.into_iter().map(|(text, _)| text).collect()
+}
+
+fn join(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (_, true) => a.to_string(),
+        (true, false) => b.to_string(),
+        (false, false) => format!("{a} {b}"),
+    }
+}
+
+fn axis(name: String, values: Vec<String>) -> Axis {
+    Axis {
+        name,
+        values: values
+            .into_iter()
+            .map(|items| AxisValue {
+                label: items.clone(),
+                write: Write::Items(items),
+            })
+            .collect(),
+    }
+}
