@@ -345,7 +345,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             0
         }
         _ if source == Source::Mlperf && row.model.starts_with("GPT-3") => {
-            // mlcommons/training large_language_model/megatron-lm/README.md §3: the GPT-2
+            // https://github.com/mlcommons/training/blob/master/large_language_model/megatron-lm/README.md §3: the GPT-2
             // BPE files give "the vocab size (value is 50257)"; the paxml reference's
             // pass-through vocabulary has the same size. Megatron pads it (128 × tp).
             assumed.push(format!(
@@ -794,7 +794,10 @@ fn sc21_table2_split(
     };
     let model_parallel = gpus / dp;
     let tp = SC21_GPUS_PER_NODE;
-    if gpus % dp != 0 || model_parallel % tp != 0 || layers % (model_parallel / tp) != 0 {
+    if !gpus.is_multiple_of(dp)
+        || !model_parallel.is_multiple_of(tp)
+        || !layers.is_multiple_of(model_parallel / tp)
+    {
         return Err(Skip(format!(
             "tp not stated, and t·p = {model_parallel} has no split with t = {tp}"
         )));

@@ -809,6 +809,9 @@ fn key(r: &Ranked) -> (u64, f64, u64) {
 
 const A100_MEMORY: u64 = 80 << 30;
 
+/// What every plan keeps back beside its peak (the tests write no `reserve`).
+const RESERVE: u64 = crate::plan::memory::DEFAULT_RESERVE.0;
+
 #[test]
 fn a_plan_over_the_headroom_is_pruned_under_e0401_and_every_listed_plan_fits() {
     let plan = "tp [1 2 4] pp [1 2] micro_batch [1 4] global_batch 32 recompute [none full]";
@@ -822,7 +825,7 @@ fn a_plan_over_the_headroom_is_pruned_under_e0401_and_every_listed_plan_fits() {
     let mut peaks: Vec<u64> = all.results.iter().map(|r| r.peak_memory().0).collect();
     peaks.sort_unstable();
     let budget = peaks[peaks.len() / 2];
-    let share = 1.0 - budget as f64 / A100_MEMORY as f64;
+    let share = 1.0 - (budget + RESERVE) as f64 / A100_MEMORY as f64;
     let (mut session, tight) = with_options(plan, &headroom(share));
     let (o, _) = run(&mut session, &tight, None, &Silent);
     let over = peaks.iter().filter(|&&p| p > budget).count() as u64;
@@ -865,11 +868,11 @@ fn pruning_by_memory_before_simulating_keeps_the_exhaustive_top_10() {
         peaks.sort_unstable();
         for quantile in [4, 2, 1] {
             let budget = peaks[peaks.len() * quantile / 5];
-            let share = 1.0 - budget as f64 / A100_MEMORY as f64;
+            let share = 1.0 - (budget + RESERVE) as f64 / A100_MEMORY as f64;
             let objective = objectives[runs % objectives.len()];
             runs += 1;
-            // The headroom's own test on the simulated peak (the plans have no reserve).
-            let usable = A100_MEMORY as f64 * (1.0 - share);
+            // The headroom's own test on the simulated peak plus the default reserve.
+            let usable = A100_MEMORY as f64 * (1.0 - share) - RESERVE as f64;
             let mut exhaustive = all.clone();
             exhaustive
                 .results
