@@ -612,7 +612,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
 }
 
 /// True when `flag` is one of the space-separated words of `args`.
-fn has_flag(args: &str, flag: &str) -> bool {
+pub(super) fn has_flag(args: &str, flag: &str) -> bool {
     args.split_whitespace().any(|w| w == flag)
 }
 

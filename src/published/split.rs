@@ -5,6 +5,7 @@
 //! Output: [`PipelineItems`], the plan items to write and the assumptions behind them.
 //! Invariant: a rule is a function of the source and the row's columns, never of its id.
 
+use super::scenario::has_flag;
 use super::tsv::Row;
 use venus_plan::plan::derive::{split_accounting, split_layers};
 use venus_plan::plan::pipeline_layout;
@@ -51,10 +52,6 @@ fn arg_value<'a>(args: &'a str, flag: &str) -> Option<&'a str> {
     words
         .next()
         .map(|v| v.trim_matches(|c| c == '"' || c == '\''))
-}
-
-fn has_flag(args: &str, flag: &str) -> bool {
-    args.split_whitespace().any(|w| w == flag)
 }
 
 /// The pipeline items of a row.
