@@ -448,8 +448,13 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 
 /// A file that could not be read or written: its coded message on stderr, exit 2.
 fn fail(f: &Failure) -> ExitCode {
+    fail_with(f, 2)
+}
+
+/// A coded failure on stderr with the given exit status.
+fn fail_with(f: &Failure, status: u8) -> ExitCode {
     eprintln!("{f}");
-    ExitCode::from(2)
+    ExitCode::from(status)
 }
 
 /// A usage error with a code of its own (`venusc explain CODE` tells more).
@@ -965,10 +970,8 @@ fn emit_files(loaded: &Loaded, kind: Emit, dir: &Path, input: &Path, color: bool
             match venusc::simulate::simulate(sc, &opts) {
                 Ok(sim) => Some(sim),
                 Err(e) => {
-                    match e.diagnostic(sc, &loaded.provenance, &opts) {
-                        Some(d) => eprint!("{}", render::human(&[d], &loaded.files, color)),
-                        None => eprintln!("error: cannot emit `{}`: {e}", sc.name),
-                    }
+                    let d = e.diagnostic(sc, &loaded.provenance, &opts);
+                    eprint!("{}", render::human(&[d], &loaded.files, color));
                     return ExitCode::from(1);
                 }
             }
@@ -1313,23 +1316,16 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
         all_ranks: args.all_ranks,
         iterations: args.iterations,
     };
-    // A failure the input caused is a coded diagnostic at the plan; the rest a plain message.
-    let failure =
-        |e: venusc::simulate::SimError, message: String| match e.diagnostic(&sc, &at, &opts) {
-            Some(d) => Ok(d),
-            None => Err(format!("error: {message}\n")),
-        };
+    // A failure is a coded diagnostic at the plan; a trace directory's own is a coded failure.
+    let failure = |e: venusc::simulate::SimError| e.diagnostic(&sc, &at, &opts);
     let result = match &args.trace {
         Some(dir) => simulate_trace_dir(&sc, dir).map_err(|f| match f {
-            RunError::Sim(e, message) => failure(e, message),
+            RunError::Sim(e) => Ok(failure(e)),
             RunError::Coded(f) => Err(format!("{f}\n")),
         }),
         None => venusc::simulate::simulate(&sc, &opts)
             .map(SimRun::from)
-            .map_err(|e| {
-                let message = e.to_string();
-                failure(e, message)
-            }),
+            .map_err(|e| Ok(failure(e))),
     };
     let sim = match result {
         Ok(s) => s,
@@ -1411,11 +1407,8 @@ fn report(args: &ReportArgs, roots: &RootArgs, color: bool) -> ExitCode {
     let sim = match venusc::simulate::simulate(sc, &opts) {
         Ok(s) => s,
         Err(e) => {
-            let message = e.to_string();
-            match e.diagnostic(sc, at, &opts) {
-                Some(d) => eprint!("{}", human.render(&[d], &loaded.files)),
-                None => eprintln!("error: {message}"),
-            }
+            let d = e.diagnostic(sc, at, &opts);
+            eprint!("{}", human.render(&[d], &loaded.files));
             return ExitCode::from(1);
         }
     };
@@ -1552,7 +1545,7 @@ impl From<venusc::simulate::Simulation> for SimRun {
 /// (rendered as a coded diagnostic where the input caused it).
 enum RunError {
     Coded(Failure),
-    Sim(venusc::simulate::SimError, String),
+    Sim(venusc::simulate::SimError),
 }
 
 /// `sim --trace DIR`: reads the directory's file names (the files themselves are read by
@@ -1591,18 +1584,25 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
                 dir.display()
             ),
         }),
-        e => {
-            let message = match &e {
-                venusc::simulate::SimError::Lower(venusc::lower::LowerError::Network(n)) => {
-                    n.to_string()
-                }
-                venusc::simulate::SimError::Lower(venusc::lower::LowerError::Layout(l)) => {
-                    l.to_string()
-                }
-                e => e.to_string(),
-            };
-            RunError::Sim(e, message)
-        }
+        // The budget and time-range failures are the scenario's (coded at its plan); any other
+        // failure of a replay comes from what the trace files say, not from a venusc bug.
+        e @ (venusc::simulate::SimError::EmptyTrace { .. }
+        | venusc::simulate::SimError::Lower(
+            venusc::lower::LowerError::OverBudget { .. }
+            | venusc::lower::LowerError::TooManyRanks { .. },
+        )
+        | venusc::simulate::SimError::Engine(venusc::engine::EngineError::TimeOverflow {
+            ..
+        })) => RunError::Sim(e),
+        e => RunError::Coded(Failure {
+            code: Code::E0606,
+            message: format!("the traces in `{}` cannot be replayed: {e}", dir.display()),
+            help: format!(
+                "write the traces again with `venusc compile --emit simplified-trace -o {}`, \
+                 or fix the file the message names",
+                dir.display()
+            ),
+        }),
     })?;
     Ok(SimRun {
         report: r.report,
@@ -1991,14 +1991,46 @@ fn prepare_sweep(
     }
 }
 
+/// E0621: every candidate was pruned, so `--emit-best` has nothing to write. The help names
+/// the code that pruned the most candidates, the one to loosen first.
+fn no_best_plan(outcome: &venusc::sweep::Outcome) -> Failure {
+    let most = outcome
+        .pruned
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)));
+    let help = match most {
+        Some((code, n)) if code == "E0401" && outcome.headroom > 0.0 => format!(
+            "{n} candidates did not fit in memory with {:.0}% headroom: lower `--headroom`, or \
+             add larger `pp` or `tp` values, or `recompute full`, to the sweep",
+            outcome.headroom * 100.0
+        ),
+        Some((code, n)) if code == "E0401" => format!(
+            "{n} candidates did not fit in memory: add larger `pp` or `tp` values, or \
+             `recompute full`, to the sweep"
+        ),
+        Some((code, n)) => format!(
+            "{n} candidates failed {code} (`venusc explain {code}`): `venusc check` on the \
+             sweep file shows one of them"
+        ),
+        None => "the sweep has no candidate: give its plan lists at least one value".to_string(),
+    };
+    Failure {
+        code: Code::E0621,
+        message: format!(
+            "no plan of `{}`'s {} candidates was simulated, so there is no best plan to write",
+            outcome.scenario, outcome.candidates
+        ),
+        help,
+    }
+}
+
 fn emit_best(
     outcome: &venusc::sweep::Outcome,
     sw: &venusc::sweep::Sweep,
     path: &Path,
 ) -> Result<(), ExitCode> {
     let Some(best) = outcome.results.first() else {
-        eprintln!("error: no plan was simulated, so there is no best plan to write");
-        return Err(ExitCode::from(1));
+        return Err(fail_with(&no_best_plan(outcome), 1));
     };
     if let Some(info) = &outcome.shard {
         if info.fingerprint != sw.fingerprint {

@@ -56,7 +56,7 @@ fn codes_of(text: &str, root_dir: &Path) -> Vec<Code> {
                 Err(e) => {
                     let at = checked.provenance_of(sc);
                     let d = e.diagnostic(sc, &at, &opts);
-                    codes.push(d.unwrap_or_else(|| panic!("uncoded failure: {e}")).code);
+                    codes.push(d.code);
                     continue;
                 }
             };
@@ -87,6 +87,8 @@ const FROM_THE_COMMAND_LINE: &[Code] = &[
     Code::E0608,
     Code::E0609,
     Code::E0610,
+    Code::E0620,
+    Code::E0621,
     Code::W0012,
     Code::W0013,
 ];

@@ -326,3 +326,32 @@ fn the_objective_headroom_and_pareto_flags_change_the_ranking_the_pruning_and_th
     let (code, _, _) = venusc(&["sweep", &file, "--pareto", "--shard", "1/2"]);
     assert_eq!(code, 2);
 }
+
+#[test]
+fn emit_best_with_every_candidate_pruned_is_e0621_naming_the_code_that_pruned_most() {
+    let dir = scratch("no-best");
+    // A 100B-class model on 16 A100s: no tp × pp of the lists fits in 80 GB.
+    let file = write(
+        &dir,
+        "huge.venus",
+        "model huge < hidden 12288 layers 96 heads 96 vocab 51200 seq 2048 >\n\
+         cluster pod : dgx_a100 < nodes 2 >\n\
+         plan p < tp [1 2] pp [1 2] micro_batch 1 global_batch 32 >\n\
+         scenario s < model huge cluster pod plan p >\n",
+    );
+    let best = dir.join("best.venus").display().to_string();
+    let (code, _, stderr) = venusc(&["sweep", &file, "--emit-best", &best]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "error[E0621]: no plan of `s`'s 4 candidates was simulated, so there is no best plan \
+             to write"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("help: 4 candidates did not fit in memory: add larger `pp` or `tp`"),
+        "{stderr}"
+    );
+    assert!(!Path::new(&best).exists());
+}

@@ -71,14 +71,48 @@ impl SimError {
             }
             SimError::Engine(EngineError::TimeOverflow { .. }) => Some(Code::E0602),
             SimError::EmptyTrace { .. } => Some(Code::E0606),
-            _ => None,
+            _ => Some(Code::E0620),
         }
     }
 
-    /// The coded diagnostic of a failure the input caused and the user can fix: a trace over
-    /// its budget (E0601) or a run past the engine's time range (E0602), labelled at the
-    /// scenario's plan. `None` for the others (the message alone says what went wrong).
-    pub fn diagnostic(
+    /// The coded diagnostic of a failure, labelled at the scenario's plan: a trace over its
+    /// budget (E0601), a run past the engine's time range (E0602), an empty replay (E0606).
+    /// Anything else is a plan validation accepted and the lowering or the engine could not
+    /// run: E0620, which says so instead of passing for a problem of the file.
+    pub fn diagnostic(&self, sc: &Scenario, at: &Provenance, opts: &SimOptions) -> Diagnostic {
+        self.input_diagnostic(sc, at, opts)
+            .unwrap_or_else(|| self.internal_diagnostic(sc, at))
+    }
+
+    /// E0620: validation let the plan through, and a later stage refused it.
+    fn internal_diagnostic(&self, sc: &Scenario, at: &Provenance) -> Diagnostic {
+        Diagnostic::new(
+            Code::E0620,
+            format!(
+                "venusc could not simulate `{}`, which it validated",
+                sc.name
+            ),
+            at.plan,
+            "this plan",
+        )
+        .with_note(self.to_string())
+        .with_help(format!(
+            "this is a venusc bug, not a problem of the file: report it with the file (the \
+             {} stage failed); meanwhile `venusc check --memory` still gives the memory model",
+            self.stage()
+        ))
+    }
+
+    /// The pipeline stage a failure came from, for E0620's report.
+    fn stage(&self) -> &'static str {
+        match self {
+            SimError::Lower(_) => "lowering",
+            SimError::Engine(_) => "engine",
+            SimError::Read(_) | SimError::EmptyTrace { .. } => "trace reader",
+        }
+    }
+
+    fn input_diagnostic(
         &self,
         sc: &Scenario,
         at: &Provenance,
