@@ -98,6 +98,9 @@ enum Command {
     Sweep(SweepArgs),
     /// Compare predictions with measured training runs (a published-runs table).
     Validate(ValidateArgs),
+    /// Fit a scenario's cluster and GPU to your own measurements (nccl-tests logs, a GEMM
+    /// table) and write the calibrated definitions as a `.venus` library.
+    Calibrate(CalibrateArgs),
     /// Simulate every scenario that states `expect` bounds and fail on any bound it misses
     /// (E0501): the `expect` blocks of a repository as a test suite.
     Test(TestArgs),
@@ -111,6 +114,24 @@ enum Command {
         /// A code such as `E0301` or a key such as `micro_batch`; without one, lists every code.
         code: Option<String>,
     },
+}
+
+#[derive(clap::Args)]
+struct CalibrateArgs {
+    #[command(flatten)]
+    input: ScenarioArgs,
+    /// An nccl-tests log (`all_reduce_perf`, `all_gather_perf`, `reduce_scatter_perf`,
+    /// `alltoall_perf`) and the cluster dim it measured: `DIM=FILE`; repeatable, fitted
+    /// innermost dim first.
+    #[arg(long, value_name = "DIM=FILE")]
+    nccl: Vec<String>,
+    /// A table of measured GEMMs (TSV or CSV with `m n k dtype tflops` columns); its rows of
+    /// the plan's precision are fitted.
+    #[arg(long, value_name = "FILE")]
+    gemm: Option<PathBuf>,
+    /// Write the library here instead of stdout.
+    #[arg(short, long, value_name = "FILE.venus")]
+    output: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -425,6 +446,7 @@ pub fn run() -> ExitCode {
         },
         Command::Sweep(args) => sweep(&args, roots, color),
         Command::Validate(args) => validate(&args),
+        Command::Calibrate(args) => calibrate(&args, roots, color),
         Command::Fmt(args) => fmt(&args, color),
         Command::Lsp => lsp(),
     }
@@ -1774,6 +1796,105 @@ fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `venusc calibrate`: fits the scenario's dims to nccl-tests logs and its GPU's GEMM curve
+/// to a GEMM table, and writes the calibrated definitions.
+fn calibrate(args: &CalibrateArgs, roots: &RootArgs, color: bool) -> ExitCode {
+    use venusc::calibrate;
+    if args.nccl.is_empty() && args.gemm.is_none() {
+        return usage_error("give at least one `--nccl DIM=FILE` or a `--gemm FILE` to fit");
+    }
+    if let Some(out) = &args.output {
+        let mut inputs: Vec<&Path> = vec![&args.input.file];
+        inputs.extend(args.gemm.as_deref());
+        if let Err(f) = files::refuse_input(out, &inputs) {
+            return fail(&f);
+        }
+    }
+    let loaded = match load_scenario(&args.input, roots, color) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let sc = &loaded.scenario;
+    let mismatch = |what: &Path, m: calibrate::Mismatch| Failure {
+        code: Code::E0622,
+        message: format!("`{}`: {}", what.display(), m.message),
+        help: m.help,
+    };
+    let malformed = |what: &Path, line: usize, message: String, help: String| Failure {
+        code: Code::E0607,
+        message: if line == 0 {
+            format!("`{}`: {message}", what.display())
+        } else {
+            format!("`{}` line {line}: {message}", what.display())
+        },
+        help,
+    };
+    let mut fits = Vec::new();
+    for spec in &args.nccl {
+        let Some((dim, file)) = spec.split_once('=') else {
+            return usage_error(format!(
+                "`--nccl {spec}`: write the dim and the log as `DIM=FILE` (dims: {})",
+                sc.cluster
+                    .dims
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        let path = PathBuf::from(file);
+        let text = match files::read(&path, Input::Table) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(f) => return fail(&f),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let log = match calibrate::nccl::parse(&text, &name) {
+            Ok(l) => l,
+            Err(e) => return fail_with(&malformed(&path, e.line, e.message, e.help), 1),
+        };
+        let fit = calibrate::dim_index(&sc.cluster, dim)
+            .and_then(|i| calibrate::fit_dim(&sc.cluster, i, &log));
+        match fit {
+            Ok(f) => fits.push(f),
+            Err(m) => return fail_with(&mismatch(&path, m), 1),
+        }
+    }
+    let gemm = match &args.gemm {
+        None => None,
+        Some(path) => {
+            let text = match files::read(path, Input::Table) {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                Err(f) => return fail(&f),
+            };
+            let rows = match calibrate::gemm::parse(&text) {
+                Ok(r) => r,
+                Err(e) => return fail_with(&malformed(path, e.line, e.message, e.help), 1),
+            };
+            match calibrate::fit_gemm(sc, &rows) {
+                Ok(g) => Some(g),
+                Err(m) => return fail_with(&mismatch(path, m), 1),
+            }
+        }
+    };
+    let text = calibrate::library(sc, &fits, gemm);
+    match &args.output {
+        None => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Some(out) => match files::write_atomic(out, text.as_bytes()) {
+            Ok(()) => {
+                eprintln!("wrote `{}`", out.display());
+                ExitCode::SUCCESS
+            }
+            Err(f) => fail(&f),
+        },
     }
 }
 

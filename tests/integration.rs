@@ -3,6 +3,7 @@
 mod integration {
     pub mod budget;
     pub mod budget_props;
+    pub mod calibrate;
     pub mod cli;
     pub mod explain;
     pub mod fmt;

@@ -89,6 +89,7 @@ const FROM_THE_COMMAND_LINE: &[Code] = &[
     Code::E0610,
     Code::E0620,
     Code::E0621,
+    Code::E0622,
     Code::W0012,
     Code::W0013,
 ];

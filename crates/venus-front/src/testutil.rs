@@ -81,6 +81,8 @@ pub fn gpu(memory_gib: u64) -> Gpu {
         fp8_peak: None,
         fp4_peak: None,
         arch: None,
+        gemm_efficiency: None,
+        gemm_half_dim: None,
     }
 }
 

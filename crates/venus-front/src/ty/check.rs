@@ -633,6 +633,8 @@ impl<'r, 'a> Checker<'r, 'a> {
             mem_bw: f.get(Key::MemBw, bandwidth)?,
             fp8_peak: f.get(Key::Fp8Peak, rate),
             fp4_peak: f.get(Key::Fp4Peak, rate),
+            gemm_efficiency: f.get(Key::GemmEfficiency, ratio),
+            gemm_half_dim: f.count(Key::GemmHalfDim),
             // The word was checked against `schema::ARCHS` (E0204), whose words are
             // `GpuArch::word`s (a test keeps them equal).
             arch: f.word(Key::Arch).map(|w| {

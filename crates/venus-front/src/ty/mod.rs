@@ -113,6 +113,9 @@ pub struct Gpu {
     /// Dense FP4 peak; unset: the GPU has no FP4 tensor cores.
     pub fp4_peak: Opt<FlopsPerSec>,
     pub arch: Opt<GpuArch>,
+    /// A measured GEMM efficiency and size scale; unset: the arch's calibration.
+    pub gemm_efficiency: Opt<Ratio>,
+    pub gemm_half_dim: Opt<u64>,
 }
 
 impl Gpu {

@@ -7,8 +7,8 @@
 
 use crate::ty::{Cluster, Expect, Gpu, Model, Opt, Plan, ScenarioDef, Train};
 use venus_plan::plan::spec::{
-    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
-    Provenance, TrainSpec,
+    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GemmFit, GpuSpec, MeasuredSpec, ModelSpec,
+    PlanSpec, Provenance, TrainSpec,
 };
 
 fn loc<T>(v: &Opt<T>) -> Option<venus_diag::diag::Loc> {
@@ -56,6 +56,10 @@ pub fn gpu(g: &Gpu) -> GpuSpec {
         mem_bw: g.mem_bw.value,
         fp8_peak: val(&g.fp8_peak),
         fp4_peak: val(&g.fp4_peak),
+        gemm: GemmFit {
+            efficiency: val(&g.gemm_efficiency),
+            half_dim: val(&g.gemm_half_dim),
+        },
     }
 }
 

@@ -44,7 +44,7 @@ use super::{ChunkCost, ComputeModel, Pass};
 use venus_base::base::{
     Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, Seconds,
 };
-use venus_plan::plan::Scenario;
+use venus_plan::plan::{GemmFit, Scenario};
 
 /// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
 ///
@@ -156,6 +156,19 @@ impl Calibration {
         Calibration::fitted(arch)
             .or_else(|| Calibration::fitted(arch.nearest_calibrated()))
             .unwrap_or_default()
+    }
+
+    /// This calibration with a GPU's measured GEMM constants where it writes them
+    /// (`gemm_efficiency`, `gemm_half_dim`: `venusc calibrate --gemm` fits both from the
+    /// user's GEMM table, on the same `E · Π d/(d + h)` curve as [`Calibration::gemm`]).
+    pub fn with_gemm(mut self, fit: GemmFit) -> Calibration {
+        if let Some(e) = fit.efficiency {
+            self.gemm_efficiency = e.0;
+        }
+        if let Some(h) = fit.half_dim {
+            self.gemm_half_dim = h as f64;
+        }
+        self
     }
 
     /// Efficiency of a GEMM `[m × k] · [k × n]`.

@@ -145,7 +145,8 @@ pub trait ComputeModel {
 /// The model the plan asks for: `measured` wins over `mfu` (as VenusSim's
 /// `use_step_snapshot` replaces the FLOP-based nodes), else the analytic model.
 pub fn model_for(sc: &Scenario) -> Box<dyn ComputeModel> {
-    let analytic = AnalyticModel::new(sc, Calibration::for_arch(sc.cluster.gpu.arch));
+    let gpu = &sc.cluster.gpu;
+    let analytic = AnalyticModel::new(sc, Calibration::for_arch(gpu.arch).with_gemm(gpu.gemm));
     if sc.plan.replayed().is_some() {
         Box::new(MeasuredModel::new(sc, analytic))
     } else if let Some(mfu) = &sc.plan.mfu {

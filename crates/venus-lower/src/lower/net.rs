@@ -70,6 +70,7 @@ mod tests {
             mem_bw: BytesPerSec(3.35e12),
             fp8_peak: None,
             fp4_peak: None,
+            gemm: Default::default(),
         };
         ClusterSpec {
             name: None,

@@ -161,6 +161,16 @@ pub struct GpuSpec {
     pub fp8_peak: Option<FlopsPerSec>,
     /// Dense FP4 peak; `None`: no FP4 tensor cores.
     pub fp4_peak: Option<FlopsPerSec>,
+    /// Measured GEMM constants that replace the arch's calibration where written.
+    pub gemm: GemmFit,
+}
+
+/// A GPU's own GEMM efficiency curve (`gemm_efficiency`, `gemm_half_dim`), as `venusc
+/// calibrate` fits it from measured GEMMs; `None` keeps the arch's calibrated value.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GemmFit {
+    pub efficiency: Option<Ratio>,
+    pub half_dim: Option<u64>,
 }
 
 impl GpuSpec {

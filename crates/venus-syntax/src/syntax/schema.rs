@@ -525,6 +525,21 @@ key_table! {
             "dense FP4 tensor-core peak; unset: the GPU has no FP4 tensor cores (`precision fp4` is E0312)",
         )
         .default(KeyDefault::Unset, "no FP4 tensor cores"),
+        GemmEfficiency = key(
+            "gemm_efficiency",
+            &[Ratio],
+            "fraction of its precision's peak a very large GEMM reaches on this GPU (measured: `venusc calibrate --gemm`)",
+        )
+        .default(KeyDefault::Unset, "the arch's calibration")
+        .example("82%"),
+        GemmHalfDim = key(
+            "gemm_half_dim",
+            &[Count],
+            "GEMM size per dimension at which that dimension halves the efficiency: each of m, n, k scales it by d / (d + gemm_half_dim) (measured: `venusc calibrate --gemm`)",
+        )
+        .default(KeyDefault::Unset, "the arch's calibration")
+        .example("256")
+        .zero_allowed(),
         AllowGpu = allow_key(),
     }
     CLUSTER => {
