@@ -20,4 +20,5 @@ mod integration {
     pub mod syntax_props;
     pub mod tidy;
     pub mod ui;
+    pub mod venussim_generator;
 }

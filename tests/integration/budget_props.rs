@@ -161,7 +161,7 @@ proptest! {
             }
         };
         // A report or an error; never a panic (which fails the case).
-        let _ = venusc::simulate::replay(&sc, &names, &mut read);
+        let _ = venusc::simulate::replay(&sc, &names, &mut read, None);
     }
 
     #[test]
