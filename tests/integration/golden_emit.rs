@@ -256,6 +256,94 @@ fn import_then_emit_gives_back_every_trace_generator_key() {
     assert_eq!(emitted.len(), original.len());
 }
 
+/// Every key of the demo's `llm-sim-config.json` (all three sections) and `sim-config/system.json`
+/// after import → emit: the same value, or one of the listed replacements, each asserted.
+#[test]
+fn import_then_emit_accounts_for_every_key_of_the_demo_config() {
+    let json = |bytes: Vec<u8>| serde_json::from_slice::<serde_json::Value>(&bytes).unwrap();
+    let config = json(demo_reader("llm-sim-config.json").unwrap());
+    let system = json(demo_reader("sim-config/system.json").unwrap());
+    let sc = demo_scenario(None);
+    let mut sink = MemSink::new();
+    emit::write_venussim(&sc, &mut sink).unwrap();
+    let config2 = json(sink.files["llm-sim-config.json"].clone());
+    let system2 = json(sink.files["sim-config/system.json"].clone());
+    // What emit writes instead, and why: paths relative to the run directory (or absolute
+    // with `--venussim-root`); the trace name is the scenario's; FIFO because LIFO deadlocks;
+    // align-with-nccl 0 so template and simplified traces agree; log-level 0 (VenusSim's
+    // report reads no log); `boost-mode`, which VenusSim never reads, is not written.
+    let replaced: &[(&str, &str, serde_json::Value)] = &[
+        ("trace_generator_config", "output_filepath", "trace".into()),
+        ("trace_generator_config", "log_filename", "demo.log".into()),
+        (
+            "simulator_config",
+            "binary",
+            "AstraSim_Analytical_Congestion_Unaware".into(),
+        ),
+        (
+            "simulator_config",
+            "system",
+            "sim-config/system.json".into(),
+        ),
+        (
+            "simulator_config",
+            "network",
+            "sim-config/network.yml".into(),
+        ),
+        (
+            "simulator_config",
+            "remote_memory",
+            "sim-config/memory.json".into(),
+        ),
+        (
+            "simulator_config",
+            "comm_group",
+            "sim-config/comm-group.json".into(),
+        ),
+        (
+            "simulator_config",
+            "trace_output",
+            "trace_output.log".into(),
+        ),
+        (
+            "time_line_visualizer_config",
+            "output_filename",
+            "trace_output.json".into(),
+        ),
+        ("system", "scheduling-policy", "FIFO".into()),
+        ("system", "log-level", 0.into()),
+        ("system", "align-with-nccl", 0.into()),
+        ("system", "boost-mode", serde_json::Value::Null),
+    ];
+    let (mut same, mut other) = (0, 0);
+    let mut check = |section: &str, ours: &serde_json::Value, theirs: &serde_json::Value| {
+        for (k, v) in theirs.as_object().unwrap() {
+            let got = ours.get(k).cloned().unwrap_or(serde_json::Value::Null);
+            match replaced.iter().find(|(s, n, _)| *s == section && n == k) {
+                Some((_, _, want)) => {
+                    assert_eq!(&got, want, "{section}.{k}");
+                    other += 1;
+                }
+                None => {
+                    assert_eq!(&got, v, "{section}.{k}");
+                    same += 1;
+                }
+            }
+        }
+    };
+    for section in [
+        "trace_generator_config",
+        "simulator_config",
+        "time_line_visualizer_config",
+    ] {
+        check(section, &config2[section], &config[section]);
+    }
+    check("system", &system2, &system);
+    // 38 generator keys, `single_pp_group` and 17 of the 21 system.json keys come back as
+    // they were.
+    assert_eq!((same, other), (38 + 1 + 17, replaced.len()));
+}
+
 #[test]
 fn astra_sim_emit_of_demo_matches_golden_files() {
     let sc = demo_scenario(None);
