@@ -225,7 +225,9 @@ struct SimArgs {
     /// Simulate every rank instead of one representative per symmetry class.
     #[arg(long)]
     all_ranks: bool,
-    /// Training iterations to simulate (overrides the plan's `iterations`); the report is the last.
+    /// Training iterations to simulate (overrides the plan's `iterations`); the report is the
+    /// last. With `--trace`: the iterations the traces hold (default: counted from their
+    /// `~iter~` names); the report is their mean, as VenusSim's.
     #[arg(long)]
     iterations: Option<u32>,
     /// Report `engine.wall_ms` as 0, so two runs are byte-identical.
@@ -294,6 +296,11 @@ struct CompileArgs {
     /// Output directory for kinds that write files (created if missing).
     #[arg(short = 'o', long = "out")]
     out: Option<PathBuf>,
+    /// With `--emit venussim`: VenusSim's checkout. The config then names the simulator that
+    /// `build.sh -t congestion_unaware` builds there and absolute paths, so `llm_sim.py` runs
+    /// it from any directory.
+    #[arg(long, value_name = "DIR")]
+    venussim_root: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -926,7 +933,11 @@ fn compile(args: &CompileArgs, roots: &RootArgs, color: bool) -> ExitCode {
                 "this `--emit` kind writes several files: give a directory with `-o DIR`",
             );
         };
-        return emit_files(&loaded, args.emit, dir, &args.input.file, color);
+        let paths = match venussim_paths(args, dir) {
+            Ok(paths) => paths,
+            Err(code) => return code,
+        };
+        return emit_files(&loaded, args.emit, dir, &args.input.file, &paths, color);
     }
     match args.emit {
         Emit::Schedule => match schedule_ir(sc) {
@@ -982,7 +993,48 @@ impl venusc::emit::Sink for DirSink {
     }
 }
 
-fn emit_files(loaded: &Loaded, kind: Emit, dir: &Path, input: &Path, color: bool) -> ExitCode {
+/// The paths `--emit venussim` writes: relative, or absolute under `--venussim-root`. The
+/// root must hold VenusSim's `trace-generator/llm_sim.py`; the output directory is created
+/// here so that its absolute form is known.
+fn venussim_paths(
+    args: &CompileArgs,
+    dir: &Path,
+) -> Result<venusc::emit::venussim::VenusSimPaths, ExitCode> {
+    let Some(root) = &args.venussim_root else {
+        return Ok(Default::default());
+    };
+    if args.emit != Emit::Venussim {
+        return Err(usage_error(
+            "`--venussim-root` only applies to `--emit venussim`: drop it or emit `venussim`",
+        ));
+    }
+    let absolute = |p: &Path| std::fs::canonicalize(p).map(|p| p.display().to_string());
+    let root = match absolute(root) {
+        Ok(r) if Path::new(&r).join("trace-generator/llm_sim.py").is_file() => r,
+        _ => {
+            return Err(usage_error(format!(
+                "`--venussim-root {}` holds no `trace-generator/llm_sim.py`: give the directory of VenusSim's checkout",
+                root.display()
+            )))
+        }
+    };
+    let run_dir = std::fs::create_dir_all(dir)
+        .and_then(|()| absolute(dir))
+        .map_err(|e| usage_error(format!("cannot create `{}`: {e}", dir.display())))?;
+    Ok(venusc::emit::venussim::VenusSimPaths {
+        venussim_root: Some(root),
+        run_dir: Some(run_dir),
+    })
+}
+
+fn emit_files(
+    loaded: &Loaded,
+    kind: Emit,
+    dir: &Path,
+    input: &Path,
+    paths: &venusc::emit::venussim::VenusSimPaths,
+    color: bool,
+) -> ExitCode {
     use venusc::emit;
     let sc = &loaded.scenario;
     // The Perfetto export simulates first: a plan over the trace budget fails here, coded.
@@ -1009,7 +1061,7 @@ fn emit_files(loaded: &Loaded, kind: Emit, dir: &Path, input: &Path, color: bool
     let result = match kind {
         Emit::SimplifiedTrace => emit::write_simplified_trace(sc, &mut sink),
         Emit::TemplateTrace => emit::write_template_trace(sc, &mut sink),
-        Emit::Venussim => emit::write_venussim(sc, &mut sink),
+        Emit::Venussim => emit::venussim::write_venussim_at(sc, paths, &mut sink),
         Emit::AstraSim => emit::write_astra_sim(sc, &mut sink),
         Emit::Perfetto => match &sim {
             Some(sim) => write_perfetto_file(sc, sim, &mut sink),
@@ -1341,10 +1393,12 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
     // A failure is a coded diagnostic at the plan; a trace directory's own is a coded failure.
     let failure = |e: venusc::simulate::SimError| e.diagnostic(&sc, &at, &opts);
     let result = match &args.trace {
-        Some(dir) => simulate_trace_dir(&sc, dir).map_err(|f| match f {
-            RunError::Sim(e) => Ok(failure(e)),
-            RunError::Coded(f) => Err(format!("{f}\n")),
-        }),
+        Some(dir) => {
+            simulate_trace_dir(&sc, dir, args.iterations.map(u64::from)).map_err(|f| match f {
+                RunError::Sim(e) => Ok(failure(e)),
+                RunError::Coded(f) => Err(format!("{f}\n")),
+            })
+        }
         None => venusc::simulate::simulate(&sc, &opts)
             .map(SimRun::from)
             .map_err(|e| Ok(failure(e))),
@@ -1571,8 +1625,13 @@ enum RunError {
 }
 
 /// `sim --trace DIR`: reads the directory's file names (the files themselves are read by
-/// name as the replay needs them) and replays them on `sc`'s cluster.
-fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun, RunError> {
+/// name as the replay needs them) and replays them on `sc`'s cluster; the report is the mean
+/// of the traces' iterations, or of `iterations` (`--iterations`) when given.
+fn simulate_trace_dir(
+    sc: &venusc::plan::Scenario,
+    dir: &Path,
+    iterations: Option<u64>,
+) -> Result<SimRun, RunError> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| {
             RunError::Coded(Failure {
@@ -1595,7 +1654,7 @@ fn simulate_trace_dir(sc: &venusc::plan::Scenario, dir: &Path) -> Result<SimRun,
         files::read(&path, Input::Trace)
             .map_err(|f| std::io::Error::other(format!("{} ({})", f.message, f.code)))
     };
-    let r = venusc::simulate::replay(sc, &names, &mut read).map_err(|e| match e {
+    let r = venusc::simulate::replay(sc, &names, &mut read, iterations).map_err(|e| match e {
         venusc::simulate::SimError::Read(e) => RunError::Coded(Failure {
             code: Code::E0706,
             message: format!("{}: {e}", dir.display()),

@@ -21,4 +21,5 @@ mod integration {
     pub mod syntax_props;
     pub mod tidy;
     pub mod ui;
+    pub mod venussim_generator;
 }

@@ -36,7 +36,7 @@ fn import_demo() -> emit::Imported {
 /// golden VenusSim files are of the whole 5-iteration run.
 const DEMO_TRAIN_ITERS: u64 = 5;
 
-fn demo_scenario(iterations: Option<u64>) -> Scenario {
+pub fn demo_scenario(iterations: Option<u64>) -> Scenario {
     let mut sc = scenario_of("demo.venus", &import_demo().venus);
     // Only the emitted traces read `iterations`; nothing validation derives depends on it.
     sc.plan.iterations = Some(iterations.unwrap_or(DEMO_TRAIN_ITERS));
@@ -44,7 +44,7 @@ fn demo_scenario(iterations: Option<u64>) -> Scenario {
 }
 
 /// The one scenario of a `.venus` text, checked as `venusc sim` checks a file.
-fn scenario_of(name: &str, text: &str) -> Scenario {
+pub fn scenario_of(name: &str, text: &str) -> Scenario {
     let mut session = venusc::Session::new();
     let root = session.load(Path::new(name), text.as_bytes(), &mut |p: &Path| {
         Err(format!("no such file `{}`", p.display()).into())
@@ -135,8 +135,13 @@ fn import_of_demo_reports_lifo_and_keeps_unused_snapshot_data() {
         w.iter().any(|m| m.contains("`scheduling-policy` \"LIFO\"")),
         "{w:?}"
     );
+    assert!(
+        w.iter().any(|m| m.contains("`align-with-nccl` 1")
+            && m.contains("writes 0 (with 1 VenusSim reads uninitialized group sizes")),
+        "{w:?}"
+    );
     // `use_step_snapshot 0` with data: kept, not replayed, and not a warning any more.
-    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w.len(), 2, "{w:?}");
     assert!(
         imp.venus
             .contains("measured < first 288ms middle 285ms last 293ms unused >"),
@@ -157,6 +162,7 @@ fn venussim_emit_of_demo_matches_golden_files() {
     assert_eq!(
         sink.files.keys().cloned().collect::<Vec<_>>(),
         [
+            "README.md",
             "llm-sim-config.json",
             "sim-config/comm-group.json",
             "sim-config/memory.json",
@@ -172,6 +178,46 @@ fn venussim_emit_of_demo_matches_golden_files() {
     let system = sink.text("sim-config/system.json").unwrap();
     assert!(system.contains("\"scheduling-policy\": \"FIFO\""));
     assert!(system.contains("\"peak-perf\": 1000"));
+    let readme = sink.text("README.md").unwrap();
+    // The FLOP convention: Megatron's count is 3.1 % below VenusSim's on the demo.
+    assert!(
+        readme.contains("which is 3.1 % lower for this plan"),
+        "{readme}"
+    );
+    assert!(readme.contains("run it from this directory"), "{readme}");
+}
+
+/// With a VenusSim root the config names the simulator `build.sh` builds there and absolute
+/// paths (as VenusSim's own demo does), so `llm_sim.py` runs it from any cwd.
+#[test]
+fn venussim_emit_with_a_root_writes_absolute_paths_and_the_built_simulator() {
+    let sc = demo_scenario(None);
+    let mut sink = MemSink::new();
+    let paths = emit::venussim::VenusSimPaths {
+        venussim_root: Some("/opt/VenusSim/".to_string()),
+        run_dir: Some("/runs/demo".to_string()),
+    };
+    emit::venussim::write_venussim_at(&sc, &paths, &mut sink).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_str(&sink.text("llm-sim-config.json").unwrap()).unwrap();
+    let sim = &config["simulator_config"];
+    assert_eq!(
+        sim["binary"],
+        "/opt/VenusSim/llm-simulator/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
+    );
+    assert_eq!(sim["system"], "/runs/demo/sim-config/system.json");
+    assert_eq!(sim["comm_group"], "/runs/demo/sim-config/comm-group.json");
+    assert_eq!(sim["trace_output"], "/runs/demo/trace_output.log");
+    assert_eq!(
+        config["trace_generator_config"]["output_filepath"],
+        "/runs/demo/trace"
+    );
+    assert_eq!(
+        config["time_line_visualizer_config"]["output_filename"],
+        "/runs/demo/trace_output.json"
+    );
+    let readme = sink.text("README.md").unwrap();
+    assert!(readme.contains("runs from any directory"), "{readme}");
 }
 
 /// import → scenario → emit gives every `trace_generator_config` key back with its value,
@@ -210,6 +256,94 @@ fn import_then_emit_gives_back_every_trace_generator_key() {
     assert_eq!(emitted.len(), original.len());
 }
 
+/// Every key of the demo's `llm-sim-config.json` (all three sections) and `sim-config/system.json`
+/// after import → emit: the same value, or one of the listed replacements, each asserted.
+#[test]
+fn import_then_emit_accounts_for_every_key_of_the_demo_config() {
+    let json = |bytes: Vec<u8>| serde_json::from_slice::<serde_json::Value>(&bytes).unwrap();
+    let config = json(demo_reader("llm-sim-config.json").unwrap());
+    let system = json(demo_reader("sim-config/system.json").unwrap());
+    let sc = demo_scenario(None);
+    let mut sink = MemSink::new();
+    emit::write_venussim(&sc, &mut sink).unwrap();
+    let config2 = json(sink.files["llm-sim-config.json"].clone());
+    let system2 = json(sink.files["sim-config/system.json"].clone());
+    // What emit writes instead, and why: paths relative to the run directory (or absolute
+    // with `--venussim-root`); the trace name is the scenario's; FIFO because LIFO deadlocks;
+    // align-with-nccl 0 so template and simplified traces agree; log-level 0 (VenusSim's
+    // report reads no log); `boost-mode`, which VenusSim never reads, is not written.
+    let replaced: &[(&str, &str, serde_json::Value)] = &[
+        ("trace_generator_config", "output_filepath", "trace".into()),
+        ("trace_generator_config", "log_filename", "demo.log".into()),
+        (
+            "simulator_config",
+            "binary",
+            "AstraSim_Analytical_Congestion_Unaware".into(),
+        ),
+        (
+            "simulator_config",
+            "system",
+            "sim-config/system.json".into(),
+        ),
+        (
+            "simulator_config",
+            "network",
+            "sim-config/network.yml".into(),
+        ),
+        (
+            "simulator_config",
+            "remote_memory",
+            "sim-config/memory.json".into(),
+        ),
+        (
+            "simulator_config",
+            "comm_group",
+            "sim-config/comm-group.json".into(),
+        ),
+        (
+            "simulator_config",
+            "trace_output",
+            "trace_output.log".into(),
+        ),
+        (
+            "time_line_visualizer_config",
+            "output_filename",
+            "trace_output.json".into(),
+        ),
+        ("system", "scheduling-policy", "FIFO".into()),
+        ("system", "log-level", 0.into()),
+        ("system", "align-with-nccl", 0.into()),
+        ("system", "boost-mode", serde_json::Value::Null),
+    ];
+    let (mut same, mut other) = (0, 0);
+    let mut check = |section: &str, ours: &serde_json::Value, theirs: &serde_json::Value| {
+        for (k, v) in theirs.as_object().unwrap() {
+            let got = ours.get(k).cloned().unwrap_or(serde_json::Value::Null);
+            match replaced.iter().find(|(s, n, _)| *s == section && n == k) {
+                Some((_, _, want)) => {
+                    assert_eq!(&got, want, "{section}.{k}");
+                    other += 1;
+                }
+                None => {
+                    assert_eq!(&got, v, "{section}.{k}");
+                    same += 1;
+                }
+            }
+        }
+    };
+    for section in [
+        "trace_generator_config",
+        "simulator_config",
+        "time_line_visualizer_config",
+    ] {
+        check(section, &config2[section], &config[section]);
+    }
+    check("system", &system2, &system);
+    // 38 generator keys, `single_pp_group` and 17 of the 21 system.json keys come back as
+    // they were.
+    assert_eq!((same, other), (38 + 1 + 17, replaced.len()));
+}
+
 #[test]
 fn astra_sim_emit_of_demo_matches_golden_files() {
     let sc = demo_scenario(None);
@@ -245,7 +379,15 @@ fn simplified_trace_of_demo_matches_golden_files_and_carries_venussim_sizes() {
     let sc = demo_scenario(Some(2));
     let mut sink = MemSink::new();
     emit::write_simplified_trace(&sc, &mut sink).unwrap();
-    assert_eq!(sink.files.len(), 17);
+    // 16 rank files, the output rule, system.json (template-trace 0) and comm-group.json.
+    assert_eq!(sink.files.len(), 19);
+    let system = sink.text("system.json").unwrap();
+    assert!(system.contains("\"template-trace\": 0"), "{system}");
+    assert!(system.contains("\"align-with-nccl\": 0"), "{system}");
+    assert_eq!(
+        sink.text("trace-output-rule.txt").unwrap(),
+        "16\n0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 \n"
+    );
     check_golden("simplified-trace", &sink.files);
     let r2 = sink.text("demo.2.et").unwrap();
     // P2P 16,777,216 elements x 2 bytes from rank 0 to rank 2.

@@ -277,13 +277,39 @@ pub struct Replay {
     pub layout: venus_plan::plan::layout::Layout,
 }
 
+/// The iterations a VenusSim trace holds: one more than the largest `~iter~I~` of the first
+/// trace file's node names (every data-parallel node carries one, trace-generator/generator/
+/// overlap_grad_reduce_helper.py), 1 when none does.
+pub fn trace_iterations(
+    files: &[String],
+    read: &mut dyn FnMut(&str) -> std::io::Result<Vec<u8>>,
+) -> u64 {
+    let Some(first) = files.iter().find(|f| f.ends_with(".et")) else {
+        return 1;
+    };
+    let Ok(bytes) = read(first) else {
+        return 1;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once("~iter~")?;
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u64>().ok()
+        })
+        .max()
+        .map_or(1, |i| i.saturating_add(1))
+}
+
 /// `sim --trace DIR`: runs the VenusSim simplified or template trace `files` (read through
 /// `read`, by name) on `sc`'s cluster, at the GPU's peak × the plan's `mfu`, and reports the
-/// whole run.
+/// mean iteration: the whole run over `iterations`, or over the traces' own count
+/// ([`trace_iterations`]) when `None`.
 pub fn replay(
     sc: &Scenario,
     files: &[String],
     read: &mut dyn FnMut(&str) -> std::io::Result<Vec<u8>>,
+    iterations: Option<u64>,
 ) -> Result<Replay, SimError> {
     let started = Instant::now();
     let mfu = sc.plan.mfu.unwrap_or(venus_base::base::Ratio(1.0));
@@ -302,7 +328,8 @@ pub fn replay(
         .map_err(|e| SimError::Lower(LowerError::Layout(e)))?;
     let window = Window::whole(&timeline);
     let wall = Seconds(started.elapsed().as_secs_f64());
-    let report = Report::new(sc, &trace, &timeline, window, wall);
+    let iterations = iterations.unwrap_or_else(|| trace_iterations(files, read));
+    let report = Report::new(sc, &trace, &timeline, window, wall).per_iteration(iterations);
     Ok(Replay {
         report,
         trace,

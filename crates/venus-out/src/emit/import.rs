@@ -676,10 +676,11 @@ impl Values {
                         "log-level" | "trace-enabled" | "simplified-trace" | "template-trace"
                     );
                     if !same && !informational {
-                        let why = if k == "scheduling-policy" {
-                            " (LIFO can deadlock in VenusSim)"
-                        } else {
-                            ""
+                        let why = match k {
+                            "scheduling-policy" => " (LIFO can deadlock in VenusSim)",
+                            // venussim.rs SYSTEM_DEFAULTS says why 0.
+                            "align-with-nccl" => " (with 1 VenusSim reads uninitialized group sizes, so a plan's template and simplified traces disagree)",
+                            _ => "",
                         };
                         warnings.push(format!(
                             "{file}: `{k}` {v} is a VenusSim setting with no venusc equivalent; `--emit venussim` writes {ours}{why}"

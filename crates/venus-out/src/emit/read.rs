@@ -887,7 +887,7 @@ fn compute_category(name: &str) -> Category {
 }
 
 fn coll_category(name: &str) -> Category {
-    if name.contains("grad_reducescatter") {
+    if name.contains("grad_reducescatter") || name.contains("grad_allreduce") {
         Category::AllGradsSync
     } else if name.contains("param_allgather") {
         Category::ParamsAllGather

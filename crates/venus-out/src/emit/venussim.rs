@@ -5,8 +5,10 @@
 //! [`Sink`], plus warnings naming what VenusSim will not model.
 //! Invariants: every key of VenusSim's demo `trace_generator_config` is written, in the demo's
 //! order, from the scenario (so `import` then emit gives each value back); every path is
-//! relative to the run directory (`llm_sim.py` runs with cwd = that directory); the
-//! scheduling policy is FIFO, because LIFO deadlocks at random there (venussim.md §10.1).
+//! relative to the run directory (`llm_sim.py` opens them against its cwd), or, with a
+//! [`VenusSimPaths`] root, absolute as VenusSim's own demo writes them, so the config runs
+//! from any directory; `README.md` says which; the scheduling policy is FIFO, because LIFO
+//! deadlocks at random there (venussim.md §10.1).
 
 use std::io::Write;
 
@@ -169,7 +171,7 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
         w.push("VenusSim models dense layers only: experts, routing and expert-parallel all-to-all are not modelled".to_string());
     }
     if !sc.flags.distributed_optimizer && sc.flags.fsdp.is_none() {
-        w.push("VenusSim supports only the distributed optimizer: trace generation fails with `Only distributed optimzer is support yet`".to_string());
+        w.push("VenusSim supports only the distributed optimizer: its generator fails with `Only distributed optimzer is support yet`; venusc's traces all-reduce the gradients (`grad_allreduce`, which VenusSim's report counts in no phase) and gather no parameters, as `venusc sim` models it".to_string());
     }
     if sc.schedule == Some(ScheduleKind::Gpipe) {
         w.push("VenusSim has no GPipe schedule: it runs 1F1B".to_string());
@@ -271,48 +273,181 @@ fn uneven_chunks(sc: &Scenario) -> Result<(), EmitError> {
     )))
 }
 
-/// Writes the five files and returns [`venussim_warnings`].
+/// Where the emitted config points: `llm_sim.py` (VenusSim trace-generator/llm_sim.py:80-114)
+/// runs `simulator_config.binary` as given and opens every other path against its cwd.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VenusSimPaths {
+    /// VenusSim's checkout: the binary becomes
+    /// `<root>/llm-simulator/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`
+    /// (what `build.sh -t congestion_unaware` builds). `None`: the bare name, found on PATH.
+    pub venussim_root: Option<String>,
+    /// The absolute directory the files are written to; with it every path in the config is
+    /// absolute, so `llm_sim.py` runs from any cwd. `None`: paths relative to the run directory.
+    pub run_dir: Option<String>,
+}
+
+/// The simulator binary `build.sh -t congestion_unaware` builds, relative to VenusSim's root
+/// (VenusSim llm-simulator/build/astra_analytical/build.sh).
+pub const SIMULATOR_IN_ROOT: &str =
+    "llm-simulator/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware";
+
+impl VenusSimPaths {
+    fn binary(&self) -> String {
+        match &self.venussim_root {
+            Some(root) => format!("{}/{SIMULATOR_IN_ROOT}", root.trim_end_matches('/')),
+            None => "AstraSim_Analytical_Congestion_Unaware".to_string(),
+        }
+    }
+
+    /// `rel` under the run directory, as the config writes it.
+    fn path(&self, rel: &str) -> String {
+        match &self.run_dir {
+            Some(dir) => format!("{}/{rel}", dir.trim_end_matches('/')),
+            None => rel.to_string(),
+        }
+    }
+}
+
+/// Writes the five files and a README, with paths relative to the run directory, and returns
+/// [`venussim_warnings`].
 pub fn write_venussim(sc: &Scenario, sink: &mut dyn Sink) -> Result<Vec<Warning>, EmitError> {
+    write_venussim_at(sc, &VenusSimPaths::default(), sink)
+}
+
+/// [`write_venussim`] with the binary and the paths of `paths`.
+pub fn write_venussim_at(
+    sc: &Scenario,
+    paths: &VenusSimPaths,
+    sink: &mut dyn Sink,
+) -> Result<Vec<Warning>, EmitError> {
     uneven_chunks(sc)?;
-    write_llm_sim_config(sc, &mut *sink.file("llm-sim-config.json")?)?;
-    write_system_json(sc, &mut *sink.file("sim-config/system.json")?)?;
+    write_llm_sim_config(sc, paths, &mut *sink.file("llm-sim-config.json")?)?;
+    write_readme(sc, paths, &mut *sink.file("README.md")?)?;
+    write_system_json(sc, true, &mut *sink.file("sim-config/system.json")?)?;
     write_network_yml(sc, &mut *sink.file("sim-config/network.yml")?)?;
     write_memory_json(&mut *sink.file("sim-config/memory.json")?)?;
     write_comm_group(sc, &mut *sink.file("sim-config/comm-group.json")?)?;
     Ok(venussim_warnings(sc))
 }
 
-fn write_llm_sim_config(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
+fn write_llm_sim_config(
+    sc: &Scenario,
+    paths: &VenusSimPaths,
+    out: &mut dyn Write,
+) -> Result<(), EmitError> {
     writeln!(out, "{{")?;
     writeln!(out, "    \"trace_generator_config\": {{")?;
-    let tg = trace_generator_config(sc);
+    let mut tg = trace_generator_config(sc);
+    for (k, v) in tg.iter_mut() {
+        // llm_sim.py:49 joins it to the cwd, which keeps an absolute path as it is.
+        if *k == "output_filepath" {
+            *v = json!(paths.path("trace"));
+        }
+    }
     for (i, (k, v)) in tg.iter().enumerate() {
         let sep = if i + 1 == tg.len() { "" } else { "," };
         writeln!(out, "        \"{k}\": {v}{sep}")?;
     }
     writeln!(out, "    }},")?;
-    // A bare binary name is looked up on PATH by `subprocess`; the rest is relative to the run
-    // directory (`llm_sim.py` is run from there).
+    // A bare binary name is looked up on PATH by `subprocess`; relative paths are opened
+    // against the cwd `llm_sim.py` is run from.
     let sim = [
-        ("binary", "AstraSim_Analytical_Congestion_Unaware"),
-        ("system", "sim-config/system.json"),
-        ("network", "sim-config/network.yml"),
-        ("remote_memory", "sim-config/memory.json"),
-        ("comm_group", "sim-config/comm-group.json"),
-        ("trace_output", "trace_output.log"),
+        ("binary", paths.binary()),
+        ("system", paths.path("sim-config/system.json")),
+        ("network", paths.path("sim-config/network.yml")),
+        ("remote_memory", paths.path("sim-config/memory.json")),
+        ("comm_group", paths.path("sim-config/comm-group.json")),
+        ("trace_output", paths.path("trace_output.log")),
     ];
     writeln!(out, "    \"simulator_config\": {{")?;
     for (i, (k, v)) in sim.iter().enumerate() {
         let sep = if i + 1 == sim.len() { "" } else { "," };
-        writeln!(out, "        \"{k}\": \"{v}\"{sep}")?;
+        writeln!(out, "        \"{k}\": {}{sep}", json!(v))?;
     }
     writeln!(out, "    }},")?;
     writeln!(out, "    \"time_line_visualizer_config\": {{")?;
-    writeln!(out, "        \"output_filename\": \"trace_output.json\",")?;
+    writeln!(
+        out,
+        "        \"output_filename\": {},",
+        json!(paths.path("trace_output.json"))
+    )?;
     writeln!(out, "        \"single_pp_group\": 0")?;
     writeln!(out, "    }}")?;
     writeln!(out, "}}")?;
     Ok(())
+}
+
+/// README.md beside the config: how `llm_sim.py` finds the files, the choices made for
+/// VenusSim, and how its report compares with `venusc sim`'s.
+fn write_readme(
+    sc: &Scenario,
+    paths: &VenusSimPaths,
+    out: &mut dyn Write,
+) -> Result<(), EmitError> {
+    let name = file_stem(&sc.name);
+    writeln!(
+        out,
+        "# VenusSim inputs for `{}` (written by venusc)",
+        sc.name
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Run with VenusSim's `trace-generator/llm_sim.py` (its README sets up the Python"
+    )?;
+    writeln!(
+        out,
+        "environment; `chakra_timeline_visualizer` must be on PATH):"
+    )?;
+    writeln!(out)?;
+    writeln!(out, "```")?;
+    match &paths.run_dir {
+        Some(_) => {
+            writeln!(out, "PYTHONPATH=$VENUSSIM/trace-generator python $VENUSSIM/trace-generator/llm_sim.py \\")?;
+            writeln!(out, "  --config-file {}", paths.path("llm-sim-config.json"))?;
+        }
+        None => {
+            writeln!(out, "cd <this directory>")?;
+            writeln!(out, "PYTHONPATH=$VENUSSIM/trace-generator python $VENUSSIM/trace-generator/llm_sim.py --config-file llm-sim-config.json")?;
+        }
+    }
+    writeln!(out, "```")?;
+    writeln!(out)?;
+    match &paths.run_dir {
+        Some(dir) => writeln!(out, "Every path in `llm-sim-config.json` is absolute (under `{dir}`), as in VenusSim's own demo, so the config runs from any directory; logs (`llm_sim.log`, `visualizer.log`) go to the cwd.")?,
+        None => writeln!(out, "The paths in `llm-sim-config.json` are relative: `llm_sim.py` opens them against its cwd, so run it from this directory (or emit with `--venussim-root DIR`, which writes absolute paths).")?,
+    }
+    match &paths.venussim_root {
+        Some(_) => writeln!(out, "`simulator_config.binary` is `{}`, built by `bash llm-simulator/build/astra_analytical/build.sh -t congestion_unaware`.", paths.binary())?,
+        None => writeln!(out, "`simulator_config.binary` is the bare name `AstraSim_Analytical_Congestion_Unaware`, run from PATH: put `$VENUSSIM/{}` on PATH after `bash llm-simulator/build/astra_analytical/build.sh -t congestion_unaware`, or emit with `--venussim-root $VENUSSIM`.", SIMULATOR_IN_ROOT.trim_end_matches("/AstraSim_Analytical_Congestion_Unaware"))?,
+    }
+    writeln!(out)?;
+    writeln!(out, "Choices:")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "- `scheduling-policy` FIFO: LIFO can deadlock in VenusSim."
+    )?;
+    writeln!(out, "- `align-with-nccl` 0: with 1, VenusSim reads uninitialized group sizes, so the template and the simplified traces of one plan give different iteration times; with 0 they agree (`venusc compile --emit template-trace` and `--emit simplified-trace` write the same DAG).")?;
+    writeln!(
+        out,
+        "- Traces are generated as `{name}` (`output_filename`) into `trace/`."
+    )?;
+    writeln!(out)?;
+    writeln!(out, "Comparing reports: VenusSim's `elapsed time per iteration` is the issue time of the last event divided by `train-iters`; `venusc sim` reports one iteration's end. VenusSim's TFLOP/s/GPU divides its own FLOP count (transformer + embedding, trace-generator/utils.py:16-19); `venusc sim` counts Megatron's `num_floating_point_operations` (training.py), which is {} lower for this plan, so at equal time venusc prints that much less TFLOP/s/GPU.", flop_gap(sc))?;
+    Ok(())
+}
+
+/// How much lower Megatron's FLOP count is than VenusSim's for this plan, as a percentage.
+fn flop_gap(sc: &Scenario) -> String {
+    let ours = crate::report::flops::megatron_flops(sc).0;
+    let m = venus_lower::cost::venussim::VenusModel::from_scenario(sc);
+    let theirs = venus_lower::cost::venussim::flops(&m).report().0;
+    if theirs > 0.0 {
+        format!("{:.1} %", (1.0 - ours / theirs) * 100.0)
+    } else {
+        "0 %".to_string()
+    }
 }
 
 /// The simulator settings we write besides peak and mfu; `import` compares a config's
@@ -329,7 +464,12 @@ pub const SYSTEM_DEFAULTS: &[(&str, &str)] = &[
     ("roofline-enabled", "1"),
     ("ignore-bandwidth", "1"),
     ("log-level", "0"),
-    ("align-with-nccl", "1"),
+    // 0, not the demo's 1: with 1 VenusSim sizes flat groups from `group_dim0_gpu_num` and
+    // `group_gpu_num`, fields it leaves uninitialized for some groups (venussim.md §10, quirk
+    // 3), so one plan's template and simplified traces disagree there (the demo's embedding
+    // all-reduce: 41.8 vs 33.2 ms, iteration 1116.20 vs 1089.71 ms); with 0 both give
+    // 1116.2 ms, the template figure. `import` warns when a config sets 1.
+    ("align-with-nccl", "0"),
     ("simplified-trace", "1"),
     ("template-trace", "1"),
 ];
@@ -343,7 +483,14 @@ pub const IMPLEMENTATION_KEYS: [&str; 4] = [
     "all-to-all-implementation",
 ];
 
-fn write_system_json(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError> {
+/// system.json; `template` sets `template-trace`, which tells the simulator to read
+/// `<name>~template~.<r>.et` files through the mapping (1) or `<name>.<rank>.et` (0);
+/// `llm_sim.py` sets it from `use_simplified_template_trace` (trace-generator/utils.py:214-221).
+pub(crate) fn write_system_json(
+    sc: &Scenario,
+    template: bool,
+    out: &mut dyn Write,
+) -> Result<(), EmitError> {
     let dims = sc.cluster.dims.len().max(1);
     let ring = vec!["\"ring\""; dims].join(",");
     let peak = sc.cluster.gpu.peak.0 / 1e12;
@@ -382,10 +529,10 @@ fn write_system_json(sc: &Scenario, out: &mut dyn Write) -> Result<(), EmitError
         "log-level",
         "align-with-nccl",
         "simplified-trace",
-        "template-trace",
     ] {
         lines.push(format!("\"{k}\": {}", def(k)));
     }
+    lines.push(format!("\"template-trace\": {}", u8::from(template)));
     writeln!(out, "{{\n    {}\n}}", lines.join(",\n    "))?;
     Ok(())
 }

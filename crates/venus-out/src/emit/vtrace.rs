@@ -3,23 +3,27 @@
 //!
 //! Input: a validated [`Scenario`]. Output: `<name>.<rank>.et` for every rank, or
 //! `<name>~template~.<r>.et` for the ranks `r` of the first pipeline group plus
-//! `trace-template-mapping.txt` and `trace-output-rule.txt`; both also write
-//! `comm-group.json` (VenusSim keeps it in `sim-config/`; a copy beside the traces lets
+//! `trace-template-mapping.txt`; both write `trace-output-rule.txt` (without one the simulator
+//! logs no event, and VenusSim's report fails) and `comm-group.json`, and simplified traces a
+//! `system.json` with `template-trace` 0, which the simulator needs to read them (VenusSim keeps it in `sim-config/`; a copy beside the traces lets
 //! `venusc sim --trace DIR` resolve the group names).
 //!
 //! Semantics, as VenusSim's generator (trace-generator/generator/): a root node
 //! `[pytorch|profiler|execution_graph|thread]`; one comp node per microbatch per model chunk
-//! (`comp_<uid>_forward~<k>`, backward = 2 × forward ops, VenusSim's FLOPs from
+//! (`comp_<uid>_forward~<k>`, one uid counter over all files in rank order, as VenusSim's
+//! module-global counter; backward = 2 × forward ops, VenusSim's FLOPs from
 //! [`venus_lower::cost::venussim`]; replay nodes with the measured times when the plan has
 //! `measured`); every node depends on the node added just before it
 //! (`add_node_with_ctrl_deps`); the send/recv nodes of one P2P call in VenusSim's order per
 //! rank parity (even: send_next, recv_prev, send_prev, recv_next; odd: recv_prev, send_next,
-//! recv_next, send_prev), chained, or, for the asynchronous calls of the overlapped
-//! interleaved schedule, chained on a branch that a 1-op merge node joins where the schedule
-//! waits on it; tags counted per (src, dst) pair and direction. Data-parallel work per §7:
+//! recv_next, send_prev), chained, or, for the overlapped calls of the interleaved schedule,
+//! issued in parallel off the node before the call, merged at once and followed by a 1-op
+//! `timer_sync_node` (VenusSim's `_TIME_CUDA_SYNC`, see `overlapped_call`); tags counted per
+//! (src, dst) pair and direction. For VenusSim's demo and a pp 4 plan every file is byte-equal
+//! to VenusSim's generator output (tests/golden/venussim). Data-parallel work per §7:
 //! with `overlap_grad_reduce` each chunk's gradient reduce-scatter branches off the last
 //! backward of the chunk (or the `grad_sync_func` point) and is merged in
-//! `finalize_model_grads`, else it is chained there; the embedding all-reduce follows; the
+//! `finalize_model_grads` in chunk order, else it is chained there; the embedding all-reduce follows; the
 //! parameter all-gathers are chained after the step, or, with `overlap_param_gather`,
 //! dispatched by the next iteration's `zero_grad` (chunk 0) and each chunk's first forward
 //! (chunk c + 1), merged before that chunk's first forward. dp = 1 turns each reduce-scatter
@@ -27,13 +31,13 @@
 //! Invariants: node ids are 0..N−1 in file order, names are unique in a file, every send has
 //! its receive (same src, dst, tag, size) on the peer; a template file is a function of the
 //! pipeline stage only, so template output is O(pp) files whatever the world size.
-//! Known deviations: VenusSim's `timer_sync` nodes are not written; for pp = 2 template tags
+//! Known deviations: for pp = 2 template tags
 //! are counted per real neighbour (VenusSim's relative counting would give the next and the
 //! previous rank, which are the same rank there, clashing tags).
 
 use std::io::Write;
 
-use super::venussim::{file_stem, layout, write_comm_group};
+use super::venussim::{file_stem, layout, write_comm_group, write_system_json};
 use super::{EmitError, Sink, Warning};
 use venus_lower::cost::venussim::{
     backward_node_ops, carries_embedding, embedding_all_reduce_elements, forward_node_ops,
@@ -96,6 +100,10 @@ struct Common {
     ag: u64,
     emb: u64,
     dp: u64,
+    /// The distributed optimizer (or Megatron-FSDP, which runs it) shards the gradients and
+    /// gathers the parameters; without it Megatron all-reduces the gradients and gathers
+    /// nothing (distributed_data_parallel.py `start_grad_sync`).
+    distributed: bool,
     vshape: VenusShape,
 }
 
@@ -144,13 +152,11 @@ impl Common {
             ag: param_all_gather_elements(&m, &vshape),
             emb: embedding_all_reduce_elements(&m, &vshape),
             dp: sc.dp,
+            distributed: sc.flags.distributed_optimizer || sc.flags.fsdp.is_some(),
             vshape,
         })
     }
 }
-
-/// An asynchronous p2p call: the node it branches from and its send/recv nodes.
-type Pending = (Option<u32>, Vec<(String, Attrs)>);
 
 /// How p2p peers are written: absolute ranks, or template-relative (0 self, 1 next, −1 prev).
 #[derive(Clone, Copy, Debug)]
@@ -177,7 +183,8 @@ struct Gen<'a> {
 }
 
 impl<'a> Gen<'a> {
-    fn new(c: &'a Common, stage: u32, tp_rank: u64, peers: Peers) -> Gen<'a> {
+    /// `comp_uid`: the comp uids already taken by the files generated before this one.
+    fn new(c: &'a Common, stage: u32, tp_rank: u64, peers: Peers, comp_uid: u64) -> Gen<'a> {
         Gen {
             c,
             stage,
@@ -185,7 +192,7 @@ impl<'a> Gen<'a> {
             peers,
             nodes: Vec::new(),
             iterations: c.iterations,
-            comp_uid: 0,
+            comp_uid,
             send_tags: Vec::new(),
             recv_tags: Vec::new(),
         }
@@ -308,10 +315,22 @@ impl<'a> Gen<'a> {
         )
     }
 
+    /// The gradient reduction of a chunk: VenusSim's reduce-scatter, or, without the
+    /// distributed optimizer (which VenusSim's generator refuses), an all-reduce of the same
+    /// buffer, typed by its name as VenusSim's simulator types collectives.
     fn grad_rs(&mut self, iter: u64, chunk: u32) -> (String, Attrs) {
         if self.c.dp <= 1 {
             let n = self.dp_name("skip_grad_reduce", iter, chunk);
             (self.comp_name(&n), Attrs::Comp { ops: 1 })
+        } else if !self.c.distributed {
+            (
+                format!("nccl:{}", self.dp_name("grad_allreduce", iter, chunk)),
+                Attrs::Coll {
+                    elems: self.c.rs,
+                    elem_bytes: GRAD_ELEMENT_BYTES,
+                    group: "dp_group",
+                },
+            )
         } else {
             (
                 format!("nccl:{}", self.dp_name("grad_reducescatter", iter, chunk)),
@@ -354,14 +373,31 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// Merges the waited calls of a handle slot (schedules.py `wait_for_overlap`).
-    fn flush(&mut self, slot: &mut Vec<Pending>) {
-        for (ctrl, parts) in std::mem::take(slot) {
-            self.branch(ctrl, parts);
+    /// An overlapped p2p call as VenusSim's generator writes it: with `_TIME_CUDA_SYNC`
+    /// (VenusSim trace-generator/generator/megatron_core/p2p_communication.py:30, set) the
+    /// call's timer synchronizes at once (p2p_communication.py:764-777, 807-820), so its send
+    /// and receive nodes all hang off the node before the call, one merge joins them with it
+    /// (`merge_branch_nodes(..., split_merge=True)`, generator/utils.py:117-162) and a 1-op
+    /// `timer_sync_node` follows, even for a call with no transfers. The timer node's uid is
+    /// taken before the merge node's, as there. `wait_for_overlap` (schedules.py:749-759)
+    /// then receives no handle: nothing is deferred to the next forward or backward.
+    fn overlapped_call(&mut self, parts: Vec<(String, Attrs)>) {
+        let timer = self.comp_name("timer_sync_node");
+        if let Some(tail) = self.last() {
+            if !parts.is_empty() {
+                let mut joined = vec![tail];
+                for (name, attrs) in parts {
+                    joined.push(self.push(name, attrs, Some(vec![tail])));
+                }
+                let merge = self.comp_name("merge_branch");
+                self.push(merge, Attrs::Comp { ops: 1 }, Some(joined));
+            }
         }
+        self.push(timer, Attrs::Comp { ops: 1 }, None);
     }
 
-    fn run(mut self) -> Vec<VNode> {
+    /// The nodes, and the last comp uid taken.
+    fn run(mut self) -> (Vec<VNode>, u64) {
         self.push(
             ROOT_NAME.to_string(),
             Attrs::Comp { ops: 1024 },
@@ -379,18 +415,12 @@ impl<'a> Gen<'a> {
             }
             // Recorded reduce-scatters: (ctrl node, chunk).
             let mut rs_handles: Vec<(Option<u32>, u32)> = Vec::new();
-            // Asynchronous p2p calls of the overlapped interleaved schedule, VenusSim's two
-            // handle slots (schedules.py `fwd_wait_handles`, `bwd_wait_handles`): the ctrl
-            // node and the nodes of each call, merged before the next forward (backward).
-            let mut fwd_slot: Vec<Pending> = Vec::new();
-            let mut bwd_slot: Vec<Pending> = Vec::new();
             let overlap = c.shape.overlap_p2p_effective();
             let (mut fk, mut bk) = (0u32, 0u32);
             let mut i = 0;
             while i < ops.len() {
                 match ops[i] {
                     Op::Forward(m) => {
-                        self.flush(&mut fwd_slot);
                         if c.shape.overlap_param_gather && m.mb == 0 {
                             if let Some((ctrl, ch)) = pending_ag {
                                 if ch == m.chunk {
@@ -407,7 +437,6 @@ impl<'a> Gen<'a> {
                         fk += 1;
                     }
                     Op::Backward(m) => {
-                        self.flush(&mut bwd_slot);
                         self.compute(false, bk, m.chunk);
                         bk += 1;
                         if c.shape.overlap_grad_reduce
@@ -440,26 +469,25 @@ impl<'a> Gen<'a> {
                         // overlap_p2p_comm too; the cooldown's calls are synchronous.
                         let forward_call = call.kind == CallKind::SendForwardRecvForward;
                         let asynchronous = !call.blocking || (overlap && forward_call);
-                        if !asynchronous {
+                        if asynchronous {
+                            self.overlapped_call(made);
+                        } else {
                             for (name, attrs) in made {
                                 self.push(name, attrs, None);
                             }
-                        } else if !made.is_empty() {
-                            let slot = if forward_call {
-                                &mut fwd_slot
-                            } else {
-                                &mut bwd_slot
-                            };
-                            slot.push((self.last(), made));
                         }
                         i += n;
                     }
                     Op::FinalizeGrads => {
-                        self.flush(&mut fwd_slot);
-                        self.flush(&mut bwd_slot);
                         if c.shape.overlap_grad_reduce {
                             let mut done = vec![false; c.vpp as usize];
-                            for (ctrl, ch) in std::mem::take(&mut rs_handles) {
+                            // finalize_model_grads waits on the chunks in chunk-id order
+                            // (VenusSim generator/overlap_grad_reduce_helper.py:326-327,
+                            // `for model_chunk_id in model_chunk_id_list`), whatever order
+                            // their reduce-scatters were issued in.
+                            let mut handles = std::mem::take(&mut rs_handles);
+                            handles.sort_by_key(|&(_, ch)| ch);
+                            for (ctrl, ch) in handles {
                                 if let Some(d) = done.get_mut(ch as usize) {
                                     *d = true;
                                 }
@@ -495,7 +523,9 @@ impl<'a> Gen<'a> {
                         );
                     }
                     Op::OptimizerStep => {
-                        if !c.shape.overlap_param_gather {
+                        // Without the distributed optimizer every rank updates all of its
+                        // parameters: nothing to gather.
+                        if c.distributed && !c.shape.overlap_param_gather {
                             for ch in 0..c.vpp {
                                 let (n, a) = self.param_ag(iter, ch);
                                 self.push(n, a, None);
@@ -514,10 +544,8 @@ impl<'a> Gen<'a> {
                 }
                 i += 1;
             }
-            self.flush(&mut fwd_slot);
-            self.flush(&mut bwd_slot);
         }
-        self.nodes
+        (self.nodes, self.comp_uid)
     }
 }
 
@@ -574,14 +602,17 @@ pub fn write_nodes(nodes: &[VNode], out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
-/// The nodes of global rank `rank` with absolute peers.
+/// The nodes of global rank `rank` with absolute peers, numbered as if it were the only file.
 pub fn rank_nodes(sc: &Scenario, rank: u32) -> Result<Vec<VNode>, EmitError> {
     let c = Common::new(sc)?;
     let layout = layout(sc)?;
-    Ok(absolute(&c, &layout, rank))
+    Ok(absolute(&c, &layout, rank, 0).0)
 }
 
-fn absolute(c: &Common, layout: &Layout, rank: u32) -> Vec<VNode> {
+/// VenusSim's generator numbers comp nodes with one counter for the whole run
+/// (generator/utils.py:110-115, a module global), generating the ranks in order
+/// (et_generator.py:178): `uid` is the counter after the files before this one.
+fn absolute(c: &Common, layout: &Layout, rank: u32, uid: u64) -> (Vec<VNode>, u64) {
     let co = layout.coords(rank);
     let peers = Peers {
         me: i64::from(rank),
@@ -589,12 +620,12 @@ fn absolute(c: &Common, layout: &Layout, rank: u32) -> Vec<VNode> {
         prev: i64::from(layout.pp_prev(rank)),
         same_neighbour: false,
     };
-    Gen::new(c, co.pp, u64::from(co.tp), peers).run()
+    Gen::new(c, co.pp, u64::from(co.tp), peers, uid).run()
 }
 
 /// The template nodes of pipeline stage `stage` (relative peers).
-fn template(c: &Common, stage: u32) -> Vec<VNode> {
-    Gen::new(c, stage, 0, template_peers(c)).run()
+fn template(c: &Common, stage: u32, uid: u64) -> (Vec<VNode>, u64) {
+    Gen::new(c, stage, 0, template_peers(c), uid).run()
 }
 
 fn template_peers(c: &Common) -> Peers {
@@ -612,9 +643,9 @@ fn template_peers(c: &Common) -> Peers {
 fn check_budget(c: &Common, files_per_stage: u64) -> Result<(), EmitError> {
     let mut nodes = 0u64;
     for stage in 0..c.pp {
-        let mut one = Gen::new(c, stage, 0, template_peers(c));
+        let mut one = Gen::new(c, stage, 0, template_peers(c), 0);
         one.iterations = 1;
-        let per_iteration = one.run().len() as u64;
+        let per_iteration = one.run().0.len() as u64;
         nodes = nodes.saturating_add(
             per_iteration
                 .saturating_mul(c.iterations.max(1))
@@ -630,7 +661,7 @@ fn check_budget(c: &Common, files_per_stage: u64) -> Result<(), EmitError> {
     Ok(())
 }
 
-/// `<name>.<rank>.et` for every rank, plus `comm-group.json`.
+/// `<name>.<rank>.et` for every rank, plus the output rule, `system.json` and `comm-group.json`.
 pub fn write_simplified_trace(
     sc: &Scenario,
     sink: &mut dyn Sink,
@@ -639,14 +670,35 @@ pub fn write_simplified_trace(
     let layout = layout(sc)?;
     check_budget(&c, u64::from(layout.world() / c.pp.max(1)))?;
     let name = file_stem(&sc.name);
+    let mut uid = 0;
     for rank in 0..layout.world() {
-        let nodes = absolute(&c, &layout, rank);
+        let nodes;
+        (nodes, uid) = absolute(&c, &layout, rank, uid);
         let mut w = std::io::BufWriter::new(sink.file(&format!("{name}.{rank}.et"))?);
         write_nodes(&nodes, &mut w)?;
         w.flush()?;
     }
+    write_output_rule(&layout, sink)?;
+    // The simulator reads `<name>.<rank>.et` only with template-trace 0; the system.json of
+    // `--emit venussim` (template-trace 1) makes it look for templates and exit.
+    write_system_json(sc, false, &mut *sink.file("system.json")?)?;
     write_comm_group(sc, &mut *sink.file("comm-group.json")?)?;
     Ok(super::venussim_warnings(sc))
+}
+
+/// trace-output-rule.txt as VenusSim's `generate_trace_output_rule` writes it
+/// (trace-generator/utils.py:112-135): the rank count, then every rank followed by a space on
+/// one line.
+fn write_output_rule(layout: &Layout, sink: &mut dyn Sink) -> Result<(), EmitError> {
+    let ranks: Vec<u32> = (0..layout.world()).collect();
+    let mut out = std::io::BufWriter::new(sink.file("trace-output-rule.txt")?);
+    writeln!(out, "{}", ranks.len())?;
+    for r in &ranks {
+        write!(out, "{r} ")?;
+    }
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Template traces for the first pipeline group, the mapping and the output rule, plus
@@ -666,8 +718,10 @@ pub fn write_template_trace(sc: &Scenario, sink: &mut dyn Sink) -> Result<Vec<Wa
             })
             .unwrap_or(0)
     };
+    let mut uid = 0;
     for stage in 0..c.pp {
-        let nodes = template(&c, stage);
+        let nodes;
+        (nodes, uid) = template(&c, stage, uid);
         let r = template_rank(stage);
         let mut w = std::io::BufWriter::new(sink.file(&format!("{name}~template~.{r}.et"))?);
         write_nodes(&nodes, &mut w)?;
@@ -689,14 +743,7 @@ pub fn write_template_trace(sc: &Scenario, sink: &mut dyn Sink) -> Result<Vec<Wa
         }
         out.flush()?;
     }
-    {
-        let mut out = std::io::BufWriter::new(sink.file("trace-output-rule.txt")?);
-        writeln!(out, "{}", layout.world())?;
-        for rank in 0..layout.world() {
-            writeln!(out, "{rank}")?;
-        }
-        out.flush()?;
-    }
+    write_output_rule(&layout, sink)?;
     write_comm_group(sc, &mut *sink.file("comm-group.json")?)?;
     Ok(super::venussim_warnings(sc))
 }

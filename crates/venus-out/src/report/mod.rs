@@ -432,6 +432,32 @@ pub const REQUIRED_PHASES: [Category; 8] = [
 
 impl Report {
     /// Builds the report of the iteration in `window`. `wall` is the host time the engine took.
+    /// The mean iteration of a report of `n` back-to-back iterations (a replayed trace holds
+    /// them all, as VenusSim's `train-iters`): times divided by `n`, rates multiplied by it,
+    /// the bubble fraction (a ratio) kept. VenusSim's own report divides the same way
+    /// (trace-generator/utils.py:11-27).
+    pub fn per_iteration(mut self, n: u64) -> Report {
+        if n <= 1 {
+            return self;
+        }
+        let k = n as f64;
+        let mean = |m: MinMax| MinMax {
+            min: Seconds(m.min.0 / k),
+            max: Seconds(m.max.0 / k),
+        };
+        self.iteration_time = Seconds(self.iteration_time.0 / k);
+        self.tflops_per_gpu = FlopsPerSec(self.tflops_per_gpu.0 * k);
+        self.mfu = Ratio(self.mfu.0 * k);
+        self.tokens_per_second = TokensPerSec(self.tokens_per_second.0 * k);
+        for p in &mut self.phases {
+            p.time = mean(p.time);
+        }
+        for e in &mut self.exposed {
+            e.time = mean(e.time);
+        }
+        self
+    }
+
     pub fn new(
         sc: &Scenario,
         trace: &Trace,
