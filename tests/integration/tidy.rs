@@ -293,7 +293,7 @@ fn test_module_decls(src: &Source) -> Vec<String> {
 fn sources() -> Vec<Source> {
     let root = root();
     let mut paths = Vec::new();
-    for dir in ["src", "crates", "tests", "benches", "fuzz"] {
+    for dir in ["src", "crates", "tests", "benches", "fuzz", "python"] {
         walk(&root.join(dir), &mut paths);
     }
     paths.sort();
