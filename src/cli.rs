@@ -841,26 +841,24 @@ fn load_scenario_styled(
     let project = roots.for_inputs(std::slice::from_ref(&args.file))?;
     let mut session = venusc::Session::new();
     let root = session.load(&args.file, &bytes, &mut project.reader());
-    let checked = session.check(root);
-    let mut diagnostics = checked.diagnostics.clone();
-    let selected = checked.select(args.scenario.as_deref());
-    if let Err(Some(d)) = &selected {
-        diagnostics.push(Diagnostic::clone(d));
-    }
+    let selected = venusc::api::select(&session, root, args.scenario.as_deref());
     let files = session.source_files();
-    let ok = selected.is_ok() && !checked.has_errors();
-    let defer = ok && matches!(style, DiagStyle::Json);
+    let defer = selected.is_ok() && matches!(style, DiagStyle::Json);
+    let diagnostics = match &selected {
+        Ok(s) => &s.warnings,
+        Err(d) => d,
+    };
     if !diagnostics.is_empty() && !defer {
-        eprint!("{}", style.render(&diagnostics, &files));
+        eprint!("{}", style.render(diagnostics, &files));
     }
     match selected {
-        Ok(sc) if ok => Ok(Loaded {
-            scenario: sc.clone(),
-            provenance: checked.provenance_of(sc),
+        Ok(s) => Ok(Loaded {
+            scenario: s.scenario,
+            provenance: s.provenance,
             files,
-            warnings: if defer { diagnostics } else { Vec::new() },
+            warnings: if defer { s.warnings } else { Vec::new() },
         }),
-        _ => Err(ExitCode::from(1)),
+        Err(_) => Err(ExitCode::from(1)),
     }
 }
 
@@ -1093,39 +1091,6 @@ fn emit_files(
     }
 }
 
-/// The model name of an imported HuggingFace config: its directory's name when the file is a
-/// `config.json` (`Llama-3.1-8B/config.json` → `llama_3_1_8b`), else the file's stem; lowercase,
-/// other characters as `_`, never starting with a digit.
-fn hf_model_name(path: &Path) -> String {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
-    let base = if stem == "config" {
-        path.canonicalize()
-            .ok()
-            .and_then(|p| {
-                p.parent()
-                    .and_then(|d| d.file_name())
-                    .and_then(|n| n.to_str().map(str::to_string))
-            })
-            .unwrap_or_else(|| "model".to_string())
-    } else {
-        stem.to_string()
-    };
-    let mut name: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        name.insert(0, 'm');
-    }
-    name
-}
-
 fn import(args: &ImportArgs) -> ExitCode {
     let Some(config_path) = &args.config else {
         return usage_error("name the config to import: `venusc import FILE`");
@@ -1145,7 +1110,9 @@ fn import(args: &ImportArgs) -> ExitCode {
         .ok()
         .filter(|b| venusc::emit::is_hf_config(b));
     let imported = match hf {
-        Some(bytes) => venusc::emit::import_hf_config(&config, &hf_model_name(config_path), &bytes),
+        Some(bytes) => {
+            venusc::emit::import_hf_config(&config, &files::model_name(config_path), &bytes)
+        }
         None => venusc::emit::import_venussim(&config, &mut read),
     };
     let imported = match imported {
@@ -1221,7 +1188,7 @@ fn import_megatron(args: &MegatronImportArgs, color: bool) -> ExitCode {
         args.file.display().to_string()
     };
     let file = venusc::diag::FileId(0);
-    let (text, decode_error) = script_text(&bytes, file);
+    let (text, decode_error) = venusc::api::script_text(&bytes, file);
     let mut sources = render::SourceFiles::new();
     sources.add(file, source.clone(), text.clone());
     if let Some(d) = decode_error {
@@ -1231,7 +1198,7 @@ fn import_megatron(args: &MegatronImportArgs, color: bool) -> ExitCode {
     let name = if stdin {
         "megatron".to_string()
     } else {
-        hf_model_name(&args.file)
+        files::model_name(&args.file)
     };
     let opts = venusc::emit::MegatronOptions {
         file,
@@ -1321,35 +1288,6 @@ fn read_stdin(cap: u64) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
-/// A launch script's text, or E0609 at its first byte that is not UTF-8 text (a binary file,
-/// a NUL byte); the text shown then is the valid prefix.
-fn script_text(bytes: &[u8], file: venusc::diag::FileId) -> (String, Option<Diagnostic>) {
-    let (valid, bad_at) = match std::str::from_utf8(bytes) {
-        Ok(t) => (t, t.find('\0')),
-        Err(e) => {
-            let upto = e.valid_up_to();
-            let t = std::str::from_utf8(&bytes[..upto]).unwrap_or_default();
-            (t, Some(upto))
-        }
-    };
-    match bad_at {
-        None => (valid.to_string(), None),
-        Some(at) => {
-            let text = valid[..at.min(valid.len())].to_string();
-            let d = Diagnostic::new(
-                Code::E0609,
-                format!("the input is not a text file: byte {at} is not UTF-8 text"),
-                venusc::diag::Loc::new(file, venusc::diag::Span::new(at, at)),
-                "here",
-            )
-            .with_help(
-                "give the launch script (a shell script or a list of flags), not a binary file",
-            );
-            (text, Some(d))
-        }
-    }
-}
-
 fn parse_ranks(text: &str) -> Result<Option<Vec<u32>>, String> {
     if text == "all" {
         return Ok(None);
@@ -1423,12 +1361,7 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
             return code;
         }
     }
-    let report = if args.deterministic {
-        sim.report.clone().deterministic()
-    } else {
-        sim.report.clone()
-    }
-    .with_warnings(render::locate(&diagnostics, &files));
+    let report = venusc::api::finish_report(&sim.report, args.deterministic, &diagnostics, &files);
     match args.format {
         ReportFormat::Text => print!("{}", venusc::report::text(&report)),
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),

@@ -40,6 +40,7 @@ pub mod plan {
     pub use venus_plan::plan::*;
 }
 
+pub mod api;
 pub mod calibrate;
 pub mod files;
 pub mod lsp;

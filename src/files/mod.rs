@@ -625,3 +625,37 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     file.write_all(bytes).map_err(|e| write_failure(path, &e))?;
     file.commit()
 }
+
+/// The model name of an imported HuggingFace config or launch script: its directory's name when the file is a
+/// `config.json` (`Llama-3.1-8B/config.json` → `llama_3_1_8b`), else the file's stem; lowercase,
+/// other characters as `_`, never starting with a digit. Here because a `config.json`'s
+/// name comes from its directory, which resolving the path reads.
+pub fn model_name(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+    let base = if stem == "config" {
+        path.canonicalize()
+            .ok()
+            .and_then(|p| {
+                p.parent()
+                    .and_then(|d| d.file_name())
+                    .and_then(|n| n.to_str().map(str::to_string))
+            })
+            .unwrap_or_else(|| "model".to_string())
+    } else {
+        stem.to_string()
+    };
+    let mut name: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        name.insert(0, 'm');
+    }
+    name
+}

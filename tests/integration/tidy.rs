@@ -293,7 +293,7 @@ fn test_module_decls(src: &Source) -> Vec<String> {
 fn sources() -> Vec<Source> {
     let root = root();
     let mut paths = Vec::new();
-    for dir in ["src", "crates", "tests", "benches", "fuzz"] {
+    for dir in ["src", "crates", "tests", "benches", "fuzz", "python"] {
         walk(&root.join(dir), &mut paths);
     }
     paths.sort();
@@ -1001,6 +1001,37 @@ fn every_file_opens_with_a_header_comment() {
 #[test]
 fn every_cited_document_is_in_the_repository() {
     fail_on(check_citations(&sources(), &repo_file_exists));
+}
+
+/// The Python binding (`python/`) is its own workspace with its own lock file, so the root's
+/// `cargo test --workspace` never builds it (it needs Python); and, an edge like `cli.rs`, it
+/// reads files only through `files`, so the project root rules and size caps hold there too.
+#[test]
+fn the_python_binding_stays_outside_the_workspace_and_reads_through_files() {
+    let root = root();
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap_or_default();
+    assert!(
+        read("Cargo.toml").contains("exclude = [\"python\"]"),
+        "the root workspace must exclude `python`"
+    );
+    let manifest = read("python/Cargo.toml");
+    assert!(
+        manifest.lines().any(|l| l.trim() == "[workspace]"),
+        "{manifest}"
+    );
+    assert!(read("python/Cargo.lock").contains("name = \"pyo3\""));
+    let binding = sources()
+        .into_iter()
+        .find(|s| s.path == "python/src/lib.rs")
+        .expect("python/src/lib.rs is scanned");
+    let io: Vec<String> = binding
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| IO_PATTERNS.iter().any(|p| occurs(&l.code, p)))
+        .map(|(n, l)| format!("python/src/lib.rs:{}: {}", n + 1, l.code.trim()))
+        .collect();
+    assert!(io.is_empty(), "read files through `venusc::files`: {io:?}");
 }
 
 // ---- the checker checks: each rule fails on a deliberately bad file ----

@@ -273,7 +273,7 @@ pub(crate) fn page(input: &HtmlInput<'_>, max_slices: usize) -> String {
     let rows = rows(input.trace, input.timeline, input.layout, r.window);
     let mut out = String::new();
     head(&mut out, r);
-    summary(&mut out, input);
+    summary(&mut out, input.report, input.scenario);
     timeline(&mut out, &rows, r.window.len().0, max_slices);
     memory(&mut out, input);
     phases(&mut out, r);
@@ -310,8 +310,38 @@ fn head(out: &mut String, r: &Report) {
     );
 }
 
-fn summary(out: &mut String, input: &HtmlInput<'_>) {
-    let (r, sc) = (input.report, input.scenario);
+/// The page's summary alone, with the page's style scoped to it: the heading, the summary
+/// and plan tables (what a notebook shows for a report, `Report._repr_html_` in `python/`).
+pub fn summary_html(scenario: &Scenario, report: &Report) -> String {
+    let mut out = String::from("<div class=\"venusc-report\">\n<style>\n");
+    out.push_str(&scoped_style(".venusc-report"));
+    out.push_str("</style>\n");
+    summary(&mut out, report, scenario);
+    out.push_str("</div>\n");
+    out
+}
+
+/// [`STYLE`] with every selector under `scope`, so a page that embeds the summary keeps its
+/// own look (the `body` rule becomes the scope's own).
+fn scoped_style(scope: &str) -> String {
+    let mut out = String::new();
+    for rule in STYLE.split_inclusive('}') {
+        let Some((selectors, body)) = rule.trim().split_once('{') else {
+            continue;
+        };
+        let scoped: Vec<String> = selectors
+            .split(',')
+            .map(|sel| match sel.trim() {
+                "body" => scope.to_string(),
+                sel => format!("{scope} {sel}"),
+            })
+            .collect();
+        let _ = writeln!(out, "{}{{{body}", scoped.join(","));
+    }
+    out
+}
+
+fn summary(out: &mut String, r: &Report, sc: &Scenario) {
     let _ = writeln!(
         out,
         "<h1>scenario <code>{}</code></h1>\n<p class=\"sub\">model <code>{}</code> on {} × \
@@ -828,6 +858,23 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
         );
         assert_eq!(escape("plain µs"), "plain µs");
+    }
+
+    #[test]
+    fn the_summary_style_scopes_every_selector_and_keeps_every_rule() {
+        let css = scoped_style(".v");
+        assert_eq!(css.lines().count(), STYLE.matches('}').count());
+        assert!(css.starts_with(".v{font:14px/1.4 system-ui"));
+        assert!(css.contains(".v td,.v th{padding:2px 10px 2px 0;"));
+        assert!(css.contains(".v td.n,.v th.n{text-align:right;"));
+        for line in css.lines() {
+            assert!(line
+                .split('{')
+                .next()
+                .unwrap()
+                .split(',')
+                .all(|s| s.starts_with(".v")));
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub mod text;
 
 pub use expect::check_expect;
 pub use flops::megatron_flops;
-pub use html::html;
+pub use html::{html, summary_html};
 pub use json::json;
 pub use perfetto::{write_perfetto, PerfettoOptions};
 pub use scenario::{groups_json, memory_table};

@@ -1032,3 +1032,29 @@ fn html_over_its_slice_budget_draws_each_lane_as_runs_of_the_dominant_kind() {
         ["mostly F", "mostly B", "mostly tp-comm", "mostly tp-comm"]
     );
 }
+
+#[test]
+fn the_summary_fragment_is_the_pages_summary_inside_a_scoped_div() {
+    let (sc, trace, tl) = p2p_case();
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.5));
+    let layout = Layout::for_scenario(&sc).unwrap();
+    let page = html::html(&html::HtmlInput {
+        scenario: &sc,
+        report: &r,
+        trace: &trace,
+        timeline: &tl,
+        layout: &layout,
+    });
+    let fragment = html::summary_html(&sc, &r);
+    assert!(fragment.starts_with("<div class=\"venusc-report\">\n<style>\n"));
+    assert!(fragment.ends_with("</div>\n</div>\n"));
+    // The heading and both tables, byte for byte as the page has them.
+    let start = fragment.find("<h1>").unwrap();
+    let body = &fragment[start..fragment.len() - "</div>\n".len()];
+    assert!(page.contains(body), "{body}");
+    assert_eq!(body.matches("<table id=").count(), 2);
+    // No timeline, script or page-level element.
+    for absent in ["<svg", "<script", "<body", "<html"] {
+        assert!(!fragment.contains(absent), "{absent}");
+    }
+}
