@@ -106,6 +106,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
             })
             .collect(),
         reserve: None,
+        slow: Vec::new(),
     }
 }
 
