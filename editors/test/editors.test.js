@@ -91,7 +91,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);
   assert.deepEqual(sorted(names('CLUSTER')), [
     'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'reserve', 'sharp',
-    'tray',
+    'slow_gpus', 'slow_node', 'slow_rank', 'tray',
   ]);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));

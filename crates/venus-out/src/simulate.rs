@@ -230,7 +230,9 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
     let mut report = Report::new(sc, &lowered.trace, &timeline, window, Seconds(0.0));
     let slow = sc.cluster.slow_ranks();
     if !slow.is_empty() {
-        report.stragglers = Some(against_baseline(sc, opts, &report, &slow, &lowered, &timeline)?);
+        report.stragglers = Some(against_baseline(
+            sc, opts, &report, &slow, &lowered, &timeline,
+        )?);
     }
     report.engine.wall = Seconds(started.elapsed().as_secs_f64());
     Ok(Simulation {

@@ -26,6 +26,7 @@ syn keyword venusKey contained shared_experts first_k_dense q_lora_rank kv_lora_
 syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_layers
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
+syn keyword venusKey contained slow_gpus slow_rank slow_node
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather

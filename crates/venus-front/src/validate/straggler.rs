@@ -39,12 +39,13 @@ impl Validator<'_> {
             problems.extend(match s.which {
                 SlowWhich::Rank(r) => outside(SlowUnit::Rank, r, world),
                 SlowWhich::Node(n) => outside(SlowUnit::Node, n, nodes),
-                SlowWhich::Fraction { share, .. } => (fraction_count(share, world) == 0)
-                    .then_some(PlanProblem::SlowNone(SlowNone {
+                SlowWhich::Fraction { share, .. } => {
+                    (fraction_count(share, world) == 0).then_some(PlanProblem::SlowNone(SlowNone {
                         share: share.0,
                         world,
                         loc: s.which_loc,
-                    })),
+                    }))
+                }
             });
         }
         for p in problems {

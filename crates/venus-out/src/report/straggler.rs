@@ -65,7 +65,11 @@ impl Stragglers {
 
 /// Communication time per group kind summed over the world (ps), every simulated rank weighted
 /// by the ranks of its class.
-pub(crate) fn comm_by_kind(trace: &Trace, timeline: &Timeline, window: Window) -> [u128; CommKind::COUNT] {
+pub(crate) fn comm_by_kind(
+    trace: &Trace,
+    timeline: &Timeline,
+    window: Window,
+) -> [u128; CommKind::COUNT] {
     let mut sums = [0u128; CommKind::COUNT];
     for r in rank_stats(trace, timeline, window) {
         let w = u128::from(r.weight);

@@ -207,7 +207,10 @@ fn stragglers(out: &mut String, st: &super::straggler::Stragglers) {
             );
         }
         None => {
-            let _ = writeln!(out, "  no peer waits longer: the slow GPUs are off the critical path");
+            let _ = writeln!(
+                out,
+                "  no peer waits longer: the slow GPUs are off the critical path"
+            );
         }
     }
 }

@@ -210,7 +210,12 @@ pub struct ClusterSpec {
 impl ClusterSpec {
     /// The slow ranks the `slow_*` items name, each once with its speed, in rank order.
     pub fn slow_ranks(&self) -> Vec<super::straggler::SlowRank> {
-        let per_node = self.dims.iter().rev().skip(1).fold(1u64, |a, d| a.saturating_mul(d.size));
+        let per_node = self
+            .dims
+            .iter()
+            .rev()
+            .skip(1)
+            .fold(1u64, |a, d| a.saturating_mul(d.size));
         super::straggler::slow_ranks(&self.slow, self.world_size(), per_node)
     }
 
