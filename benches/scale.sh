@@ -48,9 +48,11 @@ cell() {
         return
     fi
     read -r events wall cpu rss ranks <<< "$1"
+    # GNU time counts CPU in 10 ms ticks: below 20 ms a rate would be noise.
     python3 -c "
 e, w, c, r, n = $events, $wall, $cpu, $rss, $ranks
-print(f'| {n:,} | {e:,} | {w:.2f} | {c:.2f} | {e / max(c, 1e-3):,.0f} | {r / 1024:,.0f} |')"
+cpu, rate = (f'{c:.2f}', f'{e / c:,.0f}') if c >= 0.02 else ('< 0.02', '-')
+print(f'| {n:,} | {e:,} | {w:.2f} | {cpu} | {rate} | {r / 1024:,.0f} |')"
 }
 
 echo "| GPUs | mode | simulated ranks | events | wall s | user+sys s | events/s (CPU) | peak RSS MiB |"
