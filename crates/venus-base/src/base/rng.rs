@@ -70,8 +70,8 @@ mod tests {
 
     #[test]
     fn splitmix64_matches_the_reference_stream() {
-        // The first outputs of splitmix64.c seeded with 1234567 (Vigna's test vector, also
-        // used by the Java and Rust ports).
+        // The first outputs of the reference algorithm (splitmix64.c's `next`) from the seed
+        // 1234567, computed independently of this code.
         let mut g = SplitMix64::new(1_234_567);
         assert_eq!(g.next_u64(), 6_457_827_717_110_365_317);
         assert_eq!(g.next_u64(), 3_203_168_211_198_807_973);
