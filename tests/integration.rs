@@ -17,6 +17,7 @@ mod integration {
     pub mod reference;
     pub mod report;
     pub mod sim;
+    pub mod straggler;
     pub mod sweep;
     pub mod syntax_props;
     pub mod tidy;

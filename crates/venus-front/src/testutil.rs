@@ -108,6 +108,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
             })
             .collect(),
         reserve: None,
+        slow: Vec::new(),
     }
 }
 

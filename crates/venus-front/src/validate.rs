@@ -249,6 +249,7 @@ impl<'a> Validator<'a> {
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
         self.check_optimizer_dtypes(); // E0321
+        self.check_stragglers(); // E0337, E0338, W0018
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -412,6 +413,8 @@ impl<'a> Validator<'a> {
         if self.inputs_ok(&[Mfu, Measured], true) {
             self.check_calibration(); // W0007
         }
+        // The cluster is sound here (checked first): its world and `slow_*` items are known.
+        self.check_stragglers(); // E0337, E0338, W0018
     }
 
     fn scenario(&self, dp: u64, m: u64, split: StageSplit) -> Scenario {
@@ -582,6 +585,7 @@ mod repair;
 mod schedule;
 mod shape;
 mod span;
+mod straggler;
 mod training;
 mod world;
 mod zero_bubble;

@@ -260,13 +260,39 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
     let timeline = engine::simulate(&lowered.trace, &lowered.network, &Options::default())
         .map_err(SimError::Engine)?;
     let (start, end) = lowered.iteration_span(&timeline, iterations as usize - 1);
-    let wall = Seconds(started.elapsed().as_secs_f64());
-    let report = Report::new(sc, &lowered.trace, &timeline, Window { start, end }, wall);
+    let window = Window { start, end };
+    let mut report = Report::new(sc, &lowered.trace, &timeline, window, Seconds(0.0));
+    let slow = sc.cluster.slow_ranks();
+    if !slow.is_empty() {
+        report.stragglers = Some(against_baseline(
+            sc, opts, &report, &slow, &lowered, &timeline,
+        )?);
+    }
+    report.engine.wall = Seconds(started.elapsed().as_secs_f64());
     Ok(Simulation {
         report,
         lowered,
         timeline,
     })
+}
+
+/// The straggler section: the same plan simulated without its `slow_*` items, compared
+/// with `report` (the run with them). The baseline keeps the symmetric mode of the run.
+fn against_baseline(
+    sc: &Scenario,
+    opts: &SimOptions,
+    report: &Report,
+    slow: &[venus_plan::plan::straggler::SlowRank],
+    lowered: &Lowered,
+    timeline: &Timeline,
+) -> Result<crate::report::straggler::Stragglers, SimError> {
+    use crate::report::straggler::{comm_by_kind, stragglers};
+    let mut plain = sc.clone();
+    plain.cluster.slow.clear();
+    let base = simulate(&plain, opts)?;
+    let with = comm_by_kind(&lowered.trace, timeline, report.window);
+    let without = comm_by_kind(&base.lowered.trace, &base.timeline, base.report.window);
+    Ok(stragglers(report, slow, with, &base.report, without))
 }
 
 /// What a replayed trace directory produced.

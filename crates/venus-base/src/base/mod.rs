@@ -3,12 +3,14 @@
 //! Input: nothing (no dependency on any other module of the crate). Output: [`units`] (bytes,
 //! seconds, bandwidths, rates, ratios, picoseconds) and [`kinds`] (schedule, recompute,
 //! precision, attention, topology, collective algorithm), [`math`] (gcd, lcm, divisors),
-//! [`csr`] (the one compressed-sparse-row table builder).
+//! [`csr`] (the one compressed-sparse-row table builder), [`rng`] (SplitMix64, the one
+//! seeded generator).
 //! Invariant: nothing here knows a span, a source name or a diagnostic.
 
 pub mod csr;
 pub mod kinds;
 pub mod math;
+pub mod rng;
 pub mod units;
 
 pub use csr::Csr;

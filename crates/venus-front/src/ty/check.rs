@@ -700,6 +700,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             gpu_loc: gpu_item?.loc,
             dims,
             reserve: f.get(Key::ClusterReserve, bytes),
+            slow: f.items.iter().filter_map(slow_item).collect(),
         })
     }
 
@@ -1299,6 +1300,38 @@ impl Checker<'_, '_> {
             );
         }
     }
+}
+
+/// A `slow_gpus FRACTION SPEED [SEED]`, `slow_rank RANK SPEED` or `slow_node NODE SPEED`
+/// item; `None` for any other item (or one whose arguments did not check).
+fn slow_item(item: &Item) -> Option<super::Slow> {
+    use venus_plan::plan::straggler::SlowWhich;
+    let (first, first_loc) = item.args.first()?;
+    let speed = match item.args.get(1)? {
+        (Checked::Arg(Arg::Ratio(r)), l) => Spanned::new(*r, *l),
+        _ => return None,
+    };
+    let which = match (item.key, first) {
+        (Key::SlowGpus, Checked::Arg(Arg::Ratio(share))) => {
+            let seed = match item.args.get(2) {
+                Some((Checked::Arg(Arg::Count(c)), _)) => *c,
+                _ => 0,
+            };
+            SlowWhich::Fraction {
+                share: *share,
+                seed,
+            }
+        }
+        (Key::SlowRank, Checked::Arg(Arg::Count(r))) => SlowWhich::Rank(*r),
+        (Key::SlowNode, Checked::Arg(Arg::Count(n))) => SlowWhich::Node(*n),
+        _ => return None,
+    };
+    Some(super::Slow {
+        which,
+        which_loc: *first_loc,
+        speed,
+        loc: item.loc,
+    })
 }
 
 /// The binary unit a decimal byte unit is usually mistaken for (`GB` → `GiB`).

@@ -188,6 +188,28 @@ pub struct Cluster {
     pub dims: Vec<Dim>,
     /// Memory kept back per GPU of this cluster (a plan's `reserve` wins).
     pub reserve: Opt<Bytes>,
+    /// The `slow_gpus`, `slow_rank` and `slow_node` items (stragglers), in source order.
+    pub slow: Vec<Slow>,
+}
+
+/// One `slow_*` item: which GPUs, at what speed, with the locations validation labels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slow {
+    pub which: venus_plan::plan::straggler::SlowWhich,
+    /// The rank, node or fraction argument.
+    pub which_loc: Loc,
+    pub speed: Spanned<Ratio>,
+    /// The whole item.
+    pub loc: Loc,
+}
+
+impl Slow {
+    pub fn spec(&self) -> venus_plan::plan::straggler::SlowSpec {
+        venus_plan::plan::straggler::SlowSpec {
+            which: self.which,
+            speed: self.speed.value,
+        }
+    }
 }
 
 impl Cluster {

@@ -217,6 +217,12 @@ pub enum PlanProblem {
     ZeroBubbleBelowAssert(ZeroBubbleMicrobatches),
     /// E0322, E0323, E0324: a `pipeline_layout` that does not parse, fit or place.
     Layout(LayoutProblem),
+    /// E0337: `slow_rank` or `slow_node` past the end of the cluster.
+    SlowOutside(SlowOutside),
+    /// E0338: a straggler at 0% speed.
+    SlowStopped(SlowStopped),
+    /// W0018: a `slow_gpus` fraction that rounds to no GPU.
+    SlowNone(SlowNone),
 }
 
 impl PlanProblem {
@@ -254,6 +260,9 @@ impl PlanProblem {
             PlanProblem::ZeroBubbleMicrobatches(p) => p.render(Code::E0327),
             PlanProblem::ZeroBubbleBelowAssert(p) => p.render(Code::W0014),
             PlanProblem::Layout(p) => p.render(),
+            PlanProblem::SlowOutside(p) => p.render(),
+            PlanProblem::SlowStopped(p) => p.render(),
+            PlanProblem::SlowNone(p) => p.render(),
         }
     }
 }
@@ -2503,4 +2512,110 @@ impl LayoutProblem {
         };
         Diagnostic::new(Code::E0324, msg, self.at(at), label).with_help(help)
     }
+}
+
+// -------------------------------------------------------------------------- E0337, E0338, W0018
+
+/// What a `slow_rank` / `slow_node` item counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlowUnit {
+    Rank,
+    Node,
+}
+
+impl SlowUnit {
+    fn word(self) -> &'static str {
+        match self {
+            SlowUnit::Rank => "rank",
+            SlowUnit::Node => "node",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowOutside {
+    pub unit: SlowUnit,
+    pub written: u64,
+    /// Ranks or nodes of the cluster (the last one is `count - 1`).
+    pub count: u64,
+    pub loc: Loc,
+    /// The cluster's GPUs, for the message.
+    pub world: u64,
+}
+
+impl SlowOutside {
+    fn render(self) -> Diagnostic {
+        let what = self.unit.word();
+        let (plural, of) = match self.unit {
+            SlowUnit::Rank => ("ranks", format!("{} GPUs", self.world)),
+            SlowUnit::Node => ("nodes", format!("{} nodes", self.count)),
+        };
+        Diagnostic::new(
+            Code::E0337,
+            format!(
+                "`slow_{what} {}` is outside the cluster of {of}",
+                self.written
+            ),
+            self.loc,
+            format!("no {what} {}", self.written),
+        )
+        .with_help(format!(
+            "{plural} count from 0: name one of 0 to {}",
+            self.count.saturating_sub(1)
+        ))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowStopped {
+    pub key: &'static str,
+    pub loc: Loc,
+}
+
+impl SlowStopped {
+    fn render(self) -> Diagnostic {
+        Diagnostic::new(
+            Code::E0338,
+            format!("a `{}` GPU at 0% speed never finishes a step", self.key),
+            self.loc,
+            "0% of its compute rate",
+        )
+        .with_help(
+            "write the share of its compute rate the GPU still reaches, such as `80%`; \
+             leave a GPU that has stopped out of the cluster",
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowNone {
+    pub share: f64,
+    pub world: u64,
+    pub loc: Loc,
+}
+
+impl SlowNone {
+    fn render(self) -> Diagnostic {
+        // The smallest whole percentage that rounds to one GPU: share × world >= 0.5.
+        let pct = (50.0 / self.world.max(1) as f64).ceil().max(1.0);
+        Diagnostic::new(
+            Code::W0018,
+            format!(
+                "`slow_gpus {}%` of {} GPUs picks no GPU",
+                percent_text(self.share),
+                self.world
+            ),
+            self.loc,
+            "rounds to 0 GPUs",
+        )
+        .with_help(format!(
+            "write `slow_gpus {pct}%` or more to slow one GPU, or `slow_rank RANK SPEED` to name it"
+        ))
+    }
+}
+
+/// `1`, `0.5`: a share as the percentage a user writes, without float noise.
+fn percent_text(share: f64) -> String {
+    let text = format!("{:.4}", share * 100.0);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }

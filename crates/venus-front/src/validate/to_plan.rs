@@ -82,6 +82,7 @@ pub fn cluster(c: &Cluster) -> ClusterSpec {
             })
             .collect(),
         reserve: val(&c.reserve),
+        slow: c.slow.iter().map(|s| s.spec()).collect(),
     }
 }
 

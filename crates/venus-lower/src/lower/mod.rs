@@ -66,7 +66,9 @@
 //! with tp = cp = dp = 0) and every rank of the stage is declared its class. This is exact
 //! (see `engine` docs) when the rank grids and the cluster dims share a common mixed radix:
 //! then relabelling a rank's tp/cp/dp (and expert) digits is a permutation that preserves which
-//! dims every pair of ranks differs in. When they do not, every rank is simulated.
+//! dims every pair of ranks differs in. When they do not, every rank is simulated. With
+//! stragglers (`slow_*` items: a straggler's compute nodes last `1 / speed` as long) the
+//! classes split around the slow ranks (`classes`): only the relabellings that fix them remain.
 //!
 //! Invariant: a lowering never panics on a validated scenario; sizes that do not fit return a
 //! [`LowerError`].
@@ -84,6 +86,7 @@ use venus_sim::trace::{
     Trace, TraceBuilder, TraceError,
 };
 
+mod classes;
 pub mod net;
 
 pub use net::network;
@@ -317,14 +320,21 @@ pub(crate) fn lower_with(
             budget: MAX_ALL_RANKS,
         });
     }
-    let symmetric = !opts.all_ranks && radix_compatible(&layout, &leaf_cuts(&sc.cluster));
+    let slow = Slowdowns::of(sc);
+    let cuts = classes::radix(&layout, &leaf_cuts(&sc.cluster)).filter(|_| !opts.all_ranks);
+    let symmetric = cuts.is_some();
     let block = world / sizes.pp.max(1);
     let representatives: Vec<u32> = (0..sizes.pp).map(|s| s * block).collect();
-    let simulated: Vec<u32> = if symmetric {
-        tb.set_classes((0..world).map(|r| (r / block) * block).collect());
-        representatives.clone()
-    } else {
-        (0..world).collect()
+    let simulated: Vec<u32> = match &cuts {
+        Some(cuts) => {
+            let class_of = classes::classes(&layout, cuts, &slow.ranks());
+            let mut reps = class_of.clone();
+            reps.sort_unstable();
+            reps.dedup();
+            tb.set_classes(class_of);
+            reps
+        }
+        None => (0..world).collect(),
     };
 
     let mut ranks = Vec::with_capacity(simulated.len());
@@ -335,6 +345,7 @@ pub(crate) fn lower_with(
         let stage = &stages[coords.pp as usize];
         let ops = ir.rank(coords.pp);
         let mut e = Emitter::new(stage, &groups, &names, shape);
+        e.slowdown = slow.factor(rank);
         e.budget = usize::try_from(MAX_TRACE_NODES - built).unwrap_or(usize::MAX);
         // This rank's iterations and those of the ranks after it, all about this one's size.
         let copies = u64::from(iterations).saturating_mul((simulated.len() - i) as u64);
@@ -405,28 +416,35 @@ fn leaf_cuts(c: &venus_plan::plan::ClusterSpec) -> Vec<u64> {
     cuts
 }
 
-/// Whether the dense grid, the expert grid, the cluster dims and the fat trees' leaves
-/// (`extra` cuts) refine one common mixed radix: all their cumulative products form a
-/// divisibility chain.
-fn radix_compatible(layout: &Layout, extra: &[u64]) -> bool {
-    let s = layout.sizes();
-    let w = u64::from(layout.world());
-    let mut cuts: Vec<u64> = Vec::new();
-    let mut push_chain = |sizes: &[u64]| {
-        let mut acc = 1u64;
-        for &x in sizes {
-            acc = acc.saturating_mul(x);
-            cuts.push(acc);
+/// The compute slowdown of every straggler (`1 / speed`), from the cluster's `slow_*` items.
+struct Slowdowns {
+    /// Slow ranks in increasing order, each with its slowdown factor (> 1 for a slower GPU).
+    by_rank: Vec<(u32, f64)>,
+}
+
+impl Slowdowns {
+    fn of(sc: &Scenario) -> Slowdowns {
+        Slowdowns {
+            by_rank: sc
+                .cluster
+                .slow_ranks()
+                .into_iter()
+                .filter(|s| s.speed.0 > 0.0)
+                .map(|s| (s.rank, 1.0 / s.speed.0))
+                .collect(),
         }
-    };
-    push_chain(&[s.tp, s.cp, s.dp, s.pp].map(u64::from));
-    push_chain(&[s.etp, s.ep, layout.expert_dp(), s.pp].map(u64::from));
-    push_chain(layout.cluster_dims());
-    cuts.extend_from_slice(extra);
-    cuts.push(w);
-    cuts.sort_unstable();
-    cuts.dedup();
-    cuts.windows(2).all(|p| p[0] != 0 && p[1] % p[0] == 0)
+    }
+
+    fn ranks(&self) -> Vec<u32> {
+        self.by_rank.iter().map(|&(r, _)| r).collect()
+    }
+
+    /// The factor a rank's compute durations are multiplied by (1 for a rank at full speed).
+    fn factor(&self, rank: u32) -> f64 {
+        self.by_rank
+            .binary_search_by_key(&rank, |&(r, _)| r)
+            .map_or(1.0, |i| self.by_rank[i].1)
+    }
 }
 
 /// Interned display names.
@@ -1034,6 +1052,9 @@ struct Emitter<'a> {
     backward_gathers: Vec<Vec<Option<NodeId>>>,
     /// The rank's schedule runs weight gradients as ops of their own (`W`).
     split_backward: bool,
+    /// Every compute duration of this rank is multiplied by it: `1 / speed` of a straggler
+    /// (`slow_rank`, `slow_node`, `slow_gpus`), 1 otherwise. Communication keeps its time.
+    slowdown: f64,
 }
 
 impl<'a> Emitter<'a> {
@@ -1061,6 +1082,7 @@ impl<'a> Emitter<'a> {
             gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
             backward_gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
             split_backward: false,
+            slowdown: 1.0,
         }
     }
 
@@ -1145,6 +1167,12 @@ impl<'a> Emitter<'a> {
 
     /// A node on the compute stream after everything the host waits for.
     fn on_compute(&mut self, kind: NodeKind, cat: Category, label: Label) -> NodeId {
+        let kind = match kind {
+            NodeKind::Compute { duration } if self.slowdown != 1.0 => NodeKind::Compute {
+                duration: slowed(duration, self.slowdown),
+            },
+            other => other,
+        };
         let deps = std::mem::take(&mut self.pending);
         let id = self.rb.push(kind, StreamId::COMPUTE, cat, label, &deps);
         self.last_compute = Some(id);
@@ -1757,6 +1785,17 @@ impl<'a> Emitter<'a> {
             ));
         }
         ids
+    }
+}
+
+/// A compute duration on a GPU `factor` times slower, to the nearest picosecond (saturating:
+/// the engine reports a time past its range as E0602).
+fn slowed(d: Ps, factor: f64) -> Ps {
+    let v = (d.0 as f64 * factor).round();
+    if v >= u64::MAX as f64 {
+        Ps(u64::MAX)
+    } else {
+        Ps(v as u64)
     }
 }
 

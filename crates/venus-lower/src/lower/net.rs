@@ -77,6 +77,7 @@ mod tests {
             gpu,
             dims,
             reserve: None,
+            slow: Vec::new(),
         }
     }
 

@@ -37,6 +37,9 @@ struct ReportDto<'a> {
     tokens_per_iteration: u64,
     /// `null` without a `train` block.
     train: Option<TrainDto>,
+    /// Written only when the cluster has `slow_*` GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stragglers: Option<StragglersDto>,
     /// The scenario's warnings, as `check --format json` writes diagnostics.
     warnings: &'a [LocatedDiagnostic],
 }
@@ -237,10 +240,66 @@ pub fn json(r: &Report) -> String {
         plan: PlanDto::of(&r.plan),
         tokens_per_iteration: r.tokens_per_iteration,
         train: r.train.as_ref().map(TrainDto::of),
+        stragglers: r.stragglers.as_ref().map(StragglersDto::of),
         warnings: &r.warnings,
     };
     // Serialising plain structs, maps of strings and finite numbers cannot fail.
     let mut out = serde_json::to_string_pretty(&dto).unwrap_or_default();
     out.push('\n');
     out
+}
+
+/// The straggler section: times in ms, speeds as fractions, waits largest first.
+#[derive(Serialize)]
+struct StragglersDto {
+    slow_gpus: u64,
+    slowest_speed: f64,
+    listed: Vec<SlowRankDto>,
+    baseline_iteration_time_ms: f64,
+    cost_ms: f64,
+    cost_fraction: f64,
+    /// The group kind of the first wait, or `null` when no peer waits longer.
+    propagates_through: Option<&'static str>,
+    waits: Vec<WaitDto>,
+}
+
+#[derive(Serialize)]
+struct SlowRankDto {
+    rank: u32,
+    speed: f64,
+}
+
+#[derive(Serialize)]
+struct WaitDto {
+    group: &'static str,
+    added_ms: f64,
+}
+
+impl StragglersDto {
+    fn of(s: &super::straggler::Stragglers) -> StragglersDto {
+        StragglersDto {
+            slow_gpus: s.slow_gpus,
+            slowest_speed: finite(s.slowest.0),
+            listed: s
+                .listed
+                .iter()
+                .map(|r| SlowRankDto {
+                    rank: r.rank,
+                    speed: finite(r.speed.0),
+                })
+                .collect(),
+            baseline_iteration_time_ms: finite(s.baseline.ms()),
+            cost_ms: finite(s.cost.ms()),
+            cost_fraction: finite(s.share().0),
+            propagates_through: s.path().map(|k| k.name()),
+            waits: s
+                .waits
+                .iter()
+                .map(|w| WaitDto {
+                    group: w.kind.name(),
+                    added_ms: finite(w.added.ms()),
+                })
+                .collect(),
+        }
+    }
 }

@@ -35,6 +35,7 @@ pub mod html;
 pub mod json;
 pub mod perfetto;
 pub mod scenario;
+pub mod straggler;
 pub mod table;
 pub mod text;
 
@@ -377,6 +378,9 @@ pub struct Report {
     pub warnings: Vec<LocatedDiagnostic>,
     /// The simulated span of the reported iteration.
     pub window: Window,
+    /// What the cluster's `slow_*` GPUs cost, against the same plan without them; `None`
+    /// without stragglers.
+    pub stragglers: Option<straggler::Stragglers>,
 }
 
 /// The model's parameters: all of them, those one token uses, and the multi-token prediction
@@ -522,6 +526,7 @@ impl Report {
             train: TrainCost::of(sc, iteration_time, tokens_per_iteration),
             warnings: Vec::new(),
             window,
+            stragglers: None,
         }
     }
 
@@ -553,6 +558,8 @@ impl Report {
 #[derive(Clone, Debug, PartialEq)]
 struct RankStats {
     rank: u32,
+    /// The ranks this simulated rank stands for (its symmetry class; 1 without classes).
+    weight: u64,
     /// Summed node durations per category.
     by_category: [u64; Category::COUNT],
     /// Whether the rank has a node of the category at all (even outside the window).
@@ -572,6 +579,7 @@ fn is_comm(node: &Node) -> bool {
 }
 
 fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankStats> {
+    let weight = straggler::class_sizes(trace);
     trace
         .ranks()
         .iter()
@@ -580,6 +588,7 @@ fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankSta
             let (starts, ends) = (timeline.starts(i), timeline.ends(i));
             let mut s = RankStats {
                 rank: rt.rank(),
+                weight: weight(rt.rank()),
                 by_category: [0; Category::COUNT],
                 has_category: [false; Category::COUNT],
                 compute: 0,
@@ -695,8 +704,11 @@ fn bubble_fraction(sc: &Scenario, ranks: &[RankStats], window: Window) -> Ratio 
     let mut idle = vec![(0u128, 0u128); stages];
     for r in ranks {
         let slot = &mut idle[stage_of(r.rank)];
-        slot.0 += u128::from(len.saturating_sub(r.compute));
-        slot.1 += 1;
+        // Each simulated rank counts for the ranks of its class: with stragglers the classes
+        // of one stage differ in size.
+        let w = u128::from(r.weight);
+        slot.0 += u128::from(len.saturating_sub(r.compute)) * w;
+        slot.1 += w;
     }
     let means: Vec<f64> = idle
         .iter()

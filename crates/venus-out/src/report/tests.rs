@@ -565,6 +565,7 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
             start: Ps::ZERO,
             end: Ps::from_seconds(Seconds(iteration_ms * 1e-3)),
         },
+        stragglers: None,
     }
 }
 

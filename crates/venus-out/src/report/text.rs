@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::{MinMax, Report};
-use venus_base::base::Bytes;
+use venus_base::base::{Bytes, Ratio};
 
 /// Renders the report.
 pub fn text(r: &Report) -> String {
@@ -73,6 +73,11 @@ pub fn text(r: &Report) -> String {
             "  reserve {} GiB per GPU beside each peak (CUDA context, NCCL buffers, fragmentation)",
             g(r.memory_reserve)
         );
+    }
+
+    if let Some(st) = &r.stragglers {
+        out.push('\n');
+        stragglers(&mut out, st);
     }
 
     out.push('\n');
@@ -159,4 +164,53 @@ fn table<const N: usize>(out: &mut String, first: &str, heads: [&str; N], rows: 
     let mut header = vec![first];
     header.extend(heads);
     super::table::render(out, "  ", &header, &rows);
+}
+
+/// The straggler section: who is slow, what it costs, which groups wait for it.
+fn stragglers(out: &mut String, st: &super::straggler::Stragglers) {
+    let pct = |r: Ratio| format!("{:.0}%", r.0 * 100.0);
+    let mut named: Vec<String> = st
+        .listed
+        .iter()
+        .map(|s| format!("rank {} at {}", s.rank, pct(s.speed)))
+        .collect();
+    if st.slow_gpus > st.listed.len() as u64 {
+        named.push(format!("{} more", st.slow_gpus - st.listed.len() as u64));
+    }
+    let gpus = if st.slow_gpus == 1 { "GPU" } else { "GPUs" };
+    let _ = writeln!(
+        out,
+        "stragglers: {} slow {gpus} ({}), the slowest at {}",
+        st.slow_gpus,
+        named.join(", "),
+        pct(st.slowest)
+    );
+    let _ = writeln!(
+        out,
+        "  iteration time {:.3} ms, {:.3} ms without them: {:+.3} ms ({:+.2}%)",
+        st.baseline.ms() + st.cost.ms(),
+        st.baseline.ms(),
+        st.cost.ms(),
+        st.share().0 * 100.0
+    );
+    match st.path() {
+        Some(kind) => {
+            let waits: Vec<String> = st
+                .waits
+                .iter()
+                .map(|w| format!("{} +{:.3} ms", w.kind.name(), w.added.ms()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  propagates through the {kind} group: extra waiting per GPU {}",
+                waits.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  no peer waits longer: the slow GPUs are off the critical path"
+            );
+        }
+    }
 }

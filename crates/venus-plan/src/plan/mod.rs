@@ -15,6 +15,7 @@ pub mod memory;
 pub mod pipeline_layout;
 pub mod recipe;
 pub mod spec;
+pub mod straggler;
 
 use venus_base::base::{Bytes, Recompute, ScheduleKind};
 

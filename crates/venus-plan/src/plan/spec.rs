@@ -213,9 +213,22 @@ pub struct ClusterSpec {
     pub dims: Vec<DimSpec>,
     /// Memory kept back per GPU as the cluster writes it (a plan's `reserve` wins).
     pub reserve: Option<Bytes>,
+    /// The `slow_gpus`, `slow_rank` and `slow_node` items, in source order (stragglers).
+    pub slow: Vec<super::straggler::SlowSpec>,
 }
 
 impl ClusterSpec {
+    /// The slow ranks the `slow_*` items name, each once with its speed, in rank order.
+    pub fn slow_ranks(&self) -> Vec<super::straggler::SlowRank> {
+        let per_node = self
+            .dims
+            .iter()
+            .rev()
+            .skip(1)
+            .fold(1u64, |a, d| a.saturating_mul(d.size));
+        super::straggler::slow_ranks(&self.slow, self.world_size(), per_node)
+    }
+
     /// Product of the dim sizes (saturating: an absurd product is caught by validation).
     pub fn world_size(&self) -> u64 {
         self.dims

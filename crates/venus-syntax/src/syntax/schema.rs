@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014",
+    "W0013", "W0014", "W0018",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -628,6 +628,34 @@ key_table! {
         )
         .default(KeyDefault::Bytes(RESERVE_DEFAULT), RESERVE_DEFAULT_TEXT)
         .example("4GiB"),
+        SlowGpus = key(
+            "slow_gpus",
+            &[Ratio, Ratio, Count],
+            "stragglers: FRACTION of the GPUs run at SPEED of their compute rate, picked by SEED (default 0) the same way on every run: `slow_gpus 1% 80% 7`",
+        )
+        .optional(1)
+        .zero_allowed()
+        .repeatable()
+        .default(KeyDefault::Unset, "every GPU at full speed")
+        .example("1% 80% 7"),
+        SlowRank = key(
+            "slow_rank",
+            &[Count, Ratio],
+            "a straggler: global RANK runs at SPEED of its compute rate (`slow_rank 17 80%`)",
+        )
+        .zero_allowed()
+        .repeatable()
+        .default(KeyDefault::Unset, "every GPU at full speed")
+        .example("17 80%"),
+        SlowNode = key(
+            "slow_node",
+            &[Count, Ratio],
+            "stragglers: every GPU of NODE (a coordinate of the outermost dim, from 0) runs at SPEED of its compute rate (`slow_node 3 50%`)",
+        )
+        .zero_allowed()
+        .repeatable()
+        .default(KeyDefault::Unset, "every GPU at full speed")
+        .example("3 50%"),
         AllowCluster = allow_key(),
     }
     PLAN => {
