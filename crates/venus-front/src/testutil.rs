@@ -106,6 +106,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
             })
             .collect(),
         reserve: None,
+        reliability: Default::default(),
     }
 }
 
@@ -153,6 +154,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         account_for_embedding: None,
         account_for_loss: None,
         pipeline_layout: None,
+        checkpoint_interval: None,
     }
 }
 

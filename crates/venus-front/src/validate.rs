@@ -249,6 +249,7 @@ impl<'a> Validator<'a> {
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
         self.check_optimizer_dtypes(); // E0321
+        self.check_reliability(); // E0335, E0336
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -264,6 +265,7 @@ impl<'a> Validator<'a> {
         let mut scenario = self.scenario(dp, m, split);
         scenario.memory = stage_memory(&scenario.model, &scenario.memory_plan());
         self.check_memory(&scenario); // E0401, W0005
+        self.check_checkpoint_interval(&scenario); // W0017
                                       // Every earlier error returned above: an error now is E0401.
         if self.has_error() && !self.keep_over_memory {
             return None;
@@ -411,6 +413,9 @@ impl<'a> Validator<'a> {
         }
         if self.inputs_ok(&[Mfu, Measured], true) {
             self.check_calibration(); // W0007
+        }
+        if self.inputs_ok(&[CheckpointInterval], true) {
+            self.check_reliability(); // E0335, E0336
         }
     }
 
@@ -578,6 +583,7 @@ mod gpu;
 mod memory;
 mod model;
 mod problem;
+mod reliability;
 mod repair;
 mod schedule;
 mod shape;

@@ -185,6 +185,26 @@ pub struct Cluster {
     pub dims: Vec<Dim>,
     /// Memory kept back per GPU of this cluster (a plan's `reserve` wins).
     pub reserve: Opt<Bytes>,
+    /// Failure rates, checkpoint storage and restart time (the goodput report's inputs).
+    pub reliability: Reliability,
+}
+
+/// The cluster's reliability keys: what interrupts a job and what bringing it back costs.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Reliability {
+    pub gpu_mtbf: Opt<Seconds>,
+    pub node_mtbf: Opt<Seconds>,
+    pub link_mtbf: Opt<Seconds>,
+    pub storage_write_bw: Opt<BytesPerSec>,
+    pub storage_read_bw: Opt<BytesPerSec>,
+    pub restart: Opt<Seconds>,
+}
+
+impl Reliability {
+    /// Whether any failure rate is written (the goodput report needs one).
+    pub fn has_rates(&self) -> bool {
+        self.gpu_mtbf.is_some() || self.node_mtbf.is_some() || self.link_mtbf.is_some()
+    }
 }
 
 impl Cluster {
@@ -258,6 +278,8 @@ pub struct Plan {
     pub account_for_loss: Opt<bool>,
     /// Megatron's `--pipeline-model-parallel-layout`, as written.
     pub pipeline_layout: Opt<LayoutText>,
+    /// Training time between two checkpoints (`checkpoint_interval`).
+    pub checkpoint_interval: Opt<Seconds>,
 }
 
 /// A `pipeline_layout` string: its text and whether offsets into it are offsets into the

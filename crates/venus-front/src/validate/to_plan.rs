@@ -10,6 +10,7 @@ use venus_plan::plan::spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
     Provenance, TrainSpec,
 };
+use venus_plan::plan::spec::ReliabilitySpec;
 
 fn loc<T>(v: &Opt<T>) -> Option<venus_diag::diag::Loc> {
     v.as_ref().map(|s| s.loc)
@@ -78,6 +79,14 @@ pub fn cluster(c: &Cluster) -> ClusterSpec {
             })
             .collect(),
         reserve: val(&c.reserve),
+        reliability: ReliabilitySpec {
+            gpu_mtbf: val(&c.reliability.gpu_mtbf),
+            node_mtbf: val(&c.reliability.node_mtbf),
+            link_mtbf: val(&c.reliability.link_mtbf),
+            storage_write_bw: val(&c.reliability.storage_write_bw),
+            storage_read_bw: val(&c.reliability.storage_read_bw),
+            restart: val(&c.reliability.restart),
+        },
     }
 }
 
@@ -129,6 +138,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         account_for_embedding: val(&p.account_for_embedding),
         account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
+        checkpoint_interval: val(&p.checkpoint_interval),
     }
 }
 

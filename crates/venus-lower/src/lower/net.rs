@@ -76,6 +76,7 @@ mod tests {
             gpu,
             dims,
             reserve: None,
+            reliability: Default::default(),
         }
     }
 

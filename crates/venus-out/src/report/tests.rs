@@ -539,6 +539,7 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
             simulated_ranks: 0,
             wall: Seconds(0.0),
         },
+        goodput: None,
         plan: super::ResolvedPlan {
             tp: 8,
             pp: 3,

@@ -15,6 +15,7 @@ pub mod memory;
 pub mod pipeline_layout;
 pub mod recipe;
 pub mod spec;
+pub mod goodput;
 
 use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
@@ -22,6 +23,7 @@ pub use spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
     Provenance, TrainSpec,
 };
+pub use spec::ReliabilitySpec;
 
 pub use derive::{ParamCounts, StageSplit};
 pub use memory::{MemoryPlan, StageMemory};
