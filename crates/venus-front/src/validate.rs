@@ -264,8 +264,8 @@ impl<'a> Validator<'a> {
         let (dp, m, split) = (dp?, m?, split?);
         let mut scenario = self.scenario(dp, m, split);
         scenario.memory = stage_memory(&scenario.model, &scenario.memory_plan());
-        self.check_memory(&scenario); // E0401, W0005
         self.check_checkpoint_interval(&scenario); // W0017
+        self.check_memory(&scenario); // E0401, W0005
                                       // Every earlier error returned above: an error now is E0401.
         if self.has_error() && !self.keep_over_memory {
             return None;

@@ -59,9 +59,10 @@ impl Validator<'_> {
             ("node_mtbf", &r.node_mtbf),
             ("link_mtbf", &r.link_mtbf),
         ];
-        let first_rate = rates
-            .iter()
-            .find_map(|(k, o)| o.as_ref().map(|s| (format!("{k} {}", time_text(s.value)), s.loc)));
+        let first_rate = rates.iter().find_map(|(k, o)| {
+            o.as_ref()
+                .map(|s| (format!("{k} {}", time_text(s.value)), s.loc))
+        });
         match (first_rate, &self.def.plan.checkpoint_interval) {
             (Some(rate), _) if r.storage_write_bw.is_none() => {
                 let per_gpu = c.dims.last().map_or(0.0, |d| d.bandwidth.value.0);

@@ -6,11 +6,11 @@
 //! Invariant: this is the only place a `Spanned` value becomes plain data.
 
 use crate::ty::{Cluster, Expect, Gpu, Model, Opt, Plan, ScenarioDef, Train};
+use venus_plan::plan::spec::ReliabilitySpec;
 use venus_plan::plan::spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
     Provenance, TrainSpec,
 };
-use venus_plan::plan::spec::ReliabilitySpec;
 
 fn loc<T>(v: &Opt<T>) -> Option<venus_diag::diag::Loc> {
     v.as_ref().map(|s| s.loc)

@@ -172,10 +172,12 @@ fn goodput_rows(g: &super::GoodputReport) -> Vec<(&'static str, String)> {
         ),
     ];
     if let Some(w) = g.wall_time_to_train {
-        rows.push((
-            "time with interruptions",
-            format!("{:.2} days", w.0 / 86_400.0),
-        ));
+        let days = if w.0.is_finite() {
+            format!("{:.2} days", w.0 / 86_400.0)
+        } else {
+            "never: every interruption loses more than the job runs between two".to_string()
+        };
+        rows.push(("time with interruptions", days));
     }
     rows
 }

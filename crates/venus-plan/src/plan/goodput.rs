@@ -223,7 +223,11 @@ pub fn goodput(tau: Seconds, delta: Seconds, recovery: Seconds, mtbf: Seconds) -
     let checkpointing = tau.0 / cycle;
     let failures = 1.0 - lost_per_interruption(tau, delta, recovery).0 / mtbf.0;
     let g = checkpointing * failures;
-    Ratio(if g.is_finite() { g.clamp(0.0, 1.0) } else { 0.0 })
+    Ratio(if g.is_finite() {
+        g.clamp(0.0, 1.0)
+    } else {
+        0.0
+    })
 }
 
 #[cfg(test)]
@@ -281,7 +285,12 @@ mod tests {
 
     #[test]
     fn goodput_is_zero_when_the_lost_work_exceeds_the_mtbf() {
-        let g = goodput(Seconds(100.0), Seconds(10.0), Seconds(5000.0), Seconds(1000.0));
+        let g = goodput(
+            Seconds(100.0),
+            Seconds(10.0),
+            Seconds(5000.0),
+            Seconds(1000.0),
+        );
         assert_eq!(g, Ratio(0.0));
     }
 }

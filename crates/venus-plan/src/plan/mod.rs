@@ -10,20 +10,20 @@
 //! tp × pp × cp × dp = world, exact divisions and a valid layer split.
 
 pub mod derive;
+pub mod goodput;
 pub mod layout;
 pub mod memory;
 pub mod pipeline_layout;
 pub mod recipe;
 pub mod spec;
-pub mod goodput;
 
 use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
+pub use spec::ReliabilitySpec;
 pub use spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
     Provenance, TrainSpec,
 };
-pub use spec::ReliabilitySpec;
 
 pub use derive::{ParamCounts, StageSplit};
 pub use memory::{MemoryPlan, StageMemory};
