@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 94
+#define SYMBOL_COUNT 95
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 81
+#define TOKEN_COUNT 82
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -96,23 +96,24 @@ enum ts_symbol_identifiers {
   anon_sym_W0012 = 74,
   anon_sym_W0013 = 75,
   anon_sym_W0014 = 76,
-  sym_unit = 77,
-  sym_number = 78,
-  sym_string = 79,
-  sym_comment = 80,
-  sym_source_file = 81,
-  sym_use_declaration = 82,
-  sym_definition = 83,
-  sym_block = 84,
-  sym_item = 85,
-  sym__value = 86,
-  sym_list = 87,
-  sym_constant = 88,
-  sym_quantity = 89,
-  aux_sym_source_file_repeat1 = 90,
-  aux_sym_block_repeat1 = 91,
-  aux_sym_item_repeat1 = 92,
-  aux_sym_list_repeat1 = 93,
+  anon_sym_W0017 = 77,
+  sym_unit = 78,
+  sym_number = 79,
+  sym_string = 80,
+  sym_comment = 81,
+  sym_source_file = 82,
+  sym_use_declaration = 83,
+  sym_definition = 84,
+  sym_block = 85,
+  sym_item = 86,
+  sym__value = 87,
+  sym_list = 88,
+  sym_constant = 89,
+  sym_quantity = 90,
+  aux_sym_source_file_repeat1 = 91,
+  aux_sym_block_repeat1 = 92,
+  aux_sym_item_repeat1 = 93,
+  aux_sym_list_repeat1 = 94,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -193,6 +194,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0012] = "W0012",
   [anon_sym_W0013] = "W0013",
   [anon_sym_W0014] = "W0014",
+  [anon_sym_W0017] = "W0017",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -290,6 +292,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0012] = anon_sym_W0012,
   [anon_sym_W0013] = anon_sym_W0013,
   [anon_sym_W0014] = anon_sym_W0014,
+  [anon_sym_W0017] = anon_sym_W0017,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -615,6 +618,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0014] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0017] = {
     .visible = true,
     .named = false,
   },
@@ -1393,34 +1400,35 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == '2') ADVANCE(156);
       if (lookahead == '3') ADVANCE(157);
       if (lookahead == '4') ADVANCE(158);
+      if (lookahead == '7') ADVANCE(159);
       END_STATE();
     case 109:
       ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 110:
-      if (lookahead == 'r') ADVANCE(159);
+      if (lookahead == 'r') ADVANCE(160);
       END_STATE();
     case 111:
       ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 112:
-      if (lookahead == 'k') ADVANCE(160);
+      if (lookahead == 'k') ADVANCE(161);
       END_STATE();
     case 113:
-      if (lookahead == '3') ADVANCE(161);
-      if (lookahead == '4') ADVANCE(162);
+      if (lookahead == '3') ADVANCE(162);
+      if (lookahead == '4') ADVANCE(163);
       END_STATE();
     case 114:
-      if (lookahead == 't') ADVANCE(163);
+      if (lookahead == 't') ADVANCE(164);
       END_STATE();
     case 115:
-      if (lookahead == 'c') ADVANCE(164);
+      if (lookahead == 'c') ADVANCE(165);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(165);
+      if (lookahead == 't') ADVANCE(166);
       END_STATE();
     case 117:
-      if (lookahead == 'h') ADVANCE(166);
+      if (lookahead == 'h') ADVANCE(167);
       END_STATE();
     case 118:
       ACCEPT_TOKEN(anon_sym_fp16);
@@ -1432,22 +1440,22 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 121:
-      if (lookahead == 'e') ADVANCE(167);
+      if (lookahead == 'e') ADVANCE(168);
       END_STATE();
     case 122:
-      if (lookahead == 'i') ADVANCE(168);
+      if (lookahead == 'i') ADVANCE(169);
       END_STATE();
     case 123:
-      if (lookahead == 'e') ADVANCE(169);
+      if (lookahead == 'e') ADVANCE(170);
       END_STATE();
     case 124:
-      if (lookahead == 'n') ADVANCE(170);
+      if (lookahead == 'n') ADVANCE(171);
       END_STATE();
     case 125:
-      if (lookahead == 'r') ADVANCE(171);
+      if (lookahead == 'r') ADVANCE(172);
       END_STATE();
     case 126:
-      if (lookahead == 'a') ADVANCE(172);
+      if (lookahead == 'a') ADVANCE(173);
       END_STATE();
     case 127:
       ACCEPT_TOKEN(anon_sym_link);
@@ -1456,28 +1464,28 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 129:
-      if (lookahead == 't') ADVANCE(173);
+      if (lookahead == 't') ADVANCE(174);
       END_STATE();
     case 130:
-      if (lookahead == 'l') ADVANCE(174);
+      if (lookahead == 'l') ADVANCE(175);
       END_STATE();
     case 131:
-      if (lookahead == 'h') ADVANCE(175);
+      if (lookahead == 'h') ADVANCE(176);
       END_STATE();
     case 132:
       ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 133:
-      if (lookahead == 'i') ADVANCE(176);
+      if (lookahead == 'i') ADVANCE(177);
       END_STATE();
     case 134:
-      if (lookahead == 'm') ADVANCE(177);
+      if (lookahead == 'm') ADVANCE(178);
       END_STATE();
     case 135:
       ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 136:
-      if (lookahead == 'r') ADVANCE(178);
+      if (lookahead == 'r') ADVANCE(179);
       END_STATE();
     case 137:
       ACCEPT_TOKEN(anon_sym_rail);
@@ -1486,29 +1494,29 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 139:
-      if (lookahead == 'a') ADVANCE(179);
+      if (lookahead == 'a') ADVANCE(180);
       END_STATE();
     case 140:
-      if (lookahead == 'c') ADVANCE(180);
+      if (lookahead == 'c') ADVANCE(181);
       END_STATE();
     case 141:
-      if (lookahead == 'p') ADVANCE(181);
+      if (lookahead == 'p') ADVANCE(182);
       END_STATE();
     case 142:
-      if (lookahead == 'c') ADVANCE(182);
+      if (lookahead == 'c') ADVANCE(183);
       END_STATE();
     case 143:
-      if (lookahead == 'h') ADVANCE(183);
+      if (lookahead == 'h') ADVANCE(184);
       END_STATE();
     case 144:
       ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 145:
-      if (lookahead == 's') ADVANCE(184);
+      if (lookahead == 's') ADVANCE(185);
       END_STATE();
     case 146:
-      if (lookahead == '1') ADVANCE(185);
-      if (lookahead == '2') ADVANCE(186);
+      if (lookahead == '1') ADVANCE(186);
+      if (lookahead == '2') ADVANCE(187);
       END_STATE();
     case 147:
       ACCEPT_TOKEN(anon_sym_W0001);
@@ -1547,134 +1555,134 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 159:
-      if (lookahead == 'e') ADVANCE(187);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 160:
-      if (lookahead == 'w') ADVANCE(188);
+      if (lookahead == 'e') ADVANCE(188);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      if (lookahead == 'w') ADVANCE(189);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 163:
-      if (lookahead == 'e') ADVANCE(189);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 164:
-      if (lookahead == 't') ADVANCE(190);
+      if (lookahead == 'e') ADVANCE(190);
       END_STATE();
     case 165:
-      if (lookahead == 'r') ADVANCE(191);
+      if (lookahead == 't') ADVANCE(191);
       END_STATE();
     case 166:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'r') ADVANCE(192);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 168:
-      if (lookahead == 'n') ADVANCE(192);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 169:
-      if (lookahead == 'r') ADVANCE(193);
+      if (lookahead == 'n') ADVANCE(193);
       END_STATE();
     case 170:
-      if (lookahead == 'i') ADVANCE(194);
+      if (lookahead == 'r') ADVANCE(194);
       END_STATE();
     case 171:
-      if (lookahead == 'l') ADVANCE(195);
+      if (lookahead == 'i') ADVANCE(195);
       END_STATE();
     case 172:
-      if (lookahead == 'r') ADVANCE(196);
+      if (lookahead == 'l') ADVANCE(196);
       END_STATE();
     case 173:
       if (lookahead == 'r') ADVANCE(197);
       END_STATE();
     case 174:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(198);
       END_STATE();
     case 175:
-      if (lookahead == 'a') ADVANCE(198);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 176:
-      if (lookahead == 't') ADVANCE(199);
+      if (lookahead == 'a') ADVANCE(199);
       END_STATE();
     case 177:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(200);
+      if (lookahead == 't') ADVANCE(200);
       END_STATE();
     case 178:
-      if (lookahead == 'a') ADVANCE(201);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(201);
       END_STATE();
     case 179:
-      if (lookahead == 'r') ADVANCE(202);
+      if (lookahead == 'a') ADVANCE(202);
       END_STATE();
     case 180:
-      if (lookahead == 't') ADVANCE(203);
+      if (lookahead == 'r') ADVANCE(203);
       END_STATE();
     case 181:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 't') ADVANCE(204);
       END_STATE();
     case 182:
-      if (lookahead == 'h') ADVANCE(204);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'h') ADVANCE(205);
       END_STATE();
     case 184:
-      if (lookahead == 'e') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 185:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
-      END_STATE();
-    case 186:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
-      END_STATE();
-    case 187:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 188:
       if (lookahead == 'e') ADVANCE(206);
       END_STATE();
+    case 186:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 187:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 188:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
     case 189:
-      if (lookahead == 'r') ADVANCE(207);
+      if (lookahead == 'e') ADVANCE(207);
       END_STATE();
     case 190:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'r') ADVANCE(208);
       END_STATE();
     case 191:
-      if (lookahead == 'e') ADVANCE(208);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 192:
-      if (lookahead == 'g') ADVANCE(209);
+      if (lookahead == 'e') ADVANCE(209);
       END_STATE();
     case 193:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'g') ADVANCE(210);
       END_STATE();
     case 194:
-      if (lookahead == 'b') ADVANCE(210);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 195:
-      if (lookahead == 'e') ADVANCE(211);
+      if (lookahead == 'b') ADVANCE(211);
       END_STATE();
     case 196:
-      if (lookahead == '_') ADVANCE(212);
+      if (lookahead == 'e') ADVANCE(212);
       END_STATE();
     case 197:
-      if (lookahead == 'o') ADVANCE(213);
+      if (lookahead == '_') ADVANCE(213);
       END_STATE();
     case 198:
-      if (lookahead == 'r') ADVANCE(214);
+      if (lookahead == 'o') ADVANCE(214);
       END_STATE();
     case 199:
-      if (lookahead == 'c') ADVANCE(215);
+      if (lookahead == 'r') ADVANCE(215);
       END_STATE();
     case 200:
-      if (lookahead == 'g') ADVANCE(216);
+      if (lookahead == 'c') ADVANCE(216);
       END_STATE();
     case 201:
-      if (lookahead == 'i') ADVANCE(217);
+      if (lookahead == 'g') ADVANCE(217);
       END_STATE();
     case 202:
       if (lookahead == 'i') ADVANCE(218);
@@ -1683,221 +1691,224 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == 'i') ADVANCE(219);
       END_STATE();
     case 204:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'i') ADVANCE(220);
       END_STATE();
     case 205:
-      if (lookahead == 'd') ADVANCE(220);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 206:
-      if (lookahead == 'l') ADVANCE(221);
+      if (lookahead == 'd') ADVANCE(221);
       END_STATE();
     case 207:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'l') ADVANCE(222);
       END_STATE();
     case 208:
-      if (lookahead == 'e') ADVANCE(222);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 209:
-      if (lookahead == '_') ADVANCE(223);
+      if (lookahead == 'e') ADVANCE(223);
       END_STATE();
     case 210:
-      if (lookahead == 'a') ADVANCE(224);
+      if (lookahead == '_') ADVANCE(224);
       END_STATE();
     case 211:
       if (lookahead == 'a') ADVANCE(225);
       END_STATE();
     case 212:
-      if (lookahead == 'f') ADVANCE(226);
-      if (lookahead == 'p') ADVANCE(227);
-      if (lookahead == 'q') ADVANCE(228);
+      if (lookahead == 'a') ADVANCE(226);
       END_STATE();
     case 213:
-      if (lookahead == 'n') ADVANCE(229);
+      if (lookahead == 'f') ADVANCE(227);
+      if (lookahead == 'p') ADVANCE(228);
+      if (lookahead == 'q') ADVANCE(229);
       END_STATE();
     case 214:
-      if (lookahead == 'd') ADVANCE(230);
+      if (lookahead == 'n') ADVANCE(230);
       END_STATE();
     case 215:
-      if (lookahead == 'h') ADVANCE(231);
+      if (lookahead == 'd') ADVANCE(231);
       END_STATE();
     case 216:
-      if (lookahead == 'r') ADVANCE(232);
+      if (lookahead == 'h') ADVANCE(232);
       END_STATE();
     case 217:
-      if (lookahead == 'n') ADVANCE(233);
+      if (lookahead == 'r') ADVANCE(233);
       END_STATE();
     case 218:
-      if (lookahead == 'o') ADVANCE(234);
+      if (lookahead == 'n') ADVANCE(234);
       END_STATE();
     case 219:
-      if (lookahead == 'v') ADVANCE(235);
+      if (lookahead == 'o') ADVANCE(235);
       END_STATE();
     case 220:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'v') ADVANCE(236);
       END_STATE();
     case 221:
-      if (lookahead == 'l') ADVANCE(236);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 222:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'l') ADVANCE(237);
       END_STATE();
     case 223:
-      if (lookahead == 'd') ADVANCE(237);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 224:
-      if (lookahead == 'n') ADVANCE(238);
+      if (lookahead == 'd') ADVANCE(238);
       END_STATE();
     case 225:
-      if (lookahead == 'v') ADVANCE(239);
+      if (lookahead == 'n') ADVANCE(239);
       END_STATE();
     case 226:
-      if (lookahead == 'c') ADVANCE(240);
+      if (lookahead == 'v') ADVANCE(240);
       END_STATE();
     case 227:
-      if (lookahead == 'r') ADVANCE(241);
+      if (lookahead == 'c') ADVANCE(241);
       END_STATE();
     case 228:
-      if (lookahead == 'k') ADVANCE(242);
+      if (lookahead == 'r') ADVANCE(242);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'k') ADVANCE(243);
       END_STATE();
     case 230:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 232:
-      if (lookahead == 'a') ADVANCE(243);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 233:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'a') ADVANCE(244);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 235:
-      if (lookahead == 'e') ADVANCE(244);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 236:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(245);
+      if (lookahead == 'e') ADVANCE(245);
       END_STATE();
     case 237:
-      if (lookahead == 'o') ADVANCE(246);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(246);
       END_STATE();
     case 238:
-      if (lookahead == 'd') ADVANCE(247);
+      if (lookahead == 'o') ADVANCE(247);
       END_STATE();
     case 239:
-      if (lookahead == 'e') ADVANCE(248);
+      if (lookahead == 'd') ADVANCE(248);
       END_STATE();
     case 240:
-      if (lookahead == '1') ADVANCE(249);
-      if (lookahead == '2') ADVANCE(250);
+      if (lookahead == 'e') ADVANCE(249);
       END_STATE();
     case 241:
-      if (lookahead == 'o') ADVANCE(251);
+      if (lookahead == '1') ADVANCE(250);
+      if (lookahead == '2') ADVANCE(251);
       END_STATE();
     case 242:
-      if (lookahead == 'v') ADVANCE(252);
+      if (lookahead == 'o') ADVANCE(252);
       END_STATE();
     case 243:
-      if (lookahead == 'd') ADVANCE(253);
+      if (lookahead == 'v') ADVANCE(253);
       END_STATE();
     case 244:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'd') ADVANCE(254);
       END_STATE();
     case 245:
-      if (lookahead == 'u') ADVANCE(254);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 246:
       if (lookahead == 'u') ADVANCE(255);
       END_STATE();
     case 247:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(256);
       END_STATE();
     case 248:
-      if (lookahead == 'd') ADVANCE(256);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 249:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'd') ADVANCE(257);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 251:
-      if (lookahead == 'j') ADVANCE(257);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 252:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      if (lookahead == 'j') ADVANCE(258);
       END_STATE();
     case 253:
-      if (lookahead == 's') ADVANCE(258);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 254:
-      if (lookahead == 'l') ADVANCE(259);
+      if (lookahead == 's') ADVANCE(259);
       END_STATE();
     case 255:
-      if (lookahead == 'b') ADVANCE(260);
+      if (lookahead == 'l') ADVANCE(260);
       END_STATE();
     case 256:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(261);
       END_STATE();
     case 257:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(261);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 259:
-      if (lookahead == 't') ADVANCE(262);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(262);
       END_STATE();
     case 260:
-      if (lookahead == 'l') ADVANCE(263);
+      if (lookahead == 't') ADVANCE(263);
       END_STATE();
     case 261:
-      if (lookahead == 'p') ADVANCE(264);
+      if (lookahead == 'l') ADVANCE(264);
       END_STATE();
     case 262:
-      if (lookahead == 'r') ADVANCE(265);
+      if (lookahead == 'p') ADVANCE(265);
       END_STATE();
     case 263:
-      if (lookahead == 'i') ADVANCE(266);
+      if (lookahead == 'r') ADVANCE(266);
       END_STATE();
     case 264:
-      if (lookahead == 'a') ADVANCE(267);
+      if (lookahead == 'i') ADVANCE(267);
       END_STATE();
     case 265:
       if (lookahead == 'a') ADVANCE(268);
       END_STATE();
     case 266:
-      if (lookahead == 'n') ADVANCE(269);
+      if (lookahead == 'a') ADVANCE(269);
       END_STATE();
     case 267:
-      if (lookahead == 'r') ADVANCE(270);
+      if (lookahead == 'n') ADVANCE(270);
       END_STATE();
     case 268:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'r') ADVANCE(271);
       END_STATE();
     case 269:
-      if (lookahead == 'g') ADVANCE(271);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 270:
-      if (lookahead == 'a') ADVANCE(272);
+      if (lookahead == 'g') ADVANCE(272);
       END_STATE();
     case 271:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'a') ADVANCE(273);
       END_STATE();
     case 272:
-      if (lookahead == 'm') ADVANCE(273);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 273:
-      if (lookahead == 's') ADVANCE(274);
+      if (lookahead == 'm') ADVANCE(274);
       END_STATE();
     case 274:
+      if (lookahead == 's') ADVANCE(275);
+      END_STATE();
+    case 275:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2025,6 +2036,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(1),
     [anon_sym_W0013] = ACTIONS(1),
     [anon_sym_W0014] = ACTIONS(1),
+    [anon_sym_W0017] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -2124,6 +2136,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2207,6 +2220,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2290,6 +2304,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2373,6 +2388,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2456,6 +2472,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(49),
     [anon_sym_W0013] = ACTIONS(49),
     [anon_sym_W0014] = ACTIONS(49),
+    [anon_sym_W0017] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -2539,6 +2556,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2622,6 +2640,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2703,6 +2722,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(67),
     [anon_sym_W0013] = ACTIONS(67),
     [anon_sym_W0014] = ACTIONS(67),
+    [anon_sym_W0017] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2784,6 +2804,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(71),
     [anon_sym_W0013] = ACTIONS(71),
     [anon_sym_W0014] = ACTIONS(71),
+    [anon_sym_W0017] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2862,6 +2883,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(73),
     [anon_sym_W0013] = ACTIONS(73),
     [anon_sym_W0014] = ACTIONS(73),
+    [anon_sym_W0017] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -2941,6 +2963,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(79),
     [anon_sym_W0013] = ACTIONS(79),
     [anon_sym_W0014] = ACTIONS(79),
+    [anon_sym_W0017] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -3019,6 +3042,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(83),
     [anon_sym_W0013] = ACTIONS(83),
     [anon_sym_W0014] = ACTIONS(83),
+    [anon_sym_W0017] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -3097,6 +3121,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(87),
     [anon_sym_W0013] = ACTIONS(87),
     [anon_sym_W0014] = ACTIONS(87),
+    [anon_sym_W0017] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -3175,6 +3200,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(91),
     [anon_sym_W0013] = ACTIONS(91),
     [anon_sym_W0014] = ACTIONS(91),
+    [anon_sym_W0017] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -3252,6 +3278,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(95),
     [anon_sym_W0013] = ACTIONS(95),
     [anon_sym_W0014] = ACTIONS(95),
+    [anon_sym_W0017] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -3324,6 +3351,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -3396,6 +3424,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -3468,6 +3497,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(122),
     [anon_sym_W0013] = ACTIONS(122),
     [anon_sym_W0014] = ACTIONS(122),
+    [anon_sym_W0017] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),
