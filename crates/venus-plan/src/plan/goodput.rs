@@ -194,8 +194,7 @@ fn transfer_time(size: Bytes, bandwidth: BytesPerSec) -> Seconds {
     }
 }
 
-/// Daly's first-order optimum (2006, eq. 37's leading terms): τ = √(2δM) − δ when δ < 2M,
-/// else M.
+/// Daly's first-order optimum (2006): τ = √(2δM) − δ when δ < 2M, else M.
 pub fn daly_interval(delta: Seconds, mtbf: Seconds) -> Seconds {
     if delta.0 < 2.0 * mtbf.0 {
         Seconds((2.0 * delta.0 * mtbf.0).sqrt() - delta.0)
