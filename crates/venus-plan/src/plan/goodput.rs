@@ -23,7 +23,7 @@
 //! Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974:
 //! τ = √(2δM). Daly, "A higher order estimate of the optimum checkpoint interval for restart
 //! dumps", Future Generation Computer Systems 22(3), 2006, first-order form: τ = √(2δM) − δ
-//! for δ < 2M, else τ = M. The first-order goodput above is maximal at Daly's τ.
+//! for δ < 2M, else τ = M. The goodput above is maximal at Daly's τ to first order in δ / M.
 
 use venus_base::base::{Bytes, BytesPerSec, Ratio, Seconds};
 
@@ -272,13 +272,19 @@ mod tests {
     }
 
     #[test]
-    fn daly_interval_maximises_the_first_order_goodput() {
+    fn daly_interval_is_the_first_order_goodput_maximum_to_first_order() {
+        // δ / M = 1.2%: the product form's exact maximum sits a hair from Daly's τ (its
+        // second-order terms), so nearby intervals may gain 1e-4 at most; far ones lose.
         let (delta, r, m) = (Seconds(120.0), Seconds(600.0), Seconds(10_000.0));
         let tau = daly_interval(delta, m);
         let best = goodput(tau, delta, r, m).0;
-        for factor in [0.5, 0.8, 0.95, 1.05, 1.25, 2.0] {
+        for factor in [0.8, 0.95, 1.05, 1.25] {
             let other = goodput(Seconds(tau.0 * factor), delta, r, m).0;
-            assert!(other < best, "τ × {factor}: {other} ≥ {best}");
+            assert!(other < best + 1e-4, "τ × {factor}: {other} vs {best}");
+        }
+        for factor in [0.5, 2.0] {
+            let other = goodput(Seconds(tau.0 * factor), delta, r, m).0;
+            assert!(other < best - 0.005, "τ × {factor}: {other} vs {best}");
         }
     }
 
