@@ -362,6 +362,9 @@ enum SweepObjective {
     GpuHours,
     /// Model FLOPs utilization, highest first.
     Mfu,
+    /// Tokens per second per GPU times goodput (the cluster's failure rates), most first:
+    /// the time to train a token budget, interruptions included.
+    Goodput,
 }
 
 impl SweepObjective {
@@ -372,6 +375,7 @@ impl SweepObjective {
             SweepObjective::Throughput => Objective::Throughput,
             SweepObjective::GpuHours => Objective::GpuHours,
             SweepObjective::Mfu => Objective::Mfu,
+            SweepObjective::Goodput => Objective::Goodput,
         }
     }
 }

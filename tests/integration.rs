@@ -9,6 +9,7 @@ mod integration {
     pub mod fmt;
     pub mod golden_emit;
     pub mod golden_schedule;
+    pub mod goodput;
     pub mod hf_import;
     pub mod hostile;
     pub mod input_files;

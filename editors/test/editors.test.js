@@ -90,8 +90,9 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   const names = (b) => blocks[b].map((k) => k.name);
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);
   assert.deepEqual(sorted(names('CLUSTER')), [
-    'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpus', 'link', 'nodes', 'per_domain', 'rail', 'reserve', 'sharp',
-    'slow_gpus', 'slow_node', 'slow_rank', 'tray',
+    'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpu_mtbf', 'gpus', 'link', 'link_mtbf', 'node_mtbf', 'nodes',
+    'per_domain', 'rail', 'reserve', 'restart', 'sharp', 'slow_gpus', 'slow_node', 'slow_rank',
+    'storage_read_bw', 'storage_write_bw', 'tray',
   ]);
   assert.ok(names('MODEL').includes('kv_groups'));
   assert.ok(names('PLAN').includes('overlap_param_gather'));
@@ -106,7 +107,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'no_shard', 'optim', 'optim_grads', 'optim_grads_params', 'megatron', 'torch', 'fp32',
     'fp16',
     'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009', 'W0012',
-    'W0013', 'W0014', 'W0018',
+    'W0013', 'W0014', 'W0017', 'W0018',
     'zb_h1', 'zb_h2',
   ]));
 });

@@ -66,6 +66,10 @@ pub enum Objective {
     GpuHours,
     /// Model FLOPs utilization, highest first.
     Mfu,
+    /// Tokens per second per GPU times goodput (the cluster's failure rates and checkpoint
+    /// storage, `plan::goodput`), most first: the time to train a token budget, interruptions
+    /// included. Without failure inputs the goodput is 1 and this ranks as `throughput`.
+    Goodput,
 }
 
 impl Objective {
@@ -75,6 +79,7 @@ impl Objective {
             Objective::Throughput => "throughput",
             Objective::GpuHours => "gpu-hours",
             Objective::Mfu => "mfu",
+            Objective::Goodput => "goodput",
         }
     }
 
@@ -85,6 +90,7 @@ impl Objective {
             Objective::Throughput => -r.tokens_per_second_per_gpu,
             Objective::GpuHours => r.gpu_seconds_per_token(),
             Objective::Mfu => -r.mfu,
+            Objective::Goodput => -r.effective_tokens_per_second_per_gpu(),
         }
     }
 }
@@ -542,6 +548,17 @@ pub struct Ranked {
     #[serde(default)]
     mfu: f64,
     peak_memory_bytes: u64,
+    /// Useful training time over wall time (1 without failure inputs, and then not written).
+    #[serde(default = "no_failures", skip_serializing_if = "is_no_failures")]
+    goodput: f64,
+}
+
+fn no_failures() -> f64 {
+    1.0
+}
+
+fn is_no_failures(g: &f64) -> bool {
+    *g == 1.0
 }
 
 /// What a simulation measured of one candidate.
@@ -565,7 +582,21 @@ impl Ranked {
             tokens_per_second_per_gpu: f.tokens_per_gpu,
             mfu: f.mfu.0,
             peak_memory_bytes: f.peak.0,
+            goodput: no_failures(),
         }
+    }
+    /// The candidate with the goodput its report gives (`None`: no failure inputs, 1).
+    pub fn with_goodput(mut self, goodput: Option<Ratio>) -> Ranked {
+        self.goodput = goodput.map_or(no_failures(), |g| g.0);
+        self
+    }
+    /// Useful training time over wall time.
+    pub fn goodput(&self) -> Ratio {
+        Ratio(self.goodput)
+    }
+    /// Tokens per second per GPU over wall time, interruptions included.
+    pub fn effective_tokens_per_second_per_gpu(&self) -> f64 {
+        self.tokens_per_second_per_gpu * self.goodput
     }
     /// Tokens per second per GPU.
     pub fn tokens_per_second_per_gpu(&self) -> f64 {
@@ -983,7 +1014,8 @@ fn simulate_candidate(
     plan: PlanSummary,
 ) -> Result<Ranked, Option<Code>> {
     let sim = simulate(sc, &SimOptions::default()).map_err(|e| e.code())?;
-    Ok(Ranked::new(candidate, plan, figures(sc, &sim.report)))
+    let goodput = sim.report.goodput.as_ref().map(|g| g.model.goodput);
+    Ok(Ranked::new(candidate, plan, figures(sc, &sim.report)).with_goodput(goodput))
 }
 
 /// The figures of a candidate's report.

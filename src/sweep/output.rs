@@ -159,6 +159,14 @@ fn figure_columns(o: &Outcome) -> Vec<Column> {
         Objective::Mfu => cols.push(column("MFU", Right, |r| {
             format!("{:.1}%", r.mfu().0 * 100.0)
         })),
+        Objective::Goodput => {
+            cols.push(column("goodput", Right, |r| {
+                format!("{:.2}%", r.goodput().0 * 100.0)
+            }));
+            cols.push(column("wall tokens/s/GPU", Right, |r| {
+                format!("{:.1}", r.effective_tokens_per_second_per_gpu())
+            }));
+        }
     }
     cols.push(column("peak (GiB)", Right, |r| {
         format!("{:.2}", r.peak_memory().0 as f64 / GIB)
@@ -201,6 +209,7 @@ fn ranked_by(objective: Objective) -> &'static str {
         Objective::Throughput => "tokens/s per GPU",
         Objective::GpuHours => "GPU-hours per token",
         Objective::Mfu => "MFU",
+        Objective::Goodput => "goodput-weighted tokens/s per GPU",
     }
 }
 

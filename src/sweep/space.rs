@@ -261,6 +261,7 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
     locs.extend(p.moe_imbalance.as_ref().map(|s| s.loc));
     locs.extend(p.measured.as_ref().map(|m| m.loc));
     locs.extend(p.pipeline_layout.as_ref().map(|s| s.loc));
+    locs.extend(p.checkpoint_interval.as_ref().map(|s| s.loc));
     locs
 }
 

@@ -913,6 +913,7 @@ fn each_objective_orders_by_its_own_figure_then_memory_then_candidate() {
         Objective::Throughput,
         Objective::GpuHours,
         Objective::Mfu,
+        Objective::Goodput,
     ] {
         let opts = SweepOptions {
             objective,
@@ -927,6 +928,7 @@ fn each_objective_orders_by_its_own_figure_then_memory_then_candidate() {
             Objective::Throughput => -r.tokens_per_second_per_gpu(),
             Objective::GpuHours => r.gpu_seconds_per_token(),
             Objective::Mfu => -r.mfu().0,
+            Objective::Goodput => -r.effective_tokens_per_second_per_gpu(),
         };
         for pair in o.results.windows(2) {
             let k = |r: &Ranked| (figure(r), r.peak_memory().0, r.candidate);
@@ -945,6 +947,8 @@ fn each_objective_orders_by_its_own_figure_then_memory_then_candidate() {
             assert!(
                 (r.gpu_seconds_per_token() * r.tokens_per_second_per_gpu() - 1.0).abs() < 1e-12
             );
+            // No failure rates in the cluster: every plan trains all of its wall time.
+            assert_eq!(r.goodput(), Ratio(1.0));
         }
     }
     // The fastest iteration is the smallest batch; the most tokens per second a larger one.

@@ -432,7 +432,7 @@ fn every_examples_json_report_follows_docs_report_schema() {
             "{file}"
         );
     }
-    // A report with a `train` block (no example states one) follows it too.
+    // A report with a priced `train` block (no example states a price) follows it too.
     let dir = scratch("schema");
     let priced = dir.join("priced.venus");
     std::fs::write(&priced, PRICED).unwrap();

@@ -109,6 +109,7 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
             .collect(),
         reserve: None,
         slow: Vec::new(),
+        reliability: Default::default(),
     }
 }
 
@@ -156,6 +157,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         account_for_embedding: None,
         account_for_loss: None,
         pipeline_layout: None,
+        checkpoint_interval: None,
     }
 }
 

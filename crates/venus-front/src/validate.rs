@@ -250,6 +250,7 @@ impl<'a> Validator<'a> {
         self.check_fsdp(); // E0320
         self.check_optimizer_dtypes(); // E0321
         self.check_stragglers(); // E0337, E0338, W0018
+        self.check_reliability(); // E0335, E0336
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -264,6 +265,7 @@ impl<'a> Validator<'a> {
         let (dp, m, split) = (dp?, m?, split?);
         let mut scenario = self.scenario(dp, m, split);
         scenario.memory = stage_memory(&scenario.model, &scenario.memory_plan());
+        self.check_checkpoint_interval(&scenario); // W0017
         self.check_memory(&scenario); // E0401, W0005
                                       // Every earlier error returned above: an error now is E0401.
         if self.has_error() && !self.keep_over_memory {
@@ -415,6 +417,9 @@ impl<'a> Validator<'a> {
         }
         // The cluster is sound here (checked first): its world and `slow_*` items are known.
         self.check_stragglers(); // E0337, E0338, W0018
+        if self.inputs_ok(&[CheckpointInterval], true) {
+            self.check_reliability(); // E0335, E0336
+        }
     }
 
     fn scenario(&self, dp: u64, m: u64, split: StageSplit) -> Scenario {
@@ -581,6 +586,7 @@ mod gpu;
 mod memory;
 mod model;
 mod problem;
+mod reliability;
 mod repair;
 mod schedule;
 mod shape;

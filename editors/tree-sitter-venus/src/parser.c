@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 95
+#define SYMBOL_COUNT 96
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 82
+#define TOKEN_COUNT 83
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -96,24 +96,25 @@ enum ts_symbol_identifiers {
   anon_sym_W0012 = 74,
   anon_sym_W0013 = 75,
   anon_sym_W0014 = 76,
-  anon_sym_W0018 = 77,
-  sym_unit = 78,
-  sym_number = 79,
-  sym_string = 80,
-  sym_comment = 81,
-  sym_source_file = 82,
-  sym_use_declaration = 83,
-  sym_definition = 84,
-  sym_block = 85,
-  sym_item = 86,
-  sym__value = 87,
-  sym_list = 88,
-  sym_constant = 89,
-  sym_quantity = 90,
-  aux_sym_source_file_repeat1 = 91,
-  aux_sym_block_repeat1 = 92,
-  aux_sym_item_repeat1 = 93,
-  aux_sym_list_repeat1 = 94,
+  anon_sym_W0017 = 77,
+  anon_sym_W0018 = 78,
+  sym_unit = 79,
+  sym_number = 80,
+  sym_string = 81,
+  sym_comment = 82,
+  sym_source_file = 83,
+  sym_use_declaration = 84,
+  sym_definition = 85,
+  sym_block = 86,
+  sym_item = 87,
+  sym__value = 88,
+  sym_list = 89,
+  sym_constant = 90,
+  sym_quantity = 91,
+  aux_sym_source_file_repeat1 = 92,
+  aux_sym_block_repeat1 = 93,
+  aux_sym_item_repeat1 = 94,
+  aux_sym_list_repeat1 = 95,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -194,6 +195,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0012] = "W0012",
   [anon_sym_W0013] = "W0013",
   [anon_sym_W0014] = "W0014",
+  [anon_sym_W0017] = "W0017",
   [anon_sym_W0018] = "W0018",
   [sym_unit] = "unit",
   [sym_number] = "number",
@@ -292,6 +294,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0012] = anon_sym_W0012,
   [anon_sym_W0013] = anon_sym_W0013,
   [anon_sym_W0014] = anon_sym_W0014,
+  [anon_sym_W0017] = anon_sym_W0017,
   [anon_sym_W0018] = anon_sym_W0018,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
@@ -618,6 +621,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0014] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0017] = {
     .visible = true,
     .named = false,
   },
@@ -1400,35 +1407,36 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == '2') ADVANCE(156);
       if (lookahead == '3') ADVANCE(157);
       if (lookahead == '4') ADVANCE(158);
-      if (lookahead == '8') ADVANCE(159);
+      if (lookahead == '7') ADVANCE(159);
+      if (lookahead == '8') ADVANCE(160);
       END_STATE();
     case 109:
       ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 110:
-      if (lookahead == 'r') ADVANCE(160);
+      if (lookahead == 'r') ADVANCE(161);
       END_STATE();
     case 111:
       ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 112:
-      if (lookahead == 'k') ADVANCE(161);
+      if (lookahead == 'k') ADVANCE(162);
       END_STATE();
     case 113:
-      if (lookahead == '3') ADVANCE(162);
-      if (lookahead == '4') ADVANCE(163);
+      if (lookahead == '3') ADVANCE(163);
+      if (lookahead == '4') ADVANCE(164);
       END_STATE();
     case 114:
-      if (lookahead == 't') ADVANCE(164);
+      if (lookahead == 't') ADVANCE(165);
       END_STATE();
     case 115:
-      if (lookahead == 'c') ADVANCE(165);
+      if (lookahead == 'c') ADVANCE(166);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(166);
+      if (lookahead == 't') ADVANCE(167);
       END_STATE();
     case 117:
-      if (lookahead == 'h') ADVANCE(167);
+      if (lookahead == 'h') ADVANCE(168);
       END_STATE();
     case 118:
       ACCEPT_TOKEN(anon_sym_fp16);
@@ -1440,22 +1448,22 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 121:
-      if (lookahead == 'e') ADVANCE(168);
+      if (lookahead == 'e') ADVANCE(169);
       END_STATE();
     case 122:
-      if (lookahead == 'i') ADVANCE(169);
+      if (lookahead == 'i') ADVANCE(170);
       END_STATE();
     case 123:
-      if (lookahead == 'e') ADVANCE(170);
+      if (lookahead == 'e') ADVANCE(171);
       END_STATE();
     case 124:
-      if (lookahead == 'n') ADVANCE(171);
+      if (lookahead == 'n') ADVANCE(172);
       END_STATE();
     case 125:
-      if (lookahead == 'r') ADVANCE(172);
+      if (lookahead == 'r') ADVANCE(173);
       END_STATE();
     case 126:
-      if (lookahead == 'a') ADVANCE(173);
+      if (lookahead == 'a') ADVANCE(174);
       END_STATE();
     case 127:
       ACCEPT_TOKEN(anon_sym_link);
@@ -1464,28 +1472,28 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 129:
-      if (lookahead == 't') ADVANCE(174);
+      if (lookahead == 't') ADVANCE(175);
       END_STATE();
     case 130:
-      if (lookahead == 'l') ADVANCE(175);
+      if (lookahead == 'l') ADVANCE(176);
       END_STATE();
     case 131:
-      if (lookahead == 'h') ADVANCE(176);
+      if (lookahead == 'h') ADVANCE(177);
       END_STATE();
     case 132:
       ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 133:
-      if (lookahead == 'i') ADVANCE(177);
+      if (lookahead == 'i') ADVANCE(178);
       END_STATE();
     case 134:
-      if (lookahead == 'm') ADVANCE(178);
+      if (lookahead == 'm') ADVANCE(179);
       END_STATE();
     case 135:
       ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 136:
-      if (lookahead == 'r') ADVANCE(179);
+      if (lookahead == 'r') ADVANCE(180);
       END_STATE();
     case 137:
       ACCEPT_TOKEN(anon_sym_rail);
@@ -1494,29 +1502,29 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 139:
-      if (lookahead == 'a') ADVANCE(180);
+      if (lookahead == 'a') ADVANCE(181);
       END_STATE();
     case 140:
-      if (lookahead == 'c') ADVANCE(181);
+      if (lookahead == 'c') ADVANCE(182);
       END_STATE();
     case 141:
-      if (lookahead == 'p') ADVANCE(182);
+      if (lookahead == 'p') ADVANCE(183);
       END_STATE();
     case 142:
-      if (lookahead == 'c') ADVANCE(183);
+      if (lookahead == 'c') ADVANCE(184);
       END_STATE();
     case 143:
-      if (lookahead == 'h') ADVANCE(184);
+      if (lookahead == 'h') ADVANCE(185);
       END_STATE();
     case 144:
       ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 145:
-      if (lookahead == 's') ADVANCE(185);
+      if (lookahead == 's') ADVANCE(186);
       END_STATE();
     case 146:
-      if (lookahead == '1') ADVANCE(186);
-      if (lookahead == '2') ADVANCE(187);
+      if (lookahead == '1') ADVANCE(187);
+      if (lookahead == '2') ADVANCE(188);
       END_STATE();
     case 147:
       ACCEPT_TOKEN(anon_sym_W0001);
@@ -1555,137 +1563,137 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 160:
-      if (lookahead == 'e') ADVANCE(188);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 161:
-      if (lookahead == 'w') ADVANCE(189);
+      if (lookahead == 'e') ADVANCE(189);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      if (lookahead == 'w') ADVANCE(190);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 164:
-      if (lookahead == 'e') ADVANCE(190);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 165:
-      if (lookahead == 't') ADVANCE(191);
+      if (lookahead == 'e') ADVANCE(191);
       END_STATE();
     case 166:
-      if (lookahead == 'r') ADVANCE(192);
+      if (lookahead == 't') ADVANCE(192);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'r') ADVANCE(193);
       END_STATE();
     case 168:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 169:
-      if (lookahead == 'n') ADVANCE(193);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 170:
-      if (lookahead == 'r') ADVANCE(194);
+      if (lookahead == 'n') ADVANCE(194);
       END_STATE();
     case 171:
-      if (lookahead == 'i') ADVANCE(195);
+      if (lookahead == 'r') ADVANCE(195);
       END_STATE();
     case 172:
-      if (lookahead == 'l') ADVANCE(196);
+      if (lookahead == 'i') ADVANCE(196);
       END_STATE();
     case 173:
-      if (lookahead == 'r') ADVANCE(197);
+      if (lookahead == 'l') ADVANCE(197);
       END_STATE();
     case 174:
       if (lookahead == 'r') ADVANCE(198);
       END_STATE();
     case 175:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(199);
       END_STATE();
     case 176:
-      if (lookahead == 'a') ADVANCE(199);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 177:
-      if (lookahead == 't') ADVANCE(200);
+      if (lookahead == 'a') ADVANCE(200);
       END_STATE();
     case 178:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(201);
+      if (lookahead == 't') ADVANCE(201);
       END_STATE();
     case 179:
-      if (lookahead == 'a') ADVANCE(202);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(202);
       END_STATE();
     case 180:
-      if (lookahead == 'r') ADVANCE(203);
+      if (lookahead == 'a') ADVANCE(203);
       END_STATE();
     case 181:
-      if (lookahead == 't') ADVANCE(204);
+      if (lookahead == 'r') ADVANCE(204);
       END_STATE();
     case 182:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 't') ADVANCE(205);
       END_STATE();
     case 183:
-      if (lookahead == 'h') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 184:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'h') ADVANCE(206);
       END_STATE();
     case 185:
-      if (lookahead == 'e') ADVANCE(206);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 186:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
-      END_STATE();
-    case 187:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
-      END_STATE();
-    case 188:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 189:
       if (lookahead == 'e') ADVANCE(207);
       END_STATE();
+    case 187:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 188:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 189:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
     case 190:
-      if (lookahead == 'r') ADVANCE(208);
+      if (lookahead == 'e') ADVANCE(208);
       END_STATE();
     case 191:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'r') ADVANCE(209);
       END_STATE();
     case 192:
-      if (lookahead == 'e') ADVANCE(209);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 193:
-      if (lookahead == 'g') ADVANCE(210);
+      if (lookahead == 'e') ADVANCE(210);
       END_STATE();
     case 194:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'g') ADVANCE(211);
       END_STATE();
     case 195:
-      if (lookahead == 'b') ADVANCE(211);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 196:
-      if (lookahead == 'e') ADVANCE(212);
+      if (lookahead == 'b') ADVANCE(212);
       END_STATE();
     case 197:
-      if (lookahead == '_') ADVANCE(213);
+      if (lookahead == 'e') ADVANCE(213);
       END_STATE();
     case 198:
-      if (lookahead == 'o') ADVANCE(214);
+      if (lookahead == '_') ADVANCE(214);
       END_STATE();
     case 199:
-      if (lookahead == 'r') ADVANCE(215);
+      if (lookahead == 'o') ADVANCE(215);
       END_STATE();
     case 200:
-      if (lookahead == 'c') ADVANCE(216);
+      if (lookahead == 'r') ADVANCE(216);
       END_STATE();
     case 201:
-      if (lookahead == 'g') ADVANCE(217);
+      if (lookahead == 'c') ADVANCE(217);
       END_STATE();
     case 202:
-      if (lookahead == 'i') ADVANCE(218);
+      if (lookahead == 'g') ADVANCE(218);
       END_STATE();
     case 203:
       if (lookahead == 'i') ADVANCE(219);
@@ -1694,221 +1702,224 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == 'i') ADVANCE(220);
       END_STATE();
     case 205:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'i') ADVANCE(221);
       END_STATE();
     case 206:
-      if (lookahead == 'd') ADVANCE(221);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 207:
-      if (lookahead == 'l') ADVANCE(222);
+      if (lookahead == 'd') ADVANCE(222);
       END_STATE();
     case 208:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'l') ADVANCE(223);
       END_STATE();
     case 209:
-      if (lookahead == 'e') ADVANCE(223);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 210:
-      if (lookahead == '_') ADVANCE(224);
+      if (lookahead == 'e') ADVANCE(224);
       END_STATE();
     case 211:
-      if (lookahead == 'a') ADVANCE(225);
+      if (lookahead == '_') ADVANCE(225);
       END_STATE();
     case 212:
       if (lookahead == 'a') ADVANCE(226);
       END_STATE();
     case 213:
-      if (lookahead == 'f') ADVANCE(227);
-      if (lookahead == 'p') ADVANCE(228);
-      if (lookahead == 'q') ADVANCE(229);
+      if (lookahead == 'a') ADVANCE(227);
       END_STATE();
     case 214:
-      if (lookahead == 'n') ADVANCE(230);
+      if (lookahead == 'f') ADVANCE(228);
+      if (lookahead == 'p') ADVANCE(229);
+      if (lookahead == 'q') ADVANCE(230);
       END_STATE();
     case 215:
-      if (lookahead == 'd') ADVANCE(231);
+      if (lookahead == 'n') ADVANCE(231);
       END_STATE();
     case 216:
-      if (lookahead == 'h') ADVANCE(232);
+      if (lookahead == 'd') ADVANCE(232);
       END_STATE();
     case 217:
-      if (lookahead == 'r') ADVANCE(233);
+      if (lookahead == 'h') ADVANCE(233);
       END_STATE();
     case 218:
-      if (lookahead == 'n') ADVANCE(234);
+      if (lookahead == 'r') ADVANCE(234);
       END_STATE();
     case 219:
-      if (lookahead == 'o') ADVANCE(235);
+      if (lookahead == 'n') ADVANCE(235);
       END_STATE();
     case 220:
-      if (lookahead == 'v') ADVANCE(236);
+      if (lookahead == 'o') ADVANCE(236);
       END_STATE();
     case 221:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'v') ADVANCE(237);
       END_STATE();
     case 222:
-      if (lookahead == 'l') ADVANCE(237);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 223:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'l') ADVANCE(238);
       END_STATE();
     case 224:
-      if (lookahead == 'd') ADVANCE(238);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 225:
-      if (lookahead == 'n') ADVANCE(239);
+      if (lookahead == 'd') ADVANCE(239);
       END_STATE();
     case 226:
-      if (lookahead == 'v') ADVANCE(240);
+      if (lookahead == 'n') ADVANCE(240);
       END_STATE();
     case 227:
-      if (lookahead == 'c') ADVANCE(241);
+      if (lookahead == 'v') ADVANCE(241);
       END_STATE();
     case 228:
-      if (lookahead == 'r') ADVANCE(242);
+      if (lookahead == 'c') ADVANCE(242);
       END_STATE();
     case 229:
-      if (lookahead == 'k') ADVANCE(243);
+      if (lookahead == 'r') ADVANCE(243);
       END_STATE();
     case 230:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'k') ADVANCE(244);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 233:
-      if (lookahead == 'a') ADVANCE(244);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'a') ADVANCE(245);
       END_STATE();
     case 235:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 236:
-      if (lookahead == 'e') ADVANCE(245);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 237:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(246);
+      if (lookahead == 'e') ADVANCE(246);
       END_STATE();
     case 238:
-      if (lookahead == 'o') ADVANCE(247);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(247);
       END_STATE();
     case 239:
-      if (lookahead == 'd') ADVANCE(248);
+      if (lookahead == 'o') ADVANCE(248);
       END_STATE();
     case 240:
-      if (lookahead == 'e') ADVANCE(249);
+      if (lookahead == 'd') ADVANCE(249);
       END_STATE();
     case 241:
-      if (lookahead == '1') ADVANCE(250);
-      if (lookahead == '2') ADVANCE(251);
+      if (lookahead == 'e') ADVANCE(250);
       END_STATE();
     case 242:
-      if (lookahead == 'o') ADVANCE(252);
+      if (lookahead == '1') ADVANCE(251);
+      if (lookahead == '2') ADVANCE(252);
       END_STATE();
     case 243:
-      if (lookahead == 'v') ADVANCE(253);
+      if (lookahead == 'o') ADVANCE(253);
       END_STATE();
     case 244:
-      if (lookahead == 'd') ADVANCE(254);
+      if (lookahead == 'v') ADVANCE(254);
       END_STATE();
     case 245:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'd') ADVANCE(255);
       END_STATE();
     case 246:
-      if (lookahead == 'u') ADVANCE(255);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 247:
       if (lookahead == 'u') ADVANCE(256);
       END_STATE();
     case 248:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(257);
       END_STATE();
     case 249:
-      if (lookahead == 'd') ADVANCE(257);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'd') ADVANCE(258);
       END_STATE();
     case 251:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 252:
-      if (lookahead == 'j') ADVANCE(258);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 253:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      if (lookahead == 'j') ADVANCE(259);
       END_STATE();
     case 254:
-      if (lookahead == 's') ADVANCE(259);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 255:
-      if (lookahead == 'l') ADVANCE(260);
+      if (lookahead == 's') ADVANCE(260);
       END_STATE();
     case 256:
-      if (lookahead == 'b') ADVANCE(261);
+      if (lookahead == 'l') ADVANCE(261);
       END_STATE();
     case 257:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(262);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 259:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(262);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 260:
-      if (lookahead == 't') ADVANCE(263);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(263);
       END_STATE();
     case 261:
-      if (lookahead == 'l') ADVANCE(264);
+      if (lookahead == 't') ADVANCE(264);
       END_STATE();
     case 262:
-      if (lookahead == 'p') ADVANCE(265);
+      if (lookahead == 'l') ADVANCE(265);
       END_STATE();
     case 263:
-      if (lookahead == 'r') ADVANCE(266);
+      if (lookahead == 'p') ADVANCE(266);
       END_STATE();
     case 264:
-      if (lookahead == 'i') ADVANCE(267);
+      if (lookahead == 'r') ADVANCE(267);
       END_STATE();
     case 265:
-      if (lookahead == 'a') ADVANCE(268);
+      if (lookahead == 'i') ADVANCE(268);
       END_STATE();
     case 266:
       if (lookahead == 'a') ADVANCE(269);
       END_STATE();
     case 267:
-      if (lookahead == 'n') ADVANCE(270);
+      if (lookahead == 'a') ADVANCE(270);
       END_STATE();
     case 268:
-      if (lookahead == 'r') ADVANCE(271);
+      if (lookahead == 'n') ADVANCE(271);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'r') ADVANCE(272);
       END_STATE();
     case 270:
-      if (lookahead == 'g') ADVANCE(272);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 271:
-      if (lookahead == 'a') ADVANCE(273);
+      if (lookahead == 'g') ADVANCE(273);
       END_STATE();
     case 272:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'a') ADVANCE(274);
       END_STATE();
     case 273:
-      if (lookahead == 'm') ADVANCE(274);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 274:
-      if (lookahead == 's') ADVANCE(275);
+      if (lookahead == 'm') ADVANCE(275);
       END_STATE();
     case 275:
+      if (lookahead == 's') ADVANCE(276);
+      END_STATE();
+    case 276:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2036,6 +2047,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(1),
     [anon_sym_W0013] = ACTIONS(1),
     [anon_sym_W0014] = ACTIONS(1),
+    [anon_sym_W0017] = ACTIONS(1),
     [anon_sym_W0018] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
@@ -2136,6 +2148,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2220,6 +2233,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2304,6 +2318,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2388,6 +2403,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2472,6 +2488,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(49),
     [anon_sym_W0013] = ACTIONS(49),
     [anon_sym_W0014] = ACTIONS(49),
+    [anon_sym_W0017] = ACTIONS(49),
     [anon_sym_W0018] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
@@ -2556,6 +2573,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2640,6 +2658,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
@@ -2722,6 +2741,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(67),
     [anon_sym_W0013] = ACTIONS(67),
     [anon_sym_W0014] = ACTIONS(67),
+    [anon_sym_W0017] = ACTIONS(67),
     [anon_sym_W0018] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
@@ -2804,6 +2824,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(71),
     [anon_sym_W0013] = ACTIONS(71),
     [anon_sym_W0014] = ACTIONS(71),
+    [anon_sym_W0017] = ACTIONS(71),
     [anon_sym_W0018] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
@@ -2883,6 +2904,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(73),
     [anon_sym_W0013] = ACTIONS(73),
     [anon_sym_W0014] = ACTIONS(73),
+    [anon_sym_W0017] = ACTIONS(73),
     [anon_sym_W0018] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
@@ -2963,6 +2985,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(79),
     [anon_sym_W0013] = ACTIONS(79),
     [anon_sym_W0014] = ACTIONS(79),
+    [anon_sym_W0017] = ACTIONS(79),
     [anon_sym_W0018] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
@@ -3042,6 +3065,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(83),
     [anon_sym_W0013] = ACTIONS(83),
     [anon_sym_W0014] = ACTIONS(83),
+    [anon_sym_W0017] = ACTIONS(83),
     [anon_sym_W0018] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
@@ -3121,6 +3145,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(87),
     [anon_sym_W0013] = ACTIONS(87),
     [anon_sym_W0014] = ACTIONS(87),
+    [anon_sym_W0017] = ACTIONS(87),
     [anon_sym_W0018] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
@@ -3200,6 +3225,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(91),
     [anon_sym_W0013] = ACTIONS(91),
     [anon_sym_W0014] = ACTIONS(91),
+    [anon_sym_W0017] = ACTIONS(91),
     [anon_sym_W0018] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
@@ -3278,6 +3304,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(95),
     [anon_sym_W0013] = ACTIONS(95),
     [anon_sym_W0014] = ACTIONS(95),
+    [anon_sym_W0017] = ACTIONS(95),
     [anon_sym_W0018] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
@@ -3351,6 +3378,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
@@ -3424,6 +3452,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
@@ -3497,6 +3526,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(122),
     [anon_sym_W0013] = ACTIONS(122),
     [anon_sym_W0014] = ACTIONS(122),
+    [anon_sym_W0017] = ACTIONS(122),
     [anon_sym_W0018] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),

@@ -42,6 +42,8 @@ syn keyword venusKey contained first middle last unused
 syn keyword venusKey contained allow
 syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 syn keyword venusKey contained train tokens price
+syn keyword venusKey contained gpu_mtbf node_mtbf link_mtbf storage_write_bw storage_read_bw restart
+syn keyword venusKey contained checkpoint_interval
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
@@ -50,7 +52,7 @@ syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 none selective
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 syn keyword venusConstant contained pretrain sft lora linear_qkv linear_proj linear_fc1 linear_fc2
 syn keyword venusConstant contained no_shard optim optim_grads optim_grads_params megatron torch fp32 fp16
-syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0018
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0017 W0018
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained
@@ -58,7 +60,7 @@ syn match venusQuantity /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=
 syn match venusBadUnit /[A-Za-z%][A-Za-z0-9_\/%]*/ contained
 " After venusQuantity: the later match wins, so `1f1b` is a word, not 1 with unit `f1b`.
 syn match venusConstant contained /\<1f1b\>/
-syn match venusUnit /\%([KMGT]\%(iB\|B\/s\|b\/s\|B\)\|[GTP]\=FLOP\/s\|B\/s\|b\/s\|B\|[num]\=s\|%\)\ze\%([^A-Za-z0-9_\/%]\|$\)/ contained
+syn match venusUnit /\%([KMGT]\%(iB\|B\/s\|b\/s\|B\)\|[GTP]\=FLOP\/s\|B\/s\|b\/s\|B\|[num]\=s\|min\|h\|%\)\ze\%([^A-Za-z0-9_\/%]\|$\)/ contained
 
 syn region venusString start=/"/ skip=/\\\\\|\\"/ end=/"\|$/ contains=venusEscape oneline
 syn match venusEscape /\\["\\]/ contained

@@ -75,6 +75,8 @@ codes! {
     E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";
     E0337 Error "a slow rank or node outside the cluster";
     E0338 Error "a straggler at 0% speed";
+    E0335 Error "a zero mean time between failures or checkpoint interval";
+    E0336 Error "goodput inputs that do not give a goodput estimate";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -111,6 +113,7 @@ codes! {
     W0012 Warning "Megatron-LM flags venusc does not model";
     W0013 Warning "a value the Megatron-LM flags do not state was assumed";
     W0014 Warning "a zero-bubble schedule below the microbatch count its reference asserts";
+    W0017 Warning "a checkpoint interval that costs goodput against the Young/Daly optimum";
     W0018 Warning "a `slow_gpus` fraction that picks no GPU";
 }
 

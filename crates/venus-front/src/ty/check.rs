@@ -701,6 +701,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             dims,
             reserve: f.get(Key::ClusterReserve, bytes),
             slow: f.items.iter().filter_map(slow_item).collect(),
+            reliability: reliability(&f),
         })
     }
 
@@ -833,6 +834,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             account_for_embedding: f.flag(Key::AccountForEmbedding),
             account_for_loss: f.flag(Key::AccountForLoss),
             pipeline_layout: f.get(Key::PipelineLayout, layout_text),
+            checkpoint_interval: f.get(Key::CheckpointInterval, time),
         })
     }
 
@@ -1559,6 +1561,17 @@ fn expect(f: &Fields) -> Expect {
         tflops_min: f.get(Key::TflopsMin, rate),
         memory_max: f.get(Key::MemoryMax, bytes),
         mfu_min: f.get(Key::MfuMin, ratio),
+    }
+}
+
+fn reliability(f: &Fields) -> super::Reliability {
+    super::Reliability {
+        gpu_mtbf: f.get(Key::GpuMtbf, time),
+        node_mtbf: f.get(Key::NodeMtbf, time),
+        link_mtbf: f.get(Key::LinkMtbf, time),
+        storage_write_bw: f.get(Key::StorageWriteBw, bandwidth),
+        storage_read_bw: f.get(Key::StorageReadBw, bandwidth),
+        restart: f.get(Key::Restart, time),
     }
 }
 

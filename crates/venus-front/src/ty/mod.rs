@@ -190,6 +190,8 @@ pub struct Cluster {
     pub reserve: Opt<Bytes>,
     /// The `slow_gpus`, `slow_rank` and `slow_node` items (stragglers), in source order.
     pub slow: Vec<Slow>,
+    /// Failure rates, checkpoint storage and restart time (the goodput report's inputs).
+    pub reliability: Reliability,
 }
 
 /// One `slow_*` item: which GPUs, at what speed, with the locations validation labels.
@@ -209,6 +211,24 @@ impl Slow {
             which: self.which,
             speed: self.speed.value,
         }
+    }
+}
+
+/// The cluster's reliability keys: what interrupts a job and what bringing it back costs.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Reliability {
+    pub gpu_mtbf: Opt<Seconds>,
+    pub node_mtbf: Opt<Seconds>,
+    pub link_mtbf: Opt<Seconds>,
+    pub storage_write_bw: Opt<BytesPerSec>,
+    pub storage_read_bw: Opt<BytesPerSec>,
+    pub restart: Opt<Seconds>,
+}
+
+impl Reliability {
+    /// Whether any failure rate is written (the goodput report needs one).
+    pub fn has_rates(&self) -> bool {
+        self.gpu_mtbf.is_some() || self.node_mtbf.is_some() || self.link_mtbf.is_some()
     }
 }
 
@@ -283,6 +303,8 @@ pub struct Plan {
     pub account_for_loss: Opt<bool>,
     /// Megatron's `--pipeline-model-parallel-layout`, as written.
     pub pipeline_layout: Opt<LayoutText>,
+    /// Training time between two checkpoints (`checkpoint_interval`).
+    pub checkpoint_interval: Opt<Seconds>,
 }
 
 /// A `pipeline_layout` string: its text and whether offsets into it are offsets into the

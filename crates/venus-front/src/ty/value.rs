@@ -147,6 +147,8 @@ pub const UNITS: &[(&str, Unit)] = &[
     ("us", Unit::Time(1e-6)),
     ("ms", Unit::Time(1e-3)),
     ("s", Unit::Time(1.0)),
+    ("min", Unit::Time(60.0)),
+    ("h", Unit::Time(3600.0)),
     ("FLOP/s", Unit::Rate(1.0)),
     ("GFLOP/s", Unit::Rate(1e9)),
     ("TFLOP/s", Unit::Rate(1e12)),

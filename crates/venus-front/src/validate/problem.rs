@@ -223,6 +223,12 @@ pub enum PlanProblem {
     SlowStopped(SlowStopped),
     /// W0018: a `slow_gpus` fraction that rounds to no GPU.
     SlowNone(SlowNone),
+    /// E0335: a zero MTBF or checkpoint interval.
+    ZeroReliability(ZeroReliability),
+    /// E0336: goodput inputs that do not give an estimate.
+    GoodputIncomplete(GoodputIncomplete),
+    /// W0017: a written checkpoint interval well below the optimum's goodput.
+    CheckpointInterval(CheckpointIntervalCost),
 }
 
 impl PlanProblem {
@@ -263,6 +269,9 @@ impl PlanProblem {
             PlanProblem::SlowOutside(p) => p.render(),
             PlanProblem::SlowStopped(p) => p.render(),
             PlanProblem::SlowNone(p) => p.render(),
+            PlanProblem::ZeroReliability(p) => p.render(),
+            PlanProblem::GoodputIncomplete(p) => p.render(),
+            PlanProblem::CheckpointInterval(p) => p.render(),
         }
     }
 }
@@ -2618,4 +2627,130 @@ impl SlowNone {
 fn percent_text(share: f64) -> String {
     let text = format!("{:.4}", share * 100.0);
     text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+// -------------------------------------------------------------------------------- E0335
+
+/// A reliability input of zero: an MTBF (every component would fail at once) or a checkpoint
+/// interval (the job would only write checkpoints).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZeroReliability {
+    /// The key as written (`gpu_mtbf`, `checkpoint_interval`).
+    pub key: &'static str,
+    pub loc: Loc,
+    /// `cluster `meta`` or `plan `p``: where the key is.
+    pub owner: String,
+}
+
+impl ZeroReliability {
+    fn render(self) -> Diagnostic {
+        let (why, help) = if self.key == "checkpoint_interval" {
+            (
+                "the job would do nothing but write checkpoints",
+                format!(
+                    "write the training time between checkpoints (such as `checkpoint_interval 30min`), or remove it from {} for the Young/Daly optimum",
+                    self.owner
+                ),
+            )
+        } else {
+            (
+                "every such component would fail at once",
+                format!(
+                    "write the component's mean time between failures (such as `{} 50000h`), or remove `{}` from {} if it never interrupts the job",
+                    self.key, self.key, self.owner
+                ),
+            )
+        };
+        Diagnostic::new(
+            Code::E0335,
+            format!("`{}` is zero: {why}", self.key),
+            self.loc,
+            "must be above 0",
+        )
+        .with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0336
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum GoodputIncomplete {
+    /// Failure rates but no `storage_write_bw`: the checkpoint write time is unknown.
+    NoStorage {
+        /// The first failure-rate item (`gpu_mtbf 79000h`) and where it is.
+        rate: (String, Loc),
+        /// `cluster `meta``.
+        cluster: String,
+        /// What the job's GPUs' scale-out links carry at once (an upper bound to suggest).
+        link_cap: String,
+    },
+    /// A `checkpoint_interval` but no failure rate in the cluster.
+    NoRates {
+        interval: (String, Loc),
+        cluster: String,
+    },
+}
+
+impl GoodputIncomplete {
+    fn render(self) -> Diagnostic {
+        match self {
+            GoodputIncomplete::NoStorage {
+                rate,
+                cluster,
+                link_cap,
+            } => Diagnostic::new(
+                Code::E0336,
+                format!("`{}` states a failure rate but {cluster} has no `storage_write_bw`", rate.0),
+                rate.1,
+                "a failure rate without a checkpoint write time",
+            )
+            .with_help(format!(
+                "add `storage_write_bw` to {cluster}: the aggregate bandwidth its checkpoint storage sustains (its GPUs' scale-out links carry at most {link_cap})"
+            )),
+            GoodputIncomplete::NoRates { interval, cluster } => Diagnostic::new(
+                Code::E0336,
+                format!("`{}` sets a checkpoint interval but {cluster} states no failure rate", interval.0),
+                interval.1,
+                "a checkpoint interval without failures to weigh it against",
+            )
+            .with_help(format!(
+                "add `gpu_mtbf`, `node_mtbf` or `link_mtbf` to {cluster} (such as `gpu_mtbf 50000h`), or remove `checkpoint_interval`"
+            )),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- W0017
+
+/// A written `checkpoint_interval` whose goodput is well below the Young/Daly optimum's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckpointIntervalCost {
+    /// `checkpoint_interval 4h` as written.
+    pub written: String,
+    pub loc: Loc,
+    pub goodput: f64,
+    pub optimal_goodput: f64,
+    /// The optimum as a value of the language (`249s`).
+    pub optimum: String,
+}
+
+impl CheckpointIntervalCost {
+    fn render(self) -> Diagnostic {
+        let points = (self.optimal_goodput - self.goodput) * 100.0;
+        Diagnostic::new(
+            Code::W0017,
+            format!(
+                "`{}` gives {} goodput, {points:.1} points below the Young/Daly optimum",
+                self.written,
+                pct(self.goodput)
+            ),
+            self.loc,
+            format!("{} goodput", pct(self.goodput)),
+        )
+        .with_help(format!(
+            "write `checkpoint_interval {}` ({} goodput), or leave it out to use the optimum",
+            self.optimum,
+            pct(self.optimal_goodput)
+        ))
+    }
 }

@@ -6,6 +6,7 @@
 //! Invariant: this is the only place a `Spanned` value becomes plain data.
 
 use crate::ty::{Cluster, Expect, Gpu, Model, Opt, Plan, ScenarioDef, Train};
+use venus_plan::plan::spec::ReliabilitySpec;
 use venus_plan::plan::spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GemmFit, GpuSpec, MeasuredSpec, ModelSpec,
     PlanSpec, Provenance, TrainSpec,
@@ -83,6 +84,14 @@ pub fn cluster(c: &Cluster) -> ClusterSpec {
             .collect(),
         reserve: val(&c.reserve),
         slow: c.slow.iter().map(|s| s.spec()).collect(),
+        reliability: ReliabilitySpec {
+            gpu_mtbf: val(&c.reliability.gpu_mtbf),
+            node_mtbf: val(&c.reliability.node_mtbf),
+            link_mtbf: val(&c.reliability.link_mtbf),
+            storage_write_bw: val(&c.reliability.storage_write_bw),
+            storage_read_bw: val(&c.reliability.storage_read_bw),
+            restart: val(&c.reliability.restart),
+        },
     }
 }
 
@@ -134,6 +143,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         account_for_embedding: val(&p.account_for_embedding),
         account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
+        checkpoint_interval: val(&p.checkpoint_interval),
     }
 }
 

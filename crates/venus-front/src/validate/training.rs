@@ -118,7 +118,7 @@ impl Validator<'_> {
     }
 
     /// `plan `p`` or `the plan` for an inline one.
-    fn plan_name(&self) -> String {
+    pub(super) fn plan_name(&self) -> String {
         match &self.def.plan.name {
             Some(n) => format!("plan `{n}`"),
             None => "the plan".to_string(),

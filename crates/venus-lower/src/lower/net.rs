@@ -78,6 +78,7 @@ mod tests {
             dims,
             reserve: None,
             slow: Vec::new(),
+            reliability: Default::default(),
         }
     }
 

@@ -10,7 +10,7 @@
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::{Exposed, Phase, Report, ResolvedPlan, TrainCost};
+use super::{Exposed, GoodputReport, Phase, Report, ResolvedPlan, TrainCost};
 use venus_diag::diag::render::LocatedDiagnostic;
 
 #[derive(Serialize)]
@@ -40,6 +40,8 @@ struct ReportDto<'a> {
     /// Written only when the cluster has `slow_*` GPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
     stragglers: Option<StragglersDto>,
+    /// `null` without failure rates and a checkpoint storage bandwidth in the cluster.
+    goodput: Option<GoodputDto>,
     /// The scenario's warnings, as `check --format json` writes diagnostics.
     warnings: &'a [LocatedDiagnostic],
 }
@@ -112,6 +114,52 @@ impl TrainDto {
             gpu_hours: finite(t.gpu_hours),
             price_per_gpu_hour: t.price.map(|p| finite(p.0)),
             cost_dollars: t.cost.map(|c| finite(c.0)),
+        }
+    }
+}
+
+/// Interruptions, checkpoints and goodput. Times in seconds (they span seconds to days);
+/// `time_to_train_days` is `null` without a `train` block.
+#[derive(Serialize)]
+struct GoodputDto {
+    interruptions_per_day: f64,
+    gpu_interruptions_per_day: f64,
+    node_interruptions_per_day: f64,
+    link_interruptions_per_day: f64,
+    job_mtbf_s: f64,
+    checkpoint_bytes: u64,
+    checkpoint_write_s: f64,
+    checkpoint_read_s: f64,
+    restart_s: f64,
+    optimal_interval_s: f64,
+    interval_s: f64,
+    save_interval_iterations: u64,
+    lost_per_interruption_s: f64,
+    goodput: f64,
+    optimal_goodput: f64,
+    time_to_train_days: Option<f64>,
+}
+
+impl GoodputDto {
+    fn of(g: &GoodputReport) -> GoodputDto {
+        let m = &g.model;
+        GoodputDto {
+            interruptions_per_day: finite(m.interruptions.per_day()),
+            gpu_interruptions_per_day: finite(m.interruptions.gpus),
+            node_interruptions_per_day: finite(m.interruptions.nodes),
+            link_interruptions_per_day: finite(m.interruptions.links),
+            job_mtbf_s: finite(m.job_mtbf.0),
+            checkpoint_bytes: m.checkpoint_size.0,
+            checkpoint_write_s: finite(m.checkpoint_write.0),
+            checkpoint_read_s: finite(m.checkpoint_read.0),
+            restart_s: finite(m.restart.0),
+            optimal_interval_s: finite(m.optimal_interval.0),
+            interval_s: finite(m.interval.0),
+            save_interval_iterations: g.save_interval,
+            lost_per_interruption_s: finite(m.lost_per_interruption.0),
+            goodput: finite(m.goodput.0),
+            optimal_goodput: finite(m.optimal_goodput.0),
+            time_to_train_days: g.wall_time_to_train.map(|w| finite(w.0 / 86_400.0)),
         }
     }
 }
@@ -241,6 +289,7 @@ pub fn json(r: &Report) -> String {
         tokens_per_iteration: r.tokens_per_iteration,
         train: r.train.as_ref().map(TrainDto::of),
         stragglers: r.stragglers.as_ref().map(StragglersDto::of),
+        goodput: r.goodput.as_ref().map(GoodputDto::of),
         warnings: &r.warnings,
     };
     // Serialising plain structs, maps of strings and finite numbers cannot fail.

@@ -54,6 +54,7 @@ use venus_base::base::{
     ScheduleKind, Seconds,
 };
 use venus_diag::diag::render::LocatedDiagnostic;
+use venus_plan::plan::goodput::Goodput;
 use venus_plan::plan::layout::Layout;
 use venus_plan::plan::Scenario;
 use venus_sim::engine::Timeline;
@@ -331,6 +332,41 @@ impl TrainCost {
     }
 }
 
+/// What interruptions cost the job (`plan::goodput`, from the cluster's failure rates and
+/// checkpoint storage), with the figures the iteration time turns it into.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GoodputReport {
+    pub model: Goodput,
+    /// The checkpoint interval in whole iterations, at least one: Megatron-LM's
+    /// `--save-interval` (arguments.py), which counts iterations.
+    pub save_interval: u64,
+    /// With a `train` block: the wall-clock time to train, interruptions included
+    /// (time to train ÷ goodput).
+    pub wall_time_to_train: Option<Seconds>,
+}
+
+impl GoodputReport {
+    /// `None` without failure rates and a checkpoint storage bandwidth.
+    pub fn of(sc: &Scenario, iteration_time: Seconds, train: Option<&TrainCost>) -> Option<Self> {
+        let model = Goodput::of(sc)?;
+        let save_interval = if iteration_time.0 > 0.0 {
+            let n = (model.interval.0 / iteration_time.0).round();
+            if n.is_finite() {
+                (n as u64).max(1)
+            } else {
+                1
+            }
+        } else {
+            1
+        };
+        Some(GoodputReport {
+            model,
+            save_interval,
+            wall_time_to_train: train.map(|t| model.wall_time(t.time)),
+        })
+    }
+}
+
 /// What the engine did.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EngineStats {
@@ -373,6 +409,8 @@ pub struct Report {
     pub tokens_per_iteration: u64,
     /// Time, GPU-hours and cost of the scenario's token budget (its `train` block).
     pub train: Option<TrainCost>,
+    /// Interruptions, checkpoints and goodput (with the cluster's failure rates).
+    pub goodput: Option<GoodputReport>,
     /// The scenario's warnings (checking it, before the simulation), with their positions;
     /// empty until [`Report::with_warnings`].
     pub warnings: Vec<LocatedDiagnostic>,
@@ -485,6 +523,7 @@ impl Report {
         };
         let tokens_per_iteration = sc.global_batch.saturating_mul(sc.model.seq);
         let tokens = (sc.global_batch as f64) * (sc.model.seq as f64);
+        let train = TrainCost::of(sc, iteration_time, tokens_per_iteration);
         let tokens_per_second = if iteration_time.0 > 0.0 {
             TokensPerSec(tokens / iteration_time.0)
         } else {
@@ -523,7 +562,8 @@ impl Report {
             },
             plan: ResolvedPlan::of(sc),
             tokens_per_iteration,
-            train: TrainCost::of(sc, iteration_time, tokens_per_iteration),
+            goodput: GoodputReport::of(sc, iteration_time, train.as_ref()),
+            train,
             warnings: Vec::new(),
             window,
             stragglers: None,

@@ -398,6 +398,7 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         "plan",
         "tokens_per_iteration",
         "train",
+        "goodput",
         "warnings",
     ];
     // serde_json's map sorts keys; the order in the text is checked below.
@@ -539,6 +540,7 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
             simulated_ranks: 0,
             wall: Seconds(0.0),
         },
+        goodput: None,
         plan: super::ResolvedPlan {
             tp: 8,
             pp: 3,
@@ -952,6 +954,32 @@ fn train_cost_trains_whole_iterations_at_the_iteration_time() {
     assert_eq!(TrainCost::of(&sc, Seconds(360.0), 0), None);
     sc.train.tokens = None;
     assert_eq!(TrainCost::of(&sc, Seconds(360.0), 1000), None);
+}
+
+#[test]
+fn goodput_report_counts_the_interval_in_iterations_and_divides_the_time_to_train() {
+    let (mut sc, ..) = p2p_case();
+    sc.cluster.reliability = venus_plan::plan::ReliabilitySpec {
+        gpu_mtbf: Some(Seconds(100.0 * 3600.0)),
+        storage_write_bw: Some(BytesPerSec(1e9)),
+        restart: Some(Seconds(300.0)),
+        ..Default::default()
+    };
+    let train = TrainCost {
+        time: Seconds(86_400.0),
+        ..Default::default()
+    };
+    let g = GoodputReport::of(&sc, Seconds(10.0), Some(&train)).unwrap();
+    assert_eq!(g.save_interval, (g.model.interval.0 / 10.0).round() as u64);
+    let wall = g.wall_time_to_train.unwrap().0;
+    assert!((wall - 86_400.0 / g.model.goodput.0).abs() < 1e-6, "{wall}");
+    assert!(wall > 86_400.0);
+    // An iteration longer than the interval still saves every iteration, not never.
+    let slow = GoodputReport::of(&sc, Seconds(1e9), None).unwrap();
+    assert_eq!((slow.save_interval, slow.wall_time_to_train), (1, None));
+    // Without a storage bandwidth there is no goodput report.
+    sc.cluster.reliability.storage_write_bw = None;
+    assert_eq!(GoodputReport::of(&sc, Seconds(10.0), None), None);
 }
 
 #[test]

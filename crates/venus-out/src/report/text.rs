@@ -115,7 +115,91 @@ pub fn summary(r: &Report) -> Vec<(&'static str, String)> {
     if let Some(t) = &r.train {
         rows.extend(train_rows(t));
     }
+    if let Some(g) = &r.goodput {
+        rows.extend(goodput_rows(g));
+    }
     rows
+}
+
+/// Interruptions, checkpoints and goodput (the cluster's failure rates and storage).
+fn goodput_rows(g: &super::GoodputReport) -> Vec<(&'static str, String)> {
+    let m = &g.model;
+    let i = &m.interruptions;
+    let interval = if m.interval_written {
+        format!(
+            "{} (written; Young/Daly optimum {}), every {} iterations",
+            duration(m.interval.0),
+            duration(m.optimal_interval.0),
+            g.save_interval
+        )
+    } else {
+        format!(
+            "{} (Young/Daly optimum), every {} iterations",
+            duration(m.interval.0),
+            g.save_interval
+        )
+    };
+    let mut rows = vec![
+        (
+            "interruptions",
+            format!(
+                "{:.2} per day ({:.2} GPU, {:.2} node, {:.2} link), one every {}",
+                i.per_day(),
+                i.gpus,
+                i.nodes,
+                i.links,
+                duration(m.job_mtbf.0)
+            ),
+        ),
+        (
+            "checkpoint",
+            format!(
+                "{:.2} TB, written in {} at {:.2} TB/s, read in {}",
+                m.checkpoint_size.0 as f64 / 1e12,
+                duration(m.checkpoint_write.0),
+                m.write_bandwidth.0 / 1e12,
+                duration(m.checkpoint_read.0)
+            ),
+        ),
+        ("checkpoint interval", interval),
+        (
+            "lost per interruption",
+            format!(
+                "{} (half an interval and its checkpoint, restart {}, read {})",
+                duration(m.lost_per_interruption.0),
+                duration(m.restart.0),
+                duration(m.checkpoint_read.0)
+            ),
+        ),
+        (
+            "goodput",
+            format!("{:.2}% of wall time trains", m.goodput.0 * 100.0),
+        ),
+    ];
+    if let Some(w) = g.wall_time_to_train {
+        let days = if w.0.is_finite() {
+            format!("{:.2} days", w.0 / 86_400.0)
+        } else {
+            "never: every interruption loses more than the job runs between two".to_string()
+        };
+        rows.push(("time with interruptions", days));
+    }
+    rows
+}
+
+/// A duration in the unit that reads best: `2.8 s`, `4.1 min`, `3.09 h`, `2.50 days`.
+fn duration(s: f64) -> String {
+    if !s.is_finite() {
+        "never".to_string()
+    } else if s < 120.0 {
+        format!("{s:.1} s")
+    } else if s < 7200.0 {
+        format!("{:.1} min", s / 60.0)
+    } else if s < 172_800.0 {
+        format!("{:.2} h", s / 3600.0)
+    } else {
+        format!("{:.2} days", s / 86_400.0)
+    }
 }
 
 /// The `train` block's figures: time to train, GPU-hours, cost.

@@ -10,6 +10,7 @@
 //! tp × pp × cp × dp = world, exact divisions and a valid layer split.
 
 pub mod derive;
+pub mod goodput;
 pub mod layout;
 pub mod memory;
 pub mod pipeline_layout;
@@ -19,6 +20,7 @@ pub mod straggler;
 
 use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
+pub use spec::ReliabilitySpec;
 pub use spec::{
     ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GemmFit, GpuSpec, MeasuredSpec, ModelSpec,
     PlanSpec, Provenance, TrainSpec,

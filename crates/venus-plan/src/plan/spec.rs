@@ -215,6 +215,23 @@ pub struct ClusterSpec {
     pub reserve: Option<Bytes>,
     /// The `slow_gpus`, `slow_rank` and `slow_node` items, in source order (stragglers).
     pub slow: Vec<super::straggler::SlowSpec>,
+    /// Failure rates, checkpoint storage and restart time (`plan::goodput` reads them).
+    pub reliability: ReliabilitySpec,
+}
+
+/// The cluster's reliability: mean times between failures of each component kind, the
+/// checkpoint storage's aggregate bandwidths and the restart time. Validation has checked
+/// every written value is above zero (E0335).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct ReliabilitySpec {
+    pub gpu_mtbf: Option<Seconds>,
+    pub node_mtbf: Option<Seconds>,
+    pub link_mtbf: Option<Seconds>,
+    pub storage_write_bw: Option<BytesPerSec>,
+    /// `None`: as `storage_write_bw`.
+    pub storage_read_bw: Option<BytesPerSec>,
+    /// `None`: 0 s.
+    pub restart: Option<Seconds>,
 }
 
 impl ClusterSpec {
@@ -303,6 +320,8 @@ pub struct PlanSpec {
     pub account_for_loss: Option<bool>,
     /// Megatron's `--pipeline-model-parallel-layout` string, as written.
     pub pipeline_layout: Option<String>,
+    /// Training time between two checkpoints; `None`: the Young/Daly optimum.
+    pub checkpoint_interval: Option<Seconds>,
 }
 
 impl PlanSpec {

@@ -31,7 +31,7 @@ pub const UNITS: &[&str] = &[
     "B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", // bytes
     "B/s", "KB/s", "MB/s", "GB/s", "TB/s", // bandwidth in bytes
     "b/s", "Kb/s", "Mb/s", "Gb/s", "Tb/s", // bandwidth in bits
-    "ns", "us", "ms", "s", // time
+    "ns", "us", "ms", "s", "min", "h", // time (minutes and hours: MTBFs, restarts)
     "FLOP/s", "GFLOP/s", "TFLOP/s", "PFLOP/s", // compute rate
     "%",       // ratio
 ];

@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014", "W0018",
+    "W0013", "W0014", "W0017", "W0018",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -657,6 +657,48 @@ key_table! {
         .default(KeyDefault::Unset, "every GPU at full speed")
         .example("3 50%"),
         AllowCluster = allow_key(),
+        GpuMtbf = key(
+            "gpu_mtbf",
+            &[Time],
+            "mean time between failures of one GPU (its HBM, SRAM, system processor, thermal faults) that interrupt the job; with a storage bandwidth it turns on the goodput report",
+        )
+        .default(KeyDefault::Unset, "no GPU failures")
+        .example("79000h"),
+        NodeMtbf = key(
+            "node_mtbf",
+            &[Time],
+            "mean time between interruptions of one node (host hardware, maintenance, software faults); a node is one element of the outermost dim",
+        )
+        .default(KeyDefault::Unset, "no node failures")
+        .example("24000h"),
+        LinkMtbf = key(
+            "link_mtbf",
+            &[Time],
+            "mean time between failures of one scale-out link (NIC, cable, switch port; one per GPU)",
+        )
+        .default(KeyDefault::Unset, "no link failures")
+        .example("500000h"),
+        StorageWriteBw = key(
+            "storage_write_bw",
+            &[Bandwidth],
+            "aggregate checkpoint write bandwidth of the storage; each data-parallel rank writes its shard, capped by the nodes' scale-out bandwidth",
+        )
+        .default(KeyDefault::Unset, "no checkpoint estimate")
+        .example("2TB/s"),
+        StorageReadBw = key(
+            "storage_read_bw",
+            &[Bandwidth],
+            "aggregate checkpoint read bandwidth, for loading the checkpoint after an interruption",
+        )
+        .default(KeyDefault::Derived, "= storage_write_bw")
+        .example("2TB/s"),
+        Restart = key(
+            "restart",
+            &[Time],
+            "time from an interruption to the job running again, before the checkpoint is read (detection, rescheduling, re-initialisation)",
+        )
+        .default(KeyDefault::Unset, "0s")
+        .example("10min"),
     }
     PLAN => {
         Tp = key("tp", &[Count], "tensor-parallel size; default 1")
@@ -911,6 +953,14 @@ key_table! {
         .default(KeyDefault::Derived, "split by pp, vpp and the stage keys")
         .megatron("--pipeline-model-parallel-layout")
         .example("\"Et|(tt|)*30L\""),
+        CheckpointInterval = key(
+            "checkpoint_interval",
+            &[Time],
+            "training time between two checkpoints; unset: the Young/Daly optimum for the cluster's failure rates",
+        )
+        .default(KeyDefault::Derived, "the Young/Daly optimum")
+        .megatron("--save-interval")
+        .example("30min"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
