@@ -12,12 +12,14 @@
 //! chain that held it:
 //! - a compute node of another rank: **pipeline bubble** (the schedule made this rank wait for
 //!   another stage's work; Megatron's sense of the bubble);
-//! - a collective of group kind K: **exposed K** (TP, CP, EP, DP, embedding), its wait for the
-//!   group's slowest member included;
-//! - a P2P transfer, from the moment both sides were posted: **exposed PP**. Before that the
-//!   walk follows the side posted last to its own binding predecessor, so a stage that waits
-//!   for a forward the previous stage could not start before its DP parameter all-gather
-//!   finished charges that wait to DP, not to the pipeline;
+//! - a collective of group kind K (TP, CP, EP, DP, embedding), from the moment its last
+//!   simulated member posted it: **exposed K**;
+//! - a P2P transfer, from the moment both sides were posted: **exposed PP**. Before a transfer
+//!   or collective could start, the walk follows the side posted last to its own binding
+//!   predecessor: a stage that waits for a forward the previous stage could not start before
+//!   its DP parameter all-gather finished charges that wait to DP, not to the pipeline, and
+//!   the last stage's embedding all-reduce waiting for the first stage's last backward is
+//!   pipeline bubble, not embedding communication;
 //! - nothing (the chain's node finished before the next one started, or the chain ends): other
 //!   idle.
 //!
@@ -68,7 +70,7 @@ enum Cause {
 }
 
 /// A node of a simulated rank: (rank index, node index).
-type At = (usize, usize);
+pub(super) type At = (usize, usize);
 
 /// The timeline's view the walk needs: spans, binding predecessors, P2P partners.
 struct Walker<'a> {
@@ -76,7 +78,8 @@ struct Walker<'a> {
     timeline: &'a Timeline,
     /// Per rank, per node: the previous node on the same stream.
     stream_prev: Vec<Vec<Option<u32>>>,
-    /// Per rank, per node: the matching side of a send or receive on a simulated peer.
+    /// Per rank, per node: the side of a transfer posted last (the matching side of a send
+    /// or receive on a simulated peer, the collective instance's last simulated member).
     partner: Vec<Vec<Option<At>>>,
 }
 
@@ -119,6 +122,21 @@ impl<'a> Walker<'a> {
             stream_prev,
             partner: partners(trace, timeline),
         }
+        .with_last_members()
+    }
+
+    /// Adds to [`Self::partner`] each collective's last-posting member of its instance.
+    fn with_last_members(mut self) -> Walker<'a> {
+        for members in instances(self.trace) {
+            let last = members
+                .iter()
+                .copied()
+                .max_by_key(|&at| (self.span(at).0, std::cmp::Reverse(at)));
+            for &at in &members {
+                self.partner[at.0][at.1] = last.filter(|&l| l != at);
+            }
+        }
+        self
     }
 
     fn span(&self, (r, n): At) -> (u64, u64) {
@@ -230,10 +248,7 @@ impl<'a> Walker<'a> {
                     NodeKind::Compute { .. } | NodeKind::Delay { .. } => {
                         charge(s, &mut hi, Cause::Bubble);
                     }
-                    NodeKind::Collective { .. } => {
-                        charge(s, &mut hi, Cause::Comm(CommKind::of(node.category)));
-                    }
-                    NodeKind::Send { .. } | NodeKind::Recv { .. } => {
+                    NodeKind::Send { .. } | NodeKind::Recv { .. } | NodeKind::Collective { .. } => {
                         let other = self
                             .partner
                             .get(at.0)
@@ -241,7 +256,12 @@ impl<'a> Walker<'a> {
                             .copied()
                             .flatten();
                         let posted = other.map_or(s, |o| self.span(o).0);
-                        charge(s.max(posted), &mut hi, Cause::Comm(CommKind::Pp));
+                        let kind = CommKind::of(node.category);
+                        let kind = match node.kind {
+                            NodeKind::Collective { .. } => kind,
+                            _ => CommKind::Pp,
+                        };
+                        charge(s.max(posted), &mut hi, Cause::Comm(kind));
                         // The side posted last held the transfer back: follow its chain.
                         if let Some(o) = other.filter(|_| posted > s) {
                             at = o;
@@ -266,7 +286,7 @@ impl<'a> Walker<'a> {
 /// pairs them (engine/sim/matching.rs). A peer that is not simulated mirrors this rank (same
 /// class, posted at the same instant), so its side has no partner here and the transfer is
 /// charged from this side's posting.
-fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>>> {
+pub(super) fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>>> {
     use std::collections::BTreeMap;
     let mut out: Vec<Vec<Option<At>>> = trace
         .ranks()
@@ -298,4 +318,24 @@ fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>>> {
         }
     }
     out
+}
+
+/// The simulated members' nodes of every collective instance: the k-th collective of each
+/// member on a group forms instance k of the group, as the engine forms them
+/// (engine/sim/matching.rs). A member that is not simulated arrives with its representative,
+/// so the simulated members decide when an instance starts.
+fn instances(trace: &Trace) -> Vec<Vec<At>> {
+    use std::collections::BTreeMap;
+    let mut by_group: BTreeMap<(u32, u32), Vec<At>> = BTreeMap::new();
+    for (r, rt) in trace.ranks().iter().enumerate() {
+        let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
+        for (k, node) in rt.nodes().iter().enumerate() {
+            if let NodeKind::Collective { group, .. } = node.kind {
+                let nth = seen.entry(group.0).or_default();
+                by_group.entry((group.0, *nth)).or_default().push((r, k));
+                *nth += 1;
+            }
+        }
+    }
+    by_group.into_values().collect()
 }

@@ -6,7 +6,8 @@
 //! [`json::json`], checked by [`expect::check_expect`]; [`perfetto`] streams the timeline as a
 //! Chrome/Perfetto trace.
 //!
-//! Definitions (all per simulated rank, clipped to the window, then min/max or mean):
+//! Definitions (all per simulated rank, clipped to the window, then min/max or mean; the
+//! user-facing statement of each is docs/report.md):
 //! - **phase** of a [`Category`]: the sum of its nodes' durations; communication counts from
 //!   posting, so waiting for a peer is included (VenusSim's phases, `trace-generator/utils.py`).
 //! - **compute**: the union of the intervals of `Compute` and `Delay` nodes (any category,
@@ -34,6 +35,7 @@
 //! window gives zero throughput rather than an infinity.
 
 pub mod attribution;
+pub mod diff;
 pub mod expect;
 pub mod flops;
 pub mod html;
@@ -405,13 +407,10 @@ pub struct TimeBreakdown {
 impl TimeBreakdown {
     /// compute + bubble + Σ exposed + other idle.
     pub fn total(&self) -> Seconds {
-        Seconds(
-            self.exposed
-                .iter()
-                .fold(self.compute.0 + self.bubble.0 + self.other_idle.0, |a, (_, t)| {
-                    a + t.0
-                }),
-        )
+        Seconds(self.exposed.iter().fold(
+            self.compute.0 + self.bubble.0 + self.other_idle.0,
+            |a, (_, t)| a + t.0,
+        ))
     }
 
     /// Σ exposed communication.

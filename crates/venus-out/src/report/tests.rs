@@ -792,6 +792,55 @@ fn perfetto_can_be_restricted_to_some_ranks() {
 }
 
 #[test]
+fn perfetto_has_p2p_flows_microbatch_args_and_an_in_flight_counter_per_stage() {
+    let (_, trace, tl) = one_f_one_b();
+    let (v, _) = perfetto_json(&trace, &tl, &PerfettoOptions::default());
+    // 8 microbatches, each sent forward and its gradient back across 3 stage boundaries.
+    let (s, f) = (events(&v, "s"), events(&v, "f"));
+    assert_eq!((s.len(), f.len()), (48, 48));
+    for (a, b) in s.iter().zip(&f) {
+        assert_eq!(a["id"], b["id"]);
+        assert_eq!(b["bp"], "e");
+        let (from, to) = (a["pid"].as_i64().unwrap(), b["pid"].as_i64().unwrap());
+        assert_eq!((from - to).abs(), 1, "{a} {b}");
+        assert!(a["ts"].as_f64() <= b["ts"].as_f64());
+    }
+    let x = events(&v, "X");
+    let f3 = x
+        .iter()
+        .find(|e| e["pid"] == 1 && e["name"] == "F3")
+        .unwrap();
+    assert_eq!(
+        f3["args"],
+        serde_json::json!({"microbatch": 3, "pass": "forward"})
+    );
+    let b3 = x
+        .iter()
+        .find(|e| e["pid"] == 1 && e["name"] == "B3")
+        .unwrap();
+    assert_eq!(b3["args"]["pass"], "backward");
+    // 1F1B holds pp − stage microbatches at its peak (the memory model's count), and none
+    // at the end.
+    let counters = events(&v, "C");
+    for rank in 0..4u64 {
+        let track: Vec<u64> = counters
+            .iter()
+            .filter(|e| e["pid"] == rank)
+            .map(|e| e["args"]["microbatches"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            track.iter().max(),
+            Some(&(4 - rank)),
+            "rank {rank}: {track:?}"
+        );
+        assert_eq!(track.last(), Some(&0));
+        assert!(counters
+            .iter()
+            .all(|e| e["name"] == "activations in flight"));
+    }
+}
+
+#[test]
 fn micros_are_exact_decimals_of_picoseconds() {
     assert_eq!(perfetto_micros(0), "0");
     assert_eq!(perfetto_micros(1_500_000), "1.5");
