@@ -413,6 +413,10 @@ struct SweepArgs {
     /// Write the fastest plan as a complete scenario that `venusc sim` runs.
     #[arg(long, value_name = "FILE.venus")]
     emit_best: Option<PathBuf>,
+    /// Also write one self-contained HTML page: the Pareto front of the objective vs peak
+    /// memory and the ranking, each point linking to its plan.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<PathBuf>,
     /// Run one of n deterministic slices of the sweep (1-based), e.g. `--shard 3/16`.
     #[arg(long, value_name = "i/n")]
     shard: Option<String>,
@@ -2049,6 +2053,16 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
         SweepFormat::Json => output::json(&outcome),
     };
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    if let Some(path) = &args.html {
+        let mut inputs: Vec<&Path> = args.merge.iter().map(PathBuf::as_path).collect();
+        inputs.extend(args.file.as_deref());
+        let written = files::refuse_input(path, &inputs)
+            .and_then(|()| files::write_atomic(path, output::html(&outcome).as_bytes()));
+        match written {
+            Ok(()) => eprintln!("wrote the sweep's page to `{}`", path.display()),
+            Err(f) => return fail(&f),
+        }
+    }
     if let Some(path) = &args.emit_best {
         let Some((_, sw)) = &prepared else {
             return usage_error("`--emit-best` after `--merge` needs the sweep file too: `venusc sweep FILE --merge ...`");

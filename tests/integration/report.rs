@@ -616,7 +616,7 @@ fn diff_of_two_sweep_winners_names_the_changed_keys_and_moves_every_figure() {
         .unwrap();
     assert_eq!(
         tp_line.split_whitespace().collect::<Vec<_>>(),
-        ["tp", &tp["a"].as_str().unwrap(), &tp["b"].as_str().unwrap()]
+        ["tp", tp["a"].as_str().unwrap(), tp["b"].as_str().unwrap()]
     );
     assert!(text.contains("  figure "), "{text}");
     let page = std::fs::read_to_string(&html).unwrap();
@@ -644,5 +644,68 @@ fn diff_of_one_file_needs_two_scenarios_and_bad_input_is_a_diagnostic() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.is_empty());
     assert!(stderr.contains("error[E"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------ venusc sweep --html
+
+#[test]
+fn sweep_html_draws_the_pareto_front_and_links_every_point_to_its_plan() {
+    let dir = scratch("sweep-html");
+    let file = dir.join("lists.venus");
+    std::fs::write(
+        &file,
+        format!("{SWEEP_DEFS}plan p <\n  tp [1 2 4] pp [1 2]\n  micro_batch 1 global_batch 32\n>\nscenario s < model tiny cluster pod plan p >\n"),
+    )
+    .unwrap();
+    let page = dir.join("sweep.html");
+    let (code, stdout, stderr) = venusc(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("wrote the sweep's page to"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    // One point and one ranking row per simulated plan, each point linking to its row.
+    assert_eq!(html.matches("<circle ").count(), results.len());
+    assert!(results.len() >= 4, "{}", results.len());
+    for r in results {
+        let n = r["candidate"].as_u64().unwrap();
+        assert!(
+            html.contains(&format!("<a href=\"#plan-{n}\">")),
+            "point {n}"
+        );
+        assert!(html.contains(&format!("<tr id=\"plan-{n}\"")), "row {n}");
+    }
+    // The front is the plans no other beats on time and memory together.
+    let front = html.matches("class=\"pt front-pt\"").count();
+    assert!((1..=results.len()).contains(&front), "{front}");
+    assert_eq!(html.matches("class=\"front-row\"").count(), front);
+    // Self-contained: only links within the page.
+    for forbidden in [
+        "http://", "https://", "src=", "url(", "@import", "<link", "<script",
+    ] {
+        assert!(!html.contains(forbidden), "the page contains `{forbidden}`");
+    }
+    assert_eq!(
+        html.matches("href=\"").count(),
+        html.matches("href=\"#plan-").count()
+    );
+    if let Some(browser) = chromium() {
+        let dom = headless(&browser, &dir.join("profile"), &["--dump-dom"], &page);
+        assert_eq!(dom.matches("<circle ").count(), results.len());
+        assert!(dom.contains("<table id=\"ranking\">"));
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but no `chromium` is installed"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,11 +12,13 @@
 //! chain that held it:
 //! - a compute node of another rank: **pipeline bubble** (the schedule made this rank wait for
 //!   another stage's work; Megatron's sense of the bubble);
-//! - a collective of group kind K (TP, CP, EP, DP, embedding), from the moment its last
-//!   simulated member posted it: **exposed K**;
+//! - a collective of group kind K (TP, CP, EP, DP, embedding): **exposed K**. The members
+//!   of a TP, CP, EP or DP group are one stage's ranks, so a wait for a late member is load
+//!   imbalance within the stage and counts as K too; the embedding group joins the first and
+//!   the last stage, so its wait for the member posted last follows that member's chain;
 //! - a P2P transfer, from the moment both sides were posted: **exposed PP**. Before a transfer
-//!   or collective could start, the walk follows the side posted last to its own binding
-//!   predecessor: a stage that waits for a forward the previous stage could not start before
+//!   or an embedding all-reduce could start, the walk follows the side posted last to its own
+//!   binding predecessor: a stage that waits for a forward the previous stage could not start before
 //!   its DP parameter all-gather finished charges that wait to DP, not to the pipeline, and
 //!   the last stage's embedding all-reduce waiting for the first stage's last backward is
 //!   pipeline bubble, not embedding communication;
@@ -125,9 +127,17 @@ impl<'a> Walker<'a> {
         .with_last_members()
     }
 
-    /// Adds to [`Self::partner`] each collective's last-posting member of its instance.
+    /// Adds to [`Self::partner`] each embedding all-reduce's last-posting member of its
+    /// instance (the one group that spans stages).
     fn with_last_members(mut self) -> Walker<'a> {
         for members in instances(self.trace) {
+            let spans_stages = members
+                .first()
+                .and_then(|&at| self.node(at))
+                .is_some_and(|n| n.category == venus_sim::trace::Category::EmbeddingSync);
+            if !spans_stages {
+                continue;
+            }
             let last = members
                 .iter()
                 .copied()

@@ -211,7 +211,8 @@ fn flows<W: Write>(
             }
             id += 1;
             let begin = ss.max(rs).min(se);
-            let end = re.saturating_sub(1).max(rs);
+            // Inside the receive's slice where it has a length, never before the flow's start.
+            let end = re.saturating_sub(1).max(rs).max(begin);
             sep(w, first)?;
             write!(
                 w,
