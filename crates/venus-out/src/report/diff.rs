@@ -354,9 +354,10 @@ pub fn html(d: &ReportDiff) -> String {
         escape(&d.b)
     );
     for f in &d.figures {
-        let class = match f.change() {
-            Some(c) if c == 0.0 => "same",
-            _ => "changed",
+        let class = if f.change() == Some(0.0) {
+            "same"
+        } else {
+            "changed"
         };
         let _ = writeln!(
             out,
