@@ -87,6 +87,9 @@ enum Command {
     /// Simulate a scenario and write a self-contained HTML report: summary, per-stage
     /// timeline, memory per stage, phases, warnings.
     Report(ReportArgs),
+    /// Simulate two scenarios and show the plan keys that differ and every report figure side
+    /// by side with its change.
+    Diff(DiffArgs),
     /// Draw the pipeline schedule: each pipeline rank's ops on a time axis.
     Schedule(ScheduleArgs),
     /// Lower a scenario and write what it compiles to (`--emit KIND`).
@@ -248,6 +251,23 @@ struct ReportArgs {
     /// Where to write the HTML file (replaced atomically).
     #[arg(short = 'o', long = "out", value_name = "FILE.html")]
     out: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// The first `.venus` file.
+    a: PathBuf,
+    /// The second `.venus` file; without it, two scenarios of the first
+    /// (`venusc diff FILE --scenario a --scenario b`).
+    b: Option<PathBuf>,
+    /// The scenario of each side, in order (once for two files applies to both).
+    #[arg(long, value_name = "NAME")]
+    scenario: Vec<String>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+    /// Also write the diff as one self-contained HTML page (replaced atomically).
+    #[arg(short = 'o', long = "out", value_name = "FILE.html")]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -425,6 +445,10 @@ struct SweepArgs {
     /// Write the fastest plan as a complete scenario that `venusc sim` runs.
     #[arg(long, value_name = "FILE.venus")]
     emit_best: Option<PathBuf>,
+    /// Also write one self-contained HTML page: the Pareto front of the objective vs peak
+    /// memory and the ranking, each point linking to its plan.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<PathBuf>,
     /// Run one of n deterministic slices of the sweep (1-based), e.g. `--shard 3/16`.
     #[arg(long, value_name = "i/n")]
     shard: Option<String>,
@@ -450,6 +474,7 @@ pub fn run() -> ExitCode {
         Command::Report(args) => report(&args, roots, color),
         Command::Test(args) => test(&args, roots, color),
         Command::Schedule(args) => schedule(&args, roots, color),
+        Command::Diff(args) => diff(&args, roots, color),
         Command::Compile(args) => compile(&args, roots, color),
         Command::Import(args) => match &args.format {
             Some(ImportFormat::Megatron(m)) => import_megatron(m, color),
@@ -1451,6 +1476,89 @@ fn report(args: &ReportArgs, roots: &RootArgs, color: bool) -> ExitCode {
     }
 }
 
+/// The two sides of `venusc diff`: (file, scenario) each, or why the arguments name no pair.
+fn diff_sides(args: &DiffArgs) -> Result<[ScenarioArgs; 2], String> {
+    let side = |file: &PathBuf, scenario: Option<&String>| ScenarioArgs {
+        file: file.clone(),
+        scenario: scenario.cloned(),
+    };
+    let s = &args.scenario;
+    match (&args.b, s.len()) {
+        (Some(b), 0 | 1) => Ok([side(&args.a, s.first()), side(b, s.first())]),
+        (Some(b), 2) => Ok([side(&args.a, s.first()), side(b, s.get(1))]),
+        (None, 2) => Ok([side(&args.a, s.first()), side(&args.a, s.get(1))]),
+        (Some(_), n) => Err(format!(
+            "`diff` of two files takes one `--scenario` for both or one per file, not {n}"
+        )),
+        (None, n) => Err(format!(
+            "`diff` of one file needs two scenarios, got {n} `--scenario`: write `venusc diff {} --scenario A --scenario B`, or give a second file",
+            args.a.display()
+        )),
+    }
+}
+
+/// One side of `venusc diff`: the loaded scenario's deterministic report; a failure is
+/// printed as `sim` prints it.
+fn simulated_report(loaded: &Loaded, color: bool) -> Result<venusc::report::Report, ExitCode> {
+    let (sc, at) = (&loaded.scenario, &loaded.provenance);
+    let opts = venusc::simulate::SimOptions::default();
+    match venusc::simulate::simulate(sc, &opts) {
+        Ok(sim) => Ok(sim.report.deterministic()),
+        Err(e) => {
+            let d = e.diagnostic(sc, at, &opts);
+            eprint!("{}", DiagStyle::Human { color }.render(&[d], &loaded.files));
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
+fn diff(args: &DiffArgs, roots: &RootArgs, color: bool) -> ExitCode {
+    let [a, b] = match diff_sides(args) {
+        Ok(sides) => sides,
+        Err(e) => return usage_error(e),
+    };
+    if let Some(out) = &args.out {
+        let inputs: Vec<&Path> = [&args.a]
+            .into_iter()
+            .chain(&args.b)
+            .map(PathBuf::as_path)
+            .collect();
+        if let Err(f) = files::refuse_input(out, &inputs) {
+            return fail(&f);
+        }
+    }
+    // Both sides are checked before either is simulated: bad input fails fast.
+    let (la, lb) = match (
+        load_scenario(&a, roots, color),
+        load_scenario(&b, roots, color),
+    ) {
+        (Ok(la), Ok(lb)) => (la, lb),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let (ra, rb) = match (simulated_report(&la, color), simulated_report(&lb, color)) {
+        (Ok(ra), Ok(rb)) => (ra, rb),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let d = venusc::report::diff::ReportDiff::new((&la.scenario, &ra), (&lb.scenario, &rb));
+    match args.format {
+        ReportFormat::Text => print!("{}", venusc::report::diff::text(&d)),
+        ReportFormat::Json => print!("{}", venusc::report::diff::json(&d)),
+    }
+    if let Some(out) = &args.out {
+        let page = venusc::report::diff::html(&d);
+        if let Err(f) = files::write_atomic(out, page.as_bytes()) {
+            return fail(&f);
+        }
+        eprintln!(
+            "wrote the diff of `{}` and `{}` to `{}`",
+            d.a,
+            d.b,
+            out.display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 /// `sim --timeline`: the Perfetto trace written atomically; the slice count.
 fn write_timeline(
     path: &Path,
@@ -2059,6 +2167,16 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
         SweepFormat::Json => output::json(&outcome),
     };
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    if let Some(path) = &args.html {
+        let mut inputs: Vec<&Path> = args.merge.iter().map(PathBuf::as_path).collect();
+        inputs.extend(args.file.as_deref());
+        let written = files::refuse_input(path, &inputs)
+            .and_then(|()| files::write_atomic(path, output::html(&outcome).as_bytes()));
+        match written {
+            Ok(()) => eprintln!("wrote the sweep's page to `{}`", path.display()),
+            Err(f) => return fail(&f),
+        }
+    }
     if let Some(path) = &args.emit_best {
         let Some((_, sw)) = &prepared else {
             return usage_error("`--emit-best` after `--merge` needs the sweep file too: `venusc sweep FILE --merge ...`");

@@ -369,3 +369,239 @@ pub fn best_header(o: &Outcome, best: &Ranked, source: &str, describe: &str) -> 
         format!("Candidate {}: {describe}.", best.candidate),
     ]
 }
+
+/// The objective's figure of a plan and its axis title: what the ranking orders by.
+fn objective_figure(objective: Objective, r: &Ranked) -> f64 {
+    match objective {
+        Objective::Time => r.iteration_time_ms(),
+        Objective::Throughput => r.tokens_per_second_per_gpu(),
+        Objective::GpuHours => gpu_hours_per_billion_tokens(r),
+        Objective::Mfu => r.mfu().0 * 100.0,
+        Objective::Goodput => r.effective_tokens_per_second_per_gpu(),
+    }
+}
+
+fn objective_axis(objective: Objective) -> &'static str {
+    match objective {
+        Objective::Time => "iteration time (ms)",
+        Objective::Throughput => "tokens/s per GPU",
+        Objective::GpuHours => "GPU-hours per 10^9 tokens",
+        Objective::Mfu => "MFU (%)",
+        Objective::Goodput => "tokens/s per GPU × goodput",
+    }
+}
+
+/// `&`, `<`, `>` and `"` escaped for HTML text and attributes.
+fn escape(s: &str) -> String {
+    crate::report::html::escape(s)
+}
+
+const PLOT_W: f64 = 720.0;
+const PLOT_H: f64 = 360.0;
+const MARGIN: f64 = 56.0;
+
+/// The sweep as one self-contained HTML page (inline SVG and style, no script, no URL): the
+/// objective against peak memory for every simulated plan, the Pareto front drawn over them,
+/// and the ranking table; each point links to its plan's row (`#plan-N`, N the candidate
+/// number), which lists the plan's keys.
+pub fn html(o: &Outcome) -> String {
+    let mut out = String::new();
+    let title = format!("sweep of `{}` on {} GPUs", o.scenario, o.world_size);
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{HTML_STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p>{}</p>",
+        escape(&title),
+        escape(&title),
+        escape(summary(o).trim_end())
+    );
+    plot(&mut out, o);
+    ranking(&mut out, o);
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+/// The scatter of every plan and the Pareto front, with axes.
+fn plot(out: &mut String, o: &Outcome) {
+    let _ = writeln!(
+        out,
+        "<h2>Pareto front: {} vs peak memory</h2>",
+        objective_axis(o.objective)
+    );
+    if o.results.is_empty() {
+        out.push_str("<p>no plan was simulated</p>\n");
+        return;
+    }
+    let mem = |r: &Ranked| r.peak_memory().0 as f64 / GIB;
+    let fig = |r: &Ranked| objective_figure(o.objective, r);
+    let range = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.01).max(1e-9);
+        (lo - pad, hi + pad)
+    };
+    let (x0, x1) = range(o.results.iter().map(mem).collect());
+    let (y0, y1) = range(o.results.iter().map(fig).collect());
+    let x = |v: f64| MARGIN + (v - x0) / (x1 - x0) * PLOT_W;
+    let y = |v: f64| MARGIN / 2.0 + PLOT_H - (v - y0) / (y1 - y0) * PLOT_H;
+    let _ = writeln!(
+        out,
+        "<svg id=\"pareto\" width=\"{}\" height=\"{}\" role=\"img\">",
+        PLOT_W + MARGIN * 1.5,
+        PLOT_H + MARGIN * 1.5
+    );
+    let _ = writeln!(
+        out,
+        "<rect class=\"bg\" x=\"{MARGIN}\" y=\"{}\" width=\"{PLOT_W}\" height=\"{PLOT_H}\"/>",
+        MARGIN / 2.0
+    );
+    for i in 0..=4 {
+        let t = i as f64 / 4.0;
+        let (vx, vy) = (x0 + t * (x1 - x0), y0 + t * (y1 - y0));
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{vx:.1}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            x(vx),
+            MARGIN / 2.0 + PLOT_H + 16.0,
+            MARGIN - 4.0,
+            y(vy) + 4.0,
+            short(vy)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">peak memory per GPU (GiB)</text>",
+        MARGIN + PLOT_W / 2.0,
+        MARGIN / 2.0 + PLOT_H + 36.0
+    );
+    let _ = writeln!(
+        out,
+        "<text x=\"12\" y=\"{:.1}\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\">{}</text>",
+        MARGIN / 2.0 + PLOT_H / 2.0,
+        MARGIN / 2.0 + PLOT_H / 2.0,
+        objective_axis(o.objective)
+    );
+    let front = o.pareto();
+    let line: Vec<String> = front
+        .iter()
+        .map(|&i| format!("{:.1},{:.1}", x(mem(&o.results[i])), y(fig(&o.results[i]))))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<polyline class=\"front\" points=\"{}\"/>",
+        line.join(" ")
+    );
+    for (i, r) in o.results.iter().enumerate() {
+        let class = if front.contains(&i) {
+            "pt front-pt"
+        } else {
+            "pt"
+        };
+        let _ = writeln!(
+            out,
+            "<a href=\"#plan-{}\"><circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\"><title>#{} {}: {:.3} ms, {:.2} GiB</title></circle></a>",
+            r.candidate,
+            x(mem(r)),
+            y(fig(r)),
+            i + 1,
+            escape(&plan_words(r)),
+            r.iteration_time_ms(),
+            mem(r)
+        );
+    }
+    out.push_str("</svg>\n<p class=\"hint\">each point links to its plan below; the Pareto front is drawn in colour</p>\n");
+}
+
+/// An axis label: three significant figures.
+fn short(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// `tp 4 pp 2 vpp 1 cp 1 dp 2 mb 1 recompute none sp on schedule 1f1b`: the plan columns.
+fn plan_words(r: &Ranked) -> String {
+    format!(
+        "tp {} pp {} vpp {} cp {} ep {} dp {} mb {}",
+        r.plan.tp, r.plan.pp, r.plan.vpp, r.plan.cp, r.plan.ep, r.plan.dp, r.plan.micro_batch
+    )
+}
+
+/// The ranking: one row per plan (the text table's columns), its id the plan's anchor, and
+/// the plan's keys under it.
+fn ranking(out: &mut String, o: &Outcome) {
+    let _ = writeln!(out, "<h2>ranking by {}</h2>", ranked_by(o.objective));
+    let cols: Vec<Column> = plan_columns(o)
+        .into_iter()
+        .chain(figure_columns(o))
+        .collect();
+    out.push_str("<table id=\"ranking\"><tr><th>rank</th>");
+    for c in &cols {
+        let _ = write!(out, "<th>{}</th>", escape(&c.title));
+    }
+    out.push_str("<th>plan</th></tr>\n");
+    let front = o.pareto();
+    for (i, r) in o.results.iter().enumerate() {
+        let class = if front.contains(&i) {
+            " class=\"front-row\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr id=\"plan-{}\"{class}><td>{}</td>",
+            r.candidate,
+            i + 1
+        );
+        for c in &cols {
+            let _ = write!(out, "<td>{}</td>", escape(&(c.cell)(r)));
+        }
+        let _ = writeln!(
+            out,
+            "<td><details><summary>candidate {}</summary><pre>{}</pre></details></td></tr>",
+            r.candidate,
+            escape(&plan_keys(&r.plan))
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// The plan's keys as `.venus` plan items, one per line.
+fn plan_keys(p: &super::PlanSummary) -> String {
+    let on = |b: bool| if b { "on" } else { "off" };
+    let mut lines = vec![
+        format!(
+            "tp {}  pp {}  vpp {}  cp {}  ep {}  dp {}",
+            p.tp, p.pp, p.vpp, p.cp, p.ep, p.dp
+        ),
+        format!(
+            "micro_batch {}  global_batch {}  ({} microbatches)",
+            p.micro_batch, p.global_batch, p.microbatches
+        ),
+        format!(
+            "schedule {}  recompute {}  sp {}",
+            p.schedule,
+            p.recompute,
+            on(p.sp)
+        ),
+        format!(
+            "distributed_optimizer {}  overlap_tp_comm {}",
+            on(p.distributed_optimizer),
+            on(p.overlap_tp_comm)
+        ),
+        format!("layers per stage {}", p.layout()),
+    ];
+    lines.extend(p.settings.iter().map(|(k, v)| format!("{k} {v}")));
+    lines.join("\n")
+}
+
+const HTML_STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222;background:#fff}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:20px 0 6px}
+table{border-collapse:collapse}td,th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
+svg text{font:11px system-ui,sans-serif;fill:#333}.bg{fill:#f6f6f6}
+.pt{fill:#bab0ac;stroke:#fff}.front-pt{fill:#e15759}.front{fill:none;stroke:#e15759;stroke-width:1.5}
+tr.front-row td:first-child{font-weight:600;color:#e15759}:target{background:#fff3c4}
+pre{margin:2px 0;font-size:12px}.hint{color:#777;font-size:12px}";

@@ -407,7 +407,7 @@ fn violations(validator: &jsonschema::Validator, report: &serde_json::Value) -> 
 }
 
 #[test]
-fn every_examples_json_report_follows_docs_report_schema() {
+fn every_examples_json_report_follows_docs_report_schema_and_its_breakdown_adds_up() {
     let validator = schema();
     let mut files: Vec<String> = std::fs::read_dir("examples")
         .unwrap()
@@ -431,6 +431,7 @@ fn every_examples_json_report_follows_docs_report_schema() {
             Vec::<String>::new(),
             "{file}"
         );
+        assert_breakdown_adds_up(file, report);
     }
     // A report with a priced `train` block (no example states a price) follows it too.
     let dir = scratch("schema");
@@ -439,6 +440,66 @@ fn every_examples_json_report_follows_docs_report_schema() {
     let report = sim_json_of(&priced, "priced");
     assert!(report["train"]["cost_dollars"].is_number());
     assert_eq!(violations(&validator, &report), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// compute + bubble + exposed communication + other idle = the iteration time, and the bubble
+/// term is the bubble fraction of it.
+fn assert_breakdown_adds_up(file: &str, report: &serde_json::Value) {
+    let b = &report["breakdown"];
+    let ms = |v: &serde_json::Value| v.as_f64().unwrap();
+    let exposed: f64 = b["exposed_ms"].as_object().unwrap().values().map(ms).sum();
+    let sum = ms(&b["compute_ms"]) + ms(&b["bubble_ms"]) + exposed + ms(&b["other_idle_ms"]);
+    let iteration = ms(&report["iteration_time_ms"]);
+    assert!(iteration > 0.0, "{file}");
+    assert!(
+        (sum - iteration).abs() <= 1e-9 * iteration,
+        "{file}: {sum} != {iteration}"
+    );
+    let bubble = ms(&report["bubble_fraction"]) * iteration;
+    assert!(
+        (ms(&b["bubble_ms"]) - bubble).abs() <= 1e-9 * iteration,
+        "{file}"
+    );
+}
+
+/// pp 8 with 7 microbatches: 1F1B reaches its steady state (every stage busy at once) only
+/// with m ≥ pp, so one microbatch per stage less never fills the pipeline, and every stage
+/// idles the (pp − 1) slots of the closed form, (pp − 1) / (m + pp − 1) = 7 / 14. 64 layers
+/// (8 per stage) and a 4096-word vocabulary keep the embedding and output layers small beside
+/// a stage; micro_batch 4 keeps the optimizer step small beside the pipeline; one node, so
+/// the P2P transfers run over NVLink.
+const PP8_SHORT: &str = "model deep : gpt_1_7b < layers 64 vocab 4096 >
+cluster box : dgx_a100 < nodes 1 >
+plan short < tp 1 pp 8 micro_batch 4 global_batch 28 allow W0003 >
+scenario pp8 < model deep cluster box plan short >
+";
+
+#[test]
+fn bubble_of_a_pp8_pipeline_one_microbatch_per_stage_short_is_the_closed_form() {
+    let dir = scratch("pp8");
+    let file = dir.join("pp8.venus");
+    std::fs::write(&file, PP8_SHORT).unwrap();
+    let v = sim_json_of(&file, "pp8");
+    assert_eq!(v["plan"]["microbatches"], 7);
+    assert_eq!(v["schedule_bubble_fraction"], 0.5);
+    let bubble = v["bubble_fraction"].as_f64().unwrap();
+    assert!((bubble - 0.5).abs() <= 0.005 * 0.5, "bubble {bubble}");
+    // The wait for the other stages is bubble, not communication: the transfers and the
+    // embedding all-reduce proper are under 1 % of the iteration.
+    let iteration = v["iteration_time_ms"].as_f64().unwrap();
+    let exposed: f64 = v["breakdown"]["exposed_ms"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|t| t.as_f64().unwrap())
+        .sum();
+    assert!(exposed < 0.01 * iteration, "{exposed} of {iteration}");
+    assert_breakdown_adds_up("pp8", &v);
+    // `venusc schedule` shows the same closed form.
+    let (code, stdout, stderr) = venusc(&["schedule", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("bubble 50.0% "), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -457,4 +518,194 @@ fn the_report_schema_rejects_a_report_missing_a_field_or_with_an_unknown_one() {
     wrong["plan"]["schedule"] = "zigzag".into();
     wrong["memory"][0]["peak_bytes"] = (-1).into();
     assert_eq!(violations(&validator, &wrong).len(), 2);
+}
+
+// ------------------------------------------------------------------ venusc diff
+
+/// Two DGX A100 nodes and a small model, as the sweep tests use; two sweeps over disjoint
+/// `tp` lists, so their winners differ at least in `tp`.
+const SWEEP_DEFS: &str = "model tiny < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 >
+cluster pod : dgx_a100 < nodes 2 >
+";
+
+/// `venusc sweep FILE --emit-best BEST --format json`: the winner's row.
+fn sweep_winner(dir: &Path, name: &str, tp: &str) -> (PathBuf, serde_json::Value) {
+    let file = dir.join(format!("{name}.venus"));
+    let text = format!(
+        "{SWEEP_DEFS}plan p <\n  tp [{tp}] pp [1 2]\n  micro_batch 1 global_batch 32\n>\nscenario {name} < model tiny cluster pod plan p >\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    let best = dir.join(format!("{name}-best.venus"));
+    let (code, stdout, stderr) = venusc(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "--emit-best",
+        best.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    (best, v["results"][0].clone())
+}
+
+#[test]
+fn diff_of_two_sweep_winners_names_the_changed_keys_and_moves_every_figure() {
+    let dir = scratch("diff");
+    let (a, wa) = sweep_winner(&dir, "narrow", "1 2");
+    let (b, wb) = sweep_winner(&dir, "wide", "4 8");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let html = dir.join("diff.html");
+    let (code, stdout, stderr) = venusc(&[
+        "diff",
+        a,
+        b,
+        "--format",
+        "json",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let d: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let tp = d["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "tp")
+        .unwrap_or_else(|| panic!("no tp change: {}", d["plan"]));
+    assert_eq!(tp["a"], wa["plan"]["tp"].to_string());
+    assert_eq!(tp["b"], wb["plan"]["tp"].to_string());
+    let figure = |name: &str| {
+        d["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("no figure {name}"))
+            .clone()
+    };
+    let it = figure("iteration time");
+    let (ta, tb) = (it["a"].as_f64().unwrap(), it["b"].as_f64().unwrap());
+    assert_eq!(Some(ta), wa["iteration_time_ms"].as_f64());
+    assert_eq!(Some(tb), wb["iteration_time_ms"].as_f64());
+    assert!((it["change"].as_f64().unwrap() - (tb - ta)).abs() < 1e-9);
+    let pct = it["relative_percent"].as_f64().unwrap();
+    assert!((pct - (tb - ta) / ta * 100.0).abs() < 1e-9);
+    assert_eq!(
+        figure("throughput")["a"].as_f64(),
+        wa["tflops_per_gpu"].as_f64()
+    );
+    // Every figure of both reports is there: the headline, the breakdown, the phases, memory.
+    for name in [
+        "mfu",
+        "pipeline bubble",
+        "compute",
+        "other idle",
+        "recv max",
+        "stage 0 peak",
+    ] {
+        let f = figure(name);
+        assert!(f["a"].is_number() && f["b"].is_number(), "{f}");
+    }
+    // The text goes through the table renderer; the page names no URL.
+    let (code, text, stderr) = venusc(&["diff", a, b]);
+    assert_eq!(code, 0, "{stderr}");
+    let tp_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("tp "))
+        .unwrap();
+    assert_eq!(
+        tp_line.split_whitespace().collect::<Vec<_>>(),
+        ["tp", tp["a"].as_str().unwrap(), tp["b"].as_str().unwrap()]
+    );
+    assert!(text.contains("  figure "), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<table id=\"figures\">"));
+    assert!(!page.contains("http"), "the page names no URL");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn diff_of_one_file_needs_two_scenarios_and_bad_input_is_a_diagnostic() {
+    let (code, _, stderr) = venusc(&["diff", "examples/sc21_gpt_1_7b.venus"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("needs two scenarios, got 0 `--scenario`"),
+        "{stderr}"
+    );
+    let dir = scratch("diff-bad");
+    let bad = dir.join("bad.venus");
+    std::fs::write(&bad, "plan p < tp 3 >\n").unwrap();
+    let (code, stdout, stderr) = venusc(&[
+        "diff",
+        "examples/sc21_gpt_1_7b.venus",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("error[E"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------ venusc sweep --html
+
+#[test]
+fn sweep_html_draws_the_pareto_front_and_links_every_point_to_its_plan() {
+    let dir = scratch("sweep-html");
+    let file = dir.join("lists.venus");
+    std::fs::write(
+        &file,
+        format!("{SWEEP_DEFS}plan p <\n  tp [1 2 4] pp [1 2]\n  micro_batch 1 global_batch 32\n>\nscenario s < model tiny cluster pod plan p >\n"),
+    )
+    .unwrap();
+    let page = dir.join("sweep.html");
+    let (code, stdout, stderr) = venusc(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("wrote the sweep's page to"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    // One point and one ranking row per simulated plan, each point linking to its row.
+    assert_eq!(html.matches("<circle ").count(), results.len());
+    assert!(results.len() >= 4, "{}", results.len());
+    for r in results {
+        let n = r["candidate"].as_u64().unwrap();
+        assert!(
+            html.contains(&format!("<a href=\"#plan-{n}\">")),
+            "point {n}"
+        );
+        assert!(html.contains(&format!("<tr id=\"plan-{n}\"")), "row {n}");
+    }
+    // The front is the plans no other beats on time and memory together.
+    let front = html.matches("class=\"pt front-pt\"").count();
+    assert!((1..=results.len()).contains(&front), "{front}");
+    assert_eq!(html.matches("class=\"front-row\"").count(), front);
+    // Self-contained: only links within the page.
+    for forbidden in [
+        "http://", "https://", "src=", "url(", "@import", "<link", "<script",
+    ] {
+        assert!(!html.contains(forbidden), "the page contains `{forbidden}`");
+    }
+    assert_eq!(
+        html.matches("href=\"").count(),
+        html.matches("href=\"#plan-").count()
+    );
+    if let Some(browser) = chromium() {
+        let dom = headless(&browser, &dir.join("profile"), &["--dump-dom"], &page);
+        assert_eq!(dom.matches("<circle ").count(), results.len());
+        assert!(dom.contains("<table id=\"ranking\">"));
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but no `chromium` is installed"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -174,12 +174,13 @@ fn timeline_of_zb_h1_names_the_input_and_weight_gradient_passes() {
             .map(|e| e["args"]["pass"].as_str().unwrap_or("-"))
             .collect()
     };
-    // 4 stages × tp 4 simulated as one representative per stage: W7 and B7 on each, F7
-    // without a pass argument.
+    // 4 stages × tp 4 simulated as one representative per stage: W7 and B7 on each, F7's
+    // nodes forwards.
     assert_eq!(pass_of("W7"), ["weight gradient"; 4]);
     assert!(pass_of("B7").iter().all(|&p| p == "input gradient"));
     assert!(!pass_of("B7").is_empty());
-    assert!(pass_of("F7").iter().all(|&p| p == "-"));
+    assert!(pass_of("F7").iter().all(|&p| p == "forward"));
+    assert!(!pass_of("F7").is_empty());
 }
 
 #[test]

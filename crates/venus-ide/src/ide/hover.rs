@@ -380,7 +380,9 @@ fn scenario_summary(s: &venus_plan::plan::Scenario) -> String {
     if let Some(schedule) = s.schedule {
         let _ = write!(
             out,
-            "\n- schedule: {}{}, bubble {:.1}%",
+            // The schedule's closed form, the figure `venusc schedule` shows and `venusc sim`
+            // reports beside its measured bubble (docs/report.md).
+            "\n- schedule: {}{}, pipeline bubble {:.1}% (the schedule's closed form)",
             schedule.word(),
             if s.vpp > 1 {
                 format!(" (vpp {})", s.vpp)

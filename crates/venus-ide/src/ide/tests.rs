@@ -179,6 +179,21 @@ fn hover_on_a_model_name_shows_its_parameter_counts() {
     );
 }
 
+/// Hover on a scenario gives the schedule's closed-form bubble, the one `venusc schedule`
+/// draws: pp 8 and 7 microbatches idle 7 of 14 slots.
+#[test]
+fn hover_on_a_scenario_shows_the_schedules_closed_form_bubble() {
+    let text = "scenario a < model gpt_1_7b cluster dgx_a100 plan < pp 8 micro_batch 1 global_batch 7 > >\n";
+    let (s, f) = session(text);
+    let h = hover(&s, f, offset_of(text, "a <")).unwrap();
+    assert!(
+        h.markdown
+            .contains("\n- schedule: 1f1b, pipeline bubble 50.0% (the schedule's closed form)"),
+        "{}",
+        h.markdown
+    );
+}
+
 #[test]
 fn hover_on_a_value_gives_nothing() {
     let (s, f) = session(GPU_AND_CLUSTER);

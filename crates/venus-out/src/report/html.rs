@@ -276,6 +276,7 @@ pub(crate) fn page(input: &HtmlInput<'_>, max_slices: usize) -> String {
     summary(&mut out, input.report, input.scenario);
     timeline(&mut out, &rows, r.window.len().0, max_slices);
     memory(&mut out, input);
+    breakdown(&mut out, r);
     phases(&mut out, r);
     warnings(&mut out, r);
     out.push_str(SCRIPT);
@@ -703,6 +704,46 @@ fn memory(out: &mut String, input: &HtmlInput<'_>) {
         let _ = writeln!(out, "<td class=\"n\">{}</td></tr>", gib(m.peak));
     }
     out.push_str("</table>\n");
+}
+
+/// Colours of the breakdown's terms: compute, bubble, each exposed kind, other idle.
+const BREAKDOWN_PALETTE: [&str; 4] = ["#4e79a7", "#bab0ac", "#e15759", "#f6f6f6"];
+
+/// Where the iteration goes (mean over stages): one stacked bar and the text report's table
+/// (compute + pipeline bubble + exposed communication + other idle = the iteration).
+fn breakdown(out: &mut String, r: &Report) {
+    out.push_str(
+        "<h2>where the iteration goes (mean over stages)</h2>
+",
+    );
+    let b = &r.breakdown;
+    let len = r.iteration_time.0;
+    let mut terms = vec![("compute", b.compute, 0), ("pipeline bubble", b.bubble, 1)];
+    terms.extend(b.exposed.iter().map(|(k, t)| (k.name(), *t, 2)));
+    terms.push(("other idle", b.other_idle, 3));
+    out.push_str("<svg id=\"breakdown\" width=\"600\" height=\"16\">");
+    let mut x = 0.0;
+    for (name, t, colour) in &terms {
+        let w = if len > 0.0 { t.0 / len * 600.0 } else { 0.0 };
+        let _ = write!(
+            out,
+            "<rect x=\"{x:.1}\" width=\"{w:.1}\" height=\"16\" fill=\"{}\" stroke=\"#fff\"><title>{name}: {:.3} ms</title></rect>",
+            BREAKDOWN_PALETTE[*colour],
+            t.ms()
+        );
+        x += w;
+    }
+    out.push_str("</svg>\n<table id=\"breakdown-table\"><tr><th>term</th><th class=\"n\">ms</th><th class=\"n\">share</th></tr>\n");
+    for row in super::text::breakdown_rows(r) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            escape(&row[0]),
+            row[1],
+            row[2]
+        );
+    }
+    out.push_str("</table>\n<p class=\"hint\">pipeline bubble: idle while the rank's critical path ran another stage's compute; exposed communication: idle while it ran a transfer or collective of the kind, charged to what delayed it (docs/report.md)</p>\n");
 }
 
 /// The phases and the exposed communication: min and max over ranks, with a bar of the max

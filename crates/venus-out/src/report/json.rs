@@ -44,6 +44,48 @@ struct ReportDto<'a> {
     goodput: Option<GoodputDto>,
     /// The scenario's warnings, as `check --format json` writes diagnostics.
     warnings: &'a [LocatedDiagnostic],
+    /// The schedule's closed form of the bubble (what `venusc schedule` and hover show).
+    schedule_bubble_fraction: f64,
+    /// The iteration tiled: compute, bubble, exposed communication per kind, other idle.
+    breakdown: BreakdownDto,
+}
+
+/// [`super::TimeBreakdown`] in milliseconds.
+#[derive(Serialize)]
+struct BreakdownDto {
+    compute_ms: f64,
+    bubble_ms: f64,
+    exposed_ms: ExposedMsDto,
+    other_idle_ms: f64,
+}
+
+/// Exposed communication per group kind, in milliseconds, in group-kind order.
+struct ExposedMsDto(Vec<(&'static str, f64)>);
+
+impl Serialize for ExposedMsDto {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl BreakdownDto {
+    fn of(b: &super::TimeBreakdown) -> BreakdownDto {
+        BreakdownDto {
+            compute_ms: finite(b.compute.ms()),
+            bubble_ms: finite(b.bubble.ms()),
+            exposed_ms: ExposedMsDto(
+                b.exposed
+                    .iter()
+                    .map(|(k, t)| (k.name(), finite(t.ms())))
+                    .collect(),
+            ),
+            other_idle_ms: finite(b.other_idle.ms()),
+        }
+    }
 }
 
 /// The resolved plan: sizes, batch, stage split, schedule and recipe.
@@ -291,6 +333,8 @@ pub fn json(r: &Report) -> String {
         stragglers: r.stragglers.as_ref().map(StragglersDto::of),
         goodput: r.goodput.as_ref().map(GoodputDto::of),
         warnings: &r.warnings,
+        schedule_bubble_fraction: finite(r.schedule_bubble_fraction.0),
+        breakdown: BreakdownDto::of(&r.breakdown),
     };
     // Serialising plain structs, maps of strings and finite numbers cannot fail.
     let mut out = serde_json::to_string_pretty(&dto).unwrap_or_default();

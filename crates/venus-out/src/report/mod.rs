@@ -6,18 +6,23 @@
 //! [`json::json`], checked by [`expect::check_expect`]; [`perfetto`] streams the timeline as a
 //! Chrome/Perfetto trace.
 //!
-//! Definitions (all per simulated rank, clipped to the window, then min/max or mean):
+//! Definitions (all per simulated rank, clipped to the window, then min/max or mean; the
+//! user-facing statement of each is docs/report.md):
 //! - **phase** of a [`Category`]: the sum of its nodes' durations; communication counts from
 //!   posting, so waiting for a peer is included (VenusSim's phases, `trace-generator/utils.py`).
 //! - **compute**: the union of the intervals of `Compute` and `Delay` nodes (any category,
 //!   the optimizer step included).
-//! - **bubble fraction**: idle compute time (window − compute) ÷ window, averaged over the
-//!   simulated ranks of each pipeline stage, then over the stages. Idle time includes the time
-//!   compute waits for exposed communication of any kind, so it is at least the pipeline
-//!   bubble; the exposed communication per kind says how much of it is communication.
-//! - **exposed communication** of a group kind: the union of its communication nodes'
-//!   intervals minus the compute union (interval arithmetic, no double counting of concurrent
-//!   transfers). A receive posted early includes the wait for its peer.
+//! - The rest of the window is idle, and [`attribution`] charges each idle instant to what
+//!   held the rank's critical path then (the chain of last-finishing predecessors of the
+//!   compute that waited): another stage's compute is **pipeline bubble** (Megatron's sense:
+//!   idle because of the schedule's dependencies), a collective or P2P transfer of group kind
+//!   K is **exposed communication** of K (a forward delayed by its stage's DP parameter
+//!   all-gather charges the next stage's wait to DP), nothing is **other idle**. Per rank
+//!   compute + bubble + exposed + other idle = the window, exactly.
+//! - **bubble fraction**: pipeline bubble ÷ window, averaged over the simulated ranks of each
+//!   pipeline stage, then over the stages; [`Report::breakdown`] averages every term the same
+//!   way, so its terms add up to the iteration time.
+//! - **exposed communication** of a group kind: min and max over ranks of its charged time.
 //! - **throughput**: Megatron's FLOPs ([`flops::megatron_flops`]) ÷ (iteration time × world ×
 //!   1e12), as `training.py` prints it; MFU divides by the GPU's `peak` (the BF16 dense peak,
 //!   also under `precision fp8`, so FP8 runs are compared on the BF16 scale Megatron-era papers
@@ -29,6 +34,8 @@
 //! identical, so min/max over the simulated ranks equal min/max over the world. A zero-length
 //! window gives zero throughput rather than an infinity.
 
+pub mod attribution;
+pub mod diff;
 pub mod expect;
 pub mod flops;
 pub mod html;
@@ -391,6 +398,11 @@ pub struct Report {
     pub mfu: Ratio,
     pub tokens_per_second: TokensPerSec,
     pub bubble_fraction: Ratio,
+    /// The schedule's closed form of the bubble (uniform stages, free communication: what
+    /// `venusc schedule` and hover show), `Scenario::bubble_fraction`.
+    pub schedule_bubble_fraction: Ratio,
+    /// Where the iteration goes, mean over stages: its terms add up to `iteration_time`.
+    pub breakdown: TimeBreakdown,
     /// The model's parameter counts (`plan::ParamCounts`).
     pub parameters: Parameters,
     /// The eight VenusSim phases always, in [`Category`] order, then any other category present.
@@ -419,6 +431,34 @@ pub struct Report {
     /// What the cluster's `slow_*` GPUs cost, against the same plan without them; `None`
     /// without stragglers.
     pub stragglers: Option<straggler::Stragglers>,
+}
+
+/// The iteration split into compute, pipeline bubble, exposed communication per group kind and
+/// other idle ([`attribution`]), each the mean over pipeline stages of the mean over the
+/// stage's simulated ranks.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct TimeBreakdown {
+    pub compute: Seconds,
+    pub bubble: Seconds,
+    /// Group kinds that have communication nodes, in [`CommKind`] order.
+    pub exposed: Vec<(CommKind, Seconds)>,
+    /// The window less the other terms.
+    pub other_idle: Seconds,
+}
+
+impl TimeBreakdown {
+    /// compute + bubble + Σ exposed + other idle.
+    pub fn total(&self) -> Seconds {
+        Seconds(self.exposed.iter().fold(
+            self.compute.0 + self.bubble.0 + self.other_idle.0,
+            |a, (_, t)| a + t.0,
+        ))
+    }
+
+    /// Σ exposed communication.
+    pub fn exposed_total(&self) -> Seconds {
+        Seconds(self.exposed.iter().map(|(_, t)| t.0).sum())
+    }
 }
 
 /// The model's parameters: all of them, those one token uses, and the multi-token prediction
@@ -539,6 +579,8 @@ impl Report {
             mfu,
             tokens_per_second,
             bubble_fraction: bubble_fraction(sc, &ranks, window),
+            schedule_bubble_fraction: Ratio(sc.bubble_fraction()),
+            breakdown: breakdown(sc, &ranks, window),
             parameters: Parameters::of(sc),
             phases: phases(&ranks),
             exposed: exposed(&ranks),
@@ -604,10 +646,8 @@ struct RankStats {
     by_category: [u64; Category::COUNT],
     /// Whether the rank has a node of the category at all (even outside the window).
     has_category: [bool; Category::COUNT],
-    /// Length of the compute union.
-    compute: u64,
-    /// Communication union minus compute union, per group kind.
-    exposed: [u64; CommKind::COUNT],
+    /// The window tiled into compute, bubble, exposed communication and other idle.
+    time: attribution::Breakdown,
     has_comm: [bool; CommKind::COUNT],
 }
 
@@ -620,23 +660,22 @@ fn is_comm(node: &Node) -> bool {
 
 fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankStats> {
     let weight = straggler::class_sizes(trace);
+    let times = attribution::breakdowns(trace, timeline, window);
     trace
         .ranks()
         .iter()
+        .zip(times)
         .enumerate()
-        .map(|(i, rt)| {
+        .map(|(i, (rt, time))| {
             let (starts, ends) = (timeline.starts(i), timeline.ends(i));
             let mut s = RankStats {
                 rank: rt.rank(),
                 weight: weight(rt.rank()),
                 by_category: [0; Category::COUNT],
                 has_category: [false; Category::COUNT],
-                compute: 0,
-                exposed: [0; CommKind::COUNT],
+                time,
                 has_comm: [false; CommKind::COUNT],
             };
-            let mut compute = Vec::new();
-            let mut comm: [Vec<(u64, u64)>; CommKind::COUNT] = Default::default();
             for (k, node) in rt.nodes().iter().enumerate() {
                 let c = node.category.index();
                 s.has_category[c] = true;
@@ -651,56 +690,10 @@ fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankSta
                     continue;
                 };
                 s.by_category[c] = s.by_category[c].saturating_add(b - a);
-                if is_comm(node) {
-                    comm[kind.index()].push((a, b));
-                } else {
-                    compute.push((a, b));
-                }
-            }
-            let compute = union(compute);
-            s.compute = length(&compute);
-            for (k, intervals) in comm.into_iter().enumerate() {
-                let u = union(intervals);
-                s.exposed[k] = length(&u).saturating_sub(overlap(&u, &compute));
             }
             s
         })
         .collect()
-}
-
-/// Sorted, disjoint, non-adjacent intervals covering the same points as the input.
-fn union(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    v.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-    for (a, b) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
-}
-
-fn length(v: &[(u64, u64)]) -> u64 {
-    v.iter()
-        .fold(0u64, |acc, &(a, b)| acc.saturating_add(b - a))
-}
-
-/// Length of the intersection of two unions (each sorted and disjoint).
-fn overlap(x: &[(u64, u64)], y: &[(u64, u64)]) -> u64 {
-    let (mut i, mut j, mut total) = (0, 0, 0u64);
-    while let (Some(&(a, b)), Some(&(c, d))) = (x.get(i), y.get(j)) {
-        let (lo, hi) = (a.max(c), b.min(d));
-        if lo < hi {
-            total = total.saturating_add(hi - lo);
-        }
-        if b <= d {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    total
 }
 
 fn phases(ranks: &[RankStats]) -> Vec<Phase> {
@@ -722,40 +715,80 @@ fn exposed(ranks: &[RankStats]) -> Vec<Exposed> {
         .filter(|k| ranks.iter().any(|r| r.has_comm[k.index()]))
         .map(|k| Exposed {
             kind: k,
-            time: MinMax::of(ranks.iter().map(|r| r.exposed[k.index()])),
+            time: MinMax::of(ranks.iter().map(|r| r.time.exposed[k.index()])),
         })
         .collect()
 }
 
-/// Mean over pipeline stages of the mean idle fraction of the stage's simulated ranks.
+/// The pipeline stage of each simulated rank (0 without a layout) and the number of stages.
+fn stages_of(sc: &Scenario, ranks: &[RankStats]) -> (Vec<usize>, usize) {
+    let layout = Layout::for_scenario(sc).ok();
+    let stage: Vec<usize> = ranks
+        .iter()
+        .map(|r| match &layout {
+            Some(l) if r.rank < l.world() => l.coords(r.rank).pp as usize,
+            _ => 0,
+        })
+        .collect();
+    let count = stage.iter().copied().max().unwrap_or(0) + 1;
+    (stage, count)
+}
+
+/// Mean over pipeline stages of the mean of `value` over the stage's simulated ranks, in
+/// picoseconds. Integer sums, one rounded division per stage: a stage's mean is the same
+/// whether one representative or every replica was simulated (`--all-ranks` agrees exactly).
+fn stage_mean(sc: &Scenario, ranks: &[RankStats], value: impl Fn(&RankStats) -> u64) -> f64 {
+    let (stage, count) = stages_of(sc, ranks);
+    let mut sums = vec![(0u128, 0u128); count];
+    for (r, &s) in ranks.iter().zip(&stage) {
+        // Each simulated rank counts for the ranks of its class: with stragglers the classes
+        // of one stage differ in size.
+        let w = u128::from(r.weight);
+        sums[s].0 += u128::from(value(r)) * w;
+        sums[s].1 += w;
+    }
+    let means: Vec<f64> = sums
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|&(sum, n)| ((sum + n / 2) / n) as f64)
+        .collect();
+    means.iter().sum::<f64>() / means.len().max(1) as f64
+}
+
+/// The pipeline bubble ÷ the window, [`stage_mean`]ed.
 fn bubble_fraction(sc: &Scenario, ranks: &[RankStats], window: Window) -> Ratio {
     let len = window.len().0;
     if len == 0 || ranks.is_empty() {
         return Ratio(0.0);
     }
-    let layout = Layout::for_scenario(sc).ok();
-    let stage_of = |rank: u32| match &layout {
-        Some(l) if rank < l.world() => l.coords(rank).pp as usize,
-        _ => 0,
-    };
-    let stages = ranks.iter().map(|r| stage_of(r.rank)).max().unwrap_or(0) + 1;
-    // Integer sums, one division per stage: a stage's mean is the same whether one
-    // representative or every replica was simulated (`--all-ranks` agrees exactly).
-    let mut idle = vec![(0u128, 0u128); stages];
-    for r in ranks {
-        let slot = &mut idle[stage_of(r.rank)];
-        // Each simulated rank counts for the ranks of its class: with stragglers the classes
-        // of one stage differ in size.
-        let w = u128::from(r.weight);
-        slot.0 += u128::from(len.saturating_sub(r.compute)) * w;
-        slot.1 += w;
+    Ratio(stage_mean(sc, ranks, |r| r.time.bubble) / len as f64)
+}
+
+/// Every term of the ranks' breakdowns, [`stage_mean`]ed; other idle is the window less the
+/// rest, so the terms add up to the iteration (each rank's do exactly).
+fn breakdown(sc: &Scenario, ranks: &[RankStats], window: Window) -> TimeBreakdown {
+    if ranks.is_empty() {
+        return TimeBreakdown {
+            other_idle: window.len().seconds(),
+            ..TimeBreakdown::default()
+        };
     }
-    let means: Vec<f64> = idle
+    let secs = |ps: f64| Seconds(ps * 1e-12);
+    let compute = stage_mean(sc, ranks, |r| r.time.compute);
+    let bubble = stage_mean(sc, ranks, |r| r.time.bubble);
+    let exposed: Vec<(CommKind, f64)> = CommKind::ALL
         .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|&(sum, n)| ((sum + n / 2) / n) as f64 / len as f64)
+        .copied()
+        .filter(|k| ranks.iter().any(|r| r.has_comm[k.index()]))
+        .map(|k| (k, stage_mean(sc, ranks, |r| r.time.exposed[k.index()])))
         .collect();
-    Ratio(means.iter().sum::<f64>() / means.len().max(1) as f64)
+    let named = compute + bubble + exposed.iter().map(|(_, t)| t).sum::<f64>();
+    TimeBreakdown {
+        compute: secs(compute),
+        bubble: secs(bubble),
+        exposed: exposed.into_iter().map(|(k, t)| (k, secs(t))).collect(),
+        other_idle: secs((window.len().0 as f64 - named).max(0.0)),
+    }
 }
 
 #[cfg(test)]

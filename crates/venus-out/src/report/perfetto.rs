@@ -6,8 +6,15 @@
 //! simulated rank, a process (`pid` = rank, named `rank 12 (pp3 tp0 dp0)` when a layout is
 //! given), one thread per stream (`tid` = stream id, named `compute`, `comm`, `comm2 recv`,
 //! ...), and one complete event (`"ph":"X"`) per node, named by its label (`F3.1`,
-//! `send→pp2`) with the node's category as `cat`; a schedule that splits the backward names
-//! the pass of its `B` and `W` nodes in `args` (`input gradient`, `weight gradient`).
+//! `send→pp2`) with the node's category as `cat`; a compute node of a pass has its
+//! `microbatch`, `chunk` (interleaved) and `pass` in `args` (`forward`, `backward`, or for a
+//! schedule that splits the backward `input gradient` and `weight gradient`). After the
+//! slices of a rank, a counter track `activations in flight` (microbatches whose activations
+//! the rank holds: from the start of a (microbatch, chunk)'s first forward node to the end of
+//! its last backward node, or weight-gradient node when the schedule splits them; the memory
+//! model's in-flight count, `schedule::measure_in_flight`); after every rank, one flow
+//! (`"ph":"s"`/`"f"`, `cat` `p2p`) per send whose receive is exported too, from the moment
+//! both sides were posted to the end of the receive.
 //! Invariants: nothing is buffered beyond one event; times are exact decimal microseconds
 //! (`ts`/`dur` from integer picoseconds, no float rounding); output order is rank order, then
 //! metadata, then nodes in program order, so it is deterministic.
@@ -111,10 +118,120 @@ pub fn write_perfetto<W: Write>(
             w.write_all(b"}")?;
             events += 1;
         }
+        for (t, n) in in_flight(rt, starts, ends, splits) {
+            sep(&mut w, &mut first)?;
+            write!(
+                w,
+                "\n{{\"ph\":\"C\",\"name\":\"activations in flight\",\"pid\":{rank},\"ts\":{},\"args\":{{\"microbatches\":{n}}}}}",
+                Micros(t)
+            )?;
+        }
     }
+    flows(&mut w, &mut first, trace, timeline, opts)?;
     w.write_all(b"\n]}\n")?;
     w.flush()?;
     Ok(events)
+}
+
+/// The (time, count) steps of a rank's microbatches in flight: +1 at the start of the first
+/// forward node of a (microbatch, chunk), −1 at the end of its last backward node (its last
+/// weight-gradient node when `splits`). Releases before holds at one instant; one step per
+/// instant; empty for a rank that runs no labelled pass.
+fn in_flight(rt: &RankTrace, starts: &[u64], ends: &[u64], splits: bool) -> Vec<(u64, u64)> {
+    use std::collections::BTreeMap;
+    let mut hold: BTreeMap<(u32, Option<u16>), u64> = BTreeMap::new();
+    let mut free: BTreeMap<(u32, Option<u16>), u64> = BTreeMap::new();
+    for (k, node) in rt.nodes().iter().enumerate() {
+        let (Some(&a), Some(&b)) = (starts.get(k), ends.get(k)) else {
+            continue;
+        };
+        match node.label {
+            Label::Forward { microbatch, chunk } => {
+                let t = hold.entry((microbatch, chunk)).or_insert(a);
+                *t = (*t).min(a);
+            }
+            Label::Backward { microbatch, chunk } if !splits => {
+                let t = free.entry((microbatch, chunk)).or_insert(b);
+                *t = (*t).max(b);
+            }
+            Label::Weight { microbatch, chunk } => {
+                let t = free.entry((microbatch, chunk)).or_insert(b);
+                *t = (*t).max(b);
+            }
+            _ => {}
+        }
+    }
+    let mut steps: Vec<(u64, i64)> = hold.values().map(|&t| (t, 1)).collect();
+    steps.extend(free.values().map(|&t| (t, -1)));
+    steps.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut live = 0i64;
+    for (t, d) in steps {
+        live = (live + d).max(0);
+        match out.last_mut() {
+            Some(last) if last.0 == t => last.1 = live as u64,
+            _ => out.push((t, live as u64)),
+        }
+    }
+    out
+}
+
+/// One flow per send whose matching receive is exported: `s` on the sender's stream when the
+/// transfer starts (both sides posted), `f` on the receiver's stream at the end of the
+/// receive (bound to the enclosing slice). Ids count from 1 in rank, then program order.
+fn flows<W: Write>(
+    w: &mut W,
+    first: &mut bool,
+    trace: &Trace,
+    timeline: &Timeline,
+    opts: &PerfettoOptions<'_>,
+) -> io::Result<()> {
+    let exported = |rank: u32| opts.ranks.is_none_or(|keep| keep.contains(&rank));
+    let partner = super::attribution::partners(trace, timeline);
+    let span = |r: usize, k: usize| -> Option<(u64, u64)> {
+        Some((*timeline.starts(r).get(k)?, *timeline.ends(r).get(k)?))
+    };
+    let mut id = 0u64;
+    for (r, rt) in trace.ranks().iter().enumerate() {
+        for (k, node) in rt.nodes().iter().enumerate() {
+            let NodeKind::Send { .. } = node.kind else {
+                continue;
+            };
+            let Some((pr, pk)) = partner[r][k] else {
+                continue;
+            };
+            let Some(peer) = trace.ranks().get(pr) else {
+                continue;
+            };
+            let (Some((ss, se)), Some((rs, re))) = (span(r, k), span(pr, pk)) else {
+                continue;
+            };
+            if !exported(rt.rank()) || !exported(peer.rank()) {
+                continue;
+            }
+            id += 1;
+            let begin = ss.max(rs).min(se);
+            // Inside the receive's slice where it has a length, never before the flow's start.
+            let end = re.saturating_sub(1).max(rs).max(begin);
+            sep(w, first)?;
+            write!(
+                w,
+                "\n{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}}",
+                rt.rank(),
+                node.stream.0,
+                Micros(begin)
+            )?;
+            sep(w, first)?;
+            write!(
+                w,
+                "\n{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}}",
+                peer.rank(),
+                peer.nodes()[pk].stream.0,
+                Micros(end)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn sep<W: Write>(w: &mut W, first: &mut bool) -> io::Result<()> {
@@ -213,17 +330,25 @@ fn node_name(out: &mut String, trace: &Trace, node: &Node) {
     };
 }
 
-/// `args` of communication nodes: bytes and peer or group size; on a rank whose schedule
-/// splits the backward (`splits`), the pass of its `B` and `W` compute nodes.
+/// `args` of communication nodes: bytes and peer or group size; of a pass's compute node,
+/// its microbatch, chunk (when interleaved) and pass (`input gradient` for a `B` on a rank
+/// whose schedule splits the backward, `splits`).
 fn node_args<W: Write>(w: &mut W, node: &Node, splits: bool) -> io::Result<()> {
-    match (node.kind, node.label) {
-        (NodeKind::Compute { .. }, Label::Backward { .. }) if splits => {
-            return w.write_all(b",\"args\":{\"pass\":\"input gradient\"}");
+    let pass = match node.label {
+        Label::Forward { microbatch, chunk } => Some(("forward", microbatch, chunk)),
+        Label::Backward { microbatch, chunk } if splits => {
+            Some(("input gradient", microbatch, chunk))
         }
-        (NodeKind::Compute { .. }, Label::Weight { .. }) => {
-            return w.write_all(b",\"args\":{\"pass\":\"weight gradient\"}");
+        Label::Backward { microbatch, chunk } => Some(("backward", microbatch, chunk)),
+        Label::Weight { microbatch, chunk } => Some(("weight gradient", microbatch, chunk)),
+        _ => None,
+    };
+    if let (NodeKind::Compute { .. }, Some((pass, microbatch, chunk))) = (node.kind, pass) {
+        write!(w, ",\"args\":{{\"microbatch\":{microbatch}")?;
+        if let Some(c) = chunk {
+            write!(w, ",\"chunk\":{c}")?;
         }
-        _ => {}
+        return write!(w, ",\"pass\":\"{pass}\"}}");
     }
     match node.kind {
         NodeKind::Send { peer, bytes, tag } | NodeKind::Recv { peer, bytes, tag } => write!(

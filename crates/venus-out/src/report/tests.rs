@@ -7,7 +7,7 @@ use venus_front::ty::{BytesPerSec, ScenarioDef};
 use venus_front::validate;
 use venus_sim::engine::{simulate, Options};
 use venus_sim::trace::synthetic::Pipeline;
-use venus_sim::trace::{CollectiveKind, Label, StreamId, TraceBuilder};
+use venus_sim::trace::{CollectiveKind, Label, NodeId, StreamId, TraceBuilder};
 
 const US: u64 = 1_000_000;
 
@@ -192,26 +192,6 @@ fn report_of(case: (Scenario, Trace, Timeline)) -> Report {
     Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0125))
 }
 
-// ------------------------------------------------------------------ intervals
-
-#[test]
-fn union_merges_overlapping_and_touching_intervals() {
-    assert_eq!(
-        union(vec![(5, 7), (0, 2), (1, 3), (3, 4), (10, 12)]),
-        vec![(0, 4), (5, 7), (10, 12)]
-    );
-    assert_eq!(length(&union(vec![(0, 10), (2, 3), (9, 15)])), 15);
-}
-
-#[test]
-fn overlap_of_two_unions_counts_shared_time_once() {
-    let a = [(0, 4), (6, 10), (12, 20)];
-    let b = [(2, 7), (9, 13), (19, 30)];
-    // [2,4) + [6,7) + [9,10) + [12,13) + [19,20)
-    assert_eq!(overlap(&a, &b), 2 + 1 + 1 + 1 + 1);
-    assert_eq!(overlap(&a, &[]), 0);
-}
-
 // ------------------------------------------------------------------ metrics
 
 #[test]
@@ -222,11 +202,18 @@ fn p2p_wait_is_exposed_pipeline_communication_and_idle_compute() {
     assert_mm(phase(&r, Category::BackwardCompute), mm(0.0, 5.0));
     assert_mm(phase(&r, Category::Send), mm(0.0, 1.0));
     assert_mm(phase(&r, Category::Recv), mm(0.0, 11.0));
-    // Rank 0's send (1 us) runs after its compute; rank 1's receive waits 11 us.
+    // Only the transfer [10, 11) is exposed PP on both ranks: rank 1's receive waits 10 us
+    // for rank 0's forward (bubble), rank 0 waits 5 us for rank 1's backward (the drain).
     assert_eq!(r.exposed.len(), 1);
-    assert_mm(exposed_of(&r, CommKind::Pp), mm(1.0, 11.0));
-    // Stage 0 idles 6 of 16 us, stage 1 idles 11 of 16 us.
-    assert!(close(r.bubble_fraction.0, (6.0 / 16.0 + 11.0 / 16.0) / 2.0));
+    assert_mm(exposed_of(&r, CommKind::Pp), mm(1.0, 1.0));
+    assert!(close(r.bubble_fraction.0, (5.0 / 16.0 + 10.0 / 16.0) / 2.0));
+    let b = &r.breakdown;
+    assert!(close(b.compute.0, ps_us(7.5).0));
+    assert!(close(b.bubble.0, ps_us(7.5).0));
+    assert_eq!(b.exposed.len(), 1);
+    assert!(close(b.exposed[0].1 .0, ps_us(1.0).0));
+    assert!(b.other_idle.0.abs() < 1e-18);
+    assert!(close(b.total().0, r.iteration_time.0));
 }
 
 #[test]
@@ -236,10 +223,13 @@ fn tp_all_reduce_hidden_behind_compute_is_not_exposed() {
     // Rank 0: 1 us + 1.5 us (waits 0.5 us for rank 1); rank 1: 1 us + 1 us.
     assert_mm(phase(&r, Category::TpComm), mm(2.0, 2.5));
     assert_mm(phase(&r, Category::BackwardCompute), mm(4.0, 4.5));
-    // The first all-reduce [10, 11) is under the second compute; the second is exposed.
+    // The first all-reduce [10, 11) is under the second compute; the second is exposed,
+    // with rank 0's wait for rank 1 (rank 0: [14, 15.5), rank 1: [14.5, 15.5)).
     assert_mm(exposed_of(&r, CommKind::Tp), mm(1.0, 1.5));
-    // One stage: mean of 1.5 / 15.5 and 1.0 / 15.5.
-    assert!(close(r.bubble_fraction.0, 1.25 / 15.5));
+    // No other stage: nothing is pipeline bubble.
+    assert_eq!(r.bubble_fraction, Ratio(0.0));
+    assert!(close(r.breakdown.compute.0, ps_us(14.25).0));
+    assert!(close(r.breakdown.total().0, r.iteration_time.0));
 }
 
 #[test]
@@ -254,9 +244,11 @@ fn window_clips_every_interval_to_the_reported_iteration() {
     assert_mm(phase(&r, Category::ForwardCompute), mm(0.0, 5.0));
     assert_mm(phase(&r, Category::BackwardCompute), mm(0.0, 2.0));
     assert_mm(phase(&r, Category::Recv), mm(0.0, 6.0));
-    assert_mm(exposed_of(&r, CommKind::Pp), mm(1.0, 6.0));
-    // Stage 0 computes 5 of 8 us, stage 1 computes 2 of 8 us.
-    assert!(close(r.bubble_fraction.0, (3.0 / 8.0 + 6.0 / 8.0) / 2.0));
+    assert_mm(exposed_of(&r, CommKind::Pp), mm(1.0, 1.0));
+    // Stage 0 computes 5 of 8 us and waits 2 us for stage 1's backward; stage 1 computes 2
+    // and waits 5 us (of the window) for stage 0's forward; each waits 1 us for the transfer.
+    assert!(close(r.bubble_fraction.0, (2.0 / 8.0 + 5.0 / 8.0) / 2.0));
+    assert!(close(r.breakdown.total().0, r.iteration_time.0));
 }
 
 #[test]
@@ -400,6 +392,8 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
         "train",
         "goodput",
         "warnings",
+        "schedule_bubble_fraction",
+        "breakdown",
     ];
     // serde_json's map sorts keys; the order in the text is checked below.
     let mut sorted = keys.clone();
@@ -424,6 +418,10 @@ fn json_has_the_spec_fields_in_a_fixed_order() {
     assert_eq!(v["iteration_time_ms"], 0.016);
     assert_eq!(v["phases"]["recv"]["max_ms"], 0.011);
     assert_eq!(v["exposed_communication"]["pp"]["min_ms"], 0.001);
+    assert_eq!(v["schedule_bubble_fraction"], 0.2);
+    assert_eq!(v["breakdown"]["exposed_ms"]["pp"], 0.001);
+    // (5 + 10) us / 2 stages.
+    assert!(close(v["breakdown"]["bubble_ms"].as_f64().unwrap(), 0.0075));
     assert_eq!(v["engine"]["simulated_ranks"], 2);
     assert_eq!(v["engine"]["wall_ms"], 12.5);
     let stage = v["memory"][1].as_object().unwrap();
@@ -466,7 +464,7 @@ scenario `s` on 2 GPUs
   throughput         109521.67 TFLOP/s/GPU
   mfu                11073.98% of 989.0 TFLOP/s
   tokens per second  256000000.0
-  pipeline bubble    53.12%
+  pipeline bubble    46.88% (schedule's closed form 20.00%)
   model FLOPs        3.5047e12 per iteration
   parameters         134.25M total, 134.25M active per token
 
@@ -481,7 +479,14 @@ scenario `s` on 2 GPUs
   optimizer            0.000  0.000
 
   exposed communication (ms per rank)    min    max
-  pp                                   0.001  0.011
+  pp                                   0.001  0.001
+
+  iteration (mean over stages)     ms    share
+  compute                       0.008   46.88%
+  pipeline bubble               0.008   46.88%
+  exposed pp                    0.001    6.25%
+  other idle                    0.000    0.00%
+  iteration                     0.016  100.00%
 
   memory per GPU at the stage's peak (GiB)
   stage  weights  gradients  optimizer  activations  peak
@@ -519,6 +524,8 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
         mfu: Ratio(mfu),
         tokens_per_second: TokensPerSec(0.0),
         bubble_fraction: Ratio(0.0),
+        schedule_bubble_fraction: Ratio(0.0),
+        breakdown: TimeBreakdown::default(),
         parameters: Default::default(),
         phases: Vec::new(),
         exposed: Vec::new(),
@@ -788,6 +795,55 @@ fn perfetto_can_be_restricted_to_some_ranks() {
 }
 
 #[test]
+fn perfetto_has_p2p_flows_microbatch_args_and_an_in_flight_counter_per_stage() {
+    let (_, trace, tl) = one_f_one_b();
+    let (v, _) = perfetto_json(&trace, &tl, &PerfettoOptions::default());
+    // 8 microbatches, each sent forward and its gradient back across 3 stage boundaries.
+    let (s, f) = (events(&v, "s"), events(&v, "f"));
+    assert_eq!((s.len(), f.len()), (48, 48));
+    for (a, b) in s.iter().zip(&f) {
+        assert_eq!(a["id"], b["id"]);
+        assert_eq!(b["bp"], "e");
+        let (from, to) = (a["pid"].as_i64().unwrap(), b["pid"].as_i64().unwrap());
+        assert_eq!((from - to).abs(), 1, "{a} {b}");
+        assert!(a["ts"].as_f64() <= b["ts"].as_f64());
+    }
+    let x = events(&v, "X");
+    let f3 = x
+        .iter()
+        .find(|e| e["pid"] == 1 && e["name"] == "F3")
+        .unwrap();
+    assert_eq!(
+        f3["args"],
+        serde_json::json!({"microbatch": 3, "pass": "forward"})
+    );
+    let b3 = x
+        .iter()
+        .find(|e| e["pid"] == 1 && e["name"] == "B3")
+        .unwrap();
+    assert_eq!(b3["args"]["pass"], "backward");
+    // 1F1B holds pp − stage microbatches at its peak (the memory model's count), and none
+    // at the end.
+    let counters = events(&v, "C");
+    for rank in 0..4u64 {
+        let track: Vec<u64> = counters
+            .iter()
+            .filter(|e| e["pid"] == rank)
+            .map(|e| e["args"]["microbatches"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            track.iter().max(),
+            Some(&(4 - rank)),
+            "rank {rank}: {track:?}"
+        );
+        assert_eq!(track.last(), Some(&0));
+        assert!(counters
+            .iter()
+            .all(|e| e["name"] == "activations in flight"));
+    }
+}
+
+#[test]
 fn micros_are_exact_decimals_of_picoseconds() {
     assert_eq!(perfetto_micros(0), "0");
     assert_eq!(perfetto_micros(1_500_000), "1.5");
@@ -828,13 +884,16 @@ fn symmetric_simulation_reports_the_same_figures_as_all_ranks() {
     // Each stage waits for its tensor-parallel all-reduces: 2 layers × 2 segments × 2 passes
     // × 8 microbatches = 64 all-reduces of 2 MB, each 2·(1/2)·2 MB / 100 GB/s = 20 us.
     assert_mm(phase(&all, Category::TpComm), mm(64.0 * 20.0, 64.0 * 20.0));
-    // The last all-reduce of a pass overlaps the next pass's first compute when that compute
-    // waits for no receive, so less than all of it is exposed.
+    // A stage's critical path runs its own exposed all-reduces and those that delayed the
+    // stages it waits for (their forwards and backwards wait for them too), so the later
+    // stages are charged more TP time than they run.
     let exposed = exposed_of(&all, CommKind::Tp);
     assert!(
-        exposed.min.0 > 0.0 && exposed.max.0 < 64.0 * 20e-6,
+        exposed.min.0 > 0.0 && exposed.max.0 > exposed.min.0,
         "{exposed:?}"
     );
+    assert_eq!(all.breakdown, sym.breakdown);
+    assert!(close(all.breakdown.total().0, all.iteration_time.0));
 }
 
 // ------------------------------------------------------------------ scenario views
@@ -1085,5 +1144,137 @@ fn the_summary_fragment_is_the_pages_summary_inside_a_scoped_div() {
     // No timeline, script or page-level element.
     for absent in ["<svg", "<script", "<body", "<html"] {
         assert!(!fragment.contains(absent), "{absent}");
+    }
+}
+
+// ------------------------------------------------------------------ attribution
+
+/// pp 2 × dp 2: stage 0 (ranks 0, 1) all-gathers its parameters (100,000 B), computes a 10 us
+/// forward and sends 100,000 B to its stage 1 peer (ranks 2, 3), which receives it and runs a
+/// 5 us backward.
+fn gather_case() -> (Scenario, Trace, Timeline) {
+    let sc = scenario(&small(4, 1, 2, 4));
+    let mut b = TraceBuilder::new(4);
+    let g = b.group(&[0, 1]);
+    for rank in [0u32, 1] {
+        let r = b.rank(rank);
+        let ag = r.push(
+            NodeKind::Collective {
+                kind: CollectiveKind::AllGather,
+                group: g,
+                bytes: Bytes(100_000),
+            },
+            StreamId::COMM,
+            Category::ParamsAllGather,
+            Label::None,
+            &[],
+        );
+        let f = r.push(
+            NodeKind::Compute {
+                duration: Ps(10 * US),
+            },
+            StreamId::COMPUTE,
+            Category::ForwardCompute,
+            Label::Forward {
+                microbatch: 0,
+                chunk: None,
+            },
+            &[ag],
+        );
+        r.push(
+            NodeKind::Send {
+                peer: rank + 2,
+                bytes: Bytes(100_000),
+                tag: 0,
+            },
+            StreamId(2),
+            Category::Send,
+            Label::SendTo { pp: 1 },
+            &[f],
+        );
+    }
+    for rank in [2u32, 3] {
+        let r = b.rank(rank);
+        let rv = r.push(
+            NodeKind::Recv {
+                peer: rank - 2,
+                bytes: Bytes(100_000),
+                tag: 0,
+            },
+            StreamId::COMM,
+            Category::Recv,
+            Label::RecvFrom { pp: 0 },
+            &[],
+        );
+        r.push(
+            NodeKind::Compute {
+                duration: Ps(5 * US),
+            },
+            StreamId::COMPUTE,
+            Category::BackwardCompute,
+            Label::Backward {
+                microbatch: 0,
+                chunk: None,
+            },
+            &[rv],
+        );
+    }
+    let trace = b.finish().unwrap();
+    let tl = run(&sc, &trace);
+    (sc, trace, tl)
+}
+
+#[test]
+fn a_forward_delayed_by_its_parameter_gather_charges_the_next_stage_wait_to_dp() {
+    let (sc, trace, tl) = gather_case();
+    let (_, gather_end) = tl.span(0, NodeId(0)).unwrap();
+    let gather = gather_end.0;
+    assert!(gather > 0, "the all-gather takes time");
+    let times = attribution::breakdowns(&trace, &tl, Window::whole(&tl));
+    let dp = CommKind::Dp as usize;
+    let pp = CommKind::Pp as usize;
+    // Stage 1 waits for the gather (DP), the forward (bubble), the transfer (1 us, PP).
+    for t in &times[2..] {
+        assert_eq!(t.exposed[dp], gather);
+        assert_eq!(t.bubble, 10 * US);
+        assert_eq!(t.exposed[pp], US);
+        assert_eq!(t.compute, 5 * US);
+        assert_eq!(t.other, 0);
+    }
+    // Stage 0 waits for its own gather, then for the send and stage 1's backward.
+    for t in &times[..2] {
+        assert_eq!(t.exposed[dp], gather);
+        assert_eq!(t.exposed[pp], US);
+        assert_eq!(t.bubble, 5 * US);
+    }
+    let len = Window::whole(&tl).len().0;
+    assert!(times.iter().all(|t| t.total() == len));
+    let r = Report::new(&sc, &trace, &tl, Window::whole(&tl), Seconds(0.0));
+    assert!(close(r.breakdown.total().0, r.iteration_time.0));
+}
+
+#[test]
+fn breakdowns_tile_the_window_of_a_pipeline_with_p2p_and_tp_traffic() {
+    let sc = scenario(&small(8, 2, 4, 8));
+    let trace = Pipeline {
+        stages: 4,
+        tp: 2,
+        microbatches: 8,
+        layers: 2,
+        forward: Ps(1000 * US),
+        backward: Ps(2000 * US),
+        p2p_bytes: Bytes(10_000_000),
+        tp_bytes: Bytes(10_000_000),
+        symmetric: false,
+    }
+    .build()
+    .unwrap();
+    let tl = run(&sc, &trace);
+    let w = Window::whole(&tl);
+    let times = attribution::breakdowns(&trace, &tl, w);
+    assert_eq!(times.len(), 8);
+    for t in &times {
+        assert_eq!(t.total(), w.len().0, "{t:?}");
+        assert!(t.exposed[CommKind::Pp as usize] > 0, "{t:?}");
     }
 }

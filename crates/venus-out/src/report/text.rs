@@ -44,6 +44,14 @@ pub fn text(r: &Report) -> String {
         );
     }
 
+    out.push('\n');
+    table(
+        &mut out,
+        "iteration (mean over stages)",
+        ["ms", "share"],
+        breakdown_rows(r),
+    );
+
     if !r.memory.is_empty() {
         out.push('\n');
         let g = |b: Bytes| format!("{:.2}", b.gib());
@@ -105,10 +113,7 @@ pub fn summary(r: &Report) -> Vec<(&'static str, String)> {
             format!("{:.2}% of {:.1} TFLOP/s", r.mfu.0 * 100.0, r.peak.0 / 1e12),
         ),
         ("tokens per second", format!("{:.1}", r.tokens_per_second.0)),
-        (
-            "pipeline bubble",
-            format!("{:.2}%", r.bubble_fraction.0 * 100.0),
-        ),
+        ("pipeline bubble", bubble(r)),
         ("model FLOPs", format!("{:.4e} per iteration", r.flops.0)),
         ("parameters", r.parameters.summary()),
     ];
@@ -200,6 +205,41 @@ fn duration(s: f64) -> String {
     } else {
         format!("{:.2} days", s / 86_400.0)
     }
+}
+
+/// The measured bubble, and the schedule's closed form beside it when the plan pipelines.
+fn bubble(r: &Report) -> String {
+    let measured = format!("{:.2}%", r.bubble_fraction.0 * 100.0);
+    match r.plan.schedule {
+        Some(_) => format!(
+            "{measured} (schedule's closed form {:.2}%)",
+            r.schedule_bubble_fraction.0 * 100.0
+        ),
+        None => measured,
+    }
+}
+
+/// The iteration tiled into compute, bubble, exposed communication per kind and other idle
+/// (mean over stages), as table rows (name, ms, share of the iteration) ending in the total.
+pub fn breakdown_rows(r: &Report) -> Vec<Vec<String>> {
+    let b = &r.breakdown;
+    let len = r.iteration_time.0;
+    let row = |name: String, t: venus_base::base::Seconds| {
+        let share = if len > 0.0 { t.0 / len * 100.0 } else { 0.0 };
+        vec![name, format!("{:.3}", t.ms()), format!("{share:.2}%")]
+    };
+    let mut rows = vec![
+        row("compute".into(), b.compute),
+        row("pipeline bubble".into(), b.bubble),
+    ];
+    rows.extend(
+        b.exposed
+            .iter()
+            .map(|(k, t)| row(format!("exposed {k}"), *t)),
+    );
+    rows.push(row("other idle".into(), b.other_idle));
+    rows.push(row("iteration".into(), b.total()));
+    rows
 }
 
 /// The `train` block's figures: time to train, GPU-hours, cost.
