@@ -73,6 +73,10 @@ codes! {
     E0322 Error "a `pipeline_layout` that does not parse";
     E0323 Error "a `pipeline_layout` that does not fit the model or the plan";
     E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";
+    E0331 Error "a hybrid pattern whose length is not the model's layers";
+    E0332 Error "a hybrid pattern symbol Megatron-LM does not know";
+    E0333 Error "model keys that do not fit the hybrid pattern";
+    E0334 Error "Mamba-2 heads or groups that do not split";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

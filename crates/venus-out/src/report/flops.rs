@@ -58,6 +58,23 @@ struct FlopsArgs {
     /// `mtp_num_layers or 0`.
     mtp: u128,
     padded_vocab: u128,
+    /// `None` for a transformer (`is_hybrid_model` false).
+    hybrid: Option<HybridArgs>,
+}
+
+/// The hybrid branch's arguments (training.py `hybrid_flops`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HybridArgs {
+    /// `get_hybrid_layer_counts`: Mamba, attention, MLP and MoE layers.
+    mamba_layers: u128,
+    attention_layers: u128,
+    mlp_layers: u128,
+    moe_layers: u128,
+    state: u128,
+    head_dim: u128,
+    groups: u128,
+    /// `mamba_num_heads`, 0 for None (then `d_in // head_dim`).
+    heads: u128,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +133,20 @@ impl FlopsArgs {
             mla,
             mtp: m.mtp_layers().into(),
             padded_vocab: sc.padded_vocab.into(),
+            hybrid: m.is_hybrid().then(|| {
+                use venus_plan::plan::HybridLayer as K;
+                let c = m.hybrid_layers_in(0, m.layers);
+                HybridArgs {
+                    mamba_layers: c.of(K::Mamba).into(),
+                    attention_layers: c.of(K::Attention).into(),
+                    mlp_layers: c.of(K::Mlp).into(),
+                    moe_layers: c.of(K::Moe).into(),
+                    state: m.ssm_state_size().into(),
+                    head_dim: m.mamba_head_dim().into(),
+                    groups: m.n_groups().into(),
+                    heads: m.mamba_num_heads.unwrap_or(0).into(),
+                }
+            }),
         }
     }
 }
@@ -129,8 +160,64 @@ fn sum(terms: &[u128]) -> u128 {
     terms.iter().fold(0u128, |acc, &t| acc.saturating_add(t))
 }
 
+/// megatron/training/training.py `hybrid_flops` (NVIDIA/Megatron-LM d98e8a64), term by term,
+/// per forward and times 3 at the end; BSHD batches (`total_tokens = B·s`,
+/// `seqlen_squared_sum = B·s²`). Its float factors are exact in integers: the attention
+/// `h·p` is `q = kv_channels·heads`, the MLP `expansion·h` is `ffn`.
+fn hybrid_flops_exact(a: &FlopsArgs, y: &HybridArgs) -> u128 {
+    let tokens = mul(&[a.batch, a.seq]);
+    let h = a.hidden;
+    let ffn_exp: u128 = if a.swiglu { 3 } else { 2 };
+    // attn_layer_flops: 4·T·h·p·(h + h·g/n) + 2·Σs²·h·p.
+    let q = mul(&[a.kv_channels, a.heads]);
+    let kv = mul(&[a.kv_channels, a.groups]);
+    let attention = sum(&[
+        mul(&[4, tokens, sum(&[mul(&[q, h]), mul(&[h, kv])])]),
+        mul(&[2, tokens, a.seq, q]),
+    ]);
+    // mlp_layer_flops: 4·expansion·(3/2 with SwiGLU)·T·h² = 2·T·h·ffn·(3 or 2).
+    let mlp = mul(&[2, tokens, h, a.ffn, ffn_exp]);
+    // mamba_layer_flops: in_proj, the scan (7·T·d_in·N) and out_proj, with d_in = 2h as the
+    // formula writes it (expand 2), nheads = mamba_num_heads or d_in // head_dim.
+    let d_in = mul(&[2, h]);
+    let heads = if y.heads > 0 {
+        y.heads
+    } else {
+        d_in / y.head_dim.max(1)
+    };
+    let mamba = sum(&[
+        mul(&[
+            2,
+            tokens,
+            h,
+            sum(&[mul(&[2, d_in]), mul(&[2, y.groups, y.state]), heads]),
+        ]),
+        mul(&[7, tokens, d_in, y.state]),
+        mul(&[2, tokens, d_in, h]),
+    ]);
+    // moe_layer_flops: routed 4·T·h·moe_ffn·topk·scale, shared 4·T·h·shared·scale.
+    let moe = a.moe.map_or(0, |m| {
+        sum(&[
+            mul(&[2, tokens, h, m.ffn, m.topk, ffn_exp]),
+            mul(&[2, tokens, h, m.shared, ffn_exp]),
+        ])
+    });
+    let logits = mul(&[2, tokens, h, a.padded_vocab, a.mtp.saturating_add(1)]);
+    let forward = sum(&[
+        mul(&[y.attention_layers, attention]),
+        mul(&[y.mlp_layers, mlp]),
+        mul(&[y.mamba_layers, mamba]),
+        mul(&[y.moe_layers, moe]),
+        logits,
+    ]);
+    mul(&[3, forward])
+}
+
 /// megatron/training/training.py `transformer_flops`, term by term.
 fn flops_exact(a: &FlopsArgs) -> u128 {
+    if let Some(y) = &a.hybrid {
+        return hybrid_flops_exact(a, y);
+    }
     // forward_backward_expansion_factor (3) × fma_expansion_factor (2).
     const GEMM: u128 = 3 * 2;
     // ffn_expansion_factor: h→2·ffn and ffn→h GEMMs with SwiGLU, h→ffn and ffn→h without.
@@ -314,6 +401,7 @@ mod tests {
             mla: None,
             mtp: 0,
             padded_vocab: u64::MAX.into(),
+            hybrid: None,
         };
         assert_eq!(flops_exact(&a), u128::MAX);
     }

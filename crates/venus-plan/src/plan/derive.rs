@@ -8,6 +8,7 @@
 //! `u128` for products of user numbers).
 
 use crate::plan::spec::ModelSpec as Model;
+use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{Kind, PipelineShape};
 
 /// Megatron's `--make-vocab-size-divisible-by` default.
@@ -618,11 +619,43 @@ pub struct ParamCounts {
     pub total: u64,
     /// Parameters one token uses (`total` less the routed experts it is not sent to).
     pub active: u64,
+    /// A hybrid model's layers by kind (`None` for a transformer).
+    pub hybrid: Option<HybridParams>,
+}
+
+/// One layer of each kind of a hybrid model (unsharded counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HybridParams {
+    pub mamba: LayerParams,
+    pub attention: LayerParams,
+    pub mlp: LayerParams,
+    pub moe: LayerParams,
+}
+
+impl HybridParams {
+    pub fn of(&self, kind: HybridLayer) -> &LayerParams {
+        match kind {
+            HybridLayer::Mamba => &self.mamba,
+            HybridLayer::Attention => &self.attention,
+            HybridLayer::Mlp => &self.mlp,
+            HybridLayer::Moe => &self.moe,
+        }
+    }
+
+    /// Σ over kinds of `count × f(layer)` for the layers counted in `c`.
+    pub fn sum(&self, c: &HybridCounts, f: impl Fn(&LayerParams) -> u64) -> u64 {
+        HybridLayer::ALL.iter().fold(0u64, |acc, &k| {
+            acc.saturating_add(f(self.of(k)).saturating_mul(c.of(k)))
+        })
+    }
 }
 
 impl ParamCounts {
     /// Parameters of the layers `start..start + n`, dense and MoE ones apart.
     pub fn layers_params(&self, m: &Model, start: u64, n: u64) -> u64 {
+        if let Some(hp) = &self.hybrid {
+            return hp.sum(&m.hybrid_layers_in(start, n), LayerParams::total);
+        }
         let moe = m.moe_layers_in(start, n);
         let dense = n.saturating_sub(moe);
         self.per_layer
@@ -642,7 +675,111 @@ pub fn mtp_depth_params(m: &Model, layer: &LayerParams) -> u64 {
         .saturating_add(layer.total())
 }
 
+/// A Mamba-2 layer (megatron/core/ssm/mamba_layer.py `MambaLayer` with mamba_mixer.py
+/// `MambaMixer`, NVIDIA/Megatron-LM d98e8a64): the pre-norm (weight h, fused into `in_proj`),
+/// `in_proj` h → 2·d_inner + 2·ngroups·d_state + nheads (z, x, B, C, dt; no bias), the
+/// depthwise `conv1d` over x, B, C (d_conv weights and a bias per channel), `dt_bias`, `A_log`
+/// and `D` per head, the gated RMSNorm over d_inner and `out_proj` d_inner → h. All but the
+/// pre-norm are split by tp (heads and groups are, mamba_mixer.py asserts both divisible).
+fn mamba_layer_params(m: &Model) -> LayerParams {
+    let h = m.hidden;
+    let (d_inner, heads) = (m.mamba_d_inner(), m.mamba_num_heads());
+    let bc = mul(&[2, m.n_groups(), m.ssm_state_size()]);
+    let in_proj = mul(&[
+        h,
+        d_inner
+            .saturating_mul(2)
+            .saturating_add(bc)
+            .saturating_add(heads),
+    ]);
+    let conv = mul(&[
+        d_inner.saturating_add(bc),
+        m.conv_kernel().saturating_add(1),
+    ]);
+    let mixer = in_proj
+        .saturating_add(conv)
+        .saturating_add(mul(&[3, heads]))
+        .saturating_add(d_inner)
+        .saturating_add(mul(&[d_inner, h]));
+    LayerParams {
+        attention: mixer,
+        norms: h,
+        ..LayerParams::default()
+    }
+}
+
+/// The four layer kinds of a hybrid model. Each is one sublayer with its RMSNorm pre-norm
+/// (weight h; Nemotron-H's `--normalization RMSNorm`): the attention layer is
+/// `linear_qkv` and `linear_proj` with no MLP, the MLP layer `linear_fc1`/`linear_fc2` with no
+/// attention, the MoE layer the router, routed and shared experts
+/// (megatron/core/models/hybrid/hybrid_layer_specs.py).
+fn hybrid_params(m: &Model) -> HybridParams {
+    let h = m.hidden;
+    let (attention, latent) = attention_params(m);
+    let full = layer_params(m);
+    HybridParams {
+        mamba: mamba_layer_params(m),
+        attention: LayerParams {
+            attention,
+            latent,
+            norms: h,
+            ..LayerParams::default()
+        },
+        mlp: LayerParams {
+            mlp: mlp_params(h, m.ffn(), m.swiglu()),
+            norms: h,
+            ..LayerParams::default()
+        },
+        moe: LayerParams {
+            attention: 0,
+            latent: 0,
+            norms: h,
+            ..full
+        },
+    }
+}
+
+/// The parameter counts of a hybrid model: each layer of the pattern counted by its kind.
+fn hybrid_param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
+    let hp = hybrid_params(m);
+    let all = m.hybrid_layers_in(0, m.layers);
+    let h = m.hidden;
+    let embedding = mul(&[padded_vocab, h]);
+    let untied = m.untied_embeddings();
+    // language_module.py: the last stage's copy of tied embeddings (as `param_counts`).
+    let output = if untied || pp > 1 { embedding } else { 0 };
+    // The final norm is an RMSNorm like the layers' (weight h).
+    let final_norm = h;
+    let rest = embedding
+        .saturating_add(final_norm)
+        .saturating_add(if untied { embedding } else { 0 });
+    let decoder = hp.sum(&all, LayerParams::total);
+    let decoder_active = hp.sum(&all, |p| p.active(m));
+    // The largest kind present stands for "a layer" where one is needed (the FSDP unit).
+    let largest = HybridLayer::ALL
+        .iter()
+        .filter(|&&k| all.of(k) > 0)
+        .map(|&k| *hp.of(k))
+        .max_by_key(LayerParams::total)
+        .unwrap_or_default();
+    ParamCounts {
+        per_layer: largest,
+        dense_layer: largest,
+        dense_layers: 0,
+        embedding,
+        output,
+        final_norm,
+        mtp: 0,
+        total: rest.saturating_add(decoder),
+        active: rest.saturating_add(decoder_active),
+        hybrid: Some(hp),
+    }
+}
+
 pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
+    if m.is_hybrid() {
+        return hybrid_param_counts(m, padded_vocab, pp);
+    }
     let per_layer = layer_params(m);
     let dense_layer = if m.is_moe() {
         dense_layer_params(m)
@@ -689,6 +826,7 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
         mtp,
         total: rest.saturating_add(decoder),
         active: rest.saturating_add(decoder_active),
+        hybrid: None,
     }
 }
 
@@ -829,6 +967,12 @@ mod tests {
             qk_rope_head_dim: None,
             v_head_dim: None,
             mtp_layers: None,
+            hybrid_pattern: None,
+            mamba_num_heads: None,
+            mamba_head_dim: None,
+            ssm_state_size: None,
+            n_groups: None,
+            conv_kernel: None,
         };
         let all = adapter_params(&m, 16, venus_base::base::LoraTargets::ALL, false);
         assert_eq!(all.dense, 16 * (18432 + 16384 + 65536 + 36864));

@@ -19,8 +19,8 @@ pub mod spec;
 use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
 pub use spec::{
-    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, MeasuredSpec, ModelSpec, PlanSpec,
-    Provenance, TrainSpec,
+    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GpuSpec, HybridCounts, HybridLayer, MeasuredSpec,
+    ModelSpec, PlanSpec, Provenance, TrainSpec,
 };
 
 pub use derive::{ParamCounts, StageSplit};
