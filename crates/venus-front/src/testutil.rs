@@ -64,6 +64,7 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         ssm_state_size: None,
         n_groups: None,
         conv_kernel: None,
+        moe_latent_size: None,
     }
 }
 

@@ -620,6 +620,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             ssm_state_size: f.count(Key::SsmStateSize),
             n_groups: f.count(Key::NGroups),
             conv_kernel: f.count(Key::ConvKernel),
+            moe_latent_size: f.count(Key::MoeLatentSize),
         })
     }
 

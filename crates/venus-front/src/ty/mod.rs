@@ -72,6 +72,7 @@ pub struct Model {
     pub ssm_state_size: Opt<u64>,
     pub n_groups: Opt<u64>,
     pub conv_kernel: Opt<u64>,
+    pub moe_latent_size: Opt<u64>,
 }
 
 impl Model {

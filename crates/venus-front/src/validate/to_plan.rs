@@ -57,6 +57,7 @@ pub fn model(m: &Model) -> ModelSpec {
         ssm_state_size: val(&m.ssm_state_size),
         n_groups: val(&m.n_groups),
         conv_kernel: val(&m.conv_kernel),
+        moe_latent_size: val(&m.moe_latent_size),
     }
 }
 

@@ -480,6 +480,8 @@ struct Moe {
     load: f64,
     ffn: f64,
     shared_ffn: f64,
+    /// `moe_latent_size` (0: none): experts run on it between two replicated projections.
+    latent: f64,
 }
 
 impl Work {
@@ -496,6 +498,7 @@ impl Work {
             load: sc.plan.moe_load_factor(),
             ffn: f(m.moe_ffn()),
             shared_ffn: f(m.shared_expert_ffn()),
+            latent: f(m.moe_latent_size.unwrap_or(0)),
         });
         let per_layer = sc.params.per_layer;
         let expert_per_layer = f(per_layer.experts);
@@ -752,8 +755,13 @@ impl Work {
     }
 
     fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
+        self.mlp_gemms_on(tokens, ffn, split, self.h)
+    }
+
+    /// An MLP's GEMMs on `width`-wide tokens (a latent MoE's experts run on the latent).
+    fn mlp_gemms_on(&self, tokens: f64, ffn: f64, split: f64, width: f64) -> f64 {
         let up = if self.swiglu { 2.0 * ffn } else { ffn };
-        self.gemm(tokens, up / split, self.h) + self.gemm(tokens, self.h, ffn / split)
+        self.gemm(tokens, up / split, width) + self.gemm(tokens, width, ffn / split)
     }
 
     /// MLA's projections (multi_latent_attention.py `MLASelfAttention.get_query_key_value_tensors`):
@@ -805,7 +813,18 @@ impl Work {
                 // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
                 let rows = pairs * self.ep / moe.experts;
                 let local_experts = (moe.experts / self.ep).max(1.0);
-                let experts = local_experts * self.mlp_gemms(rows, moe.ffn, self.etp);
+                let (width, latent_proj) = if moe.latent > 0.0 {
+                    // moe_layer.py: fc1_latent_proj h → latent before the dispatch,
+                    // fc2_latent_proj latent → h after the combine, replicated over tp.
+                    (
+                        moe.latent,
+                        self.gemm(t, moe.latent, h) + self.gemm(t, h, moe.latent),
+                    )
+                } else {
+                    (h, 0.0)
+                };
+                let experts =
+                    local_experts * self.mlp_gemms_on(rows, moe.ffn, self.etp, width) + latent_proj;
                 let shared = if moe.shared_ffn > 0.0 {
                     self.mlp_gemms(t, moe.shared_ffn, tp)
                 } else {

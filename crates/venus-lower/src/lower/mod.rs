@@ -720,9 +720,10 @@ impl StagePlan {
 /// elements; with `moe_imbalance` the busiest rank's share, which every rank is priced at.
 fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
     let m = &sc.model;
+    // Latent MoE dispatches `moe_latent_size`-wide tokens (token_dispatcher.py `hidden_dim`).
     let mean = tokens
         .saturating_mul(m.topk())
-        .saturating_mul(m.hidden)
+        .saturating_mul(m.expert_width())
         .saturating_mul(act);
     let load = sc.plan.moe_load_factor();
     if load > 1.0 {

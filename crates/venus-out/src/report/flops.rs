@@ -3,8 +3,8 @@
 //! Input: a validated [`Scenario`]. Output: the [`Flops`] Megatron's
 //! `num_floating_point_operations(args, batch_size)` returns for the global batch, the number
 //! its `throughput per GPU (TFLOP/s/GPU)` log line divides by the iteration time.
-//! Invariant: the same formula as Megatron-LM `main` (`transformer_flops`, the non-hybrid
-//! branch), evaluated in exact integer arithmetic (saturating on absurd sizes) and rounded to
+//! Invariant: the same formula as Megatron-LM `main` (`transformer_flops`, and `hybrid_flops`
+//! for a model with `hybrid_override_pattern`), evaluated in exact integer arithmetic (saturating on absurd sizes) and rounded to
 //! `f64` once at the end, so it never panics and never accumulates rounding.
 //!
 //! Source: megatron/training/training.py, `num_floating_point_operations` → `transformer_flops`
@@ -98,6 +98,8 @@ struct MoeArgs {
     shared: u128,
     /// Leading dense layers (`moe_layer_freq` = `[0]*k + [1]*(L-k)`).
     first_k_dense: u128,
+    /// `moe_latent_size`, 0 for None.
+    latent: u128,
 }
 
 impl FlopsArgs {
@@ -108,6 +110,7 @@ impl FlopsArgs {
             ffn: m.moe_ffn().into(),
             shared: m.shared_expert_ffn().into(),
             first_k_dense: m.first_k_dense().into(),
+            latent: m.moe_latent_size.unwrap_or(0).into(),
         });
         let mla = m.is_mla().then(|| MlaArgs {
             q_lora: m.q_lora_rank().into(),
@@ -196,11 +199,18 @@ fn hybrid_flops_exact(a: &FlopsArgs, y: &HybridArgs) -> u128 {
         mul(&[2, tokens, d_in, h]),
     ]);
     // moe_layer_flops: routed 4·T·h·moe_ffn·topk·scale, shared 4·T·h·shared·scale.
+    // With `moe_latent_size` the routed experts run on the latent and add the up and down
+    // projections 4·T·h·latent.
     let moe = a.moe.map_or(0, |m| {
-        sum(&[
-            mul(&[2, tokens, h, m.ffn, m.topk, ffn_exp]),
-            mul(&[2, tokens, h, m.shared, ffn_exp]),
-        ])
+        let routed = if m.latent == 0 {
+            mul(&[2, tokens, h, m.ffn, m.topk, ffn_exp])
+        } else {
+            sum(&[
+                mul(&[2, tokens, m.latent, m.ffn, m.topk, ffn_exp]),
+                mul(&[4, tokens, h, m.latent]),
+            ])
+        };
+        sum(&[routed, mul(&[2, tokens, h, m.shared, ffn_exp])])
     });
     let logits = mul(&[2, tokens, h, a.padded_vocab, a.mtp.saturating_add(1)]);
     let forward = sum(&[
@@ -222,12 +232,12 @@ fn flops_exact(a: &FlopsArgs) -> u128 {
     const GEMM: u128 = 3 * 2;
     // ffn_expansion_factor: h→2·ffn and ffn→h GEMMs with SwiGLU, h→ffn and ffn→h without.
     let ffn_exp: u128 = if a.swiglu { 3 } else { 2 };
-    let (mut dense_layers, mut moe_layers, topk, moe_ffn, shared) = match a.moe {
-        None => (a.layers, 0, 0, 0, 0),
+    let (mut dense_layers, mut moe_layers, topk, moe_ffn, shared, latent) = match a.moe {
+        None => (a.layers, 0, 0, 0, 0, 0),
         // moe_layer_freq: the first `first_k_dense` layers dense, the others MoE.
         Some(m) => {
             let k = m.first_k_dense.min(a.layers);
-            (k, a.layers - k, m.topk, m.ffn, m.shared)
+            (k, a.layers - k, m.topk, m.ffn, m.shared, m.latent)
         }
     };
     // MTP depths are layers of the last layer's kind (`last_layer_is_moe * mtp_num_layers`).
@@ -237,14 +247,30 @@ fn flops_exact(a: &FlopsArgs) -> u128 {
         dense_layers = dense_layers.saturating_add(a.mtp);
     }
     let layers = a.layers.saturating_add(a.mtp);
-    let mlp = mul(&[
-        GEMM,
-        a.hidden,
-        sum(&[
-            mul(&[a.ffn, ffn_exp, dense_layers]),
-            mul(&[moe_ffn, topk, ffn_exp, moe_layers]),
-            mul(&[shared, ffn_exp, moe_layers]),
+    // Routed experts: `moe_ffn·topk·e` per MoE layer, or on the latent
+    // `moe_ffn·topk·e·latent/h + 2·latent` (the /h cancels the h factored out below).
+    let routed = if latent == 0 {
+        mul(&[GEMM, a.hidden, moe_ffn, topk, ffn_exp, moe_layers])
+    } else {
+        mul(&[
+            GEMM,
+            moe_layers,
+            sum(&[
+                mul(&[moe_ffn, topk, ffn_exp, latent]),
+                mul(&[2, latent, a.hidden]),
+            ]),
+        ])
+    };
+    let mlp = sum(&[
+        mul(&[
+            GEMM,
+            a.hidden,
+            sum(&[
+                mul(&[a.ffn, ffn_exp, dense_layers]),
+                mul(&[shared, ffn_exp, moe_layers]),
+            ]),
         ]),
+        routed,
     ]);
     let attention = match &a.mla {
         Some(m) => mla_attention(a, m),
@@ -383,6 +409,34 @@ mod tests {
         set(&mut m.v_head_dim, 64);
         let sc = on_one_gpu(m, 8);
         assert_eq!(megatron_flops(&sc), Flops(5_655_106_682_880.0));
+    }
+
+    /// Megatron's `hybrid_flops` for a small hybrid model, by hand: B 8, s 512, h 1024, 16
+    /// heads (MHA, kv_channels 64), ffn 4096 (not gated), Mamba-2 32 heads of 64, state 128, 8
+    /// groups, pattern `M*-M` (2 Mamba, 1 attention, 1 MLP), vocab 32768. Per forward, T = 4096:
+    /// attention 4·T·(1024·1024 + 1024·1024) + 2·T·512·1024 = 38,654,705,664;
+    /// MLP 2·T·1024·4096·2 = 68,719,476,736; Mamba 2·T·1024·(4·1024 + 2·8·128 + 32)
+    /// + 7·T·2048·128 + 2·T·2048·1024 = 76,504,104,960 each; logits 2·T·1024·32768 =
+    /// 274,877,906,944; summed 535,260,299,264, times 3.
+    #[test]
+    fn hybrid_model_counts_megatrons_hybrid_branch() {
+        let mut m = model(1024, 16, 4, 32768, 512);
+        set(&mut m.ffn, 4096);
+        m.hybrid_override_pattern = Some(sp(venus_front::ty::LayoutText {
+            text: "M*-M".into(),
+            raw: true,
+        }));
+        set(&mut m.mamba_num_heads, 32);
+        let sc = on_one_gpu(m, 8);
+        let t: u128 = 8 * 512;
+        let attention = 4 * t * (1024 * 1024 + 1024 * 1024) + 2 * t * 512 * 1024;
+        let mlp = 2 * t * 1024 * 4096 * 2;
+        let mamba =
+            2 * t * 1024 * (4 * 1024 + 2 * 8 * 128 + 32) + 7 * t * 2048 * 128 + 2 * t * 2048 * 1024;
+        let logits = 2 * t * 1024 * 32768;
+        let expected = 3 * (attention + mlp + 2 * mamba + logits);
+        assert_eq!(expected, 3 * 535_260_299_264);
+        assert_eq!(megatron_flops(&sc), Flops(expected as f64));
     }
 
     #[test]

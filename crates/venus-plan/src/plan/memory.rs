@@ -239,7 +239,10 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // expert's inner activations (split by etp), per rank tokens / tp with sp.
         let topk = m.topk() as u128;
         let etp = a.etp.max(1) as u128;
-        let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
+        // With latent MoE the dispatched tokens are `moe_latent_size` wide.
+        let width = m.expert_width() as u128;
+        let per =
+            prod(&[2, width, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
         let mut routed = prod(&[tokens, topk, per]) / tsp;
         if a.moe_load > 1.0 {
             // The busiest EP rank holds `moe_load` times the mean token copies.

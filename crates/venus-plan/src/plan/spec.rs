@@ -62,6 +62,9 @@ pub struct ModelSpec {
     pub ssm_state_size: Option<u64>,
     pub n_groups: Option<u64>,
     pub conv_kernel: Option<u64>,
+    /// Latent MoE (Megatron's `--moe-latent-size`, Nemotron 3 Super): routed experts run on
+    /// this width between a down and an up projection.
+    pub moe_latent_size: Option<u64>,
 }
 
 /// One layer of a hybrid model: a single mixer or MLP with its pre-norm, as Megatron builds
@@ -229,6 +232,11 @@ impl ModelSpec {
     }
     pub fn mtp_layers(&self) -> u64 {
         or(self.mtp_layers, 0)
+    }
+    /// The width routed experts run on and tokens are dispatched at: `moe_latent_size`, else
+    /// hidden (megatron/core/transformer/moe/experts.py, token_dispatcher.py `hidden_dim`).
+    pub fn expert_width(&self) -> u64 {
+        or(self.moe_latent_size, self.hidden)
     }
     /// A hybrid model (`hybrid_override_pattern` written).
     pub fn is_hybrid(&self) -> bool {

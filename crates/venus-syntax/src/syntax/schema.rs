@@ -523,6 +523,13 @@ key_table! {
             .megatron("--mamba-num-groups"),
         ConvKernel = key("conv_kernel", &[Count], "Mamba-2 causal convolution width")
             .default(KeyDefault::Derived, "4"),
+        MoeLatentSize = key(
+            "moe_latent_size",
+            &[Count],
+            "latent MoE: routed experts run on (and tokens are dispatched at) this width",
+        )
+        .default(KeyDefault::Unset, "hidden (no latent projections)")
+        .megatron("--moe-latent-size"),
         AllowModel = allow_key(),
     }
     GPU => {
