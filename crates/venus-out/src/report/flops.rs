@@ -415,8 +415,8 @@ mod tests {
     /// heads (MHA, kv_channels 64), ffn 4096 (not gated), Mamba-2 32 heads of 64, state 128, 8
     /// groups, pattern `M*-M` (2 Mamba, 1 attention, 1 MLP), vocab 32768. Per forward, T = 4096:
     /// attention 4·T·(1024·1024 + 1024·1024) + 2·T·512·1024 = 38,654,705,664;
-    /// MLP 2·T·1024·4096·2 = 68,719,476,736; Mamba 2·T·1024·(4·1024 + 2·8·128 + 32)
-    /// + 7·T·2048·128 + 2·T·2048·1024 = 76,504,104,960 each; logits 2·T·1024·32768 =
+    /// MLP 2·T·1024·4096·2 = 68,719,476,736; Mamba 2·T·1024·(4·1024 + 2·8·128 + 32) plus
+    /// 7·T·2048·128 and 2·T·2048·1024 = 76,504,104,960 each; logits 2·T·1024·32768 =
     /// 274,877,906,944; summed 535,260,299,264, times 3.
     #[test]
     fn hybrid_model_counts_megatrons_hybrid_branch() {
