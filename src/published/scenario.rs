@@ -333,13 +333,23 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     };
     let moe = moe_arch(&row.model);
     let stdlib = stdlib_model(&row.model);
-    if row.model.contains("MoE") && moe.is_none() && stdlib.is_none() {
+    let hybrid = hybrid_arch(row, heads, &mut assumed);
+    if row.model.contains("MoE") && moe.is_none() && stdlib.is_none() && hybrid.is_none() {
         return Err(Skip("MoE architecture not in the table".into()));
     }
     let cluster = cluster_line(row, gpus)?;
     let vocab = match (&moe, row.vocab, stdlib) {
         (_, Some(v), _) if v > 0 => v,
         (Some(m), _, _) => m.vocab,
+        _ if hybrid.is_some() => {
+            // NVIDIA's Nemotron-H and Nemotron 3 models share one 131,072-token vocabulary
+            // (nvidia/Nemotron-H-8B-Base-8K config.json `vocab_size`; Megatron-Bridge's
+            // NemotronH config tests assert 131072).
+            assumed.push(format!(
+                "vocab {NEMOTRON_VOCAB} (unstated; the Nemotron tokenizer's vocabulary)"
+            ));
+            NEMOTRON_VOCAB
+        }
         (None, _, Some(name)) => {
             assumed.push(format!("vocab of the stdlib `{name}` (unstated)"));
             0
@@ -527,6 +537,11 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     }
     match (&moe, stdlib) {
         (_, Some(_)) => {}
+        _ if hybrid.is_some() => {
+            for line in hybrid.iter().flatten() {
+                let _ = writeln!(v, "  {line}");
+            }
+        }
         (Some(m), None) => {
             let kv = need(row.kv_groups, "kv_groups")?;
             let _ = writeln!(
@@ -607,8 +622,55 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         venus: v,
         assumed,
         precision_fp8: fp8 || fp4,
-        moe: moe.is_some() || stdlib.is_some(),
+        moe: moe.is_some() || stdlib.is_some() || has_flag(&row.megatron_args, "--num-experts"),
     })
+}
+
+/// The vocabulary of NVIDIA's Nemotron-H and Nemotron 3 tokenizer.
+const NEMOTRON_VOCAB: u64 = 131_072;
+
+/// A hybrid row's model lines beyond hidden, layers, heads, vocab and seq, from the flags of
+/// its `megatron_args` (`--hybrid-override-pattern` and the Mamba-2, attention and MoE sizes);
+/// `None` when the row is not a hybrid model.
+fn hybrid_arch(row: &Row, heads: u64, assumed: &mut Vec<String>) -> Option<Vec<String>> {
+    let args = row.megatron_args.as_str();
+    let pattern = flag_value(args, "--hybrid-override-pattern")?;
+    let mut lines = vec![format!("hybrid_override_pattern \"{pattern}\"")];
+    if let Some(g) = row.kv_groups.filter(|&g| g > 0 && g != heads) {
+        lines.push(format!("kv_groups {g}"));
+    }
+    if let Some(f) = row.ffn.filter(|&f| f > 0) {
+        lines.push(format!("ffn {f}"));
+    }
+    let keyed = [
+        ("--kv-channels", "head_dim"),
+        ("--mamba-num-heads", "mamba_num_heads"),
+        ("--mamba-head-dim", "mamba_head_dim"),
+        ("--mamba-state-dim", "ssm_state_size"),
+        ("--mamba-num-groups", "n_groups"),
+        ("--num-experts", "experts"),
+        ("--moe-router-topk", "topk"),
+        ("--moe-ffn-hidden-size", "moe_ffn"),
+        ("--moe-shared-expert-intermediate-size", "shared_expert_ffn"),
+        ("--moe-latent-size", "moe_latent_size"),
+    ];
+    for (flag, key) in keyed {
+        if let Some(value) = flag_value(args, flag) {
+            lines.push(format!("{key} {value}"));
+        }
+    }
+    if has_flag(args, "--num-experts") && flag_value(args, "--moe-router-topk").is_none() {
+        // arguments.py: `--moe-router-topk` defaults to 2.
+        lines.push("topk 2".into());
+        assumed.push("topk 2 (Megatron's `--moe-router-topk` default)".into());
+    }
+    if has_flag(args, "--untie-embeddings-and-output-weights") {
+        lines.push("untied_embeddings".into());
+    }
+    if has_flag(args, "--swiglu") {
+        lines.push("swiglu".into());
+    }
+    Some(lines)
 }
 
 /// True when `flag` is one of the space-separated words of `args`.

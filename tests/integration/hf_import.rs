@@ -37,6 +37,8 @@ fn each_family_imports_to_its_model_cards_parameter_count() {
         ("mixtral_8x7b", 46.7e9),
         ("qwen3_235b_a22b", 235e9),
         ("deepseek_v3", 671e9),
+        // Nemotron-H 8B: the checkpoint's 8,100,852,736.
+        ("nemotron_h_8b", 8.10e9),
     ];
     for (file, card) in cards {
         let path = format!("tests/golden/hf/{file}.json");

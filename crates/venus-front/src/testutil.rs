@@ -58,6 +58,13 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         qk_rope_head_dim: None,
         v_head_dim: None,
         mtp_layers: None,
+        hybrid_override_pattern: None,
+        mamba_num_heads: None,
+        mamba_head_dim: None,
+        ssm_state_size: None,
+        n_groups: None,
+        conv_kernel: None,
+        moe_latent_size: None,
     }
 }
 

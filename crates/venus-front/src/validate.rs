@@ -244,7 +244,7 @@ impl<'a> Validator<'a> {
         self.check_schedule(); // E0311
         self.check_zero_bubble_pipeline(); // E0325
         self.check_zero_bubble_features(); // E0326
-        self.check_model_shape(); // E0315-E0318
+        self.check_model_shape(); // E0315-E0318, E0331-E0334
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
@@ -280,6 +280,7 @@ impl<'a> Validator<'a> {
         self.check_heads_over_groups(); // E0316
         self.check_hidden_over_heads(); // E0317
         self.check_mla_shape(); // E0318
+        self.check_hybrid(); // E0331-E0334
     }
 
     /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
@@ -372,7 +373,7 @@ impl<'a> Validator<'a> {
             VHeadDim,
         ];
         if self.inputs_ok(SHAPE, false) {
-            self.check_model_shape(); // E0315-E0318
+            self.check_model_shape(); // E0315-E0318, E0331-E0334
         }
         let optimizer = [
             DistributedOptimizer,
@@ -583,6 +584,7 @@ mod batch;
 mod experts;
 mod flags;
 mod gpu;
+mod hybrid;
 mod memory;
 mod model;
 mod problem;

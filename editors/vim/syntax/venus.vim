@@ -24,6 +24,8 @@ syn keyword venusKey contained hidden layers heads vocab seq ffn kv_groups head_
 syn keyword venusKey contained untied_embeddings experts topk moe_ffn shared_expert_ffn
 syn keyword venusKey contained shared_experts first_k_dense q_lora_rank kv_lora_rank
 syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_layers
+syn keyword venusKey contained hybrid_override_pattern mamba_num_heads mamba_head_dim
+syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_size
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
 syn keyword venusKey contained slow_gpus slow_rank slow_node

@@ -77,6 +77,10 @@ codes! {
     E0338 Error "a straggler at 0% speed";
     E0335 Error "a zero mean time between failures or checkpoint interval";
     E0336 Error "goodput inputs that do not give a goodput estimate";
+    E0331 Error "a hybrid pattern whose length is not the model's layers";
+    E0332 Error "a hybrid pattern symbol Megatron-LM does not know";
+    E0333 Error "model keys that do not fit the hybrid pattern";
+    E0334 Error "Mamba-2 heads or groups that do not split";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

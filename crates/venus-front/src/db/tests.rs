@@ -401,6 +401,10 @@ fn stdlib_models_match_the_published_totals() {
         // Mixtral paper: 46.7B (8x7B); Mistral's announcement: 141B (8x22B).
         ("mixtral_8x7b", 46.7e9),
         ("mixtral_8x22b", 141e9),
+        // Nemotron-H 8B: the checkpoint's 8,100,852,736. (The 56B card states only the
+        // rounded "56B"; its config counts 56.32B, checked exactly in
+        // `nemotron_h_counts_each_layer_by_its_pattern_symbol`.)
+        ("nemotron_h_8b", 8.10e9),
     ];
     for &(name, card) in cards {
         let total = stdlib_params(name).total as f64;
@@ -451,6 +455,25 @@ fn active_parameters_match_the_model_cards() {
     // Dense models use every parameter.
     let dense = stdlib_params("qwen3_8b");
     assert_eq!(dense.active, dense.total);
+}
+
+/// Nemotron-H 8B by hand (RMSNorm pre-norms of h, no biases): a Mamba-2 layer is the norm
+/// 4096 + in_proj 4096 × (2·8192 + 2·8·128 + 128) = 76,021,760 + conv1d 10,240 × (4 + 1) +
+/// dt_bias, A_log, D 3 × 128 + the gated norm 8192 + out_proj 8192 × 4096 = 109,640,064; an
+/// attention layer 4096 + 2·4096·4096 + 2·4096·1024 = 41,947,136; an MLP layer 4096 +
+/// 2·4096·21504 = 176,164,864; 24 + 4 + 24 of them, two 131,072 × 4096 embeddings and the final
+/// norm: 8,100,852,736, the checkpoint's count.
+#[test]
+fn nemotron_h_counts_each_layer_by_its_pattern_symbol() {
+    let p = stdlib_params("nemotron_h_8b");
+    let hp = p.hybrid.expect("a hybrid model");
+    assert_eq!(hp.mamba.total(), 109_640_064);
+    assert_eq!(hp.attention.total(), 41_947_136);
+    assert_eq!(hp.mlp.total(), 176_164_864);
+    assert_eq!(p.total, 8_100_852_736);
+    assert_eq!(p.active, p.total);
+    let big = stdlib_params("nemotron_h_56b");
+    assert_eq!(big.total, 56_324_350_464);
 }
 
 /// Kimi K2 and Llama 4 Scout are counted from their config.json; their headline totals count

@@ -614,6 +614,13 @@ impl<'r, 'a> Checker<'r, 'a> {
             qk_rope_head_dim: f.count(Key::QkRopeHeadDim),
             v_head_dim: f.count(Key::VHeadDim),
             mtp_layers: f.count(Key::MtpLayers),
+            hybrid_override_pattern: f.get(Key::HybridOverridePattern, layout_text),
+            mamba_num_heads: f.count(Key::MambaNumHeads),
+            mamba_head_dim: f.count(Key::MambaHeadDim),
+            ssm_state_size: f.count(Key::SsmStateSize),
+            n_groups: f.count(Key::NGroups),
+            conv_kernel: f.count(Key::ConvKernel),
+            moe_latent_size: f.count(Key::MoeLatentSize),
         })
     }
 

@@ -66,6 +66,13 @@ pub struct Model {
     pub qk_rope_head_dim: Opt<u64>,
     pub v_head_dim: Opt<u64>,
     pub mtp_layers: Opt<u64>,
+    pub hybrid_override_pattern: Opt<LayoutText>,
+    pub mamba_num_heads: Opt<u64>,
+    pub mamba_head_dim: Opt<u64>,
+    pub ssm_state_size: Opt<u64>,
+    pub n_groups: Opt<u64>,
+    pub conv_kernel: Opt<u64>,
+    pub moe_latent_size: Opt<u64>,
 }
 
 impl Model {

@@ -229,6 +229,8 @@ pub enum PlanProblem {
     GoodputIncomplete(GoodputIncomplete),
     /// W0017: a written checkpoint interval well below the optimum's goodput.
     CheckpointInterval(CheckpointIntervalCost),
+    /// E0331-E0334: a hybrid model's pattern, keys or Mamba-2 split.
+    Hybrid(HybridProblem),
 }
 
 impl PlanProblem {
@@ -252,6 +254,7 @@ impl PlanProblem {
             PlanProblem::HeadsOverGroups(p) => p.render(),
             PlanProblem::HiddenOverHeads(p) => p.render(),
             PlanProblem::MlaShape(p) => p.render(),
+            PlanProblem::Hybrid(p) => p.render(),
             PlanProblem::GroupSpan(p) => p.render(),
             PlanProblem::Bubble(p) => p.render(),
             PlanProblem::SpWithoutTp(p) => p.render(),
@@ -1248,6 +1251,230 @@ impl MlaShape {
             .with_help(format!(
                 "remove `kv_groups {}` (MLA uses all {heads} heads)",
                 groups.value
+            )),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0331-E0334
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum HybridProblem {
+    /// E0331: the pattern has another number of symbols than the model has layers.
+    Length {
+        pattern: Loc,
+        len: u64,
+        layers: u64,
+        layers_loc: Loc,
+    },
+    /// E0332: a symbol other than `M`, `*`, `-`, `E`.
+    Symbol {
+        symbol: char,
+        at: Loc,
+        /// The pattern without the unknown symbols.
+        cleaned: String,
+        layers: u64,
+    },
+    /// E0333: `E` layers on a model without `experts`.
+    MoeWithoutExperts {
+        model: String,
+        at: Loc,
+        moe_layers: u64,
+    },
+    /// E0333: `experts` on a hybrid model without an `E` layer.
+    ExpertsWithoutMoe { experts: ModelKey, pattern: Loc },
+    /// E0333: Mamba-2 dims on a model without a pattern.
+    MambaWithoutPattern {
+        model: String,
+        keys: Vec<ModelKey>,
+        layers: u64,
+    },
+    /// E0333: keys the pattern replaces or venusc does not model on a hybrid model.
+    NotForHybrid {
+        model: String,
+        keys: Vec<ModelKey>,
+        lora: Option<Loc>,
+        /// The first key, else `task lora`.
+        at: Loc,
+    },
+    /// E0334: Mamba-2 heads that the B/C groups do not divide.
+    HeadsOverGroups {
+        heads: u64,
+        heads_loc: Loc,
+        groups: u64,
+        groups_loc: Option<Loc>,
+        options: Vec<Setting>,
+    },
+    /// E0334: Mamba-2 heads or groups that tp does not divide.
+    OverTp {
+        heads: u64,
+        groups: u64,
+        tp: u64,
+        tp_loc: Loc,
+        model_loc: Loc,
+        options: Vec<Setting>,
+    },
+}
+
+impl HybridProblem {
+    fn render(self) -> Diagnostic {
+        match self {
+            HybridProblem::Length {
+                pattern,
+                len,
+                layers,
+                layers_loc,
+            } => Diagnostic::new(
+                Code::E0331,
+                format!("`hybrid_override_pattern` has {len} layers but the model has {layers}"),
+                pattern,
+                format!("{len} symbols"),
+            )
+            .with_secondary(layers_loc, format!("{layers} layers"))
+            .with_help(format!(
+                "write `layers {len}`, or a pattern of {layers} symbols ({} {})",
+                len.abs_diff(layers),
+                if len > layers { "fewer" } else { "more" }
+            )),
+            HybridProblem::Symbol {
+                symbol,
+                at,
+                cleaned,
+                layers,
+            } => {
+                let d = Diagnostic::new(
+                    Code::E0332,
+                    format!("`{symbol}` is not a hybrid layer symbol"),
+                    at,
+                    "unknown symbol",
+                );
+                let help = if cleaned.chars().count() as u64 == layers && !cleaned.is_empty() {
+                    format!("write `hybrid_override_pattern \"{cleaned}\"` (without `{symbol}`)")
+                } else {
+                    format!(
+                        "replace `{symbol}` by `M` (Mamba-2), `*` (attention), `-` (MLP) or `E` (MoE)"
+                    )
+                };
+                d.with_help(help)
+            }
+            HybridProblem::MoeWithoutExperts {
+                model,
+                at,
+                moe_layers,
+            } => Diagnostic::new(
+                Code::E0333,
+                format!("model `{model}` has {moe_layers} MoE layers (`E`) but no `experts`"),
+                at,
+                "a MoE layer needs `experts`",
+            )
+            .with_help(format!(
+                "add `experts` and `topk` to model `{model}`, or write `-` (a dense MLP) for each `E`"
+            )),
+            HybridProblem::ExpertsWithoutMoe { experts, pattern } => Diagnostic::new(
+                Code::E0333,
+                format!(
+                    "`experts` {} on a hybrid model whose pattern has no MoE layer (`E`)",
+                    experts.value
+                ),
+                experts.loc,
+                format!("experts {}", experts.value),
+            )
+            .with_secondary(pattern, "no `E` here")
+            .with_help("write `E` for the MoE layers in `hybrid_override_pattern`, or remove `experts`"),
+            HybridProblem::MambaWithoutPattern {
+                model,
+                keys,
+                layers,
+            } => {
+                let list = key_list(&keys);
+                let first = &keys[0];
+                let mut d = Diagnostic::new(
+                    Code::E0333,
+                    format!("model `{model}` sets {list} but has no `hybrid_override_pattern`"),
+                    first.loc,
+                    format!("{} {} needs Mamba-2 layers", first.key, first.value),
+                );
+                for k in &keys[1..] {
+                    d = d.with_secondary(k.loc, format!("{} {}", k.key, k.value));
+                }
+                d.with_help(format!(
+                    "add a `hybrid_override_pattern` of {layers} symbols (`M` for Mamba-2) to model `{model}`, or remove {list}"
+                ))
+            }
+            HybridProblem::NotForHybrid {
+                model,
+                keys,
+                lora,
+                at,
+            } => {
+                let mut names: Vec<String> = keys.iter().map(|k| format!("`{}`", k.key)).collect();
+                if lora.is_some() {
+                    names.push("`task lora`".to_string());
+                }
+                let list = join_and(&names);
+                let label = keys
+                    .first()
+                    .map_or("task lora".to_string(), |k| format!("{} {}", k.key, k.value));
+                let mut d = Diagnostic::new(
+                    Code::E0333,
+                    format!("hybrid model `{model}` cannot have {list}"),
+                    at,
+                    label,
+                );
+                for k in keys.iter().skip(1) {
+                    d = d.with_secondary(k.loc, format!("{} {}", k.key, k.value));
+                }
+                if let (Some(l), false) = (lora, keys.is_empty()) {
+                    d = d.with_secondary(l, "task lora");
+                }
+                let first_k = keys.iter().any(|k| k.key == "first_k_dense");
+                d.with_help(if first_k {
+                    format!("remove {list}: write `-` (dense) or `E` (MoE) per layer in the pattern instead")
+                } else {
+                    format!("remove {list} (venusc models neither MTP depths nor LoRA adapters on Mamba-2 layers)")
+                })
+            }
+            HybridProblem::HeadsOverGroups {
+                heads,
+                heads_loc,
+                groups,
+                groups_loc,
+                options,
+            } => {
+                let d = Diagnostic::new(
+                    Code::E0334,
+                    format!("{heads} Mamba-2 heads cannot share {groups} B/C groups evenly"),
+                    groups_loc.unwrap_or(heads_loc),
+                    format!("{heads} % {groups} ≠ 0"),
+                );
+                let d = if groups_loc.is_some() {
+                    d.with_secondary(heads_loc, format!("{heads} heads"))
+                } else {
+                    d
+                };
+                d.with_help(if options.is_empty() {
+                    "write a `mamba_num_heads` that `n_groups` divides".to_string()
+                } else {
+                    format!("{} (divides {heads} heads)", use_settings(&options))
+                })
+            }
+            HybridProblem::OverTp {
+                heads,
+                groups,
+                tp,
+                tp_loc,
+                model_loc,
+                options,
+            } => Diagnostic::new(
+                Code::E0334,
+                format!("tp {tp} does not divide the {heads} Mamba-2 heads and {groups} groups"),
+                tp_loc,
+                format!("tp {tp}"),
+            )
+            .with_secondary(model_loc, format!("{heads} heads, {groups} groups"))
+            .with_help(format!(
+                "{} (divides both heads and groups)",
+                use_settings(&options)
             )),
         }
     }

@@ -32,6 +32,7 @@ impl Validator<'_> {
                 written("shared_expert_ffn", &m.shared_expert_ffn),
                 written("shared_experts", &m.shared_experts),
                 written("first_k_dense", &m.first_k_dense),
+                written("moe_latent_size", &m.moe_latent_size),
             ]
             .into_iter()
             .flatten()

@@ -45,6 +45,20 @@ pub fn model(m: &Model) -> ModelSpec {
         qk_rope_head_dim: val(&m.qk_rope_head_dim),
         v_head_dim: val(&m.v_head_dim),
         mtp_layers: val(&m.mtp_layers),
+        // Validation (E0332) refused a pattern with another symbol, so every one maps.
+        hybrid_pattern: m.hybrid_override_pattern.as_ref().map(|p| {
+            p.value
+                .text
+                .chars()
+                .filter_map(venus_plan::plan::HybridLayer::from_symbol)
+                .collect()
+        }),
+        mamba_num_heads: val(&m.mamba_num_heads),
+        mamba_head_dim: val(&m.mamba_head_dim),
+        ssm_state_size: val(&m.ssm_state_size),
+        n_groups: val(&m.n_groups),
+        conv_kernel: val(&m.conv_kernel),
+        moe_latent_size: val(&m.moe_latent_size),
     }
 }
 

@@ -44,7 +44,7 @@ use super::{ChunkCost, ComputeModel, Pass};
 use venus_base::base::{
     Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, Seconds,
 };
-use venus_plan::plan::{GemmFit, Scenario};
+use venus_plan::plan::{GemmFit, HybridLayer, Scenario};
 
 /// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
 ///
@@ -93,6 +93,10 @@ pub struct Calibration {
 pub const KERNELS_ATTENTION: f64 = 6.0;
 /// Kernels of one layer's MLP block forward: norm, FC1, activation, FC2, dropout + residual.
 pub const KERNELS_MLP: f64 = 5.0;
+/// Kernels of one Mamba-2 layer forward (megatron/core/ssm/mamba_mixer.py, the fused path):
+/// norm + in_proj, causal conv1d, the chunked scan's chunk-cumsum, chunk-state, state-passing
+/// and chunk-scan kernels, gated RMSNorm, out_proj, dropout + residual.
+pub const KERNELS_MAMBA: f64 = 10.0;
 
 impl Default for Calibration {
     /// The Hopper (H100) calibration.
@@ -190,6 +194,37 @@ struct Blocks {
     mlp_w: f64,
 }
 
+/// A hybrid model's layer kinds, each one sublayer: the mixer (Mamba-2 or attention) in the
+/// attention slot of [`Blocks`], the MLP or MoE in the MLP slot.
+#[derive(Clone, Debug)]
+struct HybridBlocks {
+    model: venus_plan::plan::ModelSpec,
+    mamba: Blocks,
+    attention: Blocks,
+    mlp: Blocks,
+    moe: Blocks,
+}
+
+impl HybridBlocks {
+    fn of(&self, kind: HybridLayer) -> &Blocks {
+        match kind {
+            HybridLayer::Mamba => &self.mamba,
+            HybridLayer::Attention => &self.attention,
+            HybridLayer::Mlp => &self.mlp,
+            HybridLayer::Moe => &self.moe,
+        }
+    }
+
+    /// Σ over the layers `start..start + n` of `f(their kind's blocks)`.
+    fn sum(&self, start: u64, n: u64, f: impl Fn(&Blocks) -> f64) -> f64 {
+        let c = self.model.hybrid_layers_in(start, n);
+        HybridLayer::ALL
+            .iter()
+            .map(|&k| c.of(k) as f64 * f(self.of(k)))
+            .sum()
+    }
+}
+
 /// The analytic model, with every per-layer figure computed once.
 #[derive(Clone, Debug)]
 pub struct AnalyticModel {
@@ -197,6 +232,8 @@ pub struct AnalyticModel {
     blocks: Blocks,
     /// A MoE model's leading dense layers (`first_k_dense`), priced with the dense MLP.
     dense_blocks: Option<(Blocks, u64)>,
+    /// A hybrid model: each layer kind's blocks and the pattern that places them.
+    hybrid: Option<HybridBlocks>,
     /// Multi-token prediction on the last chunk: per pass (forward, backward, weight).
     mtp: (f64, f64, f64),
     embedding: (f64, f64),
@@ -217,10 +254,12 @@ impl AnalyticModel {
         let m = &sc.model;
         let dense_blocks =
             (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
+        let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
         AnalyticModel {
             cal,
             blocks,
             dense_blocks,
+            hybrid,
             mtp: w.mtp(&blocks, m.mtp_layers()),
             embedding: w.embedding(),
             output: w.output(),
@@ -254,12 +293,41 @@ impl AnalyticModel {
             post += self.mtp.2;
         }
         let mlp_w = self.mixed_mlp(stage, chunk, self.blocks.mlp_w, |d| d.mlp_w);
+        let (attention_w, mlp_w) =
+            self.per_layer(stage, chunk, (self.blocks.attention_w, mlp_w), |b| {
+                (b.attention_w, b.mlp_w)
+            });
         ChunkCost::from_pieces(
             Seconds(pre),
             self.split.chunk_layers(stage, chunk),
-            Seconds(self.blocks.attention_w),
+            Seconds(attention_w),
             Seconds(mlp_w),
             Seconds(post),
+        )
+    }
+
+    /// A chunk's (mixer, MLP) times per layer: `uniform` for a transformer; for a hybrid model
+    /// the chunk's layers summed by kind and spread over its layers (the chunk's total is
+    /// exact).
+    fn per_layer(
+        &self,
+        stage: u64,
+        chunk: u64,
+        uniform: (f64, f64),
+        pick: impl Fn(&Blocks) -> (f64, f64),
+    ) -> (f64, f64) {
+        let Some(hy) = &self.hybrid else {
+            return uniform;
+        };
+        let layers = self.split.chunk_layers(stage, chunk);
+        if layers == 0 {
+            return (0.0, 0.0);
+        }
+        let start = self.split.first_layer(stage, chunk);
+        let n = layers as f64;
+        (
+            hy.sum(start, layers, |b| pick(b).0) / n,
+            hy.sum(start, layers, |b| pick(b).1) / n,
         )
     }
 
@@ -304,14 +372,24 @@ impl ComputeModel for AnalyticModel {
         }
         let b = &self.blocks;
         let (attention, mlp) = if fwd {
-            (
-                b.attention_f,
-                self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f),
+            self.per_layer(
+                stage,
+                chunk,
+                (
+                    b.attention_f,
+                    self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f),
+                ),
+                |k| (k.attention_f, k.mlp_f),
             )
         } else {
-            (
-                b.attention_b,
-                self.mixed_mlp(stage, chunk, b.mlp_b, |d| d.mlp_b),
+            self.per_layer(
+                stage,
+                chunk,
+                (
+                    b.attention_b,
+                    self.mixed_mlp(stage, chunk, b.mlp_b, |d| d.mlp_b),
+                ),
+                |k| (k.attention_b, k.mlp_b),
             )
         };
         ChunkCost::from_pieces(
@@ -368,6 +446,17 @@ struct Work {
     distributed_optimizer: bool,
     /// `task lora`: the adapters' rank and targets; the base's weight gradients vanish.
     lora: Option<(f64, LoraTargets)>,
+    /// A hybrid model's Mamba-2 dims (None: a transformer).
+    mamba: Option<Mamba>,
+}
+
+/// Mamba-2 dims (megatron/core/ssm/mamba_mixer.py).
+struct Mamba {
+    d_inner: f64,
+    heads: f64,
+    /// `2·ngroups·d_state`: the B and C projections.
+    bc: f64,
+    state: f64,
 }
 
 /// The LoRA adapters of a stage's layers, (dense, routed experts), before any sharding.
@@ -404,6 +493,8 @@ struct Moe {
     load: f64,
     ffn: f64,
     shared_ffn: f64,
+    /// `moe_latent_size` (0: none): experts run on it between two replicated projections.
+    latent: f64,
 }
 
 impl Work {
@@ -420,6 +511,7 @@ impl Work {
             load: sc.plan.moe_load_factor(),
             ffn: f(m.moe_ffn()),
             shared_ffn: f(m.shared_expert_ffn()),
+            latent: f(m.moe_latent_size.unwrap_or(0)),
         });
         let per_layer = sc.params.per_layer;
         let expert_per_layer = f(per_layer.experts);
@@ -430,6 +522,11 @@ impl Work {
                 if sc.plan.lora() {
                     // Only the adapters of the stage's layers have optimizer state.
                     return lora_stage_params(sc, s);
+                }
+                if let Some(hp) = &sc.params.hybrid {
+                    // A hybrid model's routed experts are those of the stage's `E` layers.
+                    let expert = f(hp.moe.experts) * f(sc.stage_moe_layers(s));
+                    return (f(sc.stage_params(s)) - expert, expert);
                 }
                 if mixed {
                     // Routed experts of the stage's MoE layers (and of the MTP layers on the
@@ -491,6 +588,77 @@ impl Work {
                 .plan
                 .lora()
                 .then(|| (f(sc.plan.lora_rank()), sc.plan.lora_modules())),
+            mamba: m.is_hybrid().then(|| Mamba {
+                d_inner: f(m.mamba_d_inner()),
+                heads: f(m.mamba_num_heads()),
+                bc: 2.0 * f(m.n_groups()) * f(m.ssm_state_size()),
+                state: f(m.ssm_state_size()),
+            }),
+        }
+    }
+
+    /// One Mamba-2 layer on this rank, in the mixer slot of [`Blocks`]: `in_proj`
+    /// `2·T·h·(2·d_inner + 2·G·N + H)/tp` and `out_proj` `2·T·d_inner·h/tp` GEMMs, the chunked
+    /// SSD scan `7·T·d_inner·N/tp` FLOPs (the count of Megatron's `mamba_layer_flops`,
+    /// training.py), the depthwise conv over x, B, C and the gated norm over d_inner (memory
+    /// bound), and the pre-norm, residual and dropout over h. The scan is a fused kernel that
+    /// recomputes its chunk states in backward as flash attention recomputes its scores, so it
+    /// is priced with flash attention's efficiency and backward ratio (no constant of its own).
+    fn mamba_blocks(&self, d: &Mamba) -> Blocks {
+        let (t, h, tp) = (self.t, self.h, self.tp);
+        let gemm = self.gemm(t, (2.0 * d.d_inner + d.bc + d.heads) / tp, h)
+            + self.gemm(t, h, d.d_inner / tp);
+        let scan =
+            7.0 * t * d.d_inner * d.state / tp / (self.bf16_peak.0 * self.cal.attention_efficiency);
+        // conv1d reads x, B, C (its short window stays in cache) and writes them; the gated
+        // norm reads y and z and writes its output.
+        let conv = t * 2.0 * (d.d_inner + d.bc) / tp * self.act_bytes;
+        let norm = t * 3.0 * d.d_inner / tp * self.act_bytes;
+        let mem = self.memory(self.t_sp * 15.0 * h + conv + norm);
+        let k = KERNELS_MAMBA * self.cal.kernel_overhead.0;
+        let wgrad = self.base_wgrad();
+        let f = gemm + scan + mem + k;
+        let mut b = (1.0 + wgrad) * gemm
+            + 2.0 * k
+            + self.cal.attention_backward * scan
+            + self.cal.memory_backward * mem;
+        if self.recompute == Recompute::Full {
+            b += f;
+        }
+        Blocks {
+            attention_f: f,
+            attention_b: b,
+            attention_w: wgrad * gemm + k,
+            ..Blocks::default()
+        }
+    }
+
+    /// The four kinds of a hybrid model's layers: Mamba-2, attention alone, dense MLP alone,
+    /// MoE alone (megatron/core/models/hybrid/hybrid_layer_specs.py).
+    fn hybrid_blocks(&self, m: &venus_plan::plan::ModelSpec) -> HybridBlocks {
+        let dense = self.blocks_with(None);
+        let moe = self.blocks_with(self.moe.as_ref());
+        let mixer_only = |b: &Blocks| Blocks {
+            mlp_f: 0.0,
+            mlp_b: 0.0,
+            mlp_w: 0.0,
+            ..*b
+        };
+        let mlp_only = |b: &Blocks| Blocks {
+            attention_f: 0.0,
+            attention_b: 0.0,
+            attention_w: 0.0,
+            ..*b
+        };
+        HybridBlocks {
+            model: m.clone(),
+            mamba: self
+                .mamba
+                .as_ref()
+                .map_or_else(Blocks::default, |d| self.mamba_blocks(d)),
+            attention: mixer_only(&dense),
+            mlp: mlp_only(&dense),
+            moe: mlp_only(&moe),
         }
     }
 
@@ -600,8 +768,13 @@ impl Work {
     }
 
     fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
+        self.mlp_gemms_on(tokens, ffn, split, self.h)
+    }
+
+    /// An MLP's GEMMs on `width`-wide tokens (a latent MoE's experts run on the latent).
+    fn mlp_gemms_on(&self, tokens: f64, ffn: f64, split: f64, width: f64) -> f64 {
         let up = if self.swiglu { 2.0 * ffn } else { ffn };
-        self.gemm(tokens, up / split, self.h) + self.gemm(tokens, self.h, ffn / split)
+        self.gemm(tokens, up / split, width) + self.gemm(tokens, width, ffn / split)
     }
 
     /// MLA's projections (multi_latent_attention.py `MLASelfAttention.get_query_key_value_tensors`):
@@ -653,7 +826,18 @@ impl Work {
                 // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
                 let rows = pairs * self.ep / moe.experts;
                 let local_experts = (moe.experts / self.ep).max(1.0);
-                let experts = local_experts * self.mlp_gemms(rows, moe.ffn, self.etp);
+                let (width, latent_proj) = if moe.latent > 0.0 {
+                    // moe_layer.py: fc1_latent_proj h → latent before the dispatch,
+                    // fc2_latent_proj latent → h after the combine, replicated over tp.
+                    (
+                        moe.latent,
+                        self.gemm(t, moe.latent, h) + self.gemm(t, h, moe.latent),
+                    )
+                } else {
+                    (h, 0.0)
+                };
+                let experts =
+                    local_experts * self.mlp_gemms_on(rows, moe.ffn, self.etp, width) + latent_proj;
                 let shared = if moe.shared_ffn > 0.0 {
                     self.mlp_gemms(t, moe.shared_ffn, tp)
                 } else {

@@ -78,6 +78,7 @@ use std::fmt;
 use std::ops::Range;
 use venus_base::base::Bytes;
 use venus_plan::plan::layout::{Coords, GroupKind, Layout, LayoutError, LayoutSizes};
+use venus_plan::plan::HybridLayer;
 use venus_plan::plan::Scenario;
 use venus_plan::schedule::{Kind, Op, PipelineShape, Port, ScheduleIr, ShapeError};
 use venus_sim::engine::{Network, NetworkError, Timeline};
@@ -588,6 +589,9 @@ struct StagePlan {
     a2a: Bytes,
     /// Leading dense layers of each chunk (a MoE model's `first_k_dense`): no all-to-all.
     dense_lead: Vec<u32>,
+    /// A hybrid model's layer kinds per chunk (empty for a transformer): each layer is one
+    /// sublayer, one tensor-parallel block.
+    hybrid: Vec<Vec<HybridLayer>>,
     embedding_grad: Bytes,
     norm_grads: Bytes,
     tp: bool,
@@ -650,6 +654,19 @@ impl StagePlan {
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
             .collect();
+        let hybrid = if m.is_hybrid() {
+            chunks
+                .clone()
+                .map(|c| {
+                    let first = sc.first_layer(s64, c);
+                    (0..sc.chunk_layers(s64, c))
+                        .filter_map(|l| m.hybrid_layer(first.saturating_add(l)))
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
         let norms = sc
             .params
@@ -685,6 +702,7 @@ impl StagePlan {
             ),
             a2a: a2a_bytes(sc, tokens, act),
             dense_lead,
+            hybrid,
             embedding_grad: Bytes(
                 (sc.padded_vocab / sc.tp.max(1))
                     .saturating_mul(m.hidden)
@@ -720,9 +738,10 @@ impl StagePlan {
 /// elements; with `moe_imbalance` the busiest rank's share, which every rank is priced at.
 fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
     let m = &sc.model;
+    // Latent MoE dispatches `moe_latent_size`-wide tokens (token_dispatcher.py `hidden_dim`).
     let mean = tokens
         .saturating_mul(m.topk())
-        .saturating_mul(m.hidden)
+        .saturating_mul(m.expert_width())
         .saturating_mul(act);
     let load = sc.plan.moe_load_factor();
     if load > 1.0 {
@@ -745,13 +764,16 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         per_layer.total().saturating_sub(per_layer.experts) / tp,
         sizes.dense,
     );
+    // A hybrid model's routed experts are its `E` layers'.
+    let hybrid = sc.params.hybrid;
+    let layer_experts = hybrid.map_or(per_layer.experts, |hp| hp.moe.experts);
     let expert_layer = sizes.piece(
-        per_layer.experts / sc.ep.max(1).saturating_mul(sc.etp.max(1)),
+        layer_experts / sc.ep.max(1).saturating_mul(sc.etp.max(1)),
         sizes.experts,
     );
     // A MoE model's leading dense layers (`first_k_dense`) lead the chunk and have no experts.
     let moe_layers = sc.chunk_moe_layers(stage, chunk) as u32;
-    let lead = if sc.model.is_moe() {
+    let lead = if sc.model.is_moe() && hybrid.is_none() {
         layers.saturating_sub(moe_layers)
     } else {
         0
@@ -845,9 +867,19 @@ fn buckets(sc: &Scenario, stage: u64, chunk: u64, dp_cp: u64) -> Vec<Bucket> {
         open.post = true;
         open.add(sizes.piece(mtp_dense / tp, 0));
     }
+    // Each layer of a hybrid model is a piece of its own kind's size.
+    let first_layer = sc.first_layer(stage, chunk);
+    let layer_piece = |l: u32| match (hybrid, sc.model.hybrid_layer(first_layer + u64::from(l))) {
+        (Some(hp), Some(kind)) => {
+            let p = hp.of(kind);
+            sizes.piece(p.total().saturating_sub(p.experts) / tp, 0)
+        }
+        _ if l < lead => lead_layer,
+        _ => dense_layer,
+    };
     for l in (0..layers).rev() {
         open.lo = l;
-        open.add(if l < lead { lead_layer } else { dense_layer });
+        open.add(layer_piece(l));
         if bucketed && open.elements.max(open.gathered) >= size {
             close(&mut open, &mut out, l);
         }
@@ -1350,7 +1382,10 @@ impl<'a> Emitter<'a> {
         let lead = self.st.dense_lead.get(c).copied().unwrap_or(0);
         for l in 0..p.layers {
             self.wait_gathers(c, |b| !b.expert && b.lo <= l && l < b.hi);
-            self.layer_forward(p, cat, label, l >= lead);
+            match self.hybrid_kind(c, l) {
+                Some(kind) => self.hybrid_layer(Pass::Forward, p, cat, label, kind),
+                None => self.layer_forward(p, cat, label, l >= lead),
+            }
         }
         if p.post > Ps::ZERO || p.layers == 0 {
             self.wait_gathers(c, |_| true);
@@ -1358,6 +1393,43 @@ impl<'a> Emitter<'a> {
         }
         // Buckets not tied to a piece (experts) are waited for at the end of the chunk.
         self.wait_gathers(c, |_| true);
+    }
+
+    /// The kind of layer `l` of chunk `c` of a hybrid model (`None` for a transformer).
+    fn hybrid_kind(&self, c: usize, l: u32) -> Option<HybridLayer> {
+        self.st.hybrid.get(c)?.get(l as usize).copied()
+    }
+
+    /// One layer of a hybrid model, forward or backward: a single sublayer between its
+    /// tensor-parallel collectives (megatron/core/models/hybrid/hybrid_layer_specs.py: each
+    /// symbol is one mixer or one MLP with its pre-norm). Its compute is the chunk's mean
+    /// layer (the compute model spreads the chunk's exact total over its layers); a MoE layer
+    /// dispatches and combines around it, an attention layer runs the context-parallel ring.
+    fn hybrid_layer(
+        &mut self,
+        pass: Pass,
+        p: PassPs,
+        cat: Category,
+        label: Label,
+        kind: HybridLayer,
+    ) {
+        let duration = Ps(p.attention.0.saturating_add(p.mlp.0));
+        let ring_factor = if pass == Pass::Forward { 1 } else { 2 };
+        self.tp_block(pass, |s| {
+            let ring = if kind == HybridLayer::Attention {
+                s.cp_ring(ring_factor)
+            } else {
+                None
+            };
+            if kind == HybridLayer::Moe {
+                s.ep_a2a();
+            }
+            s.piece(duration, cat, label);
+            if kind == HybridLayer::Moe {
+                s.ep_a2a();
+            }
+            s.pending.extend(ring);
+        });
     }
 
     /// One layer's forward; `moe`: the MLP has routed experts (dispatch and combine).
@@ -1440,6 +1512,18 @@ impl<'a> Emitter<'a> {
         for l in (0..p.layers).rev() {
             let moe = l >= lead;
             self.wait_backward_gathers(c, |b| b.lo <= l && l < b.hi);
+            if let Some(kind) = self.hybrid_kind(c, l) {
+                if self.st.full_recompute {
+                    // One sublayer's forward collectives.
+                    self.tp_enter();
+                    self.tp_exit();
+                }
+                self.hybrid_layer(Pass::Backward, p, cat, label, kind);
+                if launch {
+                    self.launch_where(c, |b| !b.pre && !b.expert && b.lo == l && b.hi > b.lo);
+                }
+                continue;
+            }
             if self.st.full_recompute {
                 // Full recompute reruns the layer's forward, collectives included.
                 self.recompute_collectives();

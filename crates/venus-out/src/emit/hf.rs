@@ -4,8 +4,9 @@
 //! [`Imported`]: the `.venus` text (one `model` definition, a library to `use`) and warnings:
 //! every key of the config is either mapped, or named in a warning as one that does not
 //! change training time or memory, or named as not understood. Nothing is dropped silently.
-//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3 (the keys of
-//! `transformers`' `LlamaConfig`, `MixtralConfig`, `Qwen3MoeConfig`, `DeepseekV3Config`).
+//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3, Nemotron-H (the
+//! keys of `transformers`' `LlamaConfig`, `MixtralConfig`, `Qwen3MoeConfig`,
+//! `DeepseekV3Config`, `NemotronHConfig`).
 //! Invariants: a malformed value is an [`ImportError`] naming its JSON path (`$.hidden_size`);
 //! the training sequence length, which a config does not hold, is written with a warning.
 
@@ -56,6 +57,13 @@ const NO_EFFECT: &[&str] = &[
     "use_qk_norm",
     "rope_interleave",
     "auto_map",
+    // Nemotron-H numerics and kernel choices.
+    "layer_norm_epsilon",
+    "residual_in_fp32",
+    "use_bias",
+    "use_conv_bias",
+    "mamba_hidden_act",
+    "chunk_size",
 ];
 
 /// Keys venusc does not model but that can change time or memory (group-limited routing,
@@ -144,9 +152,11 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
         items.push(format!("head_dim {d}"));
     }
 
-    // The MLP: gated SiLU (SwiGLU) for every family here; `intermediate_size` is the dense FFN
+    // The MLP: gated SiLU (SwiGLU) for every family here but Nemotron-H, whose
+    // `mlp_hidden_act` is squared ReLU (a plain MLP); `intermediate_size` is the dense FFN
     // (and, in Mixtral, each expert's).
-    let act = cfg.string("hidden_act");
+    used.push("mlp_hidden_act");
+    let act = cfg.string("mlp_hidden_act").or(cfg.string("hidden_act"));
     match act {
         Some("silu") | Some("swish") | None => items.push("swiglu".into()),
         Some(other) => warnings.push(format!(
@@ -225,6 +235,40 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
                 ));
             }
         }
+    }
+    // Hybrid Mamba-2 (Nemotron-H): the layer pattern and the Mamba-2 dims, same names.
+    used.push("hybrid_override_pattern");
+    match cfg.root.get("hybrid_override_pattern") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) => {
+            items.push(format!(
+                "hybrid_override_pattern \"{}\"",
+                p.escape_default()
+            ));
+            let mut dims = Vec::new();
+            for key in [
+                "mamba_num_heads",
+                "mamba_head_dim",
+                "ssm_state_size",
+                "n_groups",
+                "conv_kernel",
+            ] {
+                if let Some(v) = get(key, &mut used)? {
+                    dims.push(format!("{key} {v}"));
+                }
+            }
+            if !dims.is_empty() {
+                items.push(dims.join("  "));
+            }
+            // `expand` sizes d_inner only without `mamba_num_heads` (mamba_mixer.py).
+            used.push("expand");
+            if cfg.root.contains_key("expand") && !cfg.root.contains_key("mamba_num_heads") {
+                warnings.push(format!(
+                    "{file}: `expand` without `mamba_num_heads`: venusc takes Megatron's 2"
+                ));
+            }
+        }
+        Some(other) => return Err(cfg.wrong("hybrid_override_pattern", "a string", other)),
     }
     if let Some(m) = get("num_nextn_predict_layers", &mut used)?.filter(|&m| m > 0) {
         items.push(format!("mtp_layers {m}"));

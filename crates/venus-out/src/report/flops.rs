@@ -3,8 +3,8 @@
 //! Input: a validated [`Scenario`]. Output: the [`Flops`] Megatron's
 //! `num_floating_point_operations(args, batch_size)` returns for the global batch, the number
 //! its `throughput per GPU (TFLOP/s/GPU)` log line divides by the iteration time.
-//! Invariant: the same formula as Megatron-LM `main` (`transformer_flops`, the non-hybrid
-//! branch), evaluated in exact integer arithmetic (saturating on absurd sizes) and rounded to
+//! Invariant: the same formula as Megatron-LM `main` (`transformer_flops`, and `hybrid_flops`
+//! for a model with `hybrid_override_pattern`), evaluated in exact integer arithmetic (saturating on absurd sizes) and rounded to
 //! `f64` once at the end, so it never panics and never accumulates rounding.
 //!
 //! Source: megatron/training/training.py, `num_floating_point_operations` → `transformer_flops`
@@ -58,6 +58,23 @@ struct FlopsArgs {
     /// `mtp_num_layers or 0`.
     mtp: u128,
     padded_vocab: u128,
+    /// `None` for a transformer (`is_hybrid_model` false).
+    hybrid: Option<HybridArgs>,
+}
+
+/// The hybrid branch's arguments (training.py `hybrid_flops`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HybridArgs {
+    /// `get_hybrid_layer_counts`: Mamba, attention, MLP and MoE layers.
+    mamba_layers: u128,
+    attention_layers: u128,
+    mlp_layers: u128,
+    moe_layers: u128,
+    state: u128,
+    head_dim: u128,
+    groups: u128,
+    /// `mamba_num_heads`, 0 for None (then `d_in // head_dim`).
+    heads: u128,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +98,8 @@ struct MoeArgs {
     shared: u128,
     /// Leading dense layers (`moe_layer_freq` = `[0]*k + [1]*(L-k)`).
     first_k_dense: u128,
+    /// `moe_latent_size`, 0 for None.
+    latent: u128,
 }
 
 impl FlopsArgs {
@@ -91,6 +110,7 @@ impl FlopsArgs {
             ffn: m.moe_ffn().into(),
             shared: m.shared_expert_ffn().into(),
             first_k_dense: m.first_k_dense().into(),
+            latent: m.moe_latent_size.unwrap_or(0).into(),
         });
         let mla = m.is_mla().then(|| MlaArgs {
             q_lora: m.q_lora_rank().into(),
@@ -116,6 +136,20 @@ impl FlopsArgs {
             mla,
             mtp: m.mtp_layers().into(),
             padded_vocab: sc.padded_vocab.into(),
+            hybrid: m.is_hybrid().then(|| {
+                use venus_plan::plan::HybridLayer as K;
+                let c = m.hybrid_layers_in(0, m.layers);
+                HybridArgs {
+                    mamba_layers: c.of(K::Mamba).into(),
+                    attention_layers: c.of(K::Attention).into(),
+                    mlp_layers: c.of(K::Mlp).into(),
+                    moe_layers: c.of(K::Moe).into(),
+                    state: m.ssm_state_size().into(),
+                    head_dim: m.mamba_head_dim().into(),
+                    groups: m.n_groups().into(),
+                    heads: m.mamba_num_heads.unwrap_or(0).into(),
+                }
+            }),
         }
     }
 }
@@ -129,18 +163,81 @@ fn sum(terms: &[u128]) -> u128 {
     terms.iter().fold(0u128, |acc, &t| acc.saturating_add(t))
 }
 
+/// megatron/training/training.py `hybrid_flops` (NVIDIA/Megatron-LM d98e8a64), term by term,
+/// per forward and times 3 at the end; BSHD batches (`total_tokens = B·s`,
+/// `seqlen_squared_sum = B·s²`). Its float factors are exact in integers: the attention
+/// `h·p` is `q = kv_channels·heads`, the MLP `expansion·h` is `ffn`.
+fn hybrid_flops_exact(a: &FlopsArgs, y: &HybridArgs) -> u128 {
+    let tokens = mul(&[a.batch, a.seq]);
+    let h = a.hidden;
+    let ffn_exp: u128 = if a.swiglu { 3 } else { 2 };
+    // attn_layer_flops: 4·T·h·p·(h + h·g/n) + 2·Σs²·h·p.
+    let q = mul(&[a.kv_channels, a.heads]);
+    let kv = mul(&[a.kv_channels, a.groups]);
+    let attention = sum(&[
+        mul(&[4, tokens, sum(&[mul(&[q, h]), mul(&[h, kv])])]),
+        mul(&[2, tokens, a.seq, q]),
+    ]);
+    // mlp_layer_flops: 4·expansion·(3/2 with SwiGLU)·T·h² = 2·T·h·ffn·(3 or 2).
+    let mlp = mul(&[2, tokens, h, a.ffn, ffn_exp]);
+    // mamba_layer_flops: in_proj, the scan (7·T·d_in·N) and out_proj, with d_in = 2h as the
+    // formula writes it (expand 2), nheads = mamba_num_heads or d_in // head_dim.
+    let d_in = mul(&[2, h]);
+    let heads = if y.heads > 0 {
+        y.heads
+    } else {
+        d_in / y.head_dim.max(1)
+    };
+    let mamba = sum(&[
+        mul(&[
+            2,
+            tokens,
+            h,
+            sum(&[mul(&[2, d_in]), mul(&[2, y.groups, y.state]), heads]),
+        ]),
+        mul(&[7, tokens, d_in, y.state]),
+        mul(&[2, tokens, d_in, h]),
+    ]);
+    // moe_layer_flops: routed 4·T·h·moe_ffn·topk·scale, shared 4·T·h·shared·scale.
+    // With `moe_latent_size` the routed experts run on the latent and add the up and down
+    // projections 4·T·h·latent.
+    let moe = a.moe.map_or(0, |m| {
+        let routed = if m.latent == 0 {
+            mul(&[2, tokens, h, m.ffn, m.topk, ffn_exp])
+        } else {
+            sum(&[
+                mul(&[2, tokens, m.latent, m.ffn, m.topk, ffn_exp]),
+                mul(&[4, tokens, h, m.latent]),
+            ])
+        };
+        sum(&[routed, mul(&[2, tokens, h, m.shared, ffn_exp])])
+    });
+    let logits = mul(&[2, tokens, h, a.padded_vocab, a.mtp.saturating_add(1)]);
+    let forward = sum(&[
+        mul(&[y.attention_layers, attention]),
+        mul(&[y.mlp_layers, mlp]),
+        mul(&[y.mamba_layers, mamba]),
+        mul(&[y.moe_layers, moe]),
+        logits,
+    ]);
+    mul(&[3, forward])
+}
+
 /// megatron/training/training.py `transformer_flops`, term by term.
 fn flops_exact(a: &FlopsArgs) -> u128 {
+    if let Some(y) = &a.hybrid {
+        return hybrid_flops_exact(a, y);
+    }
     // forward_backward_expansion_factor (3) × fma_expansion_factor (2).
     const GEMM: u128 = 3 * 2;
     // ffn_expansion_factor: h→2·ffn and ffn→h GEMMs with SwiGLU, h→ffn and ffn→h without.
     let ffn_exp: u128 = if a.swiglu { 3 } else { 2 };
-    let (mut dense_layers, mut moe_layers, topk, moe_ffn, shared) = match a.moe {
-        None => (a.layers, 0, 0, 0, 0),
+    let (mut dense_layers, mut moe_layers, topk, moe_ffn, shared, latent) = match a.moe {
+        None => (a.layers, 0, 0, 0, 0, 0),
         // moe_layer_freq: the first `first_k_dense` layers dense, the others MoE.
         Some(m) => {
             let k = m.first_k_dense.min(a.layers);
-            (k, a.layers - k, m.topk, m.ffn, m.shared)
+            (k, a.layers - k, m.topk, m.ffn, m.shared, m.latent)
         }
     };
     // MTP depths are layers of the last layer's kind (`last_layer_is_moe * mtp_num_layers`).
@@ -150,14 +247,30 @@ fn flops_exact(a: &FlopsArgs) -> u128 {
         dense_layers = dense_layers.saturating_add(a.mtp);
     }
     let layers = a.layers.saturating_add(a.mtp);
-    let mlp = mul(&[
-        GEMM,
-        a.hidden,
-        sum(&[
-            mul(&[a.ffn, ffn_exp, dense_layers]),
-            mul(&[moe_ffn, topk, ffn_exp, moe_layers]),
-            mul(&[shared, ffn_exp, moe_layers]),
+    // Routed experts: `moe_ffn·topk·e` per MoE layer, or on the latent
+    // `moe_ffn·topk·e·latent/h + 2·latent` (the /h cancels the h factored out below).
+    let routed = if latent == 0 {
+        mul(&[GEMM, a.hidden, moe_ffn, topk, ffn_exp, moe_layers])
+    } else {
+        mul(&[
+            GEMM,
+            moe_layers,
+            sum(&[
+                mul(&[moe_ffn, topk, ffn_exp, latent]),
+                mul(&[2, latent, a.hidden]),
+            ]),
+        ])
+    };
+    let mlp = sum(&[
+        mul(&[
+            GEMM,
+            a.hidden,
+            sum(&[
+                mul(&[a.ffn, ffn_exp, dense_layers]),
+                mul(&[shared, ffn_exp, moe_layers]),
+            ]),
         ]),
+        routed,
     ]);
     let attention = match &a.mla {
         Some(m) => mla_attention(a, m),
@@ -298,6 +411,34 @@ mod tests {
         assert_eq!(megatron_flops(&sc), Flops(5_655_106_682_880.0));
     }
 
+    /// Megatron's `hybrid_flops` for a small hybrid model, by hand: B 8, s 512, h 1024, 16
+    /// heads (MHA, kv_channels 64), ffn 4096 (not gated), Mamba-2 32 heads of 64, state 128, 8
+    /// groups, pattern `M*-M` (2 Mamba, 1 attention, 1 MLP), vocab 32768. Per forward, T = 4096:
+    /// attention 4·T·(1024·1024 + 1024·1024) + 2·T·512·1024 = 38,654,705,664;
+    /// MLP 2·T·1024·4096·2 = 68,719,476,736; Mamba 2·T·1024·(4·1024 + 2·8·128 + 32) plus
+    /// 7·T·2048·128 and 2·T·2048·1024 = 76,504,104,960 each; logits 2·T·1024·32768 =
+    /// 274,877,906,944; summed 535,260,299,264, times 3.
+    #[test]
+    fn hybrid_model_counts_megatrons_hybrid_branch() {
+        let mut m = model(1024, 16, 4, 32768, 512);
+        set(&mut m.ffn, 4096);
+        m.hybrid_override_pattern = Some(sp(venus_front::ty::LayoutText {
+            text: "M*-M".into(),
+            raw: true,
+        }));
+        set(&mut m.mamba_num_heads, 32);
+        let sc = on_one_gpu(m, 8);
+        let t: u128 = 8 * 512;
+        let attention = 4 * t * (1024 * 1024 + 1024 * 1024) + 2 * t * 512 * 1024;
+        let mlp = 2 * t * 1024 * 4096 * 2;
+        let mamba =
+            2 * t * 1024 * (4 * 1024 + 2 * 8 * 128 + 32) + 7 * t * 2048 * 128 + 2 * t * 2048 * 1024;
+        let logits = 2 * t * 1024 * 32768;
+        let expected = 3 * (attention + mlp + 2 * mamba + logits);
+        assert_eq!(expected, 3 * 535_260_299_264);
+        assert_eq!(megatron_flops(&sc), Flops(expected as f64));
+    }
+
     #[test]
     fn absurd_sizes_saturate_instead_of_overflowing() {
         let a = FlopsArgs {
@@ -314,6 +455,7 @@ mod tests {
             mla: None,
             mtp: 0,
             padded_vocab: u64::MAX.into(),
+            hybrid: None,
         };
         assert_eq!(flops_exact(&a), u128::MAX);
     }

@@ -8,6 +8,7 @@
 //! `u128` for products of user numbers).
 
 use crate::plan::spec::ModelSpec as Model;
+use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{Kind, PipelineShape};
 
 /// Megatron's `--make-vocab-size-divisible-by` default.
@@ -561,11 +562,16 @@ pub fn layer_params(m: &Model) -> LayerParams {
         let e = m.experts();
         (
             shared,
-            mlp_params(h, m.moe_ffn(), m.swiglu()).saturating_mul(e),
+            mlp_params(m.expert_width(), m.moe_ffn(), m.swiglu()).saturating_mul(e),
             h.saturating_mul(e),
         )
     } else {
         (mlp_params(h, m.ffn(), m.swiglu()), 0, 0)
+    };
+    let latent = if m.is_moe() {
+        latent.saturating_add(moe_latent_projections(m))
+    } else {
+        latent
     };
     LayerParams {
         attention,
@@ -575,6 +581,13 @@ pub fn layer_params(m: &Model) -> LayerParams {
         router,
         norms: mul(&[2, 2, h]),
     }
+}
+
+/// Latent MoE's `fc1_latent_proj` h → latent and `fc2_latent_proj` latent → h, replicated over
+/// tp (`parallel_mode="duplicated"`, megatron/core/transformer/moe/moe_layer.py, NVIDIA/Megatron-LM
+/// d98e8a64); 0 without `moe_latent_size`.
+pub fn moe_latent_projections(m: &Model) -> u64 {
+    m.moe_latent_size.map_or(0, |l| mul(&[2, m.hidden, l]))
 }
 
 /// A dense layer of the model: a MoE model's leading `first_k_dense` layers have the dense
@@ -618,11 +631,43 @@ pub struct ParamCounts {
     pub total: u64,
     /// Parameters one token uses (`total` less the routed experts it is not sent to).
     pub active: u64,
+    /// A hybrid model's layers by kind (`None` for a transformer).
+    pub hybrid: Option<HybridParams>,
+}
+
+/// One layer of each kind of a hybrid model (unsharded counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HybridParams {
+    pub mamba: LayerParams,
+    pub attention: LayerParams,
+    pub mlp: LayerParams,
+    pub moe: LayerParams,
+}
+
+impl HybridParams {
+    pub fn of(&self, kind: HybridLayer) -> &LayerParams {
+        match kind {
+            HybridLayer::Mamba => &self.mamba,
+            HybridLayer::Attention => &self.attention,
+            HybridLayer::Mlp => &self.mlp,
+            HybridLayer::Moe => &self.moe,
+        }
+    }
+
+    /// Σ over kinds of `count × f(layer)` for the layers counted in `c`.
+    pub fn sum(&self, c: &HybridCounts, f: impl Fn(&LayerParams) -> u64) -> u64 {
+        HybridLayer::ALL.iter().fold(0u64, |acc, &k| {
+            acc.saturating_add(f(self.of(k)).saturating_mul(c.of(k)))
+        })
+    }
 }
 
 impl ParamCounts {
     /// Parameters of the layers `start..start + n`, dense and MoE ones apart.
     pub fn layers_params(&self, m: &Model, start: u64, n: u64) -> u64 {
+        if let Some(hp) = &self.hybrid {
+            return hp.sum(&m.hybrid_layers_in(start, n), LayerParams::total);
+        }
         let moe = m.moe_layers_in(start, n);
         let dense = n.saturating_sub(moe);
         self.per_layer
@@ -642,7 +687,111 @@ pub fn mtp_depth_params(m: &Model, layer: &LayerParams) -> u64 {
         .saturating_add(layer.total())
 }
 
+/// A Mamba-2 layer (megatron/core/ssm/mamba_layer.py `MambaLayer` with mamba_mixer.py
+/// `MambaMixer`, NVIDIA/Megatron-LM d98e8a64): the pre-norm (weight h, fused into `in_proj`),
+/// `in_proj` h → 2·d_inner + 2·ngroups·d_state + nheads (z, x, B, C, dt; no bias), the
+/// depthwise `conv1d` over x, B, C (d_conv weights and a bias per channel), `dt_bias`, `A_log`
+/// and `D` per head, the gated RMSNorm over d_inner and `out_proj` d_inner → h. All but the
+/// pre-norm are split by tp (heads and groups are, mamba_mixer.py asserts both divisible).
+fn mamba_layer_params(m: &Model) -> LayerParams {
+    let h = m.hidden;
+    let (d_inner, heads) = (m.mamba_d_inner(), m.mamba_num_heads());
+    let bc = mul(&[2, m.n_groups(), m.ssm_state_size()]);
+    let in_proj = mul(&[
+        h,
+        d_inner
+            .saturating_mul(2)
+            .saturating_add(bc)
+            .saturating_add(heads),
+    ]);
+    let conv = mul(&[
+        d_inner.saturating_add(bc),
+        m.conv_kernel().saturating_add(1),
+    ]);
+    let mixer = in_proj
+        .saturating_add(conv)
+        .saturating_add(mul(&[3, heads]))
+        .saturating_add(d_inner)
+        .saturating_add(mul(&[d_inner, h]));
+    LayerParams {
+        attention: mixer,
+        norms: h,
+        ..LayerParams::default()
+    }
+}
+
+/// The four layer kinds of a hybrid model. Each is one sublayer with its RMSNorm pre-norm
+/// (weight h; Nemotron-H's `--normalization RMSNorm`): the attention layer is
+/// `linear_qkv` and `linear_proj` with no MLP, the MLP layer `linear_fc1`/`linear_fc2` with no
+/// attention, the MoE layer the router, routed and shared experts
+/// (megatron/core/models/hybrid/hybrid_layer_specs.py).
+fn hybrid_params(m: &Model) -> HybridParams {
+    let h = m.hidden;
+    let (attention, latent) = attention_params(m);
+    let full = layer_params(m);
+    HybridParams {
+        mamba: mamba_layer_params(m),
+        attention: LayerParams {
+            attention,
+            latent,
+            norms: h,
+            ..LayerParams::default()
+        },
+        mlp: LayerParams {
+            mlp: mlp_params(h, m.ffn(), m.swiglu()),
+            norms: h,
+            ..LayerParams::default()
+        },
+        moe: LayerParams {
+            attention: 0,
+            latent: moe_latent_projections(m),
+            norms: h,
+            ..full
+        },
+    }
+}
+
+/// The parameter counts of a hybrid model: each layer of the pattern counted by its kind.
+fn hybrid_param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
+    let hp = hybrid_params(m);
+    let all = m.hybrid_layers_in(0, m.layers);
+    let h = m.hidden;
+    let embedding = mul(&[padded_vocab, h]);
+    let untied = m.untied_embeddings();
+    // language_module.py: the last stage's copy of tied embeddings (as `param_counts`).
+    let output = if untied || pp > 1 { embedding } else { 0 };
+    // The final norm is an RMSNorm like the layers' (weight h).
+    let final_norm = h;
+    let rest = embedding
+        .saturating_add(final_norm)
+        .saturating_add(if untied { embedding } else { 0 });
+    let decoder = hp.sum(&all, LayerParams::total);
+    let decoder_active = hp.sum(&all, |p| p.active(m));
+    // The largest kind present stands for "a layer" where one is needed (the FSDP unit).
+    let largest = HybridLayer::ALL
+        .iter()
+        .filter(|&&k| all.of(k) > 0)
+        .map(|&k| *hp.of(k))
+        .max_by_key(LayerParams::total)
+        .unwrap_or_default();
+    ParamCounts {
+        per_layer: largest,
+        dense_layer: largest,
+        dense_layers: 0,
+        embedding,
+        output,
+        final_norm,
+        mtp: 0,
+        total: rest.saturating_add(decoder),
+        active: rest.saturating_add(decoder_active),
+        hybrid: Some(hp),
+    }
+}
+
 pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
+    if m.is_hybrid() {
+        return hybrid_param_counts(m, padded_vocab, pp);
+    }
     let per_layer = layer_params(m);
     let dense_layer = if m.is_moe() {
         dense_layer_params(m)
@@ -689,6 +838,7 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
         mtp,
         total: rest.saturating_add(decoder),
         active: rest.saturating_add(decoder_active),
+        hybrid: None,
     }
 }
 
@@ -829,6 +979,13 @@ mod tests {
             qk_rope_head_dim: None,
             v_head_dim: None,
             mtp_layers: None,
+            hybrid_pattern: None,
+            mamba_num_heads: None,
+            mamba_head_dim: None,
+            ssm_state_size: None,
+            n_groups: None,
+            conv_kernel: None,
+            moe_latent_size: None,
         };
         let all = adapter_params(&m, 16, venus_base::base::LoraTargets::ALL, false);
         assert_eq!(all.dense, 16 * (18432 + 16384 + 65536 + 36864));
@@ -836,6 +993,126 @@ mod tests {
         assert_eq!(all.experts, 0);
         let qkv = venus_base::base::LoraTargets::from_words(["linear_qkv"]);
         assert_eq!(adapter_params(&m, 32, qkv, false).dense, 32 * 18432);
+    }
+
+    /// A small hybrid model: h 1024, 8 layers `MMMM*-E-`, 16 heads (MHA), ffn 4096, 8 experts
+    /// of 512, top-2, Mamba-2 defaults (32 heads of 64, state 128, 8 groups, conv 4).
+    fn hybrid_model() -> Model {
+        Model {
+            name: "hybrid".into(),
+            hidden: 1024,
+            layers: 8,
+            heads: 16,
+            vocab: 32768,
+            seq: 2048,
+            ffn: Some(4096),
+            kv_groups: None,
+            head_dim: None,
+            swiglu: None,
+            untied_embeddings: Some(true),
+            experts: Some(8),
+            topk: Some(2),
+            moe_ffn: Some(512),
+            shared_expert_ffn: None,
+            shared_experts: None,
+            first_k_dense: None,
+            q_lora_rank: None,
+            kv_lora_rank: None,
+            qk_nope_head_dim: None,
+            qk_rope_head_dim: None,
+            v_head_dim: None,
+            mtp_layers: None,
+            hybrid_pattern: Some(
+                "MMMM*-E-"
+                    .chars()
+                    .filter_map(HybridLayer::from_symbol)
+                    .collect(),
+            ),
+            mamba_num_heads: None,
+            mamba_head_dim: None,
+            ssm_state_size: None,
+            n_groups: None,
+            conv_kernel: None,
+            moe_latent_size: None,
+        }
+    }
+
+    /// Each pipeline stage holds the pattern's layers at its positions: with pp 2 the first
+    /// four layers (all Mamba-2) are stage 0's, the attention, MLP and MoE layers stage 1's.
+    #[test]
+    fn a_hybrid_pipeline_splits_the_pattern_by_position() {
+        let m = hybrid_model();
+        let first = m.hybrid_layers_in(0, 4);
+        let second = m.hybrid_layers_in(4, 4);
+        assert_eq!(first.0, [4, 0, 0, 0]);
+        assert_eq!(second.0, [0, 1, 2, 1]);
+        assert_eq!(m.moe_layers_in(0, 4), 0);
+        assert_eq!(m.moe_layers_in(4, 4), 1);
+        assert!(m.is_moe_layer(6) && !m.is_moe_layer(5));
+        // Past the end counts nothing (a range is clamped, never indexed out of bounds).
+        assert_eq!(m.hybrid_layers_in(6, 100).0, [0, 0, 1, 1]);
+        assert_eq!(m.hybrid_layers_in(u64::MAX, u64::MAX).0, [0, 0, 0, 0]);
+    }
+
+    /// By hand: Mamba-2 d_inner 2048, in_proj 1024 × (4096 + 2048 + 32) = 6,324,224, conv
+    /// 4096 × 5 = 20,480, 3 × 32 per-head, gated norm 2048, out_proj 2048 × 1024, pre-norm
+    /// 1024: 8,445,024. Attention 4 × 1024² + 1024 = 4,195,328; MLP 2 × 1024 × 4096 + 1024 =
+    /// 8,389,632; MoE 8 × 2 × 1024 × 512 + router 8192 + 1024 = 8,397,824, of which a token
+    /// uses 2 experts' 2,097,152.
+    #[test]
+    fn hybrid_parameters_count_each_layer_kind() {
+        let m = hybrid_model();
+        let p = param_counts(&m, 32768, 1);
+        let hp = p.hybrid.unwrap();
+        assert_eq!(hp.mamba.total(), 8_445_024);
+        assert_eq!(hp.attention.total(), 4_195_328);
+        assert_eq!(hp.mlp.total(), 8_389_632);
+        assert_eq!(hp.moe.total(), 8_397_824);
+        let decoder = 4 * 8_445_024 + 4_195_328 + 2 * 8_389_632 + 8_397_824;
+        let rest = 2 * 32768 * 1024 + 1024;
+        assert_eq!(p.total, decoder + rest);
+        assert_eq!(p.active, p.total - 6 * 1024 * 1024);
+        // The layers of a stage: pp 2 puts the four Mamba-2 layers on stage 0.
+        assert_eq!(p.layers_params(&m, 0, 4), 4 * 8_445_024);
+    }
+
+    /// Activation bytes of each kind for one 2048-token microbatch (tp 1, flash attention, no
+    /// recompute). Mamba-2: 5h replicated (10,485,760) and the in_proj output, scan output and
+    /// gated-norm output, 2 bytes each: 2048 × 2 × (6176 + 4096) = 42,074,112. Attention: 5h
+    /// and Q, K, V, projection input 2048 × 8192, log-sum-exp 4 × 16 × 2048. MLP: 5h and the
+    /// GeLU's 2 × 2 × 4096 per token. An attention and an MLP layer together are exactly a
+    /// transformer layer of the same dims.
+    #[test]
+    fn hybrid_layers_keep_their_own_activations() {
+        use crate::plan::memory::{
+            hybrid_layer_activation_bytes as bytes, layer_activation_bytes_of, ActivationShape,
+        };
+        let m = hybrid_model();
+        let a = ActivationShape {
+            seq: 2048,
+            micro_batch: 1,
+            tp: 1,
+            etp: 1,
+            sp: false,
+            recompute: venus_base::base::Recompute::None,
+            attention: venus_base::base::Attention::Flash,
+            moe_load: 1.0,
+        };
+        assert_eq!(bytes(&m, &a, HybridLayer::Mamba), 52_559_872);
+        assert_eq!(bytes(&m, &a, HybridLayer::Attention), 27_394_048);
+        assert_eq!(bytes(&m, &a, HybridLayer::Mlp), 44_040_192);
+        // MoE: 5h and 2 of 8 experts per token: 2048 × 2 × (2h dispatched + 2 × 2 × 512).
+        assert_eq!(bytes(&m, &a, HybridLayer::Moe), 10_485_760 + 16_777_216);
+        assert_eq!(
+            bytes(&m, &a, HybridLayer::Attention) + bytes(&m, &a, HybridLayer::Mlp),
+            layer_activation_bytes_of(&m, &a, false)
+        );
+        // Full recompute keeps each layer's input alone.
+        let full = ActivationShape {
+            recompute: venus_base::base::Recompute::Full,
+            ..a
+        };
+        assert_eq!(bytes(&m, &full, HybridLayer::Mamba), 2 * 1024 * 2048);
     }
 
     #[test]

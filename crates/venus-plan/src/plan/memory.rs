@@ -46,6 +46,7 @@
 use crate::plan::derive::{padded_vocab, param_counts, StageSplit};
 use crate::plan::recipe::Recipe;
 use crate::plan::spec::ModelSpec as Model;
+use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{self, Kind, PipelineShape};
 use venus_base::base::{Attention, Bytes, FsdpStrategy, LoraTargets, Recompute, ScheduleKind};
 
@@ -238,7 +239,10 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // expert's inner activations (split by etp), per rank tokens / tp with sp.
         let topk = m.topk() as u128;
         let etp = a.etp.max(1) as u128;
-        let per = prod(&[2, h, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
+        // With latent MoE the dispatched tokens are `moe_latent_size` wide.
+        let width = m.expert_width() as u128;
+        let per =
+            prod(&[2, width, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
         let mut routed = prod(&[tokens, topk, per]) / tsp;
         if a.moe_load > 1.0 {
             // The busiest EP rank holds `moe_load` times the mean token copies.
@@ -324,6 +328,82 @@ pub fn stage_moe_layers(model: &Model, split: &StageSplit, stage: u64) -> u64 {
     })
 }
 
+/// A hybrid model's layers of each kind on a stage (all its chunks).
+pub fn stage_hybrid_counts(model: &Model, split: &StageSplit, stage: u64) -> HybridCounts {
+    let mut c = HybridCounts::default();
+    for chunk in 0..split.vpp.max(1) {
+        let part = model.hybrid_layers_in(
+            split.first_layer(stage, chunk),
+            split.chunk_layers(stage, chunk),
+        );
+        for (a, b) in c.0.iter_mut().zip(part.0) {
+            *a = a.saturating_add(b);
+        }
+    }
+    c
+}
+
+/// Stored activation bytes of one layer of a hybrid model for one microbatch. Each kind is one
+/// sublayer with its pre-norm, so each keeps Korthikanti's per-sublayer replicated 5·s·b·h (norm
+/// input 2h, the sublayer's input 2h, dropout mask h; split by sp) and its own inner tensors:
+/// - Mamba-2: the `in_proj` output z, x, B, C, dt (2·d_inner + 2·ngroups·d_state + nheads), the
+///   scan output y and the gated norm's output (the `out_proj` input), d_inner each, 2 bytes an
+///   element and split by tp; the chunked scan recomputes its states in backward (mamba_ssm
+///   ops/triton/ssd_combined.py `MambaChunkScanCombinedFn` saves only its inputs and output), so
+///   no state is kept;
+/// - attention: Q, K, V and the projection input, and flash attention's log-sum-exp;
+/// - MLP: the MLP inner activations of `ffn`; MoE: the routed (and shared) experts' as a MoE
+///   layer of a transformer.
+///
+/// Full recompute keeps only the layer input (2·s·b·h, split by sp).
+pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: HybridLayer) -> u128 {
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let h = m.hidden as u128;
+    let tp = a.tp.max(1) as u128;
+    let tsp = if a.sp { tp } else { 1 };
+    if a.recompute == Recompute::Full {
+        return prod(&[2, h, tokens]) / tsp;
+    }
+    let replicated = prod(&[tokens, 5, h]) / tsp;
+    let inner = match kind {
+        HybridLayer::Mamba => {
+            let d_inner = m.mamba_d_inner() as u128;
+            let bc = prod(&[2, m.n_groups() as u128, m.ssm_state_size() as u128]);
+            let zxbcdt = prod(&[2, d_inner])
+                .saturating_add(bc)
+                .saturating_add(m.mamba_num_heads() as u128);
+            prod(&[tokens, 2, zxbcdt.saturating_add(prod(&[2, d_inner]))]) / tp
+        }
+        HybridLayer::Attention => {
+            let hd = m.head_dim() as u128;
+            let qkv = prod(&[4, m.heads as u128, hd]).saturating_add(prod(&[
+                4,
+                m.kv_groups() as u128,
+                hd,
+            ]));
+            let mut bytes = prod(&[tokens, qkv]) / tp;
+            if matches!(a.recompute, Recompute::None | Recompute::Selective)
+                && a.attention == Attention::Flash
+            {
+                bytes = bytes.saturating_add(prod(&[4, m.heads as u128, tokens]) / tp);
+            } else if a.recompute == Recompute::None {
+                bytes =
+                    bytes.saturating_add(prod(&[5, m.heads as u128, a.seq as u128, tokens]) / tp);
+            }
+            bytes
+        }
+        HybridLayer::Mlp => prod(&[tokens, inner_bytes_per_token(m.ffn(), m.swiglu())]) / tp,
+        HybridLayer::Moe => {
+            // A transformer MoE layer's bytes less its attention part and its 5h of the
+            // attention sublayer's replicated tensors.
+            let full = layer_activation_bytes_of(m, a, true);
+            let attention = hybrid_layer_activation_bytes(m, a, HybridLayer::Attention);
+            return full.saturating_sub(attention);
+        }
+    };
+    replicated.saturating_add(inner)
+}
+
 /// The peak memory of every pipeline stage.
 pub fn stage_memory(model: &Model, plan: &MemoryPlan) -> Vec<StageMemory> {
     (0..plan.pp.max(1))
@@ -350,7 +430,13 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         0
     };
 
-    let mut dense = if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
+    // A hybrid model's stage: its layers counted by kind (the pattern's positions).
+    let hybrid = counts
+        .hybrid
+        .map(|hp| (hp, stage_hybrid_counts(model, &plan.split, stage)));
+    let mut dense = if let Some((hp, c)) = &hybrid {
+        ceil_div(hp.sum(c, |p| p.attention.saturating_add(p.mlp)) as u128, tp)
+    } else if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
         // Leading dense layers, the MoE layers and the MTP depths (one MoE layer each, with
         // two input norms, the `2h × h` projection and a final norm).
         let d = counts.dense_layer;
@@ -367,7 +453,11 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     };
     let replicated_of =
         |p: &super::derive::LayerParams| p.norms as u128 + p.router as u128 + p.latent as u128;
-    let mut replicated = if dense_layers > 0 && model.is_moe() {
+    let mut replicated = if let Some((hp, c)) = &hybrid {
+        hp.sum(c, |p| {
+            p.norms.saturating_add(p.router).saturating_add(p.latent)
+        }) as u128
+    } else if dense_layers > 0 && model.is_moe() {
         prod(&[replicated_of(&counts.dense_layer), dense_layers])
             .saturating_add(prod(&[replicated_of(&per), moe_layers]))
     } else {
@@ -397,7 +487,11 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     } else {
         layers
     };
-    let expert = ceil_div(prod(&[per.experts as u128, expert_layers]), expert_shards);
+    // A hybrid model's experts are those of its `E` layers.
+    let layer_experts = hybrid
+        .as_ref()
+        .map_or(per.experts, |(hp, _)| hp.moe.experts);
+    let expert = ceil_div(prod(&[layer_experts as u128, expert_layers]), expert_shards);
     let local = dense.saturating_add(replicated);
 
     // One layer's parameters on this GPU: the unit Megatron-FSDP gathers (a MoE layer where
@@ -421,7 +515,16 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let (units, first_units, last_units) = in_flight(plan, stage);
     let stage_layers = plan.split.layers(stage) as u128;
     let chunks = plan.split.vpp.max(1) as u128;
-    let mut activations = if model.is_moe() && model.first_k_dense() > 0 {
+    let mut activations = if let Some((_, c)) = &hybrid {
+        // The stage's layers of each kind, spread evenly over its in-flight chunk microbatches.
+        let per_chunk = HybridLayer::ALL.iter().fold(0u128, |acc, &k| {
+            acc.saturating_add(prod(&[
+                c.of(k) as u128,
+                hybrid_layer_activation_bytes(model, &shape, k),
+            ]))
+        }) / chunks;
+        prod(&[units as u128, per_chunk])
+    } else if model.is_moe() && model.first_k_dense() > 0 {
         // The stage's layers of each kind, spread evenly over its in-flight chunk microbatches.
         let per_chunk = prod(&[moe_layers, layer_activation_bytes_of(model, &shape, true)])
             .saturating_add(prod(&[
@@ -447,7 +550,17 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
             recompute: Recompute::None,
             ..shape
         };
-        activations = activations.saturating_add(layer_activation_bytes(model, &working));
+        let working_set = if model.is_hybrid() {
+            // The largest kind's layer is the one being recomputed at the peak.
+            HybridLayer::ALL
+                .iter()
+                .map(|&k| hybrid_layer_activation_bytes(model, &working, k))
+                .max()
+                .unwrap_or(0)
+        } else {
+            layer_activation_bytes(model, &working)
+        };
+        activations = activations.saturating_add(working_set);
     }
     if first {
         activations = activations.saturating_add(prod(&[

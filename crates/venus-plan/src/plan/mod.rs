@@ -22,8 +22,8 @@ use venus_base::base::{Bytes, Recompute, ScheduleKind};
 
 pub use spec::ReliabilitySpec;
 pub use spec::{
-    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GemmFit, GpuSpec, MeasuredSpec, ModelSpec,
-    PlanSpec, Provenance, TrainSpec,
+    ClusterSpec, DimSpec, ExpectLocs, ExpectSpec, GemmFit, GpuSpec, HybridCounts, HybridLayer,
+    MeasuredSpec, ModelSpec, PlanSpec, Provenance, TrainSpec,
 };
 
 pub use derive::{ParamCounts, StageSplit};

@@ -51,6 +51,89 @@ pub struct ModelSpec {
     pub v_head_dim: Option<u64>,
     /// Multi-token prediction depths.
     pub mtp_layers: Option<u64>,
+    /// A hybrid model's layers in order (Megatron's `--hybrid-override-pattern`, HF
+    /// `hybrid_override_pattern`), one entry per layer; `None`: every layer is a transformer
+    /// layer (attention and MLP).
+    pub hybrid_pattern: Option<Vec<HybridLayer>>,
+    /// Mamba-2 dims (HF Nemotron-H `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`,
+    /// `n_groups`, `conv_kernel`).
+    pub mamba_num_heads: Option<u64>,
+    pub mamba_head_dim: Option<u64>,
+    pub ssm_state_size: Option<u64>,
+    pub n_groups: Option<u64>,
+    pub conv_kernel: Option<u64>,
+    /// Latent MoE (Megatron's `--moe-latent-size`, Nemotron 3 Super): routed experts run on
+    /// this width between a down and an up projection.
+    pub moe_latent_size: Option<u64>,
+}
+
+/// One layer of a hybrid model: a single mixer or MLP with its pre-norm, as Megatron builds
+/// each symbol of the pattern (megatron/core/models/hybrid/hybrid_layer_allocation.py
+/// `Symbols`, NVIDIA/Megatron-LM d98e8a64): `M` a Mamba-2 layer, `*` an attention layer, `-`
+/// a dense MLP layer, `E` a MoE layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HybridLayer {
+    Mamba,
+    Attention,
+    Mlp,
+    Moe,
+}
+
+impl HybridLayer {
+    /// Every kind, in the order [`HybridCounts`] keeps them.
+    pub const ALL: [HybridLayer; 4] = [
+        HybridLayer::Mamba,
+        HybridLayer::Attention,
+        HybridLayer::Mlp,
+        HybridLayer::Moe,
+    ];
+
+    /// The kind of a pattern symbol (`None` for any other character).
+    pub fn from_symbol(c: char) -> Option<HybridLayer> {
+        match c {
+            'M' => Some(HybridLayer::Mamba),
+            '*' => Some(HybridLayer::Attention),
+            '-' => Some(HybridLayer::Mlp),
+            'E' => Some(HybridLayer::Moe),
+            _ => None,
+        }
+    }
+
+    pub fn symbol(self) -> char {
+        match self {
+            HybridLayer::Mamba => 'M',
+            HybridLayer::Attention => '*',
+            HybridLayer::Mlp => '-',
+            HybridLayer::Moe => 'E',
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            HybridLayer::Mamba => 0,
+            HybridLayer::Attention => 1,
+            HybridLayer::Mlp => 2,
+            HybridLayer::Moe => 3,
+        }
+    }
+}
+
+/// Layers of each kind in a range of a hybrid model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct HybridCounts(pub [u64; 4]);
+
+impl HybridCounts {
+    pub fn of(&self, kind: HybridLayer) -> u64 {
+        self.0[kind.index()]
+    }
+    fn add(&mut self, kind: HybridLayer) {
+        self.0[kind.index()] = self.0[kind.index()].saturating_add(1);
+    }
+}
+
+/// The pattern of a hybrid model as text (`M-M*-`).
+pub fn pattern_text(pattern: &[HybridLayer]) -> String {
+    pattern.iter().map(|k| k.symbol()).collect()
 }
 
 impl ModelSpec {
@@ -97,12 +180,18 @@ impl ModelSpec {
     // megatron/core/transformer/moe/moe_utils.py `get_moe_layer_wise_logging_tracker` and
     // transformer_config.py `moe_layer_freq`: a pattern [0]*k + [1]*(L-k) for DeepSeek-V3.
     pub fn is_moe_layer(&self, i: u64) -> bool {
+        if let Some(p) = &self.hybrid_pattern {
+            return self.is_moe() && p.get(i as usize) == Some(&HybridLayer::Moe);
+        }
         self.is_moe() && i >= self.first_k_dense()
     }
     /// Decoder layers with routed experts among `start..start + n`.
     pub fn moe_layers_in(&self, start: u64, n: u64) -> u64 {
         if !self.is_moe() {
             return 0;
+        }
+        if self.is_hybrid() {
+            return self.hybrid_layers_in(start, n).of(HybridLayer::Moe);
         }
         let end = start.saturating_add(n);
         end.saturating_sub(start.max(self.first_k_dense()))
@@ -143,6 +232,65 @@ impl ModelSpec {
     }
     pub fn mtp_layers(&self) -> u64 {
         or(self.mtp_layers, 0)
+    }
+    /// The width routed experts run on and tokens are dispatched at: `moe_latent_size`, else
+    /// hidden (megatron/core/transformer/moe/experts.py, token_dispatcher.py `hidden_dim`).
+    pub fn expert_width(&self) -> u64 {
+        or(self.moe_latent_size, self.hidden)
+    }
+    /// A hybrid model (`hybrid_override_pattern` written).
+    pub fn is_hybrid(&self) -> bool {
+        self.hybrid_pattern.is_some()
+    }
+    /// The kind of layer `i` (from 0); a transformer's layers are `None`.
+    pub fn hybrid_layer(&self, i: u64) -> Option<HybridLayer> {
+        self.hybrid_pattern
+            .as_ref()
+            .and_then(|p| p.get(usize::try_from(i).ok()?).copied())
+    }
+    /// Layers of each kind among `start..start + n` of a hybrid model: a pipeline stage holds
+    /// the pattern's layers at its positions (hybrid_layer_allocation.py `select_pipeline_segment`).
+    pub fn hybrid_layers_in(&self, start: u64, n: u64) -> HybridCounts {
+        let mut c = HybridCounts::default();
+        let Some(p) = &self.hybrid_pattern else {
+            return c;
+        };
+        let lo = usize::try_from(start).unwrap_or(usize::MAX).min(p.len());
+        let hi = usize::try_from(start.saturating_add(n))
+            .unwrap_or(usize::MAX)
+            .min(p.len());
+        for &k in &p[lo..hi] {
+            c.add(k);
+        }
+        c
+    }
+    /// Mamba-2 head size: Megatron's `--mamba-head-dim` default 64 (arguments.py).
+    pub fn mamba_head_dim(&self) -> u64 {
+        or(self.mamba_head_dim, 64)
+    }
+    /// Mamba-2 heads: without `mamba_num_heads`, `d_inner / head_dim` with Megatron's
+    /// `expand` 2 (`d_inner = 2·hidden`, megatron/core/ssm/mamba_mixer.py `MambaMixer`).
+    pub fn mamba_num_heads(&self) -> u64 {
+        or(
+            self.mamba_num_heads,
+            self.hidden.saturating_mul(2) / self.mamba_head_dim().max(1),
+        )
+    }
+    /// The mixer's inner size `d_inner = nheads · headdim` (mamba_mixer.py).
+    pub fn mamba_d_inner(&self) -> u64 {
+        self.mamba_num_heads().saturating_mul(self.mamba_head_dim())
+    }
+    /// SSM state size `d_state`: Megatron's `--mamba-state-dim` default 128.
+    pub fn ssm_state_size(&self) -> u64 {
+        or(self.ssm_state_size, 128)
+    }
+    /// B/C groups `ngroups`: Megatron's `--mamba-num-groups` default 8.
+    pub fn n_groups(&self) -> u64 {
+        or(self.n_groups, 8)
+    }
+    /// Causal convolution width `d_conv`: 4 in Megatron's `MambaMixer` (HF `conv_kernel`).
+    pub fn conv_kernel(&self) -> u64 {
+        or(self.conv_kernel, 4)
     }
 }
 

@@ -499,6 +499,37 @@ key_table! {
         .unit("layers")
         .megatron("--mtp-num-layers")
         .zero_allowed(),
+        HybridOverridePattern = key(
+            "hybrid_override_pattern",
+            &[Str],
+            "hybrid model layers in order, one symbol each: M Mamba-2, * attention, - MLP, E MoE",
+        )
+        .default(KeyDefault::Unset, "a transformer (attention and MLP in every layer)")
+        .megatron("--hybrid-override-pattern")
+        .example("\"M-M*-M-\""),
+        MambaNumHeads = key("mamba_num_heads", &[Count], "Mamba-2 heads of a hybrid model")
+            .default(KeyDefault::Derived, "2 x hidden / mamba_head_dim")
+            .unit("heads")
+            .megatron("--mamba-num-heads"),
+        MambaHeadDim = key("mamba_head_dim", &[Count], "Mamba-2 head size")
+            .default(KeyDefault::Derived, "64")
+            .megatron("--mamba-head-dim"),
+        SsmStateSize = key("ssm_state_size", &[Count], "Mamba-2 SSM state size per group")
+            .default(KeyDefault::Derived, "128")
+            .megatron("--mamba-state-dim"),
+        NGroups = key("n_groups", &[Count], "Mamba-2 B/C groups (heads share a group's B and C)")
+            .default(KeyDefault::Derived, "8")
+            .unit("groups")
+            .megatron("--mamba-num-groups"),
+        ConvKernel = key("conv_kernel", &[Count], "Mamba-2 causal convolution width")
+            .default(KeyDefault::Derived, "4"),
+        MoeLatentSize = key(
+            "moe_latent_size",
+            &[Count],
+            "latent MoE: routed experts run on (and tokens are dispatched at) this width",
+        )
+        .default(KeyDefault::Unset, "hidden (no latent projections)")
+        .megatron("--moe-latent-size"),
         AllowModel = allow_key(),
     }
     GPU => {
