@@ -714,6 +714,8 @@ impl<'r, 'a> Checker<'r, 'a> {
                 "interleaved" => ScheduleKind::Interleaved,
                 "zb_h1" => ScheduleKind::ZbH1,
                 "zb_h2" => ScheduleKind::ZbH2,
+                "dualpipe" => ScheduleKind::DualPipe,
+                "dualpipev" => ScheduleKind::DualPipeV,
                 _ => ScheduleKind::OneFOneB,
             };
             Spanned::new(k, w.loc)

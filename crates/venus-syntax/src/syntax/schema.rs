@@ -136,7 +136,15 @@ pub const WARNINGS: &[&str] = &[
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
 pub const LINKS: &[&str] = &["nvswitch", "infiniband"];
-pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2"];
+pub const SCHEDULES: &[&str] = &[
+    "gpipe",
+    "1f1b",
+    "interleaved",
+    "zb_h1",
+    "zb_h2",
+    "dualpipe",
+    "dualpipev",
+];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 /// GEMM precisions: the words of `base::Precision`.
 pub const PRECISIONS: &[&str] = &["bf16", "fp8", "fp4"];
@@ -680,7 +688,7 @@ key_table! {
         Schedule = key(
             "schedule",
             &[Enum(SCHEDULES)],
-            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient)",
+            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient); dualpipe and dualpipev (DeepSeek) run two model chunks per rank",
         )
         .default(
             KeyDefault::Derived,
