@@ -236,6 +236,7 @@ impl<'a> Validator<'a> {
         if let (Some(dp), Some(m)) = (dp, m) {
             self.check_interleaved_microbatches(dp, m); // E0306
             self.check_zero_bubble_microbatches(dp, m); // E0327, W0014
+            self.check_dualpipe_microbatches(dp, m); // E0329
         }
         self.check_vpp(); // E0307
         self.check_seq(); // E0308
@@ -244,6 +245,8 @@ impl<'a> Validator<'a> {
         self.check_schedule(); // E0311
         self.check_zero_bubble_pipeline(); // E0325
         self.check_zero_bubble_features(); // E0326
+        self.check_dualpipe_pipeline(); // E0328
+        self.check_dualpipe_chunks(); // E0330
         self.check_model_shape(); // E0315-E0318
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
@@ -327,12 +330,15 @@ impl<'a> Validator<'a> {
             if self.inputs_ok(SCHEDULE, false) {
                 self.check_interleaved_microbatches(dp, m); // E0306
                 self.check_zero_bubble_microbatches(dp, m); // E0327, W0014
+                self.check_dualpipe_microbatches(dp, m); // E0329
             }
         }
         if self.inputs_ok(SCHEDULE, false) {
             self.check_vpp(); // E0307
             self.check_schedule(); // E0311
             self.check_zero_bubble_pipeline(); // E0325
+            self.check_dualpipe_pipeline(); // E0328
+            self.check_dualpipe_chunks(); // E0330
         }
         let flags = [
             SCHEDULE,
@@ -476,6 +482,11 @@ impl<'a> Validator<'a> {
         }
         let p = &self.def.plan;
         let written = p.schedule.as_ref().map(|s| s.value);
+        // W0003's fixes (more microbatches, more chunks) are those of the 1F1B family; a
+        // DualPipe plan's microbatch count is bounded by E0329 and its chunks are fixed.
+        if written.is_some_and(|s| s.is_dualpipe()) {
+            return;
+        }
         // The bubble of the schedule this plan would run with `m` microbatches and `v` chunks,
         // from the schedule itself (equal to what its built IR shows).
         let bubble_at = |m: u64, v: u64| -> f64 {
@@ -579,6 +590,7 @@ mod memory;
 mod model;
 mod problem;
 mod repair;
+mod dualpipe;
 mod schedule;
 mod shape;
 mod span;

@@ -217,6 +217,8 @@ pub enum PlanProblem {
     ZeroBubbleBelowAssert(ZeroBubbleMicrobatches),
     /// E0322, E0323, E0324: a `pipeline_layout` that does not parse, fit or place.
     Layout(LayoutProblem),
+    /// E0328, E0329, E0330: a DualPipe schedule the reference's step loop does not run.
+    DualPipe(DualPipeProblem),
 }
 
 impl PlanProblem {
@@ -254,6 +256,7 @@ impl PlanProblem {
             PlanProblem::ZeroBubbleMicrobatches(p) => p.render(Code::E0327),
             PlanProblem::ZeroBubbleBelowAssert(p) => p.render(Code::W0014),
             PlanProblem::Layout(p) => p.render(),
+            PlanProblem::DualPipe(p) => p.render(),
         }
     }
 }
@@ -2172,6 +2175,149 @@ impl ZeroBubbleMicrobatches {
             "use `global_batch {}` ({} microbatches)",
             self.fix, self.fix_microbatches
         ))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0328-E0330
+
+/// What keeps DualPipe's step loop from running the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DualPipeIssue {
+    /// E0328: pp 1 (the written `pp`, if any).
+    NeedsPipeline { pp_loc: Option<Loc> },
+    /// E0328: `dualpipe` on an odd pp.
+    OddStages { pp: u64, pp_loc: Option<Loc> },
+    /// E0329: fewer than 2·pp microbatches, or an odd count for `dualpipe`.
+    Microbatches {
+        m: u64,
+        least: u64,
+        even: bool,
+        dp: u64,
+        global_batch: u64,
+        micro_batch: u64,
+        global_batch_loc: Loc,
+        /// The global batch that gives `fix_microbatches`.
+        fix: u64,
+        fix_microbatches: u64,
+    },
+    /// E0330: a vpp the schedule does not place (`dualpipev` 2, `dualpipe` 1).
+    Chunks {
+        vpp: u64,
+        vpp_loc: Option<Loc>,
+        want: u64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DualPipeProblem {
+    pub schedule: ScheduleKind,
+    pub loc: Loc,
+    pub issue: DualPipeIssue,
+}
+
+impl DualPipeProblem {
+    fn render(self) -> Diagnostic {
+        let word = self.schedule.word();
+        let here = format!("schedule {word}");
+        match self.issue {
+            DualPipeIssue::NeedsPipeline { pp_loc } => {
+                let d = Diagnostic::new(
+                    Code::E0328,
+                    format!("`schedule {word}` needs pipeline parallelism but pp is 1"),
+                    self.loc,
+                    here,
+                )
+                .with_note(
+                    "DualPipe feeds microbatches from both ends of the pipeline and exchanges \
+                     them with a previous and a next rank",
+                )
+                .with_help(format!("remove `schedule {word}`"));
+                match pp_loc {
+                    Some(l) => d.with_secondary(l, "pp 1"),
+                    None => d,
+                }
+            }
+            DualPipeIssue::OddStages { pp, pp_loc } => {
+                let primary = pp_loc.unwrap_or(self.loc);
+                let d = Diagnostic::new(
+                    Code::E0328,
+                    format!("`schedule dualpipe` needs an even pp, found {pp}"),
+                    primary,
+                    format!("pp {pp}"),
+                )
+                .with_note(
+                    "rank r holds stage r of the forward direction and stage pp − 1 − r of the \
+                     reverse one; the reference asserts `num_ranks % 2 == 0`",
+                )
+                .with_help(
+                    "use `schedule dualpipev` with `vpp 2`: the V-shaped variant runs on any pp",
+                );
+                if pp_loc.is_some() {
+                    d.with_secondary(self.loc, here)
+                } else {
+                    d
+                }
+            }
+            DualPipeIssue::Microbatches {
+                m,
+                least,
+                even,
+                dp,
+                global_batch,
+                micro_batch,
+                global_batch_loc,
+                fix,
+                fix_microbatches,
+            } => {
+                let what = if even {
+                    format!("an even count of at least {least}")
+                } else {
+                    format!("at least {least}")
+                };
+                Diagnostic::new(
+                    Code::E0329,
+                    format!("`schedule {word}` needs {what} microbatches, found {m}"),
+                    global_batch_loc,
+                    format!("{m} microbatches"),
+                )
+                .with_secondary(self.loc, here)
+                .with_note(format!(
+                    "m = global_batch / (micro_batch × dp) = {global_batch} / ({micro_batch} × {dp}); \
+                     the step loop's warmup fills both arms with 2 × pp = {least} microbatches{}",
+                    if even {
+                        ", half of them fed from each end"
+                    } else {
+                        ""
+                    }
+                ))
+                .with_help(format!(
+                    "use `global_batch {fix}` ({fix_microbatches} microbatches)"
+                ))
+            }
+            DualPipeIssue::Chunks { vpp, vpp_loc, want } => {
+                let why = if want == 2 {
+                    "the V-shaped schedule places two model chunks on every rank"
+                } else {
+                    "each direction runs a plain pp-stage split; the second chunk of a rank is \
+                     the second parameter copy"
+                };
+                let message =
+                    format!("`schedule {word}` runs with vpp {want}, but vpp is {vpp}");
+                match vpp_loc {
+                    Some(l) => Diagnostic::new(Code::E0330, message, l, format!("vpp {vpp}"))
+                        .with_secondary(self.loc, here)
+                        .with_note(why)
+                        .with_help(if want == 1 {
+                            format!("remove `vpp {vpp}`")
+                        } else {
+                            format!("use `vpp {want}`")
+                        }),
+                    None => Diagnostic::new(Code::E0330, message, self.loc, here)
+                        .with_note(why)
+                        .with_help(format!("add `vpp {want}` to the plan")),
+                }
+            }
+        }
     }
 }
 

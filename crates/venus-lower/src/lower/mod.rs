@@ -596,7 +596,17 @@ struct StagePlan {
 impl StagePlan {
     fn new(sc: &Scenario, model: &dyn ComputeModel, layout: &Layout, stage: u32) -> StagePlan {
         let s64 = u64::from(stage);
-        let vpp = sc.vpp.max(1) as u32;
+        // The schedule's chunks per rank (DualPipe runs two on a one-chunk split), each placed
+        // where the schedule says (`Kind::chunk_source`).
+        let shape = venus_plan::plan::derive::pipeline_shape(sc);
+        let vpp = shape.vpp.max(1);
+        let pp32 = shape.pp.max(1);
+        let source = |c: u64| {
+            let (s, c) = shape
+                .kind
+                .chunk_source(pp32, stage, u32::try_from(c).unwrap_or(u32::MAX));
+            (u64::from(s), u64::from(c))
+        };
         let m = &sc.model;
         let seq_cp = m.seq / sc.cp.max(1);
         let seq_p2p = if sc.sp { seq_cp / sc.tp.max(1) } else { seq_cp };
@@ -608,31 +618,39 @@ impl StagePlan {
         let (act, grad) = (sc.recipe.tp_comm.bytes(), sc.recipe.grad_comm.bytes());
         let forward = chunks
             .clone()
-            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Forward)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.chunk(s, c, Pass::Forward)))
             .collect();
         let backward = chunks
             .clone()
-            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Backward)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.chunk(s, c, Pass::Backward)))
             .collect();
         let input_gradient = chunks
             .clone()
-            .map(|c| PassPs::new(model.input_gradient(s64, c)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.input_gradient(s, c)))
             .collect();
         let weight = chunks
             .clone()
-            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Weight)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.chunk(s, c, Pass::Weight)))
             .collect();
         let dp_cp = u64::from(layout.group_size(GroupKind::DpCp)).max(1);
         let dense_lead = chunks
             .clone()
-            .map(|c| {
+            .map(source)
+            .map(|(s, c)| {
                 let n = sc
-                    .chunk_layers(s64, c)
-                    .saturating_sub(sc.chunk_moe_layers(s64, c));
+                    .chunk_layers(s, c)
+                    .saturating_sub(sc.chunk_moe_layers(s, c));
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
             .collect();
-        let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
+        let buckets = chunks
+            .map(source)
+            .map(|(s, c)| buckets(sc, s, c, dp_cp))
+            .collect();
         let norms = sc
             .params
             .per_layer
@@ -1032,8 +1050,9 @@ struct Emitter<'a> {
     gathers: Vec<Vec<Option<NodeId>>>,
     /// ZeRO-3's all-gathers the next backward of each chunk waits for, per bucket index.
     backward_gathers: Vec<Vec<Option<NodeId>>>,
-    /// The rank's schedule runs weight gradients as ops of their own (`W`).
-    split_backward: bool,
+    /// The (microbatch, chunk) pairs whose weight gradient the rank's schedule runs as an op
+    /// of its own (`W`): every backward of `zb_h1`/`zb_h2`, DualPipe's `enable_zb` ones.
+    weighted: std::collections::HashSet<(u32, u32)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -1051,7 +1070,7 @@ impl<'a> Emitter<'a> {
             st,
             g,
             n,
-            chunk_label: shape.kind == Kind::Interleaved,
+            chunk_label: shape.kind == Kind::Interleaved || shape.kind.is_dualpipe(),
             last_compute: None,
             pending: Vec::new(),
             xfers: Default::default(),
@@ -1060,7 +1079,7 @@ impl<'a> Emitter<'a> {
             outstanding: Vec::new(),
             gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
             backward_gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
-            split_backward: false,
+            weighted: std::collections::HashSet::new(),
         }
     }
 
@@ -1087,7 +1106,13 @@ impl<'a> Emitter<'a> {
             v.clear();
         }
         self.grad_sync_on = true;
-        self.split_backward = ops.iter().any(|op| matches!(op, Op::Weight(_)));
+        self.weighted = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Weight(m) => Some((m.mb, m.chunk)),
+                _ => None,
+            })
+            .collect();
         for l in &mut self.launched {
             l.iter_mut().for_each(|x| *x = false);
         }
@@ -1254,7 +1279,9 @@ impl<'a> Emitter<'a> {
         let c = chunk as usize;
         let costs = match pass {
             Pass::Forward => self.st.forward.get(c),
-            Pass::Backward if self.split_backward => self.st.input_gradient.get(c),
+            Pass::Backward if self.weighted.contains(&(mb, chunk)) => {
+                self.st.input_gradient.get(c)
+            }
             Pass::Backward => self.st.backward.get(c),
             Pass::Weight => self.st.weight.get(c),
         };
@@ -1265,7 +1292,7 @@ impl<'a> Emitter<'a> {
             Pass::Backward | Pass::Weight => Category::BackwardCompute,
         };
         // Weight gradients exist when the op computing them ends: the backward, or its `W`.
-        let grads_pass = if self.split_backward {
+        let grads_pass = if self.weighted.contains(&(mb, chunk)) {
             Pass::Weight
         } else {
             Pass::Backward
