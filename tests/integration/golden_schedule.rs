@@ -85,7 +85,11 @@ fn dualpipe_emit_schedule_equals_the_reference_step_loops_order() {
         assert_eq!(got.lines().count(), pp);
         // DualPipe: m forwards and m backwards per rank (m/2 per direction); DualPipeV: 2·m
         // (every microbatch on both arms). Each W follows its B.
-        let per_chunk = if name.starts_with("dualpipev") { m } else { m / 2 };
+        let per_chunk = if name.starts_with("dualpipev") {
+            m
+        } else {
+            m / 2
+        };
         for line in got.lines() {
             let ops: Vec<&str> = line.split(' ').skip(1).collect();
             let count = |p: char| ops.iter().filter(|o| o.starts_with(p)).count();

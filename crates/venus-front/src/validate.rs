@@ -247,6 +247,7 @@ impl<'a> Validator<'a> {
         self.check_zero_bubble_features(); // E0326
         self.check_dualpipe_pipeline(); // E0328
         self.check_dualpipe_chunks(); // E0330
+        self.check_ep_overlap(); // W0015
         self.check_model_shape(); // E0315-E0318
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
@@ -457,6 +458,7 @@ impl<'a> Validator<'a> {
                 // megatron/training/arguments.py:1010-1017: cleared without interleaving.
                 overlap_p2p: on(&p.overlap_p2p) && self.vpp > 1,
                 overlap_tp_comm: on(&p.overlap_tp_comm) && p.sp() && self.tp > 1,
+                overlap_ep_comm: on(&p.overlap_ep_comm) && self.ep_overlap_runs(),
                 fsdp: p.fsdp.as_ref().map(|f| f.value),
             },
             recipe: Recipe::for_precision(p.precision()).with_training_dtypes(
@@ -583,6 +585,8 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
 // The rules, one submodule per area (each an `impl Validator` block); they report typed
 // values that `problem` alone turns into diagnostics, and `repair` is the memory-fix search.
 mod batch;
+mod dualpipe;
+mod ep_overlap;
 mod experts;
 mod flags;
 mod gpu;
@@ -590,7 +594,6 @@ mod memory;
 mod model;
 mod problem;
 mod repair;
-mod dualpipe;
 mod schedule;
 mod shape;
 mod span;

@@ -109,6 +109,7 @@ codes! {
     W0012 Warning "Megatron-LM flags venusc does not model";
     W0013 Warning "a value the Megatron-LM flags do not state was assumed";
     W0014 Warning "a zero-bubble schedule below the microbatch count its reference asserts";
+    W0015 Warning "`overlap_ep_comm` where Megatron-LM's combined 1F1B does not run";
 }
 
 impl Code {

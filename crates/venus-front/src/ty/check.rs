@@ -780,6 +780,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             delay_param_gather: f.flag(Key::DelayParamGather),
             overlap_p2p: f.flag(Key::OverlapP2p),
             overlap_tp_comm: f.flag(Key::OverlapTpComm),
+            overlap_ep_comm: f.flag(Key::OverlapEpComm),
             bucket_size: f.get(Key::BucketSize, bytes),
             mfu: f.get(Key::Mfu, ratio),
             measured,

@@ -219,6 +219,8 @@ pub enum PlanProblem {
     Layout(LayoutProblem),
     /// E0328, E0329, E0330: a DualPipe schedule the reference's step loop does not run.
     DualPipe(DualPipeProblem),
+    /// W0015: `overlap_ep_comm` where Megatron's combined 1F1B does not run.
+    EpOverlapIgnored(EpOverlapIgnored),
 }
 
 impl PlanProblem {
@@ -257,6 +259,7 @@ impl PlanProblem {
             PlanProblem::ZeroBubbleBelowAssert(p) => p.render(Code::W0014),
             PlanProblem::Layout(p) => p.render(),
             PlanProblem::DualPipe(p) => p.render(),
+            PlanProblem::EpOverlapIgnored(p) => p.render(),
         }
     }
 }
@@ -2301,8 +2304,7 @@ impl DualPipeProblem {
                     "each direction runs a plain pp-stage split; the second chunk of a rank is \
                      the second parameter copy"
                 };
-                let message =
-                    format!("`schedule {word}` runs with vpp {want}, but vpp is {vpp}");
+                let message = format!("`schedule {word}` runs with vpp {want}, but vpp is {vpp}");
                 match vpp_loc {
                     Some(l) => Diagnostic::new(Code::E0330, message, l, format!("vpp {vpp}"))
                         .with_secondary(self.loc, here)
@@ -2318,6 +2320,71 @@ impl DualPipeProblem {
                 }
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------- W0015
+
+/// What keeps Megatron's combined 1F1B from running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpOverlapReason {
+    /// ep 1 or a dense model: no expert all-to-all to hide.
+    NoExpertParallel { ep: u64 },
+    /// Full recompute (transformer_config.py asserts against it).
+    FullRecompute,
+    /// A schedule other than the interleaved one.
+    Schedule(ScheduleKind),
+    /// No interleaving: pp 1, or pp > 1 without vpp (Megatron asserts vpp); `vpp` is the
+    /// smallest count that splits the layers.
+    NoInterleaving { pp: u64, vpp: Option<u64> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpOverlapIgnored {
+    pub loc: Loc,
+    pub reason: EpOverlapReason,
+}
+
+impl EpOverlapIgnored {
+    fn render(self) -> Diagnostic {
+        let (why, help) = match self.reason {
+            EpOverlapReason::NoExpertParallel { ep } => (
+                format!("there is no expert all-to-all to overlap (ep {ep})"),
+                "remove `overlap_ep_comm`".to_string(),
+            ),
+            EpOverlapReason::FullRecompute => (
+                "Megatron-LM does not run it with full recompute".to_string(),
+                "use `recompute selective`".to_string(),
+            ),
+            EpOverlapReason::Schedule(s) => (
+                format!(
+                    "it overlaps the interleaved schedule's steps, not `schedule {}`'s",
+                    s.word()
+                ),
+                format!("remove `schedule {}`", s.word()),
+            ),
+            EpOverlapReason::NoInterleaving { pp, vpp } => (
+                format!(
+                    "it runs on the interleaved schedule, which needs pp > 1 and vpp > 1 (pp {pp})"
+                ),
+                match vpp {
+                    Some(v) => format!("add `vpp {v}` to the plan"),
+                    None => "remove `overlap_ep_comm`".to_string(),
+                },
+            ),
+        };
+        Diagnostic::new(
+            Code::W0015,
+            format!("`overlap_ep_comm` has no effect: {why}"),
+            self.loc,
+            "overlap_ep_comm",
+        )
+        .with_note(
+            "Megatron-LM's `--overlap-moe-expert-parallel-comm` runs one microbatch's forward \
+             together with another's backward so that each hides the other's all-to-alls \
+             (transformer_config.py); the prediction runs without it",
+        )
+        .with_help(help)
     }
 }
 

@@ -112,6 +112,8 @@ pub struct MemoryPlan {
     pub distributed_optimizer: bool,
     /// None: no pipelining (pp = 1).
     pub schedule: Option<ScheduleKind>,
+    /// Megatron's combined 1F1B (`Flags::overlap_ep_comm`): one more warmup forward in flight.
+    pub overlap_ep_comm: bool,
     pub split: StageSplit,
     /// The byte widths of weights, gradients and optimizer state.
     pub recipe: Recipe,
@@ -298,12 +300,14 @@ impl MemoryPlan {
     pub fn pipeline_shape(&self) -> PipelineShape {
         let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let kind = self.schedule.map_or(Kind::NoPipelining, Kind::from);
-        PipelineShape::new(
+        let mut shape = PipelineShape::new(
             kind,
             narrow(self.pp.max(1)),
             narrow(self.vpp.max(1)),
             narrow(self.microbatches.max(1)),
-        )
+        );
+        shape.overlap_ep_comm = self.overlap_ep_comm;
+        shape
     }
 }
 

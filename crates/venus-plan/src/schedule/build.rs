@@ -387,9 +387,14 @@ pub(super) fn one_f_one_b_warmup(shape: &PipelineShape, r: u32) -> u32 {
 pub(super) fn interleaved_warmup(shape: &PipelineShape, r: u32) -> u64 {
     let pp = u64::from(shape.pp.max(1));
     let r = u64::from(r).min(pp - 1);
-    (pp - 1 - r).saturating_mul(2).saturating_add(
-        u64::from(shape.vpp.max(1) - 1).saturating_mul(u64::from(shape.microbatch_group_size)),
-    )
+    // schedules.py:966-970: with `overlap_moe_expert_parallel_comm` one extra warmup forward,
+    // so that every steady step's forward and backward are independent.
+    (pp - 1 - r)
+        .saturating_mul(2)
+        .saturating_add(
+            u64::from(shape.vpp.max(1) - 1).saturating_mul(u64::from(shape.microbatch_group_size)),
+        )
+        .saturating_add(u64::from(shape.overlap_ep_comm))
 }
 
 /// GPipe (not in Megatron): every forward, then every backward, with Megatron's blocking
@@ -643,6 +648,18 @@ fn interleaved(e: &mut Emitter, t: &Table) {
         }
     }
 
+    // `pp_pre_backward` (schedules.py:1829-1846): wait for the gradient the backward of step
+    // `bk` reads, unless it is the loss's.
+    let wait_grad = |e: &mut Emitter, h: &mut Handles, bk: u32| {
+        if !(t.chunk_of(bk, false) == v - 1 && last_stage) {
+            if let Some(seq) = h.recv_next.pop_front() {
+                e.ops.push(Op::Wait {
+                    port: Port::RecvNext,
+                    seq,
+                });
+            }
+        }
+    };
     for k in 0..remaining {
         let (fk, bk) = (warmup + k, k);
         let last = k + 1 == remaining;
@@ -658,7 +675,21 @@ fn interleaved(e: &mut Emitter, t: &Table) {
                     });
                 }
             }
+            // Megatron's combined 1F1B (`--overlap-moe-expert-parallel-comm`,
+            // combined_1f1b.py:281 `combined_forward_backward_step` at d98e8a64ddf3): the
+            // pre-forward and pre-backward waits, then the forward and the backward together
+            // (the backward on a second compute stream), then the post-forward and
+            // post-backward exchanges.
+            let combined = e.shape.overlap_ep_comm;
+            if combined {
+                wait_grad(e, &mut h, bk);
+            }
             forward_step(e, fk);
+            if combined {
+                e.ops.push(Op::Stream(ComputeStream(1)));
+                backward_step(e, bk);
+                e.ops.push(Op::Stream(ComputeStream::MAIN));
+            }
             let posted = e.call(
                 CallKind::SendForwardRecvForward,
                 issue,
@@ -679,15 +710,10 @@ fn interleaved(e: &mut Emitter, t: &Table) {
             if let Some(seq) = posted.recv_prev {
                 h.recv_prev.push_back(seq);
             }
-            if !(t.chunk_of(bk, false) == v - 1 && last_stage) {
-                if let Some(seq) = h.recv_next.pop_front() {
-                    e.ops.push(Op::Wait {
-                        port: Port::RecvNext,
-                        seq,
-                    });
-                }
+            if !combined {
+                wait_grad(e, &mut h, bk);
+                backward_step(e, bk);
             }
-            backward_step(e, bk);
             let posted = e.call(
                 CallKind::SendBackwardRecvBackward,
                 issue,
@@ -710,7 +736,14 @@ fn interleaved(e: &mut Emitter, t: &Table) {
             }
         } else {
             forward_step(e, fk);
+            // The combined 1F1B runs this pair together (see above).
+            if e.shape.overlap_ep_comm {
+                e.ops.push(Op::Stream(ComputeStream(1)));
+            }
             backward_step(e, bk);
+            if e.shape.overlap_ep_comm {
+                e.ops.push(Op::Stream(ComputeStream::MAIN));
+            }
             e.call(
                 CallKind::SendForwardBackwardRecvForwardBackward,
                 issue,
@@ -988,7 +1021,11 @@ impl Dual<'_, '_> {
         }
         let id = bump_pair(&mut self.recv_f, c);
         let m = self.micro(c, id);
-        let port = if c == 0 { Port::RecvPrev } else { Port::RecvNext };
+        let port = if c == 0 {
+            Port::RecvPrev
+        } else {
+            Port::RecvNext
+        };
         self.comm.push((port, m));
     }
 
@@ -999,7 +1036,11 @@ impl Dual<'_, '_> {
         }
         let id = bump_pair(&mut self.send_f, c);
         let m = self.micro(c, id);
-        let port = if c == 0 { Port::SendNext } else { Port::SendPrev };
+        let port = if c == 0 {
+            Port::SendNext
+        } else {
+            Port::SendPrev
+        };
         self.comm.push((port, m));
     }
 
@@ -1010,7 +1051,11 @@ impl Dual<'_, '_> {
         }
         let id = bump_pair(&mut self.recv_b, c);
         let m = self.micro(c, id);
-        let port = if c == 0 { Port::RecvNext } else { Port::RecvPrev };
+        let port = if c == 0 {
+            Port::RecvNext
+        } else {
+            Port::RecvPrev
+        };
         self.comm.push((port, m));
     }
 
@@ -1021,7 +1066,11 @@ impl Dual<'_, '_> {
         }
         let id = bump_pair(&mut self.send_b, c);
         let m = self.micro(c, id);
-        let port = if c == 0 { Port::SendPrev } else { Port::SendNext };
+        let port = if c == 0 {
+            Port::SendPrev
+        } else {
+            Port::SendNext
+        };
         self.comm.push((port, m));
     }
 

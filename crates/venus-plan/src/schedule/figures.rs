@@ -12,7 +12,9 @@
 //!   valid shape; the warmup counts come from the same functions the builders use.
 //! - O(1) time and no allocation for in-flight counts and the bubble (O(m·V / N) for the chunk
 //!   split of an interleaved peak), so the memory model can call them inside repair searches
-//!   and sweeps; nothing is cached.
+//!   and sweeps; nothing is cached. The DualPipe schedules are the exception: their step loop
+//!   has no closed form, so both figures are measured on the built op list (O(pp·m), bounded
+//!   by the IR's size limit).
 //! - Defined for every shape, also one [`PipelineShape::check`] rejects (candidate fixes are
 //!   priced before they are validated): sizes of 0 count as 1 (but 0 microbatches give a
 //!   bubble of 1, as the closed form does), arithmetic saturates.
@@ -217,7 +219,8 @@ fn dualpipe_ir(shape: &PipelineShape) -> ScheduleIr {
     s.pp = pp;
     s.microbatches = m;
     s.vpp = 2;
-    ScheduleIr::build(s).unwrap_or_else(|_| ScheduleIr::from_ranks(s, vec![Vec::new(); pp as usize]))
+    ScheduleIr::build(s)
+        .unwrap_or_else(|_| ScheduleIr::from_ranks(s, vec![Vec::new(); pp as usize]))
 }
 
 fn dualpipe_bubble(shape: &PipelineShape) -> Bubble {

@@ -151,6 +151,9 @@ pub struct PipelineShape {
     /// `microbatch_group_size_per_vp_stage` (N); Megatron's default is pp
     /// (model_parallel_config.py:567–568).
     pub microbatch_group_size: u32,
+    /// `--overlap-moe-expert-parallel-comm` on the interleaved schedule: Megatron's combined
+    /// 1F1B runs each steady step's forward and backward as an overlapped pair.
+    pub overlap_ep_comm: bool,
 }
 
 impl PipelineShape {
@@ -169,6 +172,7 @@ impl PipelineShape {
             delay_param_gather: false,
             tied_embeddings: true,
             microbatch_group_size: pp,
+            overlap_ep_comm: false,
         }
     }
 

@@ -637,7 +637,7 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
 /// optimizer step.
 fn check_hooks(ir: &ScheduleIr, r: u32) -> Result<(), TestCaseError> {
     let s = ir.shape;
-    let (v, m) = (s.vpp, s.microbatches);
+    let v = s.vpp;
     let mut on = true;
     let mut launches = vec![0u32; v as usize];
     let mut last_backward_done = vec![false; v as usize];
@@ -740,6 +740,40 @@ proptest! {
     #[test]
     fn dualpipe_schedules_are_complete_matched_and_deadlock_free(s in dualpipe_shape()) {
         check_ir(&build(s))?;
+    }
+
+    #[test]
+    fn combined_1f1b_is_complete_matched_deadlock_free_and_holds_one_more_forward(
+        s in interleaved_shape(),
+    ) {
+        // `overlap_ep_comm`: one more warmup forward (schedules.py:966-970), every steady
+        // step's backward on the second compute stream right after its forward.
+        let mut c = s;
+        c.overlap_ep_comm = true;
+        let ir = build(c);
+        check_ir(&ir)?;
+        for r in 0..c.pp {
+            prop_assert_eq!(peak_in_flight(&c, r), measure_in_flight(ir.rank(r), c.vpp));
+            let ops = ir.rank(r);
+            for (i, op) in ops.iter().enumerate() {
+                if *op == Op::Stream(ComputeStream(1)) {
+                    prop_assert!(matches!(ops[i - 1], Op::Forward(_)));
+                    // Up to the return to the main stream: one compute op, a backward (grad
+                    // sync hooks may precede it).
+                    let end = ops[i..]
+                        .iter()
+                        .position(|o| *o == Op::Stream(ComputeStream::MAIN))
+                        .map(|j| i + j);
+                    prop_assert!(end.is_some());
+                    let inner: Vec<&Op> = ops[i + 1..end.unwrap_or(i)]
+                        .iter()
+                        .filter(|o| o.is_compute())
+                        .collect();
+                    prop_assert_eq!(inner.len(), 1);
+                    prop_assert!(matches!(inner[0], Op::Backward(_)));
+                }
+            }
+        }
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014",
+    "W0013", "W0014", "W0015",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -740,6 +740,11 @@ key_table! {
             "overlap tensor-parallel communication with the GEMMs (needs sp)",
         )
         .megatron("--tp-comm-overlap"),
+        OverlapEpComm = flag(
+            "overlap_ep_comm",
+            "overlap expert all-to-alls with another microbatch's compute (interleaved, ep > 1)",
+        )
+        .megatron("--overlap-moe-expert-parallel-comm"),
         BucketSize = key(
             "bucket_size",
             &[Bytes],
