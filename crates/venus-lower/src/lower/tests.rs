@@ -1010,7 +1010,7 @@ fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
     // pp 4, 8 microbatches (4 from each end), F = B = W = 1 ms on every stage, no DP, P2P
     // at no cost: the simulated iteration ends where the schedule's own evaluator (F 1,
     // backward 2, a deferred W and its B 1 each) says, every rank's compute is the 3·m ms it
-    // runs, and DualPipeV with 4 chunk-microbatches per rank likewise.
+    // runs, and DualPipeV with 16 chunk-microbatches per rank likewise.
     let opts = LowerOptions {
         all_ranks: true,
         iterations: 1,
@@ -1045,7 +1045,11 @@ fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
             let per_chunk = if vpp == 2 { 3 * ms_ps / 2 } else { 3 * ms_ps };
             assert_eq!(compute, per_rank * per_chunk, "{kind:?} rank {i}");
             for (j, n) in rt.nodes().iter().enumerate() {
-                if matches!(n.kind, NodeKind::Compute { .. }) {
+                let pass = matches!(
+                    n.label,
+                    Label::Forward { .. } | Label::Backward { .. } | Label::Weight { .. }
+                );
+                if pass {
                     end = end.max(tl.ends(i)[j]);
                 }
             }
@@ -1062,7 +1066,7 @@ fn an_overlapped_pairs_compute_shares_the_gpu_and_its_all_to_alls_leave_the_comp
     // pair (a forward and another chunk's backward) every compute node runs at 112/132 of its
     // rate (DeepSeek-V3 §3.2.1: 20 of 132 SMs serve the all-to-alls) and the pair's expert
     // all-to-alls run on the EP stream, not on the compute stream.
-    let mut p = plan(1, 4);
+    let mut p = plan(1, 8);
     set(&mut p.pp, 2);
     set(&mut p.vpp, 2);
     set(&mut p.ep, 2);

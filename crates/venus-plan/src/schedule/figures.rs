@@ -116,7 +116,15 @@ fn chunk_entries(m: u64, n: u64, v: u64, k: u64, chunk: u64) -> u64 {
 /// stores no scores, 32 of 34, so the memory model counts the microbatch whole until its W.
 /// `vpp` is the number of model chunks. O(ops).
 pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
-    let split = ops.iter().any(|op| matches!(op, Op::Weight(_)));
+    // A microbatch whose weight gradient runs as its own op is held until that op (DualPipe
+    // splits only some backwards).
+    let weighted: std::collections::HashSet<_> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Weight(m) => Some(*m),
+            _ => None,
+        })
+        .collect();
     let v = vpp.max(1) as usize;
     let mut live = vec![0u64; v];
     let mut total = 0u64;
@@ -124,7 +132,7 @@ pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
     for op in ops {
         let (chunk, up) = match op {
             Op::Forward(m) => (m.chunk, true),
-            Op::Backward(m) if !split => (m.chunk, false),
+            Op::Backward(m) if !weighted.contains(m) => (m.chunk, false),
             Op::Weight(m) => (m.chunk, false),
             _ => continue,
         };
