@@ -1007,10 +1007,10 @@ fn zb_h1_b_and_w_of_the_analytic_model_sum_to_the_1f1b_backward_on_every_stage()
 fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
     use venus_base::base::ScheduleKind;
     use venus_plan::schedule::{evaluate, OpCost, ScheduleIr, Semantics};
-    // pp 4, 8 microbatches (4 from each end), F = B = W = 1 ms on every stage, no DP, P2P
-    // at no cost: the simulated iteration ends where the schedule's own evaluator (F 1,
-    // backward 2, a deferred W and its B 1 each) says, every rank's compute is the 3·m ms it
-    // runs, and DualPipeV with 16 chunk-microbatches per rank likewise.
+    // pp 4, 8 microbatches (4 from each end), F = B = W = 1 ms on every model chunk, no DP,
+    // P2P at no cost: the simulated iteration ends where the schedule's own evaluator (F 1,
+    // backward 2, a deferred W and its B 1 each) says, and every rank computes 3 ms for each
+    // of its chunk-microbatches (DualPipe 8, DualPipeV 16).
     let opts = LowerOptions {
         all_ranks: true,
         iterations: 1,
@@ -1041,9 +1041,8 @@ fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
             })
             .iter()
             .sum();
-            // Measured 3 ms per stage and microbatch, split over DualPipeV's two chunks.
-            let per_chunk = if vpp == 2 { 3 * ms_ps / 2 } else { 3 * ms_ps };
-            assert_eq!(compute, per_rank * per_chunk, "{kind:?} rank {i}");
+            // Measured 3 ms per model chunk and microbatch.
+            assert_eq!(compute, per_rank * 3 * ms_ps, "{kind:?} rank {i}");
             for (j, n) in rt.nodes().iter().enumerate() {
                 let pass = matches!(
                     n.label,
@@ -1054,8 +1053,7 @@ fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
                 }
             }
         }
-        let unit = if vpp == 2 { ms_ps / 2 } else { ms_ps };
-        assert_eq!(end, closed * unit, "{kind:?}");
+        assert_eq!(end, closed * ms_ps, "{kind:?}");
     }
 }
 
