@@ -264,7 +264,15 @@ fn completion_after_schedule_offers_the_schedules() {
     let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
     assert_eq!(
         labels,
-        vec!["gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2"]
+        vec![
+            "gpipe",
+            "1f1b",
+            "interleaved",
+            "zb_h1",
+            "zb_h2",
+            "dualpipe",
+            "dualpipev"
+        ]
     );
 }
 

@@ -1,8 +1,9 @@
-//! Golden op orders of the zero-bubble schedules: `venusc compile --emit schedule` of each
-//! scenario in tests/golden/schedule/zero_bubble.venus equals the file the reference's own
-//! scheduling function produces (`get_hand_schedule`, sail-sg/zero-bubble-pipeline-parallelism,
-//! transcribed in tests/golden/schedule/zero_bubble.py; rerun it with
-//! `python3 tests/golden/schedule/zero_bubble.py` to regenerate the files).
+//! Golden op orders of the zero-bubble and DualPipe schedules: `venusc compile --emit schedule`
+//! of each scenario in tests/golden/schedule/zero_bubble.venus equals the file the reference's
+//! own scheduling code produces (`get_hand_schedule`, sail-sg/zero-bubble-pipeline-parallelism,
+//! transcribed in tests/golden/schedule/zero_bubble.py; `DualPipe.step` and `DualPipeV.step`,
+//! deepseek-ai/DualPipe, transcribed in tests/golden/schedule/dualpipe.py; rerun either script
+//! with `python3` to regenerate its files).
 
 use std::path::Path;
 use std::process::Command;
@@ -18,6 +19,16 @@ const GOLDEN: &[&str] = &[
     "zb_h2_pp4_m8",
     "zb_h2_pp4_m16",
     "zb_h2_pp8_m16",
+];
+
+/// The DualPipe golden files (dualpipe.py's list).
+const DUALPIPE_GOLDEN: &[&str] = &[
+    "dualpipe_pp4_m8",
+    "dualpipe_pp4_m16",
+    "dualpipe_pp8_m16",
+    "dualpipev_pp4_m8",
+    "dualpipev_pp4_m16",
+    "dualpipev_pp8_m16",
 ];
 
 fn emit_schedule(scenario: &str) -> String {
@@ -60,17 +71,61 @@ fn zero_bubble_emit_schedule_equals_the_reference_generators_order() {
 }
 
 #[test]
-fn the_golden_generator_lists_exactly_the_golden_files() {
-    let script = std::fs::read_to_string("tests/golden/schedule/zero_bubble.py").unwrap();
-    let mut listed: Vec<String> = script
+fn dualpipe_emit_schedule_equals_the_reference_step_loops_order() {
+    let dir = Path::new("tests/golden/schedule");
+    for name in DUALPIPE_GOLDEN {
+        let want = std::fs::read_to_string(dir.join(format!("{name}.txt")))
+            .unwrap_or_else(|e| panic!("golden {name}.txt: {e}"));
+        let got = emit_schedule(name);
+        assert_eq!(got, want, "{name} differs from the reference's order");
+        let pp: usize = name[name.find("pp").unwrap() + 2..name.find("_m").unwrap()]
+            .parse()
+            .unwrap();
+        let m: usize = name[name.find("_m").unwrap() + 2..].parse().unwrap();
+        assert_eq!(got.lines().count(), pp);
+        // DualPipe: m forwards and m backwards per rank (m/2 per direction); DualPipeV: 2·m
+        // (every microbatch on both arms). Each W follows its B.
+        let per_chunk = if name.starts_with("dualpipev") {
+            m
+        } else {
+            m / 2
+        };
+        for line in got.lines() {
+            let ops: Vec<&str> = line.split(' ').skip(1).collect();
+            let count = |p: char| ops.iter().filter(|o| o.starts_with(p)).count();
+            assert_eq!(count('F'), 2 * per_chunk, "{name}: {line}");
+            assert_eq!(count('B'), 2 * per_chunk, "{name}: {line}");
+            for (i, w) in ops.iter().enumerate().filter(|(_, o)| o.starts_with('W')) {
+                let b = format!("B{}", &w[1..]);
+                assert!(ops[..i].contains(&b.as_str()), "{name}: {w} before {b}");
+            }
+        }
+    }
+}
+
+/// The `("name", ..., pp, m)` rows of a generator's `GOLDEN` list, as file names.
+fn listed_in(script: &str) -> Vec<String> {
+    let script = std::fs::read_to_string(script).unwrap();
+    script
         .lines()
         .filter_map(|l| {
             let l = l.trim().strip_prefix("(\"")?;
             let (name, rest) = l.split_once("\", ")?;
             let nums: Vec<&str> = rest.trim_end_matches("),").split(", ").collect();
-            Some(format!("{name}_pp{}_m{}", nums.get(1)?, nums.get(2)?))
+            let n = nums.len();
+            Some(format!(
+                "{name}_pp{}_m{}",
+                nums.get(n.checked_sub(2)?)?,
+                nums.get(n - 1)?
+            ))
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_golden_generators_list_exactly_the_golden_files() {
+    let mut listed = listed_in("tests/golden/schedule/zero_bubble.py");
+    listed.extend(listed_in("tests/golden/schedule/dualpipe.py"));
     listed.sort();
     let mut files: Vec<String> = std::fs::read_dir("tests/golden/schedule")
         .unwrap()
@@ -80,7 +135,11 @@ fn the_golden_generator_lists_exactly_the_golden_files() {
         })
         .collect();
     files.sort();
-    let mut golden: Vec<String> = GOLDEN.iter().map(|s| s.to_string()).collect();
+    let mut golden: Vec<String> = GOLDEN
+        .iter()
+        .chain(DUALPIPE_GOLDEN)
+        .map(|s| s.to_string())
+        .collect();
     golden.sort();
     assert_eq!(listed, files);
     assert_eq!(files, golden);

@@ -144,6 +144,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         delay_param_gather: None,
         overlap_p2p: None,
         overlap_tp_comm: None,
+        overlap_ep_comm: None,
         bucket_size: None,
         mfu: None,
         measured: None,

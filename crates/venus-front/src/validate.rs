@@ -236,6 +236,7 @@ impl<'a> Validator<'a> {
         if let (Some(dp), Some(m)) = (dp, m) {
             self.check_interleaved_microbatches(dp, m); // E0306
             self.check_zero_bubble_microbatches(dp, m); // E0327, W0014
+            self.check_dualpipe_microbatches(dp, m); // E0329
         }
         self.check_vpp(); // E0307
         self.check_seq(); // E0308
@@ -244,6 +245,9 @@ impl<'a> Validator<'a> {
         self.check_schedule(); // E0311
         self.check_zero_bubble_pipeline(); // E0325
         self.check_zero_bubble_features(); // E0326
+        self.check_dualpipe_pipeline(); // E0328
+        self.check_dualpipe_chunks(); // E0330
+        self.check_ep_overlap(); // W0015
         self.check_model_shape(); // E0315-E0318, E0331-E0334
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
@@ -331,12 +335,15 @@ impl<'a> Validator<'a> {
             if self.inputs_ok(SCHEDULE, false) {
                 self.check_interleaved_microbatches(dp, m); // E0306
                 self.check_zero_bubble_microbatches(dp, m); // E0327, W0014
+                self.check_dualpipe_microbatches(dp, m); // E0329
             }
         }
         if self.inputs_ok(SCHEDULE, false) {
             self.check_vpp(); // E0307
             self.check_schedule(); // E0311
             self.check_zero_bubble_pipeline(); // E0325
+            self.check_dualpipe_pipeline(); // E0328
+            self.check_dualpipe_chunks(); // E0330
         }
         let flags = [
             SCHEDULE,
@@ -460,6 +467,7 @@ impl<'a> Validator<'a> {
                 // megatron/training/arguments.py:1010-1017: cleared without interleaving.
                 overlap_p2p: on(&p.overlap_p2p) && self.vpp > 1,
                 overlap_tp_comm: on(&p.overlap_tp_comm) && p.sp() && self.tp > 1,
+                overlap_ep_comm: on(&p.overlap_ep_comm) && self.ep_overlap_runs(),
                 fsdp: p.fsdp.as_ref().map(|f| f.value),
             },
             recipe: Recipe::for_precision(p.precision()).with_training_dtypes(
@@ -485,6 +493,11 @@ impl<'a> Validator<'a> {
         }
         let p = &self.def.plan;
         let written = p.schedule.as_ref().map(|s| s.value);
+        // W0003's fixes (more microbatches, more chunks) are those of the 1F1B family; a
+        // DualPipe plan's microbatch count is bounded by E0329 and its chunks are fixed.
+        if written.is_some_and(|s| s.is_dualpipe()) {
+            return;
+        }
         // The bubble of the schedule this plan would run with `m` microbatches and `v` chunks,
         // from the schedule itself (equal to what its built IR shows).
         let bubble_at = |m: u64, v: u64| -> f64 {
@@ -581,6 +594,8 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
 // The rules, one submodule per area (each an `impl Validator` block); they report typed
 // values that `problem` alone turns into diagnostics, and `repair` is the memory-fix search.
 mod batch;
+mod dualpipe;
+mod ep_overlap;
 mod experts;
 mod flags;
 mod gpu;

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 96
+#define SYMBOL_COUNT 99
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 83
+#define TOKEN_COUNT 86
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -52,69 +52,72 @@ enum ts_symbol_identifiers {
   anon_sym_interleaved = 30,
   anon_sym_zb_h1 = 31,
   anon_sym_zb_h2 = 32,
-  anon_sym_none = 33,
-  anon_sym_selective = 34,
-  anon_sym_full = 35,
-  anon_sym_bf16 = 36,
-  anon_sym_fp8 = 37,
-  anon_sym_fp4 = 38,
-  anon_sym_ampere = 39,
-  anon_sym_hopper = 40,
-  anon_sym_blackwell = 41,
-  anon_sym_blackwell_ultra = 42,
-  anon_sym_ada = 43,
-  anon_sym_cdna3 = 44,
-  anon_sym_cdna4 = 45,
-  anon_sym_flash = 46,
-  anon_sym_unfused = 47,
-  anon_sym_on = 48,
-  anon_sym_off = 49,
-  anon_sym_pretrain = 50,
-  anon_sym_sft = 51,
-  anon_sym_lora = 52,
-  anon_sym_linear_qkv = 53,
-  anon_sym_linear_proj = 54,
-  anon_sym_linear_fc1 = 55,
-  anon_sym_linear_fc2 = 56,
-  anon_sym_no_shard = 57,
-  anon_sym_optim = 58,
-  anon_sym_optim_grads = 59,
-  anon_sym_optim_grads_params = 60,
-  anon_sym_megatron = 61,
-  anon_sym_torch = 62,
-  anon_sym_fp32 = 63,
-  anon_sym_fp16 = 64,
-  anon_sym_W0001 = 65,
-  anon_sym_W0002 = 66,
-  anon_sym_W0003 = 67,
-  anon_sym_W0004 = 68,
-  anon_sym_W0005 = 69,
-  anon_sym_W0006 = 70,
-  anon_sym_W0007 = 71,
-  anon_sym_W0008 = 72,
-  anon_sym_W0009 = 73,
-  anon_sym_W0012 = 74,
-  anon_sym_W0013 = 75,
-  anon_sym_W0014 = 76,
-  anon_sym_W0017 = 77,
-  anon_sym_W0018 = 78,
-  sym_unit = 79,
-  sym_number = 80,
-  sym_string = 81,
-  sym_comment = 82,
-  sym_source_file = 83,
-  sym_use_declaration = 84,
-  sym_definition = 85,
-  sym_block = 86,
-  sym_item = 87,
-  sym__value = 88,
-  sym_list = 89,
-  sym_constant = 90,
-  sym_quantity = 91,
-  aux_sym_source_file_repeat1 = 92,
-  aux_sym_block_repeat1 = 93,
-  aux_sym_item_repeat1 = 94,
-  aux_sym_list_repeat1 = 95,
+  anon_sym_dualpipe = 33,
+  anon_sym_dualpipev = 34,
+  anon_sym_none = 35,
+  anon_sym_selective = 36,
+  anon_sym_full = 37,
+  anon_sym_bf16 = 38,
+  anon_sym_fp8 = 39,
+  anon_sym_fp4 = 40,
+  anon_sym_ampere = 41,
+  anon_sym_hopper = 42,
+  anon_sym_blackwell = 43,
+  anon_sym_blackwell_ultra = 44,
+  anon_sym_ada = 45,
+  anon_sym_cdna3 = 46,
+  anon_sym_cdna4 = 47,
+  anon_sym_flash = 48,
+  anon_sym_unfused = 49,
+  anon_sym_on = 50,
+  anon_sym_off = 51,
+  anon_sym_pretrain = 52,
+  anon_sym_sft = 53,
+  anon_sym_lora = 54,
+  anon_sym_linear_qkv = 55,
+  anon_sym_linear_proj = 56,
+  anon_sym_linear_fc1 = 57,
+  anon_sym_linear_fc2 = 58,
+  anon_sym_no_shard = 59,
+  anon_sym_optim = 60,
+  anon_sym_optim_grads = 61,
+  anon_sym_optim_grads_params = 62,
+  anon_sym_megatron = 63,
+  anon_sym_torch = 64,
+  anon_sym_fp32 = 65,
+  anon_sym_fp16 = 66,
+  anon_sym_W0001 = 67,
+  anon_sym_W0002 = 68,
+  anon_sym_W0003 = 69,
+  anon_sym_W0004 = 70,
+  anon_sym_W0005 = 71,
+  anon_sym_W0006 = 72,
+  anon_sym_W0007 = 73,
+  anon_sym_W0008 = 74,
+  anon_sym_W0009 = 75,
+  anon_sym_W0012 = 76,
+  anon_sym_W0013 = 77,
+  anon_sym_W0014 = 78,
+  anon_sym_W0015 = 79,
+  anon_sym_W0017 = 80,
+  anon_sym_W0018 = 81,
+  sym_unit = 82,
+  sym_number = 83,
+  sym_string = 84,
+  sym_comment = 85,
+  sym_source_file = 86,
+  sym_use_declaration = 87,
+  sym_definition = 88,
+  sym_block = 89,
+  sym_item = 90,
+  sym__value = 91,
+  sym_list = 92,
+  sym_constant = 93,
+  sym_quantity = 94,
+  aux_sym_source_file_repeat1 = 95,
+  aux_sym_block_repeat1 = 96,
+  aux_sym_item_repeat1 = 97,
+  aux_sym_list_repeat1 = 98,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -151,6 +154,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_interleaved] = "interleaved",
   [anon_sym_zb_h1] = "zb_h1",
   [anon_sym_zb_h2] = "zb_h2",
+  [anon_sym_dualpipe] = "dualpipe",
+  [anon_sym_dualpipev] = "dualpipev",
   [anon_sym_none] = "none",
   [anon_sym_selective] = "selective",
   [anon_sym_full] = "full",
@@ -195,6 +200,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0012] = "W0012",
   [anon_sym_W0013] = "W0013",
   [anon_sym_W0014] = "W0014",
+  [anon_sym_W0015] = "W0015",
   [anon_sym_W0017] = "W0017",
   [anon_sym_W0018] = "W0018",
   [sym_unit] = "unit",
@@ -250,6 +256,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_interleaved] = anon_sym_interleaved,
   [anon_sym_zb_h1] = anon_sym_zb_h1,
   [anon_sym_zb_h2] = anon_sym_zb_h2,
+  [anon_sym_dualpipe] = anon_sym_dualpipe,
+  [anon_sym_dualpipev] = anon_sym_dualpipev,
   [anon_sym_none] = anon_sym_none,
   [anon_sym_selective] = anon_sym_selective,
   [anon_sym_full] = anon_sym_full,
@@ -294,6 +302,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0012] = anon_sym_W0012,
   [anon_sym_W0013] = anon_sym_W0013,
   [anon_sym_W0014] = anon_sym_W0014,
+  [anon_sym_W0015] = anon_sym_W0015,
   [anon_sym_W0017] = anon_sym_W0017,
   [anon_sym_W0018] = anon_sym_W0018,
   [sym_unit] = sym_unit,
@@ -445,6 +454,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_zb_h2] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_dualpipe] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_dualpipev] = {
     .visible = true,
     .named = false,
   },
@@ -621,6 +638,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0014] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0015] = {
     .visible = true,
     .named = false,
   },
@@ -1059,867 +1080,897 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 5:
       if (lookahead == 'i') ADVANCE(28);
+      if (lookahead == 'u') ADVANCE(29);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(29);
-      if (lookahead == 'c') ADVANCE(30);
-      if (lookahead == 'l') ADVANCE(31);
-      if (lookahead == 'p') ADVANCE(32);
-      if (lookahead == 'u') ADVANCE(33);
+      if (lookahead == 'a') ADVANCE(30);
+      if (lookahead == 'c') ADVANCE(31);
+      if (lookahead == 'l') ADVANCE(32);
+      if (lookahead == 'p') ADVANCE(33);
+      if (lookahead == 'u') ADVANCE(34);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(34);
+      if (lookahead == 'p') ADVANCE(35);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(35);
-      if (lookahead == 'o') ADVANCE(36);
+      if (lookahead == 'a') ADVANCE(36);
+      if (lookahead == 'o') ADVANCE(37);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(37);
+      if (lookahead == 'n') ADVANCE(38);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(38);
-      if (lookahead == 'o') ADVANCE(39);
+      if (lookahead == 'i') ADVANCE(39);
+      if (lookahead == 'o') ADVANCE(40);
       END_STATE();
     case 11:
-      if (lookahead == 'e') ADVANCE(40);
-      if (lookahead == 'o') ADVANCE(41);
+      if (lookahead == 'e') ADVANCE(41);
+      if (lookahead == 'o') ADVANCE(42);
       END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(42);
-      if (lookahead == 'v') ADVANCE(43);
+      if (lookahead == 'o') ADVANCE(43);
+      if (lookahead == 'v') ADVANCE(44);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(44);
-      if (lookahead == 'n') ADVANCE(45);
-      if (lookahead == 'p') ADVANCE(46);
+      if (lookahead == 'f') ADVANCE(45);
+      if (lookahead == 'n') ADVANCE(46);
+      if (lookahead == 'p') ADVANCE(47);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(47);
-      if (lookahead == 'r') ADVANCE(48);
+      if (lookahead == 'l') ADVANCE(48);
+      if (lookahead == 'r') ADVANCE(49);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(49);
-      if (lookahead == 'i') ADVANCE(50);
+      if (lookahead == 'a') ADVANCE(50);
+      if (lookahead == 'i') ADVANCE(51);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(51);
-      if (lookahead == 'e') ADVANCE(52);
-      if (lookahead == 'f') ADVANCE(53);
-      if (lookahead == 'h') ADVANCE(54);
-      if (lookahead == 'w') ADVANCE(55);
+      if (lookahead == 'c') ADVANCE(52);
+      if (lookahead == 'e') ADVANCE(53);
+      if (lookahead == 'f') ADVANCE(54);
+      if (lookahead == 'h') ADVANCE(55);
+      if (lookahead == 'w') ADVANCE(56);
       END_STATE();
     case 17:
-      if (lookahead == 'o') ADVANCE(56);
-      if (lookahead == 'r') ADVANCE(57);
+      if (lookahead == 'o') ADVANCE(57);
+      if (lookahead == 'r') ADVANCE(58);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(58);
-      if (lookahead == 's') ADVANCE(59);
+      if (lookahead == 'n') ADVANCE(59);
+      if (lookahead == 's') ADVANCE(60);
       END_STATE();
     case 19:
-      if (lookahead == 'b') ADVANCE(60);
+      if (lookahead == 'b') ADVANCE(61);
       END_STATE();
     case 20:
-      if (lookahead == '0') ADVANCE(61);
+      if (lookahead == '0') ADVANCE(62);
       END_STATE();
     case 21:
-      if (lookahead == 'a') ADVANCE(62);
+      if (lookahead == 'a') ADVANCE(63);
       END_STATE();
     case 22:
-      if (lookahead == 'g') ADVANCE(63);
+      if (lookahead == 'g') ADVANCE(64);
       END_STATE();
     case 23:
-      if (lookahead == 'p') ADVANCE(64);
+      if (lookahead == 'p') ADVANCE(65);
       END_STATE();
     case 24:
-      if (lookahead == '1') ADVANCE(65);
+      if (lookahead == '1') ADVANCE(66);
       END_STATE();
     case 25:
-      if (lookahead == 'a') ADVANCE(66);
+      if (lookahead == 'a') ADVANCE(67);
       END_STATE();
     case 26:
-      if (lookahead == 'n') ADVANCE(67);
+      if (lookahead == 'n') ADVANCE(68);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(68);
+      if (lookahead == 'u') ADVANCE(69);
       END_STATE();
     case 28:
-      if (lookahead == 'm') ADVANCE(69);
-      if (lookahead == 'r') ADVANCE(70);
+      if (lookahead == 'm') ADVANCE(70);
+      if (lookahead == 'r') ADVANCE(71);
       END_STATE();
     case 29:
-      if (lookahead == 't') ADVANCE(71);
-      END_STATE();
-    case 30:
-      ACCEPT_TOKEN(anon_sym_fc);
-      END_STATE();
-    case 31:
       if (lookahead == 'a') ADVANCE(72);
       END_STATE();
+    case 30:
+      if (lookahead == 't') ADVANCE(73);
+      END_STATE();
+    case 31:
+      ACCEPT_TOKEN(anon_sym_fc);
+      END_STATE();
     case 32:
-      if (lookahead == '1') ADVANCE(73);
-      if (lookahead == '3') ADVANCE(74);
-      if (lookahead == '4') ADVANCE(75);
-      if (lookahead == '8') ADVANCE(76);
+      if (lookahead == 'a') ADVANCE(74);
       END_STATE();
     case 33:
-      if (lookahead == 'l') ADVANCE(77);
+      if (lookahead == '1') ADVANCE(75);
+      if (lookahead == '3') ADVANCE(76);
+      if (lookahead == '4') ADVANCE(77);
+      if (lookahead == '8') ADVANCE(78);
       END_STATE();
     case 34:
-      if (lookahead == 'i') ADVANCE(78);
-      if (lookahead == 'u') ADVANCE(79);
+      if (lookahead == 'l') ADVANCE(79);
       END_STATE();
     case 35:
-      if (lookahead == 'l') ADVANCE(80);
+      if (lookahead == 'i') ADVANCE(80);
+      if (lookahead == 'u') ADVANCE(81);
       END_STATE();
     case 36:
-      if (lookahead == 'p') ADVANCE(81);
+      if (lookahead == 'l') ADVANCE(82);
       END_STATE();
     case 37:
-      if (lookahead == 'f') ADVANCE(82);
-      if (lookahead == 't') ADVANCE(83);
+      if (lookahead == 'p') ADVANCE(83);
       END_STATE();
     case 38:
-      if (lookahead == 'n') ADVANCE(84);
+      if (lookahead == 'f') ADVANCE(84);
+      if (lookahead == 't') ADVANCE(85);
       END_STATE();
     case 39:
-      if (lookahead == 'r') ADVANCE(85);
+      if (lookahead == 'n') ADVANCE(86);
       END_STATE();
     case 40:
-      if (lookahead == 'g') ADVANCE(86);
+      if (lookahead == 'r') ADVANCE(87);
       END_STATE();
     case 41:
-      if (lookahead == 'd') ADVANCE(87);
+      if (lookahead == 'g') ADVANCE(88);
       END_STATE();
     case 42:
-      if (lookahead == '_') ADVANCE(88);
-      if (lookahead == 'n') ADVANCE(89);
+      if (lookahead == 'd') ADVANCE(89);
       END_STATE();
     case 43:
-      if (lookahead == 's') ADVANCE(90);
+      if (lookahead == '_') ADVANCE(90);
+      if (lookahead == 'n') ADVANCE(91);
       END_STATE();
     case 44:
-      if (lookahead == 'f') ADVANCE(91);
+      if (lookahead == 's') ADVANCE(92);
       END_STATE();
     case 45:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'f') ADVANCE(93);
       END_STATE();
     case 46:
-      if (lookahead == 't') ADVANCE(92);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 47:
-      if (lookahead == 'a') ADVANCE(93);
+      if (lookahead == 't') ADVANCE(94);
       END_STATE();
     case 48:
-      if (lookahead == 'e') ADVANCE(94);
+      if (lookahead == 'a') ADVANCE(95);
       END_STATE();
     case 49:
-      if (lookahead == 'i') ADVANCE(95);
+      if (lookahead == 'e') ADVANCE(96);
       END_STATE();
     case 50:
-      if (lookahead == 'n') ADVANCE(96);
+      if (lookahead == 'i') ADVANCE(97);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(97);
+      if (lookahead == 'n') ADVANCE(98);
       END_STATE();
     case 52:
-      if (lookahead == 'l') ADVANCE(98);
+      if (lookahead == 'e') ADVANCE(99);
       END_STATE();
     case 53:
-      if (lookahead == 't') ADVANCE(99);
+      if (lookahead == 'l') ADVANCE(100);
       END_STATE();
     case 54:
-      if (lookahead == 'a') ADVANCE(100);
+      if (lookahead == 't') ADVANCE(101);
       END_STATE();
     case 55:
-      if (lookahead == 'i') ADVANCE(101);
+      if (lookahead == 'a') ADVANCE(102);
       END_STATE();
     case 56:
-      if (lookahead == 'r') ADVANCE(102);
+      if (lookahead == 'i') ADVANCE(103);
       END_STATE();
     case 57:
-      if (lookahead == 'e') ADVANCE(103);
+      if (lookahead == 'r') ADVANCE(104);
       END_STATE();
     case 58:
-      if (lookahead == 'f') ADVANCE(104);
-      END_STATE();
-    case 59:
       if (lookahead == 'e') ADVANCE(105);
       END_STATE();
+    case 59:
+      if (lookahead == 'f') ADVANCE(106);
+      END_STATE();
     case 60:
-      if (lookahead == '_') ADVANCE(106);
+      if (lookahead == 'e') ADVANCE(107);
       END_STATE();
     case 61:
-      if (lookahead == '0') ADVANCE(107);
-      if (lookahead == '1') ADVANCE(108);
+      if (lookahead == '_') ADVANCE(108);
       END_STATE();
     case 62:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == '0') ADVANCE(109);
+      if (lookahead == '1') ADVANCE(110);
       END_STATE();
     case 63:
-      if (lookahead == 'o') ADVANCE(109);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 64:
-      if (lookahead == 'e') ADVANCE(110);
+      if (lookahead == 'o') ADVANCE(111);
       END_STATE();
     case 65:
-      if (lookahead == '6') ADVANCE(111);
+      if (lookahead == 'e') ADVANCE(112);
       END_STATE();
     case 66:
-      if (lookahead == 'c') ADVANCE(112);
+      if (lookahead == '6') ADVANCE(113);
       END_STATE();
     case 67:
-      if (lookahead == 'a') ADVANCE(113);
+      if (lookahead == 'c') ADVANCE(114);
       END_STATE();
     case 68:
-      if (lookahead == 's') ADVANCE(114);
+      if (lookahead == 'a') ADVANCE(115);
       END_STATE();
     case 69:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 's') ADVANCE(116);
       END_STATE();
     case 70:
-      if (lookahead == 'e') ADVANCE(115);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 71:
-      if (lookahead == '_') ADVANCE(116);
+      if (lookahead == 'e') ADVANCE(117);
       END_STATE();
     case 72:
-      if (lookahead == 's') ADVANCE(117);
+      if (lookahead == 'l') ADVANCE(118);
       END_STATE();
     case 73:
-      if (lookahead == '6') ADVANCE(118);
+      if (lookahead == '_') ADVANCE(119);
       END_STATE();
     case 74:
-      if (lookahead == '2') ADVANCE(119);
+      if (lookahead == 's') ADVANCE(120);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      if (lookahead == '6') ADVANCE(121);
       END_STATE();
     case 76:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == '2') ADVANCE(122);
       END_STATE();
     case 77:
-      if (lookahead == 'l') ADVANCE(120);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 78:
-      if (lookahead == 'p') ADVANCE(121);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 79:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      if (lookahead == 'l') ADVANCE(123);
       END_STATE();
     case 80:
-      if (lookahead == 'v') ADVANCE(122);
+      if (lookahead == 'p') ADVANCE(124);
       END_STATE();
     case 81:
-      if (lookahead == 'p') ADVANCE(123);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 82:
-      if (lookahead == 'i') ADVANCE(124);
+      if (lookahead == 'v') ADVANCE(125);
       END_STATE();
     case 83:
-      if (lookahead == 'e') ADVANCE(125);
+      if (lookahead == 'p') ADVANCE(126);
       END_STATE();
     case 84:
-      if (lookahead == 'e') ADVANCE(126);
-      if (lookahead == 'k') ADVANCE(127);
+      if (lookahead == 'i') ADVANCE(127);
       END_STATE();
     case 85:
-      if (lookahead == 'a') ADVANCE(128);
+      if (lookahead == 'e') ADVANCE(128);
       END_STATE();
     case 86:
-      if (lookahead == 'a') ADVANCE(129);
+      if (lookahead == 'e') ADVANCE(129);
+      if (lookahead == 'k') ADVANCE(130);
       END_STATE();
     case 87:
-      if (lookahead == 'e') ADVANCE(130);
+      if (lookahead == 'a') ADVANCE(131);
       END_STATE();
     case 88:
-      if (lookahead == 's') ADVANCE(131);
+      if (lookahead == 'a') ADVANCE(132);
       END_STATE();
     case 89:
-      if (lookahead == 'e') ADVANCE(132);
+      if (lookahead == 'e') ADVANCE(133);
       END_STATE();
     case 90:
-      if (lookahead == 'w') ADVANCE(133);
+      if (lookahead == 's') ADVANCE(134);
       END_STATE();
     case 91:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(135);
       END_STATE();
     case 92:
-      if (lookahead == 'i') ADVANCE(134);
+      if (lookahead == 'w') ADVANCE(136);
       END_STATE();
     case 93:
-      if (lookahead == 'n') ADVANCE(135);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 94:
-      if (lookahead == 't') ADVANCE(136);
+      if (lookahead == 'i') ADVANCE(137);
       END_STATE();
     case 95:
-      if (lookahead == 'l') ADVANCE(137);
+      if (lookahead == 'n') ADVANCE(138);
       END_STATE();
     case 96:
-      if (lookahead == 'g') ADVANCE(138);
+      if (lookahead == 't') ADVANCE(139);
       END_STATE();
     case 97:
-      if (lookahead == 'n') ADVANCE(139);
+      if (lookahead == 'l') ADVANCE(140);
       END_STATE();
     case 98:
-      if (lookahead == 'e') ADVANCE(140);
+      if (lookahead == 'g') ADVANCE(141);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_sft);
+      if (lookahead == 'n') ADVANCE(142);
       END_STATE();
     case 100:
-      if (lookahead == 'r') ADVANCE(141);
+      if (lookahead == 'e') ADVANCE(143);
       END_STATE();
     case 101:
-      if (lookahead == 't') ADVANCE(142);
+      ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 102:
-      if (lookahead == 'c') ADVANCE(143);
+      if (lookahead == 'r') ADVANCE(144);
       END_STATE();
     case 103:
-      if (lookahead == 'e') ADVANCE(144);
+      if (lookahead == 't') ADVANCE(145);
       END_STATE();
     case 104:
-      if (lookahead == 'u') ADVANCE(145);
+      if (lookahead == 'c') ADVANCE(146);
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'e') ADVANCE(147);
       END_STATE();
     case 106:
-      if (lookahead == 'h') ADVANCE(146);
+      if (lookahead == 'u') ADVANCE(148);
       END_STATE();
     case 107:
-      ADVANCE_MAP(
-        '1', 147,
-        '2', 148,
-        '3', 149,
-        '4', 150,
-        '5', 151,
-        '6', 152,
-        '7', 153,
-        '8', 154,
-        '9', 155,
-      );
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 108:
-      if (lookahead == '2') ADVANCE(156);
-      if (lookahead == '3') ADVANCE(157);
-      if (lookahead == '4') ADVANCE(158);
-      if (lookahead == '7') ADVANCE(159);
-      if (lookahead == '8') ADVANCE(160);
+      if (lookahead == 'h') ADVANCE(149);
       END_STATE();
     case 109:
-      ACCEPT_TOKEN(anon_sym_algo);
+      ADVANCE_MAP(
+        '1', 150,
+        '2', 151,
+        '3', 152,
+        '4', 153,
+        '5', 154,
+        '6', 155,
+        '7', 156,
+        '8', 157,
+        '9', 158,
+      );
       END_STATE();
     case 110:
-      if (lookahead == 'r') ADVANCE(161);
+      if (lookahead == '2') ADVANCE(159);
+      if (lookahead == '3') ADVANCE(160);
+      if (lookahead == '4') ADVANCE(161);
+      if (lookahead == '5') ADVANCE(162);
+      if (lookahead == '7') ADVANCE(163);
+      if (lookahead == '8') ADVANCE(164);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 112:
-      if (lookahead == 'k') ADVANCE(162);
+      if (lookahead == 'r') ADVANCE(165);
       END_STATE();
     case 113:
-      if (lookahead == '3') ADVANCE(163);
-      if (lookahead == '4') ADVANCE(164);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 114:
-      if (lookahead == 't') ADVANCE(165);
+      if (lookahead == 'k') ADVANCE(166);
       END_STATE();
     case 115:
-      if (lookahead == 'c') ADVANCE(166);
+      if (lookahead == '3') ADVANCE(167);
+      if (lookahead == '4') ADVANCE(168);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(167);
+      if (lookahead == 't') ADVANCE(169);
       END_STATE();
     case 117:
-      if (lookahead == 'h') ADVANCE(168);
+      if (lookahead == 'c') ADVANCE(170);
       END_STATE();
     case 118:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == 'p') ADVANCE(171);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      if (lookahead == 't') ADVANCE(172);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 'h') ADVANCE(173);
       END_STATE();
     case 121:
-      if (lookahead == 'e') ADVANCE(169);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 122:
-      if (lookahead == 'i') ADVANCE(170);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 123:
-      if (lookahead == 'e') ADVANCE(171);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 124:
-      if (lookahead == 'n') ADVANCE(172);
+      if (lookahead == 'e') ADVANCE(174);
       END_STATE();
     case 125:
-      if (lookahead == 'r') ADVANCE(173);
+      if (lookahead == 'i') ADVANCE(175);
       END_STATE();
     case 126:
-      if (lookahead == 'a') ADVANCE(174);
+      if (lookahead == 'e') ADVANCE(176);
       END_STATE();
     case 127:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'n') ADVANCE(177);
       END_STATE();
     case 128:
-      ACCEPT_TOKEN(anon_sym_lora);
+      if (lookahead == 'r') ADVANCE(178);
       END_STATE();
     case 129:
-      if (lookahead == 't') ADVANCE(175);
+      if (lookahead == 'a') ADVANCE(179);
       END_STATE();
     case 130:
-      if (lookahead == 'l') ADVANCE(176);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 131:
-      if (lookahead == 'h') ADVANCE(177);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 132:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 't') ADVANCE(180);
       END_STATE();
     case 133:
-      if (lookahead == 'i') ADVANCE(178);
+      if (lookahead == 'l') ADVANCE(181);
       END_STATE();
     case 134:
-      if (lookahead == 'm') ADVANCE(179);
+      if (lookahead == 'h') ADVANCE(182);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_plan);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 136:
-      if (lookahead == 'r') ADVANCE(180);
+      if (lookahead == 'i') ADVANCE(183);
       END_STATE();
     case 137:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'm') ADVANCE(184);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_ring);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 139:
-      if (lookahead == 'a') ADVANCE(181);
+      if (lookahead == 'r') ADVANCE(185);
       END_STATE();
     case 140:
-      if (lookahead == 'c') ADVANCE(182);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 141:
-      if (lookahead == 'p') ADVANCE(183);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 142:
-      if (lookahead == 'c') ADVANCE(184);
+      if (lookahead == 'a') ADVANCE(186);
       END_STATE();
     case 143:
-      if (lookahead == 'h') ADVANCE(185);
+      if (lookahead == 'c') ADVANCE(187);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'p') ADVANCE(188);
       END_STATE();
     case 145:
-      if (lookahead == 's') ADVANCE(186);
+      if (lookahead == 'c') ADVANCE(189);
       END_STATE();
     case 146:
-      if (lookahead == '1') ADVANCE(187);
-      if (lookahead == '2') ADVANCE(188);
+      if (lookahead == 'h') ADVANCE(190);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 148:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      if (lookahead == 's') ADVANCE(191);
       END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      if (lookahead == '1') ADVANCE(192);
+      if (lookahead == '2') ADVANCE(193);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 151:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 152:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 155:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_W0012);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_W0013);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 158:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_W0017);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 160:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 161:
-      if (lookahead == 'e') ADVANCE(189);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 162:
-      if (lookahead == 'w') ADVANCE(190);
+      ACCEPT_TOKEN(anon_sym_W0015);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 164:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 165:
-      if (lookahead == 'e') ADVANCE(191);
+      if (lookahead == 'e') ADVANCE(194);
       END_STATE();
     case 166:
-      if (lookahead == 't') ADVANCE(192);
+      if (lookahead == 'w') ADVANCE(195);
       END_STATE();
     case 167:
-      if (lookahead == 'r') ADVANCE(193);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 168:
-      ACCEPT_TOKEN(anon_sym_flash);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 169:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      if (lookahead == 'e') ADVANCE(196);
       END_STATE();
     case 170:
-      if (lookahead == 'n') ADVANCE(194);
+      if (lookahead == 't') ADVANCE(197);
       END_STATE();
     case 171:
-      if (lookahead == 'r') ADVANCE(195);
+      if (lookahead == 'i') ADVANCE(198);
       END_STATE();
     case 172:
-      if (lookahead == 'i') ADVANCE(196);
-      END_STATE();
-    case 173:
-      if (lookahead == 'l') ADVANCE(197);
-      END_STATE();
-    case 174:
-      if (lookahead == 'r') ADVANCE(198);
-      END_STATE();
-    case 175:
       if (lookahead == 'r') ADVANCE(199);
       END_STATE();
+    case 173:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
+    case 174:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 175:
+      if (lookahead == 'n') ADVANCE(200);
+      END_STATE();
     case 176:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(201);
       END_STATE();
     case 177:
-      if (lookahead == 'a') ADVANCE(200);
+      if (lookahead == 'i') ADVANCE(202);
       END_STATE();
     case 178:
-      if (lookahead == 't') ADVANCE(201);
+      if (lookahead == 'l') ADVANCE(203);
       END_STATE();
     case 179:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(202);
-      END_STATE();
-    case 180:
-      if (lookahead == 'a') ADVANCE(203);
-      END_STATE();
-    case 181:
       if (lookahead == 'r') ADVANCE(204);
       END_STATE();
+    case 180:
+      if (lookahead == 'r') ADVANCE(205);
+      END_STATE();
+    case 181:
+      ACCEPT_TOKEN(anon_sym_model);
+      END_STATE();
     case 182:
-      if (lookahead == 't') ADVANCE(205);
+      if (lookahead == 'a') ADVANCE(206);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 't') ADVANCE(207);
       END_STATE();
     case 184:
-      if (lookahead == 'h') ADVANCE(206);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(208);
       END_STATE();
     case 185:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'a') ADVANCE(209);
       END_STATE();
     case 186:
-      if (lookahead == 'e') ADVANCE(207);
+      if (lookahead == 'r') ADVANCE(210);
       END_STATE();
     case 187:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      if (lookahead == 't') ADVANCE(211);
       END_STATE();
     case 188:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 189:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      if (lookahead == 'h') ADVANCE(212);
       END_STATE();
     case 190:
-      if (lookahead == 'e') ADVANCE(208);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 191:
-      if (lookahead == 'r') ADVANCE(209);
-      END_STATE();
-    case 192:
-      ACCEPT_TOKEN(anon_sym_direct);
-      END_STATE();
-    case 193:
-      if (lookahead == 'e') ADVANCE(210);
-      END_STATE();
-    case 194:
-      if (lookahead == 'g') ADVANCE(211);
-      END_STATE();
-    case 195:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 196:
-      if (lookahead == 'b') ADVANCE(212);
-      END_STATE();
-    case 197:
       if (lookahead == 'e') ADVANCE(213);
       END_STATE();
+    case 192:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 193:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 194:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
+    case 195:
+      if (lookahead == 'e') ADVANCE(214);
+      END_STATE();
+    case 196:
+      if (lookahead == 'r') ADVANCE(215);
+      END_STATE();
+    case 197:
+      ACCEPT_TOKEN(anon_sym_direct);
+      END_STATE();
     case 198:
-      if (lookahead == '_') ADVANCE(214);
+      if (lookahead == 'p') ADVANCE(216);
       END_STATE();
     case 199:
-      if (lookahead == 'o') ADVANCE(215);
+      if (lookahead == 'e') ADVANCE(217);
       END_STATE();
     case 200:
-      if (lookahead == 'r') ADVANCE(216);
-      END_STATE();
-    case 201:
-      if (lookahead == 'c') ADVANCE(217);
-      END_STATE();
-    case 202:
       if (lookahead == 'g') ADVANCE(218);
       END_STATE();
+    case 201:
+      ACCEPT_TOKEN(anon_sym_hopper);
+      END_STATE();
+    case 202:
+      if (lookahead == 'b') ADVANCE(219);
+      END_STATE();
     case 203:
-      if (lookahead == 'i') ADVANCE(219);
+      if (lookahead == 'e') ADVANCE(220);
       END_STATE();
     case 204:
-      if (lookahead == 'i') ADVANCE(220);
+      if (lookahead == '_') ADVANCE(221);
       END_STATE();
     case 205:
-      if (lookahead == 'i') ADVANCE(221);
+      if (lookahead == 'o') ADVANCE(222);
       END_STATE();
     case 206:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'r') ADVANCE(223);
       END_STATE();
     case 207:
-      if (lookahead == 'd') ADVANCE(222);
+      if (lookahead == 'c') ADVANCE(224);
       END_STATE();
     case 208:
-      if (lookahead == 'l') ADVANCE(223);
+      if (lookahead == 'g') ADVANCE(225);
       END_STATE();
     case 209:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'i') ADVANCE(226);
       END_STATE();
     case 210:
-      if (lookahead == 'e') ADVANCE(224);
+      if (lookahead == 'i') ADVANCE(227);
       END_STATE();
     case 211:
-      if (lookahead == '_') ADVANCE(225);
+      if (lookahead == 'i') ADVANCE(228);
       END_STATE();
     case 212:
-      if (lookahead == 'a') ADVANCE(226);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 213:
-      if (lookahead == 'a') ADVANCE(227);
+      if (lookahead == 'd') ADVANCE(229);
       END_STATE();
     case 214:
-      if (lookahead == 'f') ADVANCE(228);
-      if (lookahead == 'p') ADVANCE(229);
-      if (lookahead == 'q') ADVANCE(230);
+      if (lookahead == 'l') ADVANCE(230);
       END_STATE();
     case 215:
-      if (lookahead == 'n') ADVANCE(231);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 216:
-      if (lookahead == 'd') ADVANCE(232);
+      if (lookahead == 'e') ADVANCE(231);
       END_STATE();
     case 217:
-      if (lookahead == 'h') ADVANCE(233);
+      if (lookahead == 'e') ADVANCE(232);
       END_STATE();
     case 218:
-      if (lookahead == 'r') ADVANCE(234);
+      if (lookahead == '_') ADVANCE(233);
       END_STATE();
     case 219:
-      if (lookahead == 'n') ADVANCE(235);
+      if (lookahead == 'a') ADVANCE(234);
       END_STATE();
     case 220:
-      if (lookahead == 'o') ADVANCE(236);
+      if (lookahead == 'a') ADVANCE(235);
       END_STATE();
     case 221:
-      if (lookahead == 'v') ADVANCE(237);
+      if (lookahead == 'f') ADVANCE(236);
+      if (lookahead == 'p') ADVANCE(237);
+      if (lookahead == 'q') ADVANCE(238);
       END_STATE();
     case 222:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'n') ADVANCE(239);
       END_STATE();
     case 223:
-      if (lookahead == 'l') ADVANCE(238);
+      if (lookahead == 'd') ADVANCE(240);
       END_STATE();
     case 224:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'h') ADVANCE(241);
       END_STATE();
     case 225:
-      if (lookahead == 'd') ADVANCE(239);
+      if (lookahead == 'r') ADVANCE(242);
       END_STATE();
     case 226:
-      if (lookahead == 'n') ADVANCE(240);
+      if (lookahead == 'n') ADVANCE(243);
       END_STATE();
     case 227:
-      if (lookahead == 'v') ADVANCE(241);
+      if (lookahead == 'o') ADVANCE(244);
       END_STATE();
     case 228:
-      if (lookahead == 'c') ADVANCE(242);
+      if (lookahead == 'v') ADVANCE(245);
       END_STATE();
     case 229:
-      if (lookahead == 'r') ADVANCE(243);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 230:
-      if (lookahead == 'k') ADVANCE(244);
+      if (lookahead == 'l') ADVANCE(246);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(247);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 233:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'd') ADVANCE(248);
       END_STATE();
     case 234:
-      if (lookahead == 'a') ADVANCE(245);
+      if (lookahead == 'n') ADVANCE(249);
       END_STATE();
     case 235:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'v') ADVANCE(250);
       END_STATE();
     case 236:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'c') ADVANCE(251);
       END_STATE();
     case 237:
-      if (lookahead == 'e') ADVANCE(246);
+      if (lookahead == 'r') ADVANCE(252);
       END_STATE();
     case 238:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(247);
+      if (lookahead == 'k') ADVANCE(253);
       END_STATE();
     case 239:
-      if (lookahead == 'o') ADVANCE(248);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 240:
-      if (lookahead == 'd') ADVANCE(249);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 241:
-      if (lookahead == 'e') ADVANCE(250);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 242:
-      if (lookahead == '1') ADVANCE(251);
-      if (lookahead == '2') ADVANCE(252);
+      if (lookahead == 'a') ADVANCE(254);
       END_STATE();
     case 243:
-      if (lookahead == 'o') ADVANCE(253);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 244:
-      if (lookahead == 'v') ADVANCE(254);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 245:
-      if (lookahead == 'd') ADVANCE(255);
+      if (lookahead == 'e') ADVANCE(255);
       END_STATE();
     case 246:
-      ACCEPT_TOKEN(anon_sym_selective);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(256);
       END_STATE();
     case 247:
-      if (lookahead == 'u') ADVANCE(256);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 248:
-      if (lookahead == 'u') ADVANCE(257);
+      if (lookahead == 'o') ADVANCE(257);
       END_STATE();
     case 249:
-      ACCEPT_TOKEN(anon_sym_infiniband);
-      END_STATE();
-    case 250:
       if (lookahead == 'd') ADVANCE(258);
       END_STATE();
+    case 250:
+      if (lookahead == 'e') ADVANCE(259);
+      END_STATE();
     case 251:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == '1') ADVANCE(260);
+      if (lookahead == '2') ADVANCE(261);
       END_STATE();
     case 252:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      if (lookahead == 'o') ADVANCE(262);
       END_STATE();
     case 253:
-      if (lookahead == 'j') ADVANCE(259);
+      if (lookahead == 'v') ADVANCE(263);
       END_STATE();
     case 254:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      if (lookahead == 'd') ADVANCE(264);
       END_STATE();
     case 255:
-      if (lookahead == 's') ADVANCE(260);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 256:
-      if (lookahead == 'l') ADVANCE(261);
+      if (lookahead == 'u') ADVANCE(265);
       END_STATE();
     case 257:
-      if (lookahead == 'b') ADVANCE(262);
+      if (lookahead == 'u') ADVANCE(266);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 259:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      if (lookahead == 'd') ADVANCE(267);
       END_STATE();
     case 260:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(263);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 261:
-      if (lookahead == 't') ADVANCE(264);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 262:
-      if (lookahead == 'l') ADVANCE(265);
+      if (lookahead == 'j') ADVANCE(268);
       END_STATE();
     case 263:
-      if (lookahead == 'p') ADVANCE(266);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 264:
-      if (lookahead == 'r') ADVANCE(267);
+      if (lookahead == 's') ADVANCE(269);
       END_STATE();
     case 265:
-      if (lookahead == 'i') ADVANCE(268);
+      if (lookahead == 'l') ADVANCE(270);
       END_STATE();
     case 266:
-      if (lookahead == 'a') ADVANCE(269);
+      if (lookahead == 'b') ADVANCE(271);
       END_STATE();
     case 267:
-      if (lookahead == 'a') ADVANCE(270);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 268:
-      if (lookahead == 'n') ADVANCE(271);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 269:
-      if (lookahead == 'r') ADVANCE(272);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(272);
       END_STATE();
     case 270:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 't') ADVANCE(273);
       END_STATE();
     case 271:
-      if (lookahead == 'g') ADVANCE(273);
+      if (lookahead == 'l') ADVANCE(274);
       END_STATE();
     case 272:
-      if (lookahead == 'a') ADVANCE(274);
+      if (lookahead == 'p') ADVANCE(275);
       END_STATE();
     case 273:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'r') ADVANCE(276);
       END_STATE();
     case 274:
-      if (lookahead == 'm') ADVANCE(275);
+      if (lookahead == 'i') ADVANCE(277);
       END_STATE();
     case 275:
-      if (lookahead == 's') ADVANCE(276);
+      if (lookahead == 'a') ADVANCE(278);
       END_STATE();
     case 276:
+      if (lookahead == 'a') ADVANCE(279);
+      END_STATE();
+    case 277:
+      if (lookahead == 'n') ADVANCE(280);
+      END_STATE();
+    case 278:
+      if (lookahead == 'r') ADVANCE(281);
+      END_STATE();
+    case 279:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 280:
+      if (lookahead == 'g') ADVANCE(282);
+      END_STATE();
+    case 281:
+      if (lookahead == 'a') ADVANCE(283);
+      END_STATE();
+    case 282:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 283:
+      if (lookahead == 'm') ADVANCE(284);
+      END_STATE();
+    case 284:
+      if (lookahead == 's') ADVANCE(285);
+      END_STATE();
+    case 285:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2003,6 +2054,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(1),
     [anon_sym_zb_h1] = ACTIONS(1),
     [anon_sym_zb_h2] = ACTIONS(1),
+    [anon_sym_dualpipe] = ACTIONS(1),
+    [anon_sym_dualpipev] = ACTIONS(1),
     [anon_sym_none] = ACTIONS(1),
     [anon_sym_selective] = ACTIONS(1),
     [anon_sym_full] = ACTIONS(1),
@@ -2047,6 +2100,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(1),
     [anon_sym_W0013] = ACTIONS(1),
     [anon_sym_W0014] = ACTIONS(1),
+    [anon_sym_W0015] = ACTIONS(1),
     [anon_sym_W0017] = ACTIONS(1),
     [anon_sym_W0018] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
@@ -2104,6 +2158,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2148,6 +2204,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2189,6 +2246,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2233,6 +2292,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2274,6 +2334,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2318,6 +2380,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2359,6 +2422,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2403,6 +2468,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2444,6 +2510,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(49),
     [anon_sym_zb_h1] = ACTIONS(49),
     [anon_sym_zb_h2] = ACTIONS(49),
+    [anon_sym_dualpipe] = ACTIONS(49),
+    [anon_sym_dualpipev] = ACTIONS(49),
     [anon_sym_none] = ACTIONS(49),
     [anon_sym_selective] = ACTIONS(49),
     [anon_sym_full] = ACTIONS(49),
@@ -2488,6 +2556,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(49),
     [anon_sym_W0013] = ACTIONS(49),
     [anon_sym_W0014] = ACTIONS(49),
+    [anon_sym_W0015] = ACTIONS(49),
     [anon_sym_W0017] = ACTIONS(49),
     [anon_sym_W0018] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
@@ -2529,6 +2598,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2573,6 +2644,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2614,6 +2686,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2658,6 +2732,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -2697,6 +2772,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(67),
     [anon_sym_zb_h1] = ACTIONS(67),
     [anon_sym_zb_h2] = ACTIONS(67),
+    [anon_sym_dualpipe] = ACTIONS(67),
+    [anon_sym_dualpipev] = ACTIONS(67),
     [anon_sym_none] = ACTIONS(67),
     [anon_sym_selective] = ACTIONS(67),
     [anon_sym_full] = ACTIONS(67),
@@ -2741,6 +2818,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(67),
     [anon_sym_W0013] = ACTIONS(67),
     [anon_sym_W0014] = ACTIONS(67),
+    [anon_sym_W0015] = ACTIONS(67),
     [anon_sym_W0017] = ACTIONS(67),
     [anon_sym_W0018] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
@@ -2780,6 +2858,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(71),
     [anon_sym_zb_h1] = ACTIONS(71),
     [anon_sym_zb_h2] = ACTIONS(71),
+    [anon_sym_dualpipe] = ACTIONS(71),
+    [anon_sym_dualpipev] = ACTIONS(71),
     [anon_sym_none] = ACTIONS(71),
     [anon_sym_selective] = ACTIONS(71),
     [anon_sym_full] = ACTIONS(71),
@@ -2824,6 +2904,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(71),
     [anon_sym_W0013] = ACTIONS(71),
     [anon_sym_W0014] = ACTIONS(71),
+    [anon_sym_W0015] = ACTIONS(71),
     [anon_sym_W0017] = ACTIONS(71),
     [anon_sym_W0018] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
@@ -2860,6 +2941,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(73),
     [anon_sym_zb_h1] = ACTIONS(73),
     [anon_sym_zb_h2] = ACTIONS(73),
+    [anon_sym_dualpipe] = ACTIONS(73),
+    [anon_sym_dualpipev] = ACTIONS(73),
     [anon_sym_none] = ACTIONS(73),
     [anon_sym_selective] = ACTIONS(73),
     [anon_sym_full] = ACTIONS(73),
@@ -2904,6 +2987,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(73),
     [anon_sym_W0013] = ACTIONS(73),
     [anon_sym_W0014] = ACTIONS(73),
+    [anon_sym_W0015] = ACTIONS(73),
     [anon_sym_W0017] = ACTIONS(73),
     [anon_sym_W0018] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
@@ -2941,6 +3025,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(79),
     [anon_sym_zb_h1] = ACTIONS(79),
     [anon_sym_zb_h2] = ACTIONS(79),
+    [anon_sym_dualpipe] = ACTIONS(79),
+    [anon_sym_dualpipev] = ACTIONS(79),
     [anon_sym_none] = ACTIONS(79),
     [anon_sym_selective] = ACTIONS(79),
     [anon_sym_full] = ACTIONS(79),
@@ -2985,6 +3071,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(79),
     [anon_sym_W0013] = ACTIONS(79),
     [anon_sym_W0014] = ACTIONS(79),
+    [anon_sym_W0015] = ACTIONS(79),
     [anon_sym_W0017] = ACTIONS(79),
     [anon_sym_W0018] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
@@ -3021,6 +3108,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(83),
     [anon_sym_zb_h1] = ACTIONS(83),
     [anon_sym_zb_h2] = ACTIONS(83),
+    [anon_sym_dualpipe] = ACTIONS(83),
+    [anon_sym_dualpipev] = ACTIONS(83),
     [anon_sym_none] = ACTIONS(83),
     [anon_sym_selective] = ACTIONS(83),
     [anon_sym_full] = ACTIONS(83),
@@ -3065,6 +3154,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(83),
     [anon_sym_W0013] = ACTIONS(83),
     [anon_sym_W0014] = ACTIONS(83),
+    [anon_sym_W0015] = ACTIONS(83),
     [anon_sym_W0017] = ACTIONS(83),
     [anon_sym_W0018] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
@@ -3101,6 +3191,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(87),
     [anon_sym_zb_h1] = ACTIONS(87),
     [anon_sym_zb_h2] = ACTIONS(87),
+    [anon_sym_dualpipe] = ACTIONS(87),
+    [anon_sym_dualpipev] = ACTIONS(87),
     [anon_sym_none] = ACTIONS(87),
     [anon_sym_selective] = ACTIONS(87),
     [anon_sym_full] = ACTIONS(87),
@@ -3145,6 +3237,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(87),
     [anon_sym_W0013] = ACTIONS(87),
     [anon_sym_W0014] = ACTIONS(87),
+    [anon_sym_W0015] = ACTIONS(87),
     [anon_sym_W0017] = ACTIONS(87),
     [anon_sym_W0018] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
@@ -3181,6 +3274,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(91),
     [anon_sym_zb_h1] = ACTIONS(91),
     [anon_sym_zb_h2] = ACTIONS(91),
+    [anon_sym_dualpipe] = ACTIONS(91),
+    [anon_sym_dualpipev] = ACTIONS(91),
     [anon_sym_none] = ACTIONS(91),
     [anon_sym_selective] = ACTIONS(91),
     [anon_sym_full] = ACTIONS(91),
@@ -3225,6 +3320,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(91),
     [anon_sym_W0013] = ACTIONS(91),
     [anon_sym_W0014] = ACTIONS(91),
+    [anon_sym_W0015] = ACTIONS(91),
     [anon_sym_W0017] = ACTIONS(91),
     [anon_sym_W0018] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
@@ -3260,6 +3356,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(95),
     [anon_sym_zb_h1] = ACTIONS(95),
     [anon_sym_zb_h2] = ACTIONS(95),
+    [anon_sym_dualpipe] = ACTIONS(95),
+    [anon_sym_dualpipev] = ACTIONS(95),
     [anon_sym_none] = ACTIONS(95),
     [anon_sym_selective] = ACTIONS(95),
     [anon_sym_full] = ACTIONS(95),
@@ -3304,6 +3402,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(95),
     [anon_sym_W0013] = ACTIONS(95),
     [anon_sym_W0014] = ACTIONS(95),
+    [anon_sym_W0015] = ACTIONS(95),
     [anon_sym_W0017] = ACTIONS(95),
     [anon_sym_W0018] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
@@ -3334,6 +3433,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3378,6 +3479,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -3408,6 +3510,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(23),
     [anon_sym_zb_h1] = ACTIONS(23),
     [anon_sym_zb_h2] = ACTIONS(23),
+    [anon_sym_dualpipe] = ACTIONS(23),
+    [anon_sym_dualpipev] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3452,6 +3556,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(23),
     [anon_sym_W0013] = ACTIONS(23),
     [anon_sym_W0014] = ACTIONS(23),
+    [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
@@ -3482,6 +3587,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_interleaved] = ACTIONS(122),
     [anon_sym_zb_h1] = ACTIONS(122),
     [anon_sym_zb_h2] = ACTIONS(122),
+    [anon_sym_dualpipe] = ACTIONS(122),
+    [anon_sym_dualpipev] = ACTIONS(122),
     [anon_sym_none] = ACTIONS(122),
     [anon_sym_selective] = ACTIONS(122),
     [anon_sym_full] = ACTIONS(122),
@@ -3526,6 +3633,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0012] = ACTIONS(122),
     [anon_sym_W0013] = ACTIONS(122),
     [anon_sym_W0014] = ACTIONS(122),
+    [anon_sym_W0015] = ACTIONS(122),
     [anon_sym_W0017] = ACTIONS(122),
     [anon_sym_W0018] = ACTIONS(122),
     [sym_number] = ACTIONS(128),

@@ -32,7 +32,7 @@ syn keyword venusKey contained slow_gpus slow_rank slow_node
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
-syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p overlap_tp_comm bucket_size
+syn keyword venusKey contained delay_grad_reduce delay_param_gather overlap_p2p overlap_tp_comm overlap_ep_comm bucket_size
 syn keyword venusKey contained moe_imbalance
 syn keyword venusKey contained task lora_rank lora_modules fsdp grad_dtype main_params_dtype
 syn keyword venusKey contained exp_avg_dtype exp_avg_sq_dtype
@@ -50,11 +50,11 @@ syn keyword venusKey contained checkpoint_interval
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree nvswitch infiniband
-syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 none selective full bf16 fp8 fp4 flash unfused on off
+syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualpipev none selective full bf16 fp8 fp4 flash unfused on off
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 syn keyword venusConstant contained pretrain sft lora linear_qkv linear_proj linear_fc1 linear_fc2
 syn keyword venusConstant contained no_shard optim optim_grads optim_grads_params megatron torch fp32 fp16
-syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0017 W0018
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

@@ -86,6 +86,11 @@ pub enum ScheduleKind {
     ZbH1,
     /// Zero-bubble ZB-H2: twice the warmup forwards, every W after its B once the pipe is full.
     ZbH2,
+    /// DualPipe (DeepSeek-V3 technical report §3.2.1, deepseek-ai/DualPipe): microbatches fed
+    /// from both ends of the pipeline, each rank holding two stages (two parameter copies).
+    DualPipe,
+    /// DualPipeV: DualPipe's step loop on a V-shaped split of 2·pp stages, one parameter copy.
+    DualPipeV,
 }
 
 impl ScheduleKind {
@@ -96,6 +101,8 @@ impl ScheduleKind {
             ScheduleKind::Interleaved => "interleaved",
             ScheduleKind::ZbH1 => "zb_h1",
             ScheduleKind::ZbH2 => "zb_h2",
+            ScheduleKind::DualPipe => "dualpipe",
+            ScheduleKind::DualPipeV => "dualpipev",
         }
     }
 
@@ -103,6 +110,12 @@ impl ScheduleKind {
     /// (weight gradient).
     pub fn is_zero_bubble(self) -> bool {
         matches!(self, ScheduleKind::ZbH1 | ScheduleKind::ZbH2)
+    }
+
+    /// The DualPipe schedules (two model chunks per rank, one microbatch's forward overlapped
+    /// with another's backward).
+    pub fn is_dualpipe(self) -> bool {
+        matches!(self, ScheduleKind::DualPipe | ScheduleKind::DualPipeV)
     }
 }
 

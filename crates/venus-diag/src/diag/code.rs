@@ -70,6 +70,9 @@ codes! {
     E0325 Error "a zero-bubble schedule needs pipeline parallelism";
     E0326 Error "a zero-bubble schedule with a feature its reference does not support";
     E0327 Error "a zero-bubble schedule with too few microbatches for its warmup";
+    E0328 Error "a DualPipe schedule on a pipeline its step loop does not run on";
+    E0329 Error "a DualPipe schedule with a microbatch count its reference rejects";
+    E0330 Error "a DualPipe schedule with model chunks it does not place";
     E0322 Error "a `pipeline_layout` that does not parse";
     E0323 Error "a `pipeline_layout` that does not fit the model or the plan";
     E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";
@@ -119,6 +122,7 @@ codes! {
     W0014 Warning "a zero-bubble schedule below the microbatch count its reference asserts";
     W0017 Warning "a checkpoint interval that costs goodput against the Young/Daly optimum";
     W0018 Warning "a `slow_gpus` fraction that picks no GPU";
+    W0015 Warning "`overlap_ep_comm` where Megatron-LM's combined 1F1B does not run";
 }
 
 impl Code {

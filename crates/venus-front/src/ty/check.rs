@@ -725,6 +725,8 @@ impl<'r, 'a> Checker<'r, 'a> {
                 "interleaved" => ScheduleKind::Interleaved,
                 "zb_h1" => ScheduleKind::ZbH1,
                 "zb_h2" => ScheduleKind::ZbH2,
+                "dualpipe" => ScheduleKind::DualPipe,
+                "dualpipev" => ScheduleKind::DualPipeV,
                 _ => ScheduleKind::OneFOneB,
             };
             Spanned::new(k, w.loc)
@@ -789,6 +791,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             delay_param_gather: f.flag(Key::DelayParamGather),
             overlap_p2p: f.flag(Key::OverlapP2p),
             overlap_tp_comm: f.flag(Key::OverlapTpComm),
+            overlap_ep_comm: f.flag(Key::OverlapEpComm),
             bucket_size: f.get(Key::BucketSize, bytes),
             mfu: f.get(Key::Mfu, ratio),
             measured,

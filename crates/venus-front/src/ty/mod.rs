@@ -283,6 +283,7 @@ pub struct Plan {
     pub delay_param_gather: Opt<bool>,
     pub overlap_p2p: Opt<bool>,
     pub overlap_tp_comm: Opt<bool>,
+    pub overlap_ep_comm: Opt<bool>,
     pub bucket_size: Opt<Bytes>,
     pub mfu: Opt<Ratio>,
     pub measured: Option<Measured>,

@@ -137,6 +137,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         attention: Attention::Unfused,
         distributed_optimizer: false,
         schedule,
+        overlap_ep_comm: false,
         split: split_layers(layers, pp, vpp, None, None).unwrap(),
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
         moe_load: 1.0,
@@ -476,4 +477,34 @@ fn zero_bubble_activations_keep_1f1bs_peak_for_h1_and_about_twice_for_h2() {
     let plans = [ScheduleKind::ZbH1, ScheduleKind::ZbH2].map(|k| plan(4, 1, 8, Some(k), 8));
     assert_eq!([0, 1, 2, 3].map(|r| in_flight(&plans[0], r).0), [4; 4]);
     assert_eq!([0, 1, 2, 3].map(|r| in_flight(&plans[1], r).0), [7; 4]);
+}
+
+#[test]
+fn dualpipe_holds_two_parameter_copies_and_dualpipev_one() {
+    // pp 4, 8 layers, 8 microbatches: DualPipe's rank r holds stage r and stage 3 − r, so its
+    // weights, gradients and optimizer state are those of the two 1F1B stages together
+    // (rank 0: the first stage's embedding and the last stage's output layer); DualPipeV's
+    // rank holds its two chunks of one copy, 1F1B's layer count per rank.
+    let m = gpt(64, 4, 8, 1000, 16);
+    let one = stage_memory(&m, &plan(4, 1, 8, Some(ScheduleKind::OneFOneB), 8));
+    let dual = stage_memory(&m, &plan(4, 1, 8, Some(ScheduleKind::DualPipe), 8));
+    let v = stage_memory(&m, &plan(4, 2, 8, Some(ScheduleKind::DualPipeV), 8));
+    for r in 0..4 {
+        let mirror = 3 - r;
+        let sum = |f: fn(&StageMemory) -> u64| f(&one[r]) + f(&one[mirror]);
+        assert_eq!(dual[r].params, sum(|s| s.params), "rank {r}");
+        assert_eq!(dual[r].weights.0, sum(|s| s.weights.0), "rank {r}");
+        assert_eq!(dual[r].gradients.0, sum(|s| s.gradients.0), "rank {r}");
+        assert_eq!(dual[r].optimizer.0, sum(|s| s.optimizer.0), "rank {r}");
+        assert_eq!(dual[r].layers, 4);
+        assert_eq!(v[r].layers, 2);
+        // The in-flight count is the built schedule's peak.
+        let shape = plan(4, 1, 8, Some(ScheduleKind::DualPipe), 8).pipeline_shape();
+        let ir = venus_plan::schedule::ScheduleIr::build(shape).unwrap();
+        let f = venus_plan::schedule::measure_in_flight(ir.rank(r as u32), 2);
+        assert_eq!(dual[r].in_flight, f.total, "rank {r}");
+    }
+    // DualPipeV's rank 0 holds the embedding and the output layer, its last rank neither.
+    assert!(v[0].params > v[3].params);
+    assert!(dual[0].peak.0 > one[0].peak.0);
 }

@@ -231,6 +231,10 @@ pub enum PlanProblem {
     CheckpointInterval(CheckpointIntervalCost),
     /// E0331-E0334: a hybrid model's pattern, keys or Mamba-2 split.
     Hybrid(HybridProblem),
+    /// E0328, E0329, E0330: a DualPipe schedule the reference's step loop does not run.
+    DualPipe(DualPipeProblem),
+    /// W0015: `overlap_ep_comm` where Megatron's combined 1F1B does not run.
+    EpOverlapIgnored(EpOverlapIgnored),
 }
 
 impl PlanProblem {
@@ -275,6 +279,8 @@ impl PlanProblem {
             PlanProblem::ZeroReliability(p) => p.render(),
             PlanProblem::GoodputIncomplete(p) => p.render(),
             PlanProblem::CheckpointInterval(p) => p.render(),
+            PlanProblem::DualPipe(p) => p.render(),
+            PlanProblem::EpOverlapIgnored(p) => p.render(),
         }
     }
 }
@@ -2417,6 +2423,213 @@ impl ZeroBubbleMicrobatches {
             "use `global_batch {}` ({} microbatches)",
             self.fix, self.fix_microbatches
         ))
+    }
+}
+
+// -------------------------------------------------------------------------------- E0328-E0330
+
+/// What keeps DualPipe's step loop from running the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DualPipeIssue {
+    /// E0328: pp 1 (the written `pp`, if any).
+    NeedsPipeline { pp_loc: Option<Loc> },
+    /// E0328: `dualpipe` on an odd pp.
+    OddStages { pp: u64, pp_loc: Option<Loc> },
+    /// E0329: fewer than 2·pp microbatches, or an odd count for `dualpipe`.
+    Microbatches {
+        m: u64,
+        least: u64,
+        even: bool,
+        dp: u64,
+        global_batch: u64,
+        micro_batch: u64,
+        global_batch_loc: Loc,
+        /// The global batch that gives `fix_microbatches`.
+        fix: u64,
+        fix_microbatches: u64,
+    },
+    /// E0330: a vpp the schedule does not place (`dualpipev` 2, `dualpipe` 1).
+    Chunks {
+        vpp: u64,
+        vpp_loc: Option<Loc>,
+        want: u64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DualPipeProblem {
+    pub schedule: ScheduleKind,
+    pub loc: Loc,
+    pub issue: DualPipeIssue,
+}
+
+impl DualPipeProblem {
+    fn render(self) -> Diagnostic {
+        let word = self.schedule.word();
+        let here = format!("schedule {word}");
+        match self.issue {
+            DualPipeIssue::NeedsPipeline { pp_loc } => {
+                let d = Diagnostic::new(
+                    Code::E0328,
+                    format!("`schedule {word}` needs pipeline parallelism but pp is 1"),
+                    self.loc,
+                    here,
+                )
+                .with_note(
+                    "DualPipe feeds microbatches from both ends of the pipeline and exchanges \
+                     them with a previous and a next rank",
+                )
+                .with_help(format!("remove `schedule {word}`"));
+                match pp_loc {
+                    Some(l) => d.with_secondary(l, "pp 1"),
+                    None => d,
+                }
+            }
+            DualPipeIssue::OddStages { pp, pp_loc } => {
+                let primary = pp_loc.unwrap_or(self.loc);
+                let d = Diagnostic::new(
+                    Code::E0328,
+                    format!("`schedule dualpipe` needs an even pp, found {pp}"),
+                    primary,
+                    format!("pp {pp}"),
+                )
+                .with_note(
+                    "rank r holds stage r of the forward direction and stage pp − 1 − r of the \
+                     reverse one; the reference asserts `num_ranks % 2 == 0`",
+                )
+                .with_help(
+                    "use `schedule dualpipev` with `vpp 2`: the V-shaped variant runs on any pp",
+                );
+                if pp_loc.is_some() {
+                    d.with_secondary(self.loc, here)
+                } else {
+                    d
+                }
+            }
+            DualPipeIssue::Microbatches {
+                m,
+                least,
+                even,
+                dp,
+                global_batch,
+                micro_batch,
+                global_batch_loc,
+                fix,
+                fix_microbatches,
+            } => {
+                let what = if even {
+                    format!("an even count of at least {least}")
+                } else {
+                    format!("at least {least}")
+                };
+                Diagnostic::new(
+                    Code::E0329,
+                    format!("`schedule {word}` needs {what} microbatches, found {m}"),
+                    global_batch_loc,
+                    format!("{m} microbatches"),
+                )
+                .with_secondary(self.loc, here)
+                .with_note(format!(
+                    "m = global_batch / (micro_batch × dp) = {global_batch} / ({micro_batch} × {dp}); \
+                     the step loop's warmup fills both arms with 2 × pp = {least} microbatches{}",
+                    if even {
+                        ", half of them fed from each end"
+                    } else {
+                        ""
+                    }
+                ))
+                .with_help(format!(
+                    "use `global_batch {fix}` ({fix_microbatches} microbatches)"
+                ))
+            }
+            DualPipeIssue::Chunks { vpp, vpp_loc, want } => {
+                let why = if want == 2 {
+                    "the V-shaped schedule places two model chunks on every rank"
+                } else {
+                    "each direction runs a plain pp-stage split; the second chunk of a rank is \
+                     the second parameter copy"
+                };
+                let message = format!("`schedule {word}` runs with vpp {want}, but vpp is {vpp}");
+                match vpp_loc {
+                    Some(l) => Diagnostic::new(Code::E0330, message, l, format!("vpp {vpp}"))
+                        .with_secondary(self.loc, here)
+                        .with_note(why)
+                        .with_help(if want == 1 {
+                            format!("remove `vpp {vpp}`")
+                        } else {
+                            format!("use `vpp {want}`")
+                        }),
+                    None => Diagnostic::new(Code::E0330, message, self.loc, here)
+                        .with_note(why)
+                        .with_help(format!("add `vpp {want}` to the plan")),
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------- W0015
+
+/// What keeps Megatron's combined 1F1B from running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpOverlapReason {
+    /// ep 1 or a dense model: no expert all-to-all to hide.
+    NoExpertParallel { ep: u64 },
+    /// Full recompute (transformer_config.py asserts against it).
+    FullRecompute,
+    /// A schedule other than the interleaved one.
+    Schedule(ScheduleKind),
+    /// No interleaving: pp 1, or pp > 1 without vpp (Megatron asserts vpp); `vpp` is the
+    /// smallest count that splits the layers.
+    NoInterleaving { pp: u64, vpp: Option<u64> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpOverlapIgnored {
+    pub loc: Loc,
+    pub reason: EpOverlapReason,
+}
+
+impl EpOverlapIgnored {
+    fn render(self) -> Diagnostic {
+        let (why, help) = match self.reason {
+            EpOverlapReason::NoExpertParallel { ep } => (
+                format!("there is no expert all-to-all to overlap (ep {ep})"),
+                "remove `overlap_ep_comm`".to_string(),
+            ),
+            EpOverlapReason::FullRecompute => (
+                "Megatron-LM does not run it with full recompute".to_string(),
+                "use `recompute selective`".to_string(),
+            ),
+            EpOverlapReason::Schedule(s) => (
+                format!(
+                    "it overlaps the interleaved schedule's steps, not `schedule {}`'s",
+                    s.word()
+                ),
+                format!("remove `schedule {}`", s.word()),
+            ),
+            EpOverlapReason::NoInterleaving { pp, vpp } => (
+                format!(
+                    "it runs on the interleaved schedule, which needs pp > 1 and vpp > 1 (pp {pp})"
+                ),
+                match vpp {
+                    Some(v) => format!("add `vpp {v}` to the plan"),
+                    None => "remove `overlap_ep_comm`".to_string(),
+                },
+            ),
+        };
+        Diagnostic::new(
+            Code::W0015,
+            format!("`overlap_ep_comm` has no effect: {why}"),
+            self.loc,
+            "overlap_ep_comm",
+        )
+        .with_note(
+            "Megatron-LM's `--overlap-moe-expert-parallel-comm` runs one microbatch's forward \
+             together with another's backward so that each hides the other's all-to-alls \
+             (transformer_config.py); the prediction runs without it",
+        )
+        .with_help(help)
     }
 }
 

@@ -21,7 +21,9 @@ impl Validator<'_> {
             (None, Some(layout)) => (self.vpp, layout.loc),
             (None, None) => return,
         };
-        if vpp <= 1 {
+        // DualPipeV's two chunks are its own (E0330), not Megatron's interleaving.
+        let dualpipe = p.schedule.as_ref().is_some_and(|s| s.value.is_dualpipe());
+        if vpp <= 1 || dualpipe {
             return;
         }
         let kind = match self.pp {

@@ -132,6 +132,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         delay_param_gather: val(&p.delay_param_gather),
         overlap_p2p: val(&p.overlap_p2p),
         overlap_tp_comm: val(&p.overlap_tp_comm),
+        overlap_ep_comm: val(&p.overlap_ep_comm),
         bucket_size: val(&p.bucket_size),
         mfu: val(&p.mfu),
         measured: p.measured.as_ref().map(|m| MeasuredSpec {

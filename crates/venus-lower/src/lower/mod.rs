@@ -80,7 +80,7 @@ use venus_base::base::Bytes;
 use venus_plan::plan::layout::{Coords, GroupKind, Layout, LayoutError, LayoutSizes};
 use venus_plan::plan::HybridLayer;
 use venus_plan::plan::Scenario;
-use venus_plan::schedule::{Kind, Op, PipelineShape, Port, ScheduleIr, ShapeError};
+use venus_plan::schedule::{ComputeStream, Kind, Op, PipelineShape, Port, ScheduleIr, ShapeError};
 use venus_sim::engine::{Network, NetworkError, Timeline};
 use venus_sim::trace::{
     Category, CollectiveKind, GroupId, Label, NameId, NodeId, NodeKind, Ps, RankBuilder, StreamId,
@@ -95,7 +95,8 @@ pub use net::network;
 #[cfg(test)]
 mod tests;
 
-/// Streams of a rank. 0 is compute (TP and EP collectives run on it, blocking).
+/// Streams of a rank. 0 is compute (TP and EP collectives run on it, blocking; an overlapped
+/// pair's EP collectives run on [`S_EP`]).
 const S_SEND_NEXT: StreamId = StreamId(1);
 const S_RECV_PREV: StreamId = StreamId(2);
 const S_SEND_PREV: StreamId = StreamId(3);
@@ -105,6 +106,16 @@ const S_CP_SEND: StreamId = StreamId(6);
 const S_CP_RECV: StreamId = StreamId(7);
 /// Tensor-parallel collectives with `overlap_tp_comm` (TE's userbuffers communicator).
 const S_TP: StreamId = StreamId(8);
+/// Expert all-to-alls of an overlapped forward/backward pair (DualPipe's
+/// `overlapped_forward_backward`, Megatron's combined 1F1B).
+const S_EP: StreamId = StreamId(9);
+
+/// The SMs an overlapped forward/backward pair leaves to its communication: DeepSeek-V3
+/// technical report §3.2.1 dedicates 20 of the H800's 132 SMs to the all-to-all kernels while
+/// computation and communication overlap, so the pair's compute runs on the other 112. The
+/// fraction is DeepSeek's tuning on H800, applied to every GPU (no other source states one).
+const PAIR_COMM_SMS: u64 = 20;
+const GPU_SMS: u64 = 132;
 
 const TAG_ACTIVATION: u32 = 0;
 const TAG_GRADIENT: u32 = 1;
@@ -618,7 +629,17 @@ struct StagePlan {
 impl StagePlan {
     fn new(sc: &Scenario, model: &dyn ComputeModel, layout: &Layout, stage: u32) -> StagePlan {
         let s64 = u64::from(stage);
-        let vpp = sc.vpp.max(1) as u32;
+        // The schedule's chunks per rank (DualPipe runs two on a one-chunk split), each placed
+        // where the schedule says (`Kind::chunk_source`).
+        let shape = venus_plan::plan::derive::pipeline_shape(sc);
+        let vpp = shape.vpp.max(1);
+        let pp32 = shape.pp.max(1);
+        let source = |c: u64| {
+            let (s, c) = shape
+                .kind
+                .chunk_source(pp32, stage, u32::try_from(c).unwrap_or(u32::MAX));
+            (u64::from(s), u64::from(c))
+        };
         let m = &sc.model;
         let seq_cp = m.seq / sc.cp.max(1);
         let seq_p2p = if sc.sp { seq_cp / sc.tp.max(1) } else { seq_cp };
@@ -630,36 +651,42 @@ impl StagePlan {
         let (act, grad) = (sc.recipe.tp_comm.bytes(), sc.recipe.grad_comm.bytes());
         let forward = chunks
             .clone()
-            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Forward)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.chunk(s, c, Pass::Forward)))
             .collect();
         let backward = chunks
             .clone()
-            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Backward)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.chunk(s, c, Pass::Backward)))
             .collect();
         let input_gradient = chunks
             .clone()
-            .map(|c| PassPs::new(model.input_gradient(s64, c)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.input_gradient(s, c)))
             .collect();
         let weight = chunks
             .clone()
-            .map(|c| PassPs::new(model.chunk(s64, c, Pass::Weight)))
+            .map(source)
+            .map(|(s, c)| PassPs::new(model.chunk(s, c, Pass::Weight)))
             .collect();
         let dp_cp = u64::from(layout.group_size(GroupKind::DpCp)).max(1);
         let dense_lead = chunks
             .clone()
-            .map(|c| {
+            .map(source)
+            .map(|(s, c)| {
                 let n = sc
-                    .chunk_layers(s64, c)
-                    .saturating_sub(sc.chunk_moe_layers(s64, c));
+                    .chunk_layers(s, c)
+                    .saturating_sub(sc.chunk_moe_layers(s, c));
                 u32::try_from(n).unwrap_or(u32::MAX)
             })
             .collect();
         let hybrid = if m.is_hybrid() {
             chunks
                 .clone()
-                .map(|c| {
-                    let first = sc.first_layer(s64, c);
-                    (0..sc.chunk_layers(s64, c))
+                .map(source)
+                .map(|(s, c)| {
+                    let first = sc.first_layer(s, c);
+                    (0..sc.chunk_layers(s, c))
                         .filter_map(|l| m.hybrid_layer(first.saturating_add(l)))
                         .collect()
                 })
@@ -667,7 +694,10 @@ impl StagePlan {
         } else {
             Vec::new()
         };
-        let buckets = chunks.map(|c| buckets(sc, s64, c, dp_cp)).collect();
+        let buckets = chunks
+            .map(source)
+            .map(|(s, c)| buckets(sc, s, c, dp_cp))
+            .collect();
         let norms = sc
             .params
             .per_layer
@@ -686,7 +716,12 @@ impl StagePlan {
             input_gradient,
             weight,
             buckets,
-            optimizer: Ps::from_seconds(model.optimizer_step(s64)),
+            // DualPipe's rank steps both parameter copies (chunk 1's is another stage's).
+            optimizer: (0..u64::from(vpp))
+                .map(source)
+                .filter(|&(_, c)| shape.kind == Kind::DualPipe || c == 0)
+                .map(|(s, _)| Ps::from_seconds(model.optimizer_step(s)))
+                .fold(Ps::ZERO, |a, b| Ps(a.0.saturating_add(b.0))),
             p2p: Bytes(
                 seq_p2p
                     .saturating_mul(hb)
@@ -1082,11 +1117,17 @@ struct Emitter<'a> {
     gathers: Vec<Vec<Option<NodeId>>>,
     /// ZeRO-3's all-gathers the next backward of each chunk waits for, per bucket index.
     backward_gathers: Vec<Vec<Option<NodeId>>>,
-    /// The rank's schedule runs weight gradients as ops of their own (`W`).
-    split_backward: bool,
     /// Every compute duration of this rank is multiplied by it: `1 / speed` of a straggler
     /// (`slow_rank`, `slow_node`, `slow_gpus`), 1 otherwise. Communication keeps its time.
     slowdown: f64,
+    /// The (microbatch, chunk) pairs whose weight gradient the rank's schedule runs as an op
+    /// of its own (`W`): every backward of `zb_h1`/`zb_h2`, DualPipe's `enable_zb` ones.
+    weighted: std::collections::HashSet<(u32, u32)>,
+    /// Inside an overlapped forward/backward pair (the forward before an `Op::Stream` to a
+    /// second compute stream, up to the return to the main one): see [`Emitter::pair_end`].
+    in_pair: bool,
+    /// The pair's expert all-to-alls, issued on [`S_EP`]; the op after the pair waits for them.
+    pair_a2a: Vec<NodeId>,
 }
 
 impl<'a> Emitter<'a> {
@@ -1104,7 +1145,7 @@ impl<'a> Emitter<'a> {
             st,
             g,
             n,
-            chunk_label: shape.kind == Kind::Interleaved,
+            chunk_label: shape.kind == Kind::Interleaved || shape.kind.is_dualpipe(),
             last_compute: None,
             pending: Vec::new(),
             xfers: Default::default(),
@@ -1113,8 +1154,10 @@ impl<'a> Emitter<'a> {
             outstanding: Vec::new(),
             gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
             backward_gathers: st.buckets.iter().map(|b| vec![None; b.len()]).collect(),
-            split_backward: false,
             slowdown: 1.0,
+            weighted: std::collections::HashSet::new(),
+            in_pair: false,
+            pair_a2a: Vec::new(),
         }
     }
 
@@ -1141,18 +1184,32 @@ impl<'a> Emitter<'a> {
             v.clear();
         }
         self.grad_sync_on = true;
-        self.split_backward = ops.iter().any(|op| matches!(op, Op::Weight(_)));
+        self.weighted = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Weight(m) => Some((m.mb, m.chunk)),
+                _ => None,
+            })
+            .collect();
         for l in &mut self.launched {
             l.iter_mut().for_each(|x| *x = false);
         }
         let mut i = 0;
         while i < ops.len() && !self.over_budget() {
             match ops[i] {
-                Op::Forward(m) => self.compute_counted(m.mb, m.chunk, Pass::Forward),
+                Op::Forward(m) => {
+                    // A forward followed by a switch to a second compute stream starts an
+                    // overlapped pair with the backward there.
+                    if matches!(ops.get(i + 1), Some(Op::Stream(s)) if *s != ComputeStream::MAIN) {
+                        self.in_pair = true;
+                    }
+                    self.compute_counted(m.mb, m.chunk, Pass::Forward)
+                }
                 Op::Backward(m) => self.compute_counted(m.mb, m.chunk, Pass::Backward),
                 Op::Weight(m) => self.compute_counted(m.mb, m.chunk, Pass::Weight),
-                // The engine has one compute stream per rank: every stream of the schedule
-                // lowers onto it (no schedule that venusc builds uses another).
+                // The engine has one compute stream per rank: both compute streams of an
+                // overlapped pair share it (the pair's compute runs no faster than the GPU).
+                Op::Stream(s) if s == ComputeStream::MAIN => self.pair_end(),
                 Op::Stream(_) => {}
                 Op::Call(c) => {
                     let n = usize::from(c.xfers);
@@ -1314,7 +1371,7 @@ impl<'a> Emitter<'a> {
         let c = chunk as usize;
         let costs = match pass {
             Pass::Forward => self.st.forward.get(c),
-            Pass::Backward if self.split_backward => self.st.input_gradient.get(c),
+            Pass::Backward if self.weighted.contains(&(mb, chunk)) => self.st.input_gradient.get(c),
             Pass::Backward => self.st.backward.get(c),
             Pass::Weight => self.st.weight.get(c),
         };
@@ -1325,7 +1382,7 @@ impl<'a> Emitter<'a> {
             Pass::Backward | Pass::Weight => Category::BackwardCompute,
         };
         // Weight gradients exist when the op computing them ends: the backward, or its `W`.
-        let grads_pass = if self.split_backward {
+        let grads_pass = if self.weighted.contains(&(mb, chunk)) {
             Pass::Weight
         } else {
             Pass::Backward
@@ -1354,7 +1411,7 @@ impl<'a> Emitter<'a> {
             self.wait_backward_gathers(c, |_| true);
             self.on_compute(
                 NodeKind::Compute {
-                    duration: costs.total,
+                    duration: self.shared_rate(costs.total),
                 },
                 cat,
                 label,
@@ -1371,7 +1428,33 @@ impl<'a> Emitter<'a> {
     }
 
     fn piece(&mut self, duration: Ps, cat: Category, label: Label) -> NodeId {
+        let duration = self.shared_rate(duration);
         self.on_compute(NodeKind::Compute { duration }, cat, label)
+    }
+
+    /// The two-stream sharing model of an overlapped forward/backward pair (DualPipe's
+    /// `overlapped_forward_backward`, dualpipe.py:121-183; Megatron's combined 1F1B,
+    /// megatron/core/pipeline_parallel/combined_1f1b.py at d98e8a64ddf3): the two passes'
+    /// compute shares one GPU, so it runs one piece after the other on the rank's compute
+    /// stream, each piece at (132 − 20)/132 of its rate when expert all-to-alls run beside it
+    /// ([`PAIR_COMM_SMS`]); the all-to-alls leave the compute stream for [`S_EP`], issued
+    /// where their pass reaches them, and the op after the pair waits for all of them. The
+    /// pair of compute C_F + C_B and all-to-alls A ends at max(C·132/112, issue of the last
+    /// all-to-all + its time): the communication is hidden as far as the other pass's compute
+    /// lasts.
+    fn shared_rate(&self, d: Ps) -> Ps {
+        if self.in_pair && self.st.ep {
+            Ps(d.0.saturating_mul(GPU_SMS) / (GPU_SMS - PAIR_COMM_SMS))
+        } else {
+            d
+        }
+    }
+
+    /// The end of an overlapped pair: what follows waits for its all-to-alls.
+    fn pair_end(&mut self) {
+        self.in_pair = false;
+        let a2a = std::mem::take(&mut self.pair_a2a);
+        self.pending.extend(a2a);
     }
 
     fn forward_pieces(&mut self, c: usize, p: PassPs, cat: Category, label: Label) {
@@ -1706,11 +1789,14 @@ impl<'a> Emitter<'a> {
             return;
         }
         if let Some(g) = self.g.ep {
-            self.on_compute(
-                collective(CollectiveKind::AllToAll, g, self.st.a2a),
-                Category::EpComm,
-                Label::Text(self.n.ep),
-            );
+            let kind = collective(CollectiveKind::AllToAll, g, self.st.a2a);
+            let label = Label::Text(self.n.ep);
+            if self.in_pair {
+                let id = self.issue(kind, S_EP, Category::EpComm, label, &[]);
+                self.pair_a2a.push(id);
+            } else {
+                self.on_compute(kind, Category::EpComm, label);
+            }
         }
     }
 

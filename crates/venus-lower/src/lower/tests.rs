@@ -1002,3 +1002,133 @@ fn zb_h1_b_and_w_of_the_analytic_model_sum_to_the_1f1b_backward_on_every_stage()
         assert!(w[0] < b.iter().sum::<u64>() / 8, "{r}");
     }
 }
+
+#[test]
+fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
+    use venus_base::base::ScheduleKind;
+    use venus_plan::schedule::{evaluate, OpCost, ScheduleIr, Semantics};
+    // pp 4, 8 microbatches (4 from each end), F = B = W = 1 ms on every model chunk, no DP,
+    // P2P at no cost: the simulated iteration ends where the schedule's own evaluator (F 1,
+    // backward 2, a deferred W and its B 1 each) says, and every rank computes 3 ms for each
+    // of its chunk-microbatches (DualPipe 8, DualPipeV 16).
+    let opts = LowerOptions {
+        all_ranks: true,
+        iterations: 1,
+    };
+    let ms_ps = 1_000_000_000u64;
+    for (kind, vpp, per_rank) in [
+        (ScheduleKind::DualPipe, 1, 8),
+        (ScheduleKind::DualPipeV, 2, 16),
+    ] {
+        let mut c = cluster(&[("n", 4)], 1000);
+        c.dims[0].bandwidth = sp(BytesPerSec(1e30));
+        let sc = measured_pipeline(c, 4, vpp, 8, 8, Some(kind));
+        let lw = lower(&sc, &opts).unwrap();
+        let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+        let ir = ScheduleIr::build(venus_plan::plan::derive::pipeline_shape(&sc)).unwrap();
+        let cost = OpCost {
+            forward: 1,
+            backward: 2,
+        };
+        let closed = evaluate(&ir, cost, Semantics::Eager).unwrap().makespan;
+        let mut end = 0;
+        for (i, rt) in lw.trace.ranks().iter().enumerate() {
+            let compute: u64 = compute_ps(&lw, i, |l| {
+                matches!(
+                    l,
+                    Label::Forward { .. } | Label::Backward { .. } | Label::Weight { .. }
+                )
+            })
+            .iter()
+            .sum();
+            // Measured 3 ms per model chunk and microbatch.
+            assert_eq!(compute, per_rank * 3 * ms_ps, "{kind:?} rank {i}");
+            for (j, n) in rt.nodes().iter().enumerate() {
+                let pass = matches!(
+                    n.label,
+                    Label::Forward { .. } | Label::Backward { .. } | Label::Weight { .. }
+                );
+                if pass {
+                    end = end.max(tl.ends(i)[j]);
+                }
+            }
+        }
+        assert_eq!(end, closed * ms_ps, "{kind:?}");
+    }
+}
+
+#[test]
+fn an_overlapped_pairs_compute_shares_the_gpu_and_its_all_to_alls_leave_the_compute_stream() {
+    use venus_base::base::ScheduleKind;
+    // DualPipeV on pp 2 of a 2-layer MoE model with ep 2, 4 microbatches: in each overlapped
+    // pair (a forward and another chunk's backward) every compute node runs at 112/132 of its
+    // rate (DeepSeek-V3 §3.2.1: 20 of 132 SMs serve the all-to-alls) and the pair's expert
+    // all-to-alls run on the EP stream, not on the compute stream.
+    let mut p = plan(1, 8);
+    set(&mut p.pp, 2);
+    set(&mut p.vpp, 2);
+    set(&mut p.ep, 2);
+    set(&mut p.dp, 2);
+    set(&mut p.schedule, ScheduleKind::DualPipeV);
+    let mut md = llama();
+    md.layers = sp(4);
+    set(&mut md.experts, 8);
+    set(&mut md.topk, 2);
+    set(&mut md.moe_ffn, 4096);
+    let sc = validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 4)], 10_000),
+        p,
+    ));
+    let (lw, tl) = run(&sc, false, 1);
+    let rt = &lw.trace.ranks()[0];
+    let nodes = rt.nodes();
+    // The forward pieces of microbatch 0 chunk 0 (warmup, alone) and of the same chunk's
+    // microbatch that opens the first pair: equal work, the paired one 132/112 as long.
+    let forward_of = |mb: u32, chunk: u16| -> Vec<u64> {
+        nodes
+            .iter()
+            .filter(|n| {
+                n.label
+                    == Label::Forward {
+                        microbatch: mb,
+                        chunk: Some(chunk),
+                    }
+            })
+            .filter_map(|n| match n.kind {
+                NodeKind::Compute { duration } => Some(duration.0),
+                _ => None,
+            })
+            .collect()
+    };
+    let ir = venus_plan::schedule::ScheduleIr::build(venus_plan::plan::derive::pipeline_shape(&sc))
+        .unwrap();
+    let ops = ir.rank(0);
+    let paired = ops
+        .windows(2)
+        .find_map(|w| match (w[0], w[1]) {
+            (Op::Forward(m), Op::Stream(s)) if s != ComputeStream::MAIN => Some(m),
+            _ => None,
+        })
+        .expect("rank 0 runs an overlapped pair");
+    let alone = forward_of(0, paired.chunk as u16);
+    let shared = forward_of(paired.mb, paired.chunk as u16);
+    assert_eq!(alone.len(), shared.len());
+    assert!(!alone.is_empty());
+    for (a, s) in alone.iter().zip(&shared) {
+        assert_eq!(*s, a * 132 / 112, "{alone:?} {shared:?}");
+    }
+    // Outside pairs the all-to-alls stay on the compute stream; inside, on the EP stream.
+    let ep_streams: std::collections::BTreeSet<u16> = nodes
+        .iter()
+        .filter(|n| n.category == Category::EpComm)
+        .map(|n| n.stream.0)
+        .collect();
+    assert_eq!(
+        ep_streams,
+        [StreamId::COMPUTE.0, S_EP.0].into_iter().collect()
+    );
+    // The overlapped pairs shorten nothing below the pure compute: the iteration ends after
+    // every compute node (one stream), and it runs.
+    assert!(tl.ends(0).iter().all(|&e| e > 0));
+}

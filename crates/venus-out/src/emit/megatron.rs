@@ -85,6 +85,7 @@ pub const DIRECT: &[Key] = &[
     Key::OverlapGradReduce,
     Key::OverlapParamGather,
     Key::OverlapTpComm,
+    Key::OverlapEpComm,
     Key::Iterations,
 ];
 
@@ -1411,6 +1412,7 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         (fl.overlap_grad_reduce, Key::OverlapGradReduce),
         (fl.overlap_param_gather, Key::OverlapParamGather),
         (fl.overlap_tp_comm, Key::OverlapTpComm),
+        (fl.overlap_ep_comm, Key::OverlapEpComm),
     ] {
         if on {
             add(flag_of(key), None);
@@ -1508,6 +1510,12 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
             notes.push(
                 "`schedule gpipe` (Megatron-LM trains with 1F1B or interleaved 1F1B)".to_string(),
             );
+        }
+        if s.is_dualpipe() {
+            notes.push(format!(
+                "`schedule {}` (DeepSeek's DualPipe runs outside Megatron-LM's schedules)",
+                s.word()
+            ));
         }
     }
     if PlanSpec::flag(p.delay_grad_reduce) {

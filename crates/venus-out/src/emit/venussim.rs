@@ -182,6 +182,17 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
             k.word()
         ));
     }
+    if let Some(k) = sc.schedule.filter(|k| k.is_dualpipe()) {
+        w.push(format!(
+            "VenusSim has no DualPipe schedule: `{}` is emitted as {}",
+            k.word(),
+            if sc.vpp > 1 {
+                "interleaved 1F1B"
+            } else {
+                "1F1B"
+            }
+        ));
+    }
     if sc.schedule == Some(ScheduleKind::Interleaved) {
         if sc.pp <= 2 {
             w.push(format!(

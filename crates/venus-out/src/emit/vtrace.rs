@@ -115,6 +115,18 @@ impl Common {
         if shape.kind.splits_backward() {
             shape.kind = Kind::OneFOneB;
         }
+        // Nor a DualPipe schedule: DualPipe as 1F1B on its one-copy split, DualPipeV as the
+        // interleaved schedule of its two chunks.
+        if shape.kind.is_dualpipe() {
+            shape.kind = if sc.vpp > 1 {
+                Kind::Interleaved
+            } else {
+                Kind::OneFOneB
+            };
+            shape.vpp = sc.vpp.max(1) as u32;
+        }
+        // Nor Megatron's combined 1F1B: its plain interleaved schedule.
+        shape.overlap_ep_comm = false;
         let (pp, vpp) = (shape.pp, shape.vpp);
         let ir = ScheduleIr::build(shape)
             .map_err(|e| EmitError::Unsupported(format!("no schedule to emit: {e}")))?;

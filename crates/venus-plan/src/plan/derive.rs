@@ -872,6 +872,7 @@ pub fn pipeline_shape(sc: &super::Scenario) -> PipelineShape {
     shape.delay_grad_reduce = sc.flags.delay_grad_reduce;
     shape.delay_param_gather = sc.flags.delay_param_gather;
     shape.tied_embeddings = !sc.model.untied_embeddings();
+    shape.overlap_ep_comm = sc.flags.overlap_ep_comm;
     shape
 }
 

@@ -113,6 +113,8 @@ pub struct MemoryPlan {
     pub distributed_optimizer: bool,
     /// None: no pipelining (pp = 1).
     pub schedule: Option<ScheduleKind>,
+    /// Megatron's combined 1F1B (`Flags::overlap_ep_comm`): one more warmup forward in flight.
+    pub overlap_ep_comm: bool,
     pub split: StageSplit,
     /// The byte widths of weights, gradients and optimizer state.
     pub recipe: Recipe,
@@ -302,12 +304,14 @@ impl MemoryPlan {
     pub fn pipeline_shape(&self) -> PipelineShape {
         let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let kind = self.schedule.map_or(Kind::NoPipelining, Kind::from);
-        PipelineShape::new(
+        let mut shape = PipelineShape::new(
             kind,
             narrow(self.pp.max(1)),
             narrow(self.vpp.max(1)),
             narrow(self.microbatches.max(1)),
-        )
+        );
+        shape.overlap_ep_comm = self.overlap_ep_comm;
+        shape
     }
 }
 
@@ -411,16 +415,71 @@ pub fn stage_memory(model: &Model, plan: &MemoryPlan) -> Vec<StageMemory> {
         .collect()
 }
 
-/// The peak memory of one pipeline stage.
+/// Which parameter copy of a rank [`one_copy`] sizes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ParamCopy {
+    /// The rank's one copy (every schedule but DualPipe).
+    Only,
+    /// DualPipe's forward-direction stage of the rank (its chunk 0).
+    Forward,
+    /// DualPipe's reverse-direction stage, `stage` = pp − 1 − rank (the rank's chunk 1): its
+    /// own weights, gradients and optimizer state, and the embedding or output activations
+    /// of its microbatches; the layer activations of every in-flight microbatch are counted
+    /// once, with the forward copy.
+    Reverse,
+}
+
+/// The peak memory of one pipeline stage. DualPipe's rank r holds two parameter copies,
+/// stage r and stage pp − 1 − r (DeepSeek-V3 technical report §3.2.1: "DualPipe requires
+/// keeping two copies of the model parameters"; deepseek-ai/DualPipe 3da1bbea5360
+/// dualpipe.py:12-21 takes `modules` as a pair): their model states add up.
 pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
+    if plan.schedule != Some(ScheduleKind::DualPipe) {
+        return one_copy(model, plan, stage, ParamCopy::Only);
+    }
+    let mirrored = plan.pp.max(1).saturating_sub(1).saturating_sub(stage);
+    let a = one_copy(model, plan, stage, ParamCopy::Forward);
+    let b = one_copy(model, plan, mirrored, ParamCopy::Reverse);
+    let sum = |x: Bytes, y: Bytes| Bytes(x.0.saturating_add(y.0));
+    let weights = sum(a.weights, b.weights);
+    let gradients = sum(a.gradients, b.gradients);
+    let optimizer = sum(a.optimizer, b.optimizer);
+    let activations = sum(a.activations, b.activations);
+    StageMemory {
+        stage,
+        layers: a.layers.saturating_add(b.layers),
+        params: a.params.saturating_add(b.params),
+        expert_params: a.expert_params.saturating_add(b.expert_params),
+        trainable_params: a.trainable_params.saturating_add(b.trainable_params),
+        weights,
+        gradients,
+        optimizer,
+        activations,
+        in_flight: a.in_flight,
+        peak: sum(sum(weights, gradients), sum(optimizer, activations)),
+    }
+}
+
+/// Whether a stage of `copy` holds the embedding and the output layer. DualPipeV's rank 0
+/// holds both (virtual stages 0 and 2·pp − 1, dualpipev.py: the loss is computed on the first
+/// rank); every other schedule (and each DualPipe copy) has them on its first and last stage.
+fn ends(plan: &MemoryPlan, stage: u64) -> (bool, bool) {
+    let pp = plan.pp.max(1);
+    if plan.schedule == Some(ScheduleKind::DualPipeV) {
+        return (stage == 0, stage == 0);
+    }
+    (stage == 0, stage + 1 == pp)
+}
+
+/// The peak memory of one parameter copy on a pipeline stage.
+fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> StageMemory {
     let pp = plan.pp.max(1);
     let tp = plan.tp.max(1) as u128;
     let vocab = padded_vocab(model.vocab, plan.tp);
     let counts = param_counts(model, vocab, pp);
     let per = counts.per_layer;
     let layers = plan.split.layers(stage) as u128;
-    let first = stage == 0;
-    let last = stage + 1 == pp;
+    let (first, last) = ends(plan, stage);
     let moe_layers = stage_moe_layers(model, &plan.split, stage) as u128;
     let dense_layers = layers.saturating_sub(moe_layers);
     // The MTP depths sit on the last stage, or where a `pipeline_layout` puts them.
@@ -512,7 +571,20 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         attention: plan.attention,
         moe_load: plan.moe_load,
     };
-    let (units, first_units, last_units) = in_flight(plan, stage);
+    let rank = if copy == ParamCopy::Reverse {
+        pp.saturating_sub(1).saturating_sub(stage)
+    } else {
+        stage
+    };
+    let (units, first_units, last_units) = in_flight(plan, rank);
+    // A DualPipe copy's embedding and output activations are those of its own chunk's
+    // microbatches.
+    let (first_units, last_units) = match copy {
+        ParamCopy::Only => (first_units, last_units),
+        ParamCopy::Forward => (first_units, first_units),
+        ParamCopy::Reverse => (last_units, last_units),
+    };
+    let layer_units = if copy == ParamCopy::Reverse { 0 } else { units };
     let stage_layers = plan.split.layers(stage) as u128;
     let chunks = plan.split.vpp.max(1) as u128;
     let mut activations = if let Some((_, c)) = &hybrid {
@@ -532,20 +604,20 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
                 layer_activation_bytes_of(model, &shape, false),
             ]))
             / (plan.split.vpp.max(1) as u128);
-        prod(&[units as u128, per_chunk])
+        prod(&[layer_units as u128, per_chunk])
     } else {
         // The in-flight chunk microbatches hold the stage's chunks in turn: each the mean of
         // its chunks' layers (exactly a chunk's layers when the chunks are equal).
         ceil_div(
             prod(&[
-                units as u128,
+                layer_units as u128,
                 stage_layers,
                 layer_activation_bytes(model, &shape),
             ]),
             chunks,
         )
     };
-    if plan.recompute == Recompute::Full && layers > 0 {
+    if plan.recompute == Recompute::Full && layers > 0 && copy != ParamCopy::Reverse {
         let working = ActivationShape {
             recompute: Recompute::None,
             ..shape

@@ -42,6 +42,10 @@ pub struct Flags {
     pub overlap_p2p: bool,
     /// Megatron's `--tp-comm-overlap`: TP collectives run alongside the GEMMs (needs sp).
     pub overlap_tp_comm: bool,
+    /// Megatron's `--overlap-moe-expert-parallel-comm` where Megatron runs it (interleaved
+    /// schedule, ep > 1, no full recompute): the combined 1F1B overlaps one microbatch's
+    /// forward with another's backward, hiding their expert all-to-alls.
+    pub overlap_ep_comm: bool,
     /// Megatron-FSDP's sharding strategy (`None`: DDP, with or without the distributed
     /// optimizer).
     pub fsdp: Option<venus_base::base::FsdpStrategy>,
@@ -202,6 +206,7 @@ impl Scenario {
             attention: self.plan.attention(),
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
+            overlap_ep_comm: self.flags.overlap_ep_comm,
             split: self.split.clone(),
             recipe: self.recipe,
             moe_load: self.plan.moe_load_factor(),

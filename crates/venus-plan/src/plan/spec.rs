@@ -437,6 +437,7 @@ pub struct PlanSpec {
     pub delay_param_gather: Option<bool>,
     pub overlap_p2p: Option<bool>,
     pub overlap_tp_comm: Option<bool>,
+    pub overlap_ep_comm: Option<bool>,
     pub bucket_size: Option<Bytes>,
     pub mfu: Option<Ratio>,
     pub measured: Option<MeasuredSpec>,

@@ -1,7 +1,7 @@
 //! Builders: one function per Megatron schedule, each a transcription of its Python loop
 //! (megatron/core/pipeline_parallel/schedules.py) into ops for one pipeline rank.
 
-use super::{Call, CallKind, Issue, Kind, Micro, Op, PipelineShape, Port, Xfer};
+use super::{Call, CallKind, ComputeStream, Issue, Kind, Micro, Op, PipelineShape, Port, Xfer};
 use std::collections::VecDeque;
 
 pub(super) fn rank_ops(shape: &PipelineShape, r: u32) -> Vec<Op> {
@@ -12,6 +12,7 @@ pub(super) fn rank_ops(shape: &PipelineShape, r: u32) -> Vec<Op> {
         Kind::OneFOneB => one_f_one_b(&mut e),
         Kind::Interleaved => interleaved(&mut e, &Table::new(shape)),
         Kind::ZbH1 | Kind::ZbH2 => zero_bubble(&mut e),
+        Kind::DualPipe | Kind::DualPipeV => dualpipe(&mut e),
     }
     e.finalize();
     e.ops
@@ -48,6 +49,8 @@ struct Emitter<'a> {
     grad_sync_on: bool,
     /// Chunks whose grad sync has been launched (interleaved `synchronized_model_chunks`).
     synced: Vec<bool>,
+    /// Chunks that ran a forward (the first forward of a chunk dispatches its param gather).
+    forwarded: Vec<bool>,
 }
 
 impl<'a> Emitter<'a> {
@@ -66,6 +69,7 @@ impl<'a> Emitter<'a> {
             grads_received: vec![0; v],
             grad_sync_on: true,
             synced: vec![false; v],
+            forwarded: vec![false; v],
         }
     }
 
@@ -94,7 +98,11 @@ impl<'a> Emitter<'a> {
     /// Without `param_sync_func`, `--overlap-param-gather` gathers a chunk's params from its
     /// first forward pre-hook (distributed_data_parallel.py:517–551).
     fn forward(&mut self, m: Micro) {
-        if self.shape.overlap_param_gather && !self.shape.param_sync_func() && m.mb == 0 {
+        let first = self
+            .forwarded
+            .get_mut(m.chunk as usize)
+            .is_some_and(|f| !std::mem::replace(f, true));
+        if self.shape.overlap_param_gather && !self.shape.param_sync_func() && first {
             self.ops.push(Op::ParamSync { chunk: m.chunk });
         }
         self.ops.push(Op::Forward(m));
@@ -379,9 +387,14 @@ pub(super) fn one_f_one_b_warmup(shape: &PipelineShape, r: u32) -> u32 {
 pub(super) fn interleaved_warmup(shape: &PipelineShape, r: u32) -> u64 {
     let pp = u64::from(shape.pp.max(1));
     let r = u64::from(r).min(pp - 1);
-    (pp - 1 - r).saturating_mul(2).saturating_add(
-        u64::from(shape.vpp.max(1) - 1).saturating_mul(u64::from(shape.microbatch_group_size)),
-    )
+    // schedules.py:966-970: with `overlap_moe_expert_parallel_comm` one extra warmup forward,
+    // so that every steady step's forward and backward are independent.
+    (pp - 1 - r)
+        .saturating_mul(2)
+        .saturating_add(
+            u64::from(shape.vpp.max(1) - 1).saturating_mul(u64::from(shape.microbatch_group_size)),
+        )
+        .saturating_add(u64::from(shape.overlap_ep_comm))
 }
 
 /// GPipe (not in Megatron): every forward, then every backward, with Megatron's blocking
@@ -635,6 +648,18 @@ fn interleaved(e: &mut Emitter, t: &Table) {
         }
     }
 
+    // `pp_pre_backward` (schedules.py:1829-1846): wait for the gradient the backward of step
+    // `bk` reads, unless it is the loss's.
+    let wait_grad = |e: &mut Emitter, h: &mut Handles, bk: u32| {
+        if !(t.chunk_of(bk, false) == v - 1 && last_stage) {
+            if let Some(seq) = h.recv_next.pop_front() {
+                e.ops.push(Op::Wait {
+                    port: Port::RecvNext,
+                    seq,
+                });
+            }
+        }
+    };
     for k in 0..remaining {
         let (fk, bk) = (warmup + k, k);
         let last = k + 1 == remaining;
@@ -650,7 +675,21 @@ fn interleaved(e: &mut Emitter, t: &Table) {
                     });
                 }
             }
+            // Megatron's combined 1F1B (`--overlap-moe-expert-parallel-comm`,
+            // combined_1f1b.py:281 `combined_forward_backward_step` at d98e8a64ddf3): the
+            // pre-forward and pre-backward waits, then the forward and the backward together
+            // (the backward on a second compute stream), then the post-forward and
+            // post-backward exchanges.
+            let combined = e.shape.overlap_ep_comm;
+            if combined {
+                wait_grad(e, &mut h, bk);
+            }
             forward_step(e, fk);
+            if combined {
+                e.ops.push(Op::Stream(ComputeStream(1)));
+                backward_step(e, bk);
+                e.ops.push(Op::Stream(ComputeStream::MAIN));
+            }
             let posted = e.call(
                 CallKind::SendForwardRecvForward,
                 issue,
@@ -671,15 +710,10 @@ fn interleaved(e: &mut Emitter, t: &Table) {
             if let Some(seq) = posted.recv_prev {
                 h.recv_prev.push_back(seq);
             }
-            if !(t.chunk_of(bk, false) == v - 1 && last_stage) {
-                if let Some(seq) = h.recv_next.pop_front() {
-                    e.ops.push(Op::Wait {
-                        port: Port::RecvNext,
-                        seq,
-                    });
-                }
+            if !combined {
+                wait_grad(e, &mut h, bk);
+                backward_step(e, bk);
             }
-            backward_step(e, bk);
             let posted = e.call(
                 CallKind::SendBackwardRecvBackward,
                 issue,
@@ -702,7 +736,14 @@ fn interleaved(e: &mut Emitter, t: &Table) {
             }
         } else {
             forward_step(e, fk);
+            // The combined 1F1B runs this pair together (see above).
+            if e.shape.overlap_ep_comm {
+                e.ops.push(Op::Stream(ComputeStream(1)));
+            }
             backward_step(e, bk);
+            if e.shape.overlap_ep_comm {
+                e.ops.push(Op::Stream(ComputeStream::MAIN));
+            }
             e.call(
                 CallKind::SendForwardBackwardRecvForwardBackward,
                 issue,
@@ -915,4 +956,336 @@ fn post_send(e: &mut Emitter, port: Port, mb: u32) -> (Port, u32) {
         _ => posted.send_prev,
     };
     (port, seq.unwrap_or(0))
+}
+
+/// The state of DualPipe's step loop on one rank (deepseek-ai/DualPipe at 3da1bbea5360,
+/// `dualpipe/dualpipe.py` and `dualpipe/dualpipev.py`, class attributes set in
+/// `_reset_states`): per-phase counters of computed, sent and received chunks, the P2P ops
+/// appended since the last commit (`comm_ops`) and the deferred weight gradients
+/// (`WeightGradStore.funcs_queue`, FIFO).
+struct Dual<'e, 'a> {
+    e: &'e mut Emitter<'a>,
+    /// DualPipe's `is_in_second_half`: phases swap on the second half of the ranks
+    /// (`phase ^= self.is_in_second_half`); DualPipeV never swaps.
+    swap: bool,
+    /// DualPipe: each direction runs half of the microbatches (`half_num_chunks`).
+    half: Option<u32>,
+    f: [u32; 2],
+    b: [u32; 2],
+    send_f: [u32; 2],
+    send_b: [u32; 2],
+    recv_f: [u32; 2],
+    recv_b: [u32; 2],
+    comm: Vec<(Port, Micro)>,
+    deferred: VecDeque<Micro>,
+}
+
+impl Dual<'_, '_> {
+    /// The local chunk a phase runs on: the direction (DualPipe) or the arm of the V.
+    fn chunk(&self, phase: u32) -> u32 {
+        phase ^ u32::from(self.swap)
+    }
+
+    /// Microbatch `id` of a chunk: DualPipe's reverse direction runs microbatches m/2..m.
+    fn micro(&self, chunk: u32, id: u32) -> Micro {
+        let mb = match self.half {
+            Some(h) if chunk == 1 => h + id,
+            _ => id,
+        };
+        Micro { mb, chunk }
+    }
+
+    fn first_rank(&self) -> bool {
+        self.e.first_stage()
+    }
+
+    fn last_rank(&self) -> bool {
+        self.e.last_stage()
+    }
+
+    /// dualpipe.py:232-233 `_recv_forward` (and `_send_backward`'s skip): the chunk's input
+    /// comes from no rank.
+    fn is_first_stage(&self, c: u32) -> bool {
+        (self.first_rank() && c == 0) || (self.last_rank() && c == 1)
+    }
+
+    /// dualpipe.py:242-243 `_send_forward` (and `_recv_backward`'s skip).
+    fn is_last_stage(&self, c: u32) -> bool {
+        (self.first_rank() && c == 1) || (self.last_rank() && c == 0)
+    }
+
+    fn recv_forward(&mut self, phase: u32) {
+        let c = self.chunk(phase);
+        if self.is_first_stage(c) {
+            return;
+        }
+        let id = bump_pair(&mut self.recv_f, c);
+        let m = self.micro(c, id);
+        let port = if c == 0 {
+            Port::RecvPrev
+        } else {
+            Port::RecvNext
+        };
+        self.comm.push((port, m));
+    }
+
+    fn send_forward(&mut self, phase: u32) {
+        let c = self.chunk(phase);
+        if self.is_last_stage(c) {
+            return;
+        }
+        let id = bump_pair(&mut self.send_f, c);
+        let m = self.micro(c, id);
+        let port = if c == 0 {
+            Port::SendNext
+        } else {
+            Port::SendPrev
+        };
+        self.comm.push((port, m));
+    }
+
+    fn recv_backward(&mut self, phase: u32) {
+        let c = self.chunk(phase);
+        if self.is_last_stage(c) {
+            return;
+        }
+        let id = bump_pair(&mut self.recv_b, c);
+        let m = self.micro(c, id);
+        let port = if c == 0 {
+            Port::RecvNext
+        } else {
+            Port::RecvPrev
+        };
+        self.comm.push((port, m));
+    }
+
+    fn send_backward(&mut self, phase: u32) {
+        let c = self.chunk(phase);
+        if self.is_first_stage(c) {
+            return;
+        }
+        let id = bump_pair(&mut self.send_b, c);
+        let m = self.micro(c, id);
+        let port = if c == 0 {
+            Port::SendPrev
+        } else {
+            Port::SendNext
+        };
+        self.comm.push((port, m));
+    }
+
+    /// `_commit_and_wait_comm`: one `batch_isend_irecv` of the appended ops, waited on.
+    fn commit(&mut self) {
+        if self.comm.is_empty() {
+            return;
+        }
+        let header = self.e.ops.len();
+        self.e.ops.push(Op::Call(Call {
+            kind: CallKind::BatchIsendIrecv,
+            issue: Issue::Batched,
+            blocking: true,
+            xfers: 0,
+        }));
+        let mut n = 0u8;
+        for (port, m) in std::mem::take(&mut self.comm) {
+            let seq = self.e.next_seq(port);
+            self.e.ops.push(Op::Xfer(Xfer {
+                port,
+                mb: m.mb,
+                chunk: m.chunk,
+                seq,
+            }));
+            n = n.saturating_add(1);
+        }
+        if let Op::Call(c) = &mut self.e.ops[header] {
+            c.xfers = n;
+        }
+    }
+
+    fn forward_compute(&mut self, phase: u32) {
+        let c = self.chunk(phase);
+        let id = bump_pair(&mut self.f, c);
+        let m = self.micro(c, id);
+        self.e.forward(m);
+    }
+
+    /// `_backward_compute_chunk`: with `enable_zb` the weight gradient is deferred to a later
+    /// `_weight_chunk` (`WeightGradStore.flush`), so the backward is B only.
+    fn backward_compute(&mut self, phase: u32, zb: bool) {
+        let c = self.chunk(phase);
+        let id = bump_pair(&mut self.b, c);
+        let m = self.micro(c, id);
+        self.e.backward(m);
+        if zb {
+            self.deferred.push_back(m);
+        }
+    }
+
+    /// `_forward_backward_compute_chunk` with `overlapped_forward_backward`: the forward of
+    /// one chunk and the backward of the other run together, the backward on a second
+    /// compute stream.
+    fn forward_backward_compute(&mut self, phase0: u32, phase1: u32) {
+        self.forward_compute(phase0);
+        self.e.ops.push(Op::Stream(ComputeStream(1)));
+        self.backward_compute(phase1, false);
+        self.e.ops.push(Op::Stream(ComputeStream::MAIN));
+    }
+
+    /// dualpipe.py:185-193 `_forward_chunk`.
+    fn forward_chunk(&mut self, phase: u32, recv: bool, send: bool) {
+        if recv {
+            self.recv_forward(phase);
+        }
+        self.commit();
+        self.forward_compute(phase);
+        if send {
+            self.send_forward(phase);
+        }
+    }
+
+    /// dualpipe.py:195-203 `_backward_chunk`.
+    fn backward_chunk(&mut self, phase: u32, zb: bool, send: bool) {
+        self.recv_backward(phase);
+        self.commit();
+        self.backward_compute(phase, zb);
+        if send {
+            self.send_backward(phase);
+        }
+    }
+
+    /// dualpipe.py:205-214 `_forward_backward_chunk`.
+    fn forward_backward_chunk(&mut self, phase0: u32, phase1: u32, recv0: bool) {
+        if recv0 {
+            self.recv_forward(phase0);
+        }
+        self.recv_backward(phase1);
+        self.commit();
+        self.forward_backward_compute(phase0, phase1);
+        self.send_forward(phase0);
+        self.send_backward(phase1);
+    }
+
+    /// dualpipe.py:216-223 `_weight_chunk`: the oldest deferred weight gradient.
+    fn weight_chunk(&mut self) {
+        self.commit();
+        if let Some(m) = self.deferred.pop_front() {
+            self.e.weight(m);
+        }
+    }
+}
+
+fn bump_pair(counters: &mut [u32; 2], chunk: u32) -> u32 {
+    bump(counters, chunk)
+}
+
+/// DualPipe and DualPipeV: the eight steps of `step` (dualpipe.py:358-398, dualpipev.py:330-
+/// 396 at deepseek-ai/DualPipe 3da1bbea5360), line for line. The two files differ in the rank
+/// a phase runs on (DualPipe: `half_rank = min(rank, pp − 1 − rank)` over pp/2 half ranks and
+/// the swapped phases of the second half; DualPipeV: the rank itself over pp ranks), in the
+/// middle rank (DualPipe's ranks pp/2 − 1 and pp/2, DualPipeV's last rank) and in the
+/// microbatch count per phase (m/2, m). The schedule runs in no DDP `no_sync` context: grad
+/// sync stays off until the last weight gradient, then every chunk's reductions launch.
+fn dualpipe(e: &mut Emitter) {
+    let (pp, r, m) = (e.shape.pp, e.r, e.shape.microbatches);
+    let v_shape = e.shape.kind == Kind::DualPipeV;
+    let (ranks, rank, chunks) = if v_shape {
+        (pp, r, m)
+    } else {
+        (pp / 2, r.min(pp.saturating_sub(1 + r)), m / 2)
+    };
+    let middle = if v_shape {
+        r + 1 == pp
+    } else {
+        r + 1 == pp / 2 || r == pp / 2
+    };
+    let swap = !v_shape && r >= pp / 2;
+    e.disable_grad_sync();
+    let mut d = Dual {
+        e,
+        swap,
+        half: (!v_shape).then_some(m / 2),
+        f: [0; 2],
+        b: [0; 2],
+        send_f: [0; 2],
+        send_b: [0; 2],
+        recv_f: [0; 2],
+        recv_b: [0; 2],
+        comm: Vec::new(),
+        deferred: VecDeque::new(),
+    };
+    // Step 1: nF0
+    let rest = ranks.saturating_sub(rank + 1);
+    for _ in 0..rest * 2 {
+        d.forward_chunk(0, true, true);
+    }
+    // Step 2: nF0F1
+    let step_2 = rank + 1;
+    d.recv_forward(0);
+    for i in 0..step_2 {
+        d.forward_chunk(0, false, !v_shape && middle);
+        d.recv_forward(0);
+        d.forward_chunk(1, true, !middle || i + 1 < step_2);
+        if v_shape || !middle {
+            d.send_forward(0);
+        }
+    }
+    // Step 3: nB1W1F1 (zero bubble)
+    for _ in 0..rest {
+        d.backward_chunk(1, true, true);
+        d.recv_forward(1);
+        d.weight_chunk();
+        d.forward_chunk(1, false, true);
+    }
+    // Step 4 (main step): nF0B1F1B0; `chunks − 2·ranks + rank + 1` pairs (DualPipe's
+    // `half_num_chunks − num_ranks + half_rank + 1` with num_ranks = 2·half ranks).
+    let step_4 = (chunks + rank + 1).saturating_sub(ranks.saturating_mul(2));
+    for i in 0..step_4 {
+        if i == 0 {
+            if middle {
+                // "We don't overlap these two chunks to further reduce bubble size."
+                d.forward_chunk(0, false, false);
+                d.send_forward(1);
+                d.backward_chunk(1, false, false);
+                d.send_forward(0);
+                d.send_backward(1);
+            } else {
+                d.forward_backward_chunk(0, 1, false);
+            }
+        } else {
+            d.forward_backward_chunk(0, 1, true);
+        }
+        d.forward_backward_chunk(1, 0, true);
+    }
+    // Step 5: nB1F1B0
+    for _ in 0..rest {
+        d.backward_chunk(1, false, true);
+        d.forward_backward_chunk(1, 0, true);
+    }
+    // Step 6: nB1B0 (the second half of the chunks use zero bubble)
+    let step_6 = rank + 1;
+    let mut zb = false;
+    for i in 0..step_6 {
+        if i == step_6 / 2 && rank % 2 == 1 {
+            zb = true;
+        }
+        d.backward_chunk(1, zb, true);
+        if i == step_6 / 2 && rank % 2 == 0 {
+            zb = true;
+        }
+        d.backward_chunk(0, zb, true);
+    }
+    // Step 7: nWB0 (zero bubble)
+    for _ in 0..rest {
+        d.weight_chunk();
+        d.backward_chunk(0, true, true);
+    }
+    // Step 8: nW
+    for _ in 0..rank + 1 {
+        d.weight_chunk();
+    }
+    d.commit();
+    e.enable_grad_sync();
+    for chunk in 0..2 {
+        e.ops.push(Op::GradSync { chunk });
+    }
 }

@@ -5,7 +5,7 @@
 //!
 //! Times are integer ticks (relative weights), so closed forms can be checked exactly.
 
-use super::{Op, Port, ScheduleIr};
+use super::{Micro, Op, Port, ScheduleIr};
 use std::fmt;
 
 /// Cost of one forward and one backward of one model chunk, in ticks.
@@ -110,8 +110,9 @@ struct RankState {
     /// Post time of every transfer, per port, indexed by sequence number.
     posted: [Vec<u64>; 4],
     times: RankTimes,
-    /// The rank runs weight gradients as ops of their own.
-    splits: bool,
+    /// The microbatches whose weight gradient the rank runs as an op of its own (their
+    /// backward is B only).
+    splits: std::collections::HashSet<Micro>,
 }
 
 /// Runs the IR. `Err` when some rank can never proceed.
@@ -126,7 +127,13 @@ pub fn evaluate(ir: &ScheduleIr, cost: OpCost, semantics: Semantics) -> Result<O
             call_posted: false,
             posted: Default::default(),
             times: RankTimes::default(),
-            splits: ops.iter().any(|op| matches!(op, Op::Weight(_))),
+            splits: ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Weight(m) => Some(*m),
+                    _ => None,
+                })
+                .collect(),
         })
         .collect();
     loop {
@@ -207,7 +214,9 @@ fn advance(
                 // A split backward: W ≈ B (Qi et al., ICLR 2024, §2), so the weight gradient
                 // takes half of the backward and the input gradient the rest.
                 Op::Weight(_) => cost.backward / 2,
-                _ if states[r].splits => cost.backward - cost.backward / 2,
+                Op::Backward(m) if states[r].splits.contains(&m) => {
+                    cost.backward - cost.backward / 2
+                }
                 _ => cost.backward,
             };
             let s = &mut states[r];

@@ -12,13 +12,16 @@
 //!   valid shape; the warmup counts come from the same functions the builders use.
 //! - O(1) time and no allocation for in-flight counts and the bubble (O(m·V / N) for the chunk
 //!   split of an interleaved peak), so the memory model can call them inside repair searches
-//!   and sweeps; nothing is cached.
+//!   and sweeps; nothing is cached. The DualPipe schedules are the exception: their step loop
+//!   has no closed form, so both figures are measured on the built op list (O(pp·m), bounded
+//!   by the IR's size limit).
 //! - Defined for every shape, also one [`PipelineShape::check`] rejects (candidate fixes are
 //!   priced before they are validated): sizes of 0 count as 1 (but 0 microbatches give a
 //!   bubble of 1, as the closed form does), arithmetic saturates.
 
 use super::build::{interleaved_warmup, one_f_one_b_warmup};
-use super::{Kind, Op, PipelineShape};
+use super::eval::{evaluate, OpCost, Semantics};
+use super::{Kind, Op, PipelineShape, ScheduleIr, MAX_STAGE_STEPS};
 
 /// Microbatches whose activations a pipeline rank holds at its peak: all of them, and those of
 /// its first and last model chunk (the chunks that also hold the embedding and the output
@@ -63,6 +66,13 @@ pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
             let pp = u64::from(shape.pp.max(1));
             InFlight::uniform(((pp - 1).saturating_mul(c).saturating_add(1)).min(m))
         }
+        // DualPipe's eight steps have no closed form in the reference: measured on the op
+        // list of the nearest shape it accepts.
+        Kind::DualPipe | Kind::DualPipeV => {
+            let ir = dualpipe_ir(shape);
+            let r = rank.min(ir.shape.pp - 1);
+            measure_in_flight(ir.rank(r), 2)
+        }
         // The warmup forwards plus the first steady forward, in schedule-table order; with
         // every step warmup, all m·V.
         Kind::Interleaved => {
@@ -106,7 +116,15 @@ fn chunk_entries(m: u64, n: u64, v: u64, k: u64, chunk: u64) -> u64 {
 /// stores no scores, 32 of 34, so the memory model counts the microbatch whole until its W.
 /// `vpp` is the number of model chunks. O(ops).
 pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
-    let split = ops.iter().any(|op| matches!(op, Op::Weight(_)));
+    // A microbatch whose weight gradient runs as its own op is held until that op (DualPipe
+    // splits only some backwards).
+    let weighted: std::collections::HashSet<_> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Weight(m) => Some(*m),
+            _ => None,
+        })
+        .collect();
     let v = vpp.max(1) as usize;
     let mut live = vec![0u64; v];
     let mut total = 0u64;
@@ -114,7 +132,7 @@ pub fn measure_in_flight(ops: &[Op], vpp: u32) -> InFlight {
     for op in ops {
         let (chunk, up) = match op {
             Op::Forward(m) => (m.chunk, true),
-            Op::Backward(m) if !split => (m.chunk, false),
+            Op::Backward(m) if !weighted.contains(m) => (m.chunk, false),
             Op::Weight(m) => (m.chunk, false),
             _ => continue,
         };
@@ -168,7 +186,15 @@ impl Bubble {
 /// (pp − 1)·max(F, F + B − 2W): the last stage's first forward waits (pp − 1)·F, which the
 /// reference's per-rank measure (efficiency.py:165-166) leaves out. With F = B = W both are
 /// pp − 1 units of the 3m each rank computes.
+///
+/// DualPipe and DualPipeV: the idle time of [`super::evaluate`] on the built op list in units
+/// of one F, with B = 2·F and a split backward's B and W one F each (every rank computes 3·m
+/// units; the overlapped forward/backward pairs are counted one after the other, as one
+/// stream would run them).
 pub fn bubble(shape: &PipelineShape) -> Bubble {
+    if shape.kind.is_dualpipe() {
+        return dualpipe_bubble(shape);
+    }
     if shape.kind.splits_backward() {
         return Bubble {
             idle: u64::from(shape.pp.max(1) - 1),
@@ -185,4 +211,50 @@ pub fn bubble(shape: &PipelineShape) -> Bubble {
         _ => u64::from(shape.pp.max(1) - 1),
     };
     Bubble { idle, busy }
+}
+
+/// The op lists of a DualPipe shape, or of the nearest shape the reference accepts: pp raised
+/// to 2 (DualPipe: to the next even count), the microbatches to 2·pp (DualPipe: to the next
+/// even count) and capped so that the IR stays within [`MAX_STAGE_STEPS`]. Figures are
+/// defined for rejected shapes too (candidate fixes are priced before validation).
+fn dualpipe_ir(shape: &PipelineShape) -> ScheduleIr {
+    let dual = shape.kind == Kind::DualPipe;
+    let even = |n: u32| if dual { n.saturating_add(n % 2) } else { n };
+    let pp = even(shape.pp.clamp(2, 1 << 10));
+    let cap = u32::try_from(MAX_STAGE_STEPS / (2 * u64::from(pp))).unwrap_or(u32::MAX);
+    let m = even(shape.microbatches.max(pp * 2)).min(cap & !1);
+    let mut s = *shape;
+    s.pp = pp;
+    s.microbatches = m;
+    s.vpp = 2;
+    ScheduleIr::build(s)
+        .unwrap_or_else(|_| ScheduleIr::from_ranks(s, vec![Vec::new(); pp as usize]))
+}
+
+fn dualpipe_bubble(shape: &PipelineShape) -> Bubble {
+    let pp = u64::from(shape.pp.max(1));
+    if shape.microbatches == 0 {
+        return Bubble {
+            idle: pp - 1,
+            busy: 0,
+        };
+    }
+    let ir = dualpipe_ir(shape);
+    let cost = OpCost {
+        forward: 1,
+        backward: 2,
+    };
+    match evaluate(&ir, cost, Semantics::Eager) {
+        Ok(t) => {
+            let busy = t.ranks.first().map_or(0, |r| r.busy);
+            Bubble {
+                idle: t.makespan.saturating_sub(busy),
+                busy,
+            }
+        }
+        Err(_) => Bubble {
+            idle: pp - 1,
+            busy: 0,
+        },
+    }
 }

@@ -55,6 +55,14 @@ pub enum Kind {
     ZbH1,
     /// ZB-H2, the handcrafted zero-bubble schedule with twice the warmup (`warmup_c=2`).
     ZbH2,
+    /// DualPipe (deepseek-ai/DualPipe `dualpipe/dualpipe.py`): rank r holds stage r of the
+    /// forward direction (chunk 0, microbatches 0..m/2) and stage pp − 1 − r of the reverse
+    /// direction (chunk 1, microbatches m/2..m), two copies of the parameters.
+    DualPipe,
+    /// DualPipeV (`dualpipe/dualpipev.py`): the same step loop on a V-shaped split, rank r
+    /// holding virtual stages r (chunk 0) and 2·pp − 1 − r (chunk 1); every microbatch runs
+    /// through both chunks.
+    DualPipeV,
 }
 
 impl From<ScheduleKind> for Kind {
@@ -65,6 +73,8 @@ impl From<ScheduleKind> for Kind {
             ScheduleKind::Interleaved => Kind::Interleaved,
             ScheduleKind::ZbH1 => Kind::ZbH1,
             ScheduleKind::ZbH2 => Kind::ZbH2,
+            ScheduleKind::DualPipe => Kind::DualPipe,
+            ScheduleKind::DualPipeV => Kind::DualPipeV,
         }
     }
 }
@@ -84,6 +94,25 @@ impl Kind {
     /// Whether the schedule runs each backward as B and W ops of its own.
     pub fn splits_backward(self) -> bool {
         matches!(self, Kind::ZbH1 | Kind::ZbH2)
+    }
+
+    /// The DualPipe schedules: two model chunks per rank, fed in DualPipe's step loop.
+    pub fn is_dualpipe(self) -> bool {
+        matches!(self, Kind::DualPipe | Kind::DualPipeV)
+    }
+
+    /// Where the weights of local chunk `chunk` of pipeline rank `rank` sit in the plan's
+    /// stage split, as (stage, chunk): the interleaved placement (virtual stage chunk·pp +
+    /// rank) for every schedule but DualPipe's. DualPipeV's chunk 1 is virtual stage
+    /// 2·pp − 1 − rank, i.e. the split's (pp − 1 − rank, 1); DualPipe's chunk 1 is stage
+    /// pp − 1 − rank of the second parameter copy, the split's (pp − 1 − rank, 0).
+    pub fn chunk_source(self, pp: u32, rank: u32, chunk: u32) -> (u32, u32) {
+        let mirrored = pp.saturating_sub(1).saturating_sub(rank);
+        match self {
+            Kind::DualPipeV if chunk == 1 => (mirrored, 1),
+            Kind::DualPipe if chunk == 1 => (mirrored, 0),
+            _ => (rank, chunk),
+        }
     }
 
     /// Warmup forwards per stage step of the zero-bubble hand schedules (`warmup_c`): rank r
@@ -122,15 +151,19 @@ pub struct PipelineShape {
     /// `microbatch_group_size_per_vp_stage` (N); Megatron's default is pp
     /// (model_parallel_config.py:567–568).
     pub microbatch_group_size: u32,
+    /// `--overlap-moe-expert-parallel-comm` on the interleaved schedule: Megatron's combined
+    /// 1F1B runs each steady step's forward and backward as an overlapped pair.
+    pub overlap_ep_comm: bool,
 }
 
 impl PipelineShape {
     /// A shape with every flag at its `.venus` default (off, tied embeddings) and N = pp.
+    /// The DualPipe schedules always run two model chunks per rank, whatever `vpp` says.
     pub fn new(kind: Kind, pp: u32, vpp: u32, microbatches: u32) -> PipelineShape {
         PipelineShape {
             kind,
             pp,
-            vpp,
+            vpp: if kind.is_dualpipe() { 2 } else { vpp },
             microbatches,
             overlap_p2p: false,
             overlap_grad_reduce: false,
@@ -139,6 +172,7 @@ impl PipelineShape {
             delay_param_gather: false,
             tied_embeddings: true,
             microbatch_group_size: pp,
+            overlap_ep_comm: false,
         }
     }
 
@@ -187,6 +221,7 @@ impl PipelineShape {
                 Err(ShapeError::ChunksWithoutInterleaving { vpp: self.vpp })
             }
             Kind::ZbH1 | Kind::ZbH2 => self.check_zero_bubble(),
+            Kind::DualPipe | Kind::DualPipeV => self.check_dualpipe(),
             Kind::Interleaved => {
                 if self.vpp < 2 {
                     return Err(ShapeError::InterleavedNeedsChunks);
@@ -230,6 +265,25 @@ impl PipelineShape {
                 m: self.microbatches,
                 least,
             });
+        }
+        Ok(())
+    }
+
+    /// deepseek-ai/DualPipe (3da1bbea5360) dualpipe/dualpipe.py:332-333 `step`: `num_ranks %
+    /// 2 == 0` and `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`; dualpipev.py:318:
+    /// `num_chunks >= num_ranks * 2`. A pipeline of one rank has no neighbour to exchange with.
+    fn check_dualpipe(&self) -> Result<(), ShapeError> {
+        if self.pp < 2 {
+            return Err(ShapeError::DualPipeNeedsStages);
+        }
+        if self.kind == Kind::DualPipe && !self.pp.is_multiple_of(2) {
+            return Err(ShapeError::DualPipeOddStages { pp: self.pp });
+        }
+        let least = self.pp.saturating_mul(2);
+        let even = self.kind == Kind::DualPipe;
+        let m = self.microbatches;
+        if m < least || (even && !m.is_multiple_of(2)) {
+            return Err(ShapeError::DualPipeMicrobatches { m, least, even });
         }
         Ok(())
     }
@@ -282,6 +336,18 @@ pub enum ShapeError {
         m: u32,
         least: u32,
     },
+    /// A DualPipe schedule on pp = 1.
+    DualPipeNeedsStages,
+    /// DualPipe on an odd number of pipeline ranks.
+    DualPipeOddStages {
+        pp: u32,
+    },
+    /// Fewer than 2·pp microbatches (or, for DualPipe, an odd count).
+    DualPipeMicrobatches {
+        m: u32,
+        least: u32,
+        even: bool,
+    },
 }
 
 impl fmt::Display for ShapeError {
@@ -311,6 +377,17 @@ impl fmt::Display for ShapeError {
             ShapeError::ZeroBubbleMicrobatches { m, least } => write!(
                 f,
                 "the zero-bubble schedule needs at least {least} microbatches, but has {m}"
+            ),
+            ShapeError::DualPipeNeedsStages => {
+                write!(f, "the DualPipe schedules need pp of at least 2")
+            }
+            ShapeError::DualPipeOddStages { pp } => {
+                write!(f, "DualPipe needs an even number of pipeline ranks, but has {pp}")
+            }
+            ShapeError::DualPipeMicrobatches { m, least, even } => write!(
+                f,
+                "DualPipe needs {}at least {least} microbatches, but has {m}",
+                if even { "an even count of " } else { "" }
             ),
             ShapeError::Remainder { rem, n, pp } => write!(
                 f,
@@ -434,6 +511,9 @@ pub enum CallKind {
     SendForwardRecvForward,
     SendBackwardRecvBackward,
     SendForwardBackwardRecvForwardBackward,
+    /// DualPipe's `_commit_and_wait_comm`: the transfers appended since the last commit, in
+    /// append order, as one `batch_isend_irecv`, waited on at once.
+    BatchIsendIrecv,
 }
 
 impl CallKind {
@@ -450,6 +530,7 @@ impl CallKind {
             CallKind::SendForwardBackwardRecvForwardBackward => {
                 "send_forward_backward_recv_forward_backward"
             }
+            CallKind::BatchIsendIrecv => "batch_isend_irecv",
         }
     }
 }
@@ -581,7 +662,7 @@ impl ScheduleIr {
     }
 
     fn shows_chunks(&self) -> bool {
-        self.shape.kind == Kind::Interleaved
+        self.shape.kind == Kind::Interleaved || self.shape.kind.is_dualpipe()
     }
 }
 

@@ -25,6 +25,7 @@ fn call_abbrev(k: CallKind) -> &'static str {
         CallKind::SendForwardRecvForward => "SFR",
         CallKind::SendBackwardRecvBackward => "SBRB",
         CallKind::SendForwardBackwardRecvForwardBackward => "SFBRFB",
+        CallKind::BatchIsendIrecv => "batch",
     }
 }
 
@@ -498,6 +499,30 @@ fn receiver_chunk(port: Port, rank: u32, chunk: u32, pp: u32) -> Option<u32> {
     }
 }
 
+/// The (microbatch, chunk) pairs every rank computes: all m on each chunk, or for DualPipe
+/// microbatches 0..m/2 on chunk 0 (forward direction) and m/2..m on chunk 1 (reverse).
+fn runs_of(s: &PipelineShape) -> std::collections::HashSet<(u32, u32)> {
+    let m = s.microbatches;
+    (0..s.vpp)
+        .flat_map(|c| {
+            let mbs = match s.kind {
+                Kind::DualPipe if c == 0 => 0..m / 2,
+                Kind::DualPipe => m / 2..m,
+                _ => 0..m,
+            };
+            mbs.map(move |mb| (mb, c))
+        })
+        .collect()
+}
+
+/// The last microbatch a chunk computes.
+fn last_mb(s: &PipelineShape, chunk: u32) -> u32 {
+    match s.kind {
+        Kind::DualPipe if chunk == 0 => s.microbatches / 2 - 1,
+        _ => s.microbatches - 1,
+    }
+}
+
 fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
     let s = ir.shape;
     let (pp, v, m) = (s.pp, s.vpp, s.microbatches);
@@ -517,12 +542,20 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
                 _ => {}
             }
         }
-        prop_assert_eq!(fwd.len() as u32, m * v);
-        prop_assert_eq!(bwd.len() as u32, m * v);
+        let runs = runs_of(&s);
+        prop_assert_eq!(fwd.len(), runs.len());
+        prop_assert_eq!(bwd.len(), runs.len());
         let split = s.kind.splits_backward();
-        prop_assert_eq!(wgt.len() as u32, if split { m * v } else { 0 });
+        if s.kind.is_dualpipe() {
+            // DualPipe defers the weight gradient of some backwards only (`enable_zb`).
+            for (k, w) in &wgt {
+                prop_assert!(bwd.get(k).is_some_and(|b| b < w), "W before B {:?}", k);
+            }
+        } else {
+            prop_assert_eq!(wgt.len() as u32, if split { m * v } else { 0 });
+        }
         for (k, i) in &fwd {
-            prop_assert!(k.0 < m && k.1 < v);
+            prop_assert!(runs.contains(k), "unexpected compute {:?}", k);
             prop_assert!(
                 bwd.get(k).is_some_and(|j| j > i),
                 "backward before forward {:?}",
@@ -604,7 +637,7 @@ fn check_ir(ir: &ScheduleIr) -> Result<(), TestCaseError> {
 /// optimizer step.
 fn check_hooks(ir: &ScheduleIr, r: u32) -> Result<(), TestCaseError> {
     let s = ir.shape;
-    let (v, m) = (s.vpp, s.microbatches);
+    let v = s.vpp;
     let mut on = true;
     let mut launches = vec![0u32; v as usize];
     let mut last_backward_done = vec![false; v as usize];
@@ -617,11 +650,12 @@ fn check_hooks(ir: &ScheduleIr, r: u32) -> Result<(), TestCaseError> {
             Op::EnableGradSync => on = true,
             Op::DisableGradSync => on = false,
             Op::Backward(x) | Op::Weight(x) if split == matches!(op, Op::Weight(_)) => {
-                if x.mb == m - 1 {
+                let last = last_mb(&s, x.chunk);
+                if x.mb == last {
                     last_backward_done[x.chunk as usize] = true;
                 }
                 if on {
-                    prop_assert_eq!(x.mb, m - 1, "backward with grad sync on");
+                    prop_assert_eq!(x.mb, last, "backward with grad sync on");
                     launches[x.chunk as usize] += 1;
                 }
             }
@@ -701,6 +735,45 @@ proptest! {
     #[test]
     fn interleaved_schedules_are_complete_matched_and_deadlock_free(s in interleaved_shape()) {
         check_ir(&build(s))?;
+    }
+
+    #[test]
+    fn dualpipe_schedules_are_complete_matched_and_deadlock_free(s in dualpipe_shape()) {
+        check_ir(&build(s))?;
+    }
+
+    #[test]
+    fn combined_1f1b_is_complete_matched_deadlock_free_and_holds_one_more_forward(
+        s in interleaved_shape(),
+    ) {
+        // `overlap_ep_comm`: one more warmup forward (schedules.py:966-970), every steady
+        // step's backward on the second compute stream right after its forward.
+        let mut c = s;
+        c.overlap_ep_comm = true;
+        let ir = build(c);
+        check_ir(&ir)?;
+        for r in 0..c.pp {
+            prop_assert_eq!(peak_in_flight(&c, r), measure_in_flight(ir.rank(r), c.vpp));
+            let ops = ir.rank(r);
+            for (i, op) in ops.iter().enumerate() {
+                if *op == Op::Stream(ComputeStream(1)) {
+                    prop_assert!(matches!(ops[i - 1], Op::Forward(_)));
+                    // Up to the return to the main stream: one compute op, a backward (grad
+                    // sync hooks may precede it).
+                    let end = ops[i..]
+                        .iter()
+                        .position(|o| *o == Op::Stream(ComputeStream::MAIN))
+                        .map(|j| i + j);
+                    prop_assert!(end.is_some());
+                    let inner: Vec<&Op> = ops[i + 1..end.unwrap_or(i)]
+                        .iter()
+                        .filter(|o| o.is_compute())
+                        .collect();
+                    prop_assert_eq!(inner.len(), 1);
+                    prop_assert!(matches!(inner[0], Op::Backward(_)));
+                }
+            }
+        }
     }
 
     #[test]
@@ -878,8 +951,26 @@ fn any_shape() -> impl Strategy<Value = PipelineShape> {
         interleaved_shape(),
         pipelined_shape(),
         no_pipelining_shape(),
-        zero_bubble_shape()
+        zero_bubble_shape(),
+        dualpipe_shape()
     ]
+}
+
+/// Valid DualPipe shapes: DualPipe on even pp 2..8 with an even m ≥ 2·pp, DualPipeV on pp
+/// 2..8 with m ≥ 2·pp, up to 24 more microbatches.
+fn dualpipe_shape() -> impl Strategy<Value = PipelineShape> {
+    (
+        prop_oneof![Just(Kind::DualPipe), Just(Kind::DualPipeV)],
+        2u32..=8,
+        0u32..=24,
+        flags(),
+    )
+        .prop_map(|(kind, pp, extra, f)| {
+            let dual = kind == Kind::DualPipe;
+            let pp = if dual { pp + pp % 2 } else { pp };
+            let m = 2 * pp + if dual { extra & !1 } else { extra };
+            with_flags(shape(kind, pp, 2, m), f)
+        })
 }
 
 /// Valid zero-bubble shapes: pp 2..8, m from max(pp, (pp − 1)·c) up to 26 more.
@@ -918,11 +1009,13 @@ proptest! {
         // Any uniform chunk costs: the bubble unit is one chunk's forward + backward, on each
         // of the pp ranks.
         // A split backward's bubble unit is one F = B = W: t_b = 2·t_f.
-        let tb = if s.kind.splits_backward() { 2 * tf } else { tb };
+        // DualPipe's bubble is measured in the same unit.
+        let in_thirds = s.kind.splits_backward() || s.kind.is_dualpipe();
+        let tb = if in_thirds { 2 * tf } else { tb };
         let cost = OpCost { forward: tf, backward: tb };
         let t = evaluate(&build(s), cost, Semantics::Eager).unwrap();
         let b = bubble(&s);
-        let unit = if s.kind.splits_backward() { tf } else { tf + tb };
+        let unit = if in_thirds { tf } else { tf + tb };
         let pp = u64::from(s.pp);
         prop_assert_eq!(t.bubble(), (pp * b.idle * unit, pp * (b.idle + b.busy) * unit));
         prop_assert!((t.bubble_fraction() - b.fraction()).abs() < 1e-12);
@@ -1167,4 +1260,70 @@ fn picture_of_zb_h1_letters_w_and_ends_with_a_legend() {
     );
     let colored = picture(&ir, OpCost::default(), 14, true);
     assert!(colored.contains("\x1b[30;45m W \x1b[0m weight gradient"));
+}
+
+#[test]
+fn emit_text_dualpipe_pp4_m8_is_the_reference_step_loop() {
+    // tests/golden/schedule/dualpipe_pp4_m8.txt (dualpipe.py's step loop): rank 0 runs two
+    // forwards of its forward-direction stage, then its reverse-direction last stage (chunk 1,
+    // microbatches 4..8) computes each backward right after its forward.
+    let ir = build(shape(Kind::DualPipe, 4, 1, 8));
+    assert_eq!(ir.shape.vpp, 2);
+    assert_eq!(
+        emit_text(&ir).lines().next().unwrap(),
+        "pp0: F0.0 F1.0 F2.0 F4.1 B4.1 W4.1 F5.1 F3.0 B5.1 F6.1 B0.0 B6.1 F7.1 B1.0 B7.1 B2.0 W2.0 B3.0 W3.0"
+    );
+    // The ranks of the second half run the mirror image: pp3 starts on the reverse direction.
+    assert!(emit_text(&ir)
+        .lines()
+        .nth(3)
+        .unwrap()
+        .starts_with("pp3: F4.1 F5.1 F6.1 F0.0 B0.0 W0.0"));
+}
+
+#[test]
+fn dualpipe_overlaps_the_main_steps_backward_on_a_second_stream() {
+    let ir = build(shape(Kind::DualPipeV, 4, 2, 8));
+    let streams: Vec<(Op, ComputeStream)> = compute_streams(ir.rank(0)).collect();
+    let on_second = streams
+        .iter()
+        .filter(|(_, s)| *s == ComputeStream(1))
+        .count();
+    // Rank 0: step 4 runs m − 2·pp + 1 = 1 pair of overlapped chunks twice, step 5 three
+    // more pairs; every overlapped backward is a whole backward on stream 1.
+    assert_eq!(on_second, 5);
+    assert!(streams
+        .iter()
+        .all(|(op, s)| *s == ComputeStream::MAIN || matches!(op, Op::Backward(_))));
+}
+
+#[test]
+fn dualpipe_shapes_are_checked_against_the_reference() {
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::DualPipe, 3, 1, 12)).unwrap_err(),
+        ShapeError::DualPipeOddStages { pp: 3 }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::DualPipe, 4, 1, 9)).unwrap_err(),
+        ShapeError::DualPipeMicrobatches {
+            m: 9,
+            least: 8,
+            even: true
+        }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::DualPipeV, 8, 2, 8)).unwrap_err(),
+        ShapeError::DualPipeMicrobatches {
+            m: 8,
+            least: 16,
+            even: false
+        }
+    );
+    assert_eq!(
+        ScheduleIr::build(shape(Kind::DualPipeV, 1, 2, 8)).unwrap_err(),
+        ShapeError::DualPipeNeedsStages
+    );
+    // DualPipeV takes odd pp and odd microbatch counts.
+    assert!(ScheduleIr::build(shape(Kind::DualPipeV, 3, 2, 5)).is_err());
+    assert!(ScheduleIr::build(shape(Kind::DualPipeV, 3, 2, 7)).is_ok());
 }

@@ -131,12 +131,20 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014", "W0017", "W0018",
+    "W0013", "W0014", "W0015", "W0017", "W0018",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
 pub const LINKS: &[&str] = &["nvswitch", "infiniband"];
-pub const SCHEDULES: &[&str] = &["gpipe", "1f1b", "interleaved", "zb_h1", "zb_h2"];
+pub const SCHEDULES: &[&str] = &[
+    "gpipe",
+    "1f1b",
+    "interleaved",
+    "zb_h1",
+    "zb_h2",
+    "dualpipe",
+    "dualpipev",
+];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 /// GEMM precisions: the words of `base::Precision`.
 pub const PRECISIONS: &[&str] = &["bf16", "fp8", "fp4"];
@@ -796,7 +804,7 @@ key_table! {
         Schedule = key(
             "schedule",
             &[Enum(SCHEDULES)],
-            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient)",
+            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient); dualpipe and dualpipev (DeepSeek) run two model chunks per rank",
         )
         .default(
             KeyDefault::Derived,
@@ -848,6 +856,11 @@ key_table! {
             "overlap tensor-parallel communication with the GEMMs (needs sp)",
         )
         .megatron("--tp-comm-overlap"),
+        OverlapEpComm = flag(
+            "overlap_ep_comm",
+            "overlap expert all-to-alls with another microbatch's compute (interleaved, ep > 1)",
+        )
+        .megatron("--overlap-moe-expert-parallel-comm"),
         BucketSize = key(
             "bucket_size",
             &[Bytes],

@@ -1,0 +1,58 @@
+//! The EP-overlap rule (`overlap_ep_comm`, Megatron's `--overlap-moe-expert-parallel-comm`):
+//! W0015 when the plan writes it where it does not run.
+//!
+//! Input: the [`Validator`]'s pp, vpp, ep, the model's experts and the plan's schedule and
+//! recompute. Output: a [`PlanProblem`]; [`Validator::ep_overlap_runs`] decides the
+//! effective flag (`Flags::overlap_ep_comm`) from the same conditions, so the warning and the
+//! simulation cannot disagree.
+
+use super::problem::{EpOverlapIgnored, EpOverlapReason, PlanProblem};
+use super::{ScheduleKind, Validator};
+use venus_base::base::Recompute;
+
+impl Validator<'_> {
+    /// Why `overlap_ep_comm` would not run on this plan (None: it runs). Megatron-LM
+    /// (d98e8a64ddf3) megatron/core/transformer/transformer_config.py:3002-3041: expert
+    /// parallelism, vpp with pp > 1, no full recompute; venusc models the combined 1F1B of the
+    /// interleaved schedule (schedules.py:1485), not the no-pipelining path.
+    fn ep_overlap_blocker(&self) -> Option<EpOverlapReason> {
+        let p = &self.def.plan;
+        if self.ep <= 1 || !self.def.model.is_moe() {
+            return Some(EpOverlapReason::NoExpertParallel { ep: self.ep });
+        }
+        if p.recompute() == Recompute::Full {
+            return Some(EpOverlapReason::FullRecompute);
+        }
+        let explicit = p.schedule.as_ref().map(|s| s.value);
+        if let Some(s) = explicit.filter(|s| *s != ScheduleKind::Interleaved) {
+            return Some(EpOverlapReason::Schedule(s));
+        }
+        if self.pp <= 1 || self.vpp <= 1 {
+            let vpp = (2..=self.layers.min(64))
+                .find(|&v| self.layers.is_multiple_of(self.pp.max(2).saturating_mul(v)));
+            return Some(EpOverlapReason::NoInterleaving {
+                pp: self.pp,
+                vpp: vpp.filter(|_| self.pp > 1),
+            });
+        }
+        None
+    }
+
+    /// Whether Megatron's combined 1F1B runs on this plan.
+    pub(super) fn ep_overlap_runs(&self) -> bool {
+        self.ep_overlap_blocker().is_none()
+    }
+
+    pub(super) fn check_ep_overlap(&mut self) {
+        let Some(flag) = self.def.plan.overlap_ep_comm.as_ref().filter(|f| f.value) else {
+            return;
+        };
+        let loc = flag.loc;
+        if let Some(reason) = self.ep_overlap_blocker() {
+            self.report(PlanProblem::EpOverlapIgnored(EpOverlapIgnored {
+                loc,
+                reason,
+            }));
+        }
+    }
+}
