@@ -181,18 +181,22 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     assert_eq!(
         names,
         [
-            "tp+sp+overlap_tp_comm+pp+cp",
+            "tp+sp+overlap_tp_comm+pp+schedule+cp",
             "micro_batch",
             "recompute",
-            "distributed_optimizer"
+            "distributed_optimizer",
+            "fsdp"
         ]
     );
     let axes = sw.space.axes();
     let grid = &axes[0];
     // 16 GPUs, 8 layers: (tp, pp, vpp, cp) with tp × pp × cp | 16, vpp | 8 / pp, counted by
     // hand per tp: 25 shapes with tp 1; 18, 11 and 5 with tp 2, 4 and 8, each with sp off, sp
-    // on, and sp on with overlap_tp_comm.
-    assert_eq!(grid.len(), 25 + 3 * (18 + 11 + 5));
+    // on, and sp on with overlap_tp_comm; the 9, 6, 3 and 1 shapes per tp with pp > 1 and
+    // one chunk per rank each also run zb_h1 and zb_h2.
+    let zero_bubble = 2 * (9 + 3 * (6 + 3 + 1));
+    assert_eq!(grid.len(), 25 + 3 * (18 + 11 + 5) + zero_bubble);
+    assert_eq!(values_with(grid, "schedule zb_h1"), zero_bubble / 2);
     assert_eq!(grid.labels()[0], "tp 1 sp off pp 1 vpp 1 cp 1");
     assert_eq!(values_with(grid, "overlap_tp_comm on"), 18 + 11 + 5);
     assert_eq!(values_with(grid, "tp 1 sp on"), 0);
@@ -213,7 +217,7 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
         axes[3].labels(),
         ["distributed_optimizer on", "distributed_optimizer off"]
     );
-    assert_eq!(sw.space.len(), 127 * 4 * 3 * 2);
+    assert_eq!(sw.space.len(), (127 + zero_bubble) as u64 * 4 * 3 * 2 * 2);
 }
 
 #[test]
@@ -491,6 +495,8 @@ fn ranked(candidate: u64, ms: f64, gib: u64) -> Ranked {
             tokens_per_gpu: 1000.0 / ms,
             mfu: Ratio(0.3),
             peak: Bytes(gib << 30),
+            train_time: None,
+            cost: None,
         },
     )
 }
@@ -511,6 +517,7 @@ fn the_pareto_front_keeps_plans_no_other_plan_beats_on_both_figures() {
         ],
         objective: Objective::Time,
         headroom: 0.0,
+        kept: None,
         shard: None,
     };
     o.rank_by(Objective::Time);
@@ -538,6 +545,7 @@ fn the_summary_lists_codes_by_count() {
         results: (0..210).map(|c| ranked(c, 10.0, 1)).collect(),
         objective: Objective::Time,
         headroom: 0.0,
+        kept: None,
         shard: None,
     };
     assert_eq!(
@@ -786,6 +794,7 @@ fn pruned_counts_a_shard_claims_past_u64_saturate_instead_of_overflowing() {
         results: Vec::new(),
         objective: Objective::Time,
         headroom: 0.0,
+        kept: None,
         shard: None,
     };
     assert_eq!(o.pruned_total(), u64::MAX);
@@ -927,6 +936,8 @@ fn each_objective_orders_by_its_own_figure_then_memory_then_candidate() {
             Objective::Throughput => -r.tokens_per_second_per_gpu(),
             Objective::GpuHours => r.gpu_seconds_per_token(),
             Objective::Mfu => -r.mfu().0,
+            Objective::TimeToTrain => r.train_time().map_or(f64::INFINITY, |t| t.0),
+            Objective::Cost => r.train_cost().unwrap_or(f64::INFINITY),
         };
         for pair in o.results.windows(2) {
             let k = |r: &Ranked| (figure(r), r.peak_memory().0, r.candidate);
@@ -1099,4 +1110,323 @@ fn pareto_only_output_lists_just_the_front() {
     assert_eq!(csv.lines().count(), 1 + front.len());
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")));
     assert_eq!(output::pareto_only(&o).results.len(), front.len());
+}
+
+/// A sweep file with a `train` budget, so every objective (time to train and cost too) ranks.
+fn budgeted(plan: &str) -> String {
+    format!(
+        "{TINY}plan p < {plan} >\n\
+         scenario s < model tiny cluster pod plan p train < tokens 10B price 2.5 > >\n"
+    )
+}
+
+const EVERY_OBJECTIVE: [Objective; 6] = [
+    Objective::Time,
+    Objective::Throughput,
+    Objective::GpuHours,
+    Objective::Mfu,
+    Objective::TimeToTrain,
+    Objective::Cost,
+];
+
+/// What the tests compare of a listed result: its number, every figure and its plan.
+fn listed(o: &Outcome) -> Vec<(u64, f64, u64, Option<f64>, Option<f64>, PlanSummary)> {
+    o.results
+        .iter()
+        .map(|r| {
+            (
+                r.candidate,
+                r.iteration_time_ms(),
+                r.peak_memory().0,
+                r.train_seconds,
+                r.cost_dollars,
+                r.plan.clone(),
+            )
+        })
+        .collect()
+}
+
+fn pruned_to(objective: Objective, keep: u64) -> SweepOptions {
+    SweepOptions {
+        objective,
+        prune: Some(keep),
+        ..SweepOptions::default()
+    }
+}
+
+/// A smaller world for `--auto` spaces the tests simulate whole: 4 layers on 8 GPUs.
+const SMALL: &str =
+    "model small < hidden 1024 layers 4 heads 16 head_dim 64 vocab 32000 seq 1024 >\n\
+cluster pod : dgx_a100 < nodes 1 >\n";
+
+#[test]
+fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
+    // Small spaces, lists and `--auto`, every objective, K of 1, 3 and 10: the best K by the
+    // objective (ties by memory, then candidate number) are the exhaustive ranking's first K,
+    // figure for figure, and the pruned sweep simulates fewer plans.
+    let auto_space = format!(
+        "{SMALL}plan p < global_batch 64 >\n\
+         scenario s < model small cluster pod plan p train < tokens 10B price 2.5 > >\n"
+    );
+    let spaces = [
+        (
+            budgeted("tp [1 2 4 8] pp [1 2 4] micro_batch [1 2 4] global_batch 64 recompute [none selective full]"),
+            None,
+        ),
+        (
+            budgeted("tp [1 2] cp [1 2] pp [1 2] micro_batch [1 2] global_batch [16 32] recompute [none full] sp [on off]"),
+            None,
+        ),
+        (auto_space, Some(AutoOptions::default())),
+    ];
+    let mut runs = 0;
+    let mut skipped_some = 0;
+    for (text, auto) in &spaces {
+        let exhaustive_opts = SweepOptions {
+            auto: *auto,
+            ..SweepOptions::default()
+        };
+        let (mut session, sw) = prepared(text, &exhaustive_opts).unwrap();
+        let (all, full) = run(&mut session, &sw, None, &Silent);
+        assert!(all.results.len() > 10, "{text}: {}", all.results.len());
+        for objective in EVERY_OBJECTIVE {
+            let mut exhaustive = all.clone();
+            exhaustive.rank_by(objective);
+            // One K per objective keeps the test short; over the objectives every K is tried.
+            let keep = [1, 3, 10][runs % 3];
+            runs += 1;
+            let opts = SweepOptions {
+                auto: *auto,
+                ..pruned_to(objective, keep)
+            };
+            let (mut session, sw) = prepared(text, &opts).unwrap();
+            let (best, timing) = run(&mut session, &sw, None, &Silent);
+            let mut want = listed(&exhaustive);
+            want.truncate(keep as usize);
+            assert_eq!(listed(&best), want, "{objective:?}, best {keep} of {text}");
+            assert_eq!(best.kept, Some(keep));
+            // Every valid plan not listed counts under `bound`, so the counts add up.
+            let valid = all.results.len() as u64 + all.pruned.get(DUPLICATE).unwrap_or(&0);
+            assert_eq!(best.pruned.get(BOUND), Some(&(valid - keep)));
+            assert_eq!(best.results.len() as u64 + best.pruned_total(), best.candidates);
+            if timing.simulated < full.simulated {
+                skipped_some += 1;
+            }
+        }
+    }
+    // 3 spaces × 6 objectives: the bound skips plans in most of them.
+    assert!(skipped_some >= 12, "the bound skipped plans in {skipped_some} of {runs} runs");
+}
+
+#[test]
+fn the_time_bound_never_exceeds_the_simulated_time() {
+    // Every valid plan of two `--auto` spaces (a dense model and a MoE one, zero-bubble
+    // schedules, FSDP, recompute, cp and uneven pipelines among them): the compute-only bound
+    // is at most the simulated iteration time, and not vacuous (above a tenth of it).
+    let moe = "model moe < hidden 1024 layers 6 heads 16 head_dim 64 vocab 32000 seq 1024 \
+               experts 8 top_k 2 ffn_hidden 2048 >\n\
+               cluster pod : dgx_a100 < nodes 1 >\nplan p < global_batch 64 >\n";
+    let dense = format!("{SMALL}plan p < global_batch 64 >\n");
+    let mut checked = 0;
+    for text in [dense.as_str(), moe] {
+        let (mut session, sw) = prepared(text, &auto()).unwrap();
+        for c in 0..sw.space.len() {
+            let Ok(sc) = check_candidate(&mut session, &sw, c) else {
+                continue;
+            };
+            let Ok(sim) = simulate(&sc, &SimOptions::default()) else {
+                continue;
+            };
+            let simulated = sim.report.iteration_time.0;
+            let lower = bound::iteration_time_lower_bound(&sc).0;
+            assert!(
+                lower <= simulated && lower > 0.1 * simulated,
+                "candidate {c} ({}): bound {lower} s, simulated {simulated} s",
+                sw.space.describe(c)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "only {checked} plans checked");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// Random plans of a random small model: the bound is at most the simulated time.
+    #[test]
+    fn the_time_bound_holds_for_random_plans(
+        layers in 1u64..5,
+        hidden in 4u64..17,
+        seq_log in 8u32..12,
+        tp_log in 0u32..3,
+        pp_log in 0u32..2,
+        micro_batch in 1u64..3,
+        batches in 1u64..5,
+        recompute in 0usize..3,
+        schedule in 0usize..3,
+        mfu in proptest::option::of(10u64..70),
+    ) {
+        let layers = layers * 4;
+        let (tp, pp) = (1u64 << tp_log, 1u64 << pp_log);
+        let seq = 1u64 << seq_log;
+        let dp = 8 / tp;
+        let global_batch = micro_batch * dp * pp * batches;
+        let recompute = ["none", "selective", "full"][recompute];
+        let schedule = if pp > 1 { ["", "schedule zb_h1", "schedule zb_h2"][schedule] } else { "" };
+        let mfu = mfu.map_or(String::new(), |m| format!("mfu {m}%"));
+        let text = format!(
+            "model m < hidden {} layers {layers} heads 8 head_dim {} vocab 32000 seq {seq} >\n\
+             cluster c : dgx_a100 < nodes {pp} >\n\
+             plan p < tp {tp} pp {pp} micro_batch {micro_batch} global_batch {global_batch} \
+             recompute {recompute} {schedule} {mfu} >\n",
+            hidden * 64 * 8, hidden * 64,
+        );
+        let (mut session, sw) = prepared(&text, &SweepOptions::default()).unwrap();
+        if let Ok(sc) = check_candidate(&mut session, &sw, 0) {
+            let sim = simulate(&sc, &SimOptions::default()).unwrap();
+            let lower = bound::iteration_time_lower_bound(&sc).0;
+            proptest::prop_assert!(lower <= sim.report.iteration_time.0, "{text}: {lower}");
+            for objective in EVERY_OBJECTIVE {
+                let r = Ranked::new(0, PlanSummary::of(&sc), figures(&sc, &sim.report));
+                let figure = objective.cost(&r);
+                let best = bound::objective_bound(objective, &sc, Seconds(lower));
+                proptest::prop_assert!(best <= figure, "{objective:?}: {best} > {figure}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pruned_shards_merge_into_the_pruned_whole_sweep() {
+    let text = format!("{SMALL}plan p < global_batch 64 >\n");
+    let opts = SweepOptions {
+        auto: Some(AutoOptions::default()),
+        ..pruned_to(Objective::Time, 5)
+    };
+    let (mut session, sw) = prepared(&text, &opts).unwrap();
+    let (whole, _) = run(&mut session, &sw, None, &Silent);
+    let parts: Vec<Outcome> = (1..=4)
+        .map(|i| {
+            run(
+                &mut session,
+                &sw,
+                Some(Shard { index: i, count: 4 }),
+                &Silent,
+            )
+            .0
+        })
+        .collect();
+    assert!(parts.iter().all(|p| p.results.len() <= 5));
+    let merged = merge(parts.clone()).unwrap();
+    assert_eq!(listed(&merged), listed(&whole));
+    assert_eq!(merged.pruned, whole.pruned);
+    // A shard kept to another K does not merge with them.
+    let mut other = parts;
+    other[1].kept = Some(6);
+    let e = merge(other).unwrap_err();
+    assert!(e.contains("keeps the best 6 plans"), "{e}");
+    // Nor does a pruned sweep share its fingerprint with the unpruned one.
+    let (_, unpruned) = prepared(&text, &auto()).unwrap();
+    assert_ne!(unpruned.fingerprint, sw.fingerprint);
+}
+
+#[test]
+fn time_to_train_and_cost_need_the_scenarios_budget() {
+    let text = format!("{TINY}plan p < tp [1 2] global_batch 64 >\nscenario s < model tiny cluster pod plan p >\n");
+    for (objective, help) in [
+        (Objective::TimeToTrain, "add `train < tokens 15T >`"),
+        (Objective::Cost, "add `train < tokens 15T price 2.5 >`"),
+    ] {
+        let opts = SweepOptions {
+            objective,
+            ..SweepOptions::default()
+        };
+        let Err(PrepareError::Diagnostics(ds)) = prepared(&text, &opts) else {
+            panic!("{objective:?} swept a scenario without a budget");
+        };
+        assert_eq!(ds.len(), 1);
+        assert_eq!(ds[0].code, Code::E0713);
+        let at = &text[ds[0].primary.loc.span.start..ds[0].primary.loc.span.end];
+        assert!(at.starts_with("scenario s"), "{at}");
+        assert!(ds[0].help.as_deref().unwrap().starts_with(help), "{:?}", ds[0].help);
+    }
+    // A budget without a price ranks by time to train, not by cost.
+    let priced = text.replace("plan p >", "plan p train < tokens 1T > >");
+    let ok = SweepOptions {
+        objective: Objective::TimeToTrain,
+        ..SweepOptions::default()
+    };
+    assert!(prepared(&priced, &ok).is_ok());
+    let Err(PrepareError::Diagnostics(ds)) = prepared(
+        &priced,
+        &SweepOptions {
+            objective: Objective::Cost,
+            ..SweepOptions::default()
+        },
+    ) else {
+        panic!("cost swept a budget without a price");
+    };
+    assert!(ds[0].help.as_deref().unwrap().starts_with("add `price 2.5`"));
+}
+
+#[test]
+fn time_to_train_and_cost_rank_by_the_budget_at_each_plans_speed() {
+    let text = budgeted("tp [1 2 4] pp [1 2] micro_batch 1 global_batch [32 64]");
+    for objective in [Objective::TimeToTrain, Objective::Cost] {
+        let opts = SweepOptions {
+            objective,
+            ..SweepOptions::default()
+        };
+        let (mut session, sw) = prepared(&text, &opts).unwrap();
+        let (o, _) = run(&mut session, &sw, None, &Silent);
+        assert_eq!(o.results.len(), 12);
+        for r in &o.results {
+            // 10B tokens in whole iterations of global_batch × 1,024 tokens, 16 GPUs at $2.5.
+            let iterations = (10_000_000_000 / (r.plan.global_batch * 1024)) as f64;
+            let time = iterations * r.iteration_time().0;
+            let t = r.train_time().unwrap().0;
+            assert!((t - time).abs() <= 1e-9 * time, "{t} vs {time}");
+            let cost = time * 16.0 / 3600.0 * 2.5;
+            assert!((r.train_cost().unwrap() - cost).abs() <= 1e-9 * cost);
+        }
+        let figure = |r: &Ranked| match objective {
+            Objective::TimeToTrain => r.train_time().unwrap().0,
+            _ => r.train_cost().unwrap(),
+        };
+        assert!(o.results.windows(2).all(|w| figure(&w[0]) <= figure(&w[1])));
+        let table = output::text(&o, 3, false);
+        let column = if objective == Objective::Cost {
+            "cost ($M)"
+        } else {
+            "train (days)"
+        };
+        assert!(table.contains(column), "{table}");
+    }
+}
+
+#[test]
+fn auto_tries_zero_bubble_schedules_on_one_chunk_pipelines_and_fsdp() {
+    let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 64 >\n"), &auto()).unwrap();
+    let joined = &sw.space.axes[0];
+    assert!(joined.name.contains("+pp+schedule+cp"), "{}", joined.name);
+    for v in &joined.values {
+        let zb = v.label.contains("schedule zb_h");
+        let one_chunk_pipeline = !v.label.contains("pp 1 ") && v.label.contains("vpp 1");
+        assert!(!zb || one_chunk_pipeline, "{}", v.label);
+    }
+    // With pp 2 vpp 1, 1F1B and both zero-bubble schedules; with pp 2 vpp 2 interleaved alone.
+    let count = |needle: &str| values_with(joined, needle);
+    assert_eq!(count("pp 2 vpp 1 schedule zb_h1"), count("pp 2 vpp 1 schedule zb_h2"));
+    assert!(count("pp 2 vpp 1 schedule zb_h1") > 0);
+    assert_eq!(count("vpp 2 schedule"), 0);
+    let fsdp = sw.space.axes.iter().find(|a| a.name == "fsdp").unwrap();
+    let labels: Vec<&str> = fsdp.values.iter().map(|v| v.label.as_str()).collect();
+    assert_eq!(labels, ["", "fsdp optim_grads_params megatron"]);
+    // A plan that writes `fsdp` keeps it: no axis.
+    let (_, written) = prepared(
+        &format!("{TINY}plan p < global_batch 64 fsdp optim_grads_params >\n"),
+        &auto(),
+    )
+    .unwrap();
+    assert!(written.space.axes.iter().all(|a| a.name != "fsdp"));
 }
