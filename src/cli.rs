@@ -2145,7 +2145,10 @@ fn emit_best_megatron(
     let mut text: String = header.iter().map(|l| format!("# {l}\n")).collect();
     text.push_str(&venusc::emit::emit_megatron(&sc));
     files::write_atomic(path, text.as_bytes()).map_err(|f| fail(&f))?;
-    eprintln!("wrote the best plan's Megatron-LM flags to `{}`", path.display());
+    eprintln!(
+        "wrote the best plan's Megatron-LM flags to `{}`",
+        path.display()
+    );
     Ok(())
 }
 

@@ -1208,14 +1208,20 @@ fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
             // Every valid plan not listed counts under `bound`, so the counts add up.
             let valid = all.results.len() as u64 + all.pruned.get(DUPLICATE).unwrap_or(&0);
             assert_eq!(best.pruned.get(BOUND), Some(&(valid - keep)));
-            assert_eq!(best.results.len() as u64 + best.pruned_total(), best.candidates);
+            assert_eq!(
+                best.results.len() as u64 + best.pruned_total(),
+                best.candidates
+            );
             if timing.simulated < full.simulated {
                 skipped_some += 1;
             }
         }
     }
     // 3 spaces × 6 objectives: the bound skips plans in most of them.
-    assert!(skipped_some >= 12, "the bound skipped plans in {skipped_some} of {runs} runs");
+    assert!(
+        skipped_some >= 12,
+        "the bound skipped plans in {skipped_some} of {runs} runs"
+    );
 }
 
 #[test]
@@ -1230,7 +1236,13 @@ fn the_time_bound_never_exceeds_the_simulated_time() {
     let mut checked = 0;
     for text in [dense.as_str(), moe] {
         let (mut session, sw) = prepared(text, &auto()).unwrap();
-        for c in 0..sw.space.len() {
+        // About 150 candidates of each space (a debug build simulates a few a second), at a
+        // stride prime to the inner axes' sizes, so every value of every axis comes up.
+        let mut stride = (sw.space.len() / 150).max(1) as usize;
+        while stride % 2 == 0 || stride % 3 == 0 {
+            stride += 1;
+        }
+        for c in (0..sw.space.len()).step_by(stride) {
             let Ok(sc) = check_candidate(&mut session, &sw, c) else {
                 continue;
             };
@@ -1247,7 +1259,7 @@ fn the_time_bound_never_exceeds_the_simulated_time() {
             checked += 1;
         }
     }
-    assert!(checked > 200, "only {checked} plans checked");
+    assert!(checked > 100, "only {checked} plans checked");
 }
 
 proptest::proptest! {
@@ -1332,7 +1344,9 @@ fn pruned_shards_merge_into_the_pruned_whole_sweep() {
 
 #[test]
 fn time_to_train_and_cost_need_the_scenarios_budget() {
-    let text = format!("{TINY}plan p < tp [1 2] global_batch 64 >\nscenario s < model tiny cluster pod plan p >\n");
+    let text = format!(
+        "{TINY}plan p < tp [1 2] global_batch 64 >\nscenario s < model tiny cluster pod plan p >\n"
+    );
     for (objective, help) in [
         (Objective::TimeToTrain, "add `train < tokens 15T >`"),
         (Objective::Cost, "add `train < tokens 15T price 2.5 >`"),
@@ -1346,9 +1360,14 @@ fn time_to_train_and_cost_need_the_scenarios_budget() {
         };
         assert_eq!(ds.len(), 1);
         assert_eq!(ds[0].code, Code::E0713);
-        let at = &text[ds[0].primary.loc.span.start..ds[0].primary.loc.span.end];
+        let span = ds[0].primary.loc.span;
+        let at = &text[span.start as usize..span.end as usize];
         assert!(at.starts_with("scenario s"), "{at}");
-        assert!(ds[0].help.as_deref().unwrap().starts_with(help), "{:?}", ds[0].help);
+        assert!(
+            ds[0].help.as_deref().unwrap().starts_with(help),
+            "{:?}",
+            ds[0].help
+        );
     }
     // A budget without a price ranks by time to train, not by cost.
     let priced = text.replace("plan p >", "plan p train < tokens 1T > >");
@@ -1366,7 +1385,11 @@ fn time_to_train_and_cost_need_the_scenarios_budget() {
     ) else {
         panic!("cost swept a budget without a price");
     };
-    assert!(ds[0].help.as_deref().unwrap().starts_with("add `price 2.5`"));
+    assert!(ds[0]
+        .help
+        .as_deref()
+        .unwrap()
+        .starts_with("add `price 2.5`"));
 }
 
 #[test]
@@ -1407,7 +1430,7 @@ fn time_to_train_and_cost_rank_by_the_budget_at_each_plans_speed() {
 #[test]
 fn auto_tries_zero_bubble_schedules_on_one_chunk_pipelines_and_fsdp() {
     let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 64 >\n"), &auto()).unwrap();
-    let joined = &sw.space.axes[0];
+    let joined = &sw.space.axes()[0];
     assert!(joined.name.contains("+pp+schedule+cp"), "{}", joined.name);
     for v in &joined.values {
         let zb = v.label.contains("schedule zb_h");
@@ -1416,10 +1439,13 @@ fn auto_tries_zero_bubble_schedules_on_one_chunk_pipelines_and_fsdp() {
     }
     // With pp 2 vpp 1, 1F1B and both zero-bubble schedules; with pp 2 vpp 2 interleaved alone.
     let count = |needle: &str| values_with(joined, needle);
-    assert_eq!(count("pp 2 vpp 1 schedule zb_h1"), count("pp 2 vpp 1 schedule zb_h2"));
+    assert_eq!(
+        count("pp 2 vpp 1 schedule zb_h1"),
+        count("pp 2 vpp 1 schedule zb_h2")
+    );
     assert!(count("pp 2 vpp 1 schedule zb_h1") > 0);
     assert_eq!(count("vpp 2 schedule"), 0);
-    let fsdp = sw.space.axes.iter().find(|a| a.name == "fsdp").unwrap();
+    let fsdp = sw.space.axes().iter().find(|a| a.name == "fsdp").unwrap();
     let labels: Vec<&str> = fsdp.values.iter().map(|v| v.label.as_str()).collect();
     assert_eq!(labels, ["", "fsdp optim_grads_params megatron"]);
     // A plan that writes `fsdp` keeps it: no axis.
@@ -1428,5 +1454,5 @@ fn auto_tries_zero_bubble_schedules_on_one_chunk_pipelines_and_fsdp() {
         &auto(),
     )
     .unwrap();
-    assert!(written.space.axes.iter().all(|a| a.name != "fsdp"));
+    assert!(written.space.axes().iter().all(|a| a.name != "fsdp"));
 }

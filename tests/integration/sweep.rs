@@ -213,7 +213,7 @@ fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
     );
     let text = std::fs::read_to_string(&best).unwrap();
     assert!(
-        text.starts_with("# The fastest of 3,048 candidate plans"),
+        text.starts_with("# The fastest of 9,840 candidate plans"),
         "{text}"
     );
     assert!(
@@ -369,14 +369,20 @@ fn prune_lists_the_exhaustive_top_k_and_emit_megatron_writes_the_winners_flags()
         .unwrap_or_else(|| panic!("{stderr}"));
     assert!(simulated < valid, "{stderr}");
     let text = std::fs::read_to_string(&flags).unwrap();
-    assert!(text.starts_with("# The fastest of 48 candidate plans"), "{text}");
+    assert!(
+        text.starts_with("# The fastest of 48 candidate plans"),
+        "{text}"
+    );
     let winner = &results[0]["plan"];
     for (flag, key) in [
         ("--tensor-model-parallel-size", "tp"),
         ("--pipeline-model-parallel-size", "pp"),
         ("--micro-batch-size", "micro_batch"),
     ] {
-        assert!(text.contains(&format!("{flag} {}", winner[key])), "{flag}: {text}");
+        assert!(
+            text.contains(&format!("{flag} {}", winner[key])),
+            "{flag}: {text}"
+        );
     }
     // The text view lists the K plans and no Pareto front of them.
     let (code, stdout, _) = venusc(&["sweep", &file, "--prune", "--top", "2"]);
