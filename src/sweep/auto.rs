@@ -26,8 +26,8 @@ pub const AUTO_MICRO_BATCHES: [u64; 4] = [1, 2, 4, 8];
 const MAX_UNEVEN_VPP: u64 = 16;
 
 /// Plan keys that follow from the others and that `--auto` therefore drops from the plan:
-/// `dp` is world / (tp × pp × cp). (`schedule` is a row: its default follows pp and vpp.)
-const DERIVED_KEYS: [&str; 1] = ["dp"];
+/// `dp` is world / (tp × pp × cp) and `schedule` follows pp and vpp (LANGUAGE.md defaults).
+const DERIVED_KEYS: [&str; 2] = ["dp", "schedule"];
 
 /// How `--auto` builds the space.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,8 +50,6 @@ pub struct AutoCx {
     pub distributed_optimizer_written: bool,
     /// The plan writes `overlap_param_gather on`, which needs the distributed optimizer.
     pub param_gather_overlapped: bool,
-    /// The plan writes `fsdp` itself: no axis for it.
-    pub fsdp_written: bool,
     pub opts: AutoOptions,
 }
 
@@ -66,7 +64,6 @@ impl AutoCx {
             experts: def.model.experts.as_ref().map(|e| e.value),
             distributed_optimizer_written: p.distributed_optimizer.is_some(),
             param_gather_overlapped: p.overlap_param_gather.as_ref().is_some_and(|s| s.value),
-            fsdp_written: p.fsdp.is_some(),
             opts,
         }
     }
@@ -78,8 +75,6 @@ pub struct Chosen {
     pub tp: u64,
     pub sp: bool,
     pub pp: u64,
-    /// Model chunks per pipeline rank.
-    pub vpp: u64,
     pub cp: u64,
 }
 
@@ -89,7 +84,6 @@ impl Default for Chosen {
             tp: 1,
             sp: false,
             pp: 1,
-            vpp: 1,
             cp: 1,
         }
     }
@@ -142,13 +136,6 @@ pub const ROWS: &[Row] = &[
         values: pp_values,
     },
     Row {
-        name: "schedule",
-        keys: &["schedule"],
-        applies: always,
-        dependent: true,
-        values: schedule_values,
-    },
-    Row {
         name: "cp",
         keys: &["cp"],
         applies: always,
@@ -183,13 +170,6 @@ pub const ROWS: &[Row] = &[
         dependent: false,
         values: distributed_optimizer_values,
     },
-    Row {
-        name: "fsdp",
-        keys: &[],
-        applies: fsdp_not_written,
-        dependent: false,
-        values: fsdp_values,
-    },
 ];
 
 fn always(_: &AutoCx) -> bool {
@@ -202,10 +182,6 @@ fn is_moe(cx: &AutoCx) -> bool {
 
 fn optimizer_not_written(cx: &AutoCx) -> bool {
     !cx.distributed_optimizer_written
-}
-
-fn fsdp_not_written(cx: &AutoCx) -> bool {
-    !cx.fsdp_written
 }
 
 /// Whether `key`'s items are dropped from a plan `--auto` rewrites.
@@ -276,30 +252,7 @@ fn pp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
                     " first_stage_layers {first} last_stage_layers {last}"
                 ));
             }
-            out.push((
-                items,
-                Chosen {
-                    pp,
-                    vpp: layout.vpp,
-                    ..c
-                },
-            ));
-        }
-    }
-    out
-}
-
-/// The pipeline schedule: the default (1F1B, or interleaved with vpp > 1), and with a
-/// pipeline of one chunk per rank the zero-bubble schedules `zb_h1` and `zb_h2` (Qi et al.,
-/// ICLR 2024; their runtime needs pp > 1 and one chunk per rank, zbpp_utils.py:134, E0325,
-/// and `schedule::Kind::check_zero_bubble`'s vpp rule). The checker prunes the plans whose
-/// optimizer features or microbatch count the zero-bubble runtime refuses (E0326, E0327).
-/// DualPipe joins here as one more value for the shapes it accepts once the schedule exists.
-fn schedule_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
-    let mut out = vec![(String::new(), c)];
-    if c.pp > 1 && c.vpp == 1 {
-        for kind in ["zb_h1", "zb_h2"] {
-            out.push((item("schedule", kind), c));
+            out.push((items, Chosen { pp, ..c }));
         }
     }
     out
@@ -405,20 +358,6 @@ fn distributed_optimizer_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
         out.push((item("distributed_optimizer", on_off(false)), c));
     }
     out
-}
-
-/// Megatron-FSDP (`--use-megatron-fsdp --data-parallel-sharding-strategy`): none (DDP with
-/// the optimizer the plan or the optimizer row chooses) and ZeRO-3 (`optim_grads_params`:
-/// parameters, gradients and optimizer state sharded, each layer gathered before its forward
-/// and backward). `optim` and `optim_grads` shard a subset of that between the distributed
-/// optimizer and ZeRO-3; each value doubles the space, so they are left to a list
-/// (`fsdp [optim_grads optim_grads_params]`). Torch FSDP2 refuses pipelines (D05) and is left
-/// to plans that write it.
-fn fsdp_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
-    vec![
-        (String::new(), c),
-        ("fsdp optim_grads_params megatron".to_string(), c),
-    ]
 }
 
 /// The generated axes: the rows up to the last dependent one as one combined axis (named by
