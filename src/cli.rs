@@ -385,6 +385,10 @@ enum SweepObjective {
     /// Tokens per second per GPU times goodput (the cluster's failure rates), most first:
     /// the time to train a token budget, interruptions included.
     Goodput,
+    /// Time to train the scenario's `train < tokens ... >` budget, shortest first.
+    TimeToTrain,
+    /// Cost of that budget at the `train` block's `price`, cheapest first.
+    Cost,
 }
 
 impl SweepObjective {
@@ -396,6 +400,8 @@ impl SweepObjective {
             SweepObjective::GpuHours => Objective::GpuHours,
             SweepObjective::Mfu => Objective::Mfu,
             SweepObjective::Goodput => Objective::Goodput,
+            SweepObjective::TimeToTrain => Objective::TimeToTrain,
+            SweepObjective::Cost => Objective::Cost,
         }
     }
 }
@@ -428,11 +434,17 @@ struct SweepArgs {
     allow_cross_node_tp: bool,
     #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
     format: SweepFormat,
-    /// Rows of the ranking in the text output.
-    #[arg(long, default_value_t = 10)]
-    top: usize,
-    /// What to rank by: iteration time, tokens/s per GPU, GPU-hours per token or MFU (ties:
-    /// peak memory, then candidate number).
+    /// Rows of the ranking in the text output; with `--prune`, the plans kept.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    top: u64,
+    /// Simulate only the plans that can rank among the `--top` best: a candidate whose lower
+    /// bound (its busiest stage's compute) is worse than the K-th best simulated plan is
+    /// skipped, best bound first. Lists those K plans, the same as an exhaustive sweep's.
+    #[arg(long, conflicts_with = "pareto")]
+    prune: bool,
+    /// What to rank by: iteration time, tokens/s per GPU, GPU-hours per token, MFU, or the
+    /// time or cost of the scenario's `train` budget (ties: peak memory, then candidate
+    /// number).
     #[arg(long, value_enum, default_value_t = SweepObjective::Time)]
     objective: SweepObjective,
     /// GPU memory every plan must leave free, e.g. `10%`: a plan whose peak (plus its
@@ -449,6 +461,9 @@ struct SweepArgs {
     /// memory and the ranking, each point linking to its plan.
     #[arg(long, value_name = "FILE.html")]
     html: Option<PathBuf>,
+    /// Write the best plan as Megatron-LM flags (as `compile --emit megatron` writes them).
+    #[arg(long, value_name = "FILE.sh")]
+    emit_megatron: Option<PathBuf>,
     /// Run one of n deterministic slices of the sweep (1-based), e.g. `--shard 3/16`.
     #[arg(long, value_name = "i/n")]
     shard: Option<String>,
@@ -2062,6 +2077,7 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
         }),
         headroom: venusc::ty::Ratio(args.headroom),
         objective: args.objective.objective(),
+        prune: args.prune.then_some(args.top),
     };
     let shard = match args.shard.as_deref().map(sweep::Shard::parse).transpose() {
         Ok(s) => s,
@@ -2151,7 +2167,16 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
             Ok(o) => o,
             Err(e) => return coded_usage_error(Code::E0604, e),
         };
-        // The objective only orders the results: the merge ranks by the one asked for now.
+        // The objective only orders the results: the merge ranks by the one asked for now,
+        // unless the shards kept only their best K by theirs.
+        if merged.kept.is_some() && merged.objective != args.objective.objective() {
+            return usage_error(format!(
+                "the shards kept their best {} plans by {}: merge them with `--objective {}`",
+                merged.kept.unwrap_or(0),
+                merged.objective.word(),
+                merged.objective.word()
+            ));
+        }
         merged.rank_by(args.objective.objective());
         if let Some((session, sw)) = prepared.as_mut() {
             if let Err(e) = sweep::verify_plans(session, sw, &merged) {
@@ -2161,7 +2186,11 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
         merged
     };
     let out = match args.format {
-        SweepFormat::Text => output::text(&outcome, args.top, args.pareto),
+        SweepFormat::Text => output::text(
+            &outcome,
+            usize::try_from(args.top).unwrap_or(usize::MAX),
+            args.pareto,
+        ),
         SweepFormat::Csv => output::csv(&outcome, args.pareto),
         SweepFormat::Json if args.pareto => output::json(&output::pareto_only(&outcome)),
         SweepFormat::Json => output::json(&outcome),
@@ -2187,6 +2216,19 @@ fn sweep(args: &SweepArgs, roots: &RootArgs, color: bool) -> ExitCode {
             return fail(&f);
         }
         if let Err(e) = emit_best(&outcome, sw, path) {
+            return e;
+        }
+    }
+    if let Some(path) = &args.emit_megatron {
+        let Some((session, sw)) = prepared.as_mut() else {
+            return usage_error("`--emit-megatron` after `--merge` needs the sweep file too: `venusc sweep FILE --merge ...`");
+        };
+        let mut inputs: Vec<&Path> = args.merge.iter().map(PathBuf::as_path).collect();
+        inputs.push(&sw.path);
+        if let Err(f) = files::refuse_input(path, &inputs) {
+            return fail(&f);
+        }
+        if let Err(e) = emit_best_megatron(&outcome, session, sw, path) {
             return e;
         }
     }
@@ -2334,6 +2376,46 @@ fn emit_best(
             );
         }
     }
+    Ok(())
+}
+
+/// `sweep --emit-megatron`: the best plan's Megatron-LM flags, under comment lines that say
+/// where it comes from.
+fn emit_best_megatron(
+    outcome: &venusc::sweep::Outcome,
+    session: &mut venusc::Session,
+    sw: &venusc::sweep::Sweep,
+    path: &Path,
+) -> Result<(), ExitCode> {
+    let Some(best) = outcome.results.first() else {
+        eprintln!("error: no plan was simulated, so there is no best plan to write");
+        return Err(ExitCode::from(1));
+    };
+    let foreign = outcome
+        .shard
+        .as_ref()
+        .is_some_and(|s| s.fingerprint != sw.fingerprint);
+    let sc = match venusc::sweep::candidate_scenario(session, sw, best.candidate) {
+        Ok(sc) if !foreign => sc,
+        _ => {
+            return Err(usage_error(
+                "the shard outputs come from another sweep than this file",
+            ))
+        }
+    };
+    let header = venusc::sweep::output::best_header(
+        outcome,
+        best,
+        &sw.path.display().to_string(),
+        &sw.space.describe(best.candidate),
+    );
+    let mut text: String = header.iter().map(|l| format!("# {l}\n")).collect();
+    text.push_str(&venusc::emit::emit_megatron(&sc));
+    files::write_atomic(path, text.as_bytes()).map_err(|f| fail(&f))?;
+    eprintln!(
+        "wrote the best plan's Megatron-LM flags to `{}`",
+        path.display()
+    );
     Ok(())
 }
 

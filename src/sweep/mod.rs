@@ -16,6 +16,7 @@
 //! the candidates; a plan equal to a lower-numbered candidate's counts as [`DUPLICATE`].
 
 pub mod auto;
+pub mod bound;
 pub mod output;
 pub mod space;
 #[cfg(test)]
@@ -51,6 +52,10 @@ pub struct SweepOptions {
     pub headroom: Ratio,
     /// What the ranking orders by (`--objective`).
     pub objective: Objective,
+    /// `--prune --top K`: simulate only the plans that can rank among the best K (by the
+    /// [`bound`] of each objective, best bound first) and list those K; `None` simulates every
+    /// valid plan and lists them all.
+    pub prune: Option<u64>,
 }
 
 /// What a sweep ranks by. Every objective breaks ties by peak memory, then candidate number.
@@ -70,6 +75,10 @@ pub enum Objective {
     /// storage, `plan::goodput`), most first: the time to train a token budget, interruptions
     /// included. Without failure inputs the goodput is 1 and this ranks as `throughput`.
     Goodput,
+    /// The time to train the scenario's `train < tokens ... >` budget, shortest first.
+    TimeToTrain,
+    /// What that budget costs at the `train` block's `price`, cheapest first.
+    Cost,
 }
 
 impl Objective {
@@ -80,6 +89,20 @@ impl Objective {
             Objective::GpuHours => "gpu-hours",
             Objective::Mfu => "mfu",
             Objective::Goodput => "goodput",
+            Objective::TimeToTrain => "time-to-train",
+            Objective::Cost => "cost",
+        }
+    }
+
+    /// What the scenario must state for this objective to rank by: `None` when it has it.
+    pub fn needs(self, sc: &ScenarioDef) -> Option<&'static str> {
+        let train = &sc.train;
+        match self {
+            Objective::TimeToTrain if train.tokens.is_none() => Some("a token budget"),
+            Objective::Cost if train.tokens.is_none() || train.price.is_none() => {
+                Some("a token budget and a price")
+            }
+            _ => None,
         }
     }
 
@@ -91,6 +114,8 @@ impl Objective {
             Objective::GpuHours => r.gpu_seconds_per_token(),
             Objective::Mfu => -r.mfu,
             Objective::Goodput => -r.effective_tokens_per_second_per_gpu(),
+            Objective::TimeToTrain => r.train_seconds.unwrap_or(f64::INFINITY),
+            Objective::Cost => r.cost_dollars.unwrap_or(f64::INFINITY),
         }
     }
 }
@@ -107,6 +132,8 @@ pub struct Sweep {
     /// The memory a plan must leave free ([`SweepOptions::headroom`]).
     pub headroom: Ratio,
     pub objective: Objective,
+    /// The best K a pruned sweep keeps ([`SweepOptions::prune`]).
+    pub prune: Option<u64>,
     /// GPUs in the cluster.
     pub world: u64,
     /// Identifies the file and options, so shards of different sweeps do not merge.
@@ -162,6 +189,7 @@ pub fn prepare(
         scenario_name: def.name.clone(),
         headroom: opts.headroom,
         objective: opts.objective,
+        prune: opts.prune,
         world: def.cluster.world_size(),
         fingerprint: fingerprint(&original, opts),
         original,
@@ -256,7 +284,15 @@ fn prepare_space(
         )));
     }
     draft.keep_used(&def, root, &map);
-    let (def, _) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
+    let (def, map) = typed(session, path, root, &draft, &|_| 0, scenario, work)?;
+    if let Some(missing) = opts.objective.needs(&def) {
+        let mut at = def.loc;
+        if at.file == root {
+            at.span = map.to_original(at.span);
+        }
+        let d = objective_needs_train(&def, at, opts.objective, missing, text);
+        return Err(PrepareError::Diagnostics(vec![d]));
+    }
     let lists: Vec<(usize, space::ListSite)> = draft
         .axis_lists()
         .into_iter()
@@ -276,6 +312,53 @@ fn prepare_space(
     let auto = opts.auto.map(|a| auto::axes(&auto::AutoCx::of(&def, a)));
     let space = draft.finish(auto).map_err(PrepareError::Usage)?;
     Ok((space, def))
+}
+
+/// E0713: `--objective time-to-train` or `cost` on a scenario whose `train` block does not
+/// state what the objective is computed from. The help writes the missing items.
+fn objective_needs_train(
+    def: &ScenarioDef,
+    at: crate::diag::Loc,
+    objective: Objective,
+    missing: &str,
+    text: &str,
+) -> Diagnostic {
+    let has_tokens = def.train.tokens.is_some();
+    // The scenario's span in the file as written.
+    let (start, end) = (at.span.start as usize, at.span.end as usize);
+    let written = text
+        .get(start..end)
+        .is_some_and(|t| t.trim_start().starts_with("scenario"));
+    let help = if has_tokens {
+        format!(
+            "add `price 2.5` (US dollars per GPU-hour) to the `train` block of scenario `{}`",
+            def.name
+        )
+    } else if written {
+        let price = if objective == Objective::Cost {
+            " price 2.5"
+        } else {
+            ""
+        };
+        format!(
+            "add `train < tokens 15T{price} >` (the tokens to train on) to scenario `{}`",
+            def.name
+        )
+    } else {
+        "name the scenario to give it a budget: `scenario s < model M cluster C plan P train < tokens 15T price 2.5 > >`"
+            .to_string()
+    };
+    Diagnostic::new(
+        Code::E0713,
+        format!(
+            "`--objective {}` needs {missing}, which scenario `{}` does not state",
+            objective.word(),
+            def.name
+        ),
+        at,
+        format!("no `train` {missing} here"),
+    )
+    .with_help(help)
 }
 
 /// Whether element `k` of `site` types as its key's argument on its own, which for a number
@@ -366,6 +449,11 @@ fn fingerprint(text: &str, opts: &SweepOptions) -> String {
     // The headroom decides which plans are pruned; the objective only orders the results,
     // which `--merge` does again, so shards ranked by another objective still merge.
     let headroom = format!("headroom={}", opts.headroom.0);
+    // A pruned shard lists only its best K by its objective: only shards pruned alike merge.
+    // An unpruned sweep hashes as it always did, so its shard files stay mergeable.
+    let prune = opts.prune.map_or(String::new(), |k| {
+        format!("prune={k} objective={}", opts.objective.word())
+    });
     let parts = [
         env!("CARGO_PKG_VERSION"),
         text,
@@ -373,6 +461,9 @@ fn fingerprint(text: &str, opts: &SweepOptions) -> String {
         &auto,
         &headroom,
     ];
+    let parts = parts
+        .into_iter()
+        .chain((!prune.is_empty()).then_some(prune.as_str()));
     for part in parts {
         for b in part.bytes().chain([0xff]) {
             h ^= u64::from(b);
@@ -528,9 +619,19 @@ impl PlanSummary {
                 sc.split.layers(0)
             },
             last_stage_layers: sc.split.layers(sc.pp.saturating_sub(1)),
-            settings: BTreeMap::new(),
+            settings: fsdp_setting(sc),
         }
     }
+}
+
+/// `fsdp → optim_grads_params` for a plan sharded by FSDP (an `--auto` axis with no field of its
+/// own, so that a plan without it prints and hashes as before); nothing for DDP.
+fn fsdp_setting(sc: &Scenario) -> BTreeMap<String, String> {
+    sc.flags
+        .fsdp
+        .map(|f| ("fsdp".to_string(), f.word().to_string()))
+        .into_iter()
+        .collect()
 }
 
 /// A simulated candidate. The figures are stored as written in the JSON (milliseconds,
@@ -551,6 +652,12 @@ pub struct Ranked {
     /// Useful training time over wall time (1 without failure inputs, and then not written).
     #[serde(default = "no_failures", skip_serializing_if = "is_no_failures")]
     goodput: f64,
+    /// The scenario's `train` budget: its time to train in seconds, and its cost in US
+    /// dollars with a `price`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    train_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cost_dollars: Option<f64>,
 }
 
 fn no_failures() -> f64 {
@@ -570,6 +677,9 @@ pub struct Figures {
     pub tokens_per_gpu: f64,
     pub mfu: Ratio,
     pub peak: Bytes,
+    /// Time to train the `train` block's tokens, and its cost with a price.
+    pub train_time: Option<Seconds>,
+    pub cost: Option<crate::base::units::Dollars>,
 }
 
 impl Ranked {
@@ -583,6 +693,8 @@ impl Ranked {
             mfu: f.mfu.0,
             peak_memory_bytes: f.peak.0,
             goodput: no_failures(),
+            train_seconds: f.train_time.map(|t| t.0),
+            cost_dollars: f.cost.map(|c| c.0),
         }
     }
     /// The candidate with the goodput its report gives (`None`: no failure inputs, 1).
@@ -597,6 +709,14 @@ impl Ranked {
     /// Tokens per second per GPU over wall time, interruptions included.
     pub fn effective_tokens_per_second_per_gpu(&self) -> f64 {
         self.tokens_per_second_per_gpu * self.goodput
+    }
+    /// The time to train the scenario's token budget, when it states one.
+    pub fn train_time(&self) -> Option<Seconds> {
+        self.train_seconds.map(Seconds)
+    }
+    /// What training the budget costs, when the scenario states a price.
+    pub fn train_cost(&self) -> Option<f64> {
+        self.cost_dollars
     }
     /// Tokens per second per GPU.
     pub fn tokens_per_second_per_gpu(&self) -> f64 {
@@ -640,6 +760,11 @@ impl Ranked {
 /// Key of a candidate that passed every rule but whose simulation failed (an engine limit).
 pub const SIMULATION_FAILED: &str = "simulation";
 
+/// Key of a valid candidate a pruned sweep (`--prune`) does not list: its bound showed it
+/// cannot rank among the best K, or it ranked below them, or (as [`DUPLICATE`] counts in an
+/// unpruned sweep) a listed candidate has its plan.
+pub const BOUND: &str = "bound";
+
 /// Key of a candidate whose plan is the plan of a lower-numbered candidate (`sp [on off]` with
 /// tp 1, a value listed twice): it is counted here, and only the lower number is listed.
 pub const DUPLICATE: &str = "duplicate";
@@ -663,6 +788,9 @@ pub struct Outcome {
     /// The share of GPU memory the plans had to leave free (0 to 1).
     #[serde(default)]
     pub headroom: f64,
+    /// A pruned sweep's K (`--prune --top K`): `results` are its best K plans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
 }
@@ -688,6 +816,24 @@ impl Outcome {
             *n = n.saturating_add(dropped);
         }
         self.rank_by(objective);
+        if let Some(keep) = self.kept {
+            self.keep_best(keep);
+        }
+    }
+
+    /// A pruned sweep lists its best `keep` plans and counts every other valid candidate
+    /// under [`BOUND`], duplicates included: which of them were simulated depends on the
+    /// sharding, what the best K are does not, so a merge equals the whole sweep.
+    fn keep_best(&mut self, keep: u64) {
+        let keep = usize::try_from(keep).unwrap_or(usize::MAX);
+        let below = self.results.len().saturating_sub(keep) as u64;
+        self.results.truncate(keep);
+        let duplicates = self.pruned.remove(DUPLICATE).unwrap_or(0);
+        let n = below.saturating_add(duplicates);
+        if n > 0 {
+            let e = self.pruned.entry(BOUND.to_string()).or_default();
+            *e = e.saturating_add(n);
+        }
     }
 
     /// The pruned candidates over every code, saturating: a shard's counts are untrusted
@@ -774,15 +920,23 @@ pub fn run(
     let checked = Instant::now();
     progress.start("simulating", valid.len() as u64);
     let done = AtomicU64::new(0);
-    let simulated: Vec<Result<Ranked, Option<Code>>> = valid
-        .par_iter()
-        .map(|(c, sc)| {
-            let r = simulate_candidate(*c, sc, PlanSummary::of_candidate(sc, &sweep.space, *c));
-            done.fetch_add(1, Ordering::Relaxed);
-            progress.advance(1);
-            r
-        })
-        .collect();
+    let simulate_one = |(c, sc): &(u64, Scenario)| {
+        let r = simulate_candidate(*c, sc, PlanSummary::of_candidate(sc, &sweep.space, *c));
+        done.fetch_add(1, Ordering::Relaxed);
+        progress.advance(1);
+        r
+    };
+    let simulated: Vec<Result<Ranked, Option<Code>>> = match sweep.prune {
+        None => valid.par_iter().map(simulate_one).collect(),
+        Some(keep) => {
+            let (simulated, skipped) = simulate_best(&valid, sweep.objective, keep, &simulate_one);
+            progress.advance(skipped);
+            if skipped > 0 {
+                *pruned.entry(BOUND.to_string()).or_default() += skipped;
+            }
+            simulated
+        }
+    };
     progress.finish();
     let mut results = Vec::with_capacity(simulated.len());
     for r in simulated {
@@ -809,6 +963,7 @@ pub fn run(
         results,
         objective: sweep.objective,
         headroom: sweep.headroom.0,
+        kept: sweep.prune,
         shard: shard.map(|s| ShardInfo {
             index: s.index,
             count: s.count,
@@ -818,6 +973,91 @@ pub fn run(
     };
     outcome.finish(sweep.objective);
     (outcome, timing)
+}
+
+/// Candidates simulated between two updates of the K-th best figure in a pruned sweep: a fixed
+/// number, not the thread count, so which plans are simulated depends only on the file and the
+/// options. Large enough to keep a many-core pool busy; each batch can simulate at most this
+/// many plans the next bound would have skipped.
+const PRUNE_BATCH: usize = 32;
+
+/// Simulates the candidates of `valid` that can rank among the best `keep` under
+/// `objective`, in the order of their [`bound`] (best first, then candidate number), so the
+/// K-th best figure tightens fast: a candidate whose bound is worse than the K-th best
+/// simulated figure over distinct plans cannot be among the best K (its own figure is at
+/// least its bound), and neither can any later one. Returns the simulations and how many
+/// candidates were skipped.
+fn simulate_best<F>(
+    valid: &[(u64, Scenario)],
+    objective: Objective,
+    keep: u64,
+    simulate_one: &F,
+) -> (Vec<Result<Ranked, Option<Code>>>, u64)
+where
+    F: Fn(&(u64, Scenario)) -> Result<Ranked, Option<Code>> + Sync,
+{
+    let mut order: Vec<(f64, usize)> = valid
+        .par_iter()
+        .enumerate()
+        .map(|(i, (_, sc))| {
+            let time = bound::iteration_time_lower_bound(sc);
+            (bound::objective_bound(objective, sc, time), i)
+        })
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut best = KthBest::new(keep);
+    let mut out = Vec::new();
+    let mut next = 0;
+    while next < order.len() {
+        let threshold = best.threshold();
+        let batch: Vec<usize> = order[next..]
+            .iter()
+            .take(PRUNE_BATCH)
+            .take_while(|(b, _)| *b <= threshold)
+            .map(|&(_, i)| i)
+            .collect();
+        if batch.is_empty() {
+            break;
+        }
+        next += batch.len();
+        let results: Vec<Result<Ranked, Option<Code>>> =
+            batch.par_iter().map(|&i| simulate_one(&valid[i])).collect();
+        for r in results.iter().flatten() {
+            best.insert(r, objective);
+        }
+        out.extend(results);
+    }
+    (out, (order.len() - next) as u64)
+}
+
+/// The K-th best figure over the distinct plans simulated so far (+∞ until there are K).
+struct KthBest {
+    keep: usize,
+    figures: std::collections::HashMap<PlanSummary, f64>,
+}
+
+impl KthBest {
+    fn new(keep: u64) -> KthBest {
+        KthBest {
+            keep: usize::try_from(keep).unwrap_or(usize::MAX).max(1),
+            figures: std::collections::HashMap::new(),
+        }
+    }
+
+    fn insert(&mut self, r: &Ranked, objective: Objective) {
+        let figure = objective.cost(r);
+        let e = self.figures.entry(r.plan.clone()).or_insert(figure);
+        *e = e.min(figure);
+    }
+
+    fn threshold(&self) -> f64 {
+        if self.figures.len() < self.keep {
+            return f64::INFINITY;
+        }
+        let mut all: Vec<f64> = self.figures.values().copied().collect();
+        let (_, kth, _) = all.select_nth_unstable_by(self.keep - 1, f64::total_cmp);
+        *kth
+    }
 }
 
 /// Shards named in a "missing shards" error before the rest is counted.
@@ -830,6 +1070,11 @@ fn short(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// `the best 10 plans` or `every plan`, for the merge's messages.
+fn kept_text(kept: Option<u64>) -> String {
+    kept.map_or("every plan".to_string(), |k| format!("the best {k} plans"))
 }
 
 /// Candidates of `0..total` that shard `index`/`count` owns: those ≡ `index` − 1 (mod `count`).
@@ -944,6 +1189,24 @@ pub fn verify_plans(session: &mut Session, sweep: &Sweep, outcome: &Outcome) -> 
     failure.map_or(Ok(()), Err)
 }
 
+/// The validated scenario of candidate `candidate` (`--emit-megatron` writes its flags), or
+/// the lowest error code it has; the session's copy of the file is restored afterwards.
+pub fn candidate_scenario(
+    session: &mut Session,
+    sweep: &Sweep,
+    candidate: u64,
+) -> Result<Scenario, Code> {
+    let sc = if candidate < sweep.space.len() {
+        check_candidate(session, sweep, candidate)
+    } else {
+        Err(Code::E0604)
+    };
+    session
+        .db_mut()
+        .set_file(&sweep.path, sweep.original.as_bytes());
+    sc
+}
+
 /// `tp 8 pp 4 ... recompute full` (cut), for messages.
 fn summary_text(p: &PlanSummary) -> String {
     format!(
@@ -1026,7 +1289,17 @@ fn figures(sc: &Scenario, report: &crate::report::Report) -> Figures {
         tokens_per_gpu: report.tokens_per_second.0 / sc.world.max(1) as f64,
         mfu: report.mfu,
         peak: report.peak_stage().map_or(Bytes(0), |m| m.peak),
+        train_time: report.train.map(|t| t.time),
+        cost: report.train.and_then(|t| t.cost),
     }
+}
+
+/// The iterations the scenario's `train` budget takes (`TrainCost::of`): `None` without a
+/// budget or with an iteration of no token.
+pub fn train_iterations(sc: &Scenario) -> Option<f64> {
+    let tokens = sc.train.tokens?;
+    let per_iteration = sc.global_batch.saturating_mul(sc.model.seq);
+    (per_iteration > 0).then(|| (tokens / per_iteration) as f64)
 }
 
 /// Combines the outcomes of every shard of one sweep into the outcome of the whole sweep
@@ -1063,6 +1336,7 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
         results: Vec::new(),
         objective: parts[0].objective,
         headroom: parts[0].headroom,
+        kept: parts[0].kept,
         shard: None,
     };
     for mut part in parts {
@@ -1108,6 +1382,17 @@ pub fn merge(parts: Vec<Outcome>) -> Result<Outcome, String> {
                 first.count,
                 short(&merged.scenario),
                 merged.world_size
+            ));
+        }
+        if part.kept != merged.kept {
+            return Err(format!(
+                "shard {}/{} keeps {}, shard {}/{} {}",
+                info.index,
+                info.count,
+                kept_text(part.kept),
+                first.index,
+                first.count,
+                kept_text(merged.kept)
             ));
         }
         if part.headroom.to_bits() != merged.headroom.to_bits() {

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Objective, Outcome, PlanSummary, Ranked, DUPLICATE};
+use super::{Objective, Outcome, PlanSummary, Ranked, BOUND, DUPLICATE};
 use crate::diag::Code;
 use crate::report::table::Align;
 
@@ -35,11 +35,20 @@ pub fn summary(o: &Outcome) -> String {
                 None if code.as_str() == DUPLICATE => {
                     format!("{n} {DUPLICATE} (the plan of a lower-numbered candidate)")
                 }
+                None if code.as_str() == BOUND => format!(
+                    "{n} {BOUND} (cannot rank among the best {})",
+                    o.kept.map_or(String::new(), thousands)
+                ),
                 None => format!("{n} {code} failed"),
             }
         })
         .collect();
-    parts.push(format!("{} simulated", thousands(o.results.len() as u64)));
+    let listed = if o.kept.is_some() {
+        "listed"
+    } else {
+        "simulated"
+    };
+    parts.push(format!("{} {listed}", thousands(o.results.len() as u64)));
     format!("{}: {}\n", count_of(o.candidates, "plan"), parts.join(", "))
 }
 
@@ -167,6 +176,14 @@ fn figure_columns(o: &Outcome) -> Vec<Column> {
                 format!("{:.1}", r.effective_tokens_per_second_per_gpu())
             }));
         }
+        Objective::TimeToTrain => cols.push(column("train (days)", Right, |r| {
+            r.train_time()
+                .map_or(String::new(), |t| format!("{:.2}", t.0 / 86_400.0))
+        })),
+        Objective::Cost => cols.push(column("cost ($M)", Right, |r| {
+            r.train_cost()
+                .map_or(String::new(), |c| format!("{:.3}", c / 1e6))
+        })),
     }
     cols.push(column("peak (GiB)", Right, |r| {
         format!("{:.2}", r.peak_memory().0 as f64 / GIB)
@@ -210,6 +227,8 @@ fn ranked_by(objective: Objective) -> &'static str {
         Objective::GpuHours => "GPU-hours per token",
         Objective::Mfu => "MFU",
         Objective::Goodput => "goodput-weighted tokens/s per GPU",
+        Objective::TimeToTrain => "time to train",
+        Objective::Cost => "cost to train",
     }
 }
 
@@ -240,6 +259,10 @@ pub fn text(o: &Outcome, top: usize, pareto_only: bool) -> String {
         };
         let _ = writeln!(out, "\n{best} (ties broken by peak memory)");
         out.push_str(&table(o, &(0..shown).collect::<Vec<_>>()));
+    }
+    if o.kept.is_some() {
+        // The front of the kept plans is not the sweep's: `--pareto` sweeps without pruning.
+        return out;
     }
     let front = o.pareto();
     let _ = writeln!(
@@ -378,6 +401,8 @@ fn objective_figure(objective: Objective, r: &Ranked) -> f64 {
         Objective::GpuHours => gpu_hours_per_billion_tokens(r),
         Objective::Mfu => r.mfu().0 * 100.0,
         Objective::Goodput => r.effective_tokens_per_second_per_gpu(),
+        Objective::TimeToTrain => r.train_time().map_or(f64::NAN, |t| t.0 / 86_400.0),
+        Objective::Cost => r.train_cost().map_or(f64::NAN, |c| c / 1e6),
     }
 }
 
@@ -388,6 +413,8 @@ fn objective_axis(objective: Objective) -> &'static str {
         Objective::GpuHours => "GPU-hours per 10^9 tokens",
         Objective::Mfu => "MFU (%)",
         Objective::Goodput => "tokens/s per GPU × goodput",
+        Objective::TimeToTrain => "time to train (days)",
+        Objective::Cost => "cost to train ($M)",
     }
 }
 

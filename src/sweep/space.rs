@@ -685,6 +685,8 @@ impl Space {
                     Write::Items(_) => v.label.clone(),
                 })
             })
+            // An `--auto` row's "not written" value (no fsdp) has no label.
+            .filter(|d| !d.is_empty())
             .collect::<Vec<_>>()
             .join(", ")
     }

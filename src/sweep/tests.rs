@@ -491,6 +491,8 @@ fn ranked(candidate: u64, ms: f64, gib: u64) -> Ranked {
             tokens_per_gpu: 1000.0 / ms,
             mfu: Ratio(0.3),
             peak: Bytes(gib << 30),
+            train_time: None,
+            cost: None,
         },
     )
 }
@@ -511,6 +513,7 @@ fn the_pareto_front_keeps_plans_no_other_plan_beats_on_both_figures() {
         ],
         objective: Objective::Time,
         headroom: 0.0,
+        kept: None,
         shard: None,
     };
     o.rank_by(Objective::Time);
@@ -538,6 +541,7 @@ fn the_summary_lists_codes_by_count() {
         results: (0..210).map(|c| ranked(c, 10.0, 1)).collect(),
         objective: Objective::Time,
         headroom: 0.0,
+        kept: None,
         shard: None,
     };
     assert_eq!(
@@ -786,6 +790,7 @@ fn pruned_counts_a_shard_claims_past_u64_saturate_instead_of_overflowing() {
         results: Vec::new(),
         objective: Objective::Time,
         headroom: 0.0,
+        kept: None,
         shard: None,
     };
     assert_eq!(o.pruned_total(), u64::MAX);
@@ -929,6 +934,8 @@ fn each_objective_orders_by_its_own_figure_then_memory_then_candidate() {
             Objective::GpuHours => r.gpu_seconds_per_token(),
             Objective::Mfu => -r.mfu().0,
             Objective::Goodput => -r.effective_tokens_per_second_per_gpu(),
+            Objective::TimeToTrain => r.train_time().map_or(f64::INFINITY, |t| t.0),
+            Objective::Cost => r.train_cost().unwrap_or(f64::INFINITY),
         };
         for pair in o.results.windows(2) {
             let k = |r: &Ranked| (figure(r), r.peak_memory().0, r.candidate);
@@ -1103,4 +1110,231 @@ fn pareto_only_output_lists_just_the_front() {
     assert_eq!(csv.lines().count(), 1 + front.len());
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")));
     assert_eq!(output::pareto_only(&o).results.len(), front.len());
+}
+
+/// A sweep file with a `train` budget, so every objective (time to train and cost too) ranks.
+fn budgeted(plan: &str) -> String {
+    format!(
+        "{TINY}plan p < {plan} >\n\
+         scenario s < model tiny cluster pod plan p train < tokens 10B price 2.5 > >\n"
+    )
+}
+
+const EVERY_OBJECTIVE: [Objective; 6] = [
+    Objective::Time,
+    Objective::Throughput,
+    Objective::GpuHours,
+    Objective::Mfu,
+    Objective::TimeToTrain,
+    Objective::Cost,
+];
+
+/// What the tests compare of a listed result: its number, every figure and its plan.
+fn listed(o: &Outcome) -> Vec<(u64, f64, u64, Option<f64>, Option<f64>, PlanSummary)> {
+    o.results
+        .iter()
+        .map(|r| {
+            (
+                r.candidate,
+                r.iteration_time_ms(),
+                r.peak_memory().0,
+                r.train_seconds,
+                r.cost_dollars,
+                r.plan.clone(),
+            )
+        })
+        .collect()
+}
+
+fn pruned_to(objective: Objective, keep: u64) -> SweepOptions {
+    SweepOptions {
+        objective,
+        prune: Some(keep),
+        ..SweepOptions::default()
+    }
+}
+
+/// A smaller world for `--auto` spaces the tests simulate whole: 4 layers on 8 GPUs.
+const SMALL: &str =
+    "model small < hidden 1024 layers 4 heads 16 head_dim 64 vocab 32000 seq 1024 >\n\
+cluster pod : dgx_a100 < nodes 1 >\n";
+
+#[test]
+fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
+    // Small spaces, lists and `--auto`, every objective, K of 1, 3 and 10: the best K by the
+    // objective (ties by memory, then candidate number) are the exhaustive ranking's first K,
+    // figure for figure, and the pruned sweep simulates fewer plans.
+    let auto_space = format!(
+        "{SMALL}plan p < global_batch 64 >\n\
+         scenario s < model small cluster pod plan p train < tokens 10B price 2.5 > >\n"
+    );
+    let spaces = [
+        (
+            budgeted("tp [1 2 4 8] pp [1 2 4] micro_batch [1 2 4] global_batch 64 recompute [none selective full]"),
+            None,
+        ),
+        (
+            budgeted("tp [1 2] cp [1 2] pp [1 2] micro_batch [1 2] global_batch [16 32] recompute [none full] sp [on off]"),
+            None,
+        ),
+        (auto_space, Some(AutoOptions::default())),
+    ];
+    let mut runs = 0;
+    let mut skipped_some = 0;
+    for (text, auto) in &spaces {
+        let exhaustive_opts = SweepOptions {
+            auto: *auto,
+            ..SweepOptions::default()
+        };
+        let (mut session, sw) = prepared(text, &exhaustive_opts).unwrap();
+        let (all, full) = run(&mut session, &sw, None, &Silent);
+        assert!(all.results.len() > 10, "{text}: {}", all.results.len());
+        for objective in EVERY_OBJECTIVE {
+            let mut exhaustive = all.clone();
+            exhaustive.rank_by(objective);
+            // One K per objective keeps the test short; over the objectives every K is tried.
+            let keep = [1, 3, 10][runs % 3];
+            runs += 1;
+            let opts = SweepOptions {
+                auto: *auto,
+                ..pruned_to(objective, keep)
+            };
+            let (mut session, sw) = prepared(text, &opts).unwrap();
+            let (best, timing) = run(&mut session, &sw, None, &Silent);
+            let mut want = listed(&exhaustive);
+            want.truncate(keep as usize);
+            assert_eq!(listed(&best), want, "{objective:?}, best {keep} of {text}");
+            assert_eq!(best.kept, Some(keep));
+            // Every valid plan not listed counts under `bound`, so the counts add up.
+            let valid = all.results.len() as u64 + all.pruned.get(DUPLICATE).unwrap_or(&0);
+            assert_eq!(best.pruned.get(BOUND), Some(&(valid - keep)));
+            assert_eq!(
+                best.results.len() as u64 + best.pruned_total(),
+                best.candidates
+            );
+            if timing.simulated < full.simulated {
+                skipped_some += 1;
+            }
+        }
+    }
+    // 3 spaces × 6 objectives: the bound skips plans in most of them.
+    assert!(
+        skipped_some >= 12,
+        "the bound skipped plans in {skipped_some} of {runs} runs"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// Random plans of a random small model: the bound is at most the simulated time.
+    #[test]
+    fn the_time_bound_holds_for_random_plans(
+        layers in 1u64..5,
+        hidden in 4u64..17,
+        seq_log in 8u32..12,
+        tp_log in 0u32..3,
+        pp_log in 0u32..2,
+        micro_batch in 1u64..3,
+        batches in 1u64..5,
+        recompute in 0usize..3,
+        schedule in 0usize..3,
+        mfu in proptest::option::of(10u64..70),
+    ) {
+        let layers = layers * 4;
+        let (tp, pp) = (1u64 << tp_log, 1u64 << pp_log);
+        let seq = 1u64 << seq_log;
+        let dp = 8 / tp;
+        let global_batch = micro_batch * dp * pp * batches;
+        let recompute = ["none", "selective", "full"][recompute];
+        let schedule = if pp > 1 { ["", "schedule zb_h1", "schedule zb_h2"][schedule] } else { "" };
+        let mfu = mfu.map_or(String::new(), |m| format!("mfu {m}%"));
+        let text = format!(
+            "model m < hidden {} layers {layers} heads 8 head_dim {} vocab 32000 seq {seq} >\n\
+             cluster c : dgx_a100 < nodes {pp} >\n\
+             plan p < tp {tp} pp {pp} micro_batch {micro_batch} global_batch {global_batch} \
+             recompute {recompute} {schedule} {mfu} >\n",
+            hidden * 64 * 8, hidden * 64,
+        );
+        let (mut session, sw) = prepared(&text, &SweepOptions::default()).unwrap();
+        if let Ok(sc) = check_candidate(&mut session, &sw, 0) {
+            let sim = simulate(&sc, &SimOptions::default()).unwrap();
+            let lower = bound::iteration_time_lower_bound(&sc).0;
+            proptest::prop_assert!(lower <= sim.report.iteration_time.0, "{text}: {lower}");
+            for objective in EVERY_OBJECTIVE {
+                let r = Ranked::new(0, PlanSummary::of(&sc), figures(&sc, &sim.report));
+                let figure = objective.cost(&r);
+                let best = bound::objective_bound(objective, &sc, Seconds(lower));
+                proptest::prop_assert!(best <= figure, "{objective:?}: {best} > {figure}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pruned_shards_merge_into_the_pruned_whole_sweep() {
+    let text = format!("{SMALL}plan p < global_batch 64 >\n");
+    let opts = SweepOptions {
+        auto: Some(AutoOptions::default()),
+        ..pruned_to(Objective::Time, 5)
+    };
+    let (mut session, sw) = prepared(&text, &opts).unwrap();
+    let (whole, _) = run(&mut session, &sw, None, &Silent);
+    let parts: Vec<Outcome> = (1..=4)
+        .map(|i| {
+            run(
+                &mut session,
+                &sw,
+                Some(Shard { index: i, count: 4 }),
+                &Silent,
+            )
+            .0
+        })
+        .collect();
+    assert!(parts.iter().all(|p| p.results.len() <= 5));
+    let merged = merge(parts.clone()).unwrap();
+    assert_eq!(listed(&merged), listed(&whole));
+    assert_eq!(merged.pruned, whole.pruned);
+    // A shard kept to another K does not merge with them.
+    let mut other = parts;
+    other[1].kept = Some(6);
+    let e = merge(other).unwrap_err();
+    assert!(e.contains("keeps the best 6 plans"), "{e}");
+    // Nor does a pruned sweep share its fingerprint with the unpruned one.
+    let (_, unpruned) = prepared(&text, &auto()).unwrap();
+    assert_ne!(unpruned.fingerprint, sw.fingerprint);
+}
+
+#[test]
+fn time_to_train_and_cost_rank_by_the_budget_at_each_plans_speed() {
+    let text = budgeted("tp [1 2 4] pp [1 2] micro_batch 1 global_batch [32 64]");
+    for objective in [Objective::TimeToTrain, Objective::Cost] {
+        let opts = SweepOptions {
+            objective,
+            ..SweepOptions::default()
+        };
+        let (mut session, sw) = prepared(&text, &opts).unwrap();
+        let (o, _) = run(&mut session, &sw, None, &Silent);
+        assert_eq!(o.results.len(), 12);
+        for r in &o.results {
+            // 10B tokens in whole iterations of global_batch × 1,024 tokens, 16 GPUs at $2.5.
+            let iterations = (10_000_000_000 / (r.plan.global_batch * 1024)) as f64;
+            let time = iterations * r.iteration_time().0;
+            let t = r.train_time().unwrap().0;
+            assert!((t - time).abs() <= 1e-9 * time, "{t} vs {time}");
+            let cost = time * 16.0 / 3600.0 * 2.5;
+            assert!((r.train_cost().unwrap() - cost).abs() <= 1e-9 * cost);
+        }
+        let figure = |r: &Ranked| match objective {
+            Objective::TimeToTrain => r.train_time().unwrap().0,
+            _ => r.train_cost().unwrap(),
+        };
+        assert!(o.results.windows(2).all(|w| figure(&w[0]) <= figure(&w[1])));
+        let table = output::text(&o, 3, false);
+        let column = if objective == Objective::Cost {
+            "cost ($M)"
+        } else {
+            "train (days)"
+        };
+        assert!(table.contains(column), "{table}");
+    }
 }

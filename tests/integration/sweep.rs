@@ -355,3 +355,70 @@ fn emit_best_with_every_candidate_pruned_is_e0621_naming_the_code_that_pruned_mo
     );
     assert!(!Path::new(&best).exists());
 }
+
+#[test]
+fn prune_lists_the_exhaustive_top_k_and_emit_megatron_writes_the_winners_flags() {
+    let dir = scratch("prune");
+    let file = write(
+        &dir,
+        "prune.venus",
+        &format!(
+            "{DEFS}plan p <\n  tp [1 2 4 8] pp [1 2 4] micro_batch [1 2]\n  global_batch 32 recompute [none full]\n>\n"
+        ),
+    );
+    let (code, stdout, stderr) = venusc(&["sweep", &file, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let all = json(&stdout);
+    let flags = dir.join("best.sh").display().to_string();
+    let (code, stdout, stderr) = venusc(&[
+        "sweep",
+        &file,
+        "--prune",
+        "--top",
+        "3",
+        "--format",
+        "json",
+        "--emit-megatron",
+        &flags,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let best = json(&stdout);
+    let results = all["results"].as_array().unwrap();
+    assert_eq!(best["results"].as_array().unwrap(), &results[..3]);
+    assert_eq!(best["kept"], 3);
+    // Every valid plan the pruned sweep does not list counts under `bound`.
+    let valid = results.len() as u64 + all["pruned"]["duplicate"].as_u64().unwrap_or(0);
+    assert_eq!(best["pruned"]["bound"].as_u64(), Some(valid - 3));
+    // It simulated fewer plans than the exhaustive sweep did.
+    let simulated: u64 = stderr
+        .split("simulated ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(simulated < valid, "{stderr}");
+    let text = std::fs::read_to_string(&flags).unwrap();
+    assert!(
+        text.starts_with("# The fastest of 48 candidate plans"),
+        "{text}"
+    );
+    let winner = &results[0]["plan"];
+    for (flag, key) in [
+        ("--tensor-model-parallel-size", "tp"),
+        ("--pipeline-model-parallel-size", "pp"),
+        ("--micro-batch-size", "micro_batch"),
+    ] {
+        assert!(
+            text.contains(&format!("{flag} {}", winner[key])),
+            "{flag}: {text}"
+        );
+    }
+    // The text view lists the K plans and no Pareto front of them.
+    let (code, stdout, _) = venusc(&["sweep", &file, "--prune", "--top", "2"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("cannot rank among the best 2"), "{stdout}");
+    assert!(stdout.contains("fastest 2 of 2"), "{stdout}");
+    assert!(!stdout.contains("pareto front"), "{stdout}");
+    let (code, _, stderr) = venusc(&["sweep", &file, "--prune", "--pareto"]);
+    assert_eq!(code, 2, "{stderr}");
+}

@@ -108,6 +108,7 @@ codes! {
     E0707 Error "a malformed language-server message";
     E0708 Error "a generated scenario id is not a safe file name, or is repeated";
     E0709 Error "a directory cannot be read";
+    E0713 Error "a sweep objective needs a `train` budget the scenario does not state";
     W0001 Warning "a tp, cp or ep group spans a slower, outer dim";
     W0002 Warning "bandwidth written in bits";
     W0003 Warning "pipeline bubble above 25% of the iteration";
