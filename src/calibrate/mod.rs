@@ -462,7 +462,44 @@ fn write_cluster(out: &mut String, cluster: &ClusterSpec, fits: &[DimFit]) {
     if let Some(r) = cluster.reserve {
         let _ = writeln!(out, "  reserve {}", bytes_literal(r.0));
     }
+    write_stragglers_and_reliability(out, cluster);
     out.push_str(">\n");
+}
+
+/// The cluster's `slow_*` items and failure inputs, as it wrote them.
+fn write_stragglers_and_reliability(out: &mut String, cluster: &ClusterSpec) {
+    use crate::plan::straggler::SlowWhich;
+    let pct = |r: Ratio| round_sig(r.0 * 100.0, 6);
+    for s in &cluster.slow {
+        let _ = match s.which {
+            SlowWhich::Rank(r) => writeln!(out, "  slow_rank {r} {}%", pct(s.speed)),
+            SlowWhich::Node(n) => writeln!(out, "  slow_node {n} {}%", pct(s.speed)),
+            SlowWhich::Fraction { share, seed } => {
+                writeln!(out, "  slow_gpus {}% {}% {seed}", pct(share), pct(s.speed))
+            }
+        };
+    }
+    let r = &cluster.reliability;
+    let times = [
+        ("gpu_mtbf", r.gpu_mtbf),
+        ("node_mtbf", r.node_mtbf),
+        ("link_mtbf", r.link_mtbf),
+        ("restart", r.restart),
+    ];
+    for (key, t) in times {
+        if let Some(t) = t {
+            let _ = writeln!(out, "  {key} {}s", round_sig(t.0, 9));
+        }
+    }
+    let rates = [
+        ("storage_write_bw", r.storage_write_bw),
+        ("storage_read_bw", r.storage_read_bw),
+    ];
+    for (key, b) in rates {
+        if let Some(b) = b {
+            let _ = writeln!(out, "  {key} {}", gb_per_s(b.0));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -499,6 +536,8 @@ mod tests {
                 dim("ib", Topology::Switch, 4, 50.0, 5e-6, 0.9),
             ],
             reserve: None,
+            slow: Vec::new(),
+            reliability: Default::default(),
         }
     }
 

@@ -1120,17 +1120,21 @@ fn budgeted(plan: &str) -> String {
     )
 }
 
-const EVERY_OBJECTIVE: [Objective; 6] = [
+const EVERY_OBJECTIVE: [Objective; 7] = [
     Objective::Time,
     Objective::Throughput,
     Objective::GpuHours,
     Objective::Mfu,
     Objective::TimeToTrain,
     Objective::Cost,
+    Objective::Goodput,
 ];
 
+/// A listed result as the tests compare it: candidate, time, peak, train time, cost, plan.
+type Listed = (u64, f64, u64, Option<f64>, Option<f64>, PlanSummary);
+
 /// What the tests compare of a listed result: its number, every figure and its plan.
-fn listed(o: &Outcome) -> Vec<(u64, f64, u64, Option<f64>, Option<f64>, PlanSummary)> {
+fn listed(o: &Outcome) -> Vec<Listed> {
     o.results
         .iter()
         .map(|r| {
