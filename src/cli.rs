@@ -1411,9 +1411,11 @@ fn sim(args: &SimArgs, roots: &RootArgs, color: bool) -> ExitCode {
         ReportFormat::Json => print!("{}", venusc::report::json(&report)),
     }
     if let Some(path) = &args.timeline {
+        let activations = venusc::report::perfetto::activation_bytes_per_microbatch(&sc.memory);
         let opts = venusc::report::perfetto::PerfettoOptions {
             ranks: ranks.as_deref(),
             layout: Some(&sim.layout),
+            activation_bytes: Some(&activations),
         };
         match write_timeline(path, &sim, &opts) {
             Ok(n) => eprintln!(
@@ -2430,9 +2432,11 @@ fn write_perfetto_file(
         "{}.perfetto.json",
         venusc::emit::venussim::file_stem(&sc.name)
     );
+    let activations = venusc::report::perfetto::activation_bytes_per_microbatch(&sc.memory);
     let opts = venusc::report::perfetto::PerfettoOptions {
         ranks: None,
         layout: Some(&sim.lowered.layout),
+        activation_bytes: Some(&activations),
     };
     venusc::report::perfetto::write_perfetto(
         sink.file(&name)?,

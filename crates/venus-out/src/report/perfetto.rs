@@ -12,7 +12,8 @@
 //! slices of a rank, a counter track `activations in flight` (microbatches whose activations
 //! the rank holds: from the start of a (microbatch, chunk)'s first forward node to the end of
 //! its last backward node, or weight-gradient node when the schedule splits them; the memory
-//! model's in-flight count, `schedule::measure_in_flight`); after every rank, one flow
+//! model's in-flight count, `schedule::measure_in_flight`), with their activation `bytes` too
+//! when the options carry each stage's bytes per microbatch; after every rank, one flow
 //! (`"ph":"s"`/`"f"`, `cat` `p2p`) per send whose receive is exported too, from the moment
 //! both sides were posted to the end of the receive.
 //! Invariants: nothing is buffered beyond one event; times are exact decimal microseconds
@@ -33,6 +34,19 @@ pub struct PerfettoOptions<'a> {
     pub ranks: Option<&'a [u32]>,
     /// The rank grid, for process names with coordinates (`Layout::for_scenario`).
     pub layout: Option<&'a Layout>,
+    /// Activation bytes of one (microbatch, chunk) per pipeline stage (the memory model's
+    /// activations at the peak over its in-flight count, [`activation_bytes_per_microbatch`]);
+    /// with `layout`, the in-flight counter also gives `bytes`.
+    pub activation_bytes: Option<&'a [u64]>,
+}
+
+/// Activation bytes one (microbatch, chunk) holds on each pipeline stage: the memory model's
+/// activations at the stage's peak over the microbatches in flight then.
+pub fn activation_bytes_per_microbatch(memory: &[venus_plan::plan::StageMemory]) -> Vec<u64> {
+    memory
+        .iter()
+        .map(|m| m.activations.0 / m.in_flight.max(1))
+        .collect()
 }
 
 /// Bytes one complete event takes in the file, on average: 2.27 GB for 17.2 M slices of a
@@ -118,13 +132,23 @@ pub fn write_perfetto<W: Write>(
             w.write_all(b"}")?;
             events += 1;
         }
+        let per_microbatch = match (opts.activation_bytes, opts.layout) {
+            (Some(bytes), Some(l)) if rank < l.world() => {
+                bytes.get(l.coords(rank).pp as usize).copied()
+            }
+            _ => None,
+        };
         for (t, n) in in_flight(rt, starts, ends, splits) {
             sep(&mut w, &mut first)?;
             write!(
                 w,
-                "\n{{\"ph\":\"C\",\"name\":\"activations in flight\",\"pid\":{rank},\"ts\":{},\"args\":{{\"microbatches\":{n}}}}}",
+                "\n{{\"ph\":\"C\",\"name\":\"activations in flight\",\"pid\":{rank},\"ts\":{},\"args\":{{\"microbatches\":{n}",
                 Micros(t)
             )?;
+            if let Some(b) = per_microbatch {
+                write!(w, ",\"bytes\":{}", b.saturating_mul(n))?;
+            }
+            w.write_all(b"}}")?;
         }
     }
     flows(&mut w, &mut first, trace, timeline, opts)?;

@@ -723,6 +723,7 @@ fn perfetto_has_one_complete_event_per_node_with_exact_microseconds() {
     let opts = PerfettoOptions {
         ranks: None,
         layout: Some(&layout),
+        activation_bytes: None,
     };
     let (v, n) = perfetto_json(&trace, &tl, &opts);
     assert_eq!(v["displayTimeUnit"], "ns");
@@ -770,6 +771,7 @@ fn perfetto_can_be_restricted_to_some_ranks() {
     let opts = PerfettoOptions {
         ranks: Some(&keep),
         layout: None,
+        activation_bytes: None,
     };
     let (v, n) = perfetto_json(&trace, &tl, &opts);
     let x = events(&v, "X");
@@ -840,6 +842,45 @@ fn perfetto_has_p2p_flows_microbatch_args_and_an_in_flight_counter_per_stage() {
         assert!(counters
             .iter()
             .all(|e| e["name"] == "activations in flight"));
+    }
+}
+
+#[test]
+fn perfetto_counts_activation_bytes_reaching_the_memory_models_peak_on_every_stage() {
+    let (sc, trace, tl) = one_f_one_b();
+    let layout = Layout::for_scenario(&sc).unwrap();
+    let per = perfetto::activation_bytes_per_microbatch(&sc.memory);
+    let opts = PerfettoOptions {
+        ranks: None,
+        layout: Some(&layout),
+        activation_bytes: Some(&per),
+    };
+    let (v, _) = perfetto_json(&trace, &tl, &opts);
+    let counters = events(&v, "C");
+    for stage in 0..4u64 {
+        let rank = (0..layout.world())
+            .find(|&r| u64::from(layout.coords(r).pp) == stage)
+            .unwrap();
+        let bytes: Vec<u64> = counters
+            .iter()
+            .filter(|e| e["pid"] == u64::from(rank))
+            .map(|e| {
+                let n = e["args"]["microbatches"].as_u64().unwrap();
+                let b = e["args"]["bytes"].as_u64().unwrap();
+                assert_eq!(b, n * per[stage as usize]);
+                b
+            })
+            .collect();
+        // At the peak the stage holds the memory model's in-flight microbatches, so the
+        // counter tops out at its activations (to the byte, but for the integer division).
+        let m = &sc.memory[stage as usize];
+        let top = *bytes.iter().max().unwrap();
+        assert_eq!(top, per[stage as usize] * m.in_flight);
+        assert!(
+            m.activations.0 - top < m.in_flight,
+            "{top} of {}",
+            m.activations.0
+        );
     }
 }
 
@@ -955,6 +996,7 @@ fn perfetto_estimate_counts_the_slices_it_would_write_per_selected_rank() {
     let opts = PerfettoOptions {
         ranks: None,
         layout: Some(&layout),
+        activation_bytes: None,
     };
     let mut buf = Vec::new();
     let written = write_perfetto(&mut buf, &trace, &tl, &opts).unwrap();
