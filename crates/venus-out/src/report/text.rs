@@ -22,9 +22,12 @@ pub fn text(r: &Report) -> String {
     }
 
     out.push('\n');
+    // A phase no rank spent time in (the zero-byte TP all-reduces VenusSim's traces keep at
+    // tp 1) says nothing here; the JSON report keeps every phase.
     let rows = r
         .phases
         .iter()
+        .filter(|p| p.time.max.0 > 0.0)
         .map(|p| min_max_row(p.category.name(), p.time))
         .collect();
     table(&mut out, "phase (ms per rank)", ["min", "max"], rows);
