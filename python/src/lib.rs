@@ -148,14 +148,9 @@ fn sim_one(text_or_path: &str, is_path: bool, rule: RootRule<'_>, req: &SimReque
     let sim = match venusc::simulate::simulate(&sc, &opts) {
         Ok(s) => s,
         Err(e) => {
-            let message = e.to_string();
-            return match e.diagnostic(&sc, &at, &opts) {
-                Some(d) => {
-                    diagnostics.push(d);
-                    (None, located(&diagnostics, &files), None)
-                }
-                None => (None, located(&diagnostics, &files), Some(message)),
-            };
+            // Every simulation failure is a coded diagnostic (E0601, E0602, E0620, ...).
+            diagnostics.push(e.diagnostic(&sc, &at, &opts));
+            return (None, located(&diagnostics, &files), None);
         }
     };
     let report = venusc::api::finish_report(&sim.report, req.deterministic, &diagnostics, &files);
@@ -184,6 +179,9 @@ fn objective(word: &str) -> Option<venusc::sweep::Objective> {
         "throughput" => Some(Objective::Throughput),
         "gpu-hours" | "gpu_hours" => Some(Objective::GpuHours),
         "mfu" => Some(Objective::Mfu),
+        "goodput" => Some(Objective::Goodput),
+        "time-to-train" | "time_to_train" => Some(Objective::TimeToTrain),
+        "cost" => Some(Objective::Cost),
         _ => None,
     }
 }
@@ -197,7 +195,8 @@ fn sweep_one(
 ) -> Answer {
     let Some(objective) = objective(req.objective) else {
         let message = format!(
-            "`{}` is not an objective: use `time`, `throughput`, `gpu-hours` or `mfu`",
+            "`{}` is not an objective: use `time`, `throughput`, `gpu-hours`, `mfu`, `goodput`, \
+             `time-to-train` or `cost`",
             req.objective
         );
         return (None, Vec::new(), Some(message));
@@ -220,6 +219,8 @@ fn sweep_one(
         }),
         headroom: venusc::ty::Ratio(req.headroom),
         objective,
+        // Python gets every candidate, as the CLI without `--prune`.
+        prune: None,
     };
     let mut session = Session::new();
     let id = session.load(&src.path, &src.bytes, &mut src.root.reader());

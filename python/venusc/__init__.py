@@ -392,7 +392,7 @@ def sweep(
 ) -> Sweep:
     """`venusc sweep --format json`: every valid plan of the file's lists (or of `auto`'s
     parallelism axes) simulated on all cores and ranked by `objective` (`time`,
-    `throughput`, `gpu-hours`, `mfu`). `headroom`: the memory share every plan leaves free
+    `throughput`, `gpu-hours`, `mfu`, `goodput`, `time-to-train`, `cost`). `headroom`: the memory share every plan leaves free
     (0.1 or `"10%"`)."""
     if allow_cross_node_tp and not auto:
         raise ValueError("`allow_cross_node_tp` needs `auto=True`")
