@@ -805,3 +805,117 @@ fn template_ranks_that_run_each_others_template_are_refused() {
         "{e}"
     );
 }
+
+/// Issue 22 item 3: every field of a VenusSim config that venusc does not model comes back
+/// from `import` → `--emit venussim` with its value, in all four places one can sit (a
+/// trace-generator key, a timeline key, a simulator key, system.json, a section of its own),
+/// and `import` still names each in a warning.
+#[test]
+fn import_then_emit_gives_back_every_unmodelled_field_unchanged() {
+    let imp = edited_import(|p, t| match p {
+        "llm-sim-config.json" => t
+            .replace(
+                "\"single_pp_group\": 0",
+                "\"single_pp_group\": 1, \"theme\": \"dark\"",
+            )
+            .replace(
+                "\"forward_only\": 0",
+                "\"forward_only\": 1, \"stable-embedding\": true, \"make-vocab-size-divisible-by\": 128, \"my-note\": \"a \\\"quoted\\\" \\\\ value\"",
+            )
+            .replace(
+                "\"binary\":",
+                "\"seed\": [1, 2.5], \"binary\":",
+            )
+            .replacen('{', "{\"provenance\": {\"by\": \"hand\", \"n\": 3},", 1),
+        p if p.ends_with("system.json") => t
+            .replace("\"endpoint-delay\": 10", "\"endpoint-delay\": 20")
+            .replacen('{', "{\"custom\": null,", 1),
+        _ => t,
+    })
+    .unwrap();
+    let kept: Vec<&str> = [
+        "trace_generator_config.forward_only",
+        "trace_generator_config.stable-embedding",
+        "trace_generator_config.make-vocab-size-divisible-by",
+        "trace_generator_config.my-note",
+        "simulator_config.seed",
+        "time_line_visualizer_config.single_pp_group",
+        "time_line_visualizer_config.theme",
+        "system.endpoint-delay",
+        "system.custom",
+        "provenance",
+    ]
+    .to_vec();
+    for path in &kept {
+        assert!(
+            imp.venus.contains(&format!("venussim \"{path}\"")),
+            "{path} not kept:\n{}",
+            imp.venus
+        );
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.contains(&format!("`{path}`"))),
+            "{path} not named in a warning: {:?}",
+            imp.warnings
+        );
+    }
+    let sc = scenario_of("kept.venus", &imp.venus);
+    assert_eq!(sc.plan.venussim.len(), kept.len());
+    let mut sink = MemSink::new();
+    emit::write_venussim(&sc, &mut sink).unwrap();
+    let json = |name: &str| {
+        serde_json::from_slice::<serde_json::Value>(&sink.files[name]).unwrap_or_else(|e| {
+            panic!(
+                "{name}: {e}\n{}",
+                String::from_utf8_lossy(&sink.files[name])
+            )
+        })
+    };
+    let config = json("llm-sim-config.json");
+    let system = json("sim-config/system.json");
+    let tg = &config["trace_generator_config"];
+    assert_eq!(tg["forward_only"], serde_json::json!(1));
+    assert_eq!(tg["stable-embedding"], serde_json::json!(true));
+    assert_eq!(tg["make-vocab-size-divisible-by"], serde_json::json!(128));
+    assert_eq!(tg["my-note"], serde_json::json!("a \"quoted\" \\ value"));
+    assert_eq!(
+        config["simulator_config"]["seed"],
+        serde_json::json!([1, 2.5])
+    );
+    let tl = &config["time_line_visualizer_config"];
+    assert_eq!(tl["single_pp_group"], serde_json::json!(1));
+    assert_eq!(tl["theme"], serde_json::json!("dark"));
+    assert_eq!(
+        config["provenance"],
+        serde_json::json!({"by": "hand", "n": 3})
+    );
+    assert_eq!(system["endpoint-delay"], serde_json::json!(20));
+    assert_eq!(system["custom"], serde_json::Value::Null);
+    assert!(system.as_object().unwrap().contains_key("custom"));
+    // What venusc does model is untouched by the kept fields.
+    assert_eq!(tg["hidden-size"], serde_json::json!(4096));
+    assert_eq!(system["scheduling-policy"], serde_json::json!("FIFO"));
+}
+
+/// A kept field never changes the prediction: the demo with and without its `venussim` items
+/// simulates to the same iteration time.
+#[test]
+fn kept_venussim_fields_do_not_change_the_simulation() {
+    let plain = import_demo().venus;
+    let with = plain.replacen(
+        "  pp 8",
+        "  venussim \"time_line_visualizer_config.single_pp_group\" \"1\"\n  venussim \"system.endpoint-delay\" \"20\"\n  pp 8",
+        1,
+    );
+    assert_ne!(plain, with);
+    let time = |text: &str| {
+        let sc = scenario_of("d.venus", text);
+        venusc::simulate::simulate(&sc, &venusc::simulate::SimOptions::default())
+            .unwrap()
+            .report
+            .iteration_time
+            .0
+    };
+    assert_eq!(time(&plain), time(&with));
+}

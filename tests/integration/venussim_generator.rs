@@ -97,6 +97,55 @@ fn simplified_traces_of_a_pp4_plan_are_venussims_generator_output_byte_for_byte(
     );
 }
 
+fn fixture_scenario(plan: &str) -> Scenario {
+    let file = format!("{plan}.venus");
+    let text = std::fs::read_to_string(fixture_dir(plan).join(&file)).unwrap();
+    scenario_of(&file, &text)
+}
+
+/// Without interleaving VenusSim names each pass by its phase (`forward~warmup~i`,
+/// `forward~1F1B~i`, `backward~1F1B~i`, `backward~cooldown~i`), and with `delay_grad_reduce`
+/// every stage but the first issues its reduce-scatter after the cooldown's last send.
+#[test]
+fn template_traces_of_a_1f1b_plan_are_venussims_generator_output_byte_for_byte() {
+    let files = template(&fixture_scenario("f1b"));
+    assert_eq!(assert_equal_to_venussim("f1b", "template-trace", &files), 6);
+    let stage1 = String::from_utf8(files["f1b~template~.4.et"].clone()).unwrap();
+    for name in [
+        "_forward~warmup~1\n",
+        "_forward~1F1B~5\n",
+        "_backward~1F1B~5\n",
+        "_backward~cooldown~1\n",
+    ] {
+        assert_eq!(stage1.matches(name).count(), 5, "{name}");
+    }
+}
+
+#[test]
+fn simplified_traces_of_a_1f1b_plan_are_venussims_generator_output_byte_for_byte() {
+    let files = simplified(&fixture_scenario("f1b"));
+    assert_eq!(
+        assert_equal_to_venussim("f1b", "simplified-trace", &files),
+        17
+    );
+}
+
+/// A replayed snapshot: nodes are `comp_replay_<uid>_forward~k`, and with interleaving a
+/// model chunk replays the time of its virtual stage (only chunk 0 of the first stage is
+/// "first"), as VenusSim's `is_pipeline_first_stage` decides.
+#[test]
+fn template_traces_of_a_replayed_plan_are_venussims_generator_output_byte_for_byte() {
+    let files = template(&fixture_scenario("replay"));
+    assert_eq!(
+        assert_equal_to_venussim("replay", "template-trace", &files),
+        6
+    );
+    let stage0 = String::from_utf8(files["replay~template~.0.et"].clone()).unwrap();
+    // first 288 ms, middle 285 ms: a third of each for a forward.
+    assert!(stage0.contains("comp_replay_1_forward~0\n1 0\n96000000\n"));
+    assert!(stage0.contains("_forward~4\n1 17\n95000000\n"));
+}
+
 /// One overlapped `send_forward_recv_forward` of stage 1, as VenusSim's generator writes it:
 /// receive and send both hang off the forward before the call, one merge joins the three, then
 /// the 1-op timer node; the next forward depends on the timer node.

@@ -166,6 +166,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         account_for_loss: None,
         pipeline_layout: None,
         checkpoint_interval: None,
+        venussim: Vec::new(),
     }
 }
 

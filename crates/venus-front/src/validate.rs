@@ -255,6 +255,7 @@ impl<'a> Validator<'a> {
         self.check_optimizer_dtypes(); // E0321
         self.check_stragglers(); // E0337, E0338, W0018
         self.check_reliability(); // E0335, E0336
+        self.check_venussim_fields(); // E0355
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -610,6 +611,7 @@ mod shape;
 mod span;
 mod straggler;
 mod training;
+mod venussim;
 mod world;
 mod zero_bubble;
 

@@ -46,6 +46,7 @@ syn keyword venusKey contained iteration_time_max tflops_min memory_max mfu_min
 syn keyword venusKey contained train tokens price
 syn keyword venusKey contained gpu_mtbf node_mtbf link_mtbf storage_write_bw storage_read_bw restart
 syn keyword venusKey contained checkpoint_interval
+syn keyword venusKey contained venussim
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.

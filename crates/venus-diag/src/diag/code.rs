@@ -78,6 +78,7 @@ codes! {
     E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";
     E0337 Error "a slow rank or node outside the cluster";
     E0338 Error "a straggler at 0% speed";
+    E0355 Error "a `venussim` field venusc cannot keep";
     E0335 Error "a zero mean time between failures or checkpoint interval";
     E0336 Error "goodput inputs that do not give a goodput estimate";
     E0331 Error "a hybrid pattern whose length is not the model's layers";

@@ -192,6 +192,22 @@ fn dtype_of(w: &str) -> venus_base::base::Dtype {
     }
 }
 
+/// A `venussim` item's two strings (other items: `None`).
+fn venussim_item(item: &Item) -> Option<super::VenusSimItem> {
+    if item.key != Key::Venussim {
+        return None;
+    }
+    let text = |i: usize| match item.args.get(i) {
+        Some((Checked::Arg(Arg::Str { text, .. }), l)) => Some(Spanned::new(text.clone(), *l)),
+        _ => None,
+    };
+    Some(super::VenusSimItem {
+        path: text(0)?,
+        json: text(1)?,
+        loc: item.loc,
+    })
+}
+
 fn layout_text(a: &Arg) -> Option<super::LayoutText> {
     if let Arg::Str { text, raw } = a {
         Some(super::LayoutText {
@@ -845,6 +861,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             account_for_loss: f.flag(Key::AccountForLoss),
             pipeline_layout: f.get(Key::PipelineLayout, layout_text),
             checkpoint_interval: f.get(Key::CheckpointInterval, time),
+            venussim: f.items.iter().filter_map(venussim_item).collect(),
         })
     }
 

@@ -313,6 +313,16 @@ pub struct Plan {
     pub pipeline_layout: Opt<LayoutText>,
     /// Training time between two checkpoints (`checkpoint_interval`).
     pub checkpoint_interval: Opt<Seconds>,
+    /// `venussim "SECTION.FIELD" "JSON"` items, in written order.
+    pub venussim: Vec<VenusSimItem>,
+}
+
+/// One `venussim` item: its two strings, each with its location.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VenusSimItem {
+    pub path: Spanned<String>,
+    pub json: Spanned<String>,
+    pub loc: Loc,
 }
 
 /// A `pipeline_layout` string: its text and whether offsets into it are offsets into the

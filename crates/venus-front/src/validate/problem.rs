@@ -235,6 +235,8 @@ pub enum PlanProblem {
     DualPipe(DualPipeProblem),
     /// W0015: `overlap_ep_comm` where Megatron's combined 1F1B does not run.
     EpOverlapIgnored(EpOverlapIgnored),
+    /// E0355: a `venussim` item venusc cannot keep.
+    VenusSimField(VenusSimFieldProblem),
 }
 
 impl PlanProblem {
@@ -281,6 +283,7 @@ impl PlanProblem {
             PlanProblem::CheckpointInterval(p) => p.render(),
             PlanProblem::DualPipe(p) => p.render(),
             PlanProblem::EpOverlapIgnored(p) => p.render(),
+            PlanProblem::VenusSimField(p) => p.render(),
         }
     }
 }
@@ -3193,4 +3196,69 @@ impl CheckpointIntervalCost {
             pct(self.optimal_goodput)
         ))
     }
+}
+
+// -------------------------------------------------------------------------------- E0355
+
+/// A `venussim` item whose path or value `--emit venussim` cannot write back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VenusSimFieldProblem {
+    /// The item's first string, as written.
+    pub path: String,
+    pub problem: venus_plan::plan::venussim::FieldProblem,
+    /// The item's second string, as written.
+    pub value: String,
+    /// The string at fault: the value for a JSON error, else the path.
+    pub loc: Loc,
+}
+
+impl VenusSimFieldProblem {
+    fn render(self) -> Diagnostic {
+        use venus_plan::plan::venussim::FieldProblem as F;
+        let path = &self.path;
+        let (message, label, help) = match self.problem {
+            F::Path => (
+                format!("`venussim` path {path:?} is not `SECTION.FIELD`"),
+                "expected one section and one field, joined by `.`".to_string(),
+                format!(
+                    "write the config's section and field, such as `venussim \"time_line_visualizer_config.single_pp_group\" \"1\"`; a top-level section of its own is its name alone (`{}`)",
+                    path.split('.').find(|s| !s.is_empty()).unwrap_or("extra")
+                ),
+            ),
+            F::UnknownSection => (
+                format!("`venussim` path {path:?} names a field of a section VenusSim's config does not have"),
+                format!("the sections are {}", venus_plan::plan::venussim::SECTIONS.map(|s| format!("`{s}`")).join(", ")),
+                format!(
+                    "keep a top-level section of its own whole, by its name alone: `venussim \"{}\" \"{{...}}\"`",
+                    path.split('.').next().unwrap_or_default()
+                ),
+            ),
+            F::SectionOnly { section } => (
+                format!("`venussim` path {path:?} names a whole section venusc writes"),
+                "a section, not a field".to_string(),
+                format!("name one field of it, such as `\"{section}.FIELD\"`"),
+            ),
+            F::Written { from } => (
+                format!("`venussim` field {path:?} is written from the scenario"),
+                format!("`--emit venussim` writes it from {from}"),
+                format!("remove this item and set {from} instead, so the emitted config and the simulated plan agree"),
+            ),
+            F::Json { message } => (
+                format!("the value of `venussim` field {path:?} is not JSON"),
+                message.clone(),
+                json_help(&self.value),
+            ),
+        };
+        Diagnostic::new(Code::E0355, message, self.loc, label).with_help(help)
+    }
+}
+
+/// The fix for a value that does not parse: text that is no JSON at all was most likely
+/// meant as a JSON string, which needs its own escaped quotes inside the `.venus` string.
+fn json_help(value: &str) -> String {
+    let quoted = serde_json::Value::String(value.to_string()).to_string();
+    let as_venus = format!("\"{}\"", quoted.replace('\\', "\\\\").replace('"', "\\\""));
+    format!(
+        "write one JSON value: a number (`\"1\"`), `true`/`false`, or, for the text {value:?}, the JSON string `{as_venus}`"
+    )
 }

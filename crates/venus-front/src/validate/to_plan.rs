@@ -159,6 +159,12 @@ pub fn plan(p: &Plan) -> PlanSpec {
         account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
         checkpoint_interval: val(&p.checkpoint_interval),
+        // Validation reported every item that does not give a field (E0629).
+        venussim: p
+            .venussim
+            .iter()
+            .filter_map(|v| venus_plan::plan::venussim::field(&v.path.value, &v.json.value).ok())
+            .collect(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! (embedding extra, per-layer attention and MLP blocks, output-layer extra) and the optimizer
 //! step of a stage.
 //! [`model_for`] picks the implementation the plan asks for:
-//! - `measured` set: [`MeasuredModel`], VenusSim's step snapshot (first/middle/last stage
+//! - `measured` set: [`MeasuredModel`], VenusSim's step snapshot (first/middle/last virtual stage
 //!   forward+backward per microbatch per chunk, split 1:2);
 //! - `mfu` set: [`MfuModel`], VenusSim's node durations exactly ([`venussim`]);
 //! - neither: [`analytic::AnalyticModel`], per-layer GEMM / attention / memory-bound work with
@@ -224,6 +224,7 @@ pub struct MeasuredModel {
     middle: Seconds,
     last: Seconds,
     pp: u64,
+    vpp: u64,
     split: venus_plan::plan::StageSplit,
     optimizer: AnalyticModel,
 }
@@ -239,6 +240,7 @@ impl MeasuredModel {
             middle,
             last,
             pp: sc.pp,
+            vpp: sc.vpp,
             split: sc.split.clone(),
             optimizer,
         }
@@ -247,12 +249,10 @@ impl MeasuredModel {
 
 impl ComputeModel for MeasuredModel {
     fn chunk(&self, stage: u64, chunk: u64, pass: Pass) -> ChunkCost {
-        let step = if stage == 0 {
-            self.first
-        } else if stage + 1 == self.pp {
-            self.last
-        } else {
-            self.middle
+        let step = match venussim::snapshot_kind(self.pp, self.vpp, stage, chunk) {
+            0 => self.first,
+            2 => self.last,
+            _ => self.middle,
         };
         let share = match pass {
             Pass::Forward => 1.0 / 3.0,

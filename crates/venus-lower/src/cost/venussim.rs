@@ -257,6 +257,20 @@ pub fn carries_embedding(sh: &VenusShape, stage: u64, chunk: u64) -> bool {
     first || last
 }
 
+/// Which of `step_snapshot_data`'s three times (0 first, 1 middle, 2 last) a model chunk
+/// replays: VenusSim asks `is_pipeline_first_stage()` / `is_pipeline_last_stage()`, which
+/// include the virtual rank (generator/utils.py:88-96), so with interleaving only chunk 0 of
+/// the first stage is "first" and only the last chunk of the last stage is "last".
+pub fn snapshot_kind(pp: u64, vpp: u64, stage: u64, chunk: u64) -> usize {
+    if stage == 0 && chunk == 0 {
+        0
+    } else if stage + 1 == pp.max(1) && chunk + 1 == vpp.max(1) {
+        2
+    } else {
+        1
+    }
+}
+
 /// Whole nanoseconds VenusSim's roofline gives `ops` at `peak × mfu`:
 /// `max(1, ops / (perf / 1e9))` truncated (Roofline.cc:25-29, Workload.cc:364-392).
 pub fn node_time_ns(ops: u64, peak: FlopsPerSec, mfu: Ratio) -> u64 {

@@ -141,7 +141,7 @@ const MODEL_PLAN_KEYS: &[&str] = &[
 ];
 
 /// Keys that only steer VenusSim's own files and processes; the values below are the ones
-/// with no effect on a simulation and pass without a warning.
+/// `--emit venussim` writes, which pass without a warning. Any other value is kept.
 const TOOLING_KEYS: &[(&str, Option<i64>)] = &[
     ("forward_only", Some(0)),
     ("model-type", None),
@@ -151,10 +151,21 @@ const TOOLING_KEYS: &[(&str, Option<i64>)] = &[
     ("trace_generate", Some(1)),
     ("use_chakra", Some(0)),
     ("use_simplified_trace", Some(1)),
-    ("use_simplified_template_trace", None),
-    ("total_file_size_gb_limit", None),
-    ("keep_json_files", None),
+    ("use_simplified_template_trace", Some(1)),
+    ("total_file_size_gb_limit", Some(10)),
+    ("keep_json_files", Some(0)),
 ];
+
+/// Fields venusc does not model, kept as the plan's `venussim` items (path, value) so
+/// `--emit venussim` writes them back (`plan::venussim`).
+type Kept = Vec<(String, Value)>;
+
+/// The warning for a kept field: what it is and that it comes back.
+fn kept_note(file: &str, path: &str, why: &str) -> String {
+    format!(
+        "{file}: `{path}` {why}; kept as a `venussim` item, which `--emit venussim` writes back"
+    )
+}
 
 /// Imports the config at `config_path`. `read` returns a file's bytes by path.
 pub fn import_venussim(
@@ -170,17 +181,23 @@ pub fn import_venussim(
         .as_object()
         .ok_or_else(|| err(config_path, "the top level is not a JSON object"))?;
     let mut warnings = Vec::new();
-    for k in root.keys() {
+    let mut kept = Kept::new();
+    for (k, v) in root {
         if !matches!(
             k.as_str(),
             "trace_generator_config" | "simulator_config" | "time_line_visualizer_config"
         ) {
-            warnings.push(format!("{config_path}: unknown section `{k}` ignored"));
+            warnings.push(kept_note(
+                config_path,
+                k,
+                "is a section VenusSim's tools do not read",
+            ));
+            kept.push((k.clone(), v.clone()));
         }
     }
     let tg = section(config_path, root, "trace_generator_config")?;
     let sim = section(config_path, root, "simulator_config")?;
-    check_sim_sections(config_path, sim, root, &mut warnings);
+    check_sim_sections(config_path, sim, root, &mut warnings, &mut kept);
 
     let system_path = path_value(config_path, sim, "system")?;
     let network_path = path_value(config_path, sim, "network")?;
@@ -196,7 +213,7 @@ pub fn import_venussim(
         file: config_path,
         map: tg,
     };
-    t.check_keys(&mut warnings);
+    t.check_keys(&mut warnings, &mut kept);
     let v = Values::from(
         &t,
         system,
@@ -206,7 +223,10 @@ pub fn import_venussim(
         &mut warnings,
     )?;
     let name = ident(t.str("output_filename").unwrap_or("imported"));
-    let venus = render(&v, &name, config_path);
+    // Fields first, whole sections after: the order `--emit venussim` writes them in.
+    kept.extend(v.kept_system.iter().cloned());
+    kept.sort_by_key(|(path, _)| !path.contains('.'));
+    let venus = render(&v, &kept, &name, config_path);
     Ok(Imported { venus, warnings })
 }
 
@@ -237,15 +257,16 @@ fn check_sim_sections(
     sim: &Map<String, Value>,
     root: &Map<String, Value>,
     warnings: &mut Vec<String>,
+    kept: &mut Kept,
 ) {
-    for k in sim.keys() {
+    for (k, v) in sim {
         if !matches!(
             k.as_str(),
             "binary" | "system" | "network" | "remote_memory" | "comm_group" | "trace_output"
         ) {
-            warnings.push(format!(
-                "{file}: unknown key `simulator_config.{k}` ignored"
-            ));
+            let path = format!("simulator_config.{k}");
+            warnings.push(kept_note(file, &path, "is not modelled by venusc"));
+            kept.push((path, v.clone()));
         }
     }
     if let Some(tl) = root
@@ -256,13 +277,17 @@ fn check_sim_sections(
             match k.as_str() {
                 "output_filename" => {}
                 "single_pp_group" => {
-                    if v.as_i64() == Some(1) {
-                        warnings.push(format!("{file}: `single_pp_group` 1 only limits VenusSim's report to rank 0's pipeline; venusc reports every rank"));
+                    if v.as_i64() != Some(0) {
+                        let path = "time_line_visualizer_config.single_pp_group";
+                        warnings.push(kept_note(file, path, &format!("{v} only limits VenusSim's timeline to rank 0's pipeline (venusc reports every rank)")));
+                        kept.push((path.to_string(), v.clone()));
                     }
                 }
-                _ => warnings.push(format!(
-                    "{file}: unknown key `time_line_visualizer_config.{k}` ignored"
-                )),
+                _ => {
+                    let path = format!("time_line_visualizer_config.{k}");
+                    warnings.push(kept_note(file, &path, "is not modelled by venusc"));
+                    kept.push((path, v.clone()));
+                }
             }
         }
     }
@@ -374,43 +399,42 @@ struct Tg<'a> {
 }
 
 impl Tg<'_> {
-    fn check_keys(&self, warnings: &mut Vec<String>) {
+    fn check_keys(&self, warnings: &mut Vec<String>, kept: &mut Kept) {
         for (k, v) in self.map {
             if MODEL_PLAN_KEYS.contains(&k.as_str()) {
                 continue;
             }
+            let path = format!("trace_generator_config.{k}");
             if let Some((_, quiet)) = TOOLING_KEYS.iter().find(|(n, _)| n == k) {
                 if let Some(q) = quiet {
                     if int_of(v) != Some(*q) {
-                        warnings.push(format!(
-                            "{}: `{k}` {} has no equivalent in venusc (VenusSim default {q})",
-                            self.file, v
-                        ));
+                        let why = format!(
+                            "{v} has no equivalent in venusc (`--emit venussim` writes {q})"
+                        );
+                        warnings.push(kept_note(self.file, &path, &why));
+                        kept.push((path, v.clone()));
                     }
                 }
                 continue;
             }
-            match k.as_str() {
-                "make-vocab-size-divisible-by" => warnings.push(format!(
-                    "{}: `make-vocab-size-divisible-by` ignored: VenusSim reads it as a bool and pads to 128 x tp, as venusc does",
-                    self.file
-                )),
-                "stable-embedding" => warnings.push(format!(
-                    "{}: `stable-embedding` (Bloom's extra embedding FLOPs) is not modelled by venusc",
-                    self.file
-                )),
-                _ => warnings.push(format!(
-                    "{}: unknown key `trace_generator_config.{k}` ignored",
-                    self.file
-                )),
-            }
+            let why = match k.as_str() {
+                "make-vocab-size-divisible-by" => {
+                    "is read by VenusSim as a bool that pads to 128 x tp, as venusc pads"
+                }
+                "stable-embedding" => "(Bloom's extra embedding FLOPs) is not modelled by venusc",
+                _ => "is not modelled by venusc",
+            };
+            warnings.push(kept_note(self.file, &path, why));
+            kept.push((path, v.clone()));
         }
-        if self.str("model-type").is_some_and(|t| t != "decoder_only") {
-            warnings.push(format!(
-                "{}: `model-type` {:?} is not supported (VenusSim asserts decoder_only); imported as a decoder",
+        if let Some(t) = self.str("model-type").filter(|t| *t != "decoder_only") {
+            let path = "trace_generator_config.model-type";
+            warnings.push(kept_note(
                 self.file,
-                self.str("model-type").unwrap_or_default()
+                path,
+                &format!("{t:?} is not supported (VenusSim asserts decoder_only): simulated as a decoder"),
             ));
+            kept.push((path.to_string(), json_str(t)));
         }
     }
 
@@ -504,6 +528,8 @@ struct Values {
     mfu: Option<f64>,
     /// The snapshot times (ms) and whether they are kept `unused`.
     measured: Option<([f64; 3], bool)>,
+    /// system.json fields kept as `venussim "system.FIELD"` items.
+    kept_system: Kept,
 }
 
 impl Values {
@@ -620,6 +646,7 @@ impl Values {
             train_iters: t.opt("train-iters")?,
             mfu: None,
             measured,
+            kept_system: Kept::new(),
         };
         let v = v.with_system(system_file, system, warnings)?;
         let net_world = v.dims.iter().fold(1u64, |a, d| a.saturating_mul(d.size));
@@ -638,6 +665,7 @@ impl Values {
         system: &Map<String, Value>,
         warnings: &mut Vec<String>,
     ) -> Result<Values, ImportError> {
+        let mut kept = Kept::new();
         let peak = system
             .get("peak-perf")
             .and_then(float_of)
@@ -677,19 +705,32 @@ impl Values {
                     );
                     if !same && !informational {
                         let why = match k {
-                            "scheduling-policy" => " (LIFO can deadlock in VenusSim)",
+                            "scheduling-policy" => Some(" (LIFO can deadlock in VenusSim)"),
                             // venussim.rs SYSTEM_DEFAULTS says why 0.
-                            "align-with-nccl" => " (with 1 VenusSim reads uninitialized group sizes, so a plan's template and simplified traces disagree)",
-                            _ => "",
+                            "align-with-nccl" => Some(" (with 1 VenusSim reads uninitialized group sizes, so a plan's template and simplified traces disagree)"),
+                            _ => None,
                         };
-                        warnings.push(format!(
-                            "{file}: `{k}` {v} is a VenusSim setting with no venusc equivalent; `--emit venussim` writes {ours}{why}"
-                        ));
+                        match why {
+                            Some(why) => warnings.push(format!(
+                                "{file}: `{k}` {v} is a VenusSim setting with no venusc equivalent; `--emit venussim` writes {ours}{why}"
+                            )),
+                            None => {
+                                let path = format!("system.{k}");
+                                let why = format!("{v} is a VenusSim setting with no venusc equivalent (`--emit venussim` would write {ours})");
+                                warnings.push(kept_note(file, &path, &why));
+                                kept.push((path, v.clone()));
+                            }
+                        }
                     }
                 }
-                None => warnings.push(format!("{file}: unknown key `{k}` ignored")),
+                None => {
+                    let path = format!("system.{k}");
+                    warnings.push(kept_note(file, &path, "is not modelled by venusc"));
+                    kept.push((path, v.clone()));
+                }
             }
         }
+        self.kept_system = kept;
         Ok(self)
     }
 }
@@ -858,7 +899,16 @@ fn ident(s: &str) -> String {
     out
 }
 
-fn render(v: &Values, name: &str, config_path: &str) -> String {
+fn json_str(t: &str) -> Value {
+    Value::String(t.to_string())
+}
+
+/// `text` as a `.venus` string literal: the language's two escapes, `\"` and `\\`.
+fn venus_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn render(v: &Values, kept: &[(String, Value)], name: &str, config_path: &str) -> String {
     let file = config_path.rsplit('/').next().unwrap_or(config_path);
     let mut o = String::new();
     let _ = writeln!(o, "# Imported from VenusSim's `{file}` by `venusc import`.");
@@ -973,6 +1023,14 @@ fn render(v: &Values, name: &str, config_path: &str) -> String {
             exact(b),
             exact(c),
             if unused { " unused" } else { "" }
+        );
+    }
+    for (path, value) in kept {
+        let _ = writeln!(
+            o,
+            "  venussim {} {}",
+            venus_string(path),
+            venus_string(&venus_plan::plan::venussim::json_text(value))
         );
     }
     let _ = writeln!(o, ">");

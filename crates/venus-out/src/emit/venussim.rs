@@ -347,19 +347,18 @@ fn write_llm_sim_config(
     out: &mut dyn Write,
 ) -> Result<(), EmitError> {
     writeln!(out, "{{")?;
-    writeln!(out, "    \"trace_generator_config\": {{")?;
-    let mut tg = trace_generator_config(sc);
+    let mut tg: Vec<(String, Value)> = trace_generator_config(sc)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     for (k, v) in tg.iter_mut() {
         // llm_sim.py:49 joins it to the cwd, which keeps an absolute path as it is.
-        if *k == "output_filepath" {
+        if k == "output_filepath" {
             *v = json!(paths.path("trace"));
         }
     }
-    for (i, (k, v)) in tg.iter().enumerate() {
-        let sep = if i + 1 == tg.len() { "" } else { "," };
-        writeln!(out, "        \"{k}\": {v}{sep}")?;
-    }
-    writeln!(out, "    }},")?;
+    keep_fields(&mut tg, sc, "trace_generator_config");
+    write_section(out, "trace_generator_config", &tg, ",")?;
     // A bare binary name is looked up on PATH by `subprocess`; relative paths are opened
     // against the cwd `llm_sim.py` is run from.
     let sim = [
@@ -370,21 +369,61 @@ fn write_llm_sim_config(
         ("comm_group", paths.path("sim-config/comm-group.json")),
         ("trace_output", paths.path("trace_output.log")),
     ];
-    writeln!(out, "    \"simulator_config\": {{")?;
-    for (i, (k, v)) in sim.iter().enumerate() {
-        let sep = if i + 1 == sim.len() { "" } else { "," };
-        writeln!(out, "        \"{k}\": {}{sep}", json!(v))?;
+    let mut sim: Vec<(String, Value)> =
+        sim.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    keep_fields(&mut sim, sc, "simulator_config");
+    write_section(out, "simulator_config", &sim, ",")?;
+    let mut timeline = vec![
+        (
+            "output_filename".to_string(),
+            json!(paths.path("trace_output.json")),
+        ),
+        ("single_pp_group".to_string(), json!(0)),
+    ];
+    keep_fields(&mut timeline, sc, "time_line_visualizer_config");
+    let extra: Vec<_> = sc
+        .plan
+        .venussim
+        .iter()
+        .filter(|f| f.field.is_none())
+        .collect();
+    let sep = if extra.is_empty() { "" } else { "," };
+    write_section(out, "time_line_visualizer_config", &timeline, sep)?;
+    for (i, f) in extra.iter().enumerate() {
+        let sep = if i + 1 == extra.len() { "" } else { "," };
+        writeln!(out, "    {}: {}{sep}", json!(f.section), f.value)?;
     }
-    writeln!(out, "    }},")?;
-    writeln!(out, "    \"time_line_visualizer_config\": {{")?;
-    writeln!(
-        out,
-        "        \"output_filename\": {},",
-        json!(paths.path("trace_output.json"))
-    )?;
-    writeln!(out, "        \"single_pp_group\": 0")?;
-    writeln!(out, "    }}")?;
     writeln!(out, "}}")?;
+    Ok(())
+}
+
+/// The plan's kept `venussim` fields of `section`, over the emitted ones: a field the emitter
+/// writes takes the kept value in place, any other is appended in written order.
+fn keep_fields(fields: &mut Vec<(String, Value)>, sc: &Scenario, section: &str) {
+    for f in &sc.plan.venussim {
+        let Some(name) = f.field.as_deref().filter(|_| f.section == section) else {
+            continue;
+        };
+        match fields.iter_mut().find(|(k, _)| k == name) {
+            Some((_, v)) => *v = f.value.clone(),
+            None => fields.push((name.to_string(), f.value.clone())),
+        }
+    }
+}
+
+/// One section of `llm-sim-config.json`, a field per line in VenusSim's demo layout.
+fn write_section(
+    out: &mut dyn Write,
+    name: &str,
+    fields: &[(String, Value)],
+    after: &str,
+) -> Result<(), EmitError> {
+    writeln!(out, "    \"{name}\": {{")?;
+    for (i, (k, v)) in fields.iter().enumerate() {
+        let sep = if i + 1 == fields.len() { "" } else { "," };
+        writeln!(out, "        {}: {v}{sep}", json!(k))?;
+    }
+    writeln!(out, "    }}{after}")?;
     Ok(())
 }
 
@@ -544,6 +583,15 @@ pub(crate) fn write_system_json(
         lines.push(format!("\"{k}\": {}", def(k)));
     }
     lines.push(format!("\"template-trace\": {}", u8::from(template)));
+    let mut fields: Vec<(String, Value)> = Vec::new();
+    keep_fields(&mut fields, sc, "system");
+    for (k, v) in fields {
+        let head = format!("{}: ", json!(k));
+        match lines.iter_mut().find(|l| l.starts_with(&head)) {
+            Some(l) => *l = format!("{head}{v}"),
+            None => lines.push(format!("{head}{v}")),
+        }
+    }
     writeln!(out, "{{\n    {}\n}}", lines.join(",\n    "))?;
     Ok(())
 }

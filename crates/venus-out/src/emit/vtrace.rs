@@ -41,7 +41,7 @@ use super::venussim::{file_stem, layout, write_comm_group, write_system_json};
 use super::{EmitError, Sink, Warning};
 use venus_lower::cost::venussim::{
     backward_node_ops, carries_embedding, embedding_all_reduce_elements, forward_node_ops,
-    grad_reduce_scatter_elements, p2p_elements, param_all_gather_elements, VenusModel, VenusShape,
+    grad_reduce_scatter_elements, p2p_elements, param_all_gather_elements, snapshot_kind, VenusModel, VenusShape,
     EMBEDDING_ELEMENT_BYTES, GRAD_ELEMENT_BYTES, P2P_ELEMENT_BYTES, PARAM_ELEMENT_BYTES,
 };
 use venus_lower::lower::MAX_TRACE_NODES;
@@ -236,18 +236,38 @@ impl<'a> Gen<'a> {
         self.push(name, Attrs::Comp { ops: 1 }, Some(deps));
     }
 
-    fn stage_kind(&self) -> usize {
-        if self.stage == 0 {
-            0
-        } else if self.stage + 1 == self.c.pp {
-            2
-        } else {
-            1
+    fn stage_kind(&self, chunk: u32) -> usize {
+        snapshot_kind(
+            u64::from(self.c.pp),
+            u64::from(self.c.vpp),
+            u64::from(self.stage),
+            u64::from(chunk),
+        )
+    }
+
+    /// The comp node's name after its uid, as VenusSim's schedules name it: the interleaved
+    /// schedule counts microbatches (`forward~k`, schedules.py:668/712); the schedule without
+    /// interleaving counts within its phase (`forward~warmup~i`, `forward~1F1B~i`,
+    /// `backward~1F1B~i`, `backward~cooldown~i`, schedules.py:1445/1498/1538/1582).
+    fn pass_name(&self, forward: bool, k: u32) -> String {
+        let word = if forward { "forward" } else { "backward" };
+        if self.c.shape.kind == Kind::Interleaved {
+            return format!("{word}~{k}");
         }
+        // Megatron's num_warmup_microbatches (schedules.py, without interleaving).
+        let m = self.c.microbatches;
+        let warmup = (self.c.pp - self.stage - 1).min(m);
+        let (phase, i) = match (forward, k < warmup, k < m - warmup) {
+            (true, true, _) => ("warmup", k),
+            (true, false, _) => ("1F1B", k - warmup),
+            (false, _, true) => ("1F1B", k),
+            (false, _, false) => ("cooldown", k - (m - warmup)),
+        };
+        format!("{word}~{phase}~{i}")
     }
 
     fn compute(&mut self, forward: bool, k: u32, chunk: u32) {
-        let word = if forward { "forward" } else { "backward" };
+        let pass = self.pass_name(forward, k);
         let emb = usize::from(carries_embedding(
             &self.c.vshape,
             u64::from(self.stage),
@@ -255,9 +275,10 @@ impl<'a> Gen<'a> {
         ));
         match self.c.replay {
             Some(r) => {
-                let (f, b) = r[self.stage_kind()];
-                let name = self.comp_name(&format!("replay~{word}~{k}"));
-                let name = name.replacen("comp_", "comp_replay_", 1);
+                let (f, b) = r[self.stage_kind(chunk)];
+                // utils.py:100: `comp_replay_{uid}_{comp_name}`.
+                self.comp_uid += 1;
+                let name = format!("comp_replay_{}_{pass}", self.comp_uid);
                 let ns = if forward { f } else { b };
                 self.push(name, Attrs::Replay { ns }, None);
             }
@@ -267,7 +288,7 @@ impl<'a> Gen<'a> {
                 } else {
                     self.c.bwd_ops[emb]
                 };
-                let name = self.comp_name(&format!("{word}~{k}"));
+                let name = self.comp_name(&pass);
                 self.push(name, Attrs::Comp { ops }, None);
             }
         }
@@ -417,7 +438,12 @@ impl<'a> Gen<'a> {
         );
         let c = self.c;
         let ops: &[Op] = c.ir.rank(self.stage);
-        let grad_sync_points = c.shape.grad_sync_func() && c.shape.kind == Kind::Interleaved;
+        // With `grad_sync_func` the reduce-scatters wait for it: per chunk in the interleaved
+        // schedule; without interleaving on every stage but the first, which enables grad sync
+        // before its last backward (schedules.py:2440-2488; VenusSim's generator issues the
+        // reduce-scatter after the cooldown's last send, schedules.py:1594-1598).
+        let grad_sync_points = c.shape.grad_sync_func()
+            && (c.shape.kind == Kind::Interleaved || self.stage != 0);
         for iter in 0..self.iterations {
             // Asynchronous AG of a chunk: (ctrl node, chunk).
             let mut pending_ag: Option<(Option<u32>, u32)> = None;

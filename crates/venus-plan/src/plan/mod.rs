@@ -17,6 +17,7 @@ pub mod pipeline_layout;
 pub mod recipe;
 pub mod spec;
 pub mod straggler;
+pub mod venussim;
 
 use venus_base::base::{Bytes, Recompute, ScheduleKind};
 

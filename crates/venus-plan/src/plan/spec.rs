@@ -471,6 +471,8 @@ pub struct PlanSpec {
     pub pipeline_layout: Option<String>,
     /// Training time between two checkpoints; `None`: the Young/Daly optimum.
     pub checkpoint_interval: Option<Seconds>,
+    /// VenusSim config fields kept for `--emit venussim`, in written order; never simulated.
+    pub venussim: Vec<super::venussim::VenusSimField>,
 }
 
 impl PlanSpec {

@@ -1005,6 +1005,14 @@ key_table! {
         .default(KeyDefault::Derived, "the Young/Daly optimum")
         .megatron("--save-interval")
         .example("30min"),
+        Venussim = key(
+            "venussim",
+            &[Str, Str],
+            "a VenusSim config field venusc does not model, as `SECTION.FIELD` and its JSON value: no effect on the simulation, written back by `--emit venussim` (`import` keeps every such field this way)",
+        )
+        .default(KeyDefault::Unset, "none")
+        .repeatable()
+        .example("\"time_line_visualizer_config.single_pp_group\" \"1\""),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
