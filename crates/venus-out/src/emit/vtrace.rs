@@ -41,8 +41,9 @@ use super::venussim::{file_stem, layout, write_comm_group, write_system_json};
 use super::{EmitError, Sink, Warning};
 use venus_lower::cost::venussim::{
     backward_node_ops, carries_embedding, embedding_all_reduce_elements, forward_node_ops,
-    grad_reduce_scatter_elements, p2p_elements, param_all_gather_elements, snapshot_kind, VenusModel, VenusShape,
-    EMBEDDING_ELEMENT_BYTES, GRAD_ELEMENT_BYTES, P2P_ELEMENT_BYTES, PARAM_ELEMENT_BYTES,
+    grad_reduce_scatter_elements, p2p_elements, param_all_gather_elements, snapshot_kind,
+    VenusModel, VenusShape, EMBEDDING_ELEMENT_BYTES, GRAD_ELEMENT_BYTES, P2P_ELEMENT_BYTES,
+    PARAM_ELEMENT_BYTES,
 };
 use venus_lower::lower::MAX_TRACE_NODES;
 use venus_plan::plan::layout::{Coords, Layout};
@@ -442,8 +443,8 @@ impl<'a> Gen<'a> {
         // schedule; without interleaving on every stage but the first, which enables grad sync
         // before its last backward (schedules.py:2440-2488; VenusSim's generator issues the
         // reduce-scatter after the cooldown's last send, schedules.py:1594-1598).
-        let grad_sync_points = c.shape.grad_sync_func()
-            && (c.shape.kind == Kind::Interleaved || self.stage != 0);
+        let grad_sync_points =
+            c.shape.grad_sync_func() && (c.shape.kind == Kind::Interleaved || self.stage != 0);
         for iter in 0..self.iterations {
             // Asynchronous AG of a chunk: (ctrl node, chunk).
             let mut pending_ag: Option<(Option<u32>, u32)> = None;
