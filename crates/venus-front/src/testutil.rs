@@ -166,6 +166,10 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         account_for_loss: None,
         pipeline_layout: None,
         checkpoint_interval: None,
+        recompute_modules: None,
+        recompute_method: None,
+        recompute_num_layers: None,
+        fp8_param_gather: None,
     }
 }
 

@@ -313,6 +313,14 @@ pub struct Plan {
     pub pipeline_layout: Opt<LayoutText>,
     /// Training time between two checkpoints (`checkpoint_interval`).
     pub checkpoint_interval: Opt<Seconds>,
+    /// The submodules `recompute selective` re-runs (`recompute_modules`).
+    pub recompute_modules: Opt<venus_base::base::RecomputeModules>,
+    /// Which layers `recompute full` re-runs (`recompute_method`).
+    pub recompute_method: Opt<venus_base::base::RecomputeMethod>,
+    /// `recompute_num_layers`.
+    pub recompute_num_layers: Opt<u64>,
+    /// FP8 weights without a BF16 copy, all-gathered in FP8 (`fp8_param_gather`).
+    pub fp8_param_gather: Opt<bool>,
 }
 
 /// A `pipeline_layout` string: its text and whether offsets into it are offsets into the

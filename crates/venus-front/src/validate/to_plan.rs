@@ -159,6 +159,10 @@ pub fn plan(p: &Plan) -> PlanSpec {
         account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
         checkpoint_interval: val(&p.checkpoint_interval),
+        recompute_modules: val(&p.recompute_modules),
+        recompute_method: val(&p.recompute_method),
+        recompute_num_layers: val(&p.recompute_num_layers),
+        fp8_param_gather: val(&p.fp8_param_gather),
     }
 }
 
