@@ -611,6 +611,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     } else if fp4 {
         let _ = writeln!(v, "  precision fp4");
     }
+    for item in memory_flag_items(row, recompute, fp8, dist_opt || fsdp.is_some()) {
+        let _ = writeln!(v, "  {item}");
+    }
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
@@ -765,6 +768,39 @@ fn bridge_benchmark_grads(row: &Row, source: Source, written: &[String]) -> bool
         && !row.model.starts_with("Kimi-K2")
         && !written.iter().any(|i| i.starts_with("grad_dtype"))
         && !has_flag(&row.megatron_args, "--accumulate-allreduce-grads-in-fp32")
+}
+
+/// The memory choices a row's `megatron_args` state, as the Megatron importer maps them:
+/// `--recompute-modules` (with selective recompute), `--recompute-method block` and
+/// `--recompute-num-layers` (with full recompute), and `--fp8-param-gather` (with FP8 and a
+/// sharded optimizer, which Megatron-LM requires: arguments.py:1095-1097 at d98e8a64).
+fn memory_flag_items(row: &Row, recompute: &str, fp8: bool, sharded: bool) -> Vec<String> {
+    let args = row.megatron_args.as_str();
+    let mut items = Vec::new();
+    if recompute == "selective" {
+        if let Some(at) = args.find("--recompute-modules ") {
+            let words: Vec<&str> = args[at + "--recompute-modules ".len()..]
+                .split_whitespace()
+                .take_while(|w| !w.starts_with("--"))
+                .filter(|w| crate::base::RecomputeModules::WORDS.contains(w))
+                .collect();
+            if !words.is_empty() && words != ["core_attn"] {
+                items.push(format!("recompute_modules {}", words.join(" ")));
+            }
+        }
+    }
+    if recompute == "full" {
+        if flag_value(args, "--recompute-method") == Some("block") {
+            items.push("recompute_method block".to_string());
+        }
+        if let Some(n) = flag_value(args, "--recompute-num-layers").filter(|n| *n != "1") {
+            items.push(format!("recompute_num_layers {n}"));
+        }
+    }
+    if fp8 && sharded && has_flag(args, "--fp8-param-gather") {
+        items.push("fp8_param_gather".to_string());
+    }
+    items
 }
 
 /// The rank a row's notes state as `LoRA rank N`.

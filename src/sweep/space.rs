@@ -262,6 +262,10 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
     locs.extend(p.measured.as_ref().map(|m| m.loc));
     locs.extend(p.pipeline_layout.as_ref().map(|s| s.loc));
     locs.extend(p.checkpoint_interval.as_ref().map(|s| s.loc));
+    locs.extend(p.recompute_modules.as_ref().map(|s| s.loc));
+    locs.extend(p.recompute_method.as_ref().map(|s| s.loc));
+    locs.extend(p.recompute_num_layers.as_ref().map(|s| s.loc));
+    locs.extend(p.fp8_param_gather.as_ref().map(|s| s.loc));
     locs
 }
 

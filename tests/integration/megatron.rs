@@ -216,6 +216,8 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  pipeline_layout \"Et|(tt|)*30L\"\n",
         "  exp_avg_dtype bf16\n",
         "  exp_avg_sq_dtype bf16\n",
+        "  recompute_modules mlp moe_act\n",
+        "  fp8_param_gather\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
@@ -223,7 +225,6 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
     for flag in [
         "--moe-router-num-groups 8",
         "--fp8-recipe mxfp8",
-        "--recompute-modules moe_act mlp",
         "--kv-channels 128",
         "--cuda-graph-impl transformer_engine",
     ] {
@@ -525,5 +526,67 @@ proptest::proptest! {
         let end = (at + cut).min(chars.len());
         let mutated: String = chars[..at].iter().chain(insert.chars().collect::<Vec<_>>().iter()).chain(chars[end..].iter()).collect();
         total(&mutated);
+    }
+}
+
+/// `--recompute-modules`, `--recompute-method block`, `--recompute-num-layers` and
+/// `--fp8-param-gather` become plan keys, check clean, simulate, and come back as the same
+/// flags (no W0012 note for any of them).
+#[test]
+fn recompute_modules_block_recompute_and_fp8_param_gather_round_trip_as_flags() {
+    const BASE: &str = "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 --tensor-model-parallel-size 8 --sequence-parallel --use-distributed-optimizer";
+    let cases = [
+        (
+            "--recompute-granularity selective --recompute-modules core_attn mlp layernorm",
+            vec![
+                "  recompute selective\n",
+                "  recompute_modules core_attn mlp layernorm\n",
+            ],
+            "--recompute-modules core_attn mlp layernorm",
+        ),
+        (
+            "--recompute-granularity full --recompute-method block --recompute-num-layers 4",
+            vec![
+                "  recompute full\n",
+                "  recompute_method block\n",
+                "  recompute_num_layers 4\n",
+            ],
+            "--recompute-method block --recompute-num-layers 4",
+        ),
+        (
+            "--fp8-format hybrid --fp8-param-gather",
+            vec!["  precision fp8\n", "  fp8_param_gather\n"],
+            "--fp8-param-gather",
+        ),
+    ];
+    for (flags, lines, back) in cases {
+        let text = format!("{BASE} {flags}");
+        let opts = options("rc", Some("dgx_h100"), Some(8));
+        let i = import_megatron(&text, &opts).unwrap();
+        for line in &lines {
+            assert!(i.venus.contains(line), "{flags}: {line}\n{}", i.venus);
+        }
+        assert!(i.warnings.is_empty(), "{flags}: {:?}", i.warnings);
+        let (diags, sources, scenarios) = check("rc.venus", &i.venus);
+        assert!(
+            diags.is_empty(),
+            "{flags}:\n{}",
+            render::human(&diags, &sources, false)
+        );
+        venusc::simulate::simulate(&scenarios[0], &Default::default())
+            .expect("the imported scenario simulates");
+        let emitted = emit_megatron(&scenarios[0]);
+        let words: Vec<&str> = flag_lines(&emitted)
+            .iter()
+            .map(|l| l.trim_end_matches('\\').trim())
+            .collect();
+        assert!(words.join(" ").contains(back), "{flags}:\n{emitted}");
+        let again = import_megatron(&emitted, &opts).unwrap();
+        let (_, _, back) = check("again.venus", &again.venus);
+        assert_eq!(
+            flag_lines(&emit_megatron(&back[0])),
+            flag_lines(&emitted),
+            "{flags}"
+        );
     }
 }

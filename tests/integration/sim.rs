@@ -550,3 +550,55 @@ fn venussim_emit_refuses_a_layout_whose_chunks_differ() {
     assert_eq!(code, 0, "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `recompute_modules moe` reruns each MoE layer's forward before its backward, its
+/// dispatch and combine all-to-alls included: 6 all-to-alls per layer and microbatch instead
+/// of 4, so the expert-parallel phase grows by half; `block` recompute of half the layers
+/// costs between no recompute and full recompute.
+#[test]
+fn moe_recompute_repeats_the_all_to_alls_and_block_recompute_costs_part_of_full() {
+    let dir = std::env::temp_dir().join(format!("venusc-recompute-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, model: &str, plan: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!("model m : {model}\ncluster c : dgx_h100 < >\nplan p < {plan} >\n"),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let moe = "deepseek_v2_lite < layers 16 first_k_dense 0 >";
+    let base = "ep 8 micro_batch 1 global_batch 64 distributed_optimizer recompute selective";
+    let attn = sim_json(&[&write("a.venus", moe, base)]);
+    let moe_rc = sim_json(&[&write(
+        "b.venus",
+        moe,
+        &format!("{base} recompute_modules core_attn moe"),
+    )]);
+    let ep = |r: &serde_json::Value| r["phases"]["ep-comm"]["max_ms"].as_f64().unwrap();
+    assert!(
+        (ep(&moe_rc) / ep(&attn) - 1.5).abs() < 1e-9,
+        "{} vs {}",
+        ep(&moe_rc),
+        ep(&attn)
+    );
+    let dense = "llama2_7b < >";
+    let plan = "tp 4 pp 2 sp micro_batch 1 global_batch 64 distributed_optimizer";
+    let time = |name: &str, extra: &str| {
+        sim_json(&[&write(name, dense, &format!("{plan} {extra}"))])["iteration_time_ms"]
+            .as_f64()
+            .unwrap()
+    };
+    let (none, full) = (time("n.venus", ""), time("f.venus", "recompute full"));
+    let block = time(
+        "k.venus",
+        "recompute full recompute_method block recompute_num_layers 8",
+    );
+    assert!(none < block && block < full, "{none} {block} {full}");
+    // Half the layers rerun their forward: the cost is half of full recompute's, within the
+    // pipeline's slack.
+    let share = (block - none) / (full - none);
+    assert!((share - 0.5).abs() < 0.02, "{share}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

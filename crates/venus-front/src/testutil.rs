@@ -167,6 +167,10 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         pipeline_layout: None,
         checkpoint_interval: None,
         venussim: Vec::new(),
+        recompute_modules: None,
+        recompute_method: None,
+        recompute_num_layers: None,
+        fp8_param_gather: None,
     }
 }
 

@@ -253,6 +253,9 @@ impl<'a> Validator<'a> {
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
         self.check_optimizer_dtypes(); // E0321
+        self.check_recompute_refinements(); // E0339
+        self.check_recompute_modules(); // E0340, W0019
+        self.check_fp8_param_gather(); // E0341
         self.check_stragglers(); // E0337, E0338, W0018
         self.check_reliability(); // E0335, E0336
         self.check_venussim_fields(); // E0355
@@ -421,6 +424,22 @@ impl<'a> Validator<'a> {
         if self.inputs_ok(&dtypes, false) {
             self.check_optimizer_dtypes(); // E0321
         }
+        let recompute = [
+            Recompute,
+            RecomputeModules,
+            RecomputeMethod,
+            RecomputeNumLayers,
+        ];
+        if self.inputs_ok(&recompute, false) {
+            self.check_recompute_refinements(); // E0339
+            if self.inputs_ok(SHAPE, false) {
+                self.check_recompute_modules(); // E0340, W0019
+            }
+        }
+        let fp8_gather = [Fp8ParamGather, Precision, DistributedOptimizer, Fsdp];
+        if self.inputs_ok(&fp8_gather, false) {
+            self.check_fp8_param_gather(); // E0341
+        }
         if self.inputs_ok(&[Mfu, Measured], true) {
             self.check_calibration(); // W0007
         }
@@ -471,12 +490,14 @@ impl<'a> Validator<'a> {
                 overlap_ep_comm: on(&p.overlap_ep_comm) && self.ep_overlap_runs(),
                 fsdp: p.fsdp.as_ref().map(|f| f.value),
             },
-            recipe: Recipe::for_precision(p.precision()).with_training_dtypes(
-                p.grad_dtype.as_ref().map(|d| d.value),
-                p.main_params_dtype.as_ref().map(|d| d.value),
-                p.exp_avg_dtype.as_ref().map(|d| d.value),
-                p.exp_avg_sq_dtype.as_ref().map(|d| d.value),
-            ),
+            recipe: Recipe::for_precision(p.precision())
+                .with_training_dtypes(
+                    p.grad_dtype.as_ref().map(|d| d.value),
+                    p.main_params_dtype.as_ref().map(|d| d.value),
+                    p.exp_avg_dtype.as_ref().map(|d| d.value),
+                    p.exp_avg_sq_dtype.as_ref().map(|d| d.value),
+                )
+                .with_fp8_param_gather(on(&p.fp8_param_gather)),
             split,
             padded_vocab: vocab,
             train: to_plan::train(&def.train),
@@ -604,6 +625,7 @@ mod hybrid;
 mod memory;
 mod model;
 mod problem;
+mod recompute;
 mod reliability;
 mod repair;
 mod schedule;

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 99
+#define SYMBOL_COUNT 109
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 86
+#define TOKEN_COUNT 96
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -101,23 +101,33 @@ enum ts_symbol_identifiers {
   anon_sym_W0015 = 79,
   anon_sym_W0017 = 80,
   anon_sym_W0018 = 81,
-  sym_unit = 82,
-  sym_number = 83,
-  sym_string = 84,
-  sym_comment = 85,
-  sym_source_file = 86,
-  sym_use_declaration = 87,
-  sym_definition = 88,
-  sym_block = 89,
-  sym_item = 90,
-  sym__value = 91,
-  sym_list = 92,
-  sym_constant = 93,
-  sym_quantity = 94,
-  aux_sym_source_file_repeat1 = 95,
-  aux_sym_block_repeat1 = 96,
-  aux_sym_item_repeat1 = 97,
-  aux_sym_list_repeat1 = 98,
+  anon_sym_W0019 = 82,
+  anon_sym_core_attn = 83,
+  anon_sym_mlp = 84,
+  anon_sym_moe_act = 85,
+  anon_sym_layernorm = 86,
+  anon_sym_mla_up_proj = 87,
+  anon_sym_moe = 88,
+  anon_sym_shared_experts = 89,
+  anon_sym_uniform = 90,
+  anon_sym_block = 91,
+  sym_unit = 92,
+  sym_number = 93,
+  sym_string = 94,
+  sym_comment = 95,
+  sym_source_file = 96,
+  sym_use_declaration = 97,
+  sym_definition = 98,
+  sym_block = 99,
+  sym_item = 100,
+  sym__value = 101,
+  sym_list = 102,
+  sym_constant = 103,
+  sym_quantity = 104,
+  aux_sym_source_file_repeat1 = 105,
+  aux_sym_block_repeat1 = 106,
+  aux_sym_item_repeat1 = 107,
+  aux_sym_list_repeat1 = 108,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -203,6 +213,16 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0015] = "W0015",
   [anon_sym_W0017] = "W0017",
   [anon_sym_W0018] = "W0018",
+  [anon_sym_W0019] = "W0019",
+  [anon_sym_core_attn] = "core_attn",
+  [anon_sym_mlp] = "mlp",
+  [anon_sym_moe_act] = "moe_act",
+  [anon_sym_layernorm] = "layernorm",
+  [anon_sym_mla_up_proj] = "mla_up_proj",
+  [anon_sym_moe] = "moe",
+  [anon_sym_shared_experts] = "shared_experts",
+  [anon_sym_uniform] = "uniform",
+  [anon_sym_block] = "block",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -305,6 +325,16 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0015] = anon_sym_W0015,
   [anon_sym_W0017] = anon_sym_W0017,
   [anon_sym_W0018] = anon_sym_W0018,
+  [anon_sym_W0019] = anon_sym_W0019,
+  [anon_sym_core_attn] = anon_sym_core_attn,
+  [anon_sym_mlp] = anon_sym_mlp,
+  [anon_sym_moe_act] = anon_sym_moe_act,
+  [anon_sym_layernorm] = anon_sym_layernorm,
+  [anon_sym_mla_up_proj] = anon_sym_mla_up_proj,
+  [anon_sym_moe] = anon_sym_moe,
+  [anon_sym_shared_experts] = anon_sym_shared_experts,
+  [anon_sym_uniform] = anon_sym_uniform,
+  [anon_sym_block] = anon_sym_block,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -650,6 +680,46 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0018] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0019] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_core_attn] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_mlp] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_moe_act] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_layernorm] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_mla_up_proj] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_moe] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_shared_experts] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_uniform] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_block] = {
     .visible = true,
     .named = false,
   },
@@ -1077,900 +1147,1063 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
     case 4:
       if (lookahead == 'd') ADVANCE(26);
       if (lookahead == 'l') ADVANCE(27);
+      if (lookahead == 'o') ADVANCE(28);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(28);
-      if (lookahead == 'u') ADVANCE(29);
+      if (lookahead == 'i') ADVANCE(29);
+      if (lookahead == 'u') ADVANCE(30);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(30);
-      if (lookahead == 'c') ADVANCE(31);
-      if (lookahead == 'l') ADVANCE(32);
-      if (lookahead == 'p') ADVANCE(33);
-      if (lookahead == 'u') ADVANCE(34);
+      if (lookahead == 'a') ADVANCE(31);
+      if (lookahead == 'c') ADVANCE(32);
+      if (lookahead == 'l') ADVANCE(33);
+      if (lookahead == 'p') ADVANCE(34);
+      if (lookahead == 'u') ADVANCE(35);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(35);
+      if (lookahead == 'p') ADVANCE(36);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(36);
-      if (lookahead == 'o') ADVANCE(37);
+      if (lookahead == 'a') ADVANCE(37);
+      if (lookahead == 'o') ADVANCE(38);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(38);
+      if (lookahead == 'n') ADVANCE(39);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(39);
-      if (lookahead == 'o') ADVANCE(40);
-      END_STATE();
-    case 11:
-      if (lookahead == 'e') ADVANCE(41);
+      if (lookahead == 'a') ADVANCE(40);
+      if (lookahead == 'i') ADVANCE(41);
       if (lookahead == 'o') ADVANCE(42);
       END_STATE();
+    case 11:
+      if (lookahead == 'e') ADVANCE(43);
+      if (lookahead == 'l') ADVANCE(44);
+      if (lookahead == 'o') ADVANCE(45);
+      END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(43);
-      if (lookahead == 'v') ADVANCE(44);
+      if (lookahead == 'o') ADVANCE(46);
+      if (lookahead == 'v') ADVANCE(47);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(45);
-      if (lookahead == 'n') ADVANCE(46);
-      if (lookahead == 'p') ADVANCE(47);
+      if (lookahead == 'f') ADVANCE(48);
+      if (lookahead == 'n') ADVANCE(49);
+      if (lookahead == 'p') ADVANCE(50);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(48);
-      if (lookahead == 'r') ADVANCE(49);
+      if (lookahead == 'l') ADVANCE(51);
+      if (lookahead == 'r') ADVANCE(52);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(50);
-      if (lookahead == 'i') ADVANCE(51);
+      if (lookahead == 'a') ADVANCE(53);
+      if (lookahead == 'i') ADVANCE(54);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(52);
-      if (lookahead == 'e') ADVANCE(53);
-      if (lookahead == 'f') ADVANCE(54);
-      if (lookahead == 'h') ADVANCE(55);
-      if (lookahead == 'w') ADVANCE(56);
+      if (lookahead == 'c') ADVANCE(55);
+      if (lookahead == 'e') ADVANCE(56);
+      if (lookahead == 'f') ADVANCE(57);
+      if (lookahead == 'h') ADVANCE(58);
+      if (lookahead == 'w') ADVANCE(59);
       END_STATE();
     case 17:
-      if (lookahead == 'o') ADVANCE(57);
-      if (lookahead == 'r') ADVANCE(58);
+      if (lookahead == 'o') ADVANCE(60);
+      if (lookahead == 'r') ADVANCE(61);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(59);
-      if (lookahead == 's') ADVANCE(60);
+      if (lookahead == 'n') ADVANCE(62);
+      if (lookahead == 's') ADVANCE(63);
       END_STATE();
     case 19:
-      if (lookahead == 'b') ADVANCE(61);
+      if (lookahead == 'b') ADVANCE(64);
       END_STATE();
     case 20:
-      if (lookahead == '0') ADVANCE(62);
+      if (lookahead == '0') ADVANCE(65);
       END_STATE();
     case 21:
-      if (lookahead == 'a') ADVANCE(63);
+      if (lookahead == 'a') ADVANCE(66);
       END_STATE();
     case 22:
-      if (lookahead == 'g') ADVANCE(64);
+      if (lookahead == 'g') ADVANCE(67);
       END_STATE();
     case 23:
-      if (lookahead == 'p') ADVANCE(65);
+      if (lookahead == 'p') ADVANCE(68);
       END_STATE();
     case 24:
-      if (lookahead == '1') ADVANCE(66);
+      if (lookahead == '1') ADVANCE(69);
       END_STATE();
     case 25:
-      if (lookahead == 'a') ADVANCE(67);
+      if (lookahead == 'a') ADVANCE(70);
+      if (lookahead == 'o') ADVANCE(71);
       END_STATE();
     case 26:
-      if (lookahead == 'n') ADVANCE(68);
+      if (lookahead == 'n') ADVANCE(72);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(69);
+      if (lookahead == 'u') ADVANCE(73);
       END_STATE();
     case 28:
-      if (lookahead == 'm') ADVANCE(70);
-      if (lookahead == 'r') ADVANCE(71);
+      if (lookahead == 'r') ADVANCE(74);
       END_STATE();
     case 29:
-      if (lookahead == 'a') ADVANCE(72);
+      if (lookahead == 'm') ADVANCE(75);
+      if (lookahead == 'r') ADVANCE(76);
       END_STATE();
     case 30:
-      if (lookahead == 't') ADVANCE(73);
+      if (lookahead == 'a') ADVANCE(77);
       END_STATE();
     case 31:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 't') ADVANCE(78);
       END_STATE();
     case 32:
-      if (lookahead == 'a') ADVANCE(74);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 33:
-      if (lookahead == '1') ADVANCE(75);
-      if (lookahead == '3') ADVANCE(76);
-      if (lookahead == '4') ADVANCE(77);
-      if (lookahead == '8') ADVANCE(78);
+      if (lookahead == 'a') ADVANCE(79);
       END_STATE();
     case 34:
-      if (lookahead == 'l') ADVANCE(79);
+      if (lookahead == '1') ADVANCE(80);
+      if (lookahead == '3') ADVANCE(81);
+      if (lookahead == '4') ADVANCE(82);
+      if (lookahead == '8') ADVANCE(83);
       END_STATE();
     case 35:
-      if (lookahead == 'i') ADVANCE(80);
-      if (lookahead == 'u') ADVANCE(81);
+      if (lookahead == 'l') ADVANCE(84);
       END_STATE();
     case 36:
-      if (lookahead == 'l') ADVANCE(82);
+      if (lookahead == 'i') ADVANCE(85);
+      if (lookahead == 'u') ADVANCE(86);
       END_STATE();
     case 37:
-      if (lookahead == 'p') ADVANCE(83);
+      if (lookahead == 'l') ADVANCE(87);
       END_STATE();
     case 38:
-      if (lookahead == 'f') ADVANCE(84);
-      if (lookahead == 't') ADVANCE(85);
+      if (lookahead == 'p') ADVANCE(88);
       END_STATE();
     case 39:
-      if (lookahead == 'n') ADVANCE(86);
+      if (lookahead == 'f') ADVANCE(89);
+      if (lookahead == 't') ADVANCE(90);
       END_STATE();
     case 40:
-      if (lookahead == 'r') ADVANCE(87);
+      if (lookahead == 'y') ADVANCE(91);
       END_STATE();
     case 41:
-      if (lookahead == 'g') ADVANCE(88);
+      if (lookahead == 'n') ADVANCE(92);
       END_STATE();
     case 42:
-      if (lookahead == 'd') ADVANCE(89);
+      if (lookahead == 'r') ADVANCE(93);
       END_STATE();
     case 43:
-      if (lookahead == '_') ADVANCE(90);
-      if (lookahead == 'n') ADVANCE(91);
+      if (lookahead == 'g') ADVANCE(94);
       END_STATE();
     case 44:
-      if (lookahead == 's') ADVANCE(92);
+      if (lookahead == 'a') ADVANCE(95);
+      if (lookahead == 'p') ADVANCE(96);
       END_STATE();
     case 45:
-      if (lookahead == 'f') ADVANCE(93);
+      if (lookahead == 'd') ADVANCE(97);
+      if (lookahead == 'e') ADVANCE(98);
       END_STATE();
     case 46:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == '_') ADVANCE(99);
+      if (lookahead == 'n') ADVANCE(100);
       END_STATE();
     case 47:
-      if (lookahead == 't') ADVANCE(94);
+      if (lookahead == 's') ADVANCE(101);
       END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(95);
+      if (lookahead == 'f') ADVANCE(102);
       END_STATE();
     case 49:
-      if (lookahead == 'e') ADVANCE(96);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 50:
-      if (lookahead == 'i') ADVANCE(97);
+      if (lookahead == 't') ADVANCE(103);
       END_STATE();
     case 51:
-      if (lookahead == 'n') ADVANCE(98);
+      if (lookahead == 'a') ADVANCE(104);
       END_STATE();
     case 52:
-      if (lookahead == 'e') ADVANCE(99);
-      END_STATE();
-    case 53:
-      if (lookahead == 'l') ADVANCE(100);
-      END_STATE();
-    case 54:
-      if (lookahead == 't') ADVANCE(101);
-      END_STATE();
-    case 55:
-      if (lookahead == 'a') ADVANCE(102);
-      END_STATE();
-    case 56:
-      if (lookahead == 'i') ADVANCE(103);
-      END_STATE();
-    case 57:
-      if (lookahead == 'r') ADVANCE(104);
-      END_STATE();
-    case 58:
       if (lookahead == 'e') ADVANCE(105);
       END_STATE();
+    case 53:
+      if (lookahead == 'i') ADVANCE(106);
+      END_STATE();
+    case 54:
+      if (lookahead == 'n') ADVANCE(107);
+      END_STATE();
+    case 55:
+      if (lookahead == 'e') ADVANCE(108);
+      END_STATE();
+    case 56:
+      if (lookahead == 'l') ADVANCE(109);
+      END_STATE();
+    case 57:
+      if (lookahead == 't') ADVANCE(110);
+      END_STATE();
+    case 58:
+      if (lookahead == 'a') ADVANCE(111);
+      END_STATE();
     case 59:
-      if (lookahead == 'f') ADVANCE(106);
+      if (lookahead == 'i') ADVANCE(112);
       END_STATE();
     case 60:
-      if (lookahead == 'e') ADVANCE(107);
+      if (lookahead == 'r') ADVANCE(113);
       END_STATE();
     case 61:
-      if (lookahead == '_') ADVANCE(108);
+      if (lookahead == 'e') ADVANCE(114);
       END_STATE();
     case 62:
-      if (lookahead == '0') ADVANCE(109);
-      if (lookahead == '1') ADVANCE(110);
+      if (lookahead == 'f') ADVANCE(115);
+      if (lookahead == 'i') ADVANCE(116);
       END_STATE();
     case 63:
-      ACCEPT_TOKEN(anon_sym_ada);
-      END_STATE();
-    case 64:
-      if (lookahead == 'o') ADVANCE(111);
-      END_STATE();
-    case 65:
-      if (lookahead == 'e') ADVANCE(112);
-      END_STATE();
-    case 66:
-      if (lookahead == '6') ADVANCE(113);
-      END_STATE();
-    case 67:
-      if (lookahead == 'c') ADVANCE(114);
-      END_STATE();
-    case 68:
-      if (lookahead == 'a') ADVANCE(115);
-      END_STATE();
-    case 69:
-      if (lookahead == 's') ADVANCE(116);
-      END_STATE();
-    case 70:
-      ACCEPT_TOKEN(anon_sym_dim);
-      END_STATE();
-    case 71:
       if (lookahead == 'e') ADVANCE(117);
       END_STATE();
+    case 64:
+      if (lookahead == '_') ADVANCE(118);
+      END_STATE();
+    case 65:
+      if (lookahead == '0') ADVANCE(119);
+      if (lookahead == '1') ADVANCE(120);
+      END_STATE();
+    case 66:
+      ACCEPT_TOKEN(anon_sym_ada);
+      END_STATE();
+    case 67:
+      if (lookahead == 'o') ADVANCE(121);
+      END_STATE();
+    case 68:
+      if (lookahead == 'e') ADVANCE(122);
+      END_STATE();
+    case 69:
+      if (lookahead == '6') ADVANCE(123);
+      END_STATE();
+    case 70:
+      if (lookahead == 'c') ADVANCE(124);
+      END_STATE();
+    case 71:
+      if (lookahead == 'c') ADVANCE(125);
+      END_STATE();
     case 72:
-      if (lookahead == 'l') ADVANCE(118);
+      if (lookahead == 'a') ADVANCE(126);
       END_STATE();
     case 73:
-      if (lookahead == '_') ADVANCE(119);
+      if (lookahead == 's') ADVANCE(127);
       END_STATE();
     case 74:
-      if (lookahead == 's') ADVANCE(120);
-      END_STATE();
-    case 75:
-      if (lookahead == '6') ADVANCE(121);
-      END_STATE();
-    case 76:
-      if (lookahead == '2') ADVANCE(122);
-      END_STATE();
-    case 77:
-      ACCEPT_TOKEN(anon_sym_fp4);
-      END_STATE();
-    case 78:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 79:
-      if (lookahead == 'l') ADVANCE(123);
-      END_STATE();
-    case 80:
-      if (lookahead == 'p') ADVANCE(124);
-      END_STATE();
-    case 81:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 82:
-      if (lookahead == 'v') ADVANCE(125);
-      END_STATE();
-    case 83:
-      if (lookahead == 'p') ADVANCE(126);
-      END_STATE();
-    case 84:
-      if (lookahead == 'i') ADVANCE(127);
-      END_STATE();
-    case 85:
       if (lookahead == 'e') ADVANCE(128);
       END_STATE();
-    case 86:
+    case 75:
+      ACCEPT_TOKEN(anon_sym_dim);
+      END_STATE();
+    case 76:
       if (lookahead == 'e') ADVANCE(129);
-      if (lookahead == 'k') ADVANCE(130);
+      END_STATE();
+    case 77:
+      if (lookahead == 'l') ADVANCE(130);
+      END_STATE();
+    case 78:
+      if (lookahead == '_') ADVANCE(131);
+      END_STATE();
+    case 79:
+      if (lookahead == 's') ADVANCE(132);
+      END_STATE();
+    case 80:
+      if (lookahead == '6') ADVANCE(133);
+      END_STATE();
+    case 81:
+      if (lookahead == '2') ADVANCE(134);
+      END_STATE();
+    case 82:
+      ACCEPT_TOKEN(anon_sym_fp4);
+      END_STATE();
+    case 83:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 84:
+      if (lookahead == 'l') ADVANCE(135);
+      END_STATE();
+    case 85:
+      if (lookahead == 'p') ADVANCE(136);
+      END_STATE();
+    case 86:
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 87:
-      if (lookahead == 'a') ADVANCE(131);
+      if (lookahead == 'v') ADVANCE(137);
       END_STATE();
     case 88:
-      if (lookahead == 'a') ADVANCE(132);
+      if (lookahead == 'p') ADVANCE(138);
       END_STATE();
     case 89:
-      if (lookahead == 'e') ADVANCE(133);
+      if (lookahead == 'i') ADVANCE(139);
       END_STATE();
     case 90:
-      if (lookahead == 's') ADVANCE(134);
+      if (lookahead == 'e') ADVANCE(140);
       END_STATE();
     case 91:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'e') ADVANCE(141);
       END_STATE();
     case 92:
-      if (lookahead == 'w') ADVANCE(136);
+      if (lookahead == 'e') ADVANCE(142);
+      if (lookahead == 'k') ADVANCE(143);
       END_STATE();
     case 93:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'a') ADVANCE(144);
       END_STATE();
     case 94:
-      if (lookahead == 'i') ADVANCE(137);
+      if (lookahead == 'a') ADVANCE(145);
       END_STATE();
     case 95:
-      if (lookahead == 'n') ADVANCE(138);
+      if (lookahead == '_') ADVANCE(146);
       END_STATE();
     case 96:
-      if (lookahead == 't') ADVANCE(139);
+      ACCEPT_TOKEN(anon_sym_mlp);
       END_STATE();
     case 97:
-      if (lookahead == 'l') ADVANCE(140);
-      END_STATE();
-    case 98:
-      if (lookahead == 'g') ADVANCE(141);
-      END_STATE();
-    case 99:
-      if (lookahead == 'n') ADVANCE(142);
-      END_STATE();
-    case 100:
-      if (lookahead == 'e') ADVANCE(143);
-      END_STATE();
-    case 101:
-      ACCEPT_TOKEN(anon_sym_sft);
-      END_STATE();
-    case 102:
-      if (lookahead == 'r') ADVANCE(144);
-      END_STATE();
-    case 103:
-      if (lookahead == 't') ADVANCE(145);
-      END_STATE();
-    case 104:
-      if (lookahead == 'c') ADVANCE(146);
-      END_STATE();
-    case 105:
       if (lookahead == 'e') ADVANCE(147);
       END_STATE();
+    case 98:
+      ACCEPT_TOKEN(anon_sym_moe);
+      if (lookahead == '_') ADVANCE(148);
+      END_STATE();
+    case 99:
+      if (lookahead == 's') ADVANCE(149);
+      END_STATE();
+    case 100:
+      if (lookahead == 'e') ADVANCE(150);
+      END_STATE();
+    case 101:
+      if (lookahead == 'w') ADVANCE(151);
+      END_STATE();
+    case 102:
+      ACCEPT_TOKEN(anon_sym_off);
+      END_STATE();
+    case 103:
+      if (lookahead == 'i') ADVANCE(152);
+      END_STATE();
+    case 104:
+      if (lookahead == 'n') ADVANCE(153);
+      END_STATE();
+    case 105:
+      if (lookahead == 't') ADVANCE(154);
+      END_STATE();
     case 106:
-      if (lookahead == 'u') ADVANCE(148);
+      if (lookahead == 'l') ADVANCE(155);
       END_STATE();
     case 107:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'g') ADVANCE(156);
       END_STATE();
     case 108:
-      if (lookahead == 'h') ADVANCE(149);
+      if (lookahead == 'n') ADVANCE(157);
       END_STATE();
     case 109:
-      ADVANCE_MAP(
-        '1', 150,
-        '2', 151,
-        '3', 152,
-        '4', 153,
-        '5', 154,
-        '6', 155,
-        '7', 156,
-        '8', 157,
-        '9', 158,
-      );
+      if (lookahead == 'e') ADVANCE(158);
       END_STATE();
     case 110:
-      if (lookahead == '2') ADVANCE(159);
-      if (lookahead == '3') ADVANCE(160);
-      if (lookahead == '4') ADVANCE(161);
-      if (lookahead == '5') ADVANCE(162);
-      if (lookahead == '7') ADVANCE(163);
-      if (lookahead == '8') ADVANCE(164);
+      ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 'r') ADVANCE(159);
       END_STATE();
     case 112:
-      if (lookahead == 'r') ADVANCE(165);
+      if (lookahead == 't') ADVANCE(160);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'c') ADVANCE(161);
       END_STATE();
     case 114:
-      if (lookahead == 'k') ADVANCE(166);
+      if (lookahead == 'e') ADVANCE(162);
       END_STATE();
     case 115:
-      if (lookahead == '3') ADVANCE(167);
-      if (lookahead == '4') ADVANCE(168);
+      if (lookahead == 'u') ADVANCE(163);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(169);
+      if (lookahead == 'f') ADVANCE(164);
       END_STATE();
     case 117:
-      if (lookahead == 'c') ADVANCE(170);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 118:
-      if (lookahead == 'p') ADVANCE(171);
+      if (lookahead == 'h') ADVANCE(165);
       END_STATE();
     case 119:
-      if (lookahead == 't') ADVANCE(172);
+      ADVANCE_MAP(
+        '1', 166,
+        '2', 167,
+        '3', 168,
+        '4', 169,
+        '5', 170,
+        '6', 171,
+        '7', 172,
+        '8', 173,
+        '9', 174,
+      );
       END_STATE();
     case 120:
-      if (lookahead == 'h') ADVANCE(173);
+      if (lookahead == '2') ADVANCE(175);
+      if (lookahead == '3') ADVANCE(176);
+      if (lookahead == '4') ADVANCE(177);
+      if (lookahead == '5') ADVANCE(178);
+      if (lookahead == '7') ADVANCE(179);
+      if (lookahead == '8') ADVANCE(180);
+      if (lookahead == '9') ADVANCE(181);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      if (lookahead == 'r') ADVANCE(182);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_full);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 124:
-      if (lookahead == 'e') ADVANCE(174);
+      if (lookahead == 'k') ADVANCE(183);
       END_STATE();
     case 125:
-      if (lookahead == 'i') ADVANCE(175);
+      if (lookahead == 'k') ADVANCE(184);
       END_STATE();
     case 126:
-      if (lookahead == 'e') ADVANCE(176);
+      if (lookahead == '3') ADVANCE(185);
+      if (lookahead == '4') ADVANCE(186);
       END_STATE();
     case 127:
-      if (lookahead == 'n') ADVANCE(177);
+      if (lookahead == 't') ADVANCE(187);
       END_STATE();
     case 128:
-      if (lookahead == 'r') ADVANCE(178);
+      if (lookahead == '_') ADVANCE(188);
       END_STATE();
     case 129:
-      if (lookahead == 'a') ADVANCE(179);
-      END_STATE();
-    case 130:
-      ACCEPT_TOKEN(anon_sym_link);
-      END_STATE();
-    case 131:
-      ACCEPT_TOKEN(anon_sym_lora);
-      END_STATE();
-    case 132:
-      if (lookahead == 't') ADVANCE(180);
-      END_STATE();
-    case 133:
-      if (lookahead == 'l') ADVANCE(181);
-      END_STATE();
-    case 134:
-      if (lookahead == 'h') ADVANCE(182);
-      END_STATE();
-    case 135:
-      ACCEPT_TOKEN(anon_sym_none);
-      END_STATE();
-    case 136:
-      if (lookahead == 'i') ADVANCE(183);
-      END_STATE();
-    case 137:
-      if (lookahead == 'm') ADVANCE(184);
-      END_STATE();
-    case 138:
-      ACCEPT_TOKEN(anon_sym_plan);
-      END_STATE();
-    case 139:
-      if (lookahead == 'r') ADVANCE(185);
-      END_STATE();
-    case 140:
-      ACCEPT_TOKEN(anon_sym_rail);
-      END_STATE();
-    case 141:
-      ACCEPT_TOKEN(anon_sym_ring);
-      END_STATE();
-    case 142:
-      if (lookahead == 'a') ADVANCE(186);
-      END_STATE();
-    case 143:
-      if (lookahead == 'c') ADVANCE(187);
-      END_STATE();
-    case 144:
-      if (lookahead == 'p') ADVANCE(188);
-      END_STATE();
-    case 145:
       if (lookahead == 'c') ADVANCE(189);
       END_STATE();
+    case 130:
+      if (lookahead == 'p') ADVANCE(190);
+      END_STATE();
+    case 131:
+      if (lookahead == 't') ADVANCE(191);
+      END_STATE();
+    case 132:
+      if (lookahead == 'h') ADVANCE(192);
+      END_STATE();
+    case 133:
+      ACCEPT_TOKEN(anon_sym_fp16);
+      END_STATE();
+    case 134:
+      ACCEPT_TOKEN(anon_sym_fp32);
+      END_STATE();
+    case 135:
+      ACCEPT_TOKEN(anon_sym_full);
+      END_STATE();
+    case 136:
+      if (lookahead == 'e') ADVANCE(193);
+      END_STATE();
+    case 137:
+      if (lookahead == 'i') ADVANCE(194);
+      END_STATE();
+    case 138:
+      if (lookahead == 'e') ADVANCE(195);
+      END_STATE();
+    case 139:
+      if (lookahead == 'n') ADVANCE(196);
+      END_STATE();
+    case 140:
+      if (lookahead == 'r') ADVANCE(197);
+      END_STATE();
+    case 141:
+      if (lookahead == 'r') ADVANCE(198);
+      END_STATE();
+    case 142:
+      if (lookahead == 'a') ADVANCE(199);
+      END_STATE();
+    case 143:
+      ACCEPT_TOKEN(anon_sym_link);
+      END_STATE();
+    case 144:
+      ACCEPT_TOKEN(anon_sym_lora);
+      END_STATE();
+    case 145:
+      if (lookahead == 't') ADVANCE(200);
+      END_STATE();
     case 146:
-      if (lookahead == 'h') ADVANCE(190);
+      if (lookahead == 'u') ADVANCE(201);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'l') ADVANCE(202);
       END_STATE();
     case 148:
-      if (lookahead == 's') ADVANCE(191);
+      if (lookahead == 'a') ADVANCE(203);
       END_STATE();
     case 149:
-      if (lookahead == '1') ADVANCE(192);
-      if (lookahead == '2') ADVANCE(193);
+      if (lookahead == 'h') ADVANCE(204);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 151:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      if (lookahead == 'i') ADVANCE(205);
       END_STATE();
     case 152:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      if (lookahead == 'm') ADVANCE(206);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      if (lookahead == 'r') ADVANCE(207);
       END_STATE();
     case 155:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      if (lookahead == 'a') ADVANCE(208);
       END_STATE();
     case 158:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      if (lookahead == 'c') ADVANCE(209);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_W0012);
+      if (lookahead == 'e') ADVANCE(210);
+      if (lookahead == 'p') ADVANCE(211);
       END_STATE();
     case 160:
-      ACCEPT_TOKEN(anon_sym_W0013);
+      if (lookahead == 'c') ADVANCE(212);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      if (lookahead == 'h') ADVANCE(213);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_W0015);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_W0017);
+      if (lookahead == 's') ADVANCE(214);
       END_STATE();
     case 164:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      if (lookahead == 'o') ADVANCE(215);
       END_STATE();
     case 165:
-      if (lookahead == 'e') ADVANCE(194);
+      if (lookahead == '1') ADVANCE(216);
+      if (lookahead == '2') ADVANCE(217);
       END_STATE();
     case 166:
-      if (lookahead == 'w') ADVANCE(195);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 168:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 169:
-      if (lookahead == 'e') ADVANCE(196);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 170:
-      if (lookahead == 't') ADVANCE(197);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 171:
-      if (lookahead == 'i') ADVANCE(198);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 172:
-      if (lookahead == 'r') ADVANCE(199);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 173:
-      ACCEPT_TOKEN(anon_sym_flash);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 174:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 175:
-      if (lookahead == 'n') ADVANCE(200);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 176:
-      if (lookahead == 'r') ADVANCE(201);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 177:
-      if (lookahead == 'i') ADVANCE(202);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 178:
-      if (lookahead == 'l') ADVANCE(203);
+      ACCEPT_TOKEN(anon_sym_W0015);
       END_STATE();
     case 179:
-      if (lookahead == 'r') ADVANCE(204);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 180:
-      if (lookahead == 'r') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 181:
-      ACCEPT_TOKEN(anon_sym_model);
+      ACCEPT_TOKEN(anon_sym_W0019);
       END_STATE();
     case 182:
-      if (lookahead == 'a') ADVANCE(206);
+      if (lookahead == 'e') ADVANCE(218);
       END_STATE();
     case 183:
-      if (lookahead == 't') ADVANCE(207);
+      if (lookahead == 'w') ADVANCE(219);
       END_STATE();
     case 184:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(208);
+      ACCEPT_TOKEN(anon_sym_block);
       END_STATE();
     case 185:
-      if (lookahead == 'a') ADVANCE(209);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 186:
-      if (lookahead == 'r') ADVANCE(210);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 187:
-      if (lookahead == 't') ADVANCE(211);
-      END_STATE();
-    case 188:
-      ACCEPT_TOKEN(anon_sym_sharp);
-      END_STATE();
-    case 189:
-      if (lookahead == 'h') ADVANCE(212);
-      END_STATE();
-    case 190:
-      ACCEPT_TOKEN(anon_sym_torch);
-      END_STATE();
-    case 191:
-      if (lookahead == 'e') ADVANCE(213);
-      END_STATE();
-    case 192:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
-      END_STATE();
-    case 193:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
-      END_STATE();
-    case 194:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 195:
-      if (lookahead == 'e') ADVANCE(214);
-      END_STATE();
-    case 196:
-      if (lookahead == 'r') ADVANCE(215);
-      END_STATE();
-    case 197:
-      ACCEPT_TOKEN(anon_sym_direct);
-      END_STATE();
-    case 198:
-      if (lookahead == 'p') ADVANCE(216);
-      END_STATE();
-    case 199:
-      if (lookahead == 'e') ADVANCE(217);
-      END_STATE();
-    case 200:
-      if (lookahead == 'g') ADVANCE(218);
-      END_STATE();
-    case 201:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 202:
-      if (lookahead == 'b') ADVANCE(219);
-      END_STATE();
-    case 203:
       if (lookahead == 'e') ADVANCE(220);
       END_STATE();
-    case 204:
-      if (lookahead == '_') ADVANCE(221);
+    case 188:
+      if (lookahead == 'a') ADVANCE(221);
       END_STATE();
-    case 205:
-      if (lookahead == 'o') ADVANCE(222);
+    case 189:
+      if (lookahead == 't') ADVANCE(222);
       END_STATE();
-    case 206:
-      if (lookahead == 'r') ADVANCE(223);
+    case 190:
+      if (lookahead == 'i') ADVANCE(223);
       END_STATE();
-    case 207:
-      if (lookahead == 'c') ADVANCE(224);
+    case 191:
+      if (lookahead == 'r') ADVANCE(224);
       END_STATE();
-    case 208:
-      if (lookahead == 'g') ADVANCE(225);
+    case 192:
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
-    case 209:
-      if (lookahead == 'i') ADVANCE(226);
+    case 193:
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
-    case 210:
+    case 194:
+      if (lookahead == 'n') ADVANCE(225);
+      END_STATE();
+    case 195:
+      if (lookahead == 'r') ADVANCE(226);
+      END_STATE();
+    case 196:
       if (lookahead == 'i') ADVANCE(227);
       END_STATE();
-    case 211:
-      if (lookahead == 'i') ADVANCE(228);
+    case 197:
+      if (lookahead == 'l') ADVANCE(228);
       END_STATE();
-    case 212:
-      ACCEPT_TOKEN(anon_sym_switch);
+    case 198:
+      if (lookahead == 'n') ADVANCE(229);
       END_STATE();
-    case 213:
-      if (lookahead == 'd') ADVANCE(229);
+    case 199:
+      if (lookahead == 'r') ADVANCE(230);
       END_STATE();
-    case 214:
-      if (lookahead == 'l') ADVANCE(230);
+    case 200:
+      if (lookahead == 'r') ADVANCE(231);
       END_STATE();
-    case 215:
-      ACCEPT_TOKEN(anon_sym_cluster);
+    case 201:
+      if (lookahead == 'p') ADVANCE(232);
       END_STATE();
-    case 216:
-      if (lookahead == 'e') ADVANCE(231);
+    case 202:
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
-    case 217:
-      if (lookahead == 'e') ADVANCE(232);
+    case 203:
+      if (lookahead == 'c') ADVANCE(233);
       END_STATE();
-    case 218:
-      if (lookahead == '_') ADVANCE(233);
-      END_STATE();
-    case 219:
+    case 204:
       if (lookahead == 'a') ADVANCE(234);
       END_STATE();
-    case 220:
-      if (lookahead == 'a') ADVANCE(235);
+    case 205:
+      if (lookahead == 't') ADVANCE(235);
       END_STATE();
-    case 221:
-      if (lookahead == 'f') ADVANCE(236);
-      if (lookahead == 'p') ADVANCE(237);
-      if (lookahead == 'q') ADVANCE(238);
+    case 206:
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(236);
       END_STATE();
-    case 222:
-      if (lookahead == 'n') ADVANCE(239);
+    case 207:
+      if (lookahead == 'a') ADVANCE(237);
       END_STATE();
-    case 223:
+    case 208:
+      if (lookahead == 'r') ADVANCE(238);
+      END_STATE();
+    case 209:
+      if (lookahead == 't') ADVANCE(239);
+      END_STATE();
+    case 210:
       if (lookahead == 'd') ADVANCE(240);
       END_STATE();
-    case 224:
+    case 211:
+      ACCEPT_TOKEN(anon_sym_sharp);
+      END_STATE();
+    case 212:
       if (lookahead == 'h') ADVANCE(241);
       END_STATE();
+    case 213:
+      ACCEPT_TOKEN(anon_sym_torch);
+      END_STATE();
+    case 214:
+      if (lookahead == 'e') ADVANCE(242);
+      END_STATE();
+    case 215:
+      if (lookahead == 'r') ADVANCE(243);
+      END_STATE();
+    case 216:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 217:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 218:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
+    case 219:
+      if (lookahead == 'e') ADVANCE(244);
+      END_STATE();
+    case 220:
+      if (lookahead == 'r') ADVANCE(245);
+      END_STATE();
+    case 221:
+      if (lookahead == 't') ADVANCE(246);
+      END_STATE();
+    case 222:
+      ACCEPT_TOKEN(anon_sym_direct);
+      END_STATE();
+    case 223:
+      if (lookahead == 'p') ADVANCE(247);
+      END_STATE();
+    case 224:
+      if (lookahead == 'e') ADVANCE(248);
+      END_STATE();
     case 225:
-      if (lookahead == 'r') ADVANCE(242);
+      if (lookahead == 'g') ADVANCE(249);
       END_STATE();
     case 226:
-      if (lookahead == 'n') ADVANCE(243);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 227:
-      if (lookahead == 'o') ADVANCE(244);
+      if (lookahead == 'b') ADVANCE(250);
       END_STATE();
     case 228:
-      if (lookahead == 'v') ADVANCE(245);
+      if (lookahead == 'e') ADVANCE(251);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'o') ADVANCE(252);
       END_STATE();
     case 230:
-      if (lookahead == 'l') ADVANCE(246);
+      if (lookahead == '_') ADVANCE(253);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(247);
+      if (lookahead == 'o') ADVANCE(254);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == '_') ADVANCE(255);
       END_STATE();
     case 233:
-      if (lookahead == 'd') ADVANCE(248);
+      if (lookahead == 't') ADVANCE(256);
       END_STATE();
     case 234:
-      if (lookahead == 'n') ADVANCE(249);
+      if (lookahead == 'r') ADVANCE(257);
       END_STATE();
     case 235:
-      if (lookahead == 'v') ADVANCE(250);
+      if (lookahead == 'c') ADVANCE(258);
       END_STATE();
     case 236:
-      if (lookahead == 'c') ADVANCE(251);
+      if (lookahead == 'g') ADVANCE(259);
       END_STATE();
     case 237:
-      if (lookahead == 'r') ADVANCE(252);
+      if (lookahead == 'i') ADVANCE(260);
       END_STATE();
     case 238:
-      if (lookahead == 'k') ADVANCE(253);
+      if (lookahead == 'i') ADVANCE(261);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'i') ADVANCE(262);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == '_') ADVANCE(263);
       END_STATE();
     case 241:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 242:
-      if (lookahead == 'a') ADVANCE(254);
-      END_STATE();
-    case 243:
-      ACCEPT_TOKEN(anon_sym_pretrain);
-      END_STATE();
-    case 244:
-      ACCEPT_TOKEN(anon_sym_scenario);
-      END_STATE();
-    case 245:
-      if (lookahead == 'e') ADVANCE(255);
-      END_STATE();
-    case 246:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(256);
-      END_STATE();
-    case 247:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
-      END_STATE();
-    case 248:
-      if (lookahead == 'o') ADVANCE(257);
-      END_STATE();
-    case 249:
-      if (lookahead == 'd') ADVANCE(258);
-      END_STATE();
-    case 250:
-      if (lookahead == 'e') ADVANCE(259);
-      END_STATE();
-    case 251:
-      if (lookahead == '1') ADVANCE(260);
-      if (lookahead == '2') ADVANCE(261);
-      END_STATE();
-    case 252:
-      if (lookahead == 'o') ADVANCE(262);
-      END_STATE();
-    case 253:
-      if (lookahead == 'v') ADVANCE(263);
-      END_STATE();
-    case 254:
       if (lookahead == 'd') ADVANCE(264);
       END_STATE();
+    case 243:
+      if (lookahead == 'm') ADVANCE(265);
+      END_STATE();
+    case 244:
+      if (lookahead == 'l') ADVANCE(266);
+      END_STATE();
+    case 245:
+      ACCEPT_TOKEN(anon_sym_cluster);
+      END_STATE();
+    case 246:
+      if (lookahead == 't') ADVANCE(267);
+      END_STATE();
+    case 247:
+      if (lookahead == 'e') ADVANCE(268);
+      END_STATE();
+    case 248:
+      if (lookahead == 'e') ADVANCE(269);
+      END_STATE();
+    case 249:
+      if (lookahead == '_') ADVANCE(270);
+      END_STATE();
+    case 250:
+      if (lookahead == 'a') ADVANCE(271);
+      END_STATE();
+    case 251:
+      if (lookahead == 'a') ADVANCE(272);
+      END_STATE();
+    case 252:
+      if (lookahead == 'r') ADVANCE(273);
+      END_STATE();
+    case 253:
+      if (lookahead == 'f') ADVANCE(274);
+      if (lookahead == 'p') ADVANCE(275);
+      if (lookahead == 'q') ADVANCE(276);
+      END_STATE();
+    case 254:
+      if (lookahead == 'n') ADVANCE(277);
+      END_STATE();
     case 255:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'p') ADVANCE(278);
       END_STATE();
     case 256:
-      if (lookahead == 'u') ADVANCE(265);
+      ACCEPT_TOKEN(anon_sym_moe_act);
       END_STATE();
     case 257:
-      if (lookahead == 'u') ADVANCE(266);
+      if (lookahead == 'd') ADVANCE(279);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'h') ADVANCE(280);
       END_STATE();
     case 259:
-      if (lookahead == 'd') ADVANCE(267);
-      END_STATE();
-    case 260:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
-      END_STATE();
-    case 261:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
-      END_STATE();
-    case 262:
-      if (lookahead == 'j') ADVANCE(268);
-      END_STATE();
-    case 263:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
-      END_STATE();
-    case 264:
-      if (lookahead == 's') ADVANCE(269);
-      END_STATE();
-    case 265:
-      if (lookahead == 'l') ADVANCE(270);
-      END_STATE();
-    case 266:
-      if (lookahead == 'b') ADVANCE(271);
-      END_STATE();
-    case 267:
-      ACCEPT_TOKEN(anon_sym_interleaved);
-      END_STATE();
-    case 268:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
-      END_STATE();
-    case 269:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(272);
-      END_STATE();
-    case 270:
-      if (lookahead == 't') ADVANCE(273);
-      END_STATE();
-    case 271:
-      if (lookahead == 'l') ADVANCE(274);
-      END_STATE();
-    case 272:
-      if (lookahead == 'p') ADVANCE(275);
-      END_STATE();
-    case 273:
-      if (lookahead == 'r') ADVANCE(276);
-      END_STATE();
-    case 274:
-      if (lookahead == 'i') ADVANCE(277);
-      END_STATE();
-    case 275:
-      if (lookahead == 'a') ADVANCE(278);
-      END_STATE();
-    case 276:
-      if (lookahead == 'a') ADVANCE(279);
-      END_STATE();
-    case 277:
-      if (lookahead == 'n') ADVANCE(280);
-      END_STATE();
-    case 278:
       if (lookahead == 'r') ADVANCE(281);
       END_STATE();
+    case 260:
+      if (lookahead == 'n') ADVANCE(282);
+      END_STATE();
+    case 261:
+      if (lookahead == 'o') ADVANCE(283);
+      END_STATE();
+    case 262:
+      if (lookahead == 'v') ADVANCE(284);
+      END_STATE();
+    case 263:
+      if (lookahead == 'e') ADVANCE(285);
+      END_STATE();
+    case 264:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 265:
+      ACCEPT_TOKEN(anon_sym_uniform);
+      END_STATE();
+    case 266:
+      if (lookahead == 'l') ADVANCE(286);
+      END_STATE();
+    case 267:
+      if (lookahead == 'n') ADVANCE(287);
+      END_STATE();
+    case 268:
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(288);
+      END_STATE();
+    case 269:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
+    case 270:
+      if (lookahead == 'd') ADVANCE(289);
+      END_STATE();
+    case 271:
+      if (lookahead == 'n') ADVANCE(290);
+      END_STATE();
+    case 272:
+      if (lookahead == 'v') ADVANCE(291);
+      END_STATE();
+    case 273:
+      if (lookahead == 'm') ADVANCE(292);
+      END_STATE();
+    case 274:
+      if (lookahead == 'c') ADVANCE(293);
+      END_STATE();
+    case 275:
+      if (lookahead == 'r') ADVANCE(294);
+      END_STATE();
+    case 276:
+      if (lookahead == 'k') ADVANCE(295);
+      END_STATE();
+    case 277:
+      ACCEPT_TOKEN(anon_sym_megatron);
+      END_STATE();
+    case 278:
+      if (lookahead == 'r') ADVANCE(296);
+      END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 280:
-      if (lookahead == 'g') ADVANCE(282);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 281:
-      if (lookahead == 'a') ADVANCE(283);
+      if (lookahead == 'a') ADVANCE(297);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 283:
-      if (lookahead == 'm') ADVANCE(284);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 284:
-      if (lookahead == 's') ADVANCE(285);
+      if (lookahead == 'e') ADVANCE(298);
       END_STATE();
     case 285:
+      if (lookahead == 'x') ADVANCE(299);
+      END_STATE();
+    case 286:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(300);
+      END_STATE();
+    case 287:
+      ACCEPT_TOKEN(anon_sym_core_attn);
+      END_STATE();
+    case 288:
+      ACCEPT_TOKEN(anon_sym_dualpipev);
+      END_STATE();
+    case 289:
+      if (lookahead == 'o') ADVANCE(301);
+      END_STATE();
+    case 290:
+      if (lookahead == 'd') ADVANCE(302);
+      END_STATE();
+    case 291:
+      if (lookahead == 'e') ADVANCE(303);
+      END_STATE();
+    case 292:
+      ACCEPT_TOKEN(anon_sym_layernorm);
+      END_STATE();
+    case 293:
+      if (lookahead == '1') ADVANCE(304);
+      if (lookahead == '2') ADVANCE(305);
+      END_STATE();
+    case 294:
+      if (lookahead == 'o') ADVANCE(306);
+      END_STATE();
+    case 295:
+      if (lookahead == 'v') ADVANCE(307);
+      END_STATE();
+    case 296:
+      if (lookahead == 'o') ADVANCE(308);
+      END_STATE();
+    case 297:
+      if (lookahead == 'd') ADVANCE(309);
+      END_STATE();
+    case 298:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 299:
+      if (lookahead == 'p') ADVANCE(310);
+      END_STATE();
+    case 300:
+      if (lookahead == 'u') ADVANCE(311);
+      END_STATE();
+    case 301:
+      if (lookahead == 'u') ADVANCE(312);
+      END_STATE();
+    case 302:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 303:
+      if (lookahead == 'd') ADVANCE(313);
+      END_STATE();
+    case 304:
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      END_STATE();
+    case 305:
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      END_STATE();
+    case 306:
+      if (lookahead == 'j') ADVANCE(314);
+      END_STATE();
+    case 307:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
+    case 308:
+      if (lookahead == 'j') ADVANCE(315);
+      END_STATE();
+    case 309:
+      if (lookahead == 's') ADVANCE(316);
+      END_STATE();
+    case 310:
+      if (lookahead == 'e') ADVANCE(317);
+      END_STATE();
+    case 311:
+      if (lookahead == 'l') ADVANCE(318);
+      END_STATE();
+    case 312:
+      if (lookahead == 'b') ADVANCE(319);
+      END_STATE();
+    case 313:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 314:
+      ACCEPT_TOKEN(anon_sym_linear_proj);
+      END_STATE();
+    case 315:
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      END_STATE();
+    case 316:
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(320);
+      END_STATE();
+    case 317:
+      if (lookahead == 'r') ADVANCE(321);
+      END_STATE();
+    case 318:
+      if (lookahead == 't') ADVANCE(322);
+      END_STATE();
+    case 319:
+      if (lookahead == 'l') ADVANCE(323);
+      END_STATE();
+    case 320:
+      if (lookahead == 'p') ADVANCE(324);
+      END_STATE();
+    case 321:
+      if (lookahead == 't') ADVANCE(325);
+      END_STATE();
+    case 322:
+      if (lookahead == 'r') ADVANCE(326);
+      END_STATE();
+    case 323:
+      if (lookahead == 'i') ADVANCE(327);
+      END_STATE();
+    case 324:
+      if (lookahead == 'a') ADVANCE(328);
+      END_STATE();
+    case 325:
+      if (lookahead == 's') ADVANCE(329);
+      END_STATE();
+    case 326:
+      if (lookahead == 'a') ADVANCE(330);
+      END_STATE();
+    case 327:
+      if (lookahead == 'n') ADVANCE(331);
+      END_STATE();
+    case 328:
+      if (lookahead == 'r') ADVANCE(332);
+      END_STATE();
+    case 329:
+      ACCEPT_TOKEN(anon_sym_shared_experts);
+      END_STATE();
+    case 330:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 331:
+      if (lookahead == 'g') ADVANCE(333);
+      END_STATE();
+    case 332:
+      if (lookahead == 'a') ADVANCE(334);
+      END_STATE();
+    case 333:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 334:
+      if (lookahead == 'm') ADVANCE(335);
+      END_STATE();
+    case 335:
+      if (lookahead == 's') ADVANCE(336);
+      END_STATE();
+    case 336:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2103,6 +2336,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(1),
     [anon_sym_W0017] = ACTIONS(1),
     [anon_sym_W0018] = ACTIONS(1),
+    [anon_sym_W0019] = ACTIONS(1),
+    [anon_sym_core_attn] = ACTIONS(1),
+    [anon_sym_mlp] = ACTIONS(1),
+    [anon_sym_moe_act] = ACTIONS(1),
+    [anon_sym_layernorm] = ACTIONS(1),
+    [anon_sym_mla_up_proj] = ACTIONS(1),
+    [anon_sym_moe] = ACTIONS(1),
+    [anon_sym_shared_experts] = ACTIONS(1),
+    [anon_sym_uniform] = ACTIONS(1),
+    [anon_sym_block] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -2207,6 +2450,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2295,6 +2548,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2383,6 +2646,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2471,6 +2744,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2559,6 +2842,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(49),
     [anon_sym_W0017] = ACTIONS(49),
     [anon_sym_W0018] = ACTIONS(49),
+    [anon_sym_W0019] = ACTIONS(49),
+    [anon_sym_core_attn] = ACTIONS(49),
+    [anon_sym_mlp] = ACTIONS(49),
+    [anon_sym_moe_act] = ACTIONS(49),
+    [anon_sym_layernorm] = ACTIONS(49),
+    [anon_sym_mla_up_proj] = ACTIONS(49),
+    [anon_sym_moe] = ACTIONS(49),
+    [anon_sym_shared_experts] = ACTIONS(49),
+    [anon_sym_uniform] = ACTIONS(49),
+    [anon_sym_block] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -2647,6 +2940,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2735,6 +3038,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2821,6 +3134,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(67),
     [anon_sym_W0017] = ACTIONS(67),
     [anon_sym_W0018] = ACTIONS(67),
+    [anon_sym_W0019] = ACTIONS(67),
+    [anon_sym_core_attn] = ACTIONS(67),
+    [anon_sym_mlp] = ACTIONS(67),
+    [anon_sym_moe_act] = ACTIONS(67),
+    [anon_sym_layernorm] = ACTIONS(67),
+    [anon_sym_mla_up_proj] = ACTIONS(67),
+    [anon_sym_moe] = ACTIONS(67),
+    [anon_sym_shared_experts] = ACTIONS(67),
+    [anon_sym_uniform] = ACTIONS(67),
+    [anon_sym_block] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2907,6 +3230,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(71),
     [anon_sym_W0017] = ACTIONS(71),
     [anon_sym_W0018] = ACTIONS(71),
+    [anon_sym_W0019] = ACTIONS(71),
+    [anon_sym_core_attn] = ACTIONS(71),
+    [anon_sym_mlp] = ACTIONS(71),
+    [anon_sym_moe_act] = ACTIONS(71),
+    [anon_sym_layernorm] = ACTIONS(71),
+    [anon_sym_mla_up_proj] = ACTIONS(71),
+    [anon_sym_moe] = ACTIONS(71),
+    [anon_sym_shared_experts] = ACTIONS(71),
+    [anon_sym_uniform] = ACTIONS(71),
+    [anon_sym_block] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2990,6 +3323,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(73),
     [anon_sym_W0017] = ACTIONS(73),
     [anon_sym_W0018] = ACTIONS(73),
+    [anon_sym_W0019] = ACTIONS(73),
+    [anon_sym_core_attn] = ACTIONS(73),
+    [anon_sym_mlp] = ACTIONS(73),
+    [anon_sym_moe_act] = ACTIONS(73),
+    [anon_sym_layernorm] = ACTIONS(73),
+    [anon_sym_mla_up_proj] = ACTIONS(73),
+    [anon_sym_moe] = ACTIONS(73),
+    [anon_sym_shared_experts] = ACTIONS(73),
+    [anon_sym_uniform] = ACTIONS(73),
+    [anon_sym_block] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -3074,6 +3417,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(79),
     [anon_sym_W0017] = ACTIONS(79),
     [anon_sym_W0018] = ACTIONS(79),
+    [anon_sym_W0019] = ACTIONS(79),
+    [anon_sym_core_attn] = ACTIONS(79),
+    [anon_sym_mlp] = ACTIONS(79),
+    [anon_sym_moe_act] = ACTIONS(79),
+    [anon_sym_layernorm] = ACTIONS(79),
+    [anon_sym_mla_up_proj] = ACTIONS(79),
+    [anon_sym_moe] = ACTIONS(79),
+    [anon_sym_shared_experts] = ACTIONS(79),
+    [anon_sym_uniform] = ACTIONS(79),
+    [anon_sym_block] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -3157,6 +3510,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(83),
     [anon_sym_W0017] = ACTIONS(83),
     [anon_sym_W0018] = ACTIONS(83),
+    [anon_sym_W0019] = ACTIONS(83),
+    [anon_sym_core_attn] = ACTIONS(83),
+    [anon_sym_mlp] = ACTIONS(83),
+    [anon_sym_moe_act] = ACTIONS(83),
+    [anon_sym_layernorm] = ACTIONS(83),
+    [anon_sym_mla_up_proj] = ACTIONS(83),
+    [anon_sym_moe] = ACTIONS(83),
+    [anon_sym_shared_experts] = ACTIONS(83),
+    [anon_sym_uniform] = ACTIONS(83),
+    [anon_sym_block] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -3240,6 +3603,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(87),
     [anon_sym_W0017] = ACTIONS(87),
     [anon_sym_W0018] = ACTIONS(87),
+    [anon_sym_W0019] = ACTIONS(87),
+    [anon_sym_core_attn] = ACTIONS(87),
+    [anon_sym_mlp] = ACTIONS(87),
+    [anon_sym_moe_act] = ACTIONS(87),
+    [anon_sym_layernorm] = ACTIONS(87),
+    [anon_sym_mla_up_proj] = ACTIONS(87),
+    [anon_sym_moe] = ACTIONS(87),
+    [anon_sym_shared_experts] = ACTIONS(87),
+    [anon_sym_uniform] = ACTIONS(87),
+    [anon_sym_block] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -3323,6 +3696,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(91),
     [anon_sym_W0017] = ACTIONS(91),
     [anon_sym_W0018] = ACTIONS(91),
+    [anon_sym_W0019] = ACTIONS(91),
+    [anon_sym_core_attn] = ACTIONS(91),
+    [anon_sym_mlp] = ACTIONS(91),
+    [anon_sym_moe_act] = ACTIONS(91),
+    [anon_sym_layernorm] = ACTIONS(91),
+    [anon_sym_mla_up_proj] = ACTIONS(91),
+    [anon_sym_moe] = ACTIONS(91),
+    [anon_sym_shared_experts] = ACTIONS(91),
+    [anon_sym_uniform] = ACTIONS(91),
+    [anon_sym_block] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -3405,6 +3788,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(95),
     [anon_sym_W0017] = ACTIONS(95),
     [anon_sym_W0018] = ACTIONS(95),
+    [anon_sym_W0019] = ACTIONS(95),
+    [anon_sym_core_attn] = ACTIONS(95),
+    [anon_sym_mlp] = ACTIONS(95),
+    [anon_sym_moe_act] = ACTIONS(95),
+    [anon_sym_layernorm] = ACTIONS(95),
+    [anon_sym_mla_up_proj] = ACTIONS(95),
+    [anon_sym_moe] = ACTIONS(95),
+    [anon_sym_shared_experts] = ACTIONS(95),
+    [anon_sym_uniform] = ACTIONS(95),
+    [anon_sym_block] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -3482,6 +3875,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -3559,6 +3962,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_core_attn] = ACTIONS(23),
+    [anon_sym_mlp] = ACTIONS(23),
+    [anon_sym_moe_act] = ACTIONS(23),
+    [anon_sym_layernorm] = ACTIONS(23),
+    [anon_sym_mla_up_proj] = ACTIONS(23),
+    [anon_sym_moe] = ACTIONS(23),
+    [anon_sym_shared_experts] = ACTIONS(23),
+    [anon_sym_uniform] = ACTIONS(23),
+    [anon_sym_block] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -3636,6 +4049,16 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(122),
     [anon_sym_W0017] = ACTIONS(122),
     [anon_sym_W0018] = ACTIONS(122),
+    [anon_sym_W0019] = ACTIONS(122),
+    [anon_sym_core_attn] = ACTIONS(122),
+    [anon_sym_mlp] = ACTIONS(122),
+    [anon_sym_moe_act] = ACTIONS(122),
+    [anon_sym_layernorm] = ACTIONS(122),
+    [anon_sym_mla_up_proj] = ACTIONS(122),
+    [anon_sym_moe] = ACTIONS(122),
+    [anon_sym_shared_experts] = ACTIONS(122),
+    [anon_sym_uniform] = ACTIONS(122),
+    [anon_sym_block] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

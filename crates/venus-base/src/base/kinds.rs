@@ -136,6 +136,108 @@ impl Recompute {
     }
 }
 
+/// The submodules of a transformer layer that `recompute selective` re-runs in the backward
+/// (Megatron-LM's `recompute_modules`, megatron/core/transformer/transformer_config.py:560-583
+/// at d98e8a64): each drops the tensors saved inside the module and keeps its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct RecomputeModules {
+    /// `core_attn`: the attention core (scores, softmax, dropout, ·V).
+    pub core_attn: bool,
+    /// `mlp`: the dense MLP.
+    pub mlp: bool,
+    /// `moe_act`: the routed experts' activation function (output discarded).
+    pub moe_act: bool,
+    /// `layernorm`: `input_layernorm` and `pre_mlp_layernorm` (outputs discarded).
+    pub layernorm: bool,
+    /// `mla_up_proj`: MLA's up projections and RoPE (outputs discarded).
+    pub mla_up_proj: bool,
+    /// `moe`: the whole MoE layer, its token dispatch and combine included.
+    pub moe: bool,
+    /// `shared_experts`: the MoE layer's shared experts.
+    pub shared_experts: bool,
+}
+
+impl RecomputeModules {
+    /// Megatron's default when `--recompute-modules` is not given: `["core_attn"]`
+    /// (transformer_config.py:1940-1941).
+    pub const CORE_ATTN: RecomputeModules = RecomputeModules {
+        core_attn: true,
+        mlp: false,
+        moe_act: false,
+        layernorm: false,
+        mla_up_proj: false,
+        moe: false,
+        shared_experts: false,
+    };
+
+    /// Every module's word, in Megatron's order.
+    pub const WORDS: [&'static str; 7] = [
+        "core_attn",
+        "mlp",
+        "moe_act",
+        "layernorm",
+        "mla_up_proj",
+        "moe",
+        "shared_experts",
+    ];
+
+    /// The modules named by `words` (unknown words are ignored: the type checker admits only
+    /// the seven names).
+    pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> RecomputeModules {
+        words
+            .into_iter()
+            .fold(RecomputeModules::default(), |mut m, w| {
+                if let Some(slot) = m.slot(w) {
+                    *slot = true;
+                }
+                m
+            })
+    }
+
+    fn slot(&mut self, word: &str) -> Option<&mut bool> {
+        Some(match word {
+            "core_attn" => &mut self.core_attn,
+            "mlp" => &mut self.mlp,
+            "moe_act" => &mut self.moe_act,
+            "layernorm" => &mut self.layernorm,
+            "mla_up_proj" => &mut self.mla_up_proj,
+            "moe" => &mut self.moe,
+            "shared_experts" => &mut self.shared_experts,
+            _ => return None,
+        })
+    }
+
+    /// Whether the module named `word` is on.
+    pub fn has(self, word: &str) -> bool {
+        let mut m = self;
+        m.slot(word).is_some_and(|s| *s)
+    }
+
+    /// The modules that are on, in Megatron's order.
+    pub fn words(self) -> Vec<&'static str> {
+        Self::WORDS.into_iter().filter(|w| self.has(w)).collect()
+    }
+}
+
+/// Which layers `recompute full` re-runs (Megatron-LM's `recompute_method`,
+/// transformer_config.py:543-555): `uniform` checkpoints every group of
+/// `recompute_num_layers` layers at its input; `block` recomputes the first
+/// `recompute_num_layers` layers of each model chunk and keeps the rest whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecomputeMethod {
+    Uniform,
+    Block,
+}
+
+impl RecomputeMethod {
+    pub fn word(self) -> &'static str {
+        match self {
+            RecomputeMethod::Uniform => "uniform",
+            RecomputeMethod::Block => "block",
+        }
+    }
+}
+
 /// The attention kernel the compute model prices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Attention {

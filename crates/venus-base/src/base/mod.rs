@@ -19,6 +19,7 @@ pub use kinds::{
     ScheduleKind, Topology,
 };
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
+pub use kinds::{RecomputeMethod, RecomputeModules};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };

@@ -862,6 +862,26 @@ impl<'r, 'a> Checker<'r, 'a> {
             pipeline_layout: f.get(Key::PipelineLayout, layout_text),
             checkpoint_interval: f.get(Key::CheckpointInterval, time),
             venussim: f.items.iter().filter_map(venussim_item).collect(),
+            recompute_modules: f.first(Key::RecomputeModules).map(|item| {
+                let words = item.args.iter().filter_map(|(c, _)| match c {
+                    Checked::Arg(Arg::Word(w)) => Some(*w),
+                    _ => None,
+                });
+                Spanned::new(
+                    venus_base::base::RecomputeModules::from_words(words),
+                    item.loc,
+                )
+            }),
+            recompute_method: f.word(Key::RecomputeMethod).map(|w| {
+                let m = if w.value == "block" {
+                    venus_base::base::RecomputeMethod::Block
+                } else {
+                    venus_base::base::RecomputeMethod::Uniform
+                };
+                Spanned::new(m, w.loc)
+            }),
+            recompute_num_layers: f.count(Key::RecomputeNumLayers),
+            fp8_param_gather: f.flag(Key::Fp8ParamGather),
         })
     }
 

@@ -315,6 +315,14 @@ pub struct Plan {
     pub checkpoint_interval: Opt<Seconds>,
     /// `venussim "SECTION.FIELD" "JSON"` items, in written order.
     pub venussim: Vec<VenusSimItem>,
+    /// The submodules `recompute selective` re-runs (`recompute_modules`).
+    pub recompute_modules: Opt<venus_base::base::RecomputeModules>,
+    /// Which layers `recompute full` re-runs (`recompute_method`).
+    pub recompute_method: Opt<venus_base::base::RecomputeMethod>,
+    /// `recompute_num_layers`.
+    pub recompute_num_layers: Opt<u64>,
+    /// FP8 weights without a BF16 copy, all-gathered in FP8 (`fp8_param_gather`).
+    pub fp8_param_gather: Opt<bool>,
 }
 
 /// One `venussim` item: its two strings, each with its location.

@@ -24,6 +24,7 @@ fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> Activatio
         // Korthikanti et al.'s formulas are for the unfused attention of their time.
         attention: Attention::Unfused,
         moe_load: 1.0,
+        modules: venus_base::base::RecomputeModules::CORE_ATTN,
     }
 }
 
@@ -143,6 +144,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         moe_load: 1.0,
         fsdp: None,
         lora: None,
+        recompute_detail: venus_plan::plan::memory::RecomputeDetail::default(),
     }
 }
 
@@ -507,4 +509,106 @@ fn dualpipe_holds_two_parameter_copies_and_dualpipev_one() {
     // DualPipeV's rank 0 holds the embedding and the output layer, its last rank neither.
     assert!(v[0].params > v[3].params);
     assert!(dual[0].peak.0 > one[0].peak.0);
+}
+
+/// Selective recompute's modules drop their saved tensors and keep their inputs, on
+/// Korthikanti's GPT layer (MHA, GeLU, ffn = 4h; s 2048, b 1, h 1024, a 16, tp 1): `core_attn`
+/// keeps 34·s·b·h (no 5·a·s²·b scores), `mlp` drops the 16·s·b·h of the MLP inner
+/// activations, `layernorm` the 4·s·b·h of the two norms' outputs.
+#[test]
+fn selective_recompute_modules_drop_their_own_saved_tensors() {
+    use venus_base::base::RecomputeModules;
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let sbh = 2048u128 * 1024;
+    let with = |words: &[&str]| ActivationShape {
+        modules: RecomputeModules::from_words(words.iter().copied()),
+        ..shape(2048, 1, 1, false, Recompute::Selective)
+    };
+    assert_eq!(layer_activation_bytes(&m, &with(&["core_attn"])), 34 * sbh);
+    assert_eq!(
+        layer_activation_bytes(&m, &with(&["core_attn", "mlp"])),
+        18 * sbh
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &with(&["core_attn", "mlp", "layernorm"])),
+        14 * sbh
+    );
+    // Without `core_attn` the unfused scores stay: 34 + 5·a·s/h − 16 for the MLP.
+    assert_eq!(
+        layer_activation_bytes(&m, &with(&["mlp"])),
+        (34 + 160 - 16) * sbh
+    );
+}
+
+/// On the MLA MoE test model (s 16, b 1, tp 1): `moe` drops the routed experts' 2 copies per
+/// token of the dispatched input (2·64) and inner activations (2·2·32), `moe_act` only the
+/// activation output (2·32) of each copy, `mla_up_proj` Q, K and V (384 + 128 of the 640 bytes
+/// per token of Q, K, V and the projection input).
+#[test]
+fn moe_and_mla_recompute_modules_drop_experts_activation_outputs_and_up_projections() {
+    use venus_base::base::RecomputeModules;
+    let m = mla_moe();
+    let with = |words: &[&str]| ActivationShape {
+        attention: Attention::Flash,
+        modules: RecomputeModules::from_words(words.iter().copied()),
+        ..shape(16, 1, 1, false, Recompute::Selective)
+    };
+    let base = layer_activation_bytes_of(&m, &with(&["core_attn"]), true);
+    let routed = 16 * 2 * (2 * 64 + 2 * 2 * 32);
+    assert_eq!(
+        base - layer_activation_bytes_of(&m, &with(&["core_attn", "moe"]), true),
+        routed
+    );
+    assert_eq!(
+        base - layer_activation_bytes_of(&m, &with(&["core_attn", "moe_act"]), true),
+        16 * 2 * (2 * 32)
+    );
+    assert_eq!(
+        base - layer_activation_bytes_of(&m, &with(&["core_attn", "mla_up_proj"]), true),
+        16 * (384 + 128)
+    );
+}
+
+/// Megatron's `uniform` keeps one input per group of `recompute_num_layers` and reruns a group
+/// at a time; `block` checkpoints the first `recompute_num_layers` layers of each chunk and
+/// keeps the rest whole (megatron/core/recompute.py:157-181).
+#[test]
+fn full_recompute_counts_follow_uniform_groups_and_block_layers() {
+    use venus_base::base::RecomputeMethod;
+    let split = split_layers(20, 2, 1, None, None).unwrap();
+    let detail = |method, num_layers| RecomputeDetail {
+        method,
+        num_layers,
+        ..RecomputeDetail::default()
+    };
+    let c = full_recompute_counts(&split, 0, detail(RecomputeMethod::Uniform, 4));
+    assert_eq!((c.inputs, c.whole, c.working), (3, 0, 4));
+    let c = full_recompute_counts(&split, 0, detail(RecomputeMethod::Block, 3));
+    assert_eq!((c.inputs, c.whole, c.working), (3, 7, 1));
+    let c = full_recompute_counts(&split, 1, detail(RecomputeMethod::Block, 30));
+    assert_eq!((c.inputs, c.whole, c.working), (10, 0, 1));
+    let c = full_recompute_counts(&split, 1, RecomputeDetail::default());
+    assert_eq!((c.inputs, c.whole, c.working), (10, 0, 1));
+}
+
+/// `block` with half a stage's layers keeps those layers' whole activations: stage 0 of a
+/// 1F1B pp 2 plan (2 microbatches in flight) holds 2 × (5 inputs + 5 whole layers) + one
+/// working layer.
+#[test]
+fn block_recompute_keeps_the_activations_of_the_layers_it_does_not_recompute() {
+    use venus_base::base::RecomputeMethod;
+    let m = gpt(1024, 16, 20, 1000, 2048);
+    let mut p = plan(2, 1, 4, Some(ScheduleKind::OneFOneB), 20);
+    p.recompute = Recompute::Full;
+    let uniform = one_stage(&m, &p, 0).activations.0 as u128;
+    p.recompute_detail = RecomputeDetail {
+        method: RecomputeMethod::Block,
+        num_layers: 5,
+        ..RecomputeDetail::default()
+    };
+    let block = one_stage(&m, &p, 0).activations.0 as u128;
+    let input = layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::Full));
+    let whole = layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::None));
+    // uniform 1: 2 × 10 inputs + 1 working layer; block 5: 2 × (5 inputs + 5 whole) + 1.
+    assert_eq!(block - uniform, 2 * 5 * (whole - input));
 }

@@ -237,6 +237,12 @@ pub enum PlanProblem {
     EpOverlapIgnored(EpOverlapIgnored),
     /// E0355: a `venussim` item venusc cannot keep.
     VenusSimField(VenusSimFieldProblem),
+    /// E0339: a recompute key refining a granularity the plan does not use.
+    RecomputeRefinementWithout(RecomputeRefinementWithout),
+    /// E0340 / W0019: a recompute module the model does not have.
+    RecomputeModuleUnfit(RecomputeModuleUnfit),
+    /// E0341: `fp8_param_gather` without FP8 or a sharded optimizer.
+    Fp8ParamGatherNeeds(Fp8ParamGatherNeeds),
 }
 
 impl PlanProblem {
@@ -284,6 +290,9 @@ impl PlanProblem {
             PlanProblem::DualPipe(p) => p.render(),
             PlanProblem::EpOverlapIgnored(p) => p.render(),
             PlanProblem::VenusSimField(p) => p.render(),
+            PlanProblem::RecomputeRefinementWithout(p) => p.render(),
+            PlanProblem::RecomputeModuleUnfit(p) => p.render(),
+            PlanProblem::Fp8ParamGatherNeeds(p) => p.render(),
         }
     }
 }
@@ -3261,4 +3270,168 @@ fn json_help(value: &str) -> String {
     format!(
         "write one JSON value: a number (`\"1\"`), `true`/`false`, or, for the text {value:?}, the JSON string `{as_venus}`"
     )
+}
+
+// -------------------------------------------------------------------- E0339, E0340, E0341, W0019
+
+/// A recompute key that refines a granularity the plan does not use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecomputeRefinementWithout {
+    /// `plan `p`` or `the plan`.
+    pub plan: String,
+    /// The refining items written (`recompute_modules`, `recompute_num_layers 4`), in order;
+    /// never empty.
+    pub keys: Vec<(String, Loc)>,
+    /// The granularity they refine: `selective` or `full`.
+    pub needs: &'static str,
+    /// The plan's `recompute` item when one is written (its word is not `needs`).
+    pub written: Option<(&'static str, Loc)>,
+}
+
+impl RecomputeRefinementWithout {
+    fn render(self) -> Diagnostic {
+        let (first, first_loc) = self.keys[0].clone();
+        let names: Vec<String> = self
+            .keys
+            .iter()
+            .map(|(k, _)| format!("`{}`", k.split(' ').next().unwrap_or(k)))
+            .collect();
+        let needs = self.needs;
+        let verb = if names.len() > 1 { "refine" } else { "refines" };
+        let (message, help) = match self.written {
+            Some((word, _)) => (
+                format!(
+                    "{} {verb} {needs} recompute but the plan's recompute is `{word}`",
+                    join_and(&names)
+                ),
+                format!(
+                    "write `recompute {needs}` instead of `recompute {word}`, or remove {}",
+                    join_and(&names)
+                ),
+            ),
+            None => (
+                format!(
+                    "{} {verb} {needs} recompute but the plan has no `recompute {needs}`",
+                    join_and(&names)
+                ),
+                format!(
+                    "add `recompute {needs}` to {}, or remove {}",
+                    self.plan,
+                    join_and(&names)
+                ),
+            ),
+        };
+        let mut d = Diagnostic::new(
+            Code::E0339,
+            message,
+            first_loc,
+            format!("`{first}` is read only with `recompute {needs}`"),
+        );
+        for (k, loc) in &self.keys[1..] {
+            d = d.with_secondary(*loc, format!("`{k}`"));
+        }
+        if let Some((word, loc)) = self.written {
+            d = d.with_secondary(loc, format!("recompute {word}"));
+        }
+        d.with_help(help)
+    }
+}
+
+/// `recompute_modules` modules the model does not have: an error where Megatron-LM rejects
+/// them (E0340), a warning where they recompute nothing (W0019). One diagnostic per code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecomputeModuleUnfit {
+    pub code: Code,
+    /// Each module's word and what the model lacks for it, as a phrase (`multi-head latent
+    /// attention`, `routed experts`); never empty.
+    pub modules: Vec<(&'static str, &'static str)>,
+    /// The model's name.
+    pub model: String,
+    /// The `recompute_modules` item.
+    pub loc: Loc,
+    /// The modules written that fit, in Megatron's order.
+    pub fitting: Vec<&'static str>,
+}
+
+impl RecomputeModuleUnfit {
+    fn render(self) -> Diagnostic {
+        let names: Vec<String> = self.modules.iter().map(|(m, _)| format!("`{m}`")).collect();
+        let list = join_and(&names);
+        let lacks = self.modules[0].1;
+        let one_lack = self.modules.iter().all(|(_, l)| *l == lacks);
+        let model = &self.model;
+        let message = match (self.code == Code::E0340, one_lack) {
+            (true, true) => {
+                format!("{list} in `recompute_modules` needs {lacks} but model `{model}` has none")
+            }
+            (true, false) => {
+                format!("{list} in `recompute_modules` need what model `{model}` does not have")
+            }
+            (false, true) if names.len() == 1 => format!(
+                "{list} in `recompute_modules` recomputes nothing: model `{model}` has no {lacks}"
+            ),
+            (false, true) => format!(
+                "{list} in `recompute_modules` recompute nothing: model `{model}` has no {lacks}"
+            ),
+            (false, false) => {
+                format!("{list} in `recompute_modules` recompute nothing in model `{model}`")
+            }
+        };
+        let label: Vec<String> = if one_lack {
+            vec![format!("no {lacks} to recompute")]
+        } else {
+            self.modules
+                .iter()
+                .map(|(m, l)| format!("`{m}`: no {l}"))
+                .collect()
+        };
+        let help = if self.fitting.is_empty() {
+            format!(
+                "remove `recompute_modules` to recompute Megatron's default `core_attn`, or name modules the model has instead of {list}"
+            )
+        } else {
+            format!("write `recompute_modules {}`", self.fitting.join(" "))
+        };
+        Diagnostic::new(self.code, message, self.loc, label.join("; ")).with_help(help)
+    }
+}
+
+/// What `fp8_param_gather` lacks in a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fp8ParamGatherNeeds {
+    pub plan: String,
+    pub loc: Loc,
+    /// The plan's precision word when it is not `fp8`, with its item when written.
+    pub precision: Option<(&'static str, Option<Loc>)>,
+    /// Neither the distributed optimizer nor an FSDP strategy shards the parameters' update.
+    pub unsharded: bool,
+}
+
+impl Fp8ParamGatherNeeds {
+    fn render(self) -> Diagnostic {
+        let mut needs = Vec::new();
+        let mut adds = Vec::new();
+        if let Some((word, _)) = self.precision {
+            needs.push(format!("`precision fp8` (the plan's is `{word}`)"));
+            adds.push("`precision fp8`".to_string());
+        }
+        if self.unsharded {
+            needs.push("the distributed optimizer or `fsdp`".to_string());
+            adds.push("`distributed_optimizer`".to_string());
+        }
+        let mut d = Diagnostic::new(
+            Code::E0341,
+            format!("`fp8_param_gather` needs {}", join_and(&needs)),
+            self.loc,
+            "FP8 weights gathered by the optimizer",
+        );
+        if let Some((word, Some(loc))) = self.precision {
+            d = d.with_secondary(loc, format!("precision {word}"));
+        }
+        d.with_help(format!(
+            "add {} to {}, or remove `fp8_param_gather`",
+            join_and(&adds),
+            self.plan
+        ))
+    }
 }

@@ -159,12 +159,16 @@ pub fn plan(p: &Plan) -> PlanSpec {
         account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
         checkpoint_interval: val(&p.checkpoint_interval),
-        // Validation reported every item that does not give a field (E0629).
+        // Validation reported every item that does not give a field (E0355).
         venussim: p
             .venussim
             .iter()
             .filter_map(|v| venus_plan::plan::venussim::field(&v.path.value, &v.json.value).ok())
             .collect(),
+        recompute_modules: val(&p.recompute_modules),
+        recompute_method: val(&p.recompute_method),
+        recompute_num_layers: val(&p.recompute_num_layers),
+        fp8_param_gather: val(&p.fp8_param_gather),
     }
 }
 

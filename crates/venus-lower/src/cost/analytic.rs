@@ -42,7 +42,7 @@
 
 use super::{ChunkCost, ComputeModel, Pass};
 use venus_base::base::{
-    Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, Seconds,
+    Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, RecomputeModules, Seconds,
 };
 use venus_plan::plan::{GemmFit, HybridLayer, Scenario};
 
@@ -245,6 +245,9 @@ pub struct AnalyticModel {
     split: venus_plan::plan::StageSplit,
     pp: u64,
     vpp: u64,
+    /// `recompute full` with `recompute_method block`: the layers of each chunk it reruns
+    /// (`None`: every layer).
+    full_block: Option<u64>,
 }
 
 impl AnalyticModel {
@@ -270,6 +273,9 @@ impl AnalyticModel {
             split: sc.split.clone(),
             pp: sc.pp,
             vpp: sc.vpp.max(1),
+            full_block: (sc.recompute == Recompute::Full
+                && sc.plan.recompute_method() == venus_base::base::RecomputeMethod::Block)
+                .then(|| sc.plan.recompute_num_layers()),
         }
     }
 
@@ -331,6 +337,15 @@ impl AnalyticModel {
         )
     }
 
+    /// With `recompute_method block`, the share of a chunk's layers that keep their
+    /// activations and rerun nothing (megatron/core/recompute.py:167-181: the first
+    /// `recompute_num_layers` of the chunk are recomputed); `None` when every layer reruns.
+    fn layers_kept_whole(&self, stage: u64, chunk: u64) -> Option<f64> {
+        let n = self.full_block?;
+        let layers = self.split.chunk_layers(stage, chunk);
+        (layers > n).then(|| (layers - n) as f64 / layers as f64)
+    }
+
     /// A chunk's MLP time per layer: the MoE figure, or with leading dense layers in the chunk
     /// the layer-weighted mean of the dense and MoE figures (the chunk's total is exact).
     fn mixed_mlp(&self, stage: u64, chunk: u64, moe: f64, dense: impl Fn(&Blocks) -> f64) -> f64 {
@@ -371,16 +386,30 @@ impl ComputeModel for AnalyticModel {
             post = Seconds(post.0 + pick((self.mtp.0, self.mtp.1)).0);
         }
         let b = &self.blocks;
+        let forward = self.per_layer(
+            stage,
+            chunk,
+            (
+                b.attention_f,
+                self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f),
+            ),
+            |k| (k.attention_f, k.mlp_f),
+        );
         let (attention, mlp) = if fwd {
-            self.per_layer(
+            forward
+        } else if let Some(kept) = self.layers_kept_whole(stage, chunk) {
+            // `block` reruns the forward of only its first layers: the others' backward is
+            // the backward without recompute (the per-layer figures are the chunk's mean).
+            let (a, m) = self.per_layer(
                 stage,
                 chunk,
                 (
-                    b.attention_f,
-                    self.mixed_mlp(stage, chunk, b.mlp_f, |d| d.mlp_f),
+                    b.attention_b,
+                    self.mixed_mlp(stage, chunk, b.mlp_b, |d| d.mlp_b),
                 ),
-                |k| (k.attention_f, k.mlp_f),
-            )
+                |k| (k.attention_b, k.mlp_b),
+            );
+            (a - kept * forward.0, m - kept * forward.1)
         } else {
             self.per_layer(
                 stage,
@@ -438,6 +467,8 @@ struct Work {
     moe: Option<Moe>,
     vocab: f64,
     recompute: Recompute,
+    /// The modules `Recompute::Selective` reruns.
+    modules: RecomputeModules,
     attention: Attention,
     head_dim: f64,
     sc_stage_params: Vec<(f64, f64)>,
@@ -577,6 +608,7 @@ impl Work {
             moe,
             vocab: f(sc.padded_vocab),
             recompute: sc.recompute,
+            modules: sc.plan.recompute_modules(),
             attention: sc.plan.attention(),
             head_dim: f(m.head_dim()),
             sc_stage_params,
@@ -793,6 +825,18 @@ impl Work {
             + self.gemm(t, h, a.heads * a.v_head / tp)
     }
 
+    /// MLA's up projections, what `recompute_modules mla_up_proj` reruns: `q_lora_rank →
+    /// n·(d_nope + d_rope)` (with q compression) and `kv_lora_rank → n·(d_nope + d_v)`.
+    fn mla_up_projections(&self, a: &Mla) -> f64 {
+        let (t, tp) = (self.t, self.tp);
+        let q = if a.q_lora > 0.0 {
+            self.gemm(t, a.heads * a.qk_head / tp, a.q_lora)
+        } else {
+            0.0
+        };
+        q + self.gemm(t, a.heads * (a.nope + a.v_head) / tp, a.kv_lora)
+    }
+
     fn blocks(&self) -> Blocks {
         self.blocks_with(self.moe.as_ref())
     }
@@ -818,8 +862,8 @@ impl Work {
         let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
         // MLP block: GEMMs, activation; norm + residual + dropout over h.
         // Activation-function elements (the MLP inner size per token, over all experts).
-        let (mlp_gemm, act_elems) = match moe {
-            None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp),
+        let (mlp_gemm, act_elems, shared_gemm, routed_act_elems) = match moe {
+            None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp, 0.0, 0.0),
             Some(moe) => {
                 let router = self.gemm(t, moe.experts, h);
                 let pairs = t * moe.topk * moe.load;
@@ -846,6 +890,8 @@ impl Work {
                 (
                     router + experts + shared,
                     pairs * moe.ffn / self.etp + t * moe.shared_ffn / tp,
+                    shared,
+                    pairs * moe.ffn / self.etp,
                 )
             }
         };
@@ -872,8 +918,38 @@ impl Work {
             + self.cal.memory_backward * mlp_mem;
         match self.recompute {
             Recompute::None => {}
-            // Megatron's selective recompute redoes the attention core (core_attention).
-            Recompute::Selective => attention_b += core,
+            // Selective recompute reruns the forward of each of its modules before the
+            // backward (transformer_config.py:560-583, d98e8a64).
+            Recompute::Selective => {
+                let re = self.modules;
+                if re.core_attn {
+                    attention_b += core;
+                }
+                if re.layernorm {
+                    // input_layernorm and pre_mlp_layernorm: read h, write h each.
+                    let norm = self.memory(self.t_sp * 2.0 * h * self.act_bytes);
+                    attention_b += norm;
+                    mlp_b += norm;
+                }
+                if re.mla_up_proj {
+                    if let Some(a) = &self.mla {
+                        attention_b += self.mla_up_projections(a) + self.memory(rotary);
+                    }
+                }
+                match moe {
+                    None if re.mlp => mlp_b += mlp_f,
+                    Some(_) if re.moe => mlp_b += mlp_f,
+                    Some(_) => {
+                        if re.shared_experts {
+                            mlp_b += shared_gemm;
+                        }
+                        if re.moe_act {
+                            mlp_b += self.memory(routed_act_elems * act_bytes_per_elem);
+                        }
+                    }
+                    None => {}
+                }
+            }
             Recompute::Full => {
                 attention_b += attention_f;
                 mlp_b += mlp_f;

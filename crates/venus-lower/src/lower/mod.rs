@@ -615,6 +615,12 @@ struct StagePlan {
     grad_bytes: u64,
     param_bytes: u64,
     full_recompute: bool,
+    /// The layers of each chunk `recompute full` reruns, from its first: all of them
+    /// (`u64::MAX`) but with `recompute_method block` (megatron/core/recompute.py:167-181).
+    full_recompute_layers: u64,
+    /// `recompute_modules moe`: the MoE layer's forward, dispatch and combine all-to-alls
+    /// included, reruns before its backward.
+    recompute_moe: bool,
     distributed_optimizer: bool,
     overlap_grad_reduce: bool,
     overlap_param_gather: bool,
@@ -752,6 +758,11 @@ impl StagePlan {
             cp: sc.cp > 1,
             ep: sc.ep > 1 && m.is_moe(),
             full_recompute: sc.recompute == venus_base::base::Recompute::Full,
+            full_recompute_layers: match sc.plan.recompute_method() {
+                venus_base::base::RecomputeMethod::Block => sc.plan.recompute_num_layers(),
+                venus_base::base::RecomputeMethod::Uniform => u64::MAX,
+            },
+            recompute_moe: sc.plan.recompute_modules().moe,
             // Megatron-FSDP v1 runs the distributed optimizer (arguments.py:1128-1136): the
             // optimizer shard's gradients are reduce-scattered and its parameters gathered.
             distributed_optimizer: sc.flags.distributed_optimizer
@@ -1595,8 +1606,9 @@ impl<'a> Emitter<'a> {
         for l in (0..p.layers).rev() {
             let moe = l >= lead;
             self.wait_backward_gathers(c, |b| b.lo <= l && l < b.hi);
+            let rerun = self.st.full_recompute && u64::from(l) < self.st.full_recompute_layers;
             if let Some(kind) = self.hybrid_kind(c, l) {
-                if self.st.full_recompute {
+                if rerun {
                     // One sublayer's forward collectives.
                     self.tp_enter();
                     self.tp_exit();
@@ -1607,9 +1619,14 @@ impl<'a> Emitter<'a> {
                 }
                 continue;
             }
-            if self.st.full_recompute {
+            if rerun {
                 // Full recompute reruns the layer's forward, collectives included.
                 self.recompute_collectives();
+            }
+            if moe && self.st.recompute_moe {
+                // The recomputed MoE layer dispatches and combines its tokens again.
+                self.ep_a2a();
+                self.ep_a2a();
             }
             // MLP backward: gradient enters through the row-parallel exit.
             self.tp_block(Pass::Backward, |s| {

@@ -22,7 +22,7 @@ mod shell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use venus_base::base::{Attention, Precision, Recompute};
+use venus_base::base::{Attention, Precision, Recompute, RecomputeModules};
 use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
 use venus_plan::plan::{PlanSpec, Recipe, Scenario};
 use venus_syntax::syntax::ast::DefKind;
@@ -87,6 +87,7 @@ pub const DIRECT: &[Key] = &[
     Key::OverlapTpComm,
     Key::OverlapEpComm,
     Key::Iterations,
+    Key::Fp8ParamGather,
 ];
 
 /// Flags that do not change an iteration's time or memory in venusc's model (data, logging,
@@ -964,20 +965,32 @@ impl Converter {
         match granularity.as_ref().map(|(w, s)| (w.as_str(), *s)) {
             Some(("full", _)) => {
                 self.push(Key::Recompute, "full");
-                let method = self.args.get("--recompute-method");
-                let num = self.args.get("--recompute-num-layers");
-                let uniform = method
-                    .as_ref()
-                    .is_none_or(|a| a.values.first().is_some_and(|w| w.text == "uniform"));
-                let one = num
-                    .as_ref()
-                    .is_none_or(|a| a.values.first().is_some_and(|w| w.text == "1"));
-                if !(uniform && one) {
-                    for a in [method, num].into_iter().flatten() {
-                        self.note(
-                            &a,
-                            "venusc recomputes every layer in full (`uniform`, 1 layer)",
-                        );
+                // transformer_config.py:1908-1918 (d98e8a64): full granularity needs a
+                // method and a layer count; venusc's defaults are Megatron's usual
+                // `uniform` with 1 layer per group.
+                if let Some((method, span)) = self.word("--recompute-method") {
+                    match method.as_str() {
+                        "uniform" => {}
+                        "block" => self.push(Key::RecomputeMethod, "block"),
+                        other => self.errors.push(
+                            Diagnostic::new(
+                                Code::E0609,
+                                format!(
+                                    "`--recompute-method` takes `uniform` or `block`, not `{}`",
+                                    excerpt(other)
+                                ),
+                                self.loc(span),
+                                "unknown method",
+                            )
+                            .with_help(
+                                "write `--recompute-method uniform` or `--recompute-method block`",
+                            ),
+                        ),
+                    }
+                }
+                if let Some(n) = self.count("--recompute-num-layers") {
+                    if n != 1 {
+                        self.push(Key::RecomputeNumLayers, n);
                     }
                 }
             }
@@ -999,13 +1012,33 @@ impl Converter {
             ),
             None => {}
         }
+        // `--recompute-modules` refines selective recompute only (transformer_config.py:1943);
+        // Megatron's default is `core_attn` alone (:1940-1941).
         if let Some(a) = self.args.get("--recompute-modules") {
-            let modules: Vec<&str> = a.values.iter().map(|w| w.text.as_str()).collect();
-            if modules != ["core_attn"] {
+            let selective = matches!(
+                granularity.as_ref().map(|(w, _)| w.as_str()),
+                Some("selective")
+            ) || (granularity.is_none() && activations);
+            let known: Vec<&str> = a
+                .values
+                .iter()
+                .map(|w| w.text.as_str())
+                .filter(|w| RecomputeModules::WORDS.contains(w))
+                .collect();
+            if !selective {
                 self.note(
                     &a,
-                    "venusc's `recompute selective` recomputes `core_attn` only",
+                    "Megatron reads `--recompute-modules` only with selective recompute",
                 );
+            } else if known.len() < a.values.len() {
+                self.note(
+                    &a,
+                    "venusc recomputes core_attn, mlp, moe_act, layernorm, mla_up_proj, moe and shared_experts",
+                );
+            }
+            let modules = RecomputeModules::from_words(known.iter().copied());
+            if selective && !known.is_empty() && modules != RecomputeModules::CORE_ATTN {
+                self.push(Key::RecomputeModules, modules.words().join(" "));
             }
         }
 
@@ -1072,9 +1105,6 @@ impl Converter {
                     self.note(&a, "venusc's `fp8` / `fp4` has one recipe's byte widths");
                 }
             }
-        }
-        if let Some(a) = self.args.get("--fp8-param-gather") {
-            self.note(&a, "venusc gathers bf16 parameters");
         }
         if let Some(a) = fp16 {
             self.note(&a, "modelled as bf16 (the same byte widths)");
@@ -1306,7 +1336,13 @@ pub fn emit_megatron(sc: &Scenario) -> String {
             megatron_flags::flag(flag).is_some(),
             "{flag} is not a Megatron-LM flag"
         );
+        let list = megatron_flags::flag(flag).is_some_and(|f| f.arity == Arity::List);
         f.push(match value {
+            // A list flag's values are words of their own (`--recompute-modules core_attn mlp`).
+            Some(v) if list => {
+                let words: Vec<String> = v.split(' ').map(shell_quoted).collect();
+                format!("{flag} {}", words.join(" "))
+            }
             Some(v) => format!("{flag} {}", shell_quoted(&v)),
             None => flag.to_string(),
         });
@@ -1399,11 +1435,26 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     }
     match sc.recompute {
         Recompute::None => {}
-        Recompute::Selective => add("--recompute-granularity", Some("selective".into())),
+        Recompute::Selective => {
+            add("--recompute-granularity", Some("selective".into()));
+            let modules = p.recompute_modules();
+            if modules != RecomputeModules::CORE_ATTN {
+                add(
+                    flag_of(Key::RecomputeModules),
+                    Some(modules.words().join(" ")),
+                );
+            }
+        }
         Recompute::Full => {
             add("--recompute-granularity", Some("full".into()));
-            add("--recompute-method", Some("uniform".into()));
-            add("--recompute-num-layers", Some("1".into()));
+            add(
+                flag_of(Key::RecomputeMethod),
+                Some(p.recompute_method().word().into()),
+            );
+            add(
+                flag_of(Key::RecomputeNumLayers),
+                Some(p.recompute_num_layers().to_string()),
+            );
         }
     }
     let fl = &sc.flags;
@@ -1429,6 +1480,9 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     }
     if sc.recipe.main_grads.bytes() == 2 {
         add("--grad-reduce-in-bf16", None);
+    }
+    if p.fp8_param_gather() && sc.recipe.gemm == Precision::Fp8 {
+        add(flag_of(Key::Fp8ParamGather), None);
     }
     let state = [
         ("--main-params-dtype", p.main_params_dtype),

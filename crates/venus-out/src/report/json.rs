@@ -109,6 +109,11 @@ struct PlanDto<'a> {
     recompute: &'static str,
     sp: bool,
     distributed_optimizer: bool,
+    recompute_modules: &'a [&'static str],
+    /// `null` without full recompute.
+    recompute_method: Option<&'static str>,
+    recompute_num_layers: Option<u64>,
+    fp8_param_gather: bool,
 }
 
 impl<'a> PlanDto<'a> {
@@ -131,6 +136,10 @@ impl<'a> PlanDto<'a> {
             recompute: p.recompute.word(),
             sp: p.sp,
             distributed_optimizer: p.distributed_optimizer,
+            recompute_modules: &p.recompute_modules,
+            recompute_method: p.recompute_layers.map(|(m, _)| m.word()),
+            recompute_num_layers: p.recompute_layers.map(|(_, n)| n),
+            fp8_param_gather: p.fp8_param_gather,
         }
     }
 }

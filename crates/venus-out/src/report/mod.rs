@@ -58,7 +58,7 @@ use std::fmt;
 
 use venus_base::base::{
     Bytes, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Precision, Ratio, Recompute,
-    ScheduleKind, Seconds,
+    RecomputeMethod, ScheduleKind, Seconds,
 };
 use venus_diag::diag::render::LocatedDiagnostic;
 use venus_plan::plan::goodput::Goodput;
@@ -263,6 +263,12 @@ pub struct ResolvedPlan {
     /// Effective sequence parallelism (off when tp = 1).
     pub sp: bool,
     pub distributed_optimizer: bool,
+    /// The modules selective recompute reruns (empty without `recompute selective`).
+    pub recompute_modules: Vec<&'static str>,
+    /// `recompute full`'s method and layer count (`None` without full recompute).
+    pub recompute_layers: Option<(RecomputeMethod, u64)>,
+    /// FP8 weights and parameter gather (`fp8_param_gather` with an FP8 recipe).
+    pub fp8_param_gather: bool,
 }
 
 impl ResolvedPlan {
@@ -285,6 +291,10 @@ impl ResolvedPlan {
             recompute: sc.recompute,
             sp: sc.sp,
             distributed_optimizer: sc.flags.distributed_optimizer,
+            recompute_modules: sc.plan.recompute_modules().words(),
+            recompute_layers: (sc.recompute == Recompute::Full)
+                .then(|| (sc.plan.recompute_method(), sc.plan.recompute_num_layers())),
+            fp8_param_gather: sc.recipe.param_gather.bytes() == 1,
         }
     }
 

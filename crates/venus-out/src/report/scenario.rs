@@ -76,12 +76,55 @@ pub fn memory_table(sc: &Scenario) -> String {
         g(reserve),
         source.describe()
     );
+    for line in memory_choices(sc) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(
         out,
         "(GiB per GPU; in flight = microbatches whose activations are held at the peak; \
          of gpu = (peak + reserve) / GPU memory, what E0401 checks)"
     );
     out
+}
+
+/// The plan's choices that change the table's terms beyond the sizes, one line each, written
+/// only where a plan makes them: the modules of selective recompute other than Megatron's
+/// default `core_attn`, the layers of a full recompute other than every layer one by one, and
+/// FP8 weights.
+fn memory_choices(sc: &Scenario) -> Vec<String> {
+    use venus_base::base::{RecomputeMethod, RecomputeModules};
+    let p = &sc.plan;
+    let mut lines = Vec::new();
+    let modules = p.recompute_modules();
+    if sc.recompute == venus_base::base::Recompute::Selective
+        && modules != RecomputeModules::CORE_ATTN
+    {
+        lines.push(format!(
+            "recompute: selective, modules {} (their saved tensors dropped, their inputs kept)",
+            modules.words().join(" ")
+        ));
+    }
+    let (method, n) = (p.recompute_method(), p.recompute_num_layers());
+    if sc.recompute == venus_base::base::Recompute::Full
+        && (method, n) != (RecomputeMethod::Uniform, 1)
+    {
+        lines.push(match method {
+            RecomputeMethod::Uniform => format!(
+                "recompute: full, one input kept per group of {n} layers, {n} layers recomputed at a time"
+            ),
+            RecomputeMethod::Block => format!(
+                "recompute: full for the first {n} layers of each model chunk, the others keep their activations"
+            ),
+        });
+    }
+    if sc.recipe.linear_weights != sc.recipe.weights {
+        lines.push(format!(
+            "weights: linear layers in {} without a {} copy (`fp8_param_gather`)",
+            sc.recipe.linear_weights.word(),
+            sc.recipe.weights.word()
+        ));
+    }
+    lines
 }
 
 /// `venusc compile --emit groups`: the sizes and every group of every kind. Large for big

@@ -1098,6 +1098,7 @@ mod tests {
             recompute: venus_base::base::Recompute::None,
             attention: venus_base::base::Attention::Flash,
             moe_load: 1.0,
+            modules: venus_base::base::RecomputeModules::CORE_ATTN,
         };
         assert_eq!(bytes(&m, &a, HybridLayer::Mamba), 52_559_872);
         assert_eq!(bytes(&m, &a, HybridLayer::Attention), 27_394_048);

@@ -49,6 +49,7 @@ use crate::plan::spec::ModelSpec as Model;
 use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{self, Kind, PipelineShape};
 use venus_base::base::{Attention, Bytes, FsdpStrategy, LoraTargets, Recompute, ScheduleKind};
+use venus_base::base::{RecomputeMethod, RecomputeModules};
 
 /// What a training process holds on its GPU beside the tensors the model above counts, when
 /// neither the plan nor the cluster writes `reserve`: 2.5 GiB, the sum of
@@ -125,6 +126,31 @@ pub struct MemoryPlan {
     pub fsdp: Option<FsdpStrategy>,
     /// LoRA adapters on a frozen base (`None`: every parameter trains).
     pub lora: Option<LoraPlan>,
+    /// Which submodules and layers recompute re-runs (read with the granularity it refines).
+    pub recompute_detail: RecomputeDetail,
+}
+
+/// What refines the plan's recompute granularity: the submodules of `recompute selective`
+/// and the layers of `recompute full` (Megatron-LM d98e8a64, transformer_config.py:532-583).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecomputeDetail {
+    /// The submodules `selective` re-runs (Megatron's default `core_attn` unless written).
+    pub modules: RecomputeModules,
+    pub method: RecomputeMethod,
+    /// Layers per `uniform` group, or recomputed layers per model chunk with `block`.
+    pub num_layers: u64,
+}
+
+impl Default for RecomputeDetail {
+    /// Megatron's defaults: `core_attn`, and `full` as venusc always ran it (every layer,
+    /// one per group).
+    fn default() -> Self {
+        RecomputeDetail {
+            modules: RecomputeModules::CORE_ATTN,
+            method: RecomputeMethod::Uniform,
+            num_layers: 1,
+        }
+    }
 }
 
 /// The adapters of `task lora`.
@@ -168,6 +194,8 @@ pub struct ActivationShape {
     pub attention: Attention,
     /// The busiest EP rank's routed token copies over the mean (1.0: balanced).
     pub moe_load: f64,
+    /// The submodules `Recompute::Selective` re-runs.
+    pub modules: RecomputeModules,
 }
 
 fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
@@ -199,12 +227,20 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // Only the layer input is kept (sequence-sharded with sp).
         return prod(&[2, h, tokens]) / tsp;
     }
+    // The submodules selective recompute re-runs drop what they save inside and keep their
+    // inputs (transformer_config.py:560-583, d98e8a64); without recompute none does.
+    let re = if a.recompute == Recompute::Selective {
+        a.modules
+    } else {
+        RecomputeModules::default()
+    };
     let hd = m.head_dim() as u128;
     let q = prod(&[m.heads as u128, hd]);
     let kv = prod(&[m.kv_groups() as u128, hd]);
     // MLA (multi_latent_attention.py): Q and K of n·(d_nope + d_rope), V and the output
     // projection input of n·d_v, split by tp; the latents (q_lora_rank, kv_lora_rank + d_rope)
-    // and their norm outputs, 2 bytes each, on every tp rank.
+    // and their norm outputs, 2 bytes each, on every tp rank. `mla_up_proj` discards the up
+    // projections' Q, K and V (the latents they are recomputed from stay).
     let (qk_v, latent) = if m.is_mla() {
         let n = m.heads as u128;
         let qk = prod(&[4, n, m.qk_head_dim() as u128]);
@@ -212,21 +248,33 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         let lat = (m.q_lora_rank() as u128)
             .saturating_add(m.kv_lora_rank() as u128)
             .saturating_add(m.qk_rope_head_dim() as u128);
-        (qk.saturating_add(v), prod(&[4, lat]))
+        let kept = if re.mla_up_proj {
+            v / 2
+        } else {
+            qk.saturating_add(v)
+        };
+        (kept, prod(&[4, lat]))
     } else {
         (prod(&[4, q]).saturating_add(prod(&[4, kv])), 0)
     };
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
-    // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h.
-    let replicated = prod(&[10, h]);
+    // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h. `layernorm`
+    // discards the two norms' outputs (the QKV and MLP inputs, 4h).
+    let replicated = if re.layernorm {
+        prod(&[6, h])
+    } else {
+        prod(&[10, h])
+    };
     // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
-    // the MLP inner activations.
+    // the MLP inner activations (none kept when `mlp`, `moe` or `shared_experts` re-runs them).
     let mlp_inner = if moe {
-        if m.shared_expert_ffn() > 0 {
+        if m.shared_expert_ffn() > 0 && !re.shared_experts && !re.moe {
             inner_bytes_per_token(m.shared_expert_ffn(), m.swiglu())
         } else {
             0
         }
+    } else if re.mlp {
+        0
     } else {
         inner_bytes_per_token(m.ffn(), m.swiglu())
     };
@@ -236,15 +284,19 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     if latent > 0 {
         bytes = bytes.saturating_add(prod(&[tokens, latent]));
     }
-    if moe {
+    if moe && !re.moe {
         // Each token reaches topk experts: the dispatched input (2h, gathered over etp) and the
-        // expert's inner activations (split by etp), per rank tokens / tp with sp.
+        // expert's inner activations (split by etp), per rank tokens / tp with sp. `moe_act`
+        // discards the activation function's output (ffn elements of 2 bytes).
         let topk = m.topk() as u128;
         let etp = a.etp.max(1) as u128;
         // With latent MoE the dispatched tokens are `moe_latent_size` wide.
         let width = m.expert_width() as u128;
-        let per =
-            prod(&[2, width, etp]).saturating_add(inner_bytes_per_token(m.moe_ffn(), m.swiglu()));
+        let mut inner = inner_bytes_per_token(m.moe_ffn(), m.swiglu());
+        if re.moe_act {
+            inner = inner.saturating_sub(prod(&[2, m.moe_ffn() as u128]));
+        }
+        let per = prod(&[2, width, etp]).saturating_add(inner);
         let mut routed = prod(&[tokens, topk, per]) / tsp;
         if a.moe_load > 1.0 {
             // The busiest EP rank holds `moe_load` times the mean token copies.
@@ -252,18 +304,19 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         }
         bytes = bytes.saturating_add(routed);
     }
-    match (a.recompute, a.attention) {
-        (Recompute::None, Attention::Unfused) => {
-            // Softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores,
-            // split over tp by heads: 5·a·s²·b / t.
+    // The attention scores: unless `core_attn` re-runs the core, unfused attention keeps its
+    // softmax output (2), dropout mask (1) and dropout output (2) of the a·s·s scores, split
+    // over tp by heads: 5·a·s²·b / t; flash attention never writes them and keeps the fp32
+    // log-sum-exp of each (head, token) row for its backward: 4·a·s·b / t (flash-attention's
+    // `softmax_lse`), with or without `core_attn`.
+    match a.attention {
+        Attention::Unfused if !re.core_attn => {
             bytes = bytes.saturating_add(prod(&[5, m.heads as u128, a.seq as u128, tokens]) / tp);
         }
-        (Recompute::None | Recompute::Selective, Attention::Flash) => {
-            // Flash attention never writes the scores; it keeps the fp32 log-sum-exp of each
-            // (head, token) row for its backward: 4·a·s·b / t (flash-attention's `softmax_lse`).
+        Attention::Flash => {
             bytes = bytes.saturating_add(prod(&[4, m.heads as u128, tokens]) / tp);
         }
-        _ => {}
+        Attention::Unfused => {}
     }
     bytes
 }
@@ -512,6 +565,8 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
     };
     let replicated_of =
         |p: &super::derive::LayerParams| p.norms as u128 + p.router as u128 + p.latent as u128;
+    // The layers' linear weights (all of `dense` so far): FP8 with `fp8_param_gather`.
+    let linear_dense = dense;
     let mut replicated = if let Some((hp, c)) = &hybrid {
         hp.sum(c, |p| {
             p.norms.saturating_add(p.router).saturating_add(p.latent)
@@ -559,7 +614,9 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         .saturating_add(replicated_of(&per))
         .saturating_add(ceil_div(per.experts as u128, expert_shards));
     let trainable = trainable_params(model, plan, stage, [local, expert]);
-    let (weights, gradients, optimizer) = model_state_bytes(plan, [local, expert], trainable, unit);
+    let (mut weights, gradients, optimizer) =
+        model_state_bytes(plan, [local, expert], trainable, unit);
+    weights = weights.saturating_sub(fp8_weight_saving(plan, [linear_dense, expert], unit));
 
     let shape = ActivationShape {
         seq: model.seq / plan.cp.max(1),
@@ -570,6 +627,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         recompute: plan.recompute,
         attention: plan.attention,
         moe_load: plan.moe_load,
+        modules: plan.recompute_detail.modules,
     };
     let rank = if copy == ParamCopy::Reverse {
         pp.saturating_sub(1).saturating_sub(stage)
@@ -622,7 +680,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
             recompute: Recompute::None,
             ..shape
         };
-        let working_set = if model.is_hybrid() {
+        let whole_layer = if model.is_hybrid() {
             // The largest kind's layer is the one being recomputed at the peak.
             HybridLayer::ALL
                 .iter()
@@ -632,7 +690,19 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         } else {
             layer_activation_bytes(model, &working)
         };
-        activations = activations.saturating_add(working_set);
+        let rc = full_recompute_counts(&plan.split, stage, plan.recompute_detail);
+        if (rc.inputs, rc.whole) != (stage_layers, 0) {
+            // Fewer checkpoints than layers (groups, or `block`'s layers kept whole): the
+            // input-only bytes above scale to the checkpoints, and each in-flight chunk
+            // microbatch keeps its whole layers' activations.
+            activations = ceil_div(prod(&[activations, rc.inputs]), stage_layers.max(1));
+            activations = activations.saturating_add(ceil_div(
+                prod(&[layer_units as u128, rc.whole, whole_layer]),
+                chunks,
+            ));
+        }
+        // The layers being recomputed at the peak: one group's.
+        activations = activations.saturating_add(prod(&[rc.working, whole_layer]));
     }
     if first {
         activations = activations.saturating_add(prod(&[
@@ -677,6 +747,47 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         in_flight: units,
         peak: bytes(peak),
     }
+}
+
+/// How `recompute full` keeps a stage's layers (all its chunks): checkpointed inputs, layers
+/// kept whole, and the layers recomputed together at the backward's peak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FullRecomputeCounts {
+    pub inputs: u128,
+    pub whole: u128,
+    pub working: u128,
+}
+
+/// Megatron-LM d98e8a64 megatron/core/recompute.py:157-181, per model chunk (a
+/// `TransformerBlock`'s `num_layers_per_pipeline_rank`): `uniform` checkpoints the input of
+/// each group of `recompute_num_layers` layers (the last group may be shorter) and re-runs a
+/// group at a time; `block` checkpoints the first `recompute_num_layers` layers one by one and
+/// runs the rest without recompute.
+pub fn full_recompute_counts(
+    split: &StageSplit,
+    stage: u64,
+    detail: RecomputeDetail,
+) -> FullRecomputeCounts {
+    let n = detail.num_layers.max(1);
+    let mut c = FullRecomputeCounts {
+        inputs: 0,
+        whole: 0,
+        working: 0,
+    };
+    for chunk in 0..split.vpp.max(1) {
+        let layers = split.chunk_layers(stage, chunk);
+        let (inputs, whole, working) = match detail.method {
+            RecomputeMethod::Uniform => (layers.div_ceil(n), 0, n.min(layers)),
+            RecomputeMethod::Block => {
+                let re = n.min(layers);
+                (re, layers - re, re.min(1))
+            }
+        };
+        c.inputs = c.inputs.saturating_add(inputs as u128);
+        c.whole = c.whole.saturating_add(whole as u128);
+        c.working = c.working.max(working as u128);
+    }
+    c
 }
 
 /// Attention and MLP parameters of a layer (split by tp).
@@ -770,6 +881,30 @@ pub fn model_state_bytes(
         whole(o, trainable)
     };
     (weights, gradients, optimizer)
+}
+
+/// The weight bytes `fp8_param_gather` saves on one GPU: the linear weights (`linear`: dense
+/// and routed experts) held in the recipe's `linear_weights` instead of `weights`, sharded as
+/// [`model_state_bytes`] shards the weights (FSDP's two unsharded units counted whole).
+fn fp8_weight_saving(plan: &MemoryPlan, linear: [u128; 2], unit: u128) -> u128 {
+    let r = &plan.recipe;
+    let per = u128::from(r.weights.bytes().saturating_sub(r.linear_weights.bytes()));
+    if per == 0 {
+        return 0;
+    }
+    let fsdp = plan.fsdp.unwrap_or(FsdpStrategy::NoShard);
+    let [dense, expert] = linear;
+    if fsdp.shards_parameters() {
+        let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
+        ceil_div(prod(&[per, dense]), dp_cp)
+            .saturating_add(ceil_div(
+                prod(&[per, expert]),
+                plan.expert_dp.max(1) as u128,
+            ))
+            .saturating_add(prod(&[2, per, unit]))
+    } else {
+        prod(&[per, dense.saturating_add(expert)])
+    }
 }
 
 /// The stage with the highest peak (the first one on ties).

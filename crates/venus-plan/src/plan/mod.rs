@@ -216,6 +216,14 @@ impl Scenario {
                 rank: self.plan.lora_rank(),
                 targets: self.plan.lora_modules(),
             }),
+            recompute_detail: memory::RecomputeDetail {
+                modules: self
+                    .plan
+                    .recompute_modules
+                    .unwrap_or(venus_base::base::RecomputeModules::CORE_ATTN),
+                method: self.plan.recompute_method(),
+                num_layers: self.plan.recompute_num_layers(),
+            },
         }
     }
 }

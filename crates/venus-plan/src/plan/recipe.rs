@@ -14,6 +14,9 @@ pub struct Recipe {
     pub gemm: Precision,
     /// The model's parameters as the forward and backward read them.
     pub weights: Dtype,
+    /// The weights of the linear layers (attention, MLP, experts): `weights` unless
+    /// `--fp8-param-gather` keeps them in FP8.
+    pub linear_weights: Dtype,
     /// The gradient buffer the backward accumulates into.
     pub main_grads: Dtype,
     /// Data-parallel gradient reduction (reduce-scatter or all-reduce).
@@ -46,6 +49,7 @@ impl Recipe {
         Recipe {
             gemm: precision,
             weights: Dtype::Bf16,
+            linear_weights: Dtype::Bf16,
             main_grads: Dtype::Fp32,
             grad_comm: Dtype::Fp32,
             param_gather: Dtype::Bf16,
@@ -80,6 +84,21 @@ impl Recipe {
         self
     }
 
+    /// The recipe of `--fp8-param-gather` (with an FP8 recipe): Transformer Engine creates the
+    /// linear layers' weights as FP8 tensors and keeps no BF16 copy (transformer_config.py:602
+    /// `fp8_param`, set from `--fp8-param-gather` by megatron/training/argument_utils.py:312, at
+    /// d98e8a64), and the distributed optimizer all-gathers the updated parameters in FP8
+    /// (megatron/core/optimizer/distrib_optimizer.py:2825 casts its fp32 shard into them). The
+    /// norms and embeddings stay BF16; the gather counts every parameter at 1 byte, as the
+    /// linear weights are all but a sliver of a transformer's.
+    pub fn with_fp8_param_gather(mut self, on: bool) -> Recipe {
+        if on && self.gemm == Precision::Fp8 {
+            self.linear_weights = Dtype::Fp8;
+            self.param_gather = Dtype::Fp8;
+        }
+        self
+    }
+
     /// Optimizer state per parameter: the master copy and both Adam moments (12 bytes in the
     /// default recipe, Korthikanti et al. 2022 and Megatron's `report_theoretical_memory`).
     pub fn optimizer_bytes(&self) -> u64 {
@@ -98,6 +117,7 @@ mod tests {
         assert_eq!(r.main_grads.bytes(), 4);
         assert_eq!(r.grad_comm.bytes(), 4);
         assert_eq!(r.param_gather.bytes(), 2);
+        assert_eq!(r.linear_weights.bytes(), 2);
         assert_eq!(
             (r.activations.bytes(), r.p2p.bytes(), r.tp_comm.bytes()),
             (2, 2, 2)
@@ -124,6 +144,23 @@ mod tests {
         let fp8 = base.with_training_dtypes(None, Some(Dtype::Fp16), Some(Dtype::Fp8), None);
         assert_eq!(fp8.optimizer_bytes(), 2 + 1 + 4);
         assert_eq!(base.with_training_dtypes(None, None, None, None), base);
+    }
+
+    #[test]
+    fn fp8_param_gather_keeps_linear_weights_and_the_gather_at_one_byte_only_with_fp8() {
+        let fp8 = Recipe::for_precision(Precision::Fp8).with_fp8_param_gather(true);
+        assert_eq!(
+            (
+                fp8.linear_weights.bytes(),
+                fp8.param_gather.bytes(),
+                fp8.weights.bytes()
+            ),
+            (1, 1, 2)
+        );
+        let bf16 = Recipe::for_precision(Precision::Bf16);
+        assert_eq!(bf16.with_fp8_param_gather(true), bf16);
+        let off = Recipe::for_precision(Precision::Fp8);
+        assert_eq!(off.with_fp8_param_gather(false), off);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 
 use venus_base::base::{
     Attention, Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec,
-    GpuArch, Precision, Ratio, Recompute, ScheduleKind, Seconds, Topology,
+    GpuArch, Precision, Ratio, Recompute, RecomputeMethod, RecomputeModules, ScheduleKind, Seconds,
+    Topology,
 };
 use venus_base::base::{Dtype, FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
@@ -473,6 +474,14 @@ pub struct PlanSpec {
     pub checkpoint_interval: Option<Seconds>,
     /// VenusSim config fields kept for `--emit venussim`, in written order; never simulated.
     pub venussim: Vec<super::venussim::VenusSimField>,
+    /// The submodules `recompute selective` re-runs (`None`: Megatron's `core_attn`).
+    pub recompute_modules: Option<RecomputeModules>,
+    /// Which layers `recompute full` re-runs (`None`: `uniform`).
+    pub recompute_method: Option<RecomputeMethod>,
+    /// Layers per `uniform` group or recomputed per chunk with `block` (`None`: 1).
+    pub recompute_num_layers: Option<u64>,
+    /// FP8 weights without a BF16 copy, all-gathered in FP8 (`--fp8-param-gather`).
+    pub fp8_param_gather: Option<bool>,
 }
 
 impl PlanSpec {
@@ -527,6 +536,23 @@ impl PlanSpec {
     /// Megatron-Bridge's `LoRA.target_modules` default: every linear layer of the block.
     pub fn lora_modules(&self) -> LoraTargets {
         or(self.lora_modules, LoraTargets::ALL)
+    }
+    /// The submodules selective recompute re-runs: Megatron's `["core_attn"]` unless written
+    /// (transformer_config.py:1940-1941 at d98e8a64); none without `recompute selective`.
+    pub fn recompute_modules(&self) -> RecomputeModules {
+        if self.recompute() != Recompute::Selective {
+            return RecomputeModules::default();
+        }
+        or(self.recompute_modules, RecomputeModules::CORE_ATTN)
+    }
+    pub fn recompute_method(&self) -> RecomputeMethod {
+        or(self.recompute_method, RecomputeMethod::Uniform)
+    }
+    pub fn recompute_num_layers(&self) -> u64 {
+        or(self.recompute_num_layers, 1).max(1)
+    }
+    pub fn fp8_param_gather(&self) -> bool {
+        or(self.fp8_param_gather, false)
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)

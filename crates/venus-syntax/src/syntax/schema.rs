@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014", "W0015", "W0017", "W0018",
+    "W0013", "W0014", "W0015", "W0017", "W0018", "W0019",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -146,6 +146,19 @@ pub const SCHEDULES: &[&str] = &[
     "dualpipev",
 ];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
+/// Megatron-LM's `--recompute-modules` choices for a transformer (transformer_config.py:560-583;
+/// the words of `base::RecomputeModules`).
+pub const RECOMPUTE_MODULES: &[&str] = &[
+    "core_attn",
+    "mlp",
+    "moe_act",
+    "layernorm",
+    "mla_up_proj",
+    "moe",
+    "shared_experts",
+];
+/// Megatron-LM's `--recompute-method` choices (`base::RecomputeMethod`).
+pub const RECOMPUTE_METHODS: &[&str] = &["uniform", "block"];
 /// GEMM precisions: the words of `base::Precision`.
 pub const PRECISIONS: &[&str] = &["bf16", "fp8", "fp4"];
 /// GPU architectures, the words of `base::GpuArch`: each picks a compute-model calibration
@@ -1013,6 +1026,44 @@ key_table! {
         .default(KeyDefault::Unset, "none")
         .repeatable()
         .example("\"time_line_visualizer_config.single_pp_group\" \"1\""),
+        RecomputeModules = key(
+            "recompute_modules",
+            &[
+                Enum(RECOMPUTE_MODULES),
+                Enum(RECOMPUTE_MODULES),
+                Enum(RECOMPUTE_MODULES),
+                Enum(RECOMPUTE_MODULES),
+                Enum(RECOMPUTE_MODULES),
+                Enum(RECOMPUTE_MODULES),
+                Enum(RECOMPUTE_MODULES),
+            ],
+            "the submodules `recompute selective` re-runs in the backward, each dropping the tensors it saves: core_attn, mlp, moe_act, layernorm, mla_up_proj, moe (its dispatch all-to-all too), shared_experts",
+        )
+        .optional(6)
+        .default(KeyDefault::Derived, "core_attn (Megatron's default)")
+        .megatron("--recompute-modules")
+        .example("core_attn mlp"),
+        RecomputeMethod = key(
+            "recompute_method",
+            &[Enum(RECOMPUTE_METHODS)],
+            "which layers `recompute full` re-runs: uniform checkpoints each group of `recompute_num_layers` layers at its input; block recomputes the first `recompute_num_layers` layers of each model chunk",
+        )
+        .default(KeyDefault::Word("uniform"), "uniform")
+        .megatron("--recompute-method")
+        .example("block"),
+        RecomputeNumLayers = key(
+            "recompute_num_layers",
+            &[Count],
+            "layers per recompute group (`uniform`) or recomputed layers per model chunk (`block`) of `recompute full`",
+        )
+        .default(KeyDefault::Count(1), "1")
+        .megatron("--recompute-num-layers")
+        .example("4"),
+        Fp8ParamGather = flag(
+            "fp8_param_gather",
+            "keep the FP8 weights instead of a BF16 copy and all-gather them at 1 byte an element (needs `precision fp8` and the distributed optimizer or fsdp)",
+        )
+        .megatron("--fp8-param-gather"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
