@@ -215,6 +215,7 @@ impl Scenario {
                 rank: self.plan.lora_rank(),
                 targets: self.plan.lora_modules(),
             }),
+            v_memory: derive::v_memory(&self.model),
         }
     }
 }
