@@ -1292,6 +1292,10 @@ fn dualpipe(e: &mut Emitter) {
         d.weight_chunk();
     }
     d.commit();
+    // After the last W every gradient of both copies is complete: the mirror ranks sum them.
+    if !v_shape {
+        e.ops.push(Op::CopyGradAllReduce);
+    }
     e.enable_grad_sync();
     for chunk in 0..2 {
         e.ops.push(Op::GradSync { chunk });

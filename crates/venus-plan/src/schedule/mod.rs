@@ -636,6 +636,12 @@ pub enum Op {
     FinalizeGrads,
     /// Tied word-embedding grad all-reduce over the embedding group (first and last stage).
     EmbeddingGradAllReduce,
+    /// DualPipe's two parameter copies: rank r holds stage r (chunk 0) and stage pp − 1 − r
+    /// (chunk 1), its mirror rank pp − 1 − r the same stages the other way round, so the two
+    /// sum both chunks' gradients (an all-reduce over the pair; deepseek-ai/DualPipe
+    /// 3da1bbea5360, examples/example_dualpipe.py:167-174: `p0.grad += p1all[pp_size - 1 -
+    /// rank]`, `p1.grad += p0all[pp_size - 1 - rank]`).
+    CopyGradAllReduce,
     OptimizerStep,
 }
 
@@ -788,6 +794,7 @@ pub fn describe_rank(ir: &ScheduleIr, r: u32) -> String {
             }
             Op::FinalizeGrads => out.push_str("finalize_model_grads\n"),
             Op::EmbeddingGradAllReduce => out.push_str("embedding_grad_all_reduce\n"),
+            Op::CopyGradAllReduce => out.push_str("copy_grad_all_reduce\n"),
             Op::OptimizerStep => out.push_str("optimizer_step\n"),
         }
         i += 1;
