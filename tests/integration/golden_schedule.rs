@@ -124,7 +124,11 @@ fn zbv_emit_schedule_equals_the_reference_greedy_schedulers_order() {
         for line in got.lines() {
             let ops: Vec<&str> = line.split(' ').skip(1).collect();
             for p in ['F', 'B', 'W'] {
-                assert_eq!(ops.iter().filter(|o| o.starts_with(p)).count(), 2 * m, "{name}");
+                assert_eq!(
+                    ops.iter().filter(|o| o.starts_with(p)).count(),
+                    2 * m,
+                    "{name}"
+                );
             }
             let at = |op: String| ops.iter().position(|o| *o == op).unwrap();
             for (i, o) in ops.iter().enumerate().filter(|(_, o)| o.starts_with('W')) {

@@ -92,7 +92,10 @@ pub fn validate_partial_in(p: &PartialScenario, stdlib_gpus: &[StdlibGpu]) -> Ve
 /// (sail-sg/zero-bubble-pipeline-parallelism 39f2c186a275, zbpp_utils.py:115-116 sets
 /// `virtual_pipeline_model_parallel_size = 2`).
 fn implied_vpp(p: &crate::ty::Plan) -> u64 {
-    let zbv = p.schedule.as_ref().is_some_and(|s| s.value == ScheduleKind::Zbv);
+    let zbv = p
+        .schedule
+        .as_ref()
+        .is_some_and(|s| s.value == ScheduleKind::Zbv);
     if zbv && p.vpp.is_none() {
         2
     } else {

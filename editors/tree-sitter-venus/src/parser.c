@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 99
+#define SYMBOL_COUNT 100
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 86
+#define TOKEN_COUNT 87
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -54,70 +54,71 @@ enum ts_symbol_identifiers {
   anon_sym_zb_h2 = 32,
   anon_sym_dualpipe = 33,
   anon_sym_dualpipev = 34,
-  anon_sym_none = 35,
-  anon_sym_selective = 36,
-  anon_sym_full = 37,
-  anon_sym_bf16 = 38,
-  anon_sym_fp8 = 39,
-  anon_sym_fp4 = 40,
-  anon_sym_ampere = 41,
-  anon_sym_hopper = 42,
-  anon_sym_blackwell = 43,
-  anon_sym_blackwell_ultra = 44,
-  anon_sym_ada = 45,
-  anon_sym_cdna3 = 46,
-  anon_sym_cdna4 = 47,
-  anon_sym_flash = 48,
-  anon_sym_unfused = 49,
-  anon_sym_on = 50,
-  anon_sym_off = 51,
-  anon_sym_pretrain = 52,
-  anon_sym_sft = 53,
-  anon_sym_lora = 54,
-  anon_sym_linear_qkv = 55,
-  anon_sym_linear_proj = 56,
-  anon_sym_linear_fc1 = 57,
-  anon_sym_linear_fc2 = 58,
-  anon_sym_no_shard = 59,
-  anon_sym_optim = 60,
-  anon_sym_optim_grads = 61,
-  anon_sym_optim_grads_params = 62,
-  anon_sym_megatron = 63,
-  anon_sym_torch = 64,
-  anon_sym_fp32 = 65,
-  anon_sym_fp16 = 66,
-  anon_sym_W0001 = 67,
-  anon_sym_W0002 = 68,
-  anon_sym_W0003 = 69,
-  anon_sym_W0004 = 70,
-  anon_sym_W0005 = 71,
-  anon_sym_W0006 = 72,
-  anon_sym_W0007 = 73,
-  anon_sym_W0008 = 74,
-  anon_sym_W0009 = 75,
-  anon_sym_W0012 = 76,
-  anon_sym_W0013 = 77,
-  anon_sym_W0014 = 78,
-  anon_sym_W0015 = 79,
-  anon_sym_W0017 = 80,
-  anon_sym_W0018 = 81,
-  sym_unit = 82,
-  sym_number = 83,
-  sym_string = 84,
-  sym_comment = 85,
-  sym_source_file = 86,
-  sym_use_declaration = 87,
-  sym_definition = 88,
-  sym_block = 89,
-  sym_item = 90,
-  sym__value = 91,
-  sym_list = 92,
-  sym_constant = 93,
-  sym_quantity = 94,
-  aux_sym_source_file_repeat1 = 95,
-  aux_sym_block_repeat1 = 96,
-  aux_sym_item_repeat1 = 97,
-  aux_sym_list_repeat1 = 98,
+  anon_sym_zbv = 35,
+  anon_sym_none = 36,
+  anon_sym_selective = 37,
+  anon_sym_full = 38,
+  anon_sym_bf16 = 39,
+  anon_sym_fp8 = 40,
+  anon_sym_fp4 = 41,
+  anon_sym_ampere = 42,
+  anon_sym_hopper = 43,
+  anon_sym_blackwell = 44,
+  anon_sym_blackwell_ultra = 45,
+  anon_sym_ada = 46,
+  anon_sym_cdna3 = 47,
+  anon_sym_cdna4 = 48,
+  anon_sym_flash = 49,
+  anon_sym_unfused = 50,
+  anon_sym_on = 51,
+  anon_sym_off = 52,
+  anon_sym_pretrain = 53,
+  anon_sym_sft = 54,
+  anon_sym_lora = 55,
+  anon_sym_linear_qkv = 56,
+  anon_sym_linear_proj = 57,
+  anon_sym_linear_fc1 = 58,
+  anon_sym_linear_fc2 = 59,
+  anon_sym_no_shard = 60,
+  anon_sym_optim = 61,
+  anon_sym_optim_grads = 62,
+  anon_sym_optim_grads_params = 63,
+  anon_sym_megatron = 64,
+  anon_sym_torch = 65,
+  anon_sym_fp32 = 66,
+  anon_sym_fp16 = 67,
+  anon_sym_W0001 = 68,
+  anon_sym_W0002 = 69,
+  anon_sym_W0003 = 70,
+  anon_sym_W0004 = 71,
+  anon_sym_W0005 = 72,
+  anon_sym_W0006 = 73,
+  anon_sym_W0007 = 74,
+  anon_sym_W0008 = 75,
+  anon_sym_W0009 = 76,
+  anon_sym_W0012 = 77,
+  anon_sym_W0013 = 78,
+  anon_sym_W0014 = 79,
+  anon_sym_W0015 = 80,
+  anon_sym_W0017 = 81,
+  anon_sym_W0018 = 82,
+  sym_unit = 83,
+  sym_number = 84,
+  sym_string = 85,
+  sym_comment = 86,
+  sym_source_file = 87,
+  sym_use_declaration = 88,
+  sym_definition = 89,
+  sym_block = 90,
+  sym_item = 91,
+  sym__value = 92,
+  sym_list = 93,
+  sym_constant = 94,
+  sym_quantity = 95,
+  aux_sym_source_file_repeat1 = 96,
+  aux_sym_block_repeat1 = 97,
+  aux_sym_item_repeat1 = 98,
+  aux_sym_list_repeat1 = 99,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -156,6 +157,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_zb_h2] = "zb_h2",
   [anon_sym_dualpipe] = "dualpipe",
   [anon_sym_dualpipev] = "dualpipev",
+  [anon_sym_zbv] = "zbv",
   [anon_sym_none] = "none",
   [anon_sym_selective] = "selective",
   [anon_sym_full] = "full",
@@ -258,6 +260,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_zb_h2] = anon_sym_zb_h2,
   [anon_sym_dualpipe] = anon_sym_dualpipe,
   [anon_sym_dualpipev] = anon_sym_dualpipev,
+  [anon_sym_zbv] = anon_sym_zbv,
   [anon_sym_none] = anon_sym_none,
   [anon_sym_selective] = anon_sym_selective,
   [anon_sym_full] = anon_sym_full,
@@ -462,6 +465,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_dualpipev] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_zbv] = {
     .visible = true,
     .named = false,
   },
@@ -1274,52 +1281,53 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 61:
       if (lookahead == '_') ADVANCE(108);
+      if (lookahead == 'v') ADVANCE(109);
       END_STATE();
     case 62:
-      if (lookahead == '0') ADVANCE(109);
-      if (lookahead == '1') ADVANCE(110);
+      if (lookahead == '0') ADVANCE(110);
+      if (lookahead == '1') ADVANCE(111);
       END_STATE();
     case 63:
       ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 64:
-      if (lookahead == 'o') ADVANCE(111);
+      if (lookahead == 'o') ADVANCE(112);
       END_STATE();
     case 65:
-      if (lookahead == 'e') ADVANCE(112);
+      if (lookahead == 'e') ADVANCE(113);
       END_STATE();
     case 66:
-      if (lookahead == '6') ADVANCE(113);
+      if (lookahead == '6') ADVANCE(114);
       END_STATE();
     case 67:
-      if (lookahead == 'c') ADVANCE(114);
+      if (lookahead == 'c') ADVANCE(115);
       END_STATE();
     case 68:
-      if (lookahead == 'a') ADVANCE(115);
+      if (lookahead == 'a') ADVANCE(116);
       END_STATE();
     case 69:
-      if (lookahead == 's') ADVANCE(116);
+      if (lookahead == 's') ADVANCE(117);
       END_STATE();
     case 70:
       ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 71:
-      if (lookahead == 'e') ADVANCE(117);
+      if (lookahead == 'e') ADVANCE(118);
       END_STATE();
     case 72:
-      if (lookahead == 'l') ADVANCE(118);
+      if (lookahead == 'l') ADVANCE(119);
       END_STATE();
     case 73:
-      if (lookahead == '_') ADVANCE(119);
+      if (lookahead == '_') ADVANCE(120);
       END_STATE();
     case 74:
-      if (lookahead == 's') ADVANCE(120);
+      if (lookahead == 's') ADVANCE(121);
       END_STATE();
     case 75:
-      if (lookahead == '6') ADVANCE(121);
+      if (lookahead == '6') ADVANCE(122);
       END_STATE();
     case 76:
-      if (lookahead == '2') ADVANCE(122);
+      if (lookahead == '2') ADVANCE(123);
       END_STATE();
     case 77:
       ACCEPT_TOKEN(anon_sym_fp4);
@@ -1328,416 +1336,416 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 79:
-      if (lookahead == 'l') ADVANCE(123);
+      if (lookahead == 'l') ADVANCE(124);
       END_STATE();
     case 80:
-      if (lookahead == 'p') ADVANCE(124);
+      if (lookahead == 'p') ADVANCE(125);
       END_STATE();
     case 81:
       ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 82:
-      if (lookahead == 'v') ADVANCE(125);
+      if (lookahead == 'v') ADVANCE(126);
       END_STATE();
     case 83:
-      if (lookahead == 'p') ADVANCE(126);
+      if (lookahead == 'p') ADVANCE(127);
       END_STATE();
     case 84:
-      if (lookahead == 'i') ADVANCE(127);
+      if (lookahead == 'i') ADVANCE(128);
       END_STATE();
     case 85:
-      if (lookahead == 'e') ADVANCE(128);
+      if (lookahead == 'e') ADVANCE(129);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(129);
-      if (lookahead == 'k') ADVANCE(130);
+      if (lookahead == 'e') ADVANCE(130);
+      if (lookahead == 'k') ADVANCE(131);
       END_STATE();
     case 87:
-      if (lookahead == 'a') ADVANCE(131);
-      END_STATE();
-    case 88:
       if (lookahead == 'a') ADVANCE(132);
       END_STATE();
+    case 88:
+      if (lookahead == 'a') ADVANCE(133);
+      END_STATE();
     case 89:
-      if (lookahead == 'e') ADVANCE(133);
+      if (lookahead == 'e') ADVANCE(134);
       END_STATE();
     case 90:
-      if (lookahead == 's') ADVANCE(134);
+      if (lookahead == 's') ADVANCE(135);
       END_STATE();
     case 91:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'e') ADVANCE(136);
       END_STATE();
     case 92:
-      if (lookahead == 'w') ADVANCE(136);
+      if (lookahead == 'w') ADVANCE(137);
       END_STATE();
     case 93:
       ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 94:
-      if (lookahead == 'i') ADVANCE(137);
+      if (lookahead == 'i') ADVANCE(138);
       END_STATE();
     case 95:
-      if (lookahead == 'n') ADVANCE(138);
+      if (lookahead == 'n') ADVANCE(139);
       END_STATE();
     case 96:
-      if (lookahead == 't') ADVANCE(139);
+      if (lookahead == 't') ADVANCE(140);
       END_STATE();
     case 97:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'l') ADVANCE(141);
       END_STATE();
     case 98:
-      if (lookahead == 'g') ADVANCE(141);
+      if (lookahead == 'g') ADVANCE(142);
       END_STATE();
     case 99:
-      if (lookahead == 'n') ADVANCE(142);
+      if (lookahead == 'n') ADVANCE(143);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(143);
+      if (lookahead == 'e') ADVANCE(144);
       END_STATE();
     case 101:
       ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 102:
-      if (lookahead == 'r') ADVANCE(144);
+      if (lookahead == 'r') ADVANCE(145);
       END_STATE();
     case 103:
-      if (lookahead == 't') ADVANCE(145);
+      if (lookahead == 't') ADVANCE(146);
       END_STATE();
     case 104:
-      if (lookahead == 'c') ADVANCE(146);
+      if (lookahead == 'c') ADVANCE(147);
       END_STATE();
     case 105:
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'e') ADVANCE(148);
       END_STATE();
     case 106:
-      if (lookahead == 'u') ADVANCE(148);
+      if (lookahead == 'u') ADVANCE(149);
       END_STATE();
     case 107:
       ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 108:
-      if (lookahead == 'h') ADVANCE(149);
+      if (lookahead == 'h') ADVANCE(150);
       END_STATE();
     case 109:
-      ADVANCE_MAP(
-        '1', 150,
-        '2', 151,
-        '3', 152,
-        '4', 153,
-        '5', 154,
-        '6', 155,
-        '7', 156,
-        '8', 157,
-        '9', 158,
-      );
+      ACCEPT_TOKEN(anon_sym_zbv);
       END_STATE();
     case 110:
-      if (lookahead == '2') ADVANCE(159);
-      if (lookahead == '3') ADVANCE(160);
-      if (lookahead == '4') ADVANCE(161);
-      if (lookahead == '5') ADVANCE(162);
-      if (lookahead == '7') ADVANCE(163);
-      if (lookahead == '8') ADVANCE(164);
+      ADVANCE_MAP(
+        '1', 151,
+        '2', 152,
+        '3', 153,
+        '4', 154,
+        '5', 155,
+        '6', 156,
+        '7', 157,
+        '8', 158,
+        '9', 159,
+      );
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == '2') ADVANCE(160);
+      if (lookahead == '3') ADVANCE(161);
+      if (lookahead == '4') ADVANCE(162);
+      if (lookahead == '5') ADVANCE(163);
+      if (lookahead == '7') ADVANCE(164);
+      if (lookahead == '8') ADVANCE(165);
       END_STATE();
     case 112:
-      if (lookahead == 'r') ADVANCE(165);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'r') ADVANCE(166);
       END_STATE();
     case 114:
-      if (lookahead == 'k') ADVANCE(166);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 115:
-      if (lookahead == '3') ADVANCE(167);
-      if (lookahead == '4') ADVANCE(168);
+      if (lookahead == 'k') ADVANCE(167);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(169);
+      if (lookahead == '3') ADVANCE(168);
+      if (lookahead == '4') ADVANCE(169);
       END_STATE();
     case 117:
-      if (lookahead == 'c') ADVANCE(170);
+      if (lookahead == 't') ADVANCE(170);
       END_STATE();
     case 118:
-      if (lookahead == 'p') ADVANCE(171);
+      if (lookahead == 'c') ADVANCE(171);
       END_STATE();
     case 119:
-      if (lookahead == 't') ADVANCE(172);
+      if (lookahead == 'p') ADVANCE(172);
       END_STATE();
     case 120:
-      if (lookahead == 'h') ADVANCE(173);
+      if (lookahead == 't') ADVANCE(173);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == 'h') ADVANCE(174);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_full);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 124:
-      if (lookahead == 'e') ADVANCE(174);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 125:
-      if (lookahead == 'i') ADVANCE(175);
+      if (lookahead == 'e') ADVANCE(175);
       END_STATE();
     case 126:
-      if (lookahead == 'e') ADVANCE(176);
+      if (lookahead == 'i') ADVANCE(176);
       END_STATE();
     case 127:
-      if (lookahead == 'n') ADVANCE(177);
+      if (lookahead == 'e') ADVANCE(177);
       END_STATE();
     case 128:
-      if (lookahead == 'r') ADVANCE(178);
+      if (lookahead == 'n') ADVANCE(178);
       END_STATE();
     case 129:
-      if (lookahead == 'a') ADVANCE(179);
+      if (lookahead == 'r') ADVANCE(179);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'a') ADVANCE(180);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_lora);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 132:
-      if (lookahead == 't') ADVANCE(180);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 133:
-      if (lookahead == 'l') ADVANCE(181);
+      if (lookahead == 't') ADVANCE(181);
       END_STATE();
     case 134:
-      if (lookahead == 'h') ADVANCE(182);
+      if (lookahead == 'l') ADVANCE(182);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'h') ADVANCE(183);
       END_STATE();
     case 136:
-      if (lookahead == 'i') ADVANCE(183);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 137:
-      if (lookahead == 'm') ADVANCE(184);
+      if (lookahead == 'i') ADVANCE(184);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'm') ADVANCE(185);
       END_STATE();
     case 139:
-      if (lookahead == 'r') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'r') ADVANCE(186);
       END_STATE();
     case 141:
-      ACCEPT_TOKEN(anon_sym_ring);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 142:
-      if (lookahead == 'a') ADVANCE(186);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 143:
-      if (lookahead == 'c') ADVANCE(187);
+      if (lookahead == 'a') ADVANCE(187);
       END_STATE();
     case 144:
-      if (lookahead == 'p') ADVANCE(188);
+      if (lookahead == 'c') ADVANCE(188);
       END_STATE();
     case 145:
-      if (lookahead == 'c') ADVANCE(189);
+      if (lookahead == 'p') ADVANCE(189);
       END_STATE();
     case 146:
-      if (lookahead == 'h') ADVANCE(190);
+      if (lookahead == 'c') ADVANCE(190);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'h') ADVANCE(191);
       END_STATE();
     case 148:
-      if (lookahead == 's') ADVANCE(191);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 149:
-      if (lookahead == '1') ADVANCE(192);
-      if (lookahead == '2') ADVANCE(193);
+      if (lookahead == 's') ADVANCE(192);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == '1') ADVANCE(193);
+      if (lookahead == '2') ADVANCE(194);
       END_STATE();
     case 151:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 152:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 155:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 158:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_W0012);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 160:
-      ACCEPT_TOKEN(anon_sym_W0013);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_W0015);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_W0017);
+      ACCEPT_TOKEN(anon_sym_W0015);
       END_STATE();
     case 164:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 165:
-      if (lookahead == 'e') ADVANCE(194);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 166:
-      if (lookahead == 'w') ADVANCE(195);
+      if (lookahead == 'e') ADVANCE(195);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      if (lookahead == 'w') ADVANCE(196);
       END_STATE();
     case 168:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 169:
-      if (lookahead == 'e') ADVANCE(196);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 170:
-      if (lookahead == 't') ADVANCE(197);
+      if (lookahead == 'e') ADVANCE(197);
       END_STATE();
     case 171:
-      if (lookahead == 'i') ADVANCE(198);
+      if (lookahead == 't') ADVANCE(198);
       END_STATE();
     case 172:
-      if (lookahead == 'r') ADVANCE(199);
+      if (lookahead == 'i') ADVANCE(199);
       END_STATE();
     case 173:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'r') ADVANCE(200);
       END_STATE();
     case 174:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 175:
-      if (lookahead == 'n') ADVANCE(200);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 176:
-      if (lookahead == 'r') ADVANCE(201);
+      if (lookahead == 'n') ADVANCE(201);
       END_STATE();
     case 177:
-      if (lookahead == 'i') ADVANCE(202);
+      if (lookahead == 'r') ADVANCE(202);
       END_STATE();
     case 178:
-      if (lookahead == 'l') ADVANCE(203);
+      if (lookahead == 'i') ADVANCE(203);
       END_STATE();
     case 179:
-      if (lookahead == 'r') ADVANCE(204);
+      if (lookahead == 'l') ADVANCE(204);
       END_STATE();
     case 180:
       if (lookahead == 'r') ADVANCE(205);
       END_STATE();
     case 181:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(206);
       END_STATE();
     case 182:
-      if (lookahead == 'a') ADVANCE(206);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 183:
-      if (lookahead == 't') ADVANCE(207);
+      if (lookahead == 'a') ADVANCE(207);
       END_STATE();
     case 184:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(208);
+      if (lookahead == 't') ADVANCE(208);
       END_STATE();
     case 185:
-      if (lookahead == 'a') ADVANCE(209);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(209);
       END_STATE();
     case 186:
-      if (lookahead == 'r') ADVANCE(210);
+      if (lookahead == 'a') ADVANCE(210);
       END_STATE();
     case 187:
-      if (lookahead == 't') ADVANCE(211);
+      if (lookahead == 'r') ADVANCE(211);
       END_STATE();
     case 188:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 't') ADVANCE(212);
       END_STATE();
     case 189:
-      if (lookahead == 'h') ADVANCE(212);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 190:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'h') ADVANCE(213);
       END_STATE();
     case 191:
-      if (lookahead == 'e') ADVANCE(213);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 192:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
-      END_STATE();
-    case 193:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
-      END_STATE();
-    case 194:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 195:
       if (lookahead == 'e') ADVANCE(214);
       END_STATE();
+    case 193:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 194:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 195:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
     case 196:
-      if (lookahead == 'r') ADVANCE(215);
+      if (lookahead == 'e') ADVANCE(215);
       END_STATE();
     case 197:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'r') ADVANCE(216);
       END_STATE();
     case 198:
-      if (lookahead == 'p') ADVANCE(216);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 199:
-      if (lookahead == 'e') ADVANCE(217);
+      if (lookahead == 'p') ADVANCE(217);
       END_STATE();
     case 200:
-      if (lookahead == 'g') ADVANCE(218);
+      if (lookahead == 'e') ADVANCE(218);
       END_STATE();
     case 201:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'g') ADVANCE(219);
       END_STATE();
     case 202:
-      if (lookahead == 'b') ADVANCE(219);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 203:
-      if (lookahead == 'e') ADVANCE(220);
+      if (lookahead == 'b') ADVANCE(220);
       END_STATE();
     case 204:
-      if (lookahead == '_') ADVANCE(221);
+      if (lookahead == 'e') ADVANCE(221);
       END_STATE();
     case 205:
-      if (lookahead == 'o') ADVANCE(222);
+      if (lookahead == '_') ADVANCE(222);
       END_STATE();
     case 206:
-      if (lookahead == 'r') ADVANCE(223);
+      if (lookahead == 'o') ADVANCE(223);
       END_STATE();
     case 207:
-      if (lookahead == 'c') ADVANCE(224);
+      if (lookahead == 'r') ADVANCE(224);
       END_STATE();
     case 208:
-      if (lookahead == 'g') ADVANCE(225);
+      if (lookahead == 'c') ADVANCE(225);
       END_STATE();
     case 209:
-      if (lookahead == 'i') ADVANCE(226);
+      if (lookahead == 'g') ADVANCE(226);
       END_STATE();
     case 210:
       if (lookahead == 'i') ADVANCE(227);
@@ -1746,231 +1754,234 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == 'i') ADVANCE(228);
       END_STATE();
     case 212:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'i') ADVANCE(229);
       END_STATE();
     case 213:
-      if (lookahead == 'd') ADVANCE(229);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 214:
-      if (lookahead == 'l') ADVANCE(230);
+      if (lookahead == 'd') ADVANCE(230);
       END_STATE();
     case 215:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'l') ADVANCE(231);
       END_STATE();
     case 216:
-      if (lookahead == 'e') ADVANCE(231);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 217:
       if (lookahead == 'e') ADVANCE(232);
       END_STATE();
     case 218:
-      if (lookahead == '_') ADVANCE(233);
+      if (lookahead == 'e') ADVANCE(233);
       END_STATE();
     case 219:
-      if (lookahead == 'a') ADVANCE(234);
+      if (lookahead == '_') ADVANCE(234);
       END_STATE();
     case 220:
       if (lookahead == 'a') ADVANCE(235);
       END_STATE();
     case 221:
-      if (lookahead == 'f') ADVANCE(236);
-      if (lookahead == 'p') ADVANCE(237);
-      if (lookahead == 'q') ADVANCE(238);
+      if (lookahead == 'a') ADVANCE(236);
       END_STATE();
     case 222:
-      if (lookahead == 'n') ADVANCE(239);
+      if (lookahead == 'f') ADVANCE(237);
+      if (lookahead == 'p') ADVANCE(238);
+      if (lookahead == 'q') ADVANCE(239);
       END_STATE();
     case 223:
-      if (lookahead == 'd') ADVANCE(240);
+      if (lookahead == 'n') ADVANCE(240);
       END_STATE();
     case 224:
-      if (lookahead == 'h') ADVANCE(241);
+      if (lookahead == 'd') ADVANCE(241);
       END_STATE();
     case 225:
-      if (lookahead == 'r') ADVANCE(242);
+      if (lookahead == 'h') ADVANCE(242);
       END_STATE();
     case 226:
-      if (lookahead == 'n') ADVANCE(243);
+      if (lookahead == 'r') ADVANCE(243);
       END_STATE();
     case 227:
-      if (lookahead == 'o') ADVANCE(244);
+      if (lookahead == 'n') ADVANCE(244);
       END_STATE();
     case 228:
-      if (lookahead == 'v') ADVANCE(245);
+      if (lookahead == 'o') ADVANCE(245);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'v') ADVANCE(246);
       END_STATE();
     case 230:
-      if (lookahead == 'l') ADVANCE(246);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(247);
+      if (lookahead == 'l') ADVANCE(247);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(248);
       END_STATE();
     case 233:
-      if (lookahead == 'd') ADVANCE(248);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 234:
-      if (lookahead == 'n') ADVANCE(249);
+      if (lookahead == 'd') ADVANCE(249);
       END_STATE();
     case 235:
-      if (lookahead == 'v') ADVANCE(250);
+      if (lookahead == 'n') ADVANCE(250);
       END_STATE();
     case 236:
-      if (lookahead == 'c') ADVANCE(251);
+      if (lookahead == 'v') ADVANCE(251);
       END_STATE();
     case 237:
-      if (lookahead == 'r') ADVANCE(252);
+      if (lookahead == 'c') ADVANCE(252);
       END_STATE();
     case 238:
-      if (lookahead == 'k') ADVANCE(253);
+      if (lookahead == 'r') ADVANCE(253);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'k') ADVANCE(254);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 241:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 242:
-      if (lookahead == 'a') ADVANCE(254);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 243:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'a') ADVANCE(255);
       END_STATE();
     case 244:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 245:
-      if (lookahead == 'e') ADVANCE(255);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 246:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(256);
+      if (lookahead == 'e') ADVANCE(256);
       END_STATE();
     case 247:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(257);
       END_STATE();
     case 248:
-      if (lookahead == 'o') ADVANCE(257);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 249:
-      if (lookahead == 'd') ADVANCE(258);
+      if (lookahead == 'o') ADVANCE(258);
       END_STATE();
     case 250:
-      if (lookahead == 'e') ADVANCE(259);
+      if (lookahead == 'd') ADVANCE(259);
       END_STATE();
     case 251:
-      if (lookahead == '1') ADVANCE(260);
-      if (lookahead == '2') ADVANCE(261);
+      if (lookahead == 'e') ADVANCE(260);
       END_STATE();
     case 252:
-      if (lookahead == 'o') ADVANCE(262);
+      if (lookahead == '1') ADVANCE(261);
+      if (lookahead == '2') ADVANCE(262);
       END_STATE();
     case 253:
-      if (lookahead == 'v') ADVANCE(263);
+      if (lookahead == 'o') ADVANCE(263);
       END_STATE();
     case 254:
-      if (lookahead == 'd') ADVANCE(264);
+      if (lookahead == 'v') ADVANCE(264);
       END_STATE();
     case 255:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'd') ADVANCE(265);
       END_STATE();
     case 256:
-      if (lookahead == 'u') ADVANCE(265);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 257:
       if (lookahead == 'u') ADVANCE(266);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(267);
       END_STATE();
     case 259:
-      if (lookahead == 'd') ADVANCE(267);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 260:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'd') ADVANCE(268);
       END_STATE();
     case 261:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 262:
-      if (lookahead == 'j') ADVANCE(268);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 263:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      if (lookahead == 'j') ADVANCE(269);
       END_STATE();
     case 264:
-      if (lookahead == 's') ADVANCE(269);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 265:
-      if (lookahead == 'l') ADVANCE(270);
+      if (lookahead == 's') ADVANCE(270);
       END_STATE();
     case 266:
-      if (lookahead == 'b') ADVANCE(271);
+      if (lookahead == 'l') ADVANCE(271);
       END_STATE();
     case 267:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(272);
       END_STATE();
     case 268:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(272);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 270:
-      if (lookahead == 't') ADVANCE(273);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(273);
       END_STATE();
     case 271:
-      if (lookahead == 'l') ADVANCE(274);
+      if (lookahead == 't') ADVANCE(274);
       END_STATE();
     case 272:
-      if (lookahead == 'p') ADVANCE(275);
+      if (lookahead == 'l') ADVANCE(275);
       END_STATE();
     case 273:
-      if (lookahead == 'r') ADVANCE(276);
+      if (lookahead == 'p') ADVANCE(276);
       END_STATE();
     case 274:
-      if (lookahead == 'i') ADVANCE(277);
+      if (lookahead == 'r') ADVANCE(277);
       END_STATE();
     case 275:
-      if (lookahead == 'a') ADVANCE(278);
+      if (lookahead == 'i') ADVANCE(278);
       END_STATE();
     case 276:
       if (lookahead == 'a') ADVANCE(279);
       END_STATE();
     case 277:
-      if (lookahead == 'n') ADVANCE(280);
+      if (lookahead == 'a') ADVANCE(280);
       END_STATE();
     case 278:
-      if (lookahead == 'r') ADVANCE(281);
+      if (lookahead == 'n') ADVANCE(281);
       END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'r') ADVANCE(282);
       END_STATE();
     case 280:
-      if (lookahead == 'g') ADVANCE(282);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 281:
-      if (lookahead == 'a') ADVANCE(283);
+      if (lookahead == 'g') ADVANCE(283);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'a') ADVANCE(284);
       END_STATE();
     case 283:
-      if (lookahead == 'm') ADVANCE(284);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 284:
-      if (lookahead == 's') ADVANCE(285);
+      if (lookahead == 'm') ADVANCE(285);
       END_STATE();
     case 285:
+      if (lookahead == 's') ADVANCE(286);
+      END_STATE();
+    case 286:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2056,6 +2067,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(1),
     [anon_sym_dualpipe] = ACTIONS(1),
     [anon_sym_dualpipev] = ACTIONS(1),
+    [anon_sym_zbv] = ACTIONS(1),
     [anon_sym_none] = ACTIONS(1),
     [anon_sym_selective] = ACTIONS(1),
     [anon_sym_full] = ACTIONS(1),
@@ -2160,6 +2172,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2248,6 +2261,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2336,6 +2350,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2424,6 +2439,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2512,6 +2528,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(49),
     [anon_sym_dualpipe] = ACTIONS(49),
     [anon_sym_dualpipev] = ACTIONS(49),
+    [anon_sym_zbv] = ACTIONS(49),
     [anon_sym_none] = ACTIONS(49),
     [anon_sym_selective] = ACTIONS(49),
     [anon_sym_full] = ACTIONS(49),
@@ -2600,6 +2617,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2688,6 +2706,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2774,6 +2793,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(67),
     [anon_sym_dualpipe] = ACTIONS(67),
     [anon_sym_dualpipev] = ACTIONS(67),
+    [anon_sym_zbv] = ACTIONS(67),
     [anon_sym_none] = ACTIONS(67),
     [anon_sym_selective] = ACTIONS(67),
     [anon_sym_full] = ACTIONS(67),
@@ -2860,6 +2880,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(71),
     [anon_sym_dualpipe] = ACTIONS(71),
     [anon_sym_dualpipev] = ACTIONS(71),
+    [anon_sym_zbv] = ACTIONS(71),
     [anon_sym_none] = ACTIONS(71),
     [anon_sym_selective] = ACTIONS(71),
     [anon_sym_full] = ACTIONS(71),
@@ -2943,6 +2964,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(73),
     [anon_sym_dualpipe] = ACTIONS(73),
     [anon_sym_dualpipev] = ACTIONS(73),
+    [anon_sym_zbv] = ACTIONS(73),
     [anon_sym_none] = ACTIONS(73),
     [anon_sym_selective] = ACTIONS(73),
     [anon_sym_full] = ACTIONS(73),
@@ -3027,6 +3049,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(79),
     [anon_sym_dualpipe] = ACTIONS(79),
     [anon_sym_dualpipev] = ACTIONS(79),
+    [anon_sym_zbv] = ACTIONS(79),
     [anon_sym_none] = ACTIONS(79),
     [anon_sym_selective] = ACTIONS(79),
     [anon_sym_full] = ACTIONS(79),
@@ -3110,6 +3133,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(83),
     [anon_sym_dualpipe] = ACTIONS(83),
     [anon_sym_dualpipev] = ACTIONS(83),
+    [anon_sym_zbv] = ACTIONS(83),
     [anon_sym_none] = ACTIONS(83),
     [anon_sym_selective] = ACTIONS(83),
     [anon_sym_full] = ACTIONS(83),
@@ -3193,6 +3217,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(87),
     [anon_sym_dualpipe] = ACTIONS(87),
     [anon_sym_dualpipev] = ACTIONS(87),
+    [anon_sym_zbv] = ACTIONS(87),
     [anon_sym_none] = ACTIONS(87),
     [anon_sym_selective] = ACTIONS(87),
     [anon_sym_full] = ACTIONS(87),
@@ -3276,6 +3301,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(91),
     [anon_sym_dualpipe] = ACTIONS(91),
     [anon_sym_dualpipev] = ACTIONS(91),
+    [anon_sym_zbv] = ACTIONS(91),
     [anon_sym_none] = ACTIONS(91),
     [anon_sym_selective] = ACTIONS(91),
     [anon_sym_full] = ACTIONS(91),
@@ -3358,6 +3384,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(95),
     [anon_sym_dualpipe] = ACTIONS(95),
     [anon_sym_dualpipev] = ACTIONS(95),
+    [anon_sym_zbv] = ACTIONS(95),
     [anon_sym_none] = ACTIONS(95),
     [anon_sym_selective] = ACTIONS(95),
     [anon_sym_full] = ACTIONS(95),
@@ -3435,6 +3462,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3512,6 +3540,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3589,6 +3618,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(122),
     [anon_sym_dualpipe] = ACTIONS(122),
     [anon_sym_dualpipev] = ACTIONS(122),
+    [anon_sym_zbv] = ACTIONS(122),
     [anon_sym_none] = ACTIONS(122),
     [anon_sym_selective] = ACTIONS(122),
     [anon_sym_full] = ACTIONS(122),

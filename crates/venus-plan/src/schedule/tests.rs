@@ -1358,13 +1358,33 @@ fn zbv_golden_shape(pp: u32, m: u32) -> PipelineShape {
 fn emit_text_zbv_equals_the_reference_greedy_order() {
     // The golden files are the output of the reference's own `PipelineGraph` (zbv.py).
     let golden = [
-        (4, 8, include_str!("../../../../tests/golden/schedule/zbv_pp4_m8.txt")),
-        (4, 16, include_str!("../../../../tests/golden/schedule/zbv_pp4_m16.txt")),
-        (8, 8, include_str!("../../../../tests/golden/schedule/zbv_pp8_m8.txt")),
-        (8, 16, include_str!("../../../../tests/golden/schedule/zbv_pp8_m16.txt")),
+        (
+            4,
+            8,
+            include_str!("../../../../tests/golden/schedule/zbv_pp4_m8.txt"),
+        ),
+        (
+            4,
+            16,
+            include_str!("../../../../tests/golden/schedule/zbv_pp4_m16.txt"),
+        ),
+        (
+            8,
+            8,
+            include_str!("../../../../tests/golden/schedule/zbv_pp8_m8.txt"),
+        ),
+        (
+            8,
+            16,
+            include_str!("../../../../tests/golden/schedule/zbv_pp8_m16.txt"),
+        ),
     ];
     for (pp, m, want) in golden {
-        assert_eq!(emit_text(&build(zbv_golden_shape(pp, m))), want, "pp {pp} m {m}");
+        assert_eq!(
+            emit_text(&build(zbv_golden_shape(pp, m))),
+            want,
+            "pp {pp} m {m}"
+        );
     }
 }
 
@@ -1428,7 +1448,10 @@ fn zbv_rank1_waits_on_each_input_in_its_senders_order() {
                     *posted.entry(x.port).or_default() += 1;
                 }
                 Op::Wait { port, seq } if !port.is_send() => {
-                    assert!(posted.get(&port).is_some_and(|&n| n > seq), "rank {r} {port:?} {seq}");
+                    assert!(
+                        posted.get(&port).is_some_and(|&n| n > seq),
+                        "rank {r} {port:?} {seq}"
+                    );
                 }
                 _ => {}
             }
@@ -1457,7 +1480,11 @@ fn zbv_peak_in_flight_is_measured_on_the_built_ops() {
     let s = zbv_golden_shape(4, 16);
     let ir = build(s);
     for r in 0..4 {
-        assert_eq!(peak_in_flight(&s, r), measure_in_flight(ir.rank(r), 2), "rank {r}");
+        assert_eq!(
+            peak_in_flight(&s, r),
+            measure_in_flight(ir.rank(r), 2),
+            "rank {r}"
+        );
     }
     assert_eq!(peak_in_flight(&s, 0).total, 8);
 }
