@@ -12,7 +12,7 @@
  *   - right after the keys that take a name first (`gpu`, `model`, `cluster`, `plan`: a
  *     reference; `dim`: the new dim's name; `algo`: the name of the dim it applies to);
  *   - the enum words of the key table (`fc ring switch`, `direct halving_doubling tree`,
- *     `gpipe 1f1b interleaved zb_h1 zb_h2 dualpipe dualpipev`, `none selective full`, `bf16 fp8`, `flash unfused`, flag
+ *     `gpipe 1f1b interleaved zb_h1 zb_h2 dualpipe dualpipev zbv`, `none selective full`, `bf16 fp8`, `flash unfused`, flag
  *     words `on off`) are `constant` tokens, which tree-sitter only recognises where a value
  *     may stand, so they never end an item;
  *   - inside lists, where no key can appear.
@@ -41,7 +41,7 @@ const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'nvswitch', 'infiniband',
   'direct', 'halving_doubling', 'tree',
-  'gpipe', '1f1b', 'interleaved', 'zb_h1', 'zb_h2', 'dualpipe', 'dualpipev',
+  'gpipe', '1f1b', 'interleaved', 'zb_h1', 'zb_h2', 'dualpipe', 'dualpipev', 'zbv',
   'none', 'selective', 'full',
   'bf16', 'fp8', 'fp4',
   'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',

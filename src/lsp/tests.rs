@@ -271,7 +271,8 @@ fn completion_after_schedule_offers_the_schedules() {
             "zb_h1",
             "zb_h2",
             "dualpipe",
-            "dualpipev"
+            "dualpipev",
+            "zbv"
         ]
     );
 }

@@ -31,6 +31,9 @@ const DUALPIPE_GOLDEN: &[&str] = &[
     "dualpipev_pp8_m16",
 ];
 
+/// The ZBV golden files (zbv.py's list).
+const ZBV_GOLDEN: &[&str] = &["zbv_pp4_m8", "zbv_pp4_m16", "zbv_pp8_m8", "zbv_pp8_m16"];
+
 fn emit_schedule(scenario: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_venusc"))
         .args([
@@ -103,6 +106,39 @@ fn dualpipe_emit_schedule_equals_the_reference_step_loops_order() {
     }
 }
 
+#[test]
+fn zbv_emit_schedule_equals_the_reference_greedy_schedulers_order() {
+    let dir = Path::new("tests/golden/schedule");
+    for name in ZBV_GOLDEN {
+        let want = std::fs::read_to_string(dir.join(format!("{name}.txt")))
+            .unwrap_or_else(|e| panic!("golden {name}.txt: {e}"));
+        let got = emit_schedule(name);
+        assert_eq!(got, want, "{name} differs from the reference's order");
+        let pp: usize = name[name.find("pp").unwrap() + 2..name.find("_m").unwrap()]
+            .parse()
+            .unwrap();
+        let m: usize = name[name.find("_m").unwrap() + 2..].parse().unwrap();
+        assert_eq!(got.lines().count(), pp);
+        // Every microbatch on both arms of the V: 2·m each of F, B and W, each W after its B
+        // and each B after its F.
+        for line in got.lines() {
+            let ops: Vec<&str> = line.split(' ').skip(1).collect();
+            for p in ['F', 'B', 'W'] {
+                assert_eq!(
+                    ops.iter().filter(|o| o.starts_with(p)).count(),
+                    2 * m,
+                    "{name}"
+                );
+            }
+            let at = |op: String| ops.iter().position(|o| *o == op).unwrap();
+            for (i, o) in ops.iter().enumerate().filter(|(_, o)| o.starts_with('W')) {
+                assert!(at(format!("B{}", &o[1..])) < i, "{name}: {o} before its B");
+                assert!(at(format!("F{}", &o[1..])) < at(format!("B{}", &o[1..])));
+            }
+        }
+    }
+}
+
 /// The `("name", ..., pp, m)` rows of a generator's `GOLDEN` list, as file names.
 fn listed_in(script: &str) -> Vec<String> {
     let script = std::fs::read_to_string(script).unwrap();
@@ -126,6 +162,7 @@ fn listed_in(script: &str) -> Vec<String> {
 fn the_golden_generators_list_exactly_the_golden_files() {
     let mut listed = listed_in("tests/golden/schedule/zero_bubble.py");
     listed.extend(listed_in("tests/golden/schedule/dualpipe.py"));
+    listed.extend(listed_in("tests/golden/schedule/zbv.py"));
     listed.sort();
     let mut files: Vec<String> = std::fs::read_dir("tests/golden/schedule")
         .unwrap()
@@ -138,6 +175,7 @@ fn the_golden_generators_list_exactly_the_golden_files() {
     let mut golden: Vec<String> = GOLDEN
         .iter()
         .chain(DUALPIPE_GOLDEN)
+        .chain(ZBV_GOLDEN)
         .map(|s| s.to_string())
         .collect();
     golden.sort();

@@ -37,8 +37,9 @@ fn language_reference_has_one_section_per_block_kind_and_one_row_per_key() {
          | `--micro-batch-size` | `micro-batch-size` |"
     ));
     // Pipes of enum signatures are escaped so the table keeps its columns.
-    assert!(text
-        .contains("`schedule gpipe\\|1f1b\\|interleaved\\|zb_h1\\|zb_h2\\|dualpipe\\|dualpipev`"));
+    assert!(text.contains(
+        "`schedule gpipe\\|1f1b\\|interleaved\\|zb_h1\\|zb_h2\\|dualpipe\\|dualpipev\\|zbv`"
+    ));
 }
 
 #[test]

@@ -88,6 +88,21 @@ pub fn validate_partial_in(p: &PartialScenario, stdlib_gpus: &[StdlibGpu]) -> Ve
     v.diags
 }
 
+/// The plan's vpp, or the one its schedule implies: ZBV places two chunks per rank
+/// (sail-sg/zero-bubble-pipeline-parallelism 39f2c186a275, zbpp_utils.py:115-116 sets
+/// `virtual_pipeline_model_parallel_size = 2`).
+fn implied_vpp(p: &crate::ty::Plan) -> u64 {
+    let zbv = p
+        .schedule
+        .as_ref()
+        .is_some_and(|s| s.value == ScheduleKind::Zbv);
+    if zbv && p.vpp.is_none() {
+        2
+    } else {
+        p.vpp()
+    }
+}
+
 /// The vpp a `pipeline_layout` gives when the plan writes none: its virtual stages over pp
 /// (megatron/training/arguments.py:940-952@d98e8a64, L02).
 fn layout_vpp(def: &ScenarioDef) -> Option<u64> {
@@ -196,7 +211,7 @@ impl<'a> Validator<'a> {
             pp: p.pp().max(1),
             cp: p.cp().max(1),
             ep: p.ep().max(1),
-            vpp: layout_vpp(def).unwrap_or(p.vpp()).max(1),
+            vpp: layout_vpp(def).unwrap_or_else(|| implied_vpp(p)).max(1),
             layers: m.layers.value,
             heads: m.heads.value,
             seq: m.seq.value,
@@ -229,7 +244,7 @@ impl<'a> Validator<'a> {
             return None;
         }
         let dp = self.check_world(); // E0301
-        let split = self.check_layers(); // E0302
+        let split = self.check_layers(); // E0302 (E0353 for zbv)
         self.check_heads(); // E0303
         self.check_kv_groups(); // E0304
         let m = dp.and_then(|dp| self.check_batch(dp)); // E0305
@@ -247,6 +262,7 @@ impl<'a> Validator<'a> {
         self.check_zero_bubble_features(); // E0326
         self.check_dualpipe_pipeline(); // E0328
         self.check_dualpipe_chunks(); // E0330
+        self.check_zbv_chunks(); // E0354
         self.check_ep_overlap(); // W0015
         self.check_model_shape(); // E0315-E0318, E0331-E0334
         self.check_precision(); // E0312
@@ -348,6 +364,7 @@ impl<'a> Validator<'a> {
             self.check_zero_bubble_pipeline(); // E0325
             self.check_dualpipe_pipeline(); // E0328
             self.check_dualpipe_chunks(); // E0330
+            self.check_zbv_chunks(); // E0354
         }
         let flags = [
             SCHEDULE,
@@ -516,8 +533,9 @@ impl<'a> Validator<'a> {
         let p = &self.def.plan;
         let written = p.schedule.as_ref().map(|s| s.value);
         // W0003's fixes (more microbatches, more chunks) are those of the 1F1B family; a
-        // DualPipe plan's microbatch count is bounded by E0329 and its chunks are fixed.
-        if written.is_some_and(|s| s.is_dualpipe()) {
+        // DualPipe plan's microbatch count is bounded by E0329 and its chunks are fixed, as
+        // are ZBV's.
+        if written.is_some_and(|s| s.is_dualpipe() || s == ScheduleKind::Zbv) {
             return;
         }
         // The bubble of the schedule this plan would run with `m` microbatches and `v` chunks,
@@ -635,6 +653,7 @@ mod straggler;
 mod training;
 mod venussim;
 mod world;
+mod zbv;
 mod zero_bubble;
 
 #[cfg(test)]

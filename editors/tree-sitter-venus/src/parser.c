@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 109
+#define SYMBOL_COUNT 110
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 96
+#define TOKEN_COUNT 97
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -54,80 +54,81 @@ enum ts_symbol_identifiers {
   anon_sym_zb_h2 = 32,
   anon_sym_dualpipe = 33,
   anon_sym_dualpipev = 34,
-  anon_sym_none = 35,
-  anon_sym_selective = 36,
-  anon_sym_full = 37,
-  anon_sym_bf16 = 38,
-  anon_sym_fp8 = 39,
-  anon_sym_fp4 = 40,
-  anon_sym_ampere = 41,
-  anon_sym_hopper = 42,
-  anon_sym_blackwell = 43,
-  anon_sym_blackwell_ultra = 44,
-  anon_sym_ada = 45,
-  anon_sym_cdna3 = 46,
-  anon_sym_cdna4 = 47,
-  anon_sym_flash = 48,
-  anon_sym_unfused = 49,
-  anon_sym_on = 50,
-  anon_sym_off = 51,
-  anon_sym_pretrain = 52,
-  anon_sym_sft = 53,
-  anon_sym_lora = 54,
-  anon_sym_linear_qkv = 55,
-  anon_sym_linear_proj = 56,
-  anon_sym_linear_fc1 = 57,
-  anon_sym_linear_fc2 = 58,
-  anon_sym_no_shard = 59,
-  anon_sym_optim = 60,
-  anon_sym_optim_grads = 61,
-  anon_sym_optim_grads_params = 62,
-  anon_sym_megatron = 63,
-  anon_sym_torch = 64,
-  anon_sym_fp32 = 65,
-  anon_sym_fp16 = 66,
-  anon_sym_W0001 = 67,
-  anon_sym_W0002 = 68,
-  anon_sym_W0003 = 69,
-  anon_sym_W0004 = 70,
-  anon_sym_W0005 = 71,
-  anon_sym_W0006 = 72,
-  anon_sym_W0007 = 73,
-  anon_sym_W0008 = 74,
-  anon_sym_W0009 = 75,
-  anon_sym_W0012 = 76,
-  anon_sym_W0013 = 77,
-  anon_sym_W0014 = 78,
-  anon_sym_W0015 = 79,
-  anon_sym_W0017 = 80,
-  anon_sym_W0018 = 81,
-  anon_sym_W0019 = 82,
-  anon_sym_core_attn = 83,
-  anon_sym_mlp = 84,
-  anon_sym_moe_act = 85,
-  anon_sym_layernorm = 86,
-  anon_sym_mla_up_proj = 87,
-  anon_sym_moe = 88,
-  anon_sym_shared_experts = 89,
-  anon_sym_uniform = 90,
-  anon_sym_block = 91,
-  sym_unit = 92,
-  sym_number = 93,
-  sym_string = 94,
-  sym_comment = 95,
-  sym_source_file = 96,
-  sym_use_declaration = 97,
-  sym_definition = 98,
-  sym_block = 99,
-  sym_item = 100,
-  sym__value = 101,
-  sym_list = 102,
-  sym_constant = 103,
-  sym_quantity = 104,
-  aux_sym_source_file_repeat1 = 105,
-  aux_sym_block_repeat1 = 106,
-  aux_sym_item_repeat1 = 107,
-  aux_sym_list_repeat1 = 108,
+  anon_sym_zbv = 35,
+  anon_sym_none = 36,
+  anon_sym_selective = 37,
+  anon_sym_full = 38,
+  anon_sym_bf16 = 39,
+  anon_sym_fp8 = 40,
+  anon_sym_fp4 = 41,
+  anon_sym_ampere = 42,
+  anon_sym_hopper = 43,
+  anon_sym_blackwell = 44,
+  anon_sym_blackwell_ultra = 45,
+  anon_sym_ada = 46,
+  anon_sym_cdna3 = 47,
+  anon_sym_cdna4 = 48,
+  anon_sym_flash = 49,
+  anon_sym_unfused = 50,
+  anon_sym_on = 51,
+  anon_sym_off = 52,
+  anon_sym_pretrain = 53,
+  anon_sym_sft = 54,
+  anon_sym_lora = 55,
+  anon_sym_linear_qkv = 56,
+  anon_sym_linear_proj = 57,
+  anon_sym_linear_fc1 = 58,
+  anon_sym_linear_fc2 = 59,
+  anon_sym_no_shard = 60,
+  anon_sym_optim = 61,
+  anon_sym_optim_grads = 62,
+  anon_sym_optim_grads_params = 63,
+  anon_sym_megatron = 64,
+  anon_sym_torch = 65,
+  anon_sym_fp32 = 66,
+  anon_sym_fp16 = 67,
+  anon_sym_W0001 = 68,
+  anon_sym_W0002 = 69,
+  anon_sym_W0003 = 70,
+  anon_sym_W0004 = 71,
+  anon_sym_W0005 = 72,
+  anon_sym_W0006 = 73,
+  anon_sym_W0007 = 74,
+  anon_sym_W0008 = 75,
+  anon_sym_W0009 = 76,
+  anon_sym_W0012 = 77,
+  anon_sym_W0013 = 78,
+  anon_sym_W0014 = 79,
+  anon_sym_W0015 = 80,
+  anon_sym_W0017 = 81,
+  anon_sym_W0018 = 82,
+  anon_sym_W0019 = 83,
+  anon_sym_core_attn = 84,
+  anon_sym_mlp = 85,
+  anon_sym_moe_act = 86,
+  anon_sym_layernorm = 87,
+  anon_sym_mla_up_proj = 88,
+  anon_sym_moe = 89,
+  anon_sym_shared_experts = 90,
+  anon_sym_uniform = 91,
+  anon_sym_block = 92,
+  sym_unit = 93,
+  sym_number = 94,
+  sym_string = 95,
+  sym_comment = 96,
+  sym_source_file = 97,
+  sym_use_declaration = 98,
+  sym_definition = 99,
+  sym_block = 100,
+  sym_item = 101,
+  sym__value = 102,
+  sym_list = 103,
+  sym_constant = 104,
+  sym_quantity = 105,
+  aux_sym_source_file_repeat1 = 106,
+  aux_sym_block_repeat1 = 107,
+  aux_sym_item_repeat1 = 108,
+  aux_sym_list_repeat1 = 109,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -166,6 +167,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_zb_h2] = "zb_h2",
   [anon_sym_dualpipe] = "dualpipe",
   [anon_sym_dualpipev] = "dualpipev",
+  [anon_sym_zbv] = "zbv",
   [anon_sym_none] = "none",
   [anon_sym_selective] = "selective",
   [anon_sym_full] = "full",
@@ -278,6 +280,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_zb_h2] = anon_sym_zb_h2,
   [anon_sym_dualpipe] = anon_sym_dualpipe,
   [anon_sym_dualpipev] = anon_sym_dualpipev,
+  [anon_sym_zbv] = anon_sym_zbv,
   [anon_sym_none] = anon_sym_none,
   [anon_sym_selective] = anon_sym_selective,
   [anon_sym_full] = anon_sym_full,
@@ -492,6 +495,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_dualpipev] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_zbv] = {
     .visible = true,
     .named = false,
   },
@@ -1360,58 +1367,59 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 64:
       if (lookahead == '_') ADVANCE(118);
+      if (lookahead == 'v') ADVANCE(119);
       END_STATE();
     case 65:
-      if (lookahead == '0') ADVANCE(119);
-      if (lookahead == '1') ADVANCE(120);
+      if (lookahead == '0') ADVANCE(120);
+      if (lookahead == '1') ADVANCE(121);
       END_STATE();
     case 66:
       ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 67:
-      if (lookahead == 'o') ADVANCE(121);
+      if (lookahead == 'o') ADVANCE(122);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(122);
+      if (lookahead == 'e') ADVANCE(123);
       END_STATE();
     case 69:
-      if (lookahead == '6') ADVANCE(123);
+      if (lookahead == '6') ADVANCE(124);
       END_STATE();
     case 70:
-      if (lookahead == 'c') ADVANCE(124);
-      END_STATE();
-    case 71:
       if (lookahead == 'c') ADVANCE(125);
       END_STATE();
+    case 71:
+      if (lookahead == 'c') ADVANCE(126);
+      END_STATE();
     case 72:
-      if (lookahead == 'a') ADVANCE(126);
+      if (lookahead == 'a') ADVANCE(127);
       END_STATE();
     case 73:
-      if (lookahead == 's') ADVANCE(127);
+      if (lookahead == 's') ADVANCE(128);
       END_STATE();
     case 74:
-      if (lookahead == 'e') ADVANCE(128);
+      if (lookahead == 'e') ADVANCE(129);
       END_STATE();
     case 75:
       ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 76:
-      if (lookahead == 'e') ADVANCE(129);
+      if (lookahead == 'e') ADVANCE(130);
       END_STATE();
     case 77:
-      if (lookahead == 'l') ADVANCE(130);
+      if (lookahead == 'l') ADVANCE(131);
       END_STATE();
     case 78:
-      if (lookahead == '_') ADVANCE(131);
+      if (lookahead == '_') ADVANCE(132);
       END_STATE();
     case 79:
-      if (lookahead == 's') ADVANCE(132);
+      if (lookahead == 's') ADVANCE(133);
       END_STATE();
     case 80:
-      if (lookahead == '6') ADVANCE(133);
+      if (lookahead == '6') ADVANCE(134);
       END_STATE();
     case 81:
-      if (lookahead == '2') ADVANCE(134);
+      if (lookahead == '2') ADVANCE(135);
       END_STATE();
     case 82:
       ACCEPT_TOKEN(anon_sym_fp4);
@@ -1420,488 +1428,488 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 84:
-      if (lookahead == 'l') ADVANCE(135);
+      if (lookahead == 'l') ADVANCE(136);
       END_STATE();
     case 85:
-      if (lookahead == 'p') ADVANCE(136);
+      if (lookahead == 'p') ADVANCE(137);
       END_STATE();
     case 86:
       ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 87:
-      if (lookahead == 'v') ADVANCE(137);
+      if (lookahead == 'v') ADVANCE(138);
       END_STATE();
     case 88:
-      if (lookahead == 'p') ADVANCE(138);
+      if (lookahead == 'p') ADVANCE(139);
       END_STATE();
     case 89:
-      if (lookahead == 'i') ADVANCE(139);
+      if (lookahead == 'i') ADVANCE(140);
       END_STATE();
     case 90:
-      if (lookahead == 'e') ADVANCE(140);
-      END_STATE();
-    case 91:
       if (lookahead == 'e') ADVANCE(141);
       END_STATE();
-    case 92:
+    case 91:
       if (lookahead == 'e') ADVANCE(142);
-      if (lookahead == 'k') ADVANCE(143);
+      END_STATE();
+    case 92:
+      if (lookahead == 'e') ADVANCE(143);
+      if (lookahead == 'k') ADVANCE(144);
       END_STATE();
     case 93:
-      if (lookahead == 'a') ADVANCE(144);
-      END_STATE();
-    case 94:
       if (lookahead == 'a') ADVANCE(145);
       END_STATE();
+    case 94:
+      if (lookahead == 'a') ADVANCE(146);
+      END_STATE();
     case 95:
-      if (lookahead == '_') ADVANCE(146);
+      if (lookahead == '_') ADVANCE(147);
       END_STATE();
     case 96:
       ACCEPT_TOKEN(anon_sym_mlp);
       END_STATE();
     case 97:
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'e') ADVANCE(148);
       END_STATE();
     case 98:
       ACCEPT_TOKEN(anon_sym_moe);
-      if (lookahead == '_') ADVANCE(148);
+      if (lookahead == '_') ADVANCE(149);
       END_STATE();
     case 99:
-      if (lookahead == 's') ADVANCE(149);
+      if (lookahead == 's') ADVANCE(150);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(150);
+      if (lookahead == 'e') ADVANCE(151);
       END_STATE();
     case 101:
-      if (lookahead == 'w') ADVANCE(151);
+      if (lookahead == 'w') ADVANCE(152);
       END_STATE();
     case 102:
       ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 103:
-      if (lookahead == 'i') ADVANCE(152);
+      if (lookahead == 'i') ADVANCE(153);
       END_STATE();
     case 104:
-      if (lookahead == 'n') ADVANCE(153);
+      if (lookahead == 'n') ADVANCE(154);
       END_STATE();
     case 105:
-      if (lookahead == 't') ADVANCE(154);
+      if (lookahead == 't') ADVANCE(155);
       END_STATE();
     case 106:
-      if (lookahead == 'l') ADVANCE(155);
+      if (lookahead == 'l') ADVANCE(156);
       END_STATE();
     case 107:
-      if (lookahead == 'g') ADVANCE(156);
+      if (lookahead == 'g') ADVANCE(157);
       END_STATE();
     case 108:
-      if (lookahead == 'n') ADVANCE(157);
+      if (lookahead == 'n') ADVANCE(158);
       END_STATE();
     case 109:
-      if (lookahead == 'e') ADVANCE(158);
+      if (lookahead == 'e') ADVANCE(159);
       END_STATE();
     case 110:
       ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 111:
-      if (lookahead == 'r') ADVANCE(159);
+      if (lookahead == 'r') ADVANCE(160);
       END_STATE();
     case 112:
-      if (lookahead == 't') ADVANCE(160);
+      if (lookahead == 't') ADVANCE(161);
       END_STATE();
     case 113:
-      if (lookahead == 'c') ADVANCE(161);
+      if (lookahead == 'c') ADVANCE(162);
       END_STATE();
     case 114:
-      if (lookahead == 'e') ADVANCE(162);
+      if (lookahead == 'e') ADVANCE(163);
       END_STATE();
     case 115:
-      if (lookahead == 'u') ADVANCE(163);
+      if (lookahead == 'u') ADVANCE(164);
       END_STATE();
     case 116:
-      if (lookahead == 'f') ADVANCE(164);
+      if (lookahead == 'f') ADVANCE(165);
       END_STATE();
     case 117:
       ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 118:
-      if (lookahead == 'h') ADVANCE(165);
+      if (lookahead == 'h') ADVANCE(166);
       END_STATE();
     case 119:
-      ADVANCE_MAP(
-        '1', 166,
-        '2', 167,
-        '3', 168,
-        '4', 169,
-        '5', 170,
-        '6', 171,
-        '7', 172,
-        '8', 173,
-        '9', 174,
-      );
+      ACCEPT_TOKEN(anon_sym_zbv);
       END_STATE();
     case 120:
-      if (lookahead == '2') ADVANCE(175);
-      if (lookahead == '3') ADVANCE(176);
-      if (lookahead == '4') ADVANCE(177);
-      if (lookahead == '5') ADVANCE(178);
-      if (lookahead == '7') ADVANCE(179);
-      if (lookahead == '8') ADVANCE(180);
-      if (lookahead == '9') ADVANCE(181);
+      ADVANCE_MAP(
+        '1', 167,
+        '2', 168,
+        '3', 169,
+        '4', 170,
+        '5', 171,
+        '6', 172,
+        '7', 173,
+        '8', 174,
+        '9', 175,
+      );
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == '2') ADVANCE(176);
+      if (lookahead == '3') ADVANCE(177);
+      if (lookahead == '4') ADVANCE(178);
+      if (lookahead == '5') ADVANCE(179);
+      if (lookahead == '7') ADVANCE(180);
+      if (lookahead == '8') ADVANCE(181);
+      if (lookahead == '9') ADVANCE(182);
       END_STATE();
     case 122:
-      if (lookahead == 'r') ADVANCE(182);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'r') ADVANCE(183);
       END_STATE();
     case 124:
-      if (lookahead == 'k') ADVANCE(183);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 125:
       if (lookahead == 'k') ADVANCE(184);
       END_STATE();
     case 126:
-      if (lookahead == '3') ADVANCE(185);
-      if (lookahead == '4') ADVANCE(186);
+      if (lookahead == 'k') ADVANCE(185);
       END_STATE();
     case 127:
-      if (lookahead == 't') ADVANCE(187);
+      if (lookahead == '3') ADVANCE(186);
+      if (lookahead == '4') ADVANCE(187);
       END_STATE();
     case 128:
-      if (lookahead == '_') ADVANCE(188);
+      if (lookahead == 't') ADVANCE(188);
       END_STATE();
     case 129:
-      if (lookahead == 'c') ADVANCE(189);
+      if (lookahead == '_') ADVANCE(189);
       END_STATE();
     case 130:
-      if (lookahead == 'p') ADVANCE(190);
+      if (lookahead == 'c') ADVANCE(190);
       END_STATE();
     case 131:
-      if (lookahead == 't') ADVANCE(191);
+      if (lookahead == 'p') ADVANCE(191);
       END_STATE();
     case 132:
-      if (lookahead == 'h') ADVANCE(192);
+      if (lookahead == 't') ADVANCE(192);
       END_STATE();
     case 133:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == 'h') ADVANCE(193);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_full);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 136:
-      if (lookahead == 'e') ADVANCE(193);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 137:
-      if (lookahead == 'i') ADVANCE(194);
+      if (lookahead == 'e') ADVANCE(194);
       END_STATE();
     case 138:
-      if (lookahead == 'e') ADVANCE(195);
+      if (lookahead == 'i') ADVANCE(195);
       END_STATE();
     case 139:
-      if (lookahead == 'n') ADVANCE(196);
+      if (lookahead == 'e') ADVANCE(196);
       END_STATE();
     case 140:
-      if (lookahead == 'r') ADVANCE(197);
+      if (lookahead == 'n') ADVANCE(197);
       END_STATE();
     case 141:
       if (lookahead == 'r') ADVANCE(198);
       END_STATE();
     case 142:
-      if (lookahead == 'a') ADVANCE(199);
+      if (lookahead == 'r') ADVANCE(199);
       END_STATE();
     case 143:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'a') ADVANCE(200);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_lora);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 145:
-      if (lookahead == 't') ADVANCE(200);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 146:
-      if (lookahead == 'u') ADVANCE(201);
+      if (lookahead == 't') ADVANCE(201);
       END_STATE();
     case 147:
-      if (lookahead == 'l') ADVANCE(202);
+      if (lookahead == 'u') ADVANCE(202);
       END_STATE();
     case 148:
-      if (lookahead == 'a') ADVANCE(203);
+      if (lookahead == 'l') ADVANCE(203);
       END_STATE();
     case 149:
-      if (lookahead == 'h') ADVANCE(204);
+      if (lookahead == 'a') ADVANCE(204);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'h') ADVANCE(205);
       END_STATE();
     case 151:
-      if (lookahead == 'i') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 152:
-      if (lookahead == 'm') ADVANCE(206);
+      if (lookahead == 'i') ADVANCE(206);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'm') ADVANCE(207);
       END_STATE();
     case 154:
-      if (lookahead == 'r') ADVANCE(207);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 155:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'r') ADVANCE(208);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_ring);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 157:
-      if (lookahead == 'a') ADVANCE(208);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 158:
-      if (lookahead == 'c') ADVANCE(209);
+      if (lookahead == 'a') ADVANCE(209);
       END_STATE();
     case 159:
-      if (lookahead == 'e') ADVANCE(210);
-      if (lookahead == 'p') ADVANCE(211);
+      if (lookahead == 'c') ADVANCE(210);
       END_STATE();
     case 160:
-      if (lookahead == 'c') ADVANCE(212);
+      if (lookahead == 'e') ADVANCE(211);
+      if (lookahead == 'p') ADVANCE(212);
       END_STATE();
     case 161:
-      if (lookahead == 'h') ADVANCE(213);
+      if (lookahead == 'c') ADVANCE(213);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'h') ADVANCE(214);
       END_STATE();
     case 163:
-      if (lookahead == 's') ADVANCE(214);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 164:
-      if (lookahead == 'o') ADVANCE(215);
+      if (lookahead == 's') ADVANCE(215);
       END_STATE();
     case 165:
-      if (lookahead == '1') ADVANCE(216);
-      if (lookahead == '2') ADVANCE(217);
+      if (lookahead == 'o') ADVANCE(216);
       END_STATE();
     case 166:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == '1') ADVANCE(217);
+      if (lookahead == '2') ADVANCE(218);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 168:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 169:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 170:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 171:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 173:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 174:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 175:
-      ACCEPT_TOKEN(anon_sym_W0012);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 176:
-      ACCEPT_TOKEN(anon_sym_W0013);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 177:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 178:
-      ACCEPT_TOKEN(anon_sym_W0015);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 179:
-      ACCEPT_TOKEN(anon_sym_W0017);
+      ACCEPT_TOKEN(anon_sym_W0015);
       END_STATE();
     case 180:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 181:
-      ACCEPT_TOKEN(anon_sym_W0019);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(218);
+      ACCEPT_TOKEN(anon_sym_W0019);
       END_STATE();
     case 183:
-      if (lookahead == 'w') ADVANCE(219);
+      if (lookahead == 'e') ADVANCE(219);
       END_STATE();
     case 184:
-      ACCEPT_TOKEN(anon_sym_block);
+      if (lookahead == 'w') ADVANCE(220);
       END_STATE();
     case 185:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_block);
       END_STATE();
     case 186:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 187:
-      if (lookahead == 'e') ADVANCE(220);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 188:
-      if (lookahead == 'a') ADVANCE(221);
+      if (lookahead == 'e') ADVANCE(221);
       END_STATE();
     case 189:
-      if (lookahead == 't') ADVANCE(222);
+      if (lookahead == 'a') ADVANCE(222);
       END_STATE();
     case 190:
-      if (lookahead == 'i') ADVANCE(223);
+      if (lookahead == 't') ADVANCE(223);
       END_STATE();
     case 191:
-      if (lookahead == 'r') ADVANCE(224);
+      if (lookahead == 'i') ADVANCE(224);
       END_STATE();
     case 192:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'r') ADVANCE(225);
       END_STATE();
     case 193:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 194:
-      if (lookahead == 'n') ADVANCE(225);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 195:
-      if (lookahead == 'r') ADVANCE(226);
+      if (lookahead == 'n') ADVANCE(226);
       END_STATE();
     case 196:
-      if (lookahead == 'i') ADVANCE(227);
+      if (lookahead == 'r') ADVANCE(227);
       END_STATE();
     case 197:
-      if (lookahead == 'l') ADVANCE(228);
+      if (lookahead == 'i') ADVANCE(228);
       END_STATE();
     case 198:
-      if (lookahead == 'n') ADVANCE(229);
+      if (lookahead == 'l') ADVANCE(229);
       END_STATE();
     case 199:
-      if (lookahead == 'r') ADVANCE(230);
+      if (lookahead == 'n') ADVANCE(230);
       END_STATE();
     case 200:
       if (lookahead == 'r') ADVANCE(231);
       END_STATE();
     case 201:
-      if (lookahead == 'p') ADVANCE(232);
+      if (lookahead == 'r') ADVANCE(232);
       END_STATE();
     case 202:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'p') ADVANCE(233);
       END_STATE();
     case 203:
-      if (lookahead == 'c') ADVANCE(233);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 204:
-      if (lookahead == 'a') ADVANCE(234);
+      if (lookahead == 'c') ADVANCE(234);
       END_STATE();
     case 205:
-      if (lookahead == 't') ADVANCE(235);
+      if (lookahead == 'a') ADVANCE(235);
       END_STATE();
     case 206:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(236);
+      if (lookahead == 't') ADVANCE(236);
       END_STATE();
     case 207:
-      if (lookahead == 'a') ADVANCE(237);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(237);
       END_STATE();
     case 208:
-      if (lookahead == 'r') ADVANCE(238);
+      if (lookahead == 'a') ADVANCE(238);
       END_STATE();
     case 209:
-      if (lookahead == 't') ADVANCE(239);
+      if (lookahead == 'r') ADVANCE(239);
       END_STATE();
     case 210:
-      if (lookahead == 'd') ADVANCE(240);
+      if (lookahead == 't') ADVANCE(240);
       END_STATE();
     case 211:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'd') ADVANCE(241);
       END_STATE();
     case 212:
-      if (lookahead == 'h') ADVANCE(241);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 213:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'h') ADVANCE(242);
       END_STATE();
     case 214:
-      if (lookahead == 'e') ADVANCE(242);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 215:
-      if (lookahead == 'r') ADVANCE(243);
+      if (lookahead == 'e') ADVANCE(243);
       END_STATE();
     case 216:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      if (lookahead == 'r') ADVANCE(244);
       END_STATE();
     case 217:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 218:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 219:
-      if (lookahead == 'e') ADVANCE(244);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 220:
-      if (lookahead == 'r') ADVANCE(245);
+      if (lookahead == 'e') ADVANCE(245);
       END_STATE();
     case 221:
-      if (lookahead == 't') ADVANCE(246);
+      if (lookahead == 'r') ADVANCE(246);
       END_STATE();
     case 222:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 't') ADVANCE(247);
       END_STATE();
     case 223:
-      if (lookahead == 'p') ADVANCE(247);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 224:
-      if (lookahead == 'e') ADVANCE(248);
+      if (lookahead == 'p') ADVANCE(248);
       END_STATE();
     case 225:
-      if (lookahead == 'g') ADVANCE(249);
+      if (lookahead == 'e') ADVANCE(249);
       END_STATE();
     case 226:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'g') ADVANCE(250);
       END_STATE();
     case 227:
-      if (lookahead == 'b') ADVANCE(250);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 228:
-      if (lookahead == 'e') ADVANCE(251);
+      if (lookahead == 'b') ADVANCE(251);
       END_STATE();
     case 229:
-      if (lookahead == 'o') ADVANCE(252);
+      if (lookahead == 'e') ADVANCE(252);
       END_STATE();
     case 230:
-      if (lookahead == '_') ADVANCE(253);
+      if (lookahead == 'o') ADVANCE(253);
       END_STATE();
     case 231:
-      if (lookahead == 'o') ADVANCE(254);
+      if (lookahead == '_') ADVANCE(254);
       END_STATE();
     case 232:
-      if (lookahead == '_') ADVANCE(255);
+      if (lookahead == 'o') ADVANCE(255);
       END_STATE();
     case 233:
-      if (lookahead == 't') ADVANCE(256);
+      if (lookahead == '_') ADVANCE(256);
       END_STATE();
     case 234:
-      if (lookahead == 'r') ADVANCE(257);
+      if (lookahead == 't') ADVANCE(257);
       END_STATE();
     case 235:
-      if (lookahead == 'c') ADVANCE(258);
+      if (lookahead == 'r') ADVANCE(258);
       END_STATE();
     case 236:
-      if (lookahead == 'g') ADVANCE(259);
+      if (lookahead == 'c') ADVANCE(259);
       END_STATE();
     case 237:
-      if (lookahead == 'i') ADVANCE(260);
+      if (lookahead == 'g') ADVANCE(260);
       END_STATE();
     case 238:
       if (lookahead == 'i') ADVANCE(261);
@@ -1910,300 +1918,303 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == 'i') ADVANCE(262);
       END_STATE();
     case 240:
-      if (lookahead == '_') ADVANCE(263);
+      if (lookahead == 'i') ADVANCE(263);
       END_STATE();
     case 241:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == '_') ADVANCE(264);
       END_STATE();
     case 242:
-      if (lookahead == 'd') ADVANCE(264);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 243:
-      if (lookahead == 'm') ADVANCE(265);
+      if (lookahead == 'd') ADVANCE(265);
       END_STATE();
     case 244:
-      if (lookahead == 'l') ADVANCE(266);
+      if (lookahead == 'm') ADVANCE(266);
       END_STATE();
     case 245:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'l') ADVANCE(267);
       END_STATE();
     case 246:
-      if (lookahead == 't') ADVANCE(267);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 247:
-      if (lookahead == 'e') ADVANCE(268);
+      if (lookahead == 't') ADVANCE(268);
       END_STATE();
     case 248:
       if (lookahead == 'e') ADVANCE(269);
       END_STATE();
     case 249:
-      if (lookahead == '_') ADVANCE(270);
+      if (lookahead == 'e') ADVANCE(270);
       END_STATE();
     case 250:
-      if (lookahead == 'a') ADVANCE(271);
+      if (lookahead == '_') ADVANCE(271);
       END_STATE();
     case 251:
       if (lookahead == 'a') ADVANCE(272);
       END_STATE();
     case 252:
-      if (lookahead == 'r') ADVANCE(273);
+      if (lookahead == 'a') ADVANCE(273);
       END_STATE();
     case 253:
-      if (lookahead == 'f') ADVANCE(274);
-      if (lookahead == 'p') ADVANCE(275);
-      if (lookahead == 'q') ADVANCE(276);
+      if (lookahead == 'r') ADVANCE(274);
       END_STATE();
     case 254:
-      if (lookahead == 'n') ADVANCE(277);
+      if (lookahead == 'f') ADVANCE(275);
+      if (lookahead == 'p') ADVANCE(276);
+      if (lookahead == 'q') ADVANCE(277);
       END_STATE();
     case 255:
-      if (lookahead == 'p') ADVANCE(278);
+      if (lookahead == 'n') ADVANCE(278);
       END_STATE();
     case 256:
-      ACCEPT_TOKEN(anon_sym_moe_act);
+      if (lookahead == 'p') ADVANCE(279);
       END_STATE();
     case 257:
-      if (lookahead == 'd') ADVANCE(279);
+      ACCEPT_TOKEN(anon_sym_moe_act);
       END_STATE();
     case 258:
-      if (lookahead == 'h') ADVANCE(280);
+      if (lookahead == 'd') ADVANCE(280);
       END_STATE();
     case 259:
-      if (lookahead == 'r') ADVANCE(281);
+      if (lookahead == 'h') ADVANCE(281);
       END_STATE();
     case 260:
-      if (lookahead == 'n') ADVANCE(282);
+      if (lookahead == 'r') ADVANCE(282);
       END_STATE();
     case 261:
-      if (lookahead == 'o') ADVANCE(283);
+      if (lookahead == 'n') ADVANCE(283);
       END_STATE();
     case 262:
-      if (lookahead == 'v') ADVANCE(284);
+      if (lookahead == 'o') ADVANCE(284);
       END_STATE();
     case 263:
-      if (lookahead == 'e') ADVANCE(285);
+      if (lookahead == 'v') ADVANCE(285);
       END_STATE();
     case 264:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'e') ADVANCE(286);
       END_STATE();
     case 265:
-      ACCEPT_TOKEN(anon_sym_uniform);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 266:
-      if (lookahead == 'l') ADVANCE(286);
+      ACCEPT_TOKEN(anon_sym_uniform);
       END_STATE();
     case 267:
-      if (lookahead == 'n') ADVANCE(287);
+      if (lookahead == 'l') ADVANCE(287);
       END_STATE();
     case 268:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(288);
+      if (lookahead == 'n') ADVANCE(288);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(289);
       END_STATE();
     case 270:
-      if (lookahead == 'd') ADVANCE(289);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 271:
-      if (lookahead == 'n') ADVANCE(290);
+      if (lookahead == 'd') ADVANCE(290);
       END_STATE();
     case 272:
-      if (lookahead == 'v') ADVANCE(291);
+      if (lookahead == 'n') ADVANCE(291);
       END_STATE();
     case 273:
-      if (lookahead == 'm') ADVANCE(292);
+      if (lookahead == 'v') ADVANCE(292);
       END_STATE();
     case 274:
-      if (lookahead == 'c') ADVANCE(293);
+      if (lookahead == 'm') ADVANCE(293);
       END_STATE();
     case 275:
-      if (lookahead == 'r') ADVANCE(294);
+      if (lookahead == 'c') ADVANCE(294);
       END_STATE();
     case 276:
-      if (lookahead == 'k') ADVANCE(295);
+      if (lookahead == 'r') ADVANCE(295);
       END_STATE();
     case 277:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'k') ADVANCE(296);
       END_STATE();
     case 278:
-      if (lookahead == 'r') ADVANCE(296);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 'r') ADVANCE(297);
       END_STATE();
     case 280:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 281:
-      if (lookahead == 'a') ADVANCE(297);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'a') ADVANCE(298);
       END_STATE();
     case 283:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 284:
-      if (lookahead == 'e') ADVANCE(298);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 285:
-      if (lookahead == 'x') ADVANCE(299);
+      if (lookahead == 'e') ADVANCE(299);
       END_STATE();
     case 286:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(300);
+      if (lookahead == 'x') ADVANCE(300);
       END_STATE();
     case 287:
-      ACCEPT_TOKEN(anon_sym_core_attn);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(301);
       END_STATE();
     case 288:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      ACCEPT_TOKEN(anon_sym_core_attn);
       END_STATE();
     case 289:
-      if (lookahead == 'o') ADVANCE(301);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 290:
-      if (lookahead == 'd') ADVANCE(302);
+      if (lookahead == 'o') ADVANCE(302);
       END_STATE();
     case 291:
-      if (lookahead == 'e') ADVANCE(303);
+      if (lookahead == 'd') ADVANCE(303);
       END_STATE();
     case 292:
-      ACCEPT_TOKEN(anon_sym_layernorm);
+      if (lookahead == 'e') ADVANCE(304);
       END_STATE();
     case 293:
-      if (lookahead == '1') ADVANCE(304);
-      if (lookahead == '2') ADVANCE(305);
+      ACCEPT_TOKEN(anon_sym_layernorm);
       END_STATE();
     case 294:
-      if (lookahead == 'o') ADVANCE(306);
+      if (lookahead == '1') ADVANCE(305);
+      if (lookahead == '2') ADVANCE(306);
       END_STATE();
     case 295:
-      if (lookahead == 'v') ADVANCE(307);
+      if (lookahead == 'o') ADVANCE(307);
       END_STATE();
     case 296:
-      if (lookahead == 'o') ADVANCE(308);
+      if (lookahead == 'v') ADVANCE(308);
       END_STATE();
     case 297:
-      if (lookahead == 'd') ADVANCE(309);
+      if (lookahead == 'o') ADVANCE(309);
       END_STATE();
     case 298:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'd') ADVANCE(310);
       END_STATE();
     case 299:
-      if (lookahead == 'p') ADVANCE(310);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 300:
-      if (lookahead == 'u') ADVANCE(311);
+      if (lookahead == 'p') ADVANCE(311);
       END_STATE();
     case 301:
       if (lookahead == 'u') ADVANCE(312);
       END_STATE();
     case 302:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(313);
       END_STATE();
     case 303:
-      if (lookahead == 'd') ADVANCE(313);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 304:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'd') ADVANCE(314);
       END_STATE();
     case 305:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 306:
-      if (lookahead == 'j') ADVANCE(314);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 307:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
-      END_STATE();
-    case 308:
       if (lookahead == 'j') ADVANCE(315);
       END_STATE();
+    case 308:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
     case 309:
-      if (lookahead == 's') ADVANCE(316);
+      if (lookahead == 'j') ADVANCE(316);
       END_STATE();
     case 310:
-      if (lookahead == 'e') ADVANCE(317);
+      if (lookahead == 's') ADVANCE(317);
       END_STATE();
     case 311:
-      if (lookahead == 'l') ADVANCE(318);
+      if (lookahead == 'e') ADVANCE(318);
       END_STATE();
     case 312:
-      if (lookahead == 'b') ADVANCE(319);
+      if (lookahead == 'l') ADVANCE(319);
       END_STATE();
     case 313:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(320);
       END_STATE();
     case 314:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 315:
-      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 316:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(320);
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
       END_STATE();
     case 317:
-      if (lookahead == 'r') ADVANCE(321);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(321);
       END_STATE();
     case 318:
-      if (lookahead == 't') ADVANCE(322);
+      if (lookahead == 'r') ADVANCE(322);
       END_STATE();
     case 319:
-      if (lookahead == 'l') ADVANCE(323);
+      if (lookahead == 't') ADVANCE(323);
       END_STATE();
     case 320:
-      if (lookahead == 'p') ADVANCE(324);
+      if (lookahead == 'l') ADVANCE(324);
       END_STATE();
     case 321:
-      if (lookahead == 't') ADVANCE(325);
+      if (lookahead == 'p') ADVANCE(325);
       END_STATE();
     case 322:
-      if (lookahead == 'r') ADVANCE(326);
+      if (lookahead == 't') ADVANCE(326);
       END_STATE();
     case 323:
-      if (lookahead == 'i') ADVANCE(327);
+      if (lookahead == 'r') ADVANCE(327);
       END_STATE();
     case 324:
-      if (lookahead == 'a') ADVANCE(328);
+      if (lookahead == 'i') ADVANCE(328);
       END_STATE();
     case 325:
-      if (lookahead == 's') ADVANCE(329);
+      if (lookahead == 'a') ADVANCE(329);
       END_STATE();
     case 326:
-      if (lookahead == 'a') ADVANCE(330);
+      if (lookahead == 's') ADVANCE(330);
       END_STATE();
     case 327:
-      if (lookahead == 'n') ADVANCE(331);
+      if (lookahead == 'a') ADVANCE(331);
       END_STATE();
     case 328:
-      if (lookahead == 'r') ADVANCE(332);
+      if (lookahead == 'n') ADVANCE(332);
       END_STATE();
     case 329:
-      ACCEPT_TOKEN(anon_sym_shared_experts);
+      if (lookahead == 'r') ADVANCE(333);
       END_STATE();
     case 330:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      ACCEPT_TOKEN(anon_sym_shared_experts);
       END_STATE();
     case 331:
-      if (lookahead == 'g') ADVANCE(333);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 332:
-      if (lookahead == 'a') ADVANCE(334);
+      if (lookahead == 'g') ADVANCE(334);
       END_STATE();
     case 333:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'a') ADVANCE(335);
       END_STATE();
     case 334:
-      if (lookahead == 'm') ADVANCE(335);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 335:
-      if (lookahead == 's') ADVANCE(336);
+      if (lookahead == 'm') ADVANCE(336);
       END_STATE();
     case 336:
+      if (lookahead == 's') ADVANCE(337);
+      END_STATE();
+    case 337:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2289,6 +2300,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(1),
     [anon_sym_dualpipe] = ACTIONS(1),
     [anon_sym_dualpipev] = ACTIONS(1),
+    [anon_sym_zbv] = ACTIONS(1),
     [anon_sym_none] = ACTIONS(1),
     [anon_sym_selective] = ACTIONS(1),
     [anon_sym_full] = ACTIONS(1),
@@ -2403,6 +2415,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2501,6 +2514,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2599,6 +2613,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2697,6 +2712,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2795,6 +2811,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(49),
     [anon_sym_dualpipe] = ACTIONS(49),
     [anon_sym_dualpipev] = ACTIONS(49),
+    [anon_sym_zbv] = ACTIONS(49),
     [anon_sym_none] = ACTIONS(49),
     [anon_sym_selective] = ACTIONS(49),
     [anon_sym_full] = ACTIONS(49),
@@ -2893,6 +2910,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -2991,6 +3009,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3087,6 +3106,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(67),
     [anon_sym_dualpipe] = ACTIONS(67),
     [anon_sym_dualpipev] = ACTIONS(67),
+    [anon_sym_zbv] = ACTIONS(67),
     [anon_sym_none] = ACTIONS(67),
     [anon_sym_selective] = ACTIONS(67),
     [anon_sym_full] = ACTIONS(67),
@@ -3183,6 +3203,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(71),
     [anon_sym_dualpipe] = ACTIONS(71),
     [anon_sym_dualpipev] = ACTIONS(71),
+    [anon_sym_zbv] = ACTIONS(71),
     [anon_sym_none] = ACTIONS(71),
     [anon_sym_selective] = ACTIONS(71),
     [anon_sym_full] = ACTIONS(71),
@@ -3276,6 +3297,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(73),
     [anon_sym_dualpipe] = ACTIONS(73),
     [anon_sym_dualpipev] = ACTIONS(73),
+    [anon_sym_zbv] = ACTIONS(73),
     [anon_sym_none] = ACTIONS(73),
     [anon_sym_selective] = ACTIONS(73),
     [anon_sym_full] = ACTIONS(73),
@@ -3370,6 +3392,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(79),
     [anon_sym_dualpipe] = ACTIONS(79),
     [anon_sym_dualpipev] = ACTIONS(79),
+    [anon_sym_zbv] = ACTIONS(79),
     [anon_sym_none] = ACTIONS(79),
     [anon_sym_selective] = ACTIONS(79),
     [anon_sym_full] = ACTIONS(79),
@@ -3463,6 +3486,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(83),
     [anon_sym_dualpipe] = ACTIONS(83),
     [anon_sym_dualpipev] = ACTIONS(83),
+    [anon_sym_zbv] = ACTIONS(83),
     [anon_sym_none] = ACTIONS(83),
     [anon_sym_selective] = ACTIONS(83),
     [anon_sym_full] = ACTIONS(83),
@@ -3556,6 +3580,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(87),
     [anon_sym_dualpipe] = ACTIONS(87),
     [anon_sym_dualpipev] = ACTIONS(87),
+    [anon_sym_zbv] = ACTIONS(87),
     [anon_sym_none] = ACTIONS(87),
     [anon_sym_selective] = ACTIONS(87),
     [anon_sym_full] = ACTIONS(87),
@@ -3649,6 +3674,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(91),
     [anon_sym_dualpipe] = ACTIONS(91),
     [anon_sym_dualpipev] = ACTIONS(91),
+    [anon_sym_zbv] = ACTIONS(91),
     [anon_sym_none] = ACTIONS(91),
     [anon_sym_selective] = ACTIONS(91),
     [anon_sym_full] = ACTIONS(91),
@@ -3741,6 +3767,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(95),
     [anon_sym_dualpipe] = ACTIONS(95),
     [anon_sym_dualpipev] = ACTIONS(95),
+    [anon_sym_zbv] = ACTIONS(95),
     [anon_sym_none] = ACTIONS(95),
     [anon_sym_selective] = ACTIONS(95),
     [anon_sym_full] = ACTIONS(95),
@@ -3828,6 +3855,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -3915,6 +3943,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(23),
     [anon_sym_dualpipe] = ACTIONS(23),
     [anon_sym_dualpipev] = ACTIONS(23),
+    [anon_sym_zbv] = ACTIONS(23),
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
@@ -4002,6 +4031,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_zb_h2] = ACTIONS(122),
     [anon_sym_dualpipe] = ACTIONS(122),
     [anon_sym_dualpipev] = ACTIONS(122),
+    [anon_sym_zbv] = ACTIONS(122),
     [anon_sym_none] = ACTIONS(122),
     [anon_sym_selective] = ACTIONS(122),
     [anon_sym_full] = ACTIONS(122),

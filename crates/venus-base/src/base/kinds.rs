@@ -91,6 +91,9 @@ pub enum ScheduleKind {
     DualPipe,
     /// DualPipeV: DualPipe's step loop on a V-shaped split of 2·pp stages, one parameter copy.
     DualPipeV,
+    /// ZBV, the zero-bubble V schedule (sail-sg/zero-bubble-pipeline-parallelism `zbv.py`): a
+    /// greedy, cost-driven order of F, B and W on a V-shaped split of 2·pp stages.
+    Zbv,
 }
 
 impl ScheduleKind {
@@ -103,6 +106,7 @@ impl ScheduleKind {
             ScheduleKind::ZbH2 => "zb_h2",
             ScheduleKind::DualPipe => "dualpipe",
             ScheduleKind::DualPipeV => "dualpipev",
+            ScheduleKind::Zbv => "zbv",
         }
     }
 

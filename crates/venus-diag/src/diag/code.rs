@@ -73,6 +73,8 @@ codes! {
     E0328 Error "a DualPipe schedule on a pipeline its step loop does not run on";
     E0329 Error "a DualPipe schedule with a microbatch count its reference rejects";
     E0330 Error "a DualPipe schedule with model chunks it does not place";
+    E0353 Error "a zbv schedule on layers that do not split into two chunks per stage";
+    E0354 Error "a zbv schedule with a vpp other than its two chunks";
     E0322 Error "a `pipeline_layout` that does not parse";
     E0323 Error "a `pipeline_layout` that does not fit the model or the plan";
     E0324 Error "a `pipeline_layout` symbol where Megatron-LM does not allow it";

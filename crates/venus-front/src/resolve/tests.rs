@@ -714,7 +714,7 @@ fn unknown_enum_words_suggest_the_closest_word() {
     );
     assert_eq!(
         helps[1],
-        "did you mean `interleaved`? (one of `gpipe`, `1f1b`, `interleaved`, `zb_h1`, `zb_h2`, `dualpipe`, `dualpipev`)"
+        "did you mean `interleaved`? (one of `gpipe`, `1f1b`, `interleaved`, `zb_h1`, `zb_h2`, `dualpipe`, `dualpipev`, `zbv`)"
     );
     assert_eq!(
         helps[2],

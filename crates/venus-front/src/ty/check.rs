@@ -743,6 +743,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                 "zb_h2" => ScheduleKind::ZbH2,
                 "dualpipe" => ScheduleKind::DualPipe,
                 "dualpipev" => ScheduleKind::DualPipeV,
+                "zbv" => ScheduleKind::Zbv,
                 _ => ScheduleKind::OneFOneB,
             };
             Spanned::new(k, w.loc)

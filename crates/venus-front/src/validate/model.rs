@@ -20,6 +20,9 @@ impl Validator<'_> {
     // ---------------------------------------------------------------- E0302
 
     pub(super) fn check_layers(&mut self) -> Option<StageSplit> {
+        if self.zbv().is_some() && self.pp > 1 {
+            return self.check_zbv_split(); // E0353
+        }
         let p = &self.def.plan;
         if let Some(layout) = &p.pipeline_layout {
             return self.check_layout(layout);

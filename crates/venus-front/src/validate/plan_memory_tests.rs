@@ -145,6 +145,8 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         fsdp: None,
         lora: None,
         recompute_detail: venus_plan::plan::memory::RecomputeDetail::default(),
+        // Llama-2-7B's figures (the ZBV golden files' model).
+        v_memory: venus_plan::schedule::VMemory::of_model(4096, 32, 4096),
     }
 }
 
@@ -611,4 +613,16 @@ fn block_recompute_keeps_the_activations_of_the_layers_it_does_not_recompute() {
     let whole = layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::None));
     // uniform 1: 2 × 10 inputs + 1 working layer; block 5: 2 × (5 inputs + 5 whole) + 1.
     assert_eq!(block - uniform, 2 * 5 * (whole - input));
+}
+
+#[test]
+fn zbv_holds_two_chunk_microbatches_per_stage_microbatch_of_1f1b() {
+    // ZBV on pp 4 with 16 microbatches: every rank peaks at 8 chunk-microbatches (2·pp, the
+    // reference scheduler's memory limit, zbv.py:22), which at half a stage's layers each is
+    // the 4 stage-microbatches 1F1B holds on its first stage; rank 0 holds both ends of the
+    // model (the embedding and the output layer, virtual stages 0 and 2·pp − 1).
+    let p = plan(4, 2, 16, Some(ScheduleKind::Zbv), 16);
+    assert_eq!([0, 1, 2, 3].map(|r| in_flight(&p, r).0), [8, 8, 8, 8]);
+    let one = plan(4, 1, 16, Some(ScheduleKind::OneFOneB), 16);
+    assert_eq!(in_flight(&one, 0).0, 4);
 }

@@ -243,6 +243,8 @@ pub enum PlanProblem {
     RecomputeModuleUnfit(RecomputeModuleUnfit),
     /// E0341: `fp8_param_gather` without FP8 or a sharded optimizer.
     Fp8ParamGatherNeeds(Fp8ParamGatherNeeds),
+    /// E0353, E0354: a ZBV plan the reference's V schedule does not split.
+    Zbv(ZbvProblem),
 }
 
 impl PlanProblem {
@@ -293,6 +295,7 @@ impl PlanProblem {
             PlanProblem::RecomputeRefinementWithout(p) => p.render(),
             PlanProblem::RecomputeModuleUnfit(p) => p.render(),
             PlanProblem::Fp8ParamGatherNeeds(p) => p.render(),
+            PlanProblem::Zbv(p) => p.render(),
         }
     }
 }
@@ -3433,5 +3436,101 @@ impl Fp8ParamGatherNeeds {
             join_and(&adds),
             self.plan
         ))
+    }
+}
+
+// ---------------------------------------------------------------------------------- E0353-E0354
+
+/// What keeps the reference's ZBV from splitting the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ZbvIssue {
+    /// E0353: layers not a multiple of 2·pp (each stage's layers split into two chunks).
+    Layers {
+        layers: u64,
+        pp: u64,
+        layers_loc: Loc,
+        pp_loc: Option<Loc>,
+        /// The pp nearest the plan's that splits the layers and divides the world (None: none
+        /// of 2 or more does).
+        fix_pp: Option<u64>,
+    },
+    /// E0353: a key that splits the layers unevenly; the V splits them evenly only.
+    UnevenSplit { key: &'static str, key_loc: Loc },
+    /// E0354: a written vpp other than the two chunks the V places.
+    Chunks { vpp: u64, vpp_loc: Loc },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ZbvProblem {
+    pub loc: Loc,
+    pub issue: ZbvIssue,
+}
+
+impl ZbvProblem {
+    fn render(self) -> Diagnostic {
+        let here = "schedule zbv";
+        match self.issue {
+            ZbvIssue::Layers {
+                layers,
+                pp,
+                layers_loc,
+                pp_loc,
+                fix_pp,
+            } => {
+                let d = Diagnostic::new(
+                    Code::E0353,
+                    format!(
+                        "`schedule zbv` needs layers in a multiple of 2 × pp = {}, found {layers}",
+                        pp.saturating_mul(2)
+                    ),
+                    self.loc,
+                    here,
+                )
+                .with_secondary(layers_loc, format!("{layers} layers"))
+                .with_note(
+                    "every rank holds two model chunks of the V, stage r and stage 2 × pp − 1 − r; \
+                     the reference asserts an even number of layers per pipeline stage",
+                );
+                let d = match pp_loc {
+                    Some(l) => d.with_secondary(l, format!("pp {pp}")),
+                    None => d,
+                };
+                match fix_pp {
+                    Some(f) => d.with_help(format!(
+                        "use `pp {f}`: {layers} layers give {} per stage, {} per chunk",
+                        layers / f,
+                        layers / f / 2
+                    )),
+                    None => d.with_help(format!(
+                        "use another schedule: no pp the cluster divides into splits {layers} \
+                         layers into two chunks per stage"
+                    )),
+                }
+            }
+            ZbvIssue::UnevenSplit { key, key_loc } => Diagnostic::new(
+                Code::E0353,
+                format!("`schedule zbv` splits the layers evenly, but `{key}` is written"),
+                key_loc,
+                key,
+            )
+            .with_secondary(self.loc, here)
+            .with_note(
+                "the reference's V schedule gives every stage num_layers / pp layers, half on each \
+                 chunk, and takes no uneven split",
+            )
+            .with_help(format!("remove `{key}`")),
+            ZbvIssue::Chunks { vpp, vpp_loc } => Diagnostic::new(
+                Code::E0354,
+                format!("`schedule zbv` runs with vpp 2, but vpp is {vpp}"),
+                vpp_loc,
+                format!("vpp {vpp}"),
+            )
+            .with_secondary(self.loc, here)
+            .with_note(
+                "the V places two model chunks on every rank; the reference sets vpp to 2 itself \
+                 and rejects a per-chunk layer count",
+            )
+            .with_help(format!("remove `vpp {vpp}` (zbv implies vpp 2)")),
+        }
     }
 }

@@ -21,8 +21,12 @@ impl Validator<'_> {
             (None, Some(layout)) => (self.vpp, layout.loc),
             (None, None) => return,
         };
-        // DualPipeV's two chunks are its own (E0330), not Megatron's interleaving.
-        let dualpipe = p.schedule.as_ref().is_some_and(|s| s.value.is_dualpipe());
+        // DualPipeV's two chunks are its own (E0330), not Megatron's interleaving; so are
+        // ZBV's (E0354).
+        let dualpipe = p
+            .schedule
+            .as_ref()
+            .is_some_and(|s| s.value.is_dualpipe() || s.value == ScheduleKind::Zbv);
         if vpp <= 1 || dualpipe {
             return;
         }

@@ -1,4 +1,5 @@
-//! The zero-bubble schedule rules (`schedule zb_h1`, `schedule zb_h2`): E0325 (a pipeline to
+//! The zero-bubble schedule rules (`schedule zb_h1`, `schedule zb_h2`; E0325 and E0326 also
+//! for `schedule zbv`): E0325 (a pipeline to
 //! run on), E0326 (features the reference runtime does not run with them), E0327 (enough
 //! microbatches for the warmup) and W0014 (below the microbatch count the reference asserts).
 //!
@@ -24,8 +25,15 @@ impl Validator<'_> {
 
     // sail-sg/zero-bubble-pipeline-parallelism (main, 39f2c186a275) megatron/core/zbpp_utils.py:134
     // "zero bubble must be enabled with pipeline parallelism".
+    /// The zero-bubble hand schedules, or ZBV (which sets `enable_zero_bubble`, zbpp_utils.py:
+    /// 121-122, so the runtime's zero-bubble asserts hold for it too).
+    fn any_zero_bubble(&self) -> Option<(ScheduleKind, venus_diag::diag::Loc)> {
+        self.zero_bubble()
+            .or_else(|| self.zbv().map(|loc| (ScheduleKind::Zbv, loc)))
+    }
+
     pub(super) fn check_zero_bubble_pipeline(&mut self) {
-        let Some((schedule, loc)) = self.zero_bubble() else {
+        let Some((schedule, loc)) = self.any_zero_bubble() else {
             return;
         };
         if self.pp > 1 {
@@ -44,12 +52,14 @@ impl Validator<'_> {
     // `overlap_param_gather` ("the original code somehow doesn't work") nor
     // `overlap_grad_reduce` ("not supported yet because we didn't verify the correctness").
     pub(super) fn check_zero_bubble_features(&mut self) {
-        let Some((schedule, loc)) = self.zero_bubble() else {
+        let Some((schedule, loc)) = self.any_zero_bubble() else {
             return;
         };
         let p = &self.def.plan;
         let mut found = Vec::new();
-        if let Some(vpp) = p.vpp.as_ref().filter(|v| v.value > 1) {
+        // ZBV's chunks are its own (E0354).
+        let hand = schedule != ScheduleKind::Zbv;
+        if let Some(vpp) = p.vpp.as_ref().filter(|v| hand && v.value > 1) {
             found.push((ZeroBubbleFeature::Vpp(vpp.value), vpp.loc));
         }
         if on(&p.distributed_optimizer) {

@@ -353,7 +353,7 @@ pub(crate) fn lower_with(
     let mut built: u64 = 0;
     for (i, &rank) in simulated.iter().enumerate() {
         let coords = layout.coords(rank);
-        let groups = RankGroups::new(&layout, &mut tb, rank);
+        let groups = RankGroups::new(&layout, &mut tb, rank, shape.kind == Kind::DualPipe);
         let stage = &stages[coords.pp as usize];
         let ops = ir.rank(coords.pp);
         let mut e = Emitter::new(stage, &groups, &names, shape);
@@ -468,6 +468,7 @@ struct Names {
     expert_grad: NameId,
     gather: NameId,
     embedding: NameId,
+    copies: NameId,
     norms: NameId,
     optimizer: NameId,
 }
@@ -482,6 +483,7 @@ impl Names {
             expert_grad: tb.name("expert-grad"),
             gather: tb.name("param-gather"),
             embedding: tb.name("embedding-grad"),
+            copies: tb.name("dualpipe-copy-grads"),
             norms: tb.name("sp-norm-grads"),
             optimizer: tb.name("optimizer"),
         }
@@ -501,10 +503,13 @@ struct RankGroups {
     ep: Option<GroupId>,
     expert_dp: Option<GroupId>,
     embedding: Option<GroupId>,
+    /// DualPipe: this rank and its mirror pp − 1 − r in the pipeline, which hold the same two
+    /// stages as the two parameter copies (`Op::CopyGradAllReduce`).
+    copies: Option<GroupId>,
 }
 
 impl RankGroups {
-    fn new(layout: &Layout, tb: &mut TraceBuilder, rank: u32) -> RankGroups {
+    fn new(layout: &Layout, tb: &mut TraceBuilder, rank: u32, copies: bool) -> RankGroups {
         // A group of one rank moves nothing: no node is emitted for it.
         let mut group = |kind| {
             layout
@@ -517,6 +522,10 @@ impl RankGroups {
         let ep = group(GroupKind::ExpertEp);
         let expert_dp = group(GroupKind::ExpertDp);
         let embedding = group(GroupKind::Embedding);
+        let copies = copies
+            .then(|| mirror_pair(layout, rank))
+            .flatten()
+            .map(|pair| tb.group(&pair));
         let cp_members = layout.group_of(GroupKind::Cp, rank).unwrap_or_default();
         let cp = cp_members.len().max(1) as u32;
         let me = cp_members.iter().position(|&r| r == rank).unwrap_or(0);
@@ -538,8 +547,18 @@ impl RankGroups {
             ep,
             expert_dp,
             embedding,
+            copies,
         }
     }
+}
+
+/// `rank` and the rank of its pipeline at the mirrored stage pp − 1 − s, in rank order (both
+/// ranks build the same group); None where the two coincide or there is no pipeline.
+fn mirror_pair(layout: &Layout, rank: u32) -> Option<[u32; 2]> {
+    let members = layout.group_of(GroupKind::Pp, rank)?;
+    let me = members.iter().position(|&r| r == rank)?;
+    let mirror = *members.get(members.len().checked_sub(1 + me)?)?;
+    (mirror != rank).then(|| [rank.min(mirror), rank.max(mirror)])
 }
 
 /// One pass of a chunk in picoseconds.
@@ -604,6 +623,9 @@ struct StagePlan {
     /// sublayer, one tensor-parallel block.
     hybrid: Vec<Vec<HybridLayer>>,
     embedding_grad: Bytes,
+    /// DualPipe: the gradients of both parameter copies on this rank (every chunk's
+    /// reduced elements), summed with the mirror rank's.
+    copy_grads: Bytes,
     norm_grads: Bytes,
     tp: bool,
     sp: bool,
@@ -700,10 +722,19 @@ impl StagePlan {
         } else {
             Vec::new()
         };
-        let buckets = chunks
+        let buckets: Vec<Vec<Bucket>> = chunks
             .map(source)
             .map(|(s, c)| buckets(sc, s, c, dp_cp))
             .collect();
+        let copy_grads = if shape.kind == Kind::DualPipe {
+            let elements = buckets
+                .iter()
+                .flatten()
+                .fold(0u64, |a, b| a.saturating_add(b.elements));
+            Bytes(elements.saturating_mul(sc.recipe.grad_comm.bytes()))
+        } else {
+            Bytes(0)
+        };
         let norms = sc
             .params
             .per_layer
@@ -749,6 +780,7 @@ impl StagePlan {
                     .saturating_mul(m.hidden)
                     .saturating_mul(grad),
             ),
+            copy_grads,
             norm_grads: Bytes(norms.saturating_mul(grad)),
             grad_bytes: grad,
             param_bytes: sc.recipe.param_gather.bytes(),
@@ -1250,6 +1282,15 @@ impl<'a> Emitter<'a> {
                 Op::GradSync { chunk } => self.launch_all(chunk),
                 Op::ParamSync { chunk } => self.param_sync(chunk),
                 Op::FinalizeGrads => self.finalize(),
+                Op::CopyGradAllReduce => {
+                    if let Some(g) = self.g.copies {
+                        self.on_compute(
+                            collective(CollectiveKind::AllReduce, g, self.st.copy_grads),
+                            Category::AllGradsSync,
+                            Label::Text(self.n.copies),
+                        );
+                    }
+                }
                 Op::EmbeddingGradAllReduce => {
                     if let Some(g) = self.g.embedding {
                         self.on_compute(

@@ -1004,13 +1004,13 @@ fn zb_h1_b_and_w_of_the_analytic_model_sum_to_the_1f1b_backward_on_every_stage()
 }
 
 #[test]
-fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
+fn dualpipe_and_zbv_without_communication_cost_take_the_schedules_own_makespan() {
     use venus_base::base::ScheduleKind;
     use venus_plan::schedule::{evaluate, OpCost, ScheduleIr, Semantics};
     // pp 4, 8 microbatches (4 from each end), F = B = W = 1 ms on every model chunk, no DP,
     // P2P at no cost: the simulated iteration ends where the schedule's own evaluator (F 1,
     // backward 2, a deferred W and its B 1 each) says, and every rank computes 3 ms for each
-    // of its chunk-microbatches (DualPipe 8, DualPipeV 16).
+    // of its chunk-microbatches (DualPipe 8, DualPipeV 16). ZBV's greedy order likewise.
     let opts = LowerOptions {
         all_ranks: true,
         iterations: 1,
@@ -1019,6 +1019,7 @@ fn dualpipe_without_communication_cost_takes_the_schedules_own_makespan() {
     for (kind, vpp, per_rank) in [
         (ScheduleKind::DualPipe, 1, 8),
         (ScheduleKind::DualPipeV, 2, 16),
+        (ScheduleKind::Zbv, 2, 16),
     ] {
         let mut c = cluster(&[("n", 4)], 1000);
         c.dims[0].bandwidth = sp(BytesPerSec(1e30));
@@ -1131,4 +1132,74 @@ fn an_overlapped_pairs_compute_shares_the_gpu_and_its_all_to_alls_leave_the_comp
     // The overlapped pairs shorten nothing below the pure compute: the iteration ends after
     // every compute node (one stream), and it runs.
     assert!(tl.ends(0).iter().all(|&e| e > 0));
+}
+
+#[test]
+fn dualpipe_mirror_ranks_all_reduce_both_copies_gradients_after_the_last_w() {
+    use venus_base::base::ScheduleKind;
+    // DualPipe on pp 4 of an 8-layer model, no DP: rank r holds stage r (copy 1) and stage
+    // 3 − r (copy 2), 2 layers each. Each rank all-reduces the gradients of both its chunks
+    // with its mirror rank once per iteration, after its last weight gradient and before the
+    // optimizer step: rank 1 and rank 2 move 4 layers' fp32 gradients, over the pair {1, 2},
+    // in S / bandwidth (a 2-rank all-reduce sends each byte once; latency 0).
+    let c = cluster(&[("n", 4)], 1000);
+    let sc = measured_pipeline(c, 4, 1, 8, 8, Some(ScheduleKind::DualPipe));
+    let opts = LowerOptions {
+        all_ranks: true,
+        iterations: 1,
+    };
+    let lw = lower(&sc, &opts).unwrap();
+    let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+    let per_layer = sc.params.per_layer.total();
+    for (i, rt) in lw.trace.ranks().iter().enumerate() {
+        let syncs: Vec<(usize, u64, Vec<u32>)> = rt
+            .nodes()
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.category == Category::AllGradsSync)
+            .filter_map(|(j, n)| match n.kind {
+                NodeKind::Collective {
+                    kind: CollectiveKind::AllReduce,
+                    group,
+                    bytes,
+                } => Some((j, bytes.0, lw.trace.group(group).to_vec())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(syncs.len(), 1, "rank {i}");
+        let (j, bytes, group) = &syncs[0];
+        let mirror = 3 - i as u32;
+        let mut want = vec![i as u32, mirror];
+        want.sort_unstable();
+        assert_eq!(group, &want, "rank {i}");
+        if i == 1 || i == 2 {
+            assert_eq!(*bytes, 4 * per_layer * 4, "rank {i}");
+            let took = tl.ends(i)[*j] - tl.starts(i)[*j];
+            let closed = (*bytes as f64 / 450e9 * 1e12).round() as u64;
+            assert!(
+                took.abs_diff(closed) <= 1,
+                "rank {i}: {took} ps against {closed}"
+            );
+        }
+        // After every pass of the rank, before its optimizer step.
+        let nodes = rt.nodes();
+        let last_pass = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| {
+                matches!(
+                    n.label,
+                    Label::Forward { .. } | Label::Backward { .. } | Label::Weight { .. }
+                )
+            })
+            .map(|(k, _)| tl.ends(i)[k])
+            .max()
+            .unwrap();
+        let optimizer = nodes
+            .iter()
+            .position(|n| n.category == Category::Optimizer)
+            .unwrap();
+        assert!(tl.starts(i)[*j] >= last_pass, "rank {i}");
+        assert!(tl.starts(i)[optimizer] >= tl.ends(i)[*j], "rank {i}");
+    }
 }

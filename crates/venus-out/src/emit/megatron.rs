@@ -1565,6 +1565,12 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
                 "`schedule gpipe` (Megatron-LM trains with 1F1B or interleaved 1F1B)".to_string(),
             );
         }
+        if s == venus_base::base::ScheduleKind::Zbv {
+            notes.push(
+                "`schedule zbv` (the zero-bubble runtime's `--zero-bubble-v-schedule`, sail-sg/zero-bubble-pipeline-parallelism)"
+                    .to_string(),
+            );
+        }
         if s.is_dualpipe() {
             notes.push(format!(
                 "`schedule {}` (DeepSeek's DualPipe runs outside Megatron-LM's schedules)",

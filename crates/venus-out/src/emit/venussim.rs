@@ -182,6 +182,12 @@ pub fn venussim_warnings(sc: &Scenario) -> Vec<Warning> {
             k.word()
         ));
     }
+    if sc.schedule == Some(ScheduleKind::Zbv) {
+        w.push(
+            "VenusSim has no zero-bubble schedule and no weight-gradient pass: `zbv` is emitted as interleaved 1F1B on its two chunks"
+                .to_string(),
+        );
+    }
     if let Some(k) = sc.schedule.filter(|k| k.is_dualpipe()) {
         w.push(format!(
             "VenusSim has no DualPipe schedule: `{}` is emitted as {}",

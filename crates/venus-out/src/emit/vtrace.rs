@@ -111,6 +111,11 @@ struct Common {
 impl Common {
     fn new(sc: &Scenario) -> Result<Common, EmitError> {
         let mut shape = venus_plan::plan::derive::pipeline_shape(sc);
+        // ZBV's two chunks are a V of 2·pp virtual stages: VenusSim runs them as the
+        // interleaved schedule of its two chunks, without the weight-gradient pass.
+        if shape.kind == Kind::Zbv {
+            shape.kind = Kind::Interleaved;
+        }
         // VenusSim's traces have no weight-gradient node: a zero-bubble plan is emitted as the
         // 1F1B schedule it replaces (`venussim_warnings` says so).
         if shape.kind.splits_backward() {
@@ -572,8 +577,10 @@ impl<'a> Gen<'a> {
                         }
                     }
                     // VenusSim's generator has no weight-gradient node and one compute
-                    // stream; the schedules it emits never split the backward.
+                    // stream; the schedules it emits never split the backward, nor hold
+                    // DualPipe's second parameter copy.
                     Op::Weight(_)
+                    | Op::CopyGradAllReduce
                     | Op::Stream(_)
                     | Op::Xfer(_)
                     | Op::Wait { .. }

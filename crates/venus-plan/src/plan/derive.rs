@@ -873,7 +873,15 @@ pub fn pipeline_shape(sc: &super::Scenario) -> PipelineShape {
     shape.delay_param_gather = sc.flags.delay_param_gather;
     shape.tied_embeddings = !sc.model.untied_embeddings();
     shape.overlap_ep_comm = sc.flags.overlap_ep_comm;
+    shape.v_memory = v_memory(&sc.model);
     shape
+}
+
+/// The memory figures ZBV's greedy scheduler weighs for this model: the reference runtime's
+/// per-token approximations from the hidden size, attention heads and sequence length
+/// (sail-sg/zero-bubble-pipeline-parallelism 39f2c186a275, runtime.py:1336-1338).
+pub fn v_memory(model: &Model) -> crate::schedule::VMemory {
+    crate::schedule::VMemory::of_model(model.hidden, model.heads, model.seq)
 }
 
 /// LoRA adapter parameters of one transformer layer: rank × (in + out) per targeted linear

@@ -126,6 +126,8 @@ pub struct MemoryPlan {
     pub fsdp: Option<FsdpStrategy>,
     /// LoRA adapters on a frozen base (`None`: every parameter trains).
     pub lora: Option<LoraPlan>,
+    /// The model's memory figures ZBV's greedy order weighs (`derive::v_memory`).
+    pub v_memory: schedule::VMemory,
     /// Which submodules and layers recompute re-runs (read with the granularity it refines).
     pub recompute_detail: RecomputeDetail,
 }
@@ -364,6 +366,7 @@ impl MemoryPlan {
             narrow(self.microbatches.max(1)),
         );
         shape.overlap_ep_comm = self.overlap_ep_comm;
+        shape.v_memory = self.v_memory;
         shape
     }
 }
@@ -515,10 +518,15 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
 
 /// Whether a stage of `copy` holds the embedding and the output layer. DualPipeV's rank 0
 /// holds both (virtual stages 0 and 2·pp − 1, dualpipev.py: the loss is computed on the first
-/// rank); every other schedule (and each DualPipe copy) has them on its first and last stage.
+/// rank), and so does ZBV's (parallel_state.py:331 in sail-sg/zero-bubble-pipeline-parallelism
+/// 39f2c186a275: with the V schedule the embedding ranks are `[pp_ranks[0]]`); every other
+/// schedule (and each DualPipe copy) has them on its first and last stage.
 fn ends(plan: &MemoryPlan, stage: u64) -> (bool, bool) {
     let pp = plan.pp.max(1);
-    if plan.schedule == Some(ScheduleKind::DualPipeV) {
+    if matches!(
+        plan.schedule,
+        Some(ScheduleKind::DualPipeV | ScheduleKind::Zbv)
+    ) {
         return (stage == 0, stage == 0);
     }
     (stage == 0, stage + 1 == pp)

@@ -224,6 +224,7 @@ impl Scenario {
                 method: self.plan.recompute_method(),
                 num_layers: self.plan.recompute_num_layers(),
             },
+            v_memory: derive::v_memory(&self.model),
         }
     }
 }

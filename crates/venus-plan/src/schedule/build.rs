@@ -1,12 +1,16 @@
 //! Builders: one function per Megatron schedule, each a transcription of its Python loop
 //! (megatron/core/pipeline_parallel/schedules.py) into ops for one pipeline rank.
 
+use super::zbv::VOp;
 use super::{Call, CallKind, ComputeStream, Issue, Kind, Micro, Op, PipelineShape, Port, Xfer};
 use std::collections::VecDeque;
 
-pub(super) fn rank_ops(shape: &PipelineShape, r: u32) -> Vec<Op> {
+/// The ops of rank `r`; `v_order` is ZBV's greedy order of every rank (computed once per
+/// pipeline by `ScheduleIr::build`, since each rank's receives follow its neighbours' order).
+pub(super) fn rank_ops(shape: &PipelineShape, r: u32, v_order: &[Vec<VOp>]) -> Vec<Op> {
     let mut e = Emitter::new(shape, r);
     match shape.kind {
+        Kind::Zbv => zbv(&mut e, v_order),
         Kind::NoPipelining => no_pipelining(&mut e),
         Kind::Gpipe => gpipe(&mut e),
         Kind::OneFOneB => one_f_one_b(&mut e),
@@ -200,8 +204,12 @@ impl<'a> Emitter<'a> {
         self.ops.push(Op::FinalizeGrads);
         // finalize_model_grads.py:164–259: only with tied embeddings on a multi-stage pipeline,
         // on the members of the embedding group (first and last stage).
+        // The V schedule's embedding group is rank 0 alone (sail-sg/zero-bubble-pipeline-
+        // parallelism 39f2c186a275, parallel_state.py:331-332): both ends of the model sit
+        // there, so nothing is all-reduced.
         if self.shape.tied_embeddings
             && self.shape.pp > 1
+            && self.shape.kind != Kind::Zbv
             && (self.first_stage() || self.last_stage())
         {
             self.ops.push(Op::EmbeddingGradAllReduce);
@@ -1284,8 +1292,142 @@ fn dualpipe(e: &mut Emitter) {
         d.weight_chunk();
     }
     d.commit();
+    // After the last W every gradient of both copies is complete: the mirror ranks sum them.
+    if !v_shape {
+        e.ops.push(Op::CopyGradAllReduce);
+    }
     e.enable_grad_sync();
     for chunk in 0..2 {
         e.ops.push(Op::GradSync { chunk });
     }
+}
+
+/// ZBV (sail-sg/zero-bubble-pipeline-parallelism main at 39f2c186a275, scheduler/zbv.py) with
+/// the P2P calls of the reference's runtime, as for the hand schedules ([`zero_bubble`]):
+/// every transfer is an async isend/irecv, an op waits on its input right before it runs, and
+/// the sends are waited on at the end. On the V, rank r's chunk 0 takes activations from
+/// r − 1 and gradients from r + 1, its chunk 1 the other way round; the bottom of the V (the
+/// last rank, chunk 0 to chunk 1) and its top (rank 0, chunk 1's loss) pass nothing. Each
+/// channel carries two kinds of tensor (rank r − 1 sends r both chunk-0 activations and
+/// chunk-1 gradients), matched in the sender's order, so the receives of a port are posted
+/// in the order the peer sends (up to the one the next op needs) and waited on by handle.
+/// W ops communicate nothing. Grad sync: off until the last W, then every chunk's
+/// reductions launch (as for DualPipe: no chunk's gradients are complete earlier).
+fn zbv(e: &mut Emitter, order: &[Vec<VOp>]) {
+    let (pp, r) = (e.shape.pp, e.r);
+    let sent_by = |peer: Option<u32>, port: Port| -> Vec<Micro> {
+        let Some(p) = peer else {
+            return Vec::new();
+        };
+        order.get(p as usize).map_or_else(Vec::new, |ops| {
+            ops.iter()
+                .filter(|op| v_output_port(op, p, pp) == Some(port))
+                .map(v_micro)
+                .collect()
+        })
+    };
+    let prev = r.checked_sub(1);
+    let next = (r + 1 < pp).then_some(r + 1);
+    // Rank r − 1 sends to r on its SendNext, rank r + 1 on its SendPrev.
+    let from_prev = sent_by(prev, Port::SendNext);
+    let from_next = sent_by(next, Port::SendPrev);
+    let mut posted = [0usize; 2];
+    let mut sends: Vec<(Port, u32)> = Vec::new();
+    e.disable_grad_sync();
+    for op in order.get(r as usize).map_or(&[][..], Vec::as_slice) {
+        let m = v_micro(op);
+        if let Some(port) = v_input_port(op, r, pp) {
+            let (list, slot, kind) = if port == Port::RecvPrev {
+                (&from_prev, 0, CallKind::RecvForward)
+            } else {
+                (&from_next, 1, CallKind::RecvBackward)
+            };
+            // A tensor the peer never sends would leave the op waiting forever: the orders
+            // come from one greedy run, whose every F and B has its neighbour's counterpart.
+            if let Some(seq) = list.iter().position(|x| *x == m) {
+                while posted[slot] <= seq {
+                    post_one(e, kind, port, list[posted[slot]], false);
+                    posted[slot] += 1;
+                }
+                e.ops.push(Op::Wait {
+                    port,
+                    seq: u32::try_from(seq).unwrap_or(u32::MAX),
+                });
+            }
+        }
+        match op.pass {
+            0 => e.forward(m),
+            1 => e.backward(m),
+            _ => e.weight(m),
+        }
+        if let Some(port) = v_output_port(op, r, pp) {
+            let kind = if port == Port::SendNext {
+                CallKind::SendForward
+            } else {
+                CallKind::SendBackward
+            };
+            sends.push((port, post_one(e, kind, port, m, false)));
+        }
+    }
+    for (port, seq) in sends {
+        e.ops.push(Op::Wait { port, seq });
+    }
+    e.enable_grad_sync();
+    for chunk in 0..2 {
+        e.ops.push(Op::GradSync { chunk });
+    }
+}
+
+fn v_micro(op: &VOp) -> Micro {
+    Micro {
+        mb: op.mb,
+        chunk: u32::from(op.chunk),
+    }
+}
+
+/// Where a V op's input comes from: chunk 0's forward from the previous rank (none on rank
+/// 0) and its backward from the next (none on the last rank, where chunk 1's backward feeds
+/// it); chunk 1 the other way round (its forward from the next rank, none on the last rank;
+/// its backward from the previous, none on rank 0, which computes the loss).
+fn v_input_port(op: &VOp, r: u32, pp: u32) -> Option<Port> {
+    let first = r == 0;
+    let last = r + 1 == pp;
+    match (op.pass, op.chunk) {
+        (0, 0) if !first => Some(Port::RecvPrev),
+        (0, 1) if !last => Some(Port::RecvNext),
+        (1, 1) if !first => Some(Port::RecvPrev),
+        (1, 0) if !last => Some(Port::RecvNext),
+        _ => None,
+    }
+}
+
+/// Where a V op's output goes: the mirror of [`v_input_port`].
+fn v_output_port(op: &VOp, r: u32, pp: u32) -> Option<Port> {
+    let first = r == 0;
+    let last = r + 1 == pp;
+    match (op.pass, op.chunk) {
+        (0, 0) if !last => Some(Port::SendNext),
+        (0, 1) if !first => Some(Port::SendPrev),
+        (1, 1) if !last => Some(Port::SendNext),
+        (1, 0) if !first => Some(Port::SendPrev),
+        _ => None,
+    }
+}
+
+/// One async (or blocking) call of a single transfer; returns its sequence number.
+fn post_one(e: &mut Emitter, kind: CallKind, port: Port, m: Micro, blocking: bool) -> u32 {
+    e.ops.push(Op::Call(Call {
+        kind,
+        issue: Issue::Batched,
+        blocking,
+        xfers: 1,
+    }));
+    let seq = e.next_seq(port);
+    e.ops.push(Op::Xfer(Xfer {
+        port,
+        mb: m.mb,
+        chunk: m.chunk,
+        seq,
+    }));
+    seq
 }

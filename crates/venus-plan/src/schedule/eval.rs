@@ -281,6 +281,7 @@ fn advance(
         | Op::ParamSync { .. }
         | Op::FinalizeGrads
         | Op::EmbeddingGradAllReduce
+        | Op::CopyGradAllReduce
         | Op::OptimizerStep => states[r].pc += 1,
     }
     true

@@ -66,9 +66,9 @@ pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
             let pp = u64::from(shape.pp.max(1));
             InFlight::uniform(((pp - 1).saturating_mul(c).saturating_add(1)).min(m))
         }
-        // DualPipe's eight steps have no closed form in the reference: measured on the op
-        // list of the nearest shape it accepts.
-        Kind::DualPipe | Kind::DualPipeV => {
+        // DualPipe's eight steps and ZBV's greedy order have no closed form in the
+        // reference: measured on the op list of the nearest shape it accepts.
+        Kind::DualPipe | Kind::DualPipeV | Kind::Zbv => {
             let ir = dualpipe_ir(shape);
             let r = rank.min(ir.shape.pp - 1);
             measure_in_flight(ir.rank(r), 2)
@@ -187,12 +187,12 @@ impl Bubble {
 /// reference's per-rank measure (efficiency.py:165-166) leaves out. With F = B = W both are
 /// pp − 1 units of the 3m each rank computes.
 ///
-/// DualPipe and DualPipeV: the idle time of [`super::evaluate`] on the built op list in units
+/// DualPipe, DualPipeV and ZBV: the idle time of [`super::evaluate`] on the built op list in units
 /// of one F, with B = 2·F and a split backward's B and W one F each (every rank computes 3·m
 /// units; the overlapped forward/backward pairs are counted one after the other, as one
 /// stream would run them).
 pub fn bubble(shape: &PipelineShape) -> Bubble {
-    if shape.kind.is_dualpipe() {
+    if shape.kind.has_two_chunks() {
         return dualpipe_bubble(shape);
     }
     if shape.kind.splits_backward() {
@@ -217,12 +217,14 @@ pub fn bubble(shape: &PipelineShape) -> Bubble {
 /// to 2 (DualPipe: to the next even count), the microbatches to 2·pp (DualPipe: to the next
 /// even count) and capped so that the IR stays within [`MAX_STAGE_STEPS`]. Figures are
 /// defined for rejected shapes too (candidate fixes are priced before validation).
+/// ZBV takes any microbatch count (its greedy scheduler has no lower bound).
 fn dualpipe_ir(shape: &PipelineShape) -> ScheduleIr {
     let dual = shape.kind == Kind::DualPipe;
     let even = |n: u32| if dual { n.saturating_add(n % 2) } else { n };
     let pp = even(shape.pp.clamp(2, 1 << 10));
     let cap = u32::try_from(MAX_STAGE_STEPS / (2 * u64::from(pp))).unwrap_or(u32::MAX);
-    let m = even(shape.microbatches.max(pp * 2)).min(cap & !1);
+    let least = if shape.kind == Kind::Zbv { 1 } else { pp * 2 };
+    let m = even(shape.microbatches.max(least)).min(cap & !1);
     let mut s = *shape;
     s.pp = pp;
     s.microbatches = m;

@@ -30,10 +30,12 @@ mod figures;
 mod picture;
 #[cfg(test)]
 mod tests;
+mod zbv;
 
 pub use eval::{evaluate, makespan, Deadlock, OpCost, OpTimes, RankTimes, Semantics, Slot};
 pub use figures::{bubble, measure_in_flight, peak_in_flight, Bubble, InFlight};
 pub use picture::picture;
+pub use zbv::{VMemory, VOp};
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -63,6 +65,10 @@ pub enum Kind {
     /// holding virtual stages r (chunk 0) and 2·pp − 1 − r (chunk 1); every microbatch runs
     /// through both chunks.
     DualPipeV,
+    /// ZBV (sail-sg/zero-bubble-pipeline-parallelism `scheduler/zbv.py`): the greedy V
+    /// schedule, rank r holding virtual stages r (chunk 0) and 2·pp − 1 − r (chunk 1), each
+    /// backward split into B and W.
+    Zbv,
 }
 
 impl From<ScheduleKind> for Kind {
@@ -75,6 +81,7 @@ impl From<ScheduleKind> for Kind {
             ScheduleKind::ZbH2 => Kind::ZbH2,
             ScheduleKind::DualPipe => Kind::DualPipe,
             ScheduleKind::DualPipeV => Kind::DualPipeV,
+            ScheduleKind::Zbv => Kind::Zbv,
         }
     }
 }
@@ -93,7 +100,12 @@ impl Kind {
 
     /// Whether the schedule runs each backward as B and W ops of its own.
     pub fn splits_backward(self) -> bool {
-        matches!(self, Kind::ZbH1 | Kind::ZbH2)
+        matches!(self, Kind::ZbH1 | Kind::ZbH2 | Kind::Zbv)
+    }
+
+    /// The schedules that always run two model chunks per rank (DualPipe's two copies or a V).
+    pub fn has_two_chunks(self) -> bool {
+        self.is_dualpipe() || self == Kind::Zbv
     }
 
     /// The DualPipe schedules: two model chunks per rank, fed in DualPipe's step loop.
@@ -103,13 +115,13 @@ impl Kind {
 
     /// Where the weights of local chunk `chunk` of pipeline rank `rank` sit in the plan's
     /// stage split, as (stage, chunk): the interleaved placement (virtual stage chunk·pp +
-    /// rank) for every schedule but DualPipe's. DualPipeV's chunk 1 is virtual stage
+    /// rank) for every schedule but DualPipe's. DualPipeV's (and ZBV's) chunk 1 is virtual stage
     /// 2·pp − 1 − rank, i.e. the split's (pp − 1 − rank, 1); DualPipe's chunk 1 is stage
     /// pp − 1 − rank of the second parameter copy, the split's (pp − 1 − rank, 0).
     pub fn chunk_source(self, pp: u32, rank: u32, chunk: u32) -> (u32, u32) {
         let mirrored = pp.saturating_sub(1).saturating_sub(rank);
         match self {
-            Kind::DualPipeV if chunk == 1 => (mirrored, 1),
+            Kind::DualPipeV | Kind::Zbv if chunk == 1 => (mirrored, 1),
             Kind::DualPipe if chunk == 1 => (mirrored, 0),
             _ => (rank, chunk),
         }
@@ -154,16 +166,19 @@ pub struct PipelineShape {
     /// `--overlap-moe-expert-parallel-comm` on the interleaved schedule: Megatron's combined
     /// 1F1B runs each steady step's forward and backward as an overlapped pair.
     pub overlap_ep_comm: bool,
+    /// The model's memory figures ZBV's greedy scheduler weighs ([`VMemory::of_model`]).
+    pub v_memory: VMemory,
 }
 
 impl PipelineShape {
     /// A shape with every flag at its `.venus` default (off, tied embeddings) and N = pp.
-    /// The DualPipe schedules always run two model chunks per rank, whatever `vpp` says.
+    /// The DualPipe schedules and ZBV always run two model chunks per rank, whatever `vpp`
+    /// says; ZBV weighs [`VMemory::NO_MODEL`] until the plan sets its model's figures.
     pub fn new(kind: Kind, pp: u32, vpp: u32, microbatches: u32) -> PipelineShape {
         PipelineShape {
             kind,
             pp,
-            vpp: if kind.is_dualpipe() { 2 } else { vpp },
+            vpp: if kind.has_two_chunks() { 2 } else { vpp },
             microbatches,
             overlap_p2p: false,
             overlap_grad_reduce: false,
@@ -173,6 +188,7 @@ impl PipelineShape {
             tied_embeddings: true,
             microbatch_group_size: pp,
             overlap_ep_comm: false,
+            v_memory: VMemory::NO_MODEL,
         }
     }
 
@@ -222,6 +238,11 @@ impl PipelineShape {
             }
             Kind::ZbH1 | Kind::ZbH2 => self.check_zero_bubble(),
             Kind::DualPipe | Kind::DualPipeV => self.check_dualpipe(),
+            // zbpp_utils.py:134 "zero bubble must be enabled with pipeline parallelism"
+            // (ZBV sets `enable_zero_bubble`, zbpp_utils.py:121-122); the scheduler places
+            // exactly two chunks (zbpp_utils.py:115-117 sets vpp to 2).
+            Kind::Zbv if self.pp < 2 => Err(ShapeError::ZeroBubbleNeedsStages),
+            Kind::Zbv if self.vpp != 2 => Err(ShapeError::ZbvChunks { vpp: self.vpp }),
             Kind::Interleaved => {
                 if self.vpp < 2 {
                     return Err(ShapeError::InterleavedNeedsChunks);
@@ -338,6 +359,12 @@ pub enum ShapeError {
     },
     /// A DualPipe schedule on pp = 1.
     DualPipeNeedsStages,
+    /// ZBV with a vpp other than its two chunks.
+    ZbvChunks {
+        vpp: u32,
+    },
+    /// ZBV's greedy scheduler met a state the reference asserts against.
+    ZbvUnschedulable,
     /// DualPipe on an odd number of pipeline ranks.
     DualPipeOddStages {
         pp: u32,
@@ -378,6 +405,12 @@ impl fmt::Display for ShapeError {
                 f,
                 "the zero-bubble schedule needs at least {least} microbatches, but has {m}"
             ),
+            ShapeError::ZbvChunks { vpp } => {
+                write!(f, "the zbv schedule runs 2 model chunks per rank, not {vpp}")
+            }
+            ShapeError::ZbvUnschedulable => {
+                write!(f, "the zbv scheduler cannot place every op of this pipeline")
+            }
             ShapeError::DualPipeNeedsStages => {
                 write!(f, "the DualPipe schedules need pp of at least 2")
             }
@@ -603,6 +636,12 @@ pub enum Op {
     FinalizeGrads,
     /// Tied word-embedding grad all-reduce over the embedding group (first and last stage).
     EmbeddingGradAllReduce,
+    /// DualPipe's two parameter copies: rank r holds stage r (chunk 0) and stage pp − 1 − r
+    /// (chunk 1), its mirror rank pp − 1 − r the same stages the other way round, so the two
+    /// sum both chunks' gradients (an all-reduce over the pair; deepseek-ai/DualPipe
+    /// 3da1bbea5360, examples/example_dualpipe.py:167-174: `p0.grad += p1all[pp_size - 1 -
+    /// rank]`, `p1.grad += p0all[pp_size - 1 - rank]`).
+    CopyGradAllReduce,
     OptimizerStep,
 }
 
@@ -635,7 +674,14 @@ impl ScheduleIr {
     /// Builds the op lists of every pipeline rank.
     pub fn build(shape: PipelineShape) -> Result<ScheduleIr, ShapeError> {
         shape.check()?;
-        let ranks = (0..shape.pp).map(|r| build::rank_ops(&shape, r)).collect();
+        let v_order = match shape.kind {
+            Kind::Zbv => zbv::order(shape.pp, shape.microbatches, shape.v_memory)
+                .ok_or(ShapeError::ZbvUnschedulable)?,
+            _ => Vec::new(),
+        };
+        let ranks = (0..shape.pp)
+            .map(|r| build::rank_ops(&shape, r, &v_order))
+            .collect();
         Ok(ScheduleIr { shape, ranks })
     }
 
@@ -662,7 +708,7 @@ impl ScheduleIr {
     }
 
     fn shows_chunks(&self) -> bool {
-        self.shape.kind == Kind::Interleaved || self.shape.kind.is_dualpipe()
+        self.shape.kind == Kind::Interleaved || self.shape.kind.has_two_chunks()
     }
 }
 
@@ -748,6 +794,7 @@ pub fn describe_rank(ir: &ScheduleIr, r: u32) -> String {
             }
             Op::FinalizeGrads => out.push_str("finalize_model_grads\n"),
             Op::EmbeddingGradAllReduce => out.push_str("embedding_grad_all_reduce\n"),
+            Op::CopyGradAllReduce => out.push_str("copy_grad_all_reduce\n"),
             Op::OptimizerStep => out.push_str("optimizer_step\n"),
         }
         i += 1;

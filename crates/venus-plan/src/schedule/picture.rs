@@ -20,7 +20,7 @@ pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> Stri
         Ok(t) => t,
         Err(d) => return format!("{d}\n"),
     };
-    let chunks = ir.shape.kind == Kind::Interleaved || ir.shape.kind.is_dualpipe();
+    let chunks = ir.shape.kind == Kind::Interleaved || ir.shape.kind.has_two_chunks();
     let label_width = format!("pp{}", ir.ranks().len().saturating_sub(1)).len();
     let mut out = String::new();
     for (r, rank) in times.ranks.iter().enumerate() {

@@ -679,7 +679,8 @@ fn check_hooks(ir: &ScheduleIr, r: u32) -> Result<(), TestCaseError> {
     let expect_param = u32::from(s.overlap_param_gather);
     prop_assert!(param_syncs.iter().all(|&n| n == expect_param));
     let ops = ir.rank(r);
-    let embedding = s.tied_embeddings && s.pp > 1 && (r == 0 || r + 1 == s.pp);
+    let embedding =
+        s.tied_embeddings && s.pp > 1 && s.kind != Kind::Zbv && (r == 0 || r + 1 == s.pp);
     let tail: Vec<Op> = if embedding {
         vec![
             Op::FinalizeGrads,
@@ -952,7 +953,8 @@ fn any_shape() -> impl Strategy<Value = PipelineShape> {
         pipelined_shape(),
         no_pipelining_shape(),
         zero_bubble_shape(),
-        dualpipe_shape()
+        dualpipe_shape(),
+        zbv_shape()
     ]
 }
 
@@ -1010,7 +1012,7 @@ proptest! {
         // of the pp ranks.
         // A split backward's bubble unit is one F = B = W: t_b = 2·t_f.
         // DualPipe's bubble is measured in the same unit.
-        let in_thirds = s.kind.splits_backward() || s.kind.is_dualpipe();
+        let in_thirds = s.kind.splits_backward() || s.kind.has_two_chunks();
         let tb = if in_thirds { 2 * tf } else { tb };
         let cost = OpCost { forward: tf, backward: tb };
         let t = evaluate(&build(s), cost, Semantics::Eager).unwrap();
@@ -1326,4 +1328,181 @@ fn dualpipe_shapes_are_checked_against_the_reference() {
     // DualPipeV takes odd pp and odd microbatch counts.
     assert!(ScheduleIr::build(shape(Kind::DualPipeV, 3, 2, 5)).is_err());
     assert!(ScheduleIr::build(shape(Kind::DualPipeV, 3, 2, 7)).is_ok());
+}
+
+// ---------------------------------------------------------------------------------------
+// ZBV (sail-sg/zero-bubble-pipeline-parallelism scheduler/zbv.py, the greedy V schedule).
+
+/// Valid ZBV shapes: pp 2..8, any m from 1 to 3·pp + 1 (the greedy scheduler has no lower
+/// bound), with the memory figures of a model from a small one to Llama-2-7B's.
+fn zbv_shape() -> impl Strategy<Value = PipelineShape> {
+    (2u32..=8, 1u32..=25, flags(), 0usize..3).prop_map(|(pp, m, f, model)| {
+        let mut s = with_flags(shape(Kind::Zbv, pp, 2, m.min(3 * pp + 1)), f);
+        s.v_memory = [
+            VMemory::NO_MODEL,
+            VMemory::of_model(4096, 32, 4096),
+            VMemory::of_model(8192, 8, 128),
+        ][model];
+        s
+    })
+}
+
+/// The shape of tests/golden/schedule/zbv.py: Llama-2-7B's memory figures.
+fn zbv_golden_shape(pp: u32, m: u32) -> PipelineShape {
+    let mut s = shape(Kind::Zbv, pp, 2, m);
+    s.v_memory = VMemory::of_model(4096, 32, 4096);
+    s
+}
+
+#[test]
+fn emit_text_zbv_equals_the_reference_greedy_order() {
+    // The golden files are the output of the reference's own `PipelineGraph` (zbv.py).
+    let golden = [
+        (
+            4,
+            8,
+            include_str!("../../../../tests/golden/schedule/zbv_pp4_m8.txt"),
+        ),
+        (
+            4,
+            16,
+            include_str!("../../../../tests/golden/schedule/zbv_pp4_m16.txt"),
+        ),
+        (
+            8,
+            8,
+            include_str!("../../../../tests/golden/schedule/zbv_pp8_m8.txt"),
+        ),
+        (
+            8,
+            16,
+            include_str!("../../../../tests/golden/schedule/zbv_pp8_m16.txt"),
+        ),
+    ];
+    for (pp, m, want) in golden {
+        assert_eq!(
+            emit_text(&build(zbv_golden_shape(pp, m))),
+            want,
+            "pp {pp} m {m}"
+        );
+    }
+}
+
+#[test]
+fn zbv_pp4_m8_rank0_starts_with_seven_forwards_and_ends_with_chunk0_weights() {
+    // zbv_pp4_m8.txt, rank 0: F0.0..F6.0 down the V, then F0.1 once the bottom returns it;
+    // the last op is the W of the last microbatch's chunk 0 (its backward leaves last).
+    let ir = build(zbv_golden_shape(4, 8));
+    let text = emit_text(&ir);
+    let rank0 = text.lines().next().unwrap();
+    assert!(rank0.starts_with("pp0: F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1"));
+    assert!(rank0.ends_with("B7.0 W7.0"));
+    assert_eq!(rank0.split(' ').count(), 1 + 6 * 8);
+}
+
+#[test]
+fn zbv_order_depends_on_the_models_memory_figures_below_two_pp_microbatches() {
+    // The greedy weighs 2·pp forwards of memory; a W holds 32·h of the 34·h + 5·a·s of a
+    // forward. At pp 8 with 9 microbatches Llama-2-7B's figures and those of a model of
+    // hidden size 100,000 with one head and s = 1 order the ranks differently, at 16 they
+    // agree; a W that holds nothing ([`VMemory::NO_MODEL`]) orders pp 8 × 16 differently
+    // again (each checked against zbv.py run with the same figures).
+    let order = |pp, m, mem| {
+        let mut s = shape(Kind::Zbv, pp, 2, m);
+        s.v_memory = mem;
+        emit_text(&build(s))
+    };
+    let llama = VMemory::of_model(4096, 32, 4096);
+    let wide = VMemory::of_model(100_000, 1, 1);
+    assert_ne!(order(8, 9, llama), order(8, 9, wide));
+    assert_eq!(order(8, 16, llama), order(8, 16, wide));
+    assert_ne!(order(8, 16, VMemory::NO_MODEL), order(8, 16, llama));
+}
+
+#[test]
+fn zbv_shapes_are_checked() {
+    assert_eq!(
+        shape(Kind::Zbv, 1, 2, 4).check(),
+        Err(ShapeError::ZeroBubbleNeedsStages)
+    );
+    let mut s = shape(Kind::Zbv, 4, 2, 8);
+    s.vpp = 3;
+    assert_eq!(s.check(), Err(ShapeError::ZbvChunks { vpp: 3 }));
+    // vpp is two whatever the caller asks.
+    assert_eq!(shape(Kind::Zbv, 4, 1, 8).vpp, 2);
+    assert!(shape(Kind::Zbv, 4, 2, 1).check().is_ok());
+}
+
+#[test]
+fn zbv_rank1_waits_on_each_input_in_its_senders_order() {
+    // On pp 2, rank 0 sends rank 1 chunk 0's activations and chunk 1's gradients on one
+    // channel, rank 1 sends back chunk 1's activations and chunk 0's gradients: every
+    // receive is posted (in the sender's order) before it is waited on.
+    let ir = build(zbv_golden_shape(2, 4));
+    for r in 0..2 {
+        let ops = ir.rank(r);
+        let mut posted: HashMap<Port, u32> = HashMap::new();
+        for op in ops {
+            match *op {
+                Op::Xfer(x) if !x.port.is_send() => {
+                    *posted.entry(x.port).or_default() += 1;
+                }
+                Op::Wait { port, seq } if !port.is_send() => {
+                    assert!(
+                        posted.get(&port).is_some_and(|&n| n > seq),
+                        "rank {r} {port:?} {seq}"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    // Rank 0 never receives from a previous rank, rank 1 (the bottom of the V) never from a
+    // next one.
+    let recv = |r: u32, p: Port| {
+        ir.rank(r)
+            .iter()
+            .filter(|op| matches!(op, Op::Xfer(x) if x.port == p))
+            .count()
+    };
+    assert_eq!(recv(0, Port::RecvPrev), 0);
+    assert_eq!(recv(1, Port::RecvNext), 0);
+    // Rank 0 gets chunk 1's 4 activations and chunk 0's 4 gradients from rank 1.
+    assert_eq!(recv(0, Port::RecvNext), 8);
+    assert_eq!(recv(1, Port::RecvPrev), 8);
+}
+
+#[test]
+fn zbv_peak_in_flight_is_measured_on_the_built_ops() {
+    // ZBV holds each (microbatch, chunk) from its F to its W. pp 4 with 16 microbatches:
+    // rank 0 peaks at 8 chunk-microbatches (its 7 warmup forwards and F0.1), 2·pp, the
+    // memory limit the reference's scheduler keeps (zbv.py:22); the last rank at 8 too.
+    let s = zbv_golden_shape(4, 16);
+    let ir = build(s);
+    for r in 0..4 {
+        assert_eq!(
+            peak_in_flight(&s, r),
+            measure_in_flight(ir.rank(r), 2),
+            "rank {r}"
+        );
+    }
+    assert_eq!(peak_in_flight(&s, 0).total, 8);
+}
+
+#[test]
+fn zbv_bubble_is_below_zb_h1_at_pp8_m16() {
+    // In units of one F = B = W: zb_h1 idles pp − 1 = 7 of 3·16 + 7; ZBV less.
+    let zbv = bubble(&zbv_golden_shape(8, 16));
+    let h1 = bubble(&shape(Kind::ZbH1, 8, 1, 16));
+    assert_eq!((h1.idle, h1.busy), (7, 48));
+    assert!(zbv.fraction() < h1.fraction(), "{zbv:?} against {h1:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
+
+    #[test]
+    fn zbv_schedules_are_complete_matched_and_deadlock_free(s in zbv_shape()) {
+        check_ir(&build(s))?;
+    }
 }

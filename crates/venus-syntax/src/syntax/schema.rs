@@ -144,6 +144,7 @@ pub const SCHEDULES: &[&str] = &[
     "zb_h2",
     "dualpipe",
     "dualpipev",
+    "zbv",
 ];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
 /// Megatron-LM's `--recompute-modules` choices for a transformer (transformer_config.py:560-583;
@@ -817,7 +818,7 @@ key_table! {
         Schedule = key(
             "schedule",
             &[Enum(SCHEDULES)],
-            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient); dualpipe and dualpipev (DeepSeek) run two model chunks per rank",
+            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient); dualpipe and dualpipev (DeepSeek) run two model chunks per rank; zbv (zero-bubble V) splits the backward on two chunks per rank",
         )
         .default(
             KeyDefault::Derived,
