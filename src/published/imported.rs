@@ -107,7 +107,13 @@ impl Gemm {
             Gemm::Bf16 => &["--bf16"],
             Gemm::Fp16 => &["--fp16"],
             Gemm::Fp8 => &["--bf16", "--fp8-format", "hybrid"],
-            Gemm::Fp8Blockwise => &["--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "blockwise"],
+            Gemm::Fp8Blockwise => &[
+                "--bf16",
+                "--fp8-format",
+                "e4m3",
+                "--fp8-recipe",
+                "blockwise",
+            ],
             Gemm::Mxfp8 => &["--bf16", "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8"],
             Gemm::Nvfp4 => &["--bf16", "--fp4-format", "e2m1"],
         }

@@ -393,7 +393,17 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             && !row.model.contains("w/o MTP")
             && source != Source::McoreDsv3,
     );
-    split::pipeline_rules(row, split::Sizes { layers, pp, vpp, mtp }, plan, &mut assumed);
+    split::pipeline_rules(
+        row,
+        split::Sizes {
+            layers,
+            pp,
+            vpp,
+            mtp,
+        },
+        plan,
+        &mut assumed,
+    );
     task_rules(row, plan, &mut assumed);
     bridge_benchmark_grads(row, source, plan, &mut assumed);
     if !source.modern() {
@@ -403,7 +413,15 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     }
     let low = plan.value(Key::Precision).is_some_and(|p| p != "bf16");
     let moe = imported.model.has(Key::Experts) || stdlib.is_some();
-    let venus = write_scenario(row, source, gpus, stdlib.map(|s| s.0), &imported, &cluster, &assumed);
+    let venus = write_scenario(
+        row,
+        source,
+        gpus,
+        stdlib.map(|s| s.0),
+        &imported,
+        &cluster,
+        &assumed,
+    );
     Ok(Built {
         source,
         venus,
@@ -630,8 +648,8 @@ fn mtp_rules(row: &Row, source: Source, name: &str, model: &mut Block, assumed: 
 /// A v1 row (no `megatron_args`) whose ffn is not 4h is a Llama-family model: SwiGLU and
 /// separate embeddings (a v2 row states `--swiglu` and `--untie-embeddings-and-output-weights`).
 fn llama_family_rule(row: &Row, hidden: u64, model: &mut Block, assumed: &mut Vec<String>) {
-    let llama = row.megatron_args.trim().is_empty()
-        && row.ffn.is_some_and(|f| f > 0 && f != 4 * hidden);
+    let llama =
+        row.megatron_args.trim().is_empty() && row.ffn.is_some_and(|f| f > 0 && f != 4 * hidden);
     if llama && !model.has(Key::Swiglu) {
         model.set_flag(Key::Swiglu);
         model.set_flag(Key::UntiedEmbeddings);
@@ -646,7 +664,14 @@ fn llama_family_rule(row: &Row, hidden: u64, model: &mut Block, assumed: &mut Ve
 /// pipeline, which Megatron's torch path rejects, so there Megatron-FSDP (the same ZeRO state,
 /// per-layer units) stands in and the scenario says so. Megatron-FSDP runs its own distributed
 /// optimizer (arguments.py:1128-1136).
-fn fsdp_rules(row: &Row, pp: u64, ep: u64, untied: bool, plan: &mut Block, assumed: &mut Vec<String>) {
+fn fsdp_rules(
+    row: &Row,
+    pp: u64,
+    ep: u64,
+    untied: bool,
+    plan: &mut Block,
+    assumed: &mut Vec<String>,
+) {
     if !plan.has(Key::Fsdp) && row.dist_optimizer.to_ascii_uppercase().starts_with("FSDP") {
         plan.set(Key::Fsdp, "optim_grads_params");
         assumed.push(
@@ -685,7 +710,11 @@ fn optimizer_rules(source: Source, vpp: u64, plan: &mut Block, assumed: &mut Vec
     let stated = plan.has(Key::OverlapGradReduce) && plan.has(Key::OverlapParamGather);
     plan.set_flag(Key::OverlapGradReduce);
     plan.set_flag(Key::OverlapParamGather);
-    if !stated && !assumed.iter().any(|a| a.starts_with("distributed_optimizer")) {
+    if !stated
+        && !assumed
+            .iter()
+            .any(|a| a.starts_with("distributed_optimizer"))
+    {
         assumed.push(
             "overlap_grad_reduce overlap_param_gather (unstated; with the distributed optimizer)"
                 .into(),

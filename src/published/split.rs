@@ -64,22 +64,26 @@ pub fn pipeline_rules(row: &Row, s: Sizes, plan: &mut Block, assumed: &mut Vec<S
 }
 
 /// The importer overlaps an interleaved pipeline's sends and receives, Megatron-LM's default
-/// since 2023 (`--no-overlap-p2p-communication`, arguments.py at d98e8a64, and already in
-/// Megatron-LM's 2023 arguments beside `--delay-param-gather`). SC21's 2021 Megatron-LM had no
-/// such overlap (`--overlap-p2p-communication` came in 2023), and torchtitan is not Megatron:
+/// since 2023-10-12 (NVIDIA/Megatron-LM 4eeff55d1f "Make overlap_p2p_comm the default":
+/// `--no-overlap-p2p-communication`, arguments.py at d98e8a64). Before it the overlap was
+/// opt-in (`--overlap-p2p-communication`, f9283c5a8a, 2023-05-31) and before that absent, so
+/// the sources that ran an older Megatron-LM and do not state the flag run without it: SC21
+/// (2021) and MegaScale's 2023 Megatron-LM baseline (which keeps the 2023 gather too,
+/// [`super::scenario::Source`]'s `aligns_param_gather`). torchtitan is not Megatron:
 /// PyTorch's pipelining schedules batch each step's sends and receives
 /// (torch/distributed/pipelining/schedules.py `_batch_p2p`).
 fn p2p_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
-    let era = matches!(
-        super::scenario::Source::of(row),
-        super::scenario::Source::Sc21Table1 | super::scenario::Source::Sc21Other
-    );
-    if (era || is_torchtitan(row)) && plan.remove(Key::OverlapP2p) {
-        assumed.push(if era {
-            "overlap_p2p off (SC21's 2021 Megatron-LM had no p2p overlap)".into()
-        } else {
-            "overlap_p2p off (torchtitan batches each step's sends and receives)".into()
-        });
+    use super::scenario::Source;
+    let why = match Source::of(row) {
+        Source::Sc21Table1 | Source::Sc21Other => "SC21's 2021 Megatron-LM had no p2p overlap",
+        Source::MegaScale => {
+            "MegaScale's 2023 Megatron-LM predates the default, Megatron-LM 4eeff55d1f"
+        }
+        _ if is_torchtitan(row) => "torchtitan batches each step's sends and receives",
+        _ => return,
+    };
+    if plan.remove(Key::OverlapP2p) {
+        assumed.push(format!("overlap_p2p off ({why})"));
     }
 }
 

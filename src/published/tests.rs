@@ -58,7 +58,11 @@ fn an_sc21_row_becomes_an_interleaved_unfused_full_recompute_scenario() {
     assert!(!b.venus.contains("  overlap_p2p\n"), "{}", b.venus);
     assert!(!b.precision_fp8 && !b.moe);
     assert_eq!(b.assumed.len(), 3, "{:?}", b.assumed);
-    assert!(b.assumed[2].starts_with("overlap_p2p off (SC21"), "{:?}", b.assumed);
+    assert!(
+        b.assumed[2].starts_with("overlap_p2p off (SC21"),
+        "{:?}",
+        b.assumed
+    );
 }
 
 #[test]
@@ -437,7 +441,11 @@ fn fsdp_rows_name_their_strategy_and_implementation() {
     r.megatron_args = String::new();
     r.dist_optimizer = "FSDP".into();
     let b = build(&r).unwrap();
-    assert!(b.venus.contains("  fsdp optim_grads_params\n"), "{}", b.venus);
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params\n"),
+        "{}",
+        b.venus
+    );
     assert!(b
         .assumed
         .iter()
@@ -485,10 +493,7 @@ fn megatron_bridge_performance_rows_reduce_gradients_in_bf16() {
         .iter()
         .any(|a| a.starts_with("grad_dtype bf16 (unstated")));
     let kimi = line.replace("GPT-OSS-120B (MoE)", "Kimi-K2 (MoE, Muon optimizer)");
-    assert!(!build(&v2_row(&kimi))
-        .unwrap()
-        .venus
-        .contains("grad_dtype"));
+    assert!(!build(&v2_row(&kimi)).unwrap().venus.contains("grad_dtype"));
     assert!(!build(&sc21_row()).unwrap().venus.contains("grad_dtype"));
 }
 
@@ -547,19 +552,29 @@ fn a_tp_overlap_without_sp_is_dropped_with_the_reason() {
     let b = build(&r).unwrap();
     assert!(!b.venus.contains("overlap_tp_comm\n"), "{}", b.venus);
     assert!(
-        b.assumed.iter().any(|a| a.starts_with("overlap_tp_comm off")),
+        b.assumed
+            .iter()
+            .any(|a| a.starts_with("overlap_tp_comm off")),
         "{:?}",
         b.assumed
     );
 }
 
-/// An interleaved Megatron run overlaps its p2p (the importer follows Megatron's default);
-/// torchtitan, not Megatron, does not.
+/// An interleaved Megatron run overlaps its p2p (the importer follows Megatron's default since
+/// 2023-10); MegaScale's 2023 Megatron-LM and torchtitan, not Megatron, do not.
 #[test]
 fn interleaved_megatron_rows_overlap_p2p_and_torchtitan_rows_do_not() {
     let mut r = readme_row("");
     (r.pp, r.vpp, r.num_gpus) = (Some(4), Some(2), Some(64));
     assert!(build(&r).unwrap().venus.contains("  overlap_p2p\n"));
+    let mut m = r.clone();
+    m.id = "megascale_mlm_x".into();
+    let b = build(&m).unwrap();
+    assert!(!b.venus.contains("  overlap_p2p\n"), "{}", b.venus);
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("overlap_p2p off (MegaScale's 2023")));
     r.framework = "torchtitan".into();
     let b = build(&r).unwrap();
     assert!(!b.venus.contains("overlap_p2p\n"), "{}", b.venus);

@@ -1092,13 +1092,19 @@ impl Converter {
                         Code::E0609,
                         format!(
                             "`--data-parallel-sharding-strategy` takes {}, not `{}`",
-                            FSDP_STRATEGIES.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
+                            FSDP_STRATEGIES
+                                .iter()
+                                .map(|s| format!("`{s}`"))
+                                .collect::<Vec<_>>()
+                                .join(", "),
                             excerpt(&w)
                         ),
                         self.loc(span),
                         "unknown strategy",
                     )
-                    .with_help("write `--data-parallel-sharding-strategy optim_grads_params` (ZeRO-3)"),
+                    .with_help(
+                        "write `--data-parallel-sharding-strategy optim_grads_params` (ZeRO-3)",
+                    ),
                 );
                 return;
             }
@@ -1743,7 +1749,11 @@ mod tests {
         )
         .unwrap();
         assert!(i.warnings.is_empty(), "{:?}", i.warnings);
-        assert!(i.plan.contains(&"fsdp optim_grads torch".to_string()), "{:?}", i.plan);
+        assert!(
+            i.plan.contains(&"fsdp optim_grads torch".to_string()),
+            "{:?}",
+            i.plan
+        );
         for line in [
             "swiglu",
             "hybrid_override_pattern \"M*M-\"",
@@ -1754,7 +1764,11 @@ mod tests {
             assert!(i.model.contains(&line.to_string()), "{line}: {:?}", i.model);
         }
         let i = import_megatron(&format!("{SMALL} --use-megatron-fsdp"), &opts()).unwrap();
-        assert!(i.plan.contains(&"fsdp optim_grads_params".to_string()), "{:?}", i.plan);
+        assert!(
+            i.plan.contains(&"fsdp optim_grads_params".to_string()),
+            "{:?}",
+            i.plan
+        );
         let e = import_megatron(
             &format!("{SMALL} --use-megatron-fsdp --data-parallel-sharding-strategy zero3"),
             &opts(),
