@@ -13,6 +13,7 @@
 //! on integer picoseconds), so debug and release builds print the same table.
 
 pub mod flops;
+pub mod imported;
 pub mod scenario;
 pub mod split;
 pub mod tsv;

@@ -6,9 +6,10 @@
 //! default below is a function of the source and the row's own columns, and each is written
 //! into the generated file as a comment so a reader can see it.
 
+use super::imported::{self, Block, Columns, Gemm, Imported, RecomputeColumn};
 use super::split;
 use super::tsv::Row;
-use crate::syntax::schema as venusc_schema;
+use crate::syntax::schema::Key;
 use std::fmt::Write as _;
 
 /// Where a row comes from; decides its FLOP convention and the defaults for unstated values.
@@ -261,28 +262,16 @@ fn cluster_line(row: &Row, gpus: u64) -> Result<String, Skip> {
         format!("cluster c : {cluster} < nodes {nodes} >")
     })
 }
-
-/// MoE architectures the table names but does not spell out in columns (the TSV has no
-/// expert columns): from the public model cards its notes cite.
-struct MoeArch {
-    experts: u64,
-    topk: u64,
-    moe_ffn: u64,
-    head_dim: u64,
-    vocab: u64,
-}
-
-fn moe_arch(model: &str) -> Option<MoeArch> {
+/// The vocabulary of a model the table names without a `vocab` cell, from its public card.
+fn model_card_vocab(model: &str) -> Option<(u64, &'static str)> {
     if model.starts_with("GPT-OSS-120B") {
-        // openai/gpt-oss-120b config.json: 128 experts, 4 per token, intermediate 2880,
-        // head_dim 64, vocabulary 201,088 (o200k_harmony), SwiGLU experts.
-        Some(MoeArch {
-            experts: 128,
-            topk: 4,
-            moe_ffn: 2880,
-            head_dim: 64,
-            vocab: 201_088,
-        })
+        // openai/gpt-oss-120b config.json: vocabulary 201,088 (o200k_harmony).
+        Some((201_088, "the gpt-oss tokenizer's vocabulary"))
+    } else if model.starts_with("Nemotron") {
+        // NVIDIA's Nemotron-H and Nemotron 3 models share one 131,072-token vocabulary
+        // (nvidia/Nemotron-H-8B-Base-8K config.json `vocab_size`; Megatron-Bridge's
+        // NemotronH config tests assert 131072).
+        Some((NEMOTRON_VOCAB, "the Nemotron tokenizer's vocabulary"))
     } else {
         None
     }
@@ -290,18 +279,19 @@ fn moe_arch(model: &str) -> Option<MoeArch> {
 
 /// Models the table names whose architecture a stdlib model spells out (multi-head latent
 /// attention, fine-grained MoE, shared experts, dense first layers, MTP) and its columns do not:
-/// the row's model inherits the stdlib one and overrides the sizes the row states.
-fn stdlib_model(model: &str) -> Option<&'static str> {
-    const MODELS: &[(&str, &str)] = &[
-        ("DeepSeek-V3", "deepseek_v3"),
-        ("Qwen3-235B-A22B", "qwen3_235b_a22b"),
-        ("Qwen3-30B-A3B", "qwen3_30b_a3b"),
-        ("Kimi-K2", "kimi_k2"),
+/// the row's model inherits the stdlib one and overrides what the row states. With the stdlib
+/// model's vocabulary (`stdlib/models.venus`), for a row that leaves it blank.
+fn stdlib_model(model: &str) -> Option<(&'static str, u64)> {
+    const MODELS: &[(&str, &str, u64)] = &[
+        ("DeepSeek-V3", "deepseek_v3", 129_280),
+        ("Qwen3-235B-A22B", "qwen3_235b_a22b", 151_936),
+        ("Qwen3-30B-A3B", "qwen3_30b_a3b", 151_936),
+        ("Kimi-K2", "kimi_k2", 163_840),
     ];
     MODELS
         .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|&(_, name)| name)
+        .find(|(prefix, _, _)| model.starts_with(prefix))
+        .map(|&(_, name, vocab)| (name, vocab))
 }
 
 fn need(v: Option<u64>, what: &str) -> Result<u64, Skip> {
@@ -314,7 +304,15 @@ fn smallest_divisor(n: u64) -> u64 {
     (2..=n).find(|d| n.is_multiple_of(*d)).unwrap_or(1)
 }
 
-/// Builds the scenario of a row.
+/// The stdlib cluster name a row's `cluster` line derives from (for the importer's header).
+fn cluster_name(row: &Row) -> &'static str {
+    rack_cluster_of(&row.gpu)
+        .or_else(|| hardware_of(row).ok().map(|h| h.cluster))
+        .unwrap_or(crate::emit::megatron::DEFAULT_CLUSTER)
+}
+
+/// Builds the scenario of a row: its columns and `megatron_args` through the Megatron-LM
+/// importer ([`imported`]), then the source's rules on the imported model and plan.
 pub fn build(row: &Row) -> Result<Built, Skip> {
     let source = Source::of(row);
     if rack_cluster_of(&row.gpu).is_none() {
@@ -331,47 +329,9 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         (Some(t), Some(p)) if t > 0 && p > 0 => (t, p),
         _ => sc21_table2_split(row, source, gpus, layers, &mut assumed)?,
     };
-    let moe = moe_arch(&row.model);
     let stdlib = stdlib_model(&row.model);
-    let hybrid = hybrid_arch(row, heads, &mut assumed);
-    if row.model.contains("MoE") && moe.is_none() && stdlib.is_none() && hybrid.is_none() {
-        return Err(Skip("MoE architecture not in the table".into()));
-    }
     let cluster = cluster_line(row, gpus)?;
-    let vocab = match (&moe, row.vocab, stdlib) {
-        (_, Some(v), _) if v > 0 => v,
-        (Some(m), _, _) => m.vocab,
-        _ if hybrid.is_some() => {
-            // NVIDIA's Nemotron-H and Nemotron 3 models share one 131,072-token vocabulary
-            // (nvidia/Nemotron-H-8B-Base-8K config.json `vocab_size`; Megatron-Bridge's
-            // NemotronH config tests assert 131072).
-            assumed.push(format!(
-                "vocab {NEMOTRON_VOCAB} (unstated; the Nemotron tokenizer's vocabulary)"
-            ));
-            NEMOTRON_VOCAB
-        }
-        (None, _, Some(name)) => {
-            assumed.push(format!("vocab of the stdlib `{name}` (unstated)"));
-            0
-        }
-        _ if source == Source::Mlperf && row.model.starts_with("GPT-3") => {
-            // https://github.com/mlcommons/training/blob/master/large_language_model/megatron-lm/README.md §3: the GPT-2
-            // BPE files give "the vocab size (value is 50257)"; the paxml reference's
-            // pass-through vocabulary has the same size. Megatron pads it (128 × tp).
-            assumed.push(format!(
-                "vocab {MLPERF_GPT3_VOCAB} (unstated; the MLPerf GPT-3 reference's vocab size)"
-            ));
-            MLPERF_GPT3_VOCAB
-        }
-        _ => return Err(Skip("vocab not stated".into())),
-    };
-    if stdlib == Some("deepseek_v3") && source == Source::McoreDsv3 {
-        // The reproduce guide's launch script (the row's megatron_args) sets no
-        // `--mtp-num-layers`: Megatron's default is no MTP.
-        assumed.push("mtp_layers 0 (the launch script sets no `--mtp-num-layers`)".into());
-    } else if stdlib == Some("deepseek_v3") && !row.model.contains("w/o MTP") {
-        assumed.push("mtp_layers 1 (the stdlib `deepseek_v3`, as its report; unstated)".into());
-    }
+    let vocab = vocab_of(row, source, stdlib, &mut assumed)?;
     let cp = row.cp.filter(|&c| c > 0).unwrap_or(1);
     let ep = row.ep.filter(|&e| e > 0).unwrap_or(1);
     let mb = match row.micro_batch {
@@ -381,7 +341,175 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             1
         }
     };
-    let vpp = match (row.vpp, source) {
+    let vpp = vpp_of(row, source, layers, pp, &mut assumed);
+    let columns = Columns {
+        layers,
+        hidden,
+        heads,
+        seq,
+        vocab,
+        ffn: row.ffn.filter(|&f| f > 0),
+        kv_groups: row.kv_groups.filter(|&g| g > 0),
+        global_batch: gbs,
+        micro_batch: mb,
+        tp,
+        pp,
+        vpp,
+        cp,
+        ep,
+        sp: sp_of(row, source, tp, &mut assumed),
+        recompute: recompute_of(row, source, &mut assumed),
+        distributed_optimizer: distributed_optimizer_of(row, source, &mut assumed),
+        gemm: gemm_of(row),
+    };
+    let mut imported = imported::import(row, &columns, cluster_name(row), gpus).map_err(Skip)?;
+    if row.model.contains("MoE") && !imported.model.has(Key::Experts) && stdlib.is_none() {
+        return Err(Skip(
+            "MoE architecture not stated: no `--num-experts` in `megatron_args`, and no stdlib model of that name"
+                .into(),
+        ));
+    }
+    let model = &mut imported.model;
+    if let Some((name, _)) = stdlib {
+        mtp_rules(row, source, name, model, &mut assumed);
+        // Megatron's `--moe-shared-expert-intermediate-size` is the shared experts' whole width
+        // (megatron/core/transformer/moe/shared_experts.py:127 at d98e8a64: one MLP of that size);
+        // the stdlib model counts them as `shared_experts N` of `moe_ffn` each, which venusc
+        // adds to it, so the imported width replaces the stdlib count.
+        if model.has(Key::SharedExpertFfn) {
+            model.set(Key::SharedExperts, 0);
+        }
+    }
+    if stdlib.is_none() {
+        llama_family_rule(row, hidden, model, &mut assumed);
+    }
+    let untied = model.has(Key::UntiedEmbeddings);
+    let plan = &mut imported.plan;
+    fsdp_rules(row, pp, ep, untied, plan, &mut assumed);
+    optimizer_rules(source, vpp, plan, &mut assumed);
+    tp_overlap_rule(plan, &mut assumed);
+    let mtp = u64::from(
+        stdlib.is_some_and(|(n, _)| n == "deepseek_v3")
+            && !row.model.contains("w/o MTP")
+            && source != Source::McoreDsv3,
+    );
+    split::pipeline_rules(
+        row,
+        split::Sizes {
+            layers,
+            pp,
+            vpp,
+            mtp,
+        },
+        plan,
+        &mut assumed,
+    );
+    task_rules(row, plan, &mut assumed);
+    bridge_benchmark_grads(row, source, plan, &mut assumed);
+    if !source.modern() {
+        // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
+        // with a fused scale-mask-softmax over the full scores.
+        plan.set(Key::Attention, "unfused");
+    }
+    let low = plan.value(Key::Precision).is_some_and(|p| p != "bf16");
+    let moe = imported.model.has(Key::Experts) || stdlib.is_some();
+    let venus = write_scenario(
+        row,
+        source,
+        gpus,
+        stdlib.map(|s| s.0),
+        &imported,
+        &cluster,
+        &assumed,
+    );
+    Ok(Built {
+        source,
+        venus,
+        assumed,
+        precision_fp8: low,
+        moe,
+    })
+}
+
+/// The `.venus` text: the assumptions and unmodelled flags as comments, the imported model
+/// (inheriting a stdlib model where the row names one), the cluster and the plan.
+fn write_scenario(
+    row: &Row,
+    source: Source,
+    gpus: u64,
+    stdlib: Option<&str>,
+    imported: &Imported,
+    cluster: &str,
+    assumed: &[String],
+) -> String {
+    let mut v = String::new();
+    let _ = writeln!(v, "# {} — {} ({})", row.id, row.model, source.name());
+    let _ = writeln!(
+        v,
+        "# published {} {} on {gpus} GPUs",
+        row.metric,
+        row.value.unwrap_or(0.0)
+    );
+    for a in assumed {
+        let _ = writeln!(v, "# assumed: {a}");
+    }
+    for flag in &imported.not_modelled {
+        let _ = writeln!(v, "# not modelled (W0012): {flag}");
+    }
+    match stdlib {
+        Some(name) => {
+            let _ = writeln!(v, "model m : {name} <");
+        }
+        None => {
+            let _ = writeln!(v, "model m <");
+        }
+    }
+    for l in imported.model.lines() {
+        let _ = writeln!(v, "  {l}");
+    }
+    let _ = writeln!(v, ">\n");
+    let _ = writeln!(v, "{cluster}\n");
+    let _ = writeln!(v, "plan p <");
+    for l in imported.plan.lines() {
+        let _ = writeln!(v, "  {l}");
+    }
+    let _ = writeln!(v, ">");
+    v
+}
+
+/// The row's vocabulary: its column, else one rule per model or source.
+fn vocab_of(
+    row: &Row,
+    source: Source,
+    stdlib: Option<(&str, u64)>,
+    assumed: &mut Vec<String>,
+) -> Result<u64, Skip> {
+    if let Some(v) = row.vocab.filter(|&v| v > 0) {
+        return Ok(v);
+    }
+    if let Some((v, why)) = model_card_vocab(&row.model) {
+        assumed.push(format!("vocab {v} (unstated; {why})"));
+        return Ok(v);
+    }
+    if let Some((name, v)) = stdlib {
+        assumed.push(format!("vocab {v} (unstated; the stdlib `{name}`'s)"));
+        return Ok(v);
+    }
+    if source == Source::Mlperf && row.model.starts_with("GPT-3") {
+        // https://github.com/mlcommons/training/blob/master/large_language_model/megatron-lm/README.md §3: the GPT-2
+        // BPE files give "the vocab size (value is 50257)"; the paxml reference's
+        // pass-through vocabulary has the same size. Megatron pads it (128 × tp).
+        assumed.push(format!(
+            "vocab {MLPERF_GPT3_VOCAB} (unstated; the MLPerf GPT-3 reference's vocab size)"
+        ));
+        return Ok(MLPERF_GPT3_VOCAB);
+    }
+    Err(Skip("vocab not stated".into()))
+}
+
+/// The virtual stages per rank: the column, else the source's rule.
+fn vpp_of(row: &Row, source: Source, layers: u64, pp: u64, assumed: &mut Vec<String>) -> u64 {
+    match (row.vpp, source) {
         (Some(v), _) if v > 0 => v,
         // SC21's Megatron-LM refused the interleaved schedule at pp 2 (NVIDIA/Megatron-LM
         // 182841f7 megatron/arguments.py: "pipeline-model-parallel size should be greater
@@ -410,8 +538,12 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             v
         }
         _ => 1,
-    };
-    let sp = match row.seq_parallel.as_str() {
+    }
+}
+
+/// Sequence parallelism: the column, else on for a source after 2022 at tp > 1.
+fn sp_of(row: &Row, source: Source, tp: u64, assumed: &mut Vec<String>) -> bool {
+    match row.seq_parallel.as_str() {
         "yes" => tp > 1,
         "no" => false,
         _ => {
@@ -429,41 +561,34 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             }
             on
         }
-    };
-    let recompute = if row.recompute.starts_with("full") {
-        "full"
+    }
+}
+
+/// The recompute column (`megatron_args`' `--recompute-granularity`, read by the importer
+/// after it, wins where the row states both).
+fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> RecomputeColumn {
+    if row.recompute.starts_with("full") {
+        RecomputeColumn::Full
     } else if row.recompute.starts_with("selective") {
-        "selective"
+        RecomputeColumn::Selective
     } else if row.recompute.is_empty() && source.modern() {
         // Megatron-Core runs flash attention (no s × s scores kept, which the memory model
         // follows), so an unstated recompute is taken as none.
         assumed.push("recompute none (unstated; flash attention keeps no scores)".into());
-        "none"
+        RecomputeColumn::None
     } else {
         if row.recompute.is_empty() {
             assumed.push("recompute none (unstated)".into());
         }
-        "none"
-    };
-    let untied = row.ffn.is_some_and(|f| f != 4 * hidden)
-        || has_flag(&row.megatron_args, "--untie-embeddings-and-output-weights");
-    let fsdp = fsdp_of(row, pp, ep, untied);
-    if let Some(f) = &fsdp {
-        assumed.extend(f.assumed.clone());
+        RecomputeColumn::None
     }
-    let task = task_items(row, &mut assumed);
-    let mut state = state_dtype_items(row);
-    if bridge_benchmark_grads(row, source, &state) {
-        assumed.push(
-            "grad_dtype bf16 (unstated; Megatron-Bridge's performance recipes reduce gradients \
-             in bf16)"
-                .into(),
-        );
-        state.insert(0, "grad_dtype bf16".to_string());
-    }
-    let dist_opt = match row.dist_optimizer.as_str() {
-        // Megatron-FSDP runs its own distributed optimizer (arguments.py:1128-1136).
-        _ if fsdp.is_some() => false,
+}
+
+/// The distributed optimizer: the column, else on for a source after 2022. An FSDP row's is
+/// settled by [`fsdp_rules`].
+fn distributed_optimizer_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> bool {
+    match row.dist_optimizer.as_str() {
+        s if s.to_ascii_uppercase().starts_with("FSDP") => false,
         s if s.starts_with("yes") => true,
         "no" => false,
         _ => {
@@ -478,283 +603,154 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
             ));
             on
         }
-    };
-    // The v2 `precision` column where there is one (MXFP8 and block-scaled FP8 run their
-    // GEMMs on the FP8 tensor cores too; NVFP4 on the FP4 ones), else the notes of v1.
-    let (fp8, fp4) = match row.precision.as_str() {
-        "" => (
-            row.notes.to_ascii_uppercase().contains("FP8 PRECISION")
+    }
+}
+
+/// The GEMM precision: the v2 `precision` column where there is one, else the notes of v1.
+fn gemm_of(row: &Row) -> Gemm {
+    match row.precision.as_str() {
+        "" => {
+            let fp8 = row.notes.to_ascii_uppercase().contains("FP8 PRECISION")
                 || row.notes.starts_with("precision FP8")
-                || row.notes.starts_with("FP8"),
-            false,
-        ),
-        p => (p.contains("fp8"), p == "nvfp4"),
-    };
-
-    let mtp = u64::from(
-        stdlib == Some("deepseek_v3")
-            && !row.model.contains("w/o MTP")
-            && source != Source::McoreDsv3,
-    );
-    let pipeline = split::pipeline_items(
-        row,
-        split::Sizes {
-            layers,
-            pp,
-            vpp,
-            mtp,
-        },
-    );
-    assumed.extend(pipeline.assumed.iter().cloned());
-    // NVIDIA's MLPerf GPT-3 NeMo configs: `OVERLAP_P2P_COMM=True`, `BATCH_P2P_COMM=False`
-    // (mlcommons/training_results_v4.x NVIDIA/benchmarks/gpt3 config_common.sh).
-    let overlap_p2p = source == Source::Mlperf
-        && vpp > 1
-        && pp > 1
-        && !pipeline.items.iter().any(|i| i == "overlap_p2p");
-    if overlap_p2p {
-        assumed.push("overlap_p2p (unstated; NVIDIA's MLPerf GPT-3 configs set it)".into());
+                || row.notes.starts_with("FP8");
+            if fp8 {
+                Gemm::Fp8
+            } else {
+                Gemm::Bf16
+            }
+        }
+        "fp16" => Gemm::Fp16,
+        "fp8" => Gemm::Fp8,
+        "fp8_blockwise" => Gemm::Fp8Blockwise,
+        "mxfp8" => Gemm::Mxfp8,
+        "nvfp4" => Gemm::Nvfp4,
+        _ => Gemm::Bf16,
     }
+}
 
-    let mut v = String::new();
-    let _ = writeln!(v, "# {} — {} ({})", row.id, row.model, source.name());
-    let _ = writeln!(
-        v,
-        "# published {} {} on {gpus} GPUs",
-        row.metric,
-        row.value.unwrap_or(0.0)
-    );
-    for a in &assumed {
-        let _ = writeln!(v, "# assumed: {a}");
+/// DeepSeek-V3's multi-token prediction: the Megatron-Core reproduce guide's launch script
+/// (the row's `megatron_args`) sets no `--mtp-num-layers`, which is Megatron's default of
+/// none; a row that says "w/o MTP" has none; otherwise the stdlib model's, as its report.
+fn mtp_rules(row: &Row, source: Source, name: &str, model: &mut Block, assumed: &mut Vec<String>) {
+    if model.has(Key::MtpLayers) {
+        return;
     }
-    if let Some(name) = stdlib {
-        write_stdlib_model(&mut v, row, name, [hidden, layers, heads, vocab, seq]);
-    } else {
-        let _ = write!(
-            v,
-            "model m <\n  hidden {hidden} layers {layers} heads {heads}\n  vocab {vocab} seq {seq}\n"
+    if name == "deepseek_v3" && source == Source::McoreDsv3 {
+        assumed.push("mtp_layers 0 (the launch script sets no `--mtp-num-layers`)".into());
+        model.set(Key::MtpLayers, 0);
+    } else if row.model.contains("w/o MTP") {
+        model.set(Key::MtpLayers, 0);
+    } else if name == "deepseek_v3" {
+        assumed.push("mtp_layers 1 (the stdlib `deepseek_v3`, as its report; unstated)".into());
+    }
+}
+
+/// A v1 row (no `megatron_args`) whose ffn is not 4h is a Llama-family model: SwiGLU and
+/// separate embeddings (a v2 row states `--swiglu` and `--untie-embeddings-and-output-weights`).
+fn llama_family_rule(row: &Row, hidden: u64, model: &mut Block, assumed: &mut Vec<String>) {
+    let llama =
+        row.megatron_args.trim().is_empty() && row.ffn.is_some_and(|f| f > 0 && f != 4 * hidden);
+    if llama && !model.has(Key::Swiglu) {
+        model.set_flag(Key::Swiglu);
+        model.set_flag(Key::UntiedEmbeddings);
+        assumed.push("swiglu untied_embeddings (a v1 row with ffn ≠ 4h: the Llama family)".into());
+    }
+}
+
+/// FSDP: a `dist_optimizer` cell that says FSDP without an FSDP flag is Megatron-FSDP with
+/// Megatron's default strategy (arguments.py `--data-parallel-sharding-strategy`);
+/// `--use-torch-fsdp2` stays torch FSDP2 where Megatron's checks accept the plan (pp 1, ep 1,
+/// untied embeddings, arguments.py:1031-1045); torchtitan composes FSDP2 with its own
+/// pipeline, which Megatron's torch path rejects, so there Megatron-FSDP (the same ZeRO state,
+/// per-layer units) stands in and the scenario says so. Megatron-FSDP runs its own distributed
+/// optimizer (arguments.py:1128-1136).
+fn fsdp_rules(
+    row: &Row,
+    pp: u64,
+    ep: u64,
+    untied: bool,
+    plan: &mut Block,
+    assumed: &mut Vec<String>,
+) {
+    if !plan.has(Key::Fsdp) && row.dist_optimizer.to_ascii_uppercase().starts_with("FSDP") {
+        plan.set(Key::Fsdp, "optim_grads_params");
+        assumed.push(
+            "fsdp optim_grads_params (sharding strategy unstated; Megatron's default)".into(),
         );
     }
-    match (&moe, stdlib) {
-        (_, Some(_)) => {}
-        _ if hybrid.is_some() => {
-            for line in hybrid.iter().flatten() {
-                let _ = writeln!(v, "  {line}");
-            }
-        }
-        (Some(m), None) => {
-            let kv = need(row.kv_groups, "kv_groups")?;
-            let _ = writeln!(
-                v,
-                "  kv_groups {kv} head_dim {} swiglu untied_embeddings\n  experts {} topk {} moe_ffn {}",
-                m.head_dim, m.experts, m.topk, m.moe_ffn
-            );
-        }
-        (None, None) => {
-            if let Some(f) = row.ffn.filter(|&f| f > 0) {
-                let _ = writeln!(v, "  ffn {f}");
-            }
-            if let Some(g) = row.kv_groups.filter(|&g| g > 0 && g != heads) {
-                let _ = writeln!(v, "  kv_groups {g}");
-            }
-            // Llama-family rows (an ffn that is not 4h) use SwiGLU and separate embeddings.
-            if row.ffn.is_some_and(|f| f != 4 * hidden) {
-                let _ = writeln!(v, "  swiglu untied_embeddings");
-            }
-        }
-    }
-    let _ = writeln!(v, ">\n");
-    let _ = writeln!(v, "{cluster}\n");
-    let _ = write!(v, "plan p <\n  tp {tp} pp {pp}");
-    if vpp > 1 {
-        let _ = write!(v, " vpp {vpp}");
-    }
-    if cp > 1 {
-        let _ = write!(v, " cp {cp}");
-    }
-    if ep > 1 {
-        let _ = write!(v, " ep {ep}");
-    }
-    let _ = write!(v, "\n  micro_batch {mb} global_batch {gbs}\n");
-    if overlap_p2p {
-        let _ = writeln!(v, "  overlap_p2p");
-    }
-    for item in &pipeline.items {
-        let _ = writeln!(v, "  {item}");
-    }
-    if sp {
-        let _ = writeln!(v, "  sp");
-        if tp > 1 && row.notes.contains("tp-comm-overlap") {
-            let _ = writeln!(v, "  overlap_tp_comm");
-        }
-    }
-    if recompute != "none" {
-        let _ = writeln!(v, "  recompute {recompute}");
-    }
-    if dist_opt {
-        let _ = writeln!(
-            v,
-            "  distributed_optimizer overlap_grad_reduce overlap_param_gather"
-        );
-        if vpp > 1 && source.aligns_param_gather() {
-            let _ = writeln!(v, "  delay_param_gather");
-        }
-    }
-    if let Some(f) = &fsdp {
-        let _ = writeln!(v, "  {}", f.item);
-    }
-    for item in task.iter().chain(&state) {
-        let _ = writeln!(v, "  {item}");
-    }
-    if fp8 {
-        let _ = writeln!(v, "  precision fp8");
-    } else if fp4 {
-        let _ = writeln!(v, "  precision fp4");
-    }
-    for item in memory_flag_items(row, recompute, fp8, dist_opt || fsdp.is_some()) {
-        let _ = writeln!(v, "  {item}");
-    }
-    if !source.modern() {
-        // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
-        // with a fused scale-mask-softmax over the full scores.
-        let _ = writeln!(v, "  attention unfused");
-    }
-    let _ = writeln!(v, ">");
-    Ok(Built {
-        source,
-        venus: v,
-        assumed,
-        precision_fp8: fp8 || fp4,
-        moe: moe.is_some() || stdlib.is_some() || has_flag(&row.megatron_args, "--num-experts"),
-    })
-}
-
-/// The vocabulary of NVIDIA's Nemotron-H and Nemotron 3 tokenizer.
-const NEMOTRON_VOCAB: u64 = 131_072;
-
-/// A hybrid row's model lines beyond hidden, layers, heads, vocab and seq, from the flags of
-/// its `megatron_args` (`--hybrid-override-pattern` and the Mamba-2, attention and MoE sizes);
-/// `None` when the row is not a hybrid model.
-fn hybrid_arch(row: &Row, heads: u64, assumed: &mut Vec<String>) -> Option<Vec<String>> {
-    let args = row.megatron_args.as_str();
-    let pattern = flag_value(args, "--hybrid-override-pattern")?;
-    let mut lines = vec![format!("hybrid_override_pattern \"{pattern}\"")];
-    if let Some(g) = row.kv_groups.filter(|&g| g > 0 && g != heads) {
-        lines.push(format!("kv_groups {g}"));
-    }
-    if let Some(f) = row.ffn.filter(|&f| f > 0) {
-        lines.push(format!("ffn {f}"));
-    }
-    let keyed = [
-        ("--kv-channels", "head_dim"),
-        ("--mamba-num-heads", "mamba_num_heads"),
-        ("--mamba-head-dim", "mamba_head_dim"),
-        ("--mamba-state-dim", "ssm_state_size"),
-        ("--mamba-num-groups", "n_groups"),
-        ("--num-experts", "experts"),
-        ("--moe-router-topk", "topk"),
-        ("--moe-ffn-hidden-size", "moe_ffn"),
-        ("--moe-shared-expert-intermediate-size", "shared_expert_ffn"),
-        ("--moe-latent-size", "moe_latent_size"),
-    ];
-    for (flag, key) in keyed {
-        if let Some(value) = flag_value(args, flag) {
-            lines.push(format!("{key} {value}"));
-        }
-    }
-    if has_flag(args, "--num-experts") && flag_value(args, "--moe-router-topk").is_none() {
-        // arguments.py: `--moe-router-topk` defaults to 2.
-        lines.push("topk 2".into());
-        assumed.push("topk 2 (Megatron's `--moe-router-topk` default)".into());
-    }
-    if has_flag(args, "--untie-embeddings-and-output-weights") {
-        lines.push("untied_embeddings".into());
-    }
-    if has_flag(args, "--swiglu") {
-        lines.push("swiglu".into());
-    }
-    Some(lines)
-}
-
-/// True when `flag` is one of the space-separated words of `args`.
-pub(super) fn has_flag(args: &str, flag: &str) -> bool {
-    args.split_whitespace().any(|w| w == flag)
-}
-
-/// The word after `flag` in `args`, when the flag is there with a value.
-fn flag_value<'a>(args: &'a str, flag: &str) -> Option<&'a str> {
-    let mut words = args.split_whitespace();
-    words.find(|w| *w == flag)?;
-    words.next().filter(|w| !w.starts_with("--"))
-}
-
-/// A row's `fsdp` item and what it assumes.
-struct FsdpItem {
-    item: String,
-    assumed: Vec<String>,
-}
-
-/// `fsdp STRATEGY [torch]` for a row whose `megatron_args` name `--use-megatron-fsdp` or
-/// `--use-torch-fsdp2`, or whose `dist_optimizer` says FSDP. The strategy is the row's
-/// `--data-parallel-sharding-strategy`, else Megatron's default `optim_grads_params`
-/// (arguments.py). `--use-torch-fsdp2` stays torch FSDP2 where Megatron's checks accept the
-/// plan (pp 1, ep 1, untied embeddings, arguments.py:1031-1045); torchtitan composes FSDP2
-/// with its own pipeline, which Megatron's torch path rejects, so there Megatron-FSDP (the
-/// same ZeRO state, per-layer units) stands in and the scenario says so.
-fn fsdp_of(row: &Row, pp: u64, ep: u64, untied: bool) -> Option<FsdpItem> {
-    let args = row.megatron_args.as_str();
-    let torch = has_flag(args, "--use-torch-fsdp2");
-    let named = torch
-        || has_flag(args, "--use-megatron-fsdp")
-        || row.dist_optimizer.to_ascii_uppercase().starts_with("FSDP");
-    if !named {
-        return None;
-    }
-    let mut assumed = Vec::new();
-    let strategy = match flag_value(args, "--data-parallel-sharding-strategy") {
-        Some(s) if schema_strategy(s) => s.to_string(),
-        _ => {
-            assumed.push(
-                "fsdp optim_grads_params (sharding strategy unstated; Megatron's default)".into(),
-            );
-            "optim_grads_params".to_string()
-        }
+    let Some(value) = plan.value(Key::Fsdp).map(str::to_string) else {
+        return;
     };
-    let torch_ok = pp == 1 && ep == 1 && untied;
-    let item = if torch && torch_ok {
-        format!("fsdp {strategy} torch")
-    } else {
-        if torch {
+    if let Some(strategy) = value.strip_suffix(" torch") {
+        if !(pp == 1 && ep == 1 && untied) {
             assumed.push(format!(
                 "fsdp {strategy} megatron (the run's FSDP2 with pp {pp} / ep {ep} is outside \
                  Megatron's --use-torch-fsdp2; Megatron-FSDP shards the same state)"
             ));
+            plan.set(Key::Fsdp, strategy);
         }
-        format!("fsdp {strategy}")
-    };
-    Some(FsdpItem { item, assumed })
+    }
+    for key in [
+        Key::DistributedOptimizer,
+        Key::OverlapGradReduce,
+        Key::OverlapParamGather,
+    ] {
+        plan.remove(key);
+    }
 }
 
-/// One of Megatron's `--data-parallel-sharding-strategy` words.
-fn schema_strategy(s: &str) -> bool {
-    venusc_schema::FSDP_STRATEGIES.contains(&s)
+/// The distributed optimizer of every source after SC21 overlaps its gradient reduce-scatter
+/// and parameter all-gather (Megatron-Core's, NeMo's and Megatron-Bridge's performance
+/// configs set both); an interleaved run of a source whose Megatron aligns the gather
+/// ([`Source::aligns_param_gather`]) delays it to each chunk's first forward.
+fn optimizer_rules(source: Source, vpp: u64, plan: &mut Block, assumed: &mut Vec<String>) {
+    if !plan.has(Key::DistributedOptimizer) {
+        return;
+    }
+    let stated = plan.has(Key::OverlapGradReduce) && plan.has(Key::OverlapParamGather);
+    plan.set_flag(Key::OverlapGradReduce);
+    plan.set_flag(Key::OverlapParamGather);
+    if !stated
+        && !assumed
+            .iter()
+            .any(|a| a.starts_with("distributed_optimizer"))
+    {
+        assumed.push(
+            "overlap_grad_reduce overlap_param_gather (unstated; with the distributed optimizer)"
+                .into(),
+        );
+    }
+    if vpp > 1 && source.aligns_param_gather() {
+        plan.set_flag(Key::DelayParamGather);
+    }
+}
+
+/// Megatron's TP overlap needs sequence parallelism (arguments.py:1442, P02); a row that
+/// states `--tp-comm-overlap` on a plan without it (tp 1, where NeMo turns the overlap off:
+/// there is no TP communication) runs without the overlap.
+fn tp_overlap_rule(plan: &mut Block, assumed: &mut Vec<String>) {
+    if plan.has(Key::OverlapTpComm) && !plan.has(Key::Sp) {
+        plan.remove(Key::OverlapTpComm);
+        assumed.push(
+            "overlap_tp_comm off (stated, but the plan has no sp, which Megatron's TP overlap needs: arguments.py:1442)"
+                .into(),
+        );
+    }
 }
 
 /// `task lora` (with the rank the notes state) or `task sft` from the `task` column.
-fn task_items(row: &Row, assumed: &mut Vec<String>) -> Vec<String> {
+fn task_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
     match row.task.as_str() {
         "lora" => {
-            let rank = lora_rank_in(&row.notes);
-            if rank.is_none() {
-                assumed
-                    .push("lora_rank 32 (unstated; Megatron-Bridge's `LoRA.dim` default)".into());
+            plan.set(Key::Task, "lora");
+            match lora_rank_in(&row.notes) {
+                Some(r) => plan.set(Key::LoraRank, r),
+                None => assumed
+                    .push("lora_rank 32 (unstated; Megatron-Bridge's `LoRA.dim` default)".into()),
             }
-            let mut items = vec!["task lora".to_string()];
-            items.extend(rank.map(|r| format!("lora_rank {r}")));
-            items
         }
-        "sft" => vec!["task sft".to_string()],
-        _ => Vec::new(),
+        "sft" => plan.set(Key::Task, "sft"),
+        _ => {}
     }
 }
 
@@ -762,45 +758,19 @@ fn task_items(row: &Row, assumed: &mut Vec<String>) -> Vec<String> {
 /// saying: the performance recipes' `_benchmark_common` sets `grad_reduce_in_fp32 = False`
 /// ("benchmark-mode default", src/megatron/bridge/perf_recipes/_common.py, Megatron-Bridge
 /// @0191fc5e), except the Kimi K2 recipe, which sets it back to True (the same docstring).
-fn bridge_benchmark_grads(row: &Row, source: Source, written: &[String]) -> bool {
-    source == Source::Bridge
+fn bridge_benchmark_grads(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let applies = source == Source::Bridge
         && row.source.contains("Megatron-Bridge")
         && !row.model.starts_with("Kimi-K2")
-        && !written.iter().any(|i| i.starts_with("grad_dtype"))
-        && !has_flag(&row.megatron_args, "--accumulate-allreduce-grads-in-fp32")
-}
-
-/// The memory choices a row's `megatron_args` state, as the Megatron importer maps them:
-/// `--recompute-modules` (with selective recompute), `--recompute-method block` and
-/// `--recompute-num-layers` (with full recompute), and `--fp8-param-gather` (with FP8 and a
-/// sharded optimizer, which Megatron-LM requires: arguments.py:1095-1097 at d98e8a64).
-fn memory_flag_items(row: &Row, recompute: &str, fp8: bool, sharded: bool) -> Vec<String> {
-    let args = row.megatron_args.as_str();
-    let mut items = Vec::new();
-    if recompute == "selective" {
-        if let Some(at) = args.find("--recompute-modules ") {
-            let words: Vec<&str> = args[at + "--recompute-modules ".len()..]
-                .split_whitespace()
-                .take_while(|w| !w.starts_with("--"))
-                .filter(|w| crate::base::RecomputeModules::WORDS.contains(w))
-                .collect();
-            if !words.is_empty() && words != ["core_attn"] {
-                items.push(format!("recompute_modules {}", words.join(" ")));
-            }
-        }
+        && !plan.has(Key::GradDtype);
+    if applies {
+        assumed.push(
+            "grad_dtype bf16 (unstated; Megatron-Bridge's performance recipes reduce gradients \
+             in bf16)"
+                .into(),
+        );
+        plan.set(Key::GradDtype, "bf16");
     }
-    if recompute == "full" {
-        if flag_value(args, "--recompute-method") == Some("block") {
-            items.push("recompute_method block".to_string());
-        }
-        if let Some(n) = flag_value(args, "--recompute-num-layers").filter(|n| *n != "1") {
-            items.push(format!("recompute_num_layers {n}"));
-        }
-    }
-    if fp8 && sharded && has_flag(args, "--fp8-param-gather") {
-        items.push("fp8_param_gather".to_string());
-    }
-    items
 }
 
 /// The rank a row's notes state as `LoRA rank N`.
@@ -813,58 +783,8 @@ fn lora_rank_in(notes: &str) -> Option<u64> {
     digits.parse().ok().filter(|&r| r > 0)
 }
 
-/// The gradient and optimizer dtypes the row's flags state: `--grad-reduce-in-bf16` (or
-/// `--main-grads-dtype bf16`) and, with `--use-precision-aware-optimizer`, the master-weight and
-/// moment dtypes that are not fp32.
-fn state_dtype_items(row: &Row) -> Vec<String> {
-    let args = row.megatron_args.as_str();
-    let mut items = Vec::new();
-    if has_flag(args, "--grad-reduce-in-bf16")
-        || flag_value(args, "--main-grads-dtype") == Some("bf16")
-    {
-        items.push("grad_dtype bf16".to_string());
-    }
-    if has_flag(args, "--use-precision-aware-optimizer") {
-        for (flag, key, words) in [
-            (
-                "--main-params-dtype",
-                "main_params_dtype",
-                venusc_schema::MAIN_PARAMS_DTYPES,
-            ),
-            (
-                "--exp-avg-dtype",
-                "exp_avg_dtype",
-                venusc_schema::MOMENT_DTYPES,
-            ),
-            (
-                "--exp-avg-sq-dtype",
-                "exp_avg_sq_dtype",
-                venusc_schema::MOMENT_DTYPES,
-            ),
-        ] {
-            if let Some(w) = flag_value(args, flag).filter(|w| *w != "fp32" && words.contains(w)) {
-                items.push(format!("{key} {w}"));
-            }
-        }
-    }
-    items
-}
-
-/// `model m : NAME <` with the sizes the row states (a zero vocab: the stdlib's), and
-/// `mtp_layers 0` for a row that says its run had no multi-token prediction.
-fn write_stdlib_model(v: &mut String, row: &Row, name: &str, sizes: [u64; 5]) {
-    let [hidden, layers, heads, vocab, seq] = sizes;
-    let _ = write!(
-        v,
-        "model m : {name} <\n  hidden {hidden} layers {layers} heads {heads}\n  seq {seq}\n"
-    );
-    if vocab > 0 {
-        let _ = writeln!(v, "  vocab {vocab}");
-    }
-    if row.model.contains("w/o MTP") || Source::of(row) == Source::McoreDsv3 {
-        let _ = writeln!(v, "  mtp_layers 0");
-    }
-}
+/// The vocabulary of NVIDIA's Nemotron-H and Nemotron 3 tokenizer.
+const NEMOTRON_VOCAB: u64 = 131_072;
 
 /// The GPT-3 vocabulary of the MLPerf reference (GPT-2 BPE).
 const MLPERF_GPT3_VOCAB: u64 = 50_257;

@@ -1,23 +1,17 @@
-//! The pipeline split and point-to-point overlap of a published row: the Megatron-LM flags its
-//! `megatron_args` states, else one rule per source for what the source's framework does.
+//! The pipeline split and point-to-point overlap of a published row: what the Megatron-LM
+//! importer made of its `megatron_args`, then one rule per source for what the source's
+//! framework does.
 //!
-//! Input: a [`Row`] and the sizes the scenario builder settled (layers, pp, vpp, MTP depths).
-//! Output: [`PipelineItems`], the plan items to write and the assumptions behind them.
-//! Invariant: a rule is a function of the source and the row's columns, never of its id.
+//! Input: a [`Row`], the sizes the scenario builder settled (layers, pp, vpp, MTP depths) and
+//! the imported plan. Output: the plan edited in place, and the assumptions behind each edit.
+//! Invariant: a rule is a function of the source and the row's columns, never of its id; no
+//! flag is read here (the importer read them).
 
-use super::scenario::has_flag;
+use super::imported::Block;
 use super::tsv::Row;
+use crate::syntax::schema::Key;
 use venus_plan::plan::derive::{split_accounting, split_layers};
 use venus_plan::plan::pipeline_layout;
-
-/// Plan items for the pipeline split, and the assumptions made for them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PipelineItems {
-    /// Items of the plan block, one per line (`account_for_embedding`, `pipeline_layout "…"`).
-    pub items: Vec<String>,
-    /// `key value (rule)` for each value the source does not state.
-    pub assumed: Vec<String>,
-}
 
 /// The sizes the builder settled for a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,65 +39,56 @@ pub fn torchtitan_interleaved(row: &Row) -> bool {
 // (`generate_split_points`: `num_stages_per_rank = 2` for a `PipelineScheduleMulti`).
 pub const TORCHTITAN_STAGES_PER_RANK: u64 = 2;
 
-/// The value after `flag` in a Megatron-LM argument string (`--flag VALUE`).
-fn arg_value<'a>(args: &'a str, flag: &str) -> Option<&'a str> {
-    let mut words = args.split_whitespace();
-    words.find(|w| *w == flag)?;
-    words
-        .next()
-        .map(|v| v.trim_matches(|c| c == '"' || c == '\''))
-}
+/// The keys that state a pipeline split.
+const SPLIT_KEYS: [Key; 5] = [
+    Key::AccountForEmbedding,
+    Key::AccountForLoss,
+    Key::FirstStageLayers,
+    Key::LastStageLayers,
+    Key::PipelineLayout,
+];
 
-/// The pipeline items of a row.
-pub fn pipeline_items(row: &Row, s: Sizes) -> PipelineItems {
-    let mut out = PipelineItems::default();
-    let args = row.megatron_args.as_str();
-    stated_items(args, &mut out);
-    if has_flag(args, "--overlap-p2p-communication") {
-        out.items.push("overlap_p2p".into());
-    } else if is_bridge(row) && s.pp >= 2 && s.vpp > 1 {
-        out.items.push("overlap_p2p".into());
-        out.assumed.push(
-            "overlap_p2p (Megatron-Bridge's comm overlap config turns it on for pp > 1 with vpp > 1: \
-             src/megatron/bridge/training/comm_overlap.py)"
-                .into(),
-        );
-    }
-    let stated = !out.items.iter().all(|i| i == "overlap_p2p");
+/// The source's rules on the imported plan's pipeline: point-to-point overlap, and a split
+/// for layers that do not divide evenly when the row states none.
+pub fn pipeline_rules(row: &Row, s: Sizes, plan: &mut Block, assumed: &mut Vec<String>) {
+    p2p_rules(row, plan, assumed);
+    let stated = SPLIT_KEYS.iter().any(|&k| plan.has(k));
     if stated || s.pp < 2 || split_layers(s.layers, s.pp, s.vpp, None, None).is_ok() {
-        return out;
+        return;
     }
     if is_torchtitan(row) {
-        torchtitan_split(s, &mut out);
+        torchtitan_split(s, plan, assumed);
     } else if is_bridge(row) {
-        bridge_split(row, s, &mut out);
+        bridge_split(row, s, plan, assumed);
     }
-    out
+}
+
+/// The importer overlaps an interleaved pipeline's sends and receives, Megatron-LM's default
+/// since 2023-10-12 (NVIDIA/Megatron-LM 4eeff55d1f "Make overlap_p2p_comm the default":
+/// `--no-overlap-p2p-communication`, arguments.py at d98e8a64). Before it the overlap was
+/// opt-in (`--overlap-p2p-communication`, f9283c5a8a, 2023-05-31) and before that absent, so
+/// the sources that ran an older Megatron-LM and do not state the flag run without it: SC21
+/// (2021) and MegaScale's 2023 Megatron-LM baseline (which keeps the 2023 gather too,
+/// [`super::scenario::Source`]'s `aligns_param_gather`). torchtitan is not Megatron:
+/// PyTorch's pipelining schedules batch each step's sends and receives
+/// (torch/distributed/pipelining/schedules.py `_batch_p2p`).
+fn p2p_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
+    use super::scenario::Source;
+    let why = match Source::of(row) {
+        Source::Sc21Table1 | Source::Sc21Other => "SC21's 2021 Megatron-LM had no p2p overlap",
+        Source::MegaScale => {
+            "MegaScale's 2023 Megatron-LM predates the default, Megatron-LM 4eeff55d1f"
+        }
+        _ if is_torchtitan(row) => "torchtitan batches each step's sends and receives",
+        _ => return,
+    };
+    if plan.remove(Key::OverlapP2p) {
+        assumed.push(format!("overlap_p2p off ({why})"));
+    }
 }
 
 fn is_bridge(row: &Row) -> bool {
     row.source.contains("Megatron-Bridge") && !is_torchtitan(row)
-}
-
-/// The split flags the row's `megatron_args` state, as plan items.
-fn stated_items(args: &str, out: &mut PipelineItems) {
-    if has_flag(args, "--account-for-embedding-in-pipeline-split") {
-        out.items.push("account_for_embedding".into());
-    }
-    if has_flag(args, "--account-for-loss-in-pipeline-split") {
-        out.items.push("account_for_loss".into());
-    }
-    for (flag, key) in [
-        ("--decoder-first-pipeline-num-layers", "first_stage_layers"),
-        ("--decoder-last-pipeline-num-layers", "last_stage_layers"),
-    ] {
-        if let Some(n) = arg_value(args, flag).and_then(|v| v.parse::<u64>().ok()) {
-            out.items.push(format!("{key} {n}"));
-        }
-    }
-    if let Some(layout) = arg_value(args, "--pipeline-model-parallel-layout") {
-        out.items.push(format!("pipeline_layout \"{layout}\""));
-    }
 }
 
 /// Megatron-Bridge's recipes when the layers do not split evenly: Llama 3.1 405B and Qwen3
@@ -112,23 +97,23 @@ fn stated_items(args: &str, out: &mut PipelineItems) {
 // src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py:260-262 (`account_for_*_in_pipeline_split
 // = True`); src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py:50-68 and
 // recipes/kimi/h100/kimi_k2.py (`_get_*_pipeline_layout`: ⌈layers / stages⌉ per stage).
-fn bridge_split(row: &Row, s: Sizes, out: &mut PipelineItems) {
+fn bridge_split(row: &Row, s: Sizes, plan: &mut Block, assumed: &mut Vec<String>) {
     let layout_family = row.model.starts_with("DeepSeek") || row.model.starts_with("Kimi");
     if layout_family {
         let Some(counts) = pipeline_layout::balanced(s.layers, s.pp.saturating_mul(s.vpp)) else {
             return;
         };
         let text = pipeline_layout::render(&counts, s.mtp);
-        out.items.push(format!("pipeline_layout \"{text}\""));
+        plan.set(Key::PipelineLayout, format!("\"{text}\""));
         // The value is in the generated plan; the rule's text holds no `(` (grouping).
-        out.assumed.push(
+        assumed.push(
             "pipeline_layout (Megatron-Bridge's DeepSeek-V3/Kimi-K2 recipes: ⌈layers / stages⌉ per virtual stage, the rest with the loss on the last)"
                 .into(),
         );
     } else if split_accounting(s.layers, s.pp, s.vpp, true, true).is_ok() {
-        out.items
-            .push("account_for_embedding account_for_loss".into());
-        out.assumed.push(
+        plan.set_flag(Key::AccountForEmbedding);
+        plan.set_flag(Key::AccountForLoss);
+        assumed.push(
             "account_for_embedding (Megatron-Bridge's Llama 3.1 405B and Qwen3 recipes count the embedding and the loss as layers)"
                 .into(),
         );
@@ -162,13 +147,13 @@ pub fn torchtitan_counts(layers: u64, stages: u64) -> Option<Vec<u64>> {
     Some(counts)
 }
 
-fn torchtitan_split(s: Sizes, out: &mut PipelineItems) {
+fn torchtitan_split(s: Sizes, plan: &mut Block, assumed: &mut Vec<String>) {
     let Some(counts) = torchtitan_counts(s.layers, s.pp.saturating_mul(s.vpp)) else {
         return;
     };
     let text = pipeline_layout::render(&counts, s.mtp);
-    out.items.push(format!("pipeline_layout \"{text}\""));
-    out.assumed.push(
+    plan.set(Key::PipelineLayout, format!("\"{text}\""));
+    assumed.push(
         "pipeline_layout (torchtitan's generated split points: ⌊layers / stages⌋ per stage, one more on middle stages for the remainder)"
             .into(),
     );
@@ -189,22 +174,5 @@ mod tests {
         assert_eq!((c[0], c[1], c[14], c[15]), (7, 8, 8, 7));
         assert_eq!(c.iter().sum::<u64>(), 126);
         assert_eq!(torchtitan_counts(4, 8), None);
-    }
-
-    #[test]
-    fn stated_megatron_flags_become_plan_items() {
-        let mut out = PipelineItems::default();
-        stated_items(
-            "--swiglu --account-for-embedding-in-pipeline-split --decoder-last-pipeline-num-layers 5 --pipeline-model-parallel-layout Et|(tt|)*30L",
-            &mut out,
-        );
-        assert_eq!(
-            out.items,
-            vec![
-                "account_for_embedding".to_string(),
-                "last_stage_layers 5".to_string(),
-                "pipeline_layout \"Et|(tt|)*30L\"".to_string()
-            ]
-        );
     }
 }

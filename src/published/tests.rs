@@ -42,13 +42,27 @@ fn an_sc21_row_becomes_an_interleaved_unfused_full_recompute_scenario() {
         b.venus
     );
     // 128 layers / pp 64 = 2 per stage: the smallest divisor above 1 is 2.
-    assert!(b.venus.contains("tp 8 pp 64 vpp 2\n"), "{}", b.venus);
-    assert!(b.venus.contains("micro_batch 1 global_batch 3072"));
-    assert!(b.venus.contains("recompute full"));
-    assert!(b.venus.contains("attention unfused"));
+    for line in [
+        "  tp 8\n",
+        "  pp 64\n",
+        "  vpp 2\n",
+        "  micro_batch 1\n",
+        "  global_batch 3072\n",
+        "  recompute full\n",
+        "  attention unfused\n",
+    ] {
+        assert!(b.venus.contains(line), "{line}: {}", b.venus);
+    }
     assert!(!b.venus.contains("distributed_optimizer"));
+    // SC21's Megatron-LM had no p2p overlap, which the importer's (Megatron's) default turns on.
+    assert!(!b.venus.contains("  overlap_p2p\n"), "{}", b.venus);
     assert!(!b.precision_fp8 && !b.moe);
-    assert_eq!(b.assumed.len(), 2, "{:?}", b.assumed);
+    assert_eq!(b.assumed.len(), 3, "{:?}", b.assumed);
+    assert!(
+        b.assumed[2].starts_with("overlap_p2p off (SC21"),
+        "{:?}",
+        b.assumed
+    );
 }
 
 #[test]
@@ -72,7 +86,7 @@ fn a_deepseek_v3_row_inherits_the_stdlib_model() {
     let line = "mb2509_dsv3_h100_fp8\tBridge\tDeepSeek-V3 (dropless)\t671\t61\t7168\t18432\t128\t128\t129280\t4096\t8192\t1\t2\t8\t4\t64\t1\t64\t\t\t\tH100-SXM5-80GB (DGX-H100)\t1024\ttokens_per_s_per_gpu\t1297\tnotes";
     let b = build(&bridge_row(line)).unwrap();
     assert!(
-        b.venus.contains("model m : deepseek_v3 <\n  hidden 7168 layers 61 heads 128\n  seq 4096\n  vocab 129280\n>"),
+        b.venus.contains("model m : deepseek_v3 <\n  hidden 7168\n  layers 61\n  heads 128\n  vocab 129280\n  seq 4096\n  ffn 18432\n>\n"),
         "{}",
         b.venus
     );
@@ -317,7 +331,7 @@ fn an_sc21_table2_row_with_only_t_times_p_gets_tp_8_and_the_rest_as_pp() {
     (r.layers, r.tp, r.pp, r.dp, r.num_gpus) = (Some(96), None, None, Some(4), Some(384));
     let b = build(&r).unwrap();
     assert_eq!(b.source, Source::Sc21Other);
-    assert!(b.venus.contains("tp 8 pp 12\n"), "{}", b.venus);
+    assert!(b.venus.contains("  tp 8\n  pp 12\n"), "{}", b.venus);
     assert!(b.assumed[0].starts_with("tp 8 pp 12 (Table 2 states t·p = 96"));
     // 96 GPUs of model parallelism cannot take 100 layers in whole stages of tp 8.
     r.layers = Some(100);
@@ -370,7 +384,7 @@ fn a_lora_row_is_a_lora_plan_with_the_rank_its_notes_state_and_simulates() {
     r.notes = "v2: LoRA rank 16 (MLLOG lora_rank)".into();
     let b = build(&r).unwrap();
     assert!(
-        b.venus.contains("  task lora\n  lora_rank 16\n"),
+        b.venus.contains("  task lora\n  lora_rank 16\n>"),
         "{}",
         b.venus
     );
@@ -414,8 +428,18 @@ fn fsdp_rows_name_their_strategy_and_implementation() {
         .assumed
         .iter()
         .any(|a| a.contains("outside Megatron's --use-torch-fsdp2")));
+    // The importer takes Megatron's default strategy for `--use-megatron-fsdp` alone.
     r.megatron_args = "--use-megatron-fsdp".into();
     r.dist_optimizer = String::new();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("  fsdp optim_grads_params\n"),
+        "{}",
+        b.venus
+    );
+    // A `dist_optimizer` cell that says FSDP, with no FSDP flag: Megatron-FSDP, assumed.
+    r.megatron_args = String::new();
+    r.dist_optimizer = "FSDP".into();
     let b = build(&r).unwrap();
     assert!(
         b.venus.contains("  fsdp optim_grads_params\n"),
@@ -454,17 +478,108 @@ fn gradient_and_optimizer_dtype_flags_become_plan_keys() {
 /// the Kimi K2 recipe keeps fp32, and rows of other sources keep Megatron's fp32 default.
 #[test]
 fn megatron_bridge_performance_rows_reduce_gradients_in_bf16() {
-    let line = "mb2511_gptoss120b_b200_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t1\t1\t64\t1\t8\t\t\t\tB200 (DGX-B200)\t64\ttokens_per_s_per_gpu\t8213\tprecision BF16";
-    let b = build(&bridge_row(line)).unwrap();
+    let line = "mb2511_gptoss120b_b200_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t1\t1\t64\t1\t8\t\t\t\tB200 (DGX-B200)\t64\ttokens_per_s_per_gpu\t8213\tprecision BF16\t--num-experts 128 --moe-router-topk 4 --moe-ffn-hidden-size 2880 --kv-channels 64 --quick-geglu --untie-embeddings-and-output-weights";
+    let v2_row = |line: &str| {
+        parse(&format!("{HEADER}\tmegatron_args\n{line}\n"))
+            .unwrap()
+            .remove(0)
+    };
+    let b = build(&v2_row(line)).unwrap();
     assert!(b.venus.contains("  grad_dtype bf16\n"), "{}", b.venus);
+    // `--quick-geglu` is a gated linear unit: the importer writes the SwiGLU shapes.
+    assert!(b.venus.contains("  swiglu\n") && b.moe, "{}", b.venus);
     assert!(b
         .assumed
         .iter()
         .any(|a| a.starts_with("grad_dtype bf16 (unstated")));
     let kimi = line.replace("GPT-OSS-120B (MoE)", "Kimi-K2 (MoE, Muon optimizer)");
-    assert!(!build(&bridge_row(&kimi))
-        .unwrap()
-        .venus
-        .contains("grad_dtype"));
+    assert!(!build(&v2_row(&kimi)).unwrap().venus.contains("grad_dtype"));
     assert!(!build(&sc21_row()).unwrap().venus.contains("grad_dtype"));
+}
+
+/// A v2 row of the Megatron-LM README's source with its own `megatron_args`.
+fn readme_row(args: &str) -> Row {
+    let mut r = sc21_row();
+    r.id = "mlm_h100_x".into();
+    r.source = "Megatron-LM README".into();
+    (r.layers, r.hidden, r.ffn, r.heads, r.kv_groups) =
+        (Some(32), Some(4096), Some(16384), Some(32), Some(32));
+    (r.tp, r.pp, r.num_gpus, r.global_batch) = (Some(2), Some(1), Some(16), Some(64));
+    r.gpu = "H100-SXM5-80GB".into();
+    r.seq_parallel = "yes".into();
+    r.recompute = "none".into();
+    r.dist_optimizer = "yes".into();
+    r.megatron_args = args.into();
+    r
+}
+
+/// `megatron_args` reach the scenario only through `venusc import megatron`'s code: a flag it
+/// maps becomes its key, a flag it does not model is listed as such in the scenario, and a
+/// flag Megatron-LM does not have skips the row with the importer's code.
+#[test]
+fn megatron_args_go_through_the_importer() {
+    let b = build(&readme_row("--tp-comm-overlap --window-size 127,0")).unwrap();
+    assert!(b.venus.contains("  overlap_tp_comm\n"), "{}", b.venus);
+    assert!(
+        b.venus
+            .contains("# not modelled (W0012): --window-size 127,0: not modelled by venusc\n"),
+        "{}",
+        b.venus
+    );
+    let b = build(&readme_row(
+        "--hybrid-override-pattern M*M- --mamba-num-heads 64 --mamba-head-dim 64",
+    ))
+    .unwrap();
+    for line in [
+        "  hybrid_override_pattern \"M*M-\"\n",
+        "  mamba_num_heads 64\n",
+        "  mamba_head_dim 64\n",
+    ] {
+        assert!(b.venus.contains(line), "{line}: {}", b.venus);
+    }
+    assert_eq!(
+        build(&readme_row("--num-layrs 4")).unwrap_err().0,
+        "E0608: `--num-layrs` is not a flag of Megatron-LM (the row's flags through `venusc import megatron`)"
+    );
+}
+
+/// Megatron's TP overlap needs sp: a row that states `--tp-comm-overlap` at tp 1 runs without
+/// it, and says so, rather than failing E0310.
+#[test]
+fn a_tp_overlap_without_sp_is_dropped_with_the_reason() {
+    let mut r = readme_row("--tp-comm-overlap");
+    r.tp = Some(1);
+    let b = build(&r).unwrap();
+    assert!(!b.venus.contains("overlap_tp_comm\n"), "{}", b.venus);
+    assert!(
+        b.assumed
+            .iter()
+            .any(|a| a.starts_with("overlap_tp_comm off")),
+        "{:?}",
+        b.assumed
+    );
+}
+
+/// An interleaved Megatron run overlaps its p2p (the importer follows Megatron's default since
+/// 2023-10); MegaScale's 2023 Megatron-LM and torchtitan, not Megatron, do not.
+#[test]
+fn interleaved_megatron_rows_overlap_p2p_and_torchtitan_rows_do_not() {
+    let mut r = readme_row("");
+    (r.pp, r.vpp, r.num_gpus) = (Some(4), Some(2), Some(64));
+    assert!(build(&r).unwrap().venus.contains("  overlap_p2p\n"));
+    let mut m = r.clone();
+    m.id = "megascale_mlm_x".into();
+    let b = build(&m).unwrap();
+    assert!(!b.venus.contains("  overlap_p2p\n"), "{}", b.venus);
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("overlap_p2p off (MegaScale's 2023")));
+    r.framework = "torchtitan".into();
+    let b = build(&r).unwrap();
+    assert!(!b.venus.contains("overlap_p2p\n"), "{}", b.venus);
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("overlap_p2p off (torchtitan")));
 }

@@ -22,12 +22,12 @@ mod shell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use venus_base::base::{Attention, Precision, Recompute, RecomputeModules};
+use venus_base::base::{Attention, FsdpImpl, Precision, Recompute, RecomputeModules};
 use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
 use venus_plan::plan::{PlanSpec, Recipe, Scenario};
 use venus_syntax::syntax::ast::DefKind;
 use venus_syntax::syntax::megatron_flags::{self, Arity, FLAGS};
-use venus_syntax::syntax::schema::{BlockKind, Key};
+use venus_syntax::syntax::schema::{BlockKind, Key, FSDP_STRATEGIES};
 
 pub use shell::{ShellError, Word};
 
@@ -57,6 +57,13 @@ pub struct MegatronImport {
     pub venus: String,
     /// W0012 (flags not modelled) and W0013 (values assumed).
     pub warnings: Vec<Diagnostic>,
+    /// The model block's key lines (`hidden 4096`), in key-table order: what `venus` writes.
+    pub model: Vec<String>,
+    /// The plan block's key lines, in key-table order.
+    pub plan: Vec<String>,
+    /// Each flag W0012 lists, as written, with why (`--moe-router-num-groups 8: not modelled
+    /// by venusc`): for a caller that writes its own file around the key lines.
+    pub not_modelled: Vec<String>,
 }
 
 /// Flags that map one to one onto a key, the flag being the key table's `.megatron(...)`:
@@ -72,6 +79,11 @@ pub const DIRECT: &[Key] = &[
     Key::Experts,
     Key::MoeFfn,
     Key::MtpLayers,
+    Key::MambaNumHeads,
+    Key::MambaHeadDim,
+    Key::SsmStateSize,
+    Key::NGroups,
+    Key::MoeLatentSize,
     Key::Tp,
     Key::Pp,
     Key::Cp,
@@ -759,6 +771,22 @@ impl Converter {
             }
         }
 
+        // `--quick-geglu` is a gated linear unit with a quick-GELU activation, the GEMM shapes
+        // of `--swiglu` (megatron/training/argument_utils.py `core_transformer_config_from_args`:
+        // `gated_linear_unit = True`, at d98e8a64); `--squared-relu` keeps the plain
+        // two-matrix MLP venusc models without `swiglu` (same file: only `activation_func`).
+        if self.args.has("--quick-geglu") && !swiglu {
+            self.push_flag(Key::Swiglu);
+        }
+        self.args.has("--squared-relu");
+
+        // A hybrid model's layer pattern (arguments.py `--hybrid-override-pattern`), as
+        // written; its Mamba-2 and latent-MoE sizes are in [`DIRECT`].
+        if let Some((text, _)) = self.word("--hybrid-override-pattern") {
+            let quoted = text.replace('\\', "\\\\").replace('"', "\\\"");
+            self.push(Key::HybridOverridePattern, format!("\"{quoted}\""));
+        }
+
         // Grouped-query attention: `--num-query-groups` counts only with
         // `--group-query-attention` (argument_utils.py `core_transformer_config_from_args`).
         let mla = self.args.has("--multi-latent-attention");
@@ -918,6 +946,7 @@ impl Converter {
                 }
             }
         }
+        self.fsdp();
         let layers = self.args.peek("--num-layers");
         let pp = self
             .args
@@ -1075,6 +1104,49 @@ impl Converter {
                     );
                 }
             }
+        }
+    }
+
+    /// `--use-megatron-fsdp` → `fsdp STRATEGY`, `--use-torch-fsdp2` → `fsdp STRATEGY torch`, the
+    /// strategy `--data-parallel-sharding-strategy` (Megatron's default `optim_grads_params`,
+    /// arguments.py at d98e8a64); without either flag the strategy is read by no one, so it
+    /// is listed in W0012.
+    fn fsdp(&mut self) {
+        let megatron = self.args.has("--use-megatron-fsdp");
+        let torch = self.args.has("--use-torch-fsdp2");
+        if !megatron && !torch {
+            return;
+        }
+        let strategy = match self.word("--data-parallel-sharding-strategy") {
+            Some((w, _)) if FSDP_STRATEGIES.contains(&w.as_str()) => w,
+            Some((w, span)) => {
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!(
+                            "`--data-parallel-sharding-strategy` takes {}, not `{}`",
+                            FSDP_STRATEGIES
+                                .iter()
+                                .map(|s| format!("`{s}`"))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            excerpt(&w)
+                        ),
+                        self.loc(span),
+                        "unknown strategy",
+                    )
+                    .with_help(
+                        "write `--data-parallel-sharding-strategy optim_grads_params` (ZeRO-3)",
+                    ),
+                );
+                return;
+            }
+            None => "optim_grads_params".to_string(),
+        };
+        if torch {
+            self.push(Key::Fsdp, format!("{strategy} torch"));
+        } else {
+            self.push(Key::Fsdp, strategy);
         }
     }
 
@@ -1291,7 +1363,18 @@ impl Converter {
             }
             warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0013")));
         }
-        MegatronImport { venus, warnings }
+        let not_modelled = self
+            .not_modelled
+            .iter()
+            .map(|(flag, why)| format!("{flag}: {why}"))
+            .collect();
+        MegatronImport {
+            venus,
+            warnings,
+            model: sorted_lines(&self.model),
+            plan: sorted_lines(&self.plan),
+            not_modelled,
+        }
     }
 }
 
@@ -1405,6 +1488,23 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     if m.mtp_layers() > 0 {
         add(flag_of(Key::MtpLayers), Some(m.mtp_layers().to_string()));
     }
+    if let Some(pattern) = &m.hybrid_pattern {
+        add(
+            flag_of(Key::HybridOverridePattern),
+            Some(venus_plan::plan::spec::pattern_text(pattern)),
+        );
+    }
+    for (key, value) in [
+        (Key::MambaNumHeads, m.mamba_num_heads),
+        (Key::MambaHeadDim, m.mamba_head_dim),
+        (Key::SsmStateSize, m.ssm_state_size),
+        (Key::NGroups, m.n_groups),
+        (Key::MoeLatentSize, m.moe_latent_size),
+    ] {
+        if let Some(v) = value {
+            add(flag_of(key), Some(v.to_string()));
+        }
+    }
     // Plan.
     add(flag_of(Key::Tp), Some(sc.tp.to_string()));
     add(flag_of(Key::Pp), Some(sc.pp.to_string()));
@@ -1468,6 +1568,16 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         if on {
             add(flag_of(key), None);
         }
+    }
+    if let Some(strategy) = p.fsdp {
+        add(
+            match p.fsdp_impl() {
+                FsdpImpl::Megatron => "--use-megatron-fsdp",
+                FsdpImpl::Torch => "--use-torch-fsdp2",
+            },
+            None,
+        );
+        add(flag_of(Key::Fsdp), Some(strategy.word().to_string()));
     }
     if sc.vpp > 1 && !fl.overlap_p2p {
         add(flag_of(Key::OverlapP2p), None);
@@ -1684,9 +1794,57 @@ mod tests {
     }
 
     #[test]
+    fn fsdp_hybrid_and_gated_activation_flags_become_keys() {
+        let text = format!(
+            "{SMALL} --use-torch-fsdp2 --data-parallel-sharding-strategy optim_grads --quick-geglu \
+             --hybrid-override-pattern M*M- --mamba-num-heads 64 --mamba-state-dim 128 \
+             --moe-latent-size 1024 --squared-relu"
+        );
+        let i = import_megatron(
+            &text,
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(i.warnings.is_empty(), "{:?}", i.warnings);
+        assert!(
+            i.plan.contains(&"fsdp optim_grads torch".to_string()),
+            "{:?}",
+            i.plan
+        );
+        for line in [
+            "swiglu",
+            "hybrid_override_pattern \"M*M-\"",
+            "mamba_num_heads 64",
+            "ssm_state_size 128",
+            "moe_latent_size 1024",
+        ] {
+            assert!(i.model.contains(&line.to_string()), "{line}: {:?}", i.model);
+        }
+        let i = import_megatron(&format!("{SMALL} --use-megatron-fsdp"), &opts()).unwrap();
+        assert!(
+            i.plan.contains(&"fsdp optim_grads_params".to_string()),
+            "{:?}",
+            i.plan
+        );
+        let e = import_megatron(
+            &format!("{SMALL} --use-megatron-fsdp --data-parallel-sharding-strategy zero3"),
+            &opts(),
+        )
+        .unwrap_err();
+        assert_eq!(e[0].code, Code::E0609);
+        assert_eq!(
+            e[0].message,
+            "`--data-parallel-sharding-strategy` takes `no_shard`, `optim`, `optim_grads`, `optim_grads_params`, not `zero3`"
+        );
+    }
+
+    #[test]
     fn unmodelled_flags_are_listed_in_one_warning_never_dropped() {
         let i = import_megatron(
-            &format!("{SMALL} --moe-router-num-groups 8 --lr 3e-4 --use-megatron-fsdp"),
+            &format!("{SMALL} --moe-router-num-groups 8 --lr 3e-4 --moe-router-group-topk 4"),
             &MegatronOptions {
                 gpus: Some(8),
                 ..opts()
@@ -1705,7 +1863,7 @@ mod tests {
             [
                 "`--moe-router-num-groups 8`: not modelled by venusc",
                 "`--lr 3e-4`: no effect on time or memory",
-                "`--use-megatron-fsdp`: not modelled by venusc",
+                "`--moe-router-group-topk 4`: not modelled by venusc",
                 "to accept it, pass `--allow W0012` to `venusc import megatron`",
             ]
         );
