@@ -84,6 +84,10 @@ codes! {
     E0332 Error "a hybrid pattern symbol Megatron-LM does not know";
     E0333 Error "model keys that do not fit the hybrid pattern";
     E0334 Error "Mamba-2 heads or groups that do not split";
+    E0342 Error "an expert tensor-parallel size the experts or the expert grid do not admit";
+    E0343 Error "a MoE token dispatcher Megatron-LM does not run on this plan";
+    E0344 Error "attention heads that a2a context parallelism cannot scatter";
+    E0345 Error "hierarchical context-parallel sizes that do not give cp";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -124,6 +128,7 @@ codes! {
     W0017 Warning "a checkpoint interval that costs goodput against the Young/Daly optimum";
     W0018 Warning "a `slow_gpus` fraction that picks no GPU";
     W0015 Warning "`overlap_ep_comm` where Megatron-LM's combined 1F1B does not run";
+    W0020 Warning "an `etp`, `moe_dispatcher` or `cp_comm` key that changes nothing on this plan";
 }
 
 impl Code {

@@ -159,6 +159,10 @@ pub fn plan(p: &Plan) -> PlanSpec {
         account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
         checkpoint_interval: val(&p.checkpoint_interval),
+        etp: val(&p.etp),
+        moe_dispatcher: val(&p.moe_dispatcher),
+        cp_comm: val(&p.cp_comm),
+        cp_a2a: val(&p.cp_a2a),
     }
 }
 

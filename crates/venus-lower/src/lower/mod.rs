@@ -88,6 +88,7 @@ use venus_sim::trace::{
 };
 
 mod classes;
+mod folding;
 pub mod net;
 
 pub use net::network;
@@ -353,7 +354,7 @@ pub(crate) fn lower_with(
     let mut built: u64 = 0;
     for (i, &rank) in simulated.iter().enumerate() {
         let coords = layout.coords(rank);
-        let groups = RankGroups::new(&layout, &mut tb, rank);
+        let groups = RankGroups::new(sc, &layout, &mut tb, rank);
         let stage = &stages[coords.pp as usize];
         let ops = ir.rank(coords.pp);
         let mut e = Emitter::new(stage, &groups, &names, shape);
@@ -499,12 +500,18 @@ struct RankGroups {
     cp: u32,
     dp_cp: Option<GroupId>,
     ep: Option<GroupId>,
+    /// The expert grid's tp (etp) and tp-ep groups: the alltoall dispatcher's gathers, the
+    /// allgather and flex dispatchers' exchange.
+    expert_tp: Option<GroupId>,
+    expert_tp_ep: Option<GroupId>,
     expert_dp: Option<GroupId>,
     embedding: Option<GroupId>,
+    /// The context-parallel exchange's ring and group for the plan's `cp_comm`.
+    cp_peers: folding::CpPeers,
 }
 
 impl RankGroups {
-    fn new(layout: &Layout, tb: &mut TraceBuilder, rank: u32) -> RankGroups {
+    fn new(sc: &Scenario, layout: &Layout, tb: &mut TraceBuilder, rank: u32) -> RankGroups {
         // A group of one rank moves nothing: no node is emitted for it.
         let mut group = |kind| {
             layout
@@ -515,29 +522,26 @@ impl RankGroups {
         let tp = group(GroupKind::Tp);
         let dp_cp = group(GroupKind::DpCp);
         let ep = group(GroupKind::ExpertEp);
+        let expert_tp = group(GroupKind::ExpertTp);
+        let expert_tp_ep = group(GroupKind::ExpertTpEp);
         let expert_dp = group(GroupKind::ExpertDp);
         let embedding = group(GroupKind::Embedding);
-        let cp_members = layout.group_of(GroupKind::Cp, rank).unwrap_or_default();
-        let cp = cp_members.len().max(1) as u32;
-        let me = cp_members.iter().position(|&r| r == rank).unwrap_or(0);
-        let at = |i: usize| {
-            cp_members
-                .get(i % cp_members.len().max(1))
-                .copied()
-                .unwrap_or(rank)
-        };
+        let cp_peers = folding::CpPeers::new(sc, layout, tb, rank);
         RankGroups {
             pp_next: layout.pp_next(rank),
             pp_prev: layout.pp_prev(rank),
             pp_size: layout.sizes().pp,
             tp,
-            cp_next: at(me + 1),
-            cp_prev: at(me + cp_members.len().saturating_sub(1)),
-            cp,
+            cp_next: cp_peers.next,
+            cp_prev: cp_peers.prev,
+            cp: cp_peers.ring,
             dp_cp,
             ep,
+            expert_tp,
+            expert_tp_ep,
             expert_dp,
             embedding,
+            cp_peers,
         }
     }
 }
@@ -597,7 +601,10 @@ struct StagePlan {
     p2p: Bytes,
     tp_tensor: Bytes,
     cp_block: Bytes,
-    a2a: Bytes,
+    /// The plan's context-parallel exchange (`cp_comm`).
+    cp_comm: folding::CpComm,
+    /// The plan's MoE dispatch and combine (`moe_dispatcher`, etp, ep).
+    moe: folding::MoeComm,
     /// Leading dense layers of each chunk (a MoE model's `first_k_dense`): no all-to-all.
     dense_lead: Vec<u32>,
     /// A hybrid model's layer kinds per chunk (empty for a transformer): each layer is one
@@ -647,6 +654,7 @@ impl StagePlan {
         let kv_per_tp = (m.kv_groups() / sc.tp.max(1)).max(1);
         let tokens = if sc.sp { seq_p2p } else { seq_cp }.saturating_mul(sc.micro_batch);
         let chunks = 0..u64::from(vpp);
+        let a2a = a2a_bytes(sc, tokens, sc.recipe.tp_comm.bytes());
         // Element widths from the precision recipe (the scenario's one source of byte widths).
         let (act, grad) = (sc.recipe.tp_comm.bytes(), sc.recipe.grad_comm.bytes());
         let forward = chunks
@@ -698,6 +706,13 @@ impl StagePlan {
             .map(source)
             .map(|(s, c)| buckets(sc, s, c, dp_cp))
             .collect();
+        let cp_block = Bytes(
+            2u64.saturating_mul(seq_cp)
+                .saturating_mul(sc.micro_batch)
+                .saturating_mul(kv_per_tp)
+                .saturating_mul(m.head_dim())
+                .saturating_mul(act),
+        );
         let norms = sc
             .params
             .per_layer
@@ -728,14 +743,9 @@ impl StagePlan {
                     .saturating_mul(sc.recipe.p2p.bytes()),
             ),
             tp_tensor: Bytes(seq_cp.saturating_mul(hb).saturating_mul(act)),
-            cp_block: Bytes(
-                2u64.saturating_mul(seq_cp)
-                    .saturating_mul(sc.micro_batch)
-                    .saturating_mul(kv_per_tp)
-                    .saturating_mul(m.head_dim())
-                    .saturating_mul(act),
-            ),
-            a2a: a2a_bytes(sc, tokens, act),
+            cp_block,
+            cp_comm: folding::CpComm::new(sc, cp_block, act),
+            moe: folding::MoeComm::new(sc, tokens, a2a, act),
             dense_lead,
             hybrid,
             embedding_grad: Bytes(
@@ -750,7 +760,8 @@ impl StagePlan {
             sp: sc.sp,
             overlap_tp: sc.flags.overlap_tp_comm,
             cp: sc.cp > 1,
-            ep: sc.ep > 1 && m.is_moe(),
+            // Expert communication: an all-to-all over ep, or the etp gathers.
+            ep: m.is_moe() && (sc.ep > 1 || sc.etp > 1),
             full_recompute: sc.recompute == venus_base::base::Recompute::Full,
             // Megatron-FSDP v1 runs the distributed optimizer (arguments.py:1128-1136): the
             // optimizer shard's gradients are reduce-scattered and its parameters gathered.
@@ -1498,39 +1509,38 @@ impl<'a> Emitter<'a> {
     ) {
         let duration = Ps(p.attention.0.saturating_add(p.mlp.0));
         let ring_factor = if pass == Pass::Forward { 1 } else { 2 };
-        self.tp_block(pass, |s| {
-            let ring = if kind == HybridLayer::Attention {
-                s.cp_ring(ring_factor)
-            } else {
-                None
-            };
-            if kind == HybridLayer::Moe {
-                s.ep_a2a();
-            }
-            s.piece(duration, cat, label);
-            if kind == HybridLayer::Moe {
-                s.ep_a2a();
-            }
-            s.pending.extend(ring);
-        });
+        let backward = ring_factor == 2;
+        match kind {
+            HybridLayer::Moe => self.moe_block(pass, |s| {
+                s.piece(duration, cat, label);
+            }),
+            HybridLayer::Attention => self.tp_block(pass, |s| {
+                s.cp_attention(backward, |s| {
+                    s.piece(duration, cat, label);
+                })
+            }),
+            _ => self.tp_block(pass, |s| {
+                s.piece(duration, cat, label);
+            }),
+        }
     }
 
     /// One layer's forward; `moe`: the MLP has routed experts (dispatch and combine).
     fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label, moe: bool) {
         self.tp_block(Pass::Forward, |s| {
-            let ring = s.cp_ring(1);
-            s.piece(p.attention, cat, label);
-            s.pending.extend(ring);
+            s.cp_attention(false, |s| {
+                s.piece(p.attention, cat, label);
+            });
         });
-        self.tp_block(Pass::Forward, |s| {
-            if moe {
-                s.ep_a2a();
-            }
-            s.piece(p.mlp, cat, label);
-            if moe {
-                s.ep_a2a();
-            }
-        });
+        if moe {
+            self.moe_block(Pass::Forward, |s| {
+                s.piece(p.mlp, cat, label);
+            });
+        } else {
+            self.tp_block(Pass::Forward, |s| {
+                s.piece(p.mlp, cat, label);
+            });
+        }
     }
 
     /// One attention or MLP block between its tensor-parallel collectives. Without overlap
@@ -1608,23 +1618,30 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             if self.st.full_recompute {
-                // Full recompute reruns the layer's forward, collectives included.
-                self.recompute_collectives();
+                // Full recompute reruns the layer's forward, collectives included: a MoE
+                // layer's dispatch and combine too.
+                if moe && self.st.ep {
+                    self.tp_enter();
+                    self.tp_exit();
+                    self.recompute_moe();
+                } else {
+                    self.recompute_collectives();
+                }
             }
             // MLP backward: gradient enters through the row-parallel exit.
+            if moe {
+                self.moe_block(Pass::Backward, |s| {
+                    s.piece(p.mlp, cat, label);
+                });
+            } else {
+                self.tp_block(Pass::Backward, |s| {
+                    s.piece(p.mlp, cat, label);
+                });
+            }
             self.tp_block(Pass::Backward, |s| {
-                if moe {
-                    s.ep_a2a();
-                }
-                s.piece(p.mlp, cat, label);
-                if moe {
-                    s.ep_a2a();
-                }
-            });
-            self.tp_block(Pass::Backward, |s| {
-                let ring = s.cp_ring(2);
-                s.piece(p.attention, cat, label);
-                s.pending.extend(ring);
+                s.cp_attention(true, |s| {
+                    s.piece(p.attention, cat, label);
+                });
             });
             if launch {
                 self.launch_where(c, |b| !b.pre && !b.expert && b.lo == l && b.hi > b.lo);
@@ -1781,23 +1798,6 @@ impl<'a> Emitter<'a> {
             prev_recv = Some(recv);
         }
         prev_recv
-    }
-
-    /// Expert all-to-all (dispatch or combine) on the compute stream.
-    fn ep_a2a(&mut self) {
-        if !self.st.ep {
-            return;
-        }
-        if let Some(g) = self.g.ep {
-            let kind = collective(CollectiveKind::AllToAll, g, self.st.a2a);
-            let label = Label::Text(self.n.ep);
-            if self.in_pair {
-                let id = self.issue(kind, S_EP, Category::EpComm, label, &[]);
-                self.pair_a2a.push(id);
-            } else {
-                self.on_compute(kind, Category::EpComm, label);
-            }
-        }
     }
 
     fn wait_gathers(&mut self, c: usize, which: impl Fn(&Bucket) -> bool) {

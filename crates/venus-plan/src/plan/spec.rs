@@ -471,6 +471,15 @@ pub struct PlanSpec {
     pub pipeline_layout: Option<String>,
     /// Training time between two checkpoints; `None`: the Young/Daly optimum.
     pub checkpoint_interval: Option<Seconds>,
+    /// Expert tensor-parallel size as written (`None`: = tp, arguments.py:587-588).
+    pub etp: Option<u64>,
+    /// MoE token dispatcher (`None`: alltoall).
+    pub moe_dispatcher: Option<venus_base::base::MoeDispatcher>,
+    /// Context-parallel exchange (`None`: p2p).
+    pub cp_comm: Option<venus_base::base::CpComm>,
+    /// `cp_comm a2a_p2p A`: ranks of each a2a group (Megatron's first
+    /// `--hierarchical-context-parallel-sizes` entry).
+    pub cp_a2a: Option<u64>,
 }
 
 impl PlanSpec {
@@ -525,6 +534,12 @@ impl PlanSpec {
     /// Megatron-Bridge's `LoRA.target_modules` default: every linear layer of the block.
     pub fn lora_modules(&self) -> LoraTargets {
         or(self.lora_modules, LoraTargets::ALL)
+    }
+    pub fn moe_dispatcher(&self) -> venus_base::base::MoeDispatcher {
+        self.moe_dispatcher.unwrap_or_default()
+    }
+    pub fn cp_comm(&self) -> venus_base::base::CpComm {
+        self.cp_comm.unwrap_or_default()
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)
