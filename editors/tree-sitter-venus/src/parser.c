@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 99
+#define SYMBOL_COUNT 108
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 86
+#define TOKEN_COUNT 95
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -86,38 +86,47 @@ enum ts_symbol_identifiers {
   anon_sym_torch = 64,
   anon_sym_fp32 = 65,
   anon_sym_fp16 = 66,
-  anon_sym_W0001 = 67,
-  anon_sym_W0002 = 68,
-  anon_sym_W0003 = 69,
-  anon_sym_W0004 = 70,
-  anon_sym_W0005 = 71,
-  anon_sym_W0006 = 72,
-  anon_sym_W0007 = 73,
-  anon_sym_W0008 = 74,
-  anon_sym_W0009 = 75,
-  anon_sym_W0012 = 76,
-  anon_sym_W0013 = 77,
-  anon_sym_W0014 = 78,
-  anon_sym_W0015 = 79,
-  anon_sym_W0017 = 80,
-  anon_sym_W0018 = 81,
-  sym_unit = 82,
-  sym_number = 83,
-  sym_string = 84,
-  sym_comment = 85,
-  sym_source_file = 86,
-  sym_use_declaration = 87,
-  sym_definition = 88,
-  sym_block = 89,
-  sym_item = 90,
-  sym__value = 91,
-  sym_list = 92,
-  sym_constant = 93,
-  sym_quantity = 94,
-  aux_sym_source_file_repeat1 = 95,
-  aux_sym_block_repeat1 = 96,
-  aux_sym_item_repeat1 = 97,
-  aux_sym_list_repeat1 = 98,
+  anon_sym_alltoall = 67,
+  anon_sym_allgather = 68,
+  anon_sym_flex = 69,
+  anon_sym_deepep = 70,
+  anon_sym_hybridep = 71,
+  anon_sym_p2p = 72,
+  anon_sym_a2a = 73,
+  anon_sym_a2a_p2p = 74,
+  anon_sym_W0001 = 75,
+  anon_sym_W0002 = 76,
+  anon_sym_W0003 = 77,
+  anon_sym_W0004 = 78,
+  anon_sym_W0005 = 79,
+  anon_sym_W0006 = 80,
+  anon_sym_W0007 = 81,
+  anon_sym_W0008 = 82,
+  anon_sym_W0009 = 83,
+  anon_sym_W0012 = 84,
+  anon_sym_W0013 = 85,
+  anon_sym_W0014 = 86,
+  anon_sym_W0015 = 87,
+  anon_sym_W0017 = 88,
+  anon_sym_W0018 = 89,
+  anon_sym_W0020 = 90,
+  sym_unit = 91,
+  sym_number = 92,
+  sym_string = 93,
+  sym_comment = 94,
+  sym_source_file = 95,
+  sym_use_declaration = 96,
+  sym_definition = 97,
+  sym_block = 98,
+  sym_item = 99,
+  sym__value = 100,
+  sym_list = 101,
+  sym_constant = 102,
+  sym_quantity = 103,
+  aux_sym_source_file_repeat1 = 104,
+  aux_sym_block_repeat1 = 105,
+  aux_sym_item_repeat1 = 106,
+  aux_sym_list_repeat1 = 107,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -188,6 +197,14 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_torch] = "torch",
   [anon_sym_fp32] = "fp32",
   [anon_sym_fp16] = "fp16",
+  [anon_sym_alltoall] = "alltoall",
+  [anon_sym_allgather] = "allgather",
+  [anon_sym_flex] = "flex",
+  [anon_sym_deepep] = "deepep",
+  [anon_sym_hybridep] = "hybridep",
+  [anon_sym_p2p] = "p2p",
+  [anon_sym_a2a] = "a2a",
+  [anon_sym_a2a_p2p] = "a2a_p2p",
   [anon_sym_W0001] = "W0001",
   [anon_sym_W0002] = "W0002",
   [anon_sym_W0003] = "W0003",
@@ -203,6 +220,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0015] = "W0015",
   [anon_sym_W0017] = "W0017",
   [anon_sym_W0018] = "W0018",
+  [anon_sym_W0020] = "W0020",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -290,6 +308,14 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_torch] = anon_sym_torch,
   [anon_sym_fp32] = anon_sym_fp32,
   [anon_sym_fp16] = anon_sym_fp16,
+  [anon_sym_alltoall] = anon_sym_alltoall,
+  [anon_sym_allgather] = anon_sym_allgather,
+  [anon_sym_flex] = anon_sym_flex,
+  [anon_sym_deepep] = anon_sym_deepep,
+  [anon_sym_hybridep] = anon_sym_hybridep,
+  [anon_sym_p2p] = anon_sym_p2p,
+  [anon_sym_a2a] = anon_sym_a2a,
+  [anon_sym_a2a_p2p] = anon_sym_a2a_p2p,
   [anon_sym_W0001] = anon_sym_W0001,
   [anon_sym_W0002] = anon_sym_W0002,
   [anon_sym_W0003] = anon_sym_W0003,
@@ -305,6 +331,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0015] = anon_sym_W0015,
   [anon_sym_W0017] = anon_sym_W0017,
   [anon_sym_W0018] = anon_sym_W0018,
+  [anon_sym_W0020] = anon_sym_W0020,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -593,6 +620,38 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_alltoall] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_allgather] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_flex] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_deepep] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_hybridep] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_p2p] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_a2a] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_a2a_p2p] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_W0001] = {
     .visible = true,
     .named = false,
@@ -650,6 +709,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0018] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0020] = {
     .visible = true,
     .named = false,
   },
@@ -1066,911 +1129,1028 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == '0') ADVANCE(20);
       END_STATE();
     case 2:
-      if (lookahead == 'd') ADVANCE(21);
-      if (lookahead == 'l') ADVANCE(22);
-      if (lookahead == 'm') ADVANCE(23);
+      if (lookahead == '2') ADVANCE(21);
+      if (lookahead == 'd') ADVANCE(22);
+      if (lookahead == 'l') ADVANCE(23);
+      if (lookahead == 'm') ADVANCE(24);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'f') ADVANCE(25);
+      if (lookahead == 'l') ADVANCE(26);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(26);
-      if (lookahead == 'l') ADVANCE(27);
+      if (lookahead == 'd') ADVANCE(27);
+      if (lookahead == 'l') ADVANCE(28);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(28);
-      if (lookahead == 'u') ADVANCE(29);
+      if (lookahead == 'e') ADVANCE(29);
+      if (lookahead == 'i') ADVANCE(30);
+      if (lookahead == 'u') ADVANCE(31);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(30);
-      if (lookahead == 'c') ADVANCE(31);
-      if (lookahead == 'l') ADVANCE(32);
-      if (lookahead == 'p') ADVANCE(33);
-      if (lookahead == 'u') ADVANCE(34);
+      if (lookahead == 'a') ADVANCE(32);
+      if (lookahead == 'c') ADVANCE(33);
+      if (lookahead == 'l') ADVANCE(34);
+      if (lookahead == 'p') ADVANCE(35);
+      if (lookahead == 'u') ADVANCE(36);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(35);
+      if (lookahead == 'p') ADVANCE(37);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(36);
-      if (lookahead == 'o') ADVANCE(37);
+      if (lookahead == 'a') ADVANCE(38);
+      if (lookahead == 'o') ADVANCE(39);
+      if (lookahead == 'y') ADVANCE(40);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(38);
+      if (lookahead == 'n') ADVANCE(41);
       END_STATE();
     case 10:
-      if (lookahead == 'i') ADVANCE(39);
-      if (lookahead == 'o') ADVANCE(40);
+      if (lookahead == 'i') ADVANCE(42);
+      if (lookahead == 'o') ADVANCE(43);
       END_STATE();
     case 11:
-      if (lookahead == 'e') ADVANCE(41);
-      if (lookahead == 'o') ADVANCE(42);
+      if (lookahead == 'e') ADVANCE(44);
+      if (lookahead == 'o') ADVANCE(45);
       END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(43);
-      if (lookahead == 'v') ADVANCE(44);
+      if (lookahead == 'o') ADVANCE(46);
+      if (lookahead == 'v') ADVANCE(47);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(45);
-      if (lookahead == 'n') ADVANCE(46);
-      if (lookahead == 'p') ADVANCE(47);
+      if (lookahead == 'f') ADVANCE(48);
+      if (lookahead == 'n') ADVANCE(49);
+      if (lookahead == 'p') ADVANCE(50);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(48);
-      if (lookahead == 'r') ADVANCE(49);
+      if (lookahead == '2') ADVANCE(51);
+      if (lookahead == 'l') ADVANCE(52);
+      if (lookahead == 'r') ADVANCE(53);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(50);
-      if (lookahead == 'i') ADVANCE(51);
+      if (lookahead == 'a') ADVANCE(54);
+      if (lookahead == 'i') ADVANCE(55);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(52);
-      if (lookahead == 'e') ADVANCE(53);
-      if (lookahead == 'f') ADVANCE(54);
-      if (lookahead == 'h') ADVANCE(55);
-      if (lookahead == 'w') ADVANCE(56);
+      if (lookahead == 'c') ADVANCE(56);
+      if (lookahead == 'e') ADVANCE(57);
+      if (lookahead == 'f') ADVANCE(58);
+      if (lookahead == 'h') ADVANCE(59);
+      if (lookahead == 'w') ADVANCE(60);
       END_STATE();
     case 17:
-      if (lookahead == 'o') ADVANCE(57);
-      if (lookahead == 'r') ADVANCE(58);
+      if (lookahead == 'o') ADVANCE(61);
+      if (lookahead == 'r') ADVANCE(62);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(59);
-      if (lookahead == 's') ADVANCE(60);
+      if (lookahead == 'n') ADVANCE(63);
+      if (lookahead == 's') ADVANCE(64);
       END_STATE();
     case 19:
-      if (lookahead == 'b') ADVANCE(61);
+      if (lookahead == 'b') ADVANCE(65);
       END_STATE();
     case 20:
-      if (lookahead == '0') ADVANCE(62);
+      if (lookahead == '0') ADVANCE(66);
       END_STATE();
     case 21:
-      if (lookahead == 'a') ADVANCE(63);
-      END_STATE();
-    case 22:
-      if (lookahead == 'g') ADVANCE(64);
-      END_STATE();
-    case 23:
-      if (lookahead == 'p') ADVANCE(65);
-      END_STATE();
-    case 24:
-      if (lookahead == '1') ADVANCE(66);
-      END_STATE();
-    case 25:
       if (lookahead == 'a') ADVANCE(67);
       END_STATE();
+    case 22:
+      if (lookahead == 'a') ADVANCE(68);
+      END_STATE();
+    case 23:
+      if (lookahead == 'g') ADVANCE(69);
+      if (lookahead == 'l') ADVANCE(70);
+      END_STATE();
+    case 24:
+      if (lookahead == 'p') ADVANCE(71);
+      END_STATE();
+    case 25:
+      if (lookahead == '1') ADVANCE(72);
+      END_STATE();
     case 26:
-      if (lookahead == 'n') ADVANCE(68);
+      if (lookahead == 'a') ADVANCE(73);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(69);
+      if (lookahead == 'n') ADVANCE(74);
       END_STATE();
     case 28:
-      if (lookahead == 'm') ADVANCE(70);
-      if (lookahead == 'r') ADVANCE(71);
+      if (lookahead == 'u') ADVANCE(75);
       END_STATE();
     case 29:
-      if (lookahead == 'a') ADVANCE(72);
+      if (lookahead == 'e') ADVANCE(76);
       END_STATE();
     case 30:
-      if (lookahead == 't') ADVANCE(73);
+      if (lookahead == 'm') ADVANCE(77);
+      if (lookahead == 'r') ADVANCE(78);
       END_STATE();
     case 31:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'a') ADVANCE(79);
       END_STATE();
     case 32:
-      if (lookahead == 'a') ADVANCE(74);
+      if (lookahead == 't') ADVANCE(80);
       END_STATE();
     case 33:
-      if (lookahead == '1') ADVANCE(75);
-      if (lookahead == '3') ADVANCE(76);
-      if (lookahead == '4') ADVANCE(77);
-      if (lookahead == '8') ADVANCE(78);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 34:
-      if (lookahead == 'l') ADVANCE(79);
+      if (lookahead == 'a') ADVANCE(81);
+      if (lookahead == 'e') ADVANCE(82);
       END_STATE();
     case 35:
-      if (lookahead == 'i') ADVANCE(80);
-      if (lookahead == 'u') ADVANCE(81);
+      if (lookahead == '1') ADVANCE(83);
+      if (lookahead == '3') ADVANCE(84);
+      if (lookahead == '4') ADVANCE(85);
+      if (lookahead == '8') ADVANCE(86);
       END_STATE();
     case 36:
-      if (lookahead == 'l') ADVANCE(82);
+      if (lookahead == 'l') ADVANCE(87);
       END_STATE();
     case 37:
-      if (lookahead == 'p') ADVANCE(83);
+      if (lookahead == 'i') ADVANCE(88);
+      if (lookahead == 'u') ADVANCE(89);
       END_STATE();
     case 38:
-      if (lookahead == 'f') ADVANCE(84);
-      if (lookahead == 't') ADVANCE(85);
+      if (lookahead == 'l') ADVANCE(90);
       END_STATE();
     case 39:
-      if (lookahead == 'n') ADVANCE(86);
+      if (lookahead == 'p') ADVANCE(91);
       END_STATE();
     case 40:
-      if (lookahead == 'r') ADVANCE(87);
+      if (lookahead == 'b') ADVANCE(92);
       END_STATE();
     case 41:
-      if (lookahead == 'g') ADVANCE(88);
-      END_STATE();
-    case 42:
-      if (lookahead == 'd') ADVANCE(89);
-      END_STATE();
-    case 43:
-      if (lookahead == '_') ADVANCE(90);
-      if (lookahead == 'n') ADVANCE(91);
-      END_STATE();
-    case 44:
-      if (lookahead == 's') ADVANCE(92);
-      END_STATE();
-    case 45:
       if (lookahead == 'f') ADVANCE(93);
-      END_STATE();
-    case 46:
-      ACCEPT_TOKEN(anon_sym_on);
-      END_STATE();
-    case 47:
       if (lookahead == 't') ADVANCE(94);
       END_STATE();
+    case 42:
+      if (lookahead == 'n') ADVANCE(95);
+      END_STATE();
+    case 43:
+      if (lookahead == 'r') ADVANCE(96);
+      END_STATE();
+    case 44:
+      if (lookahead == 'g') ADVANCE(97);
+      END_STATE();
+    case 45:
+      if (lookahead == 'd') ADVANCE(98);
+      END_STATE();
+    case 46:
+      if (lookahead == '_') ADVANCE(99);
+      if (lookahead == 'n') ADVANCE(100);
+      END_STATE();
+    case 47:
+      if (lookahead == 's') ADVANCE(101);
+      END_STATE();
     case 48:
-      if (lookahead == 'a') ADVANCE(95);
+      if (lookahead == 'f') ADVANCE(102);
       END_STATE();
     case 49:
-      if (lookahead == 'e') ADVANCE(96);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 50:
-      if (lookahead == 'i') ADVANCE(97);
+      if (lookahead == 't') ADVANCE(103);
       END_STATE();
     case 51:
-      if (lookahead == 'n') ADVANCE(98);
+      if (lookahead == 'p') ADVANCE(104);
       END_STATE();
     case 52:
-      if (lookahead == 'e') ADVANCE(99);
+      if (lookahead == 'a') ADVANCE(105);
       END_STATE();
     case 53:
-      if (lookahead == 'l') ADVANCE(100);
+      if (lookahead == 'e') ADVANCE(106);
       END_STATE();
     case 54:
-      if (lookahead == 't') ADVANCE(101);
+      if (lookahead == 'i') ADVANCE(107);
       END_STATE();
     case 55:
-      if (lookahead == 'a') ADVANCE(102);
+      if (lookahead == 'n') ADVANCE(108);
       END_STATE();
     case 56:
-      if (lookahead == 'i') ADVANCE(103);
+      if (lookahead == 'e') ADVANCE(109);
       END_STATE();
     case 57:
-      if (lookahead == 'r') ADVANCE(104);
+      if (lookahead == 'l') ADVANCE(110);
       END_STATE();
     case 58:
-      if (lookahead == 'e') ADVANCE(105);
+      if (lookahead == 't') ADVANCE(111);
       END_STATE();
     case 59:
-      if (lookahead == 'f') ADVANCE(106);
+      if (lookahead == 'a') ADVANCE(112);
       END_STATE();
     case 60:
-      if (lookahead == 'e') ADVANCE(107);
+      if (lookahead == 'i') ADVANCE(113);
       END_STATE();
     case 61:
-      if (lookahead == '_') ADVANCE(108);
+      if (lookahead == 'r') ADVANCE(114);
       END_STATE();
     case 62:
-      if (lookahead == '0') ADVANCE(109);
-      if (lookahead == '1') ADVANCE(110);
+      if (lookahead == 'e') ADVANCE(115);
       END_STATE();
     case 63:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == 'f') ADVANCE(116);
       END_STATE();
     case 64:
-      if (lookahead == 'o') ADVANCE(111);
-      END_STATE();
-    case 65:
-      if (lookahead == 'e') ADVANCE(112);
-      END_STATE();
-    case 66:
-      if (lookahead == '6') ADVANCE(113);
-      END_STATE();
-    case 67:
-      if (lookahead == 'c') ADVANCE(114);
-      END_STATE();
-    case 68:
-      if (lookahead == 'a') ADVANCE(115);
-      END_STATE();
-    case 69:
-      if (lookahead == 's') ADVANCE(116);
-      END_STATE();
-    case 70:
-      ACCEPT_TOKEN(anon_sym_dim);
-      END_STATE();
-    case 71:
       if (lookahead == 'e') ADVANCE(117);
       END_STATE();
+    case 65:
+      if (lookahead == '_') ADVANCE(118);
+      END_STATE();
+    case 66:
+      if (lookahead == '0') ADVANCE(119);
+      if (lookahead == '1') ADVANCE(120);
+      if (lookahead == '2') ADVANCE(121);
+      END_STATE();
+    case 67:
+      ACCEPT_TOKEN(anon_sym_a2a);
+      if (lookahead == '_') ADVANCE(122);
+      END_STATE();
+    case 68:
+      ACCEPT_TOKEN(anon_sym_ada);
+      END_STATE();
+    case 69:
+      if (lookahead == 'o') ADVANCE(123);
+      END_STATE();
+    case 70:
+      if (lookahead == 'g') ADVANCE(124);
+      if (lookahead == 't') ADVANCE(125);
+      END_STATE();
+    case 71:
+      if (lookahead == 'e') ADVANCE(126);
+      END_STATE();
     case 72:
-      if (lookahead == 'l') ADVANCE(118);
+      if (lookahead == '6') ADVANCE(127);
       END_STATE();
     case 73:
-      if (lookahead == '_') ADVANCE(119);
+      if (lookahead == 'c') ADVANCE(128);
       END_STATE();
     case 74:
-      if (lookahead == 's') ADVANCE(120);
+      if (lookahead == 'a') ADVANCE(129);
       END_STATE();
     case 75:
-      if (lookahead == '6') ADVANCE(121);
+      if (lookahead == 's') ADVANCE(130);
       END_STATE();
     case 76:
-      if (lookahead == '2') ADVANCE(122);
+      if (lookahead == 'p') ADVANCE(131);
       END_STATE();
     case 77:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 78:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == 'e') ADVANCE(132);
       END_STATE();
     case 79:
-      if (lookahead == 'l') ADVANCE(123);
+      if (lookahead == 'l') ADVANCE(133);
       END_STATE();
     case 80:
-      if (lookahead == 'p') ADVANCE(124);
+      if (lookahead == '_') ADVANCE(134);
       END_STATE();
     case 81:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      if (lookahead == 's') ADVANCE(135);
       END_STATE();
     case 82:
-      if (lookahead == 'v') ADVANCE(125);
+      if (lookahead == 'x') ADVANCE(136);
       END_STATE();
     case 83:
-      if (lookahead == 'p') ADVANCE(126);
+      if (lookahead == '6') ADVANCE(137);
       END_STATE();
     case 84:
-      if (lookahead == 'i') ADVANCE(127);
+      if (lookahead == '2') ADVANCE(138);
       END_STATE();
     case 85:
-      if (lookahead == 'e') ADVANCE(128);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(129);
-      if (lookahead == 'k') ADVANCE(130);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 87:
-      if (lookahead == 'a') ADVANCE(131);
+      if (lookahead == 'l') ADVANCE(139);
       END_STATE();
     case 88:
-      if (lookahead == 'a') ADVANCE(132);
+      if (lookahead == 'p') ADVANCE(140);
       END_STATE();
     case 89:
-      if (lookahead == 'e') ADVANCE(133);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 90:
-      if (lookahead == 's') ADVANCE(134);
+      if (lookahead == 'v') ADVANCE(141);
       END_STATE();
     case 91:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'p') ADVANCE(142);
       END_STATE();
     case 92:
-      if (lookahead == 'w') ADVANCE(136);
+      if (lookahead == 'r') ADVANCE(143);
       END_STATE();
     case 93:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'i') ADVANCE(144);
       END_STATE();
     case 94:
-      if (lookahead == 'i') ADVANCE(137);
+      if (lookahead == 'e') ADVANCE(145);
       END_STATE();
     case 95:
-      if (lookahead == 'n') ADVANCE(138);
+      if (lookahead == 'e') ADVANCE(146);
+      if (lookahead == 'k') ADVANCE(147);
       END_STATE();
     case 96:
-      if (lookahead == 't') ADVANCE(139);
+      if (lookahead == 'a') ADVANCE(148);
       END_STATE();
     case 97:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'a') ADVANCE(149);
       END_STATE();
     case 98:
-      if (lookahead == 'g') ADVANCE(141);
+      if (lookahead == 'e') ADVANCE(150);
       END_STATE();
     case 99:
-      if (lookahead == 'n') ADVANCE(142);
+      if (lookahead == 's') ADVANCE(151);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(143);
+      if (lookahead == 'e') ADVANCE(152);
       END_STATE();
     case 101:
-      ACCEPT_TOKEN(anon_sym_sft);
+      if (lookahead == 'w') ADVANCE(153);
       END_STATE();
     case 102:
-      if (lookahead == 'r') ADVANCE(144);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 103:
-      if (lookahead == 't') ADVANCE(145);
+      if (lookahead == 'i') ADVANCE(154);
       END_STATE();
     case 104:
-      if (lookahead == 'c') ADVANCE(146);
+      ACCEPT_TOKEN(anon_sym_p2p);
       END_STATE();
     case 105:
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'n') ADVANCE(155);
       END_STATE();
     case 106:
-      if (lookahead == 'u') ADVANCE(148);
+      if (lookahead == 't') ADVANCE(156);
       END_STATE();
     case 107:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'l') ADVANCE(157);
       END_STATE();
     case 108:
-      if (lookahead == 'h') ADVANCE(149);
+      if (lookahead == 'g') ADVANCE(158);
       END_STATE();
     case 109:
-      ADVANCE_MAP(
-        '1', 150,
-        '2', 151,
-        '3', 152,
-        '4', 153,
-        '5', 154,
-        '6', 155,
-        '7', 156,
-        '8', 157,
-        '9', 158,
-      );
+      if (lookahead == 'n') ADVANCE(159);
       END_STATE();
     case 110:
-      if (lookahead == '2') ADVANCE(159);
-      if (lookahead == '3') ADVANCE(160);
-      if (lookahead == '4') ADVANCE(161);
-      if (lookahead == '5') ADVANCE(162);
-      if (lookahead == '7') ADVANCE(163);
-      if (lookahead == '8') ADVANCE(164);
+      if (lookahead == 'e') ADVANCE(160);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_algo);
+      ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 112:
-      if (lookahead == 'r') ADVANCE(165);
+      if (lookahead == 'r') ADVANCE(161);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 't') ADVANCE(162);
       END_STATE();
     case 114:
-      if (lookahead == 'k') ADVANCE(166);
+      if (lookahead == 'c') ADVANCE(163);
       END_STATE();
     case 115:
-      if (lookahead == '3') ADVANCE(167);
-      if (lookahead == '4') ADVANCE(168);
+      if (lookahead == 'e') ADVANCE(164);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(169);
+      if (lookahead == 'u') ADVANCE(165);
       END_STATE();
     case 117:
-      if (lookahead == 'c') ADVANCE(170);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 118:
-      if (lookahead == 'p') ADVANCE(171);
+      if (lookahead == 'h') ADVANCE(166);
       END_STATE();
     case 119:
-      if (lookahead == 't') ADVANCE(172);
+      ADVANCE_MAP(
+        '1', 167,
+        '2', 168,
+        '3', 169,
+        '4', 170,
+        '5', 171,
+        '6', 172,
+        '7', 173,
+        '8', 174,
+        '9', 175,
+      );
       END_STATE();
     case 120:
-      if (lookahead == 'h') ADVANCE(173);
+      if (lookahead == '2') ADVANCE(176);
+      if (lookahead == '3') ADVANCE(177);
+      if (lookahead == '4') ADVANCE(178);
+      if (lookahead == '5') ADVANCE(179);
+      if (lookahead == '7') ADVANCE(180);
+      if (lookahead == '8') ADVANCE(181);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == '0') ADVANCE(182);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      if (lookahead == 'p') ADVANCE(183);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_full);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 124:
-      if (lookahead == 'e') ADVANCE(174);
+      if (lookahead == 'a') ADVANCE(184);
       END_STATE();
     case 125:
-      if (lookahead == 'i') ADVANCE(175);
+      if (lookahead == 'o') ADVANCE(185);
       END_STATE();
     case 126:
-      if (lookahead == 'e') ADVANCE(176);
+      if (lookahead == 'r') ADVANCE(186);
       END_STATE();
     case 127:
-      if (lookahead == 'n') ADVANCE(177);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 128:
-      if (lookahead == 'r') ADVANCE(178);
+      if (lookahead == 'k') ADVANCE(187);
       END_STATE();
     case 129:
-      if (lookahead == 'a') ADVANCE(179);
+      if (lookahead == '3') ADVANCE(188);
+      if (lookahead == '4') ADVANCE(189);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 't') ADVANCE(190);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_lora);
+      if (lookahead == 'e') ADVANCE(191);
       END_STATE();
     case 132:
-      if (lookahead == 't') ADVANCE(180);
+      if (lookahead == 'c') ADVANCE(192);
       END_STATE();
     case 133:
-      if (lookahead == 'l') ADVANCE(181);
+      if (lookahead == 'p') ADVANCE(193);
       END_STATE();
     case 134:
-      if (lookahead == 'h') ADVANCE(182);
+      if (lookahead == 't') ADVANCE(194);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'h') ADVANCE(195);
       END_STATE();
     case 136:
-      if (lookahead == 'i') ADVANCE(183);
+      ACCEPT_TOKEN(anon_sym_flex);
       END_STATE();
     case 137:
-      if (lookahead == 'm') ADVANCE(184);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_plan);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 139:
-      if (lookahead == 'r') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(anon_sym_rail);
-      END_STATE();
-    case 141:
-      ACCEPT_TOKEN(anon_sym_ring);
-      END_STATE();
-    case 142:
-      if (lookahead == 'a') ADVANCE(186);
-      END_STATE();
-    case 143:
-      if (lookahead == 'c') ADVANCE(187);
-      END_STATE();
-    case 144:
-      if (lookahead == 'p') ADVANCE(188);
-      END_STATE();
-    case 145:
-      if (lookahead == 'c') ADVANCE(189);
-      END_STATE();
-    case 146:
-      if (lookahead == 'h') ADVANCE(190);
-      END_STATE();
-    case 147:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 148:
-      if (lookahead == 's') ADVANCE(191);
-      END_STATE();
-    case 149:
-      if (lookahead == '1') ADVANCE(192);
-      if (lookahead == '2') ADVANCE(193);
-      END_STATE();
-    case 150:
-      ACCEPT_TOKEN(anon_sym_W0001);
-      END_STATE();
-    case 151:
-      ACCEPT_TOKEN(anon_sym_W0002);
-      END_STATE();
-    case 152:
-      ACCEPT_TOKEN(anon_sym_W0003);
-      END_STATE();
-    case 153:
-      ACCEPT_TOKEN(anon_sym_W0004);
-      END_STATE();
-    case 154:
-      ACCEPT_TOKEN(anon_sym_W0005);
-      END_STATE();
-    case 155:
-      ACCEPT_TOKEN(anon_sym_W0006);
-      END_STATE();
-    case 156:
-      ACCEPT_TOKEN(anon_sym_W0007);
-      END_STATE();
-    case 157:
-      ACCEPT_TOKEN(anon_sym_W0008);
-      END_STATE();
-    case 158:
-      ACCEPT_TOKEN(anon_sym_W0009);
-      END_STATE();
-    case 159:
-      ACCEPT_TOKEN(anon_sym_W0012);
-      END_STATE();
-    case 160:
-      ACCEPT_TOKEN(anon_sym_W0013);
-      END_STATE();
-    case 161:
-      ACCEPT_TOKEN(anon_sym_W0014);
-      END_STATE();
-    case 162:
-      ACCEPT_TOKEN(anon_sym_W0015);
-      END_STATE();
-    case 163:
-      ACCEPT_TOKEN(anon_sym_W0017);
-      END_STATE();
-    case 164:
-      ACCEPT_TOKEN(anon_sym_W0018);
-      END_STATE();
-    case 165:
-      if (lookahead == 'e') ADVANCE(194);
-      END_STATE();
-    case 166:
-      if (lookahead == 'w') ADVANCE(195);
-      END_STATE();
-    case 167:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 168:
-      ACCEPT_TOKEN(anon_sym_cdna4);
-      END_STATE();
-    case 169:
       if (lookahead == 'e') ADVANCE(196);
       END_STATE();
-    case 170:
-      if (lookahead == 't') ADVANCE(197);
+    case 141:
+      if (lookahead == 'i') ADVANCE(197);
       END_STATE();
-    case 171:
-      if (lookahead == 'i') ADVANCE(198);
+    case 142:
+      if (lookahead == 'e') ADVANCE(198);
       END_STATE();
-    case 172:
-      if (lookahead == 'r') ADVANCE(199);
+    case 143:
+      if (lookahead == 'i') ADVANCE(199);
       END_STATE();
-    case 173:
-      ACCEPT_TOKEN(anon_sym_flash);
-      END_STATE();
-    case 174:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 175:
+    case 144:
       if (lookahead == 'n') ADVANCE(200);
       END_STATE();
-    case 176:
+    case 145:
       if (lookahead == 'r') ADVANCE(201);
       END_STATE();
-    case 177:
-      if (lookahead == 'i') ADVANCE(202);
+    case 146:
+      if (lookahead == 'a') ADVANCE(202);
       END_STATE();
-    case 178:
-      if (lookahead == 'l') ADVANCE(203);
+    case 147:
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
-    case 179:
-      if (lookahead == 'r') ADVANCE(204);
+    case 148:
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
-    case 180:
-      if (lookahead == 'r') ADVANCE(205);
+    case 149:
+      if (lookahead == 't') ADVANCE(203);
       END_STATE();
-    case 181:
-      ACCEPT_TOKEN(anon_sym_model);
+    case 150:
+      if (lookahead == 'l') ADVANCE(204);
       END_STATE();
-    case 182:
-      if (lookahead == 'a') ADVANCE(206);
+    case 151:
+      if (lookahead == 'h') ADVANCE(205);
       END_STATE();
-    case 183:
-      if (lookahead == 't') ADVANCE(207);
+    case 152:
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
-    case 184:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(208);
+    case 153:
+      if (lookahead == 'i') ADVANCE(206);
       END_STATE();
-    case 185:
+    case 154:
+      if (lookahead == 'm') ADVANCE(207);
+      END_STATE();
+    case 155:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 156:
+      if (lookahead == 'r') ADVANCE(208);
+      END_STATE();
+    case 157:
+      ACCEPT_TOKEN(anon_sym_rail);
+      END_STATE();
+    case 158:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 159:
       if (lookahead == 'a') ADVANCE(209);
       END_STATE();
+    case 160:
+      if (lookahead == 'c') ADVANCE(210);
+      END_STATE();
+    case 161:
+      if (lookahead == 'p') ADVANCE(211);
+      END_STATE();
+    case 162:
+      if (lookahead == 'c') ADVANCE(212);
+      END_STATE();
+    case 163:
+      if (lookahead == 'h') ADVANCE(213);
+      END_STATE();
+    case 164:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 165:
+      if (lookahead == 's') ADVANCE(214);
+      END_STATE();
+    case 166:
+      if (lookahead == '1') ADVANCE(215);
+      if (lookahead == '2') ADVANCE(216);
+      END_STATE();
+    case 167:
+      ACCEPT_TOKEN(anon_sym_W0001);
+      END_STATE();
+    case 168:
+      ACCEPT_TOKEN(anon_sym_W0002);
+      END_STATE();
+    case 169:
+      ACCEPT_TOKEN(anon_sym_W0003);
+      END_STATE();
+    case 170:
+      ACCEPT_TOKEN(anon_sym_W0004);
+      END_STATE();
+    case 171:
+      ACCEPT_TOKEN(anon_sym_W0005);
+      END_STATE();
+    case 172:
+      ACCEPT_TOKEN(anon_sym_W0006);
+      END_STATE();
+    case 173:
+      ACCEPT_TOKEN(anon_sym_W0007);
+      END_STATE();
+    case 174:
+      ACCEPT_TOKEN(anon_sym_W0008);
+      END_STATE();
+    case 175:
+      ACCEPT_TOKEN(anon_sym_W0009);
+      END_STATE();
+    case 176:
+      ACCEPT_TOKEN(anon_sym_W0012);
+      END_STATE();
+    case 177:
+      ACCEPT_TOKEN(anon_sym_W0013);
+      END_STATE();
+    case 178:
+      ACCEPT_TOKEN(anon_sym_W0014);
+      END_STATE();
+    case 179:
+      ACCEPT_TOKEN(anon_sym_W0015);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(anon_sym_W0017);
+      END_STATE();
+    case 181:
+      ACCEPT_TOKEN(anon_sym_W0018);
+      END_STATE();
+    case 182:
+      ACCEPT_TOKEN(anon_sym_W0020);
+      END_STATE();
+    case 183:
+      if (lookahead == '2') ADVANCE(217);
+      END_STATE();
+    case 184:
+      if (lookahead == 't') ADVANCE(218);
+      END_STATE();
+    case 185:
+      if (lookahead == 'a') ADVANCE(219);
+      END_STATE();
     case 186:
-      if (lookahead == 'r') ADVANCE(210);
-      END_STATE();
-    case 187:
-      if (lookahead == 't') ADVANCE(211);
-      END_STATE();
-    case 188:
-      ACCEPT_TOKEN(anon_sym_sharp);
-      END_STATE();
-    case 189:
-      if (lookahead == 'h') ADVANCE(212);
-      END_STATE();
-    case 190:
-      ACCEPT_TOKEN(anon_sym_torch);
-      END_STATE();
-    case 191:
-      if (lookahead == 'e') ADVANCE(213);
-      END_STATE();
-    case 192:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
-      END_STATE();
-    case 193:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
-      END_STATE();
-    case 194:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 195:
-      if (lookahead == 'e') ADVANCE(214);
-      END_STATE();
-    case 196:
-      if (lookahead == 'r') ADVANCE(215);
-      END_STATE();
-    case 197:
-      ACCEPT_TOKEN(anon_sym_direct);
-      END_STATE();
-    case 198:
-      if (lookahead == 'p') ADVANCE(216);
-      END_STATE();
-    case 199:
-      if (lookahead == 'e') ADVANCE(217);
-      END_STATE();
-    case 200:
-      if (lookahead == 'g') ADVANCE(218);
-      END_STATE();
-    case 201:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 202:
-      if (lookahead == 'b') ADVANCE(219);
-      END_STATE();
-    case 203:
       if (lookahead == 'e') ADVANCE(220);
       END_STATE();
-    case 204:
-      if (lookahead == '_') ADVANCE(221);
+    case 187:
+      if (lookahead == 'w') ADVANCE(221);
       END_STATE();
-    case 205:
-      if (lookahead == 'o') ADVANCE(222);
+    case 188:
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
-    case 206:
-      if (lookahead == 'r') ADVANCE(223);
+    case 189:
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
-    case 207:
-      if (lookahead == 'c') ADVANCE(224);
+    case 190:
+      if (lookahead == 'e') ADVANCE(222);
       END_STATE();
-    case 208:
-      if (lookahead == 'g') ADVANCE(225);
+    case 191:
+      if (lookahead == 'p') ADVANCE(223);
       END_STATE();
-    case 209:
-      if (lookahead == 'i') ADVANCE(226);
+    case 192:
+      if (lookahead == 't') ADVANCE(224);
       END_STATE();
-    case 210:
-      if (lookahead == 'i') ADVANCE(227);
+    case 193:
+      if (lookahead == 'i') ADVANCE(225);
       END_STATE();
-    case 211:
-      if (lookahead == 'i') ADVANCE(228);
+    case 194:
+      if (lookahead == 'r') ADVANCE(226);
       END_STATE();
-    case 212:
-      ACCEPT_TOKEN(anon_sym_switch);
+    case 195:
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
-    case 213:
+    case 196:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 197:
+      if (lookahead == 'n') ADVANCE(227);
+      END_STATE();
+    case 198:
+      if (lookahead == 'r') ADVANCE(228);
+      END_STATE();
+    case 199:
       if (lookahead == 'd') ADVANCE(229);
       END_STATE();
-    case 214:
-      if (lookahead == 'l') ADVANCE(230);
+    case 200:
+      if (lookahead == 'i') ADVANCE(230);
       END_STATE();
-    case 215:
-      ACCEPT_TOKEN(anon_sym_cluster);
+    case 201:
+      if (lookahead == 'l') ADVANCE(231);
       END_STATE();
-    case 216:
-      if (lookahead == 'e') ADVANCE(231);
+    case 202:
+      if (lookahead == 'r') ADVANCE(232);
       END_STATE();
-    case 217:
-      if (lookahead == 'e') ADVANCE(232);
+    case 203:
+      if (lookahead == 'r') ADVANCE(233);
       END_STATE();
-    case 218:
-      if (lookahead == '_') ADVANCE(233);
+    case 204:
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
-    case 219:
+    case 205:
       if (lookahead == 'a') ADVANCE(234);
       END_STATE();
+    case 206:
+      if (lookahead == 't') ADVANCE(235);
+      END_STATE();
+    case 207:
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(236);
+      END_STATE();
+    case 208:
+      if (lookahead == 'a') ADVANCE(237);
+      END_STATE();
+    case 209:
+      if (lookahead == 'r') ADVANCE(238);
+      END_STATE();
+    case 210:
+      if (lookahead == 't') ADVANCE(239);
+      END_STATE();
+    case 211:
+      ACCEPT_TOKEN(anon_sym_sharp);
+      END_STATE();
+    case 212:
+      if (lookahead == 'h') ADVANCE(240);
+      END_STATE();
+    case 213:
+      ACCEPT_TOKEN(anon_sym_torch);
+      END_STATE();
+    case 214:
+      if (lookahead == 'e') ADVANCE(241);
+      END_STATE();
+    case 215:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 216:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 217:
+      if (lookahead == 'p') ADVANCE(242);
+      END_STATE();
+    case 218:
+      if (lookahead == 'h') ADVANCE(243);
+      END_STATE();
+    case 219:
+      if (lookahead == 'l') ADVANCE(244);
+      END_STATE();
     case 220:
-      if (lookahead == 'a') ADVANCE(235);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 221:
-      if (lookahead == 'f') ADVANCE(236);
-      if (lookahead == 'p') ADVANCE(237);
-      if (lookahead == 'q') ADVANCE(238);
+      if (lookahead == 'e') ADVANCE(245);
       END_STATE();
     case 222:
-      if (lookahead == 'n') ADVANCE(239);
+      if (lookahead == 'r') ADVANCE(246);
       END_STATE();
     case 223:
-      if (lookahead == 'd') ADVANCE(240);
+      ACCEPT_TOKEN(anon_sym_deepep);
       END_STATE();
     case 224:
-      if (lookahead == 'h') ADVANCE(241);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 225:
-      if (lookahead == 'r') ADVANCE(242);
+      if (lookahead == 'p') ADVANCE(247);
       END_STATE();
     case 226:
-      if (lookahead == 'n') ADVANCE(243);
+      if (lookahead == 'e') ADVANCE(248);
       END_STATE();
     case 227:
-      if (lookahead == 'o') ADVANCE(244);
+      if (lookahead == 'g') ADVANCE(249);
       END_STATE();
     case 228:
-      if (lookahead == 'v') ADVANCE(245);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'e') ADVANCE(250);
       END_STATE();
     case 230:
-      if (lookahead == 'l') ADVANCE(246);
+      if (lookahead == 'b') ADVANCE(251);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(247);
+      if (lookahead == 'e') ADVANCE(252);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == '_') ADVANCE(253);
       END_STATE();
     case 233:
-      if (lookahead == 'd') ADVANCE(248);
+      if (lookahead == 'o') ADVANCE(254);
       END_STATE();
     case 234:
-      if (lookahead == 'n') ADVANCE(249);
+      if (lookahead == 'r') ADVANCE(255);
       END_STATE();
     case 235:
-      if (lookahead == 'v') ADVANCE(250);
+      if (lookahead == 'c') ADVANCE(256);
       END_STATE();
     case 236:
-      if (lookahead == 'c') ADVANCE(251);
+      if (lookahead == 'g') ADVANCE(257);
       END_STATE();
     case 237:
-      if (lookahead == 'r') ADVANCE(252);
+      if (lookahead == 'i') ADVANCE(258);
       END_STATE();
     case 238:
-      if (lookahead == 'k') ADVANCE(253);
+      if (lookahead == 'i') ADVANCE(259);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'i') ADVANCE(260);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 241:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'd') ADVANCE(261);
       END_STATE();
     case 242:
-      if (lookahead == 'a') ADVANCE(254);
+      ACCEPT_TOKEN(anon_sym_a2a_p2p);
       END_STATE();
     case 243:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'e') ADVANCE(262);
       END_STATE();
     case 244:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'l') ADVANCE(263);
       END_STATE();
     case 245:
-      if (lookahead == 'e') ADVANCE(255);
+      if (lookahead == 'l') ADVANCE(264);
       END_STATE();
     case 246:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(256);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 247:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      if (lookahead == 'e') ADVANCE(265);
       END_STATE();
     case 248:
-      if (lookahead == 'o') ADVANCE(257);
+      if (lookahead == 'e') ADVANCE(266);
       END_STATE();
     case 249:
-      if (lookahead == 'd') ADVANCE(258);
+      if (lookahead == '_') ADVANCE(267);
       END_STATE();
     case 250:
-      if (lookahead == 'e') ADVANCE(259);
+      if (lookahead == 'p') ADVANCE(268);
       END_STATE();
     case 251:
-      if (lookahead == '1') ADVANCE(260);
-      if (lookahead == '2') ADVANCE(261);
+      if (lookahead == 'a') ADVANCE(269);
       END_STATE();
     case 252:
-      if (lookahead == 'o') ADVANCE(262);
+      if (lookahead == 'a') ADVANCE(270);
       END_STATE();
     case 253:
-      if (lookahead == 'v') ADVANCE(263);
+      if (lookahead == 'f') ADVANCE(271);
+      if (lookahead == 'p') ADVANCE(272);
+      if (lookahead == 'q') ADVANCE(273);
       END_STATE();
     case 254:
-      if (lookahead == 'd') ADVANCE(264);
+      if (lookahead == 'n') ADVANCE(274);
       END_STATE();
     case 255:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'd') ADVANCE(275);
       END_STATE();
     case 256:
-      if (lookahead == 'u') ADVANCE(265);
+      if (lookahead == 'h') ADVANCE(276);
       END_STATE();
     case 257:
-      if (lookahead == 'u') ADVANCE(266);
+      if (lookahead == 'r') ADVANCE(277);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'n') ADVANCE(278);
       END_STATE();
     case 259:
-      if (lookahead == 'd') ADVANCE(267);
+      if (lookahead == 'o') ADVANCE(279);
       END_STATE();
     case 260:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'v') ADVANCE(280);
       END_STATE();
     case 261:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 262:
-      if (lookahead == 'j') ADVANCE(268);
-      END_STATE();
-    case 263:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
-      END_STATE();
-    case 264:
-      if (lookahead == 's') ADVANCE(269);
-      END_STATE();
-    case 265:
-      if (lookahead == 'l') ADVANCE(270);
-      END_STATE();
-    case 266:
-      if (lookahead == 'b') ADVANCE(271);
-      END_STATE();
-    case 267:
-      ACCEPT_TOKEN(anon_sym_interleaved);
-      END_STATE();
-    case 268:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
-      END_STATE();
-    case 269:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(272);
-      END_STATE();
-    case 270:
-      if (lookahead == 't') ADVANCE(273);
-      END_STATE();
-    case 271:
-      if (lookahead == 'l') ADVANCE(274);
-      END_STATE();
-    case 272:
-      if (lookahead == 'p') ADVANCE(275);
-      END_STATE();
-    case 273:
-      if (lookahead == 'r') ADVANCE(276);
-      END_STATE();
-    case 274:
-      if (lookahead == 'i') ADVANCE(277);
-      END_STATE();
-    case 275:
-      if (lookahead == 'a') ADVANCE(278);
-      END_STATE();
-    case 276:
-      if (lookahead == 'a') ADVANCE(279);
-      END_STATE();
-    case 277:
-      if (lookahead == 'n') ADVANCE(280);
-      END_STATE();
-    case 278:
       if (lookahead == 'r') ADVANCE(281);
       END_STATE();
+    case 263:
+      ACCEPT_TOKEN(anon_sym_alltoall);
+      END_STATE();
+    case 264:
+      if (lookahead == 'l') ADVANCE(282);
+      END_STATE();
+    case 265:
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(283);
+      END_STATE();
+    case 266:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
+    case 267:
+      if (lookahead == 'd') ADVANCE(284);
+      END_STATE();
+    case 268:
+      ACCEPT_TOKEN(anon_sym_hybridep);
+      END_STATE();
+    case 269:
+      if (lookahead == 'n') ADVANCE(285);
+      END_STATE();
+    case 270:
+      if (lookahead == 'v') ADVANCE(286);
+      END_STATE();
+    case 271:
+      if (lookahead == 'c') ADVANCE(287);
+      END_STATE();
+    case 272:
+      if (lookahead == 'r') ADVANCE(288);
+      END_STATE();
+    case 273:
+      if (lookahead == 'k') ADVANCE(289);
+      END_STATE();
+    case 274:
+      ACCEPT_TOKEN(anon_sym_megatron);
+      END_STATE();
+    case 275:
+      ACCEPT_TOKEN(anon_sym_no_shard);
+      END_STATE();
+    case 276:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
+    case 277:
+      if (lookahead == 'a') ADVANCE(290);
+      END_STATE();
+    case 278:
+      ACCEPT_TOKEN(anon_sym_pretrain);
+      END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 280:
-      if (lookahead == 'g') ADVANCE(282);
+      if (lookahead == 'e') ADVANCE(291);
       END_STATE();
     case 281:
-      if (lookahead == 'a') ADVANCE(283);
+      ACCEPT_TOKEN(anon_sym_allgather);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(292);
       END_STATE();
     case 283:
-      if (lookahead == 'm') ADVANCE(284);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 284:
-      if (lookahead == 's') ADVANCE(285);
+      if (lookahead == 'o') ADVANCE(293);
       END_STATE();
     case 285:
+      if (lookahead == 'd') ADVANCE(294);
+      END_STATE();
+    case 286:
+      if (lookahead == 'e') ADVANCE(295);
+      END_STATE();
+    case 287:
+      if (lookahead == '1') ADVANCE(296);
+      if (lookahead == '2') ADVANCE(297);
+      END_STATE();
+    case 288:
+      if (lookahead == 'o') ADVANCE(298);
+      END_STATE();
+    case 289:
+      if (lookahead == 'v') ADVANCE(299);
+      END_STATE();
+    case 290:
+      if (lookahead == 'd') ADVANCE(300);
+      END_STATE();
+    case 291:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 292:
+      if (lookahead == 'u') ADVANCE(301);
+      END_STATE();
+    case 293:
+      if (lookahead == 'u') ADVANCE(302);
+      END_STATE();
+    case 294:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 295:
+      if (lookahead == 'd') ADVANCE(303);
+      END_STATE();
+    case 296:
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      END_STATE();
+    case 297:
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      END_STATE();
+    case 298:
+      if (lookahead == 'j') ADVANCE(304);
+      END_STATE();
+    case 299:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
+    case 300:
+      if (lookahead == 's') ADVANCE(305);
+      END_STATE();
+    case 301:
+      if (lookahead == 'l') ADVANCE(306);
+      END_STATE();
+    case 302:
+      if (lookahead == 'b') ADVANCE(307);
+      END_STATE();
+    case 303:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 304:
+      ACCEPT_TOKEN(anon_sym_linear_proj);
+      END_STATE();
+    case 305:
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(308);
+      END_STATE();
+    case 306:
+      if (lookahead == 't') ADVANCE(309);
+      END_STATE();
+    case 307:
+      if (lookahead == 'l') ADVANCE(310);
+      END_STATE();
+    case 308:
+      if (lookahead == 'p') ADVANCE(311);
+      END_STATE();
+    case 309:
+      if (lookahead == 'r') ADVANCE(312);
+      END_STATE();
+    case 310:
+      if (lookahead == 'i') ADVANCE(313);
+      END_STATE();
+    case 311:
+      if (lookahead == 'a') ADVANCE(314);
+      END_STATE();
+    case 312:
+      if (lookahead == 'a') ADVANCE(315);
+      END_STATE();
+    case 313:
+      if (lookahead == 'n') ADVANCE(316);
+      END_STATE();
+    case 314:
+      if (lookahead == 'r') ADVANCE(317);
+      END_STATE();
+    case 315:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 316:
+      if (lookahead == 'g') ADVANCE(318);
+      END_STATE();
+    case 317:
+      if (lookahead == 'a') ADVANCE(319);
+      END_STATE();
+    case 318:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 319:
+      if (lookahead == 'm') ADVANCE(320);
+      END_STATE();
+    case 320:
+      if (lookahead == 's') ADVANCE(321);
+      END_STATE();
+    case 321:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2088,6 +2268,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(1),
     [anon_sym_fp32] = ACTIONS(1),
     [anon_sym_fp16] = ACTIONS(1),
+    [anon_sym_alltoall] = ACTIONS(1),
+    [anon_sym_allgather] = ACTIONS(1),
+    [anon_sym_flex] = ACTIONS(1),
+    [anon_sym_deepep] = ACTIONS(1),
+    [anon_sym_hybridep] = ACTIONS(1),
+    [anon_sym_p2p] = ACTIONS(1),
+    [anon_sym_a2a] = ACTIONS(1),
+    [anon_sym_a2a_p2p] = ACTIONS(1),
     [anon_sym_W0001] = ACTIONS(1),
     [anon_sym_W0002] = ACTIONS(1),
     [anon_sym_W0003] = ACTIONS(1),
@@ -2103,6 +2291,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(1),
     [anon_sym_W0017] = ACTIONS(1),
     [anon_sym_W0018] = ACTIONS(1),
+    [anon_sym_W0020] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -2192,6 +2381,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2207,6 +2404,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2280,6 +2478,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2295,6 +2501,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2368,6 +2575,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2383,6 +2598,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2456,6 +2672,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2471,6 +2695,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2544,6 +2769,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(49),
     [anon_sym_fp32] = ACTIONS(49),
     [anon_sym_fp16] = ACTIONS(49),
+    [anon_sym_alltoall] = ACTIONS(49),
+    [anon_sym_allgather] = ACTIONS(49),
+    [anon_sym_flex] = ACTIONS(49),
+    [anon_sym_deepep] = ACTIONS(49),
+    [anon_sym_hybridep] = ACTIONS(49),
+    [anon_sym_p2p] = ACTIONS(49),
+    [anon_sym_a2a] = ACTIONS(49),
+    [anon_sym_a2a_p2p] = ACTIONS(49),
     [anon_sym_W0001] = ACTIONS(49),
     [anon_sym_W0002] = ACTIONS(49),
     [anon_sym_W0003] = ACTIONS(49),
@@ -2559,6 +2792,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(49),
     [anon_sym_W0017] = ACTIONS(49),
     [anon_sym_W0018] = ACTIONS(49),
+    [anon_sym_W0020] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -2632,6 +2866,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2647,6 +2889,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2720,6 +2963,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2735,6 +2986,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2806,6 +3058,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(67),
     [anon_sym_fp32] = ACTIONS(67),
     [anon_sym_fp16] = ACTIONS(67),
+    [anon_sym_alltoall] = ACTIONS(67),
+    [anon_sym_allgather] = ACTIONS(67),
+    [anon_sym_flex] = ACTIONS(67),
+    [anon_sym_deepep] = ACTIONS(67),
+    [anon_sym_hybridep] = ACTIONS(67),
+    [anon_sym_p2p] = ACTIONS(67),
+    [anon_sym_a2a] = ACTIONS(67),
+    [anon_sym_a2a_p2p] = ACTIONS(67),
     [anon_sym_W0001] = ACTIONS(67),
     [anon_sym_W0002] = ACTIONS(67),
     [anon_sym_W0003] = ACTIONS(67),
@@ -2821,6 +3081,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(67),
     [anon_sym_W0017] = ACTIONS(67),
     [anon_sym_W0018] = ACTIONS(67),
+    [anon_sym_W0020] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2892,6 +3153,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(71),
     [anon_sym_fp32] = ACTIONS(71),
     [anon_sym_fp16] = ACTIONS(71),
+    [anon_sym_alltoall] = ACTIONS(71),
+    [anon_sym_allgather] = ACTIONS(71),
+    [anon_sym_flex] = ACTIONS(71),
+    [anon_sym_deepep] = ACTIONS(71),
+    [anon_sym_hybridep] = ACTIONS(71),
+    [anon_sym_p2p] = ACTIONS(71),
+    [anon_sym_a2a] = ACTIONS(71),
+    [anon_sym_a2a_p2p] = ACTIONS(71),
     [anon_sym_W0001] = ACTIONS(71),
     [anon_sym_W0002] = ACTIONS(71),
     [anon_sym_W0003] = ACTIONS(71),
@@ -2907,6 +3176,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(71),
     [anon_sym_W0017] = ACTIONS(71),
     [anon_sym_W0018] = ACTIONS(71),
+    [anon_sym_W0020] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2975,6 +3245,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(73),
     [anon_sym_fp32] = ACTIONS(73),
     [anon_sym_fp16] = ACTIONS(73),
+    [anon_sym_alltoall] = ACTIONS(73),
+    [anon_sym_allgather] = ACTIONS(73),
+    [anon_sym_flex] = ACTIONS(73),
+    [anon_sym_deepep] = ACTIONS(73),
+    [anon_sym_hybridep] = ACTIONS(73),
+    [anon_sym_p2p] = ACTIONS(73),
+    [anon_sym_a2a] = ACTIONS(73),
+    [anon_sym_a2a_p2p] = ACTIONS(73),
     [anon_sym_W0001] = ACTIONS(73),
     [anon_sym_W0002] = ACTIONS(73),
     [anon_sym_W0003] = ACTIONS(73),
@@ -2990,6 +3268,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(73),
     [anon_sym_W0017] = ACTIONS(73),
     [anon_sym_W0018] = ACTIONS(73),
+    [anon_sym_W0020] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -3059,6 +3338,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(79),
     [anon_sym_fp32] = ACTIONS(79),
     [anon_sym_fp16] = ACTIONS(79),
+    [anon_sym_alltoall] = ACTIONS(79),
+    [anon_sym_allgather] = ACTIONS(79),
+    [anon_sym_flex] = ACTIONS(79),
+    [anon_sym_deepep] = ACTIONS(79),
+    [anon_sym_hybridep] = ACTIONS(79),
+    [anon_sym_p2p] = ACTIONS(79),
+    [anon_sym_a2a] = ACTIONS(79),
+    [anon_sym_a2a_p2p] = ACTIONS(79),
     [anon_sym_W0001] = ACTIONS(79),
     [anon_sym_W0002] = ACTIONS(79),
     [anon_sym_W0003] = ACTIONS(79),
@@ -3074,6 +3361,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(79),
     [anon_sym_W0017] = ACTIONS(79),
     [anon_sym_W0018] = ACTIONS(79),
+    [anon_sym_W0020] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -3142,6 +3430,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(83),
     [anon_sym_fp32] = ACTIONS(83),
     [anon_sym_fp16] = ACTIONS(83),
+    [anon_sym_alltoall] = ACTIONS(83),
+    [anon_sym_allgather] = ACTIONS(83),
+    [anon_sym_flex] = ACTIONS(83),
+    [anon_sym_deepep] = ACTIONS(83),
+    [anon_sym_hybridep] = ACTIONS(83),
+    [anon_sym_p2p] = ACTIONS(83),
+    [anon_sym_a2a] = ACTIONS(83),
+    [anon_sym_a2a_p2p] = ACTIONS(83),
     [anon_sym_W0001] = ACTIONS(83),
     [anon_sym_W0002] = ACTIONS(83),
     [anon_sym_W0003] = ACTIONS(83),
@@ -3157,6 +3453,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(83),
     [anon_sym_W0017] = ACTIONS(83),
     [anon_sym_W0018] = ACTIONS(83),
+    [anon_sym_W0020] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -3225,6 +3522,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(87),
     [anon_sym_fp32] = ACTIONS(87),
     [anon_sym_fp16] = ACTIONS(87),
+    [anon_sym_alltoall] = ACTIONS(87),
+    [anon_sym_allgather] = ACTIONS(87),
+    [anon_sym_flex] = ACTIONS(87),
+    [anon_sym_deepep] = ACTIONS(87),
+    [anon_sym_hybridep] = ACTIONS(87),
+    [anon_sym_p2p] = ACTIONS(87),
+    [anon_sym_a2a] = ACTIONS(87),
+    [anon_sym_a2a_p2p] = ACTIONS(87),
     [anon_sym_W0001] = ACTIONS(87),
     [anon_sym_W0002] = ACTIONS(87),
     [anon_sym_W0003] = ACTIONS(87),
@@ -3240,6 +3545,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(87),
     [anon_sym_W0017] = ACTIONS(87),
     [anon_sym_W0018] = ACTIONS(87),
+    [anon_sym_W0020] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -3308,6 +3614,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(91),
     [anon_sym_fp32] = ACTIONS(91),
     [anon_sym_fp16] = ACTIONS(91),
+    [anon_sym_alltoall] = ACTIONS(91),
+    [anon_sym_allgather] = ACTIONS(91),
+    [anon_sym_flex] = ACTIONS(91),
+    [anon_sym_deepep] = ACTIONS(91),
+    [anon_sym_hybridep] = ACTIONS(91),
+    [anon_sym_p2p] = ACTIONS(91),
+    [anon_sym_a2a] = ACTIONS(91),
+    [anon_sym_a2a_p2p] = ACTIONS(91),
     [anon_sym_W0001] = ACTIONS(91),
     [anon_sym_W0002] = ACTIONS(91),
     [anon_sym_W0003] = ACTIONS(91),
@@ -3323,6 +3637,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(91),
     [anon_sym_W0017] = ACTIONS(91),
     [anon_sym_W0018] = ACTIONS(91),
+    [anon_sym_W0020] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -3390,6 +3705,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(95),
     [anon_sym_fp32] = ACTIONS(95),
     [anon_sym_fp16] = ACTIONS(95),
+    [anon_sym_alltoall] = ACTIONS(95),
+    [anon_sym_allgather] = ACTIONS(95),
+    [anon_sym_flex] = ACTIONS(95),
+    [anon_sym_deepep] = ACTIONS(95),
+    [anon_sym_hybridep] = ACTIONS(95),
+    [anon_sym_p2p] = ACTIONS(95),
+    [anon_sym_a2a] = ACTIONS(95),
+    [anon_sym_a2a_p2p] = ACTIONS(95),
     [anon_sym_W0001] = ACTIONS(95),
     [anon_sym_W0002] = ACTIONS(95),
     [anon_sym_W0003] = ACTIONS(95),
@@ -3405,6 +3728,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(95),
     [anon_sym_W0017] = ACTIONS(95),
     [anon_sym_W0018] = ACTIONS(95),
+    [anon_sym_W0020] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -3467,6 +3791,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3482,6 +3814,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -3544,6 +3877,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3559,6 +3900,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -3621,6 +3963,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(122),
     [anon_sym_fp32] = ACTIONS(122),
     [anon_sym_fp16] = ACTIONS(122),
+    [anon_sym_alltoall] = ACTIONS(122),
+    [anon_sym_allgather] = ACTIONS(122),
+    [anon_sym_flex] = ACTIONS(122),
+    [anon_sym_deepep] = ACTIONS(122),
+    [anon_sym_hybridep] = ACTIONS(122),
+    [anon_sym_p2p] = ACTIONS(122),
+    [anon_sym_a2a] = ACTIONS(122),
+    [anon_sym_a2a_p2p] = ACTIONS(122),
     [anon_sym_W0001] = ACTIONS(122),
     [anon_sym_W0002] = ACTIONS(122),
     [anon_sym_W0003] = ACTIONS(122),
@@ -3636,6 +3986,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(122),
     [anon_sym_W0017] = ACTIONS(122),
     [anon_sym_W0018] = ACTIONS(122),
+    [anon_sym_W0020] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

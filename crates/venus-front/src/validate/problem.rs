@@ -3350,10 +3350,11 @@ impl CpA2aHeads {
     fn render(self) -> Diagnostic {
         let (q, kv, a2a) = (self.q, self.kv, self.a2a);
         let bad = if q.is_multiple_of(a2a) { kv } else { q };
-        let what = if q.is_multiple_of(a2a) {
-            "key/value heads"
-        } else {
-            "query heads"
+        let what = match (q.is_multiple_of(a2a), bad == 1) {
+            (true, true) => "key/value head",
+            (true, false) => "key/value heads",
+            (false, true) => "query head",
+            (false, false) => "query heads",
         };
         let help = match (self.comm, self.sizes.last()) {
             ("a2a", Some(&s)) => format!("write `cp_comm a2a_p2p {s}`, or `cp_comm p2p`"),

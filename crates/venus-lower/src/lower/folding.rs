@@ -45,9 +45,9 @@ use venus_plan::plan::Scenario;
 use venus_sim::trace::{Category, CollectiveKind, Label, TraceBuilder};
 
 /// DeepEP's normal kernels over NVLink: 153 GB/s dispatch and 158 GB/s combine of the H800's
-/// ~160 GB/s (deepseek-ai/DeepEP@dd758caf docs/legacy.md "Normal kernels with NVLink and RDMA
-/// forwarding", intranode EP 8), their mean over the link: 0.972. HybridEP publishes no table
-/// of its own; it is priced with DeepEP's figures.
+/// ~160 GB/s (deepseek-ai/DeepEP@dd758caf, the legacy V1 docs page, "Normal kernels with NVLink
+/// and RDMA forwarding", intranode EP 8), their mean over the link: 0.972. HybridEP publishes
+/// no table of its own; it is priced with DeepEP's figures.
 pub(super) const DEEPEP_NVLINK: f64 = (153.0 + 158.0) / 2.0 / 160.0;
 /// DeepEP's normal kernels over RDMA: 43, 58 and 51 GB/s dispatch, 43, 57 and 50 GB/s combine
 /// at EP 16, 32 and 64 on CX7 400 Gb/s (~50 GB/s) NICs (same table); their mean is 50.3 GB/s,

@@ -26,13 +26,17 @@
 //!   all-gather of the output gradient, an all-gather re-gathering the saved input for the
 //!   weight gradient, and a reduce-scatter of the input gradient (§4.2). Full recompute
 //!   repeats the forward collectives before the layer's backward.
-//! - **CP** (cp > 1): per layer, cp − 1 ring steps of one K/V block
-//!   `2·(s/cp)·b·max(1, kv_groups/tp)·head_dim` × 2 bytes to the next cp rank (twice that in
-//!   backward: K/V and dK/dV), on two CP streams concurrent with the attention piece; the MLP
-//!   waits for the last step (§4.6, TE's p2p ring).
-//! - **EP** (ep > 1, MoE): all-to-all dispatch before and combine after the experts of
-//!   `tokens·topk·h` × 2 bytes per rank on the expert group, tokens `s/cp·b (/tp with sp)`; the
-//!   backward mirrors both (§4.7). Blocking, on the compute stream.
+//! - **CP** (cp > 1): with `cp_comm p2p` (the default), per layer, cp − 1 ring steps of one K/V
+//!   block `2·(s/cp)·b·max(1, kv_groups/tp)·head_dim` × 2 bytes to the next cp rank (twice that
+//!   in backward: K/V and dK/dV), on two CP streams concurrent with the attention piece; the MLP
+//!   waits for the last step (§4.6, TE's p2p ring). `a2a`, `allgather` and `a2a_p2p` are
+//!   [`folding`]'s.
+//! - **EP** (MoE, ep > 1 or etp > 1): the plan's dispatcher ([`folding`]): with `alltoall` an
+//!   all-to-all dispatch before and combine after the experts of `tokens·topk·h` × 2 bytes per
+//!   rank on the expert-ep group, tokens `s/cp·b (/tp with sp)`, and with etp > 1 the expert-tp
+//!   all-gather and reduce-scatter between them; the backward mirrors them (§4.7), full
+//!   recompute reruns them. Blocking, on the compute stream. A MoE block keeps the dense TP
+//!   collectives only for its shared experts.
 //! - **DP** (on one DP stream): gradient buckets per model chunk as Megatron lays them out
 //!   (§4.3: `max(40M, 1M·dp_cp)` elements unless `bucket_size` is set, one bucket on pp
 //!   ranks after the first, on chunks after the first and without `overlap_grad_reduce`; distributed-optimizer padding to
