@@ -268,14 +268,16 @@ impl Emitter<'_> {
     }
 
     /// A MoE layer's block: dispatch, the experts' piece, combine, inside the shared experts'
-    /// TP collectives when there are any.
+    /// TP collectives when there are any. Without them the block has no dense TP collective:
+    /// the router and dispatcher take the sequence-parallel input as it is (with etp 1 and
+    /// ep 1 each tp rank runs its own tokens through whole experts).
     pub(super) fn moe_block(&mut self, pass: super::Pass, body: impl FnOnce(&mut Self)) {
         let wrapped = |s: &mut Self| {
             s.moe_dispatch();
             body(s);
             s.moe_combine();
         };
-        if self.st.moe.dense_tp || !self.st.ep {
+        if self.st.moe.dense_tp {
             self.tp_block(pass, wrapped);
         } else {
             wrapped(self);
@@ -334,7 +336,7 @@ impl Emitter<'_> {
     /// re-runs the layer's forward, its dispatch and combine included
     /// (megatron/core/transformer/transformer_block.py `_checkpointed_forward`).
     pub(super) fn recompute_moe(&mut self) {
-        if self.st.moe.dense_tp || !self.st.ep {
+        if self.st.moe.dense_tp {
             self.tp_enter();
             self.tp_exit();
         }

@@ -1624,7 +1624,7 @@ impl<'a> Emitter<'a> {
             if self.st.full_recompute {
                 // Full recompute reruns the layer's forward, collectives included: a MoE
                 // layer's dispatch and combine too.
-                if moe && self.st.ep {
+                if moe {
                     self.tp_enter();
                     self.tp_exit();
                     self.recompute_moe();

@@ -1394,3 +1394,19 @@ fn cp_a2a_p2p_runs_the_a2a_in_consecutive_groups_and_the_ring_between_them() {
         .all(|&(peer, b)| peer == 4 && (b == CP_BLOCK || b == 2 * CP_BLOCK)));
     assert_symmetric_equals_all(&sc);
 }
+
+#[test]
+fn etp_1_and_ep_1_run_whole_experts_on_each_tp_ranks_own_tokens_without_collectives() {
+    let sc = moe_plan(|p| {
+        set(&mut p.etp, 1);
+        set(&mut p.ep, 1);
+    });
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    assert!(collectives(&lw, Category::EpComm).is_empty());
+    // Attention's sp all-gather / reduce-scatter only (forward 2, backward 3), and the
+    // finalize's norm-gradient all-reduce.
+    assert_eq!(
+        collectives(&lw, Category::TpComm).len(),
+        2 * 2 * (2 + 3) + 1
+    );
+}
