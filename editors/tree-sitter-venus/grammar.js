@@ -36,7 +36,8 @@ const NAME_KEYS = [
 
 // Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
 // LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS, TASKS, LORA_MODULES,
-// FSDP_STRATEGIES, FSDP_IMPLS, GRAD_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES.
+// FSDP_STRATEGIES, FSDP_IMPLS, GRAD_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES,
+// MOE_DISPATCHERS, FLEX_BACKENDS, CP_COMMS.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'nvswitch', 'infiniband',
@@ -52,8 +53,10 @@ const ENUM_WORDS = [
   'no_shard', 'optim', 'optim_grads', 'optim_grads_params',
   'megatron', 'torch',
   'fp32', 'fp16',
+  'alltoall', 'allgather', 'flex', 'deepep', 'hybridep',
+  'p2p', 'a2a', 'a2a_p2p',
   'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009',
-  'W0012', 'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019',
+  'W0012', 'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019', 'W0020',
   'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',
   'uniform', 'block',
 ];

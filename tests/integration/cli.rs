@@ -767,3 +767,29 @@ fn validate_ignores_column_order_and_unknown_columns() {
     assert!(got.contains("\"predicted\": 54743.4973939764"), "{got}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Parallel folding on 64 GPUs (tp 2 × dp 16 × pp 2 for attention; etp 1 × ep 8 × expert dp 4
+/// × pp 2 for experts): `--emit groups` lists the expert grid's groups in Megatron's
+/// etp-ep-dp-pp order (parallel_state.py's expert `RankGenerator`).
+#[test]
+fn emit_groups_lists_the_folded_expert_grid() {
+    let file = "tests/ui/folding/valid_parallel_folding.venus";
+    let (code, stdout, stderr) = venusc(&["compile", file, "--scenario", "s1", "--emit", "groups"]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["sizes"],
+        serde_json::json!({"tp": 2, "cp": 1, "ep": 8, "dp": 16, "pp": 2, "etp": 1, "expert_dp": 4})
+    );
+    let g = &v["groups"];
+    assert_eq!(g["tp"][0], serde_json::json!([0, 1]));
+    assert_eq!(g["expert-tp"][0], serde_json::json!([0]));
+    assert_eq!(
+        g["expert-ep"][0],
+        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
+    );
+    assert_eq!(g["expert-tp-ep"].as_array().unwrap().len(), 8);
+    assert_eq!(g["expert-dp"][0], serde_json::json!([0, 8, 16, 24]));
+    // The dense dp groups stride over tp: 16 ranks of one pp stage.
+    assert_eq!(g["dp"][0].as_array().unwrap().len(), 16);
+}

@@ -218,6 +218,7 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  exp_avg_sq_dtype bf16\n",
         "  recompute_modules mlp moe_act\n",
         "  fp8_param_gather\n",
+        "  moe_dispatcher flex hybridep\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
@@ -233,6 +234,132 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
             "{flag} not listed: {notes:?}"
         );
     }
+    // The dispatcher flags now map.
+    for flag in [
+        "--moe-token-dispatcher-type",
+        "--moe-flex-dispatcher-backend",
+    ] {
+        assert!(
+            !notes.iter().any(|n| n.starts_with(&format!("`{flag}"))),
+            "{flag} still listed: {notes:?}"
+        );
+    }
+}
+
+/// `--expert-tensor-parallel-size`, the dispatcher and the CP exchange: each imports to its
+/// key, checks clean, simulates, and emits the same flags back (import ∘ emit ∘ import is the
+/// identity on the scenario).
+#[test]
+fn etp_dispatcher_and_cp_comm_flags_round_trip() {
+    let base = "--num-layers 4 --hidden-size 4096 --ffn-hidden-size 14336 \
+        --num-attention-heads 32 --group-query-attention --num-query-groups 8 --seq-length 8192 \
+        --vocab-size 32000 --swiglu --num-experts 8 --moe-router-topk 2 \
+        --moe-ffn-hidden-size 14336 --tensor-model-parallel-size 2 --sequence-parallel \
+        --context-parallel-size 4 --expert-model-parallel-size 4 --micro-batch-size 1 \
+        --global-batch-size 16 --use-distributed-optimizer --bf16";
+    let cases = [
+        (
+            "--expert-tensor-parallel-size 1 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2",
+            &["  etp 1\n", "  moe_dispatcher flex deepep\n", "  cp_comm a2a_p2p 2\n"][..],
+        ),
+        (
+            "--moe-token-dispatcher-type alltoall --cp-comm-type a2a",
+            &["  moe_dispatcher alltoall\n", "  cp_comm a2a\n"][..],
+        ),
+        (
+            "--expert-tensor-parallel-size 2 --cp-comm-type all_gather",
+            // Megatron's default dispatcher.
+            &["  etp 2\n", "  moe_dispatcher allgather\n", "  cp_comm allgather\n"][..],
+        ),
+        (
+            "--moe-token-dispatcher-type flex --moe-enable-deepep --cp-comm-type p2p",
+            &["  moe_dispatcher flex deepep\n", "  cp_comm p2p\n"][..],
+        ),
+    ];
+    for (extra, lines) in cases {
+        let text = format!("{base} {extra}");
+        let opts = options("fold", Some("dgx_h100"), Some(32));
+        let i = import_megatron(&text, &opts).unwrap_or_else(|e| panic!("{extra}: {e:?}"));
+        assert!(i.warnings.is_empty(), "{extra}: {:?}", i.warnings);
+        for line in lines {
+            assert!(
+                i.venus.contains(line),
+                "{extra}: {line:?} missing:\n{}",
+                i.venus
+            );
+        }
+        let (diags, sources, scenarios) = check("fold.venus", &i.venus);
+        assert!(
+            !diags.iter().any(|d| d.is_error()),
+            "{extra}:\n{}",
+            render::human(&diags, &sources, false)
+        );
+        let sc = &scenarios[0];
+        venusc::simulate::simulate(sc, &Default::default()).expect("simulates");
+        let flags = emit_megatron(sc);
+        let emitted = flag_lines(&flags).join(" ");
+        for word in extra.split(" --").map(|f| f.trim_start_matches("--")) {
+            // `--moe-enable-deepep` is emitted as its current spelling, the backend flag.
+            if word == "moe-enable-deepep" {
+                assert!(
+                    emitted.contains("--moe-flex-dispatcher-backend deepep"),
+                    "{emitted}"
+                );
+                continue;
+            }
+            assert!(
+                emitted.contains(&format!("--{word}")),
+                "{extra}: --{word} not in {emitted}"
+            );
+        }
+        let again = import_megatron(&flags, &opts).unwrap();
+        let (_, _, rescenarios) = check("again.venus", &again.venus);
+        let flags2 = emit_megatron(&rescenarios[0]);
+        assert_eq!(flag_lines(&flags2), flag_lines(&flags), "{extra}");
+        let third = import_megatron(&flags2, &opts).unwrap();
+        assert_eq!(
+            body(&third.venus),
+            body(&again.venus),
+            "{extra}: re-import differs"
+        );
+        assert_eq!(
+            venusc::simulate::simulate(&rescenarios[0], &Default::default())
+                .unwrap()
+                .report
+                .iteration_time,
+            venusc::simulate::simulate(sc, &Default::default())
+                .unwrap()
+                .report
+                .iteration_time,
+            "{extra}"
+        );
+    }
+}
+
+/// A flag venusc cannot map to one `cp_comm` (a per-layer list of types) is listed in W0012;
+/// an unknown dispatcher is E0609 at its value.
+#[test]
+fn per_layer_cp_comm_types_are_listed_and_unknown_dispatchers_rejected() {
+    let base = "--num-layers 2 --hidden-size 1024 --num-attention-heads 8 --seq-length 4096 \
+        --vocab-size 32000 --context-parallel-size 2 --micro-batch-size 1 \
+        --global-batch-size 8 --bf16";
+    let opts = options("fold", Some("dgx_h100"), Some(8));
+    let i = import_megatron(&format!("{base} --cp-comm-type p2p a2a"), &opts).unwrap();
+    assert_eq!(i.warnings.len(), 1);
+    assert_eq!(i.warnings[0].code, Code::W0012);
+    assert!(
+        i.warnings[0]
+            .notes
+            .iter()
+            .any(|n| n.starts_with("`--cp-comm-type p2p a2a`")),
+        "{:?}",
+        i.warnings[0].notes
+    );
+    assert!(!i.venus.contains("\n  cp_comm"), "{}", i.venus);
+    let moe = format!("{base} --num-experts 4 --moe-token-dispatcher-type ring");
+    let e = import_megatron(&moe, &opts).unwrap_err();
+    assert_eq!(e[0].code, Code::E0609);
+    assert!(e[0].message.contains("not `ring`"), "{}", e[0].message);
 }
 
 /// Examples with no Megatron-LM equivalent, and why.

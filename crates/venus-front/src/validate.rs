@@ -264,6 +264,9 @@ impl<'a> Validator<'a> {
         self.check_dualpipe_chunks(); // E0330
         self.check_zbv_chunks(); // E0354
         self.check_ep_overlap(); // W0015
+        self.check_etp(); // E0342, W0020
+        self.check_dispatcher(); // E0343, W0020
+        self.check_cp_comm(); // E0344, E0345, W0020
         self.check_model_shape(); // E0315-E0318, E0331-E0334
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
@@ -416,6 +419,16 @@ impl<'a> Validator<'a> {
         if dp.is_some() && self.inputs_ok(EXPERT, true) {
             self.check_group_spans(); // W0001
         }
+        let folding = [EXPERT, &[Etp, Experts, MoeFfn, Ffn, Hidden]].concat();
+        if self.inputs_ok(&folding, true) {
+            self.check_etp(); // E0342, W0020
+        }
+        if self.inputs_ok(&[folding.as_slice(), &[MoeDispatcher]].concat(), true) {
+            self.check_dispatcher(); // E0343, W0020
+        }
+        if self.inputs_ok(&[Tp, Cp, Heads, KvGroups, CpComm], false) {
+            self.check_cp_comm(); // E0344, E0345, W0020
+        }
         if self.inputs_ok(&[Precision], true) {
             self.check_precision(); // E0312
         }
@@ -470,7 +483,7 @@ impl<'a> Validator<'a> {
     fn scenario(&self, dp: u64, m: u64, split: StageSplit) -> Scenario {
         let def = self.def;
         let p = &def.plan;
-        let etp = self.tp;
+        let etp = self.etp();
         let expert_dp = self.world / (etp * self.ep * self.pp).max(1);
         let vocab = padded_vocab(def.model.vocab.value, self.tp);
         Scenario {
@@ -638,6 +651,7 @@ mod dualpipe;
 mod ep_overlap;
 mod experts;
 mod flags;
+mod folding;
 mod gpu;
 mod hybrid;
 mod memory;

@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 110
+#define SYMBOL_COUNT 119
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 97
+#define TOKEN_COUNT 106
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -87,48 +87,57 @@ enum ts_symbol_identifiers {
   anon_sym_torch = 65,
   anon_sym_fp32 = 66,
   anon_sym_fp16 = 67,
-  anon_sym_W0001 = 68,
-  anon_sym_W0002 = 69,
-  anon_sym_W0003 = 70,
-  anon_sym_W0004 = 71,
-  anon_sym_W0005 = 72,
-  anon_sym_W0006 = 73,
-  anon_sym_W0007 = 74,
-  anon_sym_W0008 = 75,
-  anon_sym_W0009 = 76,
-  anon_sym_W0012 = 77,
-  anon_sym_W0013 = 78,
-  anon_sym_W0014 = 79,
-  anon_sym_W0015 = 80,
-  anon_sym_W0017 = 81,
-  anon_sym_W0018 = 82,
-  anon_sym_W0019 = 83,
-  anon_sym_core_attn = 84,
-  anon_sym_mlp = 85,
-  anon_sym_moe_act = 86,
-  anon_sym_layernorm = 87,
-  anon_sym_mla_up_proj = 88,
-  anon_sym_moe = 89,
-  anon_sym_shared_experts = 90,
-  anon_sym_uniform = 91,
-  anon_sym_block = 92,
-  sym_unit = 93,
-  sym_number = 94,
-  sym_string = 95,
-  sym_comment = 96,
-  sym_source_file = 97,
-  sym_use_declaration = 98,
-  sym_definition = 99,
-  sym_block = 100,
-  sym_item = 101,
-  sym__value = 102,
-  sym_list = 103,
-  sym_constant = 104,
-  sym_quantity = 105,
-  aux_sym_source_file_repeat1 = 106,
-  aux_sym_block_repeat1 = 107,
-  aux_sym_item_repeat1 = 108,
-  aux_sym_list_repeat1 = 109,
+  anon_sym_alltoall = 68,
+  anon_sym_allgather = 69,
+  anon_sym_flex = 70,
+  anon_sym_deepep = 71,
+  anon_sym_hybridep = 72,
+  anon_sym_p2p = 73,
+  anon_sym_a2a = 74,
+  anon_sym_a2a_p2p = 75,
+  anon_sym_W0001 = 76,
+  anon_sym_W0002 = 77,
+  anon_sym_W0003 = 78,
+  anon_sym_W0004 = 79,
+  anon_sym_W0005 = 80,
+  anon_sym_W0006 = 81,
+  anon_sym_W0007 = 82,
+  anon_sym_W0008 = 83,
+  anon_sym_W0009 = 84,
+  anon_sym_W0012 = 85,
+  anon_sym_W0013 = 86,
+  anon_sym_W0014 = 87,
+  anon_sym_W0015 = 88,
+  anon_sym_W0017 = 89,
+  anon_sym_W0018 = 90,
+  anon_sym_W0019 = 91,
+  anon_sym_W0020 = 92,
+  anon_sym_core_attn = 93,
+  anon_sym_mlp = 94,
+  anon_sym_moe_act = 95,
+  anon_sym_layernorm = 96,
+  anon_sym_mla_up_proj = 97,
+  anon_sym_moe = 98,
+  anon_sym_shared_experts = 99,
+  anon_sym_uniform = 100,
+  anon_sym_block = 101,
+  sym_unit = 102,
+  sym_number = 103,
+  sym_string = 104,
+  sym_comment = 105,
+  sym_source_file = 106,
+  sym_use_declaration = 107,
+  sym_definition = 108,
+  sym_block = 109,
+  sym_item = 110,
+  sym__value = 111,
+  sym_list = 112,
+  sym_constant = 113,
+  sym_quantity = 114,
+  aux_sym_source_file_repeat1 = 115,
+  aux_sym_block_repeat1 = 116,
+  aux_sym_item_repeat1 = 117,
+  aux_sym_list_repeat1 = 118,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -200,6 +209,14 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_torch] = "torch",
   [anon_sym_fp32] = "fp32",
   [anon_sym_fp16] = "fp16",
+  [anon_sym_alltoall] = "alltoall",
+  [anon_sym_allgather] = "allgather",
+  [anon_sym_flex] = "flex",
+  [anon_sym_deepep] = "deepep",
+  [anon_sym_hybridep] = "hybridep",
+  [anon_sym_p2p] = "p2p",
+  [anon_sym_a2a] = "a2a",
+  [anon_sym_a2a_p2p] = "a2a_p2p",
   [anon_sym_W0001] = "W0001",
   [anon_sym_W0002] = "W0002",
   [anon_sym_W0003] = "W0003",
@@ -216,6 +233,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0017] = "W0017",
   [anon_sym_W0018] = "W0018",
   [anon_sym_W0019] = "W0019",
+  [anon_sym_W0020] = "W0020",
   [anon_sym_core_attn] = "core_attn",
   [anon_sym_mlp] = "mlp",
   [anon_sym_moe_act] = "moe_act",
@@ -313,6 +331,14 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_torch] = anon_sym_torch,
   [anon_sym_fp32] = anon_sym_fp32,
   [anon_sym_fp16] = anon_sym_fp16,
+  [anon_sym_alltoall] = anon_sym_alltoall,
+  [anon_sym_allgather] = anon_sym_allgather,
+  [anon_sym_flex] = anon_sym_flex,
+  [anon_sym_deepep] = anon_sym_deepep,
+  [anon_sym_hybridep] = anon_sym_hybridep,
+  [anon_sym_p2p] = anon_sym_p2p,
+  [anon_sym_a2a] = anon_sym_a2a,
+  [anon_sym_a2a_p2p] = anon_sym_a2a_p2p,
   [anon_sym_W0001] = anon_sym_W0001,
   [anon_sym_W0002] = anon_sym_W0002,
   [anon_sym_W0003] = anon_sym_W0003,
@@ -329,6 +355,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0017] = anon_sym_W0017,
   [anon_sym_W0018] = anon_sym_W0018,
   [anon_sym_W0019] = anon_sym_W0019,
+  [anon_sym_W0020] = anon_sym_W0020,
   [anon_sym_core_attn] = anon_sym_core_attn,
   [anon_sym_mlp] = anon_sym_mlp,
   [anon_sym_moe_act] = anon_sym_moe_act,
@@ -630,6 +657,38 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_alltoall] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_allgather] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_flex] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_deepep] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_hybridep] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_p2p] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_a2a] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_a2a_p2p] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_W0001] = {
     .visible = true,
     .named = false,
@@ -691,6 +750,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0019] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0020] = {
     .visible = true,
     .named = false,
   },
@@ -1143,1078 +1206,1195 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == '0') ADVANCE(20);
       END_STATE();
     case 2:
-      if (lookahead == 'd') ADVANCE(21);
-      if (lookahead == 'l') ADVANCE(22);
-      if (lookahead == 'm') ADVANCE(23);
+      if (lookahead == '2') ADVANCE(21);
+      if (lookahead == 'd') ADVANCE(22);
+      if (lookahead == 'l') ADVANCE(23);
+      if (lookahead == 'm') ADVANCE(24);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'f') ADVANCE(25);
+      if (lookahead == 'l') ADVANCE(26);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(26);
-      if (lookahead == 'l') ADVANCE(27);
-      if (lookahead == 'o') ADVANCE(28);
+      if (lookahead == 'd') ADVANCE(27);
+      if (lookahead == 'l') ADVANCE(28);
+      if (lookahead == 'o') ADVANCE(29);
       END_STATE();
     case 5:
-      if (lookahead == 'i') ADVANCE(29);
-      if (lookahead == 'u') ADVANCE(30);
+      if (lookahead == 'e') ADVANCE(30);
+      if (lookahead == 'i') ADVANCE(31);
+      if (lookahead == 'u') ADVANCE(32);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(31);
-      if (lookahead == 'c') ADVANCE(32);
-      if (lookahead == 'l') ADVANCE(33);
-      if (lookahead == 'p') ADVANCE(34);
-      if (lookahead == 'u') ADVANCE(35);
+      if (lookahead == 'a') ADVANCE(33);
+      if (lookahead == 'c') ADVANCE(34);
+      if (lookahead == 'l') ADVANCE(35);
+      if (lookahead == 'p') ADVANCE(36);
+      if (lookahead == 'u') ADVANCE(37);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(36);
+      if (lookahead == 'p') ADVANCE(38);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(37);
-      if (lookahead == 'o') ADVANCE(38);
+      if (lookahead == 'a') ADVANCE(39);
+      if (lookahead == 'o') ADVANCE(40);
+      if (lookahead == 'y') ADVANCE(41);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(39);
+      if (lookahead == 'n') ADVANCE(42);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(40);
-      if (lookahead == 'i') ADVANCE(41);
-      if (lookahead == 'o') ADVANCE(42);
-      END_STATE();
-    case 11:
-      if (lookahead == 'e') ADVANCE(43);
-      if (lookahead == 'l') ADVANCE(44);
+      if (lookahead == 'a') ADVANCE(43);
+      if (lookahead == 'i') ADVANCE(44);
       if (lookahead == 'o') ADVANCE(45);
       END_STATE();
+    case 11:
+      if (lookahead == 'e') ADVANCE(46);
+      if (lookahead == 'l') ADVANCE(47);
+      if (lookahead == 'o') ADVANCE(48);
+      END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(46);
-      if (lookahead == 'v') ADVANCE(47);
+      if (lookahead == 'o') ADVANCE(49);
+      if (lookahead == 'v') ADVANCE(50);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(48);
-      if (lookahead == 'n') ADVANCE(49);
-      if (lookahead == 'p') ADVANCE(50);
+      if (lookahead == 'f') ADVANCE(51);
+      if (lookahead == 'n') ADVANCE(52);
+      if (lookahead == 'p') ADVANCE(53);
       END_STATE();
     case 14:
-      if (lookahead == 'l') ADVANCE(51);
-      if (lookahead == 'r') ADVANCE(52);
+      if (lookahead == '2') ADVANCE(54);
+      if (lookahead == 'l') ADVANCE(55);
+      if (lookahead == 'r') ADVANCE(56);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(53);
-      if (lookahead == 'i') ADVANCE(54);
+      if (lookahead == 'a') ADVANCE(57);
+      if (lookahead == 'i') ADVANCE(58);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(55);
-      if (lookahead == 'e') ADVANCE(56);
-      if (lookahead == 'f') ADVANCE(57);
-      if (lookahead == 'h') ADVANCE(58);
-      if (lookahead == 'w') ADVANCE(59);
+      if (lookahead == 'c') ADVANCE(59);
+      if (lookahead == 'e') ADVANCE(60);
+      if (lookahead == 'f') ADVANCE(61);
+      if (lookahead == 'h') ADVANCE(62);
+      if (lookahead == 'w') ADVANCE(63);
       END_STATE();
     case 17:
-      if (lookahead == 'o') ADVANCE(60);
-      if (lookahead == 'r') ADVANCE(61);
+      if (lookahead == 'o') ADVANCE(64);
+      if (lookahead == 'r') ADVANCE(65);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(62);
-      if (lookahead == 's') ADVANCE(63);
+      if (lookahead == 'n') ADVANCE(66);
+      if (lookahead == 's') ADVANCE(67);
       END_STATE();
     case 19:
-      if (lookahead == 'b') ADVANCE(64);
+      if (lookahead == 'b') ADVANCE(68);
       END_STATE();
     case 20:
-      if (lookahead == '0') ADVANCE(65);
+      if (lookahead == '0') ADVANCE(69);
       END_STATE();
     case 21:
-      if (lookahead == 'a') ADVANCE(66);
+      if (lookahead == 'a') ADVANCE(70);
       END_STATE();
     case 22:
-      if (lookahead == 'g') ADVANCE(67);
+      if (lookahead == 'a') ADVANCE(71);
       END_STATE();
     case 23:
-      if (lookahead == 'p') ADVANCE(68);
+      if (lookahead == 'g') ADVANCE(72);
+      if (lookahead == 'l') ADVANCE(73);
       END_STATE();
     case 24:
-      if (lookahead == '1') ADVANCE(69);
+      if (lookahead == 'p') ADVANCE(74);
       END_STATE();
     case 25:
-      if (lookahead == 'a') ADVANCE(70);
-      if (lookahead == 'o') ADVANCE(71);
+      if (lookahead == '1') ADVANCE(75);
       END_STATE();
     case 26:
-      if (lookahead == 'n') ADVANCE(72);
+      if (lookahead == 'a') ADVANCE(76);
+      if (lookahead == 'o') ADVANCE(77);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(73);
+      if (lookahead == 'n') ADVANCE(78);
       END_STATE();
     case 28:
-      if (lookahead == 'r') ADVANCE(74);
+      if (lookahead == 'u') ADVANCE(79);
       END_STATE();
     case 29:
-      if (lookahead == 'm') ADVANCE(75);
-      if (lookahead == 'r') ADVANCE(76);
+      if (lookahead == 'r') ADVANCE(80);
       END_STATE();
     case 30:
-      if (lookahead == 'a') ADVANCE(77);
+      if (lookahead == 'e') ADVANCE(81);
       END_STATE();
     case 31:
-      if (lookahead == 't') ADVANCE(78);
+      if (lookahead == 'm') ADVANCE(82);
+      if (lookahead == 'r') ADVANCE(83);
       END_STATE();
     case 32:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'a') ADVANCE(84);
       END_STATE();
     case 33:
-      if (lookahead == 'a') ADVANCE(79);
+      if (lookahead == 't') ADVANCE(85);
       END_STATE();
     case 34:
-      if (lookahead == '1') ADVANCE(80);
-      if (lookahead == '3') ADVANCE(81);
-      if (lookahead == '4') ADVANCE(82);
-      if (lookahead == '8') ADVANCE(83);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 35:
-      if (lookahead == 'l') ADVANCE(84);
+      if (lookahead == 'a') ADVANCE(86);
+      if (lookahead == 'e') ADVANCE(87);
       END_STATE();
     case 36:
-      if (lookahead == 'i') ADVANCE(85);
-      if (lookahead == 'u') ADVANCE(86);
+      if (lookahead == '1') ADVANCE(88);
+      if (lookahead == '3') ADVANCE(89);
+      if (lookahead == '4') ADVANCE(90);
+      if (lookahead == '8') ADVANCE(91);
       END_STATE();
     case 37:
-      if (lookahead == 'l') ADVANCE(87);
+      if (lookahead == 'l') ADVANCE(92);
       END_STATE();
     case 38:
-      if (lookahead == 'p') ADVANCE(88);
+      if (lookahead == 'i') ADVANCE(93);
+      if (lookahead == 'u') ADVANCE(94);
       END_STATE();
     case 39:
-      if (lookahead == 'f') ADVANCE(89);
-      if (lookahead == 't') ADVANCE(90);
+      if (lookahead == 'l') ADVANCE(95);
       END_STATE();
     case 40:
-      if (lookahead == 'y') ADVANCE(91);
-      END_STATE();
-    case 41:
-      if (lookahead == 'n') ADVANCE(92);
-      END_STATE();
-    case 42:
-      if (lookahead == 'r') ADVANCE(93);
-      END_STATE();
-    case 43:
-      if (lookahead == 'g') ADVANCE(94);
-      END_STATE();
-    case 44:
-      if (lookahead == 'a') ADVANCE(95);
       if (lookahead == 'p') ADVANCE(96);
       END_STATE();
+    case 41:
+      if (lookahead == 'b') ADVANCE(97);
+      END_STATE();
+    case 42:
+      if (lookahead == 'f') ADVANCE(98);
+      if (lookahead == 't') ADVANCE(99);
+      END_STATE();
+    case 43:
+      if (lookahead == 'y') ADVANCE(100);
+      END_STATE();
+    case 44:
+      if (lookahead == 'n') ADVANCE(101);
+      END_STATE();
     case 45:
-      if (lookahead == 'd') ADVANCE(97);
-      if (lookahead == 'e') ADVANCE(98);
+      if (lookahead == 'r') ADVANCE(102);
       END_STATE();
     case 46:
-      if (lookahead == '_') ADVANCE(99);
-      if (lookahead == 'n') ADVANCE(100);
+      if (lookahead == 'g') ADVANCE(103);
       END_STATE();
     case 47:
-      if (lookahead == 's') ADVANCE(101);
+      if (lookahead == 'a') ADVANCE(104);
+      if (lookahead == 'p') ADVANCE(105);
       END_STATE();
     case 48:
-      if (lookahead == 'f') ADVANCE(102);
+      if (lookahead == 'd') ADVANCE(106);
+      if (lookahead == 'e') ADVANCE(107);
       END_STATE();
     case 49:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == '_') ADVANCE(108);
+      if (lookahead == 'n') ADVANCE(109);
       END_STATE();
     case 50:
-      if (lookahead == 't') ADVANCE(103);
+      if (lookahead == 's') ADVANCE(110);
       END_STATE();
     case 51:
-      if (lookahead == 'a') ADVANCE(104);
+      if (lookahead == 'f') ADVANCE(111);
       END_STATE();
     case 52:
-      if (lookahead == 'e') ADVANCE(105);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 53:
-      if (lookahead == 'i') ADVANCE(106);
+      if (lookahead == 't') ADVANCE(112);
       END_STATE();
     case 54:
-      if (lookahead == 'n') ADVANCE(107);
+      if (lookahead == 'p') ADVANCE(113);
       END_STATE();
     case 55:
-      if (lookahead == 'e') ADVANCE(108);
+      if (lookahead == 'a') ADVANCE(114);
       END_STATE();
     case 56:
-      if (lookahead == 'l') ADVANCE(109);
+      if (lookahead == 'e') ADVANCE(115);
       END_STATE();
     case 57:
-      if (lookahead == 't') ADVANCE(110);
-      END_STATE();
-    case 58:
-      if (lookahead == 'a') ADVANCE(111);
-      END_STATE();
-    case 59:
-      if (lookahead == 'i') ADVANCE(112);
-      END_STATE();
-    case 60:
-      if (lookahead == 'r') ADVANCE(113);
-      END_STATE();
-    case 61:
-      if (lookahead == 'e') ADVANCE(114);
-      END_STATE();
-    case 62:
-      if (lookahead == 'f') ADVANCE(115);
       if (lookahead == 'i') ADVANCE(116);
       END_STATE();
+    case 58:
+      if (lookahead == 'n') ADVANCE(117);
+      END_STATE();
+    case 59:
+      if (lookahead == 'e') ADVANCE(118);
+      END_STATE();
+    case 60:
+      if (lookahead == 'l') ADVANCE(119);
+      END_STATE();
+    case 61:
+      if (lookahead == 't') ADVANCE(120);
+      END_STATE();
+    case 62:
+      if (lookahead == 'a') ADVANCE(121);
+      END_STATE();
     case 63:
-      if (lookahead == 'e') ADVANCE(117);
+      if (lookahead == 'i') ADVANCE(122);
       END_STATE();
     case 64:
-      if (lookahead == '_') ADVANCE(118);
-      if (lookahead == 'v') ADVANCE(119);
+      if (lookahead == 'r') ADVANCE(123);
       END_STATE();
     case 65:
-      if (lookahead == '0') ADVANCE(120);
-      if (lookahead == '1') ADVANCE(121);
+      if (lookahead == 'e') ADVANCE(124);
       END_STATE();
     case 66:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == 'f') ADVANCE(125);
+      if (lookahead == 'i') ADVANCE(126);
       END_STATE();
     case 67:
-      if (lookahead == 'o') ADVANCE(122);
+      if (lookahead == 'e') ADVANCE(127);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(123);
+      if (lookahead == '_') ADVANCE(128);
+      if (lookahead == 'v') ADVANCE(129);
       END_STATE();
     case 69:
-      if (lookahead == '6') ADVANCE(124);
+      if (lookahead == '0') ADVANCE(130);
+      if (lookahead == '1') ADVANCE(131);
+      if (lookahead == '2') ADVANCE(132);
       END_STATE();
     case 70:
-      if (lookahead == 'c') ADVANCE(125);
+      ACCEPT_TOKEN(anon_sym_a2a);
+      if (lookahead == '_') ADVANCE(133);
       END_STATE();
     case 71:
-      if (lookahead == 'c') ADVANCE(126);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 72:
-      if (lookahead == 'a') ADVANCE(127);
+      if (lookahead == 'o') ADVANCE(134);
       END_STATE();
     case 73:
-      if (lookahead == 's') ADVANCE(128);
+      if (lookahead == 'g') ADVANCE(135);
+      if (lookahead == 't') ADVANCE(136);
       END_STATE();
     case 74:
-      if (lookahead == 'e') ADVANCE(129);
+      if (lookahead == 'e') ADVANCE(137);
       END_STATE();
     case 75:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == '6') ADVANCE(138);
       END_STATE();
     case 76:
-      if (lookahead == 'e') ADVANCE(130);
+      if (lookahead == 'c') ADVANCE(139);
       END_STATE();
     case 77:
-      if (lookahead == 'l') ADVANCE(131);
+      if (lookahead == 'c') ADVANCE(140);
       END_STATE();
     case 78:
-      if (lookahead == '_') ADVANCE(132);
+      if (lookahead == 'a') ADVANCE(141);
       END_STATE();
     case 79:
-      if (lookahead == 's') ADVANCE(133);
+      if (lookahead == 's') ADVANCE(142);
       END_STATE();
     case 80:
-      if (lookahead == '6') ADVANCE(134);
+      if (lookahead == 'e') ADVANCE(143);
       END_STATE();
     case 81:
-      if (lookahead == '2') ADVANCE(135);
+      if (lookahead == 'p') ADVANCE(144);
       END_STATE();
     case 82:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 83:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == 'e') ADVANCE(145);
       END_STATE();
     case 84:
-      if (lookahead == 'l') ADVANCE(136);
+      if (lookahead == 'l') ADVANCE(146);
       END_STATE();
     case 85:
-      if (lookahead == 'p') ADVANCE(137);
-      END_STATE();
-    case 86:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 87:
-      if (lookahead == 'v') ADVANCE(138);
-      END_STATE();
-    case 88:
-      if (lookahead == 'p') ADVANCE(139);
-      END_STATE();
-    case 89:
-      if (lookahead == 'i') ADVANCE(140);
-      END_STATE();
-    case 90:
-      if (lookahead == 'e') ADVANCE(141);
-      END_STATE();
-    case 91:
-      if (lookahead == 'e') ADVANCE(142);
-      END_STATE();
-    case 92:
-      if (lookahead == 'e') ADVANCE(143);
-      if (lookahead == 'k') ADVANCE(144);
-      END_STATE();
-    case 93:
-      if (lookahead == 'a') ADVANCE(145);
-      END_STATE();
-    case 94:
-      if (lookahead == 'a') ADVANCE(146);
-      END_STATE();
-    case 95:
       if (lookahead == '_') ADVANCE(147);
       END_STATE();
+    case 86:
+      if (lookahead == 's') ADVANCE(148);
+      END_STATE();
+    case 87:
+      if (lookahead == 'x') ADVANCE(149);
+      END_STATE();
+    case 88:
+      if (lookahead == '6') ADVANCE(150);
+      END_STATE();
+    case 89:
+      if (lookahead == '2') ADVANCE(151);
+      END_STATE();
+    case 90:
+      ACCEPT_TOKEN(anon_sym_fp4);
+      END_STATE();
+    case 91:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 92:
+      if (lookahead == 'l') ADVANCE(152);
+      END_STATE();
+    case 93:
+      if (lookahead == 'p') ADVANCE(153);
+      END_STATE();
+    case 94:
+      ACCEPT_TOKEN(anon_sym_gpu);
+      END_STATE();
+    case 95:
+      if (lookahead == 'v') ADVANCE(154);
+      END_STATE();
     case 96:
-      ACCEPT_TOKEN(anon_sym_mlp);
+      if (lookahead == 'p') ADVANCE(155);
       END_STATE();
     case 97:
-      if (lookahead == 'e') ADVANCE(148);
+      if (lookahead == 'r') ADVANCE(156);
       END_STATE();
     case 98:
-      ACCEPT_TOKEN(anon_sym_moe);
-      if (lookahead == '_') ADVANCE(149);
+      if (lookahead == 'i') ADVANCE(157);
       END_STATE();
     case 99:
-      if (lookahead == 's') ADVANCE(150);
+      if (lookahead == 'e') ADVANCE(158);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(151);
-      END_STATE();
-    case 101:
-      if (lookahead == 'w') ADVANCE(152);
-      END_STATE();
-    case 102:
-      ACCEPT_TOKEN(anon_sym_off);
-      END_STATE();
-    case 103:
-      if (lookahead == 'i') ADVANCE(153);
-      END_STATE();
-    case 104:
-      if (lookahead == 'n') ADVANCE(154);
-      END_STATE();
-    case 105:
-      if (lookahead == 't') ADVANCE(155);
-      END_STATE();
-    case 106:
-      if (lookahead == 'l') ADVANCE(156);
-      END_STATE();
-    case 107:
-      if (lookahead == 'g') ADVANCE(157);
-      END_STATE();
-    case 108:
-      if (lookahead == 'n') ADVANCE(158);
-      END_STATE();
-    case 109:
       if (lookahead == 'e') ADVANCE(159);
       END_STATE();
+    case 101:
+      if (lookahead == 'e') ADVANCE(160);
+      if (lookahead == 'k') ADVANCE(161);
+      END_STATE();
+    case 102:
+      if (lookahead == 'a') ADVANCE(162);
+      END_STATE();
+    case 103:
+      if (lookahead == 'a') ADVANCE(163);
+      END_STATE();
+    case 104:
+      if (lookahead == '_') ADVANCE(164);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_mlp);
+      END_STATE();
+    case 106:
+      if (lookahead == 'e') ADVANCE(165);
+      END_STATE();
+    case 107:
+      ACCEPT_TOKEN(anon_sym_moe);
+      if (lookahead == '_') ADVANCE(166);
+      END_STATE();
+    case 108:
+      if (lookahead == 's') ADVANCE(167);
+      END_STATE();
+    case 109:
+      if (lookahead == 'e') ADVANCE(168);
+      END_STATE();
     case 110:
-      ACCEPT_TOKEN(anon_sym_sft);
+      if (lookahead == 'w') ADVANCE(169);
       END_STATE();
     case 111:
-      if (lookahead == 'r') ADVANCE(160);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 112:
-      if (lookahead == 't') ADVANCE(161);
+      if (lookahead == 'i') ADVANCE(170);
       END_STATE();
     case 113:
-      if (lookahead == 'c') ADVANCE(162);
+      ACCEPT_TOKEN(anon_sym_p2p);
       END_STATE();
     case 114:
-      if (lookahead == 'e') ADVANCE(163);
+      if (lookahead == 'n') ADVANCE(171);
       END_STATE();
     case 115:
-      if (lookahead == 'u') ADVANCE(164);
+      if (lookahead == 't') ADVANCE(172);
       END_STATE();
     case 116:
-      if (lookahead == 'f') ADVANCE(165);
+      if (lookahead == 'l') ADVANCE(173);
       END_STATE();
     case 117:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'g') ADVANCE(174);
       END_STATE();
     case 118:
-      if (lookahead == 'h') ADVANCE(166);
+      if (lookahead == 'n') ADVANCE(175);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_zbv);
+      if (lookahead == 'e') ADVANCE(176);
       END_STATE();
     case 120:
-      ADVANCE_MAP(
-        '1', 167,
-        '2', 168,
-        '3', 169,
-        '4', 170,
-        '5', 171,
-        '6', 172,
-        '7', 173,
-        '8', 174,
-        '9', 175,
-      );
+      ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 121:
-      if (lookahead == '2') ADVANCE(176);
-      if (lookahead == '3') ADVANCE(177);
-      if (lookahead == '4') ADVANCE(178);
-      if (lookahead == '5') ADVANCE(179);
-      if (lookahead == '7') ADVANCE(180);
-      if (lookahead == '8') ADVANCE(181);
-      if (lookahead == '9') ADVANCE(182);
+      if (lookahead == 'r') ADVANCE(177);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 't') ADVANCE(178);
       END_STATE();
     case 123:
-      if (lookahead == 'r') ADVANCE(183);
+      if (lookahead == 'c') ADVANCE(179);
       END_STATE();
     case 124:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'e') ADVANCE(180);
       END_STATE();
     case 125:
-      if (lookahead == 'k') ADVANCE(184);
+      if (lookahead == 'u') ADVANCE(181);
       END_STATE();
     case 126:
-      if (lookahead == 'k') ADVANCE(185);
+      if (lookahead == 'f') ADVANCE(182);
       END_STATE();
     case 127:
-      if (lookahead == '3') ADVANCE(186);
-      if (lookahead == '4') ADVANCE(187);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 128:
-      if (lookahead == 't') ADVANCE(188);
+      if (lookahead == 'h') ADVANCE(183);
       END_STATE();
     case 129:
-      if (lookahead == '_') ADVANCE(189);
+      ACCEPT_TOKEN(anon_sym_zbv);
       END_STATE();
     case 130:
-      if (lookahead == 'c') ADVANCE(190);
+      ADVANCE_MAP(
+        '1', 184,
+        '2', 185,
+        '3', 186,
+        '4', 187,
+        '5', 188,
+        '6', 189,
+        '7', 190,
+        '8', 191,
+        '9', 192,
+      );
       END_STATE();
     case 131:
-      if (lookahead == 'p') ADVANCE(191);
+      if (lookahead == '2') ADVANCE(193);
+      if (lookahead == '3') ADVANCE(194);
+      if (lookahead == '4') ADVANCE(195);
+      if (lookahead == '5') ADVANCE(196);
+      if (lookahead == '7') ADVANCE(197);
+      if (lookahead == '8') ADVANCE(198);
+      if (lookahead == '9') ADVANCE(199);
       END_STATE();
     case 132:
-      if (lookahead == 't') ADVANCE(192);
+      if (lookahead == '0') ADVANCE(200);
       END_STATE();
     case 133:
-      if (lookahead == 'h') ADVANCE(193);
+      if (lookahead == 'p') ADVANCE(201);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      if (lookahead == 'a') ADVANCE(202);
       END_STATE();
     case 136:
-      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == 'o') ADVANCE(203);
       END_STATE();
     case 137:
-      if (lookahead == 'e') ADVANCE(194);
+      if (lookahead == 'r') ADVANCE(204);
       END_STATE();
     case 138:
-      if (lookahead == 'i') ADVANCE(195);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 139:
-      if (lookahead == 'e') ADVANCE(196);
+      if (lookahead == 'k') ADVANCE(205);
       END_STATE();
     case 140:
-      if (lookahead == 'n') ADVANCE(197);
+      if (lookahead == 'k') ADVANCE(206);
       END_STATE();
     case 141:
-      if (lookahead == 'r') ADVANCE(198);
+      if (lookahead == '3') ADVANCE(207);
+      if (lookahead == '4') ADVANCE(208);
       END_STATE();
     case 142:
-      if (lookahead == 'r') ADVANCE(199);
+      if (lookahead == 't') ADVANCE(209);
       END_STATE();
     case 143:
-      if (lookahead == 'a') ADVANCE(200);
+      if (lookahead == '_') ADVANCE(210);
       END_STATE();
     case 144:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'e') ADVANCE(211);
       END_STATE();
     case 145:
-      ACCEPT_TOKEN(anon_sym_lora);
+      if (lookahead == 'c') ADVANCE(212);
       END_STATE();
     case 146:
-      if (lookahead == 't') ADVANCE(201);
+      if (lookahead == 'p') ADVANCE(213);
       END_STATE();
     case 147:
-      if (lookahead == 'u') ADVANCE(202);
+      if (lookahead == 't') ADVANCE(214);
       END_STATE();
     case 148:
-      if (lookahead == 'l') ADVANCE(203);
+      if (lookahead == 'h') ADVANCE(215);
       END_STATE();
     case 149:
-      if (lookahead == 'a') ADVANCE(204);
+      ACCEPT_TOKEN(anon_sym_flex);
       END_STATE();
     case 150:
-      if (lookahead == 'h') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 151:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 152:
-      if (lookahead == 'i') ADVANCE(206);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 153:
-      if (lookahead == 'm') ADVANCE(207);
+      if (lookahead == 'e') ADVANCE(216);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'i') ADVANCE(217);
       END_STATE();
     case 155:
-      if (lookahead == 'r') ADVANCE(208);
+      if (lookahead == 'e') ADVANCE(218);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'i') ADVANCE(219);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == 'n') ADVANCE(220);
       END_STATE();
     case 158:
-      if (lookahead == 'a') ADVANCE(209);
+      if (lookahead == 'r') ADVANCE(221);
       END_STATE();
     case 159:
-      if (lookahead == 'c') ADVANCE(210);
+      if (lookahead == 'r') ADVANCE(222);
       END_STATE();
     case 160:
-      if (lookahead == 'e') ADVANCE(211);
-      if (lookahead == 'p') ADVANCE(212);
+      if (lookahead == 'a') ADVANCE(223);
       END_STATE();
     case 161:
-      if (lookahead == 'c') ADVANCE(213);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 162:
-      if (lookahead == 'h') ADVANCE(214);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 't') ADVANCE(224);
       END_STATE();
     case 164:
-      if (lookahead == 's') ADVANCE(215);
+      if (lookahead == 'u') ADVANCE(225);
       END_STATE();
     case 165:
-      if (lookahead == 'o') ADVANCE(216);
+      if (lookahead == 'l') ADVANCE(226);
       END_STATE();
     case 166:
-      if (lookahead == '1') ADVANCE(217);
-      if (lookahead == '2') ADVANCE(218);
+      if (lookahead == 'a') ADVANCE(227);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == 'h') ADVANCE(228);
       END_STATE();
     case 168:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 169:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      if (lookahead == 'i') ADVANCE(229);
       END_STATE();
     case 170:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      if (lookahead == 'm') ADVANCE(230);
       END_STATE();
     case 171:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 172:
-      ACCEPT_TOKEN(anon_sym_W0006);
-      END_STATE();
-    case 173:
-      ACCEPT_TOKEN(anon_sym_W0007);
-      END_STATE();
-    case 174:
-      ACCEPT_TOKEN(anon_sym_W0008);
-      END_STATE();
-    case 175:
-      ACCEPT_TOKEN(anon_sym_W0009);
-      END_STATE();
-    case 176:
-      ACCEPT_TOKEN(anon_sym_W0012);
-      END_STATE();
-    case 177:
-      ACCEPT_TOKEN(anon_sym_W0013);
-      END_STATE();
-    case 178:
-      ACCEPT_TOKEN(anon_sym_W0014);
-      END_STATE();
-    case 179:
-      ACCEPT_TOKEN(anon_sym_W0015);
-      END_STATE();
-    case 180:
-      ACCEPT_TOKEN(anon_sym_W0017);
-      END_STATE();
-    case 181:
-      ACCEPT_TOKEN(anon_sym_W0018);
-      END_STATE();
-    case 182:
-      ACCEPT_TOKEN(anon_sym_W0019);
-      END_STATE();
-    case 183:
-      if (lookahead == 'e') ADVANCE(219);
-      END_STATE();
-    case 184:
-      if (lookahead == 'w') ADVANCE(220);
-      END_STATE();
-    case 185:
-      ACCEPT_TOKEN(anon_sym_block);
-      END_STATE();
-    case 186:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 187:
-      ACCEPT_TOKEN(anon_sym_cdna4);
-      END_STATE();
-    case 188:
-      if (lookahead == 'e') ADVANCE(221);
-      END_STATE();
-    case 189:
-      if (lookahead == 'a') ADVANCE(222);
-      END_STATE();
-    case 190:
-      if (lookahead == 't') ADVANCE(223);
-      END_STATE();
-    case 191:
-      if (lookahead == 'i') ADVANCE(224);
-      END_STATE();
-    case 192:
-      if (lookahead == 'r') ADVANCE(225);
-      END_STATE();
-    case 193:
-      ACCEPT_TOKEN(anon_sym_flash);
-      END_STATE();
-    case 194:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 195:
-      if (lookahead == 'n') ADVANCE(226);
-      END_STATE();
-    case 196:
-      if (lookahead == 'r') ADVANCE(227);
-      END_STATE();
-    case 197:
-      if (lookahead == 'i') ADVANCE(228);
-      END_STATE();
-    case 198:
-      if (lookahead == 'l') ADVANCE(229);
-      END_STATE();
-    case 199:
-      if (lookahead == 'n') ADVANCE(230);
-      END_STATE();
-    case 200:
       if (lookahead == 'r') ADVANCE(231);
       END_STATE();
+    case 173:
+      ACCEPT_TOKEN(anon_sym_rail);
+      END_STATE();
+    case 174:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 175:
+      if (lookahead == 'a') ADVANCE(232);
+      END_STATE();
+    case 176:
+      if (lookahead == 'c') ADVANCE(233);
+      END_STATE();
+    case 177:
+      if (lookahead == 'e') ADVANCE(234);
+      if (lookahead == 'p') ADVANCE(235);
+      END_STATE();
+    case 178:
+      if (lookahead == 'c') ADVANCE(236);
+      END_STATE();
+    case 179:
+      if (lookahead == 'h') ADVANCE(237);
+      END_STATE();
+    case 180:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 181:
+      if (lookahead == 's') ADVANCE(238);
+      END_STATE();
+    case 182:
+      if (lookahead == 'o') ADVANCE(239);
+      END_STATE();
+    case 183:
+      if (lookahead == '1') ADVANCE(240);
+      if (lookahead == '2') ADVANCE(241);
+      END_STATE();
+    case 184:
+      ACCEPT_TOKEN(anon_sym_W0001);
+      END_STATE();
+    case 185:
+      ACCEPT_TOKEN(anon_sym_W0002);
+      END_STATE();
+    case 186:
+      ACCEPT_TOKEN(anon_sym_W0003);
+      END_STATE();
+    case 187:
+      ACCEPT_TOKEN(anon_sym_W0004);
+      END_STATE();
+    case 188:
+      ACCEPT_TOKEN(anon_sym_W0005);
+      END_STATE();
+    case 189:
+      ACCEPT_TOKEN(anon_sym_W0006);
+      END_STATE();
+    case 190:
+      ACCEPT_TOKEN(anon_sym_W0007);
+      END_STATE();
+    case 191:
+      ACCEPT_TOKEN(anon_sym_W0008);
+      END_STATE();
+    case 192:
+      ACCEPT_TOKEN(anon_sym_W0009);
+      END_STATE();
+    case 193:
+      ACCEPT_TOKEN(anon_sym_W0012);
+      END_STATE();
+    case 194:
+      ACCEPT_TOKEN(anon_sym_W0013);
+      END_STATE();
+    case 195:
+      ACCEPT_TOKEN(anon_sym_W0014);
+      END_STATE();
+    case 196:
+      ACCEPT_TOKEN(anon_sym_W0015);
+      END_STATE();
+    case 197:
+      ACCEPT_TOKEN(anon_sym_W0017);
+      END_STATE();
+    case 198:
+      ACCEPT_TOKEN(anon_sym_W0018);
+      END_STATE();
+    case 199:
+      ACCEPT_TOKEN(anon_sym_W0019);
+      END_STATE();
+    case 200:
+      ACCEPT_TOKEN(anon_sym_W0020);
+      END_STATE();
     case 201:
-      if (lookahead == 'r') ADVANCE(232);
+      if (lookahead == '2') ADVANCE(242);
       END_STATE();
     case 202:
-      if (lookahead == 'p') ADVANCE(233);
+      if (lookahead == 't') ADVANCE(243);
       END_STATE();
     case 203:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'a') ADVANCE(244);
       END_STATE();
     case 204:
-      if (lookahead == 'c') ADVANCE(234);
-      END_STATE();
-    case 205:
-      if (lookahead == 'a') ADVANCE(235);
-      END_STATE();
-    case 206:
-      if (lookahead == 't') ADVANCE(236);
-      END_STATE();
-    case 207:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(237);
-      END_STATE();
-    case 208:
-      if (lookahead == 'a') ADVANCE(238);
-      END_STATE();
-    case 209:
-      if (lookahead == 'r') ADVANCE(239);
-      END_STATE();
-    case 210:
-      if (lookahead == 't') ADVANCE(240);
-      END_STATE();
-    case 211:
-      if (lookahead == 'd') ADVANCE(241);
-      END_STATE();
-    case 212:
-      ACCEPT_TOKEN(anon_sym_sharp);
-      END_STATE();
-    case 213:
-      if (lookahead == 'h') ADVANCE(242);
-      END_STATE();
-    case 214:
-      ACCEPT_TOKEN(anon_sym_torch);
-      END_STATE();
-    case 215:
-      if (lookahead == 'e') ADVANCE(243);
-      END_STATE();
-    case 216:
-      if (lookahead == 'r') ADVANCE(244);
-      END_STATE();
-    case 217:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
-      END_STATE();
-    case 218:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
-      END_STATE();
-    case 219:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 220:
       if (lookahead == 'e') ADVANCE(245);
       END_STATE();
+    case 205:
+      if (lookahead == 'w') ADVANCE(246);
+      END_STATE();
+    case 206:
+      ACCEPT_TOKEN(anon_sym_block);
+      END_STATE();
+    case 207:
+      ACCEPT_TOKEN(anon_sym_cdna3);
+      END_STATE();
+    case 208:
+      ACCEPT_TOKEN(anon_sym_cdna4);
+      END_STATE();
+    case 209:
+      if (lookahead == 'e') ADVANCE(247);
+      END_STATE();
+    case 210:
+      if (lookahead == 'a') ADVANCE(248);
+      END_STATE();
+    case 211:
+      if (lookahead == 'p') ADVANCE(249);
+      END_STATE();
+    case 212:
+      if (lookahead == 't') ADVANCE(250);
+      END_STATE();
+    case 213:
+      if (lookahead == 'i') ADVANCE(251);
+      END_STATE();
+    case 214:
+      if (lookahead == 'r') ADVANCE(252);
+      END_STATE();
+    case 215:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
+    case 216:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 217:
+      if (lookahead == 'n') ADVANCE(253);
+      END_STATE();
+    case 218:
+      if (lookahead == 'r') ADVANCE(254);
+      END_STATE();
+    case 219:
+      if (lookahead == 'd') ADVANCE(255);
+      END_STATE();
+    case 220:
+      if (lookahead == 'i') ADVANCE(256);
+      END_STATE();
     case 221:
-      if (lookahead == 'r') ADVANCE(246);
+      if (lookahead == 'l') ADVANCE(257);
       END_STATE();
     case 222:
-      if (lookahead == 't') ADVANCE(247);
+      if (lookahead == 'n') ADVANCE(258);
       END_STATE();
     case 223:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'r') ADVANCE(259);
       END_STATE();
     case 224:
-      if (lookahead == 'p') ADVANCE(248);
+      if (lookahead == 'r') ADVANCE(260);
       END_STATE();
     case 225:
-      if (lookahead == 'e') ADVANCE(249);
+      if (lookahead == 'p') ADVANCE(261);
       END_STATE();
     case 226:
-      if (lookahead == 'g') ADVANCE(250);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 227:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'c') ADVANCE(262);
       END_STATE();
     case 228:
-      if (lookahead == 'b') ADVANCE(251);
+      if (lookahead == 'a') ADVANCE(263);
       END_STATE();
     case 229:
-      if (lookahead == 'e') ADVANCE(252);
+      if (lookahead == 't') ADVANCE(264);
       END_STATE();
     case 230:
-      if (lookahead == 'o') ADVANCE(253);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(265);
       END_STATE();
     case 231:
-      if (lookahead == '_') ADVANCE(254);
+      if (lookahead == 'a') ADVANCE(266);
       END_STATE();
     case 232:
-      if (lookahead == 'o') ADVANCE(255);
+      if (lookahead == 'r') ADVANCE(267);
       END_STATE();
     case 233:
-      if (lookahead == '_') ADVANCE(256);
-      END_STATE();
-    case 234:
-      if (lookahead == 't') ADVANCE(257);
-      END_STATE();
-    case 235:
-      if (lookahead == 'r') ADVANCE(258);
-      END_STATE();
-    case 236:
-      if (lookahead == 'c') ADVANCE(259);
-      END_STATE();
-    case 237:
-      if (lookahead == 'g') ADVANCE(260);
-      END_STATE();
-    case 238:
-      if (lookahead == 'i') ADVANCE(261);
-      END_STATE();
-    case 239:
-      if (lookahead == 'i') ADVANCE(262);
-      END_STATE();
-    case 240:
-      if (lookahead == 'i') ADVANCE(263);
-      END_STATE();
-    case 241:
-      if (lookahead == '_') ADVANCE(264);
-      END_STATE();
-    case 242:
-      ACCEPT_TOKEN(anon_sym_switch);
-      END_STATE();
-    case 243:
-      if (lookahead == 'd') ADVANCE(265);
-      END_STATE();
-    case 244:
-      if (lookahead == 'm') ADVANCE(266);
-      END_STATE();
-    case 245:
-      if (lookahead == 'l') ADVANCE(267);
-      END_STATE();
-    case 246:
-      ACCEPT_TOKEN(anon_sym_cluster);
-      END_STATE();
-    case 247:
       if (lookahead == 't') ADVANCE(268);
       END_STATE();
+    case 234:
+      if (lookahead == 'd') ADVANCE(269);
+      END_STATE();
+    case 235:
+      ACCEPT_TOKEN(anon_sym_sharp);
+      END_STATE();
+    case 236:
+      if (lookahead == 'h') ADVANCE(270);
+      END_STATE();
+    case 237:
+      ACCEPT_TOKEN(anon_sym_torch);
+      END_STATE();
+    case 238:
+      if (lookahead == 'e') ADVANCE(271);
+      END_STATE();
+    case 239:
+      if (lookahead == 'r') ADVANCE(272);
+      END_STATE();
+    case 240:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 241:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 242:
+      if (lookahead == 'p') ADVANCE(273);
+      END_STATE();
+    case 243:
+      if (lookahead == 'h') ADVANCE(274);
+      END_STATE();
+    case 244:
+      if (lookahead == 'l') ADVANCE(275);
+      END_STATE();
+    case 245:
+      ACCEPT_TOKEN(anon_sym_ampere);
+      END_STATE();
+    case 246:
+      if (lookahead == 'e') ADVANCE(276);
+      END_STATE();
+    case 247:
+      if (lookahead == 'r') ADVANCE(277);
+      END_STATE();
     case 248:
-      if (lookahead == 'e') ADVANCE(269);
+      if (lookahead == 't') ADVANCE(278);
       END_STATE();
     case 249:
-      if (lookahead == 'e') ADVANCE(270);
+      ACCEPT_TOKEN(anon_sym_deepep);
       END_STATE();
     case 250:
-      if (lookahead == '_') ADVANCE(271);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 251:
-      if (lookahead == 'a') ADVANCE(272);
-      END_STATE();
-    case 252:
-      if (lookahead == 'a') ADVANCE(273);
-      END_STATE();
-    case 253:
-      if (lookahead == 'r') ADVANCE(274);
-      END_STATE();
-    case 254:
-      if (lookahead == 'f') ADVANCE(275);
-      if (lookahead == 'p') ADVANCE(276);
-      if (lookahead == 'q') ADVANCE(277);
-      END_STATE();
-    case 255:
-      if (lookahead == 'n') ADVANCE(278);
-      END_STATE();
-    case 256:
       if (lookahead == 'p') ADVANCE(279);
       END_STATE();
+    case 252:
+      if (lookahead == 'e') ADVANCE(280);
+      END_STATE();
+    case 253:
+      if (lookahead == 'g') ADVANCE(281);
+      END_STATE();
+    case 254:
+      ACCEPT_TOKEN(anon_sym_hopper);
+      END_STATE();
+    case 255:
+      if (lookahead == 'e') ADVANCE(282);
+      END_STATE();
+    case 256:
+      if (lookahead == 'b') ADVANCE(283);
+      END_STATE();
     case 257:
-      ACCEPT_TOKEN(anon_sym_moe_act);
+      if (lookahead == 'e') ADVANCE(284);
       END_STATE();
     case 258:
-      if (lookahead == 'd') ADVANCE(280);
+      if (lookahead == 'o') ADVANCE(285);
       END_STATE();
     case 259:
-      if (lookahead == 'h') ADVANCE(281);
+      if (lookahead == '_') ADVANCE(286);
       END_STATE();
     case 260:
-      if (lookahead == 'r') ADVANCE(282);
+      if (lookahead == 'o') ADVANCE(287);
       END_STATE();
     case 261:
-      if (lookahead == 'n') ADVANCE(283);
+      if (lookahead == '_') ADVANCE(288);
       END_STATE();
     case 262:
-      if (lookahead == 'o') ADVANCE(284);
+      if (lookahead == 't') ADVANCE(289);
       END_STATE();
     case 263:
-      if (lookahead == 'v') ADVANCE(285);
+      if (lookahead == 'r') ADVANCE(290);
       END_STATE();
     case 264:
-      if (lookahead == 'e') ADVANCE(286);
+      if (lookahead == 'c') ADVANCE(291);
       END_STATE();
     case 265:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'g') ADVANCE(292);
       END_STATE();
     case 266:
-      ACCEPT_TOKEN(anon_sym_uniform);
+      if (lookahead == 'i') ADVANCE(293);
       END_STATE();
     case 267:
-      if (lookahead == 'l') ADVANCE(287);
+      if (lookahead == 'i') ADVANCE(294);
       END_STATE();
     case 268:
-      if (lookahead == 'n') ADVANCE(288);
+      if (lookahead == 'i') ADVANCE(295);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(289);
+      if (lookahead == '_') ADVANCE(296);
       END_STATE();
     case 270:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 271:
-      if (lookahead == 'd') ADVANCE(290);
+      if (lookahead == 'd') ADVANCE(297);
       END_STATE();
     case 272:
-      if (lookahead == 'n') ADVANCE(291);
+      if (lookahead == 'm') ADVANCE(298);
       END_STATE();
     case 273:
-      if (lookahead == 'v') ADVANCE(292);
+      ACCEPT_TOKEN(anon_sym_a2a_p2p);
       END_STATE();
     case 274:
-      if (lookahead == 'm') ADVANCE(293);
-      END_STATE();
-    case 275:
-      if (lookahead == 'c') ADVANCE(294);
-      END_STATE();
-    case 276:
-      if (lookahead == 'r') ADVANCE(295);
-      END_STATE();
-    case 277:
-      if (lookahead == 'k') ADVANCE(296);
-      END_STATE();
-    case 278:
-      ACCEPT_TOKEN(anon_sym_megatron);
-      END_STATE();
-    case 279:
-      if (lookahead == 'r') ADVANCE(297);
-      END_STATE();
-    case 280:
-      ACCEPT_TOKEN(anon_sym_no_shard);
-      END_STATE();
-    case 281:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
-      END_STATE();
-    case 282:
-      if (lookahead == 'a') ADVANCE(298);
-      END_STATE();
-    case 283:
-      ACCEPT_TOKEN(anon_sym_pretrain);
-      END_STATE();
-    case 284:
-      ACCEPT_TOKEN(anon_sym_scenario);
-      END_STATE();
-    case 285:
       if (lookahead == 'e') ADVANCE(299);
       END_STATE();
-    case 286:
-      if (lookahead == 'x') ADVANCE(300);
+    case 275:
+      if (lookahead == 'l') ADVANCE(300);
       END_STATE();
-    case 287:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(301);
+    case 276:
+      if (lookahead == 'l') ADVANCE(301);
       END_STATE();
-    case 288:
-      ACCEPT_TOKEN(anon_sym_core_attn);
+    case 277:
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
-    case 289:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+    case 278:
+      if (lookahead == 't') ADVANCE(302);
       END_STATE();
-    case 290:
-      if (lookahead == 'o') ADVANCE(302);
+    case 279:
+      if (lookahead == 'e') ADVANCE(303);
       END_STATE();
-    case 291:
-      if (lookahead == 'd') ADVANCE(303);
-      END_STATE();
-    case 292:
+    case 280:
       if (lookahead == 'e') ADVANCE(304);
       END_STATE();
+    case 281:
+      if (lookahead == '_') ADVANCE(305);
+      END_STATE();
+    case 282:
+      if (lookahead == 'p') ADVANCE(306);
+      END_STATE();
+    case 283:
+      if (lookahead == 'a') ADVANCE(307);
+      END_STATE();
+    case 284:
+      if (lookahead == 'a') ADVANCE(308);
+      END_STATE();
+    case 285:
+      if (lookahead == 'r') ADVANCE(309);
+      END_STATE();
+    case 286:
+      if (lookahead == 'f') ADVANCE(310);
+      if (lookahead == 'p') ADVANCE(311);
+      if (lookahead == 'q') ADVANCE(312);
+      END_STATE();
+    case 287:
+      if (lookahead == 'n') ADVANCE(313);
+      END_STATE();
+    case 288:
+      if (lookahead == 'p') ADVANCE(314);
+      END_STATE();
+    case 289:
+      ACCEPT_TOKEN(anon_sym_moe_act);
+      END_STATE();
+    case 290:
+      if (lookahead == 'd') ADVANCE(315);
+      END_STATE();
+    case 291:
+      if (lookahead == 'h') ADVANCE(316);
+      END_STATE();
+    case 292:
+      if (lookahead == 'r') ADVANCE(317);
+      END_STATE();
     case 293:
-      ACCEPT_TOKEN(anon_sym_layernorm);
+      if (lookahead == 'n') ADVANCE(318);
       END_STATE();
     case 294:
-      if (lookahead == '1') ADVANCE(305);
-      if (lookahead == '2') ADVANCE(306);
+      if (lookahead == 'o') ADVANCE(319);
       END_STATE();
     case 295:
-      if (lookahead == 'o') ADVANCE(307);
+      if (lookahead == 'v') ADVANCE(320);
       END_STATE();
     case 296:
-      if (lookahead == 'v') ADVANCE(308);
+      if (lookahead == 'e') ADVANCE(321);
       END_STATE();
     case 297:
-      if (lookahead == 'o') ADVANCE(309);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 298:
-      if (lookahead == 'd') ADVANCE(310);
+      ACCEPT_TOKEN(anon_sym_uniform);
       END_STATE();
     case 299:
-      ACCEPT_TOKEN(anon_sym_selective);
-      END_STATE();
-    case 300:
-      if (lookahead == 'p') ADVANCE(311);
-      END_STATE();
-    case 301:
-      if (lookahead == 'u') ADVANCE(312);
-      END_STATE();
-    case 302:
-      if (lookahead == 'u') ADVANCE(313);
-      END_STATE();
-    case 303:
-      ACCEPT_TOKEN(anon_sym_infiniband);
-      END_STATE();
-    case 304:
-      if (lookahead == 'd') ADVANCE(314);
-      END_STATE();
-    case 305:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
-      END_STATE();
-    case 306:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
-      END_STATE();
-    case 307:
-      if (lookahead == 'j') ADVANCE(315);
-      END_STATE();
-    case 308:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
-      END_STATE();
-    case 309:
-      if (lookahead == 'j') ADVANCE(316);
-      END_STATE();
-    case 310:
-      if (lookahead == 's') ADVANCE(317);
-      END_STATE();
-    case 311:
-      if (lookahead == 'e') ADVANCE(318);
-      END_STATE();
-    case 312:
-      if (lookahead == 'l') ADVANCE(319);
-      END_STATE();
-    case 313:
-      if (lookahead == 'b') ADVANCE(320);
-      END_STATE();
-    case 314:
-      ACCEPT_TOKEN(anon_sym_interleaved);
-      END_STATE();
-    case 315:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
-      END_STATE();
-    case 316:
-      ACCEPT_TOKEN(anon_sym_mla_up_proj);
-      END_STATE();
-    case 317:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(321);
-      END_STATE();
-    case 318:
       if (lookahead == 'r') ADVANCE(322);
       END_STATE();
-    case 319:
-      if (lookahead == 't') ADVANCE(323);
+    case 300:
+      ACCEPT_TOKEN(anon_sym_alltoall);
       END_STATE();
-    case 320:
-      if (lookahead == 'l') ADVANCE(324);
+    case 301:
+      if (lookahead == 'l') ADVANCE(323);
       END_STATE();
-    case 321:
-      if (lookahead == 'p') ADVANCE(325);
+    case 302:
+      if (lookahead == 'n') ADVANCE(324);
       END_STATE();
-    case 322:
-      if (lookahead == 't') ADVANCE(326);
+    case 303:
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(325);
       END_STATE();
-    case 323:
-      if (lookahead == 'r') ADVANCE(327);
+    case 304:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
-    case 324:
-      if (lookahead == 'i') ADVANCE(328);
+    case 305:
+      if (lookahead == 'd') ADVANCE(326);
       END_STATE();
-    case 325:
-      if (lookahead == 'a') ADVANCE(329);
+    case 306:
+      ACCEPT_TOKEN(anon_sym_hybridep);
       END_STATE();
-    case 326:
-      if (lookahead == 's') ADVANCE(330);
+    case 307:
+      if (lookahead == 'n') ADVANCE(327);
       END_STATE();
-    case 327:
-      if (lookahead == 'a') ADVANCE(331);
+    case 308:
+      if (lookahead == 'v') ADVANCE(328);
       END_STATE();
-    case 328:
-      if (lookahead == 'n') ADVANCE(332);
+    case 309:
+      if (lookahead == 'm') ADVANCE(329);
       END_STATE();
-    case 329:
+    case 310:
+      if (lookahead == 'c') ADVANCE(330);
+      END_STATE();
+    case 311:
+      if (lookahead == 'r') ADVANCE(331);
+      END_STATE();
+    case 312:
+      if (lookahead == 'k') ADVANCE(332);
+      END_STATE();
+    case 313:
+      ACCEPT_TOKEN(anon_sym_megatron);
+      END_STATE();
+    case 314:
       if (lookahead == 'r') ADVANCE(333);
       END_STATE();
+    case 315:
+      ACCEPT_TOKEN(anon_sym_no_shard);
+      END_STATE();
+    case 316:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
+    case 317:
+      if (lookahead == 'a') ADVANCE(334);
+      END_STATE();
+    case 318:
+      ACCEPT_TOKEN(anon_sym_pretrain);
+      END_STATE();
+    case 319:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 320:
+      if (lookahead == 'e') ADVANCE(335);
+      END_STATE();
+    case 321:
+      if (lookahead == 'x') ADVANCE(336);
+      END_STATE();
+    case 322:
+      ACCEPT_TOKEN(anon_sym_allgather);
+      END_STATE();
+    case 323:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(337);
+      END_STATE();
+    case 324:
+      ACCEPT_TOKEN(anon_sym_core_attn);
+      END_STATE();
+    case 325:
+      ACCEPT_TOKEN(anon_sym_dualpipev);
+      END_STATE();
+    case 326:
+      if (lookahead == 'o') ADVANCE(338);
+      END_STATE();
+    case 327:
+      if (lookahead == 'd') ADVANCE(339);
+      END_STATE();
+    case 328:
+      if (lookahead == 'e') ADVANCE(340);
+      END_STATE();
+    case 329:
+      ACCEPT_TOKEN(anon_sym_layernorm);
+      END_STATE();
     case 330:
-      ACCEPT_TOKEN(anon_sym_shared_experts);
+      if (lookahead == '1') ADVANCE(341);
+      if (lookahead == '2') ADVANCE(342);
       END_STATE();
     case 331:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'o') ADVANCE(343);
       END_STATE();
     case 332:
-      if (lookahead == 'g') ADVANCE(334);
+      if (lookahead == 'v') ADVANCE(344);
       END_STATE();
     case 333:
-      if (lookahead == 'a') ADVANCE(335);
+      if (lookahead == 'o') ADVANCE(345);
       END_STATE();
     case 334:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'd') ADVANCE(346);
       END_STATE();
     case 335:
-      if (lookahead == 'm') ADVANCE(336);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 336:
-      if (lookahead == 's') ADVANCE(337);
+      if (lookahead == 'p') ADVANCE(347);
       END_STATE();
     case 337:
+      if (lookahead == 'u') ADVANCE(348);
+      END_STATE();
+    case 338:
+      if (lookahead == 'u') ADVANCE(349);
+      END_STATE();
+    case 339:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 340:
+      if (lookahead == 'd') ADVANCE(350);
+      END_STATE();
+    case 341:
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      END_STATE();
+    case 342:
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      END_STATE();
+    case 343:
+      if (lookahead == 'j') ADVANCE(351);
+      END_STATE();
+    case 344:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
+    case 345:
+      if (lookahead == 'j') ADVANCE(352);
+      END_STATE();
+    case 346:
+      if (lookahead == 's') ADVANCE(353);
+      END_STATE();
+    case 347:
+      if (lookahead == 'e') ADVANCE(354);
+      END_STATE();
+    case 348:
+      if (lookahead == 'l') ADVANCE(355);
+      END_STATE();
+    case 349:
+      if (lookahead == 'b') ADVANCE(356);
+      END_STATE();
+    case 350:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 351:
+      ACCEPT_TOKEN(anon_sym_linear_proj);
+      END_STATE();
+    case 352:
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      END_STATE();
+    case 353:
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(357);
+      END_STATE();
+    case 354:
+      if (lookahead == 'r') ADVANCE(358);
+      END_STATE();
+    case 355:
+      if (lookahead == 't') ADVANCE(359);
+      END_STATE();
+    case 356:
+      if (lookahead == 'l') ADVANCE(360);
+      END_STATE();
+    case 357:
+      if (lookahead == 'p') ADVANCE(361);
+      END_STATE();
+    case 358:
+      if (lookahead == 't') ADVANCE(362);
+      END_STATE();
+    case 359:
+      if (lookahead == 'r') ADVANCE(363);
+      END_STATE();
+    case 360:
+      if (lookahead == 'i') ADVANCE(364);
+      END_STATE();
+    case 361:
+      if (lookahead == 'a') ADVANCE(365);
+      END_STATE();
+    case 362:
+      if (lookahead == 's') ADVANCE(366);
+      END_STATE();
+    case 363:
+      if (lookahead == 'a') ADVANCE(367);
+      END_STATE();
+    case 364:
+      if (lookahead == 'n') ADVANCE(368);
+      END_STATE();
+    case 365:
+      if (lookahead == 'r') ADVANCE(369);
+      END_STATE();
+    case 366:
+      ACCEPT_TOKEN(anon_sym_shared_experts);
+      END_STATE();
+    case 367:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 368:
+      if (lookahead == 'g') ADVANCE(370);
+      END_STATE();
+    case 369:
+      if (lookahead == 'a') ADVANCE(371);
+      END_STATE();
+    case 370:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 371:
+      if (lookahead == 'm') ADVANCE(372);
+      END_STATE();
+    case 372:
+      if (lookahead == 's') ADVANCE(373);
+      END_STATE();
+    case 373:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2333,6 +2513,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(1),
     [anon_sym_fp32] = ACTIONS(1),
     [anon_sym_fp16] = ACTIONS(1),
+    [anon_sym_alltoall] = ACTIONS(1),
+    [anon_sym_allgather] = ACTIONS(1),
+    [anon_sym_flex] = ACTIONS(1),
+    [anon_sym_deepep] = ACTIONS(1),
+    [anon_sym_hybridep] = ACTIONS(1),
+    [anon_sym_p2p] = ACTIONS(1),
+    [anon_sym_a2a] = ACTIONS(1),
+    [anon_sym_a2a_p2p] = ACTIONS(1),
     [anon_sym_W0001] = ACTIONS(1),
     [anon_sym_W0002] = ACTIONS(1),
     [anon_sym_W0003] = ACTIONS(1),
@@ -2349,6 +2537,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(1),
     [anon_sym_W0018] = ACTIONS(1),
     [anon_sym_W0019] = ACTIONS(1),
+    [anon_sym_W0020] = ACTIONS(1),
     [anon_sym_core_attn] = ACTIONS(1),
     [anon_sym_mlp] = ACTIONS(1),
     [anon_sym_moe_act] = ACTIONS(1),
@@ -2448,6 +2637,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2464,6 +2661,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2547,6 +2745,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2563,6 +2769,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2646,6 +2853,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2662,6 +2877,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2745,6 +2961,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2761,6 +2985,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2844,6 +3069,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(49),
     [anon_sym_fp32] = ACTIONS(49),
     [anon_sym_fp16] = ACTIONS(49),
+    [anon_sym_alltoall] = ACTIONS(49),
+    [anon_sym_allgather] = ACTIONS(49),
+    [anon_sym_flex] = ACTIONS(49),
+    [anon_sym_deepep] = ACTIONS(49),
+    [anon_sym_hybridep] = ACTIONS(49),
+    [anon_sym_p2p] = ACTIONS(49),
+    [anon_sym_a2a] = ACTIONS(49),
+    [anon_sym_a2a_p2p] = ACTIONS(49),
     [anon_sym_W0001] = ACTIONS(49),
     [anon_sym_W0002] = ACTIONS(49),
     [anon_sym_W0003] = ACTIONS(49),
@@ -2860,6 +3093,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(49),
     [anon_sym_W0018] = ACTIONS(49),
     [anon_sym_W0019] = ACTIONS(49),
+    [anon_sym_W0020] = ACTIONS(49),
     [anon_sym_core_attn] = ACTIONS(49),
     [anon_sym_mlp] = ACTIONS(49),
     [anon_sym_moe_act] = ACTIONS(49),
@@ -2943,6 +3177,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2959,6 +3201,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -3042,6 +3285,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3058,6 +3309,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -3139,6 +3391,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(67),
     [anon_sym_fp32] = ACTIONS(67),
     [anon_sym_fp16] = ACTIONS(67),
+    [anon_sym_alltoall] = ACTIONS(67),
+    [anon_sym_allgather] = ACTIONS(67),
+    [anon_sym_flex] = ACTIONS(67),
+    [anon_sym_deepep] = ACTIONS(67),
+    [anon_sym_hybridep] = ACTIONS(67),
+    [anon_sym_p2p] = ACTIONS(67),
+    [anon_sym_a2a] = ACTIONS(67),
+    [anon_sym_a2a_p2p] = ACTIONS(67),
     [anon_sym_W0001] = ACTIONS(67),
     [anon_sym_W0002] = ACTIONS(67),
     [anon_sym_W0003] = ACTIONS(67),
@@ -3155,6 +3415,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(67),
     [anon_sym_W0018] = ACTIONS(67),
     [anon_sym_W0019] = ACTIONS(67),
+    [anon_sym_W0020] = ACTIONS(67),
     [anon_sym_core_attn] = ACTIONS(67),
     [anon_sym_mlp] = ACTIONS(67),
     [anon_sym_moe_act] = ACTIONS(67),
@@ -3236,6 +3497,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(71),
     [anon_sym_fp32] = ACTIONS(71),
     [anon_sym_fp16] = ACTIONS(71),
+    [anon_sym_alltoall] = ACTIONS(71),
+    [anon_sym_allgather] = ACTIONS(71),
+    [anon_sym_flex] = ACTIONS(71),
+    [anon_sym_deepep] = ACTIONS(71),
+    [anon_sym_hybridep] = ACTIONS(71),
+    [anon_sym_p2p] = ACTIONS(71),
+    [anon_sym_a2a] = ACTIONS(71),
+    [anon_sym_a2a_p2p] = ACTIONS(71),
     [anon_sym_W0001] = ACTIONS(71),
     [anon_sym_W0002] = ACTIONS(71),
     [anon_sym_W0003] = ACTIONS(71),
@@ -3252,6 +3521,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(71),
     [anon_sym_W0018] = ACTIONS(71),
     [anon_sym_W0019] = ACTIONS(71),
+    [anon_sym_W0020] = ACTIONS(71),
     [anon_sym_core_attn] = ACTIONS(71),
     [anon_sym_mlp] = ACTIONS(71),
     [anon_sym_moe_act] = ACTIONS(71),
@@ -3330,6 +3600,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(73),
     [anon_sym_fp32] = ACTIONS(73),
     [anon_sym_fp16] = ACTIONS(73),
+    [anon_sym_alltoall] = ACTIONS(73),
+    [anon_sym_allgather] = ACTIONS(73),
+    [anon_sym_flex] = ACTIONS(73),
+    [anon_sym_deepep] = ACTIONS(73),
+    [anon_sym_hybridep] = ACTIONS(73),
+    [anon_sym_p2p] = ACTIONS(73),
+    [anon_sym_a2a] = ACTIONS(73),
+    [anon_sym_a2a_p2p] = ACTIONS(73),
     [anon_sym_W0001] = ACTIONS(73),
     [anon_sym_W0002] = ACTIONS(73),
     [anon_sym_W0003] = ACTIONS(73),
@@ -3346,6 +3624,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(73),
     [anon_sym_W0018] = ACTIONS(73),
     [anon_sym_W0019] = ACTIONS(73),
+    [anon_sym_W0020] = ACTIONS(73),
     [anon_sym_core_attn] = ACTIONS(73),
     [anon_sym_mlp] = ACTIONS(73),
     [anon_sym_moe_act] = ACTIONS(73),
@@ -3425,6 +3704,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(79),
     [anon_sym_fp32] = ACTIONS(79),
     [anon_sym_fp16] = ACTIONS(79),
+    [anon_sym_alltoall] = ACTIONS(79),
+    [anon_sym_allgather] = ACTIONS(79),
+    [anon_sym_flex] = ACTIONS(79),
+    [anon_sym_deepep] = ACTIONS(79),
+    [anon_sym_hybridep] = ACTIONS(79),
+    [anon_sym_p2p] = ACTIONS(79),
+    [anon_sym_a2a] = ACTIONS(79),
+    [anon_sym_a2a_p2p] = ACTIONS(79),
     [anon_sym_W0001] = ACTIONS(79),
     [anon_sym_W0002] = ACTIONS(79),
     [anon_sym_W0003] = ACTIONS(79),
@@ -3441,6 +3728,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(79),
     [anon_sym_W0018] = ACTIONS(79),
     [anon_sym_W0019] = ACTIONS(79),
+    [anon_sym_W0020] = ACTIONS(79),
     [anon_sym_core_attn] = ACTIONS(79),
     [anon_sym_mlp] = ACTIONS(79),
     [anon_sym_moe_act] = ACTIONS(79),
@@ -3519,6 +3807,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(83),
     [anon_sym_fp32] = ACTIONS(83),
     [anon_sym_fp16] = ACTIONS(83),
+    [anon_sym_alltoall] = ACTIONS(83),
+    [anon_sym_allgather] = ACTIONS(83),
+    [anon_sym_flex] = ACTIONS(83),
+    [anon_sym_deepep] = ACTIONS(83),
+    [anon_sym_hybridep] = ACTIONS(83),
+    [anon_sym_p2p] = ACTIONS(83),
+    [anon_sym_a2a] = ACTIONS(83),
+    [anon_sym_a2a_p2p] = ACTIONS(83),
     [anon_sym_W0001] = ACTIONS(83),
     [anon_sym_W0002] = ACTIONS(83),
     [anon_sym_W0003] = ACTIONS(83),
@@ -3535,6 +3831,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(83),
     [anon_sym_W0018] = ACTIONS(83),
     [anon_sym_W0019] = ACTIONS(83),
+    [anon_sym_W0020] = ACTIONS(83),
     [anon_sym_core_attn] = ACTIONS(83),
     [anon_sym_mlp] = ACTIONS(83),
     [anon_sym_moe_act] = ACTIONS(83),
@@ -3613,6 +3910,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(87),
     [anon_sym_fp32] = ACTIONS(87),
     [anon_sym_fp16] = ACTIONS(87),
+    [anon_sym_alltoall] = ACTIONS(87),
+    [anon_sym_allgather] = ACTIONS(87),
+    [anon_sym_flex] = ACTIONS(87),
+    [anon_sym_deepep] = ACTIONS(87),
+    [anon_sym_hybridep] = ACTIONS(87),
+    [anon_sym_p2p] = ACTIONS(87),
+    [anon_sym_a2a] = ACTIONS(87),
+    [anon_sym_a2a_p2p] = ACTIONS(87),
     [anon_sym_W0001] = ACTIONS(87),
     [anon_sym_W0002] = ACTIONS(87),
     [anon_sym_W0003] = ACTIONS(87),
@@ -3629,6 +3934,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(87),
     [anon_sym_W0018] = ACTIONS(87),
     [anon_sym_W0019] = ACTIONS(87),
+    [anon_sym_W0020] = ACTIONS(87),
     [anon_sym_core_attn] = ACTIONS(87),
     [anon_sym_mlp] = ACTIONS(87),
     [anon_sym_moe_act] = ACTIONS(87),
@@ -3707,6 +4013,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(91),
     [anon_sym_fp32] = ACTIONS(91),
     [anon_sym_fp16] = ACTIONS(91),
+    [anon_sym_alltoall] = ACTIONS(91),
+    [anon_sym_allgather] = ACTIONS(91),
+    [anon_sym_flex] = ACTIONS(91),
+    [anon_sym_deepep] = ACTIONS(91),
+    [anon_sym_hybridep] = ACTIONS(91),
+    [anon_sym_p2p] = ACTIONS(91),
+    [anon_sym_a2a] = ACTIONS(91),
+    [anon_sym_a2a_p2p] = ACTIONS(91),
     [anon_sym_W0001] = ACTIONS(91),
     [anon_sym_W0002] = ACTIONS(91),
     [anon_sym_W0003] = ACTIONS(91),
@@ -3723,6 +4037,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(91),
     [anon_sym_W0018] = ACTIONS(91),
     [anon_sym_W0019] = ACTIONS(91),
+    [anon_sym_W0020] = ACTIONS(91),
     [anon_sym_core_attn] = ACTIONS(91),
     [anon_sym_mlp] = ACTIONS(91),
     [anon_sym_moe_act] = ACTIONS(91),
@@ -3800,6 +4115,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(95),
     [anon_sym_fp32] = ACTIONS(95),
     [anon_sym_fp16] = ACTIONS(95),
+    [anon_sym_alltoall] = ACTIONS(95),
+    [anon_sym_allgather] = ACTIONS(95),
+    [anon_sym_flex] = ACTIONS(95),
+    [anon_sym_deepep] = ACTIONS(95),
+    [anon_sym_hybridep] = ACTIONS(95),
+    [anon_sym_p2p] = ACTIONS(95),
+    [anon_sym_a2a] = ACTIONS(95),
+    [anon_sym_a2a_p2p] = ACTIONS(95),
     [anon_sym_W0001] = ACTIONS(95),
     [anon_sym_W0002] = ACTIONS(95),
     [anon_sym_W0003] = ACTIONS(95),
@@ -3816,6 +4139,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(95),
     [anon_sym_W0018] = ACTIONS(95),
     [anon_sym_W0019] = ACTIONS(95),
+    [anon_sym_W0020] = ACTIONS(95),
     [anon_sym_core_attn] = ACTIONS(95),
     [anon_sym_mlp] = ACTIONS(95),
     [anon_sym_moe_act] = ACTIONS(95),
@@ -3888,6 +4212,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3904,6 +4236,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -3976,6 +4309,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(23),
     [anon_sym_fp32] = ACTIONS(23),
     [anon_sym_fp16] = ACTIONS(23),
+    [anon_sym_alltoall] = ACTIONS(23),
+    [anon_sym_allgather] = ACTIONS(23),
+    [anon_sym_flex] = ACTIONS(23),
+    [anon_sym_deepep] = ACTIONS(23),
+    [anon_sym_hybridep] = ACTIONS(23),
+    [anon_sym_p2p] = ACTIONS(23),
+    [anon_sym_a2a] = ACTIONS(23),
+    [anon_sym_a2a_p2p] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3992,6 +4333,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
+    [anon_sym_W0020] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -4064,6 +4406,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_torch] = ACTIONS(122),
     [anon_sym_fp32] = ACTIONS(122),
     [anon_sym_fp16] = ACTIONS(122),
+    [anon_sym_alltoall] = ACTIONS(122),
+    [anon_sym_allgather] = ACTIONS(122),
+    [anon_sym_flex] = ACTIONS(122),
+    [anon_sym_deepep] = ACTIONS(122),
+    [anon_sym_hybridep] = ACTIONS(122),
+    [anon_sym_p2p] = ACTIONS(122),
+    [anon_sym_a2a] = ACTIONS(122),
+    [anon_sym_a2a_p2p] = ACTIONS(122),
     [anon_sym_W0001] = ACTIONS(122),
     [anon_sym_W0002] = ACTIONS(122),
     [anon_sym_W0003] = ACTIONS(122),
@@ -4080,6 +4430,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0017] = ACTIONS(122),
     [anon_sym_W0018] = ACTIONS(122),
     [anon_sym_W0019] = ACTIONS(122),
+    [anon_sym_W0020] = ACTIONS(122),
     [anon_sym_core_attn] = ACTIONS(122),
     [anon_sym_mlp] = ACTIONS(122),
     [anon_sym_moe_act] = ACTIONS(122),

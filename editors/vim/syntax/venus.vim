@@ -48,6 +48,7 @@ syn keyword venusKey contained gpu_mtbf node_mtbf link_mtbf storage_write_bw sto
 syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
+syn keyword venusKey contained etp moe_dispatcher cp_comm
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
@@ -56,8 +57,9 @@ syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualp
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 syn keyword venusConstant contained pretrain sft lora linear_qkv linear_proj linear_fc1 linear_fc2
 syn keyword venusConstant contained no_shard optim optim_grads optim_grads_params megatron torch fp32 fp16
-syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019 W0020
 syn keyword venusConstant contained core_attn mlp moe_act layernorm mla_up_proj moe shared_experts uniform block
+syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p a2a a2a_p2p
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

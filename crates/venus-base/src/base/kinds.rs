@@ -493,6 +493,93 @@ pub enum FsdpImpl {
     Torch,
 }
 
+/// The MoE token dispatcher (`moe_dispatcher`, Megatron-LM's `--moe-token-dispatcher-type`,
+/// megatron/core/transformer/moe/token_dispatcher.py at d98e8a64ddf3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MoeDispatcher {
+    /// `MoEAlltoAllTokenDispatcher` (l.375): all-to-all over ep, all-gather-v / reduce-scatter-v
+    /// over the expert tensor-parallel group.
+    #[default]
+    AllToAll,
+    /// `MoEAllGatherTokenDispatcher` (l.233): every token all-gathered over tp_ep (etp × ep),
+    /// local selection, the output reduce-scattered back.
+    AllGather,
+    /// `MoEFlexTokenDispatcher` (l.1809): fused dispatch and combine kernels over tp_ep.
+    Flex(FlexBackend),
+}
+
+impl MoeDispatcher {
+    /// The key's word (and Megatron's `--moe-token-dispatcher-type` value).
+    pub fn word(self) -> &'static str {
+        match self {
+            MoeDispatcher::AllToAll => "alltoall",
+            MoeDispatcher::AllGather => "allgather",
+            MoeDispatcher::Flex(_) => "flex",
+        }
+    }
+}
+
+/// The flex dispatcher's kernels (`--moe-flex-dispatcher-backend`, transformer_config.py:898).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FlexBackend {
+    /// deepseek-ai/DeepEP's normal (high-throughput) kernels, Megatron's default backend.
+    #[default]
+    DeepEp,
+    /// NVIDIA's HybridEP kernels (the `hybrid-ep` branch of DeepEP).
+    HybridEp,
+}
+
+impl FlexBackend {
+    pub fn word(self) -> &'static str {
+        match self {
+            FlexBackend::DeepEp => "deepep",
+            FlexBackend::HybridEp => "hybridep",
+        }
+    }
+}
+
+/// How context-parallel attention exchanges the sequence (`cp_comm`, Megatron-LM's
+/// `--cp-comm-type`, megatron/core/transformer/transformer_config.py:1029-1044 at d98e8a64ddf3;
+/// the kernels are Transformer Engine's `attention/context_parallel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CpComm {
+    /// Ring exchange of K/V blocks, overlapped with attention on the blocks already received.
+    #[default]
+    P2p,
+    /// Ulysses: all-to-all of Q, K, V (heads scattered, sequence gathered) and of the output.
+    A2a,
+    /// All-gather of the full sequence's K/V before attention (not overlapped).
+    AllGather,
+    /// Hierarchical: a2a inside groups of the given size, p2p ring between them.
+    A2aP2p,
+}
+
+impl CpComm {
+    /// The key's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            CpComm::P2p => "p2p",
+            CpComm::A2a => "a2a",
+            CpComm::AllGather => "allgather",
+            CpComm::A2aP2p => "a2a_p2p",
+        }
+    }
+    /// Megatron's `--cp-comm-type` value (arguments.py `choices`).
+    pub fn megatron(self) -> &'static str {
+        match self {
+            CpComm::P2p => "p2p",
+            CpComm::A2a => "a2a",
+            CpComm::AllGather => "all_gather",
+            CpComm::A2aP2p => "a2a+p2p",
+        }
+    }
+    pub fn from_word(w: &str) -> Option<CpComm> {
+        [CpComm::P2p, CpComm::A2a, CpComm::AllGather, CpComm::A2aP2p]
+            .into_iter()
+            .find(|c| c.word() == w || c.megatron() == w)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ pub use kinds::{
     Attention, CollectiveAlgorithm, Dtype, Fabric, GpuArch, LinkKind, Precision, Recompute,
     ScheduleKind, Topology,
 };
+pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use kinds::{RecomputeMethod, RecomputeModules};
 pub use units::{

@@ -90,6 +90,10 @@ codes! {
     E0339 Error "a recompute key that refines a granularity the plan does not use";
     E0340 Error "a recompute module Megatron-LM rejects for the model";
     E0341 Error "`fp8_param_gather` without FP8 or a sharded optimizer";
+    E0342 Error "an expert tensor-parallel size the experts or the expert grid do not admit";
+    E0343 Error "a MoE token dispatcher Megatron-LM does not run on this plan";
+    E0344 Error "attention heads that a2a context parallelism cannot scatter";
+    E0345 Error "hierarchical context-parallel sizes that do not give cp";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -131,6 +135,7 @@ codes! {
     W0018 Warning "a `slow_gpus` fraction that picks no GPU";
     W0015 Warning "`overlap_ep_comm` where Megatron-LM's combined 1F1B does not run";
     W0019 Warning "a recompute module with nothing to recompute in the model";
+    W0020 Warning "an `etp`, `moe_dispatcher` or `cp_comm` key that changes nothing on this plan";
 }
 
 impl Code {

@@ -170,6 +170,24 @@ fn task_of(w: &str) -> venus_base::base::Task {
     }
 }
 
+/// A `moe_dispatcher` item: its dispatcher word and, for `flex`, the backend (DeepEP unless
+/// `hybridep` is named, Megatron's default `--moe-flex-dispatcher-backend`).
+fn moe_dispatcher_of(item: &Item) -> Option<venus_base::base::MoeDispatcher> {
+    use venus_base::base::{FlexBackend, MoeDispatcher};
+    let word = |i: usize| match item.args.get(i) {
+        Some((Checked::Arg(Arg::Word(w)), _)) => Some(*w),
+        _ => None,
+    };
+    match word(0)? {
+        "alltoall" => Some(MoeDispatcher::AllToAll),
+        "allgather" => Some(MoeDispatcher::AllGather),
+        _ => Some(MoeDispatcher::Flex(match word(1) {
+            Some("hybridep") => FlexBackend::HybridEp,
+            _ => FlexBackend::DeepEp,
+        })),
+    }
+}
+
 /// An `fsdp` strategy word (the key table admits only its four).
 fn fsdp_strategy_of(w: &str) -> venus_base::base::FsdpStrategy {
     use venus_base::base::FsdpStrategy;
@@ -883,6 +901,32 @@ impl<'r, 'a> Checker<'r, 'a> {
             }),
             recompute_num_layers: f.count(Key::RecomputeNumLayers),
             fp8_param_gather: f.flag(Key::Fp8ParamGather),
+            etp: f.count(Key::Etp),
+            moe_dispatcher: f
+                .first(Key::MoeDispatcher)
+                .and_then(|item| moe_dispatcher_of(item).map(|d| Spanned::new(d, item.loc))),
+            moe_backend: f
+                .first(Key::MoeDispatcher)
+                .and_then(|item| match item.args.get(1) {
+                    Some((Checked::Arg(Arg::Word(w)), loc)) => Some(Spanned::new(
+                        if *w == "hybridep" {
+                            venus_base::base::FlexBackend::HybridEp
+                        } else {
+                            venus_base::base::FlexBackend::DeepEp
+                        },
+                        *loc,
+                    )),
+                    _ => None,
+                }),
+            cp_comm: f.word(Key::CpComm).and_then(|w| {
+                venus_base::base::CpComm::from_word(w.value).map(|c| Spanned::new(c, w.loc))
+            }),
+            cp_a2a: f
+                .first(Key::CpComm)
+                .and_then(|item| match item.args.get(1) {
+                    Some((Checked::Arg(Arg::Count(n)), loc)) => Some(Spanned::new(*n, *loc)),
+                    _ => None,
+                }),
         })
     }
 

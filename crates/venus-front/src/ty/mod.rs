@@ -313,6 +313,16 @@ pub struct Plan {
     pub pipeline_layout: Opt<LayoutText>,
     /// Training time between two checkpoints (`checkpoint_interval`).
     pub checkpoint_interval: Opt<Seconds>,
+    /// Expert tensor-parallel size (`etp`, Megatron's `--expert-tensor-parallel-size`).
+    pub etp: Opt<u64>,
+    /// MoE token dispatcher (`moe_dispatcher`, its flex backend included).
+    pub moe_dispatcher: Opt<venus_base::base::MoeDispatcher>,
+    /// The flex backend word of the `moe_dispatcher` item, when one is written.
+    pub moe_backend: Opt<venus_base::base::FlexBackend>,
+    /// Context-parallel exchange (`cp_comm`).
+    pub cp_comm: Opt<venus_base::base::CpComm>,
+    /// `cp_comm a2a_p2p A`: the a2a group size A (its count's location).
+    pub cp_a2a: Opt<u64>,
     /// `venussim "SECTION.FIELD" "JSON"` items, in written order.
     pub venussim: Vec<VenusSimItem>,
     /// The submodules `recompute selective` re-runs (`recompute_modules`).

@@ -8,7 +8,7 @@
 
 use super::problem::{EpOverlapIgnored, EpOverlapReason, PlanProblem};
 use super::{ScheduleKind, Validator};
-use venus_base::base::Recompute;
+use venus_base::base::{MoeDispatcher, Recompute};
 
 impl Validator<'_> {
     /// Why `overlap_ep_comm` would not run on this plan (None: it runs). Megatron-LM
@@ -22,6 +22,11 @@ impl Validator<'_> {
         }
         if p.recompute() == Recompute::Full {
             return Some(EpOverlapReason::FullRecompute);
+        }
+        // transformer_config.py:3013-3046 (E05): "supported with alltoall/flex token
+        // dispatcher".
+        if p.moe_dispatcher.as_ref().map(|d| d.value) == Some(MoeDispatcher::AllGather) {
+            return Some(EpOverlapReason::AllGatherDispatcher);
         }
         let explicit = p.schedule.as_ref().map(|s| s.value);
         if let Some(s) = explicit.filter(|s| *s != ScheduleKind::Interleaved) {

@@ -11,9 +11,9 @@ use super::{divisors, loc_of, nearest, on, Validator};
 
 impl Validator<'_> {
     /// The ep values nearest the written one that divide the experts and whose expert grid
-    /// (etp × ep × pp, etp = tp) divides the GPU count: they pass every ep rule of E0309.
+    /// (etp × ep × pp) divides the GPU count: they pass every ep rule of E0309.
     fn ep_options(&self) -> Vec<Setting> {
-        let (tp, pp) = (self.tp, self.pp);
+        let (tp, pp) = (self.etp(), self.pp);
         let fits = |x: u64| {
             let grid = tp.saturating_mul(x).saturating_mul(pp).max(1);
             self.world.is_multiple_of(grid) && self.def.model.experts().is_multiple_of(x)
@@ -47,15 +47,18 @@ impl Validator<'_> {
             }),
             _ => {}
         }
-        // megatron/core/parallel_state.py:883 (W02): etp = tp (arguments.py:587-588)
-        let group = (tp as u128)
+        // megatron/core/parallel_state.py:883 (W02): etp defaults to tp (arguments.py:587-588);
+        // a written etp that breaks the grid is E0342's (`check_etp`).
+        let etp = self.etp();
+        let group = (etp as u128)
             .saturating_mul(ep as u128)
             .saturating_mul(self.pp as u128);
-        if ep > 1 && group > 0 && !(self.world as u128).is_multiple_of(group) {
+        let etp_written = p.etp.is_some() && m.is_moe();
+        if ep > 1 && group > 0 && !etp_written && !(self.world as u128).is_multiple_of(group) {
             let written = Written::of(&[("tp", &p.tp), ("pp", &p.pp)]);
             failures.push(EpFailure::Grid {
                 world: self.world,
-                tp,
+                tp: etp,
                 pp: self.pp,
                 group,
                 written,

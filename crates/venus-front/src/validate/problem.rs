@@ -245,6 +245,16 @@ pub enum PlanProblem {
     Fp8ParamGatherNeeds(Fp8ParamGatherNeeds),
     /// E0353, E0354: a ZBV plan the reference's V schedule does not split.
     Zbv(ZbvProblem),
+    /// E0342: an `etp` the experts' ffn or the expert grid does not admit.
+    Etp(EtpProblem),
+    /// E0343: a `moe_dispatcher` Megatron does not run on this plan.
+    Dispatcher(DispatcherProblem),
+    /// E0344: heads a2a context parallelism cannot scatter.
+    CpA2aHeads(CpA2aHeads),
+    /// E0345: `cp_comm` hierarchical sizes that do not give cp.
+    CpHierarchy(CpHierarchy),
+    /// W0020: an `etp`, `moe_dispatcher` or `cp_comm` that changes nothing.
+    NoEffect(NoEffect),
 }
 
 impl PlanProblem {
@@ -296,6 +306,11 @@ impl PlanProblem {
             PlanProblem::RecomputeModuleUnfit(p) => p.render(),
             PlanProblem::Fp8ParamGatherNeeds(p) => p.render(),
             PlanProblem::Zbv(p) => p.render(),
+            PlanProblem::Etp(p) => p.render(),
+            PlanProblem::Dispatcher(p) => p.render(),
+            PlanProblem::CpA2aHeads(p) => p.render(),
+            PlanProblem::CpHierarchy(p) => p.render(),
+            PlanProblem::NoEffect(p) => p.render(),
         }
     }
 }
@@ -1613,6 +1628,9 @@ pub struct GroupSpan {
     pub keep: Option<u64>,
     /// The written tp, labelled for cp and ep groups.
     pub tp_loc: Option<Loc>,
+    /// The size the group's span multiplies: `tp`, or `etp` for an ep group with `etp`
+    /// written (the expert grid's order is etp-ep-dp-pp).
+    pub lead: &'static str,
 }
 
 impl GroupSpan {
@@ -1625,7 +1643,7 @@ impl GroupSpan {
                 self.outer.name
             )
         } else {
-            format!("{name} group (tp {tp} × {name} {size} = {span} consecutive GPUs) spans the slower dim `{}`", self.outer.name)
+            format!("{name} group ({} {tp} × {name} {size} = {span} consecutive GPUs) spans the slower dim `{}`", self.lead, self.outer.name)
         };
         let inside: Vec<String> = self.inside.iter().map(|n| format!("`{n}`")).collect();
         let keep_inside = match self.keep {
@@ -1658,7 +1676,7 @@ impl GroupSpan {
             )
             .with_help(help);
         if let Some(loc) = self.tp_loc {
-            d = d.with_secondary(loc, format!("tp {tp}"));
+            d = d.with_secondary(loc, format!("{} {tp}", self.lead));
         }
         d
     }
@@ -2592,6 +2610,8 @@ pub enum EpOverlapReason {
     NoExpertParallel { ep: u64 },
     /// Full recompute (transformer_config.py asserts against it).
     FullRecompute,
+    /// The allgather dispatcher has no all-to-all to overlap (transformer_config.py E05).
+    AllGatherDispatcher,
     /// A schedule other than the interleaved one.
     Schedule(ScheduleKind),
     /// No interleaving: pp 1, or pp > 1 without vpp (Megatron asserts vpp); `vpp` is the
@@ -2615,6 +2635,10 @@ impl EpOverlapIgnored {
             EpOverlapReason::FullRecompute => (
                 "Megatron-LM does not run it with full recompute".to_string(),
                 "use `recompute selective`".to_string(),
+            ),
+            EpOverlapReason::AllGatherDispatcher => (
+                "Megatron-LM runs it with the alltoall and flex dispatchers only".to_string(),
+                "write `moe_dispatcher alltoall`".to_string(),
             ),
             EpOverlapReason::Schedule(s) => (
                 format!(
@@ -3531,6 +3555,293 @@ impl ZbvProblem {
                  and rejects a per-chunk layer count",
             )
             .with_help(format!("remove `vpp {vpp}` (zbv implies vpp 2)")),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0342
+
+/// What an `etp` breaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EtpIssue {
+    /// The experts' ffn is not a multiple of etp.
+    Ffn { ffn: u64 },
+    /// etp × ep × pp does not divide the GPU count.
+    Grid {
+        world: u64,
+        ep: u64,
+        pp: u64,
+        grid: u128,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EtpProblem {
+    pub etp: u64,
+    pub loc: Loc,
+    pub issue: EtpIssue,
+    /// The nearest etp values that pass both rules.
+    pub options: Vec<Setting>,
+}
+
+impl EtpProblem {
+    fn render(self) -> Diagnostic {
+        let etp = self.etp;
+        let (message, label) = match self.issue {
+            EtpIssue::Ffn { ffn } => (
+                format!("the experts' ffn {ffn} cannot be split over etp {etp}"),
+                format!("{ffn} % {etp} ≠ 0"),
+            ),
+            EtpIssue::Grid { world, ep, pp, grid } => (
+                format!(
+                    "cluster has {world} GPUs, not a multiple of etp {etp} × ep {ep} × pp {pp} = {grid}"
+                ),
+                format!("etp {etp}"),
+            ),
+        };
+        Diagnostic::new(Code::E0342, message, self.loc, label)
+            .with_note(
+                "the routed experts run on Megatron-LM's expert grid, etp × ep × expert dp × pp \
+                 (megatron/core/parallel_state.py), each expert's linears split over etp",
+            )
+            .with_help(if self.options.is_empty() {
+                "remove `etp` (it is then tp)".to_string()
+            } else {
+                use_settings(&self.options)
+            })
+    }
+}
+
+// -------------------------------------------------------------------------------- E0343
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DispatcherIssue {
+    /// A flex backend named after `alltoall` or `allgather`.
+    BackendWithout {
+        dispatcher: &'static str,
+        backend: &'static str,
+    },
+    /// flex with etp × ep = 1; the smallest ep that gives it ranks to dispatch to.
+    FlexAlone { ep_option: Option<u64> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DispatcherProblem {
+    pub loc: Loc,
+    pub issue: DispatcherIssue,
+}
+
+impl DispatcherProblem {
+    fn render(self) -> Diagnostic {
+        match self.issue {
+            DispatcherIssue::BackendWithout {
+                dispatcher,
+                backend,
+            } => Diagnostic::new(
+                Code::E0343,
+                format!("`{backend}` is a backend of the `flex` dispatcher, not of `{dispatcher}`"),
+                self.loc,
+                format!("{dispatcher} {backend}"),
+            )
+            .with_note(
+                "Megatron-LM reads `--moe-flex-dispatcher-backend` only with \
+                 `--moe-token-dispatcher-type flex` and rejects DeepEP without it \
+                 (megatron/core/transformer/transformer_config.py)",
+            )
+            .with_help(format!(
+                "write `moe_dispatcher flex {backend}`, or `moe_dispatcher {dispatcher}`"
+            )),
+            DispatcherIssue::FlexAlone { ep_option } => Diagnostic::new(
+                Code::E0343,
+                "the `flex` dispatcher needs etp × ep > 1 but both are 1",
+                self.loc,
+                "flex dispatcher",
+            )
+            .with_note(
+                "\"DeepEP dispatcher requires TPxEP > 1\" \
+                 (megatron/core/transformer/moe/token_dispatcher.py)",
+            )
+            .with_help(match ep_option {
+                Some(ep) => format!("add `ep {ep}`, or write `moe_dispatcher alltoall`"),
+                None => "write `moe_dispatcher alltoall`".to_string(),
+            }),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0344
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpA2aHeads {
+    pub loc: Loc,
+    pub comm: &'static str,
+    /// The ranks the a2a scatters heads over (cp, or the first hierarchical size).
+    pub a2a: u64,
+    pub tp: u64,
+    /// Query heads and key/value heads per tensor-parallel rank.
+    pub q: u64,
+    pub kv: u64,
+    pub heads_loc: Loc,
+    /// The a2a sizes above 1 that divide both head counts.
+    pub sizes: Vec<u64>,
+}
+
+impl CpA2aHeads {
+    fn render(self) -> Diagnostic {
+        let (q, kv, a2a) = (self.q, self.kv, self.a2a);
+        let bad = if q.is_multiple_of(a2a) { kv } else { q };
+        let what = match (q.is_multiple_of(a2a), bad == 1) {
+            (true, true) => "key/value head",
+            (true, false) => "key/value heads",
+            (false, true) => "query head",
+            (false, false) => "query heads",
+        };
+        let help = match (self.comm, self.sizes.last()) {
+            ("a2a", Some(&s)) => format!("write `cp_comm a2a_p2p {s}`, or `cp_comm p2p`"),
+            ("a2a_p2p", Some(&s)) => format!("write `cp_comm a2a_p2p {s}`"),
+            _ => "write `cp_comm p2p`".to_string(),
+        };
+        Diagnostic::new(
+            Code::E0344,
+            format!(
+                "`cp_comm {}` scatters heads over {a2a} ranks but each tp rank has {bad} {what}",
+                self.comm
+            ),
+            self.loc,
+            format!("{bad} % {a2a} ≠ 0"),
+        )
+        .with_secondary(
+            self.heads_loc,
+            format!("{q} query and {kv} key/value heads per tp {} rank", self.tp),
+        )
+        .with_note(
+            "Transformer Engine's a2a context parallelism gives each rank heads / cp of the full \
+             sequence: \"cp_comm_type='a2a' requires num_heads % cp_size == 0 for Q, K, V\" \
+             (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py)",
+        )
+        .with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0345
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpHierarchyIssue {
+    /// `cp_comm a2a_p2p` without its a2a group size.
+    Missing,
+    /// The a2a group size does not divide cp.
+    NotADivisor { a2a: u64, at: Loc },
+    /// A group size after a variant that has no hierarchy.
+    NotHierarchical {
+        comm: &'static str,
+        a2a: u64,
+        at: Loc,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpHierarchy {
+    pub loc: Loc,
+    pub cp: u64,
+    pub issue: CpHierarchyIssue,
+    /// a2a group sizes that split cp into two levels.
+    pub options: Vec<u64>,
+}
+
+impl CpHierarchy {
+    fn render(self) -> Diagnostic {
+        let cp = self.cp;
+        let sizes: Vec<String> = self
+            .options
+            .iter()
+            .map(|a| format!("`cp_comm a2a_p2p {a}`"))
+            .collect();
+        let split_help = if sizes.is_empty() {
+            format!("write `cp_comm a2a` or `cp_comm p2p` (cp {cp} has no two-level split)")
+        } else {
+            format!("write {}", join_or(&sizes))
+        };
+        let note = "Megatron-LM's `--hierarchical-context-parallel-sizes A P` splits the cp \
+                    group into a2a groups of A consecutive ranks and a p2p ring of P, with \
+                    A × P = cp (megatron/training/arguments.py, parallel_state.py)";
+        match self.issue {
+            CpHierarchyIssue::Missing => Diagnostic::new(
+                Code::E0345,
+                "`cp_comm a2a_p2p` needs the size of its a2a groups",
+                self.loc,
+                "no a2a group size",
+            )
+            .with_note(note)
+            .with_help(split_help),
+            CpHierarchyIssue::NotADivisor { a2a, at } => Diagnostic::new(
+                Code::E0345,
+                format!("a2a groups of {a2a} ranks do not split cp {cp}"),
+                at,
+                format!("{cp} % {a2a} ≠ 0"),
+            )
+            .with_note(note)
+            .with_help(split_help),
+            CpHierarchyIssue::NotHierarchical { comm, a2a, at } => Diagnostic::new(
+                Code::E0345,
+                format!("`cp_comm {comm}` takes no group size but {a2a} is written"),
+                at,
+                "group size",
+            )
+            .with_note(note)
+            .with_help(format!(
+                "write `cp_comm {comm}`, or `cp_comm a2a_p2p {a2a}`"
+            )),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- W0020
+
+/// A folding or communication key that changes nothing on its plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoEffect {
+    /// `etp` on a dense model.
+    Etp { loc: Loc, model: String },
+    /// `moe_dispatcher` on a dense model.
+    Dispatcher { loc: Loc, model: String },
+    /// `cp_comm` with cp 1.
+    CpComm {
+        loc: Loc,
+        comm: &'static str,
+        cp_loc: Option<Loc>,
+    },
+}
+
+impl NoEffect {
+    fn render(self) -> Diagnostic {
+        match self {
+            NoEffect::Etp { loc, model } => Diagnostic::new(
+                Code::W0020,
+                format!("`etp` has no effect: `{model}` has no routed experts"),
+                loc,
+                "expert tensor parallelism",
+            )
+            .with_help("remove `etp`"),
+            NoEffect::Dispatcher { loc, model } => Diagnostic::new(
+                Code::W0020,
+                format!("`moe_dispatcher` has no effect: `{model}` has no routed experts"),
+                loc,
+                "token dispatcher",
+            )
+            .with_help("remove `moe_dispatcher`"),
+            NoEffect::CpComm { loc, comm, cp_loc } => {
+                let d = Diagnostic::new(
+                    Code::W0020,
+                    format!("`cp_comm {comm}` has no effect: cp is 1"),
+                    loc,
+                    "context-parallel exchange",
+                );
+                match cp_loc {
+                    Some(at) => d.with_secondary(at, "cp 1"),
+                    None => d,
+                }
+                .with_help("remove `cp_comm`, or set `cp` above 1")
+            }
         }
     }
 }

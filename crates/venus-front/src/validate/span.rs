@@ -34,18 +34,23 @@ impl Validator<'_> {
 
     // Rank order tp-cp-ep-dp-pp (megatron/core/parallel_state.py:601-624, 465-557): tp groups are
     // blocks of tp consecutive ranks, cp groups live in blocks of tp·cp, expert ep groups in
-    // blocks of etp·ep (etp = tp).
+    // blocks of etp·ep (etp defaults to tp).
     pub(super) fn check_group_spans(&mut self) {
         let p = &self.def.plan;
         let (tp, cp, ep) = (self.tp, self.cp, self.ep);
+        let etp = self.etp();
         let groups: [(Group, u64, u64, &Opt<u64>); 3] = [
             (Group::Tp, tp, tp, &p.tp),
             (Group::Cp, cp, tp.saturating_mul(cp), &p.cp),
-            (Group::Ep, ep, tp.saturating_mul(ep), &p.ep),
+            (Group::Ep, ep, etp.saturating_mul(ep), &p.ep),
         ];
         let mut found = Vec::new();
         for (group, size, span, item) in groups {
             if size <= 1 || self.rejected.contains(&group.word()) {
+                continue;
+            }
+            let etp_written = group == Group::Ep && p.etp.is_some();
+            if etp_written && self.rejected.contains(&"etp") {
                 continue;
             }
             let k = self.outermost_dim(span);
@@ -59,10 +64,10 @@ impl Validator<'_> {
             let fit = self.inner_gpus(k);
             // tp·x must divide `fit`, so x ≤ fit bounds the search.
             let best = (1..=size.min(fit)).rev().find(|&x| {
-                let s = if group == Group::Tp {
-                    x
-                } else {
-                    tp.saturating_mul(x)
+                let s = match group {
+                    Group::Tp => x,
+                    Group::Cp => tp.saturating_mul(x),
+                    Group::Ep => etp.saturating_mul(x),
                 };
                 fit.is_multiple_of(s.max(1))
                     && match group {
@@ -80,7 +85,8 @@ impl Validator<'_> {
                 group,
                 size,
                 span,
-                tp,
+                tp: if etp_written { etp } else { tp },
+                lead: if etp_written { "etp" } else { "tp" },
                 primary: loc_of(item).unwrap_or(p.loc),
                 outer: size_of(outer),
                 inner: size_of(inner),
@@ -88,7 +94,11 @@ impl Validator<'_> {
                 fit,
                 // tp 1 is no tp group: then only "keep tp groups inside" is said.
                 keep: best.filter(|&x| x > 1 || group != Group::Tp),
-                tp_loc: loc_of(&p.tp).filter(|_| group != Group::Tp),
+                tp_loc: if etp_written {
+                    loc_of(&p.etp)
+                } else {
+                    loc_of(&p.tp).filter(|_| group != Group::Tp)
+                },
             });
         }
         for problem in found {

@@ -169,6 +169,10 @@ pub fn plan(p: &Plan) -> PlanSpec {
         recompute_method: val(&p.recompute_method),
         recompute_num_layers: val(&p.recompute_num_layers),
         fp8_param_gather: val(&p.fp8_param_gather),
+        etp: val(&p.etp),
+        moe_dispatcher: val(&p.moe_dispatcher),
+        cp_comm: val(&p.cp_comm),
+        cp_a2a: val(&p.cp_a2a),
     }
 }
 

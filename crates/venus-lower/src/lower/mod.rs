@@ -26,13 +26,17 @@
 //!   all-gather of the output gradient, an all-gather re-gathering the saved input for the
 //!   weight gradient, and a reduce-scatter of the input gradient (§4.2). Full recompute
 //!   repeats the forward collectives before the layer's backward.
-//! - **CP** (cp > 1): per layer, cp − 1 ring steps of one K/V block
-//!   `2·(s/cp)·b·max(1, kv_groups/tp)·head_dim` × 2 bytes to the next cp rank (twice that in
-//!   backward: K/V and dK/dV), on two CP streams concurrent with the attention piece; the MLP
-//!   waits for the last step (§4.6, TE's p2p ring).
-//! - **EP** (ep > 1, MoE): all-to-all dispatch before and combine after the experts of
-//!   `tokens·topk·h` × 2 bytes per rank on the expert group, tokens `s/cp·b (/tp with sp)`; the
-//!   backward mirrors both (§4.7). Blocking, on the compute stream.
+//! - **CP** (cp > 1): with `cp_comm p2p` (the default), per layer, cp − 1 ring steps of one K/V
+//!   block `2·(s/cp)·b·max(1, kv_groups/tp)·head_dim` × 2 bytes to the next cp rank (twice that
+//!   in backward: K/V and dK/dV), on two CP streams concurrent with the attention piece; the MLP
+//!   waits for the last step (§4.6, TE's p2p ring). `a2a`, `allgather` and `a2a_p2p` are
+//!   [`folding`]'s.
+//! - **EP** (MoE, ep > 1 or etp > 1): the plan's dispatcher ([`folding`]): with `alltoall` an
+//!   all-to-all dispatch before and combine after the experts of `tokens·topk·h` × 2 bytes per
+//!   rank on the expert-ep group, tokens `s/cp·b (/tp with sp)`, and with etp > 1 the expert-tp
+//!   all-gather and reduce-scatter between them; the backward mirrors them (§4.7), full
+//!   recompute reruns them. Blocking, on the compute stream. A MoE block keeps the dense TP
+//!   collectives only for its shared experts.
 //! - **DP** (on one DP stream): gradient buckets per model chunk as Megatron lays them out
 //!   (§4.3: `max(40M, 1M·dp_cp)` elements unless `bucket_size` is set, one bucket on pp
 //!   ranks after the first, on chunks after the first and without `overlap_grad_reduce`; distributed-optimizer padding to
@@ -88,6 +92,7 @@ use venus_sim::trace::{
 };
 
 mod classes;
+mod folding;
 pub mod net;
 
 pub use net::network;
@@ -353,7 +358,7 @@ pub(crate) fn lower_with(
     let mut built: u64 = 0;
     for (i, &rank) in simulated.iter().enumerate() {
         let coords = layout.coords(rank);
-        let groups = RankGroups::new(&layout, &mut tb, rank, shape.kind == Kind::DualPipe);
+        let groups = RankGroups::new(sc, &layout, &mut tb, rank, shape.kind == Kind::DualPipe);
         let stage = &stages[coords.pp as usize];
         let ops = ir.rank(coords.pp);
         let mut e = Emitter::new(stage, &groups, &names, shape);
@@ -501,15 +506,27 @@ struct RankGroups {
     cp: u32,
     dp_cp: Option<GroupId>,
     ep: Option<GroupId>,
+    /// The expert grid's tp (etp) and tp-ep groups: the alltoall dispatcher's gathers, the
+    /// allgather and flex dispatchers' exchange.
+    expert_tp: Option<GroupId>,
+    expert_tp_ep: Option<GroupId>,
     expert_dp: Option<GroupId>,
     embedding: Option<GroupId>,
     /// DualPipe: this rank and its mirror pp − 1 − r in the pipeline, which hold the same two
     /// stages as the two parameter copies (`Op::CopyGradAllReduce`).
     copies: Option<GroupId>,
+    /// The context-parallel exchange's ring and group for the plan's `cp_comm`.
+    cp_peers: folding::CpPeers,
 }
 
 impl RankGroups {
-    fn new(layout: &Layout, tb: &mut TraceBuilder, rank: u32, copies: bool) -> RankGroups {
+    fn new(
+        sc: &Scenario,
+        layout: &Layout,
+        tb: &mut TraceBuilder,
+        rank: u32,
+        copies: bool,
+    ) -> RankGroups {
         // A group of one rank moves nothing: no node is emitted for it.
         let mut group = |kind| {
             layout
@@ -520,34 +537,31 @@ impl RankGroups {
         let tp = group(GroupKind::Tp);
         let dp_cp = group(GroupKind::DpCp);
         let ep = group(GroupKind::ExpertEp);
+        let expert_tp = group(GroupKind::ExpertTp);
+        let expert_tp_ep = group(GroupKind::ExpertTpEp);
         let expert_dp = group(GroupKind::ExpertDp);
         let embedding = group(GroupKind::Embedding);
         let copies = copies
             .then(|| mirror_pair(layout, rank))
             .flatten()
             .map(|pair| tb.group(&pair));
-        let cp_members = layout.group_of(GroupKind::Cp, rank).unwrap_or_default();
-        let cp = cp_members.len().max(1) as u32;
-        let me = cp_members.iter().position(|&r| r == rank).unwrap_or(0);
-        let at = |i: usize| {
-            cp_members
-                .get(i % cp_members.len().max(1))
-                .copied()
-                .unwrap_or(rank)
-        };
+        let cp_peers = folding::CpPeers::new(sc, layout, tb, rank);
         RankGroups {
             pp_next: layout.pp_next(rank),
             pp_prev: layout.pp_prev(rank),
             pp_size: layout.sizes().pp,
             tp,
-            cp_next: at(me + 1),
-            cp_prev: at(me + cp_members.len().saturating_sub(1)),
-            cp,
+            cp_next: cp_peers.next,
+            cp_prev: cp_peers.prev,
+            cp: cp_peers.ring,
             dp_cp,
             ep,
+            expert_tp,
+            expert_tp_ep,
             expert_dp,
             embedding,
             copies,
+            cp_peers,
         }
     }
 }
@@ -616,7 +630,10 @@ struct StagePlan {
     p2p: Bytes,
     tp_tensor: Bytes,
     cp_block: Bytes,
-    a2a: Bytes,
+    /// The plan's context-parallel exchange (`cp_comm`).
+    cp_comm: folding::CpComm,
+    /// The plan's MoE dispatch and combine (`moe_dispatcher`, etp, ep).
+    moe: folding::MoeComm,
     /// Leading dense layers of each chunk (a MoE model's `first_k_dense`): no all-to-all.
     dense_lead: Vec<u32>,
     /// A hybrid model's layer kinds per chunk (empty for a transformer): each layer is one
@@ -675,6 +692,7 @@ impl StagePlan {
         let kv_per_tp = (m.kv_groups() / sc.tp.max(1)).max(1);
         let tokens = if sc.sp { seq_p2p } else { seq_cp }.saturating_mul(sc.micro_batch);
         let chunks = 0..u64::from(vpp);
+        let a2a = a2a_bytes(sc, tokens, sc.recipe.tp_comm.bytes());
         // Element widths from the precision recipe (the scenario's one source of byte widths).
         let (act, grad) = (sc.recipe.tp_comm.bytes(), sc.recipe.grad_comm.bytes());
         let forward = chunks
@@ -735,6 +753,13 @@ impl StagePlan {
         } else {
             Bytes(0)
         };
+        let cp_block = Bytes(
+            2u64.saturating_mul(seq_cp)
+                .saturating_mul(sc.micro_batch)
+                .saturating_mul(kv_per_tp)
+                .saturating_mul(m.head_dim())
+                .saturating_mul(act),
+        );
         let norms = sc
             .params
             .per_layer
@@ -765,14 +790,9 @@ impl StagePlan {
                     .saturating_mul(sc.recipe.p2p.bytes()),
             ),
             tp_tensor: Bytes(seq_cp.saturating_mul(hb).saturating_mul(act)),
-            cp_block: Bytes(
-                2u64.saturating_mul(seq_cp)
-                    .saturating_mul(sc.micro_batch)
-                    .saturating_mul(kv_per_tp)
-                    .saturating_mul(m.head_dim())
-                    .saturating_mul(act),
-            ),
-            a2a: a2a_bytes(sc, tokens, act),
+            cp_block,
+            cp_comm: folding::CpComm::new(sc, cp_block, act),
+            moe: folding::MoeComm::new(sc, tokens, a2a, act),
             dense_lead,
             hybrid,
             embedding_grad: Bytes(
@@ -788,7 +808,8 @@ impl StagePlan {
             sp: sc.sp,
             overlap_tp: sc.flags.overlap_tp_comm,
             cp: sc.cp > 1,
-            ep: sc.ep > 1 && m.is_moe(),
+            // Expert communication: an all-to-all over ep, or the etp gathers.
+            ep: m.is_moe() && (sc.ep > 1 || sc.etp > 1),
             full_recompute: sc.recompute == venus_base::base::Recompute::Full,
             full_recompute_layers: match sc.plan.recompute_method() {
                 venus_base::base::RecomputeMethod::Block => sc.plan.recompute_num_layers(),
@@ -1550,39 +1571,38 @@ impl<'a> Emitter<'a> {
     ) {
         let duration = Ps(p.attention.0.saturating_add(p.mlp.0));
         let ring_factor = if pass == Pass::Forward { 1 } else { 2 };
-        self.tp_block(pass, |s| {
-            let ring = if kind == HybridLayer::Attention {
-                s.cp_ring(ring_factor)
-            } else {
-                None
-            };
-            if kind == HybridLayer::Moe {
-                s.ep_a2a();
-            }
-            s.piece(duration, cat, label);
-            if kind == HybridLayer::Moe {
-                s.ep_a2a();
-            }
-            s.pending.extend(ring);
-        });
+        let backward = ring_factor == 2;
+        match kind {
+            HybridLayer::Moe => self.moe_block(pass, |s| {
+                s.piece(duration, cat, label);
+            }),
+            HybridLayer::Attention => self.tp_block(pass, |s| {
+                s.cp_attention(backward, |s| {
+                    s.piece(duration, cat, label);
+                })
+            }),
+            _ => self.tp_block(pass, |s| {
+                s.piece(duration, cat, label);
+            }),
+        }
     }
 
     /// One layer's forward; `moe`: the MLP has routed experts (dispatch and combine).
     fn layer_forward(&mut self, p: PassPs, cat: Category, label: Label, moe: bool) {
         self.tp_block(Pass::Forward, |s| {
-            let ring = s.cp_ring(1);
-            s.piece(p.attention, cat, label);
-            s.pending.extend(ring);
+            s.cp_attention(false, |s| {
+                s.piece(p.attention, cat, label);
+            });
         });
-        self.tp_block(Pass::Forward, |s| {
-            if moe {
-                s.ep_a2a();
-            }
-            s.piece(p.mlp, cat, label);
-            if moe {
-                s.ep_a2a();
-            }
-        });
+        if moe {
+            self.moe_block(Pass::Forward, |s| {
+                s.piece(p.mlp, cat, label);
+            });
+        } else {
+            self.tp_block(Pass::Forward, |s| {
+                s.piece(p.mlp, cat, label);
+            });
+        }
     }
 
     /// One attention or MLP block between its tensor-parallel collectives. Without overlap
@@ -1661,28 +1681,36 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             if rerun {
-                // Full recompute reruns the layer's forward, collectives included.
-                self.recompute_collectives();
+                // Full recompute reruns the layer's forward, collectives included: a MoE
+                // layer's dispatch and combine too.
+                if moe {
+                    self.tp_enter();
+                    self.tp_exit();
+                    self.recompute_moe();
+                } else {
+                    self.recompute_collectives();
+                }
             }
             if moe && self.st.recompute_moe {
-                // The recomputed MoE layer dispatches and combines its tokens again.
-                self.ep_a2a();
-                self.ep_a2a();
+                // The recomputed MoE layer (`recompute_modules moe`) dispatches and combines
+                // its tokens again.
+                self.moe_dispatch();
+                self.moe_combine();
             }
             // MLP backward: gradient enters through the row-parallel exit.
+            if moe {
+                self.moe_block(Pass::Backward, |s| {
+                    s.piece(p.mlp, cat, label);
+                });
+            } else {
+                self.tp_block(Pass::Backward, |s| {
+                    s.piece(p.mlp, cat, label);
+                });
+            }
             self.tp_block(Pass::Backward, |s| {
-                if moe {
-                    s.ep_a2a();
-                }
-                s.piece(p.mlp, cat, label);
-                if moe {
-                    s.ep_a2a();
-                }
-            });
-            self.tp_block(Pass::Backward, |s| {
-                let ring = s.cp_ring(2);
-                s.piece(p.attention, cat, label);
-                s.pending.extend(ring);
+                s.cp_attention(true, |s| {
+                    s.piece(p.attention, cat, label);
+                });
             });
             if launch {
                 self.launch_where(c, |b| !b.pre && !b.expert && b.lo == l && b.hi > b.lo);
@@ -1839,23 +1867,6 @@ impl<'a> Emitter<'a> {
             prev_recv = Some(recv);
         }
         prev_recv
-    }
-
-    /// Expert all-to-all (dispatch or combine) on the compute stream.
-    fn ep_a2a(&mut self) {
-        if !self.st.ep {
-            return;
-        }
-        if let Some(g) = self.g.ep {
-            let kind = collective(CollectiveKind::AllToAll, g, self.st.a2a);
-            let label = Label::Text(self.n.ep);
-            if self.in_pair {
-                let id = self.issue(kind, S_EP, Category::EpComm, label, &[]);
-                self.pair_a2a.push(id);
-            } else {
-                self.on_compute(kind, Category::EpComm, label);
-            }
-        }
     }
 
     fn wait_gathers(&mut self, c: usize, which: impl Fn(&Bucket) -> bool) {

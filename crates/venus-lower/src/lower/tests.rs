@@ -440,9 +440,15 @@ fn expert_parallel_all_to_all_and_symmetry() {
         .nodes()
         .iter()
         .filter(|n| n.category == Category::EpComm)
-        .map(|n| match n.kind {
-            NodeKind::Collective { bytes, .. } => bytes.0,
-            _ => 0,
+        .filter_map(|n| match n.kind {
+            // etp 2 (= tp) adds its all-gather and reduce-scatter: see
+            // `alltoall_with_etp_gathers_the_received_tokens_over_the_expert_tp_group`.
+            NodeKind::Collective {
+                kind: CollectiveKind::AllToAll,
+                bytes,
+                ..
+            } => Some(bytes.0),
+            _ => None,
         })
         .collect();
     // Dispatch + combine per layer and pass: 2 microbatches × 2 layers × 2 passes × 2.
@@ -489,7 +495,16 @@ fn dense_first_layers_have_no_expert_all_to_all() {
         lw.trace.ranks()[stage_rank]
             .nodes()
             .iter()
-            .filter(|n| n.category == Category::EpComm)
+            .filter(|n| {
+                n.category == Category::EpComm
+                    && matches!(
+                        n.kind,
+                        NodeKind::Collective {
+                            kind: CollectiveKind::AllToAll,
+                            ..
+                        }
+                    )
+            })
             .count()
     };
     // Stage 0 (ranks 0-7) holds layers 0 (dense) and 1 (MoE): dispatch + combine for one
@@ -535,9 +550,13 @@ fn moe_imbalance_scales_the_all_to_all_and_the_expert_work() {
             .nodes()
             .iter()
             .filter(|n| n.category == Category::EpComm)
-            .map(|n| match n.kind {
-                NodeKind::Collective { bytes, .. } => bytes.0,
-                _ => 0,
+            .filter_map(|n| match n.kind {
+                NodeKind::Collective {
+                    kind: CollectiveKind::AllToAll,
+                    bytes,
+                    ..
+                } => Some(bytes.0),
+                _ => None,
             })
             .collect();
         bytes
@@ -1202,4 +1221,263 @@ fn dualpipe_mirror_ranks_all_reduce_both_copies_gradients_after_the_last_w() {
         assert!(tl.starts(i)[*j] >= last_pass, "rank {i}");
         assert!(tl.starts(i)[optimizer] >= tl.ends(i)[*j], "rank {i}");
     }
+}
+
+/// A 16-GPU MoE plan (tp 2, sp, pp 2, dp 4) of 4 layers with 8 experts of topk 2; `edit`
+/// writes the keys under test.
+fn moe_plan(edit: impl FnOnce(&mut venus_front::ty::Plan)) -> Scenario {
+    let mut p = plan(1, 8);
+    set(&mut p.tp, 2);
+    set(&mut p.ep, 2);
+    set(&mut p.pp, 2);
+    set(&mut p.dp, 4);
+    set(&mut p.sp, true);
+    set(&mut p.distributed_optimizer, true);
+    edit(&mut p);
+    let mut md = llama();
+    md.layers = sp(4);
+    set(&mut md.experts, 8);
+    set(&mut md.topk, 2);
+    set(&mut md.moe_ffn, 4096);
+    validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+        p,
+    ))
+}
+
+/// Rank 0's collectives of `cat`, in issue order: (kind, group members, bytes).
+fn collectives(lw: &Lowered, cat: Category) -> Vec<(CollectiveKind, Vec<u32>, u64)> {
+    lw.trace.ranks()[0]
+        .nodes()
+        .iter()
+        .filter(|n| n.category == cat)
+        .filter_map(|n| match n.kind {
+            NodeKind::Collective { kind, group, bytes } => {
+                Some((kind, lw.trace.group(group).to_vec(), bytes.0))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// One dispatch + combine of the 1024 tokens (2048 / tp 2 with sp) × topk 2 × h 4096 × 2 bytes.
+const MOE_A2A: u64 = 1024 * 2 * 4096 * 2;
+
+#[test]
+fn alltoall_with_etp_gathers_the_received_tokens_over_the_expert_tp_group() {
+    use CollectiveKind::{AllGather, AllToAll, ReduceScatter};
+    // etp defaults to tp 2: expert grid etp-ep-dp-pp puts rank 0's ep group at stride 2.
+    let sc = moe_plan(|_| {});
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let ep = collectives(&lw, Category::EpComm);
+    // Per MoE layer and pass: a2a, etp all-gather, (experts), etp reduce-scatter, a2a;
+    // 2 microbatches (global 8 / dp 4) × 2 layers on stage 0 × 2 passes.
+    assert_eq!(ep.len(), 2 * 2 * 2 * 4);
+    let layer = &ep[..4];
+    assert_eq!(
+        layer,
+        &[
+            (AllToAll, vec![0, 2], MOE_A2A),
+            (AllGather, vec![0, 1], 2 * MOE_A2A),
+            (ReduceScatter, vec![0, 1], 2 * MOE_A2A),
+            (AllToAll, vec![0, 2], MOE_A2A),
+        ]
+    );
+    // Without shared experts the MoE block has no dense TP collective: only attention's (and
+    // the finalize's all-reduce of the sp norms' gradients).
+    let tp = collectives(&lw, Category::TpComm);
+    assert_eq!(tp.len(), 2 * 2 * (2 + 3) + 1);
+    assert_symmetric_equals_all(&sc);
+}
+
+#[test]
+fn etp_1_folds_the_experts_onto_consecutive_ranks_with_a_smaller_expert_dp() {
+    let sc = moe_plan(|p| set(&mut p.etp, 1));
+    // Expert dp = 16 / (etp 1 · ep 2 · pp 2) = 4; dense dp stays 4 over tp 2.
+    assert_eq!((sc.etp, sc.expert_dp, sc.dp), (1, 4, 4));
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let ep = collectives(&lw, Category::EpComm);
+    assert!(ep
+        .iter()
+        .all(|(k, g, b)| *k == CollectiveKind::AllToAll && g == &[0, 1] && *b == MOE_A2A));
+    assert_eq!(ep.len(), 2 * 2 * 2 * 2);
+    let layout = &lw.layout;
+    assert_eq!(
+        layout.group_of(GroupKind::ExpertDp, 0).unwrap(),
+        vec![0, 2, 4, 6]
+    );
+    assert_symmetric_equals_all(&sc);
+}
+
+#[test]
+fn allgather_dispatcher_gathers_every_token_over_tp_ep_and_reduce_scatters_back() {
+    use venus_base::base::MoeDispatcher;
+    let sc = moe_plan(|p| {
+        set(&mut p.etp, 1);
+        set(&mut p.moe_dispatcher, MoeDispatcher::AllGather);
+    });
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let ep = collectives(&lw, Category::EpComm);
+    // token_dispatcher.py:281-303: hidden (4096 × 2 bytes), probs (8 × 2) and the routing map
+    // (8 × 1) of 1024 tokens from each of etp 1 × ep 2 ranks.
+    let gathered = 2 * 1024 * (4096 * 2 + 8 * 3);
+    assert_eq!(ep.len(), 2 * 2 * 2 * 2);
+    assert_eq!(
+        &ep[..2],
+        &[
+            (CollectiveKind::AllGather, vec![0, 1], gathered),
+            (CollectiveKind::ReduceScatter, vec![0, 1], gathered),
+        ]
+    );
+}
+
+#[test]
+fn flex_dispatcher_sends_topk_etp_copies_at_deepeps_bandwidth() {
+    use venus_base::base::{FlexBackend, MoeDispatcher};
+    let sc = moe_plan(|p| {
+        set(
+            &mut p.moe_dispatcher,
+            MoeDispatcher::Flex(FlexBackend::DeepEp),
+        )
+    });
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let ep = collectives(&lw, Category::EpComm);
+    // tp_ep = etp 2 × ep 2 = 4 ranks inside the 8-GPU NVLink dim (efficiency 100%):
+    // topk · etp copies, at 100% / 97.1875% of the link.
+    let bytes = (2.0 * MOE_A2A as f64 / folding::DEEPEP_NVLINK) as u64;
+    assert_eq!(ep.len(), 2 * 2 * 2 * 2);
+    assert!(ep
+        .iter()
+        .all(|(k, g, b)| *k == CollectiveKind::AllToAll && g == &[0, 1, 2, 3] && *b == bytes));
+    assert!((folding::DEEPEP_NVLINK - 0.971875).abs() < 1e-12);
+}
+
+#[test]
+fn full_recompute_reruns_the_dispatch_and_combine_before_the_backward() {
+    let base = moe_plan(|p| set(&mut p.etp, 1));
+    let full = moe_plan(|p| {
+        set(&mut p.etp, 1);
+        set(&mut p.recompute, venus_base::base::Recompute::Full);
+    });
+    let count = |sc: &Scenario| {
+        let lw = lower(sc, &LowerOptions::default()).unwrap();
+        collectives(&lw, Category::EpComm).len()
+    };
+    // Forward 2 + backward 2 per layer and microbatch; full recompute adds the forward's 2.
+    assert_eq!(count(&base), 2 * 2 * 4);
+    assert_eq!(count(&full), 2 * 2 * 6);
+}
+
+/// A 16-GPU dense plan with cp 4 (tp 2, sp, dp 2) of 2 layers; `comm` the exchange.
+fn cp_plan(comm: venus_base::base::CpComm, a2a: Option<u64>) -> Scenario {
+    let mut p = plan(1, 4);
+    set(&mut p.tp, 2);
+    set(&mut p.cp, 4);
+    set(&mut p.dp, 2);
+    set(&mut p.sp, true);
+    set(&mut p.distributed_optimizer, true);
+    set(&mut p.cp_comm, comm);
+    if let Some(a) = a2a {
+        set(&mut p.cp_a2a, a);
+    }
+    let mut md = llama();
+    md.layers = sp(2);
+    set(&mut md.kv_groups, 8);
+    validate(&venus_front::testutil::def(
+        md,
+        cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+        p,
+    ))
+}
+
+/// Rank 0's ring sends of the context-parallel exchange: (peer, bytes).
+fn cp_sends(lw: &Lowered) -> Vec<(u32, u64)> {
+    lw.trace.ranks()[0]
+        .nodes()
+        .iter()
+        .filter_map(|n| match n.kind {
+            NodeKind::Send { peer, bytes, tag } if tag == TAG_CP => Some((peer, bytes.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+// llama() with 8 kv groups: heads 16, head_dim 256, seq 2048; cp 4 gives 512 tokens, tp 2
+// gives 8 query and 4 key/value heads per rank.
+const CP_TOKENS: u64 = 512;
+const CP_BLOCK: u64 = 2 * CP_TOKENS * 4 * 256 * 2;
+
+#[test]
+fn cp_a2a_exchanges_qkv_before_and_the_output_after_attention_over_the_cp_group() {
+    use CollectiveKind::AllToAll;
+    let sc = cp_plan(venus_base::base::CpComm::A2a, None);
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let cp = collectives(&lw, Category::CpComm);
+    let qkv = CP_TOKENS * (8 + 2 * 4) * 256 * 2;
+    let out = CP_TOKENS * 8 * 256 * 2;
+    // cp group of rank 0: tp-cp-dp-pp order, stride tp 2.
+    let g = vec![0, 2, 4, 6];
+    assert_eq!(
+        &cp[..4],
+        &[
+            (AllToAll, g.clone(), qkv),
+            (AllToAll, g.clone(), out),
+            (AllToAll, g.clone(), qkv),
+            (AllToAll, g.clone(), out),
+        ]
+    );
+    // 2 microbatches × 2 layers × 2 passes × 2 all-to-alls, no ring.
+    assert_eq!(cp.len(), 16);
+    assert!(cp_sends(&lw).is_empty());
+    assert_symmetric_equals_all(&sc);
+}
+
+#[test]
+fn cp_allgather_gathers_kv_before_attention_and_reduce_scatters_dkv_after_its_backward() {
+    use CollectiveKind::{AllGather, ReduceScatter};
+    let sc = cp_plan(venus_base::base::CpComm::AllGather, None);
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let cp = collectives(&lw, Category::CpComm);
+    let full = 4 * CP_BLOCK;
+    let kinds: Vec<CollectiveKind> = cp.iter().map(|c| c.0).collect();
+    // Forward: one gather per layer; backward: gather again, then reduce-scatter.
+    let gathers = kinds.iter().filter(|&&k| k == AllGather).count();
+    let scatters = kinds.iter().filter(|&&k| k == ReduceScatter).count();
+    assert_eq!((gathers, scatters), (2 * 2 * 2, 2 * 2));
+    assert!(cp.iter().all(|(_, g, b)| g == &[0, 2, 4, 6] && *b == full));
+    assert!(cp_sends(&lw).is_empty());
+}
+
+#[test]
+fn cp_a2a_p2p_runs_the_a2a_in_consecutive_groups_and_the_ring_between_them() {
+    let sc = cp_plan(venus_base::base::CpComm::A2aP2p, Some(2));
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    let cp = collectives(&lw, Category::CpComm);
+    // Level 0: cp ranks {0, 2} (the first 2 of 0, 2, 4, 6); level 1: {0, 4}.
+    assert!(cp.iter().all(|(_, g, _)| g == &[0, 2]));
+    assert_eq!(cp.len(), 16);
+    // The ring has cp / 2 = 2 ranks: one step per layer and pass, to rank 4, p2p's block.
+    let sends = cp_sends(&lw);
+    assert_eq!(sends.len(), 2 * 2 * 2);
+    assert!(sends
+        .iter()
+        .all(|&(peer, b)| peer == 4 && (b == CP_BLOCK || b == 2 * CP_BLOCK)));
+    assert_symmetric_equals_all(&sc);
+}
+
+#[test]
+fn etp_1_and_ep_1_run_whole_experts_on_each_tp_ranks_own_tokens_without_collectives() {
+    let sc = moe_plan(|p| {
+        set(&mut p.etp, 1);
+        set(&mut p.ep, 1);
+    });
+    let lw = lower(&sc, &LowerOptions::default()).unwrap();
+    assert!(collectives(&lw, Category::EpComm).is_empty());
+    // Attention's sp all-gather / reduce-scatter only (forward 2, backward 3), and the
+    // finalize's norm-gradient all-reduce.
+    assert_eq!(
+        collectives(&lw, Category::TpComm).len(),
+        2 * 2 * (2 + 3) + 1
+    );
 }

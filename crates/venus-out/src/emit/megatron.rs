@@ -100,6 +100,7 @@ pub const DIRECT: &[Key] = &[
     Key::OverlapEpComm,
     Key::Iterations,
     Key::Fp8ParamGather,
+    Key::Etp,
 ];
 
 /// Flags that do not change an iteration's time or memory in venusc's model (data, logging,
@@ -688,6 +689,7 @@ impl Converter {
         self.direct();
         self.model_conversions();
         self.plan_conversions();
+        self.folding_conversions();
         self.precision();
         self.list_unmapped();
     }
@@ -911,6 +913,127 @@ impl Converter {
                     .with_help(format!(
                         "venusc models K dense layers, then MoE layers: write `([0]*K+[1]*M)` with K + M = {l}, or `1` for every layer"
                     )),
+                );
+            }
+        }
+    }
+
+    /// The token dispatcher (`--moe-token-dispatcher-type`, transformer_config.py:891: default
+    /// `allgather`; `--moe-flex-dispatcher-backend`, default `deepep`; the deprecated
+    /// `--moe-enable-deepep`, l.1743-1752) and the context-parallel exchange
+    /// (`--cp-comm-type`, arguments.py default `p2p`, with `--hierarchical-context-parallel-sizes`
+    /// for `a2a+p2p`).
+    fn folding_conversions(&mut self) {
+        let moe = self.args.by_name.contains_key("--num-experts");
+        let dispatcher = self.word("--moe-token-dispatcher-type");
+        let backend = self.word("--moe-flex-dispatcher-backend");
+        let deepep = self.args.has("--moe-enable-deepep");
+        if moe {
+            let kind = dispatcher.as_ref().map_or("allgather", |(w, _)| w.as_str());
+            match kind {
+                "alltoall" | "allgather" => self.push(Key::MoeDispatcher, kind),
+                "flex" => {
+                    let b = match backend.as_ref().map(|(w, s)| (w.as_str(), *s)) {
+                        None | Some(("deepep", _)) => Some("deepep"),
+                        Some(("hybridep", _)) if !deepep => Some("hybridep"),
+                        Some((other, span)) => {
+                            self.errors.push(
+                                Diagnostic::new(
+                                    Code::E0609,
+                                    format!(
+                                        "`--moe-flex-dispatcher-backend` takes `deepep` or `hybridep` here, not `{}`",
+                                        excerpt(other)
+                                    ),
+                                    self.loc(span),
+                                    "backend",
+                                )
+                                .with_help("write `--moe-flex-dispatcher-backend deepep`, or `hybridep` without `--moe-enable-deepep`"),
+                            );
+                            None
+                        }
+                    };
+                    if let Some(b) = b {
+                        self.push(Key::MoeDispatcher, format!("flex {b}"));
+                    }
+                }
+                other => {
+                    let span = dispatcher.as_ref().map_or(self.anchor, |(_, s)| *s);
+                    self.errors.push(
+                        Diagnostic::new(
+                            Code::E0609,
+                            format!(
+                                "`--moe-token-dispatcher-type` takes `allgather`, `alltoall` or `flex`, not `{}`",
+                                excerpt(other)
+                            ),
+                            self.loc(span),
+                            "dispatcher",
+                        )
+                        .with_help("write `--moe-token-dispatcher-type alltoall`"),
+                    );
+                }
+            }
+        }
+        let comm = self.args.get("--cp-comm-type");
+        let sizes = self.args.get("--hierarchical-context-parallel-sizes");
+        let Some(comm) = comm else {
+            if let Some(s) = sizes {
+                self.note(&s, "read only with `--cp-comm-type a2a+p2p`");
+            }
+            return;
+        };
+        let values: Vec<&str> = comm.values.iter().map(|w| w.text.as_str()).collect();
+        let first = values.first().copied().unwrap_or("p2p");
+        // A per-layer list (transformer_config.py:3105) of one type is that type.
+        if values.iter().any(|v| *v != first) {
+            self.note(&comm, "venusc runs one `cp_comm` for every layer");
+            return;
+        }
+        let Some(variant) = venus_base::base::CpComm::from_word(first) else {
+            let span = comm.values.first().map_or(comm.span, |w| w.span);
+            self.errors.push(
+                Diagnostic::new(
+                    Code::E0609,
+                    format!(
+                        "`--cp-comm-type` takes `p2p`, `a2a`, `all_gather` or `a2a+p2p`, not `{}`",
+                        excerpt(first)
+                    ),
+                    self.loc(span),
+                    "cp comm type",
+                )
+                .with_help("write `--cp-comm-type p2p`"),
+            );
+            return;
+        };
+        if variant != venus_base::base::CpComm::A2aP2p {
+            self.push(Key::CpComm, variant.word());
+            if let Some(s) = sizes {
+                self.note(&s, "read only with `--cp-comm-type a2a+p2p`");
+            }
+            return;
+        }
+        let counts: Vec<u64> = sizes
+            .as_ref()
+            .map(|s| {
+                s.values
+                    .iter()
+                    .filter_map(|w| parse_count(&w.text).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        match counts.as_slice() {
+            [a, _] => self.push(Key::CpComm, format!("a2a_p2p {a}")),
+            // Without sizes the scenario keeps the variant; `check` reports E0345 (C03).
+            [] => self.push(Key::CpComm, "a2a_p2p"),
+            _ => {
+                let span = sizes.as_ref().map_or(comm.span, |s| s.span);
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        "`--hierarchical-context-parallel-sizes` takes two counts with `a2a+p2p`: the a2a and the p2p group size",
+                        self.loc(span),
+                        "sizes",
+                    )
+                    .with_help("write `--hierarchical-context-parallel-sizes A P` with A × P = cp"),
                 );
             }
         }
@@ -1237,10 +1360,16 @@ impl Converter {
             (Some((w, _)), _) => w,
             (None, Some(g)) => g,
             (None, None) => {
-                // The smallest data-parallel size whose expert grid divides
-                // (parallel_state.py:876-884: ep divides dp × cp).
-                let dp = ep / venus_base::base::math::gcd(ep, cp).max(1);
-                let w = model.saturating_mul(dp.max(1));
+                // The smallest world both grids divide (parallel_state.py:876-884:
+                // etp × ep × pp divides it; etp defaults to tp, arguments.py:587-588).
+                let etp = self
+                    .args
+                    .peek("--expert-tensor-parallel-size")
+                    .unwrap_or(tp)
+                    .max(1);
+                let expert = etp.saturating_mul(ep).saturating_mul(pp);
+                let w = venus_base::base::math::lcm(model.max(1), expert.max(1));
+                let dp = (w / model.max(1)).max(1);
                 self.assumed.push(format!(
                     "the GPU count: {w} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
                 ));
@@ -1416,7 +1545,7 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     let mut f: Vec<String> = Vec::new();
     let mut add = |flag: &str, value: Option<String>| {
         debug_assert!(
-            megatron_flags::flag(flag).is_some(),
+            megatron_flags::flag(flag.split(' ').next().unwrap_or(flag)).is_some(),
             "{flag} is not a Megatron-LM flag"
         );
         let list = megatron_flags::flag(flag).is_some_and(|f| f.arity == Arity::List);
@@ -1510,6 +1639,29 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     add(flag_of(Key::Pp), Some(sc.pp.to_string()));
     add(flag_of(Key::Cp), Some(sc.cp.to_string()));
     add(flag_of(Key::Ep), Some(sc.ep.to_string()));
+    if p.etp.is_some() {
+        add(flag_of(Key::Etp), Some(sc.etp.to_string()));
+    }
+    if m.is_moe() {
+        // Megatron's default is `allgather` (transformer_config.py:891), venusc's `alltoall`:
+        // the type is always written.
+        let d = p.moe_dispatcher();
+        add(flag_of(Key::MoeDispatcher), Some(d.word().to_string()));
+        if let venus_base::base::MoeDispatcher::Flex(b) = d {
+            add("--moe-flex-dispatcher-backend", Some(b.word().to_string()));
+        }
+    }
+    if let Some(c) = p.cp_comm {
+        add(flag_of(Key::CpComm), Some(c.megatron().to_string()));
+        if c == venus_base::base::CpComm::A2aP2p {
+            if let Some(a) = p.cp_a2a.filter(|&a| a > 0) {
+                add(
+                    &format!("--hierarchical-context-parallel-sizes {a} {}", sc.cp / a),
+                    None,
+                );
+            }
+        }
+    }
     match &p.pipeline_layout {
         // arguments.py L01: a layout and a virtual-stage count are never both written.
         Some(layout) => add(flag_of(Key::PipelineLayout), Some(layout.clone())),

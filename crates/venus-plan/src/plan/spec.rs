@@ -482,6 +482,15 @@ pub struct PlanSpec {
     pub recompute_num_layers: Option<u64>,
     /// FP8 weights without a BF16 copy, all-gathered in FP8 (`--fp8-param-gather`).
     pub fp8_param_gather: Option<bool>,
+    /// Expert tensor-parallel size as written (`None`: = tp, arguments.py:587-588).
+    pub etp: Option<u64>,
+    /// MoE token dispatcher (`None`: alltoall).
+    pub moe_dispatcher: Option<venus_base::base::MoeDispatcher>,
+    /// Context-parallel exchange (`None`: p2p).
+    pub cp_comm: Option<venus_base::base::CpComm>,
+    /// `cp_comm a2a_p2p A`: ranks of each a2a group (Megatron's first
+    /// `--hierarchical-context-parallel-sizes` entry).
+    pub cp_a2a: Option<u64>,
 }
 
 impl PlanSpec {
@@ -553,6 +562,12 @@ impl PlanSpec {
     }
     pub fn fp8_param_gather(&self) -> bool {
         or(self.fp8_param_gather, false)
+    }
+    pub fn moe_dispatcher(&self) -> venus_base::base::MoeDispatcher {
+        self.moe_dispatcher.unwrap_or_default()
+    }
+    pub fn cp_comm(&self) -> venus_base::base::CpComm {
+        self.cp_comm.unwrap_or_default()
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)

@@ -132,6 +132,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
     "W0013", "W0014", "W0015", "W0017", "W0018", "W0019",
+    "W0013", "W0014", "W0015", "W0017", "W0018", "W0020",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -188,6 +189,13 @@ pub const GRAD_DTYPES: &[&str] = &["fp32", "bf16"];
 pub const MAIN_PARAMS_DTYPES: &[&str] = &["fp32", "fp16"];
 /// `--exp-avg-dtype` / `--exp-avg-sq-dtype` choices (arguments.py, precision-aware optimizer).
 pub const MOMENT_DTYPES: &[&str] = &["fp32", "fp16", "bf16", "fp8"];
+/// MoE token dispatchers (`base::MoeDispatcher`, Megatron's `--moe-token-dispatcher-type`).
+pub const MOE_DISPATCHERS: &[&str] = &["alltoall", "allgather", "flex"];
+/// The flex dispatcher's kernels (`base::FlexBackend`, `--moe-flex-dispatcher-backend`).
+pub const FLEX_BACKENDS: &[&str] = &["deepep", "hybridep"];
+/// Context-parallel attention exchanges (`base::CpComm`; Megatron's `--cp-comm-type` writes
+/// `all_gather` and `a2a+p2p`).
+pub const CP_COMMS: &[&str] = &["p2p", "a2a", "allgather", "a2a_p2p"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -1065,6 +1073,33 @@ key_table! {
             "keep the FP8 weights instead of a BF16 copy and all-gather them at 1 byte an element (needs `precision fp8` and the distributed optimizer or fsdp)",
         )
         .megatron("--fp8-param-gather"),
+        Etp = key(
+            "etp",
+            &[Count],
+            "expert tensor-parallel size: the tensor parallelism of the routed experts (parallel folding: MoE layers run on etp × ep × expert dp, attention on tp × cp × dp)",
+        )
+        .default(KeyDefault::Derived, "= tp")
+        .unit("GPUs")
+        .megatron("--expert-tensor-parallel-size")
+        .example("1"),
+        MoeDispatcher = key(
+            "moe_dispatcher",
+            &[Enum(MOE_DISPATCHERS), Enum(FLEX_BACKENDS)],
+            "MoE token dispatcher: alltoall (all-to-all over ep), allgather (every token all-gathered over etp × ep, the output reduce-scattered back) or flex [deepep|hybridep] (fused kernels over etp × ep)",
+        )
+        .optional(1)
+        .default(KeyDefault::Word("alltoall"), "alltoall")
+        .megatron("--moe-token-dispatcher-type")
+        .example("flex deepep"),
+        CpComm = key(
+            "cp_comm",
+            &[Enum(CP_COMMS), Count],
+            "context-parallel attention exchange: p2p (K/V ring overlapped with attention), a2a (Ulysses all-to-all of Q, K, V and the output), allgather (K/V all-gathered before attention) or a2a_p2p A (a2a inside groups of A ranks, a p2p ring between them)",
+        )
+        .optional(1)
+        .default(KeyDefault::Word("p2p"), "p2p")
+        .megatron("--cp-comm-type")
+        .example("a2a_p2p 2"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
