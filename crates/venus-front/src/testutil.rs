@@ -65,6 +65,10 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         n_groups: None,
         conv_kernel: None,
         moe_latent_size: None,
+        sliding_window: None,
+        sliding_window_pattern: None,
+        attention_sinks: None,
+        qk_norm: None,
     }
 }
 

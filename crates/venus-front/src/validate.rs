@@ -248,7 +248,7 @@ impl<'a> Validator<'a> {
         self.check_dualpipe_pipeline(); // E0328
         self.check_dualpipe_chunks(); // E0330
         self.check_ep_overlap(); // W0015
-        self.check_model_shape(); // E0315-E0318, E0331-E0334
+        self.check_model_shape(); // E0315-E0318, E0331-E0334, E0349, W0022
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
@@ -285,6 +285,7 @@ impl<'a> Validator<'a> {
         self.check_hidden_over_heads(); // E0317
         self.check_mla_shape(); // E0318
         self.check_hybrid(); // E0331-E0334
+        self.check_window(); // E0349, W0022
     }
 
     /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
@@ -378,9 +379,12 @@ impl<'a> Validator<'a> {
             QkNopeHeadDim,
             QkRopeHeadDim,
             VHeadDim,
+            SlidingWindow,
+            SlidingWindowPattern,
+            Seq,
         ];
         if self.inputs_ok(SHAPE, false) {
-            self.check_model_shape(); // E0315-E0318, E0331-E0334
+            self.check_model_shape(); // E0315-E0318, E0331-E0334, E0349, W0022
         }
         let optimizer = [
             DistributedOptimizer,
@@ -610,6 +614,7 @@ mod shape;
 mod span;
 mod straggler;
 mod training;
+mod window;
 mod world;
 mod zero_bubble;
 

@@ -84,6 +84,7 @@ codes! {
     E0332 Error "a hybrid pattern symbol Megatron-LM does not know";
     E0333 Error "model keys that do not fit the hybrid pattern";
     E0334 Error "Mamba-2 heads or groups that do not split";
+    E0349 Error "sliding-window keys that window no layer";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -124,6 +125,7 @@ codes! {
     W0017 Warning "a checkpoint interval that costs goodput against the Young/Daly optimum";
     W0018 Warning "a `slow_gpus` fraction that picks no GPU";
     W0015 Warning "`overlap_ep_comm` where Megatron-LM's combined 1F1B does not run";
+    W0022 Warning "a sliding window that covers the whole sequence";
 }
 
 impl Code {

@@ -621,6 +621,10 @@ impl<'r, 'a> Checker<'r, 'a> {
             n_groups: f.count(Key::NGroups),
             conv_kernel: f.count(Key::ConvKernel),
             moe_latent_size: f.count(Key::MoeLatentSize),
+            sliding_window: f.count(Key::SlidingWindow),
+            sliding_window_pattern: f.count(Key::SlidingWindowPattern),
+            attention_sinks: f.flag(Key::AttentionSinks),
+            qk_norm: f.flag(Key::QkNorm),
         })
     }
 

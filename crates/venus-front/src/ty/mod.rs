@@ -73,6 +73,10 @@ pub struct Model {
     pub n_groups: Opt<u64>,
     pub conv_kernel: Opt<u64>,
     pub moe_latent_size: Opt<u64>,
+    pub sliding_window: Opt<u64>,
+    pub sliding_window_pattern: Opt<u64>,
+    pub attention_sinks: Opt<bool>,
+    pub qk_norm: Opt<bool>,
 }
 
 impl Model {

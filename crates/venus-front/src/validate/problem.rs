@@ -235,6 +235,8 @@ pub enum PlanProblem {
     DualPipe(DualPipeProblem),
     /// W0015: `overlap_ep_comm` where Megatron's combined 1F1B does not run.
     EpOverlapIgnored(EpOverlapIgnored),
+    /// E0349, W0022: sliding-window keys that window no layer.
+    Window(WindowProblem),
 }
 
 impl PlanProblem {
@@ -281,6 +283,7 @@ impl PlanProblem {
             PlanProblem::CheckpointInterval(p) => p.render(),
             PlanProblem::DualPipe(p) => p.render(),
             PlanProblem::EpOverlapIgnored(p) => p.render(),
+            PlanProblem::Window(p) => p.render(),
         }
     }
 }
@@ -1207,6 +1210,79 @@ impl HiddenOverHeads {
     }
 }
 
+// -------------------------------------------------------------------------------- E0349, W0022
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum WindowProblem {
+    /// E0349: `sliding_window_pattern` without the window it places.
+    PatternWithoutWindow {
+        model: String,
+        pattern: ModelKey,
+        seq: u64,
+    },
+    /// E0349: `sliding_window_pattern 1`: every layer keeps full attention.
+    NoWindowedLayer { window: ModelKey, pattern: ModelKey },
+    /// W0022: a window of at least `seq` keys: every query already sees its whole prefix.
+    CoversSequence {
+        window: ModelKey,
+        seq: u64,
+        seq_loc: Loc,
+    },
+}
+
+impl WindowProblem {
+    fn render(self) -> Diagnostic {
+        match self {
+            WindowProblem::PatternWithoutWindow {
+                model,
+                pattern,
+                seq,
+            } => Diagnostic::new(
+                Code::E0349,
+                format!(
+                    "model `{model}` sets `sliding_window_pattern` but no `sliding_window`"
+                ),
+                pattern.loc,
+                format!("sliding_window_pattern {} needs a window", pattern.value),
+            )
+            .with_help(format!(
+                "add `sliding_window N` with N below the {seq}-token sequence (the keys a windowed layer sees), or remove `sliding_window_pattern {}`",
+                pattern.value
+            )),
+            WindowProblem::NoWindowedLayer { window, pattern } => Diagnostic::new(
+                Code::E0349,
+                "`sliding_window_pattern 1` keeps full attention in every layer, so no layer is windowed",
+                pattern.loc,
+                "every layer is a multiple of 1",
+            )
+            .with_secondary(window.loc, format!("sliding_window {}", window.value))
+            .with_help(format!(
+                "write `sliding_window_pattern 2` (every second layer full, as GPT-OSS) or more, or remove `sliding_window {}` and `sliding_window_pattern 1`",
+                window.value
+            )),
+            WindowProblem::CoversSequence {
+                window,
+                seq,
+                seq_loc,
+            } => Diagnostic::new(
+                Code::W0022,
+                format!(
+                    "`sliding_window {}` covers the whole {seq}-token sequence: no attention is windowed",
+                    window.value
+                ),
+                window.loc,
+                format!("{} ≥ seq {seq}", window.value),
+            )
+            .with_secondary(seq_loc, format!("seq {seq}"))
+            .with_help(format!(
+                "remove `sliding_window {}`, or use a window below {seq} (e.g. `sliding_window {}`)",
+                window.value,
+                (seq / 2).max(1)
+            )),
+        }
+    }
+}
+
 // -------------------------------------------------------------------------------- E0318
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1437,7 +1513,7 @@ impl HybridProblem {
                 d.with_help(if first_k {
                     format!("remove {list}: write `-` (dense) or `E` (MoE) per layer in the pattern instead")
                 } else {
-                    format!("remove {list} (venusc models neither MTP depths nor LoRA adapters on Mamba-2 layers)")
+                    format!("remove {list} (venusc models neither MTP depths, sliding windows nor LoRA adapters on Mamba-2 hybrids)")
                 })
             }
             HybridProblem::HeadsOverGroups {

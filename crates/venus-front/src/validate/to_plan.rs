@@ -59,6 +59,10 @@ pub fn model(m: &Model) -> ModelSpec {
         n_groups: val(&m.n_groups),
         conv_kernel: val(&m.conv_kernel),
         moe_latent_size: val(&m.moe_latent_size),
+        sliding_window: val(&m.sliding_window),
+        sliding_window_pattern: val(&m.sliding_window_pattern),
+        attention_sinks: val(&m.attention_sinks),
+        qk_norm: val(&m.qk_norm),
     }
 }
 

@@ -85,6 +85,11 @@ pub struct Calibration {
     /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
     /// gradient unscale / norm passes.
     pub optimizer_bytes_per_param: f64,
+    /// Keys per tile of the flash-attention kernels: a sliding window of `w` keys touches the
+    /// key tiles that overlap the band, about `w + attention_block` keys per query, since a
+    /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
+    /// flash-attention `hopper/tile_size.h` and `flash_fwd_launch_template.h` `kBlockN`).
+    pub attention_block: f64,
 }
 
 /// Kernels of one layer's attention block forward: norm, QKV GEMM, rotary / bias, attention
@@ -118,6 +123,7 @@ impl Calibration {
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
+            attention_block: 128.0,
         }
     }
 
@@ -133,6 +139,7 @@ impl Calibration {
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
+            attention_block: 128.0,
         }
     }
 
@@ -234,6 +241,9 @@ pub struct AnalyticModel {
     dense_blocks: Option<(Blocks, u64)>,
     /// A hybrid model: each layer kind's blocks and the pattern that places them.
     hybrid: Option<HybridBlocks>,
+    /// A sliding-window layer's attention saving over a full one, (forward, backward), and
+    /// the model that places those layers (`None` without `sliding_window`).
+    window: Option<((f64, f64), venus_plan::plan::ModelSpec)>,
     /// Multi-token prediction on the last chunk: per pass (forward, backward, weight).
     mtp: (f64, f64, f64),
     embedding: (f64, f64),
@@ -255,11 +265,16 @@ impl AnalyticModel {
         let dense_blocks =
             (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
         let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
+        // Validation refuses a window on a hybrid model (E0350); its pattern places the
+        // attention layers.
+        let window = (m.sliding_window.is_some() && !m.is_hybrid())
+            .then(|| (w.window_delta(), m.clone()));
         AnalyticModel {
             cal,
             blocks,
             dense_blocks,
             hybrid,
+            window,
             mtp: w.mtp(&blocks, m.mtp_layers()),
             embedding: w.embedding(),
             output: w.output(),
@@ -331,6 +346,21 @@ impl AnalyticModel {
         )
     }
 
+    /// A chunk's attention time per layer with its windowed layers' saving spread over its
+    /// layers (the chunk's total is exact).
+    fn windowed(&self, stage: u64, chunk: u64, attention: f64, fwd: bool) -> f64 {
+        let Some(((df, db), m)) = &self.window else {
+            return attention;
+        };
+        let layers = self.split.chunk_layers(stage, chunk);
+        if layers == 0 {
+            return attention;
+        }
+        let start = self.split.first_layer(stage, chunk);
+        let share = m.window_layers_in(start, layers) as f64 / layers as f64;
+        attention + share * if fwd { *df } else { *db }
+    }
+
     /// A chunk's MLP time per layer: the MoE figure, or with leading dense layers in the chunk
     /// the layer-weighted mean of the dense and MoE figures (the chunk's total is exact).
     fn mixed_mlp(&self, stage: u64, chunk: u64, moe: f64, dense: impl Fn(&Blocks) -> f64) -> f64 {
@@ -392,6 +422,7 @@ impl ComputeModel for AnalyticModel {
                 |k| (k.attention_b, k.mlp_b),
             )
         };
+        let attention = self.windowed(stage, chunk, attention, fwd);
         ChunkCost::from_pieces(
             pre,
             self.split.chunk_layers(stage, chunk),
@@ -448,6 +479,9 @@ struct Work {
     lora: Option<(f64, LoraTargets)>,
     /// A hybrid model's Mamba-2 dims (None: a transformer).
     mamba: Option<Mamba>,
+    /// `sliding_window`: keys per query of a windowed layer (None: full causal attention).
+    window: Option<f64>,
+    qk_norm: bool,
 }
 
 /// Mamba-2 dims (megatron/core/ssm/mamba_mixer.py).
@@ -594,6 +628,8 @@ impl Work {
                 bc: 2.0 * f(m.n_groups()) * f(m.ssm_state_size()),
                 state: f(m.ssm_state_size()),
             }),
+            window: m.sliding_window.map(f),
+            qk_norm: m.qk_norm() && !m.is_mla(),
         }
     }
 
@@ -734,15 +770,40 @@ impl Work {
     /// efficiency. Unfused: the full (non-causal) `4·b·s_q·s_k·q/tp` FLOPs as batched GEMMs
     /// with inner dimension `head_dim`, plus the score traffic through HBM.
     fn attention_core(&self) -> (f64, f64) {
+        self.attention_core_with(None)
+    }
+
+    /// (query, key) pairs of one sequence flash attention computes, causal: `s²/2` for full
+    /// attention; with a window of `w` keys the band `w·s − w²/2` (the integral of
+    /// `min(i, w)`, the same continuous form as `s²/2`), widened by one kernel tile
+    /// ([`Calibration::attention_block`]) for the partly masked tiles along its edge.
+    fn causal_pairs(&self, window: Option<f64>) -> f64 {
+        let full = self.s * self.s / 2.0;
+        match window {
+            Some(w) => {
+                let band = w + self.cal.attention_block;
+                if band >= self.s {
+                    full
+                } else {
+                    band * self.s - band * band / 2.0
+                }
+            }
+            None => full,
+        }
+    }
+
+    /// [`Work::attention_core`] of a layer with full attention (`None`) or a sliding window.
+    /// Megatron's FLOPs count (`num_floating_point_operations`, training.py d98e8a64) ignores
+    /// `--window-size`; the kernel's time does not.
+    fn attention_core_with(&self, window: Option<f64>) -> (f64, f64) {
         match self.attention {
             Attention::Flash => {
+                // `2·pairs` score elements per head over QKᵀ and ·V, split over cp and tp.
+                let pairs = self.b * self.causal_pairs(window) / self.cp;
                 let flops = match &self.mla {
                     // QKᵀ over the query/key head size, ·V over the value head size.
-                    Some(a) => {
-                        self.b * self.s * (self.s / self.cp) * a.heads * (a.qk_head + a.v_head)
-                            / self.tp
-                    }
-                    None => 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp,
+                    Some(a) => 2.0 * pairs * a.heads * (a.qk_head + a.v_head) / self.tp,
+                    None => 4.0 * pairs * self.q / self.tp,
                 };
                 (
                     flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
@@ -765,6 +826,24 @@ impl Work {
                 (fwd, if fwd > 0.0 { bwd / fwd } else { 0.0 })
             }
         }
+    }
+
+    /// What a windowed layer's attention block saves over a full one, (forward, backward), as
+    /// non-positive seconds: the core's difference, with its backward ratio and, under
+    /// selective or full recompute, once more for the recomputed core. Unfused attention
+    /// computes every score and masks the band, so it saves nothing.
+    fn window_delta(&self) -> (f64, f64) {
+        let Some(w) = self.window else {
+            return (0.0, 0.0);
+        };
+        let (full, ratio) = self.attention_core_with(None);
+        let (banded, _) = self.attention_core_with(Some(w));
+        let d = banded - full;
+        let recomputed = match self.recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective | Recompute::Full => d,
+        };
+        (d, ratio * d + recomputed)
     }
 
     fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
@@ -815,7 +894,13 @@ impl Work {
             Some(a) => t * 2.0 * (a.heads * a.rope / tp + a.rope) * self.act_bytes,
             None => t * 2.0 * (self.q + self.kv) / tp * self.act_bytes,
         };
-        let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
+        // QK-norm reads and writes q and k once more (attention.py `q_layernorm`).
+        let qk_norm = if self.qk_norm {
+            t * 2.0 * (self.q + self.kv) / tp * self.act_bytes
+        } else {
+            0.0
+        };
+        let attn_mem = self.memory(self.t_sp * ew_bytes + rotary + qk_norm);
         // MLP block: GEMMs, activation; norm + residual + dropout over h.
         // Activation-function elements (the MLP inner size per token, over all experts).
         let (mlp_gemm, act_elems) = match moe {

@@ -65,6 +65,16 @@ pub struct ModelSpec {
     /// Latent MoE (Megatron's `--moe-latent-size`, Nemotron 3 Super): routed experts run on
     /// this width between a down and an up projection.
     pub moe_latent_size: Option<u64>,
+    /// Sliding-window attention: keys each query sees, itself included (HF `sliding_window`;
+    /// Megatron's `--window-size (w-1,0)`).
+    pub sliding_window: Option<u64>,
+    /// With a window, every Nth layer (from 1) keeps full attention (Megatron's
+    /// `--window-attn-skip-freq N`); `None`: every layer is windowed.
+    pub sliding_window_pattern: Option<u64>,
+    /// A learned sink logit per head (GPT-OSS `sinks`; Megatron's `--softmax-type learnable`).
+    pub attention_sinks: Option<bool>,
+    /// Per-head query and key norms (Qwen3 `q_norm`/`k_norm`; Megatron's `--qk-layernorm`).
+    pub qk_norm: Option<bool>,
 }
 
 /// One layer of a hybrid model: a single mixer or MLP with its pre-norm, as Megatron builds
@@ -237,6 +247,33 @@ impl ModelSpec {
     /// hidden (megatron/core/transformer/moe/experts.py, token_dispatcher.py `hidden_dim`).
     pub fn expert_width(&self) -> u64 {
         or(self.moe_latent_size, self.hidden)
+    }
+    /// True when decoder layer `i` (from 0) runs sliding-window attention: a window is written
+    /// and the layer is not one of the pattern's full-attention layers.
+    // megatron/core/transformer/utils.py `is_layer_window_attention` (NVIDIA/Megatron-LM
+    // d98e8a64): with an int skip frequency, layer_number (from 1) % freq != 0 is windowed.
+    pub fn is_window_layer(&self, i: u64) -> bool {
+        self.sliding_window.is_some()
+            && self
+                .sliding_window_pattern
+                .is_none_or(|p| p == 0 || i.saturating_add(1) % p != 0)
+    }
+    /// Decoder layers with sliding-window attention among `start..start + n`.
+    pub fn window_layers_in(&self, start: u64, n: u64) -> u64 {
+        if self.sliding_window.is_none() {
+            return 0;
+        }
+        match self.sliding_window_pattern {
+            None | Some(0) => n,
+            // Full layers are those whose number (from 1) is a multiple of p.
+            Some(p) => n.saturating_sub(start.saturating_add(n) / p - start / p),
+        }
+    }
+    pub fn attention_sinks(&self) -> bool {
+        or(self.attention_sinks, false)
+    }
+    pub fn qk_norm(&self) -> bool {
+        or(self.qk_norm, false)
     }
     /// A hybrid model (`hybrid_override_pattern` written).
     pub fn is_hybrid(&self) -> bool {

@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014", "W0015", "W0017", "W0018",
+    "W0013", "W0014", "W0015", "W0017", "W0018", "W0022",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -538,6 +538,32 @@ key_table! {
         )
         .default(KeyDefault::Unset, "hidden (no latent projections)")
         .megatron("--moe-latent-size"),
+        SlidingWindow = key(
+            "sliding_window",
+            &[Count],
+            "sliding-window attention: each query sees this many keys, itself included (HF sliding_window)",
+        )
+        .default(KeyDefault::Unset, "full causal attention")
+        .unit("tokens")
+        .megatron("--window-size"),
+        SlidingWindowPattern = key(
+            "sliding_window_pattern",
+            &[Count],
+            "with sliding_window: every Nth layer keeps full attention, the others are windowed",
+        )
+        .default(KeyDefault::Unset, "every layer windowed")
+        .unit("layers")
+        .megatron("--window-attn-skip-freq"),
+        AttentionSinks = flag(
+            "attention_sinks",
+            "a learned sink logit per head in the attention softmax (GPT-OSS sinks)",
+        )
+        .megatron("--softmax-type"),
+        QkNorm = flag(
+            "qk_norm",
+            "normalise queries and keys per head before attention (Qwen3 q_norm/k_norm)",
+        )
+        .megatron("--qk-layernorm"),
         AllowModel = allow_key(),
     }
     GPU => {
