@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 99
+#define SYMBOL_COUNT 100
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 86
+#define TOKEN_COUNT 87
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -101,23 +101,24 @@ enum ts_symbol_identifiers {
   anon_sym_W0015 = 79,
   anon_sym_W0017 = 80,
   anon_sym_W0018 = 81,
-  sym_unit = 82,
-  sym_number = 83,
-  sym_string = 84,
-  sym_comment = 85,
-  sym_source_file = 86,
-  sym_use_declaration = 87,
-  sym_definition = 88,
-  sym_block = 89,
-  sym_item = 90,
-  sym__value = 91,
-  sym_list = 92,
-  sym_constant = 93,
-  sym_quantity = 94,
-  aux_sym_source_file_repeat1 = 95,
-  aux_sym_block_repeat1 = 96,
-  aux_sym_item_repeat1 = 97,
-  aux_sym_list_repeat1 = 98,
+  anon_sym_W0022 = 82,
+  sym_unit = 83,
+  sym_number = 84,
+  sym_string = 85,
+  sym_comment = 86,
+  sym_source_file = 87,
+  sym_use_declaration = 88,
+  sym_definition = 89,
+  sym_block = 90,
+  sym_item = 91,
+  sym__value = 92,
+  sym_list = 93,
+  sym_constant = 94,
+  sym_quantity = 95,
+  aux_sym_source_file_repeat1 = 96,
+  aux_sym_block_repeat1 = 97,
+  aux_sym_item_repeat1 = 98,
+  aux_sym_list_repeat1 = 99,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -203,6 +204,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0015] = "W0015",
   [anon_sym_W0017] = "W0017",
   [anon_sym_W0018] = "W0018",
+  [anon_sym_W0022] = "W0022",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -305,6 +307,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0015] = anon_sym_W0015,
   [anon_sym_W0017] = anon_sym_W0017,
   [anon_sym_W0018] = anon_sym_W0018,
+  [anon_sym_W0022] = anon_sym_W0022,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -650,6 +653,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0018] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0022] = {
     .visible = true,
     .named = false,
   },
@@ -1278,48 +1285,49 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
     case 62:
       if (lookahead == '0') ADVANCE(109);
       if (lookahead == '1') ADVANCE(110);
+      if (lookahead == '2') ADVANCE(111);
       END_STATE();
     case 63:
       ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 64:
-      if (lookahead == 'o') ADVANCE(111);
+      if (lookahead == 'o') ADVANCE(112);
       END_STATE();
     case 65:
-      if (lookahead == 'e') ADVANCE(112);
+      if (lookahead == 'e') ADVANCE(113);
       END_STATE();
     case 66:
-      if (lookahead == '6') ADVANCE(113);
+      if (lookahead == '6') ADVANCE(114);
       END_STATE();
     case 67:
-      if (lookahead == 'c') ADVANCE(114);
+      if (lookahead == 'c') ADVANCE(115);
       END_STATE();
     case 68:
-      if (lookahead == 'a') ADVANCE(115);
+      if (lookahead == 'a') ADVANCE(116);
       END_STATE();
     case 69:
-      if (lookahead == 's') ADVANCE(116);
+      if (lookahead == 's') ADVANCE(117);
       END_STATE();
     case 70:
       ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 71:
-      if (lookahead == 'e') ADVANCE(117);
+      if (lookahead == 'e') ADVANCE(118);
       END_STATE();
     case 72:
-      if (lookahead == 'l') ADVANCE(118);
+      if (lookahead == 'l') ADVANCE(119);
       END_STATE();
     case 73:
-      if (lookahead == '_') ADVANCE(119);
+      if (lookahead == '_') ADVANCE(120);
       END_STATE();
     case 74:
-      if (lookahead == 's') ADVANCE(120);
+      if (lookahead == 's') ADVANCE(121);
       END_STATE();
     case 75:
-      if (lookahead == '6') ADVANCE(121);
+      if (lookahead == '6') ADVANCE(122);
       END_STATE();
     case 76:
-      if (lookahead == '2') ADVANCE(122);
+      if (lookahead == '2') ADVANCE(123);
       END_STATE();
     case 77:
       ACCEPT_TOKEN(anon_sym_fp4);
@@ -1328,649 +1336,655 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 79:
-      if (lookahead == 'l') ADVANCE(123);
+      if (lookahead == 'l') ADVANCE(124);
       END_STATE();
     case 80:
-      if (lookahead == 'p') ADVANCE(124);
+      if (lookahead == 'p') ADVANCE(125);
       END_STATE();
     case 81:
       ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 82:
-      if (lookahead == 'v') ADVANCE(125);
+      if (lookahead == 'v') ADVANCE(126);
       END_STATE();
     case 83:
-      if (lookahead == 'p') ADVANCE(126);
+      if (lookahead == 'p') ADVANCE(127);
       END_STATE();
     case 84:
-      if (lookahead == 'i') ADVANCE(127);
+      if (lookahead == 'i') ADVANCE(128);
       END_STATE();
     case 85:
-      if (lookahead == 'e') ADVANCE(128);
+      if (lookahead == 'e') ADVANCE(129);
       END_STATE();
     case 86:
-      if (lookahead == 'e') ADVANCE(129);
-      if (lookahead == 'k') ADVANCE(130);
+      if (lookahead == 'e') ADVANCE(130);
+      if (lookahead == 'k') ADVANCE(131);
       END_STATE();
     case 87:
-      if (lookahead == 'a') ADVANCE(131);
-      END_STATE();
-    case 88:
       if (lookahead == 'a') ADVANCE(132);
       END_STATE();
+    case 88:
+      if (lookahead == 'a') ADVANCE(133);
+      END_STATE();
     case 89:
-      if (lookahead == 'e') ADVANCE(133);
+      if (lookahead == 'e') ADVANCE(134);
       END_STATE();
     case 90:
-      if (lookahead == 's') ADVANCE(134);
+      if (lookahead == 's') ADVANCE(135);
       END_STATE();
     case 91:
-      if (lookahead == 'e') ADVANCE(135);
+      if (lookahead == 'e') ADVANCE(136);
       END_STATE();
     case 92:
-      if (lookahead == 'w') ADVANCE(136);
+      if (lookahead == 'w') ADVANCE(137);
       END_STATE();
     case 93:
       ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 94:
-      if (lookahead == 'i') ADVANCE(137);
+      if (lookahead == 'i') ADVANCE(138);
       END_STATE();
     case 95:
-      if (lookahead == 'n') ADVANCE(138);
+      if (lookahead == 'n') ADVANCE(139);
       END_STATE();
     case 96:
-      if (lookahead == 't') ADVANCE(139);
+      if (lookahead == 't') ADVANCE(140);
       END_STATE();
     case 97:
-      if (lookahead == 'l') ADVANCE(140);
+      if (lookahead == 'l') ADVANCE(141);
       END_STATE();
     case 98:
-      if (lookahead == 'g') ADVANCE(141);
+      if (lookahead == 'g') ADVANCE(142);
       END_STATE();
     case 99:
-      if (lookahead == 'n') ADVANCE(142);
+      if (lookahead == 'n') ADVANCE(143);
       END_STATE();
     case 100:
-      if (lookahead == 'e') ADVANCE(143);
+      if (lookahead == 'e') ADVANCE(144);
       END_STATE();
     case 101:
       ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 102:
-      if (lookahead == 'r') ADVANCE(144);
+      if (lookahead == 'r') ADVANCE(145);
       END_STATE();
     case 103:
-      if (lookahead == 't') ADVANCE(145);
+      if (lookahead == 't') ADVANCE(146);
       END_STATE();
     case 104:
-      if (lookahead == 'c') ADVANCE(146);
+      if (lookahead == 'c') ADVANCE(147);
       END_STATE();
     case 105:
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'e') ADVANCE(148);
       END_STATE();
     case 106:
-      if (lookahead == 'u') ADVANCE(148);
+      if (lookahead == 'u') ADVANCE(149);
       END_STATE();
     case 107:
       ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 108:
-      if (lookahead == 'h') ADVANCE(149);
+      if (lookahead == 'h') ADVANCE(150);
       END_STATE();
     case 109:
       ADVANCE_MAP(
-        '1', 150,
-        '2', 151,
-        '3', 152,
-        '4', 153,
-        '5', 154,
-        '6', 155,
-        '7', 156,
-        '8', 157,
-        '9', 158,
+        '1', 151,
+        '2', 152,
+        '3', 153,
+        '4', 154,
+        '5', 155,
+        '6', 156,
+        '7', 157,
+        '8', 158,
+        '9', 159,
       );
       END_STATE();
     case 110:
-      if (lookahead == '2') ADVANCE(159);
-      if (lookahead == '3') ADVANCE(160);
-      if (lookahead == '4') ADVANCE(161);
-      if (lookahead == '5') ADVANCE(162);
-      if (lookahead == '7') ADVANCE(163);
-      if (lookahead == '8') ADVANCE(164);
+      if (lookahead == '2') ADVANCE(160);
+      if (lookahead == '3') ADVANCE(161);
+      if (lookahead == '4') ADVANCE(162);
+      if (lookahead == '5') ADVANCE(163);
+      if (lookahead == '7') ADVANCE(164);
+      if (lookahead == '8') ADVANCE(165);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == '2') ADVANCE(166);
       END_STATE();
     case 112:
-      if (lookahead == 'r') ADVANCE(165);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'r') ADVANCE(167);
       END_STATE();
     case 114:
-      if (lookahead == 'k') ADVANCE(166);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 115:
-      if (lookahead == '3') ADVANCE(167);
-      if (lookahead == '4') ADVANCE(168);
+      if (lookahead == 'k') ADVANCE(168);
       END_STATE();
     case 116:
-      if (lookahead == 't') ADVANCE(169);
+      if (lookahead == '3') ADVANCE(169);
+      if (lookahead == '4') ADVANCE(170);
       END_STATE();
     case 117:
-      if (lookahead == 'c') ADVANCE(170);
+      if (lookahead == 't') ADVANCE(171);
       END_STATE();
     case 118:
-      if (lookahead == 'p') ADVANCE(171);
+      if (lookahead == 'c') ADVANCE(172);
       END_STATE();
     case 119:
-      if (lookahead == 't') ADVANCE(172);
+      if (lookahead == 'p') ADVANCE(173);
       END_STATE();
     case 120:
-      if (lookahead == 'h') ADVANCE(173);
+      if (lookahead == 't') ADVANCE(174);
       END_STATE();
     case 121:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == 'h') ADVANCE(175);
       END_STATE();
     case 122:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_full);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 124:
-      if (lookahead == 'e') ADVANCE(174);
+      ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 125:
-      if (lookahead == 'i') ADVANCE(175);
-      END_STATE();
-    case 126:
       if (lookahead == 'e') ADVANCE(176);
       END_STATE();
+    case 126:
+      if (lookahead == 'i') ADVANCE(177);
+      END_STATE();
     case 127:
-      if (lookahead == 'n') ADVANCE(177);
+      if (lookahead == 'e') ADVANCE(178);
       END_STATE();
     case 128:
-      if (lookahead == 'r') ADVANCE(178);
+      if (lookahead == 'n') ADVANCE(179);
       END_STATE();
     case 129:
-      if (lookahead == 'a') ADVANCE(179);
+      if (lookahead == 'r') ADVANCE(180);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'a') ADVANCE(181);
       END_STATE();
     case 131:
-      ACCEPT_TOKEN(anon_sym_lora);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 132:
-      if (lookahead == 't') ADVANCE(180);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 133:
-      if (lookahead == 'l') ADVANCE(181);
+      if (lookahead == 't') ADVANCE(182);
       END_STATE();
     case 134:
-      if (lookahead == 'h') ADVANCE(182);
+      if (lookahead == 'l') ADVANCE(183);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'h') ADVANCE(184);
       END_STATE();
     case 136:
-      if (lookahead == 'i') ADVANCE(183);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 137:
-      if (lookahead == 'm') ADVANCE(184);
+      if (lookahead == 'i') ADVANCE(185);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_plan);
+      if (lookahead == 'm') ADVANCE(186);
       END_STATE();
     case 139:
-      if (lookahead == 'r') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 140:
-      ACCEPT_TOKEN(anon_sym_rail);
+      if (lookahead == 'r') ADVANCE(187);
       END_STATE();
     case 141:
-      ACCEPT_TOKEN(anon_sym_ring);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 142:
-      if (lookahead == 'a') ADVANCE(186);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 143:
-      if (lookahead == 'c') ADVANCE(187);
+      if (lookahead == 'a') ADVANCE(188);
       END_STATE();
     case 144:
-      if (lookahead == 'p') ADVANCE(188);
-      END_STATE();
-    case 145:
       if (lookahead == 'c') ADVANCE(189);
       END_STATE();
+    case 145:
+      if (lookahead == 'p') ADVANCE(190);
+      END_STATE();
     case 146:
-      if (lookahead == 'h') ADVANCE(190);
+      if (lookahead == 'c') ADVANCE(191);
       END_STATE();
     case 147:
-      ACCEPT_TOKEN(anon_sym_tree);
+      if (lookahead == 'h') ADVANCE(192);
       END_STATE();
     case 148:
-      if (lookahead == 's') ADVANCE(191);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 149:
-      if (lookahead == '1') ADVANCE(192);
-      if (lookahead == '2') ADVANCE(193);
+      if (lookahead == 's') ADVANCE(193);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == '1') ADVANCE(194);
+      if (lookahead == '2') ADVANCE(195);
       END_STATE();
     case 151:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 152:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 153:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 154:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 155:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 156:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 158:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_W0012);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 160:
-      ACCEPT_TOKEN(anon_sym_W0013);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_W0015);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_W0017);
+      ACCEPT_TOKEN(anon_sym_W0015);
       END_STATE();
     case 164:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 165:
-      if (lookahead == 'e') ADVANCE(194);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 166:
-      if (lookahead == 'w') ADVANCE(195);
+      ACCEPT_TOKEN(anon_sym_W0022);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 168:
-      ACCEPT_TOKEN(anon_sym_cdna4);
-      END_STATE();
-    case 169:
       if (lookahead == 'e') ADVANCE(196);
       END_STATE();
+    case 168:
+      if (lookahead == 'w') ADVANCE(197);
+      END_STATE();
+    case 169:
+      ACCEPT_TOKEN(anon_sym_cdna3);
+      END_STATE();
     case 170:
-      if (lookahead == 't') ADVANCE(197);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 171:
-      if (lookahead == 'i') ADVANCE(198);
+      if (lookahead == 'e') ADVANCE(198);
       END_STATE();
     case 172:
-      if (lookahead == 'r') ADVANCE(199);
+      if (lookahead == 't') ADVANCE(199);
       END_STATE();
     case 173:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'i') ADVANCE(200);
       END_STATE();
     case 174:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 175:
-      if (lookahead == 'n') ADVANCE(200);
-      END_STATE();
-    case 176:
       if (lookahead == 'r') ADVANCE(201);
       END_STATE();
+    case 175:
+      ACCEPT_TOKEN(anon_sym_flash);
+      END_STATE();
+    case 176:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
     case 177:
-      if (lookahead == 'i') ADVANCE(202);
+      if (lookahead == 'n') ADVANCE(202);
       END_STATE();
     case 178:
-      if (lookahead == 'l') ADVANCE(203);
+      if (lookahead == 'r') ADVANCE(203);
       END_STATE();
     case 179:
-      if (lookahead == 'r') ADVANCE(204);
+      if (lookahead == 'i') ADVANCE(204);
       END_STATE();
     case 180:
-      if (lookahead == 'r') ADVANCE(205);
+      if (lookahead == 'l') ADVANCE(205);
       END_STATE();
     case 181:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'r') ADVANCE(206);
       END_STATE();
     case 182:
-      if (lookahead == 'a') ADVANCE(206);
+      if (lookahead == 'r') ADVANCE(207);
       END_STATE();
     case 183:
-      if (lookahead == 't') ADVANCE(207);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 184:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(208);
+      if (lookahead == 'a') ADVANCE(208);
       END_STATE();
     case 185:
-      if (lookahead == 'a') ADVANCE(209);
+      if (lookahead == 't') ADVANCE(209);
       END_STATE();
     case 186:
-      if (lookahead == 'r') ADVANCE(210);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(210);
       END_STATE();
     case 187:
-      if (lookahead == 't') ADVANCE(211);
+      if (lookahead == 'a') ADVANCE(211);
       END_STATE();
     case 188:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'r') ADVANCE(212);
       END_STATE();
     case 189:
-      if (lookahead == 'h') ADVANCE(212);
+      if (lookahead == 't') ADVANCE(213);
       END_STATE();
     case 190:
-      ACCEPT_TOKEN(anon_sym_torch);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 191:
-      if (lookahead == 'e') ADVANCE(213);
+      if (lookahead == 'h') ADVANCE(214);
       END_STATE();
     case 192:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 193:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      if (lookahead == 'e') ADVANCE(215);
       END_STATE();
     case 194:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 195:
-      if (lookahead == 'e') ADVANCE(214);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 196:
-      if (lookahead == 'r') ADVANCE(215);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 197:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'e') ADVANCE(216);
       END_STATE();
     case 198:
-      if (lookahead == 'p') ADVANCE(216);
+      if (lookahead == 'r') ADVANCE(217);
       END_STATE();
     case 199:
-      if (lookahead == 'e') ADVANCE(217);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 200:
-      if (lookahead == 'g') ADVANCE(218);
+      if (lookahead == 'p') ADVANCE(218);
       END_STATE();
     case 201:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'e') ADVANCE(219);
       END_STATE();
     case 202:
-      if (lookahead == 'b') ADVANCE(219);
+      if (lookahead == 'g') ADVANCE(220);
       END_STATE();
     case 203:
-      if (lookahead == 'e') ADVANCE(220);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 204:
-      if (lookahead == '_') ADVANCE(221);
+      if (lookahead == 'b') ADVANCE(221);
       END_STATE();
     case 205:
-      if (lookahead == 'o') ADVANCE(222);
+      if (lookahead == 'e') ADVANCE(222);
       END_STATE();
     case 206:
-      if (lookahead == 'r') ADVANCE(223);
+      if (lookahead == '_') ADVANCE(223);
       END_STATE();
     case 207:
-      if (lookahead == 'c') ADVANCE(224);
+      if (lookahead == 'o') ADVANCE(224);
       END_STATE();
     case 208:
-      if (lookahead == 'g') ADVANCE(225);
+      if (lookahead == 'r') ADVANCE(225);
       END_STATE();
     case 209:
-      if (lookahead == 'i') ADVANCE(226);
+      if (lookahead == 'c') ADVANCE(226);
       END_STATE();
     case 210:
-      if (lookahead == 'i') ADVANCE(227);
+      if (lookahead == 'g') ADVANCE(227);
       END_STATE();
     case 211:
       if (lookahead == 'i') ADVANCE(228);
       END_STATE();
     case 212:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'i') ADVANCE(229);
       END_STATE();
     case 213:
-      if (lookahead == 'd') ADVANCE(229);
+      if (lookahead == 'i') ADVANCE(230);
       END_STATE();
     case 214:
-      if (lookahead == 'l') ADVANCE(230);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 215:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'd') ADVANCE(231);
       END_STATE();
     case 216:
-      if (lookahead == 'e') ADVANCE(231);
+      if (lookahead == 'l') ADVANCE(232);
       END_STATE();
     case 217:
-      if (lookahead == 'e') ADVANCE(232);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 218:
-      if (lookahead == '_') ADVANCE(233);
+      if (lookahead == 'e') ADVANCE(233);
       END_STATE();
     case 219:
-      if (lookahead == 'a') ADVANCE(234);
+      if (lookahead == 'e') ADVANCE(234);
       END_STATE();
     case 220:
-      if (lookahead == 'a') ADVANCE(235);
+      if (lookahead == '_') ADVANCE(235);
       END_STATE();
     case 221:
-      if (lookahead == 'f') ADVANCE(236);
-      if (lookahead == 'p') ADVANCE(237);
-      if (lookahead == 'q') ADVANCE(238);
+      if (lookahead == 'a') ADVANCE(236);
       END_STATE();
     case 222:
-      if (lookahead == 'n') ADVANCE(239);
+      if (lookahead == 'a') ADVANCE(237);
       END_STATE();
     case 223:
-      if (lookahead == 'd') ADVANCE(240);
+      if (lookahead == 'f') ADVANCE(238);
+      if (lookahead == 'p') ADVANCE(239);
+      if (lookahead == 'q') ADVANCE(240);
       END_STATE();
     case 224:
-      if (lookahead == 'h') ADVANCE(241);
+      if (lookahead == 'n') ADVANCE(241);
       END_STATE();
     case 225:
-      if (lookahead == 'r') ADVANCE(242);
+      if (lookahead == 'd') ADVANCE(242);
       END_STATE();
     case 226:
-      if (lookahead == 'n') ADVANCE(243);
+      if (lookahead == 'h') ADVANCE(243);
       END_STATE();
     case 227:
-      if (lookahead == 'o') ADVANCE(244);
+      if (lookahead == 'r') ADVANCE(244);
       END_STATE();
     case 228:
-      if (lookahead == 'v') ADVANCE(245);
+      if (lookahead == 'n') ADVANCE(245);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'o') ADVANCE(246);
       END_STATE();
     case 230:
-      if (lookahead == 'l') ADVANCE(246);
-      END_STATE();
-    case 231:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
       if (lookahead == 'v') ADVANCE(247);
       END_STATE();
+    case 231:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'l') ADVANCE(248);
       END_STATE();
     case 233:
-      if (lookahead == 'd') ADVANCE(248);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(249);
       END_STATE();
     case 234:
-      if (lookahead == 'n') ADVANCE(249);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 235:
-      if (lookahead == 'v') ADVANCE(250);
+      if (lookahead == 'd') ADVANCE(250);
       END_STATE();
     case 236:
-      if (lookahead == 'c') ADVANCE(251);
+      if (lookahead == 'n') ADVANCE(251);
       END_STATE();
     case 237:
-      if (lookahead == 'r') ADVANCE(252);
+      if (lookahead == 'v') ADVANCE(252);
       END_STATE();
     case 238:
-      if (lookahead == 'k') ADVANCE(253);
+      if (lookahead == 'c') ADVANCE(253);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'r') ADVANCE(254);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 'k') ADVANCE(255);
       END_STATE();
     case 241:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 242:
-      if (lookahead == 'a') ADVANCE(254);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 243:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 244:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'a') ADVANCE(256);
       END_STATE();
     case 245:
-      if (lookahead == 'e') ADVANCE(255);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 246:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(256);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 247:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      if (lookahead == 'e') ADVANCE(257);
       END_STATE();
     case 248:
-      if (lookahead == 'o') ADVANCE(257);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(258);
       END_STATE();
     case 249:
-      if (lookahead == 'd') ADVANCE(258);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 250:
-      if (lookahead == 'e') ADVANCE(259);
+      if (lookahead == 'o') ADVANCE(259);
       END_STATE();
     case 251:
-      if (lookahead == '1') ADVANCE(260);
-      if (lookahead == '2') ADVANCE(261);
+      if (lookahead == 'd') ADVANCE(260);
       END_STATE();
     case 252:
-      if (lookahead == 'o') ADVANCE(262);
+      if (lookahead == 'e') ADVANCE(261);
       END_STATE();
     case 253:
-      if (lookahead == 'v') ADVANCE(263);
+      if (lookahead == '1') ADVANCE(262);
+      if (lookahead == '2') ADVANCE(263);
       END_STATE();
     case 254:
-      if (lookahead == 'd') ADVANCE(264);
+      if (lookahead == 'o') ADVANCE(264);
       END_STATE();
     case 255:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'v') ADVANCE(265);
       END_STATE();
     case 256:
-      if (lookahead == 'u') ADVANCE(265);
+      if (lookahead == 'd') ADVANCE(266);
       END_STATE();
     case 257:
-      if (lookahead == 'u') ADVANCE(266);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 258:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(267);
       END_STATE();
     case 259:
-      if (lookahead == 'd') ADVANCE(267);
+      if (lookahead == 'u') ADVANCE(268);
       END_STATE();
     case 260:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 261:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      if (lookahead == 'd') ADVANCE(269);
       END_STATE();
     case 262:
-      if (lookahead == 'j') ADVANCE(268);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 263:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 264:
-      if (lookahead == 's') ADVANCE(269);
+      if (lookahead == 'j') ADVANCE(270);
       END_STATE();
     case 265:
-      if (lookahead == 'l') ADVANCE(270);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 266:
-      if (lookahead == 'b') ADVANCE(271);
+      if (lookahead == 's') ADVANCE(271);
       END_STATE();
     case 267:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'l') ADVANCE(272);
       END_STATE();
     case 268:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      if (lookahead == 'b') ADVANCE(273);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(272);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 270:
-      if (lookahead == 't') ADVANCE(273);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 271:
-      if (lookahead == 'l') ADVANCE(274);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(274);
       END_STATE();
     case 272:
-      if (lookahead == 'p') ADVANCE(275);
+      if (lookahead == 't') ADVANCE(275);
       END_STATE();
     case 273:
-      if (lookahead == 'r') ADVANCE(276);
+      if (lookahead == 'l') ADVANCE(276);
       END_STATE();
     case 274:
-      if (lookahead == 'i') ADVANCE(277);
+      if (lookahead == 'p') ADVANCE(277);
       END_STATE();
     case 275:
-      if (lookahead == 'a') ADVANCE(278);
+      if (lookahead == 'r') ADVANCE(278);
       END_STATE();
     case 276:
-      if (lookahead == 'a') ADVANCE(279);
+      if (lookahead == 'i') ADVANCE(279);
       END_STATE();
     case 277:
-      if (lookahead == 'n') ADVANCE(280);
+      if (lookahead == 'a') ADVANCE(280);
       END_STATE();
     case 278:
-      if (lookahead == 'r') ADVANCE(281);
+      if (lookahead == 'a') ADVANCE(281);
       END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'n') ADVANCE(282);
       END_STATE();
     case 280:
-      if (lookahead == 'g') ADVANCE(282);
+      if (lookahead == 'r') ADVANCE(283);
       END_STATE();
     case 281:
-      if (lookahead == 'a') ADVANCE(283);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'g') ADVANCE(284);
       END_STATE();
     case 283:
-      if (lookahead == 'm') ADVANCE(284);
+      if (lookahead == 'a') ADVANCE(285);
       END_STATE();
     case 284:
-      if (lookahead == 's') ADVANCE(285);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 285:
+      if (lookahead == 'm') ADVANCE(286);
+      END_STATE();
+    case 286:
+      if (lookahead == 's') ADVANCE(287);
+      END_STATE();
+    case 287:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2103,6 +2117,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(1),
     [anon_sym_W0017] = ACTIONS(1),
     [anon_sym_W0018] = ACTIONS(1),
+    [anon_sym_W0022] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -2207,6 +2222,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2295,6 +2311,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2383,6 +2400,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2471,6 +2489,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2559,6 +2578,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(49),
     [anon_sym_W0017] = ACTIONS(49),
     [anon_sym_W0018] = ACTIONS(49),
+    [anon_sym_W0022] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -2647,6 +2667,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2735,6 +2756,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2821,6 +2843,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(67),
     [anon_sym_W0017] = ACTIONS(67),
     [anon_sym_W0018] = ACTIONS(67),
+    [anon_sym_W0022] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -2907,6 +2930,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(71),
     [anon_sym_W0017] = ACTIONS(71),
     [anon_sym_W0018] = ACTIONS(71),
+    [anon_sym_W0022] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -2990,6 +3014,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(73),
     [anon_sym_W0017] = ACTIONS(73),
     [anon_sym_W0018] = ACTIONS(73),
+    [anon_sym_W0022] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -3074,6 +3099,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(79),
     [anon_sym_W0017] = ACTIONS(79),
     [anon_sym_W0018] = ACTIONS(79),
+    [anon_sym_W0022] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -3157,6 +3183,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(83),
     [anon_sym_W0017] = ACTIONS(83),
     [anon_sym_W0018] = ACTIONS(83),
+    [anon_sym_W0022] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -3240,6 +3267,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(87),
     [anon_sym_W0017] = ACTIONS(87),
     [anon_sym_W0018] = ACTIONS(87),
+    [anon_sym_W0022] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -3323,6 +3351,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(91),
     [anon_sym_W0017] = ACTIONS(91),
     [anon_sym_W0018] = ACTIONS(91),
+    [anon_sym_W0022] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -3405,6 +3434,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(95),
     [anon_sym_W0017] = ACTIONS(95),
     [anon_sym_W0018] = ACTIONS(95),
+    [anon_sym_W0022] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -3482,6 +3512,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -3559,6 +3590,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(23),
     [anon_sym_W0017] = ACTIONS(23),
     [anon_sym_W0018] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -3636,6 +3668,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0015] = ACTIONS(122),
     [anon_sym_W0017] = ACTIONS(122),
     [anon_sym_W0018] = ACTIONS(122),
+    [anon_sym_W0022] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),

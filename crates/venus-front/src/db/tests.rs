@@ -480,16 +480,18 @@ fn nemotron_h_counts_each_layer_by_its_pattern_symbol() {
 }
 
 /// GPT-OSS by hand: attention 2·2880·4096 + 2·2880·512 = 26,542,080 plus 64 sinks; 128
-/// experts of 3·2880·2880 = 24,883,200; the router 2880·128; norms 4·2880: 3,212,028,544 per
-/// layer, 36 layers and two 201,088 × 2880 embeddings with the final norm: 116,791,244,544
-/// (the card's 116.83B less the biases it counts). The card's 5.13B active leaves out the
-/// input embedding: 4 experts per token make 5,709,… active, 5.13B without the embedding.
+/// experts of 3·2880·2880 = 24,883,200; the router 2880·128; norms 4·2880: 3,211,971,904 per
+/// layer, 36 layers and two 201,088 × 2880 embeddings with the final norm: 116,789,261,184
+/// (the card's 116.83B less the biases it counts). The card's active counts leave out the
+/// input embedding: 4 experts per token make 5,131,522,944 without it (the card's 5.13B), and
+/// 3,614,061,696 for the 20b (3.61B).
 #[test]
 fn gpt_oss_counts_its_sinks_and_matches_the_cards_active_parameters() {
     let big = stdlib_params("gpt_oss_120b");
     assert_eq!(big.per_layer.attention, 26_542_080 + 64);
-    assert_eq!(big.per_layer.total(), 3_212_028_544);
-    assert_eq!(big.total, 116_791_244_544);
+    assert_eq!(big.per_layer.total(), 3_211_971_904);
+    assert_eq!(big.total, 116_789_261_184);
+    assert_eq!(big.active - big.embedding, 5_131_522_944);
     let b = |n: u64| n as f64 / 1e9;
     for (p, card) in [(big, 5.13), (stdlib_params("gpt_oss_20b"), 3.61)] {
         let active = b(p.active - p.embedding);
