@@ -491,6 +491,33 @@ struct Mamba {
     /// `2·ngroups·d_state`: the B and C projections.
     bc: f64,
     state: f64,
+    groups: f64,
+}
+
+/// Tokens per chunk of the SSD scan: `MambaMixer(chunk_size=128)`, Megatron's default
+/// (megatron/core/ssm/mamba_mixer.py:194, NVIDIA/Megatron-LM d98e8a64; Nemotron-H's config.json
+/// `chunk_size` 128).
+const SSD_CHUNK: f64 = 128.0;
+
+/// HBM bytes per token (on one rank, the dims already split by tp) of the SSD scan's forward
+/// kernels, `_mamba_chunk_scan_combined_fwd` in state-spaces/mamba
+/// mamba_ssm/ops/triton/ssd_combined.py (e9594ce1): `_chunk_cumsum_fwd` reads dt and writes
+/// dt and its cumulative decay in fp32, which `_chunk_state_fwd` and `_chunk_scan_fwd` read
+/// again (26 bytes per head); x is read by the chunk-state and chunk-scan kernels and y
+/// written once; B is read by the chunk-state and `_bmm_chunk_fwd` kernels, C by the latter
+/// and the chunk scan; each chunk's `d_inner × N` states are written in fp32, read and written
+/// back in the activation dtype by `_state_passing_fwd`, and read by the chunk scan (12 bytes
+/// per element, one chunk per `SSD_CHUNK` tokens); the `C·Bᵀ` blocks (`ngroups × Q × Q` per
+/// chunk) are written and read in fp32. The five kernels exchange these tensors through HBM,
+/// which is why the scan is bound by memory bandwidth, not by its FLOPs (PyTorch blog,
+/// "Accelerating Mamba2 with Kernel Fusion", 2025: "mostly bottlenecked by memory bandwidth
+/// and latency").
+fn ssd_scan_bytes_per_token(d: &Mamba, tp: f64, act_bytes: f64) -> f64 {
+    let (d_inner, heads, groups) = (d.d_inner / tp, d.heads / tp, d.groups / tp);
+    act_bytes * (3.0 * d_inner + 2.0 * d.bc / tp)
+        + 26.0 * heads
+        + 12.0 * d_inner * d.state / SSD_CHUNK
+        + 8.0 * groups * SSD_CHUNK
 }
 
 /// The LoRA adapters of a stage's layers, (dense, routed experts), before any sharding.
@@ -627,6 +654,7 @@ impl Work {
                 heads: f(m.mamba_num_heads()),
                 bc: 2.0 * f(m.n_groups()) * f(m.ssm_state_size()),
                 state: f(m.ssm_state_size()),
+                groups: f(m.n_groups()),
             }),
             window: m.sliding_window.map(f),
             qk_norm: m.qk_norm() && !m.is_mla(),
@@ -637,15 +665,21 @@ impl Work {
     /// `2·T·h·(2·d_inner + 2·G·N + H)/tp` and `out_proj` `2·T·d_inner·h/tp` GEMMs, the chunked
     /// SSD scan `7·T·d_inner·N/tp` FLOPs (the count of Megatron's `mamba_layer_flops`,
     /// training.py), the depthwise conv over x, B, C and the gated norm over d_inner (memory
-    /// bound), and the pre-norm, residual and dropout over h. The scan is a fused kernel that
-    /// recomputes its chunk states in backward as flash attention recomputes its scores, so it
-    /// is priced with flash attention's efficiency and backward ratio (no constant of its own).
+    /// bound), and the pre-norm, residual and dropout over h. The scan has a cost basis of its
+    /// own: its five kernels' HBM traffic ([`ssd_scan_bytes_per_token`]) at the memory-bound
+    /// rate, plus its FLOPs on tensor cores. Its chunk matmuls (`C·Bᵀ`, the states, `·x`) are
+    /// tiled with the decay applied on chip, as flash attention tiles `QKᵀ` with its softmax
+    /// (Dao & Gu 2024, "Transformers are SSMs", arXiv:2405.21060, §6), so the FLOPs take
+    /// flash attention's efficiency; no SSD kernel efficiency of its own is published. Backward
+    /// (`_mamba_chunk_scan_combined_bwd` recomputes the states) takes flash attention's backward
+    /// ratio on the FLOPs and the memory-bound ratio on the traffic.
     fn mamba_blocks(&self, d: &Mamba) -> Blocks {
         let (t, h, tp) = (self.t, self.h, self.tp);
         let gemm = self.gemm(t, (2.0 * d.d_inner + d.bc + d.heads) / tp, h)
             + self.gemm(t, h, d.d_inner / tp);
         let scan =
             7.0 * t * d.d_inner * d.state / tp / (self.bf16_peak.0 * self.cal.attention_efficiency);
+        let scan_traffic = self.memory(t * ssd_scan_bytes_per_token(d, tp, self.act_bytes));
         // conv1d reads x, B, C (its short window stays in cache) and writes them; the gated
         // norm reads y and z and writes its output.
         let conv = t * 2.0 * (d.d_inner + d.bc) / tp * self.act_bytes;
@@ -653,11 +687,11 @@ impl Work {
         let mem = self.memory(self.t_sp * 15.0 * h + conv + norm);
         let k = KERNELS_MAMBA * self.cal.kernel_overhead.0;
         let wgrad = self.base_wgrad();
-        let f = gemm + scan + mem + k;
+        let f = gemm + scan + scan_traffic + mem + k;
         let mut b = (1.0 + wgrad) * gemm
             + 2.0 * k
             + self.cal.attention_backward * scan
-            + self.cal.memory_backward * mem;
+            + self.cal.memory_backward * (mem + scan_traffic);
         if self.recompute == Recompute::Full {
             b += f;
         }
@@ -1037,6 +1071,29 @@ impl Work {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nemotron-H 8B's Mamba-2 layer (d_inner 8192, 128 heads, 8 groups, state 128) in bf16
+    /// at tp 1: x twice and y 3·8192·2, B and C twice 4·2048·2, dt 26·128, the states
+    /// 12·8192·128/128 and `C·Bᵀ` 8·8·128 make 167,168 bytes per token; tp 2 halves it.
+    #[test]
+    fn the_ssd_scan_moves_its_chunk_states_and_operands_through_hbm() {
+        let d = Mamba {
+            d_inner: 8192.0,
+            heads: 128.0,
+            bc: 2.0 * 8.0 * 128.0,
+            state: 128.0,
+            groups: 8.0,
+        };
+        assert_eq!(ssd_scan_bytes_per_token(&d, 1.0, 2.0), 167_168.0);
+        assert_eq!(ssd_scan_bytes_per_token(&d, 2.0, 2.0), 167_168.0 / 2.0);
+        // The chunk states are the largest term (98,304 of 167,168 bytes): state 256 (Nemotron-H
+        // 56B) doubles them and B and C.
+        let wide = Mamba { state: 256.0, bc: 2.0 * 8.0 * 256.0, ..d };
+        assert_eq!(
+            ssd_scan_bytes_per_token(&wide, 1.0, 2.0) - ssd_scan_bytes_per_token(&d, 1.0, 2.0),
+            98_304.0 + 8.0 * 8.0 * 128.0
+        );
+    }
 
     #[test]
     fn gemm_efficiency_falls_with_each_small_dimension() {

@@ -532,9 +532,11 @@ fn sink_params(m: &Model) -> u64 {
 /// QK-norm: a query and a key norm over one head (`hidden_size_per_attention_head`, shared by
 /// the heads), counted with weight and bias like the layers' other norms (`--normalization`
 /// LayerNorm, Megatron's default); replicated over tp
-/// (megatron/core/transformer/attention.py `q_layernorm`/`k_layernorm`, d98e8a64).
+/// (megatron/core/transformer/attention.py `q_layernorm`/`k_layernorm`, d98e8a64). With MLA
+/// `--qk-layernorm` norms the query and key-value latents instead
+/// (multi_latent_attention.py), which the MLA count holds already: nothing more.
 pub fn qk_norm_params(m: &Model) -> u64 {
-    if m.qk_norm() {
+    if m.qk_norm() && !m.is_mla() {
         mul(&[2, 2, m.qk_head_dim()])
     } else {
         0
