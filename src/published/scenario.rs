@@ -297,6 +297,8 @@ fn stdlib_model(model: &str) -> Option<&'static str> {
         ("Qwen3-235B-A22B", "qwen3_235b_a22b"),
         ("Qwen3-30B-A3B", "qwen3_30b_a3b"),
         ("Kimi-K2", "kimi_k2"),
+        // Its sliding-window layers and attention sinks are the stdlib model's, not columns.
+        ("GPT-OSS-120B", "gpt_oss_120b"),
     ];
     MODELS
         .iter()
