@@ -157,6 +157,8 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         iterations: None,
         reserve: None,
         moe_imbalance: None,
+        moe_capacity_headroom: None,
+        moe_pad_to_capacity: None,
         task: None,
         lora_rank: None,
         lora_modules: None,

@@ -241,6 +241,7 @@ impl<'a> Validator<'a> {
         self.check_vpp(); // E0307
         self.check_seq(); // E0308
         self.check_experts(); // E0309
+        self.check_capacity(); // E0350
         self.check_optimizer_flags(); // E0310
         self.check_schedule(); // E0311
         self.check_zero_bubble_pipeline(); // E0325
@@ -598,6 +599,7 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
 // The rules, one submodule per area (each an `impl Validator` block); they report typed
 // values that `problem` alone turns into diagnostics, and `repair` is the memory-fix search.
 mod batch;
+mod capacity;
 mod dualpipe;
 mod ep_overlap;
 mod experts;

@@ -27,6 +27,7 @@ syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_
 syn keyword venusKey contained hybrid_override_pattern mamba_num_heads mamba_head_dim
 syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_size
 syn keyword venusKey contained sliding_window sliding_window_pattern attention_sinks qk_norm
+syn keyword venusKey contained moe_capacity_headroom moe_pad_to_capacity
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
 syn keyword venusKey contained slow_gpus slow_rank slow_node

@@ -85,6 +85,7 @@ codes! {
     E0333 Error "model keys that do not fit the hybrid pattern";
     E0334 Error "Mamba-2 heads or groups that do not split";
     E0349 Error "sliding-window keys that window no layer";
+    E0350 Error "expert-capacity keys without experts or without a capacity";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

@@ -804,6 +804,8 @@ impl<'r, 'a> Checker<'r, 'a> {
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
             moe_imbalance: f.get(Key::MoeImbalance, ratio),
+            moe_capacity_headroom: f.get(Key::MoeCapacityHeadroom, ratio),
+            moe_pad_to_capacity: f.flag(Key::MoePadToCapacity),
             task: f
                 .word(Key::Task)
                 .map(|w| Spanned::new(task_of(w.value), w.loc)),

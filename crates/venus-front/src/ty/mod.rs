@@ -297,6 +297,8 @@ pub struct Plan {
     pub reserve: Opt<Bytes>,
     /// Extra token copies on the busiest EP rank, as a share of the mean.
     pub moe_imbalance: Opt<Ratio>,
+    pub moe_capacity_headroom: Opt<Ratio>,
+    pub moe_pad_to_capacity: Opt<bool>,
     /// What the iteration trains (pretrain, sft, lora).
     pub task: Opt<venus_base::base::Task>,
     pub lora_rank: Opt<u64>,

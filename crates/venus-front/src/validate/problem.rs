@@ -237,6 +237,8 @@ pub enum PlanProblem {
     EpOverlapIgnored(EpOverlapIgnored),
     /// E0349, W0022: sliding-window keys that window no layer.
     Window(WindowProblem),
+    /// E0350: expert-capacity keys without experts or without a capacity.
+    Capacity(CapacityProblem),
 }
 
 impl PlanProblem {
@@ -284,6 +286,7 @@ impl PlanProblem {
             PlanProblem::DualPipe(p) => p.render(),
             PlanProblem::EpOverlapIgnored(p) => p.render(),
             PlanProblem::Window(p) => p.render(),
+            PlanProblem::Capacity(p) => p.render(),
         }
     }
 }
@@ -1207,6 +1210,43 @@ impl HiddenOverHeads {
         )
         .with_secondary(self.hidden_loc, format!("hidden {h}"))
         .with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- E0350
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CapacityProblem {
+    /// A capacity key on a model without routed experts.
+    Dense {
+        model: String,
+        at: Loc,
+        key: &'static str,
+    },
+    /// `moe_pad_to_capacity` without a capacity to pad to.
+    PadWithoutCapacity { at: Loc },
+}
+
+impl CapacityProblem {
+    fn render(self) -> Diagnostic {
+        match self {
+            CapacityProblem::Dense { model, at, key } => Diagnostic::new(
+                Code::E0350,
+                format!("`{key}` caps routed experts, but model `{model}` has no `experts`"),
+                at,
+                "no experts to cap",
+            )
+            .with_help(format!("remove `{key}`, or add `experts` and `topk` to model `{model}`")),
+            CapacityProblem::PadWithoutCapacity { at } => Diagnostic::new(
+                Code::E0350,
+                "`moe_pad_to_capacity` without `moe_capacity_headroom`: there is no capacity to pad to",
+                at,
+                "pads to no capacity",
+            )
+            .with_help(
+                "add `moe_capacity_headroom 0%` (Megatron's capacity factor 1.0) or more, or remove `moe_pad_to_capacity`",
+            ),
+        }
     }
 }
 

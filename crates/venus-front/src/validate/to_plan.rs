@@ -150,6 +150,8 @@ pub fn plan(p: &Plan) -> PlanSpec {
         iterations: val(&p.iterations),
         reserve: val(&p.reserve),
         moe_imbalance: val(&p.moe_imbalance),
+        moe_capacity_headroom: val(&p.moe_capacity_headroom),
+        moe_pad_to_capacity: val(&p.moe_pad_to_capacity),
         task: val(&p.task),
         lora_rank: val(&p.lora_rank),
         lora_modules: val(&p.lora_modules),

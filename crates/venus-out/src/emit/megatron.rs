@@ -685,6 +685,7 @@ impl Converter {
         self.model_conversions();
         self.window_conversions();
         self.hybrid_conversions();
+        self.capacity_conversions();
         self.plan_conversions();
         self.precision();
         self.list_unmapped();
@@ -924,6 +925,37 @@ impl Converter {
                     .with_help("write `--softmax-type learnable` for attention sinks, or leave it out"),
                 ),
             }
+        }
+    }
+
+    /// Expert capacity: `--moe-expert-capacity-factor C` is `moe_capacity_headroom (C − 1)`
+    /// for 1 ≤ C ≤ 2 (a negative factor is Megatron's "no capacity", transformer_config.py);
+    /// `--moe-pad-expert-input-to-capacity` is `moe_pad_to_capacity`. `--moe-token-drop-policy`
+    /// picks which tokens drop, not how many.
+    fn capacity_conversions(&mut self) {
+        if let Some((text, span)) = self.word("--moe-expert-capacity-factor") {
+            match text.trim().parse::<f64>() {
+                Ok(c) if c < 0.0 => {}
+                Ok(c) if (1.0..=2.0).contains(&c) => {
+                    let pct = crate::emit::num((c - 1.0) * 100.0);
+                    self.push(Key::MoeCapacityHeadroom, format!("{pct}%"));
+                }
+                _ => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--moe-expert-capacity-factor {}` is a capacity venusc cannot express", excerpt(&text)),
+                        self.loc(span),
+                        "this factor",
+                    )
+                    .with_help("write a factor from 1.0 to 2.0 (`moe_capacity_headroom` 0% to 100% above the balanced load)"),
+                ),
+            }
+        }
+        if self.args.has("--moe-pad-expert-input-to-capacity") {
+            self.push_flag(Key::MoePadToCapacity);
+        }
+        if let Some(a) = self.args.get("--moe-token-drop-policy") {
+            self.note(&a, "no effect on time or memory");
         }
     }
 
@@ -1650,6 +1682,15 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     }
     if p.attention() == Attention::Unfused {
         add("--attention-backend", Some("unfused".into()));
+    }
+    if let Some(r) = p.moe_capacity_headroom {
+        add(
+            flag_of(Key::MoeCapacityHeadroom),
+            Some(crate::emit::num(1.0 + r.0)),
+        );
+        if PlanSpec::flag(p.moe_pad_to_capacity) {
+            add(flag_of(Key::MoePadToCapacity), None);
+        }
     }
     add(flag_of(Key::Iterations), Some(p.iterations().to_string()));
 

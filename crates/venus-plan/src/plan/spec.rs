@@ -485,6 +485,11 @@ pub struct PlanSpec {
     pub reserve: Option<Bytes>,
     /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
     pub moe_imbalance: Option<Ratio>,
+    /// Expert capacity above the balanced load: Megatron's capacity factor less 1 (`None`: no
+    /// capacity, no token dropped).
+    pub moe_capacity_headroom: Option<Ratio>,
+    /// Every expert padded to its capacity (`--moe-pad-expert-input-to-capacity`).
+    pub moe_pad_to_capacity: Option<bool>,
     /// What the iteration trains (`None`: pretrain).
     pub task: Option<Task>,
     /// LoRA adapter rank (`None`: Megatron-Bridge's 32).
@@ -568,8 +573,20 @@ impl PlanSpec {
     }
     /// The busiest EP rank's token copies over the mean: 1 + `moe_imbalance` (1: balanced,
     /// Megatron-Bridge's force-balanced benchmark routing).
+    ///
+    /// A capacity factor `c` (1 + `moe_capacity_headroom`) caps every expert at `c` × the
+    /// balanced load, the tokens above it
+    /// dropped, and with `moe_pad_to_capacity` every expert computes and receives exactly `c`
+    /// × (megatron/core/transformer/moe/moe_utils.py `get_capacity`: ⌈tokens·topk / experts ×
+    /// c⌉; token_dispatcher.py `drop_and_pad` sizes every local expert's input at the
+    /// capacity, NVIDIA/Megatron-LM d98e8a64).
     pub fn moe_load_factor(&self) -> f64 {
-        1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0))
+        let routed = 1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0));
+        match self.moe_capacity_headroom.map(|c| 1.0 + c.0.max(0.0)) {
+            None => routed,
+            Some(c) if PlanSpec::flag(self.moe_pad_to_capacity) => c,
+            Some(c) => routed.min(c),
+        }
     }
 }
 

@@ -943,6 +943,19 @@ key_table! {
         )
         .default(KeyDefault::Unset, "0%: balanced routing")
         .example("20%"),
+        MoeCapacityHeadroom = key(
+            "moe_capacity_headroom",
+            &[Ratio],
+            "expert capacity above the balanced load (tokens × topk / experts), tokens over it dropped: 25% is Megatron's capacity factor 1.25",
+        )
+        .default(KeyDefault::Unset, "no capacity: no token dropped")
+        .megatron("--moe-expert-capacity-factor")
+        .example("25%"),
+        MoePadToCapacity = flag(
+            "moe_pad_to_capacity",
+            "with moe_capacity_headroom: every expert computes and receives exactly its capacity (dropped and padded)",
+        )
+        .megatron("--moe-pad-expert-input-to-capacity"),
         Task = key(
             "task",
             &[Enum(TASKS)],
