@@ -108,8 +108,14 @@ fn gpt_oss_imports_its_window_pattern_sinks_and_training_context() {
     );
     let qwen = std::fs::read("tests/golden/hf/qwen3_235b_a22b.json").unwrap();
     let q = venusc::emit::import_hf_config("q.json", "q", &qwen).unwrap();
-    assert!(q.venus.contains("  qk_norm
-"), "{}", q.venus);
+    assert!(
+        q.venus.contains(
+            "  qk_norm
+"
+        ),
+        "{}",
+        q.venus
+    );
     assert!(!q.venus.contains("sliding_window"), "{}", q.venus);
 }
 

@@ -36,7 +36,9 @@ impl Validator<'_> {
             return;
         }
         if let (Some(at), None) = (pad, headroom) {
-            self.report(PlanProblem::Capacity(CapacityProblem::PadWithoutCapacity { at }));
+            self.report(PlanProblem::Capacity(CapacityProblem::PadWithoutCapacity {
+                at,
+            }));
         }
     }
 }

@@ -26,16 +26,19 @@ impl Validator<'_> {
         let window = written("sliding_window", &m.sliding_window);
         let pattern = written("sliding_window_pattern", &m.sliding_window_pattern);
         match (window, pattern) {
-            (None, Some(pattern)) => self.report(PlanProblem::Window(
-                WindowProblem::PatternWithoutWindow {
+            (None, Some(pattern)) => {
+                self.report(PlanProblem::Window(WindowProblem::PatternWithoutWindow {
                     model: m.name.clone(),
                     pattern,
                     seq: m.seq.value,
-                },
-            )),
-            (Some(window), Some(pattern)) if pattern.value == 1 => self.report(
-                PlanProblem::Window(WindowProblem::NoWindowedLayer { window, pattern }),
-            ),
+                }))
+            }
+            (Some(window), Some(pattern)) if pattern.value == 1 => {
+                self.report(PlanProblem::Window(WindowProblem::NoWindowedLayer {
+                    window,
+                    pattern,
+                }))
+            }
             (Some(window), _) if window.value >= m.seq.value => {
                 self.report(PlanProblem::Window(WindowProblem::CoversSequence {
                     window,

@@ -267,8 +267,8 @@ impl AnalyticModel {
         let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
         // Validation refuses a window on a hybrid model (E0350); its pattern places the
         // attention layers.
-        let window = (m.sliding_window.is_some() && !m.is_hybrid())
-            .then(|| (w.window_delta(), m.clone()));
+        let window =
+            (m.sliding_window.is_some() && !m.is_hybrid()).then(|| (w.window_delta(), m.clone()));
         AnalyticModel {
             cal,
             blocks,
@@ -1088,7 +1088,11 @@ mod tests {
         assert_eq!(ssd_scan_bytes_per_token(&d, 2.0, 2.0), 167_168.0 / 2.0);
         // The chunk states are the largest term (98,304 of 167,168 bytes): state 256 (Nemotron-H
         // 56B) doubles them and B and C.
-        let wide = Mamba { state: 256.0, bc: 2.0 * 8.0 * 256.0, ..d };
+        let wide = Mamba {
+            state: 256.0,
+            bc: 2.0 * 8.0 * 256.0,
+            ..d
+        };
         assert_eq!(
             ssd_scan_bytes_per_token(&wide, 1.0, 2.0) - ssd_scan_bytes_per_token(&d, 1.0, 2.0),
             98_304.0 + 8.0 * 8.0 * 128.0

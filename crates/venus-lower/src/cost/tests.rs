@@ -330,8 +330,14 @@ fn analytic_sliding_window_prices_the_band_and_only_the_patterns_windowed_layers
     // The backward saves the flash backward ratio (2.5) times the forward saving.
     let mut d = demo();
     set(&mut d.model.sliding_window, 128);
-    let bwd_w = model_for(&validate(&d)).chunk(3, 0, Pass::Backward).attention.0;
-    let bwd = model_for(&validate(&demo())).chunk(3, 0, Pass::Backward).attention.0;
+    let bwd_w = model_for(&validate(&d))
+        .chunk(3, 0, Pass::Backward)
+        .attention
+        .0;
+    let bwd = model_for(&validate(&demo()))
+        .chunk(3, 0, Pass::Backward)
+        .attention
+        .0;
     assert!(((bwd - bwd_w) / narrow - 2.5).abs() < 1e-9);
 }
 

@@ -611,7 +611,10 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
     let capped = build(Some(0.5), Some(0.2), false);
     assert_eq!(capped.plan.moe_load_factor(), 1.2);
     let sizes = a2a(&capped);
-    assert!(!sizes.is_empty() && sizes.iter().all(|&b| at_capacity(b)), "{sizes:?}");
+    assert!(
+        !sizes.is_empty() && sizes.iter().all(|&b| at_capacity(b)),
+        "{sizes:?}"
+    );
     let padded = build(None, Some(0.2), true);
     assert!(a2a(&padded).iter().all(|&b| at_capacity(b)));
     assert_eq!(

@@ -450,8 +450,8 @@ fn full_attention_period(
         return Ok(None);
     };
     let period = first + 1;
-    let periodic = (0..kinds.len() as u64)
-        .all(|i| full.binary_search(&i).is_ok() == ((i + 1) % period == 0));
+    let periodic =
+        (0..kinds.len() as u64).all(|i| full.binary_search(&i).is_ok() == ((i + 1) % period == 0));
     if periodic {
         return Ok(Some(period));
     }

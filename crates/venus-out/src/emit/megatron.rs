@@ -1016,7 +1016,10 @@ impl Converter {
         };
         // The switch only repeats what the pattern says.
         self.args.get("--is-hybrid-model");
-        if let Some(bad) = text.chars().find(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_none()) {
+        if let Some(bad) = text
+            .chars()
+            .find(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_none())
+        {
             let cleaned: String = text
                 .chars()
                 .filter(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_some())
@@ -1035,10 +1038,8 @@ impl Converter {
             );
             return;
         }
-        self.model.push(format!(
-            "{} \"{text}\"",
-            Key::HybridOverridePattern.name()
-        ));
+        self.model
+            .push(format!("{} \"{text}\"", Key::HybridOverridePattern.name()));
         for (flag, key) in dims {
             if let Some(n) = self.count(flag) {
                 self.push(key, n);

@@ -256,7 +256,7 @@ impl ModelSpec {
         self.sliding_window.is_some()
             && self
                 .sliding_window_pattern
-                .is_none_or(|p| p == 0 || i.saturating_add(1) % p != 0)
+                .is_none_or(|p| p == 0 || !i.saturating_add(1).is_multiple_of(p))
     }
     /// Decoder layers with sliding-window attention among `start..start + n`.
     pub fn window_layers_in(&self, start: u64, n: u64) -> u64 {
