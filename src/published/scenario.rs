@@ -287,6 +287,8 @@ fn stdlib_model(model: &str) -> Option<(&'static str, u64)> {
         ("Qwen3-235B-A22B", "qwen3_235b_a22b", 151_936),
         ("Qwen3-30B-A3B", "qwen3_30b_a3b", 151_936),
         ("Kimi-K2", "kimi_k2", 163_840),
+        // Its sliding-window layers and attention sinks are the stdlib model's, not columns.
+        ("GPT-OSS-120B", "gpt_oss_120b", 201_088),
     ];
     MODELS
         .iter()

@@ -39,6 +39,10 @@ fn each_family_imports_to_its_model_cards_parameter_count() {
         ("deepseek_v3", 671e9),
         // Nemotron-H 8B: the checkpoint's 8,100,852,736.
         ("nemotron_h_8b", 8.10e9),
+        // OpenAI's gpt-oss model card, Table 1: 116.83B and 20.91B (with the biases venusc
+        // does not count, 0.04%).
+        ("gpt_oss_120b", 116.83e9),
+        ("gpt_oss_20b", 20.91e9),
     ];
     for (file, card) in cards {
         let path = format!("tests/golden/hf/{file}.json");
@@ -61,6 +65,58 @@ fn each_family_imports_to_its_model_cards_parameter_count() {
             imported.warnings
         );
     }
+}
+
+/// GPT-OSS's `layer_types` (sliding, full, sliding, …) is every second layer full, its 128-key
+/// window and per-head sinks are written, the pre-training context `initial_context_length`
+/// is the sequence, and the MXFP4 and YaRN numerics are listed as having no effect; Qwen3's
+/// per-head q/k norms come with its `model_type`.
+#[test]
+fn gpt_oss_imports_its_window_pattern_sinks_and_training_context() {
+    let path = "tests/golden/hf/gpt_oss_120b.json";
+    let bytes = std::fs::read(path).unwrap();
+    let i = venusc::emit::import_hf_config(path, "gpt_oss_120b", &bytes).unwrap();
+    for line in [
+        "  hidden 2880  layers 36  heads 64
+",
+        "  vocab 201088  seq 4096
+",
+        "  kv_groups 8
+",
+        "  head_dim 64
+",
+        "  sliding_window 128  sliding_window_pattern 2
+",
+        "  attention_sinks
+",
+        "  experts 128  topk 4
+",
+        "  moe_ffn 2880
+",
+    ] {
+        assert!(i.venus.contains(line), "{line:?} in\n{}", i.venus);
+    }
+    assert!(
+        i.warnings.iter().any(|w| w.contains("`swiglu_limit`")),
+        "{:?}",
+        i.warnings
+    );
+    assert!(
+        !i.warnings.iter().any(|w| w.contains("not understood")),
+        "{:?}",
+        i.warnings
+    );
+    let qwen = std::fs::read("tests/golden/hf/qwen3_235b_a22b.json").unwrap();
+    let q = venusc::emit::import_hf_config("q.json", "q", &qwen).unwrap();
+    assert!(
+        q.venus.contains(
+            "  qk_norm
+"
+        ),
+        "{}",
+        q.venus
+    );
+    assert!(!q.venus.contains("sliding_window"), "{}", q.venus);
 }
 
 #[test]

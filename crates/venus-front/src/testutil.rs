@@ -65,6 +65,10 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         n_groups: None,
         conv_kernel: None,
         moe_latent_size: None,
+        sliding_window: None,
+        sliding_window_pattern: None,
+        attention_sinks: None,
+        qk_norm: None,
     }
 }
 
@@ -153,6 +157,8 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         iterations: None,
         reserve: None,
         moe_imbalance: None,
+        moe_capacity_headroom: None,
+        moe_pad_to_capacity: None,
         task: None,
         lora_rank: None,
         lora_modules: None,

@@ -256,6 +256,7 @@ impl<'a> Validator<'a> {
         self.check_vpp(); // E0307
         self.check_seq(); // E0308
         self.check_experts(); // E0309
+        self.check_capacity(); // E0350
         self.check_optimizer_flags(); // E0310
         self.check_schedule(); // E0311
         self.check_zero_bubble_pipeline(); // E0325
@@ -267,7 +268,7 @@ impl<'a> Validator<'a> {
         self.check_etp(); // E0342, W0020
         self.check_dispatcher(); // E0343, W0020
         self.check_cp_comm(); // E0344, E0345, W0020
-        self.check_model_shape(); // E0315-E0318, E0331-E0334
+        self.check_model_shape(); // E0315-E0318, E0331-E0334, E0349, W0022
         self.check_precision(); // E0312
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
@@ -308,6 +309,7 @@ impl<'a> Validator<'a> {
         self.check_hidden_over_heads(); // E0317
         self.check_mla_shape(); // E0318
         self.check_hybrid(); // E0331-E0334
+        self.check_window(); // E0349, W0022
     }
 
     /// True when none of `keys` (and, with `cluster`, no key of the cluster or its gpu) was
@@ -402,9 +404,12 @@ impl<'a> Validator<'a> {
             QkNopeHeadDim,
             QkRopeHeadDim,
             VHeadDim,
+            SlidingWindow,
+            SlidingWindowPattern,
+            Seq,
         ];
         if self.inputs_ok(SHAPE, false) {
-            self.check_model_shape(); // E0315-E0318, E0331-E0334
+            self.check_model_shape(); // E0315-E0318, E0331-E0334, E0349, W0022
         }
         let optimizer = [
             DistributedOptimizer,
@@ -647,6 +652,7 @@ pub fn resolved_schedule(pp: u64, vpp: u64, written: Option<ScheduleKind>) -> Op
 // The rules, one submodule per area (each an `impl Validator` block); they report typed
 // values that `problem` alone turns into diagnostics, and `repair` is the memory-fix search.
 mod batch;
+mod capacity;
 mod dualpipe;
 mod ep_overlap;
 mod experts;
@@ -666,6 +672,7 @@ mod span;
 mod straggler;
 mod training;
 mod venussim;
+mod window;
 mod world;
 mod zbv;
 mod zero_bubble;

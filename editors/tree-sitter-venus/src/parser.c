@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 119
+#define SYMBOL_COUNT 120
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 106
+#define TOKEN_COUNT 107
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -112,32 +112,33 @@ enum ts_symbol_identifiers {
   anon_sym_W0018 = 90,
   anon_sym_W0019 = 91,
   anon_sym_W0020 = 92,
-  anon_sym_core_attn = 93,
-  anon_sym_mlp = 94,
-  anon_sym_moe_act = 95,
-  anon_sym_layernorm = 96,
-  anon_sym_mla_up_proj = 97,
-  anon_sym_moe = 98,
-  anon_sym_shared_experts = 99,
-  anon_sym_uniform = 100,
-  anon_sym_block = 101,
-  sym_unit = 102,
-  sym_number = 103,
-  sym_string = 104,
-  sym_comment = 105,
-  sym_source_file = 106,
-  sym_use_declaration = 107,
-  sym_definition = 108,
-  sym_block = 109,
-  sym_item = 110,
-  sym__value = 111,
-  sym_list = 112,
-  sym_constant = 113,
-  sym_quantity = 114,
-  aux_sym_source_file_repeat1 = 115,
-  aux_sym_block_repeat1 = 116,
-  aux_sym_item_repeat1 = 117,
-  aux_sym_list_repeat1 = 118,
+  anon_sym_W0022 = 93,
+  anon_sym_core_attn = 94,
+  anon_sym_mlp = 95,
+  anon_sym_moe_act = 96,
+  anon_sym_layernorm = 97,
+  anon_sym_mla_up_proj = 98,
+  anon_sym_moe = 99,
+  anon_sym_shared_experts = 100,
+  anon_sym_uniform = 101,
+  anon_sym_block = 102,
+  sym_unit = 103,
+  sym_number = 104,
+  sym_string = 105,
+  sym_comment = 106,
+  sym_source_file = 107,
+  sym_use_declaration = 108,
+  sym_definition = 109,
+  sym_block = 110,
+  sym_item = 111,
+  sym__value = 112,
+  sym_list = 113,
+  sym_constant = 114,
+  sym_quantity = 115,
+  aux_sym_source_file_repeat1 = 116,
+  aux_sym_block_repeat1 = 117,
+  aux_sym_item_repeat1 = 118,
+  aux_sym_list_repeat1 = 119,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -234,6 +235,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_W0018] = "W0018",
   [anon_sym_W0019] = "W0019",
   [anon_sym_W0020] = "W0020",
+  [anon_sym_W0022] = "W0022",
   [anon_sym_core_attn] = "core_attn",
   [anon_sym_mlp] = "mlp",
   [anon_sym_moe_act] = "moe_act",
@@ -356,6 +358,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_W0018] = anon_sym_W0018,
   [anon_sym_W0019] = anon_sym_W0019,
   [anon_sym_W0020] = anon_sym_W0020,
+  [anon_sym_W0022] = anon_sym_W0022,
   [anon_sym_core_attn] = anon_sym_core_attn,
   [anon_sym_mlp] = anon_sym_mlp,
   [anon_sym_moe_act] = anon_sym_moe_act,
@@ -754,6 +757,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0020] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0022] = {
     .visible = true,
     .named = false,
   },
@@ -1663,55 +1670,56 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 132:
       if (lookahead == '0') ADVANCE(200);
+      if (lookahead == '2') ADVANCE(201);
       END_STATE();
     case 133:
-      if (lookahead == 'p') ADVANCE(201);
+      if (lookahead == 'p') ADVANCE(202);
       END_STATE();
     case 134:
       ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 135:
-      if (lookahead == 'a') ADVANCE(202);
+      if (lookahead == 'a') ADVANCE(203);
       END_STATE();
     case 136:
-      if (lookahead == 'o') ADVANCE(203);
+      if (lookahead == 'o') ADVANCE(204);
       END_STATE();
     case 137:
-      if (lookahead == 'r') ADVANCE(204);
+      if (lookahead == 'r') ADVANCE(205);
       END_STATE();
     case 138:
       ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 139:
-      if (lookahead == 'k') ADVANCE(205);
-      END_STATE();
-    case 140:
       if (lookahead == 'k') ADVANCE(206);
       END_STATE();
+    case 140:
+      if (lookahead == 'k') ADVANCE(207);
+      END_STATE();
     case 141:
-      if (lookahead == '3') ADVANCE(207);
-      if (lookahead == '4') ADVANCE(208);
+      if (lookahead == '3') ADVANCE(208);
+      if (lookahead == '4') ADVANCE(209);
       END_STATE();
     case 142:
-      if (lookahead == 't') ADVANCE(209);
+      if (lookahead == 't') ADVANCE(210);
       END_STATE();
     case 143:
-      if (lookahead == '_') ADVANCE(210);
+      if (lookahead == '_') ADVANCE(211);
       END_STATE();
     case 144:
-      if (lookahead == 'e') ADVANCE(211);
+      if (lookahead == 'e') ADVANCE(212);
       END_STATE();
     case 145:
-      if (lookahead == 'c') ADVANCE(212);
+      if (lookahead == 'c') ADVANCE(213);
       END_STATE();
     case 146:
-      if (lookahead == 'p') ADVANCE(213);
+      if (lookahead == 'p') ADVANCE(214);
       END_STATE();
     case 147:
-      if (lookahead == 't') ADVANCE(214);
+      if (lookahead == 't') ADVANCE(215);
       END_STATE();
     case 148:
-      if (lookahead == 'h') ADVANCE(215);
+      if (lookahead == 'h') ADVANCE(216);
       END_STATE();
     case 149:
       ACCEPT_TOKEN(anon_sym_flex);
@@ -1726,28 +1734,28 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_full);
       END_STATE();
     case 153:
-      if (lookahead == 'e') ADVANCE(216);
+      if (lookahead == 'e') ADVANCE(217);
       END_STATE();
     case 154:
-      if (lookahead == 'i') ADVANCE(217);
+      if (lookahead == 'i') ADVANCE(218);
       END_STATE();
     case 155:
-      if (lookahead == 'e') ADVANCE(218);
+      if (lookahead == 'e') ADVANCE(219);
       END_STATE();
     case 156:
-      if (lookahead == 'i') ADVANCE(219);
+      if (lookahead == 'i') ADVANCE(220);
       END_STATE();
     case 157:
-      if (lookahead == 'n') ADVANCE(220);
+      if (lookahead == 'n') ADVANCE(221);
       END_STATE();
     case 158:
-      if (lookahead == 'r') ADVANCE(221);
-      END_STATE();
-    case 159:
       if (lookahead == 'r') ADVANCE(222);
       END_STATE();
+    case 159:
+      if (lookahead == 'r') ADVANCE(223);
+      END_STATE();
     case 160:
-      if (lookahead == 'a') ADVANCE(223);
+      if (lookahead == 'a') ADVANCE(224);
       END_STATE();
     case 161:
       ACCEPT_TOKEN(anon_sym_link);
@@ -1756,34 +1764,34 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 163:
-      if (lookahead == 't') ADVANCE(224);
+      if (lookahead == 't') ADVANCE(225);
       END_STATE();
     case 164:
-      if (lookahead == 'u') ADVANCE(225);
+      if (lookahead == 'u') ADVANCE(226);
       END_STATE();
     case 165:
-      if (lookahead == 'l') ADVANCE(226);
+      if (lookahead == 'l') ADVANCE(227);
       END_STATE();
     case 166:
-      if (lookahead == 'a') ADVANCE(227);
+      if (lookahead == 'a') ADVANCE(228);
       END_STATE();
     case 167:
-      if (lookahead == 'h') ADVANCE(228);
+      if (lookahead == 'h') ADVANCE(229);
       END_STATE();
     case 168:
       ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 169:
-      if (lookahead == 'i') ADVANCE(229);
+      if (lookahead == 'i') ADVANCE(230);
       END_STATE();
     case 170:
-      if (lookahead == 'm') ADVANCE(230);
+      if (lookahead == 'm') ADVANCE(231);
       END_STATE();
     case 171:
       ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 172:
-      if (lookahead == 'r') ADVANCE(231);
+      if (lookahead == 'r') ADVANCE(232);
       END_STATE();
     case 173:
       ACCEPT_TOKEN(anon_sym_rail);
@@ -1792,33 +1800,33 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 175:
-      if (lookahead == 'a') ADVANCE(232);
+      if (lookahead == 'a') ADVANCE(233);
       END_STATE();
     case 176:
-      if (lookahead == 'c') ADVANCE(233);
+      if (lookahead == 'c') ADVANCE(234);
       END_STATE();
     case 177:
-      if (lookahead == 'e') ADVANCE(234);
-      if (lookahead == 'p') ADVANCE(235);
+      if (lookahead == 'e') ADVANCE(235);
+      if (lookahead == 'p') ADVANCE(236);
       END_STATE();
     case 178:
-      if (lookahead == 'c') ADVANCE(236);
+      if (lookahead == 'c') ADVANCE(237);
       END_STATE();
     case 179:
-      if (lookahead == 'h') ADVANCE(237);
+      if (lookahead == 'h') ADVANCE(238);
       END_STATE();
     case 180:
       ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 181:
-      if (lookahead == 's') ADVANCE(238);
+      if (lookahead == 's') ADVANCE(239);
       END_STATE();
     case 182:
-      if (lookahead == 'o') ADVANCE(239);
+      if (lookahead == 'o') ADVANCE(240);
       END_STATE();
     case 183:
-      if (lookahead == '1') ADVANCE(240);
-      if (lookahead == '2') ADVANCE(241);
+      if (lookahead == '1') ADVANCE(241);
+      if (lookahead == '2') ADVANCE(242);
       END_STATE();
     case 184:
       ACCEPT_TOKEN(anon_sym_W0001);
@@ -1872,203 +1880,203 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_W0020);
       END_STATE();
     case 201:
-      if (lookahead == '2') ADVANCE(242);
+      ACCEPT_TOKEN(anon_sym_W0022);
       END_STATE();
     case 202:
-      if (lookahead == 't') ADVANCE(243);
+      if (lookahead == '2') ADVANCE(243);
       END_STATE();
     case 203:
-      if (lookahead == 'a') ADVANCE(244);
+      if (lookahead == 't') ADVANCE(244);
       END_STATE();
     case 204:
-      if (lookahead == 'e') ADVANCE(245);
+      if (lookahead == 'a') ADVANCE(245);
       END_STATE();
     case 205:
-      if (lookahead == 'w') ADVANCE(246);
+      if (lookahead == 'e') ADVANCE(246);
       END_STATE();
     case 206:
-      ACCEPT_TOKEN(anon_sym_block);
+      if (lookahead == 'w') ADVANCE(247);
       END_STATE();
     case 207:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_block);
       END_STATE();
     case 208:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 209:
-      if (lookahead == 'e') ADVANCE(247);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 210:
-      if (lookahead == 'a') ADVANCE(248);
+      if (lookahead == 'e') ADVANCE(248);
       END_STATE();
     case 211:
-      if (lookahead == 'p') ADVANCE(249);
+      if (lookahead == 'a') ADVANCE(249);
       END_STATE();
     case 212:
-      if (lookahead == 't') ADVANCE(250);
+      if (lookahead == 'p') ADVANCE(250);
       END_STATE();
     case 213:
-      if (lookahead == 'i') ADVANCE(251);
+      if (lookahead == 't') ADVANCE(251);
       END_STATE();
     case 214:
-      if (lookahead == 'r') ADVANCE(252);
+      if (lookahead == 'i') ADVANCE(252);
       END_STATE();
     case 215:
-      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == 'r') ADVANCE(253);
       END_STATE();
     case 216:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      ACCEPT_TOKEN(anon_sym_flash);
       END_STATE();
     case 217:
-      if (lookahead == 'n') ADVANCE(253);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 218:
-      if (lookahead == 'r') ADVANCE(254);
+      if (lookahead == 'n') ADVANCE(254);
       END_STATE();
     case 219:
-      if (lookahead == 'd') ADVANCE(255);
+      if (lookahead == 'r') ADVANCE(255);
       END_STATE();
     case 220:
-      if (lookahead == 'i') ADVANCE(256);
+      if (lookahead == 'd') ADVANCE(256);
       END_STATE();
     case 221:
-      if (lookahead == 'l') ADVANCE(257);
+      if (lookahead == 'i') ADVANCE(257);
       END_STATE();
     case 222:
-      if (lookahead == 'n') ADVANCE(258);
+      if (lookahead == 'l') ADVANCE(258);
       END_STATE();
     case 223:
-      if (lookahead == 'r') ADVANCE(259);
+      if (lookahead == 'n') ADVANCE(259);
       END_STATE();
     case 224:
       if (lookahead == 'r') ADVANCE(260);
       END_STATE();
     case 225:
-      if (lookahead == 'p') ADVANCE(261);
+      if (lookahead == 'r') ADVANCE(261);
       END_STATE();
     case 226:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'p') ADVANCE(262);
       END_STATE();
     case 227:
-      if (lookahead == 'c') ADVANCE(262);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 228:
-      if (lookahead == 'a') ADVANCE(263);
+      if (lookahead == 'c') ADVANCE(263);
       END_STATE();
     case 229:
-      if (lookahead == 't') ADVANCE(264);
+      if (lookahead == 'a') ADVANCE(264);
       END_STATE();
     case 230:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(265);
+      if (lookahead == 't') ADVANCE(265);
       END_STATE();
     case 231:
-      if (lookahead == 'a') ADVANCE(266);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(266);
       END_STATE();
     case 232:
-      if (lookahead == 'r') ADVANCE(267);
+      if (lookahead == 'a') ADVANCE(267);
       END_STATE();
     case 233:
-      if (lookahead == 't') ADVANCE(268);
+      if (lookahead == 'r') ADVANCE(268);
       END_STATE();
     case 234:
-      if (lookahead == 'd') ADVANCE(269);
+      if (lookahead == 't') ADVANCE(269);
       END_STATE();
     case 235:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'd') ADVANCE(270);
       END_STATE();
     case 236:
-      if (lookahead == 'h') ADVANCE(270);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 237:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'h') ADVANCE(271);
       END_STATE();
     case 238:
-      if (lookahead == 'e') ADVANCE(271);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 239:
-      if (lookahead == 'r') ADVANCE(272);
+      if (lookahead == 'e') ADVANCE(272);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      if (lookahead == 'r') ADVANCE(273);
       END_STATE();
     case 241:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 242:
-      if (lookahead == 'p') ADVANCE(273);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 243:
-      if (lookahead == 'h') ADVANCE(274);
+      if (lookahead == 'p') ADVANCE(274);
       END_STATE();
     case 244:
-      if (lookahead == 'l') ADVANCE(275);
+      if (lookahead == 'h') ADVANCE(275);
       END_STATE();
     case 245:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      if (lookahead == 'l') ADVANCE(276);
       END_STATE();
     case 246:
-      if (lookahead == 'e') ADVANCE(276);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 247:
-      if (lookahead == 'r') ADVANCE(277);
+      if (lookahead == 'e') ADVANCE(277);
       END_STATE();
     case 248:
-      if (lookahead == 't') ADVANCE(278);
+      if (lookahead == 'r') ADVANCE(278);
       END_STATE();
     case 249:
-      ACCEPT_TOKEN(anon_sym_deepep);
+      if (lookahead == 't') ADVANCE(279);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_direct);
+      ACCEPT_TOKEN(anon_sym_deepep);
       END_STATE();
     case 251:
-      if (lookahead == 'p') ADVANCE(279);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 252:
-      if (lookahead == 'e') ADVANCE(280);
+      if (lookahead == 'p') ADVANCE(280);
       END_STATE();
     case 253:
-      if (lookahead == 'g') ADVANCE(281);
+      if (lookahead == 'e') ADVANCE(281);
       END_STATE();
     case 254:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'g') ADVANCE(282);
       END_STATE();
     case 255:
-      if (lookahead == 'e') ADVANCE(282);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 256:
-      if (lookahead == 'b') ADVANCE(283);
+      if (lookahead == 'e') ADVANCE(283);
       END_STATE();
     case 257:
-      if (lookahead == 'e') ADVANCE(284);
+      if (lookahead == 'b') ADVANCE(284);
       END_STATE();
     case 258:
-      if (lookahead == 'o') ADVANCE(285);
+      if (lookahead == 'e') ADVANCE(285);
       END_STATE();
     case 259:
-      if (lookahead == '_') ADVANCE(286);
+      if (lookahead == 'o') ADVANCE(286);
       END_STATE();
     case 260:
-      if (lookahead == 'o') ADVANCE(287);
+      if (lookahead == '_') ADVANCE(287);
       END_STATE();
     case 261:
-      if (lookahead == '_') ADVANCE(288);
+      if (lookahead == 'o') ADVANCE(288);
       END_STATE();
     case 262:
-      if (lookahead == 't') ADVANCE(289);
+      if (lookahead == '_') ADVANCE(289);
       END_STATE();
     case 263:
-      if (lookahead == 'r') ADVANCE(290);
+      if (lookahead == 't') ADVANCE(290);
       END_STATE();
     case 264:
-      if (lookahead == 'c') ADVANCE(291);
+      if (lookahead == 'r') ADVANCE(291);
       END_STATE();
     case 265:
-      if (lookahead == 'g') ADVANCE(292);
+      if (lookahead == 'c') ADVANCE(292);
       END_STATE();
     case 266:
-      if (lookahead == 'i') ADVANCE(293);
+      if (lookahead == 'g') ADVANCE(293);
       END_STATE();
     case 267:
       if (lookahead == 'i') ADVANCE(294);
@@ -2077,324 +2085,327 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == 'i') ADVANCE(295);
       END_STATE();
     case 269:
-      if (lookahead == '_') ADVANCE(296);
+      if (lookahead == 'i') ADVANCE(296);
       END_STATE();
     case 270:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == '_') ADVANCE(297);
       END_STATE();
     case 271:
-      if (lookahead == 'd') ADVANCE(297);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 272:
-      if (lookahead == 'm') ADVANCE(298);
+      if (lookahead == 'd') ADVANCE(298);
       END_STATE();
     case 273:
-      ACCEPT_TOKEN(anon_sym_a2a_p2p);
+      if (lookahead == 'm') ADVANCE(299);
       END_STATE();
     case 274:
-      if (lookahead == 'e') ADVANCE(299);
+      ACCEPT_TOKEN(anon_sym_a2a_p2p);
       END_STATE();
     case 275:
-      if (lookahead == 'l') ADVANCE(300);
+      if (lookahead == 'e') ADVANCE(300);
       END_STATE();
     case 276:
       if (lookahead == 'l') ADVANCE(301);
       END_STATE();
     case 277:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'l') ADVANCE(302);
       END_STATE();
     case 278:
-      if (lookahead == 't') ADVANCE(302);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 279:
-      if (lookahead == 'e') ADVANCE(303);
+      if (lookahead == 't') ADVANCE(303);
       END_STATE();
     case 280:
       if (lookahead == 'e') ADVANCE(304);
       END_STATE();
     case 281:
-      if (lookahead == '_') ADVANCE(305);
+      if (lookahead == 'e') ADVANCE(305);
       END_STATE();
     case 282:
-      if (lookahead == 'p') ADVANCE(306);
+      if (lookahead == '_') ADVANCE(306);
       END_STATE();
     case 283:
-      if (lookahead == 'a') ADVANCE(307);
+      if (lookahead == 'p') ADVANCE(307);
       END_STATE();
     case 284:
       if (lookahead == 'a') ADVANCE(308);
       END_STATE();
     case 285:
-      if (lookahead == 'r') ADVANCE(309);
+      if (lookahead == 'a') ADVANCE(309);
       END_STATE();
     case 286:
-      if (lookahead == 'f') ADVANCE(310);
-      if (lookahead == 'p') ADVANCE(311);
-      if (lookahead == 'q') ADVANCE(312);
+      if (lookahead == 'r') ADVANCE(310);
       END_STATE();
     case 287:
-      if (lookahead == 'n') ADVANCE(313);
+      if (lookahead == 'f') ADVANCE(311);
+      if (lookahead == 'p') ADVANCE(312);
+      if (lookahead == 'q') ADVANCE(313);
       END_STATE();
     case 288:
-      if (lookahead == 'p') ADVANCE(314);
+      if (lookahead == 'n') ADVANCE(314);
       END_STATE();
     case 289:
-      ACCEPT_TOKEN(anon_sym_moe_act);
+      if (lookahead == 'p') ADVANCE(315);
       END_STATE();
     case 290:
-      if (lookahead == 'd') ADVANCE(315);
+      ACCEPT_TOKEN(anon_sym_moe_act);
       END_STATE();
     case 291:
-      if (lookahead == 'h') ADVANCE(316);
+      if (lookahead == 'd') ADVANCE(316);
       END_STATE();
     case 292:
-      if (lookahead == 'r') ADVANCE(317);
+      if (lookahead == 'h') ADVANCE(317);
       END_STATE();
     case 293:
-      if (lookahead == 'n') ADVANCE(318);
+      if (lookahead == 'r') ADVANCE(318);
       END_STATE();
     case 294:
-      if (lookahead == 'o') ADVANCE(319);
+      if (lookahead == 'n') ADVANCE(319);
       END_STATE();
     case 295:
-      if (lookahead == 'v') ADVANCE(320);
+      if (lookahead == 'o') ADVANCE(320);
       END_STATE();
     case 296:
-      if (lookahead == 'e') ADVANCE(321);
+      if (lookahead == 'v') ADVANCE(321);
       END_STATE();
     case 297:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'e') ADVANCE(322);
       END_STATE();
     case 298:
-      ACCEPT_TOKEN(anon_sym_uniform);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 299:
-      if (lookahead == 'r') ADVANCE(322);
+      ACCEPT_TOKEN(anon_sym_uniform);
       END_STATE();
     case 300:
-      ACCEPT_TOKEN(anon_sym_alltoall);
+      if (lookahead == 'r') ADVANCE(323);
       END_STATE();
     case 301:
-      if (lookahead == 'l') ADVANCE(323);
+      ACCEPT_TOKEN(anon_sym_alltoall);
       END_STATE();
     case 302:
-      if (lookahead == 'n') ADVANCE(324);
+      if (lookahead == 'l') ADVANCE(324);
       END_STATE();
     case 303:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(325);
+      if (lookahead == 'n') ADVANCE(325);
       END_STATE();
     case 304:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(326);
       END_STATE();
     case 305:
-      if (lookahead == 'd') ADVANCE(326);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 306:
-      ACCEPT_TOKEN(anon_sym_hybridep);
+      if (lookahead == 'd') ADVANCE(327);
       END_STATE();
     case 307:
-      if (lookahead == 'n') ADVANCE(327);
+      ACCEPT_TOKEN(anon_sym_hybridep);
       END_STATE();
     case 308:
-      if (lookahead == 'v') ADVANCE(328);
+      if (lookahead == 'n') ADVANCE(328);
       END_STATE();
     case 309:
-      if (lookahead == 'm') ADVANCE(329);
+      if (lookahead == 'v') ADVANCE(329);
       END_STATE();
     case 310:
-      if (lookahead == 'c') ADVANCE(330);
+      if (lookahead == 'm') ADVANCE(330);
       END_STATE();
     case 311:
-      if (lookahead == 'r') ADVANCE(331);
+      if (lookahead == 'c') ADVANCE(331);
       END_STATE();
     case 312:
-      if (lookahead == 'k') ADVANCE(332);
+      if (lookahead == 'r') ADVANCE(332);
       END_STATE();
     case 313:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'k') ADVANCE(333);
       END_STATE();
     case 314:
-      if (lookahead == 'r') ADVANCE(333);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 315:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 'r') ADVANCE(334);
       END_STATE();
     case 316:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 317:
-      if (lookahead == 'a') ADVANCE(334);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 318:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'a') ADVANCE(335);
       END_STATE();
     case 319:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 320:
-      if (lookahead == 'e') ADVANCE(335);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 321:
-      if (lookahead == 'x') ADVANCE(336);
+      if (lookahead == 'e') ADVANCE(336);
       END_STATE();
     case 322:
-      ACCEPT_TOKEN(anon_sym_allgather);
+      if (lookahead == 'x') ADVANCE(337);
       END_STATE();
     case 323:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(337);
+      ACCEPT_TOKEN(anon_sym_allgather);
       END_STATE();
     case 324:
-      ACCEPT_TOKEN(anon_sym_core_attn);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(338);
       END_STATE();
     case 325:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      ACCEPT_TOKEN(anon_sym_core_attn);
       END_STATE();
     case 326:
-      if (lookahead == 'o') ADVANCE(338);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 327:
-      if (lookahead == 'd') ADVANCE(339);
+      if (lookahead == 'o') ADVANCE(339);
       END_STATE();
     case 328:
-      if (lookahead == 'e') ADVANCE(340);
+      if (lookahead == 'd') ADVANCE(340);
       END_STATE();
     case 329:
-      ACCEPT_TOKEN(anon_sym_layernorm);
+      if (lookahead == 'e') ADVANCE(341);
       END_STATE();
     case 330:
-      if (lookahead == '1') ADVANCE(341);
-      if (lookahead == '2') ADVANCE(342);
+      ACCEPT_TOKEN(anon_sym_layernorm);
       END_STATE();
     case 331:
-      if (lookahead == 'o') ADVANCE(343);
+      if (lookahead == '1') ADVANCE(342);
+      if (lookahead == '2') ADVANCE(343);
       END_STATE();
     case 332:
-      if (lookahead == 'v') ADVANCE(344);
+      if (lookahead == 'o') ADVANCE(344);
       END_STATE();
     case 333:
-      if (lookahead == 'o') ADVANCE(345);
+      if (lookahead == 'v') ADVANCE(345);
       END_STATE();
     case 334:
-      if (lookahead == 'd') ADVANCE(346);
+      if (lookahead == 'o') ADVANCE(346);
       END_STATE();
     case 335:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'd') ADVANCE(347);
       END_STATE();
     case 336:
-      if (lookahead == 'p') ADVANCE(347);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 337:
-      if (lookahead == 'u') ADVANCE(348);
+      if (lookahead == 'p') ADVANCE(348);
       END_STATE();
     case 338:
       if (lookahead == 'u') ADVANCE(349);
       END_STATE();
     case 339:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(350);
       END_STATE();
     case 340:
-      if (lookahead == 'd') ADVANCE(350);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 341:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'd') ADVANCE(351);
       END_STATE();
     case 342:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 343:
-      if (lookahead == 'j') ADVANCE(351);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 344:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
-      END_STATE();
-    case 345:
       if (lookahead == 'j') ADVANCE(352);
       END_STATE();
+    case 345:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
     case 346:
-      if (lookahead == 's') ADVANCE(353);
+      if (lookahead == 'j') ADVANCE(353);
       END_STATE();
     case 347:
-      if (lookahead == 'e') ADVANCE(354);
+      if (lookahead == 's') ADVANCE(354);
       END_STATE();
     case 348:
-      if (lookahead == 'l') ADVANCE(355);
+      if (lookahead == 'e') ADVANCE(355);
       END_STATE();
     case 349:
-      if (lookahead == 'b') ADVANCE(356);
+      if (lookahead == 'l') ADVANCE(356);
       END_STATE();
     case 350:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(357);
       END_STATE();
     case 351:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 352:
-      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 353:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(357);
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
       END_STATE();
     case 354:
-      if (lookahead == 'r') ADVANCE(358);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(358);
       END_STATE();
     case 355:
-      if (lookahead == 't') ADVANCE(359);
+      if (lookahead == 'r') ADVANCE(359);
       END_STATE();
     case 356:
-      if (lookahead == 'l') ADVANCE(360);
+      if (lookahead == 't') ADVANCE(360);
       END_STATE();
     case 357:
-      if (lookahead == 'p') ADVANCE(361);
+      if (lookahead == 'l') ADVANCE(361);
       END_STATE();
     case 358:
-      if (lookahead == 't') ADVANCE(362);
+      if (lookahead == 'p') ADVANCE(362);
       END_STATE();
     case 359:
-      if (lookahead == 'r') ADVANCE(363);
+      if (lookahead == 't') ADVANCE(363);
       END_STATE();
     case 360:
-      if (lookahead == 'i') ADVANCE(364);
+      if (lookahead == 'r') ADVANCE(364);
       END_STATE();
     case 361:
-      if (lookahead == 'a') ADVANCE(365);
+      if (lookahead == 'i') ADVANCE(365);
       END_STATE();
     case 362:
-      if (lookahead == 's') ADVANCE(366);
+      if (lookahead == 'a') ADVANCE(366);
       END_STATE();
     case 363:
-      if (lookahead == 'a') ADVANCE(367);
+      if (lookahead == 's') ADVANCE(367);
       END_STATE();
     case 364:
-      if (lookahead == 'n') ADVANCE(368);
+      if (lookahead == 'a') ADVANCE(368);
       END_STATE();
     case 365:
-      if (lookahead == 'r') ADVANCE(369);
+      if (lookahead == 'n') ADVANCE(369);
       END_STATE();
     case 366:
-      ACCEPT_TOKEN(anon_sym_shared_experts);
+      if (lookahead == 'r') ADVANCE(370);
       END_STATE();
     case 367:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      ACCEPT_TOKEN(anon_sym_shared_experts);
       END_STATE();
     case 368:
-      if (lookahead == 'g') ADVANCE(370);
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
       END_STATE();
     case 369:
-      if (lookahead == 'a') ADVANCE(371);
+      if (lookahead == 'g') ADVANCE(371);
       END_STATE();
     case 370:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'a') ADVANCE(372);
       END_STATE();
     case 371:
-      if (lookahead == 'm') ADVANCE(372);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 372:
-      if (lookahead == 's') ADVANCE(373);
+      if (lookahead == 'm') ADVANCE(373);
       END_STATE();
     case 373:
+      if (lookahead == 's') ADVANCE(374);
+      END_STATE();
+    case 374:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
       END_STATE();
     default:
@@ -2538,6 +2549,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(1),
     [anon_sym_W0019] = ACTIONS(1),
     [anon_sym_W0020] = ACTIONS(1),
+    [anon_sym_W0022] = ACTIONS(1),
     [anon_sym_core_attn] = ACTIONS(1),
     [anon_sym_mlp] = ACTIONS(1),
     [anon_sym_moe_act] = ACTIONS(1),
@@ -2662,6 +2674,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2770,6 +2783,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2878,6 +2892,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -2986,6 +3001,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -3094,6 +3110,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(49),
     [anon_sym_W0019] = ACTIONS(49),
     [anon_sym_W0020] = ACTIONS(49),
+    [anon_sym_W0022] = ACTIONS(49),
     [anon_sym_core_attn] = ACTIONS(49),
     [anon_sym_mlp] = ACTIONS(49),
     [anon_sym_moe_act] = ACTIONS(49),
@@ -3202,6 +3219,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -3310,6 +3328,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -3416,6 +3435,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(67),
     [anon_sym_W0019] = ACTIONS(67),
     [anon_sym_W0020] = ACTIONS(67),
+    [anon_sym_W0022] = ACTIONS(67),
     [anon_sym_core_attn] = ACTIONS(67),
     [anon_sym_mlp] = ACTIONS(67),
     [anon_sym_moe_act] = ACTIONS(67),
@@ -3522,6 +3542,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(71),
     [anon_sym_W0019] = ACTIONS(71),
     [anon_sym_W0020] = ACTIONS(71),
+    [anon_sym_W0022] = ACTIONS(71),
     [anon_sym_core_attn] = ACTIONS(71),
     [anon_sym_mlp] = ACTIONS(71),
     [anon_sym_moe_act] = ACTIONS(71),
@@ -3625,6 +3646,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(73),
     [anon_sym_W0019] = ACTIONS(73),
     [anon_sym_W0020] = ACTIONS(73),
+    [anon_sym_W0022] = ACTIONS(73),
     [anon_sym_core_attn] = ACTIONS(73),
     [anon_sym_mlp] = ACTIONS(73),
     [anon_sym_moe_act] = ACTIONS(73),
@@ -3729,6 +3751,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(79),
     [anon_sym_W0019] = ACTIONS(79),
     [anon_sym_W0020] = ACTIONS(79),
+    [anon_sym_W0022] = ACTIONS(79),
     [anon_sym_core_attn] = ACTIONS(79),
     [anon_sym_mlp] = ACTIONS(79),
     [anon_sym_moe_act] = ACTIONS(79),
@@ -3832,6 +3855,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(83),
     [anon_sym_W0019] = ACTIONS(83),
     [anon_sym_W0020] = ACTIONS(83),
+    [anon_sym_W0022] = ACTIONS(83),
     [anon_sym_core_attn] = ACTIONS(83),
     [anon_sym_mlp] = ACTIONS(83),
     [anon_sym_moe_act] = ACTIONS(83),
@@ -3935,6 +3959,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(87),
     [anon_sym_W0019] = ACTIONS(87),
     [anon_sym_W0020] = ACTIONS(87),
+    [anon_sym_W0022] = ACTIONS(87),
     [anon_sym_core_attn] = ACTIONS(87),
     [anon_sym_mlp] = ACTIONS(87),
     [anon_sym_moe_act] = ACTIONS(87),
@@ -4038,6 +4063,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(91),
     [anon_sym_W0019] = ACTIONS(91),
     [anon_sym_W0020] = ACTIONS(91),
+    [anon_sym_W0022] = ACTIONS(91),
     [anon_sym_core_attn] = ACTIONS(91),
     [anon_sym_mlp] = ACTIONS(91),
     [anon_sym_moe_act] = ACTIONS(91),
@@ -4140,6 +4166,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(95),
     [anon_sym_W0019] = ACTIONS(95),
     [anon_sym_W0020] = ACTIONS(95),
+    [anon_sym_W0022] = ACTIONS(95),
     [anon_sym_core_attn] = ACTIONS(95),
     [anon_sym_mlp] = ACTIONS(95),
     [anon_sym_moe_act] = ACTIONS(95),
@@ -4237,6 +4264,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -4334,6 +4362,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(23),
     [anon_sym_W0019] = ACTIONS(23),
     [anon_sym_W0020] = ACTIONS(23),
+    [anon_sym_W0022] = ACTIONS(23),
     [anon_sym_core_attn] = ACTIONS(23),
     [anon_sym_mlp] = ACTIONS(23),
     [anon_sym_moe_act] = ACTIONS(23),
@@ -4431,6 +4460,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_W0018] = ACTIONS(122),
     [anon_sym_W0019] = ACTIONS(122),
     [anon_sym_W0020] = ACTIONS(122),
+    [anon_sym_W0022] = ACTIONS(122),
     [anon_sym_core_attn] = ACTIONS(122),
     [anon_sym_mlp] = ACTIONS(122),
     [anon_sym_moe_act] = ACTIONS(122),

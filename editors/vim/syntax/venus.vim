@@ -26,6 +26,8 @@ syn keyword venusKey contained shared_experts first_k_dense q_lora_rank kv_lora_
 syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_layers
 syn keyword venusKey contained hybrid_override_pattern mamba_num_heads mamba_head_dim
 syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_size
+syn keyword venusKey contained sliding_window sliding_window_pattern attention_sinks qk_norm
+syn keyword venusKey contained moe_capacity_headroom moe_pad_to_capacity
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
 syn keyword venusKey contained slow_gpus slow_rank slow_node
@@ -57,7 +59,7 @@ syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualp
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 syn keyword venusConstant contained pretrain sft lora linear_qkv linear_proj linear_fc1 linear_fc2
 syn keyword venusConstant contained no_shard optim optim_grads optim_grads_params megatron torch fp32 fp16
-syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019 W0020
+syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019 W0020 W0022
 syn keyword venusConstant contained core_attn mlp moe_act layernorm mla_up_proj moe shared_experts uniform block
 syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p a2a a2a_p2p
 

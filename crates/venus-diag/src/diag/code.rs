@@ -94,6 +94,8 @@ codes! {
     E0343 Error "a MoE token dispatcher Megatron-LM does not run on this plan";
     E0344 Error "attention heads that a2a context parallelism cannot scatter";
     E0345 Error "hierarchical context-parallel sizes that do not give cp";
+    E0349 Error "sliding-window keys that window no layer";
+    E0350 Error "expert-capacity keys without experts or without a capacity";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -136,6 +138,7 @@ codes! {
     W0015 Warning "`overlap_ep_comm` where Megatron-LM's combined 1F1B does not run";
     W0019 Warning "a recompute module with nothing to recompute in the model";
     W0020 Warning "an `etp`, `moe_dispatcher` or `cp_comm` key that changes nothing on this plan";
+    W0022 Warning "a sliding window that covers the whole sequence";
 }
 
 impl Code {

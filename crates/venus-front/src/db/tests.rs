@@ -405,6 +405,9 @@ fn stdlib_models_match_the_published_totals() {
         // rounded "56B"; its config counts 56.32B, checked exactly in
         // `nemotron_h_counts_each_layer_by_its_pattern_symbol`.)
         ("nemotron_h_8b", 8.10e9),
+        // OpenAI's gpt-oss model card, Table 1: 116.83B and 20.91B.
+        ("gpt_oss_120b", 116.83e9),
+        ("gpt_oss_20b", 20.91e9),
     ];
     for &(name, card) in cards {
         let total = stdlib_params(name).total as f64;
@@ -474,6 +477,47 @@ fn nemotron_h_counts_each_layer_by_its_pattern_symbol() {
     assert_eq!(p.active, p.total);
     let big = stdlib_params("nemotron_h_56b");
     assert_eq!(big.total, 56_324_350_464);
+}
+
+/// GPT-OSS by hand: attention 2·2880·4096 + 2·2880·512 = 26,542,080 plus 64 sinks; 128
+/// experts of 3·2880·2880 = 24,883,200; the router 2880·128; norms 4·2880: 3,211,971,904 per
+/// layer, 36 layers and two 201,088 × 2880 embeddings with the final norm: 116,789,261,184
+/// (the card's 116.83B less the biases it counts). The card's active counts leave out the
+/// input embedding: 4 experts per token make 5,131,522,944 without it (the card's 5.13B), and
+/// 3,614,061,696 for the 20b (3.61B).
+#[test]
+fn gpt_oss_counts_its_sinks_and_matches_the_cards_active_parameters() {
+    let big = stdlib_params("gpt_oss_120b");
+    assert_eq!(big.per_layer.attention, 26_542_080 + 64);
+    assert_eq!(big.per_layer.total(), 3_211_971_904);
+    assert_eq!(big.total, 116_789_261_184);
+    assert_eq!(big.active - big.embedding, 5_131_522_944);
+    let b = |n: u64| n as f64 / 1e9;
+    for (p, card) in [(big, 5.13), (stdlib_params("gpt_oss_20b"), 3.61)] {
+        let active = b(p.active - p.embedding);
+        assert!((active / card - 1.0).abs() < 0.005, "{active}B vs {card}B");
+    }
+}
+
+/// QK-norm adds a query and a key norm over one head (weight and bias, 4 × head_dim) to each
+/// layer; Qwen3-8B's 36 layers of head_dim 128 add 18,432 parameters.
+#[test]
+fn qk_norm_adds_two_head_sized_norms_per_layer() {
+    let with = stdlib_params("qwen3_8b");
+    let mut db = Database::new();
+    let text = "model q : qwen3_8b < qk_norm off >
+scenario s < model q cluster dgx_h100 plan < micro_batch 1 global_batch 8 > >
+";
+    let root = db.set_file(Path::new("probe.venus"), text.as_bytes());
+    let p = db.program(root);
+    assert_eq!(codes(&p), vec![]);
+    let m = crate::validate::to_plan::model(&p.scenarios[0].model);
+    let without = venus_plan::plan::derive::param_counts(
+        &m,
+        venus_plan::plan::derive::padded_vocab(m.vocab, 1),
+        1,
+    );
+    assert_eq!(with.total - without.total, 36 * 4 * 128);
 }
 
 /// Kimi K2 and Llama 4 Scout are counted from their config.json; their headline totals count

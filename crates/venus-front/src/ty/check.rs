@@ -655,6 +655,10 @@ impl<'r, 'a> Checker<'r, 'a> {
             n_groups: f.count(Key::NGroups),
             conv_kernel: f.count(Key::ConvKernel),
             moe_latent_size: f.count(Key::MoeLatentSize),
+            sliding_window: f.count(Key::SlidingWindow),
+            sliding_window_pattern: f.count(Key::SlidingWindowPattern),
+            attention_sinks: f.flag(Key::AttentionSinks),
+            qk_norm: f.flag(Key::QkNorm),
         })
     }
 
@@ -835,6 +839,8 @@ impl<'r, 'a> Checker<'r, 'a> {
             iterations: f.count(Key::Iterations),
             reserve: f.get(Key::Reserve, bytes),
             moe_imbalance: f.get(Key::MoeImbalance, ratio),
+            moe_capacity_headroom: f.get(Key::MoeCapacityHeadroom, ratio),
+            moe_pad_to_capacity: f.flag(Key::MoePadToCapacity),
             task: f
                 .word(Key::Task)
                 .map(|w| Spanned::new(task_of(w.value), w.loc)),

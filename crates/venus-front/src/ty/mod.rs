@@ -73,6 +73,10 @@ pub struct Model {
     pub n_groups: Opt<u64>,
     pub conv_kernel: Opt<u64>,
     pub moe_latent_size: Opt<u64>,
+    pub sliding_window: Opt<u64>,
+    pub sliding_window_pattern: Opt<u64>,
+    pub attention_sinks: Opt<bool>,
+    pub qk_norm: Opt<bool>,
 }
 
 impl Model {
@@ -293,6 +297,8 @@ pub struct Plan {
     pub reserve: Opt<Bytes>,
     /// Extra token copies on the busiest EP rank, as a share of the mean.
     pub moe_imbalance: Opt<Ratio>,
+    pub moe_capacity_headroom: Opt<Ratio>,
+    pub moe_pad_to_capacity: Opt<bool>,
     /// What the iteration trains (pretrain, sft, lora).
     pub task: Opt<venus_base::base::Task>,
     pub lora_rank: Opt<u64>,

@@ -120,12 +120,13 @@ impl Validator<'_> {
     }
 
     /// E0333: what a hybrid model's pattern replaces (`first_k_dense`) and what venusc does not
-    /// model on one (`mtp_layers`, Megatron's `/` patterns; `task lora`).
+    /// model on one (`mtp_layers`, `sliding_window`, Megatron's `/` patterns; `task lora`).
     fn check_hybrid_exclusions(&mut self) {
         let m = &self.def.model;
         let keys: Vec<ModelKey> = [
             written("first_k_dense", &m.first_k_dense),
             written("mtp_layers", &m.mtp_layers).filter(|k| k.value > 0),
+            written("sliding_window", &m.sliding_window),
         ]
         .into_iter()
         .flatten()

@@ -255,6 +255,10 @@ pub enum PlanProblem {
     CpHierarchy(CpHierarchy),
     /// W0020: an `etp`, `moe_dispatcher` or `cp_comm` that changes nothing.
     NoEffect(NoEffect),
+    /// E0349, W0022: sliding-window keys that window no layer.
+    Window(WindowProblem),
+    /// E0350: expert-capacity keys without experts or without a capacity.
+    Capacity(CapacityProblem),
 }
 
 impl PlanProblem {
@@ -311,6 +315,8 @@ impl PlanProblem {
             PlanProblem::CpA2aHeads(p) => p.render(),
             PlanProblem::CpHierarchy(p) => p.render(),
             PlanProblem::NoEffect(p) => p.render(),
+            PlanProblem::Window(p) => p.render(),
+            PlanProblem::Capacity(p) => p.render(),
         }
     }
 }
@@ -1237,6 +1243,116 @@ impl HiddenOverHeads {
     }
 }
 
+// -------------------------------------------------------------------------------- E0350
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CapacityProblem {
+    /// A capacity key on a model without routed experts.
+    Dense {
+        model: String,
+        at: Loc,
+        key: &'static str,
+    },
+    /// `moe_pad_to_capacity` without a capacity to pad to.
+    PadWithoutCapacity { at: Loc },
+}
+
+impl CapacityProblem {
+    fn render(self) -> Diagnostic {
+        match self {
+            CapacityProblem::Dense { model, at, key } => Diagnostic::new(
+                Code::E0350,
+                format!("`{key}` caps routed experts, but model `{model}` has no `experts`"),
+                at,
+                "no experts to cap",
+            )
+            .with_help(format!("remove `{key}`, or add `experts` and `topk` to model `{model}`")),
+            CapacityProblem::PadWithoutCapacity { at } => Diagnostic::new(
+                Code::E0350,
+                "`moe_pad_to_capacity` without `moe_capacity_headroom`: there is no capacity to pad to",
+                at,
+                "pads to no capacity",
+            )
+            .with_help(
+                "add `moe_capacity_headroom 0%` (Megatron's capacity factor 1.0) or more, or remove `moe_pad_to_capacity`",
+            ),
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------- E0349, W0022
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum WindowProblem {
+    /// E0349: `sliding_window_pattern` without the window it places.
+    PatternWithoutWindow {
+        model: String,
+        pattern: ModelKey,
+        seq: u64,
+    },
+    /// E0349: `sliding_window_pattern 1`: every layer keeps full attention.
+    NoWindowedLayer { window: ModelKey, pattern: ModelKey },
+    /// W0022: a window of at least `seq` keys: every query already sees its whole prefix.
+    CoversSequence {
+        window: ModelKey,
+        seq: u64,
+        seq_loc: Loc,
+    },
+}
+
+impl WindowProblem {
+    fn render(self) -> Diagnostic {
+        match self {
+            WindowProblem::PatternWithoutWindow {
+                model,
+                pattern,
+                seq,
+            } => Diagnostic::new(
+                Code::E0349,
+                format!(
+                    "model `{model}` sets `sliding_window_pattern` but no `sliding_window`"
+                ),
+                pattern.loc,
+                format!("sliding_window_pattern {} needs a window", pattern.value),
+            )
+            .with_help(format!(
+                "add `sliding_window N` with N below the {seq}-token sequence (the keys a windowed layer sees), or remove `sliding_window_pattern {}`",
+                pattern.value
+            )),
+            WindowProblem::NoWindowedLayer { window, pattern } => Diagnostic::new(
+                Code::E0349,
+                "`sliding_window_pattern 1` keeps full attention in every layer, so no layer is windowed",
+                pattern.loc,
+                "every layer is a multiple of 1",
+            )
+            .with_secondary(window.loc, format!("sliding_window {}", window.value))
+            .with_help(format!(
+                "write `sliding_window_pattern 2` (every second layer full, as GPT-OSS) or more, or remove `sliding_window {}` and `sliding_window_pattern 1`",
+                window.value
+            )),
+            WindowProblem::CoversSequence {
+                window,
+                seq,
+                seq_loc,
+            } => Diagnostic::new(
+                Code::W0022,
+                format!(
+                    "`sliding_window {}` covers the whole {seq}-token sequence: no attention is windowed",
+                    window.value
+                ),
+                window.loc,
+                format!("{} ≥ seq {seq}", window.value),
+            )
+            .with_secondary(seq_loc, format!("seq {seq}"))
+            .with_help(format!(
+                "remove `sliding_window {}`, or use a window below {seq} (e.g. `sliding_window {}`)",
+                window.value,
+                (seq / 2).max(1)
+            )),
+        }
+    }
+}
+
 // -------------------------------------------------------------------------------- E0318
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1467,7 +1583,7 @@ impl HybridProblem {
                 d.with_help(if first_k {
                     format!("remove {list}: write `-` (dense) or `E` (MoE) per layer in the pattern instead")
                 } else {
-                    format!("remove {list} (venusc models neither MTP depths nor LoRA adapters on Mamba-2 layers)")
+                    format!("remove {list} (venusc models neither MTP depths, sliding windows nor LoRA adapters on Mamba-2 hybrids)")
                 })
             }
             HybridProblem::HeadsOverGroups {

@@ -59,6 +59,10 @@ pub fn model(m: &Model) -> ModelSpec {
         n_groups: val(&m.n_groups),
         conv_kernel: val(&m.conv_kernel),
         moe_latent_size: val(&m.moe_latent_size),
+        sliding_window: val(&m.sliding_window),
+        sliding_window_pattern: val(&m.sliding_window_pattern),
+        attention_sinks: val(&m.attention_sinks),
+        qk_norm: val(&m.qk_norm),
     }
 }
 
@@ -146,6 +150,8 @@ pub fn plan(p: &Plan) -> PlanSpec {
         iterations: val(&p.iterations),
         reserve: val(&p.reserve),
         moe_imbalance: val(&p.moe_imbalance),
+        moe_capacity_headroom: val(&p.moe_capacity_headroom),
+        moe_pad_to_capacity: val(&p.moe_pad_to_capacity),
         task: val(&p.task),
         lora_rank: val(&p.lora_rank),
         lora_modules: val(&p.lora_modules),

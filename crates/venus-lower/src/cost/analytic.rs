@@ -85,6 +85,11 @@ pub struct Calibration {
     /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
     /// gradient unscale / norm passes.
     pub optimizer_bytes_per_param: f64,
+    /// Keys per tile of the flash-attention kernels: a sliding window of `w` keys touches the
+    /// key tiles that overlap the band, about `w + attention_block` keys per query, since a
+    /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
+    /// flash-attention `hopper/tile_size.h` and `flash_fwd_launch_template.h` `kBlockN`).
+    pub attention_block: f64,
 }
 
 /// Kernels of one layer's attention block forward: norm, QKV GEMM, rotary / bias, attention
@@ -118,6 +123,7 @@ impl Calibration {
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
+            attention_block: 128.0,
         }
     }
 
@@ -133,6 +139,7 @@ impl Calibration {
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
+            attention_block: 128.0,
         }
     }
 
@@ -234,6 +241,9 @@ pub struct AnalyticModel {
     dense_blocks: Option<(Blocks, u64)>,
     /// A hybrid model: each layer kind's blocks and the pattern that places them.
     hybrid: Option<HybridBlocks>,
+    /// A sliding-window layer's attention saving over a full one, (forward, backward), and
+    /// the model that places those layers (`None` without `sliding_window`).
+    window: Option<((f64, f64), venus_plan::plan::ModelSpec)>,
     /// Multi-token prediction on the last chunk: per pass (forward, backward, weight).
     mtp: (f64, f64, f64),
     embedding: (f64, f64),
@@ -258,11 +268,16 @@ impl AnalyticModel {
         let dense_blocks =
             (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
         let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
+        // Validation refuses a window on a hybrid model (E0350); its pattern places the
+        // attention layers.
+        let window =
+            (m.sliding_window.is_some() && !m.is_hybrid()).then(|| (w.window_delta(), m.clone()));
         AnalyticModel {
             cal,
             blocks,
             dense_blocks,
             hybrid,
+            window,
             mtp: w.mtp(&blocks, m.mtp_layers()),
             embedding: w.embedding(),
             output: w.output(),
@@ -346,6 +361,21 @@ impl AnalyticModel {
         (layers > n).then(|| (layers - n) as f64 / layers as f64)
     }
 
+    /// A chunk's attention time per layer with its windowed layers' saving spread over its
+    /// layers (the chunk's total is exact).
+    fn windowed(&self, stage: u64, chunk: u64, attention: f64, fwd: bool) -> f64 {
+        let Some(((df, db), m)) = &self.window else {
+            return attention;
+        };
+        let layers = self.split.chunk_layers(stage, chunk);
+        if layers == 0 {
+            return attention;
+        }
+        let start = self.split.first_layer(stage, chunk);
+        let share = m.window_layers_in(start, layers) as f64 / layers as f64;
+        attention + share * if fwd { *df } else { *db }
+    }
+
     /// A chunk's MLP time per layer: the MoE figure, or with leading dense layers in the chunk
     /// the layer-weighted mean of the dense and MoE figures (the chunk's total is exact).
     fn mixed_mlp(&self, stage: u64, chunk: u64, moe: f64, dense: impl Fn(&Blocks) -> f64) -> f64 {
@@ -421,6 +451,7 @@ impl ComputeModel for AnalyticModel {
                 |k| (k.attention_b, k.mlp_b),
             )
         };
+        let attention = self.windowed(stage, chunk, attention, fwd);
         ChunkCost::from_pieces(
             pre,
             self.split.chunk_layers(stage, chunk),
@@ -479,6 +510,9 @@ struct Work {
     lora: Option<(f64, LoraTargets)>,
     /// A hybrid model's Mamba-2 dims (None: a transformer).
     mamba: Option<Mamba>,
+    /// `sliding_window`: keys per query of a windowed layer (None: full causal attention).
+    window: Option<f64>,
+    qk_norm: bool,
 }
 
 /// Mamba-2 dims (megatron/core/ssm/mamba_mixer.py).
@@ -488,6 +522,33 @@ struct Mamba {
     /// `2·ngroups·d_state`: the B and C projections.
     bc: f64,
     state: f64,
+    groups: f64,
+}
+
+/// Tokens per chunk of the SSD scan: `MambaMixer(chunk_size=128)`, Megatron's default
+/// (megatron/core/ssm/mamba_mixer.py:194, NVIDIA/Megatron-LM d98e8a64; Nemotron-H's config.json
+/// `chunk_size` 128).
+const SSD_CHUNK: f64 = 128.0;
+
+/// HBM bytes per token (on one rank, the dims already split by tp) of the SSD scan's forward
+/// kernels, `_mamba_chunk_scan_combined_fwd` in state-spaces/mamba
+/// mamba_ssm/ops/triton/ssd_combined.py (e9594ce1): `_chunk_cumsum_fwd` reads dt and writes
+/// dt and its cumulative decay in fp32, which `_chunk_state_fwd` and `_chunk_scan_fwd` read
+/// again (26 bytes per head); x is read by the chunk-state and chunk-scan kernels and y
+/// written once; B is read by the chunk-state and `_bmm_chunk_fwd` kernels, C by the latter
+/// and the chunk scan; each chunk's `d_inner × N` states are written in fp32, read and written
+/// back in the activation dtype by `_state_passing_fwd`, and read by the chunk scan (12 bytes
+/// per element, one chunk per `SSD_CHUNK` tokens); the `C·Bᵀ` blocks (`ngroups × Q × Q` per
+/// chunk) are written and read in fp32. The five kernels exchange these tensors through HBM,
+/// which is why the scan is bound by memory bandwidth, not by its FLOPs (PyTorch blog,
+/// "Accelerating Mamba2 with Kernel Fusion", 2025: "mostly bottlenecked by memory bandwidth
+/// and latency").
+fn ssd_scan_bytes_per_token(d: &Mamba, tp: f64, act_bytes: f64) -> f64 {
+    let (d_inner, heads, groups) = (d.d_inner / tp, d.heads / tp, d.groups / tp);
+    act_bytes * (3.0 * d_inner + 2.0 * d.bc / tp)
+        + 26.0 * heads
+        + 12.0 * d_inner * d.state / SSD_CHUNK
+        + 8.0 * groups * SSD_CHUNK
 }
 
 /// The LoRA adapters of a stage's layers, (dense, routed experts), before any sharding.
@@ -625,7 +686,10 @@ impl Work {
                 heads: f(m.mamba_num_heads()),
                 bc: 2.0 * f(m.n_groups()) * f(m.ssm_state_size()),
                 state: f(m.ssm_state_size()),
+                groups: f(m.n_groups()),
             }),
+            window: m.sliding_window.map(f),
+            qk_norm: m.qk_norm() && !m.is_mla(),
         }
     }
 
@@ -633,15 +697,21 @@ impl Work {
     /// `2·T·h·(2·d_inner + 2·G·N + H)/tp` and `out_proj` `2·T·d_inner·h/tp` GEMMs, the chunked
     /// SSD scan `7·T·d_inner·N/tp` FLOPs (the count of Megatron's `mamba_layer_flops`,
     /// training.py), the depthwise conv over x, B, C and the gated norm over d_inner (memory
-    /// bound), and the pre-norm, residual and dropout over h. The scan is a fused kernel that
-    /// recomputes its chunk states in backward as flash attention recomputes its scores, so it
-    /// is priced with flash attention's efficiency and backward ratio (no constant of its own).
+    /// bound), and the pre-norm, residual and dropout over h. The scan has a cost basis of its
+    /// own: its five kernels' HBM traffic ([`ssd_scan_bytes_per_token`]) at the memory-bound
+    /// rate, plus its FLOPs on tensor cores. Its chunk matmuls (`C·Bᵀ`, the states, `·x`) are
+    /// tiled with the decay applied on chip, as flash attention tiles `QKᵀ` with its softmax
+    /// (Dao & Gu 2024, "Transformers are SSMs", arXiv:2405.21060, §6), so the FLOPs take
+    /// flash attention's efficiency; no SSD kernel efficiency of its own is published. Backward
+    /// (`_mamba_chunk_scan_combined_bwd` recomputes the states) takes flash attention's backward
+    /// ratio on the FLOPs and the memory-bound ratio on the traffic.
     fn mamba_blocks(&self, d: &Mamba) -> Blocks {
         let (t, h, tp) = (self.t, self.h, self.tp);
         let gemm = self.gemm(t, (2.0 * d.d_inner + d.bc + d.heads) / tp, h)
             + self.gemm(t, h, d.d_inner / tp);
         let scan =
             7.0 * t * d.d_inner * d.state / tp / (self.bf16_peak.0 * self.cal.attention_efficiency);
+        let scan_traffic = self.memory(t * ssd_scan_bytes_per_token(d, tp, self.act_bytes));
         // conv1d reads x, B, C (its short window stays in cache) and writes them; the gated
         // norm reads y and z and writes its output.
         let conv = t * 2.0 * (d.d_inner + d.bc) / tp * self.act_bytes;
@@ -649,11 +719,11 @@ impl Work {
         let mem = self.memory(self.t_sp * 15.0 * h + conv + norm);
         let k = KERNELS_MAMBA * self.cal.kernel_overhead.0;
         let wgrad = self.base_wgrad();
-        let f = gemm + scan + mem + k;
+        let f = gemm + scan + scan_traffic + mem + k;
         let mut b = (1.0 + wgrad) * gemm
             + 2.0 * k
             + self.cal.attention_backward * scan
-            + self.cal.memory_backward * mem;
+            + self.cal.memory_backward * (mem + scan_traffic);
         if self.recompute == Recompute::Full {
             b += f;
         }
@@ -766,15 +836,40 @@ impl Work {
     /// efficiency. Unfused: the full (non-causal) `4·b·s_q·s_k·q/tp` FLOPs as batched GEMMs
     /// with inner dimension `head_dim`, plus the score traffic through HBM.
     fn attention_core(&self) -> (f64, f64) {
+        self.attention_core_with(None)
+    }
+
+    /// (query, key) pairs of one sequence flash attention computes, causal: `s²/2` for full
+    /// attention; with a window of `w` keys the band `w·s − w²/2` (the integral of
+    /// `min(i, w)`, the same continuous form as `s²/2`), widened by one kernel tile
+    /// ([`Calibration::attention_block`]) for the partly masked tiles along its edge.
+    fn causal_pairs(&self, window: Option<f64>) -> f64 {
+        let full = self.s * self.s / 2.0;
+        match window {
+            Some(w) => {
+                let band = w + self.cal.attention_block;
+                if band >= self.s {
+                    full
+                } else {
+                    band * self.s - band * band / 2.0
+                }
+            }
+            None => full,
+        }
+    }
+
+    /// [`Work::attention_core`] of a layer with full attention (`None`) or a sliding window.
+    /// Megatron's FLOPs count (`num_floating_point_operations`, training.py d98e8a64) ignores
+    /// `--window-size`; the kernel's time does not.
+    fn attention_core_with(&self, window: Option<f64>) -> (f64, f64) {
         match self.attention {
             Attention::Flash => {
+                // `2·pairs` score elements per head over QKᵀ and ·V, split over cp and tp.
+                let pairs = self.b * self.causal_pairs(window) / self.cp;
                 let flops = match &self.mla {
                     // QKᵀ over the query/key head size, ·V over the value head size.
-                    Some(a) => {
-                        self.b * self.s * (self.s / self.cp) * a.heads * (a.qk_head + a.v_head)
-                            / self.tp
-                    }
-                    None => 2.0 * self.b * self.s * (self.s / self.cp) * self.q / self.tp,
+                    Some(a) => 2.0 * pairs * a.heads * (a.qk_head + a.v_head) / self.tp,
+                    None => 4.0 * pairs * self.q / self.tp,
                 };
                 (
                     flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
@@ -797,6 +892,24 @@ impl Work {
                 (fwd, if fwd > 0.0 { bwd / fwd } else { 0.0 })
             }
         }
+    }
+
+    /// What a windowed layer's attention block saves over a full one, (forward, backward), as
+    /// non-positive seconds: the core's difference, with its backward ratio and, under
+    /// selective or full recompute, once more for the recomputed core. Unfused attention
+    /// computes every score and masks the band, so it saves nothing.
+    fn window_delta(&self) -> (f64, f64) {
+        let Some(w) = self.window else {
+            return (0.0, 0.0);
+        };
+        let (full, ratio) = self.attention_core_with(None);
+        let (banded, _) = self.attention_core_with(Some(w));
+        let d = banded - full;
+        let recomputed = match self.recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective | Recompute::Full => d,
+        };
+        (d, ratio * d + recomputed)
     }
 
     fn mlp_gemms(&self, tokens: f64, ffn: f64, split: f64) -> f64 {
@@ -859,7 +972,13 @@ impl Work {
             Some(a) => t * 2.0 * (a.heads * a.rope / tp + a.rope) * self.act_bytes,
             None => t * 2.0 * (self.q + self.kv) / tp * self.act_bytes,
         };
-        let attn_mem = self.memory(self.t_sp * ew_bytes + rotary);
+        // QK-norm reads and writes q and k once more (attention.py `q_layernorm`).
+        let qk_norm = if self.qk_norm {
+            t * 2.0 * (self.q + self.kv) / tp * self.act_bytes
+        } else {
+            0.0
+        };
+        let attn_mem = self.memory(self.t_sp * ew_bytes + rotary + qk_norm);
         // MLP block: GEMMs, activation; norm + residual + dropout over h.
         // Activation-function elements (the MLP inner size per token, over all experts).
         let (mlp_gemm, act_elems, shared_gemm, routed_act_elems) = match moe {
@@ -1028,6 +1147,33 @@ impl Work {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nemotron-H 8B's Mamba-2 layer (d_inner 8192, 128 heads, 8 groups, state 128) in bf16
+    /// at tp 1: x twice and y 3·8192·2, B and C twice 4·2048·2, dt 26·128, the states
+    /// 12·8192·128/128 and `C·Bᵀ` 8·8·128 make 167,168 bytes per token; tp 2 halves it.
+    #[test]
+    fn the_ssd_scan_moves_its_chunk_states_and_operands_through_hbm() {
+        let d = Mamba {
+            d_inner: 8192.0,
+            heads: 128.0,
+            bc: 2.0 * 8.0 * 128.0,
+            state: 128.0,
+            groups: 8.0,
+        };
+        assert_eq!(ssd_scan_bytes_per_token(&d, 1.0, 2.0), 167_168.0);
+        assert_eq!(ssd_scan_bytes_per_token(&d, 2.0, 2.0), 167_168.0 / 2.0);
+        // The chunk states are the largest term (98,304 of 167,168 bytes): state 256 (Nemotron-H
+        // 56B) doubles them and B and C.
+        let wide = Mamba {
+            state: 256.0,
+            bc: 2.0 * 8.0 * 256.0,
+            ..d
+        };
+        assert_eq!(
+            ssd_scan_bytes_per_token(&wide, 1.0, 2.0) - ssd_scan_bytes_per_token(&d, 1.0, 2.0),
+            98_304.0 + 8.0 * 8.0 * 128.0
+        );
+    }
 
     #[test]
     fn gemm_efficiency_falls_with_each_small_dimension() {

@@ -287,3 +287,68 @@ fn lora_backward_drops_the_base_weight_gradient_and_adds_the_adapters() {
     let ratio = l.optimizer_step(3).0 / p.optimizer_step(3).0;
     assert!(ratio > 0.0 && ratio < 0.01, "{ratio}");
 }
+
+/// A windowed layer's flash-attention core computes the band of `w` keys widened by one
+/// 128-key tile, `b·s − b²/2` pairs for `b = w + 128` against the causal `s²/2`, and with
+/// `sliding_window_pattern 2` only every other layer is windowed (each 2-layer chunk holds
+/// one of each). The savings of two windows compare as `1 − f(b)` with
+/// `f(b) = (b·s − b²/2) / (s²/2)`, whatever the core's absolute time.
+#[test]
+fn analytic_sliding_window_prices_the_band_and_only_the_patterns_windowed_layers() {
+    let forward = |window: Option<u64>, pattern: Option<u64>| {
+        let mut d = demo();
+        if let Some(w) = window {
+            set(&mut d.model.sliding_window, w);
+        }
+        if let Some(p) = pattern {
+            set(&mut d.model.sliding_window_pattern, p);
+        }
+        model_for(&validate(&d)).chunk(3, 0, Pass::Forward)
+    };
+    let full = forward(None, None).attention.0;
+    let saving = |w: u64, p: Option<u64>| full - forward(Some(w), p).attention.0;
+    let s = 2048.0;
+    let f = |band: f64| (band * s - band * band / 2.0) / (s * s / 2.0);
+    let (narrow, wide) = (saving(128, None), saving(640, None));
+    assert!(narrow > wide && wide > 0.0, "{narrow} {wide}");
+    let expected = (1.0 - f(256.0)) / (1.0 - f(768.0));
+    assert!(
+        (narrow / wide / expected - 1.0).abs() < 1e-9,
+        "{} vs {expected}",
+        narrow / wide
+    );
+    // Every second layer windowed: half the saving per layer of the chunk.
+    let half = saving(128, Some(2));
+    assert!((half / narrow - 0.5).abs() < 1e-9, "{half} vs {narrow}");
+    // A window at least as long as the sequence (with its tile) saves nothing.
+    assert_eq!(saving(1920, None), 0.0);
+    // The backward saves the flash backward ratio (2.5) times the forward saving.
+    let mut d = demo();
+    set(&mut d.model.sliding_window, 128);
+    let bwd_w = model_for(&validate(&d))
+        .chunk(3, 0, Pass::Backward)
+        .attention
+        .0;
+    let bwd = model_for(&validate(&demo()))
+        .chunk(3, 0, Pass::Backward)
+        .attention
+        .0;
+    assert!(((bwd - bwd_w) / narrow - 2.5).abs() < 1e-9);
+}
+
+/// QK-norm reads and writes q and k once more: a memory-bound cost on the attention block only.
+#[test]
+fn analytic_qk_norm_adds_memory_bound_work_to_attention_only() {
+    let mut d = demo();
+    set(&mut d.model.qk_norm, true);
+    let cal = Calibration::hopper();
+    let with = AnalyticModel::new(&validate(&d), cal).chunk(3, 0, Pass::Forward);
+    let without = AnalyticModel::new(&validate(&demo()), cal).chunk(3, 0, Pass::Forward);
+    assert_eq!(with.mlp, without.mlp);
+    // T = 2048 tokens × 2 sequences, q + k = 4096 + 4 groups·256 = 5120 elements of 2 bytes
+    // read and written, at 80% of the GPU's HBM bandwidth.
+    let bytes = 2.0 * 2048.0 * 2.0 * 5120.0 * 2.0;
+    let bw = validate(&demo()).cluster.gpu.mem_bw.0 * cal.memory_efficiency;
+    let ratio = (with.attention.0 - without.attention.0) / (bytes / bw);
+    assert!((ratio - 1.0).abs() < 1e-9, "{ratio}");
+}

@@ -580,6 +580,71 @@ fn moe_imbalance_scales_the_all_to_all_and_the_expert_work() {
     assert!(skewed.memory[0].activations > even.memory[0].activations);
 }
 
+/// An expert capacity caps the busiest rank's token copies: `moe_imbalance 50%` with
+/// `moe_capacity_headroom 20%` drops the copies above 1.2 × the balanced load, and with
+/// `moe_pad_to_capacity` every rank sends and computes exactly 1.2 × even when routing is
+/// balanced (Megatron's `drop_and_pad`); below the capacity nothing changes.
+#[test]
+fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
+    let build = |imbalance: Option<f64>, headroom: Option<f64>, pad: bool| {
+        let mut p = plan(1, 8);
+        set(&mut p.tp, 2);
+        set(&mut p.ep, 2);
+        set(&mut p.pp, 2);
+        set(&mut p.dp, 4);
+        set(&mut p.sp, true);
+        if let Some(r) = imbalance {
+            set(&mut p.moe_imbalance, venus_base::base::Ratio(r));
+        }
+        if let Some(r) = headroom {
+            set(&mut p.moe_capacity_headroom, venus_base::base::Ratio(r));
+        }
+        if pad {
+            set(&mut p.moe_pad_to_capacity, true);
+        }
+        let mut md = llama();
+        md.layers = sp(4);
+        set(&mut md.experts, 8);
+        set(&mut md.topk, 2);
+        set(&mut md.moe_ffn, 4096);
+        validate(&venus_front::testutil::def(
+            md,
+            cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
+            p,
+        ))
+    };
+    let a2a = |sc: &Scenario| -> Vec<u64> {
+        let lw = lower(sc, &LowerOptions::default()).unwrap();
+        lw.trace.ranks()[0]
+            .nodes()
+            .iter()
+            .filter(|n| n.category == Category::EpComm)
+            .map(|n| match n.kind {
+                NodeKind::Collective { bytes, .. } => bytes.0,
+                _ => 0,
+            })
+            .collect()
+    };
+    // 1.2 × the balanced 16,777,216 bytes, to the byte.
+    let at_capacity = |b: u64| (b as f64 - 1.2 * (1024 * 2 * 4096 * 2) as f64).abs() <= 1.0;
+    let capped = build(Some(0.5), Some(0.2), false);
+    assert_eq!(capped.plan.moe_load_factor(), 1.2);
+    let sizes = a2a(&capped);
+    assert!(
+        !sizes.is_empty() && sizes.iter().all(|&b| at_capacity(b)),
+        "{sizes:?}"
+    );
+    let padded = build(None, Some(0.2), true);
+    assert!(a2a(&padded).iter().all(|&b| at_capacity(b)));
+    assert_eq!(
+        crate::cost::model_for(&padded).chunk(0, 0, crate::cost::Pass::Forward),
+        crate::cost::model_for(&capped).chunk(0, 0, crate::cost::Pass::Forward)
+    );
+    let under = build(Some(0.1), Some(0.2), false);
+    assert_eq!(under.plan.moe_load_factor(), 1.1);
+    assert_eq!(build(None, Some(0.2), false).plan.moe_load_factor(), 1.0);
+}
+
 /// The built schedule with a weight-gradient op after every backward: right after it
 /// (`defer` false) or after the P2P call that directly follows it, so the input gradient
 /// leaves first.

@@ -4,9 +4,9 @@
 //! [`Imported`]: the `.venus` text (one `model` definition, a library to `use`) and warnings:
 //! every key of the config is either mapped, or named in a warning as one that does not
 //! change training time or memory, or named as not understood. Nothing is dropped silently.
-//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3, Nemotron-H (the
-//! keys of `transformers`' `LlamaConfig`, `MixtralConfig`, `Qwen3MoeConfig`,
-//! `DeepseekV3Config`, `NemotronHConfig`).
+//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3, Nemotron-H, GPT-OSS
+//! (the keys of `transformers`' `LlamaConfig`, `MixtralConfig`, `Qwen3MoeConfig`,
+//! `DeepseekV3Config`, `NemotronHConfig`, `GptOssConfig`).
 //! Invariants: a malformed value is an [`ImportError`] naming its JSON path (`$.hidden_size`);
 //! the training sequence length, which a config does not hold, is written with a warning.
 
@@ -64,6 +64,8 @@ const NO_EFFECT: &[&str] = &[
     "use_conv_bias",
     "mamba_hidden_act",
     "chunk_size",
+    // GPT-OSS: the SwiGLU clamp (numerics).
+    "swiglu_limit",
 ];
 
 /// Keys venusc does not model but that can change time or memory (group-limited routing,
@@ -71,8 +73,6 @@ const NO_EFFECT: &[&str] = &[
 const NOT_MODELLED: &[&str] = &[
     "n_group",
     "topk_group",
-    "use_sliding_window",
-    "sliding_window",
     "max_window_layers",
     "decoder_sparse_step",
     "mlp_only_layers",
@@ -124,7 +124,11 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
     items.push(format!("hidden {hidden}  layers {layers}  heads {heads}"));
 
     let context = get("max_position_embeddings", &mut used)?;
+    // GPT-OSS states the context it was pre-trained at (`initial_context_length`, 4,096;
+    // the longer one comes from YaRN `rope_scaling`): that is the training length.
+    let initial = get("initial_context_length", &mut used)?;
     let seq = match context {
+        _ if initial.is_some() => initial.unwrap_or(DEFAULT_SEQ),
         Some(c) if c <= DEFAULT_SEQ => c,
         Some(c) => {
             warnings.push(format!(
@@ -152,6 +156,8 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
         items.push(format!("head_dim {d}"));
     }
 
+    attention_variants(&cfg, &mut used, &mut items, &mut warnings)?;
+
     // The MLP: gated SiLU (SwiGLU) for every family here but Nemotron-H, whose
     // `mlp_hidden_act` is squared ReLU (a plain MLP); `intermediate_size` is the dense FFN
     // (and, in Mixtral, each expert's).
@@ -170,6 +176,14 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
         &["num_local_experts", "num_experts", "n_routed_experts"],
     )?;
     let topk = get("num_experts_per_tok", &mut used)?;
+    // GPT-OSS repeats the top-k as `experts_per_token`.
+    let repeated = get("experts_per_token", &mut used)?;
+    if repeated.is_some() && topk.is_some() && repeated != topk {
+        warnings.push(format!(
+            "{file}: `experts_per_token` differs from `num_experts_per_tok`: the latter written"
+        ));
+    }
+    let topk = topk.or(repeated);
     let moe_ffn = get("moe_intermediate_size", &mut used)?;
     match (experts, ffn) {
         (Some(e), f) if e > 1 => {
@@ -350,6 +364,102 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
     }
     venus.push_str(">\n");
     Ok(Imported { venus, warnings })
+}
+
+/// Sliding-window attention, attention sinks and QK-norm.
+/// - `sliding_window` (keys per query, `transformers`' sliding-window mask) unless
+///   `use_sliding_window` is false (Qwen2/3 keep the key but turn it off);
+/// - `layer_types` (GPT-OSS: `sliding_attention`/`full_attention` per layer) or Gemma's
+///   `sliding_window_pattern`: every Nth layer full is `sliding_window_pattern N`;
+/// - GPT-OSS's attention has a learned sink per head (`GptOssAttention.sinks`, no config key);
+/// - Qwen3's attention has per-head `q_norm` and `k_norm` (`Qwen3Attention`, no config key).
+fn attention_variants(
+    cfg: &Config<'_>,
+    used: &mut Vec<&str>,
+    items: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    let file = cfg.file;
+    used.extend([
+        "sliding_window",
+        "use_sliding_window",
+        "layer_types",
+        "sliding_window_pattern",
+    ]);
+    let enabled = match cfg.root.get("use_sliding_window") {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => true,
+        Some(Value::Bool(false)) => false,
+        Some(other) => return Err(cfg.wrong("use_sliding_window", "true or false", other)),
+    };
+    let window = cfg.count("sliding_window")?;
+    match (window, enabled) {
+        (Some(w), true) => {
+            let period = match cfg.count("sliding_window_pattern")? {
+                Some(p) => Some(p),
+                None => full_attention_period(cfg, warnings)?,
+            };
+            match period {
+                // Every layer a multiple of 1: all full attention.
+                Some(1) => warnings.push(format!(
+                    "{file}: `sliding_window` {w} not written: every layer is full attention"
+                )),
+                Some(p) => items.push(format!("sliding_window {w}  sliding_window_pattern {p}")),
+                None => items.push(format!("sliding_window {w}")),
+            }
+        }
+        (Some(w), false) => warnings.push(format!(
+            "{file}: `sliding_window` {w} not written: `use_sliding_window` is false"
+        )),
+        (None, _) => {}
+    }
+    match cfg.string("model_type") {
+        Some("gpt_oss") => items.push("attention_sinks".into()),
+        Some("qwen3") | Some("qwen3_moe") => items.push("qk_norm".into()),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The period N of `layer_types` when exactly the layers N, 2N, … (from 1) are
+/// `full_attention`; `None` when every layer is windowed, or (with a warning) when the full
+/// layers follow no such period.
+fn full_attention_period(
+    cfg: &Config<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<u64>, ImportError> {
+    let kinds = match cfg.root.get("layer_types") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(other) => return Err(cfg.wrong("layer_types", "a list of layer kinds", other)),
+    };
+    let mut full = Vec::new();
+    for (i, k) in kinds.iter().enumerate() {
+        match k.as_str() {
+            Some("full_attention") => full.push(i as u64),
+            Some("sliding_attention") => {}
+            _ => {
+                return Err(cfg.wrong(
+                    &format!("layer_types[{i}]"),
+                    "\"sliding_attention\" or \"full_attention\"",
+                    k,
+                ))
+            }
+        }
+    }
+    let Some(&first) = full.first() else {
+        return Ok(None);
+    };
+    let period = first + 1;
+    let periodic =
+        (0..kinds.len() as u64).all(|i| full.binary_search(&i).is_ok() == ((i + 1) % period == 0));
+    if periodic {
+        return Ok(Some(period));
+    }
+    warnings.push(format!(
+        "{}: `layer_types` has full-attention layers at no fixed period: every layer written as windowed",
+        cfg.file
+    ));
+    Ok(None)
 }
 
 /// The first of `keys` the config has (the families name the expert count differently).

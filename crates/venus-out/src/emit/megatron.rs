@@ -79,11 +79,9 @@ pub const DIRECT: &[Key] = &[
     Key::Experts,
     Key::MoeFfn,
     Key::MtpLayers,
-    Key::MambaNumHeads,
-    Key::MambaHeadDim,
-    Key::SsmStateSize,
-    Key::NGroups,
+    // The Mamba-2 dims go with the hybrid pattern (`hybrid_conversions`).
     Key::MoeLatentSize,
+    Key::QkNorm,
     Key::Tp,
     Key::Pp,
     Key::Cp,
@@ -481,6 +479,14 @@ impl Args {
     }
 }
 
+/// `--window-size`'s value as arguments.py `tuple_type` reads it (`(L,R)` or `L,R`): two
+/// integers, or `None`.
+fn parse_window(text: &str) -> Option<(i64, i64)> {
+    let inner = text.trim().trim_start_matches('(').trim_end_matches(')');
+    let (l, r) = inner.split_once(',')?;
+    Some((l.trim().parse().ok()?, r.trim().parse().ok()?))
+}
+
 fn parse_count(text: &str) -> Result<u64, &'static str> {
     let t = text.trim().strip_prefix('+').unwrap_or(text.trim());
     let digits: String = t.chars().filter(|&c| c != '_').collect();
@@ -688,6 +694,9 @@ impl Converter {
     fn convert(&mut self) {
         self.direct();
         self.model_conversions();
+        self.window_conversions();
+        self.hybrid_conversions();
+        self.capacity_conversions();
         self.plan_conversions();
         self.folding_conversions();
         self.precision();
@@ -707,6 +716,8 @@ impl Converter {
                 if self.args.has(flag.name) {
                     self.push_flag(key);
                 }
+            } else if key == Key::Layers && self.hybrid_pattern_text().is_some() {
+                self.layers_of_pattern();
             } else if key.sig().required {
                 if let Some(n) = self.required(flag.name, &format!("`{}`", key.name())) {
                     self.push(key, n);
@@ -781,13 +792,6 @@ impl Converter {
             self.push_flag(Key::Swiglu);
         }
         self.args.has("--squared-relu");
-
-        // A hybrid model's layer pattern (arguments.py `--hybrid-override-pattern`), as
-        // written; its Mamba-2 and latent-MoE sizes are in [`DIRECT`].
-        if let Some((text, _)) = self.word("--hybrid-override-pattern") {
-            let quoted = text.replace('\\', "\\\\").replace('"', "\\\"");
-            self.push(Key::HybridOverridePattern, format!("\"{quoted}\""));
-        }
 
         // Grouped-query attention: `--num-query-groups` counts only with
         // `--group-query-attention` (argument_utils.py `core_transformer_config_from_args`).
@@ -876,6 +880,190 @@ impl Converter {
                     )
                     .with_help("write one of `flash`, `fused`, `unfused`, `local`, `auto`"),
                 ),
+            }
+        }
+    }
+
+    /// Sliding-window attention, attention sinks: `--window-size (L,R)` (arguments.py
+    /// `tuple_type`; L keys before the query, R after, −1 unbounded,
+    /// transformer_config.py `window_size`) is `sliding_window L+1` for a causal window
+    /// (R = 0); `--window-attn-skip-freq N` (an int: every Nth layer full,
+    /// megatron/core/transformer/utils.py `is_layer_window_attention`) is
+    /// `sliding_window_pattern N`; `--softmax-type learnable` is `attention_sinks`.
+    fn window_conversions(&mut self) {
+        let window = self.word("--window-size");
+        let mut windowed = false;
+        if let Some((text, span)) = window {
+            match parse_window(&text) {
+                Some((-1, _)) => {}
+                Some((left, 0)) if left >= 0 => {
+                    windowed = true;
+                    self.push(Key::SlidingWindow, left.unsigned_abs().saturating_add(1));
+                }
+                _ => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--window-size {}` is not a causal window venusc can express", excerpt(&text)),
+                        self.loc(span),
+                        "this window",
+                    )
+                    .with_help("write `--window-size (L,0)`: L earlier keys and none after (the causal window `sliding_window L+1`)"),
+                ),
+            }
+        }
+        if let Some((text, span)) = self.word("--window-attn-skip-freq") {
+            match parse_count(text.trim()) {
+                Ok(n) if n > 0 && windowed => self.push(Key::SlidingWindowPattern, n),
+                Ok(n) if n > 0 => {
+                    if let Some(a) = self.args.by_name.get("--window-attn-skip-freq").cloned() {
+                        self.note(&a, "no effect without a causal `--window-size`");
+                    }
+                }
+                _ => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--window-attn-skip-freq {}` is a layer list venusc cannot express", excerpt(&text)),
+                        self.loc(span),
+                        "this list",
+                    )
+                    .with_help("write an integer N: every Nth layer keeps full attention (`sliding_window_pattern N`)"),
+                ),
+            }
+        }
+        if let Some(a) = self.args.get("--softmax-type") {
+            match a.values.first().map(|w| w.text.as_str()).unwrap_or("") {
+                "learnable" => self.push_flag(Key::AttentionSinks),
+                "vanilla" => {}
+                // A fixed +1 in the denominator: no parameter, no time or memory.
+                "off-by-one" => self.note(&a, "no effect on time or memory"),
+                other => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--softmax-type` takes `vanilla`, `off-by-one` or `learnable`, not `{}`", excerpt(other)),
+                        self.loc(a.values.first().map_or(a.span, |w| w.span)),
+                        "unknown softmax",
+                    )
+                    .with_help("write `--softmax-type learnable` for attention sinks, or leave it out"),
+                ),
+            }
+        }
+    }
+
+    /// Expert capacity: `--moe-expert-capacity-factor C` is `moe_capacity_headroom (C − 1)`
+    /// for 1 ≤ C ≤ 2 (a negative factor is Megatron's "no capacity", transformer_config.py);
+    /// `--moe-pad-expert-input-to-capacity` is `moe_pad_to_capacity`. `--moe-token-drop-policy`
+    /// picks which tokens drop, not how many.
+    fn capacity_conversions(&mut self) {
+        if let Some((text, span)) = self.word("--moe-expert-capacity-factor") {
+            match text.trim().parse::<f64>() {
+                Ok(c) if c < 0.0 => {}
+                Ok(c) if (1.0..=2.0).contains(&c) => {
+                    let pct = crate::emit::num((c - 1.0) * 100.0);
+                    self.push(Key::MoeCapacityHeadroom, format!("{pct}%"));
+                }
+                _ => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--moe-expert-capacity-factor {}` is a capacity venusc cannot express", excerpt(&text)),
+                        self.loc(span),
+                        "this factor",
+                    )
+                    .with_help("write a factor from 1.0 to 2.0 (`moe_capacity_headroom` 0% to 100% above the balanced load)"),
+                ),
+            }
+        }
+        if self.args.has("--moe-pad-expert-input-to-capacity") {
+            self.push_flag(Key::MoePadToCapacity);
+        }
+        if let Some(a) = self.args.get("--moe-token-drop-policy") {
+            self.note(&a, "no effect on time or memory");
+        }
+    }
+
+    /// The hybrid pattern's text: `--hybrid-layer-pattern`, or its deprecated spelling
+    /// `--hybrid-override-pattern` (arguments.py forwards it), without marking either read.
+    fn hybrid_pattern_text(&self) -> Option<String> {
+        self.args
+            .peek_text("--hybrid-layer-pattern")
+            .or_else(|| self.args.peek_text("--hybrid-override-pattern"))
+    }
+
+    /// `layers` of a hybrid model: Megatron derives `--num-layers` from the pattern and ignores
+    /// a different one (arguments.py, "hybrid_layer_pattern always overrides --num-layers").
+    fn layers_of_pattern(&mut self) {
+        let Some(text) = self.hybrid_pattern_text() else {
+            return;
+        };
+        let n = text.chars().count() as u64;
+        if let Some(a) = self.args.get("--num-layers") {
+            if self.args.peek("--num-layers") != Some(n) {
+                self.note(&a, "ignored: the hybrid pattern gives the layer count");
+            }
+        }
+        self.push(Key::Layers, n);
+    }
+
+    /// A hybrid (Mamba-2) model: the pattern and the Mamba-2 dims (arguments.py
+    /// `_add_hybrid_args`/`_add_experimental_args`; pretrain_mamba.py, pretrain_hybrid.py),
+    /// each onto its key. Megatron's `|` stage boundaries and `/` MTP patterns, and symbols other
+    /// than `M * - E`, are layouts venusc cannot express.
+    fn hybrid_conversions(&mut self) {
+        let new = self.word("--hybrid-layer-pattern");
+        let old = self.word("--hybrid-override-pattern");
+        let dims: [(&'static str, Key); 4] = [
+            ("--mamba-state-dim", Key::SsmStateSize),
+            ("--mamba-head-dim", Key::MambaHeadDim),
+            ("--mamba-num-groups", Key::NGroups),
+            ("--mamba-num-heads", Key::MambaNumHeads),
+        ];
+        let Some((text, span)) = new.or(old) else {
+            for (flag, _) in dims {
+                if let Some(a) = self.args.get(flag) {
+                    self.note(&a, "no effect without a hybrid layer pattern");
+                }
+            }
+            if let Some(a) = self.args.get("--is-hybrid-model") {
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0610,
+                        "`--is-hybrid-model` without a layer pattern: the flags do not say which layer is what",
+                        self.loc(a.span),
+                        "no pattern",
+                    )
+                    .with_help("add `--hybrid-layer-pattern` with one symbol per layer (`M` Mamba-2, `*` attention, `-` MLP, `E` MoE)"),
+                );
+            }
+            return;
+        };
+        // The switch only repeats what the pattern says.
+        self.args.get("--is-hybrid-model");
+        if let Some(bad) = text
+            .chars()
+            .find(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_none())
+        {
+            let cleaned: String = text
+                .chars()
+                .filter(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_some())
+                .collect();
+            self.errors.push(
+                Diagnostic::new(
+                    Code::E0609,
+                    format!("hybrid pattern `{}` has `{bad}`, a symbol venusc cannot express", excerpt(&text)),
+                    self.loc(span),
+                    "this pattern",
+                )
+                .with_help(format!(
+                    "venusc models `M`, `*`, `-` and `E` layers without stage boundaries or MTP patterns: write `{}`",
+                    excerpt(&cleaned)
+                )),
+            );
+            return;
+        }
+        self.model
+            .push(format!("{} \"{text}\"", Key::HybridOverridePattern.name()));
+        for (flag, key) in dims {
+            if let Some(n) = self.count(flag) {
+                self.push(key, n);
             }
         }
     }
@@ -1617,6 +1805,22 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     if m.mtp_layers() > 0 {
         add(flag_of(Key::MtpLayers), Some(m.mtp_layers().to_string()));
     }
+    if let Some(w) = m.sliding_window {
+        // A window of w keys, the query itself included: w − 1 before it, none after.
+        add(
+            flag_of(Key::SlidingWindow),
+            Some(format!("({},0)", w.saturating_sub(1))),
+        );
+        if let Some(n) = m.sliding_window_pattern {
+            add(flag_of(Key::SlidingWindowPattern), Some(n.to_string()));
+        }
+    }
+    if m.attention_sinks() {
+        add(flag_of(Key::AttentionSinks), Some("learnable".into()));
+    }
+    if m.qk_norm() {
+        add(flag_of(Key::QkNorm), None);
+    }
     if let Some(pattern) = &m.hybrid_pattern {
         add(
             flag_of(Key::HybridOverridePattern),
@@ -1768,6 +1972,15 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     if p.attention() == Attention::Unfused {
         add("--attention-backend", Some("unfused".into()));
     }
+    if let Some(r) = p.moe_capacity_headroom {
+        add(
+            flag_of(Key::MoeCapacityHeadroom),
+            Some(crate::emit::num(1.0 + r.0)),
+        );
+        if PlanSpec::flag(p.moe_pad_to_capacity) {
+            add(flag_of(Key::MoePadToCapacity), None);
+        }
+    }
     add(flag_of(Key::Iterations), Some(p.iterations().to_string()));
 
     let mut out = format!(
@@ -1821,6 +2034,12 @@ fn torchrun_hint(sc: &Scenario) -> String {
 fn no_flag_notes(sc: &Scenario) -> Vec<String> {
     let p = &sc.plan;
     let mut notes = Vec::new();
+    // megatron/core/ssm/mamba_mixer.py `MambaMixer(d_conv=4)`: no flag sets the width.
+    if let Some(k) = sc.model.conv_kernel.filter(|&k| k != 4) {
+        notes.push(format!(
+            "`conv_kernel {k}` (Megatron-LM's Mamba-2 convolution is 4 wide)"
+        ));
+    }
     if let Some(s) = p.schedule {
         if s == venus_base::base::ScheduleKind::Gpipe {
             notes.push(
@@ -1960,7 +2179,15 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(i.warnings.is_empty(), "{:?}", i.warnings);
+        // The pattern gives the layer count, so SMALL's `--num-layers` is the one note.
+        assert!(
+            i.warnings.iter().all(|d| d
+                .notes
+                .iter()
+                .any(|n| n.contains("the hybrid pattern gives the layer count"))),
+            "{:?}",
+            i.warnings
+        );
         assert!(
             i.plan.contains(&"fsdp optim_grads torch".to_string()),
             "{:?}",

@@ -514,6 +514,36 @@ pub fn mlp_params(hidden: u64, ffn: u64, swiglu: bool) -> u64 {
 // h × (kv_lora_rank + d_rope), kv_layernorm, linear_kv_up_proj kv_lora_rank × n·(d_nope + d_v),
 // linear_proj n·d_v × h; norms weight only (DeepSeek's RMSNorm).
 fn attention_params(m: &Model) -> (u64, u64) {
+    let (attention, latent) = projection_params(m);
+    (attention.saturating_add(sink_params(m)), latent)
+}
+
+/// Attention sinks: one learned logit per head, split by tp with the heads (GPT-OSS `sinks` of
+/// shape `[num_attention_heads]`; Megatron's `softmax_offset` of `--softmax-type learnable`,
+/// megatron/core/transformer/dot_product_attention.py, NVIDIA/Megatron-LM d98e8a64).
+fn sink_params(m: &Model) -> u64 {
+    if m.attention_sinks() {
+        m.heads
+    } else {
+        0
+    }
+}
+
+/// QK-norm: a query and a key norm over one head (`hidden_size_per_attention_head`, shared by
+/// the heads), counted with weight and bias like the layers' other norms (`--normalization`
+/// LayerNorm, Megatron's default); replicated over tp
+/// (megatron/core/transformer/attention.py `q_layernorm`/`k_layernorm`, d98e8a64). With MLA
+/// `--qk-layernorm` norms the query and key-value latents instead
+/// (multi_latent_attention.py), which the MLA count holds already: nothing more.
+pub fn qk_norm_params(m: &Model) -> u64 {
+    if m.qk_norm() && !m.is_mla() {
+        mul(&[2, 2, m.qk_head_dim()])
+    } else {
+        0
+    }
+}
+
+fn projection_params(m: &Model) -> (u64, u64) {
     let h = m.hidden;
     if !m.is_mla() {
         let q = mul(&[m.heads, m.head_dim()]);
@@ -579,7 +609,7 @@ pub fn layer_params(m: &Model) -> LayerParams {
         mlp,
         experts,
         router,
-        norms: mul(&[2, 2, h]),
+        norms: mul(&[2, 2, h]).saturating_add(qk_norm_params(m)),
     }
 }
 
@@ -600,7 +630,7 @@ pub fn dense_layer_params(m: &Model) -> LayerParams {
         mlp: mlp_params(m.hidden, m.ffn(), m.swiglu()),
         experts: 0,
         router: 0,
-        norms: mul(&[2, 2, m.hidden]),
+        norms: mul(&[2, 2, m.hidden]).saturating_add(qk_norm_params(m)),
     }
 }
 
@@ -734,7 +764,7 @@ fn hybrid_params(m: &Model) -> HybridParams {
         attention: LayerParams {
             attention,
             latent,
-            norms: h,
+            norms: h.saturating_add(qk_norm_params(m)),
             ..LayerParams::default()
         },
         mlp: LayerParams {
@@ -995,6 +1025,10 @@ mod tests {
             n_groups: None,
             conv_kernel: None,
             moe_latent_size: None,
+            sliding_window: None,
+            sliding_window_pattern: None,
+            attention_sinks: None,
+            qk_norm: None,
         };
         let all = adapter_params(&m, 16, venus_base::base::LoraTargets::ALL, false);
         assert_eq!(all.dense, 16 * (18432 + 16384 + 65536 + 36864));
@@ -1043,6 +1077,10 @@ mod tests {
             n_groups: None,
             conv_kernel: None,
             moe_latent_size: None,
+            sliding_window: None,
+            sliding_window_pattern: None,
+            attention_sinks: None,
+            qk_norm: None,
         }
     }
 

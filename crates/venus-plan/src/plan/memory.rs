@@ -257,7 +257,12 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         };
         (kept, prod(&[4, lat]))
     } else {
-        (prod(&[4, q]).saturating_add(prod(&[4, kv])), 0)
+        // QK-norm keeps its inputs, the query and key before their norms (2 bytes each,
+        // split by tp with the heads; attention.py `q_layernorm`/`k_layernorm`), besides
+        // the normed Q and K the core reads.
+        let norms = if m.qk_norm() { 2 } else { 0 };
+        let qk = prod(&[4 + norms, q]).saturating_add(prod(&[2 + norms, kv]));
+        (qk.saturating_add(prod(&[2, kv])), 0)
     };
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
     // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h. `layernorm`

@@ -66,6 +66,16 @@ pub struct ModelSpec {
     /// Latent MoE (Megatron's `--moe-latent-size`, Nemotron 3 Super): routed experts run on
     /// this width between a down and an up projection.
     pub moe_latent_size: Option<u64>,
+    /// Sliding-window attention: keys each query sees, itself included (HF `sliding_window`;
+    /// Megatron's `--window-size (w-1,0)`).
+    pub sliding_window: Option<u64>,
+    /// With a window, every Nth layer (from 1) keeps full attention (Megatron's
+    /// `--window-attn-skip-freq N`); `None`: every layer is windowed.
+    pub sliding_window_pattern: Option<u64>,
+    /// A learned sink logit per head (GPT-OSS `sinks`; Megatron's `--softmax-type learnable`).
+    pub attention_sinks: Option<bool>,
+    /// Per-head query and key norms (Qwen3 `q_norm`/`k_norm`; Megatron's `--qk-layernorm`).
+    pub qk_norm: Option<bool>,
 }
 
 /// One layer of a hybrid model: a single mixer or MLP with its pre-norm, as Megatron builds
@@ -238,6 +248,33 @@ impl ModelSpec {
     /// hidden (megatron/core/transformer/moe/experts.py, token_dispatcher.py `hidden_dim`).
     pub fn expert_width(&self) -> u64 {
         or(self.moe_latent_size, self.hidden)
+    }
+    /// True when decoder layer `i` (from 0) runs sliding-window attention: a window is written
+    /// and the layer is not one of the pattern's full-attention layers.
+    // megatron/core/transformer/utils.py `is_layer_window_attention` (NVIDIA/Megatron-LM
+    // d98e8a64): with an int skip frequency, layer_number (from 1) % freq != 0 is windowed.
+    pub fn is_window_layer(&self, i: u64) -> bool {
+        self.sliding_window.is_some()
+            && self
+                .sliding_window_pattern
+                .is_none_or(|p| p == 0 || !i.saturating_add(1).is_multiple_of(p))
+    }
+    /// Decoder layers with sliding-window attention among `start..start + n`.
+    pub fn window_layers_in(&self, start: u64, n: u64) -> u64 {
+        if self.sliding_window.is_none() {
+            return 0;
+        }
+        match self.sliding_window_pattern {
+            None | Some(0) => n,
+            // Full layers are those whose number (from 1) is a multiple of p.
+            Some(p) => n.saturating_sub(start.saturating_add(n) / p - start / p),
+        }
+    }
+    pub fn attention_sinks(&self) -> bool {
+        or(self.attention_sinks, false)
+    }
+    pub fn qk_norm(&self) -> bool {
+        or(self.qk_norm, false)
     }
     /// A hybrid model (`hybrid_override_pattern` written).
     pub fn is_hybrid(&self) -> bool {
@@ -449,6 +486,11 @@ pub struct PlanSpec {
     pub reserve: Option<Bytes>,
     /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
     pub moe_imbalance: Option<Ratio>,
+    /// Expert capacity above the balanced load: Megatron's capacity factor less 1 (`None`: no
+    /// capacity, no token dropped).
+    pub moe_capacity_headroom: Option<Ratio>,
+    /// Every expert padded to its capacity (`--moe-pad-expert-input-to-capacity`).
+    pub moe_pad_to_capacity: Option<bool>,
     /// What the iteration trains (`None`: pretrain).
     pub task: Option<Task>,
     /// LoRA adapter rank (`None`: Megatron-Bridge's 32).
@@ -574,8 +616,20 @@ impl PlanSpec {
     }
     /// The busiest EP rank's token copies over the mean: 1 + `moe_imbalance` (1: balanced,
     /// Megatron-Bridge's force-balanced benchmark routing).
+    ///
+    /// A capacity factor `c` (1 + `moe_capacity_headroom`) caps every expert at `c` × the
+    /// balanced load, the tokens above it
+    /// dropped, and with `moe_pad_to_capacity` every expert computes and receives exactly `c`
+    /// × (megatron/core/transformer/moe/moe_utils.py `get_capacity`: ⌈tokens·topk / experts ×
+    /// c⌉; token_dispatcher.py `drop_and_pad` sizes every local expert's input at the
+    /// capacity, NVIDIA/Megatron-LM d98e8a64).
     pub fn moe_load_factor(&self) -> f64 {
-        1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0))
+        let routed = 1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0));
+        match self.moe_capacity_headroom.map(|c| 1.0 + c.0.max(0.0)) {
+            None => routed,
+            Some(c) if PlanSpec::flag(self.moe_pad_to_capacity) => c,
+            Some(c) => routed.min(c),
+        }
     }
 }
 

@@ -133,6 +133,7 @@ pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
     "W0013", "W0014", "W0015", "W0017", "W0018", "W0019",
     "W0013", "W0014", "W0015", "W0017", "W0018", "W0020",
+    "W0013", "W0014", "W0015", "W0017", "W0018", "W0022",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -560,6 +561,32 @@ key_table! {
         )
         .default(KeyDefault::Unset, "hidden (no latent projections)")
         .megatron("--moe-latent-size"),
+        SlidingWindow = key(
+            "sliding_window",
+            &[Count],
+            "sliding-window attention: each query sees this many keys, itself included (HF sliding_window)",
+        )
+        .default(KeyDefault::Unset, "full causal attention")
+        .unit("tokens")
+        .megatron("--window-size"),
+        SlidingWindowPattern = key(
+            "sliding_window_pattern",
+            &[Count],
+            "with sliding_window: every Nth layer keeps full attention, the others are windowed",
+        )
+        .default(KeyDefault::Unset, "every layer windowed")
+        .unit("layers")
+        .megatron("--window-attn-skip-freq"),
+        AttentionSinks = flag(
+            "attention_sinks",
+            "a learned sink logit per head in the attention softmax (GPT-OSS sinks)",
+        )
+        .megatron("--softmax-type"),
+        QkNorm = flag(
+            "qk_norm",
+            "normalise queries and keys per head before attention (Qwen3 q_norm/k_norm)",
+        )
+        .megatron("--qk-layernorm"),
         AllowModel = allow_key(),
     }
     GPU => {
@@ -939,6 +966,19 @@ key_table! {
         )
         .default(KeyDefault::Unset, "0%: balanced routing")
         .example("20%"),
+        MoeCapacityHeadroom = key(
+            "moe_capacity_headroom",
+            &[Ratio],
+            "expert capacity above the balanced load (tokens × topk / experts), tokens over it dropped: 25% is Megatron's capacity factor 1.25",
+        )
+        .default(KeyDefault::Unset, "no capacity: no token dropped")
+        .megatron("--moe-expert-capacity-factor")
+        .example("25%"),
+        MoePadToCapacity = flag(
+            "moe_pad_to_capacity",
+            "with moe_capacity_headroom: every expert computes and receives exactly its capacity (dropped and padded)",
+        )
+        .megatron("--moe-pad-expert-input-to-capacity"),
         Task = key(
             "task",
             &[Enum(TASKS)],
