@@ -47,6 +47,7 @@ mod tests {
     use venus_plan::plan::{DimSpec, GpuSpec};
     use venus_sim::engine::Algorithm;
     use venus_sim::trace::CollectiveKind;
+    use venus_sim::trace::RankId;
 
     fn dim(name: &str, topology: Topology, size: u64, gbps: f64, lat: f64) -> DimSpec {
         DimSpec {
@@ -90,10 +91,10 @@ mod tests {
         ]);
         let n = network(&c).unwrap();
         assert_eq!(n.world(), 32);
-        assert_eq!((n.coord(13, 0), n.coord(13, 1)), (5, 1));
-        assert_eq!(n.dim_between(3, 5), Some(0));
-        assert_eq!(n.dim_between(3, 11), Some(1));
-        assert_eq!(n.dim_between(7, 7), None);
+        assert_eq!((n.coord(RankId(13), 0), n.coord(RankId(13), 1)), (5, 1));
+        assert_eq!(n.dim_between(RankId(3), RankId(5)), Some(0));
+        assert_eq!(n.dim_between(RankId(3), RankId(11)), Some(1));
+        assert_eq!(n.dim_between(RankId(7), RankId(7)), None);
         assert_eq!(n.dims()[1].bandwidth, BytesPerSec(50e9));
     }
 

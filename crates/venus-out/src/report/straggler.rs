@@ -19,7 +19,7 @@ use super::{rank_stats, CommKind, Report, Window};
 use venus_base::base::{Ratio, Seconds};
 use venus_plan::plan::straggler::SlowRank;
 use venus_sim::engine::Timeline;
-use venus_sim::trace::{Category, Ps, Trace};
+use venus_sim::trace::{Category, Ps, RankId, Trace};
 
 /// Slow GPUs the report lists by rank (the count and the slowest speed cover the rest).
 pub const LISTED: usize = 8;
@@ -89,7 +89,7 @@ pub(crate) fn class_sizes(trace: &Trace) -> impl Fn(u32) -> u64 {
     if trace.has_classes() {
         let mut counts = std::collections::BTreeMap::new();
         for r in 0..trace.world() {
-            *counts.entry(trace.class_of(r)).or_insert(0u64) += 1;
+            *counts.entry(trace.class_of(RankId(r)).0).or_insert(0u64) += 1;
         }
         sizes = counts.into_iter().collect();
     }

@@ -7,7 +7,7 @@
 //! Invariant: one phase alone on its links takes exactly `latency + volume / bandwidth`, which is
 //! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
 
-use crate::trace::{CollectiveKind, Ps};
+use crate::trace::{CollectiveKind, Ps, RankId};
 use std::fmt;
 use std::ops::{Div, DivAssign, Mul, MulAssign};
 use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Fabric, Ratio, Seconds, Topology};
@@ -200,12 +200,12 @@ impl Network {
         self.world
     }
 
-    pub fn coord(&self, rank: u32, dim: usize) -> u32 {
-        (rank / self.stride[dim]) % self.dims[dim].size
+    pub fn coord(&self, rank: RankId, dim: usize) -> u32 {
+        (rank.0 / self.stride[dim]) % self.dims[dim].size
     }
 
     /// The outermost dim in which two ranks' coordinates differ; `None` for the same rank.
-    pub fn dim_between(&self, a: u32, b: u32) -> Option<usize> {
+    pub fn dim_between(&self, a: RankId, b: RankId) -> Option<usize> {
         (0..self.dims.len())
             .rev()
             .find(|&d| self.coord(a, d) != self.coord(b, d))
@@ -217,7 +217,7 @@ impl Network {
     }
 
     /// The shape of a group on the network: its extent (distinct coordinates) on each dim.
-    pub fn group_shape(&self, members: &[u32]) -> GroupShape {
+    pub fn group_shape(&self, members: &[RankId]) -> GroupShape {
         let mut extents = Vec::new();
         let mut seen = Vec::new();
         let mut product: u64 = 1;
@@ -249,7 +249,7 @@ impl Network {
 
     /// Whether `members` sit under more than one leaf switch of dim `d`'s fat tree (never, on
     /// a dim without one).
-    fn spans_leaves(&self, d: usize, members: &[u32]) -> bool {
+    fn spans_leaves(&self, d: usize, members: &[RankId]) -> bool {
         let Some((leaf, _)) = self.dims[d].fabric.fat_tree else {
             return false;
         };
@@ -273,7 +273,7 @@ impl Network {
     /// local index (coordinates inside the dim) first moves the bytes over the outermost inner
     /// dim where they differ to the GPU on the destination's rail (NCCL's PXN), then across one
     /// rail switch. Empty for a rank to itself.
-    pub fn p2p_phases(&self, a: u32, b: u32, bytes: ByteVolume, out: &mut Vec<Phase>) {
+    pub fn p2p_phases(&self, a: RankId, b: RankId, bytes: ByteVolume, out: &mut Vec<Phase>) {
         out.clear();
         let Some(d) = self.dim_between(a, b) else {
             return;
@@ -397,7 +397,7 @@ impl Network {
     pub fn phases_v(
         &self,
         shape: &GroupShape,
-        members: &[u32],
+        members: &[RankId],
         sizes: &[Bytes],
         out: &mut Vec<Phase>,
     ) {
@@ -409,7 +409,7 @@ impl Network {
         if sizes.len() != n * n {
             return;
         }
-        let load = |differ: &dyn Fn(u32, u32) -> bool| -> ByteVolume {
+        let load = |differ: &dyn Fn(RankId, RankId) -> bool| -> ByteVolume {
             let mut max = 0u64;
             for i in 0..n {
                 let (mut send, mut recv) = (0u64, 0u64);

@@ -46,7 +46,7 @@ impl Sim<'_> {
                     _ => 0.0,
                 };
                 self.net
-                    .p2p_phases(src.0, dst.0, ByteVolume(bytes), &mut phases);
+                    .p2p_phases(src, dst, ByteVolume(bytes), &mut phases);
             }
             OpWhat::Coll { inst } => {
                 let i = &self.insts[inst];
