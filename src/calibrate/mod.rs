@@ -474,6 +474,7 @@ fn write_stragglers_and_reliability(out: &mut String, cluster: &ClusterSpec) {
         let _ = match s.which {
             SlowWhich::Rank(r) => writeln!(out, "  slow_rank {r} {}%", pct(s.speed)),
             SlowWhich::Node(n) => writeln!(out, "  slow_node {n} {}%", pct(s.speed)),
+            SlowWhich::Link(n) => writeln!(out, "  slow_link {n} {}%", pct(s.speed)),
             SlowWhich::Fraction { share, seed } => {
                 writeln!(out, "  slow_gpus {}% {}% {seed}", pct(share), pct(s.speed))
             }

@@ -339,7 +339,11 @@ pub(crate) fn lower_with(
     let representatives: Vec<u32> = (0..sizes.pp).map(|s| s * block).collect();
     let simulated: Vec<u32> = match &cuts {
         Some(cuts) => {
-            let class_of = classes::classes(&layout, cuts, &slow.ranks());
+            // Slow GPUs and the GPUs behind a slow link are both marked: neither may stand for
+            // a rank at full speed.
+            let mut marked = slow.ranks();
+            marked.extend(network.slow_link_ranks().into_iter().map(|r| r.0));
+            let class_of = classes::classes(&layout, cuts, &marked);
             let mut reps = class_of.clone();
             reps.sort_unstable();
             reps.dedup();

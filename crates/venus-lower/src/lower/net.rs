@@ -9,6 +9,7 @@
 use venus_base::base::Ratio;
 use venus_plan::plan::ClusterSpec;
 use venus_sim::engine::{NetDim, Network, NetworkError};
+use venus_sim::trace::RankId;
 
 /// The cluster's dims as plain data, innermost first.
 pub fn dims(c: &ClusterSpec) -> Result<Vec<NetDim>, NetworkError> {
@@ -33,9 +34,16 @@ pub fn dims(c: &ClusterSpec) -> Result<Vec<NetDim>, NetworkError> {
         .collect()
 }
 
-/// The cluster's network with its topology defaults.
+/// The cluster's network with its topology defaults and its slow links: a `slow_link` node's
+/// GPUs reach the item's share of bandwidth on the outermost dim (their scale-out NIC).
 pub fn network(c: &ClusterSpec) -> Result<Network, NetworkError> {
-    Network::from_dims(&dims(c)?)
+    let outermost = c.dims.len().saturating_sub(1);
+    let slow: Vec<(RankId, usize, Ratio)> = c
+        .slow_links()
+        .into_iter()
+        .map(|s| (RankId(s.rank), outermost, s.speed))
+        .collect();
+    Ok(Network::from_dims(&dims(c)?)?.with_slow_links(&slow))
 }
 
 #[cfg(test)]

@@ -116,6 +116,9 @@ pub struct Network {
     /// Per dim: the override of the topology's default algorithm.
     algo: Vec<Option<Algorithm>>,
     world: u32,
+    /// Slow links (`slow_link`): `(rank, dim)` whose links reach only a share (in (0, 1)) of
+    /// the dim's bandwidth, sorted, each pair once. Empty on a uniform network.
+    slow_links: Vec<((RankId, usize), f64)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -189,7 +192,43 @@ impl Network {
                 .map(|d| d.algorithm.map(Algorithm::from))
                 .collect(),
             world,
+            slow_links: Vec::new(),
         })
+    }
+
+    /// The same network where the links of `rank` on `dim` (both directions) reach only
+    /// `share` of the dim's bandwidth, for every `(rank, dim, share)` given: a slow NIC. A
+    /// pair given twice keeps the lower share; a share that is not in (0, 1), a rank outside
+    /// the world or a dim the network lacks changes nothing.
+    pub fn with_slow_links(mut self, links: &[(RankId, usize, Ratio)]) -> Network {
+        for &(rank, dim, share) in links {
+            let ok = rank.0 < self.world && dim < self.dims.len();
+            if !(ok && share.0 > 0.0 && share.0 < 1.0) {
+                continue;
+            }
+            match self.slow_links.binary_search_by_key(&(rank, dim), |&(k, _)| k) {
+                Ok(i) => self.slow_links[i].1 = self.slow_links[i].1.min(share.0),
+                Err(i) => self.slow_links.insert(i, ((rank, dim), share.0)),
+            }
+        }
+        self
+    }
+
+    /// The ranks with a slow link, in increasing order, each once.
+    pub fn slow_link_ranks(&self) -> Vec<RankId> {
+        let mut ranks: Vec<RankId> = self.slow_links.iter().map(|&((r, _), _)| r).collect();
+        ranks.dedup();
+        ranks
+    }
+
+    /// The achieved bandwidth of one rank's links on a dim, bytes per second: the dim's
+    /// ([`Network::bandwidth`]) times the share a slow link reaches.
+    pub fn link_bandwidth(&self, rank: RankId, dim: usize) -> f64 {
+        let bw = self.bw[dim];
+        match self.slow_links.binary_search_by_key(&(rank, dim), |&(k, _)| k) {
+            Ok(i) => bw * self.slow_links[i].1,
+            Err(_) => bw,
+        }
     }
 
     pub fn dims(&self) -> &[NetDim] {

@@ -4,7 +4,7 @@
 use super::*;
 use crate::trace::synthetic::Pipeline;
 use crate::trace::{Category, CollectiveKind, Label, NodeKind, RankId, StreamId, TraceBuilder};
-use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Seconds, Topology};
+use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Ratio, Seconds, Topology};
 
 const US: u64 = 1_000_000;
 
@@ -110,6 +110,59 @@ fn p2p_between_nodes_uses_the_outer_dim_and_within_a_node_the_inner() {
     let t = run(b, &n);
     assert_eq!(end(&t, 5, 0), 5 * US + 20 * US);
     assert_eq!(end(&t, 2, 0), US + 2_500_000);
+}
+
+#[test]
+fn a_slow_link_slows_every_transfer_through_it_to_its_share_of_bandwidth() {
+    // Two nodes of 4 GPUs; rank 5's scale-out NIC reaches 25% of the outer dim's 50 GB/s.
+    let n = net(vec![
+        dim(4, Topology::FullyConnected, 400.0, 1.0),
+        dim(2, Topology::Switch, 50.0, 5.0),
+    ])
+    .with_slow_links(&[(RankId(5), 1, Ratio(0.25))]);
+    assert_eq!(n.slow_link_ranks(), ids(&[5]));
+    for sharing in [Sharing::MaxMinFair, Sharing::Off] {
+        let mut b = TraceBuilder::new(8);
+        // Into the slow NIC: 1 MB at 12.5 GB/s is 80 us after the 5 us latency.
+        push(&mut b, 0, send(5, 1_000_000, 0), 1);
+        push(&mut b, 5, recv(0, 1_000_000, 0), 1);
+        // A pair of fast NICs keeps 50 GB/s (20 us), and rank 5's NVLink keeps 400 GB/s.
+        push(&mut b, 1, send(6, 1_000_000, 0), 1);
+        push(&mut b, 6, recv(1, 1_000_000, 0), 1);
+        push(&mut b, 7, send(4, 1_000_000, 1), 1);
+        push(&mut b, 4, recv(7, 1_000_000, 1), 1);
+        let t = simulate(&b.finish().unwrap(), &n, &Options { sharing }).unwrap();
+        assert_eq!(end(&t, 5, 0), 5 * US + 80 * US, "{sharing:?}");
+        assert_eq!(end(&t, 6, 0), 5 * US + 20 * US, "{sharing:?}");
+        assert_eq!(end(&t, 4, 0), US + 2_500_000, "{sharing:?}");
+    }
+}
+
+#[test]
+fn a_collective_runs_its_cross_node_phase_at_its_slowest_members_link() {
+    // One rank per node on 2 nodes, a 2-member all-reduce of 1 MB on a 100 GB/s switch: the
+    // ring moves 2 (n − 1) / n · S = 1 MB per member, 10 us at full speed. Rank 1's NIC at 50%
+    // makes both members wait for it: 20 us.
+    let dims = vec![dim(2, Topology::Switch, 100.0, 0.0)];
+    let fast = collective_run(&net(dims.clone()), &[0, 1], CollectiveKind::AllReduce, 1_000_000);
+    let slow_net = net(dims).with_slow_links(&[(RankId(1), 0, Ratio(0.5))]);
+    let slow = collective_run(&slow_net, &[0, 1], CollectiveKind::AllReduce, 1_000_000);
+    assert_eq!(end(&fast, 0, 0), 10 * US);
+    assert_eq!(end(&slow, 0, 0), 20 * US);
+    assert_eq!(end(&slow, 1, 0), 20 * US);
+}
+
+#[test]
+fn slow_links_outside_the_network_or_at_full_speed_change_nothing() {
+    let dims = vec![dim(2, Topology::Switch, 100.0, 0.0)];
+    let plain = net(dims.clone());
+    let same = net(dims).with_slow_links(&[
+        (RankId(9), 0, Ratio(0.5)),
+        (RankId(0), 3, Ratio(0.5)),
+        (RankId(1), 0, Ratio(1.0)),
+    ]);
+    assert_eq!(plain, same);
+    assert_eq!(same.link_bandwidth(RankId(1), 0), 100e9);
 }
 
 #[test]

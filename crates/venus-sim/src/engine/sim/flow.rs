@@ -142,7 +142,12 @@ impl Sim<'_> {
         op.last = now;
         op.flowing = true;
         if !self.sharing || op.resources.is_empty() {
-            let bw = self.net.bandwidth(ph.dim);
+            // Unshared, a flow still runs at its slowest link (a `slow_link` endpoint).
+            let bw = op
+                .resources
+                .iter()
+                .map(|&r| self.res_cap[r])
+                .fold(self.net.bandwidth(ph.dim), f64::min);
             self.set_rate(id, bw);
             return;
         }

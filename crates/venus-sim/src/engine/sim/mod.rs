@@ -261,9 +261,14 @@ impl<'a> Sim<'a> {
             ops: IdVec::new(),
             free_ops: Vec::new(),
             res_flows: IdVec::filled(nres, Vec::new()),
+            // Link `(rank · dims + dim) · 2 + dir` carries its rank's bandwidth on the dim (a
+            // `slow_link` lowers it for that rank alone).
             res_cap: IdVec::from_vec(
                 (0..nres)
-                    .map(|r| net.bandwidth((r / 2) % ndims.max(1)))
+                    .map(|r| {
+                        let (rank, dim) = (r / 2 / ndims.max(1), (r / 2) % ndims.max(1));
+                        net.link_bandwidth(ranks[rank].rank(), dim)
+                    })
                     .collect(),
             ),
             queue: EventQueue::with_capacity(1024, 256),
