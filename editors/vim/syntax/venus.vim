@@ -28,7 +28,7 @@ syn keyword venusKey contained hybrid_override_pattern mamba_num_heads mamba_hea
 syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_size
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
-syn keyword venusKey contained slow_gpus slow_rank slow_node
+syn keyword venusKey contained slow_gpus slow_rank slow_node slow_link
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather
