@@ -131,7 +131,11 @@ fn a_slow_link_in_a_pp1_data_parallel_group_costs_only_its_gradient_sync() {
     let (_, p) = plain.json(&[]);
     let phase = |v: &serde_json::Value, name: &str, m: &str| ms(&v["phases"][name][m]);
     for name in ["forward-compute", "backward-compute", "optimizer"] {
-        assert_eq!(phase(&r, name, "max_ms"), phase(&p, name, "max_ms"), "{name}");
+        assert_eq!(
+            phase(&r, name, "max_ms"),
+            phase(&p, name, "max_ms"),
+            "{name}"
+        );
     }
     let st = &r["stragglers"];
     assert_eq!(st["slow_gpus"], 0);

@@ -77,7 +77,10 @@ fn slowest_per_rank(specs: &[SlowSpec], world: u64, per_node: u64, links: bool) 
             *e = e.min(s);
         }
     };
-    for spec in specs.iter().filter(|s| matches!(s.which, SlowWhich::Link(_)) == links) {
+    for spec in specs
+        .iter()
+        .filter(|s| matches!(s.which, SlowWhich::Link(_)) == links)
+    {
         let s = spec.speed.0;
         match spec.which {
             SlowWhich::Rank(r) => mark(r, s),

@@ -206,7 +206,10 @@ impl Network {
             if !(ok && share.0 > 0.0 && share.0 < 1.0) {
                 continue;
             }
-            match self.slow_links.binary_search_by_key(&(rank, dim), |&(k, _)| k) {
+            match self
+                .slow_links
+                .binary_search_by_key(&(rank, dim), |&(k, _)| k)
+            {
                 Ok(i) => self.slow_links[i].1 = self.slow_links[i].1.min(share.0),
                 Err(i) => self.slow_links.insert(i, ((rank, dim), share.0)),
             }
@@ -225,7 +228,10 @@ impl Network {
     /// ([`Network::bandwidth`]) times the share a slow link reaches.
     pub fn link_bandwidth(&self, rank: RankId, dim: usize) -> f64 {
         let bw = self.bw[dim];
-        match self.slow_links.binary_search_by_key(&(rank, dim), |&(k, _)| k) {
+        match self
+            .slow_links
+            .binary_search_by_key(&(rank, dim), |&(k, _)| k)
+        {
             Ok(i) => bw * self.slow_links[i].1,
             Err(_) => bw,
         }

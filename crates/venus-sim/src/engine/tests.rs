@@ -144,7 +144,12 @@ fn a_collective_runs_its_cross_node_phase_at_its_slowest_members_link() {
     // ring moves 2 (n − 1) / n · S = 1 MB per member, 10 us at full speed. Rank 1's NIC at 50%
     // makes both members wait for it: 20 us.
     let dims = vec![dim(2, Topology::Switch, 100.0, 0.0)];
-    let fast = collective_run(&net(dims.clone()), &[0, 1], CollectiveKind::AllReduce, 1_000_000);
+    let fast = collective_run(
+        &net(dims.clone()),
+        &[0, 1],
+        CollectiveKind::AllReduce,
+        1_000_000,
+    );
     let slow_net = net(dims).with_slow_links(&[(RankId(1), 0, Ratio(0.5))]);
     let slow = collective_run(&slow_net, &[0, 1], CollectiveKind::AllReduce, 1_000_000);
     assert_eq!(end(&fast, 0, 0), 10 * US);
