@@ -410,7 +410,6 @@ impl<'a> Sim<'a> {
             NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
                 let me = self.rank_of(g);
                 let is_send = matches!(kind, NodeKind::Send { .. });
-                let peer = peer;
                 let (src, dst) = if is_send { (me, peer) } else { (peer, me) };
                 let other = match self.pairing[g] {
                     Pairing::Mirror => None,
