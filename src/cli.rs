@@ -1605,7 +1605,7 @@ const MAX_TIMELINE_BYTES: u64 = 1 << 30;
 /// `--timeline-ranks`, a warning with it), before anything is written.
 fn timeline_fits(sim: &SimRun, ranks: Option<&[u32]>, all_ranks: bool) -> Result<(), ExitCode> {
     use venusc::report::perfetto;
-    let simulated: Vec<u32> = sim.trace.ranks().iter().map(|r| r.rank()).collect();
+    let simulated: Vec<u32> = sim.trace.ranks().iter().map(|r| r.rank().0).collect();
     if let Some(ranks) = ranks {
         if let Some(&missing) = ranks.iter().find(|r| !simulated.contains(r)) {
             let world = sim.layout.world();

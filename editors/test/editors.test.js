@@ -91,7 +91,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.deepEqual(names('MEASURED'), ['first', 'middle', 'last', 'unused']);
   assert.deepEqual(sorted(names('CLUSTER')), [
     'algo', 'allow', 'dim', 'fat_tree', 'gpu', 'gpu_mtbf', 'gpus', 'link', 'link_mtbf', 'node_mtbf', 'nodes',
-    'per_domain', 'rail', 'reserve', 'restart', 'sharp', 'slow_gpus', 'slow_node', 'slow_rank',
+    'per_domain', 'rail', 'reserve', 'restart', 'sharp', 'slow_gpus', 'slow_link', 'slow_node', 'slow_rank',
     'storage_read_bw', 'storage_write_bw', 'tray',
   ]);
   assert.ok(names('MODEL').includes('kv_groups'));

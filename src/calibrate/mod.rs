@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use crate::base::{Bytes, CollectiveAlgorithm, Precision, Ratio, Seconds};
 use crate::engine::{self, NetDim, Network};
 use crate::plan::{ClusterSpec, GpuSpec, Scenario};
-use crate::trace::{Category, CollectiveKind, Label, NodeKind, StreamId, TraceBuilder};
+use crate::trace::{Category, CollectiveKind, Label, NodeKind, RankId, StreamId, TraceBuilder};
 
 /// A cell or token echoed in a message: escaped and cut to 40 characters.
 pub fn snippet(s: &str) -> String {
@@ -114,7 +114,7 @@ fn group_dims(cluster: &ClusterSpec, dim: usize, ranks: u32) -> Result<Vec<NetDi
 /// The simulated time of one collective of `bytes` on the first `ranks` GPUs of `dims`.
 fn simulated(net: &Network, kind: CollectiveKind, ranks: u32, bytes: f64) -> f64 {
     let mut b = TraceBuilder::new(net.world());
-    let members: Vec<u32> = (0..ranks).collect();
+    let members: Vec<RankId> = (0..ranks).map(RankId).collect();
     let group = b.group(&members);
     for &r in &members {
         b.rank(r).push(
@@ -474,6 +474,7 @@ fn write_stragglers_and_reliability(out: &mut String, cluster: &ClusterSpec) {
         let _ = match s.which {
             SlowWhich::Rank(r) => writeln!(out, "  slow_rank {r} {}%", pct(s.speed)),
             SlowWhich::Node(n) => writeln!(out, "  slow_node {n} {}%", pct(s.speed)),
+            SlowWhich::Link(n) => writeln!(out, "  slow_link {n} {}%", pct(s.speed)),
             SlowWhich::Fraction { share, seed } => {
                 writeln!(out, "  slow_gpus {}% {}% {seed}", pct(share), pct(s.speed))
             }

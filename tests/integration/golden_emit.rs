@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use venusc::emit::{self, MemSink};
 use venusc::plan::Scenario;
+use venusc::trace::RankId;
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/venussim_demo")
@@ -429,10 +430,10 @@ fn reader_loads_emitted_template_traces_with_template_classes() {
     let peak = venusc::ty::FlopsPerSec(1000e12);
     let trace = emit::read_trace(&names, &mut read, peak, venusc::ty::Ratio(1.0)).unwrap();
     assert_eq!(trace.world(), 16);
-    let ranks: Vec<u32> = trace.ranks().iter().map(|r| r.rank()).collect();
+    let ranks: Vec<u32> = trace.ranks().iter().map(|r| r.rank().0).collect();
     assert_eq!(ranks, [0, 2, 4, 6, 8, 10, 12, 14]);
-    assert_eq!(trace.class_of(15), 14);
-    assert_eq!(trace.class_of(3), 2);
+    assert_eq!(trace.class_of(RankId(15)), RankId(14));
+    assert_eq!(trace.class_of(RankId(3)), RankId(2));
     let total: usize = sink
         .files
         .iter()

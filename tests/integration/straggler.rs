@@ -1,5 +1,5 @@
 //! Stragglers end to end: `slow_rank`, `slow_node` and `slow_gpus` items slow the GPUs they
-//! name, the report prices them against the same plan without them, symmetric and
+//! name and `slow_link` items their nodes' NICs, the report prices them against the same plan without them, symmetric and
 //! `--all-ranks` runs agree, and a seeded fraction is the same run to run.
 
 use std::path::PathBuf;
@@ -115,6 +115,51 @@ fn one_slow_rank_in_a_pp1_data_parallel_group_costs_its_compute_times_the_slowdo
 }
 
 #[test]
+fn a_slow_link_in_a_pp1_data_parallel_group_costs_only_its_gradient_sync() {
+    // pp 1, dp 16 on two nodes, no overlap: node 1's scale-out NICs at 50% slow only the
+    // cross-node phase of the gradient all-reduce, which every member waits for. Compute is
+    // untouched, so the step is longer by exactly the sync's extra time.
+    let text = |items: &str| {
+        format!(
+            "model m : gpt_1_7b < >\ncluster c : dgx_h100 < nodes 2 {items} >\n\
+             plan < dp 16 micro_batch 1 global_batch 64 >\n"
+        )
+    };
+    let slow = Scenario::new("link", &text("slow_link 1 50%"));
+    let plain = Scenario::new("nolink", &text(""));
+    let (_, r) = slow.json(&[]);
+    let (_, p) = plain.json(&[]);
+    let phase = |v: &serde_json::Value, name: &str, m: &str| ms(&v["phases"][name][m]);
+    for name in ["forward-compute", "backward-compute", "optimizer"] {
+        assert_eq!(
+            phase(&r, name, "max_ms"),
+            phase(&p, name, "max_ms"),
+            "{name}"
+        );
+    }
+    let st = &r["stragglers"];
+    assert_eq!(st["slow_gpus"], 0);
+    assert_eq!(st["slow_links"], 8);
+    assert_eq!(st["slowest_link_speed"], 0.5);
+    assert_eq!(st["propagates_through"], "dp");
+    let sync = phase(&r, "all-grads-sync", "max_ms") - phase(&p, "all-grads-sync", "max_ms");
+    assert!(sync > 0.0);
+    assert!(
+        (ms(&st["cost_ms"]) - sync).abs() < 1e-6,
+        "cost {} vs sync {sync}",
+        st["cost_ms"]
+    );
+    assert_eq!(st["baseline_iteration_time_ms"], p["iteration_time_ms"]);
+    let (code, out, stderr) = venusc(&["sim", slow.path()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        out.contains("slow links: 8 GPUs' scale-out NICs, the slowest at 50% of its bandwidth"),
+        "{out}"
+    );
+    assert!(!out.contains("slow GPU"), "{out}");
+}
+
+#[test]
 fn stragglers_keep_symmetric_and_all_ranks_reports_identical() {
     // Context parallelism (its ring stays explicit), experts, and an interleaved pipeline
     // with a seeded 1% (5 GPUs); a rank and a node slow. The symmetric run simulates fewer ranks and reports the same figures.
@@ -124,6 +169,7 @@ fn stragglers_keep_symmetric_and_all_ranks_reports_identical() {
             "slow_rank 13 80% slow_node 3 90%",
         ),
         ("tests/fixtures/sym_moe_ep_64.venus", "slow_rank 40 70%"),
+        ("tests/fixtures/sym_moe_ep_64.venus", "slow_link 1 50%"),
         (
             "tests/fixtures/sym_tp8_pp4_vpp2_512.venus",
             "slow_gpus 1% 80% 3",

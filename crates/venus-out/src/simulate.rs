@@ -263,9 +263,10 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
     let window = Window { start, end };
     let mut report = Report::new(sc, &lowered.trace, &timeline, window, Seconds(0.0));
     let slow = sc.cluster.slow_ranks();
-    if !slow.is_empty() {
+    let links = sc.cluster.slow_links();
+    if !slow.is_empty() || !links.is_empty() {
         report.stragglers = Some(against_baseline(
-            sc, opts, &report, &slow, &lowered, &timeline,
+            sc, opts, &report, &slow, &links, &lowered, &timeline,
         )?);
     }
     report.engine.wall = Seconds(started.elapsed().as_secs_f64());
@@ -276,13 +277,15 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
     })
 }
 
-/// The straggler section: the same plan simulated without its `slow_*` items, compared
+/// The straggler section: the same plan simulated without its `slow_*` items (`slow_link`
+/// among them), compared
 /// with `report` (the run with them). The baseline keeps the symmetric mode of the run.
 fn against_baseline(
     sc: &Scenario,
     opts: &SimOptions,
     report: &Report,
     slow: &[venus_plan::plan::straggler::SlowRank],
+    links: &[venus_plan::plan::straggler::SlowRank],
     lowered: &Lowered,
     timeline: &Timeline,
 ) -> Result<crate::report::straggler::Stragglers, SimError> {
@@ -292,7 +295,7 @@ fn against_baseline(
     let base = simulate(&plain, opts)?;
     let with = comm_by_kind(&lowered.trace, timeline, report.window);
     let without = comm_by_kind(&base.lowered.trace, &base.timeline, base.report.window);
-    Ok(stragglers(report, slow, with, &base.report, without))
+    Ok(stragglers(report, slow, links, with, &base.report, without))
 }
 
 /// What a replayed trace directory produced.

@@ -30,7 +30,7 @@ syn keyword venusKey contained sliding_window sliding_window_pattern attention_s
 syn keyword venusKey contained moe_capacity_headroom moe_pad_to_capacity
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
-syn keyword venusKey contained slow_gpus slow_rank slow_node
+syn keyword venusKey contained slow_gpus slow_rank slow_node slow_link
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp
 syn keyword venusKey contained micro_batch global_batch schedule sp recompute
 syn keyword venusKey contained distributed_optimizer overlap_grad_reduce overlap_param_gather

@@ -188,6 +188,11 @@ impl Ps {
     pub fn saturating_add(self, o: Ps) -> Ps {
         Ps(self.0.saturating_add(o.0))
     }
+
+    /// The time from `o` to `self`, zero when `o` is later.
+    pub fn saturating_sub(self, o: Ps) -> Ps {
+        Ps(self.0.saturating_sub(o.0))
+    }
 }
 
 impl fmt::Display for Ps {

@@ -1402,8 +1402,9 @@ impl Checker<'_, '_> {
     }
 }
 
-/// A `slow_gpus FRACTION SPEED [SEED]`, `slow_rank RANK SPEED` or `slow_node NODE SPEED`
-/// item; `None` for any other item (or one whose arguments did not check).
+/// A `slow_gpus FRACTION SPEED [SEED]`, `slow_rank RANK SPEED`, `slow_node NODE SPEED` or
+/// `slow_link NODE SPEED` item; `None` for any other item (or one whose arguments did not
+/// check).
 fn slow_item(item: &Item) -> Option<super::Slow> {
     use venus_plan::plan::straggler::SlowWhich;
     let (first, first_loc) = item.args.first()?;
@@ -1424,6 +1425,7 @@ fn slow_item(item: &Item) -> Option<super::Slow> {
         }
         (Key::SlowRank, Checked::Arg(Arg::Count(r))) => SlowWhich::Rank(*r),
         (Key::SlowNode, Checked::Arg(Arg::Count(n))) => SlowWhich::Node(*n),
+        (Key::SlowLink, Checked::Arg(Arg::Count(n))) => SlowWhich::Link(*n),
         _ => return None,
     };
     Some(super::Slow {

@@ -199,7 +199,8 @@ pub struct Cluster {
     pub dims: Vec<Dim>,
     /// Memory kept back per GPU of this cluster (a plan's `reserve` wins).
     pub reserve: Opt<Bytes>,
-    /// The `slow_gpus`, `slow_rank` and `slow_node` items (stragglers), in source order.
+    /// The `slow_gpus`, `slow_rank`, `slow_node` and `slow_link` items (stragglers), in source
+    /// order.
     pub slow: Vec<Slow>,
     /// Failure rates, checkpoint storage and restart time (the goodput report's inputs).
     pub reliability: Reliability,

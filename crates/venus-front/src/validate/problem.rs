@@ -3120,18 +3120,28 @@ impl LayoutProblem {
 
 // -------------------------------------------------------------------------- E0337, E0338, W0018
 
-/// What a `slow_rank` / `slow_node` item counts.
+/// What a `slow_rank` / `slow_node` / `slow_link` item counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlowUnit {
     Rank,
     Node,
+    /// A `slow_link`: it names a node, whose NIC is slow.
+    Link,
 }
 
 impl SlowUnit {
     fn word(self) -> &'static str {
         match self {
             SlowUnit::Rank => "rank",
-            SlowUnit::Node => "node",
+            SlowUnit::Node | SlowUnit::Link => "node",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            SlowUnit::Rank => "slow_rank",
+            SlowUnit::Node => "slow_node",
+            SlowUnit::Link => "slow_link",
         }
     }
 }
@@ -3152,12 +3162,13 @@ impl SlowOutside {
         let what = self.unit.word();
         let (plural, of) = match self.unit {
             SlowUnit::Rank => ("ranks", format!("{} GPUs", self.world)),
-            SlowUnit::Node => ("nodes", format!("{} nodes", self.count)),
+            SlowUnit::Node | SlowUnit::Link => ("nodes", format!("{} nodes", self.count)),
         };
         Diagnostic::new(
             Code::E0337,
             format!(
-                "`slow_{what} {}` is outside the cluster of {of}",
+                "`{} {}` is outside the cluster of {of}",
+                self.unit.key(),
                 self.written
             ),
             self.loc,
@@ -3173,11 +3184,25 @@ impl SlowOutside {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlowStopped {
     pub key: &'static str,
+    /// A `slow_link` (a share of bandwidth) rather than a slow GPU (a share of compute).
+    pub link: bool,
     pub loc: Loc,
 }
 
 impl SlowStopped {
     fn render(self) -> Diagnostic {
+        if self.link {
+            return Diagnostic::new(
+                Code::E0338,
+                "a `slow_link` at 0% bandwidth never finishes a step",
+                self.loc,
+                "0% of its bandwidth",
+            )
+            .with_help(
+                "write the share of its bandwidth the NIC still reaches, such as `50%`; \
+                 leave a node whose NIC is down out of the cluster",
+            );
+        }
         Diagnostic::new(
             Code::E0338,
             format!("a `{}` GPU at 0% speed never finishes a step", self.key),

@@ -1,5 +1,6 @@
-//! The straggler rules: E0337 (a `slow_rank` or `slow_node` outside the cluster), E0338 (a
-//! straggler at 0% speed), W0018 (a `slow_gpus` fraction that rounds to no GPU).
+//! The straggler rules: E0337 (a `slow_rank`, `slow_node` or `slow_link` outside the
+//! cluster), E0338 (a straggler at 0% speed, a slow link at 0% bandwidth), W0018 (a
+//! `slow_gpus` fraction that rounds to no GPU).
 //!
 //! Input: the cluster's `slow_*` items ([`crate::ty::Slow`]) and the world size. Output:
 //! [`PlanProblem`]s. Invariant: a scenario that passes has only stragglers that exist and
@@ -20,10 +21,12 @@ impl Validator<'_> {
                 SlowWhich::Fraction { .. } => "slow_gpus",
                 SlowWhich::Rank(_) => "slow_rank",
                 SlowWhich::Node(_) => "slow_node",
+                SlowWhich::Link(_) => "slow_link",
             };
             if s.speed.value.0 <= 0.0 {
                 problems.push(PlanProblem::SlowStopped(SlowStopped {
                     key,
+                    link: matches!(s.which, SlowWhich::Link(_)),
                     loc: s.speed.loc,
                 }));
             }
@@ -39,6 +42,7 @@ impl Validator<'_> {
             problems.extend(match s.which {
                 SlowWhich::Rank(r) => outside(SlowUnit::Rank, r, world),
                 SlowWhich::Node(n) => outside(SlowUnit::Node, n, nodes),
+                SlowWhich::Link(n) => outside(SlowUnit::Link, n, nodes),
                 SlowWhich::Fraction { share, .. } => {
                     (fraction_count(share, world) == 0).then_some(PlanProblem::SlowNone(SlowNone {
                         share: share.0,

@@ -205,7 +205,7 @@ impl CpPeers {
             ring: n as u32,
             next: peer(at + 1),
             prev: peer(at + n - 1),
-            group: (group.len() > 1).then(|| tb.group(&group)),
+            group: (group.len() > 1).then(|| tb.group(&super::ranks(&group))),
         }
     }
 }

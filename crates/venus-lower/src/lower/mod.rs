@@ -87,8 +87,8 @@ use venus_plan::plan::Scenario;
 use venus_plan::schedule::{ComputeStream, Kind, Op, PipelineShape, Port, ScheduleIr, ShapeError};
 use venus_sim::engine::{Network, NetworkError, Timeline};
 use venus_sim::trace::{
-    Category, CollectiveKind, GroupId, Label, NameId, NodeId, NodeKind, Ps, RankBuilder, StreamId,
-    Trace, TraceBuilder, TraceError,
+    Category, CollectiveKind, GroupId, Label, NameId, NodeId, NodeKind, Ps, RankBuilder, RankId,
+    StreamId, Trace, TraceBuilder, TraceError,
 };
 
 mod classes;
@@ -247,10 +247,10 @@ impl Lowered {
                         .and_then(|s| s.iter().max().copied())
                 })
                 .max()
-                .unwrap_or(0)
+                .unwrap_or(Ps::ZERO)
         };
-        let start = if k == 0 { 0 } else { end_of(k - 1) };
-        (Ps(start), Ps(end_of(k)))
+        let start = if k == 0 { Ps::ZERO } else { end_of(k - 1) };
+        (start, end_of(k))
     }
 
     /// Busy time of a category on simulated rank `rank_index` within iteration `k`
@@ -269,7 +269,7 @@ impl Lowered {
             return Ps::ZERO;
         };
         let (starts, ends) = (tl.starts(rank_index), tl.ends(rank_index));
-        let mut sum = 0u64;
+        let mut sum = Ps::ZERO;
         for id in range.clone() {
             let i = id as usize;
             if rt.nodes().get(i).map(|n| n.category) == Some(category) {
@@ -278,12 +278,12 @@ impl Lowered {
                 }
             }
         }
-        Ps(sum)
+        sum
     }
 
     /// The simulated rank standing for `rank`.
     pub fn representative_of(&self, rank: u32) -> u32 {
-        self.trace.class_of(rank)
+        self.trace.class_of(RankId(rank)).0
     }
 }
 
@@ -344,11 +344,15 @@ pub(crate) fn lower_with(
     let representatives: Vec<u32> = (0..sizes.pp).map(|s| s * block).collect();
     let simulated: Vec<u32> = match &cuts {
         Some(cuts) => {
-            let class_of = classes::classes(&layout, cuts, &slow.ranks());
+            // Slow GPUs and the GPUs behind a slow link are both marked: neither may stand for
+            // a rank at full speed.
+            let mut marked = slow.ranks();
+            marked.extend(network.slow_link_ranks().into_iter().map(|r| r.0));
+            let class_of = classes::classes(&layout, cuts, &marked);
             let mut reps = class_of.clone();
             reps.sort_unstable();
             reps.dedup();
-            tb.set_classes(class_of);
+            tb.set_classes(class_of.into_iter().map(RankId).collect());
             reps
         }
         None => (0..world).collect(),
@@ -397,7 +401,7 @@ pub(crate) fn lower_with(
         }
         built = built.saturating_add(e.rb.len() as u64);
         let rb = e.rb;
-        *tb.rank(rank) = rb;
+        *tb.rank(RankId(rank)) = rb;
         ranks.push(RankInfo {
             rank,
             coords,
@@ -532,7 +536,7 @@ impl RankGroups {
             layout
                 .group_of(kind, rank)
                 .filter(|g| g.len() > 1)
-                .map(|g| tb.group(&g))
+                .map(|g| tb.group(&ranks(&g)))
         };
         let tp = group(GroupKind::Tp);
         let dp_cp = group(GroupKind::DpCp);
@@ -544,7 +548,7 @@ impl RankGroups {
         let copies = copies
             .then(|| mirror_pair(layout, rank))
             .flatten()
-            .map(|pair| tb.group(&pair));
+            .map(|pair| tb.group(&ranks(&pair)));
         let cp_peers = folding::CpPeers::new(sc, layout, tb, rank);
         RankGroups {
             pp_next: layout.pp_next(rank),
@@ -573,6 +577,11 @@ fn mirror_pair(layout: &Layout, rank: u32) -> Option<[u32; 2]> {
     let me = members.iter().position(|&r| r == rank)?;
     let mirror = *members.get(members.len().checked_sub(1 + me)?)?;
     (mirror != rank).then(|| [rank.min(mirror), rank.max(mirror)])
+}
+
+/// The layout's ranks (plain `u32`, the plan's numbering) as the trace's rank ids.
+fn ranks(members: &[u32]) -> Vec<RankId> {
+    members.iter().copied().map(RankId).collect()
 }
 
 /// One pass of a chunk in picoseconds.
@@ -1371,7 +1380,7 @@ impl<'a> Emitter<'a> {
         let (kind, stream, cat, label) = match port {
             Port::SendNext => (
                 NodeKind::Send {
-                    peer: g.pp_next,
+                    peer: RankId(g.pp_next),
                     bytes,
                     tag: TAG_ACTIVATION,
                 },
@@ -1381,7 +1390,7 @@ impl<'a> Emitter<'a> {
             ),
             Port::RecvPrev => (
                 NodeKind::Recv {
-                    peer: g.pp_prev,
+                    peer: RankId(g.pp_prev),
                     bytes,
                     tag: TAG_ACTIVATION,
                 },
@@ -1393,7 +1402,7 @@ impl<'a> Emitter<'a> {
             ),
             Port::SendPrev => (
                 NodeKind::Send {
-                    peer: g.pp_prev,
+                    peer: RankId(g.pp_prev),
                     bytes,
                     tag: TAG_GRADIENT,
                 },
@@ -1405,7 +1414,7 @@ impl<'a> Emitter<'a> {
             ),
             Port::RecvNext => (
                 NodeKind::Recv {
-                    peer: g.pp_next,
+                    peer: RankId(g.pp_next),
                     bytes,
                     tag: TAG_GRADIENT,
                 },
@@ -1844,7 +1853,7 @@ impl<'a> Emitter<'a> {
             let extra: Vec<NodeId> = prev_recv.into_iter().collect();
             self.issue(
                 NodeKind::Send {
-                    peer: self.g.cp_next,
+                    peer: RankId(self.g.cp_next),
                     bytes,
                     tag: TAG_CP,
                 },
@@ -1855,7 +1864,7 @@ impl<'a> Emitter<'a> {
             );
             let recv = self.issue(
                 NodeKind::Recv {
-                    peer: self.g.cp_prev,
+                    peer: RankId(self.g.cp_prev),
                     bytes,
                     tag: TAG_CP,
                 },

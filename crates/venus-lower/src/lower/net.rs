@@ -9,6 +9,7 @@
 use venus_base::base::Ratio;
 use venus_plan::plan::ClusterSpec;
 use venus_sim::engine::{NetDim, Network, NetworkError};
+use venus_sim::trace::RankId;
 
 /// The cluster's dims as plain data, innermost first.
 pub fn dims(c: &ClusterSpec) -> Result<Vec<NetDim>, NetworkError> {
@@ -33,9 +34,16 @@ pub fn dims(c: &ClusterSpec) -> Result<Vec<NetDim>, NetworkError> {
         .collect()
 }
 
-/// The cluster's network with its topology defaults.
+/// The cluster's network with its topology defaults and its slow links: a `slow_link` node's
+/// GPUs reach the item's share of bandwidth on the outermost dim (their scale-out NIC).
 pub fn network(c: &ClusterSpec) -> Result<Network, NetworkError> {
-    Network::from_dims(&dims(c)?)
+    let outermost = c.dims.len().saturating_sub(1);
+    let slow: Vec<(RankId, usize, Ratio)> = c
+        .slow_links()
+        .into_iter()
+        .map(|s| (RankId(s.rank), outermost, s.speed))
+        .collect();
+    Ok(Network::from_dims(&dims(c)?)?.with_slow_links(&slow))
 }
 
 #[cfg(test)]
@@ -47,6 +55,7 @@ mod tests {
     use venus_plan::plan::{DimSpec, GpuSpec};
     use venus_sim::engine::Algorithm;
     use venus_sim::trace::CollectiveKind;
+    use venus_sim::trace::RankId;
 
     fn dim(name: &str, topology: Topology, size: u64, gbps: f64, lat: f64) -> DimSpec {
         DimSpec {
@@ -90,10 +99,10 @@ mod tests {
         ]);
         let n = network(&c).unwrap();
         assert_eq!(n.world(), 32);
-        assert_eq!((n.coord(13, 0), n.coord(13, 1)), (5, 1));
-        assert_eq!(n.dim_between(3, 5), Some(0));
-        assert_eq!(n.dim_between(3, 11), Some(1));
-        assert_eq!(n.dim_between(7, 7), None);
+        assert_eq!((n.coord(RankId(13), 0), n.coord(RankId(13), 1)), (5, 1));
+        assert_eq!(n.dim_between(RankId(3), RankId(5)), Some(0));
+        assert_eq!(n.dim_between(RankId(3), RankId(11)), Some(1));
+        assert_eq!(n.dim_between(RankId(7), RankId(7)), None);
         assert_eq!(n.dims()[1].bandwidth, BytesPerSec(50e9));
     }
 

@@ -157,7 +157,7 @@ fn pipeline_end(lw: &Lowered, tl: &Timeline) -> u64 {
     for (i, rt) in lw.trace.ranks().iter().enumerate() {
         for (j, n) in rt.nodes().iter().enumerate() {
             if n.category == Category::BackwardCompute {
-                end = end.max(tl.ends(i)[j]);
+                end = end.max(tl.ends(i)[j].0);
             }
         }
     }
@@ -217,7 +217,9 @@ fn assert_symmetric_equals_all(sc: &Scenario) {
     assert!(sym.ranks.len() < all.ranks.len());
     for (i, r) in all.ranks.iter().enumerate() {
         let rep = sym.representative_of(r.rank);
-        let j = tl_s.rank_index(rep).expect("representative simulated");
+        let j = tl_s
+            .rank_index(RankId(rep))
+            .expect("representative simulated");
         assert_eq!(tl_a.finish(i), tl_s.finish(j), "finish of rank {}", r.rank);
         for cat in Category::ALL {
             assert_eq!(
@@ -456,7 +458,7 @@ fn expert_parallel_all_to_all_and_symmetry() {
     // tokens 2048/2 (sp) · topk 2 · h 4096 · 2 bytes.
     assert!(a2a.iter().all(|&b| b == 1024 * 2 * 4096 * 2));
     // Expert grads reduce over the expert-dp group (world 16 / (etp 2 · ep 2 · pp 2) = 2).
-    let expert: Vec<&[u32]> = rt
+    let expert: Vec<&[RankId]> = rt
         .nodes()
         .iter()
         .filter(|n| lw.trace.label(n.label).starts_with("expert-grad"))
@@ -465,7 +467,7 @@ fn expert_parallel_all_to_all_and_symmetry() {
             _ => &[],
         })
         .collect();
-    assert_eq!(expert, vec![&[0u32, 4][..]]);
+    assert_eq!(expert, vec![&[RankId(0), RankId(4)][..]]);
     assert_symmetric_equals_all(&sc);
 }
 
@@ -1134,7 +1136,7 @@ fn dualpipe_and_zbv_without_communication_cost_take_the_schedules_own_makespan()
                     Label::Forward { .. } | Label::Backward { .. } | Label::Weight { .. }
                 );
                 if pass {
-                    end = end.max(tl.ends(i)[j]);
+                    end = end.max(tl.ends(i)[j].0);
                 }
             }
         }
@@ -1215,7 +1217,7 @@ fn an_overlapped_pairs_compute_shares_the_gpu_and_its_all_to_alls_leave_the_comp
     );
     // The overlapped pairs shorten nothing below the pure compute: the iteration ends after
     // every compute node (one stream), and it runs.
-    assert!(tl.ends(0).iter().all(|&e| e > 0));
+    assert!(tl.ends(0).iter().all(|&e| e > Ps::ZERO));
 }
 
 #[test]

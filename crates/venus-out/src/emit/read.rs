@@ -30,7 +30,7 @@ use std::io;
 use venus_base::base::{Bytes, FlopsPerSec, Ratio};
 use venus_lower::cost::venussim::node_time_ns;
 use venus_sim::trace::{
-    Category, CollectiveKind, Label, NodeId, NodeKind, Ps, StreamId, Trace, TraceBuilder,
+    Category, CollectiveKind, Label, NodeId, NodeKind, Ps, RankId, StreamId, Trace, TraceBuilder,
 };
 
 /// Largest node count accepted in one file (VenusSim's demo has about 1,300 per rank).
@@ -587,7 +587,7 @@ fn read_templates(
         }
     }
     let mut b = TraceBuilder::new(world);
-    b.set_classes(map.iter().map(|m| m.0).collect());
+    b.set_classes(map.iter().map(|m| RankId(m.0)).collect());
     let mut p2p = P2pCheck::default();
     let mut used: Vec<u32> = map.iter().map(|m| m.0).collect();
     used.sort_unstable();
@@ -782,7 +782,7 @@ fn add_rank(
                 if send {
                     (
                         NodeKind::Send {
-                            peer,
+                            peer: RankId(peer),
                             bytes,
                             tag: tag32,
                         },
@@ -792,7 +792,7 @@ fn add_rank(
                 } else {
                     (
                         NodeKind::Recv {
-                            peer,
+                            peer: RankId(peer),
                             bytes,
                             tag: tag32,
                         },
@@ -819,7 +819,7 @@ fn add_rank(
                 } else {
                     *bytes
                 };
-                let gid = b.group(members);
+                let gid = b.group(&members.iter().copied().map(RankId).collect::<Vec<_>>());
                 let stream = stream_for(&mut streams, StreamKey::Group(group.clone()))
                     .ok_or_else(|| too_many_streams(file, line))?;
                 (
@@ -838,7 +838,8 @@ fn add_rank(
     for (kind, stream, category, nd) in nodes {
         let label = Label::Text(b.name(&nd.name));
         let deps: Vec<NodeId> = nd.deps.iter().map(|&d| NodeId(d)).collect();
-        b.rank(rank).push(kind, stream, category, label, &deps);
+        b.rank(RankId(rank))
+            .push(kind, stream, category, label, &deps);
     }
     Ok(())
 }

@@ -35,7 +35,7 @@
 //! rest is other idle), so it terminates on any timeline.
 
 use venus_sim::engine::Timeline;
-use venus_sim::trace::{Node, NodeId, NodeKind, Trace};
+use venus_sim::trace::{Node, NodeId, NodeKind, Ps, RankId, Trace};
 
 use super::{CommKind, Window};
 
@@ -150,9 +150,9 @@ impl<'a> Walker<'a> {
     }
 
     fn span(&self, (r, n): At) -> (u64, u64) {
-        let s = self.timeline.starts(r).get(n).copied().unwrap_or(0);
+        let s = self.timeline.starts(r).get(n).copied().unwrap_or(Ps::ZERO);
         let e = self.timeline.ends(r).get(n).copied().unwrap_or(s);
-        (s, e)
+        (s.0, e.0)
     }
 
     fn node(&self, (r, n): At) -> Option<&'a Node> {
@@ -173,7 +173,7 @@ impl<'a> Walker<'a> {
     fn last_node(&self) -> Option<At> {
         let mut best: Option<(u64, At)> = None;
         for r in 0..self.trace.ranks().len() {
-            for (n, &e) in self.timeline.ends(r).iter().enumerate() {
+            for (n, &Ps(e)) in self.timeline.ends(r).iter().enumerate() {
                 if best.is_none_or(|(b, _)| e > b) {
                     best = Some((e, (r, n)));
                 }
@@ -306,7 +306,7 @@ pub(super) fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>
     // (src, dst, tag) → (sends, receives) in program order. A BTreeMap: matching never
     // depends on hash order.
     type Sides = (Vec<At>, Vec<At>);
-    let mut queues: BTreeMap<(u32, u32, u32), Sides> = BTreeMap::new();
+    let mut queues: BTreeMap<(RankId, RankId, u32), Sides> = BTreeMap::new();
     for (r, rt) in trace.ranks().iter().enumerate() {
         let me = rt.rank();
         for (k, node) in rt.nodes().iter().enumerate() {

@@ -140,11 +140,12 @@ fn stage_of(layout: &Layout, rank: u32) -> u64 {
 fn rows(trace: &Trace, timeline: &Timeline, layout: &Layout, window: Window) -> Vec<Row> {
     let mut chosen: Vec<(u64, u32, usize)> = Vec::new();
     for (index, rt) in trace.ranks().iter().enumerate() {
-        let stage = stage_of(layout, rt.rank());
+        let rank = rt.rank().0;
+        let stage = stage_of(layout, rank);
         match chosen.iter_mut().find(|(s, _, _)| *s == stage) {
-            Some(entry) if entry.1 > rt.rank() => *entry = (stage, rt.rank(), index),
+            Some(entry) if entry.1 > rank => *entry = (stage, rank, index),
             Some(_) => {}
-            None => chosen.push((stage, rt.rank(), index)),
+            None => chosen.push((stage, rank, index)),
         }
     }
     chosen.sort_unstable();
@@ -166,7 +167,7 @@ fn lanes(trace: &Trace, timeline: &Timeline, index: usize, window: Window) -> Ve
     let (starts, ends) = (timeline.starts(index), timeline.ends(index));
     let mut lanes: Vec<Lane> = Vec::new();
     for (k, node) in rt.nodes().iter().enumerate() {
-        let (Some(&a), Some(&b)) = (starts.get(k), ends.get(k)) else {
+        let (Some(&Ps(a)), Some(&Ps(b))) = (starts.get(k), ends.get(k)) else {
             continue;
         };
         let Some((a, b)) = window.clip(a, b) else {

@@ -356,6 +356,8 @@ pub fn json(r: &Report) -> String {
 struct StragglersDto {
     slow_gpus: u64,
     slowest_speed: f64,
+    slow_links: u64,
+    slowest_link_speed: f64,
     listed: Vec<SlowRankDto>,
     baseline_iteration_time_ms: f64,
     cost_ms: f64,
@@ -382,6 +384,8 @@ impl StragglersDto {
         StragglersDto {
             slow_gpus: s.slow_gpus,
             slowest_speed: finite(s.slowest.0),
+            slow_links: s.slow_links,
+            slowest_link_speed: finite(s.slowest_link.0),
             listed: s
                 .listed
                 .iter()

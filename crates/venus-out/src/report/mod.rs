@@ -679,8 +679,8 @@ fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankSta
         .map(|(i, (rt, time))| {
             let (starts, ends) = (timeline.starts(i), timeline.ends(i));
             let mut s = RankStats {
-                rank: rt.rank(),
-                weight: weight(rt.rank()),
+                rank: rt.rank().0,
+                weight: weight(rt.rank().0),
                 by_category: [0; Category::COUNT],
                 has_category: [false; Category::COUNT],
                 time,
@@ -693,7 +693,7 @@ fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankSta
                 if is_comm(node) {
                     s.has_comm[kind.index()] = true;
                 }
-                let (Some(&a), Some(&b)) = (starts.get(k), ends.get(k)) else {
+                let (Some(&Ps(a)), Some(&Ps(b))) = (starts.get(k), ends.get(k)) else {
                     continue;
                 };
                 let Some((a, b)) = window.clip(a, b) else {

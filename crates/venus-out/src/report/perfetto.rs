@@ -25,7 +25,7 @@ use std::io::{self, BufWriter, Write};
 
 use venus_plan::plan::layout::Layout;
 use venus_sim::engine::Timeline;
-use venus_sim::trace::{Category, Label, Node, NodeKind, RankTrace, StreamId, Trace};
+use venus_sim::trace::{Category, Label, Node, NodeKind, Ps, RankTrace, StreamId, Trace};
 
 /// What to export.
 #[derive(Clone, Copy, Debug, Default)]
@@ -59,7 +59,7 @@ pub fn estimate(trace: &Trace, ranks: Option<&[u32]>) -> (u64, u64) {
     let slices: u64 = trace
         .ranks()
         .iter()
-        .filter(|rt| ranks.is_none_or(|keep| keep.contains(&rt.rank())))
+        .filter(|rt| ranks.is_none_or(|keep| keep.contains(&rt.rank().0)))
         .map(|rt| rt.nodes().len() as u64)
         .sum();
     (slices, slices.saturating_mul(BYTES_PER_SLICE))
@@ -78,7 +78,7 @@ pub fn write_perfetto<W: Write>(
     let mut events = 0u64;
     let mut scratch = String::new();
     for (index, rt) in trace.ranks().iter().enumerate() {
-        let rank = rt.rank();
+        let rank = rt.rank().0;
         if opts.ranks.is_some_and(|keep| !keep.contains(&rank)) {
             continue;
         }
@@ -112,7 +112,7 @@ pub fn write_perfetto<W: Write>(
             .iter()
             .any(|n| matches!(n.label, Label::Weight { .. }));
         for (k, node) in rt.nodes().iter().enumerate() {
-            let (Some(&start), Some(&end)) = (starts.get(k), ends.get(k)) else {
+            let (Some(&Ps(start)), Some(&Ps(end))) = (starts.get(k), ends.get(k)) else {
                 continue;
             };
             scratch.clear();
@@ -161,12 +161,12 @@ pub fn write_perfetto<W: Write>(
 /// forward node of a (microbatch, chunk), −1 at the end of its last backward node (its last
 /// weight-gradient node when `splits`). Releases before holds at one instant; one step per
 /// instant; empty for a rank that runs no labelled pass.
-fn in_flight(rt: &RankTrace, starts: &[u64], ends: &[u64], splits: bool) -> Vec<(u64, u64)> {
+fn in_flight(rt: &RankTrace, starts: &[Ps], ends: &[Ps], splits: bool) -> Vec<(u64, u64)> {
     use std::collections::BTreeMap;
     let mut hold: BTreeMap<(u32, Option<u16>), u64> = BTreeMap::new();
     let mut free: BTreeMap<(u32, Option<u16>), u64> = BTreeMap::new();
     for (k, node) in rt.nodes().iter().enumerate() {
-        let (Some(&a), Some(&b)) = (starts.get(k), ends.get(k)) else {
+        let (Some(&Ps(a)), Some(&Ps(b))) = (starts.get(k), ends.get(k)) else {
             continue;
         };
         match node.label {
@@ -213,7 +213,7 @@ fn flows<W: Write>(
     let exported = |rank: u32| opts.ranks.is_none_or(|keep| keep.contains(&rank));
     let partner = super::attribution::partners(trace, timeline);
     let span = |r: usize, k: usize| -> Option<(u64, u64)> {
-        Some((*timeline.starts(r).get(k)?, *timeline.ends(r).get(k)?))
+        Some((timeline.starts(r).get(k)?.0, timeline.ends(r).get(k)?.0))
     };
     let mut id = 0u64;
     for (r, rt) in trace.ranks().iter().enumerate() {
@@ -230,7 +230,7 @@ fn flows<W: Write>(
             let (Some((ss, se)), Some((rs, re))) = (span(r, k), span(pr, pk)) else {
                 continue;
             };
-            if !exported(rt.rank()) || !exported(peer.rank()) {
+            if !exported(rt.rank().0) || !exported(peer.rank().0) {
                 continue;
             }
             id += 1;

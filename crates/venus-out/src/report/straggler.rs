@@ -1,7 +1,7 @@
-//! The straggler section of a report: what the `slow_*` GPUs cost and the groups the slowdown
-//! travels through.
+//! The straggler section of a report: what the `slow_*` GPUs and `slow_link` NICs cost and the
+//! groups the slowdown travels through.
 //!
-//! Input: the scenario's slow ranks, the simulated trace and timeline with stragglers and the
+//! Input: the scenario's slow ranks and slow NICs, the simulated trace and timeline with stragglers and the
 //! iteration window, and the same plan's report without them (the baseline). Output:
 //! [`Stragglers`]. Definitions:
 //! - **cost**: iteration time with the stragglers − iteration time without them.
@@ -19,17 +19,21 @@ use super::{rank_stats, CommKind, Report, Window};
 use venus_base::base::{Ratio, Seconds};
 use venus_plan::plan::straggler::SlowRank;
 use venus_sim::engine::Timeline;
-use venus_sim::trace::{Category, Ps, Trace};
+use venus_sim::trace::{Category, Ps, RankId, Trace};
 
 /// Slow GPUs the report lists by rank (the count and the slowest speed cover the rest).
 pub const LISTED: usize = 8;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stragglers {
-    /// Slow GPUs in all.
+    /// Slow GPUs in all (0 when only links are slow).
     pub slow_gpus: u64,
-    /// The lowest speed among them.
+    /// The lowest speed among them (1 without slow GPUs).
     pub slowest: Ratio,
+    /// GPUs whose scale-out NIC a `slow_link` slows.
+    pub slow_links: u64,
+    /// The lowest share of bandwidth among those NICs (1 without slow links).
+    pub slowest_link: Ratio,
     /// The first [`LISTED`] slow ranks with their speeds, in rank order.
     pub listed: Vec<SlowRank>,
     /// The iteration time of the same plan without stragglers.
@@ -89,7 +93,7 @@ pub(crate) fn class_sizes(trace: &Trace) -> impl Fn(u32) -> u64 {
     if trace.has_classes() {
         let mut counts = std::collections::BTreeMap::new();
         for r in 0..trace.world() {
-            *counts.entry(trace.class_of(r)).or_insert(0u64) += 1;
+            *counts.entry(trace.class_of(RankId(r)).0).or_insert(0u64) += 1;
         }
         sizes = counts.into_iter().collect();
     }
@@ -100,11 +104,13 @@ pub(crate) fn class_sizes(trace: &Trace) -> impl Fn(u32) -> u64 {
     }
 }
 
-/// The straggler section of `report` (simulated with the slow ranks `slow`), against the
-/// same plan's `baseline` report and communication sums ([`comm_by_kind`]).
+/// The straggler section of `report` (simulated with the slow ranks `slow` and the slow NICs
+/// `links`), against the same plan's `baseline` report and communication sums
+/// ([`comm_by_kind`]).
 pub fn stragglers(
     report: &Report,
     slow: &[SlowRank],
+    links: &[SlowRank],
     with: [u128; CommKind::COUNT],
     baseline: &Report,
     without: [u128; CommKind::COUNT],
@@ -124,12 +130,16 @@ pub fn stragglers(
         .collect();
     // Largest first; equal waits in group-kind order (sort is stable).
     waits.sort_by(|a, b| b.added.0.total_cmp(&a.added.0));
+    let lowest = |v: &[SlowRank]| {
+        v.iter()
+            .map(|s| s.speed)
+            .fold(Ratio(1.0), |a, b| if b.0 < a.0 { b } else { a })
+    };
     Stragglers {
         slow_gpus: slow.len() as u64,
-        slowest: slow
-            .iter()
-            .map(|s| s.speed)
-            .fold(Ratio(1.0), |a, b| if b.0 < a.0 { b } else { a }),
+        slowest: lowest(slow),
+        slow_links: links.len() as u64,
+        slowest_link: lowest(links),
         listed: slow.iter().take(LISTED).copied().collect(),
         baseline: baseline.iteration_time,
         cost: Seconds(report.iteration_time.0 - baseline.iteration_time.0),

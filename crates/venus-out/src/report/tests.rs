@@ -7,7 +7,7 @@ use venus_front::ty::{BytesPerSec, ScenarioDef};
 use venus_front::validate;
 use venus_sim::engine::{simulate, Options};
 use venus_sim::trace::synthetic::Pipeline;
-use venus_sim::trace::{CollectiveKind, Label, NodeId, StreamId, TraceBuilder};
+use venus_sim::trace::{CollectiveKind, Label, NodeId, RankId, StreamId, TraceBuilder};
 
 const US: u64 = 1_000_000;
 
@@ -75,7 +75,7 @@ fn assert_mm(got: MinMax, want: MinMax) {
 fn p2p_case() -> (Scenario, Trace, Timeline) {
     let sc = scenario(&small(2, 1, 2, 4));
     let mut b = TraceBuilder::new(2);
-    let r0 = b.rank(0);
+    let r0 = b.rank(RankId(0));
     let c = r0.push(
         NodeKind::Compute {
             duration: Ps(10 * US),
@@ -90,7 +90,7 @@ fn p2p_case() -> (Scenario, Trace, Timeline) {
     );
     r0.push(
         NodeKind::Send {
-            peer: 1,
+            peer: RankId(1),
             bytes: Bytes(100_000),
             tag: 0,
         },
@@ -99,10 +99,10 @@ fn p2p_case() -> (Scenario, Trace, Timeline) {
         Label::SendTo { pp: 1 },
         &[c],
     );
-    let r1 = b.rank(1);
+    let r1 = b.rank(RankId(1));
     let rv = r1.push(
         NodeKind::Recv {
-            peer: 0,
+            peer: RankId(0),
             bytes: Bytes(100_000),
             tag: 0,
         },
@@ -134,10 +134,10 @@ fn p2p_case() -> (Scenario, Trace, Timeline) {
 fn tp_case() -> (Scenario, Trace, Timeline) {
     let sc = scenario(&small(2, 2, 1, 4));
     let mut b = TraceBuilder::new(2);
-    let g = b.group(&[0, 1]);
+    let g = b.group(&[RankId(0), RankId(1)]);
     let ar = b.name("all-reduce tp");
     for (rank, second) in [(0u32, 4 * US), (1, 4 * US + US / 2)] {
-        let r = b.rank(rank);
+        let r = b.rank(RankId(rank));
         let f = r.push(
             NodeKind::Compute {
                 duration: Ps(10 * US),
@@ -781,7 +781,7 @@ fn perfetto_can_be_restricted_to_some_ranks() {
     let want: usize = trace
         .ranks()
         .iter()
-        .filter(|r| keep.contains(&r.rank()))
+        .filter(|r| keep.contains(&r.rank().0))
         .map(|r| r.len())
         .sum();
     assert_eq!(x.len(), want);
@@ -1012,7 +1012,7 @@ fn perfetto_estimate_counts_the_slices_it_would_write_per_selected_rank() {
         "{bytes} vs {}",
         buf.len()
     );
-    let one = trace.ranks()[0].rank();
+    let one = trace.ranks()[0].rank().0;
     let (only, _) = perfetto::estimate(&trace, Some(&[one]));
     assert_eq!(only, trace.ranks()[0].nodes().len() as u64);
     assert_eq!(perfetto::estimate(&trace, Some(&[u32::MAX])), (0, 0));
@@ -1200,9 +1200,9 @@ fn the_summary_fragment_is_the_pages_summary_inside_a_scoped_div() {
 fn gather_case() -> (Scenario, Trace, Timeline) {
     let sc = scenario(&small(4, 1, 2, 4));
     let mut b = TraceBuilder::new(4);
-    let g = b.group(&[0, 1]);
+    let g = b.group(&[RankId(0), RankId(1)]);
     for rank in [0u32, 1] {
-        let r = b.rank(rank);
+        let r = b.rank(RankId(rank));
         let ag = r.push(
             NodeKind::Collective {
                 kind: CollectiveKind::AllGather,
@@ -1228,7 +1228,7 @@ fn gather_case() -> (Scenario, Trace, Timeline) {
         );
         r.push(
             NodeKind::Send {
-                peer: rank + 2,
+                peer: RankId(rank + 2),
                 bytes: Bytes(100_000),
                 tag: 0,
             },
@@ -1239,10 +1239,10 @@ fn gather_case() -> (Scenario, Trace, Timeline) {
         );
     }
     for rank in [2u32, 3] {
-        let r = b.rank(rank);
+        let r = b.rank(RankId(rank));
         let rv = r.push(
             NodeKind::Recv {
-                peer: rank - 2,
+                peer: RankId(rank - 2),
                 bytes: Bytes(100_000),
                 tag: 0,
             },

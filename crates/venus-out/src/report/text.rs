@@ -304,14 +304,25 @@ fn stragglers(out: &mut String, st: &super::straggler::Stragglers) {
     if st.slow_gpus > st.listed.len() as u64 {
         named.push(format!("{} more", st.slow_gpus - st.listed.len() as u64));
     }
-    let gpus = if st.slow_gpus == 1 { "GPU" } else { "GPUs" };
-    let _ = writeln!(
-        out,
-        "stragglers: {} slow {gpus} ({}), the slowest at {}",
-        st.slow_gpus,
-        named.join(", "),
-        pct(st.slowest)
-    );
+    if st.slow_gpus > 0 {
+        let gpus = if st.slow_gpus == 1 { "GPU" } else { "GPUs" };
+        let _ = writeln!(
+            out,
+            "stragglers: {} slow {gpus} ({}), the slowest at {}",
+            st.slow_gpus,
+            named.join(", "),
+            pct(st.slowest)
+        );
+    }
+    if st.slow_links > 0 {
+        let nics = if st.slow_links == 1 { "NIC" } else { "NICs" };
+        let _ = writeln!(
+            out,
+            "slow links: {} GPUs' scale-out {nics}, the slowest at {} of its bandwidth",
+            st.slow_links,
+            pct(st.slowest_link)
+        );
+    }
     let _ = writeln!(
         out,
         "  iteration time {:.3} ms, {:.3} ms without them: {:+.3} ms ({:+.2}%)",

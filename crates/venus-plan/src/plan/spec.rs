@@ -399,7 +399,8 @@ pub struct ClusterSpec {
     pub dims: Vec<DimSpec>,
     /// Memory kept back per GPU as the cluster writes it (a plan's `reserve` wins).
     pub reserve: Option<Bytes>,
-    /// The `slow_gpus`, `slow_rank` and `slow_node` items, in source order (stragglers).
+    /// The `slow_gpus`, `slow_rank`, `slow_node` and `slow_link` items, in source order
+    /// (stragglers).
     pub slow: Vec<super::straggler::SlowSpec>,
     /// Failure rates, checkpoint storage and restart time (`plan::goodput` reads them).
     pub reliability: ReliabilitySpec,
@@ -430,6 +431,22 @@ impl ClusterSpec {
             .skip(1)
             .fold(1u64, |a, d| a.saturating_mul(d.size));
         super::straggler::slow_ranks(&self.slow, self.world_size(), per_node)
+    }
+
+    /// The ranks whose scale-out NIC a `slow_link` item slows, each once with the share of
+    /// bandwidth it reaches, in rank order.
+    pub fn slow_links(&self) -> Vec<super::straggler::SlowRank> {
+        super::straggler::slow_links(&self.slow, self.world_size(), self.gpus_per_node())
+    }
+
+    /// The GPUs of one coordinate of the outermost dim (a node): the product of the dims
+    /// inside it.
+    fn gpus_per_node(&self) -> u64 {
+        self.dims
+            .iter()
+            .rev()
+            .skip(1)
+            .fold(1u64, |a, d| a.saturating_mul(d.size))
     }
 
     /// Product of the dim sizes (saturating: an absurd product is caught by validation).

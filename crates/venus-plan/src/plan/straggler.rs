@@ -1,8 +1,10 @@
 //! Stragglers: GPUs of a cluster that run slower than the rest.
 //!
-//! Input: the cluster's `slow_gpus FRACTION SPEED [SEED]`, `slow_rank RANK SPEED` and
-//! `slow_node NODE SPEED` items as plain [`SlowSpec`]s. Output: [`slow_ranks`], every slow
-//! rank once with its speed (the share of its peak compute rate it reaches), in rank order.
+//! Input: the cluster's `slow_gpus FRACTION SPEED [SEED]`, `slow_rank RANK SPEED`,
+//! `slow_node NODE SPEED` and `slow_link NODE SPEED` items as plain [`SlowSpec`]s. Output:
+//! [`slow_ranks`], every slow rank once with its speed (the share of its peak compute rate it
+//! reaches), in rank order; [`slow_links`], every rank whose scale-out NIC is slow, with the
+//! share of bandwidth it reaches.
 //! Invariants: the result depends on the specs and the world size alone (a fraction is spread
 //! by [`SplitMix64`] from its seed, never by a clock or a hash order); a rank named by several
 //! items keeps the slowest speed; ranks outside the world are dropped (validation reported
@@ -21,13 +23,17 @@ pub enum SlowWhich {
     Rank(u64),
     /// `slow_node NODE SPEED`: every GPU of one coordinate of the outermost dim (a node).
     Node(u64),
+    /// `slow_link NODE SPEED`: the scale-out NIC (the outermost dim's links) of every GPU of
+    /// one node; SPEED is the share of the dim's bandwidth it reaches, compute keeps its rate.
+    Link(u64),
 }
 
 /// One `slow_*` item of a cluster.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SlowSpec {
     pub which: SlowWhich,
-    /// The share of the GPU's compute rate the slow GPUs reach (in (0, 1]).
+    /// The share of the GPU's compute rate the slow GPUs reach (in (0, 1]); for
+    /// [`SlowWhich::Link`], the share of the link's bandwidth.
     pub speed: Ratio,
 }
 
@@ -48,9 +54,22 @@ pub fn fraction_count(share: Ratio, world: u64) -> u64 {
     }
 }
 
-/// Every slow rank once, in rank order, with the slowest speed any item gives it. `per_node`
-/// is the GPUs of one coordinate of the outermost dim (the product of the dims inside it).
+/// Every slow rank once, in rank order, with the slowest compute speed any item gives it.
+/// `per_node` is the GPUs of one coordinate of the outermost dim (the product of the dims
+/// inside it). `slow_link` items slow no compute: see [`slow_links`].
 pub fn slow_ranks(specs: &[SlowSpec], world: u64, per_node: u64) -> Vec<SlowRank> {
+    slowest_per_rank(specs, world, per_node, false)
+}
+
+/// Every rank whose scale-out NIC a `slow_link` item slows, once, in rank order, with the
+/// lowest share of bandwidth any item gives it.
+pub fn slow_links(specs: &[SlowSpec], world: u64, per_node: u64) -> Vec<SlowRank> {
+    slowest_per_rank(specs, world, per_node, true)
+}
+
+/// The ranks the compute items (`links` false) or the `slow_link` items (`links` true) name,
+/// each with the lowest speed given to it.
+fn slowest_per_rank(specs: &[SlowSpec], world: u64, per_node: u64, links: bool) -> Vec<SlowRank> {
     let mut speed: BTreeMap<u64, f64> = BTreeMap::new();
     let mut mark = |rank: u64, s: f64| {
         if rank < world {
@@ -58,11 +77,14 @@ pub fn slow_ranks(specs: &[SlowSpec], world: u64, per_node: u64) -> Vec<SlowRank
             *e = e.min(s);
         }
     };
-    for spec in specs {
+    for spec in specs
+        .iter()
+        .filter(|s| matches!(s.which, SlowWhich::Link(_)) == links)
+    {
         let s = spec.speed.0;
         match spec.which {
             SlowWhich::Rank(r) => mark(r, s),
-            SlowWhich::Node(n) => {
+            SlowWhich::Node(n) | SlowWhich::Link(n) => {
                 let first = n.saturating_mul(per_node);
                 for r in first..first.saturating_add(per_node).min(world) {
                     mark(r, s);

@@ -1,13 +1,13 @@
 //! Why a simulation has no result: an inconsistent trace (found before running) or a deadlock
 //! (found when the event queue drains with unfinished nodes).
 
-use crate::trace::{CollectiveKind, GroupId, NodeId};
+use crate::trace::{CollectiveKind, GroupId, NodeId, RankId};
 use std::fmt;
 
 /// A node named for a human: its rank, id and rendered label.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpRef {
-    pub rank: u32,
+    pub rank: RankId,
     pub node: NodeId,
     pub label: String,
 }
@@ -26,16 +26,16 @@ impl fmt::Display for OpRef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StuckReason {
     /// A send with no receive of the same (src, dst, tag) left to pair with.
-    NoMatchingRecv { peer: u32, tag: u32 },
+    NoMatchingRecv { peer: RankId, tag: u32 },
     /// A receive with no send of the same (src, dst, tag) left to pair with.
-    NoMatchingSend { peer: u32, tag: u32 },
+    NoMatchingSend { peer: RankId, tag: u32 },
     /// Paired, but the peer never reached its side.
     PeerNeverPosts { peer: OpRef },
     /// Some members of the group never reached this collective.
     CollectiveIncomplete {
         kind: CollectiveKind,
         group: GroupId,
-        missing: Vec<u32>,
+        missing: Vec<RankId>,
     },
 }
 
@@ -53,9 +53,9 @@ pub enum EngineError {
     /// More than `u32::MAX - 2` nodes or streams in total.
     TooLarge,
     /// An operation names a rank that is not simulated and has no simulated rank in its class.
-    Unsimulated { op: OpRef, rank: u32 },
+    Unsimulated { op: OpRef, rank: RankId },
     /// A P2P names a non-simulated peer of another class: symmetry cannot resolve it.
-    Asymmetric { op: OpRef, peer: u32 },
+    Asymmetric { op: OpRef, peer: RankId },
     /// A paired send and receive disagree on the size.
     P2pSizeMismatch {
         send: OpRef,
@@ -98,7 +98,7 @@ impl fmt::Display for StuckReason {
                 group,
                 missing,
             } => {
-                let list: Vec<String> = missing.iter().map(u32::to_string).collect();
+                let list: Vec<String> = missing.iter().map(RankId::to_string).collect();
                 write!(
                     f,
                     "{} on group {} waits for ranks {} that never reach it",

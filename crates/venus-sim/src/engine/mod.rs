@@ -60,7 +60,7 @@ mod sim;
 pub use error::{EngineError, OpRef, Stuck, StuckReason, OVERFLOW_DAYS};
 pub use network::{Algorithm, ByteVolume, GroupShape, NetDim, Network, NetworkError, Phase};
 
-use crate::trace::{Category, NodeId, Ps, Trace};
+use crate::trace::{Category, NodeId, Ps, RankId, Trace};
 
 /// How concurrent flows on one link share it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -82,11 +82,11 @@ pub struct Options {
 /// [`Timeline::simulated_ranks`]) and [`NodeId`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
-    ranks: Vec<u32>,
+    ranks: Vec<RankId>,
     offset: Vec<u32>,
-    start: Vec<u64>,
-    end: Vec<u64>,
-    finish: Vec<u64>,
+    start: Vec<Ps>,
+    end: Vec<Ps>,
+    finish: Vec<Ps>,
     busy: Vec<u64>,
     events: u64,
     makespan: u64,
@@ -94,12 +94,12 @@ pub struct Timeline {
 
 impl Timeline {
     /// Simulated ranks, in increasing order (the same order as `Trace::ranks`).
-    pub fn simulated_ranks(&self) -> &[u32] {
+    pub fn simulated_ranks(&self) -> &[RankId] {
         &self.ranks
     }
 
     /// Position of a rank among the simulated ranks.
-    pub fn rank_index(&self, rank: u32) -> Option<usize> {
+    pub fn rank_index(&self, rank: RankId) -> Option<usize> {
         self.ranks.binary_search(&rank).ok()
     }
 
@@ -108,20 +108,20 @@ impl Timeline {
         let a = *self.offset.get(rank_index)?;
         let b = *self.offset.get(rank_index + 1)?;
         let g = a.checked_add(node.0).filter(|&g| g < b)? as usize;
-        Some((Ps(self.start[g]), Ps(self.end[g])))
+        Some((self.start[g], self.end[g]))
     }
 
     /// Per-node start times of one rank, indexed by `NodeId`.
-    pub fn starts(&self, rank_index: usize) -> &[u64] {
+    pub fn starts(&self, rank_index: usize) -> &[Ps] {
         self.slice(&self.start, rank_index)
     }
 
     /// Per-node end times of one rank, indexed by `NodeId`.
-    pub fn ends(&self, rank_index: usize) -> &[u64] {
+    pub fn ends(&self, rank_index: usize) -> &[Ps] {
         self.slice(&self.end, rank_index)
     }
 
-    fn slice<'a>(&self, v: &'a [u64], rank_index: usize) -> &'a [u64] {
+    fn slice<'a>(&self, v: &'a [Ps], rank_index: usize) -> &'a [Ps] {
         match (self.offset.get(rank_index), self.offset.get(rank_index + 1)) {
             (Some(&a), Some(&b)) => &v[a as usize..b as usize],
             _ => &[],
@@ -130,7 +130,7 @@ impl Timeline {
 
     /// When the rank's last node ends.
     pub fn finish(&self, rank_index: usize) -> Ps {
-        Ps(self.finish.get(rank_index).copied().unwrap_or(0))
+        self.finish.get(rank_index).copied().unwrap_or(Ps::ZERO)
     }
 
     /// Sum of the durations (end − start) of the rank's nodes of a category. Communication

@@ -7,7 +7,7 @@
 //! Invariant: one phase alone on its links takes exactly `latency + volume / bandwidth`, which is
 //! the closed form of its algorithm (Astra-Sim analytical backend, venussim.md §9).
 
-use crate::trace::{CollectiveKind, Ps};
+use crate::trace::{CollectiveKind, Ps, RankId};
 use std::fmt;
 use std::ops::{Div, DivAssign, Mul, MulAssign};
 use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Fabric, Ratio, Seconds, Topology};
@@ -116,6 +116,9 @@ pub struct Network {
     /// Per dim: the override of the topology's default algorithm.
     algo: Vec<Option<Algorithm>>,
     world: u32,
+    /// Slow links (`slow_link`): `(rank, dim)` whose links reach only a share (in (0, 1)) of
+    /// the dim's bandwidth, sorted, each pair once. Empty on a uniform network.
+    slow_links: Vec<((RankId, usize), f64)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -189,7 +192,49 @@ impl Network {
                 .map(|d| d.algorithm.map(Algorithm::from))
                 .collect(),
             world,
+            slow_links: Vec::new(),
         })
+    }
+
+    /// The same network where the links of `rank` on `dim` (both directions) reach only
+    /// `share` of the dim's bandwidth, for every `(rank, dim, share)` given: a slow NIC. A
+    /// pair given twice keeps the lower share; a share that is not in (0, 1), a rank outside
+    /// the world or a dim the network lacks changes nothing.
+    pub fn with_slow_links(mut self, links: &[(RankId, usize, Ratio)]) -> Network {
+        for &(rank, dim, share) in links {
+            let ok = rank.0 < self.world && dim < self.dims.len();
+            if !(ok && share.0 > 0.0 && share.0 < 1.0) {
+                continue;
+            }
+            match self
+                .slow_links
+                .binary_search_by_key(&(rank, dim), |&(k, _)| k)
+            {
+                Ok(i) => self.slow_links[i].1 = self.slow_links[i].1.min(share.0),
+                Err(i) => self.slow_links.insert(i, ((rank, dim), share.0)),
+            }
+        }
+        self
+    }
+
+    /// The ranks with a slow link, in increasing order, each once.
+    pub fn slow_link_ranks(&self) -> Vec<RankId> {
+        let mut ranks: Vec<RankId> = self.slow_links.iter().map(|&((r, _), _)| r).collect();
+        ranks.dedup();
+        ranks
+    }
+
+    /// The achieved bandwidth of one rank's links on a dim, bytes per second: the dim's
+    /// ([`Network::bandwidth`]) times the share a slow link reaches.
+    pub fn link_bandwidth(&self, rank: RankId, dim: usize) -> f64 {
+        let bw = self.bw[dim];
+        match self
+            .slow_links
+            .binary_search_by_key(&(rank, dim), |&(k, _)| k)
+        {
+            Ok(i) => bw * self.slow_links[i].1,
+            Err(_) => bw,
+        }
     }
 
     pub fn dims(&self) -> &[NetDim] {
@@ -200,12 +245,12 @@ impl Network {
         self.world
     }
 
-    pub fn coord(&self, rank: u32, dim: usize) -> u32 {
-        (rank / self.stride[dim]) % self.dims[dim].size
+    pub fn coord(&self, rank: RankId, dim: usize) -> u32 {
+        (rank.0 / self.stride[dim]) % self.dims[dim].size
     }
 
     /// The outermost dim in which two ranks' coordinates differ; `None` for the same rank.
-    pub fn dim_between(&self, a: u32, b: u32) -> Option<usize> {
+    pub fn dim_between(&self, a: RankId, b: RankId) -> Option<usize> {
         (0..self.dims.len())
             .rev()
             .find(|&d| self.coord(a, d) != self.coord(b, d))
@@ -217,7 +262,7 @@ impl Network {
     }
 
     /// The shape of a group on the network: its extent (distinct coordinates) on each dim.
-    pub fn group_shape(&self, members: &[u32]) -> GroupShape {
+    pub fn group_shape(&self, members: &[RankId]) -> GroupShape {
         let mut extents = Vec::new();
         let mut seen = Vec::new();
         let mut product: u64 = 1;
@@ -249,7 +294,7 @@ impl Network {
 
     /// Whether `members` sit under more than one leaf switch of dim `d`'s fat tree (never, on
     /// a dim without one).
-    fn spans_leaves(&self, d: usize, members: &[u32]) -> bool {
+    fn spans_leaves(&self, d: usize, members: &[RankId]) -> bool {
         let Some((leaf, _)) = self.dims[d].fabric.fat_tree else {
             return false;
         };
@@ -273,7 +318,7 @@ impl Network {
     /// local index (coordinates inside the dim) first moves the bytes over the outermost inner
     /// dim where they differ to the GPU on the destination's rail (NCCL's PXN), then across one
     /// rail switch. Empty for a rank to itself.
-    pub fn p2p_phases(&self, a: u32, b: u32, bytes: ByteVolume, out: &mut Vec<Phase>) {
+    pub fn p2p_phases(&self, a: RankId, b: RankId, bytes: ByteVolume, out: &mut Vec<Phase>) {
         out.clear();
         let Some(d) = self.dim_between(a, b) else {
             return;
@@ -397,7 +442,7 @@ impl Network {
     pub fn phases_v(
         &self,
         shape: &GroupShape,
-        members: &[u32],
+        members: &[RankId],
         sizes: &[Bytes],
         out: &mut Vec<Phase>,
     ) {
@@ -409,7 +454,7 @@ impl Network {
         if sizes.len() != n * n {
             return;
         }
-        let load = |differ: &dyn Fn(u32, u32) -> bool| -> ByteVolume {
+        let load = |differ: &dyn Fn(RankId, RankId) -> bool| -> ByteVolume {
             let mut max = 0u64;
             for i in 0..n {
                 let (mut send, mut recv) = (0u64, 0u64);

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::trace::synthetic::Pipeline;
-use crate::trace::{Category, CollectiveKind, Label, NodeKind, StreamId, TraceBuilder};
-use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Seconds, Topology};
+use crate::trace::{Category, CollectiveKind, Label, NodeKind, RankId, StreamId, TraceBuilder};
+use venus_base::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Ratio, Seconds, Topology};
 
 const US: u64 = 1_000_000;
 
@@ -21,9 +21,14 @@ fn net(dims: Vec<NetDim>) -> Network {
     Network::from_dims(&dims).unwrap()
 }
 
+/// Plain rank numbers as the trace's rank ids.
+fn ids(ranks: &[u32]) -> Vec<RankId> {
+    ranks.iter().copied().map(RankId).collect()
+}
+
 fn send(peer: u32, bytes: u64, tag: u32) -> NodeKind {
     NodeKind::Send {
-        peer,
+        peer: RankId(peer),
         bytes: Bytes(bytes),
         tag,
     }
@@ -31,7 +36,7 @@ fn send(peer: u32, bytes: u64, tag: u32) -> NodeKind {
 
 fn recv(peer: u32, bytes: u64, tag: u32) -> NodeKind {
     NodeKind::Recv {
-        peer,
+        peer: RankId(peer),
         bytes: Bytes(bytes),
         tag,
     }
@@ -46,7 +51,7 @@ fn run(b: TraceBuilder, n: &Network) -> Timeline {
 }
 
 fn end(t: &Timeline, rank: u32, node: u32) -> u64 {
-    t.span(t.rank_index(rank).unwrap(), NodeId(node))
+    t.span(t.rank_index(RankId(rank)).unwrap(), NodeId(node))
         .unwrap()
         .1
          .0
@@ -54,13 +59,13 @@ fn end(t: &Timeline, rank: u32, node: u32) -> u64 {
 
 /// A trace where `rank` posts one op of `kind` (on the comm stream) and nothing else.
 fn push(b: &mut TraceBuilder, rank: u32, kind: NodeKind, stream: u16) -> NodeId {
-    b.rank(rank)
+    b.rank(RankId(rank))
         .push(kind, StreamId(stream), Category::Other, Label::None, &[])
 }
 
 fn collective_run(n: &Network, members: &[u32], kind: CollectiveKind, bytes: u64) -> Timeline {
     let mut b = TraceBuilder::new(n.world());
-    let g = b.group(members);
+    let g = b.group(&ids(members));
     for &r in members {
         push(
             &mut b,
@@ -108,12 +113,70 @@ fn p2p_between_nodes_uses_the_outer_dim_and_within_a_node_the_inner() {
 }
 
 #[test]
+fn a_slow_link_slows_every_transfer_through_it_to_its_share_of_bandwidth() {
+    // Two nodes of 4 GPUs; rank 5's scale-out NIC reaches 25% of the outer dim's 50 GB/s.
+    let n = net(vec![
+        dim(4, Topology::FullyConnected, 400.0, 1.0),
+        dim(2, Topology::Switch, 50.0, 5.0),
+    ])
+    .with_slow_links(&[(RankId(5), 1, Ratio(0.25))]);
+    assert_eq!(n.slow_link_ranks(), ids(&[5]));
+    for sharing in [Sharing::MaxMinFair, Sharing::Off] {
+        let mut b = TraceBuilder::new(8);
+        // Into the slow NIC: 1 MB at 12.5 GB/s is 80 us after the 5 us latency.
+        push(&mut b, 0, send(5, 1_000_000, 0), 1);
+        push(&mut b, 5, recv(0, 1_000_000, 0), 1);
+        // A pair of fast NICs keeps 50 GB/s (20 us), and rank 5's NVLink keeps 400 GB/s.
+        push(&mut b, 1, send(6, 1_000_000, 0), 1);
+        push(&mut b, 6, recv(1, 1_000_000, 0), 1);
+        push(&mut b, 7, send(4, 1_000_000, 1), 1);
+        push(&mut b, 4, recv(7, 1_000_000, 1), 1);
+        let t = simulate(&b.finish().unwrap(), &n, &Options { sharing }).unwrap();
+        assert_eq!(end(&t, 5, 0), 5 * US + 80 * US, "{sharing:?}");
+        assert_eq!(end(&t, 6, 0), 5 * US + 20 * US, "{sharing:?}");
+        assert_eq!(end(&t, 4, 0), US + 2_500_000, "{sharing:?}");
+    }
+}
+
+#[test]
+fn a_collective_runs_its_cross_node_phase_at_its_slowest_members_link() {
+    // One rank per node on 2 nodes, a 2-member all-reduce of 1 MB on a 100 GB/s switch: the
+    // ring moves 2 (n − 1) / n · S = 1 MB per member, 10 us at full speed. Rank 1's NIC at 50%
+    // makes both members wait for it: 20 us.
+    let dims = vec![dim(2, Topology::Switch, 100.0, 0.0)];
+    let fast = collective_run(
+        &net(dims.clone()),
+        &[0, 1],
+        CollectiveKind::AllReduce,
+        1_000_000,
+    );
+    let slow_net = net(dims).with_slow_links(&[(RankId(1), 0, Ratio(0.5))]);
+    let slow = collective_run(&slow_net, &[0, 1], CollectiveKind::AllReduce, 1_000_000);
+    assert_eq!(end(&fast, 0, 0), 10 * US);
+    assert_eq!(end(&slow, 0, 0), 20 * US);
+    assert_eq!(end(&slow, 1, 0), 20 * US);
+}
+
+#[test]
+fn slow_links_outside_the_network_or_at_full_speed_change_nothing() {
+    let dims = vec![dim(2, Topology::Switch, 100.0, 0.0)];
+    let plain = net(dims.clone());
+    let same = net(dims).with_slow_links(&[
+        (RankId(9), 0, Ratio(0.5)),
+        (RankId(0), 3, Ratio(0.5)),
+        (RankId(1), 0, Ratio(1.0)),
+    ]);
+    assert_eq!(plain, same);
+    assert_eq!(same.link_bandwidth(RankId(1), 0), 100e9);
+}
+
+#[test]
 fn p2p_waits_for_the_later_side_rendezvous() {
     let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
     let mut b = TraceBuilder::new(2);
     push(&mut b, 0, send(1, 1000, 0), 1);
     let c = push(&mut b, 1, compute(7 * US), 0);
-    b.rank(1).push(
+    b.rank(RankId(1)).push(
         recv(0, 1000, 0),
         StreamId(1),
         Category::Recv,
@@ -235,7 +298,7 @@ fn zero_cost_chain_finishes_at_time_zero() {
     let mut b = TraceBuilder::new(2);
     let mut last = None;
     for i in 0..1000 {
-        let r = b.rank(0);
+        let r = b.rank(RankId(0));
         let c = r.push(
             compute(0),
             StreamId::COMPUTE,
@@ -250,7 +313,7 @@ fn zero_cost_chain_finishes_at_time_zero() {
             Label::None,
             &[c],
         ));
-        b.rank(1).push(
+        b.rank(RankId(1)).push(
             recv(0, 0, i),
             StreamId::COMM,
             Category::Recv,
@@ -310,7 +373,7 @@ fn shared_link_rates_are_recomputed_when_a_flow_ends() {
 fn collective_and_p2p_on_the_same_link_share_it() {
     let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
     let mut b = TraceBuilder::new(2);
-    let g = b.group(&[0, 1]);
+    let g = b.group(&ids(&[0, 1]));
     let ar = NodeKind::Collective {
         kind: CollectiveKind::AllReduce,
         group: g,
@@ -330,14 +393,14 @@ fn collective_and_p2p_on_the_same_link_share_it() {
 fn unmatched_send_is_a_deadlock_naming_rank_and_op() {
     let n = net(vec![dim(2, Topology::FullyConnected, 100.0, 0.0)]);
     let mut b = TraceBuilder::new(2);
-    b.rank(0).push(
+    b.rank(RankId(0)).push(
         send(1, 64, 7),
         StreamId::COMM,
         Category::Send,
         Label::SendTo { pp: 1 },
         &[],
     );
-    b.rank(1).push(
+    b.rank(RankId(1)).push(
         compute(5),
         StreamId::COMPUTE,
         Category::Other,
@@ -356,11 +419,14 @@ fn unmatched_send_is_a_deadlock_naming_rank_and_op() {
     };
     assert_eq!((*unfinished, *total), (1, 2));
     assert_eq!(stuck.len(), 1);
-    assert_eq!(stuck[0].op.rank, 0);
+    assert_eq!(stuck[0].op.rank, RankId(0));
     assert_eq!(stuck[0].op.label, "send→pp1");
     assert_eq!(
         stuck[0].reason,
-        StuckReason::NoMatchingRecv { peer: 1, tag: 7 }
+        StuckReason::NoMatchingRecv {
+            peer: RankId(1),
+            tag: 7
+        }
     );
     assert_eq!(
         err.to_string(),
@@ -373,7 +439,7 @@ fn cyclic_dependency_is_a_deadlock_naming_the_cycle() {
     let n = net(vec![dim(1, Topology::FullyConnected, 100.0, 0.0)]);
     let mut b = TraceBuilder::new(1);
     let (fa, fb) = (b.name("a"), b.name("b"));
-    let r = b.rank(0);
+    let r = b.rank(RankId(0));
     let a = r.push(
         compute(1),
         StreamId::COMPUTE,
@@ -414,7 +480,7 @@ fn cyclic_dependency_is_a_deadlock_naming_the_cycle() {
 fn collective_a_member_never_reaches_names_the_missing_rank() {
     let n = net(vec![dim(3, Topology::Ring, 100.0, 0.0)]);
     let mut b = TraceBuilder::new(3);
-    let g = b.group(&[0, 1, 2]);
+    let g = b.group(&ids(&[0, 1, 2]));
     let ar = NodeKind::Collective {
         kind: CollectiveKind::AllReduce,
         group: g,
@@ -434,7 +500,7 @@ fn collective_a_member_never_reaches_names_the_missing_rank() {
             StuckReason::CollectiveIncomplete {
                 kind: CollectiveKind::AllReduce,
                 group: g,
-                missing: vec![2]
+                missing: vec![RankId(2)]
             }
         );
     }
@@ -481,12 +547,18 @@ fn p2p_to_an_unsimulated_rank_of_another_class_is_rejected() {
         dim(2, Topology::Switch, 10.0, 0.0),
     ]);
     let mut b = TraceBuilder::new(4);
-    b.set_classes(vec![0, 0, 1, 1]);
+    b.set_classes(ids(&[0, 0, 1, 1]));
     push(&mut b, 0, send(3, 64, 0), 1);
     push(&mut b, 2, recv(0, 64, 0), 1);
     let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     assert!(
-        matches!(err, EngineError::Asymmetric { peer: 3, .. }),
+        matches!(
+            err,
+            EngineError::Asymmetric {
+                peer: RankId(3),
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -571,7 +643,7 @@ fn symmetric_run_equals_full_run_on_representatives() {
     .unwrap();
     let sym_trace = costly_pipeline(true).build().unwrap();
     let sym = simulate(&sym_trace, &n, &Options::default()).unwrap();
-    assert_eq!(sym.simulated_ranks(), [0, 4, 8, 12]);
+    assert_eq!(sym.simulated_ranks(), ids(&[0, 4, 8, 12]));
     assert_eq!(full.simulated_ranks().len(), 16);
     for (i, &r) in sym.simulated_ranks().iter().enumerate() {
         let f = full.rank_index(r).unwrap();
@@ -592,7 +664,7 @@ fn group_that_is_not_a_grid_runs_flat_on_its_outer_dim() {
     ]);
     // {0, 5} differ on both dims but are not a 2 × 2 grid: one flat ring of 2 on dim 1,
     // 2α + S/B = 8 + 40 us for 1 MB (like an embedding group of first and last stage).
-    let shape = n.group_shape(&[0, 5]);
+    let shape = n.group_shape(&ids(&[0, 5]));
     assert!(!shape.grid);
     let t = collective_run(&n, &[0, 5], CollectiveKind::AllReduce, 1_000_000);
     assert_eq!(t.makespan(), Ps(48 * US));
@@ -603,7 +675,7 @@ fn ring_exchange_with_mirrored_peers_equals_the_full_ring() {
     let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 2.0)]);
     let build = |simulated: &[u32]| {
         let mut b = TraceBuilder::new(4);
-        b.set_classes(vec![0; 4]);
+        b.set_classes(vec![RankId(0); 4]);
         for &r in simulated {
             // Every rank sends to the next and receives from the previous (a CP-style ring).
             push(&mut b, r, send((r + 1) % 4, 1_000_000, 0), 1);
@@ -647,7 +719,7 @@ fn invalid_network_dims_are_rejected() {
 /// total; then, when `then` is given, a second one with that table on the same stream.
 fn a2av_run(n: &Network, members: &[u32], table: &[u64], then: Option<&[u64]>) -> Timeline {
     let mut b = TraceBuilder::new(n.world());
-    let g = b.group(members);
+    let g = b.group(&ids(members));
     let k = members.len();
     for t in std::iter::once(table).chain(then) {
         let sizes: Vec<Bytes> = t.iter().map(|&x| Bytes(x)).collect();
@@ -739,7 +811,7 @@ fn all_to_all_v_instances_with_different_tables_get_their_own_phases() {
 fn all_to_all_v_members_naming_different_tables_are_a_mismatch() {
     let n = net(vec![dim(2, Topology::FullyConnected, 1000.0, 1.0)]);
     let mut b = TraceBuilder::new(2);
-    let g = b.group(&[0, 1]);
+    let g = b.group(&ids(&[0, 1]));
     let t1 = b.sizes(&[Bytes(0), Bytes(1), Bytes(2), Bytes(0)]);
     let t2 = b.sizes(&[Bytes(0), Bytes(5), Bytes(2), Bytes(0)]);
     for (r, t) in [(0, t1), (1, t2)] {
@@ -862,14 +934,14 @@ fn a_time_past_two_to_the_64_ps_is_an_overflow_not_a_deadlock() {
     // saturating sum equals the "never finished" sentinel (reliability report M1).
     let n = net(vec![dim(1, Topology::FullyConnected, 100.0, 0.0)]);
     let mut b = TraceBuilder::new(1);
-    let first = b.rank(0).push(
+    let first = b.rank(RankId(0)).push(
         compute(1 << 63),
         StreamId::COMPUTE,
         Category::Other,
         Label::None,
         &[],
     );
-    b.rank(0).push(
+    b.rank(RankId(0)).push(
         compute(1 << 63),
         StreamId::COMPUTE,
         Category::Other,
@@ -880,7 +952,7 @@ fn a_time_past_two_to_the_64_ps_is_an_overflow_not_a_deadlock() {
     let EngineError::TimeOverflow { op: Some(op) } = &err else {
         panic!("{err}")
     };
-    assert_eq!((op.rank, op.node.0), (0, 1));
+    assert_eq!((op.rank, op.node.0), (RankId(0), 1));
     assert_eq!(OVERFLOW_DAYS, 213);
     assert!(
         err.to_string()
@@ -889,7 +961,7 @@ fn a_time_past_two_to_the_64_ps_is_an_overflow_not_a_deadlock() {
     );
     // One node of exactly the largest representable time still finishes.
     let mut b = TraceBuilder::new(1);
-    b.rank(0).push(
+    b.rank(RankId(0)).push(
         compute(u64::MAX - 1),
         StreamId::COMPUTE,
         Category::Other,

@@ -2,8 +2,8 @@
 //! then validate once in [`TraceBuilder::finish`].
 
 use super::{
-    Category, CollectiveKind, GroupId, Label, NameId, Node, NodeId, NodeKind, RankTrace, SizesId,
-    StreamId, Trace,
+    Category, CollectiveKind, GroupId, Label, NameId, Node, NodeId, NodeKind, RankId, RankTrace,
+    SizesId, StreamId, Trace,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -16,32 +16,32 @@ pub enum TraceError {
     /// More than `u32::MAX` nodes on one rank, or an id that does not fit.
     TooLarge,
     RankOutOfRange {
-        rank: u32,
+        rank: RankId,
         world: u32,
     },
     PeerOutOfRange {
-        rank: u32,
+        rank: RankId,
         node: NodeId,
-        peer: u32,
+        peer: RankId,
     },
     DepOutOfRange {
-        rank: u32,
+        rank: RankId,
         node: NodeId,
         dep: NodeId,
     },
     UnknownGroup {
-        rank: u32,
+        rank: RankId,
         node: NodeId,
         group: GroupId,
     },
     NotAMember {
-        rank: u32,
+        rank: RankId,
         node: NodeId,
         group: GroupId,
     },
     EmptyGroup,
     GroupRankOutOfRange {
-        rank: u32,
+        rank: RankId,
         world: u32,
     },
     ClassMapLength {
@@ -50,13 +50,13 @@ pub enum TraceError {
     },
     /// An all-to-all-v names a size table the builder never interned.
     UnknownSizes {
-        rank: u32,
+        rank: RankId,
         node: NodeId,
         sizes: SizesId,
     },
     /// An all-to-all-v's size table is not members × members.
     SizesShape {
-        rank: u32,
+        rank: RankId,
         node: NodeId,
         len: usize,
         members: usize,
@@ -184,7 +184,7 @@ impl RankBuilder {
         self.nodes.is_empty()
     }
 
-    fn finish(self, rank: u32) -> Result<RankTrace, TraceError> {
+    fn finish(self, rank: RankId) -> Result<RankTrace, TraceError> {
         let n = self.nodes.len();
         if n >= u32::MAX as usize || self.edges.len() >= u32::MAX as usize {
             return Err(TraceError::TooLarge);
@@ -216,11 +216,11 @@ impl RankBuilder {
 pub struct TraceBuilder {
     world: u32,
     ranks: Vec<Option<RankBuilder>>,
-    groups: Vec<Vec<u32>>,
-    group_ids: HashMap<Vec<u32>, GroupId>,
+    groups: Vec<Vec<RankId>>,
+    group_ids: HashMap<Vec<RankId>, GroupId>,
     names: Vec<String>,
     name_ids: HashMap<String, NameId>,
-    class_of: Vec<u32>,
+    class_of: Vec<RankId>,
     sizes: Vec<Vec<Bytes>>,
     sizes_ids: HashMap<Vec<Bytes>, SizesId>,
 }
@@ -246,8 +246,8 @@ impl TraceBuilder {
 
     /// The builder of `rank`, created on first use: a rank is simulated once it is touched
     /// here. An out-of-range rank is reported by `finish`.
-    pub fn rank(&mut self, rank: u32) -> &mut RankBuilder {
-        let i = rank as usize;
+    pub fn rank(&mut self, rank: RankId) -> &mut RankBuilder {
+        let i = rank.index();
         if self.ranks.len() <= i {
             self.ranks.resize_with(i + 1, || None);
         }
@@ -255,7 +255,7 @@ impl TraceBuilder {
     }
 
     /// Interns a group by its member set (order and duplicates do not matter).
-    pub fn group(&mut self, members: &[u32]) -> GroupId {
+    pub fn group(&mut self, members: &[RankId]) -> GroupId {
         let mut key = members.to_vec();
         key.sort_unstable();
         key.dedup();
@@ -294,7 +294,7 @@ impl TraceBuilder {
 
     /// Declares symmetry classes: `class_of[r]` for every rank of the world. The engine
     /// simulates the ranks that have nodes and resolves the others through their class.
-    pub fn set_classes(&mut self, class_of: Vec<u32>) {
+    pub fn set_classes(&mut self, class_of: Vec<RankId>) {
         self.class_of = class_of;
     }
 
@@ -313,7 +313,7 @@ impl TraceBuilder {
             if g.is_empty() {
                 return Err(TraceError::EmptyGroup);
             }
-            if let Some(&r) = g.iter().find(|&&r| r >= world) {
+            if let Some(&r) = g.iter().find(|r| r.0 >= world) {
                 return Err(TraceError::GroupRankOutOfRange { rank: r, world });
             }
             group_ranks.extend_from_slice(g);
@@ -326,8 +326,8 @@ impl TraceBuilder {
         let mut ranks = Vec::new();
         for (r, b) in self.ranks.into_iter().enumerate() {
             let Some(b) = b else { continue };
-            let rank = r as u32;
-            if rank >= world {
+            let rank = RankId(r as u32);
+            if rank.0 >= world {
                 return Err(TraceError::RankOutOfRange { rank, world });
             }
             let rt = b.finish(rank)?;
@@ -362,15 +362,15 @@ impl TraceBuilder {
 }
 
 fn check_node(
-    rank: u32,
+    rank: RankId,
     node: NodeId,
     n: &Node,
     world: u32,
-    groups: &[Vec<u32>],
+    groups: &[Vec<RankId>],
     sizes: &[Vec<Bytes>],
 ) -> Result<(), TraceError> {
     match n.kind {
-        NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } if peer >= world => {
+        NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } if peer.0 >= world => {
             Err(TraceError::PeerOutOfRange { rank, node, peer })
         }
         NodeKind::Collective { group, kind, .. } => match groups.get(group.0 as usize) {

@@ -21,9 +21,23 @@ use std::fmt;
 pub use venus_base::base::Ps;
 use venus_base::base::{Bytes, Csr};
 
-/// A rank of the whole job, simulated or not (`0..world`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A rank of the whole job, simulated or not (`0..world`). Every public trace and engine API
+/// names a rank with it, never with a bare `u32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct RankId(pub u32);
+
+impl RankId {
+    /// The rank as an index into per-rank arrays of the whole world.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for RankId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// A node of one rank's trace (index into that rank's nodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -90,9 +104,17 @@ pub enum NodeKind {
     /// Busy for `duration` on its stream.
     Compute { duration: Ps },
     /// Rendezvous send to `peer`; matched with the peer's `Recv` of the same tag.
-    Send { peer: u32, bytes: Bytes, tag: u32 },
+    Send {
+        peer: RankId,
+        bytes: Bytes,
+        tag: u32,
+    },
     /// Rendezvous receive from `peer`.
-    Recv { peer: u32, bytes: Bytes, tag: u32 },
+    Recv {
+        peer: RankId,
+        bytes: Bytes,
+        tag: u32,
+    },
     /// Starts when every member of `group` reached its matching node.
     Collective {
         kind: CollectiveKind,
@@ -204,7 +226,7 @@ pub struct Node {
 /// The nodes of one rank, in program order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankTrace {
-    rank: u32,
+    rank: RankId,
     nodes: Vec<Node>,
     /// Row `i`: the deps of node `i`, in the order they were added.
     deps: Csr<NodeId>,
@@ -212,7 +234,7 @@ pub struct RankTrace {
 
 impl RankTrace {
     /// The global rank this trace belongs to.
-    pub fn rank(&self) -> u32 {
+    pub fn rank(&self) -> RankId {
         self.rank
     }
 
@@ -247,10 +269,10 @@ pub struct Trace {
     ranks: Vec<RankTrace>,
     /// CSR: members of group `g` are `group_ranks[group_start[g]..group_start[g + 1]]`, sorted.
     group_start: Vec<u32>,
-    group_ranks: Vec<u32>,
+    group_ranks: Vec<RankId>,
     names: Vec<String>,
     /// Symmetry class of every rank of the world; empty when every rank is its own class.
-    class_of: Vec<u32>,
+    class_of: Vec<RankId>,
     /// Row `t`: the all-to-all-v size table `t`, row-major (see [`CollectiveKind::AllToAllV`]).
     sizes: Csr<Bytes>,
 }
@@ -276,7 +298,7 @@ impl Trace {
     }
 
     /// Members of a group in increasing rank order (empty for an unknown id).
-    pub fn group(&self, id: GroupId) -> &[u32] {
+    pub fn group(&self, id: GroupId) -> &[RankId] {
         let g = id.0 as usize;
         match (self.group_start.get(g), self.group_start.get(g + 1)) {
             (Some(&a), Some(&b)) => &self.group_ranks[a as usize..b as usize],
@@ -296,8 +318,8 @@ impl Trace {
 
     /// Symmetry class of a rank. Ranks of one class are declared to run identical traces up to
     /// a relabelling of ranks that preserves the network (see the engine's module docs).
-    pub fn class_of(&self, rank: u32) -> u32 {
-        self.class_of.get(rank as usize).copied().unwrap_or(rank)
+    pub fn class_of(&self, rank: RankId) -> RankId {
+        self.class_of.get(rank.index()).copied().unwrap_or(rank)
     }
 
     pub fn has_classes(&self) -> bool {

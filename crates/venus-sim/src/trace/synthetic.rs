@@ -6,7 +6,7 @@
 //! Invariant: with zero-cost communication its makespan is (m + p − 1)(t_f + t_b).
 
 use super::{
-    Category, CollectiveKind, Label, NodeId, NodeKind, Ps, StreamId, Trace, TraceBuilder,
+    Category, CollectiveKind, Label, NodeId, NodeKind, Ps, RankId, StreamId, Trace, TraceBuilder,
     TraceError,
 };
 use venus_base::base::Bytes;
@@ -53,11 +53,11 @@ impl Pipeline {
         let world = p.checked_mul(tp).ok_or(TraceError::TooLarge)?;
         let mut b = TraceBuilder::new(world);
         if self.symmetric {
-            b.set_classes((0..world).map(|r| r / tp).collect());
+            b.set_classes((0..world).map(|r| RankId(r / tp)).collect());
         }
         let ar = b.name("tp-allreduce");
         for s in 0..p {
-            let group = b.group(&(s * tp..(s + 1) * tp).collect::<Vec<_>>());
+            let group = b.group(&(s * tp..(s + 1) * tp).map(RankId).collect::<Vec<_>>());
             let simulated = if self.symmetric { 1 } else { tp };
             for t in 0..simulated {
                 let ctx = StageCtx {
@@ -69,7 +69,7 @@ impl Pipeline {
                     group: group.0,
                     ar,
                 };
-                ctx.emit(b.rank(s * tp + t));
+                ctx.emit(b.rank(RankId(s * tp + t)));
             }
         }
         b.finish()
@@ -130,7 +130,7 @@ impl StageCtx<'_> {
         let mut last: Option<NodeId> = None;
         if has_src {
             let kind = NodeKind::Recv {
-                peer: src * tp + self.t,
+                peer: RankId(src * tp + self.t),
                 bytes,
                 tag: mb,
             };
@@ -192,7 +192,7 @@ impl StageCtx<'_> {
         }
         if has_dst {
             let kind = NodeKind::Send {
-                peer: dst * tp + self.t,
+                peer: RankId(dst * tp + self.t),
                 bytes,
                 tag: mb,
             };

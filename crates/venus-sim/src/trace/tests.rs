@@ -5,6 +5,11 @@
 use super::*;
 use venus_base::base::Seconds;
 
+/// Plain rank numbers as the trace's rank ids.
+fn ids(ranks: &[u32]) -> Vec<RankId> {
+    ranks.iter().copied().map(RankId).collect()
+}
+
 fn compute(ps: u64) -> NodeKind {
     NodeKind::Compute { duration: Ps(ps) }
 }
@@ -38,7 +43,7 @@ fn labels_render_as_in_the_schedule() {
 #[test]
 fn deps_are_stored_per_node_including_forward_edges() {
     let mut b = TraceBuilder::new(2);
-    let r = b.rank(1);
+    let r = b.rank(RankId(1));
     let a = r.push(
         compute(1),
         StreamId::COMPUTE,
@@ -64,7 +69,7 @@ fn deps_are_stored_per_node_including_forward_edges() {
     let t = b.finish().unwrap();
     assert_eq!(t.ranks().len(), 1);
     let rt = &t.ranks()[0];
-    assert_eq!(rt.rank(), 1);
+    assert_eq!(rt.rank(), RankId(1));
     assert_eq!(rt.deps(a), [d]);
     assert_eq!(rt.deps(c), [a]);
     assert_eq!(rt.deps(d), [a, c]);
@@ -74,23 +79,23 @@ fn deps_are_stored_per_node_including_forward_edges() {
 #[test]
 fn groups_are_interned_by_member_set() {
     let mut b = TraceBuilder::new(8);
-    let g1 = b.group(&[3, 1, 2]);
-    let g2 = b.group(&[1, 2, 3, 3]);
-    let g3 = b.group(&[0, 4]);
+    let g1 = b.group(&ids(&[3, 1, 2]));
+    let g2 = b.group(&ids(&[1, 2, 3, 3]));
+    let g3 = b.group(&ids(&[0, 4]));
     assert_eq!(g1, g2);
     assert_ne!(g1, g3);
     let t = b.finish().unwrap();
-    assert_eq!(t.group(g1), [1, 2, 3]);
-    assert_eq!(t.group(g3), [0, 4]);
+    assert_eq!(t.group(g1), ids(&[1, 2, 3]));
+    assert_eq!(t.group(g3), ids(&[0, 4]));
     assert!(t.group(GroupId(7)).is_empty());
 }
 
 #[test]
 fn invalid_references_are_rejected_by_finish() {
     let mut b = TraceBuilder::new(2);
-    b.rank(0).push(
+    b.rank(RankId(0)).push(
         NodeKind::Send {
-            peer: 5,
+            peer: RankId(5),
             bytes: Bytes(1),
             tag: 0,
         },
@@ -102,32 +107,32 @@ fn invalid_references_are_rejected_by_finish() {
     assert_eq!(
         b.finish(),
         Err(TraceError::PeerOutOfRange {
-            rank: 0,
+            rank: RankId(0),
             node: NodeId(0),
-            peer: 5
+            peer: RankId(5)
         })
     );
 
     let mut b = TraceBuilder::new(4);
-    let g = b.group(&[1, 2]);
+    let g = b.group(&ids(&[1, 2]));
     let kind = NodeKind::Collective {
         kind: CollectiveKind::AllGather,
         group: g,
         bytes: Bytes(1),
     };
-    b.rank(0)
+    b.rank(RankId(0))
         .push(kind, StreamId::COMM, Category::Other, Label::None, &[]);
     assert_eq!(
         b.finish(),
         Err(TraceError::NotAMember {
-            rank: 0,
+            rank: RankId(0),
             node: NodeId(0),
             group: g
         })
     );
 
     let mut b = TraceBuilder::new(1);
-    b.rank(0).push(
+    b.rank(RankId(0)).push(
         compute(1),
         StreamId::COMPUTE,
         Category::Other,
@@ -137,14 +142,14 @@ fn invalid_references_are_rejected_by_finish() {
     assert_eq!(
         b.finish(),
         Err(TraceError::DepOutOfRange {
-            rank: 0,
+            rank: RankId(0),
             node: NodeId(0),
             dep: NodeId(3)
         })
     );
 
     let mut b = TraceBuilder::new(2);
-    b.rank(2).push(
+    b.rank(RankId(2)).push(
         compute(1),
         StreamId::COMPUTE,
         Category::Other,
@@ -153,11 +158,14 @@ fn invalid_references_are_rejected_by_finish() {
     );
     assert_eq!(
         b.finish(),
-        Err(TraceError::RankOutOfRange { rank: 2, world: 2 })
+        Err(TraceError::RankOutOfRange {
+            rank: RankId(2),
+            world: 2
+        })
     );
 
     let mut b = TraceBuilder::new(3);
-    b.set_classes(vec![0, 0]);
+    b.set_classes(ids(&[0, 0]));
     assert_eq!(
         b.finish(),
         Err(TraceError::ClassMapLength { len: 2, world: 3 })
@@ -187,9 +195,9 @@ fn synthetic_pipeline_has_the_expected_node_counts() {
         symmetric: true,
     };
     let t = p.build().unwrap();
-    let ranks: Vec<u32> = t.ranks().iter().map(RankTrace::rank).collect();
-    assert_eq!(ranks, [0, 2, 4, 6]);
-    assert_eq!(t.class_of(5), 2);
+    let ranks: Vec<RankId> = t.ranks().iter().map(RankTrace::rank).collect();
+    assert_eq!(ranks, ids(&[0, 2, 4, 6]));
+    assert_eq!(t.class_of(RankId(5)), RankId(2));
     // Per pass: 4 compute segments + 4 all-reduces; inner stages add a recv and a send.
     assert_eq!(t.ranks()[0].len(), 3 * 2 * 8 + 3 * 2);
     assert_eq!(t.ranks()[1].len(), 3 * 2 * 8 + 3 * 4);
@@ -209,7 +217,7 @@ fn synthetic_pipeline_has_the_expected_node_counts() {
 fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
     use crate::trace::{SizesId, TraceError};
     let mut b = TraceBuilder::new(2);
-    let g = b.group(&[0, 1]);
+    let g = b.group(&ids(&[0, 1]));
     let t = b.sizes(&[Bytes(0), Bytes(3), Bytes(4), Bytes(0)]);
     assert_eq!(b.sizes(&[Bytes(0), Bytes(3), Bytes(4), Bytes(0)]), t);
     let bad = b.sizes(&[Bytes(1), Bytes(2)]);
@@ -219,7 +227,7 @@ fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
         bytes: Bytes(3),
     };
     let mut ok = b.clone();
-    ok.rank(0)
+    ok.rank(RankId(0))
         .push(a2av(t), StreamId::COMM, Category::EpComm, Label::None, &[]);
     let trace = ok.finish().unwrap();
     assert_eq!(trace.sizes(t), [Bytes(0), Bytes(3), Bytes(4), Bytes(0)]);
@@ -227,7 +235,7 @@ fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
     assert_eq!(CollectiveKind::AllToAllV(t).word(), "all-to-all-v");
 
     let mut wrong = b.clone();
-    wrong.rank(1).push(
+    wrong.rank(RankId(1)).push(
         a2av(bad),
         StreamId::COMM,
         Category::EpComm,
@@ -237,13 +245,13 @@ fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
     assert_eq!(
         wrong.finish(),
         Err(TraceError::SizesShape {
-            rank: 1,
+            rank: RankId(1),
             node: NodeId(0),
             len: 2,
             members: 2,
         })
     );
-    b.rank(0).push(
+    b.rank(RankId(0)).push(
         a2av(SizesId(7)),
         StreamId::COMM,
         Category::EpComm,
@@ -253,7 +261,7 @@ fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
     assert_eq!(
         b.finish(),
         Err(TraceError::UnknownSizes {
-            rank: 0,
+            rank: RankId(0),
             node: NodeId(0),
             sizes: SizesId(7),
         })

@@ -744,6 +744,15 @@ key_table! {
         .repeatable()
         .default(KeyDefault::Unset, "every GPU at full speed")
         .example("3 50%"),
+        SlowLink = key(
+            "slow_link",
+            &[Count, Ratio],
+            "a slow link: the scale-out NIC of every GPU of NODE (a coordinate of the outermost dim, from 0) moves bytes at SPEED of its bandwidth (`slow_link 3 50%`)",
+        )
+        .zero_allowed()
+        .repeatable()
+        .default(KeyDefault::Unset, "every link at full bandwidth")
+        .example("3 50%"),
         AllowCluster = allow_key(),
         GpuMtbf = key(
             "gpu_mtbf",

@@ -35,19 +35,19 @@ impl Sim<'_> {
                     }
                 }
                 (NodeKind::Collective { kind, group, .. }, Pairing::Member(i)) => {
-                    let arrived: Vec<u32> = self
+                    let arrived: Vec<RankId> = self
                         .inst_nodes
                         .row(i.ix())
                         .iter()
                         .filter(|&&n| self.start[n] != UNSET)
-                        .map(|&n| self.rank_of(n).0)
+                        .map(|&n| self.rank_of(n))
                         .collect();
                     let missing = self
                         .trace
                         .group(group)
                         .iter()
                         .copied()
-                        .filter(|&m| self.simulated(RankId(m)) && !arrived.contains(&m))
+                        .filter(|&m| self.simulated(m) && !arrived.contains(&m))
                         .collect();
                     StuckReason::CollectiveIncomplete {
                         kind,

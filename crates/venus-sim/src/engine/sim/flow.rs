@@ -46,7 +46,7 @@ impl Sim<'_> {
                     _ => 0.0,
                 };
                 self.net
-                    .p2p_phases(src.0, dst.0, ByteVolume(bytes), &mut phases);
+                    .p2p_phases(src, dst, ByteVolume(bytes), &mut phases);
             }
             OpWhat::Coll { inst } => {
                 let i = &self.insts[inst];
@@ -142,7 +142,12 @@ impl Sim<'_> {
         op.last = now;
         op.flowing = true;
         if !self.sharing || op.resources.is_empty() {
-            let bw = self.net.bandwidth(ph.dim);
+            // Unshared, a flow still runs at its slowest link (a `slow_link` endpoint).
+            let bw = op
+                .resources
+                .iter()
+                .map(|&r| self.res_cap[r])
+                .fold(self.net.bandwidth(ph.dim), f64::min);
             self.set_rate(id, bw);
             return;
         }

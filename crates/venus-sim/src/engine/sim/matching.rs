@@ -27,21 +27,21 @@ impl Sim<'_> {
         for g in self.kinds.ids() {
             let me = self.rank_of(g);
             let (peer, key, is_send) = match self.kind(g) {
-                NodeKind::Send { peer, tag, .. } => (RankId(peer), (me, RankId(peer), tag), true),
-                NodeKind::Recv { peer, tag, .. } => (RankId(peer), (RankId(peer), me, tag), false),
+                NodeKind::Send { peer, tag, .. } => (peer, (me, peer, tag), true),
+                NodeKind::Recv { peer, tag, .. } => (peer, (peer, me, tag), false),
                 _ => continue,
             };
             if !self.simulated(peer) {
                 if !self.represented(peer, &class_sim) {
                     return Err(EngineError::Unsimulated {
                         op: self.op_ref(g),
-                        rank: peer.0,
+                        rank: peer,
                     });
                 }
-                if self.trace.class_of(peer.0) != self.trace.class_of(me.0) {
+                if self.trace.class_of(peer) != self.trace.class_of(me) {
                     return Err(EngineError::Asymmetric {
                         op: self.op_ref(g),
-                        peer: peer.0,
+                        peer,
                     });
                 }
                 self.pairing[g] = Pairing::Mirror;
@@ -127,17 +127,16 @@ impl Sim<'_> {
                         Some(n) => n,
                         None => {
                             let gm = self.trace.group(group);
-                            if let Some(&m) = gm.iter().find(|&&m| {
-                                !self.simulated(RankId(m))
-                                    && !self.represented(RankId(m), &class_sim)
-                            }) {
+                            if let Some(&m) = gm
+                                .iter()
+                                .find(|&&m| !self.simulated(m) && !self.represented(m, &class_sim))
+                            {
                                 return Err(EngineError::Unsimulated {
                                     op: self.op_ref(g),
                                     rank: m,
                                 });
                             }
-                            let n =
-                                gm.iter().filter(|&&m| self.simulated(RankId(m))).count() as u32;
+                            let n = gm.iter().filter(|&&m| self.simulated(m)).count() as u32;
                             needed_of[group] = Some(n);
                             self.shapes[group] = Some(self.net.group_shape(gm));
                             n

@@ -25,6 +25,7 @@ use super::id::{GNodeId, Id, IdVec, InstId, LinkId, OpId, SigId, SimRankId, SimS
 use super::network::{GroupShape, Network, Phase};
 use super::queue::EventQueue;
 use super::{Options, Sharing, Timeline};
+use crate::trace::Ps;
 use crate::trace::{Category, CollectiveKind, GroupId, NodeId, NodeKind, RankId, Trace};
 use venus_base::base::Csr;
 
@@ -172,7 +173,7 @@ impl<'a> Sim<'a> {
         let mut acc = 0u32;
         for (i, r) in ranks.iter().enumerate() {
             offset.push(acc);
-            sim_of[RankId(r.rank())] = Some(SimRankId(i as u32));
+            sim_of[r.rank()] = Some(SimRankId(i as u32));
             acc += r.len() as u32;
         }
         offset.push(acc);
@@ -260,9 +261,14 @@ impl<'a> Sim<'a> {
             ops: IdVec::new(),
             free_ops: Vec::new(),
             res_flows: IdVec::filled(nres, Vec::new()),
+            // Link `(rank · dims + dim) · 2 + dir` carries its rank's bandwidth on the dim (a
+            // `slow_link` lowers it for that rank alone).
             res_cap: IdVec::from_vec(
                 (0..nres)
-                    .map(|r| net.bandwidth((r / 2) % ndims.max(1)))
+                    .map(|r| {
+                        let (rank, dim) = (r / 2 / ndims.max(1), (r / 2) % ndims.max(1));
+                        net.link_bandwidth(ranks[rank].rank(), dim)
+                    })
                     .collect(),
             ),
             queue: EventQueue::with_capacity(1024, 256),
@@ -325,7 +331,7 @@ impl<'a> Sim<'a> {
 
     #[inline]
     fn rank_of(&self, g: GNodeId) -> RankId {
-        RankId(self.trace.ranks()[self.node_rank[g].ix()].rank())
+        self.trace.ranks()[self.node_rank[g].ix()].rank()
     }
 
     fn simulated(&self, rank: RankId) -> bool {
@@ -333,15 +339,13 @@ impl<'a> Sim<'a> {
     }
 
     /// Whether a non-simulated rank can stand in through a simulated member of its class.
-    fn represented(&self, rank: RankId, class_sim: &[u32]) -> bool {
-        class_sim
-            .binary_search(&self.trace.class_of(rank.0))
-            .is_ok()
+    fn represented(&self, rank: RankId, class_sim: &[RankId]) -> bool {
+        class_sim.binary_search(&self.trace.class_of(rank)).is_ok()
     }
 
     /// Classes that have at least one simulated rank, sorted and deduplicated.
-    fn class_sim(&self) -> Vec<u32> {
-        let mut classes: Vec<u32> = self
+    fn class_sim(&self) -> Vec<RankId> {
+        let mut classes: Vec<RankId> = self
             .trace
             .ranks()
             .iter()
@@ -406,7 +410,6 @@ impl<'a> Sim<'a> {
             NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
                 let me = self.rank_of(g);
                 let is_send = matches!(kind, NodeKind::Send { .. });
-                let peer = RankId(peer);
                 let (src, dst) = if is_send { (me, peer) } else { (peer, me) };
                 let other = match self.pairing[g] {
                     Pairing::Mirror => None,
@@ -471,13 +474,14 @@ impl<'a> Sim<'a> {
                 *slot = slot.saturating_add(e - s);
             }
             makespan = makespan.max(f);
-            finish.push(f);
+            finish.push(Ps(f));
         }
         Timeline {
             ranks: ranks.iter().map(|r| r.rank()).collect(),
             offset: self.offset,
-            start: self.start.into_vec(),
-            end: self.end.into_vec(),
+            // In place: `Ps` is one `u64`, so the collect reuses the buffers.
+            start: self.start.into_vec().into_iter().map(Ps).collect(),
+            end: self.end.into_vec().into_iter().map(Ps).collect(),
             finish,
             busy,
             events: self.events,
