@@ -281,10 +281,7 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
         });
     }
     let sc = scenario_of(&name, &built.venus, false)?;
-    let iteration_flops = flops::convention_flops(row, source)
-        .unwrap_or_else(|| crate::report::megatron_flops(&sc).0);
-    let conversion = flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
-        .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))?;
+    let conversion = speed_conversion(row, source, metric, &sc)?;
     let predicted = predict(&sc)?;
     Ok(Outcome::Compared {
         built,
@@ -296,6 +293,64 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
             predicted,
         }),
     })
+}
+
+/// How a speed row's metric follows from the iteration time, with the source's FLOP convention.
+fn speed_conversion(
+    row: &Row,
+    source: Source,
+    metric: Metric,
+    sc: &Scenario,
+) -> Result<flops::Conversion, String> {
+    let iteration_flops = flops::convention_flops(row, source)
+        .unwrap_or_else(|| crate::report::megatron_flops(sc).0);
+    flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
+        .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))
+}
+
+/// A speed row made ready to be simulated again and again (`venusc calibrate --runs`): its
+/// validated scenario, its published value and the conversion between its metric and the
+/// iteration time, built exactly as `validate` builds it.
+#[derive(Clone, Debug)]
+pub struct SpeedRow {
+    pub row: Row,
+    pub metric: Metric,
+    pub scenario: Scenario,
+    pub published: f64,
+    pub conversion: flops::Conversion,
+}
+
+impl SpeedRow {
+    /// The row as `validate` would simulate it, or why it cannot be (a `peak_mem_gib` row has
+    /// no iteration time to fit).
+    pub fn of(row: &Row) -> Result<SpeedRow, String> {
+        let source = Source::of(row);
+        let built = scenario::build(row).map_err(|s| s.0)?;
+        let metric = Metric::parse(&row.metric)
+            .filter(|m| !m.is_memory())
+            .ok_or_else(|| format!(
+                "metric `{}` is not a speed metric",
+                crate::diag::escape_excerpt(&row.metric, 40)
+            ))?;
+        let published = row
+            .value
+            .filter(|v| *v > 0.0)
+            .ok_or_else(|| "value not stated (or not positive)".to_string())?;
+        let scenario = scenario_of(&format!("{}.venus", row.id), &built.venus, false)?;
+        let conversion = speed_conversion(row, source, metric, &scenario)?;
+        Ok(SpeedRow {
+            row: row.clone(),
+            metric,
+            scenario,
+            published,
+            conversion,
+        })
+    }
+
+    /// The iteration time the published value implies.
+    pub fn published_time(&self) -> Seconds {
+        self.conversion.time(self.published)
+    }
 }
 
 /// RUNS.md's summary of some rows' errors: how many, their mean absolute error and the
