@@ -17,7 +17,7 @@ pub mod scenario;
 pub mod split;
 pub mod tsv;
 
-use crate::base::Seconds;
+use crate::base::{GpuArch, Seconds};
 use crate::engine;
 use crate::lower::{self, LowerOptions};
 use crate::plan::Scenario;
@@ -98,6 +98,8 @@ pub enum Outcome {
         predicted: f64,
         /// The iteration times of a speed row; `None` for `peak_mem_gib`.
         timing: Option<Timing>,
+        /// The arch of the row's GPU (the calibration it was costed with).
+        arch: GpuArch,
     },
     /// Not simulated, with the reason.
     Skipped(String),
@@ -278,6 +280,7 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
             metric,
             published,
             timing: None,
+            arch: sc.cluster.gpu.arch,
         });
     }
     let sc = scenario_of(&name, &built.venus, false)?;
@@ -292,6 +295,7 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
             published: conversion.time(published),
             predicted,
         }),
+        arch: sc.cluster.gpu.arch,
     })
 }
 
@@ -479,6 +483,7 @@ impl Validation {
             let (m, w) = Summary::of(speed).percents();
             let _ = writeln!(o, "| {} | {compared} | {skipped} | {m} | {w} |", s.name());
         }
+        self.breakdowns(&mut o);
         let _ = writeln!(o, "\n## Rows\n");
         let _ = writeln!(
             o,
@@ -549,6 +554,77 @@ impl Validation {
             let _ = writeln!(o, "- {}: {rule}", s.name());
         }
         o
+    }
+}
+
+/// A way to group the rows for a breakdown table: its title, its column's name and each row's
+/// group.
+type Grouping = (&'static str, &'static str, fn(&RowResult) -> Option<String>);
+
+/// The breakdowns `docs/validation.md` gives besides the sources (issue 16 item 2).
+const GROUPINGS: [Grouping; 3] = [
+    ("MAPE per GPU arch", "arch", |r| match &r.outcome {
+        Outcome::Compared { arch, .. } => Some(format!("`{}`", arch.word())),
+        Outcome::Skipped(_) => None,
+    }),
+    ("MAPE per precision", "precision", |r| {
+        let p = r.row.precision.trim().to_ascii_lowercase();
+        Some(if p.is_empty() { "bf16".into() } else { p })
+    }),
+    ("MAPE per model family", "family", |r| Some(model_family(&r.row.model))),
+];
+
+/// A model's family: the leading letters of its name (`GPT-3 175B`, `GPT3-5B` → `gpt`, `Llama
+/// 3.1 8B`, `LLAMA2-70B` → `llama`), with GPT-OSS apart from GPT (another architecture).
+pub fn model_family(model: &str) -> String {
+    let upper = model.to_ascii_uppercase();
+    if upper.starts_with("GPT-OSS") {
+        return "gpt-oss".into();
+    }
+    let family: String = model
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if family.is_empty() {
+        "other".into()
+    } else {
+        family
+    }
+}
+
+impl Validation {
+    /// One table per [`GROUPINGS`] entry: per group its speed rows' and memory rows' MAPE and
+    /// worst error.
+    fn breakdowns(&self, o: &mut String) {
+        for (title, column, group_of) in GROUPINGS {
+            let _ = writeln!(o, "\n## {title}\n");
+            let _ = writeln!(
+                o,
+                "| {column} | time rows | time MAPE | time worst | memory rows | memory MAPE | memory worst |"
+            );
+            let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|");
+            let mut groups: Vec<String> = self
+                .rows
+                .iter()
+                .filter(|r| r.error().is_some())
+                .filter_map(group_of)
+                .collect();
+            groups.sort();
+            groups.dedup();
+            for g in groups {
+                let of = |memory: bool| {
+                    Summary::of(self.compared(memory).filter(|r| group_of(r).as_ref() == Some(&g)))
+                };
+                let (time, memory) = (of(false), of(true));
+                let ((tm, tw), (mm, mw)) = (time.percents(), memory.percents());
+                let _ = writeln!(
+                    o,
+                    "| {g} | {} | {tm} | {tw} | {} | {mm} | {mw} |",
+                    time.rows, memory.rows
+                );
+            }
+        }
     }
 }
 

@@ -129,6 +129,7 @@ fn the_summary_is_the_mean_and_largest_absolute_error_as_fractions() {
             published: 10.0,
             predicted: p,
             timing: None,
+            arch: crate::base::GpuArch::Ampere,
         },
     };
     let (a, b) = (row(11.0), row(8.0));
@@ -156,6 +157,7 @@ fn a_throughput_error_is_of_the_metric_not_of_the_iteration_time() {
             published: 1000.0,
             predicted: c.metric(Seconds(published_t.0 * 1.1)),
             timing: None,
+            arch: crate::base::GpuArch::Hopper,
         },
         row,
     };
