@@ -470,3 +470,24 @@ fn megatron_bridge_performance_rows_reduce_gradients_in_bf16() {
         .contains("grad_dtype"));
     assert!(!build(&sc21_row()).unwrap().venus.contains("grad_dtype"));
 }
+
+#[test]
+fn a_model_family_is_the_leading_letters_of_its_name_with_gpt_oss_apart() {
+    let families: Vec<String> = [
+        "GPT-3 175B (MLPerf gpt3)",
+        "GPT3-5B",
+        "Llama 3.1 405B",
+        "LLAMA2-70B",
+        "GPT-OSS-120B (MoE)",
+        "DeepSeek-V3",
+        "Qwen3-30B-A3B (MoE)",
+        "175B",
+    ]
+    .iter()
+    .map(|m| super::model_family(m))
+    .collect();
+    assert_eq!(
+        families,
+        ["gpt", "gpt", "llama", "llama", "gpt-oss", "deepseek", "qwen", "other"]
+    );
+}
