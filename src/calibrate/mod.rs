@@ -408,7 +408,11 @@ fn write_runs_header(out: &mut String, sc: &Scenario, fit: &runs::RunsFit) {
         }
     }
     if fit.other_arch > 0 {
-        let _ = writeln!(out, "# {} rows on GPUs of other archs, not fitted", fit.other_arch);
+        let _ = writeln!(
+            out,
+            "# {} rows on GPUs of other archs, not fitted",
+            fit.other_arch
+        );
     }
     let _ = writeln!(
         out,

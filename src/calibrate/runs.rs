@@ -229,7 +229,10 @@ pub fn fit(
         .filter(|&(i, _)| !held(i))
         .map(|(_, r)| r)
         .collect();
-    let mut x0 = vec![start.gemm_efficiency.ln(), start.gemm_half_dim.max(1.0).ln()];
+    let mut x0 = vec![
+        start.gemm_efficiency.ln(),
+        start.gemm_half_dim.max(1.0).ln(),
+    ];
     if fit_network {
         x0.push(start.network.ln());
     }

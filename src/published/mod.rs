@@ -306,8 +306,8 @@ fn speed_conversion(
     metric: Metric,
     sc: &Scenario,
 ) -> Result<flops::Conversion, String> {
-    let iteration_flops = flops::convention_flops(row, source)
-        .unwrap_or_else(|| crate::report::megatron_flops(sc).0);
+    let iteration_flops =
+        flops::convention_flops(row, source).unwrap_or_else(|| crate::report::megatron_flops(sc).0);
     flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
         .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))
 }
@@ -332,10 +332,12 @@ impl SpeedRow {
         let built = scenario::build(row).map_err(|s| s.0)?;
         let metric = Metric::parse(&row.metric)
             .filter(|m| !m.is_memory())
-            .ok_or_else(|| format!(
-                "metric `{}` is not a speed metric",
-                crate::diag::escape_excerpt(&row.metric, 40)
-            ))?;
+            .ok_or_else(|| {
+                format!(
+                    "metric `{}` is not a speed metric",
+                    crate::diag::escape_excerpt(&row.metric, 40)
+                )
+            })?;
         let published = row
             .value
             .filter(|v| *v > 0.0)
@@ -571,7 +573,9 @@ const GROUPINGS: [Grouping; 3] = [
         let p = r.row.precision.trim().to_ascii_lowercase();
         Some(if p.is_empty() { "bf16".into() } else { p })
     }),
-    ("MAPE per model family", "family", |r| Some(model_family(&r.row.model))),
+    ("MAPE per model family", "family", |r| {
+        Some(model_family(&r.row.model))
+    }),
 ];
 
 /// A model's family: the leading letters of its name (`GPT-3 175B`, `GPT3-5B` → `gpt`, `Llama
@@ -614,7 +618,10 @@ impl Validation {
             groups.dedup();
             for g in groups {
                 let of = |memory: bool| {
-                    Summary::of(self.compared(memory).filter(|r| group_of(r).as_ref() == Some(&g)))
+                    Summary::of(
+                        self.compared(memory)
+                            .filter(|r| group_of(r).as_ref() == Some(&g)),
+                    )
                 };
                 let (time, memory) = (of(false), of(true));
                 let ((tm, tw), (mm, mw)) = (time.percents(), memory.percents());

@@ -257,7 +257,13 @@ fn runs_measured_as_venusc_predicts_them_fit_back_to_the_archs_constants() {
     .unwrap();
     let (code, lib, stderr) = venusc(
         &dir,
-        &["calibrate", "run.venus", "--runs", "runs.tsv", "--keep-network"],
+        &[
+            "calibrate",
+            "run.venus",
+            "--runs",
+            "runs.tsv",
+            "--keep-network",
+        ],
     );
     assert_eq!(code, 0, "{stderr}");
     // Hopper's calibration (80%, 320) is already the optimum: the fit stays there.
@@ -266,12 +272,12 @@ fn runs_measured_as_venusc_predicts_them_fit_back_to_the_archs_constants() {
         "{lib}"
     );
     assert!(lib.contains("network efficiency ×1.000"), "{lib}");
+    assert!(lib.contains("# row `run0` iter_time_s: published"), "{lib}");
+    assert!(lib.contains("+0.0%"), "{lib}");
     assert!(
-        lib.contains("# row `run0` iter_time_s: published"),
+        lib.contains("  dim nvlink fc 8 450GB/s 1000ns 80.0%\n"),
         "{lib}"
     );
-    assert!(lib.contains("+0.0%"), "{lib}");
-    assert!(lib.contains("  dim nvlink fc 8 450GB/s 1000ns 80.0%\n"), "{lib}");
     // The library is fmt-clean.
     std::fs::write(dir.join("calibration.venus"), &lib).unwrap();
     let (code, _, stderr) = venusc(&dir, &["fmt", "--check", "calibration.venus"]);

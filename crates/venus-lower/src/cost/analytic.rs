@@ -1040,6 +1040,9 @@ mod tests {
         // Blackwell has its own fit now: its GEMM curve, Hopper's other constants.
         let b = Calibration::for_arch(GpuArch::Blackwell);
         assert_eq!((b.gemm_efficiency, b.gemm_half_dim), (0.600, 794.0));
-        assert_eq!(b.attention_efficiency, Calibration::hopper().attention_efficiency);
+        assert_eq!(
+            b.attention_efficiency,
+            Calibration::hopper().attention_efficiency
+        );
     }
 }
