@@ -2045,16 +2045,14 @@ fn calibrate_runs(
     args: &CalibrateArgs,
 ) -> Result<venusc::calibrate::runs::RunsFit, venusc::calibrate::Mismatch> {
     use venusc::calibrate::runs;
-    let (rows, skipped, other) = runs::prepare(table, sc.cluster.gpu.arch)?;
+    let prepared = runs::prepare(table, sc.cluster.gpu.arch)?;
     let holdout = if args.hold_out_odd {
         runs::Holdout::Odd
     } else {
         runs::Holdout::None
     };
     Ok(runs::fit(
-        rows,
-        skipped,
-        other,
+        prepared,
         runs::start_of(sc),
         !args.keep_network,
         holdout,

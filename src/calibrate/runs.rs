@@ -85,13 +85,20 @@ impl RunsFit {
     }
 }
 
+/// A table's rows of one arch, ready to fit.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub rows: Vec<SpeedRow>,
+    /// Rows not simulated, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// Rows of other archs (not fitted).
+    pub other_arch: usize,
+}
+
 /// The rows of `table` that calibrate `arch`, each ready to simulate; with the rows that do not
 /// simulate (any arch: a row that fails to build names no GPU for certain) and the count of
 /// other archs' rows.
-pub fn prepare(
-    table: &str,
-    arch: GpuArch,
-) -> Result<(Vec<SpeedRow>, Vec<(String, String)>, usize), Mismatch> {
+pub fn prepare(table: &str, arch: GpuArch) -> Result<Prepared, Mismatch> {
     let rows = tsv::parse(table).map_err(|e| Mismatch {
         message: format!("the runs table cannot be read: {e}"),
         help: "give a table in RUNS.md's format (the published-runs table's header)".into(),
@@ -147,7 +154,11 @@ pub fn prepare(
             ),
         });
     }
-    Ok((mine, skipped, other))
+    Ok(Prepared {
+        rows: mine,
+        skipped,
+        other_arch: other,
+    })
 }
 
 /// The arch's constants before the fit: its calibration with the GPU's own GEMM keys.
@@ -211,14 +222,17 @@ fn constants_at(x: &[f64], start: Constants, fit_network: bool) -> Constants {
 
 /// Fits the constants to the rows (the held-out ones excepted) from `start`.
 pub fn fit(
-    rows: Vec<SpeedRow>,
-    skipped: Vec<(String, String)>,
-    other_arch: usize,
+    prepared: Prepared,
     start: Constants,
     fit_network: bool,
     holdout: Holdout,
     steps: usize,
 ) -> RunsFit {
+    let Prepared {
+        rows,
+        skipped,
+        other_arch,
+    } = prepared;
     let arch = rows
         .first()
         .map_or(GpuArch::Hopper, |r| r.scenario.cluster.gpu.arch);
@@ -274,10 +288,13 @@ pub(crate) mod tests {
         seq_parallel\trecompute\tdist_optimizer\tgpu\tnum_gpus\tmetric\tvalue\tnotes\t\
         framework\ttask\tprecision\tmegatron_args\tnvlink_domain\tnic_gbps\tgpu_memory_gib";
 
+    /// Layers, hidden, heads, tp, pp, dp, global batch, micro batch.
+    type Shape = (u64, u64, u64, u64, u64, u64, u64, u64);
+
     /// A runs table of small GPT runs on `gpu` in RUNS.md's format, each `iter_time_s` row
     /// valued by `value(i)`: layers, hidden, heads, tp, pp, dp, global and micro batch.
     pub(crate) fn table(gpu: &str, value: impl Fn(usize) -> f64) -> String {
-        let shapes: [(u64, u64, u64, u64, u64, u64, u64, u64); 5] = [
+        let shapes: [Shape; 5] = [
             (4, 1024, 16, 1, 1, 8, 64, 2),
             (4, 2048, 16, 2, 1, 4, 32, 1),
             (8, 4096, 32, 4, 2, 1, 16, 1),
@@ -300,7 +317,7 @@ pub(crate) mod tests {
 
     /// The table's rows valued by venusc itself with the given constants.
     pub(crate) fn table_drawn_with(gpu: &str, c: Constants) -> String {
-        let (rows, _, _) = prepare(&table(gpu, |_| 1.0), GpuArch::Hopper).unwrap();
+        let rows = prepare(&table(gpu, |_| 1.0), GpuArch::Hopper).unwrap().rows;
         let times: Vec<f64> = rows.iter().map(|r| predicted_time(r, c).unwrap()).collect();
         table(gpu, |i| times[i])
     }
@@ -314,14 +331,21 @@ pub(crate) mod tests {
             network: 1.0,
         };
         let text = table_drawn_with("H100-SXM5-80GB", slow);
-        let (rows, skipped, other) = prepare(&text, GpuArch::Hopper).unwrap();
-        assert_eq!((rows.len(), skipped.len(), other), (5, 0, 0));
+        let prepared = prepare(&text, GpuArch::Hopper).unwrap();
+        assert_eq!(
+            (
+                prepared.rows.len(),
+                prepared.skipped.len(),
+                prepared.other_arch
+            ),
+            (5, 0, 0)
+        );
         let start = Constants {
             gemm_efficiency: hopper.gemm_efficiency,
             gemm_half_dim: hopper.gemm_half_dim,
             network: 1.0,
         };
-        let fit = fit(rows, skipped, other, start, true, Holdout::None, STEPS);
+        let fit = fit(prepared, start, true, Holdout::None, STEPS);
         let c = fit.fitted;
         assert!((c.gemm_efficiency - 0.56).abs() < 0.005, "{c:?}");
         assert!((c.gemm_half_dim - 320.0).abs() < 16.0, "{c:?}");
@@ -333,9 +357,9 @@ pub(crate) mod tests {
     #[test]
     fn held_out_rows_are_predicted_but_not_fitted() {
         let text = table("H100-SXM5-80GB", |_| 1.0);
-        let (rows, skipped, other) = prepare(&text, GpuArch::Hopper).unwrap();
-        let start = start_of(&rows[0].scenario);
-        let fit = fit(rows, skipped, other, start, false, Holdout::Odd, 0);
+        let prepared = prepare(&text, GpuArch::Hopper).unwrap();
+        let start = start_of(&prepared.rows[0].scenario);
+        let fit = fit(prepared, start, false, Holdout::Odd, 0);
         let held: Vec<&str> = fit
             .rows
             .iter()
