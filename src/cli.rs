@@ -132,6 +132,17 @@ struct CalibrateArgs {
     /// the plan's precision are fitted.
     #[arg(long, value_name = "FILE")]
     gemm: Option<PathBuf>,
+    /// A table of your own measured training runs, in the published-runs format (RUNS.md): its
+    /// speed rows on GPUs of the scenario's arch are simulated and the GEMM curve and a factor
+    /// on the network's efficiency are fitted to them; each row's residual is in the header.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["gemm", "nccl"])]
+    runs: Option<PathBuf>,
+    /// With `--runs`: fit the GPU only, the cluster's dims stay as written.
+    #[arg(long, requires = "runs")]
+    keep_network: bool,
+    /// With `--runs`: fit on the even rows only and report the odd ones as held out.
+    #[arg(long, requires = "runs")]
+    hold_out_odd: bool,
     /// Write the library here instead of stdout.
     #[arg(short, long, value_name = "FILE.venus")]
     output: Option<PathBuf>,
@@ -1924,12 +1935,15 @@ fn fmt(args: &FmtArgs, color: bool) -> ExitCode {
 /// to a GEMM table, and writes the calibrated definitions.
 fn calibrate(args: &CalibrateArgs, roots: &RootArgs, color: bool) -> ExitCode {
     use venusc::calibrate;
-    if args.nccl.is_empty() && args.gemm.is_none() {
-        return usage_error("give at least one `--nccl DIM=FILE` or a `--gemm FILE` to fit");
+    if args.nccl.is_empty() && args.gemm.is_none() && args.runs.is_none() {
+        return usage_error(
+            "give at least one `--nccl DIM=FILE`, a `--gemm FILE` or a `--runs FILE` to fit",
+        );
     }
     if let Some(out) = &args.output {
         let mut inputs: Vec<&Path> = vec![&args.input.file];
         inputs.extend(args.gemm.as_deref());
+        inputs.extend(args.runs.as_deref());
         if let Err(f) = files::refuse_input(out, &inputs) {
             return fail(&f);
         }
@@ -1953,6 +1967,24 @@ fn calibrate(args: &CalibrateArgs, roots: &RootArgs, color: bool) -> ExitCode {
         },
         help,
     };
+    if let Some(path) = &args.runs {
+        let text = match files::read(path, Input::Table) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(f) => return fail(&f),
+        };
+        let fit = match calibrate_runs(sc, &text, args) {
+            Ok(fit) => fit,
+            Err(m) => {
+                let failure = Failure {
+                    code: Code::E0626,
+                    message: format!("`{}`: {}", path.display(), m.message),
+                    help: m.help,
+                };
+                return fail_with(&failure, 1);
+            }
+        };
+        return write_library(&calibrate::runs_library(sc, &fit), args.output.as_deref());
+    }
     let mut fits = Vec::new();
     for spec in &args.nccl {
         let Some((dim, file)) = spec.split_once('=') else {
@@ -2003,8 +2035,34 @@ fn calibrate(args: &CalibrateArgs, roots: &RootArgs, color: bool) -> ExitCode {
             }
         }
     };
-    let text = calibrate::library(sc, &fits, gemm);
-    match &args.output {
+    write_library(&calibrate::library(sc, &fits, gemm), args.output.as_deref())
+}
+
+/// `calibrate --runs`: the table's rows of the scenario's arch, fitted.
+fn calibrate_runs(
+    sc: &venusc::plan::Scenario,
+    table: &str,
+    args: &CalibrateArgs,
+) -> Result<venusc::calibrate::runs::RunsFit, venusc::calibrate::Mismatch> {
+    use venusc::calibrate::runs;
+    let prepared = runs::prepare(table, sc.cluster.gpu.arch)?;
+    let holdout = if args.hold_out_odd {
+        runs::Holdout::Odd
+    } else {
+        runs::Holdout::None
+    };
+    Ok(runs::fit(
+        prepared,
+        runs::start_of(sc),
+        !args.keep_network,
+        holdout,
+        runs::STEPS,
+    ))
+}
+
+/// Prints a calibrated library or writes it to `output`.
+fn write_library(text: &str, output: Option<&Path>) -> ExitCode {
+    match output {
         None => {
             print!("{text}");
             ExitCode::SUCCESS

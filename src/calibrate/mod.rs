@@ -16,10 +16,11 @@
 
 pub mod gemm;
 pub mod nccl;
+pub mod runs;
 
 use std::fmt::Write as _;
 
-use crate::base::{Bytes, CollectiveAlgorithm, Precision, Ratio, Seconds};
+use crate::base::{Bytes, BytesPerSec, CollectiveAlgorithm, Precision, Ratio, Seconds};
 use crate::engine::{self, NetDim, Network};
 use crate::plan::{ClusterSpec, GpuSpec, Scenario};
 use crate::trace::{Category, CollectiveKind, Label, NodeKind, RankId, StreamId, TraceBuilder};
@@ -156,47 +157,55 @@ fn misfit(dims: &[NetDim], dim: usize, log: &nccl::NcclLog, latency: f64, eff: f
         .sum()
 }
 
-/// Nelder–Mead on `f(x, y)` from `start`, `steps` iterations; the best point.
-fn nelder_mead(
-    f: impl Fn(f64, f64) -> f64,
-    start: (f64, f64),
-    scale: f64,
-    steps: usize,
-) -> (f64, f64) {
-    let mut s = [
-        (start, f(start.0, start.1)),
-        ((start.0 + scale, start.1), f(start.0 + scale, start.1)),
-        ((start.0, start.1 + scale), f(start.0, start.1 + scale)),
-    ];
+/// Nelder–Mead on `f(x)` from `start` (one axis step `scale` per coordinate gives the first
+/// simplex), `steps` iterations; the best point. Reflection 1, expansion 2, inside contraction
+/// ½, shrink towards the best point: the textbook coefficients.
+fn nelder_mead(f: impl Fn(&[f64]) -> f64, start: &[f64], scale: f64, steps: usize) -> Vec<f64> {
+    let n = start.len();
+    let mut s: Vec<(Vec<f64>, f64)> = Vec::with_capacity(n + 1);
+    s.push((start.to_vec(), f(start)));
+    for i in 0..n {
+        let mut p = start.to_vec();
+        p[i] += scale;
+        let fp = f(&p);
+        s.push((p, fp));
+    }
     for _ in 0..steps {
         s.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let c = ((s[0].0 .0 + s[1].0 .0) / 2.0, (s[0].0 .1 + s[1].0 .1) / 2.0);
-        let w = s[2].0;
-        let at = |t: f64| (c.0 + t * (c.0 - w.0), c.1 + t * (c.1 - w.1));
+        let centroid: Vec<f64> = (0..n)
+            .map(|j| s[..n].iter().map(|p| p.0[j]).sum::<f64>() / n as f64)
+            .collect();
+        let worst = s[n].0.clone();
+        let at = |t: f64| -> Vec<f64> {
+            (0..n)
+                .map(|j| centroid[j] + t * (centroid[j] - worst[j]))
+                .collect()
+        };
         let r = at(1.0);
-        let fr = f(r.0, r.1);
+        let fr = f(&r);
         if fr < s[0].1 {
             let e = at(2.0);
-            let fe = f(e.0, e.1);
-            s[2] = if fe < fr { (e, fe) } else { (r, fr) };
-        } else if fr < s[1].1 {
-            s[2] = (r, fr);
+            let fe = f(&e);
+            s[n] = if fe < fr { (e, fe) } else { (r, fr) };
+        } else if fr < s[n - 1].1 {
+            s[n] = (r, fr);
         } else {
             let k = at(-0.5);
-            let fk = f(k.0, k.1);
-            if fk < s[2].1 {
-                s[2] = (k, fk);
+            let fk = f(&k);
+            if fk < s[n].1 {
+                s[n] = (k, fk);
             } else {
-                let b = s[0].0;
+                let best = s[0].0.clone();
                 for p in s.iter_mut().skip(1) {
-                    let q = ((p.0 .0 + b.0) / 2.0, (p.0 .1 + b.1) / 2.0);
-                    *p = (q, f(q.0, q.1));
+                    let q: Vec<f64> = p.0.iter().zip(&best).map(|(a, b)| (a + b) / 2.0).collect();
+                    let fq = f(&q);
+                    *p = (q, fq);
                 }
             }
         }
     }
     s.sort_by(|a, b| a.1.total_cmp(&b.1));
-    s[0].0
+    s.swap_remove(0).0
 }
 
 /// Fits dim `dim`'s latency and efficiency to a log.
@@ -216,9 +225,9 @@ pub fn fit_dim(cluster: &ClusterSpec, dim: usize, log: &nccl::NcclLog) -> Result
         .map(|net| simulated(&net, log.kind, log.ranks, big_bytes) / big_t)
         .unwrap_or(1.0)
         .clamp(1e-3, 10.0);
-    let f = |la: f64, le: f64| misfit(&dims, dim, log, la.exp(), le.exp());
-    let (la, le) = nelder_mead(f, (written.ln(), start_eff.ln()), 0.5, 120);
-    let (latency, efficiency) = (la.exp(), le.exp());
+    let f = |x: &[f64]| misfit(&dims, dim, log, x[0].exp(), x[1].exp());
+    let best = nelder_mead(f, &[written.ln(), start_eff.ln()], 0.5, 120);
+    let (latency, efficiency) = (best[0].exp(), best[1].exp());
     let sse = misfit(&dims, dim, log, latency, efficiency);
     Ok(DimFit {
         dim,
@@ -321,6 +330,104 @@ pub fn library(
     write_gpu(&mut out, &sc.cluster.gpu, gemm.map(|(_, c)| c));
     write_cluster(&mut out, &sc.cluster, dims);
     out
+}
+
+/// The library of a fit to measured runs: the scenario's GPU with the fitted GEMM curve, its
+/// cluster with every dim's bus efficiency scaled by the fitted network factor (a dim pushed
+/// past 100% gets the bandwidth instead), and a header with every row's residual.
+pub fn runs_library(sc: &Scenario, fit: &runs::RunsFit) -> String {
+    let mut out = String::new();
+    write_runs_header(&mut out, sc, fit);
+    let curve = gemm::GemmCurve {
+        efficiency: fit.fitted.gemm_efficiency,
+        half_dim: fit.fitted.gemm_half_dim,
+        rms_error: fit.mape(false).unwrap_or(0.0),
+        rows: fit.rows.len(),
+    };
+    write_gpu(&mut out, &sc.cluster.gpu, Some(curve));
+    let mut cluster = sc.cluster.clone();
+    for d in &mut cluster.dims {
+        let eff = d.efficiency.map_or(1.0, |r| r.0) * fit.fitted.network;
+        if eff > 1.0 {
+            d.bandwidth = BytesPerSec(d.bandwidth.0 * eff);
+            d.efficiency = Some(Ratio(1.0));
+        } else {
+            d.efficiency = Some(Ratio(eff));
+        }
+    }
+    write_cluster(&mut out, &cluster, &[]);
+    out
+}
+
+/// The runs fit's constants, its rows and their residuals, as comments.
+fn write_runs_header(out: &mut String, sc: &Scenario, fit: &runs::RunsFit) {
+    let cluster = sc.cluster.name.as_deref().unwrap_or("cluster");
+    let pct = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1}%", v * 100.0));
+    let fitted = fit.rows.iter().filter(|r| !r.held_out).count();
+    let held = fit.rows.len() - fitted;
+    let _ = writeln!(
+        out,
+        "# Calibrated by `venusc calibrate --runs` for scenario `{}`: {fitted} measured runs \
+         on `{}` GPUs fitted through the simulator, {held} held out.",
+        sc.name,
+        fit.arch.word()
+    );
+    let c = fit.fitted;
+    let _ = writeln!(
+        out,
+        "# gemm_efficiency {:.1}% (was {:.1}%), gemm_half_dim {:.0} (was {:.0}), network \
+         efficiency ×{:.3}",
+        c.gemm_efficiency * 100.0,
+        fit.start.gemm_efficiency * 100.0,
+        c.gemm_half_dim.round(),
+        fit.start.gemm_half_dim,
+        c.network
+    );
+    let _ = writeln!(
+        out,
+        "# MAPE: fitted rows {}, held-out rows {}",
+        pct(fit.mape(false)),
+        pct(fit.mape(true))
+    );
+    for r in &fit.rows {
+        let _ = writeln!(
+            out,
+            "# {} `{}` {}: published {}, predicted {:.4}, {:+.1}%",
+            if r.held_out { "held out" } else { "row" },
+            snippet(&r.id),
+            r.metric.name(),
+            r.published,
+            r.predicted,
+            r.error * 100.0
+        );
+    }
+    if !fit.skipped.is_empty() {
+        let _ = writeln!(out, "# {} rows not simulated:", fit.skipped.len());
+        for (id, why) in &fit.skipped {
+            let _ = writeln!(out, "#   `{}`: {}", snippet(id), snippet_long(why));
+        }
+    }
+    if fit.other_arch > 0 {
+        let _ = writeln!(
+            out,
+            "# {} rows on GPUs of other archs, not fitted",
+            fit.other_arch
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# Use it: `use \"THIS FILE\"`, then `cluster {cluster}_calibrated` in the scenario."
+    );
+}
+
+/// A reason echoed in a comment: one line, escaped, cut to 120 characters.
+fn snippet_long(s: &str) -> String {
+    let one: String = s.chars().flat_map(char::escape_debug).collect();
+    if one.chars().count() > 120 {
+        format!("{}…", one.chars().take(120).collect::<String>())
+    } else {
+        one
+    }
 }
 
 /// What was fitted, from what, and how well, as comments.

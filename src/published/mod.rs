@@ -18,7 +18,7 @@ pub mod scenario;
 pub mod split;
 pub mod tsv;
 
-use crate::base::Seconds;
+use crate::base::{GpuArch, Seconds};
 use crate::engine;
 use crate::lower::{self, LowerOptions};
 use crate::plan::Scenario;
@@ -99,6 +99,8 @@ pub enum Outcome {
         predicted: f64,
         /// The iteration times of a speed row; `None` for `peak_mem_gib`.
         timing: Option<Timing>,
+        /// The arch of the row's GPU (the calibration it was costed with).
+        arch: GpuArch,
     },
     /// Not simulated, with the reason.
     Skipped(String),
@@ -279,13 +281,11 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
             metric,
             published,
             timing: None,
+            arch: sc.cluster.gpu.arch,
         });
     }
     let sc = scenario_of(&name, &built.venus, false)?;
-    let iteration_flops = flops::convention_flops(row, source)
-        .unwrap_or_else(|| crate::report::megatron_flops(&sc).0);
-    let conversion = flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
-        .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))?;
+    let conversion = speed_conversion(row, source, metric, &sc)?;
     let predicted = predict(&sc)?;
     Ok(Outcome::Compared {
         built,
@@ -296,7 +296,68 @@ fn compare(row: &Row, source: Source) -> Result<Outcome, String> {
             published: conversion.time(published),
             predicted,
         }),
+        arch: sc.cluster.gpu.arch,
     })
+}
+
+/// How a speed row's metric follows from the iteration time, with the source's FLOP convention.
+fn speed_conversion(
+    row: &Row,
+    source: Source,
+    metric: Metric,
+    sc: &Scenario,
+) -> Result<flops::Conversion, String> {
+    let iteration_flops =
+        flops::convention_flops(row, source).unwrap_or_else(|| crate::report::megatron_flops(sc).0);
+    flops::conversion(row, metric, iteration_flops, sc.cluster.gpu.peak.0)
+        .ok_or_else(|| format!("metric `{}` cannot be converted", metric.name()))
+}
+
+/// A speed row made ready to be simulated again and again (`venusc calibrate --runs`): its
+/// validated scenario, its published value and the conversion between its metric and the
+/// iteration time, built exactly as `validate` builds it.
+#[derive(Clone, Debug)]
+pub struct SpeedRow {
+    pub row: Row,
+    pub metric: Metric,
+    pub scenario: Scenario,
+    pub published: f64,
+    pub conversion: flops::Conversion,
+}
+
+impl SpeedRow {
+    /// The row as `validate` would simulate it, or why it cannot be (a `peak_mem_gib` row has
+    /// no iteration time to fit).
+    pub fn of(row: &Row) -> Result<SpeedRow, String> {
+        let source = Source::of(row);
+        let built = scenario::build(row).map_err(|s| s.0)?;
+        let metric = Metric::parse(&row.metric)
+            .filter(|m| !m.is_memory())
+            .ok_or_else(|| {
+                format!(
+                    "metric `{}` is not a speed metric",
+                    crate::diag::escape_excerpt(&row.metric, 40)
+                )
+            })?;
+        let published = row
+            .value
+            .filter(|v| *v > 0.0)
+            .ok_or_else(|| "value not stated (or not positive)".to_string())?;
+        let scenario = scenario_of(&format!("{}.venus", row.id), &built.venus, false)?;
+        let conversion = speed_conversion(row, source, metric, &scenario)?;
+        Ok(SpeedRow {
+            row: row.clone(),
+            metric,
+            scenario,
+            published,
+            conversion,
+        })
+    }
+
+    /// The iteration time the published value implies.
+    pub fn published_time(&self) -> Seconds {
+        self.conversion.time(self.published)
+    }
 }
 
 /// RUNS.md's summary of some rows' errors: how many, their mean absolute error and the
@@ -425,6 +486,7 @@ impl Validation {
             let (m, w) = Summary::of(speed).percents();
             let _ = writeln!(o, "| {} | {compared} | {skipped} | {m} | {w} |", s.name());
         }
+        self.breakdowns(&mut o);
         let _ = writeln!(o, "\n## Rows\n");
         let _ = writeln!(
             o,
@@ -495,6 +557,82 @@ impl Validation {
             let _ = writeln!(o, "- {}: {rule}", s.name());
         }
         o
+    }
+}
+
+/// A way to group the rows for a breakdown table: its title, its column's name and each row's
+/// group.
+type Grouping = (&'static str, &'static str, fn(&RowResult) -> Option<String>);
+
+/// The breakdowns `docs/validation.md` gives besides the sources (issue 16 item 2).
+const GROUPINGS: [Grouping; 3] = [
+    ("MAPE per GPU arch", "arch", |r| match &r.outcome {
+        Outcome::Compared { arch, .. } => Some(format!("`{}`", arch.word())),
+        Outcome::Skipped(_) => None,
+    }),
+    ("MAPE per precision", "precision", |r| {
+        let p = r.row.precision.trim().to_ascii_lowercase();
+        Some(if p.is_empty() { "bf16".into() } else { p })
+    }),
+    ("MAPE per model family", "family", |r| {
+        Some(model_family(&r.row.model))
+    }),
+];
+
+/// A model's family: the leading letters of its name (`GPT-3 175B`, `GPT3-5B` → `gpt`, `Llama
+/// 3.1 8B`, `LLAMA2-70B` → `llama`), with GPT-OSS apart from GPT (another architecture).
+pub fn model_family(model: &str) -> String {
+    let upper = model.to_ascii_uppercase();
+    if upper.starts_with("GPT-OSS") {
+        return "gpt-oss".into();
+    }
+    let family: String = model
+        .chars()
+        .take_while(char::is_ascii_alphabetic)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if family.is_empty() {
+        "other".into()
+    } else {
+        family
+    }
+}
+
+impl Validation {
+    /// One table per [`GROUPINGS`] entry: per group its speed rows' and memory rows' MAPE and
+    /// worst error.
+    fn breakdowns(&self, o: &mut String) {
+        for (title, column, group_of) in GROUPINGS {
+            let _ = writeln!(o, "\n## {title}\n");
+            let _ = writeln!(
+                o,
+                "| {column} | time rows | time MAPE | time worst | memory rows | memory MAPE | memory worst |"
+            );
+            let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|");
+            let mut groups: Vec<String> = self
+                .rows
+                .iter()
+                .filter(|r| r.error().is_some())
+                .filter_map(group_of)
+                .collect();
+            groups.sort();
+            groups.dedup();
+            for g in groups {
+                let of = |memory: bool| {
+                    Summary::of(
+                        self.compared(memory)
+                            .filter(|r| group_of(r).as_ref() == Some(&g)),
+                    )
+                };
+                let (time, memory) = (of(false), of(true));
+                let ((tm, tw), (mm, mw)) = (time.percents(), memory.percents());
+                let _ = writeln!(
+                    o,
+                    "| {g} | {} | {tm} | {tw} | {} | {mm} | {mw} |",
+                    time.rows, memory.rows
+                );
+            }
+        }
     }
 }
 

@@ -143,6 +143,7 @@ fn the_summary_is_the_mean_and_largest_absolute_error_as_fractions() {
             published: 10.0,
             predicted: p,
             timing: None,
+            arch: crate::base::GpuArch::Ampere,
         },
     };
     let (a, b) = (row(11.0), row(8.0));
@@ -170,6 +171,7 @@ fn a_throughput_error_is_of_the_metric_not_of_the_iteration_time() {
             published: 1000.0,
             predicted: c.metric(Seconds(published_t.0 * 1.1)),
             timing: None,
+            arch: crate::base::GpuArch::Hopper,
         },
         row,
     };
@@ -518,11 +520,11 @@ fn readme_row(args: &str) -> Row {
 /// flag Megatron-LM does not have skips the row with the importer's code.
 #[test]
 fn megatron_args_go_through_the_importer() {
-    let b = build(&readme_row("--tp-comm-overlap --window-size 127,0")).unwrap();
+    let b = build(&readme_row("--tp-comm-overlap --moe-router-group-topk 1")).unwrap();
     assert!(b.venus.contains("  overlap_tp_comm\n"), "{}", b.venus);
     assert!(
         b.venus
-            .contains("# not modelled (W0012): --window-size 127,0: not modelled by venusc\n"),
+            .contains("# not modelled (W0012): --moe-router-group-topk 1: not modelled by venusc\n"),
         "{}",
         b.venus
     );
@@ -582,4 +584,25 @@ fn interleaved_megatron_rows_overlap_p2p_and_torchtitan_rows_do_not() {
         .assumed
         .iter()
         .any(|a| a.starts_with("overlap_p2p off (torchtitan")));
+}
+
+#[test]
+fn a_model_family_is_the_leading_letters_of_its_name_with_gpt_oss_apart() {
+    let families: Vec<String> = [
+        "GPT-3 175B (MLPerf gpt3)",
+        "GPT3-5B",
+        "Llama 3.1 405B",
+        "LLAMA2-70B",
+        "GPT-OSS-120B (MoE)",
+        "DeepSeek-V3",
+        "Qwen3-30B-A3B (MoE)",
+        "175B",
+    ]
+    .iter()
+    .map(|m| super::model_family(m))
+    .collect();
+    assert_eq!(
+        families,
+        ["gpt", "gpt", "llama", "llama", "gpt-oss", "deepseek", "qwen", "other"]
+    );
 }

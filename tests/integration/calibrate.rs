@@ -213,3 +213,95 @@ fn a_malformed_log_is_e0607_at_its_line() {
         "{stderr}"
     );
 }
+
+const RUNS_COLUMNS: &str = "id\tsource\tmodel\tparams_b\tlayers\thidden\tffn_hidden\theads\tkv_groups\tvocab\tseq_len\tglobal_batch\tmicro_batch\ttp\tpp\tvpp\tdp\tcp\tep\tseq_parallel\trecompute\tdist_optimizer\tgpu\tnum_gpus\tmetric\tvalue\tnotes\tframework\ttask\tprecision\tmegatron_args\tnvlink_domain\tnic_gbps\tgpu_memory_gib";
+
+/// Three small GPT runs on `gpu` in RUNS.md's format (`iter_time_s`), valued by `value(i)`.
+fn runs_table(gpu: &str, value: impl Fn(usize) -> f64) -> String {
+    let shapes = [
+        (4, 1024, 16, 1, 8, 64, 2),
+        (4, 2048, 16, 2, 4, 32, 1),
+        (4, 4096, 32, 4, 2, 16, 1),
+    ];
+    let mut out = format!("{RUNS_COLUMNS}\n");
+    for (i, (l, h, heads, tp, dp, gb, mb)) in shapes.into_iter().enumerate() {
+        out.push_str(&format!(
+            "run{i}\tour cluster\tgpt-{h}\t\t{l}\t{h}\t{}\t{heads}\t{heads}\t32000\t2048\t{gb}\t{mb}\t{tp}\t1\t\t{dp}\t1\t1\tno\tno\tyes\t{gpu}\t{}\titer_time_s\t{}\t\tmegatron\tpretrain\tbf16\t\t\t\t\n",
+            4 * h,
+            tp * dp,
+            value(i)
+        ));
+    }
+    out
+}
+
+#[test]
+fn runs_measured_as_venusc_predicts_them_fit_back_to_the_archs_constants() {
+    let dir = scratch("runs");
+    std::fs::write(dir.join("run.venus"), RUN).unwrap();
+    std::fs::write(dir.join("probe.tsv"), runs_table("H100-SXM5-80GB", |_| 1.0)).unwrap();
+    // `validate` gives each row's predicted iteration time: the runs as venusc predicts them.
+    let (code, json, stderr) = venus_json(&dir, &["validate", "--format", "json", "probe.tsv"]);
+    assert_eq!(code, 0, "{stderr}");
+    let times: Vec<f64> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["predicted"].as_f64().unwrap())
+        .collect();
+    assert_eq!(times.len(), 3);
+    std::fs::write(
+        dir.join("runs.tsv"),
+        runs_table("H100-SXM5-80GB", |i| times[i]),
+    )
+    .unwrap();
+    let (code, lib, stderr) = venusc(
+        &dir,
+        &[
+            "calibrate",
+            "run.venus",
+            "--runs",
+            "runs.tsv",
+            "--keep-network",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // Hopper's calibration (80%, 320) is already the optimum: the fit stays there.
+    assert!(
+        lib.contains("  gemm_efficiency 80.0%\n  gemm_half_dim 320\n"),
+        "{lib}"
+    );
+    assert!(lib.contains("network efficiency ×1.000"), "{lib}");
+    assert!(lib.contains("# row `run0` iter_time_s: published"), "{lib}");
+    assert!(lib.contains("+0.0%"), "{lib}");
+    assert!(
+        lib.contains("  dim nvlink fc 8 450GB/s 1000ns 80.0%\n"),
+        "{lib}"
+    );
+    // The library is fmt-clean.
+    std::fs::write(dir.join("calibration.venus"), &lib).unwrap();
+    let (code, _, stderr) = venusc(&dir, &["fmt", "--check", "calibration.venus"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_runs_table_of_another_arch_is_e0626_naming_its_arch() {
+    let dir = scratch("runs-arch");
+    std::fs::write(dir.join("run.venus"), RUN).unwrap();
+    std::fs::write(dir.join("a100.tsv"), runs_table("A100-SXM4-80GB", |_| 1.0)).unwrap();
+    let (code, _, stderr) = venusc(&dir, &["calibrate", "run.venus", "--runs", "a100.tsv"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(
+            "error[E0626]: `a100.tsv`: the runs table has no speed row on a `hopper` GPU that \
+             simulates"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(it has rows of `ampere`)"), "{stderr}");
+}
+
+fn venus_json(dir: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let (code, out, err) = venusc(dir, args);
+    (code, serde_json::from_str(&out).unwrap_or_default(), err)
+}

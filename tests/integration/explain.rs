@@ -90,6 +90,7 @@ const FROM_THE_COMMAND_LINE: &[Code] = &[
     Code::E0620,
     Code::E0621,
     Code::E0622,
+    Code::E0626,
     Code::W0012,
     Code::W0013,
 ];

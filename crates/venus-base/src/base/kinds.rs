@@ -331,22 +331,23 @@ impl GpuArch {
     /// published measurements (`cost::Calibration::fitted` holds them; a test keeps the two
     /// in step). The others borrow [`GpuArch::nearest_calibrated`]'s, with W0007.
     pub fn is_calibrated(self) -> bool {
-        matches!(self, GpuArch::Ampere | GpuArch::Hopper)
+        matches!(
+            self,
+            GpuArch::Ampere | GpuArch::Hopper | GpuArch::Blackwell | GpuArch::BlackwellUltra
+        )
     }
 
     /// The calibrated arch whose kernels behave most like this one's: the arch itself when
-    /// calibrated. Blackwell and Blackwell Ultra keep Hopper's asynchronous tensor-core
-    /// pipeline (TMA, warp-specialised kernels); Ada's tensor cores are issued like Ampere's
-    /// (`mma.sync`, no TMA or `wgmma`); CDNA3/CDNA4 have no NVIDIA counterpart and take
-    /// Hopper's, as every non-A100 GPU did before `arch` existed.
+    /// calibrated. Ada's tensor cores are issued like Ampere's (`mma.sync`, no TMA or
+    /// `wgmma`); CDNA3/CDNA4 have no NVIDIA counterpart and take Hopper's, as every non-A100
+    /// GPU did before `arch` existed. The published-runs table has no row on an Ada or CDNA
+    /// GPU that a fit could use.
     pub fn nearest_calibrated(self) -> GpuArch {
         match self {
             GpuArch::Ampere | GpuArch::Ada => GpuArch::Ampere,
-            GpuArch::Hopper
-            | GpuArch::Blackwell
-            | GpuArch::BlackwellUltra
-            | GpuArch::Cdna3
-            | GpuArch::Cdna4 => GpuArch::Hopper,
+            GpuArch::Blackwell => GpuArch::Blackwell,
+            GpuArch::BlackwellUltra => GpuArch::BlackwellUltra,
+            GpuArch::Hopper | GpuArch::Cdna3 | GpuArch::Cdna4 => GpuArch::Hopper,
         }
     }
 }
@@ -606,9 +607,10 @@ mod tests {
             }
         }
         assert_eq!(GpuArch::Ada.nearest_calibrated(), GpuArch::Ampere);
+        assert_eq!(GpuArch::Cdna4.nearest_calibrated(), GpuArch::Hopper);
         assert_eq!(
             GpuArch::BlackwellUltra.nearest_calibrated(),
-            GpuArch::Hopper
+            GpuArch::BlackwellUltra
         );
     }
 }

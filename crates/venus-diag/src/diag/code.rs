@@ -111,6 +111,7 @@ codes! {
     E0620 Error "a plan validation accepted that the simulator could not run";
     E0621 Error "a sweep with no simulated plan has no best plan to write";
     E0622 Error "a measurement that does not fit the scenario it calibrates";
+    E0626 Error "a runs table with no measured run on the scenario's GPU arch";
     E0701 Error "an input is not a regular file";
     E0702 Error "an input file is larger than its cap";
     E0703 Error "an input file cannot be read";
