@@ -1274,8 +1274,9 @@ fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
 #[test]
 fn the_time_bound_counts_the_pipeline_ramp_of_1f1b() {
     // pp 4 with 4 microbatches: 3 chunk-0 forwards run before the last stage's first op and 3
-    // backwards after its last, (pp − 1) / m = 3/4 of a stage's compute. The bound counts that
-    // ramp above the busiest stage's compute and stays under the simulated time.
+    // backwards after its last. The bound counts that ramp above the busiest stage's compute
+    // (1.376 times it here: the ends, which carry the embedding and the loss, are the busiest)
+    // and stays under the simulated time.
     let text = format!("{TINY}plan p < tp 2 pp 4 micro_batch 1 global_batch 8 >\n");
     let (mut session, sw) = prepared(&text, &SweepOptions::default()).unwrap();
     let sc = check_candidate(&mut session, &sw, 0).unwrap();
@@ -1295,7 +1296,7 @@ fn the_time_bound_counts_the_pipeline_ramp_of_1f1b() {
         .iteration_time
         .0;
     assert!(
-        lower > 1.5 * busiest,
+        lower > 1.3 * busiest,
         "bound {lower} s, busiest stage {busiest} s"
     );
     assert!(
