@@ -14,7 +14,9 @@
 //! numbers, shards and output never depend on anything but the file and the options.
 
 use super::space::{divisors, Axis, AxisValue, Write};
+use crate::base::ScheduleKind;
 use crate::plan::derive::split_layers;
+use crate::schedule::{Kind, PipelineShape};
 use crate::ty::ScenarioDef;
 
 /// Microbatch sizes `--auto` tries.
@@ -26,8 +28,23 @@ pub const AUTO_MICRO_BATCHES: [u64; 4] = [1, 2, 4, 8];
 const MAX_UNEVEN_VPP: u64 = 16;
 
 /// Plan keys that follow from the others and that `--auto` therefore drops from the plan:
-/// `dp` is world / (tp × pp × cp) and `schedule` follows pp and vpp (LANGUAGE.md defaults).
-const DERIVED_KEYS: [&str; 2] = ["dp", "schedule"];
+/// `dp` is world / (tp × pp × cp). (`schedule` is a row; its default follows pp and vpp.)
+const DERIVED_KEYS: [&str; 1] = ["dp"];
+
+/// The schedules the `schedule` row tries besides the default (1F1B, or interleaved with
+/// vpp > 1): the zero-bubble hand schedules and DeepSeek's DualPipe pair.
+const AUTO_SCHEDULES: [ScheduleKind; 4] = [
+    ScheduleKind::ZbH1,
+    ScheduleKind::ZbH2,
+    ScheduleKind::DualPipe,
+    ScheduleKind::DualPipeV,
+];
+
+/// The Megatron-FSDP strategies the `dp_sharding` row tries: ZeRO-2 and ZeRO-3. ZeRO-1
+/// (`optim`) shards what the distributed optimizer shards, and lowers to the same plan
+/// (`lower`: Megatron-FSDP v1 runs the distributed optimizer, arguments.py:1128-1136), so it
+/// would only repeat the `distributed_optimizer on` candidates.
+const AUTO_FSDP: [&str; 2] = ["optim_grads", "optim_grads_params"];
 
 /// How `--auto` builds the space.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,6 +67,10 @@ pub struct AutoCx {
     pub distributed_optimizer_written: bool,
     /// The plan writes `overlap_param_gather on`, which needs the distributed optimizer.
     pub param_gather_overlapped: bool,
+    /// The plan writes `fsdp` itself: the sharding row keeps it.
+    pub fsdp_written: bool,
+    /// The plan writes `overlap_ep_comm` itself (on or off): no axis for it.
+    pub ep_overlap_written: bool,
     pub opts: AutoOptions,
 }
 
@@ -64,6 +85,8 @@ impl AutoCx {
             experts: def.model.experts.as_ref().map(|e| e.value),
             distributed_optimizer_written: p.distributed_optimizer.is_some(),
             param_gather_overlapped: p.overlap_param_gather.as_ref().is_some_and(|s| s.value),
+            fsdp_written: p.fsdp.is_some(),
+            ep_overlap_written: p.overlap_ep_comm.is_some(),
             opts,
         }
     }
@@ -75,6 +98,8 @@ pub struct Chosen {
     pub tp: u64,
     pub sp: bool,
     pub pp: u64,
+    /// Model chunks per pipeline rank.
+    pub vpp: u64,
     pub cp: u64,
 }
 
@@ -84,6 +109,7 @@ impl Default for Chosen {
             tp: 1,
             sp: false,
             pp: 1,
+            vpp: 1,
             cp: 1,
         }
     }
@@ -105,7 +131,11 @@ pub struct Row {
     pub values: fn(&AutoCx, Chosen) -> Vec<Choice>,
 }
 
-/// The rows in candidate order (the last row varies fastest). A new plan choice is one row.
+/// The rows in candidate order (the last row varies fastest). A new plan choice is one row:
+/// its name, the plan keys it replaces, when it applies, and its values. A row that reads
+/// earlier choices (a size, the layout) says `dependent` and reads them from [`Chosen`]; a
+/// choice that is valid only with others is offered anyway where the validator decides it
+/// (an error prunes the candidate, an ignored flag makes it a duplicate of the plan without).
 pub const ROWS: &[Row] = &[
     Row {
         name: "tp",
@@ -136,6 +166,13 @@ pub const ROWS: &[Row] = &[
         values: pp_values,
     },
     Row {
+        name: "schedule",
+        keys: &["schedule"],
+        applies: always,
+        dependent: true,
+        values: schedule_values,
+    },
+    Row {
         name: "cp",
         keys: &["cp"],
         applies: always,
@@ -164,11 +201,18 @@ pub const ROWS: &[Row] = &[
         values: recompute_values,
     },
     Row {
-        name: "distributed_optimizer",
+        name: "dp_sharding",
         keys: &[],
-        applies: optimizer_not_written,
+        applies: sharding_not_written,
         dependent: false,
-        values: distributed_optimizer_values,
+        values: dp_sharding_values,
+    },
+    Row {
+        name: "overlap_ep_comm",
+        keys: &[],
+        applies: ep_overlap_open,
+        dependent: false,
+        values: ep_overlap_values,
     },
 ];
 
@@ -180,8 +224,12 @@ fn is_moe(cx: &AutoCx) -> bool {
     cx.experts.is_some()
 }
 
-fn optimizer_not_written(cx: &AutoCx) -> bool {
-    !cx.distributed_optimizer_written
+fn sharding_not_written(cx: &AutoCx) -> bool {
+    !cx.distributed_optimizer_written || !cx.fsdp_written
+}
+
+fn ep_overlap_open(cx: &AutoCx) -> bool {
+    is_moe(cx) && !cx.ep_overlap_written
 }
 
 /// Whether `key`'s items are dropped from a plan `--auto` rewrites.
@@ -252,7 +300,40 @@ fn pp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
                     " first_stage_layers {first} last_stage_layers {last}"
                 ));
             }
-            out.push((items, Chosen { pp, ..c }));
+            out.push((
+                items,
+                Chosen {
+                    pp,
+                    vpp: layout.vpp,
+                    ..c
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// The pipeline schedule: the default (nothing written: 1F1B, or interleaved with vpp > 1),
+/// then each of [`AUTO_SCHEDULES`] whose shape rules pass for the chosen pp and vpp: the
+/// vpp the schedule needs written ([`Kind::written_vpp`], E0330) and
+/// [`PipelineShape::check`] (E0325, E0328; zero-bubble schedules run one chunk per rank), the
+/// rules the validator applies to a written schedule. The shape is checked at 4·pp
+/// microbatches, a count that passes the microbatch rules of every schedule (zero-bubble
+/// m ≥ max(pp, 2·(pp − 1)), DualPipe m ≥ 2·pp and even), so that only the rules of the
+/// pipeline's shape decide here; the microbatch count of each candidate (E0327, E0329) and the
+/// optimizer features the zero-bubble runtime refuses (E0326) are the checker's.
+fn schedule_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = vec![(String::new(), c)];
+    let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let (pp, vpp) = (narrow(c.pp), narrow(c.vpp));
+    for schedule in AUTO_SCHEDULES {
+        let kind = Kind::from(schedule);
+        if kind.written_vpp().is_some_and(|want| want != vpp) {
+            continue;
+        }
+        let shape = PipelineShape::new(kind, pp, vpp, pp.saturating_mul(4));
+        if shape.check().is_ok() {
+            out.push((item("schedule", schedule.word()), c));
         }
     }
     out
@@ -350,14 +431,48 @@ fn recompute_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
         .collect()
 }
 
-/// distributed_optimizer on, and off unless the plan overlaps the parameter gather, which
-/// needs it (megatron/training/arguments.py:1025-1027, D01).
-fn distributed_optimizer_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
-    let mut out = vec![(item("distributed_optimizer", on_off(true)), c)];
-    if !cx.param_gather_overlapped {
-        out.push((item("distributed_optimizer", on_off(false)), c));
+/// How the data-parallel replicas share the model state, as one choice: the distributed
+/// optimizer on (ZeRO-1), and off unless the plan overlaps the parameter gather, which needs it
+/// (megatron/training/arguments.py:1025-1027, D01); then Megatron-FSDP's ZeRO-2 and ZeRO-3
+/// ([`AUTO_FSDP`], `--use-megatron-fsdp --data-parallel-sharding-strategy`), written with the
+/// distributed optimizer on, as Megatron-FSDP v1 runs it (arguments.py:1128-1136). One row,
+/// not two, so that FSDP is not tried again with the optimizer off (the same plan). What the
+/// plan writes stays: a written `distributed_optimizer` leaves only the FSDP choices (and
+/// DDP), a written `fsdp` only the optimizer's. Torch FSDP2 refuses pipelines and tied
+/// embeddings (E0320) and is left to plans that write it.
+fn dp_sharding_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = Vec::new();
+    if cx.distributed_optimizer_written {
+        out.push((String::new(), c));
+    } else {
+        out.push((item("distributed_optimizer", on_off(true)), c));
+        if !cx.param_gather_overlapped {
+            out.push((item("distributed_optimizer", on_off(false)), c));
+        }
+    }
+    if !cx.fsdp_written {
+        let optimizer = if cx.distributed_optimizer_written {
+            String::new()
+        } else {
+            format!("{} ", item("distributed_optimizer", on_off(true)))
+        };
+        for strategy in AUTO_FSDP {
+            out.push((format!("{optimizer}fsdp {strategy} megatron"), c));
+        }
     }
     out
+}
+
+/// overlap_ep_comm (MoE models only): off, and on. Megatron runs the overlap only with
+/// expert parallelism on the interleaved schedule without full recompute
+/// (transformer_config.py:3002-3041); the validator decides that per candidate
+/// (`Flags::overlap_ep_comm` is the effective flag, W0015 otherwise), and a candidate whose
+/// overlap does not run is the plan without it, counted as a duplicate.
+fn ep_overlap_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
+    vec![
+        (String::new(), c),
+        (item("overlap_ep_comm", on_off(true)), c),
+    ]
 }
 
 /// The generated axes: the rows up to the last dependent one as one combined axis (named by

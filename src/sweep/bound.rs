@@ -19,6 +19,22 @@
 //! starts when the previous iteration's last rank ends, so a stage may have begun it earlier:
 //! no bound is claimed there (0, never pruned).
 //!
+//! On Megatron's 1F1B and interleaved schedules the bound adds each stage's pipeline ramp:
+//!
+//! ```text
+//! T_lb = max over s of ( Σ_{r<s} F(r, 0) + busy(s) + max(O(s), Σ_{r<s} B(r, 0) + O(0)) )
+//! ```
+//!
+//! with busy(s) the stage's forwards and backwards. Stage s runs nothing before the first
+//! microbatch's forward has passed model chunk 0 of every earlier rank (its first op is that
+//! microbatch's forward of its chunk 0, virtual stage s, which receives from rank s − 1's chunk
+//! 0), and its last op is the last microbatch's backward of chunk 0
+//! (megatron/core/pipeline_parallel/schedules.py, `forward_backward_pipelining_without_interleaving`
+//! and `..._with_interleaving`: the cooldown runs the remaining backwards, chunk 0 last), whose
+//! input gradient every earlier rank's chunk 0 must then take in turn before rank 0's optimizer
+//! step. P2P and waits only add to it. The zero-bubble schedules (whose last op may be a W) and
+//! DualPipe (fed from both ends) keep the plain bound.
+//!
 //! Every objective is a monotone function of the iteration time for a fixed plan (tokens,
 //! FLOPs, GPUs and the token budget do not depend on the time), so each objective's bound is
 //! its figure at `T_lb`: [`objective_bound`].
@@ -42,22 +58,49 @@ pub fn iteration_time_lower_bound(sc: &Scenario) -> Seconds {
         return Seconds(0.0);
     }
     let model = model_for(sc);
-    let busiest = (0..sc.pp.max(1))
-        .map(|stage| stage_compute(sc, model.as_ref(), stage))
-        .fold(0.0, f64::max);
+    let ramps = has_ramps(sc);
+    let mut head = 0.0;
+    let mut tail = 0.0;
+    let mut busiest: f64 = 0.0;
+    let first_optimizer = model.optimizer_step(0).0;
+    for stage in 0..sc.pp.max(1) {
+        let busy = stage_busy(sc, model.as_ref(), stage);
+        let own = model.optimizer_step(stage).0;
+        let after = if ramps && stage > 0 {
+            own.max(tail + first_optimizer)
+        } else {
+            own
+        };
+        busiest = busiest.max(head + busy + after);
+        if ramps {
+            head += model.chunk(stage, 0, Pass::Forward).total.0;
+            tail += model.chunk(stage, 0, Pass::Backward).total.0;
+        }
+    }
     Seconds(busiest * (1.0 - ROUNDING_SLACK))
 }
 
+/// Whether the plan runs Megatron's 1F1B or interleaved schedule, whose ramps the bound
+/// counts (see the module docs).
+fn has_ramps(sc: &Scenario) -> bool {
+    use crate::base::ScheduleKind;
+    sc.pp > 1
+        && matches!(
+            sc.schedule,
+            Some(ScheduleKind::OneFOneB | ScheduleKind::Interleaved)
+        )
+}
+
 /// One rank of pipeline stage `stage`: every microbatch's forward and backward over each of
-/// its chunks, and the optimizer step, in seconds.
-fn stage_compute(sc: &Scenario, model: &dyn ComputeModel, stage: u64) -> f64 {
+/// its chunks, in seconds.
+fn stage_busy(sc: &Scenario, model: &dyn ComputeModel, stage: u64) -> f64 {
     let per_microbatch: f64 = (0..sc.vpp.max(1))
         .map(|chunk| {
             model.chunk(stage, chunk, Pass::Forward).total.0
                 + model.chunk(stage, chunk, Pass::Backward).total.0
         })
         .sum();
-    sc.microbatches as f64 * per_microbatch + model.optimizer_step(stage).0
+    sc.microbatches as f64 * per_microbatch
 }
 
 /// The best figure `objective` can rank `sc` at (lower is better, as

@@ -619,19 +619,25 @@ impl PlanSummary {
                 sc.split.layers(0)
             },
             last_stage_layers: sc.split.layers(sc.pp.saturating_sub(1)),
-            settings: fsdp_setting(sc),
+            settings: auto_settings(sc),
         }
     }
 }
 
-/// `fsdp → optim_grads_params` for a plan sharded by FSDP (an `--auto` axis with no field of its
-/// own, so that a plan without it prints and hashes as before); nothing for DDP.
-fn fsdp_setting(sc: &Scenario) -> BTreeMap<String, String> {
-    sc.flags
+/// The `--auto` axes with no field of their own, so that a plan without them prints and
+/// hashes as before: `fsdp → optim_grads_params` for a plan sharded by FSDP (nothing for
+/// DDP), and `overlap_ep_comm → on` where the EP overlap runs (the validator's effective flag:
+/// a plan whose overlap Megatron would not run is the plan without it).
+fn auto_settings(sc: &Scenario) -> BTreeMap<String, String> {
+    let fsdp = sc
+        .flags
         .fsdp
-        .map(|f| ("fsdp".to_string(), f.word().to_string()))
-        .into_iter()
-        .collect()
+        .map(|f| ("fsdp".to_string(), f.word().to_string()));
+    let ep_overlap = sc
+        .flags
+        .overlap_ep_comm
+        .then(|| ("overlap_ep_comm".to_string(), "on".to_string()));
+    fsdp.into_iter().chain(ep_overlap).collect()
 }
 
 /// A simulated candidate. The figures are stored as written in the JSON (milliseconds,
@@ -906,22 +912,34 @@ pub fn run(
         .collect();
     progress.start("checking", mine.len() as u64);
     let mut pruned: BTreeMap<String, u64> = BTreeMap::new();
-    let mut valid: Vec<(u64, Scenario)> = Vec::new();
-    for &c in &mine {
-        match check_candidate(session, sweep, c) {
-            Ok(sc) => valid.push((c, sc)),
+    let mut valid: Vec<(u64, Scenario, PlanSummary)> = Vec::new();
+    // A plan equal to a lower-numbered candidate's is not simulated: `Outcome::finish` would
+    // drop it under DUPLICATE after simulating it (an ignored flag, such as `overlap_ep_comm`
+    // where it does not run, makes such plans).
+    let mut plans = std::collections::HashSet::new();
+    for (c, checked) in mine.iter().zip(check_all(session, sweep, &mine, progress)) {
+        let c = *c;
+        match checked {
+            Ok(sc) => {
+                let plan = PlanSummary::of_candidate(&sc, &sweep.space, c);
+                if plans.insert(plan.clone()) {
+                    valid.push((c, sc, plan));
+                } else {
+                    *pruned.entry(DUPLICATE.to_string()).or_default() += 1;
+                }
+            }
             Err(code) => *pruned.entry(code.as_str().to_string()).or_default() += 1,
         }
-        progress.advance(1);
     }
+    drop(plans);
     session
         .db_mut()
         .set_file(&sweep.path, sweep.original.as_bytes());
     let checked = Instant::now();
     progress.start("simulating", valid.len() as u64);
     let done = AtomicU64::new(0);
-    let simulate_one = |(c, sc): &(u64, Scenario)| {
-        let r = simulate_candidate(*c, sc, PlanSummary::of_candidate(sc, &sweep.space, *c));
+    let simulate_one = |(c, sc, plan): &(u64, Scenario, PlanSummary)| {
+        let r = simulate_candidate(*c, sc, plan.clone());
         done.fetch_add(1, Ordering::Relaxed);
         progress.advance(1);
         r
@@ -975,6 +993,69 @@ pub fn run(
     (outcome, timing)
 }
 
+/// Candidates one worker of [`check_all`] checks in a row on its own session: enough that a
+/// session's first typing of the stdlib is a small share of it, few enough that the candidates
+/// spread over the pool.
+const CHECK_BATCH: usize = 512;
+
+/// [`check_candidate`] of every candidate of `mine`, in that order, on rayon's pool: each
+/// worker checks batches of candidates on a session of its own holding the same files (the
+/// front end's queries are cached per session, and one session takes one text at a time).
+/// The result of each candidate is its own, so the pool never changes it.
+fn check_all(
+    session: &mut Session,
+    sweep: &Sweep,
+    mine: &[u64],
+    progress: &dyn Progress,
+) -> Vec<Result<Scenario, Code>> {
+    if mine.len() <= CHECK_BATCH || rayon::current_num_threads() < 2 {
+        return mine
+            .iter()
+            .map(|&c| {
+                let r = check_candidate(session, sweep, c);
+                progress.advance(1);
+                r
+            })
+            .collect();
+    }
+    let files = session_files(session);
+    let batches: Vec<Vec<Result<Scenario, Code>>> = mine
+        .par_chunks(CHECK_BATCH)
+        .map_init(
+            || session_of(&files),
+            |worker, batch| {
+                let out: Vec<Result<Scenario, Code>> = batch
+                    .iter()
+                    .map(|&c| check_candidate(worker, sweep, c))
+                    .collect();
+                progress.advance(batch.len() as u64);
+                out
+            },
+        )
+        .collect();
+    batches.into_iter().flatten().collect()
+}
+
+/// The files a session holds besides the stdlib, in the order of their ids.
+fn session_files(session: &Session) -> Vec<(PathBuf, String)> {
+    let db = session.db();
+    db.files()
+        .into_iter()
+        .filter(|&f| !db.is_stdlib(f))
+        .map(|f| (PathBuf::from(db.file_name(f)), db.file_text(f).to_string()))
+        .collect()
+}
+
+/// A session holding `files` under the same ids as the session they came from (ids are given
+/// in loading order), so a candidate checks there as it does in the original.
+fn session_of(files: &[(PathBuf, String)]) -> Session {
+    let mut session = Session::new();
+    for (path, text) in files {
+        session.db_mut().set_file(path, text.as_bytes());
+    }
+    session
+}
+
 /// Candidates simulated between two updates of the K-th best figure in a pruned sweep: a fixed
 /// number, not the thread count, so which plans are simulated depends only on the file and the
 /// options. Large enough to keep a many-core pool busy; each batch can simulate at most this
@@ -988,18 +1069,18 @@ const PRUNE_BATCH: usize = 32;
 /// least its bound), and neither can any later one. Returns the simulations and how many
 /// candidates were skipped.
 fn simulate_best<F>(
-    valid: &[(u64, Scenario)],
+    valid: &[(u64, Scenario, PlanSummary)],
     objective: Objective,
     keep: u64,
     simulate_one: &F,
 ) -> (Vec<Result<Ranked, Option<Code>>>, u64)
 where
-    F: Fn(&(u64, Scenario)) -> Result<Ranked, Option<Code>> + Sync,
+    F: Fn(&(u64, Scenario, PlanSummary)) -> Result<Ranked, Option<Code>> + Sync,
 {
     let mut order: Vec<(f64, usize)> = valid
         .par_iter()
         .enumerate()
-        .map(|(i, (_, sc))| {
+        .map(|(i, (_, sc, _))| {
             let time = bound::iteration_time_lower_bound(sc);
             (bound::objective_bound(objective, sc, time), i)
         })

@@ -383,9 +383,12 @@ impl Draft {
                     copy_of: None,
                 });
             }
+            // On a line of its own, as `render` writes the generated items: a written item
+            // whose optional argument is left out (`fsdp optim_grads_params`) would otherwise
+            // take the placeholder's first word for it.
             edits.push(ProbeEdit {
                 range: insertion_point(site),
-                text: format!(" {AUTO_PLACEHOLDER} "),
+                text: format!("\n  {AUTO_PLACEHOLDER}\n"),
                 copy_of: None,
             });
         }

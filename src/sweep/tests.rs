@@ -181,20 +181,35 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     assert_eq!(
         names,
         [
-            "tp+sp+overlap_tp_comm+pp+cp",
+            "tp+sp+overlap_tp_comm+pp+schedule+cp",
             "micro_batch",
             "recompute",
-            "distributed_optimizer"
+            "dp_sharding"
         ]
     );
     let axes = sw.space.axes();
     let grid = &axes[0];
     // 16 GPUs, 8 layers: (tp, pp, vpp, cp) with tp × pp × cp | 16, vpp | 8 / pp, counted by
     // hand per tp: 25 shapes with tp 1; 18, 11 and 5 with tp 2, 4 and 8, each with sp off, sp
-    // on, and sp on with overlap_tp_comm.
-    assert_eq!(grid.len(), 25 + 3 * (18 + 11 + 5));
+    // on, and sp on with overlap_tp_comm: 127 with the default schedule. Of them, 9, 6, 3 and
+    // 1 per tp have pp > 1 and one chunk per rank (pp 2, 4, 8 are all even): each also runs
+    // zb_h1, zb_h2 and dualpipe; 7, 5, 3 and 1 have two chunks per rank: each also runs
+    // dualpipev.
+    let one_chunk = 9 + 3 * (6 + 3 + 1);
+    let two_chunks = 7 + 3 * (5 + 3 + 1);
+    let default = 25 + 3 * (18 + 11 + 5);
+    assert_eq!(grid.len(), default + 3 * one_chunk + two_chunks);
+    assert_eq!(grid.len(), 278);
     assert_eq!(grid.labels()[0], "tp 1 sp off pp 1 vpp 1 cp 1");
-    assert_eq!(values_with(grid, "overlap_tp_comm on"), 18 + 11 + 5);
+    for zero_bubble_or_dualpipe in ["vpp 1 schedule zb_h1", "vpp 1 schedule zb_h2"] {
+        assert_eq!(values_with(grid, zero_bubble_or_dualpipe), one_chunk);
+    }
+    assert_eq!(values_with(grid, "vpp 1 schedule dualpipe cp"), one_chunk);
+    assert_eq!(values_with(grid, "vpp 2 schedule dualpipev cp"), two_chunks);
+    assert_eq!(values_with(grid, "schedule"), 3 * one_chunk + two_chunks);
+    assert_eq!(values_with(grid, "pp 1 vpp 1 schedule"), 0);
+    let overlapped = (18 + 11 + 5) + 3 * (6 + 3 + 1) + (5 + 3 + 1);
+    assert_eq!(values_with(grid, "overlap_tp_comm on"), overlapped);
     assert_eq!(values_with(grid, "tp 1 sp on"), 0);
     // pp 16 over 8 layers has no split; pp 4 splits 2 layers per stage into 1 or 2 chunks.
     assert_eq!(values_with(grid, "pp 16"), 0);
@@ -211,9 +226,14 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     );
     assert_eq!(
         axes[3].labels(),
-        ["distributed_optimizer on", "distributed_optimizer off"]
+        [
+            "distributed_optimizer on",
+            "distributed_optimizer off",
+            "distributed_optimizer on fsdp optim_grads megatron",
+            "distributed_optimizer on fsdp optim_grads_params megatron"
+        ]
     );
-    assert_eq!(sw.space.len(), 127 * 4 * 3 * 2);
+    assert_eq!(sw.space.len(), (grid.len() * 4 * 3 * 4) as u64);
 }
 
 #[test]
@@ -236,7 +256,7 @@ fn auto_gives_a_moe_model_the_expert_parallel_sizes_its_grid_allows() {
 cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
     let (_, sw) = prepared(moe, &auto()).unwrap();
     let grid = &sw.space.axes()[0];
-    assert_eq!(grid.name, "tp+sp+overlap_tp_comm+pp+cp+ep");
+    assert_eq!(grid.name, "tp+sp+overlap_tp_comm+pp+schedule+cp+ep");
     // tp 1, pp 1: every divisor of the 8 experts fits 16 GPUs; tp 8 × pp 2 leaves ep 1 only.
     let eps: Vec<&str> = grid
         .labels()
@@ -325,8 +345,9 @@ fn cross_node_tp_takes_every_divisor_of_the_world() {
         ..SweepOptions::default()
     };
     let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &opts).unwrap();
-    // tp 16 on 16 GPUs adds one shape (pp 1, cp 1), with sp off, on, and on with the overlap.
-    assert_eq!(sw.space.axes()[0].len(), 127 + 3);
+    // tp 16 on 16 GPUs adds one shape (pp 1, cp 1, so the default schedule alone), with sp
+    // off, on, and on with the overlap, to the 278 of the NVLink domain.
+    assert_eq!(sw.space.axes()[0].len(), 278 + 3);
     assert_eq!(values_with(&sw.space.axes()[0], "tp 16 "), 3);
 }
 
@@ -338,10 +359,10 @@ fn auto_replaces_the_plans_parallelism_and_keeps_the_rest() {
     assert_eq!(
         names,
         [
-            "tp+sp+overlap_tp_comm+pp+cp",
+            "tp+sp+overlap_tp_comm+pp+schedule+cp",
             "micro_batch",
             "recompute",
-            "distributed_optimizer",
+            "dp_sharding",
             "bucket_size"
         ]
     );
@@ -352,32 +373,51 @@ fn auto_replaces_the_plans_parallelism_and_keeps_the_rest() {
 
 #[test]
 fn a_written_distributed_optimizer_is_kept_and_a_gather_overlap_keeps_it_on() {
-    let written = prepared(
+    let sharding = |plan: &str| -> Vec<String> {
+        let (_, sw) = prepared(
+            &format!("{TINY}plan p < global_batch 32 {plan} >\n"),
+            &auto(),
+        )
+        .unwrap();
+        let axes = sw.space.axes();
+        let row = axes.iter().find(|a| a.name == "dp_sharding");
+        row.map_or_else(Vec::new, |a| {
+            a.labels().iter().map(|l| l.to_string()).collect()
+        })
+    };
+    // A written optimizer stays (in every candidate): DDP as written, or Megatron-FSDP.
+    assert_eq!(
+        sharding("distributed_optimizer off"),
+        [
+            "",
+            "fsdp optim_grads megatron",
+            "fsdp optim_grads_params megatron"
+        ]
+    );
+    let (_, written) = prepared(
         &format!("{TINY}plan p < global_batch 32 distributed_optimizer off >\n"),
         &auto(),
     )
-    .unwrap()
-    .1;
-    let names: Vec<&str> = written
-        .space
-        .axes()
-        .iter()
-        .map(|a| a.name.as_str())
-        .collect();
-    assert!(!names.contains(&"distributed_optimizer"), "{names:?}");
+    .unwrap();
     assert!(written
         .space
         .render(0, Layout::Tidy)
         .contains("distributed_optimizer off"));
-    // overlap_param_gather needs the distributed optimizer (D01): only `on` is tried.
-    let gather = prepared(
-        &format!("{TINY}plan p < global_batch 32 overlap_grad_reduce overlap_param_gather >\n"),
-        &auto(),
-    )
-    .unwrap()
-    .1;
-    let last = gather.space.axes().last().unwrap();
-    assert_eq!(last.labels(), ["distributed_optimizer on"]);
+    // overlap_param_gather needs the distributed optimizer (D01): it is never off.
+    assert_eq!(
+        sharding("overlap_grad_reduce overlap_param_gather"),
+        [
+            "distributed_optimizer on",
+            "distributed_optimizer on fsdp optim_grads megatron",
+            "distributed_optimizer on fsdp optim_grads_params megatron"
+        ]
+    );
+    // A written `fsdp` leaves the optimizer's choices; both written, no row.
+    assert_eq!(
+        sharding("fsdp optim_grads_params"),
+        ["distributed_optimizer on", "distributed_optimizer off"]
+    );
+    assert!(sharding("distributed_optimizer on fsdp optim").is_empty());
 }
 
 #[test]
@@ -1061,7 +1101,10 @@ fn the_text_table_has_a_column_for_each_axis_that_varies() {
 #[test]
 fn an_auto_sweep_shows_the_layout_ep_and_overlap_columns_it_varies() {
     let moe = "model moe < hidden 1024 layers 6 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
-cluster pod : dgx_a100 < nodes 1 >\nplan p < global_batch 16 micro_batch 1 recompute full distributed_optimizer on >\n";
+cluster pod : dgx_a100 < nodes 1 >\nplan p < global_batch 16 micro_batch 1 recompute full \
+distributed_optimizer on fsdp no_shard megatron overlap_ep_comm off >\n";
+    // The written sharding and EP overlap keep their rows out: the space stays small enough to
+    // simulate whole in a debug build.
     let (mut session, sw) = prepared(moe, &auto()).unwrap();
     let (o, _) = run(&mut session, &sw, None, &Silent);
     assert!(!o.results.is_empty());
@@ -1228,6 +1271,40 @@ fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
     );
 }
 
+#[test]
+fn the_time_bound_counts_the_pipeline_ramp_of_1f1b() {
+    // pp 4 with 4 microbatches: 3 chunk-0 forwards run before the last stage's first op and 3
+    // backwards after its last. The bound counts that ramp above the busiest stage's compute
+    // (1.376 times it here: the ends, which carry the embedding and the loss, are the busiest)
+    // and stays under the simulated time.
+    let text = format!("{TINY}plan p < tp 2 pp 4 micro_batch 1 global_batch 8 >\n");
+    let (mut session, sw) = prepared(&text, &SweepOptions::default()).unwrap();
+    let sc = check_candidate(&mut session, &sw, 0).unwrap();
+    assert_eq!((sc.pp, sc.microbatches), (4, 4));
+    let model = crate::cost::model_for(&sc);
+    let pass = |stage: u64, pass| model.chunk(stage, 0, pass).total.0;
+    let busiest = (0..sc.pp)
+        .map(|s| {
+            4.0 * (pass(s, crate::cost::Pass::Forward) + pass(s, crate::cost::Pass::Backward))
+                + model.optimizer_step(s).0
+        })
+        .fold(0.0, f64::max);
+    let lower = bound::iteration_time_lower_bound(&sc).0;
+    let simulated = simulate(&sc, &SimOptions::default())
+        .unwrap()
+        .report
+        .iteration_time
+        .0;
+    assert!(
+        lower > 1.3 * busiest,
+        "bound {lower} s, busiest stage {busiest} s"
+    );
+    assert!(
+        lower <= simulated,
+        "bound {lower} s, simulated {simulated} s"
+    );
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
     /// Random plans of a random small model: the bound is at most the simulated time.
@@ -1237,11 +1314,11 @@ proptest::proptest! {
         hidden in 4u64..17,
         seq_log in 8u32..12,
         tp_log in 0u32..3,
-        pp_log in 0u32..2,
+        pp_log in 0u32..3,
         micro_batch in 1u64..3,
-        batches in 1u64..5,
+        batches in 1u64..9,
         recompute in 0usize..3,
-        schedule in 0usize..3,
+        schedule in 0usize..6,
         mfu in proptest::option::of(10u64..70),
     ) {
         let layers = layers * 4;
@@ -1250,7 +1327,20 @@ proptest::proptest! {
         let dp = 8 / tp;
         let global_batch = micro_batch * dp * pp * batches;
         let recompute = ["none", "selective", "full"][recompute];
-        let schedule = if pp > 1 { ["", "schedule zb_h1", "schedule zb_h2"][schedule] } else { "" };
+        // 1F1B, both zero-bubble schedules, interleaved (whose ramps the bound counts) and
+        // both DualPipe schedules; a shape a schedule refuses is pruned and skipped.
+        let schedule = if pp > 1 {
+            [
+                "",
+                "schedule zb_h1",
+                "schedule zb_h2",
+                "vpp 2",
+                "schedule dualpipe",
+                "schedule dualpipev vpp 2",
+            ][schedule]
+        } else {
+            ""
+        };
         let mfu = mfu.map_or(String::new(), |m| format!("mfu {m}%"));
         let text = format!(
             "model m < hidden {} layers {layers} heads 8 head_dim {} vocab 32000 seq {seq} >\n\

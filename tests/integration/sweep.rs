@@ -30,6 +30,11 @@ fn scratch(name: &str) -> PathBuf {
 const DEFS: &str = "model tiny < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 >\n\
 cluster pod : dgx_a100 < nodes 2 >\n";
 
+/// The data-parallel sharding written in full (the distributed optimizer and DDP as
+/// Megatron-FSDP's `no_shard`), so that `--auto` leaves out its `dp_sharding` row and a whole
+/// auto sweep of `DEFS` stays quick to simulate in a debug build.
+const WRITTEN_SHARDING: &str = "distributed_optimizer on fsdp no_shard megatron";
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -114,7 +119,7 @@ fn merged_shards_equal_the_unsharded_auto_sweep() {
     let file = write(
         &dir,
         "auto.venus",
-        &format!("{DEFS}plan p < global_batch 32 >\n"),
+        &format!("{DEFS}plan p < global_batch 32 {WRITTEN_SHARDING} >\n"),
     );
     let (code, whole, stderr) = venusc(&["sweep", &file, "--auto", "--format", "json"]);
     assert_eq!(code, 0, "{stderr}");
@@ -135,9 +140,11 @@ fn merged_shards_equal_the_unsharded_auto_sweep() {
         shards.push(write(&dir, &format!("shard-{i}.json"), &out));
     }
     assert_eq!(covered, json(&whole)["candidates"].as_u64().unwrap());
-    // 127 (tp, sp, overlap, pp, vpp, cp) shapes × 4 micro-batch sizes × 3 recompute modes ×
-    // the distributed optimizer on and off.
-    assert_eq!(covered, 127 * 4 * 3 * 2);
+    // 127 (tp, sp, overlap, pp, vpp, cp) shapes with the default schedule, 39 of one chunk per
+    // rank with zb_h1, zb_h2 and dualpipe, 34 of two chunks with dualpipev (the counts of
+    // `sweep::tests::auto_axes_cover_the_world_the_layers_and_the_sequence`) × 4 micro-batch
+    // sizes × 3 recompute modes; the plan writes its data-parallel sharding.
+    assert_eq!(covered, (127 + 3 * 39 + 34) * 4 * 3);
     let mut args = vec!["sweep", "--format", "json", "--merge"];
     args.extend(shards.iter().map(String::as_str));
     let (code, merged, stderr) = venusc(&args);
@@ -181,7 +188,11 @@ fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     write(&src, "defs.venus", DEFS);
-    let file = write(&src, "sweep.venus", "use \"defs.venus\"\nplan p < global_batch 32 >\nscenario s < model tiny cluster pod plan p >\n");
+    let file = write(
+        &src,
+        "sweep.venus",
+        &format!("use \"defs.venus\"\nplan p < global_batch 32 {WRITTEN_SHARDING} >\nscenario s < model tiny cluster pod plan p >\n"),
+    );
     let best = dir.join("out").join("best.venus");
     std::fs::create_dir_all(best.parent().unwrap()).unwrap();
     let best = best.display().to_string();
@@ -213,7 +224,7 @@ fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
     );
     let text = std::fs::read_to_string(&best).unwrap();
     assert!(
-        text.starts_with("# The fastest of 3,048 candidate plans"),
+        text.starts_with("# The fastest of 3,336 candidate plans"),
         "{text}"
     );
     assert!(

@@ -83,11 +83,9 @@ impl Validator<'_> {
         let Some((schedule, _)) = self.dualpipe() else {
             return;
         };
-        let want = if schedule == ScheduleKind::DualPipeV {
-            2
-        } else {
-            1
-        };
+        let want = venus_plan::schedule::Kind::from(schedule)
+            .written_vpp()
+            .map_or(1, u64::from);
         let written = self.def.plan.vpp.as_ref().map(|v| (v.value, v.loc));
         let vpp = written.map_or(1, |(v, _)| v);
         if vpp == want {

@@ -127,6 +127,20 @@ impl Kind {
         }
     }
 
+    /// The `vpp` a plan must write for this schedule, when the schedule fixes it: DualPipeV
+    /// splits each rank's layers into the V's two arms (two chunks of one parameter copy,
+    /// dualpipev.py `self.module[phase]`), DualPipe runs one pp-stage split in each direction
+    /// (dualpipe.py), so its plan writes one chunk. `None`: the schedule takes the plan's vpp
+    /// (and [`PipelineShape::check`] says which it runs with). The validator's E0330 and
+    /// `sweep --auto`'s schedule row both read this one rule.
+    pub fn written_vpp(self) -> Option<u32> {
+        match self {
+            Kind::DualPipeV => Some(2),
+            Kind::DualPipe => Some(1),
+            _ => None,
+        }
+    }
+
     /// Warmup forwards per stage step of the zero-bubble hand schedules (`warmup_c`): rank r
     /// runs (pp − r − 1)·c forwards before its first backward. None for other schedules.
     pub fn zero_bubble_warmup(self) -> Option<u32> {
