@@ -523,8 +523,9 @@ fn megatron_args_go_through_the_importer() {
     let b = build(&readme_row("--tp-comm-overlap --moe-router-group-topk 1")).unwrap();
     assert!(b.venus.contains("  overlap_tp_comm\n"), "{}", b.venus);
     assert!(
-        b.venus
-            .contains("# not modelled (W0012): --moe-router-group-topk 1: not modelled by venusc\n"),
+        b.venus.contains(
+            "# not modelled (W0012): --moe-router-group-topk 1: not modelled by venusc\n"
+        ),
         "{}",
         b.venus
     );

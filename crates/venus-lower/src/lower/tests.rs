@@ -621,9 +621,15 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
             .nodes()
             .iter()
             .filter(|n| n.category == Category::EpComm)
-            .map(|n| match n.kind {
-                NodeKind::Collective { bytes, .. } => bytes.0,
-                _ => 0,
+            // The dispatch and combine all-to-alls (etp = tp 2 also gathers the received
+            // tokens over the expert tp group, at twice their size).
+            .filter_map(|n| match n.kind {
+                NodeKind::Collective {
+                    kind: CollectiveKind::AllToAll,
+                    bytes,
+                    ..
+                } => Some(bytes.0),
+                _ => None,
             })
             .collect()
     };
