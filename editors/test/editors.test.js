@@ -107,8 +107,9 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'no_shard', 'optim', 'optim_grads', 'optim_grads_params', 'megatron', 'torch', 'fp32',
     'fp16',
     'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009', 'W0012',
-    'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019', 'W0022',
+    'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019', 'W0020', 'W0022',
     'zb_h1', 'zb_h2', 'dualpipe', 'dualpipev', 'zbv',
+    'alltoall', 'allgather', 'flex', 'deepep', 'hybridep', 'p2p', 'a2a', 'a2a_p2p',
     'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',
     'uniform', 'block',
   ]));
