@@ -333,21 +333,27 @@ impl GpuArch {
     pub fn is_calibrated(self) -> bool {
         matches!(
             self,
-            GpuArch::Ampere | GpuArch::Hopper | GpuArch::Blackwell | GpuArch::BlackwellUltra
+            GpuArch::Ampere
+                | GpuArch::Hopper
+                | GpuArch::Blackwell
+                | GpuArch::BlackwellUltra
+                | GpuArch::Cdna3
+                | GpuArch::Cdna4
         )
     }
 
     /// The calibrated arch whose kernels behave most like this one's: the arch itself when
     /// calibrated. Ada's tensor cores are issued like Ampere's (`mma.sync`, no TMA or
-    /// `wgmma`); CDNA3/CDNA4 have no NVIDIA counterpart and take Hopper's, as every non-A100
-    /// GPU did before `arch` existed. The published-runs table has no row on an Ada or CDNA
-    /// GPU that a fit could use.
+    /// `wgmma`). CDNA3 and CDNA4 have calibrations of their own (Hopper's scaled by measured
+    /// matmul efficiency), so they map to themselves.
     pub fn nearest_calibrated(self) -> GpuArch {
         match self {
             GpuArch::Ampere | GpuArch::Ada => GpuArch::Ampere,
             GpuArch::Blackwell => GpuArch::Blackwell,
             GpuArch::BlackwellUltra => GpuArch::BlackwellUltra,
-            GpuArch::Hopper | GpuArch::Cdna3 | GpuArch::Cdna4 => GpuArch::Hopper,
+            GpuArch::Hopper => GpuArch::Hopper,
+            GpuArch::Cdna3 => GpuArch::Cdna3,
+            GpuArch::Cdna4 => GpuArch::Cdna4,
         }
     }
 }
@@ -607,7 +613,7 @@ mod tests {
             }
         }
         assert_eq!(GpuArch::Ada.nearest_calibrated(), GpuArch::Ampere);
-        assert_eq!(GpuArch::Cdna4.nearest_calibrated(), GpuArch::Hopper);
+        assert_eq!(GpuArch::Cdna4.nearest_calibrated(), GpuArch::Cdna4);
         assert_eq!(
             GpuArch::BlackwellUltra.nearest_calibrated(),
             GpuArch::BlackwellUltra

@@ -2009,7 +2009,7 @@ impl Uncalibrated {
             format!("costed with the `{fallback}` calibration"),
         )
         .with_note(format!(
-            "the analytic model's GEMM, attention and kernel efficiencies are fitted to published runs on {} GPUs only",
+            "the analytic model's GEMM, attention and kernel efficiencies come from published runs or kernel measurements on {} GPUs only",
             join_and(&code_words(&self.calibrated, |a| a.word()))
         ))
         .with_help(format!(
