@@ -10,6 +10,7 @@ mod integration {
     pub mod golden_emit;
     pub mod golden_schedule;
     pub mod goodput;
+    pub mod guard;
     pub mod hf_import;
     pub mod hostile;
     pub mod input_files;

@@ -7,9 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// As `hostile.rs`: generous for a debug build on a loaded machine; not a speed requirement.
-const HANG_GUARD: Duration = Duration::from_secs(60);
-
 /// The address space a run may use: far below what any of these inputs used to take
 /// (6–110 GB), above what the debug binary and its threads reserve.
 const MEMORY_LIMIT_KIB: u64 = 4 << 20;
@@ -53,7 +50,7 @@ impl Drop for Scratch {
     }
 }
 
-/// Runs `venusc ARGS` under [`MEMORY_LIMIT_KIB`] and [`HANG_GUARD`]: (exit, stdout, stderr).
+/// Runs `venusc ARGS` under [`MEMORY_LIMIT_KIB`] and the hang guard (`guard.rs`): (exit, stdout, stderr).
 /// Panics on a signal (an abort, an out-of-memory kill), a panic's 101, or a hang.
 fn venusc(scratch: &Scratch, args: &[&str]) -> (i32, String, String) {
     let (out, err) = (scratch.path("stdout"), scratch.path("stderr"));
@@ -73,13 +70,10 @@ fn venusc(scratch: &Scratch, args: &[&str]) -> (i32, String, String) {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if start.elapsed() > HANG_GUARD {
+        if let Some(spent) = super::guard::overdue(child.id(), start, super::guard::WALL_LIMIT) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!(
-                "`venusc {}` still running after {HANG_GUARD:?}",
-                args.join(" ")
-            );
+            panic!("`venusc {}` still running after {spent}", args.join(" "));
         }
         std::thread::sleep(Duration::from_millis(20));
     };

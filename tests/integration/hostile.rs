@@ -14,11 +14,9 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use venusc::diag::render;
 
-/// Generous: a debug build on a shared, loaded machine, beside the other tests of the one
-/// integration binary (the 200,000-item file takes about 6.5 s of CPU in a debug build, and
-/// twice that in wall time at a load of 10 on two cores). Not a speed requirement: speed is
-/// measured by `cargo bench --bench check`.
-const HANG_GUARD: Duration = Duration::from_secs(60);
+/// How long an in-process run (the proptest's `Session`, on a thread of this process) may take
+/// before it counts as hung: wall time, five times the binary's CPU limit, for a loaded machine.
+const HANG_GUARD: Duration = super::guard::BLOCKED_WALL_LIMIT;
 
 /// A directory of its own under the temp dir, removed on drop (also when a test fails).
 struct Scratch(PathBuf);
@@ -92,11 +90,11 @@ fn check_file(scratch: &Scratch, file: &Path) -> Run {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if start.elapsed() > HANG_GUARD {
+        if let Some(spent) = super::guard::overdue(child.id(), start, super::guard::WALL_LIMIT) {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "`venusc check {}` still running after {HANG_GUARD:?}",
+                "`venusc check {}` still running after {spent}",
                 file.display()
             );
         }

@@ -7,10 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Generous (a debug build beside the other tests on two shared cores); a blocked read or an
-/// endless `/dev/zero` runs into it.
-const HANG_GUARD: Duration = Duration::from_secs(60);
-
 struct Scratch(PathBuf);
 
 impl Scratch {
@@ -78,10 +74,12 @@ fn venusc(dir: &Path, args: &[&str]) -> Out {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        if start.elapsed() > HANG_GUARD {
+        if let Some(spent) =
+            super::guard::overdue(child.id(), start, super::guard::BLOCKED_WALL_LIMIT)
+        {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("`venusc {args:?}` still running after {HANG_GUARD:?}");
+            panic!("`venusc {args:?}` still running after {spent}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
