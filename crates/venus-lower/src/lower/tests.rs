@@ -526,25 +526,11 @@ fn dense_first_layers_have_no_expert_all_to_all() {
 #[test]
 fn moe_imbalance_scales_the_all_to_all_and_the_expert_work() {
     let build = |imbalance: Option<f64>| {
-        let mut p = plan(1, 8);
-        set(&mut p.tp, 2);
-        set(&mut p.ep, 2);
-        set(&mut p.pp, 2);
-        set(&mut p.dp, 4);
-        set(&mut p.sp, true);
-        if let Some(r) = imbalance {
-            set(&mut p.moe_imbalance, venus_base::base::Ratio(r));
-        }
-        let mut md = llama();
-        md.layers = sp(4);
-        set(&mut md.experts, 8);
-        set(&mut md.topk, 2);
-        set(&mut md.moe_ffn, 4096);
-        validate(&venus_front::testutil::def(
-            md,
-            cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
-            p,
-        ))
+        moe_plan(|p| {
+            if let Some(r) = imbalance {
+                set(&mut p.moe_imbalance, venus_base::base::Ratio(r));
+            }
+        })
     };
     let a2a = |sc: &Scenario| {
         let lw = lower(sc, &LowerOptions::default()).unwrap();
@@ -589,31 +575,17 @@ fn moe_imbalance_scales_the_all_to_all_and_the_expert_work() {
 #[test]
 fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
     let build = |imbalance: Option<f64>, headroom: Option<f64>, pad: bool| {
-        let mut p = plan(1, 8);
-        set(&mut p.tp, 2);
-        set(&mut p.ep, 2);
-        set(&mut p.pp, 2);
-        set(&mut p.dp, 4);
-        set(&mut p.sp, true);
-        if let Some(r) = imbalance {
-            set(&mut p.moe_imbalance, venus_base::base::Ratio(r));
-        }
-        if let Some(r) = headroom {
-            set(&mut p.moe_capacity_headroom, venus_base::base::Ratio(r));
-        }
-        if pad {
-            set(&mut p.moe_pad_to_capacity, true);
-        }
-        let mut md = llama();
-        md.layers = sp(4);
-        set(&mut md.experts, 8);
-        set(&mut md.topk, 2);
-        set(&mut md.moe_ffn, 4096);
-        validate(&venus_front::testutil::def(
-            md,
-            cluster(&[("nvlink", 8), ("ib", 2)], 10_000),
-            p,
-        ))
+        moe_plan(|p| {
+            if let Some(r) = imbalance {
+                set(&mut p.moe_imbalance, venus_base::base::Ratio(r));
+            }
+            if let Some(r) = headroom {
+                set(&mut p.moe_capacity_headroom, venus_base::base::Ratio(r));
+            }
+            if pad {
+                set(&mut p.moe_pad_to_capacity, true);
+            }
+        })
     };
     let a2a = |sc: &Scenario| -> Vec<u64> {
         let lw = lower(sc, &LowerOptions::default()).unwrap();
