@@ -8,6 +8,7 @@
 //! Invariant: nothing here knows a span, a source name or a diagnostic.
 
 pub mod csr;
+pub mod graphs;
 pub mod kinds;
 pub mod math;
 pub mod rng;
@@ -21,6 +22,7 @@ pub use kinds::{
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use kinds::{RecomputeMethod, RecomputeModules};
+pub use graphs::{CudaGraphImpl, CudaGraphModules, OffloadModules};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };
