@@ -13,6 +13,8 @@ pub(crate) mod to_plan;
 
 #[cfg(test)]
 mod plan_memory_tests;
+#[cfg(test)]
+mod graphs_tests;
 
 pub use to_plan::provenance;
 

@@ -51,7 +51,7 @@ impl Validator<'_> {
                     });
                 }
             }
-            if modules.has("moe") && modules.has("moe_router") {
+            if m.is_moe() && modules.has("moe") && modules.has("moe_router") {
                 problems.push(GraphsProblem::ModulePair {
                     module: "moe",
                     other: "moe_router",
@@ -59,7 +59,7 @@ impl Validator<'_> {
                     loc,
                 });
             }
-            if modules.has("moe_preprocess") && !modules.has("moe_router") {
+            if m.is_moe() && modules.has("moe_preprocess") && !modules.has("moe_router") {
                 problems.push(GraphsProblem::ModulePair {
                     module: "moe_preprocess",
                     other: "moe_router",

@@ -4142,7 +4142,12 @@ impl GraphsProblem {
                         format!("keep `{module}` (the whole MoE block) or `{other}` (up to the router), not both"),
                     )
                 };
-                Diagnostic::new(Code::E0359, message, loc, format!("{module} with {other}"))
+                let label = if together {
+                    format!("{module} without {other}")
+                } else {
+                    format!("{module} with {other}")
+                };
+                Diagnostic::new(Code::E0359, message, loc, label)
                     .with_help(help)
             }
             GraphsProblem::MoeNeedsDropPad { loc } => Diagnostic::new(
@@ -4305,7 +4310,7 @@ impl GraphsProblem {
             } => Diagnostic::new(
                 Code::W0024,
                 format!(
-                    "{} offload nothing: model `{model}` has no routed experts",
+                    "offloading {} moves nothing: model `{model}` has no routed experts",
                     ticked(&modules)
                 ),
                 loc,

@@ -275,3 +275,5 @@ impl ComputeModel for MeasuredModel {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod graphs_tests;
