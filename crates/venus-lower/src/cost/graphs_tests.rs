@@ -61,7 +61,8 @@ fn cuda_graphs_remove_the_launch_cost_of_the_captured_kernels() {
 /// compute: `core_attn attn_proj` offload Q, K, V and the core's output, `(2q + 4kv + 2q)` =
 /// 2048 bytes per token, 16,777,216 bytes per layer and microbatch; at the host link's 50.4
 /// GB/s (PCIe 5.0 x16 at 80 %) the copy takes 332.9 µs, and each pass of each layer waits
-/// `copy − compute` for it. Half the groups (`offload_fraction 50%`) halve the copy.
+/// `max(0, copy − compute)` for it (the forward waits; the backward, 389 µs a layer, hides
+/// it). Half the groups (`offload_fraction 50%`) halve the copy.
 #[test]
 fn offload_copies_expose_only_what_outlasts_the_layers_compute() {
     let small = |modules: Option<&[&str]>, fraction: Option<f64>| {
@@ -88,9 +89,12 @@ fn offload_copies_expose_only_what_outlasts_the_layers_compute() {
     let layers = 2.0;
     for pass in [Pass::Forward, Pass::Backward] {
         let per_layer = chunk(&base, pass) / layers;
-        assert!(copy > per_layer, "the copy outlasts the layer: {per_layer}");
+        if pass == Pass::Forward {
+            assert!(copy > per_layer, "the copy outlasts the forward: {per_layer}");
+        }
         let exposed = chunk(&off, pass) - chunk(&base, pass);
-        assert!((exposed - layers * (copy - per_layer)).abs() < 1e-12, "{exposed}");
+        let want = layers * (copy - per_layer).max(0.0);
+        assert!((exposed - want).abs() < 1e-12, "{exposed} {want}");
         let exposed_half = chunk(&half, pass) - chunk(&base, pass);
         let want = layers * (copy / 2.0 - per_layer).max(0.0);
         assert!((exposed_half - want).abs() < 1e-12, "{exposed_half}");
