@@ -132,6 +132,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
     "W0013", "W0014", "W0015", "W0017", "W0018", "W0019", "W0020", "W0022",
+    "W0024",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -198,8 +199,14 @@ pub const CP_COMMS: &[&str] = &["p2p", "a2a", "allgather", "a2a_p2p"];
 /// Megatron-LM's `--cuda-graph-impl` choices (`base::CudaGraphImpl`, transformer_config.py:1075).
 pub const CUDA_GRAPH_IMPLS: &[&str] = &["none", "local", "transformer_engine", "full_iteration"];
 /// Megatron-LM's `--cuda-graph-modules` choices (`base::CudaGraphModules`).
-pub const CUDA_GRAPH_MODULES: &[&str] =
-    &["attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"];
+pub const CUDA_GRAPH_MODULES: &[&str] = &[
+    "attn",
+    "mlp",
+    "moe",
+    "moe_router",
+    "moe_preprocess",
+    "mamba",
+];
 /// Megatron-LM's `--offload-modules` choices (`base::OffloadModules`).
 pub const OFFLOAD_MODULES: &[&str] = &[
     "attn_norm",
