@@ -762,7 +762,11 @@ fn cuda_graph_and_activation_offload_flags_round_trip() {
         let i = import_megatron(&text, &opts).unwrap_or_else(|e| panic!("{extra}: {e:?}"));
         assert!(i.warnings.is_empty(), "{extra}: {:?}", i.warnings);
         for line in lines {
-            assert!(i.venus.contains(line), "{extra}: {line:?} missing:\n{}", i.venus);
+            assert!(
+                i.venus.contains(line),
+                "{extra}: {line:?} missing:\n{}",
+                i.venus
+            );
         }
         let (diags, sources, scenarios) = check("graphs.venus", &i.venus);
         assert!(
@@ -782,7 +786,11 @@ fn cuda_graph_and_activation_offload_flags_round_trip() {
         let flags2 = emit_megatron(&rescenarios[0]);
         assert_eq!(flag_lines(&flags2), flag_lines(&flags), "{extra}");
         let third = import_megatron(&flags2, &opts).unwrap();
-        assert_eq!(body(&third.venus), body(&again.venus), "{extra}: re-import differs");
+        assert_eq!(
+            body(&third.venus),
+            body(&again.venus),
+            "{extra}: re-import differs"
+        );
         let time = |s: &Scenario| {
             venusc::simulate::simulate(s, &Default::default())
                 .unwrap()

@@ -12,9 +12,9 @@
 pub(crate) mod to_plan;
 
 #[cfg(test)]
-mod plan_memory_tests;
-#[cfg(test)]
 mod graphs_tests;
+#[cfg(test)]
+mod plan_memory_tests;
 
 pub use to_plan::provenance;
 

@@ -42,7 +42,10 @@ impl CudaGraphImpl {
     /// Per-layer graphs (`local` or `transformer_engine`), the ones `--cuda-graph-modules`
     /// narrows.
     pub fn per_layer(self) -> bool {
-        matches!(self, CudaGraphImpl::Local | CudaGraphImpl::TransformerEngine)
+        matches!(
+            self,
+            CudaGraphImpl::Local | CudaGraphImpl::TransformerEngine
+        )
     }
 }
 

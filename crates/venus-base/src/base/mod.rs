@@ -15,6 +15,7 @@ pub mod rng;
 pub mod units;
 
 pub use csr::Csr;
+pub use graphs::{CudaGraphImpl, CudaGraphModules, OffloadModules};
 pub use kinds::{
     Attention, CollectiveAlgorithm, Dtype, Fabric, GpuArch, LinkKind, Precision, Recompute,
     ScheduleKind, Topology,
@@ -22,7 +23,6 @@ pub use kinds::{
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use kinds::{RecomputeMethod, RecomputeModules};
-pub use graphs::{CudaGraphImpl, CudaGraphModules, OffloadModules};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };

@@ -958,7 +958,10 @@ impl<'r, 'a> Checker<'r, 'a> {
                     Checked::Arg(Arg::Word(w)) => Some(*w),
                     _ => None,
                 });
-                Spanned::new(venus_base::base::OffloadModules::from_words(words), item.loc)
+                Spanned::new(
+                    venus_base::base::OffloadModules::from_words(words),
+                    item.loc,
+                )
             }),
             offload_fraction: f.get(Key::OffloadFraction, ratio),
             offload_layers: f.count(Key::OffloadLayers),

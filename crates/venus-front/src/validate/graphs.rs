@@ -19,7 +19,11 @@ impl Validator<'_> {
             return;
         };
         let (imp, loc) = (graphs.value, graphs.loc);
-        let modules = p.cuda_graph_modules.as_ref().map(|m| m.value).unwrap_or_default();
+        let modules = p
+            .cuda_graph_modules
+            .as_ref()
+            .map(|m| m.value)
+            .unwrap_or_default();
         let m = to_plan::model(&self.def.model);
         let mut problems = Vec::new();
         if !modules.is_empty() && !imp.per_layer() {
@@ -37,7 +41,9 @@ impl Validator<'_> {
             let dense_mlp = !m.is_moe() || m.first_k_dense() > 0 || m.is_hybrid();
             for w in modules.words() {
                 let lacks = match w {
-                    "moe" | "moe_router" | "moe_preprocess" if !m.is_moe() => Some("routed experts"),
+                    "moe" | "moe_router" | "moe_preprocess" if !m.is_moe() => {
+                        Some("routed experts")
+                    }
                     "mlp" if !dense_mlp => Some("a dense MLP layer"),
                     "mamba" if !m.is_hybrid() => Some("a Mamba layer"),
                     _ => None,

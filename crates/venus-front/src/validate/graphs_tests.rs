@@ -31,7 +31,12 @@ fn offloaded_activations_leave_the_peak_but_one_layer_microbatch() {
     assert_eq!(per_layer, 83_886_080);
     for (b, o) in base.memory.iter().zip(&off.memory) {
         let layer_microbatches = (b.in_flight * b.layers).div_ceil(2);
-        assert_eq!(o.offloaded.0, per_layer * (layer_microbatches - 1), "stage {}", b.stage);
+        assert_eq!(
+            o.offloaded.0,
+            per_layer * (layer_microbatches - 1),
+            "stage {}",
+            b.stage
+        );
         assert_eq!(b.activations.0 - o.activations.0, o.offloaded.0);
         assert_eq!(b.peak.0 - o.peak.0, o.offloaded.0);
         assert_eq!(b.offloaded.0, 0);

@@ -4050,10 +4050,7 @@ pub enum GraphsProblem {
         loc: Loc,
     },
     /// E0361: `fused_group_mlp` with the expert parts it already offloads.
-    FusedWithParts {
-        parts: Vec<&'static str>,
-        loc: Loc,
-    },
+    FusedWithParts { parts: Vec<&'static str>, loc: Loc },
     /// E0361: expert modules offloaded while `recompute_modules moe` reruns the MoE layer.
     ExpertsRecomputed {
         modules: Vec<&'static str>,
@@ -4063,7 +4060,10 @@ pub enum GraphsProblem {
     /// E0361: `offload_modules` and `offload_layers` together.
     BothOffloads { loc: Loc, layers: (u64, Loc) },
     /// E0361: `offload_layers` at or above the model's layers.
-    LayersTooMany { layers: (u64, Loc), model_layers: u64 },
+    LayersTooMany {
+        layers: (u64, Loc),
+        model_layers: u64,
+    },
     /// E0361: `offload_layers` with pipeline parallelism.
     LayersWithPp { layers: (u64, Loc), pp: (u64, Loc) },
     /// E0361: `offload_layers` with recompute.

@@ -90,7 +90,10 @@ fn offload_copies_expose_only_what_outlasts_the_layers_compute() {
     for pass in [Pass::Forward, Pass::Backward] {
         let per_layer = chunk(&base, pass) / layers;
         if pass == Pass::Forward {
-            assert!(copy > per_layer, "the copy outlasts the forward: {per_layer}");
+            assert!(
+                copy > per_layer,
+                "the copy outlasts the forward: {per_layer}"
+            );
         }
         let exposed = chunk(&off, pass) - chunk(&base, pass);
         let want = layers * (copy - per_layer).max(0.0);

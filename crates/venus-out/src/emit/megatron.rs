@@ -1263,7 +1263,11 @@ impl Converter {
             },
             None => None,
         };
-        let legacy: Vec<Arg> = [&enable, &external].into_iter().flatten().cloned().collect();
+        let legacy: Vec<Arg> = [&enable, &external]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
         if !legacy.is_empty() && (imp.is_some() || legacy.len() > 1) {
             let a = legacy.last().cloned().unwrap_or_else(|| legacy[0].clone());
             self.errors.push(
@@ -1298,10 +1302,17 @@ impl Converter {
                 .copied()
                 .filter(|w| CudaGraphModules::WORDS.contains(w))
                 .collect();
-            if known.len() + words.iter().filter(|w| ["full", "full_iteration"].contains(w)).count()
+            if known.len()
+                + words
+                    .iter()
+                    .filter(|w| ["full", "full_iteration"].contains(w))
+                    .count()
                 < words.len()
             {
-                self.note(a, "inference graph scopes do not change a training iteration");
+                self.note(
+                    a,
+                    "inference graph scopes do not change a training iteration",
+                );
             }
             modules = CudaGraphModules::from_words(known);
         }
@@ -1315,7 +1326,10 @@ impl Converter {
             self.note(a, "no effect with `--cuda-graph-impl none`");
         }
         if let Some(a) = self.args.get("--cuda-graph-warmup-steps") {
-            self.note(&a, "warmup iterations before capture; venusc simulates captured ones");
+            self.note(
+                &a,
+                "warmup iterations before capture; venusc simulates captured ones",
+            );
         }
 
         let fine = self.args.get("--fine-grained-activation-offloading");
@@ -1374,11 +1388,19 @@ impl Converter {
             (None, None) => {}
         }
         if fine.is_none() {
-            if let Some(a) = self.args.by_name.get("--activation-offload-fraction").cloned() {
+            if let Some(a) = self
+                .args
+                .by_name
+                .get("--activation-offload-fraction")
+                .cloned()
+            {
                 self.note(&a, "read only with `--fine-grained-activation-offloading`");
             }
         }
-        if let Some(n) = self.count0("--cpu-offloading-num-layers").filter(|&n| n > 0) {
+        if let Some(n) = self
+            .count0("--cpu-offloading-num-layers")
+            .filter(|&n| n > 0)
+        {
             self.push(Key::OffloadLayers, n);
         }
     }
@@ -2034,7 +2056,10 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     let offload = p.offload_modules();
     if !offload.is_empty() {
         add("--fine-grained-activation-offloading", None);
-        add(flag_of(Key::OffloadModules), Some(offload.words().join(" ")));
+        add(
+            flag_of(Key::OffloadModules),
+            Some(offload.words().join(" ")),
+        );
         if let Some(f) = p.offload_fraction.filter(|f| f.0 < 1.0) {
             add(
                 flag_of(Key::OffloadFraction),

@@ -68,7 +68,12 @@ fn prod(xs: &[u128]) -> u128 {
 /// (`2·width` per token copy), `moe_act` the FC1 output (`2·moe_ffn`, twice with SwiGLU),
 /// `fused_group_mlp` both and the activation output (none of the three when `moe` recompute
 /// reruns the layer, transformer_config.py:2166-2175).
-pub fn layer_offload_bytes(m: &Model, a: &ActivationShape, moe: bool, modules: OffloadModules) -> u128 {
+pub fn layer_offload_bytes(
+    m: &Model,
+    a: &ActivationShape,
+    moe: bool,
+    modules: OffloadModules,
+) -> u128 {
     if modules.is_empty() || a.recompute == Recompute::Full {
         return 0;
     }
@@ -82,12 +87,22 @@ pub fn layer_offload_bytes(m: &Model, a: &ActivationShape, moe: bool, modules: O
     let tp = a.tp.max(1) as u128;
     let tsp = if a.sp { tp } else { 1 };
     let hd = m.head_dim() as u128;
-    let (q, kv) = (prod(&[m.heads as u128, hd]), prod(&[m.kv_groups() as u128, hd]));
+    let (q, kv) = (
+        prod(&[m.heads as u128, hd]),
+        prod(&[m.kv_groups() as u128, hd]),
+    );
     let (core, proj) = if m.is_mla() {
         let n = m.heads as u128;
         let qk = prod(&[4, n, m.qk_head_dim() as u128]);
         let v = prod(&[2, n, m.v_head_dim() as u128]);
-        (if re.mla_up_proj { 0 } else { qk.saturating_add(v) }, v)
+        (
+            if re.mla_up_proj {
+                0
+            } else {
+                qk.saturating_add(v)
+            },
+            v,
+        )
     } else {
         (prod(&[2, q]).saturating_add(prod(&[4, kv])), prod(&[2, q]))
     };
@@ -162,7 +177,10 @@ pub fn layer_offload(
         let share = g.layers.min(stage_layers) as f64 / stage_layers as f64;
         return (mixed(&|moe| layer_activation_bytes_of(m, a, moe)), share);
     }
-    (g.fraction * mixed(&|moe| layer_offload_bytes(m, a, moe, g.modules)), 1.0)
+    (
+        g.fraction * mixed(&|moe| layer_offload_bytes(m, a, moe, g.modules)),
+        1.0,
+    )
 }
 
 /// The mean bytes one layer of a stage moves to the host per microbatch
@@ -211,7 +229,12 @@ pub fn captures_layers(g: &GraphsOffload) -> bool {
 /// (`2·s·b·h`, sequence-split with sp) per captured part's layer and in-flight
 /// layer-microbatch; a layer with both its attention and its MLP captured separately keeps
 /// two (each graph has its own input).
-pub fn graph_pool_bytes(m: &Model, a: &ActivationShape, g: &GraphsOffload, layer_microbatches: u128) -> u128 {
+pub fn graph_pool_bytes(
+    m: &Model,
+    a: &ActivationShape,
+    g: &GraphsOffload,
+    layer_microbatches: u128,
+) -> u128 {
     if !captures_layers(g) {
         return 0;
     }
@@ -226,7 +249,13 @@ pub fn graph_pool_bytes(m: &Model, a: &ActivationShape, g: &GraphsOffload, layer
     };
     let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let tsp = if a.sp { a.tp.max(1) as u128 } else { 1 };
-    prod(&[2, m.hidden as u128, tokens, graphs_per_layer, layer_microbatches]) / tsp
+    prod(&[
+        2,
+        m.hidden as u128,
+        tokens,
+        graphs_per_layer,
+        layer_microbatches,
+    ]) / tsp
 }
 
 /// Bandwidth of one GPU's host link per direction for activation copies: PCIe 4.0 x16 on
