@@ -59,6 +59,9 @@ const ENUM_WORDS = [
   'W0012', 'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019', 'W0020', 'W0022',
   'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',
   'uniform', 'block',
+  'W0024',
+  'local', 'transformer_engine', 'full_iteration', 'attn', 'moe_router', 'moe_preprocess',
+  'mamba', 'attn_norm', 'qkv_linear', 'attn_proj', 'mlp_norm', 'expert_fc1', 'fused_group_mlp',
 ];
 
 module.exports = grammar({

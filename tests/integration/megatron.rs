@@ -219,6 +219,7 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  recompute_modules mlp moe_act\n",
         "  fp8_param_gather\n",
         "  moe_dispatcher flex hybridep\n",
+        "  cuda_graphs transformer_engine attn moe_router moe_preprocess\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
@@ -227,7 +228,6 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "--moe-router-num-groups 8",
         "--fp8-recipe mxfp8",
         "--kv-channels 128",
-        "--cuda-graph-impl transformer_engine",
     ] {
         assert!(
             notes.iter().any(|n| n.starts_with(&format!("`{flag}`"))),
@@ -238,6 +238,8 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
     for flag in [
         "--moe-token-dispatcher-type",
         "--moe-flex-dispatcher-backend",
+        "--cuda-graph-impl",
+        "--cuda-graph-scope",
     ] {
         assert!(
             !notes.iter().any(|n| n.starts_with(&format!("`{flag}"))),
@@ -716,4 +718,89 @@ fn recompute_modules_block_recompute_and_fp8_param_gather_round_trip_as_flags() 
             "{flags}"
         );
     }
+}
+
+/// CUDA graphs and activation offloading: `--cuda-graph-impl` with `--cuda-graph-modules`, the
+/// deprecated `--external-cuda-graph` and `--cuda-graph-scope full_iteration`, fine-grained
+/// offloading with a fraction, and layer-level `--cpu-offloading-num-layers` each import to
+/// their keys, check clean, simulate, and emit flags that import to the same plan and time.
+#[test]
+fn cuda_graph_and_activation_offload_flags_round_trip() {
+    let base = "--num-layers 8 --hidden-size 4096 --ffn-hidden-size 14336 \
+        --num-attention-heads 32 --group-query-attention --num-query-groups 8 --seq-length 4096 \
+        --vocab-size 32000 --swiglu --tensor-model-parallel-size 8 --micro-batch-size 1 \
+        --global-batch-size 16 --use-distributed-optimizer --bf16";
+    let cases = [
+        (
+            "--cuda-graph-impl transformer_engine --cuda-graph-modules attn mlp --fine-grained-activation-offloading --offload-modules core_attn attn_proj --activation-offload-fraction 0.5",
+            &[
+                "  cuda_graphs transformer_engine attn mlp\n",
+                "  offload_modules core_attn attn_proj\n",
+                "  offload_fraction 50%\n",
+            ][..],
+            "--cuda-graph-impl transformer_engine --cuda-graph-modules attn mlp --fine-grained-activation-offloading --offload-modules core_attn attn_proj --activation-offload-fraction 0.5",
+        ),
+        (
+            "--external-cuda-graph",
+            &["  cuda_graphs transformer_engine\n"][..],
+            "--cuda-graph-impl transformer_engine",
+        ),
+        (
+            "--enable-cuda-graph --cuda-graph-scope full_iteration",
+            &["  cuda_graphs full_iteration\n"][..],
+            "--cuda-graph-impl full_iteration",
+        ),
+        (
+            "--cpu-offloading-num-layers 3",
+            &["  offload_layers 3\n"][..],
+            "--cpu-offloading-num-layers 3",
+        ),
+    ];
+    for (extra, lines, emitted_flags) in cases {
+        let text = format!("{base} {extra}");
+        let opts = options("graphs", Some("dgx_h100"), Some(8));
+        let i = import_megatron(&text, &opts).unwrap_or_else(|e| panic!("{extra}: {e:?}"));
+        assert!(i.warnings.is_empty(), "{extra}: {:?}", i.warnings);
+        for line in lines {
+            assert!(
+                i.venus.contains(line),
+                "{extra}: {line:?} missing:\n{}",
+                i.venus
+            );
+        }
+        let (diags, sources, scenarios) = check("graphs.venus", &i.venus);
+        assert!(
+            diags.is_empty(),
+            "{extra}:\n{}",
+            render::human(&diags, &sources, false)
+        );
+        let sc = &scenarios[0];
+        let flags = emit_megatron(sc);
+        let emitted = flag_lines(&flags).join(" ").replace(" \\", "");
+        assert!(emitted.contains(emitted_flags), "{extra}: {emitted}");
+        let again = import_megatron(&flags, &opts).unwrap();
+        for line in lines {
+            assert!(again.venus.contains(line), "{extra}: {line:?} lost");
+        }
+        let (_, _, rescenarios) = check("again.venus", &again.venus);
+        let flags2 = emit_megatron(&rescenarios[0]);
+        assert_eq!(flag_lines(&flags2), flag_lines(&flags), "{extra}");
+        let third = import_megatron(&flags2, &opts).unwrap();
+        assert_eq!(
+            body(&third.venus),
+            body(&again.venus),
+            "{extra}: re-import differs"
+        );
+        let time = |s: &Scenario| {
+            venusc::simulate::simulate(s, &Default::default())
+                .unwrap()
+                .report
+                .iteration_time
+        };
+        assert_eq!(time(&rescenarios[0]), time(sc), "{extra}");
+    }
+    // The legacy switch and the new flag together are one scenario too many.
+    let both = format!("{base} --external-cuda-graph --cuda-graph-impl local");
+    let e = import_megatron(&both, &options("graphs", Some("dgx_h100"), Some(8))).unwrap_err();
+    assert!(e.iter().any(|d| d.code == Code::E0610), "{e:?}");
 }

@@ -182,6 +182,11 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         recompute_method: None,
         recompute_num_layers: None,
         fp8_param_gather: None,
+        cuda_graphs: None,
+        cuda_graph_modules: None,
+        offload_modules: None,
+        offload_fraction: None,
+        offload_layers: None,
     }
 }
 

@@ -12,6 +12,8 @@
 pub(crate) mod to_plan;
 
 #[cfg(test)]
+mod graphs_tests;
+#[cfg(test)]
 mod plan_memory_tests;
 
 pub use to_plan::provenance;
@@ -279,6 +281,8 @@ impl<'a> Validator<'a> {
         self.check_stragglers(); // E0337, E0338, W0018
         self.check_reliability(); // E0335, E0336
         self.check_venussim_fields(); // E0355
+        self.check_cuda_graphs(); // E0359, E0360
+        self.check_offload(); // E0361, W0024
         if let Some(dp) = dp {
             self.check_group_spans(); // W0001
             if let Some(m) = m {
@@ -471,6 +475,21 @@ impl<'a> Validator<'a> {
                 self.check_recompute_modules(); // E0340, W0019
             }
         }
+        let graphs = [
+            CudaGraphs,
+            OffloadModules,
+            OffloadFraction,
+            OffloadLayers,
+            Recompute,
+            RecomputeModules,
+            Pp,
+            MoeCapacityHeadroom,
+            MoePadToCapacity,
+        ];
+        if self.inputs_ok(&[graphs.as_slice(), SHAPE].concat(), false) {
+            self.check_cuda_graphs(); // E0359, E0360
+            self.check_offload(); // E0361, W0024
+        }
         let fp8_gather = [Fp8ParamGather, Precision, DistributedOptimizer, Fsdp];
         if self.inputs_ok(&fp8_gather, false) {
             self.check_fp8_param_gather(); // E0341
@@ -659,6 +678,7 @@ mod experts;
 mod flags;
 mod folding;
 mod gpu;
+mod graphs;
 mod hybrid;
 mod memory;
 mod model;

@@ -8,12 +8,14 @@
 //! Invariant: nothing here knows a span, a source name or a diagnostic.
 
 pub mod csr;
+pub mod graphs;
 pub mod kinds;
 pub mod math;
 pub mod rng;
 pub mod units;
 
 pub use csr::Csr;
+pub use graphs::{CudaGraphImpl, CudaGraphModules, OffloadModules};
 pub use kinds::{
     Attention, CollectiveAlgorithm, Dtype, Fabric, GpuArch, LinkKind, Precision, Recompute,
     ScheduleKind, Topology,

@@ -933,6 +933,38 @@ impl<'r, 'a> Checker<'r, 'a> {
                     Some((Checked::Arg(Arg::Count(n)), loc)) => Some(Spanned::new(*n, *loc)),
                     _ => None,
                 }),
+            cuda_graphs: f.word(Key::CudaGraphs).and_then(|w| {
+                venus_base::base::CudaGraphImpl::from_word(w.value).map(|c| Spanned::new(c, w.loc))
+            }),
+            cuda_graph_modules: f.first(Key::CudaGraphs).and_then(|item| {
+                let words: Vec<&str> = item
+                    .args
+                    .iter()
+                    .skip(1)
+                    .filter_map(|(c, _)| match c {
+                        Checked::Arg(Arg::Word(w)) => Some(*w),
+                        _ => None,
+                    })
+                    .collect();
+                (!words.is_empty()).then(|| {
+                    Spanned::new(
+                        venus_base::base::CudaGraphModules::from_words(words),
+                        item.loc,
+                    )
+                })
+            }),
+            offload_modules: f.first(Key::OffloadModules).map(|item| {
+                let words = item.args.iter().filter_map(|(c, _)| match c {
+                    Checked::Arg(Arg::Word(w)) => Some(*w),
+                    _ => None,
+                });
+                Spanned::new(
+                    venus_base::base::OffloadModules::from_words(words),
+                    item.loc,
+                )
+            }),
+            offload_fraction: f.get(Key::OffloadFraction, ratio),
+            offload_layers: f.count(Key::OffloadLayers),
         })
     }
 

@@ -340,6 +340,16 @@ pub struct Plan {
     pub recompute_num_layers: Opt<u64>,
     /// FP8 weights without a BF16 copy, all-gathered in FP8 (`fp8_param_gather`).
     pub fp8_param_gather: Opt<bool>,
+    /// CUDA graph capture (`cuda_graphs`' first word).
+    pub cuda_graphs: Opt<venus_base::base::CudaGraphImpl>,
+    /// The parts per-layer graphs capture (`cuda_graphs`' later words; the item's location).
+    pub cuda_graph_modules: Opt<venus_base::base::CudaGraphModules>,
+    /// Fine-grained activation offloading's modules (`offload_modules`).
+    pub offload_modules: Opt<venus_base::base::OffloadModules>,
+    /// `offload_fraction`.
+    pub offload_fraction: Opt<Ratio>,
+    /// Layer-level CPU offloading's layer count (`offload_layers`).
+    pub offload_layers: Opt<u64>,
 }
 
 /// One `venussim` item: its two strings, each with its location.

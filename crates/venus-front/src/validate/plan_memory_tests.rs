@@ -147,6 +147,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         recompute_detail: venus_plan::plan::memory::RecomputeDetail::default(),
         // Llama-2-7B's figures (the ZBV golden files' model).
         v_memory: venus_plan::schedule::VMemory::of_model(4096, 32, 4096),
+        graphs_offload: Default::default(),
     }
 }
 

@@ -259,6 +259,8 @@ pub enum PlanProblem {
     Window(WindowProblem),
     /// E0350: expert-capacity keys without experts or without a capacity.
     Capacity(CapacityProblem),
+    /// E0359, E0360, E0361, W0024: CUDA graphs and activation offloading.
+    Graphs(GraphsProblem),
 }
 
 impl PlanProblem {
@@ -317,6 +319,7 @@ impl PlanProblem {
             PlanProblem::NoEffect(p) => p.render(),
             PlanProblem::Window(p) => p.render(),
             PlanProblem::Capacity(p) => p.render(),
+            PlanProblem::Graphs(p) => p.render(),
         }
     }
 }
@@ -3983,6 +3986,359 @@ impl NoEffect {
                 }
                 .with_help("remove `cp_comm`, or set `cp` above 1")
             }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ E0359, E0360, E0361, W0024
+
+/// CUDA graph and activation offloading problems (validate/graphs.rs cites the Megatron-LM
+/// rule each reproduces).
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphsProblem {
+    /// E0359: modules named after `none` or `full_iteration`.
+    ModulesWithout {
+        imp: &'static str,
+        modules: Vec<&'static str>,
+        loc: Loc,
+    },
+    /// E0359: a module the model has nothing of.
+    ModuleUnfit {
+        module: &'static str,
+        lacks: &'static str,
+        model: String,
+        loc: Loc,
+    },
+    /// E0359: `moe` with `moe_router` (`together` false), `moe_preprocess` without
+    /// `moe_router` (`together` true).
+    ModulePair {
+        module: &'static str,
+        other: &'static str,
+        together: bool,
+        loc: Loc,
+    },
+    /// E0359: the `moe` module without drop-and-pad experts.
+    MoeNeedsDropPad { loc: Loc },
+    /// E0360: per-layer graphs with `recompute full`.
+    FullRecompute {
+        imp: &'static str,
+        loc: Loc,
+        recompute: Loc,
+    },
+    /// E0360: per-layer graphs with layer-level CPU offloading.
+    CpuOffload {
+        imp: &'static str,
+        loc: Loc,
+        layers: (u64, Loc),
+    },
+    /// E0360: fine-grained offloading with graphs other than Transformer Engine's.
+    OffloadNeedsTe {
+        imp: &'static str,
+        loc: Loc,
+        offload: Loc,
+    },
+    /// E0360: the norms' inputs offloaded with graphs.
+    OffloadNorms {
+        norms: Vec<&'static str>,
+        kept: Vec<&'static str>,
+        loc: Loc,
+        graphs: Loc,
+    },
+    /// E0361: `attn_proj` without `core_attn`.
+    AttnProjAlone {
+        written: Vec<&'static str>,
+        loc: Loc,
+    },
+    /// E0361: `fused_group_mlp` with the expert parts it already offloads.
+    FusedWithParts { parts: Vec<&'static str>, loc: Loc },
+    /// E0361: expert modules offloaded while `recompute_modules moe` reruns the MoE layer.
+    ExpertsRecomputed {
+        modules: Vec<&'static str>,
+        loc: Loc,
+        recompute: Loc,
+    },
+    /// E0361: `offload_modules` and `offload_layers` together.
+    BothOffloads { loc: Loc, layers: (u64, Loc) },
+    /// E0361: `offload_layers` at or above the model's layers.
+    LayersTooMany {
+        layers: (u64, Loc),
+        model_layers: u64,
+    },
+    /// E0361: `offload_layers` with pipeline parallelism.
+    LayersWithPp { layers: (u64, Loc), pp: (u64, Loc) },
+    /// E0361: `offload_layers` with recompute.
+    LayersWithRecompute {
+        layers: (u64, Loc),
+        recompute: (&'static str, Loc),
+    },
+    /// W0024: expert modules on a model without routed experts.
+    ExpertsWithoutMoe {
+        modules: Vec<&'static str>,
+        model: String,
+        loc: Loc,
+    },
+    /// W0024: `offload_modules` with `recompute full`: the layers keep only their inputs.
+    OffloadWithFullRecompute { loc: Loc, recompute: Loc },
+    /// W0024: `offload_fraction` without `offload_modules`.
+    FractionWithout { loc: Loc },
+    /// W0024: `offload_fraction 0%`.
+    FractionZero { loc: Loc },
+}
+
+impl GraphsProblem {
+    fn render(self) -> Diagnostic {
+        let ticked = |ws: &[&str]| {
+            ws.iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            GraphsProblem::ModulesWithout { imp, modules, loc } => Diagnostic::new(
+                Code::E0359,
+                format!("`cuda_graphs {imp}` names modules, which only per-layer graphs capture"),
+                loc,
+                format!("{} after {imp}", modules.join(" ")),
+            )
+            .with_help(if imp == "none" {
+                format!(
+                    "write `cuda_graphs transformer_engine {}` to capture them, or `cuda_graphs none` alone",
+                    modules.join(" ")
+                )
+            } else {
+                format!(
+                    "write `cuda_graphs {imp}` alone (it captures the whole step), or `cuda_graphs transformer_engine {}`",
+                    modules.join(" ")
+                )
+            }),
+            GraphsProblem::ModuleUnfit {
+                module,
+                lacks,
+                model,
+                loc,
+            } => Diagnostic::new(
+                Code::E0359,
+                format!("`cuda_graphs` module `{module}` needs {lacks}, and model `{model}` has none"),
+                loc,
+                format!("{module} captures nothing here"),
+            )
+            .with_help(format!(
+                "remove `{module}` from `cuda_graphs` (no module named captures the whole layer)"
+            )),
+            GraphsProblem::ModulePair {
+                module,
+                other,
+                together,
+                loc,
+            } => {
+                let (message, help) = if together {
+                    (
+                        format!("`cuda_graphs` module `{module}` is captured only with `{other}`"),
+                        format!("add `{other}` to `cuda_graphs`, or remove `{module}`"),
+                    )
+                } else {
+                    (
+                        format!("`cuda_graphs` modules `{module}` and `{other}` overlap: name one"),
+                        format!("keep `{module}` (the whole MoE block) or `{other}` (up to the router), not both"),
+                    )
+                };
+                let label = if together {
+                    format!("{module} without {other}")
+                } else {
+                    format!("{module} with {other}")
+                };
+                Diagnostic::new(Code::E0359, message, loc, label)
+                    .with_help(help)
+            }
+            GraphsProblem::MoeNeedsDropPad { loc } => Diagnostic::new(
+                Code::E0359,
+                "`cuda_graphs` module `moe` captures the experts only when their inputs have a fixed size",
+                loc,
+                "moe without drop-and-pad experts",
+            )
+            .with_help(
+                "add `moe_capacity_headroom 0%` and `moe_pad_to_capacity` (drop and pad at the capacity), or capture `moe_router moe_preprocess` instead of `moe`",
+            ),
+            GraphsProblem::FullRecompute {
+                imp,
+                loc,
+                recompute,
+            } => Diagnostic::new(
+                Code::E0360,
+                format!("`cuda_graphs {imp}` cannot capture layers that `recompute full` reruns"),
+                loc,
+                "per-layer graphs",
+            )
+            .with_secondary(recompute, "recompute full")
+            .with_help(
+                "write `cuda_graphs full_iteration` (one graph of the whole step), or `recompute selective`",
+            ),
+            GraphsProblem::CpuOffload { imp, loc, layers } => Diagnostic::new(
+                Code::E0360,
+                format!("`cuda_graphs {imp}` does not run with layer-level CPU offloading"),
+                loc,
+                "per-layer graphs",
+            )
+            .with_secondary(layers.1, format!("offload_layers {}", layers.0))
+            .with_help(format!(
+                "remove `offload_layers {}`, or write `cuda_graphs full_iteration`, or offload with `offload_modules` and `cuda_graphs transformer_engine`",
+                layers.0
+            )),
+            GraphsProblem::OffloadNeedsTe { imp, loc, offload } => Diagnostic::new(
+                Code::E0360,
+                format!("fine-grained activation offloading runs with CUDA graphs only from Transformer Engine, not `{imp}`"),
+                loc,
+                format!("cuda_graphs {imp}"),
+            )
+            .with_secondary(offload, "offload_modules")
+            .with_help("write `cuda_graphs transformer_engine attn moe_router` (or `attn mlp` on a dense model), or remove `cuda_graphs`"),
+            GraphsProblem::OffloadNorms {
+                norms,
+                kept,
+                loc,
+                graphs,
+            } => Diagnostic::new(
+                Code::E0360,
+                format!(
+                    "{} cannot be offloaded with CUDA graphs: the norms' inputs cross graph boundaries",
+                    ticked(&norms)
+                ),
+                loc,
+                norms.join(", "),
+            )
+            .with_secondary(graphs, "cuda_graphs")
+            .with_help(if kept.is_empty() {
+                "remove `offload_modules`, or remove `cuda_graphs`".to_string()
+            } else {
+                format!("write `offload_modules {}`", kept.join(" "))
+            }),
+            GraphsProblem::AttnProjAlone { written, loc } => {
+                let mut fixed = vec!["core_attn"];
+                fixed.extend(written.iter().copied());
+                Diagnostic::new(
+                    Code::E0361,
+                    "`offload_modules` names `attn_proj` without `core_attn`: attn_proj's input is core_attn's output, which core_attn's backward needs",
+                    loc,
+                    "attn_proj alone",
+                )
+                .with_help(format!("write `offload_modules {}`", fixed.join(" ")))
+            }
+            GraphsProblem::FusedWithParts { parts, loc } => Diagnostic::new(
+                Code::E0361,
+                format!(
+                    "`fused_group_mlp` already offloads the whole grouped MLP, so {} cannot be named with it",
+                    ticked(&parts)
+                ),
+                loc,
+                format!("fused_group_mlp with {}", parts.join(", ")),
+            )
+            .with_help(format!(
+                "remove {} from `offload_modules`, or `fused_group_mlp`",
+                ticked(&parts)
+            )),
+            GraphsProblem::ExpertsRecomputed {
+                modules,
+                loc,
+                recompute,
+            } => Diagnostic::new(
+                Code::E0361,
+                format!(
+                    "{} cannot be offloaded while `recompute_modules moe` reruns the whole MoE layer",
+                    ticked(&modules)
+                ),
+                loc,
+                modules.join(", "),
+            )
+            .with_secondary(recompute, "moe recomputed")
+            .with_help(format!(
+                "remove {} from `offload_modules`, or `moe` from `recompute_modules`",
+                ticked(&modules)
+            )),
+            GraphsProblem::BothOffloads { loc, layers } => Diagnostic::new(
+                Code::E0361,
+                "fine-grained activation offloading cannot run with layer-level CPU offloading",
+                loc,
+                "offload_modules",
+            )
+            .with_secondary(layers.1, format!("offload_layers {}", layers.0))
+            .with_help(format!(
+                "remove `offload_layers {}` or `offload_modules`",
+                layers.0
+            )),
+            GraphsProblem::LayersTooMany {
+                layers,
+                model_layers,
+            } => Diagnostic::new(
+                Code::E0361,
+                format!(
+                    "`offload_layers {}` offloads every layer: CPU offloading takes fewer than the model's {model_layers}",
+                    layers.0
+                ),
+                layers.1,
+                format!("{} ≥ {model_layers}", layers.0),
+            )
+            .with_help(format!(
+                "write `offload_layers {}` or fewer",
+                model_layers.saturating_sub(1).max(1)
+            )),
+            GraphsProblem::LayersWithPp { layers, pp } => Diagnostic::new(
+                Code::E0361,
+                "layer-level CPU offloading does not run with pipeline parallelism",
+                layers.1,
+                format!("offload_layers {}", layers.0),
+            )
+            .with_secondary(pp.1, format!("pp {}", pp.0))
+            .with_help(format!(
+                "offload with `offload_modules core_attn attn_proj` (it runs with pipelining), or write `pp 1` instead of `pp {}`",
+                pp.0
+            )),
+            GraphsProblem::LayersWithRecompute { layers, recompute } => Diagnostic::new(
+                Code::E0361,
+                "layer-level CPU offloading does not work when activations are recomputed",
+                layers.1,
+                format!("offload_layers {}", layers.0),
+            )
+            .with_secondary(recompute.1, format!("recompute {}", recompute.0))
+            .with_help(format!(
+                "remove `recompute {}`, or offload with `offload_modules` (it combines with selective recompute)",
+                recompute.0
+            )),
+            GraphsProblem::ExpertsWithoutMoe {
+                modules,
+                model,
+                loc,
+            } => Diagnostic::new(
+                Code::W0024,
+                format!(
+                    "offloading {} moves nothing: model `{model}` has no routed experts",
+                    ticked(&modules)
+                ),
+                loc,
+                modules.join(", "),
+            )
+            .with_help(format!("remove {} from `offload_modules`", ticked(&modules))),
+            GraphsProblem::OffloadWithFullRecompute { loc, recompute } => Diagnostic::new(
+                Code::W0024,
+                "`offload_modules` offloads nothing with `recompute full`: a layer keeps only its input",
+                loc,
+                "offload_modules",
+            )
+            .with_secondary(recompute, "recompute full")
+            .with_help("remove `offload_modules`, or write `recompute selective` to offload what the layers keep"),
+            GraphsProblem::FractionWithout { loc } => Diagnostic::new(
+                Code::W0024,
+                "`offload_fraction` without `offload_modules` offloads nothing",
+                loc,
+                "no offload groups",
+            )
+            .with_help("add `offload_modules core_attn attn_proj` (the groups the fraction picks from), or remove `offload_fraction`"),
+            GraphsProblem::FractionZero { loc } => Diagnostic::new(
+                Code::W0024,
+                "`offload_fraction 0%` offloads none of the groups of `offload_modules`",
+                loc,
+                "0%",
+            )
+            .with_help("remove `offload_modules` and `offload_fraction`, or write `offload_fraction 50%`"),
         }
     }
 }

@@ -179,6 +179,11 @@ pub fn plan(p: &Plan) -> PlanSpec {
         moe_dispatcher: val(&p.moe_dispatcher),
         cp_comm: val(&p.cp_comm),
         cp_a2a: val(&p.cp_a2a),
+        cuda_graphs: val(&p.cuda_graphs),
+        cuda_graph_modules: val(&p.cuda_graph_modules),
+        offload_modules: val(&p.offload_modules),
+        offload_fraction: val(&p.offload_fraction),
+        offload_layers: val(&p.offload_layers),
     }
 }
 

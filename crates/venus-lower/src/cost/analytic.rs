@@ -90,6 +90,16 @@ pub struct Calibration {
     /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
     /// flash-attention `hopper/tile_size.h` and `flash_fwd_launch_template.h` `kBlockN`).
     pub attention_block: f64,
+    /// The host's share of [`Calibration::kernel_overhead`]: the launch path (the framework's
+    /// op dispatch and `cudaLaunchKernel`), exposed between short dependent kernels, which a
+    /// CUDA graph replays with one launch; the rest of the overhead (ramp-up, tail, the drain
+    /// between dependent kernels) stays with graphs. NVIDIA's "Getting Started with CUDA
+    /// Graphs" (2019) measures the driver part alone: 2.9 µs kernels take 3.8 µs each launched
+    /// from a stream and 3.4 µs from a graph; the framework's dispatch adds microseconds per op
+    /// on the host (PyTorch blog, "Accelerating PyTorch with CUDA Graphs", 2021). No published
+    /// row pairs a run with and without graphs, so the split is not fitted: half of the fitted
+    /// overhead, 2.5 µs, a stated assumption; predictions without graphs do not depend on it.
+    pub launch_overhead: Seconds,
 }
 
 /// BF16 maximum achievable matmul FLOPS over the dense peak, H100 SXM: 794.5 of 989 TFLOP/s
@@ -111,6 +121,11 @@ fn round3(x: f64) -> f64 {
 pub const KERNELS_ATTENTION: f64 = 6.0;
 /// Kernels of one layer's MLP block forward: norm, FC1, activation, FC2, dropout + residual.
 pub const KERNELS_MLP: f64 = 5.0;
+/// Kernels of a MoE layer's MLP block forward that `cuda_graphs … moe_router` captures: the
+/// pre-MLP norm and the router GEMM with its top-k (TransformerLayer._forward_mlp up to
+/// MoELayer.router(), transformer_config.py:1090-1106); `moe_preprocess` adds one more, the
+/// dispatcher's preprocess.
+pub const KERNELS_MOE_ROUTER: f64 = 2.0;
 /// Kernels of one Mamba-2 layer forward (megatron/core/ssm/mamba_mixer.py, the fused path):
 /// norm + in_proj, causal conv1d, the chunked scan's chunk-cumsum, chunk-state, state-passing
 /// and chunk-scan kernels, gated RMSNorm, out_proj, dropout + residual.
@@ -137,6 +152,7 @@ impl Calibration {
             kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
             attention_block: 128.0,
+            launch_overhead: Seconds(2.5e-6),
         }
     }
 
@@ -153,6 +169,7 @@ impl Calibration {
             kernel_overhead: Seconds(5e-6),
             optimizer_bytes_per_param: 34.0,
             attention_block: 128.0,
+            launch_overhead: Seconds(2.5e-6),
         }
     }
 
@@ -354,10 +371,10 @@ pub struct AnalyticModel {
 impl AnalyticModel {
     pub fn new(sc: &Scenario, cal: Calibration) -> AnalyticModel {
         let w = Work::new(sc, cal);
-        let blocks = w.blocks();
+        let blocks = w.with_offload(w.blocks());
         let m = &sc.model;
-        let dense_blocks =
-            (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
+        let dense_blocks = (m.is_moe() && m.first_k_dense() > 0)
+            .then(|| (w.with_offload(w.blocks_with(None)), m.first_k_dense()));
         let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
         // Validation refuses a window on a hybrid model (E0350); its pattern places the
         // attention layers.
@@ -604,6 +621,11 @@ struct Work {
     /// `sliding_window`: keys per query of a windowed layer (None: full causal attention).
     window: Option<f64>,
     qk_norm: bool,
+    /// CUDA graph capture and activation offloading (`cuda_graphs`, `offload_*`).
+    graphs: venus_plan::plan::offload::GraphsOffload,
+    /// Per offloaded layer and microbatch: the host copy's seconds each way and the share of
+    /// the layers that offload ((0, 0): none).
+    offload_copy: (f64, f64),
 }
 
 /// Mamba-2 dims (megatron/core/ssm/mamba_mixer.py).
@@ -640,6 +662,45 @@ fn ssd_scan_bytes_per_token(d: &Mamba, tp: f64, act_bytes: f64) -> f64 {
         + 26.0 * heads
         + 12.0 * d_inner * d.state / SSD_CHUNK
         + 8.0 * groups * SSD_CHUNK
+}
+
+/// The parts of a layer whose kernels CUDA graphs may capture (`cuda_graphs` modules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GraphPart {
+    Attention,
+    Mlp,
+    Moe,
+    Mamba,
+}
+
+/// The host copy of one offloaded layer per microbatch, (seconds each way, share of the
+/// layers that offload), over the whole model (layer-level offloading runs on pp 1):
+/// [`venus_plan::plan::offload::layer_offload`]'s bytes at the GPU's host-link bandwidth
+/// ([`venus_plan::plan::offload::host_link_bandwidth`]).
+fn offload_copy(sc: &Scenario) -> (f64, f64) {
+    use venus_plan::plan::offload;
+    let mp = sc.memory_plan();
+    let g = &mp.graphs_offload;
+    if !g.offloads() {
+        return (0.0, 0.0);
+    }
+    let shape = venus_plan::plan::memory::ActivationShape {
+        seq: sc.model.seq / sc.cp.max(1),
+        micro_batch: sc.micro_batch,
+        tp: sc.tp,
+        etp: sc.etp,
+        sp: sc.sp,
+        recompute: sc.recompute,
+        attention: sc.plan.attention(),
+        moe_load: sc.plan.moe_load_factor(),
+        modules: mp.recompute_detail.modules,
+    };
+    let pp = sc.pp.clamp(1, 1 << 20);
+    let layers: u64 = (0..pp).map(|s| sc.stage_layers(s)).sum();
+    let moe_layers: u64 = (0..pp).map(|s| sc.stage_moe_layers(s)).sum();
+    let (bytes, share) = offload::layer_offload(&sc.model, &shape, g, layers, moe_layers);
+    let bw = offload::host_link_bandwidth(sc.cluster.gpu.arch).0;
+    (bytes / bw, share)
 }
 
 /// The LoRA adapters of a stage's layers, (dense, routed experts), before any sharding.
@@ -781,6 +842,8 @@ impl Work {
             }),
             window: m.sliding_window.map(f),
             qk_norm: m.qk_norm() && !m.is_mla(),
+            graphs: sc.memory_plan().graphs_offload,
+            offload_copy: offload_copy(sc),
         }
     }
 
@@ -808,7 +871,7 @@ impl Work {
         let conv = t * 2.0 * (d.d_inner + d.bc) / tp * self.act_bytes;
         let norm = t * 3.0 * d.d_inner / tp * self.act_bytes;
         let mem = self.memory(self.t_sp * 15.0 * h + conv + norm);
-        let k = KERNELS_MAMBA * self.cal.kernel_overhead.0;
+        let k = KERNELS_MAMBA * self.per_kernel(GraphPart::Mamba);
         let wgrad = self.base_wgrad();
         let f = gemm + scan + scan_traffic + mem + k;
         let mut b = (1.0 + wgrad) * gemm
@@ -1112,8 +1175,13 @@ impl Work {
             Attention::Flash => 0.0,
             Attention::Unfused => 3.0,
         };
-        let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead.0;
-        let k_mlp = KERNELS_MLP * self.cal.kernel_overhead.0;
+        let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.per_kernel(GraphPart::Attention);
+        let k_mlp = KERNELS_MLP
+            * self.per_kernel(if moe.is_some() {
+                GraphPart::Moe
+            } else {
+                GraphPart::Mlp
+            });
         // LoRA: the adapters run beside every targeted linear; the base keeps only dgrad.
         let (attn_adapters, mlp_adapters) = self.adapters(moe);
         let wgrad = self.base_wgrad();
@@ -1217,6 +1285,56 @@ impl Work {
             d * (2.0 * proj + b.attention_b + b.mlp_b + out_b),
             d * (proj + b.attention_w + b.mlp_w + self.output_weight()),
         )
+    }
+
+    /// The share of a part's kernels CUDA graphs capture: all with `full_iteration` or a
+    /// per-layer graph of the whole layer; with `cuda_graphs … MODULES` the parts named
+    /// (`moe_router` [`KERNELS_MOE_ROUTER`] of the MoE block's [`KERNELS_MLP`],
+    /// `moe_preprocess` one more).
+    fn captured_share(&self, part: GraphPart) -> f64 {
+        use venus_base::base::CudaGraphImpl;
+        let g = &self.graphs;
+        match g.cuda_graphs {
+            CudaGraphImpl::None => return 0.0,
+            CudaGraphImpl::FullIteration => return 1.0,
+            CudaGraphImpl::Local | CudaGraphImpl::TransformerEngine => {}
+        }
+        let m = g.graph_modules;
+        if m.is_empty() {
+            return 1.0;
+        }
+        let on = |w: &str| if m.has(w) { 1.0 } else { 0.0 };
+        match part {
+            GraphPart::Attention => on("attn"),
+            GraphPart::Mlp => on("mlp"),
+            GraphPart::Mamba => on("mamba"),
+            GraphPart::Moe if m.has("moe") => 1.0,
+            GraphPart::Moe => {
+                (on("moe_router") * KERNELS_MOE_ROUTER + on("moe_preprocess")) / KERNELS_MLP
+            }
+        }
+    }
+
+    /// The fixed cost of one kernel of a part: [`Calibration::kernel_overhead`] less the host
+    /// launch cost ([`Calibration::launch_overhead`]) of its captured share.
+    fn per_kernel(&self, part: GraphPart) -> f64 {
+        self.cal.kernel_overhead.0 - self.captured_share(part) * self.cal.launch_overhead.0
+    }
+
+    /// A layer's blocks with the exposed part of its offload copies: the device-to-host copy
+    /// of a layer's offloaded tensors runs on its own stream beside the layer's forward, the
+    /// host-to-device reload beside the backward of the layer after it
+    /// (fine_grained_activation_offload.py: `d2h_stream`, `h2d_stream`), so each pass waits
+    /// `max(0, copy − compute)` for its copy; an offloading share `< 1` of the layers
+    /// (`offload_layers`) scales the wait. The weight-gradient share is not touched.
+    fn with_offload(&self, mut b: Blocks) -> Blocks {
+        let (copy, share) = self.offload_copy;
+        if copy <= 0.0 || share <= 0.0 {
+            return b;
+        }
+        b.mlp_f += share * (copy - (b.attention_f + b.mlp_f)).max(0.0);
+        b.mlp_b += share * (copy - (b.attention_b + b.mlp_b)).max(0.0);
+        b
     }
 
     fn optimizer_step(&self, stage: u64) -> f64 {

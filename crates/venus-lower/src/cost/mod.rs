@@ -274,4 +274,6 @@ impl ComputeModel for MeasuredModel {
 }
 
 #[cfg(test)]
+mod graphs_tests;
+#[cfg(test)]
 mod tests;

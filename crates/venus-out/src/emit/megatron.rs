@@ -699,6 +699,7 @@ impl Converter {
         self.capacity_conversions();
         self.plan_conversions();
         self.folding_conversions();
+        self.graphs_offload_conversions();
         self.precision();
         self.list_unmapped();
     }
@@ -1224,6 +1225,183 @@ impl Converter {
                     .with_help("write `--hierarchical-context-parallel-sizes A P` with A × P = cp"),
                 );
             }
+        }
+    }
+
+    /// CUDA graphs and activation offloading. `--cuda-graph-impl` (transformer_config.py:1075),
+    /// or the deprecated `--enable-cuda-graph` (→ `local`) and `--external-cuda-graph` (→
+    /// `transformer_engine`), never with `--cuda-graph-impl` nor both (arguments.py:611-631);
+    /// `--cuda-graph-modules`, or the deprecated `--cuda-graph-scope` (arguments.py:633-641),
+    /// whose `full` is the whole layer and whose `full_iteration` is `--cuda-graph-impl
+    /// full_iteration` (docs/user-guide/features/cuda_graph.md, "Migration Guide").
+    /// `--fine-grained-activation-offloading` with `--offload-modules` and
+    /// `--activation-offload-fraction` (transformer_config.py:1323-1361);
+    /// `--cpu-offloading-num-layers N` turns layer-level offloading on (arguments.py:1950-1951).
+    fn graphs_offload_conversions(&mut self) {
+        use venus_base::base::{CudaGraphImpl, CudaGraphModules, OffloadModules};
+        let impl_word = self.word("--cuda-graph-impl");
+        let enable = self.args.get("--enable-cuda-graph");
+        let external = self.args.get("--external-cuda-graph");
+        let mut imp = match &impl_word {
+            Some((w, span)) => match CudaGraphImpl::from_word(w) {
+                Some(i) => Some(i),
+                None => {
+                    self.errors.push(
+                        Diagnostic::new(
+                            Code::E0609,
+                            format!(
+                                "`--cuda-graph-impl` takes `none`, `local`, `transformer_engine` or `full_iteration`, not `{}`",
+                                excerpt(w)
+                            ),
+                            self.loc(*span),
+                            "graph implementation",
+                        )
+                        .with_help("write `--cuda-graph-impl transformer_engine`"),
+                    );
+                    return;
+                }
+            },
+            None => None,
+        };
+        let legacy: Vec<Arg> = [&enable, &external]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        if !legacy.is_empty() && (imp.is_some() || legacy.len() > 1) {
+            let a = legacy.last().cloned().unwrap_or_else(|| legacy[0].clone());
+            self.errors.push(
+                Diagnostic::new(
+                    Code::E0610,
+                    "`--enable-cuda-graph` and `--external-cuda-graph` are used alone: neither with the other nor with `--cuda-graph-impl`",
+                    self.loc(a.span),
+                    "a second CUDA graph implementation",
+                )
+                .with_help("keep one: `--cuda-graph-impl local` or `--cuda-graph-impl transformer_engine`"),
+            );
+            return;
+        }
+        if enable.is_some() {
+            imp = Some(CudaGraphImpl::Local);
+        }
+        if external.is_some() {
+            imp = Some(CudaGraphImpl::TransformerEngine);
+        }
+        let modules_arg = self
+            .args
+            .get("--cuda-graph-modules")
+            .or_else(|| self.args.get("--cuda-graph-scope"));
+        let mut modules = CudaGraphModules::default();
+        if let Some(a) = &modules_arg {
+            let words: Vec<&str> = a.values.iter().map(|w| w.text.as_str()).collect();
+            if words.contains(&"full_iteration") {
+                imp = Some(CudaGraphImpl::FullIteration);
+            }
+            let known: Vec<&str> = words
+                .iter()
+                .copied()
+                .filter(|w| CudaGraphModules::WORDS.contains(w))
+                .collect();
+            if known.len()
+                + words
+                    .iter()
+                    .filter(|w| ["full", "full_iteration"].contains(w))
+                    .count()
+                < words.len()
+            {
+                self.note(
+                    a,
+                    "inference graph scopes do not change a training iteration",
+                );
+            }
+            modules = CudaGraphModules::from_words(known);
+        }
+        if let Some(i) = imp.filter(|i| *i != CudaGraphImpl::None) {
+            let mut line = i.word().to_string();
+            if i.per_layer() && !modules.is_empty() {
+                line = format!("{line} {}", modules.words().join(" "));
+            }
+            self.push(Key::CudaGraphs, line);
+        } else if let Some(a) = &modules_arg {
+            self.note(a, "no effect with `--cuda-graph-impl none`");
+        }
+        if let Some(a) = self.args.get("--cuda-graph-warmup-steps") {
+            self.note(
+                &a,
+                "warmup iterations before capture; venusc simulates captured ones",
+            );
+        }
+
+        let fine = self.args.get("--fine-grained-activation-offloading");
+        let offload = self.args.get("--offload-modules");
+        let fraction = self.word("--activation-offload-fraction");
+        match (&fine, &offload) {
+            (Some(_), Some(a)) => {
+                let words: Vec<&str> = a.values.iter().map(|w| w.text.as_str()).collect();
+                let known: Vec<&str> = words
+                    .iter()
+                    .copied()
+                    .filter(|w| OffloadModules::WORDS.contains(w))
+                    .collect();
+                if known.len() < words.len() {
+                    self.note(a, "venusc offloads attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act and fused_group_mlp");
+                }
+                if !known.is_empty() {
+                    let m = OffloadModules::from_words(known);
+                    self.push(Key::OffloadModules, m.words().join(" "));
+                }
+                if let Some((text, span)) = &fraction {
+                    match text.trim().parse::<f64>() {
+                        Ok(f) if (0.0..=1.0).contains(&f) => {
+                            if f < 1.0 {
+                                let pct = crate::emit::num(f * 100.0);
+                                self.push(Key::OffloadFraction, format!("{pct}%"));
+                            }
+                        }
+                        _ => self.errors.push(
+                            Diagnostic::new(
+                                Code::E0609,
+                                format!(
+                                    "`--activation-offload-fraction {}` is not a fraction from 0 to 1",
+                                    excerpt(text)
+                                ),
+                                self.loc(*span),
+                                "this fraction",
+                            )
+                            .with_help("write `--activation-offload-fraction 0.5` (transformer_config.py asserts 0 ≤ f ≤ 1)"),
+                        ),
+                    }
+                }
+            }
+            (Some(a), None) => self.errors.push(
+                Diagnostic::new(
+                    Code::E0610,
+                    "`--fine-grained-activation-offloading` needs `--offload-modules`: it offloads the modules named there",
+                    self.loc(a.span),
+                    "no module to offload",
+                )
+                .with_help("add `--offload-modules core_attn attn_proj`"),
+            ),
+            (None, Some(a)) => {
+                self.note(a, "read only with `--fine-grained-activation-offloading`");
+            }
+            (None, None) => {}
+        }
+        if fine.is_none() {
+            if let Some(a) = self
+                .args
+                .by_name
+                .get("--activation-offload-fraction")
+                .cloned()
+            {
+                self.note(&a, "read only with `--fine-grained-activation-offloading`");
+            }
+        }
+        if let Some(n) = self
+            .count0("--cpu-offloading-num-layers")
+            .filter(|&n| n > 0)
+        {
+            self.push(Key::OffloadLayers, n);
         }
     }
 
@@ -1865,6 +2043,35 @@ pub fn emit_megatron(sc: &Scenario) -> String {
                 );
             }
         }
+    }
+    // CUDA graphs and activation offloading (`graphs_offload_conversions` reads them back).
+    let graphs = p.cuda_graphs();
+    if graphs != venus_base::base::CudaGraphImpl::None {
+        add(flag_of(Key::CudaGraphs), Some(graphs.word().to_string()));
+        let modules = p.cuda_graph_modules();
+        if graphs.per_layer() && !modules.is_empty() {
+            add("--cuda-graph-modules", Some(modules.words().join(" ")));
+        }
+    }
+    let offload = p.offload_modules();
+    if !offload.is_empty() {
+        add("--fine-grained-activation-offloading", None);
+        add(
+            flag_of(Key::OffloadModules),
+            Some(offload.words().join(" ")),
+        );
+        if let Some(f) = p.offload_fraction.filter(|f| f.0 < 1.0) {
+            add(
+                flag_of(Key::OffloadFraction),
+                Some(crate::emit::num(f.0.max(0.0))),
+            );
+        }
+    }
+    if p.offload_layers() > 0 {
+        add(
+            flag_of(Key::OffloadLayers),
+            Some(p.offload_layers().to_string()),
+        );
     }
     match &p.pipeline_layout {
         // arguments.py L01: a layout and a virtual-stage count are never both written.

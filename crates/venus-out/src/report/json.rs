@@ -278,6 +278,12 @@ struct MemoryDto {
     optimizer_bytes: u64,
     activations_bytes: u64,
     peak_bytes: u64,
+    /// CUDA graph pool (in the peak), only when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    graph_pool_bytes: Option<u64>,
+    /// Activations on the host (not in the peak), only with offloading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offloaded_bytes: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -328,6 +334,8 @@ pub fn json(r: &Report) -> String {
                 optimizer_bytes: m.optimizer.0,
                 activations_bytes: m.activations.0,
                 peak_bytes: m.peak.0,
+                graph_pool_bytes: (m.graph_pool.0 > 0).then_some(m.graph_pool.0),
+                offloaded_bytes: (m.offloaded.0 > 0).then_some(m.offloaded.0),
             })
             .collect(),
         memory_reserve_bytes: r.memory_reserve.0,

@@ -213,6 +213,10 @@ pub struct StageMemoryRow {
     pub optimizer: Bytes,
     pub activations: Bytes,
     pub peak: Bytes,
+    /// Static buffers of the CUDA graph memory pool (in `peak`).
+    pub graph_pool: Bytes,
+    /// Activations offloaded to host memory (not in `activations` or `peak`).
+    pub offloaded: Bytes,
 }
 
 impl StageMemoryRow {
@@ -220,12 +224,16 @@ impl StageMemoryRow {
     /// iterates over these (and shows what the peak holds beyond them as `other`), so a term
     /// added to the memory model needs only its line here.
     pub fn terms(&self) -> Vec<(&'static str, Bytes)> {
-        vec![
+        let mut terms = vec![
             ("weights", self.weights),
             ("gradients", self.gradients),
             ("optimizer", self.optimizer),
             ("activations", self.activations),
-        ]
+        ];
+        if self.graph_pool.0 > 0 {
+            terms.push(("cuda graph pool", self.graph_pool));
+        }
+        terms
     }
 
     /// What the peak holds beyond the named [`terms`](Self::terms) (zero when they add up).
@@ -604,6 +612,8 @@ impl Report {
                     optimizer: m.optimizer,
                     activations: m.activations,
                     peak: m.peak,
+                    graph_pool: m.graph_pool,
+                    offloaded: m.offloaded,
                 })
                 .collect(),
             memory_reserve: sc.reserve().0,

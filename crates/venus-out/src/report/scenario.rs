@@ -124,6 +124,35 @@ fn memory_choices(sc: &Scenario) -> Vec<String> {
             sc.recipe.weights.word()
         ));
     }
+    lines.extend(graphs_offload_lines(sc));
+    lines
+}
+
+/// The CUDA graph pool and the offloaded activations per stage, where the plan has them.
+fn graphs_offload_lines(sc: &Scenario) -> Vec<String> {
+    let list = |f: &dyn Fn(&venus_plan::plan::memory::StageMemory) -> venus_base::base::Bytes| {
+        sc.memory
+            .iter()
+            .map(|m| format!("{:.2}", f(m).gib()))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let mut lines = Vec::new();
+    if sc.memory.iter().any(|m| m.graph_pool.0 > 0) {
+        lines.push(format!(
+            "cuda graph pool: {} GiB per stage (`cuda_graphs {}`: one static layer input per captured graph and microbatch in flight; in peak)",
+            list(&|m| m.graph_pool),
+            sc.plan.cuda_graphs().word()
+        ));
+    }
+    if sc.memory.iter().any(|m| m.offloaded.0 > 0) {
+        let bw = venus_plan::plan::offload::host_link_bandwidth(sc.cluster.gpu.arch);
+        lines.push(format!(
+            "offloaded to host: {} GiB per stage (not in activations or peak; copied at {:.1} GB/s each way beside compute)",
+            list(&|m| m.offloaded),
+            bw.0 / 1e9
+        ));
+    }
     lines
 }
 

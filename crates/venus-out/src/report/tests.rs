@@ -539,6 +539,8 @@ fn headline(iteration_ms: f64, tflops: f64, mfu: f64, peak_gib: u64) -> Report {
                 optimizer: Bytes(0),
                 activations: Bytes(0),
                 peak: Bytes(g * Bytes::GIB + Bytes::GIB / 4),
+                graph_pool: Bytes(0),
+                offloaded: Bytes(0),
             })
             .collect(),
         memory_reserve: Bytes(0),
@@ -1095,10 +1097,20 @@ fn unnamed_memory_is_what_the_peak_holds_beyond_the_named_terms() {
         optimizer: Bytes(30),
         activations: Bytes(40),
         peak: Bytes(105),
+        graph_pool: Bytes(0),
+        offloaded: Bytes(0),
     };
     let names: Vec<&str> = m.terms().iter().map(|(n, _)| *n).collect();
     assert_eq!(names, ["weights", "gradients", "optimizer", "activations"]);
     assert_eq!(m.unnamed(), Bytes(5));
+    // A CUDA graph pool is a named term of its own; offloaded bytes are not in the peak.
+    let g = StageMemoryRow {
+        graph_pool: Bytes(5),
+        offloaded: Bytes(1000),
+        ..m
+    };
+    assert_eq!(g.terms().last(), Some(&("cuda graph pool", Bytes(5))));
+    assert_eq!(g.unnamed(), Bytes(0));
     assert_eq!(
         StageMemoryRow {
             peak: Bytes(90),

@@ -84,6 +84,9 @@ pub fn text(r: &Report) -> String {
             "  reserve {} GiB per GPU beside each peak (CUDA context, NCCL buffers, fragmentation)",
             g(r.memory_reserve)
         );
+        if let Some(line) = graphs_offload_line(&r.memory) {
+            let _ = writeln!(out, "  {line}");
+        }
     }
 
     if let Some(st) = &r.stragglers {
@@ -351,4 +354,30 @@ fn stragglers(out: &mut String, st: &super::straggler::Stragglers) {
             );
         }
     }
+}
+
+/// The CUDA graph pool and offloaded activations of each stage, one line, only when a plan
+/// has either (`check --memory` writes the same figures).
+pub fn graphs_offload_line(memory: &[super::StageMemoryRow]) -> Option<String> {
+    let list = |f: &dyn Fn(&super::StageMemoryRow) -> Bytes| {
+        memory
+            .iter()
+            .map(|m| format!("{:.2}", f(m).gib()))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let mut parts = Vec::new();
+    if memory.iter().any(|m| m.graph_pool.0 > 0) {
+        parts.push(format!(
+            "cuda graph pool {} GiB (static input buffers, in the peak)",
+            list(&|m| m.graph_pool)
+        ));
+    }
+    if memory.iter().any(|m| m.offloaded.0 > 0) {
+        parts.push(format!(
+            "offloaded to host {} GiB (not in activations or peak)",
+            list(&|m| m.offloaded)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("per stage: {}", parts.join("; ")))
 }

@@ -130,6 +130,8 @@ pub struct MemoryPlan {
     pub v_memory: schedule::VMemory,
     /// Which submodules and layers recompute re-runs (read with the granularity it refines).
     pub recompute_detail: RecomputeDetail,
+    /// CUDA graphs and activation offloading ([`super::offload`]).
+    pub graphs_offload: super::offload::GraphsOffload,
 }
 
 /// What refines the plan's recompute granularity: the submodules of `recompute selective`
@@ -181,6 +183,10 @@ pub struct StageMemory {
     /// interleaved).
     pub in_flight: u64,
     pub peak: Bytes,
+    /// Activations offloaded to host memory at the peak (not in `activations` or `peak`).
+    pub offloaded: Bytes,
+    /// Static buffers of the CUDA graph memory pool (in `peak`).
+    pub graph_pool: Bytes,
 }
 
 /// Per-layer activation bytes for one microbatch on one GPU.
@@ -506,6 +512,7 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
     let gradients = sum(a.gradients, b.gradients);
     let optimizer = sum(a.optimizer, b.optimizer);
     let activations = sum(a.activations, b.activations);
+    let graph_pool = sum(a.graph_pool, b.graph_pool);
     StageMemory {
         stage,
         layers: a.layers.saturating_add(b.layers),
@@ -517,7 +524,12 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         optimizer,
         activations,
         in_flight: a.in_flight,
-        peak: sum(sum(weights, gradients), sum(optimizer, activations)),
+        peak: sum(
+            sum(sum(weights, gradients), sum(optimizer, activations)),
+            graph_pool,
+        ),
+        offloaded: sum(a.offloaded, b.offloaded),
+        graph_pool,
     }
 }
 
@@ -717,6 +729,20 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         // The layers being recomputed at the peak: one group's.
         activations = activations.saturating_add(prod(&[rc.working, whole_layer]));
     }
+    // Activation offloading and CUDA graph pools: their own terms (offload.rs).
+    let layer_microbatches = ceil_div(prod(&[layer_units as u128, stage_layers]), chunks);
+    let go = &plan.graphs_offload;
+    let offloaded = super::offload::offloaded_at_peak(
+        model,
+        &shape,
+        go,
+        plan.split.layers(stage),
+        moe_layers as u64,
+        layer_microbatches,
+    )
+    .min(activations);
+    activations -= offloaded;
+    let graph_pool = super::offload::graph_pool_bytes(model, &shape, go, layer_microbatches);
     if first {
         activations = activations.saturating_add(prod(&[
             first_units as u128,
@@ -745,7 +771,8 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
     let peak = weights
         .saturating_add(gradients)
         .saturating_add(optimizer)
-        .saturating_add(activations);
+        .saturating_add(activations)
+        .saturating_add(graph_pool);
     StageMemory {
         stage,
         layers: plan.split.layers(stage),
@@ -759,6 +786,8 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         activations: bytes(activations),
         in_flight: units,
         peak: bytes(peak),
+        offloaded: bytes(offloaded),
+        graph_pool: bytes(graph_pool),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod derive;
 pub mod goodput;
 pub mod layout;
 pub mod memory;
+pub mod offload;
 pub mod pipeline_layout;
 pub mod recipe;
 pub mod spec;
@@ -225,6 +226,13 @@ impl Scenario {
                 num_layers: self.plan.recompute_num_layers(),
             },
             v_memory: derive::v_memory(&self.model),
+            graphs_offload: offload::GraphsOffload {
+                cuda_graphs: self.plan.cuda_graphs(),
+                graph_modules: self.plan.cuda_graph_modules(),
+                modules: self.plan.offload_modules(),
+                fraction: self.plan.offload_fraction(),
+                layers: self.plan.offload_layers(),
+            },
         }
     }
 }

@@ -550,6 +550,16 @@ pub struct PlanSpec {
     /// `cp_comm a2a_p2p A`: ranks of each a2a group (Megatron's first
     /// `--hierarchical-context-parallel-sizes` entry).
     pub cp_a2a: Option<u64>,
+    /// CUDA graph capture (`None`: none).
+    pub cuda_graphs: Option<venus_base::base::CudaGraphImpl>,
+    /// The parts per-layer graphs capture (`None`: the whole layer).
+    pub cuda_graph_modules: Option<venus_base::base::CudaGraphModules>,
+    /// Fine-grained activation offloading's modules (`None`: no offloading).
+    pub offload_modules: Option<venus_base::base::OffloadModules>,
+    /// The share of eligible offload groups offloaded (`None`: all).
+    pub offload_fraction: Option<Ratio>,
+    /// Layer-level CPU offloading's layer count (`None`: 0).
+    pub offload_layers: Option<u64>,
 }
 
 impl PlanSpec {
@@ -627,6 +637,24 @@ impl PlanSpec {
     }
     pub fn cp_comm(&self) -> venus_base::base::CpComm {
         self.cp_comm.unwrap_or_default()
+    }
+    pub fn cuda_graphs(&self) -> venus_base::base::CudaGraphImpl {
+        self.cuda_graphs.unwrap_or_default()
+    }
+    /// The parts per-layer graphs capture; empty: the whole layer (or no graphs).
+    pub fn cuda_graph_modules(&self) -> venus_base::base::CudaGraphModules {
+        self.cuda_graph_modules.unwrap_or_default()
+    }
+    /// Fine-grained activation offloading's modules (empty: off).
+    pub fn offload_modules(&self) -> venus_base::base::OffloadModules {
+        self.offload_modules.unwrap_or_default()
+    }
+    /// `--activation-offload-fraction`, Megatron's default 1.0 (transformer_config.py:1358).
+    pub fn offload_fraction(&self) -> f64 {
+        self.offload_fraction.map_or(1.0, |r| r.0.clamp(0.0, 1.0))
+    }
+    pub fn offload_layers(&self) -> u64 {
+        or(self.offload_layers, 0)
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)

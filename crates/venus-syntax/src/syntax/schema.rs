@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014", "W0015", "W0017", "W0018", "W0019", "W0020", "W0022",
+    "W0013", "W0014", "W0015", "W0017", "W0018", "W0019", "W0020", "W0022", "W0024",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -195,6 +195,28 @@ pub const FLEX_BACKENDS: &[&str] = &["deepep", "hybridep"];
 /// Context-parallel attention exchanges (`base::CpComm`; Megatron's `--cp-comm-type` writes
 /// `all_gather` and `a2a+p2p`).
 pub const CP_COMMS: &[&str] = &["p2p", "a2a", "allgather", "a2a_p2p"];
+/// Megatron-LM's `--cuda-graph-impl` choices (`base::CudaGraphImpl`, transformer_config.py:1075).
+pub const CUDA_GRAPH_IMPLS: &[&str] = &["none", "local", "transformer_engine", "full_iteration"];
+/// Megatron-LM's `--cuda-graph-modules` choices (`base::CudaGraphModules`).
+pub const CUDA_GRAPH_MODULES: &[&str] = &[
+    "attn",
+    "mlp",
+    "moe",
+    "moe_router",
+    "moe_preprocess",
+    "mamba",
+];
+/// Megatron-LM's `--offload-modules` choices (`base::OffloadModules`).
+pub const OFFLOAD_MODULES: &[&str] = &[
+    "attn_norm",
+    "qkv_linear",
+    "core_attn",
+    "attn_proj",
+    "mlp_norm",
+    "expert_fc1",
+    "moe_act",
+    "fused_group_mlp",
+];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -1147,6 +1169,58 @@ key_table! {
         .default(KeyDefault::Word("p2p"), "p2p")
         .megatron("--cp-comm-type")
         .example("a2a_p2p 2"),
+        CudaGraphs = key(
+            "cuda_graphs",
+            &[
+                Enum(CUDA_GRAPH_IMPLS),
+                Enum(CUDA_GRAPH_MODULES),
+                Enum(CUDA_GRAPH_MODULES),
+                Enum(CUDA_GRAPH_MODULES),
+                Enum(CUDA_GRAPH_MODULES),
+                Enum(CUDA_GRAPH_MODULES),
+                Enum(CUDA_GRAPH_MODULES),
+            ],
+            "CUDA graph capture: none, local or transformer_engine (per-layer graphs of the parts named after it: attn, mlp, moe, moe_router, moe_preprocess, mamba; none named: the whole layer) or full_iteration (one graph for forward and backward); captured kernels skip the host launch cost, per-layer graphs keep static buffers",
+        )
+        .optional(6)
+        .default(KeyDefault::Word("none"), "none")
+        .megatron("--cuda-graph-impl")
+        .example("transformer_engine attn moe_router"),
+        OffloadModules = key(
+            "offload_modules",
+            &[
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+                Enum(OFFLOAD_MODULES),
+            ],
+            "fine-grained activation offloading: the submodules whose saved inputs are copied to host memory after their forward and back before their backward, on copy streams beside compute: attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act, fused_group_mlp",
+        )
+        .optional(7)
+        .default(KeyDefault::Unset, "none offloaded")
+        .megatron("--offload-modules")
+        .example("core_attn attn_proj expert_fc1"),
+        OffloadFraction = key(
+            "offload_fraction",
+            &[Ratio],
+            "the share of the eligible offload groups of `offload_modules` offloaded, the first in forward order",
+        )
+        .default(KeyDefault::Unset, "100%")
+        .megatron("--activation-offload-fraction")
+        .example("50%"),
+        OffloadLayers = key(
+            "offload_layers",
+            &[Count],
+            "layer-level CPU offloading: the activations of this many layers are copied to host memory (Megatron's older `--cpu-offloading-num-layers`; no pipeline parallelism, no recompute)",
+        )
+        .default(KeyDefault::Count(0), "0")
+        .zero_allowed()
+        .megatron("--cpu-offloading-num-layers")
+        .example("4"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
