@@ -412,6 +412,10 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
         plan.set(Key::Attention, "unfused");
+        assumed.push(
+            "attention unfused (the era's default: SC21's 2021 Megatron-LM predates FlashAttention, 2022; QKᵀ and ·V as batched GEMMs, a fused scale-mask-softmax over the full scores: Megatron-LM 182841f7 megatron/model/transformer.py ParallelAttention)"
+                .into(),
+        );
     }
     let low = plan.value(Key::Precision).is_some_and(|p| p != "bf16");
     let moe = imported.model.has(Key::Experts) || stdlib.is_some();

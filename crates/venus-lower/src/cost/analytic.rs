@@ -35,8 +35,9 @@
 //!
 //! The embedding (stage 0, chunk 0) is a memory-bound lookup; the output layer (last stage,
 //! last chunk) is the logits GEMM `2·T·h·V/tp`, the final norm, and a memory-bound fp32 cross
-//! entropy over the logits. The optimizer step streams [`Calibration::optimizer_bytes_per_param`]
-//! per local parameter (the rank's shard with the distributed optimizer) at HBM bandwidth.
+//! entropy over the logits. The optimizer step streams [`optimizer_step_bytes`] per local
+//! parameter (the rank's shard with the distributed optimizer) at HBM bandwidth: the gradient
+//! norm's read, Adam, and the copy back into the model's parameters, in the recipe's dtypes.
 //!
 //! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
 
@@ -81,10 +82,6 @@ pub struct Calibration {
     /// Fixed cost per kernel (launch, ramp-up and tail), seconds; a layer's forward runs
     /// about [`KERNELS_ATTENTION`] + [`KERNELS_MLP`] kernels, its backward twice as many.
     pub kernel_overhead: Seconds,
-    /// Bytes moved per parameter by an Adam step with mixed precision: read fp32 param, grad,
-    /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
-    /// gradient unscale / norm passes.
-    pub optimizer_bytes_per_param: f64,
     /// Keys per tile of the flash-attention kernels: a sliding window of `w` keys touches the
     /// key tiles that overlap the band, about `w + attention_block` keys per query, since a
     /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
@@ -122,7 +119,6 @@ impl Calibration {
             memory_efficiency: 0.8,
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
-            optimizer_bytes_per_param: 34.0,
             attention_block: 128.0,
         }
     }
@@ -138,7 +134,6 @@ impl Calibration {
             memory_efficiency: 0.8,
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
-            optimizer_bytes_per_param: 34.0,
             attention_block: 128.0,
         }
     }
@@ -507,6 +502,38 @@ impl ComputeModel for AnalyticModel {
     }
 }
 
+/// HBM bytes one optimizer step moves per local parameter, in the recipe's dtypes (bf16
+/// parameters, fp32 main gradients, master copy and moments by default: 38 bytes), each pass as
+/// Megatron-LM runs it (megatron/core/optimizer/optimizer.py `MixedPrecisionOptimizer.step` at
+/// d98e8a64):
+/// - the gradient norm for clipping (`--clip-grad`, default 1.0): `get_grad_norm_fp32` reads
+///   every main gradient once (`multi_tensor_l2norm`, megatron/core/optimizer/clip_grads.py);
+///   its one-element all-reduce over the model-parallel group is latency-bound, microseconds
+///   per iteration, and not priced. The rescale (`clip_grad_by_total_norm_fp32`,
+///   `multi_tensor_scale`) runs only when the norm exceeds the threshold (`clip_coeff < 1.0`),
+///   which a healthy run rarely does: not counted;
+/// - Adam over the fp32 master copy (`FusedAdam`, multi-tensor): reads the master parameter,
+///   the gradient and both moments, writes the parameter and both moments;
+/// - the updated master copied into the model's parameters (`_copy_main_params_to_model_params`):
+///   reads the master, writes the parameter.
+///
+/// No loss-scale pass: the unscale and inf check (`_unscale_main_grads_and_check_for_nan`)
+/// run only with a grad scaler, which Megatron builds only for `--fp16`; bf16 and the FP8/FP4
+/// recipes (bf16 master weights' model copy) have none.
+pub fn optimizer_step_bytes(r: &venus_plan::plan::Recipe) -> f64 {
+    let b = |d: venus_base::base::Dtype| d.bytes() as f64;
+    let norm = b(r.main_grads);
+    let adam = b(r.master_weights)
+        + b(r.main_grads)
+        + b(r.moments)
+        + b(r.second_moment)
+        + b(r.master_weights)
+        + b(r.moments)
+        + b(r.second_moment);
+    let copy = b(r.master_weights) + b(r.weights);
+    norm + adam + copy
+}
+
 /// The scenario's numbers as `f64`, and the rates.
 struct Work {
     cal: Calibration,
@@ -543,6 +570,8 @@ struct Work {
     dp: f64,
     expert_dp: f64,
     distributed_optimizer: bool,
+    /// HBM bytes per local parameter of one optimizer step ([`optimizer_step_bytes`]).
+    optimizer_bytes: f64,
     /// `task lora`: the adapters' rank and targets; the base's weight gradients vanish.
     lora: Option<(f64, LoraTargets)>,
     /// A hybrid model's Mamba-2 dims (None: a transformer).
@@ -714,6 +743,7 @@ impl Work {
             expert_dp: f(sc.expert_dp.max(1)),
             distributed_optimizer: sc.flags.distributed_optimizer
                 || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer()),
+            optimizer_bytes: optimizer_step_bytes(&sc.recipe),
             lora: sc
                 .plan
                 .lora()
@@ -1177,7 +1207,7 @@ impl Work {
             dense_local /= self.dp * self.cp;
             expert_local /= self.expert_dp;
         }
-        self.memory((dense_local + expert_local) * self.cal.optimizer_bytes_per_param)
+        self.memory((dense_local + expert_local) * self.optimizer_bytes)
     }
 }
 
@@ -1227,6 +1257,19 @@ mod tests {
         let g = 4096.0 / (4096.0 + 128.0);
         assert!((skinny / wide - 0.5 / g).abs() < 1e-12);
         assert_eq!(c.gemm(0.0, 10.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn an_optimizer_step_moves_38_bytes_per_parameter_in_the_default_recipe() {
+        use venus_base::base::{Dtype, Precision};
+        use venus_plan::plan::Recipe;
+        // Norm read 4; Adam reads master, grad, m, v (16) and writes master, m, v (12); the
+        // copy reads the master (4) and writes the bf16 parameter (2).
+        let r = Recipe::for_precision(Precision::Bf16);
+        assert_eq!(optimizer_step_bytes(&r), 4.0 + 16.0 + 12.0 + 6.0);
+        // The precision-aware optimizer's bf16 moments halve their four passes: 8 bytes less.
+        let bf16_moments = r.with_training_dtypes(None, None, Some(Dtype::Bf16), Some(Dtype::Bf16));
+        assert_eq!(optimizer_step_bytes(&bf16_moments), 38.0 - 8.0);
     }
 
     #[test]
