@@ -704,7 +704,10 @@ fn validate_json_gives_runs_md_fields_for_a_speed_a_memory_and_a_skipped_row() {
     );
     assert_eq!(s["time"]["rows"], 1);
     assert!(close(&s["time"]["mape"], 54696.92191309674 / 30000.0 - 1.0));
-    assert!(close(&s["time"]["worst"], 54696.92191309674 / 30000.0 - 1.0));
+    assert!(close(
+        &s["time"]["worst"],
+        54696.92191309674 / 30000.0 - 1.0
+    ));
     assert_eq!(s["memory"]["rows"], 1);
     assert!(close(&s["memory"]["mape"], 239.60980033874512 / 90.0 - 1.0));
     // The Markdown report states the same errors.
