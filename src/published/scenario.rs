@@ -409,6 +409,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     task_rules(row, plan, &mut assumed);
     bridge_benchmark_grads(row, source, plan, &mut assumed);
     torchtitan_cp_exchange(source, plan, &mut assumed);
+    torchtitan_attention(source, plan, &mut assumed);
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
@@ -795,6 +796,22 @@ fn torchtitan_cp_exchange(source: Source, plan: &mut Block, assumed: &mut Vec<St
                 .into(),
         );
         plan.set(Key::CpComm, "allgather");
+    }
+}
+
+/// torchtitan's Llama attends with PyTorch's `F.scaled_dot_product_attention`
+/// (pytorch/torchtitan@9dec370 torchtitan/models/llama/model.py `Attention.forward`, causal),
+/// whose flash backend is FlashAttention-2's kernels (PyTorch's
+/// aten/src/ATen/native/transformers/cuda/flash_attn, flash-attn 2.x), not Transformer
+/// Engine's cuDNN attention, which the Megatron rows run and `attention flash` is fitted to.
+fn torchtitan_attention(source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    if source == Source::Torchtitan && !plan.has(Key::Attention) {
+        assumed.push(
+            "attention flash2 (torchtitan calls PyTorch's scaled_dot_product_attention, whose \
+             flash backend is FlashAttention-2: torchtitan/models/llama/model.py at 9dec370)"
+                .into(),
+        );
+        plan.set(Key::Attention, "flash2");
     }
 }
 

@@ -87,6 +87,13 @@ pub struct Calibration {
     /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
     /// flash-attention `hopper/tile_size.h` and `flash_fwd_launch_template.h` `kBlockN`).
     pub attention_block: f64,
+    /// Fraction of (bf16) peak of FlashAttention-2's causal forward (`attention flash2`), whose
+    /// backward takes [`Calibration::attention_backward`] × as long like the fused kernels':
+    /// about 35% of H100's peak ("FlashAttention-2 achieves only 35% utilization on H100",
+    /// Shah et al. 2024, FlashAttention-3, arXiv:2407.08608 §1), 50% on A100 (Dao 2023,
+    /// FlashAttention-2 §4.1: 50-73% of A100's peak forward; the fused `attention_efficiency`
+    /// there, which is FlashAttention-2's own).
+    pub flash2_efficiency: f64,
 }
 
 /// Kernels of one layer's attention block forward: norm, QKV GEMM, rotary / bias, attention
@@ -120,6 +127,7 @@ impl Calibration {
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
             attention_block: 128.0,
+            flash2_efficiency: 0.35,
         }
     }
 
@@ -135,6 +143,7 @@ impl Calibration {
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
             attention_block: 128.0,
+            flash2_efficiency: 0.5,
         }
     }
 
@@ -930,7 +939,7 @@ impl Work {
     /// `--window-size`; the kernel's time does not.
     fn attention_core_with(&self, window: Option<f64>) -> (f64, f64) {
         match self.attention {
-            Attention::Flash => {
+            Attention::Flash | Attention::Flash2 => {
                 // `2·pairs` score elements per head over QKᵀ and ·V, split over cp and tp.
                 let pairs = self.b * self.causal_pairs(window) / self.cp;
                 let flops = match &self.mla {
@@ -938,8 +947,13 @@ impl Work {
                     Some(a) => 2.0 * pairs * a.heads * (a.qk_head + a.v_head) / self.tp,
                     None => 4.0 * pairs * self.q / self.tp,
                 };
+                let efficiency = if self.attention == Attention::Flash2 {
+                    self.cal.flash2_efficiency
+                } else {
+                    self.cal.attention_efficiency
+                };
                 (
-                    flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
+                    flops / (self.bf16_peak.0 * efficiency),
                     self.cal.attention_backward,
                 )
             }
@@ -1085,7 +1099,7 @@ impl Work {
         let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * self.act_bytes;
         let mlp_mem = self.memory(self.t_sp * ew_bytes + act_elems * act_bytes_per_elem);
         let unfused_kernels = match self.attention {
-            Attention::Flash => 0.0,
+            Attention::Flash | Attention::Flash2 => 0.0,
             Attention::Unfused => 3.0,
         };
         let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.cal.kernel_overhead.0;
