@@ -352,3 +352,34 @@ fn analytic_qk_norm_adds_memory_bound_work_to_attention_only() {
     let ratio = (with.attention.0 - without.attention.0) / (bytes / bw);
     assert!((ratio - 1.0).abs() < 1e-9, "{ratio}");
 }
+
+#[test]
+fn flash2_attention_is_the_fused_kernel_at_flash_attention_2s_efficiency() {
+    // `attention flash2` with Hopper's constants costs exactly what `attention flash` costs
+    // with the fused kernels' efficiency set to FlashAttention-2's 35%, in every pass; the
+    // MLP does not move and the attention block takes longer.
+    let mut d = demo();
+    set(&mut d.plan.attention, venus_front::ty::Attention::Flash2);
+    let flash2 = AnalyticModel::new(&validate(&d), Calibration::hopper());
+    let slow_fused = Calibration {
+        attention_efficiency: 0.35,
+        ..Calibration::hopper()
+    };
+    let flash = AnalyticModel::new(&validate(&demo()), slow_fused);
+    let fitted = AnalyticModel::new(&validate(&demo()), Calibration::hopper());
+    for pass in [Pass::Forward, Pass::Backward, Pass::Weight] {
+        assert_eq!(
+            flash2.chunk(3, 1, pass),
+            flash.chunk(3, 1, pass),
+            "{pass:?}"
+        );
+    }
+    let (a, b) = (
+        flash2.chunk(3, 1, Pass::Forward),
+        fitted.chunk(3, 1, Pass::Forward),
+    );
+    assert_eq!(a.mlp, b.mlp);
+    assert!(a.attention.0 > b.attention.0);
+    assert_eq!(Calibration::hopper().flash2_efficiency, 0.35);
+    assert_eq!(Calibration::ampere().flash2_efficiency, 0.5);
+}
