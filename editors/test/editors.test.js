@@ -100,7 +100,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
   assert.ok(names('PLAN').includes('attention'));
   assert.deepEqual(sorted(schemaEnumWords()), sorted([
     'fc', 'ring', 'switch', 'direct', 'halving_doubling', 'tree', 'gpipe', '1f1b',
-    'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'fp4', 'flash', 'unfused', 'on',
+    'interleaved', 'none', 'selective', 'full', 'bf16', 'fp8', 'fp4', 'flash', 'unfused', 'flash2', 'on',
     'off', 'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
     'nvswitch', 'infiniband',
     'pretrain', 'sft', 'lora', 'linear_qkv', 'linear_proj', 'linear_fc1', 'linear_fc2',

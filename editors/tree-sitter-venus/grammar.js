@@ -46,7 +46,7 @@ const ENUM_WORDS = [
   'none', 'selective', 'full',
   'bf16', 'fp8', 'fp4',
   'ampere', 'hopper', 'blackwell', 'blackwell_ultra', 'ada', 'cdna3', 'cdna4',
-  'flash', 'unfused',
+  'flash', 'unfused', 'flash2',
   'on', 'off',
   'pretrain', 'sft', 'lora',
   'linear_qkv', 'linear_proj', 'linear_fc1', 'linear_fc2',

@@ -408,10 +408,16 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     );
     task_rules(row, plan, &mut assumed);
     bridge_benchmark_grads(row, source, plan, &mut assumed);
+    torchtitan_cp_exchange(source, plan, &mut assumed);
+    torchtitan_attention(source, plan, &mut assumed);
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
         plan.set(Key::Attention, "unfused");
+        assumed.push(
+            "attention unfused (the era's default: SC21's 2021 Megatron-LM predates FlashAttention, 2022; QKᵀ and ·V as batched GEMMs, a fused scale-mask-softmax over the full scores: Megatron-LM 182841f7 megatron/model/transformer.py ParallelAttention)"
+                .into(),
+        );
     }
     let low = plan.value(Key::Precision).is_some_and(|p| p != "bf16");
     let moe = imported.model.has(Key::Experts) || stdlib.is_some();
@@ -772,6 +778,40 @@ fn bridge_benchmark_grads(row: &Row, source: Source, plan: &mut Block, assumed: 
                 .into(),
         );
         plan.set(Key::GradDtype, "bf16");
+    }
+}
+
+/// torchtitan's context parallelism exchanges K/V with the rotate method its config defaults
+/// to, `allgather`: every K/V shard all-gathered after the first sub-SDPA, not a ring
+/// overlapped with attention (pytorch/torchtitan@9dec370 torchtitan/config_manager.py,
+/// `--experimental.context_parallel_rotate_method` default `allgather`, passed to
+/// `create_context_parallel_ctx` in train.py). The benchmark states no other, so every CP row
+/// of the source runs it.
+fn torchtitan_cp_exchange(source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let cp = plan.value(Key::Cp).and_then(|v| v.parse::<u64>().ok());
+    if source == Source::Torchtitan && cp.is_some_and(|c| c > 1) && !plan.has(Key::CpComm) {
+        assumed.push(
+            "cp_comm allgather (torchtitan's default context_parallel_rotate_method: \
+             torchtitan/config_manager.py at 9dec370)"
+                .into(),
+        );
+        plan.set(Key::CpComm, "allgather");
+    }
+}
+
+/// torchtitan's Llama attends with PyTorch's `F.scaled_dot_product_attention`
+/// (pytorch/torchtitan@9dec370 torchtitan/models/llama/model.py `Attention.forward`, causal),
+/// whose flash backend is FlashAttention-2's kernels (PyTorch's
+/// aten/src/ATen/native/transformers/cuda/flash_attn, flash-attn 2.x), not Transformer
+/// Engine's cuDNN attention, which the Megatron rows run and `attention flash` is fitted to.
+fn torchtitan_attention(source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    if source == Source::Torchtitan && !plan.has(Key::Attention) {
+        assumed.push(
+            "attention flash2 (torchtitan calls PyTorch's scaled_dot_product_attention, whose \
+             flash backend is FlashAttention-2: torchtitan/models/llama/model.py at 9dec370)"
+                .into(),
+        );
+        plan.set(Key::Attention, "flash2");
     }
 }
 

@@ -57,9 +57,15 @@ fn an_sc21_row_becomes_an_interleaved_unfused_full_recompute_scenario() {
     // SC21's Megatron-LM had no p2p overlap, which the importer's (Megatron's) default turns on.
     assert!(!b.venus.contains("  overlap_p2p\n"), "{}", b.venus);
     assert!(!b.precision_fp8 && !b.moe);
-    assert_eq!(b.assumed.len(), 3, "{:?}", b.assumed);
+    assert_eq!(b.assumed.len(), 4, "{:?}", b.assumed);
     assert!(
         b.assumed[2].starts_with("overlap_p2p off (SC21"),
+        "{:?}",
+        b.assumed
+    );
+    // The era's attention kernel is stated, not only written.
+    assert!(
+        b.assumed[3].starts_with("attention unfused (the era's default"),
         "{:?}",
         b.assumed
     );

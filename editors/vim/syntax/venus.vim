@@ -56,7 +56,7 @@ syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offl
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree nvswitch infiniband
-syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualpipev zbv none selective full bf16 fp8 fp4 flash unfused on off
+syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualpipev zbv none selective full bf16 fp8 fp4 flash unfused flash2 on off
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 syn keyword venusConstant contained pretrain sft lora linear_qkv linear_proj linear_fc1 linear_fc2
 syn keyword venusConstant contained no_shard optim optim_grads optim_grads_params megatron torch fp32 fp16

@@ -250,6 +250,11 @@ pub enum Attention {
     /// Megatron-LM's pre-2023 path: `baddbmm` QKᵀ and `bmm` ·V over the full s × s scores,
     /// with the fused scale-mask-softmax and dropout reading and writing them through HBM.
     Unfused,
+    /// FlashAttention-2's kernels (PyTorch's `scaled_dot_product_attention` flash backend,
+    /// the flash-attn 2.x package, Megatron-LM's `--attention-backend flash` without
+    /// FlashAttention-3): the same fused causal work as [`Attention::Flash`], which is fitted
+    /// to Transformer Engine's cuDNN attention, at FlashAttention-2's own efficiency.
+    Flash2,
 }
 
 /// The number format of a plan's GEMM inputs (`precision` in a plan). A GPU runs a precision

@@ -786,10 +786,10 @@ impl<'r, 'a> Checker<'r, 'a> {
         });
         let attention = f.word(Key::Attention).map(|w| {
             Spanned::new(
-                if w.value == "unfused" {
-                    Attention::Unfused
-                } else {
-                    Attention::Flash
+                match w.value {
+                    "unfused" => Attention::Unfused,
+                    "flash2" => Attention::Flash2,
+                    _ => Attention::Flash,
                 },
                 w.loc,
             )

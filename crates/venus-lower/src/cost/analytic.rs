@@ -35,8 +35,9 @@
 //!
 //! The embedding (stage 0, chunk 0) is a memory-bound lookup; the output layer (last stage,
 //! last chunk) is the logits GEMM `2·T·h·V/tp`, the final norm, and a memory-bound fp32 cross
-//! entropy over the logits. The optimizer step streams [`Calibration::optimizer_bytes_per_param`]
-//! per local parameter (the rank's shard with the distributed optimizer) at HBM bandwidth.
+//! entropy over the logits. The optimizer step streams [`optimizer_step_bytes`] per local
+//! parameter (the rank's shard with the distributed optimizer) at HBM bandwidth: the gradient
+//! norm's read, Adam, and the copy back into the model's parameters, in the recipe's dtypes.
 //!
 //! Invariant: every tunable constant lives in [`Calibration`]; nothing else here is a guess.
 
@@ -81,15 +82,18 @@ pub struct Calibration {
     /// Fixed cost per kernel (launch, ramp-up and tail), seconds; a layer's forward runs
     /// about [`KERNELS_ATTENTION`] + [`KERNELS_MLP`] kernels, its backward twice as many.
     pub kernel_overhead: Seconds,
-    /// Bytes moved per parameter by an Adam step with mixed precision: read fp32 param, grad,
-    /// m, v (16), write param, m, v (12), write the bf16 copy (2); rounded up for the
-    /// gradient unscale / norm passes.
-    pub optimizer_bytes_per_param: f64,
     /// Keys per tile of the flash-attention kernels: a sliding window of `w` keys touches the
     /// key tiles that overlap the band, about `w + attention_block` keys per query, since a
     /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
     /// flash-attention `hopper/tile_size.h` and `flash_fwd_launch_template.h` `kBlockN`).
     pub attention_block: f64,
+    /// Fraction of (bf16) peak of FlashAttention-2's causal forward (`attention flash2`), whose
+    /// backward takes [`Calibration::attention_backward`] × as long like the fused kernels':
+    /// about 35% of H100's peak ("FlashAttention-2 achieves only 35% utilization on H100",
+    /// Shah et al. 2024, FlashAttention-3, arXiv:2407.08608 §1), 50% on A100 (Dao 2023,
+    /// FlashAttention-2 §4.1: 50-73% of A100's peak forward; the fused `attention_efficiency`
+    /// there, which is FlashAttention-2's own).
+    pub flash2_efficiency: f64,
     /// The host's share of [`Calibration::kernel_overhead`]: the launch path (the framework's
     /// op dispatch and `cudaLaunchKernel`), exposed between short dependent kernels, which a
     /// CUDA graph replays with one launch; the rest of the overhead (ramp-up, tail, the drain
@@ -150,8 +154,8 @@ impl Calibration {
             memory_efficiency: 0.8,
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
-            optimizer_bytes_per_param: 34.0,
             attention_block: 128.0,
+            flash2_efficiency: 0.35,
             launch_overhead: Seconds(2.5e-6),
         }
     }
@@ -167,8 +171,8 @@ impl Calibration {
             memory_efficiency: 0.8,
             memory_backward: 2.0,
             kernel_overhead: Seconds(5e-6),
-            optimizer_bytes_per_param: 34.0,
             attention_block: 128.0,
+            flash2_efficiency: 0.5,
             launch_overhead: Seconds(2.5e-6),
         }
     }
@@ -578,6 +582,38 @@ impl ComputeModel for AnalyticModel {
     }
 }
 
+/// HBM bytes one optimizer step moves per local parameter, in the recipe's dtypes (bf16
+/// parameters, fp32 main gradients, master copy and moments by default: 38 bytes), each pass as
+/// Megatron-LM runs it (megatron/core/optimizer/optimizer.py `MixedPrecisionOptimizer.step` at
+/// d98e8a64):
+/// - the gradient norm for clipping (`--clip-grad`, default 1.0): `get_grad_norm_fp32` reads
+///   every main gradient once (`multi_tensor_l2norm`, megatron/core/optimizer/clip_grads.py);
+///   its one-element all-reduce over the model-parallel group is latency-bound, microseconds
+///   per iteration, and not priced. The rescale (`clip_grad_by_total_norm_fp32`,
+///   `multi_tensor_scale`) runs only when the norm exceeds the threshold (`clip_coeff < 1.0`),
+///   which a healthy run rarely does: not counted;
+/// - Adam over the fp32 master copy (`FusedAdam`, multi-tensor): reads the master parameter,
+///   the gradient and both moments, writes the parameter and both moments;
+/// - the updated master copied into the model's parameters (`_copy_main_params_to_model_params`):
+///   reads the master, writes the parameter.
+///
+/// No loss-scale pass: the unscale and inf check (`_unscale_main_grads_and_check_for_nan`)
+/// run only with a grad scaler, which Megatron builds only for `--fp16`; bf16 and the FP8/FP4
+/// recipes (bf16 master weights' model copy) have none.
+pub fn optimizer_step_bytes(r: &venus_plan::plan::Recipe) -> f64 {
+    let b = |d: venus_base::base::Dtype| d.bytes() as f64;
+    let norm = b(r.main_grads);
+    let adam = b(r.master_weights)
+        + b(r.main_grads)
+        + b(r.moments)
+        + b(r.second_moment)
+        + b(r.master_weights)
+        + b(r.moments)
+        + b(r.second_moment);
+    let copy = b(r.master_weights) + b(r.weights);
+    norm + adam + copy
+}
+
 /// The scenario's numbers as `f64`, and the rates.
 struct Work {
     cal: Calibration,
@@ -614,6 +650,8 @@ struct Work {
     dp: f64,
     expert_dp: f64,
     distributed_optimizer: bool,
+    /// HBM bytes per local parameter of one optimizer step ([`optimizer_step_bytes`]).
+    optimizer_bytes: f64,
     /// `task lora`: the adapters' rank and targets; the base's weight gradients vanish.
     lora: Option<(f64, LoraTargets)>,
     /// A hybrid model's Mamba-2 dims (None: a transformer).
@@ -829,6 +867,7 @@ impl Work {
             expert_dp: f(sc.expert_dp.max(1)),
             distributed_optimizer: sc.flags.distributed_optimizer
                 || sc.flags.fsdp.is_some_and(|f| f.shards_optimizer()),
+            optimizer_bytes: optimizer_step_bytes(&sc.recipe),
             lora: sc
                 .plan
                 .lora()
@@ -1017,7 +1056,7 @@ impl Work {
     /// `--window-size`; the kernel's time does not.
     fn attention_core_with(&self, window: Option<f64>) -> (f64, f64) {
         match self.attention {
-            Attention::Flash => {
+            Attention::Flash | Attention::Flash2 => {
                 // `2·pairs` score elements per head over QKᵀ and ·V, split over cp and tp.
                 let pairs = self.b * self.causal_pairs(window) / self.cp;
                 let flops = match &self.mla {
@@ -1025,8 +1064,13 @@ impl Work {
                     Some(a) => 2.0 * pairs * a.heads * (a.qk_head + a.v_head) / self.tp,
                     None => 4.0 * pairs * self.q / self.tp,
                 };
+                let efficiency = if self.attention == Attention::Flash2 {
+                    self.cal.flash2_efficiency
+                } else {
+                    self.cal.attention_efficiency
+                };
                 (
-                    flops / (self.bf16_peak.0 * self.cal.attention_efficiency),
+                    flops / (self.bf16_peak.0 * efficiency),
                     self.cal.attention_backward,
                 )
             }
@@ -1172,7 +1216,7 @@ impl Work {
         let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * self.act_bytes;
         let mlp_mem = self.memory(self.t_sp * ew_bytes + act_elems * act_bytes_per_elem);
         let unfused_kernels = match self.attention {
-            Attention::Flash => 0.0,
+            Attention::Flash | Attention::Flash2 => 0.0,
             Attention::Unfused => 3.0,
         };
         let k_attn = (KERNELS_ATTENTION + unfused_kernels) * self.per_kernel(GraphPart::Attention);
@@ -1349,7 +1393,7 @@ impl Work {
             dense_local /= self.dp * self.cp;
             expert_local /= self.expert_dp;
         }
-        self.memory((dense_local + expert_local) * self.cal.optimizer_bytes_per_param)
+        self.memory((dense_local + expert_local) * self.optimizer_bytes)
     }
 }
 
@@ -1399,6 +1443,19 @@ mod tests {
         let g = 4096.0 / (4096.0 + 128.0);
         assert!((skinny / wide - 0.5 / g).abs() < 1e-12);
         assert_eq!(c.gemm(0.0, 10.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn an_optimizer_step_moves_38_bytes_per_parameter_in_the_default_recipe() {
+        use venus_base::base::{Dtype, Precision};
+        use venus_plan::plan::Recipe;
+        // Norm read 4; Adam reads master, grad, m, v (16) and writes master, m, v (12); the
+        // copy reads the master (4) and writes the bf16 parameter (2).
+        let r = Recipe::for_precision(Precision::Bf16);
+        assert_eq!(optimizer_step_bytes(&r), 4.0 + 16.0 + 12.0 + 6.0);
+        // The precision-aware optimizer's bf16 moments halve their four passes: 8 bytes less.
+        let bf16_moments = r.with_training_dtypes(None, None, Some(Dtype::Bf16), Some(Dtype::Bf16));
+        assert_eq!(optimizer_step_bytes(&bf16_moments), 38.0 - 8.0);
     }
 
     #[test]

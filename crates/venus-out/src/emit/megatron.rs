@@ -2176,6 +2176,10 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         Precision::Fp8 => add("--fp8-format", Some("hybrid".into())),
         Precision::Fp4 => add("--fp4-format", Some("e2m1".into())),
     }
+    if p.attention() == Attention::Flash2 {
+        // Megatron's `flash` backend is Transformer Engine's FlashAttention (flash-attn 2.x).
+        add("--attention-backend", Some("flash".into()));
+    }
     if p.attention() == Attention::Unfused {
         add("--attention-backend", Some("unfused".into()));
     }

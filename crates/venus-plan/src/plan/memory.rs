@@ -326,7 +326,7 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         Attention::Unfused if !re.core_attn => {
             bytes = bytes.saturating_add(prod(&[5, m.heads as u128, a.seq as u128, tokens]) / tp);
         }
-        Attention::Flash => {
+        Attention::Flash | Attention::Flash2 => {
             bytes = bytes.saturating_add(prod(&[4, m.heads as u128, tokens]) / tp);
         }
         Attention::Unfused => {}
@@ -454,7 +454,7 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
             ]));
             let mut bytes = prod(&[tokens, qkv]) / tp;
             if matches!(a.recompute, Recompute::None | Recompute::Selective)
-                && a.attention == Attention::Flash
+                && a.attention != Attention::Unfused
             {
                 bytes = bytes.saturating_add(prod(&[4, m.heads as u128, tokens]) / tp);
             } else if a.recompute == Recompute::None {

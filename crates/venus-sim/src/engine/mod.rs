@@ -58,7 +58,10 @@ mod queue;
 mod sim;
 
 pub use error::{EngineError, OpRef, Stuck, StuckReason, OVERFLOW_DAYS};
-pub use network::{Algorithm, ByteVolume, GroupShape, NetDim, Network, NetworkError, Phase};
+pub use network::{
+    protocol_cost, Algorithm, ByteVolume, GroupShape, LinkClass, NetDim, Network, NetworkError,
+    Phase, Protocol, ProtocolCost,
+};
 
 use crate::trace::{Category, NodeId, Ps, RankId, Trace};
 

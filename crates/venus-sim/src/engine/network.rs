@@ -115,6 +115,8 @@ pub struct Network {
     bw: Vec<f64>,
     /// Per dim: the override of the topology's default algorithm.
     algo: Vec<Option<Algorithm>>,
+    /// Per dim: the row of NCCL's hardware-latency table its links take ([`LinkClass::of`]).
+    class: Vec<LinkClass>,
     world: u32,
     /// Slow links (`slow_link`): `(rank, dim)` whose links reach only a share (in (0, 1)) of
     /// the dim's bandwidth, sorted, each pair once. Empty on a uniform network.
@@ -191,6 +193,7 @@ impl Network {
                 .iter()
                 .map(|d| d.algorithm.map(Algorithm::from))
                 .collect(),
+            class: (0..dims.len()).map(|i| LinkClass::of(dims, i)).collect(),
             world,
             slow_links: Vec::new(),
         })
@@ -369,38 +372,46 @@ impl Network {
         }
         let start = out.len();
         let k = ext.len() - 1;
+        // One NCCL kernel runs the whole hierarchical collective: its base latency is charged
+        // once, on the first phase (`baseLat` is per collective in src/graph/tuning.cc).
+        let mut first = true;
+        let mut phase = |d: usize, n: u32, kind: CollectiveKind, s: ByteVolume| {
+            let ph = self.phase_charged(d, n, kind, s, first);
+            first = false;
+            ph
+        };
         match kind {
             CollectiveKind::AllReduce => {
                 let mut s = bytes;
                 for &(d, n) in &ext[..k] {
-                    out.push(self.phase(d, n, CollectiveKind::ReduceScatter, s));
+                    out.push(phase(d, n, CollectiveKind::ReduceScatter, s));
                     s /= n as f64;
                 }
-                out.push(self.phase(outer, ext[k].1, CollectiveKind::AllReduce, s));
+                out.push(phase(outer, ext[k].1, CollectiveKind::AllReduce, s));
                 for &(d, n) in ext[..k].iter().rev() {
                     s *= n as f64;
-                    out.push(self.phase(d, n, CollectiveKind::AllGather, s));
+                    out.push(phase(d, n, CollectiveKind::AllGather, s));
                 }
             }
             CollectiveKind::ReduceScatter => {
                 let mut s = bytes;
                 for &(d, n) in ext {
-                    out.push(self.phase(d, n, kind, s));
+                    out.push(phase(d, n, kind, s));
                     s /= n as f64;
                 }
             }
             CollectiveKind::AllGather => {
                 // The phase on dim i gathers a buffer of `bytes / prod(n[..i])`.
                 let mut s = bytes / ext[..k].iter().map(|&(_, n)| n as f64).product::<f64>();
-                out.push(self.phase(outer, ext[k].1, kind, s));
+                out.push(phase(outer, ext[k].1, kind, s));
                 for &(d, n) in ext[..k].iter().rev() {
                     s *= n as f64;
-                    out.push(self.phase(d, n, kind, s));
+                    out.push(phase(d, n, kind, s));
                 }
             }
             CollectiveKind::AllToAll | CollectiveKind::AllToAllV(_) => {
                 for &(d, n) in ext {
-                    out.push(self.phase(d, n, kind, bytes));
+                    out.push(phase(d, n, kind, bytes));
                 }
             }
         }
@@ -489,15 +500,94 @@ impl Network {
         }
     }
 
-    /// One phase on `dim` over `n` ranks with the dim's algorithm for this size.
+    /// One phase on `dim` over `n` ranks with the dim's algorithm for this size and NCCL's
+    /// fastest protocol for it ([`Network::priced`]), the collective's base latency included.
     pub fn phase(&self, dim: usize, n: u32, kind: CollectiveKind, bytes: ByteVolume) -> Phase {
+        self.phase_charged(dim, n, kind, bytes, true)
+    }
+
+    /// [`Network::phase`], with the per-collective base latency only when `base` (the first
+    /// phase of a hierarchical collective pays it).
+    fn phase_charged(
+        &self,
+        dim: usize,
+        n: u32,
+        kind: CollectiveKind,
+        bytes: ByteVolume,
+        base: bool,
+    ) -> Phase {
         let algo = self.algorithm_for(dim, kind, n, bytes);
-        let (latency, volume) = closed_form(algo, kind, n, Ps(self.latency_ps[dim]), bytes);
-        Phase {
-            dim,
-            latency,
-            volume,
+        self.priced(dim, algo, kind, n, bytes, base).phase
+    }
+
+    /// The protocol NCCL's tuner picks for a collective phase on `dim` over `n` ranks of this
+    /// size (with the dim's algorithm for it): LL for small messages, Simple for large ones.
+    pub fn protocol_for(
+        &self,
+        dim: usize,
+        kind: CollectiveKind,
+        n: u32,
+        bytes: ByteVolume,
+    ) -> Protocol {
+        let algo = self.algorithm_for(dim, kind, n, bytes);
+        self.priced(dim, algo, kind, n, bytes, true).protocol
+    }
+
+    /// The link class of a dim's links (the row of NCCL's `hwLat` table it takes).
+    pub fn link_class(&self, dim: usize) -> LinkClass {
+        self.class[dim]
+    }
+
+    /// One phase of `algo` priced with each protocol NCCL offers for it, the fastest kept
+    /// (NCCL's tuner, `src/graph/tuning.cc` `ncclTopoGetAlgoTime`: time = latency + size /
+    /// bandwidth per (algorithm, protocol), the smallest wins; ties go to Simple). The dim's
+    /// `latency` is the Simple protocol's per-step latency of a ring on its links; a protocol's
+    /// per-step latency and the collective's base latency are that latency scaled by NCCL's
+    /// tables ([`protocol_cost`]); its volume is the closed form's over the protocol's share of
+    /// bus bandwidth. With zero latency every protocol has zero latency and Simple (full
+    /// bandwidth) always wins: a dim without latency runs the closed forms exactly.
+    fn priced(
+        &self,
+        dim: usize,
+        algo: Algorithm,
+        kind: CollectiveKind,
+        n: u32,
+        bytes: ByteVolume,
+        charge_base: bool,
+    ) -> Priced {
+        let alpha = self.latency_ps[dim];
+        let (steps, volume) = closed_form(algo, kind, n, Ps(alpha), bytes);
+        let plain = Priced {
+            protocol: Protocol::Simple,
+            phase: Phase {
+                dim,
+                latency: steps,
+                volume,
+            },
+        };
+        if n <= 1 || alpha == 0 {
+            return plain;
         }
+        let scale = |ps: u64, k: f64| (ps as f64 * k).round() as u64;
+        let mut best: Option<(f64, Priced)> = None;
+        for p in Protocol::PREFERENCE {
+            let Some(c) = protocol_cost(self.class[dim], algo, kind, p) else {
+                continue;
+            };
+            let base = if charge_base { scale(alpha, c.base) } else { 0 };
+            let latency = base.saturating_add(scale(steps.0, c.step));
+            let volume = volume / c.bandwidth;
+            let time = latency as f64 + volume.0 * Ps::PER_SECOND as f64 / self.bw[dim];
+            if best.as_ref().is_none_or(|(t, _)| time < *t) {
+                let phase = Phase {
+                    dim,
+                    latency: Ps(latency),
+                    volume,
+                };
+                best = Some((time, Priced { protocol: p, phase }));
+            }
+        }
+        best.map_or(plain, |(_, p)| p)
     }
 
     /// The algorithm a dim uses for a collective: the dim's override, else ring on `ring`,
@@ -505,13 +595,13 @@ impl Network {
     ///
     /// NCCL's tuner (`src/graph/tuning.cc`, `ncclTopoGetAlgoTime`) estimates every algorithm's
     /// time as latency + size / bandwidth and takes the fastest. We do the same with our closed
-    /// forms: all-reduce picks the double binary tree over the ring when
-    /// `2·⌈log2 n⌉·α + 2·S/B < 2(n−1)·α + 2(n−1)/n·S/B`, i.e. for messages below
-    /// `S* = n·B·α·((n−1) − ⌈log2 n⌉)` (NCCL picks tree for small messages, ring for large);
-    /// reduce-scatter and all-gather pick halving-doubling over ring below
-    /// `S* = n·B·α·((n−1) − ⌈log2 n⌉) / (n−1)` when n is a power of two (standing in for NCCL's
-    /// logarithmic-latency PAT algorithm, NCCL 2.23); all-to-all is direct (a switch gives full
-    /// bisection). Ties go to ring.
+    /// forms, each candidate at its fastest protocol with its base latency
+    /// ([`Network::protocol_for`]): all-reduce picks the double binary tree over the ring when
+    /// it is faster (for small messages: `2·⌈log2 n⌉` steps against `2(n−1)`; the ring for
+    /// large ones, `2(n−1)/n·S` against `2·S`); reduce-scatter and all-gather pick
+    /// halving-doubling over ring when n is a power of two and it is faster (standing in for
+    /// NCCL's logarithmic-latency PAT algorithm, NCCL 2.23, Simple only); all-to-all is direct
+    /// (a switch gives full bisection). Ties go to ring.
     pub fn algorithm_for(
         &self,
         dim: usize,
@@ -546,9 +636,10 @@ impl Network {
                     }
                     _ => return Algorithm::Ring,
                 };
+                // Each candidate at its fastest protocol, base latency included.
                 let time = |a| {
-                    let (lat, vol) = closed_form(a, kind, n, Ps(self.latency_ps[dim]), bytes);
-                    lat.0 as f64 + vol.0 * Ps::PER_SECOND as f64 / self.bw[dim]
+                    let ph = self.priced(dim, a, kind, n, bytes, true).phase;
+                    ph.latency.0 as f64 + ph.volume.0 * Ps::PER_SECOND as f64 / self.bw[dim]
                 };
                 if time(candidate) < time(Algorithm::Ring) {
                     candidate
@@ -578,6 +669,148 @@ pub struct Phase {
     pub dim: usize,
     pub latency: Ps,
     pub volume: ByteVolume,
+}
+
+/// NCCL's three protocols (`src/device/prims_ll.h`, `prims_ll128.h`, `prims_simple.h`): LL
+/// sends 8-byte lines of 4 data bytes and a flag (lowest latency, a quarter to a third of the
+/// bus bandwidth), LL128 128-byte lines of 120 data bytes, Simple whole chunks behind a
+/// fence (full bandwidth, the highest latency per step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Ll,
+    Ll128,
+    Simple,
+}
+
+impl Protocol {
+    /// The order protocols are tried in: Simple first, so that a tie keeps full bandwidth.
+    pub const PREFERENCE: [Protocol; 3] = [Protocol::Simple, Protocol::Ll128, Protocol::Ll];
+
+    fn index(self) -> usize {
+        match self {
+            Protocol::Ll => 0,
+            Protocol::Ll128 => 1,
+            Protocol::Simple => 2,
+        }
+    }
+}
+
+/// The row of NCCL's hardware-latency table (`hwLat`: `NCCL_HW_NVLINK`, `NCCL_HW_PCI`,
+/// `NCCL_HW_NET`) a dim's links take. The engine sees no link names, so the class comes from
+/// the dim's place: a fully connected dim is a scale-up fabric (NVLink through NVSwitch, AMD
+/// Infinity Fabric), the innermost dim of several that is not fully connected is inside the
+/// node (PCIe), and every other dim crosses NICs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LinkClass {
+    NvLink,
+    Pci,
+    Net,
+}
+
+impl LinkClass {
+    /// The class of dim `i` of `dims` (innermost first).
+    pub fn of(dims: &[NetDim], i: usize) -> LinkClass {
+        match dims[i].topology {
+            Topology::FullyConnected => LinkClass::NvLink,
+            _ if i == 0 && dims.len() > 1 => LinkClass::Pci,
+            _ => LinkClass::Net,
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            LinkClass::NvLink => 0,
+            LinkClass::Pci => 1,
+            LinkClass::Net => 2,
+        }
+    }
+}
+
+/// NCCL's per-step hardware latency in microseconds, `hwLat[class][algorithm][protocol]` for
+/// the tree and ring rows, protocols LL, LL128, Simple (NVIDIA/nccl `src/graph/tuning.cc`,
+/// NCCL 2.18-2.19: NVLink tree {0.6, 1.25, 4}, ring {0.6, 1.9, 3.4}; PCI tree {1.0, 1.9, 6},
+/// ring {1.0, 2.5, 5.7}; NET tree {5.0, 8.5, 14}, ring {2.7, 4.0, 14}).
+const HW_LAT: [[[f64; 3]; 2]; 3] = [
+    [[0.6, 1.25, 4.0], [0.6, 1.9, 3.4]],
+    [[1.0, 1.9, 6.0], [1.0, 2.5, 5.7]],
+    [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0]],
+];
+
+/// NCCL's base latency of one collective in microseconds, `baseLat[algorithm][protocol]` for
+/// the tree and ring rows (the same file: tree {6.8, 14.0, 0}, ring {6.6, 14.0, 8.4}).
+const BASE_LAT: [[f64; 3]; 2] = [[6.8, 14.0, 0.0], [6.6, 14.0, 8.4]];
+
+/// A protocol's cost on one phase, relative to the dim: `base` and `step` scale the dim's
+/// latency (the per-collective base latency and a step's latency), `bandwidth` is the share of
+/// the dim's bus bandwidth the protocol reaches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProtocolCost {
+    pub base: f64,
+    pub step: f64,
+    pub bandwidth: f64,
+}
+
+/// The cost of `protocol` for `algo` running `kind` on links of `class`, or `None` where NCCL
+/// does not offer it. The dim's latency is NCCL's ring Simple `hwLat` of its class, so every
+/// figure is NCCL's table entry over that one: the tables' shape, the cluster's own scale.
+///
+/// Bus bandwidth per protocol (`src/graph/tuning.cc`, "Various model refinements"): ring LL
+/// ¼ of Simple's for all-reduce or across nodes, ⅓ otherwise; ring LL128 0.92 (120 of 128
+/// bytes); tree LL 1/3.8, tree LL128 7/9 inside a node and 0.915 across nodes. The halving-
+/// doubling stand-in for PAT runs Simple only, as PAT does in NCCL; the in-network all-reduce
+/// (NVLS, CollNet: Simple only) and all-to-all (grouped send/receive, not a collective
+/// kernel) keep their closed forms without a base latency. The other kinds on a dim with
+/// in-network reduction run the ring, priced as the ring.
+pub fn protocol_cost(
+    class: LinkClass,
+    algo: Algorithm,
+    kind: CollectiveKind,
+    protocol: Protocol,
+) -> Option<ProtocolCost> {
+    let exact = ProtocolCost {
+        base: 0.0,
+        step: 1.0,
+        bandwidth: 1.0,
+    };
+    let simple_only = algo == Algorithm::HalvingDoubling;
+    match kind {
+        CollectiveKind::AllToAll | CollectiveKind::AllToAllV(_) => {
+            return (protocol == Protocol::Simple).then_some(exact);
+        }
+        _ if algo == Algorithm::InNetwork && kind == CollectiveKind::AllReduce => {
+            return (protocol == Protocol::Simple).then_some(exact);
+        }
+        _ if simple_only && protocol != Protocol::Simple => return None,
+        _ => {}
+    }
+    let tree = algo == Algorithm::DoubleBinaryTree && kind == CollectiveKind::AllReduce;
+    let row = if tree { 0 } else { 1 };
+    let c = class.index();
+    let p = protocol.index();
+    let unit = HW_LAT[c][1][2];
+    let bandwidth = match (tree, protocol) {
+        (_, Protocol::Simple) => 1.0,
+        (false, Protocol::Ll) if kind == CollectiveKind::AllReduce || class == LinkClass::Net => {
+            0.25
+        }
+        (false, Protocol::Ll) => 1.0 / 3.0,
+        (false, Protocol::Ll128) => 0.92,
+        (true, Protocol::Ll) => 1.0 / 3.8,
+        (true, Protocol::Ll128) if class == LinkClass::Net => 0.915,
+        (true, Protocol::Ll128) => 7.0 / 9.0,
+    };
+    Some(ProtocolCost {
+        base: BASE_LAT[row][p] / unit,
+        step: HW_LAT[c][row][p] / unit,
+        bandwidth,
+    })
+}
+
+/// A phase priced with the protocol chosen for it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Priced {
+    protocol: Protocol,
+    phase: Phase,
 }
 
 fn ceil_log2(n: u32) -> u64 {

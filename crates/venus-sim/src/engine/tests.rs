@@ -193,16 +193,18 @@ fn p2p_waits_for_the_later_side_rendezvous() {
 fn ring_allreduce_reduce_scatter_all_gather_match_closed_forms() {
     let n = net(vec![dim(4, Topology::Ring, 100.0, 1.0)]);
     let all = [0, 1, 2, 3];
-    // All-reduce: 2(n−1)α + 2(n−1)/n·S/B = 6 us + 1.5 · 4 MB / 100 GB/s = 6 + 60 us.
+    // A single ring dim crosses NICs: NCCL's NET row, whose ring Simple step is the dim's α,
+    // and whose ring Simple base latency is 8.4/14 α = 0.6 us. Large messages run Simple.
+    // All-reduce: 0.6 + 2(n−1)α + 2(n−1)/n·S/B = 0.6 + 6 + 1.5 · 4 MB / 100 GB/s (60 us).
     let t = collective_run(&n, &all, CollectiveKind::AllReduce, 4_000_000);
     for r in 0..4 {
-        assert_eq!(end(&t, r, 0), 66 * US);
+        assert_eq!(end(&t, r, 0), 66 * US + 600_000);
     }
-    // Reduce-scatter and all-gather: (n−1)α + (n−1)/n·S/B = 3 + 30 us.
+    // Reduce-scatter and all-gather: 0.6 + (n−1)α + (n−1)/n·S/B = 0.6 + 3 + 30 us.
     let t = collective_run(&n, &all, CollectiveKind::ReduceScatter, 4_000_000);
-    assert_eq!(t.makespan(), Ps(33 * US));
+    assert_eq!(t.makespan(), Ps(33 * US + 600_000));
     let t = collective_run(&n, &all, CollectiveKind::AllGather, 4_000_000);
-    assert_eq!(t.makespan(), Ps(33 * US));
+    assert_eq!(t.makespan(), Ps(33 * US + 600_000));
     // All-to-all on a ring: (n−1)α + (n−1)/2·S/B = 3 + 60 us.
     let t = collective_run(&n, &all, CollectiveKind::AllToAll, 4_000_000);
     assert_eq!(t.makespan(), Ps(63 * US));
@@ -211,14 +213,15 @@ fn ring_allreduce_reduce_scatter_all_gather_match_closed_forms() {
 #[test]
 fn direct_allreduce_on_fc_is_reduce_scatter_plus_all_gather() {
     let n = net(vec![dim(8, Topology::FullyConnected, 100.0, 1.0)]);
-    // 2 · (α + 7/8 · S/B) = 2 · (1 + 70) us for S = 8 MB.
+    // 2 · (α + 7/8 · S/B) = 2 · (1 + 70) us for S = 8 MB, plus NCCL's ring Simple base
+    // latency on NVLink, 8.4/3.4 α = 2.470588 us.
     let t = collective_run(
         &n,
         &[0, 1, 2, 3, 4, 5, 6, 7],
         CollectiveKind::AllReduce,
         8_000_000,
     );
-    assert_eq!(t.makespan(), Ps(142 * US));
+    assert_eq!(t.makespan(), Ps(142 * US + 2_470_588));
 }
 
 #[test]
@@ -234,8 +237,9 @@ fn hierarchical_allreduce_on_two_dims_is_rs_inner_ar_outer_ag_inner() {
         8_000_000,
     );
     // RS on dim 0 (n=4, 8 MB): 3 us + 60 us. AR on dim 1 (n=2, 2 MB shard): 8 us + 80 us.
-    // AG on dim 0 (n=4, 8 MB): 3 us + 60 us.
-    assert_eq!(t.makespan(), Ps((63 + 88 + 63) * US));
+    // AG on dim 0 (n=4, 8 MB): 3 us + 60 us. One base latency for the whole collective, on
+    // its first phase: dim 0 is inside the node (NCCL's PCI row), 8.4/5.7 α = 1.473684 us.
+    assert_eq!(t.makespan(), Ps((63 + 88 + 63) * US + 1_473_684));
 }
 
 #[test]
@@ -246,35 +250,46 @@ fn group_on_the_inner_dim_of_two_uses_only_that_dim() {
     ]);
     // Ranks 4..8 share their outer coordinate: a plain ring on dim 0.
     let t = collective_run(&n, &[4, 5, 6, 7], CollectiveKind::AllReduce, 4_000_000);
-    assert_eq!(t.makespan(), Ps(66 * US));
-    // Ranks {1, 5} differ only on dim 1: n = 2 there, 2α + S/B = 8 + 40 us for 1 MB.
+    assert_eq!(t.makespan(), Ps(66 * US + 1_473_684));
+    // Ranks {1, 5} differ only on dim 1 (NET): n = 2 there, 1 MB. Simple: 0.6α + 2α + S/B =
+    // 2.4 + 8 + 40 us; LL128 is faster: base 14/14 α = 4 us, steps 2 · 4/14 α = 2.285714 us,
+    // S / (0.92 B) = 43.478261 us.
     let t = collective_run(&n, &[1, 5], CollectiveKind::AllReduce, 1_000_000);
-    assert_eq!(t.makespan(), Ps(48 * US));
+    assert_eq!(t.makespan(), Ps(4 * US + 2_285_714 + 43_478_261));
 }
 
 #[test]
 fn switch_picks_tree_below_the_nccl_threshold_and_ring_above() {
     let n = net(vec![dim(8, Topology::Switch, 100.0, 1.0)]);
-    // S* = n·B·α·((n−1) − log2 n) = 8 · 1e11 · 1e-6 · 4 = 3.2 MB.
+    // NCCL's NET row, α = 1 us the ring Simple step. 16 KiB: tree LL takes base 6.8/14 α +
+    // 2·3 steps of 5/14 α + 2·S/(B/3.8) = 0.485714 + 2.142857 + 1.245184 us; ring LL 0.471429
+    // + 14 · 2.7/14 + 1.75·S/(B/4) = 4.318 us; tree Simple 6 + 0.328 us. 8 MB: ring Simple
+    // 0.6 + 14 + 140 us against tree Simple 6 + 160 us and ring LL128 1 + 4 + 140/0.92 us.
     assert_eq!(
-        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1e6)),
+        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(16384.0)),
         Algorithm::DoubleBinaryTree
     );
     assert_eq!(
-        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1e7)),
+        n.protocol_for(0, CollectiveKind::AllReduce, 8, ByteVolume(16384.0)),
+        Protocol::Ll
+    );
+    assert_eq!(
+        n.algorithm_for(0, CollectiveKind::AllReduce, 8, ByteVolume(8e6)),
         Algorithm::Ring
+    );
+    assert_eq!(
+        n.protocol_for(0, CollectiveKind::AllReduce, 8, ByteVolume(8e6)),
+        Protocol::Simple
     );
     assert_eq!(
         n.algorithm_for(0, CollectiveKind::AllToAll, 8, ByteVolume(1e7)),
         Algorithm::Direct
     );
     let all: Vec<u32> = (0..8).collect();
-    // Tree: 2·3·α + 2·S/B = 6 + 20 us for 1 MB.
-    let t = collective_run(&n, &all, CollectiveKind::AllReduce, 1_000_000);
-    assert_eq!(t.makespan(), Ps(26 * US));
-    // Ring: 14 us + 1.75 · 8 MB / 100 GB/s = 14 + 140 us.
+    let t = collective_run(&n, &all, CollectiveKind::AllReduce, 16384);
+    assert_eq!(t.makespan(), Ps(485_714 + 2_142_857 + 1_245_184));
     let t = collective_run(&n, &all, CollectiveKind::AllReduce, 8_000_000);
-    assert_eq!(t.makespan(), Ps(154 * US));
+    assert_eq!(t.makespan(), Ps(154 * US + 600_000));
 }
 
 #[test]
@@ -282,14 +297,15 @@ fn halving_doubling_override_uses_log_latency() {
     let mut d = dim(8, Topology::Switch, 100.0, 1.0);
     d.algorithm = Some(CollectiveAlgorithm::HalvingDoubling);
     let n = net(vec![d]);
-    // 2·log2(8)·α + 2·7/8·S/B = 6 + 140 us for 8 MB.
+    // 0.6α + 2·log2(8)·α + 2·7/8·S/B = 0.6 + 6 + 140 us for 8 MB (Simple: NCCL's PAT, which
+    // halving-doubling stands in for, has no other protocol).
     let t = collective_run(
         &n,
         &(0..8).collect::<Vec<_>>(),
         CollectiveKind::AllReduce,
         8_000_000,
     );
-    assert_eq!(t.makespan(), Ps(146 * US));
+    assert_eq!(t.makespan(), Ps(146 * US + 600_000));
 }
 
 #[test]
@@ -662,12 +678,13 @@ fn group_that_is_not_a_grid_runs_flat_on_its_outer_dim() {
         dim(4, Topology::Ring, 100.0, 1.0),
         dim(2, Topology::Ring, 25.0, 4.0),
     ]);
-    // {0, 5} differ on both dims but are not a 2 × 2 grid: one flat ring of 2 on dim 1,
-    // 2α + S/B = 8 + 40 us for 1 MB (like an embedding group of first and last stage).
+    // {0, 5} differ on both dims but are not a 2 × 2 grid: one flat ring of 2 on dim 1
+    // (like an embedding group of first and last stage), 1 MB at LL128 as for {1, 5} in
+    // `group_on_the_inner_dim_of_two_uses_only_that_dim`: 4 + 2.285714 + 43.478261 us.
     let shape = n.group_shape(&ids(&[0, 5]));
     assert!(!shape.grid);
     let t = collective_run(&n, &[0, 5], CollectiveKind::AllReduce, 1_000_000);
-    assert_eq!(t.makespan(), Ps(48 * US));
+    assert_eq!(t.makespan(), Ps(4 * US + 2_285_714 + 43_478_261));
 }
 
 #[test]
@@ -843,18 +860,19 @@ fn sharp_allreduce_sends_and_receives_each_byte_once() {
     // (80 us) after 2 latencies.
     let plain = net(vec![dim(8, Topology::FullyConnected, 100.0, 1.0)]);
     let members: Vec<u32> = (0..8).collect();
+    // The direct all-reduce pays NCCL's ring Simple base latency on NVLink, 8.4/3.4 α.
     let t = collective_run(&plain, &members, CollectiveKind::AllReduce, 8_000_000);
-    assert_eq!(t.makespan(), Ps(2 * US + 140 * US));
+    assert_eq!(t.makespan(), Ps(2 * US + 140 * US + 2_470_588));
     let sharp = net(vec![with_fabric(
         dim(8, Topology::FullyConnected, 100.0, 1.0),
         |f| f.sharp = true,
     )]);
     let t = collective_run(&sharp, &members, CollectiveKind::AllReduce, 8_000_000);
     assert_eq!(t.makespan(), Ps(2 * US + 80 * US));
-    // Reduce-scatter gains nothing: direct on `fc`, α + (n−1)/n·S = 1 us + 70 us, as without
-    // SHARP.
+    // Reduce-scatter gains nothing: direct on `fc`, base + α + (n−1)/n·S = 2.470588 + 1 + 70
+    // us, as without SHARP.
     let t = collective_run(&sharp, &members, CollectiveKind::ReduceScatter, 8_000_000);
-    assert_eq!(t.makespan(), Ps(US + 70 * US));
+    assert_eq!(t.makespan(), Ps(US + 70 * US + 2_470_588));
 }
 
 #[test]
@@ -969,4 +987,96 @@ fn a_time_past_two_to_the_64_ps_is_an_overflow_not_a_deadlock() {
         &[],
     );
     assert_eq!(end(&run(b, &n), 0, 0), u64::MAX - 1);
+}
+
+/// The time one all-reduce of `bytes` takes alone on `n`, in picoseconds.
+fn allreduce_ps(n: &Network, members: &[u32], bytes: u64) -> u64 {
+    collective_run(n, members, CollectiveKind::AllReduce, bytes)
+        .makespan()
+        .0
+}
+
+#[test]
+fn nccl_protocols_price_a_kib_and_a_gib_all_reduce_on_8_nvlink_gpus() {
+    // DGX H100's NVLink dim: 450 GB/s at 80% (360 GB/s bus bandwidth), α = 1 us, direct on
+    // `fc` (2 steps). NCCL's NVLink ring row over its Simple step 3.4 us: LL base 6.6/3.4,
+    // step 0.6/3.4, ¼ of the bandwidth; Simple base 8.4/3.4, step 1.
+    let mut d = dim(8, Topology::FullyConnected, 450.0, 1.0);
+    d.efficiency = Ratio(0.8);
+    let n = net(vec![d]);
+    let all: Vec<u32> = (0..8).collect();
+    // 1 KiB on LL: 1.941176 + 2 · 0.176471 us + 2·7/8·1024 B / 90 GB/s (19.911 ns).
+    assert_eq!(
+        n.protocol_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1024.0)),
+        Protocol::Ll
+    );
+    let expected = 1_941_176 + 352_941 + 19_911;
+    assert!(allreduce_ps(&n, &all, 1024).abs_diff(expected) <= 2);
+    // 1 GiB on Simple: 2.470588 + 2 us + 1.75 · 2^30 B / 360 GB/s (5.219578 ms).
+    assert_eq!(
+        n.protocol_for(0, CollectiveKind::AllReduce, 8, ByteVolume(1073741824.0)),
+        Protocol::Simple
+    );
+    let expected = 2_470_588 + 2_000_000 + 5_219_578_311;
+    assert!(allreduce_ps(&n, &all, 1 << 30).abs_diff(expected) <= 2);
+}
+
+#[test]
+fn nccl_protocols_price_a_kib_and_a_gib_all_reduce_over_64_nodes() {
+    // One GPU on each of 64 nodes (a data-parallel group across NICs): 50 GB/s at 90%
+    // (45 GB/s), α = 5 us, NCCL's NET row (Simple ring step 14 us). 1 KiB: the tree on LL,
+    // base 6.8/14 α = 2.428571 us, 2·6 steps of 5/14 α = 21.428571 us, 2 · S at 45/3.8 GB/s
+    // (0.172942 us); the ring on LL would pay 126 steps of 2.7/14 α (121.5 us).
+    let n = net(vec![dim(64, Topology::Switch, 50.0, 5.0)]);
+    let mut d = n.dims()[0];
+    d.efficiency = Ratio(0.9);
+    let n = net(vec![d]);
+    let all: Vec<u32> = (0..64).collect();
+    let kib = ByteVolume(1024.0);
+    assert_eq!(
+        n.algorithm_for(0, CollectiveKind::AllReduce, 64, kib),
+        Algorithm::DoubleBinaryTree
+    );
+    assert_eq!(
+        n.protocol_for(0, CollectiveKind::AllReduce, 64, kib),
+        Protocol::Ll
+    );
+    let expected = 2_428_571 + 21_428_571 + 172_942;
+    assert!(allreduce_ps(&n, &all, 1024).abs_diff(expected) <= 2);
+    // 1 GiB: the ring on Simple, base 8.4/14 α = 3 us, 126 α = 630 us, 2·63/64 · 2^30 B at
+    // 45 GB/s (46.976 ms); the tree's 2 · S would take 47.722 ms.
+    let gib = ByteVolume(1073741824.0);
+    assert_eq!(
+        n.algorithm_for(0, CollectiveKind::AllReduce, 64, gib),
+        Algorithm::Ring
+    );
+    assert_eq!(
+        n.protocol_for(0, CollectiveKind::AllReduce, 64, gib),
+        Protocol::Simple
+    );
+    let expected = 3_000_000 + 630_000_000 + 46_976_204_800;
+    assert!(allreduce_ps(&n, &all, 1 << 30).abs_diff(expected) <= 2);
+}
+
+#[test]
+fn link_class_comes_from_the_dims_place_and_zero_latency_keeps_the_closed_forms() {
+    let n = net(vec![
+        dim(8, Topology::FullyConnected, 450.0, 1.0),
+        dim(4, Topology::Switch, 50.0, 5.0),
+    ]);
+    assert_eq!(n.link_class(0), LinkClass::NvLink);
+    assert_eq!(n.link_class(1), LinkClass::Net);
+    let n = net(vec![
+        dim(4, Topology::Switch, 31.5, 2.0),
+        dim(4, Topology::Switch, 25.0, 5.0),
+    ]);
+    assert_eq!(n.link_class(0), LinkClass::Pci);
+    // Without latency every protocol is as fast to start and Simple keeps full bandwidth:
+    // 2(n−1)/n · S / B exactly, 1.5 · 4 MB / 100 GB/s = 60 us, at any size.
+    let n = net(vec![dim(4, Topology::Ring, 100.0, 0.0)]);
+    assert_eq!(allreduce_ps(&n, &[0, 1, 2, 3], 4_000_000), 60 * US);
+    assert_eq!(
+        n.protocol_for(0, CollectiveKind::AllReduce, 4, ByteVolume(64.0)),
+        Protocol::Simple
+    );
 }

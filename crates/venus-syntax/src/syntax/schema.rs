@@ -173,7 +173,7 @@ pub const ARCHS: &[&str] = &[
     "cdna3",
     "cdna4",
 ];
-pub const ATTENTIONS: &[&str] = &["flash", "unfused"];
+pub const ATTENTIONS: &[&str] = &["flash", "unfused", "flash2"];
 /// What an iteration trains: `task` words (`base::Task`).
 pub const TASKS: &[&str] = &["pretrain", "sft", "lora"];
 /// The linear layers a LoRA adapter can target (Megatron-Bridge `peft/lora.py`).
@@ -969,7 +969,7 @@ key_table! {
         Attention = key(
             "attention",
             &[Enum(ATTENTIONS)],
-            "attention kernel: flash (default) or unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention)",
+            "attention kernel: flash (default; fused, as Transformer Engine's cuDNN attention), unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention) or flash2 (FlashAttention-2's kernels, as PyTorch's scaled_dot_product_attention: the same work at their own efficiency)",
         )
         .default(KeyDefault::Word("flash"), "flash"),
         Iterations = key(
