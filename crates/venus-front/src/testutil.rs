@@ -69,6 +69,11 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         sliding_window_pattern: None,
         attention_sinks: None,
         qk_norm: None,
+        routed_groups: None,
+        topk_groups: None,
+        moe_layer_freq: None,
+        expert_bias: None,
+        load_balancing: None,
     }
 }
 
@@ -182,6 +187,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         recompute_method: None,
         recompute_num_layers: None,
         fp8_param_gather: None,
+        moe_permute_fusion: None,
     }
 }
 

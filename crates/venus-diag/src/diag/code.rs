@@ -96,6 +96,9 @@ codes! {
     E0345 Error "hierarchical context-parallel sizes that do not give cp";
     E0349 Error "sliding-window keys that window no layer";
     E0350 Error "expert-capacity keys without experts or without a capacity";
+    E0364 Error "`topk_groups` above `routed_groups`, or without it";
+    E0365 Error "routed-expert groups that do not split the experts";
+    E0366 Error "`moe_layer_freq` that leaves no layer with experts";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

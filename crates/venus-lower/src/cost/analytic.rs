@@ -275,7 +275,9 @@ pub struct AnalyticModel {
     cal: Calibration,
     blocks: Blocks,
     /// A MoE model's leading dense layers (`first_k_dense`), priced with the dense MLP.
-    dense_blocks: Option<(Blocks, u64)>,
+    /// A MoE model's dense layers (`first_k_dense`, `moe_layer_freq`): their blocks, and the
+    /// model that places them.
+    dense_blocks: Option<(Blocks, venus_plan::plan::ModelSpec)>,
     /// A hybrid model: each layer kind's blocks and the pattern that places them.
     hybrid: Option<HybridBlocks>,
     /// A sliding-window layer's attention saving over a full one, (forward, backward), and
@@ -302,8 +304,9 @@ impl AnalyticModel {
         let w = Work::new(sc, cal);
         let blocks = w.blocks();
         let m = &sc.model;
-        let dense_blocks =
-            (m.is_moe() && m.first_k_dense() > 0).then(|| (w.blocks_with(None), m.first_k_dense()));
+        let dense_blocks = m
+            .has_dense_layers()
+            .then(|| (w.blocks_with(None), m.clone()));
         let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
         // Validation refuses a window on a hybrid model (E0350); its pattern places the
         // attention layers.
@@ -416,7 +419,7 @@ impl AnalyticModel {
     /// A chunk's MLP time per layer: the MoE figure, or with leading dense layers in the chunk
     /// the layer-weighted mean of the dense and MoE figures (the chunk's total is exact).
     fn mixed_mlp(&self, stage: u64, chunk: u64, moe: f64, dense: impl Fn(&Blocks) -> f64) -> f64 {
-        let Some((d, first_k)) = &self.dense_blocks else {
+        let Some((d, m)) = &self.dense_blocks else {
             return moe;
         };
         let layers = self.split.chunk_layers(stage, chunk);
@@ -424,8 +427,8 @@ impl AnalyticModel {
             return moe;
         }
         let start = self.split.first_layer(stage, chunk);
-        let dense_layers = first_k.saturating_sub(start).min(layers);
-        let moe_layers = layers - dense_layers;
+        let moe_layers = m.moe_layers_in(start, layers).min(layers);
+        let dense_layers = layers - moe_layers;
         (moe * moe_layers as f64 + dense(d) * dense_layers as f64) / layers as f64
     }
 }
@@ -645,7 +648,7 @@ impl Work {
         let per_layer = sc.params.per_layer;
         let expert_per_layer = f(per_layer.experts);
         let dense_per_layer = f(per_layer.total()) - expert_per_layer;
-        let mixed = m.is_moe() && (m.first_k_dense() > 0 || m.mtp_layers() > 0);
+        let mixed = m.is_moe() && (m.has_dense_layers() || m.mtp_layers() > 0);
         let sc_stage_params = (0..sc.pp.min(1 << 20))
             .map(|s| {
                 if sc.plan.lora() {
