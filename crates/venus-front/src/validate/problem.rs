@@ -1278,7 +1278,7 @@ impl MoeShape {
                         freq.value
                     ),
                     freq.loc,
-                    format!("every {}th layer", freq.value),
+                    format!("moe_layer_freq {}", freq.value),
                 )
                 .with_secondary(layers_loc, format!("{layers} layers"))
                 .with_help(help)
