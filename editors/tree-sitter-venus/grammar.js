@@ -37,7 +37,7 @@ const NAME_KEYS = [
 // Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
 // LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS, TASKS, LORA_MODULES,
 // FSDP_STRATEGIES, FSDP_IMPLS, GRAD_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES,
-// MOE_DISPATCHERS, FLEX_BACKENDS, CP_COMMS.
+// MOE_DISPATCHERS, FLEX_BACKENDS, CP_COMMS, LOAD_BALANCING.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'nvswitch', 'infiniband',
@@ -59,6 +59,7 @@ const ENUM_WORDS = [
   'W0012', 'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019', 'W0020', 'W0022',
   'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',
   'uniform', 'block',
+  'aux_loss', 'seq_aux_loss',
 ];
 
 module.exports = grammar({

@@ -219,12 +219,14 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  recompute_modules mlp moe_act\n",
         "  fp8_param_gather\n",
         "  moe_dispatcher flex hybridep\n",
+        "  routed_groups 8\n",
+        "  topk_groups 4\n",
+        "  moe_permute_fusion\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
     let notes = &i.warnings[0].notes;
     for flag in [
-        "--moe-router-num-groups 8",
         "--fp8-recipe mxfp8",
         "--kv-channels 128",
         "--cuda-graph-impl transformer_engine",
@@ -234,10 +236,13 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
             "{flag} not listed: {notes:?}"
         );
     }
-    // The dispatcher flags now map.
+    // The dispatcher and router flags now map.
     for flag in [
         "--moe-token-dispatcher-type",
         "--moe-flex-dispatcher-backend",
+        "--moe-router-num-groups",
+        "--moe-router-group-topk",
+        "--moe-permute-fusion",
     ] {
         assert!(
             !notes.iter().any(|n| n.starts_with(&format!("`{flag}"))),

@@ -27,6 +27,7 @@ syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_
 syn keyword venusKey contained hybrid_override_pattern mamba_num_heads mamba_head_dim
 syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_size
 syn keyword venusKey contained sliding_window sliding_window_pattern attention_sinks qk_norm
+syn keyword venusKey contained routed_groups topk_groups moe_layer_freq expert_bias load_balancing
 syn keyword venusKey contained moe_capacity_headroom moe_pad_to_capacity
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
@@ -50,7 +51,7 @@ syn keyword venusKey contained gpu_mtbf node_mtbf link_mtbf storage_write_bw sto
 syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
-syn keyword venusKey contained etp moe_dispatcher cp_comm
+syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
@@ -62,6 +63,7 @@ syn keyword venusConstant contained no_shard optim optim_grads optim_grads_param
 syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019 W0020 W0022
 syn keyword venusConstant contained core_attn mlp moe_act layernorm mla_up_proj moe shared_experts uniform block
 syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p a2a a2a_p2p
+syn keyword venusConstant contained aux_loss seq_aux_loss
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained
