@@ -216,9 +216,8 @@ fn llama4_maverick_and_deepseek_v3_import_their_layer_pattern_and_router() {
         i.warnings
     );
     assert!(
-        i.warnings
-            .iter()
-            .any(|w| w.contains("not modelled by venusc (they may change time or memory): `no_rope_layers`")),
+        i.warnings.iter().any(|w| w
+            .contains("not modelled by venusc (they may change time or memory): `no_rope_layers`")),
         "{:?}",
         i.warnings
     );
@@ -238,7 +237,9 @@ fn llama4_maverick_and_deepseek_v3_import_their_layer_pattern_and_router() {
         assert!(d.venus.contains(line), "{line:?} in\n{}", d.venus);
     }
     assert!(
-        !d.warnings.iter().any(|w| w.contains("`n_group`") || w.contains("`moe_layer_freq`")),
+        !d.warnings
+            .iter()
+            .any(|w| w.contains("`n_group`") || w.contains("`moe_layer_freq`")),
         "{:?}",
         d.warnings
     );

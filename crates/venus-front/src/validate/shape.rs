@@ -75,7 +75,10 @@ impl Validator<'_> {
         if let Some(f) = written("moe_layer_freq", &m.moe_layer_freq) {
             let first_k = m.first_k_dense.as_ref().map_or(0, |k| k.value);
             let spec = super::to_plan::model(m);
-            if !no_moe_layer && m.hybrid_override_pattern.is_none() && spec.moe_layers_in(0, self.layers) == 0 {
+            if !no_moe_layer
+                && m.hybrid_override_pattern.is_none()
+                && spec.moe_layers_in(0, self.layers) == 0
+            {
                 self.report(PlanProblem::MoeShape(MoeShape::NoMoeLayerAtFreq {
                     freq: f,
                     first_k_dense: first_k,

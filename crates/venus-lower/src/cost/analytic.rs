@@ -737,9 +737,8 @@ pub fn router_traffic(r: &RouterShape) -> RouterTraffic {
         + if r.groups > 1.0 { 5.0 } else { 0.0 }
         + if r.balance_loss { 7.0 } else { 0.0 }
         + if fused { 2.0 } else { 13.0 };
-    let backward_kernels = 2.0
-        + if r.balance_loss { 2.0 } else { 0.0 }
-        + if fused { 2.0 } else { 4.0 };
+    let backward_kernels =
+        2.0 + if r.balance_loss { 2.0 } else { 0.0 } + if fused { 2.0 } else { 4.0 };
     RouterTraffic {
         forward_bytes: r.tokens * per_token,
         backward_bytes: r.tokens * grads,

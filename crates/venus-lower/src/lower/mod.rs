@@ -596,10 +596,23 @@ fn flex_hops(
     if members.iter().all(|&r| node(r) == node(rank)) {
         return None;
     }
-    let index = |r: u32| members.iter().filter(|&&o| node(o) == node(r) && o < r).count();
-    let local: Vec<u32> = members.iter().copied().filter(|&r| node(r) == node(rank)).collect();
+    let index = |r: u32| {
+        members
+            .iter()
+            .filter(|&&o| node(o) == node(r) && o < r)
+            .count()
+    };
+    let local: Vec<u32> = members
+        .iter()
+        .copied()
+        .filter(|&r| node(r) == node(rank))
+        .collect();
     let me = index(rank);
-    let rail: Vec<u32> = members.iter().copied().filter(|&r| index(r) == me).collect();
+    let rail: Vec<u32> = members
+        .iter()
+        .copied()
+        .filter(|&r| index(r) == me)
+        .collect();
     let group = |tb: &mut TraceBuilder, g: &[u32]| (g.len() > 1).then(|| tb.group(&ranks(g)));
     Some((group(tb, &local), group(tb, &rail)))
 }

@@ -1598,7 +1598,10 @@ fn flex_across_domains_sends_one_copy_per_node_reached_over_rdma() {
         set(&mut p.sp, true);
         set(&mut p.distributed_optimizer, true);
         if flex {
-            set(&mut p.moe_dispatcher, MoeDispatcher::Flex(FlexBackend::DeepEp));
+            set(
+                &mut p.moe_dispatcher,
+                MoeDispatcher::Flex(FlexBackend::DeepEp),
+            );
         }
         let mut md = llama();
         md.layers = sp(4);

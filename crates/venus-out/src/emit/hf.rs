@@ -447,7 +447,9 @@ fn llama4_layers(
         "attention_chunk_size",
     ]);
     let step = cfg.count("interleave_moe_layer_step")?.unwrap_or(1);
-    let expected: Vec<u64> = (step.saturating_sub(1)..layers).step_by(step.max(1) as usize).collect();
+    let expected: Vec<u64> = (step.saturating_sub(1)..layers)
+        .step_by(step.max(1) as usize)
+        .collect();
     if let Some(list) = cfg.root.get("moe_layers").filter(|v| !v.is_null()) {
         let listed: Option<Vec<u64>> = list
             .as_array()
@@ -486,7 +488,13 @@ fn router(
     used: &mut Vec<&str>,
     items: &mut Vec<String>,
 ) -> Result<(), ImportError> {
-    used.extend(["n_group", "topk_group", "topk_method", "aux_loss_alpha", "seq_aux"]);
+    used.extend([
+        "n_group",
+        "topk_group",
+        "topk_method",
+        "aux_loss_alpha",
+        "seq_aux",
+    ]);
     let groups = cfg.count("n_group")?.filter(|&g| g > 1);
     if let Some(g) = groups {
         let k = cfg.count("topk_group")?.unwrap_or(g);
@@ -495,11 +503,17 @@ fn router(
     if cfg.string("topk_method") == Some("noaux_tc") {
         items.push("expert_bias".into());
     }
-    let alpha = cfg.root.get("aux_loss_alpha").and_then(Value::as_f64).unwrap_or(0.0);
+    let alpha = cfg
+        .root
+        .get("aux_loss_alpha")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
     if alpha > 0.0 {
         // DeepSeek's own `DeepseekV3Config` (configuration_deepseek.py) defaults `seq_aux`
         // to true.
-        let deepseek = cfg.string("model_type").is_some_and(|t| t.starts_with("deepseek"));
+        let deepseek = cfg
+            .string("model_type")
+            .is_some_and(|t| t.starts_with("deepseek"));
         let seq = cfg
             .root
             .get("seq_aux")

@@ -1771,7 +1771,13 @@ fn moe_layer_freq_text(layers: u64, k: u64, n: u64) -> String {
         return format!("([0]*{}+[1])*{}", n - 1, layers / n);
     }
     let entries: Vec<&str> = (0..layers)
-        .map(|i| if i >= k && (i + 1).is_multiple_of(n) { "1" } else { "0" })
+        .map(|i| {
+            if i >= k && (i + 1).is_multiple_of(n) {
+                "1"
+            } else {
+                "0"
+            }
+        })
         .collect();
     format!("[{}]", entries.join(","))
 }
@@ -1799,7 +1805,10 @@ fn moe_pattern(text: &str, cap: usize) -> Option<Vec<bool>> {
             while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
                 self.i += 1;
             }
-            std::str::from_utf8(&self.s[start..self.i]).ok()?.parse().ok()
+            std::str::from_utf8(&self.s[start..self.i])
+                .ok()?
+                .parse()
+                .ok()
         }
         fn expr(&mut self, depth: u32) -> Option<Vec<bool>> {
             let mut v = self.term(depth)?;
@@ -1866,7 +1875,11 @@ fn dense_then_every(pattern: &[bool]) -> Option<(u64, u64)> {
     let first = *ones.first()?;
     let n = ones.get(1).map_or(1, |&second| second - first);
     // Without leading dense layers when the first MoE layer is already layer n (from 1).
-    let k = if (first + 1) % n == 0 && first + 1 == n { 0 } else { first };
+    let k = if (first + 1) % n == 0 && first + 1 == n {
+        0
+    } else {
+        first
+    };
     let fits = (0..pattern.len()).all(|i| pattern[i] == (i >= k && (i + 1) % n == 0));
     fits.then_some((k as u64, n as u64))
 }
@@ -2575,8 +2588,14 @@ mod tests {
 
     #[test]
     fn moe_layer_patterns_evaluate_like_megatrons_list_expressions() {
-        assert_eq!(moe_pattern("[0,1]*2", 64), Some(vec![false, true, false, true]));
-        assert_eq!(dense_then_every(&moe_pattern("[0,1]*24", 64).unwrap()), Some((0, 2)));
+        assert_eq!(
+            moe_pattern("[0,1]*2", 64),
+            Some(vec![false, true, false, true])
+        );
+        assert_eq!(
+            dense_then_every(&moe_pattern("[0,1]*24", 64).unwrap()),
+            Some((0, 2))
+        );
         assert_eq!(
             dense_then_every(&moe_pattern("([0]*3+[1]*58)", 64).unwrap()),
             Some((3, 1))
