@@ -37,7 +37,7 @@ const NAME_KEYS = [
 // Enum words of `crates/venus-syntax/src/syntax/schema.rs`: TOPOLOGIES, ALGORITHMS,
 // LINKS, SCHEDULES, RECOMPUTE, PRECISIONS, ARCHS, ATTENTIONS, FLAG_WORDS, TASKS, LORA_MODULES,
 // FSDP_STRATEGIES, FSDP_IMPLS, GRAD_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES,
-// MOE_DISPATCHERS, FLEX_BACKENDS, CP_COMMS.
+// MOE_DISPATCHERS, FLEX_BACKENDS, CP_COMMS, LOAD_BALANCING.
 const ENUM_WORDS = [
   'fc', 'ring', 'switch',
   'nvswitch', 'infiniband',
@@ -62,6 +62,7 @@ const ENUM_WORDS = [
   'W0024',
   'local', 'transformer_engine', 'full_iteration', 'attn', 'moe_router', 'moe_preprocess',
   'mamba', 'attn_norm', 'qkv_linear', 'attn_proj', 'mlp_norm', 'expert_fc1', 'fused_group_mlp',
+  'aux_loss', 'seq_aux_loss',
 ];
 
 module.exports = grammar({

@@ -43,6 +43,8 @@ fn each_family_imports_to_its_model_cards_parameter_count() {
         // does not count, 0.04%).
         ("gpt_oss_120b", 116.83e9),
         ("gpt_oss_20b", 20.91e9),
+        // Llama 4 Maverick's card: 400B (its text model; the vision encoder is not imported).
+        ("llama4_maverick", 400e9),
     ];
     for (file, card) in cards {
         let path = format!("tests/golden/hf/{file}.json");
@@ -174,4 +176,71 @@ fn the_cli_imports_a_config_json_and_the_written_file_checks_clean() {
         String::from_utf8_lossy(&run.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Llama 4 Maverick's multimodal config: the language model of `text_config` with MoE on every
+/// other layer (`interleave_moe_layer_step` 2), one shared expert beside the 128 routed ones,
+/// the dense layers' `intermediate_size_mlp`, and the vision encoder named, not mapped; it
+/// imports to the stdlib `llama4_maverick`'s keys. DeepSeek-V3's node-limited routing (8
+/// groups, 4 per token), its aux-loss-free bias and its sequence-wise balance loss are read.
+#[test]
+fn llama4_maverick_and_deepseek_v3_import_their_layer_pattern_and_router() {
+    let path = "tests/golden/hf/llama4_maverick.json";
+    let bytes = std::fs::read(path).unwrap();
+    assert!(venusc::emit::is_hf_config(&bytes));
+    let i = venusc::emit::import_hf_config(path, "maverick", &bytes).unwrap();
+    assert!(
+        i.venus.ends_with(
+            "model maverick <
+  hidden 5120  layers 48  heads 40
+  vocab 202048  seq 8192
+  kv_groups 8
+  swiglu
+  experts 128  topk 1
+  moe_ffn 8192
+  shared_experts 1
+  moe_layer_freq 2
+  ffn 16384
+  untied_embeddings
+>
+"
+        ),
+        "{}",
+        i.venus
+    );
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("not part of it: `boi_token_index`, `eoi_token_index`, `image_token_index`, `vision_config`")),
+        "{:?}",
+        i.warnings
+    );
+    assert!(
+        i.warnings.iter().any(|w| w
+            .contains("not modelled by venusc (they may change time or memory): `no_rope_layers`")),
+        "{:?}",
+        i.warnings
+    );
+    assert!(
+        !i.warnings.iter().any(|w| w.contains("not understood")),
+        "{:?}",
+        i.warnings
+    );
+    assert_eq!(total_parameters(&i.venus, "maverick"), 400_713_000_960);
+    let v3 = std::fs::read("tests/golden/hf/deepseek_v3.json").unwrap();
+    let d = venusc::emit::import_hf_config("v3.json", "v3", &v3).unwrap();
+    for line in [
+        "  routed_groups 8  topk_groups 4\n",
+        "  expert_bias\n",
+        "  load_balancing seq_aux_loss\n",
+    ] {
+        assert!(d.venus.contains(line), "{line:?} in\n{}", d.venus);
+    }
+    assert!(
+        !d.warnings
+            .iter()
+            .any(|w| w.contains("`n_group`") || w.contains("`moe_layer_freq`")),
+        "{:?}",
+        d.warnings
+    );
 }

@@ -220,12 +220,14 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  fp8_param_gather\n",
         "  moe_dispatcher flex hybridep\n",
         "  cuda_graphs transformer_engine attn moe_router moe_preprocess\n",
+        "  routed_groups 8\n",
+        "  topk_groups 4\n",
+        "  moe_permute_fusion\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
     let notes = &i.warnings[0].notes;
     for flag in [
-        "--moe-router-num-groups 8",
         "--fp8-recipe mxfp8",
         "--kv-channels 128",
     ] {
@@ -234,12 +236,15 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
             "{flag} not listed: {notes:?}"
         );
     }
-    // The dispatcher flags now map.
+    // The dispatcher and router flags now map.
     for flag in [
         "--moe-token-dispatcher-type",
         "--moe-flex-dispatcher-backend",
         "--cuda-graph-impl",
         "--cuda-graph-scope",
+        "--moe-router-num-groups",
+        "--moe-router-group-topk",
+        "--moe-permute-fusion",
     ] {
         assert!(
             !notes.iter().any(|n| n.starts_with(&format!("`{flag}"))),

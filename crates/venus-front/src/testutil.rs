@@ -69,6 +69,11 @@ pub fn model(hidden: u64, heads: u64, layers: u64, vocab: u64, seq: u64) -> Mode
         sliding_window_pattern: None,
         attention_sinks: None,
         qk_norm: None,
+        routed_groups: None,
+        topk_groups: None,
+        moe_layer_freq: None,
+        expert_bias: None,
+        load_balancing: None,
     }
 }
 
@@ -187,6 +192,7 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         offload_modules: None,
         offload_fraction: None,
         offload_layers: None,
+        moe_permute_fusion: None,
     }
 }
 

@@ -27,6 +27,7 @@ syn keyword venusKey contained qk_nope_head_dim qk_rope_head_dim v_head_dim mtp_
 syn keyword venusKey contained hybrid_override_pattern mamba_num_heads mamba_head_dim
 syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_size
 syn keyword venusKey contained sliding_window sliding_window_pattern attention_sinks qk_norm
+syn keyword venusKey contained routed_groups topk_groups moe_layer_freq expert_bias load_balancing
 syn keyword venusKey contained moe_capacity_headroom moe_pad_to_capacity
 syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
@@ -50,7 +51,7 @@ syn keyword venusKey contained gpu_mtbf node_mtbf link_mtbf storage_write_bw sto
 syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
-syn keyword venusKey contained etp moe_dispatcher cp_comm
+syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion
 syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offload_layers
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
@@ -65,6 +66,7 @@ syn keyword venusConstant contained core_attn mlp moe_act layernorm mla_up_proj 
 syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p a2a a2a_p2p
 syn keyword venusConstant contained W0024 local transformer_engine full_iteration attn moe_router moe_preprocess
 syn keyword venusConstant contained mamba attn_norm qkv_linear attn_proj mlp_norm expert_fc1 fused_group_mlp
+syn keyword venusConstant contained aux_loss seq_aux_loss
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

@@ -99,6 +99,9 @@ codes! {
     E0359 Error "`cuda_graphs` modules that do not fit the capture or the model";
     E0360 Error "CUDA graphs with a plan feature they cannot capture";
     E0361 Error "activation offloading Megatron-LM rejects for the plan";
+    E0364 Error "`topk_groups` above `routed_groups`, or without it";
+    E0365 Error "routed-expert groups that do not split the experts";
+    E0366 Error "`moe_layer_freq` that leaves no layer with experts";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";

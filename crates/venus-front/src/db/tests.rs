@@ -448,6 +448,7 @@ fn active_parameters_match_the_model_cards() {
         ("qwen3_30b_a3b", 3.3),
         ("qwen3_235b_a22b", 22.0),
         ("llama4_scout", 17.0),
+        ("llama4_maverick", 17.0),
     ] {
         let active = b(stdlib_params(name).active);
         assert!(
@@ -542,4 +543,30 @@ fn kimi_k2_and_llama4_scout_count_their_configs() {
         "{}",
         scout.total
     );
+}
+
+/// Llama 4 Maverick by hand: attention 2·5120·5120 + 2·5120·1024 = 62,914,560 and norms
+/// 4·5120 in every layer; 24 dense layers of the 3·5120·16384 = 251,658,240 MLP; 24 MoE layers
+/// (`moe_layer_freq 2`) of 128 routed experts and one shared expert of 3·5120·8192 =
+/// 125,829,120 each and the 5120 × 128 router; two embeddings of the vocabulary padded to a
+/// multiple of 128 (202,112 × 5120) and the final norm: 400,713,000,960, within 0.5% of the
+/// card's 400B. One routed expert per token: the active count is 17,185,843,200, the card's
+/// 17B (rounded to a whole billion).
+#[test]
+fn llama4_maverick_counts_its_interleaved_moe_layers() {
+    let p = stdlib_params("llama4_maverick");
+    let dense_layer = 62_914_560 + 4 * 5120 + 251_658_240u64;
+    let moe_layer = 62_914_560 + 4 * 5120 + 129 * 125_829_120 + 5120 * 128u64;
+    let embeddings = 2 * 202_112 * 5120u64;
+    // The final norm: weight and bias.
+    let total = 24 * dense_layer + 24 * moe_layer + embeddings + 2 * 5120;
+    assert_eq!(p.total, total);
+    assert_eq!(p.total, 400_713_000_960);
+    assert!((p.total as f64 / 400e9 - 1.0).abs() < 0.005, "{}", p.total);
+    let active = total - 24 * 127 * 125_829_120;
+    assert_eq!(p.active, active);
+    assert_eq!(p.active, 17_185_843_200);
+    assert_eq!((p.active as f64 / 1e9).round(), 17.0);
+    // Scout's layers are all MoE; Maverick's every other one.
+    assert_eq!(p.per_layer.experts, 128 * 125_829_120);
 }

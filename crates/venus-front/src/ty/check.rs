@@ -659,6 +659,15 @@ impl<'r, 'a> Checker<'r, 'a> {
             sliding_window_pattern: f.count(Key::SlidingWindowPattern),
             attention_sinks: f.flag(Key::AttentionSinks),
             qk_norm: f.flag(Key::QkNorm),
+            routed_groups: f.count(Key::RoutedGroups),
+            topk_groups: f.count(Key::TopkGroups),
+            moe_layer_freq: f.count(Key::MoeLayerFreq),
+            expert_bias: f.flag(Key::ExpertBias),
+            // The word was checked against `schema::LOAD_BALANCING` (E0204).
+            load_balancing: f.word(Key::LoadBalancing).and_then(|w| {
+                venus_plan::plan::spec::LoadBalancing::from_word(w.value)
+                    .map(|b| Spanned::new(b, w.loc))
+            }),
         })
     }
 
@@ -907,6 +916,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             }),
             recompute_num_layers: f.count(Key::RecomputeNumLayers),
             fp8_param_gather: f.flag(Key::Fp8ParamGather),
+            moe_permute_fusion: f.flag(Key::MoePermuteFusion),
             etp: f.count(Key::Etp),
             moe_dispatcher: f
                 .first(Key::MoeDispatcher)

@@ -77,6 +77,11 @@ pub struct Model {
     pub sliding_window_pattern: Opt<u64>,
     pub attention_sinks: Opt<bool>,
     pub qk_norm: Opt<bool>,
+    pub routed_groups: Opt<u64>,
+    pub topk_groups: Opt<u64>,
+    pub moe_layer_freq: Opt<u64>,
+    pub expert_bias: Opt<bool>,
+    pub load_balancing: Opt<venus_plan::plan::spec::LoadBalancing>,
 }
 
 impl Model {
@@ -350,6 +355,8 @@ pub struct Plan {
     pub offload_fraction: Opt<Ratio>,
     /// Layer-level CPU offloading's layer count (`offload_layers`).
     pub offload_layers: Opt<u64>,
+    /// Fused permute/unpermute kernels around the MoE dispatch (`moe_permute_fusion`).
+    pub moe_permute_fusion: Opt<bool>,
 }
 
 /// One `venussim` item: its two strings, each with its location.

@@ -1123,6 +1123,27 @@ pub enum MoeShape {
         layers: u64,
         layers_loc: Loc,
     },
+    /// E0364: `topk_groups` above `routed_groups`, or without it.
+    TopkGroups {
+        topk_groups: ModelKey,
+        /// `None`: no `routed_groups` is written.
+        routed_groups: Option<ModelKey>,
+        experts: u64,
+    },
+    /// E0365: `routed_groups` that do not split the experts evenly.
+    GroupsOverExperts {
+        routed_groups: ModelKey,
+        experts: ModelKey,
+        /// Divisors of the experts nearest the written groups.
+        options: Vec<Setting>,
+    },
+    /// E0366: `moe_layer_freq` (after `first_k_dense`) leaves no MoE layer.
+    NoMoeLayerAtFreq {
+        freq: ModelKey,
+        first_k_dense: u64,
+        layers: u64,
+        layers_loc: Loc,
+    },
 }
 
 impl MoeShape {
@@ -1181,6 +1202,90 @@ impl MoeShape {
             } else {
                 "remove `first_k_dense` or use more `layers`".to_string()
             }),
+            MoeShape::TopkGroups {
+                topk_groups,
+                routed_groups: Some(groups),
+                ..
+            } => Diagnostic::new(
+                Code::E0364,
+                format!(
+                    "`topk_groups` {} lets a token reach more groups than the {} routed groups",
+                    topk_groups.value, groups.value
+                ),
+                topk_groups.loc,
+                format!("{} > {} groups", topk_groups.value, groups.value),
+            )
+            .with_secondary(groups.loc, format!("routed_groups {}", groups.value))
+            .with_help(format!(
+                "use `topk_groups {}` or fewer, or `routed_groups {}` or more",
+                groups.value, topk_groups.value
+            )),
+            MoeShape::TopkGroups {
+                topk_groups,
+                routed_groups: None,
+                experts,
+            } => {
+                // The least group count above topk_groups that divides the experts.
+                let fit = (topk_groups.value.max(1)..=experts.max(1))
+                    .find(|g| experts.is_multiple_of(*g) && *g >= topk_groups.value)
+                    .unwrap_or(experts.max(1));
+                Diagnostic::new(
+                    Code::E0364,
+                    "`topk_groups` without `routed_groups`: group-limited routing needs the group count",
+                    topk_groups.loc,
+                    format!("topk_groups {} of no groups", topk_groups.value),
+                )
+                .with_help(format!(
+                    "add `routed_groups {fit}` (it divides the {experts} experts), or remove `topk_groups`"
+                ))
+            }
+            MoeShape::GroupsOverExperts {
+                routed_groups,
+                experts,
+                options,
+            } => Diagnostic::new(
+                Code::E0365,
+                format!(
+                    "{} experts cannot be split into {} equal routing groups",
+                    experts.value, routed_groups.value
+                ),
+                routed_groups.loc,
+                format!("{} % {} ≠ 0", experts.value, routed_groups.value),
+            )
+            .with_secondary(experts.loc, format!("{} experts", experts.value))
+            .with_help(format!(
+                "{} (divides {} experts)",
+                use_settings(&options),
+                experts.value
+            )),
+            MoeShape::NoMoeLayerAtFreq {
+                freq,
+                first_k_dense,
+                layers,
+                layers_loc,
+            } => {
+                // Any N up to the layers after `first_k_dense` has a multiple among them.
+                let room = layers.saturating_sub(first_k_dense);
+                let help = if room > 0 {
+                    format!(
+                        "use `moe_layer_freq {room}` or less: layers {}-{layers} then hold a multiple of it",
+                        first_k_dense + 1
+                    )
+                } else {
+                    "use fewer `first_k_dense` layers or more `layers`".to_string()
+                };
+                Diagnostic::new(
+                    Code::E0366,
+                    format!(
+                        "`moe_layer_freq` {} leaves none of the {layers} layers with experts",
+                        freq.value
+                    ),
+                    freq.loc,
+                    format!("moe_layer_freq {}", freq.value),
+                )
+                .with_secondary(layers_loc, format!("{layers} layers"))
+                .with_help(help)
+            }
         }
     }
 }

@@ -61,7 +61,7 @@ impl Validator<'_> {
         }
         let (modules, loc) = (written.value, written.loc);
         let m = to_plan::model(&self.def.model);
-        let dense_mlp = !m.is_moe() || m.first_k_dense() > 0 || m.is_hybrid();
+        let dense_mlp = !m.is_moe() || m.has_dense_layers() || m.is_hybrid();
         let lacks = |word: &str| -> Option<(Code, &'static str)> {
             match word {
                 "mla_up_proj" if !m.is_mla() => Some((Code::E0340, "multi-head latent attention")),

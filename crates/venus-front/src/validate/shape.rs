@@ -33,6 +33,9 @@ impl Validator<'_> {
                 written("shared_experts", &m.shared_experts),
                 written("first_k_dense", &m.first_k_dense),
                 written("moe_latent_size", &m.moe_latent_size),
+                written("routed_groups", &m.routed_groups),
+                written("topk_groups", &m.topk_groups),
+                written("moe_layer_freq", &m.moe_layer_freq),
             ]
             .into_iter()
             .flatten()
@@ -50,18 +53,78 @@ impl Validator<'_> {
             if topk.value > experts.value {
                 self.report(PlanProblem::MoeShape(MoeShape::TopkOverExperts {
                     topk,
-                    experts,
+                    experts: experts.clone(),
                 }));
             }
         }
         let m = &self.def.model;
+        let mut no_moe_layer = false;
         if let Some(k) = written("first_k_dense", &m.first_k_dense) {
             if k.value >= self.layers {
+                no_moe_layer = true;
                 self.report(PlanProblem::MoeShape(MoeShape::NoMoeLayer {
                     first_k_dense: k,
                     layers: self.layers,
                     layers_loc: m.layers.loc,
                 }));
+            }
+        }
+        // gpt_layer_specs.py:643-660 (d98e8a64): a `moe_layer_freq` pattern of no expert layer
+        // builds no MoE layer; layers N, 2N, … (from 1) past `first_k_dense` have experts.
+        let m = &self.def.model;
+        if let Some(f) = written("moe_layer_freq", &m.moe_layer_freq) {
+            let first_k = m.first_k_dense.as_ref().map_or(0, |k| k.value);
+            let spec = super::to_plan::model(m);
+            if !no_moe_layer
+                && m.hybrid_override_pattern.is_none()
+                && spec.moe_layers_in(0, self.layers) == 0
+            {
+                self.report(PlanProblem::MoeShape(MoeShape::NoMoeLayerAtFreq {
+                    freq: f,
+                    first_k_dense: first_k,
+                    layers: self.layers,
+                    layers_loc: m.layers.loc,
+                }));
+            }
+        }
+        self.check_routed_groups(experts);
+    }
+
+    // megatron/core/transformer/transformer_config.py:2671-2690 (d98e8a64): group-limited
+    // routing needs `moe_router_num_groups`; `num_moe_experts % moe_router_num_groups == 0`;
+    // `moe_router_group_topk <= moe_router_num_groups`.
+    fn check_routed_groups(&mut self, experts: ModelKey) {
+        let m = &self.def.model;
+        let groups = written("routed_groups", &m.routed_groups);
+        let topk_groups = written("topk_groups", &m.topk_groups);
+        if let Some(g) = &groups {
+            if !experts.value.is_multiple_of(g.value.max(1)) {
+                let options = Setting::list(
+                    "routed_groups",
+                    nearest(divisors(experts.value), g.value, 2),
+                );
+                self.report(PlanProblem::MoeShape(MoeShape::GroupsOverExperts {
+                    routed_groups: g.clone(),
+                    experts: experts.clone(),
+                    options,
+                }));
+            }
+        }
+        if let Some(t) = topk_groups {
+            match groups {
+                Some(g) if t.value > g.value => {
+                    self.report(PlanProblem::MoeShape(MoeShape::TopkGroups {
+                        topk_groups: t,
+                        routed_groups: Some(g),
+                        experts: experts.value,
+                    }));
+                }
+                Some(_) => {}
+                None => self.report(PlanProblem::MoeShape(MoeShape::TopkGroups {
+                    topk_groups: t,
+                    routed_groups: None,
+                    experts: experts.value,
+                })),
             }
         }
     }

@@ -63,6 +63,11 @@ pub fn model(m: &Model) -> ModelSpec {
         sliding_window_pattern: val(&m.sliding_window_pattern),
         attention_sinks: val(&m.attention_sinks),
         qk_norm: val(&m.qk_norm),
+        routed_groups: val(&m.routed_groups),
+        topk_groups: val(&m.topk_groups),
+        moe_layer_freq: val(&m.moe_layer_freq),
+        expert_bias: val(&m.expert_bias),
+        load_balancing: val(&m.load_balancing),
     }
 }
 
@@ -184,6 +189,7 @@ pub fn plan(p: &Plan) -> PlanSpec {
         offload_modules: val(&p.offload_modules),
         offload_fraction: val(&p.offload_fraction),
         offload_layers: val(&p.offload_layers),
+        moe_permute_fusion: val(&p.moe_permute_fusion),
     }
 }
 

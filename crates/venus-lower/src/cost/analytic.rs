@@ -13,7 +13,11 @@
 //!   shared expert like a dense MLP; with multi-head latent attention (`kv_lora_rank`) the
 //!   replicated down-projections `2·T·h·(q_lora + kv_lora + d_rope)`, the tp-split
 //!   up-projections and the output projection `2·T·n·d_v·h/tp` replace QKV and the projection;
-//! - a MoE model's leading dense layers (`first_k_dense`) have the dense MLP of `ffn`; the MTP
+//! - on a MoE layer the routing around the router GEMM is memory bound ([`router_traffic`]):
+//!   fp32 scoring and top-k, the probs and routing map, the expert bias, group-limited routing's
+//!   masks, a balance loss, and the permute / unpermute of the `T·topk` token copies (fused
+//!   with `moe_permute_fusion`), each kernel with its launch overhead;
+//! - a MoE model's dense layers (`first_k_dense`, `moe_layer_freq`) have the dense MLP of `ffn`; the MTP
 //!   depths (`mtp_layers`) add to the output layer one layer, the `2h → h` projection and another
 //!   logits GEMM and loss each;
 //! - causal flash attention `2·b·s·(s/cp)·q/tp` FLOPs forward (half of `4·b·s_q·s_k·q`; with MLA
@@ -350,7 +354,9 @@ pub struct AnalyticModel {
     cal: Calibration,
     blocks: Blocks,
     /// A MoE model's leading dense layers (`first_k_dense`), priced with the dense MLP.
-    dense_blocks: Option<(Blocks, u64)>,
+    /// A MoE model's dense layers (`first_k_dense`, `moe_layer_freq`): their blocks, and the
+    /// model that places them.
+    dense_blocks: Option<(Blocks, venus_plan::plan::ModelSpec)>,
     /// A hybrid model: each layer kind's blocks and the pattern that places them.
     hybrid: Option<HybridBlocks>,
     /// A sliding-window layer's attention saving over a full one, (forward, backward), and
@@ -377,8 +383,9 @@ impl AnalyticModel {
         let w = Work::new(sc, cal);
         let blocks = w.with_offload(w.blocks());
         let m = &sc.model;
-        let dense_blocks = (m.is_moe() && m.first_k_dense() > 0)
-            .then(|| (w.with_offload(w.blocks_with(None)), m.first_k_dense()));
+        let dense_blocks = m
+            .has_dense_layers()
+            .then(|| (w.with_offload(w.blocks_with(None)), m.clone()));
         let hybrid = m.is_hybrid().then(|| w.hybrid_blocks(m));
         // Validation refuses a window on a hybrid model (E0350); its pattern places the
         // attention layers.
@@ -491,7 +498,7 @@ impl AnalyticModel {
     /// A chunk's MLP time per layer: the MoE figure, or with leading dense layers in the chunk
     /// the layer-weighted mean of the dense and MoE figures (the chunk's total is exact).
     fn mixed_mlp(&self, stage: u64, chunk: u64, moe: f64, dense: impl Fn(&Blocks) -> f64) -> f64 {
-        let Some((d, first_k)) = &self.dense_blocks else {
+        let Some((d, m)) = &self.dense_blocks else {
             return moe;
         };
         let layers = self.split.chunk_layers(stage, chunk);
@@ -499,8 +506,8 @@ impl AnalyticModel {
             return moe;
         }
         let start = self.split.first_layer(stage, chunk);
-        let dense_layers = first_k.saturating_sub(start).min(layers);
-        let moe_layers = layers - dense_layers;
+        let moe_layers = m.moe_layers_in(start, layers).min(layers);
+        let dense_layers = layers - moe_layers;
         (moe * moe_layers as f64 + dense(d) * dense_layers as f64) / layers as f64
     }
 }
@@ -777,6 +784,120 @@ struct Moe {
     shared_ffn: f64,
     /// `moe_latent_size` (0: none): experts run on it between two replicated projections.
     latent: f64,
+    /// The router's and the permutation's memory-bound work ([`router_traffic`]).
+    routing: RouterShape,
+}
+
+/// What the router and the token permutation of one MoE layer work on, per rank.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouterShape {
+    /// Tokens the router scores (`T/tp` with sequence parallelism).
+    pub tokens: f64,
+    pub experts: f64,
+    pub topk: f64,
+    /// `routed_groups` (1: no group-limited routing).
+    pub groups: f64,
+    /// Bytes of a logit and of a dispatched element (the activation dtype).
+    pub act_bytes: f64,
+    /// The dispatched width (hidden, or `moe_latent_size`).
+    pub width: f64,
+    /// Token copies the permutation moves per routed token (`topk` × the load factor).
+    pub copies: f64,
+    pub expert_bias: bool,
+    pub balance_loss: bool,
+    pub permute_fusion: bool,
+}
+
+/// HBM bytes and kernels of one MoE layer's routing, forward and backward.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouterTraffic {
+    pub forward_bytes: f64,
+    /// What autograd reads and writes again: the scores' and the permuted tokens' gradients
+    /// (before [`Calibration::memory_backward`]).
+    pub backward_bytes: f64,
+    pub forward_kernels: f64,
+    pub backward_kernels: f64,
+}
+
+/// The memory-bound work around the router GEMM of one MoE layer, byte by byte as
+/// NVIDIA/Megatron-LM d98e8a64 runs it unfused (`--moe-router-fusion` off, its default), `n`
+/// tokens, `E` experts, `k` = topk, `a` the activation bytes, fp32 scores
+/// (megatron/core/transformer/moe/moe_utils.py `topk_routing_with_score_function`: "Logits are
+/// converted to fp32 for score functions"), per token:
+/// - scoring (softmax or sigmoid): read `a·E`, write `4E`; top-k reads `4E` and writes `12k`
+///   (fp32 values, int64 indices); the `[n, E]` probs and routing map (`zeros_like(logits)
+///   .scatter`, `zeros_like(logits).int().scatter(...).bool()`): `3a·E + 9E`;
+/// - the expert bias (`--moe-router-enable-expert-bias`): `scores + expert_bias` read and
+///   write `4E`, and the step's `routing_map.sum(dim=0)` (router.py `_apply_expert_bias`)
+///   reads `E`;
+/// - group-limited routing (`group_limited_topk`): the in-group top-k reads `4E`, the expanded
+///   group mask is written `4E`, turned to bool (`4E + E`) and inverted (`2E`), and
+///   `masked_fill` reads `5E` and writes `4E`: `24E`;
+/// - a balance loss (`aux_loss` or `seq_aux_loss`, router.py `_apply_aux_loss`,
+///   `_apply_seq_aux_loss` with `compute_routing_scores_for_aux_loss`): scores, top-k and
+///   routing map again (`3a·E + 17E`) and the loss's sums over probs and map (`5E`);
+/// - permute (`permute`, the dispatcher's): unfused, the transposed map (`2E`), the argsort of
+///   its `n·E` flags with int64 indices (about `18E`: keys read, indices written, twice), the
+///   probs gathered through a transposed copy (`2a·E`) and `index_select` of the `k` token
+///   copies (read and write `k·w·a`); fused (Transformer Engine's `moe_permute_with_probs`),
+///   the row map (`5E`) and the copies (`2k·w·a`);
+/// - unpermute: unfused, the probs selected through transposed copies (`3a·E + 3E`), the copies
+///   scaled by them (read and write `k·w·a`), a zeroed output (`w·a`) and `scatter_add`
+///   (read `k·w·a`, read and write the output per copy, `2k·w·a`); fused, each copy read once
+///   and each token written once (`k·w·a + w·a`).
+///
+/// Backward: the scores, the balance loss's scores and the permuted tokens carry gradients
+/// (the scoring and top-k gather, the loss's scores, and the permute / unpermute copies run
+/// back once); the masks, sorts and counts do not. Kernels: each line above is one kernel per
+/// step (scoring 2, top-k 1, probs and map 4, bias 2, groups 5, loss 7, permute 6 unfused or 1
+/// fused, unpermute 7 or 1).
+pub fn router_traffic(r: &RouterShape) -> RouterTraffic {
+    let (e, k, a, w) = (r.experts, r.topk, r.act_bytes, r.width);
+    let c = r.copies;
+    let scoring = a * e + 4.0 * e + 4.0 * e + 12.0 * k;
+    let maps = 3.0 * a * e + 9.0 * e;
+    let bias = if r.expert_bias { 8.0 * e + e } else { 0.0 };
+    let groups = if r.groups > 1.0 { 24.0 * e } else { 0.0 };
+    let loss = if r.balance_loss {
+        3.0 * a * e + 17.0 * e + 5.0 * e
+    } else {
+        0.0
+    };
+    let (permute_copies, permute_rest, unpermute_copies, unpermute_rest) = if r.permute_fusion {
+        (2.0 * c * w * a, 5.0 * e, c * w * a + w * a, 0.0)
+    } else {
+        (
+            2.0 * c * w * a,
+            2.0 * e + 18.0 * e + 2.0 * a * e,
+            5.0 * c * w * a + w * a,
+            3.0 * a * e + 3.0 * e,
+        )
+    };
+    let per_token = scoring
+        + maps
+        + bias
+        + groups
+        + loss
+        + permute_copies
+        + permute_rest
+        + unpermute_copies
+        + unpermute_rest;
+    let loss_scores = if r.balance_loss { a * e + 4.0 * e } else { 0.0 };
+    let grads = a * e + 4.0 * e + loss_scores + permute_copies + unpermute_copies;
+    let fused = r.permute_fusion;
+    let forward_kernels = 7.0
+        + if r.expert_bias { 2.0 } else { 0.0 }
+        + if r.groups > 1.0 { 5.0 } else { 0.0 }
+        + if r.balance_loss { 7.0 } else { 0.0 }
+        + if fused { 2.0 } else { 13.0 };
+    let backward_kernels =
+        2.0 + if r.balance_loss { 2.0 } else { 0.0 } + if fused { 2.0 } else { 4.0 };
+    RouterTraffic {
+        forward_bytes: r.tokens * per_token,
+        backward_bytes: r.tokens * grads,
+        forward_kernels,
+        backward_kernels,
+    }
 }
 
 impl Work {
@@ -794,11 +915,23 @@ impl Work {
             ffn: f(m.moe_ffn()),
             shared_ffn: f(m.shared_expert_ffn()),
             latent: f(m.moe_latent_size.unwrap_or(0)),
+            routing: RouterShape {
+                tokens: if sc.sp { t / tp } else { t },
+                experts: f(m.experts().max(1)),
+                topk: f(m.topk().max(1)),
+                groups: f(m.routed_groups()),
+                act_bytes: sc.recipe.activations.bytes() as f64,
+                width: f(m.expert_width()),
+                copies: f(m.topk().max(1)) * sc.plan.moe_load_factor().max(1.0),
+                expert_bias: m.expert_bias(),
+                balance_loss: m.load_balancing() != venus_plan::plan::spec::LoadBalancing::None,
+                permute_fusion: sc.plan.moe_permute_fusion(),
+            },
         });
         let per_layer = sc.params.per_layer;
         let expert_per_layer = f(per_layer.experts);
         let dense_per_layer = f(per_layer.total()) - expert_per_layer;
-        let mixed = m.is_moe() && (m.first_k_dense() > 0 || m.mtp_layers() > 0);
+        let mixed = m.is_moe() && (m.has_dense_layers() || m.mtp_layers() > 0);
         let sc_stage_params = (0..sc.pp.min(1 << 20))
             .map(|s| {
                 if sc.plan.lora() {
@@ -1019,6 +1152,17 @@ impl Work {
         flops / (self.gemm_peak.0 * eff)
     }
 
+    /// Seconds of a MoE layer's routing ([`router_traffic`]), (forward, backward): its bytes at
+    /// the memory-bound rate, backward ×[`Calibration::memory_backward`], and its kernels.
+    fn routing(&self, r: &RouterShape) -> (f64, f64) {
+        let tr = router_traffic(r);
+        let k = self.cal.kernel_overhead.0;
+        (
+            self.memory(tr.forward_bytes) + tr.forward_kernels * k,
+            self.cal.memory_backward * self.memory(tr.backward_bytes) + tr.backward_kernels * k,
+        )
+    }
+
     /// Seconds to stream `bytes` through HBM.
     fn memory(&self, bytes: f64) -> f64 {
         bytes.max(0.0) / (self.mem_bw.0 * self.cal.memory_efficiency)
@@ -1230,14 +1374,17 @@ impl Work {
         let (attn_adapters, mlp_adapters) = self.adapters(moe);
         let wgrad = self.base_wgrad();
         let attention_f = attn_gemm + attn_adapters + core + attn_mem + k_attn;
-        let mlp_f = mlp_gemm + mlp_adapters + mlp_mem + k_mlp;
+        // The router's and the permutation's memory-bound kernels on a MoE layer.
+        let (route_f, route_b) = moe.map_or((0.0, 0.0), |m| self.routing(&m.routing));
+        let mlp_f = mlp_gemm + mlp_adapters + mlp_mem + k_mlp + route_f;
         let mut attention_b = (1.0 + wgrad) * attn_gemm
             + 2.0 * (attn_adapters + k_attn)
             + core_backward * core
             + self.cal.memory_backward * attn_mem;
         let mut mlp_b = (1.0 + wgrad) * mlp_gemm
             + 2.0 * (mlp_adapters + k_mlp)
-            + self.cal.memory_backward * mlp_mem;
+            + self.cal.memory_backward * mlp_mem
+            + route_b;
         match self.recompute {
             Recompute::None => {}
             // Selective recompute reruns the forward of each of its modules before the

@@ -383,3 +383,76 @@ fn flash2_attention_is_the_fused_kernel_at_flash_attention_2s_efficiency() {
     assert_eq!(Calibration::hopper().flash2_efficiency, 0.35);
     assert_eq!(Calibration::ampere().flash2_efficiency, 0.5);
 }
+
+/// DeepSeek-V3's routing on one rank by hand (4096 tokens, 256 experts, top-8 in 8 groups,
+/// bf16, hidden 7168), per token: scoring 2·256 + 4·256 + 4·256 + 12·8 = 2,656; probs and map
+/// 3·2·256 + 9·256 = 3,840; expert bias 9·256 = 2,304; groups 24·256 = 6,144; the
+/// sequence-wise loss 3·2·256 + 22·256 = 7,168; unfused permute 2·8·7168·2 = 229,376 copies
+/// and (20 + 2·2)·256 = 6,144 of map, sort and probs; unfused unpermute 5·8·7168·2 + 7168·2 =
+/// 587,776 copies and (3·2 + 3)·256 = 2,304: 847,712 bytes. Fused permutation moves the copies
+/// once each way (229,376 + 1,280 and 114,688 + 14,336): 381,792.
+#[test]
+fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
+    let shape = analytic::RouterShape {
+        tokens: 4096.0,
+        experts: 256.0,
+        topk: 8.0,
+        groups: 8.0,
+        act_bytes: 2.0,
+        width: 7168.0,
+        copies: 8.0,
+        expert_bias: true,
+        balance_loss: true,
+        permute_fusion: false,
+    };
+    let unfused = analytic::router_traffic(&shape);
+    assert_eq!(unfused.forward_bytes, 4096.0 * 847_712.0);
+    assert_eq!(unfused.forward_kernels, 7.0 + 2.0 + 5.0 + 7.0 + 13.0);
+    // Backward: the scores (2·256 + 4·256), the loss's scores (the same) and the copies.
+    assert_eq!(
+        unfused.backward_bytes,
+        4096.0 * (2.0 * 1536.0 + 229_376.0 + 587_776.0)
+    );
+    let fused = analytic::router_traffic(&analytic::RouterShape {
+        permute_fusion: true,
+        ..shape
+    });
+    assert_eq!(fused.forward_bytes, 4096.0 * 381_792.0);
+    assert_eq!(fused.forward_kernels, 7.0 + 2.0 + 5.0 + 7.0 + 2.0);
+    // Without groups, bias or loss only the scoring, the maps and the permutation remain.
+    let plain = analytic::router_traffic(&analytic::RouterShape {
+        groups: 1.0,
+        expert_bias: false,
+        balance_loss: false,
+        ..shape
+    });
+    assert_eq!(
+        plain.forward_bytes,
+        4096.0 * (2656.0 + 3840.0 + 229_376.0 + 6144.0 + 587_776.0 + 2304.0)
+    );
+}
+
+/// The expert bias adds its `scores + bias` pass (read and write 4 bytes per expert) and the
+/// load count (1 byte per expert) to a MoE layer's forward, with its two kernels: on the demo
+/// with 8 experts, 4096 tokens · 9 · 8 bytes at the memory-bound rate.
+#[test]
+fn analytic_expert_bias_adds_its_passes_over_the_scores_to_the_moe_block() {
+    let mut d = demo();
+    set(&mut d.model.experts, 8);
+    set(&mut d.model.topk, 2);
+    set(&mut d.model.moe_ffn, 1024);
+    let (sc, diags) = venus_front::validate(&d);
+    assert!(sc.is_some(), "{diags:?}");
+    let base = validate(&d);
+    set(&mut d.model.expert_bias, true);
+    let biased = validate(&d);
+    let cal = Calibration::hopper();
+    let with = AnalyticModel::new(&biased, cal).chunk(3, 0, Pass::Forward);
+    let without = AnalyticModel::new(&base, cal).chunk(3, 0, Pass::Forward);
+    assert_eq!(with.attention, without.attention);
+    let tokens = 2048.0 * 2.0;
+    let bw = base.cluster.gpu.mem_bw.0 * cal.memory_efficiency;
+    let expected = tokens * 9.0 * 8.0 / bw + 2.0 * cal.kernel_overhead.0;
+    let ratio = (with.mlp.0 - without.mlp.0) / expected;
+    assert!((ratio - 1.0).abs() < 1e-9, "{ratio}");
+}

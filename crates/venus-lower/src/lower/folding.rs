@@ -20,6 +20,12 @@
 //!   topk·etp destinations per token (`router_topk = tp_size · moe_router_topk`, l.1836); its
 //!   kernels reach a bandwidth of their own ([`DEEPEP_NVLINK`], [`DEEPEP_RDMA`]) in place of
 //!   the dim's NCCL efficiency.
+//!   Across NVLink domains it is DeepEP's two hops ([`node_limited_copies`]): RDMA once per
+//!   node a token reaches (fewer with node-limited routing, `routed_groups`/`topk_groups`),
+//!   then NVLink to each copy's GPU. The alltoall dispatcher sends every (token, expert) copy
+//!   on its own, so group-limited routing moves which nodes receive them, not how many: with
+//!   evenly drawn experts a token's remote copies stay `topk·(nodes − 1)/nodes` in expectation
+//!   (at most `topk`, with or without groups), and its volume is unchanged.
 //! - The dense tensor-parallel collectives of a MoE block are the shared experts' (a TP MLP on
 //!   the same input, moe_layer.py); without shared experts the block has none.
 //! - **p2p**: the ring of `super::Emitter::cp_ring`.
@@ -67,6 +73,45 @@ pub(super) struct MoeComm {
     pub tp_ep: Bytes,
     /// The block keeps the dense TP collectives: shared experts with tp > 1.
     pub dense_tp: bool,
+    /// flex over more than one NVLink domain: the NVLink hop (every copy to its GPU inside the
+    /// domain) and the RDMA hop (each token once to every other domain it reaches), in place
+    /// of `tp_ep` ([`node_limited_copies`]).
+    pub flex_nvlink: Bytes,
+    pub flex_rdma: Bytes,
+}
+
+/// DeepEP's internode dispatch sends a token once to each node it reaches over RDMA and
+/// forwards it to the node's GPUs over NVLink (deepseek-ai/DeepEP README, "Normal kernels with
+/// NVLink and RDMA forwarding", after DeepSeek-V3 §3.4.2: "each token ... is transmitted via IB
+/// to the GPUs with the same in-node index on its target nodes ... then instantly forwarded via
+/// NVLink"). With `topk` experts drawn evenly over `reach` of `nodes` nodes, the nodes a token
+/// reaches are, in expectation, `reach·(1 − (1 − 1/reach)^topk)` (each reachable node missed
+/// by all `topk` draws with probability `(1 − 1/reach)^topk`). Group-limited routing whose
+/// groups sit on nodes bounds `reach` ([`groups_reach`]): DeepSeek-V3 (top-8 in 4 of 8 groups,
+/// one group per node) reaches at most 4 nodes, 3.60 expected, against 5.25 of 8 without.
+pub(super) fn node_limited_copies(topk: f64, nodes: f64, reach: f64) -> f64 {
+    let r = reach.clamp(1.0, nodes.max(1.0));
+    r * (1.0 - (1.0 - 1.0 / r).powf(topk.max(1.0)))
+}
+
+/// The nodes a token can reach when the experts of `groups` equal groups sit on `nodes`
+/// nodes in expert order (Megatron places expert e on EP rank e / (E / ep), moe_layer.py) and
+/// each token picks `topk_groups` groups (moe_utils.py `group_limited_topk`, "Node-limited
+/// routing: Set 'moe_router_num_groups' equal to number of nodes in EP group"): a whole
+/// number of groups per node leaves `topk_groups` nodes, a group over several nodes
+/// `topk_groups · nodes / groups`; groups that straddle nodes unevenly limit nothing.
+pub(super) fn groups_reach(groups: u64, topk_groups: u64, nodes: u64) -> u64 {
+    let (g, t, n) = (groups.max(1), topk_groups.max(1), nodes.max(1));
+    if g == 1 {
+        return n;
+    }
+    if g.is_multiple_of(n) {
+        t.min(n)
+    } else if n.is_multiple_of(g) {
+        t.saturating_mul(n / g).min(n)
+    } else {
+        n
+    }
 }
 
 impl MoeComm {
@@ -94,12 +139,27 @@ impl MoeComm {
             }
             MoeDispatcher::AllToAll => Bytes(0),
         };
+        // flex across NVLink domains: the two hops of DeepEP's internode kernels.
+        let domain = sc.cluster.dims.first().map_or(1, |d| d.size.max(1));
+        let (mut flex_nvlink, mut flex_rdma) = (Bytes(0), Bytes(0));
+        if matches!(dispatcher, MoeDispatcher::Flex(_)) && tp_ep > domain {
+            let nodes = tp_ep.div_ceil(domain);
+            let reach = groups_reach(m.routed_groups(), m.topk_groups(), nodes);
+            let topk = m.topk().max(1) as f64;
+            let reached = node_limited_copies(topk, nodes as f64, reach as f64);
+            let sent = a2a.0.saturating_mul(etp) as f64;
+            let cap = |b: f64| Bytes(b.min(u64::MAX as f64) as u64);
+            flex_nvlink = cap(sent * flex_ratio(sc, domain));
+            flex_rdma = cap(sent * reached / topk * flex_ratio(sc, tp_ep));
+        }
         MoeComm {
             dispatcher,
             a2a,
             etp: Bytes(a2a.0.saturating_mul(etp)),
             tp_ep: tp_ep_bytes,
             dense_tp: sc.tp > 1 && m.shared_expert_ffn() > 0,
+            flex_nvlink,
+            flex_rdma,
         }
     }
 }
@@ -241,7 +301,21 @@ impl Emitter<'_> {
             MoeDispatcher::AllGather => {
                 self.moe_collective(CollectiveKind::AllGather, self.g.expert_tp_ep, c.tp_ep);
             }
-            MoeDispatcher::Flex(_) => {
+            MoeDispatcher::Flex(_) => self.flex_exchange(),
+        }
+    }
+
+    /// flex's dispatch or combine: one exchange over tp_ep inside an NVLink domain; across
+    /// domains the RDMA hop over the ranks of this rank's in-domain index and the NVLink hop
+    /// inside the domain, each with its own bytes ([`MoeComm::flex_rdma`]).
+    fn flex_exchange(&mut self) {
+        let c = self.st.moe;
+        match self.g.flex_hops {
+            Some((nvlink, rail)) => {
+                self.moe_collective(CollectiveKind::AllToAll, rail, c.flex_rdma);
+                self.moe_collective(CollectiveKind::AllToAll, nvlink, c.flex_nvlink);
+            }
+            None => {
                 self.moe_collective(CollectiveKind::AllToAll, self.g.expert_tp_ep, c.tp_ep);
             }
         }
@@ -261,9 +335,7 @@ impl Emitter<'_> {
             MoeDispatcher::AllGather => {
                 self.moe_collective(CollectiveKind::ReduceScatter, self.g.expert_tp_ep, c.tp_ep);
             }
-            MoeDispatcher::Flex(_) => {
-                self.moe_collective(CollectiveKind::AllToAll, self.g.expert_tp_ep, c.tp_ep);
-            }
+            MoeDispatcher::Flex(_) => self.flex_exchange(),
         }
     }
 

@@ -521,6 +521,9 @@ struct RankGroups {
     copies: Option<GroupId>,
     /// The context-parallel exchange's ring and group for the plan's `cp_comm`.
     cp_peers: folding::CpPeers,
+    /// flex over several NVLink domains: (the tp_ep members in this rank's domain, those of
+    /// its in-domain index in the other domains); `None` inside one domain.
+    flex_hops: Option<(Option<GroupId>, Option<GroupId>)>,
 }
 
 impl RankGroups {
@@ -550,6 +553,7 @@ impl RankGroups {
             .flatten()
             .map(|pair| tb.group(&ranks(&pair)));
         let cp_peers = folding::CpPeers::new(sc, layout, tb, rank);
+        let flex_hops = flex_hops(sc, layout, tb, rank);
         RankGroups {
             pp_next: layout.pp_next(rank),
             pp_prev: layout.pp_prev(rank),
@@ -566,8 +570,51 @@ impl RankGroups {
             embedding,
             copies,
             cp_peers,
+            flex_hops,
         }
     }
+}
+
+/// The two groups of flex's internode exchange ([`folding::node_limited_copies`]): the tp_ep
+/// members inside `rank`'s NVLink domain (the innermost dim) and the members at `rank`'s
+/// index within their own domain; `None` when the tp_ep group lies in one domain.
+fn flex_hops(
+    sc: &Scenario,
+    layout: &Layout,
+    tb: &mut TraceBuilder,
+    rank: u32,
+) -> Option<(Option<GroupId>, Option<GroupId>)> {
+    if !matches!(
+        sc.plan.moe_dispatcher(),
+        venus_base::base::MoeDispatcher::Flex(_)
+    ) {
+        return None;
+    }
+    let members = layout.group_of(GroupKind::ExpertTpEp, rank)?;
+    let domain = sc.cluster.dims.first().map_or(1, |d| d.size.max(1)) as u32;
+    let node = |r: u32| r / domain.max(1);
+    if members.iter().all(|&r| node(r) == node(rank)) {
+        return None;
+    }
+    let index = |r: u32| {
+        members
+            .iter()
+            .filter(|&&o| node(o) == node(r) && o < r)
+            .count()
+    };
+    let local: Vec<u32> = members
+        .iter()
+        .copied()
+        .filter(|&r| node(r) == node(rank))
+        .collect();
+    let me = index(rank);
+    let rail: Vec<u32> = members
+        .iter()
+        .copied()
+        .filter(|&r| index(r) == me)
+        .collect();
+    let group = |tb: &mut TraceBuilder, g: &[u32]| (g.len() > 1).then(|| tb.group(&ranks(g)));
+    Some((group(tb, &local), group(tb, &rail)))
 }
 
 /// `rank` and the rank of its pipeline at the mirrored stage pp − 1 − s, in rank order (both

@@ -1532,3 +1532,84 @@ fn etp_1_and_ep_1_run_whole_experts_on_each_tp_ranks_own_tokens_without_collecti
         2 * 2 * (2 + 3) + 1
     );
 }
+
+/// DeepSeek-V3's node-limited routing in closed form: top-8 experts in 4 of 8 groups, one
+/// group per node of an ep 64 grid over 8 nodes, reach at most 4 nodes (against up to 8), and
+/// 4·(1 − (3/4)^8) = 3.600 in expectation (against 8·(1 − (7/8)^8) = 5.251 without groups).
+#[test]
+fn node_limited_routing_bounds_the_nodes_a_token_reaches() {
+    assert_eq!(folding::groups_reach(8, 4, 8), 4);
+    assert_eq!(folding::groups_reach(1, 1, 8), 8);
+    // Two groups per node: still 4 groups, at most 4 nodes; a group over two nodes: 8.
+    assert_eq!(folding::groups_reach(16, 4, 8), 4);
+    assert_eq!(folding::groups_reach(4, 4, 8), 8);
+    // Groups that straddle nodes unevenly limit nothing.
+    assert_eq!(folding::groups_reach(3, 1, 8), 8);
+    let limited = folding::node_limited_copies(8.0, 8.0, 4.0);
+    let free = folding::node_limited_copies(8.0, 8.0, 8.0);
+    assert!((limited - 4.0 * (1.0 - 0.75f64.powi(8))).abs() < 1e-12);
+    assert!((limited - 3.5996).abs() < 1e-4, "{limited}");
+    assert!((free - 5.2511).abs() < 1e-4, "{free}");
+    assert!(limited <= 4.0 && free <= 8.0);
+}
+
+/// flex across NVLink domains: the tp_ep group {0, 1, 2, 3} spans two 2-GPU domains, so each
+/// exchange is DeepEP's RDMA hop over the ranks of rank 0's in-domain index ({0, 2}) with one
+/// copy per node reached, then the NVLink hop inside the domain ({0, 1}) with every copy. Top-2
+/// over 2 nodes reaches 2·(1 − 1/4) = 1.5 nodes; with 2 groups (one per node) and
+/// `topk_groups 1` exactly 1. The alltoall dispatcher sends every copy either way.
+#[test]
+fn flex_across_domains_sends_one_copy_per_node_reached_over_rdma() {
+    use venus_base::base::{FlexBackend, MoeDispatcher};
+    let build = |groups: Option<(u64, u64)>, flex: bool| {
+        let mut p = plan(1, 8);
+        set(&mut p.tp, 2);
+        set(&mut p.ep, 2);
+        set(&mut p.pp, 2);
+        set(&mut p.dp, 4);
+        set(&mut p.sp, true);
+        set(&mut p.distributed_optimizer, true);
+        if flex {
+            set(
+                &mut p.moe_dispatcher,
+                MoeDispatcher::Flex(FlexBackend::DeepEp),
+            );
+        }
+        let mut md = llama();
+        md.layers = sp(4);
+        set(&mut md.experts, 8);
+        set(&mut md.topk, 2);
+        set(&mut md.moe_ffn, 4096);
+        if let Some((g, t)) = groups {
+            set(&mut md.routed_groups, g);
+            set(&mut md.topk_groups, t);
+        }
+        validate(&venus_front::testutil::def(
+            md,
+            cluster(&[("nvlink", 2), ("ib", 8)], 10_000),
+            p,
+        ))
+    };
+    let sent = 2.0 * MOE_A2A as f64;
+    for (groups, reached) in [(None, 1.5), (Some((2, 1)), 1.0)] {
+        let lw = lower(&build(groups, true), &LowerOptions::default()).unwrap();
+        let ep = collectives(&lw, Category::EpComm);
+        let rdma = (sent * reached / 2.0 / folding::DEEPEP_RDMA) as u64;
+        let nvlink = (sent / folding::DEEPEP_NVLINK) as u64;
+        assert_eq!(ep.len(), 2 * 2 * 2 * 2 * 2, "{ep:?}");
+        for pair in ep.chunks(2) {
+            assert_eq!(pair[0], (CollectiveKind::AllToAll, vec![0, 2], rdma));
+            assert_eq!(pair[1], (CollectiveKind::AllToAll, vec![0, 1], nvlink));
+        }
+    }
+    // The alltoall dispatcher's volume does not depend on the groups.
+    let a = collectives(
+        &lower(&build(None, false), &LowerOptions::default()).unwrap(),
+        Category::EpComm,
+    );
+    let b = collectives(
+        &lower(&build(Some((2, 1)), false), &LowerOptions::default()).unwrap(),
+        Category::EpComm,
+    );
+    assert_eq!(a, b);
+}

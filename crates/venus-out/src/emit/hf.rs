@@ -4,7 +4,8 @@
 //! [`Imported`]: the `.venus` text (one `model` definition, a library to `use`) and warnings:
 //! every key of the config is either mapped, or named in a warning as one that does not
 //! change training time or memory, or named as not understood. Nothing is dropped silently.
-//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3, Nemotron-H, GPT-OSS
+//! Families: Llama, Mistral, Mixtral, Qwen2/3, Qwen2/3-MoE, DeepSeek-V2/V3, Nemotron-H, GPT-OSS,
+//! Llama 4 (the `text_config` of `Llama4ForConditionalGeneration`)
 //! (the keys of `transformers`' `LlamaConfig`, `MixtralConfig`, `Qwen3MoeConfig`,
 //! `DeepseekV3Config`, `NemotronHConfig`, `GptOssConfig`).
 //! Invariants: a malformed value is an [`ImportError`] naming its JSON path (`$.hidden_size`);
@@ -47,10 +48,7 @@ const NO_EFFECT: &[&str] = &[
     "router_aux_loss_coef",
     "output_router_logits",
     "norm_topk_prob",
-    "aux_loss_alpha",
-    "seq_aux",
     "scoring_func",
-    "topk_method",
     "routed_scaling_factor",
     "quantization_config",
     "qkv_bias",
@@ -66,19 +64,25 @@ const NO_EFFECT: &[&str] = &[
     "chunk_size",
     // GPT-OSS: the SwiGLU clamp (numerics).
     "swiglu_limit",
+    // Llama 4: attention temperature tuning (numerics) and loader settings.
+    "attn_temperature_tuning",
+    "attn_scale",
+    "floor_scale",
+    "for_llm_compressor",
+    "_attn_implementation_autoset",
 ];
 
 /// Keys venusc does not model but that can change time or memory (group-limited routing,
 /// sliding windows, layer patterns): listed in their own warning.
 const NOT_MODELLED: &[&str] = &[
-    "n_group",
-    "topk_group",
     "max_window_layers",
     "decoder_sparse_step",
     "mlp_only_layers",
     "moe_layer_freq",
     "ep_size",
     "router_jitter_noise",
+    // Llama 4's NoPE layers: no rotary embedding on every fourth layer's q and k.
+    "no_rope_layers",
 ];
 
 /// Counts a config may set to 0 (none of the thing): dense first layers, shared experts, MTP
@@ -95,7 +99,8 @@ pub fn is_hf_config(bytes: &[u8]) -> bool {
     let Ok(Value::Object(root)) = serde_json::from_slice::<Value>(bytes) else {
         return false;
     };
-    root.contains_key("hidden_size")
+    let text = root.get("text_config").and_then(Value::as_object);
+    (root.contains_key("hidden_size") || text.is_some_and(|t| t.contains_key("hidden_size")))
         && (root.contains_key("model_type") || root.contains_key("architectures"))
 }
 
@@ -106,9 +111,11 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
     let root = root
         .as_object()
         .ok_or_else(|| malformed(file, "the top level is not a JSON object".into()))?;
+    let mut warnings = Vec::new();
+    let text = text_config(file, root, &mut warnings)?;
+    let root = text.as_ref().unwrap_or(root);
     let cfg = Config { file, root };
     let mut used: Vec<&str> = Vec::new();
-    let mut warnings = Vec::new();
     let mut items: Vec<String> = Vec::new();
     let get = |key: &'static str, used: &mut Vec<&str>| -> Result<Option<u64>, ImportError> {
         used.push(key);
@@ -208,6 +215,10 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
     if let Some(k) = get("first_k_dense_replace", &mut used)?.filter(|&k| k > 0) {
         items.push(format!("first_k_dense {k}"));
     }
+    if cfg.string("model_type") == Some("llama4_text") && experts.is_some_and(|e| e > 1) {
+        llama4_layers(&cfg, &mut used, &mut items, &mut warnings, layers, seq)?;
+    }
+    router(&cfg, &mut used, &mut items)?;
 
     // Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2).
     if let Some(r) = mla {
@@ -321,7 +332,9 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
     let not_modelled: Vec<&str> = cfg
         .root
         .iter()
-        .filter(|(k, v)| NOT_MODELLED.contains(&k.as_str()) && !v.is_null())
+        .filter(|(k, v)| {
+            NOT_MODELLED.contains(&k.as_str()) && !v.is_null() && !used.contains(&k.as_str())
+        })
         .map(|(k, _)| k.as_str())
         .collect();
     if !not_modelled.is_empty() {
@@ -364,6 +377,157 @@ pub fn import_hf_config(file: &str, name: &str, bytes: &[u8]) -> Result<Imported
     }
     venus.push_str(">\n");
     Ok(Imported { venus, warnings })
+}
+
+/// A multimodal config (`Llama4ForConditionalGeneration`: `model_type` `llama4`) holds the
+/// language model in `text_config` (transformers' `Llama4Config`): that object is the model,
+/// with the top level's `tie_word_embeddings` where it has none of its own; the vision
+/// encoder and the image token ids are named in a warning. `None` for a text-only config.
+fn text_config(
+    file: &str,
+    root: &Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Map<String, Value>>, ImportError> {
+    let text = match root.get("text_config") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(t)) => t,
+        Some(other) => {
+            return Err(Config { file, root }.wrong("text_config", "a JSON object", other))
+        }
+    };
+    let mut merged = text.clone();
+    for key in ["tie_word_embeddings", "architectures"] {
+        if let (false, Some(v)) = (merged.contains_key(key), root.get(key)) {
+            merged.insert(key.to_string(), v.clone());
+        }
+    }
+    let left: Vec<String> = root
+        .keys()
+        .filter(|k| {
+            !matches!(
+                k.as_str(),
+                "text_config"
+                    | "tie_word_embeddings"
+                    | "architectures"
+                    | "model_type"
+                    | "torch_dtype"
+                    | "transformers_version"
+            )
+        })
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if !left.is_empty() {
+        warnings.push(format!(
+            "{file}: the language model of `text_config` imported; not mapped, as they are not part of it: {}",
+            left.join(", ")
+        ));
+    }
+    Ok(Some(merged))
+}
+
+/// Llama 4's layer kinds (transformers `Llama4TextConfig`, `modeling_llama4.py`): MoE on every
+/// `interleave_moe_layer_step`-th layer (`moe_layers = range(step - 1, layers, step)`, unless
+/// the config lists `moe_layers`), whose experts are `intermediate_size` wide beside one
+/// shared expert of the same size (`Llama4TextMoe.shared_expert`), and the dense layers' MLP
+/// of `intermediate_size_mlp`; chunked attention over `attention_chunk_size` keys, which at a
+/// sequence no longer than the chunk is full causal attention.
+fn llama4_layers(
+    cfg: &Config<'_>,
+    used: &mut Vec<&str>,
+    items: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+    layers: u64,
+    seq: u64,
+) -> Result<(), ImportError> {
+    let file = cfg.file;
+    used.extend([
+        "interleave_moe_layer_step",
+        "intermediate_size_mlp",
+        "moe_layers",
+        "attention_chunk_size",
+    ]);
+    let step = cfg.count("interleave_moe_layer_step")?.unwrap_or(1);
+    let expected: Vec<u64> = (step.saturating_sub(1)..layers)
+        .step_by(step.max(1) as usize)
+        .collect();
+    if let Some(list) = cfg.root.get("moe_layers").filter(|v| !v.is_null()) {
+        let listed: Option<Vec<u64>> = list
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect());
+        if listed.as_ref() != Some(&expected) {
+            warnings.push(format!(
+                "{file}: `moe_layers` is not every {step}th layer: written as `interleave_moe_layer_step` gives it"
+            ));
+        }
+    }
+    items.push("shared_experts 1".into());
+    if step > 1 {
+        items.push(format!("moe_layer_freq {step}"));
+        if let Some(f) = cfg.count("intermediate_size_mlp")? {
+            items.push(format!("ffn {f}"));
+        }
+    }
+    if let Some(c) = cfg.count("attention_chunk_size")? {
+        if c < seq {
+            warnings.push(format!(
+                "{file}: `attention_chunk_size` {c} is shorter than `seq {seq}`: its chunked attention is not modelled (written as full causal attention)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// DeepSeek's router (transformers `DeepseekV3Config`; DeepSeek-V3 report §2.1.2, §4.2):
+/// group-limited routing over `n_group` groups, `topk_group` of them per token (one group
+/// is no limit); `topk_method` `noaux_tc` is the aux-loss-free expert bias; `aux_loss_alpha`
+/// above 0 is the balance loss, sequence-wise with `seq_aux`. `moe_layer_freq` 1 (every layer
+/// after `first_k_dense_replace`) is the default and is read; another value is listed as not
+/// modelled.
+fn router(
+    cfg: &Config<'_>,
+    used: &mut Vec<&str>,
+    items: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    used.extend([
+        "n_group",
+        "topk_group",
+        "topk_method",
+        "aux_loss_alpha",
+        "seq_aux",
+    ]);
+    let groups = cfg.count("n_group")?.filter(|&g| g > 1);
+    if let Some(g) = groups {
+        let k = cfg.count("topk_group")?.unwrap_or(g);
+        items.push(format!("routed_groups {g}  topk_groups {k}"));
+    }
+    if cfg.string("topk_method") == Some("noaux_tc") {
+        items.push("expert_bias".into());
+    }
+    let alpha = cfg
+        .root
+        .get("aux_loss_alpha")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    if alpha > 0.0 {
+        // DeepSeek's own `DeepseekV3Config` (configuration_deepseek.py) defaults `seq_aux`
+        // to true.
+        let deepseek = cfg
+            .string("model_type")
+            .is_some_and(|t| t.starts_with("deepseek"));
+        let seq = cfg
+            .root
+            .get("seq_aux")
+            .and_then(Value::as_bool)
+            .unwrap_or(deepseek);
+        items.push(format!(
+            "load_balancing {}",
+            if seq { "seq_aux_loss" } else { "aux_loss" }
+        ));
+    }
+    if cfg.root.get("moe_layer_freq").and_then(Value::as_u64) == Some(1) {
+        used.push("moe_layer_freq");
+    }
+    Ok(())
 }
 
 /// Sliding-window attention, attention sinks and QK-norm.

@@ -143,12 +143,9 @@ const NO_EFFECT_PREFIXES: &[&str] = &[
     "--no-rope-fusion",
     "--use-flash-attn",
     "--moe-router-force-load-balancing",
-    "--moe-aux-loss-coeff",
     "--moe-z-loss-coeff",
-    "--moe-router-load-balancing-type",
     "--moe-router-dtype",
     "--moe-router-bias-update-rate",
-    "--moe-router-enable-expert-bias",
     "--moe-router-score-function",
     "--moe-router-topk-scaling-factor",
     "--moe-grouped-gemm",
@@ -833,12 +830,19 @@ impl Converter {
                 self.push(Key::SharedExpertFfn, f);
             }
             self.moe_layer_freq(layers);
+            self.router_conversions();
         } else {
             for flag in [
                 "--moe-router-topk",
                 "--moe-shared-expert-intermediate-size",
                 "--moe-layer-freq",
                 "--moe-ffn-hidden-size",
+                "--moe-router-num-groups",
+                "--moe-router-group-topk",
+                "--moe-router-enable-expert-bias",
+                "--moe-router-load-balancing-type",
+                "--moe-aux-loss-coeff",
+                "--moe-permute-fusion",
             ] {
                 if let Some(a) = self.args.get(flag) {
                     self.note(&a, "no effect without `--num-experts`");
@@ -1069,8 +1073,12 @@ impl Converter {
         }
     }
 
-    /// `--moe-layer-freq`: venusc models `first_k_dense` dense layers, then MoE layers, which
-    /// Megatron writes `([0]*K+[1]*M)` with K + M = layers (DeepSeek-V3), or `1` (all MoE).
+    /// `--moe-layer-freq`: venusc models `first_k_dense` dense layers, then MoE layers on every
+    /// `moe_layer_freq`-th layer (from 1). Megatron writes the pattern as a Python list
+    /// expression (arguments.py `moe_freq_type`): `([0]*K+[1]*M)` with K + M = layers
+    /// (DeepSeek-V3), `([0]*(N-1)+[1])*(layers/N)` or `[0,1]*24` (Llama 4), or `1` (all MoE).
+    /// An integer N > 1 puts experts on layers 0, N, 2N, … (gpt_layer_specs.py:647-650), which
+    /// venusc's keys cannot place.
     fn moe_layer_freq(&mut self, layers: Option<u64>) {
         let Some((text, span)) = self.word("--moe-layer-freq") else {
             return;
@@ -1079,16 +1087,18 @@ impl Converter {
         if compact == "1" {
             return;
         }
-        let parsed = compact
-            .strip_prefix('(')
-            .and_then(|s| s.strip_suffix(')'))
-            .unwrap_or(&compact)
-            .strip_prefix("[0]*")
-            .and_then(|s| s.split_once("+[1]*"))
-            .and_then(|(k, m)| Some((parse_count(k).ok()?, parse_count(m).ok()?)));
+        let cap = layers.unwrap_or(1 << 16).min(1 << 16) as usize;
+        let parsed = moe_pattern(&compact, cap)
+            .filter(|p| layers.is_none_or(|l| p.len() as u64 == l))
+            .and_then(|p| dense_then_every(&p));
         match parsed {
-            Some((k, m)) if layers.is_none_or(|l| k.checked_add(m) == Some(l)) => {
-                self.push(Key::FirstKDense, k);
+            Some((k, n)) => {
+                if k > 0 {
+                    self.push(Key::FirstKDense, k);
+                }
+                if n > 1 {
+                    self.push(Key::MoeLayerFreq, n);
+                }
             }
             _ => {
                 let l = layers.unwrap_or(0);
@@ -1100,8 +1110,67 @@ impl Converter {
                         "this pattern",
                     )
                     .with_help(format!(
-                        "venusc models K dense layers, then MoE layers: write `([0]*K+[1]*M)` with K + M = {l}, or `1` for every layer"
+                        "venusc models K dense layers, then MoE on every Nth layer: write `([0]*K+[1]*M)` with K + M = {l}, `([0]*(N-1)+[1])*M` with N × M = {l}, or `1` for every layer"
                     )),
+                );
+            }
+        }
+    }
+
+    /// The router's flags (megatron/core/transformer/moe/router.py, transformer_config.py
+    /// d98e8a64): group-limited routing (`--moe-router-num-groups`, `--moe-router-group-topk`),
+    /// the aux-loss-free expert bias, the load-balancing loss (a type of
+    /// `--moe-router-load-balancing-type` runs only with its `--moe-aux-loss-coeff` above 0,
+    /// router.py `get_aux_loss_coeff`) and `--moe-permute-fusion`.
+    fn router_conversions(&mut self) {
+        if let Some(g) = self.count("--moe-router-num-groups") {
+            self.push(Key::RoutedGroups, g);
+        }
+        if let Some(g) = self.count("--moe-router-group-topk") {
+            self.push(Key::TopkGroups, g);
+        }
+        if self.args.has("--moe-router-enable-expert-bias") {
+            self.push_flag(Key::ExpertBias);
+        }
+        if self.args.has("--moe-permute-fusion") {
+            self.push_flag(Key::MoePermuteFusion);
+        }
+        let types = self.args.get("--moe-router-load-balancing-type");
+        let coeffs = self.args.get("--moe-aux-loss-coeff");
+        let words: Vec<String> = types.as_ref().map_or_else(
+            || vec!["aux_loss".to_string()],
+            |a| a.values.iter().map(|w| w.text.clone()).collect(),
+        );
+        let values: Vec<f64> = coeffs.as_ref().map_or_else(Vec::new, |a| {
+            a.values
+                .iter()
+                .map(|w| w.text.parse::<f64>().unwrap_or(0.0))
+                .collect()
+        });
+        // One coefficient serves every type; a list gives one per type.
+        let coeff = |i: usize| -> f64 {
+            match values.len() {
+                0 => 0.0,
+                1 => values[0],
+                _ => values.get(i).copied().unwrap_or(0.0),
+            }
+        };
+        let active: Vec<&str> = words
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| coeff(*i) > 0.0 && w.as_str() != "none")
+            .map(|(_, w)| w.as_str())
+            .collect();
+        let modelled = ["aux_loss", "seq_aux_loss"];
+        if let Some(first) = active.iter().find(|w| modelled.contains(w)) {
+            self.push(Key::LoadBalancing, first);
+        }
+        let unmodelled = active.iter().any(|w| !modelled.contains(w)) || active.len() > 1;
+        if unmodelled {
+            if let Some(a) = &types {
+                self.note(
+                    a,
+                    "venusc prices one `aux_loss` or `seq_aux_loss` loss; the others are not modelled",
                 );
             }
         }
@@ -1873,6 +1942,126 @@ impl Converter {
     }
 }
 
+/// The `--moe-layer-freq` pattern of `first_k_dense` K and `moe_layer_freq` N:
+/// `([0]*(N-1)+[1])*M` when it covers the layers exactly (Llama 4), else the list written out.
+fn moe_layer_freq_text(layers: u64, k: u64, n: u64) -> String {
+    if k == 0 && layers.is_multiple_of(n) {
+        return format!("([0]*{}+[1])*{}", n - 1, layers / n);
+    }
+    let entries: Vec<&str> = (0..layers)
+        .map(|i| {
+            if i >= k && (i + 1).is_multiple_of(n) {
+                "1"
+            } else {
+                "0"
+            }
+        })
+        .collect();
+    format!("[{}]", entries.join(","))
+}
+
+/// A `--moe-layer-freq` list expression (`([0]*3+[1]*58)`, `[0,1]*24`) evaluated to its 0/1
+/// entries: lists of 0 and 1, `+` (concatenation), `*COUNT` (repetition) and parentheses, as
+/// arguments.py `moe_freq_type` evaluates it. `None` for anything else or past `cap` entries.
+fn moe_pattern(text: &str, cap: usize) -> Option<Vec<bool>> {
+    struct P<'a> {
+        s: &'a [u8],
+        i: usize,
+        cap: usize,
+    }
+    impl P<'_> {
+        fn eat(&mut self, c: u8) -> bool {
+            if self.s.get(self.i) == Some(&c) {
+                self.i += 1;
+                true
+            } else {
+                false
+            }
+        }
+        fn count(&mut self) -> Option<usize> {
+            let start = self.i;
+            while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+            std::str::from_utf8(&self.s[start..self.i])
+                .ok()?
+                .parse()
+                .ok()
+        }
+        fn expr(&mut self, depth: u32) -> Option<Vec<bool>> {
+            let mut v = self.term(depth)?;
+            while self.eat(b'+') {
+                v.extend(self.term(depth)?);
+                if v.len() > self.cap {
+                    return None;
+                }
+            }
+            Some(v)
+        }
+        fn term(&mut self, depth: u32) -> Option<Vec<bool>> {
+            let mut v = self.atom(depth)?;
+            while self.eat(b'*') {
+                let n = self.count()?;
+                if v.len().checked_mul(n)? > self.cap {
+                    return None;
+                }
+                v = v.repeat(n);
+            }
+            Some(v)
+        }
+        fn atom(&mut self, depth: u32) -> Option<Vec<bool>> {
+            if depth > 32 {
+                return None;
+            }
+            if self.eat(b'(') {
+                let v = self.expr(depth + 1)?;
+                return self.eat(b')').then_some(v);
+            }
+            if !self.eat(b'[') {
+                return None;
+            }
+            let mut v = Vec::new();
+            loop {
+                match self.count()? {
+                    0 => v.push(false),
+                    1 => v.push(true),
+                    _ => return None,
+                }
+                if self.eat(b']') {
+                    return Some(v);
+                }
+                if !self.eat(b',') {
+                    return None;
+                }
+            }
+        }
+    }
+    let mut p = P {
+        s: text.as_bytes(),
+        i: 0,
+        cap,
+    };
+    let v = p.expr(0)?;
+    (p.i == p.s.len()).then_some(v)
+}
+
+/// The `(first_k_dense, moe_layer_freq)` whose layers with experts are exactly the pattern's
+/// 1 entries (layer i from 0 has experts when i ≥ K and (i + 1) is a multiple of N), the
+/// smallest K; `None` when no pair gives it.
+fn dense_then_every(pattern: &[bool]) -> Option<(u64, u64)> {
+    let ones: Vec<usize> = (0..pattern.len()).filter(|&i| pattern[i]).collect();
+    let first = *ones.first()?;
+    let n = ones.get(1).map_or(1, |&second| second - first);
+    // Without leading dense layers when the first MoE layer is already layer n (from 1).
+    let k = if (first + 1) % n == 0 && first + 1 == n {
+        0
+    } else {
+        first
+    };
+    let fits = (0..pattern.len()).all(|i| pattern[i] == (i >= k && (i + 1) % n == 0));
+    fits.then_some((k as u64, n as u64))
+}
+
 /// The flag as written, values included (`--moe-router-num-groups 8`).
 fn shown(a: &Arg) -> String {
     let mut s = a.flag.name.to_string();
@@ -1957,11 +2146,31 @@ pub fn emit_megatron(sc: &Scenario) -> String {
             );
         }
         let k = m.first_k_dense();
-        if k > 0 {
+        let n = m.moe_layer_freq();
+        if n > 1 {
+            add(
+                flag_of(Key::FirstKDense),
+                Some(moe_layer_freq_text(m.layers, k, n)),
+            );
+        } else if k > 0 {
             add(
                 flag_of(Key::FirstKDense),
                 Some(format!("([0]*{k}+[1]*{})", m.layers - k)),
             );
+        }
+        if let Some(g) = m.routed_groups {
+            add(flag_of(Key::RoutedGroups), Some(g.to_string()));
+            add(flag_of(Key::TopkGroups), Some(m.topk_groups().to_string()));
+        }
+        if m.expert_bias() {
+            add(flag_of(Key::ExpertBias), None);
+        }
+        let lb = m.load_balancing();
+        if lb != venus_plan::plan::spec::LoadBalancing::None {
+            // A loss runs only with a coefficient above 0 (router.py `get_aux_loss_coeff`);
+            // DeepSeek-V3's sequence-wise balance factor is 0.0001 (arXiv:2412.19437 §4.2).
+            add(flag_of(Key::LoadBalancing), Some(lb.word().to_string()));
+            add("--moe-aux-loss-coeff", Some("0.0001".to_string()));
         }
     }
     if m.is_mla() {
@@ -2031,6 +2240,9 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         add(flag_of(Key::MoeDispatcher), Some(d.word().to_string()));
         if let venus_base::base::MoeDispatcher::Flex(b) = d {
             add("--moe-flex-dispatcher-backend", Some(b.word().to_string()));
+        }
+        if p.moe_permute_fusion() {
+            add(flag_of(Key::MoePermuteFusion), None);
         }
     }
     if let Some(c) = p.cp_comm {
@@ -2434,7 +2646,7 @@ mod tests {
     #[test]
     fn unmodelled_flags_are_listed_in_one_warning_never_dropped() {
         let i = import_megatron(
-            &format!("{SMALL} --moe-router-num-groups 8 --lr 3e-4 --moe-router-group-topk 4"),
+            &format!("{SMALL} --moe-router-pre-softmax --lr 3e-4 --moe-shared-expert-overlap"),
             &MegatronOptions {
                 gpus: Some(8),
                 ..opts()
@@ -2451,9 +2663,9 @@ mod tests {
         assert_eq!(
             w.notes,
             [
-                "`--moe-router-num-groups 8`: not modelled by venusc",
+                "`--moe-router-pre-softmax`: not modelled by venusc",
                 "`--lr 3e-4`: no effect on time or memory",
-                "`--moe-router-group-topk 4`: not modelled by venusc",
+                "`--moe-shared-expert-overlap`: not modelled by venusc",
                 "to accept it, pass `--allow W0012` to `venusc import megatron`",
             ]
         );
@@ -2544,5 +2756,68 @@ mod tests {
         assert!(i.venus.contains("  recompute full\n"), "{}", i.venus);
         assert!(i.venus.contains("  precision fp8\n"), "{}", i.venus);
         assert!(i.warnings.is_empty(), "{:?}", i.warnings);
+    }
+
+    #[test]
+    fn router_flags_and_an_interleaved_moe_pattern_convert() {
+        let text = format!(
+            "{SMALL} --num-experts 64 --moe-router-topk 8 --moe-layer-freq '([0]*1+[1])*16' \
+             --moe-router-num-groups 8 --moe-router-group-topk 4 --moe-router-enable-expert-bias \
+             --moe-router-bias-update-rate 1e-3 --moe-router-load-balancing-type seq_aux_loss \
+             --moe-aux-loss-coeff 0.0001 --moe-permute-fusion"
+        );
+        let i = import_megatron(
+            &text,
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
+        for line in [
+            "  moe_layer_freq 2\n",
+            "  routed_groups 8\n",
+            "  topk_groups 4\n",
+            "  expert_bias\n",
+            "  load_balancing seq_aux_loss\n",
+            "  moe_permute_fusion\n",
+        ] {
+            assert!(i.venus.contains(line), "{line:?} in {}", i.venus);
+        }
+        assert!(!i.venus.contains("first_k_dense"), "{}", i.venus);
+        // A zero coefficient turns the loss off (router.py `get_aux_loss_coeff`).
+        let off = import_megatron(
+            &format!("{SMALL} --num-experts 8 --moe-router-load-balancing-type aux_loss"),
+            &MegatronOptions {
+                gpus: Some(8),
+                ..opts()
+            },
+        )
+        .unwrap();
+        assert!(!off.venus.contains("load_balancing"), "{}", off.venus);
+    }
+
+    #[test]
+    fn moe_layer_patterns_evaluate_like_megatrons_list_expressions() {
+        assert_eq!(
+            moe_pattern("[0,1]*2", 64),
+            Some(vec![false, true, false, true])
+        );
+        assert_eq!(
+            dense_then_every(&moe_pattern("[0,1]*24", 64).unwrap()),
+            Some((0, 2))
+        );
+        assert_eq!(
+            dense_then_every(&moe_pattern("([0]*3+[1]*58)", 64).unwrap()),
+            Some((3, 1))
+        );
+        // Megatron's integer 2 puts experts on layers 0, 2, …: no (K, N) gives that.
+        assert_eq!(dense_then_every(&moe_pattern("[1,0]*2", 64).unwrap()), None);
+        // Past the cap, or malformed: not a pattern.
+        assert_eq!(moe_pattern("[1]*100", 64), None);
+        assert_eq!(moe_pattern("[2]", 64), None);
+        assert_eq!(moe_pattern("([0]", 64), None);
+        assert_eq!(moe_layer_freq_text(48, 0, 2), "([0]*1+[1])*24");
+        assert_eq!(moe_layer_freq_text(5, 1, 2), "[0,1,0,1,0]");
     }
 }

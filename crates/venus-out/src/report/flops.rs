@@ -109,7 +109,9 @@ impl FlopsArgs {
             topk: m.topk().into(),
             ffn: m.moe_ffn().into(),
             shared: m.shared_expert_ffn().into(),
-            first_k_dense: m.first_k_dense().into(),
+            // Megatron counts `sum(moe_layer_pattern)` MoE layers (training.py); the rest are
+            // dense (`first_k_dense` and `moe_layer_freq` together).
+            first_k_dense: m.dense_layers().into(),
             latent: m.moe_latent_size.unwrap_or(0).into(),
         });
         let mla = m.is_mla().then(|| MlaArgs {

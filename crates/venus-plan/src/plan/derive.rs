@@ -828,7 +828,7 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
     } else {
         per_layer
     };
-    let dense_layers = if m.is_moe() { m.first_k_dense() } else { 0 };
+    let dense_layers = if m.is_moe() { m.dense_layers() } else { 0 };
     let moe_layers = if m.is_moe() {
         m.layers - dense_layers
     } else {
@@ -1029,6 +1029,11 @@ mod tests {
             sliding_window_pattern: None,
             attention_sinks: None,
             qk_norm: None,
+            routed_groups: None,
+            topk_groups: None,
+            moe_layer_freq: None,
+            expert_bias: None,
+            load_balancing: None,
         };
         let all = adapter_params(&m, 16, venus_base::base::LoraTargets::ALL, false);
         assert_eq!(all.dense, 16 * (18432 + 16384 + 65536 + 36864));
@@ -1081,6 +1086,11 @@ mod tests {
             sliding_window_pattern: None,
             attention_sinks: None,
             qk_norm: None,
+            routed_groups: None,
+            topk_groups: None,
+            moe_layer_freq: None,
+            expert_bias: None,
+            load_balancing: None,
         }
     }
 

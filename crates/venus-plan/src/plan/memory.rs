@@ -573,7 +573,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         .map(|hp| (hp, stage_hybrid_counts(model, &plan.split, stage)));
     let mut dense = if let Some((hp, c)) = &hybrid {
         ceil_div(hp.sum(c, |p| p.attention.saturating_add(p.mlp)) as u128, tp)
-    } else if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
+    } else if model.is_moe() && (model.has_dense_layers() || mtp > 0) {
         // Leading dense layers, the MoE layers and the MTP depths (one MoE layer each, with
         // two input norms, the `2h × h` projection and a final norm).
         let d = counts.dense_layer;
@@ -621,7 +621,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         }
     }
     let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
-    let expert_layers = if model.is_moe() && (model.first_k_dense() > 0 || mtp > 0) {
+    let expert_layers = if model.is_moe() && (model.has_dense_layers() || mtp > 0) {
         moe_layers.saturating_add(mtp)
     } else {
         layers
@@ -679,7 +679,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
             ]))
         }) / chunks;
         prod(&[units as u128, per_chunk])
-    } else if model.is_moe() && model.first_k_dense() > 0 {
+    } else if model.is_moe() && model.has_dense_layers() {
         // The stage's layers of each kind, spread evenly over its in-flight chunk microbatches.
         let per_chunk = prod(&[moe_layers, layer_activation_bytes_of(model, &shape, true)])
             .saturating_add(prod(&[

@@ -76,6 +76,49 @@ pub struct ModelSpec {
     pub attention_sinks: Option<bool>,
     /// Per-head query and key norms (Qwen3 `q_norm`/`k_norm`; Megatron's `--qk-layernorm`).
     pub qk_norm: Option<bool>,
+    /// Group-limited routing: the routed experts in this many equal groups (DeepSeek-V3
+    /// `n_group`; Megatron's `--moe-router-num-groups`).
+    pub routed_groups: Option<u64>,
+    /// The groups a token may reach (`topk_group`; `--moe-router-group-topk`).
+    pub topk_groups: Option<u64>,
+    /// Every Nth layer (from 1) has routed experts (Llama 4's `interleave_moe_layer_step`).
+    pub moe_layer_freq: Option<u64>,
+    /// Aux-loss-free balancing: a per-expert routing bias (`--moe-router-enable-expert-bias`).
+    pub expert_bias: Option<bool>,
+    /// The router's load-balancing loss (`--moe-router-load-balancing-type`).
+    pub load_balancing: Option<LoadBalancing>,
+}
+
+/// The load-balancing loss a MoE router computes (megatron/core/transformer/moe/router.py
+/// `TopKRouter.routing`, NVIDIA/Megatron-LM d98e8a64: `_apply_aux_loss`, `_apply_seq_aux_loss`,
+/// each only with a coefficient above 0, `--moe-aux-loss-coeff` default 0.0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum LoadBalancing {
+    #[default]
+    None,
+    /// The switch-transformer loss over the micro-batch's tokens.
+    AuxLoss,
+    /// DeepSeek-V3's sequence-wise loss: the same over each sequence.
+    SeqAuxLoss,
+}
+
+impl LoadBalancing {
+    /// The key's word (`schema::LOAD_BALANCING`).
+    pub fn word(self) -> &'static str {
+        match self {
+            LoadBalancing::None => "none",
+            LoadBalancing::AuxLoss => "aux_loss",
+            LoadBalancing::SeqAuxLoss => "seq_aux_loss",
+        }
+    }
+    pub fn from_word(w: &str) -> Option<LoadBalancing> {
+        match w {
+            "none" => Some(LoadBalancing::None),
+            "aux_loss" => Some(LoadBalancing::AuxLoss),
+            "seq_aux_loss" => Some(LoadBalancing::SeqAuxLoss),
+            _ => None,
+        }
+    }
 }
 
 /// One layer of a hybrid model: a single mixer or MLP with its pre-norm, as Megatron builds
@@ -187,14 +230,22 @@ impl ModelSpec {
     pub fn first_k_dense(&self) -> u64 {
         or(self.first_k_dense, 0).min(self.layers)
     }
+    /// Every Nth layer has routed experts (1: every layer after `first_k_dense`).
+    pub fn moe_layer_freq(&self) -> u64 {
+        or(self.moe_layer_freq, 1).max(1)
+    }
     /// True when decoder layer `i` (from 0) has routed experts.
     // megatron/core/transformer/moe/moe_utils.py `get_moe_layer_wise_logging_tracker` and
-    // transformer_config.py `moe_layer_freq`: a pattern [0]*k + [1]*(L-k) for DeepSeek-V3.
+    // transformer_config.py `moe_layer_freq`: a pattern [0]*k + [1]*(L-k) for DeepSeek-V3;
+    // Llama 4's `interleave_moe_layer_step` N (HF modeling_llama4.py `moe_layers =
+    // range(N-1, L, N)`, Megatron-Bridge's `[0]*(N-1)+[1]` pattern): layers N, 2N, … (from 1).
     pub fn is_moe_layer(&self, i: u64) -> bool {
         if let Some(p) = &self.hybrid_pattern {
             return self.is_moe() && p.get(i as usize) == Some(&HybridLayer::Moe);
         }
-        self.is_moe() && i >= self.first_k_dense()
+        self.is_moe()
+            && i >= self.first_k_dense()
+            && i.saturating_add(1).is_multiple_of(self.moe_layer_freq())
     }
     /// Decoder layers with routed experts among `start..start + n`.
     pub fn moe_layers_in(&self, start: u64, n: u64) -> u64 {
@@ -205,7 +256,37 @@ impl ModelSpec {
             return self.hybrid_layers_in(start, n).of(HybridLayer::Moe);
         }
         let end = start.saturating_add(n);
-        end.saturating_sub(start.max(self.first_k_dense()))
+        let lo = start.max(self.first_k_dense()).min(end);
+        // Layers i in lo..end with (i + 1) % f == 0: multiples of f in lo+1..=end.
+        let f = self.moe_layer_freq();
+        end / f - lo / f
+    }
+    /// A MoE model with dense layers among its decoder layers (`first_k_dense` or
+    /// `moe_layer_freq`): its layers are priced and counted by kind.
+    pub fn has_dense_layers(&self) -> bool {
+        self.is_moe() && !self.is_hybrid() && self.moe_layers_in(0, self.layers) < self.layers
+    }
+    /// Decoder layers without routed experts (a transformer MoE model's dense layers).
+    pub fn dense_layers(&self) -> u64 {
+        if self.is_moe() {
+            self.layers - self.moe_layers_in(0, self.layers)
+        } else {
+            self.layers
+        }
+    }
+    /// Routed-expert groups (1 without group-limited routing).
+    pub fn routed_groups(&self) -> u64 {
+        or(self.routed_groups, 1).max(1)
+    }
+    /// Groups a token may reach (all of them without `topk_groups`).
+    pub fn topk_groups(&self) -> u64 {
+        or(self.topk_groups, self.routed_groups()).clamp(1, self.routed_groups())
+    }
+    pub fn expert_bias(&self) -> bool {
+        or(self.expert_bias, false)
+    }
+    pub fn load_balancing(&self) -> LoadBalancing {
+        or(self.load_balancing, LoadBalancing::None)
     }
     /// Multi-head latent attention (MLA): `kv_lora_rank` is written.
     pub fn is_mla(&self) -> bool {
@@ -560,6 +641,8 @@ pub struct PlanSpec {
     pub offload_fraction: Option<Ratio>,
     /// Layer-level CPU offloading's layer count (`None`: 0).
     pub offload_layers: Option<u64>,
+    /// Fused permute/unpermute kernels (`--moe-permute-fusion`; `None`: off, Megatron's default).
+    pub moe_permute_fusion: Option<bool>,
 }
 
 impl PlanSpec {
@@ -631,6 +714,9 @@ impl PlanSpec {
     }
     pub fn fp8_param_gather(&self) -> bool {
         or(self.fp8_param_gather, false)
+    }
+    pub fn moe_permute_fusion(&self) -> bool {
+        or(self.moe_permute_fusion, false)
     }
     pub fn moe_dispatcher(&self) -> venus_base::base::MoeDispatcher {
         self.moe_dispatcher.unwrap_or_default()

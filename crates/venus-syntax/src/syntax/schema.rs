@@ -217,6 +217,9 @@ pub const OFFLOAD_MODULES: &[&str] = &[
     "moe_act",
     "fused_group_mlp",
 ];
+/// The router's load-balancing losses (`--moe-router-load-balancing-type`, router.py; `none`
+/// also stands for `--moe-aux-loss-coeff 0`, Megatron's default).
+pub const LOAD_BALANCING: &[&str] = &["none", "aux_loss", "seq_aux_loss"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -607,6 +610,41 @@ key_table! {
             "normalise queries and keys per head before attention (Qwen3 q_norm/k_norm)",
         )
         .megatron("--qk-layernorm"),
+        RoutedGroups = key(
+            "routed_groups",
+            &[Count],
+            "group-limited routing: the routed experts in this many equal groups, each token routed inside topk_groups of them (HF n_group)",
+        )
+        .default(KeyDefault::Unset, "no groups (any expert)")
+        .unit("groups")
+        .megatron("--moe-router-num-groups"),
+        TopkGroups = key(
+            "topk_groups",
+            &[Count],
+            "with routed_groups: the groups each token may reach (HF topk_group); groups on nodes make it node-limited routing",
+        )
+        .default(KeyDefault::Derived, "= routed_groups")
+        .unit("groups")
+        .megatron("--moe-router-group-topk"),
+        MoeLayerFreq = key(
+            "moe_layer_freq",
+            &[Count],
+            "every Nth layer (N, 2N, ... from 1) has routed experts, the others the dense MLP of ffn (HF interleave_moe_layer_step)",
+        )
+        .default(KeyDefault::Count(1), "1: every layer")
+        .unit("layers"),
+        ExpertBias = flag(
+            "expert_bias",
+            "aux-loss-free load balancing: a per-expert routing bias updated from each step's expert loads (HF topk_method noaux_tc)",
+        )
+        .megatron("--moe-router-enable-expert-bias"),
+        LoadBalancing = key(
+            "load_balancing",
+            &[Enum(LOAD_BALANCING)],
+            "the router's load-balancing loss: none, aux_loss (over the micro-batch) or seq_aux_loss (per sequence)",
+        )
+        .default(KeyDefault::Word("none"), "none (Megatron's `--moe-aux-loss-coeff` 0)")
+        .megatron("--moe-router-load-balancing-type"),
         AllowModel = allow_key(),
     }
     GPU => {
@@ -1221,6 +1259,11 @@ key_table! {
         .zero_allowed()
         .megatron("--cpu-offloading-num-layers")
         .example("4"),
+        MoePermuteFusion = flag(
+            "moe_permute_fusion",
+            "fused permute and unpermute kernels around the MoE dispatch (Transformer Engine's)",
+        )
+        .megatron("--moe-permute-fusion"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
