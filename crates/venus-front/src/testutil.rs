@@ -182,6 +182,9 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         recompute_method: None,
         recompute_num_layers: None,
         fp8_param_gather: None,
+        fp8_recipe: None,
+        fp8_format: None,
+        fp8_attention: None,
     }
 }
 

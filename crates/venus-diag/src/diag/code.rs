@@ -96,6 +96,9 @@ codes! {
     E0345 Error "hierarchical context-parallel sizes that do not give cp";
     E0349 Error "sliding-window keys that window no layer";
     E0350 Error "expert-capacity keys without experts or without a capacity";
+    E0356 Error "an MXFP8 or NVFP4 recipe on a GPU before Blackwell";
+    E0357 Error "FP8 block scaling on a GPU before Hopper";
+    E0358 Error "FP8 attention on a GPU before Hopper";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -140,6 +143,7 @@ codes! {
     W0019 Warning "a recompute module with nothing to recompute in the model";
     W0020 Warning "an `etp`, `moe_dispatcher` or `cp_comm` key that changes nothing on this plan";
     W0022 Warning "a sliding window that covers the whole sequence";
+    W0023 Warning "an FP8 key that the plan's precision never reads";
 }
 
 impl Code {

@@ -933,6 +933,13 @@ impl<'r, 'a> Checker<'r, 'a> {
                     Some((Checked::Arg(Arg::Count(n)), loc)) => Some(Spanned::new(*n, *loc)),
                     _ => None,
                 }),
+            fp8_recipe: f.word(Key::Fp8Recipe).and_then(|w| {
+                venus_base::base::Fp8Recipe::from_word(w.value).map(|r| Spanned::new(r, w.loc))
+            }),
+            fp8_format: f.word(Key::Fp8Format).and_then(|w| {
+                venus_base::base::Fp8Format::from_word(w.value).map(|r| Spanned::new(r, w.loc))
+            }),
+            fp8_attention: f.flag(Key::Fp8Attention),
         })
     }
 

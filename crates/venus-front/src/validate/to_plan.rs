@@ -179,6 +179,9 @@ pub fn plan(p: &Plan) -> PlanSpec {
         moe_dispatcher: val(&p.moe_dispatcher),
         cp_comm: val(&p.cp_comm),
         cp_a2a: val(&p.cp_a2a),
+        fp8_recipe: val(&p.fp8_recipe),
+        fp8_format: val(&p.fp8_format),
+        fp8_attention: val(&p.fp8_attention),
     }
 }
 
