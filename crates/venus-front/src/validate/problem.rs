@@ -4119,15 +4119,18 @@ pub struct Fp8Unused {
 impl Fp8Unused {
     fn render(self) -> Diagnostic {
         let word = self.precision.word();
-        let needs = if self.key == "fp8_attention" {
-            "`precision fp8` or `fp4`"
+        let (needs, why) = if self.key == "fp8_attention" {
+            (
+                "`precision fp8` or `fp4`",
+                "it runs only inside an FP8 or FP4 recipe",
+            )
         } else {
-            "`precision fp8`"
+            ("`precision fp8`", "it applies to FP8 GEMMs")
         };
         let d = Diagnostic::new(
             Code::W0023,
             format!(
-                "`{}` has no effect with `precision {word}`: it applies to FP8 GEMMs",
+                "`{}` has no effect with `precision {word}`: {why}",
                 self.key
             ),
             self.loc,
