@@ -112,6 +112,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'alltoall', 'allgather', 'flex', 'deepep', 'hybridep', 'p2p', 'a2a', 'a2a_p2p',
     'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',
     'uniform', 'block',
+    'delayed', 'tensorwise', 'blockwise', 'mxfp8', 'e4m3', 'hybrid', 'W0023',
   ]));
 });
 

@@ -51,6 +51,7 @@ syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
 syn keyword venusKey contained etp moe_dispatcher cp_comm
+syn keyword venusKey contained fp8_recipe fp8_format fp8_attention
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
@@ -62,6 +63,7 @@ syn keyword venusConstant contained no_shard optim optim_grads optim_grads_param
 syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019 W0020 W0022
 syn keyword venusConstant contained core_attn mlp moe_act layernorm mla_up_proj moe shared_experts uniform block
 syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p a2a a2a_p2p
+syn keyword venusConstant contained delayed tensorwise blockwise mxfp8 e4m3 hybrid W0023
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

@@ -197,9 +197,9 @@ pub const FLEX_BACKENDS: &[&str] = &["deepep", "hybridep"];
 /// `all_gather` and `a2a+p2p`).
 pub const CP_COMMS: &[&str] = &["p2p", "a2a", "allgather", "a2a_p2p"];
 /// FP8 scaling recipes: the words of `base::Fp8Recipe` (Megatron-LM `--fp8-recipe`).
-pub const FP8_RECIPES: &[&str] = &["delayed", "tensorwise", "blockwise", "mxfp8"];
+pub const SCALING_RECIPES: &[&str] = &["delayed", "tensorwise", "blockwise", "mxfp8"];
 /// FP8 encodings: the words of `base::Fp8Format` (Megatron-LM `--fp8-format`).
-pub const FP8_FORMATS: &[&str] = &["e4m3", "hybrid"];
+pub const FLOAT_FORMATS: &[&str] = &["e4m3", "hybrid"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -1154,7 +1154,7 @@ key_table! {
         .example("a2a_p2p 2"),
         Fp8Recipe = key(
             "fp8_recipe",
-            &[Enum(FP8_RECIPES)],
+            &[Enum(SCALING_RECIPES)],
             "FP8 scaling recipe with `precision fp8`: delayed (per-tensor amax history), tensorwise (per-tensor current amax), blockwise (1x128 and 128x128 blocks; Hopper or later, E0357) or mxfp8 (a scale per 32 elements; Blackwell, E0356); it sets the cast traffic around each FP8 GEMM",
         )
         .default(KeyDefault::Word("delayed"), "delayed")
@@ -1162,7 +1162,7 @@ key_table! {
         .example("mxfp8"),
         Fp8Format = key(
             "fp8_format",
-            &[Enum(FP8_FORMATS)],
+            &[Enum(FLOAT_FORMATS)],
             "FP8 encoding with `precision fp8`: hybrid (E4M3 forward, E5M2 gradients) or e4m3; both one byte an element",
         )
         .default(KeyDefault::Word("hybrid"), "hybrid")
