@@ -743,7 +743,11 @@ fn fp8_recipe_and_format_flags_round_trip_and_fp8_attention_imports() {
             "dgx_b200",
             vec!["  fp8_recipe mxfp8\n", "  fp8_format e4m3\n"],
         ),
-        ("--fp4-format e2m1 --fp4-recipe nvfp4", "dgx_b200", vec!["  precision fp4\n"]),
+        (
+            "--fp4-format e2m1 --fp4-recipe nvfp4",
+            "dgx_b200",
+            vec!["  precision fp4\n"],
+        ),
     ];
     let mut times = Vec::new();
     for (flags, cluster, lines) in cases {
@@ -775,12 +779,19 @@ fn fp8_recipe_and_format_flags_round_trip_and_fp8_attention_imports() {
             let flag = flag.trim_start_matches("--");
             // `--fp4-recipe nvfp4` is Megatron's default: not written back.
             if flag != "fp4-recipe nvfp4" {
-                assert!(words.contains(&format!("--{flag}")), "{flags}: --{flag}\n{emitted}");
+                assert!(
+                    words.contains(&format!("--{flag}")),
+                    "{flags}: --{flag}\n{emitted}"
+                );
             }
         }
         let again = import_megatron(&emitted, &opts).unwrap();
         for line in &lines {
-            assert!(again.venus.contains(line), "{flags}: {line}\n{}", again.venus);
+            assert!(
+                again.venus.contains(line),
+                "{flags}: {line}\n{}",
+                again.venus
+            );
         }
         let (_, _, back) = check("again.venus", &again.venus);
         assert_eq!(
@@ -812,5 +823,7 @@ fn fp8_recipe_and_format_flags_round_trip_and_fp8_attention_imports() {
         emitted.contains("# no Megatron-LM flag: `fp8_attention`"),
         "{emitted}"
     );
-    assert!(!flag_lines(&emitted).join(" ").contains("--fp8-dot-product-attention"));
+    assert!(!flag_lines(&emitted)
+        .join(" ")
+        .contains("--fp8-dot-product-attention"));
 }

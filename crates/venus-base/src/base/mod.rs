@@ -19,9 +19,9 @@ pub use kinds::{
     ScheduleKind, Topology,
 };
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
+pub use kinds::{Fp8Format, Fp8Recipe};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use kinds::{RecomputeMethod, RecomputeModules};
-pub use kinds::{Fp8Format, Fp8Recipe};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };

@@ -77,7 +77,10 @@ impl Validator<'_> {
                     loc,
                     gpu: gpu.name.clone(),
                     arch,
-                    gpu_loc: gpu.arch.as_ref().map_or(self.def.cluster.gpu_loc, |a| a.loc),
+                    gpu_loc: gpu
+                        .arch
+                        .as_ref()
+                        .map_or(self.def.cluster.gpu_loc, |a| a.loc),
                     alternatives,
                     fallback_runs,
                 };

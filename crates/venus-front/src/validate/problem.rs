@@ -4078,7 +4078,10 @@ impl RecipeArch {
         let archs = code_words(need.archs(), |a| a.word());
         let mut gpus = String::new();
         if !self.alternatives.is_empty() {
-            gpus = format!(" ({})", join_or(&code_words(&self.alternatives, |s| s.as_str())));
+            gpus = format!(
+                " ({})",
+                join_or(&code_words(&self.alternatives, |s| s.as_str()))
+            );
         }
         let help = if self.fallback_runs {
             format!(

@@ -44,9 +44,7 @@ use super::{ChunkCost, ComputeModel, Pass};
 use venus_base::base::{
     Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, RecomputeModules, Seconds,
 };
-use venus_plan::plan::{
-    CastTarget, GemmFit, HybridLayer, Operand, Recipe, Scaling, Scenario,
-};
+use venus_plan::plan::{CastTarget, GemmFit, HybridLayer, Operand, Recipe, Scaling, Scenario};
 
 /// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
 ///
@@ -822,7 +820,15 @@ impl Work {
     }
 
     /// The casts of an MLP's two linears on `width`-wide tokens (`groups` experts at once).
-    fn mlp_casts(&self, groups: f64, tokens: f64, ffn: f64, split: f64, width: f64, norm: bool) -> (f64, f64) {
+    fn mlp_casts(
+        &self,
+        groups: f64,
+        tokens: f64,
+        ffn: f64,
+        split: f64,
+        width: f64,
+        norm: bool,
+    ) -> (f64, f64) {
         let up = if self.swiglu { 2.0 * ffn } else { ffn };
         let (f1, b1) = self.casts(groups, tokens, up / split, width, norm);
         let (f2, b2) = self.casts(groups, tokens, width, ffn / split, false);

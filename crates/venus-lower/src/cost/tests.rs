@@ -432,14 +432,17 @@ fn fp8_attention_runs_the_core_at_the_fp8_peak_and_the_logits_stay_bf16() {
     let kv = (m.kv_groups() * m.head_dim()) as f64;
     let flops = 4.0 * b * s * s / 2.0 * q;
     let peak = fp8.cluster.gpu.peak.0;
-    let core_saving =
-        flops / (peak * cal.attention_efficiency) - flops / (2.0 * peak * cal.fp8_attention_efficiency);
+    let core_saving = flops / (peak * cal.attention_efficiency)
+        - flops / (2.0 * peak * cal.fp8_attention_efficiency);
     let bw = fp8.cluster.gpu.mem_bw.0 * cal.memory_efficiency;
     let casts = b * s * (q + 2.0 * kv + 2.0 * q) * 3.0 / bw + 2.0 * cal.kernel_overhead.0;
     let fwd = |sc: &Scenario| model(sc).chunk(3, 0, Pass::Forward).attention.0;
     let got = fwd(&fp8) - fwd(&dpa);
     let expected = core_saving - casts;
-    assert!((got - expected).abs() < 1e-9 * expected.abs(), "{got} {expected}");
+    assert!(
+        (got - expected).abs() < 1e-9 * expected.abs(),
+        "{got} {expected}"
+    );
     // The core itself runs faster; on the demo's short sequence the linear casts cost more
     // than the quadratic core saves, so FP8 attention pays off only on long sequences.
     assert!(core_saving > 0.0 && casts > 0.0, "{core_saving} {casts}");

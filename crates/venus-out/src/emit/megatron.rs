@@ -1566,7 +1566,10 @@ impl Converter {
         }
         if let Some(a) = self.args.get("--fp4-recipe") {
             if a.values.first().is_some_and(|w| w.text != "nvfp4") {
-                self.note(&a, "a custom quantizer's casts are not modelled: costed as `nvfp4`");
+                self.note(
+                    &a,
+                    "a custom quantizer's casts are not modelled: costed as `nvfp4`",
+                );
             }
         }
         for (flag, default) in [
@@ -1575,7 +1578,10 @@ impl Converter {
         ] {
             if let Some(a) = self.args.get(flag) {
                 if a.values.first().is_some_and(|w| w.text != default) {
-                    self.note(&a, "the delayed recipe's amax history: the same casts and kernels");
+                    self.note(
+                        &a,
+                        "the delayed recipe's amax history: the same casts and kernels",
+                    );
                 }
             }
         }

@@ -186,7 +186,13 @@ impl Recipe {
             && operand == Operand::Activation
             && recipe == Some(Fp8Recipe::Delayed);
         let current = matches!(recipe, Some(Fp8Recipe::Tensorwise) | None);
-        let block = |n: f64| if operand == Operand::Weight { BLOCK_2D } else { n };
+        let block = |n: f64| {
+            if operand == Operand::Weight {
+                BLOCK_2D
+            } else {
+                n
+            }
+        };
         // (bytes of one quantized copy, copies written).
         let (copy, copies) = match recipe {
             Some(Fp8Recipe::Delayed | Fp8Recipe::Tensorwise) => {
@@ -370,7 +376,10 @@ mod tests {
         assert_eq!((m.read, m.written), (2.0, 2.0 * (1.0 + 1.0 / 32.0)));
         assert_eq!(per(fp8(Fp8Recipe::Delayed), BLACKWELL).written, 1.0);
         let n = per(Recipe::for_precision(Precision::Fp4), BLACKWELL);
-        assert_eq!((n.read, n.written, n.kernels), (4.0, 2.0 * (0.5 + 1.0 / 16.0), 2.0));
+        assert_eq!(
+            (n.read, n.written, n.kernels),
+            (4.0, 2.0 * (0.5 + 1.0 / 16.0), 2.0)
+        );
         let none = per(Recipe::for_precision(Precision::Bf16), HOPPER);
         assert_eq!(none.total(), 0.0);
         // 32 Mi elements: delayed 128 MiB, tensorwise 192 MiB, MXFP8 130 MiB; at 3.35 TB/s the
@@ -414,7 +423,10 @@ mod tests {
         let d = fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Activation, after);
         assert_eq!((d.read, d.written, d.kernels), (0.0, 0.0, 0.0));
         let t = fp8(Fp8Recipe::Tensorwise).cast_bytes(Operand::Activation, after);
-        assert_eq!(t, fp8(Fp8Recipe::Tensorwise).cast_bytes(Operand::Activation, HOPPER));
+        assert_eq!(
+            t,
+            fp8(Fp8Recipe::Tensorwise).cast_bytes(Operand::Activation, HOPPER)
+        );
         // Gradients never come out of a norm.
         let g = fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Gradient, after);
         assert_eq!(g.total(), 4.0);
@@ -433,6 +445,9 @@ mod tests {
         let bf16 = Recipe::for_precision(Precision::Bf16);
         assert_eq!(bf16.with_fp8_recipe(Fp8Recipe::Mxfp8), bf16);
         let fp4 = Recipe::for_precision(Precision::Fp4);
-        assert_eq!(fp4.with_fp8_recipe(Fp8Recipe::Blockwise).scaling, Scaling::Nvfp4);
+        assert_eq!(
+            fp4.with_fp8_recipe(Fp8Recipe::Blockwise).scaling,
+            Scaling::Nvfp4
+        );
     }
 }
