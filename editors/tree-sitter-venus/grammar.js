@@ -55,6 +55,7 @@ const ENUM_WORDS = [
   'fp32', 'fp16',
   'alltoall', 'allgather', 'flex', 'deepep', 'hybridep',
   'p2p', 'a2a', 'a2a_p2p',
+  'delayed', 'tensorwise', 'blockwise', 'mxfp8', 'e4m3', 'hybrid', 'W0023',
   'W0001', 'W0002', 'W0003', 'W0004', 'W0005', 'W0006', 'W0007', 'W0008', 'W0009',
   'W0012', 'W0013', 'W0014', 'W0015', 'W0017', 'W0018', 'W0019', 'W0020', 'W0022',
   'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',

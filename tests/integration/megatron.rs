@@ -223,12 +223,12 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  routed_groups 8\n",
         "  topk_groups 4\n",
         "  moe_permute_fusion\n",
+        "  fp8_recipe mxfp8\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
     let notes = &i.warnings[0].notes;
     for flag in [
-        "--fp8-recipe mxfp8",
         "--kv-channels 128",
     ] {
         assert!(
@@ -808,4 +808,114 @@ fn cuda_graph_and_activation_offload_flags_round_trip() {
     let both = format!("{base} --external-cuda-graph --cuda-graph-impl local");
     let e = import_megatron(&both, &options("graphs", Some("dgx_h100"), Some(8))).unwrap_err();
     assert!(e.iter().any(|d| d.code == Code::E0610), "{e:?}");
+}
+
+/// Every FP8 recipe flag comes back as written: `--fp8-recipe` (Megatron's default `delayed`
+/// unwritten), `--fp8-format e4m3`; the recipe moves the iteration time through its casts.
+/// `--fp8-dot-product-attention` (a TransformerConfig field NeMo and Megatron-Bridge set, not
+/// a flag of arguments.py) imports as `fp8_attention` and is emitted as a comment, since
+/// Megatron-LM's own parser would reject it.
+#[test]
+fn fp8_recipe_and_format_flags_round_trip_and_fp8_attention_imports() {
+    const BASE: &str = "--num-layers 8 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000 --micro-batch-size 1 --global-batch-size 64 --bf16 --tensor-model-parallel-size 8 --sequence-parallel --use-distributed-optimizer";
+    let cases = [
+        ("--fp8-format hybrid", "dgx_h100", vec!["  precision fp8\n"]),
+        (
+            "--fp8-format hybrid --fp8-recipe tensorwise",
+            "dgx_h100",
+            vec!["  precision fp8\n", "  fp8_recipe tensorwise\n"],
+        ),
+        (
+            "--fp8-format e4m3 --fp8-recipe blockwise",
+            "dgx_h100",
+            vec!["  fp8_recipe blockwise\n", "  fp8_format e4m3\n"],
+        ),
+        (
+            "--fp8-format e4m3 --fp8-recipe mxfp8",
+            "dgx_b200",
+            vec!["  fp8_recipe mxfp8\n", "  fp8_format e4m3\n"],
+        ),
+        (
+            "--fp4-format e2m1 --fp4-recipe nvfp4",
+            "dgx_b200",
+            vec!["  precision fp4\n"],
+        ),
+    ];
+    let mut times = Vec::new();
+    for (flags, cluster, lines) in cases {
+        let text = format!("{BASE} {flags}");
+        let opts = options("fp8", Some(cluster), Some(8));
+        let i = import_megatron(&text, &opts).unwrap();
+        for line in &lines {
+            assert!(i.venus.contains(line), "{flags}: {line}\n{}", i.venus);
+        }
+        assert!(i.warnings.is_empty(), "{flags}: {:?}", i.warnings);
+        let (diags, sources, scenarios) = check("fp8.venus", &i.venus);
+        assert!(
+            diags.is_empty(),
+            "{flags}:\n{}",
+            render::human(&diags, &sources, false)
+        );
+        let t = venusc::simulate::simulate(&scenarios[0], &Default::default())
+            .unwrap()
+            .report
+            .iteration_time;
+        times.push(t);
+        let emitted = emit_megatron(&scenarios[0]);
+        let words = flag_lines(&emitted)
+            .iter()
+            .map(|l| l.trim_end_matches('\\').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for flag in flags.split(" --") {
+            let flag = flag.trim_start_matches("--");
+            // `--fp4-recipe nvfp4` is Megatron's default: not written back.
+            if flag != "fp4-recipe nvfp4" {
+                assert!(
+                    words.contains(&format!("--{flag}")),
+                    "{flags}: --{flag}\n{emitted}"
+                );
+            }
+        }
+        let again = import_megatron(&emitted, &opts).unwrap();
+        for line in &lines {
+            assert!(
+                again.venus.contains(line),
+                "{flags}: {line}\n{}",
+                again.venus
+            );
+        }
+        let (_, _, back) = check("again.venus", &again.venus);
+        assert_eq!(
+            flag_lines(&emit_megatron(&back[0])),
+            flag_lines(&emitted),
+            "{flags}"
+        );
+    }
+    // On the same H100s: tensorwise reads each cast source twice (amax, then cast) and casts
+    // after the norms, blockwise writes its scales: both cost more than delayed.
+    assert!(times[1] > times[0], "{times:?}");
+    assert!(times[2] > times[0], "{times:?}");
+
+    let text = format!("{BASE} --fp8-format hybrid --fp8-dot-product-attention");
+    let opts = options("dpa", Some("dgx_h100"), Some(8));
+    let i = import_megatron(&text, &opts).unwrap();
+    assert!(i.venus.contains("  fp8_attention\n"), "{}", i.venus);
+    assert!(i.warnings.is_empty(), "{:?}", i.warnings);
+    let (diags, _, scenarios) = check("dpa.venus", &i.venus);
+    assert!(diags.is_empty(), "{diags:?}");
+    let dpa = venusc::simulate::simulate(&scenarios[0], &Default::default())
+        .unwrap()
+        .report
+        .iteration_time;
+    // The attention core at the FP8 peak (and its casts) is faster than at BF16's.
+    assert!(dpa < times[0], "{dpa:?} {times:?}");
+    let emitted = emit_megatron(&scenarios[0]);
+    assert!(
+        emitted.contains("# no Megatron-LM flag: `fp8_attention`"),
+        "{emitted}"
+    );
+    assert!(!flag_lines(&emitted)
+        .join(" ")
+        .contains("--fp8-dot-product-attention"));
 }

@@ -193,6 +193,9 @@ pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
         offload_fraction: None,
         offload_layers: None,
         moe_permute_fusion: None,
+        fp8_recipe: None,
+        fp8_format: None,
+        fp8_attention: None,
     }
 }
 

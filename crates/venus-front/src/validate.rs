@@ -272,6 +272,7 @@ impl<'a> Validator<'a> {
         self.check_cp_comm(); // E0344, E0345, W0020
         self.check_model_shape(); // E0315-E0318, E0331-E0334, E0349, W0022
         self.check_precision(); // E0312
+        self.check_fp8_recipe(); // E0356-E0358, W0023
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
         self.check_optimizer_dtypes(); // E0321
@@ -441,6 +442,9 @@ impl<'a> Validator<'a> {
         if self.inputs_ok(&[Precision], true) {
             self.check_precision(); // E0312
         }
+        if self.inputs_ok(&[Precision, Fp8Recipe, Fp8Format, Fp8Attention], true) {
+            self.check_fp8_recipe(); // E0356-E0358, W0023
+        }
         if self.inputs_ok(&[Sp, Tp], false) {
             self.check_sp_without_tp(); // W0006
         }
@@ -551,7 +555,12 @@ impl<'a> Validator<'a> {
                     p.exp_avg_dtype.as_ref().map(|d| d.value),
                     p.exp_avg_sq_dtype.as_ref().map(|d| d.value),
                 )
-                .with_fp8_param_gather(on(&p.fp8_param_gather)),
+                .with_fp8_param_gather(on(&p.fp8_param_gather))
+                .with_fp8_recipe(
+                    p.fp8_recipe
+                        .as_ref()
+                        .map_or(venus_base::base::Fp8Recipe::Delayed, |r| r.value),
+                ),
             split,
             padded_vocab: vocab,
             train: to_plan::train(&def.train),
@@ -677,6 +686,7 @@ mod ep_overlap;
 mod experts;
 mod flags;
 mod folding;
+mod fp8;
 mod gpu;
 mod graphs;
 mod hybrid;

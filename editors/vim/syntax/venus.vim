@@ -53,6 +53,7 @@ syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
 syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion
 syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offload_layers
+syn keyword venusKey contained fp8_recipe fp8_format fp8_attention
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
@@ -67,6 +68,7 @@ syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p 
 syn keyword venusConstant contained W0024 local transformer_engine full_iteration attn moe_router moe_preprocess
 syn keyword venusConstant contained mamba attn_norm qkv_linear attn_proj mlp_norm expert_fc1 fused_group_mlp
 syn keyword venusConstant contained aux_loss seq_aux_loss
+syn keyword venusConstant contained delayed tensorwise blockwise mxfp8 e4m3 hybrid W0023
 
 " Numbers and quantities (the unit follows the number directly: 450GB/s, 80GiB, 1us, 55%).
 syn match venusNumber /\<\d[0-9_]*\%(\.\d[0-9_]*\)\=\%([eE][+-]\=\d[0-9_]*\)\=\>/ contained

@@ -592,6 +592,69 @@ impl CpComm {
     }
 }
 
+/// Transformer Engine's FP8 scaling recipe (`fp8_recipe` in a plan; Megatron-LM
+/// `--fp8-recipe`, megatron/core/transformer/transformer_config.py:594-599 at d98e8a64, default
+/// `delayed`): how each FP8 GEMM operand gets its scale, which sets the cast traffic around the
+/// GEMM (`plan::Recipe::cast_bytes`) and the GPUs that run it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Fp8Recipe {
+    /// One scale per tensor from an amax history (TE `DelayedScaling`).
+    Delayed,
+    /// One scale per tensor from the tensor's own amax (TE `Float8CurrentScaling`).
+    Tensorwise,
+    /// One fp32 scale per 1×128 (activations, gradients) or 128×128 (weights) block
+    /// (TE `Float8BlockScaling`, DeepSeek-V3's recipe).
+    Blockwise,
+    /// One E8M0 scale per 32 elements (TE `MXFP8BlockScaling`; Blackwell tensor cores).
+    Mxfp8,
+}
+
+impl Fp8Recipe {
+    pub const ALL: &'static [Fp8Recipe] = &[
+        Fp8Recipe::Delayed,
+        Fp8Recipe::Tensorwise,
+        Fp8Recipe::Blockwise,
+        Fp8Recipe::Mxfp8,
+    ];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Fp8Recipe::Delayed => "delayed",
+            Fp8Recipe::Tensorwise => "tensorwise",
+            Fp8Recipe::Blockwise => "blockwise",
+            Fp8Recipe::Mxfp8 => "mxfp8",
+        }
+    }
+
+    pub fn from_word(word: &str) -> Option<Fp8Recipe> {
+        Fp8Recipe::ALL.iter().copied().find(|r| r.word() == word)
+    }
+}
+
+/// The FP8 encodings of a recipe (`fp8_format`; Megatron-LM `--fp8-format`,
+/// transformer_config.py:587-589): E4M3 everywhere, or E4M3 forward and E5M2 for the
+/// gradients (`hybrid`). Both are one byte an element, so the cost is the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Fp8Format {
+    E4m3,
+    Hybrid,
+}
+
+impl Fp8Format {
+    pub const ALL: &'static [Fp8Format] = &[Fp8Format::E4m3, Fp8Format::Hybrid];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Fp8Format::E4m3 => "e4m3",
+            Fp8Format::Hybrid => "hybrid",
+        }
+    }
+
+    pub fn from_word(word: &str) -> Option<Fp8Format> {
+        Fp8Format::ALL.iter().copied().find(|f| f.word() == word)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,6 +666,12 @@ mod tests {
         }
         for &p in Precision::ALL {
             assert_eq!(Precision::from_word(p.word()), Some(p));
+        }
+        for &r in Fp8Recipe::ALL {
+            assert_eq!(Fp8Recipe::from_word(r.word()), Some(r));
+        }
+        for &f in Fp8Format::ALL {
+            assert_eq!(Fp8Format::from_word(f.word()), Some(f));
         }
         assert_eq!(GpuArch::from_word("volta"), None);
         assert_eq!(Precision::from_word("fp16"), None);

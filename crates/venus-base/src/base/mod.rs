@@ -21,6 +21,7 @@ pub use kinds::{
     ScheduleKind, Topology,
 };
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
+pub use kinds::{Fp8Format, Fp8Recipe};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use kinds::{RecomputeMethod, RecomputeModules};
 pub use units::{

@@ -102,6 +102,9 @@ codes! {
     E0364 Error "`topk_groups` above `routed_groups`, or without it";
     E0365 Error "routed-expert groups that do not split the experts";
     E0366 Error "`moe_layer_freq` that leaves no layer with experts";
+    E0356 Error "an MXFP8 or NVFP4 recipe on a GPU before Blackwell";
+    E0357 Error "FP8 block scaling on a GPU before Hopper";
+    E0358 Error "FP8 attention on a GPU before Hopper";
     E0401 Error "a pipeline stage does not fit in GPU memory";
     E0501 Error "an `expect` check fails";
     E0601 Error "the simulation is over its size budget";
@@ -147,6 +150,7 @@ codes! {
     W0020 Warning "an `etp`, `moe_dispatcher` or `cp_comm` key that changes nothing on this plan";
     W0022 Warning "a sliding window that covers the whole sequence";
     W0024 Warning "an offload key that offloads nothing";
+    W0023 Warning "an FP8 key that the plan's precision never reads";
 }
 
 impl Code {

@@ -975,6 +975,13 @@ impl<'r, 'a> Checker<'r, 'a> {
             }),
             offload_fraction: f.get(Key::OffloadFraction, ratio),
             offload_layers: f.count(Key::OffloadLayers),
+            fp8_recipe: f.word(Key::Fp8Recipe).and_then(|w| {
+                venus_base::base::Fp8Recipe::from_word(w.value).map(|r| Spanned::new(r, w.loc))
+            }),
+            fp8_format: f.word(Key::Fp8Format).and_then(|w| {
+                venus_base::base::Fp8Format::from_word(w.value).map(|r| Spanned::new(r, w.loc))
+            }),
+            fp8_attention: f.flag(Key::Fp8Attention),
         })
     }
 

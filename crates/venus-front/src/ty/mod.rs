@@ -155,6 +155,8 @@ pub struct StdlibGpu {
     pub name: String,
     /// The precisions it has tensor cores for (`peak`, `fp8_peak`, `fp4_peak`).
     pub precisions: Vec<Precision>,
+    /// Its architecture (the recipes it runs: E0356-E0358).
+    pub arch: GpuArch,
 }
 
 impl StdlibGpu {
@@ -166,6 +168,7 @@ impl StdlibGpu {
                 .copied()
                 .filter(|&p| gpu.peak_for(p).is_some())
                 .collect(),
+            arch: gpu.arch(),
         }
     }
 }
@@ -335,6 +338,12 @@ pub struct Plan {
     pub cp_comm: Opt<venus_base::base::CpComm>,
     /// `cp_comm a2a_p2p A`: the a2a group size A (its count's location).
     pub cp_a2a: Opt<u64>,
+    /// FP8 scaling recipe (`fp8_recipe`).
+    pub fp8_recipe: Opt<venus_base::base::Fp8Recipe>,
+    /// FP8 encoding (`fp8_format`).
+    pub fp8_format: Opt<venus_base::base::Fp8Format>,
+    /// FP8 dot-product attention (`fp8_attention`).
+    pub fp8_attention: Opt<bool>,
     /// `venussim "SECTION.FIELD" "JSON"` items, in written order.
     pub venussim: Vec<VenusSimItem>,
     /// The submodules `recompute selective` re-runs (`recompute_modules`).

@@ -247,6 +247,10 @@ pub enum PlanProblem {
     Zbv(ZbvProblem),
     /// E0342: an `etp` the experts' ffn or the expert grid does not admit.
     Etp(EtpProblem),
+    /// E0356-E0358: an FP8 / FP4 recipe the GPU's architecture does not run.
+    RecipeArch(RecipeArch),
+    /// W0023: an FP8 key that changes nothing at the plan's precision.
+    Fp8Unused(Fp8Unused),
     /// E0343: a `moe_dispatcher` Megatron does not run on this plan.
     Dispatcher(DispatcherProblem),
     /// E0344: heads a2a context parallelism cannot scatter.
@@ -320,6 +324,8 @@ impl PlanProblem {
             PlanProblem::Window(p) => p.render(),
             PlanProblem::Capacity(p) => p.render(),
             PlanProblem::Graphs(p) => p.render(),
+            PlanProblem::RecipeArch(p) => p.render(),
+            PlanProblem::Fp8Unused(p) => p.render(),
         }
     }
 }
@@ -4445,5 +4451,159 @@ impl GraphsProblem {
             )
             .with_help("remove `offload_modules` and `offload_fraction`, or write `offload_fraction 50%`"),
         }
+    }
+}
+
+// ------------------------------------------------------------------------ E0356-E0358, W0023
+
+/// What a [`RecipeArch`] asks of the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecipeNeed {
+    /// E0356: `fp8_recipe mxfp8` (Blackwell).
+    Mxfp8,
+    /// E0356: `precision fp4`, Transformer Engine's NVFP4 (Blackwell).
+    Nvfp4,
+    /// E0357: `fp8_recipe blockwise` (Hopper or later).
+    Blockwise,
+    /// E0358: `fp8_attention` (Hopper or later).
+    Fp8Attention,
+}
+
+impl RecipeNeed {
+    /// The architectures that run it.
+    pub fn archs(self) -> &'static [GpuArch] {
+        match self {
+            RecipeNeed::Mxfp8 | RecipeNeed::Nvfp4 => &[GpuArch::Blackwell, GpuArch::BlackwellUltra],
+            RecipeNeed::Blockwise | RecipeNeed::Fp8Attention => {
+                &[GpuArch::Hopper, GpuArch::Blackwell, GpuArch::BlackwellUltra]
+            }
+        }
+    }
+
+    fn code(self) -> Code {
+        match self {
+            RecipeNeed::Mxfp8 | RecipeNeed::Nvfp4 => Code::E0356,
+            RecipeNeed::Blockwise => Code::E0357,
+            RecipeNeed::Fp8Attention => Code::E0358,
+        }
+    }
+
+    /// The item as written.
+    fn item(self) -> &'static str {
+        match self {
+            RecipeNeed::Mxfp8 => "`fp8_recipe mxfp8`",
+            RecipeNeed::Nvfp4 => "`precision fp4`",
+            RecipeNeed::Blockwise => "`fp8_recipe blockwise`",
+            RecipeNeed::Fp8Attention => "`fp8_attention`",
+        }
+    }
+
+    /// What the item runs, for the label.
+    fn runs(self) -> &'static str {
+        match self {
+            RecipeNeed::Mxfp8 => "MXFP8 block scaling",
+            RecipeNeed::Nvfp4 => "NVFP4 block scaling",
+            RecipeNeed::Blockwise => "FP8 block scaling",
+            RecipeNeed::Fp8Attention => "FP8 fused attention",
+        }
+    }
+
+    /// The plan's way out on the same GPU.
+    fn fallback(self) -> &'static str {
+        match self {
+            RecipeNeed::Mxfp8 | RecipeNeed::Blockwise => "`fp8_recipe tensorwise`",
+            RecipeNeed::Nvfp4 => "`precision fp8`",
+            RecipeNeed::Fp8Attention => "remove `fp8_attention`",
+        }
+    }
+}
+
+/// A recipe the GPU's architecture does not run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecipeArch {
+    pub need: RecipeNeed,
+    pub loc: Loc,
+    pub gpu: String,
+    pub arch: GpuArch,
+    /// The cluster's `gpu` item (or its `arch` item, where written).
+    pub gpu_loc: Loc,
+    /// The stdlib GPUs of an arch that runs it (and with the plan's precision), in stdlib order.
+    pub alternatives: Vec<String>,
+    /// The fallback runs on this GPU (false: an FP8 fallback on a GPU without FP8).
+    pub fallback_runs: bool,
+}
+
+impl RecipeArch {
+    fn render(self) -> Diagnostic {
+        let need = self.need;
+        let archs = code_words(need.archs(), |a| a.word());
+        let mut gpus = String::new();
+        if !self.alternatives.is_empty() {
+            gpus = format!(
+                " ({})",
+                join_or(&code_words(&self.alternatives, |s| s.as_str()))
+            );
+        }
+        let help = if self.fallback_runs {
+            format!(
+                "use a GPU of arch {}{gpus}, or {}",
+                join_or(&archs),
+                need.fallback()
+            )
+        } else {
+            format!("use a GPU of arch {}{gpus}", join_or(&archs))
+        };
+        Diagnostic::new(
+            need.code(),
+            format!(
+                "{} on `{}`, whose arch `{}` does not run it",
+                need.item(),
+                self.gpu,
+                self.arch.word()
+            ),
+            self.loc,
+            need.runs(),
+        )
+        .with_secondary(self.gpu_loc, format!("arch `{}`", self.arch.word()))
+        .with_note(format!("{} needs arch {}", need.runs(), join_or(&archs)))
+        .with_help(help)
+    }
+}
+
+/// An FP8 key at a precision that does not read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fp8Unused {
+    /// The key's name.
+    pub key: &'static str,
+    pub loc: Loc,
+    pub precision: Precision,
+    pub precision_loc: Option<Loc>,
+}
+
+impl Fp8Unused {
+    fn render(self) -> Diagnostic {
+        let word = self.precision.word();
+        let (needs, why) = if self.key == "fp8_attention" {
+            (
+                "`precision fp8` or `fp4`",
+                "it runs only inside an FP8 or FP4 recipe",
+            )
+        } else {
+            ("`precision fp8`", "it applies to FP8 GEMMs")
+        };
+        let d = Diagnostic::new(
+            Code::W0023,
+            format!(
+                "`{}` has no effect with `precision {word}`: {why}",
+                self.key
+            ),
+            self.loc,
+            "no effect",
+        );
+        match self.precision_loc {
+            Some(at) => d.with_secondary(at, format!("precision {word}")),
+            None => d.with_note("the plan's precision is bf16 (the default)"),
+        }
+        .with_help(format!("remove `{}`, or set {needs}", self.key))
     }
 }

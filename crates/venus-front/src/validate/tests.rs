@@ -794,14 +794,17 @@ fn stdlib_like() -> Vec<StdlibGpu> {
         StdlibGpu {
             name: "a100_80g".into(),
             precisions: vec![Bf16],
+            arch: crate::ty::GpuArch::Ampere,
         },
         StdlibGpu {
             name: "h100_sxm".into(),
             precisions: vec![Bf16, Fp8],
+            arch: crate::ty::GpuArch::Hopper,
         },
         StdlibGpu {
             name: "b200".into(),
             precisions: vec![Bf16, Fp8, Fp4],
+            arch: crate::ty::GpuArch::Blackwell,
         },
     ]
 }

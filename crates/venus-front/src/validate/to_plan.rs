@@ -190,6 +190,9 @@ pub fn plan(p: &Plan) -> PlanSpec {
         offload_fraction: val(&p.offload_fraction),
         offload_layers: val(&p.offload_layers),
         moe_permute_fusion: val(&p.moe_permute_fusion),
+        fp8_recipe: val(&p.fp8_recipe),
+        fp8_format: val(&p.fp8_format),
+        fp8_attention: val(&p.fp8_attention),
     }
 }
 

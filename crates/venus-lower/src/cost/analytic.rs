@@ -49,7 +49,7 @@ use super::{ChunkCost, ComputeModel, Pass};
 use venus_base::base::{
     Attention, BytesPerSec, FlopsPerSec, GpuArch, LoraTargets, Recompute, RecomputeModules, Seconds,
 };
-use venus_plan::plan::{GemmFit, HybridLayer, Scenario};
+use venus_plan::plan::{CastTarget, GemmFit, HybridLayer, Operand, Recipe, Scaling, Scenario};
 
 /// Every constant of the analytic model, per GPU architecture ([`Calibration::for_arch`]).
 ///
@@ -91,6 +91,11 @@ pub struct Calibration {
     /// tile is computed whole and masked (FlashAttention-2/3 forward tiles of 128 keys,
     /// flash-attention `hopper/tile_size.h` and `flash_fwd_launch_template.h` `kBlockN`).
     pub attention_block: f64,
+    /// Fraction of the FP8 peak of FP8 flash attention forward (`fp8_attention`):
+    /// FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, abstract and §4.1) reaches 740
+    /// TFLOP/s in BF16 (0.75 of H100's 989) and about 1.2 PFLOP/s in FP8 (0.61 of 1979): the
+    /// FP8 kernel keeps 0.81 of BF16's fraction of its peak, so `attention_efficiency` × 0.81.
+    pub fp8_attention_efficiency: f64,
     /// Fraction of (bf16) peak of FlashAttention-2's causal forward (`attention flash2`), whose
     /// backward takes [`Calibration::attention_backward`] × as long like the fused kernels':
     /// about 35% of H100's peak ("FlashAttention-2 achieves only 35% utilization on H100",
@@ -161,6 +166,7 @@ impl Calibration {
             attention_block: 128.0,
             flash2_efficiency: 0.35,
             launch_overhead: Seconds(2.5e-6),
+            fp8_attention_efficiency: 0.5 * 0.81,
         }
     }
 
@@ -178,6 +184,7 @@ impl Calibration {
             attention_block: 128.0,
             flash2_efficiency: 0.5,
             launch_overhead: Seconds(2.5e-6),
+            fp8_attention_efficiency: 0.5 * 0.81,
         }
     }
 
@@ -671,6 +678,14 @@ struct Work {
     /// Per offloaded layer and microbatch: the host copy's seconds each way and the share of
     /// the layers that offload ((0, 0): none).
     offload_copy: (f64, f64),
+    /// The precision recipe: the casts around each FP8 / FP4 GEMM ([`Work::casts`]).
+    recipe: Recipe,
+    /// The GPU's per-tensor-scaled FP8 GEMMs take only the TN layout.
+    tn_only: bool,
+    /// Microbatches of an iteration: a weight is cast on the first and cached.
+    microbatches: f64,
+    /// The attention core's peak: the FP8 peak with `fp8_attention`, else BF16's.
+    attention_peak: FlopsPerSec,
 }
 
 /// Mamba-2 dims (megatron/core/ssm/mamba_mixer.py).
@@ -1016,7 +1031,161 @@ impl Work {
             qk_norm: m.qk_norm() && !m.is_mla(),
             graphs: sc.memory_plan().graphs_offload,
             offload_copy: offload_copy(sc),
+            recipe: sc.recipe,
+            // Transformer Engine runs FP8 GEMMs in every layout from compute capability 10.0
+            // (`is_non_tn_fp8_gemm_supported` in transformer_engine/pytorch/utils.py);
+            // before Blackwell the backward reads a transposed copy.
+            tn_only: !matches!(gpu.arch, GpuArch::Blackwell | GpuArch::BlackwellUltra),
+            microbatches: f(sc.microbatches.max(1)),
+            attention_peak: match gpu.fp8_peak {
+                Some(p) if sc.plan.fp8_attention() => p,
+                _ => gpu.peak,
+            },
         }
+    }
+
+    /// The casts around one group of `groups` low-precision GEMMs `[m × k] · [k × n]` (a
+    /// grouped GEMM's experts quantize in one multi-tensor kernel), seconds per microbatch
+    /// (forward, backward): forward quantizes the input `X` (`m·k`) and the weight (`k·n`,
+    /// on the first microbatch only: its share of each), backward the output gradient `dY`
+    /// (`m·n`); bytes per element from [`Recipe::cast_bytes`] at the memory-bound rate, plus
+    /// the fixed cost of each cast kernel. `after_norm`: `X` is a norm's output (QKV, FC1,
+    /// Mamba's in_proj), which delayed scaling quantizes inside the norm. Zero for BF16.
+    fn casts(&self, groups: f64, m: f64, n: f64, k: f64, after_norm: bool) -> (f64, f64) {
+        if self.recipe.scaling == Scaling::None || groups <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let target = CastTarget {
+            tn_only: self.tn_only,
+            after_norm,
+        };
+        let plain = CastTarget {
+            after_norm: false,
+            ..target
+        };
+        let x = self.recipe.cast_bytes(Operand::Activation, target);
+        let w = self.recipe.cast_bytes(Operand::Weight, plain);
+        let dy = self.recipe.cast_bytes(Operand::Gradient, plain);
+        let launch = self.cal.kernel_overhead.0;
+        let weight = self.memory(groups * k * n * w.total()) + w.kernels * launch;
+        let fwd = self.memory(groups * m * k * x.total())
+            + x.kernels * launch
+            + weight / self.microbatches.max(1.0);
+        let bwd = self.memory(groups * m * n * dy.total()) + dy.kernels * launch;
+        (fwd, bwd)
+    }
+
+    /// [`Work::casts`] summed over GEMMs `(m, n, k, after_norm)`, one each.
+    fn casts_of(&self, gemms: &[(f64, f64, f64, bool)]) -> (f64, f64) {
+        gemms.iter().fold((0.0, 0.0), |(f, b), &(m, n, k, norm)| {
+            let (cf, cb) = self.casts(1.0, m, n, k, norm);
+            (f + cf, b + cb)
+        })
+    }
+
+    /// The casts of an attention block's linears (see [`Work::blocks_with`] for the shapes).
+    fn attention_casts(&self) -> (f64, f64) {
+        let (t, h, tp) = (self.t, self.h, self.tp);
+        match &self.mla {
+            Some(a) => {
+                let mut g = vec![
+                    (t, a.kv_lora + a.rope, h, true),
+                    (t, a.heads * (a.nope + a.v_head) / tp, a.kv_lora, false),
+                    (t, h, a.heads * a.v_head / tp, false),
+                ];
+                if a.q_lora > 0.0 {
+                    g.push((t, a.q_lora, h, true));
+                    g.push((t, a.heads * a.qk_head / tp, a.q_lora, false));
+                } else {
+                    g.push((t, a.heads * a.qk_head / tp, h, true));
+                }
+                self.casts_of(&g)
+            }
+            None => self.casts_of(&[
+                (t, (self.q + 2.0 * self.kv) / tp, h, true),
+                (t, h, self.q / tp, false),
+            ]),
+        }
+    }
+
+    /// The casts of an MLP's two linears on `width`-wide tokens (`groups` experts at once).
+    fn mlp_casts(
+        &self,
+        groups: f64,
+        tokens: f64,
+        ffn: f64,
+        split: f64,
+        width: f64,
+        norm: bool,
+    ) -> (f64, f64) {
+        let up = if self.swiglu { 2.0 * ffn } else { ffn };
+        let (f1, b1) = self.casts(groups, tokens, up / split, width, norm);
+        let (f2, b2) = self.casts(groups, tokens, width, ffn / split, false);
+        (f1 + f2, b1 + b2)
+    }
+
+    /// The casts of one layer's MLP block: the dense MLP, or a MoE layer's routed experts (one
+    /// grouped GEMM per linear over the rank's experts, inputs from the dispatch), the latent
+    /// projections and the shared expert; the router stays BF16 ([`Work::gemm_bf16`]).
+    fn mlp_block_casts(&self, moe: Option<&Moe>) -> (f64, f64) {
+        let (t, h, tp) = (self.t, self.h, self.tp);
+        let Some(moe) = moe else {
+            return self.mlp_casts(1.0, t, self.ffn, tp, h, true);
+        };
+        let rows = t * moe.topk * moe.load * self.ep / moe.experts;
+        let local = (moe.experts / self.ep).max(1.0);
+        let width = if moe.latent > 0.0 { moe.latent } else { h };
+        let (mut f, mut b) = self.mlp_casts(local, rows, moe.ffn, self.etp, width, false);
+        let mut add = |(cf, cb): (f64, f64)| {
+            f += cf;
+            b += cb;
+        };
+        if moe.latent > 0.0 {
+            add(self.casts_of(&[(t, moe.latent, h, true), (t, h, moe.latent, false)]));
+        }
+        if moe.shared_ffn > 0.0 {
+            add(self.mlp_casts(1.0, t, moe.shared_ffn, tp, h, true));
+        }
+        (f, b)
+    }
+
+    /// FP8 attention's own casts (`fp8_attention`), seconds (forward, backward): Transformer
+    /// Engine's FP8 fused attention quantizes Q, K and V and returns O in FP8, which the
+    /// output projection's BF16 path reads back (read 2 bytes, write 1, each way); the
+    /// backward quantizes dO the same way (transformer_engine/pytorch/attention/
+    /// dot_product_attention/backends.py `FusedAttnFunc` with `fp8`).
+    fn fp8_attention_casts(&self) -> (f64, f64) {
+        if self.attention_peak == self.bf16_peak || self.attention != Attention::Flash {
+            return (0.0, 0.0);
+        }
+        let per_elem = 3.0;
+        let qkv = match &self.mla {
+            Some(a) => a.heads * (2.0 * a.qk_head + a.v_head) / self.tp,
+            None => (self.q + 2.0 * self.kv) / self.tp,
+        };
+        let out = match &self.mla {
+            Some(a) => a.heads * a.v_head / self.tp,
+            None => self.q / self.tp,
+        };
+        let launch = self.cal.kernel_overhead.0;
+        (
+            self.memory(self.t * (qkv + 2.0 * out) * per_elem) + 2.0 * launch,
+            self.memory(self.t * out * per_elem) + launch,
+        )
+    }
+
+    /// Seconds of one GEMM that Megatron runs in BF16 whatever the recipe: the output layer
+    /// (`tensor_parallel.ColumnParallelLinear` unless MXFP8's `fp8_output_proj`,
+    /// megatron/core/models/gpt/gpt_model.py:273-277 at d98e8a64) and the MoE router
+    /// (`router_gating_linear` in the input's dtype, megatron/core/transformer/moe/
+    /// router.py:106-111).
+    fn gemm_bf16(&self, m: f64, n: f64, k: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        let eff = self.cal.gemm(m, n, k);
+        if flops <= 0.0 || eff <= 0.0 {
+            return 0.0;
+        }
+        flops / (self.bf16_peak.0 * eff)
     }
 
     /// One Mamba-2 layer on this rank, in the mixer slot of [`Blocks`]: `in_proj`
@@ -1035,6 +1204,10 @@ impl Work {
         let (t, h, tp) = (self.t, self.h, self.tp);
         let gemm = self.gemm(t, (2.0 * d.d_inner + d.bc + d.heads) / tp, h)
             + self.gemm(t, h, d.d_inner / tp);
+        let (cast_f, cast_b) = self.casts_of(&[
+            (t, (2.0 * d.d_inner + d.bc + d.heads) / tp, h, true),
+            (t, h, d.d_inner / tp, false),
+        ]);
         let scan =
             7.0 * t * d.d_inner * d.state / tp / (self.bf16_peak.0 * self.cal.attention_efficiency);
         let scan_traffic = self.memory(t * ssd_scan_bytes_per_token(d, tp, self.act_bytes));
@@ -1045,8 +1218,9 @@ impl Work {
         let mem = self.memory(self.t_sp * 15.0 * h + conv + norm);
         let k = KERNELS_MAMBA * self.per_kernel(GraphPart::Mamba);
         let wgrad = self.base_wgrad();
-        let f = gemm + scan + scan_traffic + mem + k;
+        let f = gemm + scan + scan_traffic + mem + k + cast_f;
         let mut b = (1.0 + wgrad) * gemm
+            + cast_b
             + 2.0 * k
             + self.cal.attention_backward * scan
             + self.cal.memory_backward * (mem + scan_traffic);
@@ -1208,13 +1382,15 @@ impl Work {
                     Some(a) => 2.0 * pairs * a.heads * (a.qk_head + a.v_head) / self.tp,
                     None => 4.0 * pairs * self.q / self.tp,
                 };
-                let efficiency = if self.attention == Attention::Flash2 {
+                let efficiency = if self.attention_peak != self.bf16_peak {
+                    self.cal.fp8_attention_efficiency
+                } else if self.attention == Attention::Flash2 {
                     self.cal.flash2_efficiency
                 } else {
                     self.cal.attention_efficiency
                 };
                 (
-                    flops / (self.bf16_peak.0 * efficiency),
+                    flops / (self.attention_peak.0 * efficiency),
                     self.cal.attention_backward,
                 )
             }
@@ -1326,7 +1502,7 @@ impl Work {
         let (mlp_gemm, act_elems, shared_gemm, routed_act_elems) = match moe {
             None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp, 0.0, 0.0),
             Some(moe) => {
-                let router = self.gemm(t, moe.experts, h);
+                let router = self.gemm_bf16(t, moe.experts, h);
                 let pairs = t * moe.topk * moe.load;
                 // Per-expert GEMM rows: the pairs of one EP rank over its E/ep experts.
                 let rows = pairs * self.ep / moe.experts;
@@ -1373,17 +1549,25 @@ impl Work {
         // LoRA: the adapters run beside every targeted linear; the base keeps only dgrad.
         let (attn_adapters, mlp_adapters) = self.adapters(moe);
         let wgrad = self.base_wgrad();
-        let attention_f = attn_gemm + attn_adapters + core + attn_mem + k_attn;
+        // FP8 / FP4: the casts around the low-precision linears, and FP8 attention's own.
+        let (attn_cast_f, attn_cast_b) = self.attention_casts();
+        let (dpa_cast_f, dpa_cast_b) = self.fp8_attention_casts();
+        let (mlp_cast_f, mlp_cast_b) = self.mlp_block_casts(moe);
+        let attention_f =
+            attn_gemm + attn_adapters + core + attn_mem + k_attn + attn_cast_f + dpa_cast_f;
         // The router's and the permutation's memory-bound kernels on a MoE layer.
         let (route_f, route_b) = moe.map_or((0.0, 0.0), |m| self.routing(&m.routing));
-        let mlp_f = mlp_gemm + mlp_adapters + mlp_mem + k_mlp + route_f;
+        let mlp_f = mlp_gemm + mlp_adapters + mlp_mem + k_mlp + mlp_cast_f + route_f;
         let mut attention_b = (1.0 + wgrad) * attn_gemm
             + 2.0 * (attn_adapters + k_attn)
             + core_backward * core
-            + self.cal.memory_backward * attn_mem;
+            + self.cal.memory_backward * attn_mem
+            + attn_cast_b
+            + dpa_cast_b;
         let mut mlp_b = (1.0 + wgrad) * mlp_gemm
             + 2.0 * (mlp_adapters + k_mlp)
             + self.cal.memory_backward * mlp_mem
+            + mlp_cast_b
             + route_b;
         match self.recompute {
             Recompute::None => {}
@@ -1446,7 +1630,7 @@ impl Work {
 
     /// Final norm, logits GEMM, fp32 cross entropy over the vocabulary shard.
     fn output(&self) -> (f64, f64) {
-        let logits = self.gemm(self.t, self.vocab / self.tp, self.h);
+        let logits = self.gemm_bf16(self.t, self.vocab / self.tp, self.h);
         let norm = self.memory(self.t_sp * self.h * 2.0 * self.act_bytes);
         // Read bf16 logits, write fp32 softmax, read it again for the loss.
         let ce = self.memory(self.t * self.vocab / self.tp * (self.act_bytes + 4.0 + 4.0));
@@ -1458,7 +1642,7 @@ impl Work {
     /// The logits GEMM's weight gradient, one forward's worth (`dW = Xᵀ·dY`); none when LoRA
     /// freezes the output layer.
     fn output_weight(&self) -> f64 {
-        self.base_wgrad() * self.gemm(self.t, self.vocab / self.tp, self.h)
+        self.base_wgrad() * self.gemm_bf16(self.t, self.vocab / self.tp, self.h)
     }
 
     /// Multi-token prediction on the last chunk, per (forward, backward, weight) pass: per

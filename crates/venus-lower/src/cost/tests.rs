@@ -225,6 +225,8 @@ fn analytic_gemms_run_at_the_peak_of_the_plans_precision() {
         FlopsPerSec(4.0 * d.cluster.gpu.peak.value.0),
         d.cluster.gpu_loc,
     ));
+    // NVFP4 runs on Blackwell only (E0356); the ratios hold on any calibration.
+    set(&mut d.cluster.gpu.arch, venus_front::ty::GpuArch::Blackwell);
     let bf16 = weight_gemm_seconds(&validate(&d));
     set(&mut d.plan.precision, Precision::Fp8);
     let fp8 = weight_gemm_seconds(&validate(&d));
@@ -455,4 +457,97 @@ fn analytic_expert_bias_adds_its_passes_over_the_scores_to_the_moe_block() {
     let expected = tokens * 9.0 * 8.0 / bw + 2.0 * cal.kernel_overhead.0;
     let ratio = (with.mlp.0 - without.mlp.0) / expected;
     assert!((ratio - 1.0).abs() < 1e-9, "{ratio}");
+}
+
+/// One layer's attention-block forward on a middle stage of the demo (Hopper, tp 1, no sp):
+/// tensorwise scaling minus delayed scaling is closed form. Delayed quantizes QKV's input
+/// inside the norm (nothing extra on a TN-only GPU) and reads the projection's input once
+/// (2 + 1 + 1 bytes, one kernel); tensorwise reads every source twice (amax, then cast: 4 + 2
+/// bytes, two kernels each), for QKV's input, the projection's, and both weights (cast on the
+/// first of the `microbatches`, 4 vs 6 bytes).
+#[test]
+fn tensorwise_fp8_costs_its_amax_passes_and_unfused_casts_over_delayed_in_closed_form() {
+    use venus_base::base::Fp8Recipe;
+    use venus_front::ty::Precision;
+    let mut d = demo();
+    d.cluster.gpu.fp8_peak = Some(venus_front::ty::Spanned::new(
+        FlopsPerSec(2.0 * d.cluster.gpu.peak.value.0),
+        d.cluster.gpu_loc,
+    ));
+    set(&mut d.plan.precision, Precision::Fp8);
+    let delayed = validate(&d);
+    set(&mut d.plan.fp8_recipe, Fp8Recipe::Tensorwise);
+    let tensorwise = validate(&d);
+    let cal = Calibration::default();
+    let fwd = |sc: &Scenario| {
+        AnalyticModel::new(sc, cal)
+            .chunk(3, 0, Pass::Forward)
+            .attention
+            .0
+    };
+    let m = &delayed.model;
+    let t = (m.seq * delayed.micro_batch) as f64;
+    let h = m.hidden as f64;
+    let q = (m.heads * m.head_dim()) as f64;
+    let kv = (m.kv_groups() * m.head_dim()) as f64;
+    let mb = delayed.microbatches as f64;
+    let bw = delayed.cluster.gpu.mem_bw.0 * cal.memory_efficiency;
+    // QKV input: 0 → 6 bytes; projection input: 4 → 6; weights: 4 → 6, once per iteration.
+    let bytes = t * h * 6.0 + t * q * 2.0 + (h * (q + 2.0 * kv) + q * h) * 2.0 / mb;
+    let kernels = 2.0 + 1.0 + 2.0 / mb;
+    let expected = bytes / bw + kernels * cal.kernel_overhead.0;
+    let got = fwd(&tensorwise) - fwd(&delayed);
+    assert!(
+        (got - expected).abs() < 1e-12 * expected.max(1.0),
+        "{got} {expected}"
+    );
+    // BF16 pays no cast at all: the FP8 block's extra over a BF16 one at the same peak is the
+    // delayed casts alone, positive.
+    assert!(fwd(&delayed) > 0.0 && expected > 0.0);
+}
+
+/// `fp8_attention` prices the flash-attention core at the FP8 peak with the FP8 efficiency,
+/// plus its Q, K, V, O casts; the logits GEMM stays BF16 with FP8 GEMMs (Megatron's output
+/// layer is a plain `ColumnParallelLinear`).
+#[test]
+fn fp8_attention_runs_the_core_at_the_fp8_peak_and_the_logits_stay_bf16() {
+    use venus_front::ty::Precision;
+    let mut d = demo();
+    d.cluster.gpu.fp8_peak = Some(venus_front::ty::Spanned::new(
+        FlopsPerSec(2.0 * d.cluster.gpu.peak.value.0),
+        d.cluster.gpu_loc,
+    ));
+    let bf16 = validate(&d);
+    set(&mut d.plan.precision, Precision::Fp8);
+    let fp8 = validate(&d);
+    set(&mut d.plan.fp8_attention, true);
+    let dpa = validate(&d);
+    let cal = Calibration::default();
+    let model = |sc: &Scenario| AnalyticModel::new(sc, cal);
+    let last = bf16.pp - 1;
+    // The output layer (post) is the same in BF16 and FP8.
+    let post = |sc: &Scenario| model(sc).chunk(last, bf16.vpp - 1, Pass::Forward).post.0;
+    assert_eq!(post(&bf16), post(&fp8));
+    // The core: 4·b·(s²/2)·q/tp FLOPs at 2·peak·fp8_attention_efficiency instead of
+    // peak·attention_efficiency, less the casts FP8 attention adds.
+    let m = &fp8.model;
+    let (s, b) = (m.seq as f64, fp8.micro_batch as f64);
+    let q = (m.heads * m.head_dim()) as f64;
+    let kv = (m.kv_groups() * m.head_dim()) as f64;
+    let flops = 4.0 * b * s * s / 2.0 * q;
+    let peak = fp8.cluster.gpu.peak.0;
+    let core_saving = flops / (peak * cal.attention_efficiency)
+        - flops / (2.0 * peak * cal.fp8_attention_efficiency);
+    let bw = fp8.cluster.gpu.mem_bw.0 * cal.memory_efficiency;
+    let casts = b * s * (q + 2.0 * kv + 2.0 * q) * 3.0 / bw + 2.0 * cal.kernel_overhead.0;
+    let fwd = |sc: &Scenario| model(sc).chunk(3, 0, Pass::Forward).attention.0;
+    let got = fwd(&fp8) - fwd(&dpa);
+    let expected = core_saving - casts;
+    assert!(
+        (got - expected).abs() < 1e-9 * expected.abs(),
+        "{got} {expected}"
+    );
+    // The core itself runs faster; on the demo's short sequence the linear casts cost more
+    // than the quadratic core saves, so FP8 attention pays off only on long sequences.
+    assert!(core_saving > 0.0 && casts > 0.0, "{core_saving} {casts}");
 }

@@ -327,7 +327,7 @@ impl Args {
             } else {
                 w.span
             };
-            let Some(flag) = megatron_flags::flag(name) else {
+            let Some(flag) = megatron_flags::flag(name).or_else(|| config_flag(name)) else {
                 errors.push(unknown_flag(file, name, name_span));
                 // Skip the values it may have had, to report the next real problem.
                 while i < words.len() && !words[i].text.starts_with("--") {
@@ -514,6 +514,22 @@ fn unresolved(file: FileId, name: &str, span: Span) -> Diagnostic {
         "unknown value",
     )
     .with_help(help)
+}
+
+/// TransformerConfig fields that arguments.py keeps off its command line (its
+/// `_add_network_size_args` exclude list, megatron/training/arguments.py:2333 at d98e8a64)
+/// but that launchers built on Megatron-Core set from a flag of the same name (NeMo's and
+/// Megatron-Bridge's recipes, the MLPerf Training submissions): the importer reads them, the
+/// emitter writes them as a comment, since Megatron-LM's own parser would reject them.
+const CONFIG_FLAGS: &[megatron_flags::Flag] = &[megatron_flags::Flag {
+    // transformer_config.py:640 `fp8_dot_product_attention: bool = False`.
+    name: "--fp8-dot-product-attention",
+    arity: Arity::Switch,
+    default: "False",
+}];
+
+fn config_flag(name: &str) -> Option<&'static megatron_flags::Flag> {
+    CONFIG_FLAGS.iter().find(|f| f.name == name)
 }
 
 /// E0608: the nearest flag of arguments.py by edit distance (a wider limit than for keys: flag
@@ -1708,33 +1724,116 @@ impl Converter {
         }
     }
 
-    /// `--bf16` (venusc's default), `--fp8-format` → `precision fp8`, `--fp4-format` →
-    /// `precision fp4`; the recipe flags (`--fp8-recipe`, `--fp4-recipe`) beyond Megatron's
-    /// defaults are listed in W0012 until venusc models them.
+    /// `--bf16` (venusc's default), `--fp8-format` → `precision fp8` (`fp8_format e4m3` when
+    /// not `hybrid`), `--fp8-recipe` → `fp8_recipe`, `--fp4-format e2m1` → `precision fp4`,
+    /// `--fp8-dot-product-attention` → `fp8_attention`. Megatron's choices and defaults are
+    /// TransformerConfig's (transformer_config.py:587-599, 621-627, 673-681 at d98e8a64): the
+    /// `custom` recipes (a user's quantizer) and the delayed recipe's amax history
+    /// (`--fp8-amax-history-len`, `--fp8-amax-compute-algo`: which amax sets the next scale,
+    /// no change to the bytes or the kernels) are listed in W0012.
     fn precision(&mut self) {
         let bf16 = self.args.has("--bf16");
         let fp16 = self.args.get("--fp16");
         let fp8 = self.word("--fp8-format");
         let fp4 = self.word("--fp4-format");
+        let mut format = None;
         if let Some((f, span)) = &fp8 {
-            if f != "e4m3" && f != "hybrid" {
+            format = venus_base::base::Fp8Format::from_word(f);
+            if format.is_none() {
                 self.errors.push(
                     Diagnostic::new(Code::E0609, format!("`--fp8-format` takes `e4m3` or `hybrid`, not `{}`", excerpt(f)), self.loc(*span), "unknown format")
                         .with_help("write `--fp8-format hybrid` (E4M3 forward, E5M2 backward) or `--fp8-format e4m3`"),
                 );
             }
         }
+        if let Some((f, span)) = &fp4 {
+            if f != "e2m1" {
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!("`--fp4-format` takes `e2m1`, not `{}`", excerpt(f)),
+                        self.loc(*span),
+                        "unknown format",
+                    )
+                    .with_help("write `--fp4-format e2m1` (NVFP4's E2M1 values)"),
+                );
+            }
+        }
+        // arguments.py:1100-1101: the two formats exclude each other.
+        if let (Some(_), Some((_, span))) = (&fp8, &fp4) {
+            self.errors.push(
+                Diagnostic::new(
+                    Code::E0609,
+                    "`--fp4-format` and `--fp8-format` cannot be used together",
+                    self.loc(*span),
+                    "both formats",
+                )
+                .with_help("keep one: `--fp4-format e2m1` (NVFP4) or `--fp8-format` (FP8)"),
+            );
+        }
+        let fp8_gemms = fp8.is_some() && fp4.is_none();
         if fp4.is_some() {
             self.push(Key::Precision, "fp4");
         } else if fp8.is_some() {
             self.push(Key::Precision, "fp8");
+            if format == Some(venus_base::base::Fp8Format::E4m3) {
+                self.push(Key::Fp8Format, "e4m3");
+            }
         }
-        for (flag, default) in [("--fp8-recipe", "delayed"), ("--fp4-recipe", "nvfp4")] {
+        if let Some((r, span)) = self.word("--fp8-recipe") {
+            match venus_base::base::Fp8Recipe::from_word(&r) {
+                Some(recipe) if fp8_gemms => {
+                    if recipe != venus_base::base::Fp8Recipe::Delayed {
+                        self.push(Key::Fp8Recipe, recipe.word());
+                    }
+                }
+                Some(_) => {
+                    if let Some(a) = self.args.get("--fp8-recipe") {
+                        self.note(&a, "read only with `--fp8-format` (FP8 GEMMs)");
+                    }
+                }
+                None if r == "custom" => {
+                    if let Some(a) = self.args.get("--fp8-recipe") {
+                        self.note(&a, "a custom quantizer's casts are not modelled: costed as `delayed`");
+                    }
+                }
+                None => self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!(
+                            "`--fp8-recipe` takes `delayed`, `tensorwise`, `blockwise`, `mxfp8` or `custom`, not `{}`",
+                            excerpt(&r)
+                        ),
+                        self.loc(span),
+                        "unknown recipe",
+                    )
+                    .with_help("write `--fp8-recipe delayed` (Megatron-LM's default), `tensorwise`, `blockwise` or `mxfp8`"),
+                ),
+            }
+        }
+        if let Some(a) = self.args.get("--fp4-recipe") {
+            if a.values.first().is_some_and(|w| w.text != "nvfp4") {
+                self.note(
+                    &a,
+                    "a custom quantizer's casts are not modelled: costed as `nvfp4`",
+                );
+            }
+        }
+        for (flag, default) in [
+            ("--fp8-amax-history-len", "1"),
+            ("--fp8-amax-compute-algo", "most_recent"),
+        ] {
             if let Some(a) = self.args.get(flag) {
                 if a.values.first().is_some_and(|w| w.text != default) {
-                    self.note(&a, "venusc's `fp8` / `fp4` has one recipe's byte widths");
+                    self.note(
+                        &a,
+                        "the delayed recipe's amax history: the same casts and kernels",
+                    );
                 }
             }
+        }
+        if self.args.has("--fp8-dot-product-attention") {
+            self.push_flag(Key::Fp8Attention);
         }
         if let Some(a) = fp16 {
             self.note(&a, "modelled as bf16 (the same byte widths)");
@@ -2385,7 +2484,13 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     add("--bf16", None);
     match sc.recipe.gemm {
         Precision::Bf16 => {}
-        Precision::Fp8 => add("--fp8-format", Some("hybrid".into())),
+        Precision::Fp8 => {
+            add("--fp8-format", Some(p.fp8_format().word().to_string()));
+            let recipe = p.fp8_recipe();
+            if recipe != venus_base::base::Fp8Recipe::Delayed {
+                add("--fp8-recipe", Some(recipe.word().to_string()));
+            }
+        }
         Precision::Fp4 => add("--fp4-format", Some("e2m1".into())),
     }
     if p.attention() == Attention::Flash2 {
@@ -2457,6 +2562,12 @@ fn torchrun_hint(sc: &Scenario) -> String {
 fn no_flag_notes(sc: &Scenario) -> Vec<String> {
     let p = &sc.plan;
     let mut notes = Vec::new();
+    if p.fp8_attention() {
+        notes.push(
+            "`fp8_attention` (TransformerConfig `fp8_dot_product_attention = True`: set it in the model config, or pass `--fp8-dot-product-attention` to a NeMo or Megatron-Bridge launcher)"
+                .to_string(),
+        );
+    }
     // megatron/core/ssm/mamba_mixer.py `MambaMixer(d_conv=4)`: no flag sets the width.
     if let Some(k) = sc.model.conv_kernel.filter(|&k| k != 4) {
         notes.push(format!(

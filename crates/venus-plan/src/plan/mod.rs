@@ -31,6 +31,7 @@ pub use spec::{
 pub use derive::{ParamCounts, StageSplit};
 pub use memory::{MemoryPlan, StageMemory};
 pub use recipe::Recipe;
+pub use recipe::{CastBytes, CastTarget, Operand, Scaling};
 
 /// The optimizer and overlap flags, as Megatron applies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

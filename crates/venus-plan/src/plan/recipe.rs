@@ -5,7 +5,7 @@
 //! compute model (GEMM peak, activation traffic). Invariant: no other module writes a byte
 //! width of a training tensor; a new recipe (FP8 parameter gather, MXFP8) is a new constructor.
 
-use venus_base::base::{Dtype, Precision};
+use venus_base::base::{Dtype, Fp8Recipe, Precision};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Recipe {
@@ -35,7 +35,78 @@ pub struct Recipe {
     pub moments: Dtype,
     /// Adam's second moment (`exp_avg_sq`).
     pub second_moment: Dtype,
+    /// How the GEMM inputs are quantized and scaled: the cast traffic around each low-precision
+    /// GEMM ([`Recipe::cast_bytes`]).
+    pub scaling: Scaling,
 }
+
+/// The quantization of a recipe's GEMM inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scaling {
+    /// BF16 GEMMs: their inputs are used as they are, nothing is cast.
+    None,
+    /// A Transformer Engine FP8 recipe (`--fp8-recipe`).
+    Fp8(Fp8Recipe),
+    /// Transformer Engine NVFP4 (`--fp4-recipe nvfp4`): E2M1 values with one E4M3 scale per
+    /// 16 and a per-tensor fp32 scale from the tensor's amax.
+    Nvfp4,
+}
+
+/// The operand of a low-precision GEMM `Y = X·W` a cast quantizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operand {
+    /// The input `X` (forward): the layer's activation.
+    Activation,
+    /// The weight `W`, quantized once per iteration (Megatron passes `is_first_microbatch`
+    /// to Transformer Engine, which caches the quantized weight for the later microbatches:
+    /// megatron/core/extensions/transformer_engine.py:1338-1345 at d98e8a64).
+    Weight,
+    /// The output gradient `dY` (backward), the input of both dgrad and wgrad GEMMs.
+    Gradient,
+}
+
+/// What the GPU's low-precision GEMMs accept, as the cast sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CastTarget {
+    /// Per-tensor-scaled FP8 GEMMs take only the TN layout (Hopper, Ada), so the backward's
+    /// transposed operands need a transposed FP8 copy; Blackwell runs every layout from the
+    /// one copy (Transformer Engine `is_non_tn_fp8_gemm_supported`: compute capability 10.0
+    /// and later).
+    pub tn_only: bool,
+    /// The source was produced by a kernel that can quantize it on the way out: the norm of
+    /// a `LayerNormLinear` (QKV, FC1) writes its FP8 output directly when the scale is known
+    /// before the tensor exists, which only delayed scaling's amax history gives.
+    pub after_norm: bool,
+}
+
+/// HBM bytes per element of one cast: read (the source, and with current scaling a first
+/// pass for its amax) and written (the quantized copies and their scales).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CastBytes {
+    pub read: f64,
+    pub written: f64,
+    /// Kernels the cast launches (0 when it is fused into the producing norm).
+    pub kernels: f64,
+}
+
+impl CastBytes {
+    pub fn total(&self) -> f64 {
+        self.read + self.written
+    }
+}
+
+/// Elements per scale of TE's `Float8BlockScaling`: 1×128 tiles for activations and
+/// gradients, 128×128 for weights, one fp32 scale each (DeepSeek-V3 report §3.3.1; TE
+/// `transformer_engine/common/recipe/__init__.py` `Float8BlockScaling`, x/grad `block_scaling_dim` 1,
+/// w 2).
+const BLOCK_1D: f64 = 128.0;
+const BLOCK_2D: f64 = 128.0 * 128.0;
+/// MXFP8: one E8M0 (1-byte) scale per 32 elements (OCP Microscaling Formats spec v1.0 §5;
+/// TE `MXFP8BlockScaling`).
+const MX_BLOCK: f64 = 32.0;
+/// NVFP4: one E4M3 (1-byte) scale per 16 E2M1 elements (TE `NVFP4BlockScaling`; NVIDIA
+/// Blackwell NVFP4 format).
+const NVFP4_BLOCK: f64 = 16.0;
 
 impl Recipe {
     /// Megatron-LM's mixed-precision recipe for `--bf16` (and `--fp8-format` or
@@ -59,6 +130,101 @@ impl Recipe {
             master_weights: Dtype::Fp32,
             moments: Dtype::Fp32,
             second_moment: Dtype::Fp32,
+            scaling: match precision {
+                Precision::Bf16 => Scaling::None,
+                // Megatron's default recipe (transformer_config.py:594-596 at d98e8a64).
+                Precision::Fp8 => Scaling::Fp8(Fp8Recipe::Delayed),
+                Precision::Fp4 => Scaling::Nvfp4,
+            },
+        }
+    }
+
+    /// The recipe with the plan's FP8 scaling recipe (`fp8_recipe`); no change unless the
+    /// GEMMs run in FP8 (Megatron reads `--fp8-recipe` only with `--fp8-format`).
+    pub fn with_fp8_recipe(mut self, recipe: Fp8Recipe) -> Recipe {
+        if self.gemm == Precision::Fp8 {
+            self.scaling = Scaling::Fp8(recipe);
+        }
+        self
+    }
+
+    /// HBM bytes per element of quantizing one GEMM operand for a training step: both the
+    /// forward's copy and the backward's (every operand is read by two GEMMs: `X` by the
+    /// forward and wgrad, `W` by the forward and dgrad, `dY` by dgrad and wgrad, each
+    /// along a different dimension). Zero for BF16 GEMMs. Transformer Engine 2.x quantizers
+    /// (`transformer_engine/pytorch/tensor/`: `float8_tensor.py`, `float8_blockwise_tensor.py`,
+    /// `mxfp8_tensor.py`, `nvfp4_tensor.py`):
+    /// - read the BF16 source once (the weights' FP8 copy with `fp8_param_gather`, whose
+    ///   gather delivers the forward's copy), nothing when fused into the norm;
+    /// - current scaling (tensorwise, NVFP4's per-tensor scale) first reads the source for its
+    ///   amax in a kernel of its own (`Float8CurrentScalingQuantizer`: amax, then cast);
+    ///   delayed scaling takes the scale from the history and updates the amax inside the cast;
+    ///   the block recipes find each block's scale inside the cast kernel;
+    /// - write the forward's copy, and the backward's: a transposed copy for per-tensor FP8 on
+    ///   a TN-only GPU (none on Blackwell, which reads the one copy either way), always a second
+    ///   copy for the block recipes (their scales run along the other dimension): 1 byte an
+    ///   element for FP8, half for FP4, plus the scales.
+    pub fn cast_bytes(&self, operand: Operand, target: CastTarget) -> CastBytes {
+        let recipe = match self.scaling {
+            Scaling::None => {
+                return CastBytes {
+                    read: 0.0,
+                    written: 0.0,
+                    kernels: 0.0,
+                }
+            }
+            Scaling::Fp8(r) => Some(r),
+            Scaling::Nvfp4 => None,
+        };
+        let gathered = operand == Operand::Weight && self.linear_weights == Dtype::Fp8;
+        let source = match operand {
+            Operand::Weight if gathered => self.linear_weights.bytes() as f64,
+            Operand::Weight => self.weights.bytes() as f64,
+            Operand::Activation | Operand::Gradient => self.activations.bytes() as f64,
+        };
+        let fused = target.after_norm
+            && operand == Operand::Activation
+            && recipe == Some(Fp8Recipe::Delayed);
+        let current = matches!(recipe, Some(Fp8Recipe::Tensorwise) | None);
+        let block = |n: f64| {
+            if operand == Operand::Weight {
+                BLOCK_2D
+            } else {
+                n
+            }
+        };
+        // (bytes of one quantized copy, copies written).
+        let (copy, copies) = match recipe {
+            Some(Fp8Recipe::Delayed | Fp8Recipe::Tensorwise) => {
+                (1.0, if target.tn_only { 2.0 } else { 1.0 })
+            }
+            Some(Fp8Recipe::Blockwise) => (1.0 + 4.0 / block(BLOCK_1D), 2.0),
+            Some(Fp8Recipe::Mxfp8) => (1.0 + 1.0 / MX_BLOCK, 2.0),
+            None => (0.5 + 1.0 / NVFP4_BLOCK, 2.0),
+        };
+        if gathered {
+            // The gather delivered the forward's copy: only the backward's is made from it.
+            let second = copies - 1.0;
+            return CastBytes {
+                read: if second > 0.0 { source } else { 0.0 },
+                written: second * copy,
+                kernels: if second > 0.0 { 1.0 } else { 0.0 },
+            };
+        }
+        if fused {
+            // The norm writes its output quantized instead of in BF16: what the copies add
+            // over the BF16 output the norm's own traffic already counts.
+            return CastBytes {
+                read: 0.0,
+                written: (copy * copies - source).max(0.0),
+                kernels: 0.0,
+            };
+        }
+        let read = if current { 2.0 * source } else { source };
+        CastBytes {
+            read,
+            written: copy * copies,
+            kernels: if current { 2.0 } else { 1.0 },
         }
     }
 
@@ -172,10 +338,116 @@ mod tests {
             assert_eq!(
                 Recipe {
                     gemm: Precision::Bf16,
+                    scaling: Scaling::None,
                     ..r
                 },
                 bf16
             );
         }
+    }
+
+    const HOPPER: CastTarget = CastTarget {
+        tn_only: true,
+        after_norm: false,
+    };
+    const BLACKWELL: CastTarget = CastTarget {
+        tn_only: false,
+        after_norm: false,
+    };
+
+    fn fp8(recipe: Fp8Recipe) -> Recipe {
+        Recipe::for_precision(Precision::Fp8).with_fp8_recipe(recipe)
+    }
+
+    /// One GEMM input of 4096 tokens × 8192 (32 Mi elements) quantized for a step: delayed
+    /// scaling reads it once (2 bytes) and on Hopper writes the FP8 copy and its transpose
+    /// (1 + 1); tensorwise reads it twice (amax, then cast); the block recipes always write
+    /// two scaled copies; Blackwell's delayed scaling needs no transpose.
+    #[test]
+    fn cast_traffic_per_element_follows_each_recipes_reads_copies_and_scales() {
+        let per = |r: Recipe, t: CastTarget| r.cast_bytes(Operand::Activation, t);
+        let d = per(fp8(Fp8Recipe::Delayed), HOPPER);
+        assert_eq!((d.read, d.written, d.kernels), (2.0, 2.0, 1.0));
+        let t = per(fp8(Fp8Recipe::Tensorwise), HOPPER);
+        assert_eq!((t.read, t.written, t.kernels), (4.0, 2.0, 2.0));
+        let b = per(fp8(Fp8Recipe::Blockwise), HOPPER);
+        assert_eq!((b.read, b.written), (2.0, 2.0 * (1.0 + 4.0 / 128.0)));
+        let m = per(fp8(Fp8Recipe::Mxfp8), BLACKWELL);
+        assert_eq!((m.read, m.written), (2.0, 2.0 * (1.0 + 1.0 / 32.0)));
+        assert_eq!(per(fp8(Fp8Recipe::Delayed), BLACKWELL).written, 1.0);
+        let n = per(Recipe::for_precision(Precision::Fp4), BLACKWELL);
+        assert_eq!(
+            (n.read, n.written, n.kernels),
+            (4.0, 2.0 * (0.5 + 1.0 / 16.0), 2.0)
+        );
+        let none = per(Recipe::for_precision(Precision::Bf16), HOPPER);
+        assert_eq!(none.total(), 0.0);
+        // 32 Mi elements: delayed 128 MiB, tensorwise 192 MiB, MXFP8 130 MiB; at 3.35 TB/s the
+        // delayed cast takes 40.06 µs.
+        let elems = 4096.0 * 8192.0;
+        assert_eq!(elems * d.total(), 134_217_728.0);
+        assert_eq!(elems * t.total(), 201_326_592.0);
+        assert_eq!(elems * m.total(), 136_314_880.0);
+        let us = elems * d.total() / 3.35e12 * 1e6;
+        assert!((us - 40.065).abs() < 1e-3, "{us}");
+    }
+
+    /// Weights take 128×128 blocks under blockwise scaling (one fp32 scale per 16 Ki
+    /// elements); with `fp8_param_gather` the gather delivers the forward's FP8 copy, so Hopper
+    /// only transposes it and Blackwell's delayed scaling casts nothing.
+    #[test]
+    fn weight_casts_use_square_blocks_and_skip_the_copy_the_fp8_gather_delivers() {
+        let w = fp8(Fp8Recipe::Blockwise).cast_bytes(Operand::Weight, HOPPER);
+        assert_eq!(w.written, 2.0 * (1.0 + 4.0 / 16384.0));
+        let gathered = fp8(Fp8Recipe::Delayed).with_fp8_param_gather(true);
+        let h = gathered.cast_bytes(Operand::Weight, HOPPER);
+        assert_eq!((h.read, h.written, h.kernels), (1.0, 1.0, 1.0));
+        let b = gathered.cast_bytes(Operand::Weight, BLACKWELL);
+        assert_eq!(b.total() + b.kernels, 0.0);
+        // The activations are cast as without the gather.
+        assert_eq!(
+            gathered.cast_bytes(Operand::Activation, HOPPER),
+            fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Activation, HOPPER)
+        );
+    }
+
+    /// Delayed scaling knows its scale before the tensor exists, so a `LayerNormLinear`'s norm
+    /// writes its output in FP8: on Hopper the two copies replace the 2-byte BF16 output and add
+    /// nothing; the current-scaling recipes cast after the norm as after any other kernel.
+    #[test]
+    fn delayed_scaling_quantizes_inside_the_norm_and_current_scaling_does_not() {
+        let after = CastTarget {
+            tn_only: true,
+            after_norm: true,
+        };
+        let d = fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Activation, after);
+        assert_eq!((d.read, d.written, d.kernels), (0.0, 0.0, 0.0));
+        let t = fp8(Fp8Recipe::Tensorwise).cast_bytes(Operand::Activation, after);
+        assert_eq!(
+            t,
+            fp8(Fp8Recipe::Tensorwise).cast_bytes(Operand::Activation, HOPPER)
+        );
+        // Gradients never come out of a norm.
+        let g = fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Gradient, after);
+        assert_eq!(g.total(), 4.0);
+    }
+
+    #[test]
+    fn the_fp8_recipe_applies_only_to_fp8_gemms() {
+        assert_eq!(
+            Recipe::for_precision(Precision::Fp8).scaling,
+            Scaling::Fp8(Fp8Recipe::Delayed)
+        );
+        assert_eq!(
+            fp8(Fp8Recipe::Mxfp8).scaling,
+            Scaling::Fp8(Fp8Recipe::Mxfp8)
+        );
+        let bf16 = Recipe::for_precision(Precision::Bf16);
+        assert_eq!(bf16.with_fp8_recipe(Fp8Recipe::Mxfp8), bf16);
+        let fp4 = Recipe::for_precision(Precision::Fp4);
+        assert_eq!(
+            fp4.with_fp8_recipe(Fp8Recipe::Blockwise).scaling,
+            Scaling::Nvfp4
+        );
     }
 }

@@ -643,6 +643,12 @@ pub struct PlanSpec {
     pub offload_layers: Option<u64>,
     /// Fused permute/unpermute kernels (`--moe-permute-fusion`; `None`: off, Megatron's default).
     pub moe_permute_fusion: Option<bool>,
+    /// FP8 scaling recipe (`None`: Megatron's `delayed`); read only with `precision fp8`.
+    pub fp8_recipe: Option<venus_base::base::Fp8Recipe>,
+    /// FP8 encoding (`None`: `hybrid`, what `--emit megatron` writes).
+    pub fp8_format: Option<venus_base::base::Fp8Format>,
+    /// FP8 dot-product attention (TransformerConfig `fp8_dot_product_attention`).
+    pub fp8_attention: Option<bool>,
 }
 
 impl PlanSpec {
@@ -717,6 +723,19 @@ impl PlanSpec {
     }
     pub fn moe_permute_fusion(&self) -> bool {
         or(self.moe_permute_fusion, false)
+    }
+    /// The FP8 recipe: Megatron's default `delayed` unless written
+    /// (transformer_config.py:594-596 at d98e8a64).
+    pub fn fp8_recipe(&self) -> venus_base::base::Fp8Recipe {
+        or(self.fp8_recipe, venus_base::base::Fp8Recipe::Delayed)
+    }
+    pub fn fp8_format(&self) -> venus_base::base::Fp8Format {
+        or(self.fp8_format, venus_base::base::Fp8Format::Hybrid)
+    }
+    /// FP8 attention runs only inside an FP8 or FP4 autocast (fp8_utils.py:779-787,
+    /// fp4_utils.py:225 at d98e8a64 pass `fp8_dpa` into those recipes).
+    pub fn fp8_attention(&self) -> bool {
+        or(self.fp8_attention, false) && self.precision() != Precision::Bf16
     }
     pub fn moe_dispatcher(&self) -> venus_base::base::MoeDispatcher {
         self.moe_dispatcher.unwrap_or_default()

@@ -131,7 +131,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 /// a test).
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
-    "W0013", "W0014", "W0015", "W0017", "W0018", "W0019", "W0020", "W0022", "W0024",
+    "W0013", "W0014", "W0015", "W0017", "W0018", "W0019", "W0020", "W0022", "W0023", "W0024",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
@@ -220,6 +220,10 @@ pub const OFFLOAD_MODULES: &[&str] = &[
 /// The router's load-balancing losses (`--moe-router-load-balancing-type`, router.py; `none`
 /// also stands for `--moe-aux-loss-coeff 0`, Megatron's default).
 pub const LOAD_BALANCING: &[&str] = &["none", "aux_loss", "seq_aux_loss"];
+/// FP8 scaling recipes: the words of `base::Fp8Recipe` (Megatron-LM `--fp8-recipe`).
+pub const SCALING_RECIPES: &[&str] = &["delayed", "tensorwise", "blockwise", "mxfp8"];
+/// FP8 encodings: the words of `base::Fp8Format` (Megatron-LM `--fp8-format`).
+pub const FLOAT_FORMATS: &[&str] = &["e4m3", "hybrid"];
 /// The optional word after a flag (`sp on`), so sweeps can list both (`sp [on off]`).
 pub const FLAG_WORDS: &[&str] = &["on", "off"];
 
@@ -1264,6 +1268,25 @@ key_table! {
             "fused permute and unpermute kernels around the MoE dispatch (Transformer Engine's)",
         )
         .megatron("--moe-permute-fusion"),
+        Fp8Recipe = key(
+            "fp8_recipe",
+            &[Enum(SCALING_RECIPES)],
+            "FP8 scaling recipe with `precision fp8`: delayed (per-tensor amax history), tensorwise (per-tensor current amax), blockwise (1x128 and 128x128 blocks; Hopper or later, E0357) or mxfp8 (a scale per 32 elements; Blackwell, E0356); it sets the cast traffic around each FP8 GEMM",
+        )
+        .default(KeyDefault::Word("delayed"), "delayed")
+        .megatron("--fp8-recipe")
+        .example("mxfp8"),
+        Fp8Format = key(
+            "fp8_format",
+            &[Enum(FLOAT_FORMATS)],
+            "FP8 encoding with `precision fp8`: hybrid (E4M3 forward, E5M2 gradients) or e4m3; both one byte an element",
+        )
+        .default(KeyDefault::Word("hybrid"), "hybrid")
+        .megatron("--fp8-format"),
+        Fp8Attention = flag(
+            "fp8_attention",
+            "run the attention core in FP8 (Transformer Engine's FP8 dot-product attention, TransformerConfig `fp8_dot_product_attention`) at the GPU's `fp8_peak`; needs `precision fp8` or `fp4` and Hopper or later (E0358)",
+        ),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
