@@ -8,9 +8,8 @@
 //!
 //! Two ways to find each round's link, with the same picks: a component of at most
 //! [`SCAN_MAX`] links is filled by that linear scan itself, over one share key per link kept
-//! up to date as flows are fixed (no sort, no heap: a pipeline's chains of P2P flows, 20 links
-//! on average in GPT-1T's symmetric run, are filled in a third of the instructions); a larger
-//! one (a data-parallel collective joining its members' flows under `--all-ranks`) by the
+//! up to date as flows are fixed (no sort, no heap); a larger one (a pipeline's chain of P2P
+//! flows, a data-parallel collective joining its members' flows under `--all-ranks`) by the
 //! sorted initial shares and a heap of changed ones, which is O((L + I) log(L + I)) instead of
 //! O(L · rounds).
 
@@ -20,12 +19,14 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// The largest component filled by a linear scan per round ([`Fill::rates`]); past it, the
-/// heap. A scan round reads one key per link, a heap round pushes and pops a few entries of
-/// the changed links (about 50 instructions each, `BinaryHeap` of 16-byte entries): for the
-/// few rounds a component of L links needs (at most L), the scan costs L² key reads against
-/// the heap's (L + I) log(L + I) entries plus the initial sort, even at L = 64 (measured on
-/// GPT-1T's symmetric run, `valgrind --tool=callgrind`: see docs/scale.md).
-pub(super) const SCAN_MAX: usize = 64;
+/// heap. A scan costs about L² key reads for a component of L links (a round per one or two
+/// links fixed), the heap a sort and (L + I) log(L + I) entries plus its constant. Measured
+/// on chains of two-flow links (the shape of a pipeline's P2P components), release build:
+/// the scan is faster up to 16 links and slower from 24 (at 64 links it took twice the
+/// heap's time); on GPT-1T's symmetric run (181,038 fillings of 21.5 links on average) 16
+/// saves 3% of the filling's instructions, where 64 cost 32% more (`valgrind
+/// --tool=callgrind`, docs/scale.md).
+pub(super) const SCAN_MAX: usize = 16;
 
 /// A link's share key once its flows are all fixed: above every real key (a share's bit
 /// pattern is at most that of +inf), so a scan never picks it.
@@ -364,7 +365,11 @@ mod tests {
     }
 
     /// The ops (each on its distinct links), the flows per link and the capacities.
-    type World = (IdVec<OpId, Op>, IdVec<LinkId, Vec<OpId>>, IdVec<LinkId, f64>);
+    type World = (
+        IdVec<OpId, Op>,
+        IdVec<LinkId, Vec<OpId>>,
+        IdVec<LinkId, f64>,
+    );
 
     fn world(links: &[f64], flows: &[Vec<usize>]) -> World {
         let mut ops = IdVec::new();
@@ -394,7 +399,10 @@ mod tests {
         } else {
             f.rates_heap(ops, res_flows, cap);
         }
-        f.comp_ops.iter().map(|&o| (o, f.new_rate[o].to_bits())).collect()
+        f.comp_ops
+            .iter()
+            .map(|&o| (o, f.new_rate[o].to_bits()))
+            .collect()
     }
 
     #[test]
