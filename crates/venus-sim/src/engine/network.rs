@@ -545,7 +545,8 @@ impl Network {
     /// per-step latency and the collective's base latency are that latency scaled by NCCL's
     /// tables ([`protocol_cost`]); its volume is the closed form's over the protocol's share of
     /// bus bandwidth. With zero latency every protocol has zero latency and Simple (full
-    /// bandwidth) always wins: a dim without latency runs the closed forms exactly.
+    /// bandwidth) always wins: a dim without latency runs the closed forms exactly, and so do
+    /// `ring` and `fc` dims and a dim with a written algorithm (SIMULATION.md's closed forms).
     fn priced(
         &self,
         dim: usize,
@@ -565,7 +566,10 @@ impl Network {
                 volume,
             },
         };
-        if n <= 1 || alpha == 0 {
+        // SIMULATION.md: `ring` and `fc` dims (and a dim whose algorithm is written) run the
+        // closed forms exactly, which tests hold; only on `switch` does venusc price "the
+        // algorithm NCCL would pick", and NCCL picks a protocol with it.
+        if n <= 1 || alpha == 0 || !self.picks_like_nccl(dim) {
             return plain;
         }
         let scale = |ps: u64, k: f64| (ps as f64 * k).round() as u64;
@@ -588,6 +592,12 @@ impl Network {
             }
         }
         best.map_or(plain, |(_, p)| p)
+    }
+
+    /// Whether NCCL's tuner prices collectives on `dim`: a `switch` dim without a written
+    /// algorithm.
+    fn picks_like_nccl(&self, dim: usize) -> bool {
+        self.algo[dim].is_none() && self.dims[dim].topology == Topology::Switch
     }
 
     /// The algorithm a dim uses for a collective: the dim's override, else ring on `ring`,
