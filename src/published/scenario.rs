@@ -408,6 +408,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     );
     task_rules(row, plan, &mut assumed);
     bridge_benchmark_grads(row, source, plan, &mut assumed);
+    bridge_fp8_param_gather(row, source, plan, &mut assumed);
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
@@ -772,6 +773,34 @@ fn bridge_benchmark_grads(row: &Row, source: Source, plan: &mut Block, assumed: 
                 .into(),
         );
         plan.set(Key::GradDtype, "bf16");
+    }
+}
+
+/// Whether a Megatron-Bridge row of per-tensor FP8 keeps its linear weights in FP8, its flags
+/// not saying: the performance scripts' `fp8_cs` precision is `bf16_with_fp8_current_scaling_mixed`
+/// (scripts/performance/utils/precision.py), which sets `fp8_param_gather = True`
+/// (src/megatron/bridge/training/mixed_precision.py, Megatron-Bridge @84fba284). The table's
+/// `FP8` column is that recipe; its MXFP8 and NVFP4 rows, and a row whose notes name the
+/// blockwise recipe (`bf16_with_fp8_subchannel_scaling_mixed`: `fp8_param_gather = False`),
+/// keep bf16 weights.
+fn bridge_fp8_param_gather(
+    row: &Row,
+    source: Source,
+    plan: &mut Block,
+    assumed: &mut Vec<String>,
+) {
+    let applies = source == Source::Bridge
+        && row.source.contains("Megatron-Bridge")
+        && row.precision.eq_ignore_ascii_case("fp8")
+        && !row.notes.contains("blockwise")
+        && !plan.has(Key::Fp8ParamGather);
+    if applies {
+        assumed.push(
+            "fp8_param_gather (unstated; Megatron-Bridge's per-tensor FP8 recipe gathers FP8 \
+             parameters)"
+                .into(),
+        );
+        plan.set_flag(Key::Fp8ParamGather);
     }
 }
 

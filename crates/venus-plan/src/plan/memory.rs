@@ -198,6 +198,27 @@ pub struct ActivationShape {
     pub moe_load: f64,
     /// The submodules `Recompute::Selective` re-runs.
     pub modules: RecomputeModules,
+    /// The linear layers run FP8 or FP4 GEMMs (the recipe's `gemm` is not bf16): each keeps
+    /// its quantized input for the weight gradient, 1 byte an element, instead of the bf16
+    /// input ([`QUANTIZED_INPUT_BYTES`]).
+    pub quantized_inputs: bool,
+}
+
+/// Bytes per element of the input a quantized linear layer keeps for its backward. Transformer
+/// Engine quantizes a linear layer's input once and saves that copy, keeping only the
+/// column-wise (transposed) data the weight-gradient GEMM reads (TransformerEngine v2.4
+/// transformer_engine/pytorch/module/linear.py `_Linear.forward`: `inputmat.update_usage(
+/// rowwise_usage=False, columnwise_usage=True)` before `save_for_backward`; layernorm_linear.py
+/// saves `ln_out` the same way): 1 byte for FP8 and MXFP8 (MXFP8's one E8M0 scale per 32
+/// elements, 3 %, is left out). NVFP4 is counted at the same byte: its 4-bit data with one
+/// FP8 scale per 16 elements is smaller, so the figure is an upper bound for it.
+pub const QUANTIZED_INPUT_BYTES: u128 = 1;
+
+impl ActivationShape {
+    /// Whether the plan's GEMMs quantize their inputs (FP8 or FP4).
+    pub fn quantizes(gemm: venus_base::base::Precision) -> bool {
+        gemm != venus_base::base::Precision::Bf16
+    }
 }
 
 fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
@@ -205,6 +226,36 @@ fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
     // for ffn = 4h). SwiGLU: gate+up output (2·ffn) and the product (ffn).
     let elems: u128 = if swiglu { 3 } else { 2 };
     (2 * elems).saturating_mul(ffn as u128)
+}
+
+/// [`inner_bytes_per_token`] when the MLP's second linear layer quantizes its input: the
+/// activation function's output (ffn elements) is kept in [`QUANTIZED_INPUT_BYTES`] by that
+/// GEMM instead of 2 bytes; the activation function's own saved input stays bf16.
+fn quantized_inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
+    inner_bytes_per_token(ffn, swiglu)
+        .saturating_sub(prod(&[2 - QUANTIZED_INPUT_BYTES, ffn as u128]))
+}
+
+/// The attention bytes per token `kept` (bf16 output-projection input `proj_in` elements among
+/// them) when the projection quantizes its input: it keeps its own 1-byte copy. Flash
+/// attention saves its bf16 output for its own backward unless `core_attn` re-runs the core
+/// (TransformerEngine v2.4 dot_product_attention/backends.py `FusedAttnFunc.forward` saves
+/// `out`; flash-attn's `_flash_attn_forward` likewise), so the copy adds to it; otherwise the
+/// projection's copy replaces the bf16 tensor.
+fn quantized_proj_input(
+    kept: u128,
+    proj_in: u128,
+    a: &ActivationShape,
+    re: RecomputeModules,
+) -> u128 {
+    if !a.quantized_inputs {
+        return kept;
+    }
+    if a.attention == Attention::Flash && !re.core_attn {
+        kept.saturating_add(prod(&[QUANTIZED_INPUT_BYTES, proj_in]))
+    } else {
+        kept.saturating_sub(prod(&[2 - QUANTIZED_INPUT_BYTES, proj_in]))
+    }
 }
 
 /// Saturating product of `u128` factors (user numbers can make any product absurd).
@@ -267,24 +318,49 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
     // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h. `layernorm`
     // discards the two norms' outputs (the QKV and MLP inputs, 4h).
-    let replicated = if re.layernorm {
+    let mut replicated = if re.layernorm {
         prod(&[6, h])
     } else {
         prod(&[10, h])
     };
+    // Quantized GEMMs keep their inputs in 1 byte ([`QUANTIZED_INPUT_BYTES`]): the QKV input
+    // and a dense layer's MLP input, the `ln_out` of Megatron's fused `TELayerNormColumnParallelLinear`
+    // (gpt_layer_specs.py `get_gpt_layer_with_transformer_engine_spec`, d98e8a64). MLA's two
+    // down projections each quantize the shared norm output (no saving); a MoE layer's router
+    // reads the MLP input in bf16 (it stays whole).
+    let saved = 2 - QUANTIZED_INPUT_BYTES;
+    if a.quantized_inputs && !re.layernorm {
+        let inputs = u128::from(!m.is_mla()) + u128::from(!moe);
+        replicated = replicated.saturating_sub(prod(&[saved, inputs, h]));
+    }
     // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
     // the MLP inner activations (none kept when `mlp`, `moe` or `shared_experts` re-runs them).
+    // Quantized, the second linear layer keeps the activation function's output (its input)
+    // in 1 byte ([`quantized_inner_bytes_per_token`]).
+    let inner_of = |ffn: u64| {
+        if a.quantized_inputs {
+            quantized_inner_bytes_per_token(ffn, m.swiglu())
+        } else {
+            inner_bytes_per_token(ffn, m.swiglu())
+        }
+    };
     let mlp_inner = if moe {
         if m.shared_expert_ffn() > 0 && !re.shared_experts && !re.moe {
-            inner_bytes_per_token(m.shared_expert_ffn(), m.swiglu())
+            inner_of(m.shared_expert_ffn())
         } else {
             0
         }
     } else if re.mlp {
         0
     } else {
-        inner_bytes_per_token(m.ffn(), m.swiglu())
+        inner_of(m.ffn())
     };
+    let proj_in = if m.is_mla() {
+        prod(&[m.heads as u128, m.v_head_dim() as u128])
+    } else {
+        q
+    };
+    let qk_v = quantized_proj_input(qk_v, proj_in, a, re);
     let tp_split = qk_v.saturating_add(mlp_inner);
     let mut bytes =
         (prod(&[tokens, replicated]) / tsp).saturating_add(prod(&[tokens, tp_split]) / tp);
@@ -300,10 +376,20 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // With latent MoE the dispatched tokens are `moe_latent_size` wide.
         let width = m.expert_width() as u128;
         let mut inner = inner_bytes_per_token(m.moe_ffn(), m.swiglu());
-        if re.moe_act {
+        if a.quantized_inputs {
+            // The expert's second GEMM keeps its quantized input whether or not `moe_act`
+            // discards the bf16 output (TE's `GroupedLinear` saves its own copy).
+            inner = quantized_inner_bytes_per_token(m.moe_ffn(), m.swiglu());
+        } else if re.moe_act {
             inner = inner.saturating_sub(prod(&[2, m.moe_ffn() as u128]));
         }
-        let per = prod(&[2, width, etp]).saturating_add(inner);
+        // The dispatched tokens: the experts' first GEMM keeps them quantized.
+        let input = if a.quantized_inputs {
+            QUANTIZED_INPUT_BYTES
+        } else {
+            2
+        };
+        let per = prod(&[input, width, etp]).saturating_add(inner);
         let mut routed = prod(&[tokens, topk, per]) / tsp;
         if a.moe_load > 1.0 {
             // The busiest EP rank holds `moe_load` times the mean token copies.
@@ -429,7 +515,19 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
     if a.recompute == Recompute::Full {
         return prod(&[2, h, tokens]) / tsp;
     }
-    let replicated = prod(&[tokens, 5, h]) / tsp;
+    let mut replicated = prod(&[tokens, 5, h]) / tsp;
+    let re = if a.recompute == Recompute::Selective {
+        a.modules
+    } else {
+        RecomputeModules::default()
+    };
+    let saved = 2 - QUANTIZED_INPUT_BYTES;
+    if a.quantized_inputs && kind != HybridLayer::Moe {
+        // The sublayer's input is the `ln_out` of a fused norm + linear (Mamba's `in_proj`,
+        // attention's QKV, the MLP's first linear: mamba_layer_specs.py, d98e8a64), kept
+        // quantized ([`QUANTIZED_INPUT_BYTES`]).
+        replicated = replicated.saturating_sub(prod(&[tokens, saved, h]) / tsp);
+    }
     let inner = match kind {
         HybridLayer::Mamba => {
             let d_inner = m.mamba_d_inner() as u128;
@@ -437,7 +535,12 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
             let zxbcdt = prod(&[2, d_inner])
                 .saturating_add(bc)
                 .saturating_add(m.mamba_num_heads() as u128);
-            prod(&[tokens, 2, zxbcdt.saturating_add(prod(&[2, d_inner]))]) / tp
+            let mut kept = prod(&[2, zxbcdt.saturating_add(prod(&[2, d_inner]))]);
+            if a.quantized_inputs {
+                // `out_proj` keeps the gated norm's output quantized.
+                kept = kept.saturating_sub(prod(&[saved, d_inner]));
+            }
+            prod(&[tokens, kept]) / tp
         }
         HybridLayer::Attention => {
             let hd = m.head_dim() as u128;
@@ -446,6 +549,7 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
                 m.kv_groups() as u128,
                 hd,
             ]));
+            let qkv = quantized_proj_input(qkv, prod(&[m.heads as u128, hd]), a, re);
             let mut bytes = prod(&[tokens, qkv]) / tp;
             if matches!(a.recompute, Recompute::None | Recompute::Selective)
                 && a.attention == Attention::Flash
@@ -456,6 +560,9 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
                     bytes.saturating_add(prod(&[5, m.heads as u128, a.seq as u128, tokens]) / tp);
             }
             bytes
+        }
+        HybridLayer::Mlp if a.quantized_inputs => {
+            prod(&[tokens, quantized_inner_bytes_per_token(m.ffn(), m.swiglu())]) / tp
         }
         HybridLayer::Mlp => prod(&[tokens, inner_bytes_per_token(m.ffn(), m.swiglu())]) / tp,
         HybridLayer::Moe => {
@@ -641,6 +748,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         attention: plan.attention,
         moe_load: plan.moe_load,
         modules: plan.recompute_detail.modules,
+        quantized_inputs: ActivationShape::quantizes(plan.recipe.gemm),
     };
     let rank = if copy == ParamCopy::Reverse {
         pp.saturating_sub(1).saturating_sub(stage)
