@@ -336,14 +336,24 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let vocab = vocab_of(row, source, stdlib, &mut assumed)?;
     let cp = row.cp.filter(|&c| c > 0).unwrap_or(1);
     let ep = row.ep.filter(|&e| e > 0).unwrap_or(1);
+    let vpp = vpp_of(row, source, layers, pp, &mut assumed);
     let mb = match row.micro_batch {
         Some(m) if m > 0 => m,
-        _ => {
-            assumed.push("micro_batch 1 (unstated; SC21 Table 2 uses 1)".into());
-            1
-        }
+        _ => match torchtitan_micro_batch(row, gbs, gpus, tp, pp, cp, vpp) {
+            Some((m, microbatches)) => {
+                assumed.push(format!(
+                    "micro_batch {m} (unstated; torchtitan splits the local batch into \
+                     {microbatches} microbatches, one per pipeline stage: \
+                     torchtitan/parallelisms/pipelining_utils.py `build_pipeline_schedule`)"
+                ));
+                m
+            }
+            None => {
+                assumed.push("micro_batch 1 (unstated; SC21 Table 2 uses 1)".into());
+                1
+            }
+        },
     };
-    let vpp = vpp_of(row, source, layers, pp, &mut assumed);
     let columns = Columns {
         layers,
         hidden,
@@ -508,6 +518,32 @@ fn vocab_of(
         return Ok(MLPERF_GPT3_VOCAB);
     }
     Err(Skip("vocab not stated".into()))
+}
+
+/// A pipelined torchtitan row's micro-batch, its table stating only the local batch: torchtitan
+/// 9dec370 `build_pipeline_schedule` (torchtitan/parallelisms/pipelining_utils.py) runs
+/// `pipeline_parallel_microbatches` microbatches, by default one per stage of the whole
+/// pipeline (`pipeline_parallel_degree × len(stages)`: pp × vpp). The local batch is the global
+/// batch over the data-parallel ranks; `None` when the row does not pipeline or the local batch
+/// does not split evenly. Returns (micro-batch, microbatches).
+fn torchtitan_micro_batch(
+    row: &Row,
+    gbs: u64,
+    gpus: u64,
+    tp: u64,
+    pp: u64,
+    cp: u64,
+    vpp: u64,
+) -> Option<(u64, u64)> {
+    if pp <= 1 || !split::is_torchtitan(row) {
+        return None;
+    }
+    let model_parallel = tp.checked_mul(pp)?.checked_mul(cp)?;
+    let dp = gpus.checked_div(model_parallel).filter(|&d| d > 0)?;
+    let local = gbs.checked_div(dp).filter(|&l| l > 0 && l * dp == gbs)?;
+    let microbatches = pp.checked_mul(vpp.max(1))?;
+    let mb = local.checked_div(microbatches).filter(|&m| m > 0)?;
+    (mb * microbatches == local).then_some((mb, microbatches))
 }
 
 /// The virtual stages per rank: the column, else the source's rule.
@@ -755,6 +791,31 @@ fn task_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
         "sft" => plan.set(Key::Task, "sft"),
         _ => {}
     }
+    if row.task == "lora" && Source::of(row) == Source::Mlperf {
+        mlperf_lora_rules(row, plan, assumed);
+    }
+}
+
+/// NVIDIA's MLPerf Llama 2 70B LoRA submissions (NeMo) put adapters on the attention only and,
+/// in FP8, keep the frozen base weights in FP8: megatron_gpt_peft_tuning_config.yaml of
+/// mlcommons/training_results_v4.0 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo sets
+/// `target_modules: ['attention']` (NeMo's fused QKV and output projection) and
+/// `fp8_params: ${FP8}` (Transformer Engine's FP8 weights, Megatron-LM's `--fp8-param-gather`).
+fn mlperf_lora_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
+    if !plan.has(Key::LoraModules) {
+        plan.set(Key::LoraModules, "linear_qkv linear_proj");
+        assumed.push(
+            "lora_modules linear_qkv linear_proj (NVIDIA's MLPerf LoRA config: `target_modules: ['attention']`)"
+                .into(),
+        );
+    }
+    if row.precision.eq_ignore_ascii_case("fp8") && !plan.has(Key::Fp8ParamGather) {
+        plan.set_flag(Key::Fp8ParamGather);
+        assumed.push(
+            "fp8_param_gather (NVIDIA's MLPerf LoRA config: `fp8_params: ${FP8}` keeps the frozen base in FP8)"
+                .into(),
+        );
+    }
 }
 
 /// Whether a Megatron-Bridge performance-summary row ran with bf16 gradients, its flags not
@@ -783,12 +844,7 @@ fn bridge_benchmark_grads(row: &Row, source: Source, plan: &mut Block, assumed: 
 /// `FP8` column is that recipe; its MXFP8 and NVFP4 rows, and a row whose notes name the
 /// blockwise recipe (`bf16_with_fp8_subchannel_scaling_mixed`: `fp8_param_gather = False`),
 /// keep bf16 weights.
-fn bridge_fp8_param_gather(
-    row: &Row,
-    source: Source,
-    plan: &mut Block,
-    assumed: &mut Vec<String>,
-) {
+fn bridge_fp8_param_gather(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
     let applies = source == Source::Bridge
         && row.source.contains("Megatron-Bridge")
         && row.precision.eq_ignore_ascii_case("fp8")

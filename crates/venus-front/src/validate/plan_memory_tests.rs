@@ -26,6 +26,7 @@ fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> Activatio
         moe_load: 1.0,
         modules: venus_base::base::RecomputeModules::CORE_ATTN,
         quantized_inputs: false,
+        frozen_base: None,
     }
 }
 
@@ -684,5 +685,46 @@ fn quantized_moe_layers_keep_dispatched_tokens_and_expert_activations_in_one_byt
     assert_eq!(
         layer_activation_bytes_of(&m, &bf16, true) - layer_activation_bytes_of(&m, &fp8, true),
         saved
+    );
+}
+
+/// A frozen LoRA base computes no weight gradients, so its linear layers keep no inputs; an
+/// adapter keeps its module's input in bf16. On the GPT layer (h 1024, 16 heads, ffn 4h GeLU,
+/// s 2048, b 1, tp 1, unfused) with adapters on the QKV and output projections: the MLP input
+/// (2h) and the second MLP linear's input (2·4h) go; without adapters the QKV input (2h) and
+/// the projection input (2h) go too, unless flash attention keeps that tensor as its output.
+/// Quantized GEMMs change nothing then: a frozen layer keeps no quantized copy.
+#[test]
+fn a_frozen_lora_base_keeps_only_the_inputs_its_adapters_read() {
+    use venus_base::base::LoraTargets;
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let sbh = 2048u128 * 1024;
+    let attention = LoraTargets {
+        qkv: true,
+        proj: true,
+        fc1: false,
+        fc2: false,
+    };
+    let frozen = |targets: LoraTargets, attention: Attention, quantized: bool| ActivationShape {
+        frozen_base: Some(targets),
+        attention,
+        quantized_inputs: quantized,
+        ..shape(2048, 1, 1, false, Recompute::None)
+    };
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(attention, Attention::Unfused, false)),
+        sbh * (34 - 2 - 8 + 160)
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(attention, Attention::Unfused, true)),
+        sbh * (34 - 2 - 8 + 160)
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(LoraTargets::NONE, Attention::Unfused, false)),
+        sbh * (34 - 2 - 8 - 2 - 2 + 160)
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(LoraTargets::NONE, Attention::Flash, true)),
+        sbh * (34 - 2 - 8 - 2) + 4 * 16 * 2048
     );
 }

@@ -202,6 +202,9 @@ pub struct ActivationShape {
     /// its quantized input for the weight gradient, 1 byte an element, instead of the bf16
     /// input ([`QUANTIZED_INPUT_BYTES`]).
     pub quantized_inputs: bool,
+    /// `task lora`: the base's linear layers are frozen and only `targets` have adapters
+    /// ([`linear_input_bytes`]); `None` when every parameter trains.
+    pub frozen_base: Option<LoraTargets>,
 }
 
 /// Bytes per element of the input a quantized linear layer keeps for its backward. Transformer
@@ -228,34 +231,50 @@ fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
     (2 * elems).saturating_mul(ffn as u128)
 }
 
-/// [`inner_bytes_per_token`] when the MLP's second linear layer quantizes its input: the
-/// activation function's output (ffn elements) is kept in [`QUANTIZED_INPUT_BYTES`] by that
-/// GEMM instead of 2 bytes; the activation function's own saved input stays bf16.
-fn quantized_inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
-    inner_bytes_per_token(ffn, swiglu)
-        .saturating_sub(prod(&[2 - QUANTIZED_INPUT_BYTES, ffn as u128]))
+/// Bytes per element a linear layer keeps of its input for the backward, the input no other
+/// op keeps: 2 (bf16); [`QUANTIZED_INPUT_BYTES`] with quantized GEMMs; with a frozen base
+/// (`task lora`) none, since a frozen layer computes no weight gradient (TransformerEngine
+/// v2.4 linear.py `_Linear.forward`: `backward_needs_input = is_grad_enabled and
+/// weight.requires_grad`), unless the layer is one of the adapters' `targeted` modules, whose
+/// adapter keeps the same input in bf16 (Megatron-Bridge peft/lora_layers.py `LoRALinear`
+/// feeds the wrapped layer's input, or its norm output, to the adapter's `linear_in`).
+pub fn linear_input_bytes(a: &ActivationShape, targeted: fn(&LoraTargets) -> bool) -> u128 {
+    match a.frozen_base {
+        Some(t) if targeted(&t) => 2,
+        Some(_) => 0,
+        None if a.quantized_inputs => QUANTIZED_INPUT_BYTES,
+        None => 2,
+    }
 }
 
-/// The attention bytes per token `kept` (bf16 output-projection input `proj_in` elements among
-/// them) when the projection quantizes its input: it keeps its own 1-byte copy. Flash
+/// [`inner_bytes_per_token`] with the MLP's second linear layer keeping its input (the
+/// activation function's output, ffn elements) in [`linear_input_bytes`]; the activation
+/// function's own saved input stays bf16.
+fn kept_inner_bytes_per_token(ffn: u64, swiglu: bool, a: &ActivationShape) -> u128 {
+    inner_bytes_per_token(ffn, swiglu)
+        .saturating_sub(prod(&[2, ffn as u128]))
+        .saturating_add(prod(&[linear_input_bytes(a, |t| t.fc2), ffn as u128]))
+}
+
+/// The attention bytes per token `kept` (counting the output projection's `proj_in`-element
+/// input once in bf16) as the projection keeps its input ([`linear_input_bytes`]). Flash
 /// attention saves its bf16 output for its own backward unless `core_attn` re-runs the core
 /// (TransformerEngine v2.4 dot_product_attention/backends.py `FusedAttnFunc.forward` saves
-/// `out`; flash-attn's `_flash_attn_forward` likewise), so the copy adds to it; otherwise the
-/// projection's copy replaces the bf16 tensor.
-fn quantized_proj_input(
-    kept: u128,
-    proj_in: u128,
-    a: &ActivationShape,
-    re: RecomputeModules,
-) -> u128 {
-    if !a.quantized_inputs {
-        return kept;
-    }
-    if a.attention == Attention::Flash && !re.core_attn {
-        kept.saturating_add(prod(&[QUANTIZED_INPUT_BYTES, proj_in]))
+/// `out`; flash-attn's `_flash_attn_forward` likewise): a quantized projection adds its 1-byte
+/// copy to it, and a bf16 or frozen one keeps nothing more (the same tensor). Otherwise the
+/// projection's own copy is all that is kept.
+fn kept_proj_input(kept: u128, proj_in: u128, a: &ActivationShape, re: RecomputeModules) -> u128 {
+    let bytes = if a.attention == Attention::Flash && !re.core_attn {
+        if a.quantized_inputs && a.frozen_base.is_none() {
+            2 + QUANTIZED_INPUT_BYTES
+        } else {
+            2
+        }
     } else {
-        kept.saturating_sub(prod(&[2 - QUANTIZED_INPUT_BYTES, proj_in]))
-    }
+        linear_input_bytes(a, |t| t.proj)
+    };
+    kept.saturating_sub(prod(&[2, proj_in]))
+        .saturating_add(prod(&[bytes, proj_in]))
 }
 
 /// Saturating product of `u128` factors (user numbers can make any product absurd).
@@ -323,27 +342,28 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     } else {
         prod(&[10, h])
     };
-    // Quantized GEMMs keep their inputs in 1 byte ([`QUANTIZED_INPUT_BYTES`]): the QKV input
-    // and a dense layer's MLP input, the `ln_out` of Megatron's fused `TELayerNormColumnParallelLinear`
-    // (gpt_layer_specs.py `get_gpt_layer_with_transformer_engine_spec`, d98e8a64). MLA's two
-    // down projections each quantize the shared norm output (no saving); a MoE layer's router
-    // reads the MLP input in bf16 (it stays whole).
-    let saved = 2 - QUANTIZED_INPUT_BYTES;
-    if a.quantized_inputs && !re.layernorm {
-        let inputs = u128::from(!m.is_mla()) + u128::from(!moe);
-        replicated = replicated.saturating_sub(prod(&[saved, inputs, h]));
+    // The QKV input and a dense layer's MLP input are the `ln_out` of Megatron's fused
+    // `TELayerNormColumnParallelLinear` (gpt_layer_specs.py
+    // `get_gpt_layer_with_transformer_engine_spec`, d98e8a64), kept as [`linear_input_bytes`]
+    // says. MLA's two down projections each keep the shared norm output (2 bytes either way);
+    // a MoE layer's router reads the MLP input in bf16 (it stays whole).
+    if !re.layernorm {
+        if !m.is_mla() {
+            replicated = replicated
+                .saturating_sub(prod(&[2, h]))
+                .saturating_add(prod(&[linear_input_bytes(a, |t| t.qkv), h]));
+        }
+        if !moe {
+            replicated = replicated
+                .saturating_sub(prod(&[2, h]))
+                .saturating_add(prod(&[linear_input_bytes(a, |t| t.fc1), h]));
+        }
     }
     // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
     // the MLP inner activations (none kept when `mlp`, `moe` or `shared_experts` re-runs them).
-    // Quantized, the second linear layer keeps the activation function's output (its input)
-    // in 1 byte ([`quantized_inner_bytes_per_token`]).
-    let inner_of = |ffn: u64| {
-        if a.quantized_inputs {
-            quantized_inner_bytes_per_token(ffn, m.swiglu())
-        } else {
-            inner_bytes_per_token(ffn, m.swiglu())
-        }
-    };
+    // The second linear layer keeps the activation function's output, its input, as
+    // [`kept_inner_bytes_per_token`] says.
+    let inner_of = |ffn: u64| kept_inner_bytes_per_token(ffn, m.swiglu(), a);
     let mlp_inner = if moe {
         if m.shared_expert_ffn() > 0 && !re.shared_experts && !re.moe {
             inner_of(m.shared_expert_ffn())
@@ -360,7 +380,7 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     } else {
         q
     };
-    let qk_v = quantized_proj_input(qk_v, proj_in, a, re);
+    let qk_v = kept_proj_input(qk_v, proj_in, a, re);
     let tp_split = qk_v.saturating_add(mlp_inner);
     let mut bytes =
         (prod(&[tokens, replicated]) / tsp).saturating_add(prod(&[tokens, tp_split]) / tp);
@@ -376,19 +396,16 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // With latent MoE the dispatched tokens are `moe_latent_size` wide.
         let width = m.expert_width() as u128;
         let mut inner = inner_bytes_per_token(m.moe_ffn(), m.swiglu());
-        if a.quantized_inputs {
-            // The expert's second GEMM keeps its quantized input whether or not `moe_act`
-            // discards the bf16 output (TE's `GroupedLinear` saves its own copy).
-            inner = quantized_inner_bytes_per_token(m.moe_ffn(), m.swiglu());
+        if a.quantized_inputs || a.frozen_base.is_some() {
+            // The expert's second GEMM keeps its own quantized copy of its input (TE's
+            // `GroupedLinear`), or none when frozen, whether or not `moe_act` discards the
+            // bf16 output.
+            inner = kept_inner_bytes_per_token(m.moe_ffn(), m.swiglu(), a);
         } else if re.moe_act {
             inner = inner.saturating_sub(prod(&[2, m.moe_ffn() as u128]));
         }
-        // The dispatched tokens: the experts' first GEMM keeps them quantized.
-        let input = if a.quantized_inputs {
-            QUANTIZED_INPUT_BYTES
-        } else {
-            2
-        };
+        // The dispatched tokens, kept by the experts' first GEMM.
+        let input = linear_input_bytes(a, |t| t.fc1);
         let per = prod(&[input, width, etp]).saturating_add(inner);
         let mut routed = prod(&[tokens, topk, per]) / tsp;
         if a.moe_load > 1.0 {
@@ -521,12 +538,19 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
     } else {
         RecomputeModules::default()
     };
-    let saved = 2 - QUANTIZED_INPUT_BYTES;
-    if a.quantized_inputs && kind != HybridLayer::Moe {
-        // The sublayer's input is the `ln_out` of a fused norm + linear (Mamba's `in_proj`,
-        // attention's QKV, the MLP's first linear: mamba_layer_specs.py, d98e8a64), kept
-        // quantized ([`QUANTIZED_INPUT_BYTES`]).
-        replicated = replicated.saturating_sub(prod(&[tokens, saved, h]) / tsp);
+    // The sublayer's input is the `ln_out` of a fused norm + linear (Mamba's `in_proj`,
+    // attention's QKV, the MLP's first linear: mamba_layer_specs.py, d98e8a64), kept as
+    // [`linear_input_bytes`] says; no LoRA target names Mamba's projections.
+    let input = match kind {
+        HybridLayer::Mamba => linear_input_bytes(a, |_| false),
+        HybridLayer::Attention => linear_input_bytes(a, |t| t.qkv),
+        HybridLayer::Mlp => linear_input_bytes(a, |t| t.fc1),
+        HybridLayer::Moe => 2,
+    };
+    if input != 2 {
+        replicated = replicated
+            .saturating_sub(prod(&[tokens, 2, h]) / tsp)
+            .saturating_add(prod(&[tokens, input, h]) / tsp);
     }
     let inner = match kind {
         HybridLayer::Mamba => {
@@ -536,10 +560,10 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
                 .saturating_add(bc)
                 .saturating_add(m.mamba_num_heads() as u128);
             let mut kept = prod(&[2, zxbcdt.saturating_add(prod(&[2, d_inner]))]);
-            if a.quantized_inputs {
-                // `out_proj` keeps the gated norm's output quantized.
-                kept = kept.saturating_sub(prod(&[saved, d_inner]));
-            }
+            // `out_proj` keeps the gated norm's output as its input.
+            kept = kept
+                .saturating_sub(prod(&[2, d_inner]))
+                .saturating_add(prod(&[linear_input_bytes(a, |_| false), d_inner]));
             prod(&[tokens, kept]) / tp
         }
         HybridLayer::Attention => {
@@ -549,7 +573,7 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
                 m.kv_groups() as u128,
                 hd,
             ]));
-            let qkv = quantized_proj_input(qkv, prod(&[m.heads as u128, hd]), a, re);
+            let qkv = kept_proj_input(qkv, prod(&[m.heads as u128, hd]), a, re);
             let mut bytes = prod(&[tokens, qkv]) / tp;
             if matches!(a.recompute, Recompute::None | Recompute::Selective)
                 && a.attention == Attention::Flash
@@ -561,10 +585,9 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
             }
             bytes
         }
-        HybridLayer::Mlp if a.quantized_inputs => {
-            prod(&[tokens, quantized_inner_bytes_per_token(m.ffn(), m.swiglu())]) / tp
+        HybridLayer::Mlp => {
+            prod(&[tokens, kept_inner_bytes_per_token(m.ffn(), m.swiglu(), a)]) / tp
         }
-        HybridLayer::Mlp => prod(&[tokens, inner_bytes_per_token(m.ffn(), m.swiglu())]) / tp,
         HybridLayer::Moe => {
             // A transformer MoE layer's bytes less its attention part and its 5h of the
             // attention sublayer's replicated tensors.
@@ -749,6 +772,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         moe_load: plan.moe_load,
         modules: plan.recompute_detail.modules,
         quantized_inputs: ActivationShape::quantizes(plan.recipe.gemm),
+        frozen_base: plan.lora.map(|l| l.targets),
     };
     let rank = if copy == ParamCopy::Reverse {
         pp.saturating_sub(1).saturating_sub(stage)
