@@ -419,6 +419,11 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     task_rules(row, plan, &mut assumed);
     bridge_benchmark_grads(row, source, plan, &mut assumed);
     bridge_fp8_param_gather(row, source, plan, &mut assumed);
+    bridge_nemotron3_etp(row, source, plan, &mut assumed);
+    if let Some(modules) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
+    {
+        plan.set(Key::RecomputeModules, modules);
+    }
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
@@ -610,6 +615,13 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
         RecomputeColumn::Full
     } else if row.recompute.starts_with("selective") {
         RecomputeColumn::Selective
+    } else if let Some(modules) =
+        bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
+    {
+        assumed.push(format!(
+            "recompute selective, recompute_modules {modules} (unstated; the row's Megatron-Bridge recipe: scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py)"
+        ));
+        RecomputeColumn::Selective
     } else if row.recompute.is_empty() && source.modern() {
         // Megatron-Core runs flash attention (no s × s scores kept, which the memory model
         // follows), so an unstated recompute is taken as none.
@@ -620,6 +632,49 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
             assumed.push("recompute none (unstated)".into());
         }
         RecomputeColumn::None
+    }
+}
+
+/// The recompute modules of a Megatron-Bridge performance recipe that sets them, for a row of
+/// that recipe (Megatron-Bridge @06e8da4e scripts/performance/configs/nemotronh/
+/// nemotron_3_workload_base_configs.py): Nemotron 3 Super on GB200 in BF16 or MXFP8
+/// (`BASE_NEMOTRON_3_SUPER_CONFIG_GB200`: moe_act, layernorm, core_attn, moe; its NVFP4 config
+/// is the base one, without) and Nemotron 3 Nano on H100 in FP8
+/// (`NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1`: moe, layernorm, core_attn, moe_act).
+fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static str> {
+    if source != Source::Bridge || !row.source.contains("Megatron-Bridge") {
+        return None;
+    }
+    let gpu = row.gpu.to_ascii_uppercase();
+    let precision = row.precision.to_ascii_lowercase();
+    if row.model.starts_with("Nemotron-3-Super")
+        && gpu.starts_with("GB200")
+        && matches!(precision.as_str(), "bf16" | "mxfp8")
+    {
+        return Some("moe_act layernorm core_attn moe");
+    }
+    if row.model.starts_with("Nemotron-3-Nano") && gpu.starts_with("H100") && precision == "fp8" {
+        return Some("moe layernorm core_attn moe_act");
+    }
+    None
+}
+
+/// Megatron-Bridge's Nemotron 3 performance recipes set `expert_tensor_parallel_size=1`
+/// (`BASE_NEMOTRON_3_NANO_CONFIG` and `BASE_NEMOTRON_3_SUPER_CONFIG`, Megatron-Bridge @06e8da4e
+/// scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py), which the table's
+/// tp does not change; Megatron's own default would be etp = tp (arguments.py,
+/// `expert_tensor_parallel_size`).
+fn bridge_nemotron3_etp(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let applies = source == Source::Bridge
+        && row.source.contains("Megatron-Bridge")
+        && row.model.starts_with("Nemotron-3-")
+        && !plan.has(Key::Etp);
+    if applies {
+        plan.set(Key::Etp, 1);
+        assumed.push(
+            "etp 1 (unstated; Megatron-Bridge's Nemotron 3 recipes set expert_tensor_parallel_size=1)"
+                .into(),
+        );
     }
 }
 

@@ -665,3 +665,27 @@ fn bridge_fp8_and_mlperf_lora_rows_read_their_recipes_defaults() {
     );
     assert!(b.venus.contains("  fp8_param_gather\n"), "{}", b.venus);
 }
+
+/// Megatron-Bridge's Nemotron 3 recipes run the experts without tensor parallelism (`etp 1`,
+/// where Megatron's default would follow the table's tp 2 and need 128 GPUs for ep 64), and
+/// the Super GB200 recipe recomputes `moe_act layernorm core_attn moe`.
+#[test]
+fn nemotron3_bridge_rows_take_their_recipes_etp_and_recompute_modules() {
+    let line = "mb2606_pretrain_nemotron3super_gb200_mxfp8_64g\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md\tNemotron-3-Super (hybrid MoE)\t120\t88\t4096\t2688\t32\t2\t131072\t8192\t512\t1\t2\t1\t1\t32\t1\t64\t\t\t\tGB200 (NVL72)\t64\ttokens_per_s_per_gpu\t6742\tprecision MXFP8\t--hybrid-override-pattern MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME --mamba-num-heads 128 --mamba-head-dim 64 --kv-channels 128 --num-experts 512 --moe-router-topk 22 --moe-ffn-hidden-size 2688 --moe-shared-expert-intermediate-size 5376 --moe-latent-size 1024 --squared-relu --untie-embeddings-and-output-weights";
+    let mut row = parse(&format!("{HEADER}\tmegatron_args\n{line}\n"))
+        .unwrap()
+        .remove(0);
+    row.precision = "mxfp8".into();
+    let b = build(&row).unwrap();
+    assert!(b.venus.contains("  etp 1\n"), "{}", b.venus);
+    assert!(
+        b.venus.contains("  recompute selective\n")
+            && b.venus
+                .contains("  recompute_modules moe_act layernorm core_attn moe\n"),
+        "{}",
+        b.venus
+    );
+    row.precision = "nvfp4".into();
+    let b = build(&row).unwrap();
+    assert!(!b.venus.contains("recompute_modules"), "{}", b.venus);
+}
