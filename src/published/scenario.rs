@@ -336,14 +336,24 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let vocab = vocab_of(row, source, stdlib, &mut assumed)?;
     let cp = row.cp.filter(|&c| c > 0).unwrap_or(1);
     let ep = row.ep.filter(|&e| e > 0).unwrap_or(1);
+    let vpp = vpp_of(row, source, layers, pp, &mut assumed);
     let mb = match row.micro_batch {
         Some(m) if m > 0 => m,
-        _ => {
-            assumed.push("micro_batch 1 (unstated; SC21 Table 2 uses 1)".into());
-            1
-        }
+        _ => match torchtitan_micro_batch(row, gbs, gpus, tp, pp, cp, vpp) {
+            Some((m, microbatches)) => {
+                assumed.push(format!(
+                    "micro_batch {m} (unstated; torchtitan splits the local batch into \
+                     {microbatches} microbatches, one per pipeline stage: \
+                     torchtitan/parallelisms/pipelining_utils.py `build_pipeline_schedule`)"
+                ));
+                m
+            }
+            None => {
+                assumed.push("micro_batch 1 (unstated; SC21 Table 2 uses 1)".into());
+                1
+            }
+        },
     };
-    let vpp = vpp_of(row, source, layers, pp, &mut assumed);
     let columns = Columns {
         layers,
         hidden,
@@ -410,6 +420,12 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     bridge_benchmark_grads(row, source, plan, &mut assumed);
     torchtitan_cp_exchange(source, plan, &mut assumed);
     torchtitan_attention(source, plan, &mut assumed);
+    bridge_fp8_param_gather(row, source, plan, &mut assumed);
+    bridge_nemotron3_etp(row, source, plan, &mut assumed);
+    if let Some(modules) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
+    {
+        plan.set(Key::RecomputeModules, modules);
+    }
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
         // with a fused scale-mask-softmax over the full scores.
@@ -515,6 +531,32 @@ fn vocab_of(
     Err(Skip("vocab not stated".into()))
 }
 
+/// A pipelined torchtitan row's micro-batch, its table stating only the local batch: torchtitan
+/// 9dec370 `build_pipeline_schedule` (torchtitan/parallelisms/pipelining_utils.py) runs
+/// `pipeline_parallel_microbatches` microbatches, by default one per stage of the whole
+/// pipeline (`pipeline_parallel_degree × len(stages)`: pp × vpp). The local batch is the global
+/// batch over the data-parallel ranks; `None` when the row does not pipeline or the local batch
+/// does not split evenly. Returns (micro-batch, microbatches).
+fn torchtitan_micro_batch(
+    row: &Row,
+    gbs: u64,
+    gpus: u64,
+    tp: u64,
+    pp: u64,
+    cp: u64,
+    vpp: u64,
+) -> Option<(u64, u64)> {
+    if pp <= 1 || !split::is_torchtitan(row) {
+        return None;
+    }
+    let model_parallel = tp.checked_mul(pp)?.checked_mul(cp)?;
+    let dp = gpus.checked_div(model_parallel).filter(|&d| d > 0)?;
+    let local = gbs.checked_div(dp).filter(|&l| l > 0 && l * dp == gbs)?;
+    let microbatches = pp.checked_mul(vpp.max(1))?;
+    let mb = local.checked_div(microbatches).filter(|&m| m > 0)?;
+    (mb * microbatches == local).then_some((mb, microbatches))
+}
+
 /// The virtual stages per rank: the column, else the source's rule.
 fn vpp_of(row: &Row, source: Source, layers: u64, pp: u64, assumed: &mut Vec<String>) -> u64 {
     match (row.vpp, source) {
@@ -579,6 +621,13 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
         RecomputeColumn::Full
     } else if row.recompute.starts_with("selective") {
         RecomputeColumn::Selective
+    } else if let Some(modules) =
+        bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
+    {
+        assumed.push(format!(
+            "recompute selective, recompute_modules {modules} (unstated; the row's Megatron-Bridge recipe: scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py)"
+        ));
+        RecomputeColumn::Selective
     } else if row.recompute.is_empty() && source.modern() {
         // Megatron-Core runs flash attention (no s × s scores kept, which the memory model
         // follows), so an unstated recompute is taken as none.
@@ -589,6 +638,49 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
             assumed.push("recompute none (unstated)".into());
         }
         RecomputeColumn::None
+    }
+}
+
+/// The recompute modules of a Megatron-Bridge performance recipe that sets them, for a row of
+/// that recipe (Megatron-Bridge @06e8da4e scripts/performance/configs/nemotronh/
+/// nemotron_3_workload_base_configs.py): Nemotron 3 Super on GB200 in BF16 or MXFP8
+/// (`BASE_NEMOTRON_3_SUPER_CONFIG_GB200`: moe_act, layernorm, core_attn, moe; its NVFP4 config
+/// is the base one, without) and Nemotron 3 Nano on H100 in FP8
+/// (`NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1`: moe, layernorm, core_attn, moe_act).
+fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static str> {
+    if source != Source::Bridge || !row.source.contains("Megatron-Bridge") {
+        return None;
+    }
+    let gpu = row.gpu.to_ascii_uppercase();
+    let precision = row.precision.to_ascii_lowercase();
+    if row.model.starts_with("Nemotron-3-Super")
+        && gpu.starts_with("GB200")
+        && matches!(precision.as_str(), "bf16" | "mxfp8")
+    {
+        return Some("moe_act layernorm core_attn moe");
+    }
+    if row.model.starts_with("Nemotron-3-Nano") && gpu.starts_with("H100") && precision == "fp8" {
+        return Some("moe layernorm core_attn moe_act");
+    }
+    None
+}
+
+/// Megatron-Bridge's Nemotron 3 performance recipes set `expert_tensor_parallel_size=1`
+/// (`BASE_NEMOTRON_3_NANO_CONFIG` and `BASE_NEMOTRON_3_SUPER_CONFIG`, Megatron-Bridge @06e8da4e
+/// scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py), which the table's
+/// tp does not change; Megatron's own default would be etp = tp (arguments.py,
+/// `expert_tensor_parallel_size`).
+fn bridge_nemotron3_etp(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let applies = source == Source::Bridge
+        && row.source.contains("Megatron-Bridge")
+        && row.model.starts_with("Nemotron-3-")
+        && !plan.has(Key::Etp);
+    if applies {
+        plan.set(Key::Etp, 1);
+        assumed.push(
+            "etp 1 (unstated; Megatron-Bridge's Nemotron 3 recipes set expert_tensor_parallel_size=1)"
+                .into(),
+        );
     }
 }
 
@@ -760,6 +852,31 @@ fn task_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
         "sft" => plan.set(Key::Task, "sft"),
         _ => {}
     }
+    if row.task == "lora" && Source::of(row) == Source::Mlperf {
+        mlperf_lora_rules(row, plan, assumed);
+    }
+}
+
+/// NVIDIA's MLPerf Llama 2 70B LoRA submissions (NeMo) put adapters on the attention only and,
+/// in FP8, keep the frozen base weights in FP8: megatron_gpt_peft_tuning_config.yaml of
+/// mlcommons/training_results_v4.0 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo sets
+/// `target_modules: ['attention']` (NeMo's fused QKV and output projection) and
+/// `fp8_params: ${FP8}` (Transformer Engine's FP8 weights, Megatron-LM's `--fp8-param-gather`).
+fn mlperf_lora_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
+    if !plan.has(Key::LoraModules) {
+        plan.set(Key::LoraModules, "linear_qkv linear_proj");
+        assumed.push(
+            "lora_modules linear_qkv linear_proj (NVIDIA's MLPerf LoRA config: `target_modules: ['attention']`)"
+                .into(),
+        );
+    }
+    if row.precision.eq_ignore_ascii_case("fp8") && !plan.has(Key::Fp8ParamGather) {
+        plan.set_flag(Key::Fp8ParamGather);
+        assumed.push(
+            "fp8_param_gather (NVIDIA's MLPerf LoRA config: `fp8_params: ${FP8}` keeps the frozen base in FP8)"
+                .into(),
+        );
+    }
 }
 
 /// Whether a Megatron-Bridge performance-summary row ran with bf16 gradients, its flags not
@@ -812,6 +929,29 @@ fn torchtitan_attention(source: Source, plan: &mut Block, assumed: &mut Vec<Stri
                 .into(),
         );
         plan.set(Key::Attention, "flash2");
+    }
+}
+
+/// Whether a Megatron-Bridge row of per-tensor FP8 keeps its linear weights in FP8, its flags
+/// not saying: the performance scripts' `fp8_cs` precision is `bf16_with_fp8_current_scaling_mixed`
+/// (scripts/performance/utils/precision.py), which sets `fp8_param_gather = True`
+/// (src/megatron/bridge/training/mixed_precision.py, Megatron-Bridge @84fba284). The table's
+/// `FP8` column is that recipe; its MXFP8 and NVFP4 rows, and a row whose notes name the
+/// blockwise recipe (`bf16_with_fp8_subchannel_scaling_mixed`: `fp8_param_gather = False`),
+/// keep bf16 weights.
+fn bridge_fp8_param_gather(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let applies = source == Source::Bridge
+        && row.source.contains("Megatron-Bridge")
+        && row.precision.eq_ignore_ascii_case("fp8")
+        && !row.notes.contains("blockwise")
+        && !plan.has(Key::Fp8ParamGather);
+    if applies {
+        assumed.push(
+            "fp8_param_gather (unstated; Megatron-Bridge's per-tensor FP8 recipe gathers FP8 \
+             parameters)"
+                .into(),
+        );
+        plan.set_flag(Key::Fp8ParamGather);
     }
 }
 

@@ -392,7 +392,8 @@ fn a_lora_row_is_a_lora_plan_with_the_rank_its_notes_state_and_simulates() {
     r.notes = "v2: LoRA rank 16 (MLLOG lora_rank)".into();
     let b = build(&r).unwrap();
     assert!(
-        b.venus.contains("  task lora\n  lora_rank 16\n>"),
+        b.venus
+            .contains("  task lora\n  lora_rank 16\n  lora_modules linear_qkv linear_proj\n>"),
         "{}",
         b.venus
     );
@@ -612,4 +613,85 @@ fn a_model_family_is_the_leading_letters_of_its_name_with_gpt_oss_apart() {
         families,
         ["gpt", "gpt", "llama", "llama", "gpt-oss", "deepseek", "qwen", "other"]
     );
+}
+
+/// A pipelined torchtitan row states the local batch only: torchtitan runs one microbatch per
+/// stage of the whole pipeline (pp × stages per rank), so 32 sequences per rank on pp 8 are
+/// micro-batches of 4, and of 2 with the interleaved schedule's two stages per rank; a row
+/// without a pipeline keeps the stated or the default micro-batch.
+#[test]
+fn torchtitan_pipelined_rows_split_the_local_batch_into_one_microbatch_per_stage() {
+    let mut r = sc21_row();
+    (r.layers, r.hidden, r.ffn, r.heads, r.kv_groups) =
+        (Some(32), Some(4096), Some(14336), Some(32), Some(8));
+    (r.vocab, r.seq, r.global_batch, r.micro_batch) = (Some(128256), Some(8192), Some(256), None);
+    (r.tp, r.pp, r.num_gpus) = (Some(8), Some(8), Some(512));
+    r.id = "tt2412_t5_405b_512g_1f1b_tps".into();
+    r.framework = "torchtitan".into();
+    r.notes = "Table 5 schedule '1F1B'; local batch 32".into();
+    let b = build(&r).unwrap();
+    assert!(b.venus.contains("  micro_batch 4\n"), "{}", b.venus);
+    assert!(b.assumed.iter().any(
+        |a| a.starts_with("micro_batch 4 (unstated; torchtitan splits the local batch into 8")
+    ));
+    r.notes = "Table 5 schedule 'Interleaved 1F1B'; local batch 32".into();
+    let b = build(&r).unwrap();
+    assert!(b.venus.contains("  micro_batch 2\n"), "{}", b.venus);
+    (r.pp, r.num_gpus, r.global_batch) = (Some(1), Some(64), Some(64));
+    let b = build(&r).unwrap();
+    assert!(b.venus.contains("  micro_batch 1\n"), "{}", b.venus);
+}
+
+/// Megatron-Bridge's per-tensor FP8 recipe gathers FP8 parameters (`fp8_param_gather = True`),
+/// its MXFP8 and BF16 rows do not; NVIDIA's MLPerf LoRA runs put adapters on the attention
+/// and keep the frozen FP8 base.
+#[test]
+fn bridge_fp8_and_mlperf_lora_rows_read_their_recipes_defaults() {
+    let line = "mb2511_gptoss120b_b200_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t1\t1\t64\t1\t8\t\t\t\tB200 (DGX-B200)\t64\ttokens_per_s_per_gpu\t8213\tprecision BF16\t--num-experts 128 --moe-router-topk 4 --moe-ffn-hidden-size 2880 --kv-channels 64 --quick-geglu --untie-embeddings-and-output-weights";
+    let mut row = parse(&format!("{HEADER}\tmegatron_args\n{line}\n"))
+        .unwrap()
+        .remove(0);
+    assert!(!build(&row).unwrap().venus.contains("fp8_param_gather"));
+    row.precision = "fp8".into();
+    let b = build(&row).unwrap();
+    assert!(b.venus.contains("  fp8_param_gather\n"), "{}", b.venus);
+    row.precision = "mxfp8".into();
+    assert!(!build(&row).unwrap().venus.contains("fp8_param_gather"));
+
+    let mut r = sc21_row();
+    r.id = "mlperfv41_nvidia_llama2_70b_lora_h200".into();
+    r.task = "lora".into();
+    r.notes = "LoRA rank 16".into();
+    r.precision = "fp8".into();
+    let b = build(&r).unwrap();
+    assert!(
+        b.venus.contains("  lora_modules linear_qkv linear_proj\n"),
+        "{}",
+        b.venus
+    );
+    assert!(b.venus.contains("  fp8_param_gather\n"), "{}", b.venus);
+}
+
+/// Megatron-Bridge's Nemotron 3 recipes run the experts without tensor parallelism (`etp 1`,
+/// where Megatron's default would follow the table's tp 2 and need 128 GPUs for ep 64), and
+/// the Super GB200 recipe recomputes `moe_act layernorm core_attn moe`.
+#[test]
+fn nemotron3_bridge_rows_take_their_recipes_etp_and_recompute_modules() {
+    let line = "mb2606_pretrain_nemotron3super_gb200_mxfp8_64g\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md\tNemotron-3-Super (hybrid MoE)\t120\t88\t4096\t2688\t32\t2\t131072\t8192\t512\t1\t2\t1\t1\t32\t1\t64\t\t\t\tGB200 (NVL72)\t64\ttokens_per_s_per_gpu\t6742\tprecision MXFP8\t--hybrid-override-pattern MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME --mamba-num-heads 128 --mamba-head-dim 64 --kv-channels 128 --num-experts 512 --moe-router-topk 22 --moe-ffn-hidden-size 2688 --moe-shared-expert-intermediate-size 5376 --moe-latent-size 1024 --squared-relu --untie-embeddings-and-output-weights";
+    let mut row = parse(&format!("{HEADER}\tmegatron_args\n{line}\n"))
+        .unwrap()
+        .remove(0);
+    row.precision = "mxfp8".into();
+    let b = build(&row).unwrap();
+    assert!(b.venus.contains("  etp 1\n"), "{}", b.venus);
+    assert!(
+        b.venus.contains("  recompute selective\n")
+            && b.venus
+                .contains("  recompute_modules moe_act layernorm core_attn moe\n"),
+        "{}",
+        b.venus
+    );
+    row.precision = "nvfp4".into();
+    let b = build(&row).unwrap();
+    assert!(!b.venus.contains("recompute_modules"), "{}", b.venus);
 }

@@ -25,6 +25,8 @@ fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> Activatio
         attention: Attention::Unfused,
         moe_load: 1.0,
         modules: venus_base::base::RecomputeModules::CORE_ATTN,
+        quantized_inputs: false,
+        frozen_base: None,
     }
 }
 
@@ -626,4 +628,104 @@ fn zbv_holds_two_chunk_microbatches_per_stage_microbatch_of_1f1b() {
     assert_eq!([0, 1, 2, 3].map(|r| in_flight(&p, r).0), [8, 8, 8, 8]);
     let one = plan(4, 1, 16, Some(ScheduleKind::OneFOneB), 16);
     assert_eq!(in_flight(&one, 0).0, 4);
+}
+
+/// FP8 (or FP4) GEMMs keep their inputs quantized, 1 byte an element: on the GPT layer (h 1024,
+/// 16 heads, ffn 4h GeLU, s 2048, b 1, tp 1) the QKV and MLP inputs save h bytes each per
+/// token, the second MLP linear's input (the GeLU output, 4h) 4h; unfused attention's
+/// projection input is kept only by the projection (h saved), while flash attention keeps its
+/// own bf16 output and the projection adds its 1-byte copy (h more).
+#[test]
+fn quantized_gemms_keep_their_inputs_in_one_byte() {
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let sbh = 2048u128 * 1024;
+    let quantized = |a: ActivationShape| ActivationShape {
+        quantized_inputs: true,
+        ..a
+    };
+    let unfused = shape(2048, 1, 1, false, Recompute::None);
+    assert_eq!(
+        layer_activation_bytes(&m, &quantized(unfused)),
+        sbh * (34 - 2 - 1 - 4 + 160)
+    );
+    let flash = ActivationShape {
+        attention: Attention::Flash,
+        ..unfused
+    };
+    let lse = 4 * 16 * 2048;
+    assert_eq!(layer_activation_bytes(&m, &flash), sbh * 34 + lse);
+    assert_eq!(
+        layer_activation_bytes(&m, &quantized(flash)),
+        sbh * (34 - 2 - 4 + 1) + lse
+    );
+    // Full recompute keeps the bf16 layer input alone: quantization changes nothing.
+    let full = shape(2048, 1, 1, false, Recompute::Full);
+    assert_eq!(
+        layer_activation_bytes(&m, &quantized(full)),
+        layer_activation_bytes(&m, &full)
+    );
+}
+
+/// A quantized MoE layer of the MLA test model (s 16, b 1, flash, no recompute): each of the 2
+/// routed copies per token keeps its dispatched input (64 elements) and its activation output
+/// (32) in 1 byte; MLA's two down projections each quantize the shared norm output and the
+/// router reads the MLP input in bf16, so the replicated tensors stay; the projection adds its
+/// 1-byte copy of the 4 × 16 attention output beside flash attention's own.
+#[test]
+fn quantized_moe_layers_keep_dispatched_tokens_and_expert_activations_in_one_byte() {
+    let m = mla_moe();
+    let bf16 = ActivationShape {
+        attention: Attention::Flash,
+        ..shape(16, 1, 1, false, Recompute::None)
+    };
+    let fp8 = ActivationShape {
+        quantized_inputs: true,
+        ..bf16
+    };
+    let saved = 16 * 2 * (64 + 32) - 16 * 4 * 16;
+    assert_eq!(
+        layer_activation_bytes_of(&m, &bf16, true) - layer_activation_bytes_of(&m, &fp8, true),
+        saved
+    );
+}
+
+/// A frozen LoRA base computes no weight gradients, so its linear layers keep no inputs; an
+/// adapter keeps its module's input in bf16. On the GPT layer (h 1024, 16 heads, ffn 4h GeLU,
+/// s 2048, b 1, tp 1, unfused) with adapters on the QKV and output projections: the MLP input
+/// (2h) and the second MLP linear's input (2·4h) go; without adapters the QKV input (2h) and
+/// the projection input (2h) go too, unless flash attention keeps that tensor as its output.
+/// Quantized GEMMs change nothing then: a frozen layer keeps no quantized copy.
+#[test]
+fn a_frozen_lora_base_keeps_only_the_inputs_its_adapters_read() {
+    use venus_base::base::LoraTargets;
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let sbh = 2048u128 * 1024;
+    let attention = LoraTargets {
+        qkv: true,
+        proj: true,
+        fc1: false,
+        fc2: false,
+    };
+    let frozen = |targets: LoraTargets, attention: Attention, quantized: bool| ActivationShape {
+        frozen_base: Some(targets),
+        attention,
+        quantized_inputs: quantized,
+        ..shape(2048, 1, 1, false, Recompute::None)
+    };
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(attention, Attention::Unfused, false)),
+        sbh * (34 - 2 - 8 + 160)
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(attention, Attention::Unfused, true)),
+        sbh * (34 - 2 - 8 + 160)
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(LoraTargets::NONE, Attention::Unfused, false)),
+        sbh * (34 - 2 - 8 - 2 - 2 + 160)
+    );
+    assert_eq!(
+        layer_activation_bytes(&m, &frozen(LoraTargets::NONE, Attention::Flash, true)),
+        sbh * (34 - 2 - 8 - 2) + 4 * 16 * 2048
+    );
 }

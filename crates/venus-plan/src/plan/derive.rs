@@ -1155,6 +1155,8 @@ mod tests {
             attention: venus_base::base::Attention::Flash,
             moe_load: 1.0,
             modules: venus_base::base::RecomputeModules::CORE_ATTN,
+            quantized_inputs: false,
+            frozen_base: None,
         };
         assert_eq!(bytes(&m, &a, HybridLayer::Mamba), 52_559_872);
         assert_eq!(bytes(&m, &a, HybridLayer::Attention), 27_394_048);

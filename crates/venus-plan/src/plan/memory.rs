@@ -204,6 +204,30 @@ pub struct ActivationShape {
     pub moe_load: f64,
     /// The submodules `Recompute::Selective` re-runs.
     pub modules: RecomputeModules,
+    /// The linear layers run FP8 or FP4 GEMMs (the recipe's `gemm` is not bf16): each keeps
+    /// its quantized input for the weight gradient, 1 byte an element, instead of the bf16
+    /// input ([`QUANTIZED_INPUT_BYTES`]).
+    pub quantized_inputs: bool,
+    /// `task lora`: the base's linear layers are frozen and only `targets` have adapters
+    /// ([`linear_input_bytes`]); `None` when every parameter trains.
+    pub frozen_base: Option<LoraTargets>,
+}
+
+/// Bytes per element of the input a quantized linear layer keeps for its backward. Transformer
+/// Engine quantizes a linear layer's input once and saves that copy, keeping only the
+/// column-wise (transposed) data the weight-gradient GEMM reads (TransformerEngine v2.4
+/// transformer_engine/pytorch/module/linear.py `_Linear.forward`: `inputmat.update_usage(
+/// rowwise_usage=False, columnwise_usage=True)` before `save_for_backward`; layernorm_linear.py
+/// saves `ln_out` the same way): 1 byte for FP8 and MXFP8 (MXFP8's one E8M0 scale per 32
+/// elements, 3 %, is left out). NVFP4 is counted at the same byte: its 4-bit data with one
+/// FP8 scale per 16 elements is smaller, so the figure is an upper bound for it.
+pub const QUANTIZED_INPUT_BYTES: u128 = 1;
+
+impl ActivationShape {
+    /// Whether the plan's GEMMs quantize their inputs (FP8 or FP4).
+    pub fn quantizes(gemm: venus_base::base::Precision) -> bool {
+        gemm != venus_base::base::Precision::Bf16
+    }
 }
 
 fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
@@ -211,6 +235,52 @@ fn inner_bytes_per_token(ffn: u64, swiglu: bool) -> u128 {
     // for ffn = 4h). SwiGLU: gate+up output (2·ffn) and the product (ffn).
     let elems: u128 = if swiglu { 3 } else { 2 };
     (2 * elems).saturating_mul(ffn as u128)
+}
+
+/// Bytes per element a linear layer keeps of its input for the backward, the input no other
+/// op keeps: 2 (bf16); [`QUANTIZED_INPUT_BYTES`] with quantized GEMMs; with a frozen base
+/// (`task lora`) none, since a frozen layer computes no weight gradient (TransformerEngine
+/// v2.4 linear.py `_Linear.forward`: `backward_needs_input = is_grad_enabled and
+/// weight.requires_grad`), unless the layer is one of the adapters' `targeted` modules, whose
+/// adapter keeps the same input in bf16 (Megatron-Bridge peft/lora_layers.py `LoRALinear`
+/// feeds the wrapped layer's input, or its norm output, to the adapter's `linear_in`).
+pub fn linear_input_bytes(a: &ActivationShape, targeted: fn(&LoraTargets) -> bool) -> u128 {
+    match a.frozen_base {
+        Some(t) if targeted(&t) => 2,
+        Some(_) => 0,
+        None if a.quantized_inputs => QUANTIZED_INPUT_BYTES,
+        None => 2,
+    }
+}
+
+/// [`inner_bytes_per_token`] with the MLP's second linear layer keeping its input (the
+/// activation function's output, ffn elements) in [`linear_input_bytes`]; the activation
+/// function's own saved input stays bf16.
+fn kept_inner_bytes_per_token(ffn: u64, swiglu: bool, a: &ActivationShape) -> u128 {
+    inner_bytes_per_token(ffn, swiglu)
+        .saturating_sub(prod(&[2, ffn as u128]))
+        .saturating_add(prod(&[linear_input_bytes(a, |t| t.fc2), ffn as u128]))
+}
+
+/// The attention bytes per token `kept` (counting the output projection's `proj_in`-element
+/// input once in bf16) as the projection keeps its input ([`linear_input_bytes`]). Flash
+/// attention saves its bf16 output for its own backward unless `core_attn` re-runs the core
+/// (TransformerEngine v2.4 dot_product_attention/backends.py `FusedAttnFunc.forward` saves
+/// `out`; flash-attn's `_flash_attn_forward` likewise): a quantized projection adds its 1-byte
+/// copy to it, and a bf16 or frozen one keeps nothing more (the same tensor). Otherwise the
+/// projection's own copy is all that is kept.
+fn kept_proj_input(kept: u128, proj_in: u128, a: &ActivationShape, re: RecomputeModules) -> u128 {
+    let bytes = if a.attention == Attention::Flash && !re.core_attn {
+        if a.quantized_inputs && a.frozen_base.is_none() {
+            2 + QUANTIZED_INPUT_BYTES
+        } else {
+            2
+        }
+    } else {
+        linear_input_bytes(a, |t| t.proj)
+    };
+    kept.saturating_sub(prod(&[2, proj_in]))
+        .saturating_add(prod(&[bytes, proj_in]))
 }
 
 /// Saturating product of `u128` factors (user numbers can make any product absurd).
@@ -273,24 +343,50 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     // Not split by tp (split by sp): two LayerNorm inputs 4h, QKV input 2h, attention
     // dropout mask h, MLP input 2h, MLP dropout mask h: Korthikanti's 10·s·b·h. `layernorm`
     // discards the two norms' outputs (the QKV and MLP inputs, 4h).
-    let replicated = if re.layernorm {
+    let mut replicated = if re.layernorm {
         prod(&[6, h])
     } else {
         prod(&[10, h])
     };
+    // The QKV input and a dense layer's MLP input are the `ln_out` of Megatron's fused
+    // `TELayerNormColumnParallelLinear` (gpt_layer_specs.py
+    // `get_gpt_layer_with_transformer_engine_spec`, d98e8a64), kept as [`linear_input_bytes`]
+    // says. MLA's two down projections each keep the shared norm output (2 bytes either way);
+    // a MoE layer's router reads the MLP input in bf16 (it stays whole).
+    if !re.layernorm {
+        if !m.is_mla() {
+            replicated = replicated
+                .saturating_sub(prod(&[2, h]))
+                .saturating_add(prod(&[linear_input_bytes(a, |t| t.qkv), h]));
+        }
+        if !moe {
+            replicated = replicated
+                .saturating_sub(prod(&[2, h]))
+                .saturating_add(prod(&[linear_input_bytes(a, |t| t.fc1), h]));
+        }
+    }
     // Split by tp: Q and K for QKᵀ, V, the output projection input (8·s·b·h for MHA), and
     // the MLP inner activations (none kept when `mlp`, `moe` or `shared_experts` re-runs them).
+    // The second linear layer keeps the activation function's output, its input, as
+    // [`kept_inner_bytes_per_token`] says.
+    let inner_of = |ffn: u64| kept_inner_bytes_per_token(ffn, m.swiglu(), a);
     let mlp_inner = if moe {
         if m.shared_expert_ffn() > 0 && !re.shared_experts && !re.moe {
-            inner_bytes_per_token(m.shared_expert_ffn(), m.swiglu())
+            inner_of(m.shared_expert_ffn())
         } else {
             0
         }
     } else if re.mlp {
         0
     } else {
-        inner_bytes_per_token(m.ffn(), m.swiglu())
+        inner_of(m.ffn())
     };
+    let proj_in = if m.is_mla() {
+        prod(&[m.heads as u128, m.v_head_dim() as u128])
+    } else {
+        q
+    };
+    let qk_v = kept_proj_input(qk_v, proj_in, a, re);
     let tp_split = qk_v.saturating_add(mlp_inner);
     let mut bytes =
         (prod(&[tokens, replicated]) / tsp).saturating_add(prod(&[tokens, tp_split]) / tp);
@@ -306,10 +402,17 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // With latent MoE the dispatched tokens are `moe_latent_size` wide.
         let width = m.expert_width() as u128;
         let mut inner = inner_bytes_per_token(m.moe_ffn(), m.swiglu());
-        if re.moe_act {
+        if a.quantized_inputs || a.frozen_base.is_some() {
+            // The expert's second GEMM keeps its own quantized copy of its input (TE's
+            // `GroupedLinear`), or none when frozen, whether or not `moe_act` discards the
+            // bf16 output.
+            inner = kept_inner_bytes_per_token(m.moe_ffn(), m.swiglu(), a);
+        } else if re.moe_act {
             inner = inner.saturating_sub(prod(&[2, m.moe_ffn() as u128]));
         }
-        let per = prod(&[2, width, etp]).saturating_add(inner);
+        // The dispatched tokens, kept by the experts' first GEMM.
+        let input = linear_input_bytes(a, |t| t.fc1);
+        let per = prod(&[input, width, etp]).saturating_add(inner);
         let mut routed = prod(&[tokens, topk, per]) / tsp;
         if a.moe_load > 1.0 {
             // The busiest EP rank holds `moe_load` times the mean token copies.
@@ -435,7 +538,26 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
     if a.recompute == Recompute::Full {
         return prod(&[2, h, tokens]) / tsp;
     }
-    let replicated = prod(&[tokens, 5, h]) / tsp;
+    let mut replicated = prod(&[tokens, 5, h]) / tsp;
+    let re = if a.recompute == Recompute::Selective {
+        a.modules
+    } else {
+        RecomputeModules::default()
+    };
+    // The sublayer's input is the `ln_out` of a fused norm + linear (Mamba's `in_proj`,
+    // attention's QKV, the MLP's first linear: mamba_layer_specs.py, d98e8a64), kept as
+    // [`linear_input_bytes`] says; no LoRA target names Mamba's projections.
+    let input = match kind {
+        HybridLayer::Mamba => linear_input_bytes(a, |_| false),
+        HybridLayer::Attention => linear_input_bytes(a, |t| t.qkv),
+        HybridLayer::Mlp => linear_input_bytes(a, |t| t.fc1),
+        HybridLayer::Moe => 2,
+    };
+    if input != 2 {
+        replicated = replicated
+            .saturating_sub(prod(&[tokens, 2, h]) / tsp)
+            .saturating_add(prod(&[tokens, input, h]) / tsp);
+    }
     let inner = match kind {
         HybridLayer::Mamba => {
             let d_inner = m.mamba_d_inner() as u128;
@@ -443,7 +565,12 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
             let zxbcdt = prod(&[2, d_inner])
                 .saturating_add(bc)
                 .saturating_add(m.mamba_num_heads() as u128);
-            prod(&[tokens, 2, zxbcdt.saturating_add(prod(&[2, d_inner]))]) / tp
+            let mut kept = prod(&[2, zxbcdt.saturating_add(prod(&[2, d_inner]))]);
+            // `out_proj` keeps the gated norm's output as its input.
+            kept = kept
+                .saturating_sub(prod(&[2, d_inner]))
+                .saturating_add(prod(&[linear_input_bytes(a, |_| false), d_inner]));
+            prod(&[tokens, kept]) / tp
         }
         HybridLayer::Attention => {
             let hd = m.head_dim() as u128;
@@ -452,6 +579,7 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
                 m.kv_groups() as u128,
                 hd,
             ]));
+            let qkv = kept_proj_input(qkv, prod(&[m.heads as u128, hd]), a, re);
             let mut bytes = prod(&[tokens, qkv]) / tp;
             if matches!(a.recompute, Recompute::None | Recompute::Selective)
                 && a.attention != Attention::Unfused
@@ -463,7 +591,9 @@ pub fn hybrid_layer_activation_bytes(m: &Model, a: &ActivationShape, kind: Hybri
             }
             bytes
         }
-        HybridLayer::Mlp => prod(&[tokens, inner_bytes_per_token(m.ffn(), m.swiglu())]) / tp,
+        HybridLayer::Mlp => {
+            prod(&[tokens, kept_inner_bytes_per_token(m.ffn(), m.swiglu(), a)]) / tp
+        }
         HybridLayer::Moe => {
             // A transformer MoE layer's bytes less its attention part and its 5h of the
             // attention sublayer's replicated tensors.
@@ -653,6 +783,8 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         attention: plan.attention,
         moe_load: plan.moe_load,
         modules: plan.recompute_detail.modules,
+        quantized_inputs: ActivationShape::quantizes(plan.recipe.gemm),
+        frozen_base: plan.lora.map(|l| l.targets),
     };
     let rank = if copy == ParamCopy::Reverse {
         pp.saturating_sub(1).saturating_sub(stage)
