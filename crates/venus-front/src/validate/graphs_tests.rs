@@ -107,6 +107,8 @@ fn offload_layers_moves_whole_layers_off_a_single_stage() {
             attention: venus_base::base::Attention::Flash,
             moe_load: 1.0,
             modules: Default::default(),
+            quantized_inputs: false,
+            frozen_base: None,
         },
     );
     assert_eq!(o.offloaded.0 as u128, 8 * per_layer);

@@ -754,6 +754,8 @@ fn offload_copy(sc: &Scenario) -> (f64, f64) {
         attention: sc.plan.attention(),
         moe_load: sc.plan.moe_load_factor(),
         modules: mp.recompute_detail.modules,
+        quantized_inputs: venus_plan::plan::memory::ActivationShape::quantizes(sc.recipe.gemm),
+        frozen_base: mp.lora.map(|l| l.targets),
     };
     let pp = sc.pp.clamp(1, 1 << 20);
     let layers: u64 = (0..pp).map(|s| sc.stage_layers(s)).sum();
