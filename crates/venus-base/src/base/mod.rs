@@ -20,7 +20,7 @@ pub use kinds::{
 };
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
-pub use kinds::{RecomputeMethod, RecomputeModules};
+pub use kinds::{FromWord, FromWords, RecomputeMethod, RecomputeModules};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };

@@ -15,9 +15,8 @@ use std::sync::Arc;
 
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured,
-    Model, PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned,
-    Topology, Train,
+    Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured, Model,
+    PartialScenario, Plan, ScenarioDef, Spanned, Topology, Train,
 };
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
@@ -158,17 +157,91 @@ impl Fields {
             _ => None,
         }
     }
-}
-
-/// A `task` word (the key table admits only its three).
-fn task_of(w: &str) -> venus_base::base::Task {
-    use venus_base::base::Task;
-    match w {
-        "sft" => Task::Sft,
-        "lora" => Task::Lora,
-        _ => Task::Pretrain,
+    /// A one-word key as its enum, at the word.
+    fn word_of<T: venus_base::base::FromWord>(&self, key: Key) -> Option<Spanned<T>> {
+        self.word(key)
+            .and_then(|w| T::from_word(w.value).map(|v| Spanned::new(v, w.loc)))
+    }
+    /// A list-of-words key as its set, at the whole item.
+    fn words_of<T: venus_base::base::FromWords>(&self, key: Key) -> Option<Spanned<T>> {
+        self.first(key).map(|item| {
+            let words = item.args.iter().filter_map(|(c, _)| match c {
+                Checked::Arg(Arg::Word(w)) => Some(*w),
+                _ => None,
+            });
+            Spanned::new(T::from_words(words), item.loc)
+        })
     }
 }
+
+/// Reads one plain plan key of `venus_plan::plan_keys!` by its reading.
+macro_rules! read_plain {
+    ($f:ident, count, $ty:ty, $key:ident) => {
+        $f.count(Key::$key)
+    };
+    ($f:ident, flag, $ty:ty, $key:ident) => {
+        $f.flag(Key::$key)
+    };
+    ($f:ident, bytes, $ty:ty, $key:ident) => {
+        $f.get(Key::$key, bytes)
+    };
+    ($f:ident, ratio, $ty:ty, $key:ident) => {
+        $f.get(Key::$key, ratio)
+    };
+    ($f:ident, time, $ty:ty, $key:ident) => {
+        $f.get(Key::$key, time)
+    };
+    ($f:ident, word, $ty:ty, $key:ident) => {
+        $f.word_of::<$ty>(Key::$key)
+    };
+    ($f:ident, words, $ty:ty, $key:ident) => {
+        $f.words_of::<$ty>(Key::$key)
+    };
+}
+
+/// The `Plan` literal: the fields given by hand, then every plain key read from `$f`.
+macro_rules! fill_plan {
+    (($f:ident { $($custom:tt)* }) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        Plan {
+            $($custom)*
+            $( $field: read_plain!($f, $how, $ty, $key), )*
+        }
+    };
+}
+
+/// The plain plan keys as (field, key, reading), for the tests that keep the list and the key
+/// table in step.
+#[cfg(test)]
+macro_rules! plain_plan_keys {
+    (() $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        pub(crate) const PLAIN_PLAN_KEYS: &[(&str, Key, &str)] =
+            &[ $( (stringify!($field), Key::$key, stringify!($how)), )* ];
+        /// Every word the key table admits for each `word` key maps to a value.
+        pub(crate) fn unmapped_plan_words() -> Vec<(&'static str, &'static str)> {
+            let mut out = Vec::new();
+            $( plain_words!(out, $how, $ty, $key); )*
+            out
+        }
+    };
+}
+
+#[cfg(test)]
+macro_rules! plain_words {
+    ($out:ident, word, $ty:ty, $key:ident) => {
+        let sig = &schema::TABLE[Key::$key as usize];
+        if let Some(schema::ArgType::Enum(words)) = sig.args.first() {
+            for w in words.iter() {
+                if <$ty as venus_base::base::FromWord>::from_word(w).is_none() {
+                    $out.push((sig.key, *w));
+                }
+            }
+        }
+    };
+    ($out:ident, $other:ident, $ty:ty, $key:ident) => {};
+}
+
+#[cfg(test)]
+venus_plan::plan_keys!(plain_plan_keys!());
 
 /// A `moe_dispatcher` item: its dispatcher word and, for `flex`, the backend (DeepEP unless
 /// `hybridep` is named, Megatron's default `--moe-flex-dispatcher-backend`).
@@ -196,17 +269,6 @@ fn fsdp_strategy_of(w: &str) -> venus_base::base::FsdpStrategy {
         "optim" => FsdpStrategy::Optim,
         "optim_grads" => FsdpStrategy::OptimGrads,
         _ => FsdpStrategy::OptimGradsParams,
-    }
-}
-
-/// A dtype word of the gradient and optimizer keys.
-fn dtype_of(w: &str) -> venus_base::base::Dtype {
-    use venus_base::base::Dtype;
-    match w {
-        "bf16" => Dtype::Bf16,
-        "fp16" => Dtype::Fp16,
-        "fp8" => Dtype::Fp8,
-        _ => Dtype::Fp32,
     }
 }
 
@@ -757,43 +819,6 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        let schedule = f.word(Key::Schedule).map(|w| {
-            let k = match w.value {
-                "gpipe" => ScheduleKind::Gpipe,
-                "interleaved" => ScheduleKind::Interleaved,
-                "zb_h1" => ScheduleKind::ZbH1,
-                "zb_h2" => ScheduleKind::ZbH2,
-                "dualpipe" => ScheduleKind::DualPipe,
-                "dualpipev" => ScheduleKind::DualPipeV,
-                "zbv" => ScheduleKind::Zbv,
-                _ => ScheduleKind::OneFOneB,
-            };
-            Spanned::new(k, w.loc)
-        });
-        let recompute = f.word(Key::Recompute).map(|w| {
-            let k = match w.value {
-                "selective" => Recompute::Selective,
-                "full" => Recompute::Full,
-                _ => Recompute::None,
-            };
-            Spanned::new(k, w.loc)
-        });
-        let precision = f.word(Key::Precision).map(|w| {
-            Spanned::new(
-                Precision::from_word(w.value).unwrap_or(Precision::Bf16),
-                w.loc,
-            )
-        });
-        let attention = f.word(Key::Attention).map(|w| {
-            Spanned::new(
-                if w.value == "unfused" {
-                    Attention::Unfused
-                } else {
-                    Attention::Flash
-                },
-                w.loc,
-            )
-        });
         let measured = match f.first(Key::Measured) {
             Some(item) => match item.args.first() {
                 Some((Checked::Nested(m), _)) => Some(Measured {
@@ -807,51 +832,12 @@ impl<'r, 'a> Checker<'r, 'a> {
             },
             None => None,
         };
-        Some(Plan {
+        Some(venus_plan::plan_keys!(fill_plan!(f {
             name: def.name.clone(),
             loc: def.loc,
-            tp: f.count(Key::Tp),
-            pp: f.count(Key::Pp),
-            cp: f.count(Key::Cp),
-            ep: f.count(Key::Ep),
-            vpp: f.count(Key::Vpp),
-            first_stage_layers: f.count(Key::FirstStageLayers),
-            last_stage_layers: f.count(Key::LastStageLayers),
-            dp: f.count(Key::Dp),
             micro_batch: f.count(Key::MicroBatch)?,
             global_batch: f.count(Key::GlobalBatch)?,
-            schedule,
-            sp: f.flag(Key::Sp),
-            recompute,
-            distributed_optimizer: f.flag(Key::DistributedOptimizer),
-            overlap_grad_reduce: f.flag(Key::OverlapGradReduce),
-            overlap_param_gather: f.flag(Key::OverlapParamGather),
-            delay_grad_reduce: f.flag(Key::DelayGradReduce),
-            delay_param_gather: f.flag(Key::DelayParamGather),
-            overlap_p2p: f.flag(Key::OverlapP2p),
-            overlap_tp_comm: f.flag(Key::OverlapTpComm),
-            overlap_ep_comm: f.flag(Key::OverlapEpComm),
-            bucket_size: f.get(Key::BucketSize, bytes),
-            mfu: f.get(Key::Mfu, ratio),
             measured,
-            precision,
-            attention,
-            iterations: f.count(Key::Iterations),
-            reserve: f.get(Key::Reserve, bytes),
-            moe_imbalance: f.get(Key::MoeImbalance, ratio),
-            moe_capacity_headroom: f.get(Key::MoeCapacityHeadroom, ratio),
-            moe_pad_to_capacity: f.flag(Key::MoePadToCapacity),
-            task: f
-                .word(Key::Task)
-                .map(|w| Spanned::new(task_of(w.value), w.loc)),
-            lora_rank: f.count(Key::LoraRank),
-            lora_modules: f.first(Key::LoraModules).map(|item| {
-                let words = item.args.iter().filter_map(|(c, _)| match c {
-                    Checked::Arg(Arg::Word(w)) => Some(*w),
-                    _ => None,
-                });
-                Spanned::new(venus_base::base::LoraTargets::from_words(words), item.loc)
-            }),
             fsdp: f.first(Key::Fsdp).and_then(|item| match item.args.first() {
                 Some((Checked::Arg(Arg::Word(w)), _)) => {
                     Some(Spanned::new(fsdp_strategy_of(w), item.loc))
@@ -870,44 +856,8 @@ impl<'r, 'a> Checker<'r, 'a> {
                 };
                 Spanned::new(imp, item.loc)
             }),
-            grad_dtype: f
-                .word(Key::GradDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            main_params_dtype: f
-                .word(Key::MainParamsDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            exp_avg_dtype: f
-                .word(Key::ExpAvgDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            exp_avg_sq_dtype: f
-                .word(Key::ExpAvgSqDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            account_for_embedding: f.flag(Key::AccountForEmbedding),
-            account_for_loss: f.flag(Key::AccountForLoss),
             pipeline_layout: f.get(Key::PipelineLayout, layout_text),
-            checkpoint_interval: f.get(Key::CheckpointInterval, time),
             venussim: f.items.iter().filter_map(venussim_item).collect(),
-            recompute_modules: f.first(Key::RecomputeModules).map(|item| {
-                let words = item.args.iter().filter_map(|(c, _)| match c {
-                    Checked::Arg(Arg::Word(w)) => Some(*w),
-                    _ => None,
-                });
-                Spanned::new(
-                    venus_base::base::RecomputeModules::from_words(words),
-                    item.loc,
-                )
-            }),
-            recompute_method: f.word(Key::RecomputeMethod).map(|w| {
-                let m = if w.value == "block" {
-                    venus_base::base::RecomputeMethod::Block
-                } else {
-                    venus_base::base::RecomputeMethod::Uniform
-                };
-                Spanned::new(m, w.loc)
-            }),
-            recompute_num_layers: f.count(Key::RecomputeNumLayers),
-            fp8_param_gather: f.flag(Key::Fp8ParamGather),
-            etp: f.count(Key::Etp),
             moe_dispatcher: f
                 .first(Key::MoeDispatcher)
                 .and_then(|item| moe_dispatcher_of(item).map(|d| Spanned::new(d, item.loc))),
@@ -924,16 +874,13 @@ impl<'r, 'a> Checker<'r, 'a> {
                     )),
                     _ => None,
                 }),
-            cp_comm: f.word(Key::CpComm).and_then(|w| {
-                venus_base::base::CpComm::from_word(w.value).map(|c| Spanned::new(c, w.loc))
-            }),
             cp_a2a: f
                 .first(Key::CpComm)
                 .and_then(|item| match item.args.get(1) {
                     Some((Checked::Arg(Arg::Count(n)), loc)) => Some(Spanned::new(*n, *loc)),
                     _ => None,
                 }),
-        })
+        })))
     }
 
     /// Checks the items of one block against the key table: E0101, E0102, E0103, E0203 and
@@ -1757,5 +1704,56 @@ mod tests {
         }
         assert_eq!(example(Key::MicroBatch.sig()), "micro_batch 1".to_string());
         assert_eq!(example(Key::Tp.sig()), "tp 8".to_string());
+    }
+
+    /// The plan keys `ty::Plan` reads by hand rather than through `venus_plan::plan_keys!`.
+    const HAND_READ_PLAN_KEYS: &[Key] = &[
+        Key::MicroBatch,
+        Key::GlobalBatch,
+        Key::Measured,
+        Key::Fsdp,
+        Key::PipelineLayout,
+        Key::Venussim,
+        Key::MoeDispatcher,
+        Key::AllowPlan,
+    ];
+
+    #[test]
+    fn every_plain_plan_key_is_a_plan_key_of_its_own_name_read_as_its_table_types() {
+        for &(field, key, how) in PLAIN_PLAN_KEYS {
+            let sig = key.sig();
+            assert_eq!(sig.key, field, "the field of `{}`", sig.key);
+            assert_eq!(sig.block, BlockKind::Def(DefKind::Plan), "{field}");
+            let first = sig.args.first().copied();
+            let fits = match how {
+                "flag" => sig.args.is_empty(),
+                "count" => first == Some(ArgType::Count),
+                "bytes" => first == Some(ArgType::Bytes),
+                "ratio" => first == Some(ArgType::Ratio),
+                "time" => first == Some(ArgType::Time),
+                "word" => matches!(first, Some(ArgType::Enum(_))),
+                "words" => {
+                    !sig.args.is_empty()
+                        && sig.args.iter().all(|a| matches!(a, ArgType::Enum(_)))
+                }
+                other => panic!("`{field}`: unknown reading `{other}`"),
+            };
+            assert!(fits, "`{field}` is read as `{how}` but takes {:?}", sig.args);
+        }
+        assert_eq!(unmapped_plan_words(), Vec::<(&str, &str)>::new());
+    }
+
+    #[test]
+    fn every_plan_key_of_the_table_is_read_once() {
+        for sig in schema::keys(BlockKind::Def(DefKind::Plan)) {
+            let plain = PLAIN_PLAN_KEYS.iter().filter(|k| k.1 == sig.id).count();
+            let by_hand = HAND_READ_PLAN_KEYS.contains(&sig.id);
+            assert_eq!(
+                plain + usize::from(by_hand),
+                1,
+                "`{}`: add it to `venus_plan::plan_keys!` (or read it by hand in `build_plan`)",
+                sig.key
+            );
+        }
     }
 }
