@@ -51,6 +51,7 @@ syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
 syn keyword venusKey contained etp moe_dispatcher cp_comm
+syn keyword venusKey contained optimizer_offload
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.

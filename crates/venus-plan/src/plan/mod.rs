@@ -225,6 +225,7 @@ impl Scenario {
                 num_layers: self.plan.recompute_num_layers(),
             },
             v_memory: derive::v_memory(&self.model),
+            optimizer_offload: self.plan.optimizer_offload(),
         }
     }
 }

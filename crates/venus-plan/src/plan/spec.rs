@@ -551,6 +551,9 @@ macro_rules! plan_keys {
             etp: u64 = Etp, count;
             /// Context-parallel exchange (`None`: p2p).
             cp_comm: ::venus_base::base::CpComm = CpComm, word;
+            /// Share of the optimizer state kept in host memory (`--optimizer-offload-fraction`
+            /// with `--optimizer-cpu-offload`; `None`: none).
+            optimizer_offload: ::venus_base::base::Ratio = OptimizerOffload, ratio;
         }
     };
 }
@@ -662,6 +665,13 @@ impl PlanSpec {
     }
     pub fn cp_comm(&self) -> venus_base::base::CpComm {
         self.cp_comm.unwrap_or_default()
+    }
+    /// The share of the optimizer state (master weights and moments) Megatron's
+    /// `HybridDeviceOptimizer` keeps on the host: `--optimizer-offload-fraction` of the
+    /// parameters by element count (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:251-276
+    /// at d98e8a64); 0 unless written.
+    pub fn optimizer_offload(&self) -> f64 {
+        self.optimizer_offload.map_or(0.0, |r| r.0.clamp(0.0, 1.0))
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)
