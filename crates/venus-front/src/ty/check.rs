@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::problem::{DimHint, KeyHint, TyProblem};
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
     Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured, Model,
@@ -512,25 +513,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                 Some(n) => format!("{} `{n}`", e.kind.keyword()),
                 None => format!("unnamed {}", e.kind.keyword()),
             };
-            let names: Vec<String> = missing.iter().map(|k| format!("`{}`", k.key)).collect();
-            let (noun, label) = if missing.len() == 1 {
-                ("key", format!("needs {}", names.join(", ")))
-            } else {
-                ("keys", format!("needs {} keys", missing.len()))
-            };
-            let examples: Vec<String> = missing.iter().map(|k| example(k)).collect();
-            self.res.report(
-                Diagnostic::new(
-                    Code::E0103,
-                    format!("{what} is missing required {noun} {}", names.join(", ")),
-                    e.name_loc,
-                    label,
-                )
-                .with_help(format!(
-                    "add `{}`, or check this file with the files that complete it (`venusc check DIR`)",
-                    examples.join(" "),
-                )),
-            );
+            self.problem(TyProblem::DefMissingKeys {
+                what,
+                keys: missing.iter().map(|k| k.key).collect(),
+                examples: missing.iter().map(|k| example(k)).collect(),
+                loc: e.name_loc,
+            });
         }
     }
 
@@ -921,23 +909,18 @@ impl<'r, 'a> Checker<'r, 'a> {
                 if let Some(meant) = megatron_spelling(kind, &m.item.key.text) {
                     meant_keys.push(meant.id);
                 }
-                self.res
-                    .report(unknown_key(kind, &m.item.key.text, key_loc, what));
+                self.problem(unknown_key(kind, &m.item.key.text, key_loc, what));
                 fields.ok = false;
                 continue;
             };
             if !sig.repeatable {
                 if let Some(first) = seen.get(&sig.id) {
-                    self.res.report(
-                        Diagnostic::new(
-                            Code::E0102,
-                            format!("`{}` is written twice in {what}", sig.key),
-                            key_loc,
-                            "written again here",
-                        )
-                        .with_secondary(*first, "first written here")
-                        .with_help(format!("keep one `{}`", sig.key)),
-                    );
+                    self.problem(TyProblem::WrittenTwice {
+                        key: sig.key,
+                        what: what.to_string(),
+                        loc: key_loc,
+                        first: *first,
+                    });
                     fields.ok = false;
                     fields.failed.push(sig.id);
                     continue;
@@ -959,11 +942,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                     if sig.id == Key::Dim {
                         if let Some((Checked::Arg(Arg::Name(n)), loc)) = item.args.first() {
                             if let Some(first) = dims.get(n) {
-                                self.res.report(
-                                    Diagnostic::new(Code::E0102, format!("dim `{n}` is written twice in {what}"), *loc, "written again here")
-                                        .with_secondary(*first, "first written here")
-                                        .with_help("give each dim its own name; a dim with an inherited name replaces the inherited one"),
-                                );
+                                self.problem(TyProblem::DimWrittenTwice {
+                                    name: n.clone(),
+                                    what: what.to_string(),
+                                    loc: *loc,
+                                    first: *first,
+                                });
                                 fields.ok = false;
                                 fields.failed.push(sig.id);
                                 continue;
@@ -984,15 +968,12 @@ impl<'r, 'a> Checker<'r, 'a> {
             let written =
                 items.iter().any(|m| m.item.key.text == sig.key) || meant_keys.contains(&sig.id);
             if !written && self.report_missing {
-                self.res.report(
-                    Diagnostic::new(
-                        Code::E0103,
-                        format!("{what} is missing required key `{}`", sig.key),
-                        owner,
-                        format!("needs `{}`", sig.key),
-                    )
-                    .with_help(format!("add `{}`", example(sig))),
-                );
+                self.problem(TyProblem::MissingKey {
+                    what: what.to_string(),
+                    key: sig.key,
+                    example: example(sig),
+                    owner,
+                });
                 fields.ok = false;
             }
         }
@@ -1112,23 +1093,15 @@ impl<'r, 'a> Checker<'r, 'a> {
                 ),
                 None => loc,
             };
-            self.res.report(
-                Diagnostic::new(
-                    Code::E0203,
-                    format!("`{}` takes {expected}, found {n}", sig.key),
-                    at,
-                    if n > max {
-                        "too many arguments"
-                    } else {
-                        "too few arguments"
-                    },
-                )
-                .with_help(format!(
-                    "write it as {}, e.g. `{}`",
-                    signature(sig),
-                    example(sig)
-                )),
-            );
+            self.problem(TyProblem::ArgumentCount {
+                key: sig.key,
+                expected,
+                found: n,
+                too_many: n > max,
+                at,
+                signature: signature(sig),
+                example: example(sig),
+            });
             return None;
         }
         let mut args = Vec::new();
@@ -1240,28 +1213,19 @@ fn plural(n: usize) -> String {
 
 /// E0201 for a `Ref` or nested-block argument written as something else.
 fn wrong(ty: ArgType, v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
-    if let ValueKind::List(_) = v.kind {
-        return Diagnostic::new(
-            Code::E0201,
-            "lists are only allowed in `venusc sweep`",
-            cx.loc,
-            "a list of values",
-        )
-        .with_help(format!(
-            "write one value for `{}` here, or run `venusc sweep` to try each",
-            cx.key
-        ));
-    }
-    Diagnostic::new(
-        Code::E0201,
-        format!(
-            "expected {}, found {}",
-            ty.describe(),
-            describe_found(v, cx.text)
-        ),
-        cx.loc,
-        "wrong kind of value",
-    )
+    let problem = if let ValueKind::List(_) = v.kind {
+        TyProblem::List {
+            key: cx.key.to_string(),
+            loc: cx.loc,
+        }
+    } else {
+        TyProblem::WrongKind {
+            expected: ty.describe(),
+            found: describe_found(v, cx.text),
+            loc: cx.loc,
+        }
+    };
+    problem.diagnostic()
 }
 
 /// E0201 for a flag followed by something other than `on` / `off`.
@@ -1269,20 +1233,12 @@ fn flag_value(v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic
     if let ValueKind::List(_) = v.kind {
         return wrong(ArgType::Enum(schema::FLAG_WORDS), v, cx);
     }
-    Diagnostic::new(
-        Code::E0201,
-        format!(
-            "expected `on` or `off` after the flag `{}`, found {}",
-            cx.key,
-            describe_found(v, cx.text)
-        ),
-        cx.loc,
-        "not a flag word",
-    )
-    .with_help(format!(
-        "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
-        cx.key
-    ))
+    TyProblem::FlagWord {
+        key: cx.key.to_string(),
+        found: describe_found(v, cx.text),
+        loc: cx.loc,
+    }
+    .diagnostic()
 }
 
 /// The key of `kind` that `written` spells the Megatron-LM way (`tensor_model_parallel_size`,
@@ -1333,18 +1289,12 @@ impl Checker<'_, '_> {
             };
             let written = format!("{}{unit}", value::num(*number));
             let gib = bytes / (1u64 << 30) as f64;
-            self.res.report(
-                Diagnostic::new(
-                    Code::W0009,
-                    format!("`memory {written}` is {gib:.1} GiB (decimal, not binary, bytes)"),
-                    Loc::new(m.file, *span),
-                    "decimal bytes",
-                )
-                .with_help(format!(
-                    "GPU datasheets quote HBM in binary units: write `memory {}{binary}` for a card sold as {written}",
-                    value::num(*number)
-                )),
-            );
+            self.problem(TyProblem::DecimalMemory {
+                binary: format!("{}{binary}", value::num(*number)),
+                written,
+                gib,
+                loc: Loc::new(m.file, *span),
+            });
         }
     }
 }
@@ -1402,40 +1352,31 @@ fn decimal_bytes(unit: &str) -> Option<u64> {
 }
 
 /// E0101 with the closest key, or the list of valid keys.
-fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
+fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> TyProblem {
     let keys = schema::keys(kind);
-    let d = Diagnostic::new(
-        Code::E0101,
-        format!("unknown key `{key}` in {what}"),
-        loc,
-        format!("not a `{}` key", kind.name()),
-    );
     // `allow W0001 W0002`: `allow` takes one code, so the second was read as a key.
-    if Code::parse(key).is_some_and(|c| c.severity() == venus_diag::diag::Severity::Warning)
+    let hint = if Code::parse(key)
+        .is_some_and(|c| c.severity() == venus_diag::diag::Severity::Warning)
         && keys.iter().any(|k| k.key == "allow")
     {
-        return d
-            .with_help(format!("write `allow {key}`: each `allow` takes one code"))
-            .with_fix(loc, format!("allow {key}"));
-    }
-    if let Some(sig) = megatron_spelling(kind, key) {
-        return d
-            .with_help(format!(
-                "did you mean `{}`? (Megatron-LM's `{}`)",
-                sig.key,
-                sig.megatron.unwrap_or_default()
-            ))
-            .with_fix(loc, sig.key);
-    }
-    match suggest(key, keys.iter().map(|k| k.key)) {
-        Some(s) => d.with_help(format!("did you mean `{s}`?")).with_fix(loc, s),
-        None => d.with_help(format!(
-            "valid keys: {}",
-            keys.iter()
-                .map(|k| format!("`{}`", k.key))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        KeyHint::AllowCode
+    } else if let Some(sig) = megatron_spelling(kind, key) {
+        KeyHint::Megatron {
+            key: sig.key,
+            flag: sig.megatron.unwrap_or_default(),
+        }
+    } else {
+        match suggest(key, keys.iter().map(|k| k.key)) {
+            Some(s) => KeyHint::DidYouMean(s),
+            None => KeyHint::Valid(keys.iter().map(|k| k.key).collect()),
+        }
+    };
+    TyProblem::UnknownKey {
+        key: key.to_string(),
+        what: what.to_string(),
+        block: kind.name(),
+        loc,
+        hint,
     }
 }
 
@@ -1464,6 +1405,11 @@ impl Checker<'_, '_> {
     /// Reports an error found after the block's items checked (E0313/E0314, a `fat_tree`
     /// share of 0) and counts `key` as rejected: with `gpus` the cluster's size is unknown, so
     /// the world rules say nothing about it.
+    /// Reports a problem of the item checker, as its diagnostic.
+    fn problem(&self, p: TyProblem) {
+        self.res.report(p.diagnostic());
+    }
+
     fn reject(&mut self, d: Diagnostic, key: Key) {
         self.res.report(d);
         if let Some(top) = self.frames.last_mut() {
@@ -1506,14 +1452,8 @@ impl Checker<'_, '_> {
                     let leaf = u32::try_from(*leaf).unwrap_or(u32::MAX);
                     d.fabric.fat_tree = Some((leaf, share.0));
                 } else {
-                    let e = Diagnostic::new(
-                        Code::E0202,
-                        "a fat tree needs some bandwidth between its leaves",
-                        *share_loc,
-                        "0% between leaves",
-                    )
-                    .with_help("use the share of the leaves' bandwidth their uplinks carry, e.g. `50%` for 2:1 oversubscription");
-                    self.reject(e, Key::FatTree);
+                    let e = TyProblem::FatTreeWithoutUplinks { loc: *share_loc };
+                    self.reject(e.diagnostic(), Key::FatTree);
                 }
             }
             (Key::Sharp, _, _) => d.fabric.sharp = true,
@@ -1532,26 +1472,15 @@ impl Checker<'_, '_> {
             return dims.iter_mut().find(|d| d.name.value == name);
         }
         let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
-        let help = match suggest(name, names.iter().copied()) {
-            Some(s) => format!("did you mean `{s}`?"),
-            None => format!(
-                "the cluster's dims are {}",
-                names
-                    .iter()
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        let hint = match suggest(name, names.iter().copied()) {
+            Some(s) => DimHint::DidYouMean(s.to_string()),
+            None => DimHint::Dims(names.iter().map(|n| n.to_string()).collect()),
         };
-        self.res.report(
-            Diagnostic::new(
-                Code::E0104,
-                format!("unknown dim `{name}`"),
-                name_loc,
-                "no dim of this name in the cluster",
-            )
-            .with_help(help),
-        );
+        self.problem(TyProblem::UnknownDim {
+            name: name.to_string(),
+            loc: name_loc,
+            hint,
+        });
         None
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod domain;
+pub mod problem;
 pub mod value;
 
 pub use venus_base::base::kinds::{
