@@ -19,8 +19,8 @@ pub use kinds::{
     ScheduleKind, Topology,
 };
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
-pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use kinds::{FromWord, FromWords, RecomputeMethod, RecomputeModules};
+pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };

@@ -164,7 +164,11 @@ impl ResolveProblem {
                 first,
             } => Diagnostic::new(
                 Code::E0106,
-                format!("{} `{}` is defined twice in the stdlib", kind.keyword(), name),
+                format!(
+                    "{} `{}` is defined twice in the stdlib",
+                    kind.keyword(),
+                    name
+                ),
                 loc,
                 "second definition",
             )

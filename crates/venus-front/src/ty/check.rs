@@ -1662,12 +1662,15 @@ mod tests {
                 "time" => first == Some(ArgType::Time),
                 "word" => matches!(first, Some(ArgType::Enum(_))),
                 "words" => {
-                    !sig.args.is_empty()
-                        && sig.args.iter().all(|a| matches!(a, ArgType::Enum(_)))
+                    !sig.args.is_empty() && sig.args.iter().all(|a| matches!(a, ArgType::Enum(_)))
                 }
                 other => panic!("`{field}`: unknown reading `{other}`"),
             };
-            assert!(fits, "`{field}` is read as `{how}` but takes {:?}", sig.args);
+            assert!(
+                fits,
+                "`{field}` is read as `{how}` but takes {:?}",
+                sig.args
+            );
         }
         assert_eq!(unmapped_plan_words(), Vec::<(&str, &str)>::new());
     }

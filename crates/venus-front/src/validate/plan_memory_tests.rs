@@ -239,11 +239,17 @@ fn optimizer_offload_moves_its_share_of_the_sharded_optimizer_state_to_the_host(
     assert_eq!(whole.peak.0 - s.peak.0, 3 * params / 4);
     // Each step moves the offloaded parameters' fp32 gradients down and fp32 master weights
     // back up: 8 B for each of the 3·params/4 / 12 parameters on the host.
-    let traffic = offload_traffic(&Recipe::for_precision(venus_base::base::Precision::Bf16), s.optimizer_host);
+    let traffic = offload_traffic(
+        &Recipe::for_precision(venus_base::base::Precision::Bf16),
+        s.optimizer_host,
+    );
     assert_eq!(traffic, Bytes(params / 16 * 8));
     p.optimizer_offload = 1.0;
     let all = one_stage(&m, &p, 0);
-    assert_eq!((all.optimizer, all.optimizer_host), (Bytes(0), Bytes(3 * params)));
+    assert_eq!(
+        (all.optimizer, all.optimizer_host),
+        (Bytes(0), Bytes(3 * params))
+    );
 }
 
 #[test]

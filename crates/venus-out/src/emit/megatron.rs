@@ -964,9 +964,12 @@ impl Converter {
             None => (Some(1.0), None),
         };
         match fraction {
-            Some(f) if f == 0.0 => {}
+            Some(0.0) => {}
             Some(f) if (0.0..=1.0).contains(&f) => {
-                self.push(Key::OptimizerOffload, format!("{}%", crate::emit::num(f * 100.0)));
+                self.push(
+                    Key::OptimizerOffload,
+                    format!("{}%", crate::emit::num(f * 100.0)),
+                );
             }
             _ => {
                 let (text, span) = span.unwrap_or_default();

@@ -11,8 +11,7 @@
 
 use venus_base::base::{
     Attention, Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec,
-    GpuArch, Precision, Ratio, Recompute, RecomputeMethod, RecomputeModules, Seconds,
-    Topology,
+    GpuArch, Precision, Ratio, Recompute, RecomputeMethod, RecomputeModules, Seconds, Topology,
 };
 use venus_base::base::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
