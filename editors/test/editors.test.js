@@ -48,6 +48,14 @@ function schemaEnumWords() {
   for (const [, list] of src.matchAll(/pub const [A-Z_]+: &\[&str\] = &\[([^\]]*)\];/g)) {
     for (const [, w] of list.matchAll(/"([^"]+)"/g)) words.push(w);
   }
+  // A list the schema takes from a base type (`&venus_base::base::RecomputeModules::WORDS`):
+  // the words of that type's `WORDS` constant in venus-base's kinds.rs.
+  const kinds = read(root, 'crates', 'venus-base', 'src', 'base', 'kinds.rs');
+  for (const [, ty] of src.matchAll(/pub const [A-Z_]+: &\[&str\] = &venus_base::base::(\w+)::WORDS;/g)) {
+    const m = new RegExp(`impl ${ty} \\{[\\s\\S]*?pub const WORDS: \\[&'static str; \\d+\\] = \\[([^\\]]*)\\];`).exec(kinds);
+    assert.ok(m, `kinds.rs has no ${ty}::WORDS`);
+    for (const [, w] of m[1].matchAll(/"([^"]+)"/g)) words.push(w);
+  }
   return words;
 }
 

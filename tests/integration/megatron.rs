@@ -692,6 +692,17 @@ fn recompute_modules_block_recompute_and_fp8_param_gather_round_trip_as_flags() 
             vec!["  precision fp8\n", "  fp8_param_gather\n"],
             "--fp8-param-gather",
         ),
+        (
+            "--use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0.5",
+            vec!["  optimizer_offload 50%\n"],
+            "--use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0.5",
+        ),
+        (
+            // Megatron's default fraction is 1.0 (arguments.py:2922).
+            "--use-precision-aware-optimizer --optimizer-cpu-offload",
+            vec!["  optimizer_offload 100%\n"],
+            "--optimizer-cpu-offload --optimizer-offload-fraction 1",
+        ),
     ];
     for (flags, lines, back) in cases {
         let text = format!("{BASE} {flags}");
@@ -918,4 +929,39 @@ fn fp8_recipe_and_format_flags_round_trip_and_fp8_attention_imports() {
     assert!(!flag_lines(&emitted)
         .join(" ")
         .contains("--fp8-dot-product-attention"));
+}
+
+#[test]
+fn optimizer_offload_moves_the_optimizer_line_to_the_host_and_its_transfer_into_the_step() {
+    let text = |extra: &str| {
+        format!(
+            "model m : llama2_7b < >\ncluster c : dgx_h100 < >\nplan < tp 8 sp micro_batch 1 global_batch 8 distributed_optimizer {extra} >\n"
+        )
+    };
+    let (diags, _, base) = check("base.venus", &text(""));
+    assert!(diags.is_empty(), "{diags:?}");
+    let (diags, _, half) = check("half.venus", &text("optimizer_offload 50%"));
+    assert!(diags.is_empty(), "{diags:?}");
+    let (b, h) = (&base[0].memory[0], &half[0].memory[0]);
+    // Half of the GPU's optimizer shard moves to the host; nothing else changes.
+    assert_eq!(h.optimizer_host.0, b.optimizer.0 / 2);
+    assert_eq!(h.optimizer.0 + h.optimizer_host.0, b.optimizer.0);
+    assert_eq!(b.peak.0 - h.peak.0, h.optimizer_host.0);
+    assert_eq!((h.weights, h.gradients), (b.weights, b.gradients));
+    // Each step moves those parameters' fp32 gradients down and fp32 master weights back up
+    // (8 of their 12 optimizer bytes) at PCIe Gen5's 64 GB/s, serially after the backward.
+    let moved = h.optimizer_host.0 / 12 * 8;
+    let transfer = moved as f64 / 64e9;
+    let time = |sc| {
+        venusc::simulate::simulate(sc, &Default::default())
+            .expect("simulates")
+            .report
+            .iteration_time
+            .0
+    };
+    let extra = time(&half[0]) - time(&base[0]);
+    assert!(
+        (extra - transfer).abs() < 1e-9,
+        "{extra} s more per iteration, expected the {transfer} s transfer"
+    );
 }

@@ -570,6 +570,11 @@ fn path_targets(rest: &str, reexports: &BTreeMap<String, String>, out: &mut Vec<
         return;
     }
     let after = rest[name.len()..].trim_start();
+    // A crate-root macro (`venus_plan::plan_keys!`) belongs to no module; Cargo's dependency
+    // list already bounds which crates may name it.
+    if after.starts_with('!') {
+        return;
+    }
     for &(parent, sub) in STAGE_SUBMODULES {
         if name != parent {
             continue;

@@ -129,74 +129,32 @@ pub fn cluster(dims: &[(&str, u64)], memory_gib: u64) -> Cluster {
     }
 }
 
+/// The `Plan` literal with every plain key unset.
+macro_rules! unset_plan {
+    (({ $($custom:tt)* }) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        Plan {
+            $($custom)*
+            $( $field: None, )*
+        }
+    };
+}
+
 pub fn plan(micro_batch: u64, global_batch: u64) -> Plan {
-    Plan {
+    venus_plan::plan_keys!(unset_plan!({
         name: Some("p".into()),
         loc: loc(),
-        tp: None,
-        pp: None,
-        cp: None,
-        ep: None,
-        vpp: None,
-        first_stage_layers: None,
-        last_stage_layers: None,
-        dp: None,
         micro_batch: sp(micro_batch),
         global_batch: sp(global_batch),
-        schedule: None,
-        sp: None,
-        recompute: None,
-        distributed_optimizer: None,
-        overlap_grad_reduce: None,
-        overlap_param_gather: None,
-        delay_grad_reduce: None,
-        delay_param_gather: None,
-        overlap_p2p: None,
-        overlap_tp_comm: None,
-        overlap_ep_comm: None,
-        bucket_size: None,
-        mfu: None,
         measured: None,
-        precision: None,
-        attention: None,
-        iterations: None,
-        reserve: None,
-        moe_imbalance: None,
-        moe_capacity_headroom: None,
-        moe_pad_to_capacity: None,
-        task: None,
-        lora_rank: None,
-        lora_modules: None,
         fsdp: None,
         fsdp_impl: None,
-        etp: None,
+        pipeline_layout: None,
         moe_dispatcher: None,
         moe_backend: None,
-        cp_comm: None,
         cp_a2a: None,
-        grad_dtype: None,
-        main_params_dtype: None,
-        exp_avg_dtype: None,
-        exp_avg_sq_dtype: None,
-        account_for_embedding: None,
-        account_for_loss: None,
-        pipeline_layout: None,
-        checkpoint_interval: None,
-        venussim: Vec::new(),
-        recompute_modules: None,
-        recompute_method: None,
-        recompute_num_layers: None,
-        fp8_param_gather: None,
-        cuda_graphs: None,
         cuda_graph_modules: None,
-        offload_modules: None,
-        offload_fraction: None,
-        offload_layers: None,
-        moe_permute_fusion: None,
-        fp8_recipe: None,
-        fp8_format: None,
-        fp8_attention: None,
-    }
+        venussim: Vec::new(),
+    }))
 }
 
 pub fn def(model: Model, cluster: Cluster, plan: Plan) -> ScenarioDef {

@@ -276,6 +276,7 @@ impl<'a> Validator<'a> {
         self.check_lora_keys(); // E0319
         self.check_fsdp(); // E0320
         self.check_optimizer_dtypes(); // E0321
+        self.check_optimizer_offload(); // E0346
         self.check_recompute_refinements(); // E0339
         self.check_recompute_modules(); // E0340, W0019
         self.check_fp8_param_gather(); // E0341
@@ -466,6 +467,9 @@ impl<'a> Validator<'a> {
         ];
         if self.inputs_ok(&dtypes, false) {
             self.check_optimizer_dtypes(); // E0321
+        }
+        if self.inputs_ok(&[DistributedOptimizer, Fsdp, OptimizerOffload], false) {
+            self.check_optimizer_offload(); // E0346
         }
         let recompute = [
             Recompute,

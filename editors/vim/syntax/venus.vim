@@ -54,6 +54,7 @@ syn keyword venusKey contained recompute_modules recompute_method recompute_num_
 syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion
 syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offload_layers
 syn keyword venusKey contained fp8_recipe fp8_format fp8_attention
+syn keyword venusKey contained optimizer_offload
 
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.

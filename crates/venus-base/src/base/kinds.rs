@@ -655,6 +655,134 @@ impl Fp8Format {
     }
 }
 
+/// An enum a plan key names with one word of the key table (`schedule zbv`, `grad_dtype bf16`):
+/// how the type checker reads every such key the same way. The table admits only the words of
+/// its `Enum` list, and a test in `ty` checks that every one of them maps.
+pub trait FromWord: Sized {
+    /// The value `word` names; `None` for a word of no value.
+    fn from_word(word: &str) -> Option<Self>;
+}
+
+/// A set a plan key names with a list of words (`lora_modules linear_qkv linear_proj`).
+pub trait FromWords: Sized {
+    /// The set of the words named (the key table admits only known words).
+    fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self;
+}
+
+/// The value among `all` whose `word` is `w`.
+fn find_word<T: Copy>(all: &[T], word: impl Fn(T) -> &'static str, w: &str) -> Option<T> {
+    all.iter().copied().find(|&v| word(v) == w)
+}
+
+impl FromWord for ScheduleKind {
+    fn from_word(w: &str) -> Option<Self> {
+        use ScheduleKind::*;
+        let all = [
+            Gpipe,
+            OneFOneB,
+            Interleaved,
+            ZbH1,
+            ZbH2,
+            DualPipe,
+            DualPipeV,
+            Zbv,
+        ];
+        find_word(&all, ScheduleKind::word, w)
+    }
+}
+
+impl FromWord for Recompute {
+    fn from_word(w: &str) -> Option<Self> {
+        let all = [Recompute::None, Recompute::Selective, Recompute::Full];
+        find_word(&all, Recompute::word, w)
+    }
+}
+
+impl FromWord for RecomputeMethod {
+    fn from_word(w: &str) -> Option<Self> {
+        let all = [RecomputeMethod::Uniform, RecomputeMethod::Block];
+        find_word(&all, RecomputeMethod::word, w)
+    }
+}
+
+impl Attention {
+    pub fn word(self) -> &'static str {
+        match self {
+            Attention::Flash => "flash",
+            Attention::Unfused => "unfused",
+            Attention::Flash2 => "flash2",
+        }
+    }
+}
+
+impl FromWord for Attention {
+    fn from_word(w: &str) -> Option<Self> {
+        let all = [Attention::Flash, Attention::Unfused, Attention::Flash2];
+        find_word(&all, Attention::word, w)
+    }
+}
+
+impl FromWord for Precision {
+    fn from_word(w: &str) -> Option<Self> {
+        Precision::from_word(w)
+    }
+}
+
+impl FromWord for Dtype {
+    fn from_word(w: &str) -> Option<Self> {
+        let all = [Dtype::Fp32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8];
+        find_word(&all, Dtype::word, w)
+    }
+}
+
+impl FromWord for Task {
+    fn from_word(w: &str) -> Option<Self> {
+        find_word(&[Task::Pretrain, Task::Sft, Task::Lora], Task::word, w)
+    }
+}
+
+impl FromWord for CpComm {
+    fn from_word(w: &str) -> Option<Self> {
+        CpComm::from_word(w)
+    }
+}
+
+impl FromWords for RecomputeModules {
+    fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
+        RecomputeModules::from_words(words)
+    }
+}
+
+impl FromWord for Fp8Recipe {
+    fn from_word(w: &str) -> Option<Self> {
+        Fp8Recipe::from_word(w)
+    }
+}
+
+impl FromWord for Fp8Format {
+    fn from_word(w: &str) -> Option<Self> {
+        Fp8Format::from_word(w)
+    }
+}
+
+impl FromWord for super::graphs::CudaGraphImpl {
+    fn from_word(w: &str) -> Option<Self> {
+        super::graphs::CudaGraphImpl::from_word(w)
+    }
+}
+
+impl FromWords for super::graphs::OffloadModules {
+    fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
+        super::graphs::OffloadModules::from_words(words)
+    }
+}
+
+impl FromWords for LoraTargets {
+    fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
+        LoraTargets::from_words(words)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,8 +22,8 @@ pub use kinds::{
 };
 pub use kinds::{CpComm, FlexBackend, MoeDispatcher};
 pub use kinds::{Fp8Format, Fp8Recipe};
+pub use kinds::{FromWord, FromWords, RecomputeMethod, RecomputeModules};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
-pub use kinds::{RecomputeMethod, RecomputeModules};
 pub use units::{
     Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
 };

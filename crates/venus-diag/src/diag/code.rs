@@ -94,6 +94,7 @@ codes! {
     E0343 Error "a MoE token dispatcher Megatron-LM does not run on this plan";
     E0344 Error "attention heads that a2a context parallelism cannot scatter";
     E0345 Error "hierarchical context-parallel sizes that do not give cp";
+    E0346 Error "`optimizer_offload` without the distributed optimizer";
     E0349 Error "sliding-window keys that window no layer";
     E0350 Error "expert-capacity keys without experts or without a capacity";
     E0359 Error "`cuda_graphs` modules that do not fit the capture or the model";

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{DefId, Resolver};
-use venus_diag::diag::{Code, Diagnostic, FileId, Loc};
+use venus_diag::diag::{FileId, Loc};
 use venus_syntax::syntax::ast::{self, DefKind, ValueKind};
 
 /// An item and the file that wrote it (a base's items live in the base's file).
@@ -251,27 +251,22 @@ impl Resolver<'_> {
             return;
         };
         let kind = self.def(first).map_or("definition", |d| d.kind.keyword());
-        let mut path: Vec<String> = ordered.iter().map(|&d| format!("`{}`", name(d))).collect();
-        path.push(format!("`{}`", name(first)));
         let next = |i: usize| ordered[(i + 1) % ordered.len()];
-        let mut d = Diagnostic::new(
-            Code::E0105,
-            format!("inheritance cycle: {kind} {}", path.join(" → ")),
-            primary,
-            format!("`{}` inherits from `{}`", name(first), name(next(0))),
-        );
-        for (i, &link) in ordered.iter().enumerate().skip(1) {
-            if let Some(loc) = base_loc(link) {
-                d = d.with_secondary(
-                    loc,
-                    format!("`{}` inherits from `{}`", name(link), name(next(i))),
-                );
+        let rest = ordered
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, &link)| (base_loc(link), name(link), name(next(i))))
+            .collect();
+        self.report(
+            super::problem::ResolveProblem::InheritanceCycle {
+                kind,
+                first: name(first),
+                base: name(next(0)),
+                primary,
+                rest,
             }
-        }
-        self.report(d.with_help(format!(
-            "remove the `: {}` of `{}` to break the cycle",
-            name(next(0)),
-            name(first)
-        )));
+            .diagnostic(),
+        );
     }
 }

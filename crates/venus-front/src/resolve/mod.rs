@@ -22,6 +22,7 @@
 //! recursion depth depends on user input (inheritance chains are walked with a loop).
 
 mod merge;
+pub mod problem;
 mod scenario;
 
 use std::cell::RefCell;
@@ -29,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
+use problem::{FirstError, ResolveProblem, UnknownHelp};
 use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
 use venus_syntax::syntax::ast::{self, DefKind, TopItem};
 use venus_syntax::syntax::schema::{self, ArgType, BlockKind};
@@ -100,12 +102,13 @@ impl FileIndex {
                         let key = (def.kind, name.clone());
                         if let Some(first) = index.by_name.get(&key) {
                             let first_loc = index.get(*first).map_or(name_loc, |d| d.name_loc);
-                            let kw = def.kind.keyword();
-                            index.diagnostics.push(
-                                Diagnostic::new(Code::E0106, format!("{kw} `{name}` is defined twice in this file"), name_loc, format!("second {kw} `{name}`"))
-                                    .with_secondary(first_loc, "first defined here")
-                                    .with_help(format!("rename one of them, or merge their items into one `{kw} {name} < ... >`")),
-                            );
+                            let problem = ResolveProblem::DefinedTwiceInFile {
+                                kind: def.kind,
+                                name: name.clone(),
+                                loc: name_loc,
+                                first: first_loc,
+                            };
+                            index.diagnostics.push(problem.diagnostic());
                         } else {
                             index.by_name.insert(key, id);
                         }
@@ -149,19 +152,13 @@ impl Prelude {
                         .iter()
                         .find_map(|i| i.get(*first))
                         .map_or(loc, |d| d.name_loc);
-                    prelude.diagnostics.push(
-                        Diagnostic::new(
-                            Code::E0106,
-                            format!(
-                                "{} `{}` is defined twice in the stdlib",
-                                key.0.keyword(),
-                                key.1
-                            ),
-                            loc,
-                            "second definition",
-                        )
-                        .with_secondary(first_loc, "first defined here"),
-                    );
+                    let problem = ResolveProblem::DefinedTwiceInStdlib {
+                        kind: key.0,
+                        name: key.1.clone(),
+                        loc,
+                        first: first_loc,
+                    };
+                    prelude.diagnostics.push(problem.diagnostic());
                 } else {
                     prelude.by_name.insert(key.clone(), id);
                 }
@@ -208,20 +205,15 @@ impl From<String> for UseError {
 }
 
 /// E0107 or E0109 for a `use` the driver did not give.
-fn unreadable_use(u: &UseEntry, e: &UseError, from: &str) -> Diagnostic {
-    let message = match e.code {
-        Code::E0109 => format!("`use` of `{}` outside the project root", u.path),
-        _ => format!("cannot read `{}`: {}", u.path, e.reason),
-    };
-    let mut d = Diagnostic::new(e.code, message, u.loc, "used here");
-    if e.code == Code::E0109 {
-        d = d.with_note(e.reason.clone());
+fn unreadable_use(u: &UseEntry, e: &UseError, from: &str) -> ResolveProblem {
+    ResolveProblem::UnreadableUse {
+        code: e.code,
+        path: u.path.clone(),
+        loc: u.loc,
+        reason: e.reason.clone(),
+        help: e.help.clone(),
+        from: from.to_string(),
     }
-    d.with_help(
-        e.help.clone().unwrap_or_else(|| {
-            format!("the path is relative to `{from}`; check that the file exists")
-        }),
-    )
 }
 
 /// The most of a used file's line an E0107 note shows: enough to find the place, too little
@@ -236,31 +228,27 @@ fn broken_use(
     target: Option<&LoadedFile>,
     first: &Diagnostic,
     name: &str,
-) -> Diagnostic {
-    let mut d = Diagnostic::new(
-        Code::E0107,
-        format!("`{}` has syntax errors", u.path),
-        u.loc,
-        "used here",
-    );
-    if let Some(f) = target {
+) -> ResolveProblem {
+    let first_error = target.map(|f| {
         let at = (first.primary.loc.span.start as usize).min(f.text.len());
         let line_start = f.text[..at].rfind('\n').map_or(0, |i| i + 1);
         let line_end = f.text[at..].find('\n').map_or(f.text.len(), |i| at + i);
-        let line = f.text[..at].matches('\n').count() + 1;
-        let column = f.text[line_start..at].chars().count() + 1;
-        let message = venus_diag::diag::escape_excerpt(&first.message, USED_SNIPPET_CHARS);
-        let shown = venus_diag::diag::escape_excerpt(
-            f.text[line_start..line_end].trim_end_matches('\r'),
-            USED_SNIPPET_CHARS,
-        );
-        d = d
-            .with_note(format!("first error, at {name}:{line}:{column}: {message}"))
-            .with_note(format!("{line} | {shown}"));
+        FirstError {
+            line: f.text[..at].matches('\n').count() + 1,
+            column: f.text[line_start..at].chars().count() + 1,
+            message: venus_diag::diag::escape_excerpt(&first.message, USED_SNIPPET_CHARS),
+            shown: venus_diag::diag::escape_excerpt(
+                f.text[line_start..line_end].trim_end_matches('\r'),
+                USED_SNIPPET_CHARS,
+            ),
+        }
+    });
+    ResolveProblem::BrokenUse {
+        path: u.path.clone(),
+        loc: u.loc,
+        name: name.to_string(),
+        first_error,
     }
-    d.with_help(format!(
-        "fix `{name}`: `venusc check {name}` shows all of its errors"
-    ))
 }
 
 /// A parsed source file handed to the resolver.
@@ -301,7 +289,7 @@ pub struct Resolver<'a> {
     diagnostics: RefCell<Vec<Diagnostic>>,
     references: RefCell<BTreeSet<Reference>>,
     merged: RefCell<HashMap<DefId, Option<Arc<MergedDef>>>>,
-    unknown_helps: RefCell<HashMap<(FileId, DefKind, String), String>>,
+    unknown_helps: RefCell<HashMap<(FileId, DefKind, String), UnknownHelp>>,
     /// Definitions an E0104 suggests ("did you mean `small`?"): counted as used, since the
     /// fix of the typo uses them (no W0004 beside the E0104).
     suggested: RefCell<BTreeSet<DefId>>,
@@ -397,6 +385,11 @@ impl<'a> Resolver<'a> {
         self.diagnostics.borrow_mut().push(d);
     }
 
+    /// Reports a problem of resolution, as its diagnostic.
+    fn problem(&self, p: ResolveProblem) {
+        self.report(p.diagnostic());
+    }
+
     /// E0107 for every `use` that could not be read or has syntax errors; the reader's code
     /// (E0109: outside the project root) where it refused the file.
     fn report_uses(&self, file: &LoadedFile) {
@@ -405,14 +398,14 @@ impl<'a> Resolver<'a> {
         };
         for (u, target) in index.uses.iter().zip(&file.uses) {
             match target {
-                UseTarget::Unreadable(e) => self.report(unreadable_use(u, e, &file.name)),
+                UseTarget::Unreadable(e) => self.problem(unreadable_use(u, e, &file.name)),
                 UseTarget::Loaded {
                     file: target,
                     first_error: Some(first),
                 } => {
                     let loaded = self.files.get(target).copied();
                     let name = loaded.map_or(u.path.clone(), |f| f.name.clone());
-                    self.report(broken_use(u, loaded, first, &name));
+                    self.problem(broken_use(u, loaded, first, &name));
                 }
                 UseTarget::Loaded { .. } => {}
             }
@@ -482,33 +475,27 @@ impl<'a> Resolver<'a> {
                 Some(id)
             }
             Lookup::Ambiguous(a, b) => {
-                let kw = kind.keyword();
-                let (fa, fb) = (self.file_name(a.file), self.file_name(b.file));
-                let mut d = Diagnostic::new(
-                    Code::E0106,
-                    format!("{kw} `{name}` is defined by both `{fa}` and `{fb}`"),
+                let defs = [a, b]
+                    .into_iter()
+                    .filter_map(|id| {
+                        self.entry(id)
+                            .map(|e| (e.name_loc, self.file_name(id.file)))
+                    })
+                    .collect();
+                self.problem(ResolveProblem::Ambiguous {
+                    kind,
+                    name: name.to_string(),
                     at,
-                    "ambiguous name",
-                )
-                .with_help(format!(
-                    "define `{name}` in this file to choose, or rename one of them"
-                ));
-                for id in [a, b] {
-                    if let Some(e) = self.entry(id) {
-                        d = d.with_secondary(
-                            e.name_loc,
-                            format!("defined in `{}`", self.file_name(id.file)),
-                        );
-                    }
-                }
-                self.report(d);
+                    files: [self.file_name(a.file), self.file_name(b.file)],
+                    defs,
+                });
                 self.references
                     .borrow_mut()
                     .insert(Reference { at, target: a });
                 Some(a)
             }
             Lookup::Missing => {
-                self.report(self.unknown_reference(at, kind, name));
+                self.problem(self.unknown_reference(at, kind, name));
                 None
             }
         }
@@ -542,67 +529,51 @@ impl<'a> Resolver<'a> {
         names
     }
 
-    fn unknown_reference(&self, at: Loc, kind: DefKind, name: &str) -> Diagnostic {
-        let kw = kind.keyword();
-        let d = Diagnostic::new(
-            Code::E0104,
-            format!("unknown {kw} `{name}`"),
-            at,
-            format!("no {kw} named `{name}` in scope"),
-        );
+    fn unknown_reference(&self, at: Loc, kind: DefKind, name: &str) -> ResolveProblem {
         // The help depends only on the file, kind and name: computed once for a name that is
         // wrong many times (each costs an edit distance per name in scope).
         let key = (at.file, kind, name.to_string());
-        if let Some(help) = self.unknown_helps.borrow().get(&key) {
-            let help = help.clone();
-            return self.with_rename_fix(d.with_help(help), at, kind);
-        }
-        let help = self.unknown_help(at.file, kind, name);
-        self.unknown_helps.borrow_mut().insert(key, help.clone());
-        self.with_rename_fix(d.with_help(help), at, kind)
-    }
-
-    /// Adds the rename that a "did you mean" help (from [`Resolver::unknown_help`]) proposes,
-    /// and records the suggested definition as used.
-    fn with_rename_fix(&self, d: Diagnostic, at: Loc, kind: DefKind) -> Diagnostic {
-        let name = d
-            .help
-            .as_deref()
-            .and_then(|h| h.strip_prefix("did you mean `"))
-            .and_then(|h| h.strip_suffix("`?"))
-            .map(str::to_string);
-        match name {
-            Some(name) => {
-                if let Lookup::Found(id) = self.find(at.file, kind, &name, false) {
-                    self.suggested.borrow_mut().insert(id);
-                }
-                d.with_fix(at, name)
+        let cached = self.unknown_helps.borrow().get(&key).cloned();
+        let help = match cached {
+            Some(help) => help,
+            None => {
+                let help = self.unknown_help(at.file, kind, name);
+                self.unknown_helps.borrow_mut().insert(key, help.clone());
+                help
             }
-            None => d,
+        };
+        // The definition a "did you mean" proposes is recorded as used.
+        if let Some(s) = help.suggestion() {
+            if let Lookup::Found(id) = self.find(at.file, kind, s, false) {
+                self.suggested.borrow_mut().insert(id);
+            }
+        }
+        ResolveProblem::UnknownReference {
+            kind,
+            name: name.to_string(),
+            at,
+            help,
         }
     }
 
-    fn unknown_help(&self, file: FileId, kind: DefKind, name: &str) -> String {
-        let kw = kind.keyword();
+    fn unknown_help(&self, file: FileId, kind: DefKind, name: &str) -> UnknownHelp {
         let names = self.names_in_scope(file, kind);
         if let Some(s) = suggest(name, names.iter().map(String::as_str)) {
-            return format!("did you mean `{s}`?");
+            return UnknownHelp::DidYouMean(s.to_string());
         }
         let other = DefKind::ALL
             .into_iter()
             .find(|&k| k != kind && matches!(self.find(file, k, name, false), Lookup::Found(_)));
         if let Some(k) = other {
-            return format!("`{name}` is a {}, not a {kw}", k.keyword());
+            return UnknownHelp::OtherKind(k);
         }
-        let some: Vec<String> = names.iter().take(6).map(|n| format!("`{n}`")).collect();
-        if some.is_empty() {
-            format!("define it: `{kw} {name} < ... >`")
+        if names.is_empty() {
+            UnknownHelp::Define
         } else {
-            format!(
-                "define `{kw} {name} < ... >`, or use one of {}{}",
-                some.join(", "),
-                if names.len() > 6 { ", ..." } else { "" }
-            )
+            UnknownHelp::DefineOrUse {
+                names: names.iter().take(6).cloned().collect(),
+                more: names.len() > 6,
+            }
         }
     }
 
@@ -731,27 +702,11 @@ impl<'a> Resolver<'a> {
                 {
                     continue;
                 }
-                let kw = e.kind.keyword();
-                let what = e
-                    .name
-                    .as_ref()
-                    .map_or_else(|| format!("this {kw}"), |n| format!("{kw} `{n}`"));
-                self.report(
-                    Diagnostic::new(
-                        Code::W0004,
-                        format!("{what} is never used"),
-                        e.name_loc,
-                        "defined here",
-                    )
-                    .with_help(match &e.name {
-                        Some(n) => {
-                            format!("reference it from a `scenario` (`{kw} {n}`), or remove it")
-                        }
-                        None => format!(
-                            "name it (`{kw} NAME < ... >`) and reference it from a `scenario` (`{kw} NAME`), or remove it"
-                        ),
-                    }),
-                );
+                self.problem(ResolveProblem::Unused {
+                    kind: e.kind,
+                    name: e.name.clone(),
+                    loc: e.name_loc,
+                });
             }
         }
     }

@@ -6,7 +6,7 @@
 //! missing or ambiguous and shows a `scenario` block to add.
 
 use super::{file_start, DefEntry, DefId, Resolver};
-use venus_diag::diag::{Code, Diagnostic, Loc};
+use venus_diag::diag::{Diagnostic, Loc};
 use venus_syntax::syntax::ast::DefKind;
 
 /// A scenario to type-check.
@@ -137,10 +137,6 @@ impl Resolver<'_> {
         );
         let (loc, label) =
             primary.unwrap_or_else(|| (file_start(self.root()), "no scenario in this file".into()));
-        let mut d = Diagnostic::new(Code::E0108, message, loc, label);
-        for (l, m) in secondary {
-            d = d.with_secondary(l, m);
-        }
         let pick = |kind: DefKind, example: &str| {
             self.root_defs(kind)
                 .iter()
@@ -152,6 +148,13 @@ impl Resolver<'_> {
             pick(DefKind::Cluster, "dgx_h100"),
             pick(DefKind::Plan, "< micro_batch 1 global_batch 64 >"),
         );
-        d.with_help(format!("add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"))
+        super::problem::ResolveProblem::NoScenario {
+            message,
+            loc,
+            label,
+            secondary,
+            pick: [m, c, p],
+        }
+        .diagnostic()
     }
 }

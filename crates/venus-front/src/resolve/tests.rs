@@ -882,3 +882,28 @@ fn an_unknown_base_of_an_inline_block_is_one_e0104() {
         Some("did you mean `dgx_h100`?")
     );
 }
+
+#[test]
+fn plain_plan_keys_are_read_from_source_at_their_arguments() {
+    let out = check(
+        "scenario s < model llama2_7b cluster dgx_h100 plan < micro_batch 1 global_batch 8 schedule zbv grad_dtype bf16 bucket_size 40MiB mfu 50% sp lora_modules linear_qkv linear_fc2 > >\n",
+    );
+    assert_eq!(out.lines(), Vec::<String>::new());
+    let p = &out.scenarios[0].plan;
+    let schedule = p.schedule.as_ref().expect("schedule");
+    assert_eq!(schedule.value, crate::ty::ScheduleKind::Zbv);
+    assert_eq!(out.text_at(schedule.loc), "zbv");
+    let dtype = p.grad_dtype.as_ref().expect("grad_dtype");
+    assert_eq!(dtype.value, venus_base::base::Dtype::Bf16);
+    assert_eq!(out.text_at(dtype.loc), "bf16");
+    // A list of words is located at its whole item.
+    let lora = p.lora_modules.as_ref().expect("lora_modules");
+    assert!(lora.value.qkv && lora.value.fc2 && !lora.value.proj && !lora.value.fc1);
+    assert_eq!(out.text_at(lora.loc), "lora_modules linear_qkv linear_fc2");
+    let bucket = p.bucket_size.as_ref().expect("bucket_size");
+    assert_eq!(bucket.value.0, 40 << 20);
+    assert_eq!(out.text_at(bucket.loc), "40MiB");
+    assert_eq!(p.mfu.as_ref().map(|r| r.value.0), Some(0.5));
+    assert_eq!(p.sp.as_ref().map(|s| s.value), Some(true));
+    assert!(p.tp.is_none() && p.recompute.is_none() && p.checkpoint_interval.is_none());
+}

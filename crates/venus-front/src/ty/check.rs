@@ -13,11 +13,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::problem::{DimHint, KeyHint, TyProblem};
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
-    Attention, Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured,
-    Model, PartialScenario, Plan, Precision, Recompute, ScenarioDef, ScheduleKind, Spanned,
-    Topology, Train,
+    Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured, Model,
+    PartialScenario, Plan, ScenarioDef, Spanned, Topology, Train,
 };
 use crate::resolve::{DefId, MergedDef, MergedItem, Resolver, ScenarioSource};
 use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
@@ -158,17 +158,91 @@ impl Fields {
             _ => None,
         }
     }
-}
-
-/// A `task` word (the key table admits only its three).
-fn task_of(w: &str) -> venus_base::base::Task {
-    use venus_base::base::Task;
-    match w {
-        "sft" => Task::Sft,
-        "lora" => Task::Lora,
-        _ => Task::Pretrain,
+    /// A one-word key as its enum, at the word.
+    fn word_of<T: venus_base::base::FromWord>(&self, key: Key) -> Option<Spanned<T>> {
+        self.word(key)
+            .and_then(|w| T::from_word(w.value).map(|v| Spanned::new(v, w.loc)))
+    }
+    /// A list-of-words key as its set, at the whole item.
+    fn words_of<T: venus_base::base::FromWords>(&self, key: Key) -> Option<Spanned<T>> {
+        self.first(key).map(|item| {
+            let words = item.args.iter().filter_map(|(c, _)| match c {
+                Checked::Arg(Arg::Word(w)) => Some(*w),
+                _ => None,
+            });
+            Spanned::new(T::from_words(words), item.loc)
+        })
     }
 }
+
+/// Reads one plain plan key of `venus_plan::plan_keys!` by its reading.
+macro_rules! read_plain {
+    ($f:ident, count, $ty:ty, $key:ident) => {
+        $f.count(Key::$key)
+    };
+    ($f:ident, flag, $ty:ty, $key:ident) => {
+        $f.flag(Key::$key)
+    };
+    ($f:ident, bytes, $ty:ty, $key:ident) => {
+        $f.get(Key::$key, bytes)
+    };
+    ($f:ident, ratio, $ty:ty, $key:ident) => {
+        $f.get(Key::$key, ratio)
+    };
+    ($f:ident, time, $ty:ty, $key:ident) => {
+        $f.get(Key::$key, time)
+    };
+    ($f:ident, word, $ty:ty, $key:ident) => {
+        $f.word_of::<$ty>(Key::$key)
+    };
+    ($f:ident, words, $ty:ty, $key:ident) => {
+        $f.words_of::<$ty>(Key::$key)
+    };
+}
+
+/// The `Plan` literal: the fields given by hand, then every plain key read from `$f`.
+macro_rules! fill_plan {
+    (($f:ident { $($custom:tt)* }) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        Plan {
+            $($custom)*
+            $( $field: read_plain!($f, $how, $ty, $key), )*
+        }
+    };
+}
+
+/// The plain plan keys as (field, key, reading), for the tests that keep the list and the key
+/// table in step.
+#[cfg(test)]
+macro_rules! plain_plan_keys {
+    (() $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        pub(crate) const PLAIN_PLAN_KEYS: &[(&str, Key, &str)] =
+            &[ $( (stringify!($field), Key::$key, stringify!($how)), )* ];
+        /// Every word the key table admits for each `word` key maps to a value.
+        pub(crate) fn unmapped_plan_words() -> Vec<(&'static str, &'static str)> {
+            let mut out = Vec::new();
+            $( plain_words!(out, $how, $ty, $key); )*
+            out
+        }
+    };
+}
+
+#[cfg(test)]
+macro_rules! plain_words {
+    ($out:ident, word, $ty:ty, $key:ident) => {
+        let sig = &schema::TABLE[Key::$key as usize];
+        if let Some(schema::ArgType::Enum(words)) = sig.args.first() {
+            for w in words.iter() {
+                if <$ty as venus_base::base::FromWord>::from_word(w).is_none() {
+                    $out.push((sig.key, *w));
+                }
+            }
+        }
+    };
+    ($out:ident, $other:ident, $ty:ty, $key:ident) => {};
+}
+
+#[cfg(test)]
+venus_plan::plan_keys!(plain_plan_keys!());
 
 /// A `moe_dispatcher` item: its dispatcher word and, for `flex`, the backend (DeepEP unless
 /// `hybridep` is named, Megatron's default `--moe-flex-dispatcher-backend`).
@@ -196,17 +270,6 @@ fn fsdp_strategy_of(w: &str) -> venus_base::base::FsdpStrategy {
         "optim" => FsdpStrategy::Optim,
         "optim_grads" => FsdpStrategy::OptimGrads,
         _ => FsdpStrategy::OptimGradsParams,
-    }
-}
-
-/// A dtype word of the gradient and optimizer keys.
-fn dtype_of(w: &str) -> venus_base::base::Dtype {
-    use venus_base::base::Dtype;
-    match w {
-        "bf16" => Dtype::Bf16,
-        "fp16" => Dtype::Fp16,
-        "fp8" => Dtype::Fp8,
-        _ => Dtype::Fp32,
     }
 }
 
@@ -450,25 +513,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                 Some(n) => format!("{} `{n}`", e.kind.keyword()),
                 None => format!("unnamed {}", e.kind.keyword()),
             };
-            let names: Vec<String> = missing.iter().map(|k| format!("`{}`", k.key)).collect();
-            let (noun, label) = if missing.len() == 1 {
-                ("key", format!("needs {}", names.join(", ")))
-            } else {
-                ("keys", format!("needs {} keys", missing.len()))
-            };
-            let examples: Vec<String> = missing.iter().map(|k| example(k)).collect();
-            self.res.report(
-                Diagnostic::new(
-                    Code::E0103,
-                    format!("{what} is missing required {noun} {}", names.join(", ")),
-                    e.name_loc,
-                    label,
-                )
-                .with_help(format!(
-                    "add `{}`, or check this file with the files that complete it (`venusc check DIR`)",
-                    examples.join(" "),
-                )),
-            );
+            self.problem(TyProblem::DefMissingKeys {
+                what,
+                keys: missing.iter().map(|k| k.key).collect(),
+                examples: missing.iter().map(|k| example(k)).collect(),
+                loc: e.name_loc,
+            });
         }
     }
 
@@ -766,43 +816,6 @@ impl<'r, 'a> Checker<'r, 'a> {
             def.loc,
             &def.describe(),
         );
-        let schedule = f.word(Key::Schedule).map(|w| {
-            let k = match w.value {
-                "gpipe" => ScheduleKind::Gpipe,
-                "interleaved" => ScheduleKind::Interleaved,
-                "zb_h1" => ScheduleKind::ZbH1,
-                "zb_h2" => ScheduleKind::ZbH2,
-                "dualpipe" => ScheduleKind::DualPipe,
-                "dualpipev" => ScheduleKind::DualPipeV,
-                "zbv" => ScheduleKind::Zbv,
-                _ => ScheduleKind::OneFOneB,
-            };
-            Spanned::new(k, w.loc)
-        });
-        let recompute = f.word(Key::Recompute).map(|w| {
-            let k = match w.value {
-                "selective" => Recompute::Selective,
-                "full" => Recompute::Full,
-                _ => Recompute::None,
-            };
-            Spanned::new(k, w.loc)
-        });
-        let precision = f.word(Key::Precision).map(|w| {
-            Spanned::new(
-                Precision::from_word(w.value).unwrap_or(Precision::Bf16),
-                w.loc,
-            )
-        });
-        let attention = f.word(Key::Attention).map(|w| {
-            Spanned::new(
-                match w.value {
-                    "unfused" => Attention::Unfused,
-                    "flash2" => Attention::Flash2,
-                    _ => Attention::Flash,
-                },
-                w.loc,
-            )
-        });
         let measured = match f.first(Key::Measured) {
             Some(item) => match item.args.first() {
                 Some((Checked::Nested(m), _)) => Some(Measured {
@@ -816,51 +829,12 @@ impl<'r, 'a> Checker<'r, 'a> {
             },
             None => None,
         };
-        Some(Plan {
+        Some(venus_plan::plan_keys!(fill_plan!(f {
             name: def.name.clone(),
             loc: def.loc,
-            tp: f.count(Key::Tp),
-            pp: f.count(Key::Pp),
-            cp: f.count(Key::Cp),
-            ep: f.count(Key::Ep),
-            vpp: f.count(Key::Vpp),
-            first_stage_layers: f.count(Key::FirstStageLayers),
-            last_stage_layers: f.count(Key::LastStageLayers),
-            dp: f.count(Key::Dp),
             micro_batch: f.count(Key::MicroBatch)?,
             global_batch: f.count(Key::GlobalBatch)?,
-            schedule,
-            sp: f.flag(Key::Sp),
-            recompute,
-            distributed_optimizer: f.flag(Key::DistributedOptimizer),
-            overlap_grad_reduce: f.flag(Key::OverlapGradReduce),
-            overlap_param_gather: f.flag(Key::OverlapParamGather),
-            delay_grad_reduce: f.flag(Key::DelayGradReduce),
-            delay_param_gather: f.flag(Key::DelayParamGather),
-            overlap_p2p: f.flag(Key::OverlapP2p),
-            overlap_tp_comm: f.flag(Key::OverlapTpComm),
-            overlap_ep_comm: f.flag(Key::OverlapEpComm),
-            bucket_size: f.get(Key::BucketSize, bytes),
-            mfu: f.get(Key::Mfu, ratio),
             measured,
-            precision,
-            attention,
-            iterations: f.count(Key::Iterations),
-            reserve: f.get(Key::Reserve, bytes),
-            moe_imbalance: f.get(Key::MoeImbalance, ratio),
-            moe_capacity_headroom: f.get(Key::MoeCapacityHeadroom, ratio),
-            moe_pad_to_capacity: f.flag(Key::MoePadToCapacity),
-            task: f
-                .word(Key::Task)
-                .map(|w| Spanned::new(task_of(w.value), w.loc)),
-            lora_rank: f.count(Key::LoraRank),
-            lora_modules: f.first(Key::LoraModules).map(|item| {
-                let words = item.args.iter().filter_map(|(c, _)| match c {
-                    Checked::Arg(Arg::Word(w)) => Some(*w),
-                    _ => None,
-                });
-                Spanned::new(venus_base::base::LoraTargets::from_words(words), item.loc)
-            }),
             fsdp: f.first(Key::Fsdp).and_then(|item| match item.args.first() {
                 Some((Checked::Arg(Arg::Word(w)), _)) => {
                     Some(Spanned::new(fsdp_strategy_of(w), item.loc))
@@ -879,45 +853,8 @@ impl<'r, 'a> Checker<'r, 'a> {
                 };
                 Spanned::new(imp, item.loc)
             }),
-            grad_dtype: f
-                .word(Key::GradDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            main_params_dtype: f
-                .word(Key::MainParamsDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            exp_avg_dtype: f
-                .word(Key::ExpAvgDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            exp_avg_sq_dtype: f
-                .word(Key::ExpAvgSqDtype)
-                .map(|w| Spanned::new(dtype_of(w.value), w.loc)),
-            account_for_embedding: f.flag(Key::AccountForEmbedding),
-            account_for_loss: f.flag(Key::AccountForLoss),
             pipeline_layout: f.get(Key::PipelineLayout, layout_text),
-            checkpoint_interval: f.get(Key::CheckpointInterval, time),
             venussim: f.items.iter().filter_map(venussim_item).collect(),
-            recompute_modules: f.first(Key::RecomputeModules).map(|item| {
-                let words = item.args.iter().filter_map(|(c, _)| match c {
-                    Checked::Arg(Arg::Word(w)) => Some(*w),
-                    _ => None,
-                });
-                Spanned::new(
-                    venus_base::base::RecomputeModules::from_words(words),
-                    item.loc,
-                )
-            }),
-            recompute_method: f.word(Key::RecomputeMethod).map(|w| {
-                let m = if w.value == "block" {
-                    venus_base::base::RecomputeMethod::Block
-                } else {
-                    venus_base::base::RecomputeMethod::Uniform
-                };
-                Spanned::new(m, w.loc)
-            }),
-            recompute_num_layers: f.count(Key::RecomputeNumLayers),
-            fp8_param_gather: f.flag(Key::Fp8ParamGather),
-            moe_permute_fusion: f.flag(Key::MoePermuteFusion),
-            etp: f.count(Key::Etp),
             moe_dispatcher: f
                 .first(Key::MoeDispatcher)
                 .and_then(|item| moe_dispatcher_of(item).map(|d| Spanned::new(d, item.loc))),
@@ -934,18 +871,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                     )),
                     _ => None,
                 }),
-            cp_comm: f.word(Key::CpComm).and_then(|w| {
-                venus_base::base::CpComm::from_word(w.value).map(|c| Spanned::new(c, w.loc))
-            }),
             cp_a2a: f
                 .first(Key::CpComm)
                 .and_then(|item| match item.args.get(1) {
                     Some((Checked::Arg(Arg::Count(n)), loc)) => Some(Spanned::new(*n, *loc)),
                     _ => None,
                 }),
-            cuda_graphs: f.word(Key::CudaGraphs).and_then(|w| {
-                venus_base::base::CudaGraphImpl::from_word(w.value).map(|c| Spanned::new(c, w.loc))
-            }),
             cuda_graph_modules: f.first(Key::CudaGraphs).and_then(|item| {
                 let words: Vec<&str> = item
                     .args
@@ -963,26 +894,7 @@ impl<'r, 'a> Checker<'r, 'a> {
                     )
                 })
             }),
-            offload_modules: f.first(Key::OffloadModules).map(|item| {
-                let words = item.args.iter().filter_map(|(c, _)| match c {
-                    Checked::Arg(Arg::Word(w)) => Some(*w),
-                    _ => None,
-                });
-                Spanned::new(
-                    venus_base::base::OffloadModules::from_words(words),
-                    item.loc,
-                )
-            }),
-            offload_fraction: f.get(Key::OffloadFraction, ratio),
-            offload_layers: f.count(Key::OffloadLayers),
-            fp8_recipe: f.word(Key::Fp8Recipe).and_then(|w| {
-                venus_base::base::Fp8Recipe::from_word(w.value).map(|r| Spanned::new(r, w.loc))
-            }),
-            fp8_format: f.word(Key::Fp8Format).and_then(|w| {
-                venus_base::base::Fp8Format::from_word(w.value).map(|r| Spanned::new(r, w.loc))
-            }),
-            fp8_attention: f.flag(Key::Fp8Attention),
-        })
+        })))
     }
 
     /// Checks the items of one block against the key table: E0101, E0102, E0103, E0203 and
@@ -1023,23 +935,18 @@ impl<'r, 'a> Checker<'r, 'a> {
                 if let Some(meant) = megatron_spelling(kind, &m.item.key.text) {
                     meant_keys.push(meant.id);
                 }
-                self.res
-                    .report(unknown_key(kind, &m.item.key.text, key_loc, what));
+                self.problem(unknown_key(kind, &m.item.key.text, key_loc, what));
                 fields.ok = false;
                 continue;
             };
             if !sig.repeatable {
                 if let Some(first) = seen.get(&sig.id) {
-                    self.res.report(
-                        Diagnostic::new(
-                            Code::E0102,
-                            format!("`{}` is written twice in {what}", sig.key),
-                            key_loc,
-                            "written again here",
-                        )
-                        .with_secondary(*first, "first written here")
-                        .with_help(format!("keep one `{}`", sig.key)),
-                    );
+                    self.problem(TyProblem::WrittenTwice {
+                        key: sig.key,
+                        what: what.to_string(),
+                        loc: key_loc,
+                        first: *first,
+                    });
                     fields.ok = false;
                     fields.failed.push(sig.id);
                     continue;
@@ -1061,11 +968,12 @@ impl<'r, 'a> Checker<'r, 'a> {
                     if sig.id == Key::Dim {
                         if let Some((Checked::Arg(Arg::Name(n)), loc)) = item.args.first() {
                             if let Some(first) = dims.get(n) {
-                                self.res.report(
-                                    Diagnostic::new(Code::E0102, format!("dim `{n}` is written twice in {what}"), *loc, "written again here")
-                                        .with_secondary(*first, "first written here")
-                                        .with_help("give each dim its own name; a dim with an inherited name replaces the inherited one"),
-                                );
+                                self.problem(TyProblem::DimWrittenTwice {
+                                    name: n.clone(),
+                                    what: what.to_string(),
+                                    loc: *loc,
+                                    first: *first,
+                                });
                                 fields.ok = false;
                                 fields.failed.push(sig.id);
                                 continue;
@@ -1086,15 +994,12 @@ impl<'r, 'a> Checker<'r, 'a> {
             let written =
                 items.iter().any(|m| m.item.key.text == sig.key) || meant_keys.contains(&sig.id);
             if !written && self.report_missing {
-                self.res.report(
-                    Diagnostic::new(
-                        Code::E0103,
-                        format!("{what} is missing required key `{}`", sig.key),
-                        owner,
-                        format!("needs `{}`", sig.key),
-                    )
-                    .with_help(format!("add `{}`", example(sig))),
-                );
+                self.problem(TyProblem::MissingKey {
+                    what: what.to_string(),
+                    key: sig.key,
+                    example: example(sig),
+                    owner,
+                });
                 fields.ok = false;
             }
         }
@@ -1214,23 +1119,15 @@ impl<'r, 'a> Checker<'r, 'a> {
                 ),
                 None => loc,
             };
-            self.res.report(
-                Diagnostic::new(
-                    Code::E0203,
-                    format!("`{}` takes {expected}, found {n}", sig.key),
-                    at,
-                    if n > max {
-                        "too many arguments"
-                    } else {
-                        "too few arguments"
-                    },
-                )
-                .with_help(format!(
-                    "write it as {}, e.g. `{}`",
-                    signature(sig),
-                    example(sig)
-                )),
-            );
+            self.problem(TyProblem::ArgumentCount {
+                key: sig.key,
+                expected,
+                found: n,
+                too_many: n > max,
+                at,
+                signature: signature(sig),
+                example: example(sig),
+            });
             return None;
         }
         let mut args = Vec::new();
@@ -1342,28 +1239,19 @@ fn plural(n: usize) -> String {
 
 /// E0201 for a `Ref` or nested-block argument written as something else.
 fn wrong(ty: ArgType, v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
-    if let ValueKind::List(_) = v.kind {
-        return Diagnostic::new(
-            Code::E0201,
-            "lists are only allowed in `venusc sweep`",
-            cx.loc,
-            "a list of values",
-        )
-        .with_help(format!(
-            "write one value for `{}` here, or run `venusc sweep` to try each",
-            cx.key
-        ));
-    }
-    Diagnostic::new(
-        Code::E0201,
-        format!(
-            "expected {}, found {}",
-            ty.describe(),
-            describe_found(v, cx.text)
-        ),
-        cx.loc,
-        "wrong kind of value",
-    )
+    let problem = if let ValueKind::List(_) = v.kind {
+        TyProblem::List {
+            key: cx.key.to_string(),
+            loc: cx.loc,
+        }
+    } else {
+        TyProblem::WrongKind {
+            expected: ty.describe(),
+            found: describe_found(v, cx.text),
+            loc: cx.loc,
+        }
+    };
+    problem.diagnostic()
 }
 
 /// E0201 for a flag followed by something other than `on` / `off`.
@@ -1371,20 +1259,12 @@ fn flag_value(v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic
     if let ValueKind::List(_) = v.kind {
         return wrong(ArgType::Enum(schema::FLAG_WORDS), v, cx);
     }
-    Diagnostic::new(
-        Code::E0201,
-        format!(
-            "expected `on` or `off` after the flag `{}`, found {}",
-            cx.key,
-            describe_found(v, cx.text)
-        ),
-        cx.loc,
-        "not a flag word",
-    )
-    .with_help(format!(
-        "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
-        cx.key
-    ))
+    TyProblem::FlagWord {
+        key: cx.key.to_string(),
+        found: describe_found(v, cx.text),
+        loc: cx.loc,
+    }
+    .diagnostic()
 }
 
 /// The key of `kind` that `written` spells the Megatron-LM way (`tensor_model_parallel_size`,
@@ -1435,18 +1315,12 @@ impl Checker<'_, '_> {
             };
             let written = format!("{}{unit}", value::num(*number));
             let gib = bytes / (1u64 << 30) as f64;
-            self.res.report(
-                Diagnostic::new(
-                    Code::W0009,
-                    format!("`memory {written}` is {gib:.1} GiB (decimal, not binary, bytes)"),
-                    Loc::new(m.file, *span),
-                    "decimal bytes",
-                )
-                .with_help(format!(
-                    "GPU datasheets quote HBM in binary units: write `memory {}{binary}` for a card sold as {written}",
-                    value::num(*number)
-                )),
-            );
+            self.problem(TyProblem::DecimalMemory {
+                binary: format!("{}{binary}", value::num(*number)),
+                written,
+                gib,
+                loc: Loc::new(m.file, *span),
+            });
         }
     }
 }
@@ -1504,40 +1378,31 @@ fn decimal_bytes(unit: &str) -> Option<u64> {
 }
 
 /// E0101 with the closest key, or the list of valid keys.
-fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> Diagnostic {
+fn unknown_key(kind: BlockKind, key: &str, loc: Loc, what: &str) -> TyProblem {
     let keys = schema::keys(kind);
-    let d = Diagnostic::new(
-        Code::E0101,
-        format!("unknown key `{key}` in {what}"),
-        loc,
-        format!("not a `{}` key", kind.name()),
-    );
     // `allow W0001 W0002`: `allow` takes one code, so the second was read as a key.
-    if Code::parse(key).is_some_and(|c| c.severity() == venus_diag::diag::Severity::Warning)
+    let hint = if Code::parse(key)
+        .is_some_and(|c| c.severity() == venus_diag::diag::Severity::Warning)
         && keys.iter().any(|k| k.key == "allow")
     {
-        return d
-            .with_help(format!("write `allow {key}`: each `allow` takes one code"))
-            .with_fix(loc, format!("allow {key}"));
-    }
-    if let Some(sig) = megatron_spelling(kind, key) {
-        return d
-            .with_help(format!(
-                "did you mean `{}`? (Megatron-LM's `{}`)",
-                sig.key,
-                sig.megatron.unwrap_or_default()
-            ))
-            .with_fix(loc, sig.key);
-    }
-    match suggest(key, keys.iter().map(|k| k.key)) {
-        Some(s) => d.with_help(format!("did you mean `{s}`?")).with_fix(loc, s),
-        None => d.with_help(format!(
-            "valid keys: {}",
-            keys.iter()
-                .map(|k| format!("`{}`", k.key))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        KeyHint::AllowCode
+    } else if let Some(sig) = megatron_spelling(kind, key) {
+        KeyHint::Megatron {
+            key: sig.key,
+            flag: sig.megatron.unwrap_or_default(),
+        }
+    } else {
+        match suggest(key, keys.iter().map(|k| k.key)) {
+            Some(s) => KeyHint::DidYouMean(s),
+            None => KeyHint::Valid(keys.iter().map(|k| k.key).collect()),
+        }
+    };
+    TyProblem::UnknownKey {
+        key: key.to_string(),
+        what: what.to_string(),
+        block: kind.name(),
+        loc,
+        hint,
     }
 }
 
@@ -1566,6 +1431,11 @@ impl Checker<'_, '_> {
     /// Reports an error found after the block's items checked (E0313/E0314, a `fat_tree`
     /// share of 0) and counts `key` as rejected: with `gpus` the cluster's size is unknown, so
     /// the world rules say nothing about it.
+    /// Reports a problem of the item checker, as its diagnostic.
+    fn problem(&self, p: TyProblem) {
+        self.res.report(p.diagnostic());
+    }
+
     fn reject(&mut self, d: Diagnostic, key: Key) {
         self.res.report(d);
         if let Some(top) = self.frames.last_mut() {
@@ -1608,14 +1478,8 @@ impl Checker<'_, '_> {
                     let leaf = u32::try_from(*leaf).unwrap_or(u32::MAX);
                     d.fabric.fat_tree = Some((leaf, share.0));
                 } else {
-                    let e = Diagnostic::new(
-                        Code::E0202,
-                        "a fat tree needs some bandwidth between its leaves",
-                        *share_loc,
-                        "0% between leaves",
-                    )
-                    .with_help("use the share of the leaves' bandwidth their uplinks carry, e.g. `50%` for 2:1 oversubscription");
-                    self.reject(e, Key::FatTree);
+                    let e = TyProblem::FatTreeWithoutUplinks { loc: *share_loc };
+                    self.reject(e.diagnostic(), Key::FatTree);
                 }
             }
             (Key::Sharp, _, _) => d.fabric.sharp = true,
@@ -1634,26 +1498,15 @@ impl Checker<'_, '_> {
             return dims.iter_mut().find(|d| d.name.value == name);
         }
         let names: Vec<&str> = dims.iter().map(|d| d.name.value.as_str()).collect();
-        let help = match suggest(name, names.iter().copied()) {
-            Some(s) => format!("did you mean `{s}`?"),
-            None => format!(
-                "the cluster's dims are {}",
-                names
-                    .iter()
-                    .map(|n| format!("`{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        let hint = match suggest(name, names.iter().copied()) {
+            Some(s) => DimHint::DidYouMean(s.to_string()),
+            None => DimHint::Dims(names.iter().map(|n| n.to_string()).collect()),
         };
-        self.res.report(
-            Diagnostic::new(
-                Code::E0104,
-                format!("unknown dim `{name}`"),
-                name_loc,
-                "no dim of this name in the cluster",
-            )
-            .with_help(help),
-        );
+        self.problem(TyProblem::UnknownDim {
+            name: name.to_string(),
+            loc: name_loc,
+            hint,
+        });
         None
     }
 }
@@ -1806,5 +1659,59 @@ mod tests {
         }
         assert_eq!(example(Key::MicroBatch.sig()), "micro_batch 1".to_string());
         assert_eq!(example(Key::Tp.sig()), "tp 8".to_string());
+    }
+
+    /// The plan keys `ty::Plan` reads by hand rather than through `venus_plan::plan_keys!`.
+    const HAND_READ_PLAN_KEYS: &[Key] = &[
+        Key::MicroBatch,
+        Key::GlobalBatch,
+        Key::Measured,
+        Key::Fsdp,
+        Key::PipelineLayout,
+        Key::Venussim,
+        Key::MoeDispatcher,
+        Key::AllowPlan,
+    ];
+
+    #[test]
+    fn every_plain_plan_key_is_a_plan_key_of_its_own_name_read_as_its_table_types() {
+        for &(field, key, how) in PLAIN_PLAN_KEYS {
+            let sig = key.sig();
+            assert_eq!(sig.key, field, "the field of `{}`", sig.key);
+            assert_eq!(sig.block, BlockKind::Def(DefKind::Plan), "{field}");
+            let first = sig.args.first().copied();
+            let fits = match how {
+                "flag" => sig.args.is_empty(),
+                "count" => first == Some(ArgType::Count),
+                "bytes" => first == Some(ArgType::Bytes),
+                "ratio" => first == Some(ArgType::Ratio),
+                "time" => first == Some(ArgType::Time),
+                "word" => matches!(first, Some(ArgType::Enum(_))),
+                "words" => {
+                    !sig.args.is_empty() && sig.args.iter().all(|a| matches!(a, ArgType::Enum(_)))
+                }
+                other => panic!("`{field}`: unknown reading `{other}`"),
+            };
+            assert!(
+                fits,
+                "`{field}` is read as `{how}` but takes {:?}",
+                sig.args
+            );
+        }
+        assert_eq!(unmapped_plan_words(), Vec::<(&str, &str)>::new());
+    }
+
+    #[test]
+    fn every_plan_key_of_the_table_is_read_once() {
+        for sig in schema::keys(BlockKind::Def(DefKind::Plan)) {
+            let plain = PLAIN_PLAN_KEYS.iter().filter(|k| k.1 == sig.id).count();
+            let by_hand = HAND_READ_PLAN_KEYS.contains(&sig.id);
+            assert_eq!(
+                plain + usize::from(by_hand),
+                1,
+                "`{}`: add it to `venus_plan::plan_keys!` (or read it by hand in `build_plan`)",
+                sig.key
+            );
+        }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod domain;
+pub mod problem;
 pub mod value;
 
 pub use venus_base::base::kinds::{
@@ -272,101 +273,41 @@ pub struct Measured {
     pub loc: Loc,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
+/// Declares [`Plan`]: the fields written by hand, then one `Opt` per plain plan key of
+/// `venus_plan::plan_keys!` (the one declaration of those keys).
+macro_rules! plan_struct {
+    (({ $($custom:tt)* }) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct Plan {
+            $($custom)*
+            $( $(#[$doc])* pub $field: Opt<$ty>, )*
+        }
+    };
+}
+
+venus_plan::plan_keys!(plan_struct!({
     pub name: Option<String>,
     pub loc: Loc,
-    pub tp: Opt<u64>,
-    pub pp: Opt<u64>,
-    pub cp: Opt<u64>,
-    pub ep: Opt<u64>,
-    pub vpp: Opt<u64>,
-    pub first_stage_layers: Opt<u64>,
-    pub last_stage_layers: Opt<u64>,
-    pub dp: Opt<u64>,
     pub micro_batch: Spanned<u64>,
     pub global_batch: Spanned<u64>,
-    pub schedule: Opt<ScheduleKind>,
-    pub sp: Opt<bool>,
-    pub recompute: Opt<Recompute>,
-    pub distributed_optimizer: Opt<bool>,
-    pub overlap_grad_reduce: Opt<bool>,
-    pub overlap_param_gather: Opt<bool>,
-    pub delay_grad_reduce: Opt<bool>,
-    pub delay_param_gather: Opt<bool>,
-    pub overlap_p2p: Opt<bool>,
-    pub overlap_tp_comm: Opt<bool>,
-    pub overlap_ep_comm: Opt<bool>,
-    pub bucket_size: Opt<Bytes>,
-    pub mfu: Opt<Ratio>,
     pub measured: Option<Measured>,
-    pub precision: Opt<Precision>,
-    pub attention: Opt<Attention>,
-    pub iterations: Opt<u64>,
-    pub reserve: Opt<Bytes>,
-    /// Extra token copies on the busiest EP rank, as a share of the mean.
-    pub moe_imbalance: Opt<Ratio>,
-    pub moe_capacity_headroom: Opt<Ratio>,
-    pub moe_pad_to_capacity: Opt<bool>,
-    /// What the iteration trains (pretrain, sft, lora).
-    pub task: Opt<venus_base::base::Task>,
-    pub lora_rank: Opt<u64>,
-    pub lora_modules: Opt<venus_base::base::LoraTargets>,
     /// FSDP sharding strategy (the `fsdp` item's location).
     pub fsdp: Opt<venus_base::base::FsdpStrategy>,
     /// FSDP implementation (`megatron` unless the item names `torch`).
     pub fsdp_impl: Opt<venus_base::base::FsdpImpl>,
-    pub grad_dtype: Opt<venus_base::base::Dtype>,
-    pub main_params_dtype: Opt<venus_base::base::Dtype>,
-    pub exp_avg_dtype: Opt<venus_base::base::Dtype>,
-    pub exp_avg_sq_dtype: Opt<venus_base::base::Dtype>,
-    /// Megatron's `--account-for-embedding-in-pipeline-split`.
-    pub account_for_embedding: Opt<bool>,
-    /// Megatron's `--account-for-loss-in-pipeline-split`.
-    pub account_for_loss: Opt<bool>,
     /// Megatron's `--pipeline-model-parallel-layout`, as written.
     pub pipeline_layout: Opt<LayoutText>,
-    /// Training time between two checkpoints (`checkpoint_interval`).
-    pub checkpoint_interval: Opt<Seconds>,
-    /// Expert tensor-parallel size (`etp`, Megatron's `--expert-tensor-parallel-size`).
-    pub etp: Opt<u64>,
     /// MoE token dispatcher (`moe_dispatcher`, its flex backend included).
     pub moe_dispatcher: Opt<venus_base::base::MoeDispatcher>,
     /// The flex backend word of the `moe_dispatcher` item, when one is written.
     pub moe_backend: Opt<venus_base::base::FlexBackend>,
-    /// Context-parallel exchange (`cp_comm`).
-    pub cp_comm: Opt<venus_base::base::CpComm>,
     /// `cp_comm a2a_p2p A`: the a2a group size A (its count's location).
     pub cp_a2a: Opt<u64>,
-    /// FP8 scaling recipe (`fp8_recipe`).
-    pub fp8_recipe: Opt<venus_base::base::Fp8Recipe>,
-    /// FP8 encoding (`fp8_format`).
-    pub fp8_format: Opt<venus_base::base::Fp8Format>,
-    /// FP8 dot-product attention (`fp8_attention`).
-    pub fp8_attention: Opt<bool>,
-    /// `venussim "SECTION.FIELD" "JSON"` items, in written order.
-    pub venussim: Vec<VenusSimItem>,
-    /// The submodules `recompute selective` re-runs (`recompute_modules`).
-    pub recompute_modules: Opt<venus_base::base::RecomputeModules>,
-    /// Which layers `recompute full` re-runs (`recompute_method`).
-    pub recompute_method: Opt<venus_base::base::RecomputeMethod>,
-    /// `recompute_num_layers`.
-    pub recompute_num_layers: Opt<u64>,
-    /// FP8 weights without a BF16 copy, all-gathered in FP8 (`fp8_param_gather`).
-    pub fp8_param_gather: Opt<bool>,
-    /// CUDA graph capture (`cuda_graphs`' first word).
-    pub cuda_graphs: Opt<venus_base::base::CudaGraphImpl>,
     /// The parts per-layer graphs capture (`cuda_graphs`' later words; the item's location).
     pub cuda_graph_modules: Opt<venus_base::base::CudaGraphModules>,
-    /// Fine-grained activation offloading's modules (`offload_modules`).
-    pub offload_modules: Opt<venus_base::base::OffloadModules>,
-    /// `offload_fraction`.
-    pub offload_fraction: Opt<Ratio>,
-    /// Layer-level CPU offloading's layer count (`offload_layers`).
-    pub offload_layers: Opt<u64>,
-    /// Fused permute/unpermute kernels around the MoE dispatch (`moe_permute_fusion`).
-    pub moe_permute_fusion: Opt<bool>,
-}
+    /// `venussim "SECTION.FIELD" "JSON"` items, in written order.
+    pub venussim: Vec<VenusSimItem>,
+}));
 
 /// One `venussim` item: its two strings, each with its location.
 #[derive(Clone, Debug, PartialEq)]

@@ -150,6 +150,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         // Llama-2-7B's figures (the ZBV golden files' model).
         v_memory: venus_plan::schedule::VMemory::of_model(4096, 32, 4096),
         graphs_offload: Default::default(),
+        optimizer_offload: 0.0,
     }
 }
 
@@ -218,6 +219,40 @@ fn weights_gradients_and_optimizer_use_18_or_6_plus_12_over_dp_bytes() {
     let s = one_stage(&m, &p, 0);
     assert_eq!(s.optimizer, Bytes(3 * params));
     assert_eq!(s.weights.0 + s.gradients.0 + s.optimizer.0, 9 * params);
+}
+
+#[test]
+fn optimizer_offload_moves_its_share_of_the_sharded_optimizer_state_to_the_host() {
+    // The model above: 107136 parameters, 12 B of optimizer state each, sharded over dp 4:
+    // 3 B a parameter on each GPU, of which `optimizer_offload 25%` keeps 0.75 B on the host.
+    let m = gpt(64, 4, 2, 128, 16);
+    let params = 2 * 49408 + 8192 + 128;
+    let mut p = plan(1, 1, 1, None, 2);
+    p.distributed_optimizer = true;
+    p.dp = 4;
+    let whole = one_stage(&m, &p, 0);
+    assert_eq!(whole.optimizer, Bytes(3 * params));
+    assert_eq!(whole.optimizer_host, Bytes(0));
+    p.optimizer_offload = 0.25;
+    let s = one_stage(&m, &p, 0);
+    assert_eq!(s.optimizer_host, Bytes(3 * params / 4));
+    assert_eq!(s.optimizer, Bytes(3 * params - 3 * params / 4));
+    // Nothing else moves: the peak drops by exactly the host share.
+    assert_eq!((s.weights, s.gradients), (whole.weights, whole.gradients));
+    assert_eq!(whole.peak.0 - s.peak.0, 3 * params / 4);
+    // Each step moves the offloaded parameters' fp32 gradients down and fp32 master weights
+    // back up: 8 B for each of the 3·params/4 / 12 parameters on the host.
+    let traffic = offload_traffic(
+        &Recipe::for_precision(venus_base::base::Precision::Bf16),
+        s.optimizer_host,
+    );
+    assert_eq!(traffic, Bytes(params / 16 * 8));
+    p.optimizer_offload = 1.0;
+    let all = one_stage(&m, &p, 0);
+    assert_eq!(
+        (all.optimizer, all.optimizer_host),
+        (Bytes(0), Bytes(3 * params))
+    );
 }
 
 #[test]

@@ -207,6 +207,8 @@ pub enum PlanProblem {
     TorchFsdpUnsupported(TorchFsdpUnsupported),
     /// E0321: precision-aware optimizer dtypes without the distributed optimizer.
     OptimizerDtypeWithoutSharding(OptimizerDtypeWithoutSharding),
+    /// E0346: `optimizer_offload` without the distributed optimizer.
+    OffloadWithoutSharding(OffloadWithoutSharding),
     /// E0325: a zero-bubble schedule with pp 1.
     ZeroBubbleNeedsPipeline(ZeroBubbleProblem),
     /// E0326: a zero-bubble schedule with a feature its reference runtime does not support.
@@ -298,6 +300,7 @@ impl PlanProblem {
             PlanProblem::LoraWithoutTask(p) => p.render(),
             PlanProblem::TorchFsdpUnsupported(p) => p.render(),
             PlanProblem::OptimizerDtypeWithoutSharding(p) => p.render(),
+            PlanProblem::OffloadWithoutSharding(p) => p.render(),
             PlanProblem::ZeroBubbleNeedsPipeline(p) => p.render(),
             PlanProblem::ZeroBubbleUnsupported(p) => p.render(),
             PlanProblem::ZeroBubbleMicrobatches(p) => p.render(Code::E0327),
@@ -2532,6 +2535,35 @@ impl OptimizerDtypeWithoutSharding {
             d = d.with_secondary(off, "distributed_optimizer off");
         }
         d.with_help("add `distributed_optimizer` to the plan (it shards the lower-precision state)")
+    }
+}
+
+// -------------------------------------------------------------------------------- E0346
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OffloadWithoutSharding {
+    /// The written share, 0 to 1.
+    pub fraction: f64,
+    pub loc: Loc,
+    /// `distributed_optimizer off`, when written.
+    pub distributed_optimizer_off: Option<Loc>,
+}
+
+impl OffloadWithoutSharding {
+    fn render(self) -> Diagnostic {
+        let percent = (self.fraction * 100.0 * 100.0).round() / 100.0;
+        let mut d = Diagnostic::new(
+            Code::E0346,
+            "`optimizer_offload` needs the distributed optimizer (Megatron's CPU offload runs inside the precision-aware distributed optimizer)",
+            self.loc,
+            format!("{percent}% of the optimizer state would live in host memory"),
+        );
+        if let Some(off) = self.distributed_optimizer_off {
+            d = d.with_secondary(off, "distributed_optimizer off");
+        }
+        d.with_help(
+            "add `distributed_optimizer` to the plan (or `fsdp optim`), or remove `optimizer_offload`",
+        )
     }
 }
 

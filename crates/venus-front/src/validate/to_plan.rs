@@ -118,82 +118,40 @@ pub fn cluster(c: &Cluster) -> ClusterSpec {
     }
 }
 
+/// The `PlanSpec` literal: the fields given by hand, then every plain key's value.
+macro_rules! plan_spec_of {
+    (($p:ident { $($custom:tt)* }) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        PlanSpec {
+            $($custom)*
+            $( $field: val(&$p.$field), )*
+        }
+    };
+}
+
 pub fn plan(p: &Plan) -> PlanSpec {
-    PlanSpec {
+    venus_plan::plan_keys!(plan_spec_of!(p {
         name: p.name.clone(),
-        tp: val(&p.tp),
-        pp: val(&p.pp),
-        cp: val(&p.cp),
-        ep: val(&p.ep),
-        vpp: val(&p.vpp),
-        first_stage_layers: val(&p.first_stage_layers),
-        last_stage_layers: val(&p.last_stage_layers),
-        dp: val(&p.dp),
         micro_batch: p.micro_batch.value,
         global_batch: p.global_batch.value,
-        schedule: val(&p.schedule),
-        sp: val(&p.sp),
-        recompute: val(&p.recompute),
-        distributed_optimizer: val(&p.distributed_optimizer),
-        overlap_grad_reduce: val(&p.overlap_grad_reduce),
-        overlap_param_gather: val(&p.overlap_param_gather),
-        delay_grad_reduce: val(&p.delay_grad_reduce),
-        delay_param_gather: val(&p.delay_param_gather),
-        overlap_p2p: val(&p.overlap_p2p),
-        overlap_tp_comm: val(&p.overlap_tp_comm),
-        overlap_ep_comm: val(&p.overlap_ep_comm),
-        bucket_size: val(&p.bucket_size),
-        mfu: val(&p.mfu),
         measured: p.measured.as_ref().map(|m| MeasuredSpec {
             first: m.first.value,
             middle: m.middle.value,
             last: m.last.value,
             unused: m.unused,
         }),
-        precision: val(&p.precision),
-        attention: val(&p.attention),
-        iterations: val(&p.iterations),
-        reserve: val(&p.reserve),
-        moe_imbalance: val(&p.moe_imbalance),
-        moe_capacity_headroom: val(&p.moe_capacity_headroom),
-        moe_pad_to_capacity: val(&p.moe_pad_to_capacity),
-        task: val(&p.task),
-        lora_rank: val(&p.lora_rank),
-        lora_modules: val(&p.lora_modules),
         fsdp: val(&p.fsdp),
         fsdp_impl: val(&p.fsdp_impl),
-        grad_dtype: val(&p.grad_dtype),
-        main_params_dtype: val(&p.main_params_dtype),
-        exp_avg_dtype: val(&p.exp_avg_dtype),
-        exp_avg_sq_dtype: val(&p.exp_avg_sq_dtype),
-        account_for_embedding: val(&p.account_for_embedding),
-        account_for_loss: val(&p.account_for_loss),
         pipeline_layout: p.pipeline_layout.as_ref().map(|l| l.value.text.clone()),
-        checkpoint_interval: val(&p.checkpoint_interval),
         // Validation reported every item that does not give a field (E0355).
         venussim: p
             .venussim
             .iter()
             .filter_map(|v| venus_plan::plan::venussim::field(&v.path.value, &v.json.value).ok())
             .collect(),
-        recompute_modules: val(&p.recompute_modules),
-        recompute_method: val(&p.recompute_method),
-        recompute_num_layers: val(&p.recompute_num_layers),
-        fp8_param_gather: val(&p.fp8_param_gather),
-        etp: val(&p.etp),
         moe_dispatcher: val(&p.moe_dispatcher),
-        cp_comm: val(&p.cp_comm),
         cp_a2a: val(&p.cp_a2a),
-        cuda_graphs: val(&p.cuda_graphs),
         cuda_graph_modules: val(&p.cuda_graph_modules),
-        offload_modules: val(&p.offload_modules),
-        offload_fraction: val(&p.offload_fraction),
-        offload_layers: val(&p.offload_layers),
-        moe_permute_fusion: val(&p.moe_permute_fusion),
-        fp8_recipe: val(&p.fp8_recipe),
-        fp8_format: val(&p.fp8_format),
-        fp8_attention: val(&p.fp8_attention),
-    }
+    }))
 }
 
 pub fn expect(e: &Expect) -> ExpectSpec {

@@ -1,14 +1,15 @@
 //! The rules on what a plan trains and how its model state is kept: E0319 (LoRA keys without
-//! `task lora`), E0320 (an FSDP implementation Megatron-LM rejects for the plan) and E0321
-//! (precision-aware optimizer dtypes without the distributed optimizer).
+//! `task lora`), E0320 (an FSDP implementation Megatron-LM rejects for the plan), E0321
+//! (precision-aware optimizer dtypes without the distributed optimizer) and E0346
+//! (`optimizer_offload` without it).
 //!
 //! Input: the plan's `task`, `lora_*`, `fsdp`, optimizer dtype items, pp, ep and the model's
 //! embeddings. Output: [`PlanProblem`]s. Invariant: each rule cites the Megatron-LM (or
 //! Megatron-Bridge) source it reproduces; the fixes are computed here.
 
 use super::problem::{
-    LoraWithoutTask, OptimizerDtypeWithoutSharding, PlanProblem, TorchFsdpLimit,
-    TorchFsdpUnsupported,
+    LoraWithoutTask, OffloadWithoutSharding, OptimizerDtypeWithoutSharding, PlanProblem,
+    TorchFsdpLimit, TorchFsdpUnsupported,
 };
 use super::{loc_of, on, Validator};
 use venus_base::base::{Dtype, FsdpImpl, Task};
@@ -115,6 +116,32 @@ impl Validator<'_> {
             distributed_optimizer_off: loc_of(&p.distributed_optimizer),
         };
         self.report(PlanProblem::OptimizerDtypeWithoutSharding(problem));
+    }
+
+    /// E0346: `optimizer_offload` (Megatron's `--optimizer-cpu-offload`) needs
+    /// `--use-precision-aware-optimizer` (megatron/training/arguments.py:1884-1888 at
+    /// d98e8a64: "The optimizer cpu offload must be used in conjunction with
+    /// `--use-precision-aware-optimizer`"), which exists only in the distributed optimizer
+    /// (megatron/core/optimizer/__init__.py:1057-1060); Megatron-FSDP runs the distributed
+    /// optimizer (arguments.py:1128-1136) and offloads through it
+    /// (megatron/core/optimizer/fully_sharded_optimizer.py:79).
+    pub(super) fn check_optimizer_offload(&mut self) {
+        let p = &self.def.plan;
+        if on(&p.distributed_optimizer) || p.fsdp.is_some() {
+            return;
+        }
+        let Some(offload) = &p.optimizer_offload else {
+            return;
+        };
+        if offload.value.0 <= 0.0 {
+            return;
+        }
+        let problem = OffloadWithoutSharding {
+            fraction: offload.value.0,
+            loc: offload.loc,
+            distributed_optimizer_off: loc_of(&p.distributed_optimizer),
+        };
+        self.report(PlanProblem::OffloadWithoutSharding(problem));
     }
 
     /// `plan `p`` or `the plan` for an inline one.

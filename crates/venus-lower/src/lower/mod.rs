@@ -80,8 +80,9 @@
 use crate::cost::{self, ChunkCost, ComputeModel, Pass};
 use std::fmt;
 use std::ops::Range;
-use venus_base::base::Bytes;
+use venus_base::base::{Bytes, Seconds};
 use venus_plan::plan::layout::{Coords, GroupKind, Layout, LayoutError, LayoutSizes};
+use venus_plan::plan::memory;
 use venus_plan::plan::HybridLayer;
 use venus_plan::plan::Scenario;
 use venus_plan::schedule::{ComputeStream, Kind, Op, PipelineShape, Port, ScheduleIr, ShapeError};
@@ -727,6 +728,22 @@ struct StagePlan {
     fsdp_params: bool,
 }
 
+/// The host-link time of one step's `optimizer_offload` share on pipeline rank `stage`: its
+/// gradients copied to the host before the CPU optimizer runs and its updated parameters
+/// copied back after (`memory::offload_traffic`), one after the other and not overlapped
+/// (Megatron's default without `--overlap-cpu-optimizer-d2h-h2d`), at
+/// [`memory::HOST_LINK`]. Zero without offload.
+fn offload_transfer(sc: &Scenario, stage: u64) -> Ps {
+    let Some(m) = sc.memory.iter().find(|m| m.stage == stage) else {
+        return Ps::ZERO;
+    };
+    if m.optimizer_host.0 == 0 {
+        return Ps::ZERO;
+    }
+    let traffic = memory::offload_traffic(&sc.recipe, m.optimizer_host);
+    Ps::from_seconds(Seconds(traffic.0 as f64 / memory::HOST_LINK.0))
+}
+
 impl StagePlan {
     fn new(sc: &Scenario, model: &dyn ComputeModel, layout: &Layout, stage: u32) -> StagePlan {
         let s64 = u64::from(stage);
@@ -839,7 +856,8 @@ impl StagePlan {
                 .map(source)
                 .filter(|&(_, c)| shape.kind == Kind::DualPipe || c == 0)
                 .map(|(s, _)| Ps::from_seconds(model.optimizer_step(s)))
-                .fold(Ps::ZERO, |a, b| Ps(a.0.saturating_add(b.0))),
+                .fold(Ps::ZERO, |a, b| Ps(a.0.saturating_add(b.0)))
+                .saturating_add(offload_transfer(sc, s64)),
             p2p: Bytes(
                 seq_p2p
                     .saturating_mul(hb)

@@ -970,6 +970,46 @@ impl Converter {
         }
     }
 
+    /// Megatron's hybrid CPU-GPU optimizer: `--optimizer-cpu-offload` with
+    /// `--optimizer-offload-fraction F` (default 1.0, megatron/training/arguments.py:2918-2923 at
+    /// d98e8a64) is `optimizer_offload F`; the fraction alone does nothing, as in Megatron.
+    fn optimizer_offload(&mut self) {
+        if !self.args.has("--optimizer-cpu-offload") {
+            if let Some(a) = self.args.get("--optimizer-offload-fraction") {
+                self.note(&a, "no effect without --optimizer-cpu-offload");
+            }
+            return;
+        }
+        let (fraction, span) = match self.word("--optimizer-offload-fraction") {
+            Some((text, span)) => (text.trim().parse::<f64>().ok(), Some((text, span))),
+            None => (Some(1.0), None),
+        };
+        match fraction {
+            Some(0.0) => {}
+            Some(f) if (0.0..=1.0).contains(&f) => {
+                self.push(
+                    Key::OptimizerOffload,
+                    format!("{}%", crate::emit::num(f * 100.0)),
+                );
+            }
+            _ => {
+                let (text, span) = span.unwrap_or_default();
+                self.errors.push(
+                    Diagnostic::new(
+                        Code::E0609,
+                        format!(
+                            "`--optimizer-offload-fraction {}` is not a fraction of the optimizer state",
+                            excerpt(&text)
+                        ),
+                        self.loc(span),
+                        "this fraction",
+                    )
+                    .with_help("write a fraction from 0.0 to 1.0 (`optimizer_offload` 0% to 100%)"),
+                );
+            }
+        }
+    }
+
     /// Expert capacity: `--moe-expert-capacity-factor C` is `moe_capacity_headroom (C − 1)`
     /// for 1 ≤ C ≤ 2 (a negative factor is Megatron's "no capacity", transformer_config.py);
     /// `--moe-pad-expert-input-to-capacity` is `moe_pad_to_capacity`. `--moe-token-drop-policy`
@@ -1520,6 +1560,7 @@ impl Converter {
                 }
             }
         }
+        self.optimizer_offload();
         self.fsdp();
         let layers = self.args.peek("--num-layers");
         let pp = self
@@ -2473,13 +2514,22 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         ("--exp-avg-dtype", p.exp_avg_dtype),
         ("--exp-avg-sq-dtype", p.exp_avg_sq_dtype),
     ];
-    if state.iter().any(|(_, d)| d.is_some_and(|d| d.bytes() < 4)) {
+    // `--optimizer-cpu-offload` needs the precision-aware optimizer (arguments.py:1884-1888).
+    let offload = p.optimizer_offload();
+    if offload > 0.0 || state.iter().any(|(_, d)| d.is_some_and(|d| d.bytes() < 4)) {
         add("--use-precision-aware-optimizer", None);
         for (flag, d) in state {
             if let Some(d) = d.filter(|d| d.bytes() < 4) {
                 add(flag, Some(d.word().to_string()));
             }
         }
+    }
+    if offload > 0.0 {
+        add("--optimizer-cpu-offload", None);
+        add(
+            flag_of(Key::OptimizerOffload),
+            Some(crate::emit::num(offload)),
+        );
     }
     add("--bf16", None);
     match sc.recipe.gemm {

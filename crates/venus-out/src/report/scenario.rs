@@ -153,6 +153,20 @@ fn graphs_offload_lines(sc: &Scenario) -> Vec<String> {
             bw.0 / 1e9
         ));
     }
+    let offload = sc.plan.optimizer_offload();
+    if offload > 0.0 {
+        let host = sc
+            .memory
+            .iter()
+            .map(|m| m.optimizer_host.0)
+            .max()
+            .unwrap_or(0);
+        lines.push(format!(
+            "optimizer: {}% of the state in host memory (`optimizer_offload`), up to {:.2} GiB per GPU, not in the table",
+            crate::emit::num(offload * 100.0),
+            host as f64 / (1u64 << 30) as f64
+        ));
+    }
     lines
 }
 

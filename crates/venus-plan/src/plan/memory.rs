@@ -132,6 +132,8 @@ pub struct MemoryPlan {
     pub recompute_detail: RecomputeDetail,
     /// CUDA graphs and activation offloading ([`super::offload`]).
     pub graphs_offload: super::offload::GraphsOffload,
+    /// The share of the optimizer state kept in host memory (`optimizer_offload`, 0 to 1).
+    pub optimizer_offload: f64,
 }
 
 /// What refines the plan's recompute granularity: the submodules of `recompute selective`
@@ -177,6 +179,7 @@ pub struct StageMemory {
     pub trainable_params: u64,
     pub weights: Bytes,
     pub gradients: Bytes,
+    /// The optimizer state in GPU memory (with `optimizer_offload`, what stays on the GPU).
     pub optimizer: Bytes,
     pub activations: Bytes,
     /// Microbatches whose activations are held at the peak (model-chunk microbatches when
@@ -187,6 +190,8 @@ pub struct StageMemory {
     pub offloaded: Bytes,
     /// Static buffers of the CUDA graph memory pool (in `peak`).
     pub graph_pool: Bytes,
+    /// The optimizer state `optimizer_offload` keeps in host memory instead (not in `peak`).
+    pub optimizer_host: Bytes,
 }
 
 /// Per-layer activation bytes for one microbatch on one GPU.
@@ -660,6 +665,7 @@ pub fn one_stage(model: &Model, plan: &MemoryPlan, stage: u64) -> StageMemory {
         ),
         offloaded: sum(a.offloaded, b.offloaded),
         graph_pool,
+        optimizer_host: sum(a.optimizer_host, b.optimizer_host),
     }
 }
 
@@ -771,6 +777,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
     let trainable = trainable_params(model, plan, stage, [local, expert]);
     let (mut weights, gradients, optimizer) =
         model_state_bytes(plan, [local, expert], trainable, unit);
+    let (optimizer, optimizer_host) = offloaded(optimizer, plan.optimizer_offload);
     weights = weights.saturating_sub(fp8_weight_saving(plan, [linear_dense, expert], unit));
 
     let shape = ActivationShape {
@@ -920,7 +927,40 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         peak: bytes(peak),
         offloaded: bytes(offloaded),
         graph_pool: bytes(graph_pool),
+        optimizer_host: bytes(optimizer_host),
     }
+}
+
+/// The host link an `optimizer_offload` share crosses, per direction: PCIe Gen5 x16, 32 GT/s
+/// on 16 lanes, 64 GB/s each way (the NVIDIA H100 datasheet's "PCIe Gen5: 128GB/s" counts both
+/// directions). No stdlib cluster states a host link, and no published row runs an offloaded
+/// optimizer, so this is the link's peak, not a calibrated figure.
+pub const HOST_LINK: venus_base::base::BytesPerSec = venus_base::base::BytesPerSec(64e9);
+
+/// The bytes one step moves over the host link for `host` bytes of offloaded optimizer state:
+/// those parameters' gradients down in the main-gradient dtype, then their updated parameters
+/// back in the master-weight dtype (hybrid_optimizer.py:97-125 at d98e8a64: `copy_(grad)` to
+/// the CPU copies before the step, `gpu_param.data.copy_(param.data)` in the post-step hook).
+pub fn offload_traffic(recipe: &Recipe, host: Bytes) -> Bytes {
+    let per_param = recipe.optimizer_bytes().max(1);
+    let params = host.0 / per_param;
+    let moved = recipe.main_grads.bytes() + recipe.master_weights.bytes();
+    Bytes(params.saturating_mul(moved))
+}
+
+/// The optimizer state split into what stays on the GPU and what `optimizer_offload` moves to
+/// host memory: Megatron's `HybridDeviceOptimizer` hands the first `offload_fraction` of the
+/// distributed optimizer's shard (by element count) to a CPU optimizer, whose fp32 master
+/// copy and moments live in pinned host memory
+/// (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:251-276 at d98e8a64; it offloads
+/// whole tensors until the threshold, which this model takes as the exact fraction).
+pub fn offloaded(optimizer: u128, fraction: f64) -> (u128, u128) {
+    if fraction <= 0.0 {
+        return (optimizer, 0);
+    }
+    let host = ((optimizer as f64) * fraction.min(1.0)).round() as u128;
+    let host = host.min(optimizer);
+    (optimizer - host, host)
 }
 
 /// How `recompute full` keeps a stage's layers (all its chunks): checkpointed inputs, layers

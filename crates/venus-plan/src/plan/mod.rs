@@ -234,6 +234,7 @@ impl Scenario {
                 fraction: self.plan.offload_fraction(),
                 layers: self.plan.offload_layers(),
             },
+            optimizer_offload: self.plan.optimizer_offload(),
         }
     }
 }

@@ -11,10 +11,9 @@
 
 use venus_base::base::{
     Attention, Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec,
-    GpuArch, Precision, Ratio, Recompute, RecomputeMethod, RecomputeModules, ScheduleKind, Seconds,
-    Topology,
+    GpuArch, Precision, Ratio, Recompute, RecomputeMethod, RecomputeModules, Seconds, Topology,
 };
-use venus_base::base::{Dtype, FsdpImpl, FsdpStrategy, LoraTargets, Task};
+use venus_base::base::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
 
 fn or<T: Copy>(v: Option<T>, default: T) -> T {
@@ -548,108 +547,147 @@ pub struct MeasuredSpec {
     pub unused: bool,
 }
 
-/// The plan as written (the validated, resolved values are fields of `Scenario`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlanSpec {
+/// The plain plan keys, declared once: for each, its field name (the key's own name), the
+/// value type, its [`Key`](../../venus_syntax/syntax/schema/enum.Key.html) variant and how the
+/// type checker reads it. `ty::Plan`'s `Opt` fields, their fill in `ty::check`, the `Option`
+/// fields of [`PlanSpec`], the copy in `validate::to_plan` and the test builders all expand
+/// from this list, so a plan key whose value is one argument of the key table is declared by
+/// its table entry, one line here, the code that gives it meaning and its default accessor.
+///
+/// `plan_keys!(callback!(ARGS))` expands to `callback! { ARGS ENTRY* }`, each entry
+/// `#[doc]* field: Type = KeyVariant, reading;`. The readings: `count` (a count argument),
+/// `flag` (on unless `off`), `bytes`, `ratio`, `time`, `word` (one `Enum` word, through
+/// [`FromWord`](venus_base::base::FromWord)) and `words` (a list of `Enum` words, through
+/// [`FromWords`](venus_base::base::FromWords)). Keys read otherwise (two values from one item,
+/// nested blocks, repeatable items, required keys) are written out by hand beside the
+/// expansion: `micro_batch`, `global_batch`, `measured`, `fsdp`, `pipeline_layout`,
+/// `venussim`, `moe_dispatcher`, `cp_comm`'s a2a size.
+#[macro_export]
+macro_rules! plan_keys {
+    ($cb:ident ! $args:tt) => {
+        $cb! { $args
+            tp: u64 = Tp, count;
+            pp: u64 = Pp, count;
+            cp: u64 = Cp, count;
+            ep: u64 = Ep, count;
+            vpp: u64 = Vpp, count;
+            first_stage_layers: u64 = FirstStageLayers, count;
+            last_stage_layers: u64 = LastStageLayers, count;
+            dp: u64 = Dp, count;
+            schedule: ::venus_base::base::ScheduleKind = Schedule, word;
+            sp: bool = Sp, flag;
+            recompute: ::venus_base::base::Recompute = Recompute, word;
+            distributed_optimizer: bool = DistributedOptimizer, flag;
+            overlap_grad_reduce: bool = OverlapGradReduce, flag;
+            overlap_param_gather: bool = OverlapParamGather, flag;
+            delay_grad_reduce: bool = DelayGradReduce, flag;
+            delay_param_gather: bool = DelayParamGather, flag;
+            overlap_p2p: bool = OverlapP2p, flag;
+            overlap_tp_comm: bool = OverlapTpComm, flag;
+            overlap_ep_comm: bool = OverlapEpComm, flag;
+            bucket_size: ::venus_base::base::Bytes = BucketSize, bytes;
+            mfu: ::venus_base::base::Ratio = Mfu, ratio;
+            precision: ::venus_base::base::Precision = Precision, word;
+            attention: ::venus_base::base::Attention = Attention, word;
+            iterations: u64 = Iterations, count;
+            /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
+            reserve: ::venus_base::base::Bytes = Reserve, bytes;
+            /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
+            moe_imbalance: ::venus_base::base::Ratio = MoeImbalance, ratio;
+            /// Expert capacity above the balanced load: Megatron's capacity factor less 1
+            /// (`None`: no capacity, no token dropped).
+            moe_capacity_headroom: ::venus_base::base::Ratio = MoeCapacityHeadroom, ratio;
+            /// Every expert padded to its capacity (`--moe-pad-expert-input-to-capacity`).
+            moe_pad_to_capacity: bool = MoePadToCapacity, flag;
+            /// What the iteration trains (`None`: pretrain).
+            task: ::venus_base::base::Task = Task, word;
+            /// LoRA adapter rank (`None`: Megatron-Bridge's 32).
+            lora_rank: u64 = LoraRank, count;
+            /// LoRA target modules (`None`: all four).
+            lora_modules: ::venus_base::base::LoraTargets = LoraModules, words;
+            /// Main-gradient dtype (`None`: fp32, Megatron's default with `--bf16`).
+            grad_dtype: ::venus_base::base::Dtype = GradDtype, word;
+            /// Precision-aware optimizer dtypes (`None`: fp32 each).
+            main_params_dtype: ::venus_base::base::Dtype = MainParamsDtype, word;
+            exp_avg_dtype: ::venus_base::base::Dtype = ExpAvgDtype, word;
+            exp_avg_sq_dtype: ::venus_base::base::Dtype = ExpAvgSqDtype, word;
+            /// The embedding counts as a layer in the pipeline split
+            /// (`--account-for-embedding-in-pipeline-split`).
+            account_for_embedding: bool = AccountForEmbedding, flag;
+            /// The loss counts as a layer in the pipeline split
+            /// (`--account-for-loss-in-pipeline-split`).
+            account_for_loss: bool = AccountForLoss, flag;
+            /// Training time between two checkpoints; `None`: the Young/Daly optimum.
+            checkpoint_interval: ::venus_base::base::Seconds = CheckpointInterval, time;
+            /// The submodules `recompute selective` re-runs (`None`: Megatron's `core_attn`).
+            recompute_modules: ::venus_base::base::RecomputeModules = RecomputeModules, words;
+            /// Which layers `recompute full` re-runs (`None`: `uniform`).
+            recompute_method: ::venus_base::base::RecomputeMethod = RecomputeMethod, word;
+            /// Layers per `uniform` group or recomputed per chunk with `block` (`None`: 1).
+            recompute_num_layers: u64 = RecomputeNumLayers, count;
+            /// FP8 weights without a BF16 copy, all-gathered in FP8 (`--fp8-param-gather`).
+            fp8_param_gather: bool = Fp8ParamGather, flag;
+            /// Expert tensor-parallel size as written (`None`: = tp, arguments.py:587-588).
+            etp: u64 = Etp, count;
+            /// Context-parallel exchange (`None`: p2p).
+            cp_comm: ::venus_base::base::CpComm = CpComm, word;
+            /// Share of the optimizer state kept in host memory (`--optimizer-offload-fraction`
+            /// with `--optimizer-cpu-offload`; `None`: none).
+            optimizer_offload: ::venus_base::base::Ratio = OptimizerOffload, ratio;
+            /// CUDA graph capture (`cuda_graphs`' first word; `None`: none).
+            cuda_graphs: ::venus_base::base::CudaGraphImpl = CudaGraphs, word;
+            /// Fine-grained activation offloading's modules (`None`: no offloading).
+            offload_modules: ::venus_base::base::OffloadModules = OffloadModules, words;
+            /// The share of eligible offload groups offloaded (`None`: all).
+            offload_fraction: ::venus_base::base::Ratio = OffloadFraction, ratio;
+            /// Layer-level CPU offloading's layer count (`None`: 0).
+            offload_layers: u64 = OffloadLayers, count;
+            /// Fused permute/unpermute kernels (`--moe-permute-fusion`; `None`: off, Megatron's
+            /// default).
+            moe_permute_fusion: bool = MoePermuteFusion, flag;
+            /// FP8 scaling recipe (`None`: Megatron's `delayed`); read only with `precision fp8`.
+            fp8_recipe: ::venus_base::base::Fp8Recipe = Fp8Recipe, word;
+            /// FP8 encoding (`None`: `hybrid`, what `--emit megatron` writes).
+            fp8_format: ::venus_base::base::Fp8Format = Fp8Format, word;
+            /// FP8 dot-product attention (TransformerConfig `fp8_dot_product_attention`).
+            fp8_attention: bool = Fp8Attention, flag;
+        }
+    };
+}
+
+/// Declares [`PlanSpec`]: the fields written by hand, then one `Option` per plain key.
+macro_rules! plan_spec_struct {
+    (({ $($custom:tt)* }) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        /// The plan as written (the validated, resolved values are fields of `Scenario`).
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct PlanSpec {
+            $($custom)*
+            $( $(#[$doc])* pub $field: Option<$ty>, )*
+        }
+    };
+}
+
+plan_keys!(plan_spec_struct!({
     /// A label (`None` for an inline plan).
     pub name: Option<String>,
-    pub tp: Option<u64>,
-    pub pp: Option<u64>,
-    pub cp: Option<u64>,
-    pub ep: Option<u64>,
-    pub vpp: Option<u64>,
-    pub first_stage_layers: Option<u64>,
-    pub last_stage_layers: Option<u64>,
-    pub dp: Option<u64>,
     pub micro_batch: u64,
     pub global_batch: u64,
-    pub schedule: Option<ScheduleKind>,
-    pub sp: Option<bool>,
-    pub recompute: Option<Recompute>,
-    pub distributed_optimizer: Option<bool>,
-    pub overlap_grad_reduce: Option<bool>,
-    pub overlap_param_gather: Option<bool>,
-    pub delay_grad_reduce: Option<bool>,
-    pub delay_param_gather: Option<bool>,
-    pub overlap_p2p: Option<bool>,
-    pub overlap_tp_comm: Option<bool>,
-    pub overlap_ep_comm: Option<bool>,
-    pub bucket_size: Option<Bytes>,
-    pub mfu: Option<Ratio>,
     pub measured: Option<MeasuredSpec>,
-    pub precision: Option<Precision>,
-    pub attention: Option<Attention>,
-    pub iterations: Option<u64>,
-    /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
-    pub reserve: Option<Bytes>,
-    /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
-    pub moe_imbalance: Option<Ratio>,
-    /// Expert capacity above the balanced load: Megatron's capacity factor less 1 (`None`: no
-    /// capacity, no token dropped).
-    pub moe_capacity_headroom: Option<Ratio>,
-    /// Every expert padded to its capacity (`--moe-pad-expert-input-to-capacity`).
-    pub moe_pad_to_capacity: Option<bool>,
-    /// What the iteration trains (`None`: pretrain).
-    pub task: Option<Task>,
-    /// LoRA adapter rank (`None`: Megatron-Bridge's 32).
-    pub lora_rank: Option<u64>,
-    /// LoRA target modules (`None`: all four).
-    pub lora_modules: Option<LoraTargets>,
     /// Megatron-FSDP sharding strategy (`None`: no FSDP, Megatron's DDP).
     pub fsdp: Option<FsdpStrategy>,
     pub fsdp_impl: Option<FsdpImpl>,
-    /// Main-gradient dtype (`None`: fp32, Megatron's default with `--bf16`).
-    pub grad_dtype: Option<Dtype>,
-    /// Precision-aware optimizer dtypes (`None`: fp32 each).
-    pub main_params_dtype: Option<Dtype>,
-    pub exp_avg_dtype: Option<Dtype>,
-    pub exp_avg_sq_dtype: Option<Dtype>,
-    /// The embedding counts as a layer in the pipeline split.
-    pub account_for_embedding: Option<bool>,
-    /// The loss counts as a layer in the pipeline split.
-    pub account_for_loss: Option<bool>,
     /// Megatron's `--pipeline-model-parallel-layout` string, as written.
     pub pipeline_layout: Option<String>,
-    /// Training time between two checkpoints; `None`: the Young/Daly optimum.
-    pub checkpoint_interval: Option<Seconds>,
     /// VenusSim config fields kept for `--emit venussim`, in written order; never simulated.
     pub venussim: Vec<super::venussim::VenusSimField>,
-    /// The submodules `recompute selective` re-runs (`None`: Megatron's `core_attn`).
-    pub recompute_modules: Option<RecomputeModules>,
-    /// Which layers `recompute full` re-runs (`None`: `uniform`).
-    pub recompute_method: Option<RecomputeMethod>,
-    /// Layers per `uniform` group or recomputed per chunk with `block` (`None`: 1).
-    pub recompute_num_layers: Option<u64>,
-    /// FP8 weights without a BF16 copy, all-gathered in FP8 (`--fp8-param-gather`).
-    pub fp8_param_gather: Option<bool>,
-    /// Expert tensor-parallel size as written (`None`: = tp, arguments.py:587-588).
-    pub etp: Option<u64>,
     /// MoE token dispatcher (`None`: alltoall).
     pub moe_dispatcher: Option<venus_base::base::MoeDispatcher>,
-    /// Context-parallel exchange (`None`: p2p).
-    pub cp_comm: Option<venus_base::base::CpComm>,
     /// `cp_comm a2a_p2p A`: ranks of each a2a group (Megatron's first
     /// `--hierarchical-context-parallel-sizes` entry).
     pub cp_a2a: Option<u64>,
-    /// CUDA graph capture (`None`: none).
-    pub cuda_graphs: Option<venus_base::base::CudaGraphImpl>,
     /// The parts per-layer graphs capture (`None`: the whole layer).
     pub cuda_graph_modules: Option<venus_base::base::CudaGraphModules>,
-    /// Fine-grained activation offloading's modules (`None`: no offloading).
-    pub offload_modules: Option<venus_base::base::OffloadModules>,
-    /// The share of eligible offload groups offloaded (`None`: all).
-    pub offload_fraction: Option<Ratio>,
-    /// Layer-level CPU offloading's layer count (`None`: 0).
-    pub offload_layers: Option<u64>,
-    /// Fused permute/unpermute kernels (`--moe-permute-fusion`; `None`: off, Megatron's default).
-    pub moe_permute_fusion: Option<bool>,
-    /// FP8 scaling recipe (`None`: Megatron's `delayed`); read only with `precision fp8`.
-    pub fp8_recipe: Option<venus_base::base::Fp8Recipe>,
-    /// FP8 encoding (`None`: `hybrid`, what `--emit megatron` writes).
-    pub fp8_format: Option<venus_base::base::Fp8Format>,
-    /// FP8 dot-product attention (TransformerConfig `fp8_dot_product_attention`).
-    pub fp8_attention: Option<bool>,
-}
+}));
 
 impl PlanSpec {
     /// The measured times the compute model replays: none when they are kept `unused`.
@@ -760,6 +798,13 @@ impl PlanSpec {
     }
     pub fn offload_layers(&self) -> u64 {
         or(self.offload_layers, 0)
+    }
+    /// The share of the optimizer state (master weights and moments) Megatron's
+    /// `HybridDeviceOptimizer` keeps on the host: `--optimizer-offload-fraction` of the
+    /// parameters by element count (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:251-276
+    /// at d98e8a64); 0 unless written.
+    pub fn optimizer_offload(&self) -> f64 {
+        self.optimizer_offload.map_or(0.0, |r| r.0.clamp(0.0, 1.0))
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)

@@ -147,17 +147,9 @@ pub const SCHEDULES: &[&str] = &[
     "zbv",
 ];
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full"];
-/// Megatron-LM's `--recompute-modules` choices for a transformer (transformer_config.py:560-583;
-/// the words of `base::RecomputeModules`).
-pub const RECOMPUTE_MODULES: &[&str] = &[
-    "core_attn",
-    "mlp",
-    "moe_act",
-    "layernorm",
-    "mla_up_proj",
-    "moe",
-    "shared_experts",
-];
+/// Megatron-LM's `--recompute-modules` choices for a transformer (transformer_config.py:560-583):
+/// the words of `base::RecomputeModules`, declared there once.
+pub const RECOMPUTE_MODULES: &[&str] = &venus_base::base::RecomputeModules::WORDS;
 /// Megatron-LM's `--recompute-method` choices (`base::RecomputeMethod`).
 pub const RECOMPUTE_METHODS: &[&str] = &["uniform", "block"];
 /// GEMM precisions: the words of `base::Precision`.
@@ -1287,6 +1279,14 @@ key_table! {
             "fp8_attention",
             "run the attention core in FP8 (Transformer Engine's FP8 dot-product attention, TransformerConfig `fp8_dot_product_attention`) at the GPU's `fp8_peak`; needs `precision fp8` or `fp4` and Hopper or later (E0358)",
         ),
+        OptimizerOffload = key(
+            "optimizer_offload",
+            &[Ratio],
+            "share of the optimizer state and fp32 master weights kept in host memory (Megatron's hybrid CPU-GPU optimizer; needs the distributed optimizer or fsdp): the GPU's optimizer memory drops by it, and each step moves its gradients to the host and its updated parameters back over PCIe",
+        )
+        .default(KeyDefault::Unset, "0%: all optimizer state on the GPU")
+        .megatron("--optimizer-offload-fraction")
+        .example("50%"),
         AllowPlan = allow_key(),
     }
     SCENARIO => {
