@@ -97,7 +97,7 @@ impl Validator<'_> {
         }
         if let Some(off) = p.offload_modules.as_ref().filter(|o| !o.value.is_empty()) {
             if imp != CudaGraphImpl::None {
-                // docs/user-guide/features/fine_grained_activation_offloading.md "CUDA Graph
+                // <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/fine_grained_activation_offloading.md> "CUDA Graph
                 // Integration": `cuda_graph_impl` must be `transformer_engine`; `attn_norm` and
                 // `mlp_norm` cross graph boundaries and cannot be offloaded.
                 if imp != CudaGraphImpl::TransformerEngine {

@@ -1358,7 +1358,7 @@ impl Converter {
     /// `transformer_engine`), never with `--cuda-graph-impl` nor both (arguments.py:611-631);
     /// `--cuda-graph-modules`, or the deprecated `--cuda-graph-scope` (arguments.py:633-641),
     /// whose `full` is the whole layer and whose `full_iteration` is `--cuda-graph-impl
-    /// full_iteration` (docs/user-guide/features/cuda_graph.md, "Migration Guide").
+    /// full_iteration` (<https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/cuda_graph.md>, "Migration Guide").
     /// `--fine-grained-activation-offloading` with `--offload-modules` and
     /// `--activation-offload-fraction` (transformer_config.py:1323-1361);
     /// `--cpu-offloading-num-layers N` turns layer-level offloading on (arguments.py:1950-1951).

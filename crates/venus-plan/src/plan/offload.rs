@@ -11,7 +11,7 @@
 //!   submodule's saved inputs go to pinned host memory after its forward and come back before
 //!   its backward, on their own copy streams
 //!   (megatron/core/pipeline_parallel/fine_grained_activation_offload.py;
-//!   docs/user-guide/features/fine_grained_activation_offloading.md "Offload/Reload Flow").
+//!   <https://github.com/NVIDIA/Megatron-LM/blob/main/docs/user-guide/features/fine_grained_activation_offloading.md>, "Offload/Reload Flow").
 //!   At a stage's peak every in-flight layer-microbatch but one has its groups on the host:
 //!   the one at the backward front is reloaded (the manager also keeps its last groups on the
 //!   GPU, "Reserve margin"). `offload_fraction` offloads that share of the groups.
