@@ -83,6 +83,14 @@ pub struct AutoCx {
     pub dense_mlp: bool,
     /// The GPU can run the flex dispatcher's DeepEP kernels.
     pub deepep: bool,
+    /// The plan writes `cp_comm`, `etp`, `moe_dispatcher` or `recompute_modules` itself: that
+    /// choice stays in every candidate, with no row for it.
+    pub cp_comm_written: bool,
+    pub etp_written: bool,
+    pub dispatcher_written: bool,
+    pub modules_written: bool,
+    /// The `etp` the plan writes (what the ep and dispatcher rows then read).
+    pub written_etp: Option<u64>,
 }
 
 impl AutoCx {
@@ -107,6 +115,11 @@ impl AutoCx {
                 || def.model.first_k_dense.as_ref().is_some_and(|k| k.value > 0)
                 || def.model.hybrid_override_pattern.is_some(),
             deepep: runs_deepep(def.cluster.gpu.arch()),
+            cp_comm_written: p.cp_comm.is_some(),
+            etp_written: p.etp.is_some(),
+            dispatcher_written: p.moe_dispatcher.is_some(),
+            modules_written: p.recompute_modules.is_some(),
+            written_etp: p.etp.as_ref().map(|e| e.value),
         }
     }
 }
@@ -143,9 +156,9 @@ impl Default for Chosen {
 }
 
 impl Chosen {
-    /// The expert tensor-parallel size in effect.
-    fn etp(&self) -> u64 {
-        self.etp.unwrap_or(self.tp).max(1)
+    /// The expert tensor-parallel size in effect: the etp row's, else the plan's, else tp.
+    fn etp(&self, cx: &AutoCx) -> u64 {
+        self.etp.or(cx.written_etp).unwrap_or(self.tp).max(1)
     }
 }
 
@@ -215,15 +228,15 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         name: "cp_comm",
-        keys: &["cp_comm"],
-        applies: always,
+        keys: &[],
+        applies: cp_comm_open,
         dependent: true,
         values: cp_comm_values,
     },
     Row {
         name: "etp",
-        keys: &["etp"],
-        applies: is_moe,
+        keys: &[],
+        applies: etp_open,
         dependent: true,
         values: etp_values,
     },
@@ -236,8 +249,8 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         name: "moe_dispatcher",
-        keys: &["moe_dispatcher"],
-        applies: is_moe,
+        keys: &[],
+        applies: dispatcher_open,
         dependent: true,
         values: dispatcher_values,
     },
@@ -257,8 +270,8 @@ pub const ROWS: &[Row] = &[
     },
     Row {
         name: "recompute_modules",
-        keys: &["recompute_modules"],
-        applies: always,
+        keys: &[],
+        applies: modules_open,
         dependent: true,
         values: recompute_modules_values,
     },
@@ -288,6 +301,22 @@ fn is_moe(cx: &AutoCx) -> bool {
 
 fn sharding_not_written(cx: &AutoCx) -> bool {
     !cx.distributed_optimizer_written || !cx.fsdp_written
+}
+
+fn cp_comm_open(cx: &AutoCx) -> bool {
+    !cx.cp_comm_written
+}
+
+fn etp_open(cx: &AutoCx) -> bool {
+    is_moe(cx) && !cx.etp_written
+}
+
+fn dispatcher_open(cx: &AutoCx) -> bool {
+    is_moe(cx) && !cx.dispatcher_written
+}
+
+fn modules_open(cx: &AutoCx) -> bool {
+    !cx.modules_written
 }
 
 fn ep_overlap_open(cx: &AutoCx) -> bool {
@@ -535,7 +564,7 @@ fn etp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
 /// grid etp × ep × pp divides the world (W02, megatron/core/parallel_state.py:883).
 fn ep_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
     let experts = cx.experts.unwrap_or(1);
-    let grid = c.etp().saturating_mul(c.pp.max(1));
+    let grid = c.etp(cx).saturating_mul(c.pp.max(1));
     divisors(experts)
         .into_iter()
         .filter(|&ep| cx.world.is_multiple_of(grid.saturating_mul(ep)))
@@ -561,7 +590,7 @@ fn dispatcher_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
         (String::new(), c),
         (ended(item("moe_dispatcher", "allgather")), c),
     ];
-    if cx.deepep && c.etp().saturating_mul(c.ep) > 1 {
+    if cx.deepep && c.etp(cx).saturating_mul(c.ep) > 1 {
         out.push((item("moe_dispatcher", "flex deepep"), c));
     }
     out

@@ -291,6 +291,25 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
 }
 
 #[test]
+fn a_written_exchange_dispatcher_or_module_set_stays_in_every_candidate() {
+    let moe = "model moe < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 experts 8 topk 2 >\n\
+cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32\n cp_comm allgather\n\
+ moe_dispatcher allgather\n etp 1\n>\n";
+    let (_, sw) = prepared(moe, &auto()).unwrap();
+    let grid = &sw.space.axes()[0];
+    assert_eq!(
+        grid.name,
+        "tp+sp+overlap_tp_comm+pp+schedule+cp+ep+micro_batch+recompute+recompute_modules"
+    );
+    for c in [0, sw.space.len() / 2, sw.space.len() - 1] {
+        let text = sw.space.render(c, Layout::Tidy);
+        for written in ["cp_comm allgather", "moe_dispatcher allgather", "etp 1"] {
+            assert_eq!(text.matches(written).count(), 1, "{written}: {text}");
+        }
+    }
+}
+
+#[test]
 fn auto_cp_splits_the_sequence_into_two_chunks_per_rank() {
     // seq 24: cp 4 leaves 3 tokens per chunk; cp 8 and 16 do not divide 24 into 2 × cp (C01).
     let text = format!(
@@ -1280,8 +1299,9 @@ fn the_text_table_has_a_column_for_each_axis_that_varies() {
 fn an_auto_sweep_shows_the_layout_ep_and_overlap_columns_it_varies() {
     let moe = "model moe < hidden 1024 layers 6 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
 cluster pod : dgx_a100 < nodes 1 >\nplan p < global_batch 16 micro_batch 1 recompute full \
-distributed_optimizer on fsdp no_shard megatron overlap_ep_comm off >\n";
-    // The written sharding and EP overlap keep their rows out: the space stays small enough to
+distributed_optimizer on fsdp no_shard megatron overlap_ep_comm off etp 1\n\
+cp_comm p2p\nmoe_dispatcher alltoall\n>\n";
+    // The written sharding, EP overlap, etp, CP exchange and dispatcher keep their rows out: the space stays small enough to
     // simulate whole in a debug build.
     let (mut session, sw) = prepared(moe, &auto()).unwrap();
     let (o, _) = run(&mut session, &sw, None, &Silent);
@@ -1435,8 +1455,10 @@ fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
     // Small spaces, lists and `--auto`, every objective, K of 1, 3 and 10: the best K by the
     // objective (ties by memory, then candidate number) are the exhaustive ranking's first K,
     // figure for figure, and the pruned sweep simulates fewer plans.
+    // The written `cp_comm` keeps its row out (a written choice stays), so the space stays
+    // small enough to simulate whole in a debug build; recompute_modules is swept.
     let auto_space = format!(
-        "{SMALL}plan p < global_batch 64 >\n\
+        "{SMALL}plan p < global_batch 64\n cp_comm p2p\n>\n\
          scenario s < model small cluster pod plan p train < tokens 10B price 2.5 > >\n"
     );
     let spaces = [
@@ -1590,7 +1612,7 @@ proptest::proptest! {
 
 #[test]
 fn pruned_shards_merge_into_the_pruned_whole_sweep() {
-    let text = format!("{SMALL}plan p < global_batch 64 >\n");
+    let text = format!("{SMALL}plan p < global_batch 64\n cp_comm p2p\n>\n");
     let opts = SweepOptions {
         auto: Some(AutoOptions::default()),
         ..pruned_to(Objective::Time, 5)
