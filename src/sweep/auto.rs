@@ -112,7 +112,11 @@ impl AutoCx {
             kv_groups: def.model.kv_groups(),
             // validate/recompute.rs: `mlp` recomputes nothing when every layer is MoE (W0019).
             dense_mlp: def.model.experts.is_none()
-                || def.model.first_k_dense.as_ref().is_some_and(|k| k.value > 0)
+                || def
+                    .model
+                    .first_k_dense
+                    .as_ref()
+                    .is_some_and(|k| k.value > 0)
                 || def.model.hybrid_override_pattern.is_some(),
             deepep: runs_deepep(def.cluster.gpu.arch()),
             cp_comm_written: p.cp_comm.is_some(),
@@ -546,15 +550,19 @@ fn etp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
         .into_iter()
         .filter(|&etp| {
             cx.moe_ffn.is_multiple_of(etp)
-                && cx
-                    .world
-                    .is_multiple_of(etp.saturating_mul(c.pp.max(1)))
+                && cx.world.is_multiple_of(etp.saturating_mul(c.pp.max(1)))
         })
         .map(|etp| {
             if etp == tp {
                 (String::new(), Chosen { etp: None, ..c })
             } else {
-                (item("etp", etp), Chosen { etp: Some(etp), ..c })
+                (
+                    item("etp", etp),
+                    Chosen {
+                        etp: Some(etp),
+                        ..c
+                    },
+                )
             }
         })
         .collect()

@@ -247,7 +247,9 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
             "recompute selective recompute_modules mlp layernorm",
             "recompute full",
         ] {
-            want.push(format!("tp 1 sp off pp 1 vpp 1 cp 1 micro_batch {mb} {tail}"));
+            want.push(format!(
+                "tp 1 sp off pp 1 vpp 1 cp 1 micro_batch {mb} {tail}"
+            ));
         }
     }
     assert_eq!(of("tp 1 sp off pp 1 vpp 1 cp 1 "), want);
@@ -263,7 +265,12 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     };
     assert_eq!(
         exchanges("tp 1 sp off pp 1 vpp 1 cp 4"),
-        ["", " cp_comm a2a", " cp_comm allgather", " cp_comm a2a_p2p 2"]
+        [
+            "",
+            " cp_comm a2a",
+            " cp_comm allgather",
+            " cp_comm a2a_p2p 2"
+        ]
     );
     assert_eq!(
         exchanges("tp 8 sp on pp 1 vpp 1 cp 2"),
@@ -396,7 +403,11 @@ cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
     );
     assert_eq!(
         dispatchers("tp 1 sp off pp 1 vpp 1 cp 1 ep 2"),
-        ["", " moe_dispatcher allgather", " moe_dispatcher flex deepep"]
+        [
+            "",
+            " moe_dispatcher allgather",
+            " moe_dispatcher flex deepep"
+        ]
     );
     // Items whose optional arguments are left out end their line, so a candidate writing
     // them all types: it checks, or fails a plan rule, never the type checker (E01xx, E02xx).
@@ -427,7 +438,10 @@ cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
     }
     // A MoE model's selective recompute also tries its experts' activation.
     assert_eq!(
-        values_with_all(grid, "tp 1 sp off pp 1 vpp 1 cp 1 ep 1 micro_batch 1 recompute selective"),
+        values_with_all(
+            grid,
+            "tp 1 sp off pp 1 vpp 1 cp 1 ep 1 micro_batch 1 recompute selective"
+        ),
         [
             "",
             " recompute_modules core_attn layernorm",
@@ -440,7 +454,10 @@ cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
     let dense_grid = &dense.space.axes()[0];
     assert_eq!(values_with(dense_grid, " ep "), 0);
     for key in ["etp", "moe_dispatcher", "moe_act"] {
-        assert!(dense_grid.labels().iter().all(|l| !l.contains(key)), "{key}");
+        assert!(
+            dense_grid.labels().iter().all(|l| !l.contains(key)),
+            "{key}"
+        );
     }
 }
 
@@ -1336,7 +1353,8 @@ cp_comm p2p\nmoe_dispatcher alltoall\n>\n";
 fn the_folding_cp_and_recompute_choices_show_in_the_table_csv_and_json() {
     // etp 1 under tp 2, Ulysses CP and two recomputed modules are plan choices with no field
     // of their own: each is a setting, shown as a column of the table, the CSV and the JSON.
-    let text = "model moe < hidden 1024 layers 4 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
+    let text =
+        "model moe < hidden 1024 layers 4 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
 cluster pod : dgx_a100 < nodes 1 >\n\
 plan p <\n  tp 2 sp on cp 2 ep 2 etp 1 micro_batch 1 global_batch 16\n  cp_comm a2a\n\
   moe_dispatcher allgather\n  recompute selective\n  recompute_modules core_attn moe_act\n>\n";
