@@ -170,6 +170,8 @@ struct SweepRequest<'a> {
     allow_cross_node_tp: bool,
     headroom: f64,
     objective: &'a str,
+    /// `--prune --top K`: simulate only the plans that can rank among the best K, list those.
+    prune: Option<u64>,
 }
 
 fn objective(word: &str) -> Option<venusc::sweep::Objective> {
@@ -208,6 +210,12 @@ fn sweep_one(
         );
         return (None, Vec::new(), Some(message));
     }
+    if req.prune == Some(0) {
+        let message =
+            "`prune=0` keeps no plan: give the number of best plans to keep, as `prune=10`"
+                .to_string();
+        return (None, Vec::new(), Some(message));
+    }
     let src = match source(text_or_path, is_path, rule) {
         Ok(s) => s,
         Err(f) => return failure(&f),
@@ -219,8 +227,8 @@ fn sweep_one(
         }),
         headroom: venusc::ty::Ratio(req.headroom),
         objective,
-        // Python gets every candidate, as the CLI without `--prune`.
-        prune: None,
+        // Every candidate, as the CLI without `--prune`, unless the caller prunes.
+        prune: req.prune,
     };
     let mut session = Session::new();
     let id = session.load(&src.path, &src.bytes, &mut src.root.reader());
@@ -369,7 +377,7 @@ fn simulate(
 #[pyfunction]
 #[pyo3(signature = (text_or_path, is_path, scenario=None, auto=false,
     allow_cross_node_tp=false, headroom=0.0, objective="time".to_string(), root=None,
-    allow_outside_root=false))]
+    allow_outside_root=false, prune=None))]
 #[allow(clippy::too_many_arguments)]
 fn sweep(
     py: Python<'_>,
@@ -382,6 +390,7 @@ fn sweep(
     objective: String,
     root: Option<String>,
     allow_outside_root: bool,
+    prune: Option<u64>,
 ) -> Answer {
     py.allow_threads(|| {
         let rule = RootRule {
@@ -394,6 +403,7 @@ fn sweep(
             allow_cross_node_tp,
             headroom,
             objective: &objective,
+            prune,
         };
         sweep_one(&text_or_path, is_path, rule, &req)
     })

@@ -252,6 +252,19 @@ def test_a_sweep_with_an_objective_and_headroom_equals_the_cli() -> None:
     assert mfus == sorted(mfus, reverse=True)
 
 
+def test_a_pruned_sweep_equals_the_cli_prune_and_the_exhaustive_top_k() -> None:
+    path = str(EXAMPLES / "sweeps" / "llama3_70b.venus")
+    want, _ = sweep_cli(path, "--prune", "--top", "5")
+    got = venusc.sweep(path, prune=5)
+    assert got.to_dict() == want
+    assert got.kept == 5 and len(got) == 5
+    assert sum(got.pruned.values()) == got.candidates - len(got)
+    whole = venusc.sweep(path)
+    assert [r.to_dict() for r in got] == [r.to_dict() for r in whole][:5]
+    with pytest.raises(ValueError, match="prune"):
+        venusc.sweep(path, prune=0)
+
+
 def test_bad_sweep_options_raise() -> None:
     path = EXAMPLES / "sweeps" / "llama3_70b.venus"
     with pytest.raises(venusc.VenuscError, match="not an objective"):

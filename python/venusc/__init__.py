@@ -232,6 +232,9 @@ class Result:
     tokens_per_second_per_gpu: float
     mfu: float
     peak_memory_bytes: int
+    # The memory kept back beside the peak: peak + reserve is what `venusc check` holds
+    # against the GPU's memory.
+    reserve_bytes: int = 0
 
     def to_dict(self) -> Dict[str, Any]:
         """The result's JSON object."""
@@ -243,6 +246,7 @@ class Result:
             "tokens_per_second_per_gpu": self.tokens_per_second_per_gpu,
             "mfu": self.mfu,
             "peak_memory_bytes": self.peak_memory_bytes,
+            "reserve_bytes": self.reserve_bytes,
         }
 
     def row(self) -> Dict[str, Any]:
@@ -268,6 +272,7 @@ class Result:
             tokens_per_second_per_gpu=d.get("tokens_per_second_per_gpu", 0.0),
             mfu=d.get("mfu", 0.0),
             peak_memory_bytes=d["peak_memory_bytes"],
+            reserve_bytes=d.get("reserve_bytes", 0),
         )
 
 
@@ -282,6 +287,8 @@ class Sweep(List[Result]):
         self.pruned: Dict[str, int] = dict(document["pruned"])
         self.objective: str = document.get("objective", "time")
         self.headroom: float = document.get("headroom", 0.0)
+        # `prune=K`: the K plans kept (the sweep's best K); `None`: every plan simulated.
+        self.kept: Optional[int] = document.get("kept")
         self._json: Dict[str, Any] = dict(document)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -389,13 +396,17 @@ def sweep(
     objective: str = "time",
     root: Optional[PathOrText] = None,
     allow_outside_root: bool = False,
+    prune: Optional[int] = None,
 ) -> Sweep:
     """`venusc sweep --format json`: every valid plan of the file's lists (or of `auto`'s
     parallelism axes) simulated on all cores and ranked by `objective` (`time`,
     `throughput`, `gpu-hours`, `mfu`, `goodput`, `time-to-train`, `cost`). `headroom`: the memory share every plan leaves free
-    (0.1 or `"10%"`)."""
+    (0.1 or `"10%"`). `prune`: K, as `--prune --top K`: only the plans that can rank among the
+    best K are simulated, and those K are listed (the same K an exhaustive sweep ranks first)."""
     if allow_cross_node_tp and not auto:
         raise ValueError("`allow_cross_node_tp` needs `auto=True`")
+    if prune is not None and (isinstance(prune, bool) or not isinstance(prune, int) or prune < 1):
+        raise ValueError(f"`prune={prune!r}` is not a number of plans to keep: give one of 1 or more")
     share = _headroom(headroom)
     source, is_path = _source(path_or_text)
     answer = _venusc.sweep(
@@ -408,6 +419,7 @@ def sweep(
         objective,
         _root(root),
         allow_outside_root,
+        prune,
     )
     payload, _ = _raise_for(*answer)
     return Sweep(json.loads(payload))

@@ -33,6 +33,7 @@ def sweep(
     objective: str = ...,
     root: Optional[str] = ...,
     allow_outside_root: bool = ...,
+    prune: Optional[int] = ...,
 ) -> _Answer: ...
 def import_megatron(
     script: str, name: str = ..., cluster: Optional[str] = ..., gpus: Optional[int] = ...

@@ -4,8 +4,9 @@
 //! domain, layers, sequence, experts, the optimizer flags the plan writes) and [`AutoOptions`].
 //! Output: [`Axis`] values of `Write::Items` for [`super::space::Draft::finish`].
 //!
-//! A row whose values depend on what earlier rows chose (pp on tp, cp on tp × pp, ep on the
-//! expert grid) is `dependent`: every row up to the last dependent one is expanded as a tree
+//! A row whose values depend on what earlier rows chose (pp on tp, cp on tp × pp, cp_comm on
+//! cp and the heads per tp rank, etp on tp × cp, ep on the expert grid, the dispatcher on
+//! etp × ep, recompute_modules on recompute) is `dependent`: every row up to the last dependent one is expanded as a tree
 //! into one combined axis (`tp+sp+...`), so only the shapes Megatron accepts for the world
 //! size, the layer count and the sequence are candidates (W01, L06/L13–L17, C01, E02/W02 of
 //! the validity table). The rules that do not shape the grid (heads over tp, the batch, the
@@ -72,6 +73,24 @@ pub struct AutoCx {
     /// The plan writes `overlap_ep_comm` itself (on or off): no axis for it.
     pub ep_overlap_written: bool,
     pub opts: AutoOptions,
+    /// Each routed expert's ffn (what `etp` must divide).
+    pub moe_ffn: u64,
+    /// Query heads and key/value groups (what a CP all-to-all scatters).
+    pub heads: u64,
+    pub kv_groups: u64,
+    /// Some layer has a dense MLP (`recompute_modules mlp` recomputes something): a dense
+    /// model, a MoE model with `first_k_dense`, a hybrid.
+    pub dense_mlp: bool,
+    /// The GPU can run the flex dispatcher's DeepEP kernels.
+    pub deepep: bool,
+    /// The plan writes `cp_comm`, `etp`, `moe_dispatcher` or `recompute_modules` itself: that
+    /// choice stays in every candidate, with no row for it.
+    pub cp_comm_written: bool,
+    pub etp_written: bool,
+    pub dispatcher_written: bool,
+    pub modules_written: bool,
+    /// The `etp` the plan writes (what the ep and dispatcher rows then read).
+    pub written_etp: Option<u64>,
 }
 
 impl AutoCx {
@@ -88,6 +107,23 @@ impl AutoCx {
             fsdp_written: p.fsdp.is_some(),
             ep_overlap_written: p.overlap_ep_comm.is_some(),
             opts,
+            moe_ffn: def.model.moe_ffn(),
+            heads: def.model.heads.value,
+            kv_groups: def.model.kv_groups(),
+            // validate/recompute.rs: `mlp` recomputes nothing when every layer is MoE (W0019).
+            dense_mlp: def.model.experts.is_none()
+                || def
+                    .model
+                    .first_k_dense
+                    .as_ref()
+                    .is_some_and(|k| k.value > 0)
+                || def.model.hybrid_override_pattern.is_some(),
+            deepep: runs_deepep(def.cluster.gpu.arch()),
+            cp_comm_written: p.cp_comm.is_some(),
+            etp_written: p.etp.is_some(),
+            dispatcher_written: p.moe_dispatcher.is_some(),
+            modules_written: p.recompute_modules.is_some(),
+            written_etp: p.etp.as_ref().map(|e| e.value),
         }
     }
 }
@@ -101,6 +137,11 @@ pub struct Chosen {
     /// Model chunks per pipeline rank.
     pub vpp: u64,
     pub cp: u64,
+    /// The expert tensor-parallel size (`None`: = tp, Megatron's default).
+    pub etp: Option<u64>,
+    pub ep: u64,
+    /// `recompute selective` chosen (what `recompute_modules` refines).
+    pub selective: bool,
 }
 
 impl Default for Chosen {
@@ -111,7 +152,17 @@ impl Default for Chosen {
             pp: 1,
             vpp: 1,
             cp: 1,
+            etp: None,
+            ep: 1,
+            selective: false,
         }
+    }
+}
+
+impl Chosen {
+    /// The expert tensor-parallel size in effect: the etp row's, else the plan's, else tp.
+    fn etp(&self, cx: &AutoCx) -> u64 {
+        self.etp.or(cx.written_etp).unwrap_or(self.tp).max(1)
     }
 }
 
@@ -180,11 +231,32 @@ pub const ROWS: &[Row] = &[
         values: cp_values,
     },
     Row {
+        name: "cp_comm",
+        keys: &[],
+        applies: cp_comm_open,
+        dependent: true,
+        values: cp_comm_values,
+    },
+    Row {
+        name: "etp",
+        keys: &[],
+        applies: etp_open,
+        dependent: true,
+        values: etp_values,
+    },
+    Row {
         name: "ep",
         keys: &["ep"],
         applies: is_moe,
         dependent: true,
         values: ep_values,
+    },
+    Row {
+        name: "moe_dispatcher",
+        keys: &[],
+        applies: dispatcher_open,
+        dependent: true,
+        values: dispatcher_values,
     },
     Row {
         name: "micro_batch",
@@ -199,6 +271,13 @@ pub const ROWS: &[Row] = &[
         applies: always,
         dependent: false,
         values: recompute_values,
+    },
+    Row {
+        name: "recompute_modules",
+        keys: &[],
+        applies: modules_open,
+        dependent: true,
+        values: recompute_modules_values,
     },
     Row {
         name: "dp_sharding",
@@ -228,6 +307,22 @@ fn sharding_not_written(cx: &AutoCx) -> bool {
     !cx.distributed_optimizer_written || !cx.fsdp_written
 }
 
+fn cp_comm_open(cx: &AutoCx) -> bool {
+    !cx.cp_comm_written
+}
+
+fn etp_open(cx: &AutoCx) -> bool {
+    is_moe(cx) && !cx.etp_written
+}
+
+fn dispatcher_open(cx: &AutoCx) -> bool {
+    is_moe(cx) && !cx.dispatcher_written
+}
+
+fn modules_open(cx: &AutoCx) -> bool {
+    !cx.modules_written
+}
+
 fn ep_overlap_open(cx: &AutoCx) -> bool {
     is_moe(cx) && !cx.ep_overlap_written
 }
@@ -239,6 +334,13 @@ pub fn replaces(key: &str) -> bool {
 
 fn item(key: &str, value: impl std::fmt::Display) -> String {
     format!("{key} {value}")
+}
+
+/// An item whose key takes optional arguments it leaves out (`cp_comm a2a`, `moe_dispatcher
+/// allgather`, `recompute_modules mlp`), ended by a line break: on a shared line the next
+/// item's key would be read as the left-out argument. Labels show it on one line ([`axis`]).
+fn ended(item: String) -> String {
+    format!("{item}\n ")
 }
 
 fn on_off(on: bool) -> &'static str {
@@ -405,16 +507,101 @@ fn cp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
         .collect()
 }
 
+/// cp_comm (cp > 1 only: with cp 1 there is nothing to exchange, W0020): the default p2p ring
+/// (nothing written), then Ulysses `a2a`, `allgather`, and the hierarchical `a2a_p2p A` with
+/// the largest a2a group size 1 < A < cp that divides cp (C02/C03, arguments.py:580-586). An a2a over
+/// A ranks scatters the heads: the query heads and key/value groups per tensor-parallel rank
+/// must divide by A (Transformer Engine's context_parallel.py:4246 at d0067d0da6cb, E0345),
+/// so only the sizes that pass are offered.
+fn cp_comm_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = vec![(String::new(), c)];
+    if c.cp <= 1 {
+        return out;
+    }
+    let tp = c.tp.max(1);
+    let (q, kv) = ((cx.heads / tp).max(1), (cx.kv_groups / tp).max(1));
+    let scatters = |a: u64| q.is_multiple_of(a) && kv.is_multiple_of(a);
+    if scatters(c.cp) {
+        out.push((ended(item("cp_comm", "a2a")), c));
+    }
+    out.push((ended(item("cp_comm", "allgather")), c));
+    // One hierarchical split, the largest a2a group that fits: the a2a stays inside the
+    // fewest ranks' NVLink when cp is laid out innermost, and each further size would
+    // multiply the space by the rest of the rows.
+    let largest = divisors(c.cp)
+        .into_iter()
+        .rev()
+        .find(|&a| a > 1 && a < c.cp && scatters(a));
+    if let Some(a) = largest {
+        out.push((format!("cp_comm a2a_p2p {a}"), c));
+    }
+    out
+}
+
+/// etp (MoE models only): the expert tensor-parallel sizes of parallel folding, where the
+/// experts run on etp × ep × expert-dp ranks of the tp × cp × dp ranks attention runs on
+/// (megatron/core/parallel_state.py:876-884): the divisors of tp × cp that split each
+/// expert's ffn (TEGroupedLinear shards fc1's columns and fc2's rows over etp,
+/// megatron/core/extensions/transformer_engine.py:2382; E0342) and whose grid etp × pp divides
+/// the world (W02). etp = tp, Megatron's default (arguments.py:587-588), is written as nothing.
+fn etp_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let tp = c.tp.max(1);
+    divisors(tp.saturating_mul(c.cp.max(1)))
+        .into_iter()
+        .filter(|&etp| {
+            cx.moe_ffn.is_multiple_of(etp)
+                && cx.world.is_multiple_of(etp.saturating_mul(c.pp.max(1)))
+        })
+        .map(|etp| {
+            if etp == tp {
+                (String::new(), Chosen { etp: None, ..c })
+            } else {
+                (
+                    item("etp", etp),
+                    Chosen {
+                        etp: Some(etp),
+                        ..c
+                    },
+                )
+            }
+        })
+        .collect()
+}
+
 /// ep (MoE models only): the divisors of the experts (E02, arguments.py:1658) whose expert
-/// grid etp × ep × pp (etp = tp) divides the world (W02, megatron/core/parallel_state.py:883).
+/// grid etp × ep × pp divides the world (W02, megatron/core/parallel_state.py:883).
 fn ep_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
     let experts = cx.experts.unwrap_or(1);
-    let grid = c.tp.max(1).saturating_mul(c.pp.max(1));
+    let grid = c.etp(cx).saturating_mul(c.pp.max(1));
     divisors(experts)
         .into_iter()
         .filter(|&ep| cx.world.is_multiple_of(grid.saturating_mul(ep)))
-        .map(|ep| (item("ep", ep), c))
+        .map(|ep| (item("ep", ep), Chosen { ep, ..c }))
         .collect()
+}
+
+/// Whether `arch` runs DeepEP, the flex dispatcher's default kernels: NVIDIA data-centre
+/// GPUs with NVLink (deepseek-ai/DeepEP's README lists Ampere SM80 and Hopper SM90 and
+/// architectures with the SM90 PTX ISA, NVLink inside a node and RDMA between nodes).
+/// Ada's PCIe parts have no NVLink; AMD's Instinct GPUs run other kernels.
+fn runs_deepep(arch: crate::base::GpuArch) -> bool {
+    use crate::base::GpuArch::*;
+    matches!(arch, Ampere | Hopper | Blackwell | BlackwellUltra)
+}
+
+/// moe_dispatcher (MoE models only): alltoall, Megatron's default (nothing written), then
+/// allgather, then flex (DeepEP) where it runs: over more than one rank of etp × ep
+/// (megatron/core/transformer/moe/token_dispatcher.py:1832, "DeepEP dispatcher requires
+/// TPxEP > 1", E0343) on a GPU with DeepEP's kernels ([`runs_deepep`]).
+fn dispatcher_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = vec![
+        (String::new(), c),
+        (ended(item("moe_dispatcher", "allgather")), c),
+    ];
+    if cx.deepep && c.etp(cx).saturating_mul(c.ep) > 1 {
+        out.push((item("moe_dispatcher", "flex deepep"), c));
+    }
+    out
 }
 
 fn micro_batch_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
@@ -427,8 +614,38 @@ fn micro_batch_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
 fn recompute_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
     crate::syntax::schema::RECOMPUTE
         .iter()
-        .map(|r| (item("recompute", r), c))
+        .map(|&r| {
+            let selective = r == "selective";
+            (item("recompute", r), Chosen { selective, ..c })
+        })
         .collect()
+}
+
+/// recompute_modules (with `recompute selective` only: E0339 otherwise): Megatron's default
+/// `core_attn` (nothing written, transformer_config.py:1940-1941), then a few sets people
+/// run: `core_attn mlp`, `mlp layernorm` where some layer has a dense MLP (W0019 otherwise;
+/// `core_attn layernorm` for a model whose every layer is MoE), and for a MoE model
+/// `moe_act` and `core_attn moe_act` (transformer_config.py:560-583).
+fn recompute_modules_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
+    let mut out = vec![(String::new(), c)];
+    if !c.selective {
+        return out;
+    }
+    let sets: &[&str] = match (cx.dense_mlp, cx.experts.is_some()) {
+        (true, false) => &["core_attn mlp", "mlp layernorm"],
+        (true, true) => &[
+            "core_attn mlp",
+            "mlp layernorm",
+            "moe_act",
+            "core_attn moe_act",
+        ],
+        (false, _) => &["core_attn layernorm", "moe_act", "core_attn moe_act"],
+    };
+    out.extend(
+        sets.iter()
+            .map(|s| (ended(item("recompute_modules", s)), c)),
+    );
+    out
 }
 
 /// How the data-parallel replicas share the model state, as one choice: the distributed
@@ -525,7 +742,7 @@ fn axis(name: String, values: Vec<String>) -> Axis {
         values: values
             .into_iter()
             .map(|items| AxisValue {
-                label: items.clone(),
+                label: items.split_whitespace().collect::<Vec<_>>().join(" "),
                 write: Write::Items(items),
             })
             .collect(),

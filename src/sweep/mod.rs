@@ -626,18 +626,46 @@ impl PlanSummary {
 
 /// The `--auto` axes with no field of their own, so that a plan without them prints and
 /// hashes as before: `fsdp → optim_grads_params` for a plan sharded by FSDP (nothing for
-/// DDP), and `overlap_ep_comm → on` where the EP overlap runs (the validator's effective flag:
-/// a plan whose overlap Megatron would not run is the plan without it).
+/// DDP), `overlap_ep_comm → on` where the EP overlap runs (the validator's effective flag:
+/// a plan whose overlap Megatron would not run is the plan without it), and, where they
+/// differ from Megatron's defaults and change the plan: `etp` (a MoE model's expert
+/// tensor-parallel size other than tp), `moe_dispatcher` (allgather or flex), `cp_comm` (with
+/// cp > 1: `a2a`, `allgather`, `a2a_p2p 2`) and `recompute_modules` (with selective
+/// recompute, a set other than `core_attn`: `core_attn+mlp`).
 fn auto_settings(sc: &Scenario) -> BTreeMap<String, String> {
-    let fsdp = sc
-        .flags
-        .fsdp
-        .map(|f| ("fsdp".to_string(), f.word().to_string()));
-    let ep_overlap = sc
-        .flags
-        .overlap_ep_comm
-        .then(|| ("overlap_ep_comm".to_string(), "on".to_string()));
-    fsdp.into_iter().chain(ep_overlap).collect()
+    use crate::base::{CpComm, MoeDispatcher, RecomputeModules};
+    let mut out = BTreeMap::new();
+    if let Some(f) = sc.flags.fsdp {
+        out.insert("fsdp".to_string(), f.word().to_string());
+    }
+    if sc.flags.overlap_ep_comm {
+        out.insert("overlap_ep_comm".to_string(), "on".to_string());
+    }
+    if sc.model.is_moe() {
+        if sc.etp != sc.tp {
+            out.insert("etp".to_string(), sc.etp.to_string());
+        }
+        let dispatcher = sc.plan.moe_dispatcher();
+        if dispatcher != MoeDispatcher::AllToAll {
+            out.insert("moe_dispatcher".to_string(), dispatcher.word().to_string());
+        }
+    }
+    if sc.cp > 1 {
+        let comm = sc.plan.cp_comm();
+        let word = match comm {
+            CpComm::P2p => None,
+            CpComm::A2aP2p => Some(format!("a2a_p2p {}", sc.plan.cp_a2a.unwrap_or(1))),
+            other => Some(other.word().to_string()),
+        };
+        if let Some(word) = word {
+            out.insert("cp_comm".to_string(), word);
+        }
+    }
+    let modules = sc.plan.recompute_modules();
+    if modules != RecomputeModules::default() && modules != RecomputeModules::CORE_ATTN {
+        out.insert("recompute_modules".to_string(), modules.words().join("+"));
+    }
+    out
 }
 
 /// A simulated candidate. The figures are stored as written in the JSON (milliseconds,
@@ -655,6 +683,10 @@ pub struct Ranked {
     #[serde(default)]
     mfu: f64,
     peak_memory_bytes: u64,
+    /// The memory kept back beside the peak (`Scenario::reserve`): peak + reserve is what
+    /// `venusc check` compares with the GPU's memory (0 in outcomes written before it was kept).
+    #[serde(default)]
+    reserve_bytes: u64,
     /// Useful training time over wall time (1 without failure inputs, and then not written).
     #[serde(default = "no_failures", skip_serializing_if = "is_no_failures")]
     goodput: f64,
@@ -683,6 +715,8 @@ pub struct Figures {
     pub tokens_per_gpu: f64,
     pub mfu: Ratio,
     pub peak: Bytes,
+    /// The plan's memory reserve beside the peak.
+    pub reserve: Bytes,
     /// Time to train the `train` block's tokens, and its cost with a price.
     pub train_time: Option<Seconds>,
     pub cost: Option<crate::base::units::Dollars>,
@@ -698,6 +732,7 @@ impl Ranked {
             tokens_per_second_per_gpu: f.tokens_per_gpu,
             mfu: f.mfu.0,
             peak_memory_bytes: f.peak.0,
+            reserve_bytes: f.reserve.0,
             goodput: no_failures(),
             train_seconds: f.train_time.map(|t| t.0),
             cost_dollars: f.cost.map(|c| c.0),
@@ -751,6 +786,14 @@ impl Ranked {
     }
     pub fn peak_memory(&self) -> Bytes {
         Bytes(self.peak_memory_bytes)
+    }
+    /// The memory kept back beside the peak (CUDA context, NCCL buffers, fragmentation).
+    pub fn reserve(&self) -> Bytes {
+        Bytes(self.reserve_bytes)
+    }
+    /// Peak plus reserve: what `venusc check` (E0401) compares with the GPU's memory.
+    pub fn peak_with_reserve(&self) -> Bytes {
+        Bytes(self.peak_memory_bytes.saturating_add(self.reserve_bytes))
     }
 
     /// Better under `objective` first; less memory breaks ties, then the candidate number.
@@ -1370,6 +1413,7 @@ fn figures(sc: &Scenario, report: &crate::report::Report) -> Figures {
         tokens_per_gpu: report.tokens_per_second.0 / sc.world.max(1) as f64,
         mfu: report.mfu,
         peak: report.peak_stage().map_or(Bytes(0), |m| m.peak),
+        reserve: sc.reserve().0,
         train_time: report.train.map(|t| t.time),
         cost: report.train.and_then(|t| t.cost),
     }

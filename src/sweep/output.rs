@@ -102,6 +102,23 @@ fn setting_keys(o: &Outcome) -> Vec<String> {
     keys.into_iter().cloned().collect()
 }
 
+/// The cell of setting `key` of a plan: its element, or for the `--auto` axes a plan leaves
+/// at Megatron's default, that default where it applies (`etp` = tp, `alltoall`, `p2p` with
+/// cp > 1, `core_attn` with selective recompute), so that no listed plan has a blank where it
+/// has a value.
+fn setting_cell(p: &PlanSummary, key: &str) -> String {
+    if let Some(v) = p.settings.get(key) {
+        return v.clone();
+    }
+    match key {
+        "etp" => p.tp.to_string(),
+        "moe_dispatcher" => "alltoall".to_string(),
+        "cp_comm" if p.cp > 1 => "p2p".to_string(),
+        "recompute_modules" if p.recompute == "selective" => "core_attn".to_string(),
+        _ => String::new(),
+    }
+}
+
 /// The plan columns: the parallel sizes, batch and recomputation always; the layer split, ep,
 /// the global batch, TP overlap, the distributed optimizer and each list of another key when
 /// it varies among the results (a swept axis).
@@ -139,9 +156,7 @@ fn plan_columns(o: &Outcome) -> Vec<Column> {
     cols.push(column("schedule", Left, |r| r.plan.schedule.clone()));
     for key in setting_keys(o) {
         let title = key.clone();
-        cols.push(column(&title, Left, move |r| {
-            r.plan.settings.get(&key).cloned().unwrap_or_default()
-        }));
+        cols.push(column(&title, Left, move |r| setting_cell(&r.plan, &key)));
     }
     cols
 }
@@ -330,7 +345,7 @@ pub fn csv(o: &Outcome, pareto_only: bool) -> String {
         );
         for k in &keys {
             out.push(',');
-            out.push_str(&csv_field(p.settings.get(k).map_or("", String::as_str)));
+            out.push_str(&csv_field(&setting_cell(p, k)));
         }
         let _ = writeln!(
             out,
@@ -383,11 +398,16 @@ pub fn best_header(o: &Outcome, best: &Ranked, source: &str, describe: &str) -> 
             count_of(o.candidates, "candidate plan"),
             thousands(o.results.len() as u64)
         ),
+        // Peak plus reserve, the figure `venusc check --memory` and E0401 hold against the
+        // GPU's memory, then its two parts.
         format!(
-            "{:.3} ms per iteration, {:.2} TFLOP/s per GPU, {:.2} GiB peak memory per GPU.",
+            "{:.3} ms per iteration, {:.2} TFLOP/s per GPU, {:.2} GiB per GPU with reserve \
+             ({:.2} GiB peak + {:.2} GiB reserve).",
             best.iteration_time_ms(),
             best.per_gpu().0 / 1e12,
-            best.peak_memory().0 as f64 / GIB
+            best.peak_with_reserve().0 as f64 / GIB,
+            best.peak_memory().0 as f64 / GIB,
+            best.reserve().0 as f64 / GIB
         ),
         format!("Candidate {}: {describe}.", best.candidate),
     ]

@@ -747,7 +747,8 @@ impl Space {
             let lead = if on_new_line { "" } else { "\n" };
             edits.push(Edit {
                 range: *at..*at,
-                text: format!("{lead}  {}\n", items.join(" ")),
+                // An item ended by a line break ([`super::auto`]) may come last.
+                text: format!("{lead}  {}\n", items.join(" ").trim_end()),
             });
         }
         apply(&self.text, edits)

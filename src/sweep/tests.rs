@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::auto::AUTO_MICRO_BATCHES;
 use super::space::{divisors, Layout};
 use super::*;
 use crate::diag::Code;
@@ -169,9 +170,22 @@ scenario run < model tiny cluster pod plan a >\n"
         .contains("plan b < pp 1 micro_batch"));
 }
 
-/// The combined axis's values whose items contain `needle`.
+/// The combined axis's parallel shapes: its values at Megatron's defaults of the later rows
+/// (micro_batch 1, no recompute, the p2p CP exchange, etp = tp, the all-to-all dispatcher),
+/// with those items cut off.
+fn shapes(axis: &Axis) -> Vec<String> {
+    const TAIL: &str = " micro_batch 1 recompute none";
+    axis.labels()
+        .iter()
+        .filter(|l| l.ends_with(TAIL) && !l.contains("cp_comm") && !l.contains("moe_dispatcher"))
+        .filter(|l| !l.contains("etp"))
+        .map(|l| l[..l.len() - TAIL.len()].to_string())
+        .collect()
+}
+
+/// The combined axis's parallel shapes ([`shapes`]) that contain `needle`.
 fn values_with(axis: &Axis, needle: &str) -> usize {
-    axis.labels().iter().filter(|l| l.contains(needle)).count()
+    shapes(axis).iter().filter(|l| l.contains(needle)).count()
 }
 
 #[test]
@@ -181,14 +195,13 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     assert_eq!(
         names,
         [
-            "tp+sp+overlap_tp_comm+pp+schedule+cp",
-            "micro_batch",
-            "recompute",
+            "tp+sp+overlap_tp_comm+pp+schedule+cp+cp_comm+micro_batch+recompute+recompute_modules",
             "dp_sharding"
         ]
     );
     let axes = sw.space.axes();
     let grid = &axes[0];
+
     // 16 GPUs, 8 layers: (tp, pp, vpp, cp) with tp × pp × cp | 16, vpp | 8 / pp, counted by
     // hand per tp: 25 shapes with tp 1; 18, 11 and 5 with tp 2, 4 and 8, each with sp off, sp
     // on, and sp on with overlap_tp_comm: 127 with the default schedule. Of them, 9, 6, 3 and
@@ -198,9 +211,9 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     let one_chunk = 9 + 3 * (6 + 3 + 1);
     let two_chunks = 7 + 3 * (5 + 3 + 1);
     let default = 25 + 3 * (18 + 11 + 5);
-    assert_eq!(grid.len(), default + 3 * one_chunk + two_chunks);
-    assert_eq!(grid.len(), 278);
-    assert_eq!(grid.labels()[0], "tp 1 sp off pp 1 vpp 1 cp 1");
+    assert_eq!(shapes(grid).len(), default + 3 * one_chunk + two_chunks);
+    assert_eq!(shapes(grid).len(), 278);
+    assert_eq!(shapes(grid)[0], "tp 1 sp off pp 1 vpp 1 cp 1");
     for zero_bubble_or_dualpipe in ["vpp 1 schedule zb_h1", "vpp 1 schedule zb_h2"] {
         assert_eq!(values_with(grid, zero_bubble_or_dualpipe), one_chunk);
     }
@@ -215,17 +228,65 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
     assert_eq!(values_with(grid, "pp 16"), 0);
     assert_eq!(values_with(grid, "tp 1 sp off pp 4 vpp 2 cp"), 3);
     assert_eq!(values_with(grid, "vpp 4"), values_with(grid, "pp 2 vpp 4"));
+    // Each shape with every microbatch size, then no, selective (Megatron's core_attn and
+    // two module sets of a dense model) and full recompute.
+    let labels = axes[0].labels();
+    let of = |prefix: &str| -> Vec<&str> {
+        labels
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with(prefix))
+            .collect()
+    };
+    let mut want = Vec::new();
+    for mb in AUTO_MICRO_BATCHES {
+        for tail in [
+            "recompute none",
+            "recompute selective",
+            "recompute selective recompute_modules core_attn mlp",
+            "recompute selective recompute_modules mlp layernorm",
+            "recompute full",
+        ] {
+            want.push(format!(
+                "tp 1 sp off pp 1 vpp 1 cp 1 micro_batch {mb} {tail}"
+            ));
+        }
+    }
+    assert_eq!(of("tp 1 sp off pp 1 vpp 1 cp 1 "), want);
+    // cp > 1: the p2p ring (nothing written), then Ulysses a2a where the 12 heads per tp rank
+    // divide by cp, allgather, and a2a_p2p over each a2a group size that splits cp and the
+    // heads: 4 exchanges at tp 1, cp 4; 2 at tp 8, cp 2 (1.5 heads per rank: no a2a).
+    let exchanges = |shape: &str| -> Vec<String> {
+        of(&format!("{shape} "))
+            .into_iter()
+            .filter(|l| l.ends_with(" micro_batch 1 recompute none"))
+            .map(|l| l[shape.len()..].replace(" micro_batch 1 recompute none", ""))
+            .collect()
+    };
     assert_eq!(
-        axes[1].labels(),
+        exchanges("tp 1 sp off pp 1 vpp 1 cp 4"),
         [
-            "micro_batch 1",
-            "micro_batch 2",
-            "micro_batch 4",
-            "micro_batch 8"
+            "",
+            " cp_comm a2a",
+            " cp_comm allgather",
+            " cp_comm a2a_p2p 2"
         ]
     );
     assert_eq!(
-        axes[3].labels(),
+        exchanges("tp 8 sp on pp 1 vpp 1 cp 2"),
+        ["", " cp_comm allgather"]
+    );
+    assert!(exchanges("tp 1 sp off pp 1 vpp 1 cp 1")
+        .iter()
+        .all(String::is_empty));
+    // Every shape with each of its exchanges, 4 microbatch sizes and 5 recompute choices.
+    let per_shape: usize = shapes(&axes[0])
+        .iter()
+        .map(|shape| exchanges(shape).len() * 4 * 5)
+        .sum();
+    assert_eq!(axes[0].len(), per_shape);
+    assert_eq!(
+        axes[1].labels(),
         [
             "distributed_optimizer on",
             "distributed_optimizer off",
@@ -233,7 +294,26 @@ fn auto_axes_cover_the_world_the_layers_and_the_sequence() {
             "distributed_optimizer on fsdp optim_grads_params megatron"
         ]
     );
-    assert_eq!(sw.space.len(), (grid.len() * 4 * 3 * 4) as u64);
+    assert_eq!(sw.space.len(), (axes[0].len() * 4) as u64);
+}
+
+#[test]
+fn a_written_exchange_dispatcher_or_module_set_stays_in_every_candidate() {
+    let moe = "model moe < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 experts 8 topk 2 >\n\
+cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32\n cp_comm allgather\n\
+ moe_dispatcher allgather\n etp 1\n>\n";
+    let (_, sw) = prepared(moe, &auto()).unwrap();
+    let grid = &sw.space.axes()[0];
+    assert_eq!(
+        grid.name,
+        "tp+sp+overlap_tp_comm+pp+schedule+cp+ep+micro_batch+recompute+recompute_modules"
+    );
+    for c in [0, sw.space.len() / 2, sw.space.len() - 1] {
+        let text = sw.space.render(c, Layout::Tidy);
+        for written in ["cp_comm allgather", "moe_dispatcher allgather", "etp 1"] {
+            assert_eq!(text.matches(written).count(), 1, "{written}: {text}");
+        }
+    }
 }
 
 #[test]
@@ -256,10 +336,12 @@ fn auto_gives_a_moe_model_the_expert_parallel_sizes_its_grid_allows() {
 cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
     let (_, sw) = prepared(moe, &auto()).unwrap();
     let grid = &sw.space.axes()[0];
-    assert_eq!(grid.name, "tp+sp+overlap_tp_comm+pp+schedule+cp+ep");
+    assert_eq!(
+        grid.name,
+        "tp+sp+overlap_tp_comm+pp+schedule+cp+cp_comm+etp+ep+moe_dispatcher+micro_batch+recompute+recompute_modules"
+    );
     // tp 1, pp 1: every divisor of the 8 experts fits 16 GPUs; tp 8 × pp 2 leaves ep 1 only.
-    let eps: Vec<&str> = grid
-        .labels()
+    let eps: Vec<String> = shapes(grid)
         .into_iter()
         .filter(|l| l.starts_with("tp 1 sp off pp 1 vpp 1 cp 1 "))
         .collect();
@@ -274,9 +356,118 @@ cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
     );
     assert_eq!(values_with(grid, "tp 8 sp off pp 2 vpp 1 cp 1 ep 2"), 0);
     assert_eq!(values_with(grid, "tp 8 sp off pp 2 vpp 1 cp 1 ep 1"), 1);
-    // A dense model gets no ep at all.
+    // Parallel folding: with tp 8 the experts may run on etp 1, 2 or 4 (written) or 8 (= tp,
+    // not written), each with the ep its grid etp × ep × pp leaves room for on 16 GPUs:
+    // 1 × 8 and 8 × 2 fit, 8 × 4 does not. tp 8 × pp 2 leaves ep 2 to etp 1.
+    let folded = |prefix: &str| -> Vec<String> {
+        let tail = " micro_batch 1 recompute none";
+        grid.labels()
+            .into_iter()
+            .filter(|l| l.starts_with(prefix) && l.ends_with(tail))
+            .filter(|l| !l.contains("moe_dispatcher"))
+            .map(|l| l[prefix.len()..l.len() - tail.len()].to_string())
+            .collect()
+    };
+    assert_eq!(
+        folded("tp 8 sp on pp 1 vpp 1 cp 1 "),
+        [
+            "etp 1 ep 1",
+            "etp 1 ep 2",
+            "etp 1 ep 4",
+            "etp 1 ep 8",
+            "etp 2 ep 1",
+            "etp 2 ep 2",
+            "etp 2 ep 4",
+            "etp 2 ep 8",
+            "etp 4 ep 1",
+            "etp 4 ep 2",
+            "etp 4 ep 4",
+            "ep 1",
+            "ep 2"
+        ]
+    );
+    assert!(folded("tp 8 sp off pp 2 vpp 1 cp 1 ").contains(&"etp 1 ep 2".to_string()));
+    // The dispatcher: alltoall (nothing written), allgather, and flex (DeepEP on the A100s)
+    // only over more than one rank of etp × ep (token_dispatcher.py:1832).
+    let dispatchers = |shape: &str| -> Vec<String> {
+        let tail = " micro_batch 1 recompute none";
+        grid.labels()
+            .into_iter()
+            .filter(|l| l.starts_with(shape) && l.ends_with(tail))
+            .map(|l| l[shape.len()..l.len() - tail.len()].to_string())
+            .collect()
+    };
+    assert_eq!(
+        dispatchers("tp 1 sp off pp 1 vpp 1 cp 1 ep 1"),
+        ["", " moe_dispatcher allgather"]
+    );
+    assert_eq!(
+        dispatchers("tp 1 sp off pp 1 vpp 1 cp 1 ep 2"),
+        [
+            "",
+            " moe_dispatcher allgather",
+            " moe_dispatcher flex deepep"
+        ]
+    );
+    // Items whose optional arguments are left out end their line, so a candidate writing
+    // them all types: it checks, or fails a plan rule, never the type checker (E01xx, E02xx).
+    let (mut session, sw) = prepared(moe, &auto()).unwrap();
+    let wanted = [
+        "cp_comm a2a",
+        "moe_dispatcher allgather",
+        "recompute_modules core_attn moe_act",
+    ];
+    let some = (0..sw.space.len())
+        .find(|&c| {
+            let d = sw.space.describe(c);
+            wanted.iter().all(|w| d.contains(w)) && d.contains("sp on")
+        })
+        .expect("a candidate with every new choice");
+    let text = sw.space.render(some, Layout::Tidy);
+    assert!(text.contains("cp_comm a2a\n"), "{text}");
+    match check_candidate(&mut session, &sw, some) {
+        Ok(sc) => {
+            let p = PlanSummary::of(&sc);
+            assert_eq!(p.settings.get("cp_comm").map(String::as_str), Some("a2a"));
+            assert_eq!(
+                p.settings.get("moe_dispatcher").map(String::as_str),
+                Some("allgather")
+            );
+        }
+        Err(code) => assert!(code.as_str() >= "E0300", "{code:?}: {text}"),
+    }
+    // A MoE model's selective recompute also tries its experts' activation.
+    assert_eq!(
+        values_with_all(
+            grid,
+            "tp 1 sp off pp 1 vpp 1 cp 1 ep 1 micro_batch 1 recompute selective"
+        ),
+        [
+            "",
+            " recompute_modules core_attn layernorm",
+            " recompute_modules moe_act",
+            " recompute_modules core_attn moe_act"
+        ]
+    );
+    // A dense model gets no ep, etp or dispatcher at all.
     let (_, dense) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &auto()).unwrap();
-    assert_eq!(values_with(&dense.space.axes()[0], " ep "), 0);
+    let dense_grid = &dense.space.axes()[0];
+    assert_eq!(values_with(dense_grid, " ep "), 0);
+    for key in ["etp", "moe_dispatcher", "moe_act"] {
+        assert!(
+            dense_grid.labels().iter().all(|l| !l.contains(key)),
+            "{key}"
+        );
+    }
+}
+
+/// The combined axis's values that start with `prefix`, cut to what follows it.
+fn values_with_all(axis: &Axis, prefix: &str) -> Vec<String> {
+    axis.labels()
+        .into_iter()
+        .filter(|l| l.starts_with(prefix))
+        .map(|l| l[prefix.len()..].to_string())
+        .collect()
 }
 
 #[test]
@@ -321,14 +512,14 @@ fn uneven_pipelines_give_the_ends_fewer_layers_as_megatron_allows() {
 fn auto_writes_an_uneven_split_where_the_layers_do_not_divide() {
     let text = "model m : llama31_405b < >\ncluster c : dgx_h100 < nodes 256 >\nplan p < global_batch 1024 >\n";
     let (_, sw) = prepared(text, &auto()).unwrap();
-    let labels = sw.space.axes()[0].labels();
+    let labels = shapes(&sw.space.axes()[0]);
     for shape in [
         "tp 8 sp on pp 8 vpp 1 first_stage_layers 15 last_stage_layers 15 cp 1",
         "tp 8 sp on pp 16 vpp 2 first_stage_layers 6 last_stage_layers 8 cp 1",
         // 126 = 2 × 63 divides evenly over 2 stages: no ends written there.
         "tp 8 sp on pp 2 vpp 1 cp 1",
     ] {
-        assert!(labels.contains(&shape), "{shape}");
+        assert!(labels.iter().any(|l| l == shape), "{shape}");
     }
     assert_eq!(
         values_with(&sw.space.axes()[0], "pp 2 vpp 1 first_stage_layers"),
@@ -347,7 +538,7 @@ fn cross_node_tp_takes_every_divisor_of_the_world() {
     let (_, sw) = prepared(&format!("{TINY}plan p < global_batch 32 >\n"), &opts).unwrap();
     // tp 16 on 16 GPUs adds one shape (pp 1, cp 1, so the default schedule alone), with sp
     // off, on, and on with the overlap, to the 278 of the NVLink domain.
-    assert_eq!(sw.space.axes()[0].len(), 278 + 3);
+    assert_eq!(shapes(&sw.space.axes()[0]).len(), 278 + 3);
     assert_eq!(values_with(&sw.space.axes()[0], "tp 16 "), 3);
 }
 
@@ -359,9 +550,7 @@ fn auto_replaces_the_plans_parallelism_and_keeps_the_rest() {
     assert_eq!(
         names,
         [
-            "tp+sp+overlap_tp_comm+pp+schedule+cp",
-            "micro_batch",
-            "recompute",
+            "tp+sp+overlap_tp_comm+pp+schedule+cp+cp_comm+micro_batch+recompute+recompute_modules",
             "dp_sharding",
             "bucket_size"
         ]
@@ -531,6 +720,7 @@ fn ranked(candidate: u64, ms: f64, gib: u64) -> Ranked {
             tokens_per_gpu: 1000.0 / ms,
             mfu: Ratio(0.3),
             peak: Bytes(gib << 30),
+            reserve: Bytes(0),
             train_time: None,
             cost: None,
         },
@@ -611,6 +801,30 @@ fn emit_writes_a_header_and_points_uses_at_the_used_files() {
         .space
         .emit(1, &["best".to_string()], &|p| format!("../src/{p}"));
     assert_eq!(out, format!("# best\n\nuse \"../src/defs/lib.venus\"\n{TINY}plan p < tp 2 micro_batch 1 global_batch 32 >\n"));
+}
+
+#[test]
+fn the_emit_best_header_gives_the_peak_with_the_reserve_as_check_does() {
+    let (mut session, sw) =
+        list_sweep("tp [1 2] micro_batch 1 global_batch 32 reserve [1GiB 3GiB]");
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    let best = &o.results[0];
+    let sc = candidate_scenario(&mut session, &sw, best.candidate).unwrap();
+    // E0401's figure (validate/memory.rs): the largest stage's peak plus the reserve.
+    let worst = crate::plan::memory::worst(&sc.memory).unwrap().peak.0;
+    let reserve = sc.reserve().0 .0;
+    assert_eq!(best.reserve().0, reserve);
+    assert_eq!(best.peak_memory().0, worst);
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let header = output::best_header(&o, best, "sweep.venus", "tp 1");
+    let want = format!(
+        "{:.2} GiB per GPU with reserve ({:.2} GiB peak + {:.2} GiB reserve)",
+        gib(worst + reserve),
+        gib(worst),
+        gib(reserve)
+    );
+    assert!(header[1].contains(&want), "{header:?} lacks {want}");
+    assert!(reserve == 1 << 30 || reserve == 3 << 30, "{reserve}");
 }
 
 #[test]
@@ -1102,8 +1316,9 @@ fn the_text_table_has_a_column_for_each_axis_that_varies() {
 fn an_auto_sweep_shows_the_layout_ep_and_overlap_columns_it_varies() {
     let moe = "model moe < hidden 1024 layers 6 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
 cluster pod : dgx_a100 < nodes 1 >\nplan p < global_batch 16 micro_batch 1 recompute full \
-distributed_optimizer on fsdp no_shard megatron overlap_ep_comm off >\n";
-    // The written sharding and EP overlap keep their rows out: the space stays small enough to
+distributed_optimizer on fsdp no_shard megatron overlap_ep_comm off etp 1\n\
+cp_comm p2p\nmoe_dispatcher alltoall\n>\n";
+    // The written sharding, EP overlap, etp, CP exchange and dispatcher keep their rows out: the space stays small enough to
     // simulate whole in a debug build.
     let (mut session, sw) = prepared(moe, &auto()).unwrap();
     let (o, _) = run(&mut session, &sw, None, &Silent);
@@ -1132,6 +1347,53 @@ distributed_optimizer on fsdp no_shard megatron overlap_ep_comm off >\n";
         ),
         (1, 2, 1)
     );
+}
+
+#[test]
+fn the_folding_cp_and_recompute_choices_show_in_the_table_csv_and_json() {
+    // etp 1 under tp 2, Ulysses CP and two recomputed modules are plan choices with no field
+    // of their own: each is a setting, shown as a column of the table, the CSV and the JSON.
+    let text =
+        "model moe < hidden 1024 layers 4 heads 16 vocab 32000 seq 1024 experts 4 topk 2 >\n\
+cluster pod : dgx_a100 < nodes 1 >\n\
+plan p <\n  tp 2 sp on cp 2 ep 2 etp 1 micro_batch 1 global_batch 16\n  cp_comm a2a\n\
+  moe_dispatcher allgather\n  recompute selective\n  recompute_modules core_attn moe_act\n>\n";
+    let (mut session, sw) = prepared(text, &SweepOptions::default()).unwrap();
+    let (o, _) = run(&mut session, &sw, None, &Silent);
+    assert_eq!(o.results.len(), 1, "{}", output::summary(&o));
+    for r in &o.results {
+        let s = &r.plan.settings;
+        assert_eq!(s.get("etp").map(String::as_str), Some("1"));
+        assert_eq!(
+            s.get("recompute_modules").map(String::as_str),
+            Some("core_attn+moe_act")
+        );
+        assert_eq!(s.get("cp_comm").map(String::as_str), Some("a2a"), "{s:?}");
+    }
+    let table = output::text(&o, 4, false);
+    let header = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("rank"))
+        .unwrap();
+    for title in ["cp_comm", "etp", "moe_dispatcher", "recompute_modules"] {
+        assert!(header.contains(title), "{title}: {header}");
+    }
+    let csv = output::csv(&o, false);
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for line in lines {
+        let row: Vec<&str> = line.split(',').collect();
+        assert_eq!(row[at("cp_comm")], "a2a", "{line}");
+        assert_eq!(row[at("etp")], "1");
+        assert_eq!(row[at("recompute_modules")], "core_attn+moe_act");
+        assert_eq!(row[at("moe_dispatcher")], "allgather");
+    }
+    let json: serde_json::Value = serde_json::from_str(&output::json(&o)).unwrap();
+    let first = &json["results"][0]["plan"]["settings"];
+    assert_eq!(first["etp"], "1");
+    assert_eq!(first["recompute_modules"], "core_attn+moe_act");
+    assert_eq!(first["moe_dispatcher"], "allgather");
 }
 
 #[test]
@@ -1211,8 +1473,10 @@ fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
     // Small spaces, lists and `--auto`, every objective, K of 1, 3 and 10: the best K by the
     // objective (ties by memory, then candidate number) are the exhaustive ranking's first K,
     // figure for figure, and the pruned sweep simulates fewer plans.
+    // The written `cp_comm` keeps its row out (a written choice stays), so the space stays
+    // small enough to simulate whole in a debug build; recompute_modules is swept.
     let auto_space = format!(
-        "{SMALL}plan p < global_batch 64 >\n\
+        "{SMALL}plan p < global_batch 64\n cp_comm p2p\n>\n\
          scenario s < model small cluster pod plan p train < tokens 10B price 2.5 > >\n"
     );
     let spaces = [
@@ -1366,7 +1630,7 @@ proptest::proptest! {
 
 #[test]
 fn pruned_shards_merge_into_the_pruned_whole_sweep() {
-    let text = format!("{SMALL}plan p < global_batch 64 >\n");
+    let text = format!("{SMALL}plan p < global_batch 64\n cp_comm p2p\n>\n");
     let opts = SweepOptions {
         auto: Some(AutoOptions::default()),
         ..pruned_to(Objective::Time, 5)

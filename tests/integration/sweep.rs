@@ -30,6 +30,11 @@ fn scratch(name: &str) -> PathBuf {
 const DEFS: &str = "model tiny < hidden 1024 layers 8 heads 16 vocab 32000 seq 1024 >\n\
 cluster pod : dgx_a100 < nodes 2 >\n";
 
+/// A smaller world for the whole `--auto` sweeps these tests run in a debug build: 4 layers on
+/// 8 GPUs (the communication and recompute rows multiply `DEFS`'s 16-GPU space to 12,220).
+const AUTO_DEFS: &str = "model tiny < hidden 1024 layers 4 heads 16 vocab 32000 seq 1024 >\n\
+cluster pod : dgx_a100 < nodes 1 >\n";
+
 /// The data-parallel sharding written in full (the distributed optimizer and DDP as
 /// Megatron-FSDP's `no_shard`), so that `--auto` leaves out its `dp_sharding` row and a whole
 /// auto sweep of `DEFS` stays quick to simulate in a debug build.
@@ -119,7 +124,7 @@ fn merged_shards_equal_the_unsharded_auto_sweep() {
     let file = write(
         &dir,
         "auto.venus",
-        &format!("{DEFS}plan p < global_batch 32 {WRITTEN_SHARDING} >\n"),
+        &format!("{AUTO_DEFS}plan p < global_batch 32 {WRITTEN_SHARDING} >\n"),
     );
     let (code, whole, stderr) = venusc(&["sweep", &file, "--auto", "--format", "json"]);
     assert_eq!(code, 0, "{stderr}");
@@ -140,11 +145,11 @@ fn merged_shards_equal_the_unsharded_auto_sweep() {
         shards.push(write(&dir, &format!("shard-{i}.json"), &out));
     }
     assert_eq!(covered, json(&whole)["candidates"].as_u64().unwrap());
-    // 127 (tp, sp, overlap, pp, vpp, cp) shapes with the default schedule, 39 of one chunk per
-    // rank with zb_h1, zb_h2 and dualpipe, 34 of two chunks with dualpipev (the counts of
-    // `sweep::tests::auto_axes_cover_the_world_the_layers_and_the_sequence`) × 4 micro-batch
-    // sizes × 3 recompute modes; the plan writes its data-parallel sharding.
-    assert_eq!(covered, (127 + 3 * 39 + 34) * 4 * 3);
+    // Every (tp, sp, overlap, pp, vpp, schedule, cp) shape of 8 GPUs and 4 layers with each
+    // of its CP exchanges, × 4 micro-batch sizes × 5 recompute choices (none, selective with
+    // three module sets, full; `sweep::tests::auto_axes_cover_the_world_the_layers_and_the_
+    // sequence` checks the rows one by one); the plan writes its data-parallel sharding.
+    assert_eq!(covered, 4_340);
     let mut args = vec!["sweep", "--format", "json", "--merge"];
     args.extend(shards.iter().map(String::as_str));
     let (code, merged, stderr) = venusc(&args);
@@ -187,7 +192,7 @@ fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
     let dir = scratch("best");
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
-    write(&src, "defs.venus", DEFS);
+    write(&src, "defs.venus", AUTO_DEFS);
     let file = write(
         &src,
         "sweep.venus",
@@ -224,9 +229,21 @@ fn the_emitted_best_plan_simulates_to_the_sweeps_iteration_time() {
     );
     let text = std::fs::read_to_string(&best).unwrap();
     assert!(
-        text.starts_with("# The fastest of 3,336 candidate plans"),
+        text.starts_with("# The fastest of 4,340 candidate plans"),
         "{text}"
     );
+    // The header states the memory as `venusc check` does: peak plus reserve.
+    let peak = winner["peak_memory_bytes"].as_u64().unwrap();
+    let reserve = winner["reserve_bytes"].as_u64().unwrap();
+    assert!(reserve > 0);
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let with_reserve = format!(
+        "{:.2} GiB per GPU with reserve ({:.2} GiB peak + {:.2} GiB reserve)",
+        gib(peak + reserve),
+        gib(peak),
+        gib(reserve)
+    );
+    assert!(text.contains(&with_reserve), "{text}");
     assert!(
         text.contains(&format!("tp {}", winner["plan"]["tp"])),
         "{text}"

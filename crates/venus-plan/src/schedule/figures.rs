@@ -12,9 +12,10 @@
 //!   valid shape; the warmup counts come from the same functions the builders use.
 //! - O(1) time and no allocation for in-flight counts and the bubble (O(m·V / N) for the chunk
 //!   split of an interleaved peak), so the memory model can call them inside repair searches
-//!   and sweeps; nothing is cached. The DualPipe schedules are the exception: their step loop
-//!   has no closed form, so both figures are measured on the built op list (O(pp·m), bounded
-//!   by the IR's size limit).
+//!   and sweeps. The DualPipe schedules are the exception: their step loop has no closed
+//!   form, so both figures are measured on the built op list (O(pp·m), bounded by the IR's
+//!   size limit), the in-flight counts of every rank once per shape and thread (a sweep asks
+//!   for each stage of thousands of candidates that share a few shapes).
 //! - Defined for every shape, also one [`PipelineShape::check`] rejects (candidate fixes are
 //!   priced before they are validated): sizes of 0 count as 1 (but 0 microbatches give a
 //!   bubble of 1, as the closed form does), arithmetic saturates.
@@ -68,11 +69,7 @@ pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
         }
         // DualPipe's eight steps and ZBV's greedy order have no closed form in the
         // reference: measured on the op list of the nearest shape it accepts.
-        Kind::DualPipe | Kind::DualPipeV | Kind::Zbv => {
-            let ir = dualpipe_ir(shape);
-            let r = rank.min(ir.shape.pp - 1);
-            measure_in_flight(ir.rank(r), 2)
-        }
+        Kind::DualPipe | Kind::DualPipeV | Kind::Zbv => measured_in_flight(shape, rank),
         // The warmup forwards plus the first steady forward, in schedule-table order; with
         // every step warmup, all m·V.
         Kind::Interleaved => {
@@ -87,6 +84,42 @@ pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
             }
         }
     }
+}
+
+/// Shapes whose measured in-flight figures a thread keeps: a sweep asks for the same few
+/// pipeline shapes for every stage of thousands of candidates.
+const MEASURED_CACHE: usize = 4096;
+
+std::thread_local! {
+    /// Every rank's in-flight peak of a measured schedule, by shape: a function of the shape
+    /// alone (the op list is built from it), so a kept figure equals a fresh measurement.
+    static MEASURED: std::cell::RefCell<std::collections::HashMap<PipelineShape, std::rc::Rc<[InFlight]>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The in-flight peak of rank `rank` measured on the op list of the nearest shape the
+/// DualPipe or ZBV builder accepts ([`dualpipe_ir`]), built once per shape and thread.
+fn measured_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
+    let ranks = MEASURED.with(|cache| cache.borrow().get(shape).cloned());
+    let ranks = ranks.unwrap_or_else(|| {
+        let ir = dualpipe_ir(shape);
+        let ranks: std::rc::Rc<[InFlight]> = (0..ir.shape.pp)
+            .map(|r| measure_in_flight(ir.rank(r), 2))
+            .collect();
+        MEASURED.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() >= MEASURED_CACHE {
+                cache.clear();
+            }
+            cache.insert(*shape, ranks.clone());
+        });
+        ranks
+    });
+    let last = ranks.len().saturating_sub(1);
+    ranks
+        .get((rank as usize).min(last))
+        .copied()
+        .unwrap_or_else(|| InFlight::uniform(1))
 }
 
 /// How many of the first `k` entries of the interleaved schedule table belong to `chunk`.
@@ -233,7 +266,30 @@ fn dualpipe_ir(shape: &PipelineShape) -> ScheduleIr {
         .unwrap_or_else(|_| ScheduleIr::from_ranks(s, vec![Vec::new(); pp as usize]))
 }
 
+std::thread_local! {
+    /// The measured bubble of a DualPipe or ZBV shape, by shape (a function of it alone).
+    static BUBBLES: std::cell::RefCell<std::collections::HashMap<PipelineShape, Bubble>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// [`measure_bubble`] once per shape and thread (W0003 prices every candidate of a sweep).
 fn dualpipe_bubble(shape: &PipelineShape) -> Bubble {
+    if let Some(b) = BUBBLES.with(|cache| cache.borrow().get(shape).copied()) {
+        return b;
+    }
+    let b = measure_bubble(shape);
+    BUBBLES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= MEASURED_CACHE {
+            cache.clear();
+        }
+        cache.insert(*shape, b);
+    });
+    b
+}
+
+/// The bubble of a DualPipe or ZBV shape, evaluated on its op list.
+fn measure_bubble(shape: &PipelineShape) -> Bubble {
     let pp = u64::from(shape.pp.max(1));
     if shape.microbatches == 0 {
         return Bubble {
