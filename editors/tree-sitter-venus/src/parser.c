@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 120
+#define SYMBOL_COUNT 144
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 107
+#define TOKEN_COUNT 131
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -70,75 +70,99 @@ enum ts_symbol_identifiers {
   anon_sym_cdna4 = 48,
   anon_sym_flash = 49,
   anon_sym_unfused = 50,
-  anon_sym_on = 51,
-  anon_sym_off = 52,
-  anon_sym_pretrain = 53,
-  anon_sym_sft = 54,
-  anon_sym_lora = 55,
-  anon_sym_linear_qkv = 56,
-  anon_sym_linear_proj = 57,
-  anon_sym_linear_fc1 = 58,
-  anon_sym_linear_fc2 = 59,
-  anon_sym_no_shard = 60,
-  anon_sym_optim = 61,
-  anon_sym_optim_grads = 62,
-  anon_sym_optim_grads_params = 63,
-  anon_sym_megatron = 64,
-  anon_sym_torch = 65,
-  anon_sym_fp32 = 66,
-  anon_sym_fp16 = 67,
-  anon_sym_alltoall = 68,
-  anon_sym_allgather = 69,
-  anon_sym_flex = 70,
-  anon_sym_deepep = 71,
-  anon_sym_hybridep = 72,
-  anon_sym_p2p = 73,
-  anon_sym_a2a = 74,
-  anon_sym_a2a_p2p = 75,
-  anon_sym_W0001 = 76,
-  anon_sym_W0002 = 77,
-  anon_sym_W0003 = 78,
-  anon_sym_W0004 = 79,
-  anon_sym_W0005 = 80,
-  anon_sym_W0006 = 81,
-  anon_sym_W0007 = 82,
-  anon_sym_W0008 = 83,
-  anon_sym_W0009 = 84,
-  anon_sym_W0012 = 85,
-  anon_sym_W0013 = 86,
-  anon_sym_W0014 = 87,
-  anon_sym_W0015 = 88,
-  anon_sym_W0017 = 89,
-  anon_sym_W0018 = 90,
-  anon_sym_W0019 = 91,
-  anon_sym_W0020 = 92,
-  anon_sym_W0022 = 93,
-  anon_sym_core_attn = 94,
-  anon_sym_mlp = 95,
-  anon_sym_moe_act = 96,
-  anon_sym_layernorm = 97,
-  anon_sym_mla_up_proj = 98,
-  anon_sym_moe = 99,
-  anon_sym_shared_experts = 100,
-  anon_sym_uniform = 101,
-  anon_sym_block = 102,
-  sym_unit = 103,
-  sym_number = 104,
-  sym_string = 105,
-  sym_comment = 106,
-  sym_source_file = 107,
-  sym_use_declaration = 108,
-  sym_definition = 109,
-  sym_block = 110,
-  sym_item = 111,
-  sym__value = 112,
-  sym_list = 113,
-  sym_constant = 114,
-  sym_quantity = 115,
-  aux_sym_source_file_repeat1 = 116,
-  aux_sym_block_repeat1 = 117,
-  aux_sym_item_repeat1 = 118,
-  aux_sym_list_repeat1 = 119,
+  anon_sym_flash2 = 51,
+  anon_sym_on = 52,
+  anon_sym_off = 53,
+  anon_sym_pretrain = 54,
+  anon_sym_sft = 55,
+  anon_sym_lora = 56,
+  anon_sym_linear_qkv = 57,
+  anon_sym_linear_proj = 58,
+  anon_sym_linear_fc1 = 59,
+  anon_sym_linear_fc2 = 60,
+  anon_sym_no_shard = 61,
+  anon_sym_optim = 62,
+  anon_sym_optim_grads = 63,
+  anon_sym_optim_grads_params = 64,
+  anon_sym_megatron = 65,
+  anon_sym_torch = 66,
+  anon_sym_fp32 = 67,
+  anon_sym_fp16 = 68,
+  anon_sym_alltoall = 69,
+  anon_sym_allgather = 70,
+  anon_sym_flex = 71,
+  anon_sym_deepep = 72,
+  anon_sym_hybridep = 73,
+  anon_sym_p2p = 74,
+  anon_sym_a2a = 75,
+  anon_sym_a2a_p2p = 76,
+  anon_sym_delayed = 77,
+  anon_sym_tensorwise = 78,
+  anon_sym_blockwise = 79,
+  anon_sym_mxfp8 = 80,
+  anon_sym_e4m3 = 81,
+  anon_sym_hybrid = 82,
+  anon_sym_W0023 = 83,
+  anon_sym_W0001 = 84,
+  anon_sym_W0002 = 85,
+  anon_sym_W0003 = 86,
+  anon_sym_W0004 = 87,
+  anon_sym_W0005 = 88,
+  anon_sym_W0006 = 89,
+  anon_sym_W0007 = 90,
+  anon_sym_W0008 = 91,
+  anon_sym_W0009 = 92,
+  anon_sym_W0012 = 93,
+  anon_sym_W0013 = 94,
+  anon_sym_W0014 = 95,
+  anon_sym_W0015 = 96,
+  anon_sym_W0017 = 97,
+  anon_sym_W0018 = 98,
+  anon_sym_W0019 = 99,
+  anon_sym_W0020 = 100,
+  anon_sym_W0022 = 101,
+  anon_sym_core_attn = 102,
+  anon_sym_mlp = 103,
+  anon_sym_moe_act = 104,
+  anon_sym_layernorm = 105,
+  anon_sym_mla_up_proj = 106,
+  anon_sym_moe = 107,
+  anon_sym_shared_experts = 108,
+  anon_sym_uniform = 109,
+  anon_sym_block = 110,
+  anon_sym_W0024 = 111,
+  anon_sym_local = 112,
+  anon_sym_transformer_engine = 113,
+  anon_sym_full_iteration = 114,
+  anon_sym_attn = 115,
+  anon_sym_moe_router = 116,
+  anon_sym_moe_preprocess = 117,
+  anon_sym_mamba = 118,
+  anon_sym_attn_norm = 119,
+  anon_sym_qkv_linear = 120,
+  anon_sym_attn_proj = 121,
+  anon_sym_mlp_norm = 122,
+  anon_sym_expert_fc1 = 123,
+  anon_sym_fused_group_mlp = 124,
+  anon_sym_aux_loss = 125,
+  anon_sym_seq_aux_loss = 126,
+  sym_unit = 127,
+  sym_number = 128,
+  sym_string = 129,
+  sym_comment = 130,
+  sym_source_file = 131,
+  sym_use_declaration = 132,
+  sym_definition = 133,
+  sym_block = 134,
+  sym_item = 135,
+  sym__value = 136,
+  sym_list = 137,
+  sym_constant = 138,
+  sym_quantity = 139,
+  aux_sym_source_file_repeat1 = 140,
+  aux_sym_block_repeat1 = 141,
+  aux_sym_item_repeat1 = 142,
+  aux_sym_list_repeat1 = 143,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -193,6 +217,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_cdna4] = "cdna4",
   [anon_sym_flash] = "flash",
   [anon_sym_unfused] = "unfused",
+  [anon_sym_flash2] = "flash2",
   [anon_sym_on] = "on",
   [anon_sym_off] = "off",
   [anon_sym_pretrain] = "pretrain",
@@ -218,6 +243,13 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_p2p] = "p2p",
   [anon_sym_a2a] = "a2a",
   [anon_sym_a2a_p2p] = "a2a_p2p",
+  [anon_sym_delayed] = "delayed",
+  [anon_sym_tensorwise] = "tensorwise",
+  [anon_sym_blockwise] = "blockwise",
+  [anon_sym_mxfp8] = "mxfp8",
+  [anon_sym_e4m3] = "e4m3",
+  [anon_sym_hybrid] = "hybrid",
+  [anon_sym_W0023] = "W0023",
   [anon_sym_W0001] = "W0001",
   [anon_sym_W0002] = "W0002",
   [anon_sym_W0003] = "W0003",
@@ -245,6 +277,22 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_shared_experts] = "shared_experts",
   [anon_sym_uniform] = "uniform",
   [anon_sym_block] = "block",
+  [anon_sym_W0024] = "W0024",
+  [anon_sym_local] = "local",
+  [anon_sym_transformer_engine] = "transformer_engine",
+  [anon_sym_full_iteration] = "full_iteration",
+  [anon_sym_attn] = "attn",
+  [anon_sym_moe_router] = "moe_router",
+  [anon_sym_moe_preprocess] = "moe_preprocess",
+  [anon_sym_mamba] = "mamba",
+  [anon_sym_attn_norm] = "attn_norm",
+  [anon_sym_qkv_linear] = "qkv_linear",
+  [anon_sym_attn_proj] = "attn_proj",
+  [anon_sym_mlp_norm] = "mlp_norm",
+  [anon_sym_expert_fc1] = "expert_fc1",
+  [anon_sym_fused_group_mlp] = "fused_group_mlp",
+  [anon_sym_aux_loss] = "aux_loss",
+  [anon_sym_seq_aux_loss] = "seq_aux_loss",
   [sym_unit] = "unit",
   [sym_number] = "number",
   [sym_string] = "string",
@@ -316,6 +364,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_cdna4] = anon_sym_cdna4,
   [anon_sym_flash] = anon_sym_flash,
   [anon_sym_unfused] = anon_sym_unfused,
+  [anon_sym_flash2] = anon_sym_flash2,
   [anon_sym_on] = anon_sym_on,
   [anon_sym_off] = anon_sym_off,
   [anon_sym_pretrain] = anon_sym_pretrain,
@@ -341,6 +390,13 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_p2p] = anon_sym_p2p,
   [anon_sym_a2a] = anon_sym_a2a,
   [anon_sym_a2a_p2p] = anon_sym_a2a_p2p,
+  [anon_sym_delayed] = anon_sym_delayed,
+  [anon_sym_tensorwise] = anon_sym_tensorwise,
+  [anon_sym_blockwise] = anon_sym_blockwise,
+  [anon_sym_mxfp8] = anon_sym_mxfp8,
+  [anon_sym_e4m3] = anon_sym_e4m3,
+  [anon_sym_hybrid] = anon_sym_hybrid,
+  [anon_sym_W0023] = anon_sym_W0023,
   [anon_sym_W0001] = anon_sym_W0001,
   [anon_sym_W0002] = anon_sym_W0002,
   [anon_sym_W0003] = anon_sym_W0003,
@@ -368,6 +424,22 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_shared_experts] = anon_sym_shared_experts,
   [anon_sym_uniform] = anon_sym_uniform,
   [anon_sym_block] = anon_sym_block,
+  [anon_sym_W0024] = anon_sym_W0024,
+  [anon_sym_local] = anon_sym_local,
+  [anon_sym_transformer_engine] = anon_sym_transformer_engine,
+  [anon_sym_full_iteration] = anon_sym_full_iteration,
+  [anon_sym_attn] = anon_sym_attn,
+  [anon_sym_moe_router] = anon_sym_moe_router,
+  [anon_sym_moe_preprocess] = anon_sym_moe_preprocess,
+  [anon_sym_mamba] = anon_sym_mamba,
+  [anon_sym_attn_norm] = anon_sym_attn_norm,
+  [anon_sym_qkv_linear] = anon_sym_qkv_linear,
+  [anon_sym_attn_proj] = anon_sym_attn_proj,
+  [anon_sym_mlp_norm] = anon_sym_mlp_norm,
+  [anon_sym_expert_fc1] = anon_sym_expert_fc1,
+  [anon_sym_fused_group_mlp] = anon_sym_fused_group_mlp,
+  [anon_sym_aux_loss] = anon_sym_aux_loss,
+  [anon_sym_seq_aux_loss] = anon_sym_seq_aux_loss,
   [sym_unit] = sym_unit,
   [sym_number] = sym_number,
   [sym_string] = sym_string,
@@ -592,6 +664,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_flash2] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_on] = {
     .visible = true,
     .named = false,
@@ -689,6 +765,34 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_a2a_p2p] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_delayed] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_tensorwise] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_blockwise] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_mxfp8] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_e4m3] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_hybrid] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0023] = {
     .visible = true,
     .named = false,
   },
@@ -797,6 +901,70 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_block] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0024] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_local] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_transformer_engine] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_full_iteration] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_attn] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_moe_router] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_moe_preprocess] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_mamba] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_attn_norm] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_qkv_linear] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_attn_proj] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_mlp_norm] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_expert_fc1] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_fused_group_mlp] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_aux_loss] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_seq_aux_loss] = {
     .visible = true,
     .named = false,
   },
@@ -1190,1223 +1358,1679 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         'b', 3,
         'c', 4,
         'd', 5,
-        'f', 6,
-        'g', 7,
-        'h', 8,
-        'i', 9,
-        'l', 10,
-        'm', 11,
-        'n', 12,
-        'o', 13,
-        'p', 14,
-        'r', 15,
-        's', 16,
-        't', 17,
-        'u', 18,
-        'z', 19,
+        'e', 6,
+        'f', 7,
+        'g', 8,
+        'h', 9,
+        'i', 10,
+        'l', 11,
+        'm', 12,
+        'n', 13,
+        'o', 14,
+        'p', 15,
+        'q', 16,
+        'r', 17,
+        's', 18,
+        't', 19,
+        'u', 20,
+        'z', 21,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == '0') ADVANCE(20);
+      if (lookahead == '0') ADVANCE(22);
       END_STATE();
     case 2:
-      if (lookahead == '2') ADVANCE(21);
-      if (lookahead == 'd') ADVANCE(22);
-      if (lookahead == 'l') ADVANCE(23);
-      if (lookahead == 'm') ADVANCE(24);
+      if (lookahead == '2') ADVANCE(23);
+      if (lookahead == 'd') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'm') ADVANCE(26);
+      if (lookahead == 't') ADVANCE(27);
+      if (lookahead == 'u') ADVANCE(28);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(25);
-      if (lookahead == 'l') ADVANCE(26);
+      if (lookahead == 'f') ADVANCE(29);
+      if (lookahead == 'l') ADVANCE(30);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(27);
-      if (lookahead == 'l') ADVANCE(28);
-      if (lookahead == 'o') ADVANCE(29);
+      if (lookahead == 'd') ADVANCE(31);
+      if (lookahead == 'l') ADVANCE(32);
+      if (lookahead == 'o') ADVANCE(33);
       END_STATE();
     case 5:
-      if (lookahead == 'e') ADVANCE(30);
-      if (lookahead == 'i') ADVANCE(31);
-      if (lookahead == 'u') ADVANCE(32);
+      if (lookahead == 'e') ADVANCE(34);
+      if (lookahead == 'i') ADVANCE(35);
+      if (lookahead == 'u') ADVANCE(36);
       END_STATE();
     case 6:
-      if (lookahead == 'a') ADVANCE(33);
-      if (lookahead == 'c') ADVANCE(34);
-      if (lookahead == 'l') ADVANCE(35);
-      if (lookahead == 'p') ADVANCE(36);
-      if (lookahead == 'u') ADVANCE(37);
+      if (lookahead == '4') ADVANCE(37);
+      if (lookahead == 'x') ADVANCE(38);
       END_STATE();
     case 7:
-      if (lookahead == 'p') ADVANCE(38);
+      if (lookahead == 'a') ADVANCE(39);
+      if (lookahead == 'c') ADVANCE(40);
+      if (lookahead == 'l') ADVANCE(41);
+      if (lookahead == 'p') ADVANCE(42);
+      if (lookahead == 'u') ADVANCE(43);
       END_STATE();
     case 8:
-      if (lookahead == 'a') ADVANCE(39);
-      if (lookahead == 'o') ADVANCE(40);
-      if (lookahead == 'y') ADVANCE(41);
+      if (lookahead == 'p') ADVANCE(44);
       END_STATE();
     case 9:
-      if (lookahead == 'n') ADVANCE(42);
+      if (lookahead == 'a') ADVANCE(45);
+      if (lookahead == 'o') ADVANCE(46);
+      if (lookahead == 'y') ADVANCE(47);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(43);
-      if (lookahead == 'i') ADVANCE(44);
-      if (lookahead == 'o') ADVANCE(45);
+      if (lookahead == 'n') ADVANCE(48);
       END_STATE();
     case 11:
-      if (lookahead == 'e') ADVANCE(46);
-      if (lookahead == 'l') ADVANCE(47);
-      if (lookahead == 'o') ADVANCE(48);
+      if (lookahead == 'a') ADVANCE(49);
+      if (lookahead == 'i') ADVANCE(50);
+      if (lookahead == 'o') ADVANCE(51);
       END_STATE();
     case 12:
-      if (lookahead == 'o') ADVANCE(49);
-      if (lookahead == 'v') ADVANCE(50);
+      if (lookahead == 'a') ADVANCE(52);
+      if (lookahead == 'e') ADVANCE(53);
+      if (lookahead == 'l') ADVANCE(54);
+      if (lookahead == 'o') ADVANCE(55);
+      if (lookahead == 'x') ADVANCE(56);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(51);
-      if (lookahead == 'n') ADVANCE(52);
-      if (lookahead == 'p') ADVANCE(53);
+      if (lookahead == 'o') ADVANCE(57);
+      if (lookahead == 'v') ADVANCE(58);
       END_STATE();
     case 14:
-      if (lookahead == '2') ADVANCE(54);
-      if (lookahead == 'l') ADVANCE(55);
-      if (lookahead == 'r') ADVANCE(56);
+      if (lookahead == 'f') ADVANCE(59);
+      if (lookahead == 'n') ADVANCE(60);
+      if (lookahead == 'p') ADVANCE(61);
       END_STATE();
     case 15:
-      if (lookahead == 'a') ADVANCE(57);
-      if (lookahead == 'i') ADVANCE(58);
+      if (lookahead == '2') ADVANCE(62);
+      if (lookahead == 'l') ADVANCE(63);
+      if (lookahead == 'r') ADVANCE(64);
       END_STATE();
     case 16:
-      if (lookahead == 'c') ADVANCE(59);
-      if (lookahead == 'e') ADVANCE(60);
-      if (lookahead == 'f') ADVANCE(61);
-      if (lookahead == 'h') ADVANCE(62);
-      if (lookahead == 'w') ADVANCE(63);
+      if (lookahead == 'k') ADVANCE(65);
       END_STATE();
     case 17:
-      if (lookahead == 'o') ADVANCE(64);
-      if (lookahead == 'r') ADVANCE(65);
+      if (lookahead == 'a') ADVANCE(66);
+      if (lookahead == 'i') ADVANCE(67);
       END_STATE();
     case 18:
-      if (lookahead == 'n') ADVANCE(66);
-      if (lookahead == 's') ADVANCE(67);
+      if (lookahead == 'c') ADVANCE(68);
+      if (lookahead == 'e') ADVANCE(69);
+      if (lookahead == 'f') ADVANCE(70);
+      if (lookahead == 'h') ADVANCE(71);
+      if (lookahead == 'w') ADVANCE(72);
       END_STATE();
     case 19:
-      if (lookahead == 'b') ADVANCE(68);
+      if (lookahead == 'e') ADVANCE(73);
+      if (lookahead == 'o') ADVANCE(74);
+      if (lookahead == 'r') ADVANCE(75);
       END_STATE();
     case 20:
-      if (lookahead == '0') ADVANCE(69);
+      if (lookahead == 'n') ADVANCE(76);
+      if (lookahead == 's') ADVANCE(77);
       END_STATE();
     case 21:
-      if (lookahead == 'a') ADVANCE(70);
+      if (lookahead == 'b') ADVANCE(78);
       END_STATE();
     case 22:
-      if (lookahead == 'a') ADVANCE(71);
+      if (lookahead == '0') ADVANCE(79);
       END_STATE();
     case 23:
-      if (lookahead == 'g') ADVANCE(72);
-      if (lookahead == 'l') ADVANCE(73);
+      if (lookahead == 'a') ADVANCE(80);
       END_STATE();
     case 24:
-      if (lookahead == 'p') ADVANCE(74);
+      if (lookahead == 'a') ADVANCE(81);
       END_STATE();
     case 25:
-      if (lookahead == '1') ADVANCE(75);
+      if (lookahead == 'g') ADVANCE(82);
+      if (lookahead == 'l') ADVANCE(83);
       END_STATE();
     case 26:
-      if (lookahead == 'a') ADVANCE(76);
-      if (lookahead == 'o') ADVANCE(77);
+      if (lookahead == 'p') ADVANCE(84);
       END_STATE();
     case 27:
-      if (lookahead == 'n') ADVANCE(78);
-      END_STATE();
-    case 28:
-      if (lookahead == 'u') ADVANCE(79);
-      END_STATE();
-    case 29:
-      if (lookahead == 'r') ADVANCE(80);
-      END_STATE();
-    case 30:
-      if (lookahead == 'e') ADVANCE(81);
-      END_STATE();
-    case 31:
-      if (lookahead == 'm') ADVANCE(82);
-      if (lookahead == 'r') ADVANCE(83);
-      END_STATE();
-    case 32:
-      if (lookahead == 'a') ADVANCE(84);
-      END_STATE();
-    case 33:
       if (lookahead == 't') ADVANCE(85);
       END_STATE();
+    case 28:
+      if (lookahead == 'x') ADVANCE(86);
+      END_STATE();
+    case 29:
+      if (lookahead == '1') ADVANCE(87);
+      END_STATE();
+    case 30:
+      if (lookahead == 'a') ADVANCE(88);
+      if (lookahead == 'o') ADVANCE(89);
+      END_STATE();
+    case 31:
+      if (lookahead == 'n') ADVANCE(90);
+      END_STATE();
+    case 32:
+      if (lookahead == 'u') ADVANCE(91);
+      END_STATE();
+    case 33:
+      if (lookahead == 'r') ADVANCE(92);
+      END_STATE();
     case 34:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 'e') ADVANCE(93);
+      if (lookahead == 'l') ADVANCE(94);
       END_STATE();
     case 35:
-      if (lookahead == 'a') ADVANCE(86);
-      if (lookahead == 'e') ADVANCE(87);
+      if (lookahead == 'm') ADVANCE(95);
+      if (lookahead == 'r') ADVANCE(96);
       END_STATE();
     case 36:
-      if (lookahead == '1') ADVANCE(88);
-      if (lookahead == '3') ADVANCE(89);
-      if (lookahead == '4') ADVANCE(90);
-      if (lookahead == '8') ADVANCE(91);
+      if (lookahead == 'a') ADVANCE(97);
       END_STATE();
     case 37:
-      if (lookahead == 'l') ADVANCE(92);
+      if (lookahead == 'm') ADVANCE(98);
       END_STATE();
     case 38:
-      if (lookahead == 'i') ADVANCE(93);
-      if (lookahead == 'u') ADVANCE(94);
+      if (lookahead == 'p') ADVANCE(99);
       END_STATE();
     case 39:
-      if (lookahead == 'l') ADVANCE(95);
+      if (lookahead == 't') ADVANCE(100);
       END_STATE();
     case 40:
-      if (lookahead == 'p') ADVANCE(96);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 41:
-      if (lookahead == 'b') ADVANCE(97);
+      if (lookahead == 'a') ADVANCE(101);
+      if (lookahead == 'e') ADVANCE(102);
       END_STATE();
     case 42:
-      if (lookahead == 'f') ADVANCE(98);
-      if (lookahead == 't') ADVANCE(99);
+      if (lookahead == '1') ADVANCE(103);
+      if (lookahead == '3') ADVANCE(104);
+      if (lookahead == '4') ADVANCE(105);
+      if (lookahead == '8') ADVANCE(106);
       END_STATE();
     case 43:
-      if (lookahead == 'y') ADVANCE(100);
+      if (lookahead == 'l') ADVANCE(107);
+      if (lookahead == 's') ADVANCE(108);
       END_STATE();
     case 44:
-      if (lookahead == 'n') ADVANCE(101);
+      if (lookahead == 'i') ADVANCE(109);
+      if (lookahead == 'u') ADVANCE(110);
       END_STATE();
     case 45:
-      if (lookahead == 'r') ADVANCE(102);
+      if (lookahead == 'l') ADVANCE(111);
       END_STATE();
     case 46:
-      if (lookahead == 'g') ADVANCE(103);
+      if (lookahead == 'p') ADVANCE(112);
       END_STATE();
     case 47:
-      if (lookahead == 'a') ADVANCE(104);
-      if (lookahead == 'p') ADVANCE(105);
+      if (lookahead == 'b') ADVANCE(113);
       END_STATE();
     case 48:
-      if (lookahead == 'd') ADVANCE(106);
-      if (lookahead == 'e') ADVANCE(107);
+      if (lookahead == 'f') ADVANCE(114);
+      if (lookahead == 't') ADVANCE(115);
       END_STATE();
     case 49:
-      if (lookahead == '_') ADVANCE(108);
-      if (lookahead == 'n') ADVANCE(109);
+      if (lookahead == 'y') ADVANCE(116);
       END_STATE();
     case 50:
-      if (lookahead == 's') ADVANCE(110);
-      END_STATE();
-    case 51:
-      if (lookahead == 'f') ADVANCE(111);
-      END_STATE();
-    case 52:
-      ACCEPT_TOKEN(anon_sym_on);
-      END_STATE();
-    case 53:
-      if (lookahead == 't') ADVANCE(112);
-      END_STATE();
-    case 54:
-      if (lookahead == 'p') ADVANCE(113);
-      END_STATE();
-    case 55:
-      if (lookahead == 'a') ADVANCE(114);
-      END_STATE();
-    case 56:
-      if (lookahead == 'e') ADVANCE(115);
-      END_STATE();
-    case 57:
-      if (lookahead == 'i') ADVANCE(116);
-      END_STATE();
-    case 58:
       if (lookahead == 'n') ADVANCE(117);
       END_STATE();
+    case 51:
+      if (lookahead == 'c') ADVANCE(118);
+      if (lookahead == 'r') ADVANCE(119);
+      END_STATE();
+    case 52:
+      if (lookahead == 'm') ADVANCE(120);
+      END_STATE();
+    case 53:
+      if (lookahead == 'g') ADVANCE(121);
+      END_STATE();
+    case 54:
+      if (lookahead == 'a') ADVANCE(122);
+      if (lookahead == 'p') ADVANCE(123);
+      END_STATE();
+    case 55:
+      if (lookahead == 'd') ADVANCE(124);
+      if (lookahead == 'e') ADVANCE(125);
+      END_STATE();
+    case 56:
+      if (lookahead == 'f') ADVANCE(126);
+      END_STATE();
+    case 57:
+      if (lookahead == '_') ADVANCE(127);
+      if (lookahead == 'n') ADVANCE(128);
+      END_STATE();
+    case 58:
+      if (lookahead == 's') ADVANCE(129);
+      END_STATE();
     case 59:
-      if (lookahead == 'e') ADVANCE(118);
+      if (lookahead == 'f') ADVANCE(130);
       END_STATE();
     case 60:
-      if (lookahead == 'l') ADVANCE(119);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 61:
-      if (lookahead == 't') ADVANCE(120);
+      if (lookahead == 't') ADVANCE(131);
       END_STATE();
     case 62:
-      if (lookahead == 'a') ADVANCE(121);
+      if (lookahead == 'p') ADVANCE(132);
       END_STATE();
     case 63:
-      if (lookahead == 'i') ADVANCE(122);
+      if (lookahead == 'a') ADVANCE(133);
       END_STATE();
     case 64:
-      if (lookahead == 'r') ADVANCE(123);
+      if (lookahead == 'e') ADVANCE(134);
       END_STATE();
     case 65:
-      if (lookahead == 'e') ADVANCE(124);
+      if (lookahead == 'v') ADVANCE(135);
       END_STATE();
     case 66:
-      if (lookahead == 'f') ADVANCE(125);
-      if (lookahead == 'i') ADVANCE(126);
+      if (lookahead == 'i') ADVANCE(136);
       END_STATE();
     case 67:
-      if (lookahead == 'e') ADVANCE(127);
+      if (lookahead == 'n') ADVANCE(137);
       END_STATE();
     case 68:
-      if (lookahead == '_') ADVANCE(128);
-      if (lookahead == 'v') ADVANCE(129);
+      if (lookahead == 'e') ADVANCE(138);
       END_STATE();
     case 69:
-      if (lookahead == '0') ADVANCE(130);
-      if (lookahead == '1') ADVANCE(131);
-      if (lookahead == '2') ADVANCE(132);
+      if (lookahead == 'l') ADVANCE(139);
+      if (lookahead == 'q') ADVANCE(140);
       END_STATE();
     case 70:
-      ACCEPT_TOKEN(anon_sym_a2a);
-      if (lookahead == '_') ADVANCE(133);
+      if (lookahead == 't') ADVANCE(141);
       END_STATE();
     case 71:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == 'a') ADVANCE(142);
       END_STATE();
     case 72:
-      if (lookahead == 'o') ADVANCE(134);
+      if (lookahead == 'i') ADVANCE(143);
       END_STATE();
     case 73:
-      if (lookahead == 'g') ADVANCE(135);
-      if (lookahead == 't') ADVANCE(136);
+      if (lookahead == 'n') ADVANCE(144);
       END_STATE();
     case 74:
-      if (lookahead == 'e') ADVANCE(137);
+      if (lookahead == 'r') ADVANCE(145);
       END_STATE();
     case 75:
-      if (lookahead == '6') ADVANCE(138);
+      if (lookahead == 'a') ADVANCE(146);
+      if (lookahead == 'e') ADVANCE(147);
       END_STATE();
     case 76:
-      if (lookahead == 'c') ADVANCE(139);
+      if (lookahead == 'f') ADVANCE(148);
+      if (lookahead == 'i') ADVANCE(149);
       END_STATE();
     case 77:
-      if (lookahead == 'c') ADVANCE(140);
+      if (lookahead == 'e') ADVANCE(150);
       END_STATE();
     case 78:
-      if (lookahead == 'a') ADVANCE(141);
+      if (lookahead == '_') ADVANCE(151);
+      if (lookahead == 'v') ADVANCE(152);
       END_STATE();
     case 79:
-      if (lookahead == 's') ADVANCE(142);
+      if (lookahead == '0') ADVANCE(153);
+      if (lookahead == '1') ADVANCE(154);
+      if (lookahead == '2') ADVANCE(155);
       END_STATE();
     case 80:
-      if (lookahead == 'e') ADVANCE(143);
+      ACCEPT_TOKEN(anon_sym_a2a);
+      if (lookahead == '_') ADVANCE(156);
       END_STATE();
     case 81:
-      if (lookahead == 'p') ADVANCE(144);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 82:
-      ACCEPT_TOKEN(anon_sym_dim);
+      if (lookahead == 'o') ADVANCE(157);
       END_STATE();
     case 83:
-      if (lookahead == 'e') ADVANCE(145);
+      if (lookahead == 'g') ADVANCE(158);
+      if (lookahead == 't') ADVANCE(159);
       END_STATE();
     case 84:
-      if (lookahead == 'l') ADVANCE(146);
+      if (lookahead == 'e') ADVANCE(160);
       END_STATE();
     case 85:
-      if (lookahead == '_') ADVANCE(147);
+      if (lookahead == 'n') ADVANCE(161);
       END_STATE();
     case 86:
-      if (lookahead == 's') ADVANCE(148);
+      if (lookahead == '_') ADVANCE(162);
       END_STATE();
     case 87:
-      if (lookahead == 'x') ADVANCE(149);
+      if (lookahead == '6') ADVANCE(163);
       END_STATE();
     case 88:
-      if (lookahead == '6') ADVANCE(150);
+      if (lookahead == 'c') ADVANCE(164);
       END_STATE();
     case 89:
-      if (lookahead == '2') ADVANCE(151);
+      if (lookahead == 'c') ADVANCE(165);
       END_STATE();
     case 90:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      if (lookahead == 'a') ADVANCE(166);
       END_STATE();
     case 91:
-      ACCEPT_TOKEN(anon_sym_fp8);
-      END_STATE();
-    case 92:
-      if (lookahead == 'l') ADVANCE(152);
-      END_STATE();
-    case 93:
-      if (lookahead == 'p') ADVANCE(153);
-      END_STATE();
-    case 94:
-      ACCEPT_TOKEN(anon_sym_gpu);
-      END_STATE();
-    case 95:
-      if (lookahead == 'v') ADVANCE(154);
-      END_STATE();
-    case 96:
-      if (lookahead == 'p') ADVANCE(155);
-      END_STATE();
-    case 97:
-      if (lookahead == 'r') ADVANCE(156);
-      END_STATE();
-    case 98:
-      if (lookahead == 'i') ADVANCE(157);
-      END_STATE();
-    case 99:
-      if (lookahead == 'e') ADVANCE(158);
-      END_STATE();
-    case 100:
-      if (lookahead == 'e') ADVANCE(159);
-      END_STATE();
-    case 101:
-      if (lookahead == 'e') ADVANCE(160);
-      if (lookahead == 'k') ADVANCE(161);
-      END_STATE();
-    case 102:
-      if (lookahead == 'a') ADVANCE(162);
-      END_STATE();
-    case 103:
-      if (lookahead == 'a') ADVANCE(163);
-      END_STATE();
-    case 104:
-      if (lookahead == '_') ADVANCE(164);
-      END_STATE();
-    case 105:
-      ACCEPT_TOKEN(anon_sym_mlp);
-      END_STATE();
-    case 106:
-      if (lookahead == 'e') ADVANCE(165);
-      END_STATE();
-    case 107:
-      ACCEPT_TOKEN(anon_sym_moe);
-      if (lookahead == '_') ADVANCE(166);
-      END_STATE();
-    case 108:
       if (lookahead == 's') ADVANCE(167);
       END_STATE();
-    case 109:
+    case 92:
       if (lookahead == 'e') ADVANCE(168);
       END_STATE();
+    case 93:
+      if (lookahead == 'p') ADVANCE(169);
+      END_STATE();
+    case 94:
+      if (lookahead == 'a') ADVANCE(170);
+      END_STATE();
+    case 95:
+      ACCEPT_TOKEN(anon_sym_dim);
+      END_STATE();
+    case 96:
+      if (lookahead == 'e') ADVANCE(171);
+      END_STATE();
+    case 97:
+      if (lookahead == 'l') ADVANCE(172);
+      END_STATE();
+    case 98:
+      if (lookahead == '3') ADVANCE(173);
+      END_STATE();
+    case 99:
+      if (lookahead == 'e') ADVANCE(174);
+      END_STATE();
+    case 100:
+      if (lookahead == '_') ADVANCE(175);
+      END_STATE();
+    case 101:
+      if (lookahead == 's') ADVANCE(176);
+      END_STATE();
+    case 102:
+      if (lookahead == 'x') ADVANCE(177);
+      END_STATE();
+    case 103:
+      if (lookahead == '6') ADVANCE(178);
+      END_STATE();
+    case 104:
+      if (lookahead == '2') ADVANCE(179);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_fp4);
+      END_STATE();
+    case 106:
+      ACCEPT_TOKEN(anon_sym_fp8);
+      END_STATE();
+    case 107:
+      if (lookahead == 'l') ADVANCE(180);
+      END_STATE();
+    case 108:
+      if (lookahead == 'e') ADVANCE(181);
+      END_STATE();
+    case 109:
+      if (lookahead == 'p') ADVANCE(182);
+      END_STATE();
     case 110:
-      if (lookahead == 'w') ADVANCE(169);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 111:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'v') ADVANCE(183);
       END_STATE();
     case 112:
-      if (lookahead == 'i') ADVANCE(170);
+      if (lookahead == 'p') ADVANCE(184);
       END_STATE();
     case 113:
-      ACCEPT_TOKEN(anon_sym_p2p);
+      if (lookahead == 'r') ADVANCE(185);
       END_STATE();
     case 114:
-      if (lookahead == 'n') ADVANCE(171);
+      if (lookahead == 'i') ADVANCE(186);
       END_STATE();
     case 115:
-      if (lookahead == 't') ADVANCE(172);
+      if (lookahead == 'e') ADVANCE(187);
       END_STATE();
     case 116:
-      if (lookahead == 'l') ADVANCE(173);
+      if (lookahead == 'e') ADVANCE(188);
       END_STATE();
     case 117:
-      if (lookahead == 'g') ADVANCE(174);
+      if (lookahead == 'e') ADVANCE(189);
+      if (lookahead == 'k') ADVANCE(190);
       END_STATE();
     case 118:
-      if (lookahead == 'n') ADVANCE(175);
+      if (lookahead == 'a') ADVANCE(191);
       END_STATE();
     case 119:
-      if (lookahead == 'e') ADVANCE(176);
+      if (lookahead == 'a') ADVANCE(192);
       END_STATE();
     case 120:
-      ACCEPT_TOKEN(anon_sym_sft);
+      if (lookahead == 'b') ADVANCE(193);
       END_STATE();
     case 121:
-      if (lookahead == 'r') ADVANCE(177);
+      if (lookahead == 'a') ADVANCE(194);
       END_STATE();
     case 122:
-      if (lookahead == 't') ADVANCE(178);
+      if (lookahead == '_') ADVANCE(195);
       END_STATE();
     case 123:
-      if (lookahead == 'c') ADVANCE(179);
+      ACCEPT_TOKEN(anon_sym_mlp);
+      if (lookahead == '_') ADVANCE(196);
       END_STATE();
     case 124:
-      if (lookahead == 'e') ADVANCE(180);
+      if (lookahead == 'e') ADVANCE(197);
       END_STATE();
     case 125:
-      if (lookahead == 'u') ADVANCE(181);
+      ACCEPT_TOKEN(anon_sym_moe);
+      if (lookahead == '_') ADVANCE(198);
       END_STATE();
     case 126:
-      if (lookahead == 'f') ADVANCE(182);
+      if (lookahead == 'p') ADVANCE(199);
       END_STATE();
     case 127:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 's') ADVANCE(200);
       END_STATE();
     case 128:
-      if (lookahead == 'h') ADVANCE(183);
+      if (lookahead == 'e') ADVANCE(201);
       END_STATE();
     case 129:
-      ACCEPT_TOKEN(anon_sym_zbv);
+      if (lookahead == 'w') ADVANCE(202);
       END_STATE();
     case 130:
-      ADVANCE_MAP(
-        '1', 184,
-        '2', 185,
-        '3', 186,
-        '4', 187,
-        '5', 188,
-        '6', 189,
-        '7', 190,
-        '8', 191,
-        '9', 192,
-      );
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 131:
-      if (lookahead == '2') ADVANCE(193);
-      if (lookahead == '3') ADVANCE(194);
-      if (lookahead == '4') ADVANCE(195);
-      if (lookahead == '5') ADVANCE(196);
-      if (lookahead == '7') ADVANCE(197);
-      if (lookahead == '8') ADVANCE(198);
-      if (lookahead == '9') ADVANCE(199);
+      if (lookahead == 'i') ADVANCE(203);
       END_STATE();
     case 132:
-      if (lookahead == '0') ADVANCE(200);
-      if (lookahead == '2') ADVANCE(201);
+      ACCEPT_TOKEN(anon_sym_p2p);
       END_STATE();
     case 133:
-      if (lookahead == 'p') ADVANCE(202);
+      if (lookahead == 'n') ADVANCE(204);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == 't') ADVANCE(205);
       END_STATE();
     case 135:
-      if (lookahead == 'a') ADVANCE(203);
+      if (lookahead == '_') ADVANCE(206);
       END_STATE();
     case 136:
-      if (lookahead == 'o') ADVANCE(204);
+      if (lookahead == 'l') ADVANCE(207);
       END_STATE();
     case 137:
-      if (lookahead == 'r') ADVANCE(205);
+      if (lookahead == 'g') ADVANCE(208);
       END_STATE();
     case 138:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'n') ADVANCE(209);
       END_STATE();
     case 139:
-      if (lookahead == 'k') ADVANCE(206);
+      if (lookahead == 'e') ADVANCE(210);
       END_STATE();
     case 140:
-      if (lookahead == 'k') ADVANCE(207);
-      END_STATE();
-    case 141:
-      if (lookahead == '3') ADVANCE(208);
-      if (lookahead == '4') ADVANCE(209);
-      END_STATE();
-    case 142:
-      if (lookahead == 't') ADVANCE(210);
-      END_STATE();
-    case 143:
       if (lookahead == '_') ADVANCE(211);
       END_STATE();
+    case 141:
+      ACCEPT_TOKEN(anon_sym_sft);
+      END_STATE();
+    case 142:
+      if (lookahead == 'r') ADVANCE(212);
+      END_STATE();
+    case 143:
+      if (lookahead == 't') ADVANCE(213);
+      END_STATE();
     case 144:
-      if (lookahead == 'e') ADVANCE(212);
+      if (lookahead == 's') ADVANCE(214);
       END_STATE();
     case 145:
-      if (lookahead == 'c') ADVANCE(213);
+      if (lookahead == 'c') ADVANCE(215);
       END_STATE();
     case 146:
-      if (lookahead == 'p') ADVANCE(214);
+      if (lookahead == 'n') ADVANCE(216);
       END_STATE();
     case 147:
-      if (lookahead == 't') ADVANCE(215);
-      END_STATE();
-    case 148:
-      if (lookahead == 'h') ADVANCE(216);
-      END_STATE();
-    case 149:
-      ACCEPT_TOKEN(anon_sym_flex);
-      END_STATE();
-    case 150:
-      ACCEPT_TOKEN(anon_sym_fp16);
-      END_STATE();
-    case 151:
-      ACCEPT_TOKEN(anon_sym_fp32);
-      END_STATE();
-    case 152:
-      ACCEPT_TOKEN(anon_sym_full);
-      END_STATE();
-    case 153:
       if (lookahead == 'e') ADVANCE(217);
       END_STATE();
+    case 148:
+      if (lookahead == 'u') ADVANCE(218);
+      END_STATE();
+    case 149:
+      if (lookahead == 'f') ADVANCE(219);
+      END_STATE();
+    case 150:
+      ACCEPT_TOKEN(anon_sym_use);
+      END_STATE();
+    case 151:
+      if (lookahead == 'h') ADVANCE(220);
+      END_STATE();
+    case 152:
+      ACCEPT_TOKEN(anon_sym_zbv);
+      END_STATE();
+    case 153:
+      ADVANCE_MAP(
+        '1', 221,
+        '2', 222,
+        '3', 223,
+        '4', 224,
+        '5', 225,
+        '6', 226,
+        '7', 227,
+        '8', 228,
+        '9', 229,
+      );
+      END_STATE();
     case 154:
-      if (lookahead == 'i') ADVANCE(218);
+      if (lookahead == '2') ADVANCE(230);
+      if (lookahead == '3') ADVANCE(231);
+      if (lookahead == '4') ADVANCE(232);
+      if (lookahead == '5') ADVANCE(233);
+      if (lookahead == '7') ADVANCE(234);
+      if (lookahead == '8') ADVANCE(235);
+      if (lookahead == '9') ADVANCE(236);
       END_STATE();
     case 155:
-      if (lookahead == 'e') ADVANCE(219);
+      if (lookahead == '0') ADVANCE(237);
+      if (lookahead == '2') ADVANCE(238);
+      if (lookahead == '3') ADVANCE(239);
+      if (lookahead == '4') ADVANCE(240);
       END_STATE();
     case 156:
-      if (lookahead == 'i') ADVANCE(220);
+      if (lookahead == 'p') ADVANCE(241);
       END_STATE();
     case 157:
-      if (lookahead == 'n') ADVANCE(221);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 158:
-      if (lookahead == 'r') ADVANCE(222);
+      if (lookahead == 'a') ADVANCE(242);
       END_STATE();
     case 159:
-      if (lookahead == 'r') ADVANCE(223);
+      if (lookahead == 'o') ADVANCE(243);
       END_STATE();
     case 160:
-      if (lookahead == 'a') ADVANCE(224);
+      if (lookahead == 'r') ADVANCE(244);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(anon_sym_link);
+      ACCEPT_TOKEN(anon_sym_attn);
+      if (lookahead == '_') ADVANCE(245);
       END_STATE();
     case 162:
-      ACCEPT_TOKEN(anon_sym_lora);
+      if (lookahead == 'l') ADVANCE(246);
       END_STATE();
     case 163:
-      if (lookahead == 't') ADVANCE(225);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 164:
-      if (lookahead == 'u') ADVANCE(226);
+      if (lookahead == 'k') ADVANCE(247);
       END_STATE();
     case 165:
-      if (lookahead == 'l') ADVANCE(227);
+      if (lookahead == 'k') ADVANCE(248);
       END_STATE();
     case 166:
-      if (lookahead == 'a') ADVANCE(228);
+      if (lookahead == '3') ADVANCE(249);
+      if (lookahead == '4') ADVANCE(250);
       END_STATE();
     case 167:
-      if (lookahead == 'h') ADVANCE(229);
-      END_STATE();
-    case 168:
-      ACCEPT_TOKEN(anon_sym_none);
-      END_STATE();
-    case 169:
-      if (lookahead == 'i') ADVANCE(230);
-      END_STATE();
-    case 170:
-      if (lookahead == 'm') ADVANCE(231);
-      END_STATE();
-    case 171:
-      ACCEPT_TOKEN(anon_sym_plan);
-      END_STATE();
-    case 172:
-      if (lookahead == 'r') ADVANCE(232);
-      END_STATE();
-    case 173:
-      ACCEPT_TOKEN(anon_sym_rail);
-      END_STATE();
-    case 174:
-      ACCEPT_TOKEN(anon_sym_ring);
-      END_STATE();
-    case 175:
-      if (lookahead == 'a') ADVANCE(233);
-      END_STATE();
-    case 176:
-      if (lookahead == 'c') ADVANCE(234);
-      END_STATE();
-    case 177:
-      if (lookahead == 'e') ADVANCE(235);
-      if (lookahead == 'p') ADVANCE(236);
-      END_STATE();
-    case 178:
-      if (lookahead == 'c') ADVANCE(237);
-      END_STATE();
-    case 179:
-      if (lookahead == 'h') ADVANCE(238);
-      END_STATE();
-    case 180:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 181:
-      if (lookahead == 's') ADVANCE(239);
-      END_STATE();
-    case 182:
-      if (lookahead == 'o') ADVANCE(240);
-      END_STATE();
-    case 183:
-      if (lookahead == '1') ADVANCE(241);
-      if (lookahead == '2') ADVANCE(242);
-      END_STATE();
-    case 184:
-      ACCEPT_TOKEN(anon_sym_W0001);
-      END_STATE();
-    case 185:
-      ACCEPT_TOKEN(anon_sym_W0002);
-      END_STATE();
-    case 186:
-      ACCEPT_TOKEN(anon_sym_W0003);
-      END_STATE();
-    case 187:
-      ACCEPT_TOKEN(anon_sym_W0004);
-      END_STATE();
-    case 188:
-      ACCEPT_TOKEN(anon_sym_W0005);
-      END_STATE();
-    case 189:
-      ACCEPT_TOKEN(anon_sym_W0006);
-      END_STATE();
-    case 190:
-      ACCEPT_TOKEN(anon_sym_W0007);
-      END_STATE();
-    case 191:
-      ACCEPT_TOKEN(anon_sym_W0008);
-      END_STATE();
-    case 192:
-      ACCEPT_TOKEN(anon_sym_W0009);
-      END_STATE();
-    case 193:
-      ACCEPT_TOKEN(anon_sym_W0012);
-      END_STATE();
-    case 194:
-      ACCEPT_TOKEN(anon_sym_W0013);
-      END_STATE();
-    case 195:
-      ACCEPT_TOKEN(anon_sym_W0014);
-      END_STATE();
-    case 196:
-      ACCEPT_TOKEN(anon_sym_W0015);
-      END_STATE();
-    case 197:
-      ACCEPT_TOKEN(anon_sym_W0017);
-      END_STATE();
-    case 198:
-      ACCEPT_TOKEN(anon_sym_W0018);
-      END_STATE();
-    case 199:
-      ACCEPT_TOKEN(anon_sym_W0019);
-      END_STATE();
-    case 200:
-      ACCEPT_TOKEN(anon_sym_W0020);
-      END_STATE();
-    case 201:
-      ACCEPT_TOKEN(anon_sym_W0022);
-      END_STATE();
-    case 202:
-      if (lookahead == '2') ADVANCE(243);
-      END_STATE();
-    case 203:
-      if (lookahead == 't') ADVANCE(244);
-      END_STATE();
-    case 204:
-      if (lookahead == 'a') ADVANCE(245);
-      END_STATE();
-    case 205:
-      if (lookahead == 'e') ADVANCE(246);
-      END_STATE();
-    case 206:
-      if (lookahead == 'w') ADVANCE(247);
-      END_STATE();
-    case 207:
-      ACCEPT_TOKEN(anon_sym_block);
-      END_STATE();
-    case 208:
-      ACCEPT_TOKEN(anon_sym_cdna3);
-      END_STATE();
-    case 209:
-      ACCEPT_TOKEN(anon_sym_cdna4);
-      END_STATE();
-    case 210:
-      if (lookahead == 'e') ADVANCE(248);
-      END_STATE();
-    case 211:
-      if (lookahead == 'a') ADVANCE(249);
-      END_STATE();
-    case 212:
-      if (lookahead == 'p') ADVANCE(250);
-      END_STATE();
-    case 213:
       if (lookahead == 't') ADVANCE(251);
       END_STATE();
-    case 214:
-      if (lookahead == 'i') ADVANCE(252);
+    case 168:
+      if (lookahead == '_') ADVANCE(252);
       END_STATE();
-    case 215:
-      if (lookahead == 'r') ADVANCE(253);
+    case 169:
+      if (lookahead == 'e') ADVANCE(253);
       END_STATE();
-    case 216:
-      ACCEPT_TOKEN(anon_sym_flash);
+    case 170:
+      if (lookahead == 'y') ADVANCE(254);
       END_STATE();
-    case 217:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+    case 171:
+      if (lookahead == 'c') ADVANCE(255);
       END_STATE();
-    case 218:
-      if (lookahead == 'n') ADVANCE(254);
+    case 172:
+      if (lookahead == 'p') ADVANCE(256);
       END_STATE();
-    case 219:
-      if (lookahead == 'r') ADVANCE(255);
+    case 173:
+      ACCEPT_TOKEN(anon_sym_e4m3);
       END_STATE();
-    case 220:
-      if (lookahead == 'd') ADVANCE(256);
+    case 174:
+      if (lookahead == 'r') ADVANCE(257);
       END_STATE();
-    case 221:
-      if (lookahead == 'i') ADVANCE(257);
+    case 175:
+      if (lookahead == 't') ADVANCE(258);
       END_STATE();
-    case 222:
-      if (lookahead == 'l') ADVANCE(258);
+    case 176:
+      if (lookahead == 'h') ADVANCE(259);
       END_STATE();
-    case 223:
-      if (lookahead == 'n') ADVANCE(259);
+    case 177:
+      ACCEPT_TOKEN(anon_sym_flex);
       END_STATE();
-    case 224:
-      if (lookahead == 'r') ADVANCE(260);
+    case 178:
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
-    case 225:
-      if (lookahead == 'r') ADVANCE(261);
+    case 179:
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
-    case 226:
-      if (lookahead == 'p') ADVANCE(262);
+    case 180:
+      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == '_') ADVANCE(260);
       END_STATE();
-    case 227:
-      ACCEPT_TOKEN(anon_sym_model);
+    case 181:
+      if (lookahead == 'd') ADVANCE(261);
       END_STATE();
-    case 228:
-      if (lookahead == 'c') ADVANCE(263);
+    case 182:
+      if (lookahead == 'e') ADVANCE(262);
       END_STATE();
-    case 229:
-      if (lookahead == 'a') ADVANCE(264);
+    case 183:
+      if (lookahead == 'i') ADVANCE(263);
       END_STATE();
-    case 230:
-      if (lookahead == 't') ADVANCE(265);
+    case 184:
+      if (lookahead == 'e') ADVANCE(264);
       END_STATE();
-    case 231:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(266);
+    case 185:
+      if (lookahead == 'i') ADVANCE(265);
       END_STATE();
-    case 232:
-      if (lookahead == 'a') ADVANCE(267);
+    case 186:
+      if (lookahead == 'n') ADVANCE(266);
       END_STATE();
-    case 233:
+    case 187:
+      if (lookahead == 'r') ADVANCE(267);
+      END_STATE();
+    case 188:
       if (lookahead == 'r') ADVANCE(268);
       END_STATE();
-    case 234:
-      if (lookahead == 't') ADVANCE(269);
+    case 189:
+      if (lookahead == 'a') ADVANCE(269);
       END_STATE();
-    case 235:
-      if (lookahead == 'd') ADVANCE(270);
+    case 190:
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
-    case 236:
-      ACCEPT_TOKEN(anon_sym_sharp);
+    case 191:
+      if (lookahead == 'l') ADVANCE(270);
       END_STATE();
-    case 237:
-      if (lookahead == 'h') ADVANCE(271);
+    case 192:
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
-    case 238:
-      ACCEPT_TOKEN(anon_sym_torch);
+    case 193:
+      if (lookahead == 'a') ADVANCE(271);
       END_STATE();
-    case 239:
-      if (lookahead == 'e') ADVANCE(272);
+    case 194:
+      if (lookahead == 't') ADVANCE(272);
       END_STATE();
-    case 240:
-      if (lookahead == 'r') ADVANCE(273);
+    case 195:
+      if (lookahead == 'u') ADVANCE(273);
       END_STATE();
-    case 241:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+    case 196:
+      if (lookahead == 'n') ADVANCE(274);
       END_STATE();
-    case 242:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+    case 197:
+      if (lookahead == 'l') ADVANCE(275);
       END_STATE();
-    case 243:
-      if (lookahead == 'p') ADVANCE(274);
-      END_STATE();
-    case 244:
-      if (lookahead == 'h') ADVANCE(275);
-      END_STATE();
-    case 245:
-      if (lookahead == 'l') ADVANCE(276);
-      END_STATE();
-    case 246:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 247:
-      if (lookahead == 'e') ADVANCE(277);
-      END_STATE();
-    case 248:
+    case 198:
+      if (lookahead == 'a') ADVANCE(276);
+      if (lookahead == 'p') ADVANCE(277);
       if (lookahead == 'r') ADVANCE(278);
       END_STATE();
+    case 199:
+      if (lookahead == '8') ADVANCE(279);
+      END_STATE();
+    case 200:
+      if (lookahead == 'h') ADVANCE(280);
+      END_STATE();
+    case 201:
+      ACCEPT_TOKEN(anon_sym_none);
+      END_STATE();
+    case 202:
+      if (lookahead == 'i') ADVANCE(281);
+      END_STATE();
+    case 203:
+      if (lookahead == 'm') ADVANCE(282);
+      END_STATE();
+    case 204:
+      ACCEPT_TOKEN(anon_sym_plan);
+      END_STATE();
+    case 205:
+      if (lookahead == 'r') ADVANCE(283);
+      END_STATE();
+    case 206:
+      if (lookahead == 'l') ADVANCE(284);
+      END_STATE();
+    case 207:
+      ACCEPT_TOKEN(anon_sym_rail);
+      END_STATE();
+    case 208:
+      ACCEPT_TOKEN(anon_sym_ring);
+      END_STATE();
+    case 209:
+      if (lookahead == 'a') ADVANCE(285);
+      END_STATE();
+    case 210:
+      if (lookahead == 'c') ADVANCE(286);
+      END_STATE();
+    case 211:
+      if (lookahead == 'a') ADVANCE(287);
+      END_STATE();
+    case 212:
+      if (lookahead == 'e') ADVANCE(288);
+      if (lookahead == 'p') ADVANCE(289);
+      END_STATE();
+    case 213:
+      if (lookahead == 'c') ADVANCE(290);
+      END_STATE();
+    case 214:
+      if (lookahead == 'o') ADVANCE(291);
+      END_STATE();
+    case 215:
+      if (lookahead == 'h') ADVANCE(292);
+      END_STATE();
+    case 216:
+      if (lookahead == 's') ADVANCE(293);
+      END_STATE();
+    case 217:
+      ACCEPT_TOKEN(anon_sym_tree);
+      END_STATE();
+    case 218:
+      if (lookahead == 's') ADVANCE(294);
+      END_STATE();
+    case 219:
+      if (lookahead == 'o') ADVANCE(295);
+      END_STATE();
+    case 220:
+      if (lookahead == '1') ADVANCE(296);
+      if (lookahead == '2') ADVANCE(297);
+      END_STATE();
+    case 221:
+      ACCEPT_TOKEN(anon_sym_W0001);
+      END_STATE();
+    case 222:
+      ACCEPT_TOKEN(anon_sym_W0002);
+      END_STATE();
+    case 223:
+      ACCEPT_TOKEN(anon_sym_W0003);
+      END_STATE();
+    case 224:
+      ACCEPT_TOKEN(anon_sym_W0004);
+      END_STATE();
+    case 225:
+      ACCEPT_TOKEN(anon_sym_W0005);
+      END_STATE();
+    case 226:
+      ACCEPT_TOKEN(anon_sym_W0006);
+      END_STATE();
+    case 227:
+      ACCEPT_TOKEN(anon_sym_W0007);
+      END_STATE();
+    case 228:
+      ACCEPT_TOKEN(anon_sym_W0008);
+      END_STATE();
+    case 229:
+      ACCEPT_TOKEN(anon_sym_W0009);
+      END_STATE();
+    case 230:
+      ACCEPT_TOKEN(anon_sym_W0012);
+      END_STATE();
+    case 231:
+      ACCEPT_TOKEN(anon_sym_W0013);
+      END_STATE();
+    case 232:
+      ACCEPT_TOKEN(anon_sym_W0014);
+      END_STATE();
+    case 233:
+      ACCEPT_TOKEN(anon_sym_W0015);
+      END_STATE();
+    case 234:
+      ACCEPT_TOKEN(anon_sym_W0017);
+      END_STATE();
+    case 235:
+      ACCEPT_TOKEN(anon_sym_W0018);
+      END_STATE();
+    case 236:
+      ACCEPT_TOKEN(anon_sym_W0019);
+      END_STATE();
+    case 237:
+      ACCEPT_TOKEN(anon_sym_W0020);
+      END_STATE();
+    case 238:
+      ACCEPT_TOKEN(anon_sym_W0022);
+      END_STATE();
+    case 239:
+      ACCEPT_TOKEN(anon_sym_W0023);
+      END_STATE();
+    case 240:
+      ACCEPT_TOKEN(anon_sym_W0024);
+      END_STATE();
+    case 241:
+      if (lookahead == '2') ADVANCE(298);
+      END_STATE();
+    case 242:
+      if (lookahead == 't') ADVANCE(299);
+      END_STATE();
+    case 243:
+      if (lookahead == 'a') ADVANCE(300);
+      END_STATE();
+    case 244:
+      if (lookahead == 'e') ADVANCE(301);
+      END_STATE();
+    case 245:
+      if (lookahead == 'n') ADVANCE(302);
+      if (lookahead == 'p') ADVANCE(303);
+      END_STATE();
+    case 246:
+      if (lookahead == 'o') ADVANCE(304);
+      END_STATE();
+    case 247:
+      if (lookahead == 'w') ADVANCE(305);
+      END_STATE();
+    case 248:
+      ACCEPT_TOKEN(anon_sym_block);
+      if (lookahead == 'w') ADVANCE(306);
+      END_STATE();
     case 249:
-      if (lookahead == 't') ADVANCE(279);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_deepep);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 251:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'e') ADVANCE(307);
       END_STATE();
     case 252:
-      if (lookahead == 'p') ADVANCE(280);
-      END_STATE();
-    case 253:
-      if (lookahead == 'e') ADVANCE(281);
-      END_STATE();
-    case 254:
-      if (lookahead == 'g') ADVANCE(282);
-      END_STATE();
-    case 255:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 256:
-      if (lookahead == 'e') ADVANCE(283);
-      END_STATE();
-    case 257:
-      if (lookahead == 'b') ADVANCE(284);
-      END_STATE();
-    case 258:
-      if (lookahead == 'e') ADVANCE(285);
-      END_STATE();
-    case 259:
-      if (lookahead == 'o') ADVANCE(286);
-      END_STATE();
-    case 260:
-      if (lookahead == '_') ADVANCE(287);
-      END_STATE();
-    case 261:
-      if (lookahead == 'o') ADVANCE(288);
-      END_STATE();
-    case 262:
-      if (lookahead == '_') ADVANCE(289);
-      END_STATE();
-    case 263:
-      if (lookahead == 't') ADVANCE(290);
-      END_STATE();
-    case 264:
-      if (lookahead == 'r') ADVANCE(291);
-      END_STATE();
-    case 265:
-      if (lookahead == 'c') ADVANCE(292);
-      END_STATE();
-    case 266:
-      if (lookahead == 'g') ADVANCE(293);
-      END_STATE();
-    case 267:
-      if (lookahead == 'i') ADVANCE(294);
-      END_STATE();
-    case 268:
-      if (lookahead == 'i') ADVANCE(295);
-      END_STATE();
-    case 269:
-      if (lookahead == 'i') ADVANCE(296);
-      END_STATE();
-    case 270:
-      if (lookahead == '_') ADVANCE(297);
-      END_STATE();
-    case 271:
-      ACCEPT_TOKEN(anon_sym_switch);
-      END_STATE();
-    case 272:
-      if (lookahead == 'd') ADVANCE(298);
-      END_STATE();
-    case 273:
-      if (lookahead == 'm') ADVANCE(299);
-      END_STATE();
-    case 274:
-      ACCEPT_TOKEN(anon_sym_a2a_p2p);
-      END_STATE();
-    case 275:
-      if (lookahead == 'e') ADVANCE(300);
-      END_STATE();
-    case 276:
-      if (lookahead == 'l') ADVANCE(301);
-      END_STATE();
-    case 277:
-      if (lookahead == 'l') ADVANCE(302);
-      END_STATE();
-    case 278:
-      ACCEPT_TOKEN(anon_sym_cluster);
-      END_STATE();
-    case 279:
-      if (lookahead == 't') ADVANCE(303);
-      END_STATE();
-    case 280:
-      if (lookahead == 'e') ADVANCE(304);
-      END_STATE();
-    case 281:
-      if (lookahead == 'e') ADVANCE(305);
-      END_STATE();
-    case 282:
-      if (lookahead == '_') ADVANCE(306);
-      END_STATE();
-    case 283:
-      if (lookahead == 'p') ADVANCE(307);
-      END_STATE();
-    case 284:
       if (lookahead == 'a') ADVANCE(308);
       END_STATE();
+    case 253:
+      if (lookahead == 'p') ADVANCE(309);
+      END_STATE();
+    case 254:
+      if (lookahead == 'e') ADVANCE(310);
+      END_STATE();
+    case 255:
+      if (lookahead == 't') ADVANCE(311);
+      END_STATE();
+    case 256:
+      if (lookahead == 'i') ADVANCE(312);
+      END_STATE();
+    case 257:
+      if (lookahead == 't') ADVANCE(313);
+      END_STATE();
+    case 258:
+      if (lookahead == 'r') ADVANCE(314);
+      END_STATE();
+    case 259:
+      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == '2') ADVANCE(315);
+      END_STATE();
+    case 260:
+      if (lookahead == 'i') ADVANCE(316);
+      END_STATE();
+    case 261:
+      if (lookahead == '_') ADVANCE(317);
+      END_STATE();
+    case 262:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 263:
+      if (lookahead == 'n') ADVANCE(318);
+      END_STATE();
+    case 264:
+      if (lookahead == 'r') ADVANCE(319);
+      END_STATE();
+    case 265:
+      if (lookahead == 'd') ADVANCE(320);
+      END_STATE();
+    case 266:
+      if (lookahead == 'i') ADVANCE(321);
+      END_STATE();
+    case 267:
+      if (lookahead == 'l') ADVANCE(322);
+      END_STATE();
+    case 268:
+      if (lookahead == 'n') ADVANCE(323);
+      END_STATE();
+    case 269:
+      if (lookahead == 'r') ADVANCE(324);
+      END_STATE();
+    case 270:
+      ACCEPT_TOKEN(anon_sym_local);
+      END_STATE();
+    case 271:
+      ACCEPT_TOKEN(anon_sym_mamba);
+      END_STATE();
+    case 272:
+      if (lookahead == 'r') ADVANCE(325);
+      END_STATE();
+    case 273:
+      if (lookahead == 'p') ADVANCE(326);
+      END_STATE();
+    case 274:
+      if (lookahead == 'o') ADVANCE(327);
+      END_STATE();
+    case 275:
+      ACCEPT_TOKEN(anon_sym_model);
+      END_STATE();
+    case 276:
+      if (lookahead == 'c') ADVANCE(328);
+      END_STATE();
+    case 277:
+      if (lookahead == 'r') ADVANCE(329);
+      END_STATE();
+    case 278:
+      if (lookahead == 'o') ADVANCE(330);
+      END_STATE();
+    case 279:
+      ACCEPT_TOKEN(anon_sym_mxfp8);
+      END_STATE();
+    case 280:
+      if (lookahead == 'a') ADVANCE(331);
+      END_STATE();
+    case 281:
+      if (lookahead == 't') ADVANCE(332);
+      END_STATE();
+    case 282:
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(333);
+      END_STATE();
+    case 283:
+      if (lookahead == 'a') ADVANCE(334);
+      END_STATE();
+    case 284:
+      if (lookahead == 'i') ADVANCE(335);
+      END_STATE();
     case 285:
-      if (lookahead == 'a') ADVANCE(309);
+      if (lookahead == 'r') ADVANCE(336);
       END_STATE();
     case 286:
-      if (lookahead == 'r') ADVANCE(310);
+      if (lookahead == 't') ADVANCE(337);
       END_STATE();
     case 287:
-      if (lookahead == 'f') ADVANCE(311);
-      if (lookahead == 'p') ADVANCE(312);
-      if (lookahead == 'q') ADVANCE(313);
+      if (lookahead == 'u') ADVANCE(338);
       END_STATE();
     case 288:
-      if (lookahead == 'n') ADVANCE(314);
+      if (lookahead == 'd') ADVANCE(339);
       END_STATE();
     case 289:
-      if (lookahead == 'p') ADVANCE(315);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 290:
-      ACCEPT_TOKEN(anon_sym_moe_act);
+      if (lookahead == 'h') ADVANCE(340);
       END_STATE();
     case 291:
-      if (lookahead == 'd') ADVANCE(316);
+      if (lookahead == 'r') ADVANCE(341);
       END_STATE();
     case 292:
-      if (lookahead == 'h') ADVANCE(317);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 293:
-      if (lookahead == 'r') ADVANCE(318);
+      if (lookahead == 'f') ADVANCE(342);
       END_STATE();
     case 294:
-      if (lookahead == 'n') ADVANCE(319);
+      if (lookahead == 'e') ADVANCE(343);
       END_STATE();
     case 295:
-      if (lookahead == 'o') ADVANCE(320);
+      if (lookahead == 'r') ADVANCE(344);
       END_STATE();
     case 296:
-      if (lookahead == 'v') ADVANCE(321);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 297:
-      if (lookahead == 'e') ADVANCE(322);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 298:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'p') ADVANCE(345);
       END_STATE();
     case 299:
-      ACCEPT_TOKEN(anon_sym_uniform);
+      if (lookahead == 'h') ADVANCE(346);
       END_STATE();
     case 300:
-      if (lookahead == 'r') ADVANCE(323);
+      if (lookahead == 'l') ADVANCE(347);
       END_STATE();
     case 301:
-      ACCEPT_TOKEN(anon_sym_alltoall);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 302:
-      if (lookahead == 'l') ADVANCE(324);
+      if (lookahead == 'o') ADVANCE(348);
       END_STATE();
     case 303:
-      if (lookahead == 'n') ADVANCE(325);
+      if (lookahead == 'r') ADVANCE(349);
       END_STATE();
     case 304:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(326);
+      if (lookahead == 's') ADVANCE(350);
       END_STATE();
     case 305:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'e') ADVANCE(351);
       END_STATE();
     case 306:
-      if (lookahead == 'd') ADVANCE(327);
+      if (lookahead == 'i') ADVANCE(352);
       END_STATE();
     case 307:
-      ACCEPT_TOKEN(anon_sym_hybridep);
+      if (lookahead == 'r') ADVANCE(353);
       END_STATE();
     case 308:
-      if (lookahead == 'n') ADVANCE(328);
+      if (lookahead == 't') ADVANCE(354);
       END_STATE();
     case 309:
-      if (lookahead == 'v') ADVANCE(329);
+      ACCEPT_TOKEN(anon_sym_deepep);
       END_STATE();
     case 310:
-      if (lookahead == 'm') ADVANCE(330);
+      if (lookahead == 'd') ADVANCE(355);
       END_STATE();
     case 311:
-      if (lookahead == 'c') ADVANCE(331);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 312:
-      if (lookahead == 'r') ADVANCE(332);
+      if (lookahead == 'p') ADVANCE(356);
       END_STATE();
     case 313:
-      if (lookahead == 'k') ADVANCE(333);
+      if (lookahead == '_') ADVANCE(357);
       END_STATE();
     case 314:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'e') ADVANCE(358);
       END_STATE();
     case 315:
-      if (lookahead == 'r') ADVANCE(334);
+      ACCEPT_TOKEN(anon_sym_flash2);
       END_STATE();
     case 316:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 't') ADVANCE(359);
       END_STATE();
     case 317:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'g') ADVANCE(360);
       END_STATE();
     case 318:
-      if (lookahead == 'a') ADVANCE(335);
+      if (lookahead == 'g') ADVANCE(361);
       END_STATE();
     case 319:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 320:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      ACCEPT_TOKEN(anon_sym_hybrid);
+      if (lookahead == 'e') ADVANCE(362);
       END_STATE();
     case 321:
-      if (lookahead == 'e') ADVANCE(336);
+      if (lookahead == 'b') ADVANCE(363);
       END_STATE();
     case 322:
-      if (lookahead == 'x') ADVANCE(337);
+      if (lookahead == 'e') ADVANCE(364);
       END_STATE();
     case 323:
-      ACCEPT_TOKEN(anon_sym_allgather);
+      if (lookahead == 'o') ADVANCE(365);
       END_STATE();
     case 324:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(338);
+      if (lookahead == '_') ADVANCE(366);
       END_STATE();
     case 325:
-      ACCEPT_TOKEN(anon_sym_core_attn);
+      if (lookahead == 'o') ADVANCE(367);
       END_STATE();
     case 326:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      if (lookahead == '_') ADVANCE(368);
       END_STATE();
     case 327:
-      if (lookahead == 'o') ADVANCE(339);
+      if (lookahead == 'r') ADVANCE(369);
       END_STATE();
     case 328:
-      if (lookahead == 'd') ADVANCE(340);
+      if (lookahead == 't') ADVANCE(370);
       END_STATE();
     case 329:
-      if (lookahead == 'e') ADVANCE(341);
+      if (lookahead == 'e') ADVANCE(371);
       END_STATE();
     case 330:
-      ACCEPT_TOKEN(anon_sym_layernorm);
+      if (lookahead == 'u') ADVANCE(372);
       END_STATE();
     case 331:
-      if (lookahead == '1') ADVANCE(342);
-      if (lookahead == '2') ADVANCE(343);
+      if (lookahead == 'r') ADVANCE(373);
       END_STATE();
     case 332:
-      if (lookahead == 'o') ADVANCE(344);
+      if (lookahead == 'c') ADVANCE(374);
       END_STATE();
     case 333:
-      if (lookahead == 'v') ADVANCE(345);
+      if (lookahead == 'g') ADVANCE(375);
       END_STATE();
     case 334:
-      if (lookahead == 'o') ADVANCE(346);
+      if (lookahead == 'i') ADVANCE(376);
       END_STATE();
     case 335:
-      if (lookahead == 'd') ADVANCE(347);
+      if (lookahead == 'n') ADVANCE(377);
       END_STATE();
     case 336:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'i') ADVANCE(378);
       END_STATE();
     case 337:
-      if (lookahead == 'p') ADVANCE(348);
+      if (lookahead == 'i') ADVANCE(379);
       END_STATE();
     case 338:
-      if (lookahead == 'u') ADVANCE(349);
+      if (lookahead == 'x') ADVANCE(380);
       END_STATE();
     case 339:
-      if (lookahead == 'u') ADVANCE(350);
+      if (lookahead == '_') ADVANCE(381);
       END_STATE();
     case 340:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 341:
-      if (lookahead == 'd') ADVANCE(351);
+      if (lookahead == 'w') ADVANCE(382);
       END_STATE();
     case 342:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'o') ADVANCE(383);
       END_STATE();
     case 343:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      if (lookahead == 'd') ADVANCE(384);
       END_STATE();
     case 344:
-      if (lookahead == 'j') ADVANCE(352);
+      if (lookahead == 'm') ADVANCE(385);
       END_STATE();
     case 345:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      ACCEPT_TOKEN(anon_sym_a2a_p2p);
       END_STATE();
     case 346:
-      if (lookahead == 'j') ADVANCE(353);
+      if (lookahead == 'e') ADVANCE(386);
       END_STATE();
     case 347:
-      if (lookahead == 's') ADVANCE(354);
+      if (lookahead == 'l') ADVANCE(387);
       END_STATE();
     case 348:
-      if (lookahead == 'e') ADVANCE(355);
+      if (lookahead == 'r') ADVANCE(388);
       END_STATE();
     case 349:
-      if (lookahead == 'l') ADVANCE(356);
+      if (lookahead == 'o') ADVANCE(389);
       END_STATE();
     case 350:
-      if (lookahead == 'b') ADVANCE(357);
+      if (lookahead == 's') ADVANCE(390);
       END_STATE();
     case 351:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'l') ADVANCE(391);
       END_STATE();
     case 352:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      if (lookahead == 's') ADVANCE(392);
       END_STATE();
     case 353:
-      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 354:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(358);
+      if (lookahead == 't') ADVANCE(393);
       END_STATE();
     case 355:
-      if (lookahead == 'r') ADVANCE(359);
+      ACCEPT_TOKEN(anon_sym_delayed);
       END_STATE();
     case 356:
-      if (lookahead == 't') ADVANCE(360);
+      if (lookahead == 'e') ADVANCE(394);
       END_STATE();
     case 357:
-      if (lookahead == 'l') ADVANCE(361);
+      if (lookahead == 'f') ADVANCE(395);
       END_STATE();
     case 358:
-      if (lookahead == 'p') ADVANCE(362);
+      if (lookahead == 'e') ADVANCE(396);
       END_STATE();
     case 359:
-      if (lookahead == 't') ADVANCE(363);
+      if (lookahead == 'e') ADVANCE(397);
       END_STATE();
     case 360:
-      if (lookahead == 'r') ADVANCE(364);
+      if (lookahead == 'r') ADVANCE(398);
       END_STATE();
     case 361:
-      if (lookahead == 'i') ADVANCE(365);
+      if (lookahead == '_') ADVANCE(399);
       END_STATE();
     case 362:
-      if (lookahead == 'a') ADVANCE(366);
+      if (lookahead == 'p') ADVANCE(400);
       END_STATE();
     case 363:
-      if (lookahead == 's') ADVANCE(367);
+      if (lookahead == 'a') ADVANCE(401);
       END_STATE();
     case 364:
-      if (lookahead == 'a') ADVANCE(368);
+      if (lookahead == 'a') ADVANCE(402);
       END_STATE();
     case 365:
-      if (lookahead == 'n') ADVANCE(369);
+      if (lookahead == 'r') ADVANCE(403);
       END_STATE();
     case 366:
-      if (lookahead == 'r') ADVANCE(370);
+      if (lookahead == 'f') ADVANCE(404);
+      if (lookahead == 'p') ADVANCE(405);
+      if (lookahead == 'q') ADVANCE(406);
       END_STATE();
     case 367:
-      ACCEPT_TOKEN(anon_sym_shared_experts);
+      if (lookahead == 'n') ADVANCE(407);
       END_STATE();
     case 368:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 'p') ADVANCE(408);
       END_STATE();
     case 369:
-      if (lookahead == 'g') ADVANCE(371);
+      if (lookahead == 'm') ADVANCE(409);
       END_STATE();
     case 370:
-      if (lookahead == 'a') ADVANCE(372);
+      ACCEPT_TOKEN(anon_sym_moe_act);
       END_STATE();
     case 371:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'p') ADVANCE(410);
       END_STATE();
     case 372:
-      if (lookahead == 'm') ADVANCE(373);
+      if (lookahead == 't') ADVANCE(411);
       END_STATE();
     case 373:
-      if (lookahead == 's') ADVANCE(374);
+      if (lookahead == 'd') ADVANCE(412);
       END_STATE();
     case 374:
+      if (lookahead == 'h') ADVANCE(413);
+      END_STATE();
+    case 375:
+      if (lookahead == 'r') ADVANCE(414);
+      END_STATE();
+    case 376:
+      if (lookahead == 'n') ADVANCE(415);
+      END_STATE();
+    case 377:
+      if (lookahead == 'e') ADVANCE(416);
+      END_STATE();
+    case 378:
+      if (lookahead == 'o') ADVANCE(417);
+      END_STATE();
+    case 379:
+      if (lookahead == 'v') ADVANCE(418);
+      END_STATE();
+    case 380:
+      if (lookahead == '_') ADVANCE(419);
+      END_STATE();
+    case 381:
+      if (lookahead == 'e') ADVANCE(420);
+      END_STATE();
+    case 382:
+      if (lookahead == 'i') ADVANCE(421);
+      END_STATE();
+    case 383:
+      if (lookahead == 'r') ADVANCE(422);
+      END_STATE();
+    case 384:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 385:
+      ACCEPT_TOKEN(anon_sym_uniform);
+      END_STATE();
+    case 386:
+      if (lookahead == 'r') ADVANCE(423);
+      END_STATE();
+    case 387:
+      ACCEPT_TOKEN(anon_sym_alltoall);
+      END_STATE();
+    case 388:
+      if (lookahead == 'm') ADVANCE(424);
+      END_STATE();
+    case 389:
+      if (lookahead == 'j') ADVANCE(425);
+      END_STATE();
+    case 390:
+      ACCEPT_TOKEN(anon_sym_aux_loss);
+      END_STATE();
+    case 391:
+      if (lookahead == 'l') ADVANCE(426);
+      END_STATE();
+    case 392:
+      if (lookahead == 'e') ADVANCE(427);
+      END_STATE();
+    case 393:
+      if (lookahead == 'n') ADVANCE(428);
+      END_STATE();
+    case 394:
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(429);
+      END_STATE();
+    case 395:
+      if (lookahead == 'c') ADVANCE(430);
+      END_STATE();
+    case 396:
+      ACCEPT_TOKEN(anon_sym_fat_tree);
+      END_STATE();
+    case 397:
+      if (lookahead == 'r') ADVANCE(431);
+      END_STATE();
+    case 398:
+      if (lookahead == 'o') ADVANCE(432);
+      END_STATE();
+    case 399:
+      if (lookahead == 'd') ADVANCE(433);
+      END_STATE();
+    case 400:
+      ACCEPT_TOKEN(anon_sym_hybridep);
+      END_STATE();
+    case 401:
+      if (lookahead == 'n') ADVANCE(434);
+      END_STATE();
+    case 402:
+      if (lookahead == 'v') ADVANCE(435);
+      END_STATE();
+    case 403:
+      if (lookahead == 'm') ADVANCE(436);
+      END_STATE();
+    case 404:
+      if (lookahead == 'c') ADVANCE(437);
+      END_STATE();
+    case 405:
+      if (lookahead == 'r') ADVANCE(438);
+      END_STATE();
+    case 406:
+      if (lookahead == 'k') ADVANCE(439);
+      END_STATE();
+    case 407:
+      ACCEPT_TOKEN(anon_sym_megatron);
+      END_STATE();
+    case 408:
+      if (lookahead == 'r') ADVANCE(440);
+      END_STATE();
+    case 409:
+      ACCEPT_TOKEN(anon_sym_mlp_norm);
+      END_STATE();
+    case 410:
+      if (lookahead == 'r') ADVANCE(441);
+      END_STATE();
+    case 411:
+      if (lookahead == 'e') ADVANCE(442);
+      END_STATE();
+    case 412:
+      ACCEPT_TOKEN(anon_sym_no_shard);
+      END_STATE();
+    case 413:
+      ACCEPT_TOKEN(anon_sym_nvswitch);
+      END_STATE();
+    case 414:
+      if (lookahead == 'a') ADVANCE(443);
+      END_STATE();
+    case 415:
+      ACCEPT_TOKEN(anon_sym_pretrain);
+      END_STATE();
+    case 416:
+      if (lookahead == 'a') ADVANCE(444);
+      END_STATE();
+    case 417:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 418:
+      if (lookahead == 'e') ADVANCE(445);
+      END_STATE();
+    case 419:
+      if (lookahead == 'l') ADVANCE(446);
+      END_STATE();
+    case 420:
+      if (lookahead == 'x') ADVANCE(447);
+      END_STATE();
+    case 421:
+      if (lookahead == 's') ADVANCE(448);
+      END_STATE();
+    case 422:
+      if (lookahead == 'm') ADVANCE(449);
+      END_STATE();
+    case 423:
+      ACCEPT_TOKEN(anon_sym_allgather);
+      END_STATE();
+    case 424:
+      ACCEPT_TOKEN(anon_sym_attn_norm);
+      END_STATE();
+    case 425:
+      ACCEPT_TOKEN(anon_sym_attn_proj);
+      END_STATE();
+    case 426:
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(450);
+      END_STATE();
+    case 427:
+      ACCEPT_TOKEN(anon_sym_blockwise);
+      END_STATE();
+    case 428:
+      ACCEPT_TOKEN(anon_sym_core_attn);
+      END_STATE();
+    case 429:
+      ACCEPT_TOKEN(anon_sym_dualpipev);
+      END_STATE();
+    case 430:
+      if (lookahead == '1') ADVANCE(451);
+      END_STATE();
+    case 431:
+      if (lookahead == 'a') ADVANCE(452);
+      END_STATE();
+    case 432:
+      if (lookahead == 'u') ADVANCE(453);
+      END_STATE();
+    case 433:
+      if (lookahead == 'o') ADVANCE(454);
+      END_STATE();
+    case 434:
+      if (lookahead == 'd') ADVANCE(455);
+      END_STATE();
+    case 435:
+      if (lookahead == 'e') ADVANCE(456);
+      END_STATE();
+    case 436:
+      ACCEPT_TOKEN(anon_sym_layernorm);
+      END_STATE();
+    case 437:
+      if (lookahead == '1') ADVANCE(457);
+      if (lookahead == '2') ADVANCE(458);
+      END_STATE();
+    case 438:
+      if (lookahead == 'o') ADVANCE(459);
+      END_STATE();
+    case 439:
+      if (lookahead == 'v') ADVANCE(460);
+      END_STATE();
+    case 440:
+      if (lookahead == 'o') ADVANCE(461);
+      END_STATE();
+    case 441:
+      if (lookahead == 'o') ADVANCE(462);
+      END_STATE();
+    case 442:
+      if (lookahead == 'r') ADVANCE(463);
+      END_STATE();
+    case 443:
+      if (lookahead == 'd') ADVANCE(464);
+      END_STATE();
+    case 444:
+      if (lookahead == 'r') ADVANCE(465);
+      END_STATE();
+    case 445:
+      ACCEPT_TOKEN(anon_sym_selective);
+      END_STATE();
+    case 446:
+      if (lookahead == 'o') ADVANCE(466);
+      END_STATE();
+    case 447:
+      if (lookahead == 'p') ADVANCE(467);
+      END_STATE();
+    case 448:
+      if (lookahead == 'e') ADVANCE(468);
+      END_STATE();
+    case 449:
+      if (lookahead == 'e') ADVANCE(469);
+      END_STATE();
+    case 450:
+      if (lookahead == 'u') ADVANCE(470);
+      END_STATE();
+    case 451:
+      ACCEPT_TOKEN(anon_sym_expert_fc1);
+      END_STATE();
+    case 452:
+      if (lookahead == 't') ADVANCE(471);
+      END_STATE();
+    case 453:
+      if (lookahead == 'p') ADVANCE(472);
+      END_STATE();
+    case 454:
+      if (lookahead == 'u') ADVANCE(473);
+      END_STATE();
+    case 455:
+      ACCEPT_TOKEN(anon_sym_infiniband);
+      END_STATE();
+    case 456:
+      if (lookahead == 'd') ADVANCE(474);
+      END_STATE();
+    case 457:
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      END_STATE();
+    case 458:
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      END_STATE();
+    case 459:
+      if (lookahead == 'j') ADVANCE(475);
+      END_STATE();
+    case 460:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
+    case 461:
+      if (lookahead == 'j') ADVANCE(476);
+      END_STATE();
+    case 462:
+      if (lookahead == 'c') ADVANCE(477);
+      END_STATE();
+    case 463:
+      ACCEPT_TOKEN(anon_sym_moe_router);
+      END_STATE();
+    case 464:
+      if (lookahead == 's') ADVANCE(478);
+      END_STATE();
+    case 465:
+      ACCEPT_TOKEN(anon_sym_qkv_linear);
+      END_STATE();
+    case 466:
+      if (lookahead == 's') ADVANCE(479);
+      END_STATE();
+    case 467:
+      if (lookahead == 'e') ADVANCE(480);
+      END_STATE();
+    case 468:
+      ACCEPT_TOKEN(anon_sym_tensorwise);
+      END_STATE();
+    case 469:
+      if (lookahead == 'r') ADVANCE(481);
+      END_STATE();
+    case 470:
+      if (lookahead == 'l') ADVANCE(482);
+      END_STATE();
+    case 471:
+      if (lookahead == 'i') ADVANCE(483);
+      END_STATE();
+    case 472:
+      if (lookahead == '_') ADVANCE(484);
+      END_STATE();
+    case 473:
+      if (lookahead == 'b') ADVANCE(485);
+      END_STATE();
+    case 474:
+      ACCEPT_TOKEN(anon_sym_interleaved);
+      END_STATE();
+    case 475:
+      ACCEPT_TOKEN(anon_sym_linear_proj);
+      END_STATE();
+    case 476:
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      END_STATE();
+    case 477:
+      if (lookahead == 'e') ADVANCE(486);
+      END_STATE();
+    case 478:
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(487);
+      END_STATE();
+    case 479:
+      if (lookahead == 's') ADVANCE(488);
+      END_STATE();
+    case 480:
+      if (lookahead == 'r') ADVANCE(489);
+      END_STATE();
+    case 481:
+      if (lookahead == '_') ADVANCE(490);
+      END_STATE();
+    case 482:
+      if (lookahead == 't') ADVANCE(491);
+      END_STATE();
+    case 483:
+      if (lookahead == 'o') ADVANCE(492);
+      END_STATE();
+    case 484:
+      if (lookahead == 'm') ADVANCE(493);
+      END_STATE();
+    case 485:
+      if (lookahead == 'l') ADVANCE(494);
+      END_STATE();
+    case 486:
+      if (lookahead == 's') ADVANCE(495);
+      END_STATE();
+    case 487:
+      if (lookahead == 'p') ADVANCE(496);
+      END_STATE();
+    case 488:
+      ACCEPT_TOKEN(anon_sym_seq_aux_loss);
+      END_STATE();
+    case 489:
+      if (lookahead == 't') ADVANCE(497);
+      END_STATE();
+    case 490:
+      if (lookahead == 'e') ADVANCE(498);
+      END_STATE();
+    case 491:
+      if (lookahead == 'r') ADVANCE(499);
+      END_STATE();
+    case 492:
+      if (lookahead == 'n') ADVANCE(500);
+      END_STATE();
+    case 493:
+      if (lookahead == 'l') ADVANCE(501);
+      END_STATE();
+    case 494:
+      if (lookahead == 'i') ADVANCE(502);
+      END_STATE();
+    case 495:
+      if (lookahead == 's') ADVANCE(503);
+      END_STATE();
+    case 496:
+      if (lookahead == 'a') ADVANCE(504);
+      END_STATE();
+    case 497:
+      if (lookahead == 's') ADVANCE(505);
+      END_STATE();
+    case 498:
+      if (lookahead == 'n') ADVANCE(506);
+      END_STATE();
+    case 499:
+      if (lookahead == 'a') ADVANCE(507);
+      END_STATE();
+    case 500:
+      ACCEPT_TOKEN(anon_sym_full_iteration);
+      END_STATE();
+    case 501:
+      if (lookahead == 'p') ADVANCE(508);
+      END_STATE();
+    case 502:
+      if (lookahead == 'n') ADVANCE(509);
+      END_STATE();
+    case 503:
+      ACCEPT_TOKEN(anon_sym_moe_preprocess);
+      END_STATE();
+    case 504:
+      if (lookahead == 'r') ADVANCE(510);
+      END_STATE();
+    case 505:
+      ACCEPT_TOKEN(anon_sym_shared_experts);
+      END_STATE();
+    case 506:
+      if (lookahead == 'g') ADVANCE(511);
+      END_STATE();
+    case 507:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 508:
+      ACCEPT_TOKEN(anon_sym_fused_group_mlp);
+      END_STATE();
+    case 509:
+      if (lookahead == 'g') ADVANCE(512);
+      END_STATE();
+    case 510:
+      if (lookahead == 'a') ADVANCE(513);
+      END_STATE();
+    case 511:
+      if (lookahead == 'i') ADVANCE(514);
+      END_STATE();
+    case 512:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 513:
+      if (lookahead == 'm') ADVANCE(515);
+      END_STATE();
+    case 514:
+      if (lookahead == 'n') ADVANCE(516);
+      END_STATE();
+    case 515:
+      if (lookahead == 's') ADVANCE(517);
+      END_STATE();
+    case 516:
+      if (lookahead == 'e') ADVANCE(518);
+      END_STATE();
+    case 517:
       ACCEPT_TOKEN(anon_sym_optim_grads_params);
+      END_STATE();
+    case 518:
+      ACCEPT_TOKEN(anon_sym_transformer_engine);
       END_STATE();
     default:
       return false;
@@ -2507,6 +3131,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(1),
     [anon_sym_flash] = ACTIONS(1),
     [anon_sym_unfused] = ACTIONS(1),
+    [anon_sym_flash2] = ACTIONS(1),
     [anon_sym_on] = ACTIONS(1),
     [anon_sym_off] = ACTIONS(1),
     [anon_sym_pretrain] = ACTIONS(1),
@@ -2532,6 +3157,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(1),
     [anon_sym_a2a] = ACTIONS(1),
     [anon_sym_a2a_p2p] = ACTIONS(1),
+    [anon_sym_delayed] = ACTIONS(1),
+    [anon_sym_tensorwise] = ACTIONS(1),
+    [anon_sym_blockwise] = ACTIONS(1),
+    [anon_sym_mxfp8] = ACTIONS(1),
+    [anon_sym_e4m3] = ACTIONS(1),
+    [anon_sym_hybrid] = ACTIONS(1),
+    [anon_sym_W0023] = ACTIONS(1),
     [anon_sym_W0001] = ACTIONS(1),
     [anon_sym_W0002] = ACTIONS(1),
     [anon_sym_W0003] = ACTIONS(1),
@@ -2559,6 +3191,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(1),
     [anon_sym_uniform] = ACTIONS(1),
     [anon_sym_block] = ACTIONS(1),
+    [anon_sym_W0024] = ACTIONS(1),
+    [anon_sym_local] = ACTIONS(1),
+    [anon_sym_transformer_engine] = ACTIONS(1),
+    [anon_sym_full_iteration] = ACTIONS(1),
+    [anon_sym_attn] = ACTIONS(1),
+    [anon_sym_moe_router] = ACTIONS(1),
+    [anon_sym_moe_preprocess] = ACTIONS(1),
+    [anon_sym_mamba] = ACTIONS(1),
+    [anon_sym_attn_norm] = ACTIONS(1),
+    [anon_sym_qkv_linear] = ACTIONS(1),
+    [anon_sym_attn_proj] = ACTIONS(1),
+    [anon_sym_mlp_norm] = ACTIONS(1),
+    [anon_sym_expert_fc1] = ACTIONS(1),
+    [anon_sym_fused_group_mlp] = ACTIONS(1),
+    [anon_sym_aux_loss] = ACTIONS(1),
+    [anon_sym_seq_aux_loss] = ACTIONS(1),
     [sym_unit] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_string] = ACTIONS(1),
@@ -2632,6 +3280,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -2657,6 +3306,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2684,6 +3340,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2741,6 +3413,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -2766,6 +3439,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2793,6 +3473,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2850,6 +3546,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -2875,6 +3572,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -2902,6 +3606,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -2959,6 +3679,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -2984,6 +3705,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3011,6 +3739,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -3068,6 +3812,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(49),
     [anon_sym_flash] = ACTIONS(49),
     [anon_sym_unfused] = ACTIONS(49),
+    [anon_sym_flash2] = ACTIONS(49),
     [anon_sym_on] = ACTIONS(49),
     [anon_sym_off] = ACTIONS(49),
     [anon_sym_pretrain] = ACTIONS(49),
@@ -3093,6 +3838,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(49),
     [anon_sym_a2a] = ACTIONS(49),
     [anon_sym_a2a_p2p] = ACTIONS(49),
+    [anon_sym_delayed] = ACTIONS(49),
+    [anon_sym_tensorwise] = ACTIONS(49),
+    [anon_sym_blockwise] = ACTIONS(49),
+    [anon_sym_mxfp8] = ACTIONS(49),
+    [anon_sym_e4m3] = ACTIONS(49),
+    [anon_sym_hybrid] = ACTIONS(49),
+    [anon_sym_W0023] = ACTIONS(49),
     [anon_sym_W0001] = ACTIONS(49),
     [anon_sym_W0002] = ACTIONS(49),
     [anon_sym_W0003] = ACTIONS(49),
@@ -3120,6 +3872,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(49),
     [anon_sym_uniform] = ACTIONS(49),
     [anon_sym_block] = ACTIONS(49),
+    [anon_sym_W0024] = ACTIONS(49),
+    [anon_sym_local] = ACTIONS(49),
+    [anon_sym_transformer_engine] = ACTIONS(49),
+    [anon_sym_full_iteration] = ACTIONS(49),
+    [anon_sym_attn] = ACTIONS(49),
+    [anon_sym_moe_router] = ACTIONS(49),
+    [anon_sym_moe_preprocess] = ACTIONS(49),
+    [anon_sym_mamba] = ACTIONS(49),
+    [anon_sym_attn_norm] = ACTIONS(49),
+    [anon_sym_qkv_linear] = ACTIONS(49),
+    [anon_sym_attn_proj] = ACTIONS(49),
+    [anon_sym_mlp_norm] = ACTIONS(49),
+    [anon_sym_expert_fc1] = ACTIONS(49),
+    [anon_sym_fused_group_mlp] = ACTIONS(49),
+    [anon_sym_aux_loss] = ACTIONS(49),
+    [anon_sym_seq_aux_loss] = ACTIONS(49),
     [sym_number] = ACTIONS(55),
     [sym_string] = ACTIONS(58),
     [sym_comment] = ACTIONS(3),
@@ -3177,6 +3945,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -3202,6 +3971,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3229,6 +4005,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -3286,6 +4078,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -3311,6 +4104,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -3338,6 +4138,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(29),
     [sym_comment] = ACTIONS(3),
@@ -3393,6 +4209,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(67),
     [anon_sym_flash] = ACTIONS(67),
     [anon_sym_unfused] = ACTIONS(67),
+    [anon_sym_flash2] = ACTIONS(67),
     [anon_sym_on] = ACTIONS(67),
     [anon_sym_off] = ACTIONS(67),
     [anon_sym_pretrain] = ACTIONS(67),
@@ -3418,6 +4235,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(67),
     [anon_sym_a2a] = ACTIONS(67),
     [anon_sym_a2a_p2p] = ACTIONS(67),
+    [anon_sym_delayed] = ACTIONS(67),
+    [anon_sym_tensorwise] = ACTIONS(67),
+    [anon_sym_blockwise] = ACTIONS(67),
+    [anon_sym_mxfp8] = ACTIONS(67),
+    [anon_sym_e4m3] = ACTIONS(67),
+    [anon_sym_hybrid] = ACTIONS(67),
+    [anon_sym_W0023] = ACTIONS(67),
     [anon_sym_W0001] = ACTIONS(67),
     [anon_sym_W0002] = ACTIONS(67),
     [anon_sym_W0003] = ACTIONS(67),
@@ -3445,6 +4269,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(67),
     [anon_sym_uniform] = ACTIONS(67),
     [anon_sym_block] = ACTIONS(67),
+    [anon_sym_W0024] = ACTIONS(67),
+    [anon_sym_local] = ACTIONS(67),
+    [anon_sym_transformer_engine] = ACTIONS(67),
+    [anon_sym_full_iteration] = ACTIONS(67),
+    [anon_sym_attn] = ACTIONS(67),
+    [anon_sym_moe_router] = ACTIONS(67),
+    [anon_sym_moe_preprocess] = ACTIONS(67),
+    [anon_sym_mamba] = ACTIONS(67),
+    [anon_sym_attn_norm] = ACTIONS(67),
+    [anon_sym_qkv_linear] = ACTIONS(67),
+    [anon_sym_attn_proj] = ACTIONS(67),
+    [anon_sym_mlp_norm] = ACTIONS(67),
+    [anon_sym_expert_fc1] = ACTIONS(67),
+    [anon_sym_fused_group_mlp] = ACTIONS(67),
+    [anon_sym_aux_loss] = ACTIONS(67),
+    [anon_sym_seq_aux_loss] = ACTIONS(67),
     [sym_number] = ACTIONS(67),
     [sym_string] = ACTIONS(65),
     [sym_comment] = ACTIONS(3),
@@ -3500,6 +4340,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(71),
     [anon_sym_flash] = ACTIONS(71),
     [anon_sym_unfused] = ACTIONS(71),
+    [anon_sym_flash2] = ACTIONS(71),
     [anon_sym_on] = ACTIONS(71),
     [anon_sym_off] = ACTIONS(71),
     [anon_sym_pretrain] = ACTIONS(71),
@@ -3525,6 +4366,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(71),
     [anon_sym_a2a] = ACTIONS(71),
     [anon_sym_a2a_p2p] = ACTIONS(71),
+    [anon_sym_delayed] = ACTIONS(71),
+    [anon_sym_tensorwise] = ACTIONS(71),
+    [anon_sym_blockwise] = ACTIONS(71),
+    [anon_sym_mxfp8] = ACTIONS(71),
+    [anon_sym_e4m3] = ACTIONS(71),
+    [anon_sym_hybrid] = ACTIONS(71),
+    [anon_sym_W0023] = ACTIONS(71),
     [anon_sym_W0001] = ACTIONS(71),
     [anon_sym_W0002] = ACTIONS(71),
     [anon_sym_W0003] = ACTIONS(71),
@@ -3552,6 +4400,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(71),
     [anon_sym_uniform] = ACTIONS(71),
     [anon_sym_block] = ACTIONS(71),
+    [anon_sym_W0024] = ACTIONS(71),
+    [anon_sym_local] = ACTIONS(71),
+    [anon_sym_transformer_engine] = ACTIONS(71),
+    [anon_sym_full_iteration] = ACTIONS(71),
+    [anon_sym_attn] = ACTIONS(71),
+    [anon_sym_moe_router] = ACTIONS(71),
+    [anon_sym_moe_preprocess] = ACTIONS(71),
+    [anon_sym_mamba] = ACTIONS(71),
+    [anon_sym_attn_norm] = ACTIONS(71),
+    [anon_sym_qkv_linear] = ACTIONS(71),
+    [anon_sym_attn_proj] = ACTIONS(71),
+    [anon_sym_mlp_norm] = ACTIONS(71),
+    [anon_sym_expert_fc1] = ACTIONS(71),
+    [anon_sym_fused_group_mlp] = ACTIONS(71),
+    [anon_sym_aux_loss] = ACTIONS(71),
+    [anon_sym_seq_aux_loss] = ACTIONS(71),
     [sym_number] = ACTIONS(71),
     [sym_string] = ACTIONS(69),
     [sym_comment] = ACTIONS(3),
@@ -3604,6 +4468,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(73),
     [anon_sym_flash] = ACTIONS(73),
     [anon_sym_unfused] = ACTIONS(73),
+    [anon_sym_flash2] = ACTIONS(73),
     [anon_sym_on] = ACTIONS(73),
     [anon_sym_off] = ACTIONS(73),
     [anon_sym_pretrain] = ACTIONS(73),
@@ -3629,6 +4494,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(73),
     [anon_sym_a2a] = ACTIONS(73),
     [anon_sym_a2a_p2p] = ACTIONS(73),
+    [anon_sym_delayed] = ACTIONS(73),
+    [anon_sym_tensorwise] = ACTIONS(73),
+    [anon_sym_blockwise] = ACTIONS(73),
+    [anon_sym_mxfp8] = ACTIONS(73),
+    [anon_sym_e4m3] = ACTIONS(73),
+    [anon_sym_hybrid] = ACTIONS(73),
+    [anon_sym_W0023] = ACTIONS(73),
     [anon_sym_W0001] = ACTIONS(73),
     [anon_sym_W0002] = ACTIONS(73),
     [anon_sym_W0003] = ACTIONS(73),
@@ -3656,6 +4528,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(73),
     [anon_sym_uniform] = ACTIONS(73),
     [anon_sym_block] = ACTIONS(73),
+    [anon_sym_W0024] = ACTIONS(73),
+    [anon_sym_local] = ACTIONS(73),
+    [anon_sym_transformer_engine] = ACTIONS(73),
+    [anon_sym_full_iteration] = ACTIONS(73),
+    [anon_sym_attn] = ACTIONS(73),
+    [anon_sym_moe_router] = ACTIONS(73),
+    [anon_sym_moe_preprocess] = ACTIONS(73),
+    [anon_sym_mamba] = ACTIONS(73),
+    [anon_sym_attn_norm] = ACTIONS(73),
+    [anon_sym_qkv_linear] = ACTIONS(73),
+    [anon_sym_attn_proj] = ACTIONS(73),
+    [anon_sym_mlp_norm] = ACTIONS(73),
+    [anon_sym_expert_fc1] = ACTIONS(73),
+    [anon_sym_fused_group_mlp] = ACTIONS(73),
+    [anon_sym_aux_loss] = ACTIONS(73),
+    [anon_sym_seq_aux_loss] = ACTIONS(73),
     [sym_unit] = ACTIONS(77),
     [sym_number] = ACTIONS(73),
     [sym_string] = ACTIONS(75),
@@ -3709,6 +4597,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(79),
     [anon_sym_flash] = ACTIONS(79),
     [anon_sym_unfused] = ACTIONS(79),
+    [anon_sym_flash2] = ACTIONS(79),
     [anon_sym_on] = ACTIONS(79),
     [anon_sym_off] = ACTIONS(79),
     [anon_sym_pretrain] = ACTIONS(79),
@@ -3734,6 +4623,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(79),
     [anon_sym_a2a] = ACTIONS(79),
     [anon_sym_a2a_p2p] = ACTIONS(79),
+    [anon_sym_delayed] = ACTIONS(79),
+    [anon_sym_tensorwise] = ACTIONS(79),
+    [anon_sym_blockwise] = ACTIONS(79),
+    [anon_sym_mxfp8] = ACTIONS(79),
+    [anon_sym_e4m3] = ACTIONS(79),
+    [anon_sym_hybrid] = ACTIONS(79),
+    [anon_sym_W0023] = ACTIONS(79),
     [anon_sym_W0001] = ACTIONS(79),
     [anon_sym_W0002] = ACTIONS(79),
     [anon_sym_W0003] = ACTIONS(79),
@@ -3761,6 +4657,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(79),
     [anon_sym_uniform] = ACTIONS(79),
     [anon_sym_block] = ACTIONS(79),
+    [anon_sym_W0024] = ACTIONS(79),
+    [anon_sym_local] = ACTIONS(79),
+    [anon_sym_transformer_engine] = ACTIONS(79),
+    [anon_sym_full_iteration] = ACTIONS(79),
+    [anon_sym_attn] = ACTIONS(79),
+    [anon_sym_moe_router] = ACTIONS(79),
+    [anon_sym_moe_preprocess] = ACTIONS(79),
+    [anon_sym_mamba] = ACTIONS(79),
+    [anon_sym_attn_norm] = ACTIONS(79),
+    [anon_sym_qkv_linear] = ACTIONS(79),
+    [anon_sym_attn_proj] = ACTIONS(79),
+    [anon_sym_mlp_norm] = ACTIONS(79),
+    [anon_sym_expert_fc1] = ACTIONS(79),
+    [anon_sym_fused_group_mlp] = ACTIONS(79),
+    [anon_sym_aux_loss] = ACTIONS(79),
+    [anon_sym_seq_aux_loss] = ACTIONS(79),
     [sym_number] = ACTIONS(79),
     [sym_string] = ACTIONS(81),
     [sym_comment] = ACTIONS(3),
@@ -3813,6 +4725,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(83),
     [anon_sym_flash] = ACTIONS(83),
     [anon_sym_unfused] = ACTIONS(83),
+    [anon_sym_flash2] = ACTIONS(83),
     [anon_sym_on] = ACTIONS(83),
     [anon_sym_off] = ACTIONS(83),
     [anon_sym_pretrain] = ACTIONS(83),
@@ -3838,6 +4751,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(83),
     [anon_sym_a2a] = ACTIONS(83),
     [anon_sym_a2a_p2p] = ACTIONS(83),
+    [anon_sym_delayed] = ACTIONS(83),
+    [anon_sym_tensorwise] = ACTIONS(83),
+    [anon_sym_blockwise] = ACTIONS(83),
+    [anon_sym_mxfp8] = ACTIONS(83),
+    [anon_sym_e4m3] = ACTIONS(83),
+    [anon_sym_hybrid] = ACTIONS(83),
+    [anon_sym_W0023] = ACTIONS(83),
     [anon_sym_W0001] = ACTIONS(83),
     [anon_sym_W0002] = ACTIONS(83),
     [anon_sym_W0003] = ACTIONS(83),
@@ -3865,6 +4785,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(83),
     [anon_sym_uniform] = ACTIONS(83),
     [anon_sym_block] = ACTIONS(83),
+    [anon_sym_W0024] = ACTIONS(83),
+    [anon_sym_local] = ACTIONS(83),
+    [anon_sym_transformer_engine] = ACTIONS(83),
+    [anon_sym_full_iteration] = ACTIONS(83),
+    [anon_sym_attn] = ACTIONS(83),
+    [anon_sym_moe_router] = ACTIONS(83),
+    [anon_sym_moe_preprocess] = ACTIONS(83),
+    [anon_sym_mamba] = ACTIONS(83),
+    [anon_sym_attn_norm] = ACTIONS(83),
+    [anon_sym_qkv_linear] = ACTIONS(83),
+    [anon_sym_attn_proj] = ACTIONS(83),
+    [anon_sym_mlp_norm] = ACTIONS(83),
+    [anon_sym_expert_fc1] = ACTIONS(83),
+    [anon_sym_fused_group_mlp] = ACTIONS(83),
+    [anon_sym_aux_loss] = ACTIONS(83),
+    [anon_sym_seq_aux_loss] = ACTIONS(83),
     [sym_number] = ACTIONS(83),
     [sym_string] = ACTIONS(85),
     [sym_comment] = ACTIONS(3),
@@ -3917,6 +4853,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(87),
     [anon_sym_flash] = ACTIONS(87),
     [anon_sym_unfused] = ACTIONS(87),
+    [anon_sym_flash2] = ACTIONS(87),
     [anon_sym_on] = ACTIONS(87),
     [anon_sym_off] = ACTIONS(87),
     [anon_sym_pretrain] = ACTIONS(87),
@@ -3942,6 +4879,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(87),
     [anon_sym_a2a] = ACTIONS(87),
     [anon_sym_a2a_p2p] = ACTIONS(87),
+    [anon_sym_delayed] = ACTIONS(87),
+    [anon_sym_tensorwise] = ACTIONS(87),
+    [anon_sym_blockwise] = ACTIONS(87),
+    [anon_sym_mxfp8] = ACTIONS(87),
+    [anon_sym_e4m3] = ACTIONS(87),
+    [anon_sym_hybrid] = ACTIONS(87),
+    [anon_sym_W0023] = ACTIONS(87),
     [anon_sym_W0001] = ACTIONS(87),
     [anon_sym_W0002] = ACTIONS(87),
     [anon_sym_W0003] = ACTIONS(87),
@@ -3969,6 +4913,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(87),
     [anon_sym_uniform] = ACTIONS(87),
     [anon_sym_block] = ACTIONS(87),
+    [anon_sym_W0024] = ACTIONS(87),
+    [anon_sym_local] = ACTIONS(87),
+    [anon_sym_transformer_engine] = ACTIONS(87),
+    [anon_sym_full_iteration] = ACTIONS(87),
+    [anon_sym_attn] = ACTIONS(87),
+    [anon_sym_moe_router] = ACTIONS(87),
+    [anon_sym_moe_preprocess] = ACTIONS(87),
+    [anon_sym_mamba] = ACTIONS(87),
+    [anon_sym_attn_norm] = ACTIONS(87),
+    [anon_sym_qkv_linear] = ACTIONS(87),
+    [anon_sym_attn_proj] = ACTIONS(87),
+    [anon_sym_mlp_norm] = ACTIONS(87),
+    [anon_sym_expert_fc1] = ACTIONS(87),
+    [anon_sym_fused_group_mlp] = ACTIONS(87),
+    [anon_sym_aux_loss] = ACTIONS(87),
+    [anon_sym_seq_aux_loss] = ACTIONS(87),
     [sym_number] = ACTIONS(87),
     [sym_string] = ACTIONS(89),
     [sym_comment] = ACTIONS(3),
@@ -4021,6 +4981,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(91),
     [anon_sym_flash] = ACTIONS(91),
     [anon_sym_unfused] = ACTIONS(91),
+    [anon_sym_flash2] = ACTIONS(91),
     [anon_sym_on] = ACTIONS(91),
     [anon_sym_off] = ACTIONS(91),
     [anon_sym_pretrain] = ACTIONS(91),
@@ -4046,6 +5007,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(91),
     [anon_sym_a2a] = ACTIONS(91),
     [anon_sym_a2a_p2p] = ACTIONS(91),
+    [anon_sym_delayed] = ACTIONS(91),
+    [anon_sym_tensorwise] = ACTIONS(91),
+    [anon_sym_blockwise] = ACTIONS(91),
+    [anon_sym_mxfp8] = ACTIONS(91),
+    [anon_sym_e4m3] = ACTIONS(91),
+    [anon_sym_hybrid] = ACTIONS(91),
+    [anon_sym_W0023] = ACTIONS(91),
     [anon_sym_W0001] = ACTIONS(91),
     [anon_sym_W0002] = ACTIONS(91),
     [anon_sym_W0003] = ACTIONS(91),
@@ -4073,6 +5041,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(91),
     [anon_sym_uniform] = ACTIONS(91),
     [anon_sym_block] = ACTIONS(91),
+    [anon_sym_W0024] = ACTIONS(91),
+    [anon_sym_local] = ACTIONS(91),
+    [anon_sym_transformer_engine] = ACTIONS(91),
+    [anon_sym_full_iteration] = ACTIONS(91),
+    [anon_sym_attn] = ACTIONS(91),
+    [anon_sym_moe_router] = ACTIONS(91),
+    [anon_sym_moe_preprocess] = ACTIONS(91),
+    [anon_sym_mamba] = ACTIONS(91),
+    [anon_sym_attn_norm] = ACTIONS(91),
+    [anon_sym_qkv_linear] = ACTIONS(91),
+    [anon_sym_attn_proj] = ACTIONS(91),
+    [anon_sym_mlp_norm] = ACTIONS(91),
+    [anon_sym_expert_fc1] = ACTIONS(91),
+    [anon_sym_fused_group_mlp] = ACTIONS(91),
+    [anon_sym_aux_loss] = ACTIONS(91),
+    [anon_sym_seq_aux_loss] = ACTIONS(91),
     [sym_number] = ACTIONS(91),
     [sym_string] = ACTIONS(93),
     [sym_comment] = ACTIONS(3),
@@ -4124,6 +5108,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(95),
     [anon_sym_flash] = ACTIONS(95),
     [anon_sym_unfused] = ACTIONS(95),
+    [anon_sym_flash2] = ACTIONS(95),
     [anon_sym_on] = ACTIONS(95),
     [anon_sym_off] = ACTIONS(95),
     [anon_sym_pretrain] = ACTIONS(95),
@@ -4149,6 +5134,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(95),
     [anon_sym_a2a] = ACTIONS(95),
     [anon_sym_a2a_p2p] = ACTIONS(95),
+    [anon_sym_delayed] = ACTIONS(95),
+    [anon_sym_tensorwise] = ACTIONS(95),
+    [anon_sym_blockwise] = ACTIONS(95),
+    [anon_sym_mxfp8] = ACTIONS(95),
+    [anon_sym_e4m3] = ACTIONS(95),
+    [anon_sym_hybrid] = ACTIONS(95),
+    [anon_sym_W0023] = ACTIONS(95),
     [anon_sym_W0001] = ACTIONS(95),
     [anon_sym_W0002] = ACTIONS(95),
     [anon_sym_W0003] = ACTIONS(95),
@@ -4176,6 +5168,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(95),
     [anon_sym_uniform] = ACTIONS(95),
     [anon_sym_block] = ACTIONS(95),
+    [anon_sym_W0024] = ACTIONS(95),
+    [anon_sym_local] = ACTIONS(95),
+    [anon_sym_transformer_engine] = ACTIONS(95),
+    [anon_sym_full_iteration] = ACTIONS(95),
+    [anon_sym_attn] = ACTIONS(95),
+    [anon_sym_moe_router] = ACTIONS(95),
+    [anon_sym_moe_preprocess] = ACTIONS(95),
+    [anon_sym_mamba] = ACTIONS(95),
+    [anon_sym_attn_norm] = ACTIONS(95),
+    [anon_sym_qkv_linear] = ACTIONS(95),
+    [anon_sym_attn_proj] = ACTIONS(95),
+    [anon_sym_mlp_norm] = ACTIONS(95),
+    [anon_sym_expert_fc1] = ACTIONS(95),
+    [anon_sym_fused_group_mlp] = ACTIONS(95),
+    [anon_sym_aux_loss] = ACTIONS(95),
+    [anon_sym_seq_aux_loss] = ACTIONS(95),
     [sym_number] = ACTIONS(95),
     [sym_string] = ACTIONS(97),
     [sym_comment] = ACTIONS(3),
@@ -4222,6 +5230,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -4247,6 +5256,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -4274,6 +5290,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(103),
     [sym_comment] = ACTIONS(3),
@@ -4320,6 +5352,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(23),
     [anon_sym_flash] = ACTIONS(23),
     [anon_sym_unfused] = ACTIONS(23),
+    [anon_sym_flash2] = ACTIONS(23),
     [anon_sym_on] = ACTIONS(23),
     [anon_sym_off] = ACTIONS(23),
     [anon_sym_pretrain] = ACTIONS(23),
@@ -4345,6 +5378,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(23),
     [anon_sym_a2a] = ACTIONS(23),
     [anon_sym_a2a_p2p] = ACTIONS(23),
+    [anon_sym_delayed] = ACTIONS(23),
+    [anon_sym_tensorwise] = ACTIONS(23),
+    [anon_sym_blockwise] = ACTIONS(23),
+    [anon_sym_mxfp8] = ACTIONS(23),
+    [anon_sym_e4m3] = ACTIONS(23),
+    [anon_sym_hybrid] = ACTIONS(23),
+    [anon_sym_W0023] = ACTIONS(23),
     [anon_sym_W0001] = ACTIONS(23),
     [anon_sym_W0002] = ACTIONS(23),
     [anon_sym_W0003] = ACTIONS(23),
@@ -4372,6 +5412,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(23),
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
+    [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_local] = ACTIONS(23),
+    [anon_sym_transformer_engine] = ACTIONS(23),
+    [anon_sym_full_iteration] = ACTIONS(23),
+    [anon_sym_attn] = ACTIONS(23),
+    [anon_sym_moe_router] = ACTIONS(23),
+    [anon_sym_moe_preprocess] = ACTIONS(23),
+    [anon_sym_mamba] = ACTIONS(23),
+    [anon_sym_attn_norm] = ACTIONS(23),
+    [anon_sym_qkv_linear] = ACTIONS(23),
+    [anon_sym_attn_proj] = ACTIONS(23),
+    [anon_sym_mlp_norm] = ACTIONS(23),
+    [anon_sym_expert_fc1] = ACTIONS(23),
+    [anon_sym_fused_group_mlp] = ACTIONS(23),
+    [anon_sym_aux_loss] = ACTIONS(23),
+    [anon_sym_seq_aux_loss] = ACTIONS(23),
     [sym_number] = ACTIONS(27),
     [sym_string] = ACTIONS(109),
     [sym_comment] = ACTIONS(3),
@@ -4418,6 +5474,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_cdna4] = ACTIONS(122),
     [anon_sym_flash] = ACTIONS(122),
     [anon_sym_unfused] = ACTIONS(122),
+    [anon_sym_flash2] = ACTIONS(122),
     [anon_sym_on] = ACTIONS(122),
     [anon_sym_off] = ACTIONS(122),
     [anon_sym_pretrain] = ACTIONS(122),
@@ -4443,6 +5500,13 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_p2p] = ACTIONS(122),
     [anon_sym_a2a] = ACTIONS(122),
     [anon_sym_a2a_p2p] = ACTIONS(122),
+    [anon_sym_delayed] = ACTIONS(122),
+    [anon_sym_tensorwise] = ACTIONS(122),
+    [anon_sym_blockwise] = ACTIONS(122),
+    [anon_sym_mxfp8] = ACTIONS(122),
+    [anon_sym_e4m3] = ACTIONS(122),
+    [anon_sym_hybrid] = ACTIONS(122),
+    [anon_sym_W0023] = ACTIONS(122),
     [anon_sym_W0001] = ACTIONS(122),
     [anon_sym_W0002] = ACTIONS(122),
     [anon_sym_W0003] = ACTIONS(122),
@@ -4470,6 +5534,22 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_shared_experts] = ACTIONS(122),
     [anon_sym_uniform] = ACTIONS(122),
     [anon_sym_block] = ACTIONS(122),
+    [anon_sym_W0024] = ACTIONS(122),
+    [anon_sym_local] = ACTIONS(122),
+    [anon_sym_transformer_engine] = ACTIONS(122),
+    [anon_sym_full_iteration] = ACTIONS(122),
+    [anon_sym_attn] = ACTIONS(122),
+    [anon_sym_moe_router] = ACTIONS(122),
+    [anon_sym_moe_preprocess] = ACTIONS(122),
+    [anon_sym_mamba] = ACTIONS(122),
+    [anon_sym_attn_norm] = ACTIONS(122),
+    [anon_sym_qkv_linear] = ACTIONS(122),
+    [anon_sym_attn_proj] = ACTIONS(122),
+    [anon_sym_mlp_norm] = ACTIONS(122),
+    [anon_sym_expert_fc1] = ACTIONS(122),
+    [anon_sym_fused_group_mlp] = ACTIONS(122),
+    [anon_sym_aux_loss] = ACTIONS(122),
+    [anon_sym_seq_aux_loss] = ACTIONS(122),
     [sym_number] = ACTIONS(128),
     [sym_string] = ACTIONS(131),
     [sym_comment] = ACTIONS(3),
