@@ -228,7 +228,7 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
     let notes = &i.warnings[0].notes;
-    for flag in ["--kv-channels 128"] {
+    for flag in ["--kv-channels 128", "--moe-router-fusion"] {
         assert!(
             notes.iter().any(|n| n.starts_with(&format!("`{flag}`"))),
             "{flag} not listed: {notes:?}"
