@@ -56,6 +56,14 @@ function schemaEnumWords() {
     assert.ok(m, `kinds.rs has no ${ty}::WORDS`);
     for (const [, w] of m[1].matchAll(/"([^"]+)"/g)) words.push(w);
   }
+  // A word set of venus-base's graphs.rs (`venus_base::base::OffloadModules::WORDS`): the
+  // words its `word_set!` invocation lists.
+  const graphs = read(root, 'crates', 'venus-base', 'src', 'base', 'graphs.rs');
+  for (const [, ty] of src.matchAll(/pub const [A-Z_]+: &\[&str\] = venus_base::base::(\w+)::WORDS;/g)) {
+    const m = new RegExp(`word_set!\\([\\s\\S]*?\\b${ty},\\s*\\[([^\\]]*)\\]`).exec(graphs);
+    assert.ok(m, `graphs.rs has no word_set! ${ty}`);
+    for (const [, w] of m[1].matchAll(/"([^"]+)"/g)) words.push(w);
+  }
   return words;
 }
 

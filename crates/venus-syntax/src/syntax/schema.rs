@@ -189,26 +189,10 @@ pub const FLEX_BACKENDS: &[&str] = &["deepep", "hybridep"];
 pub const CP_COMMS: &[&str] = &["p2p", "a2a", "allgather", "a2a_p2p"];
 /// Megatron-LM's `--cuda-graph-impl` choices (`base::CudaGraphImpl`, transformer_config.py:1075).
 pub const CUDA_GRAPH_IMPLS: &[&str] = &["none", "local", "transformer_engine", "full_iteration"];
-/// Megatron-LM's `--cuda-graph-modules` choices (`base::CudaGraphModules`).
-pub const CUDA_GRAPH_MODULES: &[&str] = &[
-    "attn",
-    "mlp",
-    "moe",
-    "moe_router",
-    "moe_preprocess",
-    "mamba",
-];
-/// Megatron-LM's `--offload-modules` choices (`base::OffloadModules`).
-pub const OFFLOAD_MODULES: &[&str] = &[
-    "attn_norm",
-    "qkv_linear",
-    "core_attn",
-    "attn_proj",
-    "mlp_norm",
-    "expert_fc1",
-    "moe_act",
-    "fused_group_mlp",
-];
+/// Megatron-LM's `--cuda-graph-modules` choices: the words of `base::CudaGraphModules`.
+pub const CUDA_GRAPH_MODULES: &[&str] = venus_base::base::CudaGraphModules::WORDS;
+/// Megatron-LM's `--offload-modules` choices: the words of `base::OffloadModules`.
+pub const OFFLOAD_MODULES: &[&str] = venus_base::base::OffloadModules::WORDS;
 /// The router's load-balancing losses (`--moe-router-load-balancing-type`, router.py; `none`
 /// also stands for `--moe-aux-loss-coeff 0`, Megatron's default).
 pub const LOAD_BALANCING: &[&str] = &["none", "aux_loss", "seq_aux_loss"];
