@@ -764,3 +764,25 @@ fn a_frozen_lora_base_keeps_only_the_inputs_its_adapters_read() {
         sbh * (34 - 2 - 8 - 2) + 4 * 16 * 2048
     );
 }
+
+/// A hybrid model's routed experts sit only in its `E` layers (Megatron's `MambaStack` builds a
+/// MoE layer for `LayerSymbols.MOE` alone): the pattern `MEM*E*` of 6 layers holds 2 MoE layers
+/// of 4 experts of 2·64·32 each, not 6.
+#[test]
+fn a_hybrid_stage_holds_the_experts_of_its_moe_layers_only() {
+    use crate::testutil::set;
+    use venus_plan::plan::spec::HybridLayer::{Attention as A, Mamba as M, Moe as E};
+    let mut t = model(64, 4, 6, 128, 16);
+    set(&mut t.experts, 4);
+    set(&mut t.topk, 2);
+    set(&mut t.moe_ffn, 32);
+    let mut m = super::to_plan::model(&t);
+    m.hybrid_pattern = Some(vec![M, E, M, A, E, A]);
+    let expert = 4 * 2 * 64 * 32;
+    let whole = plan(1, 1, 1, None, 6);
+    assert_eq!(one_stage(&m, &whole, 0).expert_params, 2 * expert);
+    // pp 2: layers 0-2 (`MEM`) and 3-5 (`*E*`), one MoE layer each.
+    let halves = plan(2, 1, 2, Some(ScheduleKind::OneFOneB), 6);
+    assert_eq!(one_stage(&m, &halves, 0).expert_params, expert);
+    assert_eq!(one_stage(&m, &halves, 1).expert_params, expert);
+}

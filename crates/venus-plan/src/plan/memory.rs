@@ -507,6 +507,21 @@ pub fn stage_moe_layers(model: &Model, split: &StageSplit, stage: u64) -> u64 {
     })
 }
 
+/// The layers of a stage that hold routed experts, from its `[layers, moe_layers, mtp]`: a
+/// transformer MoE model's MoE layers and MTP depths (each depth one MoE layer), every layer of
+/// a model whose layers are all MoE, and only the `E` layers of a hybrid pattern
+/// (megatron/core/ssm/mamba_block.py, `MambaStack.__init__`: only `LayerSymbols.MOE` builds
+/// `submodules.moe_layer`; the `M`, `*` and `-` layers hold no expert).
+fn stage_expert_layers(model: &Model, [layers, moe_layers, mtp]: [u128; 3]) -> u128 {
+    if model.is_hybrid() {
+        moe_layers
+    } else if model.is_moe() && (model.has_dense_layers() || mtp > 0) {
+        moe_layers.saturating_add(mtp)
+    } else {
+        layers
+    }
+}
+
 /// A hybrid model's layers of each kind on a stage (all its chunks).
 pub fn stage_hybrid_counts(model: &Model, split: &StageSplit, stage: u64) -> HybridCounts {
     let mut c = HybridCounts::default();
@@ -757,11 +772,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         }
     }
     let expert_shards = prod(&[plan.etp.max(1) as u128, plan.ep.max(1) as u128]);
-    let expert_layers = if model.is_moe() && (model.has_dense_layers() || mtp > 0) {
-        moe_layers.saturating_add(mtp)
-    } else {
-        layers
-    };
+    let expert_layers = stage_expert_layers(model, [layers, moe_layers, mtp]);
     // A hybrid model's experts are those of its `E` layers.
     let layer_experts = hybrid
         .as_ref()
