@@ -418,13 +418,14 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     );
     task_rules(row, plan, &mut assumed);
     bridge_benchmark_grads(row, source, plan, &mut assumed);
+    nemo2407_grad_sync_dtype(row, source, plan, &mut assumed);
     torchtitan_cp_exchange(source, plan, &mut assumed);
     torchtitan_attention(source, plan, &mut assumed);
     bridge_fp8_param_gather(row, source, plan, &mut assumed);
     bridge_nemotron3_etp(row, source, plan, &mut assumed);
-    if let Some(modules) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
+    if let Some(recipe) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
     {
-        plan.set(Key::RecomputeModules, modules);
+        plan.set(Key::RecomputeModules, recipe.modules);
     }
     if !source.modern() {
         // FlashAttention appeared in 2022; SC21's Megatron-LM ran QKᵀ and ·V as batched GEMMs
@@ -621,11 +622,12 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
         RecomputeColumn::Full
     } else if row.recompute.starts_with("selective") {
         RecomputeColumn::Selective
-    } else if let Some(modules) =
+    } else if let Some(recipe) =
         bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
     {
         assumed.push(format!(
-            "recompute selective, recompute_modules {modules} (unstated; the row's Megatron-Bridge recipe: scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py)"
+            "recompute selective, recompute_modules {} (unstated; the row's Megatron-Bridge recipe: {})",
+            recipe.modules, recipe.recipe
         ));
         RecomputeColumn::Selective
     } else if row.recompute.is_empty() && source.modern() {
@@ -641,28 +643,81 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
     }
 }
 
-/// The recompute modules of a Megatron-Bridge performance recipe that sets them, for a row of
-/// that recipe (Megatron-Bridge @06e8da4e scripts/performance/configs/nemotronh/
-/// nemotron_3_workload_base_configs.py): Nemotron 3 Super on GB200 in BF16 or MXFP8
-/// (`BASE_NEMOTRON_3_SUPER_CONFIG_GB200`: moe_act, layernorm, core_attn, moe; its NVFP4 config
-/// is the base one, without) and Nemotron 3 Nano on H100 in FP8
-/// (`NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1`: moe, layernorm, core_attn, moe_act).
-fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static str> {
+/// A Megatron-Bridge performance recipe that sets `recompute_modules`: the rows it covers (the
+/// model's name, the GPU's, the table's precisions) and the modules it names.
+struct RecipeRecompute {
+    model: &'static str,
+    gpu: &'static str,
+    precisions: &'static [&'static str],
+    modules: &'static str,
+    /// The recipe's file and workload config, for the row's note.
+    recipe: &'static str,
+}
+
+/// The performance recipes that set recompute modules, each cited by file, commit and config:
+/// - Nemotron 3 Super on GB200 in BF16 or MXFP8 (`BASE_NEMOTRON_3_SUPER_CONFIG_GB200`; its
+///   NVFP4 config is the base one, without) and Nemotron 3 Nano on H100 in FP8
+///   (`NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1`), Megatron-Bridge @06e8da4e;
+/// - DeepSeek-V3 on GB200 in BF16 (`DEEPSEEK_V3_GB200_BF16_BASE_CONFIG`: `mla_up_proj`) and on
+///   H100 (`DEEPSEEK_V3_H100_BASE_CONFIG`, which its BF16 and FP8 configs are: `mla_up_proj`,
+///   `mlp`), Megatron-Bridge v0.2.0 (7af9601c, the 25.11 release)
+///   scripts/performance/configs/deepseek/workload_base_configs.py;
+/// - GPT-OSS 120B on H100 (`GPT_OSS_120B_H100_BF16_BASE_CONFIG`: `layernorm`, `moe_act`), the
+///   same release's scripts/performance/configs/gpt_oss/workload_base_configs.py.
+const RECIPE_RECOMPUTE: &[RecipeRecompute] = &[
+    RecipeRecompute {
+        model: "Nemotron-3-Super",
+        gpu: "GB200",
+        precisions: &["bf16", "mxfp8"],
+        modules: "moe_act layernorm core_attn moe",
+        recipe: NEMOTRON3_RECIPES,
+    },
+    RecipeRecompute {
+        model: "Nemotron-3-Nano",
+        gpu: "H100",
+        precisions: &["fp8"],
+        modules: "moe layernorm core_attn moe_act",
+        recipe: NEMOTRON3_RECIPES,
+    },
+    RecipeRecompute {
+        model: "DeepSeek-V3",
+        gpu: "GB200",
+        precisions: &["bf16"],
+        modules: "mla_up_proj",
+        recipe: "scripts/performance/configs/deepseek/workload_base_configs.py DEEPSEEK_V3_GB200_BF16_BASE_CONFIG",
+    },
+    RecipeRecompute {
+        model: "DeepSeek-V3",
+        gpu: "H100",
+        precisions: &["bf16", "fp8"],
+        modules: "mla_up_proj mlp",
+        recipe: "scripts/performance/configs/deepseek/workload_base_configs.py DEEPSEEK_V3_H100_BASE_CONFIG",
+    },
+    RecipeRecompute {
+        model: "GPT-OSS-120B",
+        gpu: "H100",
+        precisions: &["bf16", "fp8"],
+        modules: "layernorm moe_act",
+        recipe: "scripts/performance/configs/gpt_oss/workload_base_configs.py GPT_OSS_120B_H100_BF16_BASE_CONFIG",
+    },
+];
+
+const NEMOTRON3_RECIPES: &str =
+    "scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py";
+
+/// The recipe of [`RECIPE_RECOMPUTE`] a Megatron-Bridge row runs, when one sets its recompute
+/// modules.
+fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static RecipeRecompute> {
     if source != Source::Bridge || !row.source.contains("Megatron-Bridge") {
         return None;
     }
     let gpu = row.gpu.to_ascii_uppercase();
     let precision = row.precision.to_ascii_lowercase();
-    if row.model.starts_with("Nemotron-3-Super")
-        && gpu.starts_with("GB200")
-        && matches!(precision.as_str(), "bf16" | "mxfp8")
-    {
-        return Some("moe_act layernorm core_attn moe");
-    }
-    if row.model.starts_with("Nemotron-3-Nano") && gpu.starts_with("H100") && precision == "fp8" {
-        return Some("moe layernorm core_attn moe_act");
-    }
-    None
+    RECIPE_RECOMPUTE.iter().find(|r| {
+        row.model.starts_with(r.model)
+            && gpu.starts_with(r.gpu)
+            && r.precisions.contains(&precision.as_str())
+    })
 }
 
 /// Megatron-Bridge's Nemotron 3 performance recipes set `expert_tensor_parallel_size=1`
@@ -892,6 +947,32 @@ fn bridge_benchmark_grads(row: &Row, source: Source, plan: &mut Block, assumed: 
         assumed.push(
             "grad_dtype bf16 (unstated; Megatron-Bridge's performance recipes reduce gradients \
              in bf16)"
+                .into(),
+        );
+        plan.set(Key::GradDtype, "bf16");
+    }
+}
+
+/// Whether a NeMo 24.07 row ran with bf16 gradients, its flags not saying: the NeMo Framework
+/// Launcher's Nemotron-4 340B training config sets `optim.grad_sync_dtype: bf16` under
+/// `mcore_distributed_optim` (NVIDIA/NeMo-Framework-Launcher @3be81fc1
+/// launcher_scripts/conf/training/nemotron/nemotron_340b.yaml), and NeMo's GPT model reduces in
+/// fp32 only for `grad_sync_dtype == fp32` (`grad_reduce_in_fp32`, Megatron-LM's
+/// `--grad-reduce-in-bf16` unset). Only the configs read are listed.
+fn nemo2407_grad_sync_dtype(
+    row: &Row,
+    source: Source,
+    plan: &mut Block,
+    assumed: &mut Vec<String>,
+) {
+    const BF16_GRAD_SYNC: &[&str] = &["Nemotron-340B"];
+    let applies = source == Source::Nemo2407
+        && BF16_GRAD_SYNC.contains(&row.model.as_str())
+        && !plan.has(Key::GradDtype);
+    if applies {
+        assumed.push(
+            "grad_dtype bf16 (unstated; NeMo's launcher config for the model sets \
+             `optim.grad_sync_dtype: bf16`)"
                 .into(),
         );
         plan.set(Key::GradDtype, "bf16");

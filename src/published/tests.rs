@@ -694,3 +694,47 @@ fn nemotron3_bridge_rows_take_their_recipes_etp_and_recompute_modules() {
     let b = build(&row).unwrap();
     assert!(!b.venus.contains("recompute_modules"), "{}", b.venus);
 }
+
+/// The committed table's row `id`, built into its scenario.
+fn committed_scenario(id: &str) -> String {
+    let table = include_str!("../../docs/data/published-runs.tsv");
+    let row = parse(table)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("no row {id}"));
+    build(&row).unwrap_or_else(|s| panic!("{id}: {}", s.0)).venus
+}
+
+/// The DeepSeek-V3 and GPT-OSS rows of Megatron-Bridge's tables take their recipes' recompute
+/// modules (Megatron-Bridge v0.2.0 scripts/performance/configs/*/workload_base_configs.py):
+/// GB200 BF16 `mla_up_proj`, H100 `mla_up_proj mlp` (DeepSeek-V3), H100 `layernorm moe_act`
+/// (GPT-OSS 120B); the GB300 DeepSeek-V3 row, whose recipe is another, takes none of them.
+#[test]
+fn deepseek_v3_and_gpt_oss_bridge_rows_take_their_recipes_recompute_modules() {
+    for (id, modules) in [
+        ("mb2511_dsv3_gb200_bf16", "mla_up_proj"),
+        ("mb2509_dsv3_h100_fp8", "mla_up_proj mlp"),
+        ("mb2511_gptoss120b_h100_bf16", "layernorm moe_act"),
+    ] {
+        let venus = committed_scenario(id);
+        assert!(
+            venus.contains("  recompute selective\n")
+                && venus.contains(&format!("  recompute_modules {modules}\n")),
+            "{id}: {venus}"
+        );
+    }
+    let gb300 = committed_scenario("mb2511_dsv3_gb300_bf16");
+    assert!(!gb300.contains("recompute_modules"), "{gb300}");
+}
+
+/// NeMo 24.07's Nemotron-4 340B reduces gradients in bf16 (its launcher config's
+/// `optim.grad_sync_dtype: bf16`); the same table's Llama 3 70B row, whose config was not read,
+/// keeps Megatron's fp32 default.
+#[test]
+fn the_nemo_nemotron_340b_row_reduces_gradients_in_bf16() {
+    let venus = committed_scenario("nemo2407_h100_10");
+    assert!(venus.contains("  grad_dtype bf16\n"), "{venus}");
+    let llama = committed_scenario("nemo2407_h100_12");
+    assert!(!llama.contains("grad_dtype"), "{llama}");
+}
