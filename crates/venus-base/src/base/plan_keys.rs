@@ -544,6 +544,13 @@ macro_rules! plan_key_list {
             .megatron("--optimizer-offload-fraction")
             .example("50%")
             => optimizer_offload: ::venus_base::base::Ratio, ratio;
+            /// Fused router kernels (`--moe-router-fusion`; `None`: off, Megatron's default).
+            MoeRouterFusion = flag(
+                "moe_router_fusion",
+                "fused router kernels around the MoE router GEMM (Transformer Engine's): scoring, top-k, expert bias and group limit in one kernel, the balance loss's scores and loss in two",
+            )
+            .megatron("--moe-router-fusion")
+            => moe_router_fusion: bool, flag, default(Off, "off");
             AllowPlan = allow_key()
             => allow: _, hand;
         }

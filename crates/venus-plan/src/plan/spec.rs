@@ -10,8 +10,8 @@
 //! written lives in the side table [`Provenance`].
 
 use venus_base::base::{
-    Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec,
-    GpuArch, Precision, Ratio, Recompute, RecomputeModules, Seconds, Topology,
+    Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec, GpuArch,
+    Precision, Ratio, Recompute, RecomputeModules, Seconds, Topology,
 };
 use venus_base::base::{FromWord, FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
@@ -758,7 +758,7 @@ fn word_default<T: FromWord>(word: &str) -> T {
     }
 }
 
-venus_base::plan_key_list!([default_accessors] ());
+venus_base::plan_key_list!([default_accessors]());
 
 /// The `expect` bounds a scenario's report is checked against (E0501).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -842,7 +842,10 @@ mod tests {
     fn generated_accessors_give_the_list_defaults_unless_written() {
         let mut p: PlanSpec = crate::plan_keys!(unset_spec!());
         assert_eq!((p.tp(), p.pp(), p.cp(), p.ep(), p.vpp()), (1, 1, 1, 1, 1));
-        assert_eq!((p.iterations(), p.lora_rank(), p.offload_layers()), (1, 32, 0));
+        assert_eq!(
+            (p.iterations(), p.lora_rank(), p.offload_layers()),
+            (1, 32, 0)
+        );
         assert!(!p.sp() && !p.distributed_optimizer() && !p.moe_permute_fusion());
         assert_eq!(p.recompute(), Recompute::None);
         assert_eq!(p.precision(), Precision::Bf16);
