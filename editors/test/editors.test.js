@@ -19,10 +19,16 @@ const read = (...p) => fs.readFileSync(path.join(...p), 'utf8');
 function schemaKeys() {
   const src = read(root, 'crates', 'venus-syntax', 'src', 'syntax', 'schema.rs');
   const blocks = {};
-  // `key_table! { MODEL => { Hidden = req("hidden", &[Count], ...)..., } ... }`: one arm per
-  // block kind (`BlockKind::Measured` for the nested blocks).
-  const table = /\nkey_table! \{\n([\s\S]*?)\n\}\n/.exec(src);
-  assert.ok(table, 'schema.rs has no key_table! invocation');
+  // `plan_key_list!([key_table_with_plan] ({ MODEL => { Hidden = req("hidden", &[Count],
+  // ...)..., } ... } { SCENARIO => { ... } ... }))`: one arm per block kind
+  // (`BlockKind::Measured` for the nested blocks); the plan block is the master list of the
+  // plan keys in venus-base's plan_keys.rs, spliced in between.
+  const table = /\nvenus_base::plan_key_list!\(\[key_table_with_plan\] \(\{\n([\s\S]*?)\n\}\)\);\n/.exec(src);
+  assert.ok(table, 'schema.rs has no key_table invocation');
+  const planSrc = read(root, 'crates', 'venus-base', 'src', 'base', 'plan_keys.rs');
+  const plan = /\$\(\$cb\)\*! \{ \$args\n([\s\S]*?)\n {8}\}\n {4}\};\n\}\n/.exec(planSrc);
+  assert.ok(plan, 'plan_keys.rs has no plan_key_list! body');
+  blocks.PLAN = [];
   const blockRe = /^ {4}(?:BlockKind::)?(\w+) => \{\n([\s\S]*?)\n {4}\}$/gm;
   for (const [, kind, body] of table[1].matchAll(blockRe)) {
     const block = kind.toUpperCase();
@@ -35,6 +41,9 @@ function schemaKeys() {
     if (/\ballow_key\(\)/.test(body)) keys.push({ name: 'allow', firstArg: 'Enum' });
     blocks[block] = keys;
   }
+  const callRe = /\b(?:req|key|flag)\(\s*"([a-z0-9_]+)",\s*(?:&\[\s*(\w+))?/g;
+  for (const [, name, firstArg] of plan[1].matchAll(callRe)) blocks.PLAN.push({ name, firstArg });
+  if (/\ballow_key\(\)/.test(plan[1])) blocks.PLAN.push({ name: 'allow', firstArg: 'Enum' });
   return blocks;
 }
 

@@ -223,12 +223,13 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "  routed_groups 8\n",
         "  topk_groups 4\n",
         "  moe_permute_fusion\n",
+        "  moe_router_fusion\n",
         "  fp8_recipe mxfp8\n",
     ] {
         assert!(i.venus.contains(line), "{line:?} missing:\n{}", i.venus);
     }
     let notes = &i.warnings[0].notes;
-    for flag in ["--kv-channels 128", "--moe-router-fusion"] {
+    for flag in ["--kv-channels 128", "--enable-experimental"] {
         assert!(
             notes.iter().any(|n| n.starts_with(&format!("`{flag}`"))),
             "{flag} not listed: {notes:?}"
@@ -243,6 +244,7 @@ fn the_published_rows_map_every_modelled_flag_and_list_the_rest() {
         "--moe-router-num-groups",
         "--moe-router-group-topk",
         "--moe-permute-fusion",
+        "--moe-router-fusion",
     ] {
         assert!(
             !notes.iter().any(|n| n.starts_with(&format!("`{flag}"))),

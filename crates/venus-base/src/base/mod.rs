@@ -11,6 +11,7 @@ pub mod csr;
 pub mod graphs;
 pub mod kinds;
 pub mod math;
+pub mod plan_keys;
 pub mod rng;
 pub mod units;
 

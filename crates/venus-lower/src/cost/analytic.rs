@@ -823,6 +823,8 @@ pub struct RouterShape {
     pub expert_bias: bool,
     pub balance_loss: bool,
     pub permute_fusion: bool,
+    /// Transformer Engine's fused router kernels (`moe_router_fusion`).
+    pub router_fusion: bool,
 }
 
 /// HBM bytes and kernels of one MoE layer's routing, forward and backward.
@@ -868,18 +870,30 @@ pub struct RouterTraffic {
 /// back once); the masks, sorts and counts do not. Kernels: each line above is one kernel per
 /// step (scoring 2, top-k 1, probs and map 4, bias 2, groups 5, loss 7, permute 6 unfused or 1
 /// fused, unpermute 7 or 1).
+///
+/// With `--moe-router-fusion` (router.py `routing` and `_apply_aux_loss` pass
+/// `fused=self.config.moe_router_fusion` to moe_utils.py `topk_routing_with_score_function`,
+/// `compute_routing_scores_for_aux_loss` and `switch_load_balancing_loss_func`, which then
+/// call Transformer Engine's transformer_engine/pytorch/router.py kernels) the scoring, top-k,
+/// expert bias, group limit, probs and routing map are one kernel
+/// (`fused_topk_with_score_function`): read `a·E`, write the fp32 probs `4E`, the map `E`
+/// and the fp32 intermediate it keeps for backward `4E`; the bias keeps its count (`E`, one
+/// kernel); the loss's scores are one kernel of the same bytes
+/// (`fused_compute_score_for_moe_aux_loss`), its count `E` one more and `fused_moe_aux_loss`
+/// reads the probs `4E`: `a·E + 14E` in 3 kernels. Backward, each fused kernel reads its
+/// intermediate and the probs' gradient and writes the logits' gradient (`a·E + 8E`, one
+/// kernel each). The permutation is `permute_fusion`'s, unchanged.
 pub fn router_traffic(r: &RouterShape) -> RouterTraffic {
-    let (e, k, a, w) = (r.experts, r.topk, r.act_bytes, r.width);
+    let (e, a, w) = (r.experts, r.act_bytes, r.width);
     let c = r.copies;
-    let scoring = a * e + 4.0 * e + 4.0 * e + 12.0 * k;
-    let maps = 3.0 * a * e + 9.0 * e;
-    let bias = if r.expert_bias { 8.0 * e + e } else { 0.0 };
-    let groups = if r.groups > 1.0 { 24.0 * e } else { 0.0 };
-    let loss = if r.balance_loss {
-        3.0 * a * e + 17.0 * e + 5.0 * e
-    } else {
-        0.0
-    };
+    let router = router_kernels_traffic(r);
+    let (scoring, maps, bias, groups, loss) = (
+        router.scoring,
+        router.maps,
+        router.bias,
+        router.groups,
+        router.loss,
+    );
     let (permute_copies, permute_rest, unpermute_copies, unpermute_rest) = if r.permute_fusion {
         (2.0 * c * w * a, 5.0 * e, c * w * a + w * a, 0.0)
     } else {
@@ -899,21 +913,57 @@ pub fn router_traffic(r: &RouterShape) -> RouterTraffic {
         + permute_rest
         + unpermute_copies
         + unpermute_rest;
-    let loss_scores = if r.balance_loss { a * e + 4.0 * e } else { 0.0 };
-    let grads = a * e + 4.0 * e + loss_scores + permute_copies + unpermute_copies;
+    let grads = router.score_grads + permute_copies + unpermute_copies;
     let fused = r.permute_fusion;
-    let forward_kernels = 7.0
-        + if r.expert_bias { 2.0 } else { 0.0 }
-        + if r.groups > 1.0 { 5.0 } else { 0.0 }
-        + if r.balance_loss { 7.0 } else { 0.0 }
-        + if fused { 2.0 } else { 13.0 };
-    let backward_kernels =
-        2.0 + if r.balance_loss { 2.0 } else { 0.0 } + if fused { 2.0 } else { 4.0 };
+    let forward_kernels = router.forward_kernels + if fused { 2.0 } else { 13.0 };
+    let backward_kernels = router.backward_kernels + if fused { 2.0 } else { 4.0 };
     RouterTraffic {
         forward_bytes: r.tokens * per_token,
         backward_bytes: r.tokens * grads,
         forward_kernels,
         backward_kernels,
+    }
+}
+
+/// Bytes per token and kernels of the router's own steps (before the permutation), unfused
+/// or fused as [`router_traffic`] lists them.
+struct RouterKernels {
+    scoring: f64,
+    maps: f64,
+    bias: f64,
+    groups: f64,
+    loss: f64,
+    /// The scores' and the loss's scores' gradients.
+    score_grads: f64,
+    forward_kernels: f64,
+    backward_kernels: f64,
+}
+
+fn router_kernels_traffic(r: &RouterShape) -> RouterKernels {
+    let (e, k, a) = (r.experts, r.topk, r.act_bytes);
+    let n = |on: bool, v: f64| if on { v } else { 0.0 };
+    let (bias_on, groups_on, loss_on) = (r.expert_bias, r.groups > 1.0, r.balance_loss);
+    if r.router_fusion {
+        return RouterKernels {
+            scoring: a * e + 4.0 * e + e + 4.0 * e,
+            maps: 0.0,
+            bias: n(bias_on, e),
+            groups: 0.0,
+            loss: n(loss_on, a * e + 9.0 * e + e + 4.0 * e),
+            score_grads: a * e + 8.0 * e + n(loss_on, a * e + 8.0 * e),
+            forward_kernels: 1.0 + n(bias_on, 1.0) + n(loss_on, 3.0),
+            backward_kernels: 1.0 + n(loss_on, 1.0),
+        };
+    }
+    RouterKernels {
+        scoring: a * e + 4.0 * e + 4.0 * e + 12.0 * k,
+        maps: 3.0 * a * e + 9.0 * e,
+        bias: n(bias_on, 8.0 * e + e),
+        groups: n(groups_on, 24.0 * e),
+        loss: n(loss_on, 3.0 * a * e + 17.0 * e + 5.0 * e),
+        score_grads: a * e + 4.0 * e + n(loss_on, a * e + 4.0 * e),
+        forward_kernels: 7.0 + n(bias_on, 2.0) + n(groups_on, 5.0) + n(loss_on, 7.0),
+        backward_kernels: 2.0 + n(loss_on, 2.0),
     }
 }
 
@@ -943,6 +993,7 @@ impl Work {
                 expert_bias: m.expert_bias(),
                 balance_loss: m.load_balancing() != venus_plan::plan::spec::LoadBalancing::None,
                 permute_fusion: sc.plan.moe_permute_fusion(),
+                router_fusion: sc.plan.moe_router_fusion(),
             },
         });
         let per_layer = sc.params.per_layer;

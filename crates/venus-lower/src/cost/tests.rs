@@ -406,6 +406,7 @@ fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
         expert_bias: true,
         balance_loss: true,
         permute_fusion: false,
+        router_fusion: false,
     };
     let unfused = analytic::router_traffic(&shape);
     assert_eq!(unfused.forward_bytes, 4096.0 * 847_712.0);
@@ -432,6 +433,44 @@ fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
         plain.forward_bytes,
         4096.0 * (2656.0 + 3840.0 + 229_376.0 + 6144.0 + 587_776.0 + 2304.0)
     );
+}
+
+/// `moe_router_fusion` on the same DeepSeek-V3 layer: the fused scoring kernel reads the
+/// logits and writes probs, map and its fp32 intermediate (2·256 + 9·256 = 2,816 per token),
+/// the expert bias keeps its count (256), groups cost nothing more, and the sequence-wise loss
+/// is its fused scores, count and loss (2·256 + 14·256 = 4,096); with the unfused permutation
+/// (235,520 + 590,080) that is 832,768 bytes a token instead of 847,712, in 1 + 1 + 3 kernels
+/// instead of 21 before the permutation's 13. Backward, each fused kernel reads its
+/// intermediate and the probs' gradient: 2 · (2·256 + 8·256) = 5,120 for the scores.
+#[test]
+fn router_fusion_folds_deepseek_v3s_routing_into_five_kernels() {
+    let shape = analytic::RouterShape {
+        tokens: 4096.0,
+        experts: 256.0,
+        topk: 8.0,
+        groups: 8.0,
+        act_bytes: 2.0,
+        width: 7168.0,
+        copies: 8.0,
+        expert_bias: true,
+        balance_loss: true,
+        permute_fusion: false,
+        router_fusion: true,
+    };
+    let fused = analytic::router_traffic(&shape);
+    assert_eq!(fused.forward_bytes, 4096.0 * 832_768.0);
+    assert_eq!(fused.forward_kernels, 1.0 + 1.0 + 3.0 + 13.0);
+    assert_eq!(
+        fused.backward_bytes,
+        4096.0 * (5120.0 + 229_376.0 + 587_776.0)
+    );
+    assert_eq!(fused.backward_kernels, 2.0 + 4.0);
+    let unfused = analytic::router_traffic(&analytic::RouterShape {
+        router_fusion: false,
+        ..shape
+    });
+    assert!(fused.forward_bytes < unfused.forward_bytes);
+    assert_eq!(unfused.forward_kernels, 21.0 + 13.0);
 }
 
 /// The expert bias adds its `scores + bias` pass (read and write 4 bytes per expert) and the

@@ -859,6 +859,7 @@ impl Converter {
                 "--moe-router-load-balancing-type",
                 "--moe-aux-loss-coeff",
                 "--moe-permute-fusion",
+                "--moe-router-fusion",
             ] {
                 if let Some(a) = self.args.get(flag) {
                     self.note(&a, "no effect without `--num-experts`");
@@ -1177,7 +1178,7 @@ impl Converter {
     /// d98e8a64): group-limited routing (`--moe-router-num-groups`, `--moe-router-group-topk`),
     /// the aux-loss-free expert bias, the load-balancing loss (a type of
     /// `--moe-router-load-balancing-type` runs only with its `--moe-aux-loss-coeff` above 0,
-    /// router.py `get_aux_loss_coeff`) and `--moe-permute-fusion`.
+    /// router.py `get_aux_loss_coeff`), `--moe-permute-fusion` and `--moe-router-fusion`.
     fn router_conversions(&mut self) {
         if let Some(g) = self.count("--moe-router-num-groups") {
             self.push(Key::RoutedGroups, g);
@@ -1190,6 +1191,9 @@ impl Converter {
         }
         if self.args.has("--moe-permute-fusion") {
             self.push_flag(Key::MoePermuteFusion);
+        }
+        if self.args.has("--moe-router-fusion") {
+            self.push_flag(Key::MoeRouterFusion);
         }
         let types = self.args.get("--moe-router-load-balancing-type");
         let coeffs = self.args.get("--moe-aux-loss-coeff");
@@ -2384,6 +2388,9 @@ pub fn emit_megatron(sc: &Scenario) -> String {
         if p.moe_permute_fusion() {
             add(flag_of(Key::MoePermuteFusion), None);
         }
+        if p.moe_router_fusion() {
+            add(flag_of(Key::MoeRouterFusion), None);
+        }
     }
     if let Some(c) = p.cp_comm {
         add(flag_of(Key::CpComm), Some(c.megatron().to_string()));
@@ -2925,7 +2932,7 @@ mod tests {
             "{SMALL} --num-experts 64 --moe-router-topk 8 --moe-layer-freq '([0]*1+[1])*16' \
              --moe-router-num-groups 8 --moe-router-group-topk 4 --moe-router-enable-expert-bias \
              --moe-router-bias-update-rate 1e-3 --moe-router-load-balancing-type seq_aux_loss \
-             --moe-aux-loss-coeff 0.0001 --moe-permute-fusion"
+             --moe-aux-loss-coeff 0.0001 --moe-permute-fusion --moe-router-fusion"
         );
         let i = import_megatron(
             &text,
@@ -2942,6 +2949,7 @@ mod tests {
             "  expert_bias\n",
             "  load_balancing seq_aux_loss\n",
             "  moe_permute_fusion\n",
+            "  moe_router_fusion\n",
         ] {
             assert!(i.venus.contains(line), "{line:?} in {}", i.venus);
         }

@@ -10,10 +10,10 @@
 //! written lives in the side table [`Provenance`].
 
 use venus_base::base::{
-    Attention, Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec,
-    GpuArch, Precision, Ratio, Recompute, RecomputeMethod, RecomputeModules, Seconds, Topology,
+    Bytes, BytesPerSec, CollectiveAlgorithm, DollarsPerGpuHour, Fabric, FlopsPerSec, GpuArch,
+    Precision, Ratio, Recompute, RecomputeModules, Seconds, Topology,
 };
-use venus_base::base::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
+use venus_base::base::{FromWord, FsdpImpl, FsdpStrategy, LoraTargets, Task};
 use venus_diag::diag::Loc;
 
 fn or<T: Copy>(v: Option<T>, default: T) -> T {
@@ -547,110 +547,40 @@ pub struct MeasuredSpec {
     pub unused: bool,
 }
 
-/// The plain plan keys, declared once: for each, its field name (the key's own name), the
-/// value type, its [`Key`](../../venus_syntax/syntax/schema/enum.Key.html) variant and how the
-/// type checker reads it. `ty::Plan`'s `Opt` fields, their fill in `ty::check`, the `Option`
-/// fields of [`PlanSpec`], the copy in `validate::to_plan` and the test builders all expand
-/// from this list, so a plan key whose value is one argument of the key table is declared by
-/// its table entry, one line here, the code that gives it meaning and its default accessor.
-///
-/// `plan_keys!(callback!(ARGS))` expands to `callback! { ARGS ENTRY* }`, each entry
-/// `#[doc]* field: Type = KeyVariant, reading;`. The readings: `count` (a count argument),
-/// `flag` (on unless `off`), `bytes`, `ratio`, `time`, `word` (one `Enum` word, through
-/// [`FromWord`](venus_base::base::FromWord)) and `words` (a list of `Enum` words, through
-/// [`FromWords`](venus_base::base::FromWords)). Keys read otherwise (two values from one item,
-/// nested blocks, repeatable items, required keys) are written out by hand beside the
-/// expansion: `micro_batch`, `global_batch`, `measured`, `fsdp`, `pipeline_layout`,
-/// `venussim`, `moe_dispatcher`, `cp_comm`'s a2a size.
+/// The plain plan keys of the one list `venus_base::plan_key_list!` (their table entry, field,
+/// type, reading and plain default are declared there, once), as the code that expands them
+/// reads them: `plan_keys!(callback!(ARGS))` expands to `callback! { ARGS ENTRY* }`, each entry
+/// `#[doc]* field: Type = KeyVariant, reading;` with the `hand` keys left out (they are written
+/// out by hand beside the expansion: `micro_batch`, `global_batch`, `measured`, `fsdp`,
+/// `pipeline_layout`, `venussim`, `moe_dispatcher`, `allow`, and `cp_comm`'s a2a size and
+/// `cuda_graphs`' modules, second values of plain keys). `ty::Plan`'s `Opt` fields, their fill
+/// in `ty::check`, the `Option` fields of [`PlanSpec`], the copy in `validate::to_plan` and the
+/// test builders all expand from it, so a plain plan key is its entry in that list, the code
+/// that gives it meaning and its tests.
 #[macro_export]
 macro_rules! plan_keys {
     ($cb:ident ! $args:tt) => {
-        $cb! { $args
-            tp: u64 = Tp, count;
-            pp: u64 = Pp, count;
-            cp: u64 = Cp, count;
-            ep: u64 = Ep, count;
-            vpp: u64 = Vpp, count;
-            first_stage_layers: u64 = FirstStageLayers, count;
-            last_stage_layers: u64 = LastStageLayers, count;
-            dp: u64 = Dp, count;
-            schedule: ::venus_base::base::ScheduleKind = Schedule, word;
-            sp: bool = Sp, flag;
-            recompute: ::venus_base::base::Recompute = Recompute, word;
-            distributed_optimizer: bool = DistributedOptimizer, flag;
-            overlap_grad_reduce: bool = OverlapGradReduce, flag;
-            overlap_param_gather: bool = OverlapParamGather, flag;
-            delay_grad_reduce: bool = DelayGradReduce, flag;
-            delay_param_gather: bool = DelayParamGather, flag;
-            overlap_p2p: bool = OverlapP2p, flag;
-            overlap_tp_comm: bool = OverlapTpComm, flag;
-            overlap_ep_comm: bool = OverlapEpComm, flag;
-            bucket_size: ::venus_base::base::Bytes = BucketSize, bytes;
-            mfu: ::venus_base::base::Ratio = Mfu, ratio;
-            precision: ::venus_base::base::Precision = Precision, word;
-            attention: ::venus_base::base::Attention = Attention, word;
-            iterations: u64 = Iterations, count;
-            /// Memory kept back per GPU (CUDA context, NCCL buffers, fragmentation).
-            reserve: ::venus_base::base::Bytes = Reserve, bytes;
-            /// Token copies the busiest EP rank receives above the mean (`None`: balanced).
-            moe_imbalance: ::venus_base::base::Ratio = MoeImbalance, ratio;
-            /// Expert capacity above the balanced load: Megatron's capacity factor less 1
-            /// (`None`: no capacity, no token dropped).
-            moe_capacity_headroom: ::venus_base::base::Ratio = MoeCapacityHeadroom, ratio;
-            /// Every expert padded to its capacity (`--moe-pad-expert-input-to-capacity`).
-            moe_pad_to_capacity: bool = MoePadToCapacity, flag;
-            /// What the iteration trains (`None`: pretrain).
-            task: ::venus_base::base::Task = Task, word;
-            /// LoRA adapter rank (`None`: Megatron-Bridge's 32).
-            lora_rank: u64 = LoraRank, count;
-            /// LoRA target modules (`None`: all four).
-            lora_modules: ::venus_base::base::LoraTargets = LoraModules, words;
-            /// Main-gradient dtype (`None`: fp32, Megatron's default with `--bf16`).
-            grad_dtype: ::venus_base::base::Dtype = GradDtype, word;
-            /// Precision-aware optimizer dtypes (`None`: fp32 each).
-            main_params_dtype: ::venus_base::base::Dtype = MainParamsDtype, word;
-            exp_avg_dtype: ::venus_base::base::Dtype = ExpAvgDtype, word;
-            exp_avg_sq_dtype: ::venus_base::base::Dtype = ExpAvgSqDtype, word;
-            /// The embedding counts as a layer in the pipeline split
-            /// (`--account-for-embedding-in-pipeline-split`).
-            account_for_embedding: bool = AccountForEmbedding, flag;
-            /// The loss counts as a layer in the pipeline split
-            /// (`--account-for-loss-in-pipeline-split`).
-            account_for_loss: bool = AccountForLoss, flag;
-            /// Training time between two checkpoints; `None`: the Young/Daly optimum.
-            checkpoint_interval: ::venus_base::base::Seconds = CheckpointInterval, time;
-            /// The submodules `recompute selective` re-runs (`None`: Megatron's `core_attn`).
-            recompute_modules: ::venus_base::base::RecomputeModules = RecomputeModules, words;
-            /// Which layers `recompute full` re-runs (`None`: `uniform`).
-            recompute_method: ::venus_base::base::RecomputeMethod = RecomputeMethod, word;
-            /// Layers per `uniform` group or recomputed per chunk with `block` (`None`: 1).
-            recompute_num_layers: u64 = RecomputeNumLayers, count;
-            /// FP8 weights without a BF16 copy, all-gathered in FP8 (`--fp8-param-gather`).
-            fp8_param_gather: bool = Fp8ParamGather, flag;
-            /// Expert tensor-parallel size as written (`None`: = tp, arguments.py:587-588).
-            etp: u64 = Etp, count;
-            /// Context-parallel exchange (`None`: p2p).
-            cp_comm: ::venus_base::base::CpComm = CpComm, word;
-            /// Share of the optimizer state kept in host memory (`--optimizer-offload-fraction`
-            /// with `--optimizer-cpu-offload`; `None`: none).
-            optimizer_offload: ::venus_base::base::Ratio = OptimizerOffload, ratio;
-            /// CUDA graph capture (`cuda_graphs`' first word; `None`: none).
-            cuda_graphs: ::venus_base::base::CudaGraphImpl = CudaGraphs, word;
-            /// Fine-grained activation offloading's modules (`None`: no offloading).
-            offload_modules: ::venus_base::base::OffloadModules = OffloadModules, words;
-            /// The share of eligible offload groups offloaded (`None`: all).
-            offload_fraction: ::venus_base::base::Ratio = OffloadFraction, ratio;
-            /// Layer-level CPU offloading's layer count (`None`: 0).
-            offload_layers: u64 = OffloadLayers, count;
-            /// Fused permute/unpermute kernels (`--moe-permute-fusion`; `None`: off, Megatron's
-            /// default).
-            moe_permute_fusion: bool = MoePermuteFusion, flag;
-            /// FP8 scaling recipe (`None`: Megatron's `delayed`); read only with `precision fp8`.
-            fp8_recipe: ::venus_base::base::Fp8Recipe = Fp8Recipe, word;
-            /// FP8 encoding (`None`: `hybrid`, what `--emit megatron` writes).
-            fp8_format: ::venus_base::base::Fp8Format = Fp8Format, word;
-            /// FP8 dot-product attention (TransformerConfig `fp8_dot_product_attention`).
-            fp8_attention: bool = Fp8Attention, flag;
+        ::venus_base::plan_key_list! { [$crate::plain_plan_entries] (($cb ! $args) []) }
+    };
+}
+
+/// `plan_keys!`'s filter: moves each plain entry of the list into the accumulator in the shape
+/// its callbacks read and drops the `hand` ones, then calls the callback.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! plain_plan_entries {
+    ((($cb:ident ! $args:tt) [$($acc:tt)*])) => {
+        $cb! { $args $($acc)* }
+    };
+    ((($cb:ident ! $args:tt) [$($acc:tt)*])
+     $(#[$doc:meta])* $variant:ident = $entry:expr => $field:ident : $ty:ty, hand; $($rest:tt)*) => {
+        $crate::plain_plan_entries! { (($cb ! $args) [$($acc)*]) $($rest)* }
+    };
+    ((($cb:ident ! $args:tt) [$($acc:tt)*])
+     $(#[$doc:meta])* $variant:ident = $entry:expr => $field:ident : $ty:ty, $how:ident
+     $(, default($($default:tt)*))?; $($rest:tt)*) => {
+        $crate::plain_plan_entries! {
+            (($cb ! $args) [$($acc)* $(#[$doc])* $field: $ty = $variant, $how;]) $($rest)*
         }
     };
 }
@@ -694,49 +624,12 @@ impl PlanSpec {
     pub fn replayed(&self) -> Option<&MeasuredSpec> {
         self.measured.as_ref().filter(|m| !m.unused)
     }
-    pub fn tp(&self) -> u64 {
-        or(self.tp, 1)
-    }
-    pub fn pp(&self) -> u64 {
-        or(self.pp, 1)
-    }
-    pub fn cp(&self) -> u64 {
-        or(self.cp, 1)
-    }
-    pub fn ep(&self) -> u64 {
-        or(self.ep, 1)
-    }
-    pub fn vpp(&self) -> u64 {
-        or(self.vpp, 1)
-    }
-    pub fn sp(&self) -> bool {
-        or(self.sp, false)
-    }
-    pub fn recompute(&self) -> Recompute {
-        or(self.recompute, Recompute::None)
-    }
     pub fn flag(v: Option<bool>) -> bool {
         or(v, false)
-    }
-    pub fn precision(&self) -> Precision {
-        or(self.precision, Precision::Bf16)
-    }
-    pub fn attention(&self) -> Attention {
-        or(self.attention, Attention::Flash)
-    }
-    pub fn iterations(&self) -> u64 {
-        or(self.iterations, 1)
-    }
-    pub fn task(&self) -> Task {
-        or(self.task, Task::Pretrain)
     }
     /// True when the base weights are frozen and only adapters train (`task lora`).
     pub fn lora(&self) -> bool {
         self.task() == Task::Lora
-    }
-    /// Megatron-Bridge's `LoRA.dim` default, 32 (src/megatron/bridge/peft/lora.py).
-    pub fn lora_rank(&self) -> u64 {
-        or(self.lora_rank, 32)
     }
     /// Megatron-Bridge's `LoRA.target_modules` default: every linear layer of the block.
     pub fn lora_modules(&self) -> LoraTargets {
@@ -750,25 +643,8 @@ impl PlanSpec {
         }
         or(self.recompute_modules, RecomputeModules::CORE_ATTN)
     }
-    pub fn recompute_method(&self) -> RecomputeMethod {
-        or(self.recompute_method, RecomputeMethod::Uniform)
-    }
     pub fn recompute_num_layers(&self) -> u64 {
         or(self.recompute_num_layers, 1).max(1)
-    }
-    pub fn fp8_param_gather(&self) -> bool {
-        or(self.fp8_param_gather, false)
-    }
-    pub fn moe_permute_fusion(&self) -> bool {
-        or(self.moe_permute_fusion, false)
-    }
-    /// The FP8 recipe: Megatron's default `delayed` unless written
-    /// (transformer_config.py:594-596 at d98e8a64).
-    pub fn fp8_recipe(&self) -> venus_base::base::Fp8Recipe {
-        or(self.fp8_recipe, venus_base::base::Fp8Recipe::Delayed)
-    }
-    pub fn fp8_format(&self) -> venus_base::base::Fp8Format {
-        or(self.fp8_format, venus_base::base::Fp8Format::Hybrid)
     }
     /// FP8 attention runs only inside an FP8 or FP4 autocast (fp8_utils.py:779-787,
     /// fp4_utils.py:225 at d98e8a64 pass `fp8_dpa` into those recipes).
@@ -777,12 +653,6 @@ impl PlanSpec {
     }
     pub fn moe_dispatcher(&self) -> venus_base::base::MoeDispatcher {
         self.moe_dispatcher.unwrap_or_default()
-    }
-    pub fn cp_comm(&self) -> venus_base::base::CpComm {
-        self.cp_comm.unwrap_or_default()
-    }
-    pub fn cuda_graphs(&self) -> venus_base::base::CudaGraphImpl {
-        self.cuda_graphs.unwrap_or_default()
     }
     /// The parts per-layer graphs capture; empty: the whole layer (or no graphs).
     pub fn cuda_graph_modules(&self) -> venus_base::base::CudaGraphModules {
@@ -795,9 +665,6 @@ impl PlanSpec {
     /// `--activation-offload-fraction`, Megatron's default 1.0 (transformer_config.py:1358).
     pub fn offload_fraction(&self) -> f64 {
         self.offload_fraction.map_or(1.0, |r| r.0.clamp(0.0, 1.0))
-    }
-    pub fn offload_layers(&self) -> u64 {
-        or(self.offload_layers, 0)
     }
     /// The share of the optimizer state (master weights and moments) Megatron's
     /// `HybridDeviceOptimizer` keeps on the host: `--optimizer-offload-fraction` of the
@@ -827,6 +694,71 @@ impl PlanSpec {
         }
     }
 }
+
+/// `PlanSpec`'s default accessors generated from the `default(..)` clauses of
+/// `venus_base::plan_key_list!`: `Count(N)` gives N, `Off` false, `Word("w")` the value of
+/// that word. The accessors whose default is a rule (another key, a Megatron-LM condition) are
+/// written by hand in `impl PlanSpec` above.
+macro_rules! default_accessors {
+    (() $( $(#[$doc:meta])* $variant:ident = $entry:expr => $field:ident : $ty:ty, $how:ident
+        $(, default($dk:ident $(($dv:expr))?, $dt:literal))? ; )*) => {
+        impl PlanSpec {
+            $( $(
+                #[doc = concat!("`", stringify!($field), "` as written, else the key table's default: ", $dt, ".")]
+                pub fn $field(&self) -> $ty {
+                    default_value!(self.$field, $ty, $dk $(($dv))?)
+                }
+            )? )*
+        }
+
+        /// The `Word` defaults of the list that name no value of their type (a test keeps it
+        /// empty, so the accessors above never fall back).
+        #[cfg(test)]
+        fn unknown_default_words() -> Vec<&'static str> {
+            let mut out = Vec::new();
+            $( $( default_word_known!(out, $field, $ty, $dk $(($dv))?); )? )*
+            out
+        }
+    };
+}
+
+/// The value of one `default(..)` clause for an unset key.
+macro_rules! default_value {
+    ($v:expr, $ty:ty, Count($n:expr)) => {
+        or($v, $n)
+    };
+    ($v:expr, $ty:ty, Off) => {
+        or($v, false)
+    };
+    ($v:expr, $ty:ty, Word($w:expr)) => {
+        match $v {
+            Some(v) => v,
+            None => word_default::<$ty>($w),
+        }
+    };
+}
+
+#[cfg(test)]
+macro_rules! default_word_known {
+    ($out:ident, $field:ident, $ty:ty, Word($w:expr)) => {
+        if <$ty as FromWord>::from_word($w).is_none() {
+            $out.push(stringify!($field));
+        }
+    };
+    ($out:ident, $field:ident, $ty:ty, $($other:tt)*) => {};
+}
+
+/// The value a default word names. Every default word of the list names one, which the test
+/// `every_default_word_names_a_value` checks over the whole list, so the arm that stops is
+/// unreachable (no user text reaches it: the word is a constant of the list).
+fn word_default<T: FromWord>(word: &str) -> T {
+    match T::from_word(word) {
+        Some(v) => v,
+        None => unreachable!("the default word `{word}` of the plan key list names no value"),
+    }
+}
+
+venus_base::plan_key_list!([default_accessors]());
 
 /// The `expect` bounds a scenario's report is checked against (E0501).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -874,4 +806,59 @@ pub struct Provenance {
     pub gpu: Loc,
     pub plan: Loc,
     pub expect: ExpectLocs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use venus_base::base::{CpComm, CudaGraphImpl, Dtype, Fp8Format, Fp8Recipe, RecomputeMethod};
+
+    /// A `PlanSpec` with every key unset.
+    macro_rules! unset_spec {
+        (() $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+            PlanSpec {
+                name: None,
+                micro_batch: 1,
+                global_batch: 8,
+                measured: None,
+                fsdp: None,
+                fsdp_impl: None,
+                pipeline_layout: None,
+                venussim: Vec::new(),
+                moe_dispatcher: None,
+                cp_a2a: None,
+                cuda_graph_modules: None,
+                $( $field: None, )*
+            }
+        };
+    }
+
+    #[test]
+    fn every_default_word_names_a_value() {
+        assert_eq!(unknown_default_words(), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn generated_accessors_give_the_list_defaults_unless_written() {
+        let mut p: PlanSpec = crate::plan_keys!(unset_spec!());
+        assert_eq!((p.tp(), p.pp(), p.cp(), p.ep(), p.vpp()), (1, 1, 1, 1, 1));
+        assert_eq!(
+            (p.iterations(), p.lora_rank(), p.offload_layers()),
+            (1, 32, 0)
+        );
+        assert!(!p.sp() && !p.distributed_optimizer() && !p.moe_permute_fusion());
+        assert_eq!(p.recompute(), Recompute::None);
+        assert_eq!(p.precision(), Precision::Bf16);
+        assert_eq!(p.task(), Task::Pretrain);
+        assert_eq!(p.recompute_method(), RecomputeMethod::Uniform);
+        assert_eq!(p.grad_dtype(), Dtype::Fp32);
+        assert_eq!(p.fp8_recipe(), Fp8Recipe::Delayed);
+        assert_eq!(p.fp8_format(), Fp8Format::Hybrid);
+        assert_eq!(p.cp_comm(), CpComm::P2p);
+        assert_eq!(p.cuda_graphs(), CudaGraphImpl::None);
+        p.tp = Some(8);
+        p.sp = Some(true);
+        p.recompute = Some(Recompute::Full);
+        assert_eq!((p.tp(), p.sp(), p.recompute()), (8, true, Recompute::Full));
+    }
 }

@@ -9,7 +9,9 @@
 //! Invariants: `TABLE[k as usize].id == k` for every [`Key`] (checked at compile time); a key
 //! belongs to exactly one block kind; only names read from user text are looked up by string
 //! ([`lookup`]). Defaults are those of `LANGUAGE.md` of the spec and of the accessors of
-//! `ty::Plan`, `ty::Model` and `ty::Gpu`.
+//! `ty::Plan`, `ty::Model` and `ty::Gpu`. The plan block is not written here: it is the master
+//! list of the plan keys, `venus_base::plan_key_list!`, which `venus_plan::plan_keys!` expands
+//! into the plain-data plan too, so a plan key is declared once.
 
 use super::ast::DefKind;
 
@@ -362,6 +364,22 @@ macro_rules! key_table {
     };
 }
 
+/// Places the plan keys of `venus_base::plan_key_list!` between the blocks written here and
+/// declares the table: each entry's table tokens, with the `default(..)` clause of the list
+/// turned into the entry's `KeyDefault` (the field, type and reading are the plain-data plan's
+/// and unused here).
+macro_rules! key_table_with_plan {
+    (({ $($before:tt)* } { $($after:tt)* })
+     $( $(#[$doc:meta])* $variant:ident = $entry:expr => $field:ident : $ty:ty, $how:ident
+        $(, default($dk:ident $(($dv:expr))?, $dt:literal))? ; )*) => {
+        key_table! {
+            $($before)*
+            PLAN => { $( $variant = $entry $(.default(KeyDefault::$dk $(($dv))?, $dt))?, )* }
+            $($after)*
+        }
+    };
+}
+
 use ArgType::*;
 
 /// `allow W0001`: silences one warning code for the diagnostics that point into the block
@@ -391,7 +409,9 @@ const SCENARIO: BlockKind = BlockKind::Def(DefKind::Scenario);
 
 // Megatron-LM flags: megatron/training/arguments.py. VenusSim fields: the keys of
 // `trace_generator_config` and `system.json` written by `emit::venussim`.
-key_table! {
+// The plan block comes from the master list of the plan keys (`venus_base::plan_key_list!`),
+// which the plain-data plan expands too; the other blocks are written here.
+venus_base::plan_key_list!([key_table_with_plan] ({
     MODEL => {
         Hidden = req("hidden", &[Count], "hidden size (model dimension)")
             .megatron("--hidden-size")
@@ -835,444 +855,7 @@ key_table! {
         .default(KeyDefault::Unset, "0s")
         .example("10min"),
     }
-    PLAN => {
-        Tp = key("tp", &[Count], "tensor-parallel size; default 1")
-            .default(KeyDefault::Count(1), "1")
-            .unit("GPUs")
-            .megatron("--tensor-model-parallel-size")
-            .venussim("tensor-model-parallel-size"),
-        Pp = key("pp", &[Count], "pipeline-parallel size; default 1")
-            .default(KeyDefault::Count(1), "1")
-            .unit("stages")
-            .megatron("--pipeline-model-parallel-size")
-            .venussim("pipeline-model-parallel-size"),
-        Cp = key("cp", &[Count], "context-parallel size; default 1")
-            .default(KeyDefault::Count(1), "1")
-            .unit("GPUs")
-            .megatron("--context-parallel-size")
-            .venussim("context-parallel-size"),
-        Ep = key("ep", &[Count], "expert-parallel size; default 1")
-            .default(KeyDefault::Count(1), "1")
-            .unit("GPUs")
-            .megatron("--expert-model-parallel-size"),
-        Vpp = key(
-            "vpp",
-            &[Count],
-            "model chunks per pipeline rank (interleaving); default 1",
-        )
-        .default(KeyDefault::Count(1), "1")
-        .unit("chunks")
-        .megatron("--num-virtual-stages-per-pipeline-rank")
-        .venussim("num-layers-per-virtual-pipeline-stage"),
-        FirstStageLayers = key(
-            "first_stage_layers",
-            &[Count],
-            "layers on the first pipeline stage (uneven pipeline)",
-        )
-        .default(KeyDefault::Derived, "even split")
-        .unit("layers")
-        .megatron("--decoder-first-pipeline-num-layers"),
-        LastStageLayers = key(
-            "last_stage_layers",
-            &[Count],
-            "layers on the last pipeline stage (uneven pipeline)",
-        )
-        .default(KeyDefault::Derived, "even split")
-        .unit("layers")
-        .megatron("--decoder-last-pipeline-num-layers"),
-        Dp = key(
-            "dp",
-            &[Count],
-            "data-parallel size; default world / (tp x pp x cp)",
-        )
-        .default(KeyDefault::Derived, "world / (tp × pp × cp)")
-        .unit("GPUs"),
-        MicroBatch = req("micro_batch", &[Count], "sequences per microbatch")
-            .unit("sequences")
-            .megatron("--micro-batch-size")
-            .venussim("micro-batch-size")
-            .example("1"),
-        GlobalBatch = req("global_batch", &[Count], "sequences per iteration")
-            .unit("sequences")
-            .megatron("--global-batch-size")
-            .venussim("global-batch-size-mlp-multiplier")
-            .example("512"),
-        Schedule = key(
-            "schedule",
-            &[Enum(SCHEDULES)],
-            "pipeline schedule; default 1f1b, or interleaved when vpp > 1; zb_h1 and zb_h2 run each backward as B (input gradient) and W (weight gradient); dualpipe and dualpipev (DeepSeek) run two model chunks per rank; zbv (zero-bubble V) splits the backward on two chunks per rank",
-        )
-        .default(
-            KeyDefault::Derived,
-            "none when pp = 1; 1f1b; interleaved when vpp > 1",
-        ),
-        Sp = flag("sp", "sequence parallelism (needs tp > 1)")
-            .megatron("--sequence-parallel")
-            .venussim("sequence-parallel"),
-        Recompute = key(
-            "recompute",
-            &[Enum(RECOMPUTE)],
-            "activation recomputation; default none",
-        )
-        .default(KeyDefault::Word("none"), "none")
-        .megatron("--recompute-granularity"),
-        DistributedOptimizer = flag(
-            "distributed_optimizer",
-            "shard optimizer state over data-parallel ranks",
-        )
-        .megatron("--use-distributed-optimizer")
-        .venussim("use-distributed-optimizer"),
-        OverlapGradReduce = flag(
-            "overlap_grad_reduce",
-            "overlap gradient reduction with backward",
-        )
-        .megatron("--overlap-grad-reduce")
-        .venussim("overlap-grad-reduce"),
-        OverlapParamGather = flag(
-            "overlap_param_gather",
-            "overlap parameter all-gather with forward",
-        )
-        .megatron("--overlap-param-gather")
-        .venussim("overlap-param-gather"),
-        DelayGradReduce = flag(
-            "delay_grad_reduce",
-            "delay gradient reduction to the end of the pipeline flush",
-        )
-        .venussim("no-delay-grad-reduce"),
-        DelayParamGather = flag(
-            "delay_param_gather",
-            "delay parameter all-gather until the first forward",
-        )
-        .venussim("delay-param-gather"),
-        OverlapP2p = flag("overlap_p2p", "overlap pipeline send/receive with compute")
-            .megatron("--no-overlap-p2p-communication")
-            .venussim("no-overlap-p2p-communication"),
-        OverlapTpComm = flag(
-            "overlap_tp_comm",
-            "overlap tensor-parallel communication with the GEMMs (needs sp)",
-        )
-        .megatron("--tp-comm-overlap"),
-        OverlapEpComm = flag(
-            "overlap_ep_comm",
-            "overlap expert all-to-alls with another microbatch's compute (interleaved, ep > 1)",
-        )
-        .megatron("--overlap-moe-expert-parallel-comm"),
-        BucketSize = key(
-            "bucket_size",
-            &[Bytes],
-            "gradient bucket size; default Megatron's",
-        )
-        .default(KeyDefault::Derived, "Megatron's")
-        .megatron("--ddp-bucket-size"),
-        Mfu = key(
-            "mfu",
-            &[Ratio],
-            "VenusSim-compatible compute: every node takes FLOPs / (peak x mfu)",
-        )
-        .default(KeyDefault::Unset, "the simulator's own compute model")
-        .venussim("mfu"),
-        Measured = key(
-            "measured",
-            &[Nested(BlockKind::Measured)],
-            "measured forward+backward time per microbatch per stage",
-        )
-        .default(KeyDefault::Unset, "the compute model")
-        .venussim("step_snapshot_data"),
-        Precision = key(
-            "precision",
-            &[Enum(PRECISIONS)],
-            "GEMM precision: bf16, fp8 or fp4 (Transformer Engine NVFP4); the GPU needs `fp8_peak` / `fp4_peak` (E0312); default bf16",
-        )
-        .default(KeyDefault::Word("bf16"), "bf16"),
-        Attention = key(
-            "attention",
-            &[Enum(ATTENTIONS)],
-            "attention kernel: flash (default; fused, as Transformer Engine's cuDNN attention), unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention) or flash2 (FlashAttention-2's kernels, as PyTorch's scaled_dot_product_attention: the same work at their own efficiency)",
-        )
-        .default(KeyDefault::Word("flash"), "flash"),
-        Iterations = key(
-            "iterations",
-            &[Count],
-            "training iterations to simulate; default 1",
-        )
-        .default(KeyDefault::Count(1), "1")
-        .unit("iterations")
-        .megatron("--train-iters")
-        .venussim("train-iters"),
-        Reserve = key(
-            "reserve",
-            &[Bytes],
-            "memory kept back per GPU (CUDA context, NCCL buffers, fragmentation); E0401 checks peak + reserve; overrides the cluster's `reserve`",
-        )
-        .default(KeyDefault::Bytes(RESERVE_DEFAULT), RESERVE_DEFAULT_TEXT)
-        .example("4GiB"),
-        MoeImbalance = key(
-            "moe_imbalance",
-            &[Ratio],
-            "token copies the busiest expert-parallel rank gets above the mean (measured routing is imbalanced)",
-        )
-        .default(KeyDefault::Unset, "0%: balanced routing")
-        .example("20%"),
-        MoeCapacityHeadroom = key(
-            "moe_capacity_headroom",
-            &[Ratio],
-            "expert capacity above the balanced load (tokens × topk / experts), tokens over it dropped: 25% is Megatron's capacity factor 1.25",
-        )
-        .default(KeyDefault::Unset, "no capacity: no token dropped")
-        .megatron("--moe-expert-capacity-factor")
-        .example("25%"),
-        MoePadToCapacity = flag(
-            "moe_pad_to_capacity",
-            "with moe_capacity_headroom: every expert computes and receives exactly its capacity (dropped and padded)",
-        )
-        .megatron("--moe-pad-expert-input-to-capacity"),
-        Task = key(
-            "task",
-            &[Enum(TASKS)],
-            "what the iteration trains: pretrain, sft (every parameter, as pretrain) or lora (adapters on a frozen base: no weight gradients, gradient sync or optimizer state for it)",
-        )
-        .default(KeyDefault::Word("pretrain"), "pretrain")
-        .example("lora"),
-        LoraRank = key(
-            "lora_rank",
-            &[Count],
-            "rank of each LoRA adapter (needs `task lora`); default Megatron-Bridge's 32",
-        )
-        .default(KeyDefault::Count(32), "32 (Megatron-Bridge `LoRA.dim`)")
-        .example("16"),
-        LoraModules = key(
-            "lora_modules",
-            &[Enum(LORA_MODULES), Enum(LORA_MODULES), Enum(LORA_MODULES), Enum(LORA_MODULES)],
-            "the linear layers that get adapters (needs `task lora`): linear_qkv, linear_proj, linear_fc1, linear_fc2",
-        )
-        .optional(3)
-        .default(KeyDefault::Derived, "all four (Megatron-Bridge `LoRA.target_modules`)")
-        .example("linear_qkv linear_proj"),
-        Fsdp = key(
-            "fsdp",
-            &[Enum(FSDP_STRATEGIES), Enum(FSDP_IMPLS)],
-            "fully sharded data parallelism: STRATEGY [megatron|torch]; optim_grads_params (ZeRO-3) shards parameters, gradients and optimizer state over dp, all-gathering each layer's parameters before its forward and backward",
-        )
-        .optional(1)
-        .default(KeyDefault::Unset, "off (DDP)")
-        .megatron("--data-parallel-sharding-strategy")
-        .example("optim_grads_params"),
-        GradDtype = key(
-            "grad_dtype",
-            &[Enum(GRAD_DTYPES)],
-            "main-gradient buffer and its data-parallel reduction: fp32 (Megatron's default with bf16) or bf16",
-        )
-        .default(KeyDefault::Word("fp32"), "fp32")
-        .megatron("--grad-reduce-in-bf16")
-        .example("bf16"),
-        MainParamsDtype = key(
-            "main_params_dtype",
-            &[Enum(MAIN_PARAMS_DTYPES)],
-            "the optimizer's master copy of the parameters (precision-aware optimizer; needs the distributed optimizer or fsdp)",
-        )
-        .default(KeyDefault::Word("fp32"), "fp32")
-        .megatron("--main-params-dtype"),
-        ExpAvgDtype = key(
-            "exp_avg_dtype",
-            &[Enum(MOMENT_DTYPES)],
-            "Adam's first moment (precision-aware optimizer; needs the distributed optimizer or fsdp)",
-        )
-        .default(KeyDefault::Word("fp32"), "fp32")
-        .megatron("--exp-avg-dtype")
-        .example("bf16"),
-        ExpAvgSqDtype = key(
-            "exp_avg_sq_dtype",
-            &[Enum(MOMENT_DTYPES)],
-            "Adam's second moment (precision-aware optimizer; needs the distributed optimizer or fsdp)",
-        )
-        .default(KeyDefault::Word("fp32"), "fp32")
-        .megatron("--exp-avg-sq-dtype")
-        .example("bf16"),
-        AccountForEmbedding = flag(
-            "account_for_embedding",
-            "the embedding counts as one layer in the pipeline split (first chunk holds one layer fewer)",
-        )
-        .megatron("--account-for-embedding-in-pipeline-split"),
-        AccountForLoss = flag(
-            "account_for_loss",
-            "the loss (output layer) counts as one layer in the pipeline split (last chunk holds one layer fewer)",
-        )
-        .megatron("--account-for-loss-in-pipeline-split"),
-        PipelineLayout = key(
-            "pipeline_layout",
-            &[Str],
-            "layers of each virtual pipeline stage in order: E embedding, t layer, m MTP, L loss, | next stage, (...)*N repeat",
-        )
-        .default(KeyDefault::Derived, "split by pp, vpp and the stage keys")
-        .megatron("--pipeline-model-parallel-layout")
-        .example("\"Et|(tt|)*30L\""),
-        CheckpointInterval = key(
-            "checkpoint_interval",
-            &[Time],
-            "training time between two checkpoints; unset: the Young/Daly optimum for the cluster's failure rates",
-        )
-        .default(KeyDefault::Derived, "the Young/Daly optimum")
-        .megatron("--save-interval")
-        .example("30min"),
-        Venussim = key(
-            "venussim",
-            &[Str, Str],
-            "a VenusSim config field venusc does not model, as `SECTION.FIELD` and its JSON value: no effect on the simulation, written back by `--emit venussim` (`import` keeps every such field this way)",
-        )
-        .default(KeyDefault::Unset, "none")
-        .repeatable()
-        .example("\"time_line_visualizer_config.single_pp_group\" \"1\""),
-        RecomputeModules = key(
-            "recompute_modules",
-            &[
-                Enum(RECOMPUTE_MODULES),
-                Enum(RECOMPUTE_MODULES),
-                Enum(RECOMPUTE_MODULES),
-                Enum(RECOMPUTE_MODULES),
-                Enum(RECOMPUTE_MODULES),
-                Enum(RECOMPUTE_MODULES),
-                Enum(RECOMPUTE_MODULES),
-            ],
-            "the submodules `recompute selective` re-runs in the backward, each dropping the tensors it saves: core_attn, mlp, moe_act, layernorm, mla_up_proj, moe (its dispatch all-to-all too), shared_experts",
-        )
-        .optional(6)
-        .default(KeyDefault::Derived, "core_attn (Megatron's default)")
-        .megatron("--recompute-modules")
-        .example("core_attn mlp"),
-        RecomputeMethod = key(
-            "recompute_method",
-            &[Enum(RECOMPUTE_METHODS)],
-            "which layers `recompute full` re-runs: uniform checkpoints each group of `recompute_num_layers` layers at its input; block recomputes the first `recompute_num_layers` layers of each model chunk",
-        )
-        .default(KeyDefault::Word("uniform"), "uniform")
-        .megatron("--recompute-method")
-        .example("block"),
-        RecomputeNumLayers = key(
-            "recompute_num_layers",
-            &[Count],
-            "layers per recompute group (`uniform`) or recomputed layers per model chunk (`block`) of `recompute full`",
-        )
-        .default(KeyDefault::Count(1), "1")
-        .megatron("--recompute-num-layers")
-        .example("4"),
-        Fp8ParamGather = flag(
-            "fp8_param_gather",
-            "keep the FP8 weights instead of a BF16 copy and all-gather them at 1 byte an element (needs `precision fp8` and the distributed optimizer or fsdp)",
-        )
-        .megatron("--fp8-param-gather"),
-        Etp = key(
-            "etp",
-            &[Count],
-            "expert tensor-parallel size: the tensor parallelism of the routed experts (parallel folding: MoE layers run on etp × ep × expert dp, attention on tp × cp × dp)",
-        )
-        .default(KeyDefault::Derived, "= tp")
-        .unit("GPUs")
-        .megatron("--expert-tensor-parallel-size")
-        .example("1"),
-        MoeDispatcher = key(
-            "moe_dispatcher",
-            &[Enum(MOE_DISPATCHERS), Enum(FLEX_BACKENDS)],
-            "MoE token dispatcher: alltoall (all-to-all over ep), allgather (every token all-gathered over etp × ep, the output reduce-scattered back) or flex [deepep|hybridep] (fused kernels over etp × ep)",
-        )
-        .optional(1)
-        .default(KeyDefault::Word("alltoall"), "alltoall")
-        .megatron("--moe-token-dispatcher-type")
-        .example("flex deepep"),
-        CpComm = key(
-            "cp_comm",
-            &[Enum(CP_COMMS), Count],
-            "context-parallel attention exchange: p2p (K/V ring overlapped with attention), a2a (Ulysses all-to-all of Q, K, V and the output), allgather (K/V all-gathered before attention) or a2a_p2p A (a2a inside groups of A ranks, a p2p ring between them)",
-        )
-        .optional(1)
-        .default(KeyDefault::Word("p2p"), "p2p")
-        .megatron("--cp-comm-type")
-        .example("a2a_p2p 2"),
-        CudaGraphs = key(
-            "cuda_graphs",
-            &[
-                Enum(CUDA_GRAPH_IMPLS),
-                Enum(CUDA_GRAPH_MODULES),
-                Enum(CUDA_GRAPH_MODULES),
-                Enum(CUDA_GRAPH_MODULES),
-                Enum(CUDA_GRAPH_MODULES),
-                Enum(CUDA_GRAPH_MODULES),
-                Enum(CUDA_GRAPH_MODULES),
-            ],
-            "CUDA graph capture: none, local or transformer_engine (per-layer graphs of the parts named after it: attn, mlp, moe, moe_router, moe_preprocess, mamba; none named: the whole layer) or full_iteration (one graph for forward and backward); captured kernels skip the host launch cost, per-layer graphs keep static buffers",
-        )
-        .optional(6)
-        .default(KeyDefault::Word("none"), "none")
-        .megatron("--cuda-graph-impl")
-        .example("transformer_engine attn moe_router"),
-        OffloadModules = key(
-            "offload_modules",
-            &[
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-                Enum(OFFLOAD_MODULES),
-            ],
-            "fine-grained activation offloading: the submodules whose saved inputs are copied to host memory after their forward and back before their backward, on copy streams beside compute: attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act, fused_group_mlp",
-        )
-        .optional(7)
-        .default(KeyDefault::Unset, "none offloaded")
-        .megatron("--offload-modules")
-        .example("core_attn attn_proj expert_fc1"),
-        OffloadFraction = key(
-            "offload_fraction",
-            &[Ratio],
-            "the share of the eligible offload groups of `offload_modules` offloaded, the first in forward order",
-        )
-        .default(KeyDefault::Unset, "100%")
-        .megatron("--activation-offload-fraction")
-        .example("50%"),
-        OffloadLayers = key(
-            "offload_layers",
-            &[Count],
-            "layer-level CPU offloading: the activations of this many layers are copied to host memory (Megatron's older `--cpu-offloading-num-layers`; no pipeline parallelism, no recompute)",
-        )
-        .default(KeyDefault::Count(0), "0")
-        .zero_allowed()
-        .megatron("--cpu-offloading-num-layers")
-        .example("4"),
-        MoePermuteFusion = flag(
-            "moe_permute_fusion",
-            "fused permute and unpermute kernels around the MoE dispatch (Transformer Engine's)",
-        )
-        .megatron("--moe-permute-fusion"),
-        Fp8Recipe = key(
-            "fp8_recipe",
-            &[Enum(SCALING_RECIPES)],
-            "FP8 scaling recipe with `precision fp8`: delayed (per-tensor amax history), tensorwise (per-tensor current amax), blockwise (1x128 and 128x128 blocks; Hopper or later, E0357) or mxfp8 (a scale per 32 elements; Blackwell, E0356); it sets the cast traffic around each FP8 GEMM",
-        )
-        .default(KeyDefault::Word("delayed"), "delayed")
-        .megatron("--fp8-recipe")
-        .example("mxfp8"),
-        Fp8Format = key(
-            "fp8_format",
-            &[Enum(FLOAT_FORMATS)],
-            "FP8 encoding with `precision fp8`: hybrid (E4M3 forward, E5M2 gradients) or e4m3; both one byte an element",
-        )
-        .default(KeyDefault::Word("hybrid"), "hybrid")
-        .megatron("--fp8-format"),
-        Fp8Attention = flag(
-            "fp8_attention",
-            "run the attention core in FP8 (Transformer Engine's FP8 dot-product attention, TransformerConfig `fp8_dot_product_attention`) at the GPU's `fp8_peak`; needs `precision fp8` or `fp4` and Hopper or later (E0358)",
-        ),
-        OptimizerOffload = key(
-            "optimizer_offload",
-            &[Ratio],
-            "share of the optimizer state and fp32 master weights kept in host memory (Megatron's hybrid CPU-GPU optimizer; needs the distributed optimizer or fsdp): the GPU's optimizer memory drops by it, and each step moves its gradients to the host and its updated parameters back over PCIe",
-        )
-        .default(KeyDefault::Unset, "0%: all optimizer state on the GPU")
-        .megatron("--optimizer-offload-fraction")
-        .example("50%"),
-        AllowPlan = allow_key(),
-    }
+} {
     SCENARIO => {
         Model = req("model", &[Ref(DefKind::Model)], "the model to train").example("llama2_7b"),
         Cluster = req("cluster", &[Ref(DefKind::Cluster)], "the cluster to train on")
@@ -1362,7 +945,7 @@ key_table! {
         .unit("dollars per GPU-hour")
         .example("2.5"),
     }
-}
+}));
 
 // The table is indexed by `Key`: checked when the crate compiles.
 const _: () = {
