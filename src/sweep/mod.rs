@@ -32,7 +32,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::diag::{Code, Diagnostic, FileId};
 use crate::plan::{self, Scenario};
-use crate::simulate::{simulate, SimOptions};
 use crate::ty::{Bytes, FlopsPerSec, Ratio, ScenarioDef, Seconds};
 use crate::Session;
 
@@ -1393,29 +1392,31 @@ fn lowest_error(diagnostics: &[Diagnostic]) -> Option<Code> {
         .min()
 }
 
-/// Simulates a valid candidate as `venusc sim` does (same options, so `--emit-best`
-/// reproduces the figure); a failure's code, when it has one.
+/// Simulates a valid candidate as `venusc sim` does (same lowering, engine options and window,
+/// so `--emit-best` reproduces the figure), building only the figures the ranking reads
+/// (`simulate::headline`: no per-rank attribution); a failure's code, when it has one.
 fn simulate_candidate(
     candidate: u64,
     sc: &Scenario,
     plan: PlanSummary,
 ) -> Result<Ranked, Option<Code>> {
-    let sim = simulate(sc, &SimOptions::default()).map_err(|e| e.code())?;
-    let goodput = sim.report.goodput.as_ref().map(|g| g.model.goodput);
-    Ok(Ranked::new(candidate, plan, figures(sc, &sim.report)).with_goodput(goodput))
+    let headline = crate::simulate::headline(sc).map_err(|e| e.code())?;
+    let goodput = headline.goodput.as_ref().map(|g| g.model.goodput);
+    Ok(Ranked::new(candidate, plan, figures(sc, &headline)).with_goodput(goodput))
 }
 
-/// The figures of a candidate's report.
-fn figures(sc: &Scenario, report: &crate::report::Report) -> Figures {
+/// The figures of a candidate's simulation. The peak is the largest stage peak of the memory
+/// model, the report's `peak_stage` (its memory rows are `sc.memory`'s).
+fn figures(sc: &Scenario, h: &crate::report::Headline) -> Figures {
     Figures {
-        iteration_time: report.iteration_time,
-        per_gpu: report.tflops_per_gpu,
-        tokens_per_gpu: report.tokens_per_second.0 / sc.world.max(1) as f64,
-        mfu: report.mfu,
-        peak: report.peak_stage().map_or(Bytes(0), |m| m.peak),
+        iteration_time: h.iteration_time,
+        per_gpu: h.tflops_per_gpu,
+        tokens_per_gpu: h.tokens_per_second.0 / sc.world.max(1) as f64,
+        mfu: h.mfu,
+        peak: sc.memory.iter().map(|m| m.peak).max().unwrap_or(Bytes(0)),
         reserve: sc.reserve().0,
-        train_time: report.train.map(|t| t.time),
-        cost: report.train.and_then(|t| t.cost),
+        train_time: h.train.map(|t| t.time),
+        cost: h.train.and_then(|t| t.cost),
     }
 }
 

@@ -8,6 +8,7 @@ use super::auto::AUTO_MICRO_BATCHES;
 use super::space::{divisors, Layout};
 use super::*;
 use crate::diag::Code;
+use crate::simulate::{simulate, SimOptions};
 
 const TINY: &str =
     "model tiny < hidden 1024 layers 8 heads 12 head_dim 85 vocab 32000 seq 1024 >\n\
@@ -1618,8 +1619,15 @@ proptest::proptest! {
             let sim = simulate(&sc, &SimOptions::default()).unwrap();
             let lower = bound::iteration_time_lower_bound(&sc).0;
             proptest::prop_assert!(lower <= sim.report.iteration_time.0, "{text}: {lower}");
+            // The sweep's figures without the report are the report's.
+            let headline = crate::simulate::headline(&sc).unwrap();
+            proptest::prop_assert_eq!(headline.iteration_time, sim.report.iteration_time);
+            proptest::prop_assert_eq!(headline.mfu, sim.report.mfu);
+            proptest::prop_assert_eq!(headline.train, sim.report.train);
+            let peak = sim.report.peak_stage().map(|m| m.peak);
+            let r = Ranked::new(0, PlanSummary::of(&sc), figures(&sc, &headline));
+            proptest::prop_assert_eq!(Some(r.peak_memory()), peak);
             for objective in EVERY_OBJECTIVE {
-                let r = Ranked::new(0, PlanSummary::of(&sc), figures(&sc, &sim.report));
                 let figure = objective.cost(&r);
                 let best = bound::objective_bound(objective, &sc, Seconds(lower));
                 proptest::prop_assert!(best <= figure, "{objective:?}: {best} > {figure}");

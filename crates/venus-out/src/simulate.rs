@@ -11,7 +11,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::report::{Report, Window};
+use crate::report::{Headline, Report, Window};
 use venus_base::base::Seconds;
 use venus_diag::diag::{Code, Diagnostic};
 use venus_lower::lower::{self, LowerError, LowerOptions, Lowered};
@@ -275,6 +275,25 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
         lowered,
         timeline,
     })
+}
+
+/// The [`Headline`] figures of `sc` simulated as [`simulate`] simulates it with the default
+/// options, without building the report: the same lowering, engine run and window, so every
+/// figure equals the report's, and no per-rank attribution (what a sweep ranks by).
+pub fn headline(sc: &Scenario) -> Result<Headline, SimError> {
+    let iterations = u32::try_from(sc.plan.iterations()).unwrap_or(u32::MAX).max(1);
+    let lowered = lower::lower(
+        sc,
+        &LowerOptions {
+            all_ranks: false,
+            iterations,
+        },
+    )
+    .map_err(SimError::Lower)?;
+    let timeline = engine::simulate(&lowered.trace, &lowered.network, &Options::default())
+        .map_err(SimError::Engine)?;
+    let (start, end) = lowered.iteration_span(&timeline, iterations as usize - 1);
+    Ok(Headline::of(sc, Window { start, end }))
 }
 
 /// The straggler section: the same plan simulated without its `slow_*` items (`slow_link`

@@ -566,27 +566,17 @@ impl Report {
         wall: Seconds,
     ) -> Report {
         let ranks = rank_stats(trace, timeline, window);
-        let iteration_time = window.len().seconds();
-        let flops = megatron_flops(sc);
+        let Headline {
+            iteration_time,
+            flops,
+            tflops_per_gpu: per_gpu,
+            mfu,
+            tokens_per_second,
+            tokens_per_iteration,
+            train,
+            goodput,
+        } = Headline::of(sc, window);
         let peak = sc.cluster.gpu.peak;
-        let per_gpu = if iteration_time.0 > 0.0 && sc.world > 0 {
-            FlopsPerSec(flops.0 / (iteration_time.0 * sc.world as f64))
-        } else {
-            FlopsPerSec(0.0)
-        };
-        let mfu = if peak.0 > 0.0 {
-            Ratio(per_gpu.0 / peak.0)
-        } else {
-            Ratio(0.0)
-        };
-        let tokens_per_iteration = sc.global_batch.saturating_mul(sc.model.seq);
-        let tokens = (sc.global_batch as f64) * (sc.model.seq as f64);
-        let train = TrainCost::of(sc, iteration_time, tokens_per_iteration);
-        let tokens_per_second = if iteration_time.0 > 0.0 {
-            TokensPerSec(tokens / iteration_time.0)
-        } else {
-            TokensPerSec(0.0)
-        };
         Report {
             scenario: sc.name.clone(),
             world_size: sc.world,
@@ -624,7 +614,7 @@ impl Report {
             },
             plan: ResolvedPlan::of(sc),
             tokens_per_iteration,
-            goodput: GoodputReport::of(sc, iteration_time, train.as_ref()),
+            goodput,
             train,
             warnings: Vec::new(),
             window,
@@ -653,6 +643,57 @@ impl Report {
                 Some(b) if b.peak >= m.peak => Some(b),
                 _ => Some(m),
             })
+    }
+}
+
+/// The figures of an iteration that follow from its window alone: what `Report::new` reports
+/// at the top and what a sweep ranks by. No per-rank attribution is needed for them, so a
+/// sweep computes them without walking every rank's timeline (`simulate::headline`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Headline {
+    pub iteration_time: Seconds,
+    pub flops: Flops,
+    pub tflops_per_gpu: FlopsPerSec,
+    pub mfu: Ratio,
+    pub tokens_per_second: TokensPerSec,
+    pub tokens_per_iteration: u64,
+    pub train: Option<TrainCost>,
+    pub goodput: Option<GoodputReport>,
+}
+
+impl Headline {
+    pub fn of(sc: &Scenario, window: Window) -> Headline {
+        let iteration_time = window.len().seconds();
+        let flops = megatron_flops(sc);
+        let peak = sc.cluster.gpu.peak;
+        let per_gpu = if iteration_time.0 > 0.0 && sc.world > 0 {
+            FlopsPerSec(flops.0 / (iteration_time.0 * sc.world as f64))
+        } else {
+            FlopsPerSec(0.0)
+        };
+        let mfu = if peak.0 > 0.0 {
+            Ratio(per_gpu.0 / peak.0)
+        } else {
+            Ratio(0.0)
+        };
+        let tokens_per_iteration = sc.global_batch.saturating_mul(sc.model.seq);
+        let tokens = (sc.global_batch as f64) * (sc.model.seq as f64);
+        let train = TrainCost::of(sc, iteration_time, tokens_per_iteration);
+        let tokens_per_second = if iteration_time.0 > 0.0 {
+            TokensPerSec(tokens / iteration_time.0)
+        } else {
+            TokensPerSec(0.0)
+        };
+        Headline {
+            iteration_time,
+            flops,
+            tflops_per_gpu: per_gpu,
+            mfu,
+            tokens_per_second,
+            tokens_per_iteration,
+            goodput: GoodputReport::of(sc, iteration_time, train.as_ref()),
+            train,
+        }
     }
 }
 
