@@ -954,8 +954,13 @@ fn sorting_keeps_one_copy_of_a_problem_and_tells_problems_apart_by_identity_not_
     assert_eq!(firsts, [at(0), at(4)]);
 
     // A diagnostic built without a typed problem is a copy only when equal in every field.
-    let untyped = |label: &str| Diagnostic::new(Code::E0001, "invalid UTF-8 in source", at(20), label);
-    let mut d = vec![untyped("byte `ff`"), untyped("byte `ff`"), untyped("byte `fe`")];
+    let untyped =
+        |label: &str| Diagnostic::new(Code::E0001, "invalid UTF-8 in source", at(20), label);
+    let mut d = vec![
+        untyped("byte `ff`"),
+        untyped("byte `ff`"),
+        untyped("byte `fe`"),
+    ];
     sort_diagnostics(&mut d);
     let labels: Vec<&str> = d.iter().map(|d| d.primary.message.as_str()).collect();
     assert_eq!(labels, ["byte `ff`", "byte `fe`"]);

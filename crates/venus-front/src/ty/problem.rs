@@ -335,7 +335,11 @@ pub enum ValueProblem {
         loc: Loc,
     },
     /// E0202: a plain ratio outside [0, 1]; `percent` when it reads as a percentage (1 to 100).
-    RatioOutOfRange { text: String, percent: bool, loc: Loc },
+    RatioOutOfRange {
+        text: String,
+        percent: bool,
+        loc: Loc,
+    },
     /// E0202: a percentage outside [0%, 100%].
     PercentOutOfRange { text: String, loc: Loc },
     /// E0202: a ratio of 0 that divides a time.
@@ -363,9 +367,17 @@ pub enum ValueProblem {
         loc: Loc,
     },
     /// E0202: a number too large to be meaningful (not finite, or after its unit's factor).
-    TooLarge { text: String, of: Positive, loc: Loc },
+    TooLarge {
+        text: String,
+        of: Positive,
+        loc: Loc,
+    },
     /// E0202: zero or below where only a positive value makes sense.
-    NotPositive { text: String, of: Positive, loc: Loc },
+    NotPositive {
+        text: String,
+        of: Positive,
+        loc: Loc,
+    },
     /// E0202: bytes at or above 16 EiB.
     BytesTooLarge { text: String, loc: Loc },
     /// E0202: a negative time.
@@ -391,14 +403,27 @@ pub enum ValueProblem {
 /// The unit a bare number of the wrong kind lacks; `number` as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UnitHint {
-    Bytes { number: String },
-    Bandwidth { number: String },
-    Time { number: String },
-    Rate { number: String },
+    Bytes {
+        number: String,
+    },
+    Bandwidth {
+        number: String,
+    },
+    Time {
+        number: String,
+    },
+    Rate {
+        number: String,
+    },
     /// A byte quantity where a bandwidth goes: the same unit per second.
-    PerSecond { number: String, unit: String },
+    PerSecond {
+        number: String,
+        unit: String,
+    },
     /// A quantity where a count goes.
-    NoUnit { number: String },
+    NoUnit {
+        number: String,
+    },
 }
 
 /// What E0003 for a unit proposes.
@@ -417,7 +442,9 @@ pub enum WordHint {
     /// No word is close: the list.
     OneOf,
     /// A flag followed by a word like `yes`: how the flag is written.
-    FlagOnOff { key: String },
+    FlagOnOff {
+        key: String,
+    },
 }
 
 /// A ratio of 0 that would make a duration infinite.

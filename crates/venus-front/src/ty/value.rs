@@ -5,6 +5,9 @@
 //! a bandwidth in bits. The problems become diagnostics in `ty::problem`, the one place.
 //! All arithmetic on user numbers is checked: nothing here can overflow or panic.
 
+// The typed problem is the error value on purpose: it is the cold path, reported as is.
+#![allow(clippy::result_large_err)]
+
 use crate::ty::problem::{Divisor, Positive, UnitHelp, UnitHint, ValueProblem, WordHint};
 use crate::ty::units::{trim, Bytes, BytesPerSec, DollarsPerGpuHour, FlopsPerSec, Ratio, Seconds};
 use venus_diag::diag::{suggest, Loc};
@@ -235,9 +238,7 @@ fn wrong_kind(ty: ArgType, value: &Value, cx: &ValueCtx) -> ValueProblem {
 fn missing_unit(ty: ArgType, value: &Value) -> Option<UnitHint> {
     match (&value.kind, ty) {
         (ValueKind::Number(n), ArgType::Bytes) => Some(UnitHint::Bytes { number: num(*n) }),
-        (ValueKind::Number(n), ArgType::Bandwidth) => {
-            Some(UnitHint::Bandwidth { number: num(*n) })
-        }
+        (ValueKind::Number(n), ArgType::Bandwidth) => Some(UnitHint::Bandwidth { number: num(*n) }),
         (ValueKind::Number(n), ArgType::Time) => Some(UnitHint::Time { number: num(*n) }),
         (ValueKind::Number(n), ArgType::Rate) => Some(UnitHint::Rate { number: num(*n) }),
         (
@@ -360,9 +361,7 @@ pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
         (ValueKind::Quantity { number, unit, .. }, ArgType::LargeCount) => {
             Ok((Arg::Count(large_count(*number, unit, cx)?), None))
         }
-        (ValueKind::Number(n), ArgType::Price) => {
-            Ok((Arg::Price(price(n.as_f64(), cx)?), None))
-        }
+        (ValueKind::Number(n), ArgType::Price) => Ok((Arg::Price(price(n.as_f64(), cx)?), None)),
         (
             ValueKind::Quantity {
                 number,

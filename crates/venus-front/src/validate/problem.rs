@@ -11,8 +11,8 @@ use super::repair::{Change, Repair};
 use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
 use super::{Code, Diagnostic, Loc};
 use crate::ty::{Bytes, GpuArch, Opt, Precision, Ratio, Recompute, ScheduleKind};
-use venus_plan::plan::pipeline_layout;
 use venus_diag::diag::Identity;
+use venus_plan::plan::pipeline_layout;
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
 #[derive(Clone, Debug, PartialEq, Eq)]
