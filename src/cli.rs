@@ -2328,6 +2328,11 @@ fn prepare_sweep(
     }
 }
 
+/// Whether a sweep's prune key is E0401 (a candidate over the GPU's memory), read as a code.
+fn is_memory(key: &str) -> bool {
+    Code::parse(key) == Some(Code::E0401)
+}
+
 /// E0621: every candidate was pruned, so `--emit-best` has nothing to write. The help names
 /// the code that pruned the most candidates, the one to loosen first.
 fn no_best_plan(outcome: &venusc::sweep::Outcome) -> Failure {
@@ -2336,12 +2341,12 @@ fn no_best_plan(outcome: &venusc::sweep::Outcome) -> Failure {
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)));
     let help = match most {
-        Some((code, n)) if code == "E0401" && outcome.headroom > 0.0 => format!(
+        Some((code, n)) if is_memory(code) && outcome.headroom > 0.0 => format!(
             "{n} candidates did not fit in memory with {:.0}% headroom: lower `--headroom`, or \
              add larger `pp` or `tp` values, or `recompute full`, to the sweep",
             outcome.headroom * 100.0
         ),
-        Some((code, n)) if code == "E0401" => format!(
+        Some((code, n)) if is_memory(code) => format!(
             "{n} candidates did not fit in memory: add larger `pp` or `tp` values, or \
              `recompute full`, to the sweep"
         ),

@@ -3,23 +3,27 @@
 //! The pipeline, one module per stage, data flowing one way (ARCHITECTURE.md has the map, the
 //! module graph the tidy test holds, and each stage's input and output):
 //! `syntax` (text → AST) → `resolve` (names, `use`, stdlib, inheritance) → `ty` (units, typed
-//! definitions) → `plan` (validated scenario, rank layout, memory) → `schedule` (per-rank op
-//! order) → `trace::lower` with `cost` (scenario → per-rank trace DAG and network) → `engine`
-//! (discrete-event simulation → timeline) → `report` (metrics, text, JSON, Perfetto).
+//! definitions) → `plan` (the rules of `validate`: typed scenario → plain-data scenario, rank
+//! layout, memory) → `schedule` (per-rank op order) → `lower` with `cost` (scenario → per-rank
+//! trace DAG and network) → `engine` (discrete-event simulation → timeline) → `report`
+//! (metrics, text, JSON, HTML, Perfetto).
 //!
-//! Below every stage: `base` (unit newtypes, shared plain enums, integer helpers) and `diag`
-//! (diagnostics as data, rendered only at the edge). Facades: `db` ties the front end into
-//! salsa queries, `session` loads and checks a program, `simulate` runs a scenario end to end.
-//! Applications on top: `emit` (VenusSim and Astra-Sim files, import, trace reader), `sweep`
-//! (candidate plans, ranked), `published` (`venusc validate`: predictions against published runs), `fmt` (the
-//! canonical layout) and `lsp` (the language server).
+//! Below every stage: `base` (unit newtypes, shared plain enums, integer helpers, the seeded
+//! generator) and `diag` (diagnostics as data, rendered only at the edge). Facades: `db` ties
+//! the front end into salsa queries, `session` loads and checks a program, `simulate` runs a
+//! scenario end to end, `api` holds the steps the CLI and the Python binding share.
+//! Applications on top: `emit` (VenusSim and Astra-Sim files, Megatron-LM launch scripts in and
+//! out, import, trace reader), `sweep` (candidate plans, ranked), `published` (`venusc
+//! validate`: predictions against published runs), `calibrate` (fits from measurements), `fmt`
+//! (the canonical layout), `ide` (editor answers as plain data) and `lsp` (the language
+//! server); `files` is the one reader and writer of files.
 //!
 //! The stages live in the workspace's crates (`crates/venus-*`, one per row of ARCHITECTURE.md's
 //! module graph, so the compiler holds the graph); this crate re-exports each under its module
 //! name (`venusc::engine` is `venus_sim::engine`) and holds the applications.
 //!
-//! I/O: only the binary's `cli` and `lsp`'s stdio loop read files or print; everything here
-//! takes bytes and returns data.
+//! I/O: only the binary's `cli`, `lsp`'s stdio loop and `files` read or write files or print;
+//! everything else here takes bytes and returns data.
 
 pub use venus_base::base;
 pub use venus_diag::diag;

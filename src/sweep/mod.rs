@@ -36,7 +36,7 @@ use crate::ty::{Bytes, FlopsPerSec, Ratio, ScenarioDef, Seconds};
 use crate::Session;
 
 pub use auto::AutoOptions;
-pub use space::{Axis, Layout, Space};
+pub use space::{Axis, Space, TextLayout};
 
 /// How to build the sweep.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -1354,7 +1354,7 @@ pub fn check_candidate(
     sweep: &Sweep,
     candidate: u64,
 ) -> Result<Scenario, Code> {
-    let text = sweep.space.render(candidate, Layout::Tidy);
+    let text = sweep.space.render(candidate, TextLayout::Tidy);
     session.db_mut().set_file(&sweep.path, text.as_bytes());
     let program = session.db().program(sweep.root);
     if let Some(code) = lowest_error(&program.diagnostics) {

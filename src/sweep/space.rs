@@ -68,9 +68,9 @@ struct Edit {
     text: String,
 }
 
-/// How to render replaced lists.
+/// How to render replaced lists (the candidate's text; `plan::layout::Layout` is the ranks' layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
+pub enum TextLayout {
     /// The chosen element alone (what is checked, simulated and emitted).
     Tidy,
     /// The chosen element at its own offset and blanks around it, so every span of the
@@ -716,11 +716,11 @@ impl Space {
     }
 
     /// The complete text of candidate `index`.
-    pub fn render(&self, index: u64, layout: Layout) -> String {
+    pub fn render(&self, index: u64, layout: TextLayout) -> String {
         self.render_with(index, layout, Vec::new())
     }
 
-    fn render_with(&self, index: u64, layout: Layout, mut edits: Vec<Edit>) -> String {
+    fn render_with(&self, index: u64, layout: TextLayout, mut edits: Vec<Edit>) -> String {
         edits.extend(self.fixed.iter().cloned());
         let mut items: Vec<&str> = Vec::new();
         for (axis, k) in self.axes.iter().zip(self.choices(index)) {
@@ -729,11 +729,11 @@ impl Space {
             };
             match &v.write {
                 Write::Element { list, element } => edits.push(match layout {
-                    Layout::Tidy => Edit {
+                    TextLayout::Tidy => Edit {
                         range: list.clone(),
                         text: v.label.clone(),
                     },
-                    Layout::Padded => padded(&self.text, list.clone(), element.clone()),
+                    TextLayout::Padded => padded(&self.text, list.clone(), element.clone()),
                 }),
                 Write::Items(s) => items.push(s),
             }
@@ -777,7 +777,7 @@ impl Space {
         if !header.is_empty() {
             out.push('\n');
         }
-        out.push_str(&self.render_with(index, Layout::Tidy, uses));
+        out.push_str(&self.render_with(index, TextLayout::Tidy, uses));
         crate::fmt::format(&out).unwrap_or(out)
     }
 }

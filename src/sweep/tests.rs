@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::auto::AUTO_MICRO_BATCHES;
-use super::space::{divisors, Layout};
+use super::space::{divisors, TextLayout};
 use super::*;
 use crate::diag::Code;
 use crate::simulate::{simulate, SimOptions};
@@ -58,7 +58,7 @@ fn candidates_are_the_product_of_the_lists_last_axis_fastest() {
 #[test]
 fn tidy_render_writes_the_chosen_element_in_place_of_the_list() {
     let (_, sw) = list_sweep("tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32");
-    let text = sw.space.render(5, Layout::Tidy);
+    let text = sw.space.render(5, TextLayout::Tidy);
     assert!(
         text.ends_with("plan p < tp 4 pp 2 micro_batch 1 global_batch 32 >\n"),
         "{text}"
@@ -70,7 +70,7 @@ fn padded_render_keeps_every_offset_of_the_file() {
     let plan = "tp [1 2 4] pp [1 2] micro_batch 1 global_batch 32";
     let (_, sw) = list_sweep(plan);
     let original = format!("{TINY}plan p < {plan} >\n");
-    let text = sw.space.render(5, Layout::Padded);
+    let text = sw.space.render(5, TextLayout::Padded);
     assert_eq!(text.len(), original.len());
     assert!(
         text.ends_with("plan p < tp      4  pp    2  micro_batch 1 global_batch 32 >\n"),
@@ -167,7 +167,7 @@ scenario run < model tiny cluster pod plan a >\n"
     assert_eq!(sw.space.axes()[0].name, "tp");
     assert!(sw
         .space
-        .render(1, Layout::Tidy)
+        .render(1, TextLayout::Tidy)
         .contains("plan b < pp 1 micro_batch"));
 }
 
@@ -310,7 +310,7 @@ cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32\n cp_comm allgather
         "tp+sp+overlap_tp_comm+pp+schedule+cp+ep+micro_batch+recompute+recompute_modules"
     );
     for c in [0, sw.space.len() / 2, sw.space.len() - 1] {
-        let text = sw.space.render(c, Layout::Tidy);
+        let text = sw.space.render(c, TextLayout::Tidy);
         for written in ["cp_comm allgather", "moe_dispatcher allgather", "etp 1"] {
             assert_eq!(text.matches(written).count(), 1, "{written}: {text}");
         }
@@ -424,7 +424,7 @@ cluster pod : dgx_a100 < nodes 2 >\nplan p < global_batch 32 >\n";
             wanted.iter().all(|w| d.contains(w)) && d.contains("sp on")
         })
         .expect("a candidate with every new choice");
-    let text = sw.space.render(some, Layout::Tidy);
+    let text = sw.space.render(some, TextLayout::Tidy);
     assert!(text.contains("cp_comm a2a\n"), "{text}");
     match check_candidate(&mut session, &sw, some) {
         Ok(sc) => {
@@ -556,7 +556,7 @@ fn auto_replaces_the_plans_parallelism_and_keeps_the_rest() {
             "bucket_size"
         ]
     );
-    let text = sw.space.render(0, Layout::Tidy);
+    let text = sw.space.render(0, TextLayout::Tidy);
     let expected = "plan p <\n  global_batch 32\n  overlap_grad_reduce\n  bucket_size 40MB\n  tp 1 sp off pp 1 vpp 1 cp 1 micro_batch 1 recompute none distributed_optimizer on\n>\n";
     assert!(text.ends_with(expected), "{text}");
 }
@@ -591,7 +591,7 @@ fn a_written_distributed_optimizer_is_kept_and_a_gather_overlap_keeps_it_on() {
     .unwrap();
     assert!(written
         .space
-        .render(0, Layout::Tidy)
+        .render(0, TextLayout::Tidy)
         .contains("distributed_optimizer off"));
     // overlap_param_gather needs the distributed optimizer (D01): it is never off.
     assert_eq!(
@@ -619,7 +619,7 @@ fn auto_needs_the_plan_in_the_file() {
     let inline = "scenario s < model llama3_8b cluster dgx_h100 plan < global_batch 32 > >\n";
     let (_, sw) = prepared(inline, &auto()).unwrap();
     assert_eq!(
-        sw.space.render(0, Layout::Tidy),
+        sw.space.render(0, TextLayout::Tidy),
         "scenario s < model llama3_8b cluster dgx_h100 plan < global_batch 32 \n  \
 tp 1 sp off pp 1 vpp 1 cp 1 micro_batch 1 recompute none distributed_optimizer on\n> >\n"
     );
@@ -878,7 +878,7 @@ fn preparing_a_long_list_types_the_file_without_the_list_once_per_element() {
     // Each candidate is still the file with the element in place of the list.
     assert!(sw
         .space
-        .render(19_999, Layout::Tidy)
+        .render(19_999, TextLayout::Tidy)
         .ends_with("plan p < tp 8 micro_batch 1 global_batch 20000 >\n"));
 }
 
@@ -1025,7 +1025,7 @@ fn a_list_written_over_several_lines_sweeps_each_element() {
     assert_eq!(sw.space.axes()[0].labels(), ["1", "2", "4"]);
     assert!(sw
         .space
-        .render(2, Layout::Tidy)
+        .render(2, TextLayout::Tidy)
         .ends_with("plan p < tp 4 micro_batch 1 global_batch 32 >\n"));
 }
 

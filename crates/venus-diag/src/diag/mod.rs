@@ -116,6 +116,39 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// The edit that `help` describes, when it is mechanical.
     pub fix: Option<Fix>,
+    /// The typed problem this diagnostic renders, when a stage built it from one: what tells
+    /// two diagnostics of one code at one place apart (see [`Identity`]).
+    pub identity: Option<Identity>,
+}
+
+/// The fingerprint of a typed problem value (its variant and every field, through its `Debug`
+/// form, hashed with FNV-1a: stable across runs and platforms). Two diagnostics of one code at
+/// one place with the same identity are one problem reported twice (an item inherited by two
+/// definitions is checked twice); deduplication compares this, never the rendered message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Identity(u64);
+
+impl Identity {
+    /// The identity of `problem`.
+    pub fn of(problem: &impl fmt::Debug) -> Identity {
+        let mut hasher = Fnv1a(0xcbf2_9ce4_8422_2325);
+        // Writing into the hasher cannot fail: `write_str` always returns `Ok`.
+        let _ = fmt::write(&mut hasher, format_args!("{problem:?}"));
+        Identity(hasher.0)
+    }
+}
+
+/// FNV-1a over the bytes written to it (64-bit offset basis and prime, as published by Fowler,
+/// Noll and Vo).
+struct Fnv1a(u64);
+
+impl fmt::Write for Fnv1a {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for b in s.bytes() {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Ok(())
+    }
 }
 
 impl Diagnostic {
@@ -135,6 +168,7 @@ impl Diagnostic {
             help: None,
             notes: Vec::new(),
             fix: None,
+            identity: None,
         }
     }
     pub fn with_secondary(mut self, loc: Loc, message: impl Into<String>) -> Diagnostic {
@@ -151,6 +185,22 @@ impl Diagnostic {
             replacement: replacement.into(),
         });
         self
+    }
+    /// Marks the diagnostic as the rendering of the typed problem of this identity.
+    pub fn with_identity(mut self, identity: Identity) -> Diagnostic {
+        self.identity = Some(identity);
+        self
+    }
+    /// Whether `other` is this diagnostic reported again: the same code at the same place, and
+    /// the same typed problem (or, for a diagnostic built without one, the same in every field).
+    pub fn is_same_problem(&self, other: &Diagnostic) -> bool {
+        self.code == other.code
+            && self.primary.loc == other.primary.loc
+            && match (self.identity, other.identity) {
+                (Some(a), Some(b)) => a == b,
+                (None, None) => self == other,
+                _ => false,
+            }
     }
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
         self.notes.push(note.into());

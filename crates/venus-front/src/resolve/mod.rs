@@ -719,13 +719,15 @@ impl<'a> Resolver<'a> {
     }
 }
 
-/// Sorts by file, position and code, and keeps one diagnostic per (position, code, message):
-/// an item inherited by two definitions is checked twice but reported once, and a problem the
-/// parser already reported (an unknown unit) is not reported again by `ty`. The sort is stable,
-/// so the first reporter's version (with its labels and help) is the one kept.
+/// Sorts by file, position and code, and keeps one diagnostic per problem
+/// ([`Diagnostic::is_same_problem`]: the same code at the same place and the same typed problem):
+/// an item inherited by two definitions is checked twice but reported once. The message orders
+/// diagnostics of one code at one place (a reading order users see), and decides nothing: one
+/// problem renders one message, so its copies sort next to each other. The sort is stable, so
+/// the first reporter's copy is the one kept.
 pub fn sort_diagnostics(d: &mut Vec<Diagnostic>) {
     d.sort_by(|a, b| (a.primary.loc, a.code, &a.message).cmp(&(b.primary.loc, b.code, &b.message)));
-    d.dedup_by(|b, a| (a.primary.loc, a.code, &a.message) == (b.primary.loc, b.code, &b.message));
+    d.dedup_by(|b, a| a.is_same_problem(b));
 }
 
 /// The outcome of a lookup.

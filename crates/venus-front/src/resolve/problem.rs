@@ -6,7 +6,7 @@
 //! Invariant: nothing in `resolve` builds a `Diagnostic` elsewhere or decides by reading one's
 //! text: the rename fix of E0104 comes from the typed [`UnknownHelp::DidYouMean`].
 
-use venus_diag::diag::{Code, Diagnostic, Loc};
+use venus_diag::diag::{Code, Diagnostic, Identity, Loc};
 use venus_syntax::syntax::ast::DefKind;
 
 /// One problem of resolution.
@@ -136,8 +136,13 @@ impl UnknownHelp {
 }
 
 impl ResolveProblem {
-    /// The diagnostic users see.
+    /// The diagnostic users see, carrying the problem's identity.
     pub fn diagnostic(self) -> Diagnostic {
+        let identity = Identity::of(&self);
+        self.render().with_identity(identity)
+    }
+
+    fn render(self) -> Diagnostic {
         match self {
             ResolveProblem::DefinedTwiceInFile {
                 kind,

@@ -907,3 +907,61 @@ fn plain_plan_keys_are_read_from_source_at_their_arguments() {
     assert_eq!(p.sp.as_ref().map(|s| s.value), Some(true));
     assert!(p.tp.is_none() && p.recompute.is_none() && p.checkpoint_interval.is_none());
 }
+
+#[test]
+fn a_count_suffix_where_a_unit_goes_is_one_e0003_from_the_type_checker() {
+    // The lexer takes `T` (a count suffix, `15T` tokens), so only `ty` can say it is no unit
+    // of bytes.
+    let out = check("scenario s < model llama2_7b cluster < gpu < peak 989TFLOP/s memory 80T mem_bw 3350GB/s > dim a fc 8 450GB/s > plan < tp 8 micro_batch 1 global_batch 8 > >\n");
+    assert_eq!(out.lines(), ["E0003 0:1:71 unknown unit `T`"]);
+    let d = &out.diags[0];
+    assert_eq!(d.primary.message, "not a unit");
+    assert_eq!(
+        d.help.as_deref(),
+        Some("did you mean `80TB`? units are case-sensitive")
+    );
+}
+
+/// Two copies of one typed problem (an item checked once per definition that inherits it).
+fn copies_of(problem: crate::ty::problem::TyProblem) -> Vec<Diagnostic> {
+    vec![problem.clone().diagnostic(), problem.diagnostic()]
+}
+
+#[test]
+fn sorting_keeps_one_copy_of_a_problem_and_tells_problems_apart_by_identity_not_message() {
+    use crate::ty::problem::{TyProblem, ValueProblem};
+    let at = |start: usize| Loc::new(FileId(0), Span::new(start, start + 2));
+    let mut d = copies_of(TyProblem::Value(ValueProblem::CountZero {
+        key: "tp".into(),
+        loc: at(10),
+    }));
+    sort_diagnostics(&mut d);
+    assert_eq!(d.len(), 1);
+
+    // One message, one place, one code, two problems: `tp` written again at 10 after writings
+    // at 0 and at 4 (the secondary label differs). Both are kept.
+    let twice = |first| TyProblem::WrittenTwice {
+        key: "tp",
+        what: "`plan`".into(),
+        loc: at(10),
+        first,
+    };
+    let mut d = vec![twice(at(0)).diagnostic(), twice(at(4)).diagnostic()];
+    assert_eq!(d[0].message, d[1].message);
+    sort_diagnostics(&mut d);
+    assert_eq!(d.len(), 2);
+    let firsts: Vec<Loc> = d.iter().map(|d| d.secondary[0].loc).collect();
+    assert_eq!(firsts, [at(0), at(4)]);
+
+    // A diagnostic built without a typed problem is a copy only when equal in every field.
+    let untyped =
+        |label: &str| Diagnostic::new(Code::E0001, "invalid UTF-8 in source", at(20), label);
+    let mut d = vec![
+        untyped("byte `ff`"),
+        untyped("byte `ff`"),
+        untyped("byte `fe`"),
+    ];
+    sort_diagnostics(&mut d);
+    let labels: Vec<&str> = d.iter().map(|d| d.primary.message.as_str()).collect();
+    assert_eq!(labels, ["byte `ff`", "byte `fe`"]);
+}

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::problem::{DimHint, KeyHint, TyProblem};
+use super::problem::{DimHint, KeyHint, TyProblem, ValueProblem, WordHint};
 use super::value::{self, describe_found, enum_word, Arg, ValueCtx};
 use super::{
     Cluster, CollectiveAlgorithm, Dim, Expect, Fabric, Gpu, GpuArch, LinkKind, Measured, Model,
@@ -954,10 +954,10 @@ impl<'r, 'a> Checker<'r, 'a> {
                 seen.insert(sig.id, key_loc);
             }
             let next = next_written.get(i).copied().flatten();
-            if let Some(d) =
+            if let Some(p) =
                 self.name_as_missing_argument(kind, sig, m, next.and_then(|n| items.get(n)))
             {
-                self.res.report(d);
+                self.problem(p.into());
                 fields.ok = false;
                 fields.failed.push(sig.id);
                 skipped.extend(next);
@@ -1025,7 +1025,7 @@ impl<'r, 'a> Checker<'r, 'a> {
         sig: &KeySig,
         m: &MergedItem,
         next: Option<&MergedItem>,
-    ) -> Option<Diagnostic> {
+    ) -> Option<ValueProblem> {
         let next = next?;
         if sig.is_flag() {
             return self.word_as_flag_value(kind, sig, m, next);
@@ -1050,7 +1050,9 @@ impl<'r, 'a> Checker<'r, 'a> {
             key: sig.key,
             allow_zero: false,
         };
-        value::typed(ty, &value, &cx).err()
+        value::typed(ty, &value, &cx)
+            .err()
+            .and_then(value::Rejected::problem)
     }
 
     /// `sp yes`: a word after a flag that looks like a flag value but is not `on` / `off`
@@ -1061,7 +1063,7 @@ impl<'r, 'a> Checker<'r, 'a> {
         sig: &KeySig,
         m: &MergedItem,
         next: &MergedItem,
-    ) -> Option<Diagnostic> {
+    ) -> Option<ValueProblem> {
         const LOOKALIKES: &[&str] = &["yes", "no", "true", "false", "enabled", "disabled"];
         let word = next.item.key.text.as_str();
         let looks_like_flag_value = LOOKALIKES.contains(&word)
@@ -1085,11 +1087,11 @@ impl<'r, 'a> Checker<'r, 'a> {
             key: sig.key,
             allow_zero: false,
         };
-        enum_word(word, schema::FLAG_WORDS, &cx).err().map(|d| {
-            d.with_help(format!(
-                "write `{0}` (or `{0} on`) to turn it on, `{0} off` to turn it off",
-                sig.key
-            ))
+        enum_word(word, schema::FLAG_WORDS, &cx).err().map(|_| {
+            let hint = WordHint::FlagOnOff {
+                key: sig.key.to_string(),
+            };
+            value::unknown_word(word, schema::FLAG_WORDS, hint, &cx)
         })
     }
 
@@ -1146,8 +1148,8 @@ impl<'r, 'a> Checker<'r, 'a> {
                     match &v.kind {
                         ValueKind::Name(w) => match enum_word(w, schema::FLAG_WORDS, &cx) {
                             Ok(w) => Some(w == "on"),
-                            Err(d) => {
-                                self.res.report(d);
+                            Err(p) => {
+                                self.problem(p.into());
                                 None
                             }
                         },
@@ -1206,12 +1208,14 @@ impl<'r, 'a> Checker<'r, 'a> {
                 (ty, _) => match value::typed(ty, v, &cx) {
                     Ok((arg, warning)) => {
                         if let Some(w) = warning {
-                            self.res.report(w);
+                            self.problem(w.into());
                         }
                         Some(Checked::Arg(arg))
                     }
-                    Err(d) => {
-                        self.res.report(d);
+                    Err(rejected) => {
+                        if let Some(p) = rejected.problem() {
+                            self.problem(p.into());
+                        }
                         None
                     }
                 },
@@ -1240,10 +1244,10 @@ fn plural(n: usize) -> String {
 /// E0201 for a `Ref` or nested-block argument written as something else.
 fn wrong(ty: ArgType, v: &venus_syntax::syntax::ast::Value, cx: &ValueCtx) -> Diagnostic {
     let problem = if let ValueKind::List(_) = v.kind {
-        TyProblem::List {
+        TyProblem::Value(ValueProblem::List {
             key: cx.key.to_string(),
             loc: cx.loc,
-        }
+        })
     } else {
         TyProblem::WrongKind {
             expected: ty.describe(),

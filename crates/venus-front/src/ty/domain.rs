@@ -9,7 +9,7 @@
 //! arithmetic on user numbers can overflow (checked and saturating products).
 
 use super::{Dim, Spanned};
-use venus_diag::diag::{Code, Diagnostic, Loc};
+use venus_diag::diag::{Code, Diagnostic, Identity, Loc};
 
 /// The domain keys of one cluster, as written (`None`: not written).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -85,7 +85,12 @@ pub struct SpreadWarning {
 }
 
 impl SpreadWarning {
+    /// The diagnostic of this warning, carrying its identity.
     pub fn diagnostic(&self) -> Diagnostic {
+        self.render().with_identity(Identity::of(self))
+    }
+
+    fn render(&self) -> Diagnostic {
         let options: Vec<String> = self
             .nearest
             .iter()
@@ -330,8 +335,12 @@ fn or_list(values: &[u64], key: &str) -> String {
 }
 
 impl DomainProblem {
-    /// The diagnostic of this problem.
+    /// The diagnostic of this problem, carrying its identity.
     pub fn diagnostic(&self) -> Diagnostic {
+        self.render().with_identity(Identity::of(self))
+    }
+
+    fn render(&self) -> Diagnostic {
         match self {
             DomainProblem::NotWhole {
                 gpus,

@@ -1,14 +1,16 @@
 //! One argument value against its [`ArgType`]: units, ranges and enum words.
 //!
 //! Input: an AST value and the type the key's signature gives it. Output: a typed [`Arg`], or
-//! the diagnostic (E0201, E0202, E0204) that says why not; W0002 rides along a bandwidth in
-//! bits. All arithmetic on user numbers is checked: nothing here can overflow or panic.
+//! the typed [`ValueProblem`] (E0003, E0201, E0202, E0204) that says why not; W0002 rides along
+//! a bandwidth in bits. The problems become diagnostics in `ty::problem`, the one place.
+//! All arithmetic on user numbers is checked: nothing here can overflow or panic.
 
-// A diagnostic is the error value on purpose: it is the cold path and is reported as is.
+// The typed problem is the error value on purpose: it is the cold path, reported as is.
 #![allow(clippy::result_large_err)]
 
+use crate::ty::problem::{Divisor, Positive, UnitHelp, UnitHint, ValueProblem, WordHint};
 use crate::ty::units::{trim, Bytes, BytesPerSec, DollarsPerGpuHour, FlopsPerSec, Ratio, Seconds};
-use venus_diag::diag::{suggest, Code, Diagnostic, Loc};
+use venus_diag::diag::{suggest, Loc};
 use venus_syntax::syntax::ast::{Number, Value, ValueKind};
 use venus_syntax::syntax::schema::{self, ArgType};
 
@@ -172,7 +174,33 @@ pub struct ValueCtx<'t> {
 }
 
 /// The result of typing a value: the typed argument, plus a warning (W0002) to report.
-pub type Typed = Result<(Arg, Option<Diagnostic>), Diagnostic>;
+pub type Typed = Result<(Arg, Option<ValueProblem>), Rejected>;
+
+/// Why a value has no type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rejected {
+    /// A problem to report.
+    Problem(ValueProblem),
+    /// Its unit is one the lexer does not know, which the lexer reported (E0003, with its own
+    /// suggestion): the value is rejected with nothing more to say.
+    UnitReportedByLexer,
+}
+
+impl Rejected {
+    /// The problem to report, if there is one.
+    pub fn problem(self) -> Option<ValueProblem> {
+        match self {
+            Rejected::Problem(p) => Some(p),
+            Rejected::UnitReportedByLexer => None,
+        }
+    }
+}
+
+impl From<ValueProblem> for Rejected {
+    fn from(p: ValueProblem) -> Rejected {
+        Rejected::Problem(p)
+    }
+}
 
 /// How a value that does not fit is described: `bytes 450GB`, `name \`fast\``.
 pub fn describe_found(value: &Value, text: &str) -> String {
@@ -189,58 +217,43 @@ pub fn describe_found(value: &Value, text: &str) -> String {
     }
 }
 
-fn wrong_kind(ty: ArgType, value: &Value, cx: &ValueCtx) -> Diagnostic {
+fn wrong_kind(ty: ArgType, value: &Value, cx: &ValueCtx) -> ValueProblem {
     if let ValueKind::List(_) = value.kind {
-        return Diagnostic::new(
-            Code::E0201,
-            "lists are only allowed in `venusc sweep`",
-            cx.loc,
-            "a list of values",
-        )
-        .with_help(format!(
-            "write one value for `{}` here, or run `venusc sweep` to try each",
-            cx.key
-        ));
+        return ValueProblem::List {
+            key: cx.key.to_string(),
+            loc: cx.loc,
+        };
     }
-    let d = Diagnostic::new(
-        Code::E0201,
-        format!(
-            "expected {}, found {}",
-            ty.describe(),
-            describe_found(value, cx.text)
-        ),
-        cx.loc,
-        format!("`{}` takes {}", cx.key, short(ty)),
-    );
+    ValueProblem::WrongKind {
+        key: cx.key.to_string(),
+        expected: ty.describe(),
+        takes: short(ty),
+        found: describe_found(value, cx.text),
+        loc: cx.loc,
+        hint: missing_unit(ty, value),
+    }
+}
+
+/// The unit a value of the wrong kind lacks (or has too much of), when one would fix it.
+fn missing_unit(ty: ArgType, value: &Value) -> Option<UnitHint> {
     match (&value.kind, ty) {
-        (ValueKind::Number(n), ArgType::Bytes) => {
-            d.with_help(format!("add a unit: `{}GiB` or `{}GB`", num(*n), num(*n)))
-        }
-        (ValueKind::Number(n), ArgType::Bandwidth) => {
-            d.with_help(format!("add a unit: `{}GB/s`", num(*n)))
-        }
-        (ValueKind::Number(n), ArgType::Time) => d.with_help(format!(
-            "add a unit: `{}ns`, `{}us` or `{}ms`",
-            num(*n),
-            num(*n),
-            num(*n)
-        )),
-        (ValueKind::Number(n), ArgType::Rate) => {
-            d.with_help(format!("add a unit: `{}TFLOP/s`", num(*n)))
-        }
+        (ValueKind::Number(n), ArgType::Bytes) => Some(UnitHint::Bytes { number: num(*n) }),
+        (ValueKind::Number(n), ArgType::Bandwidth) => Some(UnitHint::Bandwidth { number: num(*n) }),
+        (ValueKind::Number(n), ArgType::Time) => Some(UnitHint::Time { number: num(*n) }),
+        (ValueKind::Number(n), ArgType::Rate) => Some(UnitHint::Rate { number: num(*n) }),
         (
             ValueKind::Quantity {
                 number, unit: u, ..
             },
             ArgType::Bandwidth,
-        ) if unit(u).is_some_and(|u| matches!(u, Unit::Bytes(_))) => d.with_help(format!(
-            "a bandwidth is per second: `{}{u}/s`",
-            num(*number)
-        )),
-        (ValueKind::Quantity { number, .. }, ArgType::Count) => {
-            d.with_help(format!("a count has no unit: `{}`", num(*number)))
-        }
-        _ => d,
+        ) if unit(u).is_some_and(|u| matches!(u, Unit::Bytes(_))) => Some(UnitHint::PerSecond {
+            number: num(*number),
+            unit: u.clone(),
+        }),
+        (ValueKind::Quantity { number, .. }, ArgType::Count) => Some(UnitHint::NoUnit {
+            number: num(*number),
+        }),
+        _ => None,
     }
 }
 
@@ -303,36 +316,28 @@ fn trim_float(f: f64) -> String {
 /// Keys whose ratio divides a time: `mfu` (a node takes FLOPs / (peak × mfu)) and a `dim`'s
 /// efficiency (a transfer takes bytes / (bandwidth × efficiency)). At 0 every such node lasts
 /// forever, which the engine could only report as a time overflow.
-const DIVISOR_RATIOS: &[&str] = &["mfu", "dim"];
-
-fn nonzero_divisor(v: f64, cx: &ValueCtx) -> Result<(), Diagnostic> {
-    if v > 0.0 || !DIVISOR_RATIOS.contains(&cx.key) {
-        return Ok(());
+fn divisor(key: &str) -> Option<Divisor> {
+    match key {
+        "mfu" => Some(Divisor::Mfu),
+        "dim" => Some(Divisor::DimEfficiency),
+        _ => None,
     }
-    let what = if cx.key == "mfu" {
-        "every compute node would last forever"
-    } else {
-        "every transfer on this dim would last forever"
-    };
-    let d = out_of_range(
-        cx,
-        format!("`{}` is out of range: {what}", cx.text),
-        "must be above 0",
-    );
-    let help = if cx.key == "mfu" {
-        "write the measured MFU (such as `mfu 40%`), or remove `mfu` for the simulator's own compute model".to_string()
-    } else {
-        "write the dim's measured efficiency (such as `80%`), or leave it out for 100%".to_string()
-    };
-    Err(d.with_help(help))
 }
 
-fn out_of_range(cx: &ValueCtx, message: String, label: &str) -> Diagnostic {
-    Diagnostic::new(Code::E0202, message, cx.loc, label.to_string())
+fn nonzero_divisor(v: f64, cx: &ValueCtx) -> Result<(), ValueProblem> {
+    match divisor(cx.key) {
+        Some(divisor) if v <= 0.0 => Err(ValueProblem::LastsForever {
+            text: cx.text.to_string(),
+            divisor,
+            loc: cx.loc,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A bandwidth in its natural byte unit: `50GB/s`, `12.5MB/s`.
-pub fn bandwidth_text(bps: f64) -> String {
+pub fn bandwidth_text(bandwidth: BytesPerSec) -> String {
+    let bps = bandwidth.0;
     let (v, u) = if bps >= 1e12 {
         (bps / 1e12, "TB/s")
     } else if bps >= 1e9 {
@@ -351,14 +356,12 @@ pub fn bandwidth_text(bps: f64) -> String {
 pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
     match (&value.kind, ty) {
         (ValueKind::Number(n), ArgType::Count | ArgType::LargeCount) => {
-            count(*n, cx).map(|c| (Arg::Count(c), None))
+            Ok((Arg::Count(count(*n, cx)?), None))
         }
         (ValueKind::Quantity { number, unit, .. }, ArgType::LargeCount) => {
-            large_count(*number, unit, cx).map(|c| (Arg::Count(c), None))
+            Ok((Arg::Count(large_count(*number, unit, cx)?), None))
         }
-        (ValueKind::Number(n), ArgType::Price) => {
-            price(n.as_f64(), cx).map(|p| (Arg::Price(p), None))
-        }
+        (ValueKind::Number(n), ArgType::Price) => Ok((Arg::Price(price(n.as_f64(), cx)?), None)),
         (
             ValueKind::Quantity {
                 number,
@@ -372,45 +375,50 @@ pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
         ) =>
         {
             let Some(found) = unit(u) else {
-                let all: Vec<&str> = UNITS.iter().map(|(u, _)| *u).collect();
-                let d = Diagnostic::new(
-                    Code::E0003,
-                    format!("unknown unit `{u}`"),
-                    Loc::new(cx.loc.file, *unit_span),
-                    "not a unit",
-                );
-                return Err(
-                    match suggest(u, all.iter().copied())
-                        .or_else(|| all.iter().copied().find(|a| a.eq_ignore_ascii_case(u)))
-                    {
-                        Some(s) => d.with_help(format!(
-                            "did you mean `{}{s}`? units are case-sensitive",
-                            num(*number)
-                        )),
-                        None => d.with_help(format!("expected {}", ty.describe())),
+                if !lexer_knows_unit(u) {
+                    return Err(Rejected::UnitReportedByLexer);
+                }
+                let all: Vec<&'static str> = UNITS
+                    .iter()
+                    .filter(|(_, unit)| takes(ty, *unit))
+                    .map(|(u, _)| *u)
+                    .collect();
+                // A count suffix written for a unit (`80T`) is most likely the unit it begins.
+                let help = match all
+                    .iter()
+                    .copied()
+                    .find(|a| a.starts_with(u.as_str()))
+                    .or_else(|| suggest(u, all.iter().copied()))
+                    .or_else(|| all.iter().copied().find(|a| a.eq_ignore_ascii_case(u)))
+                {
+                    Some(s) => UnitHelp::DidYouMean {
+                        number: num(*number),
+                        unit: s,
                     },
-                );
+                    None => UnitHelp::Expected(ty.describe()),
+                };
+                return Err(ValueProblem::UnknownUnit {
+                    unit: u.clone(),
+                    loc: Loc::new(cx.loc.file, *unit_span),
+                    help,
+                }
+                .into());
             };
             quantity(ty, *number, found, value, cx)
         }
         (ValueKind::Number(n), ArgType::RateOrTflops) => {
-            let v = positive(n.as_f64(), cx)?;
+            let v = positive(n.as_f64(), cx, Positive::Quantity)?;
             Ok((Arg::Rate(FlopsPerSec(checked_mul(v, 1e12, cx)?)), None))
         }
         (ValueKind::Number(n), ArgType::Ratio) => {
             let v = n.as_f64();
             if !(0.0..=1.0).contains(&v) {
-                let d = out_of_range(
-                    cx,
-                    format!("`{}` is out of range: a ratio is between 0 and 1", cx.text),
-                    "outside [0, 1]",
-                );
-                let help = if v > 1.0 && v <= 100.0 {
-                    format!("write `{}%` for a percentage", cx.text)
-                } else {
-                    "write a fraction such as `0.55` or a percentage such as `55%`".into()
-                };
-                return Err(d.with_help(help));
+                return Err(ValueProblem::RatioOutOfRange {
+                    text: cx.text.to_string(),
+                    percent: v > 1.0 && v <= 100.0,
+                    loc: cx.loc,
+                }
+                .into());
             }
             nonzero_divisor(v, cx)?;
             Ok((Arg::Ratio(Ratio(v)), None))
@@ -427,11 +435,29 @@ pub fn typed(ty: ArgType, value: &Value, cx: &ValueCtx) -> Typed {
                 None,
             ))
         }
-        (ValueKind::Name(n), ArgType::Enum(words)) => {
-            enum_word(n, words, cx).map(|w| (Arg::Word(w), None))
-        }
-        _ => Err(wrong_kind(ty, value, cx)),
+        (ValueKind::Name(n), ArgType::Enum(words)) => enum_word(n, words, cx)
+            .map(|w| (Arg::Word(w), None))
+            .map_err(Rejected::from),
+        _ => Err(wrong_kind(ty, value, cx).into()),
     }
+}
+
+/// Whether a value of type `ty` may be written in `unit` (what a suggestion may propose).
+fn takes(ty: ArgType, unit: Unit) -> bool {
+    matches!(
+        (ty, unit),
+        (ArgType::Bytes, Unit::Bytes(_))
+            | (ArgType::Bandwidth, Unit::Bandwidth { .. })
+            | (ArgType::Time, Unit::Time(_))
+            | (ArgType::Rate | ArgType::RateOrTflops, Unit::Rate(_))
+            | (ArgType::Ratio, Unit::Percent)
+    )
+}
+
+/// Whether the lexer takes `unit` as a unit: one it does not is E0003 from the lexer already.
+fn lexer_knows_unit(unit: &str) -> bool {
+    venus_syntax::syntax::UNITS.contains(&unit)
+        || venus_syntax::syntax::COUNT_SUFFIXES.contains(&unit)
 }
 
 /// An enum word, or E0204 with the closest word.
@@ -439,77 +465,59 @@ pub fn enum_word(
     word: &str,
     words: &'static [&'static str],
     cx: &ValueCtx,
-) -> Result<&'static str, Diagnostic> {
+) -> Result<&'static str, ValueProblem> {
     if let Some(w) = words.iter().find(|w| **w == word) {
         return Ok(w);
     }
-    let noun = enum_noun(words);
-    let d = Diagnostic::new(
-        Code::E0204,
-        format!("unknown {noun} `{word}`"),
-        cx.loc,
-        format!("not a {noun}"),
-    );
-    let list = words
-        .iter()
-        .map(|w| format!("`{w}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Err(
-        match suggest(word, words.iter().copied())
-            .or_else(|| words.iter().copied().find(|w| w.eq_ignore_ascii_case(word)))
-        {
-            Some(s) => d.with_help(format!("did you mean `{s}`? (one of {list})")),
-            None => d.with_help(format!("expected one of {list}")),
-        },
-    )
+    let hint = match suggest(word, words.iter().copied())
+        .or_else(|| words.iter().copied().find(|w| w.eq_ignore_ascii_case(word)))
+    {
+        Some(s) => WordHint::DidYouMean(s),
+        None => WordHint::OneOf,
+    };
+    Err(unknown_word(word, words, hint, cx))
 }
 
-fn count(n: Number, cx: &ValueCtx) -> Result<u64, Diagnostic> {
+/// E0204 for `word`, which is not one of `words`.
+pub fn unknown_word(
+    word: &str,
+    words: &'static [&'static str],
+    hint: WordHint,
+    cx: &ValueCtx,
+) -> ValueProblem {
+    ValueProblem::UnknownWord {
+        word: word.to_string(),
+        noun: enum_noun(words),
+        words,
+        hint,
+        loc: cx.loc,
+    }
+}
+
+fn count(n: Number, cx: &ValueCtx) -> Result<u64, ValueProblem> {
+    let text = || cx.text.to_string();
     match n {
         Number::Int(0) if cx.allow_zero => Ok(0),
         Number::Float(f) if cx.allow_zero && f == 0.0 => Ok(0),
-        Number::Int(0) => Err(out_of_range(
-            cx,
-            format!("`{}` must be at least 1, found `0`", cx.key),
-            "zero",
-        )
-        .with_help(format!(
-            "a count is 1 or more; leave `{}` out to use its default",
-            cx.key
-        ))),
+        Number::Int(0) => Err(ValueProblem::CountZero {
+            key: cx.key.to_string(),
+            loc: cx.loc,
+        }),
         Number::Int(i) => Ok(i),
-        Number::IntTooLarge => Err(out_of_range(
-            cx,
-            format!(
-                "`{}` is too large for a count (at most {})",
-                cx.text,
-                u64::MAX
-            ),
-            "too large",
-        )),
+        Number::IntTooLarge => Err(ValueProblem::CountTooLarge {
+            text: text(),
+            loc: cx.loc,
+        }),
         Number::Float(f) if f.fract() == 0.0 && (1.0..9.007_199_254_740_992e15).contains(&f) => {
             Ok(f as u64)
         }
-        Number::Float(f) => {
-            let d = out_of_range(
-                cx,
-                format!(
-                    "`{}` is not a whole number: `{}` takes a count of 1 or more",
-                    cx.text, cx.key
-                ),
-                "not a whole number",
-            );
-            if f.is_finite() && f > 1.0 && f < 9e15 {
-                Err(d.with_help(format!(
-                    "write `{}` or `{}`",
-                    f.floor() as u64,
-                    f.ceil() as u64
-                )))
-            } else {
-                Err(d)
-            }
-        }
+        Number::Float(f) => Err(ValueProblem::NotWhole {
+            text: text(),
+            key: cx.key.to_string(),
+            near: (f.is_finite() && f > 1.0 && f < 9e15)
+                .then(|| (f.floor() as u64, f.ceil() as u64)),
+            loc: cx.loc,
+        }),
     }
 }
 
@@ -523,167 +531,157 @@ pub const COUNT_SUFFIXES: &[(&str, u64)] = &[
 ];
 
 /// `15T`, `2.5B`: a whole count after the suffix's factor, or E0202 / E0003 with the fix.
-fn large_count(number: Number, suffix: &str, cx: &ValueCtx) -> Result<u64, Diagnostic> {
+fn large_count(number: Number, suffix: &str, cx: &ValueCtx) -> Result<u64, ValueProblem> {
     let Some(&(_, factor)) = COUNT_SUFFIXES.iter().find(|(s, _)| *s == suffix) else {
-        let list = COUNT_SUFFIXES
-            .iter()
-            .map(|(s, _)| format!("`{}{s}`", num(number)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(Diagnostic::new(
-            Code::E0003,
-            format!("`{suffix}` is not a count suffix"),
-            cx.loc,
-            "not K, M, B or T",
-        )
-        .with_help(format!("write one of {list}, or the bare count")));
+        return Err(ValueProblem::NotCountSuffix {
+            suffix: suffix.to_string(),
+            number: num(number),
+            loc: cx.loc,
+        });
     };
     let v = number.as_f64() * factor as f64;
     if !(1.0..9.007_199_254_740_992e15).contains(&v) || v.fract() != 0.0 {
-        let d = out_of_range(
-            cx,
-            format!(
-                "`{}` is not a whole count of 1 to 9e15: `{}` takes a count",
-                cx.text, cx.key
-            ),
-            "out of range",
-        );
-        return Err(if (1.0..9e15).contains(&v) {
-            d.with_help(format!("write `{}`", v.round() as u64))
-        } else {
-            d.with_help("write a count such as `15T` or `300B`".to_string())
+        return Err(ValueProblem::LargeCountOutOfRange {
+            text: cx.text.to_string(),
+            key: cx.key.to_string(),
+            rounded: (1.0..9e15).contains(&v).then(|| v.round() as u64),
+            loc: cx.loc,
         });
     }
     Ok(v as u64)
 }
 
 /// A price of GPU time: finite and above zero.
-fn price(v: f64, cx: &ValueCtx) -> Result<DollarsPerGpuHour, Diagnostic> {
-    positive(v, cx)
-        .map(DollarsPerGpuHour)
-        .map_err(|d| d.with_help("write the price of one GPU-hour in dollars, such as `2.5`"))
+fn price(v: f64, cx: &ValueCtx) -> Result<DollarsPerGpuHour, ValueProblem> {
+    positive(v, cx, Positive::Price).map(DollarsPerGpuHour)
 }
 
-fn positive(v: f64, cx: &ValueCtx) -> Result<f64, Diagnostic> {
+fn positive(v: f64, cx: &ValueCtx, of: Positive) -> Result<f64, ValueProblem> {
     if !v.is_finite() {
-        return Err(out_of_range(
-            cx,
-            format!("`{}` is too large to be meaningful", cx.text),
-            "too large",
-        ));
+        return Err(ValueProblem::TooLarge {
+            text: cx.text.to_string(),
+            of,
+            loc: cx.loc,
+        });
     }
     if v <= 0.0 {
-        return Err(out_of_range(
-            cx,
-            format!("`{}` must be greater than zero", cx.text),
-            "zero",
-        ));
+        return Err(ValueProblem::NotPositive {
+            text: cx.text.to_string(),
+            of,
+            loc: cx.loc,
+        });
     }
     Ok(v)
 }
 
-fn checked_mul(v: f64, factor: f64, cx: &ValueCtx) -> Result<f64, Diagnostic> {
+fn checked_mul(v: f64, factor: f64, cx: &ValueCtx) -> Result<f64, ValueProblem> {
     let r = v * factor;
     if r.is_finite() {
         Ok(r)
     } else {
-        Err(out_of_range(
-            cx,
-            format!("`{}` is too large to be meaningful", cx.text),
-            "too large",
-        ))
+        Err(too_large(cx))
+    }
+}
+
+fn too_large(cx: &ValueCtx) -> ValueProblem {
+    ValueProblem::TooLarge {
+        text: cx.text.to_string(),
+        of: Positive::Quantity,
+        loc: cx.loc,
+    }
+}
+
+fn not_positive(cx: &ValueCtx) -> ValueProblem {
+    ValueProblem::NotPositive {
+        text: cx.text.to_string(),
+        of: Positive::Quantity,
+        loc: cx.loc,
     }
 }
 
 fn quantity(ty: ArgType, number: Number, found: Unit, value: &Value, cx: &ValueCtx) -> Typed {
     match (ty, found) {
-        (ArgType::Bytes, Unit::Bytes(factor)) => {
-            let too_large = || {
-                out_of_range(
-                    cx,
-                    format!("`{}` is too large: bytes must be below 16EiB", cx.text),
-                    "too large",
-                )
-            };
-            let bytes = match number {
-                Number::Int(i) => i.checked_mul(factor).ok_or_else(too_large)?,
-                Number::IntTooLarge => return Err(too_large()),
-                Number::Float(f) => {
-                    let v = f * factor as f64;
-                    if !v.is_finite() || v >= u64::MAX as f64 {
-                        return Err(too_large());
-                    }
-                    if v < 0.0 {
-                        return Err(out_of_range(
-                            cx,
-                            format!("`{}` must be greater than zero", cx.text),
-                            "zero",
-                        ));
-                    }
-                    v.round() as u64
-                }
-            };
-            if bytes == 0 {
-                return Err(out_of_range(
-                    cx,
-                    format!("`{}` must be greater than zero", cx.text),
-                    "zero",
-                ));
-            }
-            Ok((Arg::Bytes(Bytes(bytes)), None))
-        }
+        (ArgType::Bytes, Unit::Bytes(factor)) => Ok((Arg::Bytes(bytes(number, factor, cx)?), None)),
         (ArgType::Bandwidth, Unit::Bandwidth { factor, bits }) => {
-            let v = positive(number.as_f64(), cx)?;
+            let v = positive(number.as_f64(), cx, Positive::Quantity)?;
             let bps = checked_mul(v, factor, cx)?;
-            let warning = bits.then(|| {
-                let bytes = bandwidth_text(bps);
-                let typo = match value.kind {
-                    ValueKind::Quantity { ref unit, .. } => format!("{}{}", num(number), unit.replacen('b', "B", 1)),
-                    _ => String::new(),
-                };
-                Diagnostic::new(Code::W0002, format!("`{}` is {bytes} (bits, not bytes)", cx.text), cx.loc, "a bit rate")
-                    .with_help(format!("write `{bytes}` to state the bandwidth in bytes per second (or `{typo}` if bytes were meant)"))
-            });
+            let warning = bits.then(|| bit_rate(bps, number, value, cx));
             Ok((Arg::Bandwidth(BytesPerSec(bps)), warning))
         }
         (ArgType::Time, Unit::Time(factor)) => {
             let v = number.as_f64();
             if !v.is_finite() {
-                return Err(out_of_range(
-                    cx,
-                    format!("`{}` is too large to be meaningful", cx.text),
-                    "too large",
-                ));
+                return Err(too_large(cx).into());
             }
             if v < 0.0 {
-                return Err(out_of_range(
-                    cx,
-                    format!("`{}` must not be negative", cx.text),
-                    "negative",
-                ));
+                return Err(ValueProblem::NegativeTime {
+                    text: cx.text.to_string(),
+                    loc: cx.loc,
+                }
+                .into());
             }
             Ok((Arg::Time(Seconds(checked_mul(v, factor, cx)?)), None))
         }
         (ArgType::Rate | ArgType::RateOrTflops, Unit::Rate(factor)) => {
-            let v = positive(number.as_f64(), cx)?;
+            let v = positive(number.as_f64(), cx, Positive::Quantity)?;
             Ok((Arg::Rate(FlopsPerSec(checked_mul(v, factor, cx)?)), None))
         }
         (ArgType::Ratio, Unit::Percent) => {
             let v = number.as_f64();
             if !(0.0..=100.0).contains(&v) {
-                return Err(out_of_range(
-                    cx,
-                    format!(
-                        "`{}` is out of range: a ratio is between 0% and 100%",
-                        cx.text
-                    ),
-                    "outside [0%, 100%]",
-                ));
+                return Err(ValueProblem::PercentOutOfRange {
+                    text: cx.text.to_string(),
+                    loc: cx.loc,
+                }
+                .into());
             }
             nonzero_divisor(v, cx)?;
             Ok((Arg::Ratio(Ratio(v / 100.0)), None))
         }
-        _ => Err(wrong_kind(ty, value, cx)),
+        _ => Err(wrong_kind(ty, value, cx).into()),
+    }
+}
+
+/// A byte count: whole, above zero and below 16 EiB after the unit's factor.
+fn bytes(number: Number, factor: u64, cx: &ValueCtx) -> Result<Bytes, ValueProblem> {
+    let too_large = || ValueProblem::BytesTooLarge {
+        text: cx.text.to_string(),
+        loc: cx.loc,
+    };
+    let bytes = match number {
+        Number::Int(i) => i.checked_mul(factor).ok_or_else(too_large)?,
+        Number::IntTooLarge => return Err(too_large()),
+        Number::Float(f) => {
+            let v = f * factor as f64;
+            if !v.is_finite() || v >= u64::MAX as f64 {
+                return Err(too_large());
+            }
+            if v < 0.0 {
+                return Err(not_positive(cx));
+            }
+            v.round() as u64
+        }
+    };
+    if bytes == 0 {
+        return Err(not_positive(cx));
+    }
+    Ok(Bytes(bytes))
+}
+
+/// W0002 for a bandwidth written in bits: the same rate in bytes, and the byte unit spelt with
+/// the same letters in case bytes were meant.
+fn bit_rate(bps: f64, number: Number, value: &Value, cx: &ValueCtx) -> ValueProblem {
+    let typo = match value.kind {
+        ValueKind::Quantity { ref unit, .. } => {
+            format!("{}{}", num(number), unit.replacen('b', "B", 1))
+        }
+        _ => String::new(),
+    };
+    ValueProblem::BitRate {
+        text: cx.text.to_string(),
+        bytes: bandwidth_text(BytesPerSec(bps)),
+        typo,
+        loc: cx.loc,
     }
 }
 

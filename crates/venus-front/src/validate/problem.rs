@@ -11,6 +11,7 @@ use super::repair::{Change, Repair};
 use super::{gib, join_and, join_or, pct, SplitError, StageSplit, Validator, MAX_WORLD};
 use super::{Code, Diagnostic, Loc};
 use crate::ty::{Bytes, GpuArch, Opt, Precision, Ratio, Recompute, ScheduleKind};
+use venus_diag::diag::Identity;
 use venus_plan::plan::pipeline_layout;
 
 /// A plan key and the value written for it, as a secondary label: `tp 4`.
@@ -270,7 +271,13 @@ pub enum PlanProblem {
 }
 
 impl PlanProblem {
+    /// The diagnostic users see, carrying the problem's identity.
     pub fn into_diagnostic(self) -> Diagnostic {
+        let identity = Identity::of(&self);
+        self.render().with_identity(identity)
+    }
+
+    fn render(self) -> Diagnostic {
         match self {
             PlanProblem::WorldTooLarge(p) => p.render(),
             PlanProblem::WorldMismatch(p) => p.render(),

@@ -71,7 +71,7 @@ impl Validator<'_> {
                 Some(GoodputIncomplete::NoStorage {
                     rate,
                     cluster: self.cluster_name(),
-                    link_cap: crate::ty::value::bandwidth_text(cap.0),
+                    link_cap: crate::ty::value::bandwidth_text(cap),
                 })
             }
             (None, Some(interval)) => Some(GoodputIncomplete::NoRates {
