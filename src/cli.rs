@@ -140,6 +140,10 @@ struct CalibrateArgs {
     /// With `--runs`: fit the GPU only, the cluster's dims stay as written.
     #[arg(long, requires = "runs")]
     keep_network: bool,
+    /// With `--runs`: fit the GEMM asymptote (`gemm_efficiency`) only, the GEMM curve's
+    /// `gemm_half_dim` stays the arch's (for a table of one or two configurations).
+    #[arg(long, requires = "runs")]
+    keep_gemm_shape: bool,
     /// With `--runs`: fit on the even rows only and report the odd ones as held out.
     #[arg(long, requires = "runs")]
     hold_out_odd: bool,
@@ -2054,7 +2058,10 @@ fn calibrate_runs(
     Ok(runs::fit(
         prepared,
         runs::start_of(sc),
-        !args.keep_network,
+        runs::Free {
+            half_dim: !args.keep_gemm_shape,
+            network: !args.keep_network,
+        },
         holdout,
         runs::STEPS,
     ))

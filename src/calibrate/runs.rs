@@ -7,7 +7,8 @@
 //! of predicted / published iteration time (a relative error, so short and long runs count
 //! alike). The constants are the arch-wide ones the compute model and the cluster expose:
 //! the GEMM curve's top efficiency and half dimension (`gemm_efficiency`, `gemm_half_dim`) and
-//! one factor on every dim's bus efficiency (the network), never a knob of one row. Nelder–Mead
+//! one factor on every dim's bus efficiency (the network), never a knob of one row; a table of
+//! few configurations fits the asymptote alone ([`Free`]). Nelder–Mead
 //! ([`super::nelder_mead`]) runs on their logarithms from the arch's current calibration.
 //!
 //! Output: a [`RunsFit`]: the constants, and each row's residual in its own metric; rows held
@@ -35,6 +36,17 @@ pub enum Holdout {
     /// Rows at odd positions (the 2nd, 4th, … of the arch's rows, in table order) are only
     /// predicted: fit on the even ones, report the odd ones.
     Odd,
+}
+
+/// Which of the constants besides the GEMM asymptote the fit may move: a table of few
+/// configurations supports fewer free constants (two rows of one shape fix one asymptote, not
+/// a shape curve).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Free {
+    /// The GEMM curve's half dimension (`gemm_half_dim`); off keeps the start's.
+    pub half_dim: bool,
+    /// The factor on the network's bus efficiency; off keeps the network as written.
+    pub network: bool,
 }
 
 /// The constants being fitted.
@@ -206,17 +218,18 @@ fn misfit(rows: &[&SpeedRow], c: Constants) -> f64 {
         .sum()
 }
 
-/// The search space: logarithms of the constants, the efficiency capped at 100% and the half
+/// The search space: logarithms of the free constants (the efficiency first, then the half
+/// dimension and the network factor where free), the efficiency capped at 100% and the half
 /// dimension kept within a GEMM library's range (as `--gemm`'s fit keeps it).
-fn constants_at(x: &[f64], start: Constants, fit_network: bool) -> Constants {
+fn constants_at(x: &[f64], start: Constants, free: Free) -> Constants {
+    let mut rest = x[1..].iter();
+    let mut next = |on: bool| if on { rest.next().copied() } else { None };
+    let half_dim = next(free.half_dim);
+    let network = next(free.network);
     Constants {
         gemm_efficiency: x[0].exp().min(1.0),
-        gemm_half_dim: x[1].exp().clamp(1.0, 8192.0),
-        network: if fit_network {
-            x[2].exp().min(10.0)
-        } else {
-            start.network
-        },
+        gemm_half_dim: half_dim.map_or(start.gemm_half_dim, |h| h.exp().clamp(1.0, 8192.0)),
+        network: network.map_or(start.network, |n| n.exp().min(10.0)),
     }
 }
 
@@ -224,7 +237,7 @@ fn constants_at(x: &[f64], start: Constants, fit_network: bool) -> Constants {
 pub fn fit(
     prepared: Prepared,
     start: Constants,
-    fit_network: bool,
+    free: Free,
     holdout: Holdout,
     steps: usize,
 ) -> RunsFit {
@@ -243,16 +256,16 @@ pub fn fit(
         .filter(|&(i, _)| !held(i))
         .map(|(_, r)| r)
         .collect();
-    let mut x0 = vec![
-        start.gemm_efficiency.ln(),
-        start.gemm_half_dim.max(1.0).ln(),
-    ];
-    if fit_network {
+    let mut x0 = vec![start.gemm_efficiency.ln()];
+    if free.half_dim {
+        x0.push(start.gemm_half_dim.max(1.0).ln());
+    }
+    if free.network {
         x0.push(start.network.ln());
     }
-    let f = |x: &[f64]| misfit(&fitted_rows, constants_at(x, start, fit_network));
+    let f = |x: &[f64]| misfit(&fitted_rows, constants_at(x, start, free));
     let best = super::nelder_mead(f, &x0, 0.3, steps);
-    let fitted = constants_at(&best, start, fit_network);
+    let fitted = constants_at(&best, start, free);
     let residuals = rows
         .iter()
         .enumerate()
@@ -345,7 +358,11 @@ pub(crate) mod tests {
             gemm_half_dim: hopper.gemm_half_dim,
             network: 1.0,
         };
-        let fit = fit(prepared, start, true, Holdout::None, STEPS);
+        let all = Free {
+            half_dim: true,
+            network: true,
+        };
+        let fit = fit(prepared, start, all, Holdout::None, STEPS);
         let c = fit.fitted;
         assert!((c.gemm_efficiency - 0.56).abs() < 0.005, "{c:?}");
         assert!((c.gemm_half_dim - 320.0).abs() < 16.0, "{c:?}");
@@ -359,7 +376,11 @@ pub(crate) mod tests {
         let text = table("H100-SXM5-80GB", |_| 1.0);
         let prepared = prepare(&text, GpuArch::Hopper).unwrap();
         let start = start_of(&prepared.rows[0].scenario);
-        let fit = fit(prepared, start, false, Holdout::Odd, 0);
+        let gpu_only = Free {
+            half_dim: true,
+            network: false,
+        };
+        let fit = fit(prepared, start, gpu_only, Holdout::Odd, 0);
         let held: Vec<&str> = fit
             .rows
             .iter()
@@ -370,6 +391,31 @@ pub(crate) mod tests {
         // No step: the start, unchanged, and the network kept.
         assert_eq!(fit.fitted.network, 1.0);
         assert_eq!(fit.fitted.gemm_efficiency, 0.8);
+    }
+
+    #[test]
+    fn a_fit_of_the_asymptote_alone_keeps_the_curve_and_the_network() {
+        let hopper = Calibration::hopper();
+        let slow = Constants {
+            gemm_efficiency: 0.8 * hopper.gemm_efficiency,
+            gemm_half_dim: hopper.gemm_half_dim,
+            network: 1.0,
+        };
+        let text = table_drawn_with("H100-SXM5-80GB", slow);
+        let prepared = prepare(&text, GpuArch::Hopper).unwrap();
+        let start = Constants {
+            gemm_efficiency: hopper.gemm_efficiency,
+            ..slow
+        };
+        let asymptote = Free {
+            half_dim: false,
+            network: false,
+        };
+        let fit = fit(prepared, start, asymptote, Holdout::None, STEPS);
+        let c = fit.fitted;
+        assert!((c.gemm_efficiency - 0.64).abs() < 0.005, "{c:?}");
+        assert_eq!((c.gemm_half_dim, c.network), (320.0, 1.0));
+        assert!(fit.mape(false).unwrap() < 0.003, "{:?}", fit.rows);
     }
 
     #[test]

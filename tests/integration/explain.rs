@@ -95,6 +95,11 @@ const FROM_THE_COMMAND_LINE: &[Code] = &[
     Code::W0013,
 ];
 
+/// Codes that no input of this release raises: W0007 fires for a GPU arch without a
+/// calibration of its own, and every arch has one now. Their explanations keep the right
+/// example (it must check clean) and say why there is no wrong one.
+const RAISED_BY_NO_ARCH_OF_THIS_RELEASE: &[Code] = &[Code::W0007];
+
 #[test]
 fn every_explanation_has_a_wrong_example_that_triggers_its_code_and_a_clean_right_one() {
     let dir = std::env::temp_dir().join(format!("venusc-explain-{}", std::process::id()));
@@ -118,6 +123,13 @@ fn every_explanation_has_a_wrong_example_that_triggers_its_code_and_a_clean_righ
             continue;
         }
         let blocks = venus_blocks(md);
+        if RAISED_BY_NO_ARCH_OF_THIS_RELEASE.contains(&code) {
+            let right = blocks.first().map(|b| codes_of(b, &root_dir));
+            if right.as_ref().is_none_or(|r| !r.is_empty()) || !md.contains("## Right") {
+                failures.push(format!("{code}: needs a `## Right` example that checks clean"));
+            }
+            continue;
+        }
         if FROM_THE_COMMAND_LINE.contains(&code) {
             if blocks.is_empty() && md.contains("```sh\nvenusc ") {
                 continue;

@@ -339,6 +339,7 @@ impl GpuArch {
         matches!(
             self,
             GpuArch::Ampere
+                | GpuArch::Ada
                 | GpuArch::Hopper
                 | GpuArch::Blackwell
                 | GpuArch::BlackwellUltra
@@ -348,12 +349,13 @@ impl GpuArch {
     }
 
     /// The calibrated arch whose kernels behave most like this one's: the arch itself when
-    /// calibrated. Ada's tensor cores are issued like Ampere's (`mma.sync`, no TMA or
-    /// `wgmma`). CDNA3 and CDNA4 have calibrations of their own (Hopper's scaled by measured
-    /// matmul efficiency), so they map to themselves.
+    /// calibrated, which every arch of this release is (Ada's is Ampere's with its own fitted
+    /// GEMM asymptote; CDNA3's and CDNA4's are Hopper's scaled by measured matmul efficiency).
+    /// An arch added without a fit names its nearest one here, and W0007 says so.
     pub fn nearest_calibrated(self) -> GpuArch {
         match self {
-            GpuArch::Ampere | GpuArch::Ada => GpuArch::Ampere,
+            GpuArch::Ampere => GpuArch::Ampere,
+            GpuArch::Ada => GpuArch::Ada,
             GpuArch::Blackwell => GpuArch::Blackwell,
             GpuArch::BlackwellUltra => GpuArch::BlackwellUltra,
             GpuArch::Hopper => GpuArch::Hopper,
@@ -814,7 +816,7 @@ mod tests {
                 assert_eq!(near, a);
             }
         }
-        assert_eq!(GpuArch::Ada.nearest_calibrated(), GpuArch::Ampere);
+        assert_eq!(GpuArch::Ada.nearest_calibrated(), GpuArch::Ada);
         assert_eq!(GpuArch::Cdna4.nearest_calibrated(), GpuArch::Cdna4);
         assert_eq!(
             GpuArch::BlackwellUltra.nearest_calibrated(),

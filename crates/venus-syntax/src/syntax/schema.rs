@@ -157,7 +157,7 @@ pub const RECOMPUTE_METHODS: &[&str] = &["uniform", "block"];
 /// GEMM precisions: the words of `base::Precision`.
 pub const PRECISIONS: &[&str] = &["bf16", "fp8", "fp4"];
 /// GPU architectures, the words of `base::GpuArch`: each picks a compute-model calibration
-/// (its own, or the nearest calibrated arch's with W0007).
+/// (every arch has its own; one added without a fit would borrow the nearest one's, with W0007).
 pub const ARCHS: &[&str] = &[
     "ampere",
     "hopper",
