@@ -627,6 +627,8 @@ macro_rules! plan_keys {
             recompute_num_layers: u64 = RecomputeNumLayers, count;
             /// FP8 weights without a BF16 copy, all-gathered in FP8 (`--fp8-param-gather`).
             fp8_param_gather: bool = Fp8ParamGather, flag;
+            /// FSDP keeps gathered parameters and unsharded gradients for the whole step.
+            fsdp_keep_unsharded: bool = FsdpKeepUnsharded, flag;
             /// Expert tensor-parallel size as written (`None`: = tp, arguments.py:587-588).
             etp: u64 = Etp, count;
             /// Context-parallel exchange (`None`: p2p).
@@ -758,6 +760,10 @@ impl PlanSpec {
     }
     pub fn fp8_param_gather(&self) -> bool {
         or(self.fp8_param_gather, false)
+    }
+
+    pub fn fsdp_keep_unsharded(&self) -> bool {
+        or(self.fsdp_keep_unsharded, false)
     }
     pub fn moe_permute_fusion(&self) -> bool {
         or(self.moe_permute_fusion, false)

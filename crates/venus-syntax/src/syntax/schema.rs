@@ -1057,6 +1057,10 @@ key_table! {
         .default(KeyDefault::Unset, "off (DDP)")
         .megatron("--data-parallel-sharding-strategy")
         .example("optim_grads_params"),
+        FsdpKeepUnsharded = flag(
+            "fsdp_keep_unsharded",
+            "keep each layer's gathered parameters and accumulate its gradients unsharded, in the gradient dtype, across the step's microbatches; one reduce-scatter after the last backward (PyTorch FSDP2 under a pipeline schedule; needs an `fsdp` strategy that shards parameters)",
+        ),
         GradDtype = key(
             "grad_dtype",
             &[Enum(GRAD_DTYPES)],
