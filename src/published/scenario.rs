@@ -812,6 +812,30 @@ fn llama_family_rule(row: &Row, hidden: u64, model: &mut Block, assumed: &mut Ve
     }
 }
 
+/// A pipelined torchtitan row's FSDP2 keeps its units gathered and its gradients unsharded for
+/// the step: `apply_fsdp` passes `reshard_after_forward=False` when pp > 1
+/// (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py) and the pipeline
+/// stage defers resharding and gradient sync to the last backward (torch/distributed/
+/// pipelining/stage.py `backward_maybe_with_nosync`); the memory model's `fsdp_keep_unsharded`.
+fn torchtitan_pipelined_fsdp(row: &Row, pp: u64, plan: &mut Block, assumed: &mut Vec<String>) {
+    let shards_parameters = plan
+        .value(Key::Fsdp)
+        .is_some_and(|v| v.starts_with("optim_grads_params"));
+    if pp <= 1 || !split::is_torchtitan(row) || !shards_parameters {
+        return;
+    }
+    if plan.has(Key::FsdpKeepUnsharded) {
+        return;
+    }
+    plan.set_flag(Key::FsdpKeepUnsharded);
+    assumed.push(
+        "fsdp_keep_unsharded (torchtitan's FSDP2 under a pipeline: reshard_after_forward=False \
+         and gradient sync deferred to the last backward, torchtitan/parallelisms/parallelize_llama.py \
+         `apply_fsdp`)"
+            .into(),
+    );
+}
+
 /// FSDP: a `dist_optimizer` cell that says FSDP without an FSDP flag is Megatron-FSDP with
 /// Megatron's default strategy (arguments.py `--data-parallel-sharding-strategy`);
 /// `--use-torch-fsdp2` stays torch FSDP2 where Megatron's checks accept the plan (pp 1, ep 1,
@@ -845,6 +869,7 @@ fn fsdp_rules(
             plan.set(Key::Fsdp, strategy);
         }
     }
+    torchtitan_pipelined_fsdp(row, pp, plan, assumed);
     for key in [
         Key::DistributedOptimizer,
         Key::OverlapGradReduce,

@@ -739,3 +739,27 @@ fn the_nemo_nemotron_340b_row_reduces_gradients_in_bf16() {
     let llama = committed_scenario("nemo2407_h100_12");
     assert!(!llama.contains("grad_dtype"), "{llama}");
 }
+
+/// A pipelined torchtitan row with FSDP keeps its FSDP2 units gathered for the step
+/// (`apply_fsdp`'s `reshard_after_forward=False` with pp > 1); without a pipeline, or on
+/// Megatron, it does not.
+#[test]
+fn pipelined_torchtitan_fsdp_rows_keep_their_units_unsharded() {
+    let mut r = sc21_row();
+    (r.layers, r.hidden, r.ffn, r.heads, r.kv_groups) =
+        (Some(32), Some(4096), Some(14336), Some(32), Some(8));
+    (r.vocab, r.seq, r.global_batch, r.micro_batch) = (Some(128256), Some(8192), Some(256), None);
+    (r.tp, r.pp, r.num_gpus) = (Some(8), Some(8), Some(512));
+    r.dist_optimizer = "FSDP".into();
+    r.framework = "torchtitan".into();
+    r.notes = "Table 5 schedule '1F1B'; local batch 32".into();
+    let b = build(&r).unwrap();
+    assert!(b.venus.contains("  fsdp_keep_unsharded\n"), "{}", b.venus);
+    assert!(b.assumed.iter().any(|a| a.starts_with("fsdp_keep_unsharded (torchtitan")));
+    (r.pp, r.num_gpus, r.global_batch) = (Some(1), Some(64), Some(64));
+    assert!(!build(&r).unwrap().venus.contains("fsdp_keep_unsharded"));
+    (r.pp, r.num_gpus, r.global_batch) = (Some(8), Some(512), Some(256));
+    r.framework = "megatron".into();
+    r.source = "NVIDIA/Megatron-LM".into();
+    assert!(!build(&r).unwrap().venus.contains("fsdp_keep_unsharded"));
+}

@@ -266,6 +266,7 @@ pub fn plan_locs(p: &Plan) -> Vec<Loc> {
     locs.extend(p.recompute_method.as_ref().map(|s| s.loc));
     locs.extend(p.recompute_num_layers.as_ref().map(|s| s.loc));
     locs.extend(p.fp8_param_gather.as_ref().map(|s| s.loc));
+    locs.extend(p.fsdp_keep_unsharded.as_ref().map(|s| s.loc));
     locs.extend(p.fp8_recipe.as_ref().map(|s| s.loc));
     locs.extend(p.fp8_format.as_ref().map(|s| s.loc));
     locs.extend(p.fp8_attention.as_ref().map(|s| s.loc));

@@ -280,6 +280,7 @@ impl<'a> Validator<'a> {
         self.check_recompute_refinements(); // E0339
         self.check_recompute_modules(); // E0340, W0019
         self.check_fp8_param_gather(); // E0341
+        self.check_fsdp_keep_unsharded(); // E0369
         self.check_stragglers(); // E0337, E0338, W0018
         self.check_reliability(); // E0335, E0336
         self.check_venussim_fields(); // E0355
@@ -501,6 +502,9 @@ impl<'a> Validator<'a> {
         let fp8_gather = [Fp8ParamGather, Precision, DistributedOptimizer, Fsdp];
         if self.inputs_ok(&fp8_gather, false) {
             self.check_fp8_param_gather(); // E0341
+        }
+        if self.inputs_ok(&[FsdpKeepUnsharded, Fsdp], false) {
+            self.check_fsdp_keep_unsharded(); // E0369
         }
         if self.inputs_ok(&[Mfu, Measured], true) {
             self.check_calibration(); // W0007

@@ -50,7 +50,7 @@ syn keyword venusKey contained train tokens price
 syn keyword venusKey contained gpu_mtbf node_mtbf link_mtbf storage_write_bw storage_read_bw restart
 syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
-syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather
+syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather fsdp_keep_unsharded
 syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion moe_router_fusion
 syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offload_layers
 syn keyword venusKey contained fp8_recipe fp8_format fp8_attention

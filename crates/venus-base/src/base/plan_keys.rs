@@ -291,6 +291,13 @@ macro_rules! plan_key_list {
             .megatron("--data-parallel-sharding-strategy")
             .example("optim_grads_params")
             => fsdp: _, hand;
+            /// FSDP keeps gathered parameters and unsharded gradients for the whole step
+            /// (PyTorch FSDP2 under a pipeline schedule).
+            FsdpKeepUnsharded = flag(
+                "fsdp_keep_unsharded",
+                "keep each layer's gathered parameters and accumulate its gradients unsharded, in the gradient dtype, across the step's microbatches; one reduce-scatter after the last backward (PyTorch FSDP2 under a pipeline schedule; needs an `fsdp` strategy that shards parameters)",
+            )
+            => fsdp_keep_unsharded: bool, flag, default(Off, "off");
             /// Main-gradient dtype (`None`: fp32, Megatron's default with `--bf16`).
             GradDtype = key(
                 "grad_dtype",

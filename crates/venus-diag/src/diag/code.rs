@@ -90,6 +90,7 @@ codes! {
     E0339 Error "a recompute key that refines a granularity the plan does not use";
     E0340 Error "a recompute module Megatron-LM rejects for the model";
     E0341 Error "`fp8_param_gather` without FP8 or a sharded optimizer";
+    E0369 Error "`fsdp_keep_unsharded` without an `fsdp` strategy that shards parameters";
     E0342 Error "an expert tensor-parallel size the experts or the expert grid do not admit";
     E0343 Error "a MoE token dispatcher Megatron-LM does not run on this plan";
     E0344 Error "attention heads that a2a context parallelism cannot scatter";

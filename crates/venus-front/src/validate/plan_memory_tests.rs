@@ -145,6 +145,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
         moe_load: 1.0,
         fsdp: None,
+        fsdp_keep_unsharded: false,
         lora: None,
         recompute_detail: venus_plan::plan::memory::RecomputeDetail::default(),
         // Llama-2-7B's figures (the ZBV golden files' model).
@@ -471,6 +472,34 @@ fn fsdp_strategies_shard_optimizer_then_gradients_then_parameters() {
             3 * params
         )
     );
+}
+
+/// `fsdp_keep_unsharded` (FSDP2 under a pipeline): the same toy over dp 4 keeps every weight
+/// gathered (2 bytes each, no double buffer on top) and every gradient unsharded (4 bytes, or 2
+/// with `grad_dtype bf16`), while the optimizer state stays sharded; without a strategy that
+/// shards parameters the flag changes nothing.
+#[test]
+fn fsdp_kept_unsharded_holds_whole_weights_and_gradients_beside_the_sharded_optimizer() {
+    use venus_base::base::FsdpStrategy::*;
+    let m = gpt(64, 4, 2, 128, 16);
+    let mut p = plan(1, 1, 1, None, 2);
+    p.dp = 4;
+    p.expert_dp = 4;
+    p.fsdp_keep_unsharded = true;
+    let params = 2 * 49408 + 8192 + 128;
+    let at = |p: &MemoryPlan| {
+        let s = one_stage(&m, p, 0);
+        (s.weights.0, s.gradients.0, s.optimizer.0)
+    };
+    p.fsdp = Some(OptimGradsParams);
+    assert_eq!(at(&p), (2 * params, 4 * params, 3 * params));
+    p.recipe = p
+        .recipe
+        .with_training_dtypes(Some(venus_base::base::Dtype::Bf16), None, None, None);
+    assert_eq!(at(&p), (2 * params, 2 * params, 3 * params));
+    p.recipe = Recipe::for_precision(venus_base::base::Precision::Bf16);
+    p.fsdp = Some(OptimGrads);
+    assert_eq!(at(&p), (2 * params, params + 2 * 4 * 49408, 3 * params));
 }
 
 /// `grad_dtype bf16` halves the gradient buffer; bf16 moments with the distributed optimizer

@@ -246,6 +246,8 @@ pub enum PlanProblem {
     RecomputeModuleUnfit(RecomputeModuleUnfit),
     /// E0341: `fp8_param_gather` without FP8 or a sharded optimizer.
     Fp8ParamGatherNeeds(Fp8ParamGatherNeeds),
+    /// E0369: `fsdp_keep_unsharded` without an `fsdp` strategy that shards parameters.
+    KeepUnshardedNeedsFsdp(KeepUnshardedNeedsFsdp),
     /// E0353, E0354: a ZBV plan the reference's V schedule does not split.
     Zbv(ZbvProblem),
     /// E0342: an `etp` the experts' ffn or the expert grid does not admit.
@@ -325,6 +327,7 @@ impl PlanProblem {
             PlanProblem::RecomputeRefinementWithout(p) => p.render(),
             PlanProblem::RecomputeModuleUnfit(p) => p.render(),
             PlanProblem::Fp8ParamGatherNeeds(p) => p.render(),
+            PlanProblem::KeepUnshardedNeedsFsdp(p) => p.render(),
             PlanProblem::Zbv(p) => p.render(),
             PlanProblem::Etp(p) => p.render(),
             PlanProblem::Dispatcher(p) => p.render(),
@@ -3754,6 +3757,51 @@ impl Fp8ParamGatherNeeds {
             join_and(&adds),
             self.plan
         ))
+    }
+}
+
+// ---------------------------------------------------------------------------------- E0369
+
+/// `fsdp_keep_unsharded` in a plan whose FSDP does not shard the parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeepUnshardedNeedsFsdp {
+    pub plan: String,
+    pub loc: Loc,
+    /// The plan's `fsdp` strategy word and item, when one is written.
+    pub strategy: Option<(&'static str, Loc)>,
+}
+
+impl KeepUnshardedNeedsFsdp {
+    fn render(self) -> Diagnostic {
+        let (message, help) = match self.strategy {
+            Some((word, _)) => (
+                format!(
+                    "`fsdp_keep_unsharded` needs an `fsdp` strategy that shards parameters, \
+                     and `{word}` keeps them whole"
+                ),
+                format!(
+                    "write `fsdp optim_grads_params` in {}, or remove `fsdp_keep_unsharded`",
+                    self.plan
+                ),
+            ),
+            None => (
+                "`fsdp_keep_unsharded` without `fsdp`".to_string(),
+                format!(
+                    "add `fsdp optim_grads_params` to {}, or remove `fsdp_keep_unsharded`",
+                    self.plan
+                ),
+            ),
+        };
+        let mut d = Diagnostic::new(
+            Code::E0369,
+            message,
+            self.loc,
+            "parameters kept gathered for the step",
+        );
+        if let Some((word, loc)) = self.strategy {
+            d = d.with_secondary(loc, format!("fsdp {word}"));
+        }
+        d.with_help(help)
     }
 }
 

@@ -8,7 +8,7 @@
 //! computed here.
 
 use super::problem::{
-    Fp8ParamGatherNeeds, PlanProblem, RecomputeModuleUnfit, RecomputeRefinementWithout,
+    Fp8ParamGatherNeeds, KeepUnshardedNeedsFsdp, PlanProblem, RecomputeModuleUnfit, RecomputeRefinementWithout,
 };
 use super::{on, to_plan, Validator};
 use venus_base::base::{Precision, Recompute};
@@ -120,5 +120,25 @@ impl Validator<'_> {
             unsharded,
         };
         self.report(PlanProblem::Fp8ParamGatherNeeds(problem));
+    }
+
+    /// E0369: `fsdp_keep_unsharded` keeps FSDP's gathered units for the step, so the plan's
+    /// `fsdp` must gather them: only `optim_grads_params` shards the parameters (Megatron-FSDP's
+    /// ZeRO-3; the other strategies keep every parameter whole already).
+    pub(super) fn check_fsdp_keep_unsharded(&mut self) {
+        let p = &self.def.plan;
+        let Some(item) = p.fsdp_keep_unsharded.as_ref().filter(|f| f.value) else {
+            return;
+        };
+        let strategy = p.fsdp.as_ref().map(|f| (f.value, f.loc));
+        if strategy.is_some_and(|(s, _)| s.shards_parameters()) {
+            return;
+        }
+        let problem = KeepUnshardedNeedsFsdp {
+            plan: self.plan_name(),
+            loc: item.loc,
+            strategy: strategy.map(|(s, loc)| (s.word(), loc)),
+        };
+        self.report(PlanProblem::KeepUnshardedNeedsFsdp(problem));
     }
 }

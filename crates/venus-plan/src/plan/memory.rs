@@ -124,6 +124,9 @@ pub struct MemoryPlan {
     pub moe_load: f64,
     /// Megatron-FSDP's sharding strategy (`None`: DDP).
     pub fsdp: Option<FsdpStrategy>,
+    /// `fsdp_keep_unsharded`: the FSDP units stay gathered, and their gradients unsharded, from
+    /// the step's first forward to its last backward ([`fsdp_kept_unsharded`]).
+    pub fsdp_keep_unsharded: bool,
     /// LoRA adapters on a frozen base (`None`: every parameter trains).
     pub lora: Option<LoraPlan>,
     /// The model's memory figures ZBV's greedy order weighs (`derive::v_memory`).
@@ -1085,6 +1088,17 @@ pub fn model_state_bytes(
         [0, 0]
     };
     let w = u128::from(r.weights.bytes());
+    let g = u128::from(r.main_grads.bytes());
+    let o = u128::from(r.optimizer_bytes());
+    let optimizer = if plan.distributed_optimizer || fsdp.shards_optimizer() {
+        shard(o, trainable)
+    } else {
+        whole(o, trainable)
+    };
+    if plan.fsdp_keep_unsharded && fsdp.shards_parameters() {
+        let (weights, gradients) = fsdp_kept_unsharded(w, g, held, trainable, adapters);
+        return (weights, gradients, optimizer);
+    }
     let weights = if fsdp.shards_parameters() {
         shard(w, held)
             .saturating_add(shard(w, adapters))
@@ -1092,20 +1106,45 @@ pub fn model_state_bytes(
     } else {
         whole(w, held).saturating_add(whole(w, adapters))
     };
-    let g = u128::from(r.main_grads.bytes());
     let gradients = if fsdp.shards_gradients() {
         let trainable_unit = if plan.lora.is_some() { 0 } else { unit };
         shard(g, trainable).saturating_add(prod(&[2, g, trainable_unit]))
     } else {
         whole(g, trainable)
     };
-    let o = u128::from(r.optimizer_bytes());
-    let optimizer = if plan.distributed_optimizer || fsdp.shards_optimizer() {
-        shard(o, trainable)
-    } else {
-        whole(o, trainable)
-    };
     (weights, gradients, optimizer)
+}
+
+/// Weights and gradients of one GPU whose FSDP units stay unsharded for the whole step
+/// (`fsdp_keep_unsharded`), from the bytes per weight and per gradient element, the parameters
+/// it holds, those that train, and LoRA's adapters:
+/// - every held parameter gathered in the weight dtype: torchtitan builds its FSDP2 units with
+///   `reshard_after_forward=False` when pipelining ("For PP, do not reshard after forward to
+///   avoid per-microbatch all-gathers", pytorch/torchtitan@9dec370
+///   torchtitan/parallelisms/parallelize_llama.py `apply_fsdp`), and the pipeline stage turns
+///   `set_reshard_after_backward(False)` on for every backward but the last
+///   (pytorch/pytorch v2.6 torch/distributed/pipelining/stage.py
+///   `_PipelineStageBase.backward_maybe_with_nosync`); the shard FSDP2 keeps between steps is
+///   the fp32 master copy, counted with the optimizer state;
+/// - every trainable parameter's gradient unsharded in the main-gradient dtype: the same stage
+///   sets `set_requires_gradient_sync(False)` until the last backward, and FSDP2 accumulates
+///   the unsharded gradient upcast to the policy's `reduce_dtype` (torch/distributed/
+///   _composable/fsdp/_fsdp_param.py `FSDPParam.to_accumulated_grad_if_needed`; torchtitan's
+///   `mixed_precision_reduce` is float32), reduce-scattered once, layer by layer, after the
+///   last backward. The sharded gradients that reduce-scatter writes replace the unsharded
+///   ones layer by layer, so they add at most one layer and are not counted.
+pub fn fsdp_kept_unsharded(
+    w: u128,
+    g: u128,
+    [dense, expert]: [u128; 2],
+    [t_dense, t_expert]: [u128; 2],
+    [a_dense, a_expert]: [u128; 2],
+) -> (u128, u128) {
+    let held = dense.saturating_add(expert);
+    let adapters = a_dense.saturating_add(a_expert);
+    let weights = prod(&[w, held.saturating_add(adapters)]);
+    let gradients = prod(&[g, t_dense.saturating_add(t_expert)]);
+    (weights, gradients)
 }
 
 /// The weight bytes `fp8_param_gather` saves on one GPU: the linear weights (`linear`: dense
@@ -1119,7 +1158,8 @@ fn fp8_weight_saving(plan: &MemoryPlan, linear: [u128; 2], unit: u128) -> u128 {
     }
     let fsdp = plan.fsdp.unwrap_or(FsdpStrategy::NoShard);
     let [dense, expert] = linear;
-    if fsdp.shards_parameters() {
+    // Kept unsharded, every linear weight is gathered whole.
+    if fsdp.shards_parameters() && !plan.fsdp_keep_unsharded {
         let dp_cp = prod(&[plan.dp.max(1) as u128, plan.cp.max(1) as u128]);
         ceil_div(prod(&[per, dense]), dp_cp)
             .saturating_add(ceil_div(

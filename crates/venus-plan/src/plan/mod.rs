@@ -214,6 +214,7 @@ impl Scenario {
             recipe: self.recipe,
             moe_load: self.plan.moe_load_factor(),
             fsdp: self.flags.fsdp,
+            fsdp_keep_unsharded: self.plan.fsdp_keep_unsharded(),
             lora: self.plan.lora().then(|| memory::LoraPlan {
                 rank: self.plan.lora_rank(),
                 targets: self.plan.lora_modules(),
