@@ -273,7 +273,7 @@ impl Lowered {
         let mut sum = Ps::ZERO;
         for id in range.clone() {
             let i = id as usize;
-            if rt.nodes().get(i).map(|n| n.category) == Some(category) {
+            if rt.node(NodeId(id)).map(|n| n.category) == Some(category) {
                 if let (Some(&s), Some(&e)) = (starts.get(i), ends.get(i)) {
                     sum = sum.saturating_add(e.saturating_sub(s));
                 }
@@ -402,7 +402,7 @@ pub(crate) fn lower_with(
         }
         built = built.saturating_add(e.rb.len() as u64);
         let rb = e.rb;
-        *tb.rank(RankId(rank)) = rb;
+        tb.set_rank(RankId(rank), rb);
         ranks.push(RankInfo {
             rank,
             coords,
