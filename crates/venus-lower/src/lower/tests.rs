@@ -771,7 +771,7 @@ fn a_deep_tp_model_is_over_budget_after_its_first_ops_not_its_first_iteration() 
     // 64 microbatches used to build ~38 M nodes (17 GB in a debug build) before simulating;
     // 1,024 built 2^27 nodes (6 GB) before the budget stopped them. The projection from the
     // first forward and backward now stops both before a second op of either is emitted.
-    for (microbatches, nodes) in [(64, 38_400_512u64), (1024, 614_408_192)] {
+    for (microbatches, nodes) in [(64, 115_201_024u64), (1024, 614_408_192)] {
         let sc = deep_tp_model(100_000, microbatches);
         let err = lower(&sc, &LowerOptions::default()).unwrap_err();
         assert_eq!(
@@ -791,9 +791,9 @@ fn a_deep_tp_model_is_over_budget_after_its_first_ops_not_its_first_iteration() 
 #[test]
 fn all_ranks_on_more_than_the_rank_budget_is_refused_before_lowering() {
     let mut d = demo_mfu();
-    d.cluster = cluster(&[("nvlink", 8), ("ib", 16_384)], 80);
-    set(&mut d.plan.dp, 16_384);
-    d.plan.global_batch = sp(16_384 * 2 * 8);
+    d.cluster = cluster(&[("nvlink", 8), ("ib", 32_768)], 80);
+    set(&mut d.plan.dp, 32_768);
+    d.plan.global_batch = sp(32_768 * 2 * 8);
     let sc = validate(&d);
     let err = lower(
         &sc,
@@ -806,7 +806,7 @@ fn all_ranks_on_more_than_the_rank_budget_is_refused_before_lowering() {
     assert_eq!(
         err,
         LowerError::TooManyRanks {
-            ranks: 131_072,
+            ranks: 262_144,
             budget: MAX_ALL_RANKS
         }
     );
