@@ -10,7 +10,7 @@
 # sequence per dp rank: the same per-rank trace at every size, so the figures show how the
 # engine scales with the ranks it simulates, not with the model. Each cell runs once; wall
 # time depends on the machine's load, so the table gives user + sys CPU time too. A world
-# over the `--all-ranks` budget (lower::MAX_ALL_RANKS, 65,536) is refused with E0601 and the
+# over the `--all-ranks` budget (lower::MAX_ALL_RANKS, 131,072) is refused with E0601 and the
 # cell says so. This is a benchmark, not a test: run it by hand, never in CI.
 set -euo pipefail
 

@@ -103,14 +103,14 @@ fn a_deep_tp_model_is_over_the_trace_budget_before_it_allocates() {
     let s = Scratch::new("deep");
     for (gb, nodes, help) in [
         (
-            "64",
-            "38400512",
-            "lower `global_batch` from 64 to 32 or less",
+            "128",
+            "76801024",
+            "lower `global_batch` from 128 to 64 or less",
         ),
         (
             "1024",
             "614408192",
-            "lower `global_batch` from 1024 to 53 or less",
+            "lower `global_batch` from 1024 to 102 or less",
         ),
     ] {
         let file = s.write(
@@ -121,7 +121,7 @@ fn a_deep_tp_model_is_over_the_trace_budget_before_it_allocates() {
         assert_eq!(code, 1, "{stderr}");
         assert!(stdout.is_empty(), "{stdout}");
         assert!(
-            stderr.contains(&format!("error[E0601]: the trace of `deep` would hold about {nodes} nodes, over the simulation budget of 33554432")),
+            stderr.contains(&format!("error[E0601]: the trace of `deep` would hold about {nodes} nodes, over the simulation budget of 67108864")),
             "{stderr}"
         );
         assert!(stderr.contains(&format!("help: {help}")), "{stderr}");
@@ -129,7 +129,7 @@ fn a_deep_tp_model_is_over_the_trace_budget_before_it_allocates() {
     // `sweep` counts such candidates under the code instead of running them in parallel.
     let file = s.write(
         "sweep.venus",
-        &DEEP.replace("global_batch 64", "global_batch [64 1024]"),
+        &DEEP.replace("global_batch 64", "global_batch [128 1024]"),
     );
     let (code, stdout, stderr) = venusc(&s, &["sweep", &file]);
     assert_eq!(code, 1, "{stderr}");
@@ -148,7 +148,7 @@ fn billions_of_iterations_fail_fast_in_sim_and_every_trace_emitter() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("error[E0601]"), "{stderr}");
     assert!(
-        stderr.contains("help: simulate fewer iterations: `iterations 32767` or fewer fits"),
+        stderr.contains("help: simulate fewer iterations: `iterations 65535` or fewer fits"),
         "{stderr}"
     );
     for emit in ["perfetto", "simplified-trace", "template-trace"] {
@@ -169,14 +169,14 @@ fn all_ranks_on_a_huge_world_is_refused_with_the_symmetric_run_as_help() {
     let s = Scratch::new("all-ranks");
     let file = s.write(
         "big.venus",
-        &demo_with("dim ib ring 2", "dim ib ring 16384")
-            .replace("global_batch 64", "global_batch 262144")
-            .replace("dp 2", "dp 16384"),
+        &demo_with("dim ib ring 2", "dim ib ring 32768")
+            .replace("global_batch 64", "global_batch 524288")
+            .replace("dp 2", "dp 32768"),
     );
     let (code, _, stderr) = venusc(&s, &["sim", &file, "--all-ranks"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
-        stderr.contains("error[E0601]: `--all-ranks` would simulate 131072 ranks of `big` one by one, over the budget of 65536"),
+        stderr.contains("error[E0601]: `--all-ranks` would simulate 262144 ranks of `big` one by one, over the budget of 131072"),
         "{stderr}"
     );
     assert!(stderr.contains("help: drop `--all-ranks`"), "{stderr}");

@@ -452,7 +452,6 @@ fn reader_loads_emitted_template_traces_with_template_classes() {
     let r2 = &trace.ranks()[1];
     let fwd = r2
         .nodes()
-        .iter()
         .find(|n| n.category == venusc::trace::Category::ForwardCompute)
         .unwrap();
     assert_eq!(
@@ -479,7 +478,6 @@ fn reader_loads_emitted_simplified_traces_with_full_all_gather_bytes() {
     assert_eq!(trace.ranks().len(), 16);
     let ag = trace.ranks()[2]
         .nodes()
-        .iter()
         .find_map(|n| match n.kind {
             venusc::trace::NodeKind::Collective {
                 kind: venusc::trace::CollectiveKind::AllGather,
@@ -772,7 +770,7 @@ fn three_hundred_groups_on_one_rank_get_three_hundred_streams() {
     )
     .unwrap();
     let streams: std::collections::BTreeSet<u16> =
-        t.ranks()[0].nodes().iter().map(|n| n.stream.0).collect();
+        t.ranks()[0].nodes().map(|n| n.stream.0).collect();
     assert_eq!(streams.len(), n);
     assert_eq!(streams.first(), Some(&1));
     assert_eq!(streams.last(), Some(&300));

@@ -133,7 +133,7 @@ impl SimError {
                 .with_help(node_budget_help(sc, opts, *nodes, *budget))
                 .with_note(format!(
                     "nodes grow with iterations × microbatches × layers (with tp > 1) × \
-                     simulated ranks; {budget} nodes are about 6 GiB with the engine's state"
+                     simulated ranks; {budget} nodes are about 5 GiB of engine state"
                 )),
             ),
             SimError::Lower(LowerError::TooManyRanks { ranks, budget }) => Some(

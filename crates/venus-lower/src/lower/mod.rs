@@ -170,17 +170,21 @@ pub enum LowerError {
     },
 }
 
-/// The most ranks `--all-ranks` simulates one by one. Measured on 2 cores (reliability
-/// report, a 32-layer tp-8 model): 65,536 ranks take 19 s and 2.6 GB, 262,144 take 178 s and
-/// 10 GB, growing linearly; the symmetric run gives the same report on every one of them.
-pub const MAX_ALL_RANKS: u64 = 1 << 16;
+/// The most ranks `--all-ranks` simulates one by one: a 131,072-GPU world, the largest the
+/// scale bench measures (`docs/scale.md`: GPT 1.7B on 131,072 GPUs runs in it with every
+/// replica of a stage sharing one stored trace body). Past it, the per-rank engine state grows
+/// linearly (about 26 KiB a rank on that plan) and the symmetric run gives the same report.
+pub const MAX_ALL_RANKS: u64 = 1 << 17;
 
-/// The most trace nodes one lowering builds: about 6 GiB of trace and engine state at the
-/// ~180 bytes a node costs with its events (measured, release build: 100,000 layers, tp 2,
-/// pp 8, 64 microbatches, 2,000–10,000 layers scaling linearly: 3.8 M nodes took 692 MB).
-/// Past it, a plan's `iterations`, microbatches × layers, or `--all-ranks` on a large world
-/// would exhaust memory instead of simulating.
-pub const MAX_TRACE_NODES: u64 = 1 << 25;
+/// The most trace nodes one lowering builds. A node the engine runs costs about 80 bytes of
+/// engine state (kind, stream, pairing, dependency counts and reverse edges, start and end);
+/// its trace entry (about 56 bytes with its dependencies) is stored once per distinct body,
+/// so under `--all-ranks` the replicas of a stage add engine state only. Measured, release
+/// build: Llama 3 405B on 16,384 GPUs with `--all-ranks`, 34.4 M nodes in 16 bodies (see
+/// `docs/scale.md`); a symmetric trace of many iterations stores every node (~140 bytes a
+/// node: 2^26 nodes about 9 GiB at worst). Past it, a plan's `iterations`, microbatches ×
+/// layers, or `--all-ranks` on a large world would exhaust memory instead of simulating.
+pub const MAX_TRACE_NODES: u64 = 1 << 26;
 
 impl fmt::Display for LowerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -273,7 +277,7 @@ impl Lowered {
         let mut sum = Ps::ZERO;
         for id in range.clone() {
             let i = id as usize;
-            if rt.nodes().get(i).map(|n| n.category) == Some(category) {
+            if rt.node(NodeId(id)).map(|n| n.category) == Some(category) {
                 if let (Some(&s), Some(&e)) = (starts.get(i), ends.get(i)) {
                     sum = sum.saturating_add(e.saturating_sub(s));
                 }
@@ -402,7 +406,7 @@ pub(crate) fn lower_with(
         }
         built = built.saturating_add(e.rb.len() as u64);
         let rb = e.rb;
-        *tb.rank(RankId(rank)) = rb;
+        tb.set_rank(RankId(rank), rb);
         ranks.push(RankInfo {
             rank,
             coords,

@@ -106,7 +106,6 @@ fn demo_dp_collectives_have_megatron_sizes() {
     let rt0 = &lw.trace.ranks()[0];
     let emb: Vec<u64> = rt0
         .nodes()
-        .iter()
         .filter(|n| n.category == Category::EmbeddingSync)
         .map(|n| match n.kind {
             NodeKind::Collective { bytes, .. } => bytes.0,
@@ -155,7 +154,7 @@ fn measured_pipeline(
 fn pipeline_end(lw: &Lowered, tl: &Timeline) -> u64 {
     let mut end = 0;
     for (i, rt) in lw.trace.ranks().iter().enumerate() {
-        for (j, n) in rt.nodes().iter().enumerate() {
+        for (j, n) in rt.nodes().enumerate() {
             if n.category == Category::BackwardCompute {
                 end = end.max(tl.ends(i)[j].0);
             }
@@ -288,7 +287,6 @@ fn tp_adds_two_collectives_per_layer_and_pass() {
     let rt = &lw.trace.ranks()[1];
     let tp = rt
         .nodes()
-        .iter()
         .filter(|n| n.category == Category::TpComm)
         .count();
     // 8 microbatches × 4 layers × (2 forward + 2 backward).
@@ -298,7 +296,6 @@ fn tp_adds_two_collectives_per_layer_and_pass() {
     let rt = &lw.trace.ranks()[1];
     let tp = rt
         .nodes()
-        .iter()
         .filter(|n| n.category == Category::TpComm)
         .count();
     // With sp: forward AG+RS per block, backward AG+AG+RS per block, plus the norm grads.
@@ -401,7 +398,6 @@ fn context_parallel_ring_and_symmetry() {
     let rt = &lw.trace.ranks()[0];
     let cp: Vec<u64> = rt
         .nodes()
-        .iter()
         .filter(|n| n.category == Category::CpComm)
         .map(|n| match n.kind {
             NodeKind::Send { bytes, .. } | NodeKind::Recv { bytes, .. } => bytes.0,
@@ -440,7 +436,6 @@ fn expert_parallel_all_to_all_and_symmetry() {
     let rt = &lw.trace.ranks()[0];
     let a2a: Vec<u64> = rt
         .nodes()
-        .iter()
         .filter(|n| n.category == Category::EpComm)
         .filter_map(|n| match n.kind {
             // etp 2 (= tp) adds its all-gather and reduce-scatter: see
@@ -460,7 +455,6 @@ fn expert_parallel_all_to_all_and_symmetry() {
     // Expert grads reduce over the expert-dp group (world 16 / (etp 2 · ep 2 · pp 2) = 2).
     let expert: Vec<&[RankId]> = rt
         .nodes()
-        .iter()
         .filter(|n| lw.trace.label(n.label).starts_with("expert-grad"))
         .map(|n| match n.kind {
             NodeKind::Collective { group, .. } => lw.trace.group(group),
@@ -496,7 +490,6 @@ fn dense_first_layers_have_no_expert_all_to_all() {
     let a2a_of = |stage_rank: usize| {
         lw.trace.ranks()[stage_rank]
             .nodes()
-            .iter()
             .filter(|n| {
                 n.category == Category::EpComm
                     && matches!(
@@ -536,7 +529,6 @@ fn moe_imbalance_scales_the_all_to_all_and_the_expert_work() {
         let lw = lower(sc, &LowerOptions::default()).unwrap();
         let bytes: Vec<u64> = lw.trace.ranks()[0]
             .nodes()
-            .iter()
             .filter(|n| n.category == Category::EpComm)
             .filter_map(|n| match n.kind {
                 NodeKind::Collective {
@@ -591,7 +583,6 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
         let lw = lower(sc, &LowerOptions::default()).unwrap();
         lw.trace.ranks()[0]
             .nodes()
-            .iter()
             .filter(|n| n.category == Category::EpComm)
             // The dispatch and combine all-to-alls (etp = tp 2 also gathers the received
             // tokens over the expert tp group, at twice their size).
@@ -672,7 +663,6 @@ fn split_backward(shape: PipelineShape, defer: bool) -> Result<ScheduleIr, Shape
 fn compute_ps(lw: &Lowered, rank: usize, want: impl Fn(&Label) -> bool) -> Vec<u64> {
     lw.trace.ranks()[rank]
         .nodes()
-        .iter()
         .filter(|n| want(&n.label))
         .filter_map(|n| match n.kind {
             NodeKind::Compute { duration } => Some(duration.0),
@@ -781,7 +771,7 @@ fn a_deep_tp_model_is_over_budget_after_its_first_ops_not_its_first_iteration() 
     // 64 microbatches used to build ~38 M nodes (17 GB in a debug build) before simulating;
     // 1,024 built 2^27 nodes (6 GB) before the budget stopped them. The projection from the
     // first forward and backward now stops both before a second op of either is emitted.
-    for (microbatches, nodes) in [(64, 38_400_512u64), (1024, 614_408_192)] {
+    for (microbatches, nodes) in [(64, 115_201_024u64), (1024, 614_408_192)] {
         let sc = deep_tp_model(100_000, microbatches);
         let err = lower(&sc, &LowerOptions::default()).unwrap_err();
         assert_eq!(
@@ -801,9 +791,9 @@ fn a_deep_tp_model_is_over_budget_after_its_first_ops_not_its_first_iteration() 
 #[test]
 fn all_ranks_on_more_than_the_rank_budget_is_refused_before_lowering() {
     let mut d = demo_mfu();
-    d.cluster = cluster(&[("nvlink", 8), ("ib", 16_384)], 80);
-    set(&mut d.plan.dp, 16_384);
-    d.plan.global_batch = sp(16_384 * 2 * 8);
+    d.cluster = cluster(&[("nvlink", 8), ("ib", 32_768)], 80);
+    set(&mut d.plan.dp, 32_768);
+    d.plan.global_batch = sp(32_768 * 2 * 8);
     let sc = validate(&d);
     let err = lower(
         &sc,
@@ -816,7 +806,7 @@ fn all_ranks_on_more_than_the_rank_budget_is_refused_before_lowering() {
     assert_eq!(
         err,
         LowerError::TooManyRanks {
-            ranks: 131_072,
+            ranks: 262_144,
             budget: MAX_ALL_RANKS
         }
     );
@@ -1004,7 +994,7 @@ fn zb_h1_lowers_b_and_w_with_their_costs_and_launches_grad_buckets_after_the_las
     let sc = validate(&d);
     let (lw, _) = run(&sc, false, 1);
     for (r, rt) in lw.trace.ranks().iter().enumerate() {
-        let nodes = rt.nodes();
+        let nodes: Vec<venus_sim::trace::Node> = rt.nodes().collect();
         let (b, w) = (
             compute_ps(&lw, r, |l| matches!(l, Label::Backward { .. })),
             compute_ps(&lw, r, |l| matches!(l, Label::Weight { .. })),
@@ -1108,7 +1098,7 @@ fn dualpipe_and_zbv_without_communication_cost_take_the_schedules_own_makespan()
             .sum();
             // Measured 3 ms per model chunk and microbatch.
             assert_eq!(compute, per_rank * 3 * ms_ps, "{kind:?} rank {i}");
-            for (j, n) in rt.nodes().iter().enumerate() {
+            for (j, n) in rt.nodes().enumerate() {
                 let pass = matches!(
                     n.label,
                     Label::Forward { .. } | Label::Backward { .. } | Label::Weight { .. }
@@ -1147,7 +1137,7 @@ fn an_overlapped_pairs_compute_shares_the_gpu_and_its_all_to_alls_leave_the_comp
     ));
     let (lw, tl) = run(&sc, false, 1);
     let rt = &lw.trace.ranks()[0];
-    let nodes = rt.nodes();
+    let nodes: Vec<venus_sim::trace::Node> = rt.nodes().collect();
     // The forward pieces of microbatch 0 chunk 0 (warmup, alone) and of the same chunk's
     // microbatch that opens the first pair: equal work, the paired one 132/112 as long.
     let forward_of = |mb: u32, chunk: u16| -> Vec<u64> {
@@ -1218,7 +1208,6 @@ fn dualpipe_mirror_ranks_all_reduce_both_copies_gradients_after_the_last_w() {
     for (i, rt) in lw.trace.ranks().iter().enumerate() {
         let syncs: Vec<(usize, u64, Vec<u32>)> = rt
             .nodes()
-            .iter()
             .enumerate()
             .filter(|(_, n)| n.category == Category::AllGradsSync)
             .filter_map(|(j, n)| match n.kind {
@@ -1250,7 +1239,7 @@ fn dualpipe_mirror_ranks_all_reduce_both_copies_gradients_after_the_last_w() {
             );
         }
         // After every pass of the rank, before its optimizer step.
-        let nodes = rt.nodes();
+        let nodes: Vec<venus_sim::trace::Node> = rt.nodes().collect();
         let last_pass = nodes
             .iter()
             .enumerate()
@@ -1299,7 +1288,6 @@ fn moe_plan(edit: impl FnOnce(&mut venus_front::ty::Plan)) -> Scenario {
 fn collectives(lw: &Lowered, cat: Category) -> Vec<(CollectiveKind, Vec<u32>, u64)> {
     lw.trace.ranks()[0]
         .nodes()
-        .iter()
         .filter(|n| n.category == cat)
         .filter_map(|n| match n.kind {
             NodeKind::Collective { kind, group, bytes } => Some((
@@ -1446,7 +1434,6 @@ fn cp_plan(comm: venus_base::base::CpComm, a2a: Option<u64>) -> Scenario {
 fn cp_sends(lw: &Lowered) -> Vec<(u32, u64)> {
     lw.trace.ranks()[0]
         .nodes()
-        .iter()
         .filter_map(|n| match n.kind {
             NodeKind::Send { peer, bytes, tag } if tag == TAG_CP => Some((peer.0, bytes.0)),
             _ => None,
@@ -1612,4 +1599,47 @@ fn flex_across_domains_sends_one_copy_per_node_reached_over_rdma() {
         Category::EpComm,
     );
     assert_eq!(a, b);
+}
+
+#[test]
+fn all_ranks_replicas_of_a_stage_share_one_body_with_their_own_peers() {
+    // demo: pp 8 × dp 2, no straggler: the two replicas of each stage run the same trace up
+    // to their pipeline neighbours and groups, so the 16 ranks store 8 bodies, and those hold
+    // exactly the nodes the symmetric run (one rank per stage) builds.
+    let sc = validate(&demo_mfu());
+    let all = lower(
+        &sc,
+        &LowerOptions {
+            all_ranks: true,
+            iterations: 1,
+        },
+    )
+    .unwrap();
+    let sym = lower(&sc, &LowerOptions::default()).unwrap();
+    assert_eq!(all.trace.ranks().len(), 16);
+    assert_eq!(all.trace.body_count(), 8);
+    assert_eq!(all.trace.stored_node_count(), sym.trace.node_count());
+    assert_eq!(all.trace.node_count(), 2 * sym.trace.node_count());
+    for rt in all.trace.ranks() {
+        let me = all.layout.coords(rt.rank().0);
+        for n in rt.nodes() {
+            match n.kind {
+                NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
+                    let them = all.layout.coords(peer.0);
+                    // Neighbouring stages, the last and the first one included (interleaved).
+                    let next = |a: u32, b: u32| (a + 1) % 8 == b;
+                    assert!(
+                        next(me.pp, them.pp) || next(them.pp, me.pp),
+                        "{} → {peer}",
+                        rt.rank()
+                    );
+                    assert_eq!((me.dp, me.tp), (them.dp, them.tp));
+                }
+                NodeKind::Collective { group, .. } => {
+                    assert!(all.trace.group(group).contains(&rt.rank()));
+                }
+                _ => {}
+            }
+        }
+    }
 }

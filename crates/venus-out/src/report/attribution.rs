@@ -106,7 +106,6 @@ impl<'a> Walker<'a> {
             .map(|rt| {
                 let mut last: Vec<Option<u32>> = Vec::new();
                 rt.nodes()
-                    .iter()
                     .enumerate()
                     .map(|(k, n)| {
                         let s = n.stream.0 as usize;
@@ -155,8 +154,8 @@ impl<'a> Walker<'a> {
         (s.0, e.0)
     }
 
-    fn node(&self, (r, n): At) -> Option<&'a Node> {
-        self.trace.ranks().get(r)?.nodes().get(n)
+    fn node(&self, (r, n): At) -> Option<Node> {
+        self.trace.ranks().get(r)?.node(NodeId(n as u32))
     }
 
     /// The predecessor that finished last (the later one in program order on a tie).
@@ -189,7 +188,6 @@ impl<'a> Walker<'a> {
         };
         let mut compute: Vec<(u64, u64, usize)> = rt
             .nodes()
-            .iter()
             .enumerate()
             .filter(|(_, n)| is_compute(n))
             .map(|(k, _)| {
@@ -309,7 +307,7 @@ pub(super) fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>
     let mut queues: BTreeMap<(RankId, RankId, u32), Sides> = BTreeMap::new();
     for (r, rt) in trace.ranks().iter().enumerate() {
         let me = rt.rank();
-        for (k, node) in rt.nodes().iter().enumerate() {
+        for (k, node) in rt.nodes().enumerate() {
             match node.kind {
                 NodeKind::Send { peer, tag, .. } if timeline.rank_index(peer).is_some() => {
                     queues.entry((me, peer, tag)).or_default().0.push((r, k));
@@ -339,7 +337,7 @@ fn instances(trace: &Trace) -> Vec<Vec<At>> {
     let mut by_group: BTreeMap<(u32, u32), Vec<At>> = BTreeMap::new();
     for (r, rt) in trace.ranks().iter().enumerate() {
         let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
-        for (k, node) in rt.nodes().iter().enumerate() {
+        for (k, node) in rt.nodes().enumerate() {
             if let NodeKind::Collective { group, .. } = node.kind {
                 let nth = seen.entry(group.0).or_default();
                 by_group.entry((group.0, *nth)).or_default().push((r, k));

@@ -166,7 +166,7 @@ fn lanes(trace: &Trace, timeline: &Timeline, index: usize, window: Window) -> Ve
     };
     let (starts, ends) = (timeline.starts(index), timeline.ends(index));
     let mut lanes: Vec<Lane> = Vec::new();
-    for (k, node) in rt.nodes().iter().enumerate() {
+    for (k, node) in rt.nodes().enumerate() {
         let (Some(&Ps(a)), Some(&Ps(b))) = (starts.get(k), ends.get(k)) else {
             continue;
         };
@@ -176,8 +176,8 @@ fn lanes(trace: &Trace, timeline: &Timeline, index: usize, window: Window) -> Ve
         let slice = Slice {
             start: a - window.start.0,
             end: b - window.start.0,
-            kind: kind_of(node),
-            label: node_label(trace, node),
+            kind: kind_of(&node),
+            label: node_label(trace, &node),
         };
         match lanes.iter_mut().find(|l| l.stream == node.stream) {
             Some(lane) => lane.slices.push(slice),

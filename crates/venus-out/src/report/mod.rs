@@ -737,11 +737,11 @@ fn rank_stats(trace: &Trace, timeline: &Timeline, window: Window) -> Vec<RankSta
                 time,
                 has_comm: [false; CommKind::COUNT],
             };
-            for (k, node) in rt.nodes().iter().enumerate() {
+            for (k, node) in rt.nodes().enumerate() {
                 let c = node.category.index();
                 s.has_category[c] = true;
                 let kind = CommKind::of(node.category);
-                if is_comm(node) {
+                if is_comm(&node) {
                     s.has_comm[kind.index()] = true;
                 }
                 let (Some(&Ps(a)), Some(&Ps(b))) = (starts.get(k), ends.get(k)) else {

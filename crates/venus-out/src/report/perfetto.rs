@@ -25,7 +25,7 @@ use std::io::{self, BufWriter, Write};
 
 use venus_plan::plan::layout::Layout;
 use venus_sim::engine::Timeline;
-use venus_sim::trace::{Category, Label, Node, NodeKind, Ps, RankTrace, StreamId, Trace};
+use venus_sim::trace::{Category, Label, Node, NodeId, NodeKind, Ps, RankTrace, StreamId, Trace};
 
 /// What to export.
 #[derive(Clone, Copy, Debug, Default)]
@@ -107,16 +107,13 @@ pub fn write_perfetto<W: Write>(
             w.write_all(b"}}")?;
         }
         let (starts, ends) = (timeline.starts(index), timeline.ends(index));
-        let splits = rt
-            .nodes()
-            .iter()
-            .any(|n| matches!(n.label, Label::Weight { .. }));
-        for (k, node) in rt.nodes().iter().enumerate() {
+        let splits = rt.nodes().any(|n| matches!(n.label, Label::Weight { .. }));
+        for (k, node) in rt.nodes().enumerate() {
             let (Some(&Ps(start)), Some(&Ps(end))) = (starts.get(k), ends.get(k)) else {
                 continue;
             };
             scratch.clear();
-            node_name(&mut scratch, trace, node);
+            node_name(&mut scratch, trace, &node);
             sep(&mut w, &mut first)?;
             w.write_all(b"\n{\"ph\":\"X\",\"name\":")?;
             string(&mut w, &scratch)?;
@@ -128,7 +125,7 @@ pub fn write_perfetto<W: Write>(
                 Micros(start),
                 Micros(end.saturating_sub(start))
             )?;
-            node_args(&mut w, node, splits)?;
+            node_args(&mut w, &node, splits)?;
             w.write_all(b"}")?;
             events += 1;
         }
@@ -165,7 +162,7 @@ fn in_flight(rt: &RankTrace, starts: &[Ps], ends: &[Ps], splits: bool) -> Vec<(u
     use std::collections::BTreeMap;
     let mut hold: BTreeMap<(u32, Option<u16>), u64> = BTreeMap::new();
     let mut free: BTreeMap<(u32, Option<u16>), u64> = BTreeMap::new();
-    for (k, node) in rt.nodes().iter().enumerate() {
+    for (k, node) in rt.nodes().enumerate() {
         let (Some(&Ps(a)), Some(&Ps(b))) = (starts.get(k), ends.get(k)) else {
             continue;
         };
@@ -217,7 +214,7 @@ fn flows<W: Write>(
     };
     let mut id = 0u64;
     for (r, rt) in trace.ranks().iter().enumerate() {
-        for (k, node) in rt.nodes().iter().enumerate() {
+        for (k, node) in rt.nodes().enumerate() {
             let NodeKind::Send { .. } = node.kind else {
                 continue;
             };
@@ -250,7 +247,7 @@ fn flows<W: Write>(
                 w,
                 "\n{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}}",
                 peer.rank(),
-                peer.nodes()[pk].stream.0,
+                peer.node(NodeId(pk as u32)).map_or(0, |n| n.stream.0),
                 Micros(end)
             )?;
         }

@@ -2,11 +2,14 @@
 //! then validate once in [`TraceBuilder::finish`].
 
 use super::{
-    Category, CollectiveKind, GroupId, Label, NameId, Node, NodeId, NodeKind, RankId, RankTrace,
-    SizesId, StreamId, Trace,
+    Body, Category, CollectiveKind, GroupId, Label, NameId, Node, NodeId, NodeKind, RankId,
+    RankTrace, SizesId, StreamId, Trace,
 };
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use venus_base::base::Bytes;
 use venus_base::base::Csr;
 
@@ -184,7 +187,9 @@ impl RankBuilder {
         self.nodes.is_empty()
     }
 
-    fn finish(self, rank: RankId) -> Result<RankTrace, TraceError> {
+    /// Validates the dependencies and splits the rank into its rank-independent body (peers
+    /// and groups replaced by slots, first use first) and its slot tables.
+    fn into_parts(mut self, rank: RankId) -> Result<(Body, SlotTable, SlotTable), TraceError> {
         let n = self.nodes.len();
         if n >= u32::MAX as usize || self.edges.len() >= u32::MAX as usize {
             return Err(TraceError::TooLarge);
@@ -200,14 +205,105 @@ impl RankBuilder {
                 dep: NodeId(dep),
             });
         }
+        let (mut peers, mut groups) = (SlotTable::default(), SlotTable::default());
+        for node in &mut self.nodes {
+            match &mut node.kind {
+                NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
+                    *peer = RankId(peers.slot(peer.0));
+                }
+                NodeKind::Collective { group, .. } => *group = GroupId(groups.slot(group.0)),
+                NodeKind::Compute { .. } | NodeKind::Delay { .. } => {}
+            }
+        }
         // Rows by node, dep order kept per node.
         let deps = Csr::from_pairs(n, self.edges.iter().map(|&(node, dep)| (node, NodeId(dep))));
-        Ok(RankTrace {
-            rank,
+        let body = Body {
             nodes: self.nodes,
             deps,
-        })
+        };
+        Ok((body, peers, groups))
     }
+
+    /// The builder that would rebuild `rt` (a sealed rank reopened for more nodes).
+    fn reopen(rt: &RankTrace) -> RankBuilder {
+        let edges = (0..rt.len() as u32)
+            .flat_map(|i| rt.deps(NodeId(i)).iter().map(move |d| (i, d.0)))
+            .collect();
+        RankBuilder {
+            nodes: rt.nodes().collect(),
+            edges,
+        }
+    }
+}
+
+/// The distinct values of one kind (peers or groups) a rank names, in order of first use: a
+/// body's slot `s` stands for `values[s]`. A rank names few (its pipeline neighbours, its
+/// tensor-, data- and context-parallel groups), so lookup is a scan until the table grows.
+#[derive(Default)]
+struct SlotTable {
+    values: Vec<u32>,
+    /// Value → slot, built once the table outgrows a scan.
+    index: HashMap<u32, u32>,
+}
+
+impl SlotTable {
+    const SCAN: usize = 16;
+
+    fn slot(&mut self, value: u32) -> u32 {
+        if self.values.len() <= Self::SCAN {
+            if let Some(s) = self.values.iter().position(|&v| v == value) {
+                return s as u32;
+            }
+        } else if let Some(&s) = self.index.get(&value) {
+            return s;
+        }
+        let s = self.values.len() as u32;
+        self.values.push(value);
+        if self.values.len() > Self::SCAN {
+            if self.index.is_empty() {
+                self.index = self
+                    .values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (v, i as u32))
+                    .collect();
+            } else {
+                self.index.insert(value, s);
+            }
+        }
+        s
+    }
+}
+
+/// Bodies already stored, by a fingerprint of their content (collisions are told apart by
+/// comparing the bodies themselves).
+#[derive(Clone, Debug, Default)]
+struct BodyTable {
+    by_print: HashMap<u64, Vec<Arc<Body>>>,
+}
+
+impl BodyTable {
+    /// The stored body equal to `body`, or `body` stored.
+    fn intern(&mut self, body: Body) -> Arc<Body> {
+        let same = self.by_print.entry(fingerprint(&body)).or_default();
+        if let Some(b) = same.iter().find(|b| ***b == body) {
+            return Arc::clone(b);
+        }
+        let b = Arc::new(body);
+        same.push(Arc::clone(&b));
+        b
+    }
+}
+
+/// A content hash of a body (std's SipHash with its fixed keys: the same every run, though
+/// only sharing, never output, depends on it).
+fn fingerprint(body: &Body) -> u64 {
+    let mut h = DefaultHasher::new();
+    body.nodes.hash(&mut h);
+    for r in 0..body.deps.rows() {
+        body.deps.row(r).hash(&mut h);
+    }
+    h.finish()
 }
 
 /// Builds a [`Trace`] for a world of `world` ranks. Ranks that receive no node are not
@@ -215,7 +311,15 @@ impl RankBuilder {
 #[derive(Clone, Debug)]
 pub struct TraceBuilder {
     world: u32,
+    /// Ranks still taking nodes.
     ranks: Vec<Option<RankBuilder>>,
+    /// Ranks sealed into a shared body ([`TraceBuilder::set_rank`]); a rank is in at most one
+    /// of `ranks` and `sealed`.
+    sealed: Vec<Option<RankTrace>>,
+    bodies: BodyTable,
+    /// The first error met while sealing a rank early ([`TraceBuilder::set_rank`]), returned
+    /// by `finish`.
+    sealing_error: Option<TraceError>,
     groups: Vec<Vec<RankId>>,
     group_ids: HashMap<Vec<RankId>, GroupId>,
     names: Vec<String>,
@@ -230,6 +334,9 @@ impl TraceBuilder {
         TraceBuilder {
             world,
             ranks: Vec::new(),
+            sealed: Vec::new(),
+            bodies: BodyTable::default(),
+            sealing_error: None,
             groups: Vec::new(),
             group_ids: HashMap::new(),
             names: Vec::new(),
@@ -251,7 +358,40 @@ impl TraceBuilder {
         if self.ranks.len() <= i {
             self.ranks.resize_with(i + 1, || None);
         }
+        if let Some(rt) = self.sealed.get_mut(i).and_then(Option::take) {
+            self.ranks[i] = Some(RankBuilder::reopen(&rt));
+        }
         self.ranks[i].get_or_insert_with(RankBuilder::default)
+    }
+
+    /// Sets `rank`'s nodes to `nodes` and seals them at once: the nodes go into a body shared
+    /// with every rank sealed with the same nodes up to peers and groups, so a lowering that
+    /// builds its ranks one by one holds one builder at a time, not one per rank. An invalid
+    /// rank (a dependency out of range) is reported by `finish`.
+    pub fn set_rank(&mut self, rank: RankId, nodes: RankBuilder) {
+        let i = rank.index();
+        if let Some(open) = self.ranks.get_mut(i) {
+            *open = None;
+        }
+        if self.sealed.len() <= i {
+            self.sealed.resize_with(i + 1, || None);
+        }
+        match self.seal(rank, nodes) {
+            Ok(rt) => self.sealed[i] = Some(rt),
+            Err(e) => {
+                self.sealing_error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn seal(&mut self, rank: RankId, nodes: RankBuilder) -> Result<RankTrace, TraceError> {
+        let (body, peers, groups) = nodes.into_parts(rank)?;
+        Ok(RankTrace {
+            rank,
+            body: self.bodies.intern(body),
+            peers: peers.values.into_iter().map(RankId).collect(),
+            groups: groups.values.into_iter().map(GroupId).collect(),
+        })
     }
 
     /// Interns a group by its member set (order and duplicates do not matter).
@@ -298,7 +438,10 @@ impl TraceBuilder {
         self.class_of = class_of;
     }
 
-    pub fn finish(self) -> Result<Trace, TraceError> {
+    pub fn finish(mut self) -> Result<Trace, TraceError> {
+        if let Some(e) = self.sealing_error.take() {
+            return Err(e);
+        }
         let world = self.world;
         if !self.class_of.is_empty() && self.class_of.len() != world as usize {
             return Err(TraceError::ClassMapLength {
@@ -324,18 +467,24 @@ impl TraceBuilder {
             return Err(TraceError::TooLarge);
         }
         let mut ranks = Vec::new();
-        for (r, b) in self.ranks.into_iter().enumerate() {
-            let Some(b) = b else { continue };
+        let mut open = std::mem::take(&mut self.ranks).into_iter();
+        let mut sealed = std::mem::take(&mut self.sealed).into_iter();
+        for r in 0..open.len().max(sealed.len()) {
+            let (b, done) = (open.next().flatten(), sealed.next().flatten());
             let rank = RankId(r as u32);
-            if rank.0 >= world {
+            if (b.is_some() || done.is_some()) && rank.0 >= world {
                 return Err(TraceError::RankOutOfRange { rank, world });
             }
-            let rt = b.finish(rank)?;
-            for (i, node) in rt.nodes.iter().enumerate() {
+            let rt = match (b, done) {
+                (Some(b), _) => self.seal(rank, b)?,
+                (None, Some(rt)) => rt,
+                (None, None) => continue,
+            };
+            for (i, node) in rt.nodes().enumerate() {
                 check_node(
                     rank,
                     NodeId(i as u32),
-                    node,
+                    &node,
                     world,
                     &self.groups,
                     &self.sizes,

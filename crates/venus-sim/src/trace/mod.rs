@@ -9,7 +9,10 @@
 //! engine reports it, the builder does not forbid it.
 //!
 //! Layout: one [`RankTrace`] per simulated rank, nodes in flat `Vec`s indexed by [`NodeId`],
-//! dependencies in CSR form, groups in one CSR table indexed by [`GroupId`]. Display names
+//! dependencies in CSR form, groups in one CSR table indexed by [`GroupId`]. A rank's nodes
+//! and dependencies live in a body shared by every rank whose trace is the same up to its
+//! peers and groups; the rank keeps only its slot tables of peers and groups (interned by the
+//! builder as each rank is sealed). Display names
 //! are a small [`Label`] enum rendered on demand; free-form names are interned once.
 
 mod build;
@@ -18,6 +21,7 @@ pub mod synthetic;
 pub use build::{RankBuilder, TraceBuilder, TraceError};
 
 use std::fmt;
+use std::sync::Arc;
 pub use venus_base::base::Ps;
 use venus_base::base::{Bytes, Csr};
 
@@ -99,7 +103,7 @@ impl CollectiveKind {
 /// all-reduce buffer, the reduce-scatter input, the all-gather output, the all-to-all send
 /// buffer of one rank (for an all-to-all-v, that rank's row total of the size table; its
 /// timing comes from the table alone).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeKind {
     /// Busy for `duration` on its stream.
     Compute { duration: Ps },
@@ -215,7 +219,7 @@ pub enum Label {
 }
 
 /// One node: what it does, where it runs, how it is reported.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     pub kind: NodeKind,
     pub stream: StreamId,
@@ -223,13 +227,28 @@ pub struct Node {
     pub label: Label,
 }
 
-/// The nodes of one rank, in program order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RankTrace {
-    rank: RankId,
+/// The rank-independent part of a rank's trace: its nodes in program order, each peer and
+/// group written as a slot of the owning rank's tables ([`RankTrace`]), and their
+/// dependencies. Ranks whose traces are equal up to their peers and groups (the replicas of a
+/// pipeline stage under `--all-ranks`) share one body, so the trace of a 16,384-rank run
+/// holds one body per distinct stage rather than one copy of every node per rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Body {
     nodes: Vec<Node>,
     /// Row `i`: the deps of node `i`, in the order they were added.
     deps: Csr<NodeId>,
+}
+
+/// The nodes of one rank, in program order: a shared [`Body`] and the rank's own peers and
+/// groups, which the body names by slot (first use first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankTrace {
+    rank: RankId,
+    body: Arc<Body>,
+    /// Slot `s` of a body's `Send`/`Recv` peer: this rank's peer.
+    peers: Box<[RankId]>,
+    /// Slot `s` of a body's collective group: this rank's group.
+    groups: Box<[GroupId]>,
 }
 
 impl RankTrace {
@@ -239,24 +258,46 @@ impl RankTrace {
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.body.nodes.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.body.nodes.is_empty()
     }
 
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+    /// The nodes in program order (`NodeId` order), with this rank's peers and groups.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = Node> + DoubleEndedIterator + Clone + '_ {
+        self.body.nodes.iter().map(move |&n| self.resolve(n))
     }
 
-    pub fn node(&self, id: NodeId) -> Option<&Node> {
-        self.nodes.get(id.0 as usize)
+    pub fn node(&self, id: NodeId) -> Option<Node> {
+        self.body.nodes.get(id.0 as usize).map(|&n| self.resolve(n))
     }
 
     /// Control dependencies of `id` (nodes of this rank that must finish first).
     pub fn deps(&self, id: NodeId) -> &[NodeId] {
-        self.deps.row(id.0 as usize)
+        self.body.deps.row(id.0 as usize)
+    }
+
+    /// Whether the two ranks share one stored body (equal traces up to peers and groups).
+    pub fn shares_body_with(&self, other: &RankTrace) -> bool {
+        Arc::ptr_eq(&self.body, &other.body)
+    }
+
+    /// A body node with its slots replaced by this rank's peer and group. The builder makes
+    /// every slot of a body below its rank's table lengths; an out-of-range slot would be a
+    /// builder bug and is left as written rather than panicking.
+    fn resolve(&self, mut n: Node) -> Node {
+        match &mut n.kind {
+            NodeKind::Send { peer, .. } | NodeKind::Recv { peer, .. } => {
+                *peer = self.peers.get(peer.index()).copied().unwrap_or(*peer);
+            }
+            NodeKind::Collective { group, .. } => {
+                *group = self.groups.get(group.0 as usize).copied().unwrap_or(*group);
+            }
+            NodeKind::Compute { .. } | NodeKind::Delay { .. } => {}
+        }
+        n
     }
 }
 
@@ -291,6 +332,27 @@ impl Trace {
     /// Total nodes over all simulated ranks.
     pub fn node_count(&self) -> usize {
         self.ranks.iter().map(RankTrace::len).sum()
+    }
+
+    /// Distinct stored bodies over all simulated ranks ([`RankTrace::shares_body_with`]):
+    /// the nodes the trace keeps in memory are those of these bodies only.
+    pub fn body_count(&self) -> usize {
+        let mut seen: Vec<*const Body> = self.ranks.iter().map(|r| Arc::as_ptr(&r.body)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    }
+
+    /// Nodes stored once per distinct body (what [`Trace::node_count`] costs in memory).
+    pub fn stored_node_count(&self) -> usize {
+        let mut seen: Vec<(*const Body, usize)> = self
+            .ranks
+            .iter()
+            .map(|r| (Arc::as_ptr(&r.body), r.len()))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.iter().map(|&(_, n)| n).sum()
     }
 
     pub fn group_count(&self) -> usize {

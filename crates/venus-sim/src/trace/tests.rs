@@ -203,7 +203,6 @@ fn synthetic_pipeline_has_the_expected_node_counts() {
     assert_eq!(t.ranks()[1].len(), 3 * 2 * 8 + 3 * 4);
     let fwd: u64 = t.ranks()[1]
         .nodes()
-        .iter()
         .filter(|n| n.category == Category::ForwardCompute)
         .map(|n| match n.kind {
             NodeKind::Compute { duration } => duration.0,
@@ -265,5 +264,120 @@ fn all_to_all_v_tables_are_interned_and_must_be_members_squared() {
             node: NodeId(0),
             sizes: SizesId(7),
         })
+    );
+}
+
+/// A rank that sends to `peer`, then all-reduces over `group`, computing `ps` first.
+fn send_then_reduce(peer: u32, group: GroupId, ps: u64) -> RankBuilder {
+    let mut rb = RankBuilder::default();
+    let c = rb.push(
+        compute(ps),
+        StreamId::COMPUTE,
+        Category::ForwardCompute,
+        Label::None,
+        &[],
+    );
+    let kind = NodeKind::Send {
+        peer: RankId(peer),
+        bytes: Bytes(64),
+        tag: 0,
+    };
+    rb.push(kind, StreamId::COMM, Category::Send, Label::None, &[c]);
+    let kind = NodeKind::Collective {
+        kind: CollectiveKind::AllReduce,
+        group,
+        bytes: Bytes(128),
+    };
+    rb.push(kind, StreamId::COMM, Category::TpComm, Label::None, &[c]);
+    rb
+}
+
+#[test]
+fn ranks_equal_up_to_peers_and_groups_share_a_body_and_keep_their_own_ids() {
+    let mut b = TraceBuilder::new(4);
+    let g01 = b.group(&ids(&[0, 1]));
+    let g23 = b.group(&ids(&[2, 3]));
+    let r0 = send_then_reduce(2, g01, 100);
+    let r1 = send_then_reduce(3, g01, 100);
+    let r2 = send_then_reduce(0, g23, 100);
+    // Same shape, other duration: a body of its own.
+    let r3 = send_then_reduce(1, g23, 200);
+    for (r, rb) in [r0, r1, r2, r3].into_iter().enumerate() {
+        b.set_rank(RankId(r as u32), rb);
+    }
+    let t = b.finish().unwrap();
+    let ranks = t.ranks();
+    assert!(ranks[0].shares_body_with(&ranks[1]));
+    assert!(ranks[0].shares_body_with(&ranks[2]));
+    assert!(!ranks[0].shares_body_with(&ranks[3]));
+    assert_eq!(
+        (t.body_count(), t.stored_node_count(), t.node_count()),
+        (2, 6, 12)
+    );
+    let peer_and_group = |r: usize| {
+        let rt = &ranks[r];
+        let peer = match rt.node(NodeId(1)).map(|n| n.kind) {
+            Some(NodeKind::Send { peer, .. }) => peer,
+            other => panic!("node 1 of rank {r} is {other:?}"),
+        };
+        let group = match rt.node(NodeId(2)).map(|n| n.kind) {
+            Some(NodeKind::Collective { group, .. }) => group,
+            other => panic!("node 2 of rank {r} is {other:?}"),
+        };
+        (peer, group)
+    };
+    assert_eq!(peer_and_group(0), (RankId(2), g01));
+    assert_eq!(peer_and_group(1), (RankId(3), g01));
+    assert_eq!(peer_and_group(2), (RankId(0), g23));
+    assert_eq!(peer_and_group(3), (RankId(1), g23));
+    assert_eq!(ranks[3].deps(NodeId(2)), &[NodeId(0)]);
+}
+
+#[test]
+fn a_sealed_rank_reopened_keeps_its_nodes_and_takes_more() {
+    let mut b = TraceBuilder::new(2);
+    let g = b.group(&ids(&[0, 1]));
+    let rb = send_then_reduce(1, g, 100);
+    b.set_rank(RankId(0), rb);
+    let extra = b.rank(RankId(0)).push(
+        compute(7),
+        StreamId::COMPUTE,
+        Category::Optimizer,
+        Label::None,
+        &[NodeId(2)],
+    );
+    assert_eq!(extra, NodeId(3));
+    let t = b.finish().unwrap();
+    let rt = &t.ranks()[0];
+    assert_eq!(rt.len(), 4);
+    assert!(matches!(
+        rt.node(NodeId(1)).map(|n| n.kind),
+        Some(NodeKind::Send {
+            peer: RankId(1),
+            ..
+        })
+    ));
+    assert_eq!(rt.deps(NodeId(3)), &[NodeId(2)]);
+}
+
+#[test]
+fn a_sealed_rank_with_a_missing_dependency_fails_at_finish() {
+    let mut b = TraceBuilder::new(1);
+    let mut rb = RankBuilder::default();
+    rb.push(
+        compute(1),
+        StreamId::COMPUTE,
+        Category::Other,
+        Label::None,
+        &[NodeId(5)],
+    );
+    b.set_rank(RankId(0), rb);
+    assert_eq!(
+        b.finish().unwrap_err(),
+        TraceError::DepOutOfRange {
+            rank: RankId(0),
+            node: NodeId(0),
+            dep: NodeId(5)
+        }
     );
 }

@@ -183,12 +183,7 @@ impl<'a> Sim<'a> {
         let mut nstreams: u64 = 0;
         for r in ranks {
             stream_base.push(nstreams as u32);
-            let k = r
-                .nodes()
-                .iter()
-                .map(|n| n.stream.0 as u64 + 1)
-                .max()
-                .unwrap_or(0);
+            let k = r.nodes().map(|n| n.stream.0 as u64 + 1).max().unwrap_or(0);
             nstreams += k;
         }
         if nstreams >= u32::MAX as u64 {
@@ -466,7 +461,7 @@ impl<'a> Sim<'a> {
         let mut makespan = 0u64;
         for (i, r) in ranks.iter().enumerate() {
             let mut f = 0u64;
-            for (l, n) in r.nodes().iter().enumerate() {
+            for (l, n) in r.nodes().enumerate() {
                 let g = GNodeId(self.offset[i] + l as u32);
                 let (s, e) = (self.start[g], self.end[g]);
                 f = f.max(e);
