@@ -4,7 +4,8 @@
 //! Input: the ops in flight, the flows on every link and the links' capacities. Output: a new
 //! rate per flow of the component. Invariant: the result is bit-identical to a linear scan for
 //! the smallest fair share in every round (see [`Fill::rates`]); scratch arrays are reused and
-//! reset by epochs, so a call allocates nothing after warm-up.
+//! reset by epochs, so a call allocates nothing after warm-up but the memo's entry for a
+//! component shape it has not seen (below).
 //!
 //! Two ways to find each round's link, with the same picks: a component of at most
 //! [`SCAN_MAX`] links is filled by that linear scan itself, over one share key per link kept
