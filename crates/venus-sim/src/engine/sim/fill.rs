@@ -4,7 +4,8 @@
 //! Input: the ops in flight, the flows on every link and the links' capacities. Output: a new
 //! rate per flow of the component. Invariant: the result is bit-identical to a linear scan for
 //! the smallest fair share in every round (see [`Fill::rates`]); scratch arrays are reused and
-//! reset by epochs, so a call allocates nothing after warm-up.
+//! reset by epochs, so a call allocates nothing after warm-up but the memo's entry for a
+//! component shape it has not seen (below).
 //!
 //! Two ways to find each round's link, with the same picks: a component of at most
 //! [`SCAN_MAX`] links is filled by that linear scan itself, over one share key per link kept
@@ -12,11 +13,25 @@
 //! flows, a data-parallel collective joining its members' flows under `--all-ranks`) by the
 //! sorted initial shares and a heap of changed ones, which is O((L + I) log(L + I)) instead of
 //! O(L · rounds).
+//!
+//! Memo: the rates of a filling are a pure function of the component's shape (its links'
+//! capacities in discovery order, and which flows, numbered in discovery order, sit on each
+//! link in `res_flows` order), and a training step repeats the same few shapes thousands of
+//! times (every microbatch's P2P chain, on every stage). [`Fill::component`] writes that shape
+//! as a key while it walks the component; [`Fill::rates`] looks the key up and fills only a
+//! shape it has not seen, so the rates are the full filling's to the last bit by construction.
 
 use super::Op;
 use crate::engine::id::{IdVec, LinkId, OpId};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// The most words (key `u32`s plus two per stored rate) the memo holds before it starts
+/// over: 16 MiB. A run of the same schedule sees a few thousand shapes of tens of words each;
+/// the bound keeps memory flat on a run that never repeats one (a forgotten shape is filled
+/// again, with the same result).
+const MEMO_MAX_WORDS: usize = 1 << 22;
 
 /// The largest component filled by a linear scan per round ([`Fill::rates`]); past it, the
 /// heap. A scan costs about L² key reads for a component of L links (a round per one or two
@@ -71,6 +86,16 @@ pub(super) struct Fill {
     /// Scan filling: per position in `comp_res`, its link's current share key ([`DONE`] once
     /// it carries no unfixed flow).
     keys: Vec<u64>,
+    /// Per op slot: its index in `comp_ops` (its discovery number), valid while `op_mark` is
+    /// the current epoch.
+    op_local: IdVec<OpId, u32>,
+    /// The current component's shape, written by [`Fill::component`]: per link in discovery
+    /// order its capacity's bits (two words), its flow count, then its flows' discovery
+    /// numbers in `res_flows` order.
+    key: Vec<u32>,
+    /// Filled shapes: per key, the rate of each flow in discovery order.
+    memo: FxHashMap<Box<[u32]>, Box<[f64]>>,
+    memo_words: usize,
 }
 
 impl Fill {
@@ -92,6 +117,10 @@ impl Fill {
             init: Vec::new(),
             heap: BinaryHeap::new(),
             keys: Vec::new(),
+            op_local: IdVec::new(),
+            key: Vec::new(),
+            memo: FxHashMap::default(),
+            memo_words: 0,
         }
     }
 
@@ -102,14 +131,17 @@ impl Fill {
         self.op_excl.push(0);
         self.op_excl_cap.push(0.0);
         self.new_rate.push(0.0);
+        self.op_local.push(0);
     }
 
     /// Collects into `comp_res` / `comp_ops` the links and flows connected to `seed`'s links
-    /// (depth-first; the discovery order breaks ties in [`Fill::rates`]).
+    /// (depth-first; the discovery order breaks ties in [`Fill::rates`]), and into `key` the
+    /// component's shape.
     pub(super) fn component(
         &mut self,
         ops: &IdVec<OpId, Op>,
         res_flows: &IdVec<LinkId, Vec<OpId>>,
+        res_cap: &IdVec<LinkId, f64>,
         seed: OpId,
     ) {
         self.epoch = self.epoch.wrapping_add(1);
@@ -117,14 +149,17 @@ impl Fill {
         let Fill {
             res_mark,
             op_mark,
+            op_local,
             comp_res,
             comp_ops,
             stack,
+            key,
             ..
         } = self;
         comp_res.clear();
         comp_ops.clear();
         stack.clear();
+        key.clear();
         for &r in &ops[seed].resources {
             if res_mark[r] != epoch {
                 res_mark[r] = epoch;
@@ -133,20 +168,57 @@ impl Fill {
         }
         while let Some(r) = stack.pop() {
             comp_res.push(r);
-            for &o in &res_flows[r] {
-                if op_mark[o] == epoch {
-                    continue;
-                }
-                op_mark[o] = epoch;
-                comp_ops.push(o);
-                for &r2 in &ops[o].resources {
-                    if res_mark[r2] != epoch {
-                        res_mark[r2] = epoch;
-                        stack.push(r2);
+            let flows = &res_flows[r];
+            let bits = res_cap[r].to_bits();
+            key.extend_from_slice(&[bits as u32, (bits >> 32) as u32, flows.len() as u32]);
+            for &o in flows {
+                if op_mark[o] != epoch {
+                    op_mark[o] = epoch;
+                    op_local[o] = comp_ops.len() as u32;
+                    comp_ops.push(o);
+                    for &r2 in &ops[o].resources {
+                        if res_mark[r2] != epoch {
+                            res_mark[r2] = epoch;
+                            stack.push(r2);
+                        }
                     }
                 }
+                key.push(op_local[o]);
             }
         }
+    }
+
+    /// The max-min fair rate of every flow of the component [`Fill::component`] collected,
+    /// into `new_rate`: the memo's for a shape filled before, else [`Fill::rates_full`]'s
+    /// (then remembered). Both are the same to the last bit: the filling reads nothing but
+    /// the shape (capacities, flow counts, which flow is on which link and in which order).
+    pub(super) fn rates(
+        &mut self,
+        ops: &IdVec<OpId, Op>,
+        res_flows: &IdVec<LinkId, Vec<OpId>>,
+        res_cap: &IdVec<LinkId, f64>,
+    ) {
+        if let Some(rates) = self.memo.get(self.key.as_slice()) {
+            for (&o, &rate) in self.comp_ops.iter().zip(rates.iter()) {
+                self.new_rate[o] = rate;
+            }
+            return;
+        }
+        self.rates_full(ops, res_flows, res_cap);
+        self.remember();
+    }
+
+    /// Stores the current component's rates under its key, starting the memo over when it
+    /// would pass [`MEMO_MAX_WORDS`].
+    fn remember(&mut self) {
+        let words = self.key.len() + 2 * self.comp_ops.len();
+        if self.memo_words + words > MEMO_MAX_WORDS {
+            self.memo.clear();
+            self.memo_words = 0;
+        }
+        let rates: Box<[f64]> = self.comp_ops.iter().map(|&o| self.new_rate[o]).collect();
+        self.memo.insert(self.key.as_slice().into(), rates);
+        self.memo_words += words;
     }
 
     /// Progressive filling over the component: the link with the smallest fair share fixes
@@ -158,7 +230,7 @@ impl Fill {
     /// links, in the order, that a linear scan for the minimum would, so the rates are the
     /// same to the last bit, in O((L + I) log(L + I)) for L links and I flow-link incidences
     /// instead of O(L · rounds).
-    pub(super) fn rates(
+    pub(super) fn rates_full(
         &mut self,
         ops: &IdVec<OpId, Op>,
         res_flows: &IdVec<LinkId, Vec<OpId>>,
@@ -393,7 +465,7 @@ mod tests {
         for _ in 0..ops.len() {
             f.add_op();
         }
-        f.component(ops, res_flows, OpId(0));
+        f.component(ops, res_flows, cap, OpId(0));
         if scan {
             f.rates_scan(ops, res_flows, cap);
         } else {
@@ -445,7 +517,90 @@ mod tests {
         })
     }
 
+    /// Every flow's component filled through the memo of `memo` (kept across calls) and by
+    /// a fresh full filling: `(seed, flow, memo rate bits, full rate bits)` where they differ.
+    fn memo_mismatches(memo: &mut Fill, w: &World) -> Vec<(OpId, OpId, u64, u64)> {
+        let (ops, res_flows, cap) = w;
+        let mut bad = Vec::new();
+        for seed in ops.ids() {
+            memo.component(ops, res_flows, cap, seed);
+            memo.rates(ops, res_flows, cap);
+            let mut full = Fill::new(cap.len());
+            for _ in 0..ops.len() {
+                full.add_op();
+            }
+            full.component(ops, res_flows, cap, seed);
+            full.rates_full(ops, res_flows, cap);
+            assert_eq!(memo.comp_ops, full.comp_ops);
+            for &o in &full.comp_ops {
+                let (m, f) = (memo.new_rate[o].to_bits(), full.new_rate[o].to_bits());
+                if m != f {
+                    bad.push((seed, o, m, f));
+                }
+            }
+        }
+        bad
+    }
+
+    /// The flow set `w` without its flows `drop` (indices modulo the flow count): a
+    /// departure, so that the memo sees components that are and are not the ones it holds.
+    fn without(links: &[f64], flows: &[Vec<usize>], drop: &[usize]) -> World {
+        let kept: Vec<Vec<usize>> = flows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.iter().any(|&d| d % flows.len() == *i))
+            .map(|(_, f)| f.clone())
+            .collect();
+        world(links, if kept.is_empty() { flows } else { &kept })
+    }
+
+    #[test]
+    fn the_memo_answers_a_shape_seen_on_other_links_with_its_filled_rates() {
+        // Two chains of the same shape on disjoint links (0-2 and 3-5, the second's links
+        // found in the same order): the second is a memo hit and gets the first's rates.
+        let w = world(
+            &[10e9, 2e9, 10e9, 10e9, 2e9, 10e9],
+            &[vec![0, 1], vec![1, 2], vec![3, 4], vec![4, 5]],
+        );
+        let (ops, res_flows, cap) = &w;
+        let mut f = Fill::new(cap.len());
+        for _ in 0..ops.len() {
+            f.add_op();
+        }
+        f.component(ops, res_flows, cap, OpId(0));
+        f.rates(ops, res_flows, cap);
+        assert_eq!(f.memo.len(), 1);
+        let first: Vec<f64> = f.comp_ops.iter().map(|&o| f.new_rate[o]).collect();
+        f.component(ops, res_flows, cap, OpId(2));
+        f.rates(ops, res_flows, cap);
+        assert_eq!(f.memo.len(), 1, "the second chain is the same shape");
+        assert_eq!(f.comp_ops, [OpId(2), OpId(3)]);
+        let second: Vec<f64> = f.comp_ops.iter().map(|&o| f.new_rate[o]).collect();
+        assert_eq!(first, [1e9, 1e9]);
+        assert_eq!(second, first);
+    }
+
     proptest! {
+        /// The memoized filling gives every flow of every component the full filling's rate
+        /// to the last bit: on first sight of a flow set, on seeing it again (all memo hits),
+        /// and after some flows left (new shapes mixed with known ones), one memo throughout.
+        #[test]
+        fn memoized_and_full_filling_give_bit_identical_rates(
+            (links, flows) in case(),
+            drop in proptest::collection::vec(0usize..64, 0..4),
+        ) {
+            let mut memo = Fill::new(links.len());
+            let w = world(&links, &flows);
+            for _ in 0..w.0.len() {
+                memo.add_op();
+            }
+            prop_assert_eq!(memo_mismatches(&mut memo, &w), vec![]);
+            prop_assert_eq!(memo_mismatches(&mut memo, &w), vec![]);
+            let fewer = without(&links, &flows, &drop);
+            prop_assert_eq!(memo_mismatches(&mut memo, &fewer), vec![]);
+            prop_assert_eq!(memo_mismatches(&mut memo, &w), vec![]);
+        }
+
         /// The scan and the heap pick the same links in the same order: the same component,
         /// the same rate to the last bit for every flow, whatever the capacities and ties.
         #[test]

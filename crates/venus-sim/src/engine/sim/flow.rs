@@ -251,7 +251,7 @@ impl Sim<'_> {
             return;
         }
         let fill = &mut self.fill;
-        fill.component(&self.ops, &self.res_flows, seed);
+        fill.component(&self.ops, &self.res_flows, &self.res_cap, seed);
         fill.rates(&self.ops, &self.res_flows, &self.res_cap);
         let comp_ops = std::mem::take(&mut self.fill.comp_ops);
         for &o in &comp_ops {

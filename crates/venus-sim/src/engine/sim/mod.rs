@@ -15,7 +15,9 @@
 //! Complexity: an event costs O(log E) for the heap (E pending events) plus, when a flow
 //! starts or ends, one max-min fair recomputation of the component of flows connected to it
 //! through shared links: O(L + I) to collect it (L links, I flow-link incidences) and
-//! O((L + I) log(L + I)) to fill it (`Fill::rates`). Components stay small when flows do
+//! O((L + I) log(L + I)) to fill it (`Fill::rates`; a shape filled before is a hash lookup of
+//! its O(L + I) key instead, and storing a new shape's rates is the loop's one allocation
+//! after warm-up). Components stay small when flows do
 //! not chain (TP collectives on NVLink); with `--all-ranks`, a data-parallel collective joins
 //! its members' pipeline P2P flows into one component of up to a few hundred links, which
 //! is why filling must not be O(L) per bottleneck round.
