@@ -38,12 +38,22 @@ pub fn overdue(pid: u32, start: Instant, wall_limit: Duration) -> Option<String>
 
 #[test]
 fn a_child_that_spins_is_overdue_and_one_that_sleeps_is_not() {
-    let me = std::process::id();
-    // This process has run for far less than a minute of CPU.
-    assert_eq!(overdue(me, Instant::now(), WALL_LIMIT), None);
-    assert!(child_cpu(me).is_some_and(|d| d < CPU_LIMIT) || child_cpu(me).is_none());
+    // A sleeping child, not this test process: the test binary's own CPU time sums every test
+    // thread it has run, and passes a minute on a long run.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = sleeper.id();
+    let sleeping = overdue(pid, Instant::now(), WALL_LIMIT);
+    let cpu = child_cpu(pid);
     let long_ago = Instant::now().checked_sub(WALL_LIMIT + Duration::from_secs(1));
-    if let Some(t) = long_ago {
-        assert!(overdue(me, t, WALL_LIMIT).is_some());
+    let past_wall = long_ago.map(|t| overdue(pid, t, WALL_LIMIT));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(sleeping, None);
+    assert!(cpu.is_none_or(|d| d < CPU_LIMIT), "{cpu:?}");
+    if let Some(past) = past_wall {
+        assert!(past.is_some());
     }
 }
