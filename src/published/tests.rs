@@ -704,7 +704,9 @@ fn committed_scenario(id: &str) -> String {
         .into_iter()
         .find(|r| r.id == id)
         .unwrap_or_else(|| panic!("no row {id}"));
-    build(&row).unwrap_or_else(|s| panic!("{id}: {}", s.0)).venus
+    build(&row)
+        .unwrap_or_else(|s| panic!("{id}: {}", s.0))
+        .venus
 }
 
 /// The DeepSeek-V3 and GPT-OSS rows of Megatron-Bridge's tables take their recipes' recompute
@@ -755,7 +757,10 @@ fn pipelined_torchtitan_fsdp_rows_keep_their_units_unsharded() {
     r.notes = "Table 5 schedule '1F1B'; local batch 32".into();
     let b = build(&r).unwrap();
     assert!(b.venus.contains("  fsdp_keep_unsharded\n"), "{}", b.venus);
-    assert!(b.assumed.iter().any(|a| a.starts_with("fsdp_keep_unsharded (torchtitan")));
+    assert!(b
+        .assumed
+        .iter()
+        .any(|a| a.starts_with("fsdp_keep_unsharded (torchtitan")));
     (r.pp, r.num_gpus, r.global_batch) = (Some(1), Some(64), Some(64));
     assert!(!build(&r).unwrap().venus.contains("fsdp_keep_unsharded"));
     (r.pp, r.num_gpus, r.global_batch) = (Some(8), Some(512), Some(256));

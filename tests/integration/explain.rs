@@ -126,7 +126,9 @@ fn every_explanation_has_a_wrong_example_that_triggers_its_code_and_a_clean_righ
         if RAISED_BY_NO_ARCH_OF_THIS_RELEASE.contains(&code) {
             let right = blocks.first().map(|b| codes_of(b, &root_dir));
             if right.as_ref().is_none_or(|r| !r.is_empty()) || !md.contains("## Right") {
-                failures.push(format!("{code}: needs a `## Right` example that checks clean"));
+                failures.push(format!(
+                    "{code}: needs a `## Right` example that checks clean"
+                ));
             }
             continue;
         }

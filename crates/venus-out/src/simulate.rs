@@ -281,7 +281,9 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
 /// options, without building the report: the same lowering, engine run and window, so every
 /// figure equals the report's, and no per-rank attribution (what a sweep ranks by).
 pub fn headline(sc: &Scenario) -> Result<Headline, SimError> {
-    let iterations = u32::try_from(sc.plan.iterations()).unwrap_or(u32::MAX).max(1);
+    let iterations = u32::try_from(sc.plan.iterations())
+        .unwrap_or(u32::MAX)
+        .max(1);
     let lowered = lower::lower(
         sc,
         &LowerOptions {

@@ -8,7 +8,8 @@
 //! computed here.
 
 use super::problem::{
-    Fp8ParamGatherNeeds, KeepUnshardedNeedsFsdp, PlanProblem, RecomputeModuleUnfit, RecomputeRefinementWithout,
+    Fp8ParamGatherNeeds, KeepUnshardedNeedsFsdp, PlanProblem, RecomputeModuleUnfit,
+    RecomputeRefinementWithout,
 };
 use super::{on, to_plan, Validator};
 use venus_base::base::{Precision, Recompute};

@@ -866,7 +866,10 @@ fn w0007_says_nothing_for_any_arch_of_this_release_every_one_has_a_calibration()
         set(&mut d.cluster.gpu.arch, arch);
         let (s, ds) = validate(&d);
         assert!(s.is_some(), "{arch:?}");
-        assert!(ds.iter().all(|d| d.code != Code::W0007), "{arch:?}: {ds:#?}");
+        assert!(
+            ds.iter().all(|d| d.code != Code::W0007),
+            "{arch:?}: {ds:#?}"
+        );
     }
 }
 
