@@ -188,12 +188,22 @@ pub fn continues_item_sig(
     newline: bool,
 ) -> bool {
     match name_after_sig(sig, nargs) {
-        NameAfter::Slot(_) => {
-            !(newline && block.is_some_and(|b| schema::lookup(b, name).is_some()))
+        NameAfter::Slot(slot) => {
+            let is_key = block.is_some_and(|b| schema::lookup(b, name).is_some());
+            !(is_key && (newline || skips_optional_word(sig, nargs, slot, name)))
         }
         NameAfter::FlagWord => FLAG_WORDS.contains(&name),
         NameAfter::NextItem => false,
     }
+}
+
+/// True when `name` is no word of the optional word slot `slot` (`fsdp optim_grads_params`'s
+/// implementation): a key of the block there starts the next item on the same line too
+/// (`fsdp optim_grads_params fsdp_keep_unsharded`), where a required slot keeps it and reports
+/// the unknown word.
+fn skips_optional_word(sig: Option<&KeySig>, nargs: usize, slot: ArgType, name: &str) -> bool {
+    let optional = sig.is_some_and(|s| nargs >= s.min_args());
+    matches!(slot, ArgType::Enum(words) if optional && !words.contains(&name))
 }
 
 #[cfg(test)]

@@ -429,6 +429,20 @@ fn key_on_its_own_line_does_not_swallow_the_next_key() {
 }
 
 #[test]
+fn a_key_after_an_optional_word_slot_starts_the_next_item_on_the_same_line() {
+    let parsed = p("plan < fsdp optim_grads_params fsdp_keep_unsharded sp >");
+    let plan = defs(&parsed)[0];
+    assert_eq!(keys(plan), ["fsdp", "fsdp_keep_unsharded", "sp"]);
+    assert_eq!(plan.body.items[0].args.len(), 1);
+    // The optional word itself is still taken, and a required word slot keeps a key name
+    // (reported as an unknown word by the type checker, not silently split).
+    let parsed = p("plan < fsdp optim_grads_params megatron fsdp_keep_unsharded >");
+    assert_eq!(defs(&parsed)[0].body.items[0].args.len(), 2);
+    let parsed = p("plan < fsdp fsdp_keep_unsharded >");
+    assert_eq!(keys(defs(&parsed)[0]), ["fsdp"]);
+}
+
+#[test]
 fn inheritance_and_use_parse() {
     let text =
         "use \"common/a\\\"b.venus\"\nmodel big : llama2_7b < layers 64 >\nplan : base < tp 2 >";
