@@ -386,16 +386,10 @@ fn flash2_attention_is_the_fused_kernel_at_flash_attention_2s_efficiency() {
     assert_eq!(Calibration::ampere().flash2_efficiency, 0.5);
 }
 
-/// DeepSeek-V3's routing on one rank by hand (4096 tokens, 256 experts, top-8 in 8 groups,
-/// bf16, hidden 7168), per token: scoring 2·256 + 4·256 + 4·256 + 12·8 = 2,656; probs and map
-/// 3·2·256 + 9·256 = 3,840; expert bias 9·256 = 2,304; groups 24·256 = 6,144; the
-/// sequence-wise loss 3·2·256 + 22·256 = 7,168; unfused permute 2·8·7168·2 = 229,376 copies
-/// and (20 + 2·2)·256 = 6,144 of map, sort and probs; unfused unpermute 5·8·7168·2 + 7168·2 =
-/// 587,776 copies and (3·2 + 3)·256 = 2,304: 847,712 bytes. Fused permutation moves the copies
-/// once each way (229,376 + 1,280 and 114,688 + 14,336): 381,792.
-#[test]
-fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
-    let shape = analytic::RouterShape {
+/// DeepSeek-V3's router on 4,096 tokens: 256 experts, top-8 in 8 groups, expert bias and the
+/// sequence-wise balance loss, bf16 activations of width 7,168, no fusion.
+fn deepseek_v3_router() -> analytic::RouterShape {
+    analytic::RouterShape {
         tokens: 4096.0,
         experts: 256.0,
         topk: 8.0,
@@ -407,7 +401,19 @@ fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
         balance_loss: true,
         permute_fusion: false,
         router_fusion: false,
-    };
+    }
+}
+
+/// DeepSeek-V3's routing on one rank by hand (4096 tokens, 256 experts, top-8 in 8 groups,
+/// bf16, hidden 7168), per token: scoring 2·256 + 4·256 + 4·256 + 12·8 = 2,656; probs and map
+/// 3·2·256 + 9·256 = 3,840; expert bias 9·256 = 2,304; groups 24·256 = 6,144; the
+/// sequence-wise loss 3·2·256 + 22·256 = 7,168; unfused permute 2·8·7168·2 = 229,376 copies
+/// and (20 + 2·2)·256 = 6,144 of map, sort and probs; unfused unpermute 5·8·7168·2 + 7168·2 =
+/// 587,776 copies and (3·2 + 3)·256 = 2,304: 847,712 bytes. Fused permutation moves the copies
+/// once each way (229,376 + 1,280 and 114,688 + 14,336): 381,792.
+#[test]
+fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
+    let shape = deepseek_v3_router();
     let unfused = analytic::router_traffic(&shape);
     assert_eq!(unfused.forward_bytes, 4096.0 * 847_712.0);
     assert_eq!(unfused.forward_kernels, 7.0 + 2.0 + 5.0 + 7.0 + 13.0);
@@ -445,17 +451,8 @@ fn router_traffic_counts_deepseek_v3s_routing_bytes_by_hand() {
 #[test]
 fn router_fusion_folds_deepseek_v3s_routing_into_five_kernels() {
     let shape = analytic::RouterShape {
-        tokens: 4096.0,
-        experts: 256.0,
-        topk: 8.0,
-        groups: 8.0,
-        act_bytes: 2.0,
-        width: 7168.0,
-        copies: 8.0,
-        expert_bias: true,
-        balance_loss: true,
-        permute_fusion: false,
         router_fusion: true,
+        ..deepseek_v3_router()
     };
     let fused = analytic::router_traffic(&shape);
     assert_eq!(fused.forward_bytes, 4096.0 * 832_768.0);
