@@ -5,8 +5,7 @@ use super::{
     Body, Category, CollectiveKind, GroupId, Label, NameId, Node, NodeId, NodeKind, RankId,
     RankTrace, SizesId, StreamId, Trace,
 };
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -295,10 +294,11 @@ impl BodyTable {
     }
 }
 
-/// A content hash of a body (std's SipHash with its fixed keys: the same every run, though
-/// only sharing, never output, depends on it).
+/// A content hash of a body (FxHash: the same every run, though only sharing, never output,
+/// depends on it; bodies of equal hash are compared in full). Not SipHash: nothing here is
+/// adversarial, and hashing every body of every candidate was a tenth of a sweep's CPU.
 fn fingerprint(body: &Body) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = FxHasher::default();
     body.nodes.hash(&mut h);
     for r in 0..body.deps.rows() {
         body.deps.row(r).hash(&mut h);
@@ -338,12 +338,12 @@ impl TraceBuilder {
             bodies: BodyTable::default(),
             sealing_error: None,
             groups: Vec::new(),
-            group_ids: HashMap::new(),
+            group_ids: HashMap::default(),
             names: Vec::new(),
-            name_ids: HashMap::new(),
+            name_ids: HashMap::default(),
             class_of: Vec::new(),
             sizes: Vec::new(),
-            sizes_ids: HashMap::new(),
+            sizes_ids: HashMap::default(),
         }
     }
 
