@@ -14,21 +14,24 @@
 //! nearest defined flag; a value that cannot be read (an unset variable, an unterminated quote,
 //! a count out of range) is E0609 at its span; the import never panics and its work is linear
 //! in the input (expansions capped in [`shell`]).
+//! Every problem is a typed [`MegatronProblem`], worded in [`problem`] and nowhere else.
 //! Round trip: `import_megatron(emit_megatron(sc))` with the scenario's GPU count and cluster
 //! describes the same model and plan, and emitting it again gives the same lines.
 
+mod problem;
 mod shell;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use venus_base::base::{Attention, FsdpImpl, Precision, Recompute, RecomputeModules};
-use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc, Span};
+use venus_diag::diag::{suggest, Diagnostic, FileId, Loc, Span};
 use venus_plan::plan::{PlanSpec, Recipe, Scenario};
 use venus_syntax::syntax::ast::DefKind;
 use venus_syntax::syntax::megatron_flags::{self, Arity, FLAGS};
 use venus_syntax::syntax::schema::{BlockKind, Key, FSDP_STRATEGIES};
 
+pub use problem::{Assumption, Choice, CountError, MegatronProblem};
 pub use shell::{ShellError, Word};
 
 /// The stdlib cluster an import writes when none is given (W0013): Megatron-LM's reference
@@ -161,35 +164,27 @@ const NO_EFFECT_PREFIXES: &[&str] = &[
     "--enable-experimental",
 ];
 
-/// How an import warning is accepted (the note `check` gives its warnings, for a command
-/// line: there is no block to write `allow` in).
-const ALLOW_NOTE: &str = "to accept it, pass `--allow CODE` to `venusc import megatron`";
-
 /// Imports a launch script or flag list.
 pub fn import_megatron(
     text: &str,
     opts: &MegatronOptions,
 ) -> Result<MegatronImport, Vec<Diagnostic>> {
     let at = |span: Span| Loc::new(opts.file, span);
-    let commands = shell::commands(text).map_err(|e| {
-        vec![Diagnostic::new(Code::E0609, e.message, at(e.span), e.label).with_help(e.help)]
+    let commands = shell::commands(text).map_err(|error| {
+        let loc = at(error.span);
+        vec![MegatronProblem::Shell { error, loc }.diagnostic()]
     })?;
     let line = launch_line(&commands).ok_or_else(|| {
-        vec![Diagnostic::new(
-            Code::E0609,
-            "no Megatron-LM flags found: neither a `pretrain_*.py` command nor a list of `--flags`",
-            at(Span::new(0, 0)),
-            "in this file",
-        )
-        .with_help(
-            "give the launch script (`torchrun ... pretrain_gpt.py --num-layers 32 ...`) or the flags, one or more per line",
-        )]
+        vec![MegatronProblem::NoFlags {
+            loc: at(Span::new(0, 0)),
+        }
+        .diagnostic()]
     })?;
     let mut errors = Vec::new();
     let args = Args::parse(&line.flags, opts.file, &mut errors);
     let torchrun = Torchrun::parse(&line.launcher, opts.file, &mut errors);
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(diagnostics(errors));
     }
     let mut c = Converter {
         args,
@@ -197,6 +192,7 @@ pub fn import_megatron(
         anchor: line.anchor,
         errors: Vec::new(),
         not_modelled: Vec::new(),
+        first_noted: None,
         assumed: Vec::new(),
         model: Vec::new(),
         plan: Vec::new(),
@@ -204,18 +200,29 @@ pub fn import_megatron(
     c.convert();
     let world = c.world(&torchrun, opts);
     if !c.errors.is_empty() {
-        return Err(c.errors);
+        return Err(diagnostics(c.errors));
     }
     let cluster = match &opts.cluster {
         Some(name) => name.clone(),
         None => {
-            c.assumed.push(format!(
-                "the cluster: `{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"
-            ));
+            c.assumed.push(Assumption {
+                what: "the cluster",
+                detail: format!(
+                    "`{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"
+                ),
+            });
             DEFAULT_CLUSTER.to_string()
         }
     };
     Ok(c.finish(opts, &cluster, world))
+}
+
+/// The diagnostics of `problems`, in the order found.
+fn diagnostics(problems: Vec<MegatronProblem>) -> Vec<Diagnostic> {
+    problems
+        .into_iter()
+        .map(MegatronProblem::diagnostic)
+        .collect()
 }
 
 /// The words of the Megatron-LM command and of the launcher before it.
@@ -282,7 +289,7 @@ struct Args {
 }
 
 impl Args {
-    fn parse(words: &[Word], file: FileId, errors: &mut Vec<Diagnostic>) -> Args {
+    fn parse(words: &[Word], file: FileId, errors: &mut Vec<MegatronProblem>) -> Args {
         let mut args = Args {
             file,
             by_name: BTreeMap::new(),
@@ -300,20 +307,10 @@ impl Args {
                 }
             }
             if !w.text.starts_with("--") {
-                errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!(
-                            "`{}` is not a flag, and no flag before it takes a value",
-                            excerpt(&w.text)
-                        ),
-                        Loc::new(file, w.span),
-                        "not a flag",
-                    )
-                    .with_help(
-                        "write the flag this value belongs to before it, or remove the word",
-                    ),
-                );
+                errors.push(MegatronProblem::NotAFlag {
+                    word: w.text.clone(),
+                    loc: Loc::new(file, w.span),
+                });
                 continue;
             }
             let (name, inline) = match w.text.split_once('=') {
@@ -356,18 +353,11 @@ impl Args {
                             values.push(words[i].clone());
                             i += 1;
                         } else if flag.arity == Arity::Value {
-                            errors.push(
-                                Diagnostic::new(
-                                    Code::E0609,
-                                    format!("`{name}` takes a value, and none follows it"),
-                                    Loc::new(file, name_span),
-                                    "needs a value",
-                                )
-                                .with_help(format!(
-                                    "write its value after it (`{name} VALUE`); Megatron-LM's default is `{}`",
-                                    flag.default
-                                )),
-                            );
+                            errors.push(MegatronProblem::MissingValue {
+                                flag: flag.name,
+                                default: flag.default,
+                                loc: Loc::new(file, name_span),
+                            });
                             continue;
                         }
                     }
@@ -407,7 +397,7 @@ impl Args {
     fn value(
         &mut self,
         name: &'static str,
-        errors: &mut Vec<Diagnostic>,
+        errors: &mut Vec<MegatronProblem>,
     ) -> Option<(String, Span)> {
         let arg = self.get(name)?;
         let w = arg.values.first()?;
@@ -424,36 +414,25 @@ impl Args {
         &mut self,
         name: &'static str,
         zero: bool,
-        errors: &mut Vec<Diagnostic>,
+        errors: &mut Vec<MegatronProblem>,
     ) -> Option<u64> {
         let (text, span) = self.value(name, errors)?;
         match parse_count(&text) {
             Ok(n) if n > 0 || zero => Some(n),
             Ok(_) => {
-                errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`{name}` must be a positive count, not 0"),
-                        Loc::new(self.file, span),
-                        "zero",
-                    )
-                    .with_help(format!("write a count of 1 or more after `{name}`")),
-                );
+                errors.push(MegatronProblem::ZeroCount {
+                    flag: name,
+                    loc: Loc::new(self.file, span),
+                });
                 None
             }
             Err(why) => {
-                errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`{name}` takes a count; `{}` {why}", excerpt(&text)),
-                        Loc::new(self.file, span),
-                        "not a count",
-                    )
-                    .with_help(format!(
-                        "write a whole number from 1 to {} after `{name}`",
-                        u64::MAX
-                    )),
-                );
+                errors.push(MegatronProblem::NotACount {
+                    flag: name,
+                    text,
+                    why,
+                    loc: Loc::new(self.file, span),
+                });
                 None
             }
         }
@@ -484,36 +463,24 @@ fn parse_window(text: &str) -> Option<(i64, i64)> {
     Some((l.trim().parse().ok()?, r.trim().parse().ok()?))
 }
 
-fn parse_count(text: &str) -> Result<u64, &'static str> {
+fn parse_count(text: &str) -> Result<u64, CountError> {
     let t = text.trim().strip_prefix('+').unwrap_or(text.trim());
     let digits: String = t.chars().filter(|&c| c != '_').collect();
     if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) || t.starts_with('_') {
-        return Err("is not a whole number");
+        return Err(CountError::NotWhole);
     }
-    digits.parse::<u64>().map_err(|_| "is larger than 2^64 - 1")
+    digits.parse::<u64>().map_err(|_| CountError::TooLarge)
 }
 
 fn excerpt(text: &str) -> String {
     venus_diag::diag::escape_excerpt(text, 48)
 }
 
-fn unresolved(file: FileId, name: &str, span: Span) -> Diagnostic {
-    let var = name.trim_start_matches('$').trim_start_matches('{');
-    let help = if var.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) && !var.is_empty() {
-        format!("set `{var}=VALUE` before the command, or write a default: `${{{var}:-VALUE}}`")
-    } else {
-        format!("replace {name} with the value it has when the script runs")
-    };
-    Diagnostic::new(
-        Code::E0609,
-        format!(
-            "`{}` is not set in the script, so its value is unknown",
-            excerpt(name)
-        ),
-        Loc::new(file, span),
-        "unknown value",
-    )
-    .with_help(help)
+fn unresolved(file: FileId, name: &str, span: Span) -> MegatronProblem {
+    MegatronProblem::Unresolved {
+        name: name.to_string(),
+        loc: Loc::new(file, span),
+    }
 }
 
 /// TransformerConfig fields that arguments.py keeps off its command line (its
@@ -534,21 +501,11 @@ fn config_flag(name: &str) -> Option<&'static megatron_flags::Flag> {
 
 /// E0608: the nearest flag of arguments.py by edit distance (a wider limit than for keys: flag
 /// names are long, and one of 800 is likely close).
-fn unknown_flag(file: FileId, name: &str, span: Span) -> Diagnostic {
-    let d = Diagnostic::new(
-        Code::E0608,
-        format!("`{}` is not a flag of Megatron-LM", excerpt(name)),
-        Loc::new(file, span),
-        "unknown flag",
-    );
-    match suggest(name, FLAGS.iter().map(|f| f.name)) {
-        Some(s) => d
-            .with_help(format!("did you mean `{s}`?"))
-            .with_fix(Loc::new(file, span), s),
-        None => d.with_help(format!(
-            "remove it: it is not in megatron/training/arguments.py (Megatron-LM {})",
-            &megatron_flags::COMMIT[..12]
-        )),
+fn unknown_flag(file: FileId, name: &str, span: Span) -> MegatronProblem {
+    MegatronProblem::UnknownFlag {
+        name: name.to_string(),
+        nearest: suggest(name, FLAGS.iter().map(|f| f.name)),
+        loc: Loc::new(file, span),
     }
 }
 
@@ -560,7 +517,7 @@ struct Torchrun {
 }
 
 impl Torchrun {
-    fn parse(words: &[Word], file: FileId, errors: &mut Vec<Diagnostic>) -> Torchrun {
+    fn parse(words: &[Word], file: FileId, errors: &mut Vec<MegatronProblem>) -> Torchrun {
         let mut t = Torchrun {
             nodes: None,
             per_node: None,
@@ -610,22 +567,12 @@ impl Torchrun {
                         t.per_node = Some((n, span));
                     }
                 }
-                _ => errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!(
-                            "torchrun's `{name}` must be a positive count here, not `{}`",
-                            excerpt(&value)
-                        ),
-                        Loc::new(file, span),
-                        "not a count",
-                    )
-                    .with_help(if key == "--nnodes" {
-                        "write the node count (an elastic range `MIN:MAX` does not give one), or pass `--gpus N`".to_string()
-                    } else {
-                        "write the GPUs per node (8 on a DGX), or pass `--gpus N`".to_string()
-                    }),
-                ),
+                _ => errors.push(MegatronProblem::LauncherCount {
+                    name,
+                    value,
+                    nodes: key == "--nnodes",
+                    loc: Loc::new(file, span),
+                }),
             }
         }
         t
@@ -646,11 +593,13 @@ struct Converter {
     args: Args,
     file: FileId,
     anchor: Span,
-    errors: Vec<Diagnostic>,
+    errors: Vec<MegatronProblem>,
     /// (flag and value as written, why) for W0012, in input order at the end.
     not_modelled: Vec<(String, &'static str)>,
+    /// Where the first flag W0012 lists was written: what its label points at.
+    first_noted: Option<Span>,
     /// What W0013 says was assumed.
-    assumed: Vec<String>,
+    assumed: Vec<Assumption>,
     model: Vec<String>,
     plan: Vec<String>,
 }
@@ -658,6 +607,16 @@ struct Converter {
 impl Converter {
     fn loc(&self, span: Span) -> Loc {
         Loc::new(self.file, span)
+    }
+
+    /// E0609: `found` is not a word `choice`'s flag takes.
+    fn unknown_choice(&mut self, choice: Choice, found: &str, span: Span) {
+        let loc = self.loc(span);
+        self.errors.push(MegatronProblem::UnknownChoice {
+            choice,
+            found: found.to_string(),
+            loc,
+        });
     }
 
     fn count(&mut self, name: &'static str) -> Option<u64> {
@@ -692,15 +651,11 @@ impl Converter {
             return self.count(name);
         }
         self.args.used.insert(name);
-        self.errors.push(
-            Diagnostic::new(
-                Code::E0610,
-                format!("the flags do not give {what}: `{name}` is missing"),
-                self.loc(self.anchor),
-                "in this command",
-            )
-            .with_help(format!("add `{name} N` to the command")),
-        );
+        self.errors.push(MegatronProblem::MissingFlag {
+            flag: name,
+            what: what.to_string(),
+            loc: self.loc(self.anchor),
+        });
         None
     }
 
@@ -765,23 +720,10 @@ impl Converter {
                 && !self.args.by_name.contains_key("--vocab-size") =>
             {
                 let tokenizer = self.args.span("--tokenizer-type");
-                let mut d = Diagnostic::new(
-                    Code::E0610,
-                    "the flags do not give the vocabulary size: `--vocab-size` is missing",
-                    self.loc(tokenizer.unwrap_or(self.anchor)),
-                    if tokenizer.is_some() {
-                        "the tokenizer gives it at run time"
-                    } else {
-                        "in this command"
-                    },
-                )
-                .with_help(
-                    "add `--vocab-size N` (the tokenizer's vocabulary, e.g. 128256 for Llama 3)",
-                );
-                if tokenizer.is_some() {
-                    d = d.with_note("venusc does not read tokenizers");
-                }
-                self.errors.push(d);
+                self.errors.push(MegatronProblem::MissingVocab {
+                    tokenizer: tokenizer.is_some(),
+                    loc: self.loc(tokenizer.unwrap_or(self.anchor)),
+                });
             }
             None => {}
         }
@@ -892,15 +834,12 @@ impl Converter {
                 "unfused" | "local" | "AttnBackend.unfused" | "AttnBackend.local" => {
                     self.plan.push(format!("{} unfused", Key::Attention.name()))
                 }
-                "flash" | "fused" | "auto" | "AttnBackend.flash" | "AttnBackend.fused" | "AttnBackend.auto" => {}
-                other => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--attention-backend` takes `flash`, `fused`, `unfused`, `local` or `auto`, not `{}`", excerpt(other)),
-                        self.loc(a.values.first().map_or(a.span, |w| w.span)),
-                        "unknown backend",
-                    )
-                    .with_help("write one of `flash`, `fused`, `unfused`, `local`, `auto`"),
+                "flash" | "fused" | "auto" | "AttnBackend.flash" | "AttnBackend.fused"
+                | "AttnBackend.auto" => {}
+                other => self.unknown_choice(
+                    Choice::AttentionBackend,
+                    other,
+                    a.values.first().map_or(a.span, |w| w.span),
                 ),
             }
         }
@@ -922,15 +861,10 @@ impl Converter {
                     windowed = true;
                     self.push(Key::SlidingWindow, left.unsigned_abs().saturating_add(1));
                 }
-                _ => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--window-size {}` is not a causal window venusc can express", excerpt(&text)),
-                        self.loc(span),
-                        "this window",
-                    )
-                    .with_help("write `--window-size (L,0)`: L earlier keys and none after (the causal window `sliding_window L+1`)"),
-                ),
+                _ => self.errors.push(MegatronProblem::WindowSize {
+                    text,
+                    loc: self.loc(span),
+                }),
             }
         }
         if let Some((text, span)) = self.word("--window-attn-skip-freq") {
@@ -941,15 +875,10 @@ impl Converter {
                         self.note(&a, "no effect without a causal `--window-size`");
                     }
                 }
-                _ => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--window-attn-skip-freq {}` is a layer list venusc cannot express", excerpt(&text)),
-                        self.loc(span),
-                        "this list",
-                    )
-                    .with_help("write an integer N: every Nth layer keeps full attention (`sliding_window_pattern N`)"),
-                ),
+                _ => self.errors.push(MegatronProblem::WindowSkipFreq {
+                    text,
+                    loc: self.loc(span),
+                }),
             }
         }
         if let Some(a) = self.args.get("--softmax-type") {
@@ -958,14 +887,10 @@ impl Converter {
                 "vanilla" => {}
                 // A fixed +1 in the denominator: no parameter, no time or memory.
                 "off-by-one" => self.note(&a, "no effect on time or memory"),
-                other => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--softmax-type` takes `vanilla`, `off-by-one` or `learnable`, not `{}`", excerpt(other)),
-                        self.loc(a.values.first().map_or(a.span, |w| w.span)),
-                        "unknown softmax",
-                    )
-                    .with_help("write `--softmax-type learnable` for attention sinks, or leave it out"),
+                other => self.unknown_choice(
+                    Choice::SoftmaxType,
+                    other,
+                    a.values.first().map_or(a.span, |w| w.span),
                 ),
             }
         }
@@ -995,18 +920,10 @@ impl Converter {
             }
             _ => {
                 let (text, span) = span.unwrap_or_default();
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!(
-                            "`--optimizer-offload-fraction {}` is not a fraction of the optimizer state",
-                            excerpt(&text)
-                        ),
-                        self.loc(span),
-                        "this fraction",
-                    )
-                    .with_help("write a fraction from 0.0 to 1.0 (`optimizer_offload` 0% to 100%)"),
-                );
+                self.errors.push(MegatronProblem::OptimizerOffloadFraction {
+                    text,
+                    loc: self.loc(span),
+                });
             }
         }
     }
@@ -1023,15 +940,10 @@ impl Converter {
                     let pct = crate::emit::num((c - 1.0) * 100.0);
                     self.push(Key::MoeCapacityHeadroom, format!("{pct}%"));
                 }
-                _ => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--moe-expert-capacity-factor {}` is a capacity venusc cannot express", excerpt(&text)),
-                        self.loc(span),
-                        "this factor",
-                    )
-                    .with_help("write a factor from 1.0 to 2.0 (`moe_capacity_headroom` 0% to 100% above the balanced load)"),
-                ),
+                _ => self.errors.push(MegatronProblem::CapacityFactor {
+                    text,
+                    loc: self.loc(span),
+                }),
             }
         }
         if self.args.has("--moe-pad-expert-input-to-capacity") {
@@ -1085,15 +997,9 @@ impl Converter {
                 }
             }
             if let Some(a) = self.args.get("--is-hybrid-model") {
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0610,
-                        "`--is-hybrid-model` without a layer pattern: the flags do not say which layer is what",
-                        self.loc(a.span),
-                        "no pattern",
-                    )
-                    .with_help("add `--hybrid-layer-pattern` with one symbol per layer (`M` Mamba-2, `*` attention, `-` MLP, `E` MoE)"),
-                );
+                self.errors.push(MegatronProblem::HybridWithoutPattern {
+                    loc: self.loc(a.span),
+                });
             }
             return;
         };
@@ -1103,22 +1009,11 @@ impl Converter {
             .chars()
             .find(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_none())
         {
-            let cleaned: String = text
-                .chars()
-                .filter(|&c| venus_plan::plan::HybridLayer::from_symbol(c).is_some())
-                .collect();
-            self.errors.push(
-                Diagnostic::new(
-                    Code::E0609,
-                    format!("hybrid pattern `{}` has `{bad}`, a symbol venusc cannot express", excerpt(&text)),
-                    self.loc(span),
-                    "this pattern",
-                )
-                .with_help(format!(
-                    "venusc models `M`, `*`, `-` and `E` layers without stage boundaries or MTP patterns: write `{}`",
-                    excerpt(&cleaned)
-                )),
-            );
+            self.errors.push(MegatronProblem::HybridSymbol {
+                pattern: text,
+                bad,
+                loc: self.loc(span),
+            });
             return;
         }
         self.model
@@ -1158,18 +1053,11 @@ impl Converter {
                 }
             }
             _ => {
-                let l = layers.unwrap_or(0);
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--moe-layer-freq {}` is a layer pattern venusc cannot express", excerpt(&text)),
-                        self.loc(span),
-                        "this pattern",
-                    )
-                    .with_help(format!(
-                        "venusc models K dense layers, then MoE on every Nth layer: write `([0]*K+[1]*M)` with K + M = {l}, `([0]*(N-1)+[1])*M` with N × M = {l}, or `1` for every layer"
-                    )),
-                );
+                self.errors.push(MegatronProblem::MoeLayerFreq {
+                    text,
+                    layers: layers.unwrap_or(0),
+                    loc: self.loc(span),
+                });
             }
         }
     }
@@ -1255,18 +1143,7 @@ impl Converter {
                         None | Some(("deepep", _)) => Some("deepep"),
                         Some(("hybridep", _)) if !deepep => Some("hybridep"),
                         Some((other, span)) => {
-                            self.errors.push(
-                                Diagnostic::new(
-                                    Code::E0609,
-                                    format!(
-                                        "`--moe-flex-dispatcher-backend` takes `deepep` or `hybridep` here, not `{}`",
-                                        excerpt(other)
-                                    ),
-                                    self.loc(span),
-                                    "backend",
-                                )
-                                .with_help("write `--moe-flex-dispatcher-backend deepep`, or `hybridep` without `--moe-enable-deepep`"),
-                            );
+                            self.unknown_choice(Choice::FlexBackend, other, span);
                             None
                         }
                     };
@@ -1276,18 +1153,7 @@ impl Converter {
                 }
                 other => {
                     let span = dispatcher.as_ref().map_or(self.anchor, |(_, s)| *s);
-                    self.errors.push(
-                        Diagnostic::new(
-                            Code::E0609,
-                            format!(
-                                "`--moe-token-dispatcher-type` takes `allgather`, `alltoall` or `flex`, not `{}`",
-                                excerpt(other)
-                            ),
-                            self.loc(span),
-                            "dispatcher",
-                        )
-                        .with_help("write `--moe-token-dispatcher-type alltoall`"),
-                    );
+                    self.unknown_choice(Choice::Dispatcher, other, span);
                 }
             }
         }
@@ -1308,18 +1174,7 @@ impl Converter {
         }
         let Some(variant) = venus_base::base::CpComm::from_word(first) else {
             let span = comm.values.first().map_or(comm.span, |w| w.span);
-            self.errors.push(
-                Diagnostic::new(
-                    Code::E0609,
-                    format!(
-                        "`--cp-comm-type` takes `p2p`, `a2a`, `all_gather` or `a2a+p2p`, not `{}`",
-                        excerpt(first)
-                    ),
-                    self.loc(span),
-                    "cp comm type",
-                )
-                .with_help("write `--cp-comm-type p2p`"),
-            );
+            self.unknown_choice(Choice::CpComm, first, span);
             return;
         };
         if variant != venus_base::base::CpComm::A2aP2p {
@@ -1344,15 +1199,9 @@ impl Converter {
             [] => self.push(Key::CpComm, "a2a_p2p"),
             _ => {
                 let span = sizes.as_ref().map_or(comm.span, |s| s.span);
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        "`--hierarchical-context-parallel-sizes` takes two counts with `a2a+p2p`: the a2a and the p2p group size",
-                        self.loc(span),
-                        "sizes",
-                    )
-                    .with_help("write `--hierarchical-context-parallel-sizes A P` with A × P = cp"),
-                );
+                self.errors.push(MegatronProblem::HierarchicalSizes {
+                    loc: self.loc(span),
+                });
             }
         }
     }
@@ -1375,18 +1224,7 @@ impl Converter {
             Some((w, span)) => match CudaGraphImpl::from_word(w) {
                 Some(i) => Some(i),
                 None => {
-                    self.errors.push(
-                        Diagnostic::new(
-                            Code::E0609,
-                            format!(
-                                "`--cuda-graph-impl` takes `none`, `local`, `transformer_engine` or `full_iteration`, not `{}`",
-                                excerpt(w)
-                            ),
-                            self.loc(*span),
-                            "graph implementation",
-                        )
-                        .with_help("write `--cuda-graph-impl transformer_engine`"),
-                    );
+                    self.unknown_choice(Choice::CudaGraphImpl, w, *span);
                     return;
                 }
             },
@@ -1399,15 +1237,9 @@ impl Converter {
             .collect();
         if !legacy.is_empty() && (imp.is_some() || legacy.len() > 1) {
             let a = legacy.last().cloned().unwrap_or_else(|| legacy[0].clone());
-            self.errors.push(
-                Diagnostic::new(
-                    Code::E0610,
-                    "`--enable-cuda-graph` and `--external-cuda-graph` are used alone: neither with the other nor with `--cuda-graph-impl`",
-                    self.loc(a.span),
-                    "a second CUDA graph implementation",
-                )
-                .with_help("keep one: `--cuda-graph-impl local` or `--cuda-graph-impl transformer_engine`"),
-            );
+            self.errors.push(MegatronProblem::LegacyCudaGraph {
+                loc: self.loc(a.span),
+            });
             return;
         }
         if enable.is_some() {
@@ -1487,30 +1319,18 @@ impl Converter {
                                 self.push(Key::OffloadFraction, format!("{pct}%"));
                             }
                         }
-                        _ => self.errors.push(
-                            Diagnostic::new(
-                                Code::E0609,
-                                format!(
-                                    "`--activation-offload-fraction {}` is not a fraction from 0 to 1",
-                                    excerpt(text)
-                                ),
-                                self.loc(*span),
-                                "this fraction",
-                            )
-                            .with_help("write `--activation-offload-fraction 0.5` (transformer_config.py asserts 0 ≤ f ≤ 1)"),
-                        ),
+                        _ => self
+                            .errors
+                            .push(MegatronProblem::ActivationOffloadFraction {
+                                text: text.clone(),
+                                loc: self.loc(*span),
+                            }),
                     }
                 }
             }
-            (Some(a), None) => self.errors.push(
-                Diagnostic::new(
-                    Code::E0610,
-                    "`--fine-grained-activation-offloading` needs `--offload-modules`: it offloads the modules named there",
-                    self.loc(a.span),
-                    "no module to offload",
-                )
-                .with_help("add `--offload-modules core_attn attn_proj`"),
-            ),
+            (Some(a), None) => self.errors.push(MegatronProblem::OffloadWithoutModules {
+                loc: self.loc(a.span),
+            }),
             (None, Some(a)) => {
                 self.note(a, "read only with `--fine-grained-activation-offloading`");
             }
@@ -1581,16 +1401,15 @@ impl Converter {
                 .span("--num-layers-per-virtual-pipeline-stage")
                 .unwrap_or(self.anchor);
             match layers {
-                Some(l) if pp > 0 && l.is_multiple_of(pp) && (l / pp).is_multiple_of(n) => vpp = Some(l / pp / n),
-                Some(l) => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0610,
-                        format!("`--num-layers-per-virtual-pipeline-stage {n}` does not divide the {} layers of each of the {pp} pipeline stages", l / pp.max(1)),
-                        self.loc(span),
-                        "this count",
-                    )
-                    .with_help("write `--num-virtual-stages-per-pipeline-rank N` instead, or a divisor of the layers per stage"),
-                ),
+                Some(l) if pp > 0 && l.is_multiple_of(pp) && (l / pp).is_multiple_of(n) => {
+                    vpp = Some(l / pp / n)
+                }
+                Some(l) => self.errors.push(MegatronProblem::VirtualStageLayers {
+                    per_virtual: n,
+                    stage_layers: l / pp.max(1),
+                    pp,
+                    loc: self.loc(span),
+                }),
                 None => {}
             }
         }
@@ -1620,20 +1439,7 @@ impl Converter {
                     match method.as_str() {
                         "uniform" => {}
                         "block" => self.push(Key::RecomputeMethod, "block"),
-                        other => self.errors.push(
-                            Diagnostic::new(
-                                Code::E0609,
-                                format!(
-                                    "`--recompute-method` takes `uniform` or `block`, not `{}`",
-                                    excerpt(other)
-                                ),
-                                self.loc(span),
-                                "unknown method",
-                            )
-                            .with_help(
-                                "write `--recompute-method uniform` or `--recompute-method block`",
-                            ),
-                        ),
+                        other => self.unknown_choice(Choice::RecomputeMethod, other, span),
                     }
                 }
                 if let Some(n) = self.count("--recompute-num-layers") {
@@ -1644,20 +1450,7 @@ impl Converter {
             }
             Some(("selective", _)) => self.push(Key::Recompute, "selective"),
             None if activations => self.push(Key::Recompute, "selective"),
-            Some((other, span)) => self.errors.push(
-                Diagnostic::new(
-                    Code::E0609,
-                    format!(
-                        "`--recompute-granularity` takes `full` or `selective`, not `{}`",
-                        excerpt(other)
-                    ),
-                    self.loc(span),
-                    "unknown granularity",
-                )
-                .with_help(
-                    "write `--recompute-granularity full` or `--recompute-granularity selective`",
-                ),
-            ),
+            Some((other, span)) => self.unknown_choice(Choice::RecomputeGranularity, other, span),
             None => {}
         }
         // `--recompute-modules` refines selective recompute only (transformer_config.py:1943);
@@ -1712,15 +1505,10 @@ impl Converter {
                 Some(b) => self.push(Key::BucketSize, format!("{b}B")),
                 None => {
                     let span = self.args.span("--ddp-bucket-size").unwrap_or(self.anchor);
-                    self.errors.push(
-                        Diagnostic::new(
-                            Code::E0609,
-                            format!("`--ddp-bucket-size {n}` is larger than a byte count holds"),
-                            self.loc(span),
-                            "too large",
-                        )
-                        .with_help("write a bucket of at most 10^18 elements"),
-                    );
+                    self.errors.push(MegatronProblem::BucketTooLarge {
+                        elements: n,
+                        loc: self.loc(span),
+                    });
                 }
             }
         }
@@ -1739,25 +1527,7 @@ impl Converter {
         let strategy = match self.word("--data-parallel-sharding-strategy") {
             Some((w, _)) if FSDP_STRATEGIES.contains(&w.as_str()) => w,
             Some((w, span)) => {
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!(
-                            "`--data-parallel-sharding-strategy` takes {}, not `{}`",
-                            FSDP_STRATEGIES
-                                .iter()
-                                .map(|s| format!("`{s}`"))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            excerpt(&w)
-                        ),
-                        self.loc(span),
-                        "unknown strategy",
-                    )
-                    .with_help(
-                        "write `--data-parallel-sharding-strategy optim_grads_params` (ZeRO-3)",
-                    ),
-                );
+                self.unknown_choice(Choice::FsdpStrategy, &w, span);
                 return;
             }
             None => "optim_grads_params".to_string(),
@@ -1785,36 +1555,19 @@ impl Converter {
         if let Some((f, span)) = &fp8 {
             format = venus_base::base::Fp8Format::from_word(f);
             if format.is_none() {
-                self.errors.push(
-                    Diagnostic::new(Code::E0609, format!("`--fp8-format` takes `e4m3` or `hybrid`, not `{}`", excerpt(f)), self.loc(*span), "unknown format")
-                        .with_help("write `--fp8-format hybrid` (E4M3 forward, E5M2 backward) or `--fp8-format e4m3`"),
-                );
+                self.unknown_choice(Choice::Fp8Format, f, *span);
             }
         }
         if let Some((f, span)) = &fp4 {
             if f != "e2m1" {
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!("`--fp4-format` takes `e2m1`, not `{}`", excerpt(f)),
-                        self.loc(*span),
-                        "unknown format",
-                    )
-                    .with_help("write `--fp4-format e2m1` (NVFP4's E2M1 values)"),
-                );
+                self.unknown_choice(Choice::Fp4Format, f, *span);
             }
         }
         // arguments.py:1100-1101: the two formats exclude each other.
         if let (Some(_), Some((_, span))) = (&fp8, &fp4) {
-            self.errors.push(
-                Diagnostic::new(
-                    Code::E0609,
-                    "`--fp4-format` and `--fp8-format` cannot be used together",
-                    self.loc(*span),
-                    "both formats",
-                )
-                .with_help("keep one: `--fp4-format e2m1` (NVFP4) or `--fp8-format` (FP8)"),
-            );
+            self.errors.push(MegatronProblem::BothFormats {
+                loc: self.loc(*span),
+            });
         }
         let fp8_gemms = fp8.is_some() && fp4.is_none();
         if fp4.is_some() {
@@ -1839,21 +1592,13 @@ impl Converter {
                 }
                 None if r == "custom" => {
                     if let Some(a) = self.args.get("--fp8-recipe") {
-                        self.note(&a, "a custom quantizer's casts are not modelled: costed as `delayed`");
+                        self.note(
+                            &a,
+                            "a custom quantizer's casts are not modelled: costed as `delayed`",
+                        );
                     }
                 }
-                None => self.errors.push(
-                    Diagnostic::new(
-                        Code::E0609,
-                        format!(
-                            "`--fp8-recipe` takes `delayed`, `tensorwise`, `blockwise`, `mxfp8` or `custom`, not `{}`",
-                            excerpt(&r)
-                        ),
-                        self.loc(span),
-                        "unknown recipe",
-                    )
-                    .with_help("write `--fp8-recipe delayed` (Megatron-LM's default), `tensorwise`, `blockwise` or `mxfp8`"),
-                ),
+                None => self.unknown_choice(Choice::Fp8Recipe, &r, span),
             }
         }
         if let Some(a) = self.args.get("--fp4-recipe") {
@@ -1893,6 +1638,7 @@ impl Converter {
     /// A flag that is parsed but whose value venusc does not model, with why.
     fn note(&mut self, a: &Arg, why: &'static str) {
         self.not_modelled.push((shown(a), why));
+        self.first_noted.get_or_insert(a.span);
     }
 
     /// Every flag no conversion read: listed in W0012.
@@ -1925,15 +1671,11 @@ impl Converter {
         let launched = torchrun.world();
         let world = match (launched, opts.gpus) {
             (Some((w, span)), Some(g)) if w != g => {
-                self.errors.push(
-                    Diagnostic::new(
-                        Code::E0610,
-                        format!("the script launches {w} GPUs, and `--gpus {g}` says {g}"),
-                        self.loc(span),
-                        format!("{w} GPUs"),
-                    )
-                    .with_help(format!("drop `--gpus`, or pass `--gpus {w}`")),
-                );
+                self.errors.push(MegatronProblem::GpuCountConflict {
+                    launched: w,
+                    gpus: g,
+                    loc: self.loc(span),
+                });
                 return w;
             }
             (Some((w, _)), _) => w,
@@ -1949,9 +1691,12 @@ impl Converter {
                 let expert = etp.saturating_mul(ep).saturating_mul(pp);
                 let w = venus_base::base::math::lcm(model.max(1), expert.max(1));
                 let dp = (w / model.max(1)).max(1);
-                self.assumed.push(format!(
-                    "the GPU count: {w} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
-                ));
+                self.assumed.push(Assumption {
+                    what: "the GPU count",
+                    detail: format!(
+                        "{w} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
+                    ),
+                });
                 w
             }
         };
@@ -1961,19 +1706,15 @@ impl Converter {
                 .args
                 .span("--tensor-model-parallel-size")
                 .unwrap_or(self.anchor);
-            self.errors.push(
-                Diagnostic::new(
-                    Code::E0610,
-                    format!("{world} GPUs are not a multiple of tp × pp × cp = {tp} × {pp} × {cp} = {model}"),
-                    self.loc(span),
-                    format!("{world} GPUs"),
-                )
-                .with_secondary(self.loc(tp_span), "the model-parallel sizes")
-                .with_help(format!(
-                    "run on a multiple of {model} GPUs (e.g. {}), or change the parallel sizes",
-                    (world / model).max(1).saturating_mul(model)
-                )),
-            );
+            self.errors.push(MegatronProblem::WorldNotMultiple {
+                world,
+                tp,
+                pp,
+                cp,
+                model,
+                loc: self.loc(span),
+                sizes: self.loc(tp_span),
+            });
         }
         world
     }
@@ -2003,7 +1744,7 @@ impl Converter {
             &megatron_flags::COMMIT[..12]
         );
         for a in &self.assumed {
-            let _ = writeln!(venus, "# assumed: {a}");
+            let _ = writeln!(venus, "# assumed: {}", a.text());
         }
         if !self.not_modelled.is_empty() {
             venus.push_str("# not modelled (W0012):\n");
@@ -2029,48 +1770,19 @@ impl Converter {
 
         let mut warnings = Vec::new();
         if !self.not_modelled.is_empty() {
-            let first = self
-                .not_modelled
-                .iter()
-                .find_map(|(f, _)| f.split_whitespace().next().and_then(|f| self.args.span(f)))
-                .unwrap_or(self.anchor);
-            let count = self.not_modelled.len();
-            let mut d = Diagnostic::new(
-                Code::W0012,
-                format!(
-                    "{count} Megatron-LM flag{} not modelled by venusc: the prediction runs without {}",
-                    if count == 1 { " is" } else { "s are" },
-                    if count == 1 { "it" } else { "them" }
-                ),
-                self.loc(first),
-                "not modelled",
-            )
-.with_help(format!(
-                "check the {count} listed flag{} against the imported file: where one matters for this run, state its effect there",
-                if count == 1 { "" } else { "s" }
-            ));
-            for (flag, why) in &self.not_modelled {
-                d = d.with_note(format!("`{flag}`: {why}"));
-            }
-            warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0012")));
+            warnings.push(MegatronProblem::NotModelled {
+                flags: self.not_modelled.clone(),
+                loc: self.loc(self.first_noted.unwrap_or(self.anchor)),
+            });
         }
         if !self.assumed.is_empty() {
-            let mut d = Diagnostic::new(
-                Code::W0013,
-                format!("the flags do not state {}, so the import assumed {}", self.assumed.iter().map(|a| a.split(':').next().unwrap_or("")).collect::<Vec<_>>().join(" and "), if self.assumed.len() == 1 { "it" } else { "them" }),
-                self.loc(self.anchor),
-                "in this command",
-            )
-            .with_help(if opts.cluster.is_none() {
-                format!("pass `--cluster NAME` (and `--gpus N`) to state them; the output names `{DEFAULT_CLUSTER}` in a comment")
-            } else {
-                "pass `--gpus N` to state the GPU count".to_string()
+            warnings.push(MegatronProblem::Assumed {
+                assumed: self.assumed.clone(),
+                cluster_given: opts.cluster.is_some(),
+                loc: self.loc(self.anchor),
             });
-            for a in &self.assumed {
-                d = d.with_note(a.clone());
-            }
-            warnings.push(d.with_note(ALLOW_NOTE.replace("CODE", "W0013")));
         }
+        let warnings = diagnostics(warnings);
         let not_modelled = self
             .not_modelled
             .iter()
@@ -2689,6 +2401,7 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use venus_diag::diag::Code;
 
     fn opts() -> MegatronOptions {
         MegatronOptions {
