@@ -599,7 +599,7 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
     // 1.2 × the balanced 16,777,216 bytes, to the byte.
     let at_capacity = |b: u64| (b as f64 - 1.2 * (1024 * 2 * 4096 * 2) as f64).abs() <= 1.0;
     let capped = build(Some(0.5), Some(0.2), false);
-    assert_eq!(capped.plan.moe_load_factor(), 1.2);
+    assert_eq!(capped.plan.moe_load_factor(), Ratio(1.2));
     let sizes = a2a(&capped);
     assert!(
         !sizes.is_empty() && sizes.iter().all(|&b| at_capacity(b)),
@@ -612,8 +612,11 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
         crate::cost::model_for(&capped).chunk(0, 0, crate::cost::Pass::Forward)
     );
     let under = build(Some(0.1), Some(0.2), false);
-    assert_eq!(under.plan.moe_load_factor(), 1.1);
-    assert_eq!(build(None, Some(0.2), false).plan.moe_load_factor(), 1.0);
+    assert_eq!(under.plan.moe_load_factor(), Ratio(1.1));
+    assert_eq!(
+        build(None, Some(0.2), false).plan.moe_load_factor(),
+        Ratio::ONE
+    );
 }
 
 /// The built schedule with a weight-gradient op after every backward: right after it

@@ -301,7 +301,7 @@ fn one_f_one_b_bubble_equals_the_analytic_fraction() {
     assert_mm(phase(&r, Category::BackwardCompute), mm(16000.0, 16000.0));
     // Every stage idles 9 of 33 ms: (p − 1) / (m + p − 1) = 3 / 11.
     assert!(close(r.bubble_fraction.0, 3.0 / 11.0));
-    assert!(close(r.bubble_fraction.0, sc.bubble_fraction()));
+    assert!(close(r.bubble_fraction.0, sc.bubble_fraction().0));
 }
 
 #[test]
