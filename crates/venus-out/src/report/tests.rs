@@ -5,7 +5,7 @@ use super::*;
 use venus_front::testutil::*;
 use venus_front::ty::{BytesPerSec, ScenarioDef};
 use venus_front::validate;
-use venus_sim::engine::{simulate, Options};
+use venus_sim::engine::{run_trace, Options};
 use venus_sim::trace::synthetic::Pipeline;
 use venus_sim::trace::{CollectiveKind, Label, NodeId, RankId, StreamId, TraceBuilder};
 
@@ -33,7 +33,7 @@ fn scenario(def: &ScenarioDef) -> Scenario {
 
 fn run(sc: &Scenario, trace: &Trace) -> Timeline {
     let net = venus_lower::lower::network(&sc.cluster).unwrap();
-    simulate(trace, &net, &Options::default()).unwrap()
+    run_trace(trace, &net, &Options::default()).unwrap()
 }
 
 fn phase(r: &Report, c: Category) -> MinMax {
