@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 use venusc::base::{Bytes, BytesPerSec, Seconds, Topology};
-use venusc::engine::{simulate, NetDim, Network, Options, Sharing};
+use venusc::engine::{run_trace, NetDim, Network, Options, Sharing};
 use venusc::trace::synthetic::Pipeline;
 use venusc::trace::Ps;
 
@@ -53,7 +53,7 @@ fn case(name: &str, symmetric: bool, sharing: Sharing) {
     let net = network(p.tp, p.stages);
     let (build, trace) = best_of(3, || p.build().expect("valid trace"));
     let opts = Options { sharing };
-    let (sim, timeline) = best_of(3, || simulate(&trace, &net, &opts).expect("no deadlock"));
+    let (sim, timeline) = best_of(3, || run_trace(&trace, &net, &opts).expect("no deadlock"));
     let events = timeline.events();
     println!(
         "{name:<34} ranks {:>4}  nodes {:>8}  events {:>8}  build {:>8.2} ms  simulate {:>8.2} ms  {:>6.2} M events/s  makespan {}",

@@ -133,7 +133,7 @@ fn simulated(net: &Network, kind: CollectiveKind, ranks: u32, bytes: f64) -> f64
     let Ok(trace) = b.finish() else {
         return f64::INFINITY;
     };
-    match engine::simulate(&trace, net, &engine::Options::default()) {
+    match engine::run_trace(&trace, net, &engine::Options::default()) {
         Ok(t) => t.makespan().0 as f64 * 1e-12,
         Err(_) => f64::INFINITY,
     }

@@ -185,7 +185,7 @@ pub fn simulate_text(name: &str, text: &str) -> Result<Prediction, String> {
 /// busiest rank's compute.
 pub fn predict(sc: &Scenario) -> Result<Prediction, String> {
     let lowered = lower::lower(sc, &LowerOptions::default()).map_err(|e| e.to_string())?;
-    let tl = engine::simulate(
+    let tl = engine::run_trace(
         &lowered.trace,
         &lowered.network,
         &engine::Options::default(),

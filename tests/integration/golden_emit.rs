@@ -646,7 +646,7 @@ fn engine_runs_emitted_demo_templates_to_completion() {
         .map(|d| NetDim::new(d.topology, d.size as u32, d.bandwidth, d.latency))
         .collect::<Vec<_>>();
     let net = Network::from_dims(&dims).unwrap();
-    let tl = engine::simulate(&trace, &net, &Options::default()).unwrap();
+    let tl = engine::run_trace(&trace, &net, &Options::default()).unwrap();
     // The imported demo runs VenusSim's 5 iterations.
     let per_iteration = tl.makespan().seconds().0 / 5.0;
     // Stage 0 computes 32 forwards (16 with the embedding share) and 32 backwards:

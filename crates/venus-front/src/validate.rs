@@ -599,7 +599,7 @@ impl<'a> Validator<'a> {
             let kind = resolved_schedule(pp, v, if v > 1 { None } else { written });
             let kind = kind.map_or(Kind::NoPipelining, Kind::from);
             let shape = PipelineShape::new(kind, narrow(pp), narrow(v), narrow(m));
-            venus_plan::schedule::bubble(&shape).fraction()
+            venus_plan::schedule::bubble(&shape).fraction().0
         };
         let bubble = bubble_at(m, vpp);
         if bubble <= BUBBLE_LIMIT {

@@ -257,7 +257,7 @@ pub fn simulate(sc: &Scenario, opts: &SimOptions) -> Result<Simulation, SimError
         },
     )
     .map_err(SimError::Lower)?;
-    let timeline = engine::simulate(&lowered.trace, &lowered.network, &Options::default())
+    let timeline = engine::run_trace(&lowered.trace, &lowered.network, &Options::default())
         .map_err(SimError::Engine)?;
     let (start, end) = lowered.iteration_span(&timeline, iterations as usize - 1);
     let window = Window { start, end };
@@ -292,7 +292,7 @@ pub fn headline(sc: &Scenario) -> Result<Headline, SimError> {
         },
     )
     .map_err(SimError::Lower)?;
-    let timeline = engine::simulate(&lowered.trace, &lowered.network, &Options::default())
+    let timeline = engine::run_trace(&lowered.trace, &lowered.network, &Options::default())
         .map_err(SimError::Engine)?;
     let (start, end) = lowered.iteration_span(&timeline, iterations as usize - 1);
     Ok(Headline::of(sc, Window { start, end }))
@@ -373,7 +373,7 @@ pub fn replay(
     let network =
         lower::network(&sc.cluster).map_err(|e| SimError::Lower(LowerError::Network(e)))?;
     let timeline =
-        engine::simulate(&trace, &network, &Options::default()).map_err(SimError::Engine)?;
+        engine::run_trace(&trace, &network, &Options::default()).map_err(SimError::Engine)?;
     let layout = venus_plan::plan::layout::Layout::for_scenario(sc)
         .map_err(|e| SimError::Lower(LowerError::Layout(e)))?;
     let window = Window::whole(&timeline);

@@ -26,5 +26,5 @@ pub use kinds::{Fp8Format, Fp8Recipe};
 pub use kinds::{FromWord, FromWords, RecomputeMethod, RecomputeModules};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use units::{
-    Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, Ps, Ratio, Seconds,
+    Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, PerDay, Ps, Ratio, Seconds,
 };

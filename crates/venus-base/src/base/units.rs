@@ -24,9 +24,54 @@ pub struct FlopsPerSec(pub f64);
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
 pub struct Flops(pub f64);
 
-/// A fraction in [0, 1].
+/// A dimensionless ratio: a fraction in [0, 1] (a share, a bubble) or a factor over a mean
+/// (a load factor of at least 1).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
 pub struct Ratio(pub f64);
+
+impl Ratio {
+    pub const ZERO: Ratio = Ratio(0.0);
+    pub const ONE: Ratio = Ratio(1.0);
+
+    /// `part / whole`, zero when `whole` is zero (an empty whole has no share to speak of).
+    pub fn of(part: u64, whole: u64) -> Ratio {
+        if whole == 0 {
+            Ratio::ZERO
+        } else {
+            Ratio(part as f64 / whole as f64)
+        }
+    }
+
+    /// The same ratio in percent, for reports.
+    pub fn percent(self) -> f64 {
+        self.0 * 100.0
+    }
+}
+
+/// A rate of events per day (interruptions of a job, failures of a component kind).
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct PerDay(pub f64);
+
+impl PerDay {
+    const SECONDS_PER_DAY: f64 = 86_400.0;
+
+    /// The rate of `count` components that each fail once per `mtbf` on average.
+    pub fn of_mtbf(count: u64, mtbf: Seconds) -> PerDay {
+        PerDay(count as f64 * PerDay::SECONDS_PER_DAY / mtbf.0)
+    }
+
+    /// The same rate per second.
+    pub fn per_second(self) -> f64 {
+        self.0 / PerDay::SECONDS_PER_DAY
+    }
+}
+
+impl Add for PerDay {
+    type Output = PerDay;
+    fn add(self, o: PerDay) -> PerDay {
+        PerDay(self.0 + o.0)
+    }
+}
 
 impl Bytes {
     pub const KIB: u64 = 1 << 10;
@@ -213,5 +258,26 @@ impl DollarsPerGpuHour {
     /// What `gpu_hours` of GPU time cost at this price.
     pub fn cost(self, gpu_hours: f64) -> Dollars {
         Dollars(self.0 * gpu_hours)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_of_counts_is_zero_for_an_empty_whole() {
+        assert_eq!(Ratio::of(3, 12), Ratio(0.25));
+        assert_eq!(Ratio::of(5, 0), Ratio::ZERO);
+        assert_eq!(Ratio(0.125).percent(), 12.5);
+        assert_eq!(Ratio(0.125).to_string(), "12.5%");
+    }
+
+    #[test]
+    fn per_day_adds_and_converts_from_a_mean_time_between_failures() {
+        let gpus = PerDay::of_mtbf(8, Seconds(86_400.0 * 4.0));
+        assert_eq!(gpus, PerDay(2.0));
+        assert_eq!((gpus + PerDay(1.0)).0, 3.0);
+        assert_eq!(PerDay(86_400.0).per_second(), 1.0);
     }
 }

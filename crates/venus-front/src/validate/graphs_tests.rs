@@ -105,7 +105,7 @@ fn offload_layers_moves_whole_layers_off_a_single_stage() {
             sp: false,
             recompute: Recompute::None,
             attention: venus_base::base::Attention::Flash,
-            moe_load: 1.0,
+            moe_load: venus_base::base::Ratio::ONE,
             modules: Default::default(),
             quantized_inputs: false,
             frozen_base: None,

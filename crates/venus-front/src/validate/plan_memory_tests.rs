@@ -23,7 +23,7 @@ fn shape(seq: u64, b: u64, tp: u64, sp: bool, recompute: Recompute) -> Activatio
         recompute,
         // Korthikanti et al.'s formulas are for the unfused attention of their time.
         attention: Attention::Unfused,
-        moe_load: 1.0,
+        moe_load: venus_base::base::Ratio::ONE,
         modules: venus_base::base::RecomputeModules::CORE_ATTN,
         quantized_inputs: false,
         frozen_base: None,
@@ -143,7 +143,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         overlap_ep_comm: false,
         split: split_layers(layers, pp, vpp, None, None).unwrap(),
         recipe: Recipe::for_precision(venus_base::base::Precision::Bf16),
-        moe_load: 1.0,
+        moe_load: venus_base::base::Ratio::ONE,
         fsdp: None,
         fsdp_keep_unsharded: false,
         lora: None,
@@ -151,7 +151,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         // Llama-2-7B's figures (the ZBV golden files' model).
         v_memory: venus_plan::schedule::VMemory::of_model(4096, 32, 4096),
         graphs_offload: Default::default(),
-        optimizer_offload: 0.0,
+        optimizer_offload: venus_base::base::Ratio::ZERO,
     }
 }
 
@@ -234,7 +234,7 @@ fn optimizer_offload_moves_its_share_of_the_sharded_optimizer_state_to_the_host(
     let whole = one_stage(&m, &p, 0);
     assert_eq!(whole.optimizer, Bytes(3 * params));
     assert_eq!(whole.optimizer_host, Bytes(0));
-    p.optimizer_offload = 0.25;
+    p.optimizer_offload = venus_base::base::Ratio(0.25);
     let s = one_stage(&m, &p, 0);
     assert_eq!(s.optimizer_host, Bytes(3 * params / 4));
     assert_eq!(s.optimizer, Bytes(3 * params - 3 * params / 4));
@@ -248,7 +248,7 @@ fn optimizer_offload_moves_its_share_of_the_sharded_optimizer_state_to_the_host(
         s.optimizer_host,
     );
     assert_eq!(traffic, Bytes(params / 16 * 8));
-    p.optimizer_offload = 1.0;
+    p.optimizer_offload = venus_base::base::Ratio::ONE;
     let all = one_stage(&m, &p, 0);
     assert_eq!(
         (all.optimizer, all.optimizer_host),

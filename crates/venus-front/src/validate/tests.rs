@@ -65,7 +65,7 @@ fn demo_derives_megatron_values() {
     assert_eq!(s.params.total, 50048 * 4096 + 32 * layer + 2 * 4096);
     assert_eq!(s.stage_params(0), 4 * layer + 50048 * 4096);
     assert_eq!(s.stage_params(7), 4 * layer + 50048 * 4096 + 2 * 4096);
-    assert!((s.bubble_fraction() - 7.0 / 39.0).abs() < 1e-12);
+    assert!((s.bubble_fraction().0 - 7.0 / 39.0).abs() < 1e-12);
 }
 
 #[test]

@@ -389,7 +389,7 @@ fn scenario_summary(s: &venus_plan::plan::Scenario) -> String {
             } else {
                 String::new()
             },
-            s.bubble_fraction() * 100.0
+            s.bubble_fraction().percent()
         );
     }
     let _ = write!(out, "\n- layers per stage: {}", s.split.describe());

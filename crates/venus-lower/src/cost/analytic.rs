@@ -996,7 +996,7 @@ impl Work {
         let moe = m.is_moe().then(|| Moe {
             experts: f(m.experts().max(1)),
             topk: f(m.topk().max(1)),
-            load: sc.plan.moe_load_factor(),
+            load: sc.plan.moe_load_factor().0,
             ffn: f(m.moe_ffn()),
             shared_ffn: f(m.shared_expert_ffn()),
             latent: f(m.moe_latent_size.unwrap_or(0)),
@@ -1007,7 +1007,7 @@ impl Work {
                 groups: f(m.routed_groups()),
                 act_bytes: sc.recipe.activations.bytes() as f64,
                 width: f(m.expert_width()),
-                copies: f(m.topk().max(1)) * sc.plan.moe_load_factor().max(1.0),
+                copies: f(m.topk().max(1)) * sc.plan.moe_load_factor().0.max(1.0),
                 expert_bias: m.expert_bias(),
                 balance_loss: m.load_balancing() != venus_plan::plan::spec::LoadBalancing::None,
                 permute_fusion: sc.plan.moe_permute_fusion(),

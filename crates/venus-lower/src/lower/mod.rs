@@ -920,7 +920,7 @@ fn a2a_bytes(sc: &Scenario, tokens: u64, act: u64) -> Bytes {
         .saturating_mul(m.topk())
         .saturating_mul(m.expert_width())
         .saturating_mul(act);
-    let load = sc.plan.moe_load_factor();
+    let load = sc.plan.moe_load_factor().0;
     if load > 1.0 {
         Bytes((mean as f64 * load).min(u64::MAX as f64) as u64)
     } else {

@@ -3,7 +3,7 @@
 use super::*;
 use venus_front::testutil::{cluster, demo, llama, model, plan, set, sp};
 use venus_front::ty::{BytesPerSec, FlopsPerSec, Measured, Ratio, ScenarioDef, Seconds};
-use venus_sim::engine::{simulate, Options};
+use venus_sim::engine::{run_trace, Options};
 
 fn validate(d: &ScenarioDef) -> Scenario {
     let (sc, diags) = venus_front::validate(d);
@@ -19,7 +19,7 @@ fn run(sc: &Scenario, all_ranks: bool, iterations: u32) -> (Lowered, Timeline) {
         },
     )
     .expect("lowers");
-    let tl = simulate(&lw.trace, &lw.network, &Options::default()).expect("simulates");
+    let tl = run_trace(&lw.trace, &lw.network, &Options::default()).expect("simulates");
     (lw, tl)
 }
 
@@ -364,7 +364,7 @@ fn llama3_405b_16k_gpus_lowers_and_simulates_fast() {
     let t0 = std::time::Instant::now();
     let lw = lower(&sc, &LowerOptions::default()).unwrap();
     let t1 = t0.elapsed();
-    let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+    let tl = run_trace(&lw.trace, &lw.network, &Options::default()).unwrap();
     let t2 = t0.elapsed();
     println!(
         "llama3 405b on 16384 GPUs: lower {:?}, lower+simulate {:?}, {} nodes, {} events, iteration {}",
@@ -599,7 +599,7 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
     // 1.2 × the balanced 16,777,216 bytes, to the byte.
     let at_capacity = |b: u64| (b as f64 - 1.2 * (1024 * 2 * 4096 * 2) as f64).abs() <= 1.0;
     let capped = build(Some(0.5), Some(0.2), false);
-    assert_eq!(capped.plan.moe_load_factor(), 1.2);
+    assert_eq!(capped.plan.moe_load_factor(), Ratio(1.2));
     let sizes = a2a(&capped);
     assert!(
         !sizes.is_empty() && sizes.iter().all(|&b| at_capacity(b)),
@@ -612,8 +612,11 @@ fn expert_capacity_drops_the_excess_and_padding_fills_to_it() {
         crate::cost::model_for(&capped).chunk(0, 0, crate::cost::Pass::Forward)
     );
     let under = build(Some(0.1), Some(0.2), false);
-    assert_eq!(under.plan.moe_load_factor(), 1.1);
-    assert_eq!(build(None, Some(0.2), false).plan.moe_load_factor(), 1.0);
+    assert_eq!(under.plan.moe_load_factor(), Ratio(1.1));
+    assert_eq!(
+        build(None, Some(0.2), false).plan.moe_load_factor(),
+        Ratio::ONE
+    );
 }
 
 /// The built schedule with a weight-gradient op after every backward: right after it
@@ -697,13 +700,13 @@ fn a_split_backward_lowers_b_and_w_to_compute_nodes_that_sum_to_the_backward() {
         assert_eq!(b[k] + w[k], whole[k]);
         assert_eq!(b[k], w[k]);
     }
-    let tl = simulate(&split.trace, &split.network, &Options::default()).unwrap();
+    let tl = run_trace(&split.trace, &split.network, &Options::default()).unwrap();
     // W right after B keeps 1F1B's (m + pp − 1)(t_f + t_b).
     assert_eq!(pipeline_end(&split, &tl), (8 + 4 - 1) * 3_000_000_000u64);
     // W after the gradient send: the last gradient crosses each of the pp − 1 hops after B
     // alone, 1 ms sooner per hop: 33 − 3 = 30 ms.
     let deferred = lower_with(&sc, &opts, |s| split_backward(s, true)).unwrap();
-    let tl = simulate(&deferred.trace, &deferred.network, &Options::default()).unwrap();
+    let tl = run_trace(&deferred.trace, &deferred.network, &Options::default()).unwrap();
     assert_eq!(
         pipeline_end(&deferred, &tl),
         (8 + 4 - 1) * 3_000_000_000u64 - (4 - 1) * 1_000_000_000
@@ -935,7 +938,7 @@ fn zb_h1_on_pp8_m16_has_the_papers_bubble_below_1f1bs() {
         c.dims[0].bandwidth = sp(BytesPerSec(bandwidth));
         let sc = measured_pipeline(c, 8, 1, 16, 8, Some(schedule));
         let lw = lower(&sc, &opts).unwrap();
-        let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+        let tl = run_trace(&lw.trace, &lw.network, &Options::default()).unwrap();
         pipeline_bubble(&lw, &tl)
     };
     let ms_ps = 1_000_000_000u64;
@@ -1079,7 +1082,7 @@ fn dualpipe_and_zbv_without_communication_cost_take_the_schedules_own_makespan()
         c.dims[0].bandwidth = sp(BytesPerSec(1e30));
         let sc = measured_pipeline(c, 4, vpp, 8, 8, Some(kind));
         let lw = lower(&sc, &opts).unwrap();
-        let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+        let tl = run_trace(&lw.trace, &lw.network, &Options::default()).unwrap();
         let ir = ScheduleIr::build(venus_plan::plan::derive::pipeline_shape(&sc)).unwrap();
         let cost = OpCost {
             forward: 1,
@@ -1203,7 +1206,7 @@ fn dualpipe_mirror_ranks_all_reduce_both_copies_gradients_after_the_last_w() {
         iterations: 1,
     };
     let lw = lower(&sc, &opts).unwrap();
-    let tl = simulate(&lw.trace, &lw.network, &Options::default()).unwrap();
+    let tl = run_trace(&lw.trace, &lw.network, &Options::default()).unwrap();
     let per_layer = sc.params.per_layer.total();
     for (i, rt) in lw.trace.ranks().iter().enumerate() {
         let syncs: Vec<(usize, u64, Vec<u32>)> = rt

@@ -24,7 +24,7 @@ mod shell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use venus_base::base::{Attention, FsdpImpl, Precision, Recompute, RecomputeModules};
+use venus_base::base::{Attention, FsdpImpl, Precision, Ratio, Recompute, RecomputeModules};
 use venus_diag::diag::{suggest, Diagnostic, FileId, Loc, Span};
 use venus_plan::plan::{PlanSpec, Recipe, Scenario};
 use venus_syntax::syntax::ast::DefKind;
@@ -2235,7 +2235,7 @@ pub fn emit_megatron(sc: &Scenario) -> String {
     ];
     // `--optimizer-cpu-offload` needs the precision-aware optimizer (arguments.py:1884-1888).
     let offload = p.optimizer_offload();
-    if offload > 0.0 || state.iter().any(|(_, d)| d.is_some_and(|d| d.bytes() < 4)) {
+    if offload > Ratio::ZERO || state.iter().any(|(_, d)| d.is_some_and(|d| d.bytes() < 4)) {
         add("--use-precision-aware-optimizer", None);
         for (flag, d) in state {
             if let Some(d) = d.filter(|d| d.bytes() < 4) {
@@ -2243,11 +2243,11 @@ pub fn emit_megatron(sc: &Scenario) -> String {
             }
         }
     }
-    if offload > 0.0 {
+    if offload > Ratio::ZERO {
         add("--optimizer-cpu-offload", None);
         add(
             flag_of(Key::OptimizerOffload),
-            Some(crate::emit::num(offload)),
+            Some(crate::emit::num(offload.0)),
         );
     }
     add("--bf16", None);

@@ -195,10 +195,10 @@ impl GoodputDto {
     fn of(g: &GoodputReport) -> GoodputDto {
         let m = &g.model;
         GoodputDto {
-            interruptions_per_day: finite(m.interruptions.per_day()),
-            gpu_interruptions_per_day: finite(m.interruptions.gpus),
-            node_interruptions_per_day: finite(m.interruptions.nodes),
-            link_interruptions_per_day: finite(m.interruptions.links),
+            interruptions_per_day: finite(m.interruptions.per_day().0),
+            gpu_interruptions_per_day: finite(m.interruptions.gpus.0),
+            node_interruptions_per_day: finite(m.interruptions.nodes.0),
+            link_interruptions_per_day: finite(m.interruptions.links.0),
             job_mtbf_s: finite(m.job_mtbf.0),
             checkpoint_bytes: m.checkpoint_size.0,
             checkpoint_write_s: finite(m.checkpoint_write.0),

@@ -587,7 +587,7 @@ impl Report {
             mfu,
             tokens_per_second,
             bubble_fraction: bubble_fraction(sc, &ranks, window),
-            schedule_bubble_fraction: Ratio(sc.bubble_fraction()),
+            schedule_bubble_fraction: sc.bubble_fraction(),
             breakdown: breakdown(sc, &ranks, window),
             parameters: Parameters::of(sc),
             phases: phases(&ranks),

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use super::table;
-use venus_base::base::Bytes;
+use venus_base::base::{Bytes, Ratio};
 use venus_plan::plan::layout::{GroupKind, Layout};
 use venus_plan::plan::Scenario;
 
@@ -154,7 +154,7 @@ fn graphs_offload_lines(sc: &Scenario) -> Vec<String> {
         ));
     }
     let offload = sc.plan.optimizer_offload();
-    if offload > 0.0 {
+    if offload > Ratio::ZERO {
         let host = sc
             .memory
             .iter()
@@ -163,7 +163,7 @@ fn graphs_offload_lines(sc: &Scenario) -> Vec<String> {
             .unwrap_or(0);
         lines.push(format!(
             "optimizer: {}% of the state in host memory (`optimizer_offload`), up to {:.2} GiB per GPU, not in the table",
-            crate::emit::num(offload * 100.0),
+            crate::emit::num(offload.percent()),
             host as f64 / (1u64 << 30) as f64
         ));
     }

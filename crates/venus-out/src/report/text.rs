@@ -155,10 +155,10 @@ fn goodput_rows(g: &super::GoodputReport) -> Vec<(&'static str, String)> {
             "interruptions",
             format!(
                 "{:.2} per day ({:.2} GPU, {:.2} node, {:.2} link), one every {}",
-                i.per_day(),
-                i.gpus,
-                i.nodes,
-                i.links,
+                i.per_day().0,
+                i.gpus.0,
+                i.nodes.0,
+                i.links.0,
                 duration(m.job_mtbf.0)
             ),
         ),

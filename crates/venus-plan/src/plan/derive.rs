@@ -10,6 +10,7 @@
 use crate::plan::spec::ModelSpec as Model;
 use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{Kind, PipelineShape};
+use venus_base::base::Ratio;
 
 /// Megatron's `--make-vocab-size-divisible-by` default.
 pub const VOCAB_DIVISOR: u64 = 128;
@@ -877,7 +878,7 @@ pub fn param_counts(m: &Model, padded_vocab: u64, pp: u64) -> ParamCounts {
 /// (interleaved when vpp > 1, else 1F1B; none for pp = 1).
 // Narayanan et al. SC21 §2.2: bubble time (p − 1)·t_f / v against ideal m·t_f, for 1F1B,
 // GPipe and (with v chunks) the interleaved schedule.
-pub fn bubble_fraction(pp: u64, m: u64, vpp: u64) -> f64 {
+pub fn bubble_fraction(pp: u64, m: u64, vpp: u64) -> Ratio {
     let narrow = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     let (pp, vpp) = (narrow(pp), narrow(vpp.max(1)));
     let shape = PipelineShape::new(Kind::select(pp, vpp, None), pp, vpp, narrow(m));
@@ -1153,7 +1154,7 @@ mod tests {
             sp: false,
             recompute: venus_base::base::Recompute::None,
             attention: venus_base::base::Attention::Flash,
-            moe_load: 1.0,
+            moe_load: Ratio::ONE,
             modules: venus_base::base::RecomputeModules::CORE_ATTN,
             quantized_inputs: false,
             frozen_base: None,
@@ -1418,9 +1419,9 @@ mod tests {
 
     #[test]
     fn bubble_fraction_matches_sc21() {
-        assert_eq!(bubble_fraction(1, 8, 1), 0.0);
-        assert!((bubble_fraction(4, 8, 1) - 3.0 / 11.0).abs() < 1e-12);
-        assert!((bubble_fraction(4, 8, 2) - 3.0 / 19.0).abs() < 1e-12);
+        assert_eq!(bubble_fraction(1, 8, 1), Ratio(0.0));
+        assert!((bubble_fraction(4, 8, 1).0 - 3.0 / 11.0).abs() < 1e-12);
+        assert!((bubble_fraction(4, 8, 2).0 - 3.0 / 19.0).abs() < 1e-12);
     }
 
     #[test]

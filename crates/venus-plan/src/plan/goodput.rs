@@ -25,22 +25,20 @@
 //! dumps", Future Generation Computer Systems 22(3), 2006, first-order form: τ = √(2δM) − δ
 //! for δ < 2M, else τ = M. The goodput above is maximal at Daly's τ to first order in δ / M.
 
-use venus_base::base::{Bytes, BytesPerSec, Ratio, Seconds};
+use venus_base::base::{Bytes, BytesPerSec, PerDay, Ratio, Seconds};
 
 use super::{ReliabilitySpec, Scenario};
-
-const SECONDS_PER_DAY: f64 = 86_400.0;
 
 /// Interruptions per day of each component kind, and in all.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct Interruptions {
-    pub gpus: f64,
-    pub nodes: f64,
-    pub links: f64,
+    pub gpus: PerDay,
+    pub nodes: PerDay,
+    pub links: PerDay,
 }
 
 impl Interruptions {
-    pub fn per_day(&self) -> f64 {
+    pub fn per_day(&self) -> PerDay {
         self.gpus + self.nodes + self.links
     }
 }
@@ -82,7 +80,7 @@ impl Goodput {
         let r = &sc.cluster.reliability;
         let write = r.storage_write_bw?;
         let interruptions = interruptions(sc)?;
-        let rate = interruptions.per_day() / SECONDS_PER_DAY;
+        let rate = interruptions.per_day().per_second();
         if rate <= 0.0 || !rate.is_finite() {
             return None;
         }
@@ -135,7 +133,7 @@ pub fn interruptions(sc: &Scenario) -> Option<Interruptions> {
     }
     let per_day = |count: u64, mtbf: Option<Seconds>| {
         mtbf.filter(|m| m.0 > 0.0)
-            .map_or(0.0, |m| count as f64 * SECONDS_PER_DAY / m.0)
+            .map_or(PerDay(0.0), |m| PerDay::of_mtbf(count, m))
     };
     Some(Interruptions {
         gpus: per_day(sc.world, r.gpu_mtbf),

@@ -49,7 +49,7 @@ use crate::plan::spec::ModelSpec as Model;
 use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{self, Kind, PipelineShape};
 use venus_base::base::{Attention, Bytes, FsdpStrategy, LoraTargets, Recompute, ScheduleKind};
-use venus_base::base::{RecomputeMethod, RecomputeModules};
+use venus_base::base::{Ratio, RecomputeMethod, RecomputeModules};
 
 /// What a training process holds on its GPU beside the tensors the model above counts, when
 /// neither the plan nor the cluster writes `reserve`: 2.5 GiB, the sum of
@@ -121,7 +121,7 @@ pub struct MemoryPlan {
     pub recipe: Recipe,
     /// The busiest EP rank's routed token copies over the mean (`PlanSpec::moe_load_factor`;
     /// 1.0: balanced): its expert activations are that much larger.
-    pub moe_load: f64,
+    pub moe_load: Ratio,
     /// Megatron-FSDP's sharding strategy (`None`: DDP).
     pub fsdp: Option<FsdpStrategy>,
     /// `fsdp_keep_unsharded`: the FSDP units stay gathered, and their gradients unsharded, from
@@ -136,7 +136,7 @@ pub struct MemoryPlan {
     /// CUDA graphs and activation offloading ([`super::offload`]).
     pub graphs_offload: super::offload::GraphsOffload,
     /// The share of the optimizer state kept in host memory (`optimizer_offload`, 0 to 1).
-    pub optimizer_offload: f64,
+    pub optimizer_offload: Ratio,
 }
 
 /// What refines the plan's recompute granularity: the submodules of `recompute selective`
@@ -209,7 +209,7 @@ pub struct ActivationShape {
     pub recompute: Recompute,
     pub attention: Attention,
     /// The busiest EP rank's routed token copies over the mean (1.0: balanced).
-    pub moe_load: f64,
+    pub moe_load: Ratio,
     /// The submodules `Recompute::Selective` re-runs.
     pub modules: RecomputeModules,
     /// The linear layers run FP8 or FP4 GEMMs (the recipe's `gemm` is not bf16): each keeps
@@ -422,9 +422,9 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         let input = linear_input_bytes(a, |t| t.fc1);
         let per = prod(&[input, width, etp]).saturating_add(inner);
         let mut routed = prod(&[tokens, topk, per]) / tsp;
-        if a.moe_load > 1.0 {
+        if a.moe_load.0 > 1.0 {
             // The busiest EP rank holds `moe_load` times the mean token copies.
-            routed = (routed as f64 * a.moe_load).min(u128::MAX as f64) as u128;
+            routed = (routed as f64 * a.moe_load.0).min(u128::MAX as f64) as u128;
         }
         bytes = bytes.saturating_add(routed);
     }
@@ -968,7 +968,8 @@ pub fn offload_traffic(recipe: &Recipe, host: Bytes) -> Bytes {
 /// copy and moments live in pinned host memory
 /// (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:251-276 at d98e8a64; it offloads
 /// whole tensors until the threshold, which this model takes as the exact fraction).
-pub fn offloaded(optimizer: u128, fraction: f64) -> (u128, u128) {
+pub fn offloaded(optimizer: u128, fraction: Ratio) -> (u128, u128) {
+    let fraction = fraction.0;
     if fraction <= 0.0 {
         return (optimizer, 0);
     }

@@ -20,7 +20,7 @@ pub mod spec;
 pub mod straggler;
 pub mod venussim;
 
-use venus_base::base::{Bytes, Recompute, ScheduleKind};
+use venus_base::base::{Bytes, Ratio, Recompute, ScheduleKind};
 
 pub use spec::ReliabilitySpec;
 pub use spec::{
@@ -176,7 +176,7 @@ impl Scenario {
     /// Analytic bubble fraction of the plan's schedule: (pp − 1) / (m·vpp + pp − 1) (0
     /// without pipelining), and for the zero-bubble schedules their closed form with
     /// F = B = W ([`crate::schedule::bubble`]).
-    pub fn bubble_fraction(&self) -> f64 {
+    pub fn bubble_fraction(&self) -> Ratio {
         crate::schedule::bubble(&derive::pipeline_shape(self)).fraction()
     }
 

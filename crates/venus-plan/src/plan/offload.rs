@@ -30,7 +30,7 @@
 use crate::plan::memory::{layer_activation_bytes_of, ActivationShape};
 use crate::plan::spec::ModelSpec as Model;
 use venus_base::base::{
-    BytesPerSec, CudaGraphImpl, CudaGraphModules, GpuArch, OffloadModules, Recompute,
+    BytesPerSec, CudaGraphImpl, CudaGraphModules, GpuArch, OffloadModules, Ratio, Recompute,
 };
 
 /// What the plan captures in CUDA graphs and offloads to host memory.
@@ -42,7 +42,7 @@ pub struct GraphsOffload {
     /// Fine-grained offloading's modules (empty: none).
     pub modules: OffloadModules,
     /// The share of eligible groups offloaded, `[0, 1]`.
-    pub fraction: f64,
+    pub fraction: Ratio,
     /// Layer-level offloading's layer count (0: none).
     pub layers: u64,
 }
@@ -50,7 +50,7 @@ pub struct GraphsOffload {
 impl GraphsOffload {
     /// Whether any activation leaves the GPU.
     pub fn offloads(&self) -> bool {
-        (!self.modules.is_empty() && self.fraction > 0.0) || self.layers > 0
+        (!self.modules.is_empty() && self.fraction.0 > 0.0) || self.layers > 0
     }
 }
 
@@ -142,8 +142,8 @@ pub fn layer_offload_bytes(
             }
         }
         let mut routed = prod(&[tokens, m.topk() as u128, per]) / tsp;
-        if a.moe_load > 1.0 {
-            routed = (routed as f64 * a.moe_load).min(u128::MAX as f64) as u128;
+        if a.moe_load.0 > 1.0 {
+            routed = (routed as f64 * a.moe_load.0).min(u128::MAX as f64) as u128;
         }
         bytes = bytes.saturating_add(routed);
     }
@@ -178,7 +178,7 @@ pub fn layer_offload(
         return (mixed(&|moe| layer_activation_bytes_of(m, a, moe)), share);
     }
     (
-        g.fraction * mixed(&|moe| layer_offload_bytes(m, a, moe, g.modules)),
+        g.fraction.0 * mixed(&|moe| layer_offload_bytes(m, a, moe, g.modules)),
         1.0,
     )
 }

@@ -663,15 +663,15 @@ impl PlanSpec {
         self.offload_modules.unwrap_or_default()
     }
     /// `--activation-offload-fraction`, Megatron's default 1.0 (transformer_config.py:1358).
-    pub fn offload_fraction(&self) -> f64 {
-        self.offload_fraction.map_or(1.0, |r| r.0.clamp(0.0, 1.0))
+    pub fn offload_fraction(&self) -> Ratio {
+        Ratio(self.offload_fraction.map_or(1.0, |r| r.0.clamp(0.0, 1.0)))
     }
     /// The share of the optimizer state (master weights and moments) Megatron's
     /// `HybridDeviceOptimizer` keeps on the host: `--optimizer-offload-fraction` of the
     /// parameters by element count (megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py:251-276
     /// at d98e8a64); 0 unless written.
-    pub fn optimizer_offload(&self) -> f64 {
-        self.optimizer_offload.map_or(0.0, |r| r.0.clamp(0.0, 1.0))
+    pub fn optimizer_offload(&self) -> Ratio {
+        Ratio(self.optimizer_offload.map_or(0.0, |r| r.0.clamp(0.0, 1.0)))
     }
     pub fn fsdp_impl(&self) -> FsdpImpl {
         or(self.fsdp_impl, FsdpImpl::Megatron)
@@ -685,13 +685,15 @@ impl PlanSpec {
     /// × (megatron/core/transformer/moe/moe_utils.py `get_capacity`: ⌈tokens·topk / experts ×
     /// c⌉; token_dispatcher.py `drop_and_pad` sizes every local expert's input at the
     /// capacity, NVIDIA/Megatron-LM d98e8a64).
-    pub fn moe_load_factor(&self) -> f64 {
+    pub fn moe_load_factor(&self) -> Ratio {
         let routed = 1.0 + self.moe_imbalance.map_or(0.0, |r| r.0.max(0.0));
-        match self.moe_capacity_headroom.map(|c| 1.0 + c.0.max(0.0)) {
-            None => routed,
-            Some(c) if PlanSpec::flag(self.moe_pad_to_capacity) => c,
-            Some(c) => routed.min(c),
-        }
+        Ratio(
+            match self.moe_capacity_headroom.map(|c| 1.0 + c.0.max(0.0)) {
+                None => routed,
+                Some(c) if PlanSpec::flag(self.moe_pad_to_capacity) => c,
+                Some(c) => routed.min(c),
+            },
+        )
     }
 }
 

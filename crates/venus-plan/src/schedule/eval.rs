@@ -7,6 +7,7 @@
 
 use super::{Micro, Op, Port, ScheduleIr};
 use std::fmt;
+use venus_base::base::Ratio;
 
 /// Cost of one forward and one backward of one model chunk, in ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,13 +77,9 @@ impl OpTimes {
         (idle, self.makespan.saturating_mul(self.ranks.len() as u64))
     }
 
-    pub fn bubble_fraction(&self) -> f64 {
+    pub fn bubble_fraction(&self) -> Ratio {
         let (idle, total) = self.bubble();
-        if total == 0 {
-            0.0
-        } else {
-            idle as f64 / total as f64
-        }
+        Ratio::of(idle, total)
     }
 }
 

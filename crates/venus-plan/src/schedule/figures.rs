@@ -23,6 +23,7 @@
 use super::build::{interleaved_warmup, one_f_one_b_warmup};
 use super::eval::{evaluate, OpCost, Semantics};
 use super::{Kind, Op, PipelineShape, ScheduleIr, MAX_STAGE_STEPS};
+use venus_base::base::Ratio;
 
 /// Microbatches whose activations a pipeline rank holds at its peak: all of them, and those of
 /// its first and last model chunk (the chunks that also hold the embedding and the output
@@ -204,11 +205,11 @@ pub struct Bubble {
 impl Bubble {
     /// Idle share of the iteration, (pp − 1) / (m·V + pp − 1) for every pipelined schedule
     /// (Narayanan et al. SC21 §2.2).
-    pub fn fraction(&self) -> f64 {
+    pub fn fraction(&self) -> Ratio {
         if self.idle == 0 {
-            return 0.0;
+            return Ratio::ZERO;
         }
-        self.idle as f64 / (self.busy as f64 + self.idle as f64)
+        Ratio(self.idle as f64 / (self.busy as f64 + self.idle as f64))
     }
 }
 

@@ -36,7 +36,7 @@ pub fn picture(ir: &ScheduleIr, cost: OpCost, width: usize, color: bool) -> Stri
         times.makespan,
         cost.forward,
         cost.backward,
-        100.0 * times.bubble_fraction(),
+        times.bubble_fraction().percent(),
     );
     if ir.splits_backward() {
         out.push_str(&legend(cost, color));

@@ -5,6 +5,7 @@
 use super::*;
 use proptest::prelude::*;
 use std::collections::HashMap;
+use venus_base::base::Ratio;
 
 fn shape(kind: Kind, pp: u32, vpp: u32, m: u32) -> PipelineShape {
     PipelineShape::new(kind, pp, vpp, m)
@@ -871,7 +872,7 @@ fn build_time_llama3_405b_shape() {
         println!(
             "pp 16 vpp {vpp} m 128: {ops} ops built in {elapsed:?}, simulated in {sim:?}, \
              bubble {:.2}%",
-            100.0 * t.bubble_fraction()
+            t.bubble_fraction().percent()
         );
         assert!(elapsed.as_millis() < 50, "{elapsed:?}");
     }
@@ -1020,7 +1021,7 @@ proptest! {
         let unit = if in_thirds { tf } else { tf + tb };
         let pp = u64::from(s.pp);
         prop_assert_eq!(t.bubble(), (pp * b.idle * unit, pp * (b.idle + b.busy) * unit));
-        prop_assert!((t.bubble_fraction() - b.fraction()).abs() < 1e-12);
+        prop_assert!((t.bubble_fraction().0 - b.fraction().0).abs() < 1e-12);
     }
 }
 
@@ -1047,10 +1048,13 @@ fn peak_in_flight_of_interleaved_pp2_vpp2_m4_per_chunk() {
 fn bubble_of_one_f_one_b_pp4_m8_is_3_of_11() {
     let b = bubble(&shape(Kind::OneFOneB, 4, 1, 8));
     assert_eq!((b.idle, b.busy), (3, 8));
-    assert_eq!(b.fraction(), 3.0 / 11.0);
+    assert_eq!(b.fraction(), Ratio(3.0 / 11.0));
     let b = bubble(&shape(Kind::Interleaved, 4, 2, 8));
     assert_eq!((b.idle, b.busy), (3, 16));
-    assert_eq!(bubble(&shape(Kind::NoPipelining, 1, 1, 8)).fraction(), 0.0);
+    assert_eq!(
+        bubble(&shape(Kind::NoPipelining, 1, 1, 8)).fraction(),
+        Ratio::ZERO
+    );
 }
 
 fn mb(mb: u32) -> Micro {

@@ -157,8 +157,9 @@ impl Timeline {
     }
 }
 
-/// Runs the trace on the network.
-pub fn simulate(trace: &Trace, net: &Network, opts: &Options) -> Result<Timeline, EngineError> {
+/// Runs the trace on the network: the engine's entry point (trace + network → timeline).
+/// Named apart from the facade's `simulate` (scenario → report) in `venus-out`.
+pub fn run_trace(trace: &Trace, net: &Network, opts: &Options) -> Result<Timeline, EngineError> {
     sim::Sim::new(trace, net, opts)?.run()
 }
 

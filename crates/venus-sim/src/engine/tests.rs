@@ -47,7 +47,7 @@ fn compute(ps: u64) -> NodeKind {
 }
 
 fn run(b: TraceBuilder, n: &Network) -> Timeline {
-    simulate(&b.finish().unwrap(), n, &Options::default()).unwrap()
+    run_trace(&b.finish().unwrap(), n, &Options::default()).unwrap()
 }
 
 fn end(t: &Timeline, rank: u32, node: u32) -> u64 {
@@ -131,7 +131,7 @@ fn a_slow_link_slows_every_transfer_through_it_to_its_share_of_bandwidth() {
         push(&mut b, 6, recv(1, 1_000_000, 0), 1);
         push(&mut b, 7, send(4, 1_000_000, 1), 1);
         push(&mut b, 4, recv(7, 1_000_000, 1), 1);
-        let t = simulate(&b.finish().unwrap(), &n, &Options { sharing }).unwrap();
+        let t = run_trace(&b.finish().unwrap(), &n, &Options { sharing }).unwrap();
         assert_eq!(end(&t, 5, 0), 5 * US + 80 * US, "{sharing:?}");
         assert_eq!(end(&t, 6, 0), 5 * US + 20 * US, "{sharing:?}");
         assert_eq!(end(&t, 4, 0), US + 2_500_000, "{sharing:?}");
@@ -348,11 +348,11 @@ fn two_concurrent_transfers_sharing_a_link_take_twice_as_long() {
         push(&mut b, 2, recv(0, 1_000_000, 0), 1);
         b.finish().unwrap()
     };
-    let t = simulate(&build(), &n, &Options::default()).unwrap();
+    let t = run_trace(&build(), &n, &Options::default()).unwrap();
     assert_eq!(end(&t, 1, 0), 20 * US);
     assert_eq!(end(&t, 2, 0), 20 * US);
     // Without sharing each gets the full link: 10 us (double counting).
-    let t = simulate(
+    let t = run_trace(
         &build(),
         &n,
         &Options {
@@ -416,7 +416,7 @@ fn unmatched_send_is_a_deadlock_naming_rank_and_op() {
         Label::None,
         &[],
     );
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     let EngineError::Deadlock {
         stuck,
         unfinished,
@@ -464,7 +464,7 @@ fn cyclic_dependency_is_a_deadlock_naming_the_cycle() {
         &[a],
     );
     r.add_dep(a, c);
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     let EngineError::Deadlock {
         cycle,
         stuck,
@@ -498,7 +498,7 @@ fn collective_a_member_never_reaches_names_the_missing_rank() {
     push(&mut b, 0, ar, 1);
     push(&mut b, 1, ar, 1);
     push(&mut b, 2, compute(1), 0);
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     let EngineError::Deadlock { stuck, .. } = &err else {
         panic!("{err}")
     };
@@ -521,7 +521,7 @@ fn p2p_size_mismatch_is_reported_before_running() {
     let mut b = TraceBuilder::new(2);
     push(&mut b, 0, send(1, 64, 0), 1);
     push(&mut b, 1, recv(0, 32, 0), 1);
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     assert!(
         matches!(
             err,
@@ -539,7 +539,7 @@ fn p2p_size_mismatch_is_reported_before_running() {
 fn world_mismatch_is_an_error() {
     let n = net(vec![dim(4, Topology::FullyConnected, 100.0, 0.0)]);
     let b = TraceBuilder::new(2);
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     assert_eq!(
         err,
         EngineError::WorldMismatch {
@@ -559,7 +559,7 @@ fn p2p_to_an_unsimulated_rank_of_another_class_is_rejected() {
     b.set_classes(ids(&[0, 0, 1, 1]));
     push(&mut b, 0, send(3, 64, 0), 1);
     push(&mut b, 2, recv(0, 64, 0), 1);
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     assert!(
         matches!(
             err,
@@ -590,7 +590,7 @@ fn pipeline(stages: u32, tp: u32, m: u32, forward: u64, backward: u64) -> Pipeli
 fn one_f_one_b_with_free_links_takes_m_plus_p_minus_1_steps() {
     let n = net(vec![dim(4, Topology::Switch, 100.0, 0.0)]);
     let (tf, tb) = (3 * US, 7 * US);
-    let t = simulate(
+    let t = run_trace(
         &pipeline(4, 1, 8, tf, tb).build().unwrap(),
         &n,
         &Options::default(),
@@ -606,7 +606,7 @@ fn one_f_one_b_with_free_links_takes_m_plus_p_minus_1_steps() {
 #[test]
 fn one_f_one_b_with_fewer_microbatches_than_stages() {
     let n = net(vec![dim(8, Topology::Switch, 100.0, 0.0)]);
-    let t = simulate(
+    let t = run_trace(
         &pipeline(8, 1, 3, 2 * US, 4 * US).build().unwrap(),
         &n,
         &Options::default(),
@@ -635,8 +635,8 @@ fn tp_pp_net() -> Network {
 fn same_input_gives_identical_timelines() {
     let tr = costly_pipeline(false).build().unwrap();
     let n = tp_pp_net();
-    let a = simulate(&tr, &n, &Options::default()).unwrap();
-    let b = simulate(&tr, &n, &Options::default()).unwrap();
+    let a = run_trace(&tr, &n, &Options::default()).unwrap();
+    let b = run_trace(&tr, &n, &Options::default()).unwrap();
     assert_eq!(a, b);
     assert!(a.events() > 0);
 }
@@ -644,14 +644,14 @@ fn same_input_gives_identical_timelines() {
 #[test]
 fn symmetric_run_equals_full_run_on_representatives() {
     let n = tp_pp_net();
-    let full = simulate(
+    let full = run_trace(
         &costly_pipeline(false).build().unwrap(),
         &n,
         &Options::default(),
     )
     .unwrap();
     let sym_trace = costly_pipeline(true).build().unwrap();
-    let sym = simulate(&sym_trace, &n, &Options::default()).unwrap();
+    let sym = run_trace(&sym_trace, &n, &Options::default()).unwrap();
     assert_eq!(sym.simulated_ranks(), ids(&[0, 4, 8, 12]));
     assert_eq!(full.simulated_ranks().len(), 16);
     for (i, &r) in sym.simulated_ranks().iter().enumerate() {
@@ -692,8 +692,8 @@ fn ring_exchange_with_mirrored_peers_equals_the_full_ring() {
         }
         b.finish().unwrap()
     };
-    let full = simulate(&build(&[0, 1, 2, 3]), &n, &Options::default()).unwrap();
-    let sym = simulate(&build(&[0]), &n, &Options::default()).unwrap();
+    let full = run_trace(&build(&[0, 1, 2, 3]), &n, &Options::default()).unwrap();
+    let sym = run_trace(&build(&[0]), &n, &Options::default()).unwrap();
     // α + S/B: each rank's egress and ingress carry one flow.
     assert_eq!(full.makespan(), Ps(12 * US));
     assert_eq!(sym.ends(0), full.ends(0));
@@ -831,7 +831,7 @@ fn all_to_all_v_members_naming_different_tables_are_a_mismatch() {
         };
         push(&mut b, r, kind, 1);
     }
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     assert!(
         matches!(err, EngineError::CollectiveMismatch { .. }),
         "{err}"
@@ -957,7 +957,7 @@ fn a_time_past_two_to_the_64_ps_is_an_overflow_not_a_deadlock() {
         Label::None,
         &[first],
     );
-    let err = simulate(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
+    let err = run_trace(&b.finish().unwrap(), &n, &Options::default()).unwrap_err();
     let EngineError::TimeOverflow { op: Some(op) } = &err else {
         panic!("{err}")
     };
