@@ -2335,9 +2335,9 @@ fn prepare_sweep(
     }
 }
 
-/// Whether a sweep's prune key is E0401 (a candidate over the GPU's memory), read as a code.
-fn is_memory(key: &str) -> bool {
-    Code::parse(key) == Some(Code::E0401)
+/// Whether a sweep's prune key is E0401 (a candidate over the GPU's memory).
+fn is_memory(key: &venusc::sweep::PruneKey) -> bool {
+    *key == venusc::sweep::PruneKey::Code(Code::E0401)
 }
 
 /// E0621: every candidate was pruned, so `--emit-best` has nothing to write. The help names

@@ -817,6 +817,88 @@ pub const BOUND: &str = "bound";
 /// tp 1, a value listed twice): it is counted here, and only the lower number is listed.
 pub const DUPLICATE: &str = "duplicate";
 
+/// Why a candidate is not among a sweep's results: the lowest error code it has, or one of the
+/// sweep's own reasons. Written in a shard file as its text (`E0401`, [`BOUND`], [`DUPLICATE`],
+/// [`SIMULATION_FAILED`]), so the file format is that of plain strings; a shard naming
+/// anything else does not parse (`sweep --merge` reports it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PruneKey {
+    /// Pruned by a check: its lowest error code.
+    Code(Code),
+    /// Valid, but not among a pruned sweep's best K.
+    Bound,
+    /// Valid, with the plan of a lower-numbered candidate.
+    Duplicate,
+    /// Valid, but the engine failed without a code of its own.
+    SimulationFailed,
+}
+
+impl PruneKey {
+    /// The key as a shard file and the summary write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PruneKey::Code(c) => c.as_str(),
+            PruneKey::Bound => BOUND,
+            PruneKey::Duplicate => DUPLICATE,
+            PruneKey::SimulationFailed => SIMULATION_FAILED,
+        }
+    }
+
+    /// The key a shard file's text names, if any.
+    pub fn parse(text: &str) -> Option<PruneKey> {
+        match text {
+            BOUND => Some(PruneKey::Bound),
+            DUPLICATE => Some(PruneKey::Duplicate),
+            SIMULATION_FAILED => Some(PruneKey::SimulationFailed),
+            _ => Code::parse(text).map(PruneKey::Code),
+        }
+    }
+
+    /// A code as its key; an engine failure without one as [`PruneKey::SimulationFailed`].
+    fn of_failure(code: Option<Code>) -> PruneKey {
+        code.map_or(PruneKey::SimulationFailed, PruneKey::Code)
+    }
+}
+
+/// Ordered by text, so a map of keys iterates (and a shard file lists them) as the strings
+/// did: the codes first, then `bound`, `duplicate`, `simulation`.
+impl Ord for PruneKey {
+    fn cmp(&self, other: &PruneKey) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for PruneKey {
+    fn partial_cmp(&self, other: &PruneKey) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for PruneKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for PruneKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for PruneKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PruneKey, D::Error> {
+        let text = String::deserialize(d)?;
+        PruneKey::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{}` is not a prune key (an error code, `{BOUND}`, `{DUPLICATE}` or \
+                 `{SIMULATION_FAILED}`)",
+                short(&text)
+            ))
+        })
+    }
+}
+
 /// What a sweep (or one shard of it) found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -827,7 +909,7 @@ pub struct Outcome {
     /// Candidates covered (the shard's share for a shard).
     pub candidates: u64,
     /// Pruned candidates per diagnostic code (each once, under its lowest error code).
-    pub pruned: BTreeMap<String, u64>,
+    pub pruned: BTreeMap<PruneKey, u64>,
     /// The simulated candidates, best first.
     pub results: Vec<Ranked>,
     /// What `results` are ordered by.
@@ -860,7 +942,7 @@ impl Outcome {
         self.results.retain(|r| seen.insert(r.plan.clone()));
         let dropped = (before - self.results.len()) as u64;
         if dropped > 0 {
-            let n = self.pruned.entry(DUPLICATE.to_string()).or_default();
+            let n = self.pruned.entry(PruneKey::Duplicate).or_default();
             *n = n.saturating_add(dropped);
         }
         self.rank_by(objective);
@@ -876,10 +958,10 @@ impl Outcome {
         let keep = usize::try_from(keep).unwrap_or(usize::MAX);
         let below = self.results.len().saturating_sub(keep) as u64;
         self.results.truncate(keep);
-        let duplicates = self.pruned.remove(DUPLICATE).unwrap_or(0);
+        let duplicates = self.pruned.remove(&PruneKey::Duplicate).unwrap_or(0);
         let n = below.saturating_add(duplicates);
         if n > 0 {
-            let e = self.pruned.entry(BOUND.to_string()).or_default();
+            let e = self.pruned.entry(PruneKey::Bound).or_default();
             *e = e.saturating_add(n);
         }
     }
@@ -953,7 +1035,7 @@ pub fn run(
         .filter(|&c| shard.is_none_or(|s| s.contains(c)))
         .collect();
     progress.start("checking", mine.len() as u64);
-    let mut pruned: BTreeMap<String, u64> = BTreeMap::new();
+    let mut pruned: BTreeMap<PruneKey, u64> = BTreeMap::new();
     let mut valid: Vec<(u64, Scenario, PlanSummary)> = Vec::new();
     // A plan equal to a lower-numbered candidate's is not simulated: `Outcome::finish` would
     // drop it under DUPLICATE after simulating it (an ignored flag, such as `overlap_ep_comm`
@@ -967,10 +1049,10 @@ pub fn run(
                 if plans.insert(plan.clone()) {
                     valid.push((c, sc, plan));
                 } else {
-                    *pruned.entry(DUPLICATE.to_string()).or_default() += 1;
+                    *pruned.entry(PruneKey::Duplicate).or_default() += 1;
                 }
             }
-            Err(code) => *pruned.entry(code.as_str().to_string()).or_default() += 1,
+            Err(code) => *pruned.entry(PruneKey::Code(code)).or_default() += 1,
         }
     }
     drop(plans);
@@ -992,7 +1074,7 @@ pub fn run(
             let (simulated, skipped) = simulate_best(&valid, sweep.objective, keep, &simulate_one);
             progress.advance(skipped);
             if skipped > 0 {
-                *pruned.entry(BOUND.to_string()).or_default() += skipped;
+                *pruned.entry(PruneKey::Bound).or_default() += skipped;
             }
             simulated
         }
@@ -1004,10 +1086,7 @@ pub fn run(
             Ok(r) => results.push(r),
             // Over the trace budget (E0601) or past the engine's time range (E0602) counts
             // under its code; any other engine failure as a failed simulation.
-            Err(code) => {
-                let key = code.map_or(SIMULATION_FAILED, Code::as_str);
-                *pruned.entry(key.to_string()).or_default() += 1
-            }
+            Err(code) => *pruned.entry(PruneKey::of_failure(code)).or_default() += 1,
         }
     }
     let timing = Timing {

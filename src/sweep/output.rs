@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Objective, Outcome, PlanSummary, Ranked, BOUND, DUPLICATE};
+use super::{Objective, Outcome, PlanSummary, PruneKey, Ranked, BOUND, DUPLICATE};
 use crate::diag::Code;
 use crate::report::table::Align;
 
@@ -19,27 +19,27 @@ pub use venus_base::base::math::thousands;
 /// `1,240 plans: 612 E0401 (a pipeline stage does not fit in GPU memory), 301 E0303 (...), 210 simulated`.
 /// Codes by count, most first; E0401 names the headroom when there is one.
 pub fn summary(o: &Outcome) -> String {
-    let mut by_count: Vec<(&String, &u64)> = o.pruned.iter().collect();
+    let mut by_count: Vec<(&PruneKey, &u64)> = o.pruned.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let mut parts: Vec<String> = by_count
         .iter()
-        .map(|(code, n)| {
+        .map(|(key, n)| {
             let n = thousands(**n);
-            match Code::parse(code) {
-                Some(Code::E0401) if o.headroom > 0.0 => format!(
-                    "{n} {code} ({}, keeping {} free)",
+            match **key {
+                PruneKey::Code(Code::E0401) if o.headroom > 0.0 => format!(
+                    "{n} {key} ({}, keeping {} free)",
                     Code::E0401.title(),
                     percent(o.headroom)
                 ),
-                Some(c) => format!("{n} {code} ({})", c.title()),
-                None if code.as_str() == DUPLICATE => {
+                PruneKey::Code(c) => format!("{n} {key} ({})", c.title()),
+                PruneKey::Duplicate => {
                     format!("{n} {DUPLICATE} (the plan of a lower-numbered candidate)")
                 }
-                None if code.as_str() == BOUND => format!(
+                PruneKey::Bound => format!(
                     "{n} {BOUND} (cannot rank among the best {})",
                     o.kept.map_or(String::new(), thousands)
                 ),
-                None => format!("{n} {code} failed"),
+                PruneKey::SimulationFailed => format!("{n} {key} failed"),
             }
         })
         .collect();

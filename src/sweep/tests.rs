@@ -86,7 +86,7 @@ fn pruned_plans_count_once_under_their_rule_and_add_up_to_the_candidates() {
     assert_eq!(o.candidates, 8);
     assert_eq!(
         o.pruned,
-        BTreeMap::from([("E0301".to_string(), 1), ("E0303".to_string(), 1)])
+        BTreeMap::from([(prune_key("E0301"), 1), (prune_key("E0303"), 1)])
     );
     assert_eq!(o.results.len(), 6);
     assert_eq!(timing.simulated, 6);
@@ -765,9 +765,9 @@ fn the_summary_lists_codes_by_count() {
         world_size: 8,
         candidates: 1240,
         pruned: BTreeMap::from([
-            ("E0303".into(), 301),
-            ("E0401".into(), 612),
-            ("E0302".into(), 117),
+            (prune_key("E0303"), 301),
+            (prune_key("E0401"), 612),
+            (prune_key("E0302"), 117),
         ]),
         results: (0..210).map(|c| ranked(c, 10.0, 1)).collect(),
         objective: Objective::Time,
@@ -981,7 +981,7 @@ fn merge_refuses_what_a_shard_claims_but_does_not_own() {
     let negative = tampered(&|p| p[0].results[0].iteration_time_ms = -1.0);
     assert!(negative.contains("not finite non-negative"), "{negative}");
     let counts = tampered(&|p| {
-        p[0].pruned.insert("E0401".into(), 999_999);
+        p[0].pruned.insert(prune_key("E0401"), 999_999);
     });
     assert!(
         counts.contains("do not add up to its 4 candidates"),
@@ -1037,8 +1037,8 @@ fn pruned_counts_a_shard_claims_past_u64_saturate_instead_of_overflowing() {
         world_size: 8,
         candidates: 4,
         pruned: [
-            ("E0301".to_string(), u64::MAX),
-            ("E0302".to_string(), u64::MAX),
+            (prune_key("E0301"), u64::MAX),
+            (prune_key("E0302"), u64::MAX),
         ]
         .into_iter()
         .collect(),
@@ -1078,7 +1078,7 @@ fn a_plan_over_the_headroom_is_pruned_under_e0401_and_every_listed_plan_fits() {
     let (mut session, whole) = with_options(plan, &SweepOptions::default());
     let (all, _) = run(&mut session, &whole, None, &Silent);
     // tp 1 × pp 1 leaves dp 16, too many for micro_batch 4 in a batch of 32 (E0305).
-    assert_eq!(all.pruned, BTreeMap::from([("E0305".to_string(), 2)]));
+    assert_eq!(all.pruned, BTreeMap::from([(prune_key("E0305"), 2)]));
     let n = all.results.len() as u64;
     assert_eq!(n, 22);
     // A budget at the median peak: the plans above it go, the others stay.
@@ -1090,7 +1090,7 @@ fn a_plan_over_the_headroom_is_pruned_under_e0401_and_every_listed_plan_fits() {
     let (o, _) = run(&mut session, &tight, None, &Silent);
     let over = peaks.iter().filter(|&&p| p > budget).count() as u64;
     assert!(over > 0 && over < n, "{over} of {n} over the median");
-    assert_eq!(o.pruned.get("E0401"), Some(&over));
+    assert_eq!(o.pruned.get(&prune_key("E0401")), Some(&over));
     assert_eq!(o.results.len() as u64, n - over);
     assert!(o.results.iter().all(|r| r.peak_memory().0 <= budget));
     assert_eq!(o.headroom, share);
@@ -1235,7 +1235,7 @@ fn identical_plans_are_listed_once_under_the_lowest_candidate_number() {
     let (o, _) = run(&mut session, &sw, None, &Silent);
     assert_eq!(o.candidates, 8);
     assert_eq!(o.results.len(), 3);
-    assert_eq!(o.pruned, BTreeMap::from([(DUPLICATE.to_string(), 5)]));
+    assert_eq!(o.pruned, BTreeMap::from([(PruneKey::Duplicate, 5)]));
     let mut candidates: Vec<u64> = o.results.iter().map(|r| r.candidate).collect();
     candidates.sort_unstable();
     // Candidates are tp, sp, pp with pp fastest: 0 = tp 1 sp off, 4 = tp 2 sp off, 6 = tp 2 sp on.
@@ -1518,8 +1518,9 @@ fn a_pruned_sweep_lists_the_exhaustive_top_k_for_every_objective() {
             assert_eq!(listed(&best), want, "{objective:?}, best {keep} of {text}");
             assert_eq!(best.kept, Some(keep));
             // Every valid plan not listed counts under `bound`, so the counts add up.
-            let valid = all.results.len() as u64 + all.pruned.get(DUPLICATE).unwrap_or(&0);
-            assert_eq!(best.pruned.get(BOUND), Some(&(valid - keep)));
+            let valid =
+                all.results.len() as u64 + all.pruned.get(&PruneKey::Duplicate).unwrap_or(&0);
+            assert_eq!(best.pruned.get(&PruneKey::Bound), Some(&(valid - keep)));
             assert_eq!(
                 best.results.len() as u64 + best.pruned_total(),
                 best.candidates
@@ -1703,4 +1704,33 @@ fn time_to_train_and_cost_rank_by_the_budget_at_each_plans_speed() {
         };
         assert!(table.contains(column), "{table}");
     }
+}
+
+/// A prune key from its text, for the tests' expected maps.
+fn prune_key(text: &str) -> PruneKey {
+    PruneKey::parse(text).expect("a prune key")
+}
+
+#[test]
+fn prune_keys_are_written_as_their_text_in_the_strings_order_and_an_unknown_one_does_not_parse() {
+    let pruned = BTreeMap::from([
+        (PruneKey::SimulationFailed, 1u64),
+        (PruneKey::Bound, 2),
+        (PruneKey::Code(Code::E0401), 3),
+        (PruneKey::Duplicate, 4),
+        (PruneKey::Code(Code::E0301), 5),
+    ]);
+    assert_eq!(
+        serde_json::to_string(&pruned).unwrap(),
+        r#"{"E0301":5,"E0401":3,"bound":2,"duplicate":4,"simulation":1}"#
+    );
+    let back: BTreeMap<PruneKey, u64> =
+        serde_json::from_str(r#"{"E0301":5,"E0401":3,"bound":2,"duplicate":4,"simulation":1}"#)
+            .unwrap();
+    assert_eq!(back, pruned);
+    let err = serde_json::from_str::<BTreeMap<PruneKey, u64>>(r#"{"E9999":1}"#).unwrap_err();
+    assert!(
+        err.to_string().contains("`E9999` is not a prune key"),
+        "{err}"
+    );
 }
