@@ -326,40 +326,30 @@ pub struct LayoutText {
 }
 
 impl Plan {
-    pub fn tp(&self) -> u64 {
-        or(&self.tp, 1)
-    }
-    pub fn pp(&self) -> u64 {
-        or(&self.pp, 1)
-    }
-    pub fn cp(&self) -> u64 {
-        or(&self.cp, 1)
-    }
-    pub fn ep(&self) -> u64 {
-        or(&self.ep, 1)
-    }
-    pub fn vpp(&self) -> u64 {
-        or(&self.vpp, 1)
-    }
-    pub fn sp(&self) -> bool {
-        or(&self.sp, false)
-    }
-    pub fn recompute(&self) -> Recompute {
-        or(&self.recompute, Recompute::None)
-    }
     pub fn flag(v: &Opt<bool>) -> bool {
         or(v, false)
     }
-    pub fn precision(&self) -> Precision {
-        or(&self.precision, Precision::Bf16)
-    }
-    pub fn attention(&self) -> Attention {
-        or(&self.attention, Attention::Flash)
-    }
-    pub fn iterations(&self) -> u64 {
-        or(&self.iterations, 1)
-    }
 }
+
+/// `ty::Plan`'s accessors of the keys with a plain default: the value as written, else the
+/// default of `venus_plan::plan::spec::defaults`, which the plan key list declares once.
+macro_rules! plan_default_accessors {
+    (() $( $(#[$doc:meta])* $variant:ident = $entry:expr => $field:ident : $ty:ty, $how:ident
+        $(, default($dk:ident $(($dv:expr))?, $dt:literal))? ; )*) => {
+        impl Plan {
+            $( $(
+                #[doc = concat!("`", stringify!($field), "` as written, else its default: ", $dt, ".")]
+                pub fn $field(&self) -> $ty {
+                    self.$field
+                        .as_ref()
+                        .map_or_else(venus_plan::plan::spec::defaults::$field, |s| s.value)
+                }
+            )? )*
+        }
+    };
+}
+
+venus_base::plan_key_list!([plan_default_accessors]());
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Expect {

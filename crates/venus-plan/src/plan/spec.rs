@@ -697,24 +697,36 @@ impl PlanSpec {
     }
 }
 
-/// `PlanSpec`'s default accessors generated from the `default(..)` clauses of
-/// `venus_base::plan_key_list!`: `Count(N)` gives N, `Off` false, `Word("w")` the value of
-/// that word. The accessors whose default is a rule (another key, a Megatron-LM condition) are
-/// written by hand in `impl PlanSpec` above.
-macro_rules! default_accessors {
+/// The plain defaults of `venus_base::plan_key_list!`, one function per key named after it
+/// (`defaults::tp() == 1`): the one place a default becomes a value, read by `PlanSpec`'s
+/// accessors below and by the type checker's `ty::Plan`. `Count(N)` gives N, `Off` false,
+/// `Word("w")` the value of that word. Keys whose default is a rule (another key, a Megatron-LM
+/// condition) have none here; their accessors are written by hand in `impl PlanSpec` above.
+macro_rules! default_fns {
     (() $( $(#[$doc:meta])* $variant:ident = $entry:expr => $field:ident : $ty:ty, $how:ident
         $(, default($dk:ident $(($dv:expr))?, $dt:literal))? ; )*) => {
+        pub mod defaults {
+            #[allow(unused_imports)]
+            use super::word_default;
+            $( $(
+                #[doc = concat!("`", stringify!($field), "`'s default: ", $dt, ".")]
+                pub fn $field() -> $ty {
+                    default_value!($ty, $dk $(($dv))?)
+                }
+            )? )*
+        }
+
         impl PlanSpec {
             $( $(
                 #[doc = concat!("`", stringify!($field), "` as written, else the key table's default: ", $dt, ".")]
                 pub fn $field(&self) -> $ty {
-                    default_value!(self.$field, $ty, $dk $(($dv))?)
+                    self.$field.unwrap_or_else(defaults::$field)
                 }
             )? )*
         }
 
         /// The `Word` defaults of the list that name no value of their type (a test keeps it
-        /// empty, so the accessors above never fall back).
+        /// empty, so the defaults above never fall back).
         #[cfg(test)]
         fn unknown_default_words() -> Vec<&'static str> {
             let mut out = Vec::new();
@@ -724,19 +736,16 @@ macro_rules! default_accessors {
     };
 }
 
-/// The value of one `default(..)` clause for an unset key.
+/// The value of one `default(..)` clause.
 macro_rules! default_value {
-    ($v:expr, $ty:ty, Count($n:expr)) => {
-        or($v, $n)
+    ($ty:ty, Count($n:expr)) => {
+        $n
     };
-    ($v:expr, $ty:ty, Off) => {
-        or($v, false)
+    ($ty:ty, Off) => {
+        false
     };
-    ($v:expr, $ty:ty, Word($w:expr)) => {
-        match $v {
-            Some(v) => v,
-            None => word_default::<$ty>($w),
-        }
+    ($ty:ty, Word($w:expr)) => {
+        word_default::<$ty>($w)
     };
 }
 
@@ -760,7 +769,7 @@ fn word_default<T: FromWord>(word: &str) -> T {
     }
 }
 
-venus_base::plan_key_list!([default_accessors]());
+venus_base::plan_key_list!([default_fns]());
 
 /// The `expect` bounds a scenario's report is checked against (E0501).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
