@@ -227,17 +227,19 @@ impl Network {
         ranks
     }
 
-    /// The achieved bandwidth of one rank's links on a dim, bytes per second: the dim's
+    /// The achieved bandwidth of one rank's links on a dim: the dim's
     /// ([`Network::bandwidth`]) times the share a slow link reaches.
-    pub fn link_bandwidth(&self, rank: RankId, dim: usize) -> f64 {
+    pub fn link_bandwidth(&self, rank: RankId, dim: usize) -> BytesPerSec {
         let bw = self.bw[dim];
-        match self
-            .slow_links
-            .binary_search_by_key(&(rank, dim), |&(k, _)| k)
-        {
-            Ok(i) => bw * self.slow_links[i].1,
-            Err(_) => bw,
-        }
+        BytesPerSec(
+            match self
+                .slow_links
+                .binary_search_by_key(&(rank, dim), |&(k, _)| k)
+            {
+                Ok(i) => bw * self.slow_links[i].1,
+                Err(_) => bw,
+            },
+        )
     }
 
     pub fn dims(&self) -> &[NetDim] {

@@ -167,7 +167,7 @@ fn slow_links_outside_the_network_or_at_full_speed_change_nothing() {
         (RankId(1), 0, Ratio(1.0)),
     ]);
     assert_eq!(plain, same);
-    assert_eq!(same.link_bandwidth(RankId(1), 0), 100e9);
+    assert_eq!(same.link_bandwidth(RankId(1), 0), BytesPerSec(100e9));
 }
 
 #[test]

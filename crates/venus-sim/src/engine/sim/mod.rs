@@ -264,7 +264,7 @@ impl<'a> Sim<'a> {
                 (0..nres)
                     .map(|r| {
                         let (rank, dim) = (r / 2 / ndims.max(1), (r / 2) % ndims.max(1));
-                        net.link_bandwidth(ranks[rank].rank(), dim)
+                        net.link_bandwidth(ranks[rank].rank(), dim).0
                     })
                     .collect(),
             ),
