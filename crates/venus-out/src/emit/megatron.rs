@@ -32,7 +32,7 @@ use venus_syntax::syntax::megatron_flags::{self, Arity, FLAGS};
 use venus_syntax::syntax::schema::{BlockKind, Key, FSDP_STRATEGIES};
 
 pub use problem::{Assumption, Choice, CountError, MegatronProblem};
-pub use shell::{ShellError, Word};
+pub use shell::{Opening, ShellProblem, Word};
 
 /// The stdlib cluster an import writes when none is given (W0013): Megatron-LM's reference
 /// platform, the DGX H100 of its published performance tables.
@@ -170,9 +170,9 @@ pub fn import_megatron(
     opts: &MegatronOptions,
 ) -> Result<MegatronImport, Vec<Diagnostic>> {
     let at = |span: Span| Loc::new(opts.file, span);
-    let commands = shell::commands(text).map_err(|error| {
-        let loc = at(error.span);
-        vec![MegatronProblem::Shell { error, loc }.diagnostic()]
+    let commands = shell::commands(text).map_err(|problem| {
+        let loc = at(problem.span());
+        vec![MegatronProblem::Shell { problem, loc }.diagnostic()]
     })?;
     let line = launch_line(&commands).ok_or_else(|| {
         vec![MegatronProblem::NoFlags {

@@ -14,7 +14,7 @@ use venus_plan::plan::HybridLayer;
 use venus_syntax::syntax::megatron_flags;
 use venus_syntax::syntax::schema::FSDP_STRATEGIES;
 
-use super::shell::ShellError;
+use super::shell::{ShellProblem, MAX_WORDS, MAX_WORD_BYTES};
 use super::{excerpt, DEFAULT_CLUSTER};
 
 /// How an import warning is accepted (the note `check` gives its warnings, for a command
@@ -25,7 +25,7 @@ const ALLOW_NOTE: &str = "to accept it, pass `--allow CODE` to `venusc import me
 #[derive(Clone, Debug, PartialEq)]
 pub enum MegatronProblem {
     /// E0609: text the shell reader does not understand.
-    Shell { error: ShellError, loc: Loc },
+    Shell { problem: ShellProblem, loc: Loc },
     /// E0609: neither a `pretrain_*.py` command nor a line of flags.
     NoFlags { loc: Loc },
     /// E0609: a word that no flag before it takes.
@@ -284,9 +284,7 @@ impl MegatronProblem {
     fn render(self) -> Diagnostic {
         use MegatronProblem as P;
         match self {
-            P::Shell { error, loc } => {
-                Diagnostic::new(Code::E0609, error.message, loc, error.label).with_help(error.help)
-            }
+            P::Shell { problem, loc } => shell(problem, loc),
             P::NoFlags { loc } => Diagnostic::new(
                 Code::E0609,
                 "no Megatron-LM flags found: neither a `pretrain_*.py` command nor a list of `--flags`",
@@ -567,6 +565,41 @@ impl MegatronProblem {
     }
 }
 
+/// The shell reader's problems (E0609), at `loc`, the problem's span in the script.
+fn shell(problem: ShellProblem, loc: Loc) -> Diagnostic {
+    const NO_SELF_EXPANSION: &str = "set each variable once, without expanding it into itself";
+    let too_many = format!("the script expands to more than {MAX_WORDS} words");
+    let (message, label, help) = match problem {
+        ShellProblem::Unterminated { open, .. } => {
+            let (open, close) = (open.open(), open.close());
+            (
+                format!("unterminated `{open}`: the text ends before its `{close}`"),
+                "opened here",
+                format!("close it with `{close}`"),
+            )
+        }
+        ShellProblem::UnclosedArray { .. } => (
+            "unclosed array: `(` without `)`".to_string(),
+            "this array",
+            "close the array with `)`".to_string(),
+        ),
+        ShellProblem::TooManyWords { .. } => {
+            (too_many, "this expansion", NO_SELF_EXPANSION.to_string())
+        }
+        ShellProblem::AssignmentTooManyWords { name, .. } => (
+            too_many,
+            "this assignment",
+            format!("set `{name}` once, without expanding it into itself"),
+        ),
+        ShellProblem::WordTooLong { .. } => (
+            format!("a word expands to more than {MAX_WORD_BYTES} bytes"),
+            "this word",
+            NO_SELF_EXPANSION.to_string(),
+        ),
+    };
+    Diagnostic::new(Code::E0609, message, loc, label).with_help(help)
+}
+
 fn unresolved(name: &str, loc: Loc) -> Diagnostic {
     let var = name.trim_start_matches('$').trim_start_matches('{');
     let help = if var.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) && !var.is_empty() {
@@ -674,6 +707,7 @@ fn assumed_values(assumed: &[Assumption], cluster_given: bool, loc: Loc) -> Diag
 
 #[cfg(test)]
 mod tests {
+    use super::super::shell::Opening;
     use super::*;
     use venus_diag::diag::{FileId, Span};
 
@@ -717,6 +751,106 @@ mod tests {
             format!("`--fp4-format` takes `e2m1`, not `{}…`", "x".repeat(48))
         );
         assert_eq!(d.primary.message, "unknown format");
+    }
+
+    fn shell_diagnostic(problem: ShellProblem) -> Diagnostic {
+        let loc = at(problem.span().start as usize, problem.span().end as usize);
+        MegatronProblem::Shell { problem, loc }.diagnostic()
+    }
+
+    fn parts(d: &Diagnostic) -> (Code, &str, &str, Option<&str>) {
+        (
+            d.code,
+            d.message.as_str(),
+            d.primary.message.as_str(),
+            d.help.as_deref(),
+        )
+    }
+
+    #[test]
+    fn an_unterminated_construct_names_its_opening_and_closing_characters() {
+        let cases = [
+            (Opening::SingleQuote, "'", "'"),
+            (Opening::DoubleQuote, "\"", "\""),
+            (Opening::Backquote, "`", "`"),
+            (Opening::Brace, "{", "}"),
+            (Opening::Paren, "(", ")"),
+        ];
+        for (open, o, c) in cases {
+            let d = shell_diagnostic(ShellProblem::Unterminated {
+                open,
+                span: Span::new(3, 4),
+            });
+            let message = format!("unterminated `{o}`: the text ends before its `{c}`");
+            let help = format!("close it with `{c}`");
+            assert_eq!(
+                parts(&d),
+                (
+                    Code::E0609,
+                    message.as_str(),
+                    "opened here",
+                    Some(help.as_str())
+                )
+            );
+            assert_eq!(d.primary.loc, at(3, 4));
+        }
+    }
+
+    #[test]
+    fn an_unclosed_array_asks_for_its_parenthesis() {
+        let d = shell_diagnostic(ShellProblem::UnclosedArray {
+            span: Span::new(0, 12),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "unclosed array: `(` without `)`",
+                "this array",
+                Some("close the array with `)`")
+            )
+        );
+    }
+
+    #[test]
+    fn an_expansion_past_the_caps_names_the_cap_and_the_variable() {
+        let d = shell_diagnostic(ShellProblem::TooManyWords {
+            span: Span::new(5, 9),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "the script expands to more than 200000 words",
+                "this expansion",
+                Some("set each variable once, without expanding it into itself")
+            )
+        );
+        let d = shell_diagnostic(ShellProblem::AssignmentTooManyWords {
+            name: "A".into(),
+            span: Span::new(5, 9),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "the script expands to more than 200000 words",
+                "this assignment",
+                Some("set `A` once, without expanding it into itself")
+            )
+        );
+        let d = shell_diagnostic(ShellProblem::WordTooLong {
+            span: Span::new(5, 9),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "a word expands to more than 1048576 bytes",
+                "this word",
+                Some("set each variable once, without expanding it into itself")
+            )
+        );
     }
 
     #[test]
