@@ -24,6 +24,8 @@ const ALLOW_NOTE: &str = "to accept it, pass `--allow CODE` to `venusc import me
 /// One problem of an import.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MegatronProblem {
+    /// E0609: the input is not text: byte `byte` is not UTF-8 (or is a NUL).
+    NotText { byte: usize, loc: Loc },
     /// E0609: text the shell reader does not understand.
     Shell { problem: ShellProblem, loc: Loc },
     /// E0609: neither a `pretrain_*.py` command nor a line of flags.
@@ -284,6 +286,15 @@ impl MegatronProblem {
     fn render(self) -> Diagnostic {
         use MegatronProblem as P;
         match self {
+            P::NotText { byte, loc } => Diagnostic::new(
+                Code::E0609,
+                format!("the input is not a text file: byte {byte} is not UTF-8 text"),
+                loc,
+                "here",
+            )
+            .with_help(
+                "give the launch script (a shell script or a list of flags), not a binary file",
+            ),
             P::Shell { problem, loc } => shell(problem, loc),
             P::NoFlags { loc } => Diagnostic::new(
                 Code::E0609,
@@ -751,6 +762,27 @@ mod tests {
             format!("`--fp4-format` takes `e2m1`, not `{}…`", "x".repeat(48))
         );
         assert_eq!(d.primary.message, "unknown format");
+    }
+
+    #[test]
+    fn an_input_that_is_not_text_names_its_first_bad_byte() {
+        let d = MegatronProblem::NotText {
+            byte: 7,
+            loc: at(7, 7),
+        }
+        .diagnostic();
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "the input is not a text file: byte 7 is not UTF-8 text",
+                "here",
+                Some(
+                    "give the launch script (a shell script or a list of flags), not a binary file"
+                )
+            )
+        );
+        assert_eq!(d.primary.loc, at(7, 7));
     }
 
     fn shell_diagnostic(problem: ShellProblem) -> Diagnostic {
