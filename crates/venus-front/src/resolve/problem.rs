@@ -78,6 +78,16 @@ pub enum ResolveProblem {
         /// The model, cluster and plan the suggested `scenario` block names.
         pick: [String; 3],
     },
+    /// E0108: `--scenario NAME` names no scenario of the root; `nearest`: the closest name;
+    /// `names`: every scenario's name, in source order.
+    UnknownScenario {
+        name: String,
+        nearest: Option<String>,
+        names: Vec<String>,
+        loc: Loc,
+    },
+    /// E0108: several scenarios (each name and where, in source order) and no `--scenario`.
+    NoneChosen { scenarios: Vec<(String, Loc)> },
     /// W0004: a definition no scenario uses.
     Unused {
         kind: DefKind,
@@ -301,6 +311,23 @@ impl ResolveProblem {
                 }
                 d.with_help(format!("add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"))
             }
+            ResolveProblem::UnknownScenario {
+                name,
+                nearest,
+                names,
+                loc,
+            } => Diagnostic::new(
+                Code::E0108,
+                format!("no scenario named `{name}`"),
+                loc,
+                "in this file",
+            )
+            .with_help(match nearest {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if names.is_empty() => "this file has no scenario".to_string(),
+                None => format!("the scenarios are {}", code_list(&names)),
+            }),
+            ResolveProblem::NoneChosen { scenarios } => none_chosen(&scenarios),
             ResolveProblem::Unused { kind, name, loc } => {
                 let kw = kind.keyword();
                 let what = name
@@ -322,5 +349,105 @@ impl ResolveProblem {
                 })
             }
         }
+    }
+}
+
+/// `names` as the E0108 helps list them: each in backquotes, comma-separated.
+fn code_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// E0108 for two or more scenarios and no choice: at the second, each other one a secondary.
+fn none_chosen(scenarios: &[(String, Loc)]) -> Diagnostic {
+    let names: Vec<String> = scenarios.iter().map(|(n, _)| n.clone()).collect();
+    let second = scenarios[1].1;
+    let mut d = Diagnostic::new(
+        Code::E0108,
+        format!("{} scenarios and none chosen", scenarios.len()),
+        second,
+        "second scenario",
+    )
+    .with_help(format!(
+        "pass `--scenario {}` (one of {})",
+        names[0],
+        code_list(&names)
+    ));
+    for (n, loc) in scenarios.iter().filter(|(_, l)| *l != second) {
+        d = d.with_secondary(*loc, format!("scenario `{n}`"));
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use venus_diag::diag::{FileId, Span};
+
+    fn at(start: usize) -> Loc {
+        Loc::new(FileId(0), Span::new(start, start + 1))
+    }
+
+    #[test]
+    fn an_unknown_scenario_suggests_the_nearest_or_lists_them() {
+        let unknown = |nearest: Option<&str>, names: &[&str]| {
+            ResolveProblem::UnknownScenario {
+                name: "u".into(),
+                nearest: nearest.map(str::to_string),
+                names: names.iter().map(|n| n.to_string()).collect(),
+                loc: at(0),
+            }
+            .diagnostic()
+        };
+        let d = unknown(Some("s"), &["s", "t"]);
+        assert_eq!(
+            (d.code, d.message.as_str(), d.primary.message.as_str()),
+            (Code::E0108, "no scenario named `u`", "in this file")
+        );
+        assert_eq!(d.help.as_deref(), Some("did you mean `s`?"));
+        let d = unknown(None, &["long_a", "long_b"]);
+        assert_eq!(
+            d.help.as_deref(),
+            Some("the scenarios are `long_a`, `long_b`")
+        );
+        let d = unknown(None, &[]);
+        assert_eq!(d.help.as_deref(), Some("this file has no scenario"));
+    }
+
+    #[test]
+    fn scenarios_none_chosen_point_at_the_second_and_list_the_rest() {
+        let d = ResolveProblem::NoneChosen {
+            scenarios: vec![
+                ("s".into(), at(0)),
+                ("t".into(), at(9)),
+                ("u".into(), at(20)),
+            ],
+        }
+        .diagnostic();
+        assert_eq!(
+            (d.code, d.message.as_str(), d.primary.message.as_str()),
+            (
+                Code::E0108,
+                "3 scenarios and none chosen",
+                "second scenario"
+            )
+        );
+        assert_eq!(d.primary.loc, at(9));
+        assert_eq!(
+            d.help.as_deref(),
+            Some("pass `--scenario s` (one of `s`, `t`, `u`)")
+        );
+        let secondary: Vec<(Loc, &str)> = d
+            .secondary
+            .iter()
+            .map(|l| (l.loc, l.message.as_str()))
+            .collect();
+        assert_eq!(
+            secondary,
+            [(at(0), "scenario `s`"), (at(20), "scenario `u`")]
+        );
     }
 }
