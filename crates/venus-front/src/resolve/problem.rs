@@ -69,12 +69,13 @@ pub enum ResolveProblem {
         name: String,
         first_error: Option<FirstError>,
     },
-    /// E0108: the root has no scenario to run.
+    /// E0108: the root has no scenario to run. `file`: the root's name, when it has one;
+    /// `defs`: where the root names each model, cluster and plan (the kinds in that order);
+    /// `start`: the file's start, the primary when no kind is defined twice.
     NoScenario {
-        message: String,
-        loc: Loc,
-        label: String,
-        secondary: Vec<(Loc, String)>,
+        file: Option<String>,
+        defs: [(DefKind, Vec<Loc>); 3],
+        start: Loc,
         /// The model, cluster and plan the suggested `scenario` block names.
         pick: [String; 3],
     },
@@ -299,18 +300,11 @@ impl ResolveProblem {
                 ))
             }
             ResolveProblem::NoScenario {
-                message,
-                loc,
-                label,
-                secondary,
-                pick: [m, c, p],
-            } => {
-                let mut d = Diagnostic::new(Code::E0108, message, loc, label);
-                for (l, m) in secondary {
-                    d = d.with_secondary(l, m);
-                }
-                d.with_help(format!("add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"))
-            }
+                file,
+                defs,
+                start,
+                pick,
+            } => no_scenario(file.as_deref(), &defs, start, &pick),
             ResolveProblem::UnknownScenario {
                 name,
                 nearest,
@@ -352,6 +346,50 @@ impl ResolveProblem {
     }
 }
 
+/// E0108 for a root without a scenario: what it defines (`no model`, `2 plans`), at the
+/// second definition of the first kind defined twice, every other one of those a secondary.
+fn no_scenario(
+    file: Option<&str>,
+    defs: &[(DefKind, Vec<Loc>)],
+    start: Loc,
+    [m, c, p]: &[String; 3],
+) -> Diagnostic {
+    let file_name = file.map_or_else(|| "this file".into(), |f| format!("`{f}`"));
+    let mut counts = Vec::new();
+    let mut primary = None;
+    let mut secondary = Vec::new();
+    for (kind, locs) in defs {
+        let kw = kind.keyword();
+        match locs.len() {
+            0 => counts.push(format!("no {kw}")),
+            1 => {}
+            n => {
+                counts.push(format!("{n} {kw}s"));
+                for (i, loc) in locs.iter().enumerate() {
+                    let label = format!("{kw} {} of {n}", i + 1);
+                    if primary.is_none() && i == 1 {
+                        primary = Some((*loc, label));
+                    } else {
+                        secondary.push((*loc, label));
+                    }
+                }
+            }
+        }
+    }
+    let message = format!(
+        "no scenario to run: {file_name} has {} and no `scenario` block",
+        counts.join(", ")
+    );
+    let (loc, label) = primary.unwrap_or_else(|| (start, "no scenario in this file".into()));
+    let mut d = Diagnostic::new(Code::E0108, message, loc, label);
+    for (l, m) in secondary {
+        d = d.with_secondary(l, m);
+    }
+    d.with_help(format!(
+        "add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"
+    ))
+}
+
 /// `names` as the E0108 helps list them: each in backquotes, comma-separated.
 fn code_list(names: &[String]) -> String {
     names
@@ -389,6 +427,61 @@ mod tests {
 
     fn at(start: usize) -> Loc {
         Loc::new(FileId(0), Span::new(start, start + 1))
+    }
+
+    #[test]
+    fn no_scenario_counts_the_kinds_and_points_at_the_second_of_a_pair() {
+        let d = ResolveProblem::NoScenario {
+            file: Some("main.venus".into()),
+            defs: [
+                (DefKind::Model, vec![at(0), at(30)]),
+                (DefKind::Cluster, vec![at(60)]),
+                (DefKind::Plan, vec![]),
+            ],
+            start: at(0),
+            pick: [
+                "a".into(),
+                "c".into(),
+                "< micro_batch 1 global_batch 64 >".into(),
+            ],
+        }
+        .diagnostic();
+        assert_eq!(
+            (d.code, d.message.as_str(), d.primary.message.as_str()),
+            (
+                Code::E0108,
+                "no scenario to run: `main.venus` has 2 models, no plan and no `scenario` block",
+                "model 2 of 2"
+            )
+        );
+        assert_eq!(d.primary.loc, at(30));
+        assert_eq!(d.secondary.len(), 1);
+        assert_eq!(
+            (d.secondary[0].loc, d.secondary[0].message.as_str()),
+            (at(0), "model 1 of 2")
+        );
+        assert_eq!(
+            d.help.as_deref(),
+            Some("add a scenario naming the run, e.g. `scenario main < model a cluster c plan < micro_batch 1 global_batch 64 > >`")
+        );
+        let empty = ResolveProblem::NoScenario {
+            file: None,
+            defs: [
+                (DefKind::Model, vec![]),
+                (DefKind::Cluster, vec![]),
+                (DefKind::Plan, vec![]),
+            ],
+            start: at(0),
+            pick: ["m".into(), "c".into(), "p".into()],
+        }
+        .diagnostic();
+        assert_eq!(
+            (empty.message.as_str(), empty.primary.message.as_str()),
+            (
+                "no scenario to run: this file has no model, no cluster, no plan and no `scenario` block",
+                "no scenario in this file"
+            )
+        );
     }
 
     #[test]
