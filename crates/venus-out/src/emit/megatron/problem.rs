@@ -12,7 +12,7 @@
 use venus_diag::diag::{Code, Diagnostic, Identity, Loc};
 use venus_plan::plan::HybridLayer;
 use venus_syntax::syntax::megatron_flags;
-use venus_syntax::syntax::schema::FSDP_STRATEGIES;
+use venus_syntax::syntax::schema::{Key, FSDP_STRATEGIES};
 
 use super::shell::{ShellProblem, MAX_WORDS, MAX_WORD_BYTES};
 use super::{excerpt, DEFAULT_CLUSTER};
@@ -62,10 +62,10 @@ pub enum MegatronProblem {
         nodes: bool,
         loc: Loc,
     },
-    /// E0610: a required flag is absent (`what` it gives, as the message names it).
+    /// E0610: a required flag is absent; `key`: the venusc key it gives.
     MissingFlag {
         flag: &'static str,
-        what: String,
+        key: Key,
         loc: Loc,
     },
     /// E0610: no vocabulary size; `tokenizer`: the loc is `--tokenizer-type`'s.
@@ -155,16 +155,35 @@ impl CountError {
 }
 
 /// One value the import assumed (W0013): what the flags do not state, and the value taken.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Assumption {
-    pub what: &'static str,
-    pub detail: String,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assumption {
+    /// No `--cluster`: the output names [`DEFAULT_CLUSTER`].
+    Cluster,
+    /// No launcher and no `--gpus`: `world` GPUs, the smallest world both the model-parallel
+    /// and the expert grid divide, at data-parallel size `dp`.
+    GpuCount { world: u64, dp: u64 },
 }
 
 impl Assumption {
+    /// What the flags do not state, as W0013's message names it.
+    fn what(self) -> &'static str {
+        match self {
+            Assumption::Cluster => "the cluster",
+            Assumption::GpuCount { .. } => "the GPU count",
+        }
+    }
+
     /// The line the output's comment and W0013's note show.
-    pub fn text(&self) -> String {
-        format!("{}: {}", self.what, self.detail)
+    pub fn text(self) -> String {
+        let detail = match self {
+            Assumption::Cluster => format!(
+                "`{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"
+            ),
+            Assumption::GpuCount { world, dp } => format!(
+                "{world} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
+            ),
+        };
+        format!("{}: {detail}", self.what())
     }
 }
 
@@ -381,9 +400,12 @@ impl MegatronProblem {
             } else {
                 "write the GPUs per node (8 on a DGX), or pass `--gpus N`"
             }),
-            P::MissingFlag { flag, what, loc } => Diagnostic::new(
+            P::MissingFlag { flag, key, loc } => Diagnostic::new(
                 Code::E0610,
-                format!("the flags do not give {what}: `{flag}` is missing"),
+                format!(
+                    "the flags do not give `{}`: `{flag}` is missing",
+                    key.name()
+                ),
                 loc,
                 "in this command",
             )
@@ -692,7 +714,7 @@ fn not_modelled(flags: &[(String, &'static str)], loc: Loc) -> Diagnostic {
 }
 
 fn assumed_values(assumed: &[Assumption], cluster_given: bool, loc: Loc) -> Diagnostic {
-    let whats: Vec<&str> = assumed.iter().map(|a| a.what).collect();
+    let whats: Vec<&str> = assumed.iter().map(|a| a.what()).collect();
     let mut d = Diagnostic::new(
         Code::W0013,
         format!(
@@ -746,6 +768,51 @@ mod tests {
             Some("drop `--gpus`, or pass `--gpus 16`")
         );
         assert!(d.identity.is_some());
+    }
+
+    #[test]
+    fn a_missing_required_flag_names_the_key_it_gives() {
+        let d = MegatronProblem::MissingFlag {
+            flag: "--num-layers",
+            key: Key::Layers,
+            loc: at(0, 8),
+        }
+        .diagnostic();
+        assert_eq!(d.code, Code::E0610);
+        assert_eq!(
+            d.message,
+            "the flags do not give `layers`: `--num-layers` is missing"
+        );
+        assert_eq!(d.primary.message, "in this command");
+        assert_eq!(
+            d.help.as_deref(),
+            Some("add `--num-layers N` to the command")
+        );
+    }
+
+    #[test]
+    fn assumed_values_are_named_in_the_message_and_detailed_in_notes() {
+        let d = MegatronProblem::Assumed {
+            assumed: vec![
+                Assumption::GpuCount { world: 64, dp: 2 },
+                Assumption::Cluster,
+            ],
+            cluster_given: false,
+            loc: at(0, 8),
+        }
+        .diagnostic();
+        assert_eq!(d.code, Code::W0013);
+        assert_eq!(
+            d.message,
+            "the flags do not state the GPU count and the cluster, so the import assumed them"
+        );
+        assert_eq!(
+            d.notes[..2],
+            [
+                "the GPU count: 64 (data-parallel size 2); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`".to_string(),
+                format!("the cluster: `{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"),
+            ]
+        );
     }
 
     #[test]
