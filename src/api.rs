@@ -7,8 +7,9 @@
 //! render the diagnostics at their edge.
 
 use venus_diag::diag::render::{self, SourceFiles};
-use venus_diag::diag::{Code, Diagnostic, FileId, Loc, Span};
+use venus_diag::diag::{Diagnostic, FileId, Loc, Span};
 use venus_front::Session;
+use venus_out::emit::megatron::MegatronProblem;
 use venus_out::report::Report;
 use venus_plan::plan::{Provenance, Scenario};
 
@@ -73,15 +74,11 @@ pub fn script_text(bytes: &[u8], file: FileId) -> (String, Option<Diagnostic>) {
         None => (valid.to_string(), None),
         Some(at) => {
             let text = valid[..at.min(valid.len())].to_string();
-            let d = Diagnostic::new(
-                Code::E0609,
-                format!("the input is not a text file: byte {at} is not UTF-8 text"),
-                Loc::new(file, Span::new(at, at)),
-                "here",
-            )
-            .with_help(
-                "give the launch script (a shell script or a list of flags), not a binary file",
-            );
+            let d = MegatronProblem::NotText {
+                byte: at,
+                loc: Loc::new(file, Span::new(at, at)),
+            }
+            .diagnostic();
             (text, Some(d))
         }
     }

@@ -17,9 +17,10 @@ use std::sync::Arc;
 
 use salsa::{Durability, Setter};
 
+use crate::resolve::problem::ResolveProblem;
 use crate::resolve::{self, FileIndex, LoadedFile, Prelude, Resolver, UseError, UseTarget};
 use crate::ty::{PartialScenario, ScenarioDef};
-use venus_diag::diag::{suggest, Code, Diagnostic, FileId, Loc};
+use venus_diag::diag::{suggest, Diagnostic, FileId, Loc};
 use venus_syntax::syntax::ast::{self, DefKind};
 
 /// The stdlib, embedded in the binary, with the pseudo-paths diagnostics show.
@@ -172,54 +173,36 @@ impl Program {
     /// `Err(Some(E0108))`.
     #[allow(clippy::result_large_err)] // the error is a diagnostic to render, on a cold path
     pub fn select_scenario(&self, name: Option<&str>) -> Result<&ScenarioDef, Option<Diagnostic>> {
-        let names: Vec<&str> = self
-            .scenario_names
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect();
-        let list = names
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let at = Loc::new(self.root, venus_diag::diag::Span::new(0, 0));
+        let names: Vec<String> = self.scenario_names.iter().map(|(n, _)| n.clone()).collect();
         match name {
             Some(name) => {
                 if let Some(s) = self.scenarios.iter().find(|s| s.name == name) {
                     return Ok(s);
                 }
-                if names.contains(&name) {
+                if names.iter().any(|n| n == name) {
                     return Err(None);
                 }
-                let d = Diagnostic::new(
-                    Code::E0108,
-                    format!("no scenario named `{name}`"),
-                    at,
-                    "in this file",
-                );
-                Err(Some(match suggest(name, names.iter().copied()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None if names.is_empty() => d.with_help("this file has no scenario"),
-                    None => d.with_help(format!("the scenarios are {list}")),
-                }))
+                let nearest = suggest(name, names.iter().map(String::as_str)).map(str::to_string);
+                Err(Some(
+                    ResolveProblem::UnknownScenario {
+                        name: name.to_string(),
+                        nearest,
+                        names,
+                        loc: Loc::new(self.root, venus_diag::diag::Span::new(0, 0)),
+                    }
+                    .diagnostic(),
+                ))
             }
             None => match (self.scenario_names.as_slice(), self.scenarios.as_slice()) {
                 ([_], [one]) => Ok(one),
                 ([], _) => Err(self.no_scenario.clone()),
                 ([_], _) => Err(None),
-                (all, _) => {
-                    let mut d = Diagnostic::new(
-                        Code::E0108,
-                        format!("{} scenarios and none chosen", all.len()),
-                        all[1].1,
-                        "second scenario",
-                    )
-                    .with_help(format!("pass `--scenario {}` (one of {list})", names[0]));
-                    for (n, loc) in all.iter().filter(|(_, l)| *l != all[1].1) {
-                        d = d.with_secondary(*loc, format!("scenario `{n}`"));
+                (all, _) => Err(Some(
+                    ResolveProblem::NoneChosen {
+                        scenarios: all.to_vec(),
                     }
-                    Err(Some(d))
-                }
+                    .diagnostic(),
+                )),
             },
         }
     }

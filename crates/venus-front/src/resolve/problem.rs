@@ -69,15 +69,26 @@ pub enum ResolveProblem {
         name: String,
         first_error: Option<FirstError>,
     },
-    /// E0108: the root has no scenario to run.
+    /// E0108: the root has no scenario to run. `file`: the root's name, when it has one;
+    /// `defs`: where the root names each model, cluster and plan (the kinds in that order);
+    /// `start`: the file's start, the primary when no kind is defined twice.
     NoScenario {
-        message: String,
-        loc: Loc,
-        label: String,
-        secondary: Vec<(Loc, String)>,
+        file: Option<String>,
+        defs: [(DefKind, Vec<Loc>); 3],
+        start: Loc,
         /// The model, cluster and plan the suggested `scenario` block names.
         pick: [String; 3],
     },
+    /// E0108: `--scenario NAME` names no scenario of the root; `nearest`: the closest name;
+    /// `names`: every scenario's name, in source order.
+    UnknownScenario {
+        name: String,
+        nearest: Option<String>,
+        names: Vec<String>,
+        loc: Loc,
+    },
+    /// E0108: several scenarios (each name and where, in source order) and no `--scenario`.
+    NoneChosen { scenarios: Vec<(String, Loc)> },
     /// W0004: a definition no scenario uses.
     Unused {
         kind: DefKind,
@@ -289,18 +300,28 @@ impl ResolveProblem {
                 ))
             }
             ResolveProblem::NoScenario {
-                message,
+                file,
+                defs,
+                start,
+                pick,
+            } => no_scenario(file.as_deref(), &defs, start, &pick),
+            ResolveProblem::UnknownScenario {
+                name,
+                nearest,
+                names,
                 loc,
-                label,
-                secondary,
-                pick: [m, c, p],
-            } => {
-                let mut d = Diagnostic::new(Code::E0108, message, loc, label);
-                for (l, m) in secondary {
-                    d = d.with_secondary(l, m);
-                }
-                d.with_help(format!("add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"))
-            }
+            } => Diagnostic::new(
+                Code::E0108,
+                format!("no scenario named `{name}`"),
+                loc,
+                "in this file",
+            )
+            .with_help(match nearest {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if names.is_empty() => "this file has no scenario".to_string(),
+                None => format!("the scenarios are {}", code_list(&names)),
+            }),
+            ResolveProblem::NoneChosen { scenarios } => none_chosen(&scenarios),
             ResolveProblem::Unused { kind, name, loc } => {
                 let kw = kind.keyword();
                 let what = name
@@ -322,5 +343,204 @@ impl ResolveProblem {
                 })
             }
         }
+    }
+}
+
+/// E0108 for a root without a scenario: what it defines (`no model`, `2 plans`), at the
+/// second definition of the first kind defined twice, every other one of those a secondary.
+fn no_scenario(
+    file: Option<&str>,
+    defs: &[(DefKind, Vec<Loc>)],
+    start: Loc,
+    [m, c, p]: &[String; 3],
+) -> Diagnostic {
+    let file_name = file.map_or_else(|| "this file".into(), |f| format!("`{f}`"));
+    let mut counts = Vec::new();
+    let mut primary = None;
+    let mut secondary = Vec::new();
+    for (kind, locs) in defs {
+        let kw = kind.keyword();
+        match locs.len() {
+            0 => counts.push(format!("no {kw}")),
+            1 => {}
+            n => {
+                counts.push(format!("{n} {kw}s"));
+                for (i, loc) in locs.iter().enumerate() {
+                    let label = format!("{kw} {} of {n}", i + 1);
+                    if primary.is_none() && i == 1 {
+                        primary = Some((*loc, label));
+                    } else {
+                        secondary.push((*loc, label));
+                    }
+                }
+            }
+        }
+    }
+    let message = format!(
+        "no scenario to run: {file_name} has {} and no `scenario` block",
+        counts.join(", ")
+    );
+    let (loc, label) = primary.unwrap_or_else(|| (start, "no scenario in this file".into()));
+    let mut d = Diagnostic::new(Code::E0108, message, loc, label);
+    for (l, m) in secondary {
+        d = d.with_secondary(l, m);
+    }
+    d.with_help(format!(
+        "add a scenario naming the run, e.g. `scenario main < model {m} cluster {c} plan {p} >`"
+    ))
+}
+
+/// `names` as the E0108 helps list them: each in backquotes, comma-separated.
+fn code_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// E0108 for two or more scenarios and no choice: at the second, each other one a secondary.
+fn none_chosen(scenarios: &[(String, Loc)]) -> Diagnostic {
+    let names: Vec<String> = scenarios.iter().map(|(n, _)| n.clone()).collect();
+    let second = scenarios[1].1;
+    let mut d = Diagnostic::new(
+        Code::E0108,
+        format!("{} scenarios and none chosen", scenarios.len()),
+        second,
+        "second scenario",
+    )
+    .with_help(format!(
+        "pass `--scenario {}` (one of {})",
+        names[0],
+        code_list(&names)
+    ));
+    for (n, loc) in scenarios.iter().filter(|(_, l)| *l != second) {
+        d = d.with_secondary(*loc, format!("scenario `{n}`"));
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use venus_diag::diag::{FileId, Span};
+
+    fn at(start: usize) -> Loc {
+        Loc::new(FileId(0), Span::new(start, start + 1))
+    }
+
+    #[test]
+    fn no_scenario_counts_the_kinds_and_points_at_the_second_of_a_pair() {
+        let d = ResolveProblem::NoScenario {
+            file: Some("main.venus".into()),
+            defs: [
+                (DefKind::Model, vec![at(0), at(30)]),
+                (DefKind::Cluster, vec![at(60)]),
+                (DefKind::Plan, vec![]),
+            ],
+            start: at(0),
+            pick: [
+                "a".into(),
+                "c".into(),
+                "< micro_batch 1 global_batch 64 >".into(),
+            ],
+        }
+        .diagnostic();
+        assert_eq!(
+            (d.code, d.message.as_str(), d.primary.message.as_str()),
+            (
+                Code::E0108,
+                "no scenario to run: `main.venus` has 2 models, no plan and no `scenario` block",
+                "model 2 of 2"
+            )
+        );
+        assert_eq!(d.primary.loc, at(30));
+        assert_eq!(d.secondary.len(), 1);
+        assert_eq!(
+            (d.secondary[0].loc, d.secondary[0].message.as_str()),
+            (at(0), "model 1 of 2")
+        );
+        assert_eq!(
+            d.help.as_deref(),
+            Some("add a scenario naming the run, e.g. `scenario main < model a cluster c plan < micro_batch 1 global_batch 64 > >`")
+        );
+        let empty = ResolveProblem::NoScenario {
+            file: None,
+            defs: [
+                (DefKind::Model, vec![]),
+                (DefKind::Cluster, vec![]),
+                (DefKind::Plan, vec![]),
+            ],
+            start: at(0),
+            pick: ["m".into(), "c".into(), "p".into()],
+        }
+        .diagnostic();
+        assert_eq!(
+            (empty.message.as_str(), empty.primary.message.as_str()),
+            (
+                "no scenario to run: this file has no model, no cluster, no plan and no `scenario` block",
+                "no scenario in this file"
+            )
+        );
+    }
+
+    #[test]
+    fn an_unknown_scenario_suggests_the_nearest_or_lists_them() {
+        let unknown = |nearest: Option<&str>, names: &[&str]| {
+            ResolveProblem::UnknownScenario {
+                name: "u".into(),
+                nearest: nearest.map(str::to_string),
+                names: names.iter().map(|n| n.to_string()).collect(),
+                loc: at(0),
+            }
+            .diagnostic()
+        };
+        let d = unknown(Some("s"), &["s", "t"]);
+        assert_eq!(
+            (d.code, d.message.as_str(), d.primary.message.as_str()),
+            (Code::E0108, "no scenario named `u`", "in this file")
+        );
+        assert_eq!(d.help.as_deref(), Some("did you mean `s`?"));
+        let d = unknown(None, &["long_a", "long_b"]);
+        assert_eq!(
+            d.help.as_deref(),
+            Some("the scenarios are `long_a`, `long_b`")
+        );
+        let d = unknown(None, &[]);
+        assert_eq!(d.help.as_deref(), Some("this file has no scenario"));
+    }
+
+    #[test]
+    fn scenarios_none_chosen_point_at_the_second_and_list_the_rest() {
+        let d = ResolveProblem::NoneChosen {
+            scenarios: vec![
+                ("s".into(), at(0)),
+                ("t".into(), at(9)),
+                ("u".into(), at(20)),
+            ],
+        }
+        .diagnostic();
+        assert_eq!(
+            (d.code, d.message.as_str(), d.primary.message.as_str()),
+            (
+                Code::E0108,
+                "3 scenarios and none chosen",
+                "second scenario"
+            )
+        );
+        assert_eq!(d.primary.loc, at(9));
+        assert_eq!(
+            d.help.as_deref(),
+            Some("pass `--scenario s` (one of `s`, `t`, `u`)")
+        );
+        let secondary: Vec<(Loc, &str)> = d
+            .secondary
+            .iter()
+            .map(|l| (l.loc, l.message.as_str()))
+            .collect();
+        assert_eq!(
+            secondary,
+            [(at(0), "scenario `s`"), (at(20), "scenario `u`")]
+        );
     }
 }

@@ -105,38 +105,11 @@ impl Resolver<'_> {
 
     /// E0108: why the root has no implicit scenario, and a `scenario` block that would run.
     fn no_scenario(&self) -> Diagnostic {
-        let file_name = self
-            .file(self.root())
-            .map_or_else(|| "this file".into(), |f| format!("`{}`", f.name));
-        let kinds = [DefKind::Model, DefKind::Cluster, DefKind::Plan];
-        let mut counts = Vec::new();
-        let mut primary = None;
-        let mut secondary = Vec::new();
-        for kind in kinds {
-            let defs = self.root_defs(kind);
-            let kw = kind.keyword();
-            match defs.len() {
-                0 => counts.push(format!("no {kw}")),
-                1 => {}
-                n => {
-                    counts.push(format!("{n} {kw}s"));
-                    for (i, d) in defs.iter().enumerate() {
-                        let label = format!("{kw} {} of {n}", i + 1);
-                        if primary.is_none() && i == 1 {
-                            primary = Some((d.name_loc, label));
-                        } else {
-                            secondary.push((d.name_loc, label));
-                        }
-                    }
-                }
-            }
-        }
-        let message = format!(
-            "no scenario to run: {file_name} has {} and no `scenario` block",
-            counts.join(", ")
-        );
-        let (loc, label) =
-            primary.unwrap_or_else(|| (file_start(self.root()), "no scenario in this file".into()));
+        let file = self.file(self.root()).map(|f| f.name.clone());
+        let defs = [DefKind::Model, DefKind::Cluster, DefKind::Plan].map(|kind| {
+            let locs = self.root_defs(kind).iter().map(|d| d.name_loc).collect();
+            (kind, locs)
+        });
         let pick = |kind: DefKind, example: &str| {
             self.root_defs(kind)
                 .iter()
@@ -149,10 +122,9 @@ impl Resolver<'_> {
             pick(DefKind::Plan, "< micro_batch 1 global_batch 64 >"),
         );
         super::problem::ResolveProblem::NoScenario {
-            message,
-            loc,
-            label,
-            secondary,
+            file,
+            defs,
+            start: file_start(self.root()),
             pick: [m, c, p],
         }
         .diagnostic()

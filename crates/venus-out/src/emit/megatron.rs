@@ -32,7 +32,7 @@ use venus_syntax::syntax::megatron_flags::{self, Arity, FLAGS};
 use venus_syntax::syntax::schema::{BlockKind, Key, FSDP_STRATEGIES};
 
 pub use problem::{Assumption, Choice, CountError, MegatronProblem};
-pub use shell::{ShellError, Word};
+pub use shell::{Opening, ShellProblem, Word};
 
 /// The stdlib cluster an import writes when none is given (W0013): Megatron-LM's reference
 /// platform, the DGX H100 of its published performance tables.
@@ -170,9 +170,9 @@ pub fn import_megatron(
     opts: &MegatronOptions,
 ) -> Result<MegatronImport, Vec<Diagnostic>> {
     let at = |span: Span| Loc::new(opts.file, span);
-    let commands = shell::commands(text).map_err(|error| {
-        let loc = at(error.span);
-        vec![MegatronProblem::Shell { error, loc }.diagnostic()]
+    let commands = shell::commands(text).map_err(|problem| {
+        let loc = at(problem.span());
+        vec![MegatronProblem::Shell { problem, loc }.diagnostic()]
     })?;
     let line = launch_line(&commands).ok_or_else(|| {
         vec![MegatronProblem::NoFlags {
@@ -205,12 +205,7 @@ pub fn import_megatron(
     let cluster = match &opts.cluster {
         Some(name) => name.clone(),
         None => {
-            c.assumed.push(Assumption {
-                what: "the cluster",
-                detail: format!(
-                    "`{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"
-                ),
-            });
+            c.assumed.push(Assumption::Cluster);
             DEFAULT_CLUSTER.to_string()
         }
     };
@@ -646,14 +641,14 @@ impl Converter {
     }
 
     /// A required flag's count, or E0610 naming it.
-    fn required(&mut self, name: &'static str, what: &str) -> Option<u64> {
+    fn required(&mut self, name: &'static str, key: Key) -> Option<u64> {
         if self.args.by_name.contains_key(name) {
             return self.count(name);
         }
         self.args.used.insert(name);
         self.errors.push(MegatronProblem::MissingFlag {
             flag: name,
-            what: what.to_string(),
+            key,
             loc: self.loc(self.anchor),
         });
         None
@@ -688,7 +683,7 @@ impl Converter {
             } else if key == Key::Layers && self.hybrid_pattern_text().is_some() {
                 self.layers_of_pattern();
             } else if key.sig().required {
-                if let Some(n) = self.required(flag.name, &format!("`{}`", key.name())) {
+                if let Some(n) = self.required(flag.name, key) {
                     self.push(key, n);
                 }
             } else if let Some(n) = if key.sig().allow_zero {
@@ -1691,12 +1686,7 @@ impl Converter {
                 let expert = etp.saturating_mul(ep).saturating_mul(pp);
                 let w = venus_base::base::math::lcm(model.max(1), expert.max(1));
                 let dp = (w / model.max(1)).max(1);
-                self.assumed.push(Assumption {
-                    what: "the GPU count",
-                    detail: format!(
-                        "{w} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
-                    ),
-                });
+                self.assumed.push(Assumption::GpuCount { world: w, dp });
                 w
             }
         };

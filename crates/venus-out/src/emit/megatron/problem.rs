@@ -12,9 +12,9 @@
 use venus_diag::diag::{Code, Diagnostic, Identity, Loc};
 use venus_plan::plan::HybridLayer;
 use venus_syntax::syntax::megatron_flags;
-use venus_syntax::syntax::schema::FSDP_STRATEGIES;
+use venus_syntax::syntax::schema::{Key, FSDP_STRATEGIES};
 
-use super::shell::ShellError;
+use super::shell::{ShellProblem, MAX_WORDS, MAX_WORD_BYTES};
 use super::{excerpt, DEFAULT_CLUSTER};
 
 /// How an import warning is accepted (the note `check` gives its warnings, for a command
@@ -24,8 +24,10 @@ const ALLOW_NOTE: &str = "to accept it, pass `--allow CODE` to `venusc import me
 /// One problem of an import.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MegatronProblem {
+    /// E0609: the input is not text: byte `byte` is not UTF-8 (or is a NUL).
+    NotText { byte: usize, loc: Loc },
     /// E0609: text the shell reader does not understand.
-    Shell { error: ShellError, loc: Loc },
+    Shell { problem: ShellProblem, loc: Loc },
     /// E0609: neither a `pretrain_*.py` command nor a line of flags.
     NoFlags { loc: Loc },
     /// E0609: a word that no flag before it takes.
@@ -60,10 +62,10 @@ pub enum MegatronProblem {
         nodes: bool,
         loc: Loc,
     },
-    /// E0610: a required flag is absent (`what` it gives, as the message names it).
+    /// E0610: a required flag is absent; `key`: the venusc key it gives.
     MissingFlag {
         flag: &'static str,
-        what: String,
+        key: Key,
         loc: Loc,
     },
     /// E0610: no vocabulary size; `tokenizer`: the loc is `--tokenizer-type`'s.
@@ -153,16 +155,35 @@ impl CountError {
 }
 
 /// One value the import assumed (W0013): what the flags do not state, and the value taken.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Assumption {
-    pub what: &'static str,
-    pub detail: String,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assumption {
+    /// No `--cluster`: the output names [`DEFAULT_CLUSTER`].
+    Cluster,
+    /// No launcher and no `--gpus`: `world` GPUs, the smallest world both the model-parallel
+    /// and the expert grid divide, at data-parallel size `dp`.
+    GpuCount { world: u64, dp: u64 },
 }
 
 impl Assumption {
+    /// What the flags do not state, as W0013's message names it.
+    fn what(self) -> &'static str {
+        match self {
+            Assumption::Cluster => "the cluster",
+            Assumption::GpuCount { .. } => "the GPU count",
+        }
+    }
+
     /// The line the output's comment and W0013's note show.
-    pub fn text(&self) -> String {
-        format!("{}: {}", self.what, self.detail)
+    pub fn text(self) -> String {
+        let detail = match self {
+            Assumption::Cluster => format!(
+                "`{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"
+            ),
+            Assumption::GpuCount { world, dp } => format!(
+                "{world} (data-parallel size {dp}); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`"
+            ),
+        };
+        format!("{}: {detail}", self.what())
     }
 }
 
@@ -284,9 +305,16 @@ impl MegatronProblem {
     fn render(self) -> Diagnostic {
         use MegatronProblem as P;
         match self {
-            P::Shell { error, loc } => {
-                Diagnostic::new(Code::E0609, error.message, loc, error.label).with_help(error.help)
-            }
+            P::NotText { byte, loc } => Diagnostic::new(
+                Code::E0609,
+                format!("the input is not a text file: byte {byte} is not UTF-8 text"),
+                loc,
+                "here",
+            )
+            .with_help(
+                "give the launch script (a shell script or a list of flags), not a binary file",
+            ),
+            P::Shell { problem, loc } => shell(problem, loc),
             P::NoFlags { loc } => Diagnostic::new(
                 Code::E0609,
                 "no Megatron-LM flags found: neither a `pretrain_*.py` command nor a list of `--flags`",
@@ -372,9 +400,12 @@ impl MegatronProblem {
             } else {
                 "write the GPUs per node (8 on a DGX), or pass `--gpus N`"
             }),
-            P::MissingFlag { flag, what, loc } => Diagnostic::new(
+            P::MissingFlag { flag, key, loc } => Diagnostic::new(
                 Code::E0610,
-                format!("the flags do not give {what}: `{flag}` is missing"),
+                format!(
+                    "the flags do not give `{}`: `{flag}` is missing",
+                    key.name()
+                ),
                 loc,
                 "in this command",
             )
@@ -567,6 +598,41 @@ impl MegatronProblem {
     }
 }
 
+/// The shell reader's problems (E0609), at `loc`, the problem's span in the script.
+fn shell(problem: ShellProblem, loc: Loc) -> Diagnostic {
+    const NO_SELF_EXPANSION: &str = "set each variable once, without expanding it into itself";
+    let too_many = format!("the script expands to more than {MAX_WORDS} words");
+    let (message, label, help) = match problem {
+        ShellProblem::Unterminated { open, .. } => {
+            let (open, close) = (open.open(), open.close());
+            (
+                format!("unterminated `{open}`: the text ends before its `{close}`"),
+                "opened here",
+                format!("close it with `{close}`"),
+            )
+        }
+        ShellProblem::UnclosedArray { .. } => (
+            "unclosed array: `(` without `)`".to_string(),
+            "this array",
+            "close the array with `)`".to_string(),
+        ),
+        ShellProblem::TooManyWords { .. } => {
+            (too_many, "this expansion", NO_SELF_EXPANSION.to_string())
+        }
+        ShellProblem::AssignmentTooManyWords { name, .. } => (
+            too_many,
+            "this assignment",
+            format!("set `{name}` once, without expanding it into itself"),
+        ),
+        ShellProblem::WordTooLong { .. } => (
+            format!("a word expands to more than {MAX_WORD_BYTES} bytes"),
+            "this word",
+            NO_SELF_EXPANSION.to_string(),
+        ),
+    };
+    Diagnostic::new(Code::E0609, message, loc, label).with_help(help)
+}
+
 fn unresolved(name: &str, loc: Loc) -> Diagnostic {
     let var = name.trim_start_matches('$').trim_start_matches('{');
     let help = if var.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) && !var.is_empty() {
@@ -648,7 +714,7 @@ fn not_modelled(flags: &[(String, &'static str)], loc: Loc) -> Diagnostic {
 }
 
 fn assumed_values(assumed: &[Assumption], cluster_given: bool, loc: Loc) -> Diagnostic {
-    let whats: Vec<&str> = assumed.iter().map(|a| a.what).collect();
+    let whats: Vec<&str> = assumed.iter().map(|a| a.what()).collect();
     let mut d = Diagnostic::new(
         Code::W0013,
         format!(
@@ -674,6 +740,7 @@ fn assumed_values(assumed: &[Assumption], cluster_given: bool, loc: Loc) -> Diag
 
 #[cfg(test)]
 mod tests {
+    use super::super::shell::Opening;
     use super::*;
     use venus_diag::diag::{FileId, Span};
 
@@ -704,6 +771,51 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_required_flag_names_the_key_it_gives() {
+        let d = MegatronProblem::MissingFlag {
+            flag: "--num-layers",
+            key: Key::Layers,
+            loc: at(0, 8),
+        }
+        .diagnostic();
+        assert_eq!(d.code, Code::E0610);
+        assert_eq!(
+            d.message,
+            "the flags do not give `layers`: `--num-layers` is missing"
+        );
+        assert_eq!(d.primary.message, "in this command");
+        assert_eq!(
+            d.help.as_deref(),
+            Some("add `--num-layers N` to the command")
+        );
+    }
+
+    #[test]
+    fn assumed_values_are_named_in_the_message_and_detailed_in_notes() {
+        let d = MegatronProblem::Assumed {
+            assumed: vec![
+                Assumption::GpuCount { world: 64, dp: 2 },
+                Assumption::Cluster,
+            ],
+            cluster_given: false,
+            loc: at(0, 8),
+        }
+        .diagnostic();
+        assert_eq!(d.code, Code::W0013);
+        assert_eq!(
+            d.message,
+            "the flags do not state the GPU count and the cluster, so the import assumed them"
+        );
+        assert_eq!(
+            d.notes[..2],
+            [
+                "the GPU count: 64 (data-parallel size 2); the script has no torchrun `--nnodes`/`--nproc-per-node`: pass `--gpus N`".to_string(),
+                format!("the cluster: `{DEFAULT_CLUSTER}` (give the stdlib cluster the run used with `--cluster NAME`)"),
+            ]
+        );
+    }
+
+    #[test]
     fn a_long_value_is_cut_to_an_excerpt_in_the_message() {
         let d = MegatronProblem::UnknownChoice {
             choice: Choice::Fp4Format,
@@ -717,6 +829,127 @@ mod tests {
             format!("`--fp4-format` takes `e2m1`, not `{}…`", "x".repeat(48))
         );
         assert_eq!(d.primary.message, "unknown format");
+    }
+
+    #[test]
+    fn an_input_that_is_not_text_names_its_first_bad_byte() {
+        let d = MegatronProblem::NotText {
+            byte: 7,
+            loc: at(7, 7),
+        }
+        .diagnostic();
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "the input is not a text file: byte 7 is not UTF-8 text",
+                "here",
+                Some(
+                    "give the launch script (a shell script or a list of flags), not a binary file"
+                )
+            )
+        );
+        assert_eq!(d.primary.loc, at(7, 7));
+    }
+
+    fn shell_diagnostic(problem: ShellProblem) -> Diagnostic {
+        let loc = at(problem.span().start as usize, problem.span().end as usize);
+        MegatronProblem::Shell { problem, loc }.diagnostic()
+    }
+
+    fn parts(d: &Diagnostic) -> (Code, &str, &str, Option<&str>) {
+        (
+            d.code,
+            d.message.as_str(),
+            d.primary.message.as_str(),
+            d.help.as_deref(),
+        )
+    }
+
+    #[test]
+    fn an_unterminated_construct_names_its_opening_and_closing_characters() {
+        let cases = [
+            (Opening::SingleQuote, "'", "'"),
+            (Opening::DoubleQuote, "\"", "\""),
+            (Opening::Backquote, "`", "`"),
+            (Opening::Brace, "{", "}"),
+            (Opening::Paren, "(", ")"),
+        ];
+        for (open, o, c) in cases {
+            let d = shell_diagnostic(ShellProblem::Unterminated {
+                open,
+                span: Span::new(3, 4),
+            });
+            let message = format!("unterminated `{o}`: the text ends before its `{c}`");
+            let help = format!("close it with `{c}`");
+            assert_eq!(
+                parts(&d),
+                (
+                    Code::E0609,
+                    message.as_str(),
+                    "opened here",
+                    Some(help.as_str())
+                )
+            );
+            assert_eq!(d.primary.loc, at(3, 4));
+        }
+    }
+
+    #[test]
+    fn an_unclosed_array_asks_for_its_parenthesis() {
+        let d = shell_diagnostic(ShellProblem::UnclosedArray {
+            span: Span::new(0, 12),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "unclosed array: `(` without `)`",
+                "this array",
+                Some("close the array with `)`")
+            )
+        );
+    }
+
+    #[test]
+    fn an_expansion_past_the_caps_names_the_cap_and_the_variable() {
+        let d = shell_diagnostic(ShellProblem::TooManyWords {
+            span: Span::new(5, 9),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "the script expands to more than 200000 words",
+                "this expansion",
+                Some("set each variable once, without expanding it into itself")
+            )
+        );
+        let d = shell_diagnostic(ShellProblem::AssignmentTooManyWords {
+            name: "A".into(),
+            span: Span::new(5, 9),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "the script expands to more than 200000 words",
+                "this assignment",
+                Some("set `A` once, without expanding it into itself")
+            )
+        );
+        let d = shell_diagnostic(ShellProblem::WordTooLong {
+            span: Span::new(5, 9),
+        });
+        assert_eq!(
+            parts(&d),
+            (
+                Code::E0609,
+                "a word expands to more than 1048576 bytes",
+                "this word",
+                Some("set each variable once, without expanding it into itself")
+            )
+        );
     }
 
     #[test]

@@ -39,17 +39,71 @@ pub struct Command {
     pub words: Vec<Word>,
 }
 
-/// Why the text is not a script this reader understands.
+/// Why the text is not a script this reader understands: what the reader found and where,
+/// never its wording (`problem.rs` writes that, so no caller reads text to learn the kind).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShellError {
-    pub message: String,
-    pub span: Span,
-    pub label: &'static str,
-    pub help: String,
+pub enum ShellProblem {
+    /// The text ends inside a quote, `${`, `$(` or backquote; `span` is its opening character.
+    Unterminated { open: Opening, span: Span },
+    /// The text ends inside an array `NAME=( ...`; `span` runs from the name to the end.
+    UnclosedArray { span: Span },
+    /// A word's expansion takes the script past [`MAX_WORDS`] words.
+    TooManyWords { span: Span },
+    /// The assignment of `name` takes the script past [`MAX_WORDS`] words.
+    AssignmentTooManyWords { name: String, span: Span },
+    /// An expansion grows one word past [`MAX_WORD_BYTES`] bytes.
+    WordTooLong { span: Span },
+}
+
+impl ShellProblem {
+    /// Where the problem was found in the script.
+    pub fn span(&self) -> Span {
+        match self {
+            ShellProblem::Unterminated { span, .. }
+            | ShellProblem::UnclosedArray { span }
+            | ShellProblem::TooManyWords { span }
+            | ShellProblem::AssignmentTooManyWords { span, .. }
+            | ShellProblem::WordTooLong { span } => *span,
+        }
+    }
+}
+
+/// A construct that must be closed: a quote, `${...}`, `$(...)` or a backquote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    SingleQuote,
+    DoubleQuote,
+    Backquote,
+    /// `${`
+    Brace,
+    /// `$(`
+    Paren,
+}
+
+impl Opening {
+    /// The character that opens it (after the `$` for `${` and `$(`).
+    pub fn open(self) -> char {
+        match self {
+            Opening::SingleQuote => '\'',
+            Opening::DoubleQuote => '"',
+            Opening::Backquote => '`',
+            Opening::Brace => '{',
+            Opening::Paren => '(',
+        }
+    }
+
+    /// The character that closes it.
+    pub fn close(self) -> char {
+        match self {
+            Opening::Brace => '}',
+            Opening::Paren => ')',
+            q => q.open(),
+        }
+    }
 }
 
 /// The commands of `text`.
-pub fn commands(text: &str) -> Result<Vec<Command>, ShellError> {
+pub fn commands(text: &str) -> Result<Vec<Command>, ShellProblem> {
     let mut r = Reader {
         text,
         pos: 0,
@@ -95,7 +149,7 @@ impl Reader<'_> {
         Some(c)
     }
 
-    fn script(&mut self) -> Result<Vec<Command>, ShellError> {
+    fn script(&mut self) -> Result<Vec<Command>, ShellProblem> {
         let mut out = Vec::new();
         let mut words: Vec<Word> = Vec::new();
         let mut skip_next = false;
@@ -156,7 +210,7 @@ impl Reader<'_> {
         }
     }
 
-    fn push_built(&mut self, b: Building, words: &mut Vec<Word>) -> Result<(), ShellError> {
+    fn push_built(&mut self, b: Building, words: &mut Vec<Word>) -> Result<(), ShellProblem> {
         let span = Span::new(b.start, self.pos);
         let new: Vec<Word> = match b.split {
             Some(split) => split,
@@ -169,12 +223,7 @@ impl Reader<'_> {
         };
         self.produced = self.produced.saturating_add(new.len());
         if self.produced > MAX_WORDS {
-            return Err(ShellError {
-                message: format!("the script expands to more than {MAX_WORDS} words"),
-                span,
-                label: "this expansion",
-                help: "set each variable once, without expanding it into itself".into(),
-            });
+            return Err(ShellProblem::TooManyWords { span });
         }
         words.extend(new);
         Ok(())
@@ -227,7 +276,7 @@ impl Reader<'_> {
         Some(name.to_string())
     }
 
-    fn assignment(&mut self, name: String, at: usize) -> Result<(), ShellError> {
+    fn assignment(&mut self, name: String, at: usize) -> Result<(), ShellProblem> {
         let value = if self.peek() == Some('(') {
             self.bump();
             self.arrays += 1;
@@ -259,11 +308,9 @@ impl Reader<'_> {
         };
         self.produced = self.produced.saturating_add(value.len());
         if self.produced > MAX_WORDS {
-            return Err(ShellError {
-                message: format!("the script expands to more than {MAX_WORDS} words"),
+            return Err(ShellProblem::AssignmentTooManyWords {
+                name,
                 span: Span::new(at, self.pos),
-                label: "this assignment",
-                help: format!("set `{name}` once, without expanding it into itself"),
             });
         }
         self.vars.insert(name, value);
@@ -271,17 +318,14 @@ impl Reader<'_> {
     }
 
     /// The words of `( ... )` up to the closing parenthesis.
-    fn array(&mut self, at: usize) -> Result<Vec<Word>, ShellError> {
+    fn array(&mut self, at: usize) -> Result<Vec<Word>, ShellProblem> {
         let mut words = Vec::new();
         loop {
             self.blanks();
             match self.peek() {
                 None => {
-                    return Err(ShellError {
-                        message: "unclosed array: `(` without `)`".into(),
+                    return Err(ShellProblem::UnclosedArray {
                         span: Span::new(at, self.pos),
-                        label: "this array",
-                        help: "close the array with `)`".into(),
                     })
                 }
                 Some(')') => {
@@ -305,7 +349,7 @@ impl Reader<'_> {
     }
 
     /// One word: unquoted, quoted and expanded pieces up to a blank or an operator.
-    fn word(&mut self) -> Result<Building, ShellError> {
+    fn word(&mut self) -> Result<Building, ShellProblem> {
         let mut b = Building {
             text: String::new(),
             start: self.pos,
@@ -317,11 +361,8 @@ impl Reader<'_> {
         let mut parens = 0usize;
         while let Some(c) = self.peek() {
             if b.text.len() > MAX_WORD_BYTES {
-                return Err(ShellError {
-                    message: format!("a word expands to more than {MAX_WORD_BYTES} bytes"),
+                return Err(ShellProblem::WordTooLong {
                     span: Span::new(b.start, self.pos),
-                    label: "this word",
-                    help: "set each variable once, without expanding it into itself".into(),
                 });
             }
             match c {
@@ -355,7 +396,7 @@ impl Reader<'_> {
                     let open = self.pos;
                     self.bump();
                     let Some(len) = self.text[self.pos..].find('\'') else {
-                        return Err(unterminated(open, self.text.len(), '\''));
+                        return Err(unterminated(open, self.text.len(), Opening::SingleQuote));
                     };
                     b.text.push_str(&self.text[self.pos..self.pos + len]);
                     self.pos += len + 1;
@@ -397,7 +438,7 @@ impl Reader<'_> {
                     let open = self.pos;
                     self.bump();
                     let Some(len) = self.text[self.pos..].find('`') else {
-                        return Err(unterminated(open, self.text.len(), '`'));
+                        return Err(unterminated(open, self.text.len(), Opening::Backquote));
                     };
                     self.pos += len + 1;
                     b.unresolved.get_or_insert((
@@ -417,10 +458,10 @@ impl Reader<'_> {
         Ok(b)
     }
 
-    fn double_quoted(&mut self, b: &mut Building, open: usize) -> Result<(), ShellError> {
+    fn double_quoted(&mut self, b: &mut Building, open: usize) -> Result<(), ShellProblem> {
         loop {
             match self.bump() {
-                None => return Err(unterminated(open, self.text.len(), '"')),
+                None => return Err(unterminated(open, self.text.len(), Opening::DoubleQuote)),
                 Some('"') => return Ok(()),
                 Some('\\') => match self.bump() {
                     Some('\n') => {}
@@ -429,7 +470,7 @@ impl Reader<'_> {
                         b.text.push('\\');
                         b.text.push(e);
                     }
-                    None => return Err(unterminated(open, self.text.len(), '"')),
+                    None => return Err(unterminated(open, self.text.len(), Opening::DoubleQuote)),
                 },
                 Some('$') => {
                     self.pos -= 1;
@@ -447,14 +488,14 @@ impl Reader<'_> {
 
     /// `$...` at the reader's position: the value's words, or none and the unresolved name.
     #[allow(clippy::type_complexity)]
-    fn expansion(&mut self) -> Result<(Vec<Word>, Option<(String, Span)>), ShellError> {
+    fn expansion(&mut self) -> Result<(Vec<Word>, Option<(String, Span)>), ShellProblem> {
         let at = self.pos;
         self.bump(); // `$`
         match self.peek() {
             Some('{') => {
                 self.bump();
                 let Some(len) = self.text[self.pos..].find('}') else {
-                    return Err(unterminated(at, self.text.len(), '{'));
+                    return Err(unterminated(at, self.text.len(), Opening::Brace));
                 };
                 let inner = self.text[self.pos..self.pos + len].to_string();
                 let inner_at = self.pos;
@@ -478,7 +519,7 @@ impl Reader<'_> {
                     }
                 }
                 if depth != 0 {
-                    return Err(unterminated(at, self.text.len(), '('));
+                    return Err(unterminated(at, self.text.len(), Opening::Paren));
                 }
                 Ok((
                     Vec::new(),
@@ -595,17 +636,12 @@ fn split_value(text: &str, span: Span, unresolved: Option<(String, Span)>) -> Ve
     out
 }
 
-fn unterminated(open: usize, end: usize, quote: char) -> ShellError {
-    let close = match quote {
-        '{' => '}',
-        '(' => ')',
-        q => q,
-    };
-    ShellError {
-        message: format!("unterminated `{quote}`: the text ends before its `{close}`"),
-        span: Span::new(open, (open + 1).min(end)),
-        label: "opened here",
-        help: format!("close it with `{close}`"),
+/// `open` at byte `at` is not closed before the text's `end`: the problem points at the
+/// opening character (`$` for `${` and `$(`, as before).
+fn unterminated(at: usize, end: usize, open: Opening) -> ShellProblem {
+    ShellProblem::Unterminated {
+        open,
+        span: Span::new(at, (at + 1).min(end)),
     }
 }
 
@@ -677,8 +713,28 @@ mod tests {
     #[test]
     fn an_unterminated_quote_is_an_error_at_the_quote() {
         let e = commands("python a.py --x \"oops\n--y 1").unwrap_err();
-        assert_eq!(e.span, Span::new(16, 17));
-        assert!(e.message.contains("unterminated `\"`"), "{}", e.message);
+        assert_eq!(
+            e,
+            ShellProblem::Unterminated {
+                open: Opening::DoubleQuote,
+                span: Span::new(16, 17)
+            }
+        );
+        let e = commands("X=${A").unwrap_err();
+        assert_eq!(
+            e,
+            ShellProblem::Unterminated {
+                open: Opening::Brace,
+                span: Span::new(2, 3)
+            }
+        );
+        let e = commands("ARGS=( --a 1").unwrap_err();
+        assert_eq!(
+            e,
+            ShellProblem::UnclosedArray {
+                span: Span::new(0, 12)
+            }
+        );
     }
 
     #[test]
@@ -709,11 +765,20 @@ mod tests {
         }
         let e = commands(&t2).unwrap_err();
         assert!(
-            e.message.contains("more than 200000 words"),
-            "{}",
-            e.message
+            matches!(&e, ShellProblem::AssignmentTooManyWords { name, .. } if name == "A"),
+            "{e:?}"
         );
         let e = commands(&text).unwrap_err();
-        assert!(e.message.contains("more than"), "{}", e.message);
+        assert!(
+            matches!(&e, ShellProblem::AssignmentTooManyWords { name, .. } if name == "A"),
+            "{e:?}"
+        );
+        // Unquoted pieces joined into one word grow its bytes, not the word count.
+        let mut t3 = String::from("A=x\n");
+        for _ in 0..14 {
+            t3.push_str("A=$A$A$A\n");
+        }
+        let e = commands(&t3).unwrap_err();
+        assert!(matches!(e, ShellProblem::WordTooLong { .. }), "{e:?}");
     }
 }
