@@ -294,9 +294,12 @@ impl Reader<'_> {
                     // A string value splits into words when it is expanded unquoted; each
                     // keeps the span of its text inside the assignment (inside its quotes).
                     let src = &self.text[span.range()];
+                    // Only a value that is one quoted string, quotes at both ends: `"a"𝒢`
+                    // has as many bytes as `a𝒢` plus two, but ends inside a character.
                     let quoted = src.len() == b.text.len() + 2
-                        && (src.starts_with('"') || src.starts_with('\''))
-                        && src[1..src.len() - 1] == b.text;
+                        && ((src.starts_with('"') && src.ends_with('"'))
+                            || (src.starts_with('\'') && src.ends_with('\'')))
+                        && src.get(1..src.len() - 1) == Some(b.text.as_str());
                     let span = if quoted {
                         Span::new(span.start as usize + 1, span.end as usize - 1)
                     } else {
@@ -674,6 +677,16 @@ mod tests {
                 "--x=4"
             ]
         );
+    }
+
+    #[test]
+    fn a_quoted_value_followed_by_a_wide_character_is_read_not_sliced_inside_it() {
+        // `"a"𝒢` has the bytes of `a𝒢` plus two, as a value in quotes would: the reader took
+        // it for one and cut the source one byte before its end, inside the 4-byte `𝒢`.
+        let text = "X=\"a\"\u{1d4a2}\npython pretrain_gpt.py $X\n";
+        let cmds = commands(text).unwrap();
+        assert_eq!(texts(&cmds[0]), ["python", "pretrain_gpt.py", "a\u{1d4a2}"]);
+        assert_eq!(&text[cmds[0].words[2].span.range()], "\"a\"\u{1d4a2}");
     }
 
     #[test]
