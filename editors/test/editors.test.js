@@ -142,6 +142,7 @@ test('schema parsing finds every block kind and the keys the spec names', () => 
     'mamba', 'attn_norm', 'qkv_linear', 'attn_proj', 'mlp_norm', 'expert_fc1', 'fused_group_mlp',
     'aux_loss', 'seq_aux_loss',
     'delayed', 'tensorwise', 'blockwise', 'mxfp8', 'e4m3', 'hybrid', 'W0023',
+    'op', 'vocab_parallel',
   ]));
 });
 

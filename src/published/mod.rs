@@ -728,6 +728,7 @@ fn plan_summary(venus: &str) -> String {
         ("overlap_tp_comm", "tpo"),
         ("recompute full", "rc-full"),
         ("recompute selective", "rc-sel"),
+        ("recompute op", "rc-op"),
         ("distributed_optimizer", "dopt"),
         ("precision fp8", "fp8"),
         ("precision fp4", "fp4"),

@@ -421,6 +421,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     nemo2407_grad_sync_dtype(row, source, plan, &mut assumed);
     torchtitan_cp_exchange(source, plan, &mut assumed);
     torchtitan_attention(source, plan, &mut assumed);
+    torchtitan_memory(source, plan, &mut assumed);
     bridge_fp8_param_gather(row, source, plan, &mut assumed);
     bridge_nemotron3_etp(row, source, plan, &mut assumed);
     if let Some(recipe) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
@@ -1035,6 +1036,36 @@ fn torchtitan_attention(source: Source, plan: &mut Block, assumed: &mut Vec<Stri
                 .into(),
         );
         plan.set(Key::Attention, "flash2");
+    }
+}
+
+/// torchtitan's own memory choices, which Megatron's flags in the row cannot say:
+/// - its selective activation checkpointing is PyTorch's per-op policy (the rows' notes:
+///   `selective_ac_option = "op"` in the llama3 train configs; pytorch/torchtitan@9dec370
+///   torchtitan/parallelisms/parallelize_llama.py:214-276), `recompute op`, not Megatron's
+///   core-attention recompute;
+/// - its loss is `torch.nn.functional.cross_entropy` on fp32 logits (train.py:131-134 at
+///   9dec370), `cross_entropy torch`.
+fn torchtitan_memory(source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    if source != Source::Torchtitan {
+        return;
+    }
+    if plan.value(Key::Recompute) == Some("selective") {
+        assumed.push(
+            "recompute op (torchtitan's selective activation checkpointing is PyTorch's per-op \
+             policy, selective_ac_option = \"op\": torchtitan/parallelisms/parallelize_llama.py \
+             at 9dec370)"
+                .into(),
+        );
+        plan.set(Key::Recompute, "op");
+    }
+    if !plan.has(Key::CrossEntropy) {
+        assumed.push(
+            "cross_entropy torch (torchtitan's loss is torch.nn.functional.cross_entropy on fp32 \
+             logits: train.py at 9dec370)"
+                .into(),
+        );
+        plan.set(Key::CrossEntropy, "torch");
     }
 }
 

@@ -611,9 +611,12 @@ fn micro_batch_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
         .collect()
 }
 
+/// Megatron's recompute granularities: `op` (PyTorch's per-op checkpointing) is a
+/// torchtitan choice, not one of the Megatron-LM plans the auto sweep searches.
 fn recompute_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {
     crate::syntax::schema::RECOMPUTE
         .iter()
+        .filter(|&&r| r != crate::base::Recompute::Op.word())
         .map(|&r| {
             let selective = r == "selective";
             (item("recompute", r), Chosen { selective, ..c })

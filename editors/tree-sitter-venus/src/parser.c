@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 144
+#define SYMBOL_COUNT 146
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 131
+#define TOKEN_COUNT 133
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -58,111 +58,113 @@ enum ts_symbol_identifiers {
   anon_sym_none = 36,
   anon_sym_selective = 37,
   anon_sym_full = 38,
-  anon_sym_bf16 = 39,
-  anon_sym_fp8 = 40,
-  anon_sym_fp4 = 41,
-  anon_sym_ampere = 42,
-  anon_sym_hopper = 43,
-  anon_sym_blackwell = 44,
-  anon_sym_blackwell_ultra = 45,
-  anon_sym_ada = 46,
-  anon_sym_cdna3 = 47,
-  anon_sym_cdna4 = 48,
-  anon_sym_flash = 49,
-  anon_sym_unfused = 50,
-  anon_sym_flash2 = 51,
-  anon_sym_on = 52,
-  anon_sym_off = 53,
-  anon_sym_pretrain = 54,
-  anon_sym_sft = 55,
-  anon_sym_lora = 56,
-  anon_sym_linear_qkv = 57,
-  anon_sym_linear_proj = 58,
-  anon_sym_linear_fc1 = 59,
-  anon_sym_linear_fc2 = 60,
-  anon_sym_no_shard = 61,
-  anon_sym_optim = 62,
-  anon_sym_optim_grads = 63,
-  anon_sym_optim_grads_params = 64,
-  anon_sym_megatron = 65,
-  anon_sym_torch = 66,
-  anon_sym_fp32 = 67,
-  anon_sym_fp16 = 68,
-  anon_sym_alltoall = 69,
-  anon_sym_allgather = 70,
-  anon_sym_flex = 71,
-  anon_sym_deepep = 72,
-  anon_sym_hybridep = 73,
-  anon_sym_p2p = 74,
-  anon_sym_a2a = 75,
-  anon_sym_a2a_p2p = 76,
-  anon_sym_delayed = 77,
-  anon_sym_tensorwise = 78,
-  anon_sym_blockwise = 79,
-  anon_sym_mxfp8 = 80,
-  anon_sym_e4m3 = 81,
-  anon_sym_hybrid = 82,
-  anon_sym_W0023 = 83,
-  anon_sym_W0001 = 84,
-  anon_sym_W0002 = 85,
-  anon_sym_W0003 = 86,
-  anon_sym_W0004 = 87,
-  anon_sym_W0005 = 88,
-  anon_sym_W0006 = 89,
-  anon_sym_W0007 = 90,
-  anon_sym_W0008 = 91,
-  anon_sym_W0009 = 92,
-  anon_sym_W0012 = 93,
-  anon_sym_W0013 = 94,
-  anon_sym_W0014 = 95,
-  anon_sym_W0015 = 96,
-  anon_sym_W0017 = 97,
-  anon_sym_W0018 = 98,
-  anon_sym_W0019 = 99,
-  anon_sym_W0020 = 100,
-  anon_sym_W0022 = 101,
-  anon_sym_core_attn = 102,
-  anon_sym_mlp = 103,
-  anon_sym_moe_act = 104,
-  anon_sym_layernorm = 105,
-  anon_sym_mla_up_proj = 106,
-  anon_sym_moe = 107,
-  anon_sym_shared_experts = 108,
-  anon_sym_uniform = 109,
-  anon_sym_block = 110,
-  anon_sym_W0024 = 111,
-  anon_sym_local = 112,
-  anon_sym_transformer_engine = 113,
-  anon_sym_full_iteration = 114,
-  anon_sym_attn = 115,
-  anon_sym_moe_router = 116,
-  anon_sym_moe_preprocess = 117,
-  anon_sym_mamba = 118,
-  anon_sym_attn_norm = 119,
-  anon_sym_qkv_linear = 120,
-  anon_sym_attn_proj = 121,
-  anon_sym_mlp_norm = 122,
-  anon_sym_expert_fc1 = 123,
-  anon_sym_fused_group_mlp = 124,
-  anon_sym_aux_loss = 125,
-  anon_sym_seq_aux_loss = 126,
-  sym_unit = 127,
-  sym_number = 128,
-  sym_string = 129,
-  sym_comment = 130,
-  sym_source_file = 131,
-  sym_use_declaration = 132,
-  sym_definition = 133,
-  sym_block = 134,
-  sym_item = 135,
-  sym__value = 136,
-  sym_list = 137,
-  sym_constant = 138,
-  sym_quantity = 139,
-  aux_sym_source_file_repeat1 = 140,
-  aux_sym_block_repeat1 = 141,
-  aux_sym_item_repeat1 = 142,
-  aux_sym_list_repeat1 = 143,
+  anon_sym_op = 39,
+  anon_sym_vocab_parallel = 40,
+  anon_sym_bf16 = 41,
+  anon_sym_fp8 = 42,
+  anon_sym_fp4 = 43,
+  anon_sym_ampere = 44,
+  anon_sym_hopper = 45,
+  anon_sym_blackwell = 46,
+  anon_sym_blackwell_ultra = 47,
+  anon_sym_ada = 48,
+  anon_sym_cdna3 = 49,
+  anon_sym_cdna4 = 50,
+  anon_sym_flash = 51,
+  anon_sym_unfused = 52,
+  anon_sym_flash2 = 53,
+  anon_sym_on = 54,
+  anon_sym_off = 55,
+  anon_sym_pretrain = 56,
+  anon_sym_sft = 57,
+  anon_sym_lora = 58,
+  anon_sym_linear_qkv = 59,
+  anon_sym_linear_proj = 60,
+  anon_sym_linear_fc1 = 61,
+  anon_sym_linear_fc2 = 62,
+  anon_sym_no_shard = 63,
+  anon_sym_optim = 64,
+  anon_sym_optim_grads = 65,
+  anon_sym_optim_grads_params = 66,
+  anon_sym_megatron = 67,
+  anon_sym_torch = 68,
+  anon_sym_fp32 = 69,
+  anon_sym_fp16 = 70,
+  anon_sym_alltoall = 71,
+  anon_sym_allgather = 72,
+  anon_sym_flex = 73,
+  anon_sym_deepep = 74,
+  anon_sym_hybridep = 75,
+  anon_sym_p2p = 76,
+  anon_sym_a2a = 77,
+  anon_sym_a2a_p2p = 78,
+  anon_sym_delayed = 79,
+  anon_sym_tensorwise = 80,
+  anon_sym_blockwise = 81,
+  anon_sym_mxfp8 = 82,
+  anon_sym_e4m3 = 83,
+  anon_sym_hybrid = 84,
+  anon_sym_W0023 = 85,
+  anon_sym_W0001 = 86,
+  anon_sym_W0002 = 87,
+  anon_sym_W0003 = 88,
+  anon_sym_W0004 = 89,
+  anon_sym_W0005 = 90,
+  anon_sym_W0006 = 91,
+  anon_sym_W0007 = 92,
+  anon_sym_W0008 = 93,
+  anon_sym_W0009 = 94,
+  anon_sym_W0012 = 95,
+  anon_sym_W0013 = 96,
+  anon_sym_W0014 = 97,
+  anon_sym_W0015 = 98,
+  anon_sym_W0017 = 99,
+  anon_sym_W0018 = 100,
+  anon_sym_W0019 = 101,
+  anon_sym_W0020 = 102,
+  anon_sym_W0022 = 103,
+  anon_sym_core_attn = 104,
+  anon_sym_mlp = 105,
+  anon_sym_moe_act = 106,
+  anon_sym_layernorm = 107,
+  anon_sym_mla_up_proj = 108,
+  anon_sym_moe = 109,
+  anon_sym_shared_experts = 110,
+  anon_sym_uniform = 111,
+  anon_sym_block = 112,
+  anon_sym_W0024 = 113,
+  anon_sym_local = 114,
+  anon_sym_transformer_engine = 115,
+  anon_sym_full_iteration = 116,
+  anon_sym_attn = 117,
+  anon_sym_moe_router = 118,
+  anon_sym_moe_preprocess = 119,
+  anon_sym_mamba = 120,
+  anon_sym_attn_norm = 121,
+  anon_sym_qkv_linear = 122,
+  anon_sym_attn_proj = 123,
+  anon_sym_mlp_norm = 124,
+  anon_sym_expert_fc1 = 125,
+  anon_sym_fused_group_mlp = 126,
+  anon_sym_aux_loss = 127,
+  anon_sym_seq_aux_loss = 128,
+  sym_unit = 129,
+  sym_number = 130,
+  sym_string = 131,
+  sym_comment = 132,
+  sym_source_file = 133,
+  sym_use_declaration = 134,
+  sym_definition = 135,
+  sym_block = 136,
+  sym_item = 137,
+  sym__value = 138,
+  sym_list = 139,
+  sym_constant = 140,
+  sym_quantity = 141,
+  aux_sym_source_file_repeat1 = 142,
+  aux_sym_block_repeat1 = 143,
+  aux_sym_item_repeat1 = 144,
+  aux_sym_list_repeat1 = 145,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -205,6 +207,8 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_none] = "none",
   [anon_sym_selective] = "selective",
   [anon_sym_full] = "full",
+  [anon_sym_op] = "op",
+  [anon_sym_vocab_parallel] = "vocab_parallel",
   [anon_sym_bf16] = "bf16",
   [anon_sym_fp8] = "fp8",
   [anon_sym_fp4] = "fp4",
@@ -352,6 +356,8 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_none] = anon_sym_none,
   [anon_sym_selective] = anon_sym_selective,
   [anon_sym_full] = anon_sym_full,
+  [anon_sym_op] = anon_sym_op,
+  [anon_sym_vocab_parallel] = anon_sym_vocab_parallel,
   [anon_sym_bf16] = anon_sym_bf16,
   [anon_sym_fp8] = anon_sym_fp8,
   [anon_sym_fp4] = anon_sym_fp4,
@@ -613,6 +619,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_full] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_op] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_vocab_parallel] = {
     .visible = true,
     .named = false,
   },
@@ -1373,1663 +1387,1707 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         's', 18,
         't', 19,
         'u', 20,
-        'z', 21,
+        'v', 21,
+        'z', 22,
       );
       if (('\t' <= lookahead && lookahead <= '\r') ||
           lookahead == ' ' ||
           lookahead == 0xfeff) SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == '0') ADVANCE(22);
+      if (lookahead == '0') ADVANCE(23);
       END_STATE();
     case 2:
-      if (lookahead == '2') ADVANCE(23);
-      if (lookahead == 'd') ADVANCE(24);
-      if (lookahead == 'l') ADVANCE(25);
-      if (lookahead == 'm') ADVANCE(26);
-      if (lookahead == 't') ADVANCE(27);
-      if (lookahead == 'u') ADVANCE(28);
+      if (lookahead == '2') ADVANCE(24);
+      if (lookahead == 'd') ADVANCE(25);
+      if (lookahead == 'l') ADVANCE(26);
+      if (lookahead == 'm') ADVANCE(27);
+      if (lookahead == 't') ADVANCE(28);
+      if (lookahead == 'u') ADVANCE(29);
       END_STATE();
     case 3:
-      if (lookahead == 'f') ADVANCE(29);
-      if (lookahead == 'l') ADVANCE(30);
+      if (lookahead == 'f') ADVANCE(30);
+      if (lookahead == 'l') ADVANCE(31);
       END_STATE();
     case 4:
-      if (lookahead == 'd') ADVANCE(31);
-      if (lookahead == 'l') ADVANCE(32);
-      if (lookahead == 'o') ADVANCE(33);
+      if (lookahead == 'd') ADVANCE(32);
+      if (lookahead == 'l') ADVANCE(33);
+      if (lookahead == 'o') ADVANCE(34);
       END_STATE();
     case 5:
-      if (lookahead == 'e') ADVANCE(34);
-      if (lookahead == 'i') ADVANCE(35);
-      if (lookahead == 'u') ADVANCE(36);
+      if (lookahead == 'e') ADVANCE(35);
+      if (lookahead == 'i') ADVANCE(36);
+      if (lookahead == 'u') ADVANCE(37);
       END_STATE();
     case 6:
-      if (lookahead == '4') ADVANCE(37);
-      if (lookahead == 'x') ADVANCE(38);
+      if (lookahead == '4') ADVANCE(38);
+      if (lookahead == 'x') ADVANCE(39);
       END_STATE();
     case 7:
-      if (lookahead == 'a') ADVANCE(39);
-      if (lookahead == 'c') ADVANCE(40);
-      if (lookahead == 'l') ADVANCE(41);
-      if (lookahead == 'p') ADVANCE(42);
-      if (lookahead == 'u') ADVANCE(43);
+      if (lookahead == 'a') ADVANCE(40);
+      if (lookahead == 'c') ADVANCE(41);
+      if (lookahead == 'l') ADVANCE(42);
+      if (lookahead == 'p') ADVANCE(43);
+      if (lookahead == 'u') ADVANCE(44);
       END_STATE();
     case 8:
-      if (lookahead == 'p') ADVANCE(44);
+      if (lookahead == 'p') ADVANCE(45);
       END_STATE();
     case 9:
-      if (lookahead == 'a') ADVANCE(45);
-      if (lookahead == 'o') ADVANCE(46);
-      if (lookahead == 'y') ADVANCE(47);
+      if (lookahead == 'a') ADVANCE(46);
+      if (lookahead == 'o') ADVANCE(47);
+      if (lookahead == 'y') ADVANCE(48);
       END_STATE();
     case 10:
-      if (lookahead == 'n') ADVANCE(48);
+      if (lookahead == 'n') ADVANCE(49);
       END_STATE();
     case 11:
-      if (lookahead == 'a') ADVANCE(49);
-      if (lookahead == 'i') ADVANCE(50);
-      if (lookahead == 'o') ADVANCE(51);
+      if (lookahead == 'a') ADVANCE(50);
+      if (lookahead == 'i') ADVANCE(51);
+      if (lookahead == 'o') ADVANCE(52);
       END_STATE();
     case 12:
-      if (lookahead == 'a') ADVANCE(52);
-      if (lookahead == 'e') ADVANCE(53);
-      if (lookahead == 'l') ADVANCE(54);
-      if (lookahead == 'o') ADVANCE(55);
-      if (lookahead == 'x') ADVANCE(56);
+      if (lookahead == 'a') ADVANCE(53);
+      if (lookahead == 'e') ADVANCE(54);
+      if (lookahead == 'l') ADVANCE(55);
+      if (lookahead == 'o') ADVANCE(56);
+      if (lookahead == 'x') ADVANCE(57);
       END_STATE();
     case 13:
-      if (lookahead == 'o') ADVANCE(57);
-      if (lookahead == 'v') ADVANCE(58);
+      if (lookahead == 'o') ADVANCE(58);
+      if (lookahead == 'v') ADVANCE(59);
       END_STATE();
     case 14:
-      if (lookahead == 'f') ADVANCE(59);
-      if (lookahead == 'n') ADVANCE(60);
-      if (lookahead == 'p') ADVANCE(61);
+      if (lookahead == 'f') ADVANCE(60);
+      if (lookahead == 'n') ADVANCE(61);
+      if (lookahead == 'p') ADVANCE(62);
       END_STATE();
     case 15:
-      if (lookahead == '2') ADVANCE(62);
-      if (lookahead == 'l') ADVANCE(63);
-      if (lookahead == 'r') ADVANCE(64);
+      if (lookahead == '2') ADVANCE(63);
+      if (lookahead == 'l') ADVANCE(64);
+      if (lookahead == 'r') ADVANCE(65);
       END_STATE();
     case 16:
-      if (lookahead == 'k') ADVANCE(65);
+      if (lookahead == 'k') ADVANCE(66);
       END_STATE();
     case 17:
-      if (lookahead == 'a') ADVANCE(66);
-      if (lookahead == 'i') ADVANCE(67);
+      if (lookahead == 'a') ADVANCE(67);
+      if (lookahead == 'i') ADVANCE(68);
       END_STATE();
     case 18:
-      if (lookahead == 'c') ADVANCE(68);
-      if (lookahead == 'e') ADVANCE(69);
-      if (lookahead == 'f') ADVANCE(70);
-      if (lookahead == 'h') ADVANCE(71);
-      if (lookahead == 'w') ADVANCE(72);
+      if (lookahead == 'c') ADVANCE(69);
+      if (lookahead == 'e') ADVANCE(70);
+      if (lookahead == 'f') ADVANCE(71);
+      if (lookahead == 'h') ADVANCE(72);
+      if (lookahead == 'w') ADVANCE(73);
       END_STATE();
     case 19:
-      if (lookahead == 'e') ADVANCE(73);
-      if (lookahead == 'o') ADVANCE(74);
-      if (lookahead == 'r') ADVANCE(75);
+      if (lookahead == 'e') ADVANCE(74);
+      if (lookahead == 'o') ADVANCE(75);
+      if (lookahead == 'r') ADVANCE(76);
       END_STATE();
     case 20:
-      if (lookahead == 'n') ADVANCE(76);
-      if (lookahead == 's') ADVANCE(77);
+      if (lookahead == 'n') ADVANCE(77);
+      if (lookahead == 's') ADVANCE(78);
       END_STATE();
     case 21:
-      if (lookahead == 'b') ADVANCE(78);
+      if (lookahead == 'o') ADVANCE(79);
       END_STATE();
     case 22:
-      if (lookahead == '0') ADVANCE(79);
+      if (lookahead == 'b') ADVANCE(80);
       END_STATE();
     case 23:
-      if (lookahead == 'a') ADVANCE(80);
+      if (lookahead == '0') ADVANCE(81);
       END_STATE();
     case 24:
-      if (lookahead == 'a') ADVANCE(81);
+      if (lookahead == 'a') ADVANCE(82);
       END_STATE();
     case 25:
-      if (lookahead == 'g') ADVANCE(82);
-      if (lookahead == 'l') ADVANCE(83);
+      if (lookahead == 'a') ADVANCE(83);
       END_STATE();
     case 26:
-      if (lookahead == 'p') ADVANCE(84);
+      if (lookahead == 'g') ADVANCE(84);
+      if (lookahead == 'l') ADVANCE(85);
       END_STATE();
     case 27:
-      if (lookahead == 't') ADVANCE(85);
+      if (lookahead == 'p') ADVANCE(86);
       END_STATE();
     case 28:
-      if (lookahead == 'x') ADVANCE(86);
+      if (lookahead == 't') ADVANCE(87);
       END_STATE();
     case 29:
-      if (lookahead == '1') ADVANCE(87);
+      if (lookahead == 'x') ADVANCE(88);
       END_STATE();
     case 30:
-      if (lookahead == 'a') ADVANCE(88);
-      if (lookahead == 'o') ADVANCE(89);
+      if (lookahead == '1') ADVANCE(89);
       END_STATE();
     case 31:
-      if (lookahead == 'n') ADVANCE(90);
+      if (lookahead == 'a') ADVANCE(90);
+      if (lookahead == 'o') ADVANCE(91);
       END_STATE();
     case 32:
-      if (lookahead == 'u') ADVANCE(91);
+      if (lookahead == 'n') ADVANCE(92);
       END_STATE();
     case 33:
-      if (lookahead == 'r') ADVANCE(92);
+      if (lookahead == 'u') ADVANCE(93);
       END_STATE();
     case 34:
-      if (lookahead == 'e') ADVANCE(93);
-      if (lookahead == 'l') ADVANCE(94);
+      if (lookahead == 'r') ADVANCE(94);
       END_STATE();
     case 35:
-      if (lookahead == 'm') ADVANCE(95);
-      if (lookahead == 'r') ADVANCE(96);
+      if (lookahead == 'e') ADVANCE(95);
+      if (lookahead == 'l') ADVANCE(96);
       END_STATE();
     case 36:
-      if (lookahead == 'a') ADVANCE(97);
+      if (lookahead == 'm') ADVANCE(97);
+      if (lookahead == 'r') ADVANCE(98);
       END_STATE();
     case 37:
-      if (lookahead == 'm') ADVANCE(98);
+      if (lookahead == 'a') ADVANCE(99);
       END_STATE();
     case 38:
-      if (lookahead == 'p') ADVANCE(99);
+      if (lookahead == 'm') ADVANCE(100);
       END_STATE();
     case 39:
-      if (lookahead == 't') ADVANCE(100);
+      if (lookahead == 'p') ADVANCE(101);
       END_STATE();
     case 40:
-      ACCEPT_TOKEN(anon_sym_fc);
+      if (lookahead == 't') ADVANCE(102);
       END_STATE();
     case 41:
-      if (lookahead == 'a') ADVANCE(101);
-      if (lookahead == 'e') ADVANCE(102);
+      ACCEPT_TOKEN(anon_sym_fc);
       END_STATE();
     case 42:
-      if (lookahead == '1') ADVANCE(103);
-      if (lookahead == '3') ADVANCE(104);
-      if (lookahead == '4') ADVANCE(105);
-      if (lookahead == '8') ADVANCE(106);
+      if (lookahead == 'a') ADVANCE(103);
+      if (lookahead == 'e') ADVANCE(104);
       END_STATE();
     case 43:
-      if (lookahead == 'l') ADVANCE(107);
-      if (lookahead == 's') ADVANCE(108);
+      if (lookahead == '1') ADVANCE(105);
+      if (lookahead == '3') ADVANCE(106);
+      if (lookahead == '4') ADVANCE(107);
+      if (lookahead == '8') ADVANCE(108);
       END_STATE();
     case 44:
-      if (lookahead == 'i') ADVANCE(109);
-      if (lookahead == 'u') ADVANCE(110);
+      if (lookahead == 'l') ADVANCE(109);
+      if (lookahead == 's') ADVANCE(110);
       END_STATE();
     case 45:
-      if (lookahead == 'l') ADVANCE(111);
+      if (lookahead == 'i') ADVANCE(111);
+      if (lookahead == 'u') ADVANCE(112);
       END_STATE();
     case 46:
-      if (lookahead == 'p') ADVANCE(112);
+      if (lookahead == 'l') ADVANCE(113);
       END_STATE();
     case 47:
-      if (lookahead == 'b') ADVANCE(113);
+      if (lookahead == 'p') ADVANCE(114);
       END_STATE();
     case 48:
-      if (lookahead == 'f') ADVANCE(114);
-      if (lookahead == 't') ADVANCE(115);
+      if (lookahead == 'b') ADVANCE(115);
       END_STATE();
     case 49:
-      if (lookahead == 'y') ADVANCE(116);
+      if (lookahead == 'f') ADVANCE(116);
+      if (lookahead == 't') ADVANCE(117);
       END_STATE();
     case 50:
-      if (lookahead == 'n') ADVANCE(117);
+      if (lookahead == 'y') ADVANCE(118);
       END_STATE();
     case 51:
-      if (lookahead == 'c') ADVANCE(118);
-      if (lookahead == 'r') ADVANCE(119);
+      if (lookahead == 'n') ADVANCE(119);
       END_STATE();
     case 52:
-      if (lookahead == 'm') ADVANCE(120);
+      if (lookahead == 'c') ADVANCE(120);
+      if (lookahead == 'r') ADVANCE(121);
       END_STATE();
     case 53:
-      if (lookahead == 'g') ADVANCE(121);
+      if (lookahead == 'm') ADVANCE(122);
       END_STATE();
     case 54:
-      if (lookahead == 'a') ADVANCE(122);
-      if (lookahead == 'p') ADVANCE(123);
+      if (lookahead == 'g') ADVANCE(123);
       END_STATE();
     case 55:
-      if (lookahead == 'd') ADVANCE(124);
-      if (lookahead == 'e') ADVANCE(125);
+      if (lookahead == 'a') ADVANCE(124);
+      if (lookahead == 'p') ADVANCE(125);
       END_STATE();
     case 56:
-      if (lookahead == 'f') ADVANCE(126);
+      if (lookahead == 'd') ADVANCE(126);
+      if (lookahead == 'e') ADVANCE(127);
       END_STATE();
     case 57:
-      if (lookahead == '_') ADVANCE(127);
-      if (lookahead == 'n') ADVANCE(128);
+      if (lookahead == 'f') ADVANCE(128);
       END_STATE();
     case 58:
-      if (lookahead == 's') ADVANCE(129);
+      if (lookahead == '_') ADVANCE(129);
+      if (lookahead == 'n') ADVANCE(130);
       END_STATE();
     case 59:
-      if (lookahead == 'f') ADVANCE(130);
+      if (lookahead == 's') ADVANCE(131);
       END_STATE();
     case 60:
-      ACCEPT_TOKEN(anon_sym_on);
+      if (lookahead == 'f') ADVANCE(132);
       END_STATE();
     case 61:
-      if (lookahead == 't') ADVANCE(131);
+      ACCEPT_TOKEN(anon_sym_on);
       END_STATE();
     case 62:
-      if (lookahead == 'p') ADVANCE(132);
+      ACCEPT_TOKEN(anon_sym_op);
+      if (lookahead == 't') ADVANCE(133);
       END_STATE();
     case 63:
-      if (lookahead == 'a') ADVANCE(133);
+      if (lookahead == 'p') ADVANCE(134);
       END_STATE();
     case 64:
-      if (lookahead == 'e') ADVANCE(134);
+      if (lookahead == 'a') ADVANCE(135);
       END_STATE();
     case 65:
-      if (lookahead == 'v') ADVANCE(135);
+      if (lookahead == 'e') ADVANCE(136);
       END_STATE();
     case 66:
-      if (lookahead == 'i') ADVANCE(136);
+      if (lookahead == 'v') ADVANCE(137);
       END_STATE();
     case 67:
-      if (lookahead == 'n') ADVANCE(137);
+      if (lookahead == 'i') ADVANCE(138);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(138);
+      if (lookahead == 'n') ADVANCE(139);
       END_STATE();
     case 69:
-      if (lookahead == 'l') ADVANCE(139);
-      if (lookahead == 'q') ADVANCE(140);
+      if (lookahead == 'e') ADVANCE(140);
       END_STATE();
     case 70:
-      if (lookahead == 't') ADVANCE(141);
+      if (lookahead == 'l') ADVANCE(141);
+      if (lookahead == 'q') ADVANCE(142);
       END_STATE();
     case 71:
-      if (lookahead == 'a') ADVANCE(142);
+      if (lookahead == 't') ADVANCE(143);
       END_STATE();
     case 72:
-      if (lookahead == 'i') ADVANCE(143);
+      if (lookahead == 'a') ADVANCE(144);
       END_STATE();
     case 73:
-      if (lookahead == 'n') ADVANCE(144);
+      if (lookahead == 'i') ADVANCE(145);
       END_STATE();
     case 74:
-      if (lookahead == 'r') ADVANCE(145);
+      if (lookahead == 'n') ADVANCE(146);
       END_STATE();
     case 75:
-      if (lookahead == 'a') ADVANCE(146);
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'r') ADVANCE(147);
       END_STATE();
     case 76:
-      if (lookahead == 'f') ADVANCE(148);
-      if (lookahead == 'i') ADVANCE(149);
+      if (lookahead == 'a') ADVANCE(148);
+      if (lookahead == 'e') ADVANCE(149);
       END_STATE();
     case 77:
-      if (lookahead == 'e') ADVANCE(150);
+      if (lookahead == 'f') ADVANCE(150);
+      if (lookahead == 'i') ADVANCE(151);
       END_STATE();
     case 78:
-      if (lookahead == '_') ADVANCE(151);
-      if (lookahead == 'v') ADVANCE(152);
+      if (lookahead == 'e') ADVANCE(152);
       END_STATE();
     case 79:
-      if (lookahead == '0') ADVANCE(153);
-      if (lookahead == '1') ADVANCE(154);
-      if (lookahead == '2') ADVANCE(155);
+      if (lookahead == 'c') ADVANCE(153);
       END_STATE();
     case 80:
-      ACCEPT_TOKEN(anon_sym_a2a);
-      if (lookahead == '_') ADVANCE(156);
+      if (lookahead == '_') ADVANCE(154);
+      if (lookahead == 'v') ADVANCE(155);
       END_STATE();
     case 81:
-      ACCEPT_TOKEN(anon_sym_ada);
+      if (lookahead == '0') ADVANCE(156);
+      if (lookahead == '1') ADVANCE(157);
+      if (lookahead == '2') ADVANCE(158);
       END_STATE();
     case 82:
-      if (lookahead == 'o') ADVANCE(157);
+      ACCEPT_TOKEN(anon_sym_a2a);
+      if (lookahead == '_') ADVANCE(159);
       END_STATE();
     case 83:
-      if (lookahead == 'g') ADVANCE(158);
-      if (lookahead == 't') ADVANCE(159);
+      ACCEPT_TOKEN(anon_sym_ada);
       END_STATE();
     case 84:
-      if (lookahead == 'e') ADVANCE(160);
+      if (lookahead == 'o') ADVANCE(160);
       END_STATE();
     case 85:
-      if (lookahead == 'n') ADVANCE(161);
+      if (lookahead == 'g') ADVANCE(161);
+      if (lookahead == 't') ADVANCE(162);
       END_STATE();
     case 86:
-      if (lookahead == '_') ADVANCE(162);
+      if (lookahead == 'e') ADVANCE(163);
       END_STATE();
     case 87:
-      if (lookahead == '6') ADVANCE(163);
+      if (lookahead == 'n') ADVANCE(164);
       END_STATE();
     case 88:
-      if (lookahead == 'c') ADVANCE(164);
+      if (lookahead == '_') ADVANCE(165);
       END_STATE();
     case 89:
-      if (lookahead == 'c') ADVANCE(165);
+      if (lookahead == '6') ADVANCE(166);
       END_STATE();
     case 90:
-      if (lookahead == 'a') ADVANCE(166);
+      if (lookahead == 'c') ADVANCE(167);
       END_STATE();
     case 91:
-      if (lookahead == 's') ADVANCE(167);
+      if (lookahead == 'c') ADVANCE(168);
       END_STATE();
     case 92:
-      if (lookahead == 'e') ADVANCE(168);
+      if (lookahead == 'a') ADVANCE(169);
       END_STATE();
     case 93:
-      if (lookahead == 'p') ADVANCE(169);
+      if (lookahead == 's') ADVANCE(170);
       END_STATE();
     case 94:
-      if (lookahead == 'a') ADVANCE(170);
-      END_STATE();
-    case 95:
-      ACCEPT_TOKEN(anon_sym_dim);
-      END_STATE();
-    case 96:
       if (lookahead == 'e') ADVANCE(171);
       END_STATE();
+    case 95:
+      if (lookahead == 'p') ADVANCE(172);
+      END_STATE();
+    case 96:
+      if (lookahead == 'a') ADVANCE(173);
+      END_STATE();
     case 97:
-      if (lookahead == 'l') ADVANCE(172);
+      ACCEPT_TOKEN(anon_sym_dim);
       END_STATE();
     case 98:
-      if (lookahead == '3') ADVANCE(173);
-      END_STATE();
-    case 99:
       if (lookahead == 'e') ADVANCE(174);
       END_STATE();
+    case 99:
+      if (lookahead == 'l') ADVANCE(175);
+      END_STATE();
     case 100:
-      if (lookahead == '_') ADVANCE(175);
+      if (lookahead == '3') ADVANCE(176);
       END_STATE();
     case 101:
-      if (lookahead == 's') ADVANCE(176);
+      if (lookahead == 'e') ADVANCE(177);
       END_STATE();
     case 102:
-      if (lookahead == 'x') ADVANCE(177);
+      if (lookahead == '_') ADVANCE(178);
       END_STATE();
     case 103:
-      if (lookahead == '6') ADVANCE(178);
+      if (lookahead == 's') ADVANCE(179);
       END_STATE();
     case 104:
-      if (lookahead == '2') ADVANCE(179);
+      if (lookahead == 'x') ADVANCE(180);
       END_STATE();
     case 105:
-      ACCEPT_TOKEN(anon_sym_fp4);
+      if (lookahead == '6') ADVANCE(181);
       END_STATE();
     case 106:
-      ACCEPT_TOKEN(anon_sym_fp8);
+      if (lookahead == '2') ADVANCE(182);
       END_STATE();
     case 107:
-      if (lookahead == 'l') ADVANCE(180);
+      ACCEPT_TOKEN(anon_sym_fp4);
       END_STATE();
     case 108:
-      if (lookahead == 'e') ADVANCE(181);
+      ACCEPT_TOKEN(anon_sym_fp8);
       END_STATE();
     case 109:
-      if (lookahead == 'p') ADVANCE(182);
+      if (lookahead == 'l') ADVANCE(183);
       END_STATE();
     case 110:
-      ACCEPT_TOKEN(anon_sym_gpu);
+      if (lookahead == 'e') ADVANCE(184);
       END_STATE();
     case 111:
-      if (lookahead == 'v') ADVANCE(183);
+      if (lookahead == 'p') ADVANCE(185);
       END_STATE();
     case 112:
-      if (lookahead == 'p') ADVANCE(184);
+      ACCEPT_TOKEN(anon_sym_gpu);
       END_STATE();
     case 113:
-      if (lookahead == 'r') ADVANCE(185);
+      if (lookahead == 'v') ADVANCE(186);
       END_STATE();
     case 114:
-      if (lookahead == 'i') ADVANCE(186);
+      if (lookahead == 'p') ADVANCE(187);
       END_STATE();
     case 115:
-      if (lookahead == 'e') ADVANCE(187);
+      if (lookahead == 'r') ADVANCE(188);
       END_STATE();
     case 116:
-      if (lookahead == 'e') ADVANCE(188);
+      if (lookahead == 'i') ADVANCE(189);
       END_STATE();
     case 117:
-      if (lookahead == 'e') ADVANCE(189);
-      if (lookahead == 'k') ADVANCE(190);
+      if (lookahead == 'e') ADVANCE(190);
       END_STATE();
     case 118:
-      if (lookahead == 'a') ADVANCE(191);
+      if (lookahead == 'e') ADVANCE(191);
       END_STATE();
     case 119:
-      if (lookahead == 'a') ADVANCE(192);
+      if (lookahead == 'e') ADVANCE(192);
+      if (lookahead == 'k') ADVANCE(193);
       END_STATE();
     case 120:
-      if (lookahead == 'b') ADVANCE(193);
-      END_STATE();
-    case 121:
       if (lookahead == 'a') ADVANCE(194);
       END_STATE();
+    case 121:
+      if (lookahead == 'a') ADVANCE(195);
+      END_STATE();
     case 122:
-      if (lookahead == '_') ADVANCE(195);
+      if (lookahead == 'b') ADVANCE(196);
       END_STATE();
     case 123:
-      ACCEPT_TOKEN(anon_sym_mlp);
-      if (lookahead == '_') ADVANCE(196);
+      if (lookahead == 'a') ADVANCE(197);
       END_STATE();
     case 124:
-      if (lookahead == 'e') ADVANCE(197);
-      END_STATE();
-    case 125:
-      ACCEPT_TOKEN(anon_sym_moe);
       if (lookahead == '_') ADVANCE(198);
       END_STATE();
+    case 125:
+      ACCEPT_TOKEN(anon_sym_mlp);
+      if (lookahead == '_') ADVANCE(199);
+      END_STATE();
     case 126:
-      if (lookahead == 'p') ADVANCE(199);
+      if (lookahead == 'e') ADVANCE(200);
       END_STATE();
     case 127:
-      if (lookahead == 's') ADVANCE(200);
+      ACCEPT_TOKEN(anon_sym_moe);
+      if (lookahead == '_') ADVANCE(201);
       END_STATE();
     case 128:
-      if (lookahead == 'e') ADVANCE(201);
+      if (lookahead == 'p') ADVANCE(202);
       END_STATE();
     case 129:
-      if (lookahead == 'w') ADVANCE(202);
+      if (lookahead == 's') ADVANCE(203);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'e') ADVANCE(204);
       END_STATE();
     case 131:
-      if (lookahead == 'i') ADVANCE(203);
+      if (lookahead == 'w') ADVANCE(205);
       END_STATE();
     case 132:
-      ACCEPT_TOKEN(anon_sym_p2p);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 133:
-      if (lookahead == 'n') ADVANCE(204);
+      if (lookahead == 'i') ADVANCE(206);
       END_STATE();
     case 134:
-      if (lookahead == 't') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_p2p);
       END_STATE();
     case 135:
-      if (lookahead == '_') ADVANCE(206);
+      if (lookahead == 'n') ADVANCE(207);
       END_STATE();
     case 136:
-      if (lookahead == 'l') ADVANCE(207);
+      if (lookahead == 't') ADVANCE(208);
       END_STATE();
     case 137:
-      if (lookahead == 'g') ADVANCE(208);
+      if (lookahead == '_') ADVANCE(209);
       END_STATE();
     case 138:
-      if (lookahead == 'n') ADVANCE(209);
+      if (lookahead == 'l') ADVANCE(210);
       END_STATE();
     case 139:
-      if (lookahead == 'e') ADVANCE(210);
+      if (lookahead == 'g') ADVANCE(211);
       END_STATE();
     case 140:
-      if (lookahead == '_') ADVANCE(211);
+      if (lookahead == 'n') ADVANCE(212);
       END_STATE();
     case 141:
-      ACCEPT_TOKEN(anon_sym_sft);
+      if (lookahead == 'e') ADVANCE(213);
       END_STATE();
     case 142:
-      if (lookahead == 'r') ADVANCE(212);
+      if (lookahead == '_') ADVANCE(214);
       END_STATE();
     case 143:
-      if (lookahead == 't') ADVANCE(213);
+      ACCEPT_TOKEN(anon_sym_sft);
       END_STATE();
     case 144:
-      if (lookahead == 's') ADVANCE(214);
+      if (lookahead == 'r') ADVANCE(215);
       END_STATE();
     case 145:
-      if (lookahead == 'c') ADVANCE(215);
+      if (lookahead == 't') ADVANCE(216);
       END_STATE();
     case 146:
-      if (lookahead == 'n') ADVANCE(216);
+      if (lookahead == 's') ADVANCE(217);
       END_STATE();
     case 147:
-      if (lookahead == 'e') ADVANCE(217);
+      if (lookahead == 'c') ADVANCE(218);
       END_STATE();
     case 148:
-      if (lookahead == 'u') ADVANCE(218);
+      if (lookahead == 'n') ADVANCE(219);
       END_STATE();
     case 149:
-      if (lookahead == 'f') ADVANCE(219);
+      if (lookahead == 'e') ADVANCE(220);
       END_STATE();
     case 150:
-      ACCEPT_TOKEN(anon_sym_use);
+      if (lookahead == 'u') ADVANCE(221);
       END_STATE();
     case 151:
-      if (lookahead == 'h') ADVANCE(220);
+      if (lookahead == 'f') ADVANCE(222);
       END_STATE();
     case 152:
-      ACCEPT_TOKEN(anon_sym_zbv);
+      ACCEPT_TOKEN(anon_sym_use);
       END_STATE();
     case 153:
-      ADVANCE_MAP(
-        '1', 221,
-        '2', 222,
-        '3', 223,
-        '4', 224,
-        '5', 225,
-        '6', 226,
-        '7', 227,
-        '8', 228,
-        '9', 229,
-      );
+      if (lookahead == 'a') ADVANCE(223);
       END_STATE();
     case 154:
-      if (lookahead == '2') ADVANCE(230);
-      if (lookahead == '3') ADVANCE(231);
-      if (lookahead == '4') ADVANCE(232);
-      if (lookahead == '5') ADVANCE(233);
-      if (lookahead == '7') ADVANCE(234);
-      if (lookahead == '8') ADVANCE(235);
-      if (lookahead == '9') ADVANCE(236);
+      if (lookahead == 'h') ADVANCE(224);
       END_STATE();
     case 155:
-      if (lookahead == '0') ADVANCE(237);
-      if (lookahead == '2') ADVANCE(238);
-      if (lookahead == '3') ADVANCE(239);
-      if (lookahead == '4') ADVANCE(240);
+      ACCEPT_TOKEN(anon_sym_zbv);
       END_STATE();
     case 156:
-      if (lookahead == 'p') ADVANCE(241);
+      ADVANCE_MAP(
+        '1', 225,
+        '2', 226,
+        '3', 227,
+        '4', 228,
+        '5', 229,
+        '6', 230,
+        '7', 231,
+        '8', 232,
+        '9', 233,
+      );
       END_STATE();
     case 157:
-      ACCEPT_TOKEN(anon_sym_algo);
+      if (lookahead == '2') ADVANCE(234);
+      if (lookahead == '3') ADVANCE(235);
+      if (lookahead == '4') ADVANCE(236);
+      if (lookahead == '5') ADVANCE(237);
+      if (lookahead == '7') ADVANCE(238);
+      if (lookahead == '8') ADVANCE(239);
+      if (lookahead == '9') ADVANCE(240);
       END_STATE();
     case 158:
-      if (lookahead == 'a') ADVANCE(242);
+      if (lookahead == '0') ADVANCE(241);
+      if (lookahead == '2') ADVANCE(242);
+      if (lookahead == '3') ADVANCE(243);
+      if (lookahead == '4') ADVANCE(244);
       END_STATE();
     case 159:
-      if (lookahead == 'o') ADVANCE(243);
+      if (lookahead == 'p') ADVANCE(245);
       END_STATE();
     case 160:
-      if (lookahead == 'r') ADVANCE(244);
+      ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 161:
-      ACCEPT_TOKEN(anon_sym_attn);
-      if (lookahead == '_') ADVANCE(245);
+      if (lookahead == 'a') ADVANCE(246);
       END_STATE();
     case 162:
-      if (lookahead == 'l') ADVANCE(246);
+      if (lookahead == 'o') ADVANCE(247);
       END_STATE();
     case 163:
-      ACCEPT_TOKEN(anon_sym_bf16);
+      if (lookahead == 'r') ADVANCE(248);
       END_STATE();
     case 164:
-      if (lookahead == 'k') ADVANCE(247);
+      ACCEPT_TOKEN(anon_sym_attn);
+      if (lookahead == '_') ADVANCE(249);
       END_STATE();
     case 165:
-      if (lookahead == 'k') ADVANCE(248);
+      if (lookahead == 'l') ADVANCE(250);
       END_STATE();
     case 166:
-      if (lookahead == '3') ADVANCE(249);
-      if (lookahead == '4') ADVANCE(250);
+      ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 167:
-      if (lookahead == 't') ADVANCE(251);
+      if (lookahead == 'k') ADVANCE(251);
       END_STATE();
     case 168:
-      if (lookahead == '_') ADVANCE(252);
+      if (lookahead == 'k') ADVANCE(252);
       END_STATE();
     case 169:
-      if (lookahead == 'e') ADVANCE(253);
+      if (lookahead == '3') ADVANCE(253);
+      if (lookahead == '4') ADVANCE(254);
       END_STATE();
     case 170:
-      if (lookahead == 'y') ADVANCE(254);
+      if (lookahead == 't') ADVANCE(255);
       END_STATE();
     case 171:
-      if (lookahead == 'c') ADVANCE(255);
+      if (lookahead == '_') ADVANCE(256);
       END_STATE();
     case 172:
-      if (lookahead == 'p') ADVANCE(256);
+      if (lookahead == 'e') ADVANCE(257);
       END_STATE();
     case 173:
-      ACCEPT_TOKEN(anon_sym_e4m3);
+      if (lookahead == 'y') ADVANCE(258);
       END_STATE();
     case 174:
-      if (lookahead == 'r') ADVANCE(257);
+      if (lookahead == 'c') ADVANCE(259);
       END_STATE();
     case 175:
-      if (lookahead == 't') ADVANCE(258);
+      if (lookahead == 'p') ADVANCE(260);
       END_STATE();
     case 176:
-      if (lookahead == 'h') ADVANCE(259);
+      ACCEPT_TOKEN(anon_sym_e4m3);
       END_STATE();
     case 177:
-      ACCEPT_TOKEN(anon_sym_flex);
+      if (lookahead == 'r') ADVANCE(261);
       END_STATE();
     case 178:
-      ACCEPT_TOKEN(anon_sym_fp16);
+      if (lookahead == 't') ADVANCE(262);
       END_STATE();
     case 179:
-      ACCEPT_TOKEN(anon_sym_fp32);
+      if (lookahead == 'h') ADVANCE(263);
       END_STATE();
     case 180:
-      ACCEPT_TOKEN(anon_sym_full);
-      if (lookahead == '_') ADVANCE(260);
+      ACCEPT_TOKEN(anon_sym_flex);
       END_STATE();
     case 181:
-      if (lookahead == 'd') ADVANCE(261);
+      ACCEPT_TOKEN(anon_sym_fp16);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(262);
+      ACCEPT_TOKEN(anon_sym_fp32);
       END_STATE();
     case 183:
-      if (lookahead == 'i') ADVANCE(263);
+      ACCEPT_TOKEN(anon_sym_full);
+      if (lookahead == '_') ADVANCE(264);
       END_STATE();
     case 184:
-      if (lookahead == 'e') ADVANCE(264);
+      if (lookahead == 'd') ADVANCE(265);
       END_STATE();
     case 185:
-      if (lookahead == 'i') ADVANCE(265);
+      if (lookahead == 'e') ADVANCE(266);
       END_STATE();
     case 186:
-      if (lookahead == 'n') ADVANCE(266);
+      if (lookahead == 'i') ADVANCE(267);
       END_STATE();
     case 187:
-      if (lookahead == 'r') ADVANCE(267);
+      if (lookahead == 'e') ADVANCE(268);
       END_STATE();
     case 188:
-      if (lookahead == 'r') ADVANCE(268);
+      if (lookahead == 'i') ADVANCE(269);
       END_STATE();
     case 189:
-      if (lookahead == 'a') ADVANCE(269);
+      if (lookahead == 'n') ADVANCE(270);
       END_STATE();
     case 190:
-      ACCEPT_TOKEN(anon_sym_link);
+      if (lookahead == 'r') ADVANCE(271);
       END_STATE();
     case 191:
-      if (lookahead == 'l') ADVANCE(270);
+      if (lookahead == 'r') ADVANCE(272);
       END_STATE();
     case 192:
-      ACCEPT_TOKEN(anon_sym_lora);
+      if (lookahead == 'a') ADVANCE(273);
       END_STATE();
     case 193:
-      if (lookahead == 'a') ADVANCE(271);
+      ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 194:
-      if (lookahead == 't') ADVANCE(272);
+      if (lookahead == 'l') ADVANCE(274);
       END_STATE();
     case 195:
-      if (lookahead == 'u') ADVANCE(273);
+      ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 196:
-      if (lookahead == 'n') ADVANCE(274);
+      if (lookahead == 'a') ADVANCE(275);
       END_STATE();
     case 197:
-      if (lookahead == 'l') ADVANCE(275);
+      if (lookahead == 't') ADVANCE(276);
       END_STATE();
     case 198:
-      if (lookahead == 'a') ADVANCE(276);
-      if (lookahead == 'p') ADVANCE(277);
-      if (lookahead == 'r') ADVANCE(278);
+      if (lookahead == 'u') ADVANCE(277);
       END_STATE();
     case 199:
-      if (lookahead == '8') ADVANCE(279);
+      if (lookahead == 'n') ADVANCE(278);
       END_STATE();
     case 200:
-      if (lookahead == 'h') ADVANCE(280);
+      if (lookahead == 'l') ADVANCE(279);
       END_STATE();
     case 201:
-      ACCEPT_TOKEN(anon_sym_none);
+      if (lookahead == 'a') ADVANCE(280);
+      if (lookahead == 'p') ADVANCE(281);
+      if (lookahead == 'r') ADVANCE(282);
       END_STATE();
     case 202:
-      if (lookahead == 'i') ADVANCE(281);
+      if (lookahead == '8') ADVANCE(283);
       END_STATE();
     case 203:
-      if (lookahead == 'm') ADVANCE(282);
+      if (lookahead == 'h') ADVANCE(284);
       END_STATE();
     case 204:
-      ACCEPT_TOKEN(anon_sym_plan);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 205:
-      if (lookahead == 'r') ADVANCE(283);
+      if (lookahead == 'i') ADVANCE(285);
       END_STATE();
     case 206:
-      if (lookahead == 'l') ADVANCE(284);
+      if (lookahead == 'm') ADVANCE(286);
       END_STATE();
     case 207:
-      ACCEPT_TOKEN(anon_sym_rail);
+      ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 208:
-      ACCEPT_TOKEN(anon_sym_ring);
+      if (lookahead == 'r') ADVANCE(287);
       END_STATE();
     case 209:
-      if (lookahead == 'a') ADVANCE(285);
+      if (lookahead == 'l') ADVANCE(288);
       END_STATE();
     case 210:
-      if (lookahead == 'c') ADVANCE(286);
+      ACCEPT_TOKEN(anon_sym_rail);
       END_STATE();
     case 211:
-      if (lookahead == 'a') ADVANCE(287);
+      ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 212:
-      if (lookahead == 'e') ADVANCE(288);
-      if (lookahead == 'p') ADVANCE(289);
+      if (lookahead == 'a') ADVANCE(289);
       END_STATE();
     case 213:
       if (lookahead == 'c') ADVANCE(290);
       END_STATE();
     case 214:
-      if (lookahead == 'o') ADVANCE(291);
+      if (lookahead == 'a') ADVANCE(291);
       END_STATE();
     case 215:
-      if (lookahead == 'h') ADVANCE(292);
+      if (lookahead == 'e') ADVANCE(292);
+      if (lookahead == 'p') ADVANCE(293);
       END_STATE();
     case 216:
-      if (lookahead == 's') ADVANCE(293);
+      if (lookahead == 'c') ADVANCE(294);
       END_STATE();
     case 217:
-      ACCEPT_TOKEN(anon_sym_tree);
-      END_STATE();
-    case 218:
-      if (lookahead == 's') ADVANCE(294);
-      END_STATE();
-    case 219:
       if (lookahead == 'o') ADVANCE(295);
       END_STATE();
+    case 218:
+      if (lookahead == 'h') ADVANCE(296);
+      END_STATE();
+    case 219:
+      if (lookahead == 's') ADVANCE(297);
+      END_STATE();
     case 220:
-      if (lookahead == '1') ADVANCE(296);
-      if (lookahead == '2') ADVANCE(297);
+      ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 221:
-      ACCEPT_TOKEN(anon_sym_W0001);
+      if (lookahead == 's') ADVANCE(298);
       END_STATE();
     case 222:
-      ACCEPT_TOKEN(anon_sym_W0002);
+      if (lookahead == 'o') ADVANCE(299);
       END_STATE();
     case 223:
-      ACCEPT_TOKEN(anon_sym_W0003);
+      if (lookahead == 'b') ADVANCE(300);
       END_STATE();
     case 224:
-      ACCEPT_TOKEN(anon_sym_W0004);
+      if (lookahead == '1') ADVANCE(301);
+      if (lookahead == '2') ADVANCE(302);
       END_STATE();
     case 225:
-      ACCEPT_TOKEN(anon_sym_W0005);
+      ACCEPT_TOKEN(anon_sym_W0001);
       END_STATE();
     case 226:
-      ACCEPT_TOKEN(anon_sym_W0006);
+      ACCEPT_TOKEN(anon_sym_W0002);
       END_STATE();
     case 227:
-      ACCEPT_TOKEN(anon_sym_W0007);
+      ACCEPT_TOKEN(anon_sym_W0003);
       END_STATE();
     case 228:
-      ACCEPT_TOKEN(anon_sym_W0008);
+      ACCEPT_TOKEN(anon_sym_W0004);
       END_STATE();
     case 229:
-      ACCEPT_TOKEN(anon_sym_W0009);
+      ACCEPT_TOKEN(anon_sym_W0005);
       END_STATE();
     case 230:
-      ACCEPT_TOKEN(anon_sym_W0012);
+      ACCEPT_TOKEN(anon_sym_W0006);
       END_STATE();
     case 231:
-      ACCEPT_TOKEN(anon_sym_W0013);
+      ACCEPT_TOKEN(anon_sym_W0007);
       END_STATE();
     case 232:
-      ACCEPT_TOKEN(anon_sym_W0014);
+      ACCEPT_TOKEN(anon_sym_W0008);
       END_STATE();
     case 233:
-      ACCEPT_TOKEN(anon_sym_W0015);
+      ACCEPT_TOKEN(anon_sym_W0009);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_W0017);
+      ACCEPT_TOKEN(anon_sym_W0012);
       END_STATE();
     case 235:
-      ACCEPT_TOKEN(anon_sym_W0018);
+      ACCEPT_TOKEN(anon_sym_W0013);
       END_STATE();
     case 236:
-      ACCEPT_TOKEN(anon_sym_W0019);
+      ACCEPT_TOKEN(anon_sym_W0014);
       END_STATE();
     case 237:
-      ACCEPT_TOKEN(anon_sym_W0020);
+      ACCEPT_TOKEN(anon_sym_W0015);
       END_STATE();
     case 238:
-      ACCEPT_TOKEN(anon_sym_W0022);
+      ACCEPT_TOKEN(anon_sym_W0017);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_W0023);
+      ACCEPT_TOKEN(anon_sym_W0018);
       END_STATE();
     case 240:
-      ACCEPT_TOKEN(anon_sym_W0024);
+      ACCEPT_TOKEN(anon_sym_W0019);
       END_STATE();
     case 241:
-      if (lookahead == '2') ADVANCE(298);
+      ACCEPT_TOKEN(anon_sym_W0020);
       END_STATE();
     case 242:
-      if (lookahead == 't') ADVANCE(299);
+      ACCEPT_TOKEN(anon_sym_W0022);
       END_STATE();
     case 243:
-      if (lookahead == 'a') ADVANCE(300);
+      ACCEPT_TOKEN(anon_sym_W0023);
       END_STATE();
     case 244:
-      if (lookahead == 'e') ADVANCE(301);
+      ACCEPT_TOKEN(anon_sym_W0024);
       END_STATE();
     case 245:
-      if (lookahead == 'n') ADVANCE(302);
-      if (lookahead == 'p') ADVANCE(303);
+      if (lookahead == '2') ADVANCE(303);
       END_STATE();
     case 246:
-      if (lookahead == 'o') ADVANCE(304);
+      if (lookahead == 't') ADVANCE(304);
       END_STATE();
     case 247:
-      if (lookahead == 'w') ADVANCE(305);
+      if (lookahead == 'a') ADVANCE(305);
       END_STATE();
     case 248:
-      ACCEPT_TOKEN(anon_sym_block);
-      if (lookahead == 'w') ADVANCE(306);
+      if (lookahead == 'e') ADVANCE(306);
       END_STATE();
     case 249:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      if (lookahead == 'n') ADVANCE(307);
+      if (lookahead == 'p') ADVANCE(308);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      if (lookahead == 'o') ADVANCE(309);
       END_STATE();
     case 251:
-      if (lookahead == 'e') ADVANCE(307);
+      if (lookahead == 'w') ADVANCE(310);
       END_STATE();
     case 252:
-      if (lookahead == 'a') ADVANCE(308);
+      ACCEPT_TOKEN(anon_sym_block);
+      if (lookahead == 'w') ADVANCE(311);
       END_STATE();
     case 253:
-      if (lookahead == 'p') ADVANCE(309);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 254:
-      if (lookahead == 'e') ADVANCE(310);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 255:
-      if (lookahead == 't') ADVANCE(311);
+      if (lookahead == 'e') ADVANCE(312);
       END_STATE();
     case 256:
-      if (lookahead == 'i') ADVANCE(312);
+      if (lookahead == 'a') ADVANCE(313);
       END_STATE();
     case 257:
-      if (lookahead == 't') ADVANCE(313);
+      if (lookahead == 'p') ADVANCE(314);
       END_STATE();
     case 258:
-      if (lookahead == 'r') ADVANCE(314);
+      if (lookahead == 'e') ADVANCE(315);
       END_STATE();
     case 259:
-      ACCEPT_TOKEN(anon_sym_flash);
-      if (lookahead == '2') ADVANCE(315);
+      if (lookahead == 't') ADVANCE(316);
       END_STATE();
     case 260:
-      if (lookahead == 'i') ADVANCE(316);
+      if (lookahead == 'i') ADVANCE(317);
       END_STATE();
     case 261:
-      if (lookahead == '_') ADVANCE(317);
+      if (lookahead == 't') ADVANCE(318);
       END_STATE();
     case 262:
-      ACCEPT_TOKEN(anon_sym_gpipe);
-      END_STATE();
-    case 263:
-      if (lookahead == 'n') ADVANCE(318);
-      END_STATE();
-    case 264:
       if (lookahead == 'r') ADVANCE(319);
       END_STATE();
-    case 265:
-      if (lookahead == 'd') ADVANCE(320);
+    case 263:
+      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == '2') ADVANCE(320);
       END_STATE();
-    case 266:
+    case 264:
       if (lookahead == 'i') ADVANCE(321);
       END_STATE();
-    case 267:
-      if (lookahead == 'l') ADVANCE(322);
+    case 265:
+      if (lookahead == '_') ADVANCE(322);
       END_STATE();
-    case 268:
+    case 266:
+      ACCEPT_TOKEN(anon_sym_gpipe);
+      END_STATE();
+    case 267:
       if (lookahead == 'n') ADVANCE(323);
       END_STATE();
-    case 269:
+    case 268:
       if (lookahead == 'r') ADVANCE(324);
       END_STATE();
+    case 269:
+      if (lookahead == 'd') ADVANCE(325);
+      END_STATE();
     case 270:
-      ACCEPT_TOKEN(anon_sym_local);
+      if (lookahead == 'i') ADVANCE(326);
       END_STATE();
     case 271:
-      ACCEPT_TOKEN(anon_sym_mamba);
+      if (lookahead == 'l') ADVANCE(327);
       END_STATE();
     case 272:
-      if (lookahead == 'r') ADVANCE(325);
+      if (lookahead == 'n') ADVANCE(328);
       END_STATE();
     case 273:
-      if (lookahead == 'p') ADVANCE(326);
-      END_STATE();
-    case 274:
-      if (lookahead == 'o') ADVANCE(327);
-      END_STATE();
-    case 275:
-      ACCEPT_TOKEN(anon_sym_model);
-      END_STATE();
-    case 276:
-      if (lookahead == 'c') ADVANCE(328);
-      END_STATE();
-    case 277:
       if (lookahead == 'r') ADVANCE(329);
       END_STATE();
+    case 274:
+      ACCEPT_TOKEN(anon_sym_local);
+      END_STATE();
+    case 275:
+      ACCEPT_TOKEN(anon_sym_mamba);
+      END_STATE();
+    case 276:
+      if (lookahead == 'r') ADVANCE(330);
+      END_STATE();
+    case 277:
+      if (lookahead == 'p') ADVANCE(331);
+      END_STATE();
     case 278:
-      if (lookahead == 'o') ADVANCE(330);
+      if (lookahead == 'o') ADVANCE(332);
       END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_mxfp8);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 280:
-      if (lookahead == 'a') ADVANCE(331);
+      if (lookahead == 'c') ADVANCE(333);
       END_STATE();
     case 281:
-      if (lookahead == 't') ADVANCE(332);
+      if (lookahead == 'r') ADVANCE(334);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(333);
+      if (lookahead == 'o') ADVANCE(335);
       END_STATE();
     case 283:
-      if (lookahead == 'a') ADVANCE(334);
+      ACCEPT_TOKEN(anon_sym_mxfp8);
       END_STATE();
     case 284:
-      if (lookahead == 'i') ADVANCE(335);
+      if (lookahead == 'a') ADVANCE(336);
       END_STATE();
     case 285:
-      if (lookahead == 'r') ADVANCE(336);
-      END_STATE();
-    case 286:
       if (lookahead == 't') ADVANCE(337);
       END_STATE();
+    case 286:
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(338);
+      END_STATE();
     case 287:
-      if (lookahead == 'u') ADVANCE(338);
+      if (lookahead == 'a') ADVANCE(339);
       END_STATE();
     case 288:
-      if (lookahead == 'd') ADVANCE(339);
+      if (lookahead == 'i') ADVANCE(340);
       END_STATE();
     case 289:
-      ACCEPT_TOKEN(anon_sym_sharp);
-      END_STATE();
-    case 290:
-      if (lookahead == 'h') ADVANCE(340);
-      END_STATE();
-    case 291:
       if (lookahead == 'r') ADVANCE(341);
       END_STATE();
+    case 290:
+      if (lookahead == 't') ADVANCE(342);
+      END_STATE();
+    case 291:
+      if (lookahead == 'u') ADVANCE(343);
+      END_STATE();
     case 292:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'd') ADVANCE(344);
       END_STATE();
     case 293:
-      if (lookahead == 'f') ADVANCE(342);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 294:
-      if (lookahead == 'e') ADVANCE(343);
+      if (lookahead == 'h') ADVANCE(345);
       END_STATE();
     case 295:
-      if (lookahead == 'r') ADVANCE(344);
+      if (lookahead == 'r') ADVANCE(346);
       END_STATE();
     case 296:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 297:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      if (lookahead == 'f') ADVANCE(347);
       END_STATE();
     case 298:
-      if (lookahead == 'p') ADVANCE(345);
+      if (lookahead == 'e') ADVANCE(348);
       END_STATE();
     case 299:
-      if (lookahead == 'h') ADVANCE(346);
-      END_STATE();
-    case 300:
-      if (lookahead == 'l') ADVANCE(347);
-      END_STATE();
-    case 301:
-      ACCEPT_TOKEN(anon_sym_ampere);
-      END_STATE();
-    case 302:
-      if (lookahead == 'o') ADVANCE(348);
-      END_STATE();
-    case 303:
       if (lookahead == 'r') ADVANCE(349);
       END_STATE();
+    case 300:
+      if (lookahead == '_') ADVANCE(350);
+      END_STATE();
+    case 301:
+      ACCEPT_TOKEN(anon_sym_zb_h1);
+      END_STATE();
+    case 302:
+      ACCEPT_TOKEN(anon_sym_zb_h2);
+      END_STATE();
+    case 303:
+      if (lookahead == 'p') ADVANCE(351);
+      END_STATE();
     case 304:
-      if (lookahead == 's') ADVANCE(350);
+      if (lookahead == 'h') ADVANCE(352);
       END_STATE();
     case 305:
-      if (lookahead == 'e') ADVANCE(351);
+      if (lookahead == 'l') ADVANCE(353);
       END_STATE();
     case 306:
-      if (lookahead == 'i') ADVANCE(352);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 307:
-      if (lookahead == 'r') ADVANCE(353);
+      if (lookahead == 'o') ADVANCE(354);
       END_STATE();
     case 308:
-      if (lookahead == 't') ADVANCE(354);
+      if (lookahead == 'r') ADVANCE(355);
       END_STATE();
     case 309:
-      ACCEPT_TOKEN(anon_sym_deepep);
+      if (lookahead == 's') ADVANCE(356);
       END_STATE();
     case 310:
-      if (lookahead == 'd') ADVANCE(355);
+      if (lookahead == 'e') ADVANCE(357);
       END_STATE();
     case 311:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'i') ADVANCE(358);
       END_STATE();
     case 312:
-      if (lookahead == 'p') ADVANCE(356);
+      if (lookahead == 'r') ADVANCE(359);
       END_STATE();
     case 313:
-      if (lookahead == '_') ADVANCE(357);
+      if (lookahead == 't') ADVANCE(360);
       END_STATE();
     case 314:
-      if (lookahead == 'e') ADVANCE(358);
+      ACCEPT_TOKEN(anon_sym_deepep);
       END_STATE();
     case 315:
-      ACCEPT_TOKEN(anon_sym_flash2);
+      if (lookahead == 'd') ADVANCE(361);
       END_STATE();
     case 316:
-      if (lookahead == 't') ADVANCE(359);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 317:
-      if (lookahead == 'g') ADVANCE(360);
+      if (lookahead == 'p') ADVANCE(362);
       END_STATE();
     case 318:
-      if (lookahead == 'g') ADVANCE(361);
+      if (lookahead == '_') ADVANCE(363);
       END_STATE();
     case 319:
-      ACCEPT_TOKEN(anon_sym_hopper);
-      END_STATE();
-    case 320:
-      ACCEPT_TOKEN(anon_sym_hybrid);
-      if (lookahead == 'e') ADVANCE(362);
-      END_STATE();
-    case 321:
-      if (lookahead == 'b') ADVANCE(363);
-      END_STATE();
-    case 322:
       if (lookahead == 'e') ADVANCE(364);
       END_STATE();
+    case 320:
+      ACCEPT_TOKEN(anon_sym_flash2);
+      END_STATE();
+    case 321:
+      if (lookahead == 't') ADVANCE(365);
+      END_STATE();
+    case 322:
+      if (lookahead == 'g') ADVANCE(366);
+      END_STATE();
     case 323:
-      if (lookahead == 'o') ADVANCE(365);
+      if (lookahead == 'g') ADVANCE(367);
       END_STATE();
     case 324:
-      if (lookahead == '_') ADVANCE(366);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 325:
-      if (lookahead == 'o') ADVANCE(367);
+      ACCEPT_TOKEN(anon_sym_hybrid);
+      if (lookahead == 'e') ADVANCE(368);
       END_STATE();
     case 326:
-      if (lookahead == '_') ADVANCE(368);
+      if (lookahead == 'b') ADVANCE(369);
       END_STATE();
     case 327:
-      if (lookahead == 'r') ADVANCE(369);
+      if (lookahead == 'e') ADVANCE(370);
       END_STATE();
     case 328:
-      if (lookahead == 't') ADVANCE(370);
+      if (lookahead == 'o') ADVANCE(371);
       END_STATE();
     case 329:
-      if (lookahead == 'e') ADVANCE(371);
+      if (lookahead == '_') ADVANCE(372);
       END_STATE();
     case 330:
-      if (lookahead == 'u') ADVANCE(372);
+      if (lookahead == 'o') ADVANCE(373);
       END_STATE();
     case 331:
-      if (lookahead == 'r') ADVANCE(373);
+      if (lookahead == '_') ADVANCE(374);
       END_STATE();
     case 332:
-      if (lookahead == 'c') ADVANCE(374);
+      if (lookahead == 'r') ADVANCE(375);
       END_STATE();
     case 333:
-      if (lookahead == 'g') ADVANCE(375);
+      if (lookahead == 't') ADVANCE(376);
       END_STATE();
     case 334:
-      if (lookahead == 'i') ADVANCE(376);
+      if (lookahead == 'e') ADVANCE(377);
       END_STATE();
     case 335:
-      if (lookahead == 'n') ADVANCE(377);
+      if (lookahead == 'u') ADVANCE(378);
       END_STATE();
     case 336:
-      if (lookahead == 'i') ADVANCE(378);
+      if (lookahead == 'r') ADVANCE(379);
       END_STATE();
     case 337:
-      if (lookahead == 'i') ADVANCE(379);
+      if (lookahead == 'c') ADVANCE(380);
       END_STATE();
     case 338:
-      if (lookahead == 'x') ADVANCE(380);
+      if (lookahead == 'g') ADVANCE(381);
       END_STATE();
     case 339:
-      if (lookahead == '_') ADVANCE(381);
+      if (lookahead == 'i') ADVANCE(382);
       END_STATE();
     case 340:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == 'n') ADVANCE(383);
       END_STATE();
     case 341:
-      if (lookahead == 'w') ADVANCE(382);
+      if (lookahead == 'i') ADVANCE(384);
       END_STATE();
     case 342:
-      if (lookahead == 'o') ADVANCE(383);
+      if (lookahead == 'i') ADVANCE(385);
       END_STATE();
     case 343:
-      if (lookahead == 'd') ADVANCE(384);
+      if (lookahead == 'x') ADVANCE(386);
       END_STATE();
     case 344:
-      if (lookahead == 'm') ADVANCE(385);
+      if (lookahead == '_') ADVANCE(387);
       END_STATE();
     case 345:
-      ACCEPT_TOKEN(anon_sym_a2a_p2p);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 346:
-      if (lookahead == 'e') ADVANCE(386);
+      if (lookahead == 'w') ADVANCE(388);
       END_STATE();
     case 347:
-      if (lookahead == 'l') ADVANCE(387);
-      END_STATE();
-    case 348:
-      if (lookahead == 'r') ADVANCE(388);
-      END_STATE();
-    case 349:
       if (lookahead == 'o') ADVANCE(389);
       END_STATE();
+    case 348:
+      if (lookahead == 'd') ADVANCE(390);
+      END_STATE();
+    case 349:
+      if (lookahead == 'm') ADVANCE(391);
+      END_STATE();
     case 350:
-      if (lookahead == 's') ADVANCE(390);
+      if (lookahead == 'p') ADVANCE(392);
       END_STATE();
     case 351:
-      if (lookahead == 'l') ADVANCE(391);
+      ACCEPT_TOKEN(anon_sym_a2a_p2p);
       END_STATE();
     case 352:
-      if (lookahead == 's') ADVANCE(392);
+      if (lookahead == 'e') ADVANCE(393);
       END_STATE();
     case 353:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 'l') ADVANCE(394);
       END_STATE();
     case 354:
-      if (lookahead == 't') ADVANCE(393);
+      if (lookahead == 'r') ADVANCE(395);
       END_STATE();
     case 355:
-      ACCEPT_TOKEN(anon_sym_delayed);
+      if (lookahead == 'o') ADVANCE(396);
       END_STATE();
     case 356:
-      if (lookahead == 'e') ADVANCE(394);
+      if (lookahead == 's') ADVANCE(397);
       END_STATE();
     case 357:
-      if (lookahead == 'f') ADVANCE(395);
+      if (lookahead == 'l') ADVANCE(398);
       END_STATE();
     case 358:
-      if (lookahead == 'e') ADVANCE(396);
+      if (lookahead == 's') ADVANCE(399);
       END_STATE();
     case 359:
-      if (lookahead == 'e') ADVANCE(397);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 360:
-      if (lookahead == 'r') ADVANCE(398);
+      if (lookahead == 't') ADVANCE(400);
       END_STATE();
     case 361:
-      if (lookahead == '_') ADVANCE(399);
+      ACCEPT_TOKEN(anon_sym_delayed);
       END_STATE();
     case 362:
-      if (lookahead == 'p') ADVANCE(400);
+      if (lookahead == 'e') ADVANCE(401);
       END_STATE();
     case 363:
-      if (lookahead == 'a') ADVANCE(401);
+      if (lookahead == 'f') ADVANCE(402);
       END_STATE();
     case 364:
-      if (lookahead == 'a') ADVANCE(402);
+      if (lookahead == 'e') ADVANCE(403);
       END_STATE();
     case 365:
-      if (lookahead == 'r') ADVANCE(403);
+      if (lookahead == 'e') ADVANCE(404);
       END_STATE();
     case 366:
-      if (lookahead == 'f') ADVANCE(404);
-      if (lookahead == 'p') ADVANCE(405);
-      if (lookahead == 'q') ADVANCE(406);
+      if (lookahead == 'r') ADVANCE(405);
       END_STATE();
     case 367:
-      if (lookahead == 'n') ADVANCE(407);
+      if (lookahead == '_') ADVANCE(406);
       END_STATE();
     case 368:
-      if (lookahead == 'p') ADVANCE(408);
+      if (lookahead == 'p') ADVANCE(407);
       END_STATE();
     case 369:
-      if (lookahead == 'm') ADVANCE(409);
+      if (lookahead == 'a') ADVANCE(408);
       END_STATE();
     case 370:
-      ACCEPT_TOKEN(anon_sym_moe_act);
+      if (lookahead == 'a') ADVANCE(409);
       END_STATE();
     case 371:
-      if (lookahead == 'p') ADVANCE(410);
+      if (lookahead == 'r') ADVANCE(410);
       END_STATE();
     case 372:
-      if (lookahead == 't') ADVANCE(411);
+      if (lookahead == 'f') ADVANCE(411);
+      if (lookahead == 'p') ADVANCE(412);
+      if (lookahead == 'q') ADVANCE(413);
       END_STATE();
     case 373:
-      if (lookahead == 'd') ADVANCE(412);
+      if (lookahead == 'n') ADVANCE(414);
       END_STATE();
     case 374:
-      if (lookahead == 'h') ADVANCE(413);
+      if (lookahead == 'p') ADVANCE(415);
       END_STATE();
     case 375:
-      if (lookahead == 'r') ADVANCE(414);
+      if (lookahead == 'm') ADVANCE(416);
       END_STATE();
     case 376:
-      if (lookahead == 'n') ADVANCE(415);
+      ACCEPT_TOKEN(anon_sym_moe_act);
       END_STATE();
     case 377:
-      if (lookahead == 'e') ADVANCE(416);
+      if (lookahead == 'p') ADVANCE(417);
       END_STATE();
     case 378:
-      if (lookahead == 'o') ADVANCE(417);
+      if (lookahead == 't') ADVANCE(418);
       END_STATE();
     case 379:
-      if (lookahead == 'v') ADVANCE(418);
+      if (lookahead == 'd') ADVANCE(419);
       END_STATE();
     case 380:
-      if (lookahead == '_') ADVANCE(419);
+      if (lookahead == 'h') ADVANCE(420);
       END_STATE();
     case 381:
-      if (lookahead == 'e') ADVANCE(420);
+      if (lookahead == 'r') ADVANCE(421);
       END_STATE();
     case 382:
-      if (lookahead == 'i') ADVANCE(421);
+      if (lookahead == 'n') ADVANCE(422);
       END_STATE();
     case 383:
-      if (lookahead == 'r') ADVANCE(422);
+      if (lookahead == 'e') ADVANCE(423);
       END_STATE();
     case 384:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'o') ADVANCE(424);
       END_STATE();
     case 385:
-      ACCEPT_TOKEN(anon_sym_uniform);
+      if (lookahead == 'v') ADVANCE(425);
       END_STATE();
     case 386:
-      if (lookahead == 'r') ADVANCE(423);
+      if (lookahead == '_') ADVANCE(426);
       END_STATE();
     case 387:
-      ACCEPT_TOKEN(anon_sym_alltoall);
-      END_STATE();
-    case 388:
-      if (lookahead == 'm') ADVANCE(424);
-      END_STATE();
-    case 389:
-      if (lookahead == 'j') ADVANCE(425);
-      END_STATE();
-    case 390:
-      ACCEPT_TOKEN(anon_sym_aux_loss);
-      END_STATE();
-    case 391:
-      if (lookahead == 'l') ADVANCE(426);
-      END_STATE();
-    case 392:
       if (lookahead == 'e') ADVANCE(427);
       END_STATE();
+    case 388:
+      if (lookahead == 'i') ADVANCE(428);
+      END_STATE();
+    case 389:
+      if (lookahead == 'r') ADVANCE(429);
+      END_STATE();
+    case 390:
+      ACCEPT_TOKEN(anon_sym_unfused);
+      END_STATE();
+    case 391:
+      ACCEPT_TOKEN(anon_sym_uniform);
+      END_STATE();
+    case 392:
+      if (lookahead == 'a') ADVANCE(430);
+      END_STATE();
     case 393:
-      if (lookahead == 'n') ADVANCE(428);
-      END_STATE();
-    case 394:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(429);
-      END_STATE();
-    case 395:
-      if (lookahead == 'c') ADVANCE(430);
-      END_STATE();
-    case 396:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
-      END_STATE();
-    case 397:
       if (lookahead == 'r') ADVANCE(431);
       END_STATE();
+    case 394:
+      ACCEPT_TOKEN(anon_sym_alltoall);
+      END_STATE();
+    case 395:
+      if (lookahead == 'm') ADVANCE(432);
+      END_STATE();
+    case 396:
+      if (lookahead == 'j') ADVANCE(433);
+      END_STATE();
+    case 397:
+      ACCEPT_TOKEN(anon_sym_aux_loss);
+      END_STATE();
     case 398:
-      if (lookahead == 'o') ADVANCE(432);
+      if (lookahead == 'l') ADVANCE(434);
       END_STATE();
     case 399:
-      if (lookahead == 'd') ADVANCE(433);
+      if (lookahead == 'e') ADVANCE(435);
       END_STATE();
     case 400:
-      ACCEPT_TOKEN(anon_sym_hybridep);
+      if (lookahead == 'n') ADVANCE(436);
       END_STATE();
     case 401:
-      if (lookahead == 'n') ADVANCE(434);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(437);
       END_STATE();
     case 402:
-      if (lookahead == 'v') ADVANCE(435);
+      if (lookahead == 'c') ADVANCE(438);
       END_STATE();
     case 403:
-      if (lookahead == 'm') ADVANCE(436);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 404:
-      if (lookahead == 'c') ADVANCE(437);
+      if (lookahead == 'r') ADVANCE(439);
       END_STATE();
     case 405:
-      if (lookahead == 'r') ADVANCE(438);
+      if (lookahead == 'o') ADVANCE(440);
       END_STATE();
     case 406:
-      if (lookahead == 'k') ADVANCE(439);
+      if (lookahead == 'd') ADVANCE(441);
       END_STATE();
     case 407:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      ACCEPT_TOKEN(anon_sym_hybridep);
       END_STATE();
     case 408:
-      if (lookahead == 'r') ADVANCE(440);
+      if (lookahead == 'n') ADVANCE(442);
       END_STATE();
     case 409:
-      ACCEPT_TOKEN(anon_sym_mlp_norm);
+      if (lookahead == 'v') ADVANCE(443);
       END_STATE();
     case 410:
-      if (lookahead == 'r') ADVANCE(441);
+      if (lookahead == 'm') ADVANCE(444);
       END_STATE();
     case 411:
-      if (lookahead == 'e') ADVANCE(442);
+      if (lookahead == 'c') ADVANCE(445);
       END_STATE();
     case 412:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 'r') ADVANCE(446);
       END_STATE();
     case 413:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      if (lookahead == 'k') ADVANCE(447);
       END_STATE();
     case 414:
-      if (lookahead == 'a') ADVANCE(443);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 415:
-      ACCEPT_TOKEN(anon_sym_pretrain);
+      if (lookahead == 'r') ADVANCE(448);
       END_STATE();
     case 416:
-      if (lookahead == 'a') ADVANCE(444);
+      ACCEPT_TOKEN(anon_sym_mlp_norm);
       END_STATE();
     case 417:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'r') ADVANCE(449);
       END_STATE();
     case 418:
-      if (lookahead == 'e') ADVANCE(445);
+      if (lookahead == 'e') ADVANCE(450);
       END_STATE();
     case 419:
-      if (lookahead == 'l') ADVANCE(446);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 420:
-      if (lookahead == 'x') ADVANCE(447);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 421:
-      if (lookahead == 's') ADVANCE(448);
+      if (lookahead == 'a') ADVANCE(451);
       END_STATE();
     case 422:
-      if (lookahead == 'm') ADVANCE(449);
+      ACCEPT_TOKEN(anon_sym_pretrain);
       END_STATE();
     case 423:
-      ACCEPT_TOKEN(anon_sym_allgather);
-      END_STATE();
-    case 424:
-      ACCEPT_TOKEN(anon_sym_attn_norm);
-      END_STATE();
-    case 425:
-      ACCEPT_TOKEN(anon_sym_attn_proj);
-      END_STATE();
-    case 426:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(450);
-      END_STATE();
-    case 427:
-      ACCEPT_TOKEN(anon_sym_blockwise);
-      END_STATE();
-    case 428:
-      ACCEPT_TOKEN(anon_sym_core_attn);
-      END_STATE();
-    case 429:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
-      END_STATE();
-    case 430:
-      if (lookahead == '1') ADVANCE(451);
-      END_STATE();
-    case 431:
       if (lookahead == 'a') ADVANCE(452);
       END_STATE();
+    case 424:
+      ACCEPT_TOKEN(anon_sym_scenario);
+      END_STATE();
+    case 425:
+      if (lookahead == 'e') ADVANCE(453);
+      END_STATE();
+    case 426:
+      if (lookahead == 'l') ADVANCE(454);
+      END_STATE();
+    case 427:
+      if (lookahead == 'x') ADVANCE(455);
+      END_STATE();
+    case 428:
+      if (lookahead == 's') ADVANCE(456);
+      END_STATE();
+    case 429:
+      if (lookahead == 'm') ADVANCE(457);
+      END_STATE();
+    case 430:
+      if (lookahead == 'r') ADVANCE(458);
+      END_STATE();
+    case 431:
+      ACCEPT_TOKEN(anon_sym_allgather);
+      END_STATE();
     case 432:
-      if (lookahead == 'u') ADVANCE(453);
+      ACCEPT_TOKEN(anon_sym_attn_norm);
       END_STATE();
     case 433:
-      if (lookahead == 'o') ADVANCE(454);
+      ACCEPT_TOKEN(anon_sym_attn_proj);
       END_STATE();
     case 434:
-      if (lookahead == 'd') ADVANCE(455);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(459);
       END_STATE();
     case 435:
-      if (lookahead == 'e') ADVANCE(456);
+      ACCEPT_TOKEN(anon_sym_blockwise);
       END_STATE();
     case 436:
-      ACCEPT_TOKEN(anon_sym_layernorm);
+      ACCEPT_TOKEN(anon_sym_core_attn);
       END_STATE();
     case 437:
-      if (lookahead == '1') ADVANCE(457);
-      if (lookahead == '2') ADVANCE(458);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 438:
-      if (lookahead == 'o') ADVANCE(459);
+      if (lookahead == '1') ADVANCE(460);
       END_STATE();
     case 439:
-      if (lookahead == 'v') ADVANCE(460);
+      if (lookahead == 'a') ADVANCE(461);
       END_STATE();
     case 440:
-      if (lookahead == 'o') ADVANCE(461);
+      if (lookahead == 'u') ADVANCE(462);
       END_STATE();
     case 441:
-      if (lookahead == 'o') ADVANCE(462);
+      if (lookahead == 'o') ADVANCE(463);
       END_STATE();
     case 442:
-      if (lookahead == 'r') ADVANCE(463);
-      END_STATE();
-    case 443:
       if (lookahead == 'd') ADVANCE(464);
       END_STATE();
+    case 443:
+      if (lookahead == 'e') ADVANCE(465);
+      END_STATE();
     case 444:
-      if (lookahead == 'r') ADVANCE(465);
+      ACCEPT_TOKEN(anon_sym_layernorm);
       END_STATE();
     case 445:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == '1') ADVANCE(466);
+      if (lookahead == '2') ADVANCE(467);
       END_STATE();
     case 446:
-      if (lookahead == 'o') ADVANCE(466);
+      if (lookahead == 'o') ADVANCE(468);
       END_STATE();
     case 447:
-      if (lookahead == 'p') ADVANCE(467);
+      if (lookahead == 'v') ADVANCE(469);
       END_STATE();
     case 448:
-      if (lookahead == 'e') ADVANCE(468);
+      if (lookahead == 'o') ADVANCE(470);
       END_STATE();
     case 449:
-      if (lookahead == 'e') ADVANCE(469);
+      if (lookahead == 'o') ADVANCE(471);
       END_STATE();
     case 450:
-      if (lookahead == 'u') ADVANCE(470);
+      if (lookahead == 'r') ADVANCE(472);
       END_STATE();
     case 451:
-      ACCEPT_TOKEN(anon_sym_expert_fc1);
+      if (lookahead == 'd') ADVANCE(473);
       END_STATE();
     case 452:
-      if (lookahead == 't') ADVANCE(471);
+      if (lookahead == 'r') ADVANCE(474);
       END_STATE();
     case 453:
-      if (lookahead == 'p') ADVANCE(472);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 454:
-      if (lookahead == 'u') ADVANCE(473);
+      if (lookahead == 'o') ADVANCE(475);
       END_STATE();
     case 455:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'p') ADVANCE(476);
       END_STATE();
     case 456:
-      if (lookahead == 'd') ADVANCE(474);
+      if (lookahead == 'e') ADVANCE(477);
       END_STATE();
     case 457:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'e') ADVANCE(478);
       END_STATE();
     case 458:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      if (lookahead == 'a') ADVANCE(479);
       END_STATE();
     case 459:
-      if (lookahead == 'j') ADVANCE(475);
+      if (lookahead == 'u') ADVANCE(480);
       END_STATE();
     case 460:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      ACCEPT_TOKEN(anon_sym_expert_fc1);
       END_STATE();
     case 461:
-      if (lookahead == 'j') ADVANCE(476);
+      if (lookahead == 't') ADVANCE(481);
       END_STATE();
     case 462:
-      if (lookahead == 'c') ADVANCE(477);
+      if (lookahead == 'p') ADVANCE(482);
       END_STATE();
     case 463:
-      ACCEPT_TOKEN(anon_sym_moe_router);
+      if (lookahead == 'u') ADVANCE(483);
       END_STATE();
     case 464:
-      if (lookahead == 's') ADVANCE(478);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 465:
-      ACCEPT_TOKEN(anon_sym_qkv_linear);
+      if (lookahead == 'd') ADVANCE(484);
       END_STATE();
     case 466:
-      if (lookahead == 's') ADVANCE(479);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 467:
-      if (lookahead == 'e') ADVANCE(480);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 468:
-      ACCEPT_TOKEN(anon_sym_tensorwise);
+      if (lookahead == 'j') ADVANCE(485);
       END_STATE();
     case 469:
-      if (lookahead == 'r') ADVANCE(481);
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
       END_STATE();
     case 470:
-      if (lookahead == 'l') ADVANCE(482);
+      if (lookahead == 'j') ADVANCE(486);
       END_STATE();
     case 471:
-      if (lookahead == 'i') ADVANCE(483);
+      if (lookahead == 'c') ADVANCE(487);
       END_STATE();
     case 472:
-      if (lookahead == '_') ADVANCE(484);
+      ACCEPT_TOKEN(anon_sym_moe_router);
       END_STATE();
     case 473:
-      if (lookahead == 'b') ADVANCE(485);
-      END_STATE();
-    case 474:
-      ACCEPT_TOKEN(anon_sym_interleaved);
-      END_STATE();
-    case 475:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
-      END_STATE();
-    case 476:
-      ACCEPT_TOKEN(anon_sym_mla_up_proj);
-      END_STATE();
-    case 477:
-      if (lookahead == 'e') ADVANCE(486);
-      END_STATE();
-    case 478:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(487);
-      END_STATE();
-    case 479:
       if (lookahead == 's') ADVANCE(488);
       END_STATE();
+    case 474:
+      ACCEPT_TOKEN(anon_sym_qkv_linear);
+      END_STATE();
+    case 475:
+      if (lookahead == 's') ADVANCE(489);
+      END_STATE();
+    case 476:
+      if (lookahead == 'e') ADVANCE(490);
+      END_STATE();
+    case 477:
+      ACCEPT_TOKEN(anon_sym_tensorwise);
+      END_STATE();
+    case 478:
+      if (lookahead == 'r') ADVANCE(491);
+      END_STATE();
+    case 479:
+      if (lookahead == 'l') ADVANCE(492);
+      END_STATE();
     case 480:
-      if (lookahead == 'r') ADVANCE(489);
+      if (lookahead == 'l') ADVANCE(493);
       END_STATE();
     case 481:
-      if (lookahead == '_') ADVANCE(490);
+      if (lookahead == 'i') ADVANCE(494);
       END_STATE();
     case 482:
-      if (lookahead == 't') ADVANCE(491);
+      if (lookahead == '_') ADVANCE(495);
       END_STATE();
     case 483:
-      if (lookahead == 'o') ADVANCE(492);
+      if (lookahead == 'b') ADVANCE(496);
       END_STATE();
     case 484:
-      if (lookahead == 'm') ADVANCE(493);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 485:
-      if (lookahead == 'l') ADVANCE(494);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 486:
-      if (lookahead == 's') ADVANCE(495);
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
       END_STATE();
     case 487:
-      if (lookahead == 'p') ADVANCE(496);
+      if (lookahead == 'e') ADVANCE(497);
       END_STATE();
     case 488:
-      ACCEPT_TOKEN(anon_sym_seq_aux_loss);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(498);
       END_STATE();
     case 489:
-      if (lookahead == 't') ADVANCE(497);
+      if (lookahead == 's') ADVANCE(499);
       END_STATE();
     case 490:
-      if (lookahead == 'e') ADVANCE(498);
+      if (lookahead == 'r') ADVANCE(500);
       END_STATE();
     case 491:
-      if (lookahead == 'r') ADVANCE(499);
+      if (lookahead == '_') ADVANCE(501);
       END_STATE();
     case 492:
-      if (lookahead == 'n') ADVANCE(500);
+      if (lookahead == 'l') ADVANCE(502);
       END_STATE();
     case 493:
-      if (lookahead == 'l') ADVANCE(501);
+      if (lookahead == 't') ADVANCE(503);
       END_STATE();
     case 494:
-      if (lookahead == 'i') ADVANCE(502);
+      if (lookahead == 'o') ADVANCE(504);
       END_STATE();
     case 495:
-      if (lookahead == 's') ADVANCE(503);
+      if (lookahead == 'm') ADVANCE(505);
       END_STATE();
     case 496:
-      if (lookahead == 'a') ADVANCE(504);
+      if (lookahead == 'l') ADVANCE(506);
       END_STATE();
     case 497:
-      if (lookahead == 's') ADVANCE(505);
+      if (lookahead == 's') ADVANCE(507);
       END_STATE();
     case 498:
-      if (lookahead == 'n') ADVANCE(506);
-      END_STATE();
-    case 499:
-      if (lookahead == 'a') ADVANCE(507);
-      END_STATE();
-    case 500:
-      ACCEPT_TOKEN(anon_sym_full_iteration);
-      END_STATE();
-    case 501:
       if (lookahead == 'p') ADVANCE(508);
       END_STATE();
+    case 499:
+      ACCEPT_TOKEN(anon_sym_seq_aux_loss);
+      END_STATE();
+    case 500:
+      if (lookahead == 't') ADVANCE(509);
+      END_STATE();
+    case 501:
+      if (lookahead == 'e') ADVANCE(510);
+      END_STATE();
     case 502:
-      if (lookahead == 'n') ADVANCE(509);
+      if (lookahead == 'e') ADVANCE(511);
       END_STATE();
     case 503:
-      ACCEPT_TOKEN(anon_sym_moe_preprocess);
+      if (lookahead == 'r') ADVANCE(512);
       END_STATE();
     case 504:
-      if (lookahead == 'r') ADVANCE(510);
+      if (lookahead == 'n') ADVANCE(513);
       END_STATE();
     case 505:
-      ACCEPT_TOKEN(anon_sym_shared_experts);
+      if (lookahead == 'l') ADVANCE(514);
       END_STATE();
     case 506:
-      if (lookahead == 'g') ADVANCE(511);
+      if (lookahead == 'i') ADVANCE(515);
       END_STATE();
     case 507:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      if (lookahead == 's') ADVANCE(516);
       END_STATE();
     case 508:
-      ACCEPT_TOKEN(anon_sym_fused_group_mlp);
+      if (lookahead == 'a') ADVANCE(517);
       END_STATE();
     case 509:
-      if (lookahead == 'g') ADVANCE(512);
+      if (lookahead == 's') ADVANCE(518);
       END_STATE();
     case 510:
-      if (lookahead == 'a') ADVANCE(513);
+      if (lookahead == 'n') ADVANCE(519);
       END_STATE();
     case 511:
-      if (lookahead == 'i') ADVANCE(514);
+      if (lookahead == 'l') ADVANCE(520);
       END_STATE();
     case 512:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'a') ADVANCE(521);
       END_STATE();
     case 513:
-      if (lookahead == 'm') ADVANCE(515);
+      ACCEPT_TOKEN(anon_sym_full_iteration);
       END_STATE();
     case 514:
-      if (lookahead == 'n') ADVANCE(516);
+      if (lookahead == 'p') ADVANCE(522);
       END_STATE();
     case 515:
-      if (lookahead == 's') ADVANCE(517);
+      if (lookahead == 'n') ADVANCE(523);
       END_STATE();
     case 516:
-      if (lookahead == 'e') ADVANCE(518);
+      ACCEPT_TOKEN(anon_sym_moe_preprocess);
       END_STATE();
     case 517:
-      ACCEPT_TOKEN(anon_sym_optim_grads_params);
+      if (lookahead == 'r') ADVANCE(524);
       END_STATE();
     case 518:
+      ACCEPT_TOKEN(anon_sym_shared_experts);
+      END_STATE();
+    case 519:
+      if (lookahead == 'g') ADVANCE(525);
+      END_STATE();
+    case 520:
+      ACCEPT_TOKEN(anon_sym_vocab_parallel);
+      END_STATE();
+    case 521:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 522:
+      ACCEPT_TOKEN(anon_sym_fused_group_mlp);
+      END_STATE();
+    case 523:
+      if (lookahead == 'g') ADVANCE(526);
+      END_STATE();
+    case 524:
+      if (lookahead == 'a') ADVANCE(527);
+      END_STATE();
+    case 525:
+      if (lookahead == 'i') ADVANCE(528);
+      END_STATE();
+    case 526:
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      END_STATE();
+    case 527:
+      if (lookahead == 'm') ADVANCE(529);
+      END_STATE();
+    case 528:
+      if (lookahead == 'n') ADVANCE(530);
+      END_STATE();
+    case 529:
+      if (lookahead == 's') ADVANCE(531);
+      END_STATE();
+    case 530:
+      if (lookahead == 'e') ADVANCE(532);
+      END_STATE();
+    case 531:
+      ACCEPT_TOKEN(anon_sym_optim_grads_params);
+      END_STATE();
+    case 532:
       ACCEPT_TOKEN(anon_sym_transformer_engine);
       END_STATE();
     default:
@@ -3119,6 +3177,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(1),
     [anon_sym_selective] = ACTIONS(1),
     [anon_sym_full] = ACTIONS(1),
+    [anon_sym_op] = ACTIONS(1),
+    [anon_sym_vocab_parallel] = ACTIONS(1),
     [anon_sym_bf16] = ACTIONS(1),
     [anon_sym_fp8] = ACTIONS(1),
     [anon_sym_fp4] = ACTIONS(1),
@@ -3268,6 +3328,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -3401,6 +3463,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -3534,6 +3598,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -3667,6 +3733,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -3800,6 +3868,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(49),
     [anon_sym_selective] = ACTIONS(49),
     [anon_sym_full] = ACTIONS(49),
+    [anon_sym_op] = ACTIONS(49),
+    [anon_sym_vocab_parallel] = ACTIONS(49),
     [anon_sym_bf16] = ACTIONS(49),
     [anon_sym_fp8] = ACTIONS(49),
     [anon_sym_fp4] = ACTIONS(49),
@@ -3933,6 +4003,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -4066,6 +4138,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -4197,6 +4271,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(67),
     [anon_sym_selective] = ACTIONS(67),
     [anon_sym_full] = ACTIONS(67),
+    [anon_sym_op] = ACTIONS(67),
+    [anon_sym_vocab_parallel] = ACTIONS(67),
     [anon_sym_bf16] = ACTIONS(67),
     [anon_sym_fp8] = ACTIONS(67),
     [anon_sym_fp4] = ACTIONS(67),
@@ -4328,6 +4404,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(71),
     [anon_sym_selective] = ACTIONS(71),
     [anon_sym_full] = ACTIONS(71),
+    [anon_sym_op] = ACTIONS(71),
+    [anon_sym_vocab_parallel] = ACTIONS(71),
     [anon_sym_bf16] = ACTIONS(71),
     [anon_sym_fp8] = ACTIONS(71),
     [anon_sym_fp4] = ACTIONS(71),
@@ -4456,6 +4534,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(73),
     [anon_sym_selective] = ACTIONS(73),
     [anon_sym_full] = ACTIONS(73),
+    [anon_sym_op] = ACTIONS(73),
+    [anon_sym_vocab_parallel] = ACTIONS(73),
     [anon_sym_bf16] = ACTIONS(73),
     [anon_sym_fp8] = ACTIONS(73),
     [anon_sym_fp4] = ACTIONS(73),
@@ -4585,6 +4665,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(79),
     [anon_sym_selective] = ACTIONS(79),
     [anon_sym_full] = ACTIONS(79),
+    [anon_sym_op] = ACTIONS(79),
+    [anon_sym_vocab_parallel] = ACTIONS(79),
     [anon_sym_bf16] = ACTIONS(79),
     [anon_sym_fp8] = ACTIONS(79),
     [anon_sym_fp4] = ACTIONS(79),
@@ -4713,6 +4795,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(83),
     [anon_sym_selective] = ACTIONS(83),
     [anon_sym_full] = ACTIONS(83),
+    [anon_sym_op] = ACTIONS(83),
+    [anon_sym_vocab_parallel] = ACTIONS(83),
     [anon_sym_bf16] = ACTIONS(83),
     [anon_sym_fp8] = ACTIONS(83),
     [anon_sym_fp4] = ACTIONS(83),
@@ -4841,6 +4925,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(87),
     [anon_sym_selective] = ACTIONS(87),
     [anon_sym_full] = ACTIONS(87),
+    [anon_sym_op] = ACTIONS(87),
+    [anon_sym_vocab_parallel] = ACTIONS(87),
     [anon_sym_bf16] = ACTIONS(87),
     [anon_sym_fp8] = ACTIONS(87),
     [anon_sym_fp4] = ACTIONS(87),
@@ -4969,6 +5055,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(91),
     [anon_sym_selective] = ACTIONS(91),
     [anon_sym_full] = ACTIONS(91),
+    [anon_sym_op] = ACTIONS(91),
+    [anon_sym_vocab_parallel] = ACTIONS(91),
     [anon_sym_bf16] = ACTIONS(91),
     [anon_sym_fp8] = ACTIONS(91),
     [anon_sym_fp4] = ACTIONS(91),
@@ -5096,6 +5184,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(95),
     [anon_sym_selective] = ACTIONS(95),
     [anon_sym_full] = ACTIONS(95),
+    [anon_sym_op] = ACTIONS(95),
+    [anon_sym_vocab_parallel] = ACTIONS(95),
     [anon_sym_bf16] = ACTIONS(95),
     [anon_sym_fp8] = ACTIONS(95),
     [anon_sym_fp4] = ACTIONS(95),
@@ -5218,6 +5308,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -5340,6 +5432,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(23),
     [anon_sym_selective] = ACTIONS(23),
     [anon_sym_full] = ACTIONS(23),
+    [anon_sym_op] = ACTIONS(23),
+    [anon_sym_vocab_parallel] = ACTIONS(23),
     [anon_sym_bf16] = ACTIONS(23),
     [anon_sym_fp8] = ACTIONS(23),
     [anon_sym_fp4] = ACTIONS(23),
@@ -5462,6 +5556,8 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_none] = ACTIONS(122),
     [anon_sym_selective] = ACTIONS(122),
     [anon_sym_full] = ACTIONS(122),
+    [anon_sym_op] = ACTIONS(122),
+    [anon_sym_vocab_parallel] = ACTIONS(122),
     [anon_sym_bf16] = ACTIONS(122),
     [anon_sym_fp8] = ACTIONS(122),
     [anon_sym_fp4] = ACTIONS(122),

@@ -52,6 +52,7 @@ syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather fsdp_keep_unsharded
 syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion moe_router_fusion
+syn keyword venusKey contained cross_entropy
 syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offload_layers
 syn keyword venusKey contained fp8_recipe fp8_format fp8_attention
 syn keyword venusKey contained optimizer_offload
@@ -59,7 +60,7 @@ syn keyword venusKey contained optimizer_offload
 " Enum words: topologies, collective algorithms, schedules, recompute, precision, attention
 " kernels, flag words.
 syn keyword venusConstant contained fc ring switch direct halving_doubling tree nvswitch infiniband
-syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualpipev zbv none selective full bf16 fp8 fp4 flash unfused flash2 on off
+syn keyword venusConstant contained gpipe interleaved zb_h1 zb_h2 dualpipe dualpipev zbv none selective full op bf16 fp8 fp4 flash unfused flash2 on off vocab_parallel
 syn keyword venusConstant contained ampere hopper blackwell blackwell_ultra ada cdna3 cdna4
 syn keyword venusConstant contained pretrain sft lora linear_qkv linear_proj linear_fc1 linear_fc2
 syn keyword venusConstant contained no_shard optim optim_grads optim_grads_params megatron torch fp32 fp16

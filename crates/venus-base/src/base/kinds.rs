@@ -128,6 +128,12 @@ pub enum Recompute {
     None,
     Selective,
     Full,
+    /// PyTorch's per-operator selective checkpointing as torchtitan applies it to each
+    /// transformer block (`selective_ac_option = "op"`, pytorch/torchtitan@9dec370
+    /// torchtitan/parallelisms/parallelize_llama.py:214-276): the block keeps its input, the
+    /// output of every other matrix multiply (the 1st, 3rd, 5th, ...) and the attention
+    /// kernel's, and re-runs the rest in the backward.
+    Op,
 }
 
 impl Recompute {
@@ -136,6 +142,7 @@ impl Recompute {
             Recompute::None => "none",
             Recompute::Selective => "selective",
             Recompute::Full => "full",
+            Recompute::Op => "op",
         }
     }
 }
@@ -255,6 +262,38 @@ pub enum Attention {
     /// FlashAttention-3): the same fused causal work as [`Attention::Flash`], which is fitted
     /// to Transformer Engine's cuDNN attention, at FlashAttention-2's own efficiency.
     Flash2,
+}
+
+/// How the loss is computed from the output layer's logits: what the memory model keeps of
+/// them at the loss's backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CrossEntropy {
+    /// Megatron-LM's vocab-parallel cross entropy: it keeps the fp32 softmax of the logits and
+    /// writes the gradient into that same tensor (megatron/core/tensor_parallel/cross_entropy.py
+    /// `_VocabParallelCrossEntropy`), one fp32 copy of the logits.
+    VocabParallel,
+    /// PyTorch's `torch.nn.functional.cross_entropy` on fp32 logits, as torchtitan calls it
+    /// (pytorch/torchtitan@9dec370 train.py:131-134 `loss_fn`): `log_softmax` saves its fp32
+    /// output and its backward allocates the input gradient while the incoming gradient and
+    /// that output live: three fp32 copies of the logits at the loss's backward.
+    Torch,
+}
+
+impl CrossEntropy {
+    pub fn word(self) -> &'static str {
+        match self {
+            CrossEntropy::VocabParallel => "vocab_parallel",
+            CrossEntropy::Torch => "torch",
+        }
+    }
+
+    /// The fp32 copies of the (vocab-sharded) logits alive at the loss's backward.
+    pub fn fp32_logit_copies(self) -> u128 {
+        match self {
+            CrossEntropy::VocabParallel => 1,
+            CrossEntropy::Torch => 3,
+        }
+    }
 }
 
 /// The number format of a plan's GEMM inputs (`precision` in a plan). A GPU runs a precision
@@ -695,7 +734,12 @@ impl FromWord for ScheduleKind {
 
 impl FromWord for Recompute {
     fn from_word(w: &str) -> Option<Self> {
-        let all = [Recompute::None, Recompute::Selective, Recompute::Full];
+        let all = [
+            Recompute::None,
+            Recompute::Selective,
+            Recompute::Full,
+            Recompute::Op,
+        ];
         find_word(&all, Recompute::word, w)
     }
 }
@@ -721,6 +765,13 @@ impl FromWord for Attention {
     fn from_word(w: &str) -> Option<Self> {
         let all = [Attention::Flash, Attention::Unfused, Attention::Flash2];
         find_word(&all, Attention::word, w)
+    }
+}
+
+impl FromWord for CrossEntropy {
+    fn from_word(w: &str) -> Option<Self> {
+        let all = [CrossEntropy::VocabParallel, CrossEntropy::Torch];
+        find_word(&all, CrossEntropy::word, w)
     }
 }
 

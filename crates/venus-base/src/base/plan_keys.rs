@@ -121,7 +121,7 @@ macro_rules! plan_key_list {
             Recompute = key(
                 "recompute",
                 &[Enum(RECOMPUTE)],
-                "activation recomputation; default none",
+                "activation recomputation: none (default), selective (Megatron's submodules, `recompute_modules`), full (each layer's input only, `recompute_method`) or op (PyTorch per-op selective checkpointing as torchtitan's `selective_ac_option = \"op\"`: every other matmul's output and the attention's kept)",
             )
             .megatron("--recompute-granularity")
             => recompute: ::venus_base::base::Recompute, word, default(Word("none"), "none");
@@ -210,6 +210,12 @@ macro_rules! plan_key_list {
                 "attention kernel: flash (default; fused, as Transformer Engine's cuDNN attention), unfused (batched GEMMs over the full scores, softmax through memory, as Megatron-LM before FlashAttention) or flash2 (FlashAttention-2's kernels, as PyTorch's scaled_dot_product_attention: the same work at their own efficiency)",
             )
             => attention: ::venus_base::base::Attention, word, default(Word("flash"), "flash");
+            CrossEntropy = key(
+                "cross_entropy",
+                &[Enum(CROSS_ENTROPY)],
+                "how the loss reads the logits: vocab_parallel (default; Megatron-LM's cross entropy, one fp32 copy of the logits, its gradient written in place) or torch (PyTorch's `cross_entropy` on fp32 logits, as torchtitan: three fp32 copies at the loss's backward)",
+            )
+            => cross_entropy: ::venus_base::base::CrossEntropy, word, default(Word("vocab_parallel"), "vocab_parallel");
             Iterations = key(
                 "iterations",
                 &[Count],

@@ -718,7 +718,7 @@ fn unknown_enum_words_suggest_the_closest_word() {
     );
     assert_eq!(
         helps[2],
-        "did you mean `full`? (one of `none`, `selective`, `full`)"
+        "did you mean `full`? (one of `none`, `selective`, `full`, `op`)"
     );
     assert_eq!(
         helps[3],

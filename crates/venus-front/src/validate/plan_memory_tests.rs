@@ -5,7 +5,7 @@
 //! activation, in-flight and stage-memory figures checked against Korthikanti et al.'s formulas
 //! and the built schedules.
 
-use venus_base::base::{Attention, Bytes, Recompute, ScheduleKind};
+use venus_base::base::{Attention, Bytes, CrossEntropy, Recompute, ScheduleKind};
 use venus_plan::plan::derive::split_layers;
 use venus_plan::plan::memory::*;
 use venus_plan::plan::spec::ModelSpec as Model;
@@ -138,6 +138,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         sp: false,
         recompute: Recompute::None,
         attention: Attention::Unfused,
+        cross_entropy: CrossEntropy::VocabParallel,
         distributed_optimizer: false,
         schedule,
         overlap_ep_comm: false,
@@ -273,7 +274,7 @@ fn stage_activations_are_in_flight_times_layers_plus_embedding_and_logits() {
     let sh = shape(16, 1, 1, false, Recompute::None);
     let layer = layer_activation_bytes(&m, &sh);
     let emb = embedding_activation_bytes(&m, &sh);
-    let out = output_activation_bytes(&m, &sh, 128);
+    let out = output_activation_bytes(&m, &sh, 128, CrossEntropy::VocabParallel);
     assert_eq!(emb, 8 * 16 + 16 * 64);
     assert_eq!(out, 4 * 16 * 64 + 4 * 16 * 128);
     assert_eq!(
@@ -339,7 +340,7 @@ fn full_recompute_adds_one_layer_working_set() {
     let expect = 4 * layer_activation_bytes(&m, &full)
         + layer_activation_bytes(&m, &none)
         + embedding_activation_bytes(&m, &full)
-        + output_activation_bytes(&m, &full, 128);
+        + output_activation_bytes(&m, &full, 128, CrossEntropy::VocabParallel);
     assert_eq!(one_stage(&m, &p, 0).activations, Bytes(expect as u64));
 }
 
@@ -535,7 +536,7 @@ fn zero_bubble_activations_keep_1f1bs_peak_for_h1_and_about_twice_for_h2() {
     let sh = shape(16, 1, 1, false, Recompute::None);
     let layer = layer_activation_bytes(&m, &sh);
     let emb = embedding_activation_bytes(&m, &sh);
-    let out = output_activation_bytes(&m, &sh, 128);
+    let out = output_activation_bytes(&m, &sh, 128, CrossEntropy::VocabParallel);
     // The first stage is 1F1B's peak exactly; the later stages rise to it (the last stage
     // also keeps pp microbatches of its output layer, whose W reads them, instead of one).
     assert_eq!(h1[0], one[0]);
@@ -814,4 +815,66 @@ fn a_hybrid_stage_holds_the_experts_of_its_moe_layers_only() {
     let halves = plan(2, 1, 2, Some(ScheduleKind::OneFOneB), 6);
     assert_eq!(one_stage(&m, &halves, 0).expert_params, expert);
     assert_eq!(one_stage(&m, &halves, 1).expert_params, expert);
+}
+
+/// `recompute op` (torchtitan's per-op checkpointing) on Korthikanti's GPT layer (MHA, GeLU,
+/// ffn = 4h; s 2048, b 1, h 1024, a 16), whose matmuls run wq, wk, wv, wo, fc1, fc2: per token
+/// the block input (2h), the odd matmuls' outputs wq, wv (2h each) and fc1 (2·4h), the
+/// attention output (2h) and its fp32 log-sum-exp (4 bytes a head): 16h + 64 bytes. Under tp 2
+/// with sp the input is sequence-split, the column-parallel outputs head-split and the two
+/// reduce-scatters' outputs (wo's and fc2's, 2h each) split.
+#[test]
+fn op_checkpointing_keeps_the_input_every_other_matmul_and_the_attention_output() {
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let tokens = 2048u128;
+    let op = shape(2048, 1, 1, false, Recompute::Op);
+    assert_eq!(
+        op_checkpoint_bytes(&m, &op, false),
+        tokens * (16 * 1024 + 64)
+    );
+    assert_eq!(layer_activation_bytes(&m, &op), tokens * (16 * 1024 + 64));
+    let split = shape(2048, 1, 2, true, Recompute::Op);
+    assert_eq!(
+        layer_activation_bytes(&m, &split),
+        tokens * (1024 + (6 * 1024 + 64 + 8 * 1024) / 2 + 2048)
+    );
+    // Less than no recompute (34·s·b·h + the unfused scores), more than full (2·s·b·h).
+    let none = layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::None));
+    let full = layer_activation_bytes(&m, &shape(2048, 1, 1, false, Recompute::Full));
+    let kept = layer_activation_bytes(&m, &op);
+    assert!(full < kept && kept < none, "{full} < {kept} < {none}");
+    // What its backward re-creates: the two norms' outputs (4h), wk's output (2h), the rotated
+    // Q and K (4h), wo's output (2h), the activation (2·4h) and fc2's output (2h): 22h a token.
+    assert_eq!(op_recomputed_bytes(&m, &op, false), tokens * 22 * 1024);
+}
+
+/// PyTorch's `cross_entropy` on fp32 logits holds three fp32 copies of them at the loss's
+/// backward (the saved log-softmax output, its incoming gradient and the gradient it makes);
+/// Megatron's vocab-parallel cross entropy one: two more copies of 4·s·b·V/t bytes.
+#[test]
+fn torch_cross_entropy_keeps_three_fp32_copies_of_the_logits() {
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let sh = shape(2048, 1, 2, true, Recompute::Full);
+    let megatron = output_activation_bytes(&m, &sh, 1024, CrossEntropy::VocabParallel);
+    let torch = output_activation_bytes(&m, &sh, 1024, CrossEntropy::Torch);
+    assert_eq!(torch - megatron, 2 * 4 * 2048 * 1024 / 2);
+    assert_eq!(megatron, 4 * 2048 * 1024 / 2 + 4 * 2048 * 1024 / 2);
+}
+
+/// `recompute op` on a Llama block (SwiGLU, GQA; h 64, 4 heads of 16, 2 kv groups, ffn 128,
+/// s 16, b 2, tp 1): the odd matmuls in wq, wk, wv, wo, w1, w3, w2 order are wq (2·64), wv
+/// (2·32), w1 (2·128) and w2 (2·64); with the input (2·64), the attention output (2·64) and
+/// its log-sum-exp (4·4) that is 848 bytes a token. The backward re-creates the norms' outputs
+/// (4·64), wk's (2·32), the rotated Q and K (2·96), wo's (2·64), and w3's, the SiLU's and
+/// their product (3·2·128): 1,408 bytes a token.
+#[test]
+fn op_checkpointing_follows_llamas_matmul_order() {
+    let mut m = gpt(64, 4, 1, 128, 16);
+    m.kv_groups = Some(2);
+    m.ffn = Some(128);
+    m.swiglu = Some(true);
+    let tokens = 16u128 * 2;
+    let op = shape(16, 2, 1, false, Recompute::Op);
+    assert_eq!(layer_activation_bytes(&m, &op), tokens * 848);
+    assert_eq!(op_recomputed_bytes(&m, &op, false), tokens * 1408);
 }

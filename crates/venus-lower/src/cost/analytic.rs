@@ -1495,7 +1495,8 @@ impl Work {
         let (banded, _) = self.attention_core_with(Some(w));
         let d = banded - full;
         let recomputed = match self.recompute {
-            Recompute::None => 0.0,
+            // `op` keeps the attention kernel's output: the core never re-runs.
+            Recompute::None | Recompute::Op => 0.0,
             Recompute::Selective | Recompute::Full => d,
         };
         (d, ratio * d + recomputed)
@@ -1677,6 +1678,19 @@ impl Work {
             Recompute::Full => {
                 attention_b += attention_f;
                 mlp_b += mlp_f;
+            }
+            // Per-op checkpointing re-runs the even-numbered matmuls (wk and wo; w3 of a SwiGLU
+            // MLP, the second linear of a GeLU one) and every element-wise kernel: the norms,
+            // rotary, the activation function (torchtitan@9dec370 parallelize_llama.py:214-264;
+            // `memory::op_checkpoint_bytes` keeps the rest).
+            Recompute::Op => {
+                let rerun_attn = match &self.mla {
+                    Some(_) => attn_gemm / 2.0,
+                    None => self.gemm(t, self.kv / tp, h) + self.gemm(t, h, self.q / tp),
+                };
+                let mlp_share = if self.swiglu { 1.0 / 3.0 } else { 0.5 };
+                attention_b += rerun_attn + attn_mem;
+                mlp_b += mlp_share * mlp_gemm + mlp_mem;
             }
         }
         Blocks {

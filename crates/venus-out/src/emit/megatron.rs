@@ -2180,6 +2180,8 @@ pub fn emit_megatron(sc: &Scenario) -> String {
                 Some(p.recompute_num_layers().to_string()),
             );
         }
+        // PyTorch's per-op checkpointing has no Megatron-LM flag (`no_flag_notes`).
+        Recompute::Op => {}
     }
     let fl = &sc.flags;
     for (on, key) in [
@@ -2351,6 +2353,18 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
                 s.word()
             ));
         }
+    }
+    if sc.recompute == Recompute::Op {
+        notes.push(
+            "`recompute op` (PyTorch per-op selective checkpointing, torchtitan's `selective_ac_option = \"op\"`)"
+                .into(),
+        );
+    }
+    if p.cross_entropy() == venus_base::base::CrossEntropy::Torch {
+        notes.push(
+            "`cross_entropy torch` (PyTorch's `cross_entropy` on fp32 logits, as torchtitan's loss)"
+                .into(),
+        );
     }
     if PlanSpec::flag(p.delay_grad_reduce) {
         notes.push("`delay_grad_reduce` (VenusSim's `no-delay-grad-reduce`)".into());

@@ -48,7 +48,9 @@ use crate::plan::recipe::Recipe;
 use crate::plan::spec::ModelSpec as Model;
 use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{self, Kind, PipelineShape};
-use venus_base::base::{Attention, Bytes, FsdpStrategy, LoraTargets, Recompute, ScheduleKind};
+use venus_base::base::{
+    Attention, Bytes, CrossEntropy, FsdpStrategy, LoraTargets, Recompute, ScheduleKind,
+};
 use venus_base::base::{Ratio, RecomputeMethod, RecomputeModules};
 
 /// What a training process holds on its GPU beside the tensors the model above counts, when
@@ -111,6 +113,8 @@ pub struct MemoryPlan {
     pub recompute: Recompute,
     /// Flash attention keeps no s × s scores (the plan's `attention`, flash by default).
     pub attention: Attention,
+    /// What the loss keeps of the logits ([`output_activation_bytes`]).
+    pub cross_entropy: CrossEntropy,
     pub distributed_optimizer: bool,
     /// None: no pipelining (pp = 1).
     pub schedule: Option<ScheduleKind>,
@@ -313,6 +317,9 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
         // Only the layer input is kept (sequence-sharded with sp).
         return prod(&[2, h, tokens]) / tsp;
     }
+    if a.recompute == Recompute::Op {
+        return op_checkpoint_bytes(m, a, moe);
+    }
     // The submodules selective recompute re-runs drop what they save inside and keep their
     // inputs (transformer_config.py:560-583, d98e8a64); without recompute none does.
     let re = if a.recompute == Recompute::Selective {
@@ -445,6 +452,81 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     bytes
 }
 
+/// The bytes per token of a layer's MLP matmul outputs that `recompute op` counts as one
+/// `ffn`-wide first matmul: the dense MLP's, or on a MoE layer each routed copy's expert and
+/// the shared expert's (torchtitan's op policy, written for Llama's dense block, applied to
+/// each expert's matmuls in turn).
+fn op_mlp_width(m: &Model, moe: bool) -> u128 {
+    if moe {
+        prod(&[m.topk() as u128, m.moe_ffn() as u128]).saturating_add(m.shared_expert_ffn() as u128)
+    } else {
+        m.ffn() as u128
+    }
+}
+
+/// The tensors one layer keeps under `recompute op`, PyTorch's per-op selective checkpointing
+/// as torchtitan applies it (pytorch/torchtitan@9dec370 torchtitan/parallelisms/
+/// parallelize_llama.py:214-276): the block's input (the checkpoint's), the outputs of the
+/// odd-numbered `aten.mm` calls — in Llama's order wq, wk, wv, wo, w1, w3, w2 those of wq, wv,
+/// w1 and w2 (models/llama/model.py `Attention.forward`, `FeedForward.forward`: w2(silu(w1 x) ·
+/// w3 x)) — the attention kernel's output and fp32 log-sum-exp, and every
+/// `reduce_scatter_tensor` output (the sequence-parallel outputs of wo and w2 under tp); all
+/// 2 bytes an element but the log-sum-exp. Under tp the column-parallel outputs are split by
+/// tp and w2's row-parallel output is the whole sequence's partial sum before its reduce-scatter.
+pub fn op_checkpoint_bytes(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let h = m.hidden as u128;
+    let tp = a.tp.max(1) as u128;
+    let tsp = if a.sp { tp } else { 1 };
+    let hd = m.head_dim() as u128;
+    let q = prod(&[m.heads as u128, hd]);
+    let kv = prod(&[m.kv_groups() as u128, hd]);
+    let input = prod(&[2, h, tokens]) / tsp;
+    // wq, wv, the attention output (2 bytes each) and the log-sum-exp (4 bytes a head).
+    let column = prod(&[2, q])
+        .saturating_add(prod(&[2, kv]))
+        .saturating_add(prod(&[2, q]))
+        .saturating_add(prod(&[4, m.heads as u128]))
+        .saturating_add(prod(&[2, op_mlp_width(m, moe)]));
+    let mut kept = input.saturating_add(prod(&[tokens, column]) / tp);
+    // SwiGLU's w2 is the 7th matmul and kept: the whole sequence's partial sums under tp
+    // (GeLU's second linear is the 6th, re-run). Under tp the two reduce-scatters' outputs too.
+    if m.swiglu() {
+        kept = kept.saturating_add(prod(&[2, h, tokens]));
+    }
+    if tp > 1 {
+        kept = kept.saturating_add(prod(&[2, 2, h, tokens]) / tp);
+    }
+    kept
+}
+
+/// What `recompute op` re-runs of one layer at its backward, alive beside the kept tensors:
+/// the two norms' outputs (and under tp their all-gathered copies, which the column-parallel
+/// matmuls read), wk's output, the rotated Q and K, wo's output, and the MLP's even matmul and
+/// element-wise outputs: SwiGLU's w3 output, SiLU output and their product, or GeLU's
+/// activation and second linear (what the policy does not save, parallelize_llama.py:257-264).
+pub fn op_recomputed_bytes(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let h = m.hidden as u128;
+    let tp = a.tp.max(1) as u128;
+    let tsp = if a.sp { tp } else { 1 };
+    let hd = m.head_dim() as u128;
+    let q = prod(&[m.heads as u128, hd]);
+    let kv = prod(&[m.kv_groups() as u128, hd]);
+    let norms = prod(&[4, h, tokens]) / tsp;
+    let gathered = if tp > 1 { prod(&[4, h, tokens]) } else { 0 };
+    // SwiGLU re-runs w3, the SiLU and the product (ffn each); GeLU the activation (ffn) and
+    // the second linear (its whole-sequence output, as wo's).
+    let (mlp_inner, mlp_out) = if m.swiglu() { (6, 0) } else { (2, 2) };
+    let column = prod(&[2, kv])
+        .saturating_add(prod(&[2, q.saturating_add(kv)]))
+        .saturating_add(prod(&[mlp_inner, op_mlp_width(m, moe)]));
+    norms
+        .saturating_add(gathered)
+        .saturating_add(prod(&[tokens, column]) / tp)
+        .saturating_add(prod(&[2 + mlp_out, h, tokens]))
+}
+
 /// Input-embedding activations of one microbatch (first stage, chunk 0): token ids (8·s·b) and
 /// the embedding dropout mask (s·b·h). // theoretical_memory_usage.py:308-379 (8sbp + sbhp)
 pub fn embedding_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
@@ -454,14 +536,22 @@ pub fn embedding_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
 }
 
 /// Output activations of one microbatch (last stage, last chunk): final norm and output-layer
-/// inputs (4·s·b·h) and the fp32 logits kept by the vocab-parallel cross entropy (4·s·b·V/t).
+/// inputs (4·s·b·h) and the fp32 logits the loss keeps (4·s·b·V/t per copy): one copy for
+/// Megatron's vocab-parallel cross entropy, three at the backward of PyTorch's
+/// (`CrossEntropy::fp32_logit_copies`).
 // theoretical_memory_usage.py: s·b·h·4·(1 + V_pad/h) / tp with sp.
-pub fn output_activation_bytes(m: &Model, a: &ActivationShape, padded_vocab: u64) -> u128 {
+pub fn output_activation_bytes(
+    m: &Model,
+    a: &ActivationShape,
+    padded_vocab: u64,
+    loss: CrossEntropy,
+) -> u128 {
     let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
     let tp = a.tp.max(1) as u128;
     let tsp = if a.sp { tp } else { 1 };
+    let logits = prod(&[4, tokens, padded_vocab as u128]) / tp;
     (prod(&[4, tokens, m.hidden as u128]) / tsp)
-        .saturating_add(prod(&[4, tokens, padded_vocab as u128]) / tp)
+        .saturating_add(prod(&[logits, loss.fp32_logit_copies()]))
 }
 
 /// Microbatches in flight at a stage's peak: (all chunks, chunk 0, last chunk), as the
@@ -882,6 +972,11 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         // The layers being recomputed at the peak: one group's.
         activations = activations.saturating_add(prod(&[rc.working, whole_layer]));
     }
+    if plan.recompute == Recompute::Op && layers > 0 && copy != ParamCopy::Reverse {
+        // The layer whose backward runs re-creates what the policy did not save.
+        let moe = model.is_moe() && moe_layers > 0;
+        activations = activations.saturating_add(op_recomputed_bytes(model, &shape, moe));
+    }
     // Activation offloading and CUDA graph pools: their own terms (offload.rs).
     let layer_microbatches = ceil_div(prod(&[layer_units as u128, stage_layers]), chunks);
     let go = &plan.graphs_offload;
@@ -905,7 +1000,7 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
     if last {
         activations = activations.saturating_add(prod(&[
             last_units as u128,
-            output_activation_bytes(model, &shape, vocab),
+            output_activation_bytes(model, &shape, vocab, plan.cross_entropy),
         ]));
     }
     if mtp > 0 {
@@ -917,7 +1012,12 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
             model.hidden as u128,
         ])
         .saturating_add(layer_activation_bytes(model, &shape))
-        .saturating_add(output_activation_bytes(model, &shape, vocab));
+        .saturating_add(output_activation_bytes(
+            model,
+            &shape,
+            vocab,
+            plan.cross_entropy,
+        ));
         activations = activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
     }
 

@@ -207,6 +207,7 @@ impl Scenario {
             sp: self.sp,
             recompute: self.recompute,
             attention: self.plan.attention(),
+            cross_entropy: self.plan.cross_entropy(),
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
             overlap_ep_comm: self.flags.overlap_ep_comm,
