@@ -3,6 +3,8 @@
 //! They live below every stage so that the schedule builders, the engine and lowering can name
 //! a schedule, a topology or a precision without depending on the type checker.
 
+use super::units::BytesPerElement;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Topology {
     /// `fc`: every GPU has a direct link to every other.
@@ -421,6 +423,11 @@ impl Dtype {
             Dtype::Bf16 | Dtype::Fp16 => 2,
             Dtype::Fp8 => 1,
         }
+    }
+
+    /// Bytes per element as the analytic traffic model reads them ([`Dtype::bytes`], typed).
+    pub fn width(self) -> BytesPerElement {
+        BytesPerElement(self.bytes() as f64)
     }
 
     pub fn word(self) -> &'static str {

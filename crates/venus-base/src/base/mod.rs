@@ -26,5 +26,6 @@ pub use kinds::{Fp8Format, Fp8Recipe};
 pub use kinds::{FromWord, FromWords, RecomputeMethod, RecomputeModules};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};
 pub use units::{
-    Bytes, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, PerDay, Ps, Ratio, Seconds,
+    Bytes, BytesPerElement, BytesPerSec, Dollars, DollarsPerGpuHour, Flops, FlopsPerSec, PerDay,
+    Ps, Ratio, Seconds,
 };

@@ -48,6 +48,29 @@ impl Ratio {
     }
 }
 
+/// HBM bytes per element of a tensor: a dtype's width (2 for bf16), or what one operation
+/// reads or writes per element it touches, scales included (1 + 1/32 for an MXFP8 copy), so
+/// fractional.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct BytesPerElement(pub f64);
+
+impl BytesPerElement {
+    pub const ZERO: BytesPerElement = BytesPerElement(0.0);
+
+    /// The bytes of `elements` elements (fractional: the analytic cost model counts bytes in
+    /// `f64`).
+    pub fn of(self, elements: f64) -> f64 {
+        elements * self.0
+    }
+}
+
+impl Add for BytesPerElement {
+    type Output = BytesPerElement;
+    fn add(self, o: BytesPerElement) -> BytesPerElement {
+        BytesPerElement(self.0 + o.0)
+    }
+}
+
 /// A rate of events per day (interruptions of a job, failures of a component kind).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
 pub struct PerDay(pub f64);
@@ -271,6 +294,14 @@ mod tests {
         assert_eq!(Ratio::of(5, 0), Ratio::ZERO);
         assert_eq!(Ratio(0.125).percent(), 12.5);
         assert_eq!(Ratio(0.125).to_string(), "12.5%");
+    }
+
+    #[test]
+    fn bytes_per_element_add_and_scale_by_an_element_count() {
+        let cast = BytesPerElement(2.0) + BytesPerElement(1.0 + 1.0 / 32.0);
+        assert_eq!(cast, BytesPerElement(3.03125));
+        assert_eq!(cast.of(32.0), 97.0);
+        assert_eq!(BytesPerElement::ZERO.of(1e9), 0.0);
     }
 
     #[test]

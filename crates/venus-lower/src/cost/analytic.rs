@@ -633,7 +633,7 @@ impl ComputeModel for AnalyticModel {
 /// run only with a grad scaler, which Megatron builds only for `--fp16`; bf16 and the FP8/FP4
 /// recipes (bf16 master weights' model copy) have none.
 pub fn optimizer_step_bytes(r: &venus_plan::plan::Recipe) -> f64 {
-    let b = |d: venus_base::base::Dtype| d.bytes() as f64;
+    let b = |d: venus_base::base::Dtype| d.width().0;
     let norm = b(r.main_grads);
     let adam = b(r.master_weights)
         + b(r.main_grads)
@@ -1005,7 +1005,7 @@ impl Work {
                 experts: f(m.experts().max(1)),
                 topk: f(m.topk().max(1)),
                 groups: f(m.routed_groups()),
-                act_bytes: sc.recipe.activations.bytes() as f64,
+                act_bytes: sc.recipe.activations.width().0,
                 width: f(m.expert_width()),
                 copies: f(m.topk().max(1)) * sc.plan.moe_load_factor().0.max(1.0),
                 expert_bias: m.expert_bias(),
@@ -1052,7 +1052,7 @@ impl Work {
             gemm_peak: gpu.peak_for(sc.recipe.gemm).unwrap_or(gpu.peak),
             bf16_peak: gpu.peak,
             mem_bw: gpu.mem_bw,
-            act_bytes: sc.recipe.activations.bytes() as f64,
+            act_bytes: sc.recipe.activations.width().0,
             t,
             t_sp: if sc.sp { t / tp } else { t },
             s: f(m.seq),
@@ -1138,11 +1138,11 @@ impl Work {
         let w = self.recipe.cast_bytes(Operand::Weight, plain);
         let dy = self.recipe.cast_bytes(Operand::Gradient, plain);
         let launch = self.cal.kernel_overhead.0;
-        let weight = self.memory(groups * k * n * w.total()) + w.kernels * launch;
-        let fwd = self.memory(groups * m * k * x.total())
+        let weight = self.memory(w.total().of(groups * k * n)) + w.kernels * launch;
+        let fwd = self.memory(x.total().of(groups * m * k))
             + x.kernels * launch
             + weight / self.microbatches.max(1.0);
-        let bwd = self.memory(groups * m * n * dy.total()) + dy.kernels * launch;
+        let bwd = self.memory(dy.total().of(groups * m * n)) + dy.kernels * launch;
         (fwd, bwd)
     }
 

@@ -5,7 +5,7 @@
 //! compute model (GEMM peak, activation traffic). Invariant: no other module writes a byte
 //! width of a training tensor; a new recipe (FP8 parameter gather, MXFP8) is a new constructor.
 
-use venus_base::base::{Dtype, Fp8Recipe, Precision};
+use venus_base::base::{BytesPerElement, Dtype, Fp8Recipe, Precision};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Recipe {
@@ -83,14 +83,29 @@ pub struct CastTarget {
 /// pass for its amax) and written (the quantized copies and their scales).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CastBytes {
-    pub read: f64,
-    pub written: f64,
+    pub read: BytesPerElement,
+    pub written: BytesPerElement,
     /// Kernels the cast launches (0 when it is fused into the producing norm).
     pub kernels: f64,
 }
 
 impl CastBytes {
-    pub fn total(&self) -> f64 {
+    const NONE: CastBytes = CastBytes {
+        read: BytesPerElement::ZERO,
+        written: BytesPerElement::ZERO,
+        kernels: 0.0,
+    };
+
+    /// A cast that reads `read` and writes `written` bytes an element in `kernels` kernels.
+    fn new(read: f64, written: f64, kernels: f64) -> CastBytes {
+        CastBytes {
+            read: BytesPerElement(read),
+            written: BytesPerElement(written),
+            kernels,
+        }
+    }
+
+    pub fn total(&self) -> BytesPerElement {
         self.read + self.written
     }
 }
@@ -166,22 +181,17 @@ impl Recipe {
     ///   element for FP8, half for FP4, plus the scales.
     pub fn cast_bytes(&self, operand: Operand, target: CastTarget) -> CastBytes {
         let recipe = match self.scaling {
-            Scaling::None => {
-                return CastBytes {
-                    read: 0.0,
-                    written: 0.0,
-                    kernels: 0.0,
-                }
-            }
+            Scaling::None => return CastBytes::NONE,
             Scaling::Fp8(r) => Some(r),
             Scaling::Nvfp4 => None,
         };
         let gathered = operand == Operand::Weight && self.linear_weights == Dtype::Fp8;
         let source = match operand {
-            Operand::Weight if gathered => self.linear_weights.bytes() as f64,
-            Operand::Weight => self.weights.bytes() as f64,
-            Operand::Activation | Operand::Gradient => self.activations.bytes() as f64,
-        };
+            Operand::Weight if gathered => self.linear_weights.width(),
+            Operand::Weight => self.weights.width(),
+            Operand::Activation | Operand::Gradient => self.activations.width(),
+        }
+        .0;
         let fused = target.after_norm
             && operand == Operand::Activation
             && recipe == Some(Fp8Recipe::Delayed);
@@ -205,27 +215,19 @@ impl Recipe {
         if gathered {
             // The gather delivered the forward's copy: only the backward's is made from it.
             let second = copies - 1.0;
-            return CastBytes {
-                read: if second > 0.0 { source } else { 0.0 },
-                written: second * copy,
-                kernels: if second > 0.0 { 1.0 } else { 0.0 },
-            };
+            return CastBytes::new(
+                if second > 0.0 { source } else { 0.0 },
+                second * copy,
+                if second > 0.0 { 1.0 } else { 0.0 },
+            );
         }
         if fused {
             // The norm writes its output quantized instead of in BF16: what the copies add
             // over the BF16 output the norm's own traffic already counts.
-            return CastBytes {
-                read: 0.0,
-                written: (copy * copies - source).max(0.0),
-                kernels: 0.0,
-            };
+            return CastBytes::new(0.0, (copy * copies - source).max(0.0), 0.0);
         }
         let read = if current { 2.0 * source } else { source };
-        CastBytes {
-            read,
-            written: copy * copies,
-            kernels: if current { 2.0 } else { 1.0 },
-        }
+        CastBytes::new(read, copy * copies, if current { 2.0 } else { 1.0 })
     }
 
     /// The recipe with the plan's gradient dtype (`--grad-reduce-in-bf16`: the main-gradient
@@ -367,28 +369,28 @@ mod tests {
     fn cast_traffic_per_element_follows_each_recipes_reads_copies_and_scales() {
         let per = |r: Recipe, t: CastTarget| r.cast_bytes(Operand::Activation, t);
         let d = per(fp8(Fp8Recipe::Delayed), HOPPER);
-        assert_eq!((d.read, d.written, d.kernels), (2.0, 2.0, 1.0));
+        assert_eq!((d.read.0, d.written.0, d.kernels), (2.0, 2.0, 1.0));
         let t = per(fp8(Fp8Recipe::Tensorwise), HOPPER);
-        assert_eq!((t.read, t.written, t.kernels), (4.0, 2.0, 2.0));
+        assert_eq!((t.read.0, t.written.0, t.kernels), (4.0, 2.0, 2.0));
         let b = per(fp8(Fp8Recipe::Blockwise), HOPPER);
-        assert_eq!((b.read, b.written), (2.0, 2.0 * (1.0 + 4.0 / 128.0)));
+        assert_eq!((b.read.0, b.written.0), (2.0, 2.0 * (1.0 + 4.0 / 128.0)));
         let m = per(fp8(Fp8Recipe::Mxfp8), BLACKWELL);
-        assert_eq!((m.read, m.written), (2.0, 2.0 * (1.0 + 1.0 / 32.0)));
-        assert_eq!(per(fp8(Fp8Recipe::Delayed), BLACKWELL).written, 1.0);
+        assert_eq!((m.read.0, m.written.0), (2.0, 2.0 * (1.0 + 1.0 / 32.0)));
+        assert_eq!(per(fp8(Fp8Recipe::Delayed), BLACKWELL).written.0, 1.0);
         let n = per(Recipe::for_precision(Precision::Fp4), BLACKWELL);
         assert_eq!(
-            (n.read, n.written, n.kernels),
+            (n.read.0, n.written.0, n.kernels),
             (4.0, 2.0 * (0.5 + 1.0 / 16.0), 2.0)
         );
         let none = per(Recipe::for_precision(Precision::Bf16), HOPPER);
-        assert_eq!(none.total(), 0.0);
+        assert_eq!(none.total(), BytesPerElement::ZERO);
         // 32 Mi elements: delayed 128 MiB, tensorwise 192 MiB, MXFP8 130 MiB; at 3.35 TB/s the
         // delayed cast takes 40.06 µs.
         let elems = 4096.0 * 8192.0;
-        assert_eq!(elems * d.total(), 134_217_728.0);
-        assert_eq!(elems * t.total(), 201_326_592.0);
-        assert_eq!(elems * m.total(), 136_314_880.0);
-        let us = elems * d.total() / 3.35e12 * 1e6;
+        assert_eq!(d.total().of(elems), 134_217_728.0);
+        assert_eq!(t.total().of(elems), 201_326_592.0);
+        assert_eq!(m.total().of(elems), 136_314_880.0);
+        let us = d.total().of(elems) / 3.35e12 * 1e6;
         assert!((us - 40.065).abs() < 1e-3, "{us}");
     }
 
@@ -398,12 +400,12 @@ mod tests {
     #[test]
     fn weight_casts_use_square_blocks_and_skip_the_copy_the_fp8_gather_delivers() {
         let w = fp8(Fp8Recipe::Blockwise).cast_bytes(Operand::Weight, HOPPER);
-        assert_eq!(w.written, 2.0 * (1.0 + 4.0 / 16384.0));
+        assert_eq!(w.written.0, 2.0 * (1.0 + 4.0 / 16384.0));
         let gathered = fp8(Fp8Recipe::Delayed).with_fp8_param_gather(true);
         let h = gathered.cast_bytes(Operand::Weight, HOPPER);
-        assert_eq!((h.read, h.written, h.kernels), (1.0, 1.0, 1.0));
+        assert_eq!((h.read.0, h.written.0, h.kernels), (1.0, 1.0, 1.0));
         let b = gathered.cast_bytes(Operand::Weight, BLACKWELL);
-        assert_eq!(b.total() + b.kernels, 0.0);
+        assert_eq!(b.total().0 + b.kernels, 0.0);
         // The activations are cast as without the gather.
         assert_eq!(
             gathered.cast_bytes(Operand::Activation, HOPPER),
@@ -421,7 +423,7 @@ mod tests {
             after_norm: true,
         };
         let d = fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Activation, after);
-        assert_eq!((d.read, d.written, d.kernels), (0.0, 0.0, 0.0));
+        assert_eq!((d.read.0, d.written.0, d.kernels), (0.0, 0.0, 0.0));
         let t = fp8(Fp8Recipe::Tensorwise).cast_bytes(Operand::Activation, after);
         assert_eq!(
             t,
@@ -429,7 +431,7 @@ mod tests {
         );
         // Gradients never come out of a norm.
         let g = fp8(Fp8Recipe::Delayed).cast_bytes(Operand::Gradient, after);
-        assert_eq!(g.total(), 4.0);
+        assert_eq!(g.total(), BytesPerElement(4.0));
     }
 
     #[test]

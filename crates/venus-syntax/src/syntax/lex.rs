@@ -1,16 +1,18 @@
 //! Lexing: text → flat tokens + lexical diagnostics. The only code that calls pest.
 //!
 //! Input: the decoded text of one file. Output: every token in source order (comments and
-//! error runs included) and the diagnostics that a single token can prove on its own: stray
-//! characters and bad strings (E0001), malformed numbers and units (E0003).
+//! error runs included) and the problems that a single token can prove on its own: stray
+//! characters and bad strings (E0001), malformed numbers and units (E0003), as typed
+//! [`LexProblem`]s (rendered in `problem.rs`).
 //! Invariants: tokens are disjoint, in order, and their spans lie on char boundaries of the
 //! text; lexing is linear in the text length; memory is bounded per chunk (see [`chunk_end`]).
 
 use pest::Parser;
 
 use super::ast::Number;
+use super::problem::LexProblem;
 use super::{COUNT_SUFFIXES, UNITS};
-use venus_diag::diag::{edit_distance, Code, Diagnostic, FileId, Loc, Span};
+use venus_diag::diag::{edit_distance, Span};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../../../grammar/venus.pest"]
@@ -50,12 +52,12 @@ pub struct Token {
 
 pub(crate) struct Lexed {
     pub tokens: Vec<Token>,
-    pub diagnostics: Vec<Diagnostic>,
+    pub problems: Vec<LexProblem>,
 }
 
 /// The tokens of `text`, comments and error runs included, in source order.
 pub fn tokens(text: &str) -> Vec<Token> {
-    lex(text, FileId::default()).tokens
+    lex(text).tokens
 }
 
 /// How many bytes one pest call sees at most (unless a single line without a safe split point
@@ -63,12 +65,11 @@ pub fn tokens(text: &str) -> Vec<Token> {
 /// call, so chunking keeps that transient memory small on large hostile files.
 const CHUNK: usize = 32 * 1024;
 
-pub(crate) fn lex(text: &str, file: FileId) -> Lexed {
+pub(crate) fn lex(text: &str) -> Lexed {
     let mut lexer = Lexer {
         text,
-        file,
         tokens: Vec::new(),
-        diagnostics: Vec::new(),
+        problems: Vec::new(),
     };
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -79,7 +80,7 @@ pub(crate) fn lex(text: &str, file: FileId) -> Lexed {
     }
     Lexed {
         tokens: lexer.tokens,
-        diagnostics: lexer.diagnostics,
+        problems: lexer.problems,
     }
 }
 
@@ -137,9 +138,8 @@ fn chunk_end(bytes: &[u8], start: usize) -> usize {
 
 struct Lexer<'t> {
     text: &'t str,
-    file: FileId,
     tokens: Vec<Token>,
-    diagnostics: Vec<Diagnostic>,
+    problems: Vec<LexProblem>,
 }
 
 impl<'t> Lexer<'t> {
@@ -154,13 +154,7 @@ impl<'t> Lexer<'t> {
                 // character); kept so that a grammar mistake degrades to a diagnostic.
                 let span = Span::new(start, end);
                 self.push(TokenKind::Error, span, None);
-                self.error(
-                    Code::E0001,
-                    "input could not be tokenized".into(),
-                    span,
-                    "not understood",
-                    None,
-                );
+                self.problems.push(LexProblem::Untokenizable { span });
                 return;
             }
         };
@@ -208,29 +202,6 @@ impl<'t> Lexer<'t> {
         self.text.get(span.range()).unwrap_or("")
     }
 
-    fn error(
-        &mut self,
-        code: Code,
-        message: String,
-        span: Span,
-        label: &str,
-        help: Option<String>,
-    ) {
-        let mut d = Diagnostic::new(code, message, Loc::new(self.file, span), label);
-        d.help = help;
-        self.diagnostics.push(d);
-    }
-
-    /// Gives the last reported diagnostic its machine-applicable fix.
-    fn fix_last(&mut self, span: Span, replacement: String) {
-        if let Some(d) = self.diagnostics.last_mut() {
-            d.fix = Some(venus_diag::diag::Fix {
-                loc: Loc::new(self.file, span),
-                replacement,
-            });
-        }
-    }
-
     /// A name, or a malformed number that starts with `_` (`_4`, `__4_096`).
     fn name(&mut self, span: Span) {
         let raw = self.slice(span);
@@ -242,26 +213,22 @@ impl<'t> Lexer<'t> {
         }
         let (_, fixed) = scan_number(raw);
         let fixed = fixed.unwrap_or_else(|| raw.replace('_', ""));
-        self.error(
-            Code::E0003,
-            format!("malformed number `{}`", excerpt(raw)),
+        self.problems.push(LexProblem::LeadingUnderscore {
             span,
-            "a number cannot start with `_`",
-            Some(format!("write `{}`", excerpt(&fixed))),
-        );
+            raw: raw.to_string(),
+            fixed,
+        });
         self.push(TokenKind::Number, span, None);
     }
 
     fn numeric(&mut self, span: Span, number: Span, unit: Option<Span>, spaced: bool) {
         let raw_number = self.slice(number);
         if let (_, Some(fixed)) = scan_number(raw_number) {
-            self.error(
-                Code::E0003,
-                format!("malformed number `{}`", excerpt(raw_number)),
-                number,
-                "`_` must sit between two digits",
-                Some(format!("write `{}`", excerpt(&fixed))),
-            );
+            self.problems.push(LexProblem::MisplacedUnderscore {
+                span: number,
+                raw: raw_number.to_string(),
+                fixed,
+            });
         }
         let Some(unit) = unit else {
             self.push(TokenKind::Number, span, None);
@@ -275,37 +242,18 @@ impl<'t> Lexer<'t> {
             return;
         }
         if spaced {
-            self.error(
-                Code::E0003,
-                "space between number and unit".to_string(),
+            self.problems.push(LexProblem::SpacedUnit {
                 span,
-                "the unit must follow the number directly",
-                Some(format!("write `{}{}`", excerpt(raw_number), raw_unit)),
-            );
-            self.fix_last(span, format!("{raw_number}{raw_unit}"));
+                number: raw_number.to_string(),
+                unit: raw_unit.to_string(),
+            });
         } else if !is_unit(raw_unit) {
-            let fix = suggest_unit(raw_unit).map(|u| u.to_string());
-            let help = match suggest_unit(raw_unit) {
-                Some(u) => format!("did you mean `{}{u}`?", excerpt(raw_number)),
-                None => format!(
-                    "units are {}",
-                    UNITS
-                        .iter()
-                        .map(|u| format!("`{u}`"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            };
-            self.error(
-                Code::E0003,
-                format!("unknown unit `{}`", excerpt(raw_unit)),
-                unit,
-                "unknown unit",
-                Some(help),
-            );
-            if let Some(u) = fix {
-                self.fix_last(unit, u);
-            }
+            self.problems.push(LexProblem::UnknownUnit {
+                span: unit,
+                number: raw_number.to_string(),
+                unit: raw_unit.to_string(),
+                suggestion: suggest_unit(raw_unit),
+            });
         }
         self.push(TokenKind::Quantity, span, Some(unit));
     }
@@ -325,15 +273,10 @@ impl<'t> Lexer<'t> {
                 let esc = &raw[i..i + 1 + esc_len];
                 if esc != "\\\"" && esc != "\\\\" {
                     let at = span.start as usize + i;
-                    self.error(
-                        Code::E0001,
-                        format!("unknown escape `{}` in string", esc.escape_debug()),
-                        Span::new(at, at + esc.len()),
-                        "unknown escape",
-                        Some(format!(
-                            "the escapes are `\\\"` and `\\\\`; write `\\{esc}` for a backslash"
-                        )),
-                    );
+                    self.problems.push(LexProblem::UnknownEscape {
+                        span: Span::new(at, at + esc.len()),
+                        escape: esc.to_string(),
+                    });
                 }
                 i += 1 + esc_len;
             } else {
@@ -341,50 +284,25 @@ impl<'t> Lexer<'t> {
             }
         }
         if end >= raw.len() {
-            self.error(
-                Code::E0001,
-                "unterminated string".to_string(),
+            self.problems.push(LexProblem::UnterminatedString {
                 span,
-                "this string is never closed",
-                Some(format!("add `\"` at the end: `{}\"`", excerpt(raw))),
-            );
+                raw: raw.to_string(),
+            });
         }
         self.push(TokenKind::Str, span, None);
     }
 
     /// A run of characters that start no token.
     fn stray(&mut self, span: Span) {
-        let raw = self.slice(span);
-        let mut chars = raw.chars();
-        let first = chars.next().unwrap_or(' ');
-        let single = chars.next().is_none();
-        let message = if single {
-            format!("unexpected character `{}`", first.escape_debug())
-        } else {
-            format!(
-                "unexpected characters `{}`",
-                excerpt(&raw.escape_debug().to_string())
-            )
-        };
         let next = self
             .text
             .get(span.end as usize..)
             .and_then(|s| s.chars().next());
-        let help = match first {
-            _ if !single => None,
-            '{' => Some("blocks are written `< ... >`: write `<` instead of `{`".to_string()),
-            '}' => Some("blocks are written `< ... >`: write `>` instead of `}`".to_string()),
-            '=' => {
-                Some("write the key and its value separated by a space, without `=`".to_string())
-            }
-            ',' => Some("separate values with spaces, without `,`".to_string()),
-            '-' if next.is_some_and(|c| c.is_ascii_digit()) => {
-                Some("values cannot be negative: remove the `-`".to_string())
-            }
-            '\'' => Some("strings are written with double quotes: `\"...\"`".to_string()),
-            _ => None,
-        };
-        self.error(Code::E0001, message, span, "not part of the language", help);
+        self.problems.push(LexProblem::Stray {
+            span,
+            text: self.slice(span).to_string(),
+            next,
+        });
         self.push(TokenKind::Error, span, None);
     }
 }

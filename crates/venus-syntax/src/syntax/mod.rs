@@ -5,6 +5,9 @@
 //! hand, with the key table for arity and an explicit nesting limit, recording the [`role`] of
 //! every token on the way.
 //!
+//! Every problem is a typed value ([`problem::LexProblem`], [`problem::ParseProblem`]) that
+//! becomes a diagnostic here, through its one rendering function in [`problem`].
+//!
 //! Invariants: parsing never fails and never panics: malformed regions become diagnostics and
 //! the builder recovers at the next item or top-level definition, so one run reports every
 //! syntax error of a file, each once. Time and memory are linear in the input. Every
@@ -15,13 +18,15 @@ pub mod ast;
 mod lex;
 pub mod megatron_flags;
 mod parse;
+pub mod problem;
 pub mod role;
 pub mod schema;
 
 #[cfg(test)]
 mod tests;
 
-use venus_diag::diag::{Code, Diagnostic, FileId, Loc, Span};
+use problem::LexProblem;
+use venus_diag::diag::{Diagnostic, FileId, Span};
 
 pub use lex::{suggest_unit, tokens, Token, TokenKind};
 pub use parse::MAX_DEPTH;
@@ -54,10 +59,14 @@ pub struct Parsed {
 
 /// Parses one file. Never panics, never fails.
 pub fn parse(text: &str, file: FileId) -> Parsed {
-    let lexed = lex::lex(text, file);
-    let (tree, roles, structural) = parse::build(text, file, &lexed.tokens);
-    let mut diagnostics = lexed.diagnostics;
-    diagnostics.extend(structural);
+    let lexed = lex::lex(text);
+    let (tree, roles, structural) = parse::build(text, &lexed.tokens);
+    let mut diagnostics: Vec<Diagnostic> = lexed
+        .problems
+        .into_iter()
+        .map(|p| p.diagnostic(file))
+        .collect();
+    diagnostics.extend(structural.into_iter().map(|p| p.diagnostic(file)));
     // Stable: a lexical and a structural diagnostic at the same place keep that order.
     diagnostics.sort_by_key(|d| d.primary.loc.span.start);
     Parsed {
@@ -108,20 +117,8 @@ pub fn decode(bytes: &[u8], file: FileId) -> (String, Vec<Diagnostic>) {
         let prefix = bytes.get(..at).unwrap_or_default();
         let (mut text, mut diagnostics) = decode_text(prefix, file);
         text.extend(std::iter::repeat_n(' ', bytes.len() - at));
-        let what = if bytes.get(at) == Some(&0) {
-            "a NUL byte"
-        } else {
-            "invalid UTF-8"
-        };
-        diagnostics.push(
-            Diagnostic::new(
-                Code::E0001,
-                "this is not a text file",
-                Loc::new(file, Span::new(at, at + 1)),
-                format!("{what} here; the rest of the file is not read"),
-            )
-            .with_help("check the path: a `.venus` file is UTF-8 text"),
-        );
+        let nul = bytes.get(at) == Some(&0);
+        diagnostics.push(LexProblem::NotText { at, nul }.diagnostic(file));
         return (text, diagnostics);
     }
     decode_text(bytes, file)
@@ -156,25 +153,12 @@ fn decode_text(bytes: &[u8], file: FileId) -> (String, Vec<Diagnostic>) {
     let diagnostics = bad_runs
         .into_iter()
         .map(|(start, end)| {
-            let shown: Vec<String> = bytes[start..end]
-                .iter()
-                .take(8)
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            let more = if end - start > 8 { " …" } else { "" };
-            let (noun, verb) = if end - start == 1 {
-                ("byte", "is")
-            } else {
-                ("bytes", "are")
-            };
-            let label = format!("{noun} `{}{more}` {verb} not UTF-8", shown.join(" "));
-            Diagnostic::new(
-                Code::E0001,
-                "invalid UTF-8 in source",
-                Loc::new(file, Span::new(start, end)),
-                label,
-            )
-            .with_help("save the file as UTF-8")
+            LexProblem::InvalidUtf8 {
+                span: Span::new(start, end),
+                shown: bytes[start..end].iter().take(8).copied().collect(),
+                len: end - start,
+            }
+            .diagnostic(file)
         })
         .collect();
     (text, diagnostics)

@@ -1,4 +1,5 @@
-//! The tree builder: tokens → [`ast::File`] + structural diagnostics (E0001, E0002).
+//! The tree builder: tokens → [`ast::File`] + structural problems (E0001, E0002), typed
+//! [`ParseProblem`]s rendered in `problem.rs`.
 //!
 //! Input: the tokens of [`super::lex`]. Comments go to [`ast::File::comments`]; error runs were
 //! already reported by the lexer and are skipped, so `hidden @ 4096` still reads as one item.
@@ -15,10 +16,11 @@
 //! resynchronises (next top-level keyword, next item, or after a balanced block).
 
 use super::ast::{self, Block, Def, DefKind, Ident, Item, TopItem, UseDecl, Value, ValueKind};
-use super::lex::{excerpt, scan_number, string_contents, Token, TokenKind};
+use super::lex::{scan_number, string_contents, Token, TokenKind};
+use super::problem::{Found, Nest, Opened, ParseProblem, TopHint};
 use super::role::{self, BlockId, BlockRole, ItemId, ItemRole, Roles, Slot, TokenRole};
 use super::schema::{self, ArgType, BlockKind};
-use venus_diag::diag::{edit_distance, Code, Diagnostic, FileId, Loc, Span};
+use venus_diag::diag::{edit_distance, Span};
 
 /// How many blocks and lists may enclose each other (a definition's own block is level 1).
 pub const MAX_DEPTH: usize = 32;
@@ -26,11 +28,7 @@ pub const MAX_DEPTH: usize = 32;
 /// The words that may start a top-level declaration.
 const TOP_WORDS: [&str; 6] = ["model", "gpu", "cluster", "plan", "scenario", "use"];
 
-pub(crate) fn build(
-    text: &str,
-    file: FileId,
-    tokens: &[Token],
-) -> (ast::File, Roles, Vec<Diagnostic>) {
+pub(crate) fn build(text: &str, tokens: &[Token]) -> (ast::File, Roles, Vec<ParseProblem>) {
     let mut comments = Vec::new();
     let mut toks = Vec::with_capacity(tokens.len());
     for &tok in tokens {
@@ -57,10 +55,9 @@ pub(crate) fn build(
     }
     let mut b = Builder {
         text,
-        file,
         toks,
         pos: 0,
-        diagnostics: Vec::new(),
+        problems: Vec::new(),
         eof_reported: false,
         closed_at: None,
         ctx: Ctx::Unknown,
@@ -95,7 +92,7 @@ pub(crate) fn build(
         blocks: b.blocks,
         items: b.role_items,
     };
-    (ast::File { items, comments }, roles, b.diagnostics)
+    (ast::File { items, comments }, roles, b.problems)
 }
 
 /// Where the builder is reading: what the next consumed token is recorded as.
@@ -149,11 +146,10 @@ impl Ctx {
 
 struct Builder<'t> {
     text: &'t str,
-    file: FileId,
     /// Significant tokens only (no comments, no error runs).
     toks: Vec<Token>,
     pos: usize,
-    diagnostics: Vec<Diagnostic>,
+    problems: Vec<ParseProblem>,
     /// Set once a block or list left open at the end of input is reported: the blocks that
     /// enclose it are necessarily open too, and reporting each would be a cascade.
     eof_reported: bool,
@@ -227,28 +223,16 @@ impl<'t> Builder<'t> {
         prefix.bytes().filter(|&b| b == b'\n').count() + 1
     }
 
-    /// How a token is named in a message: `` `hidden` ``, ``number `4096` ``.
-    fn describe(&self, tok: Token) -> String {
-        let text = excerpt(self.slice(tok.span));
-        match tok.kind {
-            TokenKind::Number => format!("number `{text}`"),
-            TokenKind::Quantity => format!("quantity `{text}`"),
-            TokenKind::Str => format!("string `{text}`"),
-            _ => format!("`{text}`"),
+    /// A token as a message names it: its kind and its text.
+    fn found(&self, tok: Token) -> Found {
+        Found {
+            kind: tok.kind,
+            text: self.slice(tok.span).to_string(),
         }
     }
 
-    fn report(
-        &mut self,
-        code: Code,
-        message: String,
-        span: Span,
-        label: &str,
-        help: Option<String>,
-    ) {
-        let mut d = Diagnostic::new(code, message, Loc::new(self.file, span), label);
-        d.help = help;
-        self.diagnostics.push(d);
+    fn report(&mut self, problem: ParseProblem) {
+        self.problems.push(problem);
     }
 
     // ---- top level ----
@@ -274,25 +258,15 @@ impl<'t> Builder<'t> {
                     }
                 }
                 TokenKind::Lt => {
-                    self.report(
-                        Code::E0001,
-                        "block without a definition keyword".into(),
-                        tok.span,
-                        "this block has no `model`, `gpu`, `cluster`, `plan` or `scenario` before it",
-                        Some("start it with the kind and a name, e.g. `model NAME < ... >`".into()),
-                    );
+                    self.report(ParseProblem::BlockWithoutKeyword { span: tok.span });
                     self.skip_balanced();
                 }
                 TokenKind::Gt | TokenKind::RBracket => self.stray_closers(),
                 _ => {
-                    let found = self.describe(tok);
-                    self.report(
-                        Code::E0001,
-                        format!("expected a definition, found {found}"),
-                        tok.span,
-                        "expected `model`, `gpu`, `cluster`, `plan`, `scenario` or `use`",
-                        None,
-                    );
+                    self.report(ParseProblem::ExpectedDefinition {
+                        span: tok.span,
+                        found: self.found(tok),
+                    });
                     self.bump();
                     self.recover_top();
                 }
@@ -325,27 +299,20 @@ impl<'t> Builder<'t> {
         }
         let span = first.span.to(last.span);
         if count == 1 {
-            let what = self.slice(first.span);
-            let open = if first.kind == TokenKind::Gt {
-                "block"
+            // `>`, `]`, or a `}` read as `>`.
+            let closer = self.slice(first.span).chars().next().unwrap_or('>');
+            let closes = if first.kind == TokenKind::Gt {
+                Nest::Block
             } else {
-                "list"
+                Nest::List
             };
-            self.report(
-                Code::E0001,
-                format!("unexpected `{what}`"),
+            self.report(ParseProblem::StrayCloser {
                 span,
-                &format!("no {open} is open here"),
-                Some(format!("remove this `{what}`")),
-            );
+                closer,
+                closes,
+            });
         } else {
-            self.report(
-                Code::E0001,
-                format!("{count} unexpected closing brackets"),
-                span,
-                "no block or list is open here",
-                Some("remove them".into()),
-            );
+            self.report(ParseProblem::StrayClosers { span, count });
         }
     }
 
@@ -357,26 +324,19 @@ impl<'t> Builder<'t> {
             .map(|k| (edit_distance(word, k), k))
             .filter(|&(d, _)| d <= 2 && d < word.len())
             .min();
-        let help = if let Some((_, kw)) = close {
-            Some(format!("did you mean `{kw}`?"))
+        let hint = if let Some((_, kw)) = close {
+            TopHint::DidYouMean(kw)
         } else {
             DefKind::ALL
                 .into_iter()
                 .find(|&k| schema::lookup(BlockKind::Def(k), word).is_some())
-                .map(|k| {
-                    format!(
-                        "`{word}` is a key of `{0}` blocks: write it inside `{0} NAME < ... >`",
-                        k.keyword()
-                    )
-                })
+                .map_or(TopHint::Nothing, TopHint::KeyOf)
         };
-        self.report(
-            Code::E0001,
-            format!("unexpected `{}` at the top level", excerpt(word)),
-            tok.span,
-            "expected `model`, `gpu`, `cluster`, `plan`, `scenario` or `use`",
-            help,
-        );
+        self.report(ParseProblem::UnknownTopWord {
+            span: tok.span,
+            word: word.to_string(),
+            hint,
+        });
     }
 
     /// After a top-level error: skip to the next top-level keyword, or past the next balanced
@@ -438,30 +398,18 @@ impl<'t> Builder<'t> {
                 })
             }
             found => {
-                let (span, help) = match found {
+                let (span, name) = match found {
                     Some(tok)
                         if tok.kind == TokenKind::Name
                             && !TOP_WORDS.contains(&self.slice(tok.span)) =>
                     {
                         self.bump();
-                        (
-                            tok.span,
-                            Some(format!(
-                                "write `use \"{}.venus\"`",
-                                excerpt(self.slice(tok.span))
-                            )),
-                        )
+                        (tok.span, Some(self.slice(tok.span).to_string()))
                     }
                     Some(tok) => (tok.span, None),
                     None => (kw.span, None),
                 };
-                self.report(
-                    Code::E0001,
-                    "expected a path string after `use`".into(),
-                    span,
-                    "expected `\"path.venus\"`",
-                    help,
-                );
+                self.report(ParseProblem::UseWithoutPath { span, name });
                 None
             }
         }
@@ -482,13 +430,10 @@ impl<'t> Builder<'t> {
         let needs_name = matches!(kind, DefKind::Model | DefKind::Gpu | DefKind::Scenario);
         let header_ok = matches!(self.peek_kind(), Some(TokenKind::Lt | TokenKind::Colon));
         if name.is_none() && needs_name && header_ok {
-            self.report(
-                Code::E0001,
-                format!("missing name for `{keyword}`"),
-                kw.span,
-                &format!("a `{keyword}` needs a name"),
-                Some(format!("write `{keyword} NAME < ... >`")),
-            );
+            self.report(ParseProblem::MissingDefName {
+                span: kw.span,
+                kind,
+            });
         }
         let mut base = None;
         if let Some(colon) = self.peek().filter(|t| t.kind == TokenKind::Colon) {
@@ -500,15 +445,7 @@ impl<'t> Builder<'t> {
                 }
                 found => {
                     let span = found.map_or(colon.span, |t| t.span);
-                    self.report(
-                        Code::E0001,
-                        format!("expected a base `{keyword}` name after `:`"),
-                        span,
-                        "expected a name",
-                        Some(format!(
-                            "write `{keyword} NAME : BASE < ... >`, or remove the `:`"
-                        )),
-                    );
+                    self.report(ParseProblem::MissingBase { span, kind });
                 }
             }
         }
@@ -519,15 +456,13 @@ impl<'t> Builder<'t> {
                 .map_or(kw.span, |t| t.span);
             let found = self.peek();
             let span = found.map_or(header_end, |t| t.span);
-            let found_text = found.map_or("the end of input".to_string(), |t| self.describe(t));
-            let header = self.slice(kw.span.to(header_end));
-            self.report(
-                Code::E0001,
-                format!("expected `<` to open the `{keyword}` block, found {found_text}"),
+            let header = self.slice(kw.span.to(header_end)).to_string();
+            self.report(ParseProblem::MissingBlockOpen {
                 span,
-                "expected `<`",
-                Some(format!("write `{} < ... >`", excerpt(header))),
-            );
+                kind,
+                found: found.map(|t| self.found(t)),
+                header,
+            });
             self.recover_top();
             return None;
         }
@@ -578,7 +513,7 @@ impl<'t> Builder<'t> {
         let mut items = Vec::new();
         loop {
             let Some(tok) = self.peek() else {
-                self.unclosed(open, &format!("`{what}` block"));
+                self.unclosed(open, Opened::Block(what.to_string()));
                 return Block {
                     items,
                     base: None,
@@ -588,7 +523,7 @@ impl<'t> Builder<'t> {
             if self.starts_definition(tok) {
                 if self.closed_at != Some(self.pos) {
                     self.closed_at = Some(self.pos);
-                    self.report_unclosed(open, &format!("`{what}` block"));
+                    self.report_unclosed(open, Opened::Block(what.to_string()));
                 }
                 let end = items.last().map_or(open.span, |i: &Item| i.span);
                 return Block {
@@ -615,41 +550,22 @@ impl<'t> Builder<'t> {
                 }
                 TokenKind::Name => items.push(self.item(ctx, depth)),
                 TokenKind::Colon => {
-                    self.report(
-                        Code::E0001,
-                        "unexpected `:`".into(),
-                        tok.span,
-                        "expected a key",
-                        Some("remove this `:`".into()),
-                    );
+                    self.report(ParseProblem::ColonInBlock { span: tok.span });
                     self.bump();
                 }
                 TokenKind::RBracket => self.stray_closers(),
                 TokenKind::Lt | TokenKind::LBracket => {
-                    let found = self.describe(tok);
-                    let label = if tok.kind == TokenKind::Lt {
-                        "this block has no key"
-                    } else {
-                        "this list has no key"
-                    };
-                    self.report(
-                        Code::E0001,
-                        format!("expected a key, found {found}"),
-                        tok.span,
-                        label,
-                        None,
-                    );
+                    self.report(ParseProblem::ExpectedKey {
+                        span: tok.span,
+                        found: self.found(tok),
+                    });
                     self.skip_balanced();
                 }
                 TokenKind::Number | TokenKind::Quantity | TokenKind::Str => {
-                    let found = self.describe(tok);
-                    self.report(
-                        Code::E0001,
-                        format!("expected a key, found {found}"),
-                        tok.span,
-                        "items start with a key",
-                        None,
-                    );
+                    self.report(ParseProblem::ExpectedKey {
+                        span: tok.span,
+                        found: self.found(tok),
+                    });
                     // The values that follow belong to the same keyless item: one report.
                     while self.peek().is_some_and(|t| is_value_start(t.kind)) {
                         self.value(None, what, depth);
@@ -680,30 +596,22 @@ impl<'t> Builder<'t> {
     }
 
     /// Reports a block or list left open at the end of input (once per file).
-    fn unclosed(&mut self, open: Token, what: &str) {
+    fn unclosed(&mut self, open: Token, opened: Opened) {
         if self.eof_reported {
             return;
         }
         self.eof_reported = true;
-        self.report_unclosed(open, what);
+        self.report_unclosed(open, opened);
     }
 
-    fn report_unclosed(&mut self, open: Token, what: &str) {
-        let (bracket, closer) = if open.kind == TokenKind::LBracket {
-            ("[", "]")
-        } else {
-            ("<", ">")
-        };
+    /// Reports `open` (a `[` for a list, a `<` for a block) as never closed.
+    fn report_unclosed(&mut self, open: Token, opened: Opened) {
         let line = self.line_of(open.span.start);
-        self.report(
-            Code::E0002,
-            format!("unclosed {what}"),
-            open.span,
-            &format!("this `{bracket}` is never closed"),
-            Some(format!(
-                "add `{closer}` to close the {what} opened at line {line}"
-            )),
-        );
+        self.report(ParseProblem::Unclosed {
+            span: open.span,
+            opened,
+            line,
+        });
     }
 
     /// A key and its arguments, with the key next. Where the item ends is
@@ -801,19 +709,17 @@ impl<'t> Builder<'t> {
             return;
         };
         self.bump();
-        let help = match self.peek() {
+        let next = match self.peek() {
             Some(next) if next.kind != TokenKind::Gt && next.kind != TokenKind::Colon => {
-                format!("write `{} {}`", key.text, excerpt(self.slice(next.span)))
+                Some(self.slice(next.span).to_string())
             }
-            _ => "remove this `:`".to_string(),
+            _ => None,
         };
-        self.report(
-            Code::E0001,
-            format!("unexpected `:` after `{}`", key.text),
-            colon.span,
-            "keys and values are separated by a space",
-            Some(help),
-        );
+        self.report(ParseProblem::ColonAfterKey {
+            span: colon.span,
+            key: key.text.clone(),
+            next,
+        });
     }
 
     /// True when a line break separates `tok` (the next token) from the previous token.
@@ -868,14 +774,12 @@ impl<'t> Builder<'t> {
     fn nested(&mut self, open: Token, slot: Option<ArgType>, what: &str, depth: usize) -> Value {
         let is_list = open.kind == TokenKind::LBracket;
         if depth > MAX_DEPTH {
-            let noun = if is_list { "list" } else { "block" };
-            self.report(
-                Code::E0001,
-                format!("blocks nested deeper than {MAX_DEPTH} levels"),
-                open.span,
-                &format!("this {noun} is at level {depth}"),
-                Some("define the inner block at the top level and refer to it by name".into()),
-            );
+            let nest = if is_list { Nest::List } else { Nest::Block };
+            self.report(ParseProblem::TooDeep {
+                span: open.span,
+                nest,
+                depth,
+            });
             let end = self.skip_balanced();
             let span = Span::new(open.span.start as usize, end);
             let kind = if is_list {
@@ -924,7 +828,7 @@ impl<'t> Builder<'t> {
         let mut items = Vec::new();
         loop {
             let Some(tok) = self.peek() else {
-                self.unclosed(open, "list");
+                self.unclosed(open, Opened::List);
                 return (
                     items,
                     Span::new(open.span.start as usize, self.end_of_input()),
@@ -936,7 +840,7 @@ impl<'t> Builder<'t> {
                     return (items, open.span.to(tok.span));
                 }
                 TokenKind::Gt => {
-                    self.report_unclosed(open, "list");
+                    self.report_unclosed(open, Opened::List);
                     let end = items.last().map_or(open.span, |v: &Value| v.span);
                     return (items, open.span.to(end));
                 }
@@ -949,20 +853,21 @@ impl<'t> Builder<'t> {
                 {
                     // Before the next definition, the enclosing block reports (once).
                     if !self.starts_definition(tok) {
-                        self.report_unclosed(open, "list");
+                        self.report_unclosed(open, Opened::List);
                     }
                     let end = items.last().map_or(open.span, |v: &Value| v.span);
                     return (items, open.span.to(end));
                 }
                 TokenKind::Semi | TokenKind::Colon => {
-                    let what = self.slice(tok.span);
-                    self.report(
-                        Code::E0001,
-                        format!("unexpected `{what}` in a list"),
-                        tok.span,
-                        "list elements are separated by spaces",
-                        Some(format!("remove this `{what}`")),
-                    );
+                    let separator = if tok.kind == TokenKind::Semi {
+                        ';'
+                    } else {
+                        ':'
+                    };
+                    self.report(ParseProblem::SeparatorInList {
+                        span: tok.span,
+                        separator,
+                    });
                     self.bump();
                 }
                 _ => match self.value(slot, what, depth) {

@@ -4,6 +4,7 @@
 
 use super::ast::{Def, DefKind, Number, TopItem, Value, ValueKind};
 use super::*;
+use venus_diag::diag::Code;
 
 const EXAMPLE: &str = r#"# The VenusSim demo: a Llama-2-class model on 2 nodes x 8 GPUs.
 model llama2 <
