@@ -74,10 +74,12 @@ fn candidates(v: &Validator<'_>, sc: &Scenario, base: &MemoryPlan) -> Vec<Candid
     });
     out.push(Candidate {
         change: Change::AddDistributedOptimizer,
-        plan: (!base.distributed_optimizer).then(|| MemoryPlan {
-            distributed_optimizer: true,
-            ..base.clone()
-        }),
+        // An FSDP strategy that shards the optimizer state already does what it would.
+        plan: (!base.distributed_optimizer && !base.fsdp.is_some_and(|f| f.shards_optimizer()))
+            .then(|| MemoryPlan {
+                distributed_optimizer: true,
+                ..base.clone()
+            }),
     });
     out.push(Candidate {
         change: Change::Recompute(Recompute::Selective),
