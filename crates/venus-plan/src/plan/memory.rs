@@ -452,15 +452,40 @@ pub fn layer_activation_bytes_of(m: &Model, a: &ActivationShape, moe: bool) -> u
     bytes
 }
 
-/// The bytes per token of a layer's MLP matmul outputs that `recompute op` counts as one
-/// `ffn`-wide first matmul: the dense MLP's, or on a MoE layer each routed copy's expert and
-/// the shared expert's (torchtitan's op policy, written for Llama's dense block, applied to
-/// each expert's matmuls in turn).
-fn op_mlp_width(m: &Model, moe: bool) -> u128 {
-    if moe {
-        prod(&[m.topk() as u128, m.moe_ffn() as u128]).saturating_add(m.shared_expert_ffn() as u128)
-    } else {
-        m.ffn() as u128
+/// The sizes `recompute op`'s two terms read: tokens of the microbatch, hidden size, tp (and
+/// the sequence split, tp with sp), the query and key/value widths, and the MLP's first-matmul
+/// width: the dense `ffn`, or on a MoE layer each routed copy's expert and the shared expert's
+/// (torchtitan's op policy, written for Llama's dense block, applied to each expert's matmuls
+/// in turn).
+struct OpDims {
+    tokens: u128,
+    h: u128,
+    tp: u128,
+    tsp: u128,
+    q: u128,
+    kv: u128,
+    mlp: u128,
+}
+
+impl OpDims {
+    fn of(m: &Model, a: &ActivationShape, moe: bool) -> OpDims {
+        let tp = a.tp.max(1) as u128;
+        let hd = m.head_dim() as u128;
+        let mlp = if moe {
+            prod(&[m.topk() as u128, m.moe_ffn() as u128])
+                .saturating_add(m.shared_expert_ffn() as u128)
+        } else {
+            m.ffn() as u128
+        };
+        OpDims {
+            tokens: prod(&[a.seq as u128, a.micro_batch as u128]),
+            h: m.hidden as u128,
+            tp,
+            tsp: if a.sp { tp } else { 1 },
+            q: prod(&[m.heads as u128, hd]),
+            kv: prod(&[m.kv_groups() as u128, hd]),
+            mlp,
+        }
     }
 }
 
@@ -474,20 +499,22 @@ fn op_mlp_width(m: &Model, moe: bool) -> u128 {
 /// 2 bytes an element but the log-sum-exp. Under tp the column-parallel outputs are split by
 /// tp and w2's row-parallel output is the whole sequence's partial sum before its reduce-scatter.
 pub fn op_checkpoint_bytes(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
-    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
-    let h = m.hidden as u128;
-    let tp = a.tp.max(1) as u128;
-    let tsp = if a.sp { tp } else { 1 };
-    let hd = m.head_dim() as u128;
-    let q = prod(&[m.heads as u128, hd]);
-    let kv = prod(&[m.kv_groups() as u128, hd]);
+    let OpDims {
+        tokens,
+        h,
+        tp,
+        tsp,
+        q,
+        kv,
+        mlp,
+    } = OpDims::of(m, a, moe);
     let input = prod(&[2, h, tokens]) / tsp;
     // wq, wv, the attention output (2 bytes each) and the log-sum-exp (4 bytes a head).
     let column = prod(&[2, q])
         .saturating_add(prod(&[2, kv]))
         .saturating_add(prod(&[2, q]))
         .saturating_add(prod(&[4, m.heads as u128]))
-        .saturating_add(prod(&[2, op_mlp_width(m, moe)]));
+        .saturating_add(prod(&[2, mlp]));
     let mut kept = input.saturating_add(prod(&[tokens, column]) / tp);
     // SwiGLU's w2 is the 7th matmul and kept: the whole sequence's partial sums under tp
     // (GeLU's second linear is the 6th, re-run). Under tp the two reduce-scatters' outputs too.
@@ -506,13 +533,15 @@ pub fn op_checkpoint_bytes(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
 /// element-wise outputs: SwiGLU's w3 output, SiLU output and their product, or GeLU's
 /// activation and second linear (what the policy does not save, parallelize_llama.py:257-264).
 pub fn op_recomputed_bytes(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
-    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
-    let h = m.hidden as u128;
-    let tp = a.tp.max(1) as u128;
-    let tsp = if a.sp { tp } else { 1 };
-    let hd = m.head_dim() as u128;
-    let q = prod(&[m.heads as u128, hd]);
-    let kv = prod(&[m.kv_groups() as u128, hd]);
+    let OpDims {
+        tokens,
+        h,
+        tp,
+        tsp,
+        q,
+        kv,
+        mlp,
+    } = OpDims::of(m, a, moe);
     let norms = prod(&[4, h, tokens]) / tsp;
     let gathered = if tp > 1 { prod(&[4, h, tokens]) } else { 0 };
     // SwiGLU re-runs w3, the SiLU and the product (ffn each); GeLU the activation (ffn) and
@@ -520,7 +549,7 @@ pub fn op_recomputed_bytes(m: &Model, a: &ActivationShape, moe: bool) -> u128 {
     let (mlp_inner, mlp_out) = if m.swiglu() { (6, 0) } else { (2, 2) };
     let column = prod(&[2, kv])
         .saturating_add(prod(&[2, q.saturating_add(kv)]))
-        .saturating_add(prod(&[mlp_inner, op_mlp_width(m, moe)]));
+        .saturating_add(prod(&[mlp_inner, mlp]));
     norms
         .saturating_add(gathered)
         .saturating_add(prod(&[tokens, column]) / tp)
