@@ -339,11 +339,11 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let vpp = vpp_of(row, source, layers, pp, &mut assumed);
     let mb = match row.micro_batch {
         Some(m) if m > 0 => m,
-        _ => match torchtitan_micro_batch(row, gbs, gpus, tp, pp, cp, vpp) {
+        _ => match torchtitan_micro_batch(row, gbs, gpus, tp, pp, cp) {
             Some((m, microbatches)) => {
                 assumed.push(format!(
                     "micro_batch {m} (unstated; torchtitan splits the local batch into \
-                     {microbatches} microbatches, one per pipeline stage: \
+                     {microbatches} microbatches, one per pipeline rank: \
                      torchtitan/parallelisms/pipelining_utils.py `build_pipeline_schedule`)"
                 ));
                 m
@@ -534,11 +534,11 @@ fn vocab_of(
 }
 
 /// A pipelined torchtitan row's micro-batch, its table stating only the local batch: torchtitan
-/// 9dec370 `build_pipeline_schedule` (torchtitan/parallelisms/pipelining_utils.py) runs
-/// `pipeline_parallel_microbatches` microbatches, by default one per stage of the whole
-/// pipeline (`pipeline_parallel_degree × len(stages)`: pp × vpp). The local batch is the global
-/// batch over the data-parallel ranks; `None` when the row does not pipeline or the local batch
-/// does not split evenly. Returns (micro-batch, microbatches).
+/// 9dec370 `build_pipeline_schedule` (torchtitan/parallelisms/pipelining_utils.py:79-81) runs
+/// `pipeline_parallel_microbatches` microbatches, by default `pipeline_parallel_degree`: one
+/// per pipeline rank, whatever the stages per rank (an interleaved run too). The local batch is
+/// the global batch over the data-parallel ranks; `None` when the row does not pipeline or the
+/// local batch does not split evenly. Returns (micro-batch, microbatches).
 fn torchtitan_micro_batch(
     row: &Row,
     gbs: u64,
@@ -546,7 +546,6 @@ fn torchtitan_micro_batch(
     tp: u64,
     pp: u64,
     cp: u64,
-    vpp: u64,
 ) -> Option<(u64, u64)> {
     if pp <= 1 || !split::is_torchtitan(row) {
         return None;
@@ -554,7 +553,7 @@ fn torchtitan_micro_batch(
     let model_parallel = tp.checked_mul(pp)?.checked_mul(cp)?;
     let dp = gpus.checked_div(model_parallel).filter(|&d| d > 0)?;
     let local = gbs.checked_div(dp).filter(|&l| l > 0 && l * dp == gbs)?;
-    let microbatches = pp.checked_mul(vpp.max(1))?;
+    let microbatches = pp;
     let mb = local.checked_div(microbatches).filter(|&m| m > 0)?;
     (mb * microbatches == local).then_some((mb, microbatches))
 }
