@@ -1044,7 +1044,9 @@ fn torchtitan_attention(source: Source, plan: &mut Block, assumed: &mut Vec<Stri
 ///   torchtitan/parallelisms/parallelize_llama.py:214-276), `recompute op`, not Megatron's
 ///   core-attention recompute;
 /// - its loss is `torch.nn.functional.cross_entropy` on fp32 logits (train.py:131-134 at
-///   9dec370), `cross_entropy torch`.
+///   9dec370), `cross_entropy torch`;
+/// - it pipelines with PyTorch's `torch.distributed.pipelining` (pipeline_llama.py at
+///   9dec370), `pipeline_runtime torch`.
 fn torchtitan_memory(source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
     if source != Source::Torchtitan {
         return;
@@ -1065,6 +1067,15 @@ fn torchtitan_memory(source: Source, plan: &mut Block, assumed: &mut Vec<String>
                 .into(),
         );
         plan.set(Key::CrossEntropy, "torch");
+    }
+    let pipelined = plan.value(Key::Pp).and_then(|v| v.parse::<u64>().ok()) > Some(1);
+    if pipelined && !plan.has(Key::PipelineRuntime) {
+        assumed.push(
+            "pipeline_runtime torch (torchtitan pipelines with torch.distributed.pipelining: \
+             torchtitan/parallelisms/pipeline_llama.py at 9dec370)"
+                .into(),
+        );
+        plan.set(Key::PipelineRuntime, "torch");
     }
 }
 

@@ -616,11 +616,12 @@ fn a_model_family_is_the_leading_letters_of_its_name_with_gpt_oss_apart() {
 }
 
 /// A pipelined torchtitan row states the local batch only: torchtitan runs one microbatch per
-/// stage of the whole pipeline (pp × stages per rank), so 32 sequences per rank on pp 8 are
-/// micro-batches of 4, and of 2 with the interleaved schedule's two stages per rank; a row
-/// without a pipeline keeps the stated or the default micro-batch.
+/// pipeline rank (`pipeline_parallel_degree`, whatever the stages per rank), so 32 sequences
+/// per rank on pp 8 are micro-batches of 4, with the interleaved schedule too; a row without
+/// a pipeline keeps the stated or the default micro-batch. A pipelined row runs PyTorch's
+/// pipelining runtime.
 #[test]
-fn torchtitan_pipelined_rows_split_the_local_batch_into_one_microbatch_per_stage() {
+fn torchtitan_pipelined_rows_split_the_local_batch_into_one_microbatch_per_rank() {
     let mut r = sc21_row();
     (r.layers, r.hidden, r.ffn, r.heads, r.kv_groups) =
         (Some(32), Some(4096), Some(14336), Some(32), Some(8));
@@ -634,12 +635,19 @@ fn torchtitan_pipelined_rows_split_the_local_batch_into_one_microbatch_per_stage
     assert!(b.assumed.iter().any(
         |a| a.starts_with("micro_batch 4 (unstated; torchtitan splits the local batch into 8")
     ));
+    assert!(
+        b.venus.contains("  pipeline_runtime torch\n"),
+        "{}",
+        b.venus
+    );
     r.notes = "Table 5 schedule 'Interleaved 1F1B'; local batch 32".into();
     let b = build(&r).unwrap();
-    assert!(b.venus.contains("  micro_batch 2\n"), "{}", b.venus);
+    assert!(b.venus.contains("  vpp 2\n"), "{}", b.venus);
+    assert!(b.venus.contains("  micro_batch 4\n"), "{}", b.venus);
     (r.pp, r.num_gpus, r.global_batch) = (Some(1), Some(64), Some(64));
     let b = build(&r).unwrap();
     assert!(b.venus.contains("  micro_batch 1\n"), "{}", b.venus);
+    assert!(!b.venus.contains("pipeline_runtime"), "{}", b.venus);
 }
 
 /// Megatron-Bridge's per-tensor FP8 recipe gathers FP8 parameters (`fp8_param_gather = True`),

@@ -52,7 +52,7 @@ syn keyword venusKey contained checkpoint_interval
 syn keyword venusKey contained venussim
 syn keyword venusKey contained recompute_modules recompute_method recompute_num_layers fp8_param_gather fsdp_keep_unsharded
 syn keyword venusKey contained etp moe_dispatcher cp_comm moe_permute_fusion moe_router_fusion
-syn keyword venusKey contained cross_entropy
+syn keyword venusKey contained cross_entropy pipeline_runtime
 syn keyword venusKey contained cuda_graphs offload_modules offload_fraction offload_layers
 syn keyword venusKey contained fp8_recipe fp8_format fp8_attention
 syn keyword venusKey contained optimizer_offload

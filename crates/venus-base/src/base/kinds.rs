@@ -275,9 +275,14 @@ pub enum CrossEntropy {
     /// `_VocabParallelCrossEntropy`), one fp32 copy of the logits.
     VocabParallel,
     /// PyTorch's `torch.nn.functional.cross_entropy` on fp32 logits, as torchtitan calls it
-    /// (pytorch/torchtitan@9dec370 train.py:131-134 `loss_fn`): `log_softmax` saves its fp32
-    /// output and its backward allocates the input gradient while the incoming gradient and
-    /// that output live: three fp32 copies of the logits at the loss's backward.
+    /// (pytorch/torchtitan@9dec370 train.py:131-134 `loss_fn`). On whole-vocabulary logits
+    /// (tp 1) `log_softmax` saves its fp32 output and its backward allocates the input gradient
+    /// while the incoming gradient and that output live: three fp32 copies at the loss's
+    /// backward. On vocab-sharded logits (tp > 1: torchtitan enables `loss_parallel`, train.py
+    /// `enable_loss_parallel`) DTensor's fused backward
+    /// (torch/distributed/tensor/parallel/loss.py `_nll_loss_and_log_softmax_backward`) returns
+    /// `(grad_input + exp(x)) * grad_output` with `grad_input = zeros_like(x)`: the saved
+    /// output, that zeroed gradient, their sum and the product live at once, four copies.
     Torch,
 }
 
@@ -289,11 +294,38 @@ impl CrossEntropy {
         }
     }
 
-    /// The fp32 copies of the (vocab-sharded) logits alive at the loss's backward.
-    pub fn fp32_logit_copies(self) -> u128 {
+    /// The fp32 copies of the (vocab-sharded over `tp`) logits alive at the loss's backward.
+    pub fn fp32_logit_copies(self, tp: u64) -> u128 {
         match self {
             CrossEntropy::VocabParallel => 1,
+            CrossEntropy::Torch if tp > 1 => 4,
             CrossEntropy::Torch => 3,
+        }
+    }
+}
+
+/// The runtime that drives a pipelined plan's schedule (`pipeline_runtime`): what it keeps
+/// beside the layers' activations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PipelineRuntime {
+    /// Megatron-LM's schedules (megatron/core/pipeline_parallel/schedules.py): a stage's output
+    /// is freed once sent (`deallocate_output_tensor`), receive buffers are allocated per
+    /// message.
+    Megatron,
+    /// PyTorch's `torch.distributed.pipelining`, as torchtitan runs it
+    /// (torch/distributed/pipelining/stage.py): each stage keeps its output for every
+    /// microbatch in flight (`fwd_cache`), allocates an activation and a gradient receive
+    /// buffer for every microbatch of the step (`_prepare_forward_infra`,
+    /// `_prepare_backward_infra`), and the last stage keeps every microbatch's output, the
+    /// logits, until the step ends (`output_chunks`).
+    Torch,
+}
+
+impl PipelineRuntime {
+    pub fn word(self) -> &'static str {
+        match self {
+            PipelineRuntime::Megatron => "megatron",
+            PipelineRuntime::Torch => "torch",
         }
     }
 }
@@ -772,6 +804,13 @@ impl FromWord for Attention {
     fn from_word(w: &str) -> Option<Self> {
         let all = [Attention::Flash, Attention::Unfused, Attention::Flash2];
         find_word(&all, Attention::word, w)
+    }
+}
+
+impl FromWord for PipelineRuntime {
+    fn from_word(w: &str) -> Option<Self> {
+        let all = [PipelineRuntime::Megatron, PipelineRuntime::Torch];
+        find_word(&all, PipelineRuntime::word, w)
     }
 }
 

@@ -21,7 +21,7 @@ pub use kinds::{
     Attention, CollectiveAlgorithm, Dtype, Fabric, GpuArch, LinkKind, Precision, Recompute,
     ScheduleKind, Topology,
 };
-pub use kinds::{CpComm, CrossEntropy, FlexBackend, MoeDispatcher};
+pub use kinds::{CpComm, CrossEntropy, FlexBackend, MoeDispatcher, PipelineRuntime};
 pub use kinds::{Fp8Format, Fp8Recipe};
 pub use kinds::{FromWord, FromWords, RecomputeMethod, RecomputeModules};
 pub use kinds::{FsdpImpl, FsdpStrategy, LoraTargets, Task};

@@ -213,9 +213,15 @@ macro_rules! plan_key_list {
             CrossEntropy = key(
                 "cross_entropy",
                 &[Enum(CROSS_ENTROPY)],
-                "how the loss reads the logits: vocab_parallel (default; Megatron-LM's cross entropy, one fp32 copy of the logits, its gradient written in place) or torch (PyTorch's `cross_entropy` on fp32 logits, as torchtitan: three fp32 copies at the loss's backward)",
+                "how the loss reads the logits: vocab_parallel (default; Megatron-LM's cross entropy, one fp32 copy of the logits, its gradient written in place) or torch (PyTorch's `cross_entropy` on fp32 logits, as torchtitan: three fp32 copies at the loss's backward, four through DTensor's loss_parallel when tp shards the vocabulary)",
             )
             => cross_entropy: ::venus_base::base::CrossEntropy, word, default(Word("vocab_parallel"), "vocab_parallel");
+            PipelineRuntime = key(
+                "pipeline_runtime",
+                &[Enum(PIPELINE_RUNTIMES)],
+                "what drives a pipelined schedule: megatron (default; Megatron-LM frees a stage's output once sent) or torch (PyTorch's torch.distributed.pipelining, as torchtitan: every in-flight output kept, an activation and a gradient receive buffer per microbatch of the step, and the last stage's logits of every microbatch until the step ends); no effect at pp 1",
+            )
+            => pipeline_runtime: ::venus_base::base::PipelineRuntime, word, default(Word("megatron"), "megatron");
             Iterations = key(
                 "iterations",
                 &[Count],

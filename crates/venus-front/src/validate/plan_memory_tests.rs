@@ -5,7 +5,7 @@
 //! activation, in-flight and stage-memory figures checked against Korthikanti et al.'s formulas
 //! and the built schedules.
 
-use venus_base::base::{Attention, Bytes, CrossEntropy, Recompute, ScheduleKind};
+use venus_base::base::{Attention, Bytes, CrossEntropy, PipelineRuntime, Recompute, ScheduleKind};
 use venus_plan::plan::derive::split_layers;
 use venus_plan::plan::memory::*;
 use venus_plan::plan::spec::ModelSpec as Model;
@@ -139,6 +139,7 @@ fn plan(pp: u64, vpp: u64, m: u64, schedule: Option<ScheduleKind>, layers: u64) 
         recompute: Recompute::None,
         attention: Attention::Unfused,
         cross_entropy: CrossEntropy::VocabParallel,
+        pipeline_runtime: PipelineRuntime::Megatron,
         distributed_optimizer: false,
         schedule,
         overlap_ep_comm: false,
@@ -850,14 +851,27 @@ fn op_checkpointing_keeps_the_input_every_other_matmul_and_the_attention_output(
 
 /// PyTorch's `cross_entropy` on fp32 logits holds three fp32 copies of them at the loss's
 /// backward (the saved log-softmax output, its incoming gradient and the gradient it makes);
-/// Megatron's vocab-parallel cross entropy one: two more copies of 4·s·b·V/t bytes.
+/// Megatron's vocab-parallel cross entropy one: two more copies of 4·s·b·V/t bytes at tp 1.
 #[test]
 fn torch_cross_entropy_keeps_three_fp32_copies_of_the_logits() {
+    let m = gpt(1024, 16, 2, 1000, 2048);
+    let sh = shape(2048, 1, 1, true, Recompute::Full);
+    let megatron = output_activation_bytes(&m, &sh, 1024, CrossEntropy::VocabParallel);
+    let torch = output_activation_bytes(&m, &sh, 1024, CrossEntropy::Torch);
+    assert_eq!(torch - megatron, 2 * 4 * 2048 * 1024);
+    assert_eq!(megatron, 4 * 2048 * 1024 + 4 * 2048 * 1024);
+}
+
+/// On vocab-sharded logits (tp 2) PyTorch's loss runs DTensor's `loss_parallel`, whose fused
+/// backward holds the saved output, a zeroed gradient, their sum and the product: four fp32
+/// copies of the tp-sharded logits, three more than Megatron's.
+#[test]
+fn loss_parallel_cross_entropy_keeps_four_fp32_copies_of_the_sharded_logits() {
     let m = gpt(1024, 16, 2, 1000, 2048);
     let sh = shape(2048, 1, 2, true, Recompute::Full);
     let megatron = output_activation_bytes(&m, &sh, 1024, CrossEntropy::VocabParallel);
     let torch = output_activation_bytes(&m, &sh, 1024, CrossEntropy::Torch);
-    assert_eq!(torch - megatron, 2 * 4 * 2048 * 1024 / 2);
+    assert_eq!(torch - megatron, 3 * 4 * 2048 * 1024 / 2);
     assert_eq!(megatron, 4 * 2048 * 1024 / 2 + 4 * 2048 * 1024 / 2);
 }
 
@@ -877,4 +891,37 @@ fn op_checkpointing_follows_llamas_matmul_order() {
     let op = shape(16, 2, 1, false, Recompute::Op);
     assert_eq!(layer_activation_bytes(&m, &op), tokens * 848);
     assert_eq!(op_recomputed_bytes(&m, &op, false), tokens * 1408);
+}
+
+/// PyTorch's pipelining runtime on 4 stages, 8 microbatches of one 2,048-token sequence (h 1024,
+/// vocab 1,000 padded to 1,024, tp 1): a stage-boundary activation is 2·2048·1024 bytes = B,
+/// and so is one microbatch's bf16 logits. Stage 0 holds 8 gradient receive buffers and its
+/// output of the 4 microbatches in flight (12·B); stages 1 and 2 both kinds of buffer and 3 or
+/// 2 outputs (19·B, 18·B); the last stage 8 activation buffers, and every microbatch's logits
+/// and input gradient (24·B). Megatron's runtime keeps none of it.
+#[test]
+fn torch_pipelining_keeps_receive_buffers_outputs_and_the_last_stages_logits() {
+    let m = gpt(1024, 16, 8, 1000, 2048);
+    let megatron = plan(4, 1, 8, Some(ScheduleKind::OneFOneB), 8);
+    let torch = MemoryPlan {
+        pipeline_runtime: PipelineRuntime::Torch,
+        ..megatron.clone()
+    };
+    let boundary = 2 * 2048 * 1024u64;
+    let (was, now) = (stage_memory(&m, &megatron), stage_memory(&m, &torch));
+    let added: Vec<u64> = was
+        .iter()
+        .zip(&now)
+        .map(|(a, b)| b.activations.0 - a.activations.0)
+        .collect();
+    assert_eq!(added, [12, 19, 18, 24].map(|n| n * boundary));
+    // Without a pipeline there is nothing to keep.
+    let one = MemoryPlan {
+        pipeline_runtime: PipelineRuntime::Torch,
+        ..plan(1, 1, 8, None, 8)
+    };
+    assert_eq!(
+        stage_memory(&m, &one),
+        stage_memory(&m, &plan(1, 1, 8, None, 8))
+    );
 }

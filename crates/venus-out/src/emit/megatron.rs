@@ -2360,6 +2360,12 @@ fn no_flag_notes(sc: &Scenario) -> Vec<String> {
                 .into(),
         );
     }
+    if p.pipeline_runtime() == venus_base::base::PipelineRuntime::Torch {
+        notes.push(
+            "`pipeline_runtime torch` (PyTorch's torch.distributed.pipelining, as torchtitan's pipeline)"
+                .into(),
+        );
+    }
     if p.cross_entropy() == venus_base::base::CrossEntropy::Torch {
         notes.push(
             "`cross_entropy torch` (PyTorch's `cross_entropy` on fp32 logits, as torchtitan's loss)"

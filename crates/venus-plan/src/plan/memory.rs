@@ -49,7 +49,8 @@ use crate::plan::spec::ModelSpec as Model;
 use crate::plan::spec::{HybridCounts, HybridLayer};
 use crate::schedule::{self, Kind, PipelineShape};
 use venus_base::base::{
-    Attention, Bytes, CrossEntropy, FsdpStrategy, LoraTargets, Recompute, ScheduleKind,
+    Attention, Bytes, CrossEntropy, FsdpStrategy, LoraTargets, PipelineRuntime, Recompute,
+    ScheduleKind,
 };
 use venus_base::base::{Ratio, RecomputeMethod, RecomputeModules};
 
@@ -115,6 +116,8 @@ pub struct MemoryPlan {
     pub attention: Attention,
     /// What the loss keeps of the logits ([`output_activation_bytes`]).
     pub cross_entropy: CrossEntropy,
+    /// What drives the pipeline ([`pipeline_runtime_bytes`]).
+    pub pipeline_runtime: PipelineRuntime,
     pub distributed_optimizer: bool,
     /// None: no pipelining (pp = 1).
     pub schedule: Option<ScheduleKind>,
@@ -566,7 +569,7 @@ pub fn embedding_activation_bytes(m: &Model, a: &ActivationShape) -> u128 {
 
 /// Output activations of one microbatch (last stage, last chunk): final norm and output-layer
 /// inputs (4·s·b·h) and the fp32 logits the loss keeps (4·s·b·V/t per copy): one copy for
-/// Megatron's vocab-parallel cross entropy, three at the backward of PyTorch's
+/// Megatron's vocab-parallel cross entropy, three or four at the backward of PyTorch's
 /// (`CrossEntropy::fp32_logit_copies`).
 // theoretical_memory_usage.py: s·b·h·4·(1 + V_pad/h) / tp with sp.
 pub fn output_activation_bytes(
@@ -580,7 +583,57 @@ pub fn output_activation_bytes(
     let tsp = if a.sp { tp } else { 1 };
     let logits = prod(&[4, tokens, padded_vocab as u128]) / tp;
     (prod(&[4, tokens, m.hidden as u128]) / tsp)
-        .saturating_add(prod(&[logits, loss.fp32_logit_copies()]))
+        .saturating_add(prod(&[logits, loss.fp32_logit_copies(a.tp)]))
+}
+
+/// What PyTorch's `torch.distributed.pipelining` keeps on a pipeline rank beside the layers'
+/// activations (`pipeline_runtime torch`; none for Megatron's runtime, which frees a stage's
+/// output once sent, schedules.py `deallocate_output_tensor`). From torch/distributed/
+/// pipelining/stage.py:
+/// - every virtual stage but the first allocates an activation receive buffer for each of the
+///   step's microbatches (`_prepare_forward_infra`), every one but the last a gradient receive
+///   buffer (`_prepare_backward_infra`): one stage-boundary activation (2·s·b·h/t with sp) each;
+/// - a stage other than the last keeps its output of every in-flight microbatch until that
+///   microbatch's backward (`fwd_cache`);
+/// - the last stage keeps every microbatch's output, the bf16 logits (2·s·b·V/t), until the
+///   step ends (`output_chunks`), and at its last backward the input gradient of every
+///   microbatch sits on its receive buffers (`.grad`, cleared by `clear_runtime_states`).
+///
+/// `in_flight` counts the chunk microbatches held at the peak (all chunks).
+pub fn pipeline_runtime_bytes(
+    model: &Model,
+    plan: &MemoryPlan,
+    a: &ActivationShape,
+    stage: u64,
+    in_flight: u64,
+    padded_vocab: u64,
+) -> u128 {
+    if plan.pipeline_runtime != PipelineRuntime::Torch || plan.pp <= 1 {
+        return 0;
+    }
+    let tokens = prod(&[a.seq as u128, a.micro_batch as u128]);
+    let tsp = if a.sp { a.tp.max(1) as u128 } else { 1 };
+    let boundary = prod(&[2, tokens, model.hidden as u128]) / tsp;
+    let microbatches = plan.microbatches.max(1) as u128;
+    let chunks = plan.split.vpp.max(1) as u128;
+    let (first, last) = (stage == 0, stage + 1 >= plan.pp);
+    // Receive buffers: 2 per virtual stage, less the first's activations and the last's
+    // gradients.
+    let buffers = (2 * chunks).saturating_sub(u128::from(first) + u128::from(last));
+    let mut held = prod(&[buffers, microbatches, boundary]);
+    // Outputs kept for the in-flight microbatches' backward, but the last virtual stage's
+    // (its logits, below).
+    let sending = if last {
+        ceil_div(prod(&[in_flight as u128, chunks - 1]), chunks)
+    } else {
+        in_flight as u128
+    };
+    held = held.saturating_add(prod(&[sending, boundary]));
+    if last {
+        let logits = prod(&[2, tokens, padded_vocab as u128]) / a.tp.max(1) as u128;
+        held = held.saturating_add(prod(&[microbatches, logits.saturating_add(boundary)]));
+    }
+    held
 }
 
 /// Microbatches in flight at a stage's peak: (all chunks, chunk 0, last chunk), as the
@@ -1049,6 +1102,10 @@ fn one_copy(model: &Model, plan: &MemoryPlan, stage: u64, copy: ParamCopy) -> St
         ));
         activations = activations.saturating_add(prod(&[last_units as u128, mtp, depth]));
     }
+
+    activations = activations.saturating_add(pipeline_runtime_bytes(
+        model, plan, &shape, stage, units, vocab,
+    ));
 
     let peak = weights
         .saturating_add(gradients)

@@ -208,6 +208,7 @@ impl Scenario {
             recompute: self.recompute,
             attention: self.plan.attention(),
             cross_entropy: self.plan.cross_entropy(),
+            pipeline_runtime: self.plan.pipeline_runtime(),
             distributed_optimizer: self.flags.distributed_optimizer,
             schedule: self.schedule,
             overlap_ep_comm: self.flags.overlap_ep_comm,

@@ -151,6 +151,8 @@ pub const SCHEDULES: &[&str] = &[
 pub const RECOMPUTE: &[&str] = &["none", "selective", "full", "op"];
 /// The `cross_entropy` choices (`base::CrossEntropy`).
 pub const CROSS_ENTROPY: &[&str] = &["vocab_parallel", "torch"];
+/// The `pipeline_runtime` choices (`base::PipelineRuntime`).
+pub const PIPELINE_RUNTIMES: &[&str] = &["megatron", "torch"];
 /// Megatron-LM's `--recompute-modules` choices for a transformer (transformer_config.py:560-583):
 /// the words of `base::RecomputeModules`, declared there once.
 pub const RECOMPUTE_MODULES: &[&str] = &venus_base::base::RecomputeModules::WORDS;
