@@ -338,7 +338,15 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     let ep = row.ep.filter(|&e| e > 0).unwrap_or(1);
     let vpp = vpp_of(row, source, layers, pp, &mut assumed);
     let mb = match row.micro_batch {
-        Some(m) if m > 0 => m,
+        Some(m) if m > 0 => bridge_recipe_micro_batch(row, source, [gbs, gpus, tp, pp, cp, ep, m])
+            .map_or(m, |(fixed, recipe)| {
+                assumed.push(format!(
+                    "micro_batch {fixed} (the table's {m} contradicts its own global batch, \
+                     data-parallel size and gradient accumulation; the row's Megatron-Bridge \
+                     recipe: {recipe})"
+                ));
+                fixed
+            }),
         _ => match torchtitan_micro_batch(row, gbs, gpus, tp, pp, cp) {
             Some((m, microbatches)) => {
                 assumed.push(format!(
@@ -531,6 +539,79 @@ fn vocab_of(
         return Ok(MLPERF_GPT3_VOCAB);
     }
     Err(Skip("vocab not stated".into()))
+}
+
+/// A Megatron-Bridge recipe whose micro-batch settles a row the table prints inconsistently:
+/// the row's model, GPU, table release and the recipe's parallel sizes and global batch (all
+/// of which the row must share), with the recipe's micro-batch.
+struct RecipeMicroBatch {
+    model: &'static str,
+    gpu: &'static str,
+    release: &'static str,
+    /// tp, pp, ep, global batch.
+    sizes: [u64; 4],
+    micro_batch: u64,
+    recipe: &'static str,
+}
+
+/// GPT-OSS 120B on H100 in the 25.11 archive table prints micro-batch 4 and gradient
+/// accumulation 2 over 16 data-parallel ranks, which is 128 sequences, not the global batch
+/// of 512 it prints; its recipe (`GPT_OSS_120B_H100_BF16_BASE_CONFIG`, Megatron-Bridge v0.2.0,
+/// the 25.11 release, scripts/performance/configs/gpt_oss/workload_base_configs.py) keeps the
+/// base config's micro-batch 1 with pp 4, ep 8 and global batch 512, as the row, which makes
+/// the 512 whole. (The B200 row beside it prints micro-batch 4 and accumulation 2 over 64
+/// ranks, consistent, and its recipe sets micro-batch 4.)
+const RECIPE_MICRO_BATCH: &[RecipeMicroBatch] = &[RecipeMicroBatch {
+    model: "GPT-OSS-120B",
+    gpu: "H100",
+    release: "25.11",
+    sizes: [1, 4, 8, 512],
+    micro_batch: 1,
+    recipe: "scripts/performance/configs/gpt_oss/workload_base_configs.py GPT_OSS_120B_H100_BF16_BASE_CONFIG",
+}];
+
+/// The recipe's micro-batch for a Megatron-Bridge row whose stated micro-batch contradicts its
+/// global batch (global ≠ dp × micro × the notes' `GA n`), when [`RECIPE_MICRO_BATCH`] has
+/// the row's recipe. `numbers`: global batch, GPUs, tp, pp, cp, ep and the stated micro-batch.
+fn bridge_recipe_micro_batch(
+    row: &Row,
+    source: Source,
+    numbers: [u64; 7],
+) -> Option<(u64, &'static str)> {
+    let [gbs, gpus, tp, pp, cp, ep, mb] = numbers;
+    if source != Source::Bridge || !row.source.contains("Megatron-Bridge") {
+        return None;
+    }
+    let accumulation = gradient_accumulation_of(&row.notes)?;
+    let dp = gpus.checked_div(tp.checked_mul(pp)?.checked_mul(cp)?)?;
+    let consistent = dp.checked_mul(mb).and_then(|s| s.checked_mul(accumulation)) == Some(gbs);
+    if consistent {
+        return None;
+    }
+    let gpu = row.gpu.to_ascii_uppercase();
+    RECIPE_MICRO_BATCH
+        .iter()
+        .find(|r| {
+            row.model.starts_with(r.model)
+                && gpu.starts_with(r.gpu)
+                && row.source.contains(r.release)
+                && r.sizes == [tp, pp, ep, gbs]
+        })
+        .map(|r| (r.micro_batch, r.recipe))
+}
+
+/// The gradient accumulation a row's notes state (`GA n`).
+fn gradient_accumulation_of(notes: &str) -> Option<u64> {
+    let at = notes.find("GA ")?;
+    let before = notes[..at].chars().next_back();
+    if before.is_some_and(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let digits: String = notes[at + 3..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok().filter(|&n| n > 0)
 }
 
 /// A pipelined torchtitan row's micro-batch, its table stating only the local batch: torchtitan

@@ -776,3 +776,27 @@ fn pipelined_torchtitan_fsdp_rows_keep_their_units_unsharded() {
     r.source = "NVIDIA/Megatron-LM".into();
     assert!(!build(&r).unwrap().venus.contains("fsdp_keep_unsharded"));
 }
+
+/// The 25.11 archive's GPT-OSS 120B H100 row prints micro-batch 4 and `GA 2` over 16
+/// data-parallel ranks (128 sequences) beside a global batch of 512; its recipe, with the
+/// row's pp 4, ep 8 and global batch, keeps micro-batch 1, which the scenario takes (and says
+/// so). The B200 row's micro-batch 4 and `GA 2` over 64 ranks are its 512, and stay.
+#[test]
+fn bridge_row_whose_micro_batch_contradicts_its_batch_takes_the_recipes() {
+    let h100 = "mb2511_gptoss120b_h100_bf16\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md — 25.11 NeMo container, DGX-H100\tGPT-OSS-120B (MoE)\t117\t36\t2880\t2880\t64\t8\t201088\t4096\t512\t4\t1\t4\t1\t16\t1\t8\t\t\t\tH100-SXM5-80GB (DGX-H100)\t64\ttokens_per_s_per_gpu\t5630\tprecision BF16; GA 2\t--num-experts 128 --moe-router-topk 4 --moe-ffn-hidden-size 2880 --kv-channels 64 --quick-geglu --untie-embeddings-and-output-weights";
+    let mut row = parse(&format!("{HEADER}\tmegatron_args\n{h100}\n"))
+        .unwrap()
+        .remove(0);
+    let b = build(&row).unwrap();
+    assert!(b.venus.contains("  micro_batch 1\n"), "{}", b.venus);
+    assert!(b.assumed.iter().any(|a| a
+        .starts_with("micro_batch 1 (the table's 4 contradicts its own global batch")
+        && a.contains("GPT_OSS_120B_H100_BF16_BASE_CONFIG")));
+    // Consistent numbers (64 ranks × 4 × 2 = 512) keep the table's micro-batch.
+    (row.num_gpus, row.pp, row.dp) = (Some(256), Some(4), Some(64));
+    let b = build(&row).unwrap();
+    assert!(b.venus.contains("  micro_batch 4\n"), "{}", b.venus);
+    // Without a stated accumulation there is nothing to contradict.
+    (row.num_gpus, row.dp, row.notes) = (Some(64), Some(16), "precision BF16".into());
+    assert!(build(&row).unwrap().venus.contains("  micro_batch 4\n"));
+}
