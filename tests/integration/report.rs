@@ -625,6 +625,56 @@ fn diff_of_two_sweep_winners_names_the_changed_keys_and_moves_every_figure() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Two plans that differ only in keys the resolved summary does not list (the loss, the
+/// attention kernel, the MoE dispatcher with its backend): `diff` names each from the key
+/// table, with `default` on the side that leaves it unwritten, and nothing else.
+#[test]
+fn diff_names_every_changed_plan_key_from_the_key_table() {
+    let dir = scratch("diff-keys");
+    let base = "model m : mixtral_8x7b < layers 4 >\ncluster c : dgx_h100 < nodes 1 >\n";
+    let a = dir.join("a.venus");
+    let b = dir.join("b.venus");
+    std::fs::write(
+        &a,
+        format!("{base}plan < ep 8 micro_batch 1 global_batch 64 distributed_optimizer >\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        format!(
+            "{base}plan < ep 8 micro_batch 1 global_batch 64 distributed_optimizer \
+             cross_entropy torch attention flash2 moe_dispatcher flex hybridep >\n"
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = venusc(&[
+        "diff",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let d: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let changed: Vec<(String, String, String)> = d["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            let s = |f: &str| k[f].as_str().unwrap().to_string();
+            (s("key"), s("a"), s("b"))
+        })
+        .collect();
+    let want = [
+        ("attention", "default", "flash2"),
+        ("cross_entropy", "default", "torch"),
+        ("moe_dispatcher", "default", "flex hybridep"),
+    ]
+    .map(|(k, a, b)| (k.to_string(), a.to_string(), b.to_string()));
+    assert_eq!(changed, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn diff_of_one_file_needs_two_scenarios_and_bad_input_is_a_diagnostic() {
     let (code, _, stderr) = venusc(&["diff", "examples/sc21_gpt_1_7b.venus"]);

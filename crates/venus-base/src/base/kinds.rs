@@ -524,6 +524,19 @@ impl LoraTargets {
         fc2: false,
     };
 
+    /// The targets that are on, as their module names, in Megatron-Core's order.
+    pub fn words(self) -> Vec<&'static str> {
+        [
+            (self.qkv, "linear_qkv"),
+            (self.proj, "linear_proj"),
+            (self.fc1, "linear_fc1"),
+            (self.fc2, "linear_fc2"),
+        ]
+        .into_iter()
+        .filter_map(|(on, w)| on.then_some(w))
+        .collect()
+    }
+
     /// The targets named by `words` (unknown words are ignored: the type checker admits only
     /// the four module names).
     pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> LoraTargets {

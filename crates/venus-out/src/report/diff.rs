@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use venus_base::base::MoeDispatcher;
 use venus_plan::plan::Scenario;
 
 use super::html::escape;
@@ -77,8 +78,31 @@ impl ReportDiff {
 }
 
 /// The plan as validation resolved it, one `(key, value)` per plan key a reader compares:
-/// the sizes, batch, schedule, recipe, stage split and the optimizer and overlap flags.
+/// first the resolved sizes, batch, schedule, recipe, stage split and the optimizer and
+/// overlap flags, then every other key of the key table as written (`default` where the
+/// plan leaves it), so a key added to the table is compared without a line here.
 pub fn plan_keys(sc: &Scenario, p: &ResolvedPlan) -> Vec<(&'static str, String)> {
+    let mut keys = resolved_keys(sc, p);
+    let spec = &sc.plan;
+    let dispatcher = spec.moe_dispatcher.map(|d| match d {
+        MoeDispatcher::Flex(b) => format!("flex {}", b.word()),
+        other => other.word().to_string(),
+    });
+    let hand = [
+        ("moe_dispatcher", dispatcher),
+        ("pipeline_layout", spec.pipeline_layout.clone()),
+    ];
+    let written = spec.written_keys().into_iter().chain(hand);
+    for (key, value) in written {
+        if !keys.iter().any(|(k, _)| *k == key) {
+            keys.push((key, value.unwrap_or_else(|| "default".into())));
+        }
+    }
+    keys
+}
+
+/// The keys [`plan_keys`] shows resolved (derived sizes, the effective flags), in its order.
+fn resolved_keys(sc: &Scenario, p: &ResolvedPlan) -> Vec<(&'static str, String)> {
     let on = |b: bool| if b { "on" } else { "off" }.to_string();
     let f = &sc.flags;
     vec![

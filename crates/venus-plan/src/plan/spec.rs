@@ -619,6 +619,31 @@ plan_keys!(plan_spec_struct!({
     pub cuda_graph_modules: Option<venus_base::base::CudaGraphModules>,
 }));
 
+/// Declares [`PlanSpec::written_keys`]: each plain key, in key-table order, with its value as
+/// the plan writes it (read back by its reading: a count, a flag, one word, a set of words, a
+/// size, a ratio or a time).
+macro_rules! plan_spec_written {
+    ((written) $( $(#[$doc:meta])* $field:ident : $ty:ty = $key:ident, $how:ident; )*) => {
+        impl PlanSpec {
+            /// Every plain plan key, in key-table order, with its written value as text
+            /// (`None`: not written, its default holds). `venusc diff` compares them, so a key
+            /// added to the table is compared without a line of its own.
+            pub fn written_keys(&self) -> Vec<(&'static str, Option<String>)> {
+                vec![ $( (stringify!($field), self.$field.map(|v| plan_spec_written!(@text $how v))), )* ]
+            }
+        }
+    };
+    (@text count $v:ident) => { $v.to_string() };
+    (@text flag $v:ident) => { if $v { "on" } else { "off" }.to_string() };
+    (@text word $v:ident) => { $v.word().to_string() };
+    (@text words $v:ident) => { $v.words().join(" ") };
+    (@text bytes $v:ident) => { $v.to_string() };
+    (@text ratio $v:ident) => { $v.to_string() };
+    (@text time $v:ident) => { $v.to_string() };
+}
+
+plan_keys!(plan_spec_written!(written));
+
 impl PlanSpec {
     /// The measured times the compute model replays: none when they are kept `unused`.
     pub fn replayed(&self) -> Option<&MeasuredSpec> {
