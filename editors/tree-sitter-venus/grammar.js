@@ -62,6 +62,7 @@ const ENUM_WORDS = [
   'core_attn', 'mlp', 'moe_act', 'layernorm', 'mla_up_proj', 'moe', 'shared_experts',
   'uniform', 'block',
   'W0024',
+  'W0025',
   'local', 'transformer_engine', 'full_iteration', 'attn', 'moe_router', 'moe_preprocess',
   'mamba', 'attn_norm', 'qkv_linear', 'attn_proj', 'mlp_norm', 'expert_fc1', 'fused_group_mlp',
   'aux_loss', 'seq_aux_loss',

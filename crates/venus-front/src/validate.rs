@@ -293,6 +293,7 @@ impl<'a> Validator<'a> {
             }
         }
         self.check_sp_without_tp(); // W0006
+        self.check_overlap_p2p_without_interleaving(); // W0025
         self.check_calibration(); // W0007
         if self.has_error() {
             return None;
@@ -449,6 +450,9 @@ impl<'a> Validator<'a> {
         }
         if self.inputs_ok(&[Sp, Tp], false) {
             self.check_sp_without_tp(); // W0006
+        }
+        if self.inputs_ok(&[OverlapP2p, Pp, Vpp, Schedule], false) {
+            self.check_overlap_p2p_without_interleaving(); // W0025
         }
         if self.inputs_ok(&[Task, LoraRank, LoraModules], false) {
             self.check_lora_keys(); // E0319

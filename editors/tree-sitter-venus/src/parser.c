@@ -9,9 +9,9 @@
 #define LANGUAGE_VERSION 15
 #define STATE_COUNT 38
 #define LARGE_STATE_COUNT 20
-#define SYMBOL_COUNT 146
+#define SYMBOL_COUNT 147
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 133
+#define TOKEN_COUNT 134
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 9
 #define MAX_ALIAS_SEQUENCE_LENGTH 5
@@ -133,38 +133,39 @@ enum ts_symbol_identifiers {
   anon_sym_uniform = 111,
   anon_sym_block = 112,
   anon_sym_W0024 = 113,
-  anon_sym_local = 114,
-  anon_sym_transformer_engine = 115,
-  anon_sym_full_iteration = 116,
-  anon_sym_attn = 117,
-  anon_sym_moe_router = 118,
-  anon_sym_moe_preprocess = 119,
-  anon_sym_mamba = 120,
-  anon_sym_attn_norm = 121,
-  anon_sym_qkv_linear = 122,
-  anon_sym_attn_proj = 123,
-  anon_sym_mlp_norm = 124,
-  anon_sym_expert_fc1 = 125,
-  anon_sym_fused_group_mlp = 126,
-  anon_sym_aux_loss = 127,
-  anon_sym_seq_aux_loss = 128,
-  sym_unit = 129,
-  sym_number = 130,
-  sym_string = 131,
-  sym_comment = 132,
-  sym_source_file = 133,
-  sym_use_declaration = 134,
-  sym_definition = 135,
-  sym_block = 136,
-  sym_item = 137,
-  sym__value = 138,
-  sym_list = 139,
-  sym_constant = 140,
-  sym_quantity = 141,
-  aux_sym_source_file_repeat1 = 142,
-  aux_sym_block_repeat1 = 143,
-  aux_sym_item_repeat1 = 144,
-  aux_sym_list_repeat1 = 145,
+  anon_sym_W0025 = 114,
+  anon_sym_local = 115,
+  anon_sym_transformer_engine = 116,
+  anon_sym_full_iteration = 117,
+  anon_sym_attn = 118,
+  anon_sym_moe_router = 119,
+  anon_sym_moe_preprocess = 120,
+  anon_sym_mamba = 121,
+  anon_sym_attn_norm = 122,
+  anon_sym_qkv_linear = 123,
+  anon_sym_attn_proj = 124,
+  anon_sym_mlp_norm = 125,
+  anon_sym_expert_fc1 = 126,
+  anon_sym_fused_group_mlp = 127,
+  anon_sym_aux_loss = 128,
+  anon_sym_seq_aux_loss = 129,
+  sym_unit = 130,
+  sym_number = 131,
+  sym_string = 132,
+  sym_comment = 133,
+  sym_source_file = 134,
+  sym_use_declaration = 135,
+  sym_definition = 136,
+  sym_block = 137,
+  sym_item = 138,
+  sym__value = 139,
+  sym_list = 140,
+  sym_constant = 141,
+  sym_quantity = 142,
+  aux_sym_source_file_repeat1 = 143,
+  aux_sym_block_repeat1 = 144,
+  aux_sym_item_repeat1 = 145,
+  aux_sym_list_repeat1 = 146,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -282,6 +283,7 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_uniform] = "uniform",
   [anon_sym_block] = "block",
   [anon_sym_W0024] = "W0024",
+  [anon_sym_W0025] = "W0025",
   [anon_sym_local] = "local",
   [anon_sym_transformer_engine] = "transformer_engine",
   [anon_sym_full_iteration] = "full_iteration",
@@ -431,6 +433,7 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_uniform] = anon_sym_uniform,
   [anon_sym_block] = anon_sym_block,
   [anon_sym_W0024] = anon_sym_W0024,
+  [anon_sym_W0025] = anon_sym_W0025,
   [anon_sym_local] = anon_sym_local,
   [anon_sym_transformer_engine] = anon_sym_transformer_engine,
   [anon_sym_full_iteration] = anon_sym_full_iteration,
@@ -919,6 +922,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [anon_sym_W0024] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_W0025] = {
     .visible = true,
     .named = false,
   },
@@ -1949,71 +1956,72 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == '2') ADVANCE(242);
       if (lookahead == '3') ADVANCE(243);
       if (lookahead == '4') ADVANCE(244);
+      if (lookahead == '5') ADVANCE(245);
       END_STATE();
     case 159:
-      if (lookahead == 'p') ADVANCE(245);
+      if (lookahead == 'p') ADVANCE(246);
       END_STATE();
     case 160:
       ACCEPT_TOKEN(anon_sym_algo);
       END_STATE();
     case 161:
-      if (lookahead == 'a') ADVANCE(246);
+      if (lookahead == 'a') ADVANCE(247);
       END_STATE();
     case 162:
-      if (lookahead == 'o') ADVANCE(247);
+      if (lookahead == 'o') ADVANCE(248);
       END_STATE();
     case 163:
-      if (lookahead == 'r') ADVANCE(248);
+      if (lookahead == 'r') ADVANCE(249);
       END_STATE();
     case 164:
       ACCEPT_TOKEN(anon_sym_attn);
-      if (lookahead == '_') ADVANCE(249);
+      if (lookahead == '_') ADVANCE(250);
       END_STATE();
     case 165:
-      if (lookahead == 'l') ADVANCE(250);
+      if (lookahead == 'l') ADVANCE(251);
       END_STATE();
     case 166:
       ACCEPT_TOKEN(anon_sym_bf16);
       END_STATE();
     case 167:
-      if (lookahead == 'k') ADVANCE(251);
-      END_STATE();
-    case 168:
       if (lookahead == 'k') ADVANCE(252);
       END_STATE();
+    case 168:
+      if (lookahead == 'k') ADVANCE(253);
+      END_STATE();
     case 169:
-      if (lookahead == '3') ADVANCE(253);
-      if (lookahead == '4') ADVANCE(254);
+      if (lookahead == '3') ADVANCE(254);
+      if (lookahead == '4') ADVANCE(255);
       END_STATE();
     case 170:
-      if (lookahead == 't') ADVANCE(255);
+      if (lookahead == 't') ADVANCE(256);
       END_STATE();
     case 171:
-      if (lookahead == '_') ADVANCE(256);
+      if (lookahead == '_') ADVANCE(257);
       END_STATE();
     case 172:
-      if (lookahead == 'e') ADVANCE(257);
+      if (lookahead == 'e') ADVANCE(258);
       END_STATE();
     case 173:
-      if (lookahead == 'y') ADVANCE(258);
+      if (lookahead == 'y') ADVANCE(259);
       END_STATE();
     case 174:
-      if (lookahead == 'c') ADVANCE(259);
+      if (lookahead == 'c') ADVANCE(260);
       END_STATE();
     case 175:
-      if (lookahead == 'p') ADVANCE(260);
+      if (lookahead == 'p') ADVANCE(261);
       END_STATE();
     case 176:
       ACCEPT_TOKEN(anon_sym_e4m3);
       END_STATE();
     case 177:
-      if (lookahead == 'r') ADVANCE(261);
+      if (lookahead == 'r') ADVANCE(262);
       END_STATE();
     case 178:
-      if (lookahead == 't') ADVANCE(262);
+      if (lookahead == 't') ADVANCE(263);
       END_STATE();
     case 179:
-      if (lookahead == 'h') ADVANCE(263);
+      if (lookahead == 'h') ADVANCE(264);
       END_STATE();
     case 180:
       ACCEPT_TOKEN(anon_sym_flex);
@@ -2026,87 +2034,87 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       END_STATE();
     case 183:
       ACCEPT_TOKEN(anon_sym_full);
-      if (lookahead == '_') ADVANCE(264);
+      if (lookahead == '_') ADVANCE(265);
       END_STATE();
     case 184:
-      if (lookahead == 'd') ADVANCE(265);
+      if (lookahead == 'd') ADVANCE(266);
       END_STATE();
     case 185:
-      if (lookahead == 'e') ADVANCE(266);
+      if (lookahead == 'e') ADVANCE(267);
       END_STATE();
     case 186:
-      if (lookahead == 'i') ADVANCE(267);
+      if (lookahead == 'i') ADVANCE(268);
       END_STATE();
     case 187:
-      if (lookahead == 'e') ADVANCE(268);
+      if (lookahead == 'e') ADVANCE(269);
       END_STATE();
     case 188:
-      if (lookahead == 'i') ADVANCE(269);
+      if (lookahead == 'i') ADVANCE(270);
       END_STATE();
     case 189:
-      if (lookahead == 'n') ADVANCE(270);
+      if (lookahead == 'n') ADVANCE(271);
       END_STATE();
     case 190:
-      if (lookahead == 'r') ADVANCE(271);
-      END_STATE();
-    case 191:
       if (lookahead == 'r') ADVANCE(272);
       END_STATE();
+    case 191:
+      if (lookahead == 'r') ADVANCE(273);
+      END_STATE();
     case 192:
-      if (lookahead == 'a') ADVANCE(273);
+      if (lookahead == 'a') ADVANCE(274);
       END_STATE();
     case 193:
       ACCEPT_TOKEN(anon_sym_link);
       END_STATE();
     case 194:
-      if (lookahead == 'l') ADVANCE(274);
+      if (lookahead == 'l') ADVANCE(275);
       END_STATE();
     case 195:
       ACCEPT_TOKEN(anon_sym_lora);
       END_STATE();
     case 196:
-      if (lookahead == 'a') ADVANCE(275);
+      if (lookahead == 'a') ADVANCE(276);
       END_STATE();
     case 197:
-      if (lookahead == 't') ADVANCE(276);
+      if (lookahead == 't') ADVANCE(277);
       END_STATE();
     case 198:
-      if (lookahead == 'u') ADVANCE(277);
+      if (lookahead == 'u') ADVANCE(278);
       END_STATE();
     case 199:
-      if (lookahead == 'n') ADVANCE(278);
+      if (lookahead == 'n') ADVANCE(279);
       END_STATE();
     case 200:
-      if (lookahead == 'l') ADVANCE(279);
+      if (lookahead == 'l') ADVANCE(280);
       END_STATE();
     case 201:
-      if (lookahead == 'a') ADVANCE(280);
-      if (lookahead == 'p') ADVANCE(281);
-      if (lookahead == 'r') ADVANCE(282);
+      if (lookahead == 'a') ADVANCE(281);
+      if (lookahead == 'p') ADVANCE(282);
+      if (lookahead == 'r') ADVANCE(283);
       END_STATE();
     case 202:
-      if (lookahead == '8') ADVANCE(283);
+      if (lookahead == '8') ADVANCE(284);
       END_STATE();
     case 203:
-      if (lookahead == 'h') ADVANCE(284);
+      if (lookahead == 'h') ADVANCE(285);
       END_STATE();
     case 204:
       ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 205:
-      if (lookahead == 'i') ADVANCE(285);
+      if (lookahead == 'i') ADVANCE(286);
       END_STATE();
     case 206:
-      if (lookahead == 'm') ADVANCE(286);
+      if (lookahead == 'm') ADVANCE(287);
       END_STATE();
     case 207:
       ACCEPT_TOKEN(anon_sym_plan);
       END_STATE();
     case 208:
-      if (lookahead == 'r') ADVANCE(287);
+      if (lookahead == 'r') ADVANCE(288);
       END_STATE();
     case 209:
-      if (lookahead == 'l') ADVANCE(288);
+      if (lookahead == 'l') ADVANCE(289);
       END_STATE();
     case 210:
       ACCEPT_TOKEN(anon_sym_rail);
@@ -2115,45 +2123,45 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_ring);
       END_STATE();
     case 212:
-      if (lookahead == 'a') ADVANCE(289);
+      if (lookahead == 'a') ADVANCE(290);
       END_STATE();
     case 213:
-      if (lookahead == 'c') ADVANCE(290);
+      if (lookahead == 'c') ADVANCE(291);
       END_STATE();
     case 214:
-      if (lookahead == 'a') ADVANCE(291);
+      if (lookahead == 'a') ADVANCE(292);
       END_STATE();
     case 215:
-      if (lookahead == 'e') ADVANCE(292);
-      if (lookahead == 'p') ADVANCE(293);
+      if (lookahead == 'e') ADVANCE(293);
+      if (lookahead == 'p') ADVANCE(294);
       END_STATE();
     case 216:
-      if (lookahead == 'c') ADVANCE(294);
+      if (lookahead == 'c') ADVANCE(295);
       END_STATE();
     case 217:
-      if (lookahead == 'o') ADVANCE(295);
+      if (lookahead == 'o') ADVANCE(296);
       END_STATE();
     case 218:
-      if (lookahead == 'h') ADVANCE(296);
+      if (lookahead == 'h') ADVANCE(297);
       END_STATE();
     case 219:
-      if (lookahead == 's') ADVANCE(297);
+      if (lookahead == 's') ADVANCE(298);
       END_STATE();
     case 220:
       ACCEPT_TOKEN(anon_sym_tree);
       END_STATE();
     case 221:
-      if (lookahead == 's') ADVANCE(298);
+      if (lookahead == 's') ADVANCE(299);
       END_STATE();
     case 222:
-      if (lookahead == 'o') ADVANCE(299);
+      if (lookahead == 'o') ADVANCE(300);
       END_STATE();
     case 223:
-      if (lookahead == 'b') ADVANCE(300);
+      if (lookahead == 'b') ADVANCE(301);
       END_STATE();
     case 224:
-      if (lookahead == '1') ADVANCE(301);
-      if (lookahead == '2') ADVANCE(302);
+      if (lookahead == '1') ADVANCE(302);
+      if (lookahead == '2') ADVANCE(303);
       END_STATE();
     case 225:
       ACCEPT_TOKEN(anon_sym_W0001);
@@ -2216,878 +2224,881 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       ACCEPT_TOKEN(anon_sym_W0024);
       END_STATE();
     case 245:
-      if (lookahead == '2') ADVANCE(303);
+      ACCEPT_TOKEN(anon_sym_W0025);
       END_STATE();
     case 246:
-      if (lookahead == 't') ADVANCE(304);
+      if (lookahead == '2') ADVANCE(304);
       END_STATE();
     case 247:
-      if (lookahead == 'a') ADVANCE(305);
+      if (lookahead == 't') ADVANCE(305);
       END_STATE();
     case 248:
-      if (lookahead == 'e') ADVANCE(306);
+      if (lookahead == 'a') ADVANCE(306);
       END_STATE();
     case 249:
-      if (lookahead == 'n') ADVANCE(307);
-      if (lookahead == 'p') ADVANCE(308);
+      if (lookahead == 'e') ADVANCE(307);
       END_STATE();
     case 250:
-      if (lookahead == 'o') ADVANCE(309);
+      if (lookahead == 'n') ADVANCE(308);
+      if (lookahead == 'p') ADVANCE(309);
       END_STATE();
     case 251:
-      if (lookahead == 'w') ADVANCE(310);
+      if (lookahead == 'o') ADVANCE(310);
       END_STATE();
     case 252:
-      ACCEPT_TOKEN(anon_sym_block);
       if (lookahead == 'w') ADVANCE(311);
       END_STATE();
     case 253:
-      ACCEPT_TOKEN(anon_sym_cdna3);
+      ACCEPT_TOKEN(anon_sym_block);
+      if (lookahead == 'w') ADVANCE(312);
       END_STATE();
     case 254:
-      ACCEPT_TOKEN(anon_sym_cdna4);
+      ACCEPT_TOKEN(anon_sym_cdna3);
       END_STATE();
     case 255:
-      if (lookahead == 'e') ADVANCE(312);
+      ACCEPT_TOKEN(anon_sym_cdna4);
       END_STATE();
     case 256:
-      if (lookahead == 'a') ADVANCE(313);
+      if (lookahead == 'e') ADVANCE(313);
       END_STATE();
     case 257:
-      if (lookahead == 'p') ADVANCE(314);
+      if (lookahead == 'a') ADVANCE(314);
       END_STATE();
     case 258:
-      if (lookahead == 'e') ADVANCE(315);
+      if (lookahead == 'p') ADVANCE(315);
       END_STATE();
     case 259:
-      if (lookahead == 't') ADVANCE(316);
+      if (lookahead == 'e') ADVANCE(316);
       END_STATE();
     case 260:
-      if (lookahead == 'i') ADVANCE(317);
+      if (lookahead == 't') ADVANCE(317);
       END_STATE();
     case 261:
-      if (lookahead == 't') ADVANCE(318);
+      if (lookahead == 'i') ADVANCE(318);
       END_STATE();
     case 262:
-      if (lookahead == 'r') ADVANCE(319);
+      if (lookahead == 't') ADVANCE(319);
       END_STATE();
     case 263:
-      ACCEPT_TOKEN(anon_sym_flash);
-      if (lookahead == '2') ADVANCE(320);
+      if (lookahead == 'r') ADVANCE(320);
       END_STATE();
     case 264:
-      if (lookahead == 'i') ADVANCE(321);
+      ACCEPT_TOKEN(anon_sym_flash);
+      if (lookahead == '2') ADVANCE(321);
       END_STATE();
     case 265:
-      if (lookahead == '_') ADVANCE(322);
+      if (lookahead == 'i') ADVANCE(322);
       END_STATE();
     case 266:
-      ACCEPT_TOKEN(anon_sym_gpipe);
+      if (lookahead == '_') ADVANCE(323);
       END_STATE();
     case 267:
-      if (lookahead == 'n') ADVANCE(323);
+      ACCEPT_TOKEN(anon_sym_gpipe);
       END_STATE();
     case 268:
-      if (lookahead == 'r') ADVANCE(324);
+      if (lookahead == 'n') ADVANCE(324);
       END_STATE();
     case 269:
-      if (lookahead == 'd') ADVANCE(325);
+      if (lookahead == 'r') ADVANCE(325);
       END_STATE();
     case 270:
-      if (lookahead == 'i') ADVANCE(326);
+      if (lookahead == 'd') ADVANCE(326);
       END_STATE();
     case 271:
-      if (lookahead == 'l') ADVANCE(327);
+      if (lookahead == 'i') ADVANCE(327);
       END_STATE();
     case 272:
-      if (lookahead == 'n') ADVANCE(328);
+      if (lookahead == 'l') ADVANCE(328);
       END_STATE();
     case 273:
-      if (lookahead == 'r') ADVANCE(329);
+      if (lookahead == 'n') ADVANCE(329);
       END_STATE();
     case 274:
-      ACCEPT_TOKEN(anon_sym_local);
-      END_STATE();
-    case 275:
-      ACCEPT_TOKEN(anon_sym_mamba);
-      END_STATE();
-    case 276:
       if (lookahead == 'r') ADVANCE(330);
       END_STATE();
+    case 275:
+      ACCEPT_TOKEN(anon_sym_local);
+      END_STATE();
+    case 276:
+      ACCEPT_TOKEN(anon_sym_mamba);
+      END_STATE();
     case 277:
-      if (lookahead == 'p') ADVANCE(331);
+      if (lookahead == 'r') ADVANCE(331);
       END_STATE();
     case 278:
-      if (lookahead == 'o') ADVANCE(332);
+      if (lookahead == 'p') ADVANCE(332);
       END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_model);
+      if (lookahead == 'o') ADVANCE(333);
       END_STATE();
     case 280:
-      if (lookahead == 'c') ADVANCE(333);
+      ACCEPT_TOKEN(anon_sym_model);
       END_STATE();
     case 281:
-      if (lookahead == 'r') ADVANCE(334);
+      if (lookahead == 'c') ADVANCE(334);
       END_STATE();
     case 282:
-      if (lookahead == 'o') ADVANCE(335);
+      if (lookahead == 'r') ADVANCE(335);
       END_STATE();
     case 283:
-      ACCEPT_TOKEN(anon_sym_mxfp8);
+      if (lookahead == 'o') ADVANCE(336);
       END_STATE();
     case 284:
-      if (lookahead == 'a') ADVANCE(336);
+      ACCEPT_TOKEN(anon_sym_mxfp8);
       END_STATE();
     case 285:
-      if (lookahead == 't') ADVANCE(337);
+      if (lookahead == 'a') ADVANCE(337);
       END_STATE();
     case 286:
-      ACCEPT_TOKEN(anon_sym_optim);
-      if (lookahead == '_') ADVANCE(338);
+      if (lookahead == 't') ADVANCE(338);
       END_STATE();
     case 287:
-      if (lookahead == 'a') ADVANCE(339);
+      ACCEPT_TOKEN(anon_sym_optim);
+      if (lookahead == '_') ADVANCE(339);
       END_STATE();
     case 288:
-      if (lookahead == 'i') ADVANCE(340);
+      if (lookahead == 'a') ADVANCE(340);
       END_STATE();
     case 289:
-      if (lookahead == 'r') ADVANCE(341);
+      if (lookahead == 'i') ADVANCE(341);
       END_STATE();
     case 290:
-      if (lookahead == 't') ADVANCE(342);
+      if (lookahead == 'r') ADVANCE(342);
       END_STATE();
     case 291:
-      if (lookahead == 'u') ADVANCE(343);
+      if (lookahead == 't') ADVANCE(343);
       END_STATE();
     case 292:
-      if (lookahead == 'd') ADVANCE(344);
+      if (lookahead == 'u') ADVANCE(344);
       END_STATE();
     case 293:
-      ACCEPT_TOKEN(anon_sym_sharp);
+      if (lookahead == 'd') ADVANCE(345);
       END_STATE();
     case 294:
-      if (lookahead == 'h') ADVANCE(345);
+      ACCEPT_TOKEN(anon_sym_sharp);
       END_STATE();
     case 295:
-      if (lookahead == 'r') ADVANCE(346);
+      if (lookahead == 'h') ADVANCE(346);
       END_STATE();
     case 296:
-      ACCEPT_TOKEN(anon_sym_torch);
+      if (lookahead == 'r') ADVANCE(347);
       END_STATE();
     case 297:
-      if (lookahead == 'f') ADVANCE(347);
+      ACCEPT_TOKEN(anon_sym_torch);
       END_STATE();
     case 298:
-      if (lookahead == 'e') ADVANCE(348);
+      if (lookahead == 'f') ADVANCE(348);
       END_STATE();
     case 299:
-      if (lookahead == 'r') ADVANCE(349);
+      if (lookahead == 'e') ADVANCE(349);
       END_STATE();
     case 300:
-      if (lookahead == '_') ADVANCE(350);
+      if (lookahead == 'r') ADVANCE(350);
       END_STATE();
     case 301:
-      ACCEPT_TOKEN(anon_sym_zb_h1);
+      if (lookahead == '_') ADVANCE(351);
       END_STATE();
     case 302:
-      ACCEPT_TOKEN(anon_sym_zb_h2);
+      ACCEPT_TOKEN(anon_sym_zb_h1);
       END_STATE();
     case 303:
-      if (lookahead == 'p') ADVANCE(351);
+      ACCEPT_TOKEN(anon_sym_zb_h2);
       END_STATE();
     case 304:
-      if (lookahead == 'h') ADVANCE(352);
+      if (lookahead == 'p') ADVANCE(352);
       END_STATE();
     case 305:
-      if (lookahead == 'l') ADVANCE(353);
+      if (lookahead == 'h') ADVANCE(353);
       END_STATE();
     case 306:
-      ACCEPT_TOKEN(anon_sym_ampere);
+      if (lookahead == 'l') ADVANCE(354);
       END_STATE();
     case 307:
-      if (lookahead == 'o') ADVANCE(354);
+      ACCEPT_TOKEN(anon_sym_ampere);
       END_STATE();
     case 308:
-      if (lookahead == 'r') ADVANCE(355);
+      if (lookahead == 'o') ADVANCE(355);
       END_STATE();
     case 309:
-      if (lookahead == 's') ADVANCE(356);
+      if (lookahead == 'r') ADVANCE(356);
       END_STATE();
     case 310:
-      if (lookahead == 'e') ADVANCE(357);
+      if (lookahead == 's') ADVANCE(357);
       END_STATE();
     case 311:
-      if (lookahead == 'i') ADVANCE(358);
+      if (lookahead == 'e') ADVANCE(358);
       END_STATE();
     case 312:
-      if (lookahead == 'r') ADVANCE(359);
+      if (lookahead == 'i') ADVANCE(359);
       END_STATE();
     case 313:
-      if (lookahead == 't') ADVANCE(360);
+      if (lookahead == 'r') ADVANCE(360);
       END_STATE();
     case 314:
-      ACCEPT_TOKEN(anon_sym_deepep);
+      if (lookahead == 't') ADVANCE(361);
       END_STATE();
     case 315:
-      if (lookahead == 'd') ADVANCE(361);
+      ACCEPT_TOKEN(anon_sym_deepep);
       END_STATE();
     case 316:
-      ACCEPT_TOKEN(anon_sym_direct);
+      if (lookahead == 'd') ADVANCE(362);
       END_STATE();
     case 317:
-      if (lookahead == 'p') ADVANCE(362);
+      ACCEPT_TOKEN(anon_sym_direct);
       END_STATE();
     case 318:
-      if (lookahead == '_') ADVANCE(363);
+      if (lookahead == 'p') ADVANCE(363);
       END_STATE();
     case 319:
-      if (lookahead == 'e') ADVANCE(364);
+      if (lookahead == '_') ADVANCE(364);
       END_STATE();
     case 320:
-      ACCEPT_TOKEN(anon_sym_flash2);
+      if (lookahead == 'e') ADVANCE(365);
       END_STATE();
     case 321:
-      if (lookahead == 't') ADVANCE(365);
+      ACCEPT_TOKEN(anon_sym_flash2);
       END_STATE();
     case 322:
-      if (lookahead == 'g') ADVANCE(366);
+      if (lookahead == 't') ADVANCE(366);
       END_STATE();
     case 323:
       if (lookahead == 'g') ADVANCE(367);
       END_STATE();
     case 324:
-      ACCEPT_TOKEN(anon_sym_hopper);
+      if (lookahead == 'g') ADVANCE(368);
       END_STATE();
     case 325:
-      ACCEPT_TOKEN(anon_sym_hybrid);
-      if (lookahead == 'e') ADVANCE(368);
+      ACCEPT_TOKEN(anon_sym_hopper);
       END_STATE();
     case 326:
-      if (lookahead == 'b') ADVANCE(369);
+      ACCEPT_TOKEN(anon_sym_hybrid);
+      if (lookahead == 'e') ADVANCE(369);
       END_STATE();
     case 327:
-      if (lookahead == 'e') ADVANCE(370);
+      if (lookahead == 'b') ADVANCE(370);
       END_STATE();
     case 328:
-      if (lookahead == 'o') ADVANCE(371);
+      if (lookahead == 'e') ADVANCE(371);
       END_STATE();
     case 329:
-      if (lookahead == '_') ADVANCE(372);
+      if (lookahead == 'o') ADVANCE(372);
       END_STATE();
     case 330:
-      if (lookahead == 'o') ADVANCE(373);
+      if (lookahead == '_') ADVANCE(373);
       END_STATE();
     case 331:
-      if (lookahead == '_') ADVANCE(374);
+      if (lookahead == 'o') ADVANCE(374);
       END_STATE();
     case 332:
-      if (lookahead == 'r') ADVANCE(375);
+      if (lookahead == '_') ADVANCE(375);
       END_STATE();
     case 333:
-      if (lookahead == 't') ADVANCE(376);
+      if (lookahead == 'r') ADVANCE(376);
       END_STATE();
     case 334:
-      if (lookahead == 'e') ADVANCE(377);
+      if (lookahead == 't') ADVANCE(377);
       END_STATE();
     case 335:
-      if (lookahead == 'u') ADVANCE(378);
+      if (lookahead == 'e') ADVANCE(378);
       END_STATE();
     case 336:
-      if (lookahead == 'r') ADVANCE(379);
+      if (lookahead == 'u') ADVANCE(379);
       END_STATE();
     case 337:
-      if (lookahead == 'c') ADVANCE(380);
+      if (lookahead == 'r') ADVANCE(380);
       END_STATE();
     case 338:
-      if (lookahead == 'g') ADVANCE(381);
+      if (lookahead == 'c') ADVANCE(381);
       END_STATE();
     case 339:
-      if (lookahead == 'i') ADVANCE(382);
+      if (lookahead == 'g') ADVANCE(382);
       END_STATE();
     case 340:
-      if (lookahead == 'n') ADVANCE(383);
+      if (lookahead == 'i') ADVANCE(383);
       END_STATE();
     case 341:
-      if (lookahead == 'i') ADVANCE(384);
+      if (lookahead == 'n') ADVANCE(384);
       END_STATE();
     case 342:
       if (lookahead == 'i') ADVANCE(385);
       END_STATE();
     case 343:
-      if (lookahead == 'x') ADVANCE(386);
+      if (lookahead == 'i') ADVANCE(386);
       END_STATE();
     case 344:
-      if (lookahead == '_') ADVANCE(387);
+      if (lookahead == 'x') ADVANCE(387);
       END_STATE();
     case 345:
-      ACCEPT_TOKEN(anon_sym_switch);
+      if (lookahead == '_') ADVANCE(388);
       END_STATE();
     case 346:
-      if (lookahead == 'w') ADVANCE(388);
+      ACCEPT_TOKEN(anon_sym_switch);
       END_STATE();
     case 347:
-      if (lookahead == 'o') ADVANCE(389);
+      if (lookahead == 'w') ADVANCE(389);
       END_STATE();
     case 348:
-      if (lookahead == 'd') ADVANCE(390);
+      if (lookahead == 'o') ADVANCE(390);
       END_STATE();
     case 349:
-      if (lookahead == 'm') ADVANCE(391);
+      if (lookahead == 'd') ADVANCE(391);
       END_STATE();
     case 350:
-      if (lookahead == 'p') ADVANCE(392);
+      if (lookahead == 'm') ADVANCE(392);
       END_STATE();
     case 351:
-      ACCEPT_TOKEN(anon_sym_a2a_p2p);
+      if (lookahead == 'p') ADVANCE(393);
       END_STATE();
     case 352:
-      if (lookahead == 'e') ADVANCE(393);
+      ACCEPT_TOKEN(anon_sym_a2a_p2p);
       END_STATE();
     case 353:
-      if (lookahead == 'l') ADVANCE(394);
+      if (lookahead == 'e') ADVANCE(394);
       END_STATE();
     case 354:
-      if (lookahead == 'r') ADVANCE(395);
+      if (lookahead == 'l') ADVANCE(395);
       END_STATE();
     case 355:
-      if (lookahead == 'o') ADVANCE(396);
+      if (lookahead == 'r') ADVANCE(396);
       END_STATE();
     case 356:
-      if (lookahead == 's') ADVANCE(397);
+      if (lookahead == 'o') ADVANCE(397);
       END_STATE();
     case 357:
-      if (lookahead == 'l') ADVANCE(398);
+      if (lookahead == 's') ADVANCE(398);
       END_STATE();
     case 358:
-      if (lookahead == 's') ADVANCE(399);
+      if (lookahead == 'l') ADVANCE(399);
       END_STATE();
     case 359:
-      ACCEPT_TOKEN(anon_sym_cluster);
+      if (lookahead == 's') ADVANCE(400);
       END_STATE();
     case 360:
-      if (lookahead == 't') ADVANCE(400);
+      ACCEPT_TOKEN(anon_sym_cluster);
       END_STATE();
     case 361:
-      ACCEPT_TOKEN(anon_sym_delayed);
+      if (lookahead == 't') ADVANCE(401);
       END_STATE();
     case 362:
-      if (lookahead == 'e') ADVANCE(401);
+      ACCEPT_TOKEN(anon_sym_delayed);
       END_STATE();
     case 363:
-      if (lookahead == 'f') ADVANCE(402);
+      if (lookahead == 'e') ADVANCE(402);
       END_STATE();
     case 364:
-      if (lookahead == 'e') ADVANCE(403);
+      if (lookahead == 'f') ADVANCE(403);
       END_STATE();
     case 365:
       if (lookahead == 'e') ADVANCE(404);
       END_STATE();
     case 366:
-      if (lookahead == 'r') ADVANCE(405);
+      if (lookahead == 'e') ADVANCE(405);
       END_STATE();
     case 367:
-      if (lookahead == '_') ADVANCE(406);
+      if (lookahead == 'r') ADVANCE(406);
       END_STATE();
     case 368:
-      if (lookahead == 'p') ADVANCE(407);
+      if (lookahead == '_') ADVANCE(407);
       END_STATE();
     case 369:
-      if (lookahead == 'a') ADVANCE(408);
+      if (lookahead == 'p') ADVANCE(408);
       END_STATE();
     case 370:
       if (lookahead == 'a') ADVANCE(409);
       END_STATE();
     case 371:
-      if (lookahead == 'r') ADVANCE(410);
+      if (lookahead == 'a') ADVANCE(410);
       END_STATE();
     case 372:
-      if (lookahead == 'f') ADVANCE(411);
-      if (lookahead == 'p') ADVANCE(412);
-      if (lookahead == 'q') ADVANCE(413);
+      if (lookahead == 'r') ADVANCE(411);
       END_STATE();
     case 373:
-      if (lookahead == 'n') ADVANCE(414);
+      if (lookahead == 'f') ADVANCE(412);
+      if (lookahead == 'p') ADVANCE(413);
+      if (lookahead == 'q') ADVANCE(414);
       END_STATE();
     case 374:
-      if (lookahead == 'p') ADVANCE(415);
+      if (lookahead == 'n') ADVANCE(415);
       END_STATE();
     case 375:
-      if (lookahead == 'm') ADVANCE(416);
+      if (lookahead == 'p') ADVANCE(416);
       END_STATE();
     case 376:
-      ACCEPT_TOKEN(anon_sym_moe_act);
+      if (lookahead == 'm') ADVANCE(417);
       END_STATE();
     case 377:
-      if (lookahead == 'p') ADVANCE(417);
+      ACCEPT_TOKEN(anon_sym_moe_act);
       END_STATE();
     case 378:
-      if (lookahead == 't') ADVANCE(418);
+      if (lookahead == 'p') ADVANCE(418);
       END_STATE();
     case 379:
-      if (lookahead == 'd') ADVANCE(419);
+      if (lookahead == 't') ADVANCE(419);
       END_STATE();
     case 380:
-      if (lookahead == 'h') ADVANCE(420);
+      if (lookahead == 'd') ADVANCE(420);
       END_STATE();
     case 381:
-      if (lookahead == 'r') ADVANCE(421);
+      if (lookahead == 'h') ADVANCE(421);
       END_STATE();
     case 382:
-      if (lookahead == 'n') ADVANCE(422);
+      if (lookahead == 'r') ADVANCE(422);
       END_STATE();
     case 383:
-      if (lookahead == 'e') ADVANCE(423);
+      if (lookahead == 'n') ADVANCE(423);
       END_STATE();
     case 384:
-      if (lookahead == 'o') ADVANCE(424);
+      if (lookahead == 'e') ADVANCE(424);
       END_STATE();
     case 385:
-      if (lookahead == 'v') ADVANCE(425);
+      if (lookahead == 'o') ADVANCE(425);
       END_STATE();
     case 386:
-      if (lookahead == '_') ADVANCE(426);
+      if (lookahead == 'v') ADVANCE(426);
       END_STATE();
     case 387:
-      if (lookahead == 'e') ADVANCE(427);
+      if (lookahead == '_') ADVANCE(427);
       END_STATE();
     case 388:
-      if (lookahead == 'i') ADVANCE(428);
+      if (lookahead == 'e') ADVANCE(428);
       END_STATE();
     case 389:
-      if (lookahead == 'r') ADVANCE(429);
+      if (lookahead == 'i') ADVANCE(429);
       END_STATE();
     case 390:
-      ACCEPT_TOKEN(anon_sym_unfused);
+      if (lookahead == 'r') ADVANCE(430);
       END_STATE();
     case 391:
-      ACCEPT_TOKEN(anon_sym_uniform);
+      ACCEPT_TOKEN(anon_sym_unfused);
       END_STATE();
     case 392:
-      if (lookahead == 'a') ADVANCE(430);
+      ACCEPT_TOKEN(anon_sym_uniform);
       END_STATE();
     case 393:
-      if (lookahead == 'r') ADVANCE(431);
+      if (lookahead == 'a') ADVANCE(431);
       END_STATE();
     case 394:
-      ACCEPT_TOKEN(anon_sym_alltoall);
+      if (lookahead == 'r') ADVANCE(432);
       END_STATE();
     case 395:
-      if (lookahead == 'm') ADVANCE(432);
+      ACCEPT_TOKEN(anon_sym_alltoall);
       END_STATE();
     case 396:
-      if (lookahead == 'j') ADVANCE(433);
+      if (lookahead == 'm') ADVANCE(433);
       END_STATE();
     case 397:
-      ACCEPT_TOKEN(anon_sym_aux_loss);
+      if (lookahead == 'j') ADVANCE(434);
       END_STATE();
     case 398:
-      if (lookahead == 'l') ADVANCE(434);
+      ACCEPT_TOKEN(anon_sym_aux_loss);
       END_STATE();
     case 399:
-      if (lookahead == 'e') ADVANCE(435);
+      if (lookahead == 'l') ADVANCE(435);
       END_STATE();
     case 400:
-      if (lookahead == 'n') ADVANCE(436);
+      if (lookahead == 'e') ADVANCE(436);
       END_STATE();
     case 401:
-      ACCEPT_TOKEN(anon_sym_dualpipe);
-      if (lookahead == 'v') ADVANCE(437);
+      if (lookahead == 'n') ADVANCE(437);
       END_STATE();
     case 402:
-      if (lookahead == 'c') ADVANCE(438);
+      ACCEPT_TOKEN(anon_sym_dualpipe);
+      if (lookahead == 'v') ADVANCE(438);
       END_STATE();
     case 403:
-      ACCEPT_TOKEN(anon_sym_fat_tree);
+      if (lookahead == 'c') ADVANCE(439);
       END_STATE();
     case 404:
-      if (lookahead == 'r') ADVANCE(439);
+      ACCEPT_TOKEN(anon_sym_fat_tree);
       END_STATE();
     case 405:
-      if (lookahead == 'o') ADVANCE(440);
+      if (lookahead == 'r') ADVANCE(440);
       END_STATE();
     case 406:
-      if (lookahead == 'd') ADVANCE(441);
+      if (lookahead == 'o') ADVANCE(441);
       END_STATE();
     case 407:
-      ACCEPT_TOKEN(anon_sym_hybridep);
+      if (lookahead == 'd') ADVANCE(442);
       END_STATE();
     case 408:
-      if (lookahead == 'n') ADVANCE(442);
+      ACCEPT_TOKEN(anon_sym_hybridep);
       END_STATE();
     case 409:
-      if (lookahead == 'v') ADVANCE(443);
+      if (lookahead == 'n') ADVANCE(443);
       END_STATE();
     case 410:
-      if (lookahead == 'm') ADVANCE(444);
+      if (lookahead == 'v') ADVANCE(444);
       END_STATE();
     case 411:
-      if (lookahead == 'c') ADVANCE(445);
+      if (lookahead == 'm') ADVANCE(445);
       END_STATE();
     case 412:
-      if (lookahead == 'r') ADVANCE(446);
+      if (lookahead == 'c') ADVANCE(446);
       END_STATE();
     case 413:
-      if (lookahead == 'k') ADVANCE(447);
+      if (lookahead == 'r') ADVANCE(447);
       END_STATE();
     case 414:
-      ACCEPT_TOKEN(anon_sym_megatron);
+      if (lookahead == 'k') ADVANCE(448);
       END_STATE();
     case 415:
-      if (lookahead == 'r') ADVANCE(448);
+      ACCEPT_TOKEN(anon_sym_megatron);
       END_STATE();
     case 416:
-      ACCEPT_TOKEN(anon_sym_mlp_norm);
-      END_STATE();
-    case 417:
       if (lookahead == 'r') ADVANCE(449);
       END_STATE();
+    case 417:
+      ACCEPT_TOKEN(anon_sym_mlp_norm);
+      END_STATE();
     case 418:
-      if (lookahead == 'e') ADVANCE(450);
+      if (lookahead == 'r') ADVANCE(450);
       END_STATE();
     case 419:
-      ACCEPT_TOKEN(anon_sym_no_shard);
+      if (lookahead == 'e') ADVANCE(451);
       END_STATE();
     case 420:
-      ACCEPT_TOKEN(anon_sym_nvswitch);
+      ACCEPT_TOKEN(anon_sym_no_shard);
       END_STATE();
     case 421:
-      if (lookahead == 'a') ADVANCE(451);
+      ACCEPT_TOKEN(anon_sym_nvswitch);
       END_STATE();
     case 422:
-      ACCEPT_TOKEN(anon_sym_pretrain);
-      END_STATE();
-    case 423:
       if (lookahead == 'a') ADVANCE(452);
       END_STATE();
+    case 423:
+      ACCEPT_TOKEN(anon_sym_pretrain);
+      END_STATE();
     case 424:
-      ACCEPT_TOKEN(anon_sym_scenario);
+      if (lookahead == 'a') ADVANCE(453);
       END_STATE();
     case 425:
-      if (lookahead == 'e') ADVANCE(453);
+      ACCEPT_TOKEN(anon_sym_scenario);
       END_STATE();
     case 426:
-      if (lookahead == 'l') ADVANCE(454);
+      if (lookahead == 'e') ADVANCE(454);
       END_STATE();
     case 427:
-      if (lookahead == 'x') ADVANCE(455);
+      if (lookahead == 'l') ADVANCE(455);
       END_STATE();
     case 428:
-      if (lookahead == 's') ADVANCE(456);
+      if (lookahead == 'x') ADVANCE(456);
       END_STATE();
     case 429:
-      if (lookahead == 'm') ADVANCE(457);
+      if (lookahead == 's') ADVANCE(457);
       END_STATE();
     case 430:
-      if (lookahead == 'r') ADVANCE(458);
+      if (lookahead == 'm') ADVANCE(458);
       END_STATE();
     case 431:
-      ACCEPT_TOKEN(anon_sym_allgather);
+      if (lookahead == 'r') ADVANCE(459);
       END_STATE();
     case 432:
-      ACCEPT_TOKEN(anon_sym_attn_norm);
+      ACCEPT_TOKEN(anon_sym_allgather);
       END_STATE();
     case 433:
-      ACCEPT_TOKEN(anon_sym_attn_proj);
+      ACCEPT_TOKEN(anon_sym_attn_norm);
       END_STATE();
     case 434:
-      ACCEPT_TOKEN(anon_sym_blackwell);
-      if (lookahead == '_') ADVANCE(459);
+      ACCEPT_TOKEN(anon_sym_attn_proj);
       END_STATE();
     case 435:
-      ACCEPT_TOKEN(anon_sym_blockwise);
+      ACCEPT_TOKEN(anon_sym_blackwell);
+      if (lookahead == '_') ADVANCE(460);
       END_STATE();
     case 436:
-      ACCEPT_TOKEN(anon_sym_core_attn);
+      ACCEPT_TOKEN(anon_sym_blockwise);
       END_STATE();
     case 437:
-      ACCEPT_TOKEN(anon_sym_dualpipev);
+      ACCEPT_TOKEN(anon_sym_core_attn);
       END_STATE();
     case 438:
-      if (lookahead == '1') ADVANCE(460);
+      ACCEPT_TOKEN(anon_sym_dualpipev);
       END_STATE();
     case 439:
-      if (lookahead == 'a') ADVANCE(461);
+      if (lookahead == '1') ADVANCE(461);
       END_STATE();
     case 440:
-      if (lookahead == 'u') ADVANCE(462);
+      if (lookahead == 'a') ADVANCE(462);
       END_STATE();
     case 441:
-      if (lookahead == 'o') ADVANCE(463);
+      if (lookahead == 'u') ADVANCE(463);
       END_STATE();
     case 442:
-      if (lookahead == 'd') ADVANCE(464);
+      if (lookahead == 'o') ADVANCE(464);
       END_STATE();
     case 443:
-      if (lookahead == 'e') ADVANCE(465);
+      if (lookahead == 'd') ADVANCE(465);
       END_STATE();
     case 444:
-      ACCEPT_TOKEN(anon_sym_layernorm);
+      if (lookahead == 'e') ADVANCE(466);
       END_STATE();
     case 445:
-      if (lookahead == '1') ADVANCE(466);
-      if (lookahead == '2') ADVANCE(467);
+      ACCEPT_TOKEN(anon_sym_layernorm);
       END_STATE();
     case 446:
-      if (lookahead == 'o') ADVANCE(468);
+      if (lookahead == '1') ADVANCE(467);
+      if (lookahead == '2') ADVANCE(468);
       END_STATE();
     case 447:
-      if (lookahead == 'v') ADVANCE(469);
+      if (lookahead == 'o') ADVANCE(469);
       END_STATE();
     case 448:
-      if (lookahead == 'o') ADVANCE(470);
+      if (lookahead == 'v') ADVANCE(470);
       END_STATE();
     case 449:
       if (lookahead == 'o') ADVANCE(471);
       END_STATE();
     case 450:
-      if (lookahead == 'r') ADVANCE(472);
+      if (lookahead == 'o') ADVANCE(472);
       END_STATE();
     case 451:
-      if (lookahead == 'd') ADVANCE(473);
+      if (lookahead == 'r') ADVANCE(473);
       END_STATE();
     case 452:
-      if (lookahead == 'r') ADVANCE(474);
+      if (lookahead == 'd') ADVANCE(474);
       END_STATE();
     case 453:
-      ACCEPT_TOKEN(anon_sym_selective);
+      if (lookahead == 'r') ADVANCE(475);
       END_STATE();
     case 454:
-      if (lookahead == 'o') ADVANCE(475);
+      ACCEPT_TOKEN(anon_sym_selective);
       END_STATE();
     case 455:
-      if (lookahead == 'p') ADVANCE(476);
+      if (lookahead == 'o') ADVANCE(476);
       END_STATE();
     case 456:
-      if (lookahead == 'e') ADVANCE(477);
+      if (lookahead == 'p') ADVANCE(477);
       END_STATE();
     case 457:
       if (lookahead == 'e') ADVANCE(478);
       END_STATE();
     case 458:
-      if (lookahead == 'a') ADVANCE(479);
+      if (lookahead == 'e') ADVANCE(479);
       END_STATE();
     case 459:
-      if (lookahead == 'u') ADVANCE(480);
+      if (lookahead == 'a') ADVANCE(480);
       END_STATE();
     case 460:
-      ACCEPT_TOKEN(anon_sym_expert_fc1);
+      if (lookahead == 'u') ADVANCE(481);
       END_STATE();
     case 461:
-      if (lookahead == 't') ADVANCE(481);
+      ACCEPT_TOKEN(anon_sym_expert_fc1);
       END_STATE();
     case 462:
-      if (lookahead == 'p') ADVANCE(482);
+      if (lookahead == 't') ADVANCE(482);
       END_STATE();
     case 463:
-      if (lookahead == 'u') ADVANCE(483);
+      if (lookahead == 'p') ADVANCE(483);
       END_STATE();
     case 464:
-      ACCEPT_TOKEN(anon_sym_infiniband);
+      if (lookahead == 'u') ADVANCE(484);
       END_STATE();
     case 465:
-      if (lookahead == 'd') ADVANCE(484);
+      ACCEPT_TOKEN(anon_sym_infiniband);
       END_STATE();
     case 466:
-      ACCEPT_TOKEN(anon_sym_linear_fc1);
+      if (lookahead == 'd') ADVANCE(485);
       END_STATE();
     case 467:
-      ACCEPT_TOKEN(anon_sym_linear_fc2);
+      ACCEPT_TOKEN(anon_sym_linear_fc1);
       END_STATE();
     case 468:
-      if (lookahead == 'j') ADVANCE(485);
+      ACCEPT_TOKEN(anon_sym_linear_fc2);
       END_STATE();
     case 469:
-      ACCEPT_TOKEN(anon_sym_linear_qkv);
-      END_STATE();
-    case 470:
       if (lookahead == 'j') ADVANCE(486);
       END_STATE();
+    case 470:
+      ACCEPT_TOKEN(anon_sym_linear_qkv);
+      END_STATE();
     case 471:
-      if (lookahead == 'c') ADVANCE(487);
+      if (lookahead == 'j') ADVANCE(487);
       END_STATE();
     case 472:
-      ACCEPT_TOKEN(anon_sym_moe_router);
+      if (lookahead == 'c') ADVANCE(488);
       END_STATE();
     case 473:
-      if (lookahead == 's') ADVANCE(488);
+      ACCEPT_TOKEN(anon_sym_moe_router);
       END_STATE();
     case 474:
-      ACCEPT_TOKEN(anon_sym_qkv_linear);
-      END_STATE();
-    case 475:
       if (lookahead == 's') ADVANCE(489);
       END_STATE();
+    case 475:
+      ACCEPT_TOKEN(anon_sym_qkv_linear);
+      END_STATE();
     case 476:
-      if (lookahead == 'e') ADVANCE(490);
+      if (lookahead == 's') ADVANCE(490);
       END_STATE();
     case 477:
-      ACCEPT_TOKEN(anon_sym_tensorwise);
+      if (lookahead == 'e') ADVANCE(491);
       END_STATE();
     case 478:
-      if (lookahead == 'r') ADVANCE(491);
+      ACCEPT_TOKEN(anon_sym_tensorwise);
       END_STATE();
     case 479:
-      if (lookahead == 'l') ADVANCE(492);
+      if (lookahead == 'r') ADVANCE(492);
       END_STATE();
     case 480:
       if (lookahead == 'l') ADVANCE(493);
       END_STATE();
     case 481:
-      if (lookahead == 'i') ADVANCE(494);
+      if (lookahead == 'l') ADVANCE(494);
       END_STATE();
     case 482:
-      if (lookahead == '_') ADVANCE(495);
+      if (lookahead == 'i') ADVANCE(495);
       END_STATE();
     case 483:
-      if (lookahead == 'b') ADVANCE(496);
+      if (lookahead == '_') ADVANCE(496);
       END_STATE();
     case 484:
-      ACCEPT_TOKEN(anon_sym_interleaved);
+      if (lookahead == 'b') ADVANCE(497);
       END_STATE();
     case 485:
-      ACCEPT_TOKEN(anon_sym_linear_proj);
+      ACCEPT_TOKEN(anon_sym_interleaved);
       END_STATE();
     case 486:
-      ACCEPT_TOKEN(anon_sym_mla_up_proj);
+      ACCEPT_TOKEN(anon_sym_linear_proj);
       END_STATE();
     case 487:
-      if (lookahead == 'e') ADVANCE(497);
+      ACCEPT_TOKEN(anon_sym_mla_up_proj);
       END_STATE();
     case 488:
-      ACCEPT_TOKEN(anon_sym_optim_grads);
-      if (lookahead == '_') ADVANCE(498);
+      if (lookahead == 'e') ADVANCE(498);
       END_STATE();
     case 489:
-      if (lookahead == 's') ADVANCE(499);
+      ACCEPT_TOKEN(anon_sym_optim_grads);
+      if (lookahead == '_') ADVANCE(499);
       END_STATE();
     case 490:
-      if (lookahead == 'r') ADVANCE(500);
+      if (lookahead == 's') ADVANCE(500);
       END_STATE();
     case 491:
-      if (lookahead == '_') ADVANCE(501);
+      if (lookahead == 'r') ADVANCE(501);
       END_STATE();
     case 492:
-      if (lookahead == 'l') ADVANCE(502);
+      if (lookahead == '_') ADVANCE(502);
       END_STATE();
     case 493:
-      if (lookahead == 't') ADVANCE(503);
+      if (lookahead == 'l') ADVANCE(503);
       END_STATE();
     case 494:
-      if (lookahead == 'o') ADVANCE(504);
+      if (lookahead == 't') ADVANCE(504);
       END_STATE();
     case 495:
-      if (lookahead == 'm') ADVANCE(505);
+      if (lookahead == 'o') ADVANCE(505);
       END_STATE();
     case 496:
-      if (lookahead == 'l') ADVANCE(506);
+      if (lookahead == 'm') ADVANCE(506);
       END_STATE();
     case 497:
-      if (lookahead == 's') ADVANCE(507);
+      if (lookahead == 'l') ADVANCE(507);
       END_STATE();
     case 498:
-      if (lookahead == 'p') ADVANCE(508);
+      if (lookahead == 's') ADVANCE(508);
       END_STATE();
     case 499:
-      ACCEPT_TOKEN(anon_sym_seq_aux_loss);
+      if (lookahead == 'p') ADVANCE(509);
       END_STATE();
     case 500:
-      if (lookahead == 't') ADVANCE(509);
+      ACCEPT_TOKEN(anon_sym_seq_aux_loss);
       END_STATE();
     case 501:
-      if (lookahead == 'e') ADVANCE(510);
+      if (lookahead == 't') ADVANCE(510);
       END_STATE();
     case 502:
       if (lookahead == 'e') ADVANCE(511);
       END_STATE();
     case 503:
-      if (lookahead == 'r') ADVANCE(512);
+      if (lookahead == 'e') ADVANCE(512);
       END_STATE();
     case 504:
-      if (lookahead == 'n') ADVANCE(513);
+      if (lookahead == 'r') ADVANCE(513);
       END_STATE();
     case 505:
-      if (lookahead == 'l') ADVANCE(514);
+      if (lookahead == 'n') ADVANCE(514);
       END_STATE();
     case 506:
-      if (lookahead == 'i') ADVANCE(515);
+      if (lookahead == 'l') ADVANCE(515);
       END_STATE();
     case 507:
-      if (lookahead == 's') ADVANCE(516);
+      if (lookahead == 'i') ADVANCE(516);
       END_STATE();
     case 508:
-      if (lookahead == 'a') ADVANCE(517);
+      if (lookahead == 's') ADVANCE(517);
       END_STATE();
     case 509:
-      if (lookahead == 's') ADVANCE(518);
+      if (lookahead == 'a') ADVANCE(518);
       END_STATE();
     case 510:
-      if (lookahead == 'n') ADVANCE(519);
+      if (lookahead == 's') ADVANCE(519);
       END_STATE();
     case 511:
-      if (lookahead == 'l') ADVANCE(520);
+      if (lookahead == 'n') ADVANCE(520);
       END_STATE();
     case 512:
-      if (lookahead == 'a') ADVANCE(521);
+      if (lookahead == 'l') ADVANCE(521);
       END_STATE();
     case 513:
-      ACCEPT_TOKEN(anon_sym_full_iteration);
+      if (lookahead == 'a') ADVANCE(522);
       END_STATE();
     case 514:
-      if (lookahead == 'p') ADVANCE(522);
+      ACCEPT_TOKEN(anon_sym_full_iteration);
       END_STATE();
     case 515:
-      if (lookahead == 'n') ADVANCE(523);
+      if (lookahead == 'p') ADVANCE(523);
       END_STATE();
     case 516:
-      ACCEPT_TOKEN(anon_sym_moe_preprocess);
+      if (lookahead == 'n') ADVANCE(524);
       END_STATE();
     case 517:
-      if (lookahead == 'r') ADVANCE(524);
+      ACCEPT_TOKEN(anon_sym_moe_preprocess);
       END_STATE();
     case 518:
-      ACCEPT_TOKEN(anon_sym_shared_experts);
+      if (lookahead == 'r') ADVANCE(525);
       END_STATE();
     case 519:
-      if (lookahead == 'g') ADVANCE(525);
+      ACCEPT_TOKEN(anon_sym_shared_experts);
       END_STATE();
     case 520:
-      ACCEPT_TOKEN(anon_sym_vocab_parallel);
-      END_STATE();
-    case 521:
-      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
-      END_STATE();
-    case 522:
-      ACCEPT_TOKEN(anon_sym_fused_group_mlp);
-      END_STATE();
-    case 523:
       if (lookahead == 'g') ADVANCE(526);
       END_STATE();
+    case 521:
+      ACCEPT_TOKEN(anon_sym_vocab_parallel);
+      END_STATE();
+    case 522:
+      ACCEPT_TOKEN(anon_sym_blackwell_ultra);
+      END_STATE();
+    case 523:
+      ACCEPT_TOKEN(anon_sym_fused_group_mlp);
+      END_STATE();
     case 524:
-      if (lookahead == 'a') ADVANCE(527);
+      if (lookahead == 'g') ADVANCE(527);
       END_STATE();
     case 525:
-      if (lookahead == 'i') ADVANCE(528);
+      if (lookahead == 'a') ADVANCE(528);
       END_STATE();
     case 526:
-      ACCEPT_TOKEN(anon_sym_halving_doubling);
+      if (lookahead == 'i') ADVANCE(529);
       END_STATE();
     case 527:
-      if (lookahead == 'm') ADVANCE(529);
+      ACCEPT_TOKEN(anon_sym_halving_doubling);
       END_STATE();
     case 528:
-      if (lookahead == 'n') ADVANCE(530);
+      if (lookahead == 'm') ADVANCE(530);
       END_STATE();
     case 529:
-      if (lookahead == 's') ADVANCE(531);
+      if (lookahead == 'n') ADVANCE(531);
       END_STATE();
     case 530:
-      if (lookahead == 'e') ADVANCE(532);
+      if (lookahead == 's') ADVANCE(532);
       END_STATE();
     case 531:
-      ACCEPT_TOKEN(anon_sym_optim_grads_params);
+      if (lookahead == 'e') ADVANCE(533);
       END_STATE();
     case 532:
+      ACCEPT_TOKEN(anon_sym_optim_grads_params);
+      END_STATE();
+    case 533:
       ACCEPT_TOKEN(anon_sym_transformer_engine);
       END_STATE();
     default:
@@ -3252,6 +3263,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(1),
     [anon_sym_block] = ACTIONS(1),
     [anon_sym_W0024] = ACTIONS(1),
+    [anon_sym_W0025] = ACTIONS(1),
     [anon_sym_local] = ACTIONS(1),
     [anon_sym_transformer_engine] = ACTIONS(1),
     [anon_sym_full_iteration] = ACTIONS(1),
@@ -3403,6 +3415,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -3538,6 +3551,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -3673,6 +3687,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -3808,6 +3823,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -3943,6 +3959,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(49),
     [anon_sym_block] = ACTIONS(49),
     [anon_sym_W0024] = ACTIONS(49),
+    [anon_sym_W0025] = ACTIONS(49),
     [anon_sym_local] = ACTIONS(49),
     [anon_sym_transformer_engine] = ACTIONS(49),
     [anon_sym_full_iteration] = ACTIONS(49),
@@ -4078,6 +4095,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -4213,6 +4231,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -4346,6 +4365,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(67),
     [anon_sym_block] = ACTIONS(67),
     [anon_sym_W0024] = ACTIONS(67),
+    [anon_sym_W0025] = ACTIONS(67),
     [anon_sym_local] = ACTIONS(67),
     [anon_sym_transformer_engine] = ACTIONS(67),
     [anon_sym_full_iteration] = ACTIONS(67),
@@ -4479,6 +4499,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(71),
     [anon_sym_block] = ACTIONS(71),
     [anon_sym_W0024] = ACTIONS(71),
+    [anon_sym_W0025] = ACTIONS(71),
     [anon_sym_local] = ACTIONS(71),
     [anon_sym_transformer_engine] = ACTIONS(71),
     [anon_sym_full_iteration] = ACTIONS(71),
@@ -4609,6 +4630,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(73),
     [anon_sym_block] = ACTIONS(73),
     [anon_sym_W0024] = ACTIONS(73),
+    [anon_sym_W0025] = ACTIONS(73),
     [anon_sym_local] = ACTIONS(73),
     [anon_sym_transformer_engine] = ACTIONS(73),
     [anon_sym_full_iteration] = ACTIONS(73),
@@ -4740,6 +4762,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(79),
     [anon_sym_block] = ACTIONS(79),
     [anon_sym_W0024] = ACTIONS(79),
+    [anon_sym_W0025] = ACTIONS(79),
     [anon_sym_local] = ACTIONS(79),
     [anon_sym_transformer_engine] = ACTIONS(79),
     [anon_sym_full_iteration] = ACTIONS(79),
@@ -4870,6 +4893,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(83),
     [anon_sym_block] = ACTIONS(83),
     [anon_sym_W0024] = ACTIONS(83),
+    [anon_sym_W0025] = ACTIONS(83),
     [anon_sym_local] = ACTIONS(83),
     [anon_sym_transformer_engine] = ACTIONS(83),
     [anon_sym_full_iteration] = ACTIONS(83),
@@ -5000,6 +5024,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(87),
     [anon_sym_block] = ACTIONS(87),
     [anon_sym_W0024] = ACTIONS(87),
+    [anon_sym_W0025] = ACTIONS(87),
     [anon_sym_local] = ACTIONS(87),
     [anon_sym_transformer_engine] = ACTIONS(87),
     [anon_sym_full_iteration] = ACTIONS(87),
@@ -5130,6 +5155,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(91),
     [anon_sym_block] = ACTIONS(91),
     [anon_sym_W0024] = ACTIONS(91),
+    [anon_sym_W0025] = ACTIONS(91),
     [anon_sym_local] = ACTIONS(91),
     [anon_sym_transformer_engine] = ACTIONS(91),
     [anon_sym_full_iteration] = ACTIONS(91),
@@ -5259,6 +5285,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(95),
     [anon_sym_block] = ACTIONS(95),
     [anon_sym_W0024] = ACTIONS(95),
+    [anon_sym_W0025] = ACTIONS(95),
     [anon_sym_local] = ACTIONS(95),
     [anon_sym_transformer_engine] = ACTIONS(95),
     [anon_sym_full_iteration] = ACTIONS(95),
@@ -5383,6 +5410,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -5507,6 +5535,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(23),
     [anon_sym_block] = ACTIONS(23),
     [anon_sym_W0024] = ACTIONS(23),
+    [anon_sym_W0025] = ACTIONS(23),
     [anon_sym_local] = ACTIONS(23),
     [anon_sym_transformer_engine] = ACTIONS(23),
     [anon_sym_full_iteration] = ACTIONS(23),
@@ -5631,6 +5660,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_uniform] = ACTIONS(122),
     [anon_sym_block] = ACTIONS(122),
     [anon_sym_W0024] = ACTIONS(122),
+    [anon_sym_W0025] = ACTIONS(122),
     [anon_sym_local] = ACTIONS(122),
     [anon_sym_transformer_engine] = ACTIONS(122),
     [anon_sym_full_iteration] = ACTIONS(122),

@@ -67,7 +67,7 @@ syn keyword venusConstant contained no_shard optim optim_grads optim_grads_param
 syn keyword venusConstant contained W0001 W0002 W0003 W0004 W0005 W0006 W0007 W0008 W0009 W0012 W0013 W0014 W0015 W0017 W0018 W0019 W0020 W0022
 syn keyword venusConstant contained core_attn mlp moe_act layernorm mla_up_proj moe shared_experts uniform block
 syn keyword venusConstant contained alltoall allgather flex deepep hybridep p2p a2a a2a_p2p
-syn keyword venusConstant contained W0024 local transformer_engine full_iteration attn moe_router moe_preprocess
+syn keyword venusConstant contained W0024 W0025 local transformer_engine full_iteration attn moe_router moe_preprocess
 syn keyword venusConstant contained mamba attn_norm qkv_linear attn_proj mlp_norm expert_fc1 fused_group_mlp
 syn keyword venusConstant contained aux_loss seq_aux_loss
 syn keyword venusConstant contained delayed tensorwise blockwise mxfp8 e4m3 hybrid W0023

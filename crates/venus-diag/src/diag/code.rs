@@ -152,6 +152,7 @@ codes! {
     W0020 Warning "an `etp`, `moe_dispatcher` or `cp_comm` key that changes nothing on this plan";
     W0022 Warning "a sliding window that covers the whole sequence";
     W0024 Warning "an offload key that offloads nothing";
+    W0025 Warning "`overlap_p2p` where the interleaved schedule does not run";
     W0023 Warning "an FP8 key that the plan's precision never reads";
 }
 

@@ -5,8 +5,8 @@
 //! Invariants: E0310 reports the rows of [`NEEDS`] in table order, one problem per row that
 //! applies; a flag counts as set only when written `true`.
 
-use super::problem::{Flag, FlagFix, FlagNeeds, PlanProblem, SpWithoutTp};
-use super::{loc_of, on, Opt, Validator};
+use super::problem::{Flag, FlagFix, FlagNeeds, P2pOverlapIgnored, PlanProblem, SpWithoutTp};
+use super::{loc_of, on, Opt, ScheduleKind, Validator};
 use crate::ty::Plan;
 
 /// One "flag needs flag" rule of E0310.
@@ -108,6 +108,32 @@ impl Validator<'_> {
         for problem in out {
             self.report(PlanProblem::FlagNeeds(problem));
         }
+    }
+
+    // megatron/training/arguments.py:1012 clears `overlap_p2p_comm` when vpp is None and
+    // megatron/core/pipeline_parallel/schedules.py:2183 (S05) refuses it on the non-interleaved
+    // schedule; venusc overlaps p2p only in the interleaved one
+    // (`PipelineShape::overlap_p2p_effective`), so elsewhere the flag changes nothing: W0025.
+    pub(super) fn check_overlap_p2p_without_interleaving(&mut self) {
+        let p = &self.def.plan;
+        let Some(flag) = p.overlap_p2p.as_ref().filter(|f| f.value) else {
+            return;
+        };
+        let explicit = p.schedule.as_ref().map(|s| s.value);
+        let schedule = super::resolved_schedule(self.pp, self.vpp, explicit);
+        if schedule == Some(ScheduleKind::Interleaved) {
+            return;
+        }
+        let vpp = (2..=self.layers.min(64))
+            .find(|&v| self.layers.is_multiple_of(self.pp.max(2).saturating_mul(v)))
+            .filter(|_| self.pp > 1);
+        let problem = P2pOverlapIgnored {
+            loc: flag.loc,
+            pp: self.pp,
+            schedule,
+            vpp,
+        };
+        self.report(PlanProblem::P2pOverlapIgnored(problem));
     }
 
     // megatron/training/arguments.py:1434-1439 (P01): sp is silently disabled when tp = 1.

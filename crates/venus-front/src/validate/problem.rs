@@ -238,6 +238,8 @@ pub enum PlanProblem {
     DualPipe(DualPipeProblem),
     /// W0015: `overlap_ep_comm` where Megatron's combined 1F1B does not run.
     EpOverlapIgnored(EpOverlapIgnored),
+    /// W0025: `overlap_p2p` where the interleaved schedule does not run.
+    P2pOverlapIgnored(P2pOverlapIgnored),
     /// E0355: a `venussim` item venusc cannot keep.
     VenusSimField(VenusSimFieldProblem),
     /// E0339: a recompute key refining a granularity the plan does not use.
@@ -323,6 +325,7 @@ impl PlanProblem {
             PlanProblem::CheckpointInterval(p) => p.render(),
             PlanProblem::DualPipe(p) => p.render(),
             PlanProblem::EpOverlapIgnored(p) => p.render(),
+            PlanProblem::P2pOverlapIgnored(p) => p.render(),
             PlanProblem::VenusSimField(p) => p.render(),
             PlanProblem::RecomputeRefinementWithout(p) => p.render(),
             PlanProblem::RecomputeModuleUnfit(p) => p.render(),
@@ -2939,6 +2942,49 @@ impl EpOverlapIgnored {
             "Megatron-LM's `--overlap-moe-expert-parallel-comm` runs one microbatch's forward \
              together with another's backward so that each hides the other's all-to-alls \
              (transformer_config.py); the prediction runs without it",
+        )
+        .with_help(help)
+    }
+}
+
+// -------------------------------------------------------------------------------- W0025
+
+/// `overlap_p2p` on a plan whose schedule is not the interleaved one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct P2pOverlapIgnored {
+    pub loc: Loc,
+    pub pp: u64,
+    /// The schedule the plan runs (`None`: no pipeline).
+    pub schedule: Option<ScheduleKind>,
+    /// A vpp that would interleave the plan's layers over its stages (pp > 1 only).
+    pub vpp: Option<u64>,
+}
+
+impl P2pOverlapIgnored {
+    fn render(self) -> Diagnostic {
+        let why = match self.schedule {
+            None => format!("there is no pipeline to overlap (pp {})", self.pp),
+            Some(s) => format!(
+                "only the interleaved schedule overlaps its sends and receives, not `{}`",
+                s.word()
+            ),
+        };
+        let help = match (self.schedule, self.vpp) {
+            (Some(ScheduleKind::OneFOneB), Some(v)) => {
+                format!("remove `overlap_p2p`, or interleave the stages with `vpp {v}`")
+            }
+            _ => "remove `overlap_p2p`".to_string(),
+        };
+        Diagnostic::new(
+            Code::W0025,
+            format!("`overlap_p2p` has no effect: {why}"),
+            self.loc,
+            "overlap_p2p",
+        )
+        .with_note(
+            "Megatron-LM clears `--overlap-p2p-communication` without a virtual pipeline \
+             (arguments.py) and its non-interleaved schedule refuses it (schedules.py); the \
+             prediction runs without it",
         )
         .with_help(help)
     }

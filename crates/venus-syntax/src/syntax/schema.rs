@@ -134,6 +134,7 @@ pub const TOPOLOGIES: &[&str] = &["fc", "ring", "switch"];
 pub const WARNINGS: &[&str] = &[
     "W0001", "W0002", "W0003", "W0004", "W0005", "W0006", "W0007", "W0008", "W0009", "W0012",
     "W0013", "W0014", "W0015", "W0017", "W0018", "W0019", "W0020", "W0022", "W0023", "W0024",
+    "W0025",
 ];
 pub const ALGORITHMS: &[&str] = &["ring", "direct", "halving_doubling", "tree"];
 /// Link technologies (`link DIM WORD`): each has a default efficiency (`base::LinkKind`).
