@@ -1781,8 +1781,9 @@ fn validate(args: &ValidateArgs) -> ExitCode {
             return coded_usage_error(
                 Code::E0607,
                 format!(
-                    "`{}`: {e}\n  = help: RUNS.md lists the table's columns",
-                    args.table.display()
+                    "`{}`: {e}\n  = help: {}",
+                    args.table.display(),
+                    venusc::published::tsv::columns_help()
                 ),
             )
         }

@@ -28,7 +28,21 @@ fn the_reader_finds_columns_by_name_and_leaves_empty_cells_unset() {
 #[test]
 fn the_reader_rejects_a_table_without_a_metric_column() {
     let err = parse("id\tsource\n").unwrap_err();
-    assert_eq!(err, TsvError::MissingColumn("model"));
+    let TsvError::MissingColumns(missing) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(missing.len(), 25);
+    assert_eq!(&missing[..2], ["model", "params_b"]);
+    assert!(err
+        .to_string()
+        .starts_with("the table lacks 25 columns: `model`, `params_b`,"));
+    let all_but_notes = HEADER.trim_end_matches("\tnotes");
+    assert_eq!(
+        parse(&format!("{all_but_notes}\n"))
+            .unwrap_err()
+            .to_string(),
+        "the table has no `notes` column"
+    );
     assert_eq!(parse("").unwrap_err(), TsvError::Empty);
 }
 

@@ -59,14 +59,26 @@ pub struct Row {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TsvError {
     Empty,
-    MissingColumn(&'static str),
+    /// The required columns the header lacks, in [`COLUMNS`] order.
+    MissingColumns(Vec<&'static str>),
 }
 
 impl fmt::Display for TsvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TsvError::Empty => write!(f, "the table has no header line"),
-            TsvError::MissingColumn(c) => write!(f, "the table has no `{c}` column"),
+            TsvError::MissingColumns(missing) => {
+                let names: Vec<String> = missing.iter().map(|c| format!("`{c}`")).collect();
+                match names.as_slice() {
+                    [one] => write!(f, "the table has no {one} column"),
+                    many => write!(
+                        f,
+                        "the table lacks {} columns: {}",
+                        many.len(),
+                        many.join(", ")
+                    ),
+                }
+            }
         }
     }
 }
@@ -114,17 +126,32 @@ const OPTIONAL: [&str; 7] = [
     "megatron_args",
 ];
 
+/// The help of a table without its columns: the ones it must have, the ones it may have, and
+/// the complete table that ships with venusc.
+pub fn columns_help() -> String {
+    format!(
+        "a table's header names these columns, in any order: {}; and may name {} \
+         (`docs/data/published-runs.tsv` is a complete table)",
+        COLUMNS.join(", "),
+        OPTIONAL.join(", ")
+    )
+}
+
 /// Parses the table. Columns are found by header name, so their order does not matter.
 pub fn parse(text: &str) -> Result<Vec<Row>, TsvError> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<&str> = lines.next().ok_or(TsvError::Empty)?.split('\t').collect();
-    let mut index = [0usize; COLUMNS.len()];
-    for (slot, name) in index.iter_mut().zip(COLUMNS) {
-        *slot = header
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or(TsvError::MissingColumn(name))?;
+    let found = COLUMNS.map(|name| header.iter().position(|h| h.trim() == name));
+    let missing: Vec<&'static str> = COLUMNS
+        .iter()
+        .zip(&found)
+        .filter(|(_, at)| at.is_none())
+        .map(|(name, _)| *name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(TsvError::MissingColumns(missing));
     }
+    let index = found.map(|at| at.unwrap_or(0));
     let optional: Vec<Option<usize>> = OPTIONAL
         .iter()
         .map(|name| header.iter().position(|h| h.trim() == *name))

@@ -585,7 +585,13 @@ fn a_malformed_table_or_shard_is_e0607_with_a_help() {
     let (code, _, stderr) = venusc(&["validate", table.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(stderr.starts_with("error[E0607]: "), "{stderr}");
-    assert!(stderr.contains("the table has no `id` column"), "{stderr}");
+    assert!(
+        stderr.contains("the table lacks 27 columns: `id`, `source`, `model`,"),
+        "{stderr}"
+    );
+    // The help lists every column the table needs and names the table that ships.
+    assert!(stderr.contains("= help: a table's header names these columns, in any order: id, source, model, params_b,"), "{stderr}");
+    assert!(stderr.contains("docs/data/published-runs.tsv"), "{stderr}");
     let shard = dir.join("part.json");
     std::fs::write(&shard, "{\"not\": \"a sweep\"}").unwrap();
     let (code, _, stderr) = venusc(&["sweep", "--merge", shard.to_str().unwrap()]);
