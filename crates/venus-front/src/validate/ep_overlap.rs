@@ -33,14 +33,20 @@ impl Validator<'_> {
             return Some(EpOverlapReason::Schedule(s));
         }
         if self.pp <= 1 || self.vpp <= 1 {
-            let vpp = (2..=self.layers.min(64))
-                .find(|&v| self.layers.is_multiple_of(self.pp.max(2).saturating_mul(v)));
             return Some(EpOverlapReason::NoInterleaving {
                 pp: self.pp,
-                vpp: vpp.filter(|_| self.pp > 1),
+                vpp: self.interleaving_vpp(),
             });
         }
         None
+    }
+
+    /// The smallest vpp that splits the layers evenly over the plan's stages, the one a help
+    /// proposes to interleave the schedule (`None` without a pipeline, or when none does).
+    pub(super) fn interleaving_vpp(&self) -> Option<u64> {
+        (2..=self.layers.min(64))
+            .find(|&v| self.layers.is_multiple_of(self.pp.max(2).saturating_mul(v)))
+            .filter(|_| self.pp > 1)
     }
 
     /// Whether Megatron's combined 1F1B runs on this plan.

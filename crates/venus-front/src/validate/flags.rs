@@ -124,14 +124,11 @@ impl Validator<'_> {
         if schedule == Some(ScheduleKind::Interleaved) {
             return;
         }
-        let vpp = (2..=self.layers.min(64))
-            .find(|&v| self.layers.is_multiple_of(self.pp.max(2).saturating_mul(v)))
-            .filter(|_| self.pp > 1);
         let problem = P2pOverlapIgnored {
             loc: flag.loc,
             pp: self.pp,
             schedule,
-            vpp,
+            vpp: self.interleaving_vpp(),
         };
         self.report(PlanProblem::P2pOverlapIgnored(problem));
     }
