@@ -432,6 +432,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     torchtitan_memory(source, plan, &mut assumed);
     bridge_fp8_param_gather(row, source, plan, &mut assumed);
     bridge_nemotron3_etp(row, source, plan, &mut assumed);
+    bridge_moe_dispatcher(row, source, plan, &mut assumed);
     if let Some(recipe) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
     {
         plan.set(Key::RecomputeModules, recipe.modules);
@@ -579,7 +580,7 @@ fn bridge_recipe_micro_batch(
     numbers: [u64; 7],
 ) -> Option<(u64, &'static str)> {
     let [gbs, gpus, tp, pp, cp, ep, mb] = numbers;
-    if source != Source::Bridge || !row.source.contains("Megatron-Bridge") {
+    if !bridge_recipe_row(row, source) {
         return None;
     }
     let accumulation = gradient_accumulation_of(&row.notes)?;
@@ -789,7 +790,7 @@ const NEMOTRON3_RECIPES: &str =
 /// The recipe of [`RECIPE_RECOMPUTE`] a Megatron-Bridge row runs, when one sets its recompute
 /// modules.
 fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static RecipeRecompute> {
-    if source != Source::Bridge || !row.source.contains("Megatron-Bridge") {
+    if !bridge_recipe_row(row, source) {
         return None;
     }
     let gpu = row.gpu.to_ascii_uppercase();
@@ -801,14 +802,167 @@ fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static RecipeR
     })
 }
 
+/// Whether a row is one of Megatron-Bridge's performance-summary runs, whose recipes the
+/// `RECIPE_*` tables reproduce.
+fn bridge_recipe_row(row: &Row, source: Source) -> bool {
+    source == Source::Bridge && row.source.contains("Megatron-Bridge")
+}
+
+/// A Megatron-Bridge performance recipe that runs the flex token dispatcher: the rows it
+/// covers (the release the table names, the model's name, the GPUs', the table's precisions)
+/// and the backend its workload config names.
+struct RecipeDispatcher {
+    release: &'static str,
+    model: &'static str,
+    gpus: &'static [&'static str],
+    precisions: &'static [&'static str],
+    backend: &'static str,
+    /// The recipe's file and workload config, for the row's note.
+    recipe: &'static str,
+}
+
+/// The recipes whose workload config names `moe_flex_dispatcher_backend`, by release. A
+/// Megatron-Bridge MoE row none of them covers runs `alltoall`: every Bridge MoE model sets
+/// `moe_token_dispatcher_type = "alltoall"` (v0.2.0 7af9601c
+/// src/megatron/bridge/models/deepseek/deepseek_provider.py:76 and the GPT-OSS and Qwen
+/// providers beside it; v0.5.0 fcbb6031 deepseek/deepseek_v3_bridge.py:69, gpt_oss, kimi,
+/// qwen3_moe, nemotron_h bridges), and the performance scripts set `alltoall` where the config
+/// names no backend (v0.4.0 0fbfe7d3 and v0.5.0 scripts/performance/utils/overrides.py
+/// `set_workload_base_configs`). Megatron-LM's own default, `allgather`, is never what they run.
+/// A named backend takes effect through `apply_flex_dispatcher_backend`
+/// (src/megatron/bridge/training/flex_dispatcher_backend.py): at v0.2.0 HybridEP only on GB200
+/// and GB300, DeepEP only on Ampere, Hopper, B200 and B300; from v0.4.0 HybridEP on every
+/// compute capability 8, 9 or 10 GPU. Each entry below is on a GPU its release allows. The
+/// row's config is its release's default variant (`V2` where there is one, else `V1`:
+/// scripts/performance/argument_parser.py `--config_variant`), which the row's sizes match.
+/// The 25.09 DeepSeek-V3 H100 run predates the workload configs: run_script.py enables DeepEP
+/// on H100 (v0.1.0rc4 6725f704 scripts/performance/run_script.py:56).
+const RECIPE_DISPATCHER: &[RecipeDispatcher] = &[
+    RecipeDispatcher {
+        release: "25.09",
+        model: "DeepSeek-V3",
+        gpus: &["H100"],
+        precisions: &["bf16", "fp8"],
+        backend: "deepep",
+        recipe: "v0.1.0rc4 scripts/performance/run_script.py:56 `enable_deepep` on h100",
+    },
+    RecipeDispatcher {
+        release: "25.11",
+        model: "DeepSeek-V3",
+        gpus: &["GB200", "GB300"],
+        precisions: &["bf16"],
+        backend: "hybridep",
+        recipe: "v0.2.0 scripts/performance/configs/deepseek/workload_base_configs.py DEEPSEEK_V3_GB200_BASE_CONFIG, DEEPSEEK_V3_GB300_BASE_CONFIG",
+    },
+    RecipeDispatcher {
+        release: "25.11",
+        model: "Qwen3-235B-A22B",
+        gpus: &["GB200", "GB300"],
+        precisions: &["bf16"],
+        backend: "hybridep",
+        recipe: "v0.2.0 scripts/performance/configs/qwen3/workload_base_configs.py QWEN3_235B_A22B_GB200_BF16_BASE_CONFIG, QWEN3_235B_A22B_GB300_BF16_BASE_CONFIG",
+    },
+    RecipeDispatcher {
+        release: "26.04.01",
+        model: "GPT-OSS-120B",
+        gpus: &["GB200", "B300", "B200"],
+        precisions: &["bf16"],
+        backend: "hybridep",
+        recipe: "v0.4.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_{GB200,B300,B200}_BF16_V2 (its GB300 and H100 configs name none)",
+    },
+    RecipeDispatcher {
+        release: "26.06",
+        model: "DeepSeek-V3",
+        gpus: &["GB200", "GB300", "B300"],
+        precisions: &["mxfp8"],
+        backend: "hybridep",
+        recipe: "v0.5.0 scripts/performance/configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_*_FP8_MX_V2, _GB300_FP8_MX_GBS15360",
+    },
+    RecipeDispatcher {
+        release: "26.06",
+        model: "GPT-OSS-120B",
+        gpus: &["GB200", "GB300", "B300"],
+        precisions: &["mxfp8"],
+        backend: "hybridep",
+        recipe: "v0.5.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_*_FP8_MX_V2",
+    },
+    RecipeDispatcher {
+        release: "26.06",
+        model: "Qwen3-235B-A22B",
+        gpus: &["GB200", "GB300"],
+        precisions: &["mxfp8"],
+        backend: "hybridep",
+        recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_*_FP8_MX_V2",
+    },
+    RecipeDispatcher {
+        release: "26.06",
+        model: "Qwen3-30B-A3B",
+        gpus: &["GB200", "GB300", "B300", "H100"],
+        precisions: &["mxfp8", "fp8"],
+        backend: "hybridep",
+        recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_*_FP8_MX_V1, _H100_FP8_CS_V1",
+    },
+    RecipeDispatcher {
+        release: "26.06",
+        model: "Kimi-K2",
+        gpus: &["GB300"],
+        precisions: &["mxfp8"],
+        backend: "hybridep",
+        recipe: "v0.5.0 scripts/performance/configs/kimi/kimi_workload_base_configs.py KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX",
+    },
+    RecipeDispatcher {
+        release: "26.06",
+        model: "Nemotron-3-",
+        gpus: &["GB200", "GB300", "B300", "H100"],
+        precisions: &["mxfp8", "nvfp4", "fp8"],
+        backend: "hybridep",
+        recipe: "v0.5.0 scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py NEMOTRON_3_NANO_PRETRAIN_CONFIG_*_V1, NEMOTRON_3_SUPER_PRETRAIN_CONFIG_*_V1",
+    },
+];
+
+/// The token dispatcher a Megatron-Bridge MoE row runs when its flags do not name one: its
+/// recipe's flex backend from [`RECIPE_DISPATCHER`], else Bridge's `alltoall`. The row's own
+/// `--moe-token-dispatcher-type` wins.
+fn bridge_moe_dispatcher(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let applies = bridge_recipe_row(row, source)
+        && plan.has(Key::MoeDispatcher)
+        && !row.megatron_args.contains("--moe-token-dispatcher-type");
+    if !applies {
+        return;
+    }
+    let gpu = row.gpu.to_ascii_uppercase();
+    let precision = row.precision.to_ascii_lowercase();
+    let recipe = RECIPE_DISPATCHER.iter().find(|r| {
+        row.source.contains(r.release)
+            && row.model.starts_with(r.model)
+            && r.gpus.iter().any(|g| gpu.starts_with(g))
+            && r.precisions.contains(&precision.as_str())
+    });
+    match recipe {
+        Some(r) => {
+            plan.set(Key::MoeDispatcher, format!("flex {}", r.backend));
+            assumed.push(format!(
+                "moe_dispatcher flex {} (unstated; the row's Megatron-Bridge recipe: {})",
+                r.backend, r.recipe
+            ));
+        }
+        None => {
+            plan.set(Key::MoeDispatcher, "alltoall");
+            assumed.push(
+                "moe_dispatcher alltoall (unstated; Megatron-Bridge's MoE models set alltoall, and its performance recipe names no flex backend for this model, GPU and precision)"
+                    .into(),
+            );
+        }
+    }
+}
+
 /// Megatron-Bridge's Nemotron 3 performance recipes set `expert_tensor_parallel_size=1`
 /// (`BASE_NEMOTRON_3_NANO_CONFIG` and `BASE_NEMOTRON_3_SUPER_CONFIG`, Megatron-Bridge @06e8da4e
 /// scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py), which the table's
 /// tp does not change; Megatron's own default would be etp = tp (arguments.py,
 /// `expert_tensor_parallel_size`).
 fn bridge_nemotron3_etp(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
-    let applies = source == Source::Bridge
-        && row.source.contains("Megatron-Bridge")
+    let applies = bridge_recipe_row(row, source)
         && row.model.starts_with("Nemotron-3-")
         && !plan.has(Key::Etp);
     if applies {
@@ -1045,8 +1199,7 @@ fn mlperf_lora_rules(row: &Row, plan: &mut Block, assumed: &mut Vec<String>) {
 /// ("benchmark-mode default", src/megatron/bridge/perf_recipes/_common.py, Megatron-Bridge
 /// @0191fc5e), except the Kimi K2 recipe, which sets it back to True (the same docstring).
 fn bridge_benchmark_grads(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
-    let applies = source == Source::Bridge
-        && row.source.contains("Megatron-Bridge")
+    let applies = bridge_recipe_row(row, source)
         && !row.model.starts_with("Kimi-K2")
         && !plan.has(Key::GradDtype);
     if applies {
@@ -1168,8 +1321,7 @@ fn torchtitan_memory(source: Source, plan: &mut Block, assumed: &mut Vec<String>
 /// blockwise recipe (`bf16_with_fp8_subchannel_scaling_mixed`: `fp8_param_gather = False`),
 /// keep bf16 weights.
 fn bridge_fp8_param_gather(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
-    let applies = source == Source::Bridge
-        && row.source.contains("Megatron-Bridge")
+    let applies = bridge_recipe_row(row, source)
         && row.precision.eq_ignore_ascii_case("fp8")
         && !row.notes.contains("blockwise")
         && !plan.has(Key::Fp8ParamGather);

@@ -814,3 +814,53 @@ fn bridge_row_whose_micro_batch_contradicts_its_batch_takes_the_recipes() {
     (row.num_gpus, row.dp, row.notes) = (Some(64), Some(16), "precision BF16".into());
     assert!(build(&row).unwrap().venus.contains("  micro_batch 4\n"));
 }
+
+/// A Megatron-Bridge MoE row runs its recipe's token dispatcher, not Megatron-LM's default
+/// `allgather`: the 26.06 Qwen3-235B GB300 recipe names HybridEP; the same row on H100, where
+/// no 26.06 Qwen3-235B recipe row of the table names a backend, runs Bridge's `alltoall`; a
+/// row whose own flags name a dispatcher keeps it; a row of another source keeps Megatron's.
+#[test]
+fn bridge_moe_rows_run_their_recipes_token_dispatcher() {
+    let head = format!("{HEADER}\tprecision\tmegatron_args");
+    let gb300 = "mb2606_pretrain_qwen3235ba22b_gb300_mxfp8_256g\tNVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md — 26.06 NeMo container\tQwen3-235B-A22B (MoE)\t235\t94\t4096\t12288\t64\t4\t151936\t4096\t8192\t2\t1\t4\t12\t64\t1\t32\t\t\t\tGB300 (NVL72)\t256\ttokens_per_s_per_gpu\t9015\tGA 64\tmxfp8\t--num-experts 128 --moe-router-topk 8 --moe-ffn-hidden-size 1536 --kv-channels 128 --qk-layernorm --swiglu --untie-embeddings-and-output-weights";
+    let rows = |line: &str| parse(&format!("{head}\n{line}\n")).unwrap().remove(0);
+    let dispatcher = |row: &Row| {
+        let b = build(row).unwrap();
+        let line = b
+            .venus
+            .lines()
+            .find(|l| l.trim_start().starts_with("moe_dispatcher"))
+            .map(|l| l.trim().to_string());
+        (line, b.assumed)
+    };
+
+    let (d, assumed) = dispatcher(&rows(gb300));
+    assert_eq!(d.as_deref(), Some("moe_dispatcher flex hybridep"));
+    assert!(
+        assumed
+            .iter()
+            .any(|a| a.starts_with("moe_dispatcher flex hybridep (unstated")
+                && a.contains("QWEN3_235B_A22B_PRETRAIN_CONFIG_*_FP8_MX_V2")),
+        "{assumed:?}"
+    );
+
+    let h100 = gb300
+        .replace("GB300 (NVL72)", "H100-SXM5-80GB (DGX-H100)")
+        .replace("\tmxfp8\t", "\tfp8\t");
+    let (d, assumed) = dispatcher(&rows(&h100));
+    assert_eq!(d.as_deref(), Some("moe_dispatcher alltoall"));
+    assert!(assumed
+        .iter()
+        .any(|a| a.starts_with("moe_dispatcher alltoall (unstated")));
+
+    let stated = format!("{gb300} --moe-token-dispatcher-type alltoall");
+    let (d, assumed) = dispatcher(&rows(&stated));
+    assert_eq!(d.as_deref(), Some("moe_dispatcher alltoall"));
+    assert!(!assumed.iter().any(|a| a.starts_with("moe_dispatcher")));
+
+    let other = gb300.replace("NVIDIA-NeMo/Megatron-Bridge docs", "Some paper");
+    let mut row = rows(&other);
+    row.id = "paper_qwen3".into();
+    let (d, _) = dispatcher(&row);
+    assert_eq!(d.as_deref(), Some("moe_dispatcher allgather"));
+}
