@@ -433,6 +433,7 @@ pub fn build(row: &Row) -> Result<Built, Skip> {
     bridge_fp8_param_gather(row, source, plan, &mut assumed);
     bridge_nemotron3_etp(row, source, plan, &mut assumed);
     bridge_moe_dispatcher(row, source, plan, &mut assumed);
+    bridge_ep_overlap(row, source, plan, &mut assumed);
     if let Some(recipe) = bridge_recipe_recompute(row, source).filter(|_| row.recompute.is_empty())
     {
         plan.set(Key::RecomputeModules, recipe.modules);
@@ -930,14 +931,9 @@ fn bridge_moe_dispatcher(row: &Row, source: Source, plan: &mut Block, assumed: &
     if !applies {
         return;
     }
-    let gpu = row.gpu.to_ascii_uppercase();
-    let precision = row.precision.to_ascii_lowercase();
-    let recipe = RECIPE_DISPATCHER.iter().find(|r| {
-        row.source.contains(r.release)
-            && row.model.starts_with(r.model)
-            && r.gpus.iter().any(|g| gpu.starts_with(g))
-            && r.precisions.contains(&precision.as_str())
-    });
+    let recipe = RECIPE_DISPATCHER
+        .iter()
+        .find(|r| recipe_covers(row, r.release, r.model, r.gpus, r.precisions));
     match recipe {
         Some(r) => {
             plan.set(Key::MoeDispatcher, format!("flex {}", r.backend));
@@ -953,6 +949,105 @@ fn bridge_moe_dispatcher(row: &Row, source: Source, plan: &mut Block, assumed: &
                     .into(),
             );
         }
+    }
+}
+
+/// Whether a recipe entry covers the row: the release the row's source names, the model's
+/// name, the GPU's and the table's precision.
+fn recipe_covers(
+    row: &Row,
+    release: &str,
+    model: &str,
+    gpus: &[&str],
+    precisions: &[&str],
+) -> bool {
+    let gpu = row.gpu.to_ascii_uppercase();
+    let precision = row.precision.to_ascii_lowercase();
+    row.source.contains(release)
+        && row.model.starts_with(model)
+        && gpus.iter().any(|g| gpu.starts_with(g))
+        && precisions.contains(&precision.as_str())
+}
+
+/// A Megatron-Bridge performance recipe that overlaps the expert all-to-alls with another
+/// microbatch's compute (`moe_a2a_overlap=True` in its workload config, which
+/// scripts/performance/utils/overrides.py `_set_moe_a2a_overlap_overrides` turns into
+/// `overlap_moe_expert_parallel_comm` and `delay_wgrad_compute`): the rows it covers.
+struct RecipeEpOverlap {
+    release: &'static str,
+    model: &'static str,
+    gpus: &'static [&'static str],
+    precisions: &'static [&'static str],
+    recipe: &'static str,
+}
+
+/// The recipes of the table's MoE rows that set `moe_a2a_overlap` (the configs of
+/// [`RECIPE_DISPATCHER`], same tags); the 25.09 DeepSeek-V3 H100 run sets the flags directly
+/// (v0.1.0rc4 scripts/performance/run_script.py:79-83, `A2A_1F1B` on h100). No 25.11 row's
+/// config sets it.
+const RECIPE_EP_OVERLAP: &[RecipeEpOverlap] = &[
+    RecipeEpOverlap {
+        release: "25.09",
+        model: "DeepSeek-V3",
+        gpus: &["H100"],
+        precisions: &["bf16", "fp8"],
+        recipe: "v0.1.0rc4 scripts/performance/run_script.py:79 `A2A_1F1B` on h100",
+    },
+    RecipeEpOverlap {
+        release: "26.04.01",
+        model: "GPT-OSS-120B",
+        gpus: &["GB200"],
+        precisions: &["bf16"],
+        recipe: "v0.4.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2",
+    },
+    RecipeEpOverlap {
+        release: "26.06",
+        model: "DeepSeek-V3",
+        gpus: &["GB200", "GB300"],
+        precisions: &["mxfp8"],
+        recipe: "v0.5.0 scripts/performance/configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2, _GB300_FP8_MX_V2, _GB300_FP8_MX_GBS15360",
+    },
+    RecipeEpOverlap {
+        release: "26.06",
+        model: "GPT-OSS-120B",
+        gpus: &["GB200", "GB300"],
+        precisions: &["mxfp8"],
+        recipe: "v0.5.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2, _GB300_FP8_MX_V2",
+    },
+    RecipeEpOverlap {
+        release: "26.06",
+        model: "Qwen3-235B-A22B",
+        gpus: &["GB200", "GB300"],
+        precisions: &["mxfp8"],
+        recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2, _GB300_FP8_MX_V2",
+    },
+    RecipeEpOverlap {
+        release: "26.06",
+        model: "Qwen3-30B-A3B",
+        gpus: &["GB200", "GB300", "B300"],
+        precisions: &["mxfp8"],
+        recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_{GB200,GB300,B300}_FP8_MX_V1",
+    },
+];
+
+/// `overlap_ep_comm` on a Megatron-Bridge MoE row whose recipe sets `moe_a2a_overlap`
+/// ([`RECIPE_EP_OVERLAP`]) and whose flags do not say.
+fn bridge_ep_overlap(row: &Row, source: Source, plan: &mut Block, assumed: &mut Vec<String>) {
+    let applies = bridge_recipe_row(row, source)
+        && plan.has(Key::MoeDispatcher)
+        && !plan.has(Key::OverlapEpComm)
+        && !row
+            .megatron_args
+            .contains("--overlap-moe-expert-parallel-comm");
+    let recipe = RECIPE_EP_OVERLAP
+        .iter()
+        .find(|r| recipe_covers(row, r.release, r.model, r.gpus, r.precisions));
+    if let Some(r) = recipe.filter(|_| applies) {
+        plan.set_flag(Key::OverlapEpComm);
+        assumed.push(format!(
+            "overlap_ep_comm (unstated; the row's Megatron-Bridge recipe sets moe_a2a_overlap: {})",
+            r.recipe
+        ));
     }
 }
 

@@ -836,6 +836,17 @@ fn bridge_moe_rows_run_their_recipes_token_dispatcher() {
 
     let (d, assumed) = dispatcher(&rows(gb300));
     assert_eq!(d.as_deref(), Some("moe_dispatcher flex hybridep"));
+    // The same recipe sets `moe_a2a_overlap`.
+    assert!(build(&rows(gb300))
+        .unwrap()
+        .venus
+        .contains("\n  overlap_ep_comm\n"));
+    assert!(
+        assumed
+            .iter()
+            .any(|a| a.starts_with("overlap_ep_comm (unstated")),
+        "{assumed:?}"
+    );
     assert!(
         assumed
             .iter()
@@ -849,6 +860,7 @@ fn bridge_moe_rows_run_their_recipes_token_dispatcher() {
         .replace("\tmxfp8\t", "\tfp8\t");
     let (d, assumed) = dispatcher(&rows(&h100));
     assert_eq!(d.as_deref(), Some("moe_dispatcher alltoall"));
+    assert!(!assumed.iter().any(|a| a.starts_with("overlap_ep_comm")));
     assert!(assumed
         .iter()
         .any(|a| a.starts_with("moe_dispatcher alltoall (unstated")));

@@ -684,8 +684,8 @@ fn dp_sharding_values(cx: &AutoCx, c: Chosen) -> Vec<Choice> {
 }
 
 /// overlap_ep_comm (MoE models only): off, and on. Megatron runs the overlap only with
-/// expert parallelism on the interleaved schedule without full recompute
-/// (transformer_config.py:3002-3041); the validator decides that per candidate
+/// expert parallelism, on the interleaved schedule or without a pipeline, without full
+/// recompute (transformer_config.py:3002-3041, combined_1f1b.py); the validator decides that per candidate
 /// (`Flags::overlap_ep_comm` is the effective flag, W0015 otherwise), and a candidate whose
 /// overlap does not run is the plan without it, counted as a duplicate.
 fn ep_overlap_values(_: &AutoCx, c: Chosen) -> Vec<Choice> {

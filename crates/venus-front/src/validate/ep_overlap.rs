@@ -13,8 +13,9 @@ use venus_base::base::{MoeDispatcher, Recompute};
 impl Validator<'_> {
     /// Why `overlap_ep_comm` would not run on this plan (None: it runs). Megatron-LM
     /// (d98e8a64ddf3) megatron/core/transformer/transformer_config.py:3002-3041: expert
-    /// parallelism, vpp with pp > 1, no full recompute; venusc models the combined 1F1B of the
-    /// interleaved schedule (schedules.py:1485), not the no-pipelining path.
+    /// parallelism, vpp with pp > 1, no full recompute. Megatron runs it as the combined 1F1B
+    /// of the interleaved schedule (schedules.py:1485) or, without a pipeline, as
+    /// `combined_1f1b_schedule_for_no_pipelining` (combined_1f1b.py), both modelled.
     fn ep_overlap_blocker(&self) -> Option<EpOverlapReason> {
         let p = &self.def.plan;
         if self.ep <= 1 || !self.def.model.is_moe() {
@@ -32,7 +33,7 @@ impl Validator<'_> {
         if let Some(s) = explicit.filter(|s| *s != ScheduleKind::Interleaved) {
             return Some(EpOverlapReason::Schedule(s));
         }
-        if self.pp <= 1 || self.vpp <= 1 {
+        if self.pp > 1 && self.vpp <= 1 {
             return Some(EpOverlapReason::NoInterleaving {
                 pp: self.pp,
                 vpp: self.interleaving_vpp(),

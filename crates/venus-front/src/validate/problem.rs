@@ -2924,7 +2924,7 @@ impl EpOverlapIgnored {
             ),
             EpOverlapReason::NoInterleaving { pp, vpp } => (
                 format!(
-                    "it runs on the interleaved schedule, which needs pp > 1 and vpp > 1 (pp {pp})"
+                    "with a pipeline it runs on the interleaved schedule only, which needs vpp > 1 (pp {pp}, no vpp)"
                 ),
                 match vpp {
                     Some(v) => format!("add `vpp {v}` to the plan"),

@@ -236,6 +236,10 @@ fn mb0(mb: u32) -> Micro {
 /// m−1 forward/backward pairs inside `no_sync`, the last pair outside it.
 fn no_pipelining(e: &mut Emitter) {
     let m = e.shape.microbatches;
+    if e.shape.overlap_ep_comm {
+        combined_no_pipelining(e, m);
+        return;
+    }
     e.disable_grad_sync();
     for i in 0..m - 1 {
         e.forward(mb0(i));
@@ -243,6 +247,26 @@ fn no_pipelining(e: &mut Emitter) {
     }
     e.enable_grad_sync();
     e.forward(mb0(m - 1));
+    e.backward(mb0(m - 1));
+}
+
+/// Megatron's combined 1F1B without a pipeline (`--overlap-moe-expert-parallel-comm` at pp 1:
+/// forward_backward_no_pipelining hands over to combined_1f1b.py
+/// `combined_1f1b_schedule_for_no_pipelining`, Megatron-LM d98e8a64ddf3): the first forward
+/// alone; then, grad sync off, each next forward together with the previous microbatch's
+/// backward (the backward on a second compute stream, so that each hides the other's
+/// all-to-alls, as in the interleaved schedule's steady state); the last backward alone with
+/// grad sync on.
+fn combined_no_pipelining(e: &mut Emitter, m: u32) {
+    e.disable_grad_sync();
+    e.forward(mb0(0));
+    for i in 1..m {
+        e.forward(mb0(i));
+        e.ops.push(Op::Stream(ComputeStream(1)));
+        e.backward(mb0(i - 1));
+        e.ops.push(Op::Stream(ComputeStream::MAIN));
+    }
+    e.enable_grad_sync();
     e.backward(mb0(m - 1));
 }
 

@@ -50,7 +50,11 @@ impl InFlight {
 pub fn peak_in_flight(shape: &PipelineShape, rank: u32) -> InFlight {
     let m = u64::from(shape.microbatches.max(1));
     match shape.kind {
-        // Each forward is followed by its backward (schedules.py:723–891).
+        // Each forward is followed by its backward (schedules.py:723–891). Megatron's combined
+        // 1F1B (`overlap_ep_comm`) runs the next forward with the previous backward layer by
+        // layer, forward layer i beside backward layer L − 1 − i (combined_1f1b.py,
+        // `schedule_chunk_1f1b` pops the backward's layers from the end), so what one gains
+        // the other has freed: one microbatch's activations at a time still.
         Kind::NoPipelining => InFlight::uniform(1),
         // All forwards before the first backward.
         Kind::Gpipe => InFlight::uniform(m),

@@ -382,6 +382,47 @@ fn no_pipelining_runs_last_pair_outside_no_sync() {
     );
 }
 
+/// Megatron's combined 1F1B without a pipeline (combined_1f1b.py
+/// `combined_1f1b_schedule_for_no_pipelining`): the first forward alone, each next forward with
+/// the previous backward on the second compute stream, the last backward alone with grad sync
+/// on. The pair runs layer by layer (forward layer i beside backward layer L − 1 − i), so one
+/// microbatch's activations are held at a time, as without the overlap.
+#[test]
+fn no_pipelining_with_ep_overlap_pairs_each_forward_with_the_previous_backward() {
+    let mut s = shape(Kind::NoPipelining, 1, 1, 3);
+    s.overlap_ep_comm = true;
+    let ir = build(s);
+    let mb = |mb| Micro { mb, chunk: 0 };
+    assert_eq!(
+        ir.rank(0),
+        &[
+            Op::DisableGradSync,
+            Op::Forward(mb(0)),
+            Op::Forward(mb(1)),
+            Op::Stream(ComputeStream(1)),
+            Op::Backward(mb(0)),
+            Op::Stream(ComputeStream::MAIN),
+            Op::Forward(mb(2)),
+            Op::Stream(ComputeStream(1)),
+            Op::Backward(mb(1)),
+            Op::Stream(ComputeStream::MAIN),
+            Op::EnableGradSync,
+            Op::Backward(mb(2)),
+            Op::FinalizeGrads,
+            Op::OptimizerStep,
+        ]
+    );
+    check_ir(&ir).unwrap();
+    assert_eq!(peak_in_flight(&s, 0).total, 1);
+    // One microbatch: a forward and a backward, nothing to pair.
+    let mut one = shape(Kind::NoPipelining, 1, 1, 1);
+    one.overlap_ep_comm = true;
+    assert_eq!(
+        build(one).rank(0)[..3],
+        [Op::DisableGradSync, Op::Forward(mb(0)), Op::EnableGradSync]
+    );
+}
+
 #[test]
 fn gpipe_runs_all_forwards_then_all_backwards() {
     let ir = build(shape(Kind::Gpipe, 3, 1, 4));
