@@ -726,12 +726,31 @@ fn recompute_of(row: &Row, source: Source, assumed: &mut Vec<String>) -> Recompu
     }
 }
 
+/// The rows of the published table a Megatron-Bridge performance recipe covers: the release
+/// the row's source names (`None`: any), the model's name, the GPUs' and the table's
+/// precisions.
+struct RecipeRows {
+    release: Option<&'static str>,
+    model: &'static str,
+    gpus: &'static [&'static str],
+    precisions: &'static [&'static str],
+}
+
+impl RecipeRows {
+    fn covers(&self, row: &Row) -> bool {
+        let gpu = row.gpu.to_ascii_uppercase();
+        let precision = row.precision.to_ascii_lowercase();
+        self.release.is_none_or(|r| row.source.contains(r))
+            && row.model.starts_with(self.model)
+            && self.gpus.iter().any(|g| gpu.starts_with(g))
+            && self.precisions.contains(&precision.as_str())
+    }
+}
+
 /// A Megatron-Bridge performance recipe that sets `recompute_modules`: the rows it covers (the
 /// model's name, the GPU's, the table's precisions) and the modules it names.
 struct RecipeRecompute {
-    model: &'static str,
-    gpu: &'static str,
-    precisions: &'static [&'static str],
+    rows: RecipeRows,
     modules: &'static str,
     /// The recipe's file and workload config, for the row's note.
     recipe: &'static str,
@@ -749,37 +768,52 @@ struct RecipeRecompute {
 ///   same release's scripts/performance/configs/gpt_oss/workload_base_configs.py.
 const RECIPE_RECOMPUTE: &[RecipeRecompute] = &[
     RecipeRecompute {
-        model: "Nemotron-3-Super",
-        gpu: "GB200",
-        precisions: &["bf16", "mxfp8"],
+        rows: RecipeRows {
+            release: None,
+            model: "Nemotron-3-Super",
+            gpus: &["GB200"],
+            precisions: &["bf16", "mxfp8"],
+        },
         modules: "moe_act layernorm core_attn moe",
         recipe: NEMOTRON3_RECIPES,
     },
     RecipeRecompute {
-        model: "Nemotron-3-Nano",
-        gpu: "H100",
-        precisions: &["fp8"],
+        rows: RecipeRows {
+            release: None,
+            model: "Nemotron-3-Nano",
+            gpus: &["H100"],
+            precisions: &["fp8"],
+        },
         modules: "moe layernorm core_attn moe_act",
         recipe: NEMOTRON3_RECIPES,
     },
     RecipeRecompute {
-        model: "DeepSeek-V3",
-        gpu: "GB200",
-        precisions: &["bf16"],
+        rows: RecipeRows {
+            release: None,
+            model: "DeepSeek-V3",
+            gpus: &["GB200"],
+            precisions: &["bf16"],
+        },
         modules: "mla_up_proj",
         recipe: "scripts/performance/configs/deepseek/workload_base_configs.py DEEPSEEK_V3_GB200_BF16_BASE_CONFIG",
     },
     RecipeRecompute {
-        model: "DeepSeek-V3",
-        gpu: "H100",
-        precisions: &["bf16", "fp8"],
+        rows: RecipeRows {
+            release: None,
+            model: "DeepSeek-V3",
+            gpus: &["H100"],
+            precisions: &["bf16", "fp8"],
+        },
         modules: "mla_up_proj mlp",
         recipe: "scripts/performance/configs/deepseek/workload_base_configs.py DEEPSEEK_V3_H100_BASE_CONFIG",
     },
     RecipeRecompute {
-        model: "GPT-OSS-120B",
-        gpu: "H100",
-        precisions: &["bf16", "fp8"],
+        rows: RecipeRows {
+            release: None,
+            model: "GPT-OSS-120B",
+            gpus: &["H100"],
+            precisions: &["bf16", "fp8"],
+        },
         modules: "layernorm moe_act",
         recipe: "scripts/performance/configs/gpt_oss/workload_base_configs.py GPT_OSS_120B_H100_BF16_BASE_CONFIG",
     },
@@ -794,13 +828,7 @@ fn bridge_recipe_recompute(row: &Row, source: Source) -> Option<&'static RecipeR
     if !bridge_recipe_row(row, source) {
         return None;
     }
-    let gpu = row.gpu.to_ascii_uppercase();
-    let precision = row.precision.to_ascii_lowercase();
-    RECIPE_RECOMPUTE.iter().find(|r| {
-        row.model.starts_with(r.model)
-            && gpu.starts_with(r.gpu)
-            && r.precisions.contains(&precision.as_str())
-    })
+    RECIPE_RECOMPUTE.iter().find(|r| r.rows.covers(row))
 }
 
 /// Whether a row is one of Megatron-Bridge's performance-summary runs, whose recipes the
@@ -813,10 +841,7 @@ fn bridge_recipe_row(row: &Row, source: Source) -> bool {
 /// covers (the release the table names, the model's name, the GPUs', the table's precisions)
 /// and the backend its workload config names.
 struct RecipeDispatcher {
-    release: &'static str,
-    model: &'static str,
-    gpus: &'static [&'static str],
-    precisions: &'static [&'static str],
+    rows: RecipeRows,
     backend: &'static str,
     /// The recipe's file and workload config, for the row's note.
     recipe: &'static str,
@@ -840,82 +865,102 @@ struct RecipeDispatcher {
 /// on H100 (v0.1.0rc4 6725f704 scripts/performance/run_script.py:56).
 const RECIPE_DISPATCHER: &[RecipeDispatcher] = &[
     RecipeDispatcher {
-        release: "25.09",
-        model: "DeepSeek-V3",
-        gpus: &["H100"],
-        precisions: &["bf16", "fp8"],
+        rows: RecipeRows {
+            release: Some("25.09"),
+            model: "DeepSeek-V3",
+            gpus: &["H100"],
+            precisions: &["bf16", "fp8"],
+        },
         backend: "deepep",
         recipe: "v0.1.0rc4 scripts/performance/run_script.py:56 `enable_deepep` on h100",
     },
     RecipeDispatcher {
-        release: "25.11",
-        model: "DeepSeek-V3",
-        gpus: &["GB200", "GB300"],
-        precisions: &["bf16"],
+        rows: RecipeRows {
+            release: Some("25.11"),
+            model: "DeepSeek-V3",
+            gpus: &["GB200", "GB300"],
+            precisions: &["bf16"],
+        },
         backend: "hybridep",
         recipe: "v0.2.0 scripts/performance/configs/deepseek/workload_base_configs.py DEEPSEEK_V3_GB200_BASE_CONFIG, DEEPSEEK_V3_GB300_BASE_CONFIG",
     },
     RecipeDispatcher {
-        release: "25.11",
-        model: "Qwen3-235B-A22B",
-        gpus: &["GB200", "GB300"],
-        precisions: &["bf16"],
+        rows: RecipeRows {
+            release: Some("25.11"),
+            model: "Qwen3-235B-A22B",
+            gpus: &["GB200", "GB300"],
+            precisions: &["bf16"],
+        },
         backend: "hybridep",
         recipe: "v0.2.0 scripts/performance/configs/qwen3/workload_base_configs.py QWEN3_235B_A22B_GB200_BF16_BASE_CONFIG, QWEN3_235B_A22B_GB300_BF16_BASE_CONFIG",
     },
     RecipeDispatcher {
-        release: "26.04.01",
-        model: "GPT-OSS-120B",
-        gpus: &["GB200", "B300", "B200"],
-        precisions: &["bf16"],
+        rows: RecipeRows {
+            release: Some("26.04.01"),
+            model: "GPT-OSS-120B",
+            gpus: &["GB200", "B300", "B200"],
+            precisions: &["bf16"],
+        },
         backend: "hybridep",
         recipe: "v0.4.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_{GB200,B300,B200}_BF16_V2 (its GB300 and H100 configs name none)",
     },
     RecipeDispatcher {
-        release: "26.06",
-        model: "DeepSeek-V3",
-        gpus: &["GB200", "GB300", "B300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "DeepSeek-V3",
+            gpus: &["GB200", "GB300", "B300"],
+            precisions: &["mxfp8"],
+        },
         backend: "hybridep",
         recipe: "v0.5.0 scripts/performance/configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_*_FP8_MX_V2, _GB300_FP8_MX_GBS15360",
     },
     RecipeDispatcher {
-        release: "26.06",
-        model: "GPT-OSS-120B",
-        gpus: &["GB200", "GB300", "B300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "GPT-OSS-120B",
+            gpus: &["GB200", "GB300", "B300"],
+            precisions: &["mxfp8"],
+        },
         backend: "hybridep",
         recipe: "v0.5.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_*_FP8_MX_V2",
     },
     RecipeDispatcher {
-        release: "26.06",
-        model: "Qwen3-235B-A22B",
-        gpus: &["GB200", "GB300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "Qwen3-235B-A22B",
+            gpus: &["GB200", "GB300"],
+            precisions: &["mxfp8"],
+        },
         backend: "hybridep",
         recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_*_FP8_MX_V2",
     },
     RecipeDispatcher {
-        release: "26.06",
-        model: "Qwen3-30B-A3B",
-        gpus: &["GB200", "GB300", "B300", "H100"],
-        precisions: &["mxfp8", "fp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "Qwen3-30B-A3B",
+            gpus: &["GB200", "GB300", "B300", "H100"],
+            precisions: &["mxfp8", "fp8"],
+        },
         backend: "hybridep",
         recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_*_FP8_MX_V1, _H100_FP8_CS_V1",
     },
     RecipeDispatcher {
-        release: "26.06",
-        model: "Kimi-K2",
-        gpus: &["GB300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "Kimi-K2",
+            gpus: &["GB300"],
+            precisions: &["mxfp8"],
+        },
         backend: "hybridep",
         recipe: "v0.5.0 scripts/performance/configs/kimi/kimi_workload_base_configs.py KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX",
     },
     RecipeDispatcher {
-        release: "26.06",
-        model: "Nemotron-3-",
-        gpus: &["GB200", "GB300", "B300", "H100"],
-        precisions: &["mxfp8", "nvfp4", "fp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "Nemotron-3-",
+            gpus: &["GB200", "GB300", "B300", "H100"],
+            precisions: &["mxfp8", "nvfp4", "fp8"],
+        },
         backend: "hybridep",
         recipe: "v0.5.0 scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py NEMOTRON_3_NANO_PRETRAIN_CONFIG_*_V1, NEMOTRON_3_SUPER_PRETRAIN_CONFIG_*_V1",
     },
@@ -931,9 +976,7 @@ fn bridge_moe_dispatcher(row: &Row, source: Source, plan: &mut Block, assumed: &
     if !applies {
         return;
     }
-    let recipe = RECIPE_DISPATCHER
-        .iter()
-        .find(|r| recipe_covers(row, r.release, r.model, r.gpus, r.precisions));
+    let recipe = RECIPE_DISPATCHER.iter().find(|r| r.rows.covers(row));
     match recipe {
         Some(r) => {
             plan.set(Key::MoeDispatcher, format!("flex {}", r.backend));
@@ -952,32 +995,12 @@ fn bridge_moe_dispatcher(row: &Row, source: Source, plan: &mut Block, assumed: &
     }
 }
 
-/// Whether a recipe entry covers the row: the release the row's source names, the model's
-/// name, the GPU's and the table's precision.
-fn recipe_covers(
-    row: &Row,
-    release: &str,
-    model: &str,
-    gpus: &[&str],
-    precisions: &[&str],
-) -> bool {
-    let gpu = row.gpu.to_ascii_uppercase();
-    let precision = row.precision.to_ascii_lowercase();
-    row.source.contains(release)
-        && row.model.starts_with(model)
-        && gpus.iter().any(|g| gpu.starts_with(g))
-        && precisions.contains(&precision.as_str())
-}
-
 /// A Megatron-Bridge performance recipe that overlaps the expert all-to-alls with another
 /// microbatch's compute (`moe_a2a_overlap=True` in its workload config, which
 /// scripts/performance/utils/overrides.py `_set_moe_a2a_overlap_overrides` turns into
 /// `overlap_moe_expert_parallel_comm` and `delay_wgrad_compute`): the rows it covers.
 struct RecipeEpOverlap {
-    release: &'static str,
-    model: &'static str,
-    gpus: &'static [&'static str],
-    precisions: &'static [&'static str],
+    rows: RecipeRows,
     recipe: &'static str,
 }
 
@@ -987,45 +1010,57 @@ struct RecipeEpOverlap {
 /// config sets it.
 const RECIPE_EP_OVERLAP: &[RecipeEpOverlap] = &[
     RecipeEpOverlap {
-        release: "25.09",
-        model: "DeepSeek-V3",
-        gpus: &["H100"],
-        precisions: &["bf16", "fp8"],
+        rows: RecipeRows {
+            release: Some("25.09"),
+            model: "DeepSeek-V3",
+            gpus: &["H100"],
+            precisions: &["bf16", "fp8"],
+        },
         recipe: "v0.1.0rc4 scripts/performance/run_script.py:79 `A2A_1F1B` on h100",
     },
     RecipeEpOverlap {
-        release: "26.04.01",
-        model: "GPT-OSS-120B",
-        gpus: &["GB200"],
-        precisions: &["bf16"],
+        rows: RecipeRows {
+            release: Some("26.04.01"),
+            model: "GPT-OSS-120B",
+            gpus: &["GB200"],
+            precisions: &["bf16"],
+        },
         recipe: "v0.4.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2",
     },
     RecipeEpOverlap {
-        release: "26.06",
-        model: "DeepSeek-V3",
-        gpus: &["GB200", "GB300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "DeepSeek-V3",
+            gpus: &["GB200", "GB300"],
+            precisions: &["mxfp8"],
+        },
         recipe: "v0.5.0 scripts/performance/configs/deepseek/deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2, _GB300_FP8_MX_V2, _GB300_FP8_MX_GBS15360",
     },
     RecipeEpOverlap {
-        release: "26.06",
-        model: "GPT-OSS-120B",
-        gpus: &["GB200", "GB300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "GPT-OSS-120B",
+            gpus: &["GB200", "GB300"],
+            precisions: &["mxfp8"],
+        },
         recipe: "v0.5.0 scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2, _GB300_FP8_MX_V2",
     },
     RecipeEpOverlap {
-        release: "26.06",
-        model: "Qwen3-235B-A22B",
-        gpus: &["GB200", "GB300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "Qwen3-235B-A22B",
+            gpus: &["GB200", "GB300"],
+            precisions: &["mxfp8"],
+        },
         recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2, _GB300_FP8_MX_V2",
     },
     RecipeEpOverlap {
-        release: "26.06",
-        model: "Qwen3-30B-A3B",
-        gpus: &["GB200", "GB300", "B300"],
-        precisions: &["mxfp8"],
+        rows: RecipeRows {
+            release: Some("26.06"),
+            model: "Qwen3-30B-A3B",
+            gpus: &["GB200", "GB300", "B300"],
+            precisions: &["mxfp8"],
+        },
         recipe: "v0.5.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_{GB200,GB300,B300}_FP8_MX_V1",
     },
 ];
@@ -1039,9 +1074,7 @@ fn bridge_ep_overlap(row: &Row, source: Source, plan: &mut Block, assumed: &mut 
         && !row
             .megatron_args
             .contains("--overlap-moe-expert-parallel-comm");
-    let recipe = RECIPE_EP_OVERLAP
-        .iter()
-        .find(|r| recipe_covers(row, r.release, r.model, r.gpus, r.precisions));
+    let recipe = RECIPE_EP_OVERLAP.iter().find(|r| r.rows.covers(row));
     if let Some(r) = recipe.filter(|_| applies) {
         plan.set_flag(Key::OverlapEpComm);
         assumed.push(format!(
