@@ -512,6 +512,10 @@ fn write_gpu(out: &mut String, g: &GpuSpec, gemm: Option<gemm::GemmCurve>) {
     if let Some(h) = half {
         let _ = writeln!(out, "  gemm_half_dim {h}");
     }
+    // Only where it is not the arch's: the written GPU's own count carries over.
+    if g.sms != g.arch.default_sms() {
+        let _ = writeln!(out, "  sms {}", g.sms);
+    }
     out.push_str(">\n");
 }
 
@@ -638,6 +642,7 @@ mod tests {
                 fp8_peak: None,
                 fp4_peak: None,
                 gemm: Default::default(),
+                sms: 132,
             },
             dims: vec![
                 dim("nvlink", Topology::FullyConnected, 8, 450.0, 1e-6, 0.8),

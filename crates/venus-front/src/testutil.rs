@@ -99,6 +99,7 @@ pub fn gpu(memory_gib: u64) -> Gpu {
         arch: None,
         gemm_efficiency: None,
         gemm_half_dim: None,
+        sms: None,
     }
 }
 

@@ -29,7 +29,7 @@ syn keyword venusKey contained ssm_state_size n_groups conv_kernel moe_latent_si
 syn keyword venusKey contained sliding_window sliding_window_pattern attention_sinks qk_norm
 syn keyword venusKey contained routed_groups topk_groups moe_layer_freq expert_bias load_balancing
 syn keyword venusKey contained moe_capacity_headroom moe_pad_to_capacity
-syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim
+syn keyword venusKey contained peak memory mem_bw fp8_peak arch fp4_peak gemm_efficiency gemm_half_dim sms
 syn keyword venusKey contained gpu dim nodes algo gpus per_domain tray link rail fat_tree sharp
 syn keyword venusKey contained slow_gpus slow_rank slow_node slow_link
 syn keyword venusKey contained tp pp cp ep vpp first_stage_layers last_stage_layers dp

@@ -421,6 +421,26 @@ impl GpuArch {
         )
     }
 
+    /// Streaming multiprocessors (AMD: compute units) of the arch's stdlib GPU, what a GPU
+    /// without `sms` has: A100 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper,
+    /// 2020, "108 SMs"), H100 SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture whitepaper,
+    /// 2022), B200 148 (CUDA's `multiProcessorCount` on a B200, as PyTorch's
+    /// `torch.cuda.get_device_properties` reports it), B300 160 (NVIDIA technical blog "Inside
+    /// NVIDIA Blackwell Ultra", 2025: 160 SMs), L40S 142 (NVIDIA Ada GPU Architecture
+    /// whitepaper: the L40S's AD102 with 142 SMs), MI300X 304 CUs and MI355X 256 CUs (AMD
+    /// Instinct datasheets).
+    pub fn default_sms(self) -> u64 {
+        match self {
+            GpuArch::Ampere => 108,
+            GpuArch::Hopper => 132,
+            GpuArch::Blackwell => 148,
+            GpuArch::BlackwellUltra => 160,
+            GpuArch::Ada => 142,
+            GpuArch::Cdna3 => 304,
+            GpuArch::Cdna4 => 256,
+        }
+    }
+
     /// The calibrated arch whose kernels behave most like this one's: the arch itself when
     /// calibrated, which every arch of this release is (Ada's is Ampere's with its own fitted
     /// GEMM asymptote; CDNA3's and CDNA4's are Hopper's scaled by measured matmul efficiency).

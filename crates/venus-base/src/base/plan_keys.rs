@@ -164,7 +164,7 @@ macro_rules! plan_key_list {
             => overlap_p2p: bool, flag, default(Off, "off");
             OverlapTpComm = flag(
                 "overlap_tp_comm",
-                "overlap tensor-parallel communication with the GEMMs (needs sp)",
+                "overlap tensor-parallel communication with the GEMMs (needs sp), as Transformer Engine's userbuffers do by default: the reduce-scatters after the projection and FC2 and the backward's collectives beside QKV and FC1 take 16 of the GPU's `sms` from those GEMMs",
             )
             .megatron("--tp-comm-overlap")
             => overlap_tp_comm: bool, flag, default(Off, "off");

@@ -739,6 +739,7 @@ impl<'r, 'a> Checker<'r, 'a> {
             fp4_peak: f.get(Key::Fp4Peak, rate),
             gemm_efficiency: f.get(Key::GemmEfficiency, ratio),
             gemm_half_dim: f.count(Key::GemmHalfDim),
+            sms: f.count(Key::Sms),
             // The word was checked against `schema::ARCHS` (E0204), whose words are
             // `GpuArch::word`s (a test keeps them equal).
             arch: f.word(Key::Arch).map(|w| {

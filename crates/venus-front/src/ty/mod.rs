@@ -133,6 +133,8 @@ pub struct Gpu {
     /// A measured GEMM efficiency and size scale; unset: the arch's calibration.
     pub gemm_efficiency: Opt<Ratio>,
     pub gemm_half_dim: Opt<u64>,
+    /// Streaming multiprocessors; unset: the arch's ([`GpuArch::default_sms`]).
+    pub sms: Opt<u64>,
 }
 
 impl Gpu {

@@ -84,6 +84,7 @@ pub fn gpu(g: &Gpu) -> GpuSpec {
             efficiency: val(&g.gemm_efficiency),
             half_dim: val(&g.gemm_half_dim),
         },
+        sms: val(&g.sms).unwrap_or_else(|| g.arch().default_sms()),
     }
 }
 

@@ -587,3 +587,50 @@ fn fp8_attention_runs_the_core_at_the_fp8_peak_and_the_logits_stay_bf16() {
     // than the quadratic core saves, so FP8 attention pays off only on long sequences.
     assert!(core_saving > 0.0 && casts > 0.0, "{core_saving} {casts}");
 }
+
+/// `overlap_tp_comm` with Transformer Engine's userbuffers defaults: the projection and FC2
+/// forward and the QKV and FC1 backward (input and weight gradients) run beside `pipeline`
+/// and `bulk` kernels that take 16 SMs, so on the SMs left; the other GEMMs' all-gathers
+/// (`ring_exchange`) run on copy engines and leave them alone. Per layer, at tp 2 on the demo
+/// (T = 4096, h 4096, q 4096, kv 1024, SwiGLU ffn 16384), each slowed GEMM costs
+/// `sms / (sms − 16) − 1` of itself more: 132 SMs by default on Hopper, and a GPU's own `sms`.
+#[test]
+fn tp_comm_overlap_slows_the_gemms_whose_userbuffers_kernels_take_sms() {
+    let layer = |overlap: bool, sms: Option<u64>| {
+        let mut d = demo();
+        set(&mut d.plan.tp, 2);
+        set(&mut d.plan.dp, 1);
+        set(&mut d.plan.sp, true);
+        set(&mut d.plan.overlap_tp_comm, overlap);
+        if let Some(n) = sms {
+            set(&mut d.cluster.gpu.sms, n);
+        }
+        let m = AnalyticModel::new(&validate(&d), Calibration::hopper());
+        (m.chunk(3, 0, Pass::Forward), m.chunk(3, 0, Pass::Backward))
+    };
+    let cal = Calibration::hopper();
+    let gemm = |m: f64, n: f64, k: f64| 2.0 * m * n * k / (989e12 * cal.gemm(m, n, k));
+    let t = 4096.0;
+    let proj = gemm(t, 4096.0, 4096.0 / 2.0);
+    let fc2 = gemm(t, 4096.0, 16384.0 / 2.0);
+    let qkv = gemm(t, (4096.0 + 2.0 * 1024.0) / 2.0, 4096.0);
+    let fc1 = gemm(t, 2.0 * 16384.0 / 2.0, 4096.0);
+    let (f0, b0) = layer(false, None);
+    for (sms, extra) in [(None, 132.0 / 116.0 - 1.0), (Some(100), 100.0 / 84.0 - 1.0)] {
+        let (f, b) = layer(true, sms);
+        let close = |got: f64, want: f64| (got - want).abs() < 1e-12 * want.max(1e-9);
+        assert!(
+            close(f.attention.0 - f0.attention.0, extra * proj),
+            "{sms:?}"
+        );
+        assert!(close(f.mlp.0 - f0.mlp.0, extra * fc2), "{sms:?}");
+        // Backward: the input gradient and the weight gradient, both of QKV and of FC1.
+        assert!(
+            close(b.attention.0 - b0.attention.0, 2.0 * extra * qkv),
+            "{sms:?}"
+        );
+        assert!(close(b.mlp.0 - b0.mlp.0, 2.0 * extra * fc1), "{sms:?}");
+    }
+    // 16 of 132 SMs: 13.8 % longer.
+    assert!((132.0_f64 / 116.0 - 1.0 - 0.1379).abs() < 1e-4);
+}

@@ -119,9 +119,9 @@ const S_EP: StreamId = StreamId(9);
 /// The SMs an overlapped forward/backward pair leaves to its communication: DeepSeek-V3
 /// technical report §3.2.1 dedicates 20 of the H800's 132 SMs to the all-to-all kernels while
 /// computation and communication overlap, so the pair's compute runs on the other 112. The
-/// fraction is DeepSeek's tuning on H800, applied to every GPU (no other source states one).
+/// count is DeepSeek's tuning on H800, taken from every GPU's own SMs (`sms`; no other source
+/// states one).
 const PAIR_COMM_SMS: u64 = 20;
-const GPU_SMS: u64 = 132;
 
 const TAG_ACTIVATION: u32 = 0;
 const TAG_GRADIENT: u32 = 1;
@@ -709,6 +709,9 @@ struct StagePlan {
     sp: bool,
     /// TP collectives overlap the block's GEMMs (`overlap_tp_comm`).
     overlap_tp: bool,
+    /// The GPU's SMs and those an overlapped pair's compute keeps beside its all-to-alls
+    /// ([`PAIR_COMM_SMS`] taken, at least one left).
+    pair_sms: (u64, u64),
     cp: bool,
     ep: bool,
     /// Bytes per element of the data-parallel gradient reduction and parameter gather.
@@ -885,6 +888,10 @@ impl StagePlan {
             tp: sc.tp > 1,
             sp: sc.sp,
             overlap_tp: sc.flags.overlap_tp_comm,
+            pair_sms: {
+                let sms = sc.cluster.gpu.sms.max(1);
+                (sms, sms.saturating_sub(PAIR_COMM_SMS).max(1))
+            },
             cp: sc.cp > 1,
             // Expert communication: an all-to-all over ep, or the etp gathers.
             ep: m.is_moe() && (sc.ep > 1 || sc.etp > 1),
@@ -1587,15 +1594,16 @@ impl<'a> Emitter<'a> {
     /// `overlapped_forward_backward`, dualpipe.py:121-183; Megatron's combined 1F1B,
     /// megatron/core/pipeline_parallel/combined_1f1b.py at d98e8a64ddf3): the two passes'
     /// compute shares one GPU, so it runs one piece after the other on the rank's compute
-    /// stream, each piece at (132 − 20)/132 of its rate when expert all-to-alls run beside it
-    /// ([`PAIR_COMM_SMS`]); the all-to-alls leave the compute stream for [`S_EP`], issued
-    /// where their pass reaches them, and the op after the pair waits for all of them. The
-    /// pair of compute C_F + C_B and all-to-alls A ends at max(C·132/112, issue of the last
-    /// all-to-all + its time): the communication is hidden as far as the other pass's compute
-    /// lasts.
+    /// stream, each piece at (sms − 20)/sms of its rate when expert all-to-alls run beside it
+    /// ([`PAIR_COMM_SMS`]; 112 of an H100's 132); the all-to-alls leave the compute stream for
+    /// [`S_EP`], issued where their pass reaches them, and the op after the pair waits for all
+    /// of them. The pair of compute C_F + C_B and all-to-alls A ends at max(C·sms/(sms − 20),
+    /// issue of the last all-to-all + its time): the communication is hidden as far as the
+    /// other pass's compute lasts.
     fn shared_rate(&self, d: Ps) -> Ps {
         if self.in_pair && self.st.ep {
-            Ps(d.0.saturating_mul(GPU_SMS) / (GPU_SMS - PAIR_COMM_SMS))
+            let (all, left) = self.st.pair_sms;
+            Ps(d.0.saturating_mul(all) / left)
         } else {
             d
         }

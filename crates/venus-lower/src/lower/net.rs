@@ -80,6 +80,7 @@ mod tests {
             fp8_peak: None,
             fp4_peak: None,
             gemm: Default::default(),
+            sms: 132,
         };
         ClusterSpec {
             name: None,

@@ -429,6 +429,8 @@ pub struct GpuSpec {
     pub fp4_peak: Option<FlopsPerSec>,
     /// Measured GEMM constants that replace the arch's calibration where written.
     pub gemm: GemmFit,
+    /// Streaming multiprocessors (compute units), at least 1.
+    pub sms: u64,
 }
 
 /// A GPU's own GEMM efficiency curve (`gemm_efficiency`, `gemm_half_dim`), as `venusc
@@ -440,6 +442,14 @@ pub struct GemmFit {
 }
 
 impl GpuSpec {
+    /// How much slower compute runs while a communication kernel holds `comm_sms` of the
+    /// GPU's SMs: `sms / (sms − comm_sms)`, the compute kernels' waves spread over the SMs
+    /// left (at least one).
+    pub fn slowdown_beside(&self, comm_sms: u64) -> f64 {
+        let sms = self.sms.max(1);
+        sms as f64 / sms.saturating_sub(comm_sms).max(1) as f64
+    }
+
     /// The dense tensor-core peak of GEMMs in `precision`; `None` when the GPU has no units
     /// for it (E0312 rejects such a plan before it gets here).
     pub fn peak_for(&self, precision: Precision) -> Option<FlopsPerSec> {

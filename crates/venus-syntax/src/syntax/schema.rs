@@ -691,6 +691,13 @@ venus_base::plan_key_list!([key_table_with_plan] ({
         .default(KeyDefault::Unset, "the arch's calibration")
         .example("256")
         .zero_allowed(),
+        Sms = key(
+            "sms",
+            &[Count],
+            "streaming multiprocessors (AMD: compute units): a communication kernel that runs beside compute takes some of them (`overlap_tp_comm`'s userbuffers, an overlapped pair's all-to-alls)",
+        )
+        .default(KeyDefault::Derived, "the arch's: 108 ampere, 132 hopper, 148 blackwell, 160 blackwell_ultra, 142 ada, 304 cdna3, 256 cdna4")
+        .example("132"),
         AllowGpu = allow_key(),
     }
     CLUSTER => {
