@@ -295,16 +295,15 @@ impl<'a> Walker<'a> {
 /// class, posted at the same instant), so its side has no partner here and the transfer is
 /// charged from this side's posting.
 pub(super) fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>>> {
-    use std::collections::BTreeMap;
     let mut out: Vec<Vec<Option<At>>> = trace
         .ranks()
         .iter()
         .map(|rt| vec![None; rt.len()])
         .collect();
-    // (src, dst, tag) → (sends, receives) in program order. A BTreeMap: matching never
-    // depends on hash order.
+    // (src, dst, tag) → (sends, receives) in program order. Each queue pairs its own sides
+    // and writes its own slots, so the map's order changes nothing: a hash map is exact.
     type Sides = (Vec<At>, Vec<At>);
-    let mut queues: BTreeMap<(RankId, RankId, u32), Sides> = BTreeMap::new();
+    let mut queues: rustc_hash::FxHashMap<(RankId, RankId, u32), Sides> = Default::default();
     for (r, rt) in trace.ranks().iter().enumerate() {
         let me = rt.rank();
         for (k, node) in rt.nodes().enumerate() {
@@ -328,17 +327,39 @@ pub(super) fn partners(trace: &Trace, timeline: &Timeline) -> Vec<Vec<Option<At>
     out
 }
 
-/// The simulated members' nodes of every collective instance: the k-th collective of each
-/// member on a group forms instance k of the group, as the engine forms them
-/// (engine/sim/matching.rs). A member that is not simulated arrives with its representative,
-/// so the simulated members decide when an instance starts.
+/// The simulated members' nodes of every collective instance on a group that carries an
+/// embedding all-reduce (the only instances [`Walker::with_last_members`] reads): the k-th
+/// collective of each member on a group forms instance k of the group, as the engine forms
+/// them (engine/sim/matching.rs). A member that is not simulated arrives with its
+/// representative, so the simulated members decide when an instance starts. The other groups
+/// are skipped rather than indexed: on a large plan they hold nearly every collective of the
+/// run, and indexing them was a quarter of the report's time.
 fn instances(trace: &Trace) -> Vec<Vec<At>> {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, BTreeSet};
+    let embedding: BTreeSet<u32> = trace
+        .ranks()
+        .iter()
+        .flat_map(|rt| rt.nodes())
+        .filter_map(|node| match node.kind {
+            NodeKind::Collective { group, .. }
+                if node.category == venus_sim::trace::Category::EmbeddingSync =>
+            {
+                Some(group.0)
+            }
+            _ => None,
+        })
+        .collect();
+    if embedding.is_empty() {
+        return Vec::new();
+    }
     let mut by_group: BTreeMap<(u32, u32), Vec<At>> = BTreeMap::new();
     for (r, rt) in trace.ranks().iter().enumerate() {
         let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
         for (k, node) in rt.nodes().enumerate() {
             if let NodeKind::Collective { group, .. } = node.kind {
+                if !embedding.contains(&group.0) {
+                    continue;
+                }
                 let nth = seen.entry(group.0).or_default();
                 by_group.entry((group.0, *nth)).or_default().push((r, k));
                 *nth += 1;

@@ -1335,3 +1335,82 @@ fn breakdowns_tile_the_window_of_a_pipeline_with_p2p_and_tp_traffic() {
         assert!(t.exposed[CommKind::Pp as usize] > 0, "{t:?}");
     }
 }
+
+/// pp 2, tied embeddings: both stages run a TP collective on a group of their own first (as a
+/// TP group would), then stage 0 computes 10 us before the embedding all-reduce that joins it
+/// to stage 1, which posts the all-reduce at once and computes 1 us after it. Stage 1's wait
+/// follows the member posted last: the all-reduce itself from stage 0's posting is exposed
+/// embedding, stage 0's compute before it is pipeline bubble, and stage 0's TP collective
+/// before that is exposed TP. Only the embedding group's instances are indexed; the other
+/// groups' collectives must not shift their numbering.
+#[test]
+fn an_embedding_all_reduce_charges_the_wait_for_the_member_posted_last_along_its_chain() {
+    let sc = scenario(&small(2, 1, 2, 2));
+    let mut b = TraceBuilder::new(2);
+    let tp0 = b.group(&[RankId(0)]);
+    let tp1 = b.group(&[RankId(1)]);
+    let emb = b.group(&[RankId(0), RankId(1)]);
+    let tied = |bytes| NodeKind::Collective {
+        kind: CollectiveKind::AllReduce,
+        group: emb,
+        bytes: Bytes(bytes),
+    };
+    for (rank, tp, work) in [(0u32, tp0, 10 * US), (1, tp1, 0)] {
+        let r = b.rank(RankId(rank));
+        let mut prev = r.push(
+            NodeKind::Collective {
+                kind: CollectiveKind::AllReduce,
+                group: tp,
+                bytes: Bytes(1_000_000),
+            },
+            StreamId::COMPUTE,
+            Category::TpComm,
+            Label::None,
+            &[],
+        );
+        if work > 0 {
+            prev = r.push(
+                NodeKind::Compute { duration: Ps(work) },
+                StreamId::COMPUTE,
+                Category::BackwardCompute,
+                Label::Backward {
+                    microbatch: 0,
+                    chunk: None,
+                },
+                &[prev],
+            );
+        }
+        let ar = r.push(
+            tied(4_000_000),
+            StreamId::COMPUTE,
+            Category::EmbeddingSync,
+            Label::None,
+            &[prev],
+        );
+        if rank == 1 {
+            r.push(
+                NodeKind::Compute { duration: Ps(US) },
+                StreamId::COMPUTE,
+                Category::Optimizer,
+                Label::None,
+                &[ar],
+            );
+        }
+    }
+    let trace = b.finish().unwrap();
+    let tl = run(&sc, &trace);
+    let (_, tp_end) = tl.span(0, NodeId(0)).unwrap();
+    let (posted, ar_end) = tl.span(0, NodeId(2)).unwrap();
+    assert_eq!(posted.0, tp_end.0 + 10 * US);
+    let times = attribution::breakdowns(&trace, &tl, Window::whole(&tl));
+    let last = times[1];
+    assert_eq!(last.compute, US);
+    assert_eq!(
+        last.exposed[CommKind::Embedding as usize],
+        ar_end.0 - posted.0
+    );
+    assert_eq!(last.bubble, 10 * US);
+    assert_eq!(last.exposed[CommKind::Tp as usize], tp_end.0);
+    assert_eq!(last.other, 0);
+    assert_eq!(last.total(), Window::whole(&tl).len().0);
+}
