@@ -77,7 +77,10 @@ pub(super) type At = (usize, usize);
 /// The timeline's view the walk needs: spans, binding predecessors, P2P partners.
 struct Walker<'a> {
     trace: &'a Trace,
-    timeline: &'a Timeline,
+    /// Per rank, the timeline's per-node starts and ends (looked up once: the walk reads
+    /// them at every step).
+    starts: Vec<&'a [Ps]>,
+    ends: Vec<&'a [Ps]>,
     /// Per rank, per node: the previous node on the same stream.
     stream_prev: Vec<Vec<Option<u32>>>,
     /// Per rank, per node: the side of a transfer posted last (the matching side of a send
@@ -117,9 +120,11 @@ impl<'a> Walker<'a> {
                     .collect()
             })
             .collect();
+        let ranks = trace.ranks().len();
         Walker {
             trace,
-            timeline,
+            starts: (0..ranks).map(|r| timeline.starts(r)).collect(),
+            ends: (0..ranks).map(|r| timeline.ends(r)).collect(),
             stream_prev,
             partner: partners(trace, timeline),
         }
@@ -149,8 +154,18 @@ impl<'a> Walker<'a> {
     }
 
     fn span(&self, (r, n): At) -> (u64, u64) {
-        let s = self.timeline.starts(r).get(n).copied().unwrap_or(Ps::ZERO);
-        let e = self.timeline.ends(r).get(n).copied().unwrap_or(s);
+        let s = self
+            .starts
+            .get(r)
+            .and_then(|v| v.get(n))
+            .copied()
+            .unwrap_or(Ps::ZERO);
+        let e = self
+            .ends
+            .get(r)
+            .and_then(|v| v.get(n))
+            .copied()
+            .unwrap_or(s);
         (s.0, e.0)
     }
 
@@ -171,8 +186,8 @@ impl<'a> Walker<'a> {
     /// The node that ends the run last (the lowest rank on a tie).
     fn last_node(&self) -> Option<At> {
         let mut best: Option<(u64, At)> = None;
-        for r in 0..self.trace.ranks().len() {
-            for (n, &Ps(e)) in self.timeline.ends(r).iter().enumerate() {
+        for (r, ends) in self.ends.iter().enumerate() {
+            for (n, &Ps(e)) in ends.iter().enumerate() {
                 if best.is_none_or(|(b, _)| e > b) {
                     best = Some((e, (r, n)));
                 }
