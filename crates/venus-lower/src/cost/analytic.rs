@@ -1541,8 +1541,17 @@ impl Work {
 
     /// An MLP's GEMMs on `width`-wide tokens (a latent MoE's experts run on the latent).
     fn mlp_gemms_on(&self, tokens: f64, ffn: f64, split: f64, width: f64) -> f64 {
+        let (up, down) = self.mlp_gemm_pair(tokens, ffn, split, width);
+        up + down
+    }
+
+    /// An MLP's up (FC1, with the gate under SwiGLU) and down (FC2) GEMMs, seconds each.
+    fn mlp_gemm_pair(&self, tokens: f64, ffn: f64, split: f64, width: f64) -> (f64, f64) {
         let up = if self.swiglu { 2.0 * ffn } else { ffn };
-        self.gemm(tokens, up / split, width) + self.gemm(tokens, width, ffn / split)
+        (
+            self.gemm(tokens, up / split, width),
+            self.gemm(tokens, width, ffn / split),
+        )
     }
 
     /// MLA's projections (multi_latent_attention.py `MLASelfAttention.get_query_key_value_tensors`):
@@ -1616,8 +1625,9 @@ impl Work {
         let attn_mem = self.memory(self.t_sp * ew_bytes + rotary + qk_norm);
         // MLP block: GEMMs, activation; norm + residual + dropout over h.
         // Activation-function elements (the MLP inner size per token, over all experts).
+        let dense_fc = self.mlp_gemm_pair(t, self.ffn, tp, h);
         let (mlp_gemm, act_elems, shared_gemm, routed_act_elems) = match moe {
-            None => (self.mlp_gemms(t, self.ffn, tp), t * self.ffn / tp, 0.0, 0.0),
+            None => (dense_fc.0 + dense_fc.1, t * self.ffn / tp, 0.0, 0.0),
             Some(moe) => {
                 let router = self.gemm_bf16(t, moe.experts, h);
                 let pairs = t * moe.topk * moe.load;
@@ -1652,12 +1662,11 @@ impl Work {
         // The dense MLP's FC2 forward and FC1 backward beside userbuffers kernels, as above;
         // a MoE layer's experts and router have no userbuffers overlap.
         let (mlp_gemm_f, mlp_gemm_b) = match moe {
-            None if ub != 1.0 => {
-                let fc2 = self.gemm(t, h, self.ffn / tp);
-                let fc1 = mlp_gemm - fc2;
+            None => {
+                let (fc1, fc2) = dense_fc;
                 (fc1 + ub * fc2, ub * fc1 + fc2)
             }
-            _ => (mlp_gemm, mlp_gemm),
+            Some(_) => (mlp_gemm, mlp_gemm),
         };
         // SwiGLU reads gate and up and writes one; GeLU reads one and writes one.
         let act_bytes_per_elem = if self.swiglu { 3.0 } else { 2.0 } * self.act_bytes;
