@@ -677,6 +677,20 @@ mod tests {
         }
     }
 
+    /// The calibrated GPU keeps a count of SMs the user wrote (it prices the SMs that
+    /// overlapped communication takes) and leaves the arch's default unwritten.
+    #[test]
+    fn the_calibrated_gpu_carries_its_own_sms_and_omits_the_archs_default() {
+        let mut gpu = dgx_pair().gpu;
+        let mut out = String::new();
+        write_gpu(&mut out, &gpu, None);
+        assert!(!out.contains("sms"), "{out}");
+        gpu.sms = 114;
+        let mut out = String::new();
+        write_gpu(&mut out, &gpu, None);
+        assert!(out.contains("\n  sms 114\n"), "{out}");
+    }
+
     #[test]
     fn an_outer_dim_is_fitted_through_the_hierarchical_collective_the_engine_runs() {
         let cluster = dgx_pair();

@@ -888,10 +888,7 @@ impl StagePlan {
             tp: sc.tp > 1,
             sp: sc.sp,
             overlap_tp: sc.flags.overlap_tp_comm,
-            pair_sms: {
-                let sms = sc.cluster.gpu.sms.max(1);
-                (sms, sms.saturating_sub(PAIR_COMM_SMS).max(1))
-            },
+            pair_sms: sc.cluster.gpu.sms_beside(PAIR_COMM_SMS),
             cp: sc.cp > 1,
             // Expert communication: an all-to-all over ep, or the etp gathers.
             ep: m.is_moe() && (sc.ep > 1 || sc.etp > 1),

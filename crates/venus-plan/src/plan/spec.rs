@@ -442,12 +442,19 @@ pub struct GemmFit {
 }
 
 impl GpuSpec {
+    /// The GPU's SMs and those left to compute while a communication kernel holds
+    /// `comm_sms` of them (at least one left).
+    pub fn sms_beside(&self, comm_sms: u64) -> (u64, u64) {
+        let sms = self.sms.max(1);
+        (sms, sms.saturating_sub(comm_sms).max(1))
+    }
+
     /// How much slower compute runs while a communication kernel holds `comm_sms` of the
     /// GPU's SMs: `sms / (sms − comm_sms)`, the compute kernels' waves spread over the SMs
-    /// left (at least one).
+    /// left ([`GpuSpec::sms_beside`]).
     pub fn slowdown_beside(&self, comm_sms: u64) -> f64 {
-        let sms = self.sms.max(1);
-        sms as f64 / sms.saturating_sub(comm_sms).max(1) as f64
+        let (all, left) = self.sms_beside(comm_sms);
+        all as f64 / left as f64
     }
 
     /// The dense tensor-core peak of GEMMs in `precision`; `None` when the GPU has no units
