@@ -200,19 +200,20 @@ impl Calibration {
     /// asynchronous tensor-core pipeline: TMA, warp-specialised kernels).
     ///
     /// Fit (`docs/data/published-runs.tsv` as of this commit, with Megatron-Bridge's MoE rows on
-    /// their recipes' token dispatchers and EP overlap; a scenario on `dgx_b200`): `venusc
-    /// calibrate b200.venus --runs docs/data/published-runs.tsv --keep-network --hold-out-odd`,
-    /// run until it returns its input (a fixed point). 25 `blackwell` rows simulate; the fit
-    /// used the 13 at even positions: MAPE 20.4 % on them, 18.9 % on the 12 held out. The
-    /// largest residuals are model gaps, not the curve: Megatron-Core's DeepSeek-V3 baseline run
-    /// (+83 %), GPT-OSS in BF16 (+30 % and +52 %) and Nemotron 3 Super in NVFP4 (+44 %)
-    /// predicted too fast, Qwen3 30B-A3B (−37 %) and 235B-A22B (−32 %) too slow. The previous
-    /// fit, 60.0 % and 794, was made with those MoE rows on Megatron-LM's `allgather`
-    /// dispatcher, which they do not run.
+    /// their recipes' token dispatchers and EP overlap, and an overlapped pair's compute on the
+    /// SMs a B200's 148 leave; a scenario on `dgx_b200`): `venusc calibrate b200.venus --runs
+    /// docs/data/published-runs.tsv --keep-network --hold-out-odd`, run until it returns its
+    /// input (a fixed point). 25 `blackwell` rows simulate; the fit used the 13 at even
+    /// positions: MAPE 20.2 % on them, 19.4 % on the 12 held out. The largest residuals are
+    /// model gaps, not the curve: Megatron-Core's DeepSeek-V3 baseline run (+83 %), GPT-OSS in
+    /// BF16 (+31 % and +52 %) and Nemotron 3 Super in NVFP4 (+44 %) predicted too fast, Qwen3
+    /// 30B-A3B (−36 %) and 235B-A22B (−31 %) too slow. The fits before: 77.7 % and 1249 with the
+    /// pair on an H100's 132 SMs; 60.0 % and 794 with those MoE rows on Megatron-LM's
+    /// `allgather` dispatcher, which they do not run.
     pub fn blackwell() -> Calibration {
         Calibration {
-            gemm_efficiency: 0.777,
-            gemm_half_dim: 1249.0,
+            gemm_efficiency: 0.785,
+            gemm_half_dim: 1287.0,
             ..Calibration::hopper()
         }
     }
@@ -2008,7 +2009,7 @@ mod tests {
         );
         // Blackwell has its own fit now: its GEMM curve, Hopper's other constants.
         let b = Calibration::for_arch(GpuArch::Blackwell);
-        assert_eq!((b.gemm_efficiency, b.gemm_half_dim), (0.777, 1249.0));
+        assert_eq!((b.gemm_efficiency, b.gemm_half_dim), (0.785, 1287.0));
         assert_eq!(
             b.attention_efficiency,
             Calibration::hopper().attention_efficiency
