@@ -233,7 +233,8 @@ impl Calibration {
     /// command, 26 rows, 13 fitted): the asymptote runs to its 100 % bound (MAPE 21.8 % fitted,
     /// 31.5 % held out), so these rows do not determine it while the MoE gaps (Qwen3 −30 % to
     /// −40 %, Nemotron 3 Super NVFP4 +75 %) dominate them, and this fit stays: at it the
-    /// 26 rows' MAPE is 24.1 %.
+    /// 26 rows' MAPE is 23.7 % (24.1 % before an overlapped pair's compute took its SMs from
+    /// the B300's own 160); refit once more with that, it still runs to the bound.
     pub fn blackwell_ultra() -> Calibration {
         Calibration {
             gemm_efficiency: 0.943,
